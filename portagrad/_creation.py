@@ -1,0 +1,316 @@
+"""Tensor factories: ``tensor``, ``from_numpy``, ``zeros``, ``arange``, ``*_like`` ..."""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import _device, _dtype, _raw
+from ._storage import Storage
+from ._tensor import Tensor
+
+__all__ = [
+    "tensor", "as_tensor", "from_numpy", "asarray", "zeros", "ones", "full", "empty", "arange",
+    "linspace", "logspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like",
+    "from_host", "parse_size", "empty_strided", "scalar_tensor",
+]
+
+
+def parse_size(size: Sequence[Any], fn: str = "factory") -> tuple[int, ...]:
+    """Accept ``f(2, 3)``, ``f((2, 3))`` or ``f([2, 3])`` (also ``pg.Size``)."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    out = []
+    for s in size:
+        if isinstance(s, Tensor):
+            s = int(s.item())
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"{fn}(): argument 'size' must be a sequence of ints, but found element "
+                            f"of type {type(s).__name__}")
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+def _target(device: Any, pin_memory: bool = False) -> tuple[Any, Any, int]:
+    dev = _device.as_device(device)
+    return _device.resolve(dev)
+
+
+def _alloc(shape: tuple[int, ...], dtype: "_dtype.dtype", device: Any, pin_memory: bool = False
+           ) -> Tensor:
+    concrete, backend, index = _target(device)
+    n = math.prod(shape)
+    nbytes = n * dtype.itemsize
+    if pin_memory:
+        if concrete.type != "cpu":
+            raise RuntimeError(f"Only dense CPU tensors can be pinned, got device {concrete}")
+        from ._memory import pinned_buffer
+
+        buf = pinned_buffer(nbytes)
+        st = Storage(buf, nbytes, concrete, backend, index, pinned=True)
+    else:
+        st = Storage(backend.allocate(index, nbytes), nbytes, concrete, backend, index)
+    return Tensor._make(st, 0, shape, _raw.strides_for(shape), dtype)
+
+
+def _finish(t: Tensor, requires_grad: bool) -> Tensor:
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def from_host(arr: np.ndarray, device: Any = None, dtype: Any = None, requires_grad: bool = False,
+              pin_memory: bool = False) -> Tensor:
+    """Copy a numpy array to a new tensor on ``device`` (never shares memory)."""
+    dt = _dtype.from_numpy_dtype(arr.dtype) if dtype is None else _dtype.as_dtype(dtype)
+    if arr.dtype != dt.numpy:
+        arr = arr.astype(dt.numpy)
+    arr = np.require(arr, requirements="C")  # ascontiguousarray would make 0-d arrays 1-d
+    t = _alloc(tuple(arr.shape), dt, device, pin_memory)
+    if arr.size:
+        t._storage.backend.from_host(t._v, arr)
+    return _finish(t, requires_grad)
+
+
+def _infer_array(data: Any) -> tuple[np.ndarray, bool]:
+    """numpy array for ``data`` and whether Python floats chose its dtype (-> default dtype)."""
+    if isinstance(data, np.ndarray):
+        return data, False
+    if isinstance(data, (np.generic,)):
+        return np.asarray(data), False
+    if isinstance(data, (list, tuple)):
+        data = _flatten_tensors(data)
+    try:
+        arr = np.array(data)
+    except ValueError as exc:
+        raise ValueError(f"could not convert data to a tensor: {exc}") from None
+    if arr.dtype == object:
+        if isinstance(data, (list, tuple)):
+            _check_ragged(data)
+        raise TypeError(f"can't convert object of type {type(data).__name__} to a tensor")
+    if arr.dtype.kind in "US":
+        raise TypeError(f"new(): invalid data type '{arr.dtype.kind == 'U' and 'str'}'")
+    return arr, arr.dtype.kind == "f"
+
+
+def _flatten_tensors(data: Any) -> Any:
+    if isinstance(data, Tensor):
+        if data.dim() == 0:
+            return data.item()
+        return data.tolist()
+    if isinstance(data, (list, tuple)):
+        return [_flatten_tensors(d) for d in data]
+    return data
+
+
+def _check_ragged(data: Sequence[Any], dim: int = 1) -> None:
+    if not data or not isinstance(data[0], (list, tuple)):
+        return
+    n = len(data[0])
+    for d in data:
+        if not isinstance(d, (list, tuple)) or len(d) != n:
+            got = len(d) if isinstance(d, (list, tuple)) else type(d).__name__
+            raise ValueError(f"expected sequence of length {n} at dim {dim} (got {got})")
+    for d in data:
+        _check_ragged(d, dim + 1)
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+           pin_memory: bool = False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (nested lists, numbers, numpy arrays, tensors)."""
+    if isinstance(data, Tensor):
+        src = data.detach()
+        out = src.to(device=device if device is not None else src.device,
+                      dtype=dtype if dtype is not None else src.dtype, copy=True)
+        return _finish(out, requires_grad)
+    arr, from_floats = _infer_array(data)
+    if dtype is None:
+        if from_floats:
+            dt = _dtype.get_default_dtype()
+        elif arr.dtype == np.float64 and not isinstance(data, (np.ndarray, np.generic)):
+            dt = _dtype.get_default_dtype()
+        elif arr.dtype.kind in "iu" and arr.dtype != np.int32:
+            dt = _dtype.int64
+        else:
+            dt = _dtype.from_numpy_dtype(arr.dtype)
+    else:
+        dt = _dtype.as_dtype(dtype)
+    return from_host(arr, device, dt, requires_grad, pin_memory)
+
+
+def scalar_tensor(value: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """A zero-dim tensor (``torch.scalar_tensor``)."""
+    return tensor(value, dtype=dtype or _dtype.get_default_dtype(), device=device)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A CPU tensor *sharing memory* with ``array`` (writes through either are seen by both)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    dt = _dtype.from_numpy_dtype(array.dtype)
+    if any(s < 0 for s in array.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors "
+                         "with negative strides are not currently supported. (You can probably "
+                         "work around this by making a copy of your array  with array.copy().) ")
+    concrete, backend, index = _device.resolve(_device.device("cpu"))
+    wrapped = backend.wrap_host(array)
+    if wrapped is None:
+        raise ValueError("from_numpy: the array's strides are not multiples of its item size")
+    buf, offset = wrapped
+    isz = array.itemsize
+    strides = tuple(s // isz for s in array.strides)
+    st = Storage(buf, buf.nbytes, concrete, backend, index)
+    if not array.flags.writeable:
+        import warnings
+
+        warnings.warn("The given NumPy array is not writable; writing to the tensor is undefined "
+                      "behaviour.", UserWarning, stacklevel=2)
+    return Tensor._make(st, offset, tuple(array.shape), strides, dt)
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """Like ``tensor`` but avoids a copy when ``data`` is already a tensor or a CPU numpy array of
+    the right dtype and device."""
+    if isinstance(data, Tensor):
+        if (dtype is None or _dtype.as_dtype(dtype) is data.dtype) and \
+                (device is None or _device.as_device(device) == data.device):
+            return data
+        return data.to(device=device if device is not None else data.device,
+                       dtype=dtype if dtype is not None else data.dtype)
+    if isinstance(data, np.ndarray):
+        dev = _device.as_device(device)
+        if dev.type == "cpu" and (dtype is None or _dtype.as_dtype(dtype).numpy == data.dtype):
+            try:
+                return from_numpy(data)
+            except (TypeError, ValueError):
+                pass
+    return tensor(data, dtype=dtype, device=device)
+
+
+asarray = as_tensor
+
+
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          pin_memory: bool = False, memory_format: Any = None) -> Tensor:
+    """An uninitialised tensor."""
+    shape = parse_size(size, "empty")
+    dt = _dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype)
+    return _finish(_alloc(shape, dt, device, pin_memory), requires_grad)
+
+
+def empty_strided(size: Sequence[int], stride: Sequence[int], dtype: Any = None, device: Any = None,
+                  requires_grad: bool = False) -> Tensor:
+    """An uninitialised tensor with the given strides."""
+    shape = parse_size((size,), "empty_strided")
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else 0
+    flat = empty(span, dtype=dtype, device=device)
+    t = Tensor._make(flat._storage, 0, shape, tuple(stride), flat.dtype)
+    return _finish(t, requires_grad)
+
+
+def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """A tensor filled with ``fill_value`` (dtype inferred from the value, as PyTorch)."""
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    if dtype is None:
+        dtype = _dtype.result_type(fill_value)
+    t = empty(parse_size((size,), "full"), dtype=dtype, device=device, pin_memory=pin_memory)
+    _raw.fill(t, fill_value)
+    return _finish(t, requires_grad)
+
+
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          pin_memory: bool = False) -> Tensor:
+    """A tensor of zeros."""
+    t = empty(*size, dtype=dtype, device=device, pin_memory=pin_memory)
+    _raw.fill(t, 0)
+    return _finish(t, requires_grad)
+
+
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+         pin_memory: bool = False) -> Tensor:
+    """A tensor of ones."""
+    t = empty(*size, dtype=dtype, device=device, pin_memory=pin_memory)
+    _raw.fill(t, 1)
+    return _finish(t, requires_grad)
+
+
+def _like(t: Tensor, dtype: Any, device: Any) -> tuple[Any, Any]:
+    return (t.dtype if dtype is None else dtype), (t.device if device is None else device)
+
+
+def empty_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+               memory_format: Any = None) -> Tensor:
+    dt, dev = _like(input, dtype, device)
+    return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def zeros_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+               memory_format: Any = None) -> Tensor:
+    """Zeros with ``input``'s shape, dtype and device."""
+    dt, dev = _like(input, dtype, device)
+    return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def ones_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+              memory_format: Any = None) -> Tensor:
+    """Ones with ``input``'s shape, dtype and device."""
+    dt, dev = _like(input, dtype, device)
+    return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def full_like(input: Tensor, fill_value: Any, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    dt, dev = _like(input, dtype, device)
+    return full(input.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    """Values from ``start`` to ``end`` (exclusive) by ``step``."""
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    start, end, step = vals
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) / step < 0:
+        raise RuntimeError(f"upper bound and larger bound inconsistent with step sign")
+    if dtype is None:
+        is_float = any(isinstance(v, float) for v in vals)
+        dtype = _dtype.get_default_dtype() if is_float else _dtype.int64
+    dt = _dtype.as_dtype(dtype)
+    n = max(0, math.ceil((end - start) / step))
+    arr = (start + np.arange(n, dtype=np.float64) * step) if dt.is_floating_point else \
+        np.arange(start, end, step, dtype=np.int64)[:n]
+    return from_host(np.asarray(arr, dtype=dt.numpy), device, dt, requires_grad)
+
+
+def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dt = _dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype)
+    arr = np.linspace(start, end, steps, dtype=np.float64)
+    return from_host(arr.astype(dt.numpy), device, dt, requires_grad)
+
+
+def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype: Any = None,
+             device: Any = None, requires_grad: bool = False) -> Tensor:
+    dt = _dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype)
+    arr = np.logspace(start, end, steps, base=base, dtype=np.float64)
+    return from_host(arr.astype(dt.numpy), device, dt, requires_grad)
+
+
+def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None,
+        requires_grad: bool = False) -> Tensor:
+    """The identity matrix (``n`` x ``m``)."""
+    if n < 0 or (m is not None and m < 0):
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    dt = _dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype)
+    return from_host(np.eye(n, m, dtype=dt.numpy), device, dt, requires_grad)

@@ -1,0 +1,184 @@
+"""Devices: ``pg.device``, the default device, and resolving a device to its backend.
+
+A device string is ``"<type>"`` or ``"<type>:<index>"`` (``"cpu"``, ``"opencl"``, ``"opencl:1"``).
+Each device type is served by one backend found through the plugin manager. Resolution is cached, so
+dispatching an op costs a dict lookup, never a plugin call.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Union
+
+__all__ = ["device", "DeviceLike", "set_default_device", "get_default_device", "as_device",
+           "resolve", "current_index", "set_current_index"]
+
+
+class device:
+    """A device, ``pg.device("opencl:1")`` or ``pg.device("opencl", 1)``, as ``torch.device``.
+
+    Also a context manager: inside ``with pg.device("opencl:1"):`` factories create tensors there.
+    """
+
+    __slots__ = ("type", "index", "_prev")
+
+    def __init__(self, type: Union[str, "device"], index: int | None = None) -> None:  # noqa: A002
+        if isinstance(type, device):
+            if index is not None:
+                raise ValueError("device(): index must not be given with a device object")
+            self.type, self.index = type.type, type.index
+            return
+        if not isinstance(type, str):
+            raise TypeError(f"device() expected a string or a device, got "
+                            f"{type.__class__.__name__}")
+        spec = type.strip()
+        if ":" in spec:
+            if index is not None:
+                raise ValueError(f"type (string) must not include an index because index was "
+                                 f"passed explicitly: {spec}")
+            spec, _, idx = spec.partition(":")
+            try:
+                index = int(idx)
+            except ValueError:
+                raise RuntimeError(f"Invalid device string: '{type}'") from None
+        if not spec or not spec.replace("_", "").isalnum():
+            raise RuntimeError(f"Invalid device string: '{type}'")
+        if index is not None:
+            index = int(index)
+            if index < 0:
+                raise RuntimeError(f"Device index must not be negative, got {index}")
+        self.type = spec
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"device(type='{self.type}'" + (f", index={self.index})" if self.index is not None
+                                              else ")")
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            try:
+                other = device(other)
+            except (RuntimeError, ValueError):
+                return False
+        if not isinstance(other, device):
+            return NotImplemented
+        return self.type == other.type and self.index == other.index
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __reduce__(self) -> Any:
+        return (device, (self.type, self.index))
+
+    def __enter__(self) -> "device":
+        stack = _default_stack()
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _default_stack().pop()
+
+
+DeviceLike = Union[str, device, int, None]
+
+_tls = threading.local()
+_global_default: device | None = None
+_current: dict[str, int] = {}  # device type -> current (logical) index, as torch.cuda.current_device
+_resolved: dict[tuple[str, int | None], tuple[device, Any, int]] = {}
+
+
+def _default_stack() -> list[device]:
+    stack = getattr(_tls, "stack", None)
+    if stack is None:
+        stack = _tls.stack = []
+    return stack
+
+
+def _clear_caches() -> None:
+    _resolved.clear()
+
+
+def set_default_device(dev: DeviceLike) -> None:
+    """Set the device factories use when no ``device=`` is given (``None`` restores ``cpu``)."""
+    global _global_default
+    _global_default = None if dev is None else as_device(dev)
+
+
+def get_default_device() -> device:
+    """The device new tensors are created on: innermost ``with pg.device(...)``, then
+    :func:`set_default_device`, then ``PORTAGRAD_DEVICE``, then ``cpu``."""
+    stack = getattr(_tls, "stack", None)
+    if stack:
+        return stack[-1]
+    if _global_default is not None:
+        return _global_default
+    env = os.environ.get("PORTAGRAD_DEVICE")
+    if env:
+        return device(env)
+    return _CPU
+
+
+def as_device(dev: DeviceLike) -> device:
+    """Normalise a device argument. ``None`` means the default device; an int means the current
+    accelerator type's device of that index (as torch treats ``device=0``)."""
+    if isinstance(dev, device):
+        return dev
+    if dev is None:
+        return get_default_device()
+    if isinstance(dev, str):
+        return device(dev)
+    if isinstance(dev, int) and not isinstance(dev, bool):
+        from .plugins.manager import device_types
+
+        accel = [t for t in device_types() if t != "cpu"]
+        if not accel:
+            raise RuntimeError(f"device index {dev} given but no accelerator backend is available")
+        return device(accel[0], dev)
+    raise TypeError(f"expected a device (str, pg.device or int), got {type(dev).__name__}")
+
+
+def current_index(device_type: str) -> int:
+    """The current device index of ``device_type`` (0 unless changed with ``set_current_index``)."""
+    return _current.get(device_type, 0)
+
+
+def set_current_index(device_type: str, index: int) -> None:
+    """Select the current device of ``device_type`` (``pg.opencl.set_device``)."""
+    _current[device_type] = index
+    for key in [k for k in _resolved if k[0] == device_type and k[1] is None]:
+        del _resolved[key]
+
+
+def resolve(dev: device) -> tuple[device, Any, int]:
+    """``(concrete device, backend, index)`` for ``dev``; fills in the current index if missing."""
+    key = (dev.type, dev.index)
+    hit = _resolved.get(key)
+    if hit is not None:
+        return hit
+    from .plugins.manager import get_backend
+
+    backend = get_backend(dev.type)
+    count = backend.device_count()
+    if dev.type == "cpu":
+        if dev.index not in (None, 0):
+            raise RuntimeError(f"Invalid device {dev}: the cpu device has only index 0")
+        concrete, index = _CPU, 0
+    else:
+        index = current_index(dev.type) if dev.index is None else dev.index
+        if not 0 <= index < count:
+            raise RuntimeError(
+                f"Invalid device {dev.type}:{index}: {count} {dev.type} device(s) available"
+                + (" (restricted by PORTAGRAD_VISIBLE_DEVICES)"
+                   if os.environ.get("PORTAGRAD_VISIBLE_DEVICES") else ""))
+        concrete = device(dev.type, index)
+    result = (concrete, backend, index)
+    _resolved[key] = result
+    if concrete is not dev:
+        _resolved[(concrete.type, concrete.index)] = result
+    return result
+
+
+_CPU = device("cpu")

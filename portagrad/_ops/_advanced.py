@@ -1,0 +1,138 @@
+"""Advanced indexing (integer/bool tensors and lists in a key), as PyTorch and NumPy define it.
+
+The common case ``x[rows]`` / ``x[mask]`` (one index in the first position) is an ``index_select``.
+Any other key is resolved on the host: NumPy applies the key to the *positions* ``arange(numel)``,
+which gives, with NumPy's exact semantics (broadcasting, adjacency rule, bool masks), the linear
+position of every selected element; a recorded ``gather`` then reads them. Indices are checked
+there, so a bad index raises ``IndexError`` naming it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _dtype
+from .._tensor import Tensor
+from ._common import check_same_device
+
+__all__ = ["advanced_getitem", "advanced_setitem"]
+
+
+def _host_key(x: Tensor, key: tuple[Any, ...]) -> tuple[Any, ...]:
+    out = []
+    for k in key:
+        if isinstance(k, Tensor):
+            if k.dtype.is_floating_point:
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors "
+                                 f"(got {k.dtype})")
+            if k.device != x.device and k.device.type != "cpu":
+                check_same_device(x, k, "index")
+            out.append(k.detach()._host())
+        elif isinstance(k, (list, np.ndarray)):
+            arr = np.asarray(k)
+            if arr.dtype.kind == "f":
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors "
+                                 "(got a list of floats)")
+            if arr.dtype == object:
+                raise IndexError("index lists must hold integers or bools")
+            out.append(arr)
+        else:
+            out.append(k)
+    return tuple(out)
+
+
+def _positions(x: Tensor, key: tuple[Any, ...]) -> np.ndarray:
+    pos = np.arange(x.numel(), dtype=np.int64).reshape(tuple(x.shape))
+    try:
+        return np.require(pos[key], requirements="C")
+    except IndexError as exc:
+        msg = str(exc).replace("axis", "dimension")
+        raise IndexError(msg) from None
+
+
+def _index_first(x: Tensor, k: Any) -> Tensor | None:
+    """Fast path: ``x[idx]`` with one integer or bool index on the first dimension."""
+    from .. import _creation
+    from .indexing import index_select
+    from .shape import reshape
+
+    if isinstance(k, Tensor) and k.dtype is _dtype.bool:
+        if tuple(k.shape) != tuple(x.shape[:k.dim()]):
+            for i, (a, b) in enumerate(zip(k.shape, x.shape)):
+                if a != b:
+                    raise IndexError(f"The shape of the mask {list(k.shape)} at index {i} does not "
+                                     f"match the shape of the indexed tensor {list(x.shape)} at "
+                                     f"index {i}")
+            raise IndexError(f"too many indices for tensor of dimension {x.dim()}")
+        if k.dim() == 0:
+            return None
+        flat = reshape(x, (-1,) + tuple(x.shape[k.dim():]))
+        idx = np.flatnonzero(k.detach()._host())
+        return index_select(flat, 0, _creation.from_host(idx.astype(np.int64), device=x.device))
+    if isinstance(k, list):
+        arr = np.asarray(k)
+        if arr.dtype == np.bool_ or arr.dtype.kind not in "iu" or arr.ndim != 1:
+            return None
+        k = _creation.from_host(arr.astype(np.int64), device=x.device)
+    if not isinstance(k, Tensor) or k.dtype.is_floating_point or x.dim() == 0:
+        return None
+    if k.device != x.device:
+        k = k.to(x.device)
+    n = x.shape[0]
+    idx = k if k.dtype is _dtype.int64 else k.to(_dtype.int64)
+    flat_idx = reshape(idx, (-1,))
+    from .. import _raw
+
+    if flat_idx.numel():
+        lo = int(_raw.reduce("min", flat_idx, (0,), False).item())
+        if lo < 0:
+            if lo < -n:
+                raise IndexError(f"index {lo} is out of bounds for dimension 0 with size {n}")
+            flat_idx = _raw.where(_raw.binary("lt", flat_idx, 0, _dtype.bool),
+                                  _raw.binary("add", flat_idx, n, _dtype.int64), flat_idx,
+                                  _dtype.int64, flat_idx)
+    out = index_select(x, 0, flat_idx)
+    return reshape(out, tuple(k.shape) + tuple(x.shape[1:]))
+
+
+def advanced_getitem(x: Tensor, key: tuple[Any, ...]) -> Tensor:
+    """``x[key]`` for a key holding integer/bool tensors, lists or arrays (a copy)."""
+    from .. import _creation
+    from .indexing import _Gather
+    from ._common import call
+    from .shape import reshape
+
+    if len(key) == 1:
+        out = _index_first(x, key[0])
+        if out is not None:
+            return out
+    pos = _positions(x, _host_key(x, key))
+    idx = _creation.from_host(pos.reshape(-1), device=x.device)
+    flat = reshape(x, (-1,))
+    return reshape(call(_Gather, flat, 0, idx), pos.shape)
+
+
+def advanced_setitem(x: Tensor, key: tuple[Any, ...], value: Any) -> None:
+    """``x[key] = value`` for an advanced key: a scatter into ``x``, in place."""
+    from .. import _creation
+    from .conversion import copy_
+    from .indexing import scatter
+    from .shape import expand, reshape
+
+    pos = _positions(x, _host_key(x, key))
+    idx = _creation.from_host(pos.reshape(-1), device=x.device)
+    if not isinstance(value, Tensor):
+        value = _creation.tensor(value, dtype=x.dtype, device=x.device)
+    elif value.dtype is not x.dtype:
+        value = value.to(x.dtype)
+    if value.device != x.device:
+        value = value.to(x.device)
+    try:
+        value = expand(value, pos.shape)
+    except RuntimeError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot be "
+                           f"broadcast to indexing result of shape {list(pos.shape)}") from None
+    flat_val = reshape(value, (-1,))
+    new = scatter(reshape(x, (-1,)), 0, idx, flat_val)
+    copy_(x, reshape(new, tuple(x.shape)))

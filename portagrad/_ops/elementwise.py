@@ -1,0 +1,808 @@
+"""Elementwise math with broadcasting and type promotion, and its derivatives."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .. import _dtype, _raw
+from .._tensor import Tensor
+from ..autograd.function import Function
+from ._common import NULL_CTX, call, is_scalar, prepare_binary, to_scalar
+from .conversion import inplace
+
+__all__ = [
+    "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow",
+    "maximum", "minimum", "atan2", "neg", "abs", "sign", "exp", "expm1", "log", "log2", "log10",
+    "log1p", "sqrt", "rsqrt", "square", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "erf",
+    "floor", "ceil", "round", "trunc", "frac", "reciprocal", "clamp", "clip", "where", "lerp",
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isnan", "isinf", "isfinite",
+    "unary_inplace", "binary_inplace", "rsub", "positive", "sgn", "nan_to_num", "softplus_raw",
+    "signbit", "exp2", "logaddexp", "hypot", "gelu_erf",
+]
+
+
+# --------------------------------------------------------------------- binary
+class _Binary(Function):
+    op = ""
+
+    @classmethod
+    def _run(cls, a: Any, b: Any, dt: Any) -> Tensor:
+        return _raw.binary(cls.op, a, b, dt)
+
+
+class _Add(_Binary):
+    _backward_name = "AddBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Tensor:
+        t = a if isinstance(a, Tensor) else b
+        return _raw.binary("add", a, b, t._v.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        return g, g
+
+
+class _Sub(_Binary):
+    _backward_name = "SubBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Tensor:
+        t = a if isinstance(a, Tensor) else b
+        return _raw.binary("sub", a, b, t._v.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        return g, (neg(g) if ctx.needs_input_grad[1] else None)
+
+
+class _Mul(_Binary):
+    _backward_name = "MulBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Tensor:
+        ctx.save_for_backward(a if isinstance(a, Tensor) else None,
+                              b if isinstance(b, Tensor) else None)
+        ctx.scalars = (a, b)
+        t = a if isinstance(a, Tensor) else b
+        return _raw.binary("mul", a, b, t._v.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        ta, tb = ctx.saved_tensors
+        a = ta if ta is not None else ctx.scalars[0]
+        b = tb if tb is not None else ctx.scalars[1]
+        ga = mul(g, b) if ctx.needs_input_grad[0] else None
+        gb = mul(g, a) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class _Div(_Binary):
+    _backward_name = "DivBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Tensor:
+        ctx.save_for_backward(a if isinstance(a, Tensor) else None,
+                              b if isinstance(b, Tensor) else None)
+        ctx.scalars = (a, b)
+        t = a if isinstance(a, Tensor) else b
+        return _raw.binary("div", a, b, t._v.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        ta, tb = ctx.saved_tensors
+        a = ta if ta is not None else ctx.scalars[0]
+        b = tb if tb is not None else ctx.scalars[1]
+        ga = div(g, b) if ctx.needs_input_grad[0] else None
+        gb = neg(div(mul(g, a), mul(b, b))) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class _Pow(_Binary):
+    _backward_name = "PowBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Tensor:
+        t = a if isinstance(a, Tensor) else b
+        out = _raw.binary("pow", a, b, t._v.dtype)
+        ctx.save_for_backward(a if isinstance(a, Tensor) else None,
+                              b if isinstance(b, Tensor) else None, out)
+        ctx.scalars = (a, b)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        ta, tb, out = ctx.saved_tensors
+        a = ta if ta is not None else ctx.scalars[0]
+        b = tb if tb is not None else ctx.scalars[1]
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            if not isinstance(b, Tensor) and b == 0:
+                ga = mul(g, 0.0)
+            else:
+                # b * a^(b-1); where b == 0 the derivative is 0 (torch masks it the same way)
+                bm1 = sub(b, 1) if isinstance(b, Tensor) else b - 1
+                ga = mul(g, mul(pow(a, bm1), b))
+                if isinstance(b, Tensor):
+                    ga = where(eq(b, 0), 0.0, ga)
+        if ctx.needs_input_grad[1]:
+            # d/db a^b = a^b log(a); where a == 0 and b >= 0 the limit is 0
+            loga = log(a) if isinstance(a, Tensor) else math.log(a) if a > 0 else float("nan")
+            gb = mul(g, mul(out, loga))
+            if isinstance(a, Tensor):
+                gb = where(logical_and(eq(a, 0), ge(b, 0)), 0.0, gb)
+            elif a == 0:
+                gb = where(ge(b, 0), 0.0, gb)
+        return ga, gb
+
+
+class _MaxMin(_Binary):
+    @staticmethod
+    def forward(ctx: Any, a: Tensor, b: Any, op: str) -> Tensor:
+        ctx.save_for_backward(a, b if isinstance(b, Tensor) else None)
+        ctx.scalar_b = b
+        return _raw.binary(op, a, b, a._v.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        a, tb = ctx.saved_tensors
+        b = tb if tb is not None else ctx.scalar_b
+        fwd = ctx.op
+        a_wins = gt(a, b) if fwd == "maximum" else lt(a, b)
+        tie = eq(a, b)
+        # ties split the gradient evenly (as torch.maximum's derivative)
+        wa = add(to_float(a_wins, g), mul(to_float(tie, g), 0.5))
+        ga = mul(g, wa) if ctx.needs_input_grad[0] else None
+        gb = mul(g, sub(1.0, wa)) if len(ctx.needs_input_grad) > 1 and ctx.needs_input_grad[1] \
+            else None
+        return ga, gb, None
+
+
+class _Maximum(_MaxMin):
+    _backward_name = "MaximumBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Tensor, b: Any) -> Tensor:
+        ctx.op = "maximum"
+        return _MaxMin.forward(ctx, a, b, "maximum")
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        return _MaxMin.backward(ctx, g)[:2]
+
+
+class _Minimum(_MaxMin):
+    _backward_name = "MinimumBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Tensor, b: Any) -> Tensor:
+        ctx.op = "minimum"
+        return _MaxMin.forward(ctx, a, b, "minimum")
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        return _MaxMin.backward(ctx, g)[:2]
+
+
+class _Atan2(_Binary):
+    _backward_name = "Atan2Backward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Tensor, b: Tensor) -> Tensor:
+        ctx.save_for_backward(a, b)
+        return _raw.binary("atan2", a, b, a._v.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        a, b = ctx.saved_tensors
+        denom = add(mul(a, a), mul(b, b))
+        return mul(g, div(b, denom)), mul(g, div(neg(a), denom))
+
+
+def to_float(mask: Tensor, like: Tensor) -> Tensor:
+    from .conversion import to
+
+    return to(mask, dtype=like.dtype)
+
+
+def add(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) -> Tensor:
+    """``input + alpha * other`` with broadcasting."""
+    if alpha != 1:
+        other = mul(other, alpha)
+    a, b, _ = prepare_binary(input, other, "add")
+    return _out(call(_Add, a, b), out)
+
+
+def sub(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) -> Tensor:
+    """``input - alpha * other``."""
+    if isinstance(input, Tensor) and input.dtype is _dtype.bool and isinstance(other, Tensor) \
+            and other.dtype is _dtype.bool:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    if alpha != 1:
+        other = mul(other, alpha)
+    a, b, _ = prepare_binary(input, other, "sub")
+    return _out(call(_Sub, a, b), out)
+
+
+def rsub(input: Any, other: Any, alpha: Any = 1) -> Tensor:
+    return sub(other, input, alpha=alpha)
+
+
+def mul(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
+    """Elementwise product."""
+    a, b, _ = prepare_binary(input, other, "mul")
+    return _out(call(_Mul, a, b), out)
+
+
+def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Tensor | None = None
+        ) -> Tensor:
+    """Division: true (``None``), ``"trunc"`` or ``"floor"`` rounding."""
+    if rounding_mode is None:
+        a, b, _ = prepare_binary(input, other, "div", float_only=True)
+        return _out(call(_Div, a, b), out)
+    if rounding_mode not in ("trunc", "floor"):
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                         f"found '{rounding_mode}'")
+    a, b, dt = prepare_binary(input, other, "div")
+    if dt.is_floating_point:
+        q = _raw.binary("div", a, b, dt)
+        res = _raw.unary("trunc" if rounding_mode == "trunc" else "floor", q)
+    elif rounding_mode == "floor":
+        res = _raw.binary("floordiv", a, b, dt)
+    else:
+        # truncation for integers: floor division corrected where the signs differ
+        fl = _raw.binary("floordiv", a, b, dt)
+        rem = _raw.binary("remainder", a, b, dt)
+        nz = _raw.binary("ne", rem, 0, _dtype.bool)
+        sa = _raw.binary("lt", a, 0, _dtype.bool) if isinstance(a, Tensor) else a < 0
+        sb = _raw.binary("lt", b, 0, _dtype.bool) if isinstance(b, Tensor) else b < 0
+        diff = _raw.binary("logical_xor", sa, sb, _dtype.bool, like=fl)
+        fix = _raw.binary("logical_and", nz, diff, _dtype.bool)
+        res = _raw.binary("add", fl, _raw.cast(fix, dt), dt)
+    return _out(res, out)
+
+
+true_divide = div
+
+
+def floor_divide(input: Any, other: Any) -> Tensor:
+    return div(input, other, rounding_mode="floor")
+
+
+class _Remainder(Function):
+    _backward_name = "RemainderBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Tensor:
+        ctx.save_for_backward(a if isinstance(a, Tensor) else None,
+                              b if isinstance(b, Tensor) else None)
+        ctx.scalars = (a, b)
+        t = a if isinstance(a, Tensor) else b
+        return _raw.binary("remainder", a, b, t._v.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        ta, tb = ctx.saved_tensors
+        a = ta if ta is not None else ctx.scalars[0]
+        b = tb if tb is not None else ctx.scalars[1]
+        gb = None
+        if ctx.needs_input_grad[1]:
+            gb = mul(neg(g), floor(div(a, b)))
+        return g, gb
+
+
+def remainder(input: Any, other: Any) -> Tensor:
+    """Python-style modulus (sign of the divisor)."""
+    a, b, _ = prepare_binary(input, other, "remainder")
+    return call(_Remainder, a, b)
+
+
+def fmod(input: Any, other: Any) -> Tensor:
+    """C-style modulus (sign of the dividend): ``a - trunc(a / b) * b``."""
+    a, b, dt = prepare_binary(input, other, "fmod")
+    if dt.is_floating_point:
+        return sub(a, mul(trunc(div(a, b)), b))
+    return sub(a, mul(div(a, b, rounding_mode="trunc"), b))
+
+
+def pow(input: Any, exponent: Any) -> Tensor:
+    """``input ** exponent`` (tensor or scalar on either side)."""
+    a, b, dt = prepare_binary(input, exponent, "pow")
+    if not dt.is_floating_point:
+        bad = (isinstance(b, Tensor) and bool(_raw.reduce("min", b, range(b.dim()), False).item() < 0)
+               if isinstance(b, Tensor) and b.numel() else (not isinstance(b, Tensor) and b < 0))
+        if bad:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return call(_Pow, a, b)
+
+
+def maximum(input: Tensor, other: Any) -> Tensor:
+    """Elementwise maximum (NaN propagates)."""
+    a, b, _ = prepare_binary(input, other, "maximum")
+    if not isinstance(a, Tensor):
+        a, b = b, a
+    return call(_Maximum, a, b)
+
+
+def minimum(input: Tensor, other: Any) -> Tensor:
+    """Elementwise minimum (NaN propagates)."""
+    a, b, _ = prepare_binary(input, other, "minimum")
+    if not isinstance(a, Tensor):
+        a, b = b, a
+    return call(_Minimum, a, b)
+
+
+def atan2(input: Tensor, other: Tensor) -> Tensor:
+    a, b, _ = prepare_binary(input, other, "atan2", float_only=True)
+    from .. import _creation
+
+    if not isinstance(a, Tensor):
+        a = _creation.full(b.shape, a, dtype=b.dtype, device=b.device)
+    if not isinstance(b, Tensor):
+        b = _creation.full(a.shape, b, dtype=a.dtype, device=a.device)
+    return call(_Atan2, a, b)
+
+
+def _out(res: Tensor, out: Tensor | None) -> Tensor:
+    if out is None:
+        return res
+    from .conversion import copy_
+
+    if out.shape != res.shape:
+        from .._storage import Size
+
+        raise RuntimeError(f"out= tensor has shape {out.shape} but the result has shape "
+                           f"{Size(res.shape)}")
+    with _no_grad_ctx():
+        copy_(out, res)
+    return out
+
+
+class _no_grad_ctx:
+    def __enter__(self) -> None:
+        from ..autograd.grad_mode import _flags
+
+        self.prev = _flags.grad
+        _flags.grad = False
+
+    def __exit__(self, *exc: object) -> None:
+        from ..autograd.grad_mode import _flags
+
+        _flags.grad = self.prev
+
+
+# ---------------------------------------------------------------- comparisons
+def _compare(op: str, a: Any, b: Any) -> Tensor:
+    a, b, dt = prepare_binary(a, b, op)
+    t = a if isinstance(a, Tensor) else b
+    return _raw.binary(op, a, b, _dtype.bool, like=t)
+
+
+def eq(input: Any, other: Any) -> Tensor:
+    return _compare("eq", input, other)
+
+
+def ne(input: Any, other: Any) -> Tensor:
+    return _compare("ne", input, other)
+
+
+def lt(input: Any, other: Any) -> Tensor:
+    return _compare("lt", input, other)
+
+
+def le(input: Any, other: Any) -> Tensor:
+    return _compare("le", input, other)
+
+
+def gt(input: Any, other: Any) -> Tensor:
+    return _compare("gt", input, other)
+
+
+def ge(input: Any, other: Any) -> Tensor:
+    return _compare("ge", input, other)
+
+
+def _logical(op: str, a: Any, b: Any) -> Tensor:
+    from .conversion import to
+
+    a, b, dt = prepare_binary(a, b, op)
+    if isinstance(a, Tensor) and a.dtype is not _dtype.bool:
+        a = _raw.binary("ne", a, 0, _dtype.bool)
+    if isinstance(b, Tensor) and b.dtype is not _dtype.bool:
+        b = _raw.binary("ne", b, 0, _dtype.bool)
+    t = a if isinstance(a, Tensor) else b
+    return _raw.binary(op, bool(a) if not isinstance(a, Tensor) else a,
+                       bool(b) if not isinstance(b, Tensor) else b, _dtype.bool, like=t)
+
+
+def logical_and(input: Any, other: Any) -> Tensor:
+    return _logical("logical_and", input, other)
+
+
+def logical_or(input: Any, other: Any) -> Tensor:
+    return _logical("logical_or", input, other)
+
+
+def logical_xor(input: Any, other: Any) -> Tensor:
+    return _logical("logical_xor", input, other)
+
+
+def _bitwise(op: str, a: Any, b: Any) -> Tensor:
+    a, b, dt = prepare_binary(a, b, op)
+    if dt.is_floating_point:
+        raise TypeError(f"{op}: bitwise operations need integer or bool tensors, got {dt}")
+    t = a if isinstance(a, Tensor) else b
+    return _raw.binary(op, a, b, dt, like=t)
+
+
+def bitwise_and(input: Any, other: Any) -> Tensor:
+    return _bitwise("bitwise_and", input, other)
+
+
+def bitwise_or(input: Any, other: Any) -> Tensor:
+    return _bitwise("bitwise_or", input, other)
+
+
+def bitwise_xor(input: Any, other: Any) -> Tensor:
+    return _bitwise("bitwise_xor", input, other)
+
+
+def bitwise_not(input: Tensor) -> Tensor:
+    if input.dtype is _dtype.bool:
+        return logical_not(input)
+    if input.dtype.is_floating_point:
+        raise TypeError(f"bitwise_not: expected an integer or bool tensor, got {input.dtype}")
+    return _raw.binary("bitwise_xor", input, -1, input.dtype)
+
+
+def logical_not(input: Tensor) -> Tensor:
+    return _raw.unary("logical_not", input, _dtype.bool)
+
+
+def isnan(input: Tensor) -> Tensor:
+    if not input.dtype.is_floating_point:
+        return _raw.fill(_raw.new_like(input, dtype=_dtype.bool), False)
+    return _raw.unary("isnan", input, _dtype.bool)
+
+
+def isinf(input: Tensor) -> Tensor:
+    if not input.dtype.is_floating_point:
+        return _raw.fill(_raw.new_like(input, dtype=_dtype.bool), False)
+    return _raw.unary("isinf", input, _dtype.bool)
+
+
+def isfinite(input: Tensor) -> Tensor:
+    return logical_not(logical_or(isnan(input), isinf(input)))
+
+
+def signbit(input: Tensor) -> Tensor:
+    return lt(input, 0)
+
+
+# ---------------------------------------------------------------------- unary
+def _float_input(x: Tensor) -> Tensor:
+    """Integer inputs of floating functions (exp, sin ...) are promoted to the default dtype."""
+    if x._v.dtype.is_floating_point:
+        return x
+    from .conversion import to
+
+    return to(x, dtype=_dtype.get_default_dtype())
+
+
+def _make_unary(name: str, op: str, grad: Any, save: str = "input", float_only: bool = True,
+                node: str | None = None) -> Any:
+    """Build a unary op from a derivative rule ``grad(g, x, y) -> dx`` (``x`` input, ``y`` output)."""
+
+    class _U(Function):
+        _backward_name = node or f"{name.capitalize()}Backward0"
+
+        @staticmethod
+        def forward(ctx: Any, x: Tensor) -> Tensor:
+            y = _raw.unary(op, x)
+            if save == "input":
+                ctx.save_for_backward(x)
+            elif save == "output":
+                ctx.save_for_backward(y)
+            elif save == "both":
+                ctx.save_for_backward(x, y)
+            return y
+
+        @staticmethod
+        def backward(ctx: Any, g: Tensor) -> Any:
+            saved = ctx.saved_tensors
+            if save == "input":
+                return grad(g, saved[0], None)
+            if save == "output":
+                return grad(g, None, saved[0])
+            if save == "both":
+                return grad(g, saved[0], saved[1])
+            return grad(g, None, None)
+
+    _U.__name__ = _U.__qualname__ = f"_{name.capitalize()}"
+
+    def fn(input: Tensor) -> Tensor:
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+        x = _float_input(input) if float_only else input
+        return call(_U, x)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}``."
+    fn._fn_cls = _U  # type: ignore[attr-defined]
+    return fn
+
+
+def _zero_grad(g: Tensor, x: Any, y: Any) -> Tensor:
+    return mul(g, 0.0)
+
+
+neg = _make_unary("neg", "neg", lambda g, x, y: neg(g), save="none", float_only=False)
+abs = _make_unary("abs", "abs", lambda g, x, y: mul(g, sign(x)), float_only=False)  # noqa: A001
+sign = _make_unary("sign", "sign", _zero_grad, save="none", float_only=False)
+sgn = sign
+exp = _make_unary("exp", "exp", lambda g, x, y: mul(g, y), save="output")
+expm1 = _make_unary("expm1", "expm1", lambda g, x, y: mul(g, add(y, 1.0)), save="output")
+log = _make_unary("log", "log", lambda g, x, y: div(g, x))
+log1p = _make_unary("log1p", "log1p", lambda g, x, y: div(g, add(x, 1.0)))
+sqrt = _make_unary("sqrt", "sqrt", lambda g, x, y: div(g, mul(y, 2.0)), save="output")
+rsqrt = _make_unary("rsqrt", "rsqrt", lambda g, x, y: mul(g, mul(pow(y, 3), -0.5)), save="output")
+sin = _make_unary("sin", "sin", lambda g, x, y: mul(g, cos(x)))
+cos = _make_unary("cos", "cos", lambda g, x, y: mul(g, neg(sin(x))))
+tan = _make_unary("tan", "tan", lambda g, x, y: mul(g, add(mul(y, y), 1.0)), save="output")
+tanh = _make_unary("tanh", "tanh", lambda g, x, y: mul(g, sub(1.0, mul(y, y))), save="output")
+sigmoid = _make_unary("sigmoid", "sigmoid", lambda g, x, y: mul(g, mul(y, sub(1.0, y))),
+                      save="output")
+relu = _make_unary("relu", "relu", lambda g, x, y: mul(g, to_float(gt(y, 0), g)), save="output",
+                   float_only=False)
+erf = _make_unary("erf", "erf", lambda g, x, y: mul(g, mul(exp(neg(mul(x, x))),
+                                                           2.0 / math.sqrt(math.pi))))
+floor = _make_unary("floor", "floor", _zero_grad, save="none", float_only=False)
+ceil = _make_unary("ceil", "ceil", _zero_grad, save="none", float_only=False)
+trunc = _make_unary("trunc", "trunc", _zero_grad, save="none", float_only=False)
+reciprocal = _make_unary("reciprocal", "reciprocal", lambda g, x, y: mul(g, neg(mul(y, y))),
+                         save="output")
+_round0 = _make_unary("round", "round", _zero_grad, save="none", float_only=False)
+
+
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001
+    """Round half to even (``decimals`` digits)."""
+    if not input.dtype.is_floating_point:
+        return input.clone()
+    if decimals == 0:
+        return _round0(input)
+    scale = 10.0 ** decimals
+    return div(_round0(mul(input, scale)), scale)
+
+
+def frac(input: Tensor) -> Tensor:
+    return sub(input, trunc(input))
+
+
+def positive(input: Tensor) -> Tensor:
+    return input
+
+
+def square(input: Tensor) -> Tensor:
+    return mul(input, input)
+
+
+def log2(input: Tensor) -> Tensor:
+    return div(log(input), math.log(2.0))
+
+
+def log10(input: Tensor) -> Tensor:
+    return div(log(input), math.log(10.0))
+
+
+def exp2(input: Tensor) -> Tensor:
+    return exp(mul(input, math.log(2.0)))
+
+
+def logaddexp(input: Tensor, other: Tensor) -> Tensor:
+    m = maximum(input, other).detach()
+    return add(m, log(add(exp(sub(input, m)), exp(sub(other, m)))))
+
+
+def hypot(input: Tensor, other: Tensor) -> Tensor:
+    return sqrt(add(mul(input, input), mul(other, other)))
+
+
+def softplus_raw(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """``log(1 + exp(beta x)) / beta``, linear above ``threshold`` (numerically stable)."""
+    bx = mul(x, beta) if beta != 1 else x
+    # log1p(exp(-|bx|)) + max(bx, 0) never overflows
+    soft = add(log1p(exp(neg(abs(bx)))), relu(bx))
+    if beta != 1:
+        soft = div(soft, beta)
+    return where(gt(bx, threshold), x, soft)
+
+
+def gelu_erf(x: Tensor) -> Tensor:
+    return mul(mul(x, 0.5), add(erf(mul(x, 1.0 / math.sqrt(2.0))), 1.0))
+
+
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None) -> Tensor:
+    import numpy as np
+
+    info = np.finfo(input.dtype.numpy) if input.dtype.is_floating_point else None
+    if info is None:
+        return input.clone()
+    posinf = float(info.max) if posinf is None else posinf
+    neginf = float(info.min) if neginf is None else neginf
+    out = where(isnan(input), nan, input)
+    out = where(logical_and(isinf(out), gt(out, 0)), posinf, out)
+    return where(logical_and(isinf(out), lt(out, 0)), neginf, out)
+
+
+# ---------------------------------------------------------------- clamp, where
+class _Clamp(Function):
+    _backward_name = "ClampBackward1"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, lo: Any, hi: Any) -> Tensor:
+        ctx.save_for_backward(x, lo if isinstance(lo, Tensor) else None,
+                              hi if isinstance(hi, Tensor) else None)
+        ctx.bounds = (lo, hi)
+        y = x
+        if lo is not None:
+            y = _raw.binary("maximum", y, lo, x._v.dtype)
+        if hi is not None:
+            y = _raw.binary("minimum", y, hi, x._v.dtype)
+        return y if y is not x else _raw.cast(x, x._v.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        x, tlo, thi = ctx.saved_tensors
+        lo = tlo if tlo is not None else ctx.bounds[0]
+        hi = thi if thi is not None else ctx.bounds[1]
+        mask = None
+        if lo is not None:
+            mask = ge(x, lo)
+        if hi is not None:
+            m2 = le(x, hi)
+            mask = m2 if mask is None else logical_and(mask, m2)
+        gx = where(mask, g, 0.0)
+        glo = ghi = None
+        if isinstance(lo, Tensor) and ctx.needs_input_grad[1]:
+            glo = where(lt(x, lo), g, 0.0)
+        if isinstance(hi, Tensor) and ctx.needs_input_grad[2]:
+            ghi = where(gt(x, hi), g, 0.0)
+        return gx, glo, ghi
+
+
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    """Limit values to ``[min, max]`` (either may be ``None``; tensors broadcast)."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    x = input
+    lo, hi = min, max
+    if isinstance(lo, Tensor) or isinstance(hi, Tensor):
+        from .shape import expand
+        from ._common import broadcast_shapes
+
+        shapes = [x.shape] + [t.shape for t in (lo, hi) if isinstance(t, Tensor)]
+        shape = broadcast_shapes(*shapes)
+        x = expand(x, shape) if x.shape != shape else x
+        lo = expand(lo, shape) if isinstance(lo, Tensor) and lo.shape != shape else lo
+        hi = expand(hi, shape) if isinstance(hi, Tensor) and hi.shape != shape else hi
+        from .conversion import to
+
+        lo = to(lo, dtype=x.dtype) if isinstance(lo, Tensor) else lo
+        hi = to(hi, dtype=x.dtype) if isinstance(hi, Tensor) else hi
+    else:
+        dt = _dtype.result_type(x, *(v for v in (lo, hi) if v is not None))
+        if dt is not x.dtype:
+            from .conversion import to
+
+            x = to(x, dtype=dt)
+        lo = to_scalar(lo, x.dtype) if lo is not None else None
+        hi = to_scalar(hi, x.dtype) if hi is not None else None
+    return call(_Clamp, x, lo, hi)
+
+
+clip = clamp
+
+
+class _Where(Function):
+    _backward_name = "WhereBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, cond: Tensor, a: Any, b: Any) -> Tensor:
+        ctx.save_for_backward(cond)
+        t = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else cond
+        dt = a._v.dtype if isinstance(a, Tensor) else b._v.dtype if isinstance(b, Tensor) \
+            else ctx_dtype(a, b)
+        return _raw.where(cond, a, b, dt, t)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        (cond,) = ctx.saved_tensors
+        ga = where(cond, g, 0.0) if ctx.needs_input_grad[1] else None
+        gb = where(cond, 0.0, g) if ctx.needs_input_grad[2] else None
+        return None, ga, gb
+
+
+def ctx_dtype(a: Any, b: Any) -> Any:
+    return _dtype.result_type(a, b)
+
+
+def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
+    """``input`` where ``condition`` holds, else ``other`` (broadcasting; scalars allowed)."""
+    if input is None and other is None:
+        from .indexing import nonzero
+
+        return nonzero(condition, as_tuple=True)
+    if not isinstance(condition, Tensor):
+        raise TypeError("where(): argument 'condition' must be Tensor")
+    from .conversion import to
+    from .shape import expand
+    from ._common import broadcast_shapes, check_same_device
+
+    if condition.dtype is not _dtype.bool:
+        condition = _raw.binary("ne", condition, 0, _dtype.bool)
+    if isinstance(input, Tensor) and isinstance(other, Tensor):
+        a, b, dt = prepare_binary(input, other, "where")
+    elif isinstance(input, Tensor) or isinstance(other, Tensor):
+        a, b, dt = prepare_binary(input, other, "where")
+    else:
+        dt = _dtype.result_type(input, other)
+        a, b = to_scalar(input, dt), to_scalar(other, dt)
+    shapes = [condition.shape] + [t.shape for t in (a, b) if isinstance(t, Tensor)]
+    shape = broadcast_shapes(*shapes)
+    for t in (a, b):
+        if isinstance(t, Tensor):
+            check_same_device(condition, t, "where")
+    cond = expand(condition, shape) if condition.shape != shape else condition
+    a = expand(a, shape) if isinstance(a, Tensor) and a.shape != shape else a
+    b = expand(b, shape) if isinstance(b, Tensor) and b.shape != shape else b
+    return call(_Where, cond, a, b)
+
+
+def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
+    """``input + weight * (end - input)``."""
+    return add(input, mul(weight, sub(end, input)))
+
+
+# ------------------------------------------------------------------- in place
+def binary_inplace(fn: Any, x: Tensor, other: Any, **kw: Any) -> Tensor:
+    """``x.op_(other)``: the result is computed with ``fn`` and written into ``x``."""
+    res_dtype = _dtype.result_type(x, other)
+    if res_dtype is not x.dtype and _dtype.promote_types(res_dtype, x.dtype) is not x.dtype:
+        raise RuntimeError(f"result type {_type_name(res_dtype)} can't be cast to the desired "
+                           f"output type {_type_name(x.dtype)}")
+    if isinstance(other, Tensor):
+        from ._common import broadcast_shapes
+
+        shape = broadcast_shapes(x.shape, other.shape)
+        if shape != x.shape:
+            raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast "
+                               f"shape {list(shape)}")
+
+    def raw_into(t: Tensor) -> None:
+        from ._common import NULL_CTX as _  # noqa: F401
+
+        res = fn(t._alias(), other, **kw)
+        _raw.copy_into(t, res)
+
+    return inplace(x, lambda old: fn(old, other, **kw), raw_into, (other,))
+
+
+def unary_inplace(fn: Any, x: Tensor, *args: Any, **kw: Any) -> Tensor:
+    """``x.op_()`` for a unary ``fn``."""
+    def raw_into(t: Tensor) -> None:
+        res = fn(t._alias(), *args, **kw)
+        if res._v.dtype is not t._v.dtype:
+            raise RuntimeError(f"result type {_type_name(res.dtype)} can't be cast to the desired "
+                               f"output type {_type_name(t.dtype)}")
+        _raw.copy_into(t, res)
+
+    return inplace(x, lambda old: fn(old, *args, **kw), raw_into,
+                   tuple(a for a in args if isinstance(a, Tensor)))
+
+
+def _type_name(d: Any) -> str:
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int",
+            "int64": "Long", "bool": "Bool"}[d.name]

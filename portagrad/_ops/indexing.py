@@ -1,0 +1,401 @@
+"""Indexing: ``gather``/``scatter``, ``index_select``, masks, ``__getitem__``/``__setitem__``, ``flip``.
+
+Everything reduces to two recorded primitives, :class:`_Gather` and :class:`_ScatterAdd`, which are
+each other's derivative (so higher-order gradients work). Index values are checked on the host
+before a backend sees them: an out-of-range index raises ``IndexError`` naming the index, the
+dimension and its size.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import _dtype, _raw
+from .._tensor import Tensor
+from ..autograd.function import Function
+from ._common import call, check_same_device, wrap_dim
+from .shape import basic_index, expand, reshape
+
+__all__ = ["gather", "scatter", "scatter_add", "index_select", "masked_fill", "masked_select",
+           "nonzero", "flip", "getitem", "setitem", "scatter_into_zeros", "as_strided_scatter_add",
+           "strided_region", "take_along_dim", "index_add", "index_fill", "index_copy",
+           "check_index_range"]
+
+
+def check_index_range(index: Tensor, size: int, dim: int, what: str = "index") -> None:
+    """Raise ``IndexError`` if any value of the int64 ``index`` is outside ``[-size, size)``
+    (negative values must already have been wrapped where allowed)."""
+    if index.numel() == 0:
+        return
+    lo = int(_raw.reduce("min", index, range(index.dim()), False).item())
+    hi = int(_raw.reduce("max", index, range(index.dim()), False).item())
+    if lo < 0 or hi >= size:
+        bad = lo if lo < 0 else hi
+        raise IndexError(f"{what} {bad} is out of bounds for dimension {dim} with size {size}")
+
+
+def _as_index(index: Any, like: Tensor, name: str = "index") -> Tensor:
+    if not isinstance(index, Tensor):
+        from .. import _creation
+
+        index = _creation.tensor(index, device=like.device)
+    if index.dtype.is_floating_point or index.dtype is _dtype.bool and name != "mask":
+        raise IndexError(f"tensors used as indices must be long, int, byte or bool tensors "
+                         f"(got {index.dtype})")
+    check_same_device(like, index, name)
+    if index.dtype is not _dtype.int64:
+        index = _raw.cast(index, _dtype.int64)
+    return index
+
+
+class _Gather(Function):
+    _backward_name = "GatherBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, d: int, index: Tensor) -> Tensor:
+        ctx.meta = (x._v.shape, d)
+        ctx.save_for_backward(index)
+        return _raw.gather(x, d, index)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        (index,) = ctx.saved_tensors
+        shape, d = ctx.meta
+        return scatter_into_zeros(g, d, index, shape), None, None
+
+
+class _ScatterAddZeros(Function):
+    """``zeros(shape).scatter_add_(d, index, src)``: the derivative of gather."""
+
+    _backward_name = "ScatterAddBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, src: Tensor, d: int, index: Tensor, shape: tuple[int, ...]) -> Tensor:
+        ctx.d = d
+        ctx.save_for_backward(index)
+        out = _raw.fill(_raw.new_like(src, shape), 0)
+        return _raw.scatter(out, d, index, src, "add")
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        (index,) = ctx.saved_tensors
+        return call(_Gather, g, ctx.d, index), None, None, None
+
+
+def scatter_into_zeros(src: Tensor, d: int, index: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """``zeros(shape)`` with ``src`` added at ``index`` along ``d`` (duplicates accumulate)."""
+    return call(_ScatterAddZeros, src, d, index, tuple(shape))
+
+
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
+    """``out[i][j] = input[index[i][j]][j]`` along ``dim`` (``torch.gather``)."""
+    d = wrap_dim(dim, input.dim())
+    index = _as_index(index, input)
+    if index.dim() != input.dim() and not (index.dim() <= 1 and input.dim() <= 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for i, (si, sx) in enumerate(zip(index.shape, input.shape)):
+        if i != d and si > sx:
+            raise RuntimeError(f"Size does not match at dimension {i} expected index "
+                               f"{list(index.shape)} to be smaller than self {list(input.shape)} "
+                               f"apart from dimension {d}")
+    check_index_range(index, input.shape[d] if input.dim() else 1, d)
+    return call(_Gather, input, d, index)
+
+
+def take_along_dim(input: Tensor, indices: Tensor, dim: int) -> Tensor:
+    from ._common import broadcast_shapes
+
+    d = wrap_dim(dim, input.dim())
+    shape_i = list(indices.shape)
+    shape_x = list(input.shape)
+    shape_i[d] = shape_x[d] = 1
+    b = broadcast_shapes(tuple(shape_i), tuple(shape_x))
+    idx_shape = list(b)
+    idx_shape[d] = indices.shape[d]
+    x_shape = list(b)
+    x_shape[d] = input.shape[d]
+    return gather(expand(input, tuple(x_shape)), d, expand(indices, tuple(idx_shape)))
+
+
+class _Scatter(Function):
+    """Out of place ``input.scatter(d, index, src)`` (``reduce`` None or "add")."""
+
+    _backward_name = "ScatterBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, d: int, index: Tensor, src: Any, reduce: Any) -> Tensor:
+        ctx.d, ctx.reduce = d, reduce
+        ctx.save_for_backward(index)
+        out = _raw.cast(x, x._v.dtype)
+        if not isinstance(src, Tensor):
+            src_t = _raw.fill(_raw.new_like(x, index._v.shape), src)
+        else:
+            src_t = src
+        return _raw.scatter(out, d, index, src_t, reduce)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        (index,) = ctx.saved_tensors
+        d = ctx.d
+        if ctx.reduce == "add":
+            gx = g
+        else:
+            # overwritten positions get no gradient
+            mask = _raw.fill(_raw.new_like(g, dtype=_dtype.bool), True)
+            ones = _raw.fill(_raw.new_like(g, index._v.shape, _dtype.bool), False)
+            _raw.scatter(mask, d, index, ones, None)
+            from .elementwise import where
+
+            gx = where(mask, g, 0.0)
+        gsrc = call(_Gather, g, d, index) if ctx.needs_input_grad[3] else None
+        return gx, None, None, gsrc, None
+
+
+def _scatter_args(input: Tensor, dim: int, index: Any, src: Any) -> tuple[int, Tensor, Any]:
+    d = wrap_dim(dim, input.dim())
+    index = _as_index(index, input)
+    if index.dim() != input.dim():
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    check_index_range(index, input.shape[d], d)
+    if isinstance(src, Tensor):
+        check_same_device(input, src, "scatter")
+        if src.dtype is not input.dtype:
+            raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype")
+        if any(si > ss for si, ss in zip(index.shape, src.shape)):
+            raise RuntimeError(f"Expected index {list(index.shape)} to be smaller than src "
+                               f"{list(src.shape)} in every dimension")
+        if tuple(src.shape) != tuple(index.shape):
+            src = basic_index(src, tuple(slice(0, n) for n in index.shape))
+    return d, index, src
+
+
+def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
+            reduce: str | None = None) -> Tensor:
+    """Out-of-place scatter: a copy of ``input`` with ``src`` (or ``value``) written at ``index``."""
+    if src is None:
+        src = value
+    if reduce not in (None, "add"):
+        raise RuntimeError(f"reduce argument must be either add or None, got {reduce}")
+    d, index, src = _scatter_args(input, dim, index, src)
+    return call(_Scatter, input, d, index, src, reduce)
+
+
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """Out-of-place scatter with accumulation of duplicates."""
+    return scatter(input, dim, index, src, reduce="add")
+
+
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """Rows (or slices along ``dim``) picked by the 1-D integer ``index``."""
+    d = wrap_dim(dim, input.dim())
+    index = _as_index(index, input)
+    if index.dim() > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    index = reshape(index, (-1,))
+    size = input.shape[d] if input.dim() else 1
+    check_index_range(index, size, d)
+    if input.dim() == 0:
+        input = reshape(input, (1,))
+    shape = [1] * input.dim()
+    shape[d] = index.shape[0]
+    idx = reshape(index, tuple(shape))
+    target = list(input.shape)
+    target[d] = index.shape[0]
+    return call(_Gather, input, d, expand(idx, tuple(target)))
+
+
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    from .elementwise import add, mul
+
+    d = wrap_dim(dim, input.dim())
+    index = reshape(_as_index(index, input), (-1,))
+    check_index_range(index, input.shape[d], d)
+    shape = [1] * input.dim()
+    shape[d] = index.shape[0]
+    idx = expand(reshape(index, tuple(shape)), tuple(source.shape))
+    src = mul(source, alpha) if alpha != 1 else source
+    return add(input, scatter_into_zeros(src, d, idx, tuple(input.shape)))
+
+
+def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    d = wrap_dim(dim, input.dim())
+    index = reshape(_as_index(index, input), (-1,))
+    check_index_range(index, input.shape[d], d)
+    shape = [1] * input.dim()
+    shape[d] = index.shape[0]
+    target = list(input.shape)
+    target[d] = index.shape[0]
+    idx = expand(reshape(index, tuple(shape)), tuple(target))
+    return scatter(input, d, idx, value=value)
+
+
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    d = wrap_dim(dim, input.dim())
+    index = reshape(_as_index(index, input), (-1,))
+    check_index_range(index, input.shape[d], d)
+    shape = [1] * input.dim()
+    shape[d] = index.shape[0]
+    idx = expand(reshape(index, tuple(shape)), tuple(source.shape))
+    return scatter(input, d, idx, source)
+
+
+def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """``input`` with ``value`` where the bool ``mask`` (broadcast) is true."""
+    from .elementwise import where
+
+    if not isinstance(mask, Tensor) or mask.dtype is not _dtype.bool:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{getattr(mask, 'dtype', type(mask).__name__)}")
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
+                               f"tensor with {value.dim()} dimension(s).")
+        value = value.to(input.dtype)
+    else:
+        from ._common import to_scalar
+
+        value = to_scalar(value, input.dtype)
+    out = where(mask, value, input)
+    if out.shape != input.shape:
+        raise RuntimeError(f"masked_fill: mask of shape {list(mask.shape)} does not broadcast to "
+                           f"the input's shape {list(input.shape)}")
+    return out
+
+
+def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
+    """Indices of nonzero elements (``(n, ndim)`` int64, or a tuple of 1-D index tensors)."""
+    from .. import _creation
+
+    host = input.detach()._host()
+    idx = np.argwhere(host) if host.ndim else np.zeros((int(bool(host)), 0), np.int64)
+    t = _creation.from_host(idx.astype(np.int64), device=input.device)
+    if as_tuple:
+        if input.dim() == 0:
+            return (_creation.from_host(np.zeros(int(bool(host)), np.int64), device=input.device),)
+        return tuple(t[:, i] for i in range(input.dim()))
+    return t
+
+
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    from ._common import broadcast_shapes
+
+    shape = broadcast_shapes(input.shape, mask.shape)
+    x = expand(input, shape)
+    m = expand(mask, shape)
+    return getitem(x, m)
+
+
+def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
+    """Reverse the order along ``dims`` (a copy, as PyTorch)."""
+    from .. import _creation
+
+    if isinstance(dims, int):
+        dims = (dims,)
+    out = input
+    for d in dims:
+        d = wrap_dim(d, input.dim())
+        n = input.shape[d]
+        if n <= 1:
+            continue
+        rev = _creation.arange(n - 1, -1, -1, device=input.device)
+        out = index_select(out, d, rev)
+    return out if out is not input else input.clone()
+
+
+# ------------------------------------------------------------------ __getitem__
+def _is_advanced(k: Any) -> bool:
+    return isinstance(k, (Tensor, list, np.ndarray)) or (isinstance(k, bool))
+
+
+def getitem(x: Tensor, key: Any) -> Tensor:
+    """``x[key]``: basic keys give views; integer/bool tensors or lists give copies."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    for k in key:
+        if isinstance(k, float):
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                             "Variables are valid indices (got float)")
+        if isinstance(k, str):
+            raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                             f"Variables are valid indices (got str)")
+    key = tuple(int(k) if isinstance(k, np.integer) else k for k in key)
+    key = tuple(int(k) if isinstance(k, Tensor) and k.dim() == 0 and not k.dtype.is_floating_point
+                and k.dtype is not _dtype.bool else k for k in key)
+    if not any(_is_advanced(k) for k in key):
+        return basic_index(x, key)
+    from ._advanced import advanced_getitem
+
+    return advanced_getitem(x, key)
+
+
+def setitem(x: Tensor, key: Any, value: Any) -> None:
+    """``x[key] = value`` in place (broadcasting ``value``)."""
+    from .conversion import copy_
+
+    if not isinstance(key, tuple):
+        key = (key,)
+    key = tuple(int(k) if isinstance(k, np.integer) else k for k in key)
+    key = tuple(int(k) if isinstance(k, Tensor) and k.dim() == 0 and not k.dtype.is_floating_point
+                and k.dtype is not _dtype.bool else k for k in key)
+    if not any(_is_advanced(k) for k in key):
+        view = basic_index(x, key)
+        copy_(view, value)  # rebases the history of the view's base (CopySlices) if recording
+        base = x._base
+        if base is not None and view._base is base and base._grad_fn is not None and \
+                base._grad_fn is not x._grad_fn:
+            # x is itself a view: it now reads the rebased base
+            from .shape import as_strided
+
+            fresh = as_strided(base, x._v.shape, x._v.strides, x._v.offset)
+            x._grad_fn, x._output_nr, x._requires_grad = fresh._grad_fn, 0, True
+        return
+    from ._advanced import advanced_setitem
+
+    advanced_setitem(x, key, value)
+
+
+# -------------------------------------------------------- geometry-level helpers
+def as_strided_scatter_add(g: Tensor, in_geometry: tuple, view_geometry: tuple) -> Tensor:
+    """Gradient of ``as_strided``: add ``g`` into a zero buffer through the view's geometry, then
+    read the input's geometry from the buffer."""
+    in_shape, in_strides, in_offset = in_geometry
+    v_shape, v_strides, v_offset = view_geometry
+    span = max(_span(in_shape, in_strides, in_offset), _span(v_shape, v_strides, v_offset))
+    idx = _linear_index(g, v_shape, v_strides, v_offset)
+    flat = scatter_into_zeros(reshape(g, (-1,)), 0, idx, (span,))
+    in_idx = _linear_index(g, in_shape, in_strides, in_offset)
+    return reshape(call(_Gather, flat, 0, in_idx), in_shape)
+
+
+def _span(shape: tuple, strides: tuple, offset: int) -> int:
+    if not all(shape):
+        return offset
+    return offset + sum((n - 1) * s for n, s in zip(shape, strides)) + 1
+
+
+def _linear_index(like: Tensor, shape: tuple, strides: tuple, offset: int) -> Tensor:
+    from .. import _creation
+
+    lin = np.full((), offset, np.int64)
+    for n, s in zip(shape, strides):
+        lin = lin[..., None] + np.arange(n, dtype=np.int64) * s
+    return _creation.from_host(np.ascontiguousarray(lin.reshape(-1)), device=like.device)
+
+
+def strided_region(g: Tensor, base_geometry: tuple, view_geometry: tuple) -> tuple[Tensor, Tensor]:
+    """For ``CopySlices``: ``(g with the view's region zeroed, g read at the view's region)``,
+    where ``g`` has the base's shape and both geometries index the same storage."""
+    from .elementwise import mul
+
+    b_shape, b_strides, b_offset = base_geometry
+    v_shape, v_strides, v_offset = view_geometry
+    span = max(_span(b_shape, b_strides, b_offset), _span(v_shape, v_strides, v_offset))
+    b_idx = _linear_index(g, b_shape, b_strides, b_offset)
+    v_idx = _linear_index(g, v_shape, v_strides, v_offset)
+    flat = scatter_into_zeros(reshape(g, (-1,)), 0, b_idx, (span,))
+    g_view = reshape(call(_Gather, flat, 0, v_idx), v_shape)
+    keep = _raw.fill(_raw.new_like(g, (span,), g.dtype), 1)
+    _raw.scatter(keep, 0, v_idx, _raw.fill(_raw.new_like(g, v_idx._v.shape), 0), None)
+    keep_b = reshape(_raw.gather(keep, 0, b_idx), b_shape)
+    return mul(g, keep_b), g_view

@@ -1,0 +1,298 @@
+"""Joining, splitting and ordering: ``cat``, ``stack``, ``split``, ``chunk``, ``sort``, ``topk`` ..."""
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any, Sequence
+
+from .. import _dtype, _raw
+from .._tensor import Tensor
+from ..autograd.function import Function
+from ._common import call, check_same_device, wrap_dim
+from .shape import narrow, reshape, unsqueeze, expand
+
+__all__ = ["cat", "concat", "concatenate", "stack", "vstack", "hstack", "split", "chunk",
+           "tensor_split", "sort", "argsort", "topk", "repeat", "tile", "repeat_interleave", "roll",
+           "tril", "triu", "msort", "kthvalue", "median"]
+
+sort_result = namedtuple("sort_result", ["values", "indices"])
+topk_result = namedtuple("topk_result", ["values", "indices"])
+
+
+class _Cat(Function):
+    _backward_name = "CatBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, d: int, *tensors: Tensor) -> Tensor:
+        ctx.d = d
+        ctx.sizes = [t._v.shape[d] for t in tensors]
+        first = tensors[0]
+        shape = list(first._v.shape)
+        shape[d] = sum(ctx.sizes)
+        out = _raw.new_like(first, tuple(shape))
+        off = 0
+        for t in tensors:
+            n = t._v.shape[d]
+            if n:
+                view = Tensor._make(out._storage, off * out._v.strides[d], t._v.shape,
+                                    out._v.strides, out._v.dtype)
+                _raw.copy_into(view, t)
+            off += n
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        grads: list[Any] = [None]
+        off = 0
+        for i, n in enumerate(ctx.sizes):
+            grads.append(narrow(g, ctx.d, off, n) if ctx.needs_input_grad[i + 1] else None)
+            off += n
+        return tuple(grads)
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -> Tensor:
+    """Concatenate along ``dim`` (shapes must match elsewhere; legacy 1-D empty tensors skipped)."""
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError("cat(): argument 'tensors' must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    ts = [t for t in tensors if not (t.dim() == 1 and t.shape[0] == 0)] or [tensors[0]]
+    ref = ts[0]
+    if ref.dim() == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = wrap_dim(dim, ref.dim())
+    dt = ref.dtype
+    for t in ts[1:]:
+        dt = _dtype.promote_types(dt, t.dtype)
+    for i, t in enumerate(ts):
+        check_same_device(ref, t, "cat")
+        if t.dim() != ref.dim():
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.dim()} and "
+                               f"{t.dim()}")
+        for j in range(ref.dim()):
+            if j != d and t.shape[j] != ref.shape[j]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected "
+                                   f"size {ref.shape[j]} but got size {t.shape[j]} for tensor "
+                                   f"number {i} in the list.")
+    ts = [t if t.dtype is dt else t.to(dt) for t in ts]
+    res = call(_Cat, d, *ts)
+    if out is not None:
+        from .conversion import copy_
+
+        copy_(out, res)
+        return out
+    return res
+
+
+concat = concatenate = cat
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Stack equal-shaped tensors along a new dimension."""
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    ref = tensors[0]
+    for i, t in enumerate(tensors):
+        if t.shape != ref.shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(ref.shape)} at entry 0 and {list(t.shape)} at entry {i}")
+    d = wrap_dim(dim, ref.dim() + 1)
+    return cat([unsqueeze(t, d) for t in tensors], d)
+
+
+def vstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Stack rows: 1-D inputs become rows."""
+    return cat([reshape(t, (1, -1)) if t.dim() < 2 else t for t in tensors], 0)
+
+
+def hstack(tensors: Sequence[Tensor]) -> Tensor:
+    if all(t.dim() == 1 for t in tensors):
+        return cat(list(tensors), 0)
+    return cat(list(tensors), 1)
+
+
+def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """Views of chunks of ``split_size`` (last may be smaller) or of the given section sizes."""
+    d = wrap_dim(dim, tensor.dim())
+    n = tensor.shape[d]
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        if size <= 0 and n:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                               f"dimension size of {n}")
+        sizes = [size] * (n // size) + ([n % size] if n % size else []) if size else [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != n:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
+                               f"tensor's size at dimension {d}), but got split_sizes={sizes}")
+    out = []
+    off = 0
+    for s in sizes:
+        out.append(narrow(tensor, d, off, s))
+        off += s
+    return tuple(out)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """Split into ``chunks`` nearly equal views (fewer if the size is small)."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = wrap_dim(dim, input.dim())
+    n = input.shape[d]
+    size = -(-n // chunks) if n else 0
+    if size == 0:
+        return tuple(narrow(input, d, 0, 0) for _ in range(chunks)) if n == 0 else (input,)
+    return split(input, size, d)
+
+
+def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    d = wrap_dim(dim, input.dim())
+    n = input.shape[d]
+    if isinstance(indices_or_sections, int):
+        k = indices_or_sections
+        base, extra = divmod(n, k)
+        sizes = [base + 1] * extra + [base] * (k - extra)
+        return split(input, sizes, d)
+    bounds = [0] + [min(max(int(i), 0), n) for i in indices_or_sections] + [n]
+    return tuple(narrow(input, d, a, max(b - a, 0)) for a, b in zip(bounds[:-1], bounds[1:]))
+
+
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+    """Sorted values and their indices along ``dim`` (stable)."""
+    from .indexing import gather
+
+    if input.dim() == 0:
+        return sort_result(input.clone(), _raw.fill(_raw.new_like(input, (), _dtype.int64), 0))
+    d = wrap_dim(dim, input.dim())
+    _, idx = _raw.sort(input.detach(), d, bool(descending))
+    values = gather(input, d, idx) if input._requires_grad else _raw.gather(input, d, idx)
+    return sort_result(values, idx)
+
+
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    """Indices that sort ``input`` along ``dim``."""
+    if input.dim() == 0:
+        return _raw.fill(_raw.new_like(input, (), _dtype.int64), 0)
+    d = wrap_dim(dim, input.dim())
+    return _raw.sort(input.detach(), d, bool(descending))[1]
+
+
+def msort(input: Tensor) -> Tensor:
+    return sort(input, 0)[0]
+
+
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
+    """The ``k`` largest (or smallest) values and their indices along ``dim``."""
+    from .indexing import gather
+
+    d = wrap_dim(dim, input.dim()) if input.dim() else 0
+    n = input.shape[d] if input.dim() else 1
+    if not 0 <= k <= n:
+        raise RuntimeError(f"selected index k out of range (k={k}, size {n} at dimension {d})")
+    if input.dim() == 0:
+        return topk_result(input.clone(), _raw.fill(_raw.new_like(input, (), _dtype.int64), 0))
+    _, idx = _raw.sort(input.detach(), d, bool(largest))
+    idx = _raw.contiguous(narrow(idx, d, 0, k))
+    return topk_result(gather(input, d, idx), idx)
+
+
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any:
+    from .indexing import gather
+    from .shape import squeeze
+
+    d = wrap_dim(dim, input.dim())
+    _, idx = _raw.sort(input.detach(), d, False)
+    i = _raw.contiguous(narrow(idx, d, k - 1, 1))
+    v = gather(input, d, i)
+    if not keepdim:
+        v, i = squeeze(v, d), squeeze(i, d)
+    return sort_result(v, i)
+
+
+def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """Lower median (of all elements, or ``(values, indices)`` along ``dim``)."""
+    if dim is None:
+        flat = reshape(input, (-1,))
+        return kthvalue(flat, (flat.shape[0] + 1) // 2, 0)[0]
+    d = wrap_dim(dim, input.dim())
+    return kthvalue(input, (input.shape[d] + 1) // 2, d, keepdim)
+
+
+def repeat(input: Tensor, *sizes: Any) -> Tensor:
+    """Tile ``input`` ``sizes`` times along each dimension (a copy)."""
+    if len(sizes) == 1 and isinstance(sizes[0], (list, tuple)):
+        sizes = tuple(sizes[0])
+    if len(sizes) < input.dim():
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
+                           "dimensions of tensor")
+    shape = (1,) * (len(sizes) - input.dim()) + tuple(input.shape)
+    inter: list[int] = []
+    target: list[int] = []
+    for r, n in zip(sizes, shape):
+        inter += [1, n]
+        target += [r, n]
+    x = expand(reshape(input, tuple(inter)), tuple(target))
+    return reshape(x, tuple(r * n for r, n in zip(sizes, shape)))
+
+
+def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
+    dims = tuple(dims)
+    if len(dims) < input.dim():
+        dims = (1,) * (input.dim() - len(dims)) + dims
+    return repeat(input, dims)
+
+
+def repeat_interleave(input: Tensor, repeats: Any, dim: int | None = None) -> Tensor:
+    from .. import _creation
+    from .indexing import index_select
+    import numpy as np
+
+    x = reshape(input, (-1,)) if dim is None else input
+    d = 0 if dim is None else wrap_dim(dim, input.dim())
+    n = x.shape[d]
+    reps = repeats.tolist() if isinstance(repeats, Tensor) else repeats
+    idx = np.repeat(np.arange(n), reps)
+    return index_select(x, d, _creation.from_host(idx.astype(np.int64), device=input.device))
+
+
+def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
+    if dims is None:
+        flat = reshape(input, (-1,))
+        return reshape(roll(flat, shifts, 0), tuple(input.shape))
+    shifts = shifts if isinstance(shifts, (list, tuple)) else (shifts,)
+    dims = dims if isinstance(dims, (list, tuple)) else (dims,)
+    out = input
+    for s, d in zip(shifts, dims):
+        d = wrap_dim(d, input.dim())
+        n = input.shape[d]
+        if n == 0:
+            continue
+        s %= n
+        if s:
+            out = cat([narrow(out, d, n - s, s), narrow(out, d, 0, n - s)], d)
+    return out
+
+
+def _tri(input: Tensor, diagonal: int, upper: bool) -> Tensor:
+    from .. import _creation
+    from .elementwise import where
+    import numpy as np
+
+    if input.dim() < 2:
+        raise RuntimeError("tril/triu: input tensor must have at least 2 dimensions")
+    m, n = input.shape[-2], input.shape[-1]
+    mask = np.triu(np.ones((m, n), bool), diagonal) if upper else np.tril(np.ones((m, n), bool),
+                                                                        diagonal)
+    mt = _creation.from_host(mask, device=input.device)
+    return where(mt, input, 0)
+
+
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    """Lower triangle (the rest zeroed)."""
+    return _tri(input, diagonal, False)
+
+
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    """Upper triangle (the rest zeroed)."""
+    return _tri(input, diagonal, True)

@@ -1,0 +1,168 @@
+"""Matrix products: ``matmul``/``@`` (batched, broadcast), ``mm``, ``bmm``, ``dot``, ``outer``, ``mv``."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .. import _raw
+from .._tensor import Tensor
+from ..autograd.function import Function
+from ._common import broadcast_shapes, call, check_same_device
+from .shape import expand, reshape, squeeze, transpose, unsqueeze
+
+__all__ = ["matmul", "mm", "bmm", "dot", "vdot", "outer", "ger", "mv", "addmm", "inner", "baddbmm"]
+
+
+class _BMM(Function):
+    """(B, M, K) @ (B, K, N): the one matmul primitive the core records."""
+
+    _backward_name = "BmmBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Tensor, b: Tensor) -> Tensor:
+        ctx.save_for_backward(a, b)
+        if a._v.shape[2] == 0:
+            return _raw.fill(_raw.new_like(a, (a._v.shape[0], a._v.shape[1], b._v.shape[2])), 0)
+        return _raw.bmm(a, b)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        a, b = ctx.saved_tensors
+        ga = call(_BMM, g, transpose(b, 1, 2)) if ctx.needs_input_grad[0] else None
+        gb = call(_BMM, transpose(a, 1, 2), g) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+def _check(a: Tensor, b: Tensor, name: str) -> None:
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError(f"{name}(): expected Tensor arguments, got {type(a).__name__} and "
+                        f"{type(b).__name__}")
+    check_same_device(a, b, name)
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != "
+                           f"{b.dtype}")
+    if not a.dtype.is_floating_point:
+        raise RuntimeError(f"{name}: integer and bool tensors are not supported (got {a.dtype}); "
+                           f"convert with .float() first")
+
+
+def _to3(x: Tensor, batch: tuple[int, ...]) -> Tensor:
+    """View ``x`` (batch..., M, K) as (B, M, K) without copying when the batch dims merge."""
+    B = math.prod(batch)
+    m, k = x.shape[-2], x.shape[-1]
+    if x.shape[:-2] != batch:
+        x = expand(x, batch + (m, k))
+    return reshape(x, (B, m, k))
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """Matrix product with NumPy/PyTorch semantics for 1-D, 2-D and batched (broadcast) inputs."""
+    a, b = input, other
+    _check(a, b, "matmul")
+    da, db = a.dim(), b.dim()
+    if da == 0 or db == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {da}D "
+                           f"and {db}D")
+    if da == 1 and db == 1:
+        return dot(a, b)
+    a2 = unsqueeze(a, 0) if da == 1 else a
+    b2 = unsqueeze(b, -1) if db == 1 else b
+    m, k = a2.shape[-2], a2.shape[-1]
+    k2, n = b2.shape[-2], b2.shape[-1]
+    if k != k2:
+        if da == 2 and db == 2:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n})")
+        raise RuntimeError(f"matmul: inner dimensions do not match: {list(a.shape)} @ "
+                           f"{list(b.shape)} ({k} != {k2})")
+    batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    if not batch and b2.dim() == 2 and a2.dim() == 2:
+        out = reshape(call(_BMM, unsqueeze(a2, 0), unsqueeze(b2, 0)), (m, n))
+    elif b2.dim() == 2 and a2.dim() > 2 and a2.is_contiguous():
+        # (..., M, K) @ (K, N): fold the batch into M, one big GEMM instead of a batch of small ones
+        flat = reshape(a2, (1, math.prod(a2.shape[:-1]), k))
+        out = reshape(call(_BMM, flat, unsqueeze(b2, 0)), batch + (m, n))
+    else:
+        out = reshape(call(_BMM, _to3(a2, batch), _to3(b2, batch)), batch + (m, n))
+    if da == 1:
+        out = squeeze(out, -2)
+    if db == 1:
+        out = squeeze(out, -1)
+    return out
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    """2-D matrix product (no broadcasting)."""
+    _check(input, mat2, "mm")
+    if input.dim() != 2 or mat2.dim() != 2:
+        raise RuntimeError(f"{'self' if input.dim() != 2 else 'mat2'} must be a matrix")
+    return matmul(input, mat2)
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Batched 3-D matrix product (no broadcasting)."""
+    _check(input, mat2, "bmm")
+    if input.dim() != 3 or mat2.dim() != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor" if input.dim() != 3
+                           else "batch2 must be a 3D tensor")
+    if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{input.shape[0]}, {input.shape[2]}] but got: "
+                           f"[{mat2.shape[0]}, {mat2.shape[1]}].")
+    return call(_BMM, input, mat2)
+
+
+def dot(input: Tensor, other: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors of equal length."""
+    _check(input, other, "dot")
+    if input.dim() != 1 or other.dim() != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
+    if input.shape[0] != other.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
+                           f"[{other.shape[0]}] to have the same number of elements, but got "
+                           f"{input.shape[0]} and {other.shape[0]} elements respectively")
+    out = call(_BMM, reshape(input, (1, 1, -1)), reshape(other, (1, -1, 1)))
+    return reshape(out, ())
+
+
+vdot = dot
+inner = dot
+
+
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """Outer product of two 1-D tensors."""
+    if input.dim() != 1 or vec2.dim() != 1:
+        raise RuntimeError("outer: expected 1-D tensors")
+    from .elementwise import mul
+
+    return mul(unsqueeze(input, 1), unsqueeze(vec2, 0))
+
+
+ger = outer
+
+
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    """Matrix-vector product."""
+    if input.dim() != 2 or vec.dim() != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {vec.dim()}")
+    return matmul(input, vec)
+
+
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: float = 1
+          ) -> Tensor:
+    """``beta * input + alpha * (mat1 @ mat2)``."""
+    from .elementwise import add, mul
+
+    prod = mm(mat1, mat2)
+    if alpha != 1:
+        prod = mul(prod, alpha)
+    return add(mul(input, beta) if beta != 1 else input, prod)
+
+
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1
+            ) -> Tensor:
+    from .elementwise import add, mul
+
+    prod = bmm(batch1, batch2)
+    if alpha != 1:
+        prod = mul(prod, alpha)
+    return add(mul(input, beta) if beta != 1 else input, prod)

@@ -1,0 +1,413 @@
+"""Reductions (``sum``, ``mean``, ``max`` ...), scans (``cumsum``) and their derivatives."""
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from typing import Any
+
+from .. import _dtype, _raw
+from .._tensor import Tensor
+from ..autograd.function import Function
+from ._common import call, wrap_dim, wrap_dims
+from .shape import expand, reshape
+
+__all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",
+           "var_mean", "std_mean", "logsumexp", "norm", "any", "all", "cumsum", "count_nonzero",
+           "aminmax", "nansum"]
+
+_builtin_sum, _builtin_max, _builtin_min, _builtin_any, _builtin_all = sum, max, min, any, all
+values_indices = namedtuple("values_indices", ["values", "indices"])
+
+
+def _unsqueeze_axes(g: Tensor, in_shape: tuple[int, ...], axes: tuple[int, ...], keepdim: bool
+                    ) -> Tensor:
+    """Put reduced axes back as size 1, then broadcast to the input's shape."""
+    if not keepdim:
+        kshape = tuple(1 if i in axes else s for i, s in enumerate(in_shape))
+        g = reshape(g, kshape)
+    return expand(g, in_shape)
+
+
+def _sum_dtype(x: Tensor, dtype: Any) -> Any:
+    if dtype is not None:
+        return _dtype.as_dtype(dtype)
+    if x.dtype.is_floating_point:
+        return x.dtype
+    return _dtype.int64
+
+
+class _Sum(Function):
+    _backward_name = "SumBackward1"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, axes: tuple[int, ...], keepdim: bool, dtype: Any) -> Tensor:
+        ctx.meta = (x._v.shape, axes, keepdim)
+        if x._v.dtype is not dtype:
+            x = _raw.cast(x, dtype)
+        return _raw.reduce("sum", x, axes, keepdim)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        shape, axes, keepdim = ctx.meta
+        return _unsqueeze_axes(g, shape, axes, keepdim), None, None, None
+
+
+def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """Sum over ``dim`` (all dimensions if ``None``)."""
+    axes = wrap_dims(dim, input.dim())
+    return call(_Sum, input, axes, keepdim, _sum_dtype(input, dtype))
+
+
+def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    from .elementwise import isnan, where
+
+    return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
+
+
+def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """Arithmetic mean over ``dim``."""
+    dt = _dtype.as_dtype(dtype) if dtype is not None else input.dtype
+    if not dt.is_floating_point:
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
+                           f"floating point or complex dtype. Got: {_dtype_name(input.dtype)}")
+    axes = wrap_dims(dim, input.dim())
+    n = math.prod(input.shape[a] for a in axes)
+    from .elementwise import div
+
+    s = call(_Sum, input, axes, keepdim, dt)
+    return div(s, n) if n else div(s, 0.0)  # mean of nothing is nan (0/0), as PyTorch
+
+
+def _dtype_name(d: Any) -> str:
+    return {"float32": "Float", "float64": "Double", "int32": "Int", "int64": "Long",
+            "bool": "Bool", "float16": "Half"}[d.name]
+
+
+class _Prod(Function):
+    _backward_name = "ProdBackward1"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, axes: tuple[int, ...], keepdim: bool, dtype: Any) -> Tensor:
+        if x._v.dtype is not dtype:
+            x = _raw.cast(x, dtype)
+        ctx.meta = (x._v.shape, axes, keepdim)
+        ctx.save_for_backward(x)
+        return _raw.reduce("prod", x, axes, keepdim)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        from .elementwise import eq, mul, where
+
+        (x,) = ctx.saved_tensors
+        shape, axes, keepdim = ctx.meta
+        g = _unsqueeze_axes(g, shape, axes, keepdim)
+        # product of the others, exact with zeros: prod(x with this element set to 1) computed as
+        # prod(nonzero) * [no other zero]; PyTorch's formula, written with portagrad ops
+        is_zero = eq(x, 0)
+        x_nz = where(is_zero, 1.0, x)
+        p_nz = _unsqueeze_axes(prod(x_nz, axes, keepdim=True), shape, axes, True)
+        nzeros = _unsqueeze_axes(sum(is_zero, axes, keepdim=True), shape, axes, True)
+        from .elementwise import div
+
+        others = where(is_zero, where(eq(nzeros, 1), p_nz, 0.0),
+                       where(eq(nzeros, 0), div(p_nz, x_nz), 0.0))
+        return mul(g, others), None, None, None
+
+
+def prod(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """Product over ``dim`` (one dimension, or all if ``None``)."""
+    axes = wrap_dims(dim, input.dim())
+    return call(_Prod, input, axes, keepdim, _sum_dtype(input, dtype))
+
+
+def _check_nonempty(x: Tensor, axes: tuple[int, ...], name: str) -> None:
+    if x.numel() == 0:
+        if not axes or len(axes) == x.dim():
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
+                               f"== 0. Specify the reduction dim with the 'dim' argument.")
+        for a in axes:
+            if x.shape[a] == 0:
+                raise IndexError(f"{name}(): Expected reduction dim {a} to have non-zero size.")
+
+
+class _AMax(Function):
+    """amax/amin: gradient split evenly among ties (PyTorch's rule)."""
+
+    _backward_name = "AmaxBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, axes: tuple[int, ...], keepdim: bool, op: str) -> Tensor:
+        out = _raw.reduce(op, x, axes, keepdim)
+        ctx.meta = (x._v.shape, axes, keepdim)
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        from .elementwise import div, eq, mul
+        from .conversion import to
+
+        x, out = ctx.saved_tensors
+        shape, axes, keepdim = ctx.meta
+        out_b = _unsqueeze_axes(out, shape, axes, keepdim)
+        mask = to(eq(x, out_b), dtype=g.dtype)
+        count = _unsqueeze_axes(sum(mask, axes, keepdim=True), shape, axes, True)
+        return mul(div(mask, count), _unsqueeze_axes(g, shape, axes, keepdim)), None, None, None
+
+
+def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    """Maximum over ``dim`` (all dims when empty)."""
+    axes = wrap_dims(None if dim == () or dim is None else dim, input.dim())
+    _check_nonempty(input, axes, "amax")
+    return call(_AMax, input, axes, keepdim, "max")
+
+
+def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    """Minimum over ``dim`` (all dims when empty)."""
+    axes = wrap_dims(None if dim == () or dim is None else dim, input.dim())
+    _check_nonempty(input, axes, "amin")
+    return call(_AMax, input, axes, keepdim, "min")
+
+
+def aminmax(input: Tensor, *, dim: Any = None, keepdim: bool = False) -> Any:
+    mm = namedtuple("aminmax", ["min", "max"])
+    return mm(amin(input, () if dim is None else dim, keepdim),
+              amax(input, () if dim is None else dim, keepdim))
+
+
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the (first) maximum, over the flattened tensor if ``dim`` is ``None``."""
+    return _arg("argmax", input, dim, keepdim)
+
+
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the (first) minimum."""
+    return _arg("argmin", input, dim, keepdim)
+
+
+def _arg(op: str, x: Tensor, dim: Any, keepdim: bool) -> Tensor:
+    if dim is None:
+        if x.numel() == 0:
+            raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() "
+                               f"== 0.")
+        flat = reshape(x.detach(), (-1,))
+        out = _raw.arg_reduce(op, flat, 0, False)
+        return reshape(out, (1,) * x.dim()) if keepdim else out
+    d = wrap_dim(dim, x.dim())
+    if x.dim() == 0:
+        return _raw.fill(_raw.new_like(x, (), _dtype.int64), 0)
+    _check_nonempty(x, (d,), op)
+    return _raw.arg_reduce(op, x.detach(), d, keepdim)
+
+
+class _MaxDim(Function):
+    _backward_name = "MaxBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, d: int, keepdim: bool, op: str) -> Any:
+        idx = _raw.arg_reduce("argmax" if op == "max" else "argmin", x, d, True)
+        values = _raw.gather(x, d, idx)
+        ctx.meta = (x._v.shape, d, keepdim)
+        ctx.save_for_backward(idx)
+        if not keepdim:
+            values = _raw._drop_axes(values, (d,))
+            idx = _raw._drop_axes(idx, (d,))
+        ctx.mark_non_differentiable(idx)
+        return values, idx
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor, g_idx: Any) -> Any:
+        from .indexing import scatter_into_zeros
+
+        (idx,) = ctx.saved_tensors
+        shape, d, keepdim = ctx.meta
+        if not keepdim:
+            g = reshape(g, tuple(1 if i == d else s for i, s in enumerate(shape)))
+        return scatter_into_zeros(g, d, idx, shape), None, None, None
+
+
+def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool, other: Any) -> Any:
+    if other is not None or (isinstance(dim, Tensor)):
+        from .elementwise import maximum, minimum
+
+        o = other if other is not None else dim
+        return maximum(input, o) if op == "max" else minimum(input, o)
+    if dim is None:
+        axes = tuple(range(input.dim()))
+        _check_nonempty(input, axes, op)
+        # full reduction: gradient split among ties, as torch.max() without dim
+        return call(_AMax, input, axes, False, op)
+    d = wrap_dim(dim, input.dim())
+    if input.dim() == 0:
+        return values_indices(input.clone(), _raw.fill(_raw.new_like(input, (), _dtype.int64), 0))
+    _check_nonempty(input, (d,), op)
+    v, i = call(_MaxDim, input, d, keepdim, op)
+    return values_indices(v, i)
+
+
+def max(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:  # noqa
+    """Maximum of all elements, or ``(values, indices)`` along ``dim``, or elementwise with a
+    tensor."""
+    return _max_min("max", input, dim, keepdim, other)
+
+
+def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:  # noqa
+    """Minimum of all elements, or ``(values, indices)`` along ``dim``."""
+    return _max_min("min", input, dim, keepdim, other)
+
+
+def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+        correction: Any = None) -> Tensor:
+    """Variance with Bessel's ``correction`` (default 1)."""
+    from .elementwise import div, mul, sub
+
+    if isinstance(unbiased, bool):
+        if correction is not None:
+            raise RuntimeError("var(): cannot pass both unbiased and correction")
+        correction = 1 if unbiased else 0
+    elif unbiased is not None and dim is None:
+        dim, unbiased = unbiased, None
+    correction = 1 if correction is None else correction
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"std and var only support floating point and complex dtypes")
+    axes = wrap_dims(dim, input.dim())
+    n = math.prod(input.shape[a] for a in axes)
+    mu = mean(input, axes, keepdim=True)
+    d = sub(input, mu)
+    ss = sum(mul(d, d), axes, keepdim=keepdim)
+    return div(ss, n - correction) if n - correction > 0 else div(ss, 0.0)
+
+
+def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+        correction: Any = None) -> Tensor:
+    """Standard deviation (``sqrt(var)``)."""
+    from .elementwise import sqrt
+
+    return sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+
+
+def var_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+             correction: Any = None) -> tuple[Tensor, Tensor]:
+    return (var(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, dim, keepdim))
+
+
+def std_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+             correction: Any = None) -> tuple[Tensor, Tensor]:
+    return (std(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, dim, keepdim))
+
+
+def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    """``log(sum(exp(x)))`` computed stably (max subtracted first)."""
+    from .elementwise import add, exp, isinf, log, sub, where
+
+    x = input if input.dtype.is_floating_point else input.to(_dtype.get_default_dtype())
+    axes = wrap_dims(dim, x.dim())
+    if x.numel() == 0:
+        return log(sum(exp(x), axes, keepdim))
+    m = amax(x, axes, keepdim=True).detach()
+    m = where(isinf(m), 0.0, m)  # all -inf (or inf) rows: keep the formula NaN-free
+    s = log(sum(exp(sub(x, m)), axes, keepdim=True))
+    out = add(s, m)
+    if not keepdim:
+        out = reshape(out, tuple(n for i, n in enumerate(x.shape) if i not in axes))
+    return out
+
+
+class _Norm2(Function):
+    _backward_name = "NormBackward1"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, axes: tuple[int, ...], keepdim: bool) -> Tensor:
+        sq = _raw.binary("mul", x, x, x._v.dtype)
+        s = _raw.reduce("sum", sq, axes, keepdim)
+        out = _raw.unary("sqrt", s)
+        ctx.meta = (x._v.shape, axes, keepdim)
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        from .elementwise import div, eq, mul, where
+
+        x, out = ctx.saved_tensors
+        shape, axes, keepdim = ctx.meta
+        n = _unsqueeze_axes(out, shape, axes, keepdim)
+        gb = _unsqueeze_axes(g, shape, axes, keepdim)
+        # subgradient 0 at the origin (as PyTorch), instead of 0/0
+        return where(eq(n, 0), 0.0, mul(gb, div(x, n))), None, None
+
+
+def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
+         dtype: Any = None) -> Tensor:
+    """Vector p-norm over ``dim`` (2-norm by default; ``inf``, ``-inf``, 0, 1, any p)."""
+    from .elementwise import abs as _abs, ne, pow as _pow
+
+    x = input if dtype is None else input.to(dtype)
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {_dtype_name(x.dtype)}")
+    axes = wrap_dims(dim, x.dim())
+    if p in ("fro", 2, 2.0, None):
+        return call(_Norm2, x, axes, keepdim)
+    if p == float("inf"):
+        return amax(_abs(x), axes, keepdim)
+    if p == float("-inf"):
+        return amin(_abs(x), axes, keepdim)
+    if p == 0:
+        return sum(ne(x, 0).to(x.dtype), axes, keepdim)
+    if p == 1:
+        return sum(_abs(x), axes, keepdim)
+    return _pow(sum(_pow(_abs(x), p), axes, keepdim), 1.0 / p)
+
+
+def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """Whether any element is nonzero (over ``dim``)."""
+    axes = wrap_dims(dim, input.dim())
+    b = input if input.dtype is _dtype.bool else _raw.binary("ne", input, 0, _dtype.bool)
+    if b.numel() == 0:
+        out = _raw.reduce("sum", _raw.cast(b, _dtype.int32), axes, keepdim)
+        return _raw.binary("ne", out, 0, _dtype.bool)
+    return _raw.reduce("max", b, axes, keepdim)
+
+
+def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """Whether every element is nonzero (over ``dim``)."""
+    axes = wrap_dims(dim, input.dim())
+    b = input if input.dtype is _dtype.bool else _raw.binary("ne", input, 0, _dtype.bool)
+    if b.numel() == 0:
+        out = _raw.reduce("sum", _raw.cast(b, _dtype.int32), axes, keepdim)
+        return _raw.binary("eq", out, 0, _dtype.bool)
+    return _raw.reduce("min", b, axes, keepdim)
+
+
+def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
+    from .elementwise import ne
+
+    return sum(ne(input, 0), dim)
+
+
+class _Cumsum(Function):
+    _backward_name = "CumsumBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, d: int, dtype: Any) -> Tensor:
+        ctx.d = d
+        return _raw.cumsum(x, d, dtype)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        from .indexing import flip
+
+        d = ctx.d
+        return flip(cumsum(flip(g, (d,)), d), (d,)), None, None
+
+
+def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """Inclusive prefix sums along ``dim``."""
+    d = wrap_dim(dim, input.dim())
+    dt = _sum_dtype(input, dtype)
+    if input.dim() == 0:
+        return input.to(dt, copy=True)
+    return call(_Cumsum, input, d, dt)

@@ -1,0 +1,457 @@
+"""Views (they share storage and the version counter) and their derivatives.
+
+``view``/``reshape``, ``expand``, ``transpose``/``t``/``permute``, ``squeeze``/``unsqueeze``,
+``flatten``/``unflatten``, ``narrow``/``select``/basic slicing, ``unbind``, ``as_strided``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from .. import _raw
+from .._tensor import Tensor
+from ..autograd.function import Function
+from ._common import call, wrap_dim
+
+__all__ = [
+    "view", "reshape", "expand", "expand_as", "broadcast_to", "transpose", "swapaxes", "t",
+    "permute", "movedim", "squeeze", "unsqueeze", "flatten", "unflatten", "narrow", "select",
+    "basic_index", "unbind", "as_strided", "sum_to_shape", "view_as", "reshape_as", "infer_size",
+    "compute_view_strides", "index_basic_key",
+]
+
+
+def infer_size(shape: Sequence[int], numel: int) -> tuple[int, ...]:
+    """Resolve one ``-1`` in ``shape`` and check the element count."""
+    shape = tuple(int(s) for s in shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    if any(s < -1 for s in shape):
+        raise RuntimeError(f"invalid shape dimension {min(shape)}")
+    known = math.prod(s for s in shape if s != -1)
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+def compute_view_strides(old_shape: tuple[int, ...], old_strides: tuple[int, ...],
+                         new_shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Strides that view ``old`` as ``new_shape`` without copying, or ``None`` (PyTorch's
+    ``computeStride``: sizes must split/merge within contiguous chunks)."""
+    if math.prod(old_shape) == 0 or not old_shape:
+        return _raw.strides_for(new_shape)
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base_stride = old_strides[-1]
+    tensor_numel = 1
+    view_numel = 1
+    for tensor_d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[tensor_d]
+        if tensor_d == 0 or (old_shape[tensor_d - 1] != 1 and
+                             old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * chunk_base_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = old_strides[tensor_d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(new_strides)
+
+
+class _Reshape(Function):
+    _backward_name = "ViewBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, shape: tuple[int, ...], must_view: bool) -> Tensor:
+        ctx.in_shape = x._v.shape
+        strides = compute_view_strides(x._v.shape, x._v.strides, shape)
+        if strides is None:
+            if must_view:
+                raise RuntimeError(
+                    "view size is not compatible with input tensor's size and stride (at least one "
+                    "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+            x = _raw.contiguous(x)
+            return Tensor._make(x._storage, x._v.offset, shape, _raw.strides_for(shape), x._v.dtype,
+                                x._vc)
+        return x._view_of(x._v.offset, shape, strides)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        return reshape(g, ctx.in_shape), None, None
+
+
+def _shape_arg(shape: Sequence[Any]) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def view(x: Tensor, *shape: Any) -> Tensor:
+    """A view with a new shape (no copy; errors when the strides do not allow it)."""
+    if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)):
+        from .conversion import view_dtype
+
+        return view_dtype(x, shape[0])
+    new = infer_size(_shape_arg(shape), x.numel())
+    if new == x._v.shape:
+        return call(_Reshape, x, new, True)
+    return call(_Reshape, x, new, True)
+
+
+def reshape(x: Tensor, *shape: Any) -> Tensor:
+    """A tensor with a new shape: a view when possible, else a copy."""
+    new = infer_size(_shape_arg(shape), x.numel())
+    return call(_Reshape, x, new, False)
+
+
+def view_as(x: Tensor, other: Tensor) -> Tensor:
+    return view(x, other.shape)
+
+
+def reshape_as(x: Tensor, other: Tensor) -> Tensor:
+    return reshape(x, other.shape)
+
+
+def sum_to_shape(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Sum ``g`` down to ``shape`` (the derivative of broadcasting)."""
+    if g._v.shape == tuple(shape):
+        return g
+    from .reduction import sum as _sum
+
+    lead = g.dim() - len(shape)
+    axes = list(range(lead))
+    for i, s in enumerate(shape):
+        if s == 1 and g._v.shape[lead + i] != 1:
+            axes.append(lead + i)
+    out = _sum(g, axes, keepdim=True) if axes else g
+    if lead:
+        out = reshape(out, shape)
+    return out
+
+
+class _Expand(Function):
+    _backward_name = "ExpandBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, shape: tuple[int, ...]) -> Tensor:
+        ctx.in_shape = x._v.shape
+        lead = len(shape) - x.dim()
+        strides = []
+        for i, n in enumerate(shape):
+            if i < lead:
+                strides.append(0)
+                continue
+            old = x._v.shape[i - lead]
+            if old == n:
+                strides.append(x._v.strides[i - lead])
+            elif old == 1:
+                strides.append(0)
+            else:
+                raise RuntimeError(
+                    f"The expanded size of the tensor ({n}) must match the existing size ({old}) at "
+                    f"non-singleton dimension {i}.  Target sizes: {list(shape)}.  Tensor sizes: "
+                    f"{list(x._v.shape)}")
+        return x._view_of(x._v.offset, tuple(shape), tuple(strides))
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        return sum_to_shape(g, ctx.in_shape), None
+
+
+def expand(x: Tensor, *sizes: Any) -> Tensor:
+    """A broadcast view (stride 0 along new or size-1 dimensions); ``-1`` keeps a size."""
+    shape = _shape_arg(sizes)
+    if len(shape) < x.dim():
+        raise RuntimeError(f"expand(): the number of sizes provided ({len(shape)}) must be greater "
+                           f"or equal to the number of dimensions in the tensor ({x.dim()})")
+    lead = len(shape) - x.dim()
+    shape = tuple(x._v.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(shape))
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"expand(): invalid size {list(sizes)}")
+    if shape == x._v.shape:
+        return x
+    return call(_Expand, x, shape)
+
+
+def expand_as(x: Tensor, other: Tensor) -> Tensor:
+    return expand(x, other.shape)
+
+
+def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
+    return expand(x, tuple(shape))
+
+
+class _Permute(Function):
+    _backward_name = "PermuteBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, dims: tuple[int, ...]) -> Tensor:
+        ctx.dims = dims
+        return x._view_of(x._v.offset, tuple(x._v.shape[d] for d in dims),
+                          tuple(x._v.strides[d] for d in dims))
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        inv = [0] * len(ctx.dims)
+        for i, d in enumerate(ctx.dims):
+            inv[d] = i
+        return permute(g, tuple(inv)), None
+
+
+def permute(x: Tensor, *dims: Any) -> Tensor:
+    """Reorder dimensions (a view)."""
+    dims_t = _shape_arg(dims)
+    n = x.dim()
+    if len(dims_t) != n:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not "
+                           f"match the length of the desired ordering of dimensions i.e. input.dim() "
+                           f"= {n} is not equal to len(dims) = {len(dims_t)}")
+    dims_t = tuple(wrap_dim(d, n) for d in dims_t)
+    if len(set(dims_t)) != n:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    if dims_t == tuple(range(n)):
+        return call(_Permute, x, dims_t)
+    return call(_Permute, x, dims_t)
+
+
+def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Swap two dimensions (a view)."""
+    n = x.dim()
+    if n == 0:
+        wrap_dim(dim0, 0), wrap_dim(dim1, 0)
+        return call(_Permute, x, ())
+    d0, d1 = wrap_dim(dim0, n), wrap_dim(dim1, n)
+    dims = list(range(n))
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return call(_Permute, x, tuple(dims))
+
+
+swapaxes = transpose
+
+
+def t(x: Tensor) -> Tensor:
+    """Transpose a tensor of at most 2 dimensions."""
+    if x.dim() > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.dim()}D")
+    if x.dim() < 2:
+        return call(_Permute, x, tuple(range(x.dim())))
+    return transpose(x, 0, 1)
+
+
+def movedim(x: Tensor, source: Any, destination: Any) -> Tensor:
+    n = x.dim()
+    src = [wrap_dim(s, n) for s in (source if isinstance(source, (list, tuple)) else [source])]
+    dst = [wrap_dim(d, n) for d in (destination if isinstance(destination, (list, tuple))
+                                    else [destination])]
+    if len(src) != len(dst):
+        raise RuntimeError("movedim: Invalid source or destination dims")
+    order = [None] * n
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(i for i in range(n) if i not in src)
+    order = [o if o is not None else next(rest) for o in order]
+    return permute(x, tuple(order))
+
+
+def squeeze(x: Tensor, dim: Any = None) -> Tensor:
+    """Drop size-1 dimensions (all, or the given ones)."""
+    n = x.dim()
+    if dim is None:
+        axes = {i for i, s in enumerate(x._v.shape) if s == 1}
+    else:
+        dims = dim if isinstance(dim, (list, tuple)) else [dim]
+        axes = {wrap_dim(d, n) for d in dims} if n else set()
+        axes = {a for a in axes if x._v.shape[a] == 1}
+    shape = tuple(s for i, s in enumerate(x._v.shape) if i not in axes)
+    if shape == x._v.shape:
+        return call(_Reshape, x, shape, True)
+    return call(_Reshape, x, shape, True)
+
+
+def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    """Insert a size-1 dimension at ``dim``."""
+    d = wrap_dim(dim, x.dim() + 1)
+    shape = x._v.shape[:d] + (1,) + x._v.shape[d:]
+    return call(_Reshape, x, shape, True)
+
+
+def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dimensions ``start_dim..end_dim`` into one."""
+    n = x.dim()
+    if n == 0:
+        return reshape(x, (1,))
+    s, e = wrap_dim(start_dim, n), wrap_dim(end_dim, n)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = x._v.shape[:s] + (math.prod(x._v.shape[s:e + 1]),) + x._v.shape[e + 1:]
+    return reshape(x, shape)
+
+
+def unflatten(x: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    d = wrap_dim(dim, x.dim())
+    sizes = infer_size(sizes, x._v.shape[d])
+    return reshape(x, x._v.shape[:d] + tuple(sizes) + x._v.shape[d + 1:])
+
+
+# ------------------------------------------------------------------ basic indexing
+def index_basic_key(x_shape: tuple[int, ...], key: tuple[Any, ...]
+                    ) -> tuple[list[tuple[int, int, int]], list[int | None]]:
+    """Normalise a basic key (ints, slices, None, Ellipsis) against ``x_shape``.
+
+    Returns ``(per-dim (start, length, step) or (index, -1, 0) for ints, positions of None)``;
+    raises ``IndexError`` naming the dimension and size for out-of-range integers."""
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if n_real > len(x_shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(x_shape)}")
+    expanded: list[Any] = []
+    for k in key:
+        if k is Ellipsis:
+            expanded.extend([slice(None)] * (len(x_shape) - n_real))
+        else:
+            expanded.append(k)
+    if Ellipsis not in key:
+        expanded.extend([slice(None)] * (len(x_shape) - n_real))
+    return expanded, []
+
+
+def _apply_basic(x: Tensor, key: tuple[Any, ...]) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+    items, _ = index_basic_key(x._v.shape, key)
+    offset = x._v.offset
+    shape: list[int] = []
+    strides: list[int] = []
+    d = 0
+    for k in items:
+        if k is None:
+            shape.append(1)
+            strides.append(0)
+            continue
+        size, stride = x._v.shape[d], x._v.strides[d]
+        if isinstance(k, slice):
+            if k.step is not None and k.step <= 0:
+                raise ValueError("step must be greater than zero")
+            start, stop, step = k.indices(size)
+            length = max(0, (stop - start + step - 1) // step) if step > 0 else 0
+            offset += start * stride if length else 0
+            shape.append(length)
+            strides.append(stride * step)
+        else:
+            i = int(k)
+            if not -size <= i < size:
+                raise IndexError(f"index {i} is out of bounds for dimension {d} with size {size}")
+            offset += (i % size) * stride
+        d += 1
+    return offset, tuple(shape), tuple(strides)
+
+
+class _BasicIndex(Function):
+    _backward_name = "SliceBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, key: tuple[Any, ...]) -> Tensor:
+        ctx.in_shape = x._v.shape
+        ctx.key = key
+        offset, shape, strides = _apply_basic(x, key)
+        return x._view_of(offset, shape, strides)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        return call(_BasicIndexScatter, g, ctx.in_shape, ctx.key), None
+
+
+class _BasicIndexScatter(Function):
+    """``zeros(shape)`` with ``g`` written at ``key``: the derivative of basic indexing."""
+
+    _backward_name = "SliceScatterBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, g: Tensor, shape: tuple[int, ...], key: tuple[Any, ...]) -> Tensor:
+        ctx.key = key
+        out = _raw.fill(_raw.new_like(g, shape), 0)
+        offset, vshape, vstrides = _apply_basic(out, key)
+        _raw.copy_into(Tensor._make(out._storage, offset, vshape, vstrides, out._v.dtype), g)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, gg: Tensor) -> Any:
+        return basic_index(gg, ctx.key), None, None
+
+
+def basic_index(x: Tensor, key: tuple[Any, ...]) -> Tensor:
+    """``x[key]`` for keys of ints, slices, ``None`` and ``...`` (a view)."""
+    return call(_BasicIndex, x, key)
+
+
+def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """The view ``x[..., start:start+length, ...]`` along ``dim``."""
+    d = wrap_dim(dim, x.dim())
+    size = x._v.shape[d]
+    if isinstance(start, Tensor):
+        start = int(start.item())
+    if start < 0:
+        start += size
+    if not 0 <= start <= size or length < 0 or start + length > size:
+        raise IndexError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return basic_index(x, (slice(None),) * d + (slice(start, start + length),))
+
+
+def select(x: Tensor, dim: int, index: int) -> Tensor:
+    """The view ``x[..., index, ...]`` along ``dim`` (that dimension removed)."""
+    if x.dim() == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, x.dim())
+    size = x._v.shape[d]
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(x._v.shape)} at dimension {d}")
+    return basic_index(x, (slice(None),) * d + (int(index),))
+
+
+def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    """Views of each slice along ``dim``."""
+    d = wrap_dim(dim, x.dim())
+    return tuple(select(x, d, i) for i in range(x._v.shape[d]))
+
+
+class _AsStrided(Function):
+    _backward_name = "AsStridedBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, size: tuple[int, ...], stride: tuple[int, ...],
+                offset: int) -> Tensor:
+        ctx.geometry = (x._v.shape, x._v.strides, x._v.offset)
+        ctx.new = (size, stride, offset)
+        span = offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1 if all(size) else 0
+        if span * x._v.dtype.itemsize > x._storage.nbytes:
+            raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
+                               f"offset {offset} require a storage of at least "
+                               f"{span * x._v.dtype.itemsize} bytes, but it has "
+                               f"{x._storage.nbytes}")
+        return x._view_of(offset, size, stride)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        # scatter-add g into a zero buffer laid out like the input's storage, then read the
+        # input's geometry back out of it (handles overlapping views by accumulation)
+        from .indexing import as_strided_scatter_add
+
+        return as_strided_scatter_add(g, ctx.geometry, ctx.new), None, None, None
+
+
+def as_strided(x: Tensor, size: Sequence[int], stride: Sequence[int],
+               storage_offset: int | None = None) -> Tensor:
+    """A view with explicit sizes, strides (in elements) and storage offset."""
+    return call(_AsStrided, x, tuple(size), tuple(stride),
+                x._v.offset if storage_offset is None else storage_offset)

@@ -1,0 +1,249 @@
+"""Random numbers: a counter-based (Philox) generator that gives the same values on every backend.
+
+A :class:`Generator` is just ``(seed, offset)``. Drawing ``n`` numbers uses counters
+``offset .. offset+n-1`` and advances the offset by ``n``; every backend computes Philox4x32-10 on
+those counters (see :mod:`portagrad.backends.interface`), so ``pg.manual_seed(s)`` gives the same
+``rand``/``randn``/``dropout`` values on the CPU and on any OpenCL device.
+"""
+from __future__ import annotations
+
+import math
+import os
+import threading
+from typing import Any
+
+import numpy as np
+
+from . import _creation, _dtype, _raw
+from ._tensor import Tensor
+
+__all__ = ["Generator", "manual_seed", "seed", "initial_seed", "default_generator", "rand", "randn",
+           "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal", "bernoulli",
+           "multinomial", "get_rng_state", "set_rng_state", "uniform_", "normal_"]
+
+
+class Generator:
+    """A Philox stream: ``manual_seed``, ``seed``, ``initial_seed``, ``get_state``/``set_state``."""
+
+    def __init__(self, device: Any = "cpu") -> None:
+        self.device = device
+        self._seed = 67280421310721
+        self._offset = 0
+        self._lock = threading.Lock()
+
+    def manual_seed(self, seed: int) -> "Generator":
+        """Restart the stream from ``seed``."""
+        if not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"manual_seed expected an int, got {type(seed).__name__}")
+        self._seed = int(seed) & 0xFFFFFFFFFFFFFFFF
+        self._offset = 0
+        return self
+
+    def seed(self) -> int:
+        """Seed from the OS's entropy and return the seed."""
+        s = int.from_bytes(os.urandom(8), "little") & 0x7FFFFFFFFFFFFFFF
+        self.manual_seed(s)
+        return s
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def get_state(self) -> Tensor:
+        """The state as a uint8-compatible int64 tensor ``[seed, offset]``."""
+        return _creation.tensor([self._seed & 0x7FFFFFFFFFFFFFFF, self._offset], dtype=_dtype.int64)
+
+    def set_state(self, state: Tensor) -> None:
+        seed_, offset = (int(v) for v in state.tolist())
+        self._seed, self._offset = seed_, offset
+
+    def _take(self, n: int) -> tuple[int, int]:
+        with self._lock:
+            start = self._offset
+            self._offset += n
+        return self._seed, start
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed the default generator (all devices share it, so results match across devices)."""
+    return default_generator.manual_seed(seed)
+
+
+def seed() -> int:
+    return default_generator.seed()
+
+
+def initial_seed() -> int:
+    return default_generator.initial_seed()
+
+
+def get_rng_state() -> Tensor:
+    return default_generator.get_state()
+
+
+def set_rng_state(state: Tensor) -> None:
+    default_generator.set_state(state)
+
+
+def _fill_random(t: Tensor, kind: str, a: float, b: float, generator: Generator | None) -> Tensor:
+    gen = generator or default_generator
+    s, off = gen._take(t.numel())
+    if t._v.is_contiguous():
+        return _raw.random(kind, t, s, off, a, b)
+    tmp = _raw.random(kind, _raw.new_like(t), s, off, a, b)
+    _raw.copy_into(t, tmp)
+    return t
+
+
+def _float_dtype(dtype: Any) -> Any:
+    dt = _dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype)
+    if not dt.is_floating_point:
+        raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{dt.name}'")
+    return dt
+
+
+def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """Uniform numbers in ``[0, 1)``."""
+    t = _creation.empty(*size, dtype=_float_dtype(dtype), device=device, pin_memory=pin_memory)
+    _fill_random(t, "uniform", 0.0, 1.0, generator)
+    return t.requires_grad_(requires_grad) if requires_grad else t
+
+
+def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """Standard normal numbers."""
+    t = _creation.empty(*size, dtype=_float_dtype(dtype), device=device, pin_memory=pin_memory)
+    _fill_random(t, "normal", 0.0, 1.0, generator)
+    return t.requires_grad_(requires_grad) if requires_grad else t
+
+
+def randint(low: int, high: int | None = None, size: Any = None, *, generator: Generator | None = None,
+            dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Integers uniform in ``[low, high)``."""
+    if high is None:
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint() missing required argument 'size'")
+    if high <= low:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
+                           f"to={high}")
+    shape = _creation.parse_size((size,), "randint")
+    u = _creation.empty(shape, dtype=_dtype.float64, device=device) if _fp64(device) else \
+        _creation.empty(shape, dtype=_dtype.float32, device=device)
+    _fill_random(u, "uniform", 0.0, 1.0, generator)
+    from ._ops.elementwise import add, floor, mul
+
+    vals = add(floor(mul(u, float(high - low))), float(low))
+    dt = _dtype.int64 if dtype is None else _dtype.as_dtype(dtype)
+    out = _raw.cast(vals, dt)
+    # rounding at the top edge of float32 could give `high`: clamp it back
+    return _raw.binary("minimum", out, high - 1, dt)
+
+
+def _fp64(device: Any) -> bool:
+    from . import _device
+
+    concrete, backend, index = _device.resolve(_device.as_device(device))
+    return backend.get_device_properties(index).fp64
+
+
+def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """A random permutation of ``0..n-1`` (argsort of uniform keys)."""
+    keys = rand(n, generator=generator, dtype=_dtype.float64 if _fp64(device) else None,
+                device=device)
+    _, idx = _raw.sort(keys, 0, False)
+    dt = _dtype.int64 if dtype is None else _dtype.as_dtype(dtype)
+    return idx if dt is _dtype.int64 else _raw.cast(idx, dt)
+
+
+def rand_like(input: Tensor, dtype: Any = None, device: Any = None, **kw: Any) -> Tensor:
+    return rand(input.shape, dtype=dtype or input.dtype, device=device or input.device, **kw)
+
+
+def randn_like(input: Tensor, dtype: Any = None, device: Any = None, **kw: Any) -> Tensor:
+    return randn(input.shape, dtype=dtype or input.dtype, device=device or input.device, **kw)
+
+
+def randint_like(input: Tensor, low: int, high: int | None = None, dtype: Any = None,
+                 device: Any = None) -> Tensor:
+    return randint(low, high, input.shape, dtype=dtype or input.dtype,
+                   device=device or input.device)
+
+
+def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator | None = None,
+           dtype: Any = None, device: Any = None) -> Tensor:
+    """Normal numbers with the given mean and std (tensors broadcast, or floats with ``size``)."""
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        like = mean if isinstance(mean, Tensor) else std
+        from ._ops._common import broadcast_shapes
+        from ._ops.elementwise import add, mul
+
+        shape = broadcast_shapes(*(t.shape for t in (mean, std) if isinstance(t, Tensor)))
+        z = randn(shape, generator=generator, dtype=like.dtype, device=like.device)
+        return add(mul(z, std), mean)
+    t = _creation.empty(size, dtype=_float_dtype(dtype), device=device)
+    return _fill_random(t, "normal", float(mean), float(std), generator)
+
+
+def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Generator | None = None
+             ) -> Tensor:
+    """Fill ``t`` in place with uniform numbers in ``[a, b)``."""
+    from ._ops.conversion import bump
+
+    _fill_random(t, "uniform", float(a), float(b), generator)
+    bump(t)
+    return t
+
+
+def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Generator | None = None
+            ) -> Tensor:
+    """Fill ``t`` in place with normal numbers."""
+    from ._ops.conversion import bump
+
+    _fill_random(t, "normal", float(mean), float(std), generator)
+    bump(t)
+    return t
+
+
+def bernoulli(input: Tensor, p: Any = None, *, generator: Generator | None = None) -> Tensor:
+    """0/1 draws with probabilities ``input`` (or the scalar ``p``)."""
+    prob = input if p is None else p
+    u = rand(input.shape, generator=generator, dtype=input.dtype if input.dtype.is_floating_point
+             else None, device=input.device)
+    from ._ops.elementwise import lt
+
+    return lt(u, prob.detach() if isinstance(prob, Tensor) else prob).to(input.dtype)
+
+
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
+                generator: Generator | None = None) -> Tensor:
+    """Sample indices from (unnormalised) probabilities, row-wise (done on the host)."""
+    probs = input.detach().to("cpu").numpy().astype(np.float64)
+    two_d = probs.ndim == 2
+    probs = probs if two_d else probs[None]
+    if (probs < 0).any() or not np.isfinite(probs).all():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    rows = []
+    for row in probs:
+        total = row.sum()
+        if total <= 0:
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        if not replacement and num_samples > np.count_nonzero(row):
+            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                               "replacement")
+        u = rand(num_samples if replacement else len(row), dtype=_dtype.float64,
+                 generator=generator).numpy()
+        if replacement:
+            rows.append(np.searchsorted(np.cumsum(row / total), u, side="right"))
+        else:
+            # Gumbel-top-k with the uniform stream: exact sampling without replacement
+            with np.errstate(divide="ignore"):
+                keys = np.log(np.maximum(u, 1e-300)) / row
+            rows.append(np.argsort(-keys, kind="stable")[:num_samples])
+    out = np.stack(rows).astype(np.int64)
+    out = np.minimum(out, probs.shape[1] - 1)
+    return _creation.from_host(out if two_d else out[0], device=input.device)

@@ -1,0 +1,165 @@
+"""Raw computations on tensors: allocate outputs and call backend primitives. No autograd here.
+
+Every function takes tensors whose shapes, dtypes and devices the caller has already reconciled
+(broadcast views, casts), and returns new tensors (or writes into ``out``). The autograd layer
+(:mod:`portagrad._ops`) is built on these.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Sequence
+
+from . import _dtype
+from ._storage import Storage
+from ._tensor import Tensor, contiguous_strides
+
+__all__ = [
+    "new_like", "new_on", "unary", "binary", "where", "cast", "contiguous", "copy_into", "fill",
+    "reduce", "arg_reduce", "cumsum", "bmm", "gather", "scatter", "sort", "random", "strides_for",
+]
+
+
+@functools.lru_cache(maxsize=4096)
+def strides_for(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Cached C-order strides for ``shape``."""
+    return contiguous_strides(shape)
+
+
+def new_on(st: Storage, shape: tuple[int, ...], dtype: "_dtype.dtype") -> Tensor:
+    """A new contiguous, uninitialised tensor on the device of storage ``st``."""
+    n = 1
+    for s in shape:
+        n *= s
+    nbytes = n * dtype.itemsize
+    buf = st.backend.allocate(st.index, nbytes)
+    storage = Storage(buf, nbytes, st.device, st.backend, st.index)
+    return Tensor._make(storage, 0, shape, strides_for(shape), dtype)
+
+
+def new_like(t: Tensor, shape: tuple[int, ...] | None = None, dtype: Any = None) -> Tensor:
+    """A new contiguous tensor on ``t``'s device (``t``'s shape and dtype unless given)."""
+    return new_on(t._storage, t._v.shape if shape is None else shape,
+                  t._v.dtype if dtype is None else dtype)
+
+
+def _v(x: Any) -> Any:
+    return x._v if isinstance(x, Tensor) else x
+
+
+def unary(op: str, x: Tensor, out_dtype: Any = None) -> Tensor:
+    out = new_on(x._storage, x._v.shape, x._v.dtype if out_dtype is None else out_dtype)
+    x._storage.backend.unary(op, x._v, out._v)
+    return out
+
+
+def binary(op: str, a: Any, b: Any, out_dtype: "_dtype.dtype", like: Tensor | None = None,
+           out: Tensor | None = None) -> Tensor:
+    """``op(a, b)`` for same-shape tensors (or scalars) of the computation dtype."""
+    t = like if like is not None else (a if isinstance(a, Tensor) else b)
+    if out is None:
+        out = new_on(t._storage, t._v.shape, out_dtype)
+    t._storage.backend.binary(op, _v(a), _v(b), out._v)
+    return out
+
+
+def where(cond: Tensor, a: Any, b: Any, dtype: "_dtype.dtype", like: Tensor) -> Tensor:
+    out = new_on(like._storage, cond._v.shape, dtype)
+    like._storage.backend.where(cond._v, _v(a), _v(b), out._v)
+    return out
+
+
+def cast(x: Tensor, dtype: "_dtype.dtype") -> Tensor:
+    """A contiguous copy of ``x`` converted to ``dtype``."""
+    out = new_on(x._storage, x._v.shape, dtype)
+    x._storage.backend.copy(x._v, out._v)
+    return out
+
+
+def contiguous(x: Tensor) -> Tensor:
+    """``x`` itself if contiguous, else a contiguous copy."""
+    if x._v.is_contiguous():
+        return x
+    return cast(x, x._v.dtype)
+
+
+def copy_into(dst: Tensor, src: Tensor) -> None:
+    """``dst[...] = src`` for equal shapes on one device (casts the dtype)."""
+    dst._storage.backend.copy(src._v, dst._v)
+
+
+def fill(out: Tensor, value: Any) -> Tensor:
+    out._storage.backend.fill(out._v, value)
+    return out
+
+
+def reduce(op: str, x: Tensor, axes: Sequence[int], keepdim: bool, out_dtype: Any = None) -> Tensor:
+    shape = x._v.shape
+    axes = tuple(sorted(set(axes)))
+    kshape = tuple(1 if i in axes else s for i, s in enumerate(shape))
+    out = new_on(x._storage, kshape, x._v.dtype if out_dtype is None else out_dtype)
+    if x.numel() == 0 and op in ("sum", "prod"):
+        fill(out, 0 if op == "sum" else 1)
+    else:
+        x._storage.backend.reduce(op, x._v, axes, out._v)
+    if not keepdim:
+        out = _drop_axes(out, axes)
+    return out
+
+
+def _drop_axes(t: Tensor, axes: Sequence[int]) -> Tensor:
+    shape = tuple(s for i, s in enumerate(t._v.shape) if i not in axes)
+    strides = tuple(s for i, s in enumerate(t._v.strides) if i not in axes)
+    return Tensor._make(t._storage, t._v.offset, shape, strides, t._v.dtype, t._vc)
+
+
+def arg_reduce(op: str, x: Tensor, axis: int, keepdim: bool) -> Tensor:
+    kshape = tuple(1 if i == axis else s for i, s in enumerate(x._v.shape))
+    out = new_on(x._storage, kshape, _dtype.int64)
+    x._storage.backend.arg_reduce(op, x._v, axis, out._v)
+    return out if keepdim else _drop_axes(out, (axis,))
+
+
+def cumsum(x: Tensor, axis: int, dtype: "_dtype.dtype") -> Tensor:
+    if x._v.dtype is not dtype:
+        x = cast(x, dtype)
+    out = new_on(x._storage, x._v.shape, dtype)
+    if x.numel():
+        x._storage.backend.cumsum(x._v, axis, out._v)
+    return out
+
+
+def bmm(a: Tensor, b: Tensor) -> Tensor:
+    """(B, M, K) @ (B, K, N) -> (B, M, N), strided inputs."""
+    B, M, _ = a._v.shape
+    N = b._v.shape[2]
+    out = new_on(a._storage, (B, M, N), a._v.dtype)
+    a._storage.backend.matmul(a._v, b._v, out._v)
+    return out
+
+
+def gather(x: Tensor, axis: int, index: Tensor) -> Tensor:
+    out = new_on(x._storage, index._v.shape, x._v.dtype)
+    if out.numel():
+        x._storage.backend.gather(x._v, axis, index._v, out._v)
+    return out
+
+
+def scatter(out: Tensor, axis: int, index: Tensor, src: Tensor, reduce: str | None) -> Tensor:
+    """In place into ``out``."""
+    if index.numel():
+        out._storage.backend.scatter(out._v, axis, index._v, src._v, reduce)
+    return out
+
+
+def sort(x: Tensor, axis: int, descending: bool) -> tuple[Tensor, Tensor]:
+    values = new_on(x._storage, x._v.shape, x._v.dtype)
+    indices = new_on(x._storage, x._v.shape, _dtype.int64)
+    if x.numel():
+        x._storage.backend.sort(x._v, axis, descending, values._v, indices._v)
+    return values, indices
+
+
+def random(kind: str, out: Tensor, seed: int, offset: int, a: float, b: float) -> Tensor:
+    if out.numel():
+        out._storage.backend.random(kind, out._v, seed, offset, a, b)
+    return out

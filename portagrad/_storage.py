@@ -1,0 +1,47 @@
+"""Storage: a backend buffer plus where it lives. Tensors are views of a storage."""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Storage", "Size"]
+
+
+class Storage:
+    """One backend buffer of ``nbytes`` bytes on ``device`` (served by ``backend``, device ``index``)."""
+
+    __slots__ = ("buffer", "nbytes", "device", "backend", "index", "pinned", "shared", "__weakref__")
+
+    def __init__(self, buffer: Any, nbytes: int, device: Any, backend: Any, index: int,
+                 pinned: bool = False) -> None:
+        self.buffer = buffer
+        self.nbytes = nbytes
+        self.device = device
+        self.backend = backend
+        self.index = index
+        self.pinned = pinned
+        self.shared = False
+
+    def __repr__(self) -> str:
+        return f"Storage(nbytes={self.nbytes}, device={self.device})"
+
+
+class Size(tuple):
+    """A tensor shape: a tuple of ints (``torch.Size``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"portagrad.Size({list(self)})"
+
+    __str__ = __repr__
+
+    def numel(self) -> int:
+        """Product of the sizes (1 for a zero-dim shape)."""
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, item: Any) -> Any:  # slicing keeps the type
+        r = tuple.__getitem__(self, item)
+        return Size(r) if isinstance(item, slice) else r

@@ -1,0 +1,482 @@
+"""The Tensor class: a strided view of a storage, plus its autograd state.
+
+Math methods (``add``, ``sum``, ``view``...) are defined in the op modules and attached in
+:mod:`portagrad._tensor_methods`; this module holds the data model, conversion, autograd entry points
+and ``repr``.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import numpy as np
+
+from . import _dtype
+from ._storage import Size, Storage
+from .autograd import grad_mode
+from .autograd.function import AccumulateGrad, RemovableHandle
+from .backends.interface import View
+
+if TYPE_CHECKING:
+    from ._device import device
+
+__all__ = ["Tensor", "contiguous_strides"]
+
+
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """C-order strides (in elements) for ``shape``."""
+    strides = []
+    acc = 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(strides))
+
+
+class Tensor:
+    """A multi-dimensional array on a device, with autograd (``torch.Tensor``)."""
+
+    __slots__ = ("_storage", "_v", "_vc", "_requires_grad", "_grad", "_grad_fn", "_output_nr",
+                 "_base", "_hooks", "_retains_grad", "_accum", "_inference", "__weakref__",
+                 "__dict__")
+
+    # NOTE: users build tensors with pg.tensor/pg.zeros...; Tensor(...) mirrors torch.Tensor(sizes)
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Tensor":
+        self = object.__new__(cls)
+        return self
+
+    def __init__(self, *args: Any, device: Any = None) -> None:
+        if getattr(self, "_v", None) is not None:
+            return
+        from . import _creation
+
+        if len(args) == 1 and not isinstance(args[0], int):
+            src = _creation.tensor(args[0], dtype=_dtype.get_default_dtype(), device=device)
+        else:
+            src = _creation.empty(*args, device=device)
+        self._set_from(src)
+
+    # --------------------------------------------------------------- construction
+    @classmethod
+    def _make(cls, storage: Storage, offset: int, shape: tuple[int, ...], strides: tuple[int, ...],
+              dtype: "_dtype.dtype", vc: list[int] | None = None, base: "Tensor | None" = None
+              ) -> "Tensor":
+        self = object.__new__(cls)
+        self._storage = storage
+        self._v = View(storage.buffer, offset, shape, strides, dtype)
+        self._vc = vc if vc is not None else [0]
+        self._requires_grad = False
+        self._grad = None
+        self._grad_fn = None
+        self._output_nr = 0
+        self._base = base
+        self._hooks = None
+        self._retains_grad = False
+        self._accum = None
+        self._inference = grad_mode._flags.inference
+        return self
+
+    def _set_from(self, other: "Tensor") -> None:
+        self._storage = other._storage
+        self._v = other._v
+        self._vc = other._vc
+        self._requires_grad = False
+        self._grad = None
+        self._grad_fn = None
+        self._output_nr = 0
+        self._base = None
+        self._hooks = None
+        self._retains_grad = False
+        self._accum = None
+        self._inference = other._inference
+
+    def _view_of(self, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> "Tensor":
+        """A raw (unrecorded) view sharing storage and version counter."""
+        base = self._base if self._base is not None else self
+        return Tensor._make(self._storage, offset, shape, strides, self._v.dtype, self._vc, base)
+
+    def _alias(self) -> "Tensor":
+        """A detached alias: same storage, view and version counter, no autograd history."""
+        return Tensor._make(self._storage, self._v.offset, self._v.shape, self._v.strides,
+                            self._v.dtype, self._vc, self._base)
+
+    def _alias_with_grad_fn(self, node: Any, nr: int) -> "Tensor":
+        t = self._alias()
+        t._grad_fn = node
+        t._output_nr = nr
+        t._requires_grad = True
+        return t
+
+    def _accumulate_node(self) -> AccumulateGrad:
+        node = self._accum() if self._accum is not None else None
+        if node is None:
+            node = AccumulateGrad(self)
+            if self._hooks:
+                node._tensor_hooks = {0: self._hooks}
+            self._accum = weakref.ref(node)
+            self.__dict__["_accum_strong"] = node  # the leaf keeps its node alive (as torch)
+        return node
+
+    # ----------------------------------------------------------------- metadata
+    @property
+    def shape(self) -> Size:
+        """The size of each dimension."""
+        return Size(self._v.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        """``shape``, or the size of one dimension."""
+        if dim is None:
+            return Size(self._v.shape)
+        return self._v.shape[self._wrap_dim(dim)]
+
+    def stride(self, dim: int | None = None) -> Any:
+        """Strides in elements (all, or of one dimension)."""
+        if dim is None:
+            return self._v.strides
+        return self._v.strides[self._wrap_dim(dim)]
+
+    def storage_offset(self) -> int:
+        """Offset of the first element in the storage, in elements."""
+        return self._v.offset
+
+    @property
+    def dtype(self) -> "_dtype.dtype":
+        return self._v.dtype
+
+    @property
+    def device(self) -> "device":
+        return self._storage.device
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    @property
+    def is_cpu(self) -> bool:
+        return self._storage.device.type == "cpu"
+
+    @property
+    def ndim(self) -> int:
+        return len(self._v.shape)
+
+    def dim(self) -> int:
+        """Number of dimensions."""
+        return len(self._v.shape)
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        """Number of elements."""
+        n = 1
+        for s in self._v.shape:
+            n *= s
+        return n
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._v.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._v.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * self._v.dtype.itemsize
+
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        """Whether the elements are laid out in C order without gaps."""
+        return self._v.is_contiguous()
+
+    def is_floating_point(self) -> bool:
+        return self._v.dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return False
+
+    def is_signed(self) -> bool:
+        return self._v.dtype.is_signed
+
+    def is_inference(self) -> bool:
+        """Whether this tensor was created in ``inference_mode``."""
+        return self._inference
+
+    def is_pinned(self) -> bool:
+        """Whether this CPU tensor lives in page-locked memory."""
+        return self._storage.pinned
+
+    def is_shared(self) -> bool:
+        return self._storage.shared
+
+    @property
+    def _version(self) -> int:
+        """The version counter, bumped by every in-place change to the storage via any view."""
+        return self._vc[0]
+
+    def _wrap_dim(self, dim: int, ndim: int | None = None) -> int:
+        n = len(self._v.shape) if ndim is None else ndim
+        if not isinstance(dim, int):
+            raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+        lo, hi = (-1, 0) if n == 0 else (-n, n - 1)
+        if dim < lo or dim > hi:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], "
+                             f"but got {dim})")
+        return dim + n if dim < 0 else (0 if n == 0 else dim)
+
+    def _type_description(self) -> str:
+        names = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+                 "int32": "IntTensor", "int64": "LongTensor", "bool": "BoolTensor"}
+        return f"{self.device} {names[self.dtype.name]} [{', '.join(map(str, self.shape))}]"
+
+    def type(self, dtype: Any = None) -> Any:
+        """Without arguments, the type name (``portagrad.FloatTensor``); else ``to(dtype)``."""
+        if dtype is None:
+            return "portagrad." + self._type_description().split()[1]
+        return self.to(dtype)
+
+    # ------------------------------------------------------------------ autograd
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set ``requires_grad`` on a leaf in place (freeze or unfreeze parameters)."""
+        if self._grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
+                                   "you want to use a computed variable in a subgraph that doesn't "
+                                   "require differentiation use var_no_grad = var.detach().")
+            return self
+        if requires_grad and not self._v.dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if requires_grad and self._inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def grad_fn(self) -> Any:
+        """The node that created this tensor (``None`` for leaves)."""
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors not created by a recorded op (user-created or ``requires_grad=False``)."""
+        return self._grad_fn is None
+
+    @property
+    def grad(self) -> "Tensor | None":
+        """Accumulated gradient (leaves, and non-leaves after ``retain_grad()``)."""
+        if self._grad_fn is not None and not self._retains_grad and self._requires_grad:
+            import warnings
+
+            warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being "
+                          "accessed. Its .grad attribute won't be populated during "
+                          "autograd.backward(). If you indeed want the .grad field to be populated "
+                          "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor.",
+                          UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: "Tensor | None") -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got "
+                                f"{type(value).__name__}")
+            if value.shape != self.shape:
+                raise RuntimeError(f"assigned grad has data of a different size: {value.shape} "
+                                   f"vs {self.shape}")
+            if value.dtype is not self.dtype:
+                raise RuntimeError(f"assigned grad has data of a different type: {value.dtype} "
+                                   f"vs {self.dtype}")
+            if value.device != self.device:
+                raise RuntimeError(f"assigned grad has data located on a different device: "
+                                   f"{value.device} vs {self.device}")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    @property
+    def data(self) -> "Tensor":
+        """A detached alias with its own version counter (changes to it are not seen by autograd)."""
+        t = Tensor._make(self._storage, self._v.offset, self._v.shape, self._v.strides,
+                         self._v.dtype, None, None)
+        return t
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._storage = value._storage
+        self._v = View(value._storage.buffer, value._v.offset, value._v.shape, value._v.strides,
+                       value._v.dtype)
+
+    def detach(self) -> "Tensor":
+        """A tensor sharing storage and version counter, cut from the graph."""
+        t = self._alias()
+        t._base = self._base if self._base is not None else None
+        return t
+
+    def detach_(self) -> "Tensor":
+        """Cut this tensor from the graph, in place (it becomes a leaf)."""
+        self._grad_fn = None
+        self._output_nr = 0
+        self._requires_grad = False
+        return self
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor in backward (after all its hooks)."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is None or self._retains_grad:
+            return
+        node = self._grad_fn
+        if node._retained is None:
+            node._retained = {}
+        node._retained[self._output_nr] = weakref.ref(self)
+        self._retains_grad = True
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def register_hook(self, hook: Callable[["Tensor"], "Tensor | None"]) -> RemovableHandle:
+        """Run ``hook(grad)`` when this tensor's gradient is computed; a returned tensor replaces
+        it. Hooks run in registration order; use the returned handle's ``remove()`` to drop it."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            return self._grad_fn._add_tensor_hook(self._output_nr, hook)
+        if self._hooks is None:
+            from .autograd.function import _HookDict
+
+            self._hooks = _HookDict()
+            node = self._accum() if self._accum is not None else None
+            if node is not None:
+                node._tensor_hooks = {0: self._hooks}
+        h = RemovableHandle(self._hooks)
+        self._hooks[h.id] = hook
+        return h
+
+    def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Sequence["Tensor"] | None = None) -> None:
+        """Compute the gradient of this tensor w.r.t. graph leaves (accumulated into ``.grad``)."""
+        from .autograd import backward
+
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    # ---------------------------------------------------------------- conversion
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """A numpy array sharing memory (CPU tensors); ``force=True`` copies from other devices."""
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        st = self._storage
+        if st.device.type != "cpu":
+            if not force:
+                raise TypeError(f"can't convert {st.device} device type tensor to numpy. Use "
+                                f"Tensor.cpu() to copy the tensor to host memory first.")
+            return st.backend.to_host(self._v)
+        arr = st.backend.host_array(self._v)
+        if arr is None:
+            arr = st.backend.to_host(self._v)
+        return arr
+
+    def _host(self) -> np.ndarray:
+        """The values as a numpy array (a copy from devices, possibly shared on the CPU)."""
+        st = self._storage
+        arr = st.backend.host_array(self._v)
+        return st.backend.to_host(self._v) if arr is None else arr
+
+    def item(self) -> Any:
+        """The value of a one-element tensor as a Python number."""
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        return self._host().reshape(()).item()
+
+    def tolist(self) -> Any:
+        """Nested Python lists of the values (a number for a zero-dim tensor)."""
+        return self._host().tolist()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        arr = self.detach().numpy(force=True)
+        return arr if dtype is None else arr.astype(dtype)
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __len__(self) -> int:
+        if not self._v.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._v.shape[0]
+
+    def __iter__(self) -> Any:
+        if not self._v.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __reduce_ex__(self, protocol: int) -> Any:
+        from .multiprocessing.reductions import reduce_tensor
+
+        return reduce_tensor(self)
+
+    def __deepcopy__(self, memo: dict) -> "Tensor":
+        if self._grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                               "the deepcopy protocol at the moment.")
+        with grad_mode.no_grad():
+            new = self.clone()
+        new = type(self)._from_tensor(new) if type(self) is not Tensor else new
+        new._requires_grad = self._requires_grad
+        if self._grad is not None:
+            new._grad = self._grad.__deepcopy__(memo)
+        for k, v in self.__dict__.items():
+            if k not in ("_accum_strong",):
+                import copy
+
+                new.__dict__[k] = copy.deepcopy(v, memo)
+        memo[id(self)] = new
+        return new
+
+    @classmethod
+    def _from_tensor(cls, t: "Tensor") -> "Tensor":
+        new = object.__new__(cls)
+        new._set_from(t)
+        return new
+
+    # ---------------------------------------------------------------------- repr
+    def __repr__(self) -> str:
+        from ._format import format_tensor
+
+        return format_tensor(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        if self.dim() == 0:
+            return format(self.item(), spec)
+        return repr(self)

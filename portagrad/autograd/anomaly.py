@@ -1,0 +1,72 @@
+"""Anomaly detection: remember where each node was created and check backward results for NaN."""
+from __future__ import annotations
+
+import threading
+import traceback
+from typing import Any
+
+__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
+
+
+class _State(threading.local):
+    def __init__(self) -> None:
+        self.enabled = False
+        self.check_nan = True
+
+
+_state = _State()
+
+
+def _anomaly_enabled() -> bool:
+    return _state.enabled
+
+
+def is_anomaly_enabled() -> bool:
+    """Whether anomaly detection is on in this thread."""
+    return _state.enabled
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    """Whether anomaly detection also checks backward outputs for NaN."""
+    return _state.check_nan
+
+
+def _record_trace() -> str:
+    return "".join(traceback.format_stack()[:-3])
+
+
+def _check_nan(node: Any, outs: Any) -> None:
+    if not _state.check_nan:
+        return
+    for i, g in enumerate(outs):
+        if g is not None and g.is_floating_point() and bool(g.isnan().any()):
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
+
+
+class detect_anomaly:
+    """Context manager: record forward tracebacks and check backward for NaN
+    (``torch.autograd.detect_anomaly``). Slows everything down: for debugging only."""
+
+    def __init__(self, check_nan: bool = True) -> None:
+        self.check_nan = check_nan
+
+    def __enter__(self) -> None:
+        self.prev = (_state.enabled, _state.check_nan)
+        _state.enabled, _state.check_nan = True, self.check_nan
+
+    def __exit__(self, *exc: object) -> None:
+        _state.enabled, _state.check_nan = self.prev
+
+
+class set_detect_anomaly:
+    """Turn anomaly detection on or off; as a context manager it restores the previous setting."""
+
+    def __init__(self, mode: bool, check_nan: bool = True) -> None:
+        self.prev = (_state.enabled, _state.check_nan)
+        _state.enabled, _state.check_nan = bool(mode), check_nan
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        _state.enabled, _state.check_nan = self.prev

@@ -1,0 +1,234 @@
+"""The backward engine: iterative, each node runs once after all its incoming gradients are summed.
+
+1. Walk the graph from the roots (iteratively: a 100,000-op chain must not recurse) and count, for
+   each node, how many edges point at it.
+2. Run ready nodes, newest first (highest sequence number, as PyTorch), summing gradients per
+   output in a buffer; a node becomes ready when its count reaches zero.
+3. Before a node runs, the tensor hooks of each of its outputs run in registration order (a returned
+   tensor replaces the gradient), then ``retain_grad`` stores the result; leaves accumulate into
+   ``.grad`` in their :class:`AccumulateGrad` node.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import TYPE_CHECKING, Any, Sequence
+
+from . import grad_mode
+from .function import AccumulateGrad, Node, _edge
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
+
+__all__ = ["run_backward"]
+
+
+def _check_root(i: int, t: "Tensor") -> None:
+    if not t._requires_grad:
+        raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+
+
+def _make_root_grads(tensors: Sequence["Tensor"], grads: Sequence[Any], is_grads_batched: bool = False
+                     ) -> list["Tensor"]:
+    from .. import _creation
+    from .._tensor import Tensor
+
+    out = []
+    for i, (t, g) in enumerate(zip(tensors, grads)):
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if not t.is_floating_point():
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs "
+                                   f"but got {t.dtype}")
+            g = _creation.ones_like(t)
+        elif not isinstance(g, Tensor):
+            g = _creation.tensor(g, dtype=t.dtype, device=t.device)
+        else:
+            if g.shape != t.shape:
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} "
+                                   f"and output[{i}] has a shape of {t.shape}.")
+            if g.device != t.device:
+                raise RuntimeError(f"invalid gradient at index {i} - expected device {t.device} "
+                                   f"but got {g.device}")
+            if g.dtype is not t.dtype:
+                g = g.to(t.dtype)
+        out.append(g)
+    return out
+
+
+def run_backward(tensors: Sequence["Tensor"], grad_tensors: Sequence[Any], retain_graph: bool,
+                 create_graph: bool, inputs: Sequence["Tensor"] | None = None,
+                 allow_unused: bool = True, accumulate: bool = True) -> list[Any]:
+    """Run backward from ``tensors``. With ``accumulate`` leaves' ``.grad`` are updated (restricted
+    to ``inputs`` if given); otherwise the gradients of ``inputs`` are returned (``autograd.grad``)."""
+    for i, t in enumerate(tensors):
+        _check_root(i, t)
+    root_grads = _make_root_grads(tensors, grad_tensors)
+
+    roots = [_edge(t) for t in tensors]
+    # targets: where to capture gradients (autograd.grad) or which leaves may accumulate
+    targets: dict[tuple[int, int], int] = {}
+    target_nodes: list[Node | None] = []
+    if inputs is not None:
+        for k, t in enumerate(inputs):
+            if not t._requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            node, nr = _edge(t)
+            targets[(id(node), nr)] = k
+            target_nodes.append(node)
+    captured: list[Any] = [None] * (len(inputs) if inputs is not None else 0)
+
+    # 1. dependency counts over the reachable graph
+    deps: dict[int, int] = {}
+    nodes: dict[int, Node] = {}
+    stack = [n for n, _ in roots if n is not None]
+    for n in stack:
+        nodes[id(n)] = n
+    seen = {id(n) for n in stack}
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node._next:
+            if nxt is None:
+                continue
+            key = id(nxt)
+            deps[key] = deps.get(key, 0) + 1
+            if key not in seen:
+                seen.add(key)
+                nodes[key] = nxt
+                stack.append(nxt)
+
+    # 2. seed the buffers with the roots' gradients
+    buffers: dict[int, list[Any]] = {}
+    for (node, nr), g in zip(roots, root_grads):
+        buf = buffers.get(id(node))
+        if buf is None:
+            buf = buffers[id(node)] = [None] * node._num_outputs()
+        buf[nr] = g if buf[nr] is None else buf[nr] + g
+    heap: list[tuple[int, int, Node]] = []
+    for node, _ in roots:
+        if deps.get(id(node), 0) == 0 and id(node) in buffers:
+            heapq.heappush(heap, (-node._seq, id(node), node))
+            deps[id(node)] = -1  # queued
+
+    restrict = inputs is not None and accumulate
+    target_ids = {id(n) for n in target_nodes if n is not None}
+    needed = None if accumulate else _nodes_reaching(nodes, target_ids)
+    prev_mode = grad_mode._flags.grad
+    grad_mode._flags.grad = create_graph
+    try:
+        while heap:
+            _, key, node = heapq.heappop(heap)
+            grads = buffers.pop(key, None) or [None] * node._num_outputs()
+            grads = _run_tensor_hooks(node, grads, create_graph)
+            if node._pre_hooks:
+                for hook in list(node._pre_hooks.values()):
+                    res = hook(tuple(grads))
+                    if res is not None:
+                        grads = list(res)
+            if targets:
+                for nr, g in enumerate(grads):
+                    k = targets.get((key, nr))
+                    if k is not None:
+                        captured[k] = g
+            if isinstance(node, AccumulateGrad):
+                if accumulate and (not restrict or key in target_ids):
+                    node._accumulate(grads[0], create_graph)
+                continue
+            if all(g is None for g in grads) or (needed is not None and key not in needed):
+                outs: Any = (None,) * len(node._next)  # nothing flows through: just pass on
+            else:
+                try:
+                    outs = node._apply(tuple(grads))
+                except Exception as exc:
+                    if node._anomaly:
+                        _annotate(exc, node)
+                    raise
+            if node._hooks:
+                for hook in list(node._hooks.values()):
+                    res = hook(tuple(outs), tuple(grads))
+                    if res is not None:
+                        outs = tuple(res)
+            from .anomaly import _anomaly_enabled, _check_nan
+
+            if _anomaly_enabled():
+                _check_nan(node, outs)
+            if not retain_graph:
+                node._release()
+            for (nxt, nr), g in zip(node._next, outs):
+                if nxt is None:
+                    continue
+                nkey = id(nxt)
+                if g is not None:
+                    buf = buffers.get(nkey)
+                    if buf is None:
+                        buf = buffers[nkey] = [None] * nxt._num_outputs()
+                    buf[nr] = g if buf[nr] is None else buf[nr] + g
+                d = deps[nkey] - 1
+                deps[nkey] = d
+                if d == 0:
+                    heapq.heappush(heap, (-nxt._seq, nkey, nxt))
+    finally:
+        grad_mode._flags.grad = prev_mode
+
+    if inputs is not None and not accumulate and not allow_unused:
+        for k, g in enumerate(captured):
+            if g is None:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been used "
+                                   "in the graph. Set allow_unused=True if this is the desired behavior.")
+    return captured
+
+
+def _nodes_reaching(nodes: dict[int, Node], target_ids: set[int]) -> set[int]:
+    """Ids of the nodes from which a target can be reached (``autograd.grad`` runs only those)."""
+    reach: dict[int, bool] = {}
+    for start in nodes.values():
+        if id(start) in reach:
+            continue
+        stack = [(start, False)]
+        while stack:  # iterative post-order
+            n, done = stack.pop()
+            key = id(n)
+            if done:
+                reach[key] = key in target_ids or any(
+                    nxt is not None and reach.get(id(nxt), False) for nxt, _ in n._next)
+                continue
+            if key in reach:
+                continue
+            stack.append((n, True))
+            for nxt, _ in n._next:
+                if nxt is not None and id(nxt) not in reach:
+                    stack.append((nxt, False))
+    return {k for k, v in reach.items() if v}
+
+
+def _run_tensor_hooks(node: Node, grads: list[Any], create_graph: bool) -> list[Any]:
+    hooks_by_output = node._tensor_hooks
+    if hooks_by_output:
+        for nr, hooks in hooks_by_output.items():
+            for hook in list(hooks.values()):
+                g = grads[nr]
+                if g is None:
+                    break
+                res = hook(g)
+                if res is not None:
+                    grads[nr] = res
+    retained = node._retained
+    if retained:
+        for nr, ref in retained.items():
+            t = ref()
+            g = grads[nr]
+            if t is None or g is None:
+                continue
+            if create_graph:
+                t._grad = g if t._grad is None else t._grad + g
+            else:
+                with grad_mode.no_grad():
+                    t._grad = g.detach().clone() if t._grad is None else t._grad + g
+    return grads
+
+
+def _annotate(exc: Exception, node: Node) -> None:
+    import sys
+
+    print(f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
+          f"{node._anomaly}", file=sys.stderr)

@@ -1,0 +1,387 @@
+"""Graph nodes and ``Function``: how an op records itself for backward.
+
+Every differentiable op, built-in or user-defined, is a :class:`Function` subclass with static
+``forward(ctx, ...)`` and ``backward(ctx, *grads)``. ``apply`` runs ``forward`` without recording and,
+when an input requires grad, makes the ``ctx`` the output's ``grad_fn``: a :class:`Node` whose
+``next_functions`` point at the inputs' nodes. Backward formulas are written with portagrad ops, so
+they run on every backend and can themselves be differentiated (``create_graph=True``).
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Callable
+
+from . import grad_mode
+from .grad_mode import _flags
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
+
+__all__ = ["Node", "Function", "FunctionCtx", "AccumulateGrad", "RemovableHandle", "once_differentiable"]
+
+_seq = itertools.count()
+_FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward."
+)
+
+
+class RemovableHandle:
+    """Returned by ``register_hook``: ``handle.remove()`` unregisters the hook."""
+
+    _ids = itertools.count()
+
+    def __init__(self, hooks: "OrderedDict[int, Any]") -> None:
+        self._hooks_ref = weakref.ref(hooks) if _weakrefable(hooks) else (lambda h=hooks: h)
+        self.id = next(RemovableHandle._ids)
+
+    def remove(self) -> None:
+        hooks = self._hooks_ref()
+        if hooks is not None:
+            hooks.pop(self.id, None)
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+def _weakrefable(obj: Any) -> bool:
+    try:
+        weakref.ref(obj)
+        return True
+    except TypeError:
+        return False
+
+
+class _HookDict(OrderedDict):
+    """An OrderedDict that can be weakly referenced by handles."""
+
+
+class Node:
+    """A node of the backward graph (what ``tensor.grad_fn`` returns)."""
+
+    _name: str = "Node"
+
+    def __init__(self) -> None:
+        self._next: tuple[tuple["Node | None", int], ...] = ()
+        self._seq = next(_seq)
+        self._tensor_hooks: dict[int, _HookDict] | None = None  # output_nr -> hooks
+        self._retained: dict[int, Any] | None = None  # output_nr -> weakref(tensor)
+        self._hooks: _HookDict | None = None  # node hooks: fn(grad_inputs, grad_outputs)
+        self._pre_hooks: _HookDict | None = None  # node pre-hooks: fn(grad_outputs)
+        self._anomaly: str | None = None
+
+    def name(self) -> str:
+        """The node's name, e.g. ``MulBackward0``."""
+        return self._name
+
+    @property
+    def next_functions(self) -> tuple[tuple["Node | None", int], ...]:
+        """``((node, output_nr), ...)``, one per input of the forward op."""
+        return self._next
+
+    @property
+    def metadata(self) -> dict:
+        md = self.__dict__.get("_metadata")
+        if md is None:
+            md = self.__dict__["_metadata"] = {}
+        return md
+
+    def register_hook(self, fn: Callable[..., Any]) -> RemovableHandle:
+        """``fn(grad_inputs, grad_outputs)`` runs after this node computed its gradients; a returned
+        tuple replaces ``grad_inputs``."""
+        if self._hooks is None:
+            self._hooks = _HookDict()
+        h = RemovableHandle(self._hooks)
+        self._hooks[h.id] = fn
+        return h
+
+    def register_prehook(self, fn: Callable[..., Any]) -> RemovableHandle:
+        """``fn(grad_outputs)`` runs before this node; a returned tuple replaces ``grad_outputs``."""
+        if self._pre_hooks is None:
+            self._pre_hooks = _HookDict()
+        h = RemovableHandle(self._pre_hooks)
+        self._pre_hooks[h.id] = fn
+        return h
+
+    def _add_tensor_hook(self, output_nr: int, fn: Callable[..., Any]) -> RemovableHandle:
+        if self._tensor_hooks is None:
+            self._tensor_hooks = {}
+        hooks = self._tensor_hooks.setdefault(output_nr, _HookDict())
+        h = RemovableHandle(hooks)
+        hooks[h.id] = fn
+        return h
+
+    def _num_outputs(self) -> int:
+        return 1
+
+    def _apply(self, grads: tuple[Any, ...]) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    def _release(self) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    def __call__(self, *grads: Any) -> Any:
+        out = self._apply(grads)
+        return out[0] if len(out) == 1 else out
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf tensor: adds the incoming gradient into ``leaf.grad``."""
+
+    _name = "AccumulateGrad"
+
+    def __init__(self, leaf: "Tensor") -> None:
+        super().__init__()
+        self._leaf_ref = weakref.ref(leaf)
+
+    @property
+    def variable(self) -> "Tensor | None":
+        return self._leaf_ref()
+
+    def _accumulate(self, grad: "Tensor", create_graph: bool) -> None:
+        leaf = self._leaf_ref()
+        if leaf is None or grad is None:
+            return
+        if grad.dtype is not leaf.dtype:
+            grad = grad.to(leaf.dtype)
+        old = leaf._grad
+        if create_graph:
+            leaf._grad = grad.clone() if old is None else old + grad
+        else:
+            with grad_mode.no_grad():
+                if old is None:
+                    new = grad.detach().clone(memory_format="contiguous")
+                    leaf._grad = new
+                elif old._grad_fn is not None or old._requires_grad:
+                    leaf._grad = (old + grad).detach()
+                else:
+                    old.add_(grad)
+
+
+class FunctionCtx:
+    """What ``forward``/``backward`` receive as ``ctx``: save tensors and flags for backward."""
+
+    needs_input_grad: tuple[bool, ...] = ()
+    _saved: list | None = None
+    _released = False
+    _materialize = True
+    _dirty: tuple = ()
+    _non_diff: tuple = ()
+
+    def save_for_backward(self, *tensors: "Tensor | None") -> None:
+        """Save tensors for ``backward``; their versions are checked when they are read back."""
+        self._saved = [None if t is None else (t, t._vc[0], False, 0) for t in tensors]
+
+    @property
+    def saved_tensors(self) -> tuple["Tensor | None", ...]:
+        """The tensors given to ``save_for_backward``; raises if one was modified in place since."""
+        if self._released:
+            raise RuntimeError(_FREED)
+        saved = self._saved
+        if not saved:
+            return ()
+        out = []
+        for entry in saved:
+            if entry is None:
+                out.append(None)
+                continue
+            t, version, is_output, nr = entry
+            if t._vc[0] != version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by an "
+                    f"inplace operation: [{t._type_description()}], which is output {nr} of "
+                    f"{self._name if is_output else _producer(t)}, is at version {t._vc[0]}; "
+                    f"expected version {version} instead. Hint: enable anomaly detection to find "
+                    "the operation that failed to compute its gradient, with "
+                    "portagrad.autograd.set_detect_anomaly(True).")
+            if is_output:
+                t = t._alias_with_grad_fn(self, nr)
+            out.append(t)
+        return tuple(out)
+
+    def mark_dirty(self, *tensors: "Tensor") -> None:
+        """Declare inputs that ``forward`` modified in place (and returns)."""
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors: "Tensor") -> None:
+        """Declare outputs that have no gradient (e.g. indices)."""
+        self._non_diff = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """With ``False``, ``backward`` receives ``None`` instead of zeros for unused outputs."""
+        self._materialize = bool(value)
+
+
+def _producer(t: "Tensor") -> str:
+    fn = t._grad_fn
+    return fn.name() if fn is not None else "a leaf tensor"
+
+
+class BackwardFunction(FunctionCtx, Node):
+    """A node made by ``Function.apply``; it is also the ``ctx`` of forward and backward."""
+
+    _fn_cls: type["Function"]
+    _nout = 1
+
+    def __init__(self) -> None:
+        Node.__init__(self)
+
+    def _num_outputs(self) -> int:
+        return self._nout
+
+    def _apply(self, grads: tuple[Any, ...]) -> tuple[Any, ...]:
+        if self._released:
+            raise RuntimeError(_FREED)
+        if self._materialize:
+            grads = tuple(g if g is not None else self._zeros_for(i) for i, g in enumerate(grads))
+        result = self._fn_cls.backward(self, *grads)
+        if not isinstance(result, tuple):
+            result = (result,)
+        n_in = len(self._next)
+        if len(result) != n_in:
+            if len(result) > n_in and all(r is None for r in result[n_in:]):
+                result = result[:n_in]
+            else:
+                raise RuntimeError(f"function {self.name()} returned an incorrect number of "
+                                   f"gradients (expected {n_in}, got {len(result)})")
+        return result
+
+    def _zeros_for(self, i: int) -> Any:
+        from .. import _creation
+
+        shape, dtype, device = self._out_meta[i]
+        return _creation.zeros(shape, dtype=dtype, device=device)
+
+    def _release(self) -> None:
+        self._saved = None
+        self._released = True
+
+
+class _FunctionMeta(type):
+    def __init__(cls, name: str, bases: tuple, ns: dict) -> None:
+        super().__init__(name, bases, ns)
+        node_name = ns.get("_backward_name") or f"{name}Backward"
+        cls._backward_cls = type(node_name, (BackwardFunction,), {"_fn_cls": cls, "_name": node_name})
+
+
+class Function(metaclass=_FunctionMeta):
+    """Base class of differentiable operations (``torch.autograd.Function``).
+
+    Subclasses define ``forward(ctx, *args, **kwargs)`` and ``backward(ctx, *grad_outputs)`` as
+    static methods and are called through ``MyFunction.apply(*args)``. ``backward`` returns one
+    gradient (or ``None``) per ``forward`` argument.
+    """
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grad_outputs: Any) -> Any:
+        raise NotImplementedError("You must implement either the backward or vjp method for your "
+                                  "custom autograd.Function to use it with backward mode AD.")
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        from .._tensor import Tensor
+
+        ctx = cls._backward_cls()
+        grad_on = _flags.grad
+        needs = tuple(grad_on and isinstance(a, Tensor) and a._requires_grad for a in args)
+        ctx.needs_input_grad = needs
+        record = any(needs)
+        prev = _flags.grad
+        _flags.grad = False
+        try:
+            outputs = cls.forward(ctx, *args, **kwargs)
+        finally:
+            _flags.grad = prev
+        if not record:
+            return outputs
+        return _wrap_outputs(ctx, args, outputs)
+
+
+def _wrap_outputs(ctx: BackwardFunction, args: tuple, outputs: Any) -> Any:
+    from .._tensor import Tensor
+
+    if _flags.inference:
+        return outputs
+    single = not isinstance(outputs, tuple)
+    outs = (outputs,) if single else outputs
+    ctx._next = tuple(_edge(a) if isinstance(a, Tensor) else (None, 0) for a in args)
+    ctx._nout = len(outs)
+    ctx._out_meta = [(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else None for o in outs]
+    dirty_ids = {id(t) for t in ctx._dirty}
+    non_diff_ids = {id(t) for t in ctx._non_diff}
+    input_ids = {id(a) for a in args if isinstance(a, Tensor)}
+    new_outs = []
+    for i, o in enumerate(outs):
+        if not isinstance(o, Tensor):
+            new_outs.append(o)
+            continue
+        if id(o) in non_diff_ids:
+            if id(o) in input_ids and id(o) not in dirty_ids:
+                o = o._alias()
+            o._requires_grad = False
+            new_outs.append(o)
+            continue
+        if id(o) in dirty_ids:
+            if o._grad_fn is None and o._requires_grad:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                                   "operation.")
+        elif id(o) in input_ids:
+            o = o._alias()  # returning an input unchanged makes a new tensor (a view) as torch does
+        o._grad_fn = ctx
+        o._output_nr = i
+        o._requires_grad = True
+        new_outs.append(o)
+    if ctx._saved:
+        # a saved output would make a reference cycle tensor -> grad_fn -> tensor: keep a detached
+        # alias (same storage and version counter) and rebuild the link when it is read back
+        out_index = {id(o): i for i, o in enumerate(new_outs) if isinstance(o, Tensor)}
+        orig_index = {id(o): i for i, o in enumerate(outs) if isinstance(o, Tensor)}
+        fixed = []
+        for entry in ctx._saved:
+            if entry is not None:
+                t = entry[0]
+                i = out_index.get(id(t), orig_index.get(id(t)))
+                if i is not None:
+                    entry = (t._alias(), entry[1], True, i)
+            fixed.append(entry)
+        ctx._saved = fixed
+    from .anomaly import _anomaly_enabled, _record_trace
+
+    if _anomaly_enabled():
+        ctx._anomaly = _record_trace()
+    return new_outs[0] if single else tuple(new_outs)
+
+
+def _edge(t: "Tensor") -> tuple[Node | None, int]:
+    fn = t._grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    if t._requires_grad:
+        return (t._accumulate_node(), 0)
+    return (None, 0)
+
+
+def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator for ``backward``: run it without recording (its result is not differentiable)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(ctx: Any, *args: Any) -> Any:
+        with grad_mode.no_grad():
+            return fn(ctx, *args)
+
+    return wrapper

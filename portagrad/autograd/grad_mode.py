@@ -1,0 +1,112 @@
+"""Grad modes: ``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``inference_mode``.
+
+The flags are thread-local, as in PyTorch. Each class works as a context manager and a decorator.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any, Callable, TypeVar
+
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+           "is_inference_mode_enabled"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Flags(threading.local):
+    def __init__(self) -> None:
+        self.grad = True
+        self.inference = False
+
+
+_flags = _Flags()
+
+
+def is_grad_enabled() -> bool:
+    """Whether operations are recorded for autograd in this thread."""
+    return _flags.grad
+
+
+def is_inference_mode_enabled() -> bool:
+    """Whether ``inference_mode`` is active in this thread."""
+    return _flags.inference
+
+
+class _DecoratorContextManager:
+    def __call__(self, func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with self.clone():
+                return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    def clone(self) -> "_DecoratorContextManager":
+        return self.__class__()
+
+
+class no_grad(_DecoratorContextManager):
+    """Disable gradient recording: results have ``requires_grad=False``."""
+
+    def __enter__(self) -> None:
+        self.prev = _flags.grad
+        _flags.grad = False
+
+    def __exit__(self, *exc: object) -> None:
+        _flags.grad = self.prev
+
+
+class enable_grad(_DecoratorContextManager):
+    """Enable gradient recording (inside ``no_grad``)."""
+
+    def __enter__(self) -> None:
+        self.prev = _flags.grad
+        _flags.grad = True
+
+    def __exit__(self, *exc: object) -> None:
+        _flags.grad = self.prev
+
+
+class set_grad_enabled(_DecoratorContextManager):
+    """Enable (``True``) or disable (``False``) recording; acts at once, and as a context manager
+    restores the previous mode on exit."""
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = _flags.grad
+        self.mode = bool(mode)
+        _flags.grad = self.mode
+
+    def __enter__(self) -> None:
+        _flags.grad = self.mode
+
+    def __exit__(self, *exc: object) -> None:
+        _flags.grad = self.prev
+
+    def clone(self) -> "set_grad_enabled":
+        prev = _flags.grad
+        obj = self.__class__(self.mode)
+        _flags.grad = prev
+        obj.prev = prev
+        return obj
+
+
+class inference_mode(_DecoratorContextManager):
+    """Like ``no_grad`` and stricter: nothing is recorded or saved, and tensors created inside are
+    inference tensors (``is_inference()``) that cannot later be saved for backward."""
+
+    def __init__(self, mode: bool = True) -> None:
+        self.mode = bool(mode)
+
+    def __enter__(self) -> None:
+        self.prev = (_flags.grad, _flags.inference)
+        if self.mode:
+            _flags.grad, _flags.inference = False, True
+        else:
+            _flags.inference = False
+
+    def __exit__(self, *exc: object) -> None:
+        _flags.grad, _flags.inference = self.prev
+
+    def clone(self) -> "inference_mode":
+        return self.__class__(self.mode)

@@ -1,0 +1,154 @@
+"""``gradcheck``/``gradgradcheck``: compare analytical gradients with central finite differences."""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+__all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
+
+
+class GradcheckError(RuntimeError):
+    """Analytical and numerical gradients differ (the message shows both Jacobians)."""
+
+
+def _tensors(inputs: Any) -> tuple:
+    from .._tensor import Tensor
+
+    return (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+
+
+def _outputs(fn: Callable[..., Any], inputs: tuple) -> tuple:
+    from .._tensor import Tensor
+
+    out = fn(*inputs)
+    return (out,) if isinstance(out, Tensor) else tuple(o for o in out if isinstance(o, Tensor))
+
+
+def _numerical_jacobian(fn: Callable[..., Any], inputs: tuple, eps: float) -> list[list[np.ndarray]]:
+    """J[i][j] = d out_j / d in_i as (in_numel, out_numel) arrays, by central differences."""
+    from .._tensor import Tensor
+
+    outs = _outputs(fn, inputs)
+    jac = [[np.zeros((x.numel(), o.numel())) for o in outs] if isinstance(x, Tensor) and
+           x.requires_grad else None for x in inputs]
+    for i, x in enumerate(inputs):
+        if jac[i] is None:
+            continue
+        base = x.detach().numpy(force=True).astype(np.float64).copy()
+        flat = base.reshape(-1)
+        for k in range(flat.size):
+            vals = []
+            for delta in (eps, -eps):
+                pert = flat.copy()
+                pert[k] += delta
+                xp = _replace(x, pert.reshape(base.shape))
+                args = list(inputs)
+                args[i] = xp
+                # not under no_grad: gradgradcheck's function differentiates inside
+                vals.append([o.detach().numpy(force=True).astype(np.float64).reshape(-1)
+                             for o in _outputs(fn, tuple(args))])
+            for j in range(len(outs)):
+                jac[i][j][k] = (vals[0][j] - vals[1][j]) / (2 * eps)
+    return jac
+
+
+def _replace(x: Any, values: np.ndarray) -> Any:
+    from .. import _creation
+
+    t = _creation.from_host(values.astype(x.dtype.numpy), device=x.device)
+    return t.requires_grad_(x.requires_grad)
+
+
+def _analytical_jacobian(fn: Callable[..., Any], inputs: tuple) -> tuple[list, tuple]:
+    from .. import _creation
+    from .._tensor import Tensor
+    from . import grad as autograd_grad
+
+    outs = _outputs(fn, inputs)
+    diff_in = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]
+    jac = [[np.zeros((x.numel(), o.numel())) for o in outs] if isinstance(x, Tensor) and
+           x.requires_grad else None for x in inputs]
+    for j, o in enumerate(outs):
+        if not o.requires_grad:
+            continue
+        for k in range(o.numel()):
+            seed = np.zeros(o.numel(), dtype=o.dtype.numpy)
+            seed[k] = 1
+            g = _creation.from_host(seed.reshape(tuple(o.shape)), device=o.device)
+            grads = autograd_grad((o,), diff_in, (g,), retain_graph=True, allow_unused=True)
+            it = iter(grads)
+            for i, x in enumerate(inputs):
+                if jac[i] is None:
+                    continue
+                gi = next(it)
+                if gi is not None:
+                    if gi.shape != x.shape:
+                        raise GradcheckError(f"Gradient of input {i} has shape {tuple(gi.shape)}, "
+                                             f"expected {tuple(x.shape)}")
+                    jac[i][j][:, k] = gi.detach().numpy(force=True).astype(np.float64).reshape(-1)
+    return jac, outs
+
+
+def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: float = 1e-5,
+              rtol: float = 1e-3, raise_exception: bool = True, nondet_tol: float = 0.0,
+              check_undefined_grad: bool = True, fast_mode: bool = False, **kwargs: Any) -> bool:
+    """Check gradients of ``func`` at ``inputs`` (use float64 inputs with ``requires_grad``)."""
+    from .._tensor import Tensor
+
+    inputs = _tensors(inputs)
+    for i, x in enumerate(inputs):
+        if isinstance(x, Tensor) and x.requires_grad and x.dtype.name != "float64":
+            import warnings
+
+            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating "
+                          "point. This check will likely fail if all the inputs are not of double "
+                          "precision floating point.", UserWarning, stacklevel=2)
+    if not any(isinstance(x, Tensor) and x.requires_grad for x in inputs):
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
+                         "none of the them have requires_grad=True.")
+    numerical = _numerical_jacobian(func, inputs, eps)
+    analytical, outs = _analytical_jacobian(func, inputs)
+    for i, (num_i, ana_i) in enumerate(zip(numerical, analytical)):
+        if num_i is None:
+            continue
+        for j, (n, a) in enumerate(zip(num_i, ana_i)):
+            if not np.allclose(a, n, rtol=rtol, atol=atol, equal_nan=False):
+                msg = (f"Jacobian mismatch for output {j} with respect to input {i},\n"
+                       f"numerical:{n}\nanalytical:{a}\n")
+                if raise_exception:
+                    raise GradcheckError(msg)
+                return False
+    return True
+
+
+def gradgradcheck(func: Callable[..., Any], inputs: Any, grad_outputs: Any = None, *,
+                  eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
+                  gen_non_contig_grad_outputs: bool = False, raise_exception: bool = True,
+                  **kwargs: Any) -> bool:
+    """Check second derivatives: gradcheck of the function ``(inputs, v) -> J^T v``."""
+    from .. import _creation, _random
+    from .._tensor import Tensor
+    from . import grad as autograd_grad
+
+    inputs = _tensors(inputs)
+    outs = _outputs(func, inputs)
+    if grad_outputs is None:
+        gen = _random.Generator().manual_seed(0)
+        grad_outputs = tuple(
+            _random.randn(o.shape, dtype=o.dtype, device=o.device, generator=gen).requires_grad_()
+            for o in outs)
+    else:
+        grad_outputs = _tensors(grad_outputs)
+    n_in = len(inputs)
+    diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+
+    def first_order(*args: Any) -> tuple:
+        ins, gos = args[:n_in], args[n_in:]
+        o = _outputs(func, ins)
+        diff = [ins[i] for i in diff_idx]
+        grads = autograd_grad(o, diff, gos, create_graph=True, allow_unused=True)
+        return tuple(g if g is not None else _creation.zeros_like(d) for g, d in zip(grads, diff))
+
+    return gradcheck(first_order, inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception)

@@ -1,0 +1,332 @@
+"""The backend contract: what a portagrad array backend implements.
+
+This module is what a third-party backend author reads. A backend is a Python object (usually a
+subclass of :class:`Backend`) that owns one *device type* (``"cpu"``, ``"opencl"``, ``"mydev"``) and
+all devices of that type. The core (tensors, autograd, ``nn``) never computes anything itself: it
+allocates buffers and calls the primitives below. Derivatives live in the core; a backend never
+implements backward.
+
+Views
+-----
+Every primitive receives :class:`View` objects: ``(buffer, offset, shape, strides, dtype)`` where
+``buffer`` is an object the backend returned from :meth:`Backend.allocate`, and ``offset`` and
+``strides`` count *elements* of ``dtype`` (not bytes). Strides may be 0 (broadcast) and views may
+overlap only where documented (never between an output and an input, except in-place elementwise ops
+where the output is exactly the same view as an input). Shapes may contain 0. ``View.cache`` is a
+slot the backend may use to memoise a native handle for the view (the numpy backend keeps the
+``ndarray`` there); the core never reads it.
+
+Outputs are always written into a view the core allocated (``out``); ``out`` is usually contiguous,
+but in-place ops (``x.add_(y)``, ``x[1:3] = y``) pass an arbitrary strided view, so primitives must
+honour ``out``'s strides too.
+
+Dtypes
+------
+``View.dtype`` is a :class:`portagrad.dtype` (``float32``, ``float64``, ``int32``, ``int64``,
+``bool``, optionally ``float16``). Elementwise primitives receive inputs already converted to the
+computation dtype by the core (it calls :meth:`Backend.copy` to cast), except where noted
+(comparisons write ``bool``; ``where``'s condition is ``bool``; index tensors are ``int64``).
+
+Asynchrony
+----------
+Primitives may return before the work is done (enqueue). Work on one device is ordered. Only
+:meth:`Backend.to_host` (which returns data the caller reads) and :meth:`Backend.synchronize` must
+wait. A backend raises :class:`portagrad.OutOfMemoryError` from :meth:`allocate` when a request
+cannot be met even after releasing its cache.
+
+Random numbers
+--------------
+:meth:`Backend.random` must produce *bit-identical* streams on every backend (the property that makes
+runs reproducible across devices). The algorithm is fixed here: Philox4x32-10 (Salmon et al. 2011,
+the Random123 constants ``M0=0xD2511F53, M1=0xCD9E8D57, W0=0x9E3779B9, W1=0xBB67AE85``). Element
+``i`` of the *contiguous* output (in C order) is computed from the counter block
+``(c0, c1, c2, c3) = (lo32(offset + i), hi32(offset + i), 0, 0)`` and key ``(lo32(seed), hi32(seed))``,
+giving four 32-bit words ``r0..r3``:
+
+* ``uniform`` float32: ``(r0 >> 8) * 2**-24``; float64: ``((r0 >> 5) * 2**26 + (r1 >> 6)) * 2**-53``
+  (in float64). The result is ``low + (high - low) * u`` computed in the output dtype.
+* ``normal``: Box-Muller on ``u1 = ((r0 >> 5) * 2**26 + (r1 >> 6) + 1) * 2**-53`` (never 0) and
+  ``u2 = ((r2 >> 5) * 2**26 + (r3 >> 6)) * 2**-53``, computed in float64:
+  ``z = sqrt(-2 log u1) * cos(2 pi u2)``; result ``mean + std * z`` rounded to the output dtype.
+
+``portagrad.backends.philox`` holds the reference implementation in numpy; the numpy backend uses it.
+
+Registering
+-----------
+A backend is shipped as a pluggy plugin: a module with a ``portagrad_backends`` hook implementation
+(see :mod:`portagrad.plugins.hookspecs`) named by an entry point of group ``portagrad.backends``.
+:func:`portagrad.plugins.manager.validate_backend` checks at registration time that every required
+method below exists, and reports what is missing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .._dtype import dtype
+
+__all__ = [
+    "View", "DeviceProperties", "Backend", "REQUIRED_METHODS", "OPTIONAL_METHODS",
+    "UNARY_OPS", "BINARY_OPS", "COMPARISON_OPS", "REDUCE_OPS", "ARG_REDUCE_OPS",
+]
+
+UNARY_OPS = (
+    "neg", "abs", "sign", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan",
+    "tanh", "sigmoid", "relu", "erf", "floor", "ceil", "round", "trunc", "reciprocal",
+    "logical_not", "isnan", "isinf",
+)
+"""Unary elementwise ops. Output dtype equals input dtype, except ``logical_not``, ``isnan`` and
+``isinf`` which write ``bool``. ``round`` rounds half to even; ``sign(0) == 0``; ``relu`` is
+``max(x, 0)`` with ``relu(nan) == nan``; ``abs``/``neg``/``sign`` also apply to integers;
+``logical_not`` accepts any dtype (nonzero is true)."""
+
+BINARY_OPS = (
+    "add", "sub", "mul", "div", "floordiv", "remainder", "pow", "maximum", "minimum", "atan2",
+    "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
+)
+"""Binary elementwise ops on equal dtypes. ``div`` is true division (floating inputs only; the core
+casts integers first); ``floordiv`` rounds toward minus infinity (Python semantics, for integers and
+floats); ``remainder`` has the sign of the divisor (Python's ``%``); ``maximum``/``minimum``
+propagate NaN; integer ``pow`` with a negative exponent is never requested. Logical ops write
+``bool``; bitwise ops take integer or bool inputs."""
+
+COMPARISON_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
+"""Comparisons, passed to :meth:`Backend.binary` like other binary ops; they write ``bool``."""
+
+REDUCE_OPS = ("sum", "prod", "max", "min")
+"""Reductions for :meth:`Backend.reduce`. ``max``/``min`` propagate NaN."""
+
+ARG_REDUCE_OPS = ("argmax", "argmin")
+"""Index reductions for :meth:`Backend.arg_reduce`: the index of the first extreme value (NaN
+counts as the extreme)."""
+
+
+class View:
+    """A strided view of a backend buffer, as primitives receive it.
+
+    ``offset`` and ``strides`` are in elements. ``cache`` is reserved for the backend.
+    """
+
+    __slots__ = ("buffer", "offset", "shape", "strides", "dtype", "cache")
+
+    def __init__(self, buffer: Any, offset: int, shape: tuple[int, ...], strides: tuple[int, ...],
+                 dtype: "dtype") -> None:
+        self.buffer = buffer
+        self.offset = offset
+        self.shape = shape
+        self.strides = strides
+        self.dtype = dtype
+        self.cache: Any = None
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def is_contiguous(self) -> bool:
+        expected = 1
+        for size, stride in zip(reversed(self.shape), reversed(self.strides)):
+            if size != 1 and stride != expected:
+                return False
+            expected *= size
+        return True
+
+    def __repr__(self) -> str:
+        return (f"View(offset={self.offset}, shape={self.shape}, strides={self.strides}, "
+                f"dtype={self.dtype})")
+
+
+@dataclass
+class DeviceProperties:
+    """What :meth:`Backend.get_device_properties` returns for one device."""
+
+    name: str
+    type: str  # "cpu", "gpu", "accelerator", ...
+    total_memory: int  # bytes
+    fp64: bool = True
+    fp16: bool = False
+    compute_units: int = 1
+    max_alloc: int = 0  # largest single allocation in bytes (0: no limit known)
+    extra: dict[str, Any] = field(default_factory=dict)  # platform, vendor, driver, ...
+
+
+class Backend:
+    """Base class and documentation of the backend contract.
+
+    Subclasses set :attr:`device_type` and implement every method listed in
+    :data:`REQUIRED_METHODS`. Methods listed in :data:`OPTIONAL_METHODS` may be left out; the core
+    then composes the operation from the required primitives.
+    """
+
+    #: the device-type string users write: ``pg.device("<device_type>:<index>")``
+    device_type: str = ""
+
+    # ---------------------------------------------------------------- devices
+    def device_count(self) -> int:
+        """Number of visible devices of this type (after ``PORTAGRAD_VISIBLE_DEVICES``)."""
+        raise NotImplementedError
+
+    def get_device_properties(self, index: int) -> DeviceProperties:
+        """Name, memory and capabilities of device ``index``."""
+        raise NotImplementedError
+
+    def synchronize(self, index: int) -> None:
+        """Wait until all work enqueued on device ``index`` has finished."""
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- memory
+    def allocate(self, index: int, nbytes: int) -> Any:
+        """Return a new buffer of at least ``nbytes`` bytes on device ``index``.
+
+        The buffer is released when the last reference to it is dropped (a caching allocator
+        keeps it for reuse). Raises :class:`portagrad.OutOfMemoryError` naming the device and the
+        sizes when the device cannot satisfy the request even after emptying the cache.
+        """
+        raise NotImplementedError
+
+    def memory_stats(self, index: int) -> dict[str, int]:
+        """``{"allocated": bytes in live buffers, "reserved": bytes held incl. cache,
+        "peak_allocated": max of allocated since the last reset}``."""
+        raise NotImplementedError
+
+    def reset_peak_memory_stats(self, index: int) -> None:
+        """Set ``peak_allocated`` to the current ``allocated``."""
+        raise NotImplementedError
+
+    def empty_cache(self, index: int) -> None:
+        """Give cached, unused buffers back to the device."""
+        raise NotImplementedError
+
+    def from_host(self, dst: View, src: "np.ndarray", non_blocking: bool = False) -> None:
+        """Copy the C-contiguous host array ``src`` (same dtype and number of elements) into the
+        contiguous view ``dst``. With ``non_blocking`` and a pinned ``src`` the call may return
+        after enqueueing; the backend keeps ``src`` alive until the copy is done."""
+        raise NotImplementedError
+
+    def to_host(self, src: View) -> "np.ndarray":
+        """Return a new C-contiguous numpy array with the view's contents (waits for the data)."""
+        raise NotImplementedError
+
+    def host_array(self, src: View) -> "np.ndarray | None":
+        """Optional zero-copy: a numpy array *sharing memory* with ``src``, or ``None``.
+
+        Only the ``cpu`` backend returns arrays here (``Tensor.numpy()`` shares memory on the CPU,
+        like PyTorch); device backends return ``None``."""
+        return None
+
+    def wrap_host(self, array: "np.ndarray") -> "tuple[Any, int] | None":
+        """Optional zero-copy: make a buffer that shares memory with ``array`` (``from_numpy``).
+
+        Returns ``(buffer, offset_in_elements)`` or ``None`` when this backend cannot share host
+        memory."""
+        return None
+
+    def copy_between(self, dst: View, src: View) -> None:
+        """Copy between two devices *of this backend* (contiguous, same dtype and numel)."""
+        raise NotImplementedError
+
+    def pin_memory(self, nbytes: int) -> "np.ndarray | None":
+        """Optional: a page-locked host buffer as a 1-D ``uint8`` numpy array, or ``None`` when
+        the backend has no pinned memory. Pinned host tensors live on the ``cpu`` device and
+        use this array as their storage."""
+        return None
+
+    def is_pinned(self, array: "np.ndarray") -> bool:
+        """Whether ``array`` (or the array it views) came from :meth:`pin_memory`."""
+        return False
+
+    # ------------------------------------------------------------- primitives
+    def unary(self, op: str, x: View, out: View) -> None:
+        """``out = op(x)`` elementwise for ``op`` in :data:`UNARY_OPS`; same shapes."""
+        raise NotImplementedError
+
+    def binary(self, op: str, a: "View | int | float | bool", b: "View | int | float | bool",
+               out: View) -> None:
+        """``out = op(a, b)`` for ``op`` in :data:`BINARY_OPS` or :data:`COMPARISON_OPS`.
+
+        ``a`` and ``b`` are views of ``out``'s shape (broadcast already expressed with stride-0
+        dimensions) or Python scalars, already of the computation dtype."""
+        raise NotImplementedError
+
+    def where(self, cond: View, a: "View | int | float | bool", b: "View | int | float | bool",
+              out: View) -> None:
+        """``out = cond ? a : b``; ``cond`` is bool; all views of ``out``'s shape."""
+        raise NotImplementedError
+
+    def copy(self, src: View, dst: View) -> None:
+        """Strided copy ``dst[...] = src`` of equal shapes, converting the dtype if it differs
+        (float to int truncates toward zero; to bool is ``!= 0``). This one primitive serves
+        ``contiguous``, ``clone``, casts and ``copy_`` into a view."""
+        raise NotImplementedError
+
+    def fill(self, out: View, value: "int | float | bool") -> None:
+        """Set every element of ``out`` to ``value``."""
+        raise NotImplementedError
+
+    def reduce(self, op: str, x: View, axes: Sequence[int], out: View) -> None:
+        """Reduce ``x`` over ``axes`` (sorted, unique) with ``op`` in :data:`REDUCE_OPS`.
+
+        ``out`` has ``x``'s rank with the reduced axes of size 1 (keepdim layout). A reduction over
+        an empty axis gives the identity (0 for sum, 1 for prod); the core never asks for max/min of
+        an empty axis. Sums of floating inputs accumulate in at least float32."""
+        raise NotImplementedError
+
+    def arg_reduce(self, op: str, x: View, axis: int, out: View) -> None:
+        """Write ``int64`` indices of the first max/min along ``axis`` into ``out`` (keepdim layout)."""
+        raise NotImplementedError
+
+    def cumsum(self, x: View, axis: int, out: View) -> None:
+        """Inclusive prefix sum along ``axis``; ``out`` has ``x``'s shape and dtype."""
+        raise NotImplementedError
+
+    def matmul(self, a: View, b: View, out: View) -> None:
+        """Batched matrix product: ``a`` is (B, M, K), ``b`` is (B, K, N), ``out`` is (B, M, N).
+
+        Inputs are arbitrary strided views (a transposed operand has swapped strides, a broadcast
+        batch has stride 0). Floating dtypes only; K may be 0 (result 0)."""
+        raise NotImplementedError
+
+    def gather(self, x: View, axis: int, index: View, out: View) -> None:
+        """``out[..., i, ...] = x[..., index[..., i, ...], ...]`` along ``axis`` (``torch.gather``).
+
+        ``index`` is int64 with ``out``'s shape and ``x``'s rank; values are already checked to lie
+        in ``[0, x.shape[axis])`` by the core."""
+        raise NotImplementedError
+
+    def scatter(self, out: View, axis: int, index: View, src: View, reduce: str | None) -> None:
+        """In place: ``out[..., index[i], ...] = src[..., i, ...]`` (``reduce=None``) or ``+=``
+        (``reduce="add"``, duplicates accumulate) along ``axis``. ``index`` and ``src`` have the
+        same shape; indices are checked by the core."""
+        raise NotImplementedError
+
+    def sort(self, x: View, axis: int, descending: bool, values: View, indices: View) -> None:
+        """Stable sort along ``axis``: sorted ``values`` and their int64 source ``indices``.
+
+        NaN sorts as larger than every number (last ascending, first descending)."""
+        raise NotImplementedError
+
+    def random(self, kind: str, out: View, seed: int, offset: int, a: float, b: float) -> None:
+        """Fill the contiguous floating ``out`` with Philox-based numbers (see the module doc):
+        ``kind="uniform"``: in ``[a, b)``; ``kind="normal"``: mean ``a``, standard deviation ``b``."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------- optional fast paths
+    # def softmax(self, x: View, axis: int, out: View, log: bool) -> None: ...
+    # def conv2d(self, x, w, out, stride, padding, dilation, groups) -> None: ...
+
+
+REQUIRED_METHODS = (
+    "device_count", "get_device_properties", "synchronize", "allocate", "memory_stats",
+    "reset_peak_memory_stats", "empty_cache", "from_host", "to_host", "copy_between",
+    "unary", "binary", "where", "copy", "fill", "reduce", "arg_reduce", "cumsum", "matmul",
+    "gather", "scatter", "sort", "random",
+)
+"""Methods a backend must implement (not inherit unimplemented from :class:`Backend`)."""
+
+OPTIONAL_METHODS = ("host_array", "wrap_host", "pin_memory", "is_pinned", "softmax")
+"""Methods the core uses when a backend overrides them, composing or skipping otherwise."""

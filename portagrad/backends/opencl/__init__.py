@@ -1,0 +1,1 @@
+"""The OpenCL backend (pyopencl)."""

@@ -1,0 +1,159 @@
+"""A caching device allocator: freed buffers are kept per size class and handed out again.
+
+Creating an OpenCL buffer costs a driver call (and on GPUs a device allocation); tensors come and
+go at every op, so, as in PyTorch's CUDA allocator, freed buffers go to a cache keyed by their
+rounded size and are reused.
+
+Why reuse is safe without waiting: a buffer returns to the cache when its last Python reference
+dies, possibly while kernels enqueued on it have not run yet. Every kernel of one device runs on
+the device's single *in-order* queue, so whatever the next owner enqueues runs after them.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ...errors import OutOfMemoryError
+from .errors import OOM_CODES
+
+__all__ = ["DeviceBuffer", "CachingAllocator", "size_class"]
+
+_SMALL = 1 << 20  # below 1 MiB: 512-byte granularity
+_MIN = 512
+
+
+def size_class(nbytes: int) -> int:
+    """Rounded size of a request: multiples of 512 B below 1 MiB, then 8 classes per power of two
+    (at most 12.5 % waste)."""
+    if nbytes <= _MIN:
+        return _MIN
+    if nbytes < _SMALL:
+        return (nbytes + _MIN - 1) // _MIN * _MIN
+    step = 1 << (nbytes.bit_length() - 4)  # 1/8 of the power of two below
+    return (nbytes + step - 1) // step * step
+
+
+class DeviceBuffer:
+    """What :meth:`OpenCLBackend.allocate` returns: an OpenCL buffer plus its bookkeeping.
+
+    ``mem`` is the ``pyopencl.Buffer`` kernels receive; ``nbytes`` the requested size. When the
+    object dies the buffer goes back to its allocator's cache.
+    """
+
+    __slots__ = ("mem", "nbytes", "size", "device", "_release", "__weakref__")
+
+    def __init__(self, mem: Any, nbytes: int, size: int, device: int,
+                 release: Callable[[Any, int], None]) -> None:
+        self.mem = mem
+        self.nbytes = nbytes
+        self.size = size
+        self.device = device
+        self._release = release
+
+    def __len__(self) -> int:
+        return self.nbytes
+
+    def __repr__(self) -> str:
+        return f"DeviceBuffer(opencl:{self.device}, nbytes={self.nbytes})"
+
+    def __del__(self) -> None:
+        try:
+            self._release(self.mem, self.size)
+        except Exception:  # noqa: BLE001 - interpreter shutdown: modules may be gone
+            pass
+
+
+class CachingAllocator:
+    """Per-device cache of free buffers by size class, with PyTorch-like statistics."""
+
+    def __init__(self, context: Any, device_label: str, index: int, total_memory: int,
+                 max_alloc: int) -> None:
+        self._ctx = context
+        self._label = device_label
+        self._index = index
+        self.total_memory = total_memory
+        self.max_alloc = max_alloc
+        self._free: dict[int, list[Any]] = {}
+        self.allocated = 0
+        self.reserved = 0
+        self.peak_allocated = 0
+        self.cached = 0
+        self.num_allocs = 0  # buffers created (cache misses)
+        self.num_reuses = 0  # requests served from the cache
+
+    # -------------------------------------------------------------- public
+    def allocate(self, nbytes: int) -> DeviceBuffer:
+        """A buffer of at least ``nbytes``; raises :class:`OutOfMemoryError` when impossible."""
+        size = size_class(nbytes)
+        bucket = self._free.get(size)
+        if bucket:
+            mem = bucket.pop()
+            self.cached -= size
+            self.num_reuses += 1
+        else:
+            mem = self._create(nbytes, size)
+        self.allocated += size
+        if self.allocated > self.peak_allocated:
+            self.peak_allocated = self.allocated
+        return DeviceBuffer(mem, nbytes, size, self._index, self._release)
+
+    def empty_cache(self) -> None:
+        """Release every cached buffer to the driver."""
+        for bucket in self._free.values():
+            for mem in bucket:
+                try:
+                    mem.release()
+                except Exception:  # noqa: BLE001 - already released
+                    pass
+        self._free.clear()
+        self.reserved -= self.cached
+        self.cached = 0
+
+    def stats(self) -> dict[str, int]:
+        return {"allocated": self.allocated, "reserved": self.reserved,
+                "peak_allocated": self.peak_allocated, "cached": self.cached,
+                "num_allocs": self.num_allocs, "num_reuses": self.num_reuses}
+
+    def reset_peak(self) -> None:
+        self.peak_allocated = self.allocated
+
+    # ------------------------------------------------------------- private
+    def _oom(self, nbytes: int, why: str) -> OutOfMemoryError:
+        mib = 1 << 20
+        return OutOfMemoryError(
+            f"{self._label}: out of memory: tried to allocate {nbytes / mib:.2f} MiB ({nbytes} bytes); "
+            f"{why}; {self.allocated / mib:.2f} MiB allocated, {self.reserved / mib:.2f} MiB reserved "
+            f"by portagrad, device total {self.total_memory / mib:.2f} MiB, max single allocation "
+            f"{self.max_alloc / mib:.2f} MiB")
+
+    def _create(self, nbytes: int, size: int) -> Any:
+        import pyopencl as cl
+
+        # OpenCL allocates lazily, so an over-large request may "succeed" and fail at first use:
+        # check the limits the device reports to fail deterministically, here.
+        if self.max_alloc and size > self.max_alloc:
+            raise self._oom(nbytes, "larger than the device's max allocation size")
+        if self.reserved + size > self.total_memory:
+            self.empty_cache()
+            if self.reserved + size > self.total_memory:
+                raise self._oom(nbytes, "not enough free device memory")
+        for attempt in (0, 1):
+            try:
+                mem = cl.Buffer(self._ctx, cl.mem_flags.READ_WRITE, size)
+                break
+            except cl.Error as exc:
+                code = getattr(exc, "code", None)
+                if code not in OOM_CODES and not isinstance(exc, cl.MemoryError):
+                    from .errors import translate
+
+                    raise translate(exc, self._label, f"allocating {nbytes} bytes") from exc
+                if attempt:
+                    raise self._oom(nbytes, f"the driver refused ({exc})") from exc
+                self.empty_cache()
+        self.num_allocs += 1
+        self.reserved += size
+        return mem
+
+    def _release(self, mem: Any, size: int) -> None:
+        self.allocated -= size
+        self._free.setdefault(size, []).append(mem)
+        self.cached += size

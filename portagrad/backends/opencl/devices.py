@@ -1,0 +1,163 @@
+"""OpenCL device discovery and per-device state (context, queue, program cache, allocator).
+
+Order: every device of every platform, GPUs first (best first, by compute units x clock, then
+memory), then the others in platform order; ``PORTAGRAD_VISIBLE_DEVICES`` then picks and reorders
+them (:func:`portagrad.backends._visible.visible_indices`).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from ...errors import DTypeError
+from .._visible import visible_indices
+from ..interface import DeviceProperties
+from .allocator import CachingAllocator
+from .errors import BuildError, cl_errors, translate
+
+__all__ = ["Device", "discover", "make_devices"]
+
+
+def _type_name(cl: Any, t: int) -> str:
+    if t & cl.device_type.GPU:
+        return "gpu"
+    if t & cl.device_type.ACCELERATOR:
+        return "accelerator"
+    if t & cl.device_type.CPU:
+        return "cpu"
+    return "other"
+
+
+def discover() -> list[Any]:
+    """Physical OpenCL devices in portagrad's order (before visibility filtering)."""
+    import pyopencl as cl
+
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error:  # no ICD / no platform: the backend simply has no devices
+        return []
+    gpus: list[Any] = []
+    others: list[Any] = []
+    for p in platforms:
+        try:
+            devs = p.get_devices()
+        except cl.Error:
+            continue
+        for d in devs:
+            (gpus if d.type & cl.device_type.GPU else others).append(d)
+    gpus.sort(key=lambda d: (d.max_compute_units * d.max_clock_frequency, d.global_mem_size),
+              reverse=True)
+    return gpus + others
+
+
+class Device:
+    """One visible OpenCL device: its context, in-order queue, kernels and allocator."""
+
+    def __init__(self, index: int, cl_device: Any) -> None:
+        import pyopencl as cl
+
+        self.index = index
+        self.cl_device = d = cl_device
+        self.name = d.name.strip()
+        self.label = f"opencl:{index} ({self.name})"
+        exts = d.extensions.split()
+        self.fp64 = "cl_khr_fp64" in exts or bool(getattr(d, "double_fp_config", 0))
+        self.fp16 = "cl_khr_fp16" in exts
+        self.type = _type_name(cl, d.type)
+        self.is_gpu = self.type == "gpu"
+        with cl_errors(self.label, "creating the context and queue"):
+            self.context = cl.Context([d])
+            try:
+                self.queue = cl.CommandQueue(
+                    self.context, d, properties=cl.command_queue_properties.PROFILING_ENABLE)
+            except cl.Error:  # profiling unsupported: events then have no timings
+                self.queue = cl.CommandQueue(self.context, d)
+        self.properties = DeviceProperties(
+            name=self.name, type=self.type, total_memory=int(d.global_mem_size), fp64=self.fp64,
+            fp16=self.fp16, compute_units=int(d.max_compute_units), max_alloc=int(d.max_mem_alloc_size),
+            extra={"platform": d.platform.name.strip(), "vendor": d.vendor.strip(),
+                   "driver_version": d.driver_version.strip(), "opencl_version": d.version.strip(),
+                   "max_work_group_size": int(d.max_work_group_size),
+                   "local_mem_size": int(d.local_mem_size)})
+        self.max_wg = int(d.max_work_group_size)
+        #: local size of the main launch of 1-D kernels (the tail runs with local size 1)
+        self.local_size = min(256 if self.is_gpu else 64, self.max_wg)
+        #: work-group size of reductions (power of two)
+        self.reduce_wg = min(256 if self.is_gpu else 64, 1 << (self.max_wg.bit_length() - 1))
+        self.allocator = CachingAllocator(self.context, self.label, index,
+                                          int(d.global_mem_size), int(d.max_mem_alloc_size))
+        single_cfg = int(getattr(d, "single_fp_config", 0) or 0)
+        # float32 divide and sqrt correctly rounded, as numpy's (the OpenCL default allows 2.5 ulp)
+        self.build_options = ["-cl-fp32-correctly-rounded-divide-sqrt"] if single_cfg & (1 << 7) else []
+        self._programs: dict[Any, Any] = {}
+        self._kernels: dict[Any, Any] = {}
+
+    # ------------------------------------------------------------ programs
+    def require_dtypes(self, dtypes: Sequence[str]) -> None:
+        """Raise :class:`DTypeError` when the device lacks a capability ``dtypes`` need."""
+        if "float64" in dtypes and not self.fp64:
+            raise DTypeError(f"{self.label} does not support float64 (no cl_khr_fp64); "
+                             "use float32 tensors on this device")
+        if "float16" in dtypes and not self.fp16:
+            raise DTypeError(f"{self.label} does not support float16 (no cl_khr_fp16)")
+
+    def program(self, key: Any, source: Callable[[], str], dtypes: Sequence[str], what: str) -> Any:
+        """The built program for ``key``, generating ``source()`` and building it on first use.
+
+        pyopencl keeps its binary cache on disk (and PoCL its own), so a warm build is cheap."""
+        prg = self._programs.get(key)
+        if prg is None:
+            import pyopencl as cl
+
+            self.require_dtypes(dtypes)
+            src = source()
+            try:
+                prg = cl.Program(self.context, src).build(options=self.build_options)
+            except cl.Error as exc:
+                err = translate(exc, self.label, what)
+                if isinstance(err, BuildError):
+                    raise BuildError(f"{err}\n--- source ---\n{src}") from exc
+                raise err from exc
+            self._programs[key] = prg
+        return prg
+
+    def kernel(self, key: Any, name: str, source: Callable[[], str], dtypes: Sequence[str],
+               arg_types: "Sequence[Any] | Callable[[], Sequence[Any]] | None" = None) -> Any:
+        """Kernel ``name`` of program ``key``, with scalar argument dtypes set (cached)."""
+        kkey = (key, name)
+        k = self._kernels.get(kkey)
+        if k is None:
+            prg = self.program(key, source, dtypes, f"{key[0]} kernels {key[1:]}")
+            import pyopencl as cl
+
+            k = cl.Kernel(prg, name)
+            if callable(arg_types):  # computed only on a cache miss
+                arg_types = arg_types()
+            if arg_types is not None:
+                k.set_scalar_arg_dtypes(list(arg_types))
+            self._kernels[kkey] = k
+        return k
+
+    # ------------------------------------------------------------ launching
+    def launch1d(self, kernel: Any, n: int, args: Sequence[Any]) -> None:
+        """Run ``kernel`` on exactly ``n`` work-items: a main launch with the device's local size
+        and a tail launch of local size 1 at a global offset (kernels have no bounds check)."""
+        if n <= 0:
+            return
+        q = self.queue
+        ls = self.local_size
+        main = n - n % ls
+        if main:
+            kernel(q, (main,), (ls,), *args)
+        if n != main:
+            kernel(q, (n - main,), (1,), *args, global_offset=(main,))
+
+    def finish(self) -> None:
+        with cl_errors(self.label, "synchronize"):
+            self.queue.finish()
+
+
+def make_devices() -> list[Device]:
+    """Create :class:`Device` objects for the visible devices, in logical order."""
+    phys = discover()
+    return [Device(i, phys[p]) for i, p in enumerate(visible_indices("opencl", len(phys)))]
+

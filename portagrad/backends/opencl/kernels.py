@@ -1,0 +1,551 @@
+"""OpenCL C source generation for the backend's primitives.
+
+Kernels are generated from small templates and *bundled*: one program holds every op of a family
+for one signature (operand dtypes, which operands are scalars, and the layout), so a cold build
+(~0.85 s on PoCL) is paid once per signature rather than once per op. Sizes, shapes, strides and
+offsets are kernel arguments, never baked into the source, so a program is reused for every size.
+
+Layouts
+-------
+``"c"``: every view operand is contiguous; work-item ``i`` handles element ``i`` and there is **no
+bounds check** (the launcher uses an exact global size and a second launch for the tail): PoCL
+vectorises such kernels across work-items, an ``if (i < n)`` guard stops it.
+``R`` (an int >= 1): strided, rank ``R`` after dimension coalescing; each operand passes its
+offset and ``R`` strides, followed by the ``R`` sizes.
+
+Integer division by zero
+------------------------
+The numpy backend raises :class:`ZeroDivisionError` for integer ``floordiv``/``remainder`` by zero.
+This backend checks scalar divisors on the host; for tensor divisors the device result is
+unspecified (0 here), as on CUDA: a host check would need a device reduction and a synchronisation
+per op. The kernels never trap (``INT_MIN // -1`` wraps like numpy).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+__all__ = [
+    "CTYPE", "UTYPE", "KIND", "prelude", "unary_expr", "binary_expr", "cast_expr",
+    "elementwise_source", "reduce_source", "argreduce_source", "cumsum_source",
+    "gather_source", "scatter_source", "sort_source", "random_source", "fill_source",
+    "UNARY_VALID", "BINARY_VALID",
+]
+
+#: portagrad dtype name -> OpenCL C type (bool is stored as one byte holding 0 or 1)
+CTYPE = {"bool": "uchar", "int32": "int", "int64": "long", "float32": "float", "float64": "double",
+         "float16": "half"}
+#: unsigned twin, used for wrapping integer arithmetic (signed overflow is undefined in C)
+UTYPE = {"bool": "uchar", "int32": "uint", "int64": "ulong"}
+#: 'b' bool, 'i' integer, 'f' floating
+KIND = {"bool": "b", "int32": "i", "int64": "i", "float32": "f", "float64": "f", "float16": "f"}
+
+_INT_MIN = {"int32": "INT_MIN", "int64": "LONG_MIN"}
+
+
+def prelude(dtypes: Sequence[str]) -> str:
+    """Pragmas and per-dtype helper functions needed by kernels using ``dtypes``."""
+    parts = ["#pragma OPENCL FP_CONTRACT OFF"]
+    if "float64" in dtypes:
+        parts.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+    if "float16" in dtypes:
+        parts.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
+    for name in sorted(set(dtypes)):
+        t = CTYPE[name]
+        k = KIND[name]
+        if k == "f":
+            # numpy's npy_divmod: fmod, then adjust toward Python's floor semantics
+            parts.append(f"""
+inline {t} pg_floordiv_{t}({t} a, {t} b) {{
+    if (b == ({t})0) return a / b;
+    {t} mod = fmod(a, b);
+    {t} div = (a - mod) / b;
+    if (mod != ({t})0) {{ if (isless(b, ({t})0) != isless(mod, ({t})0)) div -= ({t})1; }}
+    {t} fd;
+    if (div != ({t})0) {{ fd = floor(div); if (isgreater(div - fd, ({t})0.5)) fd += ({t})1; }}
+    else fd = copysign(({t})0, a / b);
+    return fd;
+}}
+inline {t} pg_remainder_{t}({t} a, {t} b) {{
+    {t} mod = fmod(a, b);
+    if (b == ({t})0) return mod;
+    if (mod != ({t})0) {{ if (isless(b, ({t})0) != isless(mod, ({t})0)) mod += b; }}
+    else mod = copysign(({t})0, b);
+    return mod;
+}}
+inline {t} pg_sigmoid_{t}({t} a) {{
+    {t} e = exp(-fabs(a));
+    return (a >= ({t})0 ? ({t})1 : e) / (({t})1 + e);
+}}""")
+        elif k == "i":
+            u = UTYPE[name]
+            parts.append(f"""
+inline {t} pg_floordiv_{t}({t} a, {t} b) {{
+    if (b == 0) return 0;                       /* unspecified on the device (see module doc) */
+    if (b == -1) return ({t})(({u})0 - ({u})a);  /* avoids the INT_MIN / -1 trap; wraps */
+    {t} q = a / b;
+    if (((a < 0) != (b < 0)) && q * b != a) q -= 1;
+    return q;
+}}
+inline {t} pg_remainder_{t}({t} a, {t} b) {{
+    if (b == 0 || b == -1) return 0;
+    {t} r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}}
+inline {t} pg_pow_{t}({t} a, {t} b) {{
+    {u} base = ({u})a, acc = 1;
+    {t} e = b;
+    while (e > 0) {{ if (e & 1) acc *= base; base *= base; e >>= 1; }}
+    return ({t})acc;
+}}""")
+    return "\n".join(parts) + "\n"
+
+
+# ------------------------------------------------------------------ op expressions
+_F_UNARY = {
+    "neg": "-a", "abs": "fabs(a)", "sign": "(a > (T)0 ? (T)1 : (a < (T)0 ? (T)-1 : (a == (T)0 ? (T)0 : a)))",
+    "exp": "exp(a)", "expm1": "expm1(a)", "log": "log(a)", "log1p": "log1p(a)", "sqrt": "sqrt(a)",
+    "rsqrt": "(T)1 / sqrt(a)", "sin": "sin(a)", "cos": "cos(a)", "tan": "tan(a)", "tanh": "tanh(a)",
+    "sigmoid": "pg_sigmoid_T(a)", "relu": "((isnan(a) || a > (T)0) ? a : (T)0)", "erf": "erf(a)",
+    "floor": "floor(a)", "ceil": "ceil(a)", "round": "rint(a)", "trunc": "trunc(a)",
+    "reciprocal": "(T)1 / a", "logical_not": "(uchar)(a == (T)0)", "isnan": "(uchar)(isnan(a) != 0)",
+    "isinf": "(uchar)(isinf(a) != 0)",
+}
+_I_UNARY = {
+    "neg": "(T)((U)0 - (U)a)", "abs": "(a < 0 ? (T)((U)0 - (U)a) : a)",
+    "sign": "(T)((a > 0) - (a < 0))", "relu": "(a > 0 ? a : (T)0)",
+    "floor": "a", "ceil": "a", "round": "a", "trunc": "a",
+    "logical_not": "(uchar)(a == 0)", "isnan": "(uchar)0", "isinf": "(uchar)0",
+}
+_B_UNARY = {
+    "abs": "a", "sign": "a", "relu": "a", "floor": "a", "ceil": "a", "round": "a", "trunc": "a",
+    "logical_not": "(uchar)(a == 0)", "isnan": "(uchar)0", "isinf": "(uchar)0",
+}
+_UNARY_BY_KIND = {"f": _F_UNARY, "i": _I_UNARY, "b": _B_UNARY}
+_BOOL_OUT = {"logical_not", "isnan", "isinf", "logical_and", "logical_or", "logical_xor",
+             "eq", "ne", "lt", "le", "gt", "ge"}
+
+_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_COMMON_BINARY = {
+    "logical_and": "(uchar)((a != (T)0) && (b != (T)0))",
+    "logical_or": "(uchar)((a != (T)0) || (b != (T)0))",
+    "logical_xor": "(uchar)((a != (T)0) != (b != (T)0))",
+    **{op: f"(uchar)(a {sym} b)" for op, sym in _CMP.items()},
+}
+_F_BINARY = {
+    "add": "a + b", "sub": "a - b", "mul": "a * b", "div": "a / b",
+    "floordiv": "pg_floordiv_T(a, b)", "remainder": "pg_remainder_T(a, b)", "pow": "pow(a, b)",
+    "maximum": "((isnan(a) || a > b) ? a : b)", "minimum": "((isnan(a) || a < b) ? a : b)",
+    "atan2": "atan2(a, b)", **_COMMON_BINARY,
+}
+_I_BINARY = {
+    "add": "(T)((U)a + (U)b)", "sub": "(T)((U)a - (U)b)", "mul": "(T)((U)a * (U)b)",
+    "floordiv": "pg_floordiv_T(a, b)", "remainder": "pg_remainder_T(a, b)", "pow": "pg_pow_T(a, b)",
+    "maximum": "max(a, b)", "minimum": "min(a, b)",
+    "bitwise_and": "a & b", "bitwise_or": "a | b", "bitwise_xor": "a ^ b", **_COMMON_BINARY,
+}
+_B_BINARY = {
+    "add": "(a | b)", "mul": "(a & b)", "maximum": "max(a, b)", "minimum": "min(a, b)",
+    "bitwise_and": "(a & b)", "bitwise_or": "(a | b)", "bitwise_xor": "(a ^ b)", **_COMMON_BINARY,
+}
+_BINARY_BY_KIND = {"f": _F_BINARY, "i": _I_BINARY, "b": _B_BINARY}
+
+#: which ops each dtype kind supports (others raise DTypeError, as numpy refuses them too)
+UNARY_VALID = {k: frozenset(v) for k, v in _UNARY_BY_KIND.items()}
+BINARY_VALID = {k: frozenset(v) for k, v in _BINARY_BY_KIND.items()}
+
+
+def out_is_bool(op: str) -> bool:
+    """Whether ``op`` writes ``bool`` regardless of its input dtype."""
+    return op in _BOOL_OUT
+
+
+def _subst(expr: str, dtype: str) -> str:
+    t = CTYPE[dtype]
+    return expr.replace("pg_sigmoid_T", f"pg_sigmoid_{t}").replace("pg_floordiv_T", f"pg_floordiv_{t}") \
+        .replace("pg_remainder_T", f"pg_remainder_{t}").replace("pg_pow_T", f"pg_pow_{t}") \
+        .replace("(T)", f"({t})").replace("(U)", f"({UTYPE.get(dtype, t)})")
+
+
+def unary_expr(op: str, dtype: str) -> str:
+    """C expression of ``op`` on variable ``a`` of ``dtype``."""
+    return _subst(_UNARY_BY_KIND[KIND[dtype]][op], dtype)
+
+
+def binary_expr(op: str, dtype: str) -> str:
+    """C expression of ``op`` on variables ``a`` and ``b`` of ``dtype``."""
+    return _subst(_BINARY_BY_KIND[KIND[dtype]][op], dtype)
+
+
+def cast_expr(src: str, dst: str) -> str:
+    """C expression converting ``a`` of dtype ``src`` to ``dst`` (float->int truncates; ->bool is != 0)."""
+    if dst == "bool":
+        return f"(uchar)(a != ({CTYPE[src]})0)"
+    return f"({CTYPE[dst]})a"
+
+
+# ------------------------------------------------------------------ index helpers
+def _params(name: str, rank: int) -> str:
+    return "".join(f", long {name}{d}" for d in range(rank))
+
+
+def _decompose(rank: int, ops: Sequence[str], gid: str = "gi", shape: str = "n") -> str:
+    """Code turning linear index ``gid`` into per-operand element indices ``<op>i``.
+
+    Dimensions are peeled from the last one; ``<op>o`` is the operand's offset, ``<op>s<d>`` its
+    strides and ``<shape><d>`` the sizes."""
+    lines = [f"long _r = {gid}; long _c;"]
+    for op in ops:
+        lines.append(f"long {op}i = {op}o;")
+    for d in range(rank - 1, -1, -1):
+        if d == 0:
+            lines.append("_c = _r;")
+        else:
+            lines.append(f"_c = _r % {shape}{d}; _r /= {shape}{d};")
+        for op in ops:
+            lines.append(f"{op}i += _c * {op}s{d};")
+    return "\n    ".join(lines)
+
+
+def elementwise_source(kernels: dict[str, str], in_types: Sequence[tuple[str, bool]], out_type: str,
+                       layout: "str | int") -> str:
+    """Kernels ``name -> C expression`` over inputs ``a, b, c`` writing ``o``.
+
+    ``in_types`` lists ``(dtype, is_scalar)`` per input; scalars are passed by value. Every kernel
+    of one call shares the signature, so the launcher builds one argument list for all of them."""
+    names = "abc"
+    dts = [d for d, _ in in_types] + [out_type]
+    src = [prelude(dts)]
+    view_ops = ["o"] + [names[i] for i, (_, s) in enumerate(in_types) if not s]
+    for kname, expr in kernels.items():
+        args = [f"__global {CTYPE[out_type]}* O, long oo"]
+        if layout != "c":
+            args[-1] += _params("os", layout)
+        loads = []
+        for i, (dt, scalar) in enumerate(in_types):
+            nm = names[i]
+            t = CTYPE[dt]
+            if scalar:
+                args.append(f"{t} {nm}")
+            else:
+                a = f"__global const {t}* {nm.upper()}, long {nm}o"
+                if layout != "c":
+                    a += _params(f"{nm}s", layout)
+                args.append(a)
+                loads.append(f"{t} {nm} = {nm.upper()}[{nm}i];" if layout != "c"
+                             else f"{t} {nm} = {nm.upper()}[{nm}o + gi];")
+        if layout == "c":
+            body = "long gi = get_global_id(0);\n    " + "\n    ".join(loads) + \
+                   f"\n    O[oo + gi] = {expr};"
+        else:
+            args.append(_params("n", layout)[2:])
+            body = "long gi = get_global_id(0);\n    " + _decompose(layout, view_ops) + "\n    " + \
+                   "\n    ".join(loads) + f"\n    O[oi] = {expr};"
+        src.append(f"__kernel void {kname}({', '.join(args)})\n{{\n    {body}\n}}\n")
+    return "\n".join(src)
+
+
+def fill_source(dtype: str, rank: int) -> str:
+    """A strided fill kernel ``fill`` (contiguous fills use ``clEnqueueFillBuffer``)."""
+    t = CTYPE[dtype]
+    return prelude([dtype]) + f"""
+__kernel void fill(__global {t}* O, long oo{_params("os", rank)}, {t} v{_params("n", rank)})
+{{
+    long gi = get_global_id(0);
+    {_decompose(rank, ["o"])}
+    O[oi] = v;
+}}
+"""
+
+
+# ------------------------------------------------------------------ reductions
+_RED_IDENT = {
+    ("sum", "f"): "0", ("sum", "i"): "0", ("sum", "b"): "0",
+    ("prod", "f"): "1", ("prod", "i"): "1", ("prod", "b"): "1",
+    ("max", "f"): "-INFINITY", ("min", "f"): "INFINITY",
+    ("max", "b"): "0", ("min", "b"): "1",
+}
+
+
+def _red_combine(op: str, kind: str, acc_t: str, acc_dtype: str) -> str:
+    """C expression combining accumulator ``x`` with value ``y`` (NaN propagates for max/min)."""
+    if op == "sum":
+        return f"({acc_t})((({UTYPE[acc_dtype]})x) + (({UTYPE[acc_dtype]})y))" if kind != "f" else "x + y"
+    if op == "prod":
+        return f"({acc_t})((({UTYPE[acc_dtype]})x) * (({UTYPE[acc_dtype]})y))" if kind != "f" else "x * y"
+    if kind == "f":
+        cmp = ">" if op == "max" else "<"
+        return f"((isnan(y) || y {cmp} x) ? y : x)"
+    return f"{op}(x, y)"
+
+
+def reduce_source(in_dtype: str, out_dtype: str, kr: int, rr: int, wg: int) -> str:
+    """Kernels ``sum/prod/max/min`` (one work-group of ``wg`` items per output) and ``*_1``
+    variants (one work-item per output). Accumulation happens in ``out_dtype``.
+
+    Arguments: output (offset, ``kr`` strides, chunk stride), input (offset, ``kr`` kept strides,
+    ``rr`` reduced strides), kept sizes, reduced sizes, reduced count, chunk length, chunk count.
+    A launch may split the reduced range in chunks (partials written ``chunk stride`` apart) and
+    reduce the partials in a second launch."""
+    it, ot = CTYPE[in_dtype], CTYPE[out_dtype]
+    kind = KIND[out_dtype]
+    src = [prelude([in_dtype, out_dtype])]
+    okr = max(kr, 1)
+    for op in ("sum", "prod", "max", "min"):
+        if (op, kind) in _RED_IDENT:
+            ident = _RED_IDENT[(op, kind)]
+        elif op == "max":
+            ident = _INT_MIN[out_dtype]
+        else:
+            ident = "INT_MAX" if out_dtype == "int32" else "LONG_MAX"
+        comb = _red_combine(op, kind, ot, out_dtype)
+        for suffix, lsz in (("", wg), ("_1", 1)):
+            kept_params = _params("os", okr) + ", long ocs, __global const " + it + "* X, long xo" + \
+                _params("xs", okr) + _params("xr", rr) + _params("n", okr) + _params("m", rr)
+            red_dec = ["long r = j; long c; long xi = xb;"]
+            for d in range(rr - 1, -1, -1):
+                red_dec.append("c = r;" if d == 0 else f"c = r % m{d}; r /= m{d};")
+                red_dec.append(f"xi += c * xr{d};")
+            red_dec_s = "\n        ".join(red_dec)
+            # kept-index decomposition for the output and the input base
+            kd = ["long r = g / nchunk; long c; long oi = oo + (g % nchunk) * ocs; long xb = xo;"]
+            for d in range(okr - 1, -1, -1):
+                kd.append("c = r;" if d == 0 else f"c = r % n{d}; r /= n{d};")
+                kd.append(f"oi += c * os{d}; xb += c * xs{d};")
+            kd_s = "\n    ".join(kd)
+            if lsz == 1:
+                body = f"""
+    long g = get_global_id(0);
+    {kd_s}
+    long j0 = (g % nchunk) * chunk, j1 = min(total, j0 + chunk);
+    {ot} x = {ident};
+    for (long j = j0; j < j1; ++j) {{
+        {red_dec_s}
+        {ot} y = ({ot})X[xi];
+        x = {comb};
+    }}
+    O[oi] = x;"""
+            else:
+                body = f"""
+    long g = get_group_id(0);
+    int l = get_local_id(0);
+    __local {ot} s[{lsz}];
+    {kd_s}
+    long j0 = (g % nchunk) * chunk, j1 = min(total, j0 + chunk);
+    {ot} x = {ident};
+    for (long j = j0 + l; j < j1; j += {lsz}) {{
+        {red_dec_s}
+        {ot} y = ({ot})X[xi];
+        x = {comb};
+    }}
+    s[l] = x;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int h = {lsz} / 2; h > 0; h >>= 1) {{
+        if (l < h) {{ {ot} y = s[l + h]; x = s[l]; s[l] = {comb}; }}
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }}
+    if (l == 0) O[oi] = s[0];"""
+            src.append(f"__kernel void pg_{op}{suffix}(__global {ot}* O, long oo{kept_params}, "
+                       f"long total, long chunk, long nchunk)\n{{{body}\n}}\n")
+    return "\n".join(src)
+
+
+def _line_kernel_head(kr: int, views: Sequence[str]) -> str:
+    """Decompose ``get_global_id(0)`` over the kept sizes ``n*`` into base indices ``<v>i``."""
+    okr = max(kr, 1)
+    return "long gi = get_global_id(0);\n    " + _decompose(okr, views)
+
+
+def _line_params(kr: int, views: Sequence[tuple[str, str, bool]]) -> str:
+    """Arguments for ``views`` of ``(name, ctype, const)``: pointer, offset, kept strides, axis stride."""
+    okr = max(kr, 1)
+    out = []
+    for nm, t, const in views:
+        out.append(f"__global {'const ' if const else ''}{t}* {nm.upper()}, long {nm}o"
+                   f"{_params(nm + 's', okr)}, long {nm}a")
+    return ", ".join(out) + _params("n", okr) + ", long L"
+
+
+def argreduce_source(dtype: str, kr: int) -> str:
+    """Kernels ``argmax``/``argmin``: one work-item per output, first extreme (first NaN wins)."""
+    t = CTYPE[dtype]
+    src = [prelude([dtype])]
+    params = _line_params(kr, [("o", "long", False), ("x", t, True)])
+    for op, cmp in (("argmax", ">"), ("argmin", "<")):
+        nan_v = "isnan(v)" if KIND[dtype] == "f" else "0"
+        src.append(f"""__kernel void pg_{op}({params})
+{{
+    {_line_kernel_head(kr, ["o", "x"])}
+    long best = 0;
+    {t} bv = X[xi];
+    if (!({nan_v.replace('v', 'bv')})) {{
+        for (long j = 1; j < L; ++j) {{
+            {t} v = X[xi + j * xa];
+            if ({nan_v}) {{ best = j; break; }}
+            if (v {cmp} bv) {{ bv = v; best = j; }}
+        }}
+    }}
+    O[oi] = best;
+}}
+""")
+    return "\n".join(src)
+
+
+def cumsum_source(in_dtype: str, out_dtype: str, kr: int) -> str:
+    """Kernel ``cumsum``: one work-item per line, sequential (bit-identical to numpy's loop)."""
+    it, ot = CTYPE[in_dtype], CTYPE[out_dtype]
+    u = UTYPE.get(out_dtype)
+    add = f"({ot})(({u})acc + ({u})({ot})X[xi + j * xa])" if u else f"acc + ({ot})X[xi + j * xa]"
+    params = _line_params(kr, [("o", ot, False), ("x", it, True)])
+    return prelude([in_dtype, out_dtype]) + f"""
+__kernel void cumsum({params})
+{{
+    {_line_kernel_head(kr, ["o", "x"])}
+    {ot} acc = 0;
+    for (long j = 0; j < L; ++j) {{
+        acc = {add};
+        O[oi + j * oa] = acc;
+    }}
+}}
+"""
+
+
+def gather_source(dtype: str, rank: int) -> str:
+    """Kernel ``gather``: per output element, ``x``'s index along the axis comes from ``index``.
+
+    ``x``'s strides are passed with the axis stride zeroed, plus ``xa`` the real axis stride."""
+    t = CTYPE[dtype]
+    return prelude([dtype]) + f"""
+__kernel void gather(__global {t}* O, long oo{_params("os", rank)},
+                     __global const {t}* X, long xo{_params("xs", rank)}, long xa,
+                     __global const long* I, long io{_params("is", rank)}{_params("n", rank)})
+{{
+    long gi = get_global_id(0);
+    {_decompose(rank, ["o", "x", "i"])}
+    O[oi] = X[xi + I[ii] * xa];
+}}
+"""
+
+
+def scatter_source(dtype: str, rank: int) -> str:
+    """Kernels ``scatter``/``scatter_add``: one work-item per position off the axis, looping along
+    the axis in order, so duplicates accumulate without atomics and in numpy's order.
+
+    Sizes ``n*`` have the axis set to 1; ``L`` is the axis length; ``*a`` are the axis strides and
+    ``os*`` has the axis stride zeroed."""
+    t = CTYPE[dtype]
+    u = UTYPE.get(dtype)
+    add = f"({t})(({u})O[p] + ({u})S[si + j * sa])" if u else f"O[p] + S[si + j * sa]"
+    if dtype == "bool":
+        add = "(uchar)(O[p] | S[si + j * sa])"
+    src = [prelude([dtype])]
+    params = (f"__global {t}* O, long oo{_params('os', rank)}, long oa, "
+              f"__global const long* I, long io{_params('is', rank)}, long ia, "
+              f"__global const {t}* S, long so{_params('ss', rank)}, long sa{_params('n', rank)}, long L")
+    for name, stmt in (("scatter", "O[p] = S[si + j * sa];"), ("scatter_add", f"O[p] = {add};")):
+        src.append(f"""__kernel void {name}({params})
+{{
+    long gi = get_global_id(0);
+    {_decompose(rank, ["o", "i", "s"])}
+    for (long j = 0; j < L; ++j) {{
+        long p = oi + I[ii + j * ia] * oa;
+        {stmt}
+    }}
+}}
+""")
+    return "\n".join(src)
+
+
+def sort_source(dtype: str, kr: int) -> str:
+    """Kernels ``sort_asc``/``sort_desc``: one work-item per line, bottom-up stable merge sort in a
+    global scratch area (``2 * L`` keys and indices per line). NaN is larger than every number."""
+    t = CTYPE[dtype]
+    f = KIND[dtype] == "f"
+    src = [prelude([dtype])]
+    # before(p, q): p must come strictly before q
+    lt = "(isnan(q) ? !isnan(p) : (p < q))" if f else "(p < q)"
+    gt = "(isnan(p) ? !isnan(q) : (p > q))" if f else "(p > q)"
+    params = _line_params(kr, [("v", t, False), ("o", "long", False), ("x", t, True)]) + \
+        f", __global {t}* K, __global long* P"
+    for name, before in (("sort_asc", lt), ("sort_desc", gt)):
+        src.append(f"""inline int before_{name}({t} p, {t} q) {{ return {before}; }}
+__kernel void {name}({params})
+{{
+    {_line_kernel_head(kr, ["v", "o", "x"])}
+    __global {t}* k0 = K + gi * 2 * L;
+    __global {t}* k1 = k0 + L;
+    __global long* p0 = P + gi * 2 * L;
+    __global long* p1 = p0 + L;
+    for (long j = 0; j < L; ++j) {{ k0[j] = X[xi + j * xa]; p0[j] = j; }}
+    for (long w = 1; w < L; w *= 2) {{
+        for (long s = 0; s < L; s += 2 * w) {{
+            long m = min(s + w, L), e = min(s + 2 * w, L);
+            long i = s, j = m, d = s;
+            while (i < m && j < e) {{
+                if (before_{name}(k0[j], k0[i])) {{ k1[d] = k0[j]; p1[d++] = p0[j++]; }}
+                else {{ k1[d] = k0[i]; p1[d++] = p0[i++]; }}
+            }}
+            while (i < m) {{ k1[d] = k0[i]; p1[d++] = p0[i++]; }}
+            while (j < e) {{ k1[d] = k0[j]; p1[d++] = p0[j++]; }}
+        }}
+        __global {t}* tk = k0; k0 = k1; k1 = tk;
+        __global long* tp = p0; p0 = p1; p1 = tp;
+    }}
+    for (long j = 0; j < L; ++j) {{ V[vi + j * va] = k0[j]; O[oi + j * oa] = p0[j]; }}
+}}
+""")
+    return "\n".join(src)
+
+
+# ------------------------------------------------------------------ random
+_PHILOX = """
+#define PG_M0 0xD2511F53u
+#define PG_M1 0xCD9E8D57u
+#define PG_W0 0x9E3779B9u
+#define PG_W1 0xBB67AE85u
+inline uint4 pg_philox(ulong ctr, ulong seed) {
+    uint c0 = (uint)ctr, c1 = (uint)(ctr >> 32), c2 = 0, c3 = 0;
+    uint k0 = (uint)seed, k1 = (uint)(seed >> 32);
+    for (int r = 0; r < 10; ++r) {
+        uint hi0 = mul_hi(PG_M0, c0), lo0 = PG_M0 * c0;
+        uint hi1 = mul_hi(PG_M1, c2), lo1 = PG_M1 * c2;
+        uint n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+        c0 = n0; c1 = lo1; c2 = n2; c3 = lo0;
+        k0 += PG_W0; k1 += PG_W1;
+    }
+    return (uint4)(c0, c1, c2, c3);
+}
+"""
+
+
+def random_source(dtype: str, fp64: bool) -> str:
+    """Kernels ``uniform`` and ``normal`` writing contiguous ``dtype`` (Philox4x32-10, see the
+    interface doc). ``uniform`` is bit-identical to :mod:`portagrad.backends.philox`; ``normal``
+    computes in double when the device has fp64 (else in float: close, not identical)."""
+    t = CTYPE[dtype]
+    w = "double" if fp64 else "float"
+    sfx = "" if fp64 else "f"
+    dts = [dtype] + (["float64"] if fp64 else [])
+    if dtype == "float64":
+        uni = "double u = ((double)(r.x >> 5) * 67108864.0 + (double)(r.y >> 6)) * 0x1p-53;"
+    else:
+        uni = f"{t} u = ({t})((float)(r.x >> 8) * 0x1p-24f);"
+    return prelude(dts) + _PHILOX + f"""
+__kernel void uniform(__global {t}* O, long oo, ulong seed, ulong off, {t} lo, {t} span)
+{{
+    long gi = get_global_id(0);
+    uint4 r = pg_philox(off + (ulong)gi, seed);
+    {uni}
+    O[oo + gi] = lo + span * u;
+}}
+__kernel void normal(__global {t}* O, long oo, ulong seed, ulong off, {w} mean_, {w} std_)
+{{
+    long gi = get_global_id(0);
+    uint4 r = pg_philox(off + (ulong)gi, seed);
+    {w} u1 = (({w})(r.x >> 5) * ({w})67108864.0 + ({w})(r.y >> 6) + ({w})1.0) * 0x1p-53{sfx};
+    {w} u2 = (({w})(r.z >> 5) * ({w})67108864.0 + ({w})(r.w >> 6)) * 0x1p-53{sfx};
+    /* numpy evaluates (2.0 * pi) * u2 */
+    {w} z = sqrt(({w})-2.0 * log(u1)) * cos(6.283185307179586{sfx} * u2);
+    O[oo + gi] = ({t})(mean_ + std_ * z);
+}}
+"""

@@ -1,0 +1,65 @@
+"""Reference Philox4x32-10 in numpy: the random-number algorithm every backend reproduces.
+
+See :mod:`portagrad.backends.interface` (section "Random numbers") for how counters map to elements.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["philox4x32", "uniform", "normal"]
+
+_M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
+_W0, _W1 = np.uint32(0x9E3779B9), np.uint32(0xBB67AE85)
+_MASK = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+
+
+def philox4x32(counter: np.ndarray, seed: int) -> tuple[np.ndarray, ...]:
+    """Ten Philox rounds on 64-bit counters ``counter`` (uint64) with a 64-bit ``seed``.
+
+    Returns the four uint32 output words ``r0..r3`` as arrays of ``counter``'s shape.
+    """
+    counter = counter.astype(np.uint64, copy=False)
+    c0 = (counter & _MASK).astype(np.uint32)
+    c1 = (counter >> _S32).astype(np.uint32)
+    c2 = np.zeros_like(c0)
+    c3 = np.zeros_like(c0)
+    seed &= 0xFFFFFFFFFFFFFFFF
+    k0 = np.uint32(seed & 0xFFFFFFFF)
+    k1 = np.uint32(seed >> 32)
+    with np.errstate(over="ignore"):
+        for _ in range(10):
+            p0 = _M0 * c0.astype(np.uint64)
+            p1 = _M1 * c2.astype(np.uint64)
+            hi0, lo0 = (p0 >> _S32).astype(np.uint32), (p0 & _MASK).astype(np.uint32)
+            hi1, lo1 = (p1 >> _S32).astype(np.uint32), (p1 & _MASK).astype(np.uint32)
+            c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+            k0 = np.uint32((int(k0) + int(_W0)) & 0xFFFFFFFF)
+            k1 = np.uint32((int(k1) + int(_W1)) & 0xFFFFFFFF)
+    return c0, c1, c2, c3
+
+
+def _u53(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    return ((hi >> 5).astype(np.float64) * 67108864.0 + (lo >> 6).astype(np.float64)) * (2.0 ** -53)
+
+
+def uniform(n: int, seed: int, offset: int, low: float, high: float, np_dtype: np.dtype) -> np.ndarray:
+    """``n`` uniform numbers in ``[low, high)`` of ``np_dtype`` for counters ``offset..offset+n-1``."""
+    counter = np.arange(n, dtype=np.uint64) + np.uint64(offset)
+    r0, r1, _, _ = philox4x32(counter, seed)
+    np_dtype = np.dtype(np_dtype)
+    if np_dtype == np.float64:
+        u = _u53(r0, r1)
+    else:
+        u = ((r0 >> 8).astype(np.float32) * np.float32(2.0 ** -24)).astype(np_dtype)
+    return (np_dtype.type(low) + np_dtype.type(high - low) * u).astype(np_dtype, copy=False)
+
+
+def normal(n: int, seed: int, offset: int, mean: float, std: float, np_dtype: np.dtype) -> np.ndarray:
+    """``n`` normal numbers (Box-Muller in float64) for counters ``offset..offset+n-1``."""
+    counter = np.arange(n, dtype=np.uint64) + np.uint64(offset)
+    r0, r1, r2, r3 = philox4x32(counter, seed)
+    u1 = ((r0 >> 5).astype(np.float64) * 67108864.0 + (r1 >> 6).astype(np.float64) + 1.0) * (2.0 ** -53)
+    u2 = _u53(r2, r3)
+    z = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+    return (mean + std * z).astype(np_dtype)

@@ -1,0 +1,197 @@
+"""The plugin manager: registers built-in and third-party backends through one route.
+
+Built-ins are registered with the same ``register`` call a third-party plugin goes through, then the
+entry points of group ``portagrad.backends`` are loaded *one by one*: a plugin that fails to import or
+whose hook raises is recorded (``python -m portagrad info`` shows it) and only raises when a user asks
+for its device type. ``PORTAGRAD_DISABLE_PLUGINS=a,b`` blocks plugins by entry-point name.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import os
+import threading
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import pluggy
+
+from . import ENTRY_POINT_GROUP, BackendSpec, hookspecs
+
+__all__ = [
+    "PluginState", "BackendUnavailableError", "BackendValidationError", "get_state", "get_backend",
+    "device_types", "validate_backend", "reset",
+]
+
+_BUILTINS = ("numpy", "opencl")
+
+
+class BackendUnavailableError(RuntimeError):
+    """A device type was asked for whose backend is missing, blocked, or failed to load."""
+
+
+class BackendValidationError(TypeError):
+    """A backend object lacks required methods of the contract."""
+
+
+@dataclass
+class PluginState:
+    """What the manager found: registered plugins, failures, blocked names and backend specs."""
+
+    pm: pluggy.PluginManager
+    loaded: dict[str, str] = field(default_factory=dict)  # plugin name -> origin
+    failed: dict[str, str] = field(default_factory=dict)  # plugin name -> error text
+    blocked: list[str] = field(default_factory=list)
+    specs: dict[str, BackendSpec] = field(default_factory=dict)  # device type -> winning spec
+    spec_plugin: dict[str, str] = field(default_factory=dict)  # device type -> plugin name
+    backends: dict[str, Any] = field(default_factory=dict)  # device type -> backend object
+    backend_errors: dict[str, str] = field(default_factory=dict)  # device type -> load error
+
+
+_state: PluginState | None = None
+_lock = threading.RLock()
+
+
+def _blocklist() -> list[str]:
+    raw = os.environ.get("PORTAGRAD_DISABLE_PLUGINS", "")
+    return [name.strip() for name in raw.split(",") if name.strip()]
+
+
+def _error_text(exc: BaseException) -> str:
+    return "".join(traceback.format_exception_only(type(exc), exc)).strip()
+
+
+def _collect_specs(state: PluginState) -> None:
+    # Call each implementation separately so that one raising hook cannot hide the others.
+    for impl in state.pm.hook.portagrad_backends.get_hookimpls():
+        name = impl.plugin_name
+        try:
+            specs = impl.function()
+            for spec in specs or ():
+                if not isinstance(spec, BackendSpec):
+                    raise TypeError(f"portagrad_backends() must return BackendSpec objects, got "
+                                    f"{type(spec).__name__}")
+                current = state.specs.get(spec.device_type)
+                if current is None or spec.priority > current.priority:
+                    state.specs[spec.device_type] = spec
+                    state.spec_plugin[spec.device_type] = name
+        except Exception as exc:  # a broken plugin is reported, never fatal
+            state.failed[name] = _error_text(exc)
+            state.loaded.pop(name, None)
+
+
+def _build() -> PluginState:
+    pm = pluggy.PluginManager("portagrad")
+    pm.add_hookspecs(hookspecs)
+    state = PluginState(pm=pm)
+    blocked = _blocklist()
+    for name in _BUILTINS:
+        if name in blocked:
+            state.blocked.append(name)
+            continue
+        module = importlib.import_module(f"portagrad.backends.{name}.plugin")
+        pm.register(module, name=name)
+        state.loaded[name] = "built-in"
+    try:
+        entry_points = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+    except Exception as exc:  # pragma: no cover - broken metadata in site-packages
+        entry_points = ()
+        state.failed["<entry points>"] = _error_text(exc)
+    for ep in entry_points:
+        if ep.name in state.loaded or ep.name in state.failed:
+            continue  # built-ins are declared as entry points too; register once
+        if ep.name in blocked:
+            if ep.name not in state.blocked:
+                state.blocked.append(ep.name)
+            continue
+        try:
+            plugin = ep.load()
+            pm.register(plugin, name=ep.name)
+            state.loaded[ep.name] = f"{ep.value}" + (f" ({ep.dist.name} {ep.dist.version})"
+                                                     if getattr(ep, "dist", None) else "")
+        except Exception as exc:
+            state.failed[ep.name] = _error_text(exc)
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        state.failed[getattr(exc, "plugin_name", "?")] = _error_text(exc)
+    _collect_specs(state)
+    return state
+
+
+def get_state() -> PluginState:
+    """The manager's state, built on first use."""
+    global _state
+    if _state is None:
+        with _lock:
+            if _state is None:
+                _state = _build()
+    return _state
+
+
+def reset() -> None:
+    """Forget everything (tests use this after changing the environment or installed plugins)."""
+    global _state
+    with _lock:
+        _state = None
+    from .. import _device
+
+    _device._clear_caches()
+
+
+def device_types() -> list[str]:
+    """Device types with a registered backend spec (loaded or not yet loaded)."""
+    return sorted(get_state().specs)
+
+
+def validate_backend(backend: Any, name: str = "?") -> None:
+    """Raise :class:`BackendValidationError` listing every required method ``backend`` lacks."""
+    from ..backends.interface import REQUIRED_METHODS, Backend
+
+    missing = []
+    for meth in REQUIRED_METHODS:
+        impl = getattr(type(backend), meth, None)
+        if impl is None or not callable(impl) or impl is getattr(Backend, meth, None):
+            missing.append(meth)
+    if not getattr(backend, "device_type", ""):
+        missing.append("device_type")
+    if missing:
+        raise BackendValidationError(
+            f"backend {name!r} ({type(backend).__qualname__}) does not implement the required "
+            f"method(s): {', '.join(missing)}")
+
+
+def get_backend(device_type: str) -> Any:
+    """The backend object for ``device_type``, loaded and validated on first use."""
+    state = get_state()
+    backend = state.backends.get(device_type)
+    if backend is not None:
+        return backend
+    with _lock:
+        backend = state.backends.get(device_type)
+        if backend is not None:
+            return backend
+        spec = state.specs.get(device_type)
+        if spec is None:
+            why = ""
+            if device_type in state.blocked:
+                why = f" (its plugin is blocked by PORTAGRAD_DISABLE_PLUGINS)"
+            elif device_type in state.failed:
+                why = f" (its plugin failed to load: {state.failed[device_type]})"
+            raise BackendUnavailableError(
+                f"no backend for device type {device_type!r}{why}; available device types: "
+                f"{', '.join(sorted(state.specs)) or 'none'}")
+        if device_type in state.backend_errors:
+            raise BackendUnavailableError(
+                f"the {device_type!r} backend failed to load: {state.backend_errors[device_type]}")
+        try:
+            backend = spec.loader()
+            validate_backend(backend, spec.name)
+        except Exception as exc:
+            state.backend_errors[device_type] = _error_text(exc)
+            raise BackendUnavailableError(
+                f"the {device_type!r} backend (plugin {state.spec_plugin.get(device_type)!r}) "
+                f"failed to load: {_error_text(exc)}") from exc
+        state.backends[device_type] = backend
+        return backend

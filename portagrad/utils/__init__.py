@@ -1,0 +1,2 @@
+"""Utilities (``torch.utils``)."""
+from . import data  # noqa: F401

@@ -1,0 +1,1 @@
+"""Datasets and loaders (``torch.utils.data``)."""

@@ -1,0 +1,80 @@
+"""Test configuration: the one ``device`` fixture every backend-dependent test goes through.
+
+Devices come from ``--device`` (repeatable) or ``PORTAGRAD_TEST_DEVICES`` (comma-separated); by
+default every backend's first device (``cpu`` and ``opencl:0`` when OpenCL is available). A device
+that was asked for explicitly but is unavailable fails the run instead of being skipped, so CI can
+never pass silently without the OpenCL backend.
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("POCL_DEVICES", "pthread pthread")  # two PoCL devices for multi-device tests
+
+import pytest  # noqa: E402
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--device", action="append", default=None,
+                     help="device(s) to run device-parametrized tests on (e.g. cpu, opencl:0)")
+
+
+def _available_default() -> list[str]:
+    import portagrad as pg
+
+    devices = ["cpu"]
+    if pg.opencl.is_available():
+        devices.append("opencl:0")
+    return devices
+
+
+def _selected(config: pytest.Config) -> tuple[list[str], bool]:
+    opt = config.getoption("--device")
+    env = os.environ.get("PORTAGRAD_TEST_DEVICES")
+    if opt:
+        return [d for item in opt for d in item.split(",") if d], True
+    if env:
+        return [d.strip() for d in env.split(",") if d.strip()], True
+    return _available_default(), False
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    devices, explicit = _selected(config)
+    config._pg_devices = devices  # type: ignore[attr-defined]
+    if explicit:
+        import portagrad as pg
+
+        for d in devices:
+            try:
+                pg.zeros(1, device=d)
+            except Exception as exc:  # an explicitly requested device must exist
+                raise pytest.UsageError(f"requested test device {d!r} is unavailable: {exc}")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    import portagrad as pg
+
+    lines = [f"portagrad test devices: {', '.join(config._pg_devices)}"]  # type: ignore[attr-defined]
+    for d in config._pg_devices:  # type: ignore[attr-defined]
+        dev = pg.device(d)
+        if dev.type != "cpu":
+            mod = getattr(pg, dev.type)
+            lines.append(f"  {d}: {mod.get_device_name(dev.index or 0)}")
+    return "\n".join(lines)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "device" in metafunc.fixturenames:
+        devices = metafunc.config._pg_devices  # type: ignore[attr-defined]
+        metafunc.parametrize("device", devices, ids=[d.replace(":", "") for d in devices])
+
+
+@pytest.fixture
+def opencl_devices() -> list[str]:
+    """All OpenCL devices, for multi-device tests; skips with the reason when there is none."""
+    import portagrad as pg
+
+    n = pg.opencl.device_count()
+    if n == 0:
+        pytest.skip("no OpenCL platform/device available on this machine")
+    return [f"opencl:{i}" for i in range(n)]
