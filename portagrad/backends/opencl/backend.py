@@ -83,6 +83,8 @@ class OpenCLBackend(Backend):
         self._devices: list[Device] = make_devices()
         # host arrays that non-blocking copies still read, per device: (event, array)
         self._pending: list[list[tuple[Any, Any]]] = [[] for _ in self._devices]
+        # (op, in dtype, out dtype, device) -> kernel of the contiguous layout, for the hot path
+        self._fast: dict[tuple, Any] = {}
 
     # ---------------------------------------------------------------- devices
     def device_count(self) -> int:
@@ -117,6 +119,20 @@ class OpenCLBackend(Backend):
         start.wait()
         end.wait()
         return (end.profile.end - start.profile.end) * 1e-6
+
+    event_elapsed_ms = elapsed_ms
+
+    @staticmethod
+    def event_wait(event: Any) -> None:
+        """Block until the marker ``event`` has completed."""
+        event.wait()
+
+    @staticmethod
+    def event_query(event: Any) -> bool:
+        """Whether the marker ``event`` has completed (never blocks)."""
+        import pyopencl as cl
+
+        return event.command_execution_status == cl.command_execution_status.COMPLETE
 
     # ----------------------------------------------------------------- memory
     def allocate(self, index: int, nbytes: int) -> DeviceBuffer:
@@ -206,13 +222,14 @@ class OpenCLBackend(Backend):
 
     # ------------------------------------------------------------ elementwise
     def _elementwise(self, family: tuple, kname: str, kernels: Callable[[], dict[str, str]],
-                     inputs: Sequence[tuple[Any, str, bool]], out: View) -> None:
+                     inputs: Sequence[tuple[Any, str, bool]], out: View) -> Any:
         """Launch bundle ``family``'s kernel ``kname`` over ``out`` (see :func:`kernels.elementwise_source`).
 
-        ``inputs`` lists ``(view or scalar, dtype name, is_scalar)``."""
+        ``inputs`` lists ``(view or scalar, dtype name, is_scalar)``. Returns the kernel when the
+        launch used the contiguous layout (callers memoise it for their hot path), else None."""
         n = out.numel
         if n == 0:
-            return
+            return None
         dev = self._devices[out.buffer.device]
         views = [out] + [v for v, _, s in inputs if not s]
         if all(_contig(v) for v in views):
@@ -255,8 +272,29 @@ class OpenCLBackend(Backend):
                     j += 1
             args += sizes
         dev.launch1d(kern, n, args)
+        return kern if layout == "c" else None
+
+    def _fast_launch(self, kern: Any, out: View, args: list) -> None:
+        """Launch a contiguous elementwise kernel (the hot path: no layout analysis)."""
+        dev = self._devices[out.buffer.device]
+        n = 1
+        for s in out.shape:
+            n *= s
+        ls = dev.local_size
+        main = n - n % ls
+        if main:
+            kern(dev.queue, (main,), (ls,), *args)
+        if n != main:
+            kern(dev.queue, (n - main,), (1,), *args, global_offset=(main,))
 
     def unary(self, op: str, x: View, out: View) -> None:
+        # hot path: contiguous views and a kernel already built for this op/dtypes/device
+        if (x.cache if x.cache is not None else _contig(x)) and \
+                (out.cache if out.cache is not None else _contig(out)):
+            kern = self._fast.get((op, x.dtype, out.dtype, out.buffer.device))
+            if kern is not None:
+                self._fast_launch(kern, out, [out.buffer.mem, out.offset, x.buffer.mem, x.offset])
+                return
         dt, odt = x.dtype.name, out.dtype.name
         kind = K.KIND[dt]
         if op not in K.UNARY_VALID[kind]:
@@ -266,10 +304,20 @@ class OpenCLBackend(Backend):
             return {"pg_" + o: K.unary_expr(o, dt) for o in sorted(K.UNARY_VALID[kind])
                     if ("bool" if K.out_is_bool(o) else dt) == odt}
 
-        self._elementwise(("unary", dt, odt), "pg_" + op, bundle, [(x, dt, False)], out)
+        kern = self._elementwise(("unary", dt, odt), "pg_" + op, bundle, [(x, dt, False)], out)
+        if kern is not None:
+            self._fast[(op, x.dtype, out.dtype, out.buffer.device)] = kern
 
     def binary(self, op: str, a: Any, b: Any, out: View) -> None:
         a_view, b_view = isinstance(a, View), isinstance(b, View)
+        if a_view and b_view and (a.cache if a.cache is not None else _contig(a)) and \
+                (b.cache if b.cache is not None else _contig(b)) and \
+                (out.cache if out.cache is not None else _contig(out)):
+            kern = self._fast.get((op, a.dtype, out.dtype, out.buffer.device))
+            if kern is not None:
+                self._fast_launch(kern, out, [out.buffer.mem, out.offset, a.buffer.mem, a.offset,
+                                              b.buffer.mem, b.offset])
+                return
         odt = out.dtype.name
         if a_view:
             dt = a.dtype.name
@@ -298,8 +346,10 @@ class OpenCLBackend(Backend):
             return {"pg_" + o: K.binary_expr(o, dt) for o in sorted(K.BINARY_VALID[kind])
                     if ("bool" if K.out_is_bool(o) else dt) == odt}
 
-        self._elementwise(("binary", dt, not a_view, not b_view, odt), "pg_" + op, bundle,
-                          [(a, dt, not a_view), (b, dt, not b_view)], out)
+        kern = self._elementwise(("binary", dt, not a_view, not b_view, odt), "pg_" + op, bundle,
+                                 [(a, dt, not a_view), (b, dt, not b_view)], out)
+        if kern is not None and a_view and b_view:
+            self._fast[(op, a.dtype, out.dtype, out.buffer.device)] = kern
 
     def where(self, cond: View, a: Any, b: Any, out: View) -> None:
         dt = out.dtype.name

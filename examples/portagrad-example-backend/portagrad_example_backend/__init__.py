@@ -1,0 +1,4 @@
+"""An example third-party portagrad backend (device type ``example``)."""
+from .backend import ExampleBackend
+
+__all__ = ["ExampleBackend"]

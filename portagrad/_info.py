@@ -1,0 +1,100 @@
+"""``python -m portagrad info``: what is installed, which plugins loaded, failed or were blocked,
+each backend's devices with memory and capabilities, and the relevant environment variables."""
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import os
+import platform
+import sys
+
+__all__ = ["main", "collect"]
+
+_ENV_VARS = ("PORTAGRAD_DEVICE", "PORTAGRAD_VISIBLE_DEVICES", "PORTAGRAD_DISABLE_PLUGINS",
+             "POCL_DEVICES", "POCL_CACHE_DIR", "PYOPENCL_CTX", "OCL_ICD_VENDORS",
+             "PYOPENCL_CACHE_DIR")
+_DISTS = ("numpy", "pluggy", "safetensors", "tqdm", "pyopencl", "pocl-binary-distribution")
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:,.0f} MiB" if n else "unknown"
+
+
+def collect() -> dict:
+    """Everything ``info`` prints, as a dict (tests read it)."""
+    import portagrad
+    from .plugins.manager import get_backend, get_state
+
+    state = get_state()
+    backends = {}
+    for device_type, spec in sorted(state.specs.items()):
+        entry: dict = {"plugin": state.spec_plugin.get(device_type), "devices": []}
+        try:
+            backend = get_backend(device_type)
+            for i in range(backend.device_count()):
+                p = backend.get_device_properties(i)
+                entry["devices"].append({
+                    "device": f"{device_type}:{i}" if device_type != "cpu" else "cpu",
+                    "name": p.name, "type": p.type, "memory": p.total_memory, "fp64": p.fp64,
+                    "fp16": p.fp16, "compute_units": p.compute_units, "extra": p.extra})
+        except Exception as exc:  # shown, never fatal
+            entry["error"] = str(exc)
+        backends[device_type] = entry
+    return {
+        "portagrad": portagrad.__version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "dependencies": {d: _version(d) for d in _DISTS},
+        "plugins_loaded": dict(state.loaded),
+        "plugins_failed": dict(state.failed),
+        "plugins_blocked": list(state.blocked),
+        "backends": backends,
+        "environment": {k: os.environ[k] for k in _ENV_VARS if k in os.environ},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m portagrad info")
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    args = parser.parse_args(argv or [])
+    info = collect()
+    if args.json:
+        import json
+
+        print(json.dumps(info, indent=2, default=str))
+        return 0
+    print(f"portagrad {info['portagrad']}  (Python {info['python']}, {info['platform']})")
+    print("dependencies:")
+    for name, ver in info["dependencies"].items():
+        print(f"  {name:26s} {ver}")
+    print("plugins:")
+    for name, origin in info["plugins_loaded"].items():
+        print(f"  loaded   {name:12s} {origin}")
+    for name, err in info["plugins_failed"].items():
+        print(f"  FAILED   {name:12s} {err}")
+    for name in info["plugins_blocked"]:
+        print(f"  blocked  {name:12s} (PORTAGRAD_DISABLE_PLUGINS)")
+    print("backends and devices:")
+    for device_type, entry in info["backends"].items():
+        print(f"  {device_type} (plugin {entry['plugin']}):")
+        if "error" in entry:
+            print(f"    unavailable: {entry['error']}")
+            continue
+        if not entry["devices"]:
+            print("    no devices")
+        for d in entry["devices"]:
+            caps = ", ".join(c for c, ok in (("fp64", d["fp64"]), ("fp16", d["fp16"])) if ok)
+            print(f"    {d['device']:10s} {d['name']}  [{d['type']}, {_mib(d['memory'])}, "
+                  f"{d['compute_units']} compute units{', ' + caps if caps else ''}]")
+    env = info["environment"]
+    print("environment:" + ("" if env else " (none of the portagrad/OpenCL variables set)"))
+    for k, v in env.items():
+        print(f"  {k}={v}")
+    return 0
