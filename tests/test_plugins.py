@@ -1,0 +1,202 @@
+"""Plugin discovery: throw-away distributions with entry points, checked in fresh interpreters.
+
+Each scenario writes distributions (a ``*.dist-info`` with ``entry_points.txt`` plus a module) into
+a temporary folder put on ``PYTHONPATH``, then runs Python in a subprocess so that discovery starts
+from scratch, as it does for a user.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+GOOD = '''
+from portagrad.plugins import BackendSpec, hookimpl
+
+def _load():
+    from portagrad.backends.numpy import NumpyBackend
+
+    class Good(NumpyBackend):
+        device_type = "good"
+
+        def host_array(self, src):
+            return None
+
+    return Good()
+
+@hookimpl
+def portagrad_backends():
+    return [BackendSpec(name="good", device_type="good", loader=_load)]
+'''
+
+BROKEN_IMPORT = '''
+raise ImportError("the vendor SDK libfoo.so is missing")
+'''
+
+BROKEN_HOOK = '''
+from portagrad.plugins import hookimpl
+
+@hookimpl
+def portagrad_backends():
+    raise RuntimeError("hook exploded")
+'''
+
+INCOMPLETE = '''
+from portagrad.backends.interface import Backend
+from portagrad.plugins import BackendSpec, hookimpl
+
+class Half(Backend):
+    device_type = "half"
+    def device_count(self):
+        return 1
+
+@hookimpl
+def portagrad_backends():
+    return [BackendSpec(name="half", device_type="half", loader=Half)]
+'''
+
+MISSPELT = '''
+from portagrad.plugins import hookimpl
+
+@hookimpl
+def portagrad_backendz():
+    return []
+'''
+
+
+def _dist(root: Path, name: str, module_src: str) -> None:
+    mod = f"pg_test_{name}"
+    (root / f"{mod}.py").write_text(textwrap.dedent(module_src))
+    info = root / f"{mod}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {mod}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[portagrad.backends]\n{name} = {mod}\n")
+
+
+def _run(root: Path, code: str, **env: str) -> subprocess.CompletedProcess:
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = os.pathsep.join([str(root), str(Path(__file__).parents[1]),
+                                              full_env.get("PYTHONPATH", "")])
+    full_env.pop("PORTAGRAD_DISABLE_PLUGINS", None)
+    full_env.update(env)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, env=full_env, timeout=120)
+
+
+@pytest.fixture
+def plugin_root(tmp_path: Path) -> Path:
+    _dist(tmp_path, "good", GOOD)
+    _dist(tmp_path, "brokenimport", BROKEN_IMPORT)
+    _dist(tmp_path, "brokenhook", BROKEN_HOOK)
+    _dist(tmp_path, "half", INCOMPLETE)
+    return tmp_path
+
+
+def test_discovery_and_isolation(plugin_root: Path) -> None:
+    r = _run(plugin_root, """
+        import json
+        import portagrad as pg                      # broken plugins must not break the import
+        from portagrad.plugins.manager import get_state
+        x = pg.ones(3, device="good") * 2           # the working plugin's device type works
+        s = get_state()
+        print(json.dumps({"value": x.tolist(), "device": str(x.device),
+                          "loaded": sorted(s.loaded), "failed": s.failed}))
+    """)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["value"] == [2.0, 2.0, 2.0] and out["device"] == "good:0"
+    assert {"numpy", "opencl", "good", "half"} <= set(out["loaded"])
+    assert "libfoo.so is missing" in out["failed"]["brokenimport"]
+    assert "hook exploded" in out["failed"]["brokenhook"]
+
+
+def test_failed_plugin_raises_only_when_used(plugin_root: Path) -> None:
+    r = _run(plugin_root, """
+        import portagrad as pg
+        try:
+            pg.zeros(1, device="brokenimport")
+        except RuntimeError as exc:
+            print("ERR", exc)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "ERR" in r.stdout and "brokenimport" in r.stdout and "libfoo.so" in r.stdout
+
+
+def test_incomplete_backend_reported_with_missing_methods(plugin_root: Path) -> None:
+    r = _run(plugin_root, """
+        import portagrad as pg
+        try:
+            pg.zeros(1, device="half")
+        except RuntimeError as exc:
+            print("ERR", exc)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "does not implement the required method(s)" in r.stdout
+    for meth in ("allocate", "matmul", "binary", "sort"):
+        assert meth in r.stdout
+
+
+def test_blocklist(plugin_root: Path) -> None:
+    r = _run(plugin_root, """
+        import portagrad as pg
+        from portagrad.plugins.manager import get_state
+        s = get_state()
+        print(sorted(s.blocked), "good" in s.loaded)
+        try:
+            pg.zeros(1, device="good")
+        except RuntimeError as exc:
+            print("ERR", exc)
+    """, PORTAGRAD_DISABLE_PLUGINS="good,brokenimport")
+    assert r.returncode == 0, r.stderr
+    first = r.stdout.splitlines()[0]
+    assert first == "['brokenimport', 'good'] False"
+    assert "ERR" in r.stdout and "'good'" in r.stdout
+
+
+def test_misspelt_hook_is_reported(tmp_path: Path) -> None:
+    _dist(tmp_path, "typo", MISSPELT)
+    r = _run(tmp_path, """
+        import portagrad as pg
+        from portagrad.plugins.manager import get_state
+        print(get_state().failed)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "portagrad_backendz" in r.stdout
+
+
+def test_info_lists_plugins_and_devices(plugin_root: Path) -> None:
+    r = _run(plugin_root, "import sys, portagrad.__main__ as m; sys.exit(m.main(['info']))")
+    assert r.returncode == 0, r.stderr
+    text = r.stdout
+    assert "loaded   numpy" in text and "cpu (plugin numpy)" in text
+    assert "FAILED   brokenimport" in text and "libfoo.so" in text
+    assert "good:0" in text
+    r = _run(plugin_root, "import sys, portagrad.__main__ as m; sys.exit(m.main(['info', '--json']))",
+             PORTAGRAD_DISABLE_PLUGINS="good")
+    info = json.loads(r.stdout)
+    assert info["plugins_blocked"] == ["good"]
+    assert info["backends"]["cpu"]["devices"][0]["device"] == "cpu"
+
+
+def test_unknown_device_type_names_available() -> None:
+    import portagrad as pg
+
+    with pytest.raises(RuntimeError, match=r"no backend for device type 'nosuch'.*available "
+                                           r"device types: .*cpu"):
+        pg.zeros(2, device="nosuch:0")
+
+
+def test_validate_backend_direct() -> None:
+    from portagrad.backends.interface import Backend
+    from portagrad.plugins.manager import BackendValidationError, validate_backend
+
+    class Empty(Backend):
+        device_type = "empty"
+
+    with pytest.raises(BackendValidationError, match="allocate.*matmul"):
+        validate_backend(Empty(), "empty")
