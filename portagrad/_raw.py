@@ -27,12 +27,11 @@ def strides_for(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def new_on(st: Storage, shape: tuple[int, ...], dtype: "_dtype.dtype") -> Tensor:
     """A new contiguous, uninitialised tensor on the device of storage ``st``."""
-    n = 1
+    nbytes = dtype.itemsize
     for s in shape:
-        n *= s
-    nbytes = n * dtype.itemsize
-    buf = st.backend.allocate(st.index, nbytes)
-    storage = Storage(buf, nbytes, st.device, st.backend, st.index)
+        nbytes *= s
+    backend = st.backend
+    storage = Storage(backend.allocate(st.index, nbytes), nbytes, st.device, backend, st.index)
     return Tensor._make(storage, 0, shape, strides_for(shape), dtype)
 
 
