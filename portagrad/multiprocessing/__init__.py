@@ -1,4 +1,14 @@
-"""``portagrad.multiprocessing``: Python's multiprocessing, with tensors that pickle by value."""
-from multiprocessing import *  # noqa: F401,F403
+"""``portagrad.multiprocessing``: Python's ``multiprocessing`` with tensor sharing.
 
-from .reductions import rebuild_tensor, reduce_tensor  # noqa: F401
+Everything from :mod:`multiprocessing` is re-exported. Tensors in shared memory (``share_memory_()``,
+``Module.share_memory()``) cross queues, pipes and process arguments as handles to the same memory
+(Hogwild training); other tensors are sent by value. OpenCL device tensors are copied through the
+host: use the ``spawn`` or ``forkserver`` start method when child processes use OpenCL, since an
+OpenCL context does not survive ``fork``.
+"""
+from multiprocessing import *  # noqa: F401,F403
+from multiprocessing import get_context, set_start_method  # noqa: F401
+
+from .reductions import init_reductions, rebuild_tensor, reduce_tensor, share_storage  # noqa: F401
+
+init_reductions()
