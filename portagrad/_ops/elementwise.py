@@ -137,52 +137,33 @@ class _Pow(_Binary):
         return ga, gb
 
 
-class _MaxMin(_Binary):
-    @staticmethod
-    def forward(ctx: Any, a: Tensor, b: Any, op: str) -> Tensor:
-        ctx.save_for_backward(a, b if isinstance(b, Tensor) else None)
-        ctx.scalar_b = b
-        return _raw.binary(op, a, b, a._v.dtype)
+def _maxmin_function(op: str, node_name: str) -> type:
+    """The Function of ``maximum`` or ``minimum``; ties split the gradient evenly (as PyTorch)."""
 
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> Any:
-        a, tb = ctx.saved_tensors
-        b = tb if tb is not None else ctx.scalar_b
-        fwd = ctx.op
-        a_wins = gt(a, b) if fwd == "maximum" else lt(a, b)
-        tie = eq(a, b)
-        # ties split the gradient evenly (as torch.maximum's derivative)
-        wa = add(to_float(a_wins, g), mul(to_float(tie, g), 0.5))
-        ga = mul(g, wa) if ctx.needs_input_grad[0] else None
-        gb = mul(g, sub(1.0, wa)) if len(ctx.needs_input_grad) > 1 and ctx.needs_input_grad[1] \
-            else None
-        return ga, gb, None
+    class _MaxMin(Function):
+        _backward_name = node_name
 
+        @staticmethod
+        def forward(ctx: Any, a: Tensor, b: Any) -> Tensor:
+            ctx.save_for_backward(a, b if isinstance(b, Tensor) else None)
+            ctx.scalar_b = b
+            return _raw.binary(op, a, b, a._v.dtype)
 
-class _Maximum(_MaxMin):
-    _backward_name = "MaximumBackward0"
+        @staticmethod
+        def backward(ctx: Any, g: Tensor) -> Any:
+            a, tb = ctx.saved_tensors
+            b = tb if tb is not None else ctx.scalar_b
+            a_wins = gt(a, b) if op == "maximum" else lt(a, b)
+            wa = add(to_float(a_wins, g), mul(to_float(eq(a, b), g), 0.5))
+            ga = mul(g, wa) if ctx.needs_input_grad[0] else None
+            gb = mul(g, sub(1.0, wa)) if ctx.needs_input_grad[1] else None
+            return ga, gb
 
-    @staticmethod
-    def forward(ctx: Any, a: Tensor, b: Any) -> Tensor:
-        ctx.op = "maximum"
-        return _MaxMin.forward(ctx, a, b, "maximum")
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> Any:
-        return _MaxMin.backward(ctx, g)[:2]
+    return _MaxMin
 
 
-class _Minimum(_MaxMin):
-    _backward_name = "MinimumBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, a: Tensor, b: Any) -> Tensor:
-        ctx.op = "minimum"
-        return _MaxMin.forward(ctx, a, b, "minimum")
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> Any:
-        return _MaxMin.backward(ctx, g)[:2]
+_Maximum = _maxmin_function("maximum", "MaximumBackward0")
+_Minimum = _maxmin_function("minimum", "MinimumBackward0")
 
 
 class _Atan2(_Binary):
@@ -209,7 +190,7 @@ def to_float(mask: Tensor, like: Tensor) -> Tensor:
 def add(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) -> Tensor:
     """``input + alpha * other`` with broadcasting."""
     if alpha != 1:
-        other = mul(other, alpha)
+        other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     a, b, _ = prepare_binary(input, other, "add")
     return _out(call(_Add, a, b), out)
 
@@ -221,7 +202,7 @@ def sub(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) ->
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
     if alpha != 1:
-        other = mul(other, alpha)
+        other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     a, b, _ = prepare_binary(input, other, "sub")
     return _out(call(_Sub, a, b), out)
 
@@ -666,10 +647,13 @@ class _Clamp(Function):
             mask = m2 if mask is None else logical_and(mask, m2)
         gx = where(mask, g, 0.0)
         glo = ghi = None
+        # min(max(x, lo), hi): where lo > hi the result is hi, so lo gets nothing there
         if isinstance(lo, Tensor) and ctx.needs_input_grad[1]:
-            glo = where(lt(x, lo), g, 0.0)
+            lo_wins = lt(x, lo) if hi is None else logical_and(lt(x, lo), le(lo, hi))
+            glo = where(lo_wins, g, 0.0)
         if isinstance(hi, Tensor) and ctx.needs_input_grad[2]:
-            ghi = where(gt(x, hi), g, 0.0)
+            hi_wins = gt(x, hi) if lo is None else logical_or(gt(x, hi), gt(lo, hi))
+            ghi = where(hi_wins, g, 0.0)
         return gx, glo, ghi
 
 
@@ -689,9 +673,17 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
         lo = expand(lo, shape) if isinstance(lo, Tensor) and lo.shape != shape else lo
         hi = expand(hi, shape) if isinstance(hi, Tensor) and hi.shape != shape else hi
         from .conversion import to
+        from ._common import check_same_device
 
-        lo = to(lo, dtype=x.dtype) if isinstance(lo, Tensor) else lo
-        hi = to(hi, dtype=x.dtype) if isinstance(hi, Tensor) else hi
+        for bound in (lo, hi):
+            if isinstance(bound, Tensor):
+                check_same_device(x, bound, "clamp")
+        dt = _dtype.result_type(x, *(v for v in (lo, hi) if v is not None))
+        x = to(x, dtype=dt) if x.dtype is not dt else x
+        lo = to(lo, dtype=dt) if isinstance(lo, Tensor) else to_scalar(lo, dt) if lo is not None \
+            else None
+        hi = to(hi, dtype=dt) if isinstance(hi, Tensor) else to_scalar(hi, dt) if hi is not None \
+            else None
     else:
         dt = _dtype.result_type(x, *(v for v in (lo, hi) if v is not None))
         if dt is not x.dtype:
@@ -781,13 +773,19 @@ def binary_inplace(fn: Any, x: Tensor, other: Any, **kw: Any) -> Tensor:
             raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast "
                                f"shape {list(shape)}")
 
-    def raw_into(t: Tensor) -> None:
-        from ._common import NULL_CTX as _  # noqa: F401
+    def checked(res: Tensor) -> Tensor:
+        # the op may promote beyond result_type (div_ on integers gives floats)
+        if res._v.dtype is not x._v.dtype and \
+                _dtype.promote_types(res._v.dtype, x._v.dtype) is not x._v.dtype:
+            raise RuntimeError(f"result type {_type_name(res.dtype)} can't be cast to the desired "
+                               f"output type {_type_name(x.dtype)}")
+        return res
 
-        res = fn(t._alias(), other, **kw)
+    def raw_into(t: Tensor) -> None:
+        res = checked(fn(t._alias(), other, **kw))
         _raw.copy_into(t, res)
 
-    return inplace(x, lambda old: fn(old, other, **kw), raw_into, (other,))
+    return inplace(x, lambda old: checked(fn(old, other, **kw)), raw_into, (other,))
 
 
 def unary_inplace(fn: Any, x: Tensor, *args: Any, **kw: Any) -> Tensor:
