@@ -1,0 +1,423 @@
+"""Activation modules (and ``MultiheadAttention``, which PyTorch keeps here too)."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ... import _creation
+from ..._ops import elementwise as E
+from ..._ops import shape as S
+from ..._tensor import Tensor
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .linear import Linear
+from .module import Module
+
+__all__ = ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Sigmoid",
+           "Tanh", "Hardtanh", "Hardsigmoid", "Hardswish", "Softplus", "Softsign", "LogSigmoid",
+           "Softmax", "LogSoftmax", "Softmin", "Threshold", "GLU", "PReLU", "Tanhshrink",
+           "Softshrink", "Hardshrink", "MultiheadAttention"]
+
+
+class _Inplace(Module):
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class ReLU(_Inplace):
+    """``max(x, 0)``."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.relu(input, inplace=self.inplace)
+
+
+class ReLU6(_Inplace):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.relu6(input, inplace=self.inplace)
+
+
+class SELU(_Inplace):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.selu(input, self.inplace)
+
+
+class SiLU(_Inplace):
+    """``x * sigmoid(x)``."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.silu(input, inplace=self.inplace)
+
+
+class Mish(_Inplace):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.mish(input, inplace=self.inplace)
+
+
+class Hardsigmoid(_Inplace):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardsigmoid(input, self.inplace)
+
+
+class Hardswish(_Inplace):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardswish(input, self.inplace)
+
+
+class LeakyReLU(Module):
+    def __init__(self, negative_slope: float = 1e-2, inplace: bool = False) -> None:
+        super().__init__()
+        self.negative_slope = negative_slope
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self) -> str:
+        inplace_str = ", inplace=True" if self.inplace else ""
+        return f"negative_slope={self.negative_slope}{inplace_str}"
+
+
+class ELU(Module):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.elu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        inplace_str = ", inplace=True" if self.inplace else ""
+        return f"alpha={self.alpha}{inplace_str}"
+
+
+class CELU(ELU):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.celu(input, self.alpha, self.inplace)
+
+
+class GELU(Module):
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={repr(self.approximate)}"
+
+
+class Sigmoid(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return E.sigmoid(input)
+
+
+class Tanh(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return E.tanh(input)
+
+
+class Tanhshrink(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.tanhshrink(input)
+
+
+class Softsign(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softsign(input)
+
+
+class LogSigmoid(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.logsigmoid(input)
+
+
+class Hardtanh(Module):
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.min_val = min_val
+        self.max_val = max_val
+        self.inplace = inplace
+        if max_val <= min_val:
+            raise ValueError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self) -> str:
+        inplace_str = ", inplace=True" if self.inplace else ""
+        return f"min_val={self.min_val}, max_val={self.max_val}{inplace_str}"
+
+
+class Softplus(Module):
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        super().__init__()
+        self.beta = beta
+        self.threshold = threshold
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Softshrink(Module):
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return str(self.lambd)
+
+
+class Hardshrink(Softshrink):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardshrink(input, self.lambd)
+
+
+class Threshold(Module):
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__()
+        self.threshold = threshold
+        self.value = value
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        inplace_str = ", inplace=True" if self.inplace else ""
+        return f"threshold={self.threshold}, value={self.value}{inplace_str}"
+
+
+class GLU(Module):
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class _SoftmaxBase(Module):
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        if not hasattr(self, "dim"):
+            self.dim = None
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softmax(_SoftmaxBase):
+    """Softmax along ``dim`` (max-subtracted)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softmax(input, self.dim, _stacklevel=5)
+
+
+class LogSoftmax(_SoftmaxBase):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.log_softmax(input, self.dim, _stacklevel=5)
+
+
+class Softmin(_SoftmaxBase):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softmin(input, self.dim, _stacklevel=5)
+
+
+class PReLU(Module):
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device: Any = None,
+                 dtype: Any = None) -> None:
+        self.num_parameters = num_parameters
+        super().__init__()
+        self.init = init
+        self.weight = Parameter(_creation.empty(num_parameters, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.constant_(self.weight, self.init)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """The class of ``MultiheadAttention.out_proj`` (a ``Linear``; named as in PyTorch)."""
+
+
+class MultiheadAttention(Module):
+    """Multi-head attention (``torch.nn.MultiheadAttention``): packed ``in_proj_weight`` when the
+    key/value dims equal ``embed_dim``, ``out_proj`` a Linear; returns ``(output, weights)``."""
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = False, device: Any = None,
+                 dtype: Any = None) -> None:
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim="
+                             f"{embed_dim} and num_heads={num_heads} instead")
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != self.embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        kw = {"device": device, "dtype": dtype}
+        if not self._qkv_same_embed_dim:
+            self.q_proj_weight = Parameter(_creation.empty((embed_dim, embed_dim), **kw))
+            self.k_proj_weight = Parameter(_creation.empty((embed_dim, self.kdim), **kw))
+            self.v_proj_weight = Parameter(_creation.empty((embed_dim, self.vdim), **kw))
+            self.register_parameter("in_proj_weight", None)
+        else:
+            self.in_proj_weight = Parameter(_creation.empty((3 * embed_dim, embed_dim), **kw))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(_creation.empty(3 * embed_dim, **kw))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **kw)
+        if add_bias_kv:
+            self.bias_k = Parameter(_creation.empty((1, 1, embed_dim), **kw))
+            self.bias_v = Parameter(_creation.empty((1, 1, embed_dim), **kw))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self) -> None:
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias, 0.0)
+            init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
+
+    def forward(self, query: Tensor, key: Tensor, value: Tensor,
+                key_padding_mask: Tensor | None = None, need_weights: bool = True,
+                attn_mask: Tensor | None = None, average_attn_weights: bool = True,
+                is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+        from ... import _dtype
+        from ..._ops import joining as J
+        from ..._ops import linalg as L
+        from ..._ops import reduction as R
+
+        unbatched = query.dim() == 2
+        if unbatched:
+            query, key, value = (S.unsqueeze(t, 1 if not self.batch_first else 0)
+                                 for t in (query, key, value))
+            if key_padding_mask is not None:
+                key_padding_mask = S.unsqueeze(key_padding_mask, 0)
+        if self.batch_first:
+            query, key, value = (S.transpose(t, 0, 1) for t in (query, key, value))
+        tgt_len, bsz, E_ = query.shape
+        src_len = key.shape[0]
+        if E_ != self.embed_dim:
+            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got "
+                                 f"{E_}")
+        H, D = self.num_heads, self.head_dim
+        if self._qkv_same_embed_dim:
+            wq, wk, wv = J.chunk(self.in_proj_weight, 3, 0)
+        else:
+            wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
+        if self.in_proj_bias is not None:
+            bq, bk, bv = J.chunk(self.in_proj_bias, 3, 0)
+        else:
+            bq = bk = bv = None
+        q = F.linear(query, wq, bq)
+        k = F.linear(key, wk, bk)
+        v = F.linear(value, wv, bv)
+        if self.bias_k is not None and self.bias_v is not None:
+            k = J.cat([k, self.bias_k.expand(1, bsz, E_)], 0)
+            v = J.cat([v, self.bias_v.expand(1, bsz, E_)], 0)
+            if attn_mask is not None:
+                attn_mask = F.pad(attn_mask, (0, 1))
+            if key_padding_mask is not None:
+                key_padding_mask = F.pad(key_padding_mask, (0, 1))
+        # (L, N, E) -> (N, H, L, D)
+        q = S.permute(S.reshape(q, (tgt_len, bsz, H, D)), (1, 2, 0, 3))
+        k = S.permute(S.reshape(k, (k.shape[0], bsz, H, D)), (1, 2, 0, 3))
+        v = S.permute(S.reshape(v, (v.shape[0], bsz, H, D)), (1, 2, 0, 3))
+        if self.add_zero_attn:
+            z = _creation.zeros((bsz, H, 1, D), dtype=k.dtype, device=k.device)
+            k = J.cat([k, z], 2)
+            v = J.cat([v, z], 2)
+            if attn_mask is not None:
+                attn_mask = F.pad(attn_mask, (0, 1))
+            if key_padding_mask is not None:
+                key_padding_mask = F.pad(key_padding_mask, (0, 1))
+        s_len = k.shape[2]
+        # one additive float mask (N or 1, H or 1, L, S); bool masks: True = not allowed
+        mask = None
+        if is_causal and attn_mask is None:
+            causal = J.triu(_creation.ones((tgt_len, s_len), dtype=_dtype.bool, device=q.device), 1)
+            attn_mask = causal
+        if attn_mask is not None:
+            if attn_mask.dtype is _dtype.bool:
+                am = E.where(attn_mask, -math.inf, 0.0).to(q.dtype)
+            else:
+                am = attn_mask
+            if am.dim() == 3:
+                am = S.reshape(am, (bsz, H, tgt_len, s_len))
+            mask = am
+        if key_padding_mask is not None:
+            if key_padding_mask.dtype is _dtype.bool:
+                kp = E.where(key_padding_mask, -math.inf, 0.0).to(q.dtype)
+            else:
+                kp = key_padding_mask
+            kp = S.reshape(kp, (bsz, 1, 1, s_len))
+            mask = kp if mask is None else E.add(mask, kp)
+        scores = E.mul(L.matmul(q, S.transpose(k, -2, -1)), 1.0 / math.sqrt(D))
+        if mask is not None:
+            scores = E.add(scores, mask)
+        w = F.softmax(scores, -1)
+        if self.dropout > 0.0 and self.training:
+            w = F.dropout(w, self.dropout, True)
+        out = L.matmul(w, v)  # (N, H, L, D)
+        out = S.reshape(S.permute(out, (2, 0, 1, 3)), (tgt_len, bsz, E_))
+        out = F.linear(out, self.out_proj.weight, self.out_proj.bias)
+        if self.batch_first:
+            out = S.transpose(out, 0, 1)
+        if unbatched:
+            out = S.squeeze(out, 1 if not self.batch_first else 0)
+        if not need_weights:
+            return out, None
+        if average_attn_weights:
+            w = R.mean(w, 1)
+        if unbatched:
+            w = S.squeeze(w, 0)
+        return out, w

@@ -1,0 +1,382 @@
+"""Containers: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``, ``ParameterDict``."""
+from __future__ import annotations
+
+import operator
+from collections import OrderedDict
+from itertools import chain, islice
+from typing import Any, Iterable, Iterator, Mapping
+
+from ..._tensor import Tensor
+from ..parameter import Parameter
+from .module import Module, _addindent
+
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+
+
+class Sequential(Module):
+    """Modules applied in order; built from positional modules or one ``OrderedDict``."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for key, module in args[0].items():
+                self.add_module(key, module)
+        else:
+            for idx, module in enumerate(args):
+                self.add_module(str(idx), module)
+
+    def _get_item_by_idx(self, iterator: Iterable[Any], idx: int) -> Any:
+        size = len(self)
+        idx = operator.index(idx)
+        if not -size <= idx < size:
+            raise IndexError(f"index {idx} is out of range")
+        idx %= size
+        return next(islice(iterator, idx, None))
+
+    def __getitem__(self, idx: Any) -> Any:
+        if isinstance(idx, slice):
+            return self.__class__(OrderedDict(list(self._modules.items())[idx]))
+        return self._get_item_by_idx(self._modules.values(), idx)
+
+    def __setitem__(self, idx: int, module: Module) -> None:
+        key = self._get_item_by_idx(self._modules.keys(), idx)
+        setattr(self, key, module)
+
+    def __delitem__(self, idx: Any) -> None:
+        if isinstance(idx, slice):
+            for key in list(self._modules.keys())[idx]:
+                delattr(self, key)
+        else:
+            key = self._get_item_by_idx(self._modules.keys(), idx)
+            delattr(self, key)
+        str_indices = [str(i) for i in range(len(self._modules))]
+        self._modules = OrderedDict(list(zip(str_indices, self._modules.values())))
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __add__(self, other: "Sequential") -> "Sequential":
+        if not isinstance(other, Sequential):
+            raise ValueError("add operator supports only objects of Sequential class, but "
+                             f"{type(other)} is given.")
+        ret = Sequential()
+        for layer in chain(self, other):
+            ret.append(layer)
+        return ret
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def __dir__(self) -> list[str]:
+        return [k for k in super().__dir__() if not k.isdigit()]
+
+    def append(self, module: Module) -> "Sequential":
+        self.add_module(str(len(self)), module)
+        return self
+
+    def insert(self, index: int, module: Module) -> "Sequential":
+        if not isinstance(module, Module):
+            raise AssertionError(f"module should be of type: {Module}")
+        n = len(self._modules)
+        if not (-n <= index <= n):
+            raise IndexError(f"Index out of range: {index}")
+        if index < 0:
+            index += n
+        for i in range(n, index, -1):
+            self._modules[str(i)] = self._modules[str(i - 1)]
+        self._modules[str(index)] = module
+        return self
+
+    def extend(self, sequential: Iterable[Module]) -> "Sequential":
+        for layer in sequential:
+            self.append(layer)
+        return self
+
+    def pop(self, key: int) -> Module:
+        v = self[key]
+        del self[key]
+        return v
+
+    def forward(self, input: Any) -> Any:
+        for module in self:
+            input = module(input)
+        return input
+
+
+class ModuleList(Module):
+    """A list of modules, registered as children named ``"0"``, ``"1"``..."""
+
+    def __init__(self, modules: Iterable[Module] | None = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self += modules
+
+    def _get_abs_string_index(self, idx: int) -> str:
+        idx = operator.index(idx)
+        if not (-len(self) <= idx < len(self)):
+            raise IndexError(f"index {idx} is out of range")
+        if idx < 0:
+            idx += len(self)
+        return str(idx)
+
+    def __getitem__(self, idx: Any) -> Any:
+        if isinstance(idx, slice):
+            return self.__class__(list(self._modules.values())[idx])
+        return self._modules[self._get_abs_string_index(idx)]
+
+    def __setitem__(self, idx: int, module: Module) -> None:
+        setattr(self, self._get_abs_string_index(idx), module)
+
+    def __delitem__(self, idx: Any) -> None:
+        if isinstance(idx, slice):
+            for k in range(len(self._modules))[idx]:
+                delattr(self, str(k))
+        else:
+            delattr(self, self._get_abs_string_index(idx))
+        str_indices = [str(i) for i in range(len(self._modules))]
+        self._modules = OrderedDict(list(zip(str_indices, self._modules.values())))
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def __iadd__(self, modules: Iterable[Module]) -> "ModuleList":
+        return self.extend(modules)
+
+    def __add__(self, other: Iterable[Module]) -> "ModuleList":
+        combined = ModuleList()
+        for i, module in enumerate(chain(self, other)):
+            combined.add_module(str(i), module)
+        return combined
+
+    def __dir__(self) -> list[str]:
+        return [k for k in super().__dir__() if not k.isdigit()]
+
+    def insert(self, index: int, module: Module) -> None:
+        for i in range(len(self._modules), index, -1):
+            self._modules[str(i)] = self._modules[str(i - 1)]
+        self._modules[str(index)] = module
+
+    def append(self, module: Module) -> "ModuleList":
+        self.add_module(str(len(self)), module)
+        return self
+
+    def pop(self, key: Any) -> Module:
+        v = self[key]
+        del self[key]
+        return v
+
+    def extend(self, modules: Iterable[Module]) -> "ModuleList":
+        if not isinstance(modules, Iterable):
+            raise TypeError("ModuleList.extend should be called with an iterable, but got " +
+                            type(modules).__name__)
+        offset = len(self)
+        for i, module in enumerate(modules):
+            self.add_module(str(offset + i), module)
+        return self
+
+    def __repr__(self) -> str:
+        list_of_reprs = [repr(item) for item in self]
+        if len(list_of_reprs) == 0:
+            return self._get_name() + "()"
+        start_end_indices = [[0, 0]]
+        repeated_blocks = [list_of_reprs[0]]
+        for i, r in enumerate(list_of_reprs[1:], 1):
+            if r == repeated_blocks[-1]:
+                start_end_indices[-1][1] += 1
+                continue
+            start_end_indices.append([i, i])
+            repeated_blocks.append(r)
+        lines = []
+        main_str = self._get_name() + "("
+        for (start_id, end_id), b in zip(start_end_indices, repeated_blocks):
+            local_repr = f"({start_id}): {b}"
+            if start_id != end_id:
+                n = end_id - start_id + 1
+                local_repr = f"({start_id}-{end_id}): {n} x {b}"
+            local_repr = _addindent(local_repr, 2)
+            lines.append(local_repr)
+        main_str += "\n  " + "\n  ".join(lines) + "\n"
+        main_str += ")"
+        return main_str
+
+    def forward(self, *args: Any) -> Any:
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
+                                  f'"forward" function')
+
+
+class ModuleDict(Module):
+    """An ordered dict of modules, registered as children by key."""
+
+    def __init__(self, modules: Mapping[str, Module] | None = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._modules
+
+    def clear(self) -> None:
+        self._modules.clear()
+
+    def pop(self, key: str) -> Module:
+        v = self[key]
+        del self[key]
+        return v
+
+    def keys(self) -> Any:
+        return self._modules.keys()
+
+    def items(self) -> Any:
+        return self._modules.items()
+
+    def values(self) -> Any:
+        return self._modules.values()
+
+    def update(self, modules: Any) -> None:
+        if not isinstance(modules, Iterable):
+            raise TypeError("ModuleDict.update should be called with an iterable of key/value "
+                            "pairs, but got " + type(modules).__name__)
+        if isinstance(modules, (OrderedDict, ModuleDict, Mapping)):
+            for key, module in modules.items():
+                self[key] = module
+        else:
+            for j, m in enumerate(modules):
+                if not isinstance(m, Iterable):
+                    raise TypeError("ModuleDict update sequence element #" + str(j) +
+                                    " should be Iterable; is" + type(m).__name__)
+                if not len(m) == 2:
+                    raise ValueError("ModuleDict update sequence element #" + str(j) +
+                                     " has length " + str(len(m)) + "; 2 is required")
+                self[m[0]] = m[1]
+
+    def forward(self, *args: Any) -> Any:
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
+                                  f'"forward" function')
+
+
+class ParameterList(Module):
+    """A list of parameters (plain tensors are wrapped in ``Parameter``)."""
+
+    def __init__(self, values: Iterable[Any] | None = None) -> None:
+        super().__init__()
+        self._size = 0
+        if values is not None:
+            self += values
+
+    def _get_abs_string_index(self, idx: int) -> str:
+        idx = operator.index(idx)
+        if not (-len(self) <= idx < len(self)):
+            raise IndexError(f"index {idx} is out of range")
+        if idx < 0:
+            idx += len(self)
+        return str(idx)
+
+    def __getitem__(self, idx: Any) -> Any:
+        if isinstance(idx, slice):
+            return self.__class__([self[i] for i in range(len(self))[idx]])
+        return getattr(self, self._get_abs_string_index(idx))
+
+    def __setitem__(self, idx: int, param: Any) -> None:
+        idx_s = self._get_abs_string_index(idx)
+        if isinstance(param, Tensor) and not isinstance(param, Parameter):
+            param = Parameter(param)
+        setattr(self, idx_s, param)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self[i] for i in range(len(self)))
+
+    def __iadd__(self, parameters: Iterable[Any]) -> "ParameterList":
+        return self.extend(parameters)
+
+    def append(self, value: Any) -> "ParameterList":
+        new_idx = len(self)
+        self._size += 1
+        if isinstance(value, Tensor) and not isinstance(value, Parameter):
+            value = Parameter(value)
+        setattr(self, str(new_idx), value)
+        return self
+
+    def extend(self, values: Iterable[Any]) -> "ParameterList":
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self) -> str:
+        lines = []
+        for k, p in enumerate(self):
+            if isinstance(p, Tensor):
+                size_str = "x".join(str(size) for size in p.size())
+                parastr = "{} containing: [{} of size {}{}]".format(
+                    "Parameter" if isinstance(p, Parameter) else "Tensor", p.type(), size_str,
+                    f" ({p.device})" if p.device.type != "cpu" else "")
+                lines.append("  (" + str(k) + "): " + parastr)
+            else:
+                lines.append("  (" + str(k) + "): Object of type: " + type(p).__name__)
+        return "\n".join(lines)
+
+
+class ParameterDict(Module):
+    """An ordered dict of parameters."""
+
+    def __init__(self, parameters: Any = None) -> None:
+        super().__init__()
+        self._keys: dict[str, None] = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._keys[key] = None
+        if isinstance(value, Tensor) and not isinstance(value, Parameter):
+            value = Parameter(value)
+        setattr(self, key, value)
+
+    def __delitem__(self, key: str) -> None:
+        del self._keys[key]
+        delattr(self, key)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._keys
+
+    def keys(self) -> Any:
+        return self._keys.keys()
+
+    def items(self) -> Any:
+        return ((k, self[k]) for k in self._keys)
+
+    def values(self) -> Any:
+        return (self[k] for k in self._keys)
+
+    def update(self, parameters: Any) -> None:
+        items = parameters.items() if hasattr(parameters, "items") else parameters
+        for k, v in items:
+            self[k] = v

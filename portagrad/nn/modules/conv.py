@@ -1,0 +1,193 @@
+"""Convolutions: ``Conv1d``, ``Conv2d``, ``ConvTranspose1d``, ``ConvTranspose2d``."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ... import _creation
+from ..._tensor import Tensor
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+
+
+def _ntuple(x: Any, n: int) -> tuple[int, ...]:
+    if isinstance(x, (list, tuple)):
+        return tuple(x)
+    return (x,) * n
+
+
+class _ConvNd(Module):
+    _nd = 2
+    transposed = False
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None,
+                 output_padding: Any = 0) -> None:
+        super().__init__()
+        n = self._nd
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        valid_padding_strings = {"same", "valid"}
+        if isinstance(padding, str):
+            if padding not in valid_padding_strings:
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                                 f"{valid_padding_strings}")
+            if padding == "same" and any(s != 1 for s in _ntuple(stride, n)):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+        valid_padding_modes = {"zeros", "reflect", "replicate", "circular"}
+        if padding_mode not in valid_padding_modes:
+            raise ValueError(f"padding_mode must be one of {valid_padding_modes}, but got "
+                             f"padding_mode='{padding_mode}'")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _ntuple(kernel_size, n)
+        self.stride = _ntuple(stride, n)
+        self.padding = padding if isinstance(padding, str) else _ntuple(padding, n)
+        self.dilation = _ntuple(dilation, n)
+        self.transposed = self.transposed
+        self.output_padding = _ntuple(output_padding, n)
+        self.groups = groups
+        self.padding_mode = padding_mode
+        if isinstance(self.padding, str):
+            self._reversed_padding_repeated_twice = [0, 0] * n
+            if padding == "same":
+                for d, k, i in zip(self.dilation, self.kernel_size, range(n - 1, -1, -1)):
+                    total = d * (k - 1)
+                    left = total // 2
+                    self._reversed_padding_repeated_twice[2 * i] = left
+                    self._reversed_padding_repeated_twice[2 * i + 1] = total - left
+        else:
+            self._reversed_padding_repeated_twice = [p for p in reversed(self.padding)
+                                                     for _ in range(2)]
+        if self.transposed:
+            shape = (in_channels, out_channels // groups) + self.kernel_size
+        else:
+            shape = (out_channels, in_channels // groups) + self.kernel_size
+        self.weight = Parameter(_creation.empty(shape, device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(_creation.empty(out_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # PyTorch: kaiming_uniform_(a=sqrt(5)); bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self) -> str:
+        s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"
+        if self.padding != (0,) * len(self.kernel_size):
+            s += ", padding={padding}"
+        if self.dilation != (1,) * len(self.dilation):
+            s += ", dilation={dilation}"
+        if self.output_padding != (0,) * len(self.output_padding):
+            s += ", output_padding={output_padding}"
+        if self.groups != 1:
+            s += ", groups={groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += ", padding_mode={padding_mode}"
+        return s.format(**self.__dict__)
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        if not hasattr(self, "padding_mode"):
+            self.padding_mode = "zeros"
+
+    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        fn = F.conv1d if self._nd == 1 else F.conv2d
+        if self.padding_mode != "zeros":
+            return fn(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),
+                      weight, bias, self.stride, 0, self.dilation, self.groups)
+        return fn(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._conv_forward(input, self.weight, self.bias)
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution over (N, C_in, L)."""
+
+    _nd = 1
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                         bias, padding_mode, device, dtype)
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution over (N, C_in, H, W): stride, padding (ints or ``'same'``/``'valid'``),
+    dilation, groups, padding_mode."""
+
+    _nd = 2
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                         bias, padding_mode, device, dtype)
+
+
+class _ConvTransposeNd(_ConvNd):
+    transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True,
+                 dilation: Any = 1, padding_mode: str = "zeros", device: Any = None,
+                 dtype: Any = None) -> None:
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for '
+                             f"{self.__class__.__name__}")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                         bias, padding_mode, device, dtype, output_padding)
+
+    def _output_padding(self, input: Tensor, output_size: Any) -> tuple[int, ...]:
+        if output_size is None:
+            return self.output_padding
+        n = self._nd
+        output_size = list(output_size)[-n:]
+        spatial = input.shape[-n:]
+        pads = []
+        for d in range(n):
+            min_size = ((spatial[d] - 1) * self.stride[d] - 2 * self.padding[d] +
+                        self.dilation[d] * (self.kernel_size[d] - 1) + 1)
+            max_size = min_size + self.stride[d] - 1
+            if not min_size <= output_size[d] <= max_size:
+                raise ValueError(f"requested an output size of {output_size}, but valid sizes range "
+                                 f"from {min_size} to {max_size} (for an input of "
+                                 f"{list(spatial)})")
+            pads.append(output_size[d] - min_size)
+        return tuple(pads)
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        op = self._output_padding(input, output_size)
+        fn = F.conv_transpose1d if self._nd == 1 else F.conv_transpose2d
+        return fn(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
+                  self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    _nd = 1
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """Transposed 2-D convolution (weight (C_in, C_out/groups, kh, kw))."""
+
+    _nd = 2

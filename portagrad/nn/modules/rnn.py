@@ -1,0 +1,306 @@
+"""Recurrent layers: ``RNN``, ``LSTM``, ``GRU`` (multi-layer, bidirectional, ``batch_first``) and
+their cells. The input projection of a whole sequence is one matmul; the recurrence loops in time."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ... import _creation
+from ..._ops import elementwise as E
+from ..._ops import joining as J
+from ..._ops import shape as S
+from ..._tensor import Tensor
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+def _cell_step(mode: str, xg: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor,
+               b_hh: Tensor | None) -> tuple[Tensor, Tensor | None]:
+    """One time step given the input projection ``xg`` (N, G*H) (input bias included)."""
+    hg = F.linear(h, w_hh, b_hh)
+    if mode == "LSTM":
+        i, f, g, o = J.chunk(E.add(xg, hg), 4, -1)
+        c2 = E.add(E.mul(E.sigmoid(f), c), E.mul(E.sigmoid(i), E.tanh(g)))
+        return E.mul(E.sigmoid(o), E.tanh(c2)), c2
+    if mode == "GRU":
+        xr, xz, xn = J.chunk(xg, 3, -1)
+        hr, hz, hn = J.chunk(hg, 3, -1)
+        r = E.sigmoid(E.add(xr, hr))
+        z = E.sigmoid(E.add(xz, hz))
+        n = E.tanh(E.add(xn, E.mul(r, hn)))
+        return E.add(E.mul(E.sub(1.0, z), n), E.mul(z, h)), None
+    pre = E.add(xg, hg)
+    return (E.tanh(pre) if mode == "RNN_TANH" else E.relu(pre)), None
+
+
+class RNNBase(Module):
+    """Shared machinery of RNN/LSTM/GRU (parameter names and shapes as PyTorch)."""
+
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, proj_size: int = 0, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        if not isinstance(dropout, (int, float)) or not 0 <= dropout <= 1 or \
+                isinstance(dropout, bool):
+            raise ValueError("dropout should be a number in range [0, 1] representing the "
+                             "probability of an element being zeroed")
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if proj_size:
+            raise NotImplementedError("proj_size is not supported")
+        num_directions = 2 if bidirectional else 1
+        G = _GATES[mode] * hidden_size
+        kw = {"device": device, "dtype": dtype}
+        self._flat_weights_names: list[str] = []
+        self._all_weights: list[list[str]] = []
+        for layer in range(num_layers):
+            for direction in range(num_directions):
+                layer_input = input_size if layer == 0 else hidden_size * num_directions
+                suffix = "_reverse" if direction == 1 else ""
+                names = [f"weight_ih_l{layer}{suffix}", f"weight_hh_l{layer}{suffix}"]
+                setattr(self, names[0], Parameter(_creation.empty((G, layer_input), **kw)))
+                setattr(self, names[1], Parameter(_creation.empty((G, hidden_size), **kw)))
+                if bias:
+                    names += [f"bias_ih_l{layer}{suffix}", f"bias_hh_l{layer}{suffix}"]
+                    setattr(self, names[2], Parameter(_creation.empty(G, **kw)))
+                    setattr(self, names[3], Parameter(_creation.empty(G, **kw)))
+                self._flat_weights_names.extend(names)
+                self._all_weights.append(names)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    @property
+    def all_weights(self) -> list[list[Parameter]]:
+        return [[getattr(self, w) for w in ws] for ws in self._all_weights]
+
+    def extra_repr(self) -> str:
+        s = "{input_size}, {hidden_size}"
+        if self.num_layers != 1:
+            s += ", num_layers={num_layers}"
+        if self.bias is not True:
+            s += ", bias={bias}"
+        if self.batch_first is not False:
+            s += ", batch_first={batch_first}"
+        if self.dropout != 0:
+            s += ", dropout={dropout}"
+        if self.bidirectional is not False:
+            s += ", bidirectional={bidirectional}"
+        return s.format(**self.__dict__)
+
+    def _run(self, input: Tensor, hx: Any) -> tuple[Tensor, Any]:
+        is_lstm = self.mode == "LSTM"
+        batched = input.dim() == 3
+        if input.dim() not in (2, 3):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
+                             f"{input.dim()}D instead")
+        x = input if batched else S.unsqueeze(input, 1)
+        if batched and self.batch_first:
+            x = S.transpose(x, 0, 1)
+        T, N = x.shape[0], x.shape[1]
+        if x.shape[2] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {x.shape[2]}")
+        D = 2 if self.bidirectional else 1
+        H = self.hidden_size
+        if hx is None:
+            h0 = _creation.zeros((self.num_layers * D, N, H), dtype=x.dtype, device=x.device)
+            c0 = h0 if is_lstm else None
+        else:
+            if is_lstm:
+                h0, c0 = hx
+                if not batched:
+                    h0, c0 = S.unsqueeze(h0, 1), S.unsqueeze(c0, 1)
+            else:
+                h0 = hx if batched else S.unsqueeze(hx, 1)
+                c0 = None
+            if tuple(h0.shape) != (self.num_layers * D, N, H):
+                raise RuntimeError(f"Expected hidden size {(self.num_layers * D, N, H)}, got "
+                                   f"{list(h0.shape)}")
+        h_n, c_n = [], []
+        layer_in = x
+        for layer in range(self.num_layers):
+            outs = []
+            for direction in range(D):
+                names = self._all_weights[layer * D + direction]
+                w_ih, w_hh = getattr(self, names[0]), getattr(self, names[1])
+                b_ih = getattr(self, names[2]) if self.bias else None
+                b_hh = getattr(self, names[3]) if self.bias else None
+                xg = F.linear(layer_in, w_ih, b_ih)  # (T, N, G): one matmul for the sequence
+                k = layer * D + direction
+                h = h0[k]
+                c = c0[k] if is_lstm else None
+                steps = range(T - 1, -1, -1) if direction == 1 else range(T)
+                seq: list[Tensor | None] = [None] * T
+                for t in steps:
+                    h, c = _cell_step(self.mode, xg[t], h, c, w_hh, b_hh)
+                    seq[t] = h
+                outs.append(J.stack(seq, 0))  # type: ignore[arg-type]
+                h_n.append(h)
+                if is_lstm:
+                    c_n.append(c)
+            layer_in = outs[0] if D == 1 else J.cat(outs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_in = F.dropout(layer_in, self.dropout, True)
+        out = layer_in
+        hn = J.stack(h_n, 0)
+        cn = J.stack(c_n, 0) if is_lstm else None
+        if batched and self.batch_first:
+            out = S.transpose(out, 0, 1)
+        if not batched:
+            out = S.squeeze(out, 1)
+            hn = S.squeeze(hn, 1)
+            cn = S.squeeze(cn, 1) if cn is not None else None
+        return out, ((hn, cn) if is_lstm else hn)
+
+    def forward(self, input: Tensor, hx: Any = None) -> tuple[Tensor, Any]:
+        return self._run(input, hx)
+
+
+class RNN(RNNBase):
+    """Elman RNN: ``h_t = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)`` (or relu)."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
+                 dropout: float = 0.0, bidirectional: bool = False, device: Any = None,
+                 dtype: Any = None) -> None:
+        if nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
+                             f"'relu'.")
+        self.nonlinearity = nonlinearity
+        super().__init__(mode, input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                         bidirectional, 0, device, dtype)
+
+
+class LSTM(RNNBase):
+    """LSTM (gates i, f, g, o); returns ``output, (h_n, c_n)``."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 proj_size: int = 0, device: Any = None, dtype: Any = None) -> None:
+        super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                         bidirectional, proj_size, device, dtype)
+
+
+class GRU(RNNBase):
+    """GRU (gates r, z, n)."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                         bidirectional, 0, device, dtype)
+
+
+class RNNCellBase(Module):
+    _mode = "RNN_TANH"
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        self.weight_ih = Parameter(_creation.empty((num_chunks * hidden_size, input_size), **kw))
+        self.weight_hh = Parameter(_creation.empty((num_chunks * hidden_size, hidden_size), **kw))
+        if bias:
+            self.bias_ih = Parameter(_creation.empty(num_chunks * hidden_size, **kw))
+            self.bias_hh = Parameter(_creation.empty(num_chunks * hidden_size, **kw))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def extra_repr(self) -> str:
+        s = "{input_size}, {hidden_size}"
+        if "bias" in self.__dict__ and self.bias is not True:
+            s += ", bias={bias}"
+        if "nonlinearity" in self.__dict__ and self.nonlinearity != "tanh":
+            s += ", nonlinearity={nonlinearity}"
+        return s.format(**self.__dict__)
+
+    def _step(self, input: Tensor, h: Tensor, c: Tensor | None) -> tuple[Tensor, Tensor | None]:
+        batched = input.dim() == 2
+        x = input if batched else S.unsqueeze(input, 0)
+        h = h if batched else S.unsqueeze(h, 0)
+        if c is not None and not batched:
+            c = S.unsqueeze(c, 0)
+        xg = F.linear(x, self.weight_ih, self.bias_ih)
+        h2, c2 = _cell_step(self._mode, xg, h, c, self.weight_hh, self.bias_hh)
+        if not batched:
+            h2 = S.squeeze(h2, 0)
+            c2 = S.squeeze(c2, 0) if c2 is not None else None
+        return h2, c2
+
+    def _zeros(self, input: Tensor) -> Tensor:
+        shape = (input.shape[0], self.hidden_size) if input.dim() == 2 else (self.hidden_size,)
+        return _creation.zeros(shape, dtype=input.dtype, device=input.device)
+
+
+class RNNCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 nonlinearity: str = "tanh", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
+        self.nonlinearity = nonlinearity
+        self._mode = "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        h = self._zeros(input) if hx is None else hx
+        return self._step(input, h, None)[0]
+
+
+class LSTMCell(RNNCellBase):
+    _mode = "LSTM"
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
+
+    def forward(self, input: Tensor, hx: Any = None) -> tuple[Tensor, Tensor]:
+        if hx is None:
+            hx = (self._zeros(input), self._zeros(input))
+        h, c = self._step(input, hx[0], hx[1])
+        return h, c  # type: ignore[return-value]
+
+
+class GRUCell(RNNCellBase):
+    _mode = "GRU"
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        h = self._zeros(input) if hx is None else hx
+        return self._step(input, h, None)[0]

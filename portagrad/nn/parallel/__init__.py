@@ -1,0 +1,4 @@
+"""``nn.parallel``: ``DataParallel`` and its building blocks (scatter, replicate, gather)."""
+from .data_parallel import DataParallel, data_parallel, gather, replicate, scatter
+
+__all__ = ["DataParallel", "data_parallel", "scatter", "replicate", "gather"]

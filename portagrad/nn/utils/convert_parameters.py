@@ -1,0 +1,44 @@
+"""``parameters_to_vector`` / ``vector_to_parameters``."""
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..._ops import joining as J
+from ..._ops import shape as S
+from ..._tensor import Tensor
+from ...autograd.grad_mode import no_grad
+
+__all__ = ["parameters_to_vector", "vector_to_parameters"]
+
+
+def _check_param_device(param: Tensor, old_param_device: object) -> object:
+    if old_param_device is None:
+        return param.device
+    if param.device != old_param_device:
+        raise TypeError("Found two parameters on different devices, this is currently not "
+                        "supported.")
+    return old_param_device
+
+
+def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
+    """All parameters flattened and concatenated into one vector (differentiable)."""
+    param_device = None
+    vec = []
+    for param in parameters:
+        param_device = _check_param_device(param, param_device)
+        vec.append(S.reshape(param, (-1,)))
+    return J.cat(vec)
+
+
+def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
+    """Copy consecutive slices of ``vec`` into the parameters (in place)."""
+    if not isinstance(vec, Tensor):
+        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
+    param_device = None
+    pointer = 0
+    for param in parameters:
+        param_device = _check_param_device(param, param_device)
+        num_param = param.numel()
+        with no_grad():
+            param.copy_(S.reshape(vec[pointer:pointer + num_param], tuple(param.shape)))
+        pointer += num_param
