@@ -1,12 +1,479 @@
-"""``pg.save``/``pg.load`` (filled in by the serialization work)."""
+"""``pg.save`` / ``pg.load``: tensors and nested containers in the safetensors format, never pickle.
+
+File layout
+-----------
+A file is a plain safetensors file (8-byte little-endian header length, a JSON header, the raw
+data). Every distinct tensor is one safetensors entry, named after its path in the saved object
+(``"fc.weight"``, ``"state.0.momentum_buffer"``), so other safetensors tools can read the weights.
+The nested structure around the tensors -- dicts (any key type), lists, tuples, ``None``, bools,
+ints, floats, strings, dtypes, devices, ``Size`` -- is JSON stored in the header's ``__metadata__``
+under ``"portagrad.structure"``; a tensor appears there as ``{"$t": name, "dev": "cpu"}`` (plus
+``"rg": true`` when it requires grad, ``"param": true`` for an ``nn.Parameter``). Tensors that are
+the same view of the same storage (tied weights) are stored once and loaded as one tensor.
+
+Safety
+------
+:func:`load` parses the header with :mod:`json` and the data with the ``safetensors`` library, after
+checking every header field itself (header length against the file size, JSON, dtypes, shapes,
+offsets, names the structure refers to); any inconsistency raises :class:`LoadError` naming the
+problem. Nothing in a file can make :func:`load` run code.
+
+The one exception is explicit: an object that is not made of tensors and the containers above (for
+example a whole ``nn.Module``, the seed notes' second way of saving) is written with :mod:`pickle`
+inside the same container (``"portagrad.format": "pickle"``, tensors still in safetensors). Reading
+such a file can execute arbitrary code, so :func:`load` refuses it unless called with
+``weights_only=False`` -- as PyTorch >= 2.6 does. Prefer saving ``model.state_dict()``.
+"""
 from __future__ import annotations
 
-__all__ = ["save", "load"]
+import base64
+import io
+import json
+import math
+import os
+import pickle
+import struct
+from collections import OrderedDict
+from typing import IO, Any, Callable, Union
+
+import numpy as np
+
+__all__ = ["save", "load", "LoadError", "WeightsOnlyError"]
+
+FileLike = Union[str, "os.PathLike[str]", IO[bytes]]
+
+_FORMAT_VERSION = "1"
+_MAX_HEADER = 100 * 1024 * 1024  # the safetensors library's own limit
+_MAX_DEPTH = 256
+_ST_DTYPES = {"F16": "float16", "F32": "float32", "F64": "float64", "I32": "int32",
+              "I64": "int64", "BOOL": "bool"}
+_ST_OTHER = {"BF16", "F8_E4M3", "F8_E5M2", "I8", "U8", "I16", "U16", "U32", "U64", "C64"}
 
 
-def save(obj, f):  # pragma: no cover - replaced
-    raise NotImplementedError("pg.save is not implemented yet")
+class LoadError(RuntimeError):
+    """A file given to :func:`portagrad.load` is truncated, corrupted or not a portagrad file."""
 
 
-def load(f, map_location=None, weights_only=True):  # pragma: no cover - replaced
-    raise NotImplementedError("pg.load is not implemented yet")
+class WeightsOnlyError(LoadError, pickle.UnpicklingError):
+    """:func:`portagrad.load` with ``weights_only=True`` met a file that needs pickle."""
+
+
+# ------------------------------------------------------------------------------------- saving
+class _NotSafe(Exception):
+    """The object holds something the safe format cannot represent."""
+
+
+class _Encoder:
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+        self.by_view: dict[tuple, str] = {}
+
+    def _name(self, path: str) -> str:
+        base = path or "tensor"
+        name, n = base, 1
+        while name in self.arrays or name == "__metadata__":
+            name = f"{base}#{n}"
+            n += 1
+        return name
+
+    def tensor(self, t: Any, path: str) -> dict[str, Any]:
+        from .nn.parameter import Parameter
+
+        v = t._v
+        key = (id(t._storage), v.offset, v.shape, v.strides, v.dtype.name)
+        name = self.by_view.get(key)
+        if name is None:
+            name = self._name(path)
+            arr = t.detach().numpy(force=True)
+            self.arrays[name] = np.require(arr, requirements="C")  # keeps 0-d arrays 0-d
+            self.by_view[key] = name
+        node: dict[str, Any] = {"$t": name, "dev": str(t.device)}
+        if t.requires_grad:
+            node["rg"] = True
+        if isinstance(t, Parameter):
+            node["param"] = True
+        return node
+
+    def encode(self, obj: Any, path: str = "", depth: int = 0) -> Any:
+        from . import _dtype
+        from ._device import device
+        from ._storage import Size
+        from ._tensor import Tensor
+
+        if depth > _MAX_DEPTH:
+            raise _NotSafe(f"nesting deeper than {_MAX_DEPTH}")
+        if obj is None or isinstance(obj, (bool, str)):
+            return obj
+        if isinstance(obj, int):
+            return int(obj)
+        if isinstance(obj, float):
+            if math.isfinite(obj):
+                return float(obj)
+            return {"$f": repr(obj)}
+        if isinstance(obj, Tensor):
+            return self.tensor(obj, path)
+        if isinstance(obj, np.generic) and obj.dtype.kind in "biuf":
+            return self.encode(obj.item(), path, depth)
+        if isinstance(obj, _dtype.dtype):
+            return {"$dtype": obj.name}
+        if isinstance(obj, device):
+            return {"$device": str(obj)}
+        sub = (lambda k: f"{path}.{k}" if path else str(k))
+        if isinstance(obj, Size):
+            return {"$size": [int(s) for s in obj]}
+        if type(obj) in (dict, OrderedDict) or (isinstance(obj, dict) and type(obj).__module__
+                                                  == "collections"):
+            ordered = type(obj) is not dict
+            if not ordered and all(isinstance(k, str) and not k.startswith("$") for k in obj):
+                return {k: self.encode(v, sub(k), depth + 1) for k, v in obj.items()}
+            items = [[self.encode(k, "", depth + 1) if not isinstance(k, Tensor) else _bad(k),
+                      self.encode(v, sub(k), depth + 1)] for k, v in obj.items()]
+            return {"$od" if ordered else "$d": items}
+        if type(obj) is list:
+            return [self.encode(v, sub(i), depth + 1) for i, v in enumerate(obj)]
+        if type(obj) is tuple:
+            return {"$tu": [self.encode(v, sub(i), depth + 1) for i, v in enumerate(obj)]}
+        raise _NotSafe(type(obj).__name__)
+
+
+def _bad(k: Any) -> Any:
+    raise _NotSafe("tensor used as a dict key")
+
+
+def _write(f: FileLike, data: bytes) -> None:
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "wb") as fh:
+            fh.write(data)
+    else:
+        f.write(data)
+
+
+def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int = 2,
+         _use_new_zipfile_serialization: bool = True) -> None:
+    """Save ``obj`` to ``f`` (a path or a binary file object).
+
+    Tensors (on any device, copied to the host), and dicts, lists, tuples, numbers, strings,
+    ``None``, dtypes and devices around them are stored in the safe format that :func:`load` reads
+    by default: state dicts, optimizer state dicts, checkpoints. Any other object (a whole
+    ``nn.Module``) is pickled -- readable only with ``load(f, weights_only=False)``, which can run
+    code; save ``state_dict()`` instead where you can.
+    """
+    import safetensors.numpy as stnp
+
+    enc = _Encoder()
+    try:
+        structure = enc.encode(obj)
+        meta = {"portagrad.version": _FORMAT_VERSION, "portagrad.format": "tree",
+                "portagrad.structure": json.dumps(structure, allow_nan=False,
+                                                  separators=(",", ":"))}
+    except _NotSafe:
+        enc = _Encoder()
+        meta = {"portagrad.version": _FORMAT_VERSION, "portagrad.format": "pickle",
+                "portagrad.pickle": base64.b64encode(
+                    _pickle_dumps(obj, enc, pickle_module or pickle, pickle_protocol)).decode()}
+    _write(f, stnp.save(enc.arrays, metadata=meta))
+
+
+def _pickle_dumps(obj: Any, enc: _Encoder, pickle_module: Any, protocol: int) -> bytes:
+    from ._tensor import Tensor
+
+    buf = io.BytesIO()
+
+    class _Pickler(pickle_module.Pickler):  # type: ignore[name-defined,misc]
+        def persistent_id(self, o: Any) -> Any:
+            if isinstance(o, Tensor):
+                node = enc.tensor(o, f"t{len(enc.arrays)}")
+                return ("portagrad.tensor", node["$t"], node["dev"], bool(o.requires_grad),
+                        type(o))
+            return None
+
+    _Pickler(buf, protocol=max(protocol, 2)).dump(obj)
+    return buf.getvalue()
+
+
+# ------------------------------------------------------------------------------------ loading
+def _read(f: FileLike) -> bytes:
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as fh:
+            return fh.read()
+    data = f.read()
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"load: expected a binary file object, but read() returned "
+                        f"{type(data).__name__}")
+    return bytes(data)
+
+
+def _parse_header(data: bytes) -> tuple[dict[str, Any], dict[str, str], int]:
+    """Check the safetensors framing; returns (tensor entries, metadata, start of the data)."""
+    n = len(data)
+    if n < 8:
+        raise LoadError(f"not a portagrad/safetensors file: it is only {n} bytes long (truncated?)")
+    (hlen,) = struct.unpack("<Q", data[:8])
+    if hlen > _MAX_HEADER:
+        raise LoadError(f"corrupted file: the header length field says {hlen} bytes, more than "
+                        f"the {_MAX_HEADER}-byte limit")
+    if 8 + hlen > n:
+        raise LoadError(f"truncated or corrupted file: the header length field says {hlen} bytes "
+                        f"but the file has only {n - 8} bytes after it")
+    raw = data[8:8 + hlen]
+    try:
+        header = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise LoadError(f"corrupted file: the safetensors header is not valid JSON ({exc})") \
+            from None
+    if not isinstance(header, dict):
+        raise LoadError(f"corrupted file: the safetensors header is a JSON "
+                        f"{type(header).__name__}, not an object")
+    meta = header.pop("__metadata__", None) or {}
+    if not isinstance(meta, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                             for k, v in meta.items()):
+        raise LoadError("corrupted file: '__metadata__' must map strings to strings")
+    start = 8 + hlen
+    data_len = n - start
+    spans = []
+    for name, entry in header.items():
+        if not isinstance(entry, dict):
+            raise LoadError(f"corrupted file: the header entry of tensor {name!r} is not an object")
+        dt = entry.get("dtype")
+        shape = entry.get("shape")
+        offs = entry.get("data_offsets")
+        if dt not in _ST_DTYPES:
+            if dt in _ST_OTHER:
+                raise LoadError(f"tensor {name!r} has dtype {dt}, which portagrad does not support")
+            raise LoadError(f"corrupted file: tensor {name!r} has an unknown dtype {dt!r}")
+        if not (isinstance(shape, list) and all(type(s) is int and s >= 0 for s in shape)):
+            raise LoadError(f"corrupted file: tensor {name!r} has an invalid shape {shape!r}")
+        if not (isinstance(offs, list) and len(offs) == 2 and all(type(o) is int for o in offs)):
+            raise LoadError(f"corrupted file: tensor {name!r} has invalid data_offsets {offs!r}")
+        b, e = offs
+        if not 0 <= b <= e <= data_len:
+            raise LoadError(f"truncated or corrupted file: tensor {name!r} spans bytes [{b}, {e}) "
+                            f"but the data section has {data_len} bytes")
+        itemsize = np.dtype(_ST_DTYPES[dt]).itemsize
+        if e - b != math.prod(shape) * itemsize:
+            raise LoadError(f"corrupted file: tensor {name!r} of shape {shape} and dtype {dt} "
+                            f"needs {math.prod(shape) * itemsize} bytes but its data_offsets span "
+                            f"{e - b}")
+        spans.append((b, e, name))
+    spans.sort()
+    pos = 0
+    for b, e, name in spans:
+        if b != pos:
+            raise LoadError(f"corrupted file: the data of tensor {name!r} starts at byte {b}, "
+                            f"expected {pos} (overlapping or gapped tensors)")
+        pos = e
+    if pos != data_len:
+        raise LoadError(f"corrupted file: the tensors cover {pos} bytes of data but the file has "
+                        f"{data_len}")
+    return header, meta, start
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def _classify_foreign(data: bytes) -> str | None:
+    if data[:4] == b"PK\x03\x04":
+        return ("this is a zip archive, as written by torch.save(); portagrad cannot read "
+                "PyTorch's pickle-based checkpoints. In PyTorch, convert it with "
+                "safetensors.torch.save_file(torch.load(path), 'file.safetensors')")
+    if data[:1] == b"\x80" and len(data) > 1 and 2 <= data[1] <= 5:
+        return "this is a pickle file"
+    return None
+
+
+def _to_device(dev: Any) -> Any:
+    from ._device import device as _dev
+
+    return dev if isinstance(dev, _dev) else _dev(dev)
+
+
+class _Placer:
+    """Creates tensors where ``map_location`` says."""
+
+    def __init__(self, map_location: Any) -> None:
+        self.map_location = map_location
+
+    def __call__(self, arr: np.ndarray, saved: str) -> Any:
+        from . import _creation
+        from ._tensor import Tensor
+
+        ml = self.map_location
+        if ml is None:
+            target: Any = saved
+        elif isinstance(ml, dict):
+            target = ml.get(saved, saved)
+        elif callable(ml) and not isinstance(ml, str):
+            res = ml(_creation.from_host(arr, device="cpu"), saved)
+            if isinstance(res, Tensor):
+                return res
+            target = saved if res is None else res
+        else:
+            target = ml
+        if isinstance(target, str) and target not in ("cpu",) and target.split(":")[0] == "cpu":
+            target = "cpu"
+        try:
+            dev = _to_device(target)
+            return _creation.from_host(arr, device=dev)
+        except (RuntimeError, ValueError) as exc:
+            if ml is None:
+                raise RuntimeError(f"Attempting to deserialize object on device '{saved}' but it "
+                                   f"is not available ({exc}). Use pg.load(..., map_location="
+                                   f"'cpu') to load it on another device.") from None
+            raise
+
+
+def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
+         weights_only: bool = True, mmap: Any = None, **pickle_load_args: Any) -> Any:
+    """Load an object saved with :func:`save` from ``f`` (a path or a binary file object).
+
+    ``map_location`` moves tensors as PyTorch: ``None`` (where they were saved), a device or device
+    string (``"cpu"``, ``"opencl:0"``), a dict mapping saved device strings to new ones, or a
+    callable ``fn(cpu_tensor, saved_location) -> tensor or None``. A plain safetensors file (from
+    other tools) loads as a dict of tensors. Truncated, corrupted or foreign files raise
+    :class:`LoadError`. Files holding pickled objects (``save`` of a whole module) need
+    ``weights_only=False`` -- only for files you trust: unpickling can run arbitrary code.
+    """
+    data = _read(f)
+    foreign = _classify_foreign(data)
+    if foreign is not None:
+        if foreign == "this is a pickle file" and not weights_only:
+            return (pickle_module or pickle).loads(data, **pickle_load_args)
+        if foreign == "this is a pickle file":
+            raise WeightsOnlyError(
+                "Weights only load failed: this is a pickle file, not a portagrad/safetensors "
+                "file. Unpickling can execute arbitrary code, so pg.load refuses it by default. "
+                "If you trust its source, call pg.load(f, weights_only=False).")
+        raise LoadError(f"not a portagrad/safetensors file: {foreign}")
+    header, meta, start = _parse_header(data)
+    import safetensors.numpy as stnp
+
+    try:
+        arrays = stnp.load(data) if header else {}
+    except Exception as exc:  # the library's own checks (should agree with ours)
+        raise LoadError(f"corrupted file: safetensors could not read it ({exc})") from None
+    place = _Placer(map_location)
+    kind = meta.get("portagrad.format")
+    if kind is None:  # a plain safetensors file: a dict of tensors
+        return {name: place(arrays[name], "cpu") for name in header}
+    if kind == "pickle":
+        if weights_only:
+            raise WeightsOnlyError(
+                "Weights only load failed: this file holds a pickled object (pg.save() of "
+                "something that is not tensors and plain containers, such as a whole nn.Module). "
+                "Unpickling can execute arbitrary code, so pg.load refuses it by default. If you "
+                "trust its source, call pg.load(f, weights_only=False); better, save "
+                "model.state_dict() and load it with model.load_state_dict(pg.load(f)).")
+        return _pickle_loads(meta, arrays, place, pickle_module or pickle)
+    if kind != "tree":
+        raise LoadError(f"unsupported portagrad format {kind!r} (written by a newer portagrad?)")
+    text = meta.get("portagrad.structure")
+    if text is None:
+        raise LoadError("corrupted file: the metadata has no 'portagrad.structure'")
+    try:
+        structure = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        raise LoadError(f"corrupted file: the structure metadata is not valid JSON ({exc})") \
+            from None
+    return _Decoder(arrays, place).decode(structure, 0)
+
+
+class _Decoder:
+    def __init__(self, arrays: dict[str, np.ndarray], place: Callable) -> None:
+        self.arrays = arrays
+        self.place = place
+        self.made: dict[tuple[str, str, bool, bool], Any] = {}
+
+    def tensor(self, node: dict[str, Any]) -> Any:
+        name, dev = node.get("$t"), node.get("dev", "cpu")
+        rg, param = node.get("rg", False), node.get("param", False)
+        if not isinstance(name, str) or not isinstance(dev, str) or type(rg) is not bool \
+                or type(param) is not bool:
+            raise LoadError(f"corrupted file: invalid tensor reference {node!r}")
+        if name not in self.arrays:
+            raise LoadError(f"corrupted file: the structure refers to tensor {name!r}, which is "
+                            f"not in the file")
+        key = (name, dev, rg, param)
+        t = self.made.get(key)
+        if t is None:
+            t = self.place(self.arrays[name], dev)
+            if param:
+                from .nn.parameter import Parameter
+
+                t = Parameter(t, requires_grad=rg)
+            elif rg:
+                if not t.dtype.is_floating_point:
+                    raise LoadError(f"corrupted file: tensor {name!r} of dtype {t.dtype} cannot "
+                                    f"require grad")
+                t.requires_grad_(True)
+            self.made[key] = t
+        return t
+
+    def decode(self, node: Any, depth: int) -> Any:
+        if depth > _MAX_DEPTH:
+            raise LoadError(f"corrupted file: the structure is nested deeper than {_MAX_DEPTH}")
+        if node is None or isinstance(node, (bool, int, float, str)):
+            return node
+        if isinstance(node, list):
+            return [self.decode(v, depth + 1) for v in node]
+        if not isinstance(node, dict):
+            raise LoadError(f"corrupted file: unexpected {type(node).__name__} in the structure")
+        tag = next((k for k in node if k.startswith("$")), None)
+        if tag is None:
+            return {k: self.decode(v, depth + 1) for k, v in node.items()}
+        val = node[tag]
+        try:
+            if tag == "$t":
+                return self.tensor(node)
+            if tag == "$tu" and isinstance(val, list):
+                return tuple(self.decode(v, depth + 1) for v in val)
+            if tag in ("$d", "$od") and isinstance(val, list):
+                out: dict = {} if tag == "$d" else OrderedDict()
+                for pair in val:
+                    if not (isinstance(pair, list) and len(pair) == 2):
+                        raise LoadError("corrupted file: a dict item is not a [key, value] pair")
+                    k = self.decode(pair[0], depth + 1)
+                    if isinstance(k, (list, dict)):
+                        raise LoadError("corrupted file: a dict key is a list or dict")
+                    out[k] = self.decode(pair[1], depth + 1)
+                return out
+            if tag == "$f" and val in ("nan", "inf", "-inf"):
+                return float(val)
+            if tag == "$size" and isinstance(val, list) and all(type(v) is int for v in val):
+                from ._storage import Size
+
+                return Size(val)
+            if tag == "$dtype" and isinstance(val, str):
+                from . import _dtype
+
+                return _dtype.as_dtype(val)
+            if tag == "$device" and isinstance(val, str):
+                return _to_device(val)
+        except LoadError:
+            raise
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise LoadError(f"corrupted file: invalid {tag} entry {val!r} ({exc})") from None
+        raise LoadError(f"corrupted file: unknown or malformed structure entry {tag!r}")
+
+
+def _pickle_loads(meta: dict[str, str], arrays: dict[str, np.ndarray], place: Callable,
+                  pickle_module: Any) -> Any:
+    """The explicit unsafe path (``weights_only=False``)."""
+    try:
+        payload = base64.b64decode(meta["portagrad.pickle"], validate=True)
+    except (KeyError, ValueError) as exc:
+        raise LoadError(f"corrupted file: invalid pickle payload ({exc})") from None
+
+    class _Unpickler(pickle_module.Unpickler):  # type: ignore[name-defined,misc]
+        def persistent_load(self, pid: Any) -> Any:
+            tag, name, dev, rg, cls = pid
+            if tag != "portagrad.tensor" or name not in arrays:
+                raise LoadError(f"corrupted file: unknown tensor reference {pid!r}")
+            t = place(arrays[name], dev)
+            if cls is not type(t):
+                t = cls._from_tensor(t)
+            if rg:
+                t.requires_grad_(True)
+            return t
+
+    return _Unpickler(io.BytesIO(payload)).load()

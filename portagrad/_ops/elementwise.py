@@ -64,7 +64,7 @@ class _Mul(_Binary):
     def forward(ctx: Any, a: Any, b: Any) -> Tensor:
         ctx.save_for_backward(a if isinstance(a, Tensor) else None,
                               b if isinstance(b, Tensor) else None)
-        ctx.scalars = (a, b)
+        ctx.scalars = (None if isinstance(a, Tensor) else a, None if isinstance(b, Tensor) else b)
         t = a if isinstance(a, Tensor) else b
         return _raw.binary("mul", a, b, t._v.dtype)
 
@@ -85,7 +85,7 @@ class _Div(_Binary):
     def forward(ctx: Any, a: Any, b: Any) -> Tensor:
         ctx.save_for_backward(a if isinstance(a, Tensor) else None,
                               b if isinstance(b, Tensor) else None)
-        ctx.scalars = (a, b)
+        ctx.scalars = (None if isinstance(a, Tensor) else a, None if isinstance(b, Tensor) else b)
         t = a if isinstance(a, Tensor) else b
         return _raw.binary("div", a, b, t._v.dtype)
 
@@ -108,7 +108,7 @@ class _Pow(_Binary):
         out = _raw.binary("pow", a, b, t._v.dtype)
         ctx.save_for_backward(a if isinstance(a, Tensor) else None,
                               b if isinstance(b, Tensor) else None, out)
-        ctx.scalars = (a, b)
+        ctx.scalars = (None if isinstance(a, Tensor) else a, None if isinstance(b, Tensor) else b)
         return out
 
     @staticmethod
@@ -259,7 +259,7 @@ class _Remainder(Function):
     def forward(ctx: Any, a: Any, b: Any) -> Tensor:
         ctx.save_for_backward(a if isinstance(a, Tensor) else None,
                               b if isinstance(b, Tensor) else None)
-        ctx.scalars = (a, b)
+        ctx.scalars = (None if isinstance(a, Tensor) else a, None if isinstance(b, Tensor) else b)
         t = a if isinstance(a, Tensor) else b
         return _raw.binary("remainder", a, b, t._v.dtype)
 
@@ -472,6 +472,13 @@ def _float_input(x: Tensor) -> Tensor:
     return to(x, dtype=_dtype.get_default_dtype())
 
 
+_NO_BOOL = {  # PyTorch's errors for unary ops undefined on bool tensors
+    "neg": "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+           "invert a mask, use the `~` or `logical_not()` operator instead.",
+    "relu": "Boolean inputs not supported for relu",
+}
+
+
 def _make_unary(name: str, op: str, grad: Any, save: str = "input", float_only: bool = True,
                 node: str | None = None) -> Any:
     """Build a unary op from a derivative rule ``grad(g, x, y) -> dx`` (``x`` input, ``y`` output)."""
@@ -506,6 +513,8 @@ def _make_unary(name: str, op: str, grad: Any, save: str = "input", float_only: 
     def fn(input: Tensor) -> Tensor:
         if not isinstance(input, Tensor):
             raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+        if input._v.dtype is _dtype.bool and name in _NO_BOOL:
+            raise RuntimeError(_NO_BOOL[name])
         x = _float_input(input) if float_only else input
         return call(_U, x)
 
@@ -782,10 +791,38 @@ def binary_inplace(fn: Any, x: Tensor, other: Any, **kw: Any) -> Tensor:
         return res
 
     def raw_into(t: Tensor) -> None:
+        prim = _DIRECT_INPLACE.get(fn)
+        if prim is not None and res_dtype is t._v.dtype and not kw and _direct_operand(t, other) \
+                and (prim != "div" or t._v.dtype.is_floating_point):
+            # one pass, straight into t (the contract allows out == an input view)
+            b = other
+            if isinstance(other, Tensor):
+                b = other._v if other._v.shape == t._v.shape else _expanded_view(other, t._v.shape)
+            else:
+                b = to_scalar(other, t._v.dtype)
+            t._storage.backend.binary(prim, t._v, b, t._v)
+            return
         res = checked(fn(t._alias(), other, **kw))
         _raw.copy_into(t, res)
 
     return inplace(x, lambda old: checked(fn(old, other, **kw)), raw_into, (other,))
+
+
+def _direct_operand(t: Tensor, other: Any) -> bool:
+    if not isinstance(other, Tensor):
+        return is_scalar(other)
+    return (other._v.dtype is t._v.dtype and other._storage.device is t._storage.device
+            and not (other._storage is t._storage and other._v.offset != t._v.offset))
+
+
+def _expanded_view(x: Tensor, shape: tuple) -> Any:
+    """A raw broadcast view of ``x`` at ``shape`` (stride 0 along broadcast dimensions)."""
+    from ..backends.interface import View
+
+    lead = len(shape) - len(x._v.shape)
+    strides = [0] * lead + [0 if n == 1 and m != 1 else st for n, m, st in
+                            zip(x._v.shape, shape[lead:], x._v.strides)]
+    return View(x._v.buffer, x._v.offset, tuple(shape), tuple(strides), x._v.dtype)
 
 
 def unary_inplace(fn: Any, x: Tensor, *args: Any, **kw: Any) -> Tensor:
@@ -804,3 +841,6 @@ def unary_inplace(fn: Any, x: Tensor, *args: Any, **kw: Any) -> Tensor:
 def _type_name(d: Any) -> str:
     return {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int",
             "int64": "Long", "bool": "Bool"}[d.name]
+
+
+_DIRECT_INPLACE = {add: "add", sub: "sub", mul: "mul", div: "div"}

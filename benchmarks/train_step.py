@@ -1,0 +1,205 @@
+"""Training-step cost: portagrad beside PyTorch (CPU) in one process, plus peak host memory.
+
+Run: ``python -m benchmarks.train_step [--steps N] [--no-memory]``. For an MLP 784-256-10 and the
+demo CNN (batch 64, cross-entropy, SGD with momentum 0.9) it prints ms per step
+(zero_grad + forward + backward + step) for portagrad on ``cpu`` and on ``opencl:0`` when available,
+for torch on the CPU when torch is installed, and the ratio portagrad/torch; then a one-element
+``a + b``; then the peak resident memory of a child process training the demo model for a few
+steps in each library. Both libraries use one BLAS/intra-op thread (small matrices; this keeps
+the figures stable on a shared machine).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    return torch
+
+
+def _time(step: Callable[[], Any], steps: int, sync: Callable[[], Any] = lambda: None) -> float:
+    for _ in range(3):
+        step()
+    sync()
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        for _ in range(steps):
+            step()
+        sync()
+        best = min(best, (time.perf_counter() - t) / steps)
+    return best * 1000
+
+
+def _models(lib: Any) -> dict[str, Callable[[], Any]]:
+    nn = lib.nn
+    return {
+        "MLP 784-256-10": lambda: nn.Sequential(nn.Linear(784, 256), nn.ReLU(),
+                                                nn.Linear(256, 10)),
+        "demo CNN (digits)": lambda: nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(128, 10)),
+    }
+
+
+_SHAPES = {"MLP 784-256-10": (64, 784), "demo CNN (digits)": (64, 1, 8, 8)}
+
+
+def _step_fn(lib: Any, model: Any, x: Any, y: Any) -> Callable[[], Any]:
+    opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = lib.nn.CrossEntropyLoss()
+
+    def step() -> Any:
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def bench_steps(steps: int) -> None:
+    import portagrad as pg
+
+    torch = _torch()
+    devices = ["cpu"] + (["opencl:0"] if pg.opencl.is_available() else [])
+    rng = np.random.default_rng(0)
+    print(f"training step, batch 64, SGD momentum 0.9 ({steps} steps, best of 3)")
+    for name, make in _models(pg).items():
+        xs = rng.standard_normal(_SHAPES[name]).astype(np.float32)
+        ys = rng.integers(0, 10, 64)
+        ref = None
+        if torch is not None:
+            torch.manual_seed(0)
+            tm = _models(torch)[name]()
+            ref = _time(_step_fn(torch, tm, torch.from_numpy(xs), torch.from_numpy(ys)), steps)
+        for dev in devices:
+            pg.manual_seed(0)
+            m = make().to(dev)
+            x = pg.tensor(xs, device=dev)
+            y = pg.tensor(ys, device=dev)
+            sync = (lambda d=dev: pg.opencl.synchronize(pg.device(d))) if dev != "cpu" else \
+                (lambda: None)
+            ours = _time(_step_fn(pg, m, x, y), steps, sync)
+            line = f"  {name:<20} portagrad {dev:<9} {ours:8.2f} ms/step"
+            if ref is not None:
+                line += f"   torch cpu {ref:8.2f} ms/step   ratio portagrad/torch {ours / ref:6.2f}"
+            print(line, flush=True)
+
+
+def bench_tiny_add() -> None:
+    import timeit
+
+    import portagrad as pg
+
+    torch = _torch()
+    a, b = pg.tensor([1.0]), pg.tensor([2.0])
+    n = 20000
+    ours = min(timeit.repeat(lambda: a + b, number=n, repeat=5)) / n * 1e6
+    line = f"one-element a + b: portagrad cpu {ours:6.2f} us"
+    if torch is not None:
+        ta, tb = torch.tensor([1.0]), torch.tensor([2.0])
+        ref = min(timeit.repeat(lambda: ta + tb, number=n, repeat=5)) / n * 1e6
+        line += f"   torch {ref:6.2f} us   ratio {ours / ref:5.2f}"
+    print(line, flush=True)
+
+
+_CHILD = r"""
+import json, resource, sys
+def hwm():
+    # peak RSS of this process image: VmHWM restarts at exec, unlike ru_maxrss, which keeps the
+    # forking parent's peak
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+lib = sys.argv[1]
+import numpy as np
+x = np.random.default_rng(0).standard_normal((64, 1, 8, 8)).astype(np.float32)
+y = np.random.default_rng(0).integers(0, 10, 64)
+base = hwm()
+if lib == "torch":
+    import torch as L
+    torch = L
+    torch.set_num_threads(1)
+    X, Y = torch.from_numpy(x), torch.from_numpy(y)
+else:
+    import portagrad as L
+    X, Y = L.tensor(x), L.tensor(y)
+imported = hwm()
+nn = L.nn
+m = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                  nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                  nn.Flatten(), nn.Linear(128, 10))
+opt = L.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+for _ in range(50):
+    opt.zero_grad(); loss = nn.CrossEntropyLoss()(m(X), Y); loss.backward(); opt.step()
+peak = hwm()
+print(json.dumps({"import_kib": imported, "peak_kib": peak, "base_kib": base}))
+"""
+
+
+def bench_memory() -> None:
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join(p for p in (os.getcwd(), os.environ.get("PYTHONPATH"))
+                                          if p))
+    libs = ["portagrad"] + (["torch"] if _torch() is not None else [])
+    res = {}
+    for lib in libs:
+        proc = subprocess.run([sys.executable, "-c", _CHILD, lib], capture_output=True, text=True,
+                              env=env, timeout=300)
+        if proc.returncode != 0:
+            print(f"  {lib}: failed: {proc.stderr[-500:]}")
+            continue
+        res[lib] = json.loads(proc.stdout.strip().splitlines()[-1])
+    print("peak host memory (RSS) of a process training the demo CNN for 50 steps on the CPU")
+    for lib, r in res.items():
+        print(f"  {lib:<10} peak {r['peak_kib'] / 1024:7.1f} MiB (after import "
+              f"{r['import_kib'] / 1024:7.1f} MiB; training adds "
+              f"{(r['peak_kib'] - r['import_kib']) / 1024:6.1f} MiB)")
+    if len(res) == 2:
+        print(f"  ratio portagrad/torch peak: {res['portagrad']['peak_kib'] / res['torch']['peak_kib']:.2f}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.train_step")
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--no-memory", action="store_true")
+    args = p.parse_args(argv)
+    try:
+        from threadpoolctl import threadpool_limits
+        limiter: Any = threadpool_limits(limits=1, user_api="blas")
+    except ImportError:  # pragma: no cover - optional
+        limiter = None
+    try:
+        if _torch() is None:
+            print("torch is not installed: printing portagrad figures only")
+        bench_steps(args.steps)
+        bench_tiny_add()
+        if not args.no_memory:
+            bench_memory()
+    finally:
+        if limiter is not None:
+            limiter.restore_original_limits()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""Adadelta (``torch.optim.Adadelta``)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from . import _inplace as I
+from .optimizer import Optimizer, _inc, _step_counter
+
+__all__ = ["Adadelta"]
+
+
+class Adadelta(Optimizer):
+    """Adadelta (Zeiler)::
+
+        v = rho * v + (1 - rho) * g * g;  d = sqrt(u + eps) / sqrt(v + eps) * g
+        u = rho * u + (1 - rho) * d * d;  p -= lr * d
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1.0, rho: float = 0.9,
+                 eps: float = 1e-6, weight_decay: float = 0, foreach: bool | None = None, *,
+                 capturable: bool = False, maximize: bool = False,
+                 differentiable: bool = False) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                        capturable=capturable, foreach=foreach, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, rho, eps = float(group["lr"]), float(group["rho"]), float(group["eps"])
+            wd, maximize = float(group["weight_decay"]), group["maximize"]
+            for p in group["params"]:
+                g = p._grad
+                if g is None:
+                    continue
+                st = self.state[p]
+                if not st:
+                    st["step"] = _step_counter()
+                    st["square_avg"] = I.zeros_like(p)
+                    st["acc_delta"] = I.zeros_like(p)
+                if maximize:
+                    g = I.scale_(I.copy(g), -1.0)
+                _inc(st["step"])
+                if wd != 0:
+                    g = I.axpy_(I.copy(g) if g is p._grad else g, wd, p)
+                square_avg, acc_delta = st["square_avg"], st["acc_delta"]
+                I.scale_(square_avg, rho)
+                I.addcmul_(square_avg, g, g, 1 - rho)
+                std = I.sqrt(I.add_scalar_(I.copy(square_avg), eps))
+                delta = I.sqrt(I.add_scalar_(I.copy(acc_delta), eps))
+                I.div_(delta, std)
+                I.mul_(delta, g)
+                I.scale_(acc_delta, rho)
+                I.addcmul_(acc_delta, delta, delta, 1 - rho)
+                I.axpy_(p, -lr, delta)
+        return loss

@@ -1,0 +1,66 @@
+"""Adagrad (``torch.optim.Adagrad``)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from . import _inplace as I
+from .optimizer import Optimizer, _inc, _step_counter
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(Optimizer):
+    """Adagrad (Duchi et al.)::
+
+        clr = lr / (1 + (t - 1) * lr_decay);  s += g * g;  p -= clr * g / (sqrt(s) + eps)
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0,
+                 weight_decay: float = 0, initial_accumulator_value: float = 0,
+                 eps: float = 1e-10, foreach: bool | None = None, *, maximize: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(f"Invalid initial_accumulator_value value: "
+                             f"{initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+        # PyTorch creates Adagrad's state eagerly
+        for group in self.param_groups:
+            for p in group["params"]:
+                st = self.state[p]
+                st["step"] = _step_counter()
+                st["sum"] = I.full_like(p, float(group["initial_accumulator_value"]))
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, lr_decay = float(group["lr"]), float(group["lr_decay"])
+            wd, eps, maximize = float(group["weight_decay"]), float(group["eps"]), group["maximize"]
+            for p in group["params"]:
+                g = p._grad
+                if g is None:
+                    continue
+                st = self.state[p]
+                if maximize:
+                    g = I.scale_(I.copy(g), -1.0)
+                step = _inc(st["step"])
+                if wd != 0:
+                    g = I.axpy_(I.copy(g) if g is p._grad else g, wd, p)
+                clr = lr / (1 + (step - 1) * lr_decay)
+                s = st["sum"]
+                I.addcmul_(s, g, g, 1.0)
+                std = I.sqrt(s)
+                I.add_scalar_(std, eps)
+                I.addcdiv_(p, g, std, -clr)
+        return loss

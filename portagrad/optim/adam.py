@@ -1,0 +1,109 @@
+"""Adam and AdamW (``torch.optim.Adam``, ``torch.optim.AdamW``)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from . import _inplace as I
+from .optimizer import Optimizer, _inc, _step_counter
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba), with PyTorch's update order::
+
+        g = grad (+ weight_decay * p, or p *= 1 - lr * weight_decay when decoupled)
+        m = lerp(m, g, 1 - beta1);  v = beta2 * v + (1 - beta2) * g * g;  (vmax = max(vmax, v))
+        p -= lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                        amsgrad=amsgrad, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("decoupled_weight_decay", isinstance(self, AdamW))
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr = float(group["lr"])
+            beta1, beta2 = (float(b) for b in group["betas"])
+            eps = float(group["eps"])
+            wd = float(group["weight_decay"])
+            amsgrad = group["amsgrad"]
+            maximize = group["maximize"]
+            decoupled = group.get("decoupled_weight_decay", False)
+            for p in group["params"]:
+                g = p._grad
+                if g is None:
+                    continue
+                st = self.state[p]
+                if not st:
+                    st["step"] = _step_counter()
+                    st["exp_avg"] = I.zeros_like(p)
+                    st["exp_avg_sq"] = I.zeros_like(p)
+                    if amsgrad:
+                        st["max_exp_avg_sq"] = I.zeros_like(p)
+                if maximize:
+                    g = I.scale_(I.copy(g), -1.0)
+                step = _inc(st["step"])
+                if wd != 0:
+                    if decoupled:
+                        I.scale_(p, 1 - lr * wd)
+                    else:
+                        g = I.axpy_(I.copy(g) if g is p._grad else g, wd, p)
+                exp_avg, exp_avg_sq = st["exp_avg"], st["exp_avg_sq"]
+                I.lerp_(exp_avg, g, 1 - beta1)
+                I.scale_(exp_avg_sq, beta2)
+                I.addcmul_(exp_avg_sq, g, g, 1 - beta2)
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2 = 1 - beta2 ** step
+                step_size = lr / bias_correction1
+                bc2_sqrt = bias_correction2 ** 0.5
+                if amsgrad:
+                    vmax = st["max_exp_avg_sq"]
+                    I.maximum_(vmax, exp_avg_sq)
+                    denom = I.sqrt(vmax)
+                else:
+                    denom = I.sqrt(exp_avg_sq)
+                I.div_scalar_(denom, bc2_sqrt)
+                I.add_scalar_(denom, eps)
+                I.addcdiv_(p, exp_avg, denom, -step_size)
+        return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter): ``p *= 1 - lr * weight_decay``
+    before the Adam update; ``weight_decay`` defaults to ``1e-2``."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         maximize=maximize, capturable=capturable, differentiable=differentiable,
+                         fused=fused, decoupled_weight_decay=True)

@@ -1,0 +1,293 @@
+"""The :class:`Optimizer` base class (``torch.optim.Optimizer``): parameter groups, per-parameter
+state, ``zero_grad`` and ``state_dict``/``load_state_dict`` in PyTorch's format."""
+from __future__ import annotations
+
+import copy
+import functools
+import warnings
+from collections import OrderedDict, defaultdict
+from typing import Any, Callable, Iterable
+
+from .. import _dtype
+from .._tensor import Tensor
+from ..autograd import grad_mode
+from ..autograd.function import RemovableHandle
+
+__all__ = ["Optimizer", "required"]
+
+
+class _RequiredParameter:
+    """Singleton marking a hyper-parameter without default (``torch.optim.optimizer.required``)."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+_global_pre_hooks: "OrderedDict[int, Callable]" = OrderedDict()
+_global_post_hooks: "OrderedDict[int, Callable]" = OrderedDict()
+
+
+def _typename(obj: Any) -> str:
+    if isinstance(obj, Tensor):
+        return "portagrad." + obj._type_description().split()[1]
+    return type(obj).__module__ + "." + type(obj).__qualname__ \
+        if type(obj).__module__ != "builtins" else type(obj).__qualname__
+
+
+def _step_counter() -> Tensor:
+    """A fresh ``state["step"]``: a float32 scalar on the CPU, as PyTorch keeps it."""
+    from .. import _creation
+
+    return _creation.tensor(0.0, dtype=_dtype.float32, device="cpu")
+
+
+def _inc(step_t: Tensor) -> float:
+    """``step_t += 1``, returning the new value as a Python float."""
+    step_t._storage.backend.binary("add", step_t._v, 1.0, step_t._v)
+    step_t._vc[0] += 1
+    return step_t.item()
+
+
+class Optimizer:
+    """Base class of all optimizers.
+
+    ``params`` is an iterable of tensors, of ``(name, tensor)`` pairs, or of dicts defining parameter
+    groups (each with a ``"params"`` entry and optional per-group hyper-parameters overriding
+    ``defaults``).
+    """
+
+    def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        self._optimizer_step_pre_hooks: "OrderedDict[int, Callable]" = OrderedDict()
+        self._optimizer_step_post_hooks: "OrderedDict[int, Callable]" = OrderedDict()
+        self._opt_called = False
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            f"Tensors or dicts, but got {_typename(params)}")
+        self.state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = _with_hooks(cls.__dict__["step"])  # type: ignore[method-assign]
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_optimizer_step_pre_hooks", OrderedDict())
+        self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
+        self.__dict__.setdefault("_opt_called", False)
+
+    def __repr__(self) -> str:
+        lines = [self.__class__.__name__ + " ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for key in sorted(group):
+                if key not in ("params", "param_names"):
+                    lines.append(f"    {key}: {group[key]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+    # ----------------------------------------------------------------- groups
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters (with optional per-group hyper-parameters)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {_typename(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but "
+                            "the ordering of tensors in sets will change between runs. Please use "
+                            "a list instead.")
+        else:
+            param_group["params"] = list(params)
+        plist = param_group["params"]
+        if plist and isinstance(plist[0], tuple):
+            names = [p[0] for p in plist]
+            param_group["params"] = plist = [p[1] for p in plist]
+            param_group["param_names"] = names
+        for p in plist:
+            if not isinstance(p, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
+                                + _typename(p))
+            if not self.defaults.get("differentiable", False) and not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization "
+                                 f"parameter {name}")
+            param_group.setdefault(name, default)
+        if len(set(map(id, plist))) != len(plist):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
+                          "future, this will cause an error; see "
+                          "github.com/pytorch/pytorch/issues/40967 for more information",
+                          stacklevel=3)
+        seen: set[int] = set()
+        for group in self.param_groups:
+            seen.update(map(id, group["params"]))
+        if not seen.isdisjoint(map(id, plist)):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    # ------------------------------------------------------------------ grads
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all optimized tensors (``None`` by default, else zeros)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p._grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p._grad = None
+                else:
+                    if g._grad_fn is not None:
+                        g.detach_()
+                    else:
+                        g.requires_grad_(False)
+                    g._storage.backend.fill(g._v, 0)
+                    g._vc[0] += 1
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform one optimization step (re-evaluating the loss with ``closure`` if given)."""
+        raise NotImplementedError
+
+    def _closure_loss(self, closure: Callable[[], Any] | None) -> Any:
+        if closure is None:
+            return None
+        with grad_mode.enable_grad():
+            return closure()
+
+    # ------------------------------------------------------------------ hooks
+    def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(optimizer, args, kwargs)`` runs before each ``step``; it may return new
+        ``(args, kwargs)``."""
+        h = RemovableHandle(self._optimizer_step_pre_hooks)
+        self._optimizer_step_pre_hooks[h.id] = hook
+        return h
+
+    def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(optimizer, args, kwargs)`` runs after each ``step``."""
+        h = RemovableHandle(self._optimizer_step_post_hooks)
+        self._optimizer_step_post_hooks[h.id] = hook
+        return h
+
+    # ------------------------------------------------------------- state dict
+    def state_dict(self) -> dict[str, Any]:
+        """``{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}`` -- parameters
+        are replaced by their position in the order of the groups, as in PyTorch."""
+        mappings: dict[int, int] = {}
+        start = 0
+
+        def pack(group: dict[str, Any]) -> dict[str, Any]:
+            nonlocal start
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for i, p in enumerate(group["params"], start):
+                mappings.setdefault(id(p), i)
+            packed["params"] = [mappings[id(p)] for p in group["params"]]
+            start += len(packed["params"])
+            return packed
+
+        groups = [pack(g) for g in self.param_groups]
+        state = {(mappings[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a state produced by :meth:`state_dict` (state tensors are moved to each parameter's
+        device and, when floating point, cast to its dtype -- except ``"step"``)."""
+        state_dict = state_dict.copy()
+        groups = self.param_groups
+        saved_groups = copy.deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        param_lens = (len(g["params"]) for g in groups)
+        saved_lens = (len(g["params"]) for g in saved_groups)
+        if any(p_len != s_len for p_len, s_len in zip(param_lens, saved_lens)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the "
+                             "size of optimizer's group")
+        id_map = {old_id: p for old_id, p in zip(
+            (i for g in saved_groups for i in g["params"]),
+            (p for g in groups for p in g["params"]))}
+
+        def cast(param: Tensor, value: Any, key: Any = None) -> Any:
+            if isinstance(value, Tensor):
+                if key == "step":
+                    return value.detach().to("cpu", dtype=_dtype.float32, copy=True)
+                if param.is_floating_point() and value.is_floating_point():
+                    return value.detach().to(param.device, dtype=param.dtype, copy=True)
+                return value.detach().to(param.device, copy=True)
+            if isinstance(value, dict):
+                return {k: cast(param, v, k) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return type(value)(cast(param, v, key) for v in value)
+            return value
+
+        state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            key = int(k) if isinstance(k, str) and k.isdigit() else k
+            if key in id_map:
+                param = id_map[key]
+                state[param] = cast(param, v)
+            else:
+                state[k] = v
+
+        def update_group(group: dict[str, Any], new_group: dict[str, Any]) -> dict[str, Any]:
+            new_group["params"] = group["params"]
+            if "param_names" in group and "param_names" not in new_group:
+                new_group["param_names"] = group["param_names"]
+            for k, v in new_group.items():  # JSON has no tuples: restore e.g. ``betas``
+                if isinstance(group.get(k), tuple) and isinstance(v, list):
+                    new_group[k] = tuple(v)
+            return new_group
+
+        self.state = state
+        self.param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
+
+
+def _with_hooks(step: Callable) -> Callable:
+    @functools.wraps(step)
+    def wrapper(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
+        self._opt_called = True
+        if self._optimizer_step_pre_hooks or _global_pre_hooks:
+            for hook in (*_global_pre_hooks.values(), *self._optimizer_step_pre_hooks.values()):
+                res = hook(self, args, kwargs)
+                if res is not None:
+                    if not (isinstance(res, tuple) and len(res) == 2):
+                        raise RuntimeError(f"{hook} must return None or a tuple of (new_args, "
+                                           f"new_kwargs), but got {res}.")
+                    args, kwargs = res
+        with grad_mode.no_grad():
+            out = step(self, *args, **kwargs)
+        if self._optimizer_step_post_hooks or _global_post_hooks:
+            for hook in (*self._optimizer_step_post_hooks.values(), *_global_post_hooks.values()):
+                hook(self, args, kwargs)
+        return out
+
+    wrapper._wrapped_step = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def register_optimizer_step_pre_hook(hook: Callable) -> RemovableHandle:
+    """A pre-step hook for every optimizer."""
+    h = RemovableHandle(_global_pre_hooks)
+    _global_pre_hooks[h.id] = hook
+    return h
+
+
+def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
+    """A post-step hook for every optimizer."""
+    h = RemovableHandle(_global_post_hooks)
+    _global_post_hooks[h.id] = hook
+    return h

@@ -1,0 +1,82 @@
+"""RMSprop (``torch.optim.RMSprop``)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from . import _inplace as I
+from .optimizer import Optimizer, _inc, _step_counter
+
+__all__ = ["RMSprop"]
+
+
+class RMSprop(Optimizer):
+    """RMSprop (Hinton), PyTorch's variant::
+
+        v = alpha * v + (1 - alpha) * g * g;   (centered: m = lerp(m, g, 1 - alpha), v' = v - m*m)
+        avg = sqrt(v') + eps
+        momentum > 0: buf = momentum * buf + g / avg; p -= lr * buf     else: p -= lr * g / avg
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, alpha: float = 0.99,
+                 eps: float = 1e-8, weight_decay: float = 0, momentum: float = 0,
+                 centered: bool = False, capturable: bool = False, foreach: bool | None = None,
+                 maximize: bool = False, differentiable: bool = False) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= momentum:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= alpha:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                        weight_decay=weight_decay, capturable=capturable, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, alpha, eps = float(group["lr"]), float(group["alpha"]), float(group["eps"])
+            wd, momentum = float(group["weight_decay"]), float(group["momentum"])
+            centered, maximize = group["centered"], group["maximize"]
+            for p in group["params"]:
+                g = p._grad
+                if g is None:
+                    continue
+                st = self.state[p]
+                if not st:
+                    st["step"] = _step_counter()
+                    st["square_avg"] = I.zeros_like(p)
+                    if momentum > 0:
+                        st["momentum_buffer"] = I.zeros_like(p)
+                    if centered:
+                        st["grad_avg"] = I.zeros_like(p)
+                if maximize:
+                    g = I.scale_(I.copy(g), -1.0)
+                _inc(st["step"])
+                if wd != 0:
+                    g = I.axpy_(I.copy(g) if g is p._grad else g, wd, p)
+                square_avg = st["square_avg"]
+                I.scale_(square_avg, alpha)
+                I.addcmul_(square_avg, g, g, 1 - alpha)
+                if centered:
+                    grad_avg = st["grad_avg"]
+                    I.lerp_(grad_avg, g, 1 - alpha)
+                    avg = I.copy(square_avg)
+                    I.addcmul_(avg, grad_avg, grad_avg, -1.0)
+                    avg = I.sqrt(avg)
+                else:
+                    avg = I.sqrt(square_avg)
+                I.add_scalar_(avg, eps)
+                if momentum > 0:
+                    buf = st["momentum_buffer"]
+                    I.scale_(buf, momentum)
+                    I.addcdiv_(buf, g, avg)
+                    I.axpy_(p, -lr, buf)
+                else:
+                    I.addcdiv_(p, g, avg, -lr)
+        return loss

@@ -1,0 +1,76 @@
+"""Stochastic gradient descent (``torch.optim.SGD``)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from . import _inplace as I
+from .optimizer import Optimizer
+
+__all__ = ["SGD"]
+
+
+def _grad(p: Any, maximize: bool, weight_decay: float) -> Any:
+    """The gradient used by the update: negated when maximizing, plus ``weight_decay * p``."""
+    g = p._grad
+    if maximize:
+        n = I.copy(g)
+        I.scale_(n, -1.0)
+        g = n
+    if weight_decay != 0:
+        g = I.axpy_(I.copy(g) if g is p._grad else g, weight_decay, p)
+    return g
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent, optionally with (Nesterov) momentum, as PyTorch computes it::
+
+        g = grad (+ weight_decay * p);  buf = g  (first step)  or  momentum * buf + (1 - dampening) * g
+        p -= lr * (g + momentum * buf  if nesterov else  buf)
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0,
+                 dampening: float = 0, weight_decay: float = 0, nesterov: bool = False, *,
+                 maximize: bool = False, foreach: bool | None = None,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize, foreach=foreach,
+                        differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient."""
+        loss = self._closure_loss(closure)
+        state = self.state
+        for group in self.param_groups:
+            lr = float(group["lr"])
+            momentum = float(group["momentum"])
+            dampening = float(group["dampening"])
+            wd = float(group["weight_decay"])
+            nesterov = group["nesterov"]
+            maximize = group["maximize"]
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                g = _grad(p, maximize, wd) if (maximize or wd) else p._grad
+                if momentum != 0:
+                    st = state[p]
+                    buf = st.get("momentum_buffer")
+                    if buf is None:
+                        buf = st["momentum_buffer"] = I.copy(g)
+                    else:
+                        I.scale_(buf, momentum)
+                        I.axpy_(buf, 1 - dampening, g)
+                    if nesterov:
+                        g = I.axpy_(I.copy(g) if g is p._grad else g, momentum, buf)
+                    else:
+                        g = buf
+                I.axpy_(p, -lr, g)
+        return loss
