@@ -86,6 +86,8 @@ def _infer_array(data: Any) -> tuple[np.ndarray, bool]:
     try:
         arr = np.array(data)
     except ValueError as exc:
+        if isinstance(data, (list, tuple)):
+            _check_ragged(data)  # names the dimension and lengths, as PyTorch
         raise ValueError(f"could not convert data to a tensor: {exc}") from None
     if arr.dtype == object:
         if isinstance(data, (list, tuple)):
@@ -284,6 +286,11 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device
         is_float = any(isinstance(v, float) for v in vals)
         dtype = _dtype.get_default_dtype() if is_float else _dtype.int64
     dt = _dtype.as_dtype(dtype)
+    if not dt.is_floating_point:
+        # PyTorch casts the bounds and step to the integer dtype first (truncating)
+        start, end, step = int(start), int(end), int(step)
+        if step == 0:
+            raise RuntimeError("step must be nonzero")
     n = max(0, math.ceil((end - start) / step))
     arr = (start + np.arange(n, dtype=np.float64) * step) if dt.is_floating_point else \
         np.arange(start, end, step, dtype=np.int64)[:n]

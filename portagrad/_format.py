@@ -43,6 +43,13 @@ def _float_formatter(arr: np.ndarray) -> dict:
     return {"float_kind": lambda v: f"{v:.{prec}f}"}
 
 
+def _padded(formatter: dict, kind: str, arr: np.ndarray) -> dict:
+    """Right-align every element to the widest one, as PyTorch does (``[ 1.5000, -2.0000]``)."""
+    f = formatter[kind]
+    width = max((len(f(v)) for v in np.unique(arr.reshape(-1))), default=0)
+    return {kind: lambda v: f(v).rjust(width)}
+
+
 def format_tensor(t: "Tensor") -> str:
     """``tensor([...], device='opencl:0', dtype=..., requires_grad=True)``."""
     from . import _dtype
@@ -53,9 +60,9 @@ def format_tensor(t: "Tensor") -> str:
         return f"tensor(<unavailable: {exc}>, device='{t.device}', dtype={t.dtype})"
     kw: dict = {}
     if arr.dtype.kind == "f":
-        kw["formatter"] = _float_formatter(arr)
+        kw["formatter"] = _padded(_float_formatter(arr), "float_kind", arr)
     elif arr.dtype == np.bool_:
-        kw["formatter"] = {"bool": lambda v: "True" if v else "False"}
+        kw["formatter"] = _padded({"bool": lambda v: "True" if v else "False"}, "bool", arr)
     body = np.array2string(arr, separator=", ", prefix="tensor(", threshold=_opts["threshold"],
                            edgeitems=_opts["edgeitems"], max_line_width=_opts["linewidth"], **kw)
     suffix = []

@@ -37,8 +37,8 @@ class Tensor:
     """A multi-dimensional array on a device, with autograd (``torch.Tensor``)."""
 
     __slots__ = ("_storage", "_v", "_vc", "_requires_grad", "_grad", "_grad_fn", "_output_nr",
-                 "_base", "_hooks", "_retains_grad", "_accum", "_inference", "__weakref__",
-                 "__dict__")
+                 "_base", "_hooks", "_retains_grad", "_accum", "_inference", "_view_ver", "_views",
+                 "__weakref__", "__dict__")
 
     # NOTE: users build tensors with pg.tensor/pg.zeros...; Tensor(...) mirrors torch.Tensor(sizes)
     def __new__(cls, *args: Any, **kwargs: Any) -> "Tensor":
@@ -74,6 +74,8 @@ class Tensor:
         self._retains_grad = False
         self._accum = None
         self._inference = grad_mode._flags.inference
+        self._view_ver = None  # version at which a differentiable view was made (else None)
+        self._views = None  # weakrefs to differentiable views of this (constant) base
         return self
 
     def _set_from(self, other: "Tensor") -> None:
@@ -89,11 +91,38 @@ class Tensor:
         self._retains_grad = False
         self._accum = None
         self._inference = other._inference
+        self._view_ver = None
+        self._views = None
 
     def _view_of(self, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> "Tensor":
         """A raw (unrecorded) view sharing storage and version counter."""
         base = self._base if self._base is not None else self
-        return Tensor._make(self._storage, offset, shape, strides, self._v.dtype, self._vc, base)
+        t = Tensor._make(self._storage, offset, shape, strides, self._v.dtype, self._vc, base)
+        if grad_mode._flags.grad:
+            # a differentiable view: if its base changes in place later, its grad_fn is rebuilt
+            t._view_ver = self._vc[0]
+            if not base._requires_grad:
+                views = base._views
+                if views is None:
+                    views = base._views = []
+                elif len(views) >= 64 and len(views) & (len(views) - 1) == 0:
+                    views[:] = [r for r in views if r() is not None]
+                views.append(weakref.ref(t))
+        return t
+
+    def _refresh_view_grad_fn(self) -> Any:
+        """The base of this view changed in place since the view was made: point the view's
+        ``grad_fn`` at the base's current history (``AsStridedBackward0``), as PyTorch does."""
+        base = self._base
+        self._view_ver = self._vc[0]
+        if base._grad_fn is None and not base._requires_grad:
+            return self._grad_fn
+        from ._ops.shape import as_strided
+
+        with grad_mode.enable_grad():
+            v = as_strided(base, self._v.shape, self._v.strides, self._v.offset)
+        self._grad_fn, self._output_nr, self._requires_grad = v._grad_fn, 0, True
+        return self._grad_fn
 
     def _alias(self) -> "Tensor":
         """A detached alias: same storage, view and version counter, no autograd history."""
@@ -253,7 +282,8 @@ class Tensor:
                                    "require differentiation use var_no_grad = var.detach().")
             return self
         if requires_grad and not self._v.dtype.is_floating_point:
-            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point and complex dtype can require "
+                               "gradients")
         if requires_grad and self._inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside "
                                "InferenceMode is not allowed.")
@@ -263,12 +293,14 @@ class Tensor:
     @property
     def grad_fn(self) -> Any:
         """The node that created this tensor (``None`` for leaves)."""
+        if self._base is not None and self._view_ver is not None and self._view_ver != self._vc[0]:
+            return self._refresh_view_grad_fn()
         return self._grad_fn
 
     @property
     def is_leaf(self) -> bool:
         """True for tensors not created by a recorded op (user-created or ``requires_grad=False``)."""
-        return self._grad_fn is None
+        return self.grad_fn is None
 
     @property
     def grad(self) -> "Tensor | None":
@@ -322,11 +354,14 @@ class Tensor:
     def detach(self) -> "Tensor":
         """A tensor sharing storage and version counter, cut from the graph."""
         t = self._alias()
-        t._base = self._base if self._base is not None else None
+        t._base = None  # not a differentiable view: autograd never rebases it
         return t
 
     def detach_(self) -> "Tensor":
         """Cut this tensor from the graph, in place (it becomes a leaf)."""
+        if self._base is not None and self._view_ver is not None and (
+                self._grad_fn is not None or self._base._requires_grad):
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self._grad_fn = None
         self._output_nr = 0
         self._requires_grad = False

@@ -247,8 +247,14 @@ Tensor.pin_memory = _pin_memory
 
 
 def _share_memory_(self: Tensor) -> Tensor:
-    """Mark the storage as shared (CPU storage is sent by value to other processes)."""
-    self._storage.shared = True
+    """Move the storage to shared memory: through ``portagrad.multiprocessing`` other processes
+    then map the same memory (a no-op if already shared). Its ``.grad``, if any, is shared too."""
+    from .multiprocessing.reductions import init_reductions, share_storage
+
+    init_reductions()
+    share_storage(self)
+    if self._grad is not None:
+        share_storage(self._grad)
     return self
 
 
@@ -283,7 +289,8 @@ def _fast_binop(fn: Any, prim: str, float_only: bool = False) -> Any:
             st = self._storage
             if (sv.dtype is ov.dtype and sv.shape == ov.shape and st.device is other._storage.device
                     and not (_flags.grad and (self._requires_grad or other._requires_grad))
-                    and (not float_only or sv.dtype.is_floating_point)):
+                    and (not float_only or sv.dtype.is_floating_point)
+                    and not (prim == "sub" and sv.dtype is _dtype.bool)):  # sub raises on bools
                 out = new_on(st, sv.shape, sv.dtype)
                 st.backend.binary(prim, sv, ov, out._v)
                 return out

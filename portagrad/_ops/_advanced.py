@@ -78,6 +78,8 @@ def _index_first(x: Tensor, k: Any) -> Tensor | None:
     if not isinstance(k, Tensor) or k.dtype.is_floating_point or x.dim() == 0:
         return None
     if k.device != x.device:
+        if k.device.type != "cpu":  # CPU indices are fine for any device, as in PyTorch
+            check_same_device(x, k, "index")
         k = k.to(x.device)
     n = x.shape[0]
     idx = k if k.dtype is _dtype.int64 else k.to(_dtype.int64)

@@ -23,16 +23,18 @@ __all__ = ["gather", "scatter", "scatter_add", "index_select", "masked_fill", "m
            "check_index_range"]
 
 
-def check_index_range(index: Tensor, size: int, dim: int, what: str = "index") -> None:
-    """Raise ``IndexError`` if any value of the int64 ``index`` is outside ``[-size, size)``
-    (negative values must already have been wrapped where allowed)."""
+def check_index_range(index: Tensor, size: int, dim: int, what: str = "index",
+                      exc: type = IndexError) -> None:
+    """Raise ``exc`` (``IndexError``; PyTorch's gather/scatter raise ``RuntimeError``) if any value
+    of the int64 ``index`` is outside ``[0, size)`` (negative values must already have been
+    wrapped where allowed)."""
     if index.numel() == 0:
         return
     lo = int(_raw.reduce("min", index, range(index.dim()), False).item())
     hi = int(_raw.reduce("max", index, range(index.dim()), False).item())
     if lo < 0 or hi >= size:
         bad = lo if lo < 0 else hi
-        raise IndexError(f"{what} {bad} is out of bounds for dimension {dim} with size {size}")
+        raise exc(f"{what} {bad} is out of bounds for dimension {dim} with size {size}")
 
 
 def _as_index(index: Any, like: Tensor, name: str = "index") -> Tensor:
@@ -99,7 +101,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
             raise RuntimeError(f"Size does not match at dimension {i} expected index "
                                f"{list(index.shape)} to be smaller than self {list(input.shape)} "
                                f"apart from dimension {d}")
-    check_index_range(index, input.shape[d] if input.dim() else 1, d)
+    check_index_range(index, input.shape[d] if input.dim() else 1, d, exc=RuntimeError)
     return call(_Gather, input, d, index)
 
 
@@ -157,7 +159,7 @@ def _scatter_args(input: Tensor, dim: int, index: Any, src: Any) -> tuple[int, T
     index = _as_index(index, input)
     if index.dim() != input.dim():
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
-    check_index_range(index, input.shape[d], d)
+    check_index_range(index, input.shape[d], d, exc=RuntimeError)
     if isinstance(src, Tensor):
         check_same_device(input, src, "scatter")
         if src.dtype is not input.dtype:

@@ -24,10 +24,10 @@ class _Cat(Function):
     @staticmethod
     def forward(ctx: Any, d: int, *tensors: Tensor) -> Tensor:
         ctx.d = d
-        ctx.sizes = [t._v.shape[d] for t in tensors]
+        ctx.sizes = sizes = [t._v.shape[d] for t in tensors]  # (ctx may be the no-op NULL_CTX)
         first = tensors[0]
         shape = list(first._v.shape)
-        shape[d] = sum(ctx.sizes)
+        shape[d] = sum(sizes)
         out = _raw.new_like(first, tuple(shape))
         off = 0
         for t in tensors:

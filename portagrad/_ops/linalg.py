@@ -113,6 +113,11 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
 
 def dot(input: Tensor, other: Tensor) -> Tensor:
     """Inner product of two 1-D tensors of equal length."""
+    if isinstance(input, Tensor) and isinstance(other, Tensor) and input.dtype is not other.dtype:
+        from .reduction import _dtype_name
+
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{_dtype_name(input.dtype)} and {_dtype_name(other.dtype)}")
     _check(input, other, "dot")
     if input.dim() != 1 or other.dim() != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
@@ -131,7 +136,8 @@ inner = dot
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     """Outer product of two 1-D tensors."""
     if input.dim() != 1 or vec2.dim() != 1:
-        raise RuntimeError("outer: expected 1-D tensors")
+        bad, name = (input, "self") if input.dim() != 1 else (vec2, "vec2")
+        raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {bad.dim()}-D")
     from .elementwise import mul
 
     return mul(unsqueeze(input, 1), unsqueeze(vec2, 0))

@@ -52,10 +52,15 @@ class _Sum(Function):
         return _unsqueeze_axes(g, shape, axes, keepdim), None, None, None
 
 
+class _SumAll(_Sum):
+    _backward_name = "SumBackward0"  # torch's name for a full reduction (``x.sum()``)
+
+
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Sum over ``dim`` (all dimensions if ``None``)."""
     axes = wrap_dims(dim, input.dim())
-    return call(_Sum, input, axes, keepdim, _sum_dtype(input, dtype))
+    return call(_Sum if dim is not None else _SumAll, input, axes, keepdim,
+                _sum_dtype(input, dtype))
 
 
 def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:

@@ -271,7 +271,8 @@ def squeeze(x: Tensor, dim: Any = None) -> Tensor:
         axes = {i for i, s in enumerate(x._v.shape) if s == 1}
     else:
         dims = dim if isinstance(dim, (list, tuple)) else [dim]
-        axes = {wrap_dim(d, n) for d in dims} if n else set()
+        axes = {wrap_dim(d, n) for d in dims}  # checks the range on 0-dim tensors too
+        axes = axes if n else set()
         axes = {a for a in axes if x._v.shape[a] == 1}
     shape = tuple(s for i, s in enumerate(x._v.shape) if i not in axes)
     if shape == x._v.shape:
@@ -400,9 +401,11 @@ def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
     size = x._v.shape[d]
     if isinstance(start, Tensor):
         start = int(start.item())
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
     if start < 0:
         start += size
-    if not 0 <= start <= size or length < 0 or start + length > size:
+    if not 0 <= start <= size or start + length > size:
         raise IndexError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     return basic_index(x, (slice(None),) * d + (slice(start, start + length),))
 
@@ -421,6 +424,8 @@ def select(x: Tensor, dim: int, index: int) -> Tensor:
 
 def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     """Views of each slice along ``dim``."""
+    if x.dim() == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     d = wrap_dim(dim, x.dim())
     return tuple(select(x, d, i) for i in range(x._v.shape[d]))
 

@@ -31,8 +31,13 @@ def is_anomaly_check_nan_enabled() -> bool:
     return _state.check_nan
 
 
+_PKG = __file__.rsplit("autograd", 1)[0]  # .../portagrad/
+
+
 def _record_trace() -> str:
-    return "".join(traceback.format_stack()[:-3])
+    """The user's part of the current stack (portagrad's own frames left out)."""
+    frames = [f for f in traceback.extract_stack() if not f.filename.startswith(_PKG)]
+    return "".join(traceback.format_list(frames))
 
 
 def _check_nan(node: Any, outs: Any) -> None:
@@ -51,6 +56,10 @@ class detect_anomaly:
         self.check_nan = check_nan
 
     def __enter__(self) -> None:
+        import warnings
+
+        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime and "
+                      "should only be enabled for debugging.", UserWarning, stacklevel=2)
         self.prev = (_state.enabled, _state.check_nan)
         _state.enabled, _state.check_nan = True, self.check_nan
 

@@ -14,6 +14,7 @@ import heapq
 from typing import TYPE_CHECKING, Any, Sequence
 
 from . import grad_mode
+from .anomaly import _check_nan, _state as _anomaly_state
 from .function import AccumulateGrad, Node, _edge
 
 if TYPE_CHECKING:
@@ -66,25 +67,24 @@ def run_backward(tensors: Sequence["Tensor"], grad_tensors: Sequence[Any], retai
     root_grads = _make_root_grads(tensors, grad_tensors)
 
     roots = [_edge(t) for t in tensors]
-    # targets: where to capture gradients (autograd.grad) or which leaves may accumulate
+    # targets: where to capture gradients (autograd.grad, backward(inputs=...))
     targets: dict[tuple[int, int], int] = {}
-    target_nodes: list[Node | None] = []
+    target_ids: set[int] = set()
     if inputs is not None:
         for k, t in enumerate(inputs):
             if not t._requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             node, nr = _edge(t)
             targets[(id(node), nr)] = k
-            target_nodes.append(node)
+            target_ids.add(id(node))
     captured: list[Any] = [None] * (len(inputs) if inputs is not None else 0)
 
-    # 1. dependency counts over the reachable graph
+    # 1. dependency counts over the reachable graph (iterative: no recursion on long chains)
     deps: dict[int, int] = {}
     nodes: dict[int, Node] = {}
     stack = [n for n, _ in roots if n is not None]
     for n in stack:
         nodes[id(n)] = n
-    seen = {id(n) for n in stack}
     while stack:
         node = stack.pop()
         for nxt, _ in node._next:
@@ -92,34 +92,36 @@ def run_backward(tensors: Sequence["Tensor"], grad_tensors: Sequence[Any], retai
                 continue
             key = id(nxt)
             deps[key] = deps.get(key, 0) + 1
-            if key not in seen:
-                seen.add(key)
+            if key not in nodes:
                 nodes[key] = nxt
                 stack.append(nxt)
 
     # 2. seed the buffers with the roots' gradients
     buffers: dict[int, list[Any]] = {}
     for (node, nr), g in zip(roots, root_grads):
+        if node is None:
+            continue
         buf = buffers.get(id(node))
         if buf is None:
             buf = buffers[id(node)] = [None] * node._num_outputs()
         buf[nr] = g if buf[nr] is None else buf[nr] + g
     heap: list[tuple[int, int, Node]] = []
     for node, _ in roots:
-        if deps.get(id(node), 0) == 0 and id(node) in buffers:
+        if node is not None and deps.get(id(node), 0) == 0 and id(node) in buffers:
             heapq.heappush(heap, (-node._seq, id(node), node))
             deps[id(node)] = -1  # queued
 
-    restrict = inputs is not None and accumulate
-    target_ids = {id(n) for n in target_nodes if n is not None}
-    needed = None if accumulate else _nodes_reaching(nodes, target_ids)
+    # with ``inputs`` only the nodes from which an input can be reached run
+    needed = None if inputs is None else _nodes_reaching(nodes, target_ids)
+    anomaly = _anomaly_state.enabled
     prev_mode = grad_mode._flags.grad
     grad_mode._flags.grad = create_graph
     try:
         while heap:
             _, key, node = heapq.heappop(heap)
             grads = buffers.pop(key, None) or [None] * node._num_outputs()
-            grads = _run_tensor_hooks(node, grads, create_graph)
+            if node._tensor_hooks or node._retained:
+                grads = _run_tensor_hooks(node, grads, create_graph)
             if node._pre_hooks:
                 for hook in list(node._pre_hooks.values()):
                     res = hook(tuple(grads))
@@ -130,11 +132,11 @@ def run_backward(tensors: Sequence["Tensor"], grad_tensors: Sequence[Any], retai
                     k = targets.get((key, nr))
                     if k is not None:
                         captured[k] = g
-            if isinstance(node, AccumulateGrad):
-                if accumulate and (not restrict or key in target_ids):
+            if node.__class__ is AccumulateGrad:
+                if accumulate and (inputs is None or key in target_ids):
                     node._accumulate(grads[0], create_graph)
                 continue
-            if all(g is None for g in grads) or (needed is not None and key not in needed):
+            if (needed is not None and key not in needed) or all(g is None for g in grads):
                 outs: Any = (None,) * len(node._next)  # nothing flows through: just pass on
             else:
                 try:
@@ -148,10 +150,13 @@ def run_backward(tensors: Sequence["Tensor"], grad_tensors: Sequence[Any], retai
                     res = hook(tuple(outs), tuple(grads))
                     if res is not None:
                         outs = tuple(res)
-            from .anomaly import _anomaly_enabled, _check_nan
-
-            if _anomaly_enabled():
-                _check_nan(node, outs)
+            if anomaly:
+                try:
+                    _check_nan(node, outs)
+                except RuntimeError as exc:
+                    if node._anomaly:
+                        _annotate(exc, node)
+                    raise
             if not retain_graph:
                 node._release()
             for (nxt, nr), g in zip(node._next, outs):
@@ -170,12 +175,25 @@ def run_backward(tensors: Sequence["Tensor"], grad_tensors: Sequence[Any], retai
     finally:
         grad_mode._flags.grad = prev_mode
 
+    if inputs is not None and accumulate:
+        # backward(inputs=[non_leaf]) accumulates into the non-leaf's .grad too
+        for t, g in zip(inputs, captured):
+            if g is not None and t._grad_fn is not None:
+                _store_grad(t, g, create_graph)
     if inputs is not None and not accumulate and not allow_unused:
         for k, g in enumerate(captured):
             if g is None:
                 raise RuntimeError("One of the differentiated Tensors appears to not have been used "
                                    "in the graph. Set allow_unused=True if this is the desired behavior.")
     return captured
+
+
+def _store_grad(t: "Tensor", g: Any, create_graph: bool) -> None:
+    if create_graph:
+        t._grad = g if t._grad is None else t._grad + g
+    else:
+        with grad_mode.no_grad():
+            t._grad = g.detach().clone() if t._grad is None else t._grad + g
 
 
 def _nodes_reaching(nodes: dict[int, Node], target_ids: set[int]) -> set[int]:
@@ -211,24 +229,23 @@ def _run_tensor_hooks(node: Node, grads: list[Any], create_graph: bool) -> list[
                     break
                 res = hook(g)
                 if res is not None:
+                    if res._v.shape != g._v.shape:
+                        name = getattr(hook, "__name__", repr(hook))
+                        raise RuntimeError(f"hook '{name}' has changed the size of value")
                     grads[nr] = res
     retained = node._retained
     if retained:
+        # retain_grad() stores the gradient after all of the tensor's hooks (PyTorch 2.x)
         for nr, ref in retained.items():
             t = ref()
             g = grads[nr]
-            if t is None or g is None:
-                continue
-            if create_graph:
-                t._grad = g if t._grad is None else t._grad + g
-            else:
-                with grad_mode.no_grad():
-                    t._grad = g.detach().clone() if t._grad is None else t._grad + g
+            if t is not None and g is not None:
+                _store_grad(t, g, create_graph)
     return grads
 
 
 def _annotate(exc: Exception, node: Node) -> None:
-    import sys
+    import warnings
 
-    print(f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
-          f"{node._anomaly}", file=sys.stderr)
+    warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused the "
+                  f"error:\n{node._anomaly}", UserWarning, stacklevel=3)

@@ -14,6 +14,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import grad_mode
+from .anomaly import _record_trace, _state as _anomaly_state
 from .grad_mode import _flags
 
 if TYPE_CHECKING:
@@ -68,14 +69,17 @@ class Node:
 
     _name: str = "Node"
 
+    # defaults live on the class so that making a node (once per recorded op) costs one attribute
+    _next: tuple[tuple["Node | None", int], ...] = ()
+    _tensor_hooks: dict[int, "_HookDict"] | None = None  # output_nr -> tensor hooks
+    _retained: dict[int, Any] | None = None  # output_nr -> weakref(tensor) of retain_grad()
+    _hooks: "_HookDict | None" = None  # node hooks: fn(grad_inputs, grad_outputs)
+    _pre_hooks: "_HookDict | None" = None  # node pre-hooks: fn(grad_outputs)
+    _anomaly: str | None = None  # forward traceback, recorded under detect_anomaly
+    _out_meta: list | None = None  # per output: (shape, dtype, device), where known
+
     def __init__(self) -> None:
-        self._next: tuple[tuple["Node | None", int], ...] = ()
         self._seq = next(_seq)
-        self._tensor_hooks: dict[int, _HookDict] | None = None  # output_nr -> hooks
-        self._retained: dict[int, Any] | None = None  # output_nr -> weakref(tensor)
-        self._hooks: _HookDict | None = None  # node hooks: fn(grad_inputs, grad_outputs)
-        self._pre_hooks: _HookDict | None = None  # node pre-hooks: fn(grad_outputs)
-        self._anomaly: str | None = None
 
     def name(self) -> str:
         """The node's name, e.g. ``MulBackward0``."""
@@ -143,10 +147,15 @@ class AccumulateGrad(Node):
     def __init__(self, leaf: "Tensor") -> None:
         super().__init__()
         self._leaf_ref = weakref.ref(leaf)
+        self._meta = (leaf._v.shape, leaf._v.dtype, leaf._storage.device)
 
     @property
     def variable(self) -> "Tensor | None":
         return self._leaf_ref()
+
+    def _leaf_meta(self) -> tuple | None:
+        leaf = self._leaf_ref()
+        return self._meta if leaf is None else (leaf._v.shape, leaf._v.dtype, leaf._storage.device)
 
     def _accumulate(self, grad: "Tensor", create_graph: bool) -> None:
         leaf = self._leaf_ref()
@@ -164,6 +173,11 @@ class AccumulateGrad(Node):
                     leaf._grad = new
                 elif old._grad_fn is not None or old._requires_grad:
                     leaf._grad = (old + grad).detach()
+                elif (old._v.shape == grad._v.shape and old._v.dtype is grad._v.dtype
+                      and old._storage.device == grad._storage.device and not old._inference):
+                    # the usual case: one backend call, in place (identical in/out views)
+                    old._storage.backend.binary("add", old._v, grad._v, old._v)
+                    old._vc[0] += 1
                 else:
                     old.add_(grad)
 
@@ -180,7 +194,19 @@ class FunctionCtx:
 
     def save_for_backward(self, *tensors: "Tensor | None") -> None:
         """Save tensors for ``backward``; their versions are checked when they are read back."""
-        self._saved = [None if t is None else (t, t._vc[0], False, 0) for t in tensors]
+        saved = []
+        for t in tensors:
+            if t is None:
+                saved.append(None)
+                continue
+            if t._inference and not _flags.inference:
+                raise RuntimeError(
+                    "Inference tensors cannot be saved for backward. Please do not use Tensors "
+                    "created in inference mode in computation tracked by autograd. To work around "
+                    "this, you can make a clone to get a normal tensor and use it in autograd, or "
+                    "use `portagrad.no_grad()` instead of `portagrad.inference_mode()`.")
+            saved.append((t, t._vc[0], False, 0))
+        self._saved = saved
 
     @property
     def saved_tensors(self) -> tuple["Tensor | None", ...]:
@@ -201,9 +227,12 @@ class FunctionCtx:
                     "one of the variables needed for gradient computation has been modified by an "
                     f"inplace operation: [{t._type_description()}], which is output {nr} of "
                     f"{self._name if is_output else _producer(t)}, is at version {t._vc[0]}; "
-                    f"expected version {version} instead. Hint: enable anomaly detection to find "
-                    "the operation that failed to compute its gradient, with "
-                    "portagrad.autograd.set_detect_anomaly(True).")
+                    f"expected version {version} instead. " + (
+                        "Hint: the backtrace further above shows the operation that failed to "
+                        "compute its gradient. The variable in question was changed in there or "
+                        "anywhere later. Good luck!" if _anomaly_state.enabled else
+                        "Hint: enable anomaly detection to find the operation that failed to "
+                        "compute its gradient, with portagrad.autograd.set_detect_anomaly(True)."))
             if is_output:
                 t = t._alias_with_grad_fn(self, nr)
             out.append(t)
@@ -234,27 +263,67 @@ class BackwardFunction(FunctionCtx, Node):
     _nout = 1
 
     def __init__(self) -> None:
-        Node.__init__(self)
+        self._seq = next(_seq)
 
     def _num_outputs(self) -> int:
         return self._nout
 
     def _apply(self, grads: tuple[Any, ...]) -> tuple[Any, ...]:
-        if self._released:
-            raise RuntimeError(_FREED)
         if self._materialize:
-            grads = tuple(g if g is not None else self._zeros_for(i) for i, g in enumerate(grads))
+            for g in grads:  # (not ``None in grads``: that would call Tensor.__eq__)
+                if g is None:
+                    grads = tuple(g if g is not None else self._zeros_for(i)
+                                  for i, g in enumerate(grads))
+                    break
         result = self._fn_cls.backward(self, *grads)
-        if not isinstance(result, tuple):
-            result = (result,)
-        n_in = len(self._next)
+        if result.__class__ is not tuple:
+            result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+        nxt = self._next
+        n_in = len(nxt)
         if len(result) != n_in:
             if len(result) > n_in and all(r is None for r in result[n_in:]):
                 result = result[:n_in]
             else:
                 raise RuntimeError(f"function {self.name()} returned an incorrect number of "
                                    f"gradients (expected {n_in}, got {len(result)})")
+        i = 0
+        for r in result:
+            if r is not None:
+                node = nxt[i][0]
+                if node is not None:
+                    meta = node._leaf_meta() if node.__class__ is AccumulateGrad else \
+                        node._out_meta[nxt[i][1]] if node._out_meta else None
+                    if meta is not None and (r._v.shape != meta[0] or r._v.dtype is not meta[1]):
+                        return self._fix_grads(result, i)
+            i += 1
         return result
+
+    def _fix_grads(self, result: tuple, start: int) -> tuple:
+        """Validate gradients against their inputs (as PyTorch's ``validate_outputs``): a
+        gradient of another shape is summed to the input's shape when it broadcasts to it, a
+        gradient of another dtype is cast; anything else is an error naming the function."""
+        out = list(result)
+        for i in range(start, len(out)):
+            r = out[i]
+            meta = _input_meta(self._next[i])
+            if r is None or meta is None:
+                continue
+            shape, dtype, device = meta
+            if r._v.shape != shape:
+                if not _expandable(shape, r._v.shape):
+                    raise RuntimeError(f"Function {self.name()} returned an invalid gradient at "
+                                       f"index {i} - got {list(r._v.shape)} but expected shape "
+                                       f"compatible with {list(shape)}")
+                from .._ops.shape import sum_to_shape
+
+                r = sum_to_shape(r, shape)
+            if r._v.dtype is not dtype:
+                r = r.to(dtype)
+            if r._storage.device != device:
+                raise RuntimeError(f"Function {self.name()} returned an invalid gradient at index "
+                                   f"{i} - expected device {device} but got {r.device}")
+            out[i] = r
+        return tuple(out)
 
     def _zeros_for(self, i: int) -> Any:
         from .. import _creation
@@ -263,8 +332,31 @@ class BackwardFunction(FunctionCtx, Node):
         return _creation.zeros(shape, dtype=dtype, device=device)
 
     def _release(self) -> None:
-        self._saved = None
-        self._released = True
+        # saved tensors go; reading them later raises the "backward a second time" error
+        if self._saved is not None:
+            self._saved = None
+            self._released = True
+
+
+def _input_meta(edge: tuple["Node | None", int]) -> tuple | None:
+    """(shape, dtype, device) of the tensor an edge leads to, when known."""
+    node = edge[0]
+    if node is None:
+        return None
+    if isinstance(node, AccumulateGrad):
+        return node._leaf_meta()
+    meta = node._out_meta
+    return meta[edge[1]] if meta else None
+
+
+def _expandable(shape: tuple[int, ...], to: tuple[int, ...]) -> bool:
+    """Whether ``shape`` broadcasts to ``to``."""
+    if len(shape) > len(to):
+        return False
+    for a, b in zip(reversed(shape), reversed(to)):
+        if a != b and a != 1:
+            return False
+    return True
 
 
 class _FunctionMeta(type):
@@ -272,6 +364,17 @@ class _FunctionMeta(type):
         super().__init__(name, bases, ns)
         node_name = ns.get("_backward_name") or f"{name}Backward"
         cls._backward_cls = type(node_name, (BackwardFunction,), {"_fn_cls": cls, "_name": node_name})
+
+
+_Tensor: Any = None  # portagrad.Tensor, bound on first use (it imports this module)
+
+
+def _tensor_cls() -> Any:
+    global _Tensor
+    from .._tensor import Tensor
+
+    _Tensor = Tensor
+    return Tensor
 
 
 class Function(metaclass=_FunctionMeta):
@@ -293,44 +396,75 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
-        from .._tensor import Tensor
-
+        T = _Tensor or _tensor_cls()
         ctx = cls._backward_cls()
-        grad_on = _flags.grad
-        needs = tuple(grad_on and isinstance(a, Tensor) and a._requires_grad for a in args)
-        ctx.needs_input_grad = needs
-        record = any(needs)
-        prev = _flags.grad
-        _flags.grad = False
-        try:
+        flags = _flags
+        if flags.grad:
+            needs = tuple([isinstance(a, T) and a._requires_grad for a in args])
+            record = True in needs
+            ctx.needs_input_grad = needs
+            flags.grad = False
+            try:
+                outputs = cls.forward(ctx, *args, **kwargs)
+            finally:
+                flags.grad = True
+        else:
+            needs = (False,) * len(args)
+            record = False
+            ctx.needs_input_grad = needs
             outputs = cls.forward(ctx, *args, **kwargs)
-        finally:
-            _flags.grad = prev
         if not record:
             return outputs
-        return _wrap_outputs(ctx, args, outputs)
+        return _wrap_outputs(ctx, args, outputs, T)
 
 
-def _wrap_outputs(ctx: BackwardFunction, args: tuple, outputs: Any) -> Any:
-    from .._tensor import Tensor
 
-    if _flags.inference:
-        return outputs
-    single = not isinstance(outputs, tuple)
+def _wrap_outputs(ctx: BackwardFunction, args: tuple, outputs: Any, T: Any) -> Any:
+    """Make ``ctx`` the ``grad_fn`` of the outputs of a recorded ``forward``."""
+    single = outputs.__class__ is not tuple
     outs = (outputs,) if single else outputs
-    ctx._next = tuple(_edge(a) if isinstance(a, Tensor) else (None, 0) for a in args)
+    nxt = []
+    for a in args:
+        if isinstance(a, T):
+            fn = a._grad_fn
+            if a._base is not None:
+                nxt.append(_edge(a))
+            elif fn is not None:
+                nxt.append((fn, a._output_nr))
+            elif a._requires_grad:
+                nxt.append((a._accumulate_node(), 0))
+            else:
+                nxt.append(_NO_EDGE)
+        else:
+            nxt.append(_NO_EDGE)
+    ctx._next = tuple(nxt)
     ctx._nout = len(outs)
-    ctx._out_meta = [(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else None for o in outs]
+    ctx._out_meta = [(o._v.shape, o._v.dtype, o._storage.device) if isinstance(o, T) else None
+                     for o in outs]
+    if single and not (ctx._dirty or ctx._non_diff) and isinstance(outputs, T) \
+            and outputs._grad_fn is None and not _is_input(outputs, args):
+        # the common case: one fresh output
+        saved = ctx._saved
+        if saved:
+            for k, entry in enumerate(saved):
+                if entry is not None and entry[0] is outputs:
+                    saved[k] = (outputs._alias(), entry[1], True, 0)  # no tensor<->node cycle
+        outputs._grad_fn = ctx
+        outputs._requires_grad = True
+        if outputs._base is not None:
+            outputs._view_ver = outputs._vc[0]
+        if _anomaly_state.enabled:
+            ctx._anomaly = _record_trace()
+        return outputs
     dirty_ids = {id(t) for t in ctx._dirty}
     non_diff_ids = {id(t) for t in ctx._non_diff}
-    input_ids = {id(a) for a in args if isinstance(a, Tensor)}
     new_outs = []
     for i, o in enumerate(outs):
-        if not isinstance(o, Tensor):
+        if not isinstance(o, T):
             new_outs.append(o)
             continue
         if id(o) in non_diff_ids:
-            if id(o) in input_ids and id(o) not in dirty_ids:
+            if _is_input(o, args) and id(o) not in dirty_ids:
                 o = o._alias()
             o._requires_grad = False
             new_outs.append(o)
@@ -339,35 +473,66 @@ def _wrap_outputs(ctx: BackwardFunction, args: tuple, outputs: Any) -> Any:
             if o._grad_fn is None and o._requires_grad:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                                    "operation.")
-        elif id(o) in input_ids:
+            if o._retains_grad:
+                _move_retained(o, ctx, i)
+        elif _is_input(o, args) or o._grad_fn is not None:
             o = o._alias()  # returning an input unchanged makes a new tensor (a view) as torch does
         o._grad_fn = ctx
         o._output_nr = i
         o._requires_grad = True
+        _mark_view(o, args)
         new_outs.append(o)
     if ctx._saved:
         # a saved output would make a reference cycle tensor -> grad_fn -> tensor: keep a detached
         # alias (same storage and version counter) and rebuild the link when it is read back
-        out_index = {id(o): i for i, o in enumerate(new_outs) if isinstance(o, Tensor)}
-        orig_index = {id(o): i for i, o in enumerate(outs) if isinstance(o, Tensor)}
+        out_index = {id(o): i for i, o in enumerate(new_outs) if isinstance(o, T)}
+        orig_index = {id(o): i for i, o in enumerate(outs) if isinstance(o, T)}
         fixed = []
         for entry in ctx._saved:
             if entry is not None:
                 t = entry[0]
                 i = out_index.get(id(t), orig_index.get(id(t)))
                 if i is not None:
-                    entry = (t._alias(), entry[1], True, i)
+                    # a dirty input's version is the one after forward modified it
+                    entry = (t._alias(), t._vc[0], True, i)
             fixed.append(entry)
         ctx._saved = fixed
-    from .anomaly import _anomaly_enabled, _record_trace
-
-    if _anomaly_enabled():
+    if _anomaly_state.enabled:
         ctx._anomaly = _record_trace()
     return new_outs[0] if single else tuple(new_outs)
 
 
+_NO_EDGE = (None, 0)
+
+
+def _is_input(o: Any, args: tuple) -> bool:
+    for a in args:
+        if a is o:
+            return True
+    return False
+
+
+def _mark_view(o: "Tensor", args: tuple) -> None:
+    """Remember the version at which a differentiable view was made (see ``Tensor.grad_fn``)."""
+    if o._base is not None:
+        o._view_ver = o._vc[0]
+
+
+def _move_retained(t: "Tensor", node: Node, nr: int) -> None:
+    """``retain_grad`` follows a tensor to its new ``grad_fn`` after an in-place change."""
+    old = t._grad_fn
+    if old is not None and old._retained:
+        old._retained.pop(t._output_nr, None)
+    if node._retained is None:
+        node._retained = {}
+    node._retained[nr] = weakref.ref(t)
+
+
 def _edge(t: "Tensor") -> tuple[Node | None, int]:
+    """The (node, output_nr) a gradient for ``t`` flows into."""
     fn = t._grad_fn
+    if t._base is not None and t._view_ver is not None and t._view_ver != t._vc[0]:
+        fn = t._refresh_view_grad_fn()
     if fn is not None:
         return (fn, t._output_nr)
     if t._requires_grad:

@@ -46,7 +46,16 @@ class _DecoratorContextManager:
         return self.__class__()
 
 
-class no_grad(_DecoratorContextManager):
+class _NoParamDecoratorContextManager(_DecoratorContextManager):
+    """Also usable as a bare decorator: ``@no_grad`` as well as ``@no_grad()``."""
+
+    def __new__(cls, orig_func: Callable[..., Any] | None = None) -> Any:
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecoratorContextManager):
     """Disable gradient recording: results have ``requires_grad=False``."""
 
     def __enter__(self) -> None:
@@ -57,7 +66,7 @@ class no_grad(_DecoratorContextManager):
         _flags.grad = self.prev
 
 
-class enable_grad(_DecoratorContextManager):
+class enable_grad(_NoParamDecoratorContextManager):
     """Enable gradient recording (inside ``no_grad``)."""
 
     def __enter__(self) -> None:
@@ -83,6 +92,10 @@ class set_grad_enabled(_DecoratorContextManager):
     def __exit__(self, *exc: object) -> None:
         _flags.grad = self.prev
 
+    def __call__(self, func: F) -> F:
+        _flags.grad = self.prev  # used as a decorator: the mode applies inside the function only
+        return super().__call__(func)
+
     def clone(self) -> "set_grad_enabled":
         prev = _flags.grad
         obj = self.__class__(self.mode)
@@ -95,8 +108,13 @@ class inference_mode(_DecoratorContextManager):
     """Like ``no_grad`` and stricter: nothing is recorded or saved, and tensors created inside are
     inference tensors (``is_inference()``) that cannot later be saved for backward."""
 
-    def __init__(self, mode: bool = True) -> None:
-        self.mode = bool(mode)
+    def __new__(cls, mode_or_orig_func: Any = True) -> Any:
+        if isinstance(mode_or_orig_func, bool):
+            return super().__new__(cls)
+        return cls()(mode_or_orig_func)
+
+    def __init__(self, mode: Any = True) -> None:
+        self.mode = mode if isinstance(mode, bool) else True
 
     def __enter__(self) -> None:
         self.prev = (_flags.grad, _flags.inference)

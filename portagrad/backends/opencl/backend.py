@@ -74,6 +74,68 @@ def _scalar(value: Any, dt: str) -> Any:
     return _NP_SCALAR[dt](value)
 
 
+_PLAN_CACHE_MAX = 8192  # signatures per primitive; the cache is simply cleared when full
+
+
+def _numel(shape: Sequence[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _chunk(n: int, dev: Any) -> int:
+    """Elements per work-item of the loop-style kernels: at least 1024 (so a small op is one or
+    a few work-items), else enough chunks for 16 per compute unit; a multiple of 64."""
+    per = -(-n // (16 * dev.properties.compute_units))
+    return max(1024, -(-per // 64) * 64)
+
+
+def _pow2ceil(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def _wrap_int(bits: int) -> Callable[[Any], int]:
+    mask, half, full = (1 << bits) - 1, 1 << (bits - 1), 1 << bits
+
+    def conv(value: Any) -> int:
+        v = int(value) & mask
+        return v - full if v >= half else v
+
+    return conv
+
+
+#: scalar converters for the hot path (what :func:`_scalar` does, one function per dtype)
+_CONVERT: dict[str, Callable[[Any], Any]] = {
+    "bool": lambda v: 1 if v else 0, "int32": _wrap_int(32), "int64": _wrap_int(64),
+    "float32": np.float32, "float64": float, "float16": np.float16,
+}
+
+
+class _Plan:
+    """How to launch one elementwise signature: kernel, queue, global/local size, an optional
+    tail launch (global size and offset, local size 1) and the constant trailing arguments."""
+
+    __slots__ = ("kern", "queue", "gs", "ls", "tail", "toff", "const", "conv")
+
+    def __init__(self, kern: Any, queue: Any, gs: tuple, ls: tuple, tail: "tuple | None",
+                 toff: "tuple | None", const: tuple) -> None:
+        self.kern, self.queue, self.gs, self.ls = kern, queue, gs, ls
+        self.tail, self.toff, self.const = tail, toff, const
+        self.conv: Any = None
+
+    def launch(self, args: Sequence[Any]) -> None:
+        """Enqueue with the per-call ``args`` (buffers, offsets, scalars) followed by the constants."""
+        if self.kern is None:
+            return
+        self.kern(self.queue, self.gs, self.ls, *args, *self.const)
+        if self.tail is not None:
+            self.kern(self.queue, self.tail, (1,), *args, *self.const, global_offset=self.toff)
+
+
+_EMPTY_PLAN = _Plan(None, None, (), (), None, None, ())
+
+
 class OpenCLBackend(Backend):
     """Backend for the ``opencl`` device type."""
 
@@ -83,8 +145,11 @@ class OpenCLBackend(Backend):
         self._devices: list[Device] = make_devices()
         # host arrays that non-blocking copies still read, per device: (event, array)
         self._pending: list[list[tuple[Any, Any]]] = [[] for _ in self._devices]
-        # (op, in dtype, out dtype, device) -> kernel of the contiguous layout, for the hot path
-        self._fast: dict[tuple, Any] = {}
+        # launch plans of elementwise signatures, per primitive (see "elementwise" below)
+        self._uplans: dict[tuple, _Plan] = {}
+        self._bplans: dict[tuple, _Plan] = {}
+        self._wplans: dict[tuple, _Plan] = {}
+        self._cplans: dict[tuple, _Plan] = {}
 
     # ---------------------------------------------------------------- devices
     def device_count(self) -> int:
@@ -221,103 +286,143 @@ class OpenCLBackend(Backend):
                     tuple(reversed(strides)), dtype)
 
     # ------------------------------------------------------------ elementwise
-    def _elementwise(self, family: tuple, kname: str, kernels: Callable[[], dict[str, str]],
-                     inputs: Sequence[tuple[Any, str, bool]], out: View) -> Any:
-        """Launch bundle ``family``'s kernel ``kname`` over ``out`` (see :func:`kernels.elementwise_source`).
+    # Every elementwise primitive goes through a *plan*: the kernel, the launch geometry and the
+    # constant arguments (strides, sizes) of one signature (op, dtypes, device, out's shape and
+    # strides, each input's strides or "scalar"), cached in a dict. A repeated op costs one tuple
+    # key, one dict lookup and the pyopencl enqueue: no contiguity test, no coalescing, no
+    # argument-type work. The first call of a signature takes the slow path that builds the plan.
 
-        ``inputs`` lists ``(view or scalar, dtype name, is_scalar)``. Returns the kernel when the
-        launch used the contiguous layout (callers memoise it for their hot path), else None."""
-        n = out.numel
-        if n == 0:
-            return None
+    def _plan(self, family: tuple, kname: str, kernels: Callable[[], dict[str, str]],
+              in_types: Sequence[tuple[str, bool]], views: Sequence[View], out: View) -> "_Plan":
+        """Build the launch plan of ``kernels()[kname]`` for ``out`` and the input ``views``."""
         dev = self._devices[out.buffer.device]
-        views = [out] + [v for v, _, s in inputs if not s]
-        if all(_contig(v) for v in views):
-            layout: "str | int" = "c"
-            sizes: list[int] = []
+        n = _numel(out.shape)
+        if n == 0:
+            return _EMPTY_PLAN
+        allv = [out, *views]
+        if all(_contig(v) for v in allv):
+            layout: "str | tuple" = "c"
+            sizes: list[int] = [n]
             strides: list[list[int]] = []
         else:
-            sizes, strides = _coalesce(out.shape, [v.strides for v in views])
-            layout = "c" if len(sizes) == 1 and all(s[0] == 1 for s in strides) else len(sizes)
-        in_types = [(dt, s) for _, dt, s in inputs]
-        out_dt = out.dtype.name
+            sizes, strides = _coalesce(out.shape, [v.strides for v in allv])
+            layout = "strided"
+            if len(sizes) == 1 and all(st[0] == 1 for st in strides):
+                layout = "c"
+        ls = dev.local_size
+        tail = toff = None
+        const: tuple = ()
+        style = dev.ew_style
+        if layout == "c":
+            if style == "loop":
+                layout = "cl"
+                ch = _chunk(n, dev)
+                gs, lsz, const = (-(-n // ch),), None, (n, ch)
+            elif n % ls and n < (dev.guard_below if style == "grid" else 0):
+                layout = "g"  # one guarded launch instead of main + tail
+                gs, lsz, const = (-(-n // ls) * ls,), (ls,), (n,)
+            else:  # "exact": exact main launch + a tail at a global offset (no bounds check)
+                main = n - n % ls
+                gs, lsz = (main,), (ls,)
+                if main != n:
+                    tail, toff = (n - main,), (main,)
+                if not main:
+                    gs, lsz, tail, toff = (n,), (1,), None, None
+        elif style == "loop":
+            r = len(sizes)
+            layout = ("loop", r)
+            rows = n // sizes[-1]
+            ch = min(sizes[-1], _chunk(n, dev))
+            lx = min(8, _pow2ceil(rows))
+            gs, lsz = (-(-rows // lx) * lx, -(-sizes[-1] // ch)), (lx, 1)
+            const = tuple(x for st in strides for x in st) + tuple(sizes) + (rows, ch)
+        else:
+            r = len(sizes)
+            layout = ("nd", r)
+            lx = min(ls, _pow2ceil(sizes[-1]))
+            ly = min(ls // lx, _pow2ceil(sizes[-2])) if r >= 2 else 1
+            gx = -(-sizes[-1] // lx) * lx
+            if r == 1:
+                gs, lsz = (gx,), (lx,)
+            else:
+                gy = -(-sizes[-2] // ly) * ly
+                if r == 2:
+                    gs, lsz = (gx, gy), (lx, ly)
+                else:
+                    gs, lsz = (gx, gy, _numel(sizes[:-2])), (lx, ly, 1)
+            const = tuple(x for st in strides for x in st) + tuple(sizes)
         key = family + (layout,)
 
         def arg_types() -> list[Any]:
-            nst = 0 if layout == "c" else layout
-            types: list[Any] = [None, _I64] + [_I64] * nst
+            types: list[Any] = [None, _I64]
             for dt, s in in_types:
-                types += [_NP_SCALAR[dt]] if s else [None, _I64] + [_I64] * nst
-            return types + [_I64] * nst
+                types += [_NP_SCALAR[dt]] if s else [None, _I64]
+            return types + [_I64] * len(const)
 
-        kern = dev.kernel(key, kname,
-                          lambda: K.elementwise_source(kernels(), in_types, out_dt, layout),
+        out_dt = out.dtype.name
+        kern = dev.kernel(key, kname, lambda: K.elementwise_source(kernels(), in_types, out_dt, layout),
                           [dt for dt, _ in in_types] + [out_dt], arg_types)
-        args: list[Any] = [out.buffer.mem, out.offset]
-        if layout == "c":
-            for v, dt, s in inputs:
-                if s:
-                    args.append(v)
-                else:
-                    args += (v.buffer.mem, v.offset)
-        else:
-            args += strides[0]
-            j = 1
-            for v, dt, s in inputs:
-                if s:
-                    args.append(v)
-                else:
-                    args += (v.buffer.mem, v.offset)
-                    args += strides[j]
-                    j += 1
-            args += sizes
-        dev.launch1d(kern, n, args)
-        return kern if layout == "c" else None
+        return _Plan(kern, dev.queue, gs, lsz, tail, toff, const)
 
-    def _fast_launch(self, kern: Any, out: View, args: list) -> None:
-        """Launch a contiguous elementwise kernel (the hot path: no layout analysis)."""
-        dev = self._devices[out.buffer.device]
-        n = 1
-        for s in out.shape:
-            n *= s
-        ls = dev.local_size
-        main = n - n % ls
-        if main:
-            kern(dev.queue, (main,), (ls,), *args)
-        if n != main:
-            kern(dev.queue, (n - main,), (1,), *args, global_offset=(main,))
+    def _remember(self, cache: dict, key: tuple, plan: "_Plan") -> None:
+        if len(cache) >= _PLAN_CACHE_MAX:
+            cache.clear()
+        cache[key] = plan
 
     def unary(self, op: str, x: View, out: View) -> None:
-        # hot path: contiguous views and a kernel already built for this op/dtypes/device
-        if (x.cache if x.cache is not None else _contig(x)) and \
-                (out.cache if out.cache is not None else _contig(out)):
-            kern = self._fast.get((op, x.dtype, out.dtype, out.buffer.device))
-            if kern is not None:
-                self._fast_launch(kern, out, [out.buffer.mem, out.offset, x.buffer.mem, x.offset])
-                return
-        dt, odt = x.dtype.name, out.dtype.name
-        kind = K.KIND[dt]
-        if op not in K.UNARY_VALID[kind]:
-            raise DTypeError(f"{op} is not supported for {dt} on the OpenCL backend")
+        key = (op, x.dtype, out.dtype, out.buffer.device, out.shape, out.strides, x.strides)
+        p = self._uplans.get(key)
+        if p is None:
+            dt, odt = x.dtype.name, out.dtype.name
+            kind = K.KIND[dt]
+            if op not in K.UNARY_VALID[kind]:
+                raise DTypeError(f"{op} is not supported for {dt} on the OpenCL backend")
 
-        def bundle() -> dict[str, str]:
-            return {"pg_" + o: K.unary_expr(o, dt) for o in sorted(K.UNARY_VALID[kind])
-                    if ("bool" if K.out_is_bool(o) else dt) == odt}
+            def bundle() -> dict[str, str]:
+                return {"pg_" + o: K.unary_expr(o, dt) for o in sorted(K.UNARY_VALID[kind])
+                        if ("bool" if K.out_is_bool(o) else dt) == odt}
 
-        kern = self._elementwise(("unary", dt, odt), "pg_" + op, bundle, [(x, dt, False)], out)
-        if kern is not None:
-            self._fast[(op, x.dtype, out.dtype, out.buffer.device)] = kern
+            p = self._plan(("unary", dt, odt), "pg_" + op, bundle, [(dt, False)], [x], out)
+            self._remember(self._uplans, key, p)
+        if p.kern is None:
+            return
+        p.kern(p.queue, p.gs, p.ls, out.buffer.mem, out.offset, x.buffer.mem, x.offset, *p.const)
+        if p.tail is not None:
+            p.kern(p.queue, p.tail, (1,), out.buffer.mem, out.offset, x.buffer.mem, x.offset,
+                   global_offset=p.toff)
 
     def binary(self, op: str, a: Any, b: Any, out: View) -> None:
-        a_view, b_view = isinstance(a, View), isinstance(b, View)
-        if a_view and b_view and (a.cache if a.cache is not None else _contig(a)) and \
-                (b.cache if b.cache is not None else _contig(b)) and \
-                (out.cache if out.cache is not None else _contig(out)):
-            kern = self._fast.get((op, a.dtype, out.dtype, out.buffer.device))
-            if kern is not None:
-                self._fast_launch(kern, out, [out.buffer.mem, out.offset, a.buffer.mem, a.offset,
-                                              b.buffer.mem, b.offset])
+        av, bv = a.__class__ is View, b.__class__ is View
+        if av and bv:  # the common case first: two views
+            key = (op, a.dtype, out.dtype, out.buffer.device, out.shape, out.strides, a.strides,
+                   b.strides)
+            p = self._bplans.get(key)
+            if p is not None:
+                if p.kern is None:
+                    return
+                p.kern(p.queue, p.gs, p.ls, out.buffer.mem, out.offset, a.buffer.mem, a.offset,
+                       b.buffer.mem, b.offset, *p.const)
+                if p.tail is not None:
+                    p.kern(p.queue, p.tail, (1,), out.buffer.mem, out.offset, a.buffer.mem, a.offset,
+                           b.buffer.mem, b.offset, global_offset=p.toff)
                 return
+        elif av and not isinstance(b, View):  # view (op) scalar: y * 2.0
+            key = (op, a.dtype, out.dtype, out.buffer.device, out.shape, out.strides, a.strides, None)
+            p = self._bplans.get(key)
+            if p is not None:
+                if p.kern is None:
+                    return
+                s = p.conv(b)
+                p.kern(p.queue, p.gs, p.ls, out.buffer.mem, out.offset, a.buffer.mem, a.offset, s,
+                       *p.const)
+                if p.tail is not None:
+                    p.kern(p.queue, p.tail, (1,), out.buffer.mem, out.offset, a.buffer.mem, a.offset,
+                           s, global_offset=p.toff)
+                return
+        self._binary_slow(op, a, b, out)
+
+    def _binary_slow(self, op: str, a: Any, b: Any, out: View) -> None:
+        a_view, b_view = isinstance(a, View), isinstance(b, View)
         odt = out.dtype.name
         if a_view:
             dt = a.dtype.name
@@ -335,35 +440,57 @@ class OpenCLBackend(Backend):
         kind = K.KIND[dt]
         if op not in K.BINARY_VALID[kind]:
             raise DTypeError(f"{op} is not supported for {dt} on the OpenCL backend")
-        if kind == "i" and op in ("floordiv", "remainder") and not b_view and int(b) == 0:
+        zero_check = kind == "i" and op in ("floordiv", "remainder") and not b_view
+        if zero_check and int(b) == 0:
             raise ZeroDivisionError("ZeroDivisionError: integer division or modulo by zero")
-        if not a_view:
-            a = _scalar(a, dt)
-        if not b_view:
-            b = _scalar(b, dt)
 
         def bundle() -> dict[str, str]:
             return {"pg_" + o: K.binary_expr(o, dt) for o in sorted(K.BINARY_VALID[kind])
                     if ("bool" if K.out_is_bool(o) else dt) == odt}
 
-        kern = self._elementwise(("binary", dt, not a_view, not b_view, odt), "pg_" + op, bundle,
-                                 [(a, dt, not a_view), (b, dt, not b_view)], out)
-        if kern is not None and a_view and b_view:
-            self._fast[(op, a.dtype, out.dtype, out.buffer.device)] = kern
+        p = self._plan(("binary", dt, not a_view, not b_view, odt), "pg_" + op, bundle,
+                       [(dt, not a_view), (dt, not b_view)], [v for v in (a, b) if isinstance(v, View)],
+                       out)
+        # cache the view-view and view-scalar signatures the hot path serves (not scalar-view, nor
+        # integer division by a scalar, whose zero check depends on the value)
+        if a.__class__ is View and (b.__class__ is View or not (b_view or zero_check)):
+            p.conv = _CONVERT[dt]
+            self._remember(self._bplans, (op, a.dtype, out.dtype, out.buffer.device, out.shape,
+                                          out.strides, a.strides, b.strides if b_view else None), p)
+        if p.kern is None:
+            return
+        args: list[Any] = [out.buffer.mem, out.offset]
+        for v in (a, b):
+            if isinstance(v, View):
+                args += (v.buffer.mem, v.offset)
+            else:
+                args.append(_scalar(v, dt))
+        p.launch(args)
 
     def where(self, cond: View, a: Any, b: Any, out: View) -> None:
         dt = out.dtype.name
         a_s, b_s = not isinstance(a, View), not isinstance(b, View)
-        if a_s:
-            a = _scalar(a, dt)
-        if b_s:
-            b = _scalar(b, dt)
-        self._elementwise(("where", dt, a_s, b_s), "pg_where", lambda: {"pg_where": "(a ? b : c)"},
-                          [(cond, "bool", False), (a, dt, a_s), (b, dt, b_s)], out)
+        key = (dt, out.buffer.device, out.shape, out.strides, cond.strides,
+               None if a_s else a.strides, None if b_s else b.strides)
+        p = self._wplans.get(key)
+        if p is None:
+            p = self._plan(("where", dt, a_s, b_s), "pg_where", lambda: {"pg_where": "(a ? b : c)"},
+                           [("bool", False), (dt, a_s), (dt, b_s)],
+                           [v for v in (cond, a, b) if isinstance(v, View)], out)
+            self._remember(self._wplans, key, p)
+        if p.kern is None:
+            return
+        args: list[Any] = [out.buffer.mem, out.offset, cond.buffer.mem, cond.offset]
+        for v, s in ((a, a_s), (b, b_s)):
+            if s:
+                args.append(_scalar(v, dt))
+            else:
+                args += (v.buffer.mem, v.offset)
+        p.launch(args)
 
     def copy(self, src: View, dst: View) -> None:
         sdt, ddt = src.dtype.name, dst.dtype.name
-        n = dst.numel
+        n = _numel(dst.shape)
         if n == 0:
             return
         if sdt == ddt and _contig(src) and _contig(dst):
@@ -375,8 +502,13 @@ class OpenCLBackend(Backend):
                 cl.enqueue_copy(dev.queue, dst.buffer.mem, src.buffer.mem, byte_count=n * isz,
                                 src_offset=src.offset * isz, dst_offset=dst.offset * isz)
             return
-        self._elementwise(("cast", sdt, ddt), "pg_cast", lambda: {"pg_cast": K.cast_expr(sdt, ddt)},
-                          [(src, sdt, False)], dst)
+        key = (src.dtype, dst.dtype, dst.buffer.device, dst.shape, dst.strides, src.strides)
+        p = self._cplans.get(key)
+        if p is None:
+            p = self._plan(("cast", sdt, ddt), "pg_cast", lambda: {"pg_cast": K.cast_expr(sdt, ddt)},
+                           [(sdt, False)], [src], dst)
+            self._remember(self._cplans, key, p)
+        p.launch([dst.buffer.mem, dst.offset, src.buffer.mem, src.offset])
 
     def fill(self, out: View, value: Any) -> None:
         n = out.numel

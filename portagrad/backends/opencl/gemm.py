@@ -1,6 +1,6 @@
 """Batched GEMM kernels: ``out[b] = a[b] @ b[b]`` on arbitrary strided operands.
 
-Two kernel families, chosen by device type:
+Kernel families, chosen by device type:
 
 * **CPU** (PoCL and other CPU drivers): no local memory and no barriers. PoCL keeps values that
   live across a barrier in per-work-item memory, so a classic local-memory tiled kernel spills its
@@ -10,9 +10,16 @@ Two kernel families, chosen by device type:
   ``FP_CONTRACT ON`` compiles to hardware FMA. The full blocks of ``out`` go to this kernel; the
   ragged right and bottom strips (fewer than ``RM`` rows / ``V*W`` columns) to a simple
   one-element-per-work-item kernel.
-* **GPU**: the classic register-blocked tiled kernel: a work-group of 16x16 work-items computes a
-  128x128 tile, 8x8 per work-item, staging ``TK``-deep slices of ``a`` and ``b`` in local memory.
-  Loads are bounds-checked (zero padding) and stores guarded, so any size works in one launch.
+* **GPU** ("gpu", the default on GPUs): a work-group of 16x16 work-items computes a 128x128 tile,
+  8x8 per work-item as 4x4 quadrants so that local memory is read as ``float4``, ``TK = 16``-deep
+  slices staged in local memory, the next slice prefetched into registers during the multiply
+  (see :func:`_gpu_kernel_v2`). Loads are bounds-checked (zero padding) and stores guarded, so any
+  size works in one launch. Written without access to a GPU: ``benchmarks/gpu_check.sh`` measures
+  it against "gpu_simple" (the classic tiled kernel with scalar local reads, ~19.9 TFLOP/s on the
+  H200 in an earlier measurement) and cuBLAS; ``tests/test_opencl_gemm.py`` checks both GPU
+  kernels on PoCL at ragged sizes and every operand layout.
+
+The family can be forced with ``PORTAGRAD_OPENCL_GEMM=cpu|gpu|gpu_simple``.
 
 Strides (in elements) and offsets are kernel arguments, so a transposed operand (swapped strides)
 or a broadcast batch (batch stride 0) needs no copy. Variants are keyed by dtype and by whether
@@ -20,18 +27,26 @@ or a broadcast batch (batch stride 0) needs no copy. Variants are keyed by dtype
 """
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
 
 from .kernels import CTYPE
 
-__all__ = ["GemmPlan", "gemm_source", "launch_gemm", "CPU_BLOCK", "GPU_TILE"]
+__all__ = ["GemmPlan", "gemm_source", "launch_gemm", "CPU_BLOCK", "GPU_TILE", "GEMM_KINDS"]
 
 #: CPU register block: (rows per work-item, vectors per row) and vector width by dtype
 CPU_BLOCK = {"float32": (8, 2, 8), "float64": (8, 2, 4)}
 #: GPU tile: (tile M, tile N, tile K, work-items in x, work-items in y)
 GPU_TILE = (128, 128, 8, 16, 16)
+#: k depth of the second GPU kernel's slices
+GPU_V2_TK = 16
+#: GEMM kernel families: "cpu" (barrier-free register blocks), "gpu_simple" (the classic tiled
+#: kernel, kept for comparison), "gpu" (the second tiled version, the default on GPUs).
+#: ``PORTAGRAD_OPENCL_GEMM`` (or the backend's ``_force_gemm_gpu``) picks one on any device, so
+#: the GPU kernels are tested on PoCL too.
+GEMM_KINDS = ("cpu", "gpu", "gpu_simple")
 
 _LANES = "0123456789abcdef"
 _ARGS = ("__global const {t}* A, long ao, long sab, long sam, long sak, "
@@ -156,45 +171,158 @@ void gemm_main({_ARGS.format(t=t)})
 """
 
 
-def gemm_source(dtype: str, gpu: bool, b_unit: bool, c_unit: bool) -> GemmPlan:
-    """Source for ``dtype`` on a GPU or CPU device (see the module doc)."""
+def _gpu_kernel_v2(t: str, a_kfast: bool, b_nfast: bool) -> str:
+    """The GPU kernel, second version: 128x128 tile, 8x8 per work-item as two 4x4 quadrants per
+    axis (rows ``4*ty + i`` and ``64 + 4*ty + i``, the same for columns), so each ``k`` step reads
+    four ``float4``s from local memory instead of sixteen scalars; ``TK = 16``; the next ``k`` slice
+    is loaded from global memory into registers while the current one is multiplied (register
+    double buffering). Global loads are bounds-checked scalar loads through the strides, mapped so
+    that neighbouring work-items read neighbouring addresses: ``a_kfast`` (A's k stride is 1) walks
+    k first, else m; ``b_nfast`` (B's n stride is 1) walks n first, else k. Any size, any strides."""
+    tm, tn, lx, ly = 128, 128, 16, 16
+    tk = GPU_V2_TK
+    nt = lx * ly
+    na, nb = tk * tm // nt, tk * tn // nt  # elements per work-item per slice: 8 and 8
+    t4 = f"{t}4"
+    if a_kfast:
+        amap = f"int kk = e % {tk}, mm = e / {tk};"
+    else:
+        amap = f"int mm = e % {tm}, kk = e / {tm};"
+    if b_nfast:
+        bmap = f"int nn = e % {tn}, kk = e / {tn};"
+    else:
+        bmap = f"int kk = e % {tk}, nn = e / {tk};"
+    load = []
+    for i in range(na):
+        load.append(f"{{ int e = tid + {i * nt}; {amap} long m = gm + mm, k = k0 + kk; "
+                    f"ra{i} = (m < M && k < K) ? ab[m * sam + k * sak] : ({t})0; }}")
+    for i in range(nb):
+        load.append(f"{{ int e = tid + {i * nt}; {bmap} long n = gn + nn, k = k0 + kk; "
+                    f"rb{i} = (n < N && k < K) ? bb[k * sbk + n * sbn] : ({t})0; }}")
+    load_s = "\n        ".join(load)
+    store = []
+    for i in range(na):
+        store.append(f"{{ int e = tid + {i * nt}; {amap} As[kk * {tm + 4} + mm] = ra{i}; }}")
+    for i in range(nb):
+        store.append(f"{{ int e = tid + {i * nt}; {bmap} Bs[kk * {tn + 4} + nn] = rb{i}; }}")
+    store_s = "\n        ".join(store)
+    regs = ", ".join([f"ra{i}" for i in range(na)] + [f"rb{i}" for i in range(nb)])
+    acc = "\n    ".join(f"{t4} c{i}_{h} = 0;" for i in range(8) for h in range(2))
+    comps = "xyzw"
+    fma = []
+    for i in range(8):
+        av = f"a{i // 4}.{comps[i % 4]}"
+        for h in range(2):
+            fma.append(f"c{i}_{h} += {av} * b{h};")
+    fma_s = "\n            ".join(fma)
+    stores = []
+    for i in range(8):
+        row = f"(m0 + {(i // 4) * 64 + i % 4})"
+        for h in range(2):
+            for j in range(4):
+                col = f"(n0 + {h * 64 + j})"
+                stores.append(f"if ({row} < M && {col} < N) cb[{row} * scm + {col} * scn] = c{i}_{h}.{comps[j]};")
+    stores_s = "\n    ".join(stores)
+    return f"""
+__kernel __attribute__((reqd_work_group_size({lx}, {ly}, 1)))
+void gemm_main({_ARGS.format(t=t)})
+{{
+    /* rows padded by 4 elements: float4 reads stay 16-byte aligned, k-major stores spread banks */
+    __local {t4} As4[{tk} * {(tm + 4) // 4}];
+    __local {t4} Bs4[{tk} * {(tn + 4) // 4}];
+    __local {t}* As = (__local {t}*)As4;
+    __local {t}* Bs = (__local {t}*)Bs4;
+    int tx = get_local_id(0), ty = get_local_id(1), tid = ty * {lx} + tx;
+    long gm = get_group_id(1) * {tm}, gn = get_group_id(0) * {tn}, bt = get_group_id(2);
+    __global const {t}* ab = A + ao + bt * sab;
+    __global const {t}* bb = B + bo + bt * sbb;
+    {t} {regs};
+    {acc}
+    long k0 = 0;
+    {load_s}
+    {store_s}
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (; k0 < K; ) {{
+        long kn = k0 + {tk};
+        if (kn < K) {{  /* prefetch the next slice into registers */
+            long k0 = kn;
+            {load_s}
+        }}
+        for (int k = 0; k < {tk}; ++k) {{
+            {t4} a0 = As4[k * {(tm + 4) // 4} + ty], a1 = As4[k * {(tm + 4) // 4} + 16 + ty];
+            {t4} b0 = Bs4[k * {(tn + 4) // 4} + tx], b1 = Bs4[k * {(tn + 4) // 4} + 16 + tx];
+            {fma_s}
+        }}
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (kn < K) {{
+            {store_s}
+        }}
+        barrier(CLK_LOCAL_MEM_FENCE);
+        k0 = kn;
+    }}
+    long m0 = gm + 4 * ty, n0 = gn + 4 * tx;
+    __global {t}* cb = C + co + bt * scb;
+    {stores_s}
+}}
+"""
+
+
+def gemm_source(dtype: str, kind: "bool | str", b_unit: bool, c_unit: bool,
+                a_kfast: bool = True) -> GemmPlan:
+    """Source of GEMM family ``kind`` (see :data:`GEMM_KINDS`; ``True``/``False`` mean "gpu"/"cpu")
+    for ``dtype``."""
+    kind = {True: "gpu", False: "cpu"}.get(kind, kind)  # type: ignore[arg-type]
     t = CTYPE[dtype]
     head = "#pragma OPENCL FP_CONTRACT ON\n"  # let a*b+c fuse: GEMM is not bit-exact anyway
     if dtype == "float64":
         head += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-    if gpu:
+    if kind == "gpu_simple":
         body = _gpu_kernel(t)
-        key = ("gemm", dtype, "gpu")
+        key: tuple = ("gemm", dtype, "gpu_simple")
+    elif kind == "gpu":
+        body = _gpu_kernel_v2(t, a_kfast, b_unit)
+        key = ("gemm", dtype, "gpu", a_kfast, b_unit)
     else:
         body = _cpu_kernel(t, dtype, b_unit, c_unit)
         key = ("gemm", dtype, "cpu", b_unit, c_unit)
     return GemmPlan(key, head + body + _edge_kernel(t), dtype)
 
 
-def launch_gemm(dev: Any, a: Any, b: Any, out: Any, gpu: "bool | None" = None) -> None:
+def launch_gemm(dev: Any, a: Any, b: Any, out: Any, gpu: "bool | str | None" = None) -> None:
     """Enqueue ``out = a @ b`` for views of shapes (B, M, K), (B, K, N), (B, M, N) on ``dev``.
 
-    ``gpu`` overrides the kernel family (tests run the GPU kernel on a CPU device)."""
+    ``gpu`` overrides the kernel family: a name from :data:`GEMM_KINDS`, or ``True``/``False`` for
+    "gpu"/"cpu" (tests run the GPU kernels on a CPU device); else ``PORTAGRAD_OPENCL_GEMM``, else
+    "gpu" on GPUs and "cpu" elsewhere."""
     bsz, m, n = out.shape
     k = a.shape[2]
     if gpu is None:
-        gpu = dev.is_gpu
+        gpu = _ENV_KIND or ("gpu" if dev.is_gpu else "cpu")
+    kind = {True: "gpu", False: "cpu"}.get(gpu, gpu)  # type: ignore[arg-type]
+    if kind not in GEMM_KINDS:
+        raise ValueError(f"unknown GEMM kernel family {kind!r}; expected one of {GEMM_KINDS}")
     dt = out.dtype.name
     sab, sam, sak = a.strides
     sbb, sbk, sbn = b.strides
     scb, scm, scn = out.strides
     b_unit = sbn == 1
     c_unit = scn == 1
-    key = ("gemm", dt, "gpu") if gpu else ("gemm", dt, "cpu", b_unit, c_unit)
+    a_kfast = sak == 1 or sam != 1
+    if kind == "gpu_simple":
+        key: tuple = ("gemm", dt, "gpu_simple")
+    elif kind == "gpu":
+        key = ("gemm", dt, "gpu", a_kfast, b_unit)
+    else:
+        key = ("gemm", dt, "cpu", b_unit, c_unit)
     args = [a.buffer.mem, a.offset, sab, sam, sak, b.buffer.mem, b.offset, sbb, sbk, sbn,
             out.buffer.mem, out.offset, scb, scm, scn, m, n, k]
 
     def src() -> str:
-        return gemm_source(dt, gpu, b_unit, c_unit).source
+        return gemm_source(dt, kind, b_unit, c_unit, a_kfast).source
 
     main = dev.kernel(key, "gemm_main", src, [dt], _ARG_TYPES)
     q = dev.queue
-    if gpu:
+    if kind != "cpu":
         tm, tn, _, lx, ly = GPU_TILE
         gs = ((n + tn - 1) // tn * lx, (m + tm - 1) // tm * ly, bsz)
         main(q, gs, (lx, ly, 1), *args)
@@ -209,3 +337,6 @@ def launch_gemm(dev: Any, a: Any, b: Any, out: Any, gpu: "bool | None" = None) -
         edge(q, (n - nn * nb, m, bsz), (1, 1, 1), *args, 0, nn * nb)
     if m > mm * rm and nn:  # bottom strip, full-block columns
         edge(q, (nn * nb, m - mm * rm, bsz), (1, 1, 1), *args, mm * rm, 0)
+
+
+_ENV_KIND = os.environ.get("PORTAGRAD_OPENCL_GEMM") or None
