@@ -227,6 +227,8 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Tensor
         raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                          f"found '{rounding_mode}'")
     a, b, dt = prepare_binary(input, other, "div")
+    if not dt.is_floating_point:
+        _check_int_divisor(b)
     if dt.is_floating_point:
         q = _raw.binary("div", a, b, dt)
         res = _raw.unary("trunc" if rounding_mode == "trunc" else "floor", q)
@@ -274,9 +276,22 @@ class _Remainder(Function):
         return g, gb
 
 
+def _check_int_divisor(b: Any) -> None:
+    """Integer division by zero raises on every backend (devices would return garbage): one small
+    reduction and a host read, paid only by integer division."""
+    if isinstance(b, Tensor):
+        if b.numel() and not bool(_raw.reduce("min", _raw.binary("ne", b, 0, _dtype.bool),
+                                              range(b.dim()), False).item()):
+            raise RuntimeError("ZeroDivisionError: integer division or modulo by zero")
+    elif b == 0:
+        raise RuntimeError("ZeroDivisionError: integer division or modulo by zero")
+
+
 def remainder(input: Any, other: Any) -> Tensor:
     """Python-style modulus (sign of the divisor)."""
-    a, b, _ = prepare_binary(input, other, "remainder")
+    a, b, dt = prepare_binary(input, other, "remainder")
+    if not dt.is_floating_point:
+        _check_int_divisor(b)
     return call(_Remainder, a, b)
 
 
