@@ -24,7 +24,7 @@ from .._ops._common import call, wrap_dim
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
-from . import _im2col
+from . import _fused, _im2col
 
 __all__ = [
     # activations
@@ -336,6 +336,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         lead = "x".join(str(s) for s in input.shape[:-1]) or "1"
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({lead}x{input.shape[-1]} "
                            f"and {weight.shape[1]}x{weight.shape[0]})")
+    if weight.dim() == 2 and input.dim() >= 1 and (bias is None or bias.dim() == 1):
+        return _fused.linear(input, weight, bias)  # one recorded node instead of ~7
     out = L.matmul(input, S.t(weight) if weight.dim() == 2 else weight)
     if bias is not None:
         out = E.add(out, bias)
@@ -1129,6 +1131,11 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if (input.dim() == 2 and target.dim() == 1 and not target.dtype.is_floating_point
+            and weight is None and label_smoothing == 0 and input.dtype.is_floating_point
+            and input.shape[0] == target.shape[0] and input.shape[0] > 0):
+        return _fused.cross_entropy_indices(input, target.to(_dtype.int64), ignore_index,
+                                            reduction)  # one recorded node instead of ~15
     class_dim = 0 if input.dim() == 1 else 1
     logp = log_softmax(input, class_dim)
     Cc = input.shape[class_dim]
