@@ -46,3 +46,36 @@ def test_cross_entropy_target_out_of_range(device):
         F.cross_entropy(x, pg.tensor([0, 3], device=device))
     with pytest.raises(IndexError, match="Target -2 is out of bounds"):
         F.cross_entropy(x, pg.tensor([-2, 0], device=device))
+
+
+@pytest.mark.parametrize("stride,padding,dilation", [(1, 1, 1), (2, 0, 1), (1, 2, 2)])
+def test_conv_fused(device, stride, padding, dilation):
+    pg.manual_seed(2)
+    x = pg.randn(2, 3, 6, 5, dtype=pg.float64, device=device, requires_grad=True)
+    w = pg.randn(4, 3, 3, 2, dtype=pg.float64, device=device, requires_grad=True)
+    b = pg.randn(4, dtype=pg.float64, device=device, requires_grad=True)
+    f = lambda a, k, c: F.conv2d(a, k, c, stride, padding, dilation)  # noqa: E731
+    out = f(x, w, b)
+    assert out.grad_fn.name() == "ConvolutionBackward0"
+    # direct reference: sum over channels and kernel taps
+    xn = np.pad(x.detach().cpu().numpy(), ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    wn, bn = w.detach().cpu().numpy(), b.detach().cpu().numpy()
+    oh, ow = out.shape[2], out.shape[3]
+    ref = np.zeros((2, 4, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            for u in range(3):
+                for v in range(2):
+                    patch = xn[:, :, i * stride + u * dilation, j * stride + v * dilation]
+                    ref[:, :, i, j] += patch @ wn[:, :, u, v].T
+    ref += bn[None, :, None, None]
+    np.testing.assert_allclose(out.detach().cpu().numpy(), ref, rtol=1e-10, atol=1e-12)
+    assert gradcheck(f, (x, w, b))
+    assert gradgradcheck(f, (x, w, b))
+
+
+def test_conv_cross_device_error(opencl_devices):
+    x = pg.randn(1, 1, 4, 4)
+    w = pg.randn(2, 1, 3, 3, device=opencl_devices[0])
+    with pytest.raises(RuntimeError, match="same device"):
+        F.conv2d(x, w)

@@ -20,7 +20,7 @@ from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 
-__all__ = ["linear", "cross_entropy_indices"]
+__all__ = ["linear", "cross_entropy_indices", "conv"]
 
 
 def _view(t: Tensor, shape: tuple, strides: tuple, offset: int | None = None) -> Tensor:
@@ -168,3 +168,63 @@ def cross_entropy_indices(x: Tensor, target: Tensor, ignore_index: int, reductio
             if bad.size:
                 raise IndexError(f"Target {int(bad[0])} is out of bounds.")
     return call(_CrossEntropy, x, target, ignore_index, reduction)
+
+
+class _Conv(Function):
+    """Convolution with ``groups == 1`` as one node: im2col gather, one GEMM, bias.
+
+    The output is a (N, O, *spatial) view of the (N, L, O) GEMM result, as the composition gave."""
+
+    _backward_name = "ConvolutionBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, w: Tensor, b: Tensor | None, p: Any) -> Tensor:
+        from ._im2col import _unfold_raw
+
+        n = x._v.shape[0]
+        o = w._v.shape[0]
+        ck = p.C * p.K
+        cols = _unfold_raw(_raw.contiguous(x), p, 0.0)  # (N, L, C*K), contiguous
+        rows = n * p.L
+        a3 = _view(cols, (1, rows, ck), (0, ck, 1))
+        w2 = _raw.contiguous(w)
+        w3 = _view(w2, (1, ck, o), (0, 1, ck))  # w.T as a view
+        out = _raw.bmm(a3, w3) if ck else _raw.fill(_raw.new_like(x, (1, rows, o)), 0)
+        if b is not None:
+            bv = _view(b, (1, rows, o), (0, 0, b._v.strides[0]))
+            out._storage.backend.binary("add", out._v, bv._v, out._v)
+        ctx.plan = p
+        ctx.save_for_backward(x, w, cols)
+        sp = p.out_spatial
+        sp_strides = _raw.strides_for(tuple(sp) + (o,))[:-1]
+        return Tensor._make(out._storage, 0, (n, o) + tuple(sp), (p.L * o, 1) + sp_strides,
+                            out._v.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        from ._im2col import fold_cols, unfold_cols
+
+        x, w, cols = ctx.saved_tensors
+        p = ctx.plan
+        n, o = g.shape[0], g.shape[1]
+        ck = p.C * p.K
+        g2 = S.reshape(S.movedim(g, 1, -1), (n * p.L, o))  # (N*L, O)
+        w2 = S.reshape(w, (o, ck))
+        gx = gw = gb = None
+        if ctx.needs_input_grad[0]:
+            gx = fold_cols(S.reshape(L.matmul(g2, w2), (n, p.L, ck)), p)
+        if ctx.needs_input_grad[1]:
+            # under create_graph the windows are re-gathered from x so that gw depends on x
+            c = unfold_cols(x, p) if is_grad_enabled() else cols
+            gw = S.reshape(L.matmul(S.t(g2), S.reshape(c, (n * p.L, ck))), tuple(w.shape))
+        if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]:
+            gb = R.sum(g2, 0)
+        return gx, gw, gb, None
+
+
+def conv(x: Tensor, w: Tensor, b: Tensor | None, p: Any) -> Tensor:
+    """``groups == 1`` convolution of batched ``x`` with window plan ``p`` as one node."""
+    check_same_device(x, w, "conv")
+    if b is not None:
+        check_same_device(x, b, "conv")
+    return call(_Conv, x, w, b, p)
