@@ -1,77 +1,79 @@
-"""Benchmarks of the OpenCL backend against numpy, run as ``python -m benchmarks.<name>``.
+"""Benchmarks of portagrad's OpenCL backend through the public API, run as ``python -m benchmarks.<name>``.
 
-They drive the backend's primitives through :class:`~portagrad.backends.interface.View` objects
-(the Tensor API can replace this once it exists). Every figure is printed next to numpy's,
-measured in the same run, with the ratio.
+Every figure is printed next to numpy's, measured in the same run, with the ratio ours/numpy
+(``x`` > 1: we are faster). Common flags: ``--device`` (default ``opencl:0``) and ``--quick``
+(fewer sizes and repeats). ``benchmarks/gpu_check.sh`` runs all of them on the GPU machine.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import time
 from typing import Any, Callable
 
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")
 
-import numpy as np  # noqa: E402
-
-__all__ = ["backend", "to_device", "empty", "best_time", "report"]
-
-_BACKEND: Any = None
+__all__ = ["parse_args", "sync", "best_time", "report", "device_label", "backend_device"]
 
 
-def backend() -> Any:
-    """The process-wide :class:`OpenCLBackend`."""
-    global _BACKEND
-    if _BACKEND is None:
-        from portagrad.backends.opencl.backend import OpenCLBackend
-
-        _BACKEND = OpenCLBackend()
-    return _BACKEND
-
-
-def _view(buf: Any, shape: tuple, dtype: Any) -> Any:
-    from portagrad.backends.interface import View
-
-    strides, acc = [], 1
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= s
-    return View(buf, 0, tuple(shape), tuple(reversed(strides)), dtype)
+def parse_args(description: str, argv: "list[str] | None" = None,
+               extra: "Callable[[argparse.ArgumentParser], None] | None" = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--device", default="opencl:0", help="portagrad device (default opencl:0)")
+    p.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
+    if extra is not None:
+        extra(p)
+    return p.parse_args(argv)
 
 
-def empty(shape: tuple, np_dtype: Any = np.float32, device: int = 0) -> Any:
-    """An uninitialised contiguous device view."""
-    from portagrad._dtype import from_numpy_dtype
+def sync(device: Any) -> None:
+    """Wait for the device's queue (``pg.opencl.synchronize``; nothing on ``cpu``)."""
+    import portagrad as pg
 
-    dt = from_numpy_dtype(np_dtype)
-    n = int(np.prod(shape))
-    return _view(backend().allocate(device, n * dt.itemsize), tuple(shape), dt)
-
-
-def to_device(arr: np.ndarray, device: int = 0) -> Any:
-    """A contiguous device view holding a copy of ``arr``."""
-    v = empty(arr.shape, arr.dtype, device)
-    backend().from_host(v, np.ascontiguousarray(arr))
-    return v
+    dev = pg.device(device)
+    if dev.type != "cpu":
+        getattr(pg, dev.type).synchronize(dev.index or 0)
 
 
-def best_time(fn: Callable[[], Any], sync: Callable[[], Any] = lambda: None, repeat: int = 5,
+def best_time(fn: Callable[[], Any], sync_fn: Callable[[], Any] = lambda: None, repeat: int = 5,
               number: int = 1) -> float:
-    """Best wall time of ``number`` calls of ``fn`` followed by ``sync``, over ``repeat`` tries."""
+    """Best wall time of ``number`` calls of ``fn`` followed by ``sync_fn``, over ``repeat`` tries
+    (after one warm-up call). The best, not the mean: this machine is shared and noisy."""
     fn()
-    sync()
+    sync_fn()
     best = float("inf")
     for _ in range(repeat):
         t = time.perf_counter()
         for _ in range(number):
             fn()
-        sync()
+        sync_fn()
         best = min(best, (time.perf_counter() - t) / number)
     return best
 
 
-def report(what: str, ours: float, theirs: float, unit: str, higher_is_better: bool = True) -> None:
-    """One line: our figure, numpy's, and the ratio ours/numpy (or numpy/ours for times)."""
+def report(what: str, ours: float, theirs: float, unit: str, higher_is_better: bool = True,
+           who: str = "numpy") -> None:
+    """One line: our figure, the reference's and the ratio (ours/theirs, or theirs/ours for times)."""
     ratio = ours / theirs if higher_is_better else theirs / ours
-    print(f"{what:<44} ours {ours:10.3f} {unit:<8} numpy {theirs:10.3f} {unit:<8} ratio {ratio:6.2f}x",
+    print(f"{what:<50} ours {ours:10.3f} {unit:<8} {who:<6} {theirs:10.3f} {unit:<8} ratio {ratio:6.2f}x",
           flush=True)
+
+
+def backend_device(device: Any) -> Any:
+    """The OpenCL backend's ``Device`` object (context, queue) behind a portagrad device."""
+    import portagrad as pg
+    from portagrad.plugins.manager import get_backend
+
+    dev = pg.device(device)
+    return get_backend(dev.type).device(dev.index or 0)
+
+
+def device_label(device: Any) -> str:
+    import portagrad as pg
+
+    dev = pg.device(device)
+    if dev.type == "cpu":
+        return "cpu (numpy backend)"
+    props = getattr(pg, dev.type).get_device_properties(dev.index or 0)
+    return (f"{dev} = {props.name} ({props.type}, {props.compute_units} compute units, "
+            f"{props.extra.get('platform', '')} {props.extra.get('driver_version', '')})")

@@ -1,14 +1,15 @@
-"""SGEMM/DGEMM throughput: our register-blocked kernel vs numpy (BLAS) and a plain 16x16 tiled kernel.
+"""SGEMM throughput through the public API (``a @ b``) vs numpy (BLAS), a plain 16x16 local-memory
+tiled OpenCL kernel and, when torch is importable, torch fp32 (CUDA with TF32 off if available).
 
-Run: ``python -m benchmarks.gemm [N]`` (default 1024).
+Run: ``python -m benchmarks.gemm [--device opencl:0] [--quick] [--sizes 256,512,1024]
+[--kinds gpu,gpu_simple]``. ``--kinds`` times several of our GEMM kernel families
+(``PORTAGRAD_OPENCL_GEMM`` values: cpu, gpu, gpu_simple) in one run.
 """
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
-from . import backend, best_time, empty, report, to_device
+from . import backend_device, best_time, device_label, parse_args, report, sync
 
 _TILED16 = """
 __kernel void tiled16(__global const float* A, __global const float* B, __global float* C, int N)
@@ -29,38 +30,81 @@ __kernel void tiled16(__global const float* A, __global const float* B, __global
 """
 
 
-def _tiled16_gflops(n: int, a: object, b: object, c: object) -> float:
-    """GFLOP/s of the textbook 16x16 local-memory kernel (n must be a multiple of 16)."""
+def _tiled16_seconds(device: str, n: int, a, b, c, repeat: int) -> float:
+    """Seconds per call of the textbook 16x16 local-memory kernel (n a multiple of 16)."""
     import pyopencl as cl
 
-    dev = backend().device(0)
+    dev = backend_device(device)
     k = cl.Kernel(cl.Program(dev.context, _TILED16).build(), "tiled16")
     k.set_scalar_arg_dtypes([None, None, None, np.int32])
-    t = best_time(lambda: k(dev.queue, (n, n), (16, 16), a.buffer.mem, b.buffer.mem, c.buffer.mem, n),
-                  dev.queue.finish, repeat=2)
-    return 2 * n ** 3 / t / 1e9
+    bufs = [t._storage.buffer.mem for t in (a, b, c)]
+    return best_time(lambda: k(dev.queue, (n, n), (16, 16), *bufs, n), dev.queue.finish, repeat)
 
 
-def main(n: int = 1024) -> None:
-    be = backend()
-    dev = be.device(0)
-    print(f"device: {dev.label}; matmul {n}x{n}x{n}")
-    for dt in (np.float32, np.float64):
-        an = np.random.default_rng(0).standard_normal((1, n, n)).astype(dt)
-        bn = np.random.default_rng(1).standard_normal((1, n, n)).astype(dt)
-        a, b, c = to_device(an), to_device(bn), empty((1, n, n), dt)
-        ours = best_time(lambda: be.matmul(a, b, c), dev.queue.finish, repeat=3)
-        cn = np.empty_like(an)
-        theirs = best_time(lambda: np.matmul(an, bn, out=cn), repeat=3)
-        err = np.abs(be.to_host(c) - cn).max() / np.abs(cn).max()
+def _torch_seconds(n: int, repeat: int) -> "tuple[float, str] | None":
+    try:
+        import torch
+    except Exception:
+        return None
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    if dev == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
+    a = torch.randn(n, n, device=dev)
+    b = torch.randn(n, n, device=dev)
+    s = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+    number = 10 if dev == "cuda" else 1
+    return best_time(lambda: a @ b, s, repeat, number), f"torch-{dev}"
+
+
+def main(argv: "list[str] | None" = None) -> None:
+    def extra(p):
+        p.add_argument("--sizes", default=None, help="comma-separated n for n^3 GEMMs")
+        p.add_argument("--kinds", default=None,
+                       help="comma-separated GEMM kernel families to time (default: the device's)")
+
+    args = parse_args(__doc__.splitlines()[0], argv, extra)
+    import portagrad as pg
+
+    dev = args.device
+    print(f"device: {device_label(dev)}")
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else \
+        ([256, 1024] if args.quick else [256, 512, 1024])
+    kinds = args.kinds.split(",") if args.kinds else [None]
+    repeat = 2 if args.quick else 3
+    be = backend_device(dev) if pg.device(dev).type == "opencl" else None
+    from portagrad.plugins.manager import get_backend
+
+    for n in sizes:
+        an = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
+        bn = np.random.default_rng(1).standard_normal((n, n)).astype(np.float32)
+        a, b = pg.from_numpy(an).to(dev), pg.from_numpy(bn).to(dev)
         flops = 2 * n ** 3
-        report(f"{np.dtype(dt).name} GEMM GFLOP/s (rel err {err:.1e})", flops / ours / 1e9,
-               flops / theirs / 1e9, "GFLOP/s")
-        if dt is np.float32 and n % 16 == 0:
-            g16 = _tiled16_gflops(n, a, b, c)
-            print(f"{'  16x16 local-memory tiled kernel':<44} {g16:10.3f} GFLOP/s "
-                  f"(ours is {flops / ours / 1e9 / g16:.2f}x that)", flush=True)
+        number = max(1, int(2e9 // flops)) if be is not None and be.is_gpu else 1
+        t_np = best_time(lambda: an @ bn, repeat=repeat)
+        ref = an.astype(np.float64) @ bn.astype(np.float64)
+        for kind in kinds:
+            backend = get_backend(pg.device(dev).type) if be is not None else None
+            if backend is not None:
+                backend._force_gemm_gpu = kind
+            try:
+                t = best_time(lambda: a @ b, lambda: sync(dev), repeat, number)
+                c = (a @ b).cpu().numpy()
+            finally:
+                if backend is not None:
+                    backend._force_gemm_gpu = None
+            err = np.abs(c - ref).max() / np.abs(ref).max()
+            label = f"SGEMM {n}^3 [{kind or 'default'}] GFLOP/s (err {err:.0e})"
+            report(label, flops / t / 1e9, flops / t_np / 1e9, "GFLOP/s")
+        if be is not None and n % 16 == 0:
+            c = pg.empty(n, n, device=dev)
+            t16 = _tiled16_seconds(dev, n, a, b, c, repeat)
+            print(f"{'  16x16 local-memory tiled kernel, GFLOP/s':<50} {flops / t16 / 1e9:10.3f}", flush=True)
+        tt = _torch_seconds(n, repeat)
+        if tt is not None:
+            print(f"{'  ' + tt[1] + ' fp32 (TF32 off), GFLOP/s':<50} {flops / tt[0] / 1e9:10.3f}", flush=True)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1024)
+    main()

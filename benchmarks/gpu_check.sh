@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# One prepared check of the OpenCL backend on the NVIDIA GPU machine (see ../../shared/DEVICE.md).
+#
+# Once, on the development machine, in the repository root (downloads the Python 3.12 wheels the
+# GPU machine lacks into .whl/, kept out of git through .git/info/exclude: pyopencl and its
+# dependencies, plus safetensors and hypothesis that parts of the test suite import):
+#
+#     bash benchmarks/gpu_check.sh --download
+#
+# Then ONE device run (name .whl in carry; the whole script stays under ~8 minutes):
+#
+#     run(command="bash benchmarks/gpu_check.sh", carry=[".whl"], timeout_s=540)
+#
+# It installs the wheels into /tmp/site, registers NVIDIA's OpenCL ICD, prints the platforms, runs
+# the test suite on opencl:0 (time-limited), then the GEMM benchmark (our "gpu" and "gpu_simple"
+# kernels, numpy, the 16x16 tiled kernel, torch cuBLAS fp32 with TF32 off), the elementwise and the
+# copy benchmarks. Everything is teed to $OUT/gpu_check.log (./gpu_check.log without $OUT); the
+# pytest summary also goes to $OUT/junit.xml. Each step has its own time limit, so one stuck step
+# cannot eat the others' time; the exit status is that of the test step. ``GPU_CHECK_LOCAL=1 bash
+# benchmarks/gpu_check.sh`` is a dry run on a machine that has pyopencl (PoCL here).
+set -u
+cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--download" ]; then
+    grep -qx '/.whl/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info && echo /.whl/ >> .git/info/exclude; }
+    exec python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+        --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+        -d .whl pyopencl pytools siphash24 platformdirs mako \
+        safetensors hypothesis attrs sortedcontainers
+fi
+
+OUTDIR="${OUT:-.}"
+mkdir -p "$OUTDIR"
+LOG="$OUTDIR/gpu_check.log"
+: > "$LOG"
+step() { echo; echo "=== $* ($(date +%T))"; }
+
+{
+    step "environment"
+    if [ -z "${GPU_CHECK_LOCAL:-}" ]; then  # GPU_CHECK_LOCAL=1: a dry run where pyopencl is installed
+        ls .whl/*.whl >/dev/null 2>&1 || { echo "no wheels in .whl/: run 'bash benchmarks/gpu_check.sh --download' on the development machine and carry .whl"; exit 2; }
+        python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+        export PYTHONPATH=/tmp/site:$PWD
+        mkdir -p /tmp/vendors && echo /usr/lib/libnvidia-opencl.so.1 > /tmp/vendors/nvidia.icd
+        export OCL_ICD_VENDORS=/tmp/vendors
+    else
+        export PYTHONPATH=$PWD
+    fi
+    export PYTHONUNBUFFERED=1
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 | head -5
+    python3 - <<'EOF'
+import numpy, pyopencl as cl
+print("python", __import__("sys").version.split()[0], "numpy", numpy.__version__, "pyopencl", cl.VERSION_TEXT)
+for p in cl.get_platforms():
+    for d in p.get_devices():
+        print(f"{p.name}: {d.name} | {d.version} | CUs {d.max_compute_units} | "
+              f"local mem {d.local_mem_size} | max wg {d.max_work_group_size}")
+import portagrad as pg
+print("portagrad devices:", pg.opencl.device_count(), pg.opencl.get_device_name(0))
+EOF
+    [ $? -eq 0 ] || exit 1
+
+    step "tests on opencl:0 (limit 240 s)"
+    # --maxfail rather than -x: one failure from the environment must not hide the others
+    PORTAGRAD_TEST_DEVICES=opencl:0 timeout -k 10 240 python3 -m pytest -q --maxfail=25 -p no:cacheprovider \
+        --junitxml="$OUTDIR/junit.xml" --durations=10 tests
+    test_rc=$?
+    echo "pytest exit status: $test_rc"
+
+    step "GEMM: our kernels vs numpy, 16x16 tiled, torch cuBLAS fp32 TF32 off (limit 150 s)"
+    timeout -k 5 150 python3 -m benchmarks.gemm --sizes 256,1024,2048,4096 --kinds gpu,gpu_simple
+
+    step "elementwise (limit 60 s)"
+    timeout -k 5 60 python3 -m benchmarks.elementwise
+
+    step "host<->device copies (limit 60 s)"
+    timeout -k 5 60 python3 -m benchmarks.copy
+
+    step "done"
+    exit "${test_rc:-1}"
+} 2>&1 | tee -a "$LOG"
+exit "${PIPESTATUS[0]}"
