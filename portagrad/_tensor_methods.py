@@ -273,39 +273,53 @@ def _binop(fn: Any, reflected: bool = False) -> Any:
     return op
 
 
-def _fast_binop(fn: Any, prim: str, float_only: bool = False) -> Any:
-    """Operator with a fast path for the common case: two tensors of one shape, dtype and device,
-    nothing to record. It goes straight to the backend primitive (a few microseconds per op)."""
+def _fast_binop(fn: Any, prim: str, float_only: bool = False, reflected: bool = False) -> Any:
+    """Operator with a fast path for the common cases, nothing to record: two tensors of one shape,
+    dtype and device, or a tensor and a Python number that keeps the tensor's dtype (a float with
+    a floating tensor, an int with an integer tensor). It goes straight to the backend primitive
+    (a few microseconds per op); everything else takes the general path."""
     from . import _raw
     from .autograd.grad_mode import _flags
 
     new_on = _raw.new_on
-    slow = _binop(fn)
+    slow = _binop(fn, reflected)
 
     def op(self: Tensor, other: Any) -> Any:
-        if other.__class__ is Tensor:
-            sv = self._v
+        cls = other.__class__
+        sv = self._v
+        if cls is Tensor:
             ov = other._v
             st = self._storage
-            if (sv.dtype is ov.dtype and sv.shape == ov.shape and st.device is other._storage.device
+            if (not reflected and sv.dtype is ov.dtype and sv.shape == ov.shape
+                    and st.device is other._storage.device
                     and not (_flags.grad and (self._requires_grad or other._requires_grad))
                     and (not float_only or sv.dtype.is_floating_point)
                     and not (prim == "sub" and sv.dtype is _dtype.bool)):  # sub raises on bools
                 out = new_on(st, sv.shape, sv.dtype)
                 st.backend.binary(prim, sv, ov, out._v)
                 return out
+        elif ((cls is float and sv.dtype.is_floating_point)
+              or (cls is int and sv.dtype._kind == 1 and not float_only)) \
+                and not (_flags.grad and self._requires_grad):
+            st = self._storage
+            out = new_on(st, sv.shape, sv.dtype)
+            if reflected:
+                st.backend.binary(prim, other, sv, out._v)
+            else:
+                st.backend.binary(prim, sv, other, out._v)
+            return out
         return slow(self, other)
 
-    op.__name__ = f"__{prim}__"
+    op.__name__ = f"__{'r' if reflected else ''}{prim}__"
     return op
 
 
 Tensor.__add__ = _fast_binop(E.add, "add")
-Tensor.__radd__ = _binop(E.add, True)
+Tensor.__radd__ = _fast_binop(E.add, "add", reflected=True)
 Tensor.__sub__ = _fast_binop(E.sub, "sub")
-Tensor.__rsub__ = _binop(E.sub, True)
+Tensor.__rsub__ = _fast_binop(E.sub, "sub", reflected=True)
 Tensor.__mul__ = _fast_binop(E.mul, "mul")
-Tensor.__rmul__ = _binop(E.mul, True)
+Tensor.__rmul__ = _fast_binop(E.mul, "mul", reflected=True)
 Tensor.__truediv__ = _fast_binop(E.div, "div", float_only=True)
 Tensor.__rtruediv__ = _binop(E.div, True)
 Tensor.__floordiv__ = _binop(E.floor_divide)
