@@ -26,6 +26,19 @@ __all__ = [
 class _Binary(Function):
     op = ""
 
+    @staticmethod
+    def _save_operands(ctx: Any, a: Any, b: Any, *extra: Tensor) -> None:
+        """Save both operands (tensors with their version, Python numbers as they are), then
+        ``extra`` tensors (``ctx.saved_tensors[2:]``)."""
+        ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
+        ctx.save_for_backward(a if ta else None, b if tb else None, *extra)
+        ctx.scalars = (None if ta else a, None if tb else b)
+
+    @staticmethod
+    def _operands(ctx: Any) -> tuple[Any, Any]:
+        ta, tb = ctx.saved_tensors[:2]
+        return (ta if ta is not None else ctx.scalars[0], tb if tb is not None else ctx.scalars[1])
+
     @classmethod
     def _run(cls, a: Any, b: Any, dt: Any) -> Tensor:
         return _raw.binary(cls.op, a, b, dt)
@@ -62,17 +75,13 @@ class _Mul(_Binary):
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Tensor:
-        ctx.save_for_backward(a if isinstance(a, Tensor) else None,
-                              b if isinstance(b, Tensor) else None)
-        ctx.scalars = (None if isinstance(a, Tensor) else a, None if isinstance(b, Tensor) else b)
+        _Binary._save_operands(ctx, a, b)
         t = a if isinstance(a, Tensor) else b
         return _raw.binary("mul", a, b, t._v.dtype)
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
-        ta, tb = ctx.saved_tensors
-        a = ta if ta is not None else ctx.scalars[0]
-        b = tb if tb is not None else ctx.scalars[1]
+        a, b = _Binary._operands(ctx)
         ga = mul(g, b) if ctx.needs_input_grad[0] else None
         gb = mul(g, a) if ctx.needs_input_grad[1] else None
         return ga, gb
@@ -83,17 +92,13 @@ class _Div(_Binary):
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Tensor:
-        ctx.save_for_backward(a if isinstance(a, Tensor) else None,
-                              b if isinstance(b, Tensor) else None)
-        ctx.scalars = (None if isinstance(a, Tensor) else a, None if isinstance(b, Tensor) else b)
+        _Binary._save_operands(ctx, a, b)
         t = a if isinstance(a, Tensor) else b
         return _raw.binary("div", a, b, t._v.dtype)
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
-        ta, tb = ctx.saved_tensors
-        a = ta if ta is not None else ctx.scalars[0]
-        b = tb if tb is not None else ctx.scalars[1]
+        a, b = _Binary._operands(ctx)
         ga = div(g, b) if ctx.needs_input_grad[0] else None
         gb = neg(div(mul(g, a), mul(b, b))) if ctx.needs_input_grad[1] else None
         return ga, gb
@@ -106,16 +111,13 @@ class _Pow(_Binary):
     def forward(ctx: Any, a: Any, b: Any) -> Tensor:
         t = a if isinstance(a, Tensor) else b
         out = _raw.binary("pow", a, b, t._v.dtype)
-        ctx.save_for_backward(a if isinstance(a, Tensor) else None,
-                              b if isinstance(b, Tensor) else None, out)
-        ctx.scalars = (None if isinstance(a, Tensor) else a, None if isinstance(b, Tensor) else b)
+        _Binary._save_operands(ctx, a, b, out)
         return out
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
-        ta, tb, out = ctx.saved_tensors
-        a = ta if ta is not None else ctx.scalars[0]
-        b = tb if tb is not None else ctx.scalars[1]
+        a, b = _Binary._operands(ctx)
+        out = ctx.saved_tensors[2]
         ga = gb = None
         if ctx.needs_input_grad[0]:
             if not isinstance(b, Tensor) and b == 0:
@@ -254,22 +256,18 @@ def floor_divide(input: Any, other: Any) -> Tensor:
     return div(input, other, rounding_mode="floor")
 
 
-class _Remainder(Function):
+class _Remainder(_Binary):
     _backward_name = "RemainderBackward0"
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Tensor:
-        ctx.save_for_backward(a if isinstance(a, Tensor) else None,
-                              b if isinstance(b, Tensor) else None)
-        ctx.scalars = (None if isinstance(a, Tensor) else a, None if isinstance(b, Tensor) else b)
+        _Binary._save_operands(ctx, a, b)
         t = a if isinstance(a, Tensor) else b
         return _raw.binary("remainder", a, b, t._v.dtype)
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
-        ta, tb = ctx.saved_tensors
-        a = ta if ta is not None else ctx.scalars[0]
-        b = tb if tb is not None else ctx.scalars[1]
+        a, b = _Binary._operands(ctx)
         gb = None
         if ctx.needs_input_grad[1]:
             gb = mul(neg(g), floor(div(a, b)))

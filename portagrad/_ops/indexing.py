@@ -210,36 +210,33 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
     from .elementwise import add, mul
 
-    d = wrap_dim(dim, input.dim())
-    index = reshape(_as_index(index, input), (-1,))
-    check_index_range(index, input.shape[d], d)
-    shape = [1] * input.dim()
-    shape[d] = index.shape[0]
-    idx = expand(reshape(index, tuple(shape)), tuple(source.shape))
+    d, idx = _index_along(input, dim, index, tuple(source.shape))
     src = mul(source, alpha) if alpha != 1 else source
     return add(input, scatter_into_zeros(src, d, idx, tuple(input.shape)))
 
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
-    d = wrap_dim(dim, input.dim())
-    index = reshape(_as_index(index, input), (-1,))
-    check_index_range(index, input.shape[d], d)
-    shape = [1] * input.dim()
-    shape[d] = index.shape[0]
-    target = list(input.shape)
-    target[d] = index.shape[0]
-    idx = expand(reshape(index, tuple(shape)), tuple(target))
+    d, idx = _index_along(input, dim, index, None)
     return scatter(input, d, idx, value=value)
 
 
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    d, idx = _index_along(input, dim, index, tuple(source.shape))
+    return scatter(input, d, idx, source)
+
+
+def _index_along(input: Tensor, dim: int, index: Any, target: tuple | None
+                 ) -> tuple[int, Tensor]:
+    """Check a 1-D ``index`` into ``dim`` of ``input`` and broadcast it (stride 0) to ``target``
+    (default: ``input``'s shape with ``dim`` of the index's length), for gather/scatter."""
     d = wrap_dim(dim, input.dim())
     index = reshape(_as_index(index, input), (-1,))
     check_index_range(index, input.shape[d], d)
     shape = [1] * input.dim()
     shape[d] = index.shape[0]
-    idx = expand(reshape(index, tuple(shape)), tuple(source.shape))
-    return scatter(input, d, idx, source)
+    if target is None:
+        target = tuple(index.shape[0] if i == d else n for i, n in enumerate(input.shape))
+    return d, expand(reshape(index, tuple(shape)), target)
 
 
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
