@@ -279,6 +279,8 @@ def _fast_binop(fn: Any, prim: str, float_only: bool = False, reflected: bool = 
     a floating tensor, an int with an integer tensor). It goes straight to the backend primitive
     (a few microseconds per op); everything else takes the general path."""
     from . import _raw
+    from ._ops._common import broadcast_shapes
+    from ._ops.elementwise import _expanded_view as expanded_view
     from .autograd.grad_mode import _flags
 
     new_on = _raw.new_on
@@ -290,13 +292,20 @@ def _fast_binop(fn: Any, prim: str, float_only: bool = False, reflected: bool = 
         if cls is Tensor:
             ov = other._v
             st = self._storage
-            if (not reflected and sv.dtype is ov.dtype and sv.shape == ov.shape
-                    and st.device is other._storage.device
+            if (not reflected and sv.dtype is ov.dtype and st.device is other._storage.device
                     and not (_flags.grad and (self._requires_grad or other._requires_grad))
                     and (not float_only or sv.dtype.is_floating_point)
                     and not (prim == "sub" and sv.dtype is _dtype.bool)):  # sub raises on bools
-                out = new_on(st, sv.shape, sv.dtype)
-                st.backend.binary(prim, sv, ov, out._v)
+                if sv.shape == ov.shape:
+                    out = new_on(st, sv.shape, sv.dtype)
+                    st.backend.binary(prim, sv, ov, out._v)
+                    return out
+                # broadcasting: stride-0 views straight to the primitive (no recorded expand)
+                shape = broadcast_shapes(sv.shape, ov.shape)
+                out = new_on(st, shape, sv.dtype)
+                a = sv if sv.shape == shape else expanded_view(self, shape)
+                b = ov if ov.shape == shape else expanded_view(other, shape)
+                st.backend.binary(prim, a, b, out._v)
                 return out
         elif ((cls is float and sv.dtype.is_floating_point)
               or (cls is int and sv.dtype._kind == 1 and not float_only)) \
