@@ -316,8 +316,47 @@ class Backend:
         raise NotImplementedError
 
     # ------------------------------------------------------- optional fast paths
-    # def softmax(self, x: View, axis: int, out: View, log: bool) -> None: ...
-    # def conv2d(self, x, w, out, stride, padding, dilation, groups) -> None: ...
+    # A backend may define any of the methods below (see OPTIONAL_METHODS); the core checks with
+    # ``getattr(backend, name, None)`` and composes the operation from the required primitives
+    # when one is missing. They are forward computations only: derivatives stay in the core (which
+    # calls them for gradients while nothing is recorded, and composes public ops under
+    # ``create_graph``). They are not defined on this base class, so they are absent by default.
+    #
+    # def softmax(self, x: View, axis: int, out: View, log: bool) -> None:
+    #     """(log-)softmax of ``x`` along ``axis`` into ``out``."""
+    #
+    # Convolution (used by conv1d/conv2d for every ``groups``; 1-D runs as height-1 2-D). The
+    # core uses them only when all three exist and the dtype is floating. ``x`` is (N, C, H, W),
+    # ``w`` (O, C/groups, kh, kw), ``g`` and the forward ``out`` (N, O, OH, OW); ``stride``,
+    # ``padding`` and ``dilation`` are (h, w) pairs of ints. ``padding`` is the zero padding
+    # *before* each axis; the output size in ``out``/``g`` fixes how far windows reach (so the
+    # padding after an axis, possibly different, e.g. ``padding="same"`` with an even kernel, is
+    # implied). Positions outside the input read 0. Inputs may be strided views; outputs are
+    # contiguous and fully overwritten. Bias is added by the core.
+    #
+    # def conv2d(self, x, w, out, stride, padding, dilation, groups) -> None:
+    #     """``out[n, o, i, j] = sum_{c, u, v} x[n, g(o)*C/groups + c, i*sh - ph + u*dh,
+    #     j*sw - pw + v*dw] * w[o, c, u, v]`` (cross-correlation, as ``torch.nn.functional``)."""
+    # def conv2d_grad_input(self, g, w, out, stride, padding, dilation, groups) -> None:
+    #     """``out`` (N, C, H, W) = gradient of ``sum(conv2d(x, w) * g)`` w.r.t. ``x`` (a
+    #     transposed convolution of ``g``; overlapping windows sum)."""
+    # def conv2d_grad_weight(self, x, g, out, stride, padding, dilation, groups) -> None:
+    #     """``out`` (O, C/groups, kh, kw) = gradient of ``sum(conv2d(x, w) * g)`` w.r.t. ``w``."""
+    #
+    # Max pooling (used by max_pool1d/max_pool2d when both exist and the dtype is floating):
+    #
+    # def max_pool2d(self, x, out, indices, kernel_size, stride, padding, dilation) -> None:
+    #     """For every window of ``x`` (N, C, H, W), the maximum into ``out`` (N, C, OH, OW) and
+    #     the int64 flat position ``h * W + w`` of that element into ``indices`` (same shape).
+    #     Positions outside the input (``padding`` before each axis; the output size fixes the
+    #     extent after, as with ``ceil_mode``) read ``-inf`` and are never chosen. PyTorch's rules:
+    #     the first maximum in window order (row-major over the kernel) wins ties; NaN propagates
+    #     and the last NaN of a window is the one pointed at; a window of only ``-inf`` points at
+    #     its first position inside the input."""
+    # def max_pool2d_grad_input(self, g, indices, out, kernel_size, stride, padding,
+    #                           dilation) -> None:
+    #     """``out`` (N, C, H, W) = zeros with ``g`` (N, C, OH, OW) added at the flat positions
+    #     ``indices`` of each (n, c) plane (overlapping windows accumulate)."""
 
 
 REQUIRED_METHODS = (
@@ -328,5 +367,7 @@ REQUIRED_METHODS = (
 )
 """Methods a backend must implement (not inherit unimplemented from :class:`Backend`)."""
 
-OPTIONAL_METHODS = ("host_array", "wrap_host", "pin_memory", "is_pinned", "softmax")
+OPTIONAL_METHODS = ("host_array", "wrap_host", "pin_memory", "is_pinned", "softmax",
+                    "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
+                    "max_pool2d_grad_input")
 """Methods the core uses when a backend overrides them, composing or skipping otherwise."""

@@ -23,7 +23,7 @@ from .._ops import shape as S
 from .._ops._common import call, wrap_dim
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import is_grad_enabled, no_grad
 from . import _fused, _im2col
 
 __all__ = [
@@ -503,8 +503,9 @@ def _convnd(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, pad
                            f" Kernel size: ({' x '.join(map(str, eff))}). Kernel size can't be "
                            f"greater than actual input size")
     p = _im2col.window_plan(Cin, in_sp, k, s, lo, hi, d)
-    if groups == 1 and (bias is None or bias.dtype is x.dtype):
-        out = _fused.conv(x, weight, bias, p)  # one recorded node instead of ~10
+    if (groups == 1 or _fused.conv_fast_path(x)) and (bias is None or bias.dtype is x.dtype):
+        # one recorded node instead of ~10 (the backend's conv fast paths when it has them)
+        out = _fused.conv(x, weight, bias, p, (s, lo, d, groups))
         return S.squeeze(out, 0) if unbatched else out
     cols = _im2col.unfold_cols(x, p)  # (N, L, Cin*K)
     K = math.prod(k)
@@ -531,32 +532,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """2-D convolution over (N, C, H, W) inputs: im2col (one index gather) and one matmul."""
-    fast = getattr(input._storage.backend, "conv2d", None) if isinstance(input, Tensor) else None
-    if fast is not None and not (input.requires_grad or weight.requires_grad or
-                                 (bias is not None and bias.requires_grad)) and input.dim() == 4:
-        out = _conv2d_fast(fast, input, weight, bias, stride, padding, dilation, groups)
-        if out is not None:
-            return out
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 2)
-
-
-def _conv2d_fast(fast: Any, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
-                 padding: Any, dilation: Any, groups: int) -> Tensor | None:
-    """A backend's optional fused conv2d (inference only; the composition has the gradients)."""
-    s, d = _pair(stride), _pair(dilation)
-    k = tuple(weight.shape[2:])
-    lo, hi = _conv_padding(padding, 2, k, d, s)
-    if lo != hi:
-        return None
-    N, _, H, W = input.shape
-    oh = _im2col.out_size(H, k[0], s[0], lo[0], hi[0], d[0])
-    ow = _im2col.out_size(W, k[1], s[1], lo[1], hi[1], d[1])
-    out = _raw.new_like(input, (N, weight.shape[0], oh, ow))
-    x = _raw.contiguous(input)
-    fast(x._v, _raw.contiguous(weight)._v, out._v, s, lo, d, groups)
-    if bias is not None:
-        out = E.add(out, _bview(bias, 4))
-    return out
 
 
 def _conv_transposend(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
@@ -679,6 +655,64 @@ class _MaxLast(Function):
         return E.where(E.eq(idx, ar), S.unsqueeze(g, -1), 0.0)
 
 
+def _max_pool_fast_path(x: Tensor) -> bool:
+    """Whether ``x``'s backend has the optional max-pool fast paths (forward and backward)."""
+    be = x._storage.backend
+    return (x._v.dtype.is_floating_point and getattr(be, "max_pool2d", None) is not None and
+            getattr(be, "max_pool2d_grad_input", None) is not None)
+
+
+class _MaxPool2d(Function):
+    """Max pooling of (N, C, H, W) as one node through the backend's ``max_pool2d`` fast path.
+
+    Returns the values and the int64 flat positions ``h * W + w`` of each window's first maximum
+    (PyTorch's ``return_indices``). The backward puts ``g`` at those positions (summing where
+    windows overlap): one ``max_pool2d_grad_input`` call, or under ``create_graph`` a public
+    scatter-add (whose derivative, a gather at the same positions, gives second derivatives)."""
+
+    _backward_name = "MaxPool2DWithIndicesBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, out_sp: tuple, k: tuple, s: tuple, pd: tuple, d: tuple
+                ) -> Any:
+        x = _raw.contiguous(x)
+        N, Cc = x._v.shape[:2]
+        shape = (N, Cc) + tuple(out_sp)
+        vals = _raw.new_like(x, shape)
+        idx = _raw.new_like(x, shape, _dtype.int64)
+        x._storage.backend.max_pool2d(x._v, vals._v, idx._v, k, s, pd, d)
+        ctx.geom = (k, s, pd, d)
+        ctx.in_shape = tuple(x._v.shape)
+        ctx.save_for_backward(idx)
+        ctx.mark_non_differentiable(idx)
+        return vals, idx
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor, gi: Any) -> Any:
+        (idx,) = ctx.saved_tensors
+        N, Cc, H, W = ctx.in_shape
+        if is_grad_enabled():
+            L = idx.shape[2] * idx.shape[3]
+            gx = I.scatter_into_zeros(S.reshape(g, (N, Cc, L)), 2, S.reshape(idx, (N, Cc, L)),
+                                      (N, Cc, H * W))
+            return S.reshape(gx, ctx.in_shape), None, None, None, None, None
+        g = _raw.contiguous(g)
+        gx = _raw.new_like(g, ctx.in_shape)
+        g._storage.backend.max_pool2d_grad_input(g._v, idx._v, gx._v, *ctx.geom)
+        return gx, None, None, None, None, None
+
+
+def _max_pool_fused(x: Tensor, p: Any, k: tuple, s: tuple, pd: tuple, d: tuple, nd: int
+                    ) -> tuple[Tensor, Tensor]:
+    """Values and indices through :class:`_MaxPool2d` (1-D pooling as height-1 2-D pooling)."""
+    if nd == 2:
+        return call(_MaxPool2d, x, tuple(p.out_spatial), k, s, pd, d)
+    x4 = S.unsqueeze(x, 2)
+    vals, idx = call(_MaxPool2d, x4, (1,) + tuple(p.out_spatial), (1,) + k, (1,) + s,
+                     (0,) + pd, (1,) + d)
+    return S.squeeze(vals, 2), S.squeeze(idx, 2)
+
+
 def _pool_args(kernel_size: Any, stride: Any, padding: Any, dilation: Any, nd: int
                ) -> tuple[tuple[int, ...], ...]:
     k = _pair(kernel_size, nd, "kernel_size")
@@ -706,6 +740,11 @@ def _max_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dila
         raise RuntimeError(f"Given input size: ({'x'.join(map(str, (Cc,) + in_sp))}). Calculated "
                            f"output size: ({'x'.join(map(str, (Cc,) + p.out_spatial))}). Output "
                            f"size is too small")
+    if _max_pool_fast_path(x):
+        out, ind = _max_pool_fused(x, p, k, s, pd, d, nd)
+        if unbatched:
+            out, ind = S.squeeze(out, 0), S.squeeze(ind, 0)
+        return (out, ind) if return_indices else out
     cols = _im2col.unfold_cols(x, p, -math.inf)
     vals, idx = call(_MaxLast, S.reshape(cols, (N, p.L, Cc, p.K)))
     out = S.movedim(S.reshape(vals, (N,) + p.out_spatial + (Cc,)), -1, 1)

@@ -257,3 +257,158 @@ class NumpyBackend(Backend):
         gen = philox.uniform if kind == "uniform" else philox.normal
         o[...] = gen(o.size, seed, offset, a, b, o.dtype).reshape(o.shape)
 
+
+    # ------------------------------------------------------- optional fast paths
+    # Convolution in an (C, H, W, N) layout: with the batch innermost every window tap is a run of
+    # at least N contiguous elements, so im2col is one cheap strided copy and the products are one
+    # GEMM each (numpy copies with short inner runs, as NCHW im2col has, are ~10x slower).
+    def conv2d(self, x: View, w: View, out: View, stride: Sequence[int], padding: Sequence[int],
+               dilation: Sequence[int], groups: int) -> None:
+        xa, wa, o = _nd(x), _nd(w), _nd(out)
+        N, C = xa.shape[:2]
+        O, Cg, kh, kw = wa.shape
+        OH, OW = o.shape[2:]
+        g = groups
+        cols = _conv_cols(xa, (kh, kw), (OH, OW), stride, padding, dilation)  # (C*K, L*N)
+        r = np.matmul(np.ascontiguousarray(wa).reshape(g, O // g, Cg * kh * kw),
+                      cols.reshape(g, Cg * kh * kw, -1))  # (g, O/g, L*N)
+        _from_last(r.reshape(O * OH * OW, N), o)
+
+    def conv2d_grad_input(self, g: View, w: View, out: View, stride: Sequence[int],
+                          padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
+        ga, wa, o = _nd(g), _nd(w), _nd(out)
+        N, C, H, W = o.shape
+        O, Cg, kh, kw = wa.shape
+        OH, OW = ga.shape[2:]
+        G = groups
+        gr = _to_last(ga).reshape(G, O // G, OH * OW * N)
+        wt = np.ascontiguousarray(wa).reshape(G, O // G, Cg * kh * kw).transpose(0, 2, 1)
+        gc = np.matmul(wt, gr).reshape(C, kh, kw, OH, OW, N)
+        (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+        Hq = max((OH - 1) * sh + (kh - 1) * dh + 1, ph + H)
+        Wq = max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W)
+        gxp = np.zeros((C, Hq, Wq, N), gc.dtype)
+        for i in range(kh):
+            for j in range(kw):
+                gxp[:, i * dh:i * dh + (OH - 1) * sh + 1:sh,
+                    j * dw:j * dw + (OW - 1) * sw + 1:sw] += gc[:, i, j]
+        inner = gxp[:, ph:ph + H, pw:pw + W]
+        _from_last(inner.reshape(C * H * W, N) if inner.flags.c_contiguous else
+                   np.ascontiguousarray(inner).reshape(C * H * W, N), o)
+
+    def conv2d_grad_weight(self, x: View, g: View, out: View, stride: Sequence[int],
+                           padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
+        xa, ga, o = _nd(x), _nd(g), _nd(out)
+        N = xa.shape[0]
+        O, Cg, kh, kw = o.shape
+        OH, OW = ga.shape[2:]
+        G = groups
+        cols = _conv_cols(xa, (kh, kw), (OH, OW), stride, padding, dilation)
+        gr = _to_last(ga).reshape(G, O // G, OH * OW * N)
+        r = np.matmul(gr, cols.reshape(G, Cg * kh * kw, -1).transpose(0, 2, 1))  # (G, O/G, CgK)
+        o[...] = r.reshape(o.shape)
+
+    def max_pool2d(self, x: View, out: View, indices: View, kernel_size: Sequence[int],
+                   stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int]) -> None:
+        xa, o, ind = _nd(x), _nd(out), _nd(indices)
+        N, C, H, W = xa.shape
+        OH, OW = o.shape[2:]
+        (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel_size, stride, padding, dilation
+        Hq = max((OH - 1) * sh + (kh - 1) * dh + 1, ph + H)
+        Wq = max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W)
+        # planes innermost, (H, W, N*C): every tap is (OH, OW, N*C) with long contiguous runs
+        xl = _to_last(xa.reshape(N * C, H, W))
+        if (Hq, Wq) != (H, W):
+            xp = np.full((Hq, Wq, N * C), -np.inf, xa.dtype)
+            xp[ph:ph + H, pw:pw + W] = xl
+        else:
+            xp = xl
+        best = np.full((OH, OW, N * C), -np.inf, xa.dtype)
+        # as in PyTorch, a window of only -inf points at its first position inside the input
+        i0 = np.maximum(-(-(ph - np.arange(OH) * sh) // dh), 0)
+        j0 = np.maximum(-(-(pw - np.arange(OW) * sw) // dw), 0)
+        tap = np.empty((OH, OW, N * C), np.int64)
+        tap[...] = (i0[:, None] * kw + j0[None, :])[:, :, None]
+        m = np.empty(best.shape, np.bool_)
+
+        def sweep(nan_aware: bool) -> None:
+            for i in range(kh):
+                for j in range(kw):
+                    v = xp[i * dh:i * dh + (OH - 1) * sh + 1:sh,
+                           j * dw:j * dw + (OW - 1) * sw + 1:sw]
+                    np.greater(v, best, out=m)  # strict: the first maximum wins, never padding
+                    if nan_aware:  # max propagates NaN; as in PyTorch's kernel the last NaN wins
+                        np.logical_or(m, np.isnan(v), out=m)
+                    np.maximum(best, v, out=best)
+                    np.copyto(tap, i * kw + j, where=m)
+
+        sweep(False)
+        if xa.dtype.kind == "f" and np.isnan(best).any():  # rare: redo the positions with NaNs
+            best.fill(-np.inf)
+            tap[...] = (i0[:, None] * kw + j0[None, :])[:, :, None]
+            sweep(True)
+        # tap (i, j) of window (oh, ow) reads input position base[oh, ow] + i*dh*W + j*dw
+        base = (np.arange(OH) * sh - ph)[:, None] * W + (np.arange(OW) * sw - pw)[None, :]
+        off = ((np.arange(kh) * dh * W)[:, None] + (np.arange(kw) * dw)[None, :]).ravel()
+        pos = np.take(off, tap)
+        pos += base[:, :, None]
+        _from_last(best.reshape(OH * OW, N * C), o.reshape(N * C, OH, OW))
+        _from_last(pos.reshape(OH * OW, N * C), ind.reshape(N * C, OH, OW))
+
+    def max_pool2d_grad_input(self, g: View, indices: View, out: View,
+                              kernel_size: Sequence[int], stride: Sequence[int],
+                              padding: Sequence[int], dilation: Sequence[int]) -> None:
+        ga, ia, o = _nd(g), _nd(indices), _nd(out)
+        N, C, H, W = o.shape
+        P = H * W
+        L = ga.shape[2] * ga.shape[3]
+        flat = (ia.reshape(N * C, L) + (np.arange(N * C, dtype=np.int64) * P)[:, None]).ravel()
+        gf = ga.reshape(-1)
+        apart = all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel_size, stride, dilation))
+        if apart:  # windows do not overlap: every input position is hit at most once
+            res = np.zeros(N * C * P, o.dtype)
+            res[flat] = gf
+        else:
+            res = np.bincount(flat, weights=gf, minlength=N * C * P)
+        np.copyto(o, res.reshape(o.shape), casting="unsafe")
+
+
+def _to_last(a: np.ndarray) -> np.ndarray:
+    """``a`` (N, ...) as a contiguous (..., N) array. A direct transposing copy reads with a stride
+    of the row length, which at multiples of 1 KiB thrashes the cache (5x slower); going through
+    a row-padded copy avoids the aliasing."""
+    N = a.shape[0]
+    rest = a.shape[1:]
+    R = a.size // N if N else 0
+    a2 = a.reshape(N, R)
+    out = np.empty((R, N), a.dtype)
+    if N >= 8 and (R * a.itemsize) % 512 == 0:
+        padded = np.empty((N, R + 16), a.dtype)
+        padded[:, :R] = a2
+        a2 = padded[:, :R]
+    np.copyto(out, a2.T)
+    return out.reshape(rest + (N,))
+
+
+def _from_last(r: np.ndarray, o: np.ndarray) -> None:
+    """Write ``r`` (R, N) (batch innermost) into ``o`` (N, ...)."""
+    np.copyto(o, r.T.reshape(o.shape))  # splitting the strided axis is a view
+
+
+def _conv_cols(xa: np.ndarray, k: Sequence[int], osz: Sequence[int], stride: Sequence[int],
+               padding: Sequence[int], dilation: Sequence[int]) -> np.ndarray:
+    """im2col in batch-innermost layout: (C*kh*kw, OH*OW*N); outside the input reads 0."""
+    N, C, H, W = xa.shape
+    (kh, kw), (OH, OW), (sh, sw), (ph, pw), (dh, dw) = k, osz, stride, padding, dilation
+    Hq = max((OH - 1) * sh + (kh - 1) * dh + 1, ph + H)
+    Wq = max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W)
+    xl = _to_last(xa)  # (C, H, W, N)
+    if (Hq, Wq) != (H, W):
+        xp = np.zeros((C, Hq, Wq, N), xa.dtype)
+        xp[:, ph:ph + H, pw:pw + W] = xl
+    else:
+        xp = xl
+    a, b, c, e = xp.strides
+    v = np.lib.stride_tricks.as_strided(xp, (C, kh, kw, OH, OW, N),
+                                        (a, b * dh, c * dw, b * sh, c * sw, e))
+    return v.reshape(C * kh * kw, OH * OW * N)
