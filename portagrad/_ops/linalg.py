@@ -33,6 +33,31 @@ class _BMM(Function):
         return ga, gb
 
 
+class _MM(Function):
+    """(M, K) @ (K, N) as one node: the 2-D case of ``matmul`` without reshapes around a batch."""
+
+    _backward_name = "MmBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Tensor, b: Tensor) -> Tensor:
+        ctx.save_for_backward(a, b)
+        m, k = a._v.shape
+        n = b._v.shape[1]
+        if k == 0:
+            return _raw.fill(_raw.new_like(a, (m, n)), 0)
+        a3 = Tensor._make(a._storage, a._v.offset, (1, m, k), (0,) + a._v.strides, a._v.dtype)
+        b3 = Tensor._make(b._storage, b._v.offset, (1, k, n), (0,) + b._v.strides, b._v.dtype)
+        out = _raw.bmm(a3, b3)
+        return Tensor._make(out._storage, 0, (m, n), (n, 1), out._v.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        a, b = ctx.saved_tensors
+        ga = call(_MM, g, transpose(b, 0, 1)) if ctx.needs_input_grad[0] else None
+        gb = call(_MM, transpose(a, 0, 1), g) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
 def _check(a: Tensor, b: Tensor, name: str) -> None:
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(f"{name}(): expected Tensor arguments, got {type(a).__name__} and "
@@ -76,7 +101,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
                            f"{list(b.shape)} ({k} != {k2})")
     batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
     if not batch and b2.dim() == 2 and a2.dim() == 2:
-        out = reshape(call(_BMM, unsqueeze(a2, 0), unsqueeze(b2, 0)), (m, n))
+        out = call(_MM, a2, b2)
     elif b2.dim() == 2 and a2.dim() > 2 and a2.is_contiguous():
         # (..., M, K) @ (K, N): fold the batch into M, one big GEMM instead of a batch of small ones
         flat = reshape(a2, (1, math.prod(a2.shape[:-1]), k))

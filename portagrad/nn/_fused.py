@@ -62,9 +62,13 @@ class _Linear(Function):
     def backward(ctx: Any, g: Tensor) -> Any:
         x, w = ctx.saved_tensors
         o, k = w.shape
-        g2 = S.reshape(g, (-1, o))
-        gx = S.reshape(L.matmul(g2, w), x.shape) if ctx.needs_input_grad[0] else None
-        gw = L.matmul(S.t(g2), S.reshape(x, (-1, k))) if ctx.needs_input_grad[1] else None
+        g2 = g if g.dim() == 2 else S.reshape(g, (-1, o))
+        x2 = x if x.dim() == 2 else S.reshape(x, (-1, k))
+        gx = None
+        if ctx.needs_input_grad[0]:
+            gx = L.matmul(g2, w)
+            gx = gx if x.dim() == 2 else S.reshape(gx, x.shape)
+        gw = L.matmul(S.t(g2), x2) if ctx.needs_input_grad[1] else None
         gb = R.sum(g2, 0) if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2] else None
         return gx, gw, gb
 
