@@ -178,8 +178,13 @@ class NumpyBackend(Backend):
         (np.floor_divide if op == "floordiv" else np.remainder)(a, b, out=o)
 
     def where(self, cond: View, a: Any, b: Any, out: View) -> None:
-        o = _nd(out)
-        o[...] = np.where(_nd(cond), _arg(a), _arg(b))
+        # two masked copies into out: no temporary (np.where allocates a full result)
+        o, c = _nd(out), _nd(cond)
+        if a is out:  # in place on a: only b's positions change
+            np.copyto(o, _arg(b), where=~c)
+            return
+        np.copyto(o, _arg(b), casting="unsafe")
+        np.copyto(o, _arg(a), casting="unsafe", where=c)
 
     def copy(self, src: View, dst: View) -> None:
         s, d = _nd(src), _nd(dst)
