@@ -10,7 +10,7 @@ import functools
 from typing import Any, Sequence
 
 from . import _dtype
-from ._storage import Storage
+from ._storage import AllocatedStorage, Storage
 from ._tensor import Tensor, contiguous_strides
 
 __all__ = [
@@ -31,7 +31,8 @@ def new_on(st: Storage, shape: tuple[int, ...], dtype: "_dtype.dtype") -> Tensor
     for s in shape:
         nbytes *= s
     backend = st.backend
-    storage = Storage(backend.allocate(st.index, nbytes), nbytes, st.device, backend, st.index)
+    storage = AllocatedStorage(backend.allocate(st.index, nbytes), nbytes, st.device, backend,
+                               st.index)
     return Tensor._make(storage, 0, shape, strides_for(shape), dtype)
 
 
@@ -93,10 +94,14 @@ def fill(out: Tensor, value: Any) -> Tensor:
 
 def reduce(op: str, x: Tensor, axes: Sequence[int], keepdim: bool, out_dtype: Any = None) -> Tensor:
     shape = x._v.shape
-    axes = tuple(sorted(set(axes)))
-    kshape = tuple(1 if i in axes else s for i, s in enumerate(shape))
+    if axes.__class__ is tuple and len(axes) == 1 and 0 <= axes[0] < len(shape):
+        ax = axes[0]
+        kshape = shape[:ax] + (1,) + shape[ax + 1:]
+    else:
+        axes = tuple(sorted(set(axes)))
+        kshape = tuple([1 if i in axes else s for i, s in enumerate(shape)])
     out = new_on(x._storage, kshape, x._v.dtype if out_dtype is None else out_dtype)
-    if x.numel() == 0 and op in ("sum", "prod"):
+    if 0 in shape and (op == "sum" or op == "prod"):
         fill(out, 0 if op == "sum" else 1)
     else:
         x._storage.backend.reduce(op, x._v, axes, out._v)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Storage", "Size"]
+__all__ = ["Storage", "AllocatedStorage", "Size"]
 
 
 class Storage:
@@ -21,8 +21,19 @@ class Storage:
         self.pinned = pinned
         self.shared = False
 
+    # whether ``buffer`` is memory the backend's ``allocate`` handed out for this storage alone
+    # (not wrapped host memory): only then may autograd adopt a gradient without copying it
+    _owned = False
+
     def __repr__(self) -> str:
         return f"Storage(nbytes={self.nbytes}, device={self.device})"
+
+
+class AllocatedStorage(Storage):
+    """A storage whose buffer came from ``Backend.allocate`` (outputs of ops)."""
+
+    __slots__ = ()
+    _owned = True
 
 
 class Size(tuple):

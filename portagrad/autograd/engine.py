@@ -134,9 +134,16 @@ def run_backward(tensors: Sequence["Tensor"], grad_tensors: Sequence[Any], retai
                         captured[k] = g
             if node.__class__ is AccumulateGrad:
                 if accumulate and (inputs is None or key in target_ids):
-                    node._accumulate(grads[0], create_graph)
+                    # held=1: ``grads`` is the engine's only reference (``outs``/``g`` of the
+                    # previous node were cleared), so an unaliased gradient can be adopted
+                    node._accumulate(grads[0], create_graph, 1)
                 continue
-            if (needed is not None and key not in needed) or all(g is None for g in grads):
+            for g in grads:  # (a loop, not all(...) on a generator: this runs once per node)
+                if g is not None:
+                    break
+            else:
+                g = _NOTHING
+            if (needed is not None and key not in needed) or g is _NOTHING:
                 outs: Any = (None,) * len(node._next)  # nothing flows through: just pass on
             else:
                 try:
@@ -172,6 +179,7 @@ def run_backward(tensors: Sequence["Tensor"], grad_tensors: Sequence[Any], retai
                 deps[nkey] = d
                 if d == 0:
                     heapq.heappush(heap, (-nxt._seq, nkey, nxt))
+            outs = g = None  # no stale references to gradients (see AccumulateGrad above)
     finally:
         grad_mode._flags.grad = prev_mode
 
@@ -186,6 +194,9 @@ def run_backward(tensors: Sequence["Tensor"], grad_tensors: Sequence[Any], retai
                 raise RuntimeError("One of the differentiated Tensors appears to not have been used "
                                    "in the graph. Set allow_unused=True if this is the desired behavior.")
     return captured
+
+
+_NOTHING = object()  # marks a node that received no gradient at all
 
 
 def _store_grad(t: "Tensor", g: Any, create_graph: bool) -> None:

@@ -9,6 +9,7 @@ they run on every backend and can themselves be differentiated (``create_graph=T
 from __future__ import annotations
 
 import itertools
+import sys
 import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable
@@ -157,11 +158,13 @@ class AccumulateGrad(Node):
         leaf = self._leaf_ref()
         return self._meta if leaf is None else (leaf._v.shape, leaf._v.dtype, leaf._storage.device)
 
-    def _accumulate(self, grad: "Tensor", create_graph: bool) -> None:
+    def _accumulate(self, grad: "Tensor", create_graph: bool, held: int = -1) -> None:
+        """Add ``grad`` into the leaf's ``.grad``. ``held``: how many references the caller holds
+        to ``grad`` (the engine: 1, its buffer), or -1 when the gradient must never be adopted."""
         leaf = self._leaf_ref()
         if leaf is None or grad is None:
             return
-        if grad.dtype is not leaf.dtype:
+        if grad._v.dtype is not leaf._v.dtype:
             grad = grad.to(leaf.dtype)
         old = leaf._grad
         if create_graph:
@@ -169,6 +172,13 @@ class AccumulateGrad(Node):
         else:
             with grad_mode.no_grad():
                 if old is None:
+                    # +3: ``grad`` here and in _adoptable, and getrefcount's argument
+                    if held >= 0 and _adoptable(grad, leaf, held + 3):
+                        # nothing else can see this memory: it becomes .grad without a copy
+                        v = grad._v
+                        leaf._grad = _tensor_cls()._make(grad._storage, 0, v.shape, v.strides,
+                                                        v.dtype)
+                        return
                     new = grad.detach().clone(memory_format="contiguous")
                     leaf._grad = new
                 elif old._grad_fn is not None or old._requires_grad:
@@ -180,6 +190,36 @@ class AccumulateGrad(Node):
                     old._vc[0] += 1
                 else:
                     old.add_(grad)
+
+
+def _adoptable(grad: "Tensor", leaf: "Tensor", refs: int) -> bool:
+    """Whether ``grad`` may become ``leaf.grad`` as it is (PyTorch steals such a gradient too):
+    a fresh, contiguous, offset-0 tensor without autograd state that owns all of its storage,
+    the same shape and device as the leaf, and that nothing but the engine can reach: no other
+    reference to the tensor (``refs`` counts the expected ones), its storage, its view, its
+    buffer or the backend's memoised handle of the view (e.g. a numpy array from ``.numpy()``)."""
+    st = grad._storage
+    v = grad._v
+    if (grad._base is not None or grad._grad_fn is not None or grad._requires_grad
+            or grad._hooks or st.pinned or st.shared or v.offset != 0
+            or v.shape != leaf._v.shape or st.device != leaf._storage.device
+            or sys.getrefcount(grad) > refs or sys.getrefcount(st) > 3
+            or sys.getrefcount(v) > 3):  # (3: the attribute, the local name, the argument)
+        return False
+    nbytes = v.dtype.itemsize
+    for n in v.shape:
+        nbytes *= n
+    if st.nbytes != nbytes or not st._owned or not v.is_contiguous():
+        return False
+    buf = st.buffer
+    cache = v.cache
+    expect = 4  # st.buffer, v.buffer, ``buf``, getrefcount's argument
+    if cache is not None and cache is not True and cache is not False:
+        if sys.getrefcount(cache) > 3:  # v.cache, ``cache``, the argument
+            return False
+        if getattr(cache, "base", None) is buf:
+            expect += 1
+    return sys.getrefcount(buf) <= expect
 
 
 class FunctionCtx:

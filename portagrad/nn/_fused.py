@@ -65,10 +65,11 @@ class _Linear(Function):
         g2 = g if g.dim() == 2 else S.reshape(g, (-1, o))
         x2 = x if x.dim() == 2 else S.reshape(x, (-1, k))
         gx = None
+        # (the 2-D matmul node straight away: shapes, dtypes and devices are known to agree)
         if ctx.needs_input_grad[0]:
-            gx = L.matmul(g2, w)
+            gx = call(L._MM, g2, w)
             gx = gx if x.dim() == 2 else S.reshape(gx, x.shape)
-        gw = L.matmul(S.t(g2), x2) if ctx.needs_input_grad[1] else None
+        gw = call(L._MM, S.t(g2), x2) if ctx.needs_input_grad[1] else None
         gb = R.sum(g2, 0) if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2] else None
         return gx, gw, gb
 
@@ -117,35 +118,26 @@ class _CrossEntropy(Function):
         picked = _raw.reduce("sum", _raw.where(mask, logp, 0.0, dt, x), (1,), False)
         loss = _raw.binary("mul", picked, valid, dt)
         _raw.binary("mul", loss, -1.0, dt, out=loss)
-        denom = None
+        # per-row weight of the gradient: valid_i (/ the number of valid rows for "mean")
+        wcol = valid
         if reduction == "mean":
             denom = _raw.reduce("sum", valid, (0,), False)
             loss = _raw.binary("div", _raw.reduce("sum", loss, (0,), False), denom, dt)
+            wcol = _raw.binary("div", valid, _view(denom, (n,), (0,)), dt)
         elif reduction == "sum":
             loss = _raw.reduce("sum", loss, (0,), False)
         ctx.reduction = reduction
-        ctx.save_for_backward(x, logp, mask, valid, denom)
+        onehot = _raw.cast(mask, dt)
+        ctx.save_for_backward(x, logp, onehot, _view(wcol, (n, 1), (wcol._v.strides[0], 1)))
         return loss
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
-        x, logp, mask, valid, denom = ctx.saved_tensors
-        # d loss_i / d x_ij = (softmax_ij - [j == t_i]) * valid_i
+        x, logp, onehot, wcol = ctx.saved_tensors
+        # d loss_i / d x_ij = (softmax_ij - [j == t_i]) * valid_i (/ n_valid for "mean")
         p = _softmax_rows(x) if is_grad_enabled() else E.exp(logp)
-        d = E.mul(E.sub(p, C_to(mask, p)), S.unsqueeze(valid, 1))
-        if ctx.reduction == "mean":
-            d = E.mul(d, E.div(g, denom))
-        elif ctx.reduction == "sum":
-            d = E.mul(d, g)
-        else:
-            d = E.mul(d, S.unsqueeze(g, 1))
-        return d, None, None, None
-
-
-def C_to(mask: Tensor, like: Tensor) -> Tensor:
-    from .._ops.conversion import to
-
-    return to(mask, dtype=like.dtype)
+        coef = E.mul(wcol, g if ctx.reduction != "none" else S.unsqueeze(g, 1))  # (N, 1)
+        return E.mul(E.sub(p, onehot), coef), None, None, None
 
 
 def _softmax_rows(x: Tensor) -> Tensor:

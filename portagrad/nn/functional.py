@@ -646,6 +646,7 @@ class _MaxLast(Function):
         vals = _raw._drop_axes(vals, (ax,))
         idx = _raw._drop_axes(idx, (ax,))
         ctx.mark_non_differentiable(idx)
+        ctx.set_materialize_grads(False)  # (as _MaxPool2d)
         return vals, idx
 
     @staticmethod
@@ -685,6 +686,9 @@ class _MaxPool2d(Function):
         ctx.in_shape = tuple(x._v.shape)
         ctx.save_for_backward(idx)
         ctx.mark_non_differentiable(idx)
+        # the indices never get a gradient: no zeros made for them (g is never None here, the
+        # engine skips the node when no gradient reaches it)
+        ctx.set_materialize_grads(False)
         return vals, idx
 
     @staticmethod

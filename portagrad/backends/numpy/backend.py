@@ -25,13 +25,26 @@ except ImportError:  # pragma: no cover - depends on the environment
     _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
+# byte strides per (itemsize, element strides): building the tuple costs more than the ndarray
+_BYTE_STRIDES: dict[int, dict[tuple[int, ...], tuple[int, ...]]] = {}
+
+
 def _nd(v: View) -> np.ndarray:
     """The numpy array for a view, memoised in ``View.cache`` (views are immutable)."""
     a = v.cache
     if a is None:
         np_dtype = v.dtype.numpy
         isz = np_dtype.itemsize
-        a = np.ndarray(v.shape, np_dtype, v.buffer, v.offset * isz, tuple(s * isz for s in v.strides))
+        strides = v.strides
+        table = _BYTE_STRIDES.get(isz)
+        if table is None:
+            table = _BYTE_STRIDES[isz] = {}
+        bs = table.get(strides) if strides.__class__ is tuple else None
+        if bs is None:
+            bs = tuple([s * isz for s in strides])
+            if len(table) < 8192 and strides.__class__ is tuple:
+                table[strides] = bs
+        a = np.ndarray(v.shape, np_dtype, v.buffer, v.offset * isz, bs)
         v.cache = a
     return a
 
@@ -40,10 +53,26 @@ def _arg(x: Any) -> Any:
     return _nd(x) if isinstance(x, View) else x
 
 
+_ZEROS: dict[Any, np.ndarray] = {}
+
+
+def _zeros_for(x: np.ndarray) -> Any:
+    """A read-only array of zeros shaped like ``x`` (shared; 0 for large or tiny arrays)."""
+    n = x.size
+    if n < 256 or n > 1 << 22:
+        return 0
+    z = _ZEROS.get(x.dtype)
+    if z is None or z.size < n:
+        z = np.zeros(max(n, 4096), x.dtype)
+        z.flags.writeable = False
+        _ZEROS[x.dtype] = z
+    return z[:n].reshape(x.shape)
+
+
 def _relu(x: np.ndarray, out: np.ndarray) -> None:
-    np.maximum(x, 0, out=out)
-    if x.dtype.kind == "f":  # NOTE: maximum(nan, 0) is nan already; keep -0.0 -> 0.0 like torch
-        pass
+    # maximum(nan, 0) is nan; maximum(-0.0, 0) is 0.0 (zeros second). numpy's maximum against a
+    # scalar misses its SIMD loop (3x slower than against an array of zeros)
+    np.maximum(x, _zeros_for(x), out=out)
 
 
 def _rsqrt(x: np.ndarray, out: np.ndarray) -> None:
@@ -86,7 +115,7 @@ _BINARY = {
     "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
     "ge": np.greater_equal,
 }
-_REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
+_REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 
 
 class NumpyBackend(Backend):
@@ -202,10 +231,9 @@ class NumpyBackend(Backend):
 
     def reduce(self, op: str, x: View, axes: Sequence[int], out: View) -> None:
         xa, o = _nd(x), _nd(out)
-        kw: dict[str, Any] = {}
-        if op in ("sum", "prod") and xa.dtype == np.bool_:
-            kw["dtype"] = o.dtype
-        _REDUCE[op](xa, axis=tuple(axes), keepdims=True, out=o, **kw)
+        # the ufunc's reduce is what np.sum/np.max call, without their ~2 us of argument handling
+        dt = o.dtype if xa.dtype.kind == "b" and (op == "sum" or op == "prod") else None
+        _REDUCE[op].reduce(xa, axes if axes.__class__ is tuple else tuple(axes), dt, o, True)
 
     def arg_reduce(self, op: str, x: View, axis: int, out: View) -> None:
         f = np.argmax if op == "argmax" else np.argmin
@@ -321,6 +349,10 @@ class NumpyBackend(Backend):
         (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel_size, stride, padding, dilation
         Hq = max((OH - 1) * sh + (kh - 1) * dh + 1, ph + H)
         Wq = max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W)
+        if (Hq, Wq) == (H, W) and ph == 0 and pw == 0 and OW >= 8:
+            # wide rows: sweeping strided NCHW views beats the two layout changes below
+            _max_pool_unpadded(xa, o, ind, kh, kw, sh, sw, dh, dw)
+            return
         # planes innermost, (H, W, N*C): every tap is (OH, OW, N*C) with long contiguous runs
         xl = _to_last(xa.reshape(N * C, H, W))
         if (Hq, Wq) != (H, W):
@@ -335,6 +367,7 @@ class NumpyBackend(Backend):
         tap = np.empty((OH, OW, N * C), np.int64)
         tap[...] = (i0[:, None] * kw + j0[None, :])[:, :, None]
         m = np.empty(best.shape, np.bool_)
+        tmp = np.empty(best.shape, np.int64)
 
         def sweep(nan_aware: bool) -> None:
             for i in range(kh):
@@ -345,7 +378,11 @@ class NumpyBackend(Backend):
                     if nan_aware:  # max propagates NaN; as in PyTorch's kernel the last NaN wins
                         np.logical_or(m, np.isnan(v), out=m)
                     np.maximum(best, v, out=best)
-                    np.copyto(tap, i * kw + j, where=m)
+                    # tap = k where m. Taps come in increasing order and m never holds at a tap
+                    # before the initial one (padding reads -inf), so max(tap, m * k) does it
+                    # (a masked copyto is ~10x slower)
+                    np.multiply(m, i * kw + j, out=tmp)
+                    np.maximum(tap, tmp, out=tap)
 
         sweep(False)
         if xa.dtype.kind == "f" and np.isnan(best).any():  # rare: redo the positions with NaNs
@@ -370,12 +407,53 @@ class NumpyBackend(Backend):
         flat = (ia.reshape(N * C, L) + (np.arange(N * C, dtype=np.int64) * P)[:, None]).ravel()
         gf = ga.reshape(-1)
         apart = all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel_size, stride, dilation))
-        if apart:  # windows do not overlap: every input position is hit at most once
+        if apart and o.flags.c_contiguous:  # no overlap: each input position is hit at most once
+            of = o.reshape(-1)  # a view: scatter straight into the output
+            of.fill(0)
+            of[flat] = gf
+            return
+        if apart:
             res = np.zeros(N * C * P, o.dtype)
             res[flat] = gf
         else:
             res = np.bincount(flat, weights=gf, minlength=N * C * P)
         np.copyto(o, res.reshape(o.shape), casting="unsafe")
+
+
+def _max_pool_unpadded(xa: np.ndarray, o: np.ndarray, ind: np.ndarray, kh: int, kw: int,
+                       sh: int, sw: int, dh: int, dw: int) -> None:
+    """Max pooling when every window lies inside the input: each tap is a strided (N, C, OH, OW)
+    view of the input, swept straight into the output (no layout changes)."""
+    OH, OW = o.shape[2:]
+    best = np.full(o.shape, -np.inf, o.dtype)
+    tap = np.zeros(o.shape, np.int64)
+    tmp = np.empty(o.shape, np.int64)
+    m = np.empty(o.shape, np.bool_)
+
+    def sweep(nan_aware: bool) -> None:
+        for i in range(kh):
+            for j in range(kw):
+                v = xa[:, :, i * dh:i * dh + (OH - 1) * sh + 1:sh,
+                       j * dw:j * dw + (OW - 1) * sw + 1:sw]
+                np.greater(v, best, out=m)  # strict: the first maximum wins
+                if nan_aware:  # max propagates NaN; as in PyTorch's kernel the last NaN wins
+                    np.logical_or(m, np.isnan(v), out=m)
+                np.maximum(best, v, out=best)
+                if i or j:  # taps come in increasing order: tap = max(tap, m * k) sets k where m
+                    np.multiply(m, i * kw + j, out=tmp)
+                    np.maximum(tap, tmp, out=tap)
+
+    sweep(False)
+    if o.dtype.kind == "f" and np.isnan(best).any():  # rare: redo the positions with NaNs
+        best.fill(-np.inf)
+        tap.fill(0)
+        sweep(True)
+    np.copyto(o, best)
+    # tap (i, j) of window (oh, ow) reads input position (oh*sh + i*dh) * W + ow*sw + j*dw
+    W = xa.shape[3]
+    base = (np.arange(OH) * sh)[:, None] * W + (np.arange(OW) * sw)[None, :]
+    off = ((np.arange(kh) * dh * W)[:, None] + (np.arange(kw) * dw)[None, :]).ravel()
+    np.add(np.take(off, tap), base, out=ind)
 
 
 def _to_last(a: np.ndarray) -> np.ndarray:
