@@ -18,6 +18,7 @@ from .._ops import shape as S
 from .._ops._common import call, check_same_device
 from .._tensor import Tensor
 from ..autograd.function import Function
+from ..backends.interface import View
 from ..autograd.grad_mode import is_grad_enabled
 
 __all__ = ["linear", "cross_entropy_indices", "conv"]
@@ -27,6 +28,11 @@ def _view(t: Tensor, shape: tuple, strides: tuple, offset: int | None = None) ->
     """A raw (unrecorded) view of ``t``'s storage."""
     return Tensor._make(t._storage, t._v.offset if offset is None else offset, shape, strides,
                         t._v.dtype, t._vc)
+
+
+def _tensor_like(x: Tensor, shape: tuple) -> Tensor:
+    """A new contiguous tensor of ``x``'s dtype on its device."""
+    return _raw.new_on(x._storage, shape, x._v.dtype)
 
 
 def _rows(x: Tensor) -> Tensor:
@@ -103,32 +109,70 @@ class _CrossEntropy(Function):
 
     @staticmethod
     def forward(ctx: Any, x: Tensor, target: Tensor, ignore_index: int, reduction: str) -> Tensor:
+        # ~17 primitive calls on small (N, C) arrays: temporaries are bare Views (no Storage or
+        # Tensor objects), which halves the Python cost per call; only results become tensors
         n, c = x._v.shape
         dt = x._v.dtype
-        m = _raw.reduce("max", x, (1,), True)
-        sh = _raw.binary("sub", x, _view(m, (n, c), (m._v.strides[0], 0)), dt)
-        s = _raw.reduce("sum", _raw.unary("exp", sh), (1,), True)
-        lse = _raw.unary("log", s)
-        logp = _raw.binary("sub", sh, _view(lse, (n, c), (lse._v.strides[0], 0)), dt)
-        ids = _class_ids(c, x)
-        tcol = _view(target, (n, c), (target._v.strides[0], 0))
-        mask = _raw.binary("eq", tcol, _view(ids, (n, c), (0, ids._v.strides[0])), _dtype.bool,
-                           like=x)
-        valid = _raw.cast(_raw.binary("ne", target, ignore_index, _dtype.bool), dt)
-        picked = _raw.reduce("sum", _raw.where(mask, logp, 0.0, dt, x), (1,), False)
-        loss = _raw.binary("mul", picked, valid, dt)
-        _raw.binary("mul", loss, -1.0, dt, out=loss)
+        st = x._storage
+        be, idx = st.backend, st.index
+        strides = _raw.strides_for
+
+        def tmp(shape: tuple, dtype: Any = dt) -> View:
+            nbytes = dtype.itemsize
+            for d in shape:
+                nbytes *= d
+            return View(be.allocate(idx, nbytes), 0, shape, strides(shape), dtype)
+
+        def col(v: View) -> View:  # an (N, 1) column broadcast along the classes
+            return View(v.buffer, v.offset, (n, c), (v.strides[0], 0), v.dtype)
+
+        xv = x._v
+        m = tmp((n, 1))
+        be.reduce("max", xv, (1,), m)
+        sh = tmp((n, c))
+        be.binary("sub", xv, col(m), sh)
+        e = tmp((n, c))
+        be.unary("exp", sh, e)
+        lse = tmp((n, 1))
+        be.reduce("sum", e, (1,), lse)
+        be.unary("log", lse, lse)
+        logp = _tensor_like(x, (n, c))
+        be.binary("sub", sh, col(lse), logp._v)
+        ids = _class_ids(c, x)._v
+        tv = target._v
+        mask = tmp((n, c), _dtype.bool)
+        be.binary("eq", View(tv.buffer, tv.offset, (n, c), (tv.strides[0], 0), tv.dtype),
+                  View(ids.buffer, ids.offset, (n, c), (0, ids.strides[0]), ids.dtype), mask)
+        onehot = _tensor_like(x, (n, c))
+        be.copy(mask, onehot._v)
+        valid_b = tmp((n,), _dtype.bool)
+        be.binary("ne", tv, ignore_index, valid_b)
+        valid = tmp((n,))
+        be.copy(valid_b, valid)
+        be.binary("mul", logp._v, onehot._v, sh)  # sh is free again: logp * onehot
+        picked = tmp((n,))
+        be.reduce("sum", sh, (1,), View(picked.buffer, 0, (n, 1), (1, 1), dt))
         # per-row weight of the gradient: valid_i (/ the number of valid rows for "mean")
-        wcol = valid
+        wcol = _tensor_like(x, (n, 1))
         if reduction == "mean":
-            denom = _raw.reduce("sum", valid, (0,), False)
-            loss = _raw.binary("div", _raw.reduce("sum", loss, (0,), False), denom, dt)
-            wcol = _raw.binary("div", valid, _view(denom, (n,), (0,)), dt)
-        elif reduction == "sum":
-            loss = _raw.reduce("sum", loss, (0,), False)
+            denom = tmp((1,))
+            be.reduce("sum", valid, (0,), denom)
+            be.binary("div", valid, View(denom.buffer, 0, (n,), (0,), dt),
+                      View(wcol._v.buffer, 0, (n,), (1,), dt))
+        else:
+            be.copy(valid, View(wcol._v.buffer, 0, (n,), (1,), dt))
+        if reduction == "none":
+            loss = _tensor_like(x, (n,))
+            be.binary("mul", picked, valid, loss._v)
+            be.binary("mul", loss._v, -1.0, loss._v)
+        else:
+            w = View(wcol._v.buffer, 0, (n,), (1,), dt)
+            be.binary("mul", picked, w, picked)
+            loss = _tensor_like(x, ())
+            be.reduce("sum", picked, (0,), View(loss._v.buffer, 0, (1,), (1,), dt))
+            be.binary("mul", loss._v, -1.0, loss._v)
         ctx.reduction = reduction
-        onehot = _raw.cast(mask, dt)
-        ctx.save_for_backward(x, logp, onehot, _view(wcol, (n, 1), (wcol._v.strides[0], 1)))
+        ctx.save_for_backward(x, logp, onehot, wcol)
         return loss
 
     @staticmethod
