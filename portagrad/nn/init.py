@@ -223,3 +223,13 @@ xavier_normal = xavier_normal_
 kaiming_uniform = kaiming_uniform_
 kaiming_normal = kaiming_normal_
 orthogonal = orthogonal_
+
+
+def _reset_weight_and_bias(weight: Tensor, bias: Tensor | None) -> None:
+    """PyTorch's default for Linear and the convolutions: ``kaiming_uniform_(a=sqrt(5))`` on the
+    weight and ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` on the bias."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = _calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        uniform_(bias, -bound, bound)

@@ -97,32 +97,28 @@ def lerp_(y: Tensor, x: Tensor, w: float) -> Tensor:
     return y
 
 
-def addcmul_(y: Tensor, a: Tensor, b: Tensor, value: float = 1.0) -> Tensor:
-    """``y += value * a * b``."""
+def _add_scaled(y: Tensor, a: Tensor, b: Tensor, value: float, op: str) -> Tensor:
+    """``y += value * (a op b)`` (``value`` applied to ``a`` first, as PyTorch rounds it)."""
     be = y._storage.backend
     t = _tmp(y)
     if value == 1:
-        be.binary("mul", a._v, b._v, t._v)
+        be.binary(op, a._v, b._v, t._v)
     else:
         be.binary("mul", a._v, value, t._v)
-        be.binary("mul", t._v, b._v, t._v)
+        be.binary(op, t._v, b._v, t._v)
     be.binary("add", y._v, t._v, y._v)
     y._vc[0] += 1
     return y
+
+
+def addcmul_(y: Tensor, a: Tensor, b: Tensor, value: float = 1.0) -> Tensor:
+    """``y += value * a * b``."""
+    return _add_scaled(y, a, b, value, "mul")
 
 
 def addcdiv_(y: Tensor, a: Tensor, b: Tensor, value: float = 1.0) -> Tensor:
     """``y += value * a / b``."""
-    be = y._storage.backend
-    t = _tmp(y)
-    if value == 1:
-        be.binary("div", a._v, b._v, t._v)
-    else:
-        be.binary("mul", a._v, value, t._v)
-        be.binary("div", t._v, b._v, t._v)
-    be.binary("add", y._v, t._v, y._v)
-    y._vc[0] += 1
-    return y
+    return _add_scaled(y, a, b, value, "div")
 
 
 def maximum_(y: Tensor, x: Tensor) -> Tensor:

@@ -103,6 +103,14 @@ class Sequential(Module):
         return input
 
 
+def _abs_index(idx: Any, n: int) -> str:
+    """The child name of position ``idx`` (negative counts from the end) in a list of ``n``."""
+    idx = operator.index(idx)
+    if not (-n <= idx < n):
+        raise IndexError(f"index {idx} is out of range")
+    return str(idx + n if idx < 0 else idx)
+
+
 class ModuleList(Module):
     """A list of modules, registered as children named ``"0"``, ``"1"``..."""
 
@@ -112,12 +120,7 @@ class ModuleList(Module):
             self += modules
 
     def _get_abs_string_index(self, idx: int) -> str:
-        idx = operator.index(idx)
-        if not (-len(self) <= idx < len(self)):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
+        return _abs_index(idx, len(self))
 
     def __getitem__(self, idx: Any) -> Any:
         if isinstance(idx, slice):
@@ -282,12 +285,7 @@ class ParameterList(Module):
             self += values
 
     def _get_abs_string_index(self, idx: int) -> str:
-        idx = operator.index(idx)
-        if not (-len(self) <= idx < len(self)):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
+        return _abs_index(idx, len(self))
 
     def __getitem__(self, idx: Any) -> Any:
         if isinstance(idx, slice):
