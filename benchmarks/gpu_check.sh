@@ -12,10 +12,9 @@
 #     run(command="bash benchmarks/gpu_check.sh", carry=[".whl"], timeout_s=540)
 #
 # It installs the wheels into /tmp/site, registers NVIDIA's OpenCL ICD, prints the platforms, runs
-# the test suite on opencl:0 (time-limited), then the GEMM benchmark (our "gpu" and "gpu_simple"
+# the test suite on opencl:0 (time-limited, in parallel shards), then the GEMM benchmark (our "gpu" and "gpu_simple"
 # kernels, numpy, the 16x16 tiled kernel, torch cuBLAS fp32 with TF32 off), the elementwise and the
-# copy benchmarks. Everything is teed to $OUT/gpu_check.log (./gpu_check.log without $OUT); the
-# pytest summary also goes to $OUT/junit.xml. Each step has its own time limit, so one stuck step
+# copy benchmarks. Everything is teed to $OUT/gpu_check.log (./gpu_check.log without $OUT). Each step has its own time limit, so one stuck step
 # cannot eat the others' time; the exit status is that of the test step. ``GPU_CHECK_LOCAL=1 bash
 # benchmarks/gpu_check.sh`` is a dry run on a machine that has pyopencl (PoCL here).
 set -u
@@ -60,23 +59,53 @@ print("portagrad devices:", pg.opencl.device_count(), pg.opencl.get_device_name(
 EOF
     [ $? -eq 0 ] || exit 1
 
-    step "tests on opencl:0 (limit 240 s)"
-    # --maxfail rather than -x: one failure from the environment must not hide the others
-    PORTAGRAD_TEST_DEVICES=opencl:0 timeout -k 10 240 python3 -m pytest -q --maxfail=25 -p no:cacheprovider \
-        --junitxml="$OUTDIR/junit.xml" --durations=10 tests
-    test_rc=$?
-    echo "pytest exit status: $test_rc"
+    want() { case " ${GPU_CHECK_STEPS:-tests gemm sweep elementwise copy} " in *" $1 "*) return 0;; esac; return 1; }
+    test_rc=0
+    if want tests; then
+    step "tests on opencl:0: ${SHARDS:=8} parallel shards (limit ${TEST_LIMIT:=240} s)"
+    # The test ids are dealt round-robin to $SHARDS pytest processes (16 cores there: NVIDIA's
+    # compiler is CPU-bound). Each shard has its own pyopencl cache directory, so the processes
+    # never wait on each other's cache lock. --maxfail rather than -x: one failure from the
+    # environment must not hide the others.
+    export PORTAGRAD_TEST_DEVICES=opencl:0
+    python3 -m pytest -q --collect-only -p no:cacheprovider ${GPU_CHECK_TESTS:-tests} 2>/dev/null \
+        | grep '::' > /tmp/test_ids || { echo "test collection failed"; exit 1; }
+    echo "$(wc -l < /tmp/test_ids) tests"
+    for k in $(seq 0 $((SHARDS - 1))); do
+        awk -v k=$k -v n=$SHARDS 'NR % n == k' /tmp/test_ids > /tmp/shard_$k
+        XDG_CACHE_HOME=/tmp/cache_$k timeout -k 10 "$TEST_LIMIT" python3 -m pytest -q --maxfail=25 \
+            -p no:cacheprovider $(cat /tmp/shard_$k) > /tmp/shard_$k.log 2>&1 &
+    done
+    test_rc=0
+    for job in $(jobs -p); do wait "$job" || test_rc=1; done
+    for k in $(seq 0 $((SHARDS - 1))); do
+        echo "--- shard $k: $(tail -n 1 /tmp/shard_$k.log)"
+        grep -E '^(FAILED|ERROR)' /tmp/shard_$k.log | head -20
+    done
+    # the first shard's failures in full (the short summary above names them all)
+    grep -q -E '^(FAILED|ERROR)' /tmp/shard_*.log && sed -n '/= FAILURES =/,/short test summary/p' \
+        $(grep -l -E '^(FAILED|ERROR)' /tmp/shard_*.log | head -1) | head -150
+    echo "pytest exit status (any shard failing: 1): $test_rc"
+    fi
 
+    if want gemm; then
     step "GEMM: our kernels vs numpy, 16x16 tiled, torch cuBLAS fp32 TF32 off (limit 150 s)"
     timeout -k 5 150 python3 -m benchmarks.gemm --sizes 256,1024,2048,4096 --kinds gpu,gpu_simple
-
+    fi
+    if want sweep; then
+    step "GEMM kernel slice depth sweep (limit 60 s)"
+    timeout -k 5 60 python3 -m benchmarks.gemm_sweep --sizes 2048,4096 --tks 8,16,32
+    fi
+    if want elementwise; then
     step "elementwise (limit 60 s)"
     timeout -k 5 60 python3 -m benchmarks.elementwise
-
+    fi
+    if want copy; then
     step "host<->device copies (limit 60 s)"
     timeout -k 5 60 python3 -m benchmarks.copy
+    fi
 
     step "done"
-    exit "${test_rc:-1}"
+    exit "$test_rc"
 } 2>&1 | tee -a "$LOG"
 exit "${PIPESTATUS[0]}"
