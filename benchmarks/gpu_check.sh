@@ -63,18 +63,15 @@ EOF
     test_rc=0
     if want tests; then
     step "tests on opencl:0: ${SHARDS:=8} parallel shards (limit ${TEST_LIMIT:=240} s)"
-    # The test ids are dealt round-robin to $SHARDS pytest processes (16 cores there: NVIDIA's
-    # compiler is CPU-bound). Each shard has its own pyopencl cache directory, so the processes
-    # never wait on each other's cache lock. --maxfail rather than -x: one failure from the
-    # environment must not hide the others.
+    # The collected tests are dealt round-robin to $SHARDS pytest processes (benchmarks/_shard.py;
+    # 16 cores there: NVIDIA's compiler is CPU-bound). Each shard has its own pyopencl cache
+    # directory, so the processes never wait on each other's cache lock. --maxfail rather than -x:
+    # one failure from the environment must not hide the others.
     export PORTAGRAD_TEST_DEVICES=opencl:0
-    python3 -m pytest -q --collect-only -p no:cacheprovider ${GPU_CHECK_TESTS:-tests} 2>/dev/null \
-        | grep '::' > /tmp/test_ids || { echo "test collection failed"; exit 1; }
-    echo "$(wc -l < /tmp/test_ids) tests"
     for k in $(seq 0 $((SHARDS - 1))); do
-        awk -v k=$k -v n=$SHARDS 'NR % n == k' /tmp/test_ids > /tmp/shard_$k
-        XDG_CACHE_HOME=/tmp/cache_$k timeout -k 10 "$TEST_LIMIT" python3 -m pytest -q --maxfail=25 \
-            -p no:cacheprovider $(cat /tmp/shard_$k) > /tmp/shard_$k.log 2>&1 &
+        PG_SHARD=$k/$SHARDS XDG_CACHE_HOME=/tmp/cache_$k timeout -k 10 "$TEST_LIMIT" python3 -m pytest \
+            -q --maxfail=25 -p no:cacheprovider -p benchmarks._shard ${GPU_CHECK_TESTS:-tests} \
+            > /tmp/shard_$k.log 2>&1 &
     done
     test_rc=0
     for job in $(jobs -p); do wait "$job" || test_rc=1; done
