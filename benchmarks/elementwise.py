@@ -2,9 +2,13 @@
 
 Run: ``python -m benchmarks.elementwise [--device opencl:0] [--quick]``.
 
-``a*b+c`` is two portagrad ops (a temporary in between), as in numpy; both sides are reported as
-*effective* bandwidth, ``16 bytes * n / time`` (three reads and one write of a fused kernel), so
-the ratio is simply numpy's time over ours. The chains time 1000 dependent ops
+``a*b+c`` is two portagrad ops, as in numpy; both sides are reported as *effective* bandwidth,
+``16 bytes * n / time`` (three reads and one write), so the ratio is simply numpy's time over
+ours. On OpenCL the two ops are fused into one kernel (``backends/opencl/fusion.py``) and the
+temporary ``a*b`` is never written; the unfused figure (``PORTAGRAD_OPENCL_FUSION=0``'s path) is
+printed beside it. So that fusion cannot skip or share work, every evaluation has inputs of its
+own and its result is kept alive until the timing ends (dead results are legitimately never
+computed), on both sides. The chains time 1000 dependent ops
 (``y = y * 1.0001 + 0.5`` on 1000 elements, then one ``.cpu()``; and a broadcast ``a + b``) per op,
 through the public API, against numpy doing the same.
 """
@@ -28,6 +32,47 @@ def _chain_cost(fn, reps: int) -> float:
     return best
 
 
+def _kept_time(fn, sync_fn, repeat: int, number: int) -> float:
+    """Best seconds per call of ``fn(i)``, ``i < number``, every result kept until after
+    ``sync_fn`` (after one warm-up round)."""
+    best = float("inf")
+    for r in range(repeat + 1):
+        t = time.perf_counter()
+        keep = [fn(i) for i in range(number)]
+        sync_fn()
+        if r:
+            best = min(best, (time.perf_counter() - t) / number)
+        del keep
+    return best
+
+
+def _fuser(dev):
+    """The OpenCL backend's fuser behind ``dev`` (None on other devices or with fusion off)."""
+    import portagrad as pg
+    from portagrad.plugins.manager import get_backend
+
+    if pg.device(dev).type != "opencl":
+        return None
+    return get_backend("opencl")._fz
+
+
+class _unfused:
+    """Fusion off for the body (what ``PORTAGRAD_OPENCL_FUSION=0`` gives), for comparison."""
+
+    def __init__(self, dev):
+        from portagrad.plugins.manager import get_backend
+
+        self.be = get_backend("opencl")
+
+    def __enter__(self):
+        self.fz = self.be._fz
+        self.fz.flush()
+        self.be._fz = None
+
+    def __exit__(self, *exc):
+        self.be._fz = self.fz
+
+
 def main(argv: "list[str] | None" = None) -> None:
     args = parse_args(__doc__.splitlines()[0], argv)
     import portagrad as pg
@@ -38,16 +83,25 @@ def main(argv: "list[str] | None" = None) -> None:
         [1_000, 10_000, 100_000, 1_000_000, 10_000_000]
     rng = np.random.default_rng(0)
     for n in sizes:
-        an, bn, cn = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
-        a, b, c = (pg.from_numpy(x).to(dev) for x in (an, bn, cn))
         number = max(1, min(2000, int(2e7 // (16 * n))))
         repeat = 3 if args.quick else 7
-        t_ours = best_time(lambda: a * b + c, lambda: sync(dev), repeat, number)
-        t_np = best_time(lambda: an * bn + cn, repeat=repeat, number=number)
+        # inputs of their own for each of the ``number`` evaluations in one timing
+        trip = [[rng.standard_normal(n).astype(np.float32) for _ in range(3)] for _ in range(number)]
+        dtrip = [[pg.from_numpy(x).to(dev) for x in t] for t in trip]
+        t_ours = _kept_time(lambda i: dtrip[i][0] * dtrip[i][1] + dtrip[i][2], lambda: sync(dev),
+                            repeat, number)
+        t_np = _kept_time(lambda i: trip[i][0] * trip[i][1] + trip[i][2], lambda: None, repeat, number)
+        a, b, c = dtrip[0]
         got = (a * b + c).cpu().numpy()
-        assert np.allclose(got, an * bn + cn, rtol=1e-6, atol=1e-6)
+        assert np.array_equal(got, trip[0][0] * trip[0][1] + trip[0][2])
         report(f"a*b+c float32 n={n:.0e}, effective GB/s", 16 * n / t_ours / 1e9, 16 * n / t_np / 1e9,
                "GB/s")
+        if n == sizes[-1] and _fuser(dev) is not None:
+            with _unfused(dev):
+                t_un = _kept_time(lambda i: dtrip[i][0] * dtrip[i][1] + dtrip[i][2], lambda: sync(dev),
+                                  repeat, number)
+            report(f"  the same unfused, effective GB/s", 16 * n / t_un / 1e9, 16 * n / t_np / 1e9, "GB/s")
+        del trip, dtrip, a, b, c
 
     # chains of small ops: enqueue cost per op, one synchronisation at the end
     m, ops = 1000, 1000
@@ -69,8 +123,13 @@ def main(argv: "list[str] | None" = None) -> None:
         return ops
 
     reps = 3 if args.quick else 7
+    t_np_chain = _chain_cost(chain_np, reps) * 1e6
     report(f"chain y*1.0001+0.5, {ops} ops on {m} el., us/op", _chain_cost(chain, reps) * 1e6,
-           _chain_cost(chain_np, reps) * 1e6, "us", higher_is_better=False)
+           t_np_chain, "us", higher_is_better=False)
+    if _fuser(dev) is not None:
+        with _unfused(dev):
+            report("  the same unfused, us/op", _chain_cost(chain, reps) * 1e6, t_np_chain, "us",
+                   higher_is_better=False)
 
     mn, rn = rng.standard_normal((25, 40)).astype(np.float32), rng.standard_normal(40).astype(np.float32)
     mat, row = pg.from_numpy(mn).to(dev), pg.from_numpy(rn).to(dev)

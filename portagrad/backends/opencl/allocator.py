@@ -39,7 +39,7 @@ class DeviceBuffer:
     object dies the buffer goes back to its allocator's cache.
     """
 
-    __slots__ = ("mem", "nbytes", "size", "device", "_release", "__weakref__")
+    __slots__ = ("mem", "nbytes", "size", "device", "_release", "lazy", "__weakref__")
 
     def __init__(self, mem: Any, nbytes: int, size: int, device: int,
                  release: Callable[[Any, int], None]) -> None:
@@ -48,6 +48,8 @@ class DeviceBuffer:
         self.size = size
         self.device = device
         self._release = release
+        #: the pending fused node (see :mod:`.fusion`) that will write this buffer, if any
+        self.lazy: Any = None
 
     def __len__(self) -> int:
         return self.nbytes

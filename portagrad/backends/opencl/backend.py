@@ -21,6 +21,7 @@ from . import kernels as K
 from .allocator import DeviceBuffer
 from .devices import Device, make_devices
 from .errors import cl_errors
+from .fusion import Fuser, flushing, fusion_enabled
 from .gemm import launch_gemm
 from .pinned import is_pinned as _is_pinned, pin_memory as _pin_memory
 
@@ -135,6 +136,10 @@ class _Plan:
 
 _EMPTY_PLAN = _Plan(None, None, (), (), None, None, ())
 
+#: public methods that neither read nor write device memory, so need not flush pending fused work
+_NO_FLUSH = frozenset(["unary", "binary", "allocate", "device", "device_count",
+                       "get_device_properties", "memory_stats", "is_pinned", "pin_memory"])
+
 
 class OpenCLBackend(Backend):
     """Backend for the ``opencl`` device type."""
@@ -150,6 +155,17 @@ class OpenCLBackend(Backend):
         self._bplans: dict[tuple, _Plan] = {}
         self._wplans: dict[tuple, _Plan] = {}
         self._cplans: dict[tuple, _Plan] = {}
+        # elementwise fusion (see .fusion): unary/binary record, every other method flushes first
+        self._fz: "Fuser | None" = None
+        if fusion_enabled():
+            self._fz = fz = Fuser(self, self._unary_eager, self._binary_eager, _chunk)
+            cls = type(self)
+            for name in dir(cls):
+                if name.startswith("_") or name in _NO_FLUSH or not callable(getattr(cls, name)):
+                    continue
+                setattr(self, name, flushing(fz, getattr(self, name)))
+        else:
+            self.unary, self.binary = self._unary_eager, self._binary_eager  # type: ignore[method-assign]
 
     # ---------------------------------------------------------------- devices
     def device_count(self) -> int:
@@ -370,6 +386,18 @@ class OpenCLBackend(Backend):
         cache[key] = plan
 
     def unary(self, op: str, x: View, out: View) -> None:
+        fz = self._fz
+        if fz is not None and fz.add(op, x, None, out, True):
+            return
+        self._unary_eager(op, x, out)
+
+    def binary(self, op: str, a: Any, b: Any, out: View) -> None:
+        fz = self._fz
+        if fz is not None and fz.add(op, a, b, out, False):
+            return
+        self._binary_eager(op, a, b, out)
+
+    def _unary_eager(self, op: str, x: View, out: View) -> None:
         key = (op, x.dtype, out.dtype, out.buffer.device, out.shape, out.strides, x.strides)
         p = self._uplans.get(key)
         if p is None:
@@ -391,7 +419,7 @@ class OpenCLBackend(Backend):
             p.kern(p.queue, p.tail, (1,), out.buffer.mem, out.offset, x.buffer.mem, x.offset,
                    global_offset=p.toff)
 
-    def binary(self, op: str, a: Any, b: Any, out: View) -> None:
+    def _binary_eager(self, op: str, a: Any, b: Any, out: View) -> None:
         av, bv = a.__class__ is View, b.__class__ is View
         if av and bv:  # the common case first: two views
             key = (op, a.dtype, out.dtype, out.buffer.device, out.shape, out.strides, a.strides,

@@ -1,0 +1,388 @@
+"""Elementwise fusion: chains of elementwise primitives become one kernel.
+
+``y = a * b + c`` is two primitives; run one by one they launch two kernels and write the
+temporary ``a * b`` to memory and read it back. Here, a floating ``unary``/``binary`` on
+contiguous operands of one size is not launched: it is recorded as a *node* of a pending group,
+and its inputs that are outputs of pending nodes are referred to, not read. The group is
+*flushed* (generated as one kernel, built once per structure, and enqueued) before anything else
+touches the device: every other backend method flushes first (see :func:`flushing`), so reads,
+host copies, events and non-fusable ops all see the results in queue order.
+
+Outputs nobody can see are not written: a node holds only a *weak* reference to its output
+buffer, so when the temporary ``a * b`` dies (its tensor is gone) before the flush, the fused
+kernel computes it in a register and never stores it. A buffer that a pending node reads is held
+alive until the flush, so the caching allocator cannot hand it out again.
+
+Hazards, and how each is avoided:
+
+* read after write: an input that is the output of a pending node is inlined only when it is the
+  very same region (offset; everything is contiguous and of one size); any other view of that
+  buffer flushes first;
+* write after read, write after write: within the kernel every work-item loads all its inputs
+  before it stores any output, and a buffer that is both read and written in a group must be
+  used at one offset (again, the same region), so no work-item reads what another writes;
+* everything else (other sizes, devices or dtypes, strided views, integer ops whose results
+  depend on checks) flushes the group and runs unfused.
+
+A group holds at most :data:`MAX_NODES` nodes, :data:`MAX_LEAVES` input buffers and
+:data:`MAX_SCALARS` scalars (the kernel's argument list stays far below OpenCL's 1 KiB minimum).
+A group of one node runs through the backend's ordinary (bundled, precompiled) kernels, so
+single ops never compile a fused kernel. The results are bit-identical to unfused execution:
+every intermediate is rounded to the dtype, and ``FP_CONTRACT`` is off.
+
+``PORTAGRAD_OPENCL_FUSION=0`` turns fusion off.
+"""
+from __future__ import annotations
+
+import os
+import weakref
+from typing import Any, Callable
+
+import numpy as np
+
+from ... import _dtype
+from ..interface import View
+from . import kernels as K
+from .allocator import DeviceBuffer
+
+__all__ = ["Fuser", "flushing", "fusion_enabled", "MAX_NODES", "MAX_LEAVES", "MAX_SCALARS"]
+
+MAX_NODES = 24
+MAX_LEAVES = 16
+MAX_SCALARS = 24
+
+_FLOAT_NP = {"float32": np.float32, "float64": np.float64}
+# ops whose output dtype is the input dtype (comparisons and tests write bool: not fused)
+_UNARY_OK = frozenset(op for op in K.UNARY_VALID["f"] if not K.out_is_bool(op))
+_BINARY_OK = frozenset(op for op in K.BINARY_VALID["f"] if not K.out_is_bool(op))
+_SCALAR_TYPES = (float, int, bool, np.floating, np.integer, np.bool_)
+
+
+def fusion_enabled() -> bool:
+    """Whether ``PORTAGRAD_OPENCL_FUSION`` leaves fusion on (the default)."""
+    return os.environ.get("PORTAGRAD_OPENCL_FUSION", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+class _Node:
+    """One pending primitive: ``op`` over ``args`` (node index >= 0, leaf ``-1 - k``, or scalar
+    ``("s", k)``), writing the buffer behind ``ref`` at ``off`` unless superseded (``store``)."""
+
+    __slots__ = ("op", "args", "ref", "off", "store", "idx", "src", "shape", "strides")
+
+    def __init__(self, op: str, args: tuple, ref: Any, off: int, idx: int, src: tuple,
+                 shape: tuple, strides: tuple) -> None:
+        self.op, self.args, self.ref, self.off, self.idx = op, args, ref, off, idx
+        self.store = True
+        self.src, self.shape, self.strides = src, shape, strides
+
+
+class _Restart(Exception):
+    """The group had to be flushed half-way through recording a node: record it again."""
+
+
+class Fuser:
+    """The pending group of one backend (all its devices: a group lives on one device)."""
+
+    def __init__(self, backend: Any, eager_unary: Callable[..., None],
+                 eager_binary: Callable[..., None], chunk: Callable[[int, Any], int]) -> None:
+        self._be = backend
+        self._eager_unary = eager_unary
+        self._eager_binary = eager_binary
+        self._chunk = chunk
+        # per device index: the dtypes that fuse there (float64 only with cl_khr_fp64)
+        self._ok: dict[int, frozenset] = {}
+        self._plans: dict[tuple, tuple] = {}
+        self.launches = 0  # fused kernels enqueued (for tests and benchmarks)
+        self.stores = 0  # outputs written by flushes (dead temporaries are not)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.nodes: list[_Node] = []
+        self._leaves: list[tuple[DeviceBuffer, int]] = []
+        self._leaf_index: dict[tuple[int, int], int] = {}
+        self._leaf_off: dict[int, int] = {}  # id(buffer) -> its one offset, or -1 for several
+        self._scalars: list[Any] = []
+        self._scalar_index: dict[bytes, int] = {}
+        self._n = -1
+        self._dev = -1
+        self._dt: Any = None
+
+    # -------------------------------------------------------------- recording
+    def add(self, op: str, a: Any, b: Any, out: View, unary: bool) -> bool:
+        """Record ``out = op(a[, b])`` in the group; ``False`` when it cannot fuse (the group is
+        then flushed and the caller runs the primitive eagerly)."""
+        if op not in (_UNARY_OK if unary else _BINARY_OK):
+            self.flush()
+            return False
+        try:
+            return self._add(op, a, b, out, unary)
+        except _Restart:  # the group was flushed half-way: record again, into the empty group
+            try:
+                return self._add(op, a, b, out, unary)
+            except _Restart:  # cannot happen on an empty group; be safe anyway
+                self.flush()
+                return False
+
+    def _decline(self) -> bool:
+        self.flush()
+        return False
+
+    def _conflict(self) -> None:
+        self.flush()
+        raise _Restart
+
+    def _operand(self, x: Any, dt: Any, shape: tuple, n: int) -> Any:
+        """The code of input ``x`` (see :class:`_Node`), registering it; ``None``: not fusable."""
+        if x.__class__ is View:
+            xb = x.buffer
+            if x.dtype is not dt or xb.__class__ is not DeviceBuffer:
+                return None
+            if x.shape != shape and x.numel != n:
+                return None
+            c = x.cache
+            if c is None:
+                c = x.cache = x.is_contiguous()
+            if not c:
+                return None
+            nd = xb.lazy
+            if nd is not None:  # written by a pending node: the same region is inlined
+                if nd.off != x.offset:
+                    self._conflict()
+                return nd.idx
+            key = (id(xb), x.offset)
+            k = self._leaf_index.get(key)
+            if k is None:
+                if len(self._leaves) >= MAX_LEAVES:
+                    self._conflict()
+                k = len(self._leaves)
+                self._leaves.append((xb, x.offset))
+                self._leaf_index[key] = k
+                prev = self._leaf_off.get(key[0])
+                self._leaf_off[key[0]] = x.offset if prev is None or prev == x.offset else -1
+            return -1 - k
+        if isinstance(x, _SCALAR_TYPES):
+            v = _FLOAT_NP[dt.name](x)
+            key = v.tobytes()  # equal bits share one kernel argument (not 0.0 and -0.0)
+            k = self._scalar_index.get(key)
+            if k is None:
+                if len(self._scalars) >= MAX_SCALARS:
+                    self._conflict()
+                k = self._scalar_index[key] = len(self._scalars)
+                self._scalars.append(v)
+            return ("s", k)
+        return None
+
+    def _add(self, op: str, a: Any, b: Any, out: View, unary: bool) -> bool:
+        buf = out.buffer
+        if buf.__class__ is not DeviceBuffer:
+            return self._decline()
+        dt = out.dtype
+        dev = buf.device
+        ok = self._ok.get(dev)
+        if ok is None:
+            ok = self._ok[dev] = frozenset(
+                d for d in (_dtype.float32, _dtype.float64) if d is _dtype.float32 or self._be.device(dev).fp64)
+        c = out.cache
+        if c is None:
+            c = out.cache = out.is_contiguous()
+        if dt not in ok or not c:
+            return self._decline()
+        shape = out.shape
+        n = out.numel
+        if n == 0:
+            return self._decline()
+        nodes = self.nodes
+        if nodes and (n != self._n or dev != self._dev or dt is not self._dt):
+            self.flush()
+            nodes = self.nodes
+        x = self._operand(a, dt, shape, n)
+        if x is None:
+            return self._decline()
+        if unary:
+            args: tuple = (x,)
+        else:
+            y = self._operand(b, dt, shape, n)
+            if y is None:
+                return self._decline()
+            args = (x, y)
+        # the output: a buffer read or written in this group must be used at one offset
+        if self._leaf_off:
+            lo = self._leaf_off.get(id(buf))
+            if lo is not None and lo != out.offset:
+                self._conflict()
+        prev = buf.lazy
+        if prev is not None:
+            if prev.off != out.offset:
+                self._conflict()
+            prev.store = False  # overwritten by this node before anyone could read it
+        # the inputs themselves are kept only for a replay through the ordinary kernels, which
+        # needs no inlined input (keeping one would keep its buffer alive, and so stored)
+        src = None if (x.__class__ is int and x >= 0) or (not unary and y.__class__ is int and y >= 0) \
+            else (a, b)
+        node = _Node(op, args, weakref.ref(buf), out.offset, len(nodes), src, shape, out.strides)
+        if not nodes:
+            self._n, self._dev, self._dt = n, dev, dt
+        buf.lazy = node
+        nodes.append(node)
+        if len(nodes) >= MAX_NODES:
+            self.flush()
+        return True
+
+    # --------------------------------------------------------------- flushing
+    def flush(self) -> None:
+        """Enqueue the pending group (nothing when it is empty or all its outputs are dead)."""
+        if not self.nodes:
+            if self._leaves or self._scalars:  # registered by a primitive that then declined
+                self._reset()
+            return
+        nodes, leaves, scalars = self.nodes, self._leaves, self._scalars
+        n, dev, dt = self._n, self._dev, self._dt
+        self._reset()  # first: whatever runs below (a replay) sees an empty group
+        live = []
+        for nd in nodes:
+            b = nd.ref()
+            if b is not None:
+                b.lazy = None
+                if nd.store:
+                    live.append((nd, b))
+        if not live:
+            return  # every output died unseen: nothing to compute
+        if len(live) == 1 and live[0][0].src is not None:
+            self._replay(live[0][0], live[0][1], dt)
+            self.stores += 1
+            return
+        self._launch(nodes, live, leaves, scalars, n, dev, dt)
+
+    def _replay(self, nd: _Node, buf: DeviceBuffer, dt: Any) -> None:
+        """A group that is one primitive: run it with the ordinary kernels."""
+        out = View(buf, nd.off, nd.shape, nd.strides, dt)
+        a, b = nd.src
+        if len(nd.args) == 1:
+            self._eager_unary(nd.op, a, out)
+        else:
+            self._eager_binary(nd.op, a, b, out)
+
+    def _launch(self, nodes: list[_Node], live: list, leaves: list, scalars: list, n: int,
+                dev_index: int, dt: Any) -> None:
+        # one cached plan per group signature: the nodes' ops and operands, and which are stored
+        sig = (dev_index, dt, self._be.device(dev_index).ew_style, tuple([(nd.op, nd.args) for nd in nodes]),
+               tuple([nd.idx for nd, _ in live]))
+        plan = self._plans.get(sig)
+        if plan is None:
+            if len(self._plans) >= 4096:
+                self._plans.clear()
+            plan = self._plans[sig] = self._plan(nodes, live, dev_index, dt)
+        kern, queue, style, ch_dev, leaf_order, scal_order = plan
+        if style == "cl":
+            ch = self._chunk(n, ch_dev)
+            kargs: list[Any] = [n, ch]
+            gs, ls = (-(-n // ch),), None
+        else:
+            kargs = [n]
+            gs, ls = (-(-n // ch_dev) * ch_dev,), (ch_dev,)
+        for nd, b in live:
+            kargs += (b.mem, nd.off)
+        for k in leaf_order:
+            lb, lo = leaves[k]
+            kargs += (lb.mem, lo)
+        for k in scal_order:
+            kargs.append(scalars[k])
+        kern(queue, gs, ls, *kargs)
+        self.launches += 1
+        self.stores += len(live)
+
+    def _plan(self, nodes: list[_Node], live: list, dev_index: int, dt: Any) -> tuple:
+        """Kernel and argument order for a group signature: the nodes the live outputs need
+        (dead nodes feeding nobody are dropped), renumbered, leaves and scalars in first use."""
+        need = [False] * len(nodes)
+        for nd, _ in live:
+            need[nd.idx] = True
+        for i in range(len(nodes) - 1, -1, -1):
+            if need[i]:
+                for x in nodes[i].args:
+                    if x.__class__ is int and x >= 0:
+                        need[x] = True
+        store_slot = {nd.idx: s for s, (nd, _) in enumerate(live)}
+        new_idx: dict[int, int] = {}
+        leaf_map: dict[int, int] = {}
+        scal_map: dict[int, int] = {}
+        prog = []
+        for i, nd in enumerate(nodes):
+            if not need[i]:
+                continue
+            args: list[Any] = []
+            for x in nd.args:
+                if x.__class__ is tuple:
+                    args.append(("s", scal_map.setdefault(x[1], len(scal_map))))
+                elif x < 0:
+                    args.append(-1 - leaf_map.setdefault(-1 - x, len(leaf_map)))
+                else:
+                    args.append(new_idx[x])
+            new_idx[i] = len(prog)
+            prog.append((nd.op, tuple(args), store_slot.get(i, -1)))
+        dev = self._be.device(dev_index)
+        style = "cl" if dev.ew_style == "loop" else "g"
+        dtn = dt.name
+        npt = _FLOAT_NP[dtn]
+        nout, nleaf, nscal = len(live), len(leaf_map), len(scal_map)
+
+        def types() -> list:
+            return ([np.int64] * (2 if style == "cl" else 1) + [None, np.int64] * nout
+                    + [None, np.int64] * nleaf + [npt] * nscal)
+
+        key = ("fused", dtn, style, tuple(prog))
+        kern = dev.kernel(key, "pg_fused",
+                          lambda: fused_source(dtn, style, prog, nout, nleaf, nscal), [dtn], types)
+        return (kern, dev.queue, style, dev if style == "cl" else dev.local_size,
+                sorted(leaf_map, key=leaf_map.__getitem__), sorted(scal_map, key=scal_map.__getitem__))
+
+
+def fused_source(dtype: str, style: str, prog: "tuple | list", nout: int, nleaf: int,
+                 nscal: int) -> str:
+    """OpenCL C of one fused group: ``prog`` lists ``(op, args, store_slot)`` in order; an arg is
+    a node index (>= 0), a leaf ``-1 - k`` or a scalar ``("s", k)``.
+
+    Arguments: ``n`` (and ``ch`` for the loop style), then per output ``O<s>, o<s>``, per leaf
+    ``L<k>, l<k>``, per scalar ``s<k>``. Each work-item loads every leaf, computes the nodes in
+    order in registers, then stores the outputs: all loads come before any store."""
+    t = K.CTYPE[dtype]
+    params = ["long n"] + (["long ch"] if style == "cl" else [])
+    params += [f"__global {t}* O{s}, long o{s}" for s in range(nout)]
+    params += [f"__global const {t}* L{k}, long l{k}" for k in range(nleaf)]
+    params += [f"{t} s{k}" for k in range(nscal)]
+    lines = [f"{t} x{k} = L{k}[l{k} + j];" for k in range(nleaf)]
+    stores = []
+
+    def operand(x: Any) -> str:
+        if isinstance(x, tuple):
+            return f"s{x[1]}"
+        return f"x{-1 - x}" if x < 0 else f"v{x}"
+
+    for i, (op, args, slot) in enumerate(prog):
+        expr = K.unary_expr(op, dtype) if len(args) == 1 else K.binary_expr(op, dtype)
+        binds = f"{t} a = {operand(args[0])};" + (f" {t} b = {operand(args[1])};" if len(args) == 2 else "")
+        # a block per node: the op's expression is written over variables a and b
+        lines.append(f"{t} v{i}; {{ {binds} v{i} = {expr}; }}")
+        if slot >= 0:
+            stores.append(f"O{slot}[o{slot} + j] = v{i};")
+    body = "\n        ".join(lines + stores)
+    if style == "cl":
+        loop = (f"long j0 = get_global_id(0) * ch, j1 = min(n, j0 + ch);\n"
+                f"    for (long j = j0; j < j1; ++j) {{\n        {body}\n    }}")
+    else:
+        loop = f"long j = get_global_id(0);\n    if (j >= n) return;\n    {{\n        {body}\n    }}"
+    return K.prelude([dtype]) + f"__kernel void pg_fused({', '.join(params)})\n{{\n    {loop}\n}}\n"
+
+
+def flushing(fuser: Fuser, method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method``, flushing ``fuser``'s pending group first (every non-fusing backend method)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if fuser.nodes:
+            fuser.flush()
+        return method(*args, **kwargs)
+
+    call.__name__ = getattr(method, "__name__", "method")
+    call.__doc__ = getattr(method, "__doc__", None)
+    call.__wrapped__ = method  # type: ignore[attr-defined]
+    return call
