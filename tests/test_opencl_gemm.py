@@ -1,9 +1,11 @@
 """Every GEMM kernel family of the OpenCL backend, on PoCL (CI) or whatever device is there.
 
-The GPU kernels ("gpu", "gpu_simple") are forced on CPU devices through the backend's
+The GPU kernels ("gpu", "gpu_simple", "gpu3") are forced on CPU devices through the backend's
 ``_force_gemm_gpu`` so that their index arithmetic, bounds checks and double buffering are checked
 everywhere at ragged sizes and for every operand layout (``a`` k-fast or m-fast, ``b`` n-fast or
-k-fast, broadcast batches, column-major outputs, offsets).
+k-fast, broadcast batches, column-major outputs, offsets). Every "gpu3" tile the GEMM sweep times
+(``GPU3_SWEEP``) is checked through ``launch_gemm``'s ``config``, on both its unchecked 4-vector
+path (aligned operands, interior tiles) and its scalar and bounds-checked paths.
 """
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ if not any(p.get_devices() for p in _PLATFORMS):  # pragma: no cover
 from portagrad import _dtype as D  # noqa: E402
 from portagrad.backends.interface import View  # noqa: E402
 from portagrad.backends.opencl.backend import OpenCLBackend  # noqa: E402
-from portagrad.backends.opencl.gemm import GEMM_KINDS  # noqa: E402
+from portagrad.backends.opencl.gemm import (  # noqa: E402
+    GEMM_KINDS, GPU3_CONFIG, GPU3_SWEEP, Gpu3Config, gpu3_layout, launch_gemm)
 
 RNG = np.random.default_rng(2)
 
@@ -99,3 +102,78 @@ def test_unknown_kind_raises(be):
     a = View(be.allocate(0, 4), 0, (1, 1, 1), (1, 1, 1), D.float32)
     with pytest.raises(ValueError, match="GEMM kernel family"):
         run(be, "nope", a, a, a)
+
+
+def layout_view(be, x: np.ndarray, layout: str, offset: int, broadcast: bool = False):
+    """A (B, R, C) view of ``x`` starting ``offset`` elements into its buffer: "row" stores each
+    matrix C-ordered, "col" transposed (R is the unit-stride axis); ``broadcast`` stores one matrix
+    and gives the batch stride 0."""
+    bsz, r, c = x.shape
+    src = x[:1] if broadcast else x
+    buf, dt = store(be, src if layout == "row" else src.transpose(0, 2, 1), offset)
+    strides = (r * c, c, 1) if layout == "row" else (r * c, 1, r)
+    return View(buf, offset, x.shape, (0 if broadcast else strides[0], *strides[1:]), dt)
+
+
+def run_gpu3(be, cfg: Gpu3Config, m: int, k: int, n: int, a_layout: str, b_layout: str,
+             aligned: bool, dtype=np.float32, bsz: int = 2):
+    """``a @ b`` through "gpu3" with tile ``cfg``; returns (got, want, layout used). Aligned:
+    offsets 4, B broadcast over the batch; else odd offsets, A broadcast."""
+    a = RNG.standard_normal((bsz, m, k)).astype(dtype)
+    b = RNG.standard_normal((bsz, k, n)).astype(dtype)
+    if aligned:
+        b[1:] = b[:1]
+    else:
+        a[1:] = a[:1]
+    av = layout_view(be, a, a_layout, 4 if aligned else 3, broadcast=not aligned)
+    bv = layout_view(be, b, b_layout, 4 if aligned else 1, broadcast=aligned)
+    off = 4 if aligned else 2
+    obuf = be.allocate(0, a.itemsize * (bsz * m * n + off))
+    ov = View(obuf, off, (bsz, m, n), (m * n, n, 1), av.dtype)
+    launch_gemm(be.device(0), av, bv, ov, gpu="gpu3", config=cfg)
+    return be.to_host(ov), a @ b, gpu3_layout(av, bv, ov, cfg)
+
+
+def assert_close(got, want, k: int):
+    tol = 1e-12 if got.dtype == np.float64 else 2e-5
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(k))
+
+
+@pytest.mark.parametrize("cfg", GPU3_SWEEP, ids=lambda c: c.name)
+@pytest.mark.parametrize("a_layout,b_layout", [("row", "row"), ("row", "col"), ("col", "row"),
+                                               ("col", "col")])
+def test_gpu3_tile_vector_path(be, cfg, a_layout, b_layout):
+    # sizes: full interior tiles (the unchecked path) next to ragged edge tiles in m and n, and a
+    # last k slice of 4 (multiples of 4 everywhere, so the 4-vector path is taken)
+    m, k, n = 2 * cfg.tm + 4, 3 * cfg.tk + 4, cfg.tn + 36
+    got, want, lay = run_gpu3(be, cfg, m, k, n, a_layout, b_layout, aligned=True)
+    assert (lay.a_vec, lay.b_vec, lay.c_vec) == (cfg.vec,) * 3
+    assert_close(got, want, k)
+
+
+@pytest.mark.parametrize("cfg", GPU3_SWEEP, ids=lambda c: c.name)
+@pytest.mark.parametrize("a_layout,b_layout", [("row", "row"), ("col", "col")])
+def test_gpu3_tile_ragged_unaligned(be, cfg, a_layout, b_layout):
+    # primes and one-past-a-tile sizes, odd offsets: scalar loads, bounds checks on every edge
+    m, k, n = cfg.tm + 1, 2 * cfg.tk + 3, cfg.tn + 31
+    got, want, lay = run_gpu3(be, cfg, m, k, n, a_layout, b_layout, aligned=False)
+    assert not (lay.a_vec or lay.b_vec or lay.c_vec)
+    assert_close(got, want, k)
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (127, 15, 129), (132, 40, 260)])
+def test_gpu3_float64(be, m, k, n):
+    if not be.device(0).fp64:
+        pytest.skip("no float64 on this device")
+    cfg = GPU3_CONFIG["float64"]
+    got, want, _ = run_gpu3(be, cfg, m, k, n, "row", "col", aligned=(m % 4 == 0), dtype=np.float64)
+    assert_close(got, want, k)
+
+
+def test_gpu3_bad_tile_raises(be):
+    with pytest.raises(ValueError, match="multiple of 4"):
+        Gpu3Config(128, 128, 16, 16, 64).validate()  # 2 rows per work-item
+    with pytest.raises(ValueError, match="evenly"):
+        Gpu3Config(128, 128, 12).validate()
+    with pytest.raises(ValueError, match="local memory"):  # checked before building
+        run_gpu3(be, Gpu3Config(128, 128, 1024), 4, 4, 4, "row", "row", aligned=True)

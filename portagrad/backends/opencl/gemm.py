@@ -16,25 +16,33 @@ Kernel families, chosen by device type:
   (see :func:`_gpu_kernel_v2`). Loads are bounds-checked (zero padding) and stores guarded, so any
   size works in one launch. Written without access to a GPU: ``benchmarks/gpu_check.sh`` measures
   it against "gpu_simple" (the classic tiled kernel with scalar local reads, ~19.9 TFLOP/s on the
-  H200 in an earlier measurement) and cuBLAS; ``tests/test_opencl_gemm.py`` checks both GPU
-  kernels on PoCL at ragged sizes and every operand layout.
+  H200 in an earlier measurement) and cuBLAS; ``tests/test_opencl_gemm.py`` checks the GPU
+  kernels on PoCL at ragged sizes and every operand layout. Measured on the H200 (4096^3, one
+  run): 30.5 TFLOP/s with ``TK = 16``, 31.7 with 8, 25.8 with 32; cuBLAS fp32 50.9.
+* **GPU, third version** ("gpu3", not yet the default: see :func:`_gpu_kernel_v3`): the same
+  register blocking with the known fast-SGEMM techniques: per-work-item pointers computed once,
+  an unchecked path for slices wholly inside the operands (bounds checks only on edge tiles),
+  4-vector global loads and stores where strides and alignment allow, double-buffered local
+  memory with one barrier per slice. Its tile is a :class:`Gpu3Config` (:data:`GPU3_CONFIG` by
+  dtype), so ``benchmarks/gemm_sweep.py`` times several tiles in one run.
 
-The family can be forced with ``PORTAGRAD_OPENCL_GEMM=cpu|gpu|gpu_simple``.
+The family can be forced with ``PORTAGRAD_OPENCL_GEMM=cpu|gpu|gpu_simple|gpu3``.
 
 Strides (in elements) and offsets are kernel arguments, so a transposed operand (swapped strides)
-or a broadcast batch (batch stride 0) needs no copy. Variants are keyed by dtype and by whether
-``b``'s and ``out``'s column strides are 1 (vector loads/stores), never by sizes.
+or a broadcast batch (batch stride 0) needs no copy. Variants are keyed by dtype and by the
+operands' layout (which strides are 1, and for "gpu3" 16-byte alignment), never by sizes.
 """
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .kernels import CTYPE
 
-__all__ = ["GemmPlan", "gemm_source", "launch_gemm", "CPU_BLOCK", "GPU_TILE", "GEMM_KINDS"]
+__all__ = ["GemmPlan", "gemm_source", "launch_gemm", "gpu3_layout", "Gpu3Config", "Gpu3Layout",
+           "CPU_BLOCK", "GPU_TILE", "GPU3_CONFIG", "GPU3_SWEEP", "GEMM_KINDS"]
 
 #: CPU register block: (rows per work-item, vectors per row) and vector width by dtype
 CPU_BLOCK = {"float32": (8, 2, 8), "float64": (8, 2, 4)}
@@ -43,10 +51,11 @@ GPU_TILE = (128, 128, 8, 16, 16)
 #: k depth of the second GPU kernel's slices
 GPU_V2_TK = 16
 #: GEMM kernel families: "cpu" (barrier-free register blocks), "gpu_simple" (the classic tiled
-#: kernel, kept for comparison), "gpu" (the second tiled version, the default on GPUs).
+#: kernel, kept for comparison), "gpu" (the second tiled version, the default on GPUs), "gpu3" (the
+#: third: double-buffered, unchecked interior tiles, vector global access; tile in GPU3_CONFIG).
 #: ``PORTAGRAD_OPENCL_GEMM`` (or the backend's ``_force_gemm_gpu``) picks one on any device, so
 #: the GPU kernels are tested on PoCL too.
-GEMM_KINDS = ("cpu", "gpu", "gpu_simple")
+GEMM_KINDS = ("cpu", "gpu", "gpu_simple", "gpu3")
 
 _LANES = "0123456789abcdef"
 _ARGS = ("__global const {t}* A, long ao, long sab, long sam, long sak, "
@@ -267,10 +276,324 @@ void gemm_main({_ARGS.format(t=t)})
 """
 
 
+class Gpu3Config(NamedTuple):
+    """Tile of the third GPU kernel (:func:`_gpu_kernel_v3`): a work-group of ``lx x ly``
+    work-items computes a ``tm x tn`` tile of ``out`` in ``tk``-deep slices of ``k``, so each
+    work-item owns ``(tm/ly) x (tn/lx)`` accumulators (both multiples of 4: they are read from local
+    memory as 4-vectors). ``vec``: use 4-vector global loads and stores where an operand's unit
+    stride and alignment allow it (else scalar ones everywhere). ``warp8x4``: arrange each
+    32-work-item warp as 8 columns x 4 rows of the work-group's grid instead of the natural
+    16 x 2, so that a ``k`` step's local reads touch 4 + 8 distinct 4-vectors rather than 2 + 16
+    (fewer shared-memory wavefronts on NVIDIA; global loads are unaffected)."""
+
+    tm: int = 128
+    tn: int = 128
+    tk: int = 16
+    lx: int = 16
+    ly: int = 16
+    vec: bool = True
+    warp8x4: bool = False
+
+    @property
+    def name(self) -> str:
+        """Short label, e.g. ``128x128x16/16x16`` (``-scalar`` without vector global access,
+        ``-w8x4`` with the 8x4 warp arrangement)."""
+        return (f"{self.tm}x{self.tn}x{self.tk}/{self.lx}x{self.ly}" + ("" if self.vec else "-scalar")
+                + ("-w8x4" if self.warp8x4 else ""))
+
+    def local_bytes(self, itemsize: int) -> int:
+        """Local memory of one work-group: two slices of A and of B, rows padded by 4."""
+        return 2 * self.tk * (self.tm + 4 + self.tn + 4) * itemsize
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` unless every work-item owns whole 4-vectors and the slices split
+        evenly over the work-group (see :func:`_operand_loads`)."""
+        rm, rn = self.tm // self.ly, self.tn // self.lx
+        if self.tm % self.ly or self.tn % self.lx or rm % 4 or rn % 4 or rm < 4 or rn < 4:
+            raise ValueError(f"GEMM tile {self.name}: each work-item must own a multiple of 4 rows "
+                             "and columns")
+        if self.warp8x4 and (self.lx % 8 or self.ly % 4):
+            raise ValueError(f"GEMM tile {self.name}: an 8x4 warp needs lx % 8 == 0 and ly % 4 == 0")
+        for to in (self.tm, self.tn):  # raises if a slice cannot be split evenly
+            _load_map(to, self.tk, self.lx * self.ly, True, False)
+            _load_map(to, self.tk, self.lx * self.ly, False, False)
+
+
+class Gpu3Layout(NamedTuple):
+    """Operand layout a "gpu3" program is specialised for (see :func:`gpu3_layout`):
+    ``a_kfast``/``b_nfast``: which axis of A/B neighbouring work-items walk when loading (the
+    unit-stride one); ``*_vec``: that axis has unit stride and every 4-vector is 16-byte aligned,
+    so full tiles use 4-vector global loads (A, B) or stores (C)."""
+
+    a_kfast: bool = True
+    a_vec: bool = True
+    b_nfast: bool = True
+    b_vec: bool = True
+    c_vec: bool = True
+
+
+#: default "gpu3" tile by dtype (float64: ``tk = 8`` keeps the double-buffered slices within the
+#: 48 KiB of local memory NVIDIA's OpenCL gives a work-group)
+GPU3_CONFIG = {"float32": Gpu3Config(128, 128, 16, 16, 16, True),
+               "float64": Gpu3Config(128, 128, 8, 16, 16, True)}
+#: "gpu3" tiles ``benchmarks/gemm_sweep.py`` times by default (``tests/test_opencl_gemm.py`` checks
+#: each): the default, its slice depths, scalar global access, 8x4 warps, and narrower tiles, whose
+#: extra work-groups fill the GPU's multiprocessors below 2048^3
+GPU3_SWEEP = (Gpu3Config(128, 128, 16), Gpu3Config(128, 128, 8), Gpu3Config(128, 128, 16, vec=False),
+              Gpu3Config(128, 128, 16, warp8x4=True), Gpu3Config(128, 128, 8, warp8x4=True),
+              Gpu3Config(128, 64, 16), Gpu3Config(64, 128, 16, 16, 8), Gpu3Config(64, 64, 16))
+
+
+def _check_local_memory(dev: Any, cfg: Gpu3Config, itemsize: int) -> None:
+    """Raise ``ValueError`` when the tile's local memory exceeds what a work-group of ``dev`` may
+    use (a clear message instead of the driver's build or launch failure)."""
+    need, have = cfg.local_bytes(itemsize), int(dev.cl_device.local_mem_size)
+    if need > have:
+        raise ValueError(f"GEMM tile {cfg.name} needs {need} bytes of local memory for "
+                         f"{itemsize}-byte elements; {dev.label} allows {have}")
+
+
+def _gpu3_key(dtype: str, cfg: Gpu3Config, layout: Gpu3Layout) -> tuple:
+    # cfg.vec only matters through the layout's *_vec flags: one program per distinct source
+    return ("gemm", dtype, "gpu3", cfg.tm, cfg.tn, cfg.tk, cfg.lx, cfg.ly, cfg.warp8x4, *layout)
+
+
+def _aligned4(bsz: int, offset: int, batch_stride: int, slow_stride: int) -> bool:
+    """Whether every 4-vector starting at a multiple of 4 along the unit-stride axis is 16-byte
+    aligned (buffers themselves are at least 128-byte aligned)."""
+    return offset % 4 == 0 and slow_stride % 4 == 0 and (bsz == 1 or batch_stride % 4 == 0)
+
+
+def gpu3_layout(a: Any, b: Any, out: Any, cfg: Gpu3Config) -> Gpu3Layout:
+    """The :class:`Gpu3Layout` for views ``a`` (B, M, K), ``b`` (B, K, N), ``out`` (B, M, N)."""
+    bsz = out.shape[0]
+    sab, sam, sak = a.strides
+    sbb, sbk, sbn = b.strides
+    scb, scm, scn = out.strides
+    a_kfast = sak == 1 or sam != 1
+    b_nfast = sbn == 1 or sbk != 1
+    a_vec = cfg.vec and ((sak == 1 and _aligned4(bsz, a.offset, sab, sam)) if a_kfast
+                         else (sam == 1 and _aligned4(bsz, a.offset, sab, sak)))
+    b_vec = cfg.vec and ((sbn == 1 and _aligned4(bsz, b.offset, sbb, sbk)) if b_nfast
+                         else (sbk == 1 and _aligned4(bsz, b.offset, sbb, sbn)))
+    c_vec = cfg.vec and scn == 1 and _aligned4(bsz, out.offset, scb, scm)
+    return Gpu3Layout(a_kfast, a_vec, b_nfast, b_vec, c_vec)
+
+
+def _load_map(to: int, tk: int, nt: int, kfast: bool, vec: bool) -> "tuple[int, int, int]":
+    """How ``nt`` work-items load a ``to x tk`` slice of an operand: ``(fe, slots, step)``.
+
+    Work-item ``tid`` takes position ``f = tid % fe`` along the fast axis (in vectors of
+    ``4 if vec else 1``; ``fe`` positions) and ``s = tid / fe`` along the slow one, then
+    ``slots`` more at ``s + i * step``: neighbouring work-items read neighbouring addresses, and one
+    pointer per work-item serves every slot."""
+    v = 4 if vec else 1
+    fast = tk if kfast else to
+    slow = to if kfast else tk
+    if fast % v or nt % (fast // v) or (to * tk) % (v * nt):
+        raise ValueError(f"a {to}x{tk} slice cannot be loaded evenly by {nt} work-items "
+                         f"{'k' if kfast else 'm/n'}-first with vectors of {v}")
+    fe = fast // v
+    step = nt // fe
+    return fe, slow // step, step
+
+
+def _operand_loads(t: str, x: str, to: int, tk: int, nt: int, kfast: bool, vec: bool) -> dict:
+    """Code fragments moving operand ``x`` ("a" or "b") from global memory to local memory.
+
+    The slice is ``to`` rows (m for A, n for B) by ``tk``; in local memory it is stored k-major
+    (``Xs[k * P + o]``, ``P = to + 4``) whatever the global layout, so the multiply reads both A and
+    B as 4-vectors. Keys: ``init`` (per-work-item pointer and offsets, computed once), ``regs``
+    (declaration of the prefetch registers), ``fast`` (unchecked loads of a slice that lies inside
+    the operand), ``checked`` (bounds-checked loads, zero outside), ``store`` (registers to the
+    local buffer at element offset ``{x}nxt``) and ``advance`` (move the pointer one slice on).
+    ``vec`` quietly falls back to scalar access when the slice does not split into 4-vectors."""
+    if vec:
+        try:
+            _load_map(to, tk, nt, kfast, True)
+        except ValueError:
+            vec = False
+    fe, slots, step = _load_map(to, tk, nt, kfast, vec)
+    v = 4 if vec else 1
+    X = x.upper()
+    t4 = f"{t}4"
+    o_stride, k_stride = ("sam", "sak") if x == "a" else ("sbn", "sbk")
+    origin, ext = ("gm", "M") if x == "a" else ("gn", "N")
+    pad = to + 4
+    slow_stride = o_stride if kfast else k_stride
+    # (o, k) of the work-item's first element, as 32-bit tile coordinates
+    if kfast:
+        ok = f"int {x}o = tid / {fe}, {x}k = (tid % {fe}) * {v};"
+    else:
+        ok = f"int {x}o = (tid % {fe}) * {v}, {x}k = tid / {fe};"
+    init = (f"{ok}\n    "
+            f"__global const {t}* {x}p = {X} + {x}off + bt * {'sab' if x == 'a' else 'sbb'} + "
+            f"({origin} + {x}o) * {o_stride} + (long){x}k * {k_stride};\n    "
+            f"const long {x}ds = {step}L * {slow_stride}, {x}adv = {tk}L * {k_stride};\n    "
+            f"const int {x}st = {x}k * {pad} + {x}o;  /* local offset of the first element */\n    "
+            f"const int {x}rem = (int)min({ext} - {origin}, (long){to});  /* rows of the tile inside */")
+    regs = f"{t4 if vec else t} " + ", ".join(f"r{x}{i}" for i in range(slots)) + ";"
+
+    def addr(i: int) -> str:
+        return f"{x}p" if i == 0 else f"{x}p + {i} * {x}ds"
+
+    # slot i sits `i * step` further along the slow axis: rows (kfast) or k (o-fast)
+    o_of = (lambda i, c: f"{x}o + {i * step}") if kfast else (lambda i, c: f"{x}o + {c}")
+    k_of = (lambda i, c: f"{x}k + {c}") if kfast else (lambda i, c: f"{x}k + {i * step}")
+    fast, checked, store = [], [], []
+    for i in range(slots):
+        if vec:
+            fast.append(f"r{x}{i} = *(__global const {t4}*)({addr(i)});")
+            for c in range(4):
+                checked.append(f"r{x}{i}.s{c} = ({o_of(i, c)} < {x}rem && {k_of(i, c)} < kr) ? "
+                               f"({addr(i)})[{c}] : ({t})0;")
+        else:
+            fast.append(f"r{x}{i} = *({addr(i)});")
+            checked.append(f"r{x}{i} = ({o_of(i, 0)} < {x}rem && {k_of(i, 0)} < kr) ? "
+                           f"*({addr(i)}) : ({t})0;")
+        disp = i * step if kfast else i * step * pad  # local displacement of slot i
+        if vec and kfast:  # four k values of one row: transposed into four local rows
+            store.extend(f"{X}s[{x}nxt + {x}st + {disp + c * pad}] = r{x}{i}.s{c};" for c in range(4))
+        elif vec:
+            store.append(f"*(__local {t4}*)({X}s + {x}nxt + {x}st + {disp}) = r{x}{i};")
+        else:
+            store.append(f"{X}s[{x}nxt + {x}st + {disp}] = r{x}{i};")
+    return {"init": init, "regs": regs, "fast": fast, "checked": checked, "store": store,
+            "advance": f"{x}p += {x}adv;", "pad": pad}
+
+
+def _gpu_kernel_v3(t: str, layout: Gpu3Layout, cfg: Gpu3Config) -> str:
+    """The GPU kernel, third version (kind "gpu3"), built for fast SGEMM on NVIDIA GPUs.
+
+    * Tile ``cfg.tm x cfg.tn`` per work-group of ``cfg.lx x cfg.ly``; each work-item owns
+      ``RM x RN`` accumulators as ``RM/4 x RN/4`` blocks of 4x4 spread ``4*ly`` rows / ``4*lx``
+      columns apart, so each ``k`` step reads ``RM/4 + RN/4`` 4-vectors from local memory (A is
+      stored k-major, i.e. transposed on the way in, so it is read as vectors too).
+    * Double-buffered local memory: slice ``s + 1`` is loaded from global memory into registers
+      while slice ``s`` is multiplied, then stored into the other buffer: ONE barrier per slice.
+    * Per-work-item global pointers are computed once and advanced by a slice per iteration; tile
+      coordinates are 32-bit. A slice that lies wholly inside an operand (every slice of an interior
+      tile, except a ragged last one in ``k``) takes the unchecked path, with 4-vector loads when
+      ``layout`` allows; edge tiles take bounds-checked loads (a uniform branch per work-group and
+      slice), so any size, strides, offsets and batch (stride 0 broadcasts) work in one launch.
+    * Output: 4-vector stores for interior tiles when ``layout.c_vec``, else guarded scalars."""
+    cfg.validate()
+    tm, tn, tk, lx, ly = cfg.tm, cfg.tn, cfg.tk, cfg.lx, cfg.ly
+    nt = lx * ly
+    rm, rn = tm // ly, tn // lx
+    qa, qb = rm // 4, rn // 4  # 4-vectors of A and of B per k step
+    t4 = f"{t}4"
+    A = _operand_loads(t, "a", tm, tk, nt, layout.a_kfast, layout.a_vec)
+    B = _operand_loads(t, "b", tn, tk, nt, not layout.b_nfast, layout.b_vec)
+    pa4, pb4 = A["pad"] // 4, B["pad"] // 4
+    acc = "\n    ".join(f"{t4} c{r}_{h} = 0;" for r in range(rm) for h in range(qb))
+    reads = ([f"{t4} a{q} = ar[k * {pa4} + {q * ly}];" for q in range(qa)]
+             + [f"{t4} b{h} = br[k * {pb4} + {h * lx}];" for h in range(qb)])
+    fma = [f"c{r}_{h} += a{r // 4}.s{r % 4} * b{h};" for r in range(rm) for h in range(qb)]
+    inner = "\n            ".join(reads + fma)
+    # output: row r of the work-item is 4*ty + (r/4)*4*ly + r%4, column 4*tx + h*4*lx + j
+    vstores, sstores, cstores = [], [], []
+    for r in range(rm):
+        ro = (r // 4) * 4 * ly + r % 4
+        for h in range(qb):
+            co = h * 4 * lx
+            vstores.append(f"*(__global {t4}*)(cp + {ro}L * scm + {co}) = c{r}_{h};")
+            for j in range(4):
+                dst = f"cp[{ro}L * scm + {co + j}L * scn]"
+                sstores.append(f"{dst} = c{r}_{h}.s{j};")
+                cstores.append(f"if ({ro} < crows && {co + j} < ccols) {dst} = c{r}_{h}.s{j};")
+    fast_store = "\n        ".join(vstores if layout.c_vec else sstores)
+    checked_store = "\n        ".join(cstores)
+
+    def lines(code: "list[str]", indent: int) -> str:
+        return ("\n" + " " * indent).join(code)
+
+    def load(x: dict, ind: int) -> str:
+        # uniform per work-group: every work-item sees the same tile and slice
+        full = "afull" if x is A else "bfull"
+        pad = " " * ind
+        return (f"if ({full} && kr == {tk}) {{\n{pad}    {lines(x['fast'], ind + 4)}\n{pad}}} "
+                f"else {{\n{pad}    {lines(x['checked'], ind + 4)}\n{pad}}}")
+
+    return f"""
+__kernel __attribute__((reqd_work_group_size({lx}, {ly}, 1)))
+void gemm_main(__global const {t}* restrict A, long aoff, long sab, long sam, long sak,
+               __global const {t}* restrict B, long boff, long sbb, long sbk, long sbn,
+               __global {t}* C, long co, long scb, long scm, long scn, long M, long N, long K)
+{{
+    /* two slices each; rows padded by 4: 4-vector reads stay aligned, k-major stores spread banks */
+    __local {t4} As4[2 * {tk * pa4}];
+    __local {t4} Bs4[2 * {tk * pb4}];
+    __local {t}* As = (__local {t}*)As4;
+    __local {t}* Bs = (__local {t}*)Bs4;
+    const int tid = get_local_id(1) * {lx} + get_local_id(0);  /* loads are mapped by tid */
+    {_compute_ids(cfg)}
+    const long gm = get_group_id(1) * {tm}L, gn = get_group_id(0) * {tn}L, bt = get_group_id(2);
+    {A['init']}
+    {B['init']}
+    const int afull = arem == {tm}, bfull = brem == {tn};
+    {A['regs']}
+    {B['regs']}
+    {acc}
+    int kr = (int)min(K, {tk}L);  /* k values of the slice inside the operands */
+    {{
+        {load(A, 8)}
+        {load(B, 8)}
+        const int anxt = 0, bnxt = 0;
+        {lines(A['store'] + B['store'], 8)}
+    }}
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int sel = 0;
+    for (long k0 = 0; k0 < K; k0 += {tk}) {{
+        const long kn = k0 + {tk};
+        if (kn < K) {{  /* prefetch the next slice into registers */
+            {A['advance']} {B['advance']}
+            kr = (int)min(K - kn, {tk}L);
+            {load(A, 12)}
+            {load(B, 12)}
+        }}
+        __local const {t4}* ar = As4 + sel * {tk * pa4} + ty;
+        __local const {t4}* br = Bs4 + sel * {tk * pb4} + tx;
+        #pragma unroll
+        for (int k = 0; k < {tk}; ++k) {{
+            {inner}
+        }}
+        if (kn < K) {{  /* the other buffer: its last readers passed the previous barrier */
+            const int anxt = (sel ^ 1) * {tk * A['pad']}, bnxt = (sel ^ 1) * {tk * B['pad']};
+            {lines(A['store'] + B['store'], 12)}
+        }}
+        barrier(CLK_LOCAL_MEM_FENCE);
+        sel ^= 1;
+    }}
+    __global {t}* cp = C + co + bt * scb + (gm + 4 * ty) * scm + (gn + 4 * tx) * scn;
+    if (afull && bfull) {{
+        {fast_store}
+    }} else {{
+        const int crows = arem - 4 * ty, ccols = brem - 4 * tx;
+        {checked_store}
+    }}
+}}
+"""
+
+
+def _compute_ids(cfg: Gpu3Config) -> str:
+    """Declaration of ``tx``, ``ty``: which 4-column / 4-row groups of the tile a work-item
+    multiplies (loads are mapped by ``tid`` alone)."""
+    if not cfg.warp8x4:
+        return "const int tx = get_local_id(0), ty = get_local_id(1);"
+    wx = cfg.lx // 8  # warps across the work-group's grid
+    return (f"const int lane = tid % 32, wid = tid / 32;  /* a warp: 8 x 4 work-items */\n    "
+            f"const int tx = (wid % {wx}) * 8 + lane % 8, ty = (wid / {wx}) * 4 + lane / 8;")
+
+
 def gemm_source(dtype: str, kind: "bool | str", b_unit: bool, c_unit: bool,
-                a_kfast: bool = True) -> GemmPlan:
+                a_kfast: bool = True, config: "Gpu3Config | None" = None,
+                layout: "Gpu3Layout | None" = None) -> GemmPlan:
     """Source of GEMM family ``kind`` (see :data:`GEMM_KINDS`; ``True``/``False`` mean "gpu"/"cpu")
-    for ``dtype``."""
+    for ``dtype``. "gpu3" takes its tile from ``config`` (default ``GPU3_CONFIG[dtype]``) and its
+    operand layout from ``layout``; without one, ``a_kfast``, ``b_unit`` and ``c_unit`` describe
+    16-byte-aligned operands whose walked axis has unit stride (contiguous or transposed tensors:
+    what :func:`gpu3_layout` finds for them)."""
     kind = {True: "gpu", False: "cpu"}.get(kind, kind)  # type: ignore[arg-type]
     t = CTYPE[dtype]
     head = "#pragma OPENCL FP_CONTRACT ON\n"  # let a*b+c fuse: GEMM is not bit-exact anyway
@@ -279,6 +602,12 @@ def gemm_source(dtype: str, kind: "bool | str", b_unit: bool, c_unit: bool,
     if kind == "gpu_simple":
         body = _gpu_kernel(t)
         key: tuple = ("gemm", dtype, "gpu_simple")
+    elif kind == "gpu3":
+        cfg = config or GPU3_CONFIG[dtype]
+        if layout is None:
+            layout = Gpu3Layout(a_kfast, cfg.vec, b_unit, cfg.vec, cfg.vec and c_unit)
+        body = _gpu_kernel_v3(t, layout, cfg)
+        key = _gpu3_key(dtype, cfg, layout)
     elif kind == "gpu":
         body = _gpu_kernel_v2(t, a_kfast, b_unit)
         key = ("gemm", dtype, "gpu", a_kfast, b_unit)
@@ -288,12 +617,13 @@ def gemm_source(dtype: str, kind: "bool | str", b_unit: bool, c_unit: bool,
     return GemmPlan(key, head + body + _edge_kernel(t), dtype)
 
 
-def launch_gemm(dev: Any, a: Any, b: Any, out: Any, gpu: "bool | str | None" = None) -> None:
+def launch_gemm(dev: Any, a: Any, b: Any, out: Any, gpu: "bool | str | None" = None,
+                config: "Gpu3Config | None" = None) -> None:
     """Enqueue ``out = a @ b`` for views of shapes (B, M, K), (B, K, N), (B, M, N) on ``dev``.
 
     ``gpu`` overrides the kernel family: a name from :data:`GEMM_KINDS`, or ``True``/``False`` for
     "gpu"/"cpu" (tests run the GPU kernels on a CPU device); else ``PORTAGRAD_OPENCL_GEMM``, else
-    "gpu" on GPUs and "cpu" elsewhere."""
+    "gpu" on GPUs and "cpu" elsewhere. ``config``: the "gpu3" tile (default ``GPU3_CONFIG``)."""
     bsz, m, n = out.shape
     k = a.shape[2]
     if gpu is None:
@@ -308,8 +638,13 @@ def launch_gemm(dev: Any, a: Any, b: Any, out: Any, gpu: "bool | str | None" = N
     b_unit = sbn == 1
     c_unit = scn == 1
     a_kfast = sak == 1 or sam != 1
+    cfg = layout = None
     if kind == "gpu_simple":
         key: tuple = ("gemm", dt, "gpu_simple")
+    elif kind == "gpu3":
+        cfg = config or GPU3_CONFIG[dt]
+        layout = gpu3_layout(a, b, out, cfg)
+        key = _gpu3_key(dt, cfg, layout)
     elif kind == "gpu":
         key = ("gemm", dt, "gpu", a_kfast, b_unit)
     else:
@@ -317,13 +652,15 @@ def launch_gemm(dev: Any, a: Any, b: Any, out: Any, gpu: "bool | str | None" = N
     args = [a.buffer.mem, a.offset, sab, sam, sak, b.buffer.mem, b.offset, sbb, sbk, sbn,
             out.buffer.mem, out.offset, scb, scm, scn, m, n, k]
 
-    def src() -> str:
-        return gemm_source(dt, kind, b_unit, c_unit, a_kfast).source
+    def src() -> str:  # generated on a cache miss only
+        if cfg is not None:
+            _check_local_memory(dev, cfg, out.dtype.itemsize)
+        return gemm_source(dt, kind, b_unit, c_unit, a_kfast, cfg, layout).source
 
     main = dev.kernel(key, "gemm_main", src, [dt], _ARG_TYPES)
     q = dev.queue
     if kind != "cpu":
-        tm, tn, _, lx, ly = GPU_TILE
+        tm, tn, _, lx, ly = GPU_TILE if cfg is None else (cfg.tm, cfg.tn, cfg.tk, cfg.lx, cfg.ly)
         gs = ((n + tn - 1) // tn * lx, (m + tm - 1) // tm * ly, bsz)
         main(q, gs, (lx, ly, 1), *args)
         return
