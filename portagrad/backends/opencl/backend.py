@@ -19,6 +19,7 @@ from ...errors import DTypeError
 from ..interface import Backend, DeviceProperties, View
 from . import kernels as K
 from .allocator import DeviceBuffer
+from .conv import ConvMixin
 from .devices import Device, make_devices
 from .errors import cl_errors
 from .fusion import Fuser, flushing, fusion_enabled
@@ -141,7 +142,7 @@ _NO_FLUSH = frozenset(["unary", "binary", "allocate", "device", "device_count",
                        "get_device_properties", "memory_stats", "is_pinned", "pin_memory"])
 
 
-class OpenCLBackend(Backend):
+class OpenCLBackend(ConvMixin, Backend):
     """Backend for the ``opencl`` device type."""
 
     device_type = "opencl"

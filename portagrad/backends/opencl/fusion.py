@@ -180,8 +180,8 @@ class Fuser:
         dev = buf.device
         ok = self._ok.get(dev)
         if ok is None:
-            ok = self._ok[dev] = frozenset(
-                d for d in (_dtype.float32, _dtype.float64) if d is _dtype.float32 or self._be.device(dev).fp64)
+            fp64 = self._be.device(dev).fp64  # float64 fuses only where the device has it
+            ok = self._ok[dev] = frozenset([_dtype.float32] + ([_dtype.float64] if fp64 else []))
         c = out.cache
         if c is None:
             c = out.cache = out.is_contiguous()
