@@ -59,7 +59,7 @@ print("portagrad devices:", pg.opencl.device_count(), pg.opencl.get_device_name(
 EOF
     [ $? -eq 0 ] || exit 1
 
-    want() { case " ${GPU_CHECK_STEPS:-tests gemm sweep elementwise copy} " in *" $1 "*) return 0;; esac; return 1; }
+    want() { case " ${GPU_CHECK_STEPS:-tests gemm sweep elementwise copy train demo} " in *" $1 "*) return 0;; esac; return 1; }
     test_rc=0
     if want tests; then
     step "tests on opencl:0: ${SHARDS:=8} parallel shards (limit ${TEST_LIMIT:=240} s)"
@@ -100,6 +100,14 @@ EOF
     if want copy; then
     step "host<->device copies (limit 60 s)"
     timeout -k 5 60 python3 -m benchmarks.copy
+    fi
+    if want train; then
+    step "training steps: MLP and demo CNN, portagrad cpu / opencl:0 beside torch CPU (limit 90 s)"
+    timeout -k 5 90 python3 -m benchmarks.train_step --no-memory --steps 20
+    fi
+    if want demo; then
+    step "python -m portagrad demo (limit 90 s)"
+    timeout -k 5 90 python3 -m portagrad demo
     fi
 
     step "done"
