@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from . import best_time, device_label, parse_args, report, sync
+from . import backend_device, best_time, device_label, parse_args, report, sync
 
 
 def _chain_cost(fn, reps: int) -> float:
@@ -44,6 +44,13 @@ def _kept_time(fn, sync_fn, repeat: int, number: int) -> float:
             best = min(best, (time.perf_counter() - t) / number)
         del keep
     return best
+
+
+def _is_gpu(dev) -> bool:
+    import portagrad as pg
+
+    d = pg.device(dev)
+    return d.type == "opencl" and backend_device(dev).is_gpu
 
 
 def _fuser(dev):
@@ -81,6 +88,8 @@ def main(argv: "list[str] | None" = None) -> None:
     print(f"device: {device_label(dev)}")
     sizes = [1_000, 100_000, 10_000_000] if args.quick else \
         [1_000, 10_000, 100_000, 1_000_000, 10_000_000]
+    if _is_gpu(dev):  # 1e7 is launch-latency bound on a GPU: add a size that measures bandwidth
+        sizes.append(100_000_000)
     rng = np.random.default_rng(0)
     for n in sizes:
         number = max(1, min(2000, int(2e7 // (16 * n))))

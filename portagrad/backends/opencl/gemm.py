@@ -10,21 +10,21 @@ Kernel families, chosen by device type:
   ``FP_CONTRACT ON`` compiles to hardware FMA. The full blocks of ``out`` go to this kernel; the
   ragged right and bottom strips (fewer than ``RM`` rows / ``V*W`` columns) to a simple
   one-element-per-work-item kernel.
-* **GPU** ("gpu", the default on GPUs): a work-group of 16x16 work-items computes a 128x128 tile,
-  8x8 per work-item as 4x4 quadrants so that local memory is read as ``float4``, ``TK = 16``-deep
-  slices staged in local memory, the next slice prefetched into registers during the multiply
-  (see :func:`_gpu_kernel_v2`). Loads are bounds-checked (zero padding) and stores guarded, so any
-  size works in one launch. Written without access to a GPU: ``benchmarks/gpu_check.sh`` measures
-  it against "gpu_simple" (the classic tiled kernel with scalar local reads, ~19.9 TFLOP/s on the
-  H200 in an earlier measurement) and cuBLAS; ``tests/test_opencl_gemm.py`` checks the GPU
-  kernels on PoCL at ragged sizes and every operand layout. Measured on the H200 (4096^3, one
-  run): 30.5 TFLOP/s with ``TK = 16``, 31.7 with 8, 25.8 with 32; cuBLAS fp32 50.9.
-* **GPU, third version** ("gpu3", not yet the default: see :func:`_gpu_kernel_v3`): the same
-  register blocking with the known fast-SGEMM techniques: per-work-item pointers computed once,
-  an unchecked path for slices wholly inside the operands (bounds checks only on edge tiles),
-  4-vector global loads and stores where strides and alignment allow, double-buffered local
-  memory with one barrier per slice. Its tile is a :class:`Gpu3Config` (:data:`GPU3_CONFIG` by
-  dtype), so ``benchmarks/gemm_sweep.py`` times several tiles in one run.
+* **GPU** ("gpu3", the default on GPUs; see :func:`_gpu_kernel_v3`): register blocking (8x8
+  accumulators per work-item read from local memory as ``float4``) with the known fast-SGEMM
+  techniques: per-work-item pointers computed once, an unchecked path for slices wholly inside the
+  operands (bounds checks only on edge tiles, so any size works in one launch), 4-vector global
+  loads and stores where strides and alignment allow, double-buffered local memory with one
+  barrier per slice. Its tile is a :class:`Gpu3Config` (:data:`GPU3_CONFIG` by dtype), chosen
+  from ``benchmarks/gemm_sweep.py`` on the H200 (one run, float32, TF32 off for cuBLAS): the
+  64x128x16 tile on 16x8 work-items reached 45.0 TFLOP/s at 4096^3 (cuBLAS 50.9: 88 %) and 31.4
+  at 1024^3 (cuBLAS 34.1: 92 %); the 128x128x16 tile 43.6 and 19.5.
+* **GPU, earlier versions**, kept for comparison: "gpu" (:func:`_gpu_kernel_v2`: 128x128 tile,
+  bounds-checked scalar global loads, register prefetch, two barriers per slice; 30.5 TFLOP/s at
+  4096^3 on the H200) and "gpu_simple" (the classic tiled kernel with scalar local reads,
+  19.2 TFLOP/s). ``tests/test_opencl_gemm.py`` checks every GPU kernel (and every tile the sweep
+  times) on PoCL, and on the H200 through ``benchmarks/gpu_check.sh``, at ragged sizes and every
+  operand layout.
 
 The family can be forced with ``PORTAGRAD_OPENCL_GEMM=cpu|gpu|gpu_simple|gpu3``.
 
@@ -50,9 +50,9 @@ CPU_BLOCK = {"float32": (8, 2, 8), "float64": (8, 2, 4)}
 GPU_TILE = (128, 128, 8, 16, 16)
 #: k depth of the second GPU kernel's slices
 GPU_V2_TK = 16
-#: GEMM kernel families: "cpu" (barrier-free register blocks), "gpu_simple" (the classic tiled
-#: kernel, kept for comparison), "gpu" (the second tiled version, the default on GPUs), "gpu3" (the
-#: third: double-buffered, unchecked interior tiles, vector global access; tile in GPU3_CONFIG).
+#: GEMM kernel families: "cpu" (barrier-free register blocks, the default on CPU devices), "gpu3"
+#: (double-buffered, unchecked interior tiles, vector global access; tile in GPU3_CONFIG; the
+#: default on GPUs), "gpu" and "gpu_simple" (earlier GPU kernels, kept for comparison).
 #: ``PORTAGRAD_OPENCL_GEMM`` (or the backend's ``_force_gemm_gpu``) picks one on any device, so
 #: the GPU kernels are tested on PoCL too.
 GEMM_KINDS = ("cpu", "gpu", "gpu_simple", "gpu3")
@@ -332,9 +332,10 @@ class Gpu3Layout(NamedTuple):
     c_vec: bool = True
 
 
-#: default "gpu3" tile by dtype (float64: ``tk = 8`` keeps the double-buffered slices within the
-#: 48 KiB of local memory NVIDIA's OpenCL gives a work-group)
-GPU3_CONFIG = {"float32": Gpu3Config(128, 128, 16, 16, 16, True),
+#: default "gpu3" tile by dtype: float32 from the H200 sweep (see the module doc); float64's
+#: ``tk = 8`` keeps the double-buffered slices within the 48 KiB of local memory NVIDIA's OpenCL
+#: gives a work-group (its speed has not been measured)
+GPU3_CONFIG = {"float32": Gpu3Config(64, 128, 16, 16, 8, True),
                "float64": Gpu3Config(128, 128, 8, 16, 16, True)}
 #: "gpu3" tiles ``benchmarks/gemm_sweep.py`` times by default (``tests/test_opencl_gemm.py`` checks
 #: each): the default, its slice depths, scalar global access, 8x4 warps, and narrower tiles, whose
@@ -623,11 +624,11 @@ def launch_gemm(dev: Any, a: Any, b: Any, out: Any, gpu: "bool | str | None" = N
 
     ``gpu`` overrides the kernel family: a name from :data:`GEMM_KINDS`, or ``True``/``False`` for
     "gpu"/"cpu" (tests run the GPU kernels on a CPU device); else ``PORTAGRAD_OPENCL_GEMM``, else
-    "gpu" on GPUs and "cpu" elsewhere. ``config``: the "gpu3" tile (default ``GPU3_CONFIG``)."""
+    "gpu3" on GPUs and "cpu" elsewhere. ``config``: the "gpu3" tile (default ``GPU3_CONFIG``)."""
     bsz, m, n = out.shape
     k = a.shape[2]
     if gpu is None:
-        gpu = _ENV_KIND or ("gpu" if dev.is_gpu else "cpu")
+        gpu = _ENV_KIND or ("gpu3" if dev.is_gpu else "cpu")
     kind = {True: "gpu", False: "cpu"}.get(gpu, gpu)  # type: ignore[arg-type]
     if kind not in GEMM_KINDS:
         raise ValueError(f"unknown GEMM kernel family {kind!r}; expected one of {GEMM_KINDS}")
