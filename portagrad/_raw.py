@@ -110,6 +110,26 @@ def reduce(op: str, x: Tensor, axes: Sequence[int], keepdim: bool, out_dtype: An
     return out
 
 
+def min_max(x: Tensor) -> tuple[Any, Any]:
+    """``(min, max)`` of all elements of non-empty ``x`` as Python numbers, with ONE host read: both
+    reductions write into one two-element buffer (on a device every read is a synchronisation;
+    index checks run this on every gather and cross-entropy)."""
+    from .backends.interface import View
+
+    v = x._v
+    if not v.shape:  # 0-d: reduce a one-element view
+        v = View(v.buffer, v.offset, (1,), (1,), v.dtype)
+    nd = len(v.shape)
+    axes = tuple(range(nd))
+    out = new_on(x._storage, (2,), v.dtype)
+    ov = out._v
+    be = x._storage.backend
+    for i, op in enumerate(("min", "max")):
+        be.reduce(op, v, axes, View(ov.buffer, i, (1,) * nd, (1,) * nd, v.dtype))
+    lo, hi = out._host().tolist()
+    return lo, hi
+
+
 def _drop_axes(t: Tensor, axes: Sequence[int]) -> Tensor:
     shape = tuple(s for i, s in enumerate(t._v.shape) if i not in axes)
     strides = tuple(s for i, s in enumerate(t._v.strides) if i not in axes)

@@ -30,8 +30,7 @@ def check_index_range(index: Tensor, size: int, dim: int, what: str = "index",
     wrapped where allowed)."""
     if index.numel() == 0:
         return
-    lo = int(_raw.reduce("min", index, range(index.dim()), False).item())
-    hi = int(_raw.reduce("max", index, range(index.dim()), False).item())
+    lo, hi = _raw.min_max(index)
     if lo < 0 or hi >= size:
         bad = lo if lo < 0 else hi
         raise exc(f"{what} {bad} is out of bounds for dimension {dim} with size {size}")

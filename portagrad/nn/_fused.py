@@ -200,8 +200,7 @@ def cross_entropy_indices(x: Tensor, target: Tensor, ignore_index: int, reductio
         if target.device.type == "cpu":
             t = target.detach()._host()
         else:
-            lo = int(_raw.reduce("min", target, (0,), False).item())
-            hi = int(_raw.reduce("max", target, (0,), False).item())
+            lo, hi = _raw.min_max(target)
             t = target.detach()._host() if lo < 0 or hi >= c else None
         if t is not None:
             bad = t[(t != ignore_index) & ((t < 0) | (t >= c))]

@@ -1393,10 +1393,9 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if tensor.dtype is not _dtype.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if tensor.numel():
-        lo = int(R.min(tensor).item())
+        lo, hi = _raw.min_max(tensor)
         if lo < 0:
             raise RuntimeError("Class values must be non-negative.")
-        hi = int(R.max(tensor).item())
         if num_classes == -1:
             num_classes = hi + 1
         elif hi >= num_classes:
