@@ -311,3 +311,14 @@ def test_demo_model_step_matches_composition(device, composed):
     np.testing.assert_allclose(fast[0], ref[0], rtol=1e-5)
     for a, r in zip(fast[1:], ref[1:]):
         np.testing.assert_allclose(a, r, rtol=1e-4, atol=1e-5)
+
+
+def test_conv_with_zero_input_channels_is_zero(device):
+    # an empty sum: zeros out, empty gradients (the numpy fast path once failed to reshape)
+    x = pg.zeros(2, 0, 5, 5, device=device, requires_grad=True)
+    w = pg.zeros(3, 0, 3, 3, device=device, requires_grad=True)
+    y = pg.nn.functional.conv2d(x, w)
+    assert tuple(y.shape) == (2, 3, 3, 3)
+    np.testing.assert_array_equal(y.detach().cpu().numpy(), np.zeros((2, 3, 3, 3), np.float32))
+    y.sum().backward()
+    assert tuple(x.grad.shape) == (2, 0, 5, 5) and tuple(w.grad.shape) == (3, 0, 3, 3)

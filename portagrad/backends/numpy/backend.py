@@ -304,7 +304,7 @@ class NumpyBackend(Backend):
         g = groups
         cols = _conv_cols(xa, (kh, kw), (OH, OW), stride, padding, dilation)  # (C*K, L*N)
         r = np.matmul(np.ascontiguousarray(wa).reshape(g, O // g, Cg * kh * kw),
-                      cols.reshape(g, Cg * kh * kw, -1))  # (g, O/g, L*N)
+                      cols.reshape(g, Cg * kh * kw, OH * OW * N))  # (g, O/g, L*N); explicit: C may be 0
         _from_last(r.reshape(O * OH * OW, N), o)
 
     def conv2d_grad_input(self, g: View, w: View, out: View, stride: Sequence[int],
@@ -338,7 +338,7 @@ class NumpyBackend(Backend):
         G = groups
         cols = _conv_cols(xa, (kh, kw), (OH, OW), stride, padding, dilation)
         gr = _to_last(ga).reshape(G, O // G, OH * OW * N)
-        r = np.matmul(gr, cols.reshape(G, Cg * kh * kw, -1).transpose(0, 2, 1))  # (G, O/G, CgK)
+        r = np.matmul(gr, cols.reshape(G, Cg * kh * kw, OH * OW * N).transpose(0, 2, 1))  # (G, O/G, CgK)
         o[...] = r.reshape(o.shape)
 
     def max_pool2d(self, x: View, out: View, indices: View, kernel_size: Sequence[int],
