@@ -71,12 +71,17 @@ def _copy_to(x: Tensor, dev: Any, dtype: "_dtype.dtype", non_blocking: bool) -> 
             host = host.astype(dtype.numpy)
         non_blocking = False
     nbytes = host.size * dtype.itemsize
-    if concrete.type == "cpu":
-        buf = backend.allocate(index, nbytes)
-        st = Storage(buf, nbytes, concrete, backend, index)
-    else:
-        st = Storage(backend.allocate(index, nbytes), nbytes, concrete, backend, index)
-    out = Tensor._make(st, 0, tuple(host.shape), _raw.strides_for(tuple(host.shape)), dtype)
+    shape = tuple(host.shape)
+    if concrete.type == "cpu" and src_dev.type != "cpu" and host.flags.c_contiguous:
+        # the array to_host just made is ours alone: the cpu tensor adopts it (a second copy
+        # into fresh memory halved device->host bandwidth)
+        wrapped = backend.wrap_host(host)
+        if wrapped is not None:
+            buf, off = wrapped
+            st = Storage(buf, buf.nbytes, concrete, backend, index)
+            return Tensor._make(st, off, shape, _raw.strides_for(shape), dtype)
+    st = Storage(backend.allocate(index, nbytes), nbytes, concrete, backend, index)
+    out = Tensor._make(st, 0, shape, _raw.strides_for(shape), dtype)
     if nbytes:
         backend.from_host(out._v, host, non_blocking)
     return out
