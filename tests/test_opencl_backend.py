@@ -603,7 +603,7 @@ def test_error_translation_oom():
     assert isinstance(err, OutOfMemoryError) and "opencl:0 (dev)" in str(err)
 
 
-@pytest.mark.parametrize("nbytes", [1 << 20, (8 << 20) - 4, 8 << 20, (8 << 20) + 4, (19 << 20) + 12])
+@pytest.mark.parametrize("nbytes", [8 << 20, (8 << 20) + 4, (16 << 20) - 4, 16 << 20, (19 << 20) + 12])
 def test_staged_device_to_host_reads(be, nbytes):
     # large reads go through two pinned staging buffers on GPUs; forced here on PoCL: every chunk
     # boundary (8 MiB), a ragged last chunk, and a source offset must come back intact
