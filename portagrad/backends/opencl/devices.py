@@ -65,6 +65,10 @@ class Device:
         self.fp16 = "cl_khr_fp16" in exts
         self.type = _type_name(cl, d.type)
         self.is_gpu = self.type == "gpu"
+        #: PoCL compiles with clang, so clang builtins (non-temporal stores) are available
+        self.is_pocl = "Portable Computing Language" in d.platform.name
+        #: alignment of every buffer's start, in bytes
+        self.mem_align = int(d.mem_base_addr_align) // 8
         with cl_errors(self.label, "creating the context and queue"):
             self.context = cl.Context([d])
             try:
