@@ -372,3 +372,43 @@ def test_streaming_at_full_size(be):
     a, b, c = (_rand(n, seed=50 + i) for i in range(3))
     got, ref = _both(be, lambda: a * b + c)
     np.testing.assert_array_equal(got, ref)
+
+
+def test_threads_sharing_the_backend_get_their_own_results(be):
+    # one pending group serves every thread: recording is serialised, and each thread's chains
+    # must come out as if it ran alone
+    import threading
+
+    xs = [_rand(3000, seed=60 + i) for i in range(4)]
+
+    def chain(x):
+        y = x
+        for _ in range(60):
+            y = y * 1.0001 + 0.25
+            y = y - x * 0.001
+        return y
+
+    with unfused(be):
+        ref = [chain(x).cpu().numpy() for x in xs]
+    got: dict[int, np.ndarray] = {}
+    errors: list[BaseException] = []
+
+    def work(i):
+        try:
+            got[i] = chain(xs[i]).cpu().numpy()
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, in the middle of recordings too
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors
+    for i in range(4):
+        np.testing.assert_array_equal(got[i], ref[i])

@@ -35,6 +35,7 @@ every intermediate is rounded to the dtype, and ``FP_CONTRACT`` is off.
 from __future__ import annotations
 
 import os
+import threading
 import weakref
 from typing import Any, Callable
 
@@ -100,6 +101,10 @@ class Fuser:
         # per device index: the dtypes that fuse there (float64 only with cl_khr_fp64)
         self._ok: dict[int, frozenset] = {}
         self._plans: dict[tuple, tuple] = {}
+        # one group per backend, so threads that share the backend take turns; re-entrant, and
+        # _gen (bumped by every flush) lets a recording notice a flush from within itself
+        self._lock = threading.RLock()
+        self._gen = 0
         self.launches = 0  # fused kernels enqueued (for tests and benchmarks)
         self.stores = 0  # outputs written by flushes (dead temporaries are not)
         self._reset()
@@ -123,14 +128,15 @@ class Fuser:
         if op not in (_UNARY_OK if unary else _BINARY_OK):
             self.flush()
             return False
-        try:
-            return self._add(op, a, b, out, unary)
-        except _Restart:  # the group was flushed half-way: record again, into the empty group
+        with self._lock:
             try:
                 return self._add(op, a, b, out, unary)
-            except _Restart:  # cannot happen on an empty group; be safe anyway
-                self.flush()
-                return False
+            except _Restart:  # the group was flushed half-way: record again, into the empty group
+                try:
+                    return self._add(op, a, b, out, unary)
+                except _Restart:  # only if flushed half-way again: give up fusing this one
+                    self.flush()
+                    return False
 
     def _decline(self) -> bool:
         self.flush()
@@ -204,6 +210,7 @@ class Fuser:
         if nodes and (n != self._n or dev != self._dev or dt is not self._dt):
             self.flush()
             nodes = self.nodes
+        gen = self._gen
         x = self._operand(a, dt, shape, n)
         if x is None:
             return self._decline()
@@ -214,6 +221,8 @@ class Fuser:
             if y is None:
                 return self._decline()
             args = (x, y)
+        if self._gen != gen:  # flushed meanwhile (a finalizer calling the backend, say)
+            raise _Restart
         # the output: a buffer read or written in this group must be used at one offset
         if self._leaf_off:
             lo = self._leaf_off.get(id(buf))
@@ -244,11 +253,19 @@ class Fuser:
         """Enqueue the pending group (nothing when it is empty or all its outputs are dead)."""
         if not self.nodes:
             if self._leaves or self._scalars:  # registered by a primitive that then declined
-                self._reset()
+                with self._lock:
+                    self._reset()
+            return
+        with self._lock:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self.nodes:  # another thread flushed first
             return
         nodes, leaves, scalars = self.nodes, self._leaves, self._scalars
         n, dev, dt, vec_ops = self._n, self._dev, self._dt, self._vec_ops
         self._reset()  # first: whatever runs below (a replay) sees an empty group
+        self._gen += 1
         live = []
         for nd in nodes:
             b = nd.ref()
