@@ -18,7 +18,8 @@ from .._raw import new_on
 from .._tensor import Tensor
 
 __all__ = ["scale_", "axpy_", "lerp_", "addcmul_", "addcdiv_", "maximum_", "copy", "sqrt",
-           "add_scalar_", "div_scalar_", "div_", "mul_", "zeros_like", "full_like", "fill_"]
+           "add_scalar_", "div_scalar_", "div_", "mul_", "zeros_like", "full_like", "fill_",
+           "update_grad"]
 
 
 def _tmp(t: Tensor) -> Tensor:
@@ -157,3 +158,14 @@ def full_like(x: Tensor, value: Any) -> Tensor:
 
 def zeros_like(x: Tensor) -> Tensor:
     return full_like(x, 0)
+
+
+def update_grad(p: Any, maximize: bool, weight_decay: float) -> Any:
+    """The gradient an update uses: ``p``'s, negated when maximizing, plus ``weight_decay * p``
+    (a copy whenever it differs, so ``p.grad`` itself is never changed)."""
+    g = p._grad
+    if maximize:
+        g = scale_(copy(g), -1.0)
+    if weight_decay != 0:
+        g = axpy_(copy(g) if g is p._grad else g, weight_decay, p)
+    return g

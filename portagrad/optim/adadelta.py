@@ -47,11 +47,8 @@ class Adadelta(Optimizer):
                     st["step"] = _step_counter()
                     st["square_avg"] = I.zeros_like(p)
                     st["acc_delta"] = I.zeros_like(p)
-                if maximize:
-                    g = I.scale_(I.copy(g), -1.0)
                 _inc(st["step"])
-                if wd != 0:
-                    g = I.axpy_(I.copy(g) if g is p._grad else g, wd, p)
+                g = I.update_grad(p, maximize, wd)
                 square_avg, acc_delta = st["square_avg"], st["acc_delta"]
                 I.scale_(square_avg, rho)
                 I.addcmul_(square_avg, g, g, 1 - rho)

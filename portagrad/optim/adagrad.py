@@ -52,11 +52,8 @@ class Adagrad(Optimizer):
                 if g is None:
                     continue
                 st = self.state[p]
-                if maximize:
-                    g = I.scale_(I.copy(g), -1.0)
                 step = _inc(st["step"])
-                if wd != 0:
-                    g = I.axpy_(I.copy(g) if g is p._grad else g, wd, p)
+                g = I.update_grad(p, maximize, wd)
                 clr = lr / (1 + (step - 1) * lr_decay)
                 s = st["sum"]
                 I.addcmul_(s, g, g, 1.0)

@@ -67,14 +67,10 @@ class Adam(Optimizer):
                     st["exp_avg_sq"] = I.zeros_like(p)
                     if amsgrad:
                         st["max_exp_avg_sq"] = I.zeros_like(p)
-                if maximize:
-                    g = I.scale_(I.copy(g), -1.0)
                 step = _inc(st["step"])
-                if wd != 0:
-                    if decoupled:
-                        I.scale_(p, 1 - lr * wd)
-                    else:
-                        g = I.axpy_(I.copy(g) if g is p._grad else g, wd, p)
+                if wd != 0 and decoupled:
+                    I.scale_(p, 1 - lr * wd)
+                g = I.update_grad(p, maximize, 0.0 if decoupled else wd)
                 exp_avg, exp_avg_sq = st["exp_avg"], st["exp_avg_sq"]
                 I.lerp_(exp_avg, g, 1 - beta1)
                 I.scale_(exp_avg_sq, beta2)

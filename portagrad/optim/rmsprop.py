@@ -55,11 +55,8 @@ class RMSprop(Optimizer):
                         st["momentum_buffer"] = I.zeros_like(p)
                     if centered:
                         st["grad_avg"] = I.zeros_like(p)
-                if maximize:
-                    g = I.scale_(I.copy(g), -1.0)
                 _inc(st["step"])
-                if wd != 0:
-                    g = I.axpy_(I.copy(g) if g is p._grad else g, wd, p)
+                g = I.update_grad(p, maximize, wd)
                 square_avg = st["square_avg"]
                 I.scale_(square_avg, alpha)
                 I.addcmul_(square_avg, g, g, 1 - alpha)

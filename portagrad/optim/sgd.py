@@ -9,18 +9,6 @@ from .optimizer import Optimizer
 __all__ = ["SGD"]
 
 
-def _grad(p: Any, maximize: bool, weight_decay: float) -> Any:
-    """The gradient used by the update: negated when maximizing, plus ``weight_decay * p``."""
-    g = p._grad
-    if maximize:
-        n = I.copy(g)
-        I.scale_(n, -1.0)
-        g = n
-    if weight_decay != 0:
-        g = I.axpy_(I.copy(g) if g is p._grad else g, weight_decay, p)
-    return g
-
-
 class SGD(Optimizer):
     """Stochastic gradient descent, optionally with (Nesterov) momentum, as PyTorch computes it::
 
@@ -59,7 +47,7 @@ class SGD(Optimizer):
             for p in group["params"]:
                 if p._grad is None:
                     continue
-                g = _grad(p, maximize, wd) if (maximize or wd) else p._grad
+                g = I.update_grad(p, maximize, wd) if (maximize or wd) else p._grad
                 if momentum != 0:
                     st = state[p]
                     buf = st.get("momentum_buffer")
