@@ -80,6 +80,29 @@ class _unfused:
         self.be._fz = self.fz
 
 
+def _abc(dev: str, n: int, rng: np.random.Generator, repeat: int, unfused_too: bool) -> None:
+    """Report ``a*b+c`` on ``n`` float32 elements (and unfused too, when asked and possible).
+    Every evaluation in one timing has inputs of its own; they are freed when this returns."""
+    import portagrad as pg
+
+    number = max(1, min(2000, int(2e7 // (16 * n))))
+    trip = [[rng.standard_normal(n).astype(np.float32) for _ in range(3)] for _ in range(number)]
+    dtrip = [[pg.from_numpy(x).to(dev) for x in t] for t in trip]
+
+    def ours(i: int):
+        return dtrip[i][0] * dtrip[i][1] + dtrip[i][2]
+
+    t_ours = _kept_time(ours, lambda: sync(dev), repeat, number)
+    t_np = _kept_time(lambda i: trip[i][0] * trip[i][1] + trip[i][2], lambda: None, repeat, number)
+    assert np.array_equal(ours(0).cpu().numpy(), trip[0][0] * trip[0][1] + trip[0][2])
+    report(f"a*b+c float32 n={n:.0e}, effective GB/s", 16 * n / t_ours / 1e9, 16 * n / t_np / 1e9,
+           "GB/s")
+    if unfused_too and _fuser(dev) is not None:
+        with _unfused(dev):
+            t_un = _kept_time(ours, lambda: sync(dev), repeat, number)
+        report("  the same unfused, effective GB/s", 16 * n / t_un / 1e9, 16 * n / t_np / 1e9, "GB/s")
+
+
 def main(argv: "list[str] | None" = None) -> None:
     args = parse_args(__doc__.splitlines()[0], argv)
     import portagrad as pg
@@ -91,26 +114,9 @@ def main(argv: "list[str] | None" = None) -> None:
     if _is_gpu(dev):  # 1e7 is launch-latency bound on a GPU: add a size that measures bandwidth
         sizes.append(100_000_000)
     rng = np.random.default_rng(0)
+    repeat = 3 if args.quick else 7
     for n in sizes:
-        number = max(1, min(2000, int(2e7 // (16 * n))))
-        repeat = 3 if args.quick else 7
-        # inputs of their own for each of the ``number`` evaluations in one timing
-        trip = [[rng.standard_normal(n).astype(np.float32) for _ in range(3)] for _ in range(number)]
-        dtrip = [[pg.from_numpy(x).to(dev) for x in t] for t in trip]
-        t_ours = _kept_time(lambda i: dtrip[i][0] * dtrip[i][1] + dtrip[i][2], lambda: sync(dev),
-                            repeat, number)
-        t_np = _kept_time(lambda i: trip[i][0] * trip[i][1] + trip[i][2], lambda: None, repeat, number)
-        a, b, c = dtrip[0]
-        got = (a * b + c).cpu().numpy()
-        assert np.array_equal(got, trip[0][0] * trip[0][1] + trip[0][2])
-        report(f"a*b+c float32 n={n:.0e}, effective GB/s", 16 * n / t_ours / 1e9, 16 * n / t_np / 1e9,
-               "GB/s")
-        if n == sizes[-1] and _fuser(dev) is not None:
-            with _unfused(dev):
-                t_un = _kept_time(lambda i: dtrip[i][0] * dtrip[i][1] + dtrip[i][2], lambda: sync(dev),
-                                  repeat, number)
-            report(f"  the same unfused, effective GB/s", 16 * n / t_un / 1e9, 16 * n / t_np / 1e9, "GB/s")
-        del trip, dtrip, a, b, c
+        _abc(dev, n, rng, repeat, unfused_too=n == sizes[-1])
 
     # chains of small ops: enqueue cost per op, one synchronisation at the end
     m, ops = 1000, 1000
