@@ -291,6 +291,23 @@ def test_binary_layouts(be, op, dtype, case):
     assert_same(*host(be, out))
 
 
+@pytest.mark.parametrize("op,dtype,a,b", [
+    ("add", D.float32, 1.5, 2.25), ("floordiv", D.int64, 7, -2), ("remainder", D.int32, -7, 3),
+    ("pow", D.float64, 2.0, 0.5), ("maximum", D.float32, -1.0, 3.0),
+    ("bitwise_xor", D.bool, True, False), ("logical_and", D.bool, 2, 0)])
+def test_binary_of_two_scalars_is_computed_on_the_host(be, op, dtype, a, b):
+    # no view operand: the value comes from the shared ufunc table and is filled on the device
+    out = empty(be, (3,), dtype)
+    run_both(be, "binary", op, a, b, out)
+    assert_same(*host(be, out))
+
+
+def test_the_shared_ufunc_table_covers_every_binary_op():
+    from portagrad.backends.ufuncs import BINARY_UFUNCS
+
+    assert set(BINARY_UFUNCS) == set(BINARY_OPS) | set(COMPARISON_OPS)
+
+
 def test_int_division_by_scalar_zero_raises(be):
     x = contiguous(be, np.arange(4), D.int64)
     out = empty(be, (4,), D.int64)

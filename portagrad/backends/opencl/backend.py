@@ -17,6 +17,7 @@ import numpy as np
 
 from ...errors import DTypeError
 from ..interface import Backend, DeviceProperties, View
+from ..ufuncs import BINARY_UFUNCS
 from . import kernels as K
 from .allocator import DeviceBuffer
 from .conv import ConvMixin
@@ -497,12 +498,10 @@ class OpenCLBackend(ConvMixin, Backend):
         elif b_view:
             dt = b.dtype.name
         else:  # two scalars: compute on the host, fill on the device
-            from ..numpy.backend import _BINARY
-
             dt = "bool" if K.out_is_bool(op) else odt
             np_dt = out.dtype.numpy if dt == odt else np.bool_
             with np.errstate(all="ignore"):
-                val = _BINARY[op](np.asarray(a).astype(np_dt), np.asarray(b).astype(np_dt))
+                val = BINARY_UFUNCS[op](np.asarray(a).astype(np_dt), np.asarray(b).astype(np_dt))
             self.fill(out, val.item())
             return
         kind = K.KIND[dt]
