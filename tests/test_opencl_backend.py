@@ -444,8 +444,8 @@ def test_matmul_sizes(be, m, k, n, dtype):
     assert_same(*host(be, out), exact=False, rtol=1e-5 if dtype is D.float32 else 1e-12)
 
 
-@pytest.mark.parametrize("gpu_kernel", [False, True], ids=["cpu_kernel", "gpu_kernel"])
-def test_matmul_strided_operands(be, gpu_kernel):
+@pytest.mark.parametrize("kind", ["cpu", "gpu3"])
+def test_matmul_strided_operands(be, kind):
     m, k, n = 19, 23, 37
     at = sample(D.float32, (k, m), "positive")  # a stored transposed
     a_tw = Twin(be, at, D.float32)
@@ -456,10 +456,10 @@ def test_matmul_strided_operands(be, gpu_kernel):
     o_tw = Twin(be, np.zeros(3 * m * n), D.float32)
     out = o_tw.views(0, (3, m, n), (m * n, 1, m))  # column-major output
     try:
-        be._force_gemm_gpu = gpu_kernel
+        be._force_gemm_kind = kind
         run_both(be, "matmul", a, b, out)
     finally:
-        be._force_gemm_gpu = None
+        be._force_gemm_kind = None
     assert_same(be.to_host(out[0]), NB.to_host(out[1]), exact=False, rtol=1e-5)
 
 

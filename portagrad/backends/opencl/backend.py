@@ -163,6 +163,8 @@ class OpenCLBackend(ConvMixin, Backend):
         self._bplans: dict[tuple, _Plan] = {}
         self._wplans: dict[tuple, _Plan] = {}
         self._cplans: dict[tuple, _Plan] = {}
+        # a GEMM family (see .gemm.GEMM_KINDS) forced on every device: tests run "gpu3" on PoCL
+        self._force_gemm_kind: "str | None" = None
         # elementwise fusion (see .fusion): unary/binary record, every other method flushes first
         self._fz: "Fuser | None" = None
         if fusion_enabled():
@@ -710,7 +712,7 @@ class OpenCLBackend(ConvMixin, Backend):
         if a.shape[2] == 0:
             self.fill(out, 0)
             return
-        launch_gemm(dev, a, b, out, gpu=getattr(self, "_force_gemm_gpu", None))
+        launch_gemm(dev, a, b, out, self._force_gemm_kind)
 
     # ---------------------------------------------------------- index ops
     def gather(self, x: View, axis: int, index: View, out: View) -> None:

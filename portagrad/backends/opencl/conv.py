@@ -314,6 +314,7 @@ class ConvMixin:
     # provided by OpenCLBackend
     _dev: Any
     _empty_like: Any
+    _force_gemm_kind: "str | None"
     copy: Any
     fill: Any
 
@@ -372,7 +373,7 @@ class ConvMixin:
             _launch_rows(dev, kern, N * C * H, W, args)
 
     def _gemm(self, dev: "Device", a: View, b: View, c: View) -> None:
-        launch_gemm(dev, a, b, c, gpu=getattr(self, "_force_gemm_gpu", None))
+        launch_gemm(dev, a, b, c, self._force_gemm_kind)
 
     # --------------------------------------------------------- convolution
     def conv2d(self, x: View, w: View, out: View, stride: Sequence[int], padding: Sequence[int],
