@@ -291,9 +291,10 @@ class OpenCLBackend(ConvMixin, Backend):
         """Device->host copy of ``out.nbytes`` bytes at ``offset`` of ``mem`` through two pinned
         staging buffers: the DMA of chunk ``i + 1`` runs while chunk ``i`` is copied into ``out``.
 
-        Why: GPU drivers read into pageable memory through their own small bounce buffer. On the
-        H200 (one run, ``.cpu()`` of float32 tensors): 64 MiB 3.3 GB/s direct, 4.8 staged; 256 MiB
-        3.3 vs 4.2; but 4 MiB 9.7 direct, 7.7 staged, hence :data:`_STAGE_MIN`."""
+        Why: GPU drivers read into pageable memory through their own small bounce buffer, so a
+        large read is faster when the DMA into pinned memory overlaps the host-side copy. A small
+        read is faster as one direct copy (the pipeline's extra steps cost more than they save),
+        hence :data:`_STAGE_MIN`."""
         import pyopencl as cl
 
         stages = self._stages.get(dev.index)

@@ -27,7 +27,8 @@ Kernel layouts, chosen by the device's ``ew_style`` (see :mod:`.devices`):
   per work-item, as the backend's loop-style elementwise kernels. The two sums (``col2im``,
   ``max_pool_grad``) go per *plane* (n, c) instead: the work-item zeroes its plane and scatters
   into it in the summation order of the numpy backend (taps in order; windows in order), which
-  needs no division at all (the gather form below was 2-20x slower on PoCL).
+  needs no division at all (the gather form below, with its divisions per element and tap, is
+  much slower on PoCL).
 * GPUs ("grid", "exact"): one element per work-item on a 2-D range (last index, row); the sums
   gather (each input element finds the windows that read it, in the same order).
 """
@@ -190,7 +191,7 @@ def pool_source(dtype: str) -> str:
     (PyTorch's rules, see :meth:`ConvMixin.max_pool2d`)."""
     t = CTYPE[dtype]
     # NOTE: selects, and NaN found as ``val != val``: PoCL's isnan() (and any NaN test inside the
-    # branch) made this kernel ~3x slower. The last NaN is remembered apart and wins at the end.
+    # branch) made this kernel much slower. The last NaN is remembered apart and wins at the end.
     fwd = _rows("oh", f"""
         long xb = xo + n * xsn + c * xsc;
         long ob = oo + n * osn + c * osc + oh * osh, ib = io + n * isn + c * isc + oh * ish;

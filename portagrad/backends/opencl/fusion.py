@@ -54,7 +54,7 @@ MAX_LEAVES = 16
 MAX_SCALARS = 24
 #: from this many elements a PoCL group of plain arithmetic runs 64-byte vectors with non-temporal
 #: stores (see :func:`fused_source`): outputs this large do not stay in cache anyway, and skipping
-#: the read-for-ownership of every output line is what moves ``a*b+c`` at 1e7 from ~26 to ~29 GB/s
+#: the read-for-ownership of every output line saves memory traffic
 STREAM_MIN = 1 << 22
 #: ops whose expression is plain IEEE arithmetic, the same on vectors as on scalars
 _VEC_OPS = frozenset(["add", "sub", "mul", "div", "neg"])

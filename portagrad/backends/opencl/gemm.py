@@ -4,21 +4,18 @@ Kernel families, chosen by device type:
 
 * **CPU** (PoCL and other CPU drivers): no local memory and no barriers. PoCL keeps values that
   live across a barrier in per-work-item memory, so a classic local-memory tiled kernel spills its
-  accumulators and ran at ~7 GFLOP/s here, while a barrier-free kernel in which each work-item
-  owns an ``RM x (V*W)`` block of ``floatW`` accumulators ran at 30-40 GFLOP/s. Measured detail: the
-  ``fma()`` builtin goes through a slow path in PoCL (15 GFLOP/s); ``c += a * b`` with
-  ``FP_CONTRACT ON`` compiles to hardware FMA. The full blocks of ``out`` go to this kernel; the
-  ragged right and bottom strips (fewer than ``RM`` rows / ``V*W`` columns) to a simple
-  one-element-per-work-item kernel.
+  accumulators, while a barrier-free kernel in which each work-item owns an ``RM x (V*W)`` block
+  of ``floatW`` accumulators keeps them in registers. The ``fma()`` builtin goes through a slow
+  path in PoCL; ``c += a * b`` with ``FP_CONTRACT ON`` compiles to hardware FMA. The full blocks
+  of ``out`` go to this kernel; the ragged right and bottom strips (fewer than ``RM`` rows /
+  ``V*W`` columns) to a simple one-element-per-work-item kernel.
 * **GPU** ("gpu3", the default on GPUs; see :func:`_gpu3_kernel`): register blocking (8x8
   accumulators per work-item read from local memory as ``float4``) with the known fast-SGEMM
   techniques: per-work-item pointers computed once, an unchecked path for slices wholly inside the
   operands (bounds checks only on edge tiles, so any size works in one launch), 4-vector global
   loads and stores where strides and alignment allow, double-buffered local memory with one
   barrier per slice. Its tile is a :class:`Gpu3Config` (:data:`GPU3_CONFIG` by dtype), chosen
-  from ``benchmarks/gemm_sweep.py`` on the H200 (one run, float32, TF32 off for cuBLAS): the
-  64x128x16 tile on 16x8 work-items reached 45.0 TFLOP/s at 4096^3 (cuBLAS 50.9: 88 %) and 31.4
-  at 1024^3 (cuBLAS 34.1: 92 %); the 128x128x16 tile 43.6 and 19.5.
+  with ``benchmarks/gemm_sweep.py`` (the figures are in ``docs/architecture.md``).
 
 ``tests/test_opencl_gemm.py`` checks both families (and every "gpu3" tile the sweep times) on
 PoCL, and on a GPU through ``benchmarks/gpu_check.sh``, at ragged sizes and every operand layout.
@@ -177,14 +174,14 @@ class Gpu3Layout(NamedTuple):
     c_vec: bool = True
 
 
-#: default "gpu3" tile by dtype: float32 from the H200 sweep (see the module doc); float64's
-#: ``tk = 8`` keeps the double-buffered slices within the 48 KiB of local memory NVIDIA's OpenCL
-#: gives a work-group (its speed has not been measured)
+#: default "gpu3" tile by dtype: float32 from the GEMM sweep on a GPU (see the module doc);
+#: float64's ``tk = 8`` keeps the double-buffered slices within the 48 KiB of local memory
+#: NVIDIA's OpenCL gives a work-group (its speed has not been measured)
 GPU3_CONFIG = {"float32": Gpu3Config(64, 128, 16, 16, 8, True),
                "float64": Gpu3Config(128, 128, 8, 16, 16, True)}
 #: "gpu3" tiles ``benchmarks/gemm_sweep.py`` times by default (``tests/test_opencl_gemm.py`` checks
 #: each): the default, its slice depths, scalar global access, 8x4 warps, and narrower tiles, whose
-#: extra work-groups fill the GPU's multiprocessors below 2048^3
+#: extra work-groups fill the GPU's multiprocessors on smaller matrices
 GPU3_SWEEP = (Gpu3Config(128, 128, 16), Gpu3Config(128, 128, 8), Gpu3Config(128, 128, 16, vec=False),
               Gpu3Config(128, 128, 16, warp8x4=True), Gpu3Config(128, 128, 8, warp8x4=True),
               Gpu3Config(128, 64, 16), Gpu3Config(64, 128, 16, 16, 8), Gpu3Config(64, 64, 16))
