@@ -23,7 +23,7 @@ from .allocator import DeviceBuffer
 from .conv import ConvMixin
 from .devices import Device, make_devices
 from .errors import cl_errors
-from .fusion import Fuser, flushing, fusion_enabled
+from .fusion import Fuser, flushes, fusion_enabled
 from .gemm import launch_gemm
 from .pinned import is_pinned as _is_pinned, pin_memory as _pin_memory
 
@@ -140,10 +140,6 @@ class _Plan:
 
 _EMPTY_PLAN = _Plan(None, None, (), (), None, None, ())
 
-#: public methods that neither read nor write device memory, so need not flush pending fused work
-_NO_FLUSH = frozenset(["unary", "binary", "allocate", "device", "device_count",
-                       "get_device_properties", "memory_stats", "is_pinned", "pin_memory"])
-
 
 class OpenCLBackend(ConvMixin, Backend):
     """Backend for the ``opencl`` device type."""
@@ -165,16 +161,12 @@ class OpenCLBackend(ConvMixin, Backend):
         self._cplans: dict[tuple, _Plan] = {}
         # a GEMM family (see .gemm.GEMM_KINDS) forced on every device: tests run "gpu3" on PoCL
         self._force_gemm_kind: "str | None" = None
-        # elementwise fusion (see .fusion): unary/binary record, every other method flushes first
+        # elementwise fusion (see .fusion): unary/binary record, the methods marked @flushes
+        # flush the pending group first
         self._fz: "Fuser | None" = None
         if fusion_enabled():
-            self._fz = fz = Fuser(self, self._unary_eager, self._binary_eager, _chunk)
-            cls = type(self)
-            for name in dir(cls):
-                if name.startswith("_") or name in _NO_FLUSH or not callable(getattr(cls, name)):
-                    continue
-                setattr(self, name, flushing(fz, getattr(self, name)))
-        else:
+            self._fz = Fuser(self, self._unary_eager, self._binary_eager, _chunk)
+        else:  # straight to the kernels, without the fuser test per call
             self.unary, self.binary = self._unary_eager, self._binary_eager  # type: ignore[method-assign]
 
     # ---------------------------------------------------------------- devices
@@ -192,10 +184,12 @@ class OpenCLBackend(ConvMixin, Backend):
     def get_device_properties(self, index: int) -> DeviceProperties:
         return self.device(index).properties
 
+    @flushes
     def synchronize(self, index: int) -> None:
         self.device(index).finish()
         self._pending[index].clear()
 
+    @flushes
     def record_event(self, index: int) -> Any:
         """Enqueue a marker on device ``index``'s queue and return its ``pyopencl.Event``."""
         import pyopencl as cl
@@ -204,8 +198,8 @@ class OpenCLBackend(ConvMixin, Backend):
         with cl_errors(dev.label, "recording an event"):
             return cl.enqueue_marker(dev.queue)
 
-    @staticmethod
-    def elapsed_ms(start: Any, end: Any) -> float:
+    @flushes
+    def elapsed_ms(self, start: Any, end: Any) -> float:
         """Milliseconds between two events of one device (waits for both)."""
         start.wait()
         end.wait()
@@ -213,13 +207,13 @@ class OpenCLBackend(ConvMixin, Backend):
 
     event_elapsed_ms = elapsed_ms
 
-    @staticmethod
-    def event_wait(event: Any) -> None:
+    @flushes
+    def event_wait(self, event: Any) -> None:
         """Block until the marker ``event`` has completed."""
         event.wait()
 
-    @staticmethod
-    def event_query(event: Any) -> bool:
+    @flushes
+    def event_query(self, event: Any) -> bool:
         """Whether the marker ``event`` has completed (never blocks)."""
         import pyopencl as cl
 
@@ -232,9 +226,11 @@ class OpenCLBackend(ConvMixin, Backend):
     def memory_stats(self, index: int) -> dict[str, int]:
         return self.device(index).allocator.stats()
 
+    @flushes
     def reset_peak_memory_stats(self, index: int) -> None:
         self.device(index).allocator.reset_peak()
 
+    @flushes
     def empty_cache(self, index: int) -> None:
         self.device(index).allocator.empty_cache()
 
@@ -246,6 +242,7 @@ class OpenCLBackend(ConvMixin, Backend):
             if isinstance(v, View) and v.dtype.name in ("float64", "float16"):
                 dev.require_dtypes([v.dtype.name])
 
+    @flushes
     def from_host(self, dst: View, src: np.ndarray, non_blocking: bool = False) -> None:
         import pyopencl as cl
 
@@ -266,6 +263,7 @@ class OpenCLBackend(ConvMixin, Backend):
             else:
                 cl.enqueue_copy(dev.queue, dst.buffer.mem, src, dst_offset=off, is_blocking=True)
 
+    @flushes
     def to_host(self, src: View) -> np.ndarray:
         import pyopencl as cl
 
@@ -317,12 +315,18 @@ class OpenCLBackend(ConvMixin, Backend):
             out[o:o + m] = stages[i % 2][:m]
             ev = nxt
 
+    @flushes
     def copy_between(self, dst: View, src: View) -> None:
         if dst.buffer.device == src.buffer.device:
             self.copy(src, dst)
             return
         # one context per device: buffers cannot cross, so stage through the host
         self.from_host(dst, self.to_host(src))
+
+    # the contract's defaults (device memory is never shared with the host), flushing like every
+    # method that is handed a view or a host array
+    host_array = flushes(Backend.host_array)
+    wrap_host = flushes(Backend.wrap_host)
 
     def pin_memory(self, nbytes: int) -> "np.ndarray | None":
         if not self._devices:
@@ -537,6 +541,7 @@ class OpenCLBackend(ConvMixin, Backend):
                 args.append(_scalar(v, dt))
         p.launch(args)
 
+    @flushes
     def where(self, cond: View, a: Any, b: Any, out: View) -> None:
         dt = out.dtype.name
         a_s, b_s = not isinstance(a, View), not isinstance(b, View)
@@ -558,6 +563,7 @@ class OpenCLBackend(ConvMixin, Backend):
                 args += (v.buffer.mem, v.offset)
         p.launch(args)
 
+    @flushes
     def copy(self, src: View, dst: View) -> None:
         sdt, ddt = src.dtype.name, dst.dtype.name
         n = _numel(dst.shape)
@@ -580,6 +586,7 @@ class OpenCLBackend(ConvMixin, Backend):
             self._remember(self._cplans, key, p)
         p.launch([dst.buffer.mem, dst.offset, src.buffer.mem, src.offset])
 
+    @flushes
     def fill(self, out: View, value: Any) -> None:
         n = out.numel
         if n == 0:
@@ -602,6 +609,7 @@ class OpenCLBackend(ConvMixin, Backend):
         dev.launch1d(kern, n, [out.buffer.mem, out.offset, *st, v, *sizes])
 
     # ------------------------------------------------------------- reductions
+    @flushes
     def reduce(self, op: str, x: View, axes: Sequence[int], out: View) -> None:
         dev = self._dev(out)
         outer = out.numel
@@ -672,6 +680,7 @@ class OpenCLBackend(ConvMixin, Backend):
         kept = [d for d in range(len(x.shape)) if d != axis]
         return _coalesce([x.shape[d] for d in kept], [[v.strides[d] for d in kept] for v in views])
 
+    @flushes
     def arg_reduce(self, op: str, x: View, axis: int, out: View) -> None:
         dev = self._dev(out)
         outer = out.numel
@@ -686,6 +695,7 @@ class OpenCLBackend(ConvMixin, Backend):
         dev.launch1d(kern, outer, [out.buffer.mem, out.offset, *os_, out.strides[axis], x.buffer.mem,
                                    x.offset, *xs, x.strides[axis], *ksz, x.shape[axis]])
 
+    @flushes
     def cumsum(self, x: View, axis: int, out: View) -> None:
         dev = self._dev(out)
         if out.numel == 0:
@@ -702,6 +712,7 @@ class OpenCLBackend(ConvMixin, Backend):
                                    x.offset, *xs, x.strides[axis], *ksz, x.shape[axis]])
 
     # ----------------------------------------------------------------- matmul
+    @flushes
     def matmul(self, a: View, b: View, out: View) -> None:
         dev = self._dev(out)
         dt = out.dtype.name
@@ -716,6 +727,7 @@ class OpenCLBackend(ConvMixin, Backend):
         launch_gemm(dev, a, b, out, self._force_gemm_kind)
 
     # ---------------------------------------------------------- index ops
+    @flushes
     def gather(self, x: View, axis: int, index: View, out: View) -> None:
         dev = self._dev(out)
         n = out.numel
@@ -735,6 +747,7 @@ class OpenCLBackend(ConvMixin, Backend):
                                x.offset, *xs, xa, index.buffer.mem, index.offset,
                                *(index.strides or (0,)), *shape])
 
+    @flushes
     def scatter(self, out: View, axis: int, index: View, src: View, reduce: "str | None") -> None:
         dev = self._dev(out)
         if index.numel == 0:
@@ -757,6 +770,7 @@ class OpenCLBackend(ConvMixin, Backend):
         dev.launch1d(kern, outer, [out.buffer.mem, out.offset, *os_, oa, index.buffer.mem, index.offset,
                                    *is_, ia, src.buffer.mem, src.offset, *ss, sa, *shape, L])
 
+    @flushes
     def sort(self, x: View, axis: int, descending: bool, values: View, indices: View) -> None:
         dev = self._dev(values)
         n = x.numel
@@ -783,6 +797,7 @@ class OpenCLBackend(ConvMixin, Backend):
         # the scratch buffers return to the cache now; any later user is queued after the sort
 
     # ----------------------------------------------------------------- random
+    @flushes
     def random(self, kind: str, out: View, seed: int, offset: int, a: float, b: float) -> None:
         dev = self._dev(out)
         n = out.numel

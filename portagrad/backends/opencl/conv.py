@@ -41,6 +41,7 @@ import numpy as np
 from ...errors import DTypeError
 from ..interface import View
 from .errors import cl_errors
+from .fusion import flushes
 from .gemm import launch_gemm
 from .kernels import CTYPE, prelude
 
@@ -313,6 +314,7 @@ class ConvMixin:
     since every later user is queued after these kernels on the in-order queue."""
 
     # provided by OpenCLBackend
+    _fz: Any
     _dev: Any
     _empty_like: Any
     _force_gemm_kind: "str | None"
@@ -377,6 +379,7 @@ class ConvMixin:
         launch_gemm(dev, a, b, c, self._force_gemm_kind)
 
     # --------------------------------------------------------- convolution
+    @flushes
     def conv2d(self, x: View, w: View, out: View, stride: Sequence[int], padding: Sequence[int],
                dilation: Sequence[int], groups: int) -> None:
         """Cross-correlation of ``x`` (N, C, H, W) with ``w`` (O, C/groups, kh, kw) into ``out``
@@ -419,6 +422,7 @@ class ConvMixin:
             # tmp[(g, o), n, l] -> out[n, (g, o), l]
             self.copy(View(tmp.buffer, 0, (N, O, OH, OW), (L, NL, OW, 1), dt), out)
 
+    @flushes
     def conv2d_grad_input(self, g: View, w: View, out: View, stride: Sequence[int],
                           padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
         """Gradient of ``sum(conv2d(x, w) * g)`` w.r.t. ``x``, into ``out`` (N, C, H, W)."""
@@ -459,6 +463,7 @@ class ConvMixin:
                 cst = (L, kk * NL, NL)
             self._col2im(dev, cols, cst, out, geom)
 
+    @flushes
     def conv2d_grad_weight(self, x: View, g: View, out: View, stride: Sequence[int],
                            padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
         """Gradient of ``sum(conv2d(x, w) * g)`` w.r.t. ``w``, into ``out``
@@ -493,6 +498,7 @@ class ConvMixin:
             self._gemm(dev, a, b, View(out.buffer, out.offset, (G, ck, Og), (Og * ck, 1, ck), dt))
 
     # --------------------------------------------------------- max pooling
+    @flushes
     def max_pool2d(self, x: View, out: View, indices: View, kernel_size: Sequence[int],
                    stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int]) -> None:
         """Window maxima of ``x`` (N, C, H, W) into ``out`` and their int64 flat positions
@@ -510,6 +516,7 @@ class ConvMixin:
             _launch_rows(dev, kern, N * C * OH, OW,
                          [*_args4(x), *_args4(out), *_args4(indices), *geom])
 
+    @flushes
     def max_pool2d_grad_input(self, g: View, indices: View, out: View,
                               kernel_size: Sequence[int], stride: Sequence[int],
                               padding: Sequence[int], dilation: Sequence[int]) -> None:

@@ -5,8 +5,9 @@ temporary ``a * b`` to memory and read it back. Here, a floating ``unary``/``bin
 contiguous operands of one size is not launched: it is recorded as a *node* of a pending group,
 and its inputs that are outputs of pending nodes are referred to, not read. The group is
 *flushed* (generated as one kernel, built once per structure, and enqueued) before anything else
-touches the device: every other backend method flushes first (see :func:`flushing`), so reads,
-host copies, events and non-fusable ops all see the results in queue order.
+touches the device: every other backend method that touches device memory, waits or records
+events is decorated with :func:`flushes`, which flushes first, so reads, host copies, events and
+non-fusable ops all see the results in queue order.
 
 Outputs nobody can see are not written: a node holds only a *weak* reference to its output
 buffer, so when the temporary ``a * b`` dies (its tensor is gone) before the flush, the fused
@@ -34,10 +35,11 @@ every intermediate is rounded to the dtype, and ``FP_CONTRACT`` is off.
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar, cast
 
 import numpy as np
 
@@ -46,7 +48,7 @@ from ..interface import View
 from . import kernels as K
 from .allocator import DeviceBuffer
 
-__all__ = ["Fuser", "flushing", "fusion_enabled", "fused_source", "MAX_NODES", "MAX_LEAVES",
+__all__ = ["Fuser", "flushes", "fusion_enabled", "fused_source", "MAX_NODES", "MAX_LEAVES",
            "MAX_SCALARS", "STREAM_MIN"]
 
 MAX_NODES = 24
@@ -437,15 +439,21 @@ def fused_source(dtype: str, style: str, prog: "tuple | list", nout: int, nleaf:
     return K.prelude([dtype]) + f"__kernel void pg_fused({', '.join(params)})\n{{\n    {loop}\n}}\n"
 
 
-def flushing(fuser: Fuser, method: Callable[..., Any]) -> Callable[..., Any]:
-    """``method``, flushing ``fuser``'s pending group first (every non-fusing backend method)."""
+_Method = TypeVar("_Method", bound=Callable[..., Any])
 
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if fuser.nodes:
-            fuser.flush()
-        return method(*args, **kwargs)
 
-    call.__name__ = getattr(method, "__name__", "method")
-    call.__doc__ = getattr(method, "__doc__", None)
-    call.__wrapped__ = method  # type: ignore[attr-defined]
-    return call
+def flushes(method: _Method) -> _Method:
+    """Decorator of a backend method that must see the device in queue order: the backend's
+    pending fused group (``self._fz``, ``None`` with fusion off) is flushed before the method runs.
+
+    Every method that reads or writes device memory, waits, records or queries events carries it;
+    ``unary``/``binary`` record into the group instead, and methods that touch no device memory
+    (``allocate``, ``device``, ``memory_stats``, ...) need not flush."""
+
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        fz = self._fz
+        if fz is not None and fz.nodes:
+            fz.flush()
+        return method(self, *args, **kwargs)
+
+    return cast(_Method, functools.update_wrapper(call, method))
