@@ -322,7 +322,7 @@ def test_fusion_can_be_turned_off(opencl_devices):
 
 
 def test_fused_source_loads_before_it_stores():
-    from portagrad.backends.opencl.fusion import fused_source
+    from portagrad.backends.opencl.fusion_kernels import fused_source
 
     src = fused_source("float32", "g", [("mul", (-1, ("s", 0)), -1), ("add", (0, -2), 0)], 1, 2, 1)
     body = src[src.index("pg_fused"):]

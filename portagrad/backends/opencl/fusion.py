@@ -47,20 +47,18 @@ from ... import _dtype
 from ..interface import View
 from . import kernels as K
 from .allocator import DeviceBuffer
+from .fusion_kernels import VEC_OPS, VEC_WIDTH, fused_source
 
-__all__ = ["Fuser", "flushes", "fusion_enabled", "fused_source", "MAX_NODES", "MAX_LEAVES",
-           "MAX_SCALARS", "STREAM_MIN"]
+__all__ = ["Fuser", "flushes", "fusion_enabled", "MAX_NODES", "MAX_LEAVES", "MAX_SCALARS",
+           "STREAM_MIN"]
 
 MAX_NODES = 24
 MAX_LEAVES = 16
 MAX_SCALARS = 24
 #: from this many elements a PoCL group of plain arithmetic runs 64-byte vectors with non-temporal
-#: stores (see :func:`fused_source`): outputs this large do not stay in cache anyway, and skipping
-#: the read-for-ownership of every output line saves memory traffic
+#: stores (see :func:`.fusion_kernels.fused_source`): outputs this large do not stay in cache
+#: anyway, and skipping the read-for-ownership of every output line saves memory traffic
 STREAM_MIN = 1 << 22
-#: ops whose expression is plain IEEE arithmetic, the same on vectors as on scalars
-_VEC_OPS = frozenset(["add", "sub", "mul", "div", "neg"])
-_VEC_WIDTH = {"float32": 16, "float64": 8}  # 64 bytes
 
 _FLOAT_NP = {"float32": np.float32, "float64": np.float64}
 # ops whose output dtype is the input dtype (comparisons and tests write bool: not fused)
@@ -121,7 +119,7 @@ class Fuser:
         self._n = -1
         self._dev = -1
         self._dt: Any = None
-        self._vec_ops = True  # every op so far in _VEC_OPS
+        self._vec_ops = True  # every op so far in VEC_OPS
 
     # -------------------------------------------------------------- recording
     def add(self, op: str, a: Any, b: Any, out: View, unary: bool) -> bool:
@@ -242,7 +240,7 @@ class Fuser:
         node = _Node(op, args, weakref.ref(buf), out.offset, len(nodes), src, shape, out.strides)
         if not nodes:
             self._n, self._dev, self._dt = n, dev, dt
-        if op not in _VEC_OPS:
+        if op not in VEC_OPS:
             self._vec_ops = False
         buf.lazy = node
         nodes.append(node)
@@ -330,7 +328,7 @@ class Fuser:
         ``mem_base_addr_align``; offsets must be multiples of the vector width)."""
         if dev.ew_style != "loop" or not dev.is_pocl:
             return False
-        w = _VEC_WIDTH[dt.name]
+        w = VEC_WIDTH[dt.name]
         if dev.mem_align % (w * dt.itemsize):
             return False
         return all(nd.off % w == 0 for nd, _ in live) and all(off % w == 0 for _, off in leaves)
@@ -380,63 +378,6 @@ class Fuser:
                           types)
         return (kern, dev.queue, style, dev if style == "cl" else dev.local_size,
                 sorted(leaf_map, key=leaf_map.__getitem__), sorted(scal_map, key=scal_map.__getitem__))
-
-
-def fused_source(dtype: str, style: str, prog: "tuple | list", nout: int, nleaf: int,
-                 nscal: int, stream: bool = False) -> str:
-    """OpenCL C of one fused group: ``prog`` lists ``(op, args, store_slot)`` in order; an arg is
-    a node index (>= 0), a leaf ``-1 - k`` or a scalar ``("s", k)``.
-
-    Arguments: ``n`` (and ``ch`` for the loop style), then per output ``O<s>, o<s>``, per leaf
-    ``L<k>, l<k>``, per scalar ``s<k>``. Each work-item loads every leaf, computes the nodes in
-    order in registers, then stores the outputs: all loads come before any store.
-
-    ``stream`` (loop style; every op in ``_VEC_OPS``; operands 64-byte aligned): the chunk runs
-    as 64-byte vectors stored with ``__builtin_nontemporal_store``, then a scalar tail. The ops
-    are plain IEEE arithmetic and ``FP_CONTRACT`` is off, so lanes compute exactly what the
-    scalar loop does."""
-    t = K.CTYPE[dtype]
-    params = ["long n"] + (["long ch"] if style == "cl" else [])
-    params += [f"__global {t}* O{s}, long o{s}" for s in range(nout)]
-    params += [f"__global const {t}* L{k}, long l{k}" for k in range(nleaf)]
-    params += [f"{t} s{k}" for k in range(nscal)]
-
-    def body(vt: str, load: str, store: str) -> str:
-        def operand(x: Any) -> str:
-            if isinstance(x, tuple):
-                return f"({vt})(s{x[1]})" if vt != t else f"s{x[1]}"
-            return f"x{-1 - x}" if x < 0 else f"v{x}"
-
-        lines = [f"{vt} x{k} = {load.format(p=f'L{k} + l{k}')};" for k in range(nleaf)]
-        stores = []
-        for i, (op, args, slot) in enumerate(prog):
-            expr = K.unary_expr(op, dtype) if len(args) == 1 else K.binary_expr(op, dtype)
-            binds = f"{vt} a = {operand(args[0])};" + (
-                f" {vt} b = {operand(args[1])};" if len(args) == 2 else "")
-            # a block per node: the op's expression is written over variables a and b
-            lines.append(f"{vt} v{i}; {{ {binds} v{i} = {expr}; }}")
-            if slot >= 0:
-                stores.append(store.format(v=f"v{i}", p=f"O{slot} + o{slot}"))
-        return "\n        ".join(lines + stores)
-
-    scalar = body(t, "({p})[j]", "({p})[j] = {v};")
-    if style == "cl" and stream:
-        w = _VEC_WIDTH[dtype]
-        vt = f"{t}{w}"
-        # aligned pointer loads, not vload16: that returns a 16-wide vector through a function,
-        # which clang warns about (an ABI note) without AVX-512, and pyopencl shows warnings
-        vector = body(vt, f"*(__global const {vt}*)({{p}} + j)",
-                      f"__builtin_nontemporal_store({{v}}, (__global {vt}*)({{p}} + j));")
-        loop = (f"long j0 = get_global_id(0) * ch, j1 = min(n, j0 + ch);\n"
-                f"    long jv = j0 + (j1 - j0) / {w} * {w};\n"
-                f"    for (long j = j0; j < jv; j += {w}) {{\n        {vector}\n    }}\n"
-                f"    for (long j = jv; j < j1; ++j) {{\n        {scalar}\n    }}")
-    elif style == "cl":
-        loop = (f"long j0 = get_global_id(0) * ch, j1 = min(n, j0 + ch);\n"
-                f"    for (long j = j0; j < j1; ++j) {{\n        {scalar}\n    }}")
-    else:
-        loop = f"long j = get_global_id(0);\n    if (j >= n) return;\n    {{\n        {scalar}\n    }}"
-    return K.prelude([dtype]) + f"__kernel void pg_fused({', '.join(params)})\n{{\n    {loop}\n}}\n"
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
