@@ -1,7 +1,7 @@
 """OpenCL fast paths for convolution and max pooling (the backend contract's optional methods).
 
-Mixed into :class:`~portagrad.backends.opencl.backend.OpenCLBackend`, whose ``_dev``,
-``_empty_like``, ``copy`` and ``fill`` it uses. The contract is in
+Mixed into :class:`~portagrad.backends.opencl.backend.OpenCLBackend`, whose ``_dev`` and
+``_empty_like`` (:mod:`.runtime`), ``copy`` and ``fill`` (:mod:`.primitives`) it uses. The contract is in
 :mod:`portagrad.backends.interface` (``conv2d`` ... ``max_pool2d_grad_input``).
 
 Convolution is im2col + the backend's batched GEMM (:func:`.gemm.launch_gemm`, which takes strided
@@ -32,15 +32,12 @@ from .conv_kernels import arg_types, conv_source, pool_source
 from .errors import cl_errors
 from .fusion import flushes
 from .gemm import launch_gemm
+from .launch import pow2ceil
 
 if TYPE_CHECKING:
     from .devices import Device
 
 __all__ = ["ConvMixin"]
-
-
-def _pow2ceil(n: int) -> int:
-    return 1 << max(n - 1, 0).bit_length()
 
 
 def _launch_rows(dev: "Device", kern: Any, rows: int, width: int, args: Sequence[Any],
@@ -57,12 +54,12 @@ def _launch_rows(dev: "Device", kern: Any, rows: int, width: int, args: Sequence
         ch = max(1, min(width, per))
         rpw = max(1, per // width)
         nwi = -(-rows // rpw)
-        ly = min(8, _pow2ceil(nwi))
+        ly = min(8, pow2ceil(nwi))
         gs, ls = (-(-width // ch), -(-nwi // ly) * ly), (1, ly)
     else:  # one element per work-item, neighbouring work-items on neighbouring elements
         ch = rpw = 1
-        lx = min(dev.local_size, _pow2ceil(width))
-        ly = max(1, min(dev.local_size // lx, _pow2ceil(rows)))
+        lx = min(dev.local_size, pow2ceil(width))
+        ly = max(1, min(dev.local_size // lx, pow2ceil(rows)))
         gs, ls = (-(-width // lx) * lx, -(-rows // ly) * ly), (lx, ly)
     kern(dev.queue, gs, ls, *args, rows, width, rpw, ch)
 
