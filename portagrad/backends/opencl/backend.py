@@ -40,16 +40,16 @@ class OpenCLBackend(ConvMixin, PrimitivesMixin, RuntimeMixin, Backend):
         self._devices: list[Device] = make_devices()
         self._pending: list[list[tuple[Any, Any]]] = [[] for _ in self._devices]
         self._stages: dict[int, list[np.ndarray]] = {}
-        self._staged_reads: "bool | None" = None
+        self._staged_reads: bool | None = None
         # primitives (see .primitives): elementwise launch plans per primitive, forced GEMM family
         self._uplans: dict[tuple, Plan] = {}
         self._bplans: dict[tuple, Plan] = {}
         self._wplans: dict[tuple, Plan] = {}
         self._cplans: dict[tuple, Plan] = {}
-        self._force_gemm_kind: "str | None" = None
+        self._force_gemm_kind: str | None = None
         # elementwise fusion (see .fusion): unary/binary record, the methods marked @flushes
         # flush the pending group first
-        self._fz: "Fuser | None" = None
+        self._fz: Fuser | None = None
         if fusion_enabled():
             self._fz = Fuser(self, self._unary_eager, self._binary_eager, chunk)
         else:  # straight to the kernels, without the fuser test per call

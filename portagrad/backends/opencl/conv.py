@@ -1,8 +1,8 @@
 """OpenCL fast paths for convolution and max pooling (the backend contract's optional methods).
 
 Mixed into :class:`~portagrad.backends.opencl.backend.OpenCLBackend`, whose ``_dev`` and
-``_empty_like`` (:mod:`.runtime`), ``copy`` and ``fill`` (:mod:`.primitives`) it uses. The contract is in
-:mod:`portagrad.backends.interface` (``conv2d`` ... ``max_pool2d_grad_input``).
+``_empty_like`` (:mod:`.runtime`), ``copy`` and ``fill`` (:mod:`.primitives`) it uses. The
+contract is in :mod:`portagrad.backends.interface` (``conv2d`` ... ``max_pool2d_grad_input``).
 
 Convolution is im2col + the backend's batched GEMM (:func:`.gemm.launch_gemm`, which takes strided
 operands, so transposed weights need no copy):
@@ -24,7 +24,8 @@ The kernels (and how they are laid out on CPU devices and GPUs) are in :mod:`.co
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ...errors import DTypeError
 from ..interface import View
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["ConvMixin"]
 
 
-def _launch_rows(dev: "Device", kern: Any, rows: int, width: int, args: Sequence[Any],
+def _launch_rows(dev: Device, kern: Any, rows: int, width: int, args: Sequence[Any],
                  cost: int = 1) -> None:
     """Enqueue a row kernel of :mod:`.conv_kernels` over ``rows`` rows of ``width`` elements
     (kernels bounds-check); ``cost``: elements per element of a row (a plane kernel's rows are
@@ -85,12 +86,12 @@ class ConvMixin:
     _fz: Any
     _dev: Any
     _empty_like: Any
-    _force_gemm_kind: "str | None"
+    _force_gemm_kind: str | None
     copy: Any
     fill: Any
 
     # ------------------------------------------------------------- helpers
-    def _conv_dev(self, out: View) -> "Device":
+    def _conv_dev(self, out: View) -> Device:
         """The device of ``out``, after checking the dtype has a GEMM (float32/float64)."""
         dev = self._dev(out)
         dt = out.dtype.name
@@ -100,7 +101,7 @@ class ConvMixin:
         dev.require_dtypes([dt])
         return dev
 
-    def _contiguous(self, dev: "Device", v: View) -> View:
+    def _contiguous(self, dev: Device, v: View) -> View:
         """``v`` itself when contiguous, else a contiguous copy."""
         if v.is_contiguous():
             return v
@@ -108,14 +109,14 @@ class ConvMixin:
         self.copy(v, tmp)
         return tmp
 
-    def _via_temp(self, dev: "Device", out: View, run: Any) -> None:
+    def _via_temp(self, dev: Device, out: View, run: Any) -> None:
         """``run(tmp)`` on a contiguous temporary shaped like ``out``, then ``tmp`` copied into
         ``out`` (for outputs the kernels cannot write in place, e.g. strided views)."""
         tmp = self._empty_like(dev, out.shape, out.dtype)
         run(tmp)
         self.copy(tmp, out)
 
-    def _im2col(self, dev: "Device", x: View, cols: View, cst: tuple[int, int, int],
+    def _im2col(self, dev: Device, x: View, cols: View, cst: tuple[int, int, int],
                 geom: list[int]) -> None:
         """Windows of ``x`` into ``cols`` (a contiguous buffer view) with (n, c, tap) strides
         ``cst``; ``geom`` as :func:`_geom`."""
@@ -127,7 +128,7 @@ class ConvMixin:
         _launch_rows(dev, kern, N * C * OH, OW,
                      [*_args4(x), cols.buffer.mem, cols.offset, *cst, *geom])
 
-    def _col2im(self, dev: "Device", cols: View, cst: tuple[int, int, int], out: View,
+    def _col2im(self, dev: Device, cols: View, cst: tuple[int, int, int], out: View,
                 geom: list[int]) -> None:
         """Sum the column gradients ``cols`` (strides ``cst`` as in :meth:`_im2col`) into the
         (N, C, H, W) ``out``: per plane on CPU devices, per element elsewhere."""
@@ -143,7 +144,7 @@ class ConvMixin:
         else:
             _launch_rows(dev, kern, N * C * H, W, args)
 
-    def _gemm(self, dev: "Device", a: View, b: View, c: View) -> None:
+    def _gemm(self, dev: Device, a: View, b: View, c: View) -> None:
         launch_gemm(dev, a, b, c, self._force_gemm_kind)
 
     # --------------------------------------------------------- convolution

@@ -7,7 +7,8 @@ them (:func:`portagrad.backends._visible.visible_indices`).
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ...errors import DTypeError
 from .._visible import visible_indices
@@ -139,7 +140,7 @@ class Device:
         return prg
 
     def kernel(self, key: Any, name: str, source: Callable[[], str], dtypes: Sequence[str],
-               arg_types: "Sequence[Any] | Callable[[], Sequence[Any]] | None" = None) -> Any:
+               arg_types: Sequence[Any] | Callable[[], Sequence[Any]] | None = None) -> Any:
         """Kernel ``name`` of program ``key``, with scalar argument dtypes set (cached)."""
         kkey = (key, name)
         k = self._kernels.get(kkey)

@@ -39,7 +39,8 @@ import functools
 import os
 import threading
 import weakref
-from typing import Any, Callable, TypeVar, cast
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -49,8 +50,15 @@ from . import kernels as K
 from .allocator import DeviceBuffer
 from .fusion_kernels import VEC_OPS, VEC_WIDTH, fused_source
 
-__all__ = ["Fuser", "flushes", "fusion_enabled", "MAX_NODES", "MAX_LEAVES", "MAX_SCALARS",
-           "STREAM_MIN"]
+__all__ = [
+    "MAX_LEAVES",
+    "MAX_NODES",
+    "MAX_SCALARS",
+    "STREAM_MIN",
+    "Fuser",
+    "flushes",
+    "fusion_enabled",
+]
 
 MAX_NODES = 24
 MAX_LEAVES = 16
@@ -76,7 +84,7 @@ class _Node:
     """One pending primitive: ``op`` over ``args`` (node index >= 0, leaf ``-1 - k``, or scalar
     ``("s", k)``), writing the buffer behind ``ref`` at ``off`` unless superseded (``store``)."""
 
-    __slots__ = ("op", "args", "ref", "off", "store", "idx", "src", "shape", "strides")
+    __slots__ = ("args", "idx", "off", "op", "ref", "shape", "src", "store", "strides")
 
     def __init__(self, op: str, args: tuple, ref: Any, off: int, idx: int, src: tuple,
                  shape: tuple, strides: tuple) -> None:

@@ -19,7 +19,7 @@ VEC_OPS = frozenset(["add", "sub", "mul", "div", "neg"])
 VEC_WIDTH = {"float32": 16, "float64": 8}
 
 
-def fused_source(dtype: str, style: str, prog: "tuple | list", nout: int, nleaf: int,
+def fused_source(dtype: str, style: str, prog: tuple | list, nout: int, nleaf: int,
                  nscal: int, stream: bool = False) -> str:
     """OpenCL C of one fused group: ``prog`` lists ``(op, args, store_slot)`` in order; an arg is
     a node index (>= 0), a leaf ``-1 - k`` or a scalar ``("s", k)``.

@@ -34,8 +34,18 @@ import numpy as np
 
 from .kernels import CTYPE
 
-__all__ = ["GemmPlan", "gemm_source", "launch_gemm", "gpu3_layout", "Gpu3Config", "Gpu3Layout",
-           "CPU_BLOCK", "GPU3_CONFIG", "GPU3_SWEEP", "GEMM_KINDS"]
+__all__ = [
+    "CPU_BLOCK",
+    "GEMM_KINDS",
+    "GPU3_CONFIG",
+    "GPU3_SWEEP",
+    "GemmPlan",
+    "Gpu3Config",
+    "Gpu3Layout",
+    "gemm_source",
+    "gpu3_layout",
+    "launch_gemm",
+]
 
 #: CPU register block: (rows per work-item, vectors per row) and vector width by dtype
 CPU_BLOCK = {"float32": (8, 2, 8), "float64": (8, 2, 4)}
@@ -56,7 +66,7 @@ _ARG_TYPES = [None] + [np.int64] * 4 + [None] + [np.int64] * 4 + [None] + [np.in
 class GemmPlan:
     """What :func:`gemm_source` generated: the program key, source and kernel names."""
 
-    __slots__ = ("key", "source", "dtype")
+    __slots__ = ("dtype", "key", "source")
 
     def __init__(self, key: tuple, source: str, dtype: str) -> None:
         self.key = key
@@ -223,7 +233,7 @@ def gpu3_layout(a: Any, b: Any, out: Any, cfg: Gpu3Config) -> Gpu3Layout:
     return Gpu3Layout(a_kfast, a_vec, b_nfast, b_vec, c_vec)
 
 
-def _load_map(to: int, tk: int, nt: int, kfast: bool, vec: bool) -> "tuple[int, int, int]":
+def _load_map(to: int, tk: int, nt: int, kfast: bool, vec: bool) -> tuple[int, int, int]:
     """How ``nt`` work-items load a ``to x tk`` slice of an operand: ``(fe, slots, step)``.
 
     Work-item ``tid`` takes position ``f = tid % fe`` along the fast axis (in vectors of
@@ -348,7 +358,7 @@ def _gpu3_kernel(t: str, layout: Gpu3Layout, cfg: Gpu3Config) -> str:
     fast_store = "\n        ".join(vstores if layout.c_vec else sstores)
     checked_store = "\n        ".join(cstores)
 
-    def lines(code: "list[str]", indent: int) -> str:
+    def lines(code: list[str], indent: int) -> str:
         return ("\n" + " " * indent).join(code)
 
     def load(x: dict, ind: int) -> str:
@@ -430,7 +440,7 @@ def _compute_ids(cfg: Gpu3Config) -> str:
 
 
 def gemm_source(dtype: str, kind: str, b_unit: bool, c_unit: bool, a_kfast: bool = True,
-                config: "Gpu3Config | None" = None, layout: "Gpu3Layout | None" = None) -> GemmPlan:
+                config: Gpu3Config | None = None, layout: Gpu3Layout | None = None) -> GemmPlan:
     """Source of GEMM family ``kind`` (see :data:`GEMM_KINDS`) for ``dtype``. "gpu3" takes its
     tile from ``config`` (default ``GPU3_CONFIG[dtype]``) and its operand layout from ``layout``;
     without one, ``a_kfast``, ``b_unit`` and ``c_unit`` describe 16-byte-aligned operands whose
@@ -452,7 +462,7 @@ def gemm_source(dtype: str, kind: str, b_unit: bool, c_unit: bool, a_kfast: bool
     return GemmPlan(key, head + body + _edge_kernel(t), dtype)
 
 
-def _kind(dev: Any, forced: "str | None") -> str:
+def _kind(dev: Any, forced: str | None) -> str:
     """The GEMM family to run on ``dev``: ``forced``, else ``PORTAGRAD_OPENCL_GEMM``, else "gpu3"
     on GPUs and "cpu" elsewhere; an unknown name raises ``ValueError`` naming the valid ones."""
     kind = forced if forced is not None else _ENV_KIND
@@ -465,8 +475,8 @@ def _kind(dev: Any, forced: "str | None") -> str:
     return kind
 
 
-def launch_gemm(dev: Any, a: Any, b: Any, out: Any, kind: "str | None" = None,
-                config: "Gpu3Config | None" = None) -> None:
+def launch_gemm(dev: Any, a: Any, b: Any, out: Any, kind: str | None = None,
+                config: Gpu3Config | None = None) -> None:
     """Enqueue ``out = a @ b`` for views of shapes (B, M, K), (B, K, N), (B, M, N) on ``dev``.
 
     ``kind`` forces the kernel family, a name from :data:`GEMM_KINDS` (tests run "gpu3" on a CPU

@@ -33,13 +33,27 @@ per op. The kernels never trap (``INT_MIN // -1`` wraps like numpy).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 __all__ = [
-    "CTYPE", "UTYPE", "KIND", "prelude", "unary_expr", "binary_expr", "cast_expr",
-    "elementwise_source", "reduce_source", "argreduce_source", "cumsum_source",
-    "gather_source", "scatter_source", "sort_source", "random_source", "fill_source",
-    "UNARY_VALID", "BINARY_VALID",
+    "BINARY_VALID",
+    "CTYPE",
+    "KIND",
+    "UNARY_VALID",
+    "UTYPE",
+    "argreduce_source",
+    "binary_expr",
+    "cast_expr",
+    "cumsum_source",
+    "elementwise_source",
+    "fill_source",
+    "gather_source",
+    "prelude",
+    "random_source",
+    "reduce_source",
+    "scatter_source",
+    "sort_source",
+    "unary_expr",
 ]
 
 #: portagrad dtype name -> OpenCL C type (bool is stored as one byte holding 0 or 1)
@@ -226,7 +240,7 @@ def _decompose_nd(rank: int, ops: Sequence[str]) -> str:
     No 64-bit division for rank <= 3: on PoCL a 1-D kernel that decomposes a linear index with
     ``%``/``/`` per dimension spends most of its time in those divisions."""
     last = rank - 1
-    lines = [f"long _c = get_global_id(0);"]
+    lines = ["long _c = get_global_id(0);"]
     cond = [f"_c >= n{last}"]
     if rank >= 2:
         lines.append("long _c1 = get_global_id(1);")
@@ -245,7 +259,7 @@ def _decompose_nd(rank: int, ops: Sequence[str]) -> str:
 
 
 def elementwise_source(kernels: dict[str, str], in_types: Sequence[tuple[str, bool]], out_type: str,
-                       layout: "str | tuple") -> str:
+                       layout: str | tuple) -> str:
     """Kernels ``name -> C expression`` over inputs ``a, b, c`` writing ``o``.
 
     ``in_types`` lists ``(dtype, is_scalar)`` per input; scalars are passed by value. Every kernel
@@ -514,7 +528,7 @@ def scatter_source(dtype: str, rank: int) -> str:
     ``os*`` has the axis stride zeroed."""
     t = CTYPE[dtype]
     u = UTYPE.get(dtype)
-    add = f"({t})(({u})O[p] + ({u})S[si + j * sa])" if u else f"O[p] + S[si + j * sa]"
+    add = f"({t})(({u})O[p] + ({u})S[si + j * sa])" if u else "O[p] + S[si + j * sa]"
     if dtype == "bool":
         add = "(uchar)(O[p] | S[si + j * sa])"
     src = [prelude([dtype])]

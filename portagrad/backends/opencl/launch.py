@@ -13,7 +13,8 @@ by the other primitives and by the fuser.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,8 +24,19 @@ from . import kernels as K
 if TYPE_CHECKING:
     from .devices import Device
 
-__all__ = ["NP_SCALAR", "CONVERT", "Plan", "build_plan", "remember", "contig", "coalesce",
-           "scalar_arg", "numel", "chunk", "pow2ceil"]
+__all__ = [
+    "CONVERT",
+    "NP_SCALAR",
+    "Plan",
+    "build_plan",
+    "chunk",
+    "coalesce",
+    "contig",
+    "numel",
+    "pow2ceil",
+    "remember",
+    "scalar_arg",
+]
 
 #: portagrad dtype name -> numpy scalar type of the matching kernel argument
 NP_SCALAR = {"bool": np.uint8, "int32": np.int32, "int64": np.int64, "float32": np.float32,
@@ -117,10 +129,10 @@ class Plan:
     """How to launch one elementwise signature: kernel, queue, global/local size, an optional
     tail launch (global size and offset, local size 1) and the constant trailing arguments."""
 
-    __slots__ = ("kern", "queue", "gs", "ls", "tail", "toff", "const", "conv")
+    __slots__ = ("const", "conv", "gs", "kern", "ls", "queue", "tail", "toff")
 
-    def __init__(self, kern: Any, queue: Any, gs: tuple, ls: "tuple | None", tail: "tuple | None",
-                 toff: "tuple | None", const: tuple) -> None:
+    def __init__(self, kern: Any, queue: Any, gs: tuple, ls: tuple | None, tail: tuple | None,
+                 toff: tuple | None, const: tuple) -> None:
         self.kern, self.queue, self.gs, self.ls = kern, queue, gs, ls
         self.tail, self.toff, self.const = tail, toff, const
         self.conv: Any = None
@@ -150,7 +162,7 @@ def build_plan(dev: Device, family: tuple, kname: str, kernels: Callable[[], dic
         return _EMPTY_PLAN
     allv = [out, *views]
     if all(contig(v) for v in allv):
-        layout: "str | tuple" = "c"
+        layout: str | tuple = "c"
         sizes: list[int] = [n]
         strides: list[list[int]] = []
     else:
@@ -160,9 +172,9 @@ def build_plan(dev: Device, family: tuple, kname: str, kernels: Callable[[], dic
             layout = "c"
     ls = dev.local_size
     gs: tuple[int, ...]
-    lsz: "tuple[int, ...] | None"  # None: the driver chooses
-    tail: "tuple[int] | None" = None
-    toff: "tuple[int] | None" = None
+    lsz: tuple[int, ...] | None  # None: the driver chooses
+    tail: tuple[int] | None = None
+    toff: tuple[int] | None = None
     const: tuple = ()
     style = dev.ew_style
     if layout == "c":

@@ -14,7 +14,8 @@ Integer ``floordiv``/``remainder`` by zero: a scalar divisor of 0 raises :class:
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -65,8 +66,8 @@ class PrimitivesMixin:
     _wplans: dict[tuple, Plan]
     _cplans: dict[tuple, Plan]
     #: a GEMM family (see :data:`.gemm.GEMM_KINDS`) forced on every device: tests run "gpu3" on PoCL
-    _force_gemm_kind: "str | None"
-    _fz: "Fuser | None"
+    _force_gemm_kind: str | None
+    _fz: Fuser | None
     # provided by RuntimeMixin
     _dev: Any
     _check_dtype: Any
@@ -388,7 +389,7 @@ class PrimitivesMixin:
                                *(index.strides or (0,)), *shape])
 
     @flushes
-    def scatter(self, out: View, axis: int, index: View, src: View, reduce: "str | None") -> None:
+    def scatter(self, out: View, axis: int, index: View, src: View, reduce: str | None) -> None:
         dev = self._dev(out)
         if index.numel == 0:
             return

@@ -11,7 +11,8 @@ waits block.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -46,8 +47,8 @@ class RuntimeMixin:
     #: pinned staging buffers for large device->host reads, per device (see _staged_read)
     _stages: dict[int, list[np.ndarray]]
     #: staged reads: None = on GPUs only, True/False forces (tests run them on PoCL)
-    _staged_reads: "bool | None"
-    _fz: "Fuser | None"
+    _staged_reads: bool | None
+    _fz: Fuser | None
     # provided by PrimitivesMixin
     copy: Any
 
@@ -211,7 +212,7 @@ class RuntimeMixin:
     host_array = flushes(Backend.host_array)
     wrap_host = flushes(Backend.wrap_host)
 
-    def pin_memory(self, nbytes: int) -> "np.ndarray | None":
+    def pin_memory(self, nbytes: int) -> np.ndarray | None:
         if not self._devices:
             return None
         dev = self._devices[0]
