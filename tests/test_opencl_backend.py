@@ -28,6 +28,7 @@ from portagrad.backends.interface import (ARG_REDUCE_OPS, BINARY_OPS, COMPARISON
                                           REDUCE_OPS, UNARY_OPS, View)
 from portagrad.backends.numpy.backend import NumpyBackend  # noqa: E402
 from portagrad.backends.opencl.backend import OpenCLBackend  # noqa: E402
+from portagrad.backends.ufuncs import BINARY_UFUNCS  # noqa: E402
 from portagrad.errors import DTypeError, OutOfMemoryError  # noqa: E402
 
 DTYPES = [D.bool, D.int32, D.int64, D.float32, D.float64]
@@ -303,8 +304,6 @@ def test_binary_of_two_scalars_is_computed_on_the_host(be, op, dtype, a, b):
 
 
 def test_the_shared_ufunc_table_covers_every_binary_op():
-    from portagrad.backends.ufuncs import BINARY_UFUNCS
-
     assert set(BINARY_UFUNCS) == set(BINARY_OPS) | set(COMPARISON_OPS)
 
 

@@ -26,6 +26,7 @@ if not any(p.get_devices() for p in _PLATFORMS):  # pragma: no cover
 
 from portagrad import _dtype as D  # noqa: E402
 from portagrad.backends.interface import View  # noqa: E402
+from portagrad.backends.opencl import gemm  # noqa: E402
 from portagrad.backends.opencl.backend import OpenCLBackend  # noqa: E402
 from portagrad.backends.opencl.gemm import (  # noqa: E402
     GEMM_KINDS, GPU3_CONFIG, GPU3_SWEEP, Gpu3Config, gpu3_layout, launch_gemm)
@@ -106,8 +107,6 @@ def test_unknown_kind_raises(be):
 
 def test_unknown_env_kind_raises_naming_the_valid_ones(be, monkeypatch):
     # "gpu" and "gpu_simple" were families once: the variable must now say what it accepts
-    from portagrad.backends.opencl import gemm
-
     monkeypatch.setattr(gemm, "_ENV_KIND", "gpu")
     a = View(be.allocate(0, 4), 0, (1, 1, 1), (1, 1, 1), D.float32)
     msg = r"'gpu' \(from PORTAGRAD_OPENCL_GEMM\); expected one of cpu, gpu3"

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import OutOfMemoryError
-from .errors import OOM_CODES
+from .errors import OOM_CODES, translate
 
 __all__ = ["CachingAllocator", "DeviceBuffer", "size_class"]
 
@@ -146,8 +146,6 @@ class CachingAllocator:
             except cl.Error as exc:
                 code = getattr(exc, "code", None)
                 if code not in OOM_CODES and not isinstance(exc, cl.MemoryError):
-                    from .errors import translate
-
                     raise translate(exc, self._label, f"allocating {nbytes} bytes") from exc
                 if attempt:
                     raise self._oom(nbytes, f"the driver refused ({exc})") from exc
