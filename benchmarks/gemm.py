@@ -2,8 +2,8 @@
 tiled OpenCL kernel and, when torch is importable, torch fp32 (CUDA with TF32 off if available).
 
 Run: ``python -m benchmarks.gemm [--device opencl:0] [--quick] [--sizes 256,512,1024]
-[--kinds gpu,gpu_simple]``. ``--kinds`` times several of our GEMM kernel families
-(``PORTAGRAD_OPENCL_GEMM`` values: cpu, gpu, gpu_simple) in one run.
+[--kinds cpu,gpu3]``. ``--kinds`` times several of our GEMM kernel families
+(``PORTAGRAD_OPENCL_GEMM`` values: cpu, gpu3) in one run.
 """
 from __future__ import annotations
 
@@ -87,13 +87,13 @@ def main(argv: "list[str] | None" = None) -> None:
         for kind in kinds:
             backend = get_backend(pg.device(dev).type) if be is not None else None
             if backend is not None:
-                backend._force_gemm_gpu = kind
+                backend._force_gemm_kind = kind
             try:
                 t = best_time(lambda: a @ b, lambda: sync(dev), repeat, number)
                 c = (a @ b).cpu().numpy()
             finally:
                 if backend is not None:
-                    backend._force_gemm_gpu = None
+                    backend._force_gemm_kind = None
             err = np.abs(c - ref).max() / np.abs(ref).max()
             label = f"SGEMM {n}^3 [{kind or 'default'}] GFLOP/s (err {err:.0e})"
             report(label, flops / t / 1e9, flops / t_np / 1e9, "GFLOP/s")

@@ -12,8 +12,8 @@
 #     run(command="bash benchmarks/gpu_check.sh", carry=[".whl"], timeout_s=540)
 #
 # It installs the wheels into /tmp/site, registers NVIDIA's OpenCL ICD, prints the platforms, runs
-# the test suite on opencl:0 (time-limited, in parallel shards), then the GEMM benchmark (our "gpu",
-# "gpu3" and "gpu_simple" kernels, numpy, the 16x16 tiled kernel, torch cuBLAS fp32 with TF32 off),
+# the test suite on opencl:0 (time-limited, in parallel shards), then the GEMM benchmark (our "gpu3"
+# kernel, numpy, the 16x16 tiled kernel, torch cuBLAS fp32 with TF32 off),
 # the GEMM variant sweep, the elementwise and the copy benchmarks. Everything is teed to $OUT/gpu_check.log (./gpu_check.log without $OUT). Each step has its own time limit, so one stuck step
 # cannot eat the others' time; the exit status is that of the test step. ``GPU_CHECK_LOCAL=1 bash
 # benchmarks/gpu_check.sh`` is a dry run on a machine that has pyopencl (PoCL here).
@@ -86,12 +86,12 @@ EOF
     fi
 
     if want gemm; then
-    step "GEMM: our kernels vs numpy, 16x16 tiled, torch cuBLAS fp32 TF32 off (limit 150 s)"
-    timeout -k 5 150 python3 -m benchmarks.gemm --sizes 256,1024,2048,4096 --kinds gpu,gpu3,gpu_simple
+    step "GEMM: our gpu3 kernel vs numpy, 16x16 tiled, torch cuBLAS fp32 TF32 off (limit 150 s)"
+    timeout -k 5 150 python3 -m benchmarks.gemm --sizes 256,1024,2048,4096 --kinds gpu3
     fi
     if want sweep; then
-    step "GEMM kernel variants: gpu (TK 8, 16) and gpu3 tiles (limit 75 s)"
-    timeout -k 5 75 python3 -m benchmarks.gemm_sweep --sizes 1024,4096 --tks 8,16 --budget 65
+    step "GEMM kernel variants: gpu3 tiles (limit 75 s)"
+    timeout -k 5 75 python3 -m benchmarks.gemm_sweep --sizes 1024,4096 --budget 65
     fi
     if want elementwise; then
     step "elementwise (limit 60 s)"

@@ -28,6 +28,7 @@ from portagrad.backends.interface import (ARG_REDUCE_OPS, BINARY_OPS, COMPARISON
                                           REDUCE_OPS, UNARY_OPS, View)
 from portagrad.backends.numpy.backend import NumpyBackend  # noqa: E402
 from portagrad.backends.opencl.backend import OpenCLBackend  # noqa: E402
+from portagrad.backends.ufuncs import BINARY_UFUNCS  # noqa: E402
 from portagrad.errors import DTypeError, OutOfMemoryError  # noqa: E402
 
 DTYPES = [D.bool, D.int32, D.int64, D.float32, D.float64]
@@ -291,6 +292,21 @@ def test_binary_layouts(be, op, dtype, case):
     assert_same(*host(be, out))
 
 
+@pytest.mark.parametrize("op,dtype,a,b", [
+    ("add", D.float32, 1.5, 2.25), ("floordiv", D.int64, 7, -2), ("remainder", D.int32, -7, 3),
+    ("pow", D.float64, 2.0, 0.5), ("maximum", D.float32, -1.0, 3.0),
+    ("bitwise_xor", D.bool, True, False), ("logical_and", D.bool, 2, 0)])
+def test_binary_of_two_scalars_is_computed_on_the_host(be, op, dtype, a, b):
+    # no view operand: the value comes from the shared ufunc table and is filled on the device
+    out = empty(be, (3,), dtype)
+    run_both(be, "binary", op, a, b, out)
+    assert_same(*host(be, out))
+
+
+def test_the_shared_ufunc_table_covers_every_binary_op():
+    assert set(BINARY_UFUNCS) == set(BINARY_OPS) | set(COMPARISON_OPS)
+
+
 def test_int_division_by_scalar_zero_raises(be):
     x = contiguous(be, np.arange(4), D.int64)
     out = empty(be, (4,), D.int64)
@@ -427,8 +443,8 @@ def test_matmul_sizes(be, m, k, n, dtype):
     assert_same(*host(be, out), exact=False, rtol=1e-5 if dtype is D.float32 else 1e-12)
 
 
-@pytest.mark.parametrize("gpu_kernel", [False, True], ids=["cpu_kernel", "gpu_kernel"])
-def test_matmul_strided_operands(be, gpu_kernel):
+@pytest.mark.parametrize("kind", ["cpu", "gpu3"])
+def test_matmul_strided_operands(be, kind):
     m, k, n = 19, 23, 37
     at = sample(D.float32, (k, m), "positive")  # a stored transposed
     a_tw = Twin(be, at, D.float32)
@@ -439,10 +455,10 @@ def test_matmul_strided_operands(be, gpu_kernel):
     o_tw = Twin(be, np.zeros(3 * m * n), D.float32)
     out = o_tw.views(0, (3, m, n), (m * n, 1, m))  # column-major output
     try:
-        be._force_gemm_gpu = gpu_kernel
+        be._force_gemm_kind = kind
         run_both(be, "matmul", a, b, out)
     finally:
-        be._force_gemm_gpu = None
+        be._force_gemm_kind = None
     assert_same(be.to_host(out[0]), NB.to_host(out[1]), exact=False, rtol=1e-5)
 
 

@@ -288,6 +288,30 @@ def test_events_and_synchronize_flush(be):
     np.testing.assert_array_equal(y.cpu().numpy(), a.cpu().numpy() * np.float32(2) + np.float32(1))
 
 
+#: the public backend methods that touch no device memory (or record into the group), so need not
+#: flush: every other public method must carry @flushes
+_NO_FLUSH = {"unary", "binary", "allocate", "device", "device_count", "get_device_properties",
+             "memory_stats", "is_pinned", "pin_memory"}
+
+
+def test_every_public_method_but_a_few_flushes_first(be):
+    # @flushes is opt-in: a new method that touches the device must not silently skip the flush
+    from portagrad.backends.opencl.fusion import flushes
+
+    wrapper = flushes(lambda self: None).__code__  # every decorated method runs this code
+    cls = type(be)
+    public = [n for n in dir(cls) if not n.startswith("_") and callable(getattr(cls, n))]
+    flushing = {n for n in public if getattr(getattr(cls, n), "__code__", None) is wrapper}
+    assert flushing == set(public) - _NO_FLUSH
+    # and what the decorator does: a pending group is flushed before the method runs
+    a = _rand(100, seed=60)
+    y = a * 2.0
+    assert be._fz.nodes
+    be.event_query(be.record_event(0))
+    assert not be._fz.nodes
+    np.testing.assert_array_equal(y.cpu().numpy(), a.cpu().numpy() * np.float32(2))
+
+
 def test_fusion_can_be_turned_off(opencl_devices):
     code = ("import portagrad as pg\nfrom portagrad.plugins.manager import get_backend\n"
             "a = pg.ones(10, device='opencl:0')\nprint((a * 2 + 1).sum().item(), get_backend('opencl')._fz)")
@@ -298,7 +322,7 @@ def test_fusion_can_be_turned_off(opencl_devices):
 
 
 def test_fused_source_loads_before_it_stores():
-    from portagrad.backends.opencl.fusion import fused_source
+    from portagrad.backends.opencl.fusion_kernels import fused_source
 
     src = fused_source("float32", "g", [("mul", (-1, ("s", 0)), -1), ("add", (0, -2), 0)], 1, 2, 1)
     body = src[src.index("pg_fused"):]

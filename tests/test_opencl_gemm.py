@@ -1,7 +1,7 @@
 """Every GEMM kernel family of the OpenCL backend, on PoCL (CI) or whatever device is there.
 
-The GPU kernels ("gpu", "gpu_simple", "gpu3") are forced on CPU devices through the backend's
-``_force_gemm_gpu`` so that their index arithmetic, bounds checks and double buffering are checked
+The GPU kernel ("gpu3") is forced on CPU devices through the backend's ``_force_gemm_kind`` so
+that its index arithmetic, bounds checks and double buffering are checked
 everywhere at ragged sizes and for every operand layout (``a`` k-fast or m-fast, ``b`` n-fast or
 k-fast, broadcast batches, column-major outputs, offsets). Every "gpu3" tile the GEMM sweep times
 (``GPU3_SWEEP``) is checked through ``launch_gemm``'s ``config``, on both its unchecked 4-vector
@@ -26,6 +26,7 @@ if not any(p.get_devices() for p in _PLATFORMS):  # pragma: no cover
 
 from portagrad import _dtype as D  # noqa: E402
 from portagrad.backends.interface import View  # noqa: E402
+from portagrad.backends.opencl import gemm  # noqa: E402
 from portagrad.backends.opencl.backend import OpenCLBackend  # noqa: E402
 from portagrad.backends.opencl.gemm import (  # noqa: E402
     GEMM_KINDS, GPU3_CONFIG, GPU3_SWEEP, Gpu3Config, gpu3_layout, launch_gemm)
@@ -48,11 +49,11 @@ def store(be, arr: np.ndarray, offset: int = 0):
 
 
 def run(be, kind, a_view, b_view, out_view):
-    be._force_gemm_gpu = kind
+    be._force_gemm_kind = kind
     try:
         be.matmul(a_view, b_view, out_view)
     finally:
-        be._force_gemm_gpu = None
+        be._force_gemm_kind = None
 
 
 @pytest.mark.parametrize("kind", GEMM_KINDS)
@@ -104,6 +105,15 @@ def test_unknown_kind_raises(be):
         run(be, "nope", a, a, a)
 
 
+def test_unknown_env_kind_raises_naming_the_valid_ones(be, monkeypatch):
+    # "gpu" and "gpu_simple" were families once: the variable must now say what it accepts
+    monkeypatch.setattr(gemm, "_ENV_KIND", "gpu")
+    a = View(be.allocate(0, 4), 0, (1, 1, 1), (1, 1, 1), D.float32)
+    msg = r"'gpu' \(from PORTAGRAD_OPENCL_GEMM\); expected one of cpu, gpu3"
+    with pytest.raises(ValueError, match=msg):
+        be.matmul(a, a, a)
+
+
 def layout_view(be, x: np.ndarray, layout: str, offset: int, broadcast: bool = False):
     """A (B, R, C) view of ``x`` starting ``offset`` elements into its buffer: "row" stores each
     matrix C-ordered, "col" transposed (R is the unit-stride axis); ``broadcast`` stores one matrix
@@ -130,7 +140,7 @@ def run_gpu3(be, cfg: Gpu3Config, m: int, k: int, n: int, a_layout: str, b_layou
     off = 4 if aligned else 2
     obuf = be.allocate(0, a.itemsize * (bsz * m * n + off))
     ov = View(obuf, off, (bsz, m, n), (m * n, n, 1), av.dtype)
-    launch_gemm(be.device(0), av, bv, ov, gpu="gpu3", config=cfg)
+    launch_gemm(be.device(0), av, bv, ov, kind="gpu3", config=cfg)
     return be.to_host(ov), a @ b, gpu3_layout(av, bv, ov, cfg)
 
 

@@ -7,9 +7,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..._dtype import bool as pg_bool
-from ..interface import Backend, DeviceProperties, View
 from .. import philox
+from ..interface import Backend, DeviceProperties, View
+from ..ufuncs import BINARY_UFUNCS
 
 __all__ = ["NumpyBackend"]
 
@@ -106,15 +106,6 @@ _UNARY = {
 }
 _UNARY_FN = {"relu": _relu, "rsqrt": _rsqrt, "sigmoid": _sigmoid, "erf": _erf_op, "sign": _sign}
 
-_BINARY = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
-    "floordiv": np.floor_divide, "remainder": np.remainder, "pow": np.power,
-    "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2,
-    "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
-    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
-    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
-    "ge": np.greater_equal,
-}
 _REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 
 
@@ -198,7 +189,7 @@ class NumpyBackend(Backend):
         if (op == "floordiv" or op == "remainder") and o.dtype.kind in "iu":
             self._int_div(op, _arg(a), _arg(b), o)
             return
-        _BINARY[op](_arg(a), _arg(b), out=o)
+        BINARY_UFUNCS[op](_arg(a), _arg(b), out=o)
 
     @staticmethod
     def _int_div(op: str, a: Any, b: Any, o: np.ndarray) -> None:

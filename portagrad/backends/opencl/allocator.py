@@ -10,12 +10,13 @@ the device's single *in-order* queue, so whatever the next owner enqueues runs a
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ...errors import OutOfMemoryError
-from .errors import OOM_CODES
+from .errors import OOM_CODES, translate
 
-__all__ = ["DeviceBuffer", "CachingAllocator", "size_class"]
+__all__ = ["CachingAllocator", "DeviceBuffer", "size_class"]
 
 _SMALL = 1 << 20  # below 1 MiB: 512-byte granularity
 _MIN = 512
@@ -39,7 +40,7 @@ class DeviceBuffer:
     object dies the buffer goes back to its allocator's cache.
     """
 
-    __slots__ = ("mem", "nbytes", "size", "device", "_release", "lazy", "__weakref__")
+    __slots__ = ("__weakref__", "_release", "device", "lazy", "mem", "nbytes", "size")
 
     def __init__(self, mem: Any, nbytes: int, size: int, device: int,
                  release: Callable[[Any, int], None]) -> None:
@@ -60,7 +61,7 @@ class DeviceBuffer:
     def __del__(self) -> None:
         try:
             self._release(self.mem, self.size)
-        except Exception:  # noqa: BLE001 - interpreter shutdown: modules may be gone
+        except Exception:  # noqa: BLE001, S110 - interpreter shutdown: modules may be gone
             pass
 
 
@@ -94,7 +95,7 @@ class CachingAllocator:
         else:
             mem = self._create(nbytes, size)
         self.allocated += size
-        if self.allocated > self.peak_allocated:
+        if self.allocated > self.peak_allocated:  # noqa: PLR1730 - cheaper than max()
             self.peak_allocated = self.allocated
         return DeviceBuffer(mem, nbytes, size, self._index, self._release)
 
@@ -104,7 +105,7 @@ class CachingAllocator:
             for mem in bucket:
                 try:
                     mem.release()
-                except Exception:  # noqa: BLE001 - already released
+                except Exception:  # noqa: BLE001, S110 - already released
                     pass
         self._free.clear()
         self.reserved -= self.cached
@@ -145,8 +146,6 @@ class CachingAllocator:
             except cl.Error as exc:
                 code = getattr(exc, "code", None)
                 if code not in OOM_CODES and not isinstance(exc, cl.MemoryError):
-                    from .errors import translate
-
                     raise translate(exc, self._label, f"allocating {nbytes} bytes") from exc
                 if attempt:
                     raise self._oom(nbytes, f"the driver refused ({exc})") from exc

@@ -1,8 +1,8 @@
 """OpenCL fast paths for convolution and max pooling (the backend contract's optional methods).
 
-Mixed into :class:`~portagrad.backends.opencl.backend.OpenCLBackend`, whose ``_dev``,
-``_empty_like``, ``copy`` and ``fill`` it uses. The contract is in
-:mod:`portagrad.backends.interface` (``conv2d`` ... ``max_pool2d_grad_input``).
+Mixed into :class:`~portagrad.backends.opencl.backend.OpenCLBackend`, whose ``_dev`` and
+``_empty_like`` (:mod:`.runtime`), ``copy`` and ``fill`` (:mod:`.primitives`) it uses. The
+contract is in :mod:`portagrad.backends.interface` (``conv2d`` ... ``max_pool2d_grad_input``).
 
 Convolution is im2col + the backend's batched GEMM (:func:`.gemm.launch_gemm`, which takes strided
 operands, so transposed weights need no copy):
@@ -20,261 +20,32 @@ operands, so transposed weights need no copy):
 
 Max pooling is one kernel each way. No kernel uses atomics: every output element has one owner.
 
-Kernel layouts, chosen by the device's ``ew_style`` (see :mod:`.devices`):
-
-* CPU devices ("loop"): a work-item takes a range of *rows* (every index but the last one; the
-  row index is split with 64-bit divisions once, then stepped) and whole rows, >= 1024 elements
-  per work-item, as the backend's loop-style elementwise kernels. The two sums (``col2im``,
-  ``max_pool_grad``) go per *plane* (n, c) instead: the work-item zeroes its plane and scatters
-  into it in the summation order of the numpy backend (taps in order; windows in order), which
-  needs no division at all (the gather form below was 2-20x slower on PoCL).
-* GPUs ("grid", "exact"): one element per work-item on a 2-D range (last index, row); the sums
-  gather (each input element finds the windows that read it, in the same order).
+The kernels (and how they are laid out on CPU devices and GPUs) are in :mod:`.conv_kernels`.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
-
-import numpy as np
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ...errors import DTypeError
 from ..interface import View
+from .conv_kernels import arg_types, conv_source, pool_source
 from .errors import cl_errors
+from .fusion import flushes
 from .gemm import launch_gemm
-from .kernels import CTYPE, prelude
+from .launch import pow2ceil
 
 if TYPE_CHECKING:
     from .devices import Device
 
-__all__ = ["ConvMixin", "conv_source", "pool_source"]
-
-_I64 = np.int64
-#: geometry arguments every kernel here takes, in this order
-_GEOM = ("C", "H", "W", "OH", "OW", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw")
-_GEOM_ARGS = "".join(f", long {n}" for n in _GEOM)
-#: launch arguments :func:`_launch_rows` appends: rows, row length, rows and row elements per
-#: work-item
-_ROW_ARGS = ", long nrows, long width, long rpw, long ch"
+__all__ = ["ConvMixin"]
 
 
-def _rows(inner: str, body: str) -> str:
-    """Kernel body running ``body`` for each row (n, c, ``inner``) of the work-item's range of
-    rows, on the elements ``[w0, w1)`` of the row. The row index is split (two 64-bit divisions)
-    once per work-item, then stepped."""
-    return f"""
-    long w0 = get_global_id(0) * ch, r0 = get_global_id(1) * rpw;
-    if (r0 >= nrows || w0 >= width) return;
-    long w1 = min(w0 + ch, width), r1 = min(r0 + rpw, nrows);
-    long {inner} = r0 % {inner.upper()}, nc = r0 / {inner.upper()}, c = nc % C, n = nc / C;
-    for (long row = r0; row < r1; ++row) {{{body}
-        if (++{inner} == {inner.upper()}) {{ {inner} = 0; if (++c == C) {{ c = 0; ++n; }} }}
-    }}"""
-
-
-def _planes(body: str) -> str:
-    """Kernel body running ``body`` for each plane (n, c) of the work-item's range of planes
-    (launched as rows of width 1)."""
-    return f"""
-    long p0 = get_global_id(1) * rpw;
-    if (p0 >= nrows) return;
-    long p1 = min(p0 + rpw, nrows);
-    long c = p0 % C, n = p0 / C;
-    for (long pl = p0; pl < p1; ++pl) {{{body}
-        if (++c == C) {{ c = 0; ++n; }}
-    }}"""
-
-
-# Gather within a row: for the input row ``h`` and the window row ``oh`` (tap ``u``), tap ``v``
-# of window ``ow`` reads input column ``w = ow*sw + off`` (``off = v*dw - pw``); the windows whose
-# tap ``v`` lands in ``[w0, w1)`` are a range of ``ow``, found with two divisions per (row, tap)
-# instead of two per element and tap.
-_OW_RANGE = """
-                long off = v * dw - pw, lo = w0 - off, hi = w1 - off;
-                long owl = lo <= 0 ? 0 : (lo + sw - 1) / sw;
-                long owh = hi <= 0 ? 0 : min(OW, (hi + sw - 1) / sw);"""
-# the window row ``oh`` whose tap ``u`` reads input row ``h``, if any (``continue`` otherwise)
-_OH_OF = """
-            long th = h + ph - u * dh;
-            if (th < 0) continue;
-            long oh = th / sh;
-            if (oh * sh != th || oh >= OH) continue;"""
-
-
-def _strides4(name: str) -> str:
-    return f", long {name}o, long {name}sn, long {name}sc, long {name}sh, long {name}sw"
-
-
-def _arg_types(*parts: int) -> list[Any]:
-    """Scalar argument dtypes: each part is a buffer followed by that many ``long`` arguments;
-    the geometry and launch arguments come last."""
-    types: list[Any] = []
-    for n in parts:
-        types += [None] + [_I64] * n
-    return types + [_I64] * (len(_GEOM) + 4)
-
-
-def conv_source(dtype: str) -> str:
-    """Kernels ``im2col``, ``col2im`` and ``col2im_planes`` for ``dtype``.
-
-    Columns hold element (n, c, tap, oh, ow) at ``co + n*csn + c*csc + tap*cst + oh*OW + ow``
-    (``tap = u*kw + v``): the window positions are contiguous, the other strides are arguments, so
-    one kernel writes (or reads) every column layout :class:`ConvMixin` uses."""
-    t = CTYPE[dtype]
-    cols = "long co, long csn, long csc, long cst"
-    im2col = _rows("oh", f"""
-        long xb = xo + n * xsn + c * xsc, cb = co + n * csn + c * csc + oh * OW;
-        for (long u = 0; u < kh; ++u) {{
-            long ih = oh * sh - ph + u * dh;
-            int rowin = ih >= 0 && ih < H;
-            long xr = xb + ih * xsh;
-            for (long v = 0; v < kw; ++v) {{
-                long cr = cb + (u * kw + v) * cst, iw0 = v * dw - pw;
-                for (long ow = w0; ow < w1; ++ow) {{
-                    long iw = ow * sw + iw0;
-                    COL[cr + ow] = (rowin && iw >= 0 && iw < W) ? X[xr + iw * xsw] : ({t})0;
-                }}
-            }}
-        }}""")
-    col2im = _rows("h", f"""
-        long cb = co + n * csn + c * csc, ob = oo + n * osn + c * osc + h * osh;
-        for (long w = w0; w < w1; ++w) O[ob + w * osw] = ({t})0;
-        for (long u = 0; u < kh; ++u) {{{_OH_OF}
-            for (long v = 0; v < kw; ++v) {{{_OW_RANGE}
-                long cr = cb + (u * kw + v) * cst + oh * OW;
-                for (long ow = owl; ow < owh; ++ow) O[ob + (ow * sw + off) * osw] += COL[cr + ow];
-            }}
-        }}""")
-    col2im_planes = _planes(f"""
-        long cb = co + n * csn + c * csc, ob = oo + n * osn + c * osc;
-        for (long h = 0; h < H; ++h)
-            for (long w = 0; w < W; ++w) O[ob + h * osh + w * osw] = ({t})0;
-        for (long u = 0; u < kh; ++u) {{
-            for (long v = 0; v < kw; ++v) {{
-                long cr = cb + (u * kw + v) * cst, iw0 = v * dw - pw;
-                for (long oh = 0; oh < OH; ++oh) {{
-                    long ih = oh * sh - ph + u * dh;
-                    if (ih < 0 || ih >= H) continue;
-                    long orow = ob + ih * osh, crow = cr + oh * OW;
-                    for (long ow = 0; ow < OW; ++ow) {{
-                        long iw = ow * sw + iw0;
-                        if (iw >= 0 && iw < W) O[orow + iw * osw] += COL[crow + ow];
-                    }}
-                }}
-            }}
-        }}""")
-    return prelude([dtype]) + f"""
-/* rows (n, c, oh): every tap of the windows [w0, w1) of the row */
-__kernel void im2col(__global const {t}* X{_strides4("x")},
-                     __global {t}* COL, {cols}{_GEOM_ARGS}{_ROW_ARGS})
-{{{im2col}
-}}
-
-/* rows (n, c, h): each input element sums the column entries of the windows that read it, taps
-   in increasing order (the numpy backend's order) */
-__kernel void col2im(__global const {t}* COL, {cols},
-                     __global {t}* O{_strides4("o")}{_GEOM_ARGS}{_ROW_ARGS})
-{{{col2im}
-}}
-
-/* col2im for CPU devices, per plane (n, c): zero it, then add each column entry where its
-   window reads (a scatter inside the work-item's own plane: no divisions, same order) */
-__kernel void col2im_planes(__global const {t}* COL, {cols},
-                            __global {t}* O{_strides4("o")}{_GEOM_ARGS}{_ROW_ARGS})
-{{{col2im_planes}
-}}
-"""
-
-
-def pool_source(dtype: str) -> str:
-    """Kernels ``max_pool``, ``max_pool_grad`` and ``max_pool_grad_planes`` for ``dtype``
-    (PyTorch's rules, see :meth:`ConvMixin.max_pool2d`)."""
-    t = CTYPE[dtype]
-    # NOTE: selects, and NaN found as ``val != val``: PoCL's isnan() (and any NaN test inside the
-    # branch) made this kernel ~3x slower. The last NaN is remembered apart and wins at the end.
-    fwd = _rows("oh", f"""
-        long xb = xo + n * xsn + c * xsc;
-        long ob = oo + n * osn + c * osc + oh * osh, ib = io + n * isn + c * isc + oh * ish;
-        for (long ow = w0; ow < w1; ++ow) {{
-            {t} best = ({t})(-INFINITY);
-            long bi = -1, bnan = -1, xnan = 0;
-            for (long u = 0; u < kh; ++u) {{
-                long ih = oh * sh - ph + u * dh;
-                if (ih < 0 || ih >= H) continue;
-                for (long v = 0; v < kw; ++v) {{
-                    long iw = ow * sw - pw + v * dw;
-                    if (iw < 0 || iw >= W) continue;
-                    long xi = xb + ih * xsh + iw * xsw, pos = ih * W + iw;
-                    {t} val = X[xi];
-                    bi = bi < 0 ? pos : bi;  /* a window of only -inf: its first position */
-                    int m = val > best;      /* strict: the first maximum wins */
-                    best = m ? val : best;
-                    bi = m ? pos : bi;
-                    int nan = val != val;
-                    bnan = nan ? pos : bnan;
-                    xnan = nan ? xi : xnan;
-                }}
-            }}
-            if (bnan >= 0) {{ best = X[xnan]; bi = bnan; }}  /* NaN propagates, the last one wins */
-            O[ob + ow * osw] = best;
-            I[ib + ow * isw] = bi;
-        }}""")
-    # windows in decreasing taps = increasing (oh, ow): the order in which the numpy backend sums
-    bwd = _rows("h", f"""
-        long gb = go + n * gsn + c * gsc, ib = io + n * isn + c * isc;
-        long ob = oo + n * osn + c * osc + h * osh, pos0 = h * W;
-        for (long w = w0; w < w1; ++w) O[ob + w * osw] = ({t})0;
-        for (long u = kh - 1; u >= 0; --u) {{{_OH_OF}
-            for (long v = kw - 1; v >= 0; --v) {{{_OW_RANGE}
-                for (long ow = owl; ow < owh; ++ow) {{
-                    long w = ow * sw + off;
-                    if (I[ib + oh * ish + ow * isw] == pos0 + w)
-                        O[ob + w * osw] += G[gb + oh * gsh + ow * gsw];
-                }}
-            }}
-        }}""")
-    bwd_planes = _planes(f"""
-        long gb = go + n * gsn + c * gsc, ib = io + n * isn + c * isc, ob = oo + n * osn + c * osc;
-        ulong hw = H * W;
-        for (long e = 0; e < H * W; ++e) O[ob + e] = ({t})0;
-        for (long oh = 0; oh < OH; ++oh)
-            for (long ow = 0; ow < OW; ++ow) {{
-                long pos = I[ib + oh * ish + ow * isw];
-                if ((ulong)pos < hw) O[ob + pos] += G[gb + oh * gsh + ow * gsw];
-            }}""")
-    return prelude([dtype]) + f"""
-/* rows (n, c, oh) */
-__kernel void max_pool(__global const {t}* X{_strides4("x")},
-                       __global {t}* O{_strides4("o")},
-                       __global long* I{_strides4("i")}{_GEOM_ARGS}{_ROW_ARGS})
-{{{fwd}
-}}
-
-/* rows (n, c, h): each input element sums g over the windows whose index points at it */
-__kernel void max_pool_grad(__global const {t}* G{_strides4("g")},
-                            __global const long* I{_strides4("i")},
-                            __global {t}* O{_strides4("o")}{_GEOM_ARGS}{_ROW_ARGS})
-{{{bwd}
-}}
-
-/* max_pool_grad for CPU devices, per plane (n, c) of a contiguous O: zero it, then add g at
-   each window's index, windows in increasing order (no divisions); an index outside the plane
-   (never written by max_pool) is skipped rather than written out of bounds */
-__kernel void max_pool_grad_planes(__global const {t}* G{_strides4("g")},
-                                   __global const long* I{_strides4("i")},
-                                   __global {t}* O{_strides4("o")}{_GEOM_ARGS}{_ROW_ARGS})
-{{{bwd_planes}
-}}
-"""
-
-
-def _pow2ceil(n: int) -> int:
-    return 1 << max(n - 1, 0).bit_length()
-
-
-def _launch_rows(dev: "Device", kern: Any, rows: int, width: int, args: Sequence[Any],
+def _launch_rows(dev: Device, kern: Any, rows: int, width: int, args: Sequence[Any],
                  cost: int = 1) -> None:
-    """Enqueue a row kernel over ``rows`` rows of ``width`` elements (kernels bounds-check);
-    ``cost``: elements per element of a row (a plane kernel's rows are planes of width 1)."""
+    """Enqueue a row kernel of :mod:`.conv_kernels` over ``rows`` rows of ``width`` elements
+    (kernels bounds-check); ``cost``: elements per element of a row (a plane kernel's rows are
+    planes of width 1)."""
     if rows <= 0 or width <= 0:
         return
     if dev.ew_style == "loop":
@@ -284,12 +55,12 @@ def _launch_rows(dev: "Device", kern: Any, rows: int, width: int, args: Sequence
         ch = max(1, min(width, per))
         rpw = max(1, per // width)
         nwi = -(-rows // rpw)
-        ly = min(8, _pow2ceil(nwi))
+        ly = min(8, pow2ceil(nwi))
         gs, ls = (-(-width // ch), -(-nwi // ly) * ly), (1, ly)
     else:  # one element per work-item, neighbouring work-items on neighbouring elements
         ch = rpw = 1
-        lx = min(dev.local_size, _pow2ceil(width))
-        ly = max(1, min(dev.local_size // lx, _pow2ceil(rows)))
+        lx = min(dev.local_size, pow2ceil(width))
+        ly = max(1, min(dev.local_size // lx, pow2ceil(rows)))
         gs, ls = (-(-width // lx) * lx, -(-rows // ly) * ly), (lx, ly)
     kern(dev.queue, gs, ls, *args, rows, width, rpw, ch)
 
@@ -312,13 +83,15 @@ class ConvMixin:
     since every later user is queued after these kernels on the in-order queue."""
 
     # provided by OpenCLBackend
+    _fz: Any
     _dev: Any
     _empty_like: Any
+    _force_gemm_kind: str | None
     copy: Any
     fill: Any
 
     # ------------------------------------------------------------- helpers
-    def _conv_dev(self, out: View) -> "Device":
+    def _conv_dev(self, out: View) -> Device:
         """The device of ``out``, after checking the dtype has a GEMM (float32/float64)."""
         dev = self._dev(out)
         dt = out.dtype.name
@@ -328,7 +101,7 @@ class ConvMixin:
         dev.require_dtypes([dt])
         return dev
 
-    def _contiguous(self, dev: "Device", v: View) -> View:
+    def _contiguous(self, dev: Device, v: View) -> View:
         """``v`` itself when contiguous, else a contiguous copy."""
         if v.is_contiguous():
             return v
@@ -336,14 +109,14 @@ class ConvMixin:
         self.copy(v, tmp)
         return tmp
 
-    def _via_temp(self, dev: "Device", out: View, run: Any) -> None:
+    def _via_temp(self, dev: Device, out: View, run: Any) -> None:
         """``run(tmp)`` on a contiguous temporary shaped like ``out``, then ``tmp`` copied into
         ``out`` (for outputs the kernels cannot write in place, e.g. strided views)."""
         tmp = self._empty_like(dev, out.shape, out.dtype)
         run(tmp)
         self.copy(tmp, out)
 
-    def _im2col(self, dev: "Device", x: View, cols: View, cst: tuple[int, int, int],
+    def _im2col(self, dev: Device, x: View, cols: View, cst: tuple[int, int, int],
                 geom: list[int]) -> None:
         """Windows of ``x`` into ``cols`` (a contiguous buffer view) with (n, c, tap) strides
         ``cst``; ``geom`` as :func:`_geom`."""
@@ -351,11 +124,11 @@ class ConvMixin:
         N, C = x.shape[:2]
         OH, OW = geom[3], geom[4]
         kern = dev.kernel(("conv", dt), "im2col", lambda: conv_source(dt), [dt],
-                          lambda: _arg_types(5, 4))
+                          lambda: arg_types(5, 4))
         _launch_rows(dev, kern, N * C * OH, OW,
                      [*_args4(x), cols.buffer.mem, cols.offset, *cst, *geom])
 
-    def _col2im(self, dev: "Device", cols: View, cst: tuple[int, int, int], out: View,
+    def _col2im(self, dev: Device, cols: View, cst: tuple[int, int, int], out: View,
                 geom: list[int]) -> None:
         """Sum the column gradients ``cols`` (strides ``cst`` as in :meth:`_im2col`) into the
         (N, C, H, W) ``out``: per plane on CPU devices, per element elsewhere."""
@@ -364,17 +137,18 @@ class ConvMixin:
         planes = dev.ew_style == "loop"
         name = "col2im_planes" if planes else "col2im"
         kern = dev.kernel(("conv", dt), name, lambda: conv_source(dt), [dt],
-                          lambda: _arg_types(4, 5))
+                          lambda: arg_types(4, 5))
         args = [cols.buffer.mem, cols.offset, *cst, *_args4(out), *geom]
         if planes:
             _launch_rows(dev, kern, N * C, 1, args, cost=H * W)
         else:
             _launch_rows(dev, kern, N * C * H, W, args)
 
-    def _gemm(self, dev: "Device", a: View, b: View, c: View) -> None:
-        launch_gemm(dev, a, b, c, gpu=getattr(self, "_force_gemm_gpu", None))
+    def _gemm(self, dev: Device, a: View, b: View, c: View) -> None:
+        launch_gemm(dev, a, b, c, self._force_gemm_kind)
 
     # --------------------------------------------------------- convolution
+    @flushes
     def conv2d(self, x: View, w: View, out: View, stride: Sequence[int], padding: Sequence[int],
                dilation: Sequence[int], groups: int) -> None:
         """Cross-correlation of ``x`` (N, C, H, W) with ``w`` (O, C/groups, kh, kw) into ``out``
@@ -417,6 +191,7 @@ class ConvMixin:
             # tmp[(g, o), n, l] -> out[n, (g, o), l]
             self.copy(View(tmp.buffer, 0, (N, O, OH, OW), (L, NL, OW, 1), dt), out)
 
+    @flushes
     def conv2d_grad_input(self, g: View, w: View, out: View, stride: Sequence[int],
                           padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
         """Gradient of ``sum(conv2d(x, w) * g)`` w.r.t. ``x``, into ``out`` (N, C, H, W)."""
@@ -457,6 +232,7 @@ class ConvMixin:
                 cst = (L, kk * NL, NL)
             self._col2im(dev, cols, cst, out, geom)
 
+    @flushes
     def conv2d_grad_weight(self, x: View, g: View, out: View, stride: Sequence[int],
                            padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
         """Gradient of ``sum(conv2d(x, w) * g)`` w.r.t. ``w``, into ``out``
@@ -491,6 +267,7 @@ class ConvMixin:
             self._gemm(dev, a, b, View(out.buffer, out.offset, (G, ck, Og), (Og * ck, 1, ck), dt))
 
     # --------------------------------------------------------- max pooling
+    @flushes
     def max_pool2d(self, x: View, out: View, indices: View, kernel_size: Sequence[int],
                    stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int]) -> None:
         """Window maxima of ``x`` (N, C, H, W) into ``out`` and their int64 flat positions
@@ -504,10 +281,11 @@ class ConvMixin:
         geom = _geom(C, H, W, OH, OW, kernel_size, stride, padding, dilation)
         with cl_errors(dev.label, "max_pool2d"):
             kern = dev.kernel(("maxpool", dt), "max_pool", lambda: pool_source(dt), [dt],
-                              lambda: _arg_types(5, 5, 5))
+                              lambda: arg_types(5, 5, 5))
             _launch_rows(dev, kern, N * C * OH, OW,
                          [*_args4(x), *_args4(out), *_args4(indices), *geom])
 
+    @flushes
     def max_pool2d_grad_input(self, g: View, indices: View, out: View,
                               kernel_size: Sequence[int], stride: Sequence[int],
                               padding: Sequence[int], dilation: Sequence[int]) -> None:
@@ -526,7 +304,7 @@ class ConvMixin:
         name = "max_pool_grad_planes" if planes else "max_pool_grad"
         with cl_errors(dev.label, "max_pool2d_grad_input"):
             kern = dev.kernel(("maxpool", dt), name, lambda: pool_source(dt), [dt],
-                              lambda: _arg_types(5, 5, 5))
+                              lambda: arg_types(5, 5, 5))
             args = [*_args4(g), *_args4(indices), *_args4(out), *geom]
             if planes:
                 _launch_rows(dev, kern, N * C, 1, args, cost=H * W)

@@ -7,7 +7,8 @@ them (:func:`portagrad.backends._visible.visible_indices`).
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ...errors import DTypeError
 from .._visible import visible_indices
@@ -86,17 +87,17 @@ class Device:
         self.max_wg = int(d.max_work_group_size)
         #: local size of the main launch of 1-D kernels (the tail runs with local size 1)
         self.local_size = min(256 if self.is_gpu else 64, self.max_wg)
-        #: in the "grid" style, contiguous elementwise ops on fewer elements than this (and not a
-        #: multiple of ``local_size``) run as ONE launch of a bounds-checked kernel instead of an exact-size
-        #: main launch plus a tail launch. On PoCL the guard stops vectorisation (4x slower per
-        #: element) but saves a launch (~4 us): measured crossover between 4K and 16K elements.
-        #: GPUs do not care about the guard, so there every size gets one guarded launch.
         #: how elementwise kernels are laid out (see :mod:`.kernels`): "loop" (CPU devices: each
         #: work-item loops over a chunk, which the compiler vectorises; one launch for any size),
         #: "grid" (GPUs: one element per work-item, bounds-checked, N-D ranges for strided views)
         #: or "exact" (one element per work-item, exact main launch + tail, no bounds check).
         #: ``PORTAGRAD_OPENCL_EW_STYLE`` overrides it (tests and benchmarks use that).
         self.ew_style = os.environ.get("PORTAGRAD_OPENCL_EW_STYLE") or ("grid" if self.is_gpu else "loop")
+        #: in the "grid" style, contiguous elementwise ops on fewer elements than this (and not a
+        #: multiple of ``local_size``) run as ONE launch of a bounds-checked kernel instead of an
+        #: exact-size main launch plus a tail launch. On PoCL the guard stops vectorisation but
+        #: saves a launch, which wins only for small sizes (the default is where the two cost the
+        #: same). GPUs do not care about the guard, so there every size gets one guarded launch.
         env = os.environ.get("PORTAGRAD_OPENCL_GUARD_BELOW")
         self.guard_below = int(env) if env else (1 << 62 if self.is_gpu else 8192)
         #: work-group size of reductions (power of two)
@@ -139,7 +140,7 @@ class Device:
         return prg
 
     def kernel(self, key: Any, name: str, source: Callable[[], str], dtypes: Sequence[str],
-               arg_types: "Sequence[Any] | Callable[[], Sequence[Any]] | None" = None) -> Any:
+               arg_types: Sequence[Any] | Callable[[], Sequence[Any]] | None = None) -> Any:
         """Kernel ``name`` of program ``key``, with scalar argument dtypes set (cached)."""
         kkey = (key, name)
         k = self._kernels.get(kkey)

@@ -7,11 +7,11 @@ which pyopencl wraps in ``pyopencl.Error`` subclasses carrying the routine name.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 from ...errors import OutOfMemoryError
 
-__all__ = ["OOM_CODES", "status_name", "translate", "cl_errors", "OpenCLError", "BuildError"]
+__all__ = ["OOM_CODES", "BuildError", "OpenCLError", "cl_errors", "status_name", "translate"]
 
 #: status codes that mean "the device ran out of memory or resources"
 OOM_CODES = frozenset({-4, -5, -6})  # MEM_OBJECT_ALLOCATION_FAILURE, OUT_OF_RESOURCES, OUT_OF_HOST_MEMORY
@@ -48,7 +48,7 @@ def status_name(code: int) -> str:
     return f"CL_{name}" if name else f"status {code}"
 
 
-def _code_of(exc: BaseException) -> "int | None":
+def _code_of(exc: BaseException) -> int | None:
     # pyopencl.Error.code is set from the underlying _ErrorRecord; be defensive about versions
     try:
         code = exc.code  # type: ignore[attr-defined]
@@ -66,7 +66,7 @@ def translate(exc: BaseException, device: str, action: str) -> Exception:
     routine = ""
     try:
         routine = exc.routine  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001, S110 - no routine: the message does without
         pass
     what = getattr(exc, "what", None)
     detail = str(what() if callable(what) else exc).strip()

@@ -5,8 +5,9 @@ temporary ``a * b`` to memory and read it back. Here, a floating ``unary``/``bin
 contiguous operands of one size is not launched: it is recorded as a *node* of a pending group,
 and its inputs that are outputs of pending nodes are referred to, not read. The group is
 *flushed* (generated as one kernel, built once per structure, and enqueued) before anything else
-touches the device: every other backend method flushes first (see :func:`flushing`), so reads,
-host copies, events and non-fusable ops all see the results in queue order.
+touches the device: every other backend method that touches device memory, waits or records
+events is decorated with :func:`flushes`, which flushes first, so reads, host copies, events and
+non-fusable ops all see the results in queue order.
 
 Outputs nobody can see are not written: a node holds only a *weak* reference to its output
 buffer, so when the temporary ``a * b`` dies (its tensor is gone) before the flush, the fused
@@ -34,10 +35,12 @@ every intermediate is rounded to the dtype, and ``FP_CONTRACT`` is off.
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -45,20 +48,25 @@ from ... import _dtype
 from ..interface import View
 from . import kernels as K
 from .allocator import DeviceBuffer
+from .fusion_kernels import VEC_OPS, VEC_WIDTH, fused_source
 
-__all__ = ["Fuser", "flushing", "fusion_enabled", "fused_source", "MAX_NODES", "MAX_LEAVES",
-           "MAX_SCALARS", "STREAM_MIN"]
+__all__ = [
+    "MAX_LEAVES",
+    "MAX_NODES",
+    "MAX_SCALARS",
+    "STREAM_MIN",
+    "Fuser",
+    "flushes",
+    "fusion_enabled",
+]
 
 MAX_NODES = 24
 MAX_LEAVES = 16
 MAX_SCALARS = 24
 #: from this many elements a PoCL group of plain arithmetic runs 64-byte vectors with non-temporal
-#: stores (see :func:`fused_source`): outputs this large do not stay in cache anyway, and skipping
-#: the read-for-ownership of every output line is what moves ``a*b+c`` at 1e7 from ~26 to ~29 GB/s
+#: stores (see :func:`.fusion_kernels.fused_source`): outputs this large do not stay in cache
+#: anyway, and skipping the read-for-ownership of every output line saves memory traffic
 STREAM_MIN = 1 << 22
-#: ops whose expression is plain IEEE arithmetic, the same on vectors as on scalars
-_VEC_OPS = frozenset(["add", "sub", "mul", "div", "neg"])
-_VEC_WIDTH = {"float32": 16, "float64": 8}  # 64 bytes
 
 _FLOAT_NP = {"float32": np.float32, "float64": np.float64}
 # ops whose output dtype is the input dtype (comparisons and tests write bool: not fused)
@@ -76,7 +84,7 @@ class _Node:
     """One pending primitive: ``op`` over ``args`` (node index >= 0, leaf ``-1 - k``, or scalar
     ``("s", k)``), writing the buffer behind ``ref`` at ``off`` unless superseded (``store``)."""
 
-    __slots__ = ("op", "args", "ref", "off", "store", "idx", "src", "shape", "strides")
+    __slots__ = ("args", "idx", "off", "op", "ref", "shape", "src", "store", "strides")
 
     def __init__(self, op: str, args: tuple, ref: Any, off: int, idx: int, src: tuple,
                  shape: tuple, strides: tuple) -> None:
@@ -119,7 +127,7 @@ class Fuser:
         self._n = -1
         self._dev = -1
         self._dt: Any = None
-        self._vec_ops = True  # every op so far in _VEC_OPS
+        self._vec_ops = True  # every op so far in VEC_OPS
 
     # -------------------------------------------------------------- recording
     def add(self, op: str, a: Any, b: Any, out: View, unary: bool) -> bool:
@@ -240,7 +248,7 @@ class Fuser:
         node = _Node(op, args, weakref.ref(buf), out.offset, len(nodes), src, shape, out.strides)
         if not nodes:
             self._n, self._dev, self._dt = n, dev, dt
-        if op not in _VEC_OPS:
+        if op not in VEC_OPS:
             self._vec_ops = False
         buf.lazy = node
         nodes.append(node)
@@ -328,7 +336,7 @@ class Fuser:
         ``mem_base_addr_align``; offsets must be multiples of the vector width)."""
         if dev.ew_style != "loop" or not dev.is_pocl:
             return False
-        w = _VEC_WIDTH[dt.name]
+        w = VEC_WIDTH[dt.name]
         if dev.mem_align % (w * dt.itemsize):
             return False
         return all(nd.off % w == 0 for nd, _ in live) and all(off % w == 0 for _, off in leaves)
@@ -380,72 +388,21 @@ class Fuser:
                 sorted(leaf_map, key=leaf_map.__getitem__), sorted(scal_map, key=scal_map.__getitem__))
 
 
-def fused_source(dtype: str, style: str, prog: "tuple | list", nout: int, nleaf: int,
-                 nscal: int, stream: bool = False) -> str:
-    """OpenCL C of one fused group: ``prog`` lists ``(op, args, store_slot)`` in order; an arg is
-    a node index (>= 0), a leaf ``-1 - k`` or a scalar ``("s", k)``.
-
-    Arguments: ``n`` (and ``ch`` for the loop style), then per output ``O<s>, o<s>``, per leaf
-    ``L<k>, l<k>``, per scalar ``s<k>``. Each work-item loads every leaf, computes the nodes in
-    order in registers, then stores the outputs: all loads come before any store.
-
-    ``stream`` (loop style; every op in ``_VEC_OPS``; operands 64-byte aligned): the chunk runs
-    as 64-byte vectors stored with ``__builtin_nontemporal_store``, then a scalar tail. The ops
-    are plain IEEE arithmetic and ``FP_CONTRACT`` is off, so lanes compute exactly what the
-    scalar loop does."""
-    t = K.CTYPE[dtype]
-    params = ["long n"] + (["long ch"] if style == "cl" else [])
-    params += [f"__global {t}* O{s}, long o{s}" for s in range(nout)]
-    params += [f"__global const {t}* L{k}, long l{k}" for k in range(nleaf)]
-    params += [f"{t} s{k}" for k in range(nscal)]
-
-    def body(vt: str, load: str, store: str) -> str:
-        def operand(x: Any) -> str:
-            if isinstance(x, tuple):
-                return f"({vt})(s{x[1]})" if vt != t else f"s{x[1]}"
-            return f"x{-1 - x}" if x < 0 else f"v{x}"
-
-        lines = [f"{vt} x{k} = {load.format(p=f'L{k} + l{k}')};" for k in range(nleaf)]
-        stores = []
-        for i, (op, args, slot) in enumerate(prog):
-            expr = K.unary_expr(op, dtype) if len(args) == 1 else K.binary_expr(op, dtype)
-            binds = f"{vt} a = {operand(args[0])};" + (
-                f" {vt} b = {operand(args[1])};" if len(args) == 2 else "")
-            # a block per node: the op's expression is written over variables a and b
-            lines.append(f"{vt} v{i}; {{ {binds} v{i} = {expr}; }}")
-            if slot >= 0:
-                stores.append(store.format(v=f"v{i}", p=f"O{slot} + o{slot}"))
-        return "\n        ".join(lines + stores)
-
-    scalar = body(t, "({p})[j]", "({p})[j] = {v};")
-    if style == "cl" and stream:
-        w = _VEC_WIDTH[dtype]
-        vt = f"{t}{w}"
-        # aligned pointer loads, not vload16: that returns a 16-wide vector through a function,
-        # which clang warns about (an ABI note) without AVX-512, and pyopencl shows warnings
-        vector = body(vt, f"*(__global const {vt}*)({{p}} + j)",
-                      f"__builtin_nontemporal_store({{v}}, (__global {vt}*)({{p}} + j));")
-        loop = (f"long j0 = get_global_id(0) * ch, j1 = min(n, j0 + ch);\n"
-                f"    long jv = j0 + (j1 - j0) / {w} * {w};\n"
-                f"    for (long j = j0; j < jv; j += {w}) {{\n        {vector}\n    }}\n"
-                f"    for (long j = jv; j < j1; ++j) {{\n        {scalar}\n    }}")
-    elif style == "cl":
-        loop = (f"long j0 = get_global_id(0) * ch, j1 = min(n, j0 + ch);\n"
-                f"    for (long j = j0; j < j1; ++j) {{\n        {scalar}\n    }}")
-    else:
-        loop = f"long j = get_global_id(0);\n    if (j >= n) return;\n    {{\n        {scalar}\n    }}"
-    return K.prelude([dtype]) + f"__kernel void pg_fused({', '.join(params)})\n{{\n    {loop}\n}}\n"
+_Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
-def flushing(fuser: Fuser, method: Callable[..., Any]) -> Callable[..., Any]:
-    """``method``, flushing ``fuser``'s pending group first (every non-fusing backend method)."""
+def flushes(method: _Method) -> _Method:
+    """Decorator of a backend method that must see the device in queue order: the backend's
+    pending fused group (``self._fz``, ``None`` with fusion off) is flushed before the method runs.
 
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if fuser.nodes:
-            fuser.flush()
-        return method(*args, **kwargs)
+    Every method that reads or writes device memory, waits, records or queries events carries it;
+    ``unary``/``binary`` record into the group instead, and methods that touch no device memory
+    (``allocate``, ``device``, ``memory_stats``, ...) need not flush."""
 
-    call.__name__ = getattr(method, "__name__", "method")
-    call.__doc__ = getattr(method, "__doc__", None)
-    call.__wrapped__ = method  # type: ignore[attr-defined]
-    return call
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        fz = self._fz
+        if fz is not None and fz.nodes:
+            fz.flush()
+        return method(self, *args, **kwargs)
+
+    return cast(_Method, functools.update_wrapper(call, method))

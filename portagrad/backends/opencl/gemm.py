@@ -4,29 +4,22 @@ Kernel families, chosen by device type:
 
 * **CPU** (PoCL and other CPU drivers): no local memory and no barriers. PoCL keeps values that
   live across a barrier in per-work-item memory, so a classic local-memory tiled kernel spills its
-  accumulators and ran at ~7 GFLOP/s here, while a barrier-free kernel in which each work-item
-  owns an ``RM x (V*W)`` block of ``floatW`` accumulators ran at 30-40 GFLOP/s. Measured detail: the
-  ``fma()`` builtin goes through a slow path in PoCL (15 GFLOP/s); ``c += a * b`` with
-  ``FP_CONTRACT ON`` compiles to hardware FMA. The full blocks of ``out`` go to this kernel; the
-  ragged right and bottom strips (fewer than ``RM`` rows / ``V*W`` columns) to a simple
-  one-element-per-work-item kernel.
-* **GPU** ("gpu3", the default on GPUs; see :func:`_gpu_kernel_v3`): register blocking (8x8
+  accumulators, while a barrier-free kernel in which each work-item owns an ``RM x (V*W)`` block
+  of ``floatW`` accumulators keeps them in registers. The ``fma()`` builtin goes through a slow
+  path in PoCL; ``c += a * b`` with ``FP_CONTRACT ON`` compiles to hardware FMA. The full blocks
+  of ``out`` go to this kernel; the ragged right and bottom strips (fewer than ``RM`` rows /
+  ``V*W`` columns) to a simple one-element-per-work-item kernel.
+* **GPU** ("gpu3", the default on GPUs; see :func:`_gpu3_kernel`): register blocking (8x8
   accumulators per work-item read from local memory as ``float4``) with the known fast-SGEMM
   techniques: per-work-item pointers computed once, an unchecked path for slices wholly inside the
   operands (bounds checks only on edge tiles, so any size works in one launch), 4-vector global
   loads and stores where strides and alignment allow, double-buffered local memory with one
   barrier per slice. Its tile is a :class:`Gpu3Config` (:data:`GPU3_CONFIG` by dtype), chosen
-  from ``benchmarks/gemm_sweep.py`` on the H200 (one run, float32, TF32 off for cuBLAS): the
-  64x128x16 tile on 16x8 work-items reached 45.0 TFLOP/s at 4096^3 (cuBLAS 50.9: 88 %) and 31.4
-  at 1024^3 (cuBLAS 34.1: 92 %); the 128x128x16 tile 43.6 and 19.5.
-* **GPU, earlier versions**, kept for comparison: "gpu" (:func:`_gpu_kernel_v2`: 128x128 tile,
-  bounds-checked scalar global loads, register prefetch, two barriers per slice; 30.5 TFLOP/s at
-  4096^3 on the H200) and "gpu_simple" (the classic tiled kernel with scalar local reads,
-  19.2 TFLOP/s). ``tests/test_opencl_gemm.py`` checks every GPU kernel (and every tile the sweep
-  times) on PoCL, and on the H200 through ``benchmarks/gpu_check.sh``, at ragged sizes and every
-  operand layout.
+  with ``benchmarks/gemm_sweep.py`` (the figures are in ``docs/architecture.md``).
 
-The family can be forced with ``PORTAGRAD_OPENCL_GEMM=cpu|gpu|gpu_simple|gpu3``.
+``tests/test_opencl_gemm.py`` checks both families (and every "gpu3" tile the sweep times) on
+PoCL, and on a GPU through ``benchmarks/gpu_check.sh``, at ragged sizes and every operand layout.
+The family can be forced with ``PORTAGRAD_OPENCL_GEMM=cpu|gpu3``.
 
 Strides (in elements) and offsets are kernel arguments, so a transposed operand (swapped strides)
 or a broadcast batch (batch stride 0) needs no copy. Variants are keyed by dtype and by the
@@ -41,21 +34,26 @@ import numpy as np
 
 from .kernels import CTYPE
 
-__all__ = ["GemmPlan", "gemm_source", "launch_gemm", "gpu3_layout", "Gpu3Config", "Gpu3Layout",
-           "CPU_BLOCK", "GPU_TILE", "GPU3_CONFIG", "GPU3_SWEEP", "GEMM_KINDS"]
+__all__ = [
+    "CPU_BLOCK",
+    "GEMM_KINDS",
+    "GPU3_CONFIG",
+    "GPU3_SWEEP",
+    "GemmPlan",
+    "Gpu3Config",
+    "Gpu3Layout",
+    "gemm_source",
+    "gpu3_layout",
+    "launch_gemm",
+]
 
 #: CPU register block: (rows per work-item, vectors per row) and vector width by dtype
 CPU_BLOCK = {"float32": (8, 2, 8), "float64": (8, 2, 4)}
-#: GPU tile: (tile M, tile N, tile K, work-items in x, work-items in y)
-GPU_TILE = (128, 128, 8, 16, 16)
-#: k depth of the second GPU kernel's slices
-GPU_V2_TK = 16
-#: GEMM kernel families: "cpu" (barrier-free register blocks, the default on CPU devices), "gpu3"
-#: (double-buffered, unchecked interior tiles, vector global access; tile in GPU3_CONFIG; the
-#: default on GPUs), "gpu" and "gpu_simple" (earlier GPU kernels, kept for comparison).
-#: ``PORTAGRAD_OPENCL_GEMM`` (or the backend's ``_force_gemm_gpu``) picks one on any device, so
-#: the GPU kernels are tested on PoCL too.
-GEMM_KINDS = ("cpu", "gpu", "gpu_simple", "gpu3")
+#: GEMM kernel families: "cpu" (barrier-free register blocks, the default on CPU devices) and
+#: "gpu3" (double-buffered, unchecked interior tiles, vector global access; tile in GPU3_CONFIG;
+#: the default on GPUs). ``PORTAGRAD_OPENCL_GEMM`` (or the backend's ``_force_gemm_kind``) picks
+#: one on any device, so the GPU kernel is tested on PoCL too.
+GEMM_KINDS = ("cpu", "gpu3")
 
 _LANES = "0123456789abcdef"
 _ARGS = ("__global const {t}* A, long ao, long sab, long sam, long sak, "
@@ -68,7 +66,7 @@ _ARG_TYPES = [None] + [np.int64] * 4 + [None] + [np.int64] * 4 + [None] + [np.in
 class GemmPlan:
     """What :func:`gemm_source` generated: the program key, source and kernel names."""
 
-    __slots__ = ("key", "source", "dtype")
+    __slots__ = ("dtype", "key", "source")
 
     def __init__(self, key: tuple, source: str, dtype: str) -> None:
         self.key = key
@@ -130,154 +128,8 @@ __kernel void gemm_main({_ARGS.format(t=t)})
 """
 
 
-def _gpu_kernel(t: str) -> str:
-    tm, tn, tk, lx, ly = GPU_TILE
-    rm, rn = tm // ly, tn // lx  # 8 x 8 per work-item
-    nt = lx * ly
-    acc = "\n    ".join(f"{t} c{i}_{j} = 0;" for i in range(rm) for j in range(rn))
-    # work-item (x, y) owns rows y + ly*i and columns x + lx*j: neighbouring work-items touch
-    # neighbouring columns, so global stores and local reads are coalesced / conflict-free
-    inner = "\n            ".join(
-        [f"{t} a{i} = As[k][ty + {ly * i}];" for i in range(rm)]
-        + [f"{t} b{j} = Bs[k][tx + {lx * j}];" for j in range(rn)]
-        + [f"c{i}_{j} += a{i} * b{j};" for i in range(rm) for j in range(rn)])
-    stores = "\n    ".join(
-        f"if (m0 + {ly * i} < M && n0 + {lx * j} < N) "
-        f"cb[(m0 + {ly * i}) * scm + (n0 + {lx * j}) * scn] = c{i}_{j};"
-        for i in range(rm) for j in range(rn))
-    return f"""
-__kernel __attribute__((reqd_work_group_size({lx}, {ly}, 1)))
-void gemm_main({_ARGS.format(t=t)})
-{{
-    __local {t} As[{tk}][{tm + 1}];
-    __local {t} Bs[{tk}][{tn + 1}];
-    int tx = get_local_id(0), ty = get_local_id(1), tid = ty * {lx} + tx;
-    long gm = get_group_id(1) * {tm}, gn = get_group_id(0) * {tn}, bt = get_group_id(2);
-    __global const {t}* ab = A + ao + bt * sab;
-    __global const {t}* bb = B + bo + bt * sbb;
-    {acc}
-    for (long k0 = 0; k0 < K; k0 += {tk}) {{
-        for (int e = tid; e < {tk * tm}; e += {nt}) {{
-            int kk = e % {tk}, mm = e / {tk};
-            long m = gm + mm, k = k0 + kk;
-            As[kk][mm] = (m < M && k < K) ? ab[m * sam + k * sak] : ({t})0;
-        }}
-        for (int e = tid; e < {tk * tn}; e += {nt}) {{
-            int nn = e % {tn}, kk = e / {tn};
-            long n = gn + nn, k = k0 + kk;
-            Bs[kk][nn] = (n < N && k < K) ? bb[k * sbk + n * sbn] : ({t})0;
-        }}
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int k = 0; k < {tk}; ++k) {{
-            {inner}
-        }}
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }}
-    long m0 = gm + ty, n0 = gn + tx;
-    __global {t}* cb = C + co + bt * scb;
-    {stores}
-}}
-"""
-
-
-def _gpu_kernel_v2(t: str, a_kfast: bool, b_nfast: bool) -> str:
-    """The GPU kernel, second version: 128x128 tile, 8x8 per work-item as two 4x4 quadrants per
-    axis (rows ``4*ty + i`` and ``64 + 4*ty + i``, the same for columns), so each ``k`` step reads
-    four ``float4``s from local memory instead of sixteen scalars; ``TK = 16``; the next ``k`` slice
-    is loaded from global memory into registers while the current one is multiplied (register
-    double buffering). Global loads are bounds-checked scalar loads through the strides, mapped so
-    that neighbouring work-items read neighbouring addresses: ``a_kfast`` (A's k stride is 1) walks
-    k first, else m; ``b_nfast`` (B's n stride is 1) walks n first, else k. Any size, any strides."""
-    tm, tn, lx, ly = 128, 128, 16, 16
-    tk = GPU_V2_TK
-    nt = lx * ly
-    na, nb = tk * tm // nt, tk * tn // nt  # elements per work-item per slice: 8 and 8
-    t4 = f"{t}4"
-    if a_kfast:
-        amap = f"int kk = e % {tk}, mm = e / {tk};"
-    else:
-        amap = f"int mm = e % {tm}, kk = e / {tm};"
-    if b_nfast:
-        bmap = f"int nn = e % {tn}, kk = e / {tn};"
-    else:
-        bmap = f"int kk = e % {tk}, nn = e / {tk};"
-    load = []
-    for i in range(na):
-        load.append(f"{{ int e = tid + {i * nt}; {amap} long m = gm + mm, k = k0 + kk; "
-                    f"ra{i} = (m < M && k < K) ? ab[m * sam + k * sak] : ({t})0; }}")
-    for i in range(nb):
-        load.append(f"{{ int e = tid + {i * nt}; {bmap} long n = gn + nn, k = k0 + kk; "
-                    f"rb{i} = (n < N && k < K) ? bb[k * sbk + n * sbn] : ({t})0; }}")
-    load_s = "\n        ".join(load)
-    store = []
-    for i in range(na):
-        store.append(f"{{ int e = tid + {i * nt}; {amap} As[kk * {tm + 4} + mm] = ra{i}; }}")
-    for i in range(nb):
-        store.append(f"{{ int e = tid + {i * nt}; {bmap} Bs[kk * {tn + 4} + nn] = rb{i}; }}")
-    store_s = "\n        ".join(store)
-    regs = ", ".join([f"ra{i}" for i in range(na)] + [f"rb{i}" for i in range(nb)])
-    acc = "\n    ".join(f"{t4} c{i}_{h} = 0;" for i in range(8) for h in range(2))
-    comps = "xyzw"
-    fma = []
-    for i in range(8):
-        av = f"a{i // 4}.{comps[i % 4]}"
-        for h in range(2):
-            fma.append(f"c{i}_{h} += {av} * b{h};")
-    fma_s = "\n            ".join(fma)
-    stores = []
-    for i in range(8):
-        row = f"(m0 + {(i // 4) * 64 + i % 4})"
-        for h in range(2):
-            for j in range(4):
-                col = f"(n0 + {h * 64 + j})"
-                stores.append(f"if ({row} < M && {col} < N) cb[{row} * scm + {col} * scn] = c{i}_{h}.{comps[j]};")
-    stores_s = "\n    ".join(stores)
-    return f"""
-__kernel __attribute__((reqd_work_group_size({lx}, {ly}, 1)))
-void gemm_main({_ARGS.format(t=t)})
-{{
-    /* rows padded by 4 elements: float4 reads stay 16-byte aligned, k-major stores spread banks */
-    __local {t4} As4[{tk} * {(tm + 4) // 4}];
-    __local {t4} Bs4[{tk} * {(tn + 4) // 4}];
-    __local {t}* As = (__local {t}*)As4;
-    __local {t}* Bs = (__local {t}*)Bs4;
-    int tx = get_local_id(0), ty = get_local_id(1), tid = ty * {lx} + tx;
-    long gm = get_group_id(1) * {tm}, gn = get_group_id(0) * {tn}, bt = get_group_id(2);
-    __global const {t}* ab = A + ao + bt * sab;
-    __global const {t}* bb = B + bo + bt * sbb;
-    {t} {regs};
-    {acc}
-    long k0 = 0;
-    {load_s}
-    {store_s}
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (; k0 < K; ) {{
-        long kn = k0 + {tk};
-        if (kn < K) {{  /* prefetch the next slice into registers */
-            long k0 = kn;
-            {load_s}
-        }}
-        for (int k = 0; k < {tk}; ++k) {{
-            {t4} a0 = As4[k * {(tm + 4) // 4} + ty], a1 = As4[k * {(tm + 4) // 4} + 16 + ty];
-            {t4} b0 = Bs4[k * {(tn + 4) // 4} + tx], b1 = Bs4[k * {(tn + 4) // 4} + 16 + tx];
-            {fma_s}
-        }}
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (kn < K) {{
-            {store_s}
-        }}
-        barrier(CLK_LOCAL_MEM_FENCE);
-        k0 = kn;
-    }}
-    long m0 = gm + 4 * ty, n0 = gn + 4 * tx;
-    __global {t}* cb = C + co + bt * scb;
-    {stores_s}
-}}
-"""
-
-
 class Gpu3Config(NamedTuple):
-    """Tile of the third GPU kernel (:func:`_gpu_kernel_v3`): a work-group of ``lx x ly``
+    """Tile of the GPU kernel (:func:`_gpu3_kernel`): a work-group of ``lx x ly``
     work-items computes a ``tm x tn`` tile of ``out`` in ``tk``-deep slices of ``k``, so each
     work-item owns ``(tm/ly) x (tn/lx)`` accumulators (both multiples of 4: they are read from local
     memory as 4-vectors). ``vec``: use 4-vector global loads and stores where an operand's unit
@@ -332,14 +184,14 @@ class Gpu3Layout(NamedTuple):
     c_vec: bool = True
 
 
-#: default "gpu3" tile by dtype: float32 from the H200 sweep (see the module doc); float64's
-#: ``tk = 8`` keeps the double-buffered slices within the 48 KiB of local memory NVIDIA's OpenCL
-#: gives a work-group (its speed has not been measured)
+#: default "gpu3" tile by dtype: float32 from the GEMM sweep on a GPU (see the module doc);
+#: float64's ``tk = 8`` keeps the double-buffered slices within the 48 KiB of local memory
+#: NVIDIA's OpenCL gives a work-group (its speed has not been measured)
 GPU3_CONFIG = {"float32": Gpu3Config(64, 128, 16, 16, 8, True),
                "float64": Gpu3Config(128, 128, 8, 16, 16, True)}
 #: "gpu3" tiles ``benchmarks/gemm_sweep.py`` times by default (``tests/test_opencl_gemm.py`` checks
 #: each): the default, its slice depths, scalar global access, 8x4 warps, and narrower tiles, whose
-#: extra work-groups fill the GPU's multiprocessors below 2048^3
+#: extra work-groups fill the GPU's multiprocessors on smaller matrices
 GPU3_SWEEP = (Gpu3Config(128, 128, 16), Gpu3Config(128, 128, 8), Gpu3Config(128, 128, 16, vec=False),
               Gpu3Config(128, 128, 16, warp8x4=True), Gpu3Config(128, 128, 8, warp8x4=True),
               Gpu3Config(128, 64, 16), Gpu3Config(64, 128, 16, 16, 8), Gpu3Config(64, 64, 16))
@@ -381,7 +233,7 @@ def gpu3_layout(a: Any, b: Any, out: Any, cfg: Gpu3Config) -> Gpu3Layout:
     return Gpu3Layout(a_kfast, a_vec, b_nfast, b_vec, c_vec)
 
 
-def _load_map(to: int, tk: int, nt: int, kfast: bool, vec: bool) -> "tuple[int, int, int]":
+def _load_map(to: int, tk: int, nt: int, kfast: bool, vec: bool) -> tuple[int, int, int]:
     """How ``nt`` work-items load a ``to x tk`` slice of an operand: ``(fe, slots, step)``.
 
     Work-item ``tid`` takes position ``f = tid % fe`` along the fast axis (in vectors of
@@ -463,8 +315,8 @@ def _operand_loads(t: str, x: str, to: int, tk: int, nt: int, kfast: bool, vec: 
             "advance": f"{x}p += {x}adv;", "pad": pad}
 
 
-def _gpu_kernel_v3(t: str, layout: Gpu3Layout, cfg: Gpu3Config) -> str:
-    """The GPU kernel, third version (kind "gpu3"), built for fast SGEMM on NVIDIA GPUs.
+def _gpu3_kernel(t: str, layout: Gpu3Layout, cfg: Gpu3Config) -> str:
+    """The GPU kernel (kind "gpu3"), built for fast SGEMM on NVIDIA GPUs.
 
     * Tile ``cfg.tm x cfg.tn`` per work-group of ``cfg.lx x cfg.ly``; each work-item owns
       ``RM x RN`` accumulators as ``RM/4 x RN/4`` blocks of 4x4 spread ``4*ly`` rows / ``4*lx``
@@ -506,7 +358,7 @@ def _gpu_kernel_v3(t: str, layout: Gpu3Layout, cfg: Gpu3Config) -> str:
     fast_store = "\n        ".join(vstores if layout.c_vec else sstores)
     checked_store = "\n        ".join(cstores)
 
-    def lines(code: "list[str]", indent: int) -> str:
+    def lines(code: list[str], indent: int) -> str:
         return ("\n" + " " * indent).join(code)
 
     def load(x: dict, ind: int) -> str:
@@ -587,67 +439,63 @@ def _compute_ids(cfg: Gpu3Config) -> str:
             f"const int tx = (wid % {wx}) * 8 + lane % 8, ty = (wid / {wx}) * 4 + lane / 8;")
 
 
-def gemm_source(dtype: str, kind: "bool | str", b_unit: bool, c_unit: bool,
-                a_kfast: bool = True, config: "Gpu3Config | None" = None,
-                layout: "Gpu3Layout | None" = None) -> GemmPlan:
-    """Source of GEMM family ``kind`` (see :data:`GEMM_KINDS`; ``True``/``False`` mean "gpu"/"cpu")
-    for ``dtype``. "gpu3" takes its tile from ``config`` (default ``GPU3_CONFIG[dtype]``) and its
-    operand layout from ``layout``; without one, ``a_kfast``, ``b_unit`` and ``c_unit`` describe
-    16-byte-aligned operands whose walked axis has unit stride (contiguous or transposed tensors:
-    what :func:`gpu3_layout` finds for them)."""
-    kind = {True: "gpu", False: "cpu"}.get(kind, kind)  # type: ignore[arg-type]
+def gemm_source(dtype: str, kind: str, b_unit: bool, c_unit: bool, a_kfast: bool = True,
+                config: Gpu3Config | None = None, layout: Gpu3Layout | None = None) -> GemmPlan:
+    """Source of GEMM family ``kind`` (see :data:`GEMM_KINDS`) for ``dtype``. "gpu3" takes its
+    tile from ``config`` (default ``GPU3_CONFIG[dtype]``) and its operand layout from ``layout``;
+    without one, ``a_kfast``, ``b_unit`` and ``c_unit`` describe 16-byte-aligned operands whose
+    walked axis has unit stride (contiguous or transposed tensors: what :func:`gpu3_layout` finds
+    for them). "cpu" is specialised on ``b_unit`` and ``c_unit`` only."""
     t = CTYPE[dtype]
     head = "#pragma OPENCL FP_CONTRACT ON\n"  # let a*b+c fuse: GEMM is not bit-exact anyway
     if dtype == "float64":
         head += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-    if kind == "gpu_simple":
-        body = _gpu_kernel(t)
-        key: tuple = ("gemm", dtype, "gpu_simple")
-    elif kind == "gpu3":
+    if kind == "gpu3":
         cfg = config or GPU3_CONFIG[dtype]
         if layout is None:
             layout = Gpu3Layout(a_kfast, cfg.vec, b_unit, cfg.vec, cfg.vec and c_unit)
-        body = _gpu_kernel_v3(t, layout, cfg)
+        body = _gpu3_kernel(t, layout, cfg)
         key = _gpu3_key(dtype, cfg, layout)
-    elif kind == "gpu":
-        body = _gpu_kernel_v2(t, a_kfast, b_unit)
-        key = ("gemm", dtype, "gpu", a_kfast, b_unit)
     else:
         body = _cpu_kernel(t, dtype, b_unit, c_unit)
         key = ("gemm", dtype, "cpu", b_unit, c_unit)
     return GemmPlan(key, head + body + _edge_kernel(t), dtype)
 
 
-def launch_gemm(dev: Any, a: Any, b: Any, out: Any, gpu: "bool | str | None" = None,
-                config: "Gpu3Config | None" = None) -> None:
+def _kind(dev: Any, forced: str | None) -> str:
+    """The GEMM family to run on ``dev``: ``forced``, else ``PORTAGRAD_OPENCL_GEMM``, else "gpu3"
+    on GPUs and "cpu" elsewhere; an unknown name raises ``ValueError`` naming the valid ones."""
+    kind = forced if forced is not None else _ENV_KIND
+    if kind is None:
+        return "gpu3" if dev.is_gpu else "cpu"
+    if kind not in GEMM_KINDS:
+        where = "" if forced is not None else " (from PORTAGRAD_OPENCL_GEMM)"
+        raise ValueError(f"unknown GEMM kernel family {kind!r}{where}; expected one of "
+                         f"{', '.join(GEMM_KINDS)}")
+    return kind
+
+
+def launch_gemm(dev: Any, a: Any, b: Any, out: Any, kind: str | None = None,
+                config: Gpu3Config | None = None) -> None:
     """Enqueue ``out = a @ b`` for views of shapes (B, M, K), (B, K, N), (B, M, N) on ``dev``.
 
-    ``gpu`` overrides the kernel family: a name from :data:`GEMM_KINDS`, or ``True``/``False`` for
-    "gpu"/"cpu" (tests run the GPU kernels on a CPU device); else ``PORTAGRAD_OPENCL_GEMM``, else
-    "gpu3" on GPUs and "cpu" elsewhere. ``config``: the "gpu3" tile (default ``GPU3_CONFIG``)."""
+    ``kind`` forces the kernel family, a name from :data:`GEMM_KINDS` (tests run "gpu3" on a CPU
+    device); else ``PORTAGRAD_OPENCL_GEMM``, else "gpu3" on GPUs and "cpu" elsewhere.
+    ``config``: the "gpu3" tile (default ``GPU3_CONFIG``)."""
     bsz, m, n = out.shape
     k = a.shape[2]
-    if gpu is None:
-        gpu = _ENV_KIND or ("gpu3" if dev.is_gpu else "cpu")
-    kind = {True: "gpu", False: "cpu"}.get(gpu, gpu)  # type: ignore[arg-type]
-    if kind not in GEMM_KINDS:
-        raise ValueError(f"unknown GEMM kernel family {kind!r}; expected one of {GEMM_KINDS}")
+    kind = _kind(dev, kind)
     dt = out.dtype.name
     sab, sam, sak = a.strides
     sbb, sbk, sbn = b.strides
     scb, scm, scn = out.strides
     b_unit = sbn == 1
     c_unit = scn == 1
-    a_kfast = sak == 1 or sam != 1
     cfg = layout = None
-    if kind == "gpu_simple":
-        key: tuple = ("gemm", dt, "gpu_simple")
-    elif kind == "gpu3":
+    if kind == "gpu3":
         cfg = config or GPU3_CONFIG[dt]
         layout = gpu3_layout(a, b, out, cfg)
         key = _gpu3_key(dt, cfg, layout)
-    elif kind == "gpu":
-        key = ("gemm", dt, "gpu", a_kfast, b_unit)
     else:
         key = ("gemm", dt, "cpu", b_unit, c_unit)
     args = [a.buffer.mem, a.offset, sab, sam, sak, b.buffer.mem, b.offset, sbb, sbk, sbn,
@@ -656,14 +504,13 @@ def launch_gemm(dev: Any, a: Any, b: Any, out: Any, gpu: "bool | str | None" = N
     def src() -> str:  # generated on a cache miss only
         if cfg is not None:
             _check_local_memory(dev, cfg, out.dtype.itemsize)
-        return gemm_source(dt, kind, b_unit, c_unit, a_kfast, cfg, layout).source
+        return gemm_source(dt, kind, b_unit, c_unit, config=cfg, layout=layout).source
 
     main = dev.kernel(key, "gemm_main", src, [dt], _ARG_TYPES)
     q = dev.queue
-    if kind != "cpu":
-        tm, tn, _, lx, ly = GPU_TILE if cfg is None else (cfg.tm, cfg.tn, cfg.tk, cfg.lx, cfg.ly)
-        gs = ((n + tn - 1) // tn * lx, (m + tm - 1) // tm * ly, bsz)
-        main(q, gs, (lx, ly, 1), *args)
+    if cfg is not None:
+        gs = ((n + cfg.tn - 1) // cfg.tn * cfg.lx, (m + cfg.tm - 1) // cfg.tm * cfg.ly, bsz)
+        main(q, gs, (cfg.lx, cfg.ly, 1), *args)
         return
     rm, v, w = CPU_BLOCK[dt]
     nb = v * w

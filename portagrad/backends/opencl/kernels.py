@@ -2,7 +2,7 @@
 
 Kernels are generated from small templates and *bundled*: one program holds every op of a family
 for one signature (operand dtypes, which operands are scalars, and the layout), so a cold build
-(~0.85 s on PoCL) is paid once per signature rather than once per op. Sizes, shapes, strides and
+(a compiler run) is paid once per signature rather than once per op. Sizes, shapes, strides and
 offsets are kernel arguments, never baked into the source, so a program is reused for every size.
 
 Layouts
@@ -14,12 +14,13 @@ vectorises such kernels across work-items, an ``if (i < n)`` guard stops it.
 a tail (vectorisation does not matter there; the launch count does).
 ``"cl"``: contiguous, *loop* style (CPU devices): work-item ``i`` loops over elements
 ``[i*ch, min(n, (i+1)*ch))``. One launch for any size, and the compiler vectorises the loop, so on
-PoCL this beats the exact-size kernel too (measured: one launch at 1e3, ~2x the bandwidth at 1e7).
+PoCL this beats the exact-size kernel too (one launch for small sizes, more bandwidth for large).
 ``("nd", R)``: strided, rank ``R`` after dimension coalescing, on an N-D range (GPUs; see
 :func:`_decompose_nd`).
 ``("loop", R)``: strided, loop style (CPU devices): one work-item per (row, chunk of the last
-dimension), see :func:`_decompose_rows`. A broadcast add ran at ~1 GB/s with the former
-linear-index kernel (64-bit ``%``/``/`` per element), ~8 GB/s N-D, ~50 GB/s as a loop.
+dimension), see :func:`_decompose_rows`: no 64-bit ``%``/``/`` per element (the former
+linear-index kernel's cost), and the innermost loop runs along a row, which the compiler
+vectorises; an N-D range lies in between.
 For strided layouts each operand passes its offset, then the ``R`` strides of every view and the
 ``R`` sizes follow as the last arguments (plus ``nrows, ch`` for loops).
 
@@ -32,13 +33,27 @@ per op. The kernels never trap (``INT_MIN // -1`` wraps like numpy).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 __all__ = [
-    "CTYPE", "UTYPE", "KIND", "prelude", "unary_expr", "binary_expr", "cast_expr",
-    "elementwise_source", "reduce_source", "argreduce_source", "cumsum_source",
-    "gather_source", "scatter_source", "sort_source", "random_source", "fill_source",
-    "UNARY_VALID", "BINARY_VALID",
+    "BINARY_VALID",
+    "CTYPE",
+    "KIND",
+    "UNARY_VALID",
+    "UTYPE",
+    "argreduce_source",
+    "binary_expr",
+    "cast_expr",
+    "cumsum_source",
+    "elementwise_source",
+    "fill_source",
+    "gather_source",
+    "prelude",
+    "random_source",
+    "reduce_source",
+    "scatter_source",
+    "sort_source",
+    "unary_expr",
 ]
 
 #: portagrad dtype name -> OpenCL C type (bool is stored as one byte holding 0 or 1)
@@ -222,10 +237,10 @@ def _decompose_nd(rank: int, ops: Sequence[str]) -> str:
     before, id 2 all the others (decomposed with ``%`` and ``/``, only for rank > 3). Work-items
     outside ``n<rank-1>`` x ``n<rank-2>`` return, so local sizes need not divide the sizes.
 
-    No 64-bit division for rank <= 3: on PoCL the 1-D kernel that decomposed a linear index with
-    ``%``/``/`` per dimension ran a broadcast add at ~1 GB/s."""
+    No 64-bit division for rank <= 3: on PoCL a 1-D kernel that decomposes a linear index with
+    ``%``/``/`` per dimension spends most of its time in those divisions."""
     last = rank - 1
-    lines = [f"long _c = get_global_id(0);"]
+    lines = ["long _c = get_global_id(0);"]
     cond = [f"_c >= n{last}"]
     if rank >= 2:
         lines.append("long _c1 = get_global_id(1);")
@@ -244,7 +259,7 @@ def _decompose_nd(rank: int, ops: Sequence[str]) -> str:
 
 
 def elementwise_source(kernels: dict[str, str], in_types: Sequence[tuple[str, bool]], out_type: str,
-                       layout: "str | tuple") -> str:
+                       layout: str | tuple) -> str:
     """Kernels ``name -> C expression`` over inputs ``a, b, c`` writing ``o``.
 
     ``in_types`` lists ``(dtype, is_scalar)`` per input; scalars are passed by value. Every kernel
@@ -513,7 +528,7 @@ def scatter_source(dtype: str, rank: int) -> str:
     ``os*`` has the axis stride zeroed."""
     t = CTYPE[dtype]
     u = UTYPE.get(dtype)
-    add = f"({t})(({u})O[p] + ({u})S[si + j * sa])" if u else f"O[p] + S[si + j * sa]"
+    add = f"({t})(({u})O[p] + ({u})S[si + j * sa])" if u else "O[p] + S[si + j * sa]"
     if dtype == "bool":
         add = "(uchar)(O[p] | S[si + j * sa])"
     src = [prelude([dtype])]

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PinnedHolder", "pin_memory", "is_pinned"]
+__all__ = ["PinnedHolder", "is_pinned", "pin_memory"]
 
 
 class PinnedHolder:
@@ -25,7 +25,7 @@ class PinnedHolder:
     def __del__(self) -> None:
         try:  # unmap before the buffer goes; harmless if the queue is already gone
             self.mapped.base.release(self._queue)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001, S110
             pass
 
 

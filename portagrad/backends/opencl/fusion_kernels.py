@@ -1,0 +1,76 @@
+"""OpenCL C source of a fused elementwise group (see :mod:`.fusion`, which records the groups).
+
+A group is a short program of unary/binary nodes over input buffers (*leaves*) and scalars, all
+of one floating dtype and one size; :func:`fused_source` turns it into one kernel that loads every
+input, computes the nodes in registers with the same expressions as the unfused kernels
+(:mod:`.kernels`), and stores the outputs that are still needed.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from . import kernels as K
+
+__all__ = ["VEC_OPS", "VEC_WIDTH", "fused_source"]
+
+#: ops whose expression is plain IEEE arithmetic, the same on vectors as on scalars
+VEC_OPS = frozenset(["add", "sub", "mul", "div", "neg"])
+#: lanes of the 64-byte vectors the streaming variant uses, by dtype
+VEC_WIDTH = {"float32": 16, "float64": 8}
+
+
+def fused_source(dtype: str, style: str, prog: tuple | list, nout: int, nleaf: int,
+                 nscal: int, stream: bool = False) -> str:
+    """OpenCL C of one fused group: ``prog`` lists ``(op, args, store_slot)`` in order; an arg is
+    a node index (>= 0), a leaf ``-1 - k`` or a scalar ``("s", k)``.
+
+    Arguments: ``n`` (and ``ch`` for the loop style), then per output ``O<s>, o<s>``, per leaf
+    ``L<k>, l<k>``, per scalar ``s<k>``. Each work-item loads every leaf, computes the nodes in
+    order in registers, then stores the outputs: all loads come before any store.
+
+    ``stream`` (loop style; every op in :data:`VEC_OPS`; operands 64-byte aligned): the chunk runs
+    as 64-byte vectors stored with ``__builtin_nontemporal_store``, then a scalar tail. The ops
+    are plain IEEE arithmetic and ``FP_CONTRACT`` is off, so lanes compute exactly what the
+    scalar loop does."""
+    t = K.CTYPE[dtype]
+    params = ["long n"] + (["long ch"] if style == "cl" else [])
+    params += [f"__global {t}* O{s}, long o{s}" for s in range(nout)]
+    params += [f"__global const {t}* L{k}, long l{k}" for k in range(nleaf)]
+    params += [f"{t} s{k}" for k in range(nscal)]
+
+    def body(vt: str, load: str, store: str) -> str:
+        def operand(x: Any) -> str:
+            if isinstance(x, tuple):
+                return f"({vt})(s{x[1]})" if vt != t else f"s{x[1]}"
+            return f"x{-1 - x}" if x < 0 else f"v{x}"
+
+        lines = [f"{vt} x{k} = {load.format(p=f'L{k} + l{k}')};" for k in range(nleaf)]
+        stores = []
+        for i, (op, args, slot) in enumerate(prog):
+            expr = K.unary_expr(op, dtype) if len(args) == 1 else K.binary_expr(op, dtype)
+            binds = f"{vt} a = {operand(args[0])};" + (
+                f" {vt} b = {operand(args[1])};" if len(args) == 2 else "")
+            # a block per node: the op's expression is written over variables a and b
+            lines.append(f"{vt} v{i}; {{ {binds} v{i} = {expr}; }}")
+            if slot >= 0:
+                stores.append(store.format(v=f"v{i}", p=f"O{slot} + o{slot}"))
+        return "\n        ".join(lines + stores)
+
+    scalar = body(t, "({p})[j]", "({p})[j] = {v};")
+    if style == "cl" and stream:
+        w = VEC_WIDTH[dtype]
+        vt = f"{t}{w}"
+        # aligned pointer loads, not vload16: that returns a 16-wide vector through a function,
+        # which clang warns about (an ABI note) without AVX-512, and pyopencl shows warnings
+        vector = body(vt, f"*(__global const {vt}*)({{p}} + j)",
+                      f"__builtin_nontemporal_store({{v}}, (__global {vt}*)({{p}} + j));")
+        loop = (f"long j0 = get_global_id(0) * ch, j1 = min(n, j0 + ch);\n"
+                f"    long jv = j0 + (j1 - j0) / {w} * {w};\n"
+                f"    for (long j = j0; j < jv; j += {w}) {{\n        {vector}\n    }}\n"
+                f"    for (long j = jv; j < j1; ++j) {{\n        {scalar}\n    }}")
+    elif style == "cl":
+        loop = (f"long j0 = get_global_id(0) * ch, j1 = min(n, j0 + ch);\n"
+                f"    for (long j = j0; j < j1; ++j) {{\n        {scalar}\n    }}")
+    else:
+        loop = f"long j = get_global_id(0);\n    if (j >= n) return;\n    {{\n        {scalar}\n    }}"
+    return K.prelude([dtype]) + f"__kernel void pg_fused({', '.join(params)})\n{{\n    {loop}\n}}\n"

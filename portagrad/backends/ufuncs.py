@@ -1,0 +1,28 @@
+"""The numpy ufunc of every binary op name of the backend contract.
+
+:data:`BINARY_UFUNCS` maps each name in :data:`~portagrad.backends.interface.BINARY_OPS` and
+:data:`~portagrad.backends.interface.COMPARISON_OPS` to the numpy ufunc that computes it, which is
+the reference meaning of the op. It is shared by the backends that compute on the host: the numpy
+backend runs its ``binary`` primitive through it, and the OpenCL backend uses it for a binary op
+of two Python scalars (computed on the host, then filled on the device).
+
+The ufuncs are numpy's plain semantics: integer ``floordiv``/``remainder`` by zero give 0 (with a
+``RuntimeWarning``), so a caller that must raise :class:`ZeroDivisionError`, as the numpy
+backend's ``binary`` does, checks the divisor itself.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["BINARY_UFUNCS"]
+
+BINARY_UFUNCS: dict[str, np.ufunc] = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+    "floordiv": np.floor_divide, "remainder": np.remainder, "pow": np.power,
+    "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2,
+    "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+    "ge": np.greater_equal,
+}
+"""Op name -> numpy ufunc, for every binary and comparison op of the contract."""
