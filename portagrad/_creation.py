@@ -13,7 +13,7 @@ from ._tensor import Tensor
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "asarray", "zeros", "ones", "full", "empty", "arange",
     "linspace", "logspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like",
-    "from_host", "parse_size", "empty_strided", "scalar_tensor",
+    "from_host", "parse_size", "empty_strided", "scalar_tensor", "pin_memory",
 ]
 
 
@@ -321,3 +321,15 @@ def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None,
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
     dt = _dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype)
     return from_host(np.eye(n, m, dtype=dt.numpy), device, dt, requires_grad)
+
+
+def pin_memory(input: Tensor) -> Tensor:
+    """A copy of the CPU tensor ``input`` in page-locked host memory (for fast, asynchronous
+    copies to devices); ``input`` itself if already pinned."""
+    if input.device.type != "cpu":
+        raise RuntimeError(f"cannot pin '{input.type()}' only dense CPU tensors can be pinned")
+    if input.is_pinned():
+        return input
+    out = empty(input.shape, dtype=input.dtype, pin_memory=True)
+    _raw.copy_into(out, input)
+    return out

@@ -1,8 +1,8 @@
 """The Tensor class: a strided view of a storage, plus its autograd state.
 
-Math methods (``add``, ``sum``, ``view``...) are defined in the op modules and attached in
-:mod:`portagrad._tensor_methods`; this module holds the data model, conversion, autograd entry points
-and ``repr``.
+Math methods and operators (``add``, ``sum``, ``view``, ``+``...) are declared in its base class,
+:class:`portagrad._tensor_api.TensorOps`; this module holds the data model, conversion, autograd
+entry points and ``repr``.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _dtype
 from ._storage import Size, Storage
+from ._tensor_api import TensorOps
 from .autograd import grad_mode
 from .autograd.function import AccumulateGrad, RemovableHandle
 from .backends.interface import View
@@ -33,7 +34,7 @@ def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-class Tensor:
+class Tensor(TensorOps):
     """A multi-dimensional array on a device, with autograd (``torch.Tensor``)."""
 
     __slots__ = ("_storage", "_v", "_vc", "_requires_grad", "_grad", "_grad_fn", "_output_nr",

@@ -18,7 +18,8 @@ __all__ = [
     "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isnan", "isinf", "isfinite",
     "unary_inplace", "binary_inplace", "rsub", "positive", "sgn", "nan_to_num", "softplus_raw",
-    "signbit", "exp2", "logaddexp", "hypot", "gelu_erf",
+    "signbit", "exp2", "logaddexp", "hypot", "gelu_erf", "subtract", "multiply", "divide",
+    "negative", "absolute", "greater", "greater_equal", "less", "less_equal", "not_equal",
 ]
 
 
@@ -209,6 +210,9 @@ def sub(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) ->
     return _out(call(_Sub, a, b), out)
 
 
+subtract = sub
+
+
 def rsub(input: Any, other: Any, alpha: Any = 1) -> Tensor:
     return sub(other, input, alpha=alpha)
 
@@ -217,6 +221,9 @@ def mul(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
     """Elementwise product."""
     a, b, _ = prepare_binary(input, other, "mul")
     return _out(call(_Mul, a, b), out)
+
+
+multiply = mul
 
 
 def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Tensor | None = None
@@ -250,6 +257,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Tensor
 
 
 true_divide = div
+divide = div
 
 
 def floor_divide(input: Any, other: Any) -> Tensor:
@@ -396,6 +404,13 @@ def gt(input: Any, other: Any) -> Tensor:
 
 def ge(input: Any, other: Any) -> Tensor:
     return _compare("ge", input, other)
+
+
+greater = gt
+greater_equal = ge
+less = lt
+less_equal = le
+not_equal = ne
 
 
 def _logical(op: str, a: Any, b: Any) -> Tensor:
@@ -545,6 +560,8 @@ neg = _make_unary("neg", "neg", lambda g, x, y: neg(g), save="none", float_only=
 abs = _make_unary("abs", "abs", lambda g, x, y: mul(g, sign(x)), float_only=False)  # noqa: A001
 sign = _make_unary("sign", "sign", _zero_grad, save="none", float_only=False)
 sgn = sign
+absolute = abs
+negative = neg
 exp = _make_unary("exp", "exp", lambda g, x, y: mul(g, y), save="output")
 expm1 = _make_unary("expm1", "expm1", lambda g, x, y: mul(g, add(y, 1.0)), save="output")
 log = _make_unary("log", "log", lambda g, x, y: div(g, x))

@@ -14,8 +14,8 @@ from ..autograd.function import Function
 from ._common import call, wrap_dim
 
 __all__ = [
-    "view", "reshape", "expand", "expand_as", "broadcast_to", "transpose", "swapaxes", "t",
-    "permute", "movedim", "squeeze", "unsqueeze", "flatten", "unflatten", "narrow", "select",
+    "view", "reshape", "expand", "expand_as", "broadcast_to", "transpose", "swapaxes", "swapdims",
+    "t", "permute", "movedim", "moveaxis", "squeeze", "unsqueeze", "flatten", "unflatten", "narrow", "select",
     "basic_index", "unbind", "as_strided", "sum_to_shape", "view_as", "reshape_as", "infer_size",
     "compute_view_strides", "index_basic_key",
 ]
@@ -238,6 +238,7 @@ def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
 
 
 swapaxes = transpose
+swapdims = transpose
 
 
 def t(x: Tensor) -> Tensor:
@@ -262,6 +263,9 @@ def movedim(x: Tensor, source: Any, destination: Any) -> Tensor:
     rest = iter(i for i in range(n) if i not in src)
     order = [o if o is not None else next(rest) for o in order]
     return permute(x, tuple(order))
+
+
+moveaxis = movedim
 
 
 def squeeze(x: Tensor, dim: Any = None) -> Tensor:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .._tensor import Tensor
 
 __all__ = ["reduce_tensor", "rebuild_tensor", "reduce_tensor_shared", "rebuild_shared",
-           "share_storage", "init_reductions"]
+           "share_storage", "init_reductions", "share_memory_"]
 
 
 def _check_leaf(t: "Tensor") -> None:
@@ -155,3 +155,13 @@ def init_reductions() -> None:
         ForkingPickler.register(Parameter, reduce_tensor_shared)
     except ImportError:  # nn not importable in a minimal install
         pass
+
+
+def share_memory_(t: "Tensor") -> "Tensor":
+    """Move ``t``'s storage to shared memory: through ``portagrad.multiprocessing`` other processes
+    then map the same memory (a no-op if already shared). Its ``.grad``, if any, is shared too."""
+    init_reductions()
+    share_storage(t)
+    if t._grad is not None:
+        share_storage(t._grad)
+    return t
