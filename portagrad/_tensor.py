@@ -21,17 +21,7 @@ from .backends.interface import View
 if TYPE_CHECKING:
     from ._device import device
 
-__all__ = ["Tensor", "contiguous_strides"]
-
-
-def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    """C-order strides (in elements) for ``shape``."""
-    strides = []
-    acc = 1
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(strides))
+__all__ = ["Tensor"]
 
 
 class Tensor(TensorOps):

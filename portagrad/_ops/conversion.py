@@ -18,8 +18,8 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import _flags
 from ._common import call, to_scalar
 
-__all__ = ["to", "clone", "contiguous", "copy_", "inplace", "type_as", "view_dtype", "cpu",
-           "check_inplace", "bump", "fill_"]
+__all__ = ["to", "clone", "contiguous", "copy_", "inplace", "type_as", "cpu", "check_inplace",
+           "bump", "fill_"]
 
 
 def bump(t: Tensor) -> None:
@@ -162,14 +162,6 @@ def contiguous(x: Tensor, memory_format: Any = None) -> Tensor:
     if x._v.is_contiguous():
         return x
     return call(_Clone, x)
-
-
-def view_dtype(x: Tensor, dtype: Any) -> Tensor:
-    dt = _dtype.as_dtype(dtype)
-    if dt.itemsize != x._v.dtype.itemsize:
-        raise RuntimeError(f"view(dtype): {x.dtype} -> {dt} with a different element size is not "
-                           f"supported")
-    return Tensor._make(x._storage, x._v.offset, x._v.shape, x._v.strides, dt, x._vc, x)
 
 
 # ---------------------------------------------------------------------- in place

@@ -4,17 +4,21 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .. import _dtype, _raw
+import numpy as np
+
+from .. import _creation, _dtype, _raw
+from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._common import NULL_CTX, call, is_scalar, prepare_binary, to_scalar
-from .conversion import inplace
+from ._common import NULL_CTX, call, check_same_device, is_scalar, prepare_binary, to_scalar
+from .conversion import inplace, to
+from .indexing import where
 
 __all__ = [
     "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow",
     "maximum", "minimum", "atan2", "neg", "abs", "sign", "exp", "expm1", "log", "log2", "log10",
     "log1p", "sqrt", "rsqrt", "square", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "erf",
-    "floor", "ceil", "round", "trunc", "frac", "reciprocal", "clamp", "clip", "where", "lerp",
+    "floor", "ceil", "round", "trunc", "frac", "reciprocal", "clamp", "clip", "lerp",
     "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isnan", "isinf", "isfinite",
     "unary_inplace", "binary_inplace", "rsub", "positive", "sgn", "nan_to_num", "softplus_raw",
@@ -185,8 +189,6 @@ class _Atan2(_Binary):
 
 
 def to_float(mask: Tensor, like: Tensor) -> Tensor:
-    from .conversion import to
-
     return to(mask, dtype=like.dtype)
 
 
@@ -338,8 +340,6 @@ def minimum(input: Tensor, other: Any) -> Tensor:
 
 def atan2(input: Tensor, other: Tensor) -> Tensor:
     a, b, _ = prepare_binary(input, other, "atan2", float_only=True)
-    from .. import _creation
-
     if not isinstance(a, Tensor):
         a = _creation.full(b.shape, a, dtype=b.dtype, device=b.device)
     if not isinstance(b, Tensor):
@@ -414,8 +414,6 @@ not_equal = ne
 
 
 def _logical(op: str, a: Any, b: Any) -> Tensor:
-    from .conversion import to
-
     a, b, dt = prepare_binary(a, b, op)
     if isinstance(a, Tensor) and a.dtype is not _dtype.bool:
         a = _raw.binary("ne", a, 0, _dtype.bool)
@@ -495,8 +493,6 @@ def _float_input(x: Tensor) -> Tensor:
     """Integer inputs of floating functions (exp, sin ...) are promoted to the default dtype."""
     if x._v.dtype.is_floating_point:
         return x
-    from .conversion import to
-
     return to(x, dtype=_dtype.get_default_dtype())
 
 
@@ -645,8 +641,6 @@ def gelu_erf(x: Tensor) -> Tensor:
 
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> Tensor:
-    import numpy as np
-
     info = np.finfo(input.dtype.numpy) if input.dtype.is_floating_point else None
     if info is None:
         return input.clone()
@@ -657,7 +651,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
     return where(logical_and(isinf(out), lt(out, 0)), neginf, out)
 
 
-# ---------------------------------------------------------------- clamp, where
+# ---------------------------------------------------------------------- clamp
 class _Clamp(Function):
     _backward_name = "ClampBackward1"
 
@@ -703,17 +697,11 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     x = input
     lo, hi = min, max
     if isinstance(lo, Tensor) or isinstance(hi, Tensor):
-        from .shape import expand
-        from ._common import broadcast_shapes
-
         shapes = [x.shape] + [t.shape for t in (lo, hi) if isinstance(t, Tensor)]
         shape = broadcast_shapes(*shapes)
-        x = expand(x, shape) if x.shape != shape else x
-        lo = expand(lo, shape) if isinstance(lo, Tensor) and lo.shape != shape else lo
-        hi = expand(hi, shape) if isinstance(hi, Tensor) and hi.shape != shape else hi
-        from .conversion import to
-        from ._common import check_same_device
-
+        x = x.expand(shape) if x.shape != shape else x
+        lo = lo.expand(shape) if isinstance(lo, Tensor) and lo.shape != shape else lo
+        hi = hi.expand(shape) if isinstance(hi, Tensor) and hi.shape != shape else hi
         for bound in (lo, hi):
             if isinstance(bound, Tensor):
                 check_same_device(x, bound, "clamp")
@@ -726,8 +714,6 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     else:
         dt = _dtype.result_type(x, *(v for v in (lo, hi) if v is not None))
         if dt is not x.dtype:
-            from .conversion import to
-
             x = to(x, dtype=dt)
         lo = to_scalar(lo, x.dtype) if lo is not None else None
         hi = to_scalar(hi, x.dtype) if hi is not None else None
@@ -735,61 +721,6 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
 
 
 clip = clamp
-
-
-class _Where(Function):
-    _backward_name = "WhereBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, cond: Tensor, a: Any, b: Any) -> Tensor:
-        ctx.save_for_backward(cond)
-        t = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else cond
-        dt = a._v.dtype if isinstance(a, Tensor) else b._v.dtype if isinstance(b, Tensor) \
-            else ctx_dtype(a, b)
-        return _raw.where(cond, a, b, dt, t)
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> Any:
-        (cond,) = ctx.saved_tensors
-        ga = where(cond, g, 0.0) if ctx.needs_input_grad[1] else None
-        gb = where(cond, 0.0, g) if ctx.needs_input_grad[2] else None
-        return None, ga, gb
-
-
-def ctx_dtype(a: Any, b: Any) -> Any:
-    return _dtype.result_type(a, b)
-
-
-def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
-    """``input`` where ``condition`` holds, else ``other`` (broadcasting; scalars allowed)."""
-    if input is None and other is None:
-        from .indexing import nonzero
-
-        return nonzero(condition, as_tuple=True)
-    if not isinstance(condition, Tensor):
-        raise TypeError("where(): argument 'condition' must be Tensor")
-    from .conversion import to
-    from .shape import expand
-    from ._common import broadcast_shapes, check_same_device
-
-    if condition.dtype is not _dtype.bool:
-        condition = _raw.binary("ne", condition, 0, _dtype.bool)
-    if isinstance(input, Tensor) and isinstance(other, Tensor):
-        a, b, dt = prepare_binary(input, other, "where")
-    elif isinstance(input, Tensor) or isinstance(other, Tensor):
-        a, b, dt = prepare_binary(input, other, "where")
-    else:
-        dt = _dtype.result_type(input, other)
-        a, b = to_scalar(input, dt), to_scalar(other, dt)
-    shapes = [condition.shape] + [t.shape for t in (a, b) if isinstance(t, Tensor)]
-    shape = broadcast_shapes(*shapes)
-    for t in (a, b):
-        if isinstance(t, Tensor):
-            check_same_device(condition, t, "where")
-    cond = expand(condition, shape) if condition.shape != shape else condition
-    a = expand(a, shape) if isinstance(a, Tensor) and a.shape != shape else a
-    b = expand(b, shape) if isinstance(b, Tensor) and b.shape != shape else b
-    return call(_Where, cond, a, b)
 
 
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:

@@ -33,14 +33,14 @@ def _upload(backend: Any, arr: np.ndarray, pad: int = 0) -> View:
     whole = View(buf, 0, (flat.size,), (1,), dt)
     if flat.size:
         backend.from_host(whole, flat)
-    strides = pg._tensor.contiguous_strides(arr.shape)
+    strides = pg._shape.contiguous_strides(arr.shape)
     return View(buf, pad, tuple(arr.shape), strides, dt)
 
 
 def _empty(backend: Any, shape: tuple, dtype: Any) -> View:
     n = int(np.prod(shape)) if shape else 1
     buf = backend.allocate(0, max(n * dtype.itemsize, 1))
-    return View(buf, 0, tuple(shape), pg._tensor.contiguous_strides(shape), dtype)
+    return View(buf, 0, tuple(shape), pg._shape.contiguous_strides(shape), dtype)
 
 
 def _host(backend: Any, v: View) -> np.ndarray:
@@ -115,9 +115,9 @@ def test_unary(conformance_backend: Any, reference_backend: Any, op: str) -> Non
             be.unary(op, view, out)
             ref_out = np.empty(a.shape, out_dtype.numpy)
             ref_in = View(a.copy().reshape(-1).view(np.uint8), 0, a.shape,
-                          pg._tensor.contiguous_strides(a.shape), dtype)
+                          pg._shape.contiguous_strides(a.shape), dtype)
             reference_backend.unary(op, ref_in, View(ref_out.reshape(-1).view(np.uint8), 0,
-                                                     a.shape, pg._tensor.contiguous_strides(a.shape),
+                                                     a.shape, pg._shape.contiguous_strides(a.shape),
                                                      out_dtype))
             _close(_host(be, out), ref_out, out_dtype)
 
@@ -128,12 +128,12 @@ def _ref_binary(reference_backend: Any, op: str, a: Any, b: Any, out_dtype: Any,
         if not isinstance(x, np.ndarray):
             return x
         x = np.ascontiguousarray(x)
-        return View(x.reshape(-1).view(np.uint8), 0, x.shape, pg._tensor.contiguous_strides(x.shape),
+        return View(x.reshape(-1).view(np.uint8), 0, x.shape, pg._shape.contiguous_strides(x.shape),
                     pg._dtype.from_numpy_dtype(x.dtype))
 
     out = np.empty(shape, out_dtype.numpy)
     reference_backend.binary(op, wrap(a), wrap(b), View(out.reshape(-1).view(np.uint8), 0, shape,
-                                                        pg._tensor.contiguous_strides(shape),
+                                                        pg._shape.contiguous_strides(shape),
                                                         out_dtype))
     return out
 

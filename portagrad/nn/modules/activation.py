@@ -6,6 +6,7 @@ from typing import Any
 
 from ... import _creation
 from ..._ops import elementwise as E
+from ..._ops import indexing as I
 from ..._ops import shape as S
 from ..._tensor import Tensor
 from .. import functional as F
@@ -388,7 +389,7 @@ class MultiheadAttention(Module):
             attn_mask = causal
         if attn_mask is not None:
             if attn_mask.dtype is _dtype.bool:
-                am = E.where(attn_mask, -math.inf, 0.0).to(q.dtype)
+                am = I.where(attn_mask, -math.inf, 0.0).to(q.dtype)
             else:
                 am = attn_mask
             if am.dim() == 3:
@@ -396,7 +397,7 @@ class MultiheadAttention(Module):
             mask = am
         if key_padding_mask is not None:
             if key_padding_mask.dtype is _dtype.bool:
-                kp = E.where(key_padding_mask, -math.inf, 0.0).to(q.dtype)
+                kp = I.where(key_padding_mask, -math.inf, 0.0).to(q.dtype)
             else:
                 kp = key_padding_mask
             kp = S.reshape(kp, (bsz, 1, 1, s_len))
