@@ -10,7 +10,7 @@ __version__ = "0.1.0"
 
 import builtins as _builtins
 
-from . import _creation, _ops, _random, _raw, _tensor_api
+from . import _creation, _ops, _random, _raw, _tensor_api, autograd
 from ._creation import (arange, as_tensor, asarray, empty, empty_like, empty_strided, eye,
                         from_numpy, full, full_like, linspace, logspace, ones, ones_like,
                         scalar_tensor, tensor, zeros, zeros_like)
@@ -20,12 +20,13 @@ from ._dtype import (bool, double, dtype, float, float16, float32, float64, get_
 from ._random import (Generator, bernoulli, default_generator, get_rng_state, initial_seed,
                       manual_seed, multinomial, normal, rand, rand_like, randint, randint_like,
                       randn, randn_like, randperm, seed, set_rng_state)
+from ._shape import broadcast_shapes as _broadcast_shapes
 from ._storage import Size
 from ._tensor import Tensor
 
 # The one place where Tensor and the op layer are tied: the op modules import Tensor, so
 # Tensor's methods (declared in _tensor_api.TensorOps) reach them through names bound here.
-_tensor_api._bind(Tensor, _raw, _creation, _random, _ops._common, _ops.conversion,
+_tensor_api._bind(Tensor, _raw, _creation, _random, autograd, _ops._common, _ops.conversion,
                   _ops.elementwise, _ops.indexing, _ops.joining, _ops.linalg, _ops.reduction,
                   _ops.shape)
 
@@ -59,6 +60,7 @@ from ._ops.shape import (as_strided, broadcast_to, flatten, moveaxis, movedim, n
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
 from .errors import OutOfMemoryError
+from .plugins.manager import device_types as _device_types
 
 
 # the names bool, int and float are portagrad's dtypes here
@@ -67,9 +69,7 @@ _bool, _int, _float = _builtins.bool, _builtins.int, _builtins.float
 
 def broadcast_shapes(*shapes: tuple[_int, ...]) -> Size:
     """The shape that ``shapes`` broadcast to."""
-    from ._ops._common import broadcast_shapes as _bs
-
-    return Size(_bs(*(tuple(s) for s in shapes)))
+    return Size(_broadcast_shapes(*(tuple(s) for s in shapes)))
 
 
 def broadcast_tensors(*tensors: Tensor) -> tuple:
@@ -124,15 +124,13 @@ def detach(input: Tensor) -> Tensor:
 opencl = _DeviceModule("opencl")
 cpu = _DeviceModule("cpu")
 
-from . import autograd, backends, nn, optim, plugins, utils
+from . import backends, nn, optim, plugins, utils
 from .serialization import load, save
 
 
 def __getattr__(name: str) -> object:
     # `pg.<device type>` for plugin device types (pg.mydev.device_count() ...)
-    from .plugins.manager import device_types
-
-    if not name.startswith("_") and name in device_types():
+    if not name.startswith("_") and name in _device_types():
         mod = _DeviceModule(name)
         globals()[name] = mod
         return mod

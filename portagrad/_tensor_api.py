@@ -22,6 +22,7 @@ from .autograd.grad_mode import _flags
 
 if TYPE_CHECKING:
     from . import _creation as _CR
+    from . import autograd as _AG
     from . import _random as _RN
     from . import _raw
     from ._device import device as _Device
@@ -44,13 +45,13 @@ _bool = builtins.bool
 
 
 def _bind(tensor: type[Tensor], raw: ModuleType, creation: ModuleType, random: ModuleType,
-          common: ModuleType, conversion: ModuleType, elementwise: ModuleType,
-          indexing: ModuleType, joining: ModuleType, linalg: ModuleType, reduction: ModuleType,
-          shape: ModuleType) -> None:
+          autograd: ModuleType, common: ModuleType, conversion: ModuleType,
+          elementwise: ModuleType, indexing: ModuleType, joining: ModuleType, linalg: ModuleType,
+          reduction: ModuleType, shape: ModuleType) -> None:
     """Bind the names the methods call (once, from ``portagrad/__init__.py``)."""
-    global Tensor, _raw, _CR, _RN, _K, _C, _E, _I, _J, _L, _R, _S
+    global Tensor, _raw, _CR, _RN, _AG, _K, _C, _E, _I, _J, _L, _R, _S
     Tensor = tensor  # type: ignore[misc]  # the class itself, imported above for type checkers
-    _raw, _CR, _RN, _K = raw, creation, random, common
+    _raw, _CR, _RN, _AG, _K = raw, creation, random, autograd, common
     _C, _E, _I, _J, _L, _R, _S = (conversion, elementwise, indexing, joining, linalg, reduction,
                                   shape)
 
@@ -124,6 +125,23 @@ class TensorOps:
         @property
         def device(self) -> _Device: ...
         def dim(self) -> _int: ...
+        def _set_from(self, other: Tensor) -> None: ...
+
+    def __init__(self, *args: Any, device: Any = None) -> None:
+        """``Tensor(data)`` copies ``data`` (default float dtype); ``Tensor(*sizes)`` is
+        uninitialised (``torch.Tensor``; prefer ``pg.tensor``, ``pg.empty``)."""
+        if getattr(self, "_v", None) is not None:
+            return
+        if len(args) == 1 and not isinstance(args[0], int):
+            src = _CR.tensor(args[0], dtype=_dtype.get_default_dtype(), device=device)
+        else:
+            src = _CR.empty(*args, device=device)
+        self._set_from(src)
+
+    def backward(self, gradient: Tensor | None = None, retain_graph: _bool | None = None,
+                 create_graph: _bool = False, inputs: Sequence[Tensor] | None = None) -> None:
+        """Compute the gradient of this tensor w.r.t. graph leaves (accumulated into ``.grad``)."""
+        _AG.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     # ----------------------------------------------------------------------------- elementwise
     def add(self, other: Any, *, alpha: Any = 1, out: Tensor | None = None) -> Tensor:
