@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _device
+from . import _device, _random
+from .plugins.manager import get_backend
 
 __all__ = ["DeviceModule", "Event"]
 
@@ -38,8 +39,6 @@ class DeviceModule:
         self.device_type = device_type
 
     def _backend(self) -> Any:
-        from .plugins.manager import get_backend
-
         return get_backend(self.device_type)
 
     def _as_device(self, d: Any) -> "_device.device":
@@ -114,8 +113,6 @@ class DeviceModule:
         self._backend().reset_peak_memory_stats(self._index(d))
 
     def manual_seed(self, seed: int) -> None:
-        from . import _random
-
         _random.manual_seed(seed)
 
     def __repr__(self) -> str:

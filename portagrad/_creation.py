@@ -7,6 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import _device, _dtype, _raw
+from ._memory import pinned_buffer
 from ._storage import Storage
 from ._tensor import Tensor
 
@@ -47,8 +48,6 @@ def _alloc(shape: tuple[int, ...], dtype: "_dtype.dtype", device: Any, pin_memor
     if pin_memory:
         if concrete.type != "cpu":
             raise RuntimeError(f"Only dense CPU tensors can be pinned, got device {concrete}")
-        from ._memory import pinned_buffer
-
         buf = pinned_buffer(nbytes)
         st = Storage(buf, nbytes, concrete, backend, index, pinned=True)
     else:

@@ -17,12 +17,15 @@ from __future__ import annotations
 import weakref
 from multiprocessing import resource_tracker, shared_memory
 from multiprocessing.reduction import ForkingPickler
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .._tensor import Tensor
+from .. import _creation, _device, _dtype
+from .._storage import Storage
+from .._tensor import Tensor
+from ..backends.interface import View
+from ..nn.parameter import Parameter
 
 __all__ = ["reduce_tensor", "rebuild_tensor", "reduce_tensor_shared", "rebuild_shared",
            "share_storage", "init_reductions", "share_memory_"]
@@ -43,8 +46,6 @@ def _extra(t: "Tensor") -> dict:
 def rebuild_tensor(cls: type, array: np.ndarray, device: str, requires_grad: bool,
                    grad: Any = None, extra: Any = None) -> "Tensor":
     """Rebuild a tensor sent by value."""
-    from .. import _creation
-
     t = _creation.from_host(array, device=device)
     if cls is not type(t):
         t = cls._from_tensor(t)
@@ -94,8 +95,6 @@ def share_storage(t: "Tensor") -> None:
     st.pinned = False
     _SHM[id(st)] = shm.name
     weakref.finalize(st, _unlink, shm)
-    from ..backends.interface import View
-
     v = t._v
     t._v = View(buf, v.offset, v.shape, v.strides, v.dtype)
 
@@ -106,10 +105,6 @@ _SHM: dict[int, str] = {}
 def rebuild_shared(cls: type, name: str, nbytes: int, offset: int, shape: tuple, strides: tuple,
                    dtype_name: str, requires_grad: bool, grad: Any, extra: Any) -> "Tensor":
     """Map a shared-memory block sent by another process."""
-    from .. import _device, _dtype
-    from .._storage import Storage
-    from .._tensor import Tensor
-
     shm = shared_memory.SharedMemory(name=name)
     try:  # the sender owns the block: do not let this process's tracker unlink it at exit
         resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
@@ -146,15 +141,8 @@ def reduce_tensor_shared(t: "Tensor") -> Any:
 
 def init_reductions() -> None:
     """Register the shared-memory reducer with multiprocessing's pickler (idempotent)."""
-    from .._tensor import Tensor
-
     ForkingPickler.register(Tensor, reduce_tensor_shared)
-    try:
-        from ..nn.parameter import Parameter
-
-        ForkingPickler.register(Parameter, reduce_tensor_shared)
-    except ImportError:  # nn not importable in a minimal install
-        pass
+    ForkingPickler.register(Parameter, reduce_tensor_shared)
 
 
 def share_memory_(t: "Tensor") -> "Tensor":

@@ -12,8 +12,11 @@ import numpy as np
 import pytest
 
 import portagrad as pg
+from portagrad.backends import philox
 from portagrad.backends.interface import (ARG_REDUCE_OPS, BINARY_OPS, COMPARISON_OPS,
                                           REDUCE_OPS, UNARY_OPS, View)
+from portagrad.backends.numpy import NumpyBackend
+from portagrad.plugins.manager import validate_backend
 
 _RNG = np.random.default_rng(1234)
 
@@ -76,8 +79,6 @@ def _close(got: np.ndarray, want: np.ndarray, dtype: Any) -> None:
 
 
 def test_contract_is_complete(conformance_backend: Any) -> None:
-    from portagrad.plugins.manager import validate_backend
-
     validate_backend(conformance_backend, "under test")
 
 
@@ -265,7 +266,6 @@ def test_gather_scatter_sort(conformance_backend: Any) -> None:
         be.sort(_upload(be, keys), 1, descending, vals, inds)
         ref_vals = np.empty_like(keys)
         ref_inds = np.empty(keys.shape, np.int64)
-        from portagrad.backends.numpy import NumpyBackend
 
         def wrap(a: np.ndarray, dt: Any) -> View:
             return View(a.reshape(-1).view(np.uint8), 0, a.shape, (a.shape[1], 1), dt)
@@ -277,8 +277,6 @@ def test_gather_scatter_sort(conformance_backend: Any) -> None:
 
 def test_random_matches_reference(conformance_backend: Any) -> None:
     be = conformance_backend
-    from portagrad.backends import philox
-
     out = _empty(be, (1000,), pg.float32)
     be.random("uniform", out, 42, 17, 0.0, 1.0)
     np.testing.assert_array_equal(_host(be, out), philox.uniform(1000, 42, 17, 0.0, 1.0, np.float32))

@@ -8,8 +8,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..._dtype import bool as pg_bool
-from ..interface import Backend, DeviceProperties, View
+from ...errors import OutOfMemoryError
 from .. import philox
+from ..interface import Backend, DeviceProperties, View
 
 __all__ = ["NumpyBackend"]
 
@@ -146,8 +147,6 @@ class NumpyBackend(Backend):
         try:
             return np.empty(nbytes, np.uint8)
         except MemoryError:
-            from ...errors import OutOfMemoryError
-
             raise OutOfMemoryError(
                 f"cpu: failed to allocate {nbytes} bytes of host memory") from None
 

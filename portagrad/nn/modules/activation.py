@@ -4,9 +4,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ... import _creation
+from ... import _creation, _dtype
 from ..._ops import elementwise as E
 from ..._ops import indexing as I
+from ..._ops import joining as J
+from ..._ops import linalg as L
+from ..._ops import reduction as R
 from ..._ops import shape as S
 from ..._tensor import Tensor
 from .. import functional as F
@@ -332,11 +335,6 @@ class MultiheadAttention(Module):
                 key_padding_mask: Tensor | None = None, need_weights: bool = True,
                 attn_mask: Tensor | None = None, average_attn_weights: bool = True,
                 is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
-        from ... import _dtype
-        from ..._ops import joining as J
-        from ..._ops import linalg as L
-        from ..._ops import reduction as R
-
         unbatched = query.dim() == 2
         if unbatched:
             query, key, value = (S.unsqueeze(t, 1 if not self.batch_first else 0)

@@ -6,7 +6,7 @@ import itertools
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
 
-from ... import _dtype
+from ... import _device, _dtype
 from ..._tensor import Tensor
 from ...autograd import grad_mode
 from ...autograd.function import Function, RemovableHandle, _HookDict
@@ -561,8 +561,6 @@ class Module:
 
         ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``; the parameters stay
         the same ``Parameter`` objects."""
-        from ... import _device
-
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
         non_blocking = kwargs.pop("non_blocking", False)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Sequence
 
-from ... import _creation
+from ... import _creation, _dtype
 from ..._ops import joining as J
 from ..._ops import shape as S
 from ..._tensor import Tensor
@@ -74,8 +74,6 @@ def pack_sequence(sequences: Sequence[Tensor], enforce_sorted: bool = True) -> P
 def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
                         padding_value: float = 0.0, total_length: int | None = None
                         ) -> tuple[Tensor, Tensor]:
-    from ... import _dtype
-
     data = sequence.data
     lens = sequence.lengths
     T = max(lens)

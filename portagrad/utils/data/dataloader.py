@@ -14,8 +14,10 @@ import time
 import weakref
 from typing import Any, Callable, Iterable, Iterator
 
+from ... import _random
 from . import _worker
-from ._collate import default_collate, default_convert, pin_memory as _pin
+from ._collate import default_collate, default_convert
+from ._collate import pin_memory as _pin
 from .dataset import Dataset, IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
@@ -145,8 +147,6 @@ class DataLoader:
         return len(self._index_sampler)
 
     def _base_seed(self) -> int:
-        from ... import _random
-
         return int(_random.randint(0, 2 ** 62, (1,), generator=self.generator,
                                    device="cpu").item())
 

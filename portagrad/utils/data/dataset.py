@@ -6,6 +6,7 @@ import math
 import warnings
 from typing import Any, Generic, Iterable, Iterator, Sequence, TypeVar
 
+from ... import _random
 from ..._tensor import Tensor
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset",
@@ -146,8 +147,6 @@ def random_split(dataset: Dataset[T_co], lengths: Sequence["int | float"],
                  generator: Any = None) -> list[Subset[T_co]]:
     """Split ``dataset`` into non-overlapping random subsets of the given ``lengths`` (or fractions
     summing to 1, the remainder spread round-robin), shuffled with ``generator``."""
-    from ... import _random
-
     if generator is None:
         generator = _random.default_generator
     n = len(dataset)  # type: ignore[arg-type]

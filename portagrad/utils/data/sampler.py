@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, Sequence, Sized
 
+from ... import _creation, _dtype, _random
+
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler"]
 
@@ -31,8 +33,6 @@ class SequentialSampler(Sampler):
 
 
 def _seed_generator(generator: Any) -> Any:
-    from ... import _random
-
     if generator is not None:
         return generator
     g = _random.Generator()
@@ -62,8 +62,6 @@ class RandomSampler(Sampler):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self) -> Iterator[int]:
-        from ... import _random
-
         n = len(self.data_source)
         g = _seed_generator(self.generator)
         if self.replacement:
@@ -87,8 +85,6 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        from ... import _random
-
         for i in _random.randperm(len(self.indices), generator=self.generator, device="cpu").tolist():
             yield self.indices[i]
 
@@ -101,8 +97,6 @@ class WeightedRandomSampler(Sampler):
 
     def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
                  generator: Any = None) -> None:
-        from ... import _creation, _dtype
-
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
             raise ValueError(f"num_samples should be a positive integer value, but got "
                              f"num_samples={num_samples}")
@@ -115,8 +109,6 @@ class WeightedRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        from ... import _random
-
         rand = _random.multinomial(self.weights, self.num_samples, self.replacement,
                                    generator=self.generator)
         yield from iter(rand.tolist())
