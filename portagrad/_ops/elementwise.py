@@ -10,7 +10,7 @@ from .. import _creation, _dtype, _raw
 from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._common import NULL_CTX, call, check_same_device, is_scalar, prepare_binary, to_scalar
+from ._common import call, check_same_device, is_scalar, prepare_binary, to_scalar
 from .conversion import inplace, to
 from .indexing import where
 
@@ -72,7 +72,7 @@ class _Sub(_Binary):
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
-        return g, (neg(g) if ctx.needs_input_grad[1] else None)
+        return g, (-g if ctx.needs_input_grad[1] else None)
 
 
 class _Mul(_Binary):
@@ -87,8 +87,8 @@ class _Mul(_Binary):
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
         a, b = _Binary._operands(ctx)
-        ga = mul(g, b) if ctx.needs_input_grad[0] else None
-        gb = mul(g, a) if ctx.needs_input_grad[1] else None
+        ga = g * b if ctx.needs_input_grad[0] else None
+        gb = g * a if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -104,8 +104,8 @@ class _Div(_Binary):
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
         a, b = _Binary._operands(ctx)
-        ga = div(g, b) if ctx.needs_input_grad[0] else None
-        gb = neg(div(mul(g, a), mul(b, b))) if ctx.needs_input_grad[1] else None
+        ga = g / b if ctx.needs_input_grad[0] else None
+        gb = -g * a / (b * b) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -126,21 +126,20 @@ class _Pow(_Binary):
         ga = gb = None
         if ctx.needs_input_grad[0]:
             if not isinstance(b, Tensor) and b == 0:
-                ga = mul(g, 0.0)
+                ga = g * 0.0
             else:
                 # b * a^(b-1); where b == 0 the derivative is 0 (torch masks it the same way)
-                bm1 = sub(b, 1) if isinstance(b, Tensor) else b - 1
-                ga = mul(g, mul(pow(a, bm1), b))
+                ga = g * (a ** (b - 1) * b)
                 if isinstance(b, Tensor):
-                    ga = where(eq(b, 0), 0.0, ga)
+                    ga = where(b == 0, 0.0, ga)
         if ctx.needs_input_grad[1]:
             # d/db a^b = a^b log(a); where a == 0 and b >= 0 the limit is 0
             loga = log(a) if isinstance(a, Tensor) else math.log(a) if a > 0 else float("nan")
-            gb = mul(g, mul(out, loga))
+            gb = g * (out * loga)
             if isinstance(a, Tensor):
-                gb = where(logical_and(eq(a, 0), ge(b, 0)), 0.0, gb)
+                gb = where(logical_and(a == 0, b >= 0), 0.0, gb)
             elif a == 0:
-                gb = where(ge(b, 0), 0.0, gb)
+                gb = where(b >= 0, 0.0, gb)
         return ga, gb
 
 
@@ -160,10 +159,10 @@ def _maxmin_function(op: str, node_name: str) -> type:
         def backward(ctx: Any, g: Tensor) -> Any:
             a, tb = ctx.saved_tensors
             b = tb if tb is not None else ctx.scalar_b
-            a_wins = gt(a, b) if op == "maximum" else lt(a, b)
-            wa = add(to_float(a_wins, g), mul(to_float(eq(a, b), g), 0.5))
-            ga = mul(g, wa) if ctx.needs_input_grad[0] else None
-            gb = mul(g, sub(1.0, wa)) if ctx.needs_input_grad[1] else None
+            a_wins = a > b if op == "maximum" else a < b
+            wa = a_wins.to(g.dtype) + (a == b).to(g.dtype) * 0.5
+            ga = g * wa if ctx.needs_input_grad[0] else None
+            gb = g * (1.0 - wa) if ctx.needs_input_grad[1] else None
             return ga, gb
 
     return _MaxMin
@@ -184,12 +183,8 @@ class _Atan2(_Binary):
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
         a, b = ctx.saved_tensors
-        denom = add(mul(a, a), mul(b, b))
-        return mul(g, div(b, denom)), mul(g, div(neg(a), denom))
-
-
-def to_float(mask: Tensor, like: Tensor) -> Tensor:
-    return to(mask, dtype=like.dtype)
+        denom = a * a + b * b
+        return g * (b / denom), g * (-a / denom)
 
 
 def add(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) -> Tensor:
@@ -280,7 +275,7 @@ class _Remainder(_Binary):
         a, b = _Binary._operands(ctx)
         gb = None
         if ctx.needs_input_grad[1]:
-            gb = mul(neg(g), floor(div(a, b)))
+            gb = -g * (a / b).floor()
         return g, gb
 
 
@@ -549,35 +544,34 @@ def _make_unary(name: str, op: str, grad: Any, save: str = "input", float_only: 
 
 
 def _zero_grad(g: Tensor, x: Any, y: Any) -> Tensor:
-    return mul(g, 0.0)
+    return g * 0.0
 
 
-neg = _make_unary("neg", "neg", lambda g, x, y: neg(g), save="none", float_only=False)
-abs = _make_unary("abs", "abs", lambda g, x, y: mul(g, sign(x)), float_only=False)  # noqa: A001
+neg = _make_unary("neg", "neg", lambda g, x, y: -g, save="none", float_only=False)
+abs = _make_unary("abs", "abs", lambda g, x, y: g * x.sign(), float_only=False)  # noqa: A001
 sign = _make_unary("sign", "sign", _zero_grad, save="none", float_only=False)
 sgn = sign
 absolute = abs
 negative = neg
-exp = _make_unary("exp", "exp", lambda g, x, y: mul(g, y), save="output")
-expm1 = _make_unary("expm1", "expm1", lambda g, x, y: mul(g, add(y, 1.0)), save="output")
-log = _make_unary("log", "log", lambda g, x, y: div(g, x))
-log1p = _make_unary("log1p", "log1p", lambda g, x, y: div(g, add(x, 1.0)))
-sqrt = _make_unary("sqrt", "sqrt", lambda g, x, y: div(g, mul(y, 2.0)), save="output")
-rsqrt = _make_unary("rsqrt", "rsqrt", lambda g, x, y: mul(g, mul(pow(y, 3), -0.5)), save="output")
-sin = _make_unary("sin", "sin", lambda g, x, y: mul(g, cos(x)))
-cos = _make_unary("cos", "cos", lambda g, x, y: mul(g, neg(sin(x))))
-tan = _make_unary("tan", "tan", lambda g, x, y: mul(g, add(mul(y, y), 1.0)), save="output")
-tanh = _make_unary("tanh", "tanh", lambda g, x, y: mul(g, sub(1.0, mul(y, y))), save="output")
-sigmoid = _make_unary("sigmoid", "sigmoid", lambda g, x, y: mul(g, mul(y, sub(1.0, y))),
-                      save="output")
-relu = _make_unary("relu", "relu", lambda g, x, y: mul(g, to_float(gt(y, 0), g)), save="output",
+exp = _make_unary("exp", "exp", lambda g, x, y: g * y, save="output")
+expm1 = _make_unary("expm1", "expm1", lambda g, x, y: g * (y + 1.0), save="output")
+log = _make_unary("log", "log", lambda g, x, y: g / x)
+log1p = _make_unary("log1p", "log1p", lambda g, x, y: g / (x + 1.0))
+sqrt = _make_unary("sqrt", "sqrt", lambda g, x, y: g / (y * 2.0), save="output")
+rsqrt = _make_unary("rsqrt", "rsqrt", lambda g, x, y: g * (y ** 3 * -0.5), save="output")
+sin = _make_unary("sin", "sin", lambda g, x, y: g * x.cos())
+cos = _make_unary("cos", "cos", lambda g, x, y: g * -x.sin())
+tan = _make_unary("tan", "tan", lambda g, x, y: g * (y * y + 1.0), save="output")
+tanh = _make_unary("tanh", "tanh", lambda g, x, y: g * (1.0 - y * y), save="output")
+sigmoid = _make_unary("sigmoid", "sigmoid", lambda g, x, y: g * (y * (1.0 - y)), save="output")
+relu = _make_unary("relu", "relu", lambda g, x, y: g * (y > 0).to(g.dtype), save="output",
                    float_only=False)
-erf = _make_unary("erf", "erf", lambda g, x, y: mul(g, mul(exp(neg(mul(x, x))),
-                                                           2.0 / math.sqrt(math.pi))))
+erf = _make_unary("erf", "erf",
+                  lambda g, x, y: g * ((-(x * x)).exp() * (2.0 / math.sqrt(math.pi))))
 floor = _make_unary("floor", "floor", _zero_grad, save="none", float_only=False)
 ceil = _make_unary("ceil", "ceil", _zero_grad, save="none", float_only=False)
 trunc = _make_unary("trunc", "trunc", _zero_grad, save="none", float_only=False)
-reciprocal = _make_unary("reciprocal", "reciprocal", lambda g, x, y: mul(g, neg(mul(y, y))),
+reciprocal = _make_unary("reciprocal", "reciprocal", lambda g, x, y: g * -(y * y),
                          save="output")
 _round0 = _make_unary("round", "round", _zero_grad, save="none", float_only=False)
 
