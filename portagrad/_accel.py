@@ -17,7 +17,7 @@ __all__ = ["DeviceModule", "Event"]
 class _DeviceContext:
     """``with pg.opencl.device(1):`` selects the current device and the default for factories."""
 
-    def __init__(self, module: "DeviceModule", index: Any) -> None:
+    def __init__(self, module: DeviceModule, index: Any) -> None:
         self.module = module
         self.dev = module._as_device(index)
 
@@ -41,7 +41,7 @@ class DeviceModule:
     def _backend(self) -> Any:
         return get_backend(self.device_type)
 
-    def _as_device(self, d: Any) -> "_device.device":
+    def _as_device(self, d: Any) -> _device.device:
         if d is None:
             return _device.device(self.device_type, self.current_device())
         if isinstance(d, int):
@@ -152,7 +152,7 @@ class Event:
     def wait(self, stream: Any = None) -> None:
         self.synchronize()
 
-    def elapsed_time(self, end_event: "Event") -> float:
+    def elapsed_time(self, end_event: Event) -> float:
         """Milliseconds between this marker and ``end_event`` (both recorded, timing enabled)."""
         if not (self.enable_timing and end_event.enable_timing):
             raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -40,7 +41,7 @@ def _target(device: Any, pin_memory: bool = False) -> tuple[Any, Any, int]:
     return _device.resolve(dev)
 
 
-def _alloc(shape: tuple[int, ...], dtype: "_dtype.dtype", device: Any, pin_memory: bool = False
+def _alloc(shape: tuple[int, ...], dtype: _dtype.dtype, device: Any, pin_memory: bool = False
            ) -> Tensor:
     concrete, backend, index = _target(device)
     n = math.prod(shape)
@@ -129,9 +130,8 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         return _finish(out, requires_grad)
     arr, from_floats = _infer_array(data)
     if dtype is None:
-        if from_floats:
-            dt = _dtype.get_default_dtype()
-        elif arr.dtype == np.float64 and not isinstance(data, (np.ndarray, np.generic)):
+        if from_floats or (arr.dtype == np.float64
+                           and not isinstance(data, (np.ndarray, np.generic))):
             dt = _dtype.get_default_dtype()
         elif arr.dtype.kind in "iu" and arr.dtype != np.int32:
             dt = _dtype.int64
@@ -280,7 +280,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (end - start) / step < 0:
-        raise RuntimeError(f"upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
     if dtype is None:
         is_float = any(isinstance(v, float) for v in vals)
         dtype = _dtype.get_default_dtype() if is_float else _dtype.int64

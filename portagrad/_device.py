@@ -24,7 +24,7 @@ class device:
 
     __slots__ = ("type", "index", "_prev")
 
-    def __init__(self, type: Union[str, "device"], index: int | None = None) -> None:  # noqa: A002
+    def __init__(self, type: str | device, index: int | None = None) -> None:
         if isinstance(type, device):
             if index is not None:
                 raise ValueError("device(): index must not be given with a device object")
@@ -75,7 +75,7 @@ class device:
     def __reduce__(self) -> Any:
         return (device, (self.type, self.index))
 
-    def __enter__(self) -> "device":
+    def __enter__(self) -> device:
         stack = _default_stack()
         stack.append(self)
         return self

@@ -52,7 +52,7 @@ def _padded(formatter: dict, kind: str, arr: np.ndarray) -> dict:
     return {kind: lambda v: f(v).rjust(width)}
 
 
-def format_tensor(t: "Tensor") -> str:
+def format_tensor(t: Tensor) -> str:
     """``tensor([...], device='opencl:0', dtype=..., requires_grad=True)``."""
     try:
         arr = t.detach()._host()

@@ -7,7 +7,6 @@ those counters (see :mod:`portagrad.backends.interface`), so ``pg.manual_seed(s)
 """
 from __future__ import annotations
 
-import math
 import os
 import threading
 from typing import Any
@@ -35,7 +34,7 @@ class Generator:
         self._offset = 0
         self._lock = threading.Lock()
 
-    def manual_seed(self, seed: int) -> "Generator":
+    def manual_seed(self, seed: int) -> Generator:
         """Restart the stream from ``seed``."""
         if not isinstance(seed, (int, np.integer)):
             raise TypeError(f"manual_seed expected an int, got {type(seed).__name__}")
@@ -147,7 +146,7 @@ def randint(low: int, high: int | None = None, size: Any = None, *, generator: G
 
 
 def _fp64(device: Any) -> bool:
-    concrete, backend, index = _device.resolve(_device.as_device(device))
+    _, backend, index = _device.resolve(_device.as_device(device))
     return backend.get_device_properties(index).fp64
 
 

@@ -34,7 +34,8 @@ import os
 import pickle
 import struct
 from collections import OrderedDict
-from typing import IO, Any, Callable, Union
+from typing import IO, Any, Union
+from collections.abc import Callable
 
 import numpy as np
 
@@ -337,7 +338,7 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
                 "file. Unpickling can execute arbitrary code, so pg.load refuses it by default. "
                 "If you trust its source, call pg.load(f, weights_only=False).")
         raise LoadError(f"not a portagrad/safetensors file: {foreign}")
-    header, meta, start = _parse_header(data)
+    header, meta, _ = _parse_header(data)
     import safetensors.numpy as stnp
 
     try:

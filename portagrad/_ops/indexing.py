@@ -8,7 +8,8 @@ dimension and its size.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -107,7 +108,7 @@ def _scatter_args(input: Tensor, dim: int, index: Any, src: Any) -> tuple[int, T
     if isinstance(src, Tensor):
         check_same_device(input, src, "scatter")
         if src.dtype is not input.dtype:
-            raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype")
+            raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
         if any(si > ss for si, ss in zip(index.shape, src.shape)):
             raise RuntimeError(f"Expected index {list(index.shape)} to be smaller than src "
                                f"{list(src.shape)} in every dimension")
@@ -250,9 +251,7 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
         raise TypeError("where(): argument 'condition' must be Tensor")
     if condition.dtype is not _dtype.bool:
         condition = _raw.binary("ne", condition, 0, _dtype.bool)
-    if isinstance(input, Tensor) and isinstance(other, Tensor):
-        a, b, dt = prepare_binary(input, other, "where")
-    elif isinstance(input, Tensor) or isinstance(other, Tensor):
+    if isinstance(input, Tensor) or isinstance(other, Tensor):
         a, b, dt = prepare_binary(input, other, "where")
     else:
         dt = _dtype.result_type(input, other)
@@ -297,8 +296,8 @@ def getitem(x: Tensor, key: Any) -> Tensor:
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
                              "Variables are valid indices (got float)")
         if isinstance(k, str):
-            raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte "
-                             f"Variables are valid indices (got str)")
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                             "Variables are valid indices (got str)")
     key = tuple(int(k) if isinstance(k, np.integer) else k for k in key)
     key = tuple(int(k) if isinstance(k, Tensor) and k.dim() == 0 and not k.dtype.is_floating_point
                 and k.dtype is not _dtype.bool else k for k in key)

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from collections import namedtuple
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -130,7 +130,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Batched 3-D matrix product (no broadcasting)."""
     _check(input, mat2, "bmm")
     if input.dim() != 3 or mat2.dim() != 3:
-        raise RuntimeError(f"batch1 must be a 3D tensor" if input.dim() != 3
+        raise RuntimeError("batch1 must be a 3D tensor" if input.dim() != 3
                            else "batch2 must be a 3D tensor")
     if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "

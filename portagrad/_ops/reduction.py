@@ -238,13 +238,13 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool, other: Any) -> Any
     return values_indices(v, i)
 
 
-def max(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:  # noqa
+def max(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:
     """Maximum of all elements, or ``(values, indices)`` along ``dim``, or elementwise with a
     tensor."""
     return _max_min("max", input, dim, keepdim, other)
 
 
-def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:  # noqa
+def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:
     """Minimum of all elements, or ``(values, indices)`` along ``dim``."""
     return _max_min("min", input, dim, keepdim, other)
 
@@ -260,7 +260,7 @@ def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
         dim, unbiased = unbiased, None
     correction = 1 if correction is None else correction
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"std and var only support floating point and complex dtypes")
+        raise RuntimeError("std and var only support floating point and complex dtypes")
     axes = wrap_dims(dim, input.dim())
     n = math.prod(input.shape[a] for a in axes)
     mu = mean(input, axes, keepdim=True)
@@ -345,7 +345,7 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
     return sum(x.abs() ** p, axes, keepdim) ** (1.0 / p)
 
 
-def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     """Whether any element is nonzero (over ``dim``)."""
     axes = wrap_dims(dim, input.dim())
     b = input if input.dtype is _dtype.bool else _raw.binary("ne", input, 0, _dtype.bool)
@@ -355,7 +355,7 @@ def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noq
     return _raw.reduce("max", b, axes, keepdim)
 
 
-def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     """Whether every element is nonzero (over ``dim``)."""
     axes = wrap_dims(dim, input.dim())
     b = input if input.dtype is _dtype.bool else _raw.binary("ne", input, 0, _dtype.bool)

@@ -15,7 +15,8 @@ loaded while ``portagrad._tensor`` is (Tensor needs ``grad_mode`` and ``function
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
 
 from . import grad_mode
 from .anomaly import _check_nan, _state as _anomaly_state
@@ -27,13 +28,13 @@ if TYPE_CHECKING:
 __all__ = ["backward", "grad", "run_backward"]
 
 
-def _check_root(i: int, t: "Tensor") -> None:
+def _check_root(i: int, t: Tensor) -> None:
     if not t._requires_grad:
         raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
 
 
-def _make_root_grads(tensors: Sequence["Tensor"], grads: Sequence[Any], is_grads_batched: bool = False
-                     ) -> list["Tensor"]:
+def _make_root_grads(tensors: Sequence[Tensor], grads: Sequence[Any], is_grads_batched: bool = False
+                     ) -> list[Tensor]:
     from .. import _creation
     from .._tensor import Tensor
 
@@ -61,8 +62,8 @@ def _make_root_grads(tensors: Sequence["Tensor"], grads: Sequence[Any], is_grads
     return out
 
 
-def run_backward(tensors: Sequence["Tensor"], grad_tensors: Sequence[Any], retain_graph: bool,
-                 create_graph: bool, inputs: Sequence["Tensor"] | None = None,
+def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_graph: bool,
+                 create_graph: bool, inputs: Sequence[Tensor] | None = None,
                  allow_unused: bool = True, accumulate: bool = True) -> list[Any]:
     """Run backward from ``tensors``. With ``accumulate`` leaves' ``.grad`` are updated (restricted
     to ``inputs`` if given); otherwise the gradients of ``inputs`` are returned (``autograd.grad``)."""
@@ -203,7 +204,7 @@ def run_backward(tensors: Sequence["Tensor"], grad_tensors: Sequence[Any], retai
 _NOTHING = object()  # marks a node that received no gradient at all
 
 
-def _store_grad(t: "Tensor", g: Any, create_graph: bool) -> None:
+def _store_grad(t: Tensor, g: Any, create_graph: bool) -> None:
     if create_graph:
         t._grad = g if t._grad is None else t._grad + g
     else:

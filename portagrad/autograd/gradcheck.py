@@ -5,7 +5,8 @@ the factories are imported where they are used.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -113,7 +114,7 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
                          "none of the them have requires_grad=True.")
     numerical = _numerical_jacobian(func, inputs, eps)
-    analytical, outs = _analytical_jacobian(func, inputs)
+    analytical, _ = _analytical_jacobian(func, inputs)
     for i, (num_i, ana_i) in enumerate(zip(numerical, analytical)):
         if num_i is None:
             continue

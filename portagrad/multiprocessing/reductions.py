@@ -31,7 +31,7 @@ __all__ = ["reduce_tensor", "rebuild_tensor", "reduce_tensor_shared", "rebuild_s
            "share_storage", "init_reductions", "share_memory_"]
 
 
-def _check_leaf(t: "Tensor") -> None:
+def _check_leaf(t: Tensor) -> None:
     if t._grad_fn is not None and t._requires_grad:
         raise RuntimeError("Cowardly refusing to serialize non-leaf tensor which requires_grad, "
                            "since autograd does not support crossing process boundaries.  If you "
@@ -39,12 +39,12 @@ def _check_leaf(t: "Tensor") -> None:
                            "serializing (e.g., putting it on the queue).")
 
 
-def _extra(t: "Tensor") -> dict:
+def _extra(t: Tensor) -> dict:
     return {k: v for k, v in t.__dict__.items() if not k.startswith("_accum")}
 
 
 def rebuild_tensor(cls: type, array: np.ndarray, device: str, requires_grad: bool,
-                   grad: Any = None, extra: Any = None) -> "Tensor":
+                   grad: Any = None, extra: Any = None) -> Tensor:
     """Rebuild a tensor sent by value."""
     t = _creation.from_host(array, device=device)
     if cls is not type(t):
@@ -58,7 +58,7 @@ def rebuild_tensor(cls: type, array: np.ndarray, device: str, requires_grad: boo
     return t
 
 
-def reduce_tensor(t: "Tensor") -> Any:
+def reduce_tensor(t: Tensor) -> Any:
     """Pickle by value."""
     _check_leaf(t)
     arr = np.array(t.detach().numpy(force=True), order="C", copy=True)
@@ -74,7 +74,7 @@ def _unlink(shm: shared_memory.SharedMemory) -> None:
         pass
 
 
-def share_storage(t: "Tensor") -> None:
+def share_storage(t: Tensor) -> None:
     """Move ``t``'s CPU storage into a new shared-memory block (no-op if already shared).
 
     Views of the storage taken *before* this call keep pointing at the old memory: share a
@@ -103,7 +103,7 @@ _SHM: dict[int, str] = {}
 
 
 def rebuild_shared(cls: type, name: str, nbytes: int, offset: int, shape: tuple, strides: tuple,
-                   dtype_name: str, requires_grad: bool, grad: Any, extra: Any) -> "Tensor":
+                   dtype_name: str, requires_grad: bool, grad: Any, extra: Any) -> Tensor:
     """Map a shared-memory block sent by another process."""
     shm = shared_memory.SharedMemory(name=name)
     try:  # the sender owns the block: do not let this process's tracker unlink it at exit
@@ -127,7 +127,7 @@ def rebuild_shared(cls: type, name: str, nbytes: int, offset: int, shape: tuple,
     return t
 
 
-def reduce_tensor_shared(t: "Tensor") -> Any:
+def reduce_tensor_shared(t: Tensor) -> Any:
     """ForkingPickler's reducer: a handle for shared CPU storage, values otherwise."""
     _check_leaf(t)
     st = t._storage
@@ -145,7 +145,7 @@ def init_reductions() -> None:
     ForkingPickler.register(Parameter, reduce_tensor_shared)
 
 
-def share_memory_(t: "Tensor") -> "Tensor":
+def share_memory_(t: Tensor) -> Tensor:
     """Move ``t``'s storage to shared memory: through ``portagrad.multiprocessing`` other processes
     then map the same memory (a no-op if already shared). Its ``.grad``, if any, is shared too."""
     init_reductions()

@@ -14,7 +14,7 @@ class Parameter(Tensor):
 
     Shares storage with ``data``; ``requires_grad`` is True by default (``torch.nn.Parameter``)."""
 
-    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> "Parameter":
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> Parameter:
         if data is None:
             data = _creation.empty(0)
         if not isinstance(data, Tensor):
@@ -44,7 +44,7 @@ class Buffer(Tensor):
     """A tensor that, assigned to a Module attribute, is registered as a buffer
     (``torch.nn.Buffer``); ``persistent=False`` keeps it out of ``state_dict``."""
 
-    def __new__(cls, data: Tensor | None = None, *, persistent: bool = True) -> "Buffer":
+    def __new__(cls, data: Tensor | None = None, *, persistent: bool = True) -> Buffer:
         if data is None:
             data = _creation.empty(0)
         b = cls._from_tensor(data.detach())

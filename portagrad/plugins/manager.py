@@ -182,7 +182,7 @@ def get_backend(device_type: str) -> Any:
         if spec is None:
             why = ""
             if device_type in state.blocked:
-                why = f" (its plugin is blocked by PORTAGRAD_DISABLE_PLUGINS)"
+                why = " (its plugin is blocked by PORTAGRAD_DISABLE_PLUGINS)"
             elif device_type in state.failed:
                 why = f" (its plugin failed to load: {state.failed[device_type]})"
             raise BackendUnavailableError(

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
-from ..._dtype import bool as pg_bool
 from ...errors import OutOfMemoryError
 from .. import philox
 from ..interface import Backend, DeviceProperties, View
@@ -297,7 +297,7 @@ class NumpyBackend(Backend):
     def conv2d(self, x: View, w: View, out: View, stride: Sequence[int], padding: Sequence[int],
                dilation: Sequence[int], groups: int) -> None:
         xa, wa, o = _nd(x), _nd(w), _nd(out)
-        N, C = xa.shape[:2]
+        N = xa.shape[0]
         O, Cg, kh, kw = wa.shape
         OH, OW = o.shape[2:]
         g = groups

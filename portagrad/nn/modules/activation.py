@@ -114,7 +114,7 @@ class GELU(Module):
         return F.gelu(input, approximate=self.approximate)
 
     def extra_repr(self) -> str:
-        return f"approximate={repr(self.approximate)}"
+        return f"approximate={self.approximate!r}"
 
 
 class Sigmoid(Module):
@@ -344,7 +344,6 @@ class MultiheadAttention(Module):
         if self.batch_first:
             query, key, value = (S.transpose(t, 0, 1) for t in (query, key, value))
         tgt_len, bsz, E_ = query.shape
-        src_len = key.shape[0]
         if E_ != self.embed_dim:
             raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got "
                                  f"{E_}")

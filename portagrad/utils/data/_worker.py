@@ -6,7 +6,8 @@ import random
 import sys
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ... import _creation, _dtype, _random
 from ._collate import default_collate
@@ -14,7 +15,7 @@ from .dataset import TensorDataset
 
 __all__ = ["WorkerInfo", "get_worker_info", "ExceptionWrapper"]
 
-_worker_info: "WorkerInfo | None" = None
+_worker_info: WorkerInfo | None = None
 _POLL_S = 0.2  # how often an idle worker checks the loader's stop event
 
 
@@ -28,7 +29,7 @@ class WorkerInfo:
     dataset: Any
 
 
-def get_worker_info() -> "WorkerInfo | None":
+def get_worker_info() -> WorkerInfo | None:
     """The :class:`WorkerInfo` inside a DataLoader worker, ``None`` in the main process."""
     return _worker_info
 

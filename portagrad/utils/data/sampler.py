@@ -1,7 +1,8 @@
 """Samplers: the order in which a :class:`DataLoader` visits indices."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Sequence, Sized
+from typing import Any
+from collections.abc import Iterable, Iterator, Sequence, Sized
 
 from ... import _creation, _dtype, _random
 
@@ -120,7 +121,7 @@ class WeightedRandomSampler(Sampler):
 class BatchSampler(Sampler):
     """Group the indices of ``sampler`` into lists of ``batch_size``."""
 
-    def __init__(self, sampler: "Sampler | Iterable[int]", batch_size: int,
+    def __init__(self, sampler: Sampler | Iterable[int], batch_size: int,
                  drop_last: bool) -> None:
         if (not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0):
             raise ValueError(f"batch_size should be a positive integer value, but got "
