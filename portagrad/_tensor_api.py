@@ -22,9 +22,9 @@ from .autograd.grad_mode import _flags
 
 if TYPE_CHECKING:
     from . import _creation as _CR
-    from . import autograd as _AG
     from . import _random as _RN
     from . import _raw
+    from . import autograd as _AG
     from ._device import device as _Device
     from ._ops import _common as _K
     from ._ops import conversion as _C

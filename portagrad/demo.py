@@ -13,8 +13,8 @@ import os
 import sys
 import tempfile
 import time
-from typing import Any
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import portagrad as pg
 from portagrad import nn, optim

@@ -34,8 +34,8 @@ import os
 import pickle
 import struct
 from collections import OrderedDict
-from typing import IO, Any, Union
 from collections.abc import Callable
+from typing import IO, Any, Union
 
 import numpy as np
 

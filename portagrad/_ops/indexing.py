@@ -2,14 +2,14 @@
 ``__setitem__``, ``flip``.
 
 Everything reduces to two recorded primitives, ``_Gather`` and ``_ScatterAddZeros`` (in
-:mod:`._gather`), which are each other's derivative (so higher-order gradients work). Index values are checked on the host
-before a backend sees them: an out-of-range index raises ``IndexError`` naming the index, the
-dimension and its size.
+:mod:`._gather`), which are each other's derivative (so higher-order gradients work). Index
+values are checked on the host before a backend sees them: an out-of-range index raises
+``IndexError`` naming the index, the dimension and its size.
 """
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from .._tensor import Tensor
 from ..autograd.function import Function
 from ._advanced import advanced_getitem, advanced_setitem
 from ._common import call, check_same_device, prepare_binary, to_scalar
-from ._gather import (_Gather, _linear_index, _span, check_index_range, scatter_into_zeros)
+from ._gather import _Gather, _linear_index, _span, check_index_range, scatter_into_zeros
 from .shape import as_strided, basic_index, expand, reshape
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "masked_fill", "masked_select",

@@ -5,9 +5,9 @@ import math
 from typing import Any
 
 from .. import _raw
+from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.function import Function
-from .._shape import broadcast_shapes
 from ._common import call, check_same_device
 from .elementwise import add, mul
 from .reduction import _dtype_name

@@ -6,8 +6,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 from collections.abc import Sequence
+from typing import Any
 
 from .. import _dtype, _raw
 from .._shape import compute_view_strides, infer_size, wrap_dim

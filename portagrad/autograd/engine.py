@@ -15,8 +15,8 @@ loaded while ``portagrad._tensor`` is (Tensor needs ``grad_mode`` and ``function
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, Any
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import grad_mode
 from .anomaly import _check_nan, _state as _anomaly_state

@@ -5,8 +5,8 @@ the factories are imported where they are used.
 """
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

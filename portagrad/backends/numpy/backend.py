@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

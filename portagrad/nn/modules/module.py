@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict, namedtuple
-from typing import Any
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from ... import _device, _dtype
 from ..._tensor import Tensor

@@ -8,8 +8,8 @@ buffers (BatchNorm's running statistics are updated there, as with PyTorch's fir
 """
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Sequence
+from typing import Any
 
 from ... import _device
 from ..._accel import DeviceModule

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any
 from collections.abc import Iterable
+from typing import Any
 
 from ... import _creation
 from ..._ops import elementwise as E

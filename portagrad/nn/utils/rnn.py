@@ -1,8 +1,8 @@
 """``nn.utils.rnn``: ``pad_sequence`` (and a minimal ``PackedSequence`` path for RNNs)."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple
 from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from ... import _creation, _dtype
 from ..._ops import joining as J

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import collections.abc
 import warnings
-from typing import Any
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 

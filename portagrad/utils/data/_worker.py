@@ -5,9 +5,9 @@ import queue
 import random
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Callable
 
 from ... import _creation, _dtype, _random
 from ._collate import default_collate

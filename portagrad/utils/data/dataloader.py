@@ -12,8 +12,8 @@ import multiprocessing as python_mp
 import queue
 import time
 import weakref
-from typing import Any
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from ... import _random
 from . import _worker

@@ -4,8 +4,8 @@ from __future__ import annotations
 import bisect
 import math
 import warnings
-from typing import Any, Generic, TypeVar
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Generic, TypeVar
 
 from ... import _random
 from ..._tensor import Tensor

@@ -1,8 +1,8 @@
 """Samplers: the order in which a :class:`DataLoader` visits indices."""
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Iterable, Iterator, Sequence, Sized
+from typing import Any
 
 from ... import _creation, _dtype, _random
 
