@@ -18,12 +18,12 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from . import _dtype
+from ._shape import broadcast_shapes
 from .autograd.grad_mode import _flags
 
 if TYPE_CHECKING:
     from . import _creation as _CR
     from . import _random as _RN
-    from . import _raw
     from . import autograd as _AG
     from ._device import device as _Device
     from ._ops import _common as _K
@@ -43,15 +43,19 @@ _int = builtins.int
 _float = builtins.float
 _bool = builtins.bool
 
+# _raw.new_on, bound by _bind; a plain global is the cheapest lookup on the operators' fast path
+_new_on: Callable[..., Tensor]
+
 
 def _bind(tensor: type[Tensor], raw: ModuleType, creation: ModuleType, random: ModuleType,
           autograd: ModuleType, common: ModuleType, conversion: ModuleType,
           elementwise: ModuleType, indexing: ModuleType, joining: ModuleType, linalg: ModuleType,
           reduction: ModuleType, shape: ModuleType) -> None:
     """Bind the names the methods call (once, from ``portagrad/__init__.py``)."""
-    global Tensor, _raw, _CR, _RN, _AG, _K, _C, _E, _I, _J, _L, _R, _S
+    global Tensor, _new_on, _CR, _RN, _AG, _K, _C, _E, _I, _J, _L, _R, _S
     Tensor = tensor  # type: ignore[misc]  # the class itself, imported above for type checkers
-    _raw, _CR, _RN, _AG, _K = raw, creation, random, autograd, common
+    _new_on = raw.new_on
+    _CR, _RN, _AG, _K = creation, random, autograd, common
     _C, _E, _I, _J, _L, _R, _S = (conversion, elementwise, indexing, joining, linalg, reduction,
                                   shape)
 
@@ -88,12 +92,12 @@ def _fast_binop(fn: Callable[[Any, Any], Tensor], prim: str, float_only: _bool =
                     and (not float_only or sv.dtype.is_floating_point)
                     and not (prim == "sub" and sv.dtype is _dtype.bool)):  # sub raises on bools
                 if sv.shape == ov.shape:
-                    out = _raw.new_on(st, sv.shape, sv.dtype)
+                    out = _new_on(st, sv.shape, sv.dtype)
                     st.backend.binary(prim, sv, ov, out._v)
                     return out
                 # broadcasting: stride-0 views straight to the primitive (no recorded expand)
-                shape = _K.broadcast_shapes(sv.shape, ov.shape)
-                out = _raw.new_on(st, shape, sv.dtype)
+                shape = broadcast_shapes(sv.shape, ov.shape)
+                out = _new_on(st, shape, sv.dtype)
                 a = sv if sv.shape == shape else _E._expanded_view(self, shape)
                 b = ov if ov.shape == shape else _E._expanded_view(other, shape)
                 st.backend.binary(prim, a, b, out._v)
@@ -102,7 +106,7 @@ def _fast_binop(fn: Callable[[Any, Any], Tensor], prim: str, float_only: _bool =
               or (cls is int and sv.dtype._kind == 1 and not float_only)) \
                 and not (_flags.grad and self._requires_grad):
             st = self._storage
-            out = _raw.new_on(st, sv.shape, sv.dtype)
+            out = _new_on(st, sv.shape, sv.dtype)
             if reflected:
                 st.backend.binary(prim, other, sv, out._v)
             else:
