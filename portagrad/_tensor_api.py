@@ -1002,6 +1002,8 @@ class TensorOps:
         return share_memory_(self)
 
     # ------------------------------------------------------------------------- operators
+    # ``add``, ``sub`` ... here are the functions defined above in this class body; a reflected
+    # operator calls them with the number first (``2.0 - x`` is ``sub(2.0, x)``)
     __add__ = _fast_binop(add, "add")
     __radd__ = _fast_binop(add, "add", reflected=True)
     __sub__ = _fast_binop(sub, "sub")
