@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _device
+from . import _device, _random
+from .plugins.manager import get_backend
 
 __all__ = ["DeviceModule", "Event"]
 
@@ -16,7 +17,7 @@ __all__ = ["DeviceModule", "Event"]
 class _DeviceContext:
     """``with pg.opencl.device(1):`` selects the current device and the default for factories."""
 
-    def __init__(self, module: "DeviceModule", index: Any) -> None:
+    def __init__(self, module: DeviceModule, index: Any) -> None:
         self.module = module
         self.dev = module._as_device(index)
 
@@ -38,11 +39,9 @@ class DeviceModule:
         self.device_type = device_type
 
     def _backend(self) -> Any:
-        from .plugins.manager import get_backend
-
         return get_backend(self.device_type)
 
-    def _as_device(self, d: Any) -> "_device.device":
+    def _as_device(self, d: Any) -> _device.device:
         if d is None:
             return _device.device(self.device_type, self.current_device())
         if isinstance(d, int):
@@ -114,8 +113,6 @@ class DeviceModule:
         self._backend().reset_peak_memory_stats(self._index(d))
 
     def manual_seed(self, seed: int) -> None:
-        from . import _random
-
         _random.manual_seed(seed)
 
     def __repr__(self) -> str:
@@ -155,7 +152,7 @@ class Event:
     def wait(self, stream: Any = None) -> None:
         self.synchronize()
 
-    def elapsed_time(self, end_event: "Event") -> float:
+    def elapsed_time(self, end_event: Event) -> float:
         """Milliseconds between this marker and ``end_event`` (both recorded, timing enabled)."""
         if not (self.enable_timing and end_event.enable_timing):
             raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")

@@ -2,18 +2,20 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from . import _device, _dtype, _raw
+from ._memory import pinned_buffer
 from ._storage import Storage
 from ._tensor import Tensor
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "asarray", "zeros", "ones", "full", "empty", "arange",
     "linspace", "logspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like",
-    "from_host", "parse_size", "empty_strided", "scalar_tensor",
+    "from_host", "parse_size", "empty_strided", "scalar_tensor", "pin_memory",
 ]
 
 
@@ -39,7 +41,7 @@ def _target(device: Any, pin_memory: bool = False) -> tuple[Any, Any, int]:
     return _device.resolve(dev)
 
 
-def _alloc(shape: tuple[int, ...], dtype: "_dtype.dtype", device: Any, pin_memory: bool = False
+def _alloc(shape: tuple[int, ...], dtype: _dtype.dtype, device: Any, pin_memory: bool = False
            ) -> Tensor:
     concrete, backend, index = _target(device)
     n = math.prod(shape)
@@ -47,8 +49,6 @@ def _alloc(shape: tuple[int, ...], dtype: "_dtype.dtype", device: Any, pin_memor
     if pin_memory:
         if concrete.type != "cpu":
             raise RuntimeError(f"Only dense CPU tensors can be pinned, got device {concrete}")
-        from ._memory import pinned_buffer
-
         buf = pinned_buffer(nbytes)
         st = Storage(buf, nbytes, concrete, backend, index, pinned=True)
     else:
@@ -130,9 +130,8 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         return _finish(out, requires_grad)
     arr, from_floats = _infer_array(data)
     if dtype is None:
-        if from_floats:
-            dt = _dtype.get_default_dtype()
-        elif arr.dtype == np.float64 and not isinstance(data, (np.ndarray, np.generic)):
+        if from_floats or (arr.dtype == np.float64
+                           and not isinstance(data, (np.ndarray, np.generic))):
             dt = _dtype.get_default_dtype()
         elif arr.dtype.kind in "iu" and arr.dtype != np.int32:
             dt = _dtype.int64
@@ -281,7 +280,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (end - start) / step < 0:
-        raise RuntimeError(f"upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
     if dtype is None:
         is_float = any(isinstance(v, float) for v in vals)
         dtype = _dtype.get_default_dtype() if is_float else _dtype.int64
@@ -321,3 +320,15 @@ def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None,
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
     dt = _dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype)
     return from_host(np.eye(n, m, dtype=dt.numpy), device, dt, requires_grad)
+
+
+def pin_memory(input: Tensor) -> Tensor:
+    """A copy of the CPU tensor ``input`` in page-locked host memory (for fast, asynchronous
+    copies to devices); ``input`` itself if already pinned."""
+    if input.device.type != "cpu":
+        raise RuntimeError(f"cannot pin '{input.type()}' only dense CPU tensors can be pinned")
+    if input.is_pinned():
+        return input
+    out = empty(input.shape, dtype=input.dtype, pin_memory=True)
+    _raw.copy_into(out, input)
+    return out

@@ -10,6 +10,8 @@ import os
 import threading
 from typing import Any, Union
 
+from .plugins.manager import device_types, get_backend, on_reset
+
 __all__ = ["device", "DeviceLike", "set_default_device", "get_default_device", "as_device",
            "resolve", "current_index", "set_current_index"]
 
@@ -22,7 +24,7 @@ class device:
 
     __slots__ = ("type", "index", "_prev")
 
-    def __init__(self, type: Union[str, "device"], index: int | None = None) -> None:  # noqa: A002
+    def __init__(self, type: str | device, index: int | None = None) -> None:
         if isinstance(type, device):
             if index is not None:
                 raise ValueError("device(): index must not be given with a device object")
@@ -73,7 +75,7 @@ class device:
     def __reduce__(self) -> Any:
         return (device, (self.type, self.index))
 
-    def __enter__(self) -> "device":
+    def __enter__(self) -> device:
         stack = _default_stack()
         stack.append(self)
         return self
@@ -99,6 +101,9 @@ def _default_stack() -> list[device]:
 
 def _clear_caches() -> None:
     _resolved.clear()
+
+
+on_reset(_clear_caches)  # a reset of the plugin manager may change every device's backend
 
 
 def set_default_device(dev: DeviceLike) -> None:
@@ -131,8 +136,6 @@ def as_device(dev: DeviceLike) -> device:
     if isinstance(dev, str):
         return device(dev)
     if isinstance(dev, int) and not isinstance(dev, bool):
-        from .plugins.manager import device_types
-
         accel = [t for t in device_types() if t != "cpu"]
         if not accel:
             raise RuntimeError(f"device index {dev} given but no accelerator backend is available")
@@ -158,8 +161,6 @@ def resolve(dev: device) -> tuple[device, Any, int]:
     hit = _resolved.get(key)
     if hit is not None:
         return hit
-    from .plugins.manager import get_backend
-
     backend = get_backend(dev.type)
     count = backend.device_count()
     if dev.type == "cpu":

@@ -5,6 +5,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from . import _dtype
+
 if TYPE_CHECKING:
     from ._tensor import Tensor
 
@@ -50,10 +52,8 @@ def _padded(formatter: dict, kind: str, arr: np.ndarray) -> dict:
     return {kind: lambda v: f(v).rjust(width)}
 
 
-def format_tensor(t: "Tensor") -> str:
+def format_tensor(t: Tensor) -> str:
     """``tensor([...], device='opencl:0', dtype=..., requires_grad=True)``."""
-    from . import _dtype
-
     try:
         arr = t.detach()._host()
     except Exception as exc:  # a repr must never raise

@@ -8,6 +8,10 @@ import os
 import platform
 import sys
 
+import portagrad
+
+from .plugins.manager import get_backend, get_state
+
 __all__ = ["main", "collect"]
 
 _ENV_VARS = ("PORTAGRAD_DEVICE", "PORTAGRAD_VISIBLE_DEVICES", "PORTAGRAD_DISABLE_PLUGINS",
@@ -29,9 +33,6 @@ def _mib(n: int) -> str:
 
 def collect() -> dict:
     """Everything ``info`` prints, as a dict (tests read it)."""
-    import portagrad
-    from .plugins.manager import get_backend, get_state
-
     state = get_state()
     backends = {}
     for device_type, spec in sorted(state.specs.items()):

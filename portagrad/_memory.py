@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .plugins.manager import get_backend, get_state
+
 __all__ = ["pinned_buffer", "pinning_available"]
 
 
 def _pinning_backends() -> list:
-    from .plugins.manager import get_backend, get_state
-
     out = []
     for device_type in get_state().specs:
         if device_type == "cpu":

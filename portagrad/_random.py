@@ -7,19 +7,22 @@ those counters (see :mod:`portagrad.backends.interface`), so ``pg.manual_seed(s)
 """
 from __future__ import annotations
 
-import math
 import os
 import threading
 from typing import Any
 
 import numpy as np
 
-from . import _creation, _dtype, _raw
+from . import _creation, _device, _dtype, _raw
+from ._ops._common import broadcast_shapes
+from ._ops.conversion import bump, copy_
+from ._ops.elementwise import add, div, floor, log1p, lt, mul, neg
 from ._tensor import Tensor
 
 __all__ = ["Generator", "manual_seed", "seed", "initial_seed", "default_generator", "rand", "randn",
            "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal", "bernoulli",
-           "multinomial", "get_rng_state", "set_rng_state", "uniform_", "normal_"]
+           "multinomial", "get_rng_state", "set_rng_state", "uniform_", "normal_", "random_",
+           "bernoulli_", "exponential_"]
 
 
 class Generator:
@@ -31,7 +34,7 @@ class Generator:
         self._offset = 0
         self._lock = threading.Lock()
 
-    def manual_seed(self, seed: int) -> "Generator":
+    def manual_seed(self, seed: int) -> Generator:
         """Restart the stream from ``seed``."""
         if not isinstance(seed, (int, np.integer)):
             raise TypeError(f"manual_seed expected an int, got {type(seed).__name__}")
@@ -134,7 +137,6 @@ def randint(low: int, high: int | None = None, size: Any = None, *, generator: G
     u = _creation.empty(shape, dtype=_dtype.float64, device=device) if _fp64(device) else \
         _creation.empty(shape, dtype=_dtype.float32, device=device)
     _fill_random(u, "uniform", 0.0, 1.0, generator)
-    from ._ops.elementwise import add, floor, mul
 
     vals = add(floor(mul(u, float(high - low))), float(low))
     dt = _dtype.int64 if dtype is None else _dtype.as_dtype(dtype)
@@ -144,9 +146,7 @@ def randint(low: int, high: int | None = None, size: Any = None, *, generator: G
 
 
 def _fp64(device: Any) -> bool:
-    from . import _device
-
-    concrete, backend, index = _device.resolve(_device.as_device(device))
+    _, backend, index = _device.resolve(_device.as_device(device))
     return backend.get_device_properties(index).fp64
 
 
@@ -179,8 +179,6 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator 
     """Normal numbers with the given mean and std (tensors broadcast, or floats with ``size``)."""
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         like = mean if isinstance(mean, Tensor) else std
-        from ._ops._common import broadcast_shapes
-        from ._ops.elementwise import add, mul
 
         shape = broadcast_shapes(*(t.shape for t in (mean, std) if isinstance(t, Tensor)))
         z = randn(shape, generator=generator, dtype=like.dtype, device=like.device)
@@ -192,8 +190,6 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator 
 def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Generator | None = None
              ) -> Tensor:
     """Fill ``t`` in place with uniform numbers in ``[a, b)``."""
-    from ._ops.conversion import bump
-
     _fill_random(t, "uniform", float(a), float(b), generator)
     bump(t)
     return t
@@ -202,11 +198,30 @@ def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Generator 
 def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Generator | None = None
             ) -> Tensor:
     """Fill ``t`` in place with normal numbers."""
-    from ._ops.conversion import bump
-
     _fill_random(t, "normal", float(mean), float(std), generator)
     bump(t)
     return t
+
+
+def random_(t: Tensor, low: int = 0, high: int | None = None, *,
+            generator: Generator | None = None) -> Tensor:
+    """Fill ``t`` in place with integers in ``[low, high)`` (``[0, 2**31)`` by default)."""
+    vals = randint(low, high if high is not None else 2 ** 31, t.shape, generator=generator,
+                   device=t.device)
+    return copy_(t, vals)
+
+
+def bernoulli_(t: Tensor, p: Any = 0.5, *, generator: Generator | None = None) -> Tensor:
+    """Fill ``t`` in place with 0/1 draws of probability ``p``."""
+    u = rand(t.shape, dtype=t.dtype if t.dtype.is_floating_point else None, device=t.device,
+             generator=generator)
+    return copy_(t, lt(u, p).to(t.dtype))
+
+
+def exponential_(t: Tensor, lambd: float = 1.0, *, generator: Generator | None = None) -> Tensor:
+    """Fill ``t`` in place with exponentially distributed numbers of rate ``lambd``."""
+    u = rand(t.shape, dtype=t.dtype, device=t.device, generator=generator)
+    return copy_(t, div(neg(log1p(neg(u))), lambd))
 
 
 def bernoulli(input: Tensor, p: Any = None, *, generator: Generator | None = None) -> Tensor:
@@ -214,8 +229,6 @@ def bernoulli(input: Tensor, p: Any = None, *, generator: Generator | None = Non
     prob = input if p is None else p
     u = rand(input.shape, generator=generator, dtype=input.dtype if input.dtype.is_floating_point
              else None, device=input.device)
-    from ._ops.elementwise import lt
-
     return lt(u, prob.detach() if isinstance(prob, Tensor) else prob).to(input.dtype)
 
 

@@ -10,8 +10,9 @@ import functools
 from typing import Any, Sequence
 
 from . import _dtype
+from ._shape import contiguous_strides
 from ._storage import AllocatedStorage, Storage
-from ._tensor import Tensor, contiguous_strides
+from ._tensor import Tensor
 
 __all__ = [
     "new_like", "new_on", "unary", "binary", "where", "cast", "contiguous", "copy_into", "fill",

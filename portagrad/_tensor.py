@@ -1,39 +1,31 @@
 """The Tensor class: a strided view of a storage, plus its autograd state.
 
-Math methods (``add``, ``sum``, ``view``...) are defined in the op modules and attached in
-:mod:`portagrad._tensor_methods`; this module holds the data model, conversion, autograd entry points
-and ``repr``.
+Math methods and operators (``add``, ``sum``, ``view``, ``+``...) are declared in its base class,
+:class:`portagrad._tensor_api.TensorOps`; this module holds the data model, conversion, autograd
+entry points and ``repr``.
 """
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from . import _dtype
+from ._format import format_tensor
 from ._storage import Size, Storage
+from ._tensor_api import TensorOps
 from .autograd import grad_mode
-from .autograd.function import AccumulateGrad, RemovableHandle
+from .autograd.function import AccumulateGrad, RemovableHandle, _HookDict
 from .backends.interface import View
 
 if TYPE_CHECKING:
     from ._device import device
 
-__all__ = ["Tensor", "contiguous_strides"]
+__all__ = ["Tensor"]
 
 
-def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    """C-order strides (in elements) for ``shape``."""
-    strides = []
-    acc = 1
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(strides))
-
-
-class Tensor:
+class Tensor(TensorOps):
     """A multi-dimensional array on a device, with autograd (``torch.Tensor``)."""
 
     __slots__ = ("_storage", "_v", "_vc", "_requires_grad", "_grad", "_grad_fn", "_output_nr",
@@ -41,20 +33,10 @@ class Tensor:
                  "__weakref__", "__dict__")
 
     # NOTE: users build tensors with pg.tensor/pg.zeros...; Tensor(...) mirrors torch.Tensor(sizes)
+    # (its __init__ is TensorOps.__init__: it needs the factories)
     def __new__(cls, *args: Any, **kwargs: Any) -> "Tensor":
         self = object.__new__(cls)
         return self
-
-    def __init__(self, *args: Any, device: Any = None) -> None:
-        if getattr(self, "_v", None) is not None:
-            return
-        from . import _creation
-
-        if len(args) == 1 and not isinstance(args[0], int):
-            src = _creation.tensor(args[0], dtype=_dtype.get_default_dtype(), device=device)
-        else:
-            src = _creation.empty(*args, device=device)
-        self._set_from(src)
 
     # --------------------------------------------------------------- construction
     @classmethod
@@ -391,8 +373,6 @@ class Tensor:
         if self._grad_fn is not None:
             return self._grad_fn._add_tensor_hook(self._output_nr, hook)
         if self._hooks is None:
-            from .autograd.function import _HookDict
-
             self._hooks = _HookDict()
             node = self._accum() if self._accum is not None else None
             if node is not None:
@@ -400,13 +380,6 @@ class Tensor:
         h = RemovableHandle(self._hooks)
         self._hooks[h.id] = hook
         return h
-
-    def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
-                 create_graph: bool = False, inputs: Sequence["Tensor"] | None = None) -> None:
-        """Compute the gradient of this tensor w.r.t. graph leaves (accumulated into ``.grad``)."""
-        from .autograd import backward
-
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     # ---------------------------------------------------------------- conversion
     def numpy(self, *, force: bool = False) -> np.ndarray:
@@ -505,8 +478,6 @@ class Tensor:
 
     # ---------------------------------------------------------------------- repr
     def __repr__(self) -> str:
-        from ._format import format_tensor
-
         return format_tensor(self)
 
     __str__ = __repr__

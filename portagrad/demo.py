@@ -13,15 +13,19 @@ import os
 import sys
 import tempfile
 import time
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import portagrad as pg
+from portagrad import nn, optim
+from portagrad.data import load_digits
+from portagrad.utils.data import DataLoader, TensorDataset, random_split
 
 __all__ = ["main", "run", "build_model", "best_device"]
 
 
 def best_device() -> str:
     """``"opencl:0"`` when an OpenCL device is available, else ``"cpu"``."""
-    import portagrad as pg
-
     try:
         if pg.opencl.is_available():
             return "opencl:0"
@@ -32,8 +36,6 @@ def best_device() -> str:
 
 def build_model() -> Any:
     """The demo CNN: two 3x3 conv + ReLU + 2x2 max-pool stages (8x8 -> 2x2), then a linear layer."""
-    from portagrad import nn
-
     return nn.Sequential(
         nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
@@ -55,8 +57,6 @@ def single_threaded_blas() -> Iterator[None]:
 
 
 def _accuracy(model: Any, x: Any, y: Any, batch: int = 512) -> float:
-    import portagrad as pg
-
     model.eval()
     correct = 0
     with pg.no_grad():
@@ -71,11 +71,6 @@ def run(epochs: int = 12, batch_size: int = 32, lr: float = 0.05, seed: int = 0,
         device: str | None = None, checkpoint: str | None = None, progress: bool = True,
         out: Any = None) -> dict[str, Any]:
     """Train and evaluate; returns ``{"device", "test_accuracy", "seconds", "history", ...}``."""
-    import portagrad as pg
-    from portagrad import nn, optim
-    from portagrad.data import load_digits
-    from portagrad.utils.data import DataLoader, TensorDataset, random_split
-
     out = out or sys.stdout
     say = (lambda *a: print(*a, file=out, flush=True))
     device = device or best_device()

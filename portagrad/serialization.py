@@ -34,9 +34,16 @@ import os
 import pickle
 import struct
 from collections import OrderedDict
-from typing import IO, Any, Callable, Union
+from collections.abc import Callable
+from typing import IO, Any, Union
 
 import numpy as np
+
+from . import _creation, _dtype
+from ._device import device
+from ._storage import Size
+from ._tensor import Tensor
+from .nn.parameter import Parameter
 
 __all__ = ["save", "load", "LoadError", "WeightsOnlyError"]
 
@@ -77,8 +84,6 @@ class _Encoder:
         return name
 
     def tensor(self, t: Any, path: str) -> dict[str, Any]:
-        from .nn.parameter import Parameter
-
         v = t._v
         key = (id(t._storage), v.offset, v.shape, v.strides, v.dtype.name)
         name = self.by_view.get(key)
@@ -95,11 +100,6 @@ class _Encoder:
         return node
 
     def encode(self, obj: Any, path: str = "", depth: int = 0) -> Any:
-        from . import _dtype
-        from ._device import device
-        from ._storage import Size
-        from ._tensor import Tensor
-
         if depth > _MAX_DEPTH:
             raise _NotSafe(f"nesting deeper than {_MAX_DEPTH}")
         if obj is None or isinstance(obj, (bool, str)):
@@ -175,8 +175,6 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
 
 
 def _pickle_dumps(obj: Any, enc: _Encoder, pickle_module: Any, protocol: int) -> bytes:
-    from ._tensor import Tensor
-
     buf = io.BytesIO()
 
     class _Pickler(pickle_module.Pickler):  # type: ignore[name-defined,misc]
@@ -283,9 +281,7 @@ def _classify_foreign(data: bytes) -> str | None:
 
 
 def _to_device(dev: Any) -> Any:
-    from ._device import device as _dev
-
-    return dev if isinstance(dev, _dev) else _dev(dev)
+    return dev if isinstance(dev, device) else device(dev)
 
 
 class _Placer:
@@ -295,9 +291,6 @@ class _Placer:
         self.map_location = map_location
 
     def __call__(self, arr: np.ndarray, saved: str) -> Any:
-        from . import _creation
-        from ._tensor import Tensor
-
         ml = self.map_location
         if ml is None:
             target: Any = saved
@@ -345,7 +338,7 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
                 "file. Unpickling can execute arbitrary code, so pg.load refuses it by default. "
                 "If you trust its source, call pg.load(f, weights_only=False).")
         raise LoadError(f"not a portagrad/safetensors file: {foreign}")
-    header, meta, start = _parse_header(data)
+    header, meta, _ = _parse_header(data)
     import safetensors.numpy as stnp
 
     try:
@@ -398,8 +391,6 @@ class _Decoder:
         if t is None:
             t = self.place(self.arrays[name], dev)
             if param:
-                from .nn.parameter import Parameter
-
                 t = Parameter(t, requires_grad=rg)
             elif rg:
                 if not t.dtype.is_floating_point:
@@ -440,12 +431,8 @@ class _Decoder:
             if tag == "$f" and val in ("nan", "inf", "-inf"):
                 return float(val)
             if tag == "$size" and isinstance(val, list) and all(type(v) is int for v in val):
-                from ._storage import Size
-
                 return Size(val)
             if tag == "$dtype" and isinstance(val, str):
-                from . import _dtype
-
                 return _dtype.as_dtype(val)
             if tag == "$device" and isinstance(val, str):
                 return _to_device(val)

@@ -12,9 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtype
+from .. import _creation, _dtype, _raw
 from .._tensor import Tensor
-from ._common import check_same_device
+from ._common import call, check_same_device
+from ._gather import _Gather
+from .shape import expand, reshape
 
 __all__ = ["advanced_getitem", "advanced_setitem"]
 
@@ -53,10 +55,6 @@ def _positions(x: Tensor, key: tuple[Any, ...]) -> np.ndarray:
 
 def _index_first(x: Tensor, k: Any) -> Tensor | None:
     """Fast path: ``x[idx]`` with one integer or bool index on the first dimension."""
-    from .. import _creation
-    from .indexing import index_select
-    from .shape import reshape
-
     if isinstance(k, Tensor) and k.dtype is _dtype.bool:
         if tuple(k.shape) != tuple(x.shape[:k.dim()]):
             for i, (a, b) in enumerate(zip(k.shape, x.shape)):
@@ -69,7 +67,7 @@ def _index_first(x: Tensor, k: Any) -> Tensor | None:
             return None
         flat = reshape(x, (-1,) + tuple(x.shape[k.dim():]))
         idx = np.flatnonzero(k.detach()._host())
-        return index_select(flat, 0, _creation.from_host(idx.astype(np.int64), device=x.device))
+        return flat.index_select(0, _creation.from_host(idx.astype(np.int64), device=x.device))
     if isinstance(k, list):
         arr = np.asarray(k)
         if arr.dtype == np.bool_ or arr.dtype.kind not in "iu" or arr.ndim != 1:
@@ -84,8 +82,6 @@ def _index_first(x: Tensor, k: Any) -> Tensor | None:
     n = x.shape[0]
     idx = k if k.dtype is _dtype.int64 else k.to(_dtype.int64)
     flat_idx = reshape(idx, (-1,))
-    from .. import _raw
-
     if flat_idx.numel():
         lo = int(_raw.reduce("min", flat_idx, (0,), False).item())
         if lo < 0:
@@ -94,17 +90,12 @@ def _index_first(x: Tensor, k: Any) -> Tensor | None:
             flat_idx = _raw.where(_raw.binary("lt", flat_idx, 0, _dtype.bool),
                                   _raw.binary("add", flat_idx, n, _dtype.int64), flat_idx,
                                   _dtype.int64, flat_idx)
-    out = index_select(x, 0, flat_idx)
+    out = x.index_select(0, flat_idx)
     return reshape(out, tuple(k.shape) + tuple(x.shape[1:]))
 
 
 def advanced_getitem(x: Tensor, key: tuple[Any, ...]) -> Tensor:
     """``x[key]`` for a key holding integer/bool tensors, lists or arrays (a copy)."""
-    from .. import _creation
-    from .indexing import _Gather
-    from ._common import call
-    from .shape import reshape
-
     if len(key) == 1:
         out = _index_first(x, key[0])
         if out is not None:
@@ -117,11 +108,6 @@ def advanced_getitem(x: Tensor, key: tuple[Any, ...]) -> Tensor:
 
 def advanced_setitem(x: Tensor, key: tuple[Any, ...], value: Any) -> None:
     """``x[key] = value`` for an advanced key: a scatter into ``x``, in place."""
-    from .. import _creation
-    from .conversion import copy_
-    from .indexing import scatter
-    from .shape import expand, reshape
-
     pos = _positions(x, _host_key(x, key))
     idx = _creation.from_host(pos.reshape(-1), device=x.device)
     if not isinstance(value, Tensor):
@@ -136,5 +122,5 @@ def advanced_setitem(x: Tensor, key: tuple[Any, ...], value: Any) -> None:
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot be "
                            f"broadcast to indexing result of shape {list(pos.shape)}") from None
     flat_val = reshape(value, (-1,))
-    new = scatter(reshape(x, (-1,)), 0, idx, flat_val)
-    copy_(x, reshape(new, tuple(x.shape)))
+    new = reshape(x, (-1,)).scatter(0, idx, flat_val)
+    x.copy_(reshape(new, tuple(x.shape)))

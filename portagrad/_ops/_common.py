@@ -7,11 +7,12 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype
+from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.grad_mode import _flags
 
 __all__ = ["call", "NULL_CTX", "check_same_device", "broadcast_shapes", "to_scalar", "is_scalar",
-           "prepare_binary", "wrap_dim", "wrap_dims"]
+           "prepare_binary"]
 
 
 class _NullCtx:
@@ -60,25 +61,6 @@ def check_same_device(a: Tensor, b: Tensor, op: str = "") -> None:
             f"{a.device} and {b.device}!" + (f" (when checking arguments for {op})" if op else ""))
 
 
-def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    """The broadcast shape, or a ``RuntimeError`` naming the mismatching sizes."""
-    ndim = max(len(s) for s in shapes)
-    out = [1] * ndim
-    for s in shapes:
-        off = ndim - len(s)
-        for i, n in enumerate(s):
-            j = off + i
-            if out[j] == 1:
-                out[j] = n
-            elif n != 1 and n != out[j]:
-                from ..errors import ShapeError
-
-                raise ShapeError(
-                    f"The size of tensor a ({out[j]}) must match the size of tensor b ({n}) at "
-                    f"non-singleton dimension {j}")
-    return tuple(out)
-
-
 def is_scalar(x: Any) -> bool:
     return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, complex)
 
@@ -100,16 +82,14 @@ def prepare_binary(a: Any, b: Any, op: str, float_only: bool = False
 
     Returns ``(a, b, dtype)`` where tensors have the broadcast shape and ``dtype`` and scalars are
     Python numbers of that dtype's kind."""
-    from . import conversion, shape as shape_ops
-
     ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
     if ta and tb:
         if a._storage.device is not b._storage.device and a.device != b.device:
             # as PyTorch: a zero-dim CPU tensor may meet a tensor on any device
             if a.dim() == 0 and a.device.type == "cpu":
-                a = conversion.to(a, b.device)
+                a = a.to(b.device)
             elif b.dim() == 0 and b.device.type == "cpu":
-                b = conversion.to(b, a.device)
+                b = b.to(a.device)
             else:
                 check_same_device(a, b, op)
         dt = a._v.dtype if a._v.dtype is b._v.dtype else _dtype.result_type(a, b)
@@ -129,40 +109,18 @@ def prepare_binary(a: Any, b: Any, op: str, float_only: bool = False
         dt = _dtype.get_default_dtype()
     if ta:
         if a._v.dtype is not dt:
-            a = conversion.to(a, dtype=dt)
+            a = a.to(dtype=dt)
     else:
         a = to_scalar(a, dt)
     if tb:
         if b._v.dtype is not dt:
-            b = conversion.to(b, dtype=dt)
+            b = b.to(dtype=dt)
     else:
         b = to_scalar(b, dt)
     if ta and tb and a._v.shape != b._v.shape:
         shape = broadcast_shapes(a._v.shape, b._v.shape)
         if a._v.shape != shape:
-            a = shape_ops.expand(a, shape)
+            a = a.expand(shape)
         if b._v.shape != shape:
-            b = shape_ops.expand(b, shape)
+            b = b.expand(shape)
     return a, b, dt
-
-
-def wrap_dim(dim: int, ndim: int) -> int:
-    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
-        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
-    lo, hi = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)
-    if dim < lo or dim > hi:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], but "
-                         f"got {dim})")
-    return int(dim) % max(ndim, 1)
-
-
-def wrap_dims(dim: Any, ndim: int) -> tuple[int, ...]:
-    """Normalise ``dim`` (None, int or sequence) to a sorted tuple of axes; None means all."""
-    if dim is None:
-        return tuple(range(ndim))
-    if isinstance(dim, (list, tuple)):
-        axes = tuple(wrap_dim(d, ndim) for d in dim)
-        if len(set(axes)) != len(axes):
-            raise RuntimeError(f"dim {axes} appears multiple times in the list of dims")
-        return tuple(sorted(axes)) if ndim else ()
-    return (wrap_dim(dim, ndim),) if ndim else ()

@@ -11,15 +11,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import _device, _dtype, _raw
+from .. import _creation, _device, _dtype, _raw
 from .._storage import Storage
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _flags
-from ._common import call
+from ._common import call, to_scalar
 
-__all__ = ["to", "clone", "contiguous", "copy_", "inplace", "type_as", "view_dtype", "cpu",
-           "check_inplace", "bump"]
+__all__ = ["to", "clone", "contiguous", "copy_", "inplace", "type_as", "cpu", "check_inplace",
+           "bump", "fill_"]
 
 
 def bump(t: Tensor) -> None:
@@ -162,14 +162,6 @@ def contiguous(x: Tensor, memory_format: Any = None) -> Tensor:
     if x._v.is_contiguous():
         return x
     return call(_Clone, x)
-
-
-def view_dtype(x: Tensor, dtype: Any) -> Tensor:
-    dt = _dtype.as_dtype(dtype)
-    if dt.itemsize != x._v.dtype.itemsize:
-        raise RuntimeError(f"view(dtype): {x.dtype} -> {dt} with a different element size is not "
-                           f"supported")
-    return Tensor._make(x._storage, x._v.offset, x._v.shape, x._v.strides, dt, x._vc, x)
 
 
 # ---------------------------------------------------------------------- in place
@@ -363,8 +355,6 @@ def copy_(dst: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     from .shape import expand
 
     if not isinstance(src, Tensor):
-        from .. import _creation
-
         src = _creation.tensor(src, dtype=dst.dtype, device=dst.device)
     if src._storage.device != dst._storage.device:
         src = to(src, dst.device, non_blocking=non_blocking)
@@ -381,3 +371,22 @@ def copy_(dst: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
         return clone(to(src, dtype=dst.dtype))
 
     return inplace(dst, compute, raw_into, (src,))
+
+
+def fill_(x: Tensor, value: Any) -> Tensor:
+    """Fill ``x`` with ``value`` (a number or a zero-dim tensor) in place."""
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value.dim()} dimensions.")
+        if value._requires_grad:
+            return copy_(x, value.expand(x.shape))
+        value = value.item()
+
+    def raw_into(t: Tensor) -> None:
+        _raw.fill(t, to_scalar(value, t.dtype))
+
+    def compute(old: Tensor) -> Tensor:
+        return _creation.full(old.shape, value, dtype=old.dtype, device=old.device)
+
+    return inplace(x, compute, raw_into)

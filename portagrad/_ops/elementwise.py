@@ -4,21 +4,26 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .. import _dtype, _raw
+import numpy as np
+
+from .. import _creation, _dtype, _raw
+from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._common import NULL_CTX, call, is_scalar, prepare_binary, to_scalar
-from .conversion import inplace
+from ._common import call, check_same_device, is_scalar, prepare_binary, to_scalar
+from .conversion import inplace, to
+from .indexing import where
 
 __all__ = [
     "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow",
     "maximum", "minimum", "atan2", "neg", "abs", "sign", "exp", "expm1", "log", "log2", "log10",
     "log1p", "sqrt", "rsqrt", "square", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "erf",
-    "floor", "ceil", "round", "trunc", "frac", "reciprocal", "clamp", "clip", "where", "lerp",
+    "floor", "ceil", "round", "trunc", "frac", "reciprocal", "clamp", "clip", "lerp",
     "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isnan", "isinf", "isfinite",
     "unary_inplace", "binary_inplace", "rsub", "positive", "sgn", "nan_to_num", "softplus_raw",
-    "signbit", "exp2", "logaddexp", "hypot", "gelu_erf",
+    "signbit", "exp2", "logaddexp", "hypot", "gelu_erf", "subtract", "multiply", "divide",
+    "negative", "absolute", "greater", "greater_equal", "less", "less_equal", "not_equal",
 ]
 
 
@@ -67,7 +72,7 @@ class _Sub(_Binary):
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
-        return g, (neg(g) if ctx.needs_input_grad[1] else None)
+        return g, (-g if ctx.needs_input_grad[1] else None)
 
 
 class _Mul(_Binary):
@@ -82,8 +87,8 @@ class _Mul(_Binary):
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
         a, b = _Binary._operands(ctx)
-        ga = mul(g, b) if ctx.needs_input_grad[0] else None
-        gb = mul(g, a) if ctx.needs_input_grad[1] else None
+        ga = g * b if ctx.needs_input_grad[0] else None
+        gb = g * a if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -99,8 +104,8 @@ class _Div(_Binary):
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
         a, b = _Binary._operands(ctx)
-        ga = div(g, b) if ctx.needs_input_grad[0] else None
-        gb = neg(div(mul(g, a), mul(b, b))) if ctx.needs_input_grad[1] else None
+        ga = g / b if ctx.needs_input_grad[0] else None
+        gb = -g * a / (b * b) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -121,21 +126,20 @@ class _Pow(_Binary):
         ga = gb = None
         if ctx.needs_input_grad[0]:
             if not isinstance(b, Tensor) and b == 0:
-                ga = mul(g, 0.0)
+                ga = g * 0.0
             else:
                 # b * a^(b-1); where b == 0 the derivative is 0 (torch masks it the same way)
-                bm1 = sub(b, 1) if isinstance(b, Tensor) else b - 1
-                ga = mul(g, mul(pow(a, bm1), b))
+                ga = g * (a ** (b - 1) * b)
                 if isinstance(b, Tensor):
-                    ga = where(eq(b, 0), 0.0, ga)
+                    ga = where(b == 0, 0.0, ga)
         if ctx.needs_input_grad[1]:
             # d/db a^b = a^b log(a); where a == 0 and b >= 0 the limit is 0
             loga = log(a) if isinstance(a, Tensor) else math.log(a) if a > 0 else float("nan")
-            gb = mul(g, mul(out, loga))
+            gb = g * (out * loga)
             if isinstance(a, Tensor):
-                gb = where(logical_and(eq(a, 0), ge(b, 0)), 0.0, gb)
+                gb = where(logical_and(a == 0, b >= 0), 0.0, gb)
             elif a == 0:
-                gb = where(ge(b, 0), 0.0, gb)
+                gb = where(b >= 0, 0.0, gb)
         return ga, gb
 
 
@@ -155,10 +159,10 @@ def _maxmin_function(op: str, node_name: str) -> type:
         def backward(ctx: Any, g: Tensor) -> Any:
             a, tb = ctx.saved_tensors
             b = tb if tb is not None else ctx.scalar_b
-            a_wins = gt(a, b) if op == "maximum" else lt(a, b)
-            wa = add(to_float(a_wins, g), mul(to_float(eq(a, b), g), 0.5))
-            ga = mul(g, wa) if ctx.needs_input_grad[0] else None
-            gb = mul(g, sub(1.0, wa)) if ctx.needs_input_grad[1] else None
+            a_wins = a > b if op == "maximum" else a < b
+            wa = a_wins.to(g.dtype) + (a == b).to(g.dtype) * 0.5
+            ga = g * wa if ctx.needs_input_grad[0] else None
+            gb = g * (1.0 - wa) if ctx.needs_input_grad[1] else None
             return ga, gb
 
     return _MaxMin
@@ -179,14 +183,8 @@ class _Atan2(_Binary):
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
         a, b = ctx.saved_tensors
-        denom = add(mul(a, a), mul(b, b))
-        return mul(g, div(b, denom)), mul(g, div(neg(a), denom))
-
-
-def to_float(mask: Tensor, like: Tensor) -> Tensor:
-    from .conversion import to
-
-    return to(mask, dtype=like.dtype)
+        denom = a * a + b * b
+        return g * (b / denom), g * (-a / denom)
 
 
 def add(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) -> Tensor:
@@ -209,6 +207,9 @@ def sub(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) ->
     return _out(call(_Sub, a, b), out)
 
 
+subtract = sub
+
+
 def rsub(input: Any, other: Any, alpha: Any = 1) -> Tensor:
     return sub(other, input, alpha=alpha)
 
@@ -217,6 +218,9 @@ def mul(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
     """Elementwise product."""
     a, b, _ = prepare_binary(input, other, "mul")
     return _out(call(_Mul, a, b), out)
+
+
+multiply = mul
 
 
 def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Tensor | None = None
@@ -250,6 +254,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Tensor
 
 
 true_divide = div
+divide = div
 
 
 def floor_divide(input: Any, other: Any) -> Tensor:
@@ -270,7 +275,7 @@ class _Remainder(_Binary):
         a, b = _Binary._operands(ctx)
         gb = None
         if ctx.needs_input_grad[1]:
-            gb = mul(neg(g), floor(div(a, b)))
+            gb = -g * (a / b).floor()
         return g, gb
 
 
@@ -330,8 +335,6 @@ def minimum(input: Tensor, other: Any) -> Tensor:
 
 def atan2(input: Tensor, other: Tensor) -> Tensor:
     a, b, _ = prepare_binary(input, other, "atan2", float_only=True)
-    from .. import _creation
-
     if not isinstance(a, Tensor):
         a = _creation.full(b.shape, a, dtype=b.dtype, device=b.device)
     if not isinstance(b, Tensor):
@@ -398,9 +401,14 @@ def ge(input: Any, other: Any) -> Tensor:
     return _compare("ge", input, other)
 
 
-def _logical(op: str, a: Any, b: Any) -> Tensor:
-    from .conversion import to
+greater = gt
+greater_equal = ge
+less = lt
+less_equal = le
+not_equal = ne
 
+
+def _logical(op: str, a: Any, b: Any) -> Tensor:
     a, b, dt = prepare_binary(a, b, op)
     if isinstance(a, Tensor) and a.dtype is not _dtype.bool:
         a = _raw.binary("ne", a, 0, _dtype.bool)
@@ -480,8 +488,6 @@ def _float_input(x: Tensor) -> Tensor:
     """Integer inputs of floating functions (exp, sin ...) are promoted to the default dtype."""
     if x._v.dtype.is_floating_point:
         return x
-    from .conversion import to
-
     return to(x, dtype=_dtype.get_default_dtype())
 
 
@@ -538,33 +544,34 @@ def _make_unary(name: str, op: str, grad: Any, save: str = "input", float_only: 
 
 
 def _zero_grad(g: Tensor, x: Any, y: Any) -> Tensor:
-    return mul(g, 0.0)
+    return g * 0.0
 
 
-neg = _make_unary("neg", "neg", lambda g, x, y: neg(g), save="none", float_only=False)
-abs = _make_unary("abs", "abs", lambda g, x, y: mul(g, sign(x)), float_only=False)  # noqa: A001
+neg = _make_unary("neg", "neg", lambda g, x, y: -g, save="none", float_only=False)
+abs = _make_unary("abs", "abs", lambda g, x, y: g * x.sign(), float_only=False)  # noqa: A001
 sign = _make_unary("sign", "sign", _zero_grad, save="none", float_only=False)
 sgn = sign
-exp = _make_unary("exp", "exp", lambda g, x, y: mul(g, y), save="output")
-expm1 = _make_unary("expm1", "expm1", lambda g, x, y: mul(g, add(y, 1.0)), save="output")
-log = _make_unary("log", "log", lambda g, x, y: div(g, x))
-log1p = _make_unary("log1p", "log1p", lambda g, x, y: div(g, add(x, 1.0)))
-sqrt = _make_unary("sqrt", "sqrt", lambda g, x, y: div(g, mul(y, 2.0)), save="output")
-rsqrt = _make_unary("rsqrt", "rsqrt", lambda g, x, y: mul(g, mul(pow(y, 3), -0.5)), save="output")
-sin = _make_unary("sin", "sin", lambda g, x, y: mul(g, cos(x)))
-cos = _make_unary("cos", "cos", lambda g, x, y: mul(g, neg(sin(x))))
-tan = _make_unary("tan", "tan", lambda g, x, y: mul(g, add(mul(y, y), 1.0)), save="output")
-tanh = _make_unary("tanh", "tanh", lambda g, x, y: mul(g, sub(1.0, mul(y, y))), save="output")
-sigmoid = _make_unary("sigmoid", "sigmoid", lambda g, x, y: mul(g, mul(y, sub(1.0, y))),
-                      save="output")
-relu = _make_unary("relu", "relu", lambda g, x, y: mul(g, to_float(gt(y, 0), g)), save="output",
+absolute = abs
+negative = neg
+exp = _make_unary("exp", "exp", lambda g, x, y: g * y, save="output")
+expm1 = _make_unary("expm1", "expm1", lambda g, x, y: g * (y + 1.0), save="output")
+log = _make_unary("log", "log", lambda g, x, y: g / x)
+log1p = _make_unary("log1p", "log1p", lambda g, x, y: g / (x + 1.0))
+sqrt = _make_unary("sqrt", "sqrt", lambda g, x, y: g / (y * 2.0), save="output")
+rsqrt = _make_unary("rsqrt", "rsqrt", lambda g, x, y: g * (y ** 3 * -0.5), save="output")
+sin = _make_unary("sin", "sin", lambda g, x, y: g * x.cos())
+cos = _make_unary("cos", "cos", lambda g, x, y: g * -x.sin())
+tan = _make_unary("tan", "tan", lambda g, x, y: g * (y * y + 1.0), save="output")
+tanh = _make_unary("tanh", "tanh", lambda g, x, y: g * (1.0 - y * y), save="output")
+sigmoid = _make_unary("sigmoid", "sigmoid", lambda g, x, y: g * (y * (1.0 - y)), save="output")
+relu = _make_unary("relu", "relu", lambda g, x, y: g * (y > 0).to(g.dtype), save="output",
                    float_only=False)
-erf = _make_unary("erf", "erf", lambda g, x, y: mul(g, mul(exp(neg(mul(x, x))),
-                                                           2.0 / math.sqrt(math.pi))))
+erf = _make_unary("erf", "erf",
+                  lambda g, x, y: g * ((-(x * x)).exp() * (2.0 / math.sqrt(math.pi))))
 floor = _make_unary("floor", "floor", _zero_grad, save="none", float_only=False)
 ceil = _make_unary("ceil", "ceil", _zero_grad, save="none", float_only=False)
 trunc = _make_unary("trunc", "trunc", _zero_grad, save="none", float_only=False)
-reciprocal = _make_unary("reciprocal", "reciprocal", lambda g, x, y: mul(g, neg(mul(y, y))),
+reciprocal = _make_unary("reciprocal", "reciprocal", lambda g, x, y: g * -(y * y),
                          save="output")
 _round0 = _make_unary("round", "round", _zero_grad, save="none", float_only=False)
 
@@ -628,8 +635,6 @@ def gelu_erf(x: Tensor) -> Tensor:
 
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> Tensor:
-    import numpy as np
-
     info = np.finfo(input.dtype.numpy) if input.dtype.is_floating_point else None
     if info is None:
         return input.clone()
@@ -640,7 +645,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
     return where(logical_and(isinf(out), lt(out, 0)), neginf, out)
 
 
-# ---------------------------------------------------------------- clamp, where
+# ---------------------------------------------------------------------- clamp
 class _Clamp(Function):
     _backward_name = "ClampBackward1"
 
@@ -686,17 +691,11 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     x = input
     lo, hi = min, max
     if isinstance(lo, Tensor) or isinstance(hi, Tensor):
-        from .shape import expand
-        from ._common import broadcast_shapes
-
         shapes = [x.shape] + [t.shape for t in (lo, hi) if isinstance(t, Tensor)]
         shape = broadcast_shapes(*shapes)
-        x = expand(x, shape) if x.shape != shape else x
-        lo = expand(lo, shape) if isinstance(lo, Tensor) and lo.shape != shape else lo
-        hi = expand(hi, shape) if isinstance(hi, Tensor) and hi.shape != shape else hi
-        from .conversion import to
-        from ._common import check_same_device
-
+        x = x.expand(shape) if x.shape != shape else x
+        lo = lo.expand(shape) if isinstance(lo, Tensor) and lo.shape != shape else lo
+        hi = hi.expand(shape) if isinstance(hi, Tensor) and hi.shape != shape else hi
         for bound in (lo, hi):
             if isinstance(bound, Tensor):
                 check_same_device(x, bound, "clamp")
@@ -709,8 +708,6 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     else:
         dt = _dtype.result_type(x, *(v for v in (lo, hi) if v is not None))
         if dt is not x.dtype:
-            from .conversion import to
-
             x = to(x, dtype=dt)
         lo = to_scalar(lo, x.dtype) if lo is not None else None
         hi = to_scalar(hi, x.dtype) if hi is not None else None
@@ -718,61 +715,6 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
 
 
 clip = clamp
-
-
-class _Where(Function):
-    _backward_name = "WhereBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, cond: Tensor, a: Any, b: Any) -> Tensor:
-        ctx.save_for_backward(cond)
-        t = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else cond
-        dt = a._v.dtype if isinstance(a, Tensor) else b._v.dtype if isinstance(b, Tensor) \
-            else ctx_dtype(a, b)
-        return _raw.where(cond, a, b, dt, t)
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> Any:
-        (cond,) = ctx.saved_tensors
-        ga = where(cond, g, 0.0) if ctx.needs_input_grad[1] else None
-        gb = where(cond, 0.0, g) if ctx.needs_input_grad[2] else None
-        return None, ga, gb
-
-
-def ctx_dtype(a: Any, b: Any) -> Any:
-    return _dtype.result_type(a, b)
-
-
-def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
-    """``input`` where ``condition`` holds, else ``other`` (broadcasting; scalars allowed)."""
-    if input is None and other is None:
-        from .indexing import nonzero
-
-        return nonzero(condition, as_tuple=True)
-    if not isinstance(condition, Tensor):
-        raise TypeError("where(): argument 'condition' must be Tensor")
-    from .conversion import to
-    from .shape import expand
-    from ._common import broadcast_shapes, check_same_device
-
-    if condition.dtype is not _dtype.bool:
-        condition = _raw.binary("ne", condition, 0, _dtype.bool)
-    if isinstance(input, Tensor) and isinstance(other, Tensor):
-        a, b, dt = prepare_binary(input, other, "where")
-    elif isinstance(input, Tensor) or isinstance(other, Tensor):
-        a, b, dt = prepare_binary(input, other, "where")
-    else:
-        dt = _dtype.result_type(input, other)
-        a, b = to_scalar(input, dt), to_scalar(other, dt)
-    shapes = [condition.shape] + [t.shape for t in (a, b) if isinstance(t, Tensor)]
-    shape = broadcast_shapes(*shapes)
-    for t in (a, b):
-        if isinstance(t, Tensor):
-            check_same_device(condition, t, "where")
-    cond = expand(condition, shape) if condition.shape != shape else condition
-    a = expand(a, shape) if isinstance(a, Tensor) and a.shape != shape else a
-    b = expand(b, shape) if isinstance(b, Tensor) and b.shape != shape else b
-    return call(_Where, cond, a, b)
 
 
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:

@@ -1,45 +1,34 @@
-"""Indexing: ``gather``/``scatter``, ``index_select``, masks, ``__getitem__``/``__setitem__``, ``flip``.
+"""Indexing: ``gather``/``scatter``, ``index_select``, masks and ``where``, ``__getitem__``/
+``__setitem__``, ``flip``.
 
-Everything reduces to two recorded primitives, :class:`_Gather` and :class:`_ScatterAdd`, which are
-each other's derivative (so higher-order gradients work). Index values are checked on the host
-before a backend sees them: an out-of-range index raises ``IndexError`` naming the index, the
-dimension and its size.
+Everything reduces to two recorded primitives, ``_Gather`` and ``_ScatterAddZeros`` (in
+:mod:`._gather`), which are each other's derivative (so higher-order gradients work). Index
+values are checked on the host before a backend sees them: an out-of-range index raises
+``IndexError`` naming the index, the dimension and its size.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from .. import _dtype, _raw
+from .. import _creation, _dtype, _raw
+from .._shape import broadcast_shapes, wrap_dim
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._common import call, check_same_device, wrap_dim
-from .shape import basic_index, expand, reshape
+from ._advanced import advanced_getitem, advanced_setitem
+from ._common import call, check_same_device, prepare_binary, to_scalar
+from ._gather import _Gather, _linear_index, _span, check_index_range, scatter_into_zeros
+from .shape import as_strided, basic_index, expand, reshape
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "masked_fill", "masked_select",
-           "nonzero", "flip", "getitem", "setitem", "scatter_into_zeros", "as_strided_scatter_add",
-           "strided_region", "take_along_dim", "index_add", "index_fill", "index_copy",
-           "check_index_range"]
-
-
-def check_index_range(index: Tensor, size: int, dim: int, what: str = "index",
-                      exc: type = IndexError) -> None:
-    """Raise ``exc`` (``IndexError``; PyTorch's gather/scatter raise ``RuntimeError``) if any value
-    of the int64 ``index`` is outside ``[0, size)`` (negative values must already have been
-    wrapped where allowed)."""
-    if index.numel() == 0:
-        return
-    lo, hi = _raw.min_max(index)
-    if lo < 0 or hi >= size:
-        bad = lo if lo < 0 else hi
-        raise exc(f"{what} {bad} is out of bounds for dimension {dim} with size {size}")
+           "nonzero", "flip", "where", "getitem", "setitem", "strided_region", "take_along_dim",
+           "index_add", "index_fill", "index_copy"]
 
 
 def _as_index(index: Any, like: Tensor, name: str = "index") -> Tensor:
     if not isinstance(index, Tensor):
-        from .. import _creation
-
         index = _creation.tensor(index, device=like.device)
     if index.dtype.is_floating_point or index.dtype is _dtype.bool and name != "mask":
         raise IndexError(f"tensors used as indices must be long, int, byte or bool tensors "
@@ -48,45 +37,6 @@ def _as_index(index: Any, like: Tensor, name: str = "index") -> Tensor:
     if index.dtype is not _dtype.int64:
         index = _raw.cast(index, _dtype.int64)
     return index
-
-
-class _Gather(Function):
-    _backward_name = "GatherBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, d: int, index: Tensor) -> Tensor:
-        ctx.meta = (x._v.shape, d)
-        ctx.save_for_backward(index)
-        return _raw.gather(x, d, index)
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> Any:
-        (index,) = ctx.saved_tensors
-        shape, d = ctx.meta
-        return scatter_into_zeros(g, d, index, shape), None, None
-
-
-class _ScatterAddZeros(Function):
-    """``zeros(shape).scatter_add_(d, index, src)``: the derivative of gather."""
-
-    _backward_name = "ScatterAddBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, src: Tensor, d: int, index: Tensor, shape: tuple[int, ...]) -> Tensor:
-        ctx.d = d
-        ctx.save_for_backward(index)
-        out = _raw.fill(_raw.new_like(src, shape), 0)
-        return _raw.scatter(out, d, index, src, "add")
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> Any:
-        (index,) = ctx.saved_tensors
-        return call(_Gather, g, ctx.d, index), None, None, None
-
-
-def scatter_into_zeros(src: Tensor, d: int, index: Tensor, shape: tuple[int, ...]) -> Tensor:
-    """``zeros(shape)`` with ``src`` added at ``index`` along ``d`` (duplicates accumulate)."""
-    return call(_ScatterAddZeros, src, d, index, tuple(shape))
 
 
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
@@ -105,8 +55,6 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int) -> Tensor:
-    from ._common import broadcast_shapes
-
     d = wrap_dim(dim, input.dim())
     shape_i = list(indices.shape)
     shape_x = list(input.shape)
@@ -146,8 +94,6 @@ class _Scatter(Function):
             mask = _raw.fill(_raw.new_like(g, dtype=_dtype.bool), True)
             ones = _raw.fill(_raw.new_like(g, index._v.shape, _dtype.bool), False)
             _raw.scatter(mask, d, index, ones, None)
-            from .elementwise import where
-
             gx = where(mask, g, 0.0)
         gsrc = call(_Gather, g, d, index) if ctx.needs_input_grad[3] else None
         return gx, None, None, gsrc, None
@@ -162,7 +108,7 @@ def _scatter_args(input: Tensor, dim: int, index: Any, src: Any) -> tuple[int, T
     if isinstance(src, Tensor):
         check_same_device(input, src, "scatter")
         if src.dtype is not input.dtype:
-            raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype")
+            raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
         if any(si > ss for si, ss in zip(index.shape, src.shape)):
             raise RuntimeError(f"Expected index {list(index.shape)} to be smaller than src "
                                f"{list(src.shape)} in every dimension")
@@ -207,11 +153,9 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
-    from .elementwise import add, mul
-
     d, idx = _index_along(input, dim, index, tuple(source.shape))
-    src = mul(source, alpha) if alpha != 1 else source
-    return add(input, scatter_into_zeros(src, d, idx, tuple(input.shape)))
+    src = source * alpha if alpha != 1 else source
+    return input + scatter_into_zeros(src, d, idx, tuple(input.shape))
 
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
@@ -240,8 +184,6 @@ def _index_along(input: Tensor, dim: int, index: Any, target: tuple | None
 
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     """``input`` with ``value`` where the bool ``mask`` (broadcast) is true."""
-    from .elementwise import where
-
     if not isinstance(mask, Tensor) or mask.dtype is not _dtype.bool:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{getattr(mask, 'dtype', type(mask).__name__)}")
@@ -251,8 +193,6 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
                                f"tensor with {value.dim()} dimension(s).")
         value = value.to(input.dtype)
     else:
-        from ._common import to_scalar
-
         value = to_scalar(value, input.dtype)
     out = where(mask, value, input)
     if out.shape != input.shape:
@@ -263,8 +203,6 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
 
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     """Indices of nonzero elements (``(n, ndim)`` int64, or a tuple of 1-D index tensors)."""
-    from .. import _creation
-
     host = input.detach()._host()
     idx = np.argwhere(host) if host.ndim else np.zeros((int(bool(host)), 0), np.int64)
     t = _creation.from_host(idx.astype(np.int64), device=input.device)
@@ -276,18 +214,61 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
 
 
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
-    from ._common import broadcast_shapes
-
     shape = broadcast_shapes(input.shape, mask.shape)
     x = expand(input, shape)
     m = expand(mask, shape)
     return getitem(x, m)
 
 
+class _Where(Function):
+    _backward_name = "WhereBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, cond: Tensor, a: Any, b: Any) -> Tensor:
+        ctx.save_for_backward(cond)
+        t = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else cond
+        dt = a._v.dtype if isinstance(a, Tensor) else b._v.dtype if isinstance(b, Tensor) \
+            else ctx_dtype(a, b)
+        return _raw.where(cond, a, b, dt, t)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        (cond,) = ctx.saved_tensors
+        ga = where(cond, g, 0.0) if ctx.needs_input_grad[1] else None
+        gb = where(cond, 0.0, g) if ctx.needs_input_grad[2] else None
+        return None, ga, gb
+
+
+def ctx_dtype(a: Any, b: Any) -> Any:
+    return _dtype.result_type(a, b)
+
+
+def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
+    """``input`` where ``condition`` holds, else ``other`` (broadcasting; scalars allowed)."""
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)
+    if not isinstance(condition, Tensor):
+        raise TypeError("where(): argument 'condition' must be Tensor")
+    if condition.dtype is not _dtype.bool:
+        condition = _raw.binary("ne", condition, 0, _dtype.bool)
+    if isinstance(input, Tensor) or isinstance(other, Tensor):
+        a, b, dt = prepare_binary(input, other, "where")
+    else:
+        dt = _dtype.result_type(input, other)
+        a, b = to_scalar(input, dt), to_scalar(other, dt)
+    shapes = [condition.shape] + [t.shape for t in (a, b) if isinstance(t, Tensor)]
+    shape = broadcast_shapes(*shapes)
+    for t in (a, b):
+        if isinstance(t, Tensor):
+            check_same_device(condition, t, "where")
+    cond = condition.expand(shape) if condition.shape != shape else condition
+    a = a.expand(shape) if isinstance(a, Tensor) and a.shape != shape else a
+    b = b.expand(shape) if isinstance(b, Tensor) and b.shape != shape else b
+    return call(_Where, cond, a, b)
+
+
 def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
     """Reverse the order along ``dims`` (a copy, as PyTorch)."""
-    from .. import _creation
-
     if isinstance(dims, int):
         dims = (dims,)
     out = input
@@ -315,22 +296,18 @@ def getitem(x: Tensor, key: Any) -> Tensor:
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
                              "Variables are valid indices (got float)")
         if isinstance(k, str):
-            raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte "
-                             f"Variables are valid indices (got str)")
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                             "Variables are valid indices (got str)")
     key = tuple(int(k) if isinstance(k, np.integer) else k for k in key)
     key = tuple(int(k) if isinstance(k, Tensor) and k.dim() == 0 and not k.dtype.is_floating_point
                 and k.dtype is not _dtype.bool else k for k in key)
     if not any(_is_advanced(k) for k in key):
         return basic_index(x, key)
-    from ._advanced import advanced_getitem
-
     return advanced_getitem(x, key)
 
 
 def setitem(x: Tensor, key: Any, value: Any) -> None:
     """``x[key] = value`` in place (broadcasting ``value``)."""
-    from .conversion import copy_
-
     if not isinstance(key, tuple):
         key = (key,)
     key = tuple(int(k) if isinstance(k, np.integer) else k for k in key)
@@ -338,54 +315,21 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
                 and k.dtype is not _dtype.bool else k for k in key)
     if not any(_is_advanced(k) for k in key):
         view = basic_index(x, key)
-        copy_(view, value)  # rebases the history of the view's base (CopySlices) if recording
+        view.copy_(value)  # rebases the history of the view's base (CopySlices) if recording
         base = x._base
         if base is not None and view._base is base and base._grad_fn is not None and \
                 base._grad_fn is not x._grad_fn:
             # x is itself a view: it now reads the rebased base
-            from .shape import as_strided
-
             fresh = as_strided(base, x._v.shape, x._v.strides, x._v.offset)
             x._grad_fn, x._output_nr, x._requires_grad = fresh._grad_fn, 0, True
         return
-    from ._advanced import advanced_setitem
-
     advanced_setitem(x, key, value)
 
 
-# -------------------------------------------------------- geometry-level helpers
-def as_strided_scatter_add(g: Tensor, in_geometry: tuple, view_geometry: tuple) -> Tensor:
-    """Gradient of ``as_strided``: add ``g`` into a zero buffer through the view's geometry, then
-    read the input's geometry from the buffer."""
-    in_shape, in_strides, in_offset = in_geometry
-    v_shape, v_strides, v_offset = view_geometry
-    span = max(_span(in_shape, in_strides, in_offset), _span(v_shape, v_strides, v_offset))
-    idx = _linear_index(g, v_shape, v_strides, v_offset)
-    flat = scatter_into_zeros(reshape(g, (-1,)), 0, idx, (span,))
-    in_idx = _linear_index(g, in_shape, in_strides, in_offset)
-    return reshape(call(_Gather, flat, 0, in_idx), in_shape)
-
-
-def _span(shape: tuple, strides: tuple, offset: int) -> int:
-    if not all(shape):
-        return offset
-    return offset + sum((n - 1) * s for n, s in zip(shape, strides)) + 1
-
-
-def _linear_index(like: Tensor, shape: tuple, strides: tuple, offset: int) -> Tensor:
-    from .. import _creation
-
-    lin = np.full((), offset, np.int64)
-    for n, s in zip(shape, strides):
-        lin = lin[..., None] + np.arange(n, dtype=np.int64) * s
-    return _creation.from_host(np.ascontiguousarray(lin.reshape(-1)), device=like.device)
-
-
+# ---------------------------------------------------------- in-place rebase helper
 def strided_region(g: Tensor, base_geometry: tuple, view_geometry: tuple) -> tuple[Tensor, Tensor]:
     """For ``CopySlices``: ``(g with the view's region zeroed, g read at the view's region)``,
     where ``g`` has the base's shape and both geometries index the same storage."""
-    from .elementwise import mul
-
     b_shape, b_strides, b_offset = base_geometry
     v_shape, v_strides, v_offset = view_geometry
     span = max(_span(b_shape, b_strides, b_offset), _span(v_shape, v_strides, v_offset))
@@ -396,4 +340,4 @@ def strided_region(g: Tensor, base_geometry: tuple, view_geometry: tuple) -> tup
     keep = _raw.fill(_raw.new_like(g, (span,), g.dtype), 1)
     _raw.scatter(keep, 0, v_idx, _raw.fill(_raw.new_like(g, v_idx._v.shape), 0), None)
     keep_b = reshape(_raw.gather(keep, 0, b_idx), b_shape)
-    return mul(g, keep_b), g_view
+    return g * keep_b, g_view

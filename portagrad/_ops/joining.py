@@ -2,13 +2,18 @@
 from __future__ import annotations
 
 from collections import namedtuple
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from .. import _dtype, _raw
+import numpy as np
+
+from .. import _creation, _dtype, _raw
+from .._shape import wrap_dim
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._common import call, check_same_device, wrap_dim
-from .shape import narrow, reshape, unsqueeze, expand
+from ._common import call, check_same_device
+from .indexing import gather, index_select, where
+from .shape import expand, narrow, reshape, squeeze, unsqueeze
 
 __all__ = ["cat", "concat", "concatenate", "stack", "vstack", "hstack", "split", "chunk",
            "tensor_split", "sort", "argsort", "topk", "repeat", "tile", "repeat_interleave", "roll",
@@ -77,9 +82,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -
     ts = [t if t.dtype is dt else t.to(dt) for t in ts]
     res = call(_Cat, d, *ts)
     if out is not None:
-        from .conversion import copy_
-
-        copy_(out, res)
+        out.copy_(res)
         return out
     return res
 
@@ -160,8 +163,6 @@ def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple
 
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
     """Sorted values and their indices along ``dim`` (stable)."""
-    from .indexing import gather
-
     if input.dim() == 0:
         return sort_result(input.clone(), _raw.fill(_raw.new_like(input, (), _dtype.int64), 0))
     d = wrap_dim(dim, input.dim())
@@ -184,8 +185,6 @@ def msort(input: Tensor) -> Tensor:
 
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
     """The ``k`` largest (or smallest) values and their indices along ``dim``."""
-    from .indexing import gather
-
     d = wrap_dim(dim, input.dim()) if input.dim() else 0
     n = input.shape[d] if input.dim() else 1
     if not 0 <= k <= n:
@@ -198,9 +197,6 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 
 
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any:
-    from .indexing import gather
-    from .shape import squeeze
-
     d = wrap_dim(dim, input.dim())
     _, idx = _raw.sort(input.detach(), d, False)
     i = _raw.contiguous(narrow(idx, d, k - 1, 1))
@@ -244,10 +240,6 @@ def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
 
 
 def repeat_interleave(input: Tensor, repeats: Any, dim: int | None = None) -> Tensor:
-    from .. import _creation
-    from .indexing import index_select
-    import numpy as np
-
     x = reshape(input, (-1,)) if dim is None else input
     d = 0 if dim is None else wrap_dim(dim, input.dim())
     n = x.shape[d]
@@ -275,10 +267,6 @@ def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
 
 
 def _tri(input: Tensor, diagonal: int, upper: bool) -> Tensor:
-    from .. import _creation
-    from .elementwise import where
-    import numpy as np
-
     if input.dim() < 2:
         raise RuntimeError("tril/triu: input tensor must have at least 2 dimensions")
     m, n = input.shape[-2], input.shape[-1]

@@ -5,9 +5,12 @@ import math
 from typing import Any
 
 from .. import _raw
+from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._common import broadcast_shapes, call, check_same_device
+from ._common import call, check_same_device
+from .elementwise import add, mul
+from .reduction import _dtype_name
 from .shape import expand, reshape, squeeze, transpose, unsqueeze
 
 __all__ = ["matmul", "mm", "bmm", "dot", "vdot", "outer", "ger", "mv", "addmm", "inner", "baddbmm"]
@@ -127,7 +130,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Batched 3-D matrix product (no broadcasting)."""
     _check(input, mat2, "bmm")
     if input.dim() != 3 or mat2.dim() != 3:
-        raise RuntimeError(f"batch1 must be a 3D tensor" if input.dim() != 3
+        raise RuntimeError("batch1 must be a 3D tensor" if input.dim() != 3
                            else "batch2 must be a 3D tensor")
     if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
@@ -139,8 +142,6 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
 def dot(input: Tensor, other: Tensor) -> Tensor:
     """Inner product of two 1-D tensors of equal length."""
     if isinstance(input, Tensor) and isinstance(other, Tensor) and input.dtype is not other.dtype:
-        from .reduction import _dtype_name
-
         raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
                            f"{_dtype_name(input.dtype)} and {_dtype_name(other.dtype)}")
     _check(input, other, "dot")
@@ -163,8 +164,6 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
     if input.dim() != 1 or vec2.dim() != 1:
         bad, name = (input, "self") if input.dim() != 1 else (vec2, "vec2")
         raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {bad.dim()}-D")
-    from .elementwise import mul
-
     return mul(unsqueeze(input, 1), unsqueeze(vec2, 0))
 
 
@@ -181,8 +180,6 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: float = 1
           ) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``."""
-    from .elementwise import add, mul
-
     prod = mm(mat1, mat2)
     if alpha != 1:
         prod = mul(prod, alpha)
@@ -191,8 +188,6 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1
             ) -> Tensor:
-    from .elementwise import add, mul
-
     prod = bmm(batch1, batch2)
     if alpha != 1:
         prod = mul(prod, alpha)

@@ -6,9 +6,12 @@ from collections import namedtuple
 from typing import Any
 
 from .. import _dtype, _raw
+from .._shape import wrap_dim, wrap_dims
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._common import call, wrap_dim, wrap_dims
+from ._common import call
+from ._gather import scatter_into_zeros
+from .indexing import where
 from .shape import expand, reshape
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",
@@ -64,9 +67,7 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = N
 
 
 def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    from .elementwise import isnan, where
-
-    return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
+    return sum(where(input.isnan(), 0.0, input), dim, keepdim, dtype=dtype)
 
 
 def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
@@ -77,10 +78,8 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
                            f"floating point or complex dtype. Got: {_dtype_name(input.dtype)}")
     axes = wrap_dims(dim, input.dim())
     n = math.prod(input.shape[a] for a in axes)
-    from .elementwise import div
-
     s = call(_Sum, input, axes, keepdim, dt)
-    return div(s, n) if n else div(s, 0.0)  # mean of nothing is nan (0/0), as PyTorch
+    return s / n if n else s / 0.0  # mean of nothing is nan (0/0), as PyTorch
 
 
 def _dtype_name(d: Any) -> str:
@@ -101,22 +100,18 @@ class _Prod(Function):
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
-        from .elementwise import eq, mul, where
-
         (x,) = ctx.saved_tensors
         shape, axes, keepdim = ctx.meta
         g = _unsqueeze_axes(g, shape, axes, keepdim)
         # product of the others, exact with zeros: prod(x with this element set to 1) computed as
         # prod(nonzero) * [no other zero]; PyTorch's formula, written with portagrad ops
-        is_zero = eq(x, 0)
+        is_zero = x == 0
         x_nz = where(is_zero, 1.0, x)
         p_nz = _unsqueeze_axes(prod(x_nz, axes, keepdim=True), shape, axes, True)
         nzeros = _unsqueeze_axes(sum(is_zero, axes, keepdim=True), shape, axes, True)
-        from .elementwise import div
-
-        others = where(is_zero, where(eq(nzeros, 1), p_nz, 0.0),
-                       where(eq(nzeros, 0), div(p_nz, x_nz), 0.0))
-        return mul(g, others), None, None, None
+        others = where(is_zero, where(nzeros == 1, p_nz, 0.0),
+                       where(nzeros == 0, p_nz / x_nz, 0.0))
+        return g * others, None, None, None
 
 
 def prod(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
@@ -149,15 +144,12 @@ class _AMax(Function):
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
-        from .elementwise import div, eq, mul
-        from .conversion import to
-
         x, out = ctx.saved_tensors
         shape, axes, keepdim = ctx.meta
         out_b = _unsqueeze_axes(out, shape, axes, keepdim)
-        mask = to(eq(x, out_b), dtype=g.dtype)
+        mask = (x == out_b).to(dtype=g.dtype)
         count = _unsqueeze_axes(sum(mask, axes, keepdim=True), shape, axes, True)
-        return mul(div(mask, count), _unsqueeze_axes(g, shape, axes, keepdim)), None, None, None
+        return mask / count * _unsqueeze_axes(g, shape, axes, keepdim), None, None, None
 
 
 def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
@@ -222,8 +214,6 @@ class _MaxDim(Function):
 
     @staticmethod
     def backward(ctx: Any, g: Tensor, g_idx: Any) -> Any:
-        from .indexing import scatter_into_zeros
-
         (idx,) = ctx.saved_tensors
         shape, d, keepdim = ctx.meta
         if not keepdim:
@@ -233,10 +223,8 @@ class _MaxDim(Function):
 
 def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool, other: Any) -> Any:
     if other is not None or (isinstance(dim, Tensor)):
-        from .elementwise import maximum, minimum
-
         o = other if other is not None else dim
-        return maximum(input, o) if op == "max" else minimum(input, o)
+        return input.maximum(o) if op == "max" else input.minimum(o)
     if dim is None:
         axes = tuple(range(input.dim()))
         _check_nonempty(input, axes, op)
@@ -250,13 +238,13 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool, other: Any) -> Any
     return values_indices(v, i)
 
 
-def max(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:  # noqa
+def max(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:
     """Maximum of all elements, or ``(values, indices)`` along ``dim``, or elementwise with a
     tensor."""
     return _max_min("max", input, dim, keepdim, other)
 
 
-def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:  # noqa
+def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:
     """Minimum of all elements, or ``(values, indices)`` along ``dim``."""
     return _max_min("min", input, dim, keepdim, other)
 
@@ -264,8 +252,6 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = N
 def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
     """Variance with Bessel's ``correction`` (default 1)."""
-    from .elementwise import div, mul, sub
-
     if isinstance(unbiased, bool):
         if correction is not None:
             raise RuntimeError("var(): cannot pass both unbiased and correction")
@@ -274,21 +260,19 @@ def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
         dim, unbiased = unbiased, None
     correction = 1 if correction is None else correction
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"std and var only support floating point and complex dtypes")
+        raise RuntimeError("std and var only support floating point and complex dtypes")
     axes = wrap_dims(dim, input.dim())
     n = math.prod(input.shape[a] for a in axes)
     mu = mean(input, axes, keepdim=True)
-    d = sub(input, mu)
-    ss = sum(mul(d, d), axes, keepdim=keepdim)
-    return div(ss, n - correction) if n - correction > 0 else div(ss, 0.0)
+    d = input - mu
+    ss = sum(d * d, axes, keepdim=keepdim)
+    return ss / (n - correction) if n - correction > 0 else ss / 0.0
 
 
 def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
     """Standard deviation (``sqrt(var)``)."""
-    from .elementwise import sqrt
-
-    return sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+    return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
 
 
 def var_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
@@ -305,16 +289,14 @@ def std_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool
 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` computed stably (max subtracted first)."""
-    from .elementwise import add, exp, isinf, log, sub, where
-
     x = input if input.dtype.is_floating_point else input.to(_dtype.get_default_dtype())
     axes = wrap_dims(dim, x.dim())
     if x.numel() == 0:
-        return log(sum(exp(x), axes, keepdim))
+        return sum(x.exp(), axes, keepdim).log()
     m = amax(x, axes, keepdim=True).detach()
-    m = where(isinf(m), 0.0, m)  # all -inf (or inf) rows: keep the formula NaN-free
-    s = log(sum(exp(sub(x, m)), axes, keepdim=True))
-    out = add(s, m)
+    m = where(m.isinf(), 0.0, m)  # all -inf (or inf) rows: keep the formula NaN-free
+    s = sum((x - m).exp(), axes, keepdim=True).log()
+    out = s + m
     if not keepdim:
         out = reshape(out, tuple(n for i, n in enumerate(x.shape) if i not in axes))
     return out
@@ -334,21 +316,17 @@ class _Norm2(Function):
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
-        from .elementwise import div, eq, mul, where
-
         x, out = ctx.saved_tensors
         shape, axes, keepdim = ctx.meta
         n = _unsqueeze_axes(out, shape, axes, keepdim)
         gb = _unsqueeze_axes(g, shape, axes, keepdim)
         # subgradient 0 at the origin (as PyTorch), instead of 0/0
-        return where(eq(n, 0), 0.0, mul(gb, div(x, n))), None, None
+        return where(n == 0, 0.0, gb * (x / n)), None, None
 
 
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
          dtype: Any = None) -> Tensor:
     """Vector p-norm over ``dim`` (2-norm by default; ``inf``, ``-inf``, 0, 1, any p)."""
-    from .elementwise import abs as _abs, ne, pow as _pow
-
     x = input if dtype is None else input.to(dtype)
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
@@ -357,17 +335,17 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
     if p in ("fro", 2, 2.0, None):
         return call(_Norm2, x, axes, keepdim)
     if p == float("inf"):
-        return amax(_abs(x), axes, keepdim)
+        return amax(x.abs(), axes, keepdim)
     if p == float("-inf"):
-        return amin(_abs(x), axes, keepdim)
+        return amin(x.abs(), axes, keepdim)
     if p == 0:
-        return sum(ne(x, 0).to(x.dtype), axes, keepdim)
+        return sum((x != 0).to(x.dtype), axes, keepdim)
     if p == 1:
-        return sum(_abs(x), axes, keepdim)
-    return _pow(sum(_pow(_abs(x), p), axes, keepdim), 1.0 / p)
+        return sum(x.abs(), axes, keepdim)
+    return sum(x.abs() ** p, axes, keepdim) ** (1.0 / p)
 
 
-def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     """Whether any element is nonzero (over ``dim``)."""
     axes = wrap_dims(dim, input.dim())
     b = input if input.dtype is _dtype.bool else _raw.binary("ne", input, 0, _dtype.bool)
@@ -377,7 +355,7 @@ def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noq
     return _raw.reduce("max", b, axes, keepdim)
 
 
-def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     """Whether every element is nonzero (over ``dim``)."""
     axes = wrap_dims(dim, input.dim())
     b = input if input.dtype is _dtype.bool else _raw.binary("ne", input, 0, _dtype.bool)
@@ -388,9 +366,7 @@ def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noq
 
 
 def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
-    from .elementwise import ne
-
-    return sum(ne(input, 0), dim)
+    return sum(input != 0, dim)
 
 
 class _Cumsum(Function):
@@ -403,10 +379,8 @@ class _Cumsum(Function):
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
-        from .indexing import flip
-
         d = ctx.d
-        return flip(cumsum(flip(g, (d,)), d), (d,)), None, None
+        return cumsum(g.flip((d,)), d).flip((d,)), None, None
 
 
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:

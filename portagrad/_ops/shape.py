@@ -6,67 +6,22 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from .. import _raw
+from .. import _dtype, _raw
+from .._shape import compute_view_strides, infer_size, wrap_dim
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._common import call, wrap_dim
+from ._common import call
+from ._gather import as_strided_scatter_add
 
 __all__ = [
-    "view", "reshape", "expand", "expand_as", "broadcast_to", "transpose", "swapaxes", "t",
-    "permute", "movedim", "squeeze", "unsqueeze", "flatten", "unflatten", "narrow", "select",
-    "basic_index", "unbind", "as_strided", "sum_to_shape", "view_as", "reshape_as", "infer_size",
-    "compute_view_strides", "index_basic_key",
+    "view", "reshape", "expand", "expand_as", "broadcast_to", "transpose", "swapaxes", "swapdims",
+    "t", "permute", "movedim", "moveaxis", "squeeze", "unsqueeze", "flatten", "unflatten",
+    "narrow", "select", "basic_index", "unbind", "as_strided", "sum_to_shape", "view_as",
+    "reshape_as", "view_dtype", "index_basic_key",
 ]
-
-
-def infer_size(shape: Sequence[int], numel: int) -> tuple[int, ...]:
-    """Resolve one ``-1`` in ``shape`` and check the element count."""
-    shape = tuple(int(s) for s in shape)
-    neg = [i for i, s in enumerate(shape) if s == -1]
-    if len(neg) > 1:
-        raise RuntimeError("only one dimension can be inferred")
-    if any(s < -1 for s in shape):
-        raise RuntimeError(f"invalid shape dimension {min(shape)}")
-    known = math.prod(s for s in shape if s != -1)
-    if neg:
-        if known == 0 or numel % known:
-            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
-        shape = tuple(numel // known if s == -1 else s for s in shape)
-    elif known != numel:
-        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
-    return shape
-
-
-def compute_view_strides(old_shape: tuple[int, ...], old_strides: tuple[int, ...],
-                         new_shape: tuple[int, ...]) -> tuple[int, ...] | None:
-    """Strides that view ``old`` as ``new_shape`` without copying, or ``None`` (PyTorch's
-    ``computeStride``: sizes must split/merge within contiguous chunks)."""
-    if math.prod(old_shape) == 0 or not old_shape:
-        return _raw.strides_for(new_shape)
-    new_strides = [0] * len(new_shape)
-    view_d = len(new_shape) - 1
-    chunk_base_stride = old_strides[-1]
-    tensor_numel = 1
-    view_numel = 1
-    for tensor_d in range(len(old_shape) - 1, -1, -1):
-        tensor_numel *= old_shape[tensor_d]
-        if tensor_d == 0 or (old_shape[tensor_d - 1] != 1 and
-                             old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride):
-            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
-                new_strides[view_d] = view_numel * chunk_base_stride
-                view_numel *= new_shape[view_d]
-                view_d -= 1
-            if view_numel != tensor_numel:
-                return None
-            if tensor_d > 0:
-                chunk_base_stride = old_strides[tensor_d - 1]
-                tensor_numel = 1
-                view_numel = 1
-    if view_d != -1:
-        return None
-    return tuple(new_strides)
 
 
 class _Reshape(Function):
@@ -97,11 +52,17 @@ def _shape_arg(shape: Sequence[Any]) -> tuple[int, ...]:
     return tuple(int(s) for s in shape)
 
 
+def view_dtype(x: Tensor, dtype: Any) -> Tensor:
+    dt = _dtype.as_dtype(dtype)
+    if dt.itemsize != x._v.dtype.itemsize:
+        raise RuntimeError(f"view(dtype): {x.dtype} -> {dt} with a different element size is not "
+                           f"supported")
+    return Tensor._make(x._storage, x._v.offset, x._v.shape, x._v.strides, dt, x._vc, x)
+
+
 def view(x: Tensor, *shape: Any) -> Tensor:
     """A view with a new shape (no copy; errors when the strides do not allow it)."""
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)):
-        from .conversion import view_dtype
-
         return view_dtype(x, shape[0])
     new = infer_size(_shape_arg(shape), x.numel())
     if new == x._v.shape:
@@ -127,14 +88,12 @@ def sum_to_shape(g: Tensor, shape: tuple[int, ...]) -> Tensor:
     """Sum ``g`` down to ``shape`` (the derivative of broadcasting)."""
     if g._v.shape == tuple(shape):
         return g
-    from .reduction import sum as _sum
-
     lead = g.dim() - len(shape)
     axes = list(range(lead))
     for i, s in enumerate(shape):
         if s == 1 and g._v.shape[lead + i] != 1:
             axes.append(lead + i)
-    out = _sum(g, axes, keepdim=True) if axes else g
+    out = g.sum(axes, keepdim=True) if axes else g
     if lead:
         out = reshape(out, shape)
     return out
@@ -238,6 +197,7 @@ def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
 
 
 swapaxes = transpose
+swapdims = transpose
 
 
 def t(x: Tensor) -> Tensor:
@@ -262,6 +222,9 @@ def movedim(x: Tensor, source: Any, destination: Any) -> Tensor:
     rest = iter(i for i in range(n) if i not in src)
     order = [o if o is not None else next(rest) for o in order]
     return permute(x, tuple(order))
+
+
+moveaxis = movedim
 
 
 def squeeze(x: Tensor, dim: Any = None) -> Tensor:
@@ -450,8 +413,6 @@ class _AsStrided(Function):
     def backward(ctx: Any, g: Tensor) -> Any:
         # scatter-add g into a zero buffer laid out like the input's storage, then read the
         # input's geometry back out of it (handles overlapping views by accumulation)
-        from .indexing import as_strided_scatter_add
-
         return as_strided_scatter_add(g, ctx.geometry, ctx.new), None, None, None
 
 

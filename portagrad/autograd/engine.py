@@ -7,11 +7,16 @@
 3. Before a node runs, the tensor hooks of each of its outputs run in registration order (a returned
    tensor replaces the gradient), then ``retain_grad`` stores the result; leaves accumulate into
    ``.grad`` in their :class:`AccumulateGrad` node.
+
+``backward`` and ``grad`` (``portagrad.autograd``'s entry points) live here too. This package is
+loaded while ``portagrad._tensor`` is (Tensor needs ``grad_mode`` and ``function``), before
+``Tensor`` exists, so ``Tensor`` and the factories are imported where they are used.
 """
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import grad_mode
 from .anomaly import _check_nan, _state as _anomaly_state
@@ -20,16 +25,16 @@ from .function import AccumulateGrad, Node, _edge
 if TYPE_CHECKING:
     from .._tensor import Tensor
 
-__all__ = ["run_backward"]
+__all__ = ["backward", "grad", "run_backward"]
 
 
-def _check_root(i: int, t: "Tensor") -> None:
+def _check_root(i: int, t: Tensor) -> None:
     if not t._requires_grad:
         raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
 
 
-def _make_root_grads(tensors: Sequence["Tensor"], grads: Sequence[Any], is_grads_batched: bool = False
-                     ) -> list["Tensor"]:
+def _make_root_grads(tensors: Sequence[Tensor], grads: Sequence[Any], is_grads_batched: bool = False
+                     ) -> list[Tensor]:
     from .. import _creation
     from .._tensor import Tensor
 
@@ -57,8 +62,8 @@ def _make_root_grads(tensors: Sequence["Tensor"], grads: Sequence[Any], is_grads
     return out
 
 
-def run_backward(tensors: Sequence["Tensor"], grad_tensors: Sequence[Any], retain_graph: bool,
-                 create_graph: bool, inputs: Sequence["Tensor"] | None = None,
+def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_graph: bool,
+                 create_graph: bool, inputs: Sequence[Tensor] | None = None,
                  allow_unused: bool = True, accumulate: bool = True) -> list[Any]:
     """Run backward from ``tensors``. With ``accumulate`` leaves' ``.grad`` are updated (restricted
     to ``inputs`` if given); otherwise the gradients of ``inputs`` are returned (``autograd.grad``)."""
@@ -199,7 +204,7 @@ def run_backward(tensors: Sequence["Tensor"], grad_tensors: Sequence[Any], retai
 _NOTHING = object()  # marks a node that received no gradient at all
 
 
-def _store_grad(t: "Tensor", g: Any, create_graph: bool) -> None:
+def _store_grad(t: Tensor, g: Any, create_graph: bool) -> None:
     if create_graph:
         t._grad = g if t._grad is None else t._grad + g
     else:
@@ -260,3 +265,52 @@ def _annotate(exc: Exception, node: Node) -> None:
 
     warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused the "
                   f"error:\n{node._anomaly}", UserWarning, stacklevel=3)
+
+
+def _as_tuple(x: Any) -> tuple:
+    from .._tensor import Tensor
+
+    if x is None:
+        return ()
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
+             create_graph: bool = False, inputs: Any = None) -> None:
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of graph leaves."""
+    tensors = _as_tuple(tensors)
+    grads = _as_tuple(grad_tensors) if grad_tensors is not None else (None,) * len(tensors)
+    if len(grads) != len(tensors):
+        raise RuntimeError(f"got {len(grads)} tensors and {len(tensors)} gradients")
+    if retain_graph is None:
+        retain_graph = create_graph
+    ins = _as_tuple(inputs) if inputs is not None else None
+    if ins is not None and not ins:
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    run_backward(tensors, grads, retain_graph, create_graph, inputs=ins, accumulate=True)
+
+
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
+         create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
+         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
+    """Return the gradients of ``outputs`` w.r.t. ``inputs`` (``.grad`` fields are not touched)."""
+    outs = _as_tuple(outputs)
+    ins = _as_tuple(inputs)
+    gouts = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outs)
+    if len(gouts) != len(outs):
+        raise RuntimeError(f"grad requires one grad_output per output: got {len(gouts)} for "
+                           f"{len(outs)} outputs")
+    if retain_graph is None:
+        retain_graph = create_graph
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True")
+    allow = bool(allow_unused) or materialize_grads
+    res = run_backward(outs, gouts, retain_graph, create_graph, inputs=ins, allow_unused=allow,
+                       accumulate=False)
+    if materialize_grads:
+        from .. import _creation
+
+        res = [g if g is not None else _creation.zeros_like(i) for g, i in zip(res, ins)]
+    return tuple(res)

@@ -1,9 +1,16 @@
-"""``gradcheck``/``gradgradcheck``: compare analytical gradients with central finite differences."""
+"""``gradcheck``/``gradgradcheck``: compare analytical gradients with central finite differences.
+
+Loaded with ``portagrad.autograd``, before ``Tensor`` exists (see :mod:`.engine`): ``Tensor`` and
+the factories are imported where they are used.
+"""
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+
+from .engine import grad
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
@@ -63,7 +70,6 @@ def _replace(x: Any, values: np.ndarray) -> Any:
 def _analytical_jacobian(fn: Callable[..., Any], inputs: tuple) -> tuple[list, tuple]:
     from .. import _creation
     from .._tensor import Tensor
-    from . import grad as autograd_grad
 
     outs = _outputs(fn, inputs)
     diff_in = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]
@@ -76,7 +82,7 @@ def _analytical_jacobian(fn: Callable[..., Any], inputs: tuple) -> tuple[list, t
             seed = np.zeros(o.numel(), dtype=o.dtype.numpy)
             seed[k] = 1
             g = _creation.from_host(seed.reshape(tuple(o.shape)), device=o.device)
-            grads = autograd_grad((o,), diff_in, (g,), retain_graph=True, allow_unused=True)
+            grads = grad((o,), diff_in, (g,), retain_graph=True, allow_unused=True)
             it = iter(grads)
             for i, x in enumerate(inputs):
                 if jac[i] is None:
@@ -108,7 +114,7 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
                          "none of the them have requires_grad=True.")
     numerical = _numerical_jacobian(func, inputs, eps)
-    analytical, outs = _analytical_jacobian(func, inputs)
+    analytical, _ = _analytical_jacobian(func, inputs)
     for i, (num_i, ana_i) in enumerate(zip(numerical, analytical)):
         if num_i is None:
             continue
@@ -129,7 +135,6 @@ def gradgradcheck(func: Callable[..., Any], inputs: Any, grad_outputs: Any = Non
     """Check second derivatives: gradcheck of the function ``(inputs, v) -> J^T v``."""
     from .. import _creation, _random
     from .._tensor import Tensor
-    from . import grad as autograd_grad
 
     inputs = _tensors(inputs)
     outs = _outputs(func, inputs)
@@ -147,7 +152,7 @@ def gradgradcheck(func: Callable[..., Any], inputs: Any, grad_outputs: Any = Non
         ins, gos = args[:n_in], args[n_in:]
         o = _outputs(func, ins)
         diff = [ins[i] for i in diff_idx]
-        grads = autograd_grad(o, diff, gos, create_graph=True, allow_unused=True)
+        grads = grad(o, diff, gos, create_graph=True, allow_unused=True)
         return tuple(g if g is not None else _creation.zeros_like(d) for g, d in zip(grads, diff))
 
     return gradcheck(first_order, inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,

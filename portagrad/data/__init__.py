@@ -4,6 +4,8 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
+from .. import _creation, _dtype
+
 __all__ = ["load_digits"]
 
 
@@ -22,7 +24,5 @@ def load_digits(as_tensors: bool = True) -> tuple[Any, Any]:
             images, labels = z["images"], z["labels"]
     if not as_tensors:
         return images, labels
-    from .. import _creation, _dtype
-
     return (_creation.from_host(images.astype(np.float32)),
             _creation.from_host(labels.astype(np.int64), dtype=_dtype.int64))

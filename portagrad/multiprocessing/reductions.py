@@ -17,18 +17,21 @@ from __future__ import annotations
 import weakref
 from multiprocessing import resource_tracker, shared_memory
 from multiprocessing.reduction import ForkingPickler
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .._tensor import Tensor
+from .. import _creation, _device, _dtype
+from .._storage import Storage
+from .._tensor import Tensor
+from ..backends.interface import View
+from ..nn.parameter import Parameter
 
 __all__ = ["reduce_tensor", "rebuild_tensor", "reduce_tensor_shared", "rebuild_shared",
-           "share_storage", "init_reductions"]
+           "share_storage", "init_reductions", "share_memory_"]
 
 
-def _check_leaf(t: "Tensor") -> None:
+def _check_leaf(t: Tensor) -> None:
     if t._grad_fn is not None and t._requires_grad:
         raise RuntimeError("Cowardly refusing to serialize non-leaf tensor which requires_grad, "
                            "since autograd does not support crossing process boundaries.  If you "
@@ -36,15 +39,13 @@ def _check_leaf(t: "Tensor") -> None:
                            "serializing (e.g., putting it on the queue).")
 
 
-def _extra(t: "Tensor") -> dict:
+def _extra(t: Tensor) -> dict:
     return {k: v for k, v in t.__dict__.items() if not k.startswith("_accum")}
 
 
 def rebuild_tensor(cls: type, array: np.ndarray, device: str, requires_grad: bool,
-                   grad: Any = None, extra: Any = None) -> "Tensor":
+                   grad: Any = None, extra: Any = None) -> Tensor:
     """Rebuild a tensor sent by value."""
-    from .. import _creation
-
     t = _creation.from_host(array, device=device)
     if cls is not type(t):
         t = cls._from_tensor(t)
@@ -57,7 +58,7 @@ def rebuild_tensor(cls: type, array: np.ndarray, device: str, requires_grad: boo
     return t
 
 
-def reduce_tensor(t: "Tensor") -> Any:
+def reduce_tensor(t: Tensor) -> Any:
     """Pickle by value."""
     _check_leaf(t)
     arr = np.array(t.detach().numpy(force=True), order="C", copy=True)
@@ -73,7 +74,7 @@ def _unlink(shm: shared_memory.SharedMemory) -> None:
         pass
 
 
-def share_storage(t: "Tensor") -> None:
+def share_storage(t: Tensor) -> None:
     """Move ``t``'s CPU storage into a new shared-memory block (no-op if already shared).
 
     Views of the storage taken *before* this call keep pointing at the old memory: share a
@@ -94,8 +95,6 @@ def share_storage(t: "Tensor") -> None:
     st.pinned = False
     _SHM[id(st)] = shm.name
     weakref.finalize(st, _unlink, shm)
-    from ..backends.interface import View
-
     v = t._v
     t._v = View(buf, v.offset, v.shape, v.strides, v.dtype)
 
@@ -104,12 +103,8 @@ _SHM: dict[int, str] = {}
 
 
 def rebuild_shared(cls: type, name: str, nbytes: int, offset: int, shape: tuple, strides: tuple,
-                   dtype_name: str, requires_grad: bool, grad: Any, extra: Any) -> "Tensor":
+                   dtype_name: str, requires_grad: bool, grad: Any, extra: Any) -> Tensor:
     """Map a shared-memory block sent by another process."""
-    from .. import _device, _dtype
-    from .._storage import Storage
-    from .._tensor import Tensor
-
     shm = shared_memory.SharedMemory(name=name)
     try:  # the sender owns the block: do not let this process's tracker unlink it at exit
         resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
@@ -132,7 +127,7 @@ def rebuild_shared(cls: type, name: str, nbytes: int, offset: int, shape: tuple,
     return t
 
 
-def reduce_tensor_shared(t: "Tensor") -> Any:
+def reduce_tensor_shared(t: Tensor) -> Any:
     """ForkingPickler's reducer: a handle for shared CPU storage, values otherwise."""
     _check_leaf(t)
     st = t._storage
@@ -146,12 +141,15 @@ def reduce_tensor_shared(t: "Tensor") -> Any:
 
 def init_reductions() -> None:
     """Register the shared-memory reducer with multiprocessing's pickler (idempotent)."""
-    from .._tensor import Tensor
-
     ForkingPickler.register(Tensor, reduce_tensor_shared)
-    try:
-        from ..nn.parameter import Parameter
+    ForkingPickler.register(Parameter, reduce_tensor_shared)
 
-        ForkingPickler.register(Parameter, reduce_tensor_shared)
-    except ImportError:  # nn not importable in a minimal install
-        pass
+
+def share_memory_(t: Tensor) -> Tensor:
+    """Move ``t``'s storage to shared memory: through ``portagrad.multiprocessing`` other processes
+    then map the same memory (a no-op if already shared). Its ``.grad``, if any, is shared too."""
+    init_reductions()
+    share_storage(t)
+    if t._grad is not None:
+        share_storage(t._grad)
+    return t

@@ -20,7 +20,8 @@ from .._ops import joining as J
 from .._ops import linalg as L
 from .._ops import reduction as R
 from .._ops import shape as S
-from .._ops._common import call, wrap_dim
+from .._ops._common import call
+from .._shape import wrap_dim
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled, no_grad
@@ -140,7 +141,7 @@ def _maybe_inplace(fn: Any, input: Tensor, inplace: bool) -> Tensor:
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """``x`` for ``x > 0`` else ``negative_slope * x``."""
-    return _maybe_inplace(lambda x: E.where(E.gt(x, 0), x, E.mul(x, negative_slope)), input, inplace)
+    return _maybe_inplace(lambda x: I.where(E.gt(x, 0), x, E.mul(x, negative_slope)), input, inplace)
 
 
 def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
@@ -150,7 +151,7 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` for ``x > 0`` else ``alpha * (exp(x) - 1)``."""
     return _maybe_inplace(
-        lambda x: E.where(E.gt(x, 0), x, E.mul(E.expm1(E.clamp(x, None, 0.0)), alpha)), input,
+        lambda x: I.where(E.gt(x, 0), x, E.mul(E.expm1(E.clamp(x, None, 0.0)), alpha)), input,
         inplace)
 
 
@@ -168,7 +169,7 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return _maybe_inplace(
-        lambda x: E.where(E.gt(x, 0), x, E.mul(E.expm1(E.div(E.clamp(x, None, 0.0), alpha)), alpha)),
+        lambda x: I.where(E.gt(x, 0), x, E.mul(E.expm1(E.div(E.clamp(x, None, 0.0), alpha)), alpha)),
         input, inplace)
 
 
@@ -228,16 +229,16 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    return E.where(E.gt(input, lambd), E.sub(input, lambd),
-                   E.where(E.lt(input, -lambd), E.add(input, lambd), E.mul(input, 0.0)))
+    return I.where(E.gt(input, lambd), E.sub(input, lambd),
+                   I.where(E.lt(input, -lambd), E.add(input, lambd), E.mul(input, 0.0)))
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    return E.where(E.gt(E.abs(input), lambd), input, E.mul(input, 0.0))
+    return I.where(E.gt(E.abs(input), lambd), input, E.mul(input, 0.0))
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    return _maybe_inplace(lambda x: E.where(E.gt(x, threshold), x, value), input, inplace)
+    return _maybe_inplace(lambda x: I.where(E.gt(x, threshold), x, value), input, inplace)
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
@@ -253,7 +254,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     w = weight
     if weight.numel() != 1:
         w = _bview(weight, input.dim(), 1 if input.dim() > 1 else 0)
-    return E.where(E.gt(input, 0), input, E.mul(w, input))
+    return I.where(E.gt(input, 0), input, E.mul(w, input))
 
 
 def _softmax_dim(ndim: int) -> int:
@@ -437,14 +438,14 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         with no_grad():
             rows = I.index_select(weight, 0, S.reshape(input, (-1,)))
             norms = R.norm(rows, norm_type, 1, keepdim=True)
-            scale = E.where(E.gt(norms, max_norm), E.div(max_norm, E.add(norms, 1e-7)), 1.0)
+            scale = I.where(E.gt(norms, max_norm), E.div(max_norm, E.add(norms, 1e-7)), 1.0)
             new = E.mul(rows, scale)
             weight.data.index_copy_(0, S.reshape(input, (-1,)), new)
     flat = S.reshape(input, (-1,))
     out = I.index_select(weight, 0, flat)
     if padding_idx is not None and out.requires_grad:
         keep = S.unsqueeze(E.ne(flat, padding_idx), 1)
-        out = E.where(keep, out, out.detach())
+        out = I.where(keep, out, out.detach())
     return S.reshape(out, tuple(input.shape) + (weight.shape[1],))
 
 
@@ -653,7 +654,7 @@ class _MaxLast(Function):
     def backward(ctx: Any, g: Tensor, gi: Any) -> Any:
         (idx,) = ctx.saved_tensors
         ar = _creation.arange(ctx.K, device=g.device)
-        return E.where(E.eq(idx, ar), S.unsqueeze(g, -1), 0.0)
+        return I.where(E.eq(idx, ar), S.unsqueeze(g, -1), 0.0)
 
 
 def _max_pool_fast_path(x: Tensor) -> bool:
@@ -1091,7 +1092,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, redu
     d = E.abs(E.sub(input, target))
     if beta == 0:
         return _reduce(d, reduction)
-    loss = E.where(E.lt(d, beta), E.div(E.mul(E.mul(d, d), 0.5), beta), E.sub(d, 0.5 * beta))
+    loss = I.where(E.lt(d, beta), E.div(E.mul(E.mul(d, d), 0.5), beta), E.sub(d, 0.5 * beta))
     return _reduce(loss, reduction)
 
 
@@ -1100,7 +1101,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     _check_reduction(reduction)
     _check_same_size(input, target)
     d = E.abs(E.sub(input, target))
-    loss = E.where(E.lt(d, delta), E.mul(E.mul(d, d), 0.5), E.mul(E.sub(d, 0.5 * delta), delta))
+    loss = I.where(E.lt(d, delta), E.mul(E.mul(d, d), 0.5), E.mul(E.sub(d, 0.5 * delta), delta))
     if weight is not None:
         loss = E.mul(loss, weight)
     return _reduce(loss, reduction)
@@ -1152,12 +1153,12 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
     _check_targets(target, Cc, ignore_index)
     mask = _class_mask(target, Cc, input.dim())
-    picked = R.sum(E.where(mask, input, 0.0), 1)  # (N, ...)
+    picked = R.sum(I.where(mask, input, 0.0), 1)  # (N, ...)
     valid = E.ne(target, ignore_index)
     if weight is not None:
         wb = _bview(weight.to(input.dtype), input.dim())
-        w = R.sum(E.where(mask, wb, 0.0), 1)
-        w = E.where(valid, w, 0.0)
+        w = R.sum(I.where(mask, wb, 0.0), 1)
+        w = I.where(valid, w, 0.0)
     else:
         w = C.to(valid, dtype=input.dtype)
     loss = E.neg(E.mul(picked, w))
@@ -1212,12 +1213,12 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         smooth = E.neg(R.sum(E.mul(logp_b, _bview(weight, logp_b.dim())), 1))
     else:
         smooth = E.neg(R.sum(logp_b, 1))
-    smooth = E.where(ignore, 0.0, smooth)
+    smooth = I.where(ignore, 0.0, smooth)
     if reduction == "mean":
         if weight is not None:
             mask = _class_mask(target_b, Cc, logp_b.dim())
-            wt = R.sum(E.where(mask, _bview(weight, logp_b.dim()), 0.0), 1)
-            denom = R.sum(E.where(ignore, 0.0, wt))
+            wt = R.sum(I.where(mask, _bview(weight, logp_b.dim()), 0.0), 1)
+            denom = R.sum(I.where(ignore, 0.0, wt))
         else:
             denom = R.sum(C.to(E.logical_not(ignore), dtype=input.dtype))
         ret = E.div(R.sum(smooth), denom)
@@ -1284,7 +1285,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any 
         loss = E.mul(E.exp(target), E.sub(target, input))
     else:
         # xlogy: 0 where target == 0
-        tlog = E.where(E.eq(target, 0), 0.0, E.mul(target, E.log(E.where(E.gt(target, 0), target,
+        tlog = I.where(E.eq(target, 0), 0.0, E.mul(target, E.log(I.where(E.gt(target, 0), target,
                                                                          1.0))))
         loss = E.sub(tlog, E.mul(target, input))
     if reduction == "batchmean":
@@ -1301,9 +1302,9 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
     else:
         loss = E.sub(input, E.mul(target, E.log(E.add(input, eps))))
     if full:
-        st = E.add(E.sub(E.mul(target, E.log(E.where(E.gt(target, 0), target, 1.0))), target),
+        st = E.add(E.sub(E.mul(target, E.log(I.where(E.gt(target, 0), target, 1.0))), target),
                    E.mul(E.log(E.mul(target, 2 * math.pi)), 0.5))
-        loss = E.add(loss, E.where(E.gt(target, 1), st, 0.0))
+        loss = E.add(loss, I.where(E.gt(target, 1), st, 0.0))
     return _reduce(loss, reduction)
 
 
@@ -1330,8 +1331,8 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
                          size_average: Any = None, reduce: Any = None, reduction: str = "mean"
                          ) -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    pos = E.where(E.eq(target, 1), input, 0.0)
-    neg = E.where(E.eq(target, -1), E.relu(E.sub(margin, input)), 0.0)
+    pos = I.where(E.eq(target, 1), input, 0.0)
+    neg = I.where(E.eq(target, -1), E.relu(E.sub(margin, input)), 0.0)
     return _reduce(E.add(pos, neg), reduction)
 
 
@@ -1358,7 +1359,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
                           ) -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
     cos = cosine_similarity(input1, input2, dim=-1)
-    loss = E.where(E.eq(target, 1), E.sub(1.0, cos), E.relu(E.sub(cos, margin)))
+    loss = I.where(E.eq(target, 1), E.sub(1.0, cos), E.relu(E.sub(cos, margin)))
     return _reduce(loss, reduction)
 
 
@@ -1608,10 +1609,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                                "when is_causal=True")
         causal = J.tril(_creation.ones((Lq, Sk), dtype=_dtype.bool, device=query.device))
-        attn = E.where(causal, attn, -math.inf)
+        attn = I.where(causal, attn, -math.inf)
     if attn_mask is not None:
         if attn_mask.dtype is _dtype.bool:
-            attn = E.where(attn_mask, attn, -math.inf)
+            attn = I.where(attn_mask, attn, -math.inf)
         else:
             attn = E.add(attn, attn_mask)
     w = softmax(attn, -1)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import _creation
 from .._tensor import Tensor
 
 __all__ = ["Parameter", "Buffer"]
@@ -13,9 +14,7 @@ class Parameter(Tensor):
 
     Shares storage with ``data``; ``requires_grad`` is True by default (``torch.nn.Parameter``)."""
 
-    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> "Parameter":
-        from .. import _creation
-
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> Parameter:
         if data is None:
             data = _creation.empty(0)
         if not isinstance(data, Tensor):
@@ -45,9 +44,7 @@ class Buffer(Tensor):
     """A tensor that, assigned to a Module attribute, is registered as a buffer
     (``torch.nn.Buffer``); ``persistent=False`` keeps it out of ``state_dict``."""
 
-    def __new__(cls, data: Tensor | None = None, *, persistent: bool = True) -> "Buffer":
-        from .. import _creation
-
+    def __new__(cls, data: Tensor | None = None, *, persistent: bool = True) -> Buffer:
         if data is None:
             data = _creation.empty(0)
         b = cls._from_tensor(data.detach())

@@ -12,16 +12,18 @@ import importlib.metadata
 import os
 import threading
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pluggy
 
+from ..backends.interface import REQUIRED_METHODS, Backend
 from . import ENTRY_POINT_GROUP, BackendSpec, hookspecs
 
 __all__ = [
     "PluginState", "BackendUnavailableError", "BackendValidationError", "get_state", "get_backend",
-    "device_types", "validate_backend", "reset",
+    "device_types", "validate_backend", "reset", "on_reset",
 ]
 
 _BUILTINS = ("numpy", "opencl")
@@ -51,6 +53,7 @@ class PluginState:
 
 _state: PluginState | None = None
 _lock = threading.RLock()
+_reset_callbacks: list[Callable[[], None]] = []
 
 
 def _blocklist() -> list[str]:
@@ -135,9 +138,14 @@ def reset() -> None:
     global _state
     with _lock:
         _state = None
-    from .. import _device
+    for callback in _reset_callbacks:
+        callback()
 
-    _device._clear_caches()
+
+def on_reset(callback: Callable[[], None]) -> None:
+    """Call ``callback()`` after every :func:`reset` (layers above drop what they cached from the
+    manager, such as resolved devices)."""
+    _reset_callbacks.append(callback)
 
 
 def device_types() -> list[str]:
@@ -147,8 +155,6 @@ def device_types() -> list[str]:
 
 def validate_backend(backend: Any, name: str = "?") -> None:
     """Raise :class:`BackendValidationError` listing every required method ``backend`` lacks."""
-    from ..backends.interface import REQUIRED_METHODS, Backend
-
     missing = []
     for meth in REQUIRED_METHODS:
         impl = getattr(type(backend), meth, None)
@@ -176,7 +182,7 @@ def get_backend(device_type: str) -> Any:
         if spec is None:
             why = ""
             if device_type in state.blocked:
-                why = f" (its plugin is blocked by PORTAGRAD_DISABLE_PLUGINS)"
+                why = " (its plugin is blocked by PORTAGRAD_DISABLE_PLUGINS)"
             elif device_type in state.failed:
                 why = f" (its plugin failed to load: {state.failed[device_type]})"
             raise BackendUnavailableError(

@@ -12,8 +12,11 @@ import numpy as np
 import pytest
 
 import portagrad as pg
+from portagrad.backends import philox
 from portagrad.backends.interface import (ARG_REDUCE_OPS, BINARY_OPS, COMPARISON_OPS,
                                           REDUCE_OPS, UNARY_OPS, View)
+from portagrad.backends.numpy import NumpyBackend
+from portagrad.plugins.manager import validate_backend
 
 _RNG = np.random.default_rng(1234)
 
@@ -33,14 +36,14 @@ def _upload(backend: Any, arr: np.ndarray, pad: int = 0) -> View:
     whole = View(buf, 0, (flat.size,), (1,), dt)
     if flat.size:
         backend.from_host(whole, flat)
-    strides = pg._tensor.contiguous_strides(arr.shape)
+    strides = pg._shape.contiguous_strides(arr.shape)
     return View(buf, pad, tuple(arr.shape), strides, dt)
 
 
 def _empty(backend: Any, shape: tuple, dtype: Any) -> View:
     n = int(np.prod(shape)) if shape else 1
     buf = backend.allocate(0, max(n * dtype.itemsize, 1))
-    return View(buf, 0, tuple(shape), pg._tensor.contiguous_strides(shape), dtype)
+    return View(buf, 0, tuple(shape), pg._shape.contiguous_strides(shape), dtype)
 
 
 def _host(backend: Any, v: View) -> np.ndarray:
@@ -76,8 +79,6 @@ def _close(got: np.ndarray, want: np.ndarray, dtype: Any) -> None:
 
 
 def test_contract_is_complete(conformance_backend: Any) -> None:
-    from portagrad.plugins.manager import validate_backend
-
     validate_backend(conformance_backend, "under test")
 
 
@@ -115,9 +116,9 @@ def test_unary(conformance_backend: Any, reference_backend: Any, op: str) -> Non
             be.unary(op, view, out)
             ref_out = np.empty(a.shape, out_dtype.numpy)
             ref_in = View(a.copy().reshape(-1).view(np.uint8), 0, a.shape,
-                          pg._tensor.contiguous_strides(a.shape), dtype)
+                          pg._shape.contiguous_strides(a.shape), dtype)
             reference_backend.unary(op, ref_in, View(ref_out.reshape(-1).view(np.uint8), 0,
-                                                     a.shape, pg._tensor.contiguous_strides(a.shape),
+                                                     a.shape, pg._shape.contiguous_strides(a.shape),
                                                      out_dtype))
             _close(_host(be, out), ref_out, out_dtype)
 
@@ -128,12 +129,12 @@ def _ref_binary(reference_backend: Any, op: str, a: Any, b: Any, out_dtype: Any,
         if not isinstance(x, np.ndarray):
             return x
         x = np.ascontiguousarray(x)
-        return View(x.reshape(-1).view(np.uint8), 0, x.shape, pg._tensor.contiguous_strides(x.shape),
+        return View(x.reshape(-1).view(np.uint8), 0, x.shape, pg._shape.contiguous_strides(x.shape),
                     pg._dtype.from_numpy_dtype(x.dtype))
 
     out = np.empty(shape, out_dtype.numpy)
     reference_backend.binary(op, wrap(a), wrap(b), View(out.reshape(-1).view(np.uint8), 0, shape,
-                                                        pg._tensor.contiguous_strides(shape),
+                                                        pg._shape.contiguous_strides(shape),
                                                         out_dtype))
     return out
 
@@ -265,7 +266,6 @@ def test_gather_scatter_sort(conformance_backend: Any) -> None:
         be.sort(_upload(be, keys), 1, descending, vals, inds)
         ref_vals = np.empty_like(keys)
         ref_inds = np.empty(keys.shape, np.int64)
-        from portagrad.backends.numpy import NumpyBackend
 
         def wrap(a: np.ndarray, dt: Any) -> View:
             return View(a.reshape(-1).view(np.uint8), 0, a.shape, (a.shape[1], 1), dt)
@@ -277,8 +277,6 @@ def test_gather_scatter_sort(conformance_backend: Any) -> None:
 
 def test_random_matches_reference(conformance_backend: Any) -> None:
     be = conformance_backend
-    from portagrad.backends import philox
-
     out = _empty(be, (1000,), pg.float32)
     be.random("uniform", out, 42, 17, 0.0, 1.0)
     np.testing.assert_array_equal(_host(be, out), philox.uniform(1000, 42, 17, 0.0, 1.0, np.float32))

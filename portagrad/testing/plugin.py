@@ -16,6 +16,9 @@ from typing import Any
 
 import pytest
 
+from portagrad.backends.numpy import NumpyBackend
+from portagrad.plugins.manager import get_backend
+
 __all__ = ["pytest_addoption", "conformance_backend", "conformance_device", "reference_backend"]
 
 
@@ -37,8 +40,6 @@ def pytest_report_header(config: pytest.Config) -> str:
 @pytest.fixture(scope="session")
 def conformance_backend(request: pytest.FixtureRequest) -> Any:
     """The backend object under test (loading failures fail the run: they are what we check)."""
-    from portagrad.plugins.manager import get_backend
-
     return get_backend(_device_type(request.config))
 
 
@@ -54,6 +55,4 @@ def conformance_device(request: pytest.FixtureRequest, conformance_backend: Any)
 @pytest.fixture(scope="session")
 def reference_backend() -> Any:
     """The numpy backend: the reference every primitive is compared with."""
-    from portagrad.backends.numpy import NumpyBackend
-
     return NumpyBackend()

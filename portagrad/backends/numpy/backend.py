@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from ...errors import OutOfMemoryError
 from .. import philox
 from ..interface import Backend, DeviceProperties, View
 from ..ufuncs import BINARY_UFUNCS
@@ -137,8 +139,6 @@ class NumpyBackend(Backend):
         try:
             return np.empty(nbytes, np.uint8)
         except MemoryError:
-            from ...errors import OutOfMemoryError
-
             raise OutOfMemoryError(
                 f"cpu: failed to allocate {nbytes} bytes of host memory") from None
 
@@ -289,7 +289,7 @@ class NumpyBackend(Backend):
     def conv2d(self, x: View, w: View, out: View, stride: Sequence[int], padding: Sequence[int],
                dilation: Sequence[int], groups: int) -> None:
         xa, wa, o = _nd(x), _nd(w), _nd(out)
-        N, C = xa.shape[:2]
+        N = xa.shape[0]
         O, Cg, kh, kw = wa.shape
         OH, OW = o.shape[2:]
         g = groups

@@ -4,8 +4,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ... import _creation
+from ... import _creation, _dtype
 from ..._ops import elementwise as E
+from ..._ops import indexing as I
+from ..._ops import joining as J
+from ..._ops import linalg as L
+from ..._ops import reduction as R
 from ..._ops import shape as S
 from ..._tensor import Tensor
 from .. import functional as F
@@ -110,7 +114,7 @@ class GELU(Module):
         return F.gelu(input, approximate=self.approximate)
 
     def extra_repr(self) -> str:
-        return f"approximate={repr(self.approximate)}"
+        return f"approximate={self.approximate!r}"
 
 
 class Sigmoid(Module):
@@ -331,11 +335,6 @@ class MultiheadAttention(Module):
                 key_padding_mask: Tensor | None = None, need_weights: bool = True,
                 attn_mask: Tensor | None = None, average_attn_weights: bool = True,
                 is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
-        from ... import _dtype
-        from ..._ops import joining as J
-        from ..._ops import linalg as L
-        from ..._ops import reduction as R
-
         unbatched = query.dim() == 2
         if unbatched:
             query, key, value = (S.unsqueeze(t, 1 if not self.batch_first else 0)
@@ -345,7 +344,6 @@ class MultiheadAttention(Module):
         if self.batch_first:
             query, key, value = (S.transpose(t, 0, 1) for t in (query, key, value))
         tgt_len, bsz, E_ = query.shape
-        src_len = key.shape[0]
         if E_ != self.embed_dim:
             raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got "
                                  f"{E_}")
@@ -388,7 +386,7 @@ class MultiheadAttention(Module):
             attn_mask = causal
         if attn_mask is not None:
             if attn_mask.dtype is _dtype.bool:
-                am = E.where(attn_mask, -math.inf, 0.0).to(q.dtype)
+                am = I.where(attn_mask, -math.inf, 0.0).to(q.dtype)
             else:
                 am = attn_mask
             if am.dim() == 3:
@@ -396,7 +394,7 @@ class MultiheadAttention(Module):
             mask = am
         if key_padding_mask is not None:
             if key_padding_mask.dtype is _dtype.bool:
-                kp = E.where(key_padding_mask, -math.inf, 0.0).to(q.dtype)
+                kp = I.where(key_padding_mask, -math.inf, 0.0).to(q.dtype)
             else:
                 kp = key_padding_mask
             kp = S.reshape(kp, (bsz, 1, 1, s_len))

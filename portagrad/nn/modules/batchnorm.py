@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ... import _creation, _dtype
+from ..._ops import shape as S
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -130,8 +131,6 @@ class _InstanceNorm(_NormBase):
                              f"{input.dim()}D input)")
 
     def forward(self, input: Tensor) -> Tensor:
-        from ..._ops import shape as S
-
         self._check_input_dim(input)
         unbatched = input.dim() == self._nd + 1
         x = S.unsqueeze(input, 0) if unbatched else input

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict, namedtuple
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
-from ... import _dtype
+from ... import _device, _dtype
 from ..._tensor import Tensor
 from ...autograd import grad_mode
 from ...autograd.function import Function, RemovableHandle, _HookDict
@@ -60,7 +61,7 @@ def _addindent(s: str, num_spaces: int) -> str:
 
 
 def _add_hook(hooks: _HookDict, hook: Any, prepend: bool = False,
-              extra: "tuple[dict, ...]" = ()) -> RemovableHandle:
+              extra: tuple[dict, ...] = ()) -> RemovableHandle:
     h = _ModuleHandle(hooks, extra)
     hooks[h.id] = hook
     if prepend:
@@ -71,7 +72,7 @@ def _add_hook(hooks: _HookDict, hook: Any, prepend: bool = False,
 class _ModuleHandle(RemovableHandle):
     """A removable handle that also clears the hook's entries in side tables (kwargs flags)."""
 
-    def __init__(self, hooks: _HookDict, extra: "tuple[dict, ...]" = ()) -> None:
+    def __init__(self, hooks: _HookDict, extra: tuple[dict, ...] = ()) -> None:
         super().__init__(hooks)
         self._extra = extra
 
@@ -104,7 +105,7 @@ class _BackwardHook:
     """One forward call's state for full backward (pre-)hooks, as ``torch.utils.hooks.BackwardHook``:
     identity nodes around the inputs and outputs catch ``grad_output`` and ``grad_input``."""
 
-    def __init__(self, module: "Module", hooks: list, pre_hooks: list) -> None:
+    def __init__(self, module: Module, hooks: list, pre_hooks: list) -> None:
         self.module = module
         self.hooks = hooks
         self.pre_hooks = pre_hooks
@@ -285,7 +286,7 @@ class Module:
         else:
             self._parameters[name] = param
 
-    def add_module(self, name: str, module: "Module | None") -> None:
+    def add_module(self, name: str, module: Module | None) -> None:
         """Add a child module, reachable as the attribute ``name``."""
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{_typename(module)} is not a Module subclass")
@@ -301,7 +302,7 @@ class Module:
 
     register_module = add_module
 
-    def get_submodule(self, target: str) -> "Module":
+    def get_submodule(self, target: str) -> Module:
         """The submodule at the dotted path ``target`` (``""`` is ``self``)."""
         if target == "":
             return self
@@ -429,7 +430,7 @@ class Module:
                 self.__dict__[k] = default
 
     # ------------------------------------------------------------ iteration
-    def _named_members(self, get_members: Callable[["Module"], Any], prefix: str = "",
+    def _named_members(self, get_members: Callable[[Module], Any], prefix: str = "",
                        recurse: bool = True, remove_duplicate: bool = True) -> Iterator[tuple[str, Any]]:
         memo: set[int] = set()
         modules = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse
@@ -462,23 +463,23 @@ class Module:
         yield from self._named_members(lambda m: m._buffers.items(), prefix=prefix,
                                        recurse=recurse, remove_duplicate=remove_duplicate)
 
-    def children(self) -> Iterator["Module"]:
+    def children(self) -> Iterator[Module]:
         for _, m in self.named_children():
             yield m
 
-    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+    def named_children(self) -> Iterator[tuple[str, Module]]:
         memo: set[int] = set()
         for name, module in self._modules.items():
             if module is not None and id(module) not in memo:
                 memo.add(id(module))
                 yield name, module
 
-    def modules(self) -> Iterator["Module"]:
+    def modules(self) -> Iterator[Module]:
         for _, m in self.named_modules():
             yield m
 
     def named_modules(self, memo: set | None = None, prefix: str = "",
-                      remove_duplicate: bool = True) -> Iterator[tuple[str, "Module"]]:
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
         """``(dotted name, module)`` for this module (name ``prefix``) and all submodules."""
         if memo is None:
             memo = set()
@@ -494,7 +495,7 @@ class Module:
             yield from module.named_modules(memo, sub, remove_duplicate)
 
     # ------------------------------------------------------------ modes
-    def train(self, mode: bool = True) -> "Module":
+    def train(self, mode: bool = True) -> Module:
         """Set training mode (``Dropout`` drops, ``BatchNorm`` uses batch statistics)."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
@@ -503,11 +504,11 @@ class Module:
             module.train(mode)
         return self
 
-    def eval(self) -> "Module":
+    def eval(self) -> Module:
         """``train(False)``."""
         return self.train(False)
 
-    def requires_grad_(self, requires_grad: bool = True) -> "Module":
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
@@ -527,7 +528,7 @@ class Module:
                     g.zero_()
 
     # ------------------------------------------------------------ conversion
-    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> "Module":
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> Module:
         if recurse:
             for module in self.children():
                 module._apply(fn)
@@ -549,20 +550,18 @@ class Module:
                 self._buffers[key] = fn(buf)
         return self
 
-    def apply(self, fn: Callable[["Module"], None]) -> "Module":
+    def apply(self, fn: Callable[[Module], None]) -> Module:
         """Call ``fn`` on every submodule (children first) and on ``self``."""
         for module in self.children():
             module.apply(fn)
         fn(self)
         return self
 
-    def to(self, *args: Any, **kwargs: Any) -> "Module":
+    def to(self, *args: Any, **kwargs: Any) -> Module:
         """Move parameters and buffers to a device and/or cast floating ones to a dtype, in place.
 
         ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``; the parameters stay
         the same ``Parameter`` objects."""
-        from ... import _device
-
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
         non_blocking = kwargs.pop("non_blocking", False)
@@ -597,28 +596,28 @@ class Module:
 
         return self._apply(convert)
 
-    def cpu(self) -> "Module":
+    def cpu(self) -> Module:
         return self._apply(lambda t: t.cpu())
 
-    def opencl(self, device: Any = None) -> "Module":
+    def opencl(self, device: Any = None) -> Module:
         """Move to an OpenCL device (``opencl:device``, the current one when ``None``)."""
         dev = "opencl" if device is None else (device if isinstance(device, str) and ":" in device
                                                 else f"opencl:{int(device)}")
         return self._apply(lambda t: t.to(dev))
 
-    def type(self, dst_type: Any) -> "Module":
+    def type(self, dst_type: Any) -> Module:
         return self._apply(lambda t: t.to(dtype=dst_type))
 
-    def float(self) -> "Module":
+    def float(self) -> Module:
         return self._apply(lambda t: t.float() if t.is_floating_point() else t)
 
-    def double(self) -> "Module":
+    def double(self) -> Module:
         return self._apply(lambda t: t.double() if t.is_floating_point() else t)
 
-    def half(self) -> "Module":
+    def half(self) -> Module:
         return self._apply(lambda t: t.half() if t.is_floating_point() else t)
 
-    def share_memory(self) -> "Module":
+    def share_memory(self) -> Module:
         return self._apply(lambda t: t.share_memory_())
 
     # ------------------------------------------------------------ hooks
@@ -715,7 +714,7 @@ class Module:
                 destination[prefix + name] = buf if keep_vars else buf.detach()
 
     def state_dict(self, *args: Any, destination: Any = None, prefix: str = "",
-                   keep_vars: bool = False) -> "OrderedDict[str, Tensor]":
+                   keep_vars: bool = False) -> OrderedDict[str, Tensor]:
         """An ordered dict of parameters and persistent buffers by dotted name (detached tensors
         sharing storage with the module's, unless ``keep_vars``)."""
         if args:  # the deprecated positional form (destination, prefix, keep_vars)
@@ -784,7 +783,7 @@ class Module:
                                   f"checkpoint are {input_param.shape}, an exception occurred : "
                                   f"{ex.args}.")
         if strict:
-            for key in state_dict.keys():
+            for key in state_dict:
                 if key.startswith(prefix):
                     input_name = key[len(prefix):].split(".", 1)
                     if input_name[0] not in self._modules and input_name[0] not in local_state:
@@ -862,7 +861,7 @@ class Module:
         main_str += ")"
         return main_str
 
-    def _replicate_for_data_parallel(self) -> "Module":
+    def _replicate_for_data_parallel(self) -> Module:
         replica = self.__new__(type(self))
         replica.__dict__ = self.__dict__.copy()
         replica._parameters = dict(self._parameters)

@@ -8,9 +8,11 @@ buffers (BatchNorm's running statistics are updated there, as with PyTorch's fir
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ... import _device
+from ..._accel import DeviceModule
 from ..._ops import joining as J
 from ..._tensor import Tensor
 from ..modules.module import Module
@@ -141,9 +143,7 @@ class DataParallel(Module):
                 self.output_device = None
                 self.src_device_obj = home
                 return
-            import portagrad as pg
-
-            n = getattr(pg, home.type).device_count()
+            n = DeviceModule(home.type).device_count()
             device_ids = list(range(n))
         self.device_ids = _as_devices(device_ids, dtype)
         self.output_device = (self.device_ids[0] if output_device is None else

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
+from ... import _creation
 from ..._ops import elementwise as E
 from ..._ops import joining as J
 from ..._ops import reduction as R
@@ -23,8 +25,6 @@ def _params(parameters: Any) -> list[Tensor]:
 def get_total_norm(tensors: Any, norm_type: float = 2.0, error_if_nonfinite: bool = False,
                    foreach: Any = None) -> Tensor:
     """The ``norm_type``-norm of all ``tensors`` together (as one vector)."""
-    from ... import _creation
-
     tensors = [t for t in _params(tensors) if t is not None]
     norm_type = float(norm_type)
     if len(tensors) == 0:

@@ -1,9 +1,10 @@
 """``nn.utils.rnn``: ``pad_sequence`` (and a minimal ``PackedSequence`` path for RNNs)."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
-from ... import _creation
+from ... import _creation, _dtype
 from ..._ops import joining as J
 from ..._ops import shape as S
 from ..._tensor import Tensor
@@ -74,8 +75,6 @@ def pack_sequence(sequences: Sequence[Tensor], enforce_sorted: bool = True) -> P
 def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
                         padding_value: float = 0.0, total_length: int | None = None
                         ) -> tuple[Tensor, Tensor]:
-    from ... import _dtype
-
     data = sequence.data
     lens = sequence.lengths
     T = max(lens)

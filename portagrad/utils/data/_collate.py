@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import collections.abc
 import warnings
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
+from ... import _creation, _dtype
+from ..._ops.joining import stack
 from ..._tensor import Tensor
 
 __all__ = ["default_collate", "default_convert", "pin_memory"]
@@ -18,8 +21,6 @@ _ERR = ("default_collate: batch must contain tensors, numpy arrays, numbers, dic
 
 def default_convert(data: Any) -> Any:
     """Numpy arrays become tensors, recursively; everything else is left as is."""
-    from ... import _creation
-
     if isinstance(data, np.ndarray) and data.dtype.kind not in "SaUO":
         return _creation.as_tensor(data)
     if isinstance(data, np.generic) and data.dtype.kind not in "SaUO":
@@ -45,9 +46,6 @@ def default_collate(batch: Sequence[Any]) -> Any:
     """Stack a list of samples into a batch, as PyTorch: tensors are stacked along a new first
     dimension, numbers become 1-D tensors (int64/float64... as PyTorch: float -> float64),
     strings stay lists, and dicts/tuples/named tuples/lists are collated element-wise."""
-    from ... import _creation, _dtype
-    from ..._ops.joining import stack
-
     elem = batch[0]
     if isinstance(elem, Tensor):
         return stack(list(batch), 0)

@@ -5,12 +5,17 @@ import queue
 import random
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+
+from ... import _creation, _dtype, _random
+from ._collate import default_collate
+from .dataset import TensorDataset
 
 __all__ = ["WorkerInfo", "get_worker_info", "ExceptionWrapper"]
 
-_worker_info: "WorkerInfo | None" = None
+_worker_info: WorkerInfo | None = None
 _POLL_S = 0.2  # how often an idle worker checks the loader's stop event
 
 
@@ -24,7 +29,7 @@ class WorkerInfo:
     dataset: Any
 
 
-def get_worker_info() -> "WorkerInfo | None":
+def get_worker_info() -> WorkerInfo | None:
     """The :class:`WorkerInfo` inside a DataLoader worker, ``None`` in the main process."""
     return _worker_info
 
@@ -105,13 +110,8 @@ class _IterableFetcher:
 def _fast_tensor_batch(dataset: Any, index: Any, collate_fn: Callable) -> Any:
     """``default_collate([dataset[i] for i in index])`` for a TensorDataset in one gather per
     tensor (the same values, far fewer ops)."""
-    from ._collate import default_collate
-    from .dataset import TensorDataset
-
     if type(dataset) is not TensorDataset or collate_fn is not default_collate:
         return None
-    from ... import _creation, _dtype
-
     idx = _creation.tensor(list(index), dtype=_dtype.int64)
     out = []
     for t in dataset.tensors:
@@ -139,8 +139,6 @@ def worker_loop(is_iterable: bool, dataset: Any, index_queue: Any, data_queue: A
         _mark_forked()
     try:
         import numpy as np
-
-        from ... import _random
 
         seed = base_seed + worker_id
         random.seed(seed)

@@ -12,10 +12,13 @@ import multiprocessing as python_mp
 import queue
 import time
 import weakref
-from typing import Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
+from ... import _random
 from . import _worker
-from ._collate import default_collate, default_convert, pin_memory as _pin
+from ._collate import default_collate, default_convert
+from ._collate import pin_memory as _pin
 from .dataset import Dataset, IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
@@ -39,8 +42,8 @@ class DataLoader:
     """Iterate over ``dataset`` in batches (``torch.utils.data.DataLoader``)."""
 
     def __init__(self, dataset: Dataset, batch_size: int | None = 1, shuffle: bool | None = None,
-                 sampler: "Sampler | Iterable | None" = None,
-                 batch_sampler: "Sampler | Iterable | None" = None, num_workers: int = 0,
+                 sampler: Sampler | Iterable | None = None,
+                 batch_sampler: Sampler | Iterable | None = None, num_workers: int = 0,
                  collate_fn: Callable | None = None, pin_memory: bool = False,
                  drop_last: bool = False, timeout: float = 0,
                  worker_init_fn: Callable[[int], None] | None = None,
@@ -145,8 +148,6 @@ class DataLoader:
         return len(self._index_sampler)
 
     def _base_seed(self) -> int:
-        from ... import _random
-
         return int(_random.randint(0, 2 ** 62, (1,), generator=self.generator,
                                    device="cpu").item())
 
@@ -175,7 +176,7 @@ class _BaseIter:
         self._base_seed = loader._base_seed()
         self._num_yielded = 0
 
-    def __iter__(self) -> "_BaseIter":
+    def __iter__(self) -> _BaseIter:
         return self
 
     def __len__(self) -> int:

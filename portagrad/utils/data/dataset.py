@@ -4,8 +4,10 @@ from __future__ import annotations
 import bisect
 import math
 import warnings
-from typing import Any, Generic, Iterable, Iterator, Sequence, TypeVar
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Generic, TypeVar
 
+from ... import _random
 from ..._tensor import Tensor
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset",
@@ -20,7 +22,7 @@ class Dataset(Generic[T_co]):
     def __getitem__(self, index: Any) -> T_co:
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
 
-    def __add__(self, other: "Dataset[T_co]") -> "ConcatDataset[T_co]":
+    def __add__(self, other: Dataset[T_co]) -> ConcatDataset[T_co]:
         return ConcatDataset([self, other])
 
 
@@ -31,7 +33,7 @@ class IterableDataset(Dataset[T_co]):
     def __iter__(self) -> Iterator[T_co]:
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
-    def __add__(self, other: Dataset[T_co]) -> "ChainDataset[T_co]":  # type: ignore[override]
+    def __add__(self, other: Dataset[T_co]) -> ChainDataset[T_co]:  # type: ignore[override]
         return ChainDataset([self, other])
 
 
@@ -142,12 +144,10 @@ class Subset(Dataset[T_co]):
         return len(self.indices)
 
 
-def random_split(dataset: Dataset[T_co], lengths: Sequence["int | float"],
+def random_split(dataset: Dataset[T_co], lengths: Sequence[int | float],
                  generator: Any = None) -> list[Subset[T_co]]:
     """Split ``dataset`` into non-overlapping random subsets of the given ``lengths`` (or fractions
     summing to 1, the remainder spread round-robin), shuffled with ``generator``."""
-    from ... import _random
-
     if generator is None:
         generator = _random.default_generator
     n = len(dataset)  # type: ignore[arg-type]

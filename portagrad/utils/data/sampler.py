@@ -1,7 +1,10 @@
 """Samplers: the order in which a :class:`DataLoader` visits indices."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Sequence, Sized
+from collections.abc import Iterable, Iterator, Sequence, Sized
+from typing import Any
+
+from ... import _creation, _dtype, _random
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler"]
@@ -31,8 +34,6 @@ class SequentialSampler(Sampler):
 
 
 def _seed_generator(generator: Any) -> Any:
-    from ... import _random
-
     if generator is not None:
         return generator
     g = _random.Generator()
@@ -62,8 +63,6 @@ class RandomSampler(Sampler):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self) -> Iterator[int]:
-        from ... import _random
-
         n = len(self.data_source)
         g = _seed_generator(self.generator)
         if self.replacement:
@@ -87,8 +86,6 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        from ... import _random
-
         for i in _random.randperm(len(self.indices), generator=self.generator, device="cpu").tolist():
             yield self.indices[i]
 
@@ -101,8 +98,6 @@ class WeightedRandomSampler(Sampler):
 
     def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
                  generator: Any = None) -> None:
-        from ... import _creation, _dtype
-
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
             raise ValueError(f"num_samples should be a positive integer value, but got "
                              f"num_samples={num_samples}")
@@ -115,8 +110,6 @@ class WeightedRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        from ... import _random
-
         rand = _random.multinomial(self.weights, self.num_samples, self.replacement,
                                    generator=self.generator)
         yield from iter(rand.tolist())
@@ -128,7 +121,7 @@ class WeightedRandomSampler(Sampler):
 class BatchSampler(Sampler):
     """Group the indices of ``sampler`` into lists of ``batch_size``."""
 
-    def __init__(self, sampler: "Sampler | Iterable[int]", batch_size: int,
+    def __init__(self, sampler: Sampler | Iterable[int], batch_size: int,
                  drop_last: bool) -> None:
         if (not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0):
             raise ValueError(f"batch_size should be a positive integer value, but got "

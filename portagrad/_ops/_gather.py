@@ -1,0 +1,91 @@
+"""The two recorded primitives of indexing, ``_Gather`` and ``_ScatterAddZeros``, each the other's
+derivative, and what views and indexing build from them (the derivative of ``as_strided``)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _creation, _raw
+from .._tensor import Tensor
+from ..autograd.function import Function
+from ._common import call
+
+__all__ = ["as_strided_scatter_add", "check_index_range", "scatter_into_zeros"]
+
+
+def check_index_range(index: Tensor, size: int, dim: int, what: str = "index",
+                      exc: type = IndexError) -> None:
+    """Raise ``exc`` (``IndexError``; PyTorch's gather/scatter raise ``RuntimeError``) if any value
+    of the int64 ``index`` is outside ``[0, size)`` (negative values must already have been
+    wrapped where allowed)."""
+    if index.numel() == 0:
+        return
+    lo, hi = _raw.min_max(index)
+    if lo < 0 or hi >= size:
+        bad = lo if lo < 0 else hi
+        raise exc(f"{what} {bad} is out of bounds for dimension {dim} with size {size}")
+
+
+class _Gather(Function):
+    _backward_name = "GatherBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, d: int, index: Tensor) -> Tensor:
+        ctx.meta = (x._v.shape, d)
+        ctx.save_for_backward(index)
+        return _raw.gather(x, d, index)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        (index,) = ctx.saved_tensors
+        shape, d = ctx.meta
+        return scatter_into_zeros(g, d, index, shape), None, None
+
+
+class _ScatterAddZeros(Function):
+    """``zeros(shape).scatter_add_(d, index, src)``: the derivative of gather."""
+
+    _backward_name = "ScatterAddBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, src: Tensor, d: int, index: Tensor, shape: tuple[int, ...]) -> Tensor:
+        ctx.d = d
+        ctx.save_for_backward(index)
+        out = _raw.fill(_raw.new_like(src, shape), 0)
+        return _raw.scatter(out, d, index, src, "add")
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        (index,) = ctx.saved_tensors
+        return call(_Gather, g, ctx.d, index), None, None, None
+
+
+def scatter_into_zeros(src: Tensor, d: int, index: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """``zeros(shape)`` with ``src`` added at ``index`` along ``d`` (duplicates accumulate)."""
+    return call(_ScatterAddZeros, src, d, index, tuple(shape))
+
+
+def as_strided_scatter_add(g: Tensor, in_geometry: tuple, view_geometry: tuple) -> Tensor:
+    """Gradient of ``as_strided``: add ``g`` into a zero buffer through the view's geometry, then
+    read the input's geometry from the buffer."""
+    in_shape, in_strides, in_offset = in_geometry
+    v_shape, v_strides, v_offset = view_geometry
+    span = max(_span(in_shape, in_strides, in_offset), _span(v_shape, v_strides, v_offset))
+    idx = _linear_index(g, v_shape, v_strides, v_offset)
+    flat = scatter_into_zeros(g.reshape((-1,)), 0, idx, (span,))
+    in_idx = _linear_index(g, in_shape, in_strides, in_offset)
+    return call(_Gather, flat, 0, in_idx).reshape(in_shape)
+
+
+def _span(shape: tuple, strides: tuple, offset: int) -> int:
+    if not all(shape):
+        return offset
+    return offset + sum((n - 1) * s for n, s in zip(shape, strides)) + 1
+
+
+def _linear_index(like: Tensor, shape: tuple, strides: tuple, offset: int) -> Tensor:
+    lin = np.full((), offset, np.int64)
+    for n, s in zip(shape, strides):
+        lin = lin[..., None] + np.arange(n, dtype=np.int64) * s
+    return _creation.from_host(np.ascontiguousarray(lin.reshape(-1)), device=like.device)

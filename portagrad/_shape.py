@@ -1,0 +1,114 @@
+"""Shape arithmetic: strides, broadcasting, view geometry, dimension wrapping.
+
+Pure functions of shapes and strides (tuples of ints), used by every layer from ``Tensor`` up; they
+import nothing from the package but its error types.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import ShapeError
+
+__all__ = ["broadcast_shapes", "compute_view_strides", "contiguous_strides", "infer_size",
+           "wrap_dim", "wrap_dims"]
+
+
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """C-order strides (in elements) for ``shape``."""
+    strides = []
+    acc = 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(strides))
+
+
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The broadcast shape, or a ``RuntimeError`` naming the mismatching sizes."""
+    ndim = max(len(s) for s in shapes)
+    out = [1] * ndim
+    for s in shapes:
+        off = ndim - len(s)
+        for i, n in enumerate(s):
+            j = off + i
+            if out[j] == 1:
+                out[j] = n
+            elif n != 1 and n != out[j]:
+                raise ShapeError(
+                    f"The size of tensor a ({out[j]}) must match the size of tensor b ({n}) at "
+                    f"non-singleton dimension {j}")
+    return tuple(out)
+
+
+def infer_size(shape: Sequence[int], numel: int) -> tuple[int, ...]:
+    """Resolve one ``-1`` in ``shape`` and check the element count."""
+    shape = tuple(int(s) for s in shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    if any(s < -1 for s in shape):
+        raise RuntimeError(f"invalid shape dimension {min(shape)}")
+    known = math.prod(s for s in shape if s != -1)
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+def compute_view_strides(old_shape: tuple[int, ...], old_strides: tuple[int, ...],
+                         new_shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Strides that view ``old`` as ``new_shape`` without copying, or ``None`` (PyTorch's
+    ``computeStride``: sizes must split/merge within contiguous chunks)."""
+    if math.prod(old_shape) == 0 or not old_shape:
+        return contiguous_strides(new_shape)
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base_stride = old_strides[-1]
+    tensor_numel = 1
+    view_numel = 1
+    for tensor_d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[tensor_d]
+        if tensor_d == 0 or (old_shape[tensor_d - 1] != 1 and
+                             old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * chunk_base_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = old_strides[tensor_d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(new_strides)
+
+
+def wrap_dim(dim: int, ndim: int) -> int:
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    lo, hi = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)
+    if dim < lo or dim > hi:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], but "
+                         f"got {dim})")
+    return int(dim) % max(ndim, 1)
+
+
+def wrap_dims(dim: Any, ndim: int) -> tuple[int, ...]:
+    """Normalise ``dim`` (None, int or sequence) to a sorted tuple of axes; None means all."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (list, tuple)):
+        axes = tuple(wrap_dim(d, ndim) for d in dim)
+        if len(set(axes)) != len(axes):
+            raise RuntimeError(f"dim {axes} appears multiple times in the list of dims")
+        return tuple(sorted(axes)) if ndim else ()
+    return (wrap_dim(dim, ndim),) if ndim else ()

@@ -1,0 +1,1098 @@
+"""The Tensor API, declared: :class:`TensorOps`, the base class of :class:`~portagrad.Tensor`.
+
+Every method here delegates in one line to the op function of the same name (``x.add(y)`` is
+``portagrad.add(x, y)``), so ``pg.X`` and ``Tensor.X`` share one implementation and a reader or a
+type checker finds each method in a class body. ``_tensor.py`` holds the data model.
+
+The op modules import ``Tensor``, which derives from this class, so this module cannot import them
+when it is loaded: ``_E``, ``_R``, ... are imported here for type checkers only, and bound at
+runtime by :func:`_bind`, which ``portagrad/__init__.py`` calls once the op modules are loaded.
+That call is the one place where ``Tensor`` and the layers above it are tied together.
+"""
+# ruff: noqa: TC004  (the names imported for type checkers are bound at runtime by _bind)
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from . import _dtype
+from ._shape import broadcast_shapes
+from .autograd.grad_mode import _flags
+
+if TYPE_CHECKING:
+    from . import _creation as _CR
+    from . import _random as _RN
+    from . import autograd as _AG
+    from ._device import device as _Device
+    from ._ops import _common as _K
+    from ._ops import conversion as _C
+    from ._ops import elementwise as _E
+    from ._ops import indexing as _I
+    from ._ops import joining as _J
+    from ._ops import linalg as _L
+    from ._ops import reduction as _R
+    from ._ops import shape as _S
+    from ._tensor import Tensor
+
+__all__ = ["TensorOps"]
+
+# methods named float, int and bool live in the class below: its annotations use these names
+_int = builtins.int
+_float = builtins.float
+_bool = builtins.bool
+
+# _raw.new_on, bound by _bind; a plain global is the cheapest lookup on the operators' fast path
+_new_on: Callable[..., Tensor]
+
+
+def _bind(tensor: type[Tensor], raw: ModuleType, creation: ModuleType, random: ModuleType,
+          autograd: ModuleType, common: ModuleType, conversion: ModuleType,
+          elementwise: ModuleType, indexing: ModuleType, joining: ModuleType, linalg: ModuleType,
+          reduction: ModuleType, shape: ModuleType) -> None:
+    """Bind the names the methods call (once, from ``portagrad/__init__.py``)."""
+    global Tensor, _new_on, _CR, _RN, _AG, _K, _C, _E, _I, _J, _L, _R, _S
+    Tensor = tensor  # type: ignore[misc]  # the class itself, imported above for type checkers
+    _new_on = raw.new_on
+    _CR, _RN, _AG, _K = creation, random, autograd, common
+    _C, _E, _I, _J, _L, _R, _S = (conversion, elementwise, indexing, joining, linalg, reduction,
+                                  shape)
+
+
+# ------------------------------------------------------------------------------- operators
+def _binop(fn: Callable[[Any, Any], Tensor], reflected: _bool = False
+           ) -> Callable[[Any, Any], Tensor]:
+    """The operator for ``fn``: ``NotImplemented`` unless the other operand is a tensor or a
+    number (so Python tries the other side), operands swapped when ``reflected``."""
+    def op(self: Tensor, other: Any) -> Tensor:
+        if not isinstance(other, Tensor) and not _K.is_scalar(other):
+            return NotImplemented
+        return fn(other, self) if reflected else fn(self, other)
+
+    return op
+
+
+def _fast_binop(fn: Callable[[Any, Any], Tensor], prim: str, float_only: _bool = False,
+                reflected: _bool = False) -> Callable[[Any, Any], Tensor]:
+    """Operator with a fast path for the common cases, nothing to record: two tensors of one shape,
+    dtype and device, or a tensor and a Python number that keeps the tensor's dtype (a float with
+    a floating tensor, an int with an integer tensor). It goes straight to the backend primitive
+    (a few microseconds per op); everything else takes the general path, ``_binop(fn)``."""
+    slow = _binop(fn, reflected)
+
+    def op(self: Tensor, other: Any) -> Tensor:
+        cls = other.__class__
+        sv = self._v
+        if cls is Tensor:
+            ov = other._v
+            st = self._storage
+            if (not reflected and sv.dtype is ov.dtype and st.device is other._storage.device
+                    and not (_flags.grad and (self._requires_grad or other._requires_grad))
+                    and (not float_only or sv.dtype.is_floating_point)
+                    and not (prim == "sub" and sv.dtype is _dtype.bool)):  # sub raises on bools
+                if sv.shape == ov.shape:
+                    out = _new_on(st, sv.shape, sv.dtype)
+                    st.backend.binary(prim, sv, ov, out._v)
+                    return out
+                # broadcasting: stride-0 views straight to the primitive (no recorded expand)
+                shape = broadcast_shapes(sv.shape, ov.shape)
+                out = _new_on(st, shape, sv.dtype)
+                a = sv if sv.shape == shape else _E._expanded_view(self, shape)
+                b = ov if ov.shape == shape else _E._expanded_view(other, shape)
+                st.backend.binary(prim, a, b, out._v)
+                return out
+        elif ((cls is float and sv.dtype.is_floating_point)
+              or (cls is int and sv.dtype._kind == 1 and not float_only)) \
+                and not (_flags.grad and self._requires_grad):
+            st = self._storage
+            out = _new_on(st, sv.shape, sv.dtype)
+            if reflected:
+                st.backend.binary(prim, other, sv, out._v)
+            else:
+                st.backend.binary(prim, sv, other, out._v)
+            return out
+        return slow(self, other)
+
+    op.__name__ = f"__{'r' if reflected else ''}{prim}__"
+    return op
+
+
+class TensorOps:
+    """The computing methods and operators of :class:`~portagrad.Tensor` (its base class)."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:  # the part of the data model (Tensor, in _tensor.py) used below
+        @property
+        def dtype(self) -> _dtype.dtype: ...
+        @property
+        def device(self) -> _Device: ...
+        def dim(self) -> _int: ...
+        def _set_from(self, other: Tensor) -> None: ...
+
+    def __init__(self, *args: Any, device: Any = None) -> None:
+        """``Tensor(data)`` copies ``data`` (default float dtype); ``Tensor(*sizes)`` is
+        uninitialised (``torch.Tensor``; prefer ``pg.tensor``, ``pg.empty``)."""
+        if getattr(self, "_v", None) is not None:
+            return
+        if len(args) == 1 and not isinstance(args[0], int):
+            src = _CR.tensor(args[0], dtype=_dtype.get_default_dtype(), device=device)
+        else:
+            src = _CR.empty(*args, device=device)
+        self._set_from(src)
+
+    def backward(self, gradient: Tensor | None = None, retain_graph: _bool | None = None,
+                 create_graph: _bool = False, inputs: Sequence[Tensor] | None = None) -> None:
+        """Compute the gradient of this tensor w.r.t. graph leaves (accumulated into ``.grad``)."""
+        _AG.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    # ----------------------------------------------------------------------------- elementwise
+    def add(self, other: Any, *, alpha: Any = 1, out: Tensor | None = None) -> Tensor:
+        """``input + alpha * other`` with broadcasting."""
+        return _E.add(self, other, alpha=alpha, out=out)
+
+    def sub(self, other: Any, *, alpha: Any = 1, out: Tensor | None = None) -> Tensor:
+        """``input - alpha * other``."""
+        return _E.sub(self, other, alpha=alpha, out=out)
+
+    subtract = sub
+
+    def mul(self, other: Any, *, out: Tensor | None = None) -> Tensor:
+        """Elementwise product."""
+        return _E.mul(self, other, out=out)
+
+    multiply = mul
+
+    def div(self, other: Any, *, rounding_mode: str | None = None, out: Tensor | None = None
+        ) -> Tensor:
+        """Division: true (``None``), ``"trunc"`` or ``"floor"`` rounding."""
+        return _E.div(self, other, rounding_mode=rounding_mode, out=out)
+
+    divide = div
+    true_divide = div
+
+    def floor_divide(self, other: Any) -> Tensor:
+        return _E.floor_divide(self, other)
+
+    def remainder(self, other: Any) -> Tensor:
+        """Python-style modulus (sign of the divisor)."""
+        return _E.remainder(self, other)
+
+    def fmod(self, other: Any) -> Tensor:
+        """C-style modulus (sign of the dividend): ``a - trunc(a / b) * b``."""
+        return _E.fmod(self, other)
+
+    def pow(self, exponent: Any) -> Tensor:
+        """``input ** exponent`` (tensor or scalar on either side)."""
+        return _E.pow(self, exponent)
+
+    def maximum(self, other: Any) -> Tensor:
+        """Elementwise maximum (NaN propagates)."""
+        return _E.maximum(self, other)
+
+    def minimum(self, other: Any) -> Tensor:
+        """Elementwise minimum (NaN propagates)."""
+        return _E.minimum(self, other)
+
+    def atan2(self, other: Tensor) -> Tensor:
+        return _E.atan2(self, other)
+
+    def neg(self) -> Tensor:
+        return _E.neg(self)
+
+    negative = neg
+
+    def abs(self) -> Tensor:
+        return _E.abs(self)
+
+    absolute = abs
+
+    def sign(self) -> Tensor:
+        return _E.sign(self)
+
+    sgn = sign
+
+    def exp(self) -> Tensor:
+        return _E.exp(self)
+
+    def expm1(self) -> Tensor:
+        return _E.expm1(self)
+
+    def log(self) -> Tensor:
+        return _E.log(self)
+
+    def log2(self) -> Tensor:
+        return _E.log2(self)
+
+    def log10(self) -> Tensor:
+        return _E.log10(self)
+
+    def log1p(self) -> Tensor:
+        return _E.log1p(self)
+
+    def sqrt(self) -> Tensor:
+        return _E.sqrt(self)
+
+    def rsqrt(self) -> Tensor:
+        return _E.rsqrt(self)
+
+    def square(self) -> Tensor:
+        return _E.square(self)
+
+    def sin(self) -> Tensor:
+        return _E.sin(self)
+
+    def cos(self) -> Tensor:
+        return _E.cos(self)
+
+    def tan(self) -> Tensor:
+        return _E.tan(self)
+
+    def tanh(self) -> Tensor:
+        return _E.tanh(self)
+
+    def sigmoid(self) -> Tensor:
+        return _E.sigmoid(self)
+
+    def relu(self) -> Tensor:
+        return _E.relu(self)
+
+    def erf(self) -> Tensor:
+        return _E.erf(self)
+
+    def floor(self) -> Tensor:
+        return _E.floor(self)
+
+    def ceil(self) -> Tensor:
+        return _E.ceil(self)
+
+    def round(self, *, decimals: _int = 0) -> Tensor:
+        """Round half to even (``decimals`` digits)."""
+        return _E.round(self, decimals=decimals)
+
+    def trunc(self) -> Tensor:
+        return _E.trunc(self)
+
+    def frac(self) -> Tensor:
+        return _E.frac(self)
+
+    def reciprocal(self) -> Tensor:
+        return _E.reciprocal(self)
+
+    def clamp(self, min: Any = None, max: Any = None) -> Tensor:
+        """Limit values to ``[min, max]`` (either may be ``None``; tensors broadcast)."""
+        return _E.clamp(self, min, max)
+
+    clip = clamp
+
+    def lerp(self, end: Tensor, weight: Any) -> Tensor:
+        """``input + weight * (end - input)``."""
+        return _E.lerp(self, end, weight)
+
+    def eq(self, other: Any) -> Tensor:
+        return _E.eq(self, other)
+
+    def ne(self, other: Any) -> Tensor:
+        return _E.ne(self, other)
+
+    not_equal = ne
+
+    def lt(self, other: Any) -> Tensor:
+        return _E.lt(self, other)
+
+    less = lt
+
+    def le(self, other: Any) -> Tensor:
+        return _E.le(self, other)
+
+    less_equal = le
+
+    def gt(self, other: Any) -> Tensor:
+        return _E.gt(self, other)
+
+    greater = gt
+
+    def ge(self, other: Any) -> Tensor:
+        return _E.ge(self, other)
+
+    greater_equal = ge
+
+    def logical_not(self) -> Tensor:
+        return _E.logical_not(self)
+
+    def logical_and(self, other: Any) -> Tensor:
+        return _E.logical_and(self, other)
+
+    def logical_or(self, other: Any) -> Tensor:
+        return _E.logical_or(self, other)
+
+    def logical_xor(self, other: Any) -> Tensor:
+        return _E.logical_xor(self, other)
+
+    def bitwise_and(self, other: Any) -> Tensor:
+        return _E.bitwise_and(self, other)
+
+    def bitwise_or(self, other: Any) -> Tensor:
+        return _E.bitwise_or(self, other)
+
+    def bitwise_xor(self, other: Any) -> Tensor:
+        return _E.bitwise_xor(self, other)
+
+    def bitwise_not(self) -> Tensor:
+        return _E.bitwise_not(self)
+
+    def isnan(self) -> Tensor:
+        return _E.isnan(self)
+
+    def isinf(self) -> Tensor:
+        return _E.isinf(self)
+
+    def isfinite(self) -> Tensor:
+        return _E.isfinite(self)
+
+    def nan_to_num(self, nan: _float = 0.0, posinf: _float | None = None,
+                   neginf: _float | None = None) -> Tensor:
+        return _E.nan_to_num(self, nan, posinf, neginf)
+
+    def exp2(self) -> Tensor:
+        return _E.exp2(self)
+
+    def logaddexp(self, other: Tensor) -> Tensor:
+        return _E.logaddexp(self, other)
+
+    def hypot(self, other: Tensor) -> Tensor:
+        return _E.hypot(self, other)
+
+    def signbit(self) -> Tensor:
+        return _E.signbit(self)
+
+    def positive(self) -> Tensor:
+        return _E.positive(self)
+
+    # ----------------------------------------------------------------------------- reductions
+    def sum(self, dim: Any = None, keepdim: _bool = False, *, dtype: Any = None) -> Tensor:
+        """Sum over ``dim`` (all dimensions if ``None``)."""
+        return _R.sum(self, dim, keepdim, dtype=dtype)
+
+    def nansum(self, dim: Any = None, keepdim: _bool = False, *, dtype: Any = None) -> Tensor:
+        return _R.nansum(self, dim, keepdim, dtype=dtype)
+
+    def mean(self, dim: Any = None, keepdim: _bool = False, *, dtype: Any = None) -> Tensor:
+        """Arithmetic mean over ``dim``."""
+        return _R.mean(self, dim, keepdim, dtype=dtype)
+
+    def prod(self, dim: Any = None, keepdim: _bool = False, *, dtype: Any = None) -> Tensor:
+        """Product over ``dim`` (one dimension, or all if ``None``)."""
+        return _R.prod(self, dim, keepdim, dtype=dtype)
+
+    def max(self, dim: Any = None, keepdim: _bool = False, *, other: Any = None) -> Any:
+        """Maximum of all elements, or ``(values, indices)`` along ``dim``."""
+        return _R.max(self, dim, keepdim, other=other)
+
+    def min(self, dim: Any = None, keepdim: _bool = False, *, other: Any = None) -> Any:
+        """Minimum of all elements, or ``(values, indices)`` along ``dim``."""
+        return _R.min(self, dim, keepdim, other=other)
+
+    def amax(self, dim: Any = (), keepdim: _bool = False) -> Tensor:
+        """Maximum over ``dim`` (all dims when empty)."""
+        return _R.amax(self, dim, keepdim)
+
+    def amin(self, dim: Any = (), keepdim: _bool = False) -> Tensor:
+        """Minimum over ``dim`` (all dims when empty)."""
+        return _R.amin(self, dim, keepdim)
+
+    def aminmax(self, *, dim: Any = None, keepdim: _bool = False) -> Any:
+        return _R.aminmax(self, dim=dim, keepdim=keepdim)
+
+    def argmax(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor:
+        """Index of the (first) maximum, over the flattened tensor if ``dim`` is ``None``."""
+        return _R.argmax(self, dim, keepdim)
+
+    def argmin(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor:
+        """Index of the (first) minimum."""
+        return _R.argmin(self, dim, keepdim)
+
+    def var(self, dim: Any = None, unbiased: Any = None, keepdim: _bool = False, *,
+            correction: Any = None) -> Tensor:
+        """Variance with Bessel's ``correction`` (default 1)."""
+        return _R.var(self, dim, unbiased, keepdim, correction=correction)
+
+    def std(self, dim: Any = None, unbiased: Any = None, keepdim: _bool = False, *,
+            correction: Any = None) -> Tensor:
+        """Standard deviation (``sqrt(var)``)."""
+        return _R.std(self, dim, unbiased, keepdim, correction=correction)
+
+    def logsumexp(self, dim: Any, keepdim: _bool = False) -> Tensor:
+        """``log(sum(exp(x)))`` computed stably (max subtracted first)."""
+        return _R.logsumexp(self, dim, keepdim)
+
+    def norm(self, p: Any = "fro", dim: Any = None, keepdim: _bool = False, dtype: Any = None
+             ) -> Tensor:
+        """Vector p-norm over ``dim`` (2-norm by default; ``inf``, ``-inf``, 0, 1, any p)."""
+        return _R.norm(self, p, dim, keepdim, dtype)
+
+    def any(self, dim: Any = None, keepdim: _bool = False) -> Tensor:
+        """Whether any element is nonzero (over ``dim``)."""
+        return _R.any(self, dim, keepdim)
+
+    def all(self, dim: Any = None, keepdim: _bool = False) -> Tensor:
+        """Whether every element is nonzero (over ``dim``)."""
+        return _R.all(self, dim, keepdim)
+
+    def cumsum(self, dim: _int, *, dtype: Any = None) -> Tensor:
+        """Inclusive prefix sums along ``dim``."""
+        return _R.cumsum(self, dim, dtype=dtype)
+
+    def count_nonzero(self, dim: Any = None) -> Tensor:
+        return _R.count_nonzero(self, dim)
+
+    # ------------------------------------------------------------------------- linear algebra
+    def matmul(self, other: Tensor) -> Tensor:
+        """Matrix product (NumPy/PyTorch semantics for 1-D, 2-D and batched inputs)."""
+        return _L.matmul(self, other)
+
+    def mm(self, mat2: Tensor) -> Tensor:
+        """2-D matrix product (no broadcasting)."""
+        return _L.mm(self, mat2)
+
+    def bmm(self, mat2: Tensor) -> Tensor:
+        """Batched 3-D matrix product (no broadcasting)."""
+        return _L.bmm(self, mat2)
+
+    def dot(self, other: Tensor) -> Tensor:
+        """Inner product of two 1-D tensors of equal length."""
+        return _L.dot(self, other)
+
+    vdot = dot
+    inner = dot
+
+    def outer(self, vec2: Tensor) -> Tensor:
+        """Outer product of two 1-D tensors."""
+        return _L.outer(self, vec2)
+
+    ger = outer
+
+    def mv(self, vec: Tensor) -> Tensor:
+        """Matrix-vector product."""
+        return _L.mv(self, vec)
+
+    def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: _float = 1, alpha: _float = 1) -> Tensor:
+        """``beta * input + alpha * (mat1 @ mat2)``."""
+        return _L.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+    def baddbmm(self, batch1: Tensor, batch2: Tensor, *, beta: _float = 1, alpha: _float = 1
+                ) -> Tensor:
+        return _L.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+    # ----------------------------------------------------------------------- views and shapes
+    def view(self, *shape: Any) -> Tensor:
+        """A view with a new shape (no copy; errors when the strides do not allow it)."""
+        return _S.view(self, *shape)
+
+    def reshape(self, *shape: Any) -> Tensor:
+        """A tensor with a new shape: a view when possible, else a copy."""
+        return _S.reshape(self, *shape)
+
+    def view_as(self, other: Tensor) -> Tensor:
+        return _S.view_as(self, other)
+
+    def reshape_as(self, other: Tensor) -> Tensor:
+        return _S.reshape_as(self, other)
+
+    def expand(self, *sizes: Any) -> Tensor:
+        """A broadcast view (stride 0 along new or size-1 dimensions); ``-1`` keeps a size."""
+        return _S.expand(self, *sizes)
+
+    def expand_as(self, other: Tensor) -> Tensor:
+        return _S.expand_as(self, other)
+
+    def broadcast_to(self, shape: Sequence[_int]) -> Tensor:
+        return _S.broadcast_to(self, shape)
+
+    def transpose(self, dim0: _int, dim1: _int) -> Tensor:
+        """Swap two dimensions (a view)."""
+        return _S.transpose(self, dim0, dim1)
+
+    swapaxes = transpose
+    swapdims = transpose
+
+    def t(self) -> Tensor:
+        """Transpose a tensor of at most 2 dimensions."""
+        return _S.t(self)
+
+    def permute(self, *dims: Any) -> Tensor:
+        """Reorder dimensions (a view)."""
+        return _S.permute(self, *dims)
+
+    def movedim(self, source: Any, destination: Any) -> Tensor:
+        return _S.movedim(self, source, destination)
+
+    moveaxis = movedim
+
+    def squeeze(self, dim: Any = None) -> Tensor:
+        """Drop size-1 dimensions (all, or the given ones)."""
+        return _S.squeeze(self, dim)
+
+    def unsqueeze(self, dim: _int) -> Tensor:
+        """Insert a size-1 dimension at ``dim``."""
+        return _S.unsqueeze(self, dim)
+
+    def flatten(self, start_dim: _int = 0, end_dim: _int = -1) -> Tensor:
+        """Merge dimensions ``start_dim..end_dim`` into one."""
+        return _S.flatten(self, start_dim, end_dim)
+
+    def unflatten(self, dim: _int, sizes: Sequence[_int]) -> Tensor:
+        return _S.unflatten(self, dim, sizes)
+
+    def narrow(self, dim: _int, start: _int, length: _int) -> Tensor:
+        """The view ``x[..., start:start+length, ...]`` along ``dim``."""
+        return _S.narrow(self, dim, start, length)
+
+    def select(self, dim: _int, index: _int) -> Tensor:
+        """The view ``x[..., index, ...]`` along ``dim`` (that dimension removed)."""
+        return _S.select(self, dim, index)
+
+    def unbind(self, dim: _int = 0) -> tuple[Tensor, ...]:
+        """Views of each slice along ``dim``."""
+        return _S.unbind(self, dim)
+
+    def as_strided(self, size: Sequence[_int], stride: Sequence[_int],
+                   storage_offset: _int | None = None) -> Tensor:
+        """A view with explicit sizes, strides (in elements) and storage offset."""
+        return _S.as_strided(self, size, stride, storage_offset)
+
+    # ------------------------------------------------------------------------------- indexing
+    def gather(self, dim: _int, index: Tensor, *, sparse_grad: _bool = False) -> Tensor:
+        """``out[i][j] = input[index[i][j]][j]`` along ``dim`` (``torch.gather``)."""
+        return _I.gather(self, dim, index, sparse_grad=sparse_grad)
+
+    def scatter(self, dim: _int, index: Tensor, src: Any = None, *, value: Any = None,
+                reduce: str | None = None) -> Tensor:
+        """A copy of ``self`` with ``src`` (or ``value``) written at ``index``."""
+        return _I.scatter(self, dim, index, src, value=value, reduce=reduce)
+
+    def scatter_add(self, dim: _int, index: Tensor, src: Tensor) -> Tensor:
+        """Out-of-place scatter with accumulation of duplicates."""
+        return _I.scatter_add(self, dim, index, src)
+
+    def index_select(self, dim: _int, index: Tensor) -> Tensor:
+        """Rows (or slices along ``dim``) picked by the 1-D integer ``index``."""
+        return _I.index_select(self, dim, index)
+
+    def masked_fill(self, mask: Tensor, value: Any) -> Tensor:
+        """``input`` with ``value`` where the _bool ``mask`` (broadcast) is true."""
+        return _I.masked_fill(self, mask, value)
+
+    def masked_select(self, mask: Tensor) -> Tensor:
+        return _I.masked_select(self, mask)
+
+    def nonzero(self, *, as_tuple: _bool = False) -> Any:
+        """Indices of nonzero elements (``(n, ndim)`` int64, or a tuple of 1-D index tensors)."""
+        return _I.nonzero(self, as_tuple=as_tuple)
+
+    def flip(self, dims: Sequence[_int]) -> Tensor:
+        """Reverse the order along ``dims`` (a copy, as PyTorch)."""
+        return _I.flip(self, dims)
+
+    def take_along_dim(self, indices: Tensor, dim: _int) -> Tensor:
+        return _I.take_along_dim(self, indices, dim)
+
+    def index_add(self, dim: _int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+        return _I.index_add(self, dim, index, source, alpha=alpha)
+
+    def index_fill(self, dim: _int, index: Tensor, value: Any) -> Tensor:
+        return _I.index_fill(self, dim, index, value)
+
+    def index_copy(self, dim: _int, index: Tensor, source: Tensor) -> Tensor:
+        return _I.index_copy(self, dim, index, source)
+
+    # -------------------------------------------------------------- joining, splitting, order
+    def split(self, split_size_or_sections: Any, dim: _int = 0) -> tuple[Tensor, ...]:
+        """Views of chunks of ``split_size`` (last may be smaller) or of the given section sizes."""
+        return _J.split(self, split_size_or_sections, dim)
+
+    def chunk(self, chunks: _int, dim: _int = 0) -> tuple[Tensor, ...]:
+        """Split into ``chunks`` nearly equal views (fewer if the size is small)."""
+        return _J.chunk(self, chunks, dim)
+
+    def tensor_split(self, indices_or_sections: Any, dim: _int = 0) -> tuple[Tensor, ...]:
+        return _J.tensor_split(self, indices_or_sections, dim)
+
+    def sort(self, dim: _int = -1, descending: _bool = False, stable: _bool = False) -> Any:
+        """Sorted values and their indices along ``dim`` (stable)."""
+        return _J.sort(self, dim, descending, stable)
+
+    def argsort(self, dim: _int = -1, descending: _bool = False, stable: _bool = False) -> Tensor:
+        """Indices that sort ``input`` along ``dim``."""
+        return _J.argsort(self, dim, descending, stable)
+
+    def msort(self) -> Tensor:
+        return _J.msort(self)
+
+    def topk(self, k: _int, dim: _int = -1, largest: _bool = True, sorted: _bool = True) -> Any:
+        """The ``k`` largest (or smallest) values and their indices along ``dim``."""
+        return _J.topk(self, k, dim, largest, sorted)
+
+    def kthvalue(self, k: _int, dim: _int = -1, keepdim: _bool = False) -> Any:
+        return _J.kthvalue(self, k, dim, keepdim)
+
+    def median(self, dim: Any = None, keepdim: _bool = False) -> Any:
+        """Lower median (of all elements, or ``(values, indices)`` along ``dim``)."""
+        return _J.median(self, dim, keepdim)
+
+    def repeat(self, *sizes: Any) -> Tensor:
+        """Tile ``input`` ``sizes`` times along each dimension (a copy)."""
+        return _J.repeat(self, *sizes)
+
+    def tile(self, dims: Sequence[_int]) -> Tensor:
+        return _J.tile(self, dims)
+
+    def repeat_interleave(self, repeats: Any, dim: _int | None = None) -> Tensor:
+        return _J.repeat_interleave(self, repeats, dim)
+
+    def roll(self, shifts: Any, dims: Any = None) -> Tensor:
+        return _J.roll(self, shifts, dims)
+
+    def tril(self, diagonal: _int = 0) -> Tensor:
+        """Lower triangle (the rest zeroed)."""
+        return _J.tril(self, diagonal)
+
+    def triu(self, diagonal: _int = 0) -> Tensor:
+        """Upper triangle (the rest zeroed)."""
+        return _J.triu(self, diagonal)
+
+    # ----------------------------------------------------------------------------- conversion
+    def to(self, *args: Any, device: Any = None, dtype: Any = None, non_blocking: _bool = False,
+           copy: _bool = False, memory_format: Any = None) -> Tensor:
+        """``self`` on another device and/or dtype (``self`` when nothing changes)."""
+        return _C.to(self, *args, device=device, dtype=dtype, non_blocking=non_blocking, copy=copy,
+                     memory_format=memory_format)
+
+    def clone(self, memory_format: Any = None) -> Tensor:
+        """A copy with its own storage (recorded: gradients flow back to ``x``)."""
+        return _C.clone(self, memory_format)
+
+    def contiguous(self, memory_format: Any = None) -> Tensor:
+        """``x`` if contiguous, else a contiguous copy."""
+        return _C.contiguous(self, memory_format)
+
+    def type_as(self, other: Tensor) -> Tensor:
+        return _C.type_as(self, other)
+
+    def cpu(self) -> Tensor:
+        """A copy on the ``cpu`` device (``x`` itself if already there)."""
+        return _C.cpu(self)
+
+    # ------------------------------------------------------------------------------ in place
+    # Computed by the out-of-place op and written into self (see _ops.conversion.inplace).
+    # Keyword arguments are passed only when given: binary_inplace's one-pass path needs none.
+    def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        if alpha != 1:
+            return _E.binary_inplace(_E.add, self, other, alpha=alpha)
+        return _E.binary_inplace(_E.add, self, other)
+
+    def sub_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        if alpha != 1:
+            return _E.binary_inplace(_E.sub, self, other, alpha=alpha)
+        return _E.binary_inplace(_E.sub, self, other)
+
+    subtract_ = sub_
+
+    def mul_(self, other: Any) -> Tensor:
+        return _E.binary_inplace(_E.mul, self, other)
+
+    multiply_ = mul_
+
+    def div_(self, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+        if rounding_mode is not None:
+            return _E.binary_inplace(_E.div, self, other, rounding_mode=rounding_mode)
+        return _E.binary_inplace(_E.div, self, other)
+
+    divide_ = div_
+    true_divide_ = div_
+
+    def pow_(self, exponent: Any) -> Tensor:
+        return _E.binary_inplace(_E.pow, self, exponent)
+
+    def remainder_(self, other: Any) -> Tensor:
+        return _E.binary_inplace(_E.remainder, self, other)
+
+    def fmod_(self, other: Any) -> Tensor:
+        return _E.binary_inplace(_E.fmod, self, other)
+
+    def floor_divide_(self, other: Any) -> Tensor:
+        return _E.binary_inplace(_E.floor_divide, self, other)
+
+    def maximum_(self, other: Any) -> Tensor:
+        return _E.binary_inplace(_E.maximum, self, other)
+
+    def minimum_(self, other: Any) -> Tensor:
+        return _E.binary_inplace(_E.minimum, self, other)
+
+    def atan2_(self, other: Tensor) -> Tensor:
+        return _E.binary_inplace(_E.atan2, self, other)
+
+    def lerp_(self, end: Tensor, weight: Any) -> Tensor:
+        return _E.unary_inplace(lambda t: _E.lerp(t, end, weight), self)
+
+    def bitwise_and_(self, other: Any) -> Tensor:
+        return _E.binary_inplace(_E.bitwise_and, self, other)
+
+    def bitwise_or_(self, other: Any) -> Tensor:
+        return _E.binary_inplace(_E.bitwise_or, self, other)
+
+    def bitwise_xor_(self, other: Any) -> Tensor:
+        return _E.binary_inplace(_E.bitwise_xor, self, other)
+
+    # comparisons and logical ops give bools: the result is cast back to self's dtype
+    def eq_(self, other: Any) -> Tensor:
+        return _E.unary_inplace(lambda t: _E.eq(t, other).to(t.dtype), self)
+
+    def ne_(self, other: Any) -> Tensor:
+        return _E.unary_inplace(lambda t: _E.ne(t, other).to(t.dtype), self)
+
+    def lt_(self, other: Any) -> Tensor:
+        return _E.unary_inplace(lambda t: _E.lt(t, other).to(t.dtype), self)
+
+    def le_(self, other: Any) -> Tensor:
+        return _E.unary_inplace(lambda t: _E.le(t, other).to(t.dtype), self)
+
+    def gt_(self, other: Any) -> Tensor:
+        return _E.unary_inplace(lambda t: _E.gt(t, other).to(t.dtype), self)
+
+    def ge_(self, other: Any) -> Tensor:
+        return _E.unary_inplace(lambda t: _E.ge(t, other).to(t.dtype), self)
+
+    def logical_and_(self, other: Any) -> Tensor:
+        return _E.unary_inplace(lambda t: _E.logical_and(t, other).to(t.dtype), self)
+
+    def logical_or_(self, other: Any) -> Tensor:
+        return _E.unary_inplace(lambda t: _E.logical_or(t, other).to(t.dtype), self)
+
+    def logical_xor_(self, other: Any) -> Tensor:
+        return _E.unary_inplace(lambda t: _E.logical_xor(t, other).to(t.dtype), self)
+
+    def logical_not_(self) -> Tensor:
+        return _E.unary_inplace(lambda t: _E.logical_not(t).to(t.dtype), self)
+
+    def neg_(self) -> Tensor:
+        return _E.unary_inplace(_E.neg, self)
+
+    negative_ = neg_
+
+    def abs_(self) -> Tensor:
+        return _E.unary_inplace(_E.abs, self)
+
+    def sign_(self) -> Tensor:
+        return _E.unary_inplace(_E.sign, self)
+
+    def exp_(self) -> Tensor:
+        return _E.unary_inplace(_E.exp, self)
+
+    def expm1_(self) -> Tensor:
+        return _E.unary_inplace(_E.expm1, self)
+
+    def log_(self) -> Tensor:
+        return _E.unary_inplace(_E.log, self)
+
+    def log1p_(self) -> Tensor:
+        return _E.unary_inplace(_E.log1p, self)
+
+    def log2_(self) -> Tensor:
+        return _E.unary_inplace(_E.log2, self)
+
+    def log10_(self) -> Tensor:
+        return _E.unary_inplace(_E.log10, self)
+
+    def sqrt_(self) -> Tensor:
+        return _E.unary_inplace(_E.sqrt, self)
+
+    def rsqrt_(self) -> Tensor:
+        return _E.unary_inplace(_E.rsqrt, self)
+
+    def square_(self) -> Tensor:
+        return _E.unary_inplace(_E.square, self)
+
+    def sin_(self) -> Tensor:
+        return _E.unary_inplace(_E.sin, self)
+
+    def cos_(self) -> Tensor:
+        return _E.unary_inplace(_E.cos, self)
+
+    def tan_(self) -> Tensor:
+        return _E.unary_inplace(_E.tan, self)
+
+    def tanh_(self) -> Tensor:
+        return _E.unary_inplace(_E.tanh, self)
+
+    def sigmoid_(self) -> Tensor:
+        return _E.unary_inplace(_E.sigmoid, self)
+
+    def relu_(self) -> Tensor:
+        return _E.unary_inplace(_E.relu, self)
+
+    def erf_(self) -> Tensor:
+        return _E.unary_inplace(_E.erf, self)
+
+    def floor_(self) -> Tensor:
+        return _E.unary_inplace(_E.floor, self)
+
+    def ceil_(self) -> Tensor:
+        return _E.unary_inplace(_E.ceil, self)
+
+    def round_(self, *, decimals: _int = 0) -> Tensor:
+        if decimals:
+            return _E.unary_inplace(_E.round, self, decimals=decimals)
+        return _E.unary_inplace(_E.round, self)
+
+    def trunc_(self) -> Tensor:
+        return _E.unary_inplace(_E.trunc, self)
+
+    def frac_(self) -> Tensor:
+        return _E.unary_inplace(_E.frac, self)
+
+    def reciprocal_(self) -> Tensor:
+        return _E.unary_inplace(_E.reciprocal, self)
+
+    def clamp_(self, min: Any = None, max: Any = None) -> Tensor:
+        return _E.unary_inplace(_E.clamp, self, min, max)
+
+    clip_ = clamp_
+
+    def nan_to_num_(self, nan: _float = 0.0, posinf: _float | None = None,
+                    neginf: _float | None = None) -> Tensor:
+        return _E.unary_inplace(_E.nan_to_num, self, nan, posinf, neginf)
+
+    def bitwise_not_(self) -> Tensor:
+        return _E.unary_inplace(_E.bitwise_not, self)
+
+    def masked_fill_(self, mask: Tensor, value: Any) -> Tensor:
+        return _E.unary_inplace(_I.masked_fill, self, mask, value)
+
+    def scatter_(self, dim: _int, index: Tensor, src: Any = None, *, value: Any = None,
+                 reduce: str | None = None) -> Tensor:
+        return _E.unary_inplace(_I.scatter, self, dim, index, src, value=value, reduce=reduce)
+
+    def scatter_add_(self, dim: _int, index: Tensor, src: Tensor) -> Tensor:
+        return _E.unary_inplace(_I.scatter_add, self, dim, index, src)
+
+    def index_add_(self, dim: _int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+        return _E.unary_inplace(_I.index_add, self, dim, index, source, alpha=alpha)
+
+    def index_fill_(self, dim: _int, index: Tensor, value: Any) -> Tensor:
+        return _E.unary_inplace(_I.index_fill, self, dim, index, value)
+
+    def index_copy_(self, dim: _int, index: Tensor, source: Tensor) -> Tensor:
+        return _E.unary_inplace(_I.index_copy, self, dim, index, source)
+
+    def tril_(self, diagonal: _int = 0) -> Tensor:
+        return _E.unary_inplace(_J.tril, self, diagonal)
+
+    def triu_(self, diagonal: _int = 0) -> Tensor:
+        return _E.unary_inplace(_J.triu, self, diagonal)
+
+    def fill_(self, value: Any) -> Tensor:
+        """Fill with ``value`` in place."""
+        return _C.fill_(self, value)
+
+    def zero_(self) -> Tensor:
+        """Fill with zeros in place."""
+        return _C.fill_(self, 0)
+
+    def copy_(self, src: Any, non_blocking: _bool = False) -> Tensor:
+        """Copy ``src`` into ``self`` in place (broadcasting, casting, across devices)."""
+        return _C.copy_(self, src, non_blocking)
+
+    # ------------------------------------------------------------------------- random fills
+    def uniform_(self, a: _float = 0.0, b: _float = 1.0, *, generator: _RN.Generator | None = None
+                 ) -> Tensor:
+        """Fill in place with uniform numbers in ``[a, b)``."""
+        return _RN.uniform_(self, a, b, generator=generator)
+
+    def normal_(self, mean: _float = 0.0, std: _float = 1.0, *,
+                generator: _RN.Generator | None = None) -> Tensor:
+        """Fill in place with normal numbers."""
+        return _RN.normal_(self, mean, std, generator=generator)
+
+    def random_(self, low: _int = 0, high: _int | None = None, *,
+                generator: _RN.Generator | None = None) -> Tensor:
+        """Fill in place with integers in ``[low, high)`` (``[0, 2**31)`` by default)."""
+        return _RN.random_(self, low, high, generator=generator)
+
+    def bernoulli_(self, p: Any = 0.5, *, generator: _RN.Generator | None = None) -> Tensor:
+        """Fill in place with 0/1 draws of probability ``p``."""
+        return _RN.bernoulli_(self, p, generator=generator)
+
+    def bernoulli(self, *, generator: _RN.Generator | None = None) -> Tensor:
+        """0/1 draws with probabilities ``self``."""
+        return _RN.bernoulli(self, generator=generator)
+
+    def exponential_(self, lambd: _float = 1.0, *, generator: _RN.Generator | None = None
+                     ) -> Tensor:
+        """Fill in place with exponentially distributed numbers of rate ``lambd``."""
+        return _RN.exponential_(self, lambd, generator=generator)
+
+    # ------------------------------------------------------------------------ dtype shortcuts
+    def float(self, memory_format: Any = None) -> Tensor:
+        """``self.to(portagrad.float32)``."""
+        return _C.to(self, dtype=_dtype.float32)
+
+    def double(self, memory_format: Any = None) -> Tensor:
+        """``self.to(portagrad.float64)``."""
+        return _C.to(self, dtype=_dtype.float64)
+
+    def half(self, memory_format: Any = None) -> Tensor:
+        """``self.to(portagrad.float16)``."""
+        return _C.to(self, dtype=_dtype.float16)
+
+    def int(self, memory_format: Any = None) -> Tensor:
+        """``self.to(portagrad.int32)``."""
+        return _C.to(self, dtype=_dtype.int32)
+
+    def long(self, memory_format: Any = None) -> Tensor:
+        """``self.to(portagrad.int64)``."""
+        return _C.to(self, dtype=_dtype.int64)
+
+    def bool(self, memory_format: Any = None) -> Tensor:
+        """``self.to(portagrad.bool)``."""
+        return _C.to(self, dtype=_dtype.bool)
+
+    # ------------------------------------------------ factories on self's dtype and device
+    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None,
+                  requires_grad: _bool = False, **kwargs: Any) -> Tensor:
+        return _CR.zeros(*size, dtype=self.dtype if dtype is None else dtype,
+                         device=self.device if device is None else device,
+                         requires_grad=requires_grad)
+
+    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None,
+                 requires_grad: _bool = False, **kwargs: Any) -> Tensor:
+        return _CR.ones(*size, dtype=self.dtype if dtype is None else dtype,
+                        device=self.device if device is None else device,
+                        requires_grad=requires_grad)
+
+    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None,
+                  requires_grad: _bool = False, **kwargs: Any) -> Tensor:
+        return _CR.empty(*size, dtype=self.dtype if dtype is None else dtype,
+                         device=self.device if device is None else device,
+                         requires_grad=requires_grad)
+
+    def new_full(self, size: Sequence[_int], fill_value: Any, *, dtype: Any = None,
+                 device: Any = None, requires_grad: _bool = False, **kwargs: Any) -> Tensor:
+        return _CR.full(size, fill_value, dtype=self.dtype if dtype is None else dtype,
+                        device=self.device if device is None else device,
+                        requires_grad=requires_grad)
+
+    def new_tensor(self, data: Any, *, dtype: Any = None, device: Any = None,
+                   requires_grad: _bool = False, **kwargs: Any) -> Tensor:
+        return _CR.tensor(data, dtype=self.dtype if dtype is None else dtype,
+                          device=self.device if device is None else device,
+                          requires_grad=requires_grad)
+
+    # ---------------------------------------------------------------------------- memory
+    def pin_memory(self, device: Any = None) -> Tensor:
+        """A copy in page-locked host memory (for fast, asynchronous copies to devices)."""
+        return _CR.pin_memory(self)
+
+    def share_memory_(self) -> Tensor:
+        """Move the storage (and ``.grad``'s) to shared memory, for other processes to map."""
+        # loaded on first use: it brings in Python's multiprocessing machinery
+        from .multiprocessing.reductions import share_memory_
+
+        return share_memory_(self)
+
+    # ------------------------------------------------------------------------- operators
+    # ``add``, ``sub`` ... here are the functions defined above in this class body; a reflected
+    # operator calls them with the number first (``2.0 - x`` is ``sub(2.0, x)``)
+    __add__ = _fast_binop(add, "add")
+    __radd__ = _fast_binop(add, "add", reflected=True)
+    __sub__ = _fast_binop(sub, "sub")
+    __rsub__ = _fast_binop(sub, "sub", reflected=True)
+    __mul__ = _fast_binop(mul, "mul")
+    __rmul__ = _fast_binop(mul, "mul", reflected=True)
+    __truediv__ = _fast_binop(div, "div", float_only=True)
+    __rtruediv__ = _binop(div, reflected=True)
+    __floordiv__ = _binop(floor_divide)
+    __rfloordiv__ = _binop(floor_divide, reflected=True)
+    __mod__ = _binop(remainder)
+    __rmod__ = _binop(remainder, reflected=True)
+    __pow__ = _binop(pow)
+    __rpow__ = _binop(pow, reflected=True)
+    __and__ = _binop(bitwise_and)
+    __rand__ = _binop(bitwise_and, reflected=True)
+    __or__ = _binop(bitwise_or)
+    __ror__ = _binop(bitwise_or, reflected=True)
+    __xor__ = _binop(bitwise_xor)
+    __rxor__ = _binop(bitwise_xor, reflected=True)
+    __eq__ = _binop(eq)  # type: ignore[assignment]
+    __ne__ = _binop(ne)  # type: ignore[assignment]
+    __lt__ = _binop(lt)
+    __le__ = _binop(le)
+    __gt__ = _binop(gt)
+    __ge__ = _binop(ge)
+
+    def __matmul__(self, other: Tensor) -> Tensor:
+        return _L.matmul(self, other)
+
+    def __rmatmul__(self, other: Tensor) -> Tensor:
+        return _L.matmul(other, self)
+
+    def __neg__(self) -> Tensor:
+        return _E.neg(self)
+
+    def __pos__(self) -> Tensor:
+        return _E.positive(self)
+
+    def __abs__(self) -> Tensor:
+        return _E.abs(self)
+
+    def __invert__(self) -> Tensor:
+        return _E.bitwise_not(self)
+
+    def __getitem__(self, key: Any) -> Tensor:
+        return _I.getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        _I.setitem(self, key, value)
+
+    def __iadd__(self, other: Any) -> Tensor:
+        return self.add_(other)
+
+    def __isub__(self, other: Any) -> Tensor:
+        return self.sub_(other)
+
+    def __imul__(self, other: Any) -> Tensor:
+        return self.mul_(other)
+
+    def __itruediv__(self, other: Any) -> Tensor:
+        return self.div_(other)
+
+    def __ipow__(self, other: Any) -> Tensor:
+        return self.pow_(other)
+
+    def __imod__(self, other: Any) -> Tensor:
+        return self.remainder_(other)
+
+    def __ifloordiv__(self, other: Any) -> Tensor:
+        return self.floor_divide_(other)
+
+    def __iand__(self, other: Any) -> Tensor:
+        return self.bitwise_and_(other)
+
+    def __ior__(self, other: Any) -> Tensor:
+        return self.bitwise_or_(other)
+
+    def __ixor__(self, other: Any) -> Tensor:
+        return self.bitwise_xor_(other)
+
+    @property
+    def T(self) -> Tensor:
+        """All dimensions reversed."""
+        return _S.permute(self, *reversed(range(self.dim())))
+
+    @property
+    def mT(self) -> Tensor:
+        """Last two dimensions swapped."""
+        return _S.transpose(self, -2, -1)
+
+    H = T
