@@ -1,8 +1,16 @@
 """Raw computations on tensors: allocate outputs and call backend primitives. No autograd here.
 
-Every function takes tensors whose shapes, dtypes and devices the caller has already reconciled
-(broadcast views, casts), and returns new tensors (or writes into ``out``). The autograd layer
-(:mod:`portagrad._ops`) is built on these.
+This module is the core's one door to a backend's compute primitives: ops, ``nn``, ``optim`` and
+autograd call the functions here, never ``x._storage.backend.<primitive>`` themselves (only moving
+data between host and device, in creation, conversion, serialization and multiprocessing, talks to a
+backend directly). Every function takes tensors whose shapes, dtypes and devices the caller has
+already reconciled (broadcast views, casts), and returns new tensors (or writes into ``out``). The
+autograd layer (:mod:`portagrad._ops`) is built on these.
+
+Raw views (:func:`view`, :func:`expand_view`) are tensors that share the storage and the version
+counter of their source but have no autograd link to it (no ``_base``): for intermediate results of
+a computation, never for what an op hands to the user as a view. :func:`bare_view` and
+:func:`bare_expand` make the backend's :class:`View` alone, for the primitive calls themselves.
 """
 from __future__ import annotations
 
@@ -12,10 +20,12 @@ from typing import Any, Sequence
 from . import _dtype
 from ._storage import AllocatedStorage, Storage
 from ._tensor import Tensor, contiguous_strides
+from .backends.interface import View
 
 __all__ = [
     "new_like", "new_on", "unary", "binary", "where", "cast", "contiguous", "copy_into", "fill",
-    "reduce", "arg_reduce", "cumsum", "bmm", "gather", "scatter", "sort", "random", "strides_for",
+    "reduce", "min_max", "arg_reduce", "cumsum", "bmm", "gather", "scatter", "sort", "random",
+    "strides_for", "view", "expand_view", "bare_view", "bare_expand",
 ]
 
 
@@ -40,6 +50,41 @@ def new_like(t: Tensor, shape: tuple[int, ...] | None = None, dtype: Any = None)
     """A new contiguous tensor on ``t``'s device (``t``'s shape and dtype unless given)."""
     return new_on(t._storage, t._v.shape if shape is None else shape,
                   t._v.dtype if dtype is None else dtype)
+
+
+# ------------------------------------------------------------------------ raw views
+def view(t: Tensor, shape: tuple[int, ...], strides: tuple[int, ...], offset: int | None = None
+         ) -> Tensor:
+    """A raw view of ``t``'s storage: ``shape`` and ``strides`` (in elements) from ``offset``
+    (``t``'s own offset unless given). It shares ``t``'s version counter, so an in-place change
+    through either is seen by autograd on both, and records nothing."""
+    return Tensor._make(t._storage, t._v.offset if offset is None else offset, shape, strides,
+                        t._v.dtype, t._vc)
+
+
+def expand_view(t: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """``t`` broadcast to ``shape`` as a raw view (stride 0 along new and size-1 dimensions)."""
+    v = t._v
+    return Tensor._make(t._storage, v.offset, tuple(shape), _broadcast_strides(v, shape), v.dtype,
+                        t._vc)
+
+
+def bare_view(v: View, shape: tuple[int, ...], strides: tuple[int, ...],
+              offset: int | None = None) -> View:
+    """Another :class:`View` of ``v``'s buffer (no tensor): what a primitive call needs when no
+    tensor outlives it."""
+    return View(v.buffer, v.offset if offset is None else offset, shape, strides, v.dtype)
+
+
+def bare_expand(v: View, shape: tuple[int, ...]) -> View:
+    """``v`` broadcast to ``shape`` as a :class:`View` (stride 0 along broadcast dimensions)."""
+    return View(v.buffer, v.offset, tuple(shape), _broadcast_strides(v, shape), v.dtype)
+
+
+def _broadcast_strides(v: View, shape: tuple[int, ...]) -> tuple[int, ...]:
+    lead = len(shape) - len(v.shape)
+    return tuple([0] * lead + [0 if n == 1 and m != 1 else st for n, m, st in
+                               zip(v.shape, shape[lead:], v.strides)])
 
 
 def _v(x: Any) -> Any:
@@ -114,18 +159,16 @@ def min_max(x: Tensor) -> tuple[Any, Any]:
     """``(min, max)`` of all elements of non-empty ``x`` as Python numbers, with ONE host read: both
     reductions write into one two-element buffer (on a device every read is a synchronisation;
     index checks run this on every gather and cross-entropy)."""
-    from .backends.interface import View
-
     v = x._v
     if not v.shape:  # 0-d: reduce a one-element view
-        v = View(v.buffer, v.offset, (1,), (1,), v.dtype)
+        v = bare_view(v, (1,), (1,))
     nd = len(v.shape)
     axes = tuple(range(nd))
     out = new_on(x._storage, (2,), v.dtype)
     ov = out._v
     be = x._storage.backend
     for i, op in enumerate(("min", "max")):
-        be.reduce(op, v, axes, View(ov.buffer, i, (1,) * nd, (1,) * nd, v.dtype))
+        be.reduce(op, v, axes, bare_view(ov, (1,) * nd, (1,) * nd, i))
     lo, hi = out._host().tolist()
     return lo, hi
 
@@ -133,7 +176,7 @@ def min_max(x: Tensor) -> tuple[Any, Any]:
 def _drop_axes(t: Tensor, axes: Sequence[int]) -> Tensor:
     shape = tuple(s for i, s in enumerate(t._v.shape) if i not in axes)
     strides = tuple(s for i, s in enumerate(t._v.strides) if i not in axes)
-    return Tensor._make(t._storage, t._v.offset, shape, strides, t._v.dtype, t._vc)
+    return view(t, shape, strides)
 
 
 def arg_reduce(op: str, x: Tensor, axis: int, keepdim: bool) -> Tensor:

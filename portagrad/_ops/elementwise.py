@@ -830,12 +830,7 @@ def _direct_operand(t: Tensor, other: Any) -> bool:
 
 def _expanded_view(x: Tensor, shape: tuple) -> Any:
     """A raw broadcast view of ``x`` at ``shape`` (stride 0 along broadcast dimensions)."""
-    from ..backends.interface import View
-
-    lead = len(shape) - len(x._v.shape)
-    strides = [0] * lead + [0 if n == 1 and m != 1 else st for n, m, st in
-                            zip(x._v.shape, shape[lead:], x._v.strides)]
-    return View(x._v.buffer, x._v.offset, tuple(shape), tuple(strides), x._v.dtype)
+    return _raw.bare_expand(x._v, shape)
 
 
 def unary_inplace(fn: Any, x: Tensor, *args: Any, **kw: Any) -> Tensor:

@@ -24,12 +24,6 @@ from ..autograd.grad_mode import is_grad_enabled
 __all__ = ["linear", "cross_entropy_indices", "conv"]
 
 
-def _view(t: Tensor, shape: tuple, strides: tuple, offset: int | None = None) -> Tensor:
-    """A raw (unrecorded) view of ``t``'s storage."""
-    return Tensor._make(t._storage, t._v.offset if offset is None else offset, shape, strides,
-                        t._v.dtype, t._vc)
-
-
 def _tensor_like(x: Tensor, shape: tuple) -> Tensor:
     """A new contiguous tensor of ``x``'s dtype on its device."""
     return _raw.new_on(x._storage, shape, x._v.dtype)
@@ -43,7 +37,7 @@ def _rows(x: Tensor) -> Tensor:
     if strides is None:
         x = _raw.contiguous(x)
         strides = _raw.strides_for((n, k))
-    return _view(x, (n, k), strides)
+    return _raw.view(x, (n, k), strides)
 
 
 class _Linear(Function):
@@ -55,14 +49,14 @@ class _Linear(Function):
         x2 = _rows(x)
         n, k = x2._v.shape
         o = w._v.shape[0]
-        a3 = _view(x2, (1, n, k), (0,) + x2._v.strides)
-        w3 = _view(w, (1, k, o), (0, w._v.strides[1], w._v.strides[0]))  # w.T without a copy
+        a3 = _raw.view(x2, (1, n, k), (0,) + x2._v.strides)
+        w3 = _raw.view(w, (1, k, o), (0, w._v.strides[1], w._v.strides[0]))  # w.T without a copy
         out = _raw.bmm(a3, w3) if k else _raw.fill(_raw.new_like(x, (1, n, o)), 0)
         if b is not None:
-            bv = _view(b, (1, n, o), (0, 0, b._v.strides[0]))
+            bv = _raw.expand_view(b, (1, n, o))
             out._storage.backend.binary("add", out._v, bv._v, out._v)
         shape = tuple(x._v.shape[:-1]) + (o,)
-        return Tensor._make(out._storage, 0, shape, _raw.strides_for(shape), out._v.dtype)
+        return _raw.view(out, shape, _raw.strides_for(shape))
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
@@ -223,7 +217,7 @@ def _as4d(t: Tensor, nd: int) -> Tensor:
     if nd == 2:
         return t
     shape = t._v.shape[:2] + (1,) + t._v.shape[2:]
-    return _view(t, shape, _raw.strides_for(shape))
+    return _raw.view(t, shape, _raw.strides_for(shape))
 
 
 def _geom4(geom: Any, nd: int) -> Any:
@@ -277,7 +271,7 @@ class _Conv(Function):
                                       d, groups)
             if b is not None:
                 bshape = (n, o) + tuple(p.out_spatial)
-                bv = _view(b, bshape, (0, b._v.strides[0]) + (0,) * nd)
+                bv = _raw.view(b, bshape, (0, b._v.strides[0]) + (0,) * nd)
                 out._storage.backend.binary("add", out._v, bv._v, out._v)
             ctx.fast = True
             ctx.save_for_backward(x, w, None)
@@ -287,19 +281,18 @@ class _Conv(Function):
         ck = p.C * p.K
         cols = _unfold_raw(_raw.contiguous(x), p, 0.0)  # (N, L, C*K), contiguous
         rows = n * p.L
-        a3 = _view(cols, (1, rows, ck), (0, ck, 1))
+        a3 = _raw.view(cols, (1, rows, ck), (0, ck, 1))
         w2 = _raw.contiguous(w)
-        w3 = _view(w2, (1, ck, o), (0, 1, ck))  # w.T as a view
+        w3 = _raw.view(w2, (1, ck, o), (0, 1, ck))  # w.T as a view
         out = _raw.bmm(a3, w3) if ck else _raw.fill(_raw.new_like(x, (1, rows, o)), 0)
         if b is not None:
-            bv = _view(b, (1, rows, o), (0, 0, b._v.strides[0]))
+            bv = _raw.expand_view(b, (1, rows, o))
             out._storage.backend.binary("add", out._v, bv._v, out._v)
         ctx.fast = False
         ctx.save_for_backward(x, w, cols)
         sp = p.out_spatial
         sp_strides = _raw.strides_for(tuple(sp) + (o,))[:-1]
-        return Tensor._make(out._storage, 0, (n, o) + tuple(sp), (p.L * o, 1) + sp_strides,
-                            out._v.dtype)
+        return _raw.view(out, (n, o) + tuple(sp), (p.L * o, 1) + sp_strides)
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
