@@ -11,6 +11,13 @@ Raw views (:func:`view`, :func:`expand_view`) are tensors that share the storage
 counter of their source but have no autograd link to it (no ``_base``): for intermediate results of
 a computation, never for what an op hands to the user as a view. :func:`bare_view` and
 :func:`bare_expand` make the backend's :class:`View` alone, for the primitive calls themselves.
+
+Writing into an existing tensor comes in two kinds. :func:`binary_`, :func:`fill_` and :func:`copy_`
+change a tensor the caller (or the user) already holds: each bumps its version counter once, through
+:func:`bump`, the one place a version changes, so autograd notices a saved tensor that was
+overwritten. ``out=`` of :func:`binary`, :func:`copy_into`, :func:`fill`, :func:`scatter` and
+:func:`random` do not bump: they fill fresh outputs and temporaries, or serve the in-place rule of
+:mod:`portagrad._ops.conversion`, which bumps once per in-place op itself.
 """
 from __future__ import annotations
 
@@ -25,7 +32,8 @@ from .backends.interface import View
 __all__ = [
     "new_like", "new_on", "unary", "binary", "where", "cast", "contiguous", "copy_into", "fill",
     "reduce", "min_max", "arg_reduce", "cumsum", "bmm", "gather", "scatter", "sort", "random",
-    "strides_for", "view", "expand_view", "bare_view", "bare_expand",
+    "strides_for", "view", "expand_view", "bare_view", "bare_expand", "bump", "binary_", "fill_",
+    "copy_", "axpy_", "lerp_", "addc_",
 ]
 
 
@@ -99,11 +107,20 @@ def unary(op: str, x: Tensor, out_dtype: Any = None) -> Tensor:
 
 def binary(op: str, a: Any, b: Any, out_dtype: "_dtype.dtype", like: Tensor | None = None,
            out: Tensor | None = None) -> Tensor:
-    """``op(a, b)`` for same-shape tensors (or scalars) of the computation dtype."""
-    t = like if like is not None else (a if isinstance(a, Tensor) else b)
+    """``op(a, b)`` for same-shape tensors (or scalars, or bare Views) of the computation dtype:
+    a new tensor of ``like``'s shape (else the tensor operand's), or written into ``out``."""
+    if isinstance(a, Tensor):
+        t = a
+        a = a._v
+    else:
+        t = b
+    if isinstance(b, Tensor):
+        b = b._v
     if out is None:
+        if like is not None:
+            t = like
         out = new_on(t._storage, t._v.shape, out_dtype)
-    t._storage.backend.binary(op, _v(a), _v(b), out._v)
+    out._storage.backend.binary(op, a, b, out._v)
     return out
 
 
@@ -128,13 +145,96 @@ def contiguous(x: Tensor) -> Tensor:
 
 
 def copy_into(dst: Tensor, src: Tensor) -> None:
-    """``dst[...] = src`` for equal shapes on one device (casts the dtype)."""
+    """``dst[...] = src`` for equal shapes on one device (casts the dtype; no version bump: see
+    :func:`copy_`)."""
     dst._storage.backend.copy(src._v, dst._v)
 
 
 def fill(out: Tensor, value: Any) -> Tensor:
+    """Every element of ``out`` set to ``value`` (no version bump: see :func:`fill_`)."""
     out._storage.backend.fill(out._v, value)
     return out
+
+
+# -------------------------------------------------------------------------- in place
+def bump(t: Tensor) -> None:
+    """Record an in-place change of ``t``: every tensor sharing its version counter (its views and
+    aliases) sees the new version, and a saved tensor read back in backward raises."""
+    t._vc[0] += 1
+
+
+def binary_(op: str, y: Tensor, x: Any) -> Tensor:
+    """``y = op(y, x)`` in place (``x``: a tensor of ``y``'s shape, a bare View of it, or a
+    scalar of ``y``'s dtype kind); bumps ``y``'s version."""
+    v = y._v
+    y._storage.backend.binary(op, v, x._v if isinstance(x, Tensor) else x, v)
+    bump(y)
+    return y
+
+
+def fill_(t: Tensor, value: Any) -> Tensor:
+    """Every element of ``t`` set to ``value`` in place; bumps ``t``'s version."""
+    t._storage.backend.fill(t._v, value)
+    bump(t)
+    return t
+
+
+def copy_(dst: Tensor, src: Tensor) -> Tensor:
+    """``dst[...] = src`` in place (equal shapes, one device, casting); bumps ``dst``'s version."""
+    dst._storage.backend.copy(src._v, dst._v)
+    bump(dst)
+    return dst
+
+
+# Update rules of optimizers, each a few primitive calls on the views themselves (a step costs a
+# few microseconds of Python per parameter); ``x``, ``a``, ``b`` have ``y``'s shape and dtype and
+# scalars are Python floats, computed in ``y``'s dtype.
+def axpy_(y: Tensor, alpha: float, x: Tensor) -> Tensor:
+    """``y += alpha * x`` in place (PyTorch's ``y.add_(x, alpha=alpha)``); bumps ``y``."""
+    be = y._storage.backend
+    v = y._v
+    if alpha == 1:
+        be.binary("add", v, x._v, v)
+    elif alpha == -1:
+        be.binary("sub", v, x._v, v)
+    else:
+        t = new_on(y._storage, v.shape, v.dtype)._v
+        be.binary("mul", x._v, alpha, t)
+        be.binary("add", v, t, v)
+    bump(y)
+    return y
+
+
+def lerp_(y: Tensor, x: Tensor, w: float) -> Tensor:
+    """``y += w * (x - y)`` in place with PyTorch's ``lerp_`` rounding; bumps ``y``."""
+    be = y._storage.backend
+    v = y._v
+    t = new_on(y._storage, v.shape, v.dtype)._v
+    be.binary("sub", x._v, v, t)
+    if w < 0.5:
+        be.binary("mul", t, w, t)
+        be.binary("add", v, t, v)
+    else:  # PyTorch's formula for weight >= 0.5: end - (end - start) * (1 - weight)
+        be.binary("mul", t, 1 - w, t)
+        be.binary("sub", x._v, t, v)
+    bump(y)
+    return y
+
+
+def addc_(op: str, y: Tensor, a: Tensor, b: Tensor, value: float) -> Tensor:
+    """``y += value * (a op b)`` in place (``addcmul_``/``addcdiv_`` for ``op`` ``"mul"``/``"div"``;
+    ``value`` multiplies ``a`` first, as PyTorch rounds it); bumps ``y``."""
+    be = y._storage.backend
+    v = y._v
+    t = new_on(y._storage, v.shape, v.dtype)._v
+    if value == 1:
+        be.binary(op, a._v, b._v, t)
+    else:
+        be.binary("mul", a._v, value, t)
+        be.binary(op, t, b._v, t)
+    be.binary("add", v, t, v)
+    bump(y)
+    return y
 
 
 def reduce(op: str, x: Tensor, axes: Sequence[int], keepdim: bool, out_dtype: Any = None) -> Tensor:

@@ -2,7 +2,11 @@
 their version bumps, bare-View scratch work)."""
 from __future__ import annotations
 
+import pathlib
+import re
+
 import numpy as np
+import pytest
 
 import portagrad as pg
 from portagrad import _raw
@@ -23,7 +27,8 @@ def test_view_shares_storage_and_version_without_autograd(device):
     assert v.tolist() == np.arange(12, dtype=np.float32).reshape(3, 4).tolist()
     w = _raw.view(x, (2,), (3,), offset=1)  # elements 1 and 4
     assert w.tolist() == [1.0, 4.0]
-    _raw.fill(w, -1.0)
+    _raw.fill_(w, -1.0)
+    assert x._version == 1 and v._version == 1  # one counter for every raw view
     assert x.tolist()[:5] == [0.0, -1.0, 2.0, 3.0, -1.0]
 
 
@@ -58,3 +63,64 @@ def test_min_max_of_zero_dim_and_strided(device):
     assert _raw.min_max(pg.tensor(3.5, device=device)) == (3.5, 3.5)
     x = pg.tensor([[4, -2, 9], [0, 7, 1]], device=device)
     assert _raw.min_max(x.t()) == (-2, 9)
+
+
+# ---------------------------------------------------------------------- in place
+def _vals(device: str) -> tuple[pg.Tensor, pg.Tensor, pg.Tensor]:
+    y = pg.tensor([1.0, -2.0, 3.0, 0.5], device=device)
+    a = pg.tensor([2.0, 4.0, -1.0, 8.0], device=device)
+    b = pg.tensor([0.5, 2.0, 4.0, -2.0], device=device)
+    return y, a, b
+
+
+@pytest.mark.parametrize("case", [
+    ("binary_ add tensor", lambda y, a, b: _raw.binary_("add", y, a), lambda y, a, b: y + a),
+    ("binary_ mul scalar", lambda y, a, b: _raw.binary_("mul", y, 0.25), lambda y, a, b: y * 0.25),
+    ("binary_ bare view", lambda y, a, b: _raw.binary_("sub", y, a._v), lambda y, a, b: y - a),
+    ("fill_", lambda y, a, b: _raw.fill_(y, 7.0), lambda y, a, b: np.full(4, 7.0)),
+    ("copy_", lambda y, a, b: _raw.copy_(y, a), lambda y, a, b: a),
+    ("axpy_ 1", lambda y, a, b: _raw.axpy_(y, 1, a), lambda y, a, b: y + a),
+    ("axpy_ -1", lambda y, a, b: _raw.axpy_(y, -1, a), lambda y, a, b: y - a),
+    ("axpy_ 0.3", lambda y, a, b: _raw.axpy_(y, 0.3, a), lambda y, a, b: y + np.float32(0.3) * a),
+    ("lerp_ 0.1", lambda y, a, b: _raw.lerp_(y, a, 0.1),
+     lambda y, a, b: y + (a - y) * np.float32(0.1)),
+    ("lerp_ 0.9", lambda y, a, b: _raw.lerp_(y, a, 0.9),
+     lambda y, a, b: a - (a - y) * np.float32(1 - 0.9)),
+    ("addc_ mul 1", lambda y, a, b: _raw.addc_("mul", y, a, b, 1), lambda y, a, b: y + a * b),
+    ("addc_ div -0.5", lambda y, a, b: _raw.addc_("div", y, a, b, -0.5),
+     lambda y, a, b: y + (a * np.float32(-0.5)) / b),
+], ids=lambda c: c[0])
+def test_in_place_writes_bump_the_version_once(device, case):
+    _, run, expect = case
+    y, a, b = _vals(device)
+    alias = y.detach()  # shares the version counter
+    want = expect(*(t.numpy(force=True) for t in (y, a, b)))
+    assert run(y, a, b) is y
+    assert y._version == 1 and alias._version == 1
+    assert a._version == 0 and b._version == 0
+    np.testing.assert_allclose(y.numpy(force=True), np.asarray(want, np.float32), rtol=1e-6)
+
+
+def test_writes_into_fresh_outputs_do_not_bump(device):
+    y, a, _ = _vals(device)
+    _raw.binary("add", y, a, pg.float32, out=y)
+    _raw.copy_into(y, a)
+    _raw.fill(y, 1.0)
+    assert y._version == 0
+
+
+def test_an_in_place_write_on_a_saved_tensor_is_caught(device):
+    w = pg.tensor([1.0, 2.0], device=device, requires_grad=True)
+    p = pg.tensor([3.0, 4.0], device=device)
+    loss = (w * p).sum()  # saves p
+    _raw.axpy_(p, 0.5, pg.ones(2, device=device))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+def test_the_version_counter_has_one_writer():
+    """``_raw.bump`` is the one place a version changes (``Tensor`` itself never bumps)."""
+    root = pathlib.Path(pg.__file__).parent
+    hits = [(str(f.relative_to(root)), line) for f in sorted(root.rglob("*.py"))
+            for line in f.read_text().splitlines() if re.search(r"_vc\[0\]\s*\+=", line)]
+    assert [h[0] for h in hits] == ["_raw.py"], hits

@@ -22,9 +22,7 @@ __all__ = ["to", "clone", "contiguous", "copy_", "inplace", "type_as", "view_dty
            "check_inplace", "bump"]
 
 
-def bump(t: Tensor) -> None:
-    """Record an in-place change: every view of the storage sees the new version."""
-    t._vc[0] += 1
+bump = _raw.bump  # record an in-place change (the version counter has one writer, in _raw)
 
 
 class _ToCopy(Function):

@@ -186,8 +186,7 @@ class AccumulateGrad(Node):
                 elif (old._v.shape == grad._v.shape and old._v.dtype is grad._v.dtype
                       and old._storage.device == grad._storage.device and not old._inference):
                     # the usual case: one backend call, in place (identical in/out views)
-                    old._storage.backend.binary("add", old._v, grad._v, old._v)
-                    old._vc[0] += 1
+                    _raw().binary_("add", old, grad)
                 else:
                     old.add_(grad)
 
@@ -407,6 +406,17 @@ class _FunctionMeta(type):
 
 
 _Tensor: Any = None  # portagrad.Tensor, bound on first use (it imports this module)
+_RAW: Any = None  # portagrad._raw, likewise (it imports this module through _tensor)
+
+
+def _raw() -> Any:
+    """The :mod:`portagrad._raw` module: the autograd core's door to the backend."""
+    global _RAW
+    if _RAW is None:
+        from .. import _raw as raw
+
+        _RAW = raw
+    return _RAW
 
 
 def _tensor_cls() -> Any:
