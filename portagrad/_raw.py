@@ -12,12 +12,16 @@ counter of their source but have no autograd link to it (no ``_base``): for inte
 a computation, never for what an op hands to the user as a view. :func:`bare_view` and
 :func:`bare_expand` make the backend's :class:`View` alone, for the primitive calls themselves.
 
+For code that chains many primitive calls on small arrays, where a Tensor and a Storage per
+temporary cost as much Python time as the call itself, :class:`Scratch` gives bare-View temporaries
+and the device's primitives on Views; keep it to where that was measured to pay (cross-entropy).
+
 Writing into an existing tensor comes in two kinds. :func:`binary_`, :func:`fill_` and :func:`copy_`
 change a tensor the caller (or the user) already holds: each bumps its version counter once, through
 :func:`bump`, the one place a version changes, so autograd notices a saved tensor that was
-overwritten. ``out=`` of :func:`binary`, :func:`copy_into`, :func:`fill`, :func:`scatter` and
-:func:`random` do not bump: they fill fresh outputs and temporaries, or serve the in-place rule of
-:mod:`portagrad._ops.conversion`, which bumps once per in-place op itself.
+overwritten. ``out=`` of :func:`binary`, :func:`binary_into`, :func:`copy_into`, :func:`fill`,
+:func:`scatter` and :func:`random` do not bump: they fill fresh outputs and temporaries, or serve
+the in-place rule of :mod:`portagrad._ops.conversion`, which bumps once per in-place op itself.
 """
 from __future__ import annotations
 
@@ -30,10 +34,12 @@ from ._tensor import Tensor, contiguous_strides
 from .backends.interface import View
 
 __all__ = [
-    "new_like", "new_on", "unary", "binary", "where", "cast", "contiguous", "copy_into", "fill",
-    "reduce", "min_max", "arg_reduce", "cumsum", "bmm", "gather", "scatter", "sort", "random",
-    "strides_for", "view", "expand_view", "bare_view", "bare_expand", "bump", "binary_", "fill_",
-    "copy_", "axpy_", "lerp_", "addc_",
+    "new_like", "new_on", "unary", "binary", "binary_views", "where", "cast", "contiguous",
+    "copy_into", "fill", "reduce", "min_max", "arg_reduce", "cumsum", "bmm", "gather", "scatter",
+    "sort", "random", "strides_for", "view", "expand_view", "bare_view", "bare_expand", "bump",
+    "binary_", "binary_into", "fill_", "copy_", "axpy_", "lerp_", "addc_", "Scratch", "has_prims",
+    "softmax", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
+    "max_pool2d_grad_input",
 ]
 
 
@@ -72,9 +78,8 @@ def view(t: Tensor, shape: tuple[int, ...], strides: tuple[int, ...], offset: in
 
 def expand_view(t: Tensor, shape: tuple[int, ...]) -> Tensor:
     """``t`` broadcast to ``shape`` as a raw view (stride 0 along new and size-1 dimensions)."""
-    v = t._v
-    return Tensor._make(t._storage, v.offset, tuple(shape), _broadcast_strides(v, shape), v.dtype,
-                        t._vc)
+    v = bare_expand(t._v, shape)
+    return Tensor._make(t._storage, v.offset, v.shape, v.strides, v.dtype, t._vc)
 
 
 def bare_view(v: View, shape: tuple[int, ...], strides: tuple[int, ...],
@@ -86,13 +91,10 @@ def bare_view(v: View, shape: tuple[int, ...], strides: tuple[int, ...],
 
 def bare_expand(v: View, shape: tuple[int, ...]) -> View:
     """``v`` broadcast to ``shape`` as a :class:`View` (stride 0 along broadcast dimensions)."""
-    return View(v.buffer, v.offset, tuple(shape), _broadcast_strides(v, shape), v.dtype)
-
-
-def _broadcast_strides(v: View, shape: tuple[int, ...]) -> tuple[int, ...]:
     lead = len(shape) - len(v.shape)
-    return tuple([0] * lead + [0 if n == 1 and m != 1 else st for n, m, st in
-                               zip(v.shape, shape[lead:], v.strides)])
+    strides = [0] * lead + [0 if n == 1 and m != 1 else st for n, m, st in
+                            zip(v.shape, shape[lead:], v.strides)]
+    return View(v.buffer, v.offset, tuple(shape), tuple(strides), v.dtype)
 
 
 def _v(x: Any) -> Any:
@@ -121,6 +123,16 @@ def binary(op: str, a: Any, b: Any, out_dtype: "_dtype.dtype", like: Tensor | No
             t = like
         out = new_on(t._storage, t._v.shape, out_dtype)
     out._storage.backend.binary(op, a, b, out._v)
+    return out
+
+
+def binary_views(op: str, st: Storage, a: Any, b: Any, shape: tuple[int, ...],
+                 dtype: "_dtype.dtype") -> Tensor:
+    """``op(a, b)`` into a new contiguous tensor of ``shape`` and ``dtype`` on ``st``'s device,
+    for operands that are already Views (or scalars) of that shape: the operators' fast path,
+    with nothing to look up but the backend."""
+    out = new_on(st, shape, dtype)
+    st.backend.binary(op, a, b, out._v)
     return out
 
 
@@ -161,6 +173,14 @@ def bump(t: Tensor) -> None:
     """Record an in-place change of ``t``: every tensor sharing its version counter (its views and
     aliases) sees the new version, and a saved tensor read back in backward raises."""
     t._vc[0] += 1
+
+
+def binary_into(op: str, y: Tensor, x: Any) -> None:
+    """``y = op(y, x)`` written into ``y`` WITHOUT a version bump: for the in-place rule
+    (:func:`portagrad._ops.conversion.inplace`), which bumps once per op itself. ``x``: a bare
+    View of ``y``'s shape or a scalar of ``y``'s dtype kind."""
+    v = y._v
+    y._storage.backend.binary(op, v, x, v)
 
 
 def binary_(op: str, y: Tensor, x: Any) -> Tensor:
@@ -329,4 +349,92 @@ def sort(x: Tensor, axis: int, descending: bool) -> tuple[Tensor, Tensor]:
 def random(kind: str, out: Tensor, seed: int, offset: int, a: float, b: float) -> Tensor:
     if out.numel():
         out._storage.backend.random(kind, out._v, seed, offset, a, b)
+    return out
+
+
+# ------------------------------------------------------------------- bare-View scratch
+class Scratch:
+    """Bare-View temporaries, and primitives on Views, on the device of tensor ``like``.
+
+    ``new(shape, dtype)`` allocates a contiguous :class:`View` alone (no Tensor, no Storage; its
+    buffer is freed with it); ``unary``, ``binary``, ``reduce``, ``copy`` and ``fill`` are the
+    device's primitives, bound once, taking Views (``tensor._v`` for tensors) or scalars exactly as
+    the backend contract says. Results that outlive the computation should be tensors
+    (:func:`new_like`) written through their ``_v``.
+    """
+
+    __slots__ = ("_allocate", "_index", "binary", "copy", "fill", "reduce", "unary")
+
+    def __init__(self, like: Tensor) -> None:
+        st = like._storage
+        be = st.backend
+        self.unary = be.unary
+        self.binary = be.binary
+        self.reduce = be.reduce
+        self.copy = be.copy
+        self.fill = be.fill
+        self._allocate = be.allocate
+        self._index = st.index
+
+    def new(self, shape: tuple[int, ...], dtype: "_dtype.dtype") -> View:
+        """A new, uninitialised, contiguous View of ``shape`` and ``dtype``."""
+        nbytes = dtype.itemsize
+        for d in shape:
+            nbytes *= d
+        return View(self._allocate(self._index, nbytes), 0, shape, strides_for(shape), dtype)
+
+
+# ------------------------------------------------------------- optional fast paths
+def has_prims(t: Tensor, *names: str) -> bool:
+    """Whether ``t``'s backend implements every optional primitive in ``names`` (see
+    ``OPTIONAL_METHODS`` of the backend contract); without them the caller composes."""
+    be = t._storage.backend
+    for name in names:
+        if getattr(be, name, None) is None:
+            return False
+    return True
+
+
+def softmax(x: Tensor, axis: int, out: Tensor, log: bool) -> Tensor:
+    """The backend's (log-)softmax of ``x`` along ``axis`` into ``out`` (``has_prims(x,
+    "softmax")`` first)."""
+    x._storage.backend.softmax(x._v, axis, out._v, log)
+    return out
+
+
+def conv2d(x: Tensor, w: Tensor, out: Tensor, stride: tuple, padding: tuple, dilation: tuple,
+           groups: int) -> Tensor:
+    """The backend's 2-D convolution of (N, C, H, W) ``x`` with ``w`` into ``out`` (bias apart)."""
+    x._storage.backend.conv2d(x._v, w._v, out._v, stride, padding, dilation, groups)
+    return out
+
+
+def conv2d_grad_input(g: Tensor, w: Tensor, out: Tensor, stride: tuple, padding: tuple,
+                      dilation: tuple, groups: int) -> Tensor:
+    """The gradient of :func:`conv2d` with respect to its input, into ``out``."""
+    g._storage.backend.conv2d_grad_input(g._v, w._v, out._v, stride, padding, dilation, groups)
+    return out
+
+
+def conv2d_grad_weight(x: Tensor, g: Tensor, out: Tensor, stride: tuple, padding: tuple,
+                       dilation: tuple, groups: int) -> Tensor:
+    """The gradient of :func:`conv2d` with respect to its weight, into ``out``."""
+    g._storage.backend.conv2d_grad_weight(x._v, g._v, out._v, stride, padding, dilation, groups)
+    return out
+
+
+def max_pool2d(x: Tensor, out: Tensor, indices: Tensor, kernel_size: tuple, stride: tuple,
+               padding: tuple, dilation: tuple) -> Tensor:
+    """The backend's max pooling of (N, C, H, W) ``x``: values into ``out``, int64 flat positions
+    into ``indices``."""
+    x._storage.backend.max_pool2d(x._v, out._v, indices._v, kernel_size, stride, padding,
+                                  dilation)
+    return out
+
+
+def max_pool2d_grad_input(g: Tensor, indices: Tensor, out: Tensor, kernel_size: tuple,
+                          stride: tuple, padding: tuple, dilation: tuple) -> Tensor:
+    """The gradient of :func:`max_pool2d` with respect to its input, into ``out``."""
+    g._storage.backend.max_pool2d_grad_input(g._v, indices._v, out._v, kernel_size, stride,
+                                             padding, dilation)
     return out

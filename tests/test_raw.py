@@ -124,3 +124,99 @@ def test_the_version_counter_has_one_writer():
     hits = [(str(f.relative_to(root)), line) for f in sorted(root.rglob("*.py"))
             for line in f.read_text().splitlines() if re.search(r"_vc\[0\]\s*\+=", line)]
     assert [h[0] for h in hits] == ["_raw.py"], hits
+
+
+def test_binary_into_writes_without_bumping(device):
+    y, a, _ = _vals(device)
+    _raw.binary_into("mul", y, _raw.bare_expand(pg.tensor([2.0], device=device)._v, (4,)))
+    assert y._version == 0 and y.tolist() == [2.0, -4.0, 6.0, 1.0]
+    _raw.binary_into("add", y, 1.0)
+    assert y.tolist() == [3.0, -3.0, 7.0, 2.0]
+
+
+def test_binary_views_makes_a_new_tensor(device):
+    a = _arange(6, device, (2, 3))
+    row = pg.tensor([10.0, 20.0, 30.0], device=device)
+    out = _raw.binary_views("add", a._storage, a._v, _raw.bare_expand(row._v, (2, 3)), (2, 3),
+                            pg.float32)
+    assert out._storage is not a._storage and out.device == a.device
+    assert out.tolist() == [[10.0, 21.0, 32.0], [13.0, 24.0, 35.0]]
+
+
+# ------------------------------------------------------------------------ scratch
+def test_scratch_temporaries_are_bare_views_on_the_device(device):
+    x = pg.tensor([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]], device=device)
+    ws = _raw.Scratch(x)
+    m = ws.new((2, 1), pg.float32)
+    assert type(m) is View and m.shape == (2, 1) and m.strides == (1, 1) and m.offset == 0
+    ws.reduce("max", x._v, (1,), m)
+    d = ws.new((2, 3), pg.float32)
+    ws.binary("sub", x._v, _raw.bare_view(m, (2, 3), (1, 0)), d)
+    ws.unary("neg", d, d)
+    out = _raw.new_like(x)
+    ws.copy(d, out._v)
+    assert out.tolist() == [[4.0, 0.0, 3.0], [0.0, 7.0, 4.0]]
+    ws.fill(out._v, 2.5)
+    assert out.tolist() == [[2.5] * 3] * 2
+    flags = ws.new((2,), pg.bool)
+    ws.binary("gt", _raw.bare_view(x._v, (2,), (3,)), 1.5, flags)  # column 0
+    res = _raw.new_like(x, (2,), pg.bool)
+    ws.copy(flags, res._v)
+    assert res.tolist() == [False, True]
+
+
+# ---------------------------------------------------------------- fast paths
+def test_has_prims_reports_optional_primitives(device):
+    x = pg.ones(2, device=device)
+    be = x._storage.backend
+    assert _raw.has_prims(x) is True
+    assert _raw.has_prims(x, "unary", "binary") is True
+    assert _raw.has_prims(x, "no_such_primitive") is False
+    assert _raw.has_prims(x, "conv2d") == (getattr(be, "conv2d", None) is not None)
+
+
+def test_optional_primitive_wrappers_match_the_composed_ops(device):
+    import portagrad.nn.functional as F
+
+    x = pg.randn(2, 3, 5, 5, generator=pg.Generator().manual_seed(0)).to(device)
+    w = pg.randn(4, 3, 3, 3, generator=pg.Generator().manual_seed(1)).to(device)
+    if _raw.has_prims(x, "conv2d", "conv2d_grad_input", "conv2d_grad_weight"):
+        out = _raw.new_like(x, (2, 4, 3, 3))
+        assert _raw.conv2d(x, w, out, (1, 1), (0, 0), (1, 1), 1) is out
+        want = F.conv2d(x, w)
+        np.testing.assert_allclose(out.numpy(force=True), want.numpy(force=True), rtol=1e-4,
+                                   atol=1e-5)
+        g = pg.ones(2, 4, 3, 3, device=device)
+        gx = _raw.conv2d_grad_input(g, w, _raw.new_like(x), (1, 1), (0, 0), (1, 1), 1)
+        gw = _raw.conv2d_grad_weight(x, g, _raw.new_like(w), (1, 1), (0, 0), (1, 1), 1)
+        xr, wr = x.detach().requires_grad_(), w.detach().requires_grad_()
+        F.conv2d(xr, wr).sum().backward()
+        np.testing.assert_allclose(gx.numpy(force=True), xr.grad.numpy(force=True), rtol=1e-4,
+                                   atol=1e-5)
+        np.testing.assert_allclose(gw.numpy(force=True), wr.grad.numpy(force=True), rtol=1e-4,
+                                   atol=1e-4)
+    if _raw.has_prims(x, "max_pool2d", "max_pool2d_grad_input"):
+        vals = _raw.new_like(x, (2, 3, 2, 2))
+        idx = _raw.new_like(x, (2, 3, 2, 2), pg.int64)
+        _raw.max_pool2d(x, vals, idx, (2, 2), (2, 2), (0, 0), (1, 1))
+        want, want_idx = F.max_pool2d(x, 2, return_indices=True)
+        assert vals.tolist() == want.tolist() and idx.tolist() == want_idx.tolist()
+        gx = _raw.max_pool2d_grad_input(pg.ones(2, 3, 2, 2, device=device), idx, _raw.new_like(x),
+                                        (2, 2), (2, 2), (0, 0), (1, 1))
+        assert gx.sum().item() == 24.0 and set(np.unique(gx.numpy(force=True))) <= {0.0, 1.0}
+    if _raw.has_prims(x, "softmax"):
+        y = _raw.softmax(_raw.contiguous(x), 1, _raw.new_like(x), False)
+        np.testing.assert_allclose(y.numpy(force=True), F.softmax(x, 1).numpy(force=True),
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_softmax_forwards_to_the_backend_primitive():
+    # no built-in backend has the optional softmax: a stub stands in for one
+    from types import SimpleNamespace
+
+    calls = []
+    be = SimpleNamespace(softmax=lambda *args: calls.append(args))
+    x = SimpleNamespace(_storage=SimpleNamespace(backend=be), _v="xv")
+    out = SimpleNamespace(_v="ov")
+    assert _raw.softmax(x, 1, out, True) is out
+    assert calls == [("xv", 1, "ov", True)]

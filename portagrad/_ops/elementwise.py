@@ -813,7 +813,7 @@ def binary_inplace(fn: Any, x: Tensor, other: Any, **kw: Any) -> Tensor:
                 b = other._v if other._v.shape == t._v.shape else _expanded_view(other, t._v.shape)
             else:
                 b = to_scalar(other, t._v.dtype)
-            _raw.binary(prim, t, b, t._v.dtype, out=t)  # (inplace() bumps the version)
+            _raw.binary_into(prim, t, b)  # (inplace() bumps the version)
             return
         res = checked(fn(t._alias(), other, **kw))
         _raw.copy_into(t, res)
