@@ -15,7 +15,7 @@ from .. import _device, _dtype, _raw
 from .._storage import Storage
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ..autograd.grad_mode import _flags
+from ..autograd.grad_mode import _flags, _no_grad
 from ._common import call
 
 __all__ = ["to", "clone", "contiguous", "copy_", "inplace", "type_as", "view_dtype", "cpu",
@@ -118,15 +118,6 @@ def to(x: Tensor, *args: Any, device: Any = None, dtype: Any = None, non_blockin
         with _no_grad():
             return _copy_to(x, dev, dt, non_blocking)
     return call(_ToCopy, x, dev, dt, non_blocking)
-
-
-class _no_grad:
-    def __enter__(self) -> None:
-        self.prev = _flags.grad
-        _flags.grad = False
-
-    def __exit__(self, *exc: object) -> None:
-        _flags.grad = self.prev
 
 
 def cpu(x: Tensor) -> Tensor:

@@ -7,6 +7,7 @@ from typing import Any
 from .. import _dtype, _raw
 from .._tensor import Tensor
 from ..autograd.function import Function
+from ..autograd.grad_mode import _no_grad
 from ._common import NULL_CTX, call, is_scalar, prepare_binary, to_scalar
 from .conversion import inplace
 
@@ -349,22 +350,9 @@ def _out(res: Tensor, out: Tensor | None) -> Tensor:
 
         raise RuntimeError(f"out= tensor has shape {out.shape} but the result has shape "
                            f"{Size(res.shape)}")
-    with _no_grad_ctx():
+    with _no_grad():
         copy_(out, res)
     return out
-
-
-class _no_grad_ctx:
-    def __enter__(self) -> None:
-        from ..autograd.grad_mode import _flags
-
-        self.prev = _flags.grad
-        _flags.grad = False
-
-    def __exit__(self, *exc: object) -> None:
-        from ..autograd.grad_mode import _flags
-
-        _flags.grad = self.prev
 
 
 # ---------------------------------------------------------------- comparisons

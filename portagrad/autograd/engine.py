@@ -203,7 +203,7 @@ def _store_grad(t: "Tensor", g: Any, create_graph: bool) -> None:
     if create_graph:
         t._grad = g if t._grad is None else t._grad + g
     else:
-        with grad_mode.no_grad():
+        with grad_mode._no_grad():
             t._grad = g.detach().clone() if t._grad is None else t._grad + g
 
 

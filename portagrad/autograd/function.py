@@ -170,7 +170,7 @@ class AccumulateGrad(Node):
         if create_graph:
             leaf._grad = grad.clone() if old is None else old + grad
         else:
-            with grad_mode.no_grad():
+            with grad_mode._no_grad():
                 if old is None:
                     # +3: ``grad`` here and in _adoptable, and getrefcount's argument
                     if held >= 0 and _adoptable(grad, leaf, held + 3):
@@ -596,7 +596,7 @@ def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(ctx: Any, *args: Any) -> Any:
-        with grad_mode.no_grad():
+        with grad_mode._no_grad():
             return fn(ctx, *args)
 
     return wrapper

@@ -266,7 +266,7 @@ def _with_hooks(step: Callable) -> Callable:
                         raise RuntimeError(f"{hook} must return None or a tuple of (new_args, "
                                            f"new_kwargs), but got {res}.")
                     args, kwargs = res
-        with grad_mode.no_grad():
+        with grad_mode._no_grad():
             out = step(self, *args, **kwargs)
         if self._optimizer_step_post_hooks or _global_post_hooks:
             for hook in (*self._optimizer_step_post_hooks.values(), *_global_post_hooks.values()):
