@@ -40,3 +40,31 @@ def test_internal_no_grad_is_thread_local():
         t.start()
         t.join()
     assert seen == [True]
+
+
+# ------------------------------------------------------------------ device mismatch
+def test_one_device_mismatch_error_with_pytorchs_text():
+    from portagrad.errors import DeviceMismatchError, raise_device_mismatch
+
+    with pytest.raises(DeviceMismatchError) as info:
+        raise_device_mismatch(pg.device("opencl:0"), pg.device("cpu"), "linear")
+    assert str(info.value) == ("Expected all tensors to be on the same device, but found at least "
+                               "two devices, opencl:0 and cpu! (when checking arguments for linear)")
+    assert isinstance(info.value, RuntimeError)
+    with pytest.raises(DeviceMismatchError, match=r"devices, cpu and opencl:1!$"):
+        raise_device_mismatch("cpu", "opencl:1")
+
+
+def test_check_same_device_uses_it(monkeypatch):
+    from portagrad import errors
+    from portagrad._ops._common import check_same_device
+
+    calls = []
+    monkeypatch.setattr(errors, "raise_device_mismatch", lambda *a: calls.append(a))
+    a = pg.ones(1)
+    fake = pg.ones(1)
+    fake._storage = type("S", (), {"device": pg.device("opencl:0")})()
+    check_same_device(a, a, "add")
+    assert calls == []
+    check_same_device(a, fake, "add")
+    assert calls == [(pg.device("cpu"), pg.device("opencl:0"), "add")]
