@@ -26,6 +26,7 @@ the in-place rule of :mod:`portagrad._ops.conversion`, which bumps once per in-p
 from __future__ import annotations
 
 import functools
+import itertools
 from typing import Any, Sequence
 
 from . import _dtype
@@ -39,7 +40,7 @@ __all__ = [
     "sort", "random", "strides_for", "view", "expand_view", "bare_view", "bare_expand", "bump",
     "binary_", "binary_into", "fill_", "copy_", "axpy_", "lerp_", "addc_", "Scratch", "has_prims",
     "softmax", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
-    "max_pool2d_grad_input",
+    "max_pool2d_grad_input", "open_epoch", "close_epoch", "owned", "disown",
 ]
 
 
@@ -50,14 +51,55 @@ def strides_for(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def new_on(st: Storage, shape: tuple[int, ...], dtype: "_dtype.dtype") -> Tensor:
-    """A new contiguous, uninitialised tensor on the device of storage ``st``."""
+    """A new contiguous, uninitialised tensor on the device of storage ``st`` (its storage stamped
+    with the current allocation epoch: see :func:`open_epoch`)."""
     nbytes = dtype.itemsize
     for s in shape:
         nbytes *= s
     backend = st.backend
     storage = AllocatedStorage(backend.allocate(st.index, nbytes), nbytes, st.device, backend,
                                st.index)
+    storage._epoch = _epoch
     return Tensor._make(storage, 0, shape, strides_for(shape), dtype)
+
+
+# ------------------------------------------------------------------------ ownership
+# Which memory may a leaf's ``.grad`` take over without a copy? Memory nobody but the backward
+# engine can reach. The first half of that is known here: every storage ``new_on`` allocates is
+# stamped with the allocation epoch current at that moment, and the engine opens a new epoch for
+# each backward run, so a storage stamped with the run's epoch is memory allocated during the run
+# (never a tensor that existed before it: a saved tensor, a cached constant, anything the user
+# holds). The engine clears the stamp (``disown``) of whatever it hands to code it does not trust
+# (hooks, user-defined Functions); see ``autograd.engine`` and ``autograd.function._adoptable``.
+_epoch = 0
+_epochs = itertools.count(1)
+
+
+def open_epoch() -> tuple[int, int]:
+    """Start a new allocation epoch (the engine does, once per backward run): storages allocated
+    from now on carry it. Returns ``(epoch, previous)``; hand ``previous`` to :func:`close_epoch`."""
+    global _epoch
+    prev = _epoch
+    _epoch = next(_epochs)  # never reused: a stale stamp can never match a later run
+    return _epoch, prev
+
+
+def close_epoch(prev: int) -> None:
+    """End the epoch :func:`open_epoch` started, making ``prev`` current again (a backward run
+    inside a hook of another one hands the outer run its epoch back)."""
+    global _epoch
+    _epoch = prev
+
+
+def owned(t: Tensor, epoch: int) -> bool:
+    """Whether ``t``'s storage was allocated by :func:`new_on` during ``epoch`` and not disowned
+    since."""
+    return getattr(t._storage, "_epoch", None) == epoch
+
+
+def disown(t: Tensor) -> None:
+    """Code other than the engine can now reach ``t``'s storage: it is never adopted."""
+    t._storage._epoch = None
 
 
 def new_like(t: Tensor, shape: tuple[int, ...] | None = None, dtype: Any = None) -> Tensor:
@@ -296,7 +338,7 @@ def min_max(x: Tensor) -> tuple[Any, Any]:
 def _drop_axes(t: Tensor, axes: Sequence[int]) -> Tensor:
     shape = tuple(s for i, s in enumerate(t._v.shape) if i not in axes)
     strides = tuple(s for i, s in enumerate(t._v.strides) if i not in axes)
-    return view(t, shape, strides)
+    return Tensor._make(t._storage, t._v.offset, shape, strides, t._v.dtype, t._vc)  # a view()
 
 
 def arg_reduce(op: str, x: Tensor, axis: int, keepdim: bool) -> Tensor:

@@ -127,7 +127,7 @@ def test_the_version_counter_has_one_writer():
 
 
 def test_binary_into_writes_without_bumping(device):
-    y, a, _ = _vals(device)
+    y, _, _ = _vals(device)
     _raw.binary_into("mul", y, _raw.bare_expand(pg.tensor([2.0], device=device)._v, (4,)))
     assert y._version == 0 and y.tolist() == [2.0, -4.0, 6.0, 1.0]
     _raw.binary_into("add", y, 1.0)
@@ -220,3 +220,39 @@ def test_softmax_forwards_to_the_backend_primitive():
     out = SimpleNamespace(_v="ov")
     assert _raw.softmax(x, 1, out, True) is out
     assert calls == [("xv", 1, "ov", True)]
+
+
+# ---------------------------------------------------------------------- ownership
+def test_allocation_epochs_stamp_new_on_storages(device):
+    x = pg.ones(3, device=device)
+    epoch, prev = _raw.open_epoch()
+    try:
+        assert epoch != prev
+        t = _raw.new_like(x)
+        assert _raw.owned(t, epoch) and not _raw.owned(t, prev)
+        assert _raw.owned(_raw.view(t, (3,), (1,)), epoch)  # ownership is the storage's
+        _raw.disown(t)
+        assert not _raw.owned(t, epoch)
+        inner, back = _raw.open_epoch()  # nested: a backward run inside a hook
+        assert back == epoch and inner not in (epoch, prev)
+        assert not _raw.owned(_raw.new_like(x), epoch)
+        _raw.close_epoch(back)
+        assert _raw.owned(_raw.new_like(x), epoch)
+    finally:
+        _raw.close_epoch(prev)
+    later = _raw.new_like(x)
+    assert not _raw.owned(later, epoch)
+    again, prev2 = _raw.open_epoch()
+    _raw.close_epoch(prev2)
+    assert again > epoch  # epochs are never reused
+
+
+def test_storages_made_elsewhere_are_never_owned(device):
+    epoch, prev = _raw.open_epoch()
+    try:
+        made = [pg.zeros(2, device=device), pg.tensor([1.0, 2.0], device=device),
+                pg.from_numpy(np.ones(2, np.float32)).to(device), pg.ones(2).to(device)]
+        for t in made:
+            assert not _raw.owned(t, epoch)
+    finally:
+        _raw.close_epoch(prev)
