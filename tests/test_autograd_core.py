@@ -362,3 +362,36 @@ def test_a_backward_inside_a_hook_keeps_both_runs_apart(device, adoptions):
             assert a is b or not _aliases(a, b)
     # the outer run still owns what it allocates after the inner run ended
     assert {id(leaf): ok for leaf, ok, _ in adoptions}[id(x)]
+
+
+# ------------------------------------------------------------------- the in-place rule
+def test_the_in_place_rule_lives_in_autograd_without_importing_ops():
+    import ast
+    import pathlib
+
+    from portagrad._ops import conversion
+    from portagrad.autograd import inplace
+
+    assert conversion.inplace is inplace.inplace
+    assert conversion.check_inplace is inplace.check_inplace
+    # its nodes are built-in formulas: the engine trusts them with its gradients
+    assert inplace._CopySlices._backward_cls._trusted and inplace._Overwrite._backward_cls._trusted
+    tree = ast.parse(pathlib.Path(inplace.__file__).read_text())
+    # at import time it reaches nothing outside the autograd package (ops are imported lazily)
+    outside = [ast.dump(n) for n in tree.body if isinstance(n, ast.ImportFrom)
+               and (n.level > 1 or (n.level == 0 and (n.module or "").startswith("portagrad")))]
+    assert outside == []
+
+
+def test_gradients_through_in_place_ops_are_still_adopted(device, adoptions):
+    x = _leaf(device)
+    y = x.clone()
+    y[1:3] += 5.0  # CopySlices on y's base: x's gradient is its output, passed on by the clone
+    (y * 4.0).backward(pg.ones(6, device=device))
+    assert x.grad.tolist() == [4.0] * 6
+    assert [ok for _, ok, _ in adoptions] == [True]
+    z = _leaf(device)
+    u = z * 1.0
+    u.mul_(3.0)  # an in-place op on a tensor with history
+    u.sum().backward()
+    assert z.grad.tolist() == [3.0] * 6
