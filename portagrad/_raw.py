@@ -21,7 +21,10 @@ change a tensor the caller (or the user) already holds: each bumps its version c
 :func:`bump`, the one place a version changes, so autograd notices a saved tensor that was
 overwritten. ``out=`` of :func:`binary`, :func:`binary_into`, :func:`copy_into`, :func:`fill`,
 :func:`scatter` and :func:`random` do not bump: they fill fresh outputs and temporaries, or serve
-the in-place rule of :mod:`portagrad._ops.conversion`, which bumps once per in-place op itself.
+the in-place rule of :mod:`portagrad.autograd.inplace`, which bumps once per in-place op itself.
+
+Every storage :func:`new_on` allocates carries the allocation epoch current then: the ownership
+stamp by which autograd knows a gradient's memory is its own (see :func:`open_epoch`).
 """
 from __future__ import annotations
 
@@ -63,6 +66,12 @@ def new_on(st: Storage, shape: tuple[int, ...], dtype: "_dtype.dtype") -> Tensor
     return Tensor._make(storage, 0, shape, strides_for(shape), dtype)
 
 
+def new_like(t: Tensor, shape: tuple[int, ...] | None = None, dtype: Any = None) -> Tensor:
+    """A new contiguous tensor on ``t``'s device (``t``'s shape and dtype unless given)."""
+    return new_on(t._storage, t._v.shape if shape is None else shape,
+                  t._v.dtype if dtype is None else dtype)
+
+
 # ------------------------------------------------------------------------ ownership
 # Which memory may a leaf's ``.grad`` take over without a copy? Memory nobody but the backward
 # engine can reach. The first half of that is known here: every storage ``new_on`` allocates is
@@ -77,7 +86,8 @@ _epochs = itertools.count(1)
 
 def open_epoch() -> tuple[int, int]:
     """Start a new allocation epoch (the engine does, once per backward run): storages allocated
-    from now on carry it. Returns ``(epoch, previous)``; hand ``previous`` to :func:`close_epoch`."""
+    from now on carry it. Returns ``(epoch, previous)``; ``previous`` goes to :func:`close_epoch`.
+    """
     global _epoch
     prev = _epoch
     _epoch = next(_epochs)  # never reused: a stale stamp can never match a later run
@@ -100,12 +110,6 @@ def owned(t: Tensor, epoch: int) -> bool:
 def disown(t: Tensor) -> None:
     """Code other than the engine can now reach ``t``'s storage: it is never adopted."""
     t._storage._epoch = None
-
-
-def new_like(t: Tensor, shape: tuple[int, ...] | None = None, dtype: Any = None) -> Tensor:
-    """A new contiguous tensor on ``t``'s device (``t``'s shape and dtype unless given)."""
-    return new_on(t._storage, t._v.shape if shape is None else shape,
-                  t._v.dtype if dtype is None else dtype)
 
 
 # ------------------------------------------------------------------------ raw views
@@ -219,7 +223,7 @@ def bump(t: Tensor) -> None:
 
 def binary_into(op: str, y: Tensor, x: Any) -> None:
     """``y = op(y, x)`` written into ``y`` WITHOUT a version bump: for the in-place rule
-    (:func:`portagrad._ops.conversion.inplace`), which bumps once per op itself. ``x``: a bare
+    (:func:`portagrad.autograd.inplace.inplace`), which bumps once per op itself. ``x``: a bare
     View of ``y``'s shape or a scalar of ``y``'s dtype kind."""
     v = y._v
     y._storage.backend.binary(op, v, x, v)

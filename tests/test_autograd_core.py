@@ -47,8 +47,9 @@ def test_one_device_mismatch_error_with_pytorchs_text():
 
     with pytest.raises(DeviceMismatchError) as info:
         raise_device_mismatch(pg.device("opencl:0"), pg.device("cpu"), "linear")
-    assert str(info.value) == ("Expected all tensors to be on the same device, but found at least "
-                               "two devices, opencl:0 and cpu! (when checking arguments for linear)")
+    assert str(info.value) == (
+        "Expected all tensors to be on the same device, but found at least two devices, opencl:0 "
+        "and cpu! (when checking arguments for linear)")
     assert isinstance(info.value, RuntimeError)
     with pytest.raises(DeviceMismatchError, match=r"devices, cpu and opencl:1!$"):
         raise_device_mismatch("cpu", "opencl:1")
