@@ -396,3 +396,27 @@ def test_gradients_through_in_place_ops_are_still_adopted(device, adoptions):
     u.mul_(3.0)  # an in-place op on a tensor with history
     u.sum().backward()
     assert z.grad.tolist() == [3.0] * 6
+
+
+def test_backward_runs_in_threads_keep_their_gradients_apart(device):
+    # each thread's runs open their own epochs; interleaved runs may adopt less, never wrongly
+    errors = []
+    grads: list = []
+
+    def work(k: float) -> None:
+        for _ in range(30):
+            w = pg.full((16,), k, device=device).requires_grad_()
+            (w * w).sum().backward()  # d/dw = 2k
+            g = w.grad
+            if g.tolist() != [2 * k] * 16:
+                errors.append((k, g.tolist()))
+            grads.append(g)
+
+    threads = [threading.Thread(target=work, args=(float(k),)) for k in range(1, 5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(grads) == 4 * 30  # (a thread that raised would fall short)
+    buffers = {id(g._v.buffer) for g in grads}
+    assert len(buffers) == len(grads)  # no two gradients share memory
