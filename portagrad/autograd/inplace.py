@@ -24,7 +24,7 @@ from .grad_mode import _flags
 if TYPE_CHECKING:
     from .._tensor import Tensor
 
-__all__ = ["inplace", "check_inplace"]
+__all__ = ["check_inplace", "inplace"]
 
 _Tensor: Any = None  # portagrad.Tensor and portagrad._raw, bound on first use (they import
 _raw: Any = None  # the autograd package, so it cannot import them when it loads)
