@@ -1,22 +1,50 @@
 """Raw computations on tensors: allocate outputs and call backend primitives. No autograd here.
 
-Every function takes tensors whose shapes, dtypes and devices the caller has already reconciled
-(broadcast views, casts), and returns new tensors (or writes into ``out``). The autograd layer
-(:mod:`portagrad._ops`) is built on these.
+This module is the core's one door to a backend's compute primitives: ops, ``nn``, ``optim`` and
+autograd call the functions here, never ``x._storage.backend.<primitive>`` themselves (only moving
+data between host and device, in creation, conversion, serialization and multiprocessing, talks to a
+backend directly). Every function takes tensors whose shapes, dtypes and devices the caller has
+already reconciled (broadcast views, casts), and returns new tensors (or writes into ``out``). The
+autograd layer (:mod:`portagrad._ops`) is built on these.
+
+Raw views (:func:`view`, :func:`expand_view`) are tensors that share the storage and the version
+counter of their source but have no autograd link to it (no ``_base``): for intermediate results of
+a computation, never for what an op hands to the user as a view. :func:`bare_view` and
+:func:`bare_expand` make the backend's :class:`View` alone, for the primitive calls themselves.
+
+For code that chains many primitive calls on small arrays, where a Tensor and a Storage per
+temporary cost as much Python time as the call itself, :class:`Scratch` gives bare-View temporaries
+and the device's primitives on Views; keep it to where that was measured to pay (cross-entropy).
+
+Writing into an existing tensor comes in two kinds. :func:`binary_`, :func:`fill_` and :func:`copy_`
+change a tensor the caller (or the user) already holds: each bumps its version counter once, through
+:func:`bump`, the one place a version changes, so autograd notices a saved tensor that was
+overwritten. ``out=`` of :func:`binary`, :func:`binary_into`, :func:`copy_into`, :func:`fill`,
+:func:`scatter` and :func:`random` do not bump: they fill fresh outputs and temporaries, or serve
+the in-place rule of :mod:`portagrad.autograd.inplace`, which bumps once per in-place op itself.
+
+Every storage :func:`new_on` allocates carries the allocation epoch current then: the ownership
+stamp by which autograd knows a gradient's memory is its own (see :func:`open_epoch`).
 """
 from __future__ import annotations
 
 import functools
+import itertools
 from typing import Any, Sequence
 
 from . import _dtype
 from ._shape import contiguous_strides
 from ._storage import AllocatedStorage, Storage
 from ._tensor import Tensor
+from .backends.interface import View
 
 __all__ = [
-    "new_like", "new_on", "unary", "binary", "where", "cast", "contiguous", "copy_into", "fill",
-    "reduce", "arg_reduce", "cumsum", "bmm", "gather", "scatter", "sort", "random", "strides_for",
+    "new_like", "new_on", "unary", "binary", "binary_views", "where", "cast", "contiguous",
+    "copy_into", "fill", "reduce", "min_max", "arg_reduce", "cumsum", "bmm", "gather", "scatter",
+    "sort", "random", "strides_for", "view", "expand_view", "bare_view", "bare_expand", "bump",
+    "binary_", "binary_into", "fill_", "copy_", "axpy_", "lerp_", "addc_", "Scratch", "has_prims",
+    "softmax", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
+    "max_pool2d_grad_input", "open_epoch", "close_epoch", "owned", "disown",
 ]
 
 
@@ -27,13 +55,15 @@ def strides_for(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def new_on(st: Storage, shape: tuple[int, ...], dtype: "_dtype.dtype") -> Tensor:
-    """A new contiguous, uninitialised tensor on the device of storage ``st``."""
+    """A new contiguous, uninitialised tensor on the device of storage ``st`` (its storage stamped
+    with the current allocation epoch: see :func:`open_epoch`)."""
     nbytes = dtype.itemsize
     for s in shape:
         nbytes *= s
     backend = st.backend
     storage = AllocatedStorage(backend.allocate(st.index, nbytes), nbytes, st.device, backend,
                                st.index)
+    storage._epoch = _epoch
     return Tensor._make(storage, 0, shape, strides_for(shape), dtype)
 
 
@@ -41,6 +71,77 @@ def new_like(t: Tensor, shape: tuple[int, ...] | None = None, dtype: Any = None)
     """A new contiguous tensor on ``t``'s device (``t``'s shape and dtype unless given)."""
     return new_on(t._storage, t._v.shape if shape is None else shape,
                   t._v.dtype if dtype is None else dtype)
+
+
+# ------------------------------------------------------------------------ ownership
+# Which memory may a leaf's ``.grad`` take over without a copy? Memory nobody but the backward
+# engine can reach. The first half of that is known here: every storage ``new_on`` allocates is
+# stamped with the allocation epoch current at that moment, and the engine opens a new epoch for
+# each backward run, so a storage stamped with the run's epoch is memory allocated during the run
+# (never a tensor that existed before it: a saved tensor, a cached constant, anything the user
+# holds). The engine clears the stamp (``disown``) of whatever it hands to code it does not trust
+# (hooks, user-defined Functions); see ``autograd.engine`` and ``autograd.function._adoptable``.
+_epoch = 0
+_epochs = itertools.count(1)
+
+
+def open_epoch() -> tuple[int, int]:
+    """Start a new allocation epoch (the engine does, once per backward run): storages allocated
+    from now on carry it. Returns ``(epoch, previous)``; ``previous`` goes to :func:`close_epoch`.
+    """
+    global _epoch
+    prev = _epoch
+    _epoch = next(_epochs)  # never reused: a stale stamp can never match a later run
+    return _epoch, prev
+
+
+def close_epoch(prev: int) -> None:
+    """End the epoch :func:`open_epoch` started, making ``prev`` current again (a backward run
+    inside a hook of another one hands the outer run its epoch back)."""
+    global _epoch
+    _epoch = prev
+
+
+def owned(t: Tensor, epoch: int) -> bool:
+    """Whether ``t``'s storage was allocated by :func:`new_on` during ``epoch`` and not disowned
+    since."""
+    return getattr(t._storage, "_epoch", None) == epoch
+
+
+def disown(t: Tensor) -> None:
+    """Code other than the engine can now reach ``t``'s storage: it is never adopted."""
+    t._storage._epoch = None
+
+
+# ------------------------------------------------------------------------ raw views
+def view(t: Tensor, shape: tuple[int, ...], strides: tuple[int, ...], offset: int | None = None
+         ) -> Tensor:
+    """A raw view of ``t``'s storage: ``shape`` and ``strides`` (in elements) from ``offset``
+    (``t``'s own offset unless given). It shares ``t``'s version counter, so an in-place change
+    through either is seen by autograd on both, and records nothing."""
+    return Tensor._make(t._storage, t._v.offset if offset is None else offset, shape, strides,
+                        t._v.dtype, t._vc)
+
+
+def expand_view(t: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """``t`` broadcast to ``shape`` as a raw view (stride 0 along new and size-1 dimensions)."""
+    v = bare_expand(t._v, shape)
+    return Tensor._make(t._storage, v.offset, v.shape, v.strides, v.dtype, t._vc)
+
+
+def bare_view(v: View, shape: tuple[int, ...], strides: tuple[int, ...],
+              offset: int | None = None) -> View:
+    """Another :class:`View` of ``v``'s buffer (no tensor): what a primitive call needs when no
+    tensor outlives it."""
+    return View(v.buffer, v.offset if offset is None else offset, shape, strides, v.dtype)
+
+
+def bare_expand(v: View, shape: tuple[int, ...]) -> View:
+    """``v`` broadcast to ``shape`` as a :class:`View` (stride 0 along broadcast dimensions)."""
+    lead = len(shape) - len(v.shape)
+    strides = [0] * lead + [0 if n == 1 and m != 1 else st for n, m, st in
+                            zip(v.shape, shape[lead:], v.strides)]
+    return View(v.buffer, v.offset, tuple(shape), tuple(strides), v.dtype)
 
 
 def _v(x: Any) -> Any:
@@ -55,11 +156,30 @@ def unary(op: str, x: Tensor, out_dtype: Any = None) -> Tensor:
 
 def binary(op: str, a: Any, b: Any, out_dtype: "_dtype.dtype", like: Tensor | None = None,
            out: Tensor | None = None) -> Tensor:
-    """``op(a, b)`` for same-shape tensors (or scalars) of the computation dtype."""
-    t = like if like is not None else (a if isinstance(a, Tensor) else b)
+    """``op(a, b)`` for same-shape tensors (or scalars, or bare Views) of the computation dtype:
+    a new tensor of ``like``'s shape (else the tensor operand's), or written into ``out``."""
+    if isinstance(a, Tensor):
+        t = a
+        a = a._v
+    else:
+        t = b
+    if isinstance(b, Tensor):
+        b = b._v
     if out is None:
+        if like is not None:
+            t = like
         out = new_on(t._storage, t._v.shape, out_dtype)
-    t._storage.backend.binary(op, _v(a), _v(b), out._v)
+    out._storage.backend.binary(op, a, b, out._v)
+    return out
+
+
+def binary_views(op: str, st: Storage, a: Any, b: Any, shape: tuple[int, ...],
+                 dtype: "_dtype.dtype") -> Tensor:
+    """``op(a, b)`` into a new contiguous tensor of ``shape`` and ``dtype`` on ``st``'s device,
+    for operands that are already Views (or scalars) of that shape: the operators' fast path,
+    with nothing to look up but the backend."""
+    out = new_on(st, shape, dtype)
+    st.backend.binary(op, a, b, out._v)
     return out
 
 
@@ -84,13 +204,104 @@ def contiguous(x: Tensor) -> Tensor:
 
 
 def copy_into(dst: Tensor, src: Tensor) -> None:
-    """``dst[...] = src`` for equal shapes on one device (casts the dtype)."""
+    """``dst[...] = src`` for equal shapes on one device (casts the dtype; no version bump: see
+    :func:`copy_`)."""
     dst._storage.backend.copy(src._v, dst._v)
 
 
 def fill(out: Tensor, value: Any) -> Tensor:
+    """Every element of ``out`` set to ``value`` (no version bump: see :func:`fill_`)."""
     out._storage.backend.fill(out._v, value)
     return out
+
+
+# -------------------------------------------------------------------------- in place
+def bump(t: Tensor) -> None:
+    """Record an in-place change of ``t``: every tensor sharing its version counter (its views and
+    aliases) sees the new version, and a saved tensor read back in backward raises."""
+    t._vc[0] += 1
+
+
+def binary_into(op: str, y: Tensor, x: Any) -> None:
+    """``y = op(y, x)`` written into ``y`` WITHOUT a version bump: for the in-place rule
+    (:func:`portagrad.autograd.inplace.inplace`), which bumps once per op itself. ``x``: a bare
+    View of ``y``'s shape or a scalar of ``y``'s dtype kind."""
+    v = y._v
+    y._storage.backend.binary(op, v, x, v)
+
+
+def binary_(op: str, y: Tensor, x: Any) -> Tensor:
+    """``y = op(y, x)`` in place (``x``: a tensor of ``y``'s shape, a bare View of it, or a
+    scalar of ``y``'s dtype kind); bumps ``y``'s version."""
+    v = y._v
+    y._storage.backend.binary(op, v, x._v if isinstance(x, Tensor) else x, v)
+    bump(y)
+    return y
+
+
+def fill_(t: Tensor, value: Any) -> Tensor:
+    """Every element of ``t`` set to ``value`` in place; bumps ``t``'s version."""
+    t._storage.backend.fill(t._v, value)
+    bump(t)
+    return t
+
+
+def copy_(dst: Tensor, src: Tensor) -> Tensor:
+    """``dst[...] = src`` in place (equal shapes, one device, casting); bumps ``dst``'s version."""
+    dst._storage.backend.copy(src._v, dst._v)
+    bump(dst)
+    return dst
+
+
+# Update rules of optimizers, each a few primitive calls on the views themselves (a step costs a
+# few microseconds of Python per parameter); ``x``, ``a``, ``b`` have ``y``'s shape and dtype and
+# scalars are Python floats, computed in ``y``'s dtype.
+def axpy_(y: Tensor, alpha: float, x: Tensor) -> Tensor:
+    """``y += alpha * x`` in place (PyTorch's ``y.add_(x, alpha=alpha)``); bumps ``y``."""
+    be = y._storage.backend
+    v = y._v
+    if alpha == 1:
+        be.binary("add", v, x._v, v)
+    elif alpha == -1:
+        be.binary("sub", v, x._v, v)
+    else:
+        t = new_on(y._storage, v.shape, v.dtype)._v
+        be.binary("mul", x._v, alpha, t)
+        be.binary("add", v, t, v)
+    bump(y)
+    return y
+
+
+def lerp_(y: Tensor, x: Tensor, w: float) -> Tensor:
+    """``y += w * (x - y)`` in place with PyTorch's ``lerp_`` rounding; bumps ``y``."""
+    be = y._storage.backend
+    v = y._v
+    t = new_on(y._storage, v.shape, v.dtype)._v
+    be.binary("sub", x._v, v, t)
+    if w < 0.5:
+        be.binary("mul", t, w, t)
+        be.binary("add", v, t, v)
+    else:  # PyTorch's formula for weight >= 0.5: end - (end - start) * (1 - weight)
+        be.binary("mul", t, 1 - w, t)
+        be.binary("sub", x._v, t, v)
+    bump(y)
+    return y
+
+
+def addc_(op: str, y: Tensor, a: Tensor, b: Tensor, value: float) -> Tensor:
+    """``y += value * (a op b)`` in place (``addcmul_``/``addcdiv_`` for ``op`` ``"mul"``/``"div"``;
+    ``value`` multiplies ``a`` first, as PyTorch rounds it); bumps ``y``."""
+    be = y._storage.backend
+    v = y._v
+    t = new_on(y._storage, v.shape, v.dtype)._v
+    if value == 1:
+        be.binary(op, a._v, b._v, t)
+    else:
+        be.binary("mul", a._v, value, t)
+        be.binary(op, t, b._v, t)
+    be.binary("add", v, t, v)
+    bump(y)
+    return y
 
 
 def reduce(op: str, x: Tensor, axes: Sequence[int], keepdim: bool, out_dtype: Any = None) -> Tensor:
@@ -115,18 +326,16 @@ def min_max(x: Tensor) -> tuple[Any, Any]:
     """``(min, max)`` of all elements of non-empty ``x`` as Python numbers, with ONE host read: both
     reductions write into one two-element buffer (on a device every read is a synchronisation;
     index checks run this on every gather and cross-entropy)."""
-    from .backends.interface import View
-
     v = x._v
     if not v.shape:  # 0-d: reduce a one-element view
-        v = View(v.buffer, v.offset, (1,), (1,), v.dtype)
+        v = bare_view(v, (1,), (1,))
     nd = len(v.shape)
     axes = tuple(range(nd))
     out = new_on(x._storage, (2,), v.dtype)
     ov = out._v
     be = x._storage.backend
     for i, op in enumerate(("min", "max")):
-        be.reduce(op, v, axes, View(ov.buffer, i, (1,) * nd, (1,) * nd, v.dtype))
+        be.reduce(op, v, axes, bare_view(ov, (1,) * nd, (1,) * nd, i))
     lo, hi = out._host().tolist()
     return lo, hi
 
@@ -134,7 +343,7 @@ def min_max(x: Tensor) -> tuple[Any, Any]:
 def _drop_axes(t: Tensor, axes: Sequence[int]) -> Tensor:
     shape = tuple(s for i, s in enumerate(t._v.shape) if i not in axes)
     strides = tuple(s for i, s in enumerate(t._v.strides) if i not in axes)
-    return Tensor._make(t._storage, t._v.offset, shape, strides, t._v.dtype, t._vc)
+    return Tensor._make(t._storage, t._v.offset, shape, strides, t._v.dtype, t._vc)  # a view()
 
 
 def arg_reduce(op: str, x: Tensor, axis: int, keepdim: bool) -> Tensor:
@@ -187,4 +396,92 @@ def sort(x: Tensor, axis: int, descending: bool) -> tuple[Tensor, Tensor]:
 def random(kind: str, out: Tensor, seed: int, offset: int, a: float, b: float) -> Tensor:
     if out.numel():
         out._storage.backend.random(kind, out._v, seed, offset, a, b)
+    return out
+
+
+# ------------------------------------------------------------------- bare-View scratch
+class Scratch:
+    """Bare-View temporaries, and primitives on Views, on the device of tensor ``like``.
+
+    ``new(shape, dtype)`` allocates a contiguous :class:`View` alone (no Tensor, no Storage; its
+    buffer is freed with it); ``unary``, ``binary``, ``reduce``, ``copy`` and ``fill`` are the
+    device's primitives, bound once, taking Views (``tensor._v`` for tensors) or scalars exactly as
+    the backend contract says. Results that outlive the computation should be tensors
+    (:func:`new_like`) written through their ``_v``.
+    """
+
+    __slots__ = ("_allocate", "_index", "binary", "copy", "fill", "reduce", "unary")
+
+    def __init__(self, like: Tensor) -> None:
+        st = like._storage
+        be = st.backend
+        self.unary = be.unary
+        self.binary = be.binary
+        self.reduce = be.reduce
+        self.copy = be.copy
+        self.fill = be.fill
+        self._allocate = be.allocate
+        self._index = st.index
+
+    def new(self, shape: tuple[int, ...], dtype: "_dtype.dtype") -> View:
+        """A new, uninitialised, contiguous View of ``shape`` and ``dtype``."""
+        nbytes = dtype.itemsize
+        for d in shape:
+            nbytes *= d
+        return View(self._allocate(self._index, nbytes), 0, shape, strides_for(shape), dtype)
+
+
+# ------------------------------------------------------------- optional fast paths
+def has_prims(t: Tensor, *names: str) -> bool:
+    """Whether ``t``'s backend implements every optional primitive in ``names`` (see
+    ``OPTIONAL_METHODS`` of the backend contract); without them the caller composes."""
+    be = t._storage.backend
+    for name in names:
+        if getattr(be, name, None) is None:
+            return False
+    return True
+
+
+def softmax(x: Tensor, axis: int, out: Tensor, log: bool) -> Tensor:
+    """The backend's (log-)softmax of ``x`` along ``axis`` into ``out`` (``has_prims(x,
+    "softmax")`` first)."""
+    x._storage.backend.softmax(x._v, axis, out._v, log)
+    return out
+
+
+def conv2d(x: Tensor, w: Tensor, out: Tensor, stride: tuple, padding: tuple, dilation: tuple,
+           groups: int) -> Tensor:
+    """The backend's 2-D convolution of (N, C, H, W) ``x`` with ``w`` into ``out`` (bias apart)."""
+    x._storage.backend.conv2d(x._v, w._v, out._v, stride, padding, dilation, groups)
+    return out
+
+
+def conv2d_grad_input(g: Tensor, w: Tensor, out: Tensor, stride: tuple, padding: tuple,
+                      dilation: tuple, groups: int) -> Tensor:
+    """The gradient of :func:`conv2d` with respect to its input, into ``out``."""
+    g._storage.backend.conv2d_grad_input(g._v, w._v, out._v, stride, padding, dilation, groups)
+    return out
+
+
+def conv2d_grad_weight(x: Tensor, g: Tensor, out: Tensor, stride: tuple, padding: tuple,
+                       dilation: tuple, groups: int) -> Tensor:
+    """The gradient of :func:`conv2d` with respect to its weight, into ``out``."""
+    g._storage.backend.conv2d_grad_weight(x._v, g._v, out._v, stride, padding, dilation, groups)
+    return out
+
+
+def max_pool2d(x: Tensor, out: Tensor, indices: Tensor, kernel_size: tuple, stride: tuple,
+               padding: tuple, dilation: tuple) -> Tensor:
+    """The backend's max pooling of (N, C, H, W) ``x``: values into ``out``, int64 flat positions
+    into ``indices``."""
+    x._storage.backend.max_pool2d(x._v, out._v, indices._v, kernel_size, stride, padding,
+                                  dilation)
+    return out
+
+
+def max_pool2d_grad_input(g: Tensor, indices: Tensor, out: Tensor, kernel_size: tuple,
+                          stride: tuple, padding: tuple, dilation: tuple) -> Tensor:
+    """The gradient of :func:`max_pool2d` with respect to its input, into ``out``."""
+    g._storage.backend.max_pool2d_grad_input(g._v, indices._v, out._v, kernel_size, stride,
+                                             padding, dilation)
     return out

@@ -9,7 +9,8 @@ __all__ = ["Storage", "AllocatedStorage", "Size"]
 class Storage:
     """One backend buffer of ``nbytes`` bytes on ``device`` (served by ``backend``, device ``index``)."""
 
-    __slots__ = ("buffer", "nbytes", "device", "backend", "index", "pinned", "shared", "__weakref__")
+    __slots__ = ("buffer", "nbytes", "device", "backend", "index", "pinned", "shared", "_epoch",
+                 "__weakref__")
 
     def __init__(self, buffer: Any, nbytes: int, device: Any, backend: Any, index: int,
                  pinned: bool = False) -> None:
@@ -21,19 +22,21 @@ class Storage:
         self.pinned = pinned
         self.shared = False
 
-    # whether ``buffer`` is memory the backend's ``allocate`` handed out for this storage alone
-    # (not wrapped host memory): only then may autograd adopt a gradient without copying it
-    _owned = False
+    # ``_epoch`` is the ownership stamp: only ``_raw.new_on`` sets it (to the allocation epoch
+    # current then, see ``_raw.open_epoch``), and ``_raw.disown`` clears it once code outside the
+    # backward engine can reach the storage. Unset, the default of every other storage (wrapped
+    # host memory, pinned and shared storages, copies between devices), reads as "not owned":
+    # autograd never adopts such memory as a ``.grad`` without copying it.
 
     def __repr__(self) -> str:
         return f"Storage(nbytes={self.nbytes}, device={self.device})"
 
 
 class AllocatedStorage(Storage):
-    """A storage whose buffer came from ``Backend.allocate`` (outputs of ops)."""
+    """A storage whose buffer ``_raw.new_on`` got from ``Backend.allocate`` for it alone (outputs
+    of ops); it carries the allocation epoch (``_epoch``)."""
 
     __slots__ = ()
-    _owned = True
 
 
 class Size(tuple):

@@ -1,7 +1,10 @@
 """Typed errors with PyTorch-like messages."""
 from __future__ import annotations
 
-__all__ = ["OutOfMemoryError", "DeviceMismatchError", "ShapeError", "DTypeError"]
+from typing import Any, NoReturn
+
+__all__ = ["OutOfMemoryError", "DeviceMismatchError", "ShapeError", "DTypeError",
+           "raise_device_mismatch"]
 
 
 class OutOfMemoryError(RuntimeError):
@@ -11,6 +14,15 @@ class OutOfMemoryError(RuntimeError):
 
 class DeviceMismatchError(RuntimeError):
     """Operands of one op live on different devices."""
+
+
+def raise_device_mismatch(a: Any, b: Any, op: str = "") -> NoReturn:
+    """Raise :class:`DeviceMismatchError` with PyTorch's text for operands on devices ``a`` and
+    ``b`` (naming ``op`` when given). The one source of this message: callers compare devices
+    themselves, as cheaply as their path needs, and call this on a mismatch."""
+    raise DeviceMismatchError(
+        f"Expected all tensors to be on the same device, but found at least two devices, {a} and "
+        f"{b}!" + (f" (when checking arguments for {op})" if op else ""))
 
 
 class ShapeError(RuntimeError):

@@ -54,11 +54,9 @@ def call(fn_cls: Any, *args: Any) -> Any:
 
 def check_same_device(a: Tensor, b: Tensor, op: str = "") -> None:
     if a._storage.device is not b._storage.device and a._storage.device != b._storage.device:
-        from ..errors import DeviceMismatchError
+        from ..errors import raise_device_mismatch
 
-        raise DeviceMismatchError(
-            f"Expected all tensors to be on the same device, but found at least two devices, "
-            f"{a.device} and {b.device}!" + (f" (when checking arguments for {op})" if op else ""))
+        raise_device_mismatch(a.device, b.device, op)
 
 
 def is_scalar(x: Any) -> bool:

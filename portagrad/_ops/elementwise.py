@@ -10,6 +10,7 @@ from .. import _creation, _dtype, _raw
 from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.function import Function
+from ..autograd.grad_mode import _no_grad
 from ._common import call, check_same_device, is_scalar, prepare_binary, to_scalar
 from .conversion import inplace, to
 from .indexing import where
@@ -352,22 +353,9 @@ def _out(res: Tensor, out: Tensor | None) -> Tensor:
 
         raise RuntimeError(f"out= tensor has shape {out.shape} but the result has shape "
                            f"{Size(res.shape)}")
-    with _no_grad_ctx():
+    with _no_grad():
         copy_(out, res)
     return out
-
-
-class _no_grad_ctx:
-    def __enter__(self) -> None:
-        from ..autograd.grad_mode import _flags
-
-        self.prev = _flags.grad
-        _flags.grad = False
-
-    def __exit__(self, *exc: object) -> None:
-        from ..autograd.grad_mode import _flags
-
-        _flags.grad = self.prev
 
 
 # ---------------------------------------------------------------- comparisons
@@ -755,7 +743,7 @@ def binary_inplace(fn: Any, x: Tensor, other: Any, **kw: Any) -> Tensor:
                 b = other._v if other._v.shape == t._v.shape else _expanded_view(other, t._v.shape)
             else:
                 b = to_scalar(other, t._v.dtype)
-            t._storage.backend.binary(prim, t._v, b, t._v)
+            _raw.binary_into(prim, t, b)  # (inplace() bumps the version)
             return
         res = checked(fn(t._alias(), other, **kw))
         _raw.copy_into(t, res)
@@ -772,12 +760,7 @@ def _direct_operand(t: Tensor, other: Any) -> bool:
 
 def _expanded_view(x: Tensor, shape: tuple) -> Any:
     """A raw broadcast view of ``x`` at ``shape`` (stride 0 along broadcast dimensions)."""
-    from ..backends.interface import View
-
-    lead = len(shape) - len(x._v.shape)
-    strides = [0] * lead + [0 if n == 1 and m != 1 else st for n, m, st in
-                            zip(x._v.shape, shape[lead:], x._v.strides)]
-    return View(x._v.buffer, x._v.offset, tuple(shape), tuple(strides), x._v.dtype)
+    return _raw.bare_expand(x._v, shape)
 
 
 def unary_inplace(fn: Any, x: Tensor, *args: Any, **kw: Any) -> Tensor:

@@ -11,6 +11,14 @@
 ``backward`` and ``grad`` (``portagrad.autograd``'s entry points) live here too. This package is
 loaded while ``portagrad._tensor`` is (Tensor needs ``grad_mode`` and ``function``), before
 ``Tensor`` exists, so ``Tensor`` and the factories are imported where they are used.
+
+Ownership: a leaf's ``.grad`` takes over the memory of a gradient the engine owns instead of
+copying it. Each run opens an allocation epoch (``_raw.open_epoch``): memory allocated during the
+run carries it. The engine disowns (``_raw.disown``) every gradient that code it does not trust can
+reach -- what tensor hooks, node pre- and post-hooks and untrusted Functions (``Node._trusted``)
+receive and return, gradients captured for ``autograd.grad`` or ``inputs=``, a ``retain_grad``
+value kept as it is -- and a gradient a node hands to two edges at once. What is left is memory the
+engine alone holds (see ``function._adoptable`` for the last check).
 """
 from __future__ import annotations
 
@@ -119,6 +127,9 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
     # with ``inputs`` only the nodes from which an input can be reached run
     needed = None if inputs is None else _nodes_reaching(nodes, target_ids)
     anomaly = _anomaly_state.enabled
+    raw = _raw()
+    epoch, prev_epoch = raw.open_epoch()
+    own = None if create_graph else epoch  # (with create_graph nothing is adopted)
     prev_mode = grad_mode._flags.grad
     grad_mode._flags.grad = create_graph
     try:
@@ -129,19 +140,20 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                 grads = _run_tensor_hooks(node, grads, create_graph)
             if node._pre_hooks:
                 for hook in list(node._pre_hooks.values()):
+                    _disown_all(grads)
                     res = hook(tuple(grads))
                     if res is not None:
                         grads = list(res)
+                _disown_all(grads)
             if targets:
                 for nr, g in enumerate(grads):
                     k = targets.get((key, nr))
                     if k is not None:
                         captured[k] = g
+                        _disown_all((g,))  # returned to the caller or stored as a .grad
             if node.__class__ is AccumulateGrad:
                 if accumulate and (inputs is None or key in target_ids):
-                    # held=1: ``grads`` is the engine's only reference (``outs``/``g`` of the
-                    # previous node were cleared), so an unaliased gradient can be adopted
-                    node._accumulate(grads[0], create_graph, 1)
+                    node._accumulate(grads[0], create_graph, own)
                 continue
             for g in grads:  # (a loop, not all(...) on a generator: this runs once per node)
                 if g is not None:
@@ -151,17 +163,25 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
             if (needed is not None and key not in needed) or g is _NOTHING:
                 outs: Any = (None,) * len(node._next)  # nothing flows through: just pass on
             else:
+                trusted = node._trusted
+                if not trusted:  # user code: it may keep what it is given or returns
+                    _disown_all(grads)
                 try:
                     outs = node._apply(tuple(grads))
                 except Exception as exc:
                     if node._anomaly:
                         _annotate(exc, node)
                     raise
+                if not trusted:
+                    _disown_all(outs)
             if node._hooks:
+                _disown_all(grads)
                 for hook in list(node._hooks.values()):
+                    _disown_all(outs)
                     res = hook(tuple(outs), tuple(grads))
                     if res is not None:
                         outs = tuple(res)
+                _disown_all(outs)
             if anomaly:
                 try:
                     _check_nan(node, outs)
@@ -171,11 +191,16 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                     raise
             if not retain_graph:
                 node._release()
+            first = more = None  # the gradients this node hands on (see _disown_repeats)
             for (nxt, nr), g in zip(node._next, outs):
                 if nxt is None:
                     continue
                 nkey = id(nxt)
                 if g is not None:
+                    if first is None:
+                        first = g
+                    else:
+                        more = _disown_repeats(g, first, more)
                     buf = buffers.get(nkey)
                     if buf is None:
                         buf = buffers[nkey] = [None] * nxt._num_outputs()
@@ -184,9 +209,10 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                 deps[nkey] = d
                 if d == 0:
                     heapq.heappush(heap, (-nxt._seq, nkey, nxt))
-            outs = g = None  # no stale references to gradients (see AccumulateGrad above)
+            outs = g = first = more = None  # gradients are freed as soon as they are consumed
     finally:
         grad_mode._flags.grad = prev_mode
+        raw.close_epoch(prev_epoch)
 
     if inputs is not None and accumulate:
         # backward(inputs=[non_leaf]) accumulates into the non-leaf's .grad too
@@ -204,11 +230,49 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
 _NOTHING = object()  # marks a node that received no gradient at all
 
 
+_RAW: Any = None  # portagrad._raw, bound on first use (it imports autograd through _tensor)
+
+
+def _raw() -> Any:
+    global _RAW
+    if _RAW is None:
+        from .. import _raw as raw
+
+        _RAW = raw
+    return _RAW
+
+
+def _disown_all(grads: Any) -> None:
+    """The gradients in ``grads`` become reachable outside the engine (entries that are not
+    tensors, e.g. None, are skipped)."""
+    from .._tensor import Tensor
+
+    disown = _raw().disown
+    for g in grads:
+        if isinstance(g, Tensor):
+            disown(g)
+
+
+def _disown_repeats(g: Any, first: Any, more: list | None) -> list:
+    """A node hands on ``g`` after ``first`` (and ``more``): disown it if it is one of them
+    (``AddBackward`` returns ``(g, g)``: a leaf adopting it would alias the other edge's
+    gradient). Returns the gradients handed on so far after ``first``. Only nodes with two or more
+    gradients call this."""
+    if g is first or (more is not None and any(m is g for m in more)):
+        _raw().disown(g)
+    if more is None:
+        return [g]
+    more.append(g)
+    return more
+
+
 def _store_grad(t: Tensor, g: Any, create_graph: bool) -> None:
     if create_graph:
+        if t._grad is None:
+            _disown_all((g,))  # the user's .grad now
         t._grad = g if t._grad is None else t._grad + g
     else:
-        with grad_mode.no_grad():
+        with grad_mode._no_grad():
             t._grad = g.detach().clone() if t._grad is None else t._grad + g
 
 
@@ -243,11 +307,13 @@ def _run_tensor_hooks(node: Node, grads: list[Any], create_graph: bool) -> list[
                 g = grads[nr]
                 if g is None:
                     break
+                _disown_all((g,))  # the hook sees it (and may keep it, or return it)
                 res = hook(g)
                 if res is not None:
                     if res._v.shape != g._v.shape:
                         name = getattr(hook, "__name__", repr(hook))
                         raise RuntimeError(f"hook '{name}' has changed the size of value")
+                    _disown_all((res,))
                     grads[nr] = res
     retained = node._retained
     if retained:

@@ -78,6 +78,8 @@ class Node:
     _pre_hooks: "_HookDict | None" = None  # node pre-hooks: fn(grad_outputs)
     _anomaly: str | None = None  # forward traceback, recorded under detect_anomaly
     _out_meta: list | None = None  # per output: (shape, dtype, device), where known
+    # whether backward is built-in code the engine trusts with its gradients (see _TRUSTED)
+    _trusted = False
 
     def __init__(self) -> None:
         self._seq = next(_seq)
@@ -158,9 +160,10 @@ class AccumulateGrad(Node):
         leaf = self._leaf_ref()
         return self._meta if leaf is None else (leaf._v.shape, leaf._v.dtype, leaf._storage.device)
 
-    def _accumulate(self, grad: "Tensor", create_graph: bool, held: int = -1) -> None:
-        """Add ``grad`` into the leaf's ``.grad``. ``held``: how many references the caller holds
-        to ``grad`` (the engine: 1, its buffer), or -1 when the gradient must never be adopted."""
+    def _accumulate(self, grad: "Tensor", create_graph: bool, epoch: int | None = None) -> None:
+        """Add ``grad`` into the leaf's ``.grad``. ``epoch``: the allocation epoch of the engine's
+        backward run, when ``grad`` is a gradient the engine owns (see :func:`_adoptable`); None
+        when it must never be adopted."""
         leaf = self._leaf_ref()
         if leaf is None or grad is None:
             return
@@ -170,11 +173,12 @@ class AccumulateGrad(Node):
         if create_graph:
             leaf._grad = grad.clone() if old is None else old + grad
         else:
-            with grad_mode.no_grad():
+            with grad_mode._no_grad():
                 if old is None:
-                    # +3: ``grad`` here and in _adoptable, and getrefcount's argument
-                    if held >= 0 and _adoptable(grad, leaf, held + 3):
-                        # nothing else can see this memory: it becomes .grad without a copy
+                    if epoch is not None and _adoptable(grad, leaf, epoch):
+                        # nothing else can see this memory: it becomes .grad without a copy,
+                        # and from now on the user can reach it
+                        _raw().disown(grad)
                         v = grad._v
                         leaf._grad = _tensor_cls()._make(grad._storage, 0, v.shape, v.strides,
                                                         v.dtype)
@@ -186,40 +190,72 @@ class AccumulateGrad(Node):
                 elif (old._v.shape == grad._v.shape and old._v.dtype is grad._v.dtype
                       and old._storage.device == grad._storage.device and not old._inference):
                     # the usual case: one backend call, in place (identical in/out views)
-                    old._storage.backend.binary("add", old._v, grad._v, old._v)
-                    old._vc[0] += 1
+                    _raw().binary_("add", old, grad)
                 else:
                     old.add_(grad)
 
 
-def _adoptable(grad: "Tensor", leaf: "Tensor", refs: int) -> bool:
-    """Whether ``grad`` may become ``leaf.grad`` as it is (PyTorch steals such a gradient too):
-    a fresh, contiguous, offset-0 tensor without autograd state that owns all of its storage,
-    the same shape and device as the leaf, and that nothing but the engine can reach: no other
-    reference to the tensor (``refs`` counts the expected ones), its storage, its view, its
-    buffer or the backend's memoised handle of the view (e.g. a numpy array from ``.numpy()``)."""
+def _adoptable(grad: "Tensor", leaf: "Tensor", epoch: int) -> bool:
+    """Whether ``grad`` may become ``leaf.grad`` as it is (PyTorch steals such a gradient too).
+
+    It must be a plain, contiguous, offset-0 tensor without autograd state, the same shape and
+    device as the leaf, filling all of its storage -- and memory nothing but the engine can reach.
+    That is established explicitly: the storage carries the allocation stamp of this backward run
+    (``_raw.owned``: ``_raw.new_on`` allocated it during the run, so it is no tensor that existed
+    before, saved, cached or held by the user), and the engine disowned everything it handed to
+    code it does not trust (hooks, user-defined Functions) or delivered twice.
+
+    One thing explicit tracking cannot see is a second tensor object over the same storage made
+    by the core itself (a view or alias made in a backward formula: ``Tensor._make``, ``_alias``,
+    ``_view_of``, ``detach`` and ``data`` live in ``_tensor.py``, and op modules call
+    ``Tensor._make``): for that the storage's reference count must show ``grad`` as its only
+    tensor. (The tensor's own count, the buffer's and the backend's cached handles are not
+    consulted: only untrusted code could hold those, and such code never saw an owned gradient.)
+    """
     st = grad._storage
     v = grad._v
-    if (grad._base is not None or grad._grad_fn is not None or grad._requires_grad
-            or grad._hooks or st.pinned or st.shared or v.offset != 0
-            or v.shape != leaf._v.shape or st.device != leaf._storage.device
-            or sys.getrefcount(grad) > refs or sys.getrefcount(st) > 3
-            or sys.getrefcount(v) > 3):  # (3: the attribute, the local name, the argument)
+    if (not _raw().owned(grad, epoch) or grad._base is not None
+            or grad._grad_fn is not None or grad._requires_grad or grad._hooks or st.pinned
+            or st.shared or v.offset != 0 or v.shape != leaf._v.shape
+            or st.device != leaf._storage.device):
         return False
     nbytes = v.dtype.itemsize
     for n in v.shape:
         nbytes *= n
-    if st.nbytes != nbytes or not st._owned or not v.is_contiguous():
+    if st.nbytes != nbytes or not v.is_contiguous():
         return False
-    buf = st.buffer
-    cache = v.cache
-    expect = 4  # st.buffer, v.buffer, ``buf``, getrefcount's argument
-    if cache is not None and cache is not True and cache is not False:
-        if sys.getrefcount(cache) > 3:  # v.cache, ``cache``, the argument
-            return False
-        if getattr(cache, "base", None) is buf:
-            expect += 1
-    return sys.getrefcount(buf) <= expect
+    del st
+    return _storage_refs(grad) <= _SOLE_TENSOR
+
+
+def _storage_refs(t: Any) -> int:
+    """The reference count of ``t._storage`` as seen from here."""
+    st = t._storage
+    return sys.getrefcount(st)
+
+
+class _Probe:
+    __slots__ = ("_storage",)
+
+
+def _sole_tensor_refs() -> int:
+    """What :func:`_storage_refs` reports for a storage held by one object and nothing else (so
+    the check does not depend on how an interpreter counts temporaries)."""
+    probe = _Probe()
+    probe._storage = object()
+    return _storage_refs(probe)
+
+
+_SOLE_TENSOR = _sole_tensor_refs()
+
+# The modules whose Functions the engine trusts with its gradients: their backward formulas run no
+# user code and keep no reference to a gradient they receive or return (no caching of results),
+# so what they return is fresh memory, the incoming gradients' own memory, or memory that existed
+# before the backward run. A formula module that cannot promise this must not be listed.
+# A Function defined anywhere else (a user's, nn's full-backward-hook function that calls the
+# module hooks) is not trusted: the engine disowns its inputs and outputs.
+_TRUSTED = ("portagrad._ops.", "portagrad.autograd.inplace", "portagrad.nn._fused",
+            "portagrad.nn._im2col", "portagrad.nn.functional")
 
 
 class FunctionCtx:
@@ -403,10 +439,23 @@ class _FunctionMeta(type):
     def __init__(cls, name: str, bases: tuple, ns: dict) -> None:
         super().__init__(name, bases, ns)
         node_name = ns.get("_backward_name") or f"{name}Backward"
-        cls._backward_cls = type(node_name, (BackwardFunction,), {"_fn_cls": cls, "_name": node_name})
+        cls._backward_cls = type(node_name, (BackwardFunction,), {
+            "_fn_cls": cls, "_name": node_name,
+            "_trusted": (cls.__module__ or "").startswith(_TRUSTED)})
 
 
 _Tensor: Any = None  # portagrad.Tensor, bound on first use (it imports this module)
+_RAW: Any = None  # portagrad._raw, likewise (it imports this module through _tensor)
+
+
+def _raw() -> Any:
+    """The :mod:`portagrad._raw` module: the autograd core's door to the backend."""
+    global _RAW
+    if _RAW is None:
+        from .. import _raw as raw
+
+        _RAW = raw
+    return _RAW
 
 
 def _tensor_cls() -> Any:
@@ -586,7 +635,7 @@ def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(ctx: Any, *args: Any) -> Any:
-        with grad_mode.no_grad():
+        with grad_mode._no_grad():
             return fn(ctx, *args)
 
     return wrapper

@@ -1,6 +1,7 @@
 """Grad modes: ``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``inference_mode``.
 
 The flags are thread-local, as in PyTorch. Each class works as a context manager and a decorator.
+Inside portagrad, :class:`_no_grad` is the one way to switch recording off for a block.
 """
 from __future__ import annotations
 
@@ -31,6 +32,21 @@ def is_grad_enabled() -> bool:
 def is_inference_mode_enabled() -> bool:
     """Whether ``inference_mode`` is active in this thread."""
     return _flags.inference
+
+
+class _no_grad:
+    """``with _no_grad():`` -- recording off for the block, restored on exit. The core's own
+    no-grad context: a plain context manager (no decorator forms, no ``__new__``), cheaper to
+    enter and leave than the public :class:`no_grad` on the per-op and per-node paths."""
+
+    __slots__ = ("prev",)
+
+    def __enter__(self) -> None:
+        self.prev = _flags.grad
+        _flags.grad = False
+
+    def __exit__(self, *exc: object) -> None:
+        _flags.grad = self.prev
 
 
 class _DecoratorContextManager:

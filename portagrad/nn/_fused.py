@@ -2,7 +2,7 @@
 
 Composed from single ops, ``linear`` records ~7 nodes (transpose, reshapes, batched matmul, bias
 add) and ``cross_entropy`` ~15; each node costs Python time in forward and backward. Here each is
-one node whose forward calls the backend primitives directly and whose backward is still written
+one node whose forward calls ``_raw``'s primitives directly and whose backward is still written
 with public portagrad ops (so it runs on every backend and can be differentiated again: with
 ``create_graph`` the softmax is recomputed from the input rather than read from the saved value).
 """
@@ -18,16 +18,9 @@ from .._ops import shape as S
 from .._ops._common import call, check_same_device
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ..backends.interface import View
 from ..autograd.grad_mode import is_grad_enabled
 
 __all__ = ["linear", "cross_entropy_indices", "conv"]
-
-
-def _view(t: Tensor, shape: tuple, strides: tuple, offset: int | None = None) -> Tensor:
-    """A raw (unrecorded) view of ``t``'s storage."""
-    return Tensor._make(t._storage, t._v.offset if offset is None else offset, shape, strides,
-                        t._v.dtype, t._vc)
 
 
 def _tensor_like(x: Tensor, shape: tuple) -> Tensor:
@@ -43,7 +36,7 @@ def _rows(x: Tensor) -> Tensor:
     if strides is None:
         x = _raw.contiguous(x)
         strides = _raw.strides_for((n, k))
-    return _view(x, (n, k), strides)
+    return _raw.view(x, (n, k), strides)
 
 
 class _Linear(Function):
@@ -55,14 +48,13 @@ class _Linear(Function):
         x2 = _rows(x)
         n, k = x2._v.shape
         o = w._v.shape[0]
-        a3 = _view(x2, (1, n, k), (0,) + x2._v.strides)
-        w3 = _view(w, (1, k, o), (0, w._v.strides[1], w._v.strides[0]))  # w.T without a copy
+        a3 = _raw.view(x2, (1, n, k), (0,) + x2._v.strides)
+        w3 = _raw.view(w, (1, k, o), (0, w._v.strides[1], w._v.strides[0]))  # w.T without a copy
         out = _raw.bmm(a3, w3) if k else _raw.fill(_raw.new_like(x, (1, n, o)), 0)
         if b is not None:
-            bv = _view(b, (1, n, o), (0, 0, b._v.strides[0]))
-            out._storage.backend.binary("add", out._v, bv._v, out._v)
+            _raw.binary("add", out, _raw.expand_view(b, (1, n, o)), out._v.dtype, out=out)
         shape = tuple(x._v.shape[:-1]) + (o,)
-        return Tensor._make(out._storage, 0, shape, _raw.strides_for(shape), out._v.dtype)
+        return _raw.view(out, shape, _raw.strides_for(shape))
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
@@ -113,64 +105,55 @@ class _CrossEntropy(Function):
         # Tensor objects), which halves the Python cost per call; only results become tensors
         n, c = x._v.shape
         dt = x._v.dtype
-        st = x._storage
-        be, idx = st.backend, st.index
-        strides = _raw.strides_for
-
-        def tmp(shape: tuple, dtype: Any = dt) -> View:
-            nbytes = dtype.itemsize
-            for d in shape:
-                nbytes *= d
-            return View(be.allocate(idx, nbytes), 0, shape, strides(shape), dtype)
-
-        def col(v: View) -> View:  # an (N, 1) column broadcast along the classes
-            return View(v.buffer, v.offset, (n, c), (v.strides[0], 0), v.dtype)
-
+        ws = _raw.Scratch(x)
+        new, binary, reduce = ws.new, ws.binary, ws.reduce
+        bare_view = _raw.bare_view
+        nc = (n, c)
         xv = x._v
-        m = tmp((n, 1))
-        be.reduce("max", xv, (1,), m)
-        sh = tmp((n, c))
-        be.binary("sub", xv, col(m), sh)
-        e = tmp((n, c))
-        be.unary("exp", sh, e)
-        lse = tmp((n, 1))
-        be.reduce("sum", e, (1,), lse)
-        be.unary("log", lse, lse)
-        logp = _tensor_like(x, (n, c))
-        be.binary("sub", sh, col(lse), logp._v)
-        ids = _class_ids(c, x)._v
+        m = new((n, 1), dt)
+        reduce("max", xv, (1,), m)
+        sh = new(nc, dt)
+        col = (1, 0)  # the strides of an (N, 1) column broadcast along the classes
+        binary("sub", xv, bare_view(m, nc, col), sh)
+        e = new(nc, dt)
+        ws.unary("exp", sh, e)
+        lse = new((n, 1), dt)
+        reduce("sum", e, (1,), lse)
+        ws.unary("log", lse, lse)
+        logp = _tensor_like(x, nc)
+        binary("sub", sh, bare_view(lse, nc, col), logp._v)
         tv = target._v
-        mask = tmp((n, c), _dtype.bool)
-        be.binary("eq", View(tv.buffer, tv.offset, (n, c), (tv.strides[0], 0), tv.dtype),
-                  View(ids.buffer, ids.offset, (n, c), (0, ids.strides[0]), ids.dtype), mask)
-        onehot = _tensor_like(x, (n, c))
-        be.copy(mask, onehot._v)
-        valid_b = tmp((n,), _dtype.bool)
-        be.binary("ne", tv, ignore_index, valid_b)
-        valid = tmp((n,))
-        be.copy(valid_b, valid)
-        be.binary("mul", logp._v, onehot._v, sh)  # sh is free again: logp * onehot
-        picked = tmp((n,))
-        be.reduce("sum", sh, (1,), View(picked.buffer, 0, (n, 1), (1, 1), dt))
+        mask = new(nc, _dtype.bool)
+        ids = _class_ids(c, x)._v
+        binary("eq", bare_view(tv, nc, (tv.strides[0], 0)), bare_view(ids, nc, (0, ids.strides[0])),
+               mask)
+        onehot = _tensor_like(x, nc)
+        ws.copy(mask, onehot._v)
+        valid_b = new((n,), _dtype.bool)
+        binary("ne", tv, ignore_index, valid_b)
+        valid = new((n,), dt)
+        ws.copy(valid_b, valid)
+        binary("mul", logp._v, onehot._v, sh)  # sh is free again: logp * onehot
+        picked = new((n,), dt)
+        reduce("sum", sh, (1,), bare_view(picked, (n, 1), (1, 1)))
         # per-row weight of the gradient: valid_i (/ the number of valid rows for "mean")
         wcol = _tensor_like(x, (n, 1))
+        w = bare_view(wcol._v, (n,), (1,))
         if reduction == "mean":
-            denom = tmp((1,))
-            be.reduce("sum", valid, (0,), denom)
-            be.binary("div", valid, View(denom.buffer, 0, (n,), (0,), dt),
-                      View(wcol._v.buffer, 0, (n,), (1,), dt))
+            denom = new((1,), dt)
+            reduce("sum", valid, (0,), denom)
+            binary("div", valid, bare_view(denom, (n,), (0,)), w)
         else:
-            be.copy(valid, View(wcol._v.buffer, 0, (n,), (1,), dt))
+            ws.copy(valid, w)
         if reduction == "none":
             loss = _tensor_like(x, (n,))
-            be.binary("mul", picked, valid, loss._v)
-            be.binary("mul", loss._v, -1.0, loss._v)
+            binary("mul", picked, valid, loss._v)
+            binary("mul", loss._v, -1.0, loss._v)
         else:
-            w = View(wcol._v.buffer, 0, (n,), (1,), dt)
-            be.binary("mul", picked, w, picked)
+            binary("mul", picked, w, picked)
             loss = _tensor_like(x, ())
-            be.reduce("sum", picked, (0,), View(loss._v.buffer, 0, (1,), (1,), dt))
-            be.binary("mul", loss._v, -1.0, loss._v)
+            reduce("sum", picked, (0,), bare_view(loss._v, (1,), (1,)))
+            binary("mul", loss._v, -1.0, loss._v)
         ctx.reduction = reduction
         ctx.save_for_backward(x, logp, onehot, wcol)
         return loss
@@ -211,10 +194,8 @@ def cross_entropy_indices(x: Tensor, target: Tensor, ignore_index: int, reductio
 
 def conv_fast_path(x: Tensor) -> bool:
     """Whether ``x``'s backend has the optional convolution fast paths (all three)."""
-    be = x._storage.backend
-    return (x._v.dtype.is_floating_point and getattr(be, "conv2d", None) is not None and
-            getattr(be, "conv2d_grad_input", None) is not None and
-            getattr(be, "conv2d_grad_weight", None) is not None)
+    return x._v.dtype.is_floating_point and _raw.has_prims(
+        x, "conv2d", "conv2d_grad_input", "conv2d_grad_weight")
 
 
 def _as4d(t: Tensor, nd: int) -> Tensor:
@@ -223,7 +204,7 @@ def _as4d(t: Tensor, nd: int) -> Tensor:
     if nd == 2:
         return t
     shape = t._v.shape[:2] + (1,) + t._v.shape[2:]
-    return _view(t, shape, _raw.strides_for(shape))
+    return _raw.view(t, shape, _raw.strides_for(shape))
 
 
 def _geom4(geom: Any, nd: int) -> Any:
@@ -236,18 +217,14 @@ def _geom4(geom: Any, nd: int) -> Any:
 def _fast_grad_input(g: Tensor, w: Tensor, x_shape: tuple, geom: Any, nd: int) -> Tensor:
     s, lo, d, groups = _geom4(geom, nd)
     out = _raw.new_like(g, tuple(x_shape))
-    o4 = _as4d(out, nd)
-    g._storage.backend.conv2d_grad_input(_as4d(g, nd)._v, _as4d(w, nd)._v, o4._v, s, lo, d,
-                                         groups)
+    _raw.conv2d_grad_input(_as4d(g, nd), _as4d(w, nd), _as4d(out, nd), s, lo, d, groups)
     return out
 
 
 def _fast_grad_weight(x: Tensor, g: Tensor, w_shape: tuple, geom: Any, nd: int) -> Tensor:
     s, lo, d, groups = _geom4(geom, nd)
     out = _raw.new_like(g, tuple(w_shape))
-    o4 = _as4d(out, nd)
-    g._storage.backend.conv2d_grad_weight(_as4d(x, nd)._v, _as4d(g, nd)._v, o4._v, s, lo, d,
-                                          groups)
+    _raw.conv2d_grad_weight(_as4d(x, nd), _as4d(g, nd), _as4d(out, nd), s, lo, d, groups)
     return out
 
 
@@ -273,12 +250,11 @@ class _Conv(Function):
         if geom[3] != 1 or conv_fast_path(x):
             s, lo, d, groups = _geom4(geom, nd)
             out = _raw.new_like(x, (n, o) + tuple(p.out_spatial))
-            x._storage.backend.conv2d(_as4d(x, nd)._v, _as4d(w, nd)._v, _as4d(out, nd)._v, s, lo,
-                                      d, groups)
+            _raw.conv2d(_as4d(x, nd), _as4d(w, nd), _as4d(out, nd), s, lo, d, groups)
             if b is not None:
                 bshape = (n, o) + tuple(p.out_spatial)
-                bv = _view(b, bshape, (0, b._v.strides[0]) + (0,) * nd)
-                out._storage.backend.binary("add", out._v, bv._v, out._v)
+                bv = _raw.view(b, bshape, (0, b._v.strides[0]) + (0,) * nd)  # b along axis 1
+                _raw.binary("add", out, bv, out._v.dtype, out=out)
             ctx.fast = True
             ctx.save_for_backward(x, w, None)
             return out
@@ -287,19 +263,17 @@ class _Conv(Function):
         ck = p.C * p.K
         cols = _unfold_raw(_raw.contiguous(x), p, 0.0)  # (N, L, C*K), contiguous
         rows = n * p.L
-        a3 = _view(cols, (1, rows, ck), (0, ck, 1))
+        a3 = _raw.view(cols, (1, rows, ck), (0, ck, 1))
         w2 = _raw.contiguous(w)
-        w3 = _view(w2, (1, ck, o), (0, 1, ck))  # w.T as a view
+        w3 = _raw.view(w2, (1, ck, o), (0, 1, ck))  # w.T as a view
         out = _raw.bmm(a3, w3) if ck else _raw.fill(_raw.new_like(x, (1, rows, o)), 0)
         if b is not None:
-            bv = _view(b, (1, rows, o), (0, 0, b._v.strides[0]))
-            out._storage.backend.binary("add", out._v, bv._v, out._v)
+            _raw.binary("add", out, _raw.expand_view(b, (1, rows, o)), out._v.dtype, out=out)
         ctx.fast = False
         ctx.save_for_backward(x, w, cols)
         sp = p.out_spatial
         sp_strides = _raw.strides_for(tuple(sp) + (o,))[:-1]
-        return Tensor._make(out._storage, 0, (n, o) + tuple(sp), (p.L * o, 1) + sp_strides,
-                            out._v.dtype)
+        return _raw.view(out, (n, o) + tuple(sp), (p.L * o, 1) + sp_strides)
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:

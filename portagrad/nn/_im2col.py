@@ -111,7 +111,7 @@ def plan(key: tuple, build: Any) -> Plan:
 
 def _view(t: Tensor, shape: tuple[int, ...]) -> Tensor:
     """A raw reshape of a contiguous tensor."""
-    return Tensor._make(t._storage, t._v.offset, shape, _raw.strides_for(shape), t._v.dtype)
+    return _raw.view(t, shape, _raw.strides_for(shape))
 
 
 def _padded_rows(x: Tensor, row: int, fill: Any) -> Tensor:
@@ -120,16 +120,13 @@ def _padded_rows(x: Tensor, row: int, fill: Any) -> Tensor:
     N = x._v.shape[0]
     out = _raw.new_like(x, (N, row + 1))
     inner = _raw.strides_for(tuple(x._v.shape[1:]))
-    body = Tensor._make(out._storage, 0, tuple(x._v.shape), (row + 1,) + inner, x._v.dtype)
-    _raw.copy_into(body, x)
-    last = Tensor._make(out._storage, row, (N,), (row + 1,), x._v.dtype)
-    _raw.fill(last, fill)
+    _raw.copy_into(_raw.view(out, tuple(x._v.shape), (row + 1,) + inner), x)
+    _raw.fill(_raw.view(out, (N,), (row + 1,), row), fill)
     return out
 
 
 def _expand_rows(idx: Tensor, N: int) -> Tensor:
-    n = idx._v.shape[0]
-    return Tensor._make(idx._storage, idx._v.offset, (N, n), (0, 1), idx._v.dtype)
+    return _raw.expand_view(idx, (N, idx._v.shape[0]))
 
 
 def _unfold_raw(x: Tensor, p: Plan, fill: Any) -> Tensor:

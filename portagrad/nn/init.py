@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _creation
 from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import _no_grad
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
            "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
@@ -41,7 +41,7 @@ def calculate_gain(nonlinearity: str, param: Any = None) -> float:
 
 
 def _no_grad_uniform_(tensor: Tensor, a: float, b: float, generator: Any = None) -> Tensor:
-    with no_grad():
+    with _no_grad():
         return tensor.uniform_(a, b, generator=generator)
 
 
@@ -52,7 +52,7 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = No
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with values from N(mean, std^2)."""
-    with no_grad():
+    with _no_grad():
         return tensor.normal_(mean, std, generator=generator)
 
 
@@ -61,7 +61,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     """Values from N(mean, std^2) restricted to [a, b] (out-of-range draws are redrawn)."""
     from .. import _random
 
-    with no_grad():
+    with _no_grad():
         arr = _random.randn(tuple(tensor.shape), generator=generator,
                             dtype=tensor.dtype).numpy().astype(np.float64) * std + mean
         bad = (arr < a) | (arr > b)
@@ -74,7 +74,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
-    with no_grad():
+    with _no_grad():
         return tensor.fill_(val)
 
 
@@ -89,7 +89,7 @@ def zeros_(tensor: Tensor) -> Tensor:
 def eye_(tensor: Tensor) -> Tensor:
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    with no_grad():
+    with _no_grad():
         tensor.copy_(_creation.eye(*tensor.shape, dtype=tensor.dtype, device=tensor.device))
     return tensor
 
@@ -108,7 +108,7 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
         for i in range(min_dim):
             idx = (g * out_per + i, i) + tuple(s // 2 for s in sizes[2:])
             arr[idx] = 1
-    with no_grad():
+    with _no_grad():
         tensor.copy_(_creation.from_host(arr, device=tensor.device))
     return tensor
 
@@ -196,7 +196,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Ten
     if rows < cols:
         q = q.T
     arr = (q * gain).reshape(tuple(tensor.shape)).astype(tensor.dtype.numpy)
-    with no_grad():
+    with _no_grad():
         tensor.copy_(_creation.from_host(arr, device=tensor.device))
     return tensor
 
@@ -206,7 +206,7 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Any =
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
     num_zeros = int(math.ceil(sparsity * rows))
-    with no_grad():
+    with _no_grad():
         tensor.normal_(0, std, generator=generator)
         arr = tensor.detach().cpu().numpy().copy()
         rng = np.random.default_rng()

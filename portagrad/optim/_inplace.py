@@ -1,159 +1,91 @@
-"""In-place update arithmetic for optimizers, straight on backend primitives.
+"""In-place update arithmetic for optimizers, on :mod:`portagrad._raw`'s primitives.
 
 An optimizer step runs without autograd, so it does not need the op layer (broadcasting, type
-promotion, in-place bookkeeping for recording): each helper below is one or two calls of the
-backend's elementwise primitive, writing into the state tensor itself (the backend contract allows an
-output that is exactly the same view as an input). That keeps a step on every device and keeps the
-per-parameter Python cost to a few microseconds. Scalars are Python floats; backends compute them in
-the tensor's dtype (float32 rounding, as PyTorch's CPU kernels).
+promotion, in-place bookkeeping for recording): each helper below is one or two elementwise
+primitive calls, writing into the state tensor itself (the backend contract allows an output that is
+exactly the same view as an input). That keeps a step on every device and keeps the per-parameter
+Python cost to a few microseconds. Scalars are Python floats; backends compute them in the tensor's
+dtype (float32 rounding, as PyTorch's CPU kernels).
 
-Every helper bumps the version counter of the tensor it changes, so autograd still notices that a
-parameter saved for backward was modified.
+Every helper that changes a tensor bumps its version counter once (``_raw``'s in-place writes do),
+so autograd still notices that a parameter saved for backward was modified.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from .._raw import new_on
+from .. import _raw
 from .._tensor import Tensor
 
 __all__ = ["scale_", "axpy_", "lerp_", "addcmul_", "addcdiv_", "maximum_", "copy", "sqrt",
            "add_scalar_", "div_scalar_", "div_", "mul_", "zeros_like", "full_like", "fill_",
            "update_grad"]
 
-
-def _tmp(t: Tensor) -> Tensor:
-    return new_on(t._storage, t._v.shape, t._v.dtype)
-
-
-def _check(y: Tensor, x: Tensor) -> None:
-    if x._storage.device != y._storage.device:
-        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
-                           f"devices, {y.device} and {x.device}!")
+_binary_ = _raw.binary_
 
 
 def scale_(y: Tensor, s: float) -> Tensor:
     """``y *= s``."""
-    y._storage.backend.binary("mul", y._v, s, y._v)
-    y._vc[0] += 1
-    return y
+    return _binary_("mul", y, s)
 
 
 def mul_(y: Tensor, x: Tensor) -> Tensor:
     """``y *= x`` (same shape)."""
-    y._storage.backend.binary("mul", y._v, x._v, y._v)
-    y._vc[0] += 1
-    return y
+    return _binary_("mul", y, x)
 
 
 def div_(y: Tensor, x: Tensor) -> Tensor:
     """``y /= x`` (same shape)."""
-    y._storage.backend.binary("div", y._v, x._v, y._v)
-    y._vc[0] += 1
-    return y
+    return _binary_("div", y, x)
 
 
 def div_scalar_(y: Tensor, s: float) -> Tensor:
     """``y /= s``."""
-    y._storage.backend.binary("div", y._v, s, y._v)
-    y._vc[0] += 1
-    return y
+    return _binary_("div", y, s)
 
 
 def add_scalar_(y: Tensor, s: float) -> Tensor:
     """``y += s``."""
-    y._storage.backend.binary("add", y._v, s, y._v)
-    y._vc[0] += 1
-    return y
+    return _binary_("add", y, s)
 
 
-def axpy_(y: Tensor, alpha: float, x: Tensor) -> Tensor:
-    """``y += alpha * x`` (PyTorch's ``y.add_(x, alpha=alpha)``)."""
-    be = y._storage.backend
-    if alpha == 1:
-        be.binary("add", y._v, x._v, y._v)
-    elif alpha == -1:
-        be.binary("sub", y._v, x._v, y._v)
-    else:
-        t = _tmp(y)
-        be.binary("mul", x._v, alpha, t._v)
-        be.binary("add", y._v, t._v, y._v)
-    y._vc[0] += 1
-    return y
-
-
-def lerp_(y: Tensor, x: Tensor, w: float) -> Tensor:
-    """``y += w * (x - y)`` (PyTorch's ``lerp_`` for weights below 0.5)."""
-    be = y._storage.backend
-    t = _tmp(y)
-    if w < 0.5:
-        be.binary("sub", x._v, y._v, t._v)
-        be.binary("mul", t._v, w, t._v)
-        be.binary("add", y._v, t._v, y._v)
-    else:  # PyTorch's formula for weight >= 0.5: end - (end - start) * (1 - weight)
-        be.binary("sub", x._v, y._v, t._v)
-        be.binary("mul", t._v, 1 - w, t._v)
-        be.binary("sub", x._v, t._v, y._v)
-    y._vc[0] += 1
-    return y
-
-
-def _add_scaled(y: Tensor, a: Tensor, b: Tensor, value: float, op: str) -> Tensor:
-    """``y += value * (a op b)`` (``value`` applied to ``a`` first, as PyTorch rounds it)."""
-    be = y._storage.backend
-    t = _tmp(y)
-    if value == 1:
-        be.binary(op, a._v, b._v, t._v)
-    else:
-        be.binary("mul", a._v, value, t._v)
-        be.binary(op, t._v, b._v, t._v)
-    be.binary("add", y._v, t._v, y._v)
-    y._vc[0] += 1
-    return y
+axpy_ = _raw.axpy_  # y += alpha * x
+lerp_ = _raw.lerp_  # y += w * (x - y), PyTorch's rounding
 
 
 def addcmul_(y: Tensor, a: Tensor, b: Tensor, value: float = 1.0) -> Tensor:
     """``y += value * a * b``."""
-    return _add_scaled(y, a, b, value, "mul")
+    return _raw.addc_("mul", y, a, b, value)
 
 
 def addcdiv_(y: Tensor, a: Tensor, b: Tensor, value: float = 1.0) -> Tensor:
     """``y += value * a / b``."""
-    return _add_scaled(y, a, b, value, "div")
+    return _raw.addc_("div", y, a, b, value)
 
 
 def maximum_(y: Tensor, x: Tensor) -> Tensor:
     """``y = max(y, x)``."""
-    y._storage.backend.binary("maximum", y._v, x._v, y._v)
-    y._vc[0] += 1
-    return y
+    return _binary_("maximum", y, x)
 
 
 def copy(x: Tensor) -> Tensor:
     """A new contiguous tensor with ``x``'s values (no autograd history)."""
-    t = _tmp(x)
-    x._storage.backend.copy(x._v, t._v)
-    return t
+    return _raw.cast(x, x._v.dtype)
 
 
 def sqrt(x: Tensor) -> Tensor:
     """A new tensor ``sqrt(x)``."""
-    t = _tmp(x)
-    x._storage.backend.unary("sqrt", x._v, t._v)
-    return t
+    return _raw.unary("sqrt", x)
 
 
 def fill_(y: Tensor, value: Any) -> Tensor:
-    y._storage.backend.fill(y._v, value)
-    y._vc[0] += 1
-    return y
+    """Every element of ``y`` set to ``value``."""
+    return _raw.fill_(y, value)
 
 
 def full_like(x: Tensor, value: Any) -> Tensor:
     """A new contiguous tensor like ``x`` filled with ``value``."""
-    t = _tmp(x)
-    x._storage.backend.fill(t._v, value)
-    return t
+    return _raw.fill(_raw.new_like(x), value)
 
 
 def zeros_like(x: Tensor) -> Tensor:

@@ -8,7 +8,7 @@ import warnings
 from collections import OrderedDict, defaultdict
 from typing import Any, Callable, Iterable
 
-from .. import _dtype
+from .. import _dtype, _raw
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.function import RemovableHandle
@@ -45,8 +45,7 @@ def _step_counter() -> Tensor:
 
 def _inc(step_t: Tensor) -> float:
     """``step_t += 1``, returning the new value as a Python float."""
-    step_t._storage.backend.binary("add", step_t._v, 1.0, step_t._v)
-    step_t._vc[0] += 1
+    _raw.binary_("add", step_t, 1.0)
     return step_t.item()
 
 
@@ -157,8 +156,7 @@ class Optimizer:
                         g.detach_()
                     else:
                         g.requires_grad_(False)
-                    g._storage.backend.fill(g._v, 0)
-                    g._vc[0] += 1
+                    _raw.fill_(g, 0)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step (re-evaluating the loss with ``closure`` if given)."""
@@ -268,7 +266,7 @@ def _with_hooks(step: Callable) -> Callable:
                         raise RuntimeError(f"{hook} must return None or a tuple of (new_args, "
                                            f"new_kwargs), but got {res}.")
                     args, kwargs = res
-        with grad_mode.no_grad():
+        with grad_mode._no_grad():
             out = step(self, *args, **kwargs)
         if self._optimizer_step_post_hooks or _global_post_hooks:
             for hook in (*self._optimizer_step_post_hooks.values(), *_global_post_hooks.values()):
