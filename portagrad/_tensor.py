@@ -99,10 +99,8 @@ class Tensor(TensorOps):
         self._view_ver = self._vc[0]
         if base._grad_fn is None and not base._requires_grad:
             return self._grad_fn
-        from ._ops.shape import as_strided
-
         with grad_mode.enable_grad():
-            v = as_strided(base, self._v.shape, self._v.strides, self._v.offset)
+            v = base.as_strided(self._v.shape, self._v.strides, self._v.offset)
         self._grad_fn, self._output_nr, self._requires_grad = v._grad_fn, 0, True
         return self._grad_fn
 

@@ -43,8 +43,10 @@ _int = builtins.int
 _float = builtins.float
 _bool = builtins.bool
 
-# _raw.new_on, bound by _bind; a plain global is the cheapest lookup on the operators' fast path
-_new_on: Callable[..., Tensor]
+# _raw.binary_views and _raw.bare_expand, bound by _bind: plain globals are the cheapest lookups on
+# the operators' fast path
+_binary_views: Callable[..., Tensor]
+_bare_expand: Callable[..., Any]
 
 
 def _bind(tensor: type[Tensor], raw: ModuleType, creation: ModuleType, random: ModuleType,
@@ -52,9 +54,9 @@ def _bind(tensor: type[Tensor], raw: ModuleType, creation: ModuleType, random: M
           elementwise: ModuleType, indexing: ModuleType, joining: ModuleType, linalg: ModuleType,
           reduction: ModuleType, shape: ModuleType) -> None:
     """Bind the names the methods call (once, from ``portagrad/__init__.py``)."""
-    global Tensor, _new_on, _CR, _RN, _AG, _K, _C, _E, _I, _J, _L, _R, _S
+    global Tensor, _binary_views, _bare_expand, _CR, _RN, _AG, _K, _C, _E, _I, _J, _L, _R, _S
     Tensor = tensor  # type: ignore[misc]  # the class itself, imported above for type checkers
-    _new_on = raw.new_on
+    _binary_views, _bare_expand = raw.binary_views, raw.bare_expand
     _CR, _RN, _AG, _K = creation, random, autograd, common
     _C, _E, _I, _J, _L, _R, _S = (conversion, elementwise, indexing, joining, linalg, reduction,
                                   shape)
@@ -78,7 +80,7 @@ def _fast_binop(fn: Callable[[Any, Any], Tensor], prim: str, float_only: _bool =
     """Operator with a fast path for the common cases, nothing to record: two tensors of one shape,
     dtype and device, or a tensor and a Python number that keeps the tensor's dtype (a float with
     a floating tensor, an int with an integer tensor). It goes straight to the backend primitive
-    (a few microseconds per op); everything else takes the general path, ``_binop(fn)``."""
+    through ``_raw.binary_views``; everything else takes the general path, ``_binop(fn)``."""
     slow = _binop(fn, reflected)
 
     def op(self: Tensor, other: Any) -> Tensor:
@@ -92,26 +94,18 @@ def _fast_binop(fn: Callable[[Any, Any], Tensor], prim: str, float_only: _bool =
                     and (not float_only or sv.dtype.is_floating_point)
                     and not (prim == "sub" and sv.dtype is _dtype.bool)):  # sub raises on bools
                 if sv.shape == ov.shape:
-                    out = _new_on(st, sv.shape, sv.dtype)
-                    st.backend.binary(prim, sv, ov, out._v)
-                    return out
+                    return _binary_views(prim, st, sv, ov, sv.shape, sv.dtype)
                 # broadcasting: stride-0 views straight to the primitive (no recorded expand)
                 shape = broadcast_shapes(sv.shape, ov.shape)
-                out = _new_on(st, shape, sv.dtype)
-                a = sv if sv.shape == shape else _E._expanded_view(self, shape)
-                b = ov if ov.shape == shape else _E._expanded_view(other, shape)
-                st.backend.binary(prim, a, b, out._v)
-                return out
+                a = sv if sv.shape == shape else _bare_expand(sv, shape)
+                b = ov if ov.shape == shape else _bare_expand(ov, shape)
+                return _binary_views(prim, st, a, b, shape, sv.dtype)
         elif ((cls is float and sv.dtype.is_floating_point)
               or (cls is int and sv.dtype._kind == 1 and not float_only)) \
                 and not (_flags.grad and self._requires_grad):
-            st = self._storage
-            out = _new_on(st, sv.shape, sv.dtype)
             if reflected:
-                st.backend.binary(prim, other, sv, out._v)
-            else:
-                st.backend.binary(prim, sv, other, out._v)
-            return out
+                return _binary_views(prim, self._storage, other, sv, sv.shape, sv.dtype)
+            return _binary_views(prim, self._storage, sv, other, sv.shape, sv.dtype)
         return slow(self, other)
 
     op.__name__ = f"__{'r' if reflected else ''}{prim}__"

@@ -25,14 +25,14 @@ from pathlib import Path
 PKG_ROOT = Path(__file__).resolve().parent.parent / "portagrad"
 
 _TENSOR_NODE = ("Tensor and autograd's Node know each other: Function.apply wraps outputs in "
-                "Tensor, and checks and zero-fills gradients with ops (autograd/function.py, "
-                "owned by the _raw work)")
+                "Tensor, and checks and zero-fills gradients with ops (autograd/function.py)")
 DEFERRED: dict[tuple[str, str], str] = {
     ("portagrad.autograd.function", "portagrad._tensor"): _TENSOR_NODE,
     ("portagrad.autograd.function", "portagrad._creation"): _TENSOR_NODE,
     ("portagrad.autograd.function", "portagrad._ops.shape"): _TENSOR_NODE,
-    ("portagrad._tensor", "portagrad._ops.shape"):
-        "the view rebase rule (Tensor._refresh_view_grad_fn), moving to autograd/ in the _raw work",
+    ("portagrad.autograd.function", "portagrad._raw"):
+        "AccumulateGrad adds into leaf.grad through the one door to the backend (_raw), and _raw "
+        "makes Tensors, which hold autograd nodes",
     ("portagrad._tensor", "portagrad.multiprocessing.reductions"):
         "pickling a tensor loads Python's multiprocessing machinery only when it is needed",
     ("portagrad._tensor_api", "portagrad.multiprocessing.reductions"):
@@ -41,9 +41,9 @@ DEFERRED: dict[tuple[str, str], str] = {
 
 # Function-local imports of package modules, at most (226 before the layers were drawn). Most left
 # are the deferred imports above, autograd's entry points (autograd is loaded by _tensor, before
-# Tensor exists), the in-place machinery owned by the _raw work, and plugins and CLI subcommands
-# loaded on demand.
-MAX_LOCAL_IMPORTS = 48
+# Tensor exists), the in-place rule's call-time access to _raw and the op layer, and plugins and CLI
+# subcommands loaded on demand.
+MAX_LOCAL_IMPORTS = 39
 
 
 def _module_names() -> dict[str, Path]:

@@ -740,7 +740,9 @@ def binary_inplace(fn: Any, x: Tensor, other: Any, **kw: Any) -> Tensor:
             # one pass, straight into t (the contract allows out == an input view)
             b = other
             if isinstance(other, Tensor):
-                b = other._v if other._v.shape == t._v.shape else _expanded_view(other, t._v.shape)
+                b = other._v
+                if b.shape != t._v.shape:
+                    b = _raw.bare_expand(b, t._v.shape)
             else:
                 b = to_scalar(other, t._v.dtype)
             _raw.binary_into(prim, t, b)  # (inplace() bumps the version)
@@ -756,11 +758,6 @@ def _direct_operand(t: Tensor, other: Any) -> bool:
         return is_scalar(other)
     return (other._v.dtype is t._v.dtype and other._storage.device is t._storage.device
             and not (other._storage is t._storage and other._v.offset != t._v.offset))
-
-
-def _expanded_view(x: Tensor, shape: tuple) -> Any:
-    """A raw broadcast view of ``x`` at ``shape`` (stride 0 along broadcast dimensions)."""
-    return _raw.bare_expand(x._v, shape)
 
 
 def unary_inplace(fn: Any, x: Tensor, *args: Any, **kw: Any) -> Tensor:

@@ -119,13 +119,9 @@ def inplace(x: Tensor, compute: Callable[[Tensor], Tensor], raw_into: Callable[[
     check_inplace(x)
     result = _compute_from_old(x, compute)
     if result._v.dtype is not x._v.dtype:
-        from .._ops.conversion import to
-
-        result = to(result, dtype=x._v.dtype)
+        result = result.to(dtype=x._v.dtype)
     if result._v.shape != x._v.shape:
-        from .._ops.shape import expand
-
-        result = expand(result, x._v.shape)
+        result = result.expand(x._v.shape)
     base = x._base
     base_was_constant = base is not None and not base._requires_grad
     _raw.copy_into(x, result)
@@ -144,9 +140,7 @@ def inplace(x: Tensor, compute: Callable[[Tensor], Tensor], raw_into: Callable[[
         base._requires_grad = True
         if base_was_constant:
             _views_now_require_grad(base)
-        from .._ops.shape import as_strided
-
-        view_now = as_strided(base, x._v.shape, x._v.strides, x._v.offset)
+        view_now = base.as_strided(x._v.shape, x._v.strides, x._v.offset)
         if x._retains_grad:
             _move_retained(x, view_now._grad_fn, 0)
         x._grad_fn, x._output_nr = view_now._grad_fn, 0
@@ -185,9 +179,7 @@ def _compute_from_old(x: Tensor, compute: Callable[[Tensor], Tensor]) -> Tensor:
     if not _saves(result._grad_fn, old._vc, start):
         return result
     if x._requires_grad:
-        from .._ops.conversion import clone
-
-        old = clone(x)
+        old = x.clone()
     else:
         old = _raw.cast(x, x._v.dtype)
     return compute(old)

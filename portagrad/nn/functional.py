@@ -100,12 +100,6 @@ def _bview(t: Tensor, ndim: int, dim: int = 1) -> Tensor:
     return S.reshape(t, tuple(shape))
 
 
-def _raw_expand(t: Tensor, shape: tuple[int, ...]) -> Tensor:
-    strides = tuple(0 if (a == 1 and b != 1) else s
-                    for a, b, s in zip(t._v.shape, shape, t._v.strides))
-    return Tensor._make(t._storage, t._v.offset, tuple(shape), strides, t._v.dtype)
-
-
 # ------------------------------------------------------------------ activations
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """``max(x, 0)``."""
@@ -271,20 +265,18 @@ class _Softmax(Function):
     @staticmethod
     def forward(ctx: Any, x: Tensor, d: int, log: bool) -> Tensor:
         ctx.d, ctx.log = d, log
-        fast = getattr(x._storage.backend, "softmax", None)
-        if fast is not None:
-            y = _raw.new_like(x)
-            fast(_raw.contiguous(x)._v, d, y._v, log)
+        if _raw.has_prims(x, "softmax"):
+            y = _raw.softmax(_raw.contiguous(x), d, _raw.new_like(x), log)
         else:
             shape = x._v.shape
             m = _raw.reduce("max", x, (d,), True)
-            z = _raw.binary("sub", x, _raw_expand(m, shape), x._v.dtype)
+            z = _raw.binary("sub", x, _raw.expand_view(m, shape), x._v.dtype)
             e = _raw.unary("exp", z)
             s = _raw.reduce("sum", e, (d,), True)
             if log:
-                y = _raw.binary("sub", z, _raw_expand(_raw.unary("log", s), shape), x._v.dtype)
+                y = _raw.binary("sub", z, _raw.expand_view(_raw.unary("log", s), shape), x._v.dtype)
             else:
-                y = _raw.binary("div", e, _raw_expand(s, shape), x._v.dtype)
+                y = _raw.binary("div", e, _raw.expand_view(s, shape), x._v.dtype)
         ctx.save_for_backward(y)
         return y
 
@@ -682,7 +674,7 @@ class _MaxPool2d(Function):
         shape = (N, Cc) + tuple(out_sp)
         vals = _raw.new_like(x, shape)
         idx = _raw.new_like(x, shape, _dtype.int64)
-        x._storage.backend.max_pool2d(x._v, vals._v, idx._v, k, s, pd, d)
+        _raw.max_pool2d(x, vals, idx, k, s, pd, d)
         ctx.geom = (k, s, pd, d)
         ctx.in_shape = tuple(x._v.shape)
         ctx.save_for_backward(idx)
@@ -703,7 +695,7 @@ class _MaxPool2d(Function):
             return S.reshape(gx, ctx.in_shape), None, None, None, None, None
         g = _raw.contiguous(g)
         gx = _raw.new_like(g, ctx.in_shape)
-        g._storage.backend.max_pool2d_grad_input(g._v, idx._v, gx._v, *ctx.geom)
+        _raw.max_pool2d_grad_input(g, idx, gx, *ctx.geom)
         return gx, None, None, None, None, None
 
 
@@ -758,7 +750,7 @@ def _max_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dila
     if not return_indices:
         return out
     pix = p.table_pix(x)  # (L, K) flat input positions
-    pe = _raw_expand(S.reshape(pix, (1, p.L, 1, p.K)), (N, p.L, Cc, p.K))
+    pe = _raw.expand_view(S.reshape(pix, (1, p.L, 1, p.K)), (N, p.L, Cc, p.K))
     ind = S.squeeze(I.gather(pe, 3, S.unsqueeze(idx, -1)), -1)
     ind = S.movedim(S.reshape(ind, (N,) + p.out_spatial + (Cc,)), -1, 1)
     return out, (S.squeeze(ind, 0) if unbatched else ind)
@@ -883,7 +875,7 @@ def _adaptive_pool(input: Tensor, output_size: Any, nd: int, kind: str, return_i
     if not return_indices:
         return out
     pix = p.table_pix(x)
-    pe = _raw_expand(S.reshape(pix, (1, p.L, 1, p.K)), (N, p.L, Cc, p.K))
+    pe = _raw.expand_view(S.reshape(pix, (1, p.L, 1, p.K)), (N, p.L, Cc, p.K))
     ind = S.squeeze(I.gather(pe, 3, S.unsqueeze(idx, -1)), -1)
     ind = S.movedim(S.reshape(ind, (N,) + out_sp + (Cc,)), -1, 1)
     return out, (S.squeeze(ind, 0) if unbatched else ind)
