@@ -44,7 +44,7 @@ __all__ = [
     "sort", "random", "strides_for", "view", "expand_view", "bare_view", "bare_expand", "bump",
     "binary_", "binary_into", "fill_", "copy_", "axpy_", "lerp_", "addc_", "Scratch", "has_prims",
     "softmax", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
-    "max_pool2d_grad_input", "open_epoch", "close_epoch", "owned", "disown",
+    "max_pool2d_grad_input", "open_epoch", "close_epoch", "owned", "moved", "disown",
 ]
 
 
@@ -63,8 +63,9 @@ def new_on(st: Storage, shape: tuple[int, ...], dtype: "_dtype.dtype") -> Tensor
     backend = st.backend
     storage = AllocatedStorage(backend.allocate(st.index, nbytes), nbytes, st.device, backend,
                                st.index)
-    storage._epoch = _epoch
-    return Tensor._make(storage, 0, shape, strides_for(shape), dtype)
+    t = Tensor._make(storage, 0, shape, strides_for(shape), dtype)
+    storage._epoch = _epoch  # after _make, which clears the stamp of a storage it wraps again
+    return t
 
 
 def new_like(t: Tensor, shape: tuple[int, ...] | None = None, dtype: Any = None) -> Tensor:
@@ -103,9 +104,19 @@ def close_epoch(prev: int) -> None:
 
 
 def owned(t: Tensor, epoch: int) -> bool:
-    """Whether ``t``'s storage was allocated by :func:`new_on` during ``epoch`` and not disowned
-    since."""
-    return getattr(t._storage, "_epoch", None) == epoch
+    """Whether ``t``'s storage was allocated by :func:`new_on` during ``epoch`` and has not been
+    reachable any other way since (no second tensor over it, no memory handed out, not disowned)."""
+    return t._storage._epoch == epoch
+
+
+def moved(t: Tensor, shape: tuple[int, ...], strides: tuple[int, ...]) -> Tensor:
+    """``t``'s storage under a new shape, for a caller that drops ``t`` (a freshly allocated
+    result it re-views before returning it): the ownership stamp moves to the new tensor instead
+    of being cleared as it is for a second tensor over the same memory."""
+    stamp = t._storage._epoch
+    out = Tensor._make(t._storage, t._v.offset, shape, strides, t._v.dtype, t._vc)
+    t._storage._epoch = stamp
+    return out
 
 
 def disown(t: Tensor) -> None:
@@ -341,9 +352,10 @@ def min_max(x: Tensor) -> tuple[Any, Any]:
 
 
 def _drop_axes(t: Tensor, axes: Sequence[int]) -> Tensor:
+    """The fresh result ``t`` without its size-1 reduced ``axes`` (the caller drops ``t``)."""
     shape = tuple(s for i, s in enumerate(t._v.shape) if i not in axes)
     strides = tuple(s for i, s in enumerate(t._v.strides) if i not in axes)
-    return Tensor._make(t._storage, t._v.offset, shape, strides, t._v.dtype, t._vc)  # a view()
+    return moved(t, shape, strides)
 
 
 def arg_reduce(op: str, x: Tensor, axis: int, keepdim: bool) -> Tensor:

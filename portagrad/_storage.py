@@ -21,12 +21,15 @@ class Storage:
         self.index = index
         self.pinned = pinned
         self.shared = False
+        self._epoch: int | None = None
 
     # ``_epoch`` is the ownership stamp: only ``_raw.new_on`` sets it (to the allocation epoch
-    # current then, see ``_raw.open_epoch``), and ``_raw.disown`` clears it once code outside the
-    # backward engine can reach the storage. Unset, the default of every other storage (wrapped
-    # host memory, pinned and shared storages, copies between devices), reads as "not owned":
-    # autograd never adopts such memory as a ``.grad`` without copying it.
+    # current then, see ``_raw.open_epoch``). It is cleared as soon as the storage can be reached
+    # another way: a second tensor made over it (``Tensor._make``, ``_set_from``, the ``data``
+    # setter), memory handed out (``Tensor.numpy``), or ``_raw.disown`` by the backward engine.
+    # ``None``, the default of every other storage (wrapped host memory, pinned and shared
+    # storages, copies between devices), reads as "not owned": autograd never adopts such memory
+    # as a ``.grad`` without copying it.
 
     def __repr__(self) -> str:
         return f"Storage(nbytes={self.nbytes}, device={self.device})"

@@ -44,6 +44,8 @@ class Tensor(TensorOps):
               dtype: "_dtype.dtype", vc: list[int] | None = None, base: "Tensor | None" = None
               ) -> "Tensor":
         self = object.__new__(cls)
+        if storage._epoch is not None:
+            storage._epoch = None  # a second tensor over owned memory: nobody owns it alone now
         self._storage = storage
         self._v = View(storage.buffer, offset, shape, strides, dtype)
         self._vc = vc if vc is not None else [0]
@@ -61,6 +63,7 @@ class Tensor(TensorOps):
         return self
 
     def _set_from(self, other: "Tensor") -> None:
+        other._storage._epoch = None  # shared with ``other`` from now on
         self._storage = other._storage
         self._v = other._v
         self._vc = other._vc
@@ -327,6 +330,7 @@ class Tensor(TensorOps):
     def data(self, value: "Tensor") -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        value._storage._epoch = None  # shared with ``value`` from now on
         self._storage = value._storage
         self._v = View(value._storage.buffer, value._v.offset, value._v.shape, value._v.strides,
                        value._v.dtype)
@@ -394,6 +398,8 @@ class Tensor(TensorOps):
         arr = st.backend.host_array(self._v)
         if arr is None:
             arr = st.backend.to_host(self._v)
+        else:
+            st._epoch = None  # the array shares the memory: it is no longer autograd's alone
         return arr
 
     def _host(self) -> np.ndarray:

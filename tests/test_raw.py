@@ -230,9 +230,21 @@ def test_allocation_epochs_stamp_new_on_storages(device):
         assert epoch != prev
         t = _raw.new_like(x)
         assert _raw.owned(t, epoch) and not _raw.owned(t, prev)
-        assert _raw.owned(_raw.view(t, (3,), (1,)), epoch)  # ownership is the storage's
-        _raw.disown(t)
-        assert not _raw.owned(t, epoch)
+        m = _raw.moved(t, (1, 3), (3, 1))  # a caller that drops t hands its stamp on
+        assert _raw.owned(m, epoch) and m._storage is t._storage
+        _raw.disown(m)
+        assert not _raw.owned(m, epoch)
+        u = _raw.new_like(x)
+        assert _raw.owned(u, epoch)
+        _raw.view(u, (3,), (1,))  # a second tensor over the memory: nobody owns it alone
+        assert not _raw.owned(u, epoch)
+        w = _raw.new_like(x)
+        pg.Tensor._make(w._storage, 0, (3,), (1,), w.dtype)  # likewise, however it is made
+        assert not _raw.owned(w, epoch)
+        if device == "cpu":
+            h = _raw.new_like(x)
+            h.numpy()  # memory handed out
+            assert not _raw.owned(h, epoch)
         inner, back = _raw.open_epoch()  # nested: a backward run inside a hook
         assert back == epoch and inner not in (epoch, prev)
         assert not _raw.owned(_raw.new_like(x), epoch)

@@ -9,7 +9,6 @@ they run on every backend and can themselves be differentiated (``create_graph=T
 from __future__ import annotations
 
 import itertools
-import sys
 import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable
@@ -200,17 +199,11 @@ def _adoptable(grad: "Tensor", leaf: "Tensor", epoch: int) -> bool:
 
     It must be a plain, contiguous, offset-0 tensor without autograd state, the same shape and
     device as the leaf, filling all of its storage -- and memory nothing but the engine can reach.
-    That is established explicitly: the storage carries the allocation stamp of this backward run
-    (``_raw.owned``: ``_raw.new_on`` allocated it during the run, so it is no tensor that existed
-    before, saved, cached or held by the user), and the engine disowned everything it handed to
-    code it does not trust (hooks, user-defined Functions) or delivered twice.
-
-    One thing explicit tracking cannot see is a second tensor object over the same storage made
-    by the core itself (a view or alias made in a backward formula: ``Tensor._make``, ``_alias``,
-    ``_view_of``, ``detach`` and ``data`` live in ``_tensor.py``, and op modules call
-    ``Tensor._make``): for that the storage's reference count must show ``grad`` as its only
-    tensor. (The tensor's own count, the buffer's and the backend's cached handles are not
-    consulted: only untrusted code could hold those, and such code never saw an owned gradient.)
+    That is tracked explicitly by the storage's ownership stamp (``_raw.owned``): ``_raw.new_on``
+    set it during this backward run, so this is no tensor that existed before (saved, cached or
+    held by the user); it is cleared when a second tensor is made over the storage
+    (``Tensor._make``), its memory is handed out (``numpy()``), or the engine gives the gradient to
+    code it does not trust (hooks, user-defined Functions) or delivers it twice.
     """
     st = grad._storage
     v = grad._v
@@ -222,31 +215,8 @@ def _adoptable(grad: "Tensor", leaf: "Tensor", epoch: int) -> bool:
     nbytes = v.dtype.itemsize
     for n in v.shape:
         nbytes *= n
-    if st.nbytes != nbytes or not v.is_contiguous():
-        return False
-    del st
-    return _storage_refs(grad) <= _SOLE_TENSOR
+    return st.nbytes == nbytes and v.is_contiguous()
 
-
-def _storage_refs(t: Any) -> int:
-    """The reference count of ``t._storage`` as seen from here."""
-    st = t._storage
-    return sys.getrefcount(st)
-
-
-class _Probe:
-    __slots__ = ("_storage",)
-
-
-def _sole_tensor_refs() -> int:
-    """What :func:`_storage_refs` reports for a storage held by one object and nothing else (so
-    the check does not depend on how an interpreter counts temporaries)."""
-    probe = _Probe()
-    probe._storage = object()
-    return _storage_refs(probe)
-
-
-_SOLE_TENSOR = _sole_tensor_refs()
 
 # The modules whose Functions the engine trusts with its gradients: their backward formulas run no
 # user code and keep no reference to a gradient they receive or return (no caching of results),
