@@ -63,9 +63,12 @@ def new_on(st: Storage, shape: tuple[int, ...], dtype: "_dtype.dtype") -> Tensor
     backend = st.backend
     storage = AllocatedStorage(backend.allocate(st.index, nbytes), nbytes, st.device, backend,
                                st.index)
-    t = Tensor._make(storage, 0, shape, strides_for(shape), dtype)
+    t = _make(storage, 0, shape, strides_for(shape), dtype)
     storage._epoch = _epoch  # after _make, which clears the stamp of a storage it wraps again
     return t
+
+
+_make = Tensor._make  # bound once: new_on runs for every op result
 
 
 def new_like(t: Tensor, shape: tuple[int, ...] | None = None, dtype: Any = None) -> Tensor:
