@@ -1,10 +1,13 @@
 """Host->device copy bandwidth through the public API: pageable vs pinned host tensors.
 
-Run: ``python -m benchmarks.copy [--device opencl:0] [--quick]``. Sizes 1 MiB .. 256 MiB.
-"pageable" is ``t.to(device)`` of an ordinary CPU tensor; "pinned" is
-``t.pin_memory().to(device, non_blocking=True)`` followed by ``pg.opencl.synchronize()``, timed
-also with ``pg.opencl.Event``s. The reference is numpy copying the same bytes in host memory
-(``np.copyto``): the ceiling for a CPU OpenCL device; a GPU is bounded by PCIe instead.
+Run: ``python -m benchmarks.copy [--device opencl:0] [--quick]``, from the repository root.
+
+Sizes 1 MiB .. 256 MiB (1, 16 and 256 MiB with ``--quick``). "pageable" is ``t.to(device)`` of
+an ordinary CPU tensor; "pinned" is ``t.pin_memory().to(device, non_blocking=True)`` followed by
+``pg.opencl.synchronize()``, timed also with ``pg.opencl.Event``s. The reference is numpy copying
+the same bytes in host memory (``np.copyto``): the ceiling for a CPU OpenCL device; a GPU is
+bounded by PCIe instead. Each size then times device->host, ``d.cpu()`` into a new array, against
+the same reference.
 """
 from __future__ import annotations
 

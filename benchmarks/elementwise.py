@@ -1,6 +1,6 @@
 """Elementwise bandwidth (``a*b+c``) and the per-op cost of long chains of small ops.
 
-Run: ``python -m benchmarks.elementwise [--device opencl:0] [--quick]``.
+Run: ``python -m benchmarks.elementwise [--device opencl:0] [--quick]``, from the repository root.
 
 ``a*b+c`` is two portagrad ops, as in numpy; both sides are reported as *effective* bandwidth,
 ``16 bytes * n / time`` (three reads and one write), so the ratio is simply numpy's time over

@@ -2,8 +2,8 @@
 tiled OpenCL kernel and, when torch is importable, torch fp32 (CUDA with TF32 off if available).
 
 Run: ``python -m benchmarks.gemm [--device opencl:0] [--quick] [--sizes 256,512,1024]
-[--kinds cpu,gpu3]``. ``--kinds`` times several of our GEMM kernel families
-(``PORTAGRAD_OPENCL_GEMM`` values: cpu, gpu3) in one run.
+[--kinds cpu,gpu3]``, from the repository root. ``--kinds`` times several of our GEMM kernel
+families (``PORTAGRAD_OPENCL_GEMM`` values: cpu, gpu3) in one run.
 """
 from __future__ import annotations
 

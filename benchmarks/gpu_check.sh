@@ -1,22 +1,31 @@
 #!/usr/bin/env bash
-# One prepared check of the OpenCL backend on the NVIDIA GPU machine (see ../../shared/DEVICE.md).
+# One prepared check of the OpenCL backend on a machine with an NVIDIA GPU: the test suite on
+# opencl:0, then every benchmark.
 #
-# Once, on the development machine, in the repository root (downloads the Python 3.12 wheels the
-# GPU machine lacks into .whl/, kept out of git through .git/info/exclude: pyopencl and its
-# dependencies, plus safetensors and hypothesis that parts of the test suite import):
+# What it needs:
+#   * a Linux x86-64 machine with an NVIDIA GPU and its driver, including the OpenCL part
+#     (/usr/lib/libnvidia-opencl.so.1, which the script registers as an OpenCL ICD) and nvidia-smi;
+#   * Python 3.12 as `python3`, with numpy, pluggy, tqdm and pytest installed (torch with CUDA is
+#     optional: when importable, the GEMM benchmark adds cuBLAS as a reference);
+#   * the wheels that `--download` fetches (pyopencl and its dependencies, plus safetensors and
+#     hypothesis, which parts of the test suite import), in .whl/ at the repository root.
 #
-#     bash benchmarks/gpu_check.sh --download
+# How to run it, from anywhere (it changes to the repository root itself):
 #
-# Then ONE device run (name .whl in carry; the whole script stays under ~8 minutes):
+#     bash benchmarks/gpu_check.sh --download   # once, on a machine with network access:
+#                                               # fills .whl/ (kept out of git via .git/info/exclude)
+#     bash benchmarks/gpu_check.sh              # on the GPU machine, with .whl/ copied along
 #
-#     run(command="bash benchmarks/gpu_check.sh", carry=[".whl"], timeout_s=540)
-#
-# It installs the wheels into /tmp/site, registers NVIDIA's OpenCL ICD, prints the platforms, runs
-# the test suite on opencl:0 (time-limited, in parallel shards), then the GEMM benchmark (our "gpu3"
-# kernel, numpy, the 16x16 tiled kernel, torch cuBLAS fp32 with TF32 off),
-# the GEMM variant sweep, the elementwise and the copy benchmarks. Everything is teed to $OUT/gpu_check.log (./gpu_check.log without $OUT). Each step has its own time limit, so one stuck step
-# cannot eat the others' time; the exit status is that of the test step. ``GPU_CHECK_LOCAL=1 bash
-# benchmarks/gpu_check.sh`` is a dry run on a machine that has pyopencl (PoCL here).
+# The whole run stays under about 8 minutes. It installs the wheels into /tmp/site, registers
+# NVIDIA's OpenCL ICD, prints the platforms, runs the test suite on opencl:0 (time-limited, in
+# parallel shards: benchmarks/_shard.py), then the GEMM benchmark (our "gpu3" kernel, numpy, the
+# 16x16 tiled kernel, torch cuBLAS fp32 with TF32 off), the GEMM variant sweep, the elementwise,
+# copy and training-step benchmarks and `python -m portagrad demo`. Everything is teed to
+# $OUT/gpu_check.log (./gpu_check.log when $OUT is unset). Each step has its own time limit, so
+# one stuck step cannot eat the others' time; the exit status is that of the test step.
+# GPU_CHECK_STEPS="tests gemm" picks steps, SHARDS and TEST_LIMIT size the test step, and
+# GPU_CHECK_TESTS picks the tests. `GPU_CHECK_LOCAL=1 bash benchmarks/gpu_check.sh` is a dry run
+# on a machine that already has pyopencl (PoCL, for example).
 set -u
 cd "$(dirname "$0")/.."
 

@@ -1,12 +1,13 @@
 """Training-step cost: portagrad beside PyTorch (CPU) in one process, plus peak host memory.
 
-Run: ``python -m benchmarks.train_step [--steps N] [--no-memory]``. For an MLP 784-256-10 and the
-demo CNN (batch 64, cross-entropy, SGD with momentum 0.9) it prints ms per step
-(zero_grad + forward + backward + step) for portagrad on ``cpu`` and on ``opencl:0`` when available,
-for torch on the CPU when torch is installed, and the ratio portagrad/torch; then a one-element
-``a + b``; then the peak resident memory of a child process training the demo model for a few
-steps in each library. Both libraries use one BLAS/intra-op thread (small matrices; this keeps
-the figures stable on a shared machine).
+Run: ``python -m benchmarks.train_step [--steps N] [--no-memory]``, from the repository root.
+
+For an MLP 784-256-10 and the demo CNN (batch 64, cross-entropy, SGD with momentum 0.9) it
+prints ms per step (zero_grad + forward + backward + step) for portagrad on ``cpu`` and on
+``opencl:0`` when available, for torch on the CPU when torch is installed, and the ratio
+portagrad/torch; then a one-element ``a + b``; then the peak resident memory of a child process
+training the demo model for a few steps in each library. Both libraries use one BLAS/intra-op
+thread (small matrices; this keeps the figures stable on a shared machine).
 """
 from __future__ import annotations
 
