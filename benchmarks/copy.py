@@ -13,7 +13,7 @@ import numpy as np
 from . import best_time, device_label, parse_args, report, sync
 
 
-def main(argv: "list[str] | None" = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     args = parse_args(__doc__.splitlines()[0], argv)
     import portagrad as pg
 

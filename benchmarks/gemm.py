@@ -41,7 +41,7 @@ def _tiled16_seconds(device: str, n: int, a, b, c, repeat: int) -> float:
     return best_time(lambda: k(dev.queue, (n, n), (16, 16), *bufs, n), dev.queue.finish, repeat)
 
 
-def _torch_seconds(n: int, repeat: int) -> "tuple[float, str] | None":
+def _torch_seconds(n: int, repeat: int) -> tuple[float, str] | None:
     try:
         import torch
     except Exception:
@@ -58,7 +58,7 @@ def _torch_seconds(n: int, repeat: int) -> "tuple[float, str] | None":
     return best_time(lambda: a @ b, s, repeat, number), f"torch-{dev}"
 
 
-def main(argv: "list[str] | None" = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     def extra(p):
         p.add_argument("--sizes", default=None, help="comma-separated n for n^3 GEMMs")
         p.add_argument("--kinds", default=None,

@@ -42,13 +42,13 @@ class dtype:
         return self.name
 
 
-bool = dtype("bool", np.bool_, 0, 0)  # noqa: A001 - PyTorch's name
+bool = dtype("bool", np.bool_, 0, 0)  # PyTorch's name
 int32 = dtype("int32", np.int32, 1, 2)
 int64 = dtype("int64", np.int64, 1, 3)
 float16 = dtype("float16", np.float16, 2, 1)
 float32 = dtype("float32", np.float32, 2, 2)
 float64 = dtype("float64", np.float64, 2, 3)
-half, float, double, int, long = float16, float32, float64, int32, int64  # noqa: A001
+half, float, double, int, long = float16, float32, float64, int32, int64  # PyTorch's names
 ALL_DTYPES = (bool, int32, int64, float16, float32, float64)
 
 _BY_NUMPY = {d.numpy: d for d in ALL_DTYPES}

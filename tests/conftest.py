@@ -11,7 +11,7 @@ import os
 
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")  # two PoCL devices for multi-device tests
 
-import pytest  # noqa: E402
+import pytest
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

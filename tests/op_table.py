@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 import portagrad as pg
-from portagrad.errors import DeviceMismatchError
 
 # ----------------------------------------------------------------------------- dtypes & promotion
 F32, F64, I32, I64, B = pg.float32, pg.float64, pg.int32, pg.int64, pg.bool

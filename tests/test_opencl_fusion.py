@@ -420,7 +420,7 @@ def test_threads_sharing_the_backend_get_their_own_results(be):
     def work(i):
         try:
             got[i] = chain(xs[i]).cpu().numpy()
-        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+        except BaseException as exc:  # reported by the main thread
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]

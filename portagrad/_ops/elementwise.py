@@ -536,7 +536,7 @@ def _zero_grad(g: Tensor, x: Any, y: Any) -> Tensor:
 
 
 neg = _make_unary("neg", "neg", lambda g, x, y: -g, save="none", float_only=False)
-abs = _make_unary("abs", "abs", lambda g, x, y: g * x.sign(), float_only=False)  # noqa: A001
+abs = _make_unary("abs", "abs", lambda g, x, y: g * x.sign(), float_only=False)  # PyTorch's name
 sign = _make_unary("sign", "sign", _zero_grad, save="none", float_only=False)
 sgn = sign
 absolute = abs
@@ -564,7 +564,7 @@ reciprocal = _make_unary("reciprocal", "reciprocal", lambda g, x, y: g * -(y * y
 _round0 = _make_unary("round", "round", _zero_grad, save="none", float_only=False)
 
 
-def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # PyTorch's name
     """Round half to even (``decimals`` digits)."""
     if not input.dtype.is_floating_point:
         return input.clone()
@@ -672,7 +672,7 @@ class _Clamp(Function):
         return gx, glo, ghi
 
 
-def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # PyTorch's parameter names
     """Limit values to ``[min, max]`` (either may be ``None``; tensors broadcast)."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")

@@ -25,7 +25,7 @@ class PinnedHolder:
     def __del__(self) -> None:
         try:  # unmap before the buffer goes; harmless if the queue is already gone
             self.mapped.base.release(self._queue)
-        except Exception:  # noqa: BLE001, S110
+        except Exception:  # the queue or the interpreter may already be gone
             pass
 
 

@@ -777,7 +777,7 @@ class Module:
                             setattr(self, name, input_param)
                     else:
                         param.copy_(input_param)
-            except Exception as ex:  # noqa: BLE001 - reported like PyTorch
+            except Exception as ex:  # reported like PyTorch
                 error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in '
                                   f"the model are {param.shape} and whose dimensions in the "
                                   f"checkpoint are {input_param.shape}, an exception occurred : "
