@@ -82,14 +82,14 @@ def main(argv: list[str] | None = None) -> None:
         a, b = pg.from_numpy(an).to(dev), pg.from_numpy(bn).to(dev)
         flops = 2 * n ** 3
         number = max(1, int(2e9 // flops)) if be is not None and be.is_gpu else 1
-        t_np = best_time(lambda: an @ bn, repeat=repeat)
+        t_np = best_time(lambda: an @ bn, repeat=repeat)  # noqa: B023 - timed within this iteration
         ref = an.astype(np.float64) @ bn.astype(np.float64)
         for kind in kinds:
             backend = get_backend(pg.device(dev).type) if be is not None else None
             if backend is not None:
                 backend._force_gemm_kind = kind
             try:
-                t = best_time(lambda: a @ b, lambda: sync(dev), repeat, number)
+                t = best_time(lambda: a @ b, lambda: sync(dev), repeat, number)  # noqa: B023 - timed within this iteration
                 c = (a @ b).cpu().numpy()
             finally:
                 if backend is not None:

@@ -164,7 +164,7 @@ def _time_size(n: int, built: list[tuple[Variant, Any]], dev: Any, device: str, 
         # NaN first: a kernel that writes nothing must not inherit the previous variant's result
         cl.enqueue_fill_buffer(dev.queue, mems[2], an.dtype.type(np.nan), 0, an.nbytes)
         try:
-            t = best_time(lambda: k(dev.queue, gs, (lx, ly, 1), *kargs), dev.queue.finish, 3, 3)
+            t = best_time(lambda: k(dev.queue, gs, (lx, ly, 1), *kargs), dev.queue.finish, 3, 3)  # noqa: B023 - timed within this iteration
         except Exception as exc:  # e.g. out of resources at launch
             print(f"{name} {n}^3 {v.label}: launch failed: {str(exc).strip().splitlines()[0]}")
             continue

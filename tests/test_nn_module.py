@@ -150,6 +150,21 @@ def test_state_dict_roundtrip_and_errors():
         b.load_state_dict(wrong, strict=False)
 
 
+def test_load_state_dict_recurses_through_nested_modules():
+    # load() calls itself for each child: grandchildren must be reached and their keys checked
+    def make():
+        return nn.Sequential(nn.Linear(2, 3), nn.Sequential(nn.Linear(3, 3), nn.Sequential(nn.Linear(3, 1))))
+    src, dst = make(), make()
+    sd = src.state_dict()
+    assert "2.weight" not in sd and "1.1.0.weight" in sd
+    assert repr(dst.load_state_dict(sd)) == "<All keys matched successfully>"
+    np.testing.assert_array_equal(dst[1][1][0].weight.detach().numpy(), src[1][1][0].weight.detach().numpy())
+    del sd["1.1.0.bias"]
+    sd["1.1.0.extra"] = pg.zeros(1)
+    res = dst.load_state_dict(sd, strict=False)
+    assert res.missing_keys == ["1.1.0.bias"] and res.unexpected_keys == ["1.1.0.extra"]
+
+
 def test_state_dict_across_devices(device):
     src = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
     dst = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).to(device)

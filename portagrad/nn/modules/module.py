@@ -815,7 +815,9 @@ class Module:
                                          unexpected_keys, error_msgs)
             for name, child in module._modules.items():
                 if child is not None:
-                    load(child, prefix + name + ".")
+                    # bound while load(self) below runs; `del load` after it only breaks the
+                    # closure's reference cycle (ruff reads the del as making the name undefined)
+                    load(child, prefix + name + ".")  # noqa: F821
             incompatible = _IncompatibleKeys(missing_keys, unexpected_keys)
             for hook in module._load_state_dict_post_hooks.values():
                 hook(module, incompatible)
