@@ -118,7 +118,9 @@ class _Encoder:
             return {"$dtype": obj.name}
         if isinstance(obj, device):
             return {"$device": str(obj)}
-        sub = (lambda k: f"{path}.{k}" if path else str(k))
+        def sub(k: Any) -> str:
+            return f"{path}.{k}" if path else str(k)
+
         if isinstance(obj, Size):
             return {"$size": [int(s) for s in obj]}
         if type(obj) in (dict, OrderedDict) or (isinstance(obj, dict) and type(obj).__module__

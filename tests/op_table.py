@@ -1216,8 +1216,6 @@ def expected_dtype(row: OpInfo, sample: Sample, tensors: tuple, dtype: Any) -> A
     rule = row.out_dtype
     if isinstance(rule, pg.dtype):
         return rule
-    operands = [t for t in _flat(tensors) if isinstance(t, pg.Tensor) or
-                isinstance(t, (bool, int, float)) and not isinstance(t, type(None))]
     if rule == "same_kw":
         return sample.kwargs.get("dtype") or dtype
     if rule == "scalar_kind":

@@ -103,7 +103,7 @@ def test_registration_errors():
     with pytest.raises(TypeError, match="is not a Module subclass"):
         m.add_module("z", 3)  # type: ignore[arg-type]
     with pytest.raises(AttributeError, match="'Module' object has no attribute 'nope'"):
-        m.nope
+        m.nope  # noqa: B018 - the access itself must raise
     x = pg.ones(1, requires_grad=True) * 2
     with pytest.raises(ValueError, match="Cannot assign non-leaf Tensor"):
         m.register_parameter("q", nn.Parameter(pg.ones(1)) if False else _nonleaf_param(x))
@@ -333,7 +333,7 @@ def test_data_parallel_cpu_module_runs_as_is():
     dp = nn.DataParallel(model)
     assert dp(pg.ones(2, 3)).shape == (2, 2)
     with pytest.raises(AttributeError):
-        dp.in_features  # plain DataParallel does not forward attributes
+        dp.in_features  # noqa: B018 - plain DataParallel does not forward attributes
 
 
 def test_data_parallel_two_devices(opencl_devices):
