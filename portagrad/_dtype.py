@@ -14,7 +14,10 @@ __all__ = [
 ]
 
 _builtin_bool = bool
-_py_float, _py_int = _builtins.float, _builtins.int
+# one assignment each: type checkers read a plain `X = cls` as a type alias; annotations below use
+# _py_int because `int` is rebound to a dtype in this module
+_py_float = _builtins.float
+_py_int = _builtins.int
 
 
 class dtype:
@@ -22,7 +25,7 @@ class dtype:
 
     __slots__ = ("name", "itemsize", "is_floating_point", "is_signed", "numpy", "_kind", "_rank")
 
-    def __init__(self, name: str, np_dtype: Any, kind: int, rank: int) -> None:
+    def __init__(self, name: str, np_dtype: Any, kind: _py_int, rank: _py_int) -> None:
         self.name = name
         self.numpy = np.dtype(np_dtype)
         self.itemsize = self.numpy.itemsize
@@ -108,7 +111,7 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     return a if a._rank >= b._rank else b
 
 
-def _scalar_kind(x: Any) -> int:
+def _scalar_kind(x: Any) -> _py_int:
     if isinstance(x, _builtin_bool):
         return 0
     if isinstance(x, _py_int):

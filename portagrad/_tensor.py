@@ -6,9 +6,10 @@ entry points and ``repr``.
 """
 from __future__ import annotations
 
+import builtins
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, SupportsIndex, TypeVar
 
 import numpy as np
 
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Tensor"]
 
+_T = TypeVar("_T", bound="Tensor")
+
 
 class Tensor(TensorOps):
     """A multi-dimensional array on a device, with autograd (``torch.Tensor``)."""
@@ -32,6 +35,21 @@ class Tensor(TensorOps):
     __slots__ = ("_storage", "_v", "_vc", "_requires_grad", "_grad", "_grad_fn", "_output_nr",
                  "_base", "_hooks", "_retains_grad", "_accum", "_inference", "_view_ver", "_views",
                  "__weakref__", "__dict__")
+    # the slots' types (declarations only: no class attributes, so no clash with __slots__)
+    _storage: Storage
+    _v: View
+    _vc: list[int]  # the version counter, shared by views of one storage
+    _requires_grad: bool
+    _grad: Tensor | None
+    _grad_fn: Any  # the autograd Node that made this tensor, or None for leaves
+    _output_nr: int
+    _base: Tensor | None
+    _hooks: _HookDict | None
+    _retains_grad: bool
+    _accum: weakref.ref[AccumulateGrad] | None
+    _inference: bool
+    _view_ver: int | None
+    _views: list[weakref.ref[Tensor]] | None
 
     # NOTE: users build tensors with pg.tensor/pg.zeros...; Tensor(...) mirrors torch.Tensor(sizes)
     # (its __init__ is TensorOps.__init__: it needs the factories)
@@ -97,6 +115,7 @@ class Tensor(TensorOps):
         """The base of this view changed in place since the view was made: point the view's
         ``grad_fn`` at the base's current history (``AsStridedBackward0``), as PyTorch does."""
         base = self._base
+        assert base is not None  # only views are refreshed
         self._view_ver = self._vc[0]
         if base._grad_fn is None and not base._requires_grad:
             return self._grad_fn
@@ -448,7 +467,7 @@ class Tensor(TensorOps):
     def __hash__(self) -> int:
         return id(self)
 
-    def __reduce_ex__(self, protocol: int) -> Any:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
         from .multiprocessing.reductions import reduce_tensor
 
         return reduce_tensor(self)
@@ -472,7 +491,7 @@ class Tensor(TensorOps):
         return new
 
     @classmethod
-    def _from_tensor(cls, t: Tensor) -> Tensor:
+    def _from_tensor(cls: builtins.type[_T], t: Tensor) -> _T:  # `type` is Tensor.type here
         new = object.__new__(cls)
         new._set_from(t)
         return new

@@ -90,7 +90,8 @@ def eye_(tensor: Tensor) -> Tensor:
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     with _no_grad():
-        tensor.copy_(_creation.eye(*tensor.shape, dtype=tensor.dtype, device=tensor.device))
+        n, m = tensor.shape
+        tensor.copy_(_creation.eye(n, m, dtype=tensor.dtype, device=tensor.device))
     return tensor
 
 

@@ -199,6 +199,11 @@ class Module:
     registers it; ``named_parameters``, ``state_dict``, ``to`` ... walk the tree of submodules."""
 
     training: bool
+    # set in __init__ through object.__setattr__ (bypassing registration), declared here for checkers
+    _parameters: dict[str, Parameter | None]
+    _buffers: dict[str, Tensor | None]
+    _non_persistent_buffers_set: set[str]
+    _modules: dict[str, Module | None]
     _version: int = 1
     call_super_init: bool = False
     dump_patches: bool = False
