@@ -660,6 +660,7 @@ class _Clamp(Function):
         if hi is not None:
             m2 = le(x, hi)
             mask = m2 if mask is None else logical_and(mask, m2)
+        assert mask is not None  # clamp has at least one bound
         gx = where(mask, g, 0.0)
         glo = ghi = None
         # min(max(x, lo), hi): where lo > hi the result is hi, so lo gets nothing there

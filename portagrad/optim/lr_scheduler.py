@@ -151,8 +151,9 @@ class LambdaLR(LRScheduler):
                  last_epoch: int = -1) -> None:
         _check_optimizer(optimizer)
         self.optimizer = optimizer
+        self.lr_lambdas: list[Callable[[int], float]]
         if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)  # type: ignore[list-item]  # one function
         else:
             if len(lr_lambda) != len(optimizer.param_groups):
                 raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
@@ -301,6 +302,7 @@ class OneCycleLR(LRScheduler):
         else:
             raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
         n = self.total_steps
+        self._schedule_phases: list[dict[str, Any]]
         if three_phase:
             self._schedule_phases = [
                 {"end_step": float(pct_start * n) - 1, "start_lr": "initial_lr",

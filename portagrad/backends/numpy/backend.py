@@ -224,7 +224,8 @@ class NumpyBackend(Backend):
         xa, o = _nd(x), _nd(out)
         # the ufunc's reduce is what np.sum/np.max call, without their ~2 us of argument handling
         dt = o.dtype if xa.dtype.kind == "b" and (op == "sum" or op == "prod") else None
-        _REDUCE[op].reduce(xa, axes if axes.__class__ is tuple else tuple(axes), dt, o, True)
+        # numpy's stubs type `out` and `keepdims` as keyword-only; numpy takes them positionally
+        _REDUCE[op].reduce(xa, axes if axes.__class__ is tuple else tuple(axes), dt, o, True)  # type: ignore[call-overload]
 
     def arg_reduce(self, op: str, x: View, axis: int, out: View) -> None:
         f = np.argmax if op == "argmax" else np.argmin
@@ -256,7 +257,7 @@ class NumpyBackend(Backend):
     def scatter(self, out: View, axis: int, index: View, src: View, reduce: str | None) -> None:
         o, idx, s = _nd(out), _nd(index), _nd(src)
         # build a full index tuple: every axis but `axis` indexes itself
-        grids = list(np.indices(idx.shape, sparse=True))
+        grids: list[Any] = list(np.indices(idx.shape, sparse=True))
         grids[axis] = idx
         if reduce == "add":
             np.add.at(o, tuple(grids), s)

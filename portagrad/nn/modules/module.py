@@ -240,7 +240,7 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
                                   f'"forward" function')
 
-    forward = _forward_unimplemented  # type: ignore[assignment]
+    forward = _forward_unimplemented
 
     # ------------------------------------------------------------ registration
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -730,7 +730,7 @@ class Module:
                 keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
-            destination._metadata = OrderedDict()  # type: ignore[attr-defined]
+            destination._metadata = OrderedDict()
         meta = getattr(destination, "_metadata", None)
         if meta is not None:
             meta[prefix[:-1]] = {"version": self._version}
