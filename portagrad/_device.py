@@ -23,6 +23,8 @@ class device:
     """
 
     __slots__ = ("type", "index", "_prev")
+    type: str
+    index: int | None
 
     def __init__(self, type: str | device, index: int | None = None) -> None:
         if isinstance(type, device):

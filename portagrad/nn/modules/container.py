@@ -66,7 +66,7 @@ class Sequential(Module):
         return ret
 
     def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
+        return iter(self._modules.values())  # type: ignore[arg-type]  # children are Modules (None only through register_module)
 
     def __dir__(self) -> list[str]:
         return [k for k in super().__dir__() if not k.isdigit()]
@@ -125,7 +125,7 @@ class ModuleList(Module):
 
     def __getitem__(self, idx: Any) -> Any:
         if isinstance(idx, slice):
-            return self.__class__(list(self._modules.values())[idx])
+            return self.__class__(list(self._modules.values())[idx])  # type: ignore[arg-type]  # children are Modules (None only through register_module)
         return self._modules[self._get_abs_string_index(idx)]
 
     def __setitem__(self, idx: int, module: Module) -> None:
@@ -144,7 +144,7 @@ class ModuleList(Module):
         return len(self._modules)
 
     def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
+        return iter(self._modules.values())  # type: ignore[arg-type]  # children are Modules (None only through register_module)
 
     def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)
@@ -220,7 +220,7 @@ class ModuleDict(Module):
             self.update(modules)
 
     def __getitem__(self, key: str) -> Module:
-        return self._modules[key]
+        return self._modules[key]  # type: ignore[return-value]  # children are Modules (None only through register_module)
 
     def __setitem__(self, key: str, module: Module) -> None:
         self.add_module(key, module)
@@ -266,10 +266,10 @@ class ModuleDict(Module):
                 if not isinstance(m, Iterable):
                     raise TypeError("ModuleDict update sequence element #" + str(j) +
                                     " should be Iterable; is" + type(m).__name__)
-                if not len(m) == 2:
+                if not len(m) == 2:  # type: ignore[arg-type]  # a pair; len() raises for unsized ones, as in PyTorch
                     raise ValueError("ModuleDict update sequence element #" + str(j) +
-                                     " has length " + str(len(m)) + "; 2 is required")
-                self[m[0]] = m[1]
+                                     " has length " + str(len(m)) + "; 2 is required")  # type: ignore[arg-type]  # as above
+                self[m[0]] = m[1]  # type: ignore[index]  # as above
 
     def forward(self, *args: Any) -> Any:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
