@@ -15,15 +15,16 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")
 
 __all__ = ["parse_args", "sync", "best_time", "report", "device_label", "backend_device"]
 
 
-def parse_args(description: str, argv: "list[str] | None" = None,
-               extra: "Callable[[argparse.ArgumentParser], None] | None" = None) -> argparse.Namespace:
+def parse_args(description: str, argv: list[str] | None = None,
+               extra: Callable[[argparse.ArgumentParser], None] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--device", default="opencl:0", help="portagrad device (default opencl:0)")
     p.add_argument("--quick", action="store_true", help="fewer sizes and repeats")

@@ -16,7 +16,7 @@ import numpy as np
 from . import best_time, device_label, parse_args, report, sync
 
 
-def main(argv: "list[str] | None" = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     args = parse_args(__doc__.splitlines()[0], argv)
     import portagrad as pg
 
@@ -33,11 +33,11 @@ def main(argv: "list[str] | None" = None) -> None:
         assert pinned.is_pinned()
         number = max(1, 64 // mib)
         scratch = np.empty_like(host)
-        t_np = best_time(lambda: np.copyto(scratch, host), repeat=repeat, number=number)
+        t_np = best_time(lambda: np.copyto(scratch, host), repeat=repeat, number=number)  # noqa: B023 - timed within this iteration
         gb = nbytes / 1e9
-        t_page = best_time(lambda: pageable.to(dev), lambda: sync(dev), repeat, number)
+        t_page = best_time(lambda: pageable.to(dev), lambda: sync(dev), repeat, number)  # noqa: B023 - timed within this iteration
         report(f"host->device {mib:4d} MiB pageable, GB/s", gb / t_page, gb / t_np, "GB/s")
-        t_pin = best_time(lambda: pinned.to(dev, non_blocking=True), lambda: sync(dev), repeat, number)
+        t_pin = best_time(lambda: pinned.to(dev, non_blocking=True), lambda: sync(dev), repeat, number)  # noqa: B023 - timed within this iteration
         report(f"host->device {mib:4d} MiB pinned non_blocking, GB/s", gb / t_pin, gb / t_np, "GB/s")
         mod = getattr(pg, pg.device(dev).type, None)
         if mod is not None and hasattr(mod, "Event"):
@@ -51,7 +51,7 @@ def main(argv: "list[str] | None" = None) -> None:
                 best = min(best, start.elapsed_time(end) / 1e3 / number)
             print(f"{'  pinned, timed with Events, GB/s':<50} {gb / best:10.3f}", flush=True)
         d = pinned.to(dev)
-        t_d2h = best_time(lambda: d.cpu(), repeat=repeat, number=number)
+        t_d2h = best_time(lambda: d.cpu(), repeat=repeat, number=number)  # noqa: B023 - timed within this iteration
         report(f"device->host {mib:4d} MiB (new array), GB/s", gb / t_d2h, gb / t_np, "GB/s")
         assert np.array_equal(d.cpu().numpy(), host)
 

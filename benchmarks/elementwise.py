@@ -103,7 +103,7 @@ def _abc(dev: str, n: int, rng: np.random.Generator, repeat: int, unfused_too: b
         report("  the same unfused, effective GB/s", 16 * n / t_un / 1e9, 16 * n / t_np / 1e9, "GB/s")
 
 
-def main(argv: "list[str] | None" = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     args = parse_args(__doc__.splitlines()[0], argv)
     import portagrad as pg
 

@@ -41,7 +41,7 @@ def _tiled16_seconds(device: str, n: int, a, b, c, repeat: int) -> float:
     return best_time(lambda: k(dev.queue, (n, n), (16, 16), *bufs, n), dev.queue.finish, repeat)
 
 
-def _torch_seconds(n: int, repeat: int) -> "tuple[float, str] | None":
+def _torch_seconds(n: int, repeat: int) -> tuple[float, str] | None:
     try:
         import torch
     except Exception:
@@ -58,7 +58,7 @@ def _torch_seconds(n: int, repeat: int) -> "tuple[float, str] | None":
     return best_time(lambda: a @ b, s, repeat, number), f"torch-{dev}"
 
 
-def main(argv: "list[str] | None" = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     def extra(p):
         p.add_argument("--sizes", default=None, help="comma-separated n for n^3 GEMMs")
         p.add_argument("--kinds", default=None,
@@ -82,14 +82,14 @@ def main(argv: "list[str] | None" = None) -> None:
         a, b = pg.from_numpy(an).to(dev), pg.from_numpy(bn).to(dev)
         flops = 2 * n ** 3
         number = max(1, int(2e9 // flops)) if be is not None and be.is_gpu else 1
-        t_np = best_time(lambda: an @ bn, repeat=repeat)
+        t_np = best_time(lambda: an @ bn, repeat=repeat)  # noqa: B023 - timed within this iteration
         ref = an.astype(np.float64) @ bn.astype(np.float64)
         for kind in kinds:
             backend = get_backend(pg.device(dev).type) if be is not None else None
             if backend is not None:
                 backend._force_gemm_kind = kind
             try:
-                t = best_time(lambda: a @ b, lambda: sync(dev), repeat, number)
+                t = best_time(lambda: a @ b, lambda: sync(dev), repeat, number)  # noqa: B023 - timed within this iteration
                 c = (a @ b).cpu().numpy()
             finally:
                 if backend is not None:

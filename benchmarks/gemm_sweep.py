@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 import time
 import warnings
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -46,8 +47,8 @@ class Variant(NamedTuple):
 
     label: str
     source: Callable[[], str]
-    tile: "tuple[int, int, int, int]"  # tm, tn, lx, ly
-    options: "list[str]"
+    tile: tuple[int, int, int, int]  # tm, tn, lx, ly
+    options: list[str]
     local_bytes: int
 
 
@@ -78,7 +79,7 @@ def _nvidia(dev: Any) -> bool:
     return "NVIDIA" in dev.cl_device.platform.name.upper()
 
 
-def _ptxas_notes(log: str, kernel: str = "gemm_main") -> "list[str]":
+def _ptxas_notes(log: str, kernel: str = "gemm_main") -> list[str]:
     """``kernel``'s lines of a ``-cl-nv-verbose`` build log: "Used 128 registers, ..." and
     "0 bytes stack frame, 0 bytes spill stores, ..." (the log covers every kernel of the program)."""
     notes, fn = [], ""
@@ -91,7 +92,7 @@ def _ptxas_notes(log: str, kernel: str = "gemm_main") -> "list[str]":
     return notes
 
 
-def _build(dev: Any, v: Variant) -> "tuple[Any, str]":
+def _build(dev: Any, v: Variant) -> tuple[Any, str]:
     """Build ``v``; returns the kernel and a note on its resources (registers, spills, local
     memory) where the driver tells them."""
     import pyopencl as cl
@@ -118,7 +119,7 @@ def _build(dev: Any, v: Variant) -> "tuple[Any, str]":
     return k, "; ".join(notes)
 
 
-def _variants(args: Any, dev: Any) -> "list[Variant]":
+def _variants(args: Any, dev: Any) -> list[Variant]:
     """The variants asked for that can run on ``dev`` (the others are reported)."""
     out = []
     for spec in args.variants.split(","):
@@ -139,7 +140,7 @@ def _variants(args: Any, dev: Any) -> "list[Variant]":
     return [v for v in out if v.local_bytes <= have]
 
 
-def _time_size(n: int, built: "list[tuple[Variant, Any]]", dev: Any, device: str, dtype: str,
+def _time_size(n: int, built: list[tuple[Variant, Any]], dev: Any, device: str, dtype: str,
                deadline: float) -> None:
     """Time every built variant on contiguous ``n x n`` operands and print its line."""
     import pyopencl as cl
@@ -164,8 +165,8 @@ def _time_size(n: int, built: "list[tuple[Variant, Any]]", dev: Any, device: str
         # NaN first: a kernel that writes nothing must not inherit the previous variant's result
         cl.enqueue_fill_buffer(dev.queue, mems[2], an.dtype.type(np.nan), 0, an.nbytes)
         try:
-            t = best_time(lambda: k(dev.queue, gs, (lx, ly, 1), *kargs), dev.queue.finish, 3, 3)
-        except Exception as exc:  # noqa: BLE001 - e.g. out of resources at launch
+            t = best_time(lambda: k(dev.queue, gs, (lx, ly, 1), *kargs), dev.queue.finish, 3, 3)  # noqa: B023 - timed within this iteration
+        except Exception as exc:  # e.g. out of resources at launch
             print(f"{name} {n}^3 {v.label}: launch failed: {str(exc).strip().splitlines()[0]}")
             continue
         err = np.abs(c.cpu().numpy() - ref).max() / scale
@@ -173,7 +174,7 @@ def _time_size(n: int, built: "list[tuple[Variant, Any]]", dev: Any, device: str
               flush=True)
 
 
-def main(argv: "list[str] | None" = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     def extra(p):
         p.add_argument("--sizes", default="2048,4096",
                        help="comma-separated n for n^3 GEMMs (timed largest first)")
@@ -196,7 +197,7 @@ def main(argv: "list[str] | None" = None) -> None:
         t0 = time.perf_counter()
         try:
             k, notes = _build(dev, v)
-        except Exception as exc:  # noqa: BLE001 - a variant that does not build is reported
+        except Exception as exc:  # a variant that does not build is reported
             print(f"{v.label}: build failed: {(str(exc).strip().splitlines() or ['?'])[0]}")
             continue
         print(f"built {v.label:<40} {time.perf_counter() - t0:5.1f} s  {notes}", flush=True)

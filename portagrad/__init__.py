@@ -63,8 +63,11 @@ from .errors import OutOfMemoryError
 from .plugins.manager import device_types as _device_types
 
 
-# the names bool, int and float are portagrad's dtypes here
-_bool, _int, _float = _builtins.bool, _builtins.int, _builtins.float
+# the names bool, int and float are portagrad's dtypes here (one assignment each: type checkers
+# read a plain `X = cls` as a type alias, usable in annotations)
+_bool = _builtins.bool
+_int = _builtins.int
+_float = _builtins.float
 
 
 def broadcast_shapes(*shapes: tuple[_int, ...]) -> Size:

@@ -23,6 +23,7 @@ class _DeviceContext:
 
     def __enter__(self) -> Any:
         self.prev = _device.current_index(self.dev.type)
+        assert self.dev.index is not None  # _as_device always gives a concrete index
         _device.set_current_index(self.dev.type, self.dev.index)
         self.dev.__enter__()
         return self.dev

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Union
+from typing import Any
 
 from .plugins.manager import device_types, get_backend, on_reset
 
@@ -23,6 +23,8 @@ class device:
     """
 
     __slots__ = ("type", "index", "_prev")
+    type: str
+    index: int | None
 
     def __init__(self, type: str | device, index: int | None = None) -> None:
         if isinstance(type, device):
@@ -84,7 +86,7 @@ class device:
         _default_stack().pop()
 
 
-DeviceLike = Union[str, device, int, None]
+DeviceLike = str | device | int | None
 
 _tls = threading.local()
 _global_default: device | None = None

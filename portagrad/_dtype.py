@@ -14,7 +14,10 @@ __all__ = [
 ]
 
 _builtin_bool = bool
-_py_float, _py_int = _builtins.float, _builtins.int
+# one assignment each: type checkers read a plain `X = cls` as a type alias; annotations below use
+# _py_int because `int` is rebound to a dtype in this module
+_py_float = _builtins.float
+_py_int = _builtins.int
 
 
 class dtype:
@@ -22,7 +25,7 @@ class dtype:
 
     __slots__ = ("name", "itemsize", "is_floating_point", "is_signed", "numpy", "_kind", "_rank")
 
-    def __init__(self, name: str, np_dtype: Any, kind: int, rank: int) -> None:
+    def __init__(self, name: str, np_dtype: Any, kind: _py_int, rank: _py_int) -> None:
         self.name = name
         self.numpy = np.dtype(np_dtype)
         self.itemsize = self.numpy.itemsize
@@ -42,13 +45,13 @@ class dtype:
         return self.name
 
 
-bool = dtype("bool", np.bool_, 0, 0)  # noqa: A001 - PyTorch's name
+bool = dtype("bool", np.bool_, 0, 0)  # PyTorch's name
 int32 = dtype("int32", np.int32, 1, 2)
 int64 = dtype("int64", np.int64, 1, 3)
 float16 = dtype("float16", np.float16, 2, 1)
 float32 = dtype("float32", np.float32, 2, 2)
 float64 = dtype("float64", np.float64, 2, 3)
-half, float, double, int, long = float16, float32, float64, int32, int64  # noqa: A001
+half, float, double, int, long = float16, float32, float64, int32, int64  # PyTorch's names
 ALL_DTYPES = (bool, int32, int64, float16, float32, float64)
 
 _BY_NUMPY = {d.numpy: d for d in ALL_DTYPES}
@@ -108,7 +111,7 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     return a if a._rank >= b._rank else b
 
 
-def _scalar_kind(x: Any) -> int:
+def _scalar_kind(x: Any) -> _py_int:
     if isinstance(x, _builtin_bool):
         return 0
     if isinstance(x, _py_int):

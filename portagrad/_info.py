@@ -35,7 +35,7 @@ def collect() -> dict:
     """Everything ``info`` prints, as a dict (tests read it)."""
     state = get_state()
     backends = {}
-    for device_type, spec in sorted(state.specs.items()):
+    for device_type in sorted(state.specs):
         entry: dict = {"plugin": state.spec_plugin.get(device_type), "devices": []}
         try:
             backend = get_backend(device_type)

@@ -6,8 +6,10 @@ entry points and ``repr``.
 """
 from __future__ import annotations
 
+import builtins
 import weakref
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, SupportsIndex, TypeVar
 
 import numpy as np
 
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Tensor"]
 
+_T = TypeVar("_T", bound="Tensor")
+
 
 class Tensor(TensorOps):
     """A multi-dimensional array on a device, with autograd (``torch.Tensor``)."""
@@ -31,18 +35,33 @@ class Tensor(TensorOps):
     __slots__ = ("_storage", "_v", "_vc", "_requires_grad", "_grad", "_grad_fn", "_output_nr",
                  "_base", "_hooks", "_retains_grad", "_accum", "_inference", "_view_ver", "_views",
                  "__weakref__", "__dict__")
+    # the slots' types (declarations only: no class attributes, so no clash with __slots__)
+    _storage: Storage
+    _v: View
+    _vc: list[int]  # the version counter, shared by views of one storage
+    _requires_grad: bool
+    _grad: Tensor | None
+    _grad_fn: Any  # the autograd Node that made this tensor, or None for leaves
+    _output_nr: int
+    _base: Tensor | None
+    _hooks: _HookDict | None
+    _retains_grad: bool
+    _accum: weakref.ref[AccumulateGrad] | None
+    _inference: bool
+    _view_ver: int | None
+    _views: list[weakref.ref[Tensor]] | None
 
     # NOTE: users build tensors with pg.tensor/pg.zeros...; Tensor(...) mirrors torch.Tensor(sizes)
     # (its __init__ is TensorOps.__init__: it needs the factories)
-    def __new__(cls, *args: Any, **kwargs: Any) -> "Tensor":
+    def __new__(cls, *args: Any, **kwargs: Any) -> Tensor:
         self = object.__new__(cls)
         return self
 
     # --------------------------------------------------------------- construction
     @classmethod
     def _make(cls, storage: Storage, offset: int, shape: tuple[int, ...], strides: tuple[int, ...],
-              dtype: "_dtype.dtype", vc: list[int] | None = None, base: "Tensor | None" = None
-              ) -> "Tensor":
+              dtype: _dtype.dtype, vc: list[int] | None = None, base: Tensor | None = None
+              ) -> Tensor:
         self = object.__new__(cls)
         if storage._epoch is not None:
             storage._epoch = None  # a second tensor over owned memory: nobody owns it alone now
@@ -62,7 +81,7 @@ class Tensor(TensorOps):
         self._views = None  # weakrefs to differentiable views of this (constant) base
         return self
 
-    def _set_from(self, other: "Tensor") -> None:
+    def _set_from(self, other: Tensor) -> None:
         other._storage._epoch = None  # shared with ``other`` from now on
         self._storage = other._storage
         self._v = other._v
@@ -79,7 +98,7 @@ class Tensor(TensorOps):
         self._view_ver = None
         self._views = None
 
-    def _view_of(self, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> "Tensor":
+    def _view_of(self, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> Tensor:
         """A raw (unrecorded) view sharing storage and version counter."""
         base = self._base if self._base is not None else self
         t = Tensor._make(self._storage, offset, shape, strides, self._v.dtype, self._vc, base)
@@ -99,6 +118,7 @@ class Tensor(TensorOps):
         """The base of this view changed in place since the view was made: point the view's
         ``grad_fn`` at the base's current history (``AsStridedBackward0``), as PyTorch does."""
         base = self._base
+        assert base is not None  # only views are refreshed
         self._view_ver = self._vc[0]
         if base._grad_fn is None and not base._requires_grad:
             return self._grad_fn
@@ -107,12 +127,12 @@ class Tensor(TensorOps):
         self._grad_fn, self._output_nr, self._requires_grad = v._grad_fn, 0, True
         return self._grad_fn
 
-    def _alias(self) -> "Tensor":
+    def _alias(self) -> Tensor:
         """A detached alias: same storage, view and version counter, no autograd history."""
         return Tensor._make(self._storage, self._v.offset, self._v.shape, self._v.strides,
                             self._v.dtype, self._vc, self._base)
 
-    def _alias_with_grad_fn(self, node: Any, nr: int) -> "Tensor":
+    def _alias_with_grad_fn(self, node: Any, nr: int) -> Tensor:
         t = self._alias()
         t._grad_fn = node
         t._output_nr = nr
@@ -152,11 +172,11 @@ class Tensor(TensorOps):
         return self._v.offset
 
     @property
-    def dtype(self) -> "_dtype.dtype":
+    def dtype(self) -> _dtype.dtype:
         return self._v.dtype
 
     @property
-    def device(self) -> "device":
+    def device(self) -> device:
         return self._storage.device
 
     @property
@@ -256,7 +276,7 @@ class Tensor(TensorOps):
     def requires_grad(self, value: bool) -> None:
         self.requires_grad_(value)
 
-    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Set ``requires_grad`` on a leaf in place (freeze or unfreeze parameters)."""
         if self._grad_fn is not None:
             if not requires_grad:
@@ -286,7 +306,7 @@ class Tensor(TensorOps):
         return self.grad_fn is None
 
     @property
-    def grad(self) -> "Tensor | None":
+    def grad(self) -> Tensor | None:
         """Accumulated gradient (leaves, and non-leaves after ``retain_grad()``)."""
         if self._grad_fn is not None and not self._retains_grad and self._requires_grad:
             import warnings
@@ -299,7 +319,7 @@ class Tensor(TensorOps):
         return self._grad
 
     @grad.setter
-    def grad(self, value: "Tensor | None") -> None:
+    def grad(self, value: Tensor | None) -> None:
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got "
@@ -320,14 +340,14 @@ class Tensor(TensorOps):
         self._grad = None
 
     @property
-    def data(self) -> "Tensor":
+    def data(self) -> Tensor:
         """A detached alias with its own version counter (changes to it are not seen by autograd)."""
         t = Tensor._make(self._storage, self._v.offset, self._v.shape, self._v.strides,
                          self._v.dtype, None, None)
         return t
 
     @data.setter
-    def data(self, value: "Tensor") -> None:
+    def data(self, value: Tensor) -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
         value._storage._epoch = None  # shared with ``value`` from now on
@@ -335,13 +355,13 @@ class Tensor(TensorOps):
         self._v = View(value._storage.buffer, value._v.offset, value._v.shape, value._v.strides,
                        value._v.dtype)
 
-    def detach(self) -> "Tensor":
+    def detach(self) -> Tensor:
         """A tensor sharing storage and version counter, cut from the graph."""
         t = self._alias()
         t._base = None  # not a differentiable view: autograd never rebases it
         return t
 
-    def detach_(self) -> "Tensor":
+    def detach_(self) -> Tensor:
         """Cut this tensor from the graph, in place (it becomes a leaf)."""
         if self._base is not None and self._view_ver is not None and (
                 self._grad_fn is not None or self._base._requires_grad):
@@ -367,7 +387,7 @@ class Tensor(TensorOps):
     def retains_grad(self) -> bool:
         return self._retains_grad
 
-    def register_hook(self, hook: Callable[["Tensor"], "Tensor | None"]) -> RemovableHandle:
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
         """Run ``hook(grad)`` when this tensor's gradient is computed; a returned tensor replaces
         it. Hooks run in registration order; use the returned handle's ``remove()`` to drop it."""
         if not self._requires_grad:
@@ -435,7 +455,7 @@ class Tensor(TensorOps):
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __len__(self) -> int:
@@ -451,12 +471,12 @@ class Tensor(TensorOps):
     def __hash__(self) -> int:
         return id(self)
 
-    def __reduce_ex__(self, protocol: int) -> Any:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
         from .multiprocessing.reductions import reduce_tensor
 
         return reduce_tensor(self)
 
-    def __deepcopy__(self, memo: dict) -> "Tensor":
+    def __deepcopy__(self, memo: dict) -> Tensor:
         if self._grad_fn is not None:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
                                "the deepcopy protocol at the moment.")
@@ -475,7 +495,7 @@ class Tensor(TensorOps):
         return new
 
     @classmethod
-    def _from_tensor(cls, t: "Tensor") -> "Tensor":
+    def _from_tensor(cls: builtins.type[_T], t: Tensor) -> _T:  # `type` is Tensor.type here
         new = object.__new__(cls)
         new._set_from(t)
         return new

@@ -72,7 +72,9 @@ def run(epochs: int = 12, batch_size: int = 32, lr: float = 0.05, seed: int = 0,
         out: Any = None) -> dict[str, Any]:
     """Train and evaluate; returns ``{"device", "test_accuracy", "seconds", "history", ...}``."""
     out = out or sys.stdout
-    say = (lambda *a: print(*a, file=out, flush=True))
+    def say(*a: Any) -> None:
+        print(*a, file=out, flush=True)
+
     device = device or best_device()
     dev = pg.device(device)
     t0 = time.perf_counter()

@@ -118,7 +118,9 @@ class _Encoder:
             return {"$dtype": obj.name}
         if isinstance(obj, device):
             return {"$device": str(obj)}
-        sub = (lambda k: f"{path}.{k}" if path else str(k))
+        def sub(k: Any) -> str:
+            return f"{path}.{k}" if path else str(k)
+
         if isinstance(obj, Size):
             return {"$size": [int(s) for s in obj]}
         if type(obj) in (dict, OrderedDict) or (isinstance(obj, dict) and type(obj).__module__
@@ -177,7 +179,7 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
 def _pickle_dumps(obj: Any, enc: _Encoder, pickle_module: Any, protocol: int) -> bytes:
     buf = io.BytesIO()
 
-    class _Pickler(pickle_module.Pickler):  # type: ignore[name-defined,misc]
+    class _Pickler(pickle_module.Pickler):
         def persistent_id(self, o: Any) -> Any:
             if isinstance(o, Tensor):
                 node = enc.tensor(o, f"t{len(enc.arrays)}")
@@ -451,7 +453,7 @@ def _pickle_loads(meta: dict[str, str], arrays: dict[str, np.ndarray], place: Ca
     except (KeyError, ValueError) as exc:
         raise LoadError(f"corrupted file: invalid pickle payload ({exc})") from None
 
-    class _Unpickler(pickle_module.Unpickler):  # type: ignore[name-defined,misc]
+    class _Unpickler(pickle_module.Unpickler):
         def persistent_load(self, pid: Any) -> Any:
             tag, name, dev, rg, cls = pid
             if tag != "portagrad.tensor" or name not in arrays:

@@ -11,7 +11,7 @@ import os
 
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")  # two PoCL devices for multi-device tests
 
-import pytest  # noqa: E402
+import pytest
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -48,7 +48,7 @@ def pytest_configure(config: pytest.Config) -> None:
             try:
                 pg.zeros(1, device=d)
             except Exception as exc:  # an explicitly requested device must exist
-                raise pytest.UsageError(f"requested test device {d!r} is unavailable: {exc}")
+                raise pytest.UsageError(f"requested test device {d!r} is unavailable: {exc}") from exc
 
 
 def pytest_report_header(config: pytest.Config) -> str:

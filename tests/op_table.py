@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 import portagrad as pg
-from portagrad.errors import DeviceMismatchError
 
 # ----------------------------------------------------------------------------- dtypes & promotion
 F32, F64, I32, I64, B = pg.float32, pg.float64, pg.int32, pg.int64, pg.bool
@@ -702,8 +702,8 @@ def _reduction_rows() -> list[OpInfo]:
                reduction_samples(dims=(None, 2, -1, (1, 2)), empty=False, zero_dim=False),
                FLOATS, "same", grad=True, rtol=1e-4),
         OpInfo("logsumexp", pg.logsumexp, np_logsumexp,
-               reduction_samples(dims=(0, 1, -1, (0, 2)), zero_dim=False), NUMERIC, "float", method="logsumexp",
-               grad=True, gradgrad=True, rtol=1e-4),
+               reduction_samples(dims=(0, 1, -1, (0, 2)), zero_dim=False), NUMERIC, "float",
+               method="logsumexp", grad=True, gradgrad=True, rtol=1e-4),
         OpInfo("norm", pg.norm, np_norm, reduction_samples(empty=False), FLOATS, "same",
                method="norm", grad=True, rtol=1e-4,
                errors=[E(lambda d: pg.norm(T((2,), d, I64)), RuntimeError,
@@ -1216,8 +1216,6 @@ def expected_dtype(row: OpInfo, sample: Sample, tensors: tuple, dtype: Any) -> A
     rule = row.out_dtype
     if isinstance(rule, pg.dtype):
         return rule
-    operands = [t for t in _flat(tensors) if isinstance(t, pg.Tensor) or
-                isinstance(t, (bool, int, float)) and not isinstance(t, type(None))]
     if rule == "same_kw":
         return sample.kwargs.get("dtype") or dtype
     if rule == "scalar_kind":

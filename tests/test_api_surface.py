@@ -59,3 +59,18 @@ def test_aliases_are_the_same_method() -> None:
         assert getattr(pg.Tensor, alias) is getattr(pg.Tensor, name), alias
         if not alias.endswith("_"):
             assert getattr(pg, alias) is getattr(pg, name), alias
+
+
+def test_nn_modules_all_lists_every_submodule_export_in_order():
+    # nn.modules.__all__ is written out for type checkers: it must stay the submodules' lists
+    import importlib
+
+    import portagrad.nn.modules as M
+
+    subs = ["activation", "batchnorm", "container", "conv", "dropout", "flatten", "linear", "loss",
+            "misc", "normalization", "pooling", "rnn", "sparse", "transformer"]
+    expected = ["Module"]
+    for name in subs:
+        expected += importlib.import_module(f"portagrad.nn.modules.{name}").__all__
+    assert M.__all__ == expected
+    assert all(hasattr(M, n) for n in M.__all__)

@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 
 import portagrad as pg
 from portagrad import demo

@@ -16,7 +16,7 @@ def _hogwild_worker(w: pg.Tensor, rank: int) -> None:
         w[rank].add_(rank + 1)
 
 
-def _echo_worker(q_in: "mp.Queue", q_out: "mp.Queue") -> None:
+def _echo_worker(q_in: mp.Queue, q_out: mp.Queue) -> None:
     t = q_in.get()
     q_out.put((t * 2).detach())
 

@@ -103,7 +103,7 @@ def test_registration_errors():
     with pytest.raises(TypeError, match="is not a Module subclass"):
         m.add_module("z", 3)  # type: ignore[arg-type]
     with pytest.raises(AttributeError, match="'Module' object has no attribute 'nope'"):
-        m.nope
+        m.nope  # noqa: B018 - the access itself must raise
     x = pg.ones(1, requires_grad=True) * 2
     with pytest.raises(ValueError, match="Cannot assign non-leaf Tensor"):
         m.register_parameter("q", nn.Parameter(pg.ones(1)) if False else _nonleaf_param(x))
@@ -148,6 +148,21 @@ def test_state_dict_roundtrip_and_errors():
     with pytest.raises(RuntimeError, match=r"size mismatch for conv1.bias: copying a param with "
                                            r"shape portagrad.Size\(\[3\]\) from checkpoint"):
         b.load_state_dict(wrong, strict=False)
+
+
+def test_load_state_dict_recurses_through_nested_modules():
+    # load() calls itself for each child: grandchildren must be reached and their keys checked
+    def make():
+        return nn.Sequential(nn.Linear(2, 3), nn.Sequential(nn.Linear(3, 3), nn.Sequential(nn.Linear(3, 1))))
+    src, dst = make(), make()
+    sd = src.state_dict()
+    assert "2.weight" not in sd and "1.1.0.weight" in sd
+    assert repr(dst.load_state_dict(sd)) == "<All keys matched successfully>"
+    np.testing.assert_array_equal(dst[1][1][0].weight.detach().numpy(), src[1][1][0].weight.detach().numpy())
+    del sd["1.1.0.bias"]
+    sd["1.1.0.extra"] = pg.zeros(1)
+    res = dst.load_state_dict(sd, strict=False)
+    assert res.missing_keys == ["1.1.0.bias"] and res.unexpected_keys == ["1.1.0.extra"]
 
 
 def test_state_dict_across_devices(device):
@@ -318,7 +333,7 @@ def test_data_parallel_cpu_module_runs_as_is():
     dp = nn.DataParallel(model)
     assert dp(pg.ones(2, 3)).shape == (2, 2)
     with pytest.raises(AttributeError):
-        dp.in_features  # plain DataParallel does not forward attributes
+        dp.in_features  # noqa: B018 - plain DataParallel does not forward attributes
 
 
 def test_data_parallel_two_devices(opencl_devices):

@@ -10,8 +10,8 @@ import os
 
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
 cl = pytest.importorskip("pyopencl", reason="pyopencl is not installed")
 try:
@@ -124,7 +124,7 @@ def assert_same(got: np.ndarray, want: np.ndarray, exact: bool = True, rtol: flo
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True)
 
 
-def run_both(be, method: str, *args) -> "Exception | None":
+def run_both(be, method: str, *args) -> Exception | None:
     """Run on numpy first; returns numpy's exception (the combination is invalid) or None."""
     nargs = [a[1] if isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], View) else a for a in args]
     cargs = [a[0] if isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], View) else a for a in args]

@@ -3,8 +3,8 @@
 The backend caches, per signature (op, dtypes, device, output shape and strides, input strides or
 "scalar"), a plan: kernel, launch geometry and constant arguments. These tests check every launch
 shape a plan can take (chunked loops, one guarded launch, exact main + tail launches, loop and
-N-D strided kernels of rank 1..5) on both sides of the size thresholds, and that a cached plan is right for new buffers,
-offsets and scalar values.
+N-D strided kernels of rank 1..5) on both sides of the size thresholds, and that a cached plan is
+right for new buffers, offsets and scalar values.
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import os
 
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
 cl = pytest.importorskip("pyopencl", reason="pyopencl is not installed")
 try:

@@ -121,16 +121,16 @@ def test_every_fusable_op_matches_unfused(be, dtype):
     b = _rand(301, seed=6, dtype=dtype, positive=True)
     for op in sorted(_UNARY_OK):
         fn = getattr(pg, op)
-        got, ref = _both(be, lambda: fn(a * 0.75) + 1.0)
+        got, ref = _both(be, lambda: fn(a * 0.75) + 1.0)  # noqa: B023 - called within this iteration
         np.testing.assert_array_equal(got, ref, err_msg=op)
     prim = {"add": pg.add, "sub": pg.sub, "mul": pg.mul, "div": pg.div, "pow": pg.pow,
             "maximum": pg.maximum, "minimum": pg.minimum, "atan2": pg.atan2,
             "floordiv": pg.floor_divide, "remainder": pg.remainder}
     assert set(prim) == set(_BINARY_OK)
     for op, fn in sorted(prim.items()):
-        got, ref = _both(be, lambda: fn(a * 3.0, b - 0.25) * 2.0)
+        got, ref = _both(be, lambda: fn(a * 3.0, b - 0.25) * 2.0)  # noqa: B023 - called within this iteration
         np.testing.assert_array_equal(got, ref, err_msg=op)
-        got, ref = _both(be, lambda: fn(a + 1.0, 1.5) - b)  # with a scalar operand
+        got, ref = _both(be, lambda: fn(a + 1.0, 1.5) - b)  # noqa: B023 - called within this iteration; with a scalar operand
         np.testing.assert_array_equal(got, ref, err_msg=op)
 
 
@@ -373,8 +373,8 @@ def test_streaming_vector_path_is_bit_identical(be, dtype, monkeypatch):
         a, b, c = (_rand(n + 1, seed=30 + i, dtype=dtype) for i in range(3))
 
         def arith():
-            y = (a * b + c) / (b - 1.5) * 2.0
-            return [y, -y + a, a[1:] * 3.0 - c[1:]]  # a[1:]: offset 1, not vector-aligned
+            y = (a * b + c) / (b - 1.5) * 2.0  # noqa: B023 - arith() runs within this iteration
+            return [y, -y + a, a[1:] * 3.0 - c[1:]]  # noqa: B023 - as above; a[1:]: offset 1, not vector-aligned
 
         got, ref = _both(be, arith)
         for g, r in zip(got, ref):
@@ -420,7 +420,7 @@ def test_threads_sharing_the_backend_get_their_own_results(be):
     def work(i):
         try:
             got[i] = chain(xs[i]).cpu().numpy()
-        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+        except BaseException as exc:  # reported by the main thread
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]

@@ -13,8 +13,8 @@ import os
 
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
 cl = pytest.importorskip("pyopencl", reason="pyopencl is not installed")
 try:

@@ -3,7 +3,6 @@ device and dtype (PyTorch's promotion), views sharing storage, in-place semantic
 plus the parts of the API that are not table-shaped (random numbers, conversions, repr)."""
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np

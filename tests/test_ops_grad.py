@@ -3,7 +3,8 @@ central finite differences, and ``gradgradcheck`` for a representative subset (e
 reductions, matmul, indexing, views). Samples are small (gradcheck costs O(numel) forwards)."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest

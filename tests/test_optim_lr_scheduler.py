@@ -104,7 +104,7 @@ def test_reduce_lr_on_plateau():
 ], ids=["step", "multistep", "cosine", "onecycle", "plateau"])
 def test_scheduler_state_dict_round_trip_through_save(make):
     def run(sched, opt, n):
-        for i in range(n):
+        for _ in range(n):
             opt.step()
             if isinstance(sched, L.ReduceLROnPlateau):
                 sched.step(1.0)

@@ -63,7 +63,7 @@ def is_scalar(x: Any) -> bool:
     return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, complex)
 
 
-def to_scalar(x: Any, dtype: "_dtype.dtype") -> Any:
+def to_scalar(x: Any, dtype: _dtype.dtype) -> Any:
     """A Python scalar converted to ``dtype``'s kind."""
     if isinstance(x, np.generic):
         x = x.item()
@@ -75,7 +75,7 @@ def to_scalar(x: Any, dtype: "_dtype.dtype") -> Any:
 
 
 def prepare_binary(a: Any, b: Any, op: str, float_only: bool = False
-                   ) -> tuple[Any, Any, "_dtype.dtype"]:
+                   ) -> tuple[Any, Any, _dtype.dtype]:
     """Reconcile two operands: device check, dtype promotion, broadcasting (differentiably).
 
     Returns ``(a, b, dtype)`` where tensors have the broadcast shape and ``dtype`` and scalars are

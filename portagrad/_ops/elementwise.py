@@ -536,7 +536,7 @@ def _zero_grad(g: Tensor, x: Any, y: Any) -> Tensor:
 
 
 neg = _make_unary("neg", "neg", lambda g, x, y: -g, save="none", float_only=False)
-abs = _make_unary("abs", "abs", lambda g, x, y: g * x.sign(), float_only=False)  # noqa: A001
+abs = _make_unary("abs", "abs", lambda g, x, y: g * x.sign(), float_only=False)  # PyTorch's name
 sign = _make_unary("sign", "sign", _zero_grad, save="none", float_only=False)
 sgn = sign
 absolute = abs
@@ -564,7 +564,7 @@ reciprocal = _make_unary("reciprocal", "reciprocal", lambda g, x, y: g * -(y * y
 _round0 = _make_unary("round", "round", _zero_grad, save="none", float_only=False)
 
 
-def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # PyTorch's name
     """Round half to even (``decimals`` digits)."""
     if not input.dtype.is_floating_point:
         return input.clone()
@@ -660,6 +660,7 @@ class _Clamp(Function):
         if hi is not None:
             m2 = le(x, hi)
             mask = m2 if mask is None else logical_and(mask, m2)
+        assert mask is not None  # clamp has at least one bound
         gx = where(mask, g, 0.0)
         glo = ghi = None
         # min(max(x, lo), hi): where lo > hi the result is hi, so lo gets nothing there
@@ -672,7 +673,7 @@ class _Clamp(Function):
         return gx, glo, ghi
 
 
-def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # PyTorch's parameter names
     """Limit values to ``[min, max]`` (either may be ``None``; tensors broadcast)."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")

@@ -167,7 +167,7 @@ def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
 
 
 def aminmax(input: Tensor, *, dim: Any = None, keepdim: bool = False) -> Any:
-    mm = namedtuple("aminmax", ["min", "max"])
+    mm = namedtuple("aminmax", ["min", "max"])  # type: ignore[name-match]  # PyTorch's type name
     return mm(amin(input, () if dim is None else dim, keepdim),
               amax(input, () if dim is None else dim, keepdim))
 

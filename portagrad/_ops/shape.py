@@ -216,11 +216,11 @@ def movedim(x: Tensor, source: Any, destination: Any) -> Tensor:
                                     else [destination])]
     if len(src) != len(dst):
         raise RuntimeError("movedim: Invalid source or destination dims")
-    order = [None] * n
+    placed: list[int | None] = [None] * n
     for s, d in zip(src, dst):
-        order[d] = s
+        placed[d] = s
     rest = iter(i for i in range(n) if i not in src)
-    order = [o if o is not None else next(rest) for o in order]
+    order = [o if o is not None else next(rest) for o in placed]
     return permute(x, tuple(order))
 
 
@@ -270,11 +270,12 @@ def unflatten(x: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
 
 # ------------------------------------------------------------------ basic indexing
 def index_basic_key(x_shape: tuple[int, ...], key: tuple[Any, ...]
-                    ) -> tuple[list[tuple[int, int, int]], list[int | None]]:
+                    ) -> tuple[list[Any], list[int | None]]:
     """Normalise a basic key (ints, slices, None, Ellipsis) against ``x_shape``.
 
-    Returns ``(per-dim (start, length, step) or (index, -1, 0) for ints, positions of None)``;
-    raises ``IndexError`` naming the dimension and size for out-of-range integers."""
+    Returns ``(the key's items with the Ellipsis expanded and trailing dims filled with full
+    slices, [])``; raises ``IndexError`` for a second Ellipsis or too many indices (integers are
+    range-checked by the caller, which knows the dimension)."""
     n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
     if sum(1 for k in key if k is Ellipsis) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")

@@ -61,7 +61,8 @@ method below exists, and reports what is missing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -113,7 +114,7 @@ class View:
     __slots__ = ("buffer", "offset", "shape", "strides", "dtype", "cache")
 
     def __init__(self, buffer: Any, offset: int, shape: tuple[int, ...], strides: tuple[int, ...],
-                 dtype: "dtype") -> None:
+                 dtype: dtype) -> None:
         self.buffer = buffer
         self.offset = offset
         self.shape = shape
@@ -202,24 +203,24 @@ class Backend:
         """Give cached, unused buffers back to the device."""
         raise NotImplementedError
 
-    def from_host(self, dst: View, src: "np.ndarray", non_blocking: bool = False) -> None:
+    def from_host(self, dst: View, src: np.ndarray, non_blocking: bool = False) -> None:
         """Copy the C-contiguous host array ``src`` (same dtype and number of elements) into the
         contiguous view ``dst``. With ``non_blocking`` and a pinned ``src`` the call may return
         after enqueueing; the backend keeps ``src`` alive until the copy is done."""
         raise NotImplementedError
 
-    def to_host(self, src: View) -> "np.ndarray":
+    def to_host(self, src: View) -> np.ndarray:
         """Return a new C-contiguous numpy array with the view's contents (waits for the data)."""
         raise NotImplementedError
 
-    def host_array(self, src: View) -> "np.ndarray | None":
+    def host_array(self, src: View) -> np.ndarray | None:
         """Optional zero-copy: a numpy array *sharing memory* with ``src``, or ``None``.
 
         Only the ``cpu`` backend returns arrays here (``Tensor.numpy()`` shares memory on the CPU,
         like PyTorch); device backends return ``None``."""
         return None
 
-    def wrap_host(self, array: "np.ndarray") -> "tuple[Any, int] | None":
+    def wrap_host(self, array: np.ndarray) -> tuple[Any, int] | None:
         """Optional zero-copy: make a buffer that shares memory with ``array`` (``from_numpy``).
 
         Returns ``(buffer, offset_in_elements)`` or ``None`` when this backend cannot share host
@@ -230,13 +231,13 @@ class Backend:
         """Copy between two devices *of this backend* (contiguous, same dtype and numel)."""
         raise NotImplementedError
 
-    def pin_memory(self, nbytes: int) -> "np.ndarray | None":
+    def pin_memory(self, nbytes: int) -> np.ndarray | None:
         """Optional: a page-locked host buffer as a 1-D ``uint8`` numpy array, or ``None`` when
         the backend has no pinned memory. Pinned host tensors live on the ``cpu`` device and
         use this array as their storage."""
         return None
 
-    def is_pinned(self, array: "np.ndarray") -> bool:
+    def is_pinned(self, array: np.ndarray) -> bool:
         """Whether ``array`` (or the array it views) came from :meth:`pin_memory`."""
         return False
 
@@ -245,7 +246,7 @@ class Backend:
         """``out = op(x)`` elementwise for ``op`` in :data:`UNARY_OPS`; same shapes."""
         raise NotImplementedError
 
-    def binary(self, op: str, a: "View | int | float | bool", b: "View | int | float | bool",
+    def binary(self, op: str, a: View | int | float | bool, b: View | int | float | bool,
                out: View) -> None:
         """``out = op(a, b)`` for ``op`` in :data:`BINARY_OPS` or :data:`COMPARISON_OPS`.
 
@@ -253,7 +254,7 @@ class Backend:
         dimensions) or Python scalars, already of the computation dtype."""
         raise NotImplementedError
 
-    def where(self, cond: View, a: "View | int | float | bool", b: "View | int | float | bool",
+    def where(self, cond: View, a: View | int | float | bool, b: View | int | float | bool,
               out: View) -> None:
         """``out = cond ? a : b``; ``cond`` is bool; all views of ``out``'s shape."""
         raise NotImplementedError
@@ -264,7 +265,7 @@ class Backend:
         ``contiguous``, ``clone``, casts and ``copy_`` into a view."""
         raise NotImplementedError
 
-    def fill(self, out: View, value: "int | float | bool") -> None:
+    def fill(self, out: View, value: int | float | bool) -> None:
         """Set every element of ``out`` to ``value``."""
         raise NotImplementedError
 

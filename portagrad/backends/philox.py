@@ -4,7 +4,10 @@ See :mod:`portagrad.backends.interface` (section "Random numbers") for how count
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import DTypeLike
 
 __all__ = ["philox4x32", "uniform", "normal"]
 
@@ -43,19 +46,19 @@ def _u53(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     return ((hi >> 5).astype(np.float64) * 67108864.0 + (lo >> 6).astype(np.float64)) * (2.0 ** -53)
 
 
-def uniform(n: int, seed: int, offset: int, low: float, high: float, np_dtype: np.dtype) -> np.ndarray:
+def uniform(n: int, seed: int, offset: int, low: float, high: float, np_dtype: DTypeLike) -> np.ndarray:
     """``n`` uniform numbers in ``[low, high)`` of ``np_dtype`` for counters ``offset..offset+n-1``."""
     counter = np.arange(n, dtype=np.uint64) + np.uint64(offset)
     r0, r1, _, _ = philox4x32(counter, seed)
-    np_dtype = np.dtype(np_dtype)
-    if np_dtype == np.float64:
+    dt: np.dtype[Any] = np.dtype(np_dtype)
+    if dt == np.float64:
         u = _u53(r0, r1)
     else:
-        u = ((r0 >> 8).astype(np.float32) * np.float32(2.0 ** -24)).astype(np_dtype)
-    return (np_dtype.type(low) + np_dtype.type(high - low) * u).astype(np_dtype, copy=False)
+        u = ((r0 >> 8).astype(np.float32) * np.float32(2.0 ** -24)).astype(dt)
+    return (dt.type(low) + dt.type(high - low) * u).astype(dt, copy=False)
 
 
-def normal(n: int, seed: int, offset: int, mean: float, std: float, np_dtype: np.dtype) -> np.ndarray:
+def normal(n: int, seed: int, offset: int, mean: float, std: float, np_dtype: DTypeLike) -> np.ndarray:
     """``n`` normal numbers (Box-Muller in float64) for counters ``offset..offset+n-1``."""
     counter = np.arange(n, dtype=np.uint64) + np.uint64(offset)
     r0, r1, r2, r3 = philox4x32(counter, seed)

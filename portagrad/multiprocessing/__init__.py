@@ -6,7 +6,7 @@ Everything from :mod:`multiprocessing` is re-exported. Tensors in shared memory 
 host: use the ``spawn`` or ``forkserver`` start method when child processes use OpenCL, since an
 OpenCL context does not survive ``fork``.
 """
-from multiprocessing import *  # noqa: F401,F403
+from multiprocessing import *  # noqa: F403
 from multiprocessing import get_context, set_start_method  # noqa: F401
 
 from .reductions import init_reductions, rebuild_tensor, reduce_tensor, share_storage  # noqa: F401

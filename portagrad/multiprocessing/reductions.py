@@ -43,7 +43,7 @@ def _extra(t: Tensor) -> dict:
     return {k: v for k, v in t.__dict__.items() if not k.startswith("_accum")}
 
 
-def rebuild_tensor(cls: type, array: np.ndarray, device: str, requires_grad: bool,
+def rebuild_tensor(cls: type[Tensor], array: np.ndarray, device: str, requires_grad: bool,
                    grad: Any = None, extra: Any = None) -> Tensor:
     """Rebuild a tensor sent by value."""
     t = _creation.from_host(array, device=device)
@@ -102,7 +102,7 @@ def share_storage(t: Tensor) -> None:
 _SHM: dict[int, str] = {}
 
 
-def rebuild_shared(cls: type, name: str, nbytes: int, offset: int, shape: tuple, strides: tuple,
+def rebuild_shared(cls: type[Tensor], name: str, nbytes: int, offset: int, shape: tuple, strides: tuple,
                    dtype_name: str, requires_grad: bool, grad: Any, extra: Any) -> Tensor:
     """Map a shared-memory block sent by another process."""
     shm = shared_memory.SharedMemory(name=name)

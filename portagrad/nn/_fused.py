@@ -180,6 +180,7 @@ def cross_entropy_indices(x: Tensor, target: Tensor, ignore_index: int, reductio
     if target.numel():
         # out-of-range targets must not silently pick nothing: checked on every device (on the
         # cpu the host view is free; elsewhere it costs one small read)
+        t: Any  # the target as a host (numpy) array, or None when all are in range
         if target.device.type == "cpu":
             t = target.detach()._host()
         else:

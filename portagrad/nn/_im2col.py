@@ -29,7 +29,7 @@ from .._ops._common import call
 
 __all__ = ["Plan", "plan", "unfold_cols", "fold_cols", "conv_pix", "out_size"]
 
-_CACHE: "OrderedDict[tuple, Plan]" = OrderedDict()
+_CACHE: OrderedDict[tuple, Plan] = OrderedDict()
 _CACHE_SIZE = 512
 
 

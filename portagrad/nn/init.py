@@ -90,7 +90,8 @@ def eye_(tensor: Tensor) -> Tensor:
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     with _no_grad():
-        tensor.copy_(_creation.eye(*tensor.shape, dtype=tensor.dtype, device=tensor.device))
+        n, m = tensor.shape
+        tensor.copy_(_creation.eye(n, m, dtype=tensor.dtype, device=tensor.device))
     return tensor
 
 
@@ -172,7 +173,8 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
 def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> float | None:
     """He et al.'s ``gain / sqrt(fan)``, or ``None`` (with PyTorch's warning) for empty tensors."""
     if 0 in tensor.shape:
-        warnings.warn("Initializing zero-element tensors is a no-op")
+        # stacklevel 1: reported at this line, as PyTorch reports it from its own init module
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=1)
         return None
     return calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
 

@@ -1,7 +1,7 @@
 """``nn.Parameter`` and ``nn.Buffer``: tensors that a :class:`~portagrad.nn.Module` registers."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, SupportsIndex
 
 from .. import _creation
 from .._tensor import Tensor
@@ -32,7 +32,7 @@ class Parameter(Tensor):
 
     __str__ = __repr__
 
-    def __reduce_ex__(self, protocol: int) -> Any:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
         return (_rebuild_parameter, (self.detach(), self.requires_grad))
 
 

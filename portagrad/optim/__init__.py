@@ -4,7 +4,7 @@
 Updates follow PyTorch's formulas step for step (same state names and ``state_dict`` format) and run
 as in-place backend primitives without autograd, so they work on every device.
 """
-from . import lr_scheduler  # noqa: F401
+from . import lr_scheduler
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW

@@ -1,7 +1,8 @@
 """Adadelta (``torch.optim.Adadelta``)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from . import _inplace as I
 from .optimizer import Optimizer, _inc, _step_counter

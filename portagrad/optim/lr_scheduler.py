@@ -13,7 +13,8 @@ import weakref
 from bisect import bisect_right
 from collections import Counter
 from functools import wraps
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .optimizer import Optimizer
 
@@ -146,12 +147,13 @@ class LRScheduler:
 class LambdaLR(LRScheduler):
     """``lr = base_lr * lr_lambda(epoch)`` (one function, or one per group)."""
 
-    def __init__(self, optimizer: Optimizer, lr_lambda: "Callable[[int], float] | Sequence",
+    def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | Sequence,
                  last_epoch: int = -1) -> None:
         _check_optimizer(optimizer)
         self.optimizer = optimizer
+        self.lr_lambdas: list[Callable[[int], float]]
         if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)  # type: ignore[list-item]  # one function
         else:
             if len(lr_lambda) != len(optimizer.param_groups):
                 raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
@@ -276,12 +278,12 @@ class OneCycleLR(LRScheduler):
     """The 1cycle policy (Smith & Topin): warm up to ``max_lr``, then anneal far below the start;
     momentum (or Adam's beta1) cycles the other way. Step it after every batch."""
 
-    def __init__(self, optimizer: Optimizer, max_lr: "float | Sequence[float]",
+    def __init__(self, optimizer: Optimizer, max_lr: float | Sequence[float],
                  total_steps: int | None = None, epochs: int | None = None,
                  steps_per_epoch: int | None = None, pct_start: float = 0.3,
                  anneal_strategy: str = "cos", cycle_momentum: bool = True,
-                 base_momentum: "float | Sequence[float]" = 0.85,
-                 max_momentum: "float | Sequence[float]" = 0.95, div_factor: float = 25.0,
+                 base_momentum: float | Sequence[float] = 0.85,
+                 max_momentum: float | Sequence[float] = 0.95, div_factor: float = 25.0,
                  final_div_factor: float = 1e4, three_phase: bool = False,
                  last_epoch: int = -1) -> None:
         _check_optimizer(optimizer)
@@ -300,6 +302,7 @@ class OneCycleLR(LRScheduler):
         else:
             raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
         n = self.total_steps
+        self._schedule_phases: list[dict[str, Any]]
         if three_phase:
             self._schedule_phases = [
                 {"end_step": float(pct_start * n) - 1, "start_lr": "initial_lr",
@@ -389,7 +392,7 @@ class ReduceLROnPlateau(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, mode: str = "min", factor: float = 0.1,
                  patience: int = 10, threshold: float = 1e-4, threshold_mode: str = "rel",
-                 cooldown: int = 0, min_lr: "float | Sequence[float]" = 0,
+                 cooldown: int = 0, min_lr: float | Sequence[float] = 0,
                  eps: float = 1e-8) -> None:
         if factor >= 1.0:
             raise ValueError("Factor should be < 1.0.")

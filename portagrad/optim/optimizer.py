@@ -6,7 +6,8 @@ import copy
 import functools
 import warnings
 from collections import OrderedDict, defaultdict
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from .. import _dtype, _raw
 from .._tensor import Tensor
@@ -25,8 +26,8 @@ class _RequiredParameter:
 
 required = _RequiredParameter()
 
-_global_pre_hooks: "OrderedDict[int, Callable]" = OrderedDict()
-_global_post_hooks: "OrderedDict[int, Callable]" = OrderedDict()
+_global_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+_global_post_hooks: OrderedDict[int, Callable] = OrderedDict()
 
 
 def _typename(obj: Any) -> str:
@@ -59,8 +60,8 @@ class Optimizer:
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = defaults
-        self._optimizer_step_pre_hooks: "OrderedDict[int, Callable]" = OrderedDict()
-        self._optimizer_step_post_hooks: "OrderedDict[int, Callable]" = OrderedDict()
+        self._optimizer_step_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_step_post_hooks: OrderedDict[int, Callable] = OrderedDict()
         self._opt_called = False
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "

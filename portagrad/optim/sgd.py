@@ -1,7 +1,8 @@
 """Stochastic gradient descent (``torch.optim.SGD``)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from . import _inplace as I
 from .optimizer import Optimizer

@@ -17,7 +17,8 @@ and declares it in its ``pyproject.toml``::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pluggy
 

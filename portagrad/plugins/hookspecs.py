@@ -14,7 +14,7 @@ hookspec = pluggy.HookspecMarker("portagrad")
 
 
 @hookspec
-def portagrad_backends() -> "list[BackendSpec]":
+def portagrad_backends() -> list[BackendSpec]:  # type: ignore[empty-body]  # a spec: never run
     """Return the backends this plugin provides, as :class:`portagrad.plugins.BackendSpec` s.
 
     Called once, when the plugin manager starts. Keep it cheap: return specs whose ``loader``

@@ -12,7 +12,7 @@ import importlib.metadata
 import os
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,7 +70,7 @@ def _collect_specs(state: PluginState) -> None:
     for impl in state.pm.hook.portagrad_backends.get_hookimpls():
         name = impl.plugin_name
         try:
-            specs = impl.function()
+            specs: Any = impl.function()  # whatever the plugin returns: checked below
             for spec in specs or ():
                 if not isinstance(spec, BackendSpec):
                     raise TypeError(f"portagrad_backends() must return BackendSpec objects, got "
@@ -96,6 +96,7 @@ def _build() -> PluginState:
         module = importlib.import_module(f"portagrad.backends.{name}.plugin")
         pm.register(module, name=name)
         state.loaded[name] = "built-in"
+    entry_points: Iterable[importlib.metadata.EntryPoint]
     try:
         entry_points = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
     except Exception as exc:  # pragma: no cover - broken metadata in site-packages
@@ -111,8 +112,8 @@ def _build() -> PluginState:
         try:
             plugin = ep.load()
             pm.register(plugin, name=ep.name)
-            state.loaded[ep.name] = f"{ep.value}" + (f" ({ep.dist.name} {ep.dist.version})"
-                                                     if getattr(ep, "dist", None) else "")
+            dist = getattr(ep, "dist", None)
+            state.loaded[ep.name] = f"{ep.value}" + (f" ({dist.name} {dist.version})" if dist else "")
         except Exception as exc:
             state.failed[ep.name] = _error_text(exc)
     try:

@@ -294,6 +294,7 @@ def test_training_step_matches_cpu(conformance_device: str) -> None:
         w = pg.randn(8, 4, device=device, requires_grad=True)
         loss = (x @ w).tanh().pow(2).mean()
         loss.backward()
+        assert w.grad is not None
         return loss.item(), w.grad.cpu().numpy()
 
     l_dev, g_dev = step(conformance_device)

@@ -16,7 +16,7 @@ from ..ufuncs import BINARY_UFUNCS
 __all__ = ["NumpyBackend"]
 
 # IEEE results (inf, nan) are what tensors compute, as in PyTorch: numpy's floating-point warnings
-# from this module are noise. A filter costs nothing per call, unlike np.errstate (~1 us).
+# from this module are noise. A filter costs nothing per call, unlike entering np.errstate.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
 
 try:  # scipy's erf is exact to float64 rounding; numpy has none
@@ -73,7 +73,7 @@ def _zeros_for(x: np.ndarray) -> Any:
 
 def _relu(x: np.ndarray, out: np.ndarray) -> None:
     # maximum(nan, 0) is nan; maximum(-0.0, 0) is 0.0 (zeros second). numpy's maximum against a
-    # scalar misses its SIMD loop (3x slower than against an array of zeros)
+    # scalar misses its SIMD loop, which an array of zeros takes
     np.maximum(x, _zeros_for(x), out=out)
 
 
@@ -222,9 +222,10 @@ class NumpyBackend(Backend):
 
     def reduce(self, op: str, x: View, axes: Sequence[int], out: View) -> None:
         xa, o = _nd(x), _nd(out)
-        # the ufunc's reduce is what np.sum/np.max call, without their ~2 us of argument handling
+        # the ufunc's reduce is what np.sum/np.max call, without their argument handling
         dt = o.dtype if xa.dtype.kind == "b" and (op == "sum" or op == "prod") else None
-        _REDUCE[op].reduce(xa, axes if axes.__class__ is tuple else tuple(axes), dt, o, True)
+        # numpy's stubs type `out` and `keepdims` as keyword-only; numpy takes them positionally
+        _REDUCE[op].reduce(xa, axes if axes.__class__ is tuple else tuple(axes), dt, o, True)  # type: ignore[call-overload]
 
     def arg_reduce(self, op: str, x: View, axis: int, out: View) -> None:
         f = np.argmax if op == "argmax" else np.argmin
@@ -237,7 +238,7 @@ class NumpyBackend(Backend):
         aa, bb, oo = _nd(a), _nd(b), _nd(out)
         if oo.shape[0] == 1:
             # NOTE: numpy's batched matmul skips BLAS for some transposed operands (a weight
-            # gradient x.T @ g took 13 ms instead of 0.07 ms); a single matrix always gets BLAS
+            # gradient x.T @ g among them); a single matrix always gets BLAS
             np.matmul(aa[0], bb[0], out=oo[0])
             return
         np.matmul(aa, bb, out=oo)
@@ -246,7 +247,8 @@ class NumpyBackend(Backend):
         xa, ia = _nd(x), _nd(index)
         if ia.ndim and all(ia.strides[d] == 0 for d in range(ia.ndim) if d != axis):
             # the index is one row broadcast over the other axes (index_select, im2col): np.take
-            # is ~5x faster than take_along_axis's fancy indexing (indices were range-checked)
+            # copies whole rows where take_along_axis does fancy indexing per element (indices
+            # were range-checked)
             row = ia[tuple(slice(None) if d == axis else 0 for d in range(ia.ndim))]
             src = xa[tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(ia.shape))]
             np.take(src, row, axis=axis, out=_nd(out), mode="clip")
@@ -256,7 +258,7 @@ class NumpyBackend(Backend):
     def scatter(self, out: View, axis: int, index: View, src: View, reduce: str | None) -> None:
         o, idx, s = _nd(out), _nd(index), _nd(src)
         # build a full index tuple: every axis but `axis` indexes itself
-        grids = list(np.indices(idx.shape, sparse=True))
+        grids: list[Any] = list(np.indices(idx.shape, sparse=True))
         grids[axis] = idx
         if reduce == "add":
             np.add.at(o, tuple(grids), s)
@@ -285,7 +287,7 @@ class NumpyBackend(Backend):
     # ------------------------------------------------------- optional fast paths
     # Convolution in an (C, H, W, N) layout: with the batch innermost every window tap is a run of
     # at least N contiguous elements, so im2col is one cheap strided copy and the products are one
-    # GEMM each (numpy copies with short inner runs, as NCHW im2col has, are ~10x slower).
+    # GEMM each (numpy copies with short inner runs, as NCHW im2col has, are much slower).
     def conv2d(self, x: View, w: View, out: View, stride: Sequence[int], padding: Sequence[int],
                dilation: Sequence[int], groups: int) -> None:
         xa, wa, o = _nd(x), _nd(w), _nd(out)
@@ -371,7 +373,7 @@ class NumpyBackend(Backend):
                     np.maximum(best, v, out=best)
                     # tap = k where m. Taps come in increasing order and m never holds at a tap
                     # before the initial one (padding reads -inf), so max(tap, m * k) does it
-                    # (a masked copyto is ~10x slower)
+                    # (cheaper than a masked copyto)
                     np.multiply(m, i * kw + j, out=tmp)
                     np.maximum(tap, tmp, out=tap)
 

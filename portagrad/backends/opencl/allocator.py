@@ -61,7 +61,7 @@ class DeviceBuffer:
     def __del__(self) -> None:
         try:
             self._release(self.mem, self.size)
-        except Exception:  # noqa: BLE001, S110 - interpreter shutdown: modules may be gone
+        except Exception:  # interpreter shutdown: modules may be gone
             pass
 
 
@@ -95,7 +95,7 @@ class CachingAllocator:
         else:
             mem = self._create(nbytes, size)
         self.allocated += size
-        if self.allocated > self.peak_allocated:  # noqa: PLR1730 - cheaper than max()
+        if self.allocated > self.peak_allocated:  # cheaper than max()
             self.peak_allocated = self.allocated
         return DeviceBuffer(mem, nbytes, size, self._index, self._release)
 
@@ -105,7 +105,7 @@ class CachingAllocator:
             for mem in bucket:
                 try:
                     mem.release()
-                except Exception:  # noqa: BLE001, S110 - already released
+                except Exception:  # already released
                     pass
         self._free.clear()
         self.reserved -= self.cached

@@ -53,7 +53,7 @@ def _code_of(exc: BaseException) -> int | None:
     try:
         code = exc.code  # type: ignore[attr-defined]
         return int(code) if code is not None else None
-    except Exception:  # noqa: BLE001 - any failure means "unknown"
+    except Exception:  # any failure means "unknown"
         return None
 
 
@@ -66,7 +66,7 @@ def translate(exc: BaseException, device: str, action: str) -> Exception:
     routine = ""
     try:
         routine = exc.routine  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001, S110 - no routine: the message does without
+    except Exception:  # no routine: the message does without
         pass
     what = getattr(exc, "what", None)
     detail = str(what() if callable(what) else exc).strip()

@@ -86,7 +86,7 @@ class _Node:
 
     __slots__ = ("args", "idx", "off", "op", "ref", "shape", "src", "store", "strides")
 
-    def __init__(self, op: str, args: tuple, ref: Any, off: int, idx: int, src: tuple,
+    def __init__(self, op: str, args: tuple, ref: Any, off: int, idx: int, src: tuple | None,
                  shape: tuple, strides: tuple) -> None:
         self.op, self.args, self.ref, self.off, self.idx = op, args, ref, off, idx
         self.store = True
@@ -292,6 +292,7 @@ class Fuser:
     def _replay(self, nd: _Node, buf: DeviceBuffer, dt: Any) -> None:
         """A group that is one primitive: run it with the ordinary kernels."""
         out = View(buf, nd.off, nd.shape, nd.strides, dt)
+        assert nd.src is not None  # the caller replays only nodes that kept their inputs
         a, b = nd.src
         if len(nd.args) == 1:
             self._eager_unary(nd.op, a, out)
@@ -356,7 +357,7 @@ class Fuser:
         new_idx: dict[int, int] = {}
         leaf_map: dict[int, int] = {}
         scal_map: dict[int, int] = {}
-        prog = []
+        prog: list[tuple[str, tuple, int]] = []
         for i, nd in enumerate(nodes):
             if not need[i]:
                 continue

@@ -293,7 +293,9 @@ def _operand_loads(t: str, x: str, to: int, tk: int, nt: int, kfast: bool, vec: 
     # slot i sits `i * step` further along the slow axis: rows (kfast) or k (o-fast)
     o_of = (lambda i, c: f"{x}o + {i * step}") if kfast else (lambda i, c: f"{x}o + {c}")
     k_of = (lambda i, c: f"{x}k + {c}") if kfast else (lambda i, c: f"{x}k + {i * step}")
-    fast, checked, store = [], [], []
+    fast: list[str] = []
+    checked: list[str] = []
+    store: list[str] = []
     for i in range(slots):
         if vec:
             fast.append(f"r{x}{i} = *(__global const {t4}*)({addr(i)});")

@@ -300,11 +300,13 @@ def elementwise_source(kernels: dict[str, str], in_types: Sequence[tuple[str, bo
             body = f"long gi = get_global_id(0);\n    {ld}\n    O[oo + gi] = {expr};"
         elif layout == "g":
             args.append("long n")
-            body = f"long gi = get_global_id(0);\n    if (gi >= n) return;\n    {ld}\n    O[oo + gi] = {expr};"
+            body = (f"long gi = get_global_id(0);\n    if (gi >= n) return;\n"
+                    f"    {ld}\n    O[oo + gi] = {expr};")
         elif layout == "cl":
             args.append("long n, long ch")
             body = (f"long j0 = get_global_id(0) * ch, j1 = min(n, j0 + ch);\n"
-                    f"    for (long j = j0; j < j1; ++j) {{\n        {ld}\n        O[oo + j] = {expr};\n    }}")
+                    f"    for (long j = j0; j < j1; ++j) {{\n"
+                    f"        {ld}\n        O[oo + j] = {expr};\n    }}")
         elif loop:
             for op in view_ops:
                 args.append(_params(f"{op}s", rank)[2:])

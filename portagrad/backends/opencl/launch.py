@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 #: portagrad dtype name -> numpy scalar type of the matching kernel argument
-NP_SCALAR = {"bool": np.uint8, "int32": np.int32, "int64": np.int64, "float32": np.float32,
+NP_SCALAR: dict[str, Any] = {"bool": np.uint8, "int32": np.int32, "int64": np.int64, "float32": np.float32,
              "float64": np.float64, "float16": np.float16}
 _I64 = np.int64
 

@@ -24,8 +24,8 @@ class PinnedHolder:
 
     def __del__(self) -> None:
         try:  # unmap before the buffer goes; harmless if the queue is already gone
-            self.mapped.base.release(self._queue)
-        except Exception:  # noqa: BLE001, S110
+            self.mapped.base.release(self._queue)  # type: ignore[union-attr]  # base: pyopencl's MemoryMap
+        except Exception:  # the queue or the interpreter may already be gone
             pass
 
 
@@ -36,8 +36,10 @@ def pin_memory(context: Any, queue: Any, nbytes: int) -> np.ndarray:
     size = max(int(nbytes), 1)
     flags = cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR
     buf = cl.Buffer(context, flags, size)
-    mapped, _ = cl.enqueue_map_buffer(queue, buf, cl.map_flags.READ | cl.map_flags.WRITE, 0,
-                                      (size,), np.uint8, is_blocking=True)
+    # pyopencl's stubs: the OR of two map_flags is an int to them, and they want a dtype object
+    mapped, _ = cl.enqueue_map_buffer(  # type: ignore[type-var, misc]
+        queue, buf, cl.map_flags.READ | cl.map_flags.WRITE, 0,  # type: ignore[arg-type]
+        (size,), np.uint8, is_blocking=True)
     holder = PinnedHolder(buf, mapped, queue)
     arr = np.asarray(holder)
     return arr[:nbytes] if nbytes != size else arr

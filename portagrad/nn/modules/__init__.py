@@ -1,32 +1,40 @@
 """All ``nn`` layer classes."""
-from .activation import *  # noqa: F401,F403
-from .activation import __all__ as _a
-from .batchnorm import *  # noqa: F401,F403
-from .batchnorm import __all__ as _b
-from .container import *  # noqa: F401,F403
-from .container import __all__ as _c
-from .conv import *  # noqa: F401,F403
-from .conv import __all__ as _cv
-from .dropout import *  # noqa: F401,F403
-from .dropout import __all__ as _d
-from .flatten import *  # noqa: F401,F403
-from .flatten import __all__ as _f
-from .linear import *  # noqa: F401,F403
-from .linear import __all__ as _li
-from .loss import *  # noqa: F401,F403
-from .loss import __all__ as _lo
-from .misc import *  # noqa: F401,F403
-from .misc import __all__ as _mi
+from .activation import *  # noqa: F403
+from .batchnorm import *  # noqa: F403
+from .container import *  # noqa: F403
+from .conv import *  # noqa: F403
+from .dropout import *  # noqa: F403
+from .flatten import *  # noqa: F403
+from .linear import *  # noqa: F403
+from .loss import *  # noqa: F403
+from .misc import *  # noqa: F403
 from .module import Module
-from .normalization import *  # noqa: F401,F403
-from .normalization import __all__ as _n
-from .pooling import *  # noqa: F401,F403
-from .rnn import *  # noqa: F401,F403
-from .rnn import __all__ as _r
-from .transformer import *  # noqa: F401,F403
-from .transformer import __all__ as _t
-from .pooling import __all__ as _p
-from .sparse import *  # noqa: F401,F403
-from .sparse import __all__ as _s
+from .normalization import *  # noqa: F403
+from .pooling import *  # noqa: F403
+from .rnn import *  # noqa: F403
+from .transformer import *  # noqa: F403
+from .sparse import *  # noqa: F403
 
-__all__ = ["Module", *_a, *_b, *_c, *_cv, *_d, *_f, *_li, *_lo, *_mi, *_n, *_p, *_r, *_s, *_t]
+# written out (not built with * from the submodules' lists) so that type checkers see the names;
+# tests/test_api_surface.py checks it against the submodules
+__all__ = [
+    "Module", "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish",
+    "Sigmoid", "Tanh", "Hardtanh", "Hardsigmoid", "Hardswish", "Softplus", "Softsign", "LogSigmoid",
+    "Softmax", "LogSoftmax", "Softmin", "Threshold", "GLU", "PReLU", "Tanhshrink", "Softshrink",
+    "Hardshrink", "MultiheadAttention", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+    "InstanceNorm1d", "InstanceNorm2d", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
+    "ParameterDict", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Dropout",
+    "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "Flatten", "Unflatten", "Identity",
+    "Linear", "Bilinear", "L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss",
+    "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss",
+    "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss",
+    "TripletMarginLoss", "MultiLabelSoftMarginLoss", "ZeroPad1d", "ZeroPad2d", "ConstantPad1d",
+    "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
+    "CircularPad1d", "CircularPad2d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
+    "CosineSimilarity", "PairwiseDistance", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle",
+    "Fold", "Unfold", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm", "MaxPool1d",
+    "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool2d", "RNNBase", "RNN", "LSTM", "GRU",
+    "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "Embedding", "TransformerEncoderLayer",
+    "TransformerEncoder"
+]

@@ -4,7 +4,8 @@ from __future__ import annotations
 import operator
 from collections import OrderedDict
 from itertools import chain, islice
-from typing import Any, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from ..._tensor import Tensor
 from ..parameter import Parameter
@@ -55,7 +56,7 @@ class Sequential(Module):
     def __len__(self) -> int:
         return len(self._modules)
 
-    def __add__(self, other: "Sequential") -> "Sequential":
+    def __add__(self, other: Sequential) -> Sequential:
         if not isinstance(other, Sequential):
             raise ValueError("add operator supports only objects of Sequential class, but "
                              f"{type(other)} is given.")
@@ -65,16 +66,16 @@ class Sequential(Module):
         return ret
 
     def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
+        return iter(self._modules.values())  # type: ignore[arg-type]  # children are Modules (None only through register_module)
 
     def __dir__(self) -> list[str]:
         return [k for k in super().__dir__() if not k.isdigit()]
 
-    def append(self, module: Module) -> "Sequential":
+    def append(self, module: Module) -> Sequential:
         self.add_module(str(len(self)), module)
         return self
 
-    def insert(self, index: int, module: Module) -> "Sequential":
+    def insert(self, index: int, module: Module) -> Sequential:
         if not isinstance(module, Module):
             raise AssertionError(f"module should be of type: {Module}")
         n = len(self._modules)
@@ -87,7 +88,7 @@ class Sequential(Module):
         self._modules[str(index)] = module
         return self
 
-    def extend(self, sequential: Iterable[Module]) -> "Sequential":
+    def extend(self, sequential: Iterable[Module]) -> Sequential:
         for layer in sequential:
             self.append(layer)
         return self
@@ -124,7 +125,7 @@ class ModuleList(Module):
 
     def __getitem__(self, idx: Any) -> Any:
         if isinstance(idx, slice):
-            return self.__class__(list(self._modules.values())[idx])
+            return self.__class__(list(self._modules.values())[idx])  # type: ignore[arg-type]  # children are Modules (None only through register_module)
         return self._modules[self._get_abs_string_index(idx)]
 
     def __setitem__(self, idx: int, module: Module) -> None:
@@ -143,12 +144,12 @@ class ModuleList(Module):
         return len(self._modules)
 
     def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
+        return iter(self._modules.values())  # type: ignore[arg-type]  # children are Modules (None only through register_module)
 
-    def __iadd__(self, modules: Iterable[Module]) -> "ModuleList":
+    def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)
 
-    def __add__(self, other: Iterable[Module]) -> "ModuleList":
+    def __add__(self, other: Iterable[Module]) -> ModuleList:
         combined = ModuleList()
         for i, module in enumerate(chain(self, other)):
             combined.add_module(str(i), module)
@@ -162,7 +163,7 @@ class ModuleList(Module):
             self._modules[str(i)] = self._modules[str(i - 1)]
         self._modules[str(index)] = module
 
-    def append(self, module: Module) -> "ModuleList":
+    def append(self, module: Module) -> ModuleList:
         self.add_module(str(len(self)), module)
         return self
 
@@ -171,7 +172,7 @@ class ModuleList(Module):
         del self[key]
         return v
 
-    def extend(self, modules: Iterable[Module]) -> "ModuleList":
+    def extend(self, modules: Iterable[Module]) -> ModuleList:
         if not isinstance(modules, Iterable):
             raise TypeError("ModuleList.extend should be called with an iterable, but got " +
                             type(modules).__name__)
@@ -219,7 +220,7 @@ class ModuleDict(Module):
             self.update(modules)
 
     def __getitem__(self, key: str) -> Module:
-        return self._modules[key]
+        return self._modules[key]  # type: ignore[return-value]  # children are Modules (None only through register_module)
 
     def __setitem__(self, key: str, module: Module) -> None:
         self.add_module(key, module)
@@ -265,10 +266,10 @@ class ModuleDict(Module):
                 if not isinstance(m, Iterable):
                     raise TypeError("ModuleDict update sequence element #" + str(j) +
                                     " should be Iterable; is" + type(m).__name__)
-                if not len(m) == 2:
+                if not len(m) == 2:  # type: ignore[arg-type]  # a pair; len() raises for unsized ones, as in PyTorch
                     raise ValueError("ModuleDict update sequence element #" + str(j) +
-                                     " has length " + str(len(m)) + "; 2 is required")
-                self[m[0]] = m[1]
+                                     " has length " + str(len(m)) + "; 2 is required")  # type: ignore[arg-type]  # as above
+                self[m[0]] = m[1]  # type: ignore[index]  # as above
 
     def forward(self, *args: Any) -> Any:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
@@ -304,10 +305,10 @@ class ParameterList(Module):
     def __iter__(self) -> Iterator[Any]:
         return iter(self[i] for i in range(len(self)))
 
-    def __iadd__(self, parameters: Iterable[Any]) -> "ParameterList":
+    def __iadd__(self, parameters: Iterable[Any]) -> ParameterList:
         return self.extend(parameters)
 
-    def append(self, value: Any) -> "ParameterList":
+    def append(self, value: Any) -> ParameterList:
         new_idx = len(self)
         self._size += 1
         if isinstance(value, Tensor) and not isinstance(value, Parameter):
@@ -315,7 +316,7 @@ class ParameterList(Module):
         setattr(self, str(new_idx), value)
         return self
 
-    def extend(self, values: Iterable[Any]) -> "ParameterList":
+    def extend(self, values: Iterable[Any]) -> ParameterList:
         for value in values:
             self.append(value)
         return self

@@ -199,6 +199,11 @@ class Module:
     registers it; ``named_parameters``, ``state_dict``, ``to`` ... walk the tree of submodules."""
 
     training: bool
+    # set in __init__ through object.__setattr__ (bypassing registration), declared here for checkers
+    _parameters: dict[str, Parameter | None]
+    _buffers: dict[str, Tensor | None]
+    _non_persistent_buffers_set: set[str]
+    _modules: dict[str, Module | None]
     _version: int = 1
     call_super_init: bool = False
     dump_patches: bool = False
@@ -235,7 +240,7 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
                                   f'"forward" function')
 
-    forward = _forward_unimplemented  # type: ignore[assignment]
+    forward = _forward_unimplemented
 
     # ------------------------------------------------------------ registration
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -532,7 +537,7 @@ class Module:
         if recurse:
             for module in self.children():
                 module._apply(fn)
-        for key, param in self._parameters.items():
+        for param in self._parameters.values():
             if param is None:
                 continue
             with grad_mode.no_grad():
@@ -725,7 +730,7 @@ class Module:
                 keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
-            destination._metadata = OrderedDict()  # type: ignore[attr-defined]
+            destination._metadata = OrderedDict()
         meta = getattr(destination, "_metadata", None)
         if meta is not None:
             meta[prefix[:-1]] = {"version": self._version}
@@ -777,7 +782,7 @@ class Module:
                             setattr(self, name, input_param)
                     else:
                         param.copy_(input_param)
-            except Exception as ex:  # noqa: BLE001 - reported like PyTorch
+            except Exception as ex:  # reported like PyTorch
                 error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in '
                                   f"the model are {param.shape} and whose dimensions in the "
                                   f"checkpoint are {input_param.shape}, an exception occurred : "
@@ -815,7 +820,9 @@ class Module:
                                          unexpected_keys, error_msgs)
             for name, child in module._modules.items():
                 if child is not None:
-                    load(child, prefix + name + ".")
+                    # bound while load(self) below runs; `del load` after it only breaks the
+                    # closure's reference cycle (ruff reads the del as making the name undefined)
+                    load(child, prefix + name + ".")  # noqa: F821
             incompatible = _IncompatibleKeys(missing_keys, unexpected_keys)
             for hook in module._load_state_dict_post_hooks.values():
                 hook(module, incompatible)

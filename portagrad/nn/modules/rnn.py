@@ -138,7 +138,8 @@ class RNNBase(Module):
             if tuple(h0.shape) != (self.num_layers * D, N, H):
                 raise RuntimeError(f"Expected hidden size {(self.num_layers * D, N, H)}, got "
                                    f"{list(h0.shape)}")
-        h_n, c_n = [], []
+        h_n: list[Tensor] = []
+        c_n: list[Any] = []  # the LSTM's cell states (its steps return them, typed optional)
         layer_in = x
         for layer in range(self.num_layers):
             outs = []
@@ -150,7 +151,7 @@ class RNNBase(Module):
                 xg = F.linear(layer_in, w_ih, b_ih)  # (T, N, G): one matmul for the sequence
                 k = layer * D + direction
                 h = h0[k]
-                c = c0[k] if is_lstm else None
+                c = c0[k] if c0 is not None else None  # c0 is set exactly for LSTMs
                 steps = range(T - 1, -1, -1) if direction == 1 else range(T)
                 seq: list[Tensor | None] = [None] * T
                 for t in steps:

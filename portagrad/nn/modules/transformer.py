@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..._ops import elementwise as E
 from ..._tensor import Tensor

@@ -83,7 +83,8 @@ def replicate(network: Module, devices: Sequence[Any], detach: bool = False) -> 
                     r._parameters[key] = p
                 else:
                     q = p.to(dev)
-                    r._parameters[key] = q.detach() if detach else q
+                    # a replica holds plain tensors where the module has Parameters (as PyTorch's)
+                    r._parameters[key] = q.detach() if detach else q  # type: ignore[assignment]
             for key, b in m._buffers.items():
                 if b is not None and b.device != dev:
                     r._buffers[key] = b.to(dev)
@@ -118,8 +119,8 @@ def gather(outputs: Sequence[Any], target_device: Any, dim: int = 0) -> Any:
 def _module_device(module: Module) -> Any:
     for t in module.parameters():
         return t.device
-    for t in module.buffers():
-        return t.device
+    for b in module.buffers():
+        return b.device
     return _device.device("cpu")
 
 
@@ -156,11 +157,11 @@ class DataParallel(Module):
                 raise RuntimeError(f"module must have its parameters and buffers on device "
                                    f"{self.src_device_obj} (device_ids[0]) but found one of them "
                                    f"on device: {t.device}")
-        for t in self.module.buffers():
-            if t.device != self.src_device_obj:
+        for b in self.module.buffers():
+            if b.device != self.src_device_obj:
                 raise RuntimeError(f"module must have its parameters and buffers on device "
                                    f"{self.src_device_obj} (device_ids[0]) but found one of them "
-                                   f"on device: {t.device}")
+                                   f"on device: {b.device}")
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         if not self.device_ids:

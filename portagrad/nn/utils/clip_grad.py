@@ -46,11 +46,11 @@ def get_total_norm(tensors: Any, norm_type: float = 2.0, error_if_nonfinite: boo
 
 def clip_grads_with_norm_(parameters: Any, max_norm: float, total_norm: Tensor,
                           foreach: Any = None) -> None:
-    params = [p for p in _params(parameters) if p.grad is not None]
+    grads = [g for g in (p.grad for p in _params(parameters)) if g is not None]
     with no_grad():
         coef = E.clamp(E.div(max_norm, E.add(total_norm, 1e-6)), None, 1.0)
-        for p in params:
-            p.grad.mul_(coef.to(p.grad.device, p.grad.dtype))
+        for g in grads:
+            g.mul_(coef.to(g.device, g.dtype))
 
 
 def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,

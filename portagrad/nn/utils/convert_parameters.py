@@ -1,7 +1,7 @@
 """``parameters_to_vector`` / ``vector_to_parameters``."""
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..._ops import joining as J
 from ..._ops import shape as S

@@ -179,7 +179,7 @@ def worker_loop(is_iterable: bool, dataset: Any, index_queue: Any, data_queue: A
                 data, init_error = init_error, None
             else:
                 try:
-                    data = fetcher.fetch(index)  # type: ignore[union-attr]
+                    data = fetcher.fetch(index)
                 except StopIteration:
                     if is_iterable:
                         data = _IterableDatasetStopIteration(worker_id)

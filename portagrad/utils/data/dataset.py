@@ -120,7 +120,8 @@ class ChainDataset(IterableDataset[T_co]):
             yield from d
 
     def __len__(self) -> int:
-        return sum(len(d) for d in self.datasets)  # type: ignore[arg-type]
+        # IterableDataset declares no __len__: sized only where the user's datasets are
+        return sum(len(d) for d in self.datasets)  # type: ignore[arg-type, misc]
 
 
 class Subset(Dataset[T_co]):
@@ -132,7 +133,7 @@ class Subset(Dataset[T_co]):
 
     def __getitem__(self, idx: Any) -> Any:
         if isinstance(idx, list):
-            return self.dataset[[self.indices[i] for i in idx]]  # type: ignore[index]
+            return self.dataset[[self.indices[i] for i in idx]]
         return self.dataset[self.indices[idx]]
 
     def __getitems__(self, indices: list[int]) -> list[T_co]:
@@ -167,9 +168,9 @@ def random_split(dataset: Dataset[T_co], lengths: Sequence[int | float],
                               f"dataset.", stacklevel=2)
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    indices = _random.randperm(sum(lengths), generator=generator).tolist()
+    indices = _random.randperm(n, generator=generator).tolist()  # n == sum(lengths), checked above
     out, offset = [], 0
-    for length in lengths:
-        out.append(Subset(dataset, indices[offset:offset + int(length)]))
-        offset += int(length)
+    for size in lengths:
+        out.append(Subset(dataset, indices[offset:offset + int(size)]))
+        offset += int(size)
     return out
