@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import functools
 import itertools
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from . import _dtype
 from ._shape import contiguous_strides
@@ -54,7 +55,7 @@ def strides_for(shape: tuple[int, ...]) -> tuple[int, ...]:
     return contiguous_strides(shape)
 
 
-def new_on(st: Storage, shape: tuple[int, ...], dtype: "_dtype.dtype") -> Tensor:
+def new_on(st: Storage, shape: tuple[int, ...], dtype: _dtype.dtype) -> Tensor:
     """A new contiguous, uninitialised tensor on the device of storage ``st`` (its storage stamped
     with the current allocation epoch: see :func:`open_epoch`)."""
     nbytes = dtype.itemsize
@@ -168,7 +169,7 @@ def unary(op: str, x: Tensor, out_dtype: Any = None) -> Tensor:
     return out
 
 
-def binary(op: str, a: Any, b: Any, out_dtype: "_dtype.dtype", like: Tensor | None = None,
+def binary(op: str, a: Any, b: Any, out_dtype: _dtype.dtype, like: Tensor | None = None,
            out: Tensor | None = None) -> Tensor:
     """``op(a, b)`` for same-shape tensors (or scalars, or bare Views) of the computation dtype:
     a new tensor of ``like``'s shape (else the tensor operand's), or written into ``out``."""
@@ -188,7 +189,7 @@ def binary(op: str, a: Any, b: Any, out_dtype: "_dtype.dtype", like: Tensor | No
 
 
 def binary_views(op: str, st: Storage, a: Any, b: Any, shape: tuple[int, ...],
-                 dtype: "_dtype.dtype") -> Tensor:
+                 dtype: _dtype.dtype) -> Tensor:
     """``op(a, b)`` into a new contiguous tensor of ``shape`` and ``dtype`` on ``st``'s device,
     for operands that are already Views (or scalars) of that shape: the operators' fast path,
     with nothing to look up but the backend."""
@@ -197,13 +198,13 @@ def binary_views(op: str, st: Storage, a: Any, b: Any, shape: tuple[int, ...],
     return out
 
 
-def where(cond: Tensor, a: Any, b: Any, dtype: "_dtype.dtype", like: Tensor) -> Tensor:
+def where(cond: Tensor, a: Any, b: Any, dtype: _dtype.dtype, like: Tensor) -> Tensor:
     out = new_on(like._storage, cond._v.shape, dtype)
     like._storage.backend.where(cond._v, _v(a), _v(b), out._v)
     return out
 
 
-def cast(x: Tensor, dtype: "_dtype.dtype") -> Tensor:
+def cast(x: Tensor, dtype: _dtype.dtype) -> Tensor:
     """A contiguous copy of ``x`` converted to ``dtype``."""
     out = new_on(x._storage, x._v.shape, dtype)
     x._storage.backend.copy(x._v, out._v)
@@ -368,7 +369,7 @@ def arg_reduce(op: str, x: Tensor, axis: int, keepdim: bool) -> Tensor:
     return out if keepdim else _drop_axes(out, (axis,))
 
 
-def cumsum(x: Tensor, axis: int, dtype: "_dtype.dtype") -> Tensor:
+def cumsum(x: Tensor, axis: int, dtype: _dtype.dtype) -> Tensor:
     if x._v.dtype is not dtype:
         x = cast(x, dtype)
     out = new_on(x._storage, x._v.shape, dtype)
@@ -438,7 +439,7 @@ class Scratch:
         self._allocate = be.allocate
         self._index = st.index
 
-    def new(self, shape: tuple[int, ...], dtype: "_dtype.dtype") -> View:
+    def new(self, shape: tuple[int, ...], dtype: _dtype.dtype) -> View:
         """A new, uninitialised, contiguous View of ``shape`` and ``dtype``."""
         nbytes = dtype.itemsize
         for d in shape:

@@ -9,7 +9,6 @@ when it is loaded: ``_E``, ``_R``, ... are imported here for type checkers only,
 runtime by :func:`_bind`, which ``portagrad/__init__.py`` calls once the op modules are loaded.
 That call is the one place where ``Tensor`` and the layers above it are tied together.
 """
-# ruff: noqa: TC004  (the names imported for type checkers are bound at runtime by _bind)
 from __future__ import annotations
 
 import builtins

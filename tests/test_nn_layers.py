@@ -251,6 +251,14 @@ def test_inplace_relu(device):
 
 
 # ------------------------------------------------------------------ norms, dropout, embedding
+def test_batch_norm_in_evaluation_needs_running_stats(device):
+    # PyTorch: RuntimeError "running_mean must be defined in evaluation mode" (an AttributeError
+    # on None before)
+    x = pg.randn(4, 3, device=device)
+    with pytest.raises(RuntimeError, match="running_mean must be defined in evaluation mode"):
+        F.batch_norm(x, None, None, training=False)
+
+
 def test_batchnorm_train_eval(device):
     bn = nn.BatchNorm2d(3, momentum=0.5).to(device).double()
     x = RNG.standard_normal((4, 3, 2, 2)) * 2 + 1

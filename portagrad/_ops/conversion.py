@@ -43,7 +43,7 @@ class _ToCopy(Function):
         return to(g, dev, dt), None, None, None
 
 
-def _copy_to(x: Tensor, dev: Any, dtype: "_dtype.dtype", non_blocking: bool) -> Tensor:
+def _copy_to(x: Tensor, dev: Any, dtype: _dtype.dtype, non_blocking: bool) -> Tensor:
     src_dev = x._storage.device
     if dev == src_dev:
         return _raw.cast(x, dtype)

@@ -111,6 +111,7 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
 
     # 2. seed the buffers with the roots' gradients
     buffers: dict[int, list[Any]] = {}
+    g: Any  # a gradient tensor, None, or the _NOTHING marker
     for (node, nr), g in zip(roots, root_grads):
         if node is None:
             continue
@@ -147,9 +148,9 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                 _disown_all(grads)
             if targets:
                 for nr, g in enumerate(grads):
-                    k = targets.get((key, nr))
-                    if k is not None:
-                        captured[k] = g
+                    slot = targets.get((key, nr))
+                    if slot is not None:
+                        captured[slot] = g
                         _disown_all((g,))  # returned to the caller or stored as a .grad
             if node.__class__ is AccumulateGrad:
                 if accumulate and (inputs is None or key in target_ids):
@@ -220,7 +221,7 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
             if g is not None and t._grad_fn is not None:
                 _store_grad(t, g, create_graph)
     if inputs is not None and not accumulate and not allow_unused:
-        for k, g in enumerate(captured):
+        for g in captured:
             if g is None:
                 raise RuntimeError("One of the differentiated Tensors appears to not have been used "
                                    "in the graph. Set allow_unused=True if this is the desired behavior.")

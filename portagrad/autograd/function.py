@@ -11,7 +11,8 @@ from __future__ import annotations
 import itertools
 import weakref
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from . import grad_mode
 from .anomaly import _record_trace, _state as _anomaly_state
@@ -36,7 +37,7 @@ class RemovableHandle:
 
     _ids = itertools.count()
 
-    def __init__(self, hooks: "OrderedDict[int, Any]") -> None:
+    def __init__(self, hooks: OrderedDict[int, Any]) -> None:
         self._hooks_ref = weakref.ref(hooks) if _weakrefable(hooks) else (lambda h=hooks: h)
         self.id = next(RemovableHandle._ids)
 
@@ -45,7 +46,7 @@ class RemovableHandle:
         if hooks is not None:
             hooks.pop(self.id, None)
 
-    def __enter__(self) -> "RemovableHandle":
+    def __enter__(self) -> RemovableHandle:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -70,11 +71,11 @@ class Node:
     _name: str = "Node"
 
     # defaults live on the class so that making a node (once per recorded op) costs one attribute
-    _next: tuple[tuple["Node | None", int], ...] = ()
-    _tensor_hooks: dict[int, "_HookDict"] | None = None  # output_nr -> tensor hooks
+    _next: tuple[tuple[Node | None, int], ...] = ()
+    _tensor_hooks: dict[int, _HookDict] | None = None  # output_nr -> tensor hooks
     _retained: dict[int, Any] | None = None  # output_nr -> weakref(tensor) of retain_grad()
-    _hooks: "_HookDict | None" = None  # node hooks: fn(grad_inputs, grad_outputs)
-    _pre_hooks: "_HookDict | None" = None  # node pre-hooks: fn(grad_outputs)
+    _hooks: _HookDict | None = None  # node hooks: fn(grad_inputs, grad_outputs)
+    _pre_hooks: _HookDict | None = None  # node pre-hooks: fn(grad_outputs)
     _anomaly: str | None = None  # forward traceback, recorded under detect_anomaly
     _out_meta: list | None = None  # per output: (shape, dtype, device), where known
     # whether backward is built-in code the engine trusts with its gradients (see _TRUSTED)
@@ -88,7 +89,7 @@ class Node:
         return self._name
 
     @property
-    def next_functions(self) -> tuple[tuple["Node | None", int], ...]:
+    def next_functions(self) -> tuple[tuple[Node | None, int], ...]:
         """``((node, output_nr), ...)``, one per input of the forward op."""
         return self._next
 
@@ -146,20 +147,20 @@ class AccumulateGrad(Node):
 
     _name = "AccumulateGrad"
 
-    def __init__(self, leaf: "Tensor") -> None:
+    def __init__(self, leaf: Tensor) -> None:
         super().__init__()
         self._leaf_ref = weakref.ref(leaf)
         self._meta = (leaf._v.shape, leaf._v.dtype, leaf._storage.device)
 
     @property
-    def variable(self) -> "Tensor | None":
+    def variable(self) -> Tensor | None:
         return self._leaf_ref()
 
     def _leaf_meta(self) -> tuple | None:
         leaf = self._leaf_ref()
         return self._meta if leaf is None else (leaf._v.shape, leaf._v.dtype, leaf._storage.device)
 
-    def _accumulate(self, grad: "Tensor", create_graph: bool, epoch: int | None = None) -> None:
+    def _accumulate(self, grad: Tensor, create_graph: bool, epoch: int | None = None) -> None:
         """Add ``grad`` into the leaf's ``.grad``. ``epoch``: the allocation epoch of the engine's
         backward run, when ``grad`` is a gradient the engine owns (see :func:`_adoptable`); None
         when it must never be adopted."""
@@ -194,7 +195,7 @@ class AccumulateGrad(Node):
                     old.add_(grad)
 
 
-def _adoptable(grad: "Tensor", leaf: "Tensor", epoch: int) -> bool:
+def _adoptable(grad: Tensor, leaf: Tensor, epoch: int) -> bool:
     """Whether ``grad`` may become ``leaf.grad`` as it is (PyTorch steals such a gradient too).
 
     It must be a plain, contiguous, offset-0 tensor without autograd state, the same shape and
@@ -232,15 +233,16 @@ class FunctionCtx:
     """What ``forward``/``backward`` receive as ``ctx``: save tensors and flags for backward."""
 
     needs_input_grad: tuple[bool, ...] = ()
+    _name: str  # the node's name, from Node (BackwardFunction derives from both)
     _saved: list | None = None
     _released = False
     _materialize = True
     _dirty: tuple = ()
     _non_diff: tuple = ()
 
-    def save_for_backward(self, *tensors: "Tensor | None") -> None:
+    def save_for_backward(self, *tensors: Tensor | None) -> None:
         """Save tensors for ``backward``; their versions are checked when they are read back."""
-        saved = []
+        saved: list[tuple[Tensor, int, bool, int] | None] = []
         for t in tensors:
             if t is None:
                 saved.append(None)
@@ -255,14 +257,14 @@ class FunctionCtx:
         self._saved = saved
 
     @property
-    def saved_tensors(self) -> tuple["Tensor | None", ...]:
+    def saved_tensors(self) -> tuple[Tensor | None, ...]:
         """The tensors given to ``save_for_backward``; raises if one was modified in place since."""
         if self._released:
             raise RuntimeError(_FREED)
         saved = self._saved
         if not saved:
             return ()
-        out = []
+        out: list[Tensor | None] = []
         for entry in saved:
             if entry is None:
                 out.append(None)
@@ -284,11 +286,11 @@ class FunctionCtx:
             out.append(t)
         return tuple(out)
 
-    def mark_dirty(self, *tensors: "Tensor") -> None:
+    def mark_dirty(self, *tensors: Tensor) -> None:
         """Declare inputs that ``forward`` modified in place (and returns)."""
         self._dirty = tensors
 
-    def mark_non_differentiable(self, *tensors: "Tensor") -> None:
+    def mark_non_differentiable(self, *tensors: Tensor) -> None:
         """Declare outputs that have no gradient (e.g. indices)."""
         self._non_diff = tensors
 
@@ -297,7 +299,7 @@ class FunctionCtx:
         self._materialize = bool(value)
 
 
-def _producer(t: "Tensor") -> str:
+def _producer(t: Tensor) -> str:
     fn = t._grad_fn
     return fn.name() if fn is not None else "a leaf tensor"
 
@@ -305,7 +307,7 @@ def _producer(t: "Tensor") -> str:
 class BackwardFunction(FunctionCtx, Node):
     """A node made by ``Function.apply``; it is also the ``ctx`` of forward and backward."""
 
-    _fn_cls: type["Function"]
+    _fn_cls: type[Function]
     _nout = 1
 
     def __init__(self) -> None:
@@ -374,6 +376,7 @@ class BackwardFunction(FunctionCtx, Node):
     def _zeros_for(self, i: int) -> Any:
         from .. import _creation
 
+        assert self._out_meta is not None  # set by Function.apply for nodes that zero-fill
         shape, dtype, device = self._out_meta[i]
         return _creation.zeros(shape, dtype=dtype, device=device)
 
@@ -384,7 +387,7 @@ class BackwardFunction(FunctionCtx, Node):
             self._released = True
 
 
-def _input_meta(edge: tuple["Node | None", int]) -> tuple | None:
+def _input_meta(edge: tuple[Node | None, int]) -> tuple | None:
     """(shape, dtype, device) of the tensor an edge leads to, when known."""
     node = edge[0]
     if node is None:
@@ -550,10 +553,10 @@ def _wrap_outputs(ctx: BackwardFunction, args: tuple, outputs: Any, T: Any) -> A
         for entry in ctx._saved:
             if entry is not None:
                 t = entry[0]
-                i = out_index.get(id(t), orig_index.get(id(t)))
-                if i is not None:
+                nr = out_index.get(id(t), orig_index.get(id(t)))
+                if nr is not None:
                     # a dirty input's version is the one after forward modified it
-                    entry = (t._alias(), t._vc[0], True, i)
+                    entry = (t._alias(), t._vc[0], True, nr)
             fixed.append(entry)
         ctx._saved = fixed
     if _anomaly_state.enabled:
@@ -571,13 +574,13 @@ def _is_input(o: Any, args: tuple) -> bool:
     return False
 
 
-def _mark_view(o: "Tensor", args: tuple) -> None:
+def _mark_view(o: Tensor, args: tuple) -> None:
     """Remember the version at which a differentiable view was made (see ``Tensor.grad_fn``)."""
     if o._base is not None:
         o._view_ver = o._vc[0]
 
 
-def _move_retained(t: "Tensor", node: Node, nr: int) -> None:
+def _move_retained(t: Tensor, node: Node, nr: int) -> None:
     """``retain_grad`` follows a tensor to its new ``grad_fn`` after an in-place change."""
     old = t._grad_fn
     if old is not None and old._retained:
@@ -587,7 +590,7 @@ def _move_retained(t: "Tensor", node: Node, nr: int) -> None:
     node._retained[nr] = weakref.ref(t)
 
 
-def _edge(t: "Tensor") -> tuple[Node | None, int]:
+def _edge(t: Tensor) -> tuple[Node | None, int]:
     """The (node, output_nr) a gradient for ``t`` flows into."""
     fn = t._grad_fn
     if t._base is not None and t._view_ver is not None and t._view_ver != t._vc[0]:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Callable
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
            "is_inference_mode_enabled"]
@@ -50,6 +51,12 @@ class _no_grad:
 
 
 class _DecoratorContextManager:
+    def __enter__(self) -> None:
+        raise NotImplementedError
+
+    def __exit__(self, *exc: object) -> None:
+        raise NotImplementedError
+
     def __call__(self, func: F) -> F:
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -58,7 +65,7 @@ class _DecoratorContextManager:
 
         return wrapper  # type: ignore[return-value]
 
-    def clone(self) -> "_DecoratorContextManager":
+    def clone(self) -> _DecoratorContextManager:
         return self.__class__()
 
 
@@ -112,7 +119,7 @@ class set_grad_enabled(_DecoratorContextManager):
         _flags.grad = self.prev  # used as a decorator: the mode applies inside the function only
         return super().__call__(func)
 
-    def clone(self) -> "set_grad_enabled":
+    def clone(self) -> set_grad_enabled:
         prev = _flags.grad
         obj = self.__class__(self.mode)
         _flags.grad = prev
@@ -142,5 +149,5 @@ class inference_mode(_DecoratorContextManager):
     def __exit__(self, *exc: object) -> None:
         _flags.grad, _flags.inference = self.prev
 
-    def clone(self) -> "inference_mode":
+    def clone(self) -> inference_mode:
         return self.__class__(self.mode)

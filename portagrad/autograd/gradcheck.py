@@ -37,7 +37,7 @@ def _numerical_jacobian(fn: Callable[..., Any], inputs: tuple, eps: float) -> li
     from .._tensor import Tensor
 
     outs = _outputs(fn, inputs)
-    jac = [[np.zeros((x.numel(), o.numel())) for o in outs] if isinstance(x, Tensor) and
+    jac: list[Any] = [[np.zeros((x.numel(), o.numel())) for o in outs] if isinstance(x, Tensor) and
            x.requires_grad else None for x in inputs]
     for i, x in enumerate(inputs):
         if jac[i] is None:
@@ -73,7 +73,7 @@ def _analytical_jacobian(fn: Callable[..., Any], inputs: tuple) -> tuple[list, t
 
     outs = _outputs(fn, inputs)
     diff_in = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]
-    jac = [[np.zeros((x.numel(), o.numel())) for o in outs] if isinstance(x, Tensor) and
+    jac: list[Any] = [[np.zeros((x.numel(), o.numel())) for o in outs] if isinstance(x, Tensor) and
            x.requires_grad else None for x in inputs]
     for j, o in enumerate(outs):
         if not o.requires_grad:

@@ -15,7 +15,8 @@ layer above); the few ops the rule itself needs (``to``, ``clone``, ``expand``, 
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from . import function
 from .function import Function, _edge, _move_retained

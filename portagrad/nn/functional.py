@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -175,7 +176,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
         inner = E.mul(E.add(input, E.mul(E.mul(E.mul(input, input), input), 0.044715)),
                       math.sqrt(2.0 / math.pi))
         return E.mul(E.mul(input, 0.5), E.add(E.tanh(inner), 1.0))
-    raise RuntimeError(f"approximate argument must be either none or tanh.")
+    raise RuntimeError("approximate argument must be either none or tanh.")
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -462,7 +463,7 @@ def _convnd(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, pad
             dilation: Any, groups: int, nd: int) -> Tensor:
     name = f"conv{nd}d"
     if weight.dim() != nd + 2:
-        raise RuntimeError(f"weight should have at least three dimensions" if weight.dim() < 3 else
+        raise RuntimeError("weight should have at least three dimensions" if weight.dim() < 3 else
                            f"Expected {nd + 2}-dimensional weight for {name}, but got weight of "
                            f"size {list(weight.shape)}")
     if input.dim() not in (nd + 1, nd + 2):
@@ -865,7 +866,7 @@ def _adaptive_pool(input: Tensor, output_size: Any, nd: int, kind: str, return_i
         tot = R.sum(S.reshape(cols, (N, p.L, Cc, p.K)), -1)
         cnt = p.float_table("cnt", lambda: (p.pix >= 0).sum(1, keepdims=True).astype(np.float64), x)
         out = E.div(tot, cnt)
-        idx = None
+        idx: Tensor | None = None
     else:
         cols = _im2col.unfold_cols(x, p, -math.inf)
         out, idx = call(_MaxLast, S.reshape(cols, (N, p.L, Cc, p.K)))
@@ -874,6 +875,7 @@ def _adaptive_pool(input: Tensor, output_size: Any, nd: int, kind: str, return_i
         out = S.squeeze(out, 0)
     if not return_indices:
         return out
+    assert idx is not None  # only max pooling returns indices
     pix = p.table_pix(x)
     pe = _raw.expand_view(S.reshape(pix, (1, p.L, 1, p.K)), (N, p.L, Cc, p.K))
     ind = S.squeeze(I.gather(pe, 3, S.unsqueeze(idx, -1)), -1)
@@ -927,7 +929,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         y = E.mul(xc, E.rsqrt(E.add(var, eps)))
     else:
         if running_mean is None or running_var is None:
-            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+            raise RuntimeError("running_mean must be defined in evaluation mode")
         rm = _bview(running_mean, input.dim())
         rv = _bview(running_var, input.dim())
         y = E.mul(E.sub(input, rm), E.rsqrt(E.add(rv, eps)))
@@ -956,6 +958,8 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
                 running_var.mul_(1 - momentum).add_(E.mul(E.mul(v, n / max(n - 1, 1)), momentum))
         y = E.mul(xc, E.rsqrt(E.add(var, eps)))
     else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
         y = E.mul(E.sub(input, _bview(running_mean, input.dim())),
                   E.rsqrt(E.add(_bview(running_var, input.dim()), eps)))
     if weight is not None:
@@ -1129,7 +1133,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
         raise RuntimeError(f"expected scalar type Long but found {E._type_name(target.dtype)}")
     if input.dim() == 1:
         if target.dim() != 0:
-            raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported")
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
         input, target = S.unsqueeze(input, 0), S.unsqueeze(target, 0)
         res = nll_loss(input, target, weight, None, ignore_index, None, reduction)
         return S.squeeze(res, 0) if reduction == "none" else res
@@ -1403,9 +1407,10 @@ def _pad_plan(in_sp: tuple[int, ...], pads: tuple[tuple[int, int], ...], mode: s
               ) -> _im2col.Plan:
     def build() -> _im2col.Plan:
         out_sp = tuple(n + lo + hi for n, (lo, hi) in zip(in_sp, pads))
-        pix = np.zeros((), np.int64)
-        valid = np.ones((), bool)
-        for n, (lo, hi), o in zip(in_sp, pads, out_sp):
+        # grows one axis per spatial dimension (n-d index arithmetic by broadcasting)
+        pix: np.ndarray = np.zeros((), np.int64)
+        valid: np.ndarray = np.ones((), bool)
+        for n, (lo, _), o in zip(in_sp, pads, out_sp):
             src = np.arange(o) - lo
             if mode == "constant":
                 ok = (src >= 0) & (src < n)
