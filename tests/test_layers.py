@@ -43,7 +43,7 @@ DEFERRED: dict[tuple[str, str], str] = {
 # are the deferred imports above, autograd's entry points (autograd is loaded by _tensor, before
 # Tensor exists), the in-place rule's call-time access to _raw and the op layer, and plugins and CLI
 # subcommands loaded on demand.
-MAX_LOCAL_IMPORTS = 39
+MAX_LOCAL_IMPORTS = 29
 
 
 def _module_names() -> dict[str, Path]:

@@ -10,6 +10,7 @@ from .. import _dtype
 from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.grad_mode import _flags
+from .. import errors
 
 __all__ = ["call", "NULL_CTX", "check_same_device", "broadcast_shapes", "to_scalar", "is_scalar",
            "prepare_binary"]
@@ -54,9 +55,7 @@ def call(fn_cls: Any, *args: Any) -> Any:
 
 def check_same_device(a: Tensor, b: Tensor, op: str = "") -> None:
     if a._storage.device is not b._storage.device and a._storage.device != b._storage.device:
-        from ..errors import raise_device_mismatch
-
-        raise_device_mismatch(a.device, b.device, op)
+        errors.raise_device_mismatch(a.device, b.device, op)
 
 
 def is_scalar(x: Any) -> bool:

@@ -19,6 +19,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import _flags, _no_grad
 from ..autograd.inplace import check_inplace, inplace
 from ._common import call, to_scalar
+from .shape import expand
 
 __all__ = ["to", "clone", "contiguous", "copy_", "inplace", "type_as", "cpu", "check_inplace",
            "bump", "fill_"]
@@ -157,8 +158,6 @@ def contiguous(x: Tensor, memory_format: Any = None) -> Tensor:
 
 def copy_(dst: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     """Copy ``src`` into ``dst`` in place (broadcasting, casting, across devices)."""
-    from .shape import expand
-
     if not isinstance(src, Tensor):
         src = _creation.tensor(src, dtype=dst.dtype, device=dst.device)
     if src._storage.device != dst._storage.device:

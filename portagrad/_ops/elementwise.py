@@ -7,12 +7,13 @@ from typing import Any
 import numpy as np
 
 from .. import _creation, _dtype, _raw
+from .._storage import Size
 from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _no_grad
 from ._common import call, check_same_device, is_scalar, prepare_binary, to_scalar
-from .conversion import inplace, to
+from .conversion import copy_, inplace, to
 from .indexing import where
 
 __all__ = [
@@ -346,11 +347,7 @@ def atan2(input: Tensor, other: Tensor) -> Tensor:
 def _out(res: Tensor, out: Tensor | None) -> Tensor:
     if out is None:
         return res
-    from .conversion import copy_
-
     if out.shape != res.shape:
-        from .._storage import Size
-
         raise RuntimeError(f"out= tensor has shape {out.shape} but the result has shape "
                            f"{Size(res.shape)}")
     with _no_grad():
@@ -719,8 +716,6 @@ def binary_inplace(fn: Any, x: Tensor, other: Any, **kw: Any) -> Tensor:
         raise RuntimeError(f"result type {_type_name(res_dtype)} can't be cast to the desired "
                            f"output type {_type_name(x.dtype)}")
     if isinstance(other, Tensor):
-        from ._common import broadcast_shapes
-
         shape = broadcast_shapes(x.shape, other.shape)
         if shape != x.shape:
             raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast "

@@ -19,6 +19,7 @@ from .._ops._common import call, check_same_device
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
+from ._im2col import _unfold_raw, fold_cols, unfold_cols
 
 __all__ = ["linear", "cross_entropy_indices", "conv"]
 
@@ -259,8 +260,6 @@ class _Conv(Function):
             ctx.fast = True
             ctx.save_for_backward(x, w, None)
             return out
-        from ._im2col import _unfold_raw
-
         ck = p.C * p.K
         cols = _unfold_raw(_raw.contiguous(x), p, 0.0)  # (N, L, C*K), contiguous
         rows = n * p.L
@@ -298,8 +297,6 @@ class _Conv(Function):
 def _conv_backward_composed(g: Tensor, x: Tensor, w: Tensor, cols: Tensor | None, p: Any,
                             groups: int, need: Any) -> tuple:
     """Input and weight gradients from public ops (im2col / col2im and matmuls)."""
-    from ._im2col import fold_cols, unfold_cols
-
     n, o = g.shape[0], g.shape[1]
     ck = p.C * p.K
     G = groups

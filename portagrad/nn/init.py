@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _creation
+from .. import _creation, _random
 from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
 
@@ -59,8 +59,6 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
                   b: float = 2.0, generator: Any = None) -> Tensor:
     """Values from N(mean, std^2) restricted to [a, b] (out-of-range draws are redrawn)."""
-    from .. import _random
-
     with _no_grad():
         arr = _random.randn(tuple(tensor.shape), generator=generator,
                             dtype=tensor.dtype).numpy().astype(np.float64) * std + mean
@@ -187,8 +185,6 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Ten
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    from .. import _random
-
     flat = _random.randn(rows, cols, generator=generator, dtype=tensor.dtype).numpy().astype(
         np.float64)
     if rows < cols:

@@ -9,7 +9,7 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .. import _dtype, _raw
+from .. import _creation, _dtype, _raw
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.function import RemovableHandle
@@ -39,8 +39,6 @@ def _typename(obj: Any) -> str:
 
 def _step_counter() -> Tensor:
     """A fresh ``state["step"]``: a float32 scalar on the CPU, as PyTorch keeps it."""
-    from .. import _creation
-
     return _creation.tensor(0.0, dtype=_dtype.float32, device="cpu")
 
 
