@@ -17,8 +17,9 @@ copying it. Each run opens an allocation epoch (``_raw.open_epoch``): memory all
 run carries it. The engine disowns (``_raw.disown``) every gradient that code it does not trust can
 reach -- what tensor hooks, node pre- and post-hooks and untrusted Functions (``Node._trusted``)
 receive and return, gradients captured for ``autograd.grad`` or ``inputs=``, a ``retain_grad``
-value kept as it is -- and a gradient a node hands to two edges at once. What is left is memory the
-engine alone holds (see ``function._adoptable`` for the last check).
+value kept as it is -- and a gradient a node hands to two edges at once; a second tensor made over
+a storage clears its stamp too (``Tensor._make``). What is left is memory the engine alone holds
+(see ``function._adoptable``).
 """
 from __future__ import annotations
 
