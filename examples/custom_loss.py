@@ -1,4 +1,4 @@
-"""A custom loss written with tensor ops; gradients flow into the model (seed notes)."""
+"""A custom loss written with tensor ops; gradients flow into the model."""
 import portagrad as pg
 from portagrad import nn
 

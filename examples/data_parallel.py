@@ -1,5 +1,5 @@
 """nn.DataParallel over the available devices, with a subclass forwarding attribute access to the
-wrapped module (seed notes)."""
+wrapped module."""
 import portagrad as pg
 from portagrad import nn
 

@@ -1,4 +1,4 @@
-"""Devices, pinned memory, non-blocking copies and saving state dicts (seed notes)."""
+"""Devices, pinned memory, non-blocking copies and saving state dicts."""
 import os
 import tempfile
 

@@ -1,5 +1,5 @@
 """Gradient accumulation: dividing each micro-batch loss by the number of steps gives the gradient
-of the big batch (seed notes)."""
+of the big batch."""
 import numpy as np
 
 import portagrad as pg

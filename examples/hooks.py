@@ -1,4 +1,4 @@
-"""Tensor hooks and module hooks (seed notes), with PyTorch 2.x semantics."""
+"""Tensor hooks and module hooks, with PyTorch 2.x semantics."""
 import portagrad as pg
 from portagrad import nn
 

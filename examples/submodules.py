@@ -1,4 +1,4 @@
-"""Submodules by attribute or add_module; parameters by name; freezing (seed notes)."""
+"""Submodules by attribute or add_module; parameters by name; freezing."""
 import portagrad as pg
 from portagrad import nn, optim
 

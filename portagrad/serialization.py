@@ -19,7 +19,7 @@ offsets, names the structure refers to); any inconsistency raises :class:`LoadEr
 problem. Nothing in a file can make :func:`load` run code.
 
 The one exception is explicit: an object that is not made of tensors and the containers above (for
-example a whole ``nn.Module``, the seed notes' second way of saving) is written with :mod:`pickle`
+example a whole ``nn.Module``, PyTorch's second way of saving) is written with :mod:`pickle`
 inside the same container (``"portagrad.format": "pickle"``, tensors still in safetensors). Reading
 such a file can execute arbitrary code, so :func:`load` refuses it unless called with
 ``weights_only=False`` -- as PyTorch >= 2.6 does. Prefer saving ``model.state_dict()``.

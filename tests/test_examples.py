@@ -1,4 +1,4 @@
-"""Every script in examples/ runs (the seed notes' snippets and the digits training script)."""
+"""Every script in examples/ runs (everyday PyTorch-style snippets and the digits training script)."""
 from __future__ import annotations
 
 import os

@@ -1,5 +1,5 @@
 """``nn.Module`` behaviour: registration, iteration, state_dict, modes, conversion, hooks, repr,
-``Parameter`` and ``DataParallel`` (plus the SEED notes' Module examples)."""
+``Parameter`` and ``DataParallel`` (plus everyday Module examples)."""
 from __future__ import annotations
 
 from collections import OrderedDict
