@@ -41,7 +41,8 @@ from .backends.interface import View
 
 __all__ = [
     "new_like", "new_on", "unary", "binary", "binary_views", "where", "cast", "contiguous",
-    "copy_into", "fill", "reduce", "min_max", "arg_reduce", "cumsum", "bmm", "gather", "scatter",
+    "copy_into", "copy_region", "fill", "reduce", "min_max", "arg_reduce", "cumsum", "bmm",
+    "gather", "scatter",
     "sort", "random", "strides_for", "view", "expand_view", "bare_view", "bare_expand", "bump",
     "binary_", "binary_into", "fill_", "copy_", "axpy_", "lerp_", "addc_", "Scratch", "has_prims",
     "softmax", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
@@ -222,6 +223,14 @@ def copy_into(dst: Tensor, src: Tensor) -> None:
     """``dst[...] = src`` for equal shapes on one device (casts the dtype; no version bump: see
     :func:`copy_`)."""
     dst._storage.backend.copy(src._v, dst._v)
+
+
+def copy_region(dst: Tensor, offset: int, shape: tuple[int, ...], strides: tuple[int, ...],
+                src: Tensor) -> None:
+    """Write ``src`` into the region ``(offset, shape, strides)`` of ``dst``'s storage, for a
+    caller filling a fresh result piece by piece: no tensor is made for the region, so the result
+    stays the only tensor over its memory (see :func:`owned`). No version bump."""
+    dst._storage.backend.copy(src._v, bare_view(dst._v, shape, strides, offset))
 
 
 def fill(out: Tensor, value: Any) -> Tensor:

@@ -121,6 +121,23 @@ def test_a_training_step_adopts_every_gradient(device, adoptions):
         assert p.grad is g and not np.allclose(g.numpy(force=True), b)
 
 
+def test_gradients_written_region_by_region_are_adopted(device, adoptions):
+    # basic indexing's backward fills a fresh zero tensor through a region, and split's backward
+    # concatenates into a fresh one: writing a region makes no second tensor over the result
+    w = pg.randn(6, 3, device=device).requires_grad_()
+    v = pg.randn(6, 3, device=device).requires_grad_()
+    (w[1:4] * 2).sum().backward()
+    a, b = pg.split(v, [2, 4])
+    (a.sum() + (b * 3).sum()).backward()
+    assert [(leaf is w or leaf is v, ok) for leaf, ok, _ in adoptions] == [(True, True)] * 2
+    for leaf, _, st in adoptions:
+        assert leaf.grad._storage is st
+    expect_w = np.zeros((6, 3))
+    expect_w[1:4] = 2
+    np.testing.assert_allclose(w.grad.numpy(force=True), expect_w)
+    np.testing.assert_allclose(v.grad.numpy(force=True), [[1.0] * 3] * 2 + [[3.0] * 3] * 4)
+
+
 def test_a_conv_step_adopts_every_gradient(device, adoptions):
     import portagrad.nn.functional as F
     from portagrad import nn

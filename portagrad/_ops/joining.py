@@ -38,9 +38,7 @@ class _Cat(Function):
         for t in tensors:
             n = t._v.shape[d]
             if n:
-                view = Tensor._make(out._storage, off * out._v.strides[d], t._v.shape,
-                                    out._v.strides, out._v.dtype)
-                _raw.copy_into(view, t)
+                _raw.copy_region(out, off * out._v.strides[d], t._v.shape, out._v.strides, t)
             off += n
         return out
 

@@ -48,8 +48,8 @@ class _MM(Function):
         n = b._v.shape[1]
         if k == 0:
             return _raw.fill(_raw.new_like(a, (m, n)), 0)
-        a3 = Tensor._make(a._storage, a._v.offset, (1, m, k), (0,) + a._v.strides, a._v.dtype)
-        b3 = Tensor._make(b._storage, b._v.offset, (1, k, n), (0,) + b._v.strides, b._v.dtype)
+        a3 = _raw.view(a, (1, m, k), (0,) + a._v.strides)
+        b3 = _raw.view(b, (1, k, n), (0,) + b._v.strides)
         out = _raw.bmm(a3, b3)
         return _raw.moved(out, (m, n), (n, 1))
 

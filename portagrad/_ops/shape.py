@@ -346,7 +346,7 @@ class _BasicIndexScatter(Function):
         ctx.key = key
         out = _raw.fill(_raw.new_like(g, shape), 0)
         offset, vshape, vstrides = _apply_basic(out, key)
-        _raw.copy_into(Tensor._make(out._storage, offset, vshape, vstrides, out._v.dtype), g)
+        _raw.copy_region(out, offset, vshape, vstrides, g)
         return out
 
     @staticmethod
