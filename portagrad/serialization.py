@@ -27,11 +27,14 @@ such a file can execute arbitrary code, so :func:`load` refuses it unless called
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 import math
 import os
 import pickle
+import secrets
+import socket
 import struct
 from collections import OrderedDict
 from collections.abc import Callable
@@ -144,10 +147,99 @@ def _bad(k: Any) -> Any:
 
 def _write(f: FileLike, data: bytes) -> None:
     if isinstance(f, (str, os.PathLike)):
-        with open(f, "wb") as fh:
-            fh.write(data)
+        _atomic_write(os.fspath(f), data)
     else:
         f.write(data)
+
+
+_CHUNK = 16 * 1024 * 1024
+_TMP_TAG = ".pgsave-"
+
+
+def _write_all(fh: IO[bytes], data: bytes) -> None:
+    """Write ``data`` in chunks (one big write of a multi-GB buffer can be refused by some OSes)."""
+    view = memoryview(data)
+    for i in range(0, len(view), _CHUNK):
+        fh.write(view[i:i + _CHUNK])
+
+
+def _tmp_prefix(path: str) -> str:
+    return "." + os.path.basename(path) + _TMP_TAG
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    """Write ``path`` so that a reader (or a crash) sees the old file or the new one, never a
+    mixture: the bytes go to a temporary file in the same directory, are flushed to disk, and the
+    temporary is renamed over ``path`` (a rename within a file system is atomic)."""
+    path = os.path.realpath(path)  # write through a symlink, as open(path, "wb") would
+    folder = os.path.dirname(path)
+    host = socket.gethostname().replace("-", "_")
+    tmp = os.path.join(folder, f"{_tmp_prefix(path)}{host}-{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    # O_EXCL: never follow or clobber something already there; 0o666 lets the umask apply as it
+    # would to a plain open(path, "wb")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            try:  # an existing file keeps its permissions
+                os.chmod(fh.fileno(), os.stat(path).st_mode & 0o7777)
+            except (FileNotFoundError, NotImplementedError, TypeError):
+                pass
+            _write_all(fh, data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(folder)
+    _remove_stale_temporaries(path, host)
+
+
+def _fsync_dir(folder: str) -> None:
+    """Make the rename itself durable (POSIX; directories cannot be opened this way on Windows)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _remove_stale_temporaries(path: str, host: str) -> None:
+    """Delete temporaries of ``path`` left by saves on this host whose process died mid-write
+    (a live process's temporary, or another host's, is left alone)."""
+    prefix = _tmp_prefix(path)
+    folder = os.path.dirname(path)
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(".tmp")]
+    except OSError:
+        return
+    for name in names:
+        parts = name[len(prefix):-len(".tmp")].rsplit("-", 2)
+        if len(parts) != 3 or parts[0] != host or not parts[1].isdigit():
+            continue
+        pid = int(parts[1])
+        if pid == os.getpid() or _pid_alive(pid):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(folder, name))
+
+
+def _pid_alive(pid: int) -> bool:
+    if os.name == "nt":  # os.kill there terminates the process instead of probing it
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError, OverflowError):
+        return True  # exists but is not ours, or cannot be checked: keep its file
+    return True
 
 
 def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int = 2,
@@ -159,6 +251,11 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
     by default: state dicts, optimizer state dicts, checkpoints. Any other object (a whole
     ``nn.Module``) is pickled -- readable only with ``load(f, weights_only=False)``, which can run
     code; save ``state_dict()`` instead where you can.
+
+    A path is written atomically: to a temporary file in the same directory, flushed to disk, then
+    renamed over the target, so a crash or kill during the save leaves the previous file intact
+    (the leftover temporary is removed by the next successful save of that path). A file object
+    is written directly.
     """
     import safetensors.numpy as stnp
 

@@ -6,8 +6,14 @@ import io
 import json
 import math
 import os
+import pathlib
 import pickle
+import selectors
+import signal
 import struct
+import subprocess
+import sys
+import time
 from collections import OrderedDict
 
 import numpy as np
@@ -304,3 +310,113 @@ def test_corrupted_pickle_payload_with_opt_in_is_clear():
 def test_load_error_is_a_runtime_error():
     assert issubclass(LoadError, RuntimeError)
     assert issubclass(WeightsOnlyError, pickle.UnpicklingError)
+
+
+# ------------------------------------------------------------------------- atomic saves
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _child(script: str) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, PYTHONPATH=_REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=_REPO)
+
+
+def _kill(proc) -> bytes:
+    proc.send_signal(signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    return err
+
+
+def _temporaries(folder) -> list[str]:
+    return [n for n in os.listdir(folder) if n.endswith(".tmp")]
+
+
+def _readline(proc, timeout: float = 120.0) -> bytes:
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    try:
+        if not sel.select(timeout):
+            proc.kill()
+            raise AssertionError(f"child said nothing in {timeout}s: {proc.communicate()[1]!r}")
+    finally:
+        sel.close()
+    return proc.stdout.readline()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
+def test_save_killed_mid_write_keeps_the_previous_file(tmp_path):
+    path = tmp_path / "ck.pt"
+    old = {"w": pg.arange(1000.0).view(10, 100), "step": 1}
+    pg.save(old, path)
+    # the child writes half of a large checkpoint, then stalls until it is killed
+    proc = _child(f"""
+import sys, time, portagrad as pg, portagrad.serialization as S
+def stalled(fh, data):
+    fh.write(memoryview(data)[:len(data) // 2]); fh.flush()
+    print("mid", flush=True); time.sleep(600)
+S._write_all = stalled
+pg.save({{"w": pg.full((1000, 1000), 7.0), "step": 2}}, {str(path)!r})
+""")
+    try:
+        assert _readline(proc) == b"mid\n"
+    finally:
+        err = _kill(proc)
+    assert b"Traceback" not in err, err
+    assert len(_temporaries(tmp_path)) == 1  # the kill did land mid-write
+    out = pg.load(path)
+    assert out["step"] == 1 and out["w"].tolist() == old["w"].tolist()
+    pg.save({"w": pg.ones(2), "step": 3}, path)  # the next save cleans the leftover up
+    assert _temporaries(tmp_path) == [] and os.listdir(tmp_path) == ["ck.pt"]
+    assert pg.load(path)["step"] == 3
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
+def test_save_in_a_loop_killed_at_any_time_leaves_a_whole_checkpoint(tmp_path):
+    path = tmp_path / "ck.pt"
+    proc = _child(f"""
+import portagrad as pg
+for k in range(10 ** 6):
+    pg.save({{"w": pg.full((512, 1024), float(k)), "k": k}}, {str(path)!r})
+    if k == 2:
+        print("saving", flush=True)
+""")
+    try:
+        assert _readline(proc) == b"saving\n"
+        time.sleep(0.3)
+    finally:
+        err = _kill(proc)
+    assert b"Traceback" not in err, err
+    out = pg.load(path)
+    assert out["k"] >= 2 and pg.equal(out["w"], pg.full((512, 1024), float(out["k"])))
+
+
+def test_failed_save_keeps_the_previous_file_and_no_temporary(tmp_path, monkeypatch):
+    import portagrad.serialization as S
+
+    path = tmp_path / "ck.pt"
+    pg.save({"x": pg.ones(3)}, path)
+
+    def broken(fh, data):
+        fh.write(data[:10])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(S, "_write_all", broken)
+    with pytest.raises(OSError, match="No space"):
+        pg.save({"x": pg.zeros(3)}, path)
+    assert os.listdir(tmp_path) == ["ck.pt"]
+    assert pg.load(path)["x"].tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions and symlinks")
+def test_atomic_save_keeps_mode_and_writes_through_symlinks(tmp_path):
+    path = tmp_path / "ck.pt"
+    pg.save({"x": 1}, path)
+    os.chmod(path, 0o640)
+    link = tmp_path / "latest.pt"
+    link.symlink_to(path)
+    pg.save({"x": 2}, link)
+    assert link.is_symlink() and pg.load(path) == {"x": 2}
+    assert os.stat(path).st_mode & 0o777 == 0o640
+    pg.save({"x": 3}, pathlib.PurePath(str(path)).as_posix())
+    assert pg.load(path) == {"x": 3} and _temporaries(tmp_path) == []
