@@ -114,7 +114,8 @@ def _release(shm: shared_memory.SharedMemory, owner_pid: int, sid: int) -> None:
         shm.unlink()  # also unregisters it from the resource tracker
 
 
-def _forget(name: str, sid: int) -> None:
+def _forget(name: str, sid: int, keep: Any) -> None:
+    """A receiver's storage died (``keep`` held the handle that the mapping needs, if any)."""
     if _SHM.get(sid) == name:
         del _SHM[sid]
 
@@ -155,18 +156,20 @@ def _freed(name: str) -> SharedBlockFreedError:
         f"the receiver has it.")
 
 
-def _attach(name: str, nbytes: int) -> np.ndarray:
+def _attach(name: str, nbytes: int) -> tuple[np.ndarray, Any]:
     """Map the block ``name`` as ``nbytes`` bytes, without registering it anywhere: the sender
     owns it (Python < 3.13's ``SharedMemory(name=...)`` registers it with this process's resource
     tracker, and unregistering it again races with the owner's own registration when the tracker
-    is shared, as it is with children started by multiprocessing: ``KeyError`` tracebacks)."""
+    is shared, as it is with children started by multiprocessing: ``KeyError`` tracebacks).
+    Returns the array and what must stay referenced while the storage lives."""
+    keep: Any = None
     if _posixshmem is None:
         try:
             shm = shared_memory.SharedMemory(name=name)
         except FileNotFoundError:
             raise _freed(name) from None
         mem: Any = shm.buf
-        size = shm.size
+        size, keep = shm.size, shm
     else:
         try:
             fd = _posixshmem.shm_open("/" + name, os.O_RDWR, mode=0o600)
@@ -181,18 +184,18 @@ def _attach(name: str, nbytes: int) -> np.ndarray:
         raise RuntimeError(f"cannot receive a shared tensor: its shared-memory block {name!r} has "
                            f"{size} bytes, but the tensor's storage needs {nbytes}")
     # the array keeps the mapping alive; it is unmapped when the last array over it goes away
-    return np.ndarray((nbytes,), np.uint8, mem)
+    return np.ndarray((nbytes,), np.uint8, mem), keep
 
 
 def rebuild_shared(cls: type[Tensor], name: str, nbytes: int, offset: int, shape: tuple, strides: tuple,
                    dtype_name: str, requires_grad: bool, grad: Any, extra: Any) -> Tensor:
     """Map a shared-memory block sent by another process."""
-    buf = _attach(name, nbytes)
+    buf, keep = _attach(name, nbytes)
     concrete, backend, index = _device.resolve(_device.device("cpu"))
     st = Storage(buf, nbytes, concrete, backend, index)
     st.shared = True
     _SHM[id(st)] = name
-    weakref.finalize(st, _forget, name, id(st))
+    weakref.finalize(st, _forget, name, id(st), keep)
     t = Tensor._make(st, offset, tuple(shape), tuple(strides), _dtype.as_dtype(dtype_name))
     if cls is not Tensor:
         t = cls._from_tensor(t)
