@@ -13,10 +13,14 @@ the same view of the same storage (tied weights) are stored once and loaded as o
 
 Safety
 ------
-:func:`load` parses the header with :mod:`json` and the data with the ``safetensors`` library, after
-checking every header field itself (header length against the file size, JSON, dtypes, shapes,
-offsets, names the structure refers to); any inconsistency raises :class:`LoadError` naming the
-problem. Nothing in a file can make :func:`load` run code.
+:func:`load` reads the 8-byte header length and the JSON header first and checks every field
+(header length against the file size, JSON, dtypes, shapes, offsets, each tensor's byte size
+against its shape and dtype, names and devices the structure refers to) before reading any tensor
+data; each tensor's bytes are then read on their own (seek and read), so a huge bogus file is
+refused without being read whole. Any inconsistency raises :class:`LoadError` naming the tensor
+and the problem; a tensor saved on a device whose backend is not available here raises
+:class:`DeviceUnavailableError` (a :class:`LoadError`) suggesting ``map_location="cpu"``. Nothing
+in a file can make :func:`load` run code.
 
 The one exception is explicit: an object that is not made of tensors and the containers above (for
 example a whole ``nn.Module``, PyTorch's second way of saving) is written with :mod:`pickle`
@@ -27,11 +31,14 @@ such a file can execute arbitrary code, so :func:`load` refuses it unless called
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 import math
 import os
 import pickle
+import secrets
+import socket
 import struct
 from collections import OrderedDict
 from collections.abc import Callable
@@ -40,12 +47,13 @@ from typing import IO, Any, Union
 import numpy as np
 
 from . import _creation, _dtype
-from ._device import device
+from ._device import device, resolve
 from ._storage import Size
 from ._tensor import Tensor
 from .nn.parameter import Parameter
+from .plugins.manager import BackendUnavailableError
 
-__all__ = ["save", "load", "LoadError", "WeightsOnlyError"]
+__all__ = ["save", "load", "LoadError", "WeightsOnlyError", "DeviceUnavailableError"]
 
 FileLike = Union[str, "os.PathLike[str]", IO[bytes]]
 
@@ -144,10 +152,99 @@ def _bad(k: Any) -> Any:
 
 def _write(f: FileLike, data: bytes) -> None:
     if isinstance(f, (str, os.PathLike)):
-        with open(f, "wb") as fh:
-            fh.write(data)
+        _atomic_write(os.fspath(f), data)
     else:
         f.write(data)
+
+
+_CHUNK = 16 * 1024 * 1024
+_TMP_TAG = ".pgsave-"
+
+
+def _write_all(fh: IO[bytes], data: bytes) -> None:
+    """Write ``data`` in chunks (one big write of a multi-GB buffer can be refused by some OSes)."""
+    view = memoryview(data)
+    for i in range(0, len(view), _CHUNK):
+        fh.write(view[i:i + _CHUNK])
+
+
+def _tmp_prefix(path: str) -> str:
+    return "." + os.path.basename(path) + _TMP_TAG
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    """Write ``path`` so that a reader (or a crash) sees the old file or the new one, never a
+    mixture: the bytes go to a temporary file in the same directory, are flushed to disk, and the
+    temporary is renamed over ``path`` (a rename within a file system is atomic)."""
+    path = os.path.realpath(path)  # write through a symlink, as open(path, "wb") would
+    folder = os.path.dirname(path)
+    host = socket.gethostname().replace("-", "_")
+    tmp = os.path.join(folder, f"{_tmp_prefix(path)}{host}-{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    # O_EXCL: never follow or clobber something already there; 0o666 lets the umask apply as it
+    # would to a plain open(path, "wb")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            try:  # an existing file keeps its permissions
+                os.chmod(fh.fileno(), os.stat(path).st_mode & 0o7777)
+            except (FileNotFoundError, NotImplementedError, TypeError):
+                pass
+            _write_all(fh, data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(folder)
+    _remove_stale_temporaries(path, host)
+
+
+def _fsync_dir(folder: str) -> None:
+    """Make the rename itself durable (POSIX; directories cannot be opened this way on Windows)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _remove_stale_temporaries(path: str, host: str) -> None:
+    """Delete temporaries of ``path`` left by saves on this host whose process died mid-write
+    (a live process's temporary, or another host's, is left alone)."""
+    prefix = _tmp_prefix(path)
+    folder = os.path.dirname(path)
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(".tmp")]
+    except OSError:
+        return
+    for name in names:
+        parts = name[len(prefix):-len(".tmp")].rsplit("-", 2)
+        if len(parts) != 3 or parts[0] != host or not parts[1].isdigit():
+            continue
+        pid = int(parts[1])
+        if pid == os.getpid() or _pid_alive(pid):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(folder, name))
+
+
+def _pid_alive(pid: int) -> bool:
+    if os.name == "nt":  # os.kill there terminates the process instead of probing it
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError, OverflowError):
+        return True  # exists but is not ours, or cannot be checked: keep its file
+    return True
 
 
 def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int = 2,
@@ -159,6 +256,11 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
     by default: state dicts, optimizer state dicts, checkpoints. Any other object (a whole
     ``nn.Module``) is pickled -- readable only with ``load(f, weights_only=False)``, which can run
     code; save ``state_dict()`` instead where you can.
+
+    A path is written atomically: to a temporary file in the same directory, flushed to disk, then
+    renamed over the target, so a crash or kill during the save leaves the previous file intact
+    (the leftover temporary is removed by the next successful save of that path). A file object
+    is written directly.
     """
     import safetensors.numpy as stnp
 
@@ -192,30 +294,81 @@ def _pickle_dumps(obj: Any, enc: _Encoder, pickle_module: Any, protocol: int) ->
 
 
 # ------------------------------------------------------------------------------------ loading
-def _read(f: FileLike) -> bytes:
-    if isinstance(f, (str, os.PathLike)):
-        with open(f, "rb") as fh:
-            return fh.read()
-    data = f.read()
+class _Source:
+    """A file being loaded: its size and random access to its bytes, so that the header is read
+    and checked first and each tensor's bytes are read only when that tensor is built."""
+
+    def __init__(self, f: FileLike) -> None:
+        self.own = isinstance(f, (str, os.PathLike))
+        fh: Any = open(f, "rb") if isinstance(f, (str, os.PathLike)) else f  # closed by close()
+        self.fh = fh
+        self.base = 0
+        try:
+            seekable = bool(fh.seekable()) if hasattr(fh, "seekable") else False
+            if seekable:
+                self.base = fh.tell()
+                self.size = fh.seek(0, io.SEEK_END) - self.base
+                fh.seek(self.base)
+        except (OSError, ValueError, AttributeError):
+            seekable = False
+        if not seekable:  # a pipe or socket: the only way to know its size is to read it
+            data = fh.read()
+            _check_bytes(data)
+            self.fh, self.base, self.size = io.BytesIO(bytes(data)), 0, len(data)
+
+    def read(self, start: int, n: int) -> bytes:
+        self.fh.seek(self.base + start)
+        data = self.fh.read(n)
+        _check_bytes(data)
+        if len(data) != n:
+            raise LoadError(f"truncated file: expected {n} bytes at byte {start}, read {len(data)} "
+                            f"(was the file changed while it was loaded?)")
+        return bytes(data)
+
+    def read_into(self, start: int, buf: bytearray) -> None:
+        self.fh.seek(self.base + start)
+        view, got = memoryview(buf), 0
+        while got < len(buf):
+            k = self.fh.readinto(view[got:]) if hasattr(self.fh, "readinto") else None
+            if k is None:  # a file object without readinto
+                chunk = self.fh.read(len(buf) - got)
+                _check_bytes(chunk)
+                k = len(chunk)
+                view[got:got + k] = chunk
+            if not k:
+                raise LoadError(f"truncated file: expected {len(buf)} bytes at byte {start}, "
+                                f"read {got} (was the file changed while it was loaded?)")
+            got += k
+
+    def close(self) -> None:
+        if self.own:
+            self.fh.close()
+        else:  # leave a caller's file object after what was loaded, as a full read would
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                self.fh.seek(self.base + self.size)
+
+
+def _check_bytes(data: Any) -> None:
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"load: expected a binary file object, but read() returned "
                         f"{type(data).__name__}")
-    return bytes(data)
 
 
-def _parse_header(data: bytes) -> tuple[dict[str, Any], dict[str, str], int]:
-    """Check the safetensors framing; returns (tensor entries, metadata, start of the data)."""
-    n = len(data)
+def _parse_header(src: _Source) -> tuple[dict[str, Any], dict[str, str], int]:
+    """Read and check the safetensors framing before any tensor byte is read: the header length
+    against the file size, then every entry (dtype, shape, offsets and byte size). Returns
+    (tensor entries, metadata, start of the data)."""
+    n = src.size
     if n < 8:
         raise LoadError(f"not a portagrad/safetensors file: it is only {n} bytes long (truncated?)")
-    (hlen,) = struct.unpack("<Q", data[:8])
+    (hlen,) = struct.unpack("<Q", src.read(0, 8))
     if hlen > _MAX_HEADER:
         raise LoadError(f"corrupted file: the header length field says {hlen} bytes, more than "
                         f"the {_MAX_HEADER}-byte limit")
     if 8 + hlen > n:
         raise LoadError(f"truncated or corrupted file: the header length field says {hlen} bytes "
                         f"but the file has only {n - 8} bytes after it")
-    raw = data[8:8 + hlen]
+    raw = src.read(8, hlen)
     try:
         header = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -241,8 +394,11 @@ def _parse_header(data: bytes) -> tuple[dict[str, Any], dict[str, str], int]:
             if dt in _ST_OTHER:
                 raise LoadError(f"tensor {name!r} has dtype {dt}, which portagrad does not support")
             raise LoadError(f"corrupted file: tensor {name!r} has an unknown dtype {dt!r}")
-        if not (isinstance(shape, list) and all(type(s) is int and s >= 0 for s in shape)):
+        if not (isinstance(shape, list) and all(type(s) is int for s in shape)):
             raise LoadError(f"corrupted file: tensor {name!r} has an invalid shape {shape!r}")
+        if any(s < 0 for s in shape):
+            raise LoadError(f"corrupted file: tensor {name!r} has an invalid shape {shape!r} "
+                            f"(negative size)")
         if not (isinstance(offs, list) and len(offs) == 2 and all(type(o) is int for o in offs)):
             raise LoadError(f"corrupted file: tensor {name!r} has invalid data_offsets {offs!r}")
         b, e = offs
@@ -268,6 +424,34 @@ def _parse_header(data: bytes) -> tuple[dict[str, Any], dict[str, str], int]:
     return header, meta, start
 
 
+class _Arrays:
+    """The tensors of a checked header, each read from the file when first asked for."""
+
+    def __init__(self, src: _Source, header: dict[str, Any], start: int) -> None:
+        self.src = src
+        self.header = header
+        self.start = start
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.header
+
+    def __iter__(self) -> Any:
+        return iter(self.header)
+
+    def read(self, name: str) -> np.ndarray:
+        entry = self.header[name]
+        b, e = entry["data_offsets"]
+        buf = bytearray(e - b)
+        if buf:
+            self.src.read_into(self.start + b, buf)
+        dt = np.dtype(_ST_DTYPES[entry["dtype"]])
+        arr = np.frombuffer(buf, dtype=dt.newbyteorder("<")).reshape(entry["shape"])
+        if dt.kind == "b" and arr.size and buf.translate(None, b"\x00\x01"):
+            raise LoadError(f"corrupted file: tensor {name!r} of dtype BOOL holds bytes other "
+                            f"than 0 and 1")
+        return arr.astype(dt, copy=False)
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"non-standard JSON constant {name}")
 
@@ -286,20 +470,30 @@ def _to_device(dev: Any) -> Any:
     return dev if isinstance(dev, device) else device(dev)
 
 
+class DeviceUnavailableError(LoadError):
+    """A tensor in the file was saved on a device that does not exist here (its backend is not
+    installed, or there are fewer devices), and no ``map_location`` says where to put it."""
+
+
 class _Placer:
-    """Creates tensors where ``map_location`` says."""
+    """Creates tensors where ``map_location`` says, checking the device before reading bytes."""
 
     def __init__(self, map_location: Any) -> None:
         self.map_location = map_location
 
-    def __call__(self, arr: np.ndarray, saved: str) -> Any:
+    def __call__(self, arrays: _Arrays, name: str, saved: str) -> Any:
         ml = self.map_location
+        try:
+            saved_dev = _to_device(saved)
+        except (RuntimeError, ValueError, TypeError) as exc:
+            raise LoadError(f"corrupted file: tensor {name!r} has an invalid device {saved!r} "
+                            f"({exc})") from None
         if ml is None:
             target: Any = saved
         elif isinstance(ml, dict):
             target = ml.get(saved, saved)
         elif callable(ml) and not isinstance(ml, str):
-            res = ml(_creation.from_host(arr, device="cpu"), saved)
+            res = ml(_creation.from_host(arrays.read(name), device="cpu"), saved)
             if isinstance(res, Tensor):
                 return res
             target = saved if res is None else res
@@ -307,15 +501,22 @@ class _Placer:
             target = ml
         if isinstance(target, str) and target not in ("cpu",) and target.split(":")[0] == "cpu":
             target = "cpu"
-        try:
-            dev = _to_device(target)
-            return _creation.from_host(arr, device=dev)
-        except (RuntimeError, ValueError) as exc:
-            if ml is None:
-                raise RuntimeError(f"Attempting to deserialize object on device '{saved}' but it "
-                                   f"is not available ({exc}). Use pg.load(..., map_location="
-                                   f"'cpu') to load it on another device.") from None
-            raise
+        if (ml is None or target == saved) and saved_dev.type != "cpu":
+            try:
+                resolve(saved_dev)
+            except BackendUnavailableError as exc:
+                raise DeviceUnavailableError(
+                    f"tensor {name!r} was saved on device '{saved}', but the backend for "
+                    f"'{saved_dev.type}' devices is not available here ({exc}). Use "
+                    f"pg.load(..., map_location='cpu') to load it on another device.") from None
+            except RuntimeError as exc:
+                raise DeviceUnavailableError(
+                    f"tensor {name!r} was saved on device '{saved}', which is not available here "
+                    f"({exc}). Use pg.load(..., map_location='cpu') to load it on another "
+                    f"device.") from None
+        dev = _to_device(target)
+        resolve(dev)  # a bad map_location fails before the bytes are read
+        return _creation.from_host(arrays.read(name), device=dev)
 
 
 def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
@@ -326,31 +527,38 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
     string (``"cpu"``, ``"opencl:0"``), a dict mapping saved device strings to new ones, or a
     callable ``fn(cpu_tensor, saved_location) -> tensor or None``. A plain safetensors file (from
     other tools) loads as a dict of tensors. Truncated, corrupted or foreign files raise
-    :class:`LoadError`. Files holding pickled objects (``save`` of a whole module) need
-    ``weights_only=False`` -- only for files you trust: unpickling can run arbitrary code.
+    :class:`LoadError`; the header is checked against the file's size before any tensor is read,
+    and each tensor is then read on its own, so a bogus file is refused without being read whole.
+    A tensor saved on a device whose backend is missing here raises
+    :class:`DeviceUnavailableError` (pass ``map_location="cpu"``). Files holding pickled objects
+    (``save`` of a whole module) need ``weights_only=False`` -- only for files you trust:
+    unpickling can run arbitrary code.
     """
-    data = _read(f)
-    foreign = _classify_foreign(data)
+    src = _Source(f)
+    try:
+        return _load(src, map_location, pickle_module, weights_only, pickle_load_args)
+    finally:
+        src.close()
+
+
+def _load(src: _Source, map_location: Any, pickle_module: Any, weights_only: bool,
+          pickle_load_args: dict[str, Any]) -> Any:
+    foreign = _classify_foreign(src.read(0, min(src.size, 8)))
     if foreign is not None:
         if foreign == "this is a pickle file" and not weights_only:
-            return (pickle_module or pickle).loads(data, **pickle_load_args)
+            return (pickle_module or pickle).loads(src.read(0, src.size), **pickle_load_args)
         if foreign == "this is a pickle file":
             raise WeightsOnlyError(
                 "Weights only load failed: this is a pickle file, not a portagrad/safetensors "
                 "file. Unpickling can execute arbitrary code, so pg.load refuses it by default. "
                 "If you trust its source, call pg.load(f, weights_only=False).")
         raise LoadError(f"not a portagrad/safetensors file: {foreign}")
-    header, meta, _ = _parse_header(data)
-    import safetensors.numpy as stnp
-
-    try:
-        arrays = stnp.load(data) if header else {}
-    except Exception as exc:  # the library's own checks (should agree with ours)
-        raise LoadError(f"corrupted file: safetensors could not read it ({exc})") from None
+    header, meta, start = _parse_header(src)
+    arrays = _Arrays(src, header, start)
     place = _Placer(map_location)
     kind = meta.get("portagrad.format")
     if kind is None:  # a plain safetensors file: a dict of tensors
-        return {name: place(arrays[name], "cpu") for name in header}
+        return {name: place(arrays, name, "cpu") for name in header}
     if kind == "pickle":
         if weights_only:
             raise WeightsOnlyError(
@@ -374,7 +582,7 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
 
 
 class _Decoder:
-    def __init__(self, arrays: dict[str, np.ndarray], place: Callable) -> None:
+    def __init__(self, arrays: _Arrays, place: Callable) -> None:
         self.arrays = arrays
         self.place = place
         self.made: dict[tuple[str, str, bool, bool], Any] = {}
@@ -391,7 +599,7 @@ class _Decoder:
         key = (name, dev, rg, param)
         t = self.made.get(key)
         if t is None:
-            t = self.place(self.arrays[name], dev)
+            t = self.place(self.arrays, name, dev)
             if param:
                 t = Parameter(t, requires_grad=rg)
             elif rg:
@@ -432,7 +640,8 @@ class _Decoder:
                 return out
             if tag == "$f" and val in ("nan", "inf", "-inf"):
                 return float(val)
-            if tag == "$size" and isinstance(val, list) and all(type(v) is int for v in val):
+            if tag == "$size" and isinstance(val, list) and all(type(v) is int and v >= 0
+                                                                for v in val):
                 return Size(val)
             if tag == "$dtype" and isinstance(val, str):
                 return _dtype.as_dtype(val)
@@ -445,7 +654,7 @@ class _Decoder:
         raise LoadError(f"corrupted file: unknown or malformed structure entry {tag!r}")
 
 
-def _pickle_loads(meta: dict[str, str], arrays: dict[str, np.ndarray], place: Callable,
+def _pickle_loads(meta: dict[str, str], arrays: _Arrays, place: Callable,
                   pickle_module: Any) -> Any:
     """The explicit unsafe path (``weights_only=False``)."""
     try:
@@ -458,7 +667,7 @@ def _pickle_loads(meta: dict[str, str], arrays: dict[str, np.ndarray], place: Ca
             tag, name, dev, rg, cls = pid
             if tag != "portagrad.tensor" or name not in arrays:
                 raise LoadError(f"corrupted file: unknown tensor reference {pid!r}")
-            t = place(arrays[name], dev)
+            t = place(arrays, name, dev)
             if cls is not type(t):
                 t = cls._from_tensor(t)
             if rg:

@@ -6,15 +6,21 @@ import io
 import json
 import math
 import os
+import pathlib
 import pickle
+import selectors
+import signal
 import struct
+import subprocess
+import sys
+import time
 from collections import OrderedDict
 
 import numpy as np
 import pytest
 
 import portagrad as pg
-from portagrad.serialization import LoadError, WeightsOnlyError
+from portagrad.serialization import DeviceUnavailableError, LoadError, WeightsOnlyError
 
 
 def _roundtrip(obj, **kw):
@@ -138,9 +144,55 @@ def _rewrite_structure(data, old, new):
 
 def test_missing_device_suggests_map_location():
     data = _rewrite_structure(_bytes({"w": pg.ones(2)}), '"dev":"cpu"', '"dev":"nodev:0"')
-    with pytest.raises(RuntimeError, match="map_location"):
+    with pytest.raises(DeviceUnavailableError, match="map_location='cpu'") as info:
         pg.load(io.BytesIO(data))
+    msg = str(info.value)
+    assert "'w'" in msg and "'nodev:0'" in msg and "no backend for device type 'nodev'" in msg
+    assert isinstance(info.value, RuntimeError)
     assert pg.load(io.BytesIO(data), map_location="cpu")["w"].tolist() == [1.0, 1.0]
+    assert pg.load(io.BytesIO(data), map_location={"nodev:0": "cpu"})["w"].tolist() == [1.0, 1.0]
+    with pytest.raises(DeviceUnavailableError, match="nodev"):
+        pg.load(io.BytesIO(data), map_location={"other:0": "cpu"})
+
+
+def test_missing_device_index_is_named():
+    data = _rewrite_structure(_bytes({"w": pg.ones(2)}), '"dev":"cpu"', '"dev":"opencl:99"')
+    with pytest.raises(DeviceUnavailableError, match="'opencl:99'.*map_location='cpu'"):
+        pg.load(io.BytesIO(data))
+
+
+@pytest.mark.parametrize("dev", ["cpu:-1", "no such device", "opencl:x", ""])
+def test_malformed_device_in_the_file(dev):
+    data = _rewrite_structure(_bytes({"w": pg.ones(2)}), '"dev":"cpu"', f'"dev":"{dev}"')
+    for ml in (None, "cpu"):
+        with pytest.raises(LoadError, match=f"tensor 'w' has an invalid device '{dev}'"):
+            pg.load(io.BytesIO(data), map_location=ml)
+
+
+def test_opencl_checkpoint_without_the_opencl_backend(tmp_path):
+    """A file saved from opencl:0 loaded where the opencl backend does not exist says so."""
+    path = tmp_path / "gpu.pt"
+    data = _rewrite_structure(_bytes({"w": pg.arange(3.0)}), '"dev":"cpu"', '"dev":"opencl:0"')
+    path.write_bytes(data)
+    script = f"""
+import portagrad as pg
+from portagrad.serialization import DeviceUnavailableError
+try:
+    pg.load({str(path)!r})
+except DeviceUnavailableError as e:
+    print(e)
+print(pg.load({str(path)!r}, map_location="cpu")["w"].tolist())
+"""
+    env = dict(os.environ, PORTAGRAD_DISABLE_PLUGINS="opencl",
+               PYTHONPATH=_REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, env=env, timeout=120,
+                         cwd=_REPO, text=True)
+    assert res.returncode == 0, res.stderr
+    msg, values = res.stdout.strip().splitlines()
+    assert "tensor 'w' was saved on device 'opencl:0'" in msg
+    assert "backend for 'opencl' devices is not available" in msg
+    assert "map_location='cpu'" in msg
+    assert values == "[0.0, 1.0, 2.0]"
 
 
 def test_module_state_dict_and_parameters():
@@ -190,6 +242,65 @@ def _expect_error(data, match=None):
         _load_bytes(data)
     assert str(info.value)
     return info.value
+
+
+class _HugeFile(io.RawIOBase):
+    """A seekable file of ``size`` bytes (a header, then zeros) that is never materialised and
+    refuses to be read whole; counts the bytes read."""
+
+    def __init__(self, head: bytes, size: int) -> None:
+        self.head, self.size, self.pos, self.read_bytes = head, size, 0, 0
+
+    def seekable(self):
+        return True
+
+    def readable(self):
+        return True
+
+    def tell(self):
+        return self.pos
+
+    def seek(self, pos, whence=0):
+        self.pos = {0: pos, 1: self.pos + pos, 2: self.size + pos}[whence]
+        return self.pos
+
+    def readinto(self, b):
+        n = min(len(b), self.size - self.pos)
+        assert n <= 64 * 1024 * 1024, f"read {n} bytes at once"
+        chunk = self.head[self.pos:self.pos + n]
+        b[:n] = chunk + b"\0" * (n - len(chunk))
+        self.pos += n
+        self.read_bytes += n
+        return n
+
+    def read(self, n=-1):
+        assert n is not None and n >= 0, "the whole file was read"
+        b = bytearray(min(n, self.size - self.pos))
+        return bytes(b[:self.readinto(b)])
+
+
+@pytest.mark.parametrize("header,match", [
+    ({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, "cover 8 bytes"),
+    ({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 2 ** 32]}}, "needs 8 bytes"),
+    ({"x": {"dtype": "F32", "shape": [2 ** 40], "data_offsets": [0, 2 ** 60]}}, "spans"),
+    ({"x": {"dtype": "F32", "shape": [-1, -4], "data_offsets": [0, 16]}}, "negative size"),
+])
+def test_huge_bogus_file_is_refused_without_being_read(header, match):
+    h = json.dumps(header).encode()
+    f = _HugeFile(struct.pack("<Q", len(h)) + h, 8 * 2 ** 30)
+    with pytest.raises(LoadError, match=match):
+        pg.load(f)
+    assert f.read_bytes <= 16 + len(h)  # the first 8 bytes are looked at twice
+
+
+def test_tensors_are_read_one_by_one(tmp_path):
+    """A valid file is read per tensor (header, then each tensor's span), never whole."""
+    arrays = {"a": pg.arange(1000.0), "b": pg.ones(10, 10, dtype=pg.int64)}
+    data = _bytes(arrays)
+    f = _HugeFile(data, len(data))
+    out = pg.load(f)
+    assert pg.equal(out["a"], arrays["a"]) and pg.equal(out["b"], arrays["b"])
+    assert f.read_bytes <= len(data) + 8 and f.tell() == len(data)
 
 
 def test_every_truncation_raises_load_error():
@@ -271,6 +382,19 @@ def _with_header(header, data=b"", raw_len=None):
     (_with_header({"__metadata__": {"portagrad.format": "pickle", "portagrad.pickle": "!!"}}),
      "weights_only=False"),
     (b"PK\x03\x04" + b"\0" * 100, "zip archive"),
+    (_with_header({"x": {"dtype": "F32", "shape": [2], "data_offsets": [16, 24]}}, b"\0" * 8),
+     "'x' spans bytes \\[16, 24\\)"),
+    (_with_header({"x": {"dtype": "F32", "shape": [2, -1], "data_offsets": [0, 8]}}, b"\0" * 8),
+     "'x' has an invalid shape .*negative"),
+    (_with_header({"x": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}, b"\0" * 8),
+     "'x' of shape \\[3\\] and dtype F32 needs 12 bytes"),
+    (_with_header({"x": {"dtype": "F32", "shape": [2.0], "data_offsets": [0, 8]}}, b"\0" * 8),
+     "invalid shape"),
+    (_with_header({"x": {"dtype": "BOOL", "shape": [2], "data_offsets": [0, 2]}}, b"\x01\x02"),
+     "'x' of dtype BOOL holds bytes other than 0 and 1"),
+    (_with_header({"__metadata__": {"portagrad.format": "tree",
+                                    "portagrad.structure": '{"$size": [2, -1]}'}}),
+     "invalid \\$size|malformed"),
 ])
 def test_hostile_files(data, match):
     _expect_error(data, match)
@@ -304,3 +428,113 @@ def test_corrupted_pickle_payload_with_opt_in_is_clear():
 def test_load_error_is_a_runtime_error():
     assert issubclass(LoadError, RuntimeError)
     assert issubclass(WeightsOnlyError, pickle.UnpicklingError)
+
+
+# ------------------------------------------------------------------------- atomic saves
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _child(script: str) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, PYTHONPATH=_REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=_REPO)
+
+
+def _kill(proc) -> bytes:
+    proc.send_signal(signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    return err
+
+
+def _temporaries(folder) -> list[str]:
+    return [n for n in os.listdir(folder) if n.endswith(".tmp")]
+
+
+def _readline(proc, timeout: float = 120.0) -> bytes:
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    try:
+        if not sel.select(timeout):
+            proc.kill()
+            raise AssertionError(f"child said nothing in {timeout}s: {proc.communicate()[1]!r}")
+    finally:
+        sel.close()
+    return proc.stdout.readline()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
+def test_save_killed_mid_write_keeps_the_previous_file(tmp_path):
+    path = tmp_path / "ck.pt"
+    old = {"w": pg.arange(1000.0).view(10, 100), "step": 1}
+    pg.save(old, path)
+    # the child writes half of a large checkpoint, then stalls until it is killed
+    proc = _child(f"""
+import sys, time, portagrad as pg, portagrad.serialization as S
+def stalled(fh, data):
+    fh.write(memoryview(data)[:len(data) // 2]); fh.flush()
+    print("mid", flush=True); time.sleep(600)
+S._write_all = stalled
+pg.save({{"w": pg.full((1000, 1000), 7.0), "step": 2}}, {str(path)!r})
+""")
+    try:
+        assert _readline(proc) == b"mid\n"
+    finally:
+        err = _kill(proc)
+    assert b"Traceback" not in err, err
+    assert len(_temporaries(tmp_path)) == 1  # the kill did land mid-write
+    out = pg.load(path)
+    assert out["step"] == 1 and out["w"].tolist() == old["w"].tolist()
+    pg.save({"w": pg.ones(2), "step": 3}, path)  # the next save cleans the leftover up
+    assert _temporaries(tmp_path) == [] and os.listdir(tmp_path) == ["ck.pt"]
+    assert pg.load(path)["step"] == 3
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
+def test_save_in_a_loop_killed_at_any_time_leaves_a_whole_checkpoint(tmp_path):
+    path = tmp_path / "ck.pt"
+    proc = _child(f"""
+import portagrad as pg
+for k in range(10 ** 6):
+    pg.save({{"w": pg.full((512, 1024), float(k)), "k": k}}, {str(path)!r})
+    if k == 2:
+        print("saving", flush=True)
+""")
+    try:
+        assert _readline(proc) == b"saving\n"
+        time.sleep(0.3)
+    finally:
+        err = _kill(proc)
+    assert b"Traceback" not in err, err
+    out = pg.load(path)
+    assert out["k"] >= 2 and pg.equal(out["w"], pg.full((512, 1024), float(out["k"])))
+
+
+def test_failed_save_keeps_the_previous_file_and_no_temporary(tmp_path, monkeypatch):
+    import portagrad.serialization as S
+
+    path = tmp_path / "ck.pt"
+    pg.save({"x": pg.ones(3)}, path)
+
+    def broken(fh, data):
+        fh.write(data[:10])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(S, "_write_all", broken)
+    with pytest.raises(OSError, match="No space"):
+        pg.save({"x": pg.zeros(3)}, path)
+    assert os.listdir(tmp_path) == ["ck.pt"]
+    assert pg.load(path)["x"].tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions and symlinks")
+def test_atomic_save_keeps_mode_and_writes_through_symlinks(tmp_path):
+    path = tmp_path / "ck.pt"
+    pg.save({"x": 1}, path)
+    os.chmod(path, 0o640)
+    link = tmp_path / "latest.pt"
+    link.symlink_to(path)
+    pg.save({"x": 2}, link)
+    assert link.is_symlink() and pg.load(path) == {"x": 2}
+    assert os.stat(path).st_mode & 0o777 == 0o640
+    pg.save({"x": 3}, pathlib.PurePath(str(path)).as_posix())
+    assert pg.load(path) == {"x": 3} and _temporaries(tmp_path) == []

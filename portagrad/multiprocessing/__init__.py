@@ -9,6 +9,13 @@ OpenCL context does not survive ``fork``.
 from multiprocessing import *  # noqa: F403
 from multiprocessing import get_context, set_start_method  # noqa: F401
 
-from .reductions import init_reductions, rebuild_tensor, reduce_tensor, share_storage  # noqa: F401
+from .reductions import (  # noqa: F401
+    SHM_PREFIX,
+    SharedBlockFreedError,
+    init_reductions,
+    rebuild_tensor,
+    reduce_tensor,
+    share_storage,
+)
 
 init_reductions()

@@ -9,13 +9,21 @@
   ``.grad`` travels the same way. Other tensors are sent by value. Device tensors (OpenCL contexts
   cannot be shared between processes) are copied through the host and rebuilt on the same device.
 
-The process that called ``share_memory_()`` owns the block and unlinks it when the storage is freed;
-receivers only map it.
+The process that called ``share_memory_()`` owns the block (named ``pg_<pid>_<random>``) and unlinks
+it when the storage is freed; receivers only map it and never register or unlink it. If the owner
+is killed, its resource tracker unlinks the block once no process using that tracker is left (a
+process started by :mod:`multiprocessing` shares its parent's tracker). A block the owner freed
+before a receiver got the handle raises :class:`SharedBlockFreedError` on receipt.
 """
 from __future__ import annotations
 
+import contextlib
+import importlib
+import mmap
+import os
+import secrets
 import weakref
-from multiprocessing import resource_tracker, shared_memory
+from multiprocessing import shared_memory
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
@@ -28,7 +36,8 @@ from ..backends.interface import View
 from ..nn.parameter import Parameter
 
 __all__ = ["reduce_tensor", "rebuild_tensor", "reduce_tensor_shared", "rebuild_shared",
-           "share_storage", "init_reductions", "share_memory_"]
+           "share_storage", "init_reductions", "share_memory_", "SharedBlockFreedError",
+           "SHM_PREFIX"]
 
 
 def _check_leaf(t: Tensor) -> None:
@@ -66,12 +75,49 @@ def reduce_tensor(t: Tensor) -> Any:
 
 
 # ------------------------------------------------------------------- shared memory
-def _unlink(shm: shared_memory.SharedMemory) -> None:
-    try:
+try:  # POSIX: map blocks ourselves, so that receiving one never touches the resource tracker
+    _posixshmem: Any = importlib.import_module("_posixshmem")
+except ImportError:  # Windows: no resource tracker; a block lives while a handle is open
+    _posixshmem = None
+
+#: Every block this package creates is named ``pg_<creator pid>_<random>``, so leaks are easy to
+#: spot (``ls /dev/shm/pg_*``) and to attribute to a process.
+SHM_PREFIX = "pg_"
+
+
+class SharedBlockFreedError(RuntimeError):
+    """A shared tensor arrived after the process that owned its memory freed the block."""
+
+
+def _new_block(size: int) -> shared_memory.SharedMemory:
+    """Create a block named ``pg_<pid>_<random>``. On POSIX, ``SharedMemory(create=True)``
+    registers it with this process's resource tracker, which unlinks it if the process dies
+    without doing so (SIGKILL, a crash), so a killed owner does not leak it."""
+    while True:
+        name = f"{SHM_PREFIX}{os.getpid()}_{secrets.token_hex(6)}"
+        try:
+            return shared_memory.SharedMemory(name=name, create=True, size=size)
+        except FileExistsError:  # pragma: no cover - 48 random bits collided
+            continue
+
+
+def _release(shm: shared_memory.SharedMemory, owner_pid: int, sid: int) -> None:
+    """The owner's storage died: unlink the block (mappings elsewhere stay valid). A forked child
+    holds a copy of this finalizer but is not the owner, so it leaves the block alone."""
+    if _SHM.get(sid) == shm.name:
+        del _SHM[sid]
+    if os.getpid() != owner_pid:
+        return
+    with contextlib.suppress(BufferError):  # an array still exported: it keeps its mapping
         shm.close()
-        shm.unlink()
-    except (FileNotFoundError, BufferError):  # already gone, or still exported: the OS cleans up
-        pass
+    with contextlib.suppress(FileNotFoundError):
+        shm.unlink()  # also unregisters it from the resource tracker
+
+
+def _forget(name: str, sid: int, keep: Any) -> None:
+    """A receiver's storage died (``keep`` held the handle that the mapping needs, if any)."""
+    if _SHM.get(sid) == name:
+        del _SHM[sid]
 
 
 def share_storage(t: Tensor) -> None:
@@ -85,7 +131,7 @@ def share_storage(t: Tensor) -> None:
     if st.device.type != "cpu":
         st.shared = True  # device storage: nothing to move (sent through the host)
         return
-    shm = shared_memory.SharedMemory(create=True, size=max(st.nbytes, 1))
+    shm = _new_block(max(st.nbytes, 1))
     buf = np.ndarray((st.nbytes,), np.uint8, shm.buf)
     old = st.buffer
     if st.nbytes:
@@ -94,7 +140,7 @@ def share_storage(t: Tensor) -> None:
     st.shared = True
     st.pinned = False
     _SHM[id(st)] = shm.name
-    weakref.finalize(st, _unlink, shm)
+    weakref.finalize(st, _release, shm, os.getpid(), id(st))
     v = t._v
     t._v = View(buf, v.offset, v.shape, v.strides, v.dtype)
 
@@ -102,20 +148,54 @@ def share_storage(t: Tensor) -> None:
 _SHM: dict[int, str] = {}
 
 
+def _freed(name: str) -> SharedBlockFreedError:
+    return SharedBlockFreedError(
+        f"cannot receive a shared tensor: its shared-memory block {name!r} no longer exists. The "
+        f"sending process freed it (the tensor's last reference there went away, or the process "
+        f"exited) before this process received it; keep the tensor alive in the sender until "
+        f"the receiver has it.")
+
+
+def _attach(name: str, nbytes: int) -> tuple[np.ndarray, Any]:
+    """Map the block ``name`` as ``nbytes`` bytes, without registering it anywhere: the sender
+    owns it (Python < 3.13's ``SharedMemory(name=...)`` registers it with this process's resource
+    tracker, and unregistering it again races with the owner's own registration when the tracker
+    is shared, as it is with children started by multiprocessing: ``KeyError`` tracebacks).
+    Returns the array and what must stay referenced while the storage lives."""
+    keep: Any = None
+    if _posixshmem is None:
+        try:
+            shm = shared_memory.SharedMemory(name=name)
+        except FileNotFoundError:
+            raise _freed(name) from None
+        mem: Any = shm.buf
+        size, keep = shm.size, shm
+    else:
+        try:
+            fd = _posixshmem.shm_open("/" + name, os.O_RDWR, mode=0o600)
+        except FileNotFoundError:
+            raise _freed(name) from None
+        try:
+            size = os.fstat(fd).st_size
+            mem = mmap.mmap(fd, size) if size else b""
+        finally:
+            os.close(fd)
+    if size < nbytes:
+        raise RuntimeError(f"cannot receive a shared tensor: its shared-memory block {name!r} has "
+                           f"{size} bytes, but the tensor's storage needs {nbytes}")
+    # the array keeps the mapping alive; it is unmapped when the last array over it goes away
+    return np.ndarray((nbytes,), np.uint8, mem), keep
+
+
 def rebuild_shared(cls: type[Tensor], name: str, nbytes: int, offset: int, shape: tuple, strides: tuple,
                    dtype_name: str, requires_grad: bool, grad: Any, extra: Any) -> Tensor:
     """Map a shared-memory block sent by another process."""
-    shm = shared_memory.SharedMemory(name=name)
-    try:  # the sender owns the block: do not let this process's tracker unlink it at exit
-        resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
-    except Exception:
-        pass
-    buf = np.ndarray((nbytes,), np.uint8, shm.buf)
+    buf, keep = _attach(name, nbytes)
     concrete, backend, index = _device.resolve(_device.device("cpu"))
     st = Storage(buf, nbytes, concrete, backend, index)
     st.shared = True
     _SHM[id(st)] = name
-    weakref.finalize(st, shm.close)
+    weakref.finalize(st, _forget, name, id(st), keep)
     t = Tensor._make(st, offset, tuple(shape), tuple(strides), _dtype.as_dtype(dtype_name))
     if cls is not Tensor:
         t = cls._from_tensor(t)
