@@ -1,5 +1,6 @@
 """``python -m portagrad info``: what is installed, which plugins loaded, failed or were blocked,
-each backend's devices with memory and capabilities, and the relevant environment variables."""
+which backend specs were refused or shadowed (and why), each backend's devices with memory and
+capabilities, and the relevant environment variables."""
 from __future__ import annotations
 
 import argparse
@@ -45,7 +46,7 @@ def collect() -> dict:
                     "device": f"{device_type}:{i}" if device_type != "cpu" else "cpu",
                     "name": p.name, "type": p.type, "memory": p.total_memory, "fp64": p.fp64,
                     "fp16": p.fp16, "compute_units": p.compute_units, "extra": p.extra})
-        except Exception as exc:  # shown, never fatal
+        except (Exception, SystemExit) as exc:  # shown, never fatal (plugin code runs here)
             entry["error"] = str(exc)
         backends[device_type] = entry
     return {
@@ -56,6 +57,8 @@ def collect() -> dict:
         "plugins_loaded": dict(state.loaded),
         "plugins_failed": dict(state.failed),
         "plugins_blocked": list(state.blocked),
+        "plugins_shadowed": [{"plugin": p, "device_type": t, "reason": why}
+                             for p, t, why in state.shadowed],
         "backends": backends,
         "environment": {k: os.environ[k] for k in _ENV_VARS if k in os.environ},
     }
@@ -82,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  FAILED   {name:12s} {err}")
     for name in info["plugins_blocked"]:
         print(f"  blocked  {name:12s} (PORTAGRAD_DISABLE_PLUGINS)")
+    for d in info["plugins_shadowed"]:  # loaded, but does not serve this device type
+        print(f"  unused   {d['plugin']:12s} {d['reason']}")
     print("backends and devices:")
     for device_type, entry in info["backends"].items():
         print(f"  {device_type} (plugin {entry['plugin']}):")

@@ -200,3 +200,217 @@ def test_validate_backend_direct() -> None:
 
     with pytest.raises(BackendValidationError, match="allocate.*matmul"):
         validate_backend(Empty(), "empty")
+
+
+# ------------------------------------------------------------------ who serves a device type
+FAKE_CPU_BROKEN = '''
+from portagrad.plugins import BackendSpec, hookimpl
+
+def _load():
+    raise ImportError("the fake cpu backend cannot load")
+
+@hookimpl
+def portagrad_backends():
+    return [BackendSpec(name="fakecpu", device_type="cpu", priority=100, loader=_load)]
+'''
+
+FAKE_CPU_WORKING = '''
+from portagrad.plugins import BackendSpec, hookimpl
+
+def _load():
+    from portagrad.backends.numpy import NumpyBackend
+
+    class Mine(NumpyBackend):
+        pass
+
+    return Mine()
+
+@hookimpl
+def portagrad_backends():
+    return [BackendSpec(name="mycpu", device_type="cpu", priority=10**6, loader=_load)]
+'''
+
+
+def _claim(device_type: str, priority: int, label: str) -> str:
+    return f'''
+from portagrad.plugins import BackendSpec, hookimpl
+
+def _load():
+    from portagrad.backends.numpy import NumpyBackend
+
+    class B(NumpyBackend):
+        device_type = {device_type!r}
+        label = {label!r}
+
+        def host_array(self, src):
+            return None
+
+    return B()
+
+@hookimpl
+def portagrad_backends():
+    return [BackendSpec(name={label!r}, device_type={device_type!r}, priority={priority},
+                        loader=_load)]
+'''
+
+
+_CPU_REPORT = """
+    import json
+    import portagrad as pg
+    from portagrad.plugins.manager import get_backend, get_state
+    x = pg.ones(3) * 2
+    s = get_state()
+    print(json.dumps({"value": x.tolist(), "backend": type(get_backend("cpu")).__name__,
+                      "plugin": s.spec_plugin["cpu"], "shadowed": s.shadowed,
+                      "failed": s.failed}))
+"""
+
+
+@pytest.mark.parametrize("src", [FAKE_CPU_BROKEN, FAKE_CPU_WORKING], ids=["broken", "working"])
+def test_third_party_cannot_replace_cpu(tmp_path: Path, src: str) -> None:
+    _dist(tmp_path, "fakecpu", src)
+    r = _run(tmp_path, _CPU_REPORT)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["value"] == [2.0, 2.0, 2.0]
+    assert out["backend"] == "NumpyBackend" and out["plugin"] == "numpy"
+    [(plugin, device_type, reason)] = out["shadowed"]
+    assert (plugin, device_type) == ("fakecpu", "cpu")
+    assert "reserved for the built-in numpy backend" in reason
+    # info lists the refused claim with its reason
+    r = _run(tmp_path, "import sys, portagrad.__main__ as m; sys.exit(m.main(['info']))")
+    assert r.returncode == 0, r.stderr
+    assert "cpu (plugin numpy)" in r.stdout
+    assert "loaded   fakecpu" in r.stdout  # the plugin loaded; only its cpu claim is refused
+    line = next(ln for ln in r.stdout.splitlines() if ln.lstrip().startswith("unused"))
+    assert "fakecpu" in line and "'cpu'" in line
+    assert "refused" in line and "reserved for the built-in numpy backend" in line
+
+
+def test_cpu_is_not_claimable_even_when_numpy_is_blocked(tmp_path: Path) -> None:
+    _dist(tmp_path, "fakecpu", FAKE_CPU_WORKING)
+    r = _run(tmp_path, """
+        import portagrad as pg
+        try:
+            pg.zeros(1, device="cpu")
+        except RuntimeError as exc:
+            print("ERR", exc)
+    """, PORTAGRAD_DISABLE_PLUGINS="numpy")
+    assert r.returncode == 0, r.stderr
+    assert "ERR no backend for device type 'cpu'" in r.stdout
+    assert "reserved for the built-in numpy backend" in r.stdout
+
+
+def test_highest_priority_wins_and_losers_are_listed(tmp_path: Path) -> None:
+    _dist(tmp_path, "low", _claim("dup", 1, "low"))
+    _dist(tmp_path, "high", _claim("dup", 5, "high"))
+    _dist(tmp_path, "tie", _claim("dup", 5, "tie"))
+    r = _run(tmp_path, """
+        import json
+        import portagrad as pg
+        from portagrad.plugins.manager import get_backend, get_state
+        s = get_state()
+        print(json.dumps({"label": get_backend("dup").label, "plugin": s.spec_plugin["dup"],
+                          "shadowed": sorted(s.shadowed)}))
+    """)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["label"] in ("high", "tie") and out["plugin"] == out["label"]
+    losers = {p: why for p, dt, why in out["shadowed"] if dt == "dup"}
+    assert set(losers) == {"low", "high", "tie"} - {out["plugin"]}
+    assert all(f"shadowed by plugin '{out['plugin']}'" in why for why in losers.values())
+    r = _run(tmp_path, "import sys, portagrad.__main__ as m; sys.exit(m.main(['info', '--json']))")
+    info = json.loads(r.stdout)
+    assert {(d["plugin"], d["device_type"]) for d in info["plugins_shadowed"]} == {
+        (p, "dup") for p in losers}
+
+
+def test_a_failing_hook_registers_none_of_its_specs(tmp_path: Path) -> None:
+    _dist(tmp_path, "partial", '''
+from portagrad.plugins import BackendSpec, hookimpl
+
+@hookimpl
+def portagrad_backends():
+    return [BackendSpec(name="p", device_type="partial", loader=object), "not a spec"]
+''')
+    r = _run(tmp_path, """
+        from portagrad.plugins.manager import get_state
+        s = get_state()
+        print("partial" in s.specs, "BackendSpec" in s.failed["partial"])
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "True"]
+
+
+# ------------------------------------------------------------------ SystemExit is a failure
+@pytest.mark.parametrize("where", ["import", "hook", "loader"])
+def test_system_exit_in_plugin_is_reported(tmp_path: Path, where: str) -> None:
+    src = {
+        "import": 'raise SystemExit("vendor SDK says bye")\n',
+        "hook": '''
+from portagrad.plugins import hookimpl
+
+@hookimpl
+def portagrad_backends():
+    raise SystemExit("vendor SDK says bye")
+''',
+        "loader": '''
+from portagrad.plugins import BackendSpec, hookimpl
+
+def _load():
+    raise SystemExit("vendor SDK says bye")
+
+@hookimpl
+def portagrad_backends():
+    return [BackendSpec(name="quitter", device_type="quitter", loader=_load)]
+''',
+    }[where]
+    _dist(tmp_path, "quitter", src)
+    r = _run(tmp_path, """
+        import portagrad as pg
+        from portagrad.plugins.manager import get_state
+        print("FAILED", get_state().failed.get("quitter"))
+        print("VALUE", (pg.ones(2) + 1).tolist())
+        try:
+            pg.zeros(1, device="quitter")
+        except RuntimeError as exc:
+            print("ERR", exc)
+        print("STILL RUNNING")
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "VALUE [2.0, 2.0]" in r.stdout and "STILL RUNNING" in r.stdout
+    assert "ERR" in r.stdout and "SystemExit: vendor SDK says bye" in r.stdout
+    if where != "loader":
+        assert "FAILED SystemExit: vendor SDK says bye" in r.stdout
+    r = _run(tmp_path, "import sys, portagrad.__main__ as m; sys.exit(m.main(['info']))")
+    assert r.returncode == 0, r.stderr
+    assert "SystemExit: vendor SDK says bye" in r.stdout
+
+
+def test_keyboard_interrupt_in_plugin_propagates(tmp_path: Path) -> None:
+    _dist(tmp_path, "ctrlc", "raise KeyboardInterrupt\n")
+    r = _run(tmp_path, "import portagrad as pg; pg.zeros(1); print('SWALLOWED')")
+    assert r.returncode != 0 and "SWALLOWED" not in r.stdout
+    assert "KeyboardInterrupt" in r.stderr
+
+
+@pytest.mark.parametrize("fields", ['device_type="bad:0"', 'device_type=""',
+                                    'device_type="ok", priority="high"'])
+def test_malformed_spec_fails_its_plugin(tmp_path: Path, fields: str) -> None:
+    _dist(tmp_path, "malformed", f'''
+from portagrad.plugins import BackendSpec, hookimpl
+
+@hookimpl
+def portagrad_backends():
+    return [BackendSpec(name="m", loader=object, {fields})]
+''')
+    r = _run(tmp_path, """
+        import portagrad as pg
+        from portagrad.plugins.manager import get_state
+        print((pg.ones(1) + 1).tolist(), sorted(get_state().specs))
+        print(get_state().failed["malformed"])
+    """)
+    assert r.returncode == 0, r.stderr
+    first, second = r.stdout.splitlines()[:2]
+    assert first.startswith("[2.0] ") and "ok" not in first and "bad" not in first
+    assert "BackendSpec 'm'" in second

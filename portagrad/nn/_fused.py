@@ -21,7 +21,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ._im2col import _unfold_raw, fold_cols, unfold_cols
 
-__all__ = ["linear", "cross_entropy_indices", "conv"]
+__all__ = ["linear", "cross_entropy_indices", "check_class_targets", "conv"]
 
 
 def _tensor_like(x: Tensor, shape: tuple) -> Tensor:
@@ -174,23 +174,34 @@ def _softmax_rows(x: Tensor) -> Tensor:
     return E.div(e, R.sum(e, 1, keepdim=True))
 
 
+def check_class_targets(target: Tensor, c: int, ignore_index: int) -> None:
+    """Raise PyTorch's ``IndexError: Target T is out of bounds.`` when a class index of ``target``
+    other than ``ignore_index`` lies outside ``[0, c)``.
+
+    The same code on every device: out-of-range targets would otherwise pick no class and give a
+    wrong loss silently. In-range targets cost one small reduction and one host read
+    (``_raw.min_max``); an ignored value outside the range is zeroed first so that padding does
+    not force the slow path. Only on error is the whole target read back, to name the first bad
+    value in order, as PyTorch does.
+    """
+    if not target.numel():
+        return
+    t = target.detach()
+    if not 0 <= ignore_index < c:
+        t = E.mul(t, E.ne(t, ignore_index))  # ignored entries -> class 0, which is in range
+    lo, hi = _raw.min_max(t)
+    if lo >= 0 and hi < c:
+        return
+    h = target.detach()._host()
+    bad = h[(h != ignore_index) & ((h < 0) | (h >= c))]
+    if bad.size:
+        raise IndexError(f"Target {int(bad.reshape(-1)[0])} is out of bounds.")
+
+
 def cross_entropy_indices(x: Tensor, target: Tensor, ignore_index: int, reduction: str) -> Tensor:
     """Cross entropy of (N, C) logits against int64 class indices (N,), as one recorded node."""
     check_same_device(x, target, "cross_entropy")
-    n, c = x.shape
-    if target.numel():
-        # out-of-range targets must not silently pick nothing: checked on every device (on the
-        # cpu the host view is free; elsewhere it costs one small read)
-        t: Any  # the target as a host (numpy) array, or None when all are in range
-        if target.device.type == "cpu":
-            t = target.detach()._host()
-        else:
-            lo, hi = _raw.min_max(target)
-            t = target.detach()._host() if lo < 0 or hi >= c else None
-        if t is not None:
-            bad = t[(t != ignore_index) & ((t < 0) | (t >= c))]
-            if bad.size:
-                raise IndexError(f"Target {int(bad[0])} is out of bounds.")
+    check_class_targets(target, x.shape[1], ignore_index)
     return call(_CrossEntropy, x, target, ignore_index, reduction)
 
 

@@ -1112,13 +1112,8 @@ def _class_mask(target: Tensor, Cc: int, ndim: int) -> Tensor:
 
 
 def _check_targets(target: Tensor, Cc: int, ignore_index: int) -> None:
-    # host-side check where it is free (CPU): PyTorch raises "Target N is out of bounds."
-    if target.device.type != "cpu" or target.numel() == 0:
-        return
-    t = target.detach()._host()
-    bad = (t != ignore_index) & ((t < 0) | (t >= Cc))
-    if bad.any():
-        raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
+    # on every device (one host read): PyTorch raises "Target N is out of bounds."
+    _fused.check_class_targets(target, Cc, ignore_index)
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
@@ -1225,6 +1220,14 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     return E.add(E.mul(nll, 1 - label_smoothing), E.mul(ret, label_smoothing / Cc))
 
 
+def _check_unit_interval(x: Tensor, what: str) -> None:
+    # one reduction pair and one host read; NaN fails both comparisons, as in PyTorch
+    if x.numel():
+        lo, hi = _raw.min_max(x)
+        if not (lo >= 0 and hi <= 1):
+            raise RuntimeError(f"all elements of {what} should be between 0 and 1")
+
+
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average: Any = None, reduce: Any = None, reduction: str = "mean"
                          ) -> Tensor:
@@ -1234,10 +1237,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
-    if input.device.type == "cpu" and input.numel():
-        h = input.detach()._host()
-        if (h < 0).any() or (h > 1).any():
-            raise RuntimeError("all elements of input should be between 0 and 1")
+    _check_unit_interval(input, "input")  # on every device: else a wrong loss or NaN, silently
+    _check_unit_interval(target, "target")
     lx = E.clamp(E.log(input), -100.0, None)
     l1x = E.clamp(E.log(E.sub(1.0, input)), -100.0, None)
     loss = E.neg(E.add(E.mul(target, lx), E.mul(E.sub(1.0, target), l1x)))

@@ -13,6 +13,12 @@ and declares it in its ``pyproject.toml``::
 
     [project.entry-points."portagrad.backends"]
     mybackend = "mypackage.plugin"
+
+A plugin that fails (an ``Exception`` or ``SystemExit`` at import, in its hook or in its loader) is
+recorded and reported, never fatal. The device type ``cpu`` belongs to the built-in numpy backend:
+a third-party spec for it is refused. Any other device type is served by the spec with the highest
+``priority`` (on a tie, the first registered). ``python -m portagrad info`` lists refused and
+shadowed specs with the reason.
 """
 from __future__ import annotations
 
@@ -32,8 +38,12 @@ ENTRY_POINT_GROUP = "portagrad.backends"
 class BackendSpec:
     """Describes one backend a plugin provides.
 
-    ``device_type`` is the string users write (``"opencl"``); ``loader`` builds the backend object
-    on first use; among several plugins serving one device type the highest ``priority`` wins;
+    ``device_type`` is the string users write (``"opencl"``; letters, digits and ``_``);
+    ``loader`` builds the backend object on first use; among several plugins serving one device
+    type the highest ``priority`` (an int) wins, and on a tie the first registered (built-ins
+    register first). ``cpu`` is the exception: it is reserved for the built-in numpy backend, and a
+    third-party spec for ``cpu`` is refused whatever its priority, so a broken plugin can never
+    take the host device away;
     ``best_device_rank`` orders device types for ``python -m portagrad demo``'s "best available
     device" (higher is preferred; ``cpu`` is 0).
     """

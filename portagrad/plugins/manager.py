@@ -3,7 +3,20 @@
 Built-ins are registered with the same ``register`` call a third-party plugin goes through, then the
 entry points of group ``portagrad.backends`` are loaded *one by one*: a plugin that fails to import or
 whose hook raises is recorded (``python -m portagrad info`` shows it) and only raises when a user asks
-for its device type. ``PORTAGRAD_DISABLE_PLUGINS=a,b`` blocks plugins by entry-point name.
+for its device type. A failure is any ``Exception`` or ``SystemExit`` (a vendor library calling
+``sys.exit`` must not end the user's process); ``KeyboardInterrupt`` still propagates.
+``PORTAGRAD_DISABLE_PLUGINS=a,b`` blocks plugins by entry-point name.
+
+Who serves a device type (see :class:`portagrad.plugins.BackendSpec`):
+
+- ``cpu`` is reserved for the built-in numpy backend. A third-party plugin's spec for ``cpu`` is
+  refused whatever its priority, so a broken or hostile plugin can never take the host device away
+  (with ``numpy`` blocked there is no ``cpu`` at all, rather than a third-party one);
+- any other device type goes to the spec with the highest ``priority``; on a tie the one registered
+  first keeps it (built-ins register before entry points).
+
+Refused and losing specs are recorded in ``PluginState.shadowed`` with the reason, and listed by
+``python -m portagrad info``.
 """
 from __future__ import annotations
 
@@ -27,6 +40,8 @@ __all__ = [
 ]
 
 _BUILTINS = ("numpy", "opencl")
+_RESERVED = {"cpu": "numpy"}  # device type -> the only (built-in) plugin that may serve it
+_PLUGIN_ERRORS = (Exception, SystemExit)  # a plugin's failure; KeyboardInterrupt propagates
 
 
 class BackendUnavailableError(RuntimeError):
@@ -49,6 +64,8 @@ class PluginState:
     spec_plugin: dict[str, str] = field(default_factory=dict)  # device type -> plugin name
     backends: dict[str, Any] = field(default_factory=dict)  # device type -> backend object
     backend_errors: dict[str, str] = field(default_factory=dict)  # device type -> load error
+    # (plugin name, device type, why it does not serve it): refused or lower-priority specs
+    shadowed: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 _state: PluginState | None = None
@@ -66,22 +83,55 @@ def _error_text(exc: BaseException) -> str:
 
 
 def _collect_specs(state: PluginState) -> None:
-    # Call each implementation separately so that one raising hook cannot hide the others.
+    # Call each implementation separately so that one raising hook cannot hide the others
+    # (pluggy lists them in registration order: built-ins first).
+    claims: list[tuple[str, BackendSpec]] = []
     for impl in state.pm.hook.portagrad_backends.get_hookimpls():
         name = impl.plugin_name
         try:
             specs: Any = impl.function()  # whatever the plugin returns: checked below
+            mine = []
             for spec in specs or ():
                 if not isinstance(spec, BackendSpec):
                     raise TypeError(f"portagrad_backends() must return BackendSpec objects, got "
                                     f"{type(spec).__name__}")
-                current = state.specs.get(spec.device_type)
-                if current is None or spec.priority > current.priority:
-                    state.specs[spec.device_type] = spec
-                    state.spec_plugin[spec.device_type] = name
-        except Exception as exc:  # a broken plugin is reported, never fatal
+                dt = spec.device_type
+                if not isinstance(dt, str) or not dt or not dt.replace("_", "").isalnum():
+                    raise ValueError(f"BackendSpec {spec.name!r}: device_type must be a device "
+                                     f"type name such as 'mydev', got {dt!r}")
+                if not isinstance(spec.priority, int):  # compared below, outside this try
+                    raise TypeError(f"BackendSpec {spec.name!r}: priority must be an int, got "
+                                    f"{type(spec.priority).__name__}")
+                mine.append((name, spec))
+        except _PLUGIN_ERRORS as exc:  # a broken plugin is reported, never fatal
             state.failed[name] = _error_text(exc)
             state.loaded.pop(name, None)
+            continue
+        claims.extend(mine)  # all of a plugin's specs or none
+    contenders = []
+    for name, spec in claims:
+        owner = _RESERVED.get(spec.device_type)
+        if owner is not None and not (name == owner and state.loaded.get(name) == "built-in"):
+            state.shadowed.append((name, spec.device_type, _reserved_text(spec.device_type)))
+            continue
+        contenders.append((name, spec))
+        current = state.specs.get(spec.device_type)
+        if current is None or spec.priority > current.priority:  # a tie: the first one keeps it
+            state.specs[spec.device_type] = spec
+            state.spec_plugin[spec.device_type] = name
+    for name, spec in contenders:
+        best = state.specs[spec.device_type]
+        if best is not spec:
+            state.shadowed.append((name, spec.device_type,
+                                   f"its {spec.device_type!r} backend is shadowed by plugin "
+                                   f"{state.spec_plugin[spec.device_type]!r} "
+                                   f"(priority {best.priority} against {spec.priority}; on a tie "
+                                   f"the first registered wins)"))
+
+
+def _reserved_text(device_type: str) -> str:
+    return (f"its {device_type!r} backend is refused: {device_type!r} is reserved for the built-in "
+            f"{_RESERVED[device_type]} backend (a third-party plugin cannot replace it)")
 
 
 def _build() -> PluginState:
@@ -114,7 +164,7 @@ def _build() -> PluginState:
             pm.register(plugin, name=ep.name)
             dist = getattr(ep, "dist", None)
             state.loaded[ep.name] = f"{ep.value}" + (f" ({dist.name} {dist.version})" if dist else "")
-        except Exception as exc:
+        except _PLUGIN_ERRORS as exc:  # SystemExit included: sys.exit in a vendor import
             state.failed[ep.name] = _error_text(exc)
     try:
         pm.check_pending()
@@ -182,10 +232,14 @@ def get_backend(device_type: str) -> Any:
         spec = state.specs.get(device_type)
         if spec is None:
             why = ""
-            if device_type in state.blocked:
-                why = " (its plugin is blocked by PORTAGRAD_DISABLE_PLUGINS)"
+            owner = _RESERVED.get(device_type, device_type)
+            if owner in state.blocked:
+                why = f" (its plugin {owner!r} is blocked by PORTAGRAD_DISABLE_PLUGINS)"
             elif device_type in state.failed:
                 why = f" (its plugin failed to load: {state.failed[device_type]})"
+            refused = [f"plugin {p!r}: {w}" for p, t, w in state.shadowed if t == device_type]
+            if refused:
+                why += f" ({'; '.join(refused)})"
             raise BackendUnavailableError(
                 f"no backend for device type {device_type!r}{why}; available device types: "
                 f"{', '.join(sorted(state.specs)) or 'none'}")
@@ -195,7 +249,7 @@ def get_backend(device_type: str) -> Any:
         try:
             backend = spec.loader()
             validate_backend(backend, spec.name)
-        except Exception as exc:
+        except _PLUGIN_ERRORS as exc:
             state.backend_errors[device_type] = _error_text(exc)
             raise BackendUnavailableError(
                 f"the {device_type!r} backend (plugin {state.spec_plugin.get(device_type)!r}) "

@@ -1,0 +1,150 @@
+"""Loss input checks that must run on every device, with PyTorch's error class and message.
+
+Out-of-range class targets (``cross_entropy``, ``nll_loss``, ``CrossEntropyLoss``, ``NLLLoss``,
+also in the spatial layout ``(N, C, d1, ...)``) raise ``IndexError: Target T is out of bounds.``;
+``binary_cross_entropy`` / ``BCELoss`` raise ``RuntimeError`` for an input (or target) outside
+[0, 1]. A device would otherwise return a wrong loss or NaN silently.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import portagrad as pg
+import portagrad.nn as nn
+import portagrad.nn.functional as F
+
+
+def _t(data, device, dtype=None):
+    return pg.tensor(data, device=device, dtype=dtype)
+
+
+# ------------------------------------------------------------------ class targets
+@pytest.mark.parametrize("kwargs", [{}, {"weight": "ones"}, {"label_smoothing": 0.1},
+                                    {"reduction": "none"}, {"reduction": "sum"}])
+@pytest.mark.parametrize("bad", [3, 7, -1, -3])
+def test_cross_entropy_target_out_of_bounds(device, kwargs, bad):
+    x = pg.randn(2, 3, device=device)
+    kw = dict(kwargs)
+    if kw.get("weight") == "ones":
+        kw["weight"] = pg.ones(3, device=device)
+    with pytest.raises(IndexError, match=rf"^Target {bad} is out of bounds\.$"):
+        F.cross_entropy(x, _t([0, bad], device), **kw)
+    with pytest.raises(IndexError, match=rf"^Target {bad} is out of bounds\.$"):
+        F.nll_loss(F.log_softmax(x, 1), _t([0, bad], device),
+                   **{k: v for k, v in kw.items() if k != "label_smoothing"})
+
+
+@pytest.mark.parametrize("fn", ["cross_entropy", "nll_loss"])
+def test_spatial_target_out_of_bounds(device, fn):
+    x = pg.randn(2, 3, 4, device=device)
+    target = _t([[0, 1, 2, 5], [0, 0, 0, 0]], device)
+    with pytest.raises(IndexError, match=r"^Target 5 is out of bounds\.$"):
+        getattr(F, fn)(x, target)
+    target = _t([[0, 1, 2, 1], [0, -3, 0, 0]], device)
+    with pytest.raises(IndexError, match=r"^Target -3 is out of bounds\.$"):
+        getattr(F, fn)(x, target)
+    x5 = pg.randn(2, 3, 2, 2, device=device)
+    with pytest.raises(IndexError, match=r"^Target 3 is out of bounds\.$"):
+        getattr(F, fn)(x5, _t([[[0, 1], [2, 0]], [[1, 1], [3, 0]]], device))
+
+
+def test_unbatched_target_out_of_bounds(device):
+    x = pg.randn(3, device=device)
+    with pytest.raises(IndexError, match=r"^Target 5 is out of bounds\.$"):
+        F.cross_entropy(x, _t(5, device))
+    with pytest.raises(IndexError, match=r"^Target 5 is out of bounds\.$"):
+        F.nll_loss(x, _t(5, device))
+
+
+def test_loss_modules_target_out_of_bounds(device):
+    x = pg.randn(4, 3, device=device)
+    with pytest.raises(IndexError, match=r"^Target 3 is out of bounds\.$"):
+        nn.CrossEntropyLoss()(x, _t([0, 1, 2, 3], device))
+    with pytest.raises(IndexError, match=r"^Target 3 is out of bounds\.$"):
+        nn.NLLLoss()(x, _t([0, 1, 2, 3], device))
+
+
+def test_first_bad_target_is_reported(device):
+    # PyTorch names the first out-of-range target in memory order
+    x = pg.randn(4, 3, device=device)
+    with pytest.raises(IndexError, match=r"^Target 9 is out of bounds\.$"):
+        F.nll_loss(x, _t([0, 9, -5, 4], device))
+
+
+@pytest.mark.parametrize("ignore_index", [-100, 7, -1])
+def test_ignore_index_is_not_out_of_bounds(device, ignore_index):
+    import torch
+    import torch.nn.functional as TF
+
+    xs = [[0.5, -1.0, 2.0], [1.5, 0.25, -0.5], [0.0, 1.0, 3.0]]
+    ts = [0, ignore_index, 2]
+    want = TF.cross_entropy(torch.tensor(xs), torch.tensor(ts), ignore_index=ignore_index).item()
+    got = F.cross_entropy(_t(xs, device), _t(ts, device), ignore_index=ignore_index).item()
+    assert got == pytest.approx(want, rel=1e-5)
+    # the spatial layout, through nll_loss
+    xsp = pg.tensor([xs, xs], device=device).permute(0, 2, 1)  # (2, C=3, 3)
+    tsp = _t([ts, [ignore_index, 1, 0]], device)
+    want = TF.nll_loss(torch.tensor([xs, xs]).permute(0, 2, 1),
+                       torch.tensor([ts, [ignore_index, 1, 0]]), ignore_index=ignore_index).item()
+    assert F.nll_loss(xsp, tsp, ignore_index=ignore_index).item() == pytest.approx(want, rel=1e-5)
+    # an ignored value does not excuse another out-of-range one
+    with pytest.raises(IndexError, match=r"^Target 3 is out of bounds\.$"):
+        F.cross_entropy(_t(xs, device), _t([ignore_index, 3, 0], device),
+                        ignore_index=ignore_index)
+    with pytest.raises(IndexError, match=r"^Target 3 is out of bounds\.$"):
+        F.nll_loss(xsp, _t([ts, [ignore_index, 3, 0]], device), ignore_index=ignore_index)
+
+
+def test_all_targets_ignored_is_nan_not_an_error(device):
+    x = pg.randn(2, 3, device=device)
+    assert math.isnan(F.cross_entropy(x, _t([-100, -100], device)).item())
+
+
+def test_in_range_targets_match_torch(device):
+    import torch
+    import torch.nn.functional as TF
+
+    xs = [[[0.5, -1.0], [2.0, 0.1]], [[1.5, 0.25], [-0.5, 0.3]], [[0.0, 1.0], [3.0, -2.0]]]
+    ts = [[0, 2], [1, 1]]
+    x = torch.tensor([xs, xs]).reshape(2, 3, 2, 2)[:, :, 0]  # (2, 3, 2)
+    want = TF.cross_entropy(x, torch.tensor(ts)).item()
+    got = F.cross_entropy(pg.tensor(x.tolist(), device=device), _t(ts, device)).item()
+    assert got == pytest.approx(want, rel=1e-5)
+
+
+# ------------------------------------------------------------------ binary cross entropy
+@pytest.mark.parametrize("bad", [1.5, -0.5, 1.0000001, float("nan"), float("inf")])
+def test_bce_input_outside_unit_interval(device, bad):
+    x = _t([0.5, bad, 0.25], device)
+    t = _t([0.0, 1.0, 1.0], device)
+    msg = r"^all elements of input should be between 0 and 1$"
+    with pytest.raises(RuntimeError, match=msg):
+        F.binary_cross_entropy(x, t)
+    with pytest.raises(RuntimeError, match=msg):
+        nn.BCELoss()(x, t)
+    with pytest.raises(RuntimeError, match=msg):
+        F.binary_cross_entropy(x.double(), t.double(), reduction="none")
+
+
+@pytest.mark.parametrize("bad", [2.0, -1.0, float("nan")])
+def test_bce_target_outside_unit_interval(device, bad):
+    x = _t([0.5, 0.5], device)
+    with pytest.raises(RuntimeError, match=r"^all elements of target should be between 0 and 1$"):
+        F.binary_cross_entropy(x, _t([0.0, bad], device))
+
+
+def test_bce_edges_are_allowed(device):
+    import torch
+    import torch.nn.functional as TF
+
+    xs, ts = [0.0, 1.0, 0.5, 1e-8], [0.0, 1.0, 1.0, 0.5]
+    want = TF.binary_cross_entropy(torch.tensor(xs), torch.tensor(ts)).item()
+    got = F.binary_cross_entropy(_t(xs, device), _t(ts, device)).item()
+    assert got == pytest.approx(want, rel=1e-5)
+    # a 0-d input and an empty one
+    assert F.binary_cross_entropy(_t(0.5, device), _t(1.0, device)).item() == pytest.approx(
+        math.log(2), rel=1e-6)
+    empty = pg.zeros(0, device=device)
+    assert F.binary_cross_entropy(empty, empty, reduction="sum").item() == 0.0
