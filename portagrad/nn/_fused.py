@@ -8,6 +8,7 @@ with public portagrad ops (so it runs on every backend and can be differentiated
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .. import _creation, _dtype, _raw
@@ -32,7 +33,7 @@ def _tensor_like(x: Tensor, shape: tuple) -> Tensor:
 def _rows(x: Tensor) -> Tensor:
     """``x`` as a 2-D (rows, features) raw view, copying only if the strides do not allow it."""
     k = x._v.shape[-1] if x._v.shape else 1
-    n = x.numel() // k if k else 0
+    n = math.prod(x._v.shape[:-1])  # not numel // k: that is 0 for k == 0, whatever the rows
     strides = S.compute_view_strides(x._v.shape, x._v.strides, (n, k))
     if strides is None:
         x = _raw.contiguous(x)
@@ -51,7 +52,7 @@ class _Linear(Function):
         o = w._v.shape[0]
         a3 = _raw.view(x2, (1, n, k), (0,) + x2._v.strides)
         w3 = _raw.view(w, (1, k, o), (0, w._v.strides[1], w._v.strides[0]))  # w.T without a copy
-        out = _raw.bmm(a3, w3) if k else _raw.fill(_raw.new_like(x, (1, n, o)), 0)
+        out = _raw.bmm(a3, w3)  # zeros when k == 0
         if b is not None:
             _raw.binary("add", out, _raw.expand_view(b, (1, n, o)), out._v.dtype, out=out)
         shape = tuple(x._v.shape[:-1]) + (o,)
@@ -266,7 +267,7 @@ class _Conv(Function):
         a3 = _raw.view(cols, (1, rows, ck), (0, ck, 1))
         w2 = _raw.contiguous(w)
         w3 = _raw.view(w2, (1, ck, o), (0, 1, ck))  # w.T as a view
-        out = _raw.bmm(a3, w3) if ck else _raw.fill(_raw.new_like(x, (1, rows, o)), 0)
+        out = _raw.bmm(a3, w3)  # zeros when ck == 0
         if b is not None:
             _raw.binary("add", out, _raw.expand_view(b, (1, rows, o)), out._v.dtype, out=out)
         ctx.fast = False
