@@ -300,12 +300,31 @@ def remainder(input: Any, other: Any) -> Tensor:
     return call(_Remainder, a, b)
 
 
+class _Fmod(_Binary):
+    _backward_name = "FmodBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Tensor:
+        _Binary._save_operands(ctx, a, b)
+        t = a if isinstance(a, Tensor) else b
+        return _raw.binary("fmod", a, b, t._v.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        a, b = _Binary._operands(ctx)
+        gb = None
+        if ctx.needs_input_grad[1]:
+            gb = -g * (a / b).trunc()
+        return g, gb
+
+
 def fmod(input: Any, other: Any) -> Tensor:
-    """C-style modulus (sign of the dividend): ``a - trunc(a / b) * b``."""
+    """C-style modulus (sign of the dividend). One backend op, not ``a - trunc(a / b) * b``,
+    which is NaN for an infinite ``b`` (``fmod(x, inf)`` is ``x``)."""
     a, b, dt = prepare_binary(input, other, "fmod")
-    if dt.is_floating_point:
-        return sub(a, mul(trunc(div(a, b)), b))
-    return sub(a, mul(div(a, b, rounding_mode="trunc"), b))
+    if not dt.is_floating_point:
+        _check_int_divisor(b)
+    return call(_Fmod, a, b)
 
 
 def pow(input: Any, exponent: Any) -> Tensor:
