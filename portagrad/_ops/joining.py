@@ -196,6 +196,12 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any:
     d = wrap_dim(dim, input.dim())
+    n = input.shape[d] if input.dim() else 1
+    if not 1 <= k <= n:  # (k == 0 would narrow at -1: the largest value)
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    if input.dim() == 0:  # a 0-d tensor is its own (only) value, index 0
+        r = kthvalue(reshape(input, (1,)), k, 0, False)
+        return sort_result(reshape(r[0], ()), reshape(r[1], ()))
     _, idx = _raw.sort(input.detach(), d, False)
     i = _raw.contiguous(narrow(idx, d, k - 1, 1))
     v = gather(input, d, i)
@@ -210,7 +216,9 @@ def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
         flat = reshape(input, (-1,))
         return kthvalue(flat, (flat.shape[0] + 1) // 2, 0)[0]
     d = wrap_dim(dim, input.dim())
-    return kthvalue(input, (input.shape[d] + 1) // 2, d, keepdim)
+    if input.dim() and input.shape[d] == 0:
+        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
+    return kthvalue(input, (input.shape[d] + 1) // 2 if input.dim() else 1, d, keepdim)
 
 
 def repeat(input: Tensor, *sizes: Any) -> Tensor:
