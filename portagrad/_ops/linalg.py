@@ -5,7 +5,7 @@ import math
 from typing import Any
 
 from .. import _raw
-from .._shape import broadcast_shapes
+from .._shape import broadcast_shapes, check_expandable
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ._common import call, check_same_device
@@ -177,6 +177,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: 
           ) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``."""
     prod = mm(mat1, mat2)
+    check_expandable(input.shape, prod.shape)  # input broadcasts to the product, never beyond
     if alpha != 1:
         prod = mul(prod, alpha)
     return add(mul(input, beta) if beta != 1 else input, prod)
@@ -185,6 +186,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1
             ) -> Tensor:
     prod = bmm(batch1, batch2)
+    check_expandable(input.shape, prod.shape)
     if alpha != 1:
         prod = mul(prod, alpha)
     return add(mul(input, beta) if beta != 1 else input, prod)

@@ -17,6 +17,7 @@ from .._ops import linalg as L
 from .._ops import reduction as R
 from .._ops import shape as S
 from .._ops._common import call, check_same_device
+from .._shape import check_expandable
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
@@ -84,6 +85,8 @@ def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
                            f"{w.dtype}")
     if not w.dtype.is_floating_point:
         raise RuntimeError(f"linear: integer and bool tensors are not supported (got {w.dtype})")
+    if b is not None:
+        check_expandable(b.shape, tuple(x.shape[:-1]) + (w.shape[0],))
     return call(_Linear, x, w, b)
 
 
