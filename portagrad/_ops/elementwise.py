@@ -14,7 +14,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import _no_grad
 from ._common import call, check_same_device, is_scalar, prepare_binary, to_scalar
 from .conversion import copy_, inplace, to
-from .indexing import where
+from .indexing import index_fill, masked_fill, where
 
 __all__ = [
     "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow",
@@ -785,7 +785,12 @@ def unary_inplace(fn: Any, x: Tensor, *args: Any, **kw: Any) -> Tensor:
         _raw.copy_into(t, res)
 
     return inplace(x, lambda old: fn(old, *args, **kw), raw_into,
-                   tuple(a for a in args if isinstance(a, Tensor)))
+                   tuple(a for a in args if isinstance(a, Tensor)), fn in _ONE_VALUE_WRITES)
+
+
+# in-place ops that write one value to every element they touch: PyTorch lets them write into a
+# tensor whose elements share memory (an expanded view)
+_ONE_VALUE_WRITES = (masked_fill, index_fill)
 
 
 def _type_name(d: Any) -> str:
