@@ -599,7 +599,10 @@ def positive(input: Tensor) -> Tensor:
 
 
 def square(input: Tensor) -> Tensor:
-    return mul(input, input)
+    # PyTorch's pow(input, 2): the dtype comes from the promotion table (bool -> int64)
+    dt = _dtype.result_type(input, 2)
+    x = input if dt is input.dtype else to(input, dtype=dt)
+    return mul(x, x)
 
 
 def log2(input: Tensor) -> Tensor:

@@ -11,7 +11,7 @@ from .. import _creation, _dtype, _raw
 from .._shape import wrap_dim
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._common import call, check_same_device
+from ._common import call, check_same_device, to_scalar
 from .indexing import gather, index_select, where
 from .shape import expand, narrow, reshape, squeeze, unsqueeze
 
@@ -121,7 +121,8 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
         if size <= 0 and n:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
                                f"dimension size of {n}")
-        sizes = [size] * (n // size) + ([n % size] if n % size else []) if size else [0]
+        # (PyTorch: max(ceil(n / size), 1) chunks, so an empty dim gives one empty chunk)
+        sizes = [size] * (n // size) + ([n % size] if n % size else []) if size and n else [0]
     else:
         sizes = list(split_size_or_sections)
         if sum(sizes) != n:
@@ -279,7 +280,7 @@ def _tri(input: Tensor, diagonal: int, upper: bool) -> Tensor:
     mask = np.triu(np.ones((m, n), bool), diagonal) if upper else np.tril(np.ones((m, n), bool),
                                                                         diagonal)
     mt = _creation.from_host(mask, device=input.device)
-    return where(mt, input, 0)
+    return where(mt, input, to_scalar(0, input.dtype))  # a zero of input's dtype: bool stays bool
 
 
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:

@@ -801,6 +801,8 @@ def _avg_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil
             return cnt.reshape(p.L, 1)
 
         out = E.div(tot, p.float_table(key, build, x))
+    if not x.dtype.is_floating_point:  # PyTorch: an integer average truncates, in input's dtype
+        out = C.to(E.trunc(out), x.dtype)
     out = S.movedim(S.reshape(out, (N,) + p.out_spatial + (Cc,)), -1, 1)
     return S.squeeze(out, 0) if unbatched else out
 
