@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _creation, _device, _dtype, _raw
 from ._ops._common import broadcast_shapes
-from ._ops.conversion import bump, copy_
+from ._ops.conversion import bump, check_no_overlap, copy_
 from ._ops.elementwise import add, div, floor, log1p, lt, mul, neg
 from ._tensor import Tensor
 
@@ -91,6 +91,7 @@ def set_rng_state(state: Tensor) -> None:
 
 
 def _fill_random(t: Tensor, kind: str, a: float, b: float, generator: Generator | None) -> Tensor:
+    check_no_overlap(t)  # (before drawing: an in-place fill outside the in-place rule)
     gen = generator or default_generator
     s, off = gen._take(t.numel())
     if t._v.is_contiguous():

@@ -44,6 +44,23 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
+def check_expandable(shape: Sequence[int], target: Sequence[int]) -> None:
+    """Raise PyTorch's ``expand`` error unless ``shape`` broadcasts to ``target`` without growing
+    it (the rule for a bias or ``input`` added to a product: ``addmm``, ``linear`` ...)."""
+    if len(shape) > len(target):
+        raise RuntimeError(f"expand: the number of sizes provided ({len(target)}) must be greater "
+                           f"or equal to the number of dimensions in the tensor ({len(shape)}). "
+                           f"Target sizes: {list(target)}.  Tensor sizes: {list(shape)}")
+    lead = len(target) - len(shape)
+    for i, old in enumerate(shape):
+        n = target[lead + i]
+        if old != n and old != 1:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({n}) must match the existing size ({old}) at "
+                f"non-singleton dimension {lead + i}.  Target sizes: {list(target)}.  Tensor "
+                f"sizes: {list(shape)}")
+
+
 def infer_size(shape: Sequence[int], numel: int) -> tuple[int, ...]:
     """Resolve one ``-1`` in ``shape`` and check the element count."""
     shape = tuple(int(s) for s in shape)

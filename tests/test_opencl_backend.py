@@ -253,7 +253,7 @@ def test_unary_sizes(be, n):
 # ------------------------------------------------------------------ binary
 @pytest.mark.parametrize("op,dtype", _BINARY_CASES, ids=[f"{o}-{d.name}" for o, d in _BINARY_CASES])
 def test_binary_contiguous(be, op, dtype):
-    kind_b = "nonzero" if op in ("floordiv", "remainder") else ("small_pos" if op == "pow" else "any")
+    kind_b = "nonzero" if op in ("floordiv", "remainder", "fmod") else ("small_pos" if op == "pow" else "any")
     kind_a = "positive" if op == "pow" else "any"
     a = contiguous(be, sample(dtype, SHAPE, kind_a), dtype, offset=2)
     b = contiguous(be, sample(dtype, SHAPE, kind_b), dtype)

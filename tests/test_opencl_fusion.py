@@ -125,7 +125,7 @@ def test_every_fusable_op_matches_unfused(be, dtype):
         np.testing.assert_array_equal(got, ref, err_msg=op)
     prim = {"add": pg.add, "sub": pg.sub, "mul": pg.mul, "div": pg.div, "pow": pg.pow,
             "maximum": pg.maximum, "minimum": pg.minimum, "atan2": pg.atan2,
-            "floordiv": pg.floor_divide, "remainder": pg.remainder}
+            "floordiv": pg.floor_divide, "remainder": pg.remainder, "fmod": pg.fmod}
     assert set(prim) == set(_BINARY_OK)
     for op, fn in sorted(prim.items()):
         got, ref = _both(be, lambda: fn(a * 3.0, b - 0.25) * 2.0)  # noqa: B023 - called within this iteration

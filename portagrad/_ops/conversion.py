@@ -17,12 +17,12 @@ from .._storage import Storage
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _flags, _no_grad
-from ..autograd.inplace import check_inplace, inplace
+from ..autograd.inplace import check_inplace, check_no_overlap, inplace
 from ._common import call, to_scalar
 from .shape import expand
 
 __all__ = ["to", "clone", "contiguous", "copy_", "inplace", "type_as", "cpu", "check_inplace",
-           "bump", "fill_"]
+           "check_no_overlap", "bump", "fill_"]
 
 
 bump = _raw.bump  # record an in-place change (the version counter has one writer, in _raw)
@@ -193,4 +193,4 @@ def fill_(x: Tensor, value: Any) -> Tensor:
     def compute(old: Tensor) -> Tensor:
         return _creation.full(old.shape, value, dtype=old.dtype, device=old.device)
 
-    return inplace(x, compute, raw_into)
+    return inplace(x, compute, raw_into, overlap_ok=True)  # one value: PyTorch allows it

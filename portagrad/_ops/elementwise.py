@@ -14,7 +14,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import _no_grad
 from ._common import call, check_same_device, is_scalar, prepare_binary, to_scalar
 from .conversion import copy_, inplace, to
-from .indexing import where
+from .indexing import index_fill, masked_fill, where
 
 __all__ = [
     "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow",
@@ -300,12 +300,31 @@ def remainder(input: Any, other: Any) -> Tensor:
     return call(_Remainder, a, b)
 
 
+class _Fmod(_Binary):
+    _backward_name = "FmodBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Tensor:
+        _Binary._save_operands(ctx, a, b)
+        t = a if isinstance(a, Tensor) else b
+        return _raw.binary("fmod", a, b, t._v.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        a, b = _Binary._operands(ctx)
+        gb = None
+        if ctx.needs_input_grad[1]:
+            gb = -g * (a / b).trunc()
+        return g, gb
+
+
 def fmod(input: Any, other: Any) -> Tensor:
-    """C-style modulus (sign of the dividend): ``a - trunc(a / b) * b``."""
+    """C-style modulus (sign of the dividend). One backend op, not ``a - trunc(a / b) * b``,
+    which is NaN for an infinite ``b`` (``fmod(x, inf)`` is ``x``)."""
     a, b, dt = prepare_binary(input, other, "fmod")
-    if dt.is_floating_point:
-        return sub(a, mul(trunc(div(a, b)), b))
-    return sub(a, mul(div(a, b, rounding_mode="trunc"), b))
+    if not dt.is_floating_point:
+        _check_int_divisor(b)
+    return call(_Fmod, a, b)
 
 
 def pow(input: Any, exponent: Any) -> Tensor:
@@ -580,7 +599,10 @@ def positive(input: Tensor) -> Tensor:
 
 
 def square(input: Tensor) -> Tensor:
-    return mul(input, input)
+    # PyTorch's pow(input, 2): the dtype comes from the promotion table (bool -> int64)
+    dt = _dtype.result_type(input, 2)
+    x = input if dt is input.dtype else to(input, dtype=dt)
+    return mul(x, x)
 
 
 def log2(input: Tensor) -> Tensor:
@@ -766,7 +788,12 @@ def unary_inplace(fn: Any, x: Tensor, *args: Any, **kw: Any) -> Tensor:
         _raw.copy_into(t, res)
 
     return inplace(x, lambda old: fn(old, *args, **kw), raw_into,
-                   tuple(a for a in args if isinstance(a, Tensor)))
+                   tuple(a for a in args if isinstance(a, Tensor)), fn in _ONE_VALUE_WRITES)
+
+
+# in-place ops that write one value to every element they touch: PyTorch lets them write into a
+# tensor whose elements share memory (an expanded view)
+_ONE_VALUE_WRITES = (masked_fill, index_fill)
 
 
 def _type_name(d: Any) -> str:

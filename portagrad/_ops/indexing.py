@@ -141,9 +141,13 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
         raise IndexError("index_select(): Index is supposed to be a vector")
     index = reshape(index, (-1,))
     size = input.shape[d] if input.dim() else 1
-    check_index_range(index, size, d)
     if input.dim() == 0:
-        input = reshape(input, (1,))
+        if index.shape[0] != 1:
+            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                             f"{index.shape[0]} value(s)")
+        check_index_range(index, size, d)
+        return reshape(index_select(reshape(input, (1,)), 0, index), ())  # 0-d in, 0-d out
+    check_index_range(index, size, d)
     shape = [1] * input.dim()
     shape[d] = index.shape[0]
     idx = reshape(index, tuple(shape))
@@ -154,6 +158,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
     d, idx = _index_along(input, dim, index, tuple(source.shape))
+    alpha = to_scalar(alpha, source.dtype)  # alpha takes source's dtype (truncated), as PyTorch
     src = source * alpha if alpha != 1 else source
     return input + scatter_into_zeros(src, d, idx, tuple(input.shape))
 

@@ -11,7 +11,7 @@ from .. import _creation, _dtype, _raw
 from .._shape import wrap_dim
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._common import call, check_same_device
+from ._common import call, check_same_device, to_scalar
 from .indexing import gather, index_select, where
 from .shape import expand, narrow, reshape, squeeze, unsqueeze
 
@@ -121,7 +121,8 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
         if size <= 0 and n:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
                                f"dimension size of {n}")
-        sizes = [size] * (n // size) + ([n % size] if n % size else []) if size else [0]
+        # (PyTorch: max(ceil(n / size), 1) chunks, so an empty dim gives one empty chunk)
+        sizes = [size] * (n // size) + ([n % size] if n % size else []) if size and n else [0]
     else:
         sizes = list(split_size_or_sections)
         if sum(sizes) != n:
@@ -196,6 +197,12 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any:
     d = wrap_dim(dim, input.dim())
+    n = input.shape[d] if input.dim() else 1
+    if not 1 <= k <= n:  # (k == 0 would narrow at -1: the largest value)
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    if input.dim() == 0:  # a 0-d tensor is its own (only) value, index 0
+        r = kthvalue(reshape(input, (1,)), k, 0, False)
+        return sort_result(reshape(r[0], ()), reshape(r[1], ()))
     _, idx = _raw.sort(input.detach(), d, False)
     i = _raw.contiguous(narrow(idx, d, k - 1, 1))
     v = gather(input, d, i)
@@ -210,7 +217,9 @@ def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
         flat = reshape(input, (-1,))
         return kthvalue(flat, (flat.shape[0] + 1) // 2, 0)[0]
     d = wrap_dim(dim, input.dim())
-    return kthvalue(input, (input.shape[d] + 1) // 2, d, keepdim)
+    if input.dim() and input.shape[d] == 0:
+        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
+    return kthvalue(input, (input.shape[d] + 1) // 2 if input.dim() else 1, d, keepdim)
 
 
 def repeat(input: Tensor, *sizes: Any) -> Tensor:
@@ -271,7 +280,7 @@ def _tri(input: Tensor, diagonal: int, upper: bool) -> Tensor:
     mask = np.triu(np.ones((m, n), bool), diagonal) if upper else np.tril(np.ones((m, n), bool),
                                                                         diagonal)
     mt = _creation.from_host(mask, device=input.device)
-    return where(mt, input, 0)
+    return where(mt, input, to_scalar(0, input.dtype))  # a zero of input's dtype: bool stays bool
 
 
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:

@@ -5,7 +5,7 @@ import math
 from typing import Any
 
 from .. import _raw
-from .._shape import broadcast_shapes
+from .._shape import broadcast_shapes, check_expandable
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ._common import call, check_same_device
@@ -24,8 +24,6 @@ class _BMM(Function):
     @staticmethod
     def forward(ctx: Any, a: Tensor, b: Tensor) -> Tensor:
         ctx.save_for_backward(a, b)
-        if a._v.shape[2] == 0:
-            return _raw.fill(_raw.new_like(a, (a._v.shape[0], a._v.shape[1], b._v.shape[2])), 0)
         return _raw.bmm(a, b)
 
     @staticmethod
@@ -46,8 +44,6 @@ class _MM(Function):
         ctx.save_for_backward(a, b)
         m, k = a._v.shape
         n = b._v.shape[1]
-        if k == 0:
-            return _raw.fill(_raw.new_like(a, (m, n)), 0)
         a3 = _raw.view(a, (1, m, k), (0,) + a._v.strides)
         b3 = _raw.view(b, (1, k, n), (0,) + b._v.strides)
         out = _raw.bmm(a3, b3)
@@ -181,6 +177,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: 
           ) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``."""
     prod = mm(mat1, mat2)
+    check_expandable(input.shape, prod.shape)  # input broadcasts to the product, never beyond
     if alpha != 1:
         prod = mul(prod, alpha)
     return add(mul(input, beta) if beta != 1 else input, prod)
@@ -189,6 +186,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1
             ) -> Tensor:
     prod = bmm(batch1, batch2)
+    check_expandable(input.shape, prod.shape)
     if alpha != 1:
         prod = mul(prod, alpha)
     return add(mul(input, beta) if beta != 1 else input, prod)

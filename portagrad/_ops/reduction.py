@@ -9,7 +9,7 @@ from .. import _dtype, _raw
 from .._shape import wrap_dim, wrap_dims
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._common import call
+from ._common import call, to_scalar
 from ._gather import scatter_into_zeros
 from .indexing import where
 from .shape import expand, reshape
@@ -67,7 +67,8 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = N
 
 
 def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    return sum(where(input.isnan(), 0.0, input), dim, keepdim, dtype=dtype)
+    # the zero takes input's dtype (to_scalar), so integers keep sum's int64 accumulation
+    return sum(where(input.isnan(), to_scalar(0, input.dtype), input), dim, keepdim, dtype=dtype)
 
 
 def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:

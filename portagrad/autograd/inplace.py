@@ -25,7 +25,7 @@ from .grad_mode import _flags
 if TYPE_CHECKING:
     from .._tensor import Tensor
 
-__all__ = ["check_inplace", "inplace"]
+__all__ = ["check_inplace", "check_no_overlap", "inplace"]
 
 _Tensor: Any = None  # portagrad.Tensor and portagrad._raw, bound on first use (they import
 _raw: Any = None  # the autograd package, so it cannot import them when it loads)
@@ -57,6 +57,19 @@ def check_inplace(x: Tensor) -> None:
         if base._grad_fn is None and base._requires_grad:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                                "in-place operation.")
+
+
+def check_no_overlap(x: Tensor) -> None:
+    """PyTorch's error for an in-place write into a tensor some of whose elements share memory
+    (an expanded view): the result would depend on the order of the writes (on OpenCL, a race).
+    Free for the common case: a contiguous layout is never searched. Overlap means a dimension of
+    size > 1 with stride 0 (an ``expand``); as in PyTorch, other layouts that may overlap
+    (``as_strided`` tricks) are not searched, and pass."""
+    v = x._v
+    if not v.is_contiguous() and any(st == 0 and n > 1 for n, st in zip(v.shape, v.strides)):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
+                           "refers to a single memory location. Please clone() the tensor before "
+                           "performing the operation.")
 
 
 class _Overwrite(Function):
@@ -95,12 +108,15 @@ class _CopySlices(Function):
 
 
 def inplace(x: Tensor, compute: Callable[[Tensor], Tensor], raw_into: Callable[[Tensor], None],
-            others: tuple = ()) -> Tensor:
+            others: tuple = (), overlap_ok: bool = False) -> Tensor:
     """Apply an in-place op to ``x``.
 
     ``raw_into(x)`` writes the result straight into ``x`` (the fast path, no recording);
     ``compute(old)`` returns the result out of place from a value equal to the old ``x`` (used when
-    autograd records)."""
+    autograd records). ``x`` may have elements that share memory only with ``overlap_ok``: ops
+    that write one value to every element they touch (``fill_``, ``masked_fill_``, as PyTorch)."""
+    if not overlap_ok:
+        check_no_overlap(x)
     T = _Tensor or _bind()
     record = _flags.grad and (x._requires_grad or any(
         isinstance(o, T) and o._requires_grad for o in others))

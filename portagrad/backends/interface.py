@@ -80,17 +80,18 @@ UNARY_OPS = (
     "logical_not", "isnan", "isinf",
 )
 """Unary elementwise ops. Output dtype equals input dtype, except ``logical_not``, ``isnan`` and
-``isinf`` which write ``bool``. ``round`` rounds half to even; ``sign(0) == 0``; ``relu`` is
-``max(x, 0)`` with ``relu(nan) == nan``; ``abs``/``neg``/``sign`` also apply to integers;
-``logical_not`` accepts any dtype (nonzero is true)."""
+``isinf`` which write ``bool``. ``round`` rounds half to even; ``sign(0) == 0`` and
+``sign(nan) == 0`` (PyTorch); ``relu`` is ``max(x, 0)`` with ``relu(nan) == nan``;
+``abs``/``neg``/``sign`` also apply to integers; ``logical_not`` accepts any dtype (nonzero is true)."""
 
 BINARY_OPS = (
-    "add", "sub", "mul", "div", "floordiv", "remainder", "pow", "maximum", "minimum", "atan2",
-    "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "add", "sub", "mul", "div", "floordiv", "remainder", "fmod", "pow", "maximum", "minimum",
+    "atan2", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
 )
 """Binary elementwise ops on equal dtypes. ``div`` is true division (floating inputs only; the core
 casts integers first); ``floordiv`` rounds toward minus infinity (Python semantics, for integers and
-floats); ``remainder`` has the sign of the divisor (Python's ``%``); ``maximum``/``minimum``
+floats); ``remainder`` has the sign of the divisor (Python's ``%``), ``fmod`` that of the
+dividend (C's ``fmod``/``%``: ``fmod(x, inf) == x``); ``maximum``/``minimum``
 propagate NaN; integer ``pow`` with a negative exponent is never requested. Logical ops write
 ``bool``; bitwise ops take integer or bool inputs."""
 

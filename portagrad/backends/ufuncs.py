@@ -18,7 +18,8 @@ __all__ = ["BINARY_UFUNCS"]
 
 BINARY_UFUNCS: dict[str, np.ufunc] = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
-    "floordiv": np.floor_divide, "remainder": np.remainder, "pow": np.power,
+    "floordiv": np.floor_divide, "remainder": np.remainder, "fmod": np.fmod,
+    "pow": np.power,
     "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2,
     "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
     "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,

@@ -8,6 +8,7 @@ with public portagrad ops (so it runs on every backend and can be differentiated
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .. import _creation, _dtype, _raw
@@ -16,6 +17,7 @@ from .._ops import linalg as L
 from .._ops import reduction as R
 from .._ops import shape as S
 from .._ops._common import call, check_same_device
+from .._shape import check_expandable
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
@@ -32,7 +34,7 @@ def _tensor_like(x: Tensor, shape: tuple) -> Tensor:
 def _rows(x: Tensor) -> Tensor:
     """``x`` as a 2-D (rows, features) raw view, copying only if the strides do not allow it."""
     k = x._v.shape[-1] if x._v.shape else 1
-    n = x.numel() // k if k else 0
+    n = math.prod(x._v.shape[:-1])  # not numel // k: that is 0 for k == 0, whatever the rows
     strides = S.compute_view_strides(x._v.shape, x._v.strides, (n, k))
     if strides is None:
         x = _raw.contiguous(x)
@@ -51,7 +53,7 @@ class _Linear(Function):
         o = w._v.shape[0]
         a3 = _raw.view(x2, (1, n, k), (0,) + x2._v.strides)
         w3 = _raw.view(w, (1, k, o), (0, w._v.strides[1], w._v.strides[0]))  # w.T without a copy
-        out = _raw.bmm(a3, w3) if k else _raw.fill(_raw.new_like(x, (1, n, o)), 0)
+        out = _raw.bmm(a3, w3)  # zeros when k == 0
         if b is not None:
             _raw.binary("add", out, _raw.expand_view(b, (1, n, o)), out._v.dtype, out=out)
         shape = tuple(x._v.shape[:-1]) + (o,)
@@ -83,6 +85,8 @@ def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
                            f"{w.dtype}")
     if not w.dtype.is_floating_point:
         raise RuntimeError(f"linear: integer and bool tensors are not supported (got {w.dtype})")
+    if b is not None:
+        check_expandable(b.shape, tuple(x.shape[:-1]) + (w.shape[0],))
     return call(_Linear, x, w, b)
 
 
@@ -277,7 +281,7 @@ class _Conv(Function):
         a3 = _raw.view(cols, (1, rows, ck), (0, ck, 1))
         w2 = _raw.contiguous(w)
         w3 = _raw.view(w2, (1, ck, o), (0, 1, ck))  # w.T as a view
-        out = _raw.bmm(a3, w3) if ck else _raw.fill(_raw.new_like(x, (1, rows, o)), 0)
+        out = _raw.bmm(a3, w3)  # zeros when ck == 0
         if b is not None:
             _raw.binary("add", out, _raw.expand_view(b, (1, rows, o)), out._v.dtype, out=out)
         ctx.fast = False

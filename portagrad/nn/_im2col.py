@@ -177,10 +177,17 @@ class _Fold(Function):
 
 def unfold_cols(x: Tensor, p: Plan, fill: Any = 0.0) -> Tensor:
     """Differentiable ``(N, C, *spatial) -> (N, L, C*K)``; positions outside read ``fill``."""
-    if x._v.dtype.is_floating_point:
+    dt = x._v.dtype
+    if dt.is_floating_point:
         fill = float(fill)
+    elif dt._kind == 0:
+        fill = fill > 0  # bool: -inf reads False (never wins a max), +inf True
+    elif not math.isfinite(fill):
+        # an infinite fill means "never wins a max/min": the dtype's extreme, not 0
+        info = np.iinfo(dt.numpy)
+        fill = int(info.min if fill < 0 else info.max)
     else:
-        fill = int(fill) if math.isfinite(fill) else 0
+        fill = int(fill)
     return call(_Unfold, x, p, fill)
 
 

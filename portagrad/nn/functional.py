@@ -22,7 +22,7 @@ from .._ops import linalg as L
 from .._ops import reduction as R
 from .._ops import shape as S
 from .._ops._common import call
-from .._shape import wrap_dim
+from .._shape import check_expandable, wrap_dim
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled, no_grad
@@ -334,6 +334,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         return _fused.linear(input, weight, bias)  # one recorded node instead of ~7
     out = L.matmul(input, S.t(weight) if weight.dim() == 2 else weight)
     if bias is not None:
+        check_expandable(bias.shape, out.shape)  # the bias never broadcasts the output
         out = E.add(out, bias)
     return out
 
@@ -800,6 +801,8 @@ def _avg_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil
             return cnt.reshape(p.L, 1)
 
         out = E.div(tot, p.float_table(key, build, x))
+    if not x.dtype.is_floating_point:  # PyTorch: an integer average truncates, in input's dtype
+        out = C.to(E.trunc(out), x.dtype)
     out = S.movedim(S.reshape(out, (N,) + p.out_spatial + (Cc,)), -1, 1)
     return S.squeeze(out, 0) if unbatched else out
 

@@ -97,6 +97,8 @@ def _sign(x: np.ndarray, out: np.ndarray) -> None:
         out[...] = x
     else:
         np.sign(x, out=out)
+        if x.dtype.kind == "f":
+            np.copyto(out, 0, where=np.isnan(x))  # PyTorch: sign(nan) == 0
 
 
 _UNARY = {
@@ -186,7 +188,7 @@ class NumpyBackend(Backend):
 
     def binary(self, op: str, a: Any, b: Any, out: View) -> None:
         o = _nd(out)
-        if (op == "floordiv" or op == "remainder") and o.dtype.kind in "iu":
+        if (op == "floordiv" or op == "remainder" or op == "fmod") and o.dtype.kind in "iu":
             self._int_div(op, _arg(a), _arg(b), o)
             return
         BINARY_UFUNCS[op](_arg(a), _arg(b), out=o)
@@ -195,7 +197,8 @@ class NumpyBackend(Backend):
     def _int_div(op: str, a: Any, b: Any, o: np.ndarray) -> None:
         if np.any(np.asarray(b) == 0):
             raise ZeroDivisionError("ZeroDivisionError: integer division or modulo by zero")
-        (np.floor_divide if op == "floordiv" else np.remainder)(a, b, out=o)
+        (np.floor_divide if op == "floordiv" else np.fmod if op == "fmod" else np.remainder)(
+            a, b, out=o)
 
     def where(self, cond: View, a: Any, b: Any, out: View) -> None:
         # two masked copies into out: no temporary (np.where allocates a full result)

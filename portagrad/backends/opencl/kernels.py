@@ -128,7 +128,7 @@ inline {t} pg_pow_{t}({t} a, {t} b) {{
 
 # ------------------------------------------------------------------ op expressions
 _F_UNARY = {
-    "neg": "-a", "abs": "fabs(a)", "sign": "(a > (T)0 ? (T)1 : (a < (T)0 ? (T)-1 : (a == (T)0 ? (T)0 : a)))",
+    "neg": "-a", "abs": "fabs(a)", "sign": "(a > (T)0 ? (T)1 : (a < (T)0 ? (T)-1 : (T)0))",  # nan: 0
     "exp": "exp(a)", "expm1": "expm1(a)", "log": "log(a)", "log1p": "log1p(a)", "sqrt": "sqrt(a)",
     "rsqrt": "(T)1 / sqrt(a)", "sin": "sin(a)", "cos": "cos(a)", "tan": "tan(a)", "tanh": "tanh(a)",
     "sigmoid": "pg_sigmoid_T(a)", "relu": "((isnan(a) || a > (T)0) ? a : (T)0)", "erf": "erf(a)",
@@ -159,13 +159,15 @@ _COMMON_BINARY = {
 }
 _F_BINARY = {
     "add": "a + b", "sub": "a - b", "mul": "a * b", "div": "a / b",
-    "floordiv": "pg_floordiv_T(a, b)", "remainder": "pg_remainder_T(a, b)", "pow": "pow(a, b)",
+    "floordiv": "pg_floordiv_T(a, b)", "remainder": "pg_remainder_T(a, b)", "fmod": "fmod(a, b)",
+    "pow": "pow(a, b)",
     "maximum": "((isnan(a) || a > b) ? a : b)", "minimum": "((isnan(a) || a < b) ? a : b)",
     "atan2": "atan2(a, b)", **_COMMON_BINARY,
 }
 _I_BINARY = {
     "add": "(T)((U)a + (U)b)", "sub": "(T)((U)a - (U)b)", "mul": "(T)((U)a * (U)b)",
     "floordiv": "pg_floordiv_T(a, b)", "remainder": "pg_remainder_T(a, b)", "pow": "pg_pow_T(a, b)",
+    "fmod": "((b == 0 || b == -1) ? (T)0 : a % b)",  # C's %: the sign of the dividend
     "maximum": "max(a, b)", "minimum": "min(a, b)",
     "bitwise_and": "a & b", "bitwise_or": "a | b", "bitwise_xor": "a ^ b", **_COMMON_BINARY,
 }

@@ -156,7 +156,7 @@ class PrimitivesMixin:
         kind = K.KIND[dt]
         if op not in K.BINARY_VALID[kind]:
             raise DTypeError(f"{op} is not supported for {dt} on the OpenCL backend")
-        zero_check = kind == "i" and op in ("floordiv", "remainder") and not b_view
+        zero_check = kind == "i" and op in ("floordiv", "remainder", "fmod") and not b_view
         if zero_check and int(b) == 0:
             raise ZeroDivisionError("ZeroDivisionError: integer division or modulo by zero")
 
