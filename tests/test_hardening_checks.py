@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 import portagrad as pg
@@ -58,6 +59,37 @@ def test_unbatched_target_out_of_bounds(device):
         F.nll_loss(x, _t(5, device))
 
 
+# numpy references (CI has no torch); where torch is installed the tests also compare with it
+def _np_cross_entropy(xs, ts, ignore_index):
+    x = np.asarray(xs, dtype=np.float64)
+    logp = x - np.log(np.exp(x - x.max(1, keepdims=True)).sum(1, keepdims=True)) - x.max(1, keepdims=True)
+    keep = [i for i, t in enumerate(ts) if t != ignore_index]
+    return float(-np.mean([logp[i, ts[i]] for i in keep]))
+
+
+def _np_nll_spatial(x, ts, ignore_index):
+    # x: (N, C, L) values used as log-probabilities; ts: (N, L)
+    x = np.asarray(x, dtype=np.float64)
+    vals = [-x[n, t, j] for n, row in enumerate(ts) for j, t in enumerate(row) if t != ignore_index]
+    return float(np.mean(vals))
+
+
+def _np_bce(xs, ts):
+    x, t = np.asarray(xs, dtype=np.float64), np.asarray(ts, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        lx, l1x = np.maximum(np.log(x), -100), np.maximum(np.log(1 - x), -100)
+    return float(-np.mean(t * lx + (1 - t) * l1x))
+
+
+def _torch():
+    try:
+        import torch
+        import torch.nn.functional as TF
+    except ImportError:
+        return None, None
+    return torch, TF
+
+
 def test_loss_modules_target_out_of_bounds(device):
     x = pg.randn(4, 3, device=device)
     with pytest.raises(IndexError, match=r"^Target 3 is out of bounds\.$"):
@@ -75,19 +107,24 @@ def test_first_bad_target_is_reported(device):
 
 @pytest.mark.parametrize("ignore_index", [-100, 7, -1])
 def test_ignore_index_is_not_out_of_bounds(device, ignore_index):
-    import torch
-    import torch.nn.functional as TF
-
+    torch, TF = _torch()
     xs = [[0.5, -1.0, 2.0], [1.5, 0.25, -0.5], [0.0, 1.0, 3.0]]
     ts = [0, ignore_index, 2]
-    want = TF.cross_entropy(torch.tensor(xs), torch.tensor(ts), ignore_index=ignore_index).item()
+    want = _np_cross_entropy(xs, ts, ignore_index)
+    if torch is not None:
+        assert want == pytest.approx(TF.cross_entropy(
+            torch.tensor(xs), torch.tensor(ts), ignore_index=ignore_index).item(), rel=1e-5)
     got = F.cross_entropy(_t(xs, device), _t(ts, device), ignore_index=ignore_index).item()
     assert got == pytest.approx(want, rel=1e-5)
     # the spatial layout, through nll_loss
     xsp = pg.tensor([xs, xs], device=device).permute(0, 2, 1)  # (2, C=3, 3)
     tsp = _t([ts, [ignore_index, 1, 0]], device)
-    want = TF.nll_loss(torch.tensor([xs, xs]).permute(0, 2, 1),
-                       torch.tensor([ts, [ignore_index, 1, 0]]), ignore_index=ignore_index).item()
+    want = _np_nll_spatial(np.transpose([xs, xs], (0, 2, 1)), [ts, [ignore_index, 1, 0]],
+                           ignore_index)
+    if torch is not None:
+        assert want == pytest.approx(TF.nll_loss(
+            torch.tensor([xs, xs]).permute(0, 2, 1), torch.tensor([ts, [ignore_index, 1, 0]]),
+            ignore_index=ignore_index).item(), rel=1e-5)
     assert F.nll_loss(xsp, tsp, ignore_index=ignore_index).item() == pytest.approx(want, rel=1e-5)
     # an ignored value does not excuse another out-of-range one
     with pytest.raises(IndexError, match=r"^Target 3 is out of bounds\.$"):
@@ -103,13 +140,18 @@ def test_all_targets_ignored_is_nan_not_an_error(device):
 
 
 def test_in_range_targets_match_torch(device):
-    import torch
-    import torch.nn.functional as TF
-
+    torch, TF = _torch()
     xs = [[[0.5, -1.0], [2.0, 0.1]], [[1.5, 0.25], [-0.5, 0.3]], [[0.0, 1.0], [3.0, -2.0]]]
     ts = [[0, 2], [1, 1]]
-    x = torch.tensor([xs, xs]).reshape(2, 3, 2, 2)[:, :, 0]  # (2, 3, 2)
-    want = TF.cross_entropy(x, torch.tensor(ts)).item()
+    x = np.asarray([xs, xs], dtype=np.float32).reshape(2, 3, 2, 2)[:, :, 0]  # (2, 3, 2)
+    # cross entropy over dim 1 = nll of log_softmax over dim 1
+    xd = x.astype(np.float64)
+    m = xd.max(1, keepdims=True)
+    logp = xd - m - np.log(np.exp(xd - m).sum(1, keepdims=True))
+    want = _np_nll_spatial(logp, ts, -100)
+    if torch is not None:
+        assert want == pytest.approx(TF.cross_entropy(torch.tensor(x), torch.tensor(ts)).item(),
+                                     rel=1e-5)
     got = F.cross_entropy(pg.tensor(x.tolist(), device=device), _t(ts, device)).item()
     assert got == pytest.approx(want, rel=1e-5)
 
@@ -136,11 +178,12 @@ def test_bce_target_outside_unit_interval(device, bad):
 
 
 def test_bce_edges_are_allowed(device):
-    import torch
-    import torch.nn.functional as TF
-
+    torch, TF = _torch()
     xs, ts = [0.0, 1.0, 0.5, 1e-8], [0.0, 1.0, 1.0, 0.5]
-    want = TF.binary_cross_entropy(torch.tensor(xs), torch.tensor(ts)).item()
+    want = _np_bce(np.float32(xs), ts)
+    if torch is not None:
+        assert want == pytest.approx(TF.binary_cross_entropy(
+            torch.tensor(xs), torch.tensor(ts)).item(), rel=1e-5)
     got = F.binary_cross_entropy(_t(xs, device), _t(ts, device)).item()
     assert got == pytest.approx(want, rel=1e-5)
     # a 0-d input and an empty one

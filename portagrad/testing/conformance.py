@@ -152,7 +152,7 @@ def test_binary(conformance_backend: Any, reference_backend: Any, op: str) -> No
                                                            "bitwise_or", "bitwise_xor", "maximum",
                                                            "minimum"):
             continue
-        positive = op in ("floordiv", "remainder", "pow", "div")
+        positive = op in ("floordiv", "remainder", "fmod", "pow", "div")
         a = _sample((4, 6), dtype, positive and op == "pow")
         b = _sample((4, 6), dtype, positive)
         out_dtype = pg.bool if op in COMPARISON_OPS or op.startswith("logical") else dtype
