@@ -734,7 +734,7 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
 def binary_inplace(fn: Any, x: Tensor, other: Any, **kw: Any) -> Tensor:
     """``x.op_(other)``: the result is computed with ``fn`` and written into ``x``."""
     res_dtype = _dtype.result_type(x, other)
-    if res_dtype is not x.dtype and _dtype.promote_types(res_dtype, x.dtype) is not x.dtype:
+    if not _can_cast(res_dtype, x.dtype):
         raise RuntimeError(f"result type {_type_name(res_dtype)} can't be cast to the desired "
                            f"output type {_type_name(x.dtype)}")
     if isinstance(other, Tensor):
@@ -745,8 +745,7 @@ def binary_inplace(fn: Any, x: Tensor, other: Any, **kw: Any) -> Tensor:
 
     def checked(res: Tensor) -> Tensor:
         # the op may promote beyond result_type (div_ on integers gives floats)
-        if res._v.dtype is not x._v.dtype and \
-                _dtype.promote_types(res._v.dtype, x._v.dtype) is not x._v.dtype:
+        if not _can_cast(res._v.dtype, x._v.dtype):
             raise RuntimeError(f"result type {_type_name(res.dtype)} can't be cast to the desired "
                                f"output type {_type_name(x.dtype)}")
         return res
@@ -782,7 +781,7 @@ def unary_inplace(fn: Any, x: Tensor, *args: Any, **kw: Any) -> Tensor:
     """``x.op_()`` for a unary ``fn``."""
     def raw_into(t: Tensor) -> None:
         res = fn(t._alias(), *args, **kw)
-        if res._v.dtype is not t._v.dtype:
+        if not _can_cast(res._v.dtype, t._v.dtype):
             raise RuntimeError(f"result type {_type_name(res.dtype)} can't be cast to the desired "
                                f"output type {_type_name(t.dtype)}")
         _raw.copy_into(t, res)
@@ -794,6 +793,13 @@ def unary_inplace(fn: Any, x: Tensor, *args: Any, **kw: Any) -> Tensor:
 # in-place ops that write one value to every element they touch: PyTorch lets them write into a
 # tensor whose elements share memory (an expanded view)
 _ONE_VALUE_WRITES = (masked_fill, index_fill)
+
+
+def _can_cast(res: Any, out: Any) -> bool:
+    """PyTorch's rule for writing a result into an existing tensor (``canCast``): any cast within
+    a category or to a higher one (float64 into float32, int64 into int32, int into float), never
+    floating into integer or bool, nor integer into bool."""
+    return res._kind <= out._kind
 
 
 def _type_name(d: Any) -> str:
