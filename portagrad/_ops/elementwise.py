@@ -34,11 +34,14 @@ class _Binary(Function):
     op = ""
 
     @staticmethod
-    def _save_operands(ctx: Any, a: Any, b: Any, *extra: Tensor) -> None:
+    def _save_operands(ctx: Any, a: Any, b: Any, *extra: Tensor, save_a: bool = True,
+                       save_b: bool = True) -> None:
         """Save both operands (tensors with their version, Python numbers as they are), then
-        ``extra`` tensors (``ctx.saved_tensors[2:]``)."""
+        ``extra`` tensors (``ctx.saved_tensors[2:]``). ``save_a``/``save_b`` false: that operand
+        is not needed by the derivatives asked for, so it is not saved (as PyTorch, which then
+        does not check its version: changing it in place afterwards is allowed)."""
         ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
-        ctx.save_for_backward(a if ta else None, b if tb else None, *extra)
+        ctx.save_for_backward(a if ta and save_a else None, b if tb and save_b else None, *extra)
         ctx.scalars = (None if ta else a, None if tb else b)
 
     @staticmethod
@@ -82,7 +85,9 @@ class _Mul(_Binary):
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Tensor:
-        _Binary._save_operands(ctx, a, b)
+        # d/da needs b, d/db needs a (PyTorch saves each only when the other's grad is needed)
+        need = ctx.needs_input_grad
+        _Binary._save_operands(ctx, a, b, save_a=need[1], save_b=need[0])
         t = a if isinstance(a, Tensor) else b
         return _raw.binary("mul", a, b, t._v.dtype)
 
@@ -99,13 +104,23 @@ class _Div(_Binary):
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Tensor:
-        _Binary._save_operands(ctx, a, b)
         t = a if isinstance(a, Tensor) else b
-        return _raw.binary("div", a, b, t._v.dtype)
+        out = _raw.binary("div", a, b, t._v.dtype)
+        if not isinstance(a, Tensor):
+            # number / tensor: PyTorch computes reciprocal(b) * a, which saves the result, not b
+            # (b may change in place afterwards); -a/b^2 = -out^2/a
+            _Binary._save_operands(ctx, a, b, out, save_b=False)
+        else:
+            # d/da = 1/b, d/db = -a/b^2: a is needed only for b's gradient (as PyTorch)
+            _Binary._save_operands(ctx, a, b, save_a=ctx.needs_input_grad[1])
+        return out
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
         a, b = _Binary._operands(ctx)
+        if b is None:  # number / tensor
+            out = ctx.saved_tensors[2]
+            return None, (g * 0.0 if a == 0 else -g * (out * out) / a)
         ga = g / b if ctx.needs_input_grad[0] else None
         gb = -g * a / (b * b) if ctx.needs_input_grad[1] else None
         return ga, gb
@@ -118,13 +133,17 @@ class _Pow(_Binary):
     def forward(ctx: Any, a: Any, b: Any) -> Tensor:
         t = a if isinstance(a, Tensor) else b
         out = _raw.binary("pow", a, b, t._v.dtype)
-        _Binary._save_operands(ctx, a, b, out)
+        # the result only for the exponent's gradient (a^b log a); with a scalar exponent only
+        # the base is saved, so changing the result in place is allowed (as PyTorch)
+        if ctx.needs_input_grad[1]:
+            _Binary._save_operands(ctx, a, b, out)
+        else:
+            _Binary._save_operands(ctx, a, b)
         return out
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
         a, b = _Binary._operands(ctx)
-        out = ctx.saved_tensors[2]
         ga = gb = None
         if ctx.needs_input_grad[0]:
             if not isinstance(b, Tensor) and b == 0:
@@ -136,6 +155,7 @@ class _Pow(_Binary):
                     ga = where(b == 0, 0.0, ga)
         if ctx.needs_input_grad[1]:
             # d/db a^b = a^b log(a); where a == 0 and b >= 0 the limit is 0
+            out = ctx.saved_tensors[2]
             loga = log(a) if isinstance(a, Tensor) else math.log(a) if a > 0 else float("nan")
             gb = g * (out * loga)
             if isinstance(a, Tensor):

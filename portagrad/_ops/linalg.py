@@ -23,7 +23,9 @@ class _BMM(Function):
 
     @staticmethod
     def forward(ctx: Any, a: Tensor, b: Tensor) -> Tensor:
-        ctx.save_for_backward(a, b)
+        # a's gradient needs b and b's needs a: each saved only when needed (as PyTorch)
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None,
+                              b if ctx.needs_input_grad[0] else None)
         return _raw.bmm(a, b)
 
     @staticmethod
@@ -41,7 +43,8 @@ class _MM(Function):
 
     @staticmethod
     def forward(ctx: Any, a: Tensor, b: Tensor) -> Tensor:
-        ctx.save_for_backward(a, b)
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None,
+                              b if ctx.needs_input_grad[0] else None)  # as _BMM
         m, k = a._v.shape
         n = b._v.shape[1]
         a3 = _raw.view(a, (1, m, k), (0,) + a._v.strides)
