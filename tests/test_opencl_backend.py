@@ -462,10 +462,32 @@ def test_matmul_strided_operands(be, kind):
     assert_same(be.to_host(out[0]), NB.to_host(out[1]), exact=False, rtol=1e-5)
 
 
-def test_matmul_rejects_ints(be):
-    a = contiguous(be, np.ones((1, 2, 2)), D.int64)
+@pytest.mark.parametrize("dtype", [D.int32, D.int64], ids=lambda d: d.name)
+def test_matmul_ints(be, dtype):
+    # exact, as numpy (PyTorch's CPU matmul takes integers); a transposed operand, a ragged size
+    m, k, n = 5, 7, 3
+    a = sample(dtype, (1, m, k))
+    b_tw = Twin(be, sample(dtype, (n, k)), dtype)
+    b = b_tw.views(0, (1, k, n), (0, 1, k))
+    out = empty(be, (1, m, n), dtype)
+    run_both(be, "matmul", contiguous(be, a, dtype, offset=2), b, out)
+    assert_same(*host(be, out))
+
+
+def test_matmul_int32_wraps(be):
+    # overflow wraps as on the CPU (computed in the unsigned twin: signed overflow is undefined)
+    a = contiguous(be, np.full((1, 1, 2), 2**30), D.int32)
+    b = contiguous(be, np.full((1, 2, 1), 4), D.int32)
+    out = empty(be, (1, 1, 1), D.int32)
+    run_both(be, "matmul", a, b, out)
+    assert_same(*host(be, out))
+    assert be.to_host(out[0]).item() == 0
+
+
+def test_matmul_rejects_bool(be):
+    a = contiguous(be, np.ones((1, 2, 2)), D.bool)
     with pytest.raises(DTypeError):
-        be.matmul(a[0], a[0], empty(be, (1, 2, 2), D.int64)[0])
+        be.matmul(a[0], a[0], empty(be, (1, 2, 2), D.bool)[0])
 
 
 # ------------------------------------------------------------------ gather / scatter / sort

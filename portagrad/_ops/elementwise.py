@@ -34,11 +34,14 @@ class _Binary(Function):
     op = ""
 
     @staticmethod
-    def _save_operands(ctx: Any, a: Any, b: Any, *extra: Tensor) -> None:
+    def _save_operands(ctx: Any, a: Any, b: Any, *extra: Tensor, save_a: bool = True,
+                       save_b: bool = True) -> None:
         """Save both operands (tensors with their version, Python numbers as they are), then
-        ``extra`` tensors (``ctx.saved_tensors[2:]``)."""
+        ``extra`` tensors (``ctx.saved_tensors[2:]``). ``save_a``/``save_b`` false: that operand
+        is not needed by the derivatives asked for, so it is not saved (as PyTorch, which then
+        does not check its version: changing it in place afterwards is allowed)."""
         ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
-        ctx.save_for_backward(a if ta else None, b if tb else None, *extra)
+        ctx.save_for_backward(a if ta and save_a else None, b if tb and save_b else None, *extra)
         ctx.scalars = (None if ta else a, None if tb else b)
 
     @staticmethod
@@ -82,7 +85,9 @@ class _Mul(_Binary):
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Tensor:
-        _Binary._save_operands(ctx, a, b)
+        # d/da needs b, d/db needs a (PyTorch saves each only when the other's grad is needed)
+        need = ctx.needs_input_grad
+        _Binary._save_operands(ctx, a, b, save_a=need[1], save_b=need[0])
         t = a if isinstance(a, Tensor) else b
         return _raw.binary("mul", a, b, t._v.dtype)
 
@@ -99,13 +104,23 @@ class _Div(_Binary):
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Tensor:
-        _Binary._save_operands(ctx, a, b)
         t = a if isinstance(a, Tensor) else b
-        return _raw.binary("div", a, b, t._v.dtype)
+        out = _raw.binary("div", a, b, t._v.dtype)
+        if not isinstance(a, Tensor):
+            # number / tensor: PyTorch computes reciprocal(b) * a, which saves the result, not b
+            # (b may change in place afterwards); -a/b^2 = -out^2/a
+            _Binary._save_operands(ctx, a, b, out, save_b=False)
+        else:
+            # d/da = 1/b, d/db = -a/b^2: a is needed only for b's gradient (as PyTorch)
+            _Binary._save_operands(ctx, a, b, save_a=ctx.needs_input_grad[1])
+        return out
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
         a, b = _Binary._operands(ctx)
+        if b is None:  # number / tensor
+            out = ctx.saved_tensors[2]
+            return None, (g * 0.0 if a == 0 else -g * (out * out) / a)
         ga = g / b if ctx.needs_input_grad[0] else None
         gb = -g * a / (b * b) if ctx.needs_input_grad[1] else None
         return ga, gb
@@ -118,13 +133,17 @@ class _Pow(_Binary):
     def forward(ctx: Any, a: Any, b: Any) -> Tensor:
         t = a if isinstance(a, Tensor) else b
         out = _raw.binary("pow", a, b, t._v.dtype)
-        _Binary._save_operands(ctx, a, b, out)
+        # the result only for the exponent's gradient (a^b log a); with a scalar exponent only
+        # the base is saved, so changing the result in place is allowed (as PyTorch)
+        if ctx.needs_input_grad[1]:
+            _Binary._save_operands(ctx, a, b, out)
+        else:
+            _Binary._save_operands(ctx, a, b)
         return out
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
         a, b = _Binary._operands(ctx)
-        out = ctx.saved_tensors[2]
         ga = gb = None
         if ctx.needs_input_grad[0]:
             if not isinstance(b, Tensor) and b == 0:
@@ -136,6 +155,7 @@ class _Pow(_Binary):
                     ga = where(b == 0, 0.0, ga)
         if ctx.needs_input_grad[1]:
             # d/db a^b = a^b log(a); where a == 0 and b >= 0 the limit is 0
+            out = ctx.saved_tensors[2]
             loga = log(a) if isinstance(a, Tensor) else math.log(a) if a > 0 else float("nan")
             gb = g * (out * loga)
             if isinstance(a, Tensor):
@@ -734,7 +754,7 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
 def binary_inplace(fn: Any, x: Tensor, other: Any, **kw: Any) -> Tensor:
     """``x.op_(other)``: the result is computed with ``fn`` and written into ``x``."""
     res_dtype = _dtype.result_type(x, other)
-    if res_dtype is not x.dtype and _dtype.promote_types(res_dtype, x.dtype) is not x.dtype:
+    if not _can_cast(res_dtype, x.dtype):
         raise RuntimeError(f"result type {_type_name(res_dtype)} can't be cast to the desired "
                            f"output type {_type_name(x.dtype)}")
     if isinstance(other, Tensor):
@@ -745,8 +765,7 @@ def binary_inplace(fn: Any, x: Tensor, other: Any, **kw: Any) -> Tensor:
 
     def checked(res: Tensor) -> Tensor:
         # the op may promote beyond result_type (div_ on integers gives floats)
-        if res._v.dtype is not x._v.dtype and \
-                _dtype.promote_types(res._v.dtype, x._v.dtype) is not x._v.dtype:
+        if not _can_cast(res._v.dtype, x._v.dtype):
             raise RuntimeError(f"result type {_type_name(res.dtype)} can't be cast to the desired "
                                f"output type {_type_name(x.dtype)}")
         return res
@@ -782,7 +801,7 @@ def unary_inplace(fn: Any, x: Tensor, *args: Any, **kw: Any) -> Tensor:
     """``x.op_()`` for a unary ``fn``."""
     def raw_into(t: Tensor) -> None:
         res = fn(t._alias(), *args, **kw)
-        if res._v.dtype is not t._v.dtype:
+        if not _can_cast(res._v.dtype, t._v.dtype):
             raise RuntimeError(f"result type {_type_name(res.dtype)} can't be cast to the desired "
                                f"output type {_type_name(t.dtype)}")
         _raw.copy_into(t, res)
@@ -794,6 +813,13 @@ def unary_inplace(fn: Any, x: Tensor, *args: Any, **kw: Any) -> Tensor:
 # in-place ops that write one value to every element they touch: PyTorch lets them write into a
 # tensor whose elements share memory (an expanded view)
 _ONE_VALUE_WRITES = (masked_fill, index_fill)
+
+
+def _can_cast(res: Any, out: Any) -> bool:
+    """PyTorch's rule for writing a result into an existing tensor (``canCast``): any cast within
+    a category or to a higher one (float64 into float32, int64 into int32, int into float), never
+    floating into integer or bool, nor integer into bool."""
+    return res._kind <= out._kind
 
 
 def _type_name(d: Any) -> str:

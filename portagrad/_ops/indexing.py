@@ -261,6 +261,13 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
     else:
         dt = _dtype.result_type(input, other)
         a, b = to_scalar(input, dt), to_scalar(other, dt)
+    # as PyTorch's where_self_out: a zero-dim CPU tensor (condition or value) meets the others'
+    # device; any other device mismatch raises below
+    dev = next((t.device for t in (condition, a, b) if isinstance(t, Tensor)
+                and t.device.type != "cpu"), None)
+    if dev is not None:
+        condition, a, b = (t.to(dev) if isinstance(t, Tensor) and t.dim() == 0
+                           and t.device.type == "cpu" else t for t in (condition, a, b))
     shapes = [condition.shape] + [t.shape for t in (a, b) if isinstance(t, Tensor)]
     shape = broadcast_shapes(*shapes)
     for t in (a, b):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .. import _raw
+from .. import _dtype, _raw
 from .._shape import broadcast_shapes, check_expandable
 from .._tensor import Tensor
 from ..autograd.function import Function
@@ -23,7 +23,9 @@ class _BMM(Function):
 
     @staticmethod
     def forward(ctx: Any, a: Tensor, b: Tensor) -> Tensor:
-        ctx.save_for_backward(a, b)
+        # a's gradient needs b and b's needs a: each saved only when needed (as PyTorch)
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None,
+                              b if ctx.needs_input_grad[0] else None)
         return _raw.bmm(a, b)
 
     @staticmethod
@@ -41,7 +43,8 @@ class _MM(Function):
 
     @staticmethod
     def forward(ctx: Any, a: Tensor, b: Tensor) -> Tensor:
-        ctx.save_for_backward(a, b)
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None,
+                              b if ctx.needs_input_grad[0] else None)  # as _BMM
         m, k = a._v.shape
         n = b._v.shape[1]
         a3 = _raw.view(a, (1, m, k), (0,) + a._v.strides)
@@ -65,9 +68,9 @@ def _check(a: Tensor, b: Tensor, name: str) -> None:
     if a.dtype is not b.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != "
                            f"{b.dtype}")
-    if not a.dtype.is_floating_point:
-        raise RuntimeError(f"{name}: integer and bool tensors are not supported (got {a.dtype}); "
-                           f"convert with .float() first")
+    if a.dtype is _dtype.bool:  # integers are fine (PyTorch's CPU matmul takes them), bool not
+        raise RuntimeError(f"{name}: bool tensors are not supported; convert with .float() or "
+                           f".long() first")
 
 
 def _to3(x: Tensor, batch: tuple[int, ...]) -> Tensor:

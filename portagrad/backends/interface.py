@@ -290,7 +290,8 @@ class Backend:
         """Batched matrix product: ``a`` is (B, M, K), ``b`` is (B, K, N), ``out`` is (B, M, N).
 
         Inputs are arbitrary strided views (a transposed operand has swapped strides, a broadcast
-        batch has stride 0). Floating dtypes only; K may be 0 (result 0)."""
+        batch has stride 0). Floating and integer dtypes (int32/int64 exact, wrapping on overflow
+        as PyTorch's CPU matmul), never bool; K may be 0 (result 0)."""
         raise NotImplementedError
 
     def gather(self, x: View, axis: int, index: View, out: View) -> None:

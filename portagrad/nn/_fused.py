@@ -47,7 +47,10 @@ class _Linear(Function):
 
     @staticmethod
     def forward(ctx: Any, x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
-        ctx.save_for_backward(x, w)
+        # x's gradient needs w, w's needs x: each saved only when needed (as PyTorch's addmm)
+        ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
+                              w if ctx.needs_input_grad[0] else None)
+        ctx.shapes = (x._v.shape, w._v.shape)
         x2 = _rows(x)
         n, k = x2._v.shape
         o = w._v.shape[0]
@@ -62,15 +65,16 @@ class _Linear(Function):
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
         x, w = ctx.saved_tensors
-        o, k = w.shape
+        x_shape, (o, k) = ctx.shapes
         g2 = g if g.dim() == 2 else S.reshape(g, (-1, o))
-        x2 = x if x.dim() == 2 else S.reshape(x, (-1, k))
-        gx = None
+        gx = gw = None
         # (the 2-D matmul node straight away: shapes, dtypes and devices are known to agree)
         if ctx.needs_input_grad[0]:
             gx = call(L._MM, g2, w)
-            gx = gx if x.dim() == 2 else S.reshape(gx, x.shape)
-        gw = call(L._MM, S.t(g2), x2) if ctx.needs_input_grad[1] else None
+            gx = gx if len(x_shape) == 2 else S.reshape(gx, x_shape)
+        if ctx.needs_input_grad[1]:
+            x2 = x if x.dim() == 2 else S.reshape(x, (-1, k))
+            gw = call(L._MM, S.t(g2), x2)
         gb = R.sum(g2, 0) if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2] else None
         return gx, gw, gb
 

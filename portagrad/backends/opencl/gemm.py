@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .kernels import CTYPE
+from .kernels import CTYPE, UTYPE
 
 __all__ = [
     "CPU_BLOCK",
@@ -86,6 +86,24 @@ __kernel void gemm_edge({_ARGS.format(t=t)}, long r0, long c0)
     {t} acc = 0;
     for (long k = 0; k < K; ++k) acc += a[k * sak] * b[k * sbk];
     C[co + bt * scb + m * scm + n * scn] = acc;
+}}
+"""
+
+
+def _int_kernel(dtype: str) -> str:
+    # integer GEMM (PyTorch's CPU matmul takes int32/int64): one element per work-item, exact;
+    # products and sums in the unsigned twin so overflow wraps as on the CPU (signed overflow is
+    # undefined in C). Integer products are rare and small next to float ones: no blocking.
+    t, u = CTYPE[dtype], UTYPE[dtype]
+    return f"""
+__kernel void gemm_int({_ARGS.format(t=t)})
+{{
+    long n = get_global_id(0), m = get_global_id(1), bt = get_global_id(2);
+    __global const {t}* a = A + ao + bt * sab + m * sam;
+    __global const {t}* b = B + bo + bt * sbb + n * sbn;
+    {u} acc = 0;
+    for (long k = 0; k < K; ++k) acc += ({u})a[k * sak] * ({u})b[k * sbk];
+    C[co + bt * scb + m * scm + n * scn] = ({t})acc;
 }}
 """
 
@@ -488,6 +506,12 @@ def launch_gemm(dev: Any, a: Any, b: Any, out: Any, kind: str | None = None,
     k = a.shape[2]
     kind = _kind(dev, kind)
     dt = out.dtype.name
+    if dt in UTYPE:  # integer: the simple exact kernel, whatever the family
+        intk = dev.kernel(("gemm", dt, "int"), "gemm_int", lambda: _int_kernel(dt), [dt],
+                          _ARG_TYPES)
+        intk(dev.queue, (n, m, bsz), None, a.buffer.mem, a.offset, *a.strides, b.buffer.mem,
+             b.offset, *b.strides, out.buffer.mem, out.offset, *out.strides, m, n, k)
+        return
     sab, sam, sak = a.strides
     sbb, sbk, sbn = b.strides
     scb, scm, scn = out.strides

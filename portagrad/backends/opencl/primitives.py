@@ -357,8 +357,8 @@ class PrimitivesMixin:
     def matmul(self, a: View, b: View, out: View) -> None:
         dev = self._dev(out)
         dt = out.dtype.name
-        if K.KIND[dt] != "f" or a.dtype is not out.dtype or b.dtype is not out.dtype:
-            raise DTypeError(f"matmul on the OpenCL backend needs floating inputs of one dtype, got "
+        if K.KIND[dt] == "b" or a.dtype is not out.dtype or b.dtype is not out.dtype:
+            raise DTypeError(f"matmul on the OpenCL backend needs inputs of one non-bool dtype, got "
                              f"{a.dtype}, {b.dtype} -> {out.dtype}")
         if out.numel == 0:
             return
