@@ -1,6 +1,7 @@
 """Joining, splitting and ordering: ``cat``, ``stack``, ``split``, ``chunk``, ``sort``, ``topk`` ..."""
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 from collections.abc import Sequence
 from typing import Any
@@ -221,6 +222,8 @@ def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """Lower median (of all elements, or ``(values, indices)`` along ``dim``)."""
     if dim is None:
         flat = reshape(input, (-1,))
+        if flat.shape[0] == 0 and input.dtype.is_floating_point:  # PyTorch: the median of nothing
+            return _raw.fill(_raw.new_like(input, ()), math.nan)
         return kthvalue(flat, (flat.shape[0] + 1) // 2, 0)[0]
     d = wrap_dim(dim, input.dim())
     if input.dim() and input.shape[d] == 0:
