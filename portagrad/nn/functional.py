@@ -108,7 +108,8 @@ def _check_pool_geometry(name: str, k: tuple[int, ...], s: tuple[int, ...], pd: 
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad="
                                f"{pd[i]}, kernel_size={k[i]} and dilation={d[i]}")
     # 1-D pooling is 2-D pooling of height 1 in PyTorch, and its messages say so
-    k2, s2, d2, p2 = ((1,) * (2 - len(k)) + t for t in (k, s, d, pd))
+    k2, s2, d2 = ((1,) * (2 - len(k)) + t for t in (k, s, d))
+    p2 = (0,) * (2 - len(k)) + pd
     if any(kk > 0 and pp > kk // 2 for kk, pp in zip(k2, p2)):
         # PyTorch's CPU max_pool2d kernel bounds the padding by the kernel, not the dilated window
         raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got "
