@@ -46,6 +46,8 @@ def _alloc(shape: tuple[int, ...], dtype: _dtype.dtype, device: Any, pin_memory:
     concrete, backend, index = _target(device)
     n = math.prod(shape)
     nbytes = n * dtype.itemsize
+    if nbytes >= 1 << 63:  # PyTorch's check, before any backend sees a size it cannot index
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
     if pin_memory:
         if concrete.type != "cpu":
             raise RuntimeError(f"Only dense CPU tensors can be pinned, got device {concrete}")

@@ -13,8 +13,8 @@ import numpy as np
 
 from .errors import ShapeError
 
-__all__ = ["broadcast_shapes", "compute_view_strides", "contiguous_strides", "infer_size",
-           "wrap_dim", "wrap_dims"]
+__all__ = ["broadcast_shapes", "compute_view_strides", "contiguous_strides", "dim_size",
+           "infer_size", "require_dims", "wrap_dim", "wrap_dim_no_scalar", "wrap_dims"]
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -117,6 +117,27 @@ def wrap_dim(dim: int, ndim: int) -> int:
         raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], but "
                          f"got {dim})")
     return int(dim) % max(ndim, 1)
+
+
+def wrap_dim_no_scalar(dim: int, ndim: int) -> int:
+    """``wrap_dim`` for ops that need a real dimension (PyTorch's ``wrap_scalar=False``): a 0-d
+    tensor has none, where :func:`wrap_dim` would hand out dimension 0 of an empty shape."""
+    if ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    return wrap_dim(dim, ndim)
+
+
+def dim_size(shape: Sequence[int], d: int) -> int:
+    """The size of (wrapped) dimension ``d``; a 0-d shape counts as one element along its one
+    wrappable dimension, as PyTorch's indexing ops treat a scalar."""
+    return shape[d] if shape else 1
+
+
+def require_dims(ndim: int, message: str) -> None:
+    """PyTorch's ``RuntimeError`` for an op that needs at least one dimension (``chunk``,
+    ``split`` ...) given a 0-d tensor."""
+    if ndim == 0:
+        raise RuntimeError(message)
 
 
 def wrap_dims(dim: Any, ndim: int) -> tuple[int, ...]:

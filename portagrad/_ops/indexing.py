@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import _creation, _dtype, _raw
-from .._shape import broadcast_shapes, wrap_dim
+from .._shape import broadcast_shapes, dim_size, wrap_dim, wrap_dim_no_scalar
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ._advanced import advanced_getitem, advanced_setitem
@@ -43,6 +43,8 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     """``out[i][j] = input[index[i][j]][j]`` along ``dim`` (``torch.gather``)."""
     d = wrap_dim(dim, input.dim())
     index = _as_index(index, input)
+    if input.dim() == 0 and index.dim() <= 1:  # a scalar is a 1-element vector here (PyTorch)
+        return reshape(gather(reshape(input, (1,)), 0, reshape(index, (-1,))), tuple(index.shape))
     if index.dim() != input.dim() and not (index.dim() <= 1 and input.dim() <= 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     for i, (si, sx) in enumerate(zip(index.shape, input.shape)):
@@ -55,7 +57,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int) -> Tensor:
-    d = wrap_dim(dim, input.dim())
+    d = wrap_dim_no_scalar(dim, input.dim())
     shape_i = list(indices.shape)
     shape_x = list(input.shape)
     shape_i[d] = shape_x[d] = 1
@@ -124,6 +126,11 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
         src = value
     if reduce not in (None, "add"):
         raise RuntimeError(f"reduce argument must be either add or None, got {reduce}")
+    if input.dim() == 0:  # a scalar is a 1-element vector here (PyTorch)
+        wrap_dim(dim, 0)
+        src1 = reshape(src, (-1,)) if isinstance(src, Tensor) else src
+        idx1 = reshape(index, (-1,)) if isinstance(index, Tensor) else index
+        return reshape(scatter(reshape(input, (1,)), 0, idx1, src1, reduce=reduce), ())
     d, index, src = _scatter_args(input, dim, index, src)
     return call(_Scatter, input, d, index, src, reduce)
 
@@ -157,6 +164,12 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    if input.dim() == 0:
+        if source.dim() != 0:
+            raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
+                               f"specified dimension. Got self.shape = [] source.shape = "
+                               f"{list(source.shape)}")
+        return _scalar_as_vector(index_add, input, dim, index, source, alpha=alpha)
     d, idx = _index_along(input, dim, index, tuple(source.shape))
     alpha = to_scalar(alpha, source.dtype)  # alpha takes source's dtype (truncated), as PyTorch
     src = source * alpha if alpha != 1 else source
@@ -164,13 +177,26 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
 
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    if input.dim() == 0:
+        return _scalar_as_vector(index_fill, input, dim, index, value)
     d, idx = _index_along(input, dim, index, None)
     return scatter(input, d, idx, value=value)
 
 
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    if input.dim() == 0:
+        return _scalar_as_vector(index_copy, input, dim, index, source)
     d, idx = _index_along(input, dim, index, tuple(source.shape))
     return scatter(input, d, idx, source)
+
+
+def _scalar_as_vector(op: Any, input: Tensor, dim: int, index: Any, source: Any, **kw: Any
+                      ) -> Tensor:
+    """``op`` on a 0-d ``input`` as on the 1-element vector PyTorch's index ops take it for (dim 0
+    or -1; ``source`` flattened alike), giving a 0-d result."""
+    wrap_dim(dim, 0)
+    src = reshape(source, (-1,)) if isinstance(source, Tensor) else source
+    return reshape(op(reshape(input, (1,)), 0, index, src, **kw), ())
 
 
 def _index_along(input: Tensor, dim: int, index: Any, target: tuple | None
@@ -286,7 +312,7 @@ def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
     out = input
     for d in dims:
         d = wrap_dim(d, input.dim())
-        n = input.shape[d]
+        n = dim_size(input.shape, d)
         if n <= 1:
             continue
         rev = _creation.arange(n - 1, -1, -1, device=input.device)

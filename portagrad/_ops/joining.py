@@ -1,6 +1,7 @@
 """Joining, splitting and ordering: ``cat``, ``stack``, ``split``, ``chunk``, ``sort``, ``topk`` ..."""
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 from collections.abc import Sequence
 from typing import Any
@@ -8,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import _creation, _dtype, _raw
-from .._shape import wrap_dim
+from .._shape import require_dims, wrap_dim, wrap_dim_no_scalar
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ._common import call, check_same_device, to_scalar
@@ -114,6 +115,7 @@ def hstack(tensors: Sequence[Tensor]) -> Tensor:
 
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
     """Views of chunks of ``split_size`` (last may be smaller) or of the given section sizes."""
+    require_dims(tensor.dim(), "split expects at least a 1-dimensional tensor")
     d = wrap_dim(dim, tensor.dim())
     n = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -138,6 +140,7 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into ``chunks`` nearly equal views (fewer if the size is small)."""
+    require_dims(input.dim(), "chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = wrap_dim(dim, input.dim())
@@ -149,10 +152,14 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
 
 
 def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    require_dims(input.dim(), f"tensor_split expected at least a 1-dimensional tensor, but got a "
+                              f"tensor with {input.dim()} dims")
     d = wrap_dim(dim, input.dim())
     n = input.shape[d]
     if isinstance(indices_or_sections, int):
         k = indices_or_sections
+        if k <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {k}")
         base, extra = divmod(n, k)
         sizes = [base + 1] * extra + [base] * (k - extra)
         return split(input, sizes, d)
@@ -215,6 +222,8 @@ def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """Lower median (of all elements, or ``(values, indices)`` along ``dim``)."""
     if dim is None:
         flat = reshape(input, (-1,))
+        if flat.shape[0] == 0 and input.dtype.is_floating_point:  # PyTorch: the median of nothing
+            return _raw.fill(_raw.new_like(input, ()), math.nan)
         return kthvalue(flat, (flat.shape[0] + 1) // 2, 0)[0]
     d = wrap_dim(dim, input.dim())
     if input.dim() and input.shape[d] == 0:
@@ -248,9 +257,22 @@ def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
 
 def repeat_interleave(input: Tensor, repeats: Any, dim: int | None = None) -> Tensor:
     x = reshape(input, (-1,)) if dim is None else input
-    d = 0 if dim is None else wrap_dim(dim, input.dim())
+    d = 0 if dim is None else wrap_dim_no_scalar(dim, input.dim())
     n = x.shape[d]
     reps = repeats.tolist() if isinstance(repeats, Tensor) else repeats
+    # PyTorch's checks, before numpy's ValueErrors ("negative dimensions", broadcasting)
+    if isinstance(reps, int):
+        if reps < 0:
+            raise RuntimeError("Repeats must be non-negative")
+    else:
+        r = np.asarray(reps)
+        if r.ndim > 1:
+            raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+        if r.ndim == 1 and r.shape[0] != n:
+            raise RuntimeError(f"repeats must have the same size as input along dim, but got "
+                               f"repeats.size(0) = {r.shape[0]} and input.size(0) = {n}")
+        if np.any(r < 0):
+            raise RuntimeError("repeats can not be negative")
     idx = np.repeat(np.arange(n), reps)
     return index_select(x, d, _creation.from_host(idx.astype(np.int64), device=input.device))
 
@@ -263,7 +285,7 @@ def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     dims = dims if isinstance(dims, (list, tuple)) else (dims,)
     out = input
     for s, d in zip(shifts, dims):
-        d = wrap_dim(d, input.dim())
+        d = wrap_dim_no_scalar(d, input.dim())
         n = input.shape[d]
         if n == 0:
             continue

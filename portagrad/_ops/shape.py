@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import _dtype, _raw
-from .._shape import compute_view_strides, infer_size, wrap_dim
+from .._shape import compute_view_strides, infer_size, wrap_dim, wrap_dim_no_scalar
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ._common import call
@@ -216,6 +216,8 @@ def movedim(x: Tensor, source: Any, destination: Any) -> Tensor:
                                     else [destination])]
     if len(src) != len(dst):
         raise RuntimeError("movedim: Invalid source or destination dims")
+    if n == 0:  # dims 0 and -1 of a scalar are valid and moving them changes nothing
+        return x
     placed: list[int | None] = [None] * n
     for s, d in zip(src, dst):
         placed[d] = s
@@ -263,7 +265,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 def unflatten(x: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
-    d = wrap_dim(dim, x.dim())
+    d = wrap_dim_no_scalar(dim, x.dim())
     sizes = infer_size(sizes, x._v.shape[d])
     return reshape(x, x._v.shape[:d] + tuple(sizes) + x._v.shape[d + 1:])
 
@@ -361,6 +363,8 @@ def basic_index(x: Tensor, key: tuple[Any, ...]) -> Tensor:
 
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
     """The view ``x[..., start:start+length, ...]`` along ``dim``."""
+    if x.dim() == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, x.dim())
     size = x._v.shape[d]
     if isinstance(start, Tensor):

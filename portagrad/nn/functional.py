@@ -67,6 +67,75 @@ def _pair(x: Any, n: int = 2, name: str = "") -> tuple[int, ...]:
     return (int(x),) * n
 
 
+def _check_conv_geometry(s: tuple[int, ...], pd: tuple[int, ...], d: tuple[int, ...],
+                         op: tuple[int, ...] = ()) -> None:
+    """PyTorch's checks of a convolution's stride, padding and dilation (``ConvParams``), before
+    any arithmetic divides by a stride or sizes a buffer with them."""
+    if any(v < 0 for v in pd):
+        raise RuntimeError("negative padding is not supported")
+    if any(v < 0 for v in op):
+        raise RuntimeError("negative output_padding is not supported")
+    if any(v <= 0 for v in s):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(v <= 0 for v in d):
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(d)}")
+
+
+def _check_pool_geometry(name: str, k: tuple[int, ...], s: tuple[int, ...], pd: tuple[int, ...],
+                         d: tuple[int, ...]) -> None:
+    """PyTorch's checks of a pooling window (``pooling_output_shape`` then ``pool2d_shape_check``,
+    or ``max_pool1d``'s own), in its order: a zero stride or kernel would divide by zero below,
+    a negative one would size a negative output."""
+    if name == "max_pool1d":
+        checks = (("kernel_size", k[0] > 0, k[0]), ("stride", s[0] > 0, s[0]))
+        for what, ok, v in checks:
+            if not ok:
+                raise RuntimeError(f"max_pool1d() {what} must be greater than zero, but got {v}")
+        if pd[0] < 0:
+            raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {pd[0]}")
+        if pd[0] > k[0] // 2:
+            raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but "
+                               f"got padding={pd[0]} and kernel_size={k[0]}")
+        if d[0] <= 0:
+            raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d[0]}")
+        return
+    if any(v == 0 for v in s):
+        raise RuntimeError("stride should not be zero")
+    for i in range(len(k)):
+        if pd[i] < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {pd[i]}")
+        if pd[i] > int((d[i] * (k[i] - 1) + 1) / 2):  # C's division, truncating toward zero
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad="
+                               f"{pd[i]}, kernel_size={k[i]} and dilation={d[i]}")
+    # 1-D pooling is 2-D pooling of height 1 in PyTorch, and its messages say so
+    k2, s2, d2 = ((1,) * (2 - len(k)) + t for t in (k, s, d))
+    p2 = (0,) * (2 - len(k)) + pd
+    if any(kk > 0 and pp > kk // 2 for kk, pp in zip(k2, p2)):
+        # PyTorch's CPU max_pool2d kernel bounds the padding by the kernel, not the dilated window
+        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got "
+                           f"padW = {p2[1]}, padH = {p2[0]}, kW = {k2[1]}, kH = {k2[0]}")
+    if any(v <= 0 for v in k2):
+        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {k2[0]} kW: "
+                           f"{k2[1]}")
+    if any(v <= 0 for v in s2):
+        raise RuntimeError(f"stride should be greater than zero, but got dH: {s2[0]} dW: {s2[1]}")
+    if any(v <= 0 for v in d2):
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {d2[0]} "
+                           f"dilationW: {d2[1]}")
+
+
+def _check_pool_output(name: str, Cc: int, in_sp: tuple[int, ...], out_sp: tuple[int, ...]
+                       ) -> None:
+    """PyTorch's error when a pooling window does not fit the (padded) input once."""
+    if all(o > 0 for o in out_sp):
+        return
+    if name == "max_pool1d":
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {out_sp[0]}")
+    lead = (Cc,) + (1,) * (2 - len(in_sp))
+    raise RuntimeError(f"Given input size: ({'x'.join(map(str, lead + in_sp))}). Calculated output "
+                       f"size: ({'x'.join(map(str, lead + out_sp))}). Output size is too small")
+
+
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
     if reduction == "mean":
         return R.mean(loss)
@@ -237,6 +306,8 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
     n = input.shape[dim]
     if n % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {wrap_dim(dim, input.dim())}"
@@ -424,6 +495,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following "
                            f"scalar types: Long, Int; but got {input.type()} instead (while "
                            f"checking arguments for embedding)")
+    if weight.dim() != 2:
+        raise RuntimeError("'weight' must be 2-D")
     n = weight.shape[0]
     if padding_idx is not None:
         if padding_idx < 0:
@@ -478,6 +551,7 @@ def _convnd(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, pad
     s = _pair(stride, nd, "stride")
     d = _pair(dilation, nd, "dilation")
     lo, hi = _conv_padding(padding, nd, k, d, s)
+    _check_conv_geometry(s, lo, d)
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
     if Cin != weight.shape[1] * groups:
@@ -546,6 +620,7 @@ def _conv_transposend(input: Tensor, weight: Tensor, bias: Tensor | None, stride
     d = _pair(dilation, nd, "dilation")
     pd = _pair(padding, nd, "padding")
     op = _pair(output_padding, nd, "output_padding")
+    _check_conv_geometry(s, pd, d, op)
     for i in range(nd):
         if op[i] >= s[i] and op[i] >= d[i]:
             raise RuntimeError("output padding must be smaller than either stride or dilation, but "
@@ -555,6 +630,11 @@ def _conv_transposend(input: Tensor, weight: Tensor, bias: Tensor | None, stride
     in_sp = tuple(x.shape[2:])
     out_sp = tuple((in_sp[i] - 1) * s[i] - 2 * pd[i] + d[i] * (k[i] - 1) + op[i] + 1
                    for i in range(nd))
+    if any(o <= 0 for o in out_sp):
+        lead = (1,) * (2 - nd)  # PyTorch computes 1-D as 2-D of height 1
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, lead + in_sp))})."
+                           f" Calculated output size per channel: "
+                           f"({' x '.join(map(str, lead + out_sp))}). Output size is too small")
     p = _im2col.window_plan(Cout, out_sp, k, s, pd, pd, d)
     K = math.prod(k)
     Lx = math.prod(in_sp)
@@ -720,13 +800,16 @@ def _pool_args(kernel_size: Any, stride: Any, padding: Any, dilation: Any, nd: i
     return k, s, _pair(padding, nd, "padding"), _pair(dilation, nd, "dilation")
 
 
+def _pool_out(in_sp: tuple[int, ...], k: tuple[int, ...], s: tuple[int, ...],
+              pd: tuple[int, ...], d: tuple[int, ...], ceil_mode: bool) -> tuple[int, ...]:
+    return tuple(_im2col.out_size(in_sp[i], k[i], s[i], pd[i], pd[i], d[i], ceil_mode)
+                 for i in range(len(in_sp)))
+
+
 def _max_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
                 ceil_mode: bool, return_indices: bool, nd: int) -> Any:
     k, s, pd, d = _pool_args(kernel_size, stride, padding, dilation, nd)
-    for i in range(nd):
-        if pd[i] * 2 > k[i]:
-            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad="
-                               f"{pd[i]}, kernel_size={k[i]} and dilation={d[i]}")
+    _check_pool_geometry(f"max_pool{nd}d", k, s, pd, d)
     if input.dim() not in (nd + 1, nd + 2):
         raise RuntimeError(f"max_pool{nd}d: Expected {nd + 1}D or {nd + 2}D input tensor, but got "
                            f"{list(input.shape)}")
@@ -734,11 +817,8 @@ def _max_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dila
     x = S.unsqueeze(input, 0) if unbatched else input
     N, Cc = x.shape[0], x.shape[1]
     in_sp = tuple(x.shape[2:])
+    _check_pool_output(f"max_pool{nd}d", Cc, in_sp, _pool_out(in_sp, k, s, pd, d, ceil_mode))
     p = _im2col.window_plan(Cc, in_sp, k, s, pd, pd, d, ceil_mode)
-    if any(o <= 0 for o in p.out_spatial):
-        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (Cc,) + in_sp))}). Calculated "
-                           f"output size: ({'x'.join(map(str, (Cc,) + p.out_spatial))}). Output "
-                           f"size is too small")
     if _max_pool_fast_path(x):
         out, ind = _max_pool_fused(x, p, k, s, pd, d, nd)
         if unbatched:
@@ -772,14 +852,12 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 def _avg_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
                 count_include_pad: bool, divisor_override: Any, nd: int) -> Tensor:
     k, s, pd, d = _pool_args(kernel_size, stride, padding, 1, nd)
-    for i in range(nd):
-        if pd[i] * 2 > k[i]:
-            raise RuntimeError(f"pad should be at most half of kernel size, but got pad={pd[i]} and "
-                               f"kernel_size={k[i]}")
+    _check_pool_geometry(f"avg_pool{nd}d", k, s, pd, d)
     unbatched = input.dim() == nd + 1
     x = S.unsqueeze(input, 0) if unbatched else input
     N, Cc = x.shape[0], x.shape[1]
     in_sp = tuple(x.shape[2:])
+    _check_pool_output(f"avg_pool{nd}d", Cc, in_sp, _pool_out(in_sp, k, s, pd, d, ceil_mode))
     p = _im2col.window_plan(Cc, in_sp, k, s, pd, pd, d, ceil_mode)
     cols = _im2col.unfold_cols(x, p, 0.0)
     tot = R.sum(S.reshape(cols, (N, p.L, Cc, p.K)), -1)  # (N, L, C)

@@ -46,7 +46,13 @@ def _nd(v: View) -> np.ndarray:
             bs = tuple([s * isz for s in strides])
             if len(table) < 8192 and strides.__class__ is tuple:
                 table[strides] = bs
-        a = np.ndarray(v.shape, np_dtype, v.buffer, v.offset * isz, bs)
+        if 0 in v.shape:
+            # no element is read or written, but numpy still checks the view's offset and
+            # strides against the buffer, which an empty region (a zero-size piece of a cat, a
+            # reduction over an empty dim) need not fit
+            a = np.empty(v.shape, np_dtype)
+        else:
+            a = np.ndarray(v.shape, np_dtype, v.buffer, v.offset * isz, bs)
         v.cache = a
     return a
 
@@ -140,7 +146,8 @@ class NumpyBackend(Backend):
     def allocate(self, index: int, nbytes: int) -> np.ndarray:
         try:
             return np.empty(nbytes, np.uint8)
-        except MemoryError:
+        except (MemoryError, ValueError, OverflowError):  # (numpy: "Maximum allowed dimension
+            # exceeded" past its index type)
             raise OutOfMemoryError(
                 f"cpu: failed to allocate {nbytes} bytes of host memory") from None
 
@@ -256,6 +263,9 @@ class NumpyBackend(Backend):
             src = xa[tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(ia.shape))]
             np.take(src, row, axis=axis, out=_nd(out), mode="clip")
             return
+        # the index may be smaller than x along the other axes (PyTorch's rule); take_along_axis
+        # would broadcast them against each other instead
+        xa = xa[tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(ia.shape))]
         _nd(out)[...] = np.take_along_axis(xa, ia, axis=axis)
 
     def scatter(self, out: View, axis: int, index: View, src: View, reduce: str | None) -> None:
