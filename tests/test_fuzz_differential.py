@@ -99,6 +99,7 @@ KNOWN: dict[str, str] = {
            "tensor is not supported'",
     "l1_loss": "a bool target is accepted where torch raises (bool subtraction)",
     "bce": "an int64 target is accepted where torch raises 'Found dtype Long but expected Double'",
+    "abs": "abs of a bool tensor is accepted where torch raises NotImplementedError ('abs_cpu' for Bool)",
     "round": "round of a bool tensor is accepted where torch raises NotImplementedError",
     "trunc": "trunc of a bool tensor is accepted where torch raises NotImplementedError",
     "floor": "floor of a bool tensor is accepted where torch raises NotImplementedError",
