@@ -13,7 +13,7 @@ from ..autograd.grad_mode import _flags
 from .. import errors
 
 __all__ = ["call", "NULL_CTX", "check_same_device", "broadcast_shapes", "to_scalar", "is_scalar",
-           "prepare_binary"]
+           "prepare_binary", "refuse_bool", "type_name"]
 
 
 class _NullCtx:
@@ -121,3 +121,29 @@ def prepare_binary(a: Any, b: Any, op: str, float_only: bool = False
         if b._v.shape != shape:
             b = b.expand(shape)
     return a, b, dt
+
+
+def type_name(d: _dtype.dtype) -> str:
+    """PyTorch's scalar type name of a dtype, as its error messages spell it (``Float``)."""
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int",
+            "int64": "Long", "bool": "Bool"}.get(d.name, d.name)
+
+
+# Ops PyTorch has no bool kernel for, and the kernel its error names ("abs_cpu" not implemented
+# for 'Bool'). Checked before any backend runs: numpy would compute something or leak its own
+# casting error, OpenCL its DTypeError.
+_NO_BOOL_KERNEL = {
+    "abs": "abs_cpu", "floor": "floor_vml_cpu", "ceil": "ceil_vml_cpu", "round": "round_vml_cpu",
+    "trunc": "trunc_vml_cpu", "remainder": "remainder_cpu", "fmod": "fmod_cpu",
+    "floor_divide": "div_floor_cpu", "div_trunc": "div_trunc_cpu", "pow": "pow",
+    "softmax": "softmax_lastdim_kernel_impl", "log_softmax": "log_softmax_lastdim_kernel_impl",
+    "mse_loss": "mse_cpu", "binary_cross_entropy": "binary_cross_entropy",
+}
+
+
+def refuse_bool(op: str, dt: _dtype.dtype) -> None:
+    """Raise PyTorch's error (a RuntimeError) when ``op`` meets a bool tensor (``dt`` bool)."""
+    if dt is _dtype.bool:
+        if op == "topk":
+            raise RuntimeError("topk does not support bool dtypes on CPU")
+        raise RuntimeError(f"\"{_NO_BOOL_KERNEL[op]}\" not implemented for 'Bool'")

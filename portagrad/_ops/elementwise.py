@@ -12,7 +12,7 @@ from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _no_grad
-from ._common import call, check_same_device, is_scalar, prepare_binary, to_scalar
+from ._common import call, check_same_device, is_scalar, prepare_binary, refuse_bool, to_scalar
 from .conversion import copy_, inplace, to
 from .indexing import index_fill, masked_fill, where
 
@@ -219,10 +219,14 @@ def add(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) ->
 
 def sub(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) -> Tensor:
     """``input - alpha * other``."""
-    if isinstance(input, Tensor) and input.dtype is _dtype.bool and isinstance(other, Tensor) \
-            and other.dtype is _dtype.bool:
+    ba, bb = _is_bool(input), _is_bool(other)
+    if ba and bb:  # as PyTorch (a bool scalar counts as a bool tensor)
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
+    if ba or bb:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If "
+                           "you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
     if alpha != 1:
         other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     a, b, _ = prepare_binary(input, other, "sub")
@@ -230,6 +234,13 @@ def sub(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) ->
 
 
 subtract = sub
+
+
+def _is_bool(x: Any) -> bool:
+    """A bool tensor or a bool scalar."""
+    if isinstance(x, Tensor):
+        return x._v.dtype is _dtype.bool
+    return isinstance(x, (bool, np.bool_))
 
 
 def rsub(input: Any, other: Any, alpha: Any = 1) -> Tensor:
@@ -255,6 +266,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Tensor
         raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                          f"found '{rounding_mode}'")
     a, b, dt = prepare_binary(input, other, "div")
+    refuse_bool("floor_divide" if rounding_mode == "floor" else "div_trunc", dt)
     if not dt.is_floating_point:
         _check_int_divisor(b)
     if dt.is_floating_point:
@@ -315,6 +327,7 @@ def _check_int_divisor(b: Any) -> None:
 def remainder(input: Any, other: Any) -> Tensor:
     """Python-style modulus (sign of the divisor)."""
     a, b, dt = prepare_binary(input, other, "remainder")
+    refuse_bool("remainder", dt)
     if not dt.is_floating_point:
         _check_int_divisor(b)
     return call(_Remainder, a, b)
@@ -342,6 +355,7 @@ def fmod(input: Any, other: Any) -> Tensor:
     """C-style modulus (sign of the dividend). One backend op, not ``a - trunc(a / b) * b``,
     which is NaN for an infinite ``b`` (``fmod(x, inf)`` is ``x``)."""
     a, b, dt = prepare_binary(input, other, "fmod")
+    refuse_bool("fmod", dt)
     if not dt.is_floating_point:
         _check_int_divisor(b)
     return call(_Fmod, a, b)
@@ -350,6 +364,10 @@ def fmod(input: Any, other: Any) -> Tensor:
 def pow(input: Any, exponent: Any) -> Tensor:
     """``input ** exponent`` (tensor or scalar on either side)."""
     a, b, dt = prepare_binary(input, exponent, "pow")
+    if dt is _dtype.bool and isinstance(a, Tensor) and not isinstance(b, Tensor):
+        # as PyTorch: a bool tensor to a bool scalar power is x (True) or all True (False)
+        return a.clone() if b else _raw.fill(_raw.new_like(a), True)
+    refuse_bool("pow", dt)
     if not dt.is_floating_point:
         bad = (isinstance(b, Tensor) and bool(_raw.reduce("min", b, range(b.dim()), False).item() < 0)
                if isinstance(b, Tensor) and b.numel() else (not isinstance(b, Tensor) and b < 0))
@@ -457,8 +475,8 @@ def logical_xor(input: Any, other: Any) -> Tensor:
 
 def _bitwise(op: str, a: Any, b: Any) -> Tensor:
     a, b, dt = prepare_binary(a, b, op)
-    if dt.is_floating_point:
-        raise TypeError(f"{op}: bitwise operations need integer or bool tensors, got {dt}")
+    if dt.is_floating_point:  # PyTorch's NotImplementedError, a RuntimeError
+        raise RuntimeError(f"\"{op}_cpu\" not implemented for '{_type_name(dt)}'")
     t = a if isinstance(a, Tensor) else b
     return _raw.binary(op, a, b, dt, like=t)
 
@@ -556,8 +574,11 @@ def _make_unary(name: str, op: str, grad: Any, save: str = "input", float_only: 
     def fn(input: Tensor) -> Tensor:
         if not isinstance(input, Tensor):
             raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
-        if input._v.dtype is _dtype.bool and name in _NO_BOOL:
-            raise RuntimeError(_NO_BOOL[name])
+        if input._v.dtype is _dtype.bool:
+            if name in _NO_BOOL:
+                raise RuntimeError(_NO_BOOL[name])
+            if name in ("abs", "floor", "ceil", "trunc", "round"):
+                refuse_bool(name, _dtype.bool)
         x = _float_input(input) if float_only else input
         return call(_U, x)
 
@@ -602,6 +623,7 @@ _round0 = _make_unary("round", "round", _zero_grad, save="none", float_only=Fals
 
 def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # PyTorch's name
     """Round half to even (``decimals`` digits)."""
+    refuse_bool("round", input.dtype)
     if not input.dtype.is_floating_point:
         return input.clone()
     if decimals == 0:

@@ -18,7 +18,7 @@ from .._shape import broadcast_shapes, dim_size, wrap_dim, wrap_dim_no_scalar
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ._advanced import advanced_getitem, advanced_setitem
-from ._common import call, check_same_device, prepare_binary, to_scalar
+from ._common import call, check_same_device, prepare_binary, to_scalar, type_name
 from ._gather import _Gather, _linear_index, _span, check_index_range, scatter_into_zeros
 from .shape import as_strided, basic_index, expand, reshape
 
@@ -42,6 +42,8 @@ def _as_index(index: Any, like: Tensor, name: str = "index") -> Tensor:
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     """``out[i][j] = input[index[i][j]][j]`` along ``dim`` (``torch.gather``)."""
     d = wrap_dim(dim, input.dim())
+    if isinstance(index, Tensor) and index.dtype not in (_dtype.int64, _dtype.int32):
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")  # PyTorch's error
     index = _as_index(index, input)
     if input.dim() == 0 and index.dim() <= 1:  # a scalar is a 1-element vector here (PyTorch)
         return reshape(gather(reshape(input, (1,)), 0, reshape(index, (-1,))), tuple(index.shape))
@@ -143,6 +145,10 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Rows (or slices along ``dim``) picked by the 1-D integer ``index``."""
     d = wrap_dim(dim, input.dim())
+    if isinstance(index, Tensor) and index.dim() > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if isinstance(index, Tensor) and index.dtype not in (_dtype.int64, _dtype.int32):
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
     index = _as_index(index, input)
     if index.dim() > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
@@ -280,8 +286,9 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
         return nonzero(condition, as_tuple=True)
     if not isinstance(condition, Tensor):
         raise TypeError("where(): argument 'condition' must be Tensor")
-    if condition.dtype is not _dtype.bool:
-        condition = _raw.binary("ne", condition, 0, _dtype.bool)
+    if condition.dtype is not _dtype.bool:  # PyTorch's error (it takes no other dtype)
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {type_name(condition.dtype)}")
     if isinstance(input, Tensor) or isinstance(other, Tensor):
         a, b, dt = prepare_binary(input, other, "where")
     else:

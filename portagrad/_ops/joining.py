@@ -12,7 +12,7 @@ from .. import _creation, _dtype, _raw
 from .._shape import require_dims, wrap_dim, wrap_dim_no_scalar
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._common import call, check_same_device, to_scalar
+from ._common import call, check_same_device, refuse_bool, to_scalar
 from .indexing import gather, index_select, where
 from .shape import expand, narrow, reshape, squeeze, unsqueeze
 
@@ -195,6 +195,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     n = input.shape[d] if input.dim() else 1
     if not 0 <= k <= n:
         raise RuntimeError(f"selected index k out of range (k={k}, size {n} at dimension {d})")
+    refuse_bool("topk", input.dtype)
     if input.dim() == 0:
         return topk_result(input.clone(), _raw.fill(_raw.new_like(input, (), _dtype.int64), 0))
     _, idx = _raw.sort(input.detach(), d, bool(largest))

@@ -365,17 +365,17 @@ def _softmax_impl(input: Tensor, dim: Any, dtype: Any, log: bool) -> Tensor:
     if dim is None:
         dim = _softmax_dim(input.dim())
     x = input
+    d = wrap_dim(dim, x.dim())  # as PyTorch: the dim is checked before the dtype
     if dtype is not None:
         x = C.to(x, dtype=dtype)
-    elif not x.dtype.is_floating_point:
+    elif not x.dtype.is_floating_point and x.numel():  # an empty tensor is returned, any dtype
         raise RuntimeError(f"\"{'log_softmax' if log else 'softmax'}_lastdim_kernel_impl\" not "
                            f"implemented for '{E._type_name(x.dtype)}'")
+    if x.numel() == 0:
+        return x.clone()
     if x.dim() == 0:
         x1 = S.reshape(x, (1,))
         return S.reshape(call(_Softmax, x1, 0, log), ())
-    d = wrap_dim(dim, x.dim())
-    if x.numel() == 0:
-        return x.clone()
     return call(_Softmax, x, d, log)
 
 
@@ -1139,7 +1139,10 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_same_size(input, target)
-    d = E.sub(input, target)
+    dt = _dtype.result_type(input, target)
+    if not dt.is_floating_point:  # as PyTorch: no integer or bool kernel (bool - bool is refused)
+        raise RuntimeError(f"\"mse_cpu\" not implemented for '{E._type_name(dt)}'")
+    d = E.sub(C.to(input, dtype=dt), C.to(target, dtype=dt))
     loss = E.mul(d, d)
     if weight is not None:
         loss = E.mul(loss, weight)
@@ -1318,6 +1321,12 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
+    if target.dtype is not input.dtype:  # as PyTorch: no promotion between input and target
+        raise RuntimeError(f"Found dtype {E._type_name(target.dtype)} but expected "
+                           f"{E._type_name(input.dtype)}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"\"binary_cross_entropy\" not implemented for "
+                           f"'{E._type_name(input.dtype)}'")
     _check_unit_interval(input, "input")  # on every device: else a wrong loss or NaN, silently
     _check_unit_interval(target, "target")
     lx = E.clamp(E.log(input), -100.0, None)
