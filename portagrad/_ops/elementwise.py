@@ -257,10 +257,10 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Tensor
     a, b, dt = prepare_binary(input, other, "div")
     if not dt.is_floating_point:
         _check_int_divisor(b)
-    if dt.is_floating_point:
-        q = _raw.binary("div", a, b, dt)
-        res = _raw.unary("trunc" if rounding_mode == "trunc" else "floor", q)
-    elif rounding_mode == "floor":
+    if dt.is_floating_point and rounding_mode == "trunc":
+        res = _raw.unary("trunc", _raw.binary("div", a, b, dt))
+    elif rounding_mode == "floor":  # floats: PyTorch's div_floor (fmod based: -4 // inf is -1,
+        res = _raw.binary("floordiv", a, b, dt)  # -inf // 2 is NaN), as numpy's floor_divide
         res = _raw.binary("floordiv", a, b, dt)
     else:
         # truncation for integers: floor division corrected where the signs differ
