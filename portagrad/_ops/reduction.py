@@ -186,6 +186,8 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 
 
 def _arg(op: str, x: Tensor, dim: Any, keepdim: bool) -> Tensor:
+    if x.dtype is _dtype.bool:  # checked first, as PyTorch
+        raise RuntimeError(f"{op}(): does not support bool input")
     if dim is None:
         if x.numel() == 0:  # IndexError here, as PyTorch (RuntimeError for max()/amax())
             raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() "
