@@ -588,7 +588,7 @@ class TensorOps:
         """Reverse the order along ``dims`` (a copy, as PyTorch)."""
         return _I.flip(self, dims)
 
-    def take_along_dim(self, indices: Tensor, dim: _int) -> Tensor:
+    def take_along_dim(self, indices: Tensor, dim: _int | None = None) -> Tensor:
         return _I.take_along_dim(self, indices, dim)
 
     def index_add(self, dim: _int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:

@@ -686,7 +686,7 @@ def _reduction_rows() -> list[OpInfo]:
         OpInfo("argmax", pg.argmax, np_arg(np.argmax),
                reduction_samples("distinct", dims=(None, 1, -1, 0), empty=False), NUMERIC,
                I64, method="argmax",
-               errors=[E(lambda d: pg.argmax(T((0,), d)), RuntimeError,
+               errors=[E(lambda d: pg.argmax(T((0,), d)), IndexError,
                          r"Expected reduction dim to be specified")]),
         OpInfo("argmin", pg.argmin, np_arg(np.argmin),
                reduction_samples("distinct", dims=(None, 1, -1, 0), empty=False), NUMERIC,

@@ -181,10 +181,14 @@ def _maxmin_function(op: str, node_name: str) -> type:
         def backward(ctx: Any, g: Tensor) -> Any:
             a, tb = ctx.saved_tensors
             b = tb if tb is not None else ctx.scalar_b
-            a_wins = a > b if op == "maximum" else a < b
-            wa = a_wins.to(g.dtype) + (a == b).to(g.dtype) * 0.5
-            ga = g * wa if ctx.needs_input_grad[0] else None
-            gb = g * (1.0 - wa) if ctx.needs_input_grad[1] else None
+            # PyTorch's rule: each side gets g unless it loses; a NaN pair loses nowhere, so
+            # both sides get g (the result is NaN either way)
+            # (masked to an exact 0: an infinite g must not become NaN)
+            a_loses = a < b if op == "maximum" else a > b
+            b_loses = a > b if op == "maximum" else a < b
+            gt = g * (1.0 - (a == b).to(g.dtype) * 0.5)
+            ga = gt.masked_fill(a_loses, 0.0) if ctx.needs_input_grad[0] else None
+            gb = gt.masked_fill(b_loses, 0.0) if ctx.needs_input_grad[1] else None
             return ga, gb
 
     return _MaxMin
@@ -269,10 +273,10 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Tensor
     refuse_bool("floor_divide" if rounding_mode == "floor" else "div_trunc", dt)
     if not dt.is_floating_point:
         _check_int_divisor(b)
-    if dt.is_floating_point:
-        q = _raw.binary("div", a, b, dt)
-        res = _raw.unary("trunc" if rounding_mode == "trunc" else "floor", q)
-    elif rounding_mode == "floor":
+    if dt.is_floating_point and rounding_mode == "trunc":
+        res = _raw.unary("trunc", _raw.binary("div", a, b, dt))
+    elif rounding_mode == "floor":  # floats: PyTorch's div_floor (fmod based: -4 // inf is -1,
+        res = _raw.binary("floordiv", a, b, dt)  # -inf // 2 is NaN), as numpy's floor_divide
         res = _raw.binary("floordiv", a, b, dt)
     else:
         # truncation for integers: floor division corrected where the signs differ
@@ -609,8 +613,9 @@ cos = _make_unary("cos", "cos", lambda g, x, y: g * -x.sin())
 tan = _make_unary("tan", "tan", lambda g, x, y: g * (y * y + 1.0), save="output")
 tanh = _make_unary("tanh", "tanh", lambda g, x, y: g * (1.0 - y * y), save="output")
 sigmoid = _make_unary("sigmoid", "sigmoid", lambda g, x, y: g * (y * (1.0 - y)), save="output")
-relu = _make_unary("relu", "relu", lambda g, x, y: g * (y > 0).to(g.dtype), save="output",
-                   float_only=False)
+# PyTorch's threshold_backward masks where the result is <= 0: a NaN result passes g
+relu = _make_unary("relu", "relu", lambda g, x, y: g * (y <= 0).logical_not().to(g.dtype),
+                   save="output", float_only=False)
 erf = _make_unary("erf", "erf",
                   lambda g, x, y: g * ((-(x * x)).exp() * (2.0 / math.sqrt(math.pi))))
 floor = _make_unary("floor", "floor", _zero_grad, save="none", float_only=False)

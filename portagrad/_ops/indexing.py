@@ -58,7 +58,15 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     return call(_Gather, input, d, index)
 
 
-def take_along_dim(input: Tensor, indices: Tensor, dim: int) -> Tensor:
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    """``input`` read at ``indices`` along ``dim`` (both broadcast except along ``dim``); with
+    ``dim=None``, both flattened first (PyTorch)."""
+    if dim is None:
+        return gather(reshape(input, (-1,)), 0, reshape(indices, (-1,)))
+    if input.dim() != indices.dim():
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number "
+                           f"of dimensions, but got {input.dim()} dimensions for input, and "
+                           f"{indices.dim()} dimensions for indices")
     d = wrap_dim_no_scalar(dim, input.dim())
     shape_i = list(indices.shape)
     shape_x = list(input.shape)

@@ -60,15 +60,19 @@ def cat(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -
                         f"{type(tensors).__name__}")
     if not tensors:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
-    ts = [t for t in tensors if not (t.dim() == 1 and t.shape[0] == 0)] or [tensors[0]]
-    ref = ts[0]
-    if ref.dim() == 0:
-        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
-    d = wrap_dim(dim, ref.dim())
-    dt = ref.dtype
-    for t in ts[1:]:
+    for i, t in enumerate(tensors):
+        if t.dim() == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    # the result type is promoted over every input, the skipped empty ones too (PyTorch)
+    dt = tensors[0].dtype
+    for t in tensors[1:]:
         dt = _dtype.promote_types(dt, t.dtype)
-    for i, t in enumerate(ts):
+    kept = [(i, t) for i, t in enumerate(tensors) if not (t.dim() == 1 and t.shape[0] == 0)]
+    kept = kept or [(0, tensors[0])]
+    ts = [t for _, t in kept]
+    ref = ts[0]
+    d = wrap_dim(dim, ref.dim())
+    for i, t in kept:
         check_same_device(ref, t, "cat")
         if t.dim() != ref.dim():
             raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.dim()} and "

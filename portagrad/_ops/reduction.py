@@ -121,9 +121,11 @@ def prod(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
     return call(_Prod, input, axes, keepdim, _sum_dtype(input, dtype))
 
 
-def _check_nonempty(x: Tensor, axes: tuple[int, ...], name: str) -> None:
+def _check_nonempty(x: Tensor, axes: tuple[int, ...], name: str, specified: bool = True) -> None:
+    # PyTorch: a reduction dim given explicitly is checked for size 0 (IndexError); with no dim
+    # (or dim=()) the whole empty tensor is refused (RuntimeError)
     if x.numel() == 0:
-        if not axes or len(axes) == x.dim():
+        if not specified:
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
                                f"== 0. Specify the reduction dim with the 'dim' argument.")
         for a in axes:
@@ -156,14 +158,14 @@ class _AMax(Function):
 def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """Maximum over ``dim`` (all dims when empty)."""
     axes = wrap_dims(None if dim == () or dim is None else dim, input.dim())
-    _check_nonempty(input, axes, "amax")
+    _check_nonempty(input, axes, "amax", not (dim == () or dim is None))
     return call(_AMax, input, axes, keepdim, "max")
 
 
 def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """Minimum over ``dim`` (all dims when empty)."""
     axes = wrap_dims(None if dim == () or dim is None else dim, input.dim())
-    _check_nonempty(input, axes, "amin")
+    _check_nonempty(input, axes, "amin", not (dim == () or dim is None))
     return call(_AMax, input, axes, keepdim, "min")
 
 
@@ -184,9 +186,11 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 
 
 def _arg(op: str, x: Tensor, dim: Any, keepdim: bool) -> Tensor:
+    if x.dtype is _dtype.bool:  # checked first, as PyTorch
+        raise RuntimeError(f"{op}(): does not support bool input")
     if dim is None:
-        if x.numel() == 0:
-            raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() "
+        if x.numel() == 0:  # IndexError here, as PyTorch (RuntimeError for max()/amax())
+            raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() "
                                f"== 0.")
         flat = reshape(x.detach(), (-1,))
         out = _raw.arg_reduce(op, flat, 0, False)
@@ -228,7 +232,7 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool, other: Any) -> Any
         return input.maximum(o) if op == "max" else input.minimum(o)
     if dim is None:
         axes = tuple(range(input.dim()))
-        _check_nonempty(input, axes, op)
+        _check_nonempty(input, axes, op, False)
         # full reduction: gradient split among ties, as torch.max() without dim
         return call(_AMax, input, axes, False, op)
     d = wrap_dim(dim, input.dim())

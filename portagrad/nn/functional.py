@@ -1200,6 +1200,19 @@ def _check_targets(target: Tensor, Cc: int, ignore_index: int) -> None:
     _fused.check_class_targets(target, Cc, ignore_index)
 
 
+def _unbatched_target(target: Tensor) -> Tensor:
+    """The class index for an unbatched (C,) input: a 0-d target, or (as PyTorch) one of shape
+    (1,), read as 0-d."""
+    if target.dim() > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if target.dim() == 1:
+        if target.shape[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: "
+                             f"{target.shape[0]}")
+        target = S.reshape(target, ())
+    return target
+
+
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
              ignore_index: int = -100, reduce: Any = None, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of the class indices ``target`` under log-probabilities ``input``
@@ -1211,8 +1224,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     if target.dtype.is_floating_point:
         raise RuntimeError(f"expected scalar type Long but found {E._type_name(target.dtype)}")
     if input.dim() == 1:
-        if target.dim() != 0:
-            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        target = _unbatched_target(target)
         input, target = S.unsqueeze(input, 0), S.unsqueeze(target, 0)
         res = nll_loss(input, target, weight, None, ignore_index, None, reduction)
         return S.squeeze(res, 0) if reduction == "none" else res
@@ -1276,6 +1288,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
             n = input.numel() // Cc if input.numel() else 0
             return E.div(R.sum(loss), n) if n else R.sum(loss)
         return _reduce(loss, reduction)
+    if input.dim() == 1:
+        target = _unbatched_target(target)
     nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
     if label_smoothing <= 0:
         return nll
