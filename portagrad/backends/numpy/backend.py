@@ -46,13 +46,15 @@ def _nd(v: View) -> np.ndarray:
             bs = tuple([s * isz for s in strides])
             if len(table) < 8192 and strides.__class__ is tuple:
                 table[strides] = bs
-        if 0 in v.shape:
+        try:
+            a = np.ndarray(v.shape, np_dtype, v.buffer, v.offset * isz, bs)
+        except ValueError:
+            if 0 not in v.shape:
+                raise
             # no element is read or written, but numpy still checks the view's offset and
             # strides against the buffer, which an empty region (a zero-size piece of a cat, a
-            # reduction over an empty dim) need not fit
+            # reduction over an empty dim) need not fit; the check stays off the common path
             a = np.empty(v.shape, np_dtype)
-        else:
-            a = np.ndarray(v.shape, np_dtype, v.buffer, v.offset * isz, bs)
         v.cache = a
     return a
 
