@@ -18,18 +18,10 @@ import pytest
 
 import portagrad as pg
 
-try:
-    import torch
-except ImportError:  # optional: the literal answers below still hold the cases
-    torch = None
+from torch_cases import Raises, check, torch
 
 MODIFIED = "one of the variables needed for gradient computation has been modified by an inplace"
 MISMATCH = "Expected all tensors to be on the same device"
-
-
-class Raises:
-    def __init__(self, exc: type, match: str) -> None:
-        self.exc, self.match = exc, match
 
 
 def _t(m: Any, d: str, v: Any, dt: str | None = None) -> Any:
@@ -204,32 +196,17 @@ CASES: dict[str, tuple[Callable, Any]] = {
 }
 
 
-def _outcome(r: Any) -> Any:
-    if isinstance(r, list):
-        return r
-    return r.tolist(), str(r.dtype).rsplit(".", 1)[-1]
-
-
-def _check(case: Callable, want: Any, lib: Any, dev: str) -> None:
-    if isinstance(want, Raises):
-        with pytest.raises(want.exc, match=want.match):
-            case(lib, dev)
-        return
-    got = _outcome(case(lib, dev))
-    assert got == want, f"got {got}, expected {want}"
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_case(device, name):
     case, want = CASES[name]
-    _check(case, want, pg, device)
+    check(case, want, pg, device)
 
 
 @pytest.mark.skipif(torch is None, reason="torch is not installed (an optional reference)")
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_expected_is_torch(name):
     case, want = CASES[name]
-    _check(case, want, torch, "cpu")
+    check(case, want, torch, "cpu")
 
 
 @pytest.mark.parametrize("case", [

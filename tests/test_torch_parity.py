@@ -16,21 +16,11 @@ import pytest
 import portagrad as pg
 import portagrad.nn.functional as pgF
 
-try:
-    import torch
-    import torch.nn.functional as torchF
-except ImportError:  # optional: the literal answers below still hold the cases
-    torch = None
-    torchF = None
+from torch_cases import Raises, check, torch, torchF
 
 INF = math.inf
 NAN = math.nan
 OVERLAP = "more than one element of the written-to tensor refers to a single memory location"
-
-
-class Raises:
-    def __init__(self, exc: type, match: str) -> None:
-        self.exc, self.match = exc, match
 
 
 def _ones(lib: Any, dev: str, *shape: int) -> Any:
@@ -180,39 +170,14 @@ CASES: dict[str, tuple[Callable, Any]] = {
 }
 
 
-def _outcome(case: Callable, lib: Any, F: Any, dev: str) -> Any:
-    r = case(lib, F, dev)
-    if isinstance(r, list):
-        return r
-    return r.tolist(), str(r.dtype).rsplit(".", 1)[-1]
-
-
-def _same(got: Any, want: Any) -> bool:
-    if isinstance(want, float) and math.isnan(want):
-        return isinstance(got, float) and math.isnan(got)
-    if isinstance(want, (list, tuple)):
-        return (isinstance(got, (list, tuple)) and len(got) == len(want)
-                and all(_same(g, w) for g, w in zip(got, want)))
-    return bool(got == want) and type(got) is type(want)
-
-
-def _check(case: Callable, want: Any, lib: Any, F: Any, dev: str) -> None:
-    if isinstance(want, Raises):
-        with pytest.raises(want.exc, match=want.match):
-            case(lib, F, dev)
-        return
-    got = _outcome(case, lib, F, dev)
-    assert _same(got, want), f"got {got}, expected {want}"
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_case(device, name):
     case, want = CASES[name]
-    _check(case, want, pg, pgF, device)
+    check(case, want, pg, pgF, device)
 
 
 @pytest.mark.skipif(torch is None, reason="torch is not installed (an optional reference)")
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_expected_is_torch(name):
     case, want = CASES[name]
-    _check(case, want, torch, torchF, "cpu")
+    check(case, want, torch, torchF, "cpu")
