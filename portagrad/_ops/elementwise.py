@@ -299,24 +299,6 @@ def floor_divide(input: Any, other: Any) -> Tensor:
     return div(input, other, rounding_mode="floor")
 
 
-class _Remainder(_Binary):
-    _backward_name = "RemainderBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, a: Any, b: Any) -> Tensor:
-        _Binary._save_operands(ctx, a, b)
-        t = a if isinstance(a, Tensor) else b
-        return _raw.binary("remainder", a, b, t._v.dtype)
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> Any:
-        a, b = _Binary._operands(ctx)
-        gb = None
-        if ctx.needs_input_grad[1]:
-            gb = -g * (a / b).floor()
-        return g, gb
-
-
 def _check_int_divisor(b: Any) -> None:
     """Integer division by zero raises on every backend (devices would return garbage): one small
     reduction and a host read, paid only by integer division."""
@@ -328,41 +310,45 @@ def _check_int_divisor(b: Any) -> None:
         raise RuntimeError("ZeroDivisionError: integer division or modulo by zero")
 
 
-def remainder(input: Any, other: Any) -> Tensor:
-    """Python-style modulus (sign of the divisor)."""
-    a, b, dt = prepare_binary(input, other, "remainder")
-    refuse_bool("remainder", dt)
-    if not dt.is_floating_point:
-        _check_int_divisor(b)
-    return call(_Remainder, a, b)
+def _modulus(prim: str, node: str, rounding: str, doc: str) -> Any:
+    """The op ``prim`` (``remainder`` or ``fmod``): ``a - round(a / b) * b`` computed by the backend
+    in one pass, whose gradient for ``b`` is ``-g * round(a / b)`` (``rounding``: ``floor`` or
+    ``trunc``, a Tensor method)."""
+
+    class _Mod(_Binary):
+        _backward_name = node
+
+        @staticmethod
+        def forward(ctx: Any, a: Any, b: Any) -> Tensor:
+            _Binary._save_operands(ctx, a, b)
+            t = a if isinstance(a, Tensor) else b
+            return _raw.binary(prim, a, b, t._v.dtype)
+
+        @staticmethod
+        def backward(ctx: Any, g: Tensor) -> Any:
+            a, b = _Binary._operands(ctx)
+            gb = None
+            if ctx.needs_input_grad[1]:
+                gb = -g * getattr(a / b, rounding)()
+            return g, gb
+
+    def op(input: Any, other: Any) -> Tensor:
+        a, b, dt = prepare_binary(input, other, prim)
+        refuse_bool(prim, dt)
+        if not dt.is_floating_point:
+            _check_int_divisor(b)
+        return call(_Mod, a, b)
+
+    op.__name__ = op.__qualname__ = prim
+    op.__doc__ = doc
+    return op
 
 
-class _Fmod(_Binary):
-    _backward_name = "FmodBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, a: Any, b: Any) -> Tensor:
-        _Binary._save_operands(ctx, a, b)
-        t = a if isinstance(a, Tensor) else b
-        return _raw.binary("fmod", a, b, t._v.dtype)
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> Any:
-        a, b = _Binary._operands(ctx)
-        gb = None
-        if ctx.needs_input_grad[1]:
-            gb = -g * (a / b).trunc()
-        return g, gb
-
-
-def fmod(input: Any, other: Any) -> Tensor:
-    """C-style modulus (sign of the dividend). One backend op, not ``a - trunc(a / b) * b``,
-    which is NaN for an infinite ``b`` (``fmod(x, inf)`` is ``x``)."""
-    a, b, dt = prepare_binary(input, other, "fmod")
-    refuse_bool("fmod", dt)
-    if not dt.is_floating_point:
-        _check_int_divisor(b)
-    return call(_Fmod, a, b)
+remainder = _modulus("remainder", "RemainderBackward0", "floor",
+                     "Python-style modulus (sign of the divisor).")
+fmod = _modulus("fmod", "FmodBackward0", "trunc",
+                "C-style modulus (sign of the dividend). One backend op, not ``a - trunc(a / b) * b``, "
+                "which is NaN for an infinite ``b`` (``fmod(x, inf)`` is ``x``).")
 
 
 def pow(input: Any, exponent: Any) -> Tensor:
