@@ -398,6 +398,32 @@ def test_streaming_at_full_size(be):
     np.testing.assert_array_equal(got, ref)
 
 
+def test_a_read_waits_for_a_flush_another_thread_is_enqueueing(be, monkeypatch):
+    # a flush empties the group before it enqueues the group's kernels: a thread that finds the
+    # group empty in that window must wait for the kernels, not read the buffer ahead of them
+    import threading
+
+    x = _rand(4096, seed=7)
+    expect = x.cpu().numpy() * np.float32(3.0) + np.float32(1.0)
+    fz = be._fz
+    launch = fz._launch
+    emptied = threading.Event()
+
+    def slow_launch(*args, **kwargs):
+        emptied.set()  # the group is empty now, its kernels not yet enqueued
+        threading.Event().wait(0.3)
+        return launch(*args, **kwargs)
+
+    monkeypatch.setattr(fz, "_launch", slow_launch)
+    y = x * 3.0 + 1.0  # recorded, pending
+    flusher = threading.Thread(target=fz.flush)
+    flusher.start()
+    assert emptied.wait(30)
+    got = y.cpu().numpy()  # enqueued while the other thread is half-way through its flush
+    flusher.join(30)
+    np.testing.assert_array_equal(got, expect)
+
+
 def test_threads_sharing_the_backend_get_their_own_results(be):
     # one pending group serves every thread: recording is serialised, and each thread's chains
     # must come out as if it ran alone

@@ -115,6 +115,10 @@ class Fuser:
         self._gen = 0
         self.launches = 0  # fused kernels enqueued (for tests and benchmarks)
         self.stores = 0  # outputs written by flushes (dead temporaries are not)
+        # flushes in progress: _flush empties the group before it enqueues the group's kernels,
+        # so a thread that finds the group empty must still wait while this is non-zero, or its
+        # read is enqueued ahead of the kernels computing what it reads
+        self._flushing = 0
         self._reset()
 
     def _reset(self) -> None:
@@ -257,19 +261,32 @@ class Fuser:
         return True
 
     # --------------------------------------------------------------- flushing
+    @property
+    def pending(self) -> bool:
+        """Whether the group holds work or another thread is enqueueing it (read without the lock:
+        ``_flush`` raises ``_flushing`` before it empties the group)."""
+        return bool(self.nodes) or self._flushing > 0
+
     def flush(self) -> None:
         """Enqueue the pending group (nothing when it is empty or all its outputs are dead)."""
-        if not self.nodes:
+        if not self.pending:
             if self._leaves or self._scalars:  # registered by a primitive that then declined
                 with self._lock:
                     self._reset()
             return
-        with self._lock:
+        with self._lock:  # waits for a flush in progress in another thread
             self._flush()
 
     def _flush(self) -> None:
         if not self.nodes:  # another thread flushed first
             return
+        self._flushing += 1
+        try:
+            self._flush_group()
+        finally:
+            self._flushing -= 1
+
+    def _flush_group(self) -> None:
         nodes, leaves, scalars = self.nodes, self._leaves, self._scalars
         n, dev, dt, vec_ops = self._n, self._dev, self._dt, self._vec_ops
         self._reset()  # first: whatever runs below (a replay) sees an empty group
@@ -402,7 +419,7 @@ def flushes(method: _Method) -> _Method:
 
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         fz = self._fz
-        if fz is not None and fz.nodes:
+        if fz is not None and fz.pending:
             fz.flush()
         return method(self, *args, **kwargs)
 
