@@ -128,6 +128,9 @@ opencl = _DeviceModule("opencl")
 cpu = _DeviceModule("cpu")
 
 from . import backends, nn, optim, plugins, utils
+from . import accelerator, cuda, mps, onnx
+from ._legacy import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor,
+                      FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor)
 from .serialization import load, save
 
 
@@ -174,3 +177,6 @@ __all__ = [
     "true_divide", "trunc", "unbind", "unflatten", "unsqueeze", "utils", "var", "var_mean",
     "vdot", "vstack", "where", "zeros", "zeros_like",
 ]
+__all__ += ["accelerator", "cuda", "mps", "onnx", "BFloat16Tensor", "BoolTensor", "ByteTensor",
+            "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor",
+            "ShortTensor"]

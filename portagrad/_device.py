@@ -10,10 +10,10 @@ import os
 import threading
 from typing import Any
 
-from .plugins.manager import device_types, get_backend, on_reset
+from .plugins.manager import BackendUnavailableError, device_types, get_backend, on_reset
 
 __all__ = ["device", "DeviceLike", "set_default_device", "get_default_device", "as_device",
-           "resolve", "current_index", "set_current_index"]
+           "resolve", "current_index", "set_current_index", "NotCompiledError"]
 
 
 class device:
@@ -163,7 +163,15 @@ def resolve(dev: device) -> tuple[device, Any, int]:
     hit = _resolved.get(key)
     if hit is not None:
         return hit
-    backend = get_backend(dev.type)
+    try:
+        backend = get_backend(dev.type)
+    except BackendUnavailableError as exc:
+        if dev.type in _NOT_BUILT:
+            raise NotCompiledError(
+                f"{_NOT_BUILT[dev.type]}: portagrad has no {dev.type!r} backend, so nothing can be "
+                f"placed on device '{dev}' ({exc}); for code that runs on any accelerator use "
+                f"pg.accelerator.current_accelerator()") from None
+        raise
     count = backend.device_count()
     if dev.type == "cpu":
         if dev.index not in (None, 0):
@@ -185,3 +193,14 @@ def resolve(dev: device) -> tuple[device, Any, int]:
 
 
 _CPU = device("cpu")
+
+
+class NotCompiledError(BackendUnavailableError, AssertionError):
+    """A device of a type PyTorch knows but portagrad has no backend for (``cuda``, ``mps``): an
+    ``AssertionError`` as PyTorch's "Torch not compiled with CUDA enabled", and a
+    ``RuntimeError`` as every other unavailable backend here."""
+
+
+# PyTorch's device types without a backend here -> PyTorch's message for them
+_NOT_BUILT = {"cuda": "Torch not compiled with CUDA enabled",
+              "mps": "The MPS backend is not available (Torch not compiled with MPS enabled)"}
