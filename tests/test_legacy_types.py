@@ -1,0 +1,84 @@
+"""The legacy tensor types ``pg.FloatTensor`` ... as PyTorch's: constructors, ``isinstance`` and
+``Tensor.type``."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import portagrad as pg
+
+# (type name, dtype name): those whose dtype this build has are tested
+TYPES = [("FloatTensor", "float32"), ("DoubleTensor", "float64"), ("HalfTensor", "float16"),
+         ("LongTensor", "int64"), ("IntTensor", "int32"), ("BoolTensor", "bool"),
+         ("ByteTensor", "uint8"), ("CharTensor", "int8"), ("ShortTensor", "int16"),
+         ("BFloat16Tensor", "bfloat16")]
+PRESENT = [(t, d) for t, d in TYPES if isinstance(getattr(pg, d, None), pg.dtype)]
+MISSING = [(t, d) for t, d in TYPES if (t, d) not in PRESENT]
+
+
+@pytest.mark.parametrize("name,dt", PRESENT)
+def test_call_forms(name: str, dt: str) -> None:
+    T, dtype = getattr(pg, name), getattr(pg, dt)
+    assert T.dtype is dtype and T.is_cuda is False
+    sized = T(2, 3)
+    assert sized.shape == (2, 3) and sized.dtype is dtype and sized.device == pg.device("cpu")
+    assert T(pg.Size([4])).shape == (4,) and T(5).shape == (5,)
+    assert T().shape == (0,)
+    data = T([1, 0, 1])
+    assert data.dtype is dtype and data.tolist() == np.array([1, 0, 1]).astype(dtype.numpy).tolist()
+    assert T((1, 0)).shape == (2,)  # a tuple is data, as in PyTorch
+    assert T(np.array([[1, 0]])).shape == (1, 2)
+    src = pg.zeros(3, dtype=dtype)
+    alias = T(src)
+    assert alias is not src and alias.shape == (3,)
+    alias[0] = 1  # the same storage, as PyTorch
+    assert src[0].item() == 1
+    assert isinstance(data, T) and isinstance(pg.zeros(1, dtype=dtype), T)
+    assert not isinstance(np.zeros(1), T)
+    assert not issubclass(T, pg.Tensor)
+
+
+def test_isinstance_checks_dtype_and_device(device: str) -> None:
+    x = pg.ones(2, device=device)
+    assert isinstance(x, pg.FloatTensor) == (device == "cpu")
+    assert not isinstance(x, pg.LongTensor) and not isinstance(x, pg.DoubleTensor)
+    assert isinstance(pg.ones(2, requires_grad=True), pg.FloatTensor)
+    assert isinstance(pg.tensor([1]), pg.LongTensor)
+
+
+def test_type_converts(device: str) -> None:
+    x = pg.tensor([1.5, 2.5], device=device)
+    for target in (pg.LongTensor, "torch.LongTensor", "portagrad.LongTensor"):
+        y = x.type(target)  # a CPU type: the result is on the cpu, as in PyTorch
+        assert y.dtype is pg.int64 and y.device == pg.device("cpu") and y.tolist() == [1, 2]
+    z = x.type(pg.float64)  # a dtype keeps the device
+    assert z.dtype is pg.float64 and z.device == x.device
+    assert pg.ones(1).type() == "portagrad.FloatTensor"
+    with pytest.raises(ValueError, match="invalid type: 'torch.Foo'"):
+        x.type("torch.Foo")
+    with pytest.raises(AssertionError, match="Torch not compiled with CUDA enabled"):
+        x.type("torch.cuda.FloatTensor")
+
+
+def test_bad_calls_raise_like_torch() -> None:
+    with pytest.raises(TypeError, match="data must be a sequence"):
+        pg.FloatTensor(2.5)
+    with pytest.raises(TypeError, match="data must be a sequence"):
+        pg.FloatTensor("ab")
+    with pytest.raises(TypeError, match="expected dtype portagrad.float32"):
+        pg.FloatTensor(pg.ones(2, dtype=pg.int64))
+    with pytest.raises(RuntimeError, match="negative dimension -1"):
+        pg.FloatTensor(-1)
+    with pytest.raises(ValueError, match="expected sequence of length 2 at dim 1"):
+        pg.FloatTensor([[1, 2], [3]])
+    with pytest.raises(RuntimeError, match="expects device type: cpu but device type: opencl"):
+        pg.FloatTensor([1.0], device="opencl:0")
+    assert pg.FloatTensor([1.0], device="cpu").tolist() == [1.0]
+
+
+@pytest.mark.parametrize("name,dt", MISSING)
+def test_types_of_missing_dtypes_say_so(name: str, dt: str) -> None:
+    T = getattr(pg, name)
+    with pytest.raises(TypeError, match=f"needs the dtype pg.{dt}"):
+        T([1])
+    assert not isinstance(pg.ones(1), T)
