@@ -129,6 +129,8 @@ cpu = _DeviceModule("cpu")
 
 from . import backends, nn, optim, plugins, utils
 from . import accelerator, cuda, mps, onnx
+from ._memory_format import (channels_last, channels_last_3d, contiguous_format, memory_format,
+                             preserve_format)
 from ._legacy import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor,
                       FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor)
 from .serialization import load, save
@@ -179,4 +181,5 @@ __all__ = [
 ]
 __all__ += ["accelerator", "cuda", "mps", "onnx", "BFloat16Tensor", "BoolTensor", "ByteTensor",
             "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor",
-            "ShortTensor"]
+            "ShortTensor", "channels_last", "channels_last_3d", "contiguous_format",
+            "memory_format", "preserve_format"]

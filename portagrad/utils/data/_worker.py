@@ -112,7 +112,7 @@ def _fast_tensor_batch(dataset: Any, index: Any, collate_fn: Callable) -> Any:
     tensor (the same values, far fewer ops)."""
     if type(dataset) is not TensorDataset or collate_fn is not default_collate:
         return None
-    idx = _creation.tensor(list(index), dtype=_dtype.int64)
+    idx = _creation.tensor(list(index), dtype=_dtype.int64, device="cpu")
     out = []
     for t in dataset.tensors:
         i = idx if t.device.type == "cpu" else idx.to(t.device)
