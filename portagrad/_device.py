@@ -13,7 +13,8 @@ from typing import Any
 from .plugins.manager import BackendUnavailableError, device_types, get_backend, on_reset
 
 __all__ = ["device", "DeviceLike", "set_default_device", "get_default_device", "as_device",
-           "resolve", "current_index", "set_current_index", "NotCompiledError"]
+           "resolve", "current_index", "set_current_index", "NotCompiledError",
+           "host_only_process"]
 
 
 class device:
@@ -92,6 +93,7 @@ _tls = threading.local()
 _global_default: device | None = None
 _current: dict[str, int] = {}  # device type -> current (logical) index, as torch.cuda.current_device
 _resolved: dict[tuple[str, int | None], tuple[device, Any, int]] = {}
+_host_only: str | None = None  # why only the cpu may be used here (see host_only_process)
 
 
 def _default_stack() -> list[device]:
@@ -106,6 +108,18 @@ def _clear_caches() -> None:
 
 
 on_reset(_clear_caches)  # a reset of the plugin manager may change every device's backend
+
+
+def host_only_process(reason: str | None) -> None:
+    """Make this process use the cpu: the default device becomes ``cpu`` (a DataLoader worker
+    collates on the host, as PyTorch's default device does not apply in workers). With a
+    ``reason`` (a forked child: device contexts do not survive ``fork``, and using one can hang),
+    resolving any other device raises ``RuntimeError`` naming it and the reason."""
+    global _global_default, _host_only
+    _global_default = _CPU
+    _tls.stack = []
+    _host_only = reason
+    _resolved.clear()
 
 
 def set_default_device(dev: DeviceLike) -> None:
@@ -163,6 +177,8 @@ def resolve(dev: device) -> tuple[device, Any, int]:
     hit = _resolved.get(key)
     if hit is not None:
         return hit
+    if _host_only is not None and dev.type != "cpu":
+        raise RuntimeError(f"Cannot use device '{dev}' {_host_only}")
     try:
         backend = get_backend(dev.type)
     except BackendUnavailableError as exc:

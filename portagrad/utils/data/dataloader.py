@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ... import _random
+from ..._tensor import Tensor
 from . import _worker
 from ._collate import default_collate, default_convert
 from ._collate import pin_memory as _pin
@@ -157,6 +158,40 @@ class DataLoader:
             it._shutdown_workers()
 
 
+def _device_tensor(obj: Any, depth: int = 0) -> Tensor | None:
+    """A non-cpu tensor that ``obj`` holds, looking a few levels into datasets, containers (their
+    first elements) and attributes; ``None`` if none is found."""
+    if isinstance(obj, Tensor):
+        return obj if obj.device.type != "cpu" else None
+    if depth >= 3:
+        return None
+    if isinstance(obj, (list, tuple)):
+        items: Iterable[Any] = obj[:16]
+    elif isinstance(obj, dict):
+        items = list(obj.values())[:16]
+    elif isinstance(obj, Dataset):
+        items = list(vars(obj).values())
+    else:
+        return None
+    for item in items:
+        found = _device_tensor(item, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _refuse_device_data(dataset: Any, num_workers: int) -> None:
+    """Forked workers cannot use a device (its context does not survive fork, and an op on the
+    parent's device memory blocks forever): refuse a dataset holding device tensors up front."""
+    t = _device_tensor(dataset)
+    if t is not None:
+        raise RuntimeError(
+            f"DataLoader(num_workers={num_workers}): the dataset holds a tensor on device "
+            f"'{t.device}', which forked worker processes cannot use (device contexts do not "
+            f"survive fork). Keep the dataset on the cpu and move each batch to the device in the "
+            f"training loop, use num_workers=0, or pass multiprocessing_context='spawn'.")
+
+
 class _BaseIter:
     def __init__(self, loader: DataLoader) -> None:
         # a weak reference: a loader keeps its persistent iterator, and a reference cycle would
@@ -220,6 +255,8 @@ class _MultiProcessIter(_BaseIter):
             ctx = python_mp.get_context()
         elif isinstance(ctx, str):
             ctx = python_mp.get_context(ctx)
+        if ctx.get_start_method() == "fork":
+            _refuse_device_data(self._dataset, self._num_workers)
         self._data_queue = ctx.Queue()
         # set at shutdown: workers also stop on it when a stop message cannot reach them (at
         # garbage collection the queues' feeder threads may already be closed)
