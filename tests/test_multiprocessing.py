@@ -236,3 +236,21 @@ def test_killed_child_leaves_no_block_after_a_receiver_mapped_it(tmp_path):
     assert total == "300.0" and code == str(-signal.SIGKILL) and names
     assert _gone(names) == []
     _assert_clean(err)
+
+
+def test_share_memory_refuses_device_tensors(device: str) -> None:
+    # Hogwild on a device must fail loudly: a device tensor would be copied on every send, so a
+    # child's updates would never reach the parent
+    model = pg.nn.Linear(3, 2).to(device)
+    x = pg.ones(4, device=device)
+    if pg.device(device).type == "cpu":
+        assert x.share_memory_() is x and x.is_shared()
+        assert model.share_memory() is model
+        assert all(p.is_shared() for p in model.parameters())
+        return
+    with pytest.raises(RuntimeError, match=f"cannot share a tensor on device '{device}'"):
+        x.share_memory_()
+    assert not x.is_shared()
+    with pytest.raises(RuntimeError, match="no inter-process memory handles"):
+        model.share_memory()
+    assert not any(p.is_shared() for p in model.parameters())
