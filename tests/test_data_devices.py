@@ -147,3 +147,21 @@ def test_default_device_applies_to_main_process_collate(device: str) -> None:
         batch = next(iter(DataLoader([1, 2, 3], batch_size=3)))
     assert batch.device == pg.device(device)  # in the main process, as PyTorch
     assert batch.tolist() == [1, 2, 3]
+
+
+def test_multiprocessing_context_is_checked_as_pytorch() -> None:
+    import multiprocessing
+
+    from portagrad.utils.data import DataLoader
+
+    with pytest.raises(ValueError, match="only be used with multi-process loading"):
+        DataLoader(range(3), multiprocessing_context="spawn")
+    with pytest.raises(ValueError, match="valid start method in .*got multiprocessing_context='x'"):
+        DataLoader(range(3), num_workers=1, multiprocessing_context="x")
+    with pytest.raises(TypeError, match="valid context object"):
+        DataLoader(range(3), num_workers=1, multiprocessing_context=3)
+    spawn = multiprocessing.get_context("spawn")
+    assert DataLoader(range(3), num_workers=1, multiprocessing_context=spawn
+                      ).multiprocessing_context is spawn
+    assert DataLoader(range(3), num_workers=1, multiprocessing_context="spawn"
+                      ).multiprocessing_context is spawn

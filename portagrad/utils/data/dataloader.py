@@ -31,6 +31,27 @@ _POLL_S = 1.0  # how often a waiting main process checks that its workers are al
 _SHUTDOWN_GRACE_S = 2.0
 
 
+def _check_context(ctx: Any, num_workers: int) -> Any:
+    """PyTorch's checks of ``multiprocessing_context``: a start method's name or a context, and
+    only with worker processes. A name becomes its context."""
+    if ctx is None:
+        return None
+    if num_workers == 0:
+        raise ValueError(f"multiprocessing_context can only be used with multi-process loading "
+                         f"(num_workers > 0), but got num_workers={num_workers}")
+    if isinstance(ctx, str):
+        methods = python_mp.get_all_start_methods()
+        if ctx not in methods:
+            raise ValueError(f"multiprocessing_context option should specify a valid start method "
+                             f"in {methods!r}, but got multiprocessing_context={ctx!r}")
+        return python_mp.get_context(ctx)
+    if not isinstance(ctx, python_mp.context.BaseContext):
+        raise TypeError(f"multiprocessing_context option should be a valid context object or a "
+                        f"string specifying the start method, but got "
+                        f"multiprocessing_context={ctx}")
+    return ctx
+
+
 class _InfiniteConstantSampler(Sampler):
     """For iterable datasets: ``None`` forever (the dataset decides when to stop)."""
 
@@ -73,7 +94,7 @@ class DataLoader:
         self.pin_memory_device = pin_memory_device
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
-        self.multiprocessing_context = multiprocessing_context
+        self.multiprocessing_context = _check_context(multiprocessing_context, num_workers)
         self.in_order = in_order
         self._is_iterable = isinstance(dataset, IterableDataset)
         if self._is_iterable:
