@@ -151,20 +151,20 @@ def randint(*args: Any, size: Any = None, low: Any = None, high: Any = None,
 
 def _randint_args(args: tuple, low: Any, high: Any, size: Any) -> tuple[int, int, Any]:
     """``(low, high, size)`` from PyTorch's call forms of ``randint``."""
-    args = list(args)
-    if size is None and args and not isinstance(args[-1], (int, np.integer, Tensor)):
-        size = args.pop()  # the size is the last positional argument
-    if len(args) > 2 or (len(args) == 2 and (low is not None or high is not None)) or \
-            (len(args) == 1 and high is not None and low is not None):
+    pos = list(args)
+    if size is None and pos and not isinstance(pos[-1], (int, np.integer, Tensor)):
+        size = pos.pop()  # the size is the last positional argument
+    if len(pos) > 2 or (len(pos) == 2 and (low is not None or high is not None)) or \
+            (len(pos) == 1 and high is not None and low is not None):
         raise TypeError("randint() received an invalid combination of arguments: expected "
                         "(high, size) or (low, high, size)")
-    if len(args) == 2:
-        low, high = args
-    elif len(args) == 1:
+    if len(pos) == 2:
+        low, high = pos
+    elif len(pos) == 1:
         if high is None:
-            high = args[0]
+            high = pos[0]
         else:
-            low = args[0]
+            low = pos[0]
     if high is None or size is None:
         missing = [n for n, v in (("high", high), ("size", size)) if v is None]
         raise TypeError(f"randint() missing required argument(s): {', '.join(missing)}")
