@@ -10,11 +10,11 @@ import os
 import threading
 from typing import Any
 
-from .plugins.manager import BackendUnavailableError, device_types, get_backend, on_reset
+from .plugins.manager import BackendUnavailableError, get_backend, get_state, on_reset
 
 __all__ = ["device", "DeviceLike", "set_default_device", "get_default_device", "as_device",
            "resolve", "current_index", "set_current_index", "NotCompiledError",
-           "host_only_process"]
+           "host_only_process", "accelerator_types"]
 
 
 class device:
@@ -152,11 +152,20 @@ def as_device(dev: DeviceLike) -> device:
     if isinstance(dev, str):
         return device(dev)
     if isinstance(dev, int) and not isinstance(dev, bool):
-        accel = [t for t in device_types() if t != "cpu"]
+        accel = accelerator_types()
         if not accel:
             raise RuntimeError(f"device index {dev} given but no accelerator backend is available")
         return device(accel[0], dev)
     raise TypeError(f"expected a device (str, pg.device or int), got {type(dev).__name__}")
+
+
+def accelerator_types() -> list[str]:
+    """The non-cpu device types with a backend spec, best first: the highest plugin priority,
+    then the one registered first (``pg.accelerator`` picks the first that has a device; an int
+    device means the first one's device of that index, as ``device=0`` means ``cuda:0``)."""
+    specs = get_state().specs
+    order = {t: i for i, t in enumerate(specs)}
+    return sorted((t for t in specs if t != "cpu"), key=lambda t: (-specs[t].priority, order[t]))
 
 
 def current_index(device_type: str) -> int:

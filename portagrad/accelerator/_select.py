@@ -6,7 +6,6 @@ from typing import Any
 
 from .. import _device
 from .._accel import DeviceModule
-from ..plugins.manager import get_state
 
 __all__ = ["accelerator_type", "module", "require", "device_index_of"]
 
@@ -16,10 +15,7 @@ _NONE_AVAILABLE = "Cannot access accelerator device when none is available."
 def accelerator_type() -> str | None:
     """The non-cpu device type with at least one device whose backend has the highest plugin
     priority (on a tie, the one registered first); ``None`` when only ``cpu`` exists."""
-    specs = get_state().specs  # device type -> winning spec, in registration order
-    order = {t: i for i, t in enumerate(specs)}
-    for dtype in sorted((t for t in specs if t != "cpu"),
-                        key=lambda t: (-specs[t].priority, order[t])):
+    for dtype in _device.accelerator_types():
         with warnings.catch_warnings():  # a probe: a backend's loading noise is not the caller's
             warnings.simplefilter("ignore")
             if DeviceModule(dtype).is_available():
