@@ -187,6 +187,8 @@ def test_cuda_and_mps_devices_raise_torchs_error(device: str) -> None:
         with pytest.raises(AssertionError, match="Torch not compiled with CUDA enabled") as info:
             make()
         assert isinstance(info.value, RuntimeError) and "'cuda" in str(info.value)
+    with pytest.raises(AssertionError, match="Torch not compiled with CUDA enabled"):
+        pg.nn.Linear(2, 2).to(device).cuda()
     with pytest.raises(RuntimeError, match="MPS") as info:
         x.to("mps")
     assert isinstance(info.value, AssertionError)

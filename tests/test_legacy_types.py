@@ -82,3 +82,10 @@ def test_types_of_missing_dtypes_say_so(name: str, dt: str) -> None:
     with pytest.raises(TypeError, match=f"needs the dtype pg.{dt}"):
         T([1])
     assert not isinstance(pg.ones(1), T)
+
+
+def test_module_type_takes_legacy_types_and_dtypes() -> None:
+    m = pg.nn.Linear(2, 2)
+    assert m.type(pg.DoubleTensor) is m and m.weight.dtype is pg.float64
+    assert isinstance(m.weight, pg.nn.Parameter)
+    assert m.type(pg.float32).bias.dtype is pg.float32
