@@ -89,3 +89,19 @@ def test_module_type_takes_legacy_types_and_dtypes() -> None:
     assert m.type(pg.DoubleTensor) is m and m.weight.dtype is pg.float64
     assert isinstance(m.weight, pg.nn.Parameter)
     assert m.type(pg.float32).bias.dtype is pg.float32
+
+
+def test_tensor_constructor_and_new(device: str) -> None:
+    assert pg.Tensor().shape == (0,) and pg.Tensor().dtype is pg.float32
+    assert pg.Tensor(2, 3).shape == (2, 3) and pg.Tensor([1, 2]).tolist() == [1.0, 2.0]
+    x = pg.ones(2, dtype=pg.int64, device=device)
+    for y, shape in ((x.new(2, 3), (2, 3)), (x.new(pg.Size([4])), (4,)), (x.new(), (0,)),
+                     (x.new([1, 2]), (2,)), (x.new((1, 2, 3)), (3,))):
+        assert y.shape == shape and y.dtype is pg.int64 and y.device == x.device
+    assert x.new([5, 6]).tolist() == [5, 6] and x.new(np.array([7])).tolist() == [7]
+    for y in (x.new_zeros(size=(2,)), x.new_ones(size=[2]), x.new_empty(size=(2,)),
+              x.new_zeros(2), x.new_ones((2,))):
+        assert y.shape == (2,) and y.dtype is pg.int64 and y.device == x.device
+    assert x.new_zeros(size=(2,)).tolist() == [0, 0] and x.new_ones(size=(2,)).tolist() == [1, 1]
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'size'"):
+        x.new_zeros()
