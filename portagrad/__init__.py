@@ -132,7 +132,8 @@ from . import accelerator, cuda, mps, onnx
 from ._memory_format import (channels_last, channels_last_3d, contiguous_format, memory_format,
                              preserve_format)
 from ._legacy import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor,
-                      FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor)
+                      FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor,
+                      set_default_tensor_type)
 from .serialization import load, save
 
 
@@ -182,4 +183,4 @@ __all__ = [
 __all__ += ["accelerator", "cuda", "mps", "onnx", "BFloat16Tensor", "BoolTensor", "ByteTensor",
             "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor",
             "ShortTensor", "channels_last", "channels_last_3d", "contiguous_format",
-            "memory_format", "preserve_format"]
+            "memory_format", "preserve_format", "set_default_tensor_type"]

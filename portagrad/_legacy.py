@@ -8,16 +8,18 @@ cpu device), and ``t.type(pg.FloatTensor)`` converts. A type whose dtype this bu
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
 from . import _creation, _device, _dtype
 from ._storage import Size
-from ._tensor import LEGACY_TYPE_DTYPES, Tensor
+from ._tensor import LEGACY_TYPE_DTYPES, Tensor, _legacy_type_dtype
 
 __all__ = ["LegacyTensorType", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
-           "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
+           "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
+           "set_default_tensor_type"]
 
 
 class LegacyTensorType(type):
@@ -95,3 +97,25 @@ ShortTensor = _BY_NAME["ShortTensor"]
 CharTensor = _BY_NAME["CharTensor"]
 ByteTensor = _BY_NAME["ByteTensor"]
 BoolTensor = _BY_NAME["BoolTensor"]
+
+
+def set_default_tensor_type(t: Any) -> None:
+    """Deprecated in PyTorch: set the default floating dtype from a legacy type
+    (``pg.DoubleTensor`` or ``"torch.DoubleTensor"``); warns as PyTorch does."""
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.",
+                  UserWarning, stacklevel=2)
+    if isinstance(t, LegacyTensorType):
+        dt = t.dtype
+    elif isinstance(t, str):
+        try:
+            dt = _legacy_type_dtype(t)
+        except AssertionError:
+            raise TypeError(f"type {t} not available. Torch not compiled with CUDA enabled.") \
+                from None
+    else:
+        raise TypeError("invalid type object: only floating-point types are supported as the "
+                        "default type")
+    if not dt.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    _dtype.set_default_dtype(dt)

@@ -105,3 +105,21 @@ def test_tensor_constructor_and_new(device: str) -> None:
     assert x.new_zeros(size=(2,)).tolist() == [0, 0] and x.new_ones(size=(2,)).tolist() == [1, 1]
     with pytest.raises(TypeError, match="missing 1 required positional argument: 'size'"):
         x.new_zeros()
+
+
+def test_set_default_tensor_type_sets_the_default_dtype() -> None:
+    try:
+        with pytest.warns(UserWarning, match="set_default_tensor_type\\(\\) is deprecated"):
+            pg.set_default_tensor_type(pg.DoubleTensor)
+        assert pg.get_default_dtype() is pg.float64 and pg.ones(1).dtype is pg.float64
+        with pytest.warns(UserWarning):
+            pg.set_default_tensor_type("torch.FloatTensor")
+        assert pg.get_default_dtype() is pg.float32
+        with pytest.warns(UserWarning), pytest.raises(TypeError, match="only floating-point"):
+            pg.set_default_tensor_type(pg.LongTensor)
+        with pytest.warns(UserWarning), pytest.raises(TypeError, match="invalid type object"):
+            pg.set_default_tensor_type(pg.float64)
+        with pytest.warns(UserWarning), pytest.raises(TypeError, match="not compiled with CUDA"):
+            pg.set_default_tensor_type("torch.cuda.FloatTensor")
+    finally:
+        pg.set_default_dtype(pg.float32)
