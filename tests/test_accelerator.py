@@ -196,6 +196,7 @@ def test_cuda_and_mps_devices_raise_torchs_error(device: str) -> None:
 
 def test_mps_answers_as_without_mps() -> None:
     assert pg.mps.is_available() is False and pg.mps.is_built() is False
+    assert pg.backends.mps.is_available() is False and pg.backends.mps.is_built() is False
     assert pg.mps.device_count() == 0 and pg.mps.manual_seed(0) is None
     for call in (pg.mps.synchronize, pg.mps.empty_cache, pg.mps.current_allocated_memory):
         with pytest.raises(RuntimeError, match="without MPS backend"):
