@@ -18,5 +18,13 @@ from .reductions import (  # noqa: F401
     reduce_tensor,
     share_storage,
 )
+from .spawn import (  # noqa: F401
+    ProcessContext,
+    ProcessException,
+    ProcessExitedException,
+    ProcessRaisedException,
+    spawn,
+    start_processes,
+)
 
 init_reductions()
