@@ -52,7 +52,7 @@ def test_workers_collate_on_the_host_whatever_the_default_device(device: str) ->
 def test_forked_workers_refuse_device_tensors(opencl_devices: list[str]) -> None:
     r = _run("""
         import portagrad as pg
-        from portagrad.utils.data import DataLoader, Dataset, TensorDataset
+        from portagrad.utils.data import ConcatDataset, DataLoader, Dataset, Subset, TensorDataset
 
         class OnDevice(Dataset):
             def __init__(self):
@@ -68,7 +68,9 @@ def test_forked_workers_refuse_device_tensors(opencl_devices: list[str]) -> None
             def __getitem__(self, i):
                 return pg.ones(1, device="opencl:0")
 
-        for ds in (TensorDataset(pg.zeros(4, device="opencl:0")), OnDevice()):
+        on_device = TensorDataset(pg.zeros(4, device="opencl:0"))
+        wrapped = Subset(ConcatDataset([TensorDataset(pg.zeros(4)), on_device]), [0, 5])
+        for ds in (on_device, OnDevice(), wrapped):
             try:
                 list(DataLoader(ds, batch_size=2, num_workers=2))
             except RuntimeError as exc:
@@ -80,12 +82,12 @@ def test_forked_workers_refuse_device_tensors(opencl_devices: list[str]) -> None
     """)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert len(lines) == 3, r.stdout
-    for line in lines[:2]:
+    assert len(lines) == 4, r.stdout
+    for line in lines[:3]:
         assert line.startswith("REFUSED DataLoader(num_workers=2): the dataset holds a tensor on "
                                "device 'opencl:0'") and "multiprocessing_context='spawn'" in line
-    assert lines[2].startswith("WORKER Caught RuntimeError in DataLoader worker process")
-    assert "Cannot use device 'opencl:0' in DataLoader worker process" in lines[2]
+    assert lines[3].startswith("WORKER Caught RuntimeError in DataLoader worker process")
+    assert "Cannot use device 'opencl:0' in DataLoader worker process" in lines[3]
 
 
 def test_workers_exit_when_the_loader_process_is_killed() -> None:

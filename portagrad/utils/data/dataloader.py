@@ -184,7 +184,7 @@ def _device_tensor(obj: Any, depth: int = 0) -> Tensor | None:
     first elements) and attributes; ``None`` if none is found."""
     if isinstance(obj, Tensor):
         return obj if obj.device.type != "cpu" else None
-    if depth >= 3:
+    if depth >= 6:  # deep enough for wrapped datasets (Subset of a ConcatDataset of ...)
         return None
     if isinstance(obj, (list, tuple)):
         items: Iterable[Any] = obj[:16]
