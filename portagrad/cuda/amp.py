@@ -77,21 +77,27 @@ class GradScaler:
         return 1.0
 
     def get_growth_factor(self) -> float:
+        """The scale's growth factor (kept, unused while disabled)."""
         return self._growth_factor
 
     def set_growth_factor(self, new_factor: float) -> None:
+        """Set the growth factor."""
         self._growth_factor = new_factor
 
     def get_backoff_factor(self) -> float:
+        """The scale's backoff factor (kept, unused while disabled)."""
         return self._backoff_factor
 
     def set_backoff_factor(self, new_factor: float) -> None:
+        """Set the backoff factor."""
         self._backoff_factor = new_factor
 
     def get_growth_interval(self) -> int:
+        """Steps between growths (kept, unused while disabled)."""
         return self._growth_interval
 
     def set_growth_interval(self, new_interval: int) -> None:
+        """Set the growth interval."""
         self._growth_interval = new_interval
 
     def state_dict(self) -> dict[str, Any]:

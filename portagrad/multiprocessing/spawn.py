@@ -71,6 +71,7 @@ class ProcessContext:
         self.sentinels = {p.sentinel: i for i, p in enumerate(processes)}
 
     def pids(self) -> list[int]:
+        """The process ids, by rank."""
         return [int(p.pid) for p in self.processes]
 
     def join(self, timeout: float | None = None, grace_period: float | None = None) -> bool:
