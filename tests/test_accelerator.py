@@ -209,3 +209,42 @@ def test_onnx_imports_and_export_says_what_is_missing() -> None:
     assert portagrad.onnx.is_in_onnx_export() is False
     with pytest.raises(NotImplementedError, match="pg.onnx.export is not implemented"):
         pg.onnx.export(pg.nn.Linear(2, 2), (pg.ones(1, 2),), "model.onnx")
+
+
+CUDA_PLUGIN = '''
+from portagrad.plugins import BackendSpec, hookimpl
+
+def _load():
+    from portagrad.backends.numpy import NumpyBackend
+
+    class FakeCuda(NumpyBackend):
+        device_type = "cuda"
+
+        def host_array(self, src):
+            return None
+
+    return FakeCuda()
+
+@hookimpl
+def portagrad_backends():
+    return [BackendSpec(name="fakecuda", device_type="cuda", loader=_load, priority=10)]
+'''
+
+
+def test_a_plugin_serving_cuda_is_the_accelerator_and_answers_pg_cuda(tmp_path: Path) -> None:
+    mod = "pg_test_fakecuda"
+    (tmp_path / f"{mod}.py").write_text(CUDA_PLUGIN)
+    info = tmp_path / f"{mod}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {mod}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[portagrad.backends]\nfakecuda = {mod}\n")
+    r = _run("""
+        import portagrad as pg
+        print(pg.cuda.is_available(), pg.cuda.device_count(), pg.cuda.current_device())
+        print(pg.accelerator.current_accelerator(), pg.zeros(2, device="cuda").device,
+              pg.ones(1).cuda().device, pg.zeros(1, device=0).device)
+        pg.cuda.synchronize()
+    """, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
+    assert r.returncode == 0, r.stderr
+    # priority 10 beats the built-in opencl (0): the plugin's type is the accelerator
+    assert r.stdout.splitlines() == ["True 1 0", "cuda cuda:0 cuda:0 cuda:0"]

@@ -1,15 +1,21 @@
 """``pg.cuda``: the answers ``torch.cuda`` gives on a build without CUDA.
 
-portagrad has no CUDA backend, so scripts that probe for CUDA (``if pg.cuda.is_available()``) take
-their CPU path, seeding and cache calls are no-ops, memory queries answer zero, and what needs a
-CUDA device raises ``AssertionError("Torch not compiled with CUDA enabled")`` as PyTorch does. For
-code that should run on whatever accelerator exists, use :mod:`portagrad.accelerator`.
+portagrad has no CUDA backend of its own, so scripts that probe for CUDA
+(``if pg.cuda.is_available()``) take their CPU path, seeding and cache calls are no-ops, memory
+queries answer zero, and what needs a CUDA device raises
+``AssertionError("Torch not compiled with CUDA enabled")`` as PyTorch does. For code that should
+run on whatever accelerator exists, use :mod:`portagrad.accelerator`. If a plugin serves the
+``cuda`` device type, the device queries here are answered by its backend.
 """
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
-from typing import Any, NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
 
+from .._accel import DeviceModule
+from ..plugins.manager import get_state
 from . import amp
 
 __all__ = [
@@ -26,16 +32,32 @@ __all__ = [
 NOT_COMPILED = "Torch not compiled with CUDA enabled"
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _plugin_first(fn: _F) -> _F:
+    """If a plugin serves the ``cuda`` device type, its device module answers instead (the
+    answers below are for when nothing does)."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if "cuda" in get_state().specs:
+            return getattr(DeviceModule("cuda"), fn.__name__)(*args, **kwargs)
+        return fn(*args, **kwargs)
+    return wrapper  # type: ignore[return-value]
+
+
 def _no_cuda(what: str) -> NoReturn:
     raise AssertionError(f"{NOT_COMPILED} (portagrad has no CUDA backend; {what} needs a CUDA "
                          f"device: use pg.accelerator for device-agnostic code)")
 
 
+@_plugin_first
 def is_available() -> bool:
     """``False``: there is no CUDA backend."""
     return False
 
 
+@_plugin_first
 def device_count() -> int:
     """``0``: there is no CUDA backend."""
     return 0
@@ -66,6 +88,7 @@ def get_arch_list() -> list[str]:
     return []
 
 
+@_plugin_first
 def manual_seed(seed: int) -> None:
     """No-op without CUDA (PyTorch queues the seed for a CUDA that never comes)."""
 
@@ -105,20 +128,24 @@ def set_rng_state_all(new_states: Any) -> None:
     """No-op without CUDA."""
 
 
+@_plugin_first
 def empty_cache() -> None:
     """No-op: there is no CUDA cache."""
 
 
+@_plugin_first
 def memory_allocated(device: Any = None) -> int:
     """``0``: nothing is allocated on CUDA."""
     return 0
 
 
+@_plugin_first
 def max_memory_allocated(device: Any = None) -> int:
     """``0``."""
     return 0
 
 
+@_plugin_first
 def memory_reserved(device: Any = None) -> int:
     """``0``."""
     return 0
@@ -129,31 +156,37 @@ def max_memory_reserved(device: Any = None) -> int:
     return 0
 
 
+@_plugin_first
 def memory_stats(device: Any = None) -> OrderedDict[str, Any]:
     """Empty, as PyTorch before CUDA is initialised."""
     return OrderedDict()
 
 
+@_plugin_first
 def synchronize(device: Any = None) -> None:
     """Raises: there is no CUDA device to wait for."""
     _no_cuda("synchronize()")
 
 
+@_plugin_first
 def current_device() -> int:
     """Raises: there is no CUDA device."""
     _no_cuda("current_device()")
 
 
+@_plugin_first
 def set_device(device: Any) -> None:
     """Raises: there is no CUDA device to select."""
     _no_cuda("set_device()")
 
 
+@_plugin_first
 def get_device_name(device: Any = None) -> str:
     """Raises: there is no CUDA device."""
     _no_cuda("get_device_name()")
 
 
+@_plugin_first
 def get_device_properties(device: Any = None) -> Any:
     """Raises: there is no CUDA device."""
     _no_cuda("get_device_properties()")
