@@ -128,6 +128,12 @@ opencl = _DeviceModule("opencl")
 cpu = _DeviceModule("cpu")
 
 from . import backends, nn, optim, plugins, utils
+from . import accelerator, cuda, mps, onnx
+from ._memory_format import (channels_last, channels_last_3d, contiguous_format, memory_format,
+                             preserve_format)
+from ._legacy import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor,
+                      FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor,
+                      set_default_tensor_type)
 from .serialization import load, save
 
 
@@ -174,3 +180,7 @@ __all__ = [
     "true_divide", "trunc", "unbind", "unflatten", "unsqueeze", "utils", "var", "var_mean",
     "vdot", "vstack", "where", "zeros", "zeros_like",
 ]
+__all__ += ["accelerator", "cuda", "mps", "onnx", "BFloat16Tensor", "BoolTensor", "ByteTensor",
+            "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor",
+            "ShortTensor", "channels_last", "channels_last_3d", "contiguous_format",
+            "memory_format", "preserve_format", "set_default_tensor_type"]

@@ -9,13 +9,14 @@ import numpy as np
 
 from . import _device, _dtype, _raw
 from ._memory import pinned_buffer
+from ._memory_format import check_memory_format
 from ._storage import Storage
 from ._tensor import Tensor
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "asarray", "zeros", "ones", "full", "empty", "arange",
     "linspace", "logspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like",
-    "from_host", "parse_size", "empty_strided", "scalar_tensor", "pin_memory",
+    "from_host", "parse_size", "empty_strided", "scalar_tensor", "pin_memory", "size_arg",
 ]
 
 
@@ -34,6 +35,17 @@ def parse_size(size: Sequence[Any], fn: str = "factory") -> tuple[int, ...]:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
         out.append(int(s))
     return tuple(out)
+
+
+def size_arg(args: Sequence[Any], size: Any, fn: str) -> tuple[int, ...]:
+    """The shape of ``f(2, 3)``, ``f((2, 3))`` or ``f(size=(2, 3))`` (PyTorch accepts all)."""
+    if size is None:
+        if not args:
+            raise TypeError(f"{fn}() missing 1 required positional argument: 'size'")
+        return parse_size(args, fn)
+    if args:
+        raise TypeError(f"{fn}() got multiple values for argument 'size'")
+    return parse_size((size,), fn)
 
 
 def _target(device: Any, pin_memory: bool = False) -> tuple[Any, Any, int]:
@@ -196,10 +208,11 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
 asarray = as_tensor
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-          pin_memory: bool = False, memory_format: Any = None) -> Tensor:
-    """An uninitialised tensor."""
-    shape = parse_size(size, "empty")
+def empty(*args: Any, size: Any = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False, pin_memory: bool = False, memory_format: Any = None
+          ) -> Tensor:
+    """An uninitialised tensor (``empty(2, 3)``, ``empty((2, 3))`` or ``empty(size=(2, 3))``)."""
+    shape = size_arg(args, size, "empty")
     dt = _dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype)
     return _finish(_alloc(shape, dt, device, pin_memory), requires_grad)
 
@@ -226,49 +239,51 @@ def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = 
     return _finish(t, requires_grad)
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-          pin_memory: bool = False) -> Tensor:
-    """A tensor of zeros."""
-    t = empty(*size, dtype=dtype, device=device, pin_memory=pin_memory)
+def zeros(*args: Any, size: Any = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """A tensor of zeros (``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``)."""
+    t = empty(size_arg(args, size, "zeros"), dtype=dtype, device=device, pin_memory=pin_memory)
     _raw.fill(t, 0)
     return _finish(t, requires_grad)
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-         pin_memory: bool = False) -> Tensor:
-    """A tensor of ones."""
-    t = empty(*size, dtype=dtype, device=device, pin_memory=pin_memory)
+def ones(*args: Any, size: Any = None, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """A tensor of ones (``ones(2, 3)``, ``ones((2, 3))`` or ``ones(size=(2, 3))``)."""
+    t = empty(size_arg(args, size, "ones"), dtype=dtype, device=device, pin_memory=pin_memory)
     _raw.fill(t, 1)
     return _finish(t, requires_grad)
 
 
-def _like(t: Tensor, dtype: Any, device: Any) -> tuple[Any, Any]:
+def _like(t: Tensor, dtype: Any, device: Any, memory_format: Any = None, fn: str = "like"
+          ) -> tuple[Any, Any]:
+    check_memory_format(memory_format, fn)
     return (t.dtype if dtype is None else dtype), (t.device if device is None else device)
 
 
 def empty_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False,
                memory_format: Any = None) -> Tensor:
-    dt, dev = _like(input, dtype, device)
+    dt, dev = _like(input, dtype, device, memory_format, "empty_like")
     return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def zeros_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False,
                memory_format: Any = None) -> Tensor:
     """Zeros with ``input``'s shape, dtype and device."""
-    dt, dev = _like(input, dtype, device)
+    dt, dev = _like(input, dtype, device, memory_format, "zeros_like")
     return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def ones_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False,
               memory_format: Any = None) -> Tensor:
     """Ones with ``input``'s shape, dtype and device."""
-    dt, dev = _like(input, dtype, device)
+    dt, dev = _like(input, dtype, device, memory_format, "ones_like")
     return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def full_like(input: Tensor, fill_value: Any, dtype: Any = None, device: Any = None,
               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
-    dt, dev = _like(input, dtype, device)
+    dt, dev = _like(input, dtype, device, memory_format, "full_like")
     return full(input.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
@@ -331,6 +346,6 @@ def pin_memory(input: Tensor) -> Tensor:
         raise RuntimeError(f"cannot pin '{input.type()}' only dense CPU tensors can be pinned")
     if input.is_pinned():
         return input
-    out = empty(input.shape, dtype=input.dtype, pin_memory=True)
+    out = empty(input.shape, dtype=input.dtype, device="cpu", pin_memory=True)
     _raw.copy_into(out, input)
     return out

@@ -10,10 +10,11 @@ import os
 import threading
 from typing import Any
 
-from .plugins.manager import device_types, get_backend, on_reset
+from .plugins.manager import BackendUnavailableError, get_backend, get_state, on_reset
 
 __all__ = ["device", "DeviceLike", "set_default_device", "get_default_device", "as_device",
-           "resolve", "current_index", "set_current_index"]
+           "resolve", "current_index", "set_current_index", "NotCompiledError",
+           "host_only_process", "accelerator_types"]
 
 
 class device:
@@ -92,6 +93,7 @@ _tls = threading.local()
 _global_default: device | None = None
 _current: dict[str, int] = {}  # device type -> current (logical) index, as torch.cuda.current_device
 _resolved: dict[tuple[str, int | None], tuple[device, Any, int]] = {}
+_host_only: str | None = None  # why only the cpu may be used here (see host_only_process)
 
 
 def _default_stack() -> list[device]:
@@ -106,6 +108,18 @@ def _clear_caches() -> None:
 
 
 on_reset(_clear_caches)  # a reset of the plugin manager may change every device's backend
+
+
+def host_only_process(reason: str | None) -> None:
+    """Make this process use the cpu: the default device becomes ``cpu`` (a DataLoader worker
+    collates on the host, as PyTorch's default device does not apply in workers). With a
+    ``reason`` (a forked child: device contexts do not survive ``fork``, and using one can hang),
+    resolving any other device raises ``RuntimeError`` naming it and the reason."""
+    global _global_default, _host_only
+    _global_default = _CPU
+    _tls.stack = []
+    _host_only = reason
+    _resolved.clear()
 
 
 def set_default_device(dev: DeviceLike) -> None:
@@ -138,11 +152,20 @@ def as_device(dev: DeviceLike) -> device:
     if isinstance(dev, str):
         return device(dev)
     if isinstance(dev, int) and not isinstance(dev, bool):
-        accel = [t for t in device_types() if t != "cpu"]
+        accel = accelerator_types()
         if not accel:
             raise RuntimeError(f"device index {dev} given but no accelerator backend is available")
         return device(accel[0], dev)
     raise TypeError(f"expected a device (str, pg.device or int), got {type(dev).__name__}")
+
+
+def accelerator_types() -> list[str]:
+    """The non-cpu device types with a backend spec, best first: the highest plugin priority,
+    then the one registered first (``pg.accelerator`` picks the first that has a device; an int
+    device means the first one's device of that index, as ``device=0`` means ``cuda:0``)."""
+    specs = get_state().specs
+    order = {t: i for i, t in enumerate(specs)}
+    return sorted((t for t in specs if t != "cpu"), key=lambda t: (-specs[t].priority, order[t]))
 
 
 def current_index(device_type: str) -> int:
@@ -163,7 +186,17 @@ def resolve(dev: device) -> tuple[device, Any, int]:
     hit = _resolved.get(key)
     if hit is not None:
         return hit
-    backend = get_backend(dev.type)
+    if _host_only is not None and dev.type != "cpu":
+        raise RuntimeError(f"Cannot use device '{dev}' {_host_only}")
+    try:
+        backend = get_backend(dev.type)
+    except BackendUnavailableError as exc:
+        if dev.type in _NOT_BUILT:
+            raise NotCompiledError(
+                f"{_NOT_BUILT[dev.type]}: portagrad has no {dev.type!r} backend, so nothing can be "
+                f"placed on device '{dev}' ({exc}); for code that runs on any accelerator use "
+                f"pg.accelerator.current_accelerator()") from None
+        raise
     count = backend.device_count()
     if dev.type == "cpu":
         if dev.index not in (None, 0):
@@ -185,3 +218,14 @@ def resolve(dev: device) -> tuple[device, Any, int]:
 
 
 _CPU = device("cpu")
+
+
+class NotCompiledError(BackendUnavailableError, AssertionError):
+    """A device of a type PyTorch knows but portagrad has no backend for (``cuda``, ``mps``): an
+    ``AssertionError`` as PyTorch's "Torch not compiled with CUDA enabled", and a
+    ``RuntimeError`` as every other unavailable backend here."""
+
+
+# PyTorch's device types without a backend here -> PyTorch's message for them
+_NOT_BUILT = {"cuda": "Torch not compiled with CUDA enabled",
+              "mps": "The MPS backend is not available (Torch not compiled with MPS enabled)"}

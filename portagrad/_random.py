@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from . import _creation, _device, _dtype, _raw
+from ._memory_format import check_memory_format
 from ._ops._common import broadcast_shapes
 from ._ops.conversion import bump, check_no_overlap, copy_
 from ._ops.elementwise import add, div, floor, log1p, lt, mul, neg
@@ -53,7 +54,8 @@ class Generator:
 
     def get_state(self) -> Tensor:
         """The state as a uint8-compatible int64 tensor ``[seed, offset]``."""
-        return _creation.tensor([self._seed & 0x7FFFFFFFFFFFFFFF, self._offset], dtype=_dtype.int64)
+        return _creation.tensor([self._seed & 0x7FFFFFFFFFFFFFFF, self._offset], dtype=_dtype.int64,
+                                device="cpu")  # a CPU tensor whatever the default device, as PyTorch
 
     def set_state(self, state: Tensor) -> None:
         seed_, offset = (int(v) for v in state.tolist())
@@ -108,29 +110,30 @@ def _float_dtype(dtype: Any) -> Any:
     return dt
 
 
-def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
-         requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
-    """Uniform numbers in ``[0, 1)``."""
-    t = _creation.empty(*size, dtype=_float_dtype(dtype), device=device, pin_memory=pin_memory)
+def rand(*args: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None,
+         device: Any = None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """Uniform numbers in ``[0, 1)`` (``rand(2, 3)``, ``rand((2, 3))``, ``rand(size=(2, 3))``)."""
+    t = _creation.empty(_creation.size_arg(args, size, "rand"), dtype=_float_dtype(dtype),
+                        device=device, pin_memory=pin_memory)
     _fill_random(t, "uniform", 0.0, 1.0, generator)
     return t.requires_grad_(requires_grad) if requires_grad else t
 
 
-def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
-          requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
-    """Standard normal numbers."""
-    t = _creation.empty(*size, dtype=_float_dtype(dtype), device=device, pin_memory=pin_memory)
+def randn(*args: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None,
+          device: Any = None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """Standard normal numbers (``randn(2, 3)``, ``randn((2, 3))``, ``randn(size=(2, 3))``)."""
+    t = _creation.empty(_creation.size_arg(args, size, "randn"), dtype=_float_dtype(dtype),
+                        device=device, pin_memory=pin_memory)
     _fill_random(t, "normal", 0.0, 1.0, generator)
     return t.requires_grad_(requires_grad) if requires_grad else t
 
 
-def randint(low: int, high: int | None = None, size: Any = None, *, generator: Generator | None = None,
-            dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """Integers uniform in ``[low, high)``."""
-    if high is None:
-        low, high = 0, low
-    if size is None:
-        raise TypeError("randint() missing required argument 'size'")
+def randint(*args: Any, size: Any = None, low: Any = None, high: Any = None,
+            generator: Generator | None = None, dtype: Any = None, device: Any = None,
+            requires_grad: bool = False) -> Tensor:
+    """Integers uniform in ``[low, high)``: ``randint(high, size)``, ``randint(low, high, size)``,
+    and the keyword forms (``randint(0, 10, size=(3,))``, ``randint(high=10, size=(3,))``)."""
+    low, high, size = _randint_args(args, low, high, size)
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
                            f"to={high}")
@@ -144,6 +147,36 @@ def randint(low: int, high: int | None = None, size: Any = None, *, generator: G
     out = _raw.cast(vals, dt)
     # rounding at the top edge of float32 could give `high`: clamp it back
     return _raw.binary("minimum", out, high - 1, dt)
+
+
+def _randint_args(args: tuple, low: Any, high: Any, size: Any) -> tuple[int, int, Any]:
+    """``(low, high, size)`` from PyTorch's call forms of ``randint``."""
+    pos = list(args)
+    if size is None and pos and not isinstance(pos[-1], (int, np.integer, Tensor)):
+        size = pos.pop()  # the size is the last positional argument
+    if len(pos) > 2 or (len(pos) == 2 and (low is not None or high is not None)) or \
+            (len(pos) == 1 and high is not None and low is not None):
+        raise TypeError("randint() received an invalid combination of arguments: expected "
+                        "(high, size) or (low, high, size)")
+    if len(pos) == 2:
+        low, high = pos
+    elif len(pos) == 1:
+        if high is None:
+            high = pos[0]
+        else:
+            low = pos[0]
+    if high is None or size is None:
+        missing = [n for n, v in (("high", high), ("size", size)) if v is None]
+        raise TypeError(f"randint() missing required argument(s): {', '.join(missing)}")
+    low = 0 if low is None else low
+    for name, v in (("low", low), ("high", high)):
+        if isinstance(v, Tensor) and v.dim() == 0:
+            v = v.item()
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"randint(): argument '{name}' must be int, not {type(v).__name__}")
+    if isinstance(size, (int, np.integer)):
+        raise TypeError("randint(): argument 'size' must be a tuple of ints, not int")
+    return int(low), int(high), size
 
 
 def _fp64(device: Any) -> bool:
@@ -161,18 +194,35 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, d
     return idx if dt is _dtype.int64 else _raw.cast(idx, dt)
 
 
-def rand_like(input: Tensor, dtype: Any = None, device: Any = None, **kw: Any) -> Tensor:
-    return rand(input.shape, dtype=dtype or input.dtype, device=device or input.device, **kw)
+def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+              memory_format: Any = None, generator: Generator | None = None) -> Tensor:
+    """Uniform numbers in ``[0, 1)`` with ``input``'s shape, dtype and device."""
+    check_memory_format(memory_format, "rand_like")
+    return rand(input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad, generator=generator)
 
 
-def randn_like(input: Tensor, dtype: Any = None, device: Any = None, **kw: Any) -> Tensor:
-    return randn(input.shape, dtype=dtype or input.dtype, device=device or input.device, **kw)
+def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False, memory_format: Any = None,
+               generator: Generator | None = None) -> Tensor:
+    """Standard normal numbers with ``input``'s shape, dtype and device."""
+    check_memory_format(memory_format, "randn_like")
+    return randn(input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                 requires_grad=requires_grad, generator=generator)
 
 
-def randint_like(input: Tensor, low: int, high: int | None = None, dtype: Any = None,
-                 device: Any = None) -> Tensor:
-    return randint(low, high, input.shape, dtype=dtype or input.dtype,
-                   device=device or input.device)
+def randint_like(input: Tensor, low: Any = None, high: Any = None, *, dtype: Any = None,
+                 device: Any = None, requires_grad: bool = False, memory_format: Any = None,
+                 generator: Generator | None = None) -> Tensor:
+    """Integers in ``[low, high)`` with ``input``'s shape, dtype and device
+    (``randint_like(x, high)``, ``randint_like(x, low, high)`` or keywords)."""
+    check_memory_format(memory_format, "randint_like")
+    if high is None:  # randint_like(x, high)
+        low, high = None, low
+    if high is None:
+        raise TypeError("randint_like() missing required argument: 'high'")
+    return randint(0 if low is None else low, high, input.shape, dtype=dtype or input.dtype,
+                   device=device or input.device, generator=generator)
 
 
 def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator | None = None,
@@ -249,8 +299,9 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
         if not replacement and num_samples > np.count_nonzero(row):
             raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                                "replacement")
+        # drawn on the host, where the sampling runs (not on the default device)
         u = rand(num_samples if replacement else len(row), dtype=_dtype.float64,
-                 generator=generator).numpy()
+                 generator=generator, device="cpu").numpy()
         if replacement:
             rows.append(np.searchsorted(np.cumsum(row / total), u, side="right"))
         else:

@@ -183,6 +183,13 @@ class Tensor(TensorOps):
     def is_cuda(self) -> bool:
         return False
 
+    def cuda(self, device: Any = None, non_blocking: bool = False, memory_format: Any = None
+             ) -> Tensor:
+        """``self`` on a ``cuda`` device: without a backend for it, the error PyTorch raises
+        without CUDA (an ``AssertionError``)."""
+        dev = "cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device
+        return self.to(dev, non_blocking=non_blocking)
+
     @property
     def is_cpu(self) -> bool:
         return self._storage.device.type == "cpu"
@@ -261,11 +268,17 @@ class Tensor(TensorOps):
                  "int32": "IntTensor", "int64": "LongTensor", "bool": "BoolTensor"}
         return f"{self.device} {names[self.dtype.name]} [{', '.join(map(str, self.shape))}]"
 
-    def type(self, dtype: Any = None) -> Any:
-        """Without arguments, the type name (``portagrad.FloatTensor``); else ``to(dtype)``."""
+    def type(self, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
+        """Without arguments, the type name (``portagrad.FloatTensor``); with a dtype,
+        ``to(dtype)``; with a legacy type (``pg.FloatTensor``, ``"torch.FloatTensor"``), the
+        tensor as that CPU type, as PyTorch."""
         if dtype is None:
             return "portagrad." + self._type_description().split()[1]
-        return self.to(dtype)
+        legacy = getattr(dtype, "_dtype_name", None)  # a pg.<X>Tensor class
+        if legacy is not None or isinstance(dtype, str):
+            dt = dtype.dtype if legacy is not None else _legacy_type_dtype(dtype)
+            return self.to(device="cpu", dtype=dt, non_blocking=non_blocking)
+        return self.to(dtype, non_blocking=non_blocking)
 
     # ------------------------------------------------------------------ autograd
     @property
@@ -510,3 +523,27 @@ class Tensor(TensorOps):
         if self.dim() == 0:
             return format(self.item(), spec)
         return repr(self)
+
+
+# PyTorch's legacy tensor type names (``FloatTensor`` ...) -> dtype names; the types themselves are
+# in _legacy.py. Some dtypes may be missing from this build: looked up by name when used.
+LEGACY_TYPE_DTYPES = {"Float": "float32", "Double": "float64", "Half": "float16",
+                      "BFloat16": "bfloat16", "Long": "int64", "Int": "int32", "Short": "int16",
+                      "Char": "int8", "Byte": "uint8", "Bool": "bool"}
+
+
+def _legacy_type_dtype(name: str) -> _dtype.dtype:
+    """The dtype of the CPU legacy type ``name`` (``"torch.FloatTensor"``,
+    ``"portagrad.LongTensor"``); ``ValueError`` for an unknown name, as PyTorch."""
+    short = name.split(".", 1)[1] if name.startswith(("torch.", "portagrad.")) else name
+    if short.startswith("cuda."):
+        raise AssertionError(f"Torch not compiled with CUDA enabled (portagrad has no CUDA "
+                             f"backend; cannot convert to {name!r})")
+    dt_name = LEGACY_TYPE_DTYPES.get(short[:-len("Tensor")]) if short.endswith("Tensor") else None
+    if dt_name is None:
+        raise ValueError(f"invalid type: '{name}'")
+    dt = getattr(_dtype, dt_name, None)
+    if not isinstance(dt, _dtype.dtype):
+        raise TypeError(f"{name} needs the dtype pg.{dt_name}, which this version of portagrad "
+                        f"does not have")
+    return dt

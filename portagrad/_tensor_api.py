@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _dtype
 from ._shape import broadcast_shapes
+from ._storage import Size
 from .autograd.grad_mode import _flags
 
 if TYPE_CHECKING:
@@ -131,6 +132,8 @@ class TensorOps:
             return
         if len(args) == 1 and not isinstance(args[0], int):
             src = _CR.tensor(args[0], dtype=_dtype.get_default_dtype(), device=device)
+        elif not args:  # Tensor(): an empty 1-D tensor, as PyTorch
+            src = _CR.empty(0, device=device)
         else:
             src = _CR.empty(*args, device=device)
         self._set_from(src)
@@ -954,19 +957,19 @@ class TensorOps:
     # ------------------------------------------------ factories on self's dtype and device
     def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None,
                   requires_grad: _bool = False, **kwargs: Any) -> Tensor:
-        return _CR.zeros(*size, dtype=self.dtype if dtype is None else dtype,
+        return _CR.zeros(*size, size=kwargs.get("size"), dtype=self.dtype if dtype is None else dtype,
                          device=self.device if device is None else device,
                          requires_grad=requires_grad)
 
     def new_ones(self, *size: Any, dtype: Any = None, device: Any = None,
                  requires_grad: _bool = False, **kwargs: Any) -> Tensor:
-        return _CR.ones(*size, dtype=self.dtype if dtype is None else dtype,
+        return _CR.ones(*size, size=kwargs.get("size"), dtype=self.dtype if dtype is None else dtype,
                         device=self.device if device is None else device,
                         requires_grad=requires_grad)
 
     def new_empty(self, *size: Any, dtype: Any = None, device: Any = None,
                   requires_grad: _bool = False, **kwargs: Any) -> Tensor:
-        return _CR.empty(*size, dtype=self.dtype if dtype is None else dtype,
+        return _CR.empty(*size, size=kwargs.get("size"), dtype=self.dtype if dtype is None else dtype,
                          device=self.device if device is None else device,
                          requires_grad=requires_grad)
 
@@ -975,6 +978,14 @@ class TensorOps:
         return _CR.full(size, fill_value, dtype=self.dtype if dtype is None else dtype,
                         device=self.device if device is None else device,
                         requires_grad=requires_grad)
+
+    def new(self, *args: Any, device: Any = None) -> Tensor:
+        """Legacy ``x.new(...)``: with sizes, an uninitialised tensor; with data (a list, tuple or
+        array), a copy; either with ``x``'s dtype and device."""
+        dev = self.device if device is None else device
+        if len(args) == 1 and not isinstance(args[0], (builtins.int, Size)):
+            return _CR.tensor(args[0], dtype=self.dtype, device=dev)
+        return _CR.empty(*(args or (0,)), dtype=self.dtype, device=dev)
 
     def new_tensor(self, data: Any, *, dtype: Any = None, device: Any = None,
                    requires_grad: _bool = False, **kwargs: Any) -> Tensor:

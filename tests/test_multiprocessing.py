@@ -236,3 +236,51 @@ def test_killed_child_leaves_no_block_after_a_receiver_mapped_it(tmp_path):
     assert total == "300.0" and code == str(-signal.SIGKILL) and names
     assert _gone(names) == []
     _assert_clean(err)
+
+
+def test_share_memory_refuses_device_tensors(device: str) -> None:
+    # Hogwild on a device must fail loudly: a device tensor would be copied on every send, so a
+    # child's updates would never reach the parent
+    model = pg.nn.Linear(3, 2).to(device)
+    x = pg.ones(4, device=device)
+    if pg.device(device).type == "cpu":
+        assert x.share_memory_() is x and x.is_shared()
+        assert model.share_memory() is model
+        assert all(p.is_shared() for p in model.parameters())
+        return
+    with pytest.raises(RuntimeError, match=f"cannot share a tensor on device '{device}'"):
+        x.share_memory_()
+    assert not x.is_shared()
+    with pytest.raises(RuntimeError, match="no inter-process memory handles"):
+        model.share_memory()
+    assert not any(p.is_shared() for p in model.parameters())
+
+
+def _spawned(rank: int, w: pg.Tensor, fail_rank: int) -> None:
+    if rank == fail_rank:
+        raise ValueError(f"rank {rank} failed")
+    w[rank] += rank + 1  # shared memory: seen by the parent
+
+
+def _exits(rank: int) -> None:
+    os._exit(3 if rank == 1 else 0)
+
+
+def test_spawn_runs_fn_per_rank_and_reports_failures() -> None:
+    w = pg.zeros(2).share_memory_()
+    assert pg.multiprocessing.spawn(_spawned, args=(w, -1), nprocs=2) is None
+    assert w.tolist() == [1.0, 2.0]
+    ctx = pg.multiprocessing.start_processes(_spawned, args=(w, 1), nprocs=2, join=False,
+                                             start_method="fork")
+    assert isinstance(ctx, pg.multiprocessing.ProcessContext) and len(ctx.pids()) == 2
+    with pytest.raises(pg.multiprocessing.ProcessRaisedException,
+                       match="(?s)Process 1 terminated with the following error.*"
+                             "ValueError: rank 1 failed") as info:
+        while not ctx.join():
+            pass
+    assert info.value.error_index == 1
+    # fork is enough for a child that touches no device (and much faster to start)
+    with pytest.raises(pg.multiprocessing.ProcessExitedException,
+                       match="process 1 terminated with exit code 3") as exited:
+        pg.multiprocessing.start_processes(_exits, nprocs=2, start_method="fork")
+    assert exited.value.exit_code == 3

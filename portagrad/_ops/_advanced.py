@@ -33,6 +33,8 @@ def _host_key(x: Tensor, key: tuple[Any, ...]) -> tuple[Any, ...]:
             out.append(k.detach()._host())
         elif isinstance(k, (list, np.ndarray)):
             arr = np.asarray(k)
+            if isinstance(k, list) and arr.size == 0:
+                arr = arr.astype(np.int64)  # `[]` (or an empty range) selects nothing, as PyTorch
             if arr.dtype.kind == "f":
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors "
                                  "(got a list of floats)")

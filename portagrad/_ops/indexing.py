@@ -8,6 +8,7 @@ values are checked on the host before a backend sees them: an out-of-range index
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -340,10 +341,25 @@ def _is_advanced(k: Any) -> bool:
     return isinstance(k, (Tensor, list, np.ndarray)) or (isinstance(k, bool))
 
 
-def getitem(x: Tensor, key: Any) -> Tensor:
-    """``x[key]``: basic keys give views; integer/bool tensors or lists give copies."""
+def _key_tuple(key: Any) -> tuple:
+    """The key as a tuple of per-dimension indices, with PyTorch's treatment of Python sequences:
+    a ``range`` or a tuple inside the key is a sequence of indices (like a list), and a list
+    (shorter than 32) holding a sequence, slice, tensor, ``None`` or ``...`` is read as a tuple of
+    indices (numpy's legacy rule, which PyTorch keeps and warns about)."""
+    if isinstance(key, list) and len(key) < 32 and any(
+            k is None or k is Ellipsis or isinstance(k, (Tensor, list, tuple, range, slice,
+                                                         np.ndarray)) for k in key):
+        warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated; "
+                      "use x[tuple(seq)] instead of x[seq]", UserWarning, stacklevel=4)
+        key = tuple(key)
     if not isinstance(key, tuple):
         key = (key,)
+    return tuple(list(k) if isinstance(k, (range, tuple)) else k for k in key)
+
+
+def getitem(x: Tensor, key: Any) -> Tensor:
+    """``x[key]``: basic keys give views; integer/bool tensors or lists give copies."""
+    key = _key_tuple(key)
     for k in key:
         if isinstance(k, float):
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
@@ -361,8 +377,7 @@ def getitem(x: Tensor, key: Any) -> Tensor:
 
 def setitem(x: Tensor, key: Any, value: Any) -> None:
     """``x[key] = value`` in place (broadcasting ``value``)."""
-    if not isinstance(key, tuple):
-        key = (key,)
+    key = _key_tuple(key)
     key = tuple(int(k) if isinstance(k, np.integer) else k for k in key)
     key = tuple(int(k) if isinstance(k, Tensor) and k.dim() == 0 and not k.dtype.is_floating_point
                 and k.dtype is not _dtype.bool else k for k in key)

@@ -3,8 +3,9 @@
 Everything from :mod:`multiprocessing` is re-exported. Tensors in shared memory (``share_memory_()``,
 ``Module.share_memory()``) cross queues, pipes and process arguments as handles to the same memory
 (Hogwild training); other tensors are sent by value. OpenCL device tensors are copied through the
-host: use the ``spawn`` or ``forkserver`` start method when child processes use OpenCL, since an
-OpenCL context does not survive ``fork``.
+host, and ``share_memory_()`` refuses them (the backends have no inter-process device memory
+handles). Use the ``spawn`` or ``forkserver`` start method when child processes use OpenCL, since
+an OpenCL context does not survive ``fork``.
 """
 from multiprocessing import *  # noqa: F403
 from multiprocessing import get_context, set_start_method  # noqa: F401
@@ -16,6 +17,14 @@ from .reductions import (  # noqa: F401
     rebuild_tensor,
     reduce_tensor,
     share_storage,
+)
+from .spawn import (  # noqa: F401
+    ProcessContext,
+    ProcessException,
+    ProcessExitedException,
+    ProcessRaisedException,
+    spawn,
+    start_processes,
 )
 
 init_reductions()

@@ -7,7 +7,8 @@
   ``Module.share_memory()``) is sent as a *handle* (the shared-memory block's name and its view):
   the receiver maps the same memory, so updates are seen by both (Hogwild training), and its
   ``.grad`` travels the same way. Other tensors are sent by value. Device tensors (OpenCL contexts
-  cannot be shared between processes) are copied through the host and rebuilt on the same device.
+  cannot be shared between processes) are copied through the host and rebuilt on the same device;
+  ``share_memory_()`` refuses them (the backends have no inter-process memory handles).
 
 The process that called ``share_memory_()`` owns the block (named ``pg_<pid>_<random>``) and unlinks
 it when the storage is freed; receivers only map it and never register or unlink it. If the owner
@@ -126,10 +127,16 @@ def share_storage(t: Tensor) -> None:
     Views of the storage taken *before* this call keep pointing at the old memory: share a
     tensor before making views of it (as ``Module.share_memory()`` does for parameters)."""
     st = t._storage
-    if st.shared:
-        return
     if st.device.type != "cpu":
-        st.shared = True  # device storage: nothing to move (sent through the host)
+        # PyTorch shares CUDA memory through CUDA IPC handles; a backend without such handles
+        # cannot, and a tensor that claimed to be shared would be copied on every send: a Hogwild
+        # child's updates would silently never reach the parent
+        raise RuntimeError(
+            f"share_memory_(): cannot share a tensor on device '{st.device}' between processes: "
+            f"the {st.device.type} backend has no inter-process memory handles. Share cpu tensors "
+            f"instead (model.to('cpu').share_memory()), and move data to the device inside each "
+            f"process.")
+    if st.shared:
         return
     shm = _new_block(max(st.nbytes, 1))
     buf = np.ndarray((st.nbytes,), np.uint8, shm.buf)

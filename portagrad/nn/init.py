@@ -60,12 +60,13 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
                   b: float = 2.0, generator: Any = None) -> Tensor:
     """Values from N(mean, std^2) restricted to [a, b] (out-of-range draws are redrawn)."""
     with _no_grad():
-        arr = _random.randn(tuple(tensor.shape), generator=generator,
-                            dtype=tensor.dtype).numpy().astype(np.float64) * std + mean
+        # drawn on the host (the redraw loop is host code), whatever the default device
+        arr = _random.randn(tuple(tensor.shape), generator=generator, dtype=tensor.dtype,
+                            device="cpu").numpy().astype(np.float64) * std + mean
         bad = (arr < a) | (arr > b)
         while bad.any():
-            arr[bad] = _random.randn(int(bad.sum()), generator=generator,
-                                     dtype=tensor.dtype).numpy() * std + mean
+            arr[bad] = _random.randn(int(bad.sum()), generator=generator, dtype=tensor.dtype,
+                                     device="cpu").numpy() * std + mean
             bad = (arr < a) | (arr > b)
         tensor.copy_(_creation.from_host(arr.astype(tensor.dtype.numpy), device=tensor.device))
     return tensor
@@ -185,8 +186,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Ten
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = _random.randn(rows, cols, generator=generator, dtype=tensor.dtype).numpy().astype(
-        np.float64)
+    flat = _random.randn(rows, cols, generator=generator, dtype=tensor.dtype,
+                         device="cpu").numpy().astype(np.float64)  # QR runs on the host
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)

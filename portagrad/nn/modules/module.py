@@ -610,8 +610,14 @@ class Module:
                                                 else f"opencl:{int(device)}")
         return self._apply(lambda t: t.to(dev))
 
+    def cuda(self, device: Any = None) -> Module:
+        """Move to a CUDA device: without a ``cuda`` backend, the error PyTorch raises without
+        CUDA (an ``AssertionError``)."""
+        return self._apply(lambda t: t.cuda(device))
+
     def type(self, dst_type: Any) -> Module:
-        return self._apply(lambda t: t.to(dtype=dst_type))
+        """Cast parameters and buffers to a dtype or a legacy type (``pg.DoubleTensor``)."""
+        return self._apply(lambda t: t.type(dst_type))
 
     def float(self) -> Module:
         return self._apply(lambda t: t.float() if t.is_floating_point() else t)

@@ -1,6 +1,7 @@
 """What runs inside a DataLoader worker process."""
 from __future__ import annotations
 
+import os
 import queue
 import random
 import sys
@@ -9,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ... import _creation, _dtype, _random
+from ... import _creation, _device, _dtype, _random
 from ._collate import default_collate
 from .dataset import TensorDataset
 
@@ -112,7 +113,7 @@ def _fast_tensor_batch(dataset: Any, index: Any, collate_fn: Callable) -> Any:
     tensor (the same values, far fewer ops)."""
     if type(dataset) is not TensorDataset or collate_fn is not default_collate:
         return None
-    idx = _creation.tensor(list(index), dtype=_dtype.int64)
+    idx = _creation.tensor(list(index), dtype=_dtype.int64, device="cpu")
     out = []
     for t in dataset.tensors:
         i = idx if t.device.type == "cpu" else idx.to(t.device)
@@ -134,9 +135,18 @@ def worker_loop(is_iterable: bool, dataset: Any, index_queue: Any, data_queue: A
     global _worker_info
     import multiprocessing
 
-    if multiprocessing.parent_process() is not None and \
-            multiprocessing.get_start_method(allow_none=True) in (None, "fork"):
+    forked = multiprocessing.parent_process() is not None and \
+        multiprocessing.get_start_method(allow_none=True) in (None, "fork")
+    if forked:
         _mark_forked()
+    # workers build batches on the host whatever the parent's default device (PyTorch's default
+    # device does not apply in workers either); a forked one must not touch a device at all: the
+    # parent's OpenCL context does not survive fork, and using it blocks forever
+    _device.host_only_process(
+        f"in DataLoader worker process {worker_id}: device contexts do not survive fork. Keep "
+        f"the dataset on the cpu and move each batch to the device in the training loop, or "
+        f"pass multiprocessing_context='spawn' to the DataLoader" if forked else None)
+    ppid = os.getppid()
     try:
         import numpy as np
 
@@ -160,6 +170,8 @@ def worker_loop(is_iterable: bool, dataset: Any, index_queue: Any, data_queue: A
                 r = index_queue.get(timeout=_POLL_S)
             except queue.Empty:
                 if done_event is not None and done_event.is_set():
+                    break
+                if os.getppid() != ppid:  # the loader's process died: do not outlive it
                     break
                 continue
             if r is None:
@@ -200,8 +212,6 @@ def worker_loop(is_iterable: bool, dataset: Any, index_queue: Any, data_queue: A
         data_queue.join_thread()
     except Exception:
         pass
-    import os
-
     if _FORKED:
         os._exit(0)
 

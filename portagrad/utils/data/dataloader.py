@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ... import _random
+from ..._tensor import Tensor
 from . import _worker
 from ._collate import default_collate, default_convert
 from ._collate import pin_memory as _pin
@@ -28,6 +29,27 @@ get_worker_info = _worker.get_worker_info
 
 _POLL_S = 1.0  # how often a waiting main process checks that its workers are alive
 _SHUTDOWN_GRACE_S = 2.0
+
+
+def _check_context(ctx: Any, num_workers: int) -> Any:
+    """PyTorch's checks of ``multiprocessing_context``: a start method's name or a context, and
+    only with worker processes. A name becomes its context."""
+    if ctx is None:
+        return None
+    if num_workers == 0:
+        raise ValueError(f"multiprocessing_context can only be used with multi-process loading "
+                         f"(num_workers > 0), but got num_workers={num_workers}")
+    if isinstance(ctx, str):
+        methods = python_mp.get_all_start_methods()
+        if ctx not in methods:
+            raise ValueError(f"multiprocessing_context option should specify a valid start method "
+                             f"in {methods!r}, but got multiprocessing_context={ctx!r}")
+        return python_mp.get_context(ctx)
+    if not isinstance(ctx, python_mp.context.BaseContext):
+        raise TypeError(f"multiprocessing_context option should be a valid context object or a "
+                        f"string specifying the start method, but got "
+                        f"multiprocessing_context={ctx}")
+    return ctx
 
 
 class _InfiniteConstantSampler(Sampler):
@@ -72,7 +94,7 @@ class DataLoader:
         self.pin_memory_device = pin_memory_device
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
-        self.multiprocessing_context = multiprocessing_context
+        self.multiprocessing_context = _check_context(multiprocessing_context, num_workers)
         self.in_order = in_order
         self._is_iterable = isinstance(dataset, IterableDataset)
         if self._is_iterable:
@@ -157,6 +179,40 @@ class DataLoader:
             it._shutdown_workers()
 
 
+def _device_tensor(obj: Any, depth: int = 0) -> Tensor | None:
+    """A non-cpu tensor that ``obj`` holds, looking a few levels into datasets, containers (their
+    first elements) and attributes; ``None`` if none is found."""
+    if isinstance(obj, Tensor):
+        return obj if obj.device.type != "cpu" else None
+    if depth >= 6:  # deep enough for wrapped datasets (Subset of a ConcatDataset of ...)
+        return None
+    if isinstance(obj, (list, tuple)):
+        items: Iterable[Any] = obj[:16]
+    elif isinstance(obj, dict):
+        items = list(obj.values())[:16]
+    elif isinstance(obj, Dataset):
+        items = list(vars(obj).values())
+    else:
+        return None
+    for item in items:
+        found = _device_tensor(item, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _refuse_device_data(dataset: Any, num_workers: int) -> None:
+    """Forked workers cannot use a device (its context does not survive fork, and an op on the
+    parent's device memory blocks forever): refuse a dataset holding device tensors up front."""
+    t = _device_tensor(dataset)
+    if t is not None:
+        raise RuntimeError(
+            f"DataLoader(num_workers={num_workers}): the dataset holds a tensor on device "
+            f"'{t.device}', which forked worker processes cannot use (device contexts do not "
+            f"survive fork). Keep the dataset on the cpu and move each batch to the device in the "
+            f"training loop, use num_workers=0, or pass multiprocessing_context='spawn'.")
+
+
 class _BaseIter:
     def __init__(self, loader: DataLoader) -> None:
         # a weak reference: a loader keeps its persistent iterator, and a reference cycle would
@@ -220,6 +276,8 @@ class _MultiProcessIter(_BaseIter):
             ctx = python_mp.get_context()
         elif isinstance(ctx, str):
             ctx = python_mp.get_context(ctx)
+        if ctx.get_start_method() == "fork":
+            _refuse_device_data(self._dataset, self._num_workers)
         self._data_queue = ctx.Queue()
         # set at shutdown: workers also stop on it when a stop message cannot reach them (at
         # garbage collection the queues' feeder threads may already be closed)

@@ -101,7 +101,8 @@ class WeightedRandomSampler(Sampler):
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
             raise ValueError(f"num_samples should be a positive integer value, but got "
                              f"num_samples={num_samples}")
-        self.weights = _creation.as_tensor(weights, dtype=_dtype.float64)
+        # host-side, as the indices it yields (never on the default device)
+        self.weights = _creation.as_tensor(weights, dtype=_dtype.float64, device="cpu")
         if self.weights.dim() != 1:
             raise ValueError(f"weights should be a 1d sequence but given weights have shape "
                              f"{tuple(self.weights.shape)}")
