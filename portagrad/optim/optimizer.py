@@ -14,7 +14,7 @@ from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.function import RemovableHandle
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "required", "check_lr", "check_betas", "check_nonneg", "to_scalar"]
 
 
 class _RequiredParameter:
@@ -40,6 +40,35 @@ def _typename(obj: Any) -> str:
 def _step_counter() -> Tensor:
     """A fresh ``state["step"]``: a float32 scalar on the CPU, as PyTorch keeps it."""
     return _creation.tensor(0.0, dtype=_dtype.float32, device="cpu")
+
+
+def to_scalar(x: Any) -> Any:
+    """A hyper-parameter as a Python number (a one-element tensor ``lr`` is read once)."""
+    return x.item() if isinstance(x, Tensor) else x
+
+
+def check_lr(lr: Any, strict: bool = False) -> None:
+    """PyTorch's learning-rate check: a one-element tensor or a number ``>= 0`` (``> 0`` when
+    ``strict``)."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not (0.0 < to_scalar(lr) if strict else 0.0 <= to_scalar(lr)):
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+def check_betas(betas: Any) -> None:
+    """Both betas in ``[0, 1)``, with PyTorch's messages."""
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+
+
+def check_nonneg(what: str, value: float) -> None:
+    """``ValueError("Invalid <what>: <value>")`` unless ``value >= 0`` (PyTorch's wording, e.g.
+    ``"epsilon value"``, ``"weight_decay value"``)."""
+    if not 0.0 <= value:
+        raise ValueError(f"Invalid {what}: {value}")
 
 
 def _inc(step_t: Tensor) -> float:
