@@ -89,6 +89,10 @@ class Optimizer:
         self.defaults = defaults
         self._optimizer_step_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
         self._optimizer_step_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_state_dict_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_state_dict_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks: OrderedDict[int, Callable] = OrderedDict()
         self._opt_called = False
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
@@ -111,10 +115,18 @@ class Optimizer:
     def __getstate__(self) -> dict[str, Any]:
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
+    _HOOK_DICTS = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
+                   "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
+                   "_optimizer_load_state_dict_pre_hooks",
+                   "_optimizer_load_state_dict_post_hooks")
+
+    def _patch_hook_dicts(self) -> None:
+        for name in self._HOOK_DICTS:
+            self.__dict__.setdefault(name, OrderedDict())
+
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self.__dict__.setdefault("_optimizer_step_pre_hooks", OrderedDict())
-        self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
+        self._patch_hook_dicts()
         self.__dict__.setdefault("_opt_called", False)
 
     def __repr__(self) -> str:
@@ -210,10 +222,44 @@ class Optimizer:
         self._optimizer_step_post_hooks[h.id] = hook
         return h
 
+    @staticmethod
+    def _add_hook(hooks: OrderedDict[int, Callable], hook: Callable,
+                  prepend: bool) -> RemovableHandle:
+        h = RemovableHandle(hooks)
+        hooks[h.id] = hook
+        if prepend:
+            hooks.move_to_end(h.id, last=False)
+        return h
+
+    def register_state_dict_pre_hook(self, hook: Callable, prepend: bool = False
+                                     ) -> RemovableHandle:
+        """``hook(optimizer)`` runs before :meth:`state_dict` builds the dict (``prepend``: before
+        the hooks already registered)."""
+        return self._add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable, prepend: bool = False
+                                      ) -> RemovableHandle:
+        """``hook(optimizer, state_dict)`` runs on the dict :meth:`state_dict` built; it may change
+        it in place or return a replacement."""
+        return self._add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable, prepend: bool = False
+                                          ) -> RemovableHandle:
+        """``hook(optimizer, state_dict)`` runs on (a shallow copy of) the dict given to
+        :meth:`load_state_dict` before it is loaded; it may return a replacement."""
+        return self._add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable, prepend: bool = False
+                                           ) -> RemovableHandle:
+        """``hook(optimizer)`` runs after :meth:`load_state_dict` loaded a state."""
+        return self._add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
     # ------------------------------------------------------------- state dict
     def state_dict(self) -> dict[str, Any]:
         """``{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}`` -- parameters
         are replaced by their position in the order of the groups, as in PyTorch."""
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
         mappings: dict[int, int] = {}
         start = 0
 
@@ -228,12 +274,21 @@ class Optimizer:
 
         groups = [pack(g) for g in self.param_groups]
         state = {(mappings[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
-        return {"state": state, "param_groups": groups}
+        state_dict = {"state": state, "param_groups": groups}
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load a state produced by :meth:`state_dict` (state tensors are moved to each parameter's
         device and, when floating point, cast to its dtype -- except ``"step"``)."""
         state_dict = state_dict.copy()
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups = self.param_groups
         saved_groups = copy.deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -278,8 +333,12 @@ class Optimizer:
                     new_group[k] = tuple(v)
             return new_group
 
-        self.state = state
-        self.param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
+        # through __setstate__, so subclasses fill in entries an older state lacks
+        self.__setstate__({"state": state,
+                           "param_groups": [update_group(g, ng)
+                                            for g, ng in zip(groups, saved_groups)]})
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)
 
 
 def _with_hooks(step: Callable) -> Callable:
