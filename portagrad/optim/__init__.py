@@ -7,7 +7,7 @@
 Updates follow PyTorch's formulas step for step (same state names and ``state_dict`` format) and run
 as in-place backend primitives without autograd, so they work on every device.
 """
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
 from .adafactor import Adafactor
 from .adagrad import Adagrad
@@ -26,4 +26,4 @@ from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "lr_scheduler",
            "Adafactor", "Adamax", "ASGD", "LBFGS", "Muon", "NAdam", "RAdam", "Rprop",
-           "SparseAdam"]
+           "SparseAdam", "swa_utils"]
