@@ -8,6 +8,7 @@ Updates follow PyTorch's formulas step for step (same state names and ``state_di
 as in-place backend primitives without autograd, so they work on every device.
 """
 from . import lr_scheduler, swa_utils
+from ._stateless import swap_in_optimizer_params_and_state
 from .adadelta import Adadelta
 from .adafactor import Adafactor
 from .adagrad import Adagrad
@@ -26,4 +27,4 @@ from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "lr_scheduler",
            "Adafactor", "Adamax", "ASGD", "LBFGS", "Muon", "NAdam", "RAdam", "Rprop",
-           "SparseAdam", "swa_utils"]
+           "SparseAdam", "swa_utils", "swap_in_optimizer_params_and_state"]
