@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
+
 from .. import _creation, _dtype
 from . import _inplace as I
 from .optimizer import Optimizer, _inc, _step_counter, check_lr, check_nonneg, to_scalar
@@ -14,6 +16,10 @@ __all__ = ["ASGD"]
 def _scalar(value: float) -> Any:
     # eta and mu are float32 scalars in PyTorch's state: their values are rounded to float32
     return _creation.tensor(value, dtype=_dtype.float32, device="cpu")
+
+
+def _f32(value: float) -> float:
+    return float(np.float32(value))
 
 
 class ASGD(Optimizer):
@@ -65,6 +71,8 @@ class ASGD(Optimizer):
                     I.axpy_(ax, 1.0, I.scale_(diff, mu))
                 else:
                     I.assign_(ax, p)
-                I.fill_(st["eta"], lr / ((1 + lambd * lr * step) ** alpha))
-                I.fill_(st["mu"], 1 / max(1, step - t0))
+                # PyTorch builds the new values as default-dtype (float32) scalars, so they are
+                # rounded to float32 even when the state was loaded as float64
+                I.fill_(st["eta"], _f32(lr / ((1 + lambd * lr * step) ** alpha)))
+                I.fill_(st["mu"], _f32(1 / max(1, step - t0)))
         return loss
