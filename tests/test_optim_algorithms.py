@@ -329,3 +329,25 @@ def test_swap_in_optimizer_params_and_state():
     with pytest.raises(RuntimeError, match=r"Keys only in swap-in: \['unknown'\]"):
         with optim.swap_in_optimizer_params_and_state(opt, {"w": other}, bad):
             pass
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adagrad", "NAdam", "RAdam", "Rprop"])
+def test_implementation_switches(name):
+    w = pg.zeros(3, requires_grad=True)
+    cls = getattr(optim, name)
+    fusable = name in ("SGD", "Adam", "AdamW", "Adagrad")
+    for kw in (dict(foreach=True), dict(foreach=False), dict(capturable=True)):
+        if name in ("SGD", "Adagrad") and "capturable" in kw:
+            continue  # no such argument in PyTorch either
+        opt = cls([w], lr=0.1, **kw)  # accepted: the same values as the default path
+        w.grad = pg.ones(3)
+        opt.step()
+    assert w.tolist() != [0.0, 0.0, 0.0]
+    with pytest.raises(NotImplementedError, match="differentiable=True is not supported"):
+        cls([w], lr=0.1, differentiable=True)
+    if fusable:
+        cls([w], lr=0.1, fused=True)
+        with pytest.raises(RuntimeError, match="`fused` and `foreach` cannot be `True` together."):
+            cls([w], lr=0.1, fused=True, foreach=True)
+        with pytest.raises(RuntimeError, match="`fused` does not support `differentiable`"):
+            cls([w], lr=0.1, fused=True, differentiable=True)

@@ -6,6 +6,11 @@
 
 Updates follow PyTorch's formulas step for step (same state names and ``state_dict`` format) and run
 as in-place backend primitives without autograd, so they work on every device.
+
+PyTorch's implementation switches ``foreach``, ``fused`` and ``capturable`` are accepted and
+ignored: they select how PyTorch computes the same values, and portagrad has one implementation per
+optimizer on every device (``fused=True`` with ``foreach=True`` or ``differentiable=True`` raises as
+in PyTorch). ``differentiable=True`` raises ``NotImplementedError``: steps run without autograd.
 """
 from . import lr_scheduler, swa_utils
 from ._stateless import swap_in_optimizer_params_and_state

@@ -77,6 +77,23 @@ def _inc(step_t: Tensor) -> float:
     return step_t.item()
 
 
+def _check_implementation_flags(defaults: dict[str, Any]) -> None:
+    """PyTorch's implementation switches. ``foreach``, ``fused`` and ``capturable`` only choose how
+    PyTorch computes a step (the values are the same), and portagrad has one implementation on
+    every device, so they are accepted and ignored; their invalid combinations raise as in PyTorch.
+    ``differentiable=True`` (autograd through the step) is not supported: steps run without
+    autograd."""
+    if defaults.get("fused"):
+        if defaults.get("differentiable"):
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if defaults.get("foreach"):
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    if defaults.get("differentiable"):
+        raise NotImplementedError("differentiable=True is not supported: portagrad's optimizer "
+                                  "steps run without autograd, so no graph through the update "
+                                  "can be recorded")
+
+
 class Optimizer:
     """Base class of all optimizers.
 
@@ -106,6 +123,7 @@ class Optimizer:
             param_groups = [{"params": param_groups}]
         for group in param_groups:
             self.add_param_group(group)
+        _check_implementation_flags(defaults)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
