@@ -1,8 +1,15 @@
 """Learning-rate schedules (``torch.optim.lr_scheduler``).
 
 Each scheduler changes ``group["lr"]`` of its optimizer's parameter groups when ``step()`` is called
-(once per epoch, or per batch for :class:`OneCycleLR`), with PyTorch's recursive ("chainable")
-formulas, so two schedulers can act on one optimizer.
+(once per epoch, or per batch for :class:`OneCycleLR` and :class:`CyclicLR`), with PyTorch's
+recursive ("chainable") formulas, so two schedulers can act on one optimizer; ``step(epoch)`` uses
+the closed form where PyTorch has one (deprecated there, with its warning).
+
+Schedules: :class:`LambdaLR`, :class:`MultiplicativeLR`, :class:`StepLR`, :class:`MultiStepLR`,
+:class:`ConstantLR`, :class:`LinearLR`, :class:`ExponentialLR`, :class:`PolynomialLR`,
+:class:`CosineAnnealingLR`, :class:`CosineAnnealingWarmRestarts`, :class:`CyclicLR`,
+:class:`OneCycleLR`, :class:`ReduceLROnPlateau`; combinators :class:`SequentialLR` and
+:class:`ChainedScheduler`; base class :class:`LRScheduler` (alias ``_LRScheduler``).
 """
 from __future__ import annotations
 
@@ -200,6 +207,7 @@ class LambdaLR(LRScheduler):
                 self.lr_lambdas[i].__dict__.update(fn)
 
     def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
         return [base_lr * lmbda(self.last_epoch)
                 for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
 
@@ -214,6 +222,7 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return self._lrs()
         return [lr * self.gamma for lr in self._lrs()]
@@ -237,6 +246,7 @@ class MultiStepLR(LRScheduler):
         self.milestones = Counter({int(k): v for k, v in dict(self.milestones).items()})
 
     def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch not in self.milestones:
             return self._lrs()
         return [lr * self.gamma ** self.milestones[self.last_epoch] for lr in self._lrs()]
@@ -255,6 +265,7 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch == 0:
             return self._lrs()
         return [lr * self.gamma for lr in self._lrs()]
@@ -274,6 +285,7 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
         groups = self.optimizer.param_groups
         if self.last_epoch == 0:
             return self._lrs()
@@ -378,6 +390,7 @@ class OneCycleLR(LRScheduler):
         return (end - start) * pct + start
 
     def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
         lrs = []
         step_num = self.last_epoch
         if step_num > self.total_steps:
