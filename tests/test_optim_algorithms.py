@@ -13,17 +13,7 @@ from portagrad import optim
 
 from optim_literals import (LBFGS_QUADRATIC_F32, LBFGS_ROSENBROCK, MUON, QUAD_A, QUAD_B,
                              TRAJECTORIES, VALIDATION)
-
-STEPS = 5
-
-
-def problem(dtype, shapes=((3, 4), (5,))):
-    """The inputs the reference values were computed from (no random generator involved)."""
-    init = [np.sin(np.arange(np.prod(s)) * 0.9 + i + 1).reshape(s) * 0.8
-            for i, s in enumerate(shapes)]
-    grads = [[np.sin(np.arange(np.prod(s)) * 0.7 + k * 1.1 + i).reshape(s) * (1 + 0.3 * k)
-              for i, s in enumerate(shapes)] for k in range(STEPS)]
-    return [a.astype(dtype) for a in init], [[g.astype(dtype) for g in gs] for gs in grads]
+from optim_literals_gen import STEPS, problem  # the inputs the reference values came from
 
 
 def run(name, kw, dtype, device, shapes=((3, 4), (5,)), steps=STEPS):
