@@ -115,6 +115,7 @@ class LRScheduler:
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned."""
         self.__dict__.update(state_dict)
 
     def get_last_lr(self) -> list[float]:
@@ -122,6 +123,8 @@ class LRScheduler:
         return self._last_lr
 
     def get_lr(self) -> list[float]:
+        """The learning rates of the epoch :meth:`step` moves to (subclasses define it; read the
+        current rates with :meth:`get_last_lr`)."""
         raise NotImplementedError
 
     def step(self, epoch: int | None = None) -> None:
