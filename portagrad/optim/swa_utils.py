@@ -16,7 +16,7 @@ from ..autograd import grad_mode
 from ..nn.modules.batchnorm import _BatchNorm
 from ..nn.modules.module import Module
 from . import _inplace as I
-from .lr_scheduler import LRScheduler, _format_param
+from ._lr_base import LRScheduler, _format_param
 from .optimizer import Optimizer
 
 __all__ = ["AveragedModel", "update_bn", "SWALR", "get_ema_multi_avg_fn", "get_swa_multi_avg_fn",
