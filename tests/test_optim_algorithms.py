@@ -341,3 +341,28 @@ def test_implementation_switches(name):
             cls([w], lr=0.1, fused=True, foreach=True)
         with pytest.raises(RuntimeError, match="`fused` does not support `differentiable`"):
             cls([w], lr=0.1, fused=True, differentiable=True)
+
+
+def test_lbfgs_several_parameters_act_as_one_flat_vector(device):
+    x0 = np.linspace(-1.2, 1.0, 6)
+    flat_x = pg.tensor(x0, device=device, requires_grad=True)
+    # the same vector as a transposed (non-contiguous) 2x2 block and a 2-vector
+    a = pg.tensor(x0[:4].reshape(2, 2).T.copy(), device=device).T.detach().requires_grad_()
+    b = pg.tensor(x0[4:], device=device, requires_grad=True)
+    results = []
+    for params, vec in (([flat_x], lambda: flat_x),
+                        ([a, b], lambda: pg.cat([a.reshape(-1), b]))):
+        opt = optim.LBFGS(params, line_search_fn="strong_wolfe", history_size=4, max_iter=6)
+
+        def closure(opt=opt, vec=vec):
+            opt.zero_grad()
+            loss = rosen(vec())
+            loss.backward()
+            return loss
+
+        for _ in range(2):
+            opt.step(closure)
+        results.append((vec().detach().numpy(force=True), opt.state[params[0]]["func_evals"]))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-12, atol=1e-14)
+    assert results[1][1] == results[0][1]
+    assert not a.is_contiguous()
