@@ -220,3 +220,17 @@ def test_update_bn_recomputes_running_statistics():
     np.testing.assert_allclose(model[1].running_mean.numpy(), means, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(model[1].running_var.numpy(), vars_, rtol=1e-5, atol=1e-6)
     swa_utils.update_bn(data, pg.nn.Linear(2, 2))  # no batch norm: nothing to do
+
+
+def test_resuming_without_initial_lr_names_the_group():
+    o = make_opt()
+    with pytest.raises(KeyError) as info:
+        L.StepLR(o, 2, last_epoch=3)
+    assert info.value.args[0].startswith(
+        "param 'initial_lr' is not specified in param_groups[0] when resuming scheduler with "
+        "last_epoch >= 0.\nThis typically happens when:\n1. You're trying to resume training from a "
+        "checkpoint but haven't properly loaded the optimizer state\n")
+    for g in o.param_groups:
+        g["initial_lr"] = g["lr"]
+    sched = L.StepLR(o, 2, gamma=0.5, last_epoch=3)  # resumes: epoch 4 is a multiple of 2
+    assert sched.last_epoch == 4 and sched.get_last_lr() == [0.05, 0.1]
