@@ -366,3 +366,21 @@ def test_lbfgs_several_parameters_act_as_one_flat_vector(device):
     np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-12, atol=1e-14)
     assert results[1][1] == results[0][1]
     assert not a.is_contiguous()
+
+
+def test_param_group_names_and_retained_non_leaves():
+    a, b = pg.zeros(2, requires_grad=True), pg.zeros(2, requires_grad=True)
+    with pytest.raises(ValueError, match="^all optimizer params should be with/without names. Some "
+                                         "param names are missing$"):
+        optim.SGD([("a", a), b], lr=0.1)
+    with pytest.raises(ValueError, match="cannot add param group without names to the optimizer"):
+        optim.SGD([("a", a)], lr=0.1).add_param_group({"params": [b]})
+    with pytest.raises(ValueError, match="cannot add param group with names to the optimizer"):
+        optim.SGD([a], lr=0.1).add_param_group({"params": [("b", b)]})
+    with pytest.raises(TypeError, match="^param_group must be a dict, but got <class 'list'>$"):
+        optim.SGD([a], lr=0.1).add_param_group([b])
+    h = a * 2
+    h.retain_grad()  # a non-leaf that keeps its .grad can be optimized, as in PyTorch
+    assert optim.SGD([h], lr=0.1).param_groups[0]["params"][0] is h
+    with pytest.raises(ValueError, match="can't optimize a non-leaf Tensor"):
+        optim.SGD([b * 2], lr=0.1)

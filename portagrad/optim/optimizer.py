@@ -161,7 +161,7 @@ class Optimizer:
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group of parameters (with optional per-group hyper-parameters)."""
         if not isinstance(param_group, dict):
-            raise TypeError(f"param_group must be a dict, but got {_typename(param_group)}")
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
         params = param_group["params"]
         if isinstance(params, Tensor):
             param_group["params"] = [params]
@@ -171,16 +171,21 @@ class Optimizer:
                             "a list instead.")
         else:
             param_group["params"] = list(params)
-        plist = param_group["params"]
-        if plist and isinstance(plist[0], tuple):
-            names = [p[0] for p in plist]
-            param_group["params"] = plist = [p[1] for p in plist]
+        # (name, tensor) pairs, as from named_parameters(): all of a group's params or none
+        names = [p[0] for p in param_group["params"] if isinstance(p, tuple)]
+        plist = [p[1] if isinstance(p, tuple) else p for p in param_group["params"]]
+        param_group["params"] = plist
+        if names:
+            if len(names) != len(plist):
+                raise ValueError("all optimizer params should be with/without names. Some param "
+                                 "names are missing")
             param_group["param_names"] = names
         for p in plist:
             if not isinstance(p, Tensor):
                 raise TypeError("optimizer can only optimize Tensors, but one of the params is "
                                 + _typename(p))
-            if not self.defaults.get("differentiable", False) and not p.is_leaf:
+            if not self.defaults.get("differentiable", False) and not (p.is_leaf or
+                                                                        p.retains_grad):
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
@@ -195,6 +200,10 @@ class Optimizer:
         seen: set[int] = set()
         for group in self.param_groups:
             seen.update(map(id, group["params"]))
+            if ("param_names" in param_group) != ("param_names" in group):
+                which = "with names" if "param_names" in param_group else "without names"
+                raise ValueError(f"all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {which} to the optimizer")
         if not seen.isdisjoint(map(id, plist)):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
