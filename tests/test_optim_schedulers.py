@@ -234,3 +234,22 @@ def test_resuming_without_initial_lr_names_the_group():
         g["initial_lr"] = g["lr"]
     sched = L.StepLR(o, 2, gamma=0.5, last_epoch=3)  # resumes: epoch 4 is a multiple of 2
     assert sched.last_epoch == 4 and sched.get_last_lr() == [0.05, 0.1]
+
+
+@pytest.mark.parametrize("name", ["StepLR", "CyclicLR", "SequentialLR", "OneCycleLR",
+                                  "CosineAnnealingWarmRestarts"])
+def test_tensor_lr_is_updated_in_place(name):
+    code, want0, _, _ = SCHEDULES[name]
+    ps = [pg.zeros(2, requires_grad=True) for _ in range(2)]
+    lrs = [pg.tensor(0.1, dtype=pg.float64), pg.tensor(0.2, dtype=pg.float64)]
+    o = optim.SGD([{"params": [p], "lr": lr} for p, lr in zip(ps, lrs)], lr=0.1, momentum=0.9)
+    sched = build(code, o)
+    got = [float(sched.get_last_lr()[0])]
+    for _ in range(30):
+        o.step()
+        sched.step()
+        got.append(float(sched.get_last_lr()[0]))
+    np.testing.assert_allclose(got, want0, rtol=1e-12)
+    # the groups keep their tensors (filled in place); get_last_lr returns copies
+    assert o.param_groups[0]["lr"] is lrs[0] and lrs[0].item() == got[-1]
+    assert sched.get_last_lr()[0] is not lrs[0]

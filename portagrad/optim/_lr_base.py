@@ -7,9 +7,25 @@ import weakref
 from functools import wraps
 from typing import Any
 
-from .optimizer import Optimizer
+from .._tensor import Tensor
+from .optimizer import Optimizer, to_scalar
 
 __all__ = ["LRScheduler", "EPOCH_DEPRECATION_WARNING"]
+
+
+def _update_param_group_val(group: dict[str, Any], key: str, value: Any) -> None:
+    """``group[key] = value``, except that a tensor there (a tensor ``lr``) is filled in place, so
+    whoever holds it sees the new value (PyTorch's rule)."""
+    if isinstance(group[key], Tensor):
+        group[key].fill_(to_scalar(value))
+    else:
+        group[key] = value
+
+
+def _param_groups_val_list(optimizer: Optimizer, key: str) -> list[Any]:
+    """``group[key]`` of every group; tensors are copied so the list never aliases a group."""
+    return [g[key].clone() if isinstance(g[key], Tensor) else g[key]
+            for g in optimizer.param_groups]
 
 EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where "
@@ -51,7 +67,8 @@ class LRScheduler:
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
+                lr = group["lr"]
+                group.setdefault("initial_lr", lr.clone() if isinstance(lr, Tensor) else lr)
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
@@ -61,7 +78,7 @@ class LRScheduler:
                                    f"checkpoint but haven't properly loaded the optimizer state\n"
                                    f"2. You're using last_epoch >= 0 for a fresh training run (not "
                                    f"recommended)")
-        self.base_lrs: list[float] = [group["initial_lr"] for group in optimizer.param_groups]
+        self.base_lrs: list[float] = _param_groups_val_list(optimizer, "initial_lr")
         self.last_epoch = last_epoch
         self._patch_optimizer_step()
         self._initial_step()
@@ -151,8 +168,8 @@ class LRScheduler:
         finally:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+            _update_param_group_val(group, "lr", lr)
+        self._last_lr = _param_groups_val_list(self.optimizer, "lr")
 
     def _lrs(self) -> list[float]:
-        return [group["lr"] for group in self.optimizer.param_groups]
+        return _param_groups_val_list(self.optimizer, "lr")

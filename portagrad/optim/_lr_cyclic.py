@@ -8,7 +8,8 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._lr_base import LRScheduler, _check_optimizer, _format_param, _warn_get_lr_called_within_step
+from ._lr_base import (LRScheduler, _check_optimizer, _format_param, _update_param_group_val,
+                       _warn_get_lr_called_within_step)
 from .optimizer import Optimizer
 
 __all__ = ["CyclicLR", "OneCycleLR", "CosineAnnealingWarmRestarts"]
@@ -143,7 +144,7 @@ class CyclicLR(LRScheduler):
         base_lrs = _format_param("base_lr", optimizer, base_lr)
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups):
-                group["lr"] = lr
+                _update_param_group_val(group, "lr", lr)
         self.max_lrs = _format_param("max_lr", optimizer, max_lr)
         up = float(step_size_up)
         down = float(step_size_down) if step_size_down is not None else up
@@ -304,5 +305,5 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         finally:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
+            _update_param_group_val(group, "lr", lr)
         self._last_lr = self._lrs()

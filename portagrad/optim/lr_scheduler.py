@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._lr_base import (EPOCH_DEPRECATION_WARNING, LRScheduler, _check_optimizer,
+                       _param_groups_val_list, _update_param_group_val,
                        _warn_get_lr_called_within_step)
 from ._lr_cyclic import CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR
 from .optimizer import Optimizer
@@ -236,7 +237,7 @@ class ReduceLROnPlateau(LRScheduler):
             old_lr = float(group["lr"])
             new_lr = max(old_lr * self.factor, self.min_lrs[i])
             if old_lr - new_lr > self.eps:
-                group["lr"] = new_lr
+                _update_param_group_val(group, "lr", new_lr)
 
     @property
     def in_cooldown(self) -> bool:
@@ -429,7 +430,7 @@ class SequentialLR(_Composite):
         self.optimizer = optimizer
         # undo the initial steps the member schedulers made when they were built
         for group in optimizer.param_groups:
-            group["lr"] = group["initial_lr"]
+            _update_param_group_val(group, "lr", group["initial_lr"])
         self.recursive_undo()
         idx = bisect_right(self._milestones, 0)
         self._schedulers[idx]._initial_step()
@@ -468,13 +469,13 @@ class ChainedScheduler(_Composite):
         _check_members(self.__class__.__name__, optimizer, schedulers)
         self._schedulers = schedulers
         self.optimizer = optimizer
-        self._last_lr = [g["lr"] for g in schedulers[-1].optimizer.param_groups]
+        self._last_lr = _param_groups_val_list(schedulers[-1].optimizer, "lr")
 
     def step(self) -> None:  # type: ignore[override]
         """Step each scheduler in turn."""
         for sched in self._schedulers:
             sched.step()
-        self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
+        self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
 
 
 _LRScheduler = LRScheduler
