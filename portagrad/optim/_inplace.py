@@ -19,7 +19,7 @@ from .._tensor import Tensor
 
 __all__ = ["scale_", "axpy_", "lerp_", "addcmul_", "addcdiv_", "maximum_", "copy", "sqrt",
            "add_scalar_", "div_scalar_", "div_", "mul_", "zeros_like", "full_like", "fill_",
-           "update_grad"]
+           "update_grad", "unary", "rdiv_scalar_", "clamp_", "assign_"]
 
 _binary_ = _raw.binary_
 
@@ -42,6 +42,28 @@ def div_(y: Tensor, x: Tensor) -> Tensor:
 def div_scalar_(y: Tensor, s: float) -> Tensor:
     """``y /= s``."""
     return _binary_("div", y, s)
+
+
+def rdiv_scalar_(y: Tensor, s: float) -> Tensor:
+    """``y = s / y``."""
+    v = y._v
+    y._storage.backend.binary("div", s, v, v)
+    _raw.bump(y)
+    return y
+
+
+def clamp_(y: Tensor, lo: float | None = None, hi: float | None = None) -> Tensor:
+    """``y = min(max(y, lo), hi)`` (either bound optional), as ``Tensor.clamp_``."""
+    if lo is not None:
+        _binary_("maximum", y, lo)
+    if hi is not None:
+        _binary_("minimum", y, hi)
+    return y
+
+
+def assign_(y: Tensor, x: Tensor) -> Tensor:
+    """``y[...] = x`` (same shape; ``x`` may be any tensor computed from the op layer)."""
+    return _raw.copy_(y, x)
 
 
 def add_scalar_(y: Tensor, s: float) -> Tensor:
@@ -76,6 +98,11 @@ def copy(x: Tensor) -> Tensor:
 def sqrt(x: Tensor) -> Tensor:
     """A new tensor ``sqrt(x)``."""
     return _raw.unary("sqrt", x)
+
+
+def unary(op: str, x: Tensor) -> Tensor:
+    """A new tensor ``op(x)`` for a backend unary op (``"abs"``, ``"sign"``, ``"rsqrt"`` ...)."""
+    return _raw.unary(op, x)
 
 
 def fill_(y: Tensor, value: Any) -> Tensor:

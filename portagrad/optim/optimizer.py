@@ -14,7 +14,7 @@ from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.function import RemovableHandle
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "required", "check_lr", "check_betas", "check_nonneg", "to_scalar"]
 
 
 class _RequiredParameter:
@@ -42,10 +42,56 @@ def _step_counter() -> Tensor:
     return _creation.tensor(0.0, dtype=_dtype.float32, device="cpu")
 
 
+def to_scalar(x: Any) -> Any:
+    """A hyper-parameter as a Python number (a one-element tensor ``lr`` is read once)."""
+    return x.item() if isinstance(x, Tensor) else x
+
+
+def check_lr(lr: Any, strict: bool = False) -> None:
+    """PyTorch's learning-rate check: a one-element tensor or a number ``>= 0`` (``> 0`` when
+    ``strict``)."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not (0.0 < to_scalar(lr) if strict else 0.0 <= to_scalar(lr)):
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+def check_betas(betas: Any) -> None:
+    """Both betas in ``[0, 1)``, with PyTorch's messages."""
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+
+
+def check_nonneg(what: str, value: float) -> None:
+    """``ValueError("Invalid <what>: <value>")`` unless ``value >= 0`` (PyTorch's wording, e.g.
+    ``"epsilon value"``, ``"weight_decay value"``)."""
+    if not 0.0 <= value:
+        raise ValueError(f"Invalid {what}: {value}")
+
+
 def _inc(step_t: Tensor) -> float:
     """``step_t += 1``, returning the new value as a Python float."""
     _raw.binary_("add", step_t, 1.0)
     return step_t.item()
+
+
+def _check_implementation_flags(defaults: dict[str, Any]) -> None:
+    """PyTorch's implementation switches. ``foreach``, ``fused`` and ``capturable`` only choose how
+    PyTorch computes a step (the values are the same), and portagrad has one implementation on
+    every device, so they are accepted and ignored; their invalid combinations raise as in PyTorch.
+    ``differentiable=True`` (autograd through the step) is not supported: steps run without
+    autograd."""
+    if defaults.get("fused"):
+        if defaults.get("differentiable"):
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if defaults.get("foreach"):
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    if defaults.get("differentiable"):
+        raise NotImplementedError("differentiable=True is not supported: portagrad's optimizer "
+                                  "steps run without autograd, so no graph through the update "
+                                  "can be recorded")
 
 
 class Optimizer:
@@ -60,6 +106,10 @@ class Optimizer:
         self.defaults = defaults
         self._optimizer_step_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
         self._optimizer_step_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_state_dict_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_state_dict_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks: OrderedDict[int, Callable] = OrderedDict()
         self._opt_called = False
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
@@ -73,6 +123,7 @@ class Optimizer:
             param_groups = [{"params": param_groups}]
         for group in param_groups:
             self.add_param_group(group)
+        _check_implementation_flags(defaults)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -82,10 +133,18 @@ class Optimizer:
     def __getstate__(self) -> dict[str, Any]:
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
+    _HOOK_DICTS = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
+                   "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
+                   "_optimizer_load_state_dict_pre_hooks",
+                   "_optimizer_load_state_dict_post_hooks")
+
+    def _patch_hook_dicts(self) -> None:
+        for name in self._HOOK_DICTS:
+            self.__dict__.setdefault(name, OrderedDict())
+
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self.__dict__.setdefault("_optimizer_step_pre_hooks", OrderedDict())
-        self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
+        self._patch_hook_dicts()
         self.__dict__.setdefault("_opt_called", False)
 
     def __repr__(self) -> str:
@@ -102,7 +161,7 @@ class Optimizer:
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group of parameters (with optional per-group hyper-parameters)."""
         if not isinstance(param_group, dict):
-            raise TypeError(f"param_group must be a dict, but got {_typename(param_group)}")
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
         params = param_group["params"]
         if isinstance(params, Tensor):
             param_group["params"] = [params]
@@ -112,16 +171,21 @@ class Optimizer:
                             "a list instead.")
         else:
             param_group["params"] = list(params)
-        plist = param_group["params"]
-        if plist and isinstance(plist[0], tuple):
-            names = [p[0] for p in plist]
-            param_group["params"] = plist = [p[1] for p in plist]
+        # (name, tensor) pairs, as from named_parameters(): all of a group's params or none
+        names = [p[0] for p in param_group["params"] if isinstance(p, tuple)]
+        plist = [p[1] if isinstance(p, tuple) else p for p in param_group["params"]]
+        param_group["params"] = plist
+        if names:
+            if len(names) != len(plist):
+                raise ValueError("all optimizer params should be with/without names. Some param "
+                                 "names are missing")
             param_group["param_names"] = names
         for p in plist:
             if not isinstance(p, Tensor):
                 raise TypeError("optimizer can only optimize Tensors, but one of the params is "
                                 + _typename(p))
-            if not self.defaults.get("differentiable", False) and not p.is_leaf:
+            if not self.defaults.get("differentiable", False) and not (p.is_leaf or
+                                                                        p.retains_grad):
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
@@ -136,6 +200,10 @@ class Optimizer:
         seen: set[int] = set()
         for group in self.param_groups:
             seen.update(map(id, group["params"]))
+            if ("param_names" in param_group) != ("param_names" in group):
+                which = "with names" if "param_names" in param_group else "without names"
+                raise ValueError(f"all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {which} to the optimizer")
         if not seen.isdisjoint(map(id, plist)):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
@@ -181,10 +249,44 @@ class Optimizer:
         self._optimizer_step_post_hooks[h.id] = hook
         return h
 
+    @staticmethod
+    def _add_hook(hooks: OrderedDict[int, Callable], hook: Callable,
+                  prepend: bool) -> RemovableHandle:
+        h = RemovableHandle(hooks)
+        hooks[h.id] = hook
+        if prepend:
+            hooks.move_to_end(h.id, last=False)
+        return h
+
+    def register_state_dict_pre_hook(self, hook: Callable, prepend: bool = False
+                                     ) -> RemovableHandle:
+        """``hook(optimizer)`` runs before :meth:`state_dict` builds the dict (``prepend``: before
+        the hooks already registered)."""
+        return self._add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable, prepend: bool = False
+                                      ) -> RemovableHandle:
+        """``hook(optimizer, state_dict)`` runs on the dict :meth:`state_dict` built; it may change
+        it in place or return a replacement."""
+        return self._add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable, prepend: bool = False
+                                          ) -> RemovableHandle:
+        """``hook(optimizer, state_dict)`` runs on (a shallow copy of) the dict given to
+        :meth:`load_state_dict` before it is loaded; it may return a replacement."""
+        return self._add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable, prepend: bool = False
+                                           ) -> RemovableHandle:
+        """``hook(optimizer)`` runs after :meth:`load_state_dict` loaded a state."""
+        return self._add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
     # ------------------------------------------------------------- state dict
     def state_dict(self) -> dict[str, Any]:
         """``{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}`` -- parameters
         are replaced by their position in the order of the groups, as in PyTorch."""
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
         mappings: dict[int, int] = {}
         start = 0
 
@@ -199,12 +301,21 @@ class Optimizer:
 
         groups = [pack(g) for g in self.param_groups]
         state = {(mappings[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
-        return {"state": state, "param_groups": groups}
+        state_dict = {"state": state, "param_groups": groups}
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load a state produced by :meth:`state_dict` (state tensors are moved to each parameter's
         device and, when floating point, cast to its dtype -- except ``"step"``)."""
         state_dict = state_dict.copy()
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups = self.param_groups
         saved_groups = copy.deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -249,8 +360,12 @@ class Optimizer:
                     new_group[k] = tuple(v)
             return new_group
 
-        self.state = state
-        self.param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
+        # through __setstate__, so subclasses fill in entries an older state lacks
+        self.__setstate__({"state": state,
+                           "param_groups": [update_group(g, ng)
+                                            for g, ng in zip(groups, saved_groups)]})
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)
 
 
 def _with_hooks(step: Callable) -> Callable:
