@@ -146,6 +146,8 @@ class AccumulateGrad(Node):
     """The node of a leaf tensor: adds the incoming gradient into ``leaf.grad``."""
 
     _name = "AccumulateGrad"
+    # Tensor.register_post_accumulate_grad_hook: fn(leaf) after each accumulation into .grad
+    _post_hooks: _HookDict | None = None
 
     def __init__(self, leaf: Tensor) -> None:
         super().__init__()
