@@ -38,9 +38,13 @@ default_timeout = datetime.timedelta(minutes=30)  # torch.distributed's default 
 class DistError(RuntimeError):
     """An error of the distributed package (``torch.distributed.DistError``)."""
 
+    __module__ = "portagrad.distributed"
+
 
 class DistBackendError(DistError):
     """The communication library failed or timed out (``torch.distributed.DistBackendError``)."""
+
+    __module__ = "portagrad.distributed"
 
 
 Body = Callable[[Callable[[list], None]], None]

@@ -42,7 +42,7 @@ class GroupMember:
     NON_GROUP_MEMBER: Any = _NonMember()
 
 
-class group:  # noqa: N801  (torch.distributed.group)
+class group:  # lower case: torch.distributed.group
     """``group.WORLD``: the default group."""
 
     WORLD: ProcessGroup | None = None

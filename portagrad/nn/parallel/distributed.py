@@ -199,8 +199,11 @@ class DistributedDataParallel(Module):
                 buf = np.concatenate([_st.read(t.detach()) for t in ts]) if ts else np.empty(0)
             else:
                 buf = np.empty(n, dtype.numpy)
-            pg.run("DistributedDataParallel broadcast", lambda wait, b=buf: wait(
-                [pg._comm.Ibcast(b, 0)]), None, False)
+
+            def body(wait: Any, b: np.ndarray = buf) -> None:
+                wait([pg._comm.Ibcast(b, 0)])
+
+            pg.run("DistributedDataParallel broadcast", body, None, False)
             if pg.rank() != 0:
                 off = 0
                 for t in ts:
