@@ -198,8 +198,18 @@ class ProcessGroup:
     def _loop(self) -> None:
         MPI = mpi()
 
+        testall = MPI.Request.Testall
+        sleep = time.sleep
+
         def wait(reqs: list) -> None:
-            MPI.Request.Waitall(reqs)
+            # poll, sleeping between polls with the GIL released: MPI_Waitall would spin on a
+            # core the computation (backward) needs, and on a busy machine that cost more than
+            # the latency the sleeps add
+            pause = 2e-5
+            while not testall(reqs):
+                sleep(pause)
+                if pause < 5e-4:
+                    pause *= 2
 
         while True:
             with self._cv:
