@@ -4,7 +4,8 @@ import per rank), with a timeout.
 
 The device fixture picks the backend: ``cpu``, or ``opencl:N`` meaning one OpenCL device per rank
 (``opencl:{rank % count}``). Without mpi4py or mpiexec these tests skip with the reason -- except on
-CI (``CI`` set), where a missing MPI fails them: ``pip install 'portagrad[mpi]'`` provides both.
+CI (``CI`` set) and in tox's numpy and opencl environments (``PORTAGRAD_REQUIRE_MPI``), where a
+missing MPI fails them: ``pip install 'portagrad[mpi]'`` provides both.
 """
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ def _mpiexec() -> str:
         found = None
     if found is None:
         why = "mpi4py or mpiexec is not installed (pip install 'portagrad[mpi]')"
-        if os.environ.get("CI"):
-            pytest.fail(f"MPI is required on CI: {why}")
+        if os.environ.get("CI") or os.environ.get("PORTAGRAD_REQUIRE_MPI"):
+            pytest.fail(f"MPI is required here (CI or PORTAGRAD_REQUIRE_MPI set): {why}")
         pytest.skip(why)
     return found
 
