@@ -44,6 +44,8 @@ def _env() -> dict[str, str]:
     # MPICH's Hydra: start local ranks by fork (no ssh), talk over the loopback interface, so
     # that a machine without a network (a CI container) runs the jobs too
     env.setdefault("HYDRA_LAUNCHER", "fork")
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(var, "1")  # one BLAS thread per rank, as the launcher gives
     env.setdefault("HYDRA_IFACE", "lo")
     env.pop("PORTAGRAD_DEVICE", None)
     return env

@@ -64,7 +64,8 @@ class Work:
         self._exc: BaseException | None = None
         self._finished = False
         self._value: Any = None
-        self.comm_seconds = 0.0  # time the communication thread spent on it
+        # when the communication thread started and finished it (perf_counter), for timelines
+        self.t_start = self.t_end = 0.0
 
     def _complete(self) -> None:
         # in the waiting thread: results go into the tensors once (device copies, version bumps)
@@ -198,18 +199,8 @@ class ProcessGroup:
     def _loop(self) -> None:
         MPI = mpi()
 
-        testall = MPI.Request.Testall
-        sleep = time.sleep
-
         def wait(reqs: list) -> None:
-            # poll, sleeping between polls with the GIL released: MPI_Waitall would spin on a
-            # core the computation (backward) needs, and on a busy machine that cost more than
-            # the latency the sleeps add
-            pause = 2e-5
-            while not testall(reqs):
-                sleep(pause)
-                if pause < 5e-4:
-                    pause *= 2
+            MPI.Request.Waitall(reqs)  # progresses in C, without the GIL
 
         while True:
             with self._cv:
@@ -218,12 +209,12 @@ class ProcessGroup:
                 work, body = self._queue.popleft()
             if body is None:  # shutdown
                 return
-            t0 = time.perf_counter()
+            work.t_start = time.perf_counter()
             try:
                 body(wait)
             except BaseException as exc:  # handed to whoever waits on the work
                 work._exc = exc
-            work.comm_seconds = time.perf_counter() - t0
+            work.t_end = time.perf_counter()
             with self._cv:
                 self._pending -= 1
             work._done.set()

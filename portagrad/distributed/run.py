@@ -8,8 +8,9 @@ runs ``mpiexec -n N`` (``-f HOSTFILE`` for several hosts, as any MPI job) on thi
 per-rank bootstrap, which sets the torchrun environment -- ``RANK``, ``WORLD_SIZE``,
 ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE`` -- plus ``PORTAGRAD_DEVICE``, the device of the rank:
 ``opencl:{LOCAL_RANK % count}`` when OpenCL devices are visible (``--device-type cpu`` to opt
-out), else ``cpu``; then runs the script. An exception that escapes a rank aborts the whole job
-with the rank's traceback.
+out), else ``cpu``; then runs the script. Like torchrun it gives each rank one BLAS/OpenMP thread
+(``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``) unless they are set. An
+exception that escapes a rank aborts the whole job with the rank's traceback.
 """
 from __future__ import annotations
 
@@ -20,12 +21,12 @@ import shutil
 import subprocess
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from .._accel import DeviceModule
 from ._mpi import mpi
 
-__all__ = ["main", "build_command", "assign_device"]
+__all__ = ["main", "build_command", "assign_device", "rank_environment"]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -131,8 +132,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["--_rank"]:
         return _rank_main(argv[1:])
     cmd = build_command(argv)
-    env = dict(os.environ)
-    return subprocess.call(cmd, env=env)
+    return subprocess.call(cmd, env=rank_environment(os.environ))
+
+
+# BLAS thread pools: one thread per rank unless the user says otherwise (torchrun sets
+# OMP_NUM_THREADS=1 too). N ranks of a host each spinning up a pool of one thread per core
+# oversubscribe the cores many times, and a training step becomes several times slower.
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def rank_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """``base`` plus one BLAS/OpenMP thread per rank where ``base`` does not choose."""
+    env = dict(base)
+    for var in _THREAD_VARS:
+        env.setdefault(var, "1")
+    return env
 
 
 if __name__ == "__main__":
