@@ -10,7 +10,6 @@ once when the model is wrapped. ``PORTAGRAD_DISTRIBUTED_CHECKS=0`` turns it off.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -68,12 +67,11 @@ def describe(h: np.ndarray) -> str:
     return f"{op}({', '.join(parts)})"
 
 
-def exchange(comm: Any, wait: Callable[[list], None], h: np.ndarray, global_ranks: list[int],
-             me: int) -> None:
+def exchange(comm: Any, h: np.ndarray, global_ranks: list[int], me: int) -> None:
     """Allgather the headers; raise ``RuntimeError`` naming each rank's call when they differ."""
     MPI = mpi()
     everyone = np.empty((comm.Get_size(), SIZE), np.int64)
-    wait([comm.Iallgather([h, MPI.INT64_T], [everyone, MPI.INT64_T])])
+    comm.Allgather([h, MPI.INT64_T], [everyone, MPI.INT64_T])
     if (everyone == h).all():
         return
     lines = [f"  rank {global_ranks[i]}: {describe(row)}" for i, row in enumerate(everyone)]

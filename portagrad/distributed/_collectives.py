@@ -78,16 +78,16 @@ def _divide(arr: np.ndarray, n: int) -> None:
         np.copyto(arr, np.sign(arr) * (np.abs(arr) // n))
 
 
-def _run(pg: ProcessGroup, name: str, h: np.ndarray, issue: Callable[[Any], list],
+def _run(pg: ProcessGroup, name: str, h: np.ndarray, issue: Callable[[Any], None],
          finish: Callable[[], Any] | None, async_op: bool) -> Any:
+    """Run the collective ``issue(comm)`` (a blocking MPI call) on ``pg``, after the header
+    exchange of :mod:`._checks` unless it is turned off."""
     comm, checks, ranks, me = pg._comm, pg._checks, pg._ranks, pg._rank
 
-    def body(wait: Callable[[list], None]) -> None:
+    def body() -> None:
         if checks:
-            _checks.exchange(comm, wait, h, ranks, me)
-        reqs = issue(comm)
-        if reqs:
-            wait(reqs)
+            _checks.exchange(comm, h, ranks, me)
+        issue(comm)
 
     out = pg.run(name, body, finish, async_op)
     return out if async_op else None
@@ -122,10 +122,10 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: Any = None,
     src = _st.read(tensor)
     dst = src if _st.is_host(tensor) else _st.host_out(tensor)
 
-    def issue(comm: Any) -> list:
+    def issue(comm: Any) -> None:
         if dst is src:
-            return [comm.Iallreduce(MPI.IN_PLACE, dst, mop)]
-        return [comm.Iallreduce(src, dst, mop)]
+            return comm.Allreduce(MPI.IN_PLACE, dst, mop)
+        return comm.Allreduce(src, dst, mop)
 
     def finish() -> None:
         if avg:
@@ -147,8 +147,8 @@ def broadcast(tensor: Tensor, src: int | None = None, group: Any = None, async_o
     is_root = pg.rank() == root
     buf = _st.read(tensor) if is_root else _st.host_out(tensor)
 
-    def issue(comm: Any) -> list:
-        return [comm.Ibcast(buf, root)]
+    def issue(comm: Any) -> None:
+        return comm.Bcast(buf, root)
 
     def finish() -> None:
         if not is_root:
@@ -172,10 +172,10 @@ def reduce(tensor: Tensor, dst: int | None = None, op: ReduceOp = ReduceOp.SUM, 
     src = _st.read(tensor)
     out = (src if _st.is_host(tensor) else _st.host_out(tensor)) if is_root else None
 
-    def issue(comm: Any) -> list:
+    def issue(comm: Any) -> None:
         if out is src:
-            return [comm.Ireduce(MPI.IN_PLACE, out, mop, root)]
-        return [comm.Ireduce(src, out, mop, root)]
+            return comm.Reduce(MPI.IN_PLACE, out, mop, root)
+        return comm.Reduce(src, out, mop, root)
 
     def finish() -> None:
         if out is not None:
@@ -198,8 +198,8 @@ def all_gather(tensor_list: list[Tensor], tensor: Tensor, group: Any = None,
     src = _st.read(tensor)
     rows = _host_rows(tensor, pg.size(), outs)
 
-    def issue(comm: Any) -> list:
-        return [comm.Iallgather(src, rows)]
+    def issue(comm: Any) -> None:
+        return comm.Allgather(src, rows)
 
     return _run(pg, "all_gather", _checks.header("all_gather", tensor), issue,
                 lambda: _write_rows(outs, rows), async_op)
@@ -225,8 +225,8 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: A
     if np.shares_memory(src, dst):
         src = src.copy()  # MPI forbids overlapping send and receive buffers
 
-    def issue(comm: Any) -> list:
-        return [comm.Iallgather(src, dst)]
+    def issue(comm: Any) -> None:
+        return comm.Allgather(src, dst)
 
     return _run(pg, "all_gather_into_tensor", _checks.header("all_gather_into_tensor",
                                                              input_tensor), issue,
@@ -255,8 +255,8 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op: ReduceOp = ReduceOp
     if np.shares_memory(src, dst):
         src = src.copy()
 
-    def issue(comm: Any) -> list:
-        return [comm.Ireduce_scatter_block(src, dst, mop)]
+    def issue(comm: Any) -> None:
+        return comm.Reduce_scatter_block(src, dst, mop)
 
     def finish() -> None:
         if avg:
@@ -288,8 +288,8 @@ def gather(tensor: Tensor, gather_list: list[Tensor] | None = None, dst: int | N
                              "ranks.")
         outs, rows = [], None
 
-    def issue(comm: Any) -> list:
-        return [comm.Igather(src, rows, root)]
+    def issue(comm: Any) -> None:
+        return comm.Gather(src, rows, root)
 
     def finish() -> None:
         if rows is not None:
@@ -320,8 +320,8 @@ def scatter(tensor: Tensor, scatter_list: list[Tensor] | None = None, src: int |
     if send is not None and np.shares_memory(send, out):
         send = send.copy()
 
-    def issue(comm: Any) -> list:
-        return [comm.Iscatter(send, out, root)]
+    def issue(comm: Any) -> None:
+        return comm.Scatter(send, out, root)
 
     return _run(pg, "scatter", _checks.header("scatter", tensor, root), issue,
                 lambda: _st.write_back(tensor, out), async_op)
@@ -332,7 +332,7 @@ def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None) -
     pg = resolve(group)
     if pg is None:
         return None
-    return _run(pg, "barrier", _checks.header("barrier", None), lambda comm: [comm.Ibarrier()],
+    return _run(pg, "barrier", _checks.header("barrier", None), lambda comm: comm.Barrier(),
                 None, async_op)
 
 

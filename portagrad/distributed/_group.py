@@ -47,7 +47,7 @@ class DistBackendError(DistError):
     __module__ = "portagrad.distributed"
 
 
-Body = Callable[[Callable[[list], None]], None]
+Body = Callable[[], None]
 
 
 class Work:
@@ -131,6 +131,8 @@ class ProcessGroup:
         self._cv = threading.Condition()
         self._pending = 0
         self._thread: threading.Thread | None = None
+        self._watchdog: threading.Thread | None = None
+        self._inflight: tuple[float, str, int] | None = None  # (deadline, name, seq)
         self._broken: str | None = None
         self.bound_device_id = None
         self._checks = _checks_enabled()  # the header exchange of _checks before each collective
@@ -175,20 +177,32 @@ class ProcessGroup:
                 return work
             work.wait()
             return work._value
-        deadline = time.monotonic() + self._timeout
-        MPI = mpi()
-
-        def wait(reqs: list) -> None:
-            testall = MPI.Request.Testall
-            n = 0
-            while not testall(reqs):
-                n += 1
-                if n & 1023 == 0 and time.monotonic() > deadline:
-                    self._broken = self._describe(name, seq, self._timeout)
-                    raise DistBackendError(self._broken)
-
-        body(wait)
+        # a blocking MPI call cannot be interrupted: the watchdog aborts the job if it overruns
+        self._inflight = (time.monotonic() + self._timeout, name, seq)
+        self._start_watchdog()
+        try:
+            body()
+        finally:
+            self._inflight = None
         return finish() if finish is not None else None
+
+    def _start_watchdog(self) -> None:
+        if self._watchdog is None:
+            self._watchdog = threading.Thread(target=self._watch, name="portagrad-mpi-watchdog",
+                                              daemon=True)
+            self._watchdog.start()
+
+    def _watch(self) -> None:
+        period = min(max(self._timeout / 20, 0.01), 1.0)
+        while self._watchdog is not None:
+            time.sleep(period)
+            inflight = self._inflight
+            if inflight is not None and time.monotonic() > inflight[0]:
+                msg = self._describe(inflight[1], inflight[2], self._timeout)
+                sys.stderr.write(f"{msg}\n[rank {self._global_rank}] aborting the MPI job: a "
+                                 f"blocking collective cannot be interrupted\n")
+                sys.stderr.flush()
+                mpi().COMM_WORLD.Abort(1)
 
     def _start_thread(self) -> None:
         if self._thread is None:
@@ -197,11 +211,6 @@ class ProcessGroup:
             self._thread.start()
 
     def _loop(self) -> None:
-        MPI = mpi()
-
-        def wait(reqs: list) -> None:
-            MPI.Request.Waitall(reqs)  # progresses in C, without the GIL
-
         while True:
             with self._cv:
                 while not self._queue:
@@ -211,7 +220,7 @@ class ProcessGroup:
                 return
             work.t_start = time.perf_counter()
             try:
-                body(wait)
+                body()  # blocking MPI calls, which release the GIL while they wait
             except BaseException as exc:  # handed to whoever waits on the work
                 work._exc = exc
             work.t_end = time.perf_counter()
@@ -220,7 +229,8 @@ class ProcessGroup:
             work._done.set()
 
     def shutdown(self) -> None:
-        """Stop the communication thread (after the queued work) and free the communicator."""
+        """Stop the threads (after the queued work) and free the communicator."""
+        self._watchdog = None
         if self._thread is not None and self._broken is None:
             with self._cv:
                 self._queue.append((None, None))  # type: ignore[arg-type]

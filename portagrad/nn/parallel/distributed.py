@@ -178,8 +178,8 @@ class DistributedDataParallel(Module):
         everyone = np.empty((pg.size(), 2), np.int64)
         MPI = mpi()
 
-        def body(wait: Any) -> None:
-            wait([pg._comm.Iallgather([mine, MPI.INT64_T], [everyone, MPI.INT64_T])])
+        def body() -> None:
+            pg._comm.Allgather([mine, MPI.INT64_T], [everyone, MPI.INT64_T])
 
         pg.run("DistributedDataParallel model check", body, None, False)
         for r, row in enumerate(everyone):
@@ -204,8 +204,8 @@ class DistributedDataParallel(Module):
             else:
                 buf = np.empty(n, dtype.numpy)
 
-            def body(wait: Any, b: np.ndarray = buf) -> None:
-                wait([pg._comm.Ibcast(b, 0)])
+            def body(b: np.ndarray = buf) -> None:
+                pg._comm.Bcast(b, 0)
 
             pg.run("DistributedDataParallel broadcast", body, None, False)
             if pg.rank() != 0:
@@ -370,8 +370,8 @@ class DistributedDataParallel(Module):
         src = MPI.IN_PLACE if b.host else _st.read(b.flat)
         comm = pg._comm
 
-        def body(wait: Any) -> None:
-            wait([comm.Iallreduce(src, dst, MPI.SUM)])
+        def body() -> None:
+            comm.Allreduce(src, dst, MPI.SUM)
             if scale != 1.0:
                 np.multiply(dst, scale, out=dst, casting="unsafe")
 
@@ -388,8 +388,8 @@ class DistributedDataParallel(Module):
             used[self._unused] = 0
             pg = self.process_group
             MPI = mpi()
-            w = pg.run("DistributedDataParallel unused parameters", lambda wait: wait(
-                [pg._comm.Iallreduce(MPI.IN_PLACE, used, MPI.MAX)]), None, True)
+            w = pg.run("DistributedDataParallel unused parameters",
+                       lambda: pg._comm.Allreduce(MPI.IN_PLACE, used, MPI.MAX), None, True)
             w.wait()
             globally_used = used
         comm = hidden = 0.0
