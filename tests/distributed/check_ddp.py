@@ -167,12 +167,19 @@ def main() -> int:
     plain2 = Net().to(dev)
     plain2.load_state_dict(ddp.module.state_dict())
     assert set(ddp.state_dict()) == {"module." + k for k in plain2.state_dict()}
-    ddp(xs[0][mine])  # broadcast_buffers: rank 0's running stats before the forward
+    done.append("state_dict loads into a plain model")
+    # broadcast_buffers: each forward starts from rank 0's buffers (eval: the forward keeps them)
+    ddp.eval()
+    if rank:
+        ddp.module.bn.running_mean.fill_(100.0 + rank)
+    with pg.no_grad():
+        ddp(xs[0][mine])
     rm = ddp.module.bn.running_mean.detach()
     allm = [pg.zeros_like(rm) for _ in range(world)]
     dist.all_gather(allm, rm)
-    done.append("state_dict loads into a plain model")
-    # buffers were equal when the forward started: the running means differ by the shard only
+    assert all(np.array_equal(m.cpu().numpy(), allm[0].cpu().numpy()) for m in allm)
+    assert float(allm[0].abs().max().item()) < 50.0, "rank 0's statistics, not another's"
+    done.append("buffers broadcast from rank 0 before each forward")
     dist.destroy_process_group()
     if rank == 0:
         print("\n".join(f"ok {n}" for n in done))
