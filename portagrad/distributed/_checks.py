@@ -16,7 +16,6 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor
-from ._mpi import mpi
 from ._reduce_op import ReduceOp
 
 __all__ = ["enabled", "exchange", "header", "OPS"]
@@ -34,11 +33,25 @@ def enabled() -> bool:
     return os.environ.get("PORTAGRAD_DISTRIBUTED_CHECKS", "1") not in ("0", "false", "False", "off")
 
 
-def header(op: str, t: Tensor | None, root: int = -1, redop: int = -1) -> np.ndarray:
-    """The header of collective ``op`` on tensor ``t`` (12 int64)."""
+_HEADERS: dict[tuple, np.ndarray] = {}  # a cache: a training loop repeats the same few calls
+
+
+def header(op: str, t: Tensor | None, root: int = -1, redop: Any = -1) -> np.ndarray:
+    """The header of collective ``op`` on tensor ``t`` (12 int64; do not modify it); ``redop``: a
+    ReduceOp or -1."""
+    key = (op, root, redop) if t is None else (op, root, redop, t._v.shape, t._v.dtype)
+    h = _HEADERS.get(key)
+    if h is None:
+        if len(_HEADERS) > 4096:
+            _HEADERS.clear()
+        h = _HEADERS[key] = _make_header(op, t, root, redop)
+    return h
+
+
+def _make_header(op: str, t: Tensor | None, root: int, redop: Any) -> np.ndarray:
     h = np.full(SIZE, -1, np.int64)
     h[0] = OPS.index(op)
-    h[1] = redop
+    h[1] = redop.value if isinstance(redop, ReduceOp) else redop
     h[2] = root
     if t is not None:
         shape = t._v.shape
@@ -67,13 +80,19 @@ def describe(h: np.ndarray) -> str:
     return f"{op}({', '.join(parts)})"
 
 
+_gathered: dict[int, np.ndarray] = {}  # group size -> the receive buffer of exchange()
+
+
 def exchange(comm: Any, h: np.ndarray, global_ranks: list[int], me: int) -> None:
     """Allgather the headers; raise ``RuntimeError`` naming each rank's call when they differ."""
-    MPI = mpi()
-    everyone = np.empty((comm.Get_size(), SIZE), np.int64)
-    comm.Allgather([h, MPI.INT64_T], [everyone, MPI.INT64_T])
-    if (everyone == h).all():
+    n = comm.Get_size()
+    everyone = _gathered.get(n)
+    if everyone is None:
+        everyone = _gathered[n] = np.empty((n, SIZE), np.int64)
+    comm.Allgather(h, everyone)
+    if everyone.tobytes() == h.tobytes() * n:  # (faster than numpy's == and all() on 12 ints)
         return
+    everyone = everyone.copy()
     lines = [f"  rank {global_ranks[i]}: {describe(row)}" for i, row in enumerate(everyone)]
     raise RuntimeError(f"[rank {global_ranks[me]}] mismatched collective: the ranks of the group "
                        f"called\n" + "\n".join(lines))

@@ -109,15 +109,46 @@ def _host_rows(like: Tensor, n: int, ts: Sequence[Tensor]) -> np.ndarray:
                          ).reshape(shape)
 
 
+_OPS: dict[tuple[Any, Any], tuple[Any, bool]] = {}  # (ReduceOp, dtype) -> (MPI.Op, average)
+
+
+def _fast_host(t: Any, pg: ProcessGroup | None, async_op: bool) -> np.ndarray | None:
+    """For a synchronous call on a contiguous ``cpu`` tensor, with nothing queued on the group:
+    the tensor's own memory as a flat array (the lean path of all_reduce and broadcast, where a
+    small message costs about as much as the Python around it); else ``None``."""
+    if (async_op or pg is None or pg._pending or t.__class__ is not Tensor
+            or t._storage.device.type != "cpu"):
+        return None
+    v = t._v
+    if not v.is_contiguous():
+        return None
+    arr = t._storage.backend.host_array(v)
+    return arr.reshape(-1) if arr is not None else None
+
+
 # ---------------------------------------------------------------- collectives
 def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: Any = None,
                async_op: bool = False) -> Work | None:
     """Reduce ``tensor`` over the group with ``op``; every rank gets the result in ``tensor``."""
-    _check_tensor(tensor)
     pg = resolve(group)
+    MPI = mpi()
+    arr = _fast_host(tensor, pg, async_op)
+    if arr is not None:
+        assert pg is not None
+        key = (op, tensor._v.dtype)
+        hit = _OPS.get(key)
+        if hit is None:
+            hit = _OPS[key] = mpi_op(MPI, op, tensor._v.dtype)
+        mop, avg = hit
+        h = _checks.header("all_reduce", tensor, -1, op) if pg._checks else None
+        pg.run_inline("all_reduce", h, MPI.Comm.Allreduce, (MPI.IN_PLACE, arr, mop))
+        if avg:
+            _divide(arr, pg._size)
+        tensor._vc[0] += 1  # the version bump of _raw.bump, inlined on this path
+        return None
+    _check_tensor(tensor)
     if pg is None:
         return None
-    MPI = mpi()
     mop, avg = mpi_op(MPI, op, tensor.dtype)
     src = _st.read(tensor)
     dst = src if _st.is_host(tensor) else _st.host_out(tensor)
@@ -132,15 +163,24 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: Any = None,
             _divide(dst, pg.size())
         _st.write_back(tensor, dst)
 
-    return _run(pg, "all_reduce", _checks.header("all_reduce", tensor, -1, op.value), issue,
+    return _run(pg, "all_reduce", _checks.header("all_reduce", tensor, -1, op), issue,
                 finish, async_op)
 
 
 def broadcast(tensor: Tensor, src: int | None = None, group: Any = None, async_op: bool = False,
               group_src: int | None = None) -> Work | None:
     """Copy ``tensor`` of rank ``src`` into ``tensor`` of every rank of the group."""
-    _check_tensor(tensor)
     pg = resolve(group)
+    arr = _fast_host(tensor, pg, async_op)
+    if arr is not None:
+        assert pg is not None
+        root = _root(pg, src, group_src, "src")
+        h = _checks.header("broadcast", tensor, root) if pg._checks else None
+        pg.run_inline("broadcast", h, mpi().Comm.Bcast, (arr, root))
+        if pg._rank != root:
+            tensor._vc[0] += 1
+        return None
+    _check_tensor(tensor)
     if pg is None:
         return None
     root = _root(pg, src, group_src, "src")
@@ -183,7 +223,7 @@ def reduce(tensor: Tensor, dst: int | None = None, op: ReduceOp = ReduceOp.SUM, 
                 _divide(out, pg.size())
             _st.write_back(tensor, out)
 
-    return _run(pg, "reduce", _checks.header("reduce", tensor, root, op.value), issue, finish,
+    return _run(pg, "reduce", _checks.header("reduce", tensor, root, op), issue, finish,
                 async_op)
 
 
@@ -263,8 +303,8 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op: ReduceOp = ReduceOp
             _divide(dst, pg.size())
         _st.write_back(output, dst)
 
-    return _run(pg, "reduce_scatter_tensor", _checks.header("reduce_scatter_tensor", output, -1,
-                                                            op.value), issue, finish, async_op)
+    h = _checks.header("reduce_scatter_tensor", output, -1, op)
+    return _run(pg, "reduce_scatter_tensor", h, issue, finish, async_op)
 
 
 def gather(tensor: Tensor, gather_list: list[Tensor] | None = None, dst: int | None = None,

@@ -26,7 +26,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from ._checks import enabled as _checks_enabled
+from ._checks import enabled as _checks_enabled, exchange
 from ._mpi import mpi
 
 __all__ = ["ProcessGroup", "Work", "DistBackendError", "DistError", "default_timeout",
@@ -185,6 +185,24 @@ class ProcessGroup:
         finally:
             self._inflight = None
         return finish() if finish is not None else None
+
+    def run_inline(self, name: str, header: Any, call: Callable[..., Any], args: tuple) -> None:
+        """The lean form of a synchronous :meth:`run` whose body is ``call(comm, *args)`` after
+        the header exchange (``header``: None to skip it); the caller has checked that nothing
+        is queued on the group."""
+        if self._broken is not None:
+            raise DistBackendError(f"the process group is unusable after an earlier failure: "
+                                   f"{self._broken}")
+        self._seq += 1
+        self._inflight = (time.monotonic() + self._timeout, name, self._seq)
+        if self._watchdog is None:
+            self._start_watchdog()
+        try:
+            if header is not None:
+                exchange(self._comm, header, self._ranks, self._rank)
+            call(self._comm, *args)
+        finally:
+            self._inflight = None
 
     def _start_watchdog(self) -> None:
         if self._watchdog is None:
