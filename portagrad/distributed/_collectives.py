@@ -130,6 +130,8 @@ def _fast_host(t: Any, pg: ProcessGroup | None, async_op: bool) -> np.ndarray | 
 def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: Any = None,
                async_op: bool = False) -> Work | None:
     """Reduce ``tensor`` over the group with ``op``; every rank gets the result in ``tensor``."""
+    if not isinstance(tensor, Tensor):
+        _check_tensor(tensor)  # raises the TypeError
     pg = resolve(group)
     MPI = mpi()
     arr = _fast_host(tensor, pg, async_op)
@@ -170,6 +172,8 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: Any = None,
 def broadcast(tensor: Tensor, src: int | None = None, group: Any = None, async_op: bool = False,
               group_src: int | None = None) -> Work | None:
     """Copy ``tensor`` of rank ``src`` into ``tensor`` of every rank of the group."""
+    if not isinstance(tensor, Tensor):
+        _check_tensor(tensor)  # raises the TypeError
     pg = resolve(group)
     arr = _fast_host(tensor, pg, async_op)
     if arr is not None:
