@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _raw
 from .._tensor import Tensor
 from . import _checks, _staging as _st
 from ._group import DistBackendError, ProcessGroup, Work
@@ -146,7 +146,7 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: Any = None,
         pg.run_inline("all_reduce", h, MPI.Comm.Allreduce, (MPI.IN_PLACE, arr, mop))
         if avg:
             _divide(arr, pg._size)
-        tensor._vc[0] += 1  # the version bump of _raw.bump, inlined on this path
+        _raw.bump(tensor)
         return None
     _check_tensor(tensor)
     if pg is None:
@@ -182,7 +182,7 @@ def broadcast(tensor: Tensor, src: int | None = None, group: Any = None, async_o
         h = _checks.header("broadcast", tensor, root) if pg._checks else None
         pg.run_inline("broadcast", h, mpi().Comm.Bcast, (arr, root))
         if pg._rank != root:
-            tensor._vc[0] += 1
+            _raw.bump(tensor)
         return None
     _check_tensor(tensor)
     if pg is None:
