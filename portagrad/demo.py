@@ -7,8 +7,9 @@ how long it took. A fixed seed gives the same run on every device.
 
 Started on several MPI ranks (``mpiexec -n 2 python -m portagrad demo`` or
 ``python -m portagrad.distributed.run --nproc-per-node 2 -m portagrad demo``) it trains with
-``DistributedDataParallel``: each rank a ``DistributedSampler`` shard of the training set and a
-device of its own, rank 0 printing the progress and saving the checkpoint.
+``DistributedDataParallel``: each rank a ``DistributedSampler`` shard of the training set, its
+share of the (global) batch size and a device of its own, rank 0 printing the progress and saving
+the checkpoint.
 """
 from __future__ import annotations
 
@@ -127,9 +128,13 @@ def run(epochs: int = 12, batch_size: int = 32, lr: float = 0.05, seed: int = 0,
     test_idx = pg.tensor(test_set.indices, dtype=pg.int64, device=dev)
     x_test, y_test = x[test_idx], y[test_idx]
     sampler = None
+    per_rank = batch_size
     if distributed:
+        # batch_size stays the global batch: each rank takes its share, so a step averages the
+        # gradient of as many images as one process would, and the same lr fits
+        per_rank = max(1, batch_size // world)
         sampler = DistributedSampler(train_set, world, rank, shuffle=True, seed=seed)
-        loader = DataLoader(train_set, batch_size=batch_size, sampler=sampler)
+        loader = DataLoader(train_set, batch_size=per_rank, sampler=sampler)
     else:
         loader = DataLoader(train_set, batch_size=batch_size, shuffle=True,
                             generator=pg.Generator().manual_seed(seed))
@@ -144,8 +149,8 @@ def run(epochs: int = 12, batch_size: int = 32, lr: float = 0.05, seed: int = 0,
     say(f"portagrad demo: CNN on handwritten digits ({len(train_set)} train / {len(test_set)} test"
         f" images, 8x8) on {dev} ({name})")
     if distributed:
-        say(f"data parallel on {world} MPI ranks: {len(loader)} batches of {batch_size} per rank "
-            f"and epoch")
+        say(f"data parallel on {world} MPI ranks: {len(loader)} batches of {per_rank} per rank "
+            f"and epoch (a global batch of {per_rank * world})")
     bar_cls = _tqdm() if progress and lead else None
     history = []
     for epoch in range(1, epochs + 1):
