@@ -109,7 +109,7 @@ def _host_rows(like: Tensor, n: int, ts: Sequence[Tensor]) -> np.ndarray:
                          ).reshape(shape)
 
 
-_OPS: dict[tuple[Any, Any], tuple[Any, bool]] = {}  # (ReduceOp, dtype) -> (MPI.Op, average)
+_OPS: dict[tuple[Any, Any], tuple[Any, bool]] = {}  # (ReduceOp value, dtype) -> (MPI.Op, average)
 
 
 def _fast_host(t: Any, pg: ProcessGroup | None, async_op: bool) -> np.ndarray | None:
@@ -119,11 +119,9 @@ def _fast_host(t: Any, pg: ProcessGroup | None, async_op: bool) -> np.ndarray | 
     if (async_op or pg is None or pg._pending or t.__class__ is not Tensor
             or t._storage.device.type != "cpu"):
         return None
-    v = t._v
-    if not v.is_contiguous():
-        return None
-    arr = t._storage.backend.host_array(v)
-    return arr.reshape(-1) if arr is not None else None
+    arr = t._storage.backend.host_array(t._v)
+    # (MPI takes the array in any shape; numpy's flag is cheaper than View.is_contiguous)
+    return arr if arr is not None and arr.flags.c_contiguous else None
 
 
 # ---------------------------------------------------------------- collectives
@@ -137,7 +135,7 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: Any = None,
     arr = _fast_host(tensor, pg, async_op)
     if arr is not None:
         assert pg is not None
-        key = (op, tensor._v.dtype)
+        key = (getattr(op, "_value_", op), tensor._v.dtype)  # (an Enum's own hash is Python code)
         hit = _OPS.get(key)
         if hit is None:
             hit = _OPS[key] = mpi_op(MPI, op, tensor._v.dtype)
