@@ -416,6 +416,20 @@ class Tensor(TensorOps):
         self._hooks[h.id] = hook
         return h
 
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> RemovableHandle:
+        """Run ``hook(self)`` after backward has accumulated a gradient into this leaf's ``.grad``
+        (``torch.Tensor.register_post_accumulate_grad_hook``); its return value is ignored."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        node = self._accumulate_node()
+        if node._post_hooks is None:
+            node._post_hooks = _HookDict()
+        h = RemovableHandle(node._post_hooks)
+        node._post_hooks[h.id] = hook
+        return h
+
     # ---------------------------------------------------------------- conversion
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """A numpy array sharing memory (CPU tensors); ``force=True`` copies from other devices."""

@@ -4,6 +4,12 @@ It exercises the whole stack: tensors on the best device, autograd, ``nn`` layer
 with momentum, ``utils.data`` (split, shuffled loader), ``pg.save``/``pg.load`` of a checkpoint (the
 test accuracy at the end is measured with the *reloaded* model), and prints the device it used and
 how long it took. A fixed seed gives the same run on every device.
+
+Started on several MPI ranks (``mpiexec -n 2 python -m portagrad demo`` or
+``python -m portagrad.distributed.run --nproc-per-node 2 -m portagrad demo``) it trains with
+``DistributedDataParallel``: each rank a ``DistributedSampler`` shard of the training set, its
+share of the (global) batch size and a device of its own, rank 0 printing the progress and saving
+the checkpoint.
 """
 from __future__ import annotations
 
@@ -17,9 +23,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import portagrad as pg
-from portagrad import nn, optim
+from portagrad import distributed as dist, nn, optim
 from portagrad.data import load_digits
-from portagrad.utils.data import DataLoader, TensorDataset, random_split
+from portagrad.distributed.run import assign_device
+from portagrad.nn.parallel import DistributedDataParallel
+from portagrad.utils.data import DataLoader, DistributedSampler, TensorDataset, random_split
 
 __all__ = ["main", "run", "build_model", "best_device"]
 
@@ -32,6 +40,29 @@ def best_device() -> str:
     except Exception:  # a broken OpenCL install must not stop the demo
         pass
     return "cpu"
+
+
+# what MPI launchers (MPICH's Hydra, Open MPI, the portagrad launcher) put in each rank's
+# environment: the job is distributed when one of them says more than one rank
+_WORLD_SIZE_VARS = ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE")
+_LOCAL_RANK_VARS = ("LOCAL_RANK", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK")
+
+
+def launched_distributed() -> bool:
+    """Whether this process is one of several ranks started by an MPI launcher."""
+    for var in _WORLD_SIZE_VARS:
+        v = os.environ.get(var)
+        if v and v.isdigit():
+            return int(v) > 1 and dist.is_available()
+    return False
+
+
+def _local_rank() -> int:
+    for var in _LOCAL_RANK_VARS:
+        v = os.environ.get(var)
+        if v and v.isdigit():
+            return int(v)
+    return dist.get_rank()
 
 
 def build_model() -> Any:
@@ -72,9 +103,19 @@ def run(epochs: int = 12, batch_size: int = 32, lr: float = 0.05, seed: int = 0,
         out: Any = None) -> dict[str, Any]:
     """Train and evaluate; returns ``{"device", "test_accuracy", "seconds", "history", ...}``."""
     out = out or sys.stdout
-    def say(*a: Any) -> None:
-        print(*a, file=out, flush=True)
+    distributed = launched_distributed()
+    if distributed and not dist.is_initialized():
+        dist.init_process_group("mpi")
+    rank = dist.get_rank() if distributed else 0
+    world = dist.get_world_size() if distributed else 1
+    lead = rank == 0  # the rank that prints and saves
 
+    def say(*a: Any) -> None:
+        if lead:
+            print(*a, file=out, flush=True)
+
+    if device is None and distributed:  # one device per rank of a host
+        device = os.environ.get("PORTAGRAD_DEVICE") or assign_device(_local_rank())
     device = device or best_device()
     dev = pg.device(device)
     t0 = time.perf_counter()
@@ -86,20 +127,37 @@ def run(epochs: int = 12, batch_size: int = 32, lr: float = 0.05, seed: int = 0,
                                        generator=pg.Generator().manual_seed(seed))
     test_idx = pg.tensor(test_set.indices, dtype=pg.int64, device=dev)
     x_test, y_test = x[test_idx], y[test_idx]
-    loader = DataLoader(train_set, batch_size=batch_size, shuffle=True,
-                        generator=pg.Generator().manual_seed(seed))
+    sampler = None
+    per_rank = batch_size
+    if distributed:
+        # batch_size stays the global batch: each rank takes its share, so a step averages the
+        # gradient of as many images as one process would, and the same lr fits
+        per_rank = max(1, batch_size // world)
+        sampler = DistributedSampler(train_set, world, rank, shuffle=True, seed=seed)
+        loader = DataLoader(train_set, batch_size=per_rank, sampler=sampler)
+    else:
+        loader = DataLoader(train_set, batch_size=batch_size, shuffle=True,
+                            generator=pg.Generator().manual_seed(seed))
     model = build_model().to(dev)
+    net = model  # the model itself (what is evaluated and saved)
+    if distributed:
+        model = DistributedDataParallel(net)
     opt = optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
     loss_fn = nn.CrossEntropyLoss()
     name = dev.type if dev.type == "cpu" else getattr(pg, dev.type).get_device_name(dev.index or 0)
     say(f"portagrad demo: CNN on handwritten digits ({len(train_set)} train / {len(test_set)} test"
         f" images, 8x8) on {dev} ({name})")
-    bar_cls = _tqdm() if progress else None
+    if distributed:
+        say(f"data parallel on {world} MPI ranks: {len(loader)} batches of {per_rank} per rank "
+            f"and epoch (a global batch of {per_rank * world})")
+    bar_cls = _tqdm() if progress and lead else None
     history = []
     for epoch in range(1, epochs + 1):
         te = time.perf_counter()
         total, seen, correct = 0.0, 0, 0
+        if sampler is not None:
+            sampler.set_epoch(epoch)
         batches = loader
         bar = None
         if bar_cls is not None:
@@ -121,18 +179,28 @@ def run(epochs: int = 12, batch_size: int = 32, lr: float = 0.05, seed: int = 0,
         if bar is not None:
             bar.close()
         sched.step()
-        test_acc = _accuracy(model, x_test, y_test)
+        if distributed:  # the epoch's figures over every rank's shard
+            sums = pg.tensor([total, float(seen), float(correct)], dtype=pg.float64)
+            dist.all_reduce(sums)
+            total, seen, correct = sums[0].item(), int(sums[1].item()), int(sums[2].item())
+        test_acc = _accuracy(net, x_test, y_test)
         history.append({"epoch": epoch, "loss": total / seen, "train_accuracy": correct / seen,
                         "test_accuracy": test_acc})
         say(f"epoch {epoch:2d}/{epochs}: loss {total / seen:.4f}  train acc "
             f"{100 * correct / seen:5.1f}%  test acc {100 * test_acc:5.1f}%  "
             f"({time.perf_counter() - te:.1f} s)")
+    if not lead:  # rank 0 saves and checks the checkpoint
+        dist.barrier()
+        dist.destroy_process_group()
+        return {"device": str(dev), "device_name": name, "test_accuracy": history[-1][
+            "test_accuracy"], "seconds": time.perf_counter() - t0, "history": history,
+            "checkpoint_bytes": 0, "rank": rank, "world_size": world}
     # checkpoint: model + optimizer + scheduler state, saved and re-loaded into fresh objects
     tmpdir = None
     if checkpoint is None:
         tmpdir = tempfile.mkdtemp(prefix="portagrad-demo-")
         checkpoint = os.path.join(tmpdir, "digits-cnn.safetensors")
-    pg.save({"epoch": epochs, "seed": seed, "model": model.state_dict(),
+    pg.save({"epoch": epochs, "seed": seed, "model": net.state_dict(),
              "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
              "test_accuracy": history[-1]["test_accuracy"] if history else None}, checkpoint)
     size = os.path.getsize(checkpoint)
@@ -153,8 +221,11 @@ def run(epochs: int = 12, batch_size: int = 32, lr: float = 0.05, seed: int = 0,
     seconds = time.perf_counter() - t0
     say(f"test accuracy of the re-loaded model: {100 * final:.2f}%")
     say(f"device: {dev} ({name}); total time {seconds:.1f} s")
+    if distributed:
+        dist.barrier()
+        dist.destroy_process_group()
     return {"device": str(dev), "device_name": name, "test_accuracy": final, "seconds": seconds,
-            "history": history, "checkpoint_bytes": size}
+            "history": history, "checkpoint_bytes": size, "rank": rank, "world_size": world}
 
 
 def _tqdm() -> Any:

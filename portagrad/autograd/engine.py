@@ -24,7 +24,8 @@ a storage clears its stamp too (``Tensor._make``). What is left is memory the en
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import grad_mode
@@ -34,7 +35,7 @@ from .function import AccumulateGrad, Node, _edge
 if TYPE_CHECKING:
     from .._tensor import Tensor
 
-__all__ = ["backward", "grad", "run_backward"]
+__all__ = ["backward", "grad", "run_backward", "queue_callback"]
 
 
 def _check_root(i: int, t: Tensor) -> None:
@@ -129,6 +130,8 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
     # with ``inputs`` only the nodes from which an input can be reached run
     needed = None if inputs is None else _nodes_reaching(nodes, target_ids)
     anomaly = _anomaly_state.enabled
+    outer_callbacks = _callbacks.queue
+    _callbacks.queue = []  # queue_callback() during this run appends here
     raw = _raw()
     epoch, prev_epoch = raw.open_epoch()
     own = None if create_graph else epoch  # (with create_graph nothing is adopted)
@@ -156,6 +159,8 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
             if node.__class__ is AccumulateGrad:
                 if accumulate and (inputs is None or key in target_ids):
                     node._accumulate(grads[0], create_graph, own)
+                    if node._post_hooks:
+                        _run_post_accumulate_hooks(node)
                 continue
             for g in grads:  # (a loop, not all(...) on a generator: this runs once per node)
                 if g is not None:
@@ -212,7 +217,14 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                 if d == 0:
                     heapq.heappush(heap, (-nxt._seq, nkey, nxt))
             outs = g = first = more = None  # gradients are freed as soon as they are consumed
+        # end-of-backward callbacks, in order; one may queue more (they run too)
+        queue = _callbacks.queue
+        i = 0
+        while i < len(queue):
+            queue[i]()
+            i += 1
     finally:
+        _callbacks.queue = outer_callbacks
         grad_mode._flags.grad = prev_mode
         raw.close_epoch(prev_epoch)
 
@@ -230,6 +242,32 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
 
 
 _NOTHING = object()  # marks a node that received no gradient at all
+
+
+class _Callbacks(threading.local):
+    """The end-of-backward callbacks of the backward run in progress on this thread (None outside
+    backward; nested runs, e.g. a hook calling ``autograd.grad``, keep their own list)."""
+
+    queue: list[Callable[[], None]] | None = None
+
+
+_callbacks = _Callbacks()
+
+
+def queue_callback(callback: Callable[[], None]) -> None:
+    """Run ``callback()`` when the backward pass in progress on this thread has finished running
+    every node (``torch.autograd.Variable._execution_engine.queue_callback``): what a gradient
+    hook uses to act once per backward, e.g. wait for the communication it started."""
+    if _callbacks.queue is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _callbacks.queue.append(callback)
+
+
+def _run_post_accumulate_hooks(node: AccumulateGrad) -> None:
+    leaf = node._leaf_ref()
+    if leaf is not None and node._post_hooks:
+        for hook in list(node._post_hooks.values()):
+            hook(leaf)
 
 
 _RAW: Any = None  # portagrad._raw, bound on first use (it imports autograd through _tensor)

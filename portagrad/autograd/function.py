@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["Node", "Function", "FunctionCtx", "AccumulateGrad", "RemovableHandle", "once_differentiable"]
 
 _seq = itertools.count()
+_ACCUMULATE_SEQ = 1 << 62  # above every op's sequence number
 _FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
     "they have already been freed). Saved intermediate values of the graph are freed when you call "
@@ -146,9 +147,16 @@ class AccumulateGrad(Node):
     """The node of a leaf tensor: adds the incoming gradient into ``leaf.grad``."""
 
     _name = "AccumulateGrad"
+    # Tensor.register_post_accumulate_grad_hook: fn(leaf) after each accumulation into .grad
+    _post_hooks: _HookDict | None = None
 
     def __init__(self, leaf: Tensor) -> None:
         super().__init__()
+        # the highest priority in the engine's ready queue (PyTorch gives AccumulateGrad the
+        # largest sequence number too): a leaf's .grad is final as soon as its gradient is
+        # summed, so its post-accumulate hooks (DDP launching a bucket's all-reduce) fire while
+        # the rest of backward still computes, not after every other node
+        self._seq = _ACCUMULATE_SEQ
         self._leaf_ref = weakref.ref(leaf)
         self._meta = (leaf._v.shape, leaf._v.dtype, leaf._storage.device)
 

@@ -1,0 +1,149 @@
+"""portagrad.distributed on MPI: each test launches ``mpiexec -n 2`` (or 3) on a script under
+``tests/distributed/`` that runs many checks in one launch (each launch costs an interpreter and an
+import per rank), with a timeout.
+
+The device fixture picks the backend: ``cpu``, or ``opencl:N`` meaning one OpenCL device per rank
+(``opencl:{rank % count}``). Without mpi4py or mpiexec these tests skip with the reason -- except on
+CI (``CI`` set) and in tox's numpy and opencl environments (``PORTAGRAD_REQUIRE_MPI``), where a
+missing MPI fails them: ``pip install 'portagrad[mpi]'`` provides both.
+"""
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from portagrad import demo
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = os.path.join(ROOT, "tests", "distributed")
+
+
+def _mpiexec() -> str:
+    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    found = here if os.path.exists(here) else shutil.which("mpiexec")
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        found = None
+    if found is None:
+        why = "mpi4py or mpiexec is not installed (pip install 'portagrad[mpi]')"
+        if os.environ.get("CI") or os.environ.get("PORTAGRAD_REQUIRE_MPI"):
+            pytest.fail(f"MPI is required here (CI or PORTAGRAD_REQUIRE_MPI set): {why}")
+        pytest.skip(why)
+    return found
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("POCL_DEVICES", "pthread pthread")
+    # MPICH's Hydra: start local ranks by fork (no ssh), talk over the loopback interface, so
+    # that a machine without a network (a CI container) runs the jobs too
+    env.setdefault("HYDRA_LAUNCHER", "fork")
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(var, "1")  # one BLAS thread per rank, as the launcher gives
+    env.setdefault("HYDRA_IFACE", "lo")
+    env.pop("PORTAGRAD_DEVICE", None)
+    return env
+
+
+def mpirun(n: int, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``mpiexec -n n python args...`` with a timeout; stdin closed (CI has none)."""
+    cmd = [_mpiexec(), "-n", str(n), sys.executable, *args]
+    return subprocess.run(cmd, env=_env(), cwd=ROOT, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def launch(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python -m portagrad.distributed.run args...`` (the launcher starts mpiexec itself)."""
+    _mpiexec()
+    cmd = [sys.executable, "-m", "portagrad.distributed.run", *args]
+    return subprocess.run(cmd, env=_env(), cwd=ROOT, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _kind(device: str) -> str:
+    return "opencl" if device.startswith("opencl") else device
+
+
+def _checks(proc: subprocess.CompletedProcess) -> int:
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    m = re.search(r"checks: (\d+)", proc.stdout)
+    assert m, proc.stdout
+    return int(m.group(1))
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_collectives_against_numpy(device, ranks):
+    """Every collective, ReduceOp and dtype, on every rank count, with async variants."""
+    n = _checks(mpirun(ranks, os.path.join(SCRIPTS, "check_collectives.py"), _kind(device)))
+    assert n >= 140
+
+
+def test_ddp_gradients_match_single_process(device):
+    """Several buckets, no_sync accumulation, unused parameters, construction broadcast."""
+    n = _checks(mpirun(2, os.path.join(SCRIPTS, "check_ddp.py"), _kind(device)))
+    assert n == 10
+
+
+def test_mismatched_collectives_raise_on_every_rank():
+    proc = mpirun(2, os.path.join(SCRIPTS, "check_faults.py"), "mismatch")
+    assert _checks(proc) == 6
+    # the message names what each rank called
+    assert "rank 0: all_reduce(float32 tensor of shape (3,), op SUM)" in proc.stdout, proc.stdout
+    assert "rank 1: all_reduce(float32 tensor of shape (4,), op SUM)" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("fault, needle", [
+    ("raise", "[rank 1] aborting the MPI job after an uncaught ValueError on rank 1"),
+    ("hang", "[rank 0] all_reduce (collective #2 of the group of ranks [0, 1]) timed out after 3 s"),
+    ("kill", "BAD TERMINATION"),
+])
+def test_a_failed_rank_ends_the_job(fault, needle):
+    t0 = time.monotonic()
+    proc = mpirun(2, os.path.join(SCRIPTS, "check_faults.py"), fault, "3", timeout=60)
+    elapsed = time.monotonic() - t0
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert needle in out, out
+    assert "was not stopped" not in out, out
+    assert elapsed < 45, f"the job took {elapsed:.0f} s to end"
+
+
+def test_demo_on_two_ranks(device, tmp_path):
+    """4 epochs on 2 ranks (the same global batch, so the same number of steps) reach the accuracy
+    of 4 epochs in one process, within 2 points; rank 0 alone prints and saves the checkpoint."""
+    ck = tmp_path / "ddp.safetensors"
+    dev_args = [] if device == "cpu" else ["--device-type", "opencl"]
+    proc = launch("--nproc-per-node", "2", *dev_args, "-m", "portagrad", "demo",
+                  "--epochs", "4", "--no-progress", "--checkpoint", str(ck),
+                  *(["--device", "cpu"] if device == "cpu" else []), timeout=240)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "data parallel on 2 MPI ranks" in out and out.count("epoch  4/4") == 1, out
+    acc = float(re.search(r"test accuracy of the re-loaded model: ([\d.]+)%", out).group(1))
+    assert ck.exists()
+    if device != "cpu":
+        assert "on opencl:0" in out, out
+    with demo.single_threaded_blas():
+        single = demo.run(epochs=4, device=device, progress=False, out=io.StringIO())
+    assert acc >= 100 * single["test_accuracy"] - 2.0, (single["test_accuracy"], out)
+
+
+def test_launcher_sets_the_torchrun_environment(tmp_path):
+    proc = launch("--nproc-per-node", "2", "--device-type", "cpu",
+                  os.path.join(SCRIPTS, "check_launch.py"), str(tmp_path), "x", "--flag")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)]
+    assert lines == [
+        "RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 PORTAGRAD_DEVICE=cpu mpi_rank=0 "
+        "args=['x', '--flag']",
+        "RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 PORTAGRAD_DEVICE=cpu mpi_rank=1 "
+        "args=['x', '--flag']"]
