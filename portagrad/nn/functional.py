@@ -36,7 +36,7 @@ __all__ = [
     "glu", "prelu", "tanhshrink", "softshrink", "hardshrink",
     # linear, dropout, embedding
     "linear", "bilinear", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
-    "embedding",
+    "embedding", "feature_alpha_dropout",
     # conv and pooling
     "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold", "max_pool1d",
     "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
@@ -450,40 +450,106 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     return out
 
 
-def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, nd: int) -> Tensor:
-    _check_p(p)
-    if not training or p == 0.0:
+def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, alpha: bool = False
+                     ) -> Tensor:
+    """PyTorch's ``feature_dropout``/``feature_alpha_dropout``: one draw per ``(N, C)`` pair,
+    broadcast over the remaining dimensions (so a 2-D input drops single elements)."""
+    # PyTorch's order: nothing to do, everything dropped, then the rank check (for the noise)
+    if not training or p == 0.0 or input.numel() == 0:
         return input
-    batched = input.dim() == nd + 2
-    shape = tuple(input.shape[:2] if batched else input.shape[:1]) + (1,) * nd
-    out = E.mul(input, 0.0) if p == 1.0 else E.mul(input, _dropout_mask(input, p, shape))
+    if p == 1.0:
+        out = E.mul(input, 0.0)
+    elif input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    else:
+        shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
+        out = _alpha_dropout(input, p, shape) if alpha else \
+            E.mul(input, _dropout_mask(input, p, shape))
     return C.copy_(input, out) if inplace else out
 
 
+def _deprecated_rank(name: str, ndim: int, nd: int) -> None:
+    warnings.warn(f"{name}: Received a {ndim}-D input to {name}, which is deprecated and will "
+                  f"result in an error in a future release. To retain the behavior and silence this "
+                  f"warning, please use dropout instead. Note that {name} exists to provide "
+                  f"channel-wise dropout on inputs with {nd} spatial dimensions, a channel "
+                  f"dimension, and an optional batch dimension (i.e. {nd + 1}D or {nd + 2}D "
+                  f"inputs).", stacklevel=3)
+
+
+def _unbatched_feature_dropout(input: Tensor, p: float, training: bool, inplace: bool,
+                               batched: bool) -> Tensor:
+    """Feature dropout of an input without its batch dimension: as a batch of one."""
+    if batched:
+        return _feature_dropout(input, p, training, inplace)
+    out = S.squeeze(_feature_dropout(S.unsqueeze(input, 0), p, training, False), 0)
+    return C.copy_(input, out) if inplace and out is not input else out
+
+
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    return _feature_dropout(input, p, training, inplace, 1)
+    """Zero whole channels of (N, C, L) or (C, L) inputs with probability ``p``."""
+    _check_p(p)
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D "
+                           f"input. Note that dropout1d exists to provide channel-wise dropout on "
+                           f"inputs with 1 spatial dimension, a channel dimension, and an optional "
+                           f"batch dimension (i.e. 2D or 3D inputs).")
+    return _unbatched_feature_dropout(input, p, training, inplace, input.dim() == 3)
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    return _feature_dropout(input, p, training, inplace, 2)
+    """Zero whole channels of (N, C, H, W) inputs with probability ``p``. As PyTorch, any other
+    rank warns and is taken as ``(N, C, *)``: a 3-D input drops (N, C) channels of length L."""
+    _check_p(p)
+    if input.dim() not in (3, 4):
+        _deprecated_rank("dropout2d", input.dim(), 2)
+    if input.dim() == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
+                      "1D dropout behavior is desired - input is interpreted as shape (N, C, L), "
+                      "where C is the channel dim. This behavior will change in a future release "
+                      "to interpret the input as one without a batch dimension, i.e. shape "
+                      "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch "
+                      "to using dropout1d instead.", stacklevel=2)
+    return _feature_dropout(input, p, training, inplace)
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    return _feature_dropout(input, p, training, inplace, 3)
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) inputs with probability ``p`` (other
+    ranks warn, as in PyTorch, and are taken as unbatched)."""
+    _check_p(p)
+    if input.dim() not in (4, 5):
+        _deprecated_rank("dropout3d", input.dim(), 3)
+    return _unbatched_feature_dropout(input, p, training, inplace, input.dim() == 5)
+
+
+def _alpha_dropout(input: Tensor, p: float, shape: tuple[int, ...]) -> Tensor:
+    """Alpha dropout with one draw per element of ``shape`` (broadcast against ``input``): dropped
+    values become SELU's negative saturation, then an affine map keeps mean and variance."""
+    if p == 1.0:  # PyTorch: everything dropped gives zeros (the affine map would divide by 0)
+        return E.mul(input, 0.0)
+    alpha_p = -_SELU_ALPHA * _SELU_SCALE
+    keep = C.to(E.ge(_random.rand(shape, dtype=input.dtype, device=input.device), p),
+                dtype=input.dtype)
+    a = 1.0 / math.sqrt((alpha_p ** 2 * p + 1) * (1 - p))
+    b = -a * alpha_p * p
+    return E.add(E.mul(E.add(E.mul(input, keep), E.mul(E.sub(1.0, keep), alpha_p)), a), b)
 
 
 def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False
                   ) -> Tensor:
+    """Dropout for SELU networks: keeps zero mean and unit variance (training only)."""
     _check_p(p)
     if not training or p == 0.0:
         return input
-    alpha_p = -_SELU_ALPHA * _SELU_SCALE
-    keep = C.to(E.ge(_random.rand(tuple(input.shape), dtype=input.dtype, device=input.device), p),
-                dtype=input.dtype)
-    a = (1.0 / math.sqrt((alpha_p ** 2 * p + 1) * (1 - p)))
-    b = -a * alpha_p * p
-    out = E.add(E.mul(E.add(E.mul(input, keep), E.mul(E.sub(1.0, keep), alpha_p)), a), b)
+    out = _alpha_dropout(input, p, tuple(input.shape))
     return C.copy_(input, out) if inplace else out
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                          inplace: bool = False) -> Tensor:
+    """Alpha dropout of whole channels (one draw per ``(N, C)`` pair)."""
+    _check_p(p)
+    return _feature_dropout(input, p, training, inplace, alpha=True)
 
 
 # ------------------------------------------------------------------ embedding
@@ -1326,6 +1392,33 @@ def _check_unit_interval(x: Tensor, what: str) -> None:
             raise RuntimeError(f"all elements of {what} should be between 0 and 1")
 
 
+# PyTorch's epsilon of the BCE gradient (a float32 1e-12: 1 / eps is 1.000000004e12, not 1e12)
+_BCE_EPS = float(np.float32(1e-12))
+
+
+class _BinaryCrossEntropy(Function):
+    """Unreduced ``-(t log x + (1 - t) log(1 - x))``, logs clamped at -100, with PyTorch's
+    derivative ``(x - t) / max((1 - x) x, eps)``: finite where ``x`` is exactly 0 or 1, where the
+    derivative of the clamped log would be ``0 * inf = nan``."""
+
+    _backward_name = "BinaryCrossEntropyBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, t: Tensor) -> Tensor:
+        ctx.save_for_backward(x, t)
+        lx = E.clamp(E.log(x), -100.0, None)
+        l1x = E.clamp(E.log(E.sub(1.0, x)), -100.0, None)
+        return E.neg(E.add(E.mul(t, lx), E.mul(E.sub(1.0, t), l1x)))
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        x, t = ctx.saved_tensors
+        gx = E.div(E.mul(g, E.sub(x, t)), E.clamp(E.mul(E.sub(1.0, x), x), _BCE_EPS, None))
+        # d/dt = log(1 - x) - log(x) (infinite at 0 and 1, as PyTorch's -logit(x))
+        gt = E.mul(g, E.sub(E.log(E.sub(1.0, x)), E.log(x)))
+        return gx, gt
+
+
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average: Any = None, reduce: Any = None, reduction: str = "mean"
                          ) -> Tensor:
@@ -1343,9 +1436,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                            f"'{E._type_name(input.dtype)}'")
     _check_unit_interval(input, "input")  # on every device: else a wrong loss or NaN, silently
     _check_unit_interval(target, "target")
-    lx = E.clamp(E.log(input), -100.0, None)
-    l1x = E.clamp(E.log(E.sub(1.0, input)), -100.0, None)
-    loss = E.neg(E.add(E.mul(target, lx), E.mul(E.sub(1.0, target), l1x)))
+    loss = call(_BinaryCrossEntropy, input, target)
     if weight is not None:
         loss = E.mul(loss, weight)
     return _reduce(loss, reduction)
