@@ -122,3 +122,138 @@ def test_alpha_dropout_everything_dropped(device):
     np.testing.assert_array_equal(H(F.alpha_dropout(pg.ones(3, device=device), 1.0, True)), 0)
     np.testing.assert_array_equal(
         H(F.feature_alpha_dropout(pg.ones(2, 4, device=device), 1.0, True)), 0)
+
+
+# ------------------------------------------------------------------ transformer
+def _small_transformer(device, **kw):
+    m = nn.Transformer(4, 2, 1, 1, 6, dropout=0.0, batch_first=True, **kw).double().to(device)
+    rng = np.random.default_rng(0)
+    with pg.no_grad():
+        for _, p in sorted(m.named_parameters()):
+            p.copy_(T(rng.uniform(-0.5, 0.5, tuple(p.shape)), device))
+    return m
+
+
+def test_transformer_against_torch_literals(device):
+    m = _small_transformer(device)
+    rng = np.random.default_rng(1)
+    src, tgt = T(rng.standard_normal((2, 3, 4)), device), T(rng.standard_normal((2, 2, 4)), device)
+    kpm = T([[False, False, False], [False, False, True]], device)
+    mask = nn.Transformer.generate_square_subsequent_mask(2, device=device, dtype=pg.float64)
+    out = m(src, tgt, tgt_mask=mask, src_key_padding_mask=kpm, memory_key_padding_mask=kpm)
+    ref = [[[0.101640040654, 0.144750874367, -0.291963001425, -0.065770072071],
+            [0.107836402678, 0.099740991543, -0.319527770667, -0.063944801506]],
+           [[0.112274977193, 0.080343704825, -0.332022963002, -0.067451354387],
+            [0.100893370937, 0.150433280505, -0.288238384737, -0.065888909486]]]
+    np.testing.assert_allclose(H(out), ref, rtol=1e-9, atol=1e-11)
+    out.sum().backward()
+    assert all(p.grad is not None for p in m.parameters())
+
+
+def test_transformer_structure_and_masks(device):
+    m = nn.Transformer(8, 2, 2, 3, 16, dropout=0.0)
+    names = [n for n, _ in m.named_parameters()]
+    assert len(names) == 12 * 2 + 2 + 18 * 3 + 2  # as torch.nn.Transformer(8, 2, 2, 3, 16)
+    assert "decoder.layers.2.multihead_attn.out_proj.weight" in names
+    assert type(m.encoder.layers[0].self_attn.out_proj).__name__ == \
+        "NonDynamicallyQuantizableLinear"
+    mask = nn.Transformer.generate_square_subsequent_mask(3)
+    np.testing.assert_array_equal(H(mask), [[0, -np.inf, -np.inf], [0, 0, -np.inf], [0, 0, 0]])
+    assert mask.dtype == pg.float32
+    # causality: the first target position does not see the later ones
+    m = _small_transformer(device, norm_first=True, activation="gelu")
+    rng = np.random.default_rng(2)
+    src, tgt = rng.standard_normal((1, 3, 4)), rng.standard_normal((1, 3, 4))
+    tgt2 = tgt.copy()
+    tgt2[0, 2] += [1.0, -2.0, 0.5, 3.0]  # not a constant shift (LayerNorm removes those)
+    mask = nn.Transformer.generate_square_subsequent_mask(3, device, pg.float64)
+    a = H(m(T(src, device), T(tgt, device), tgt_mask=mask))
+    b = H(m(T(src, device), T(tgt2, device), tgt_mask=mask))
+    np.testing.assert_allclose(a[0, :2], b[0, :2], rtol=1e-12)
+    assert not np.allclose(a[0, 2], b[0, 2])
+    unb = H(m(T(src[0], device), T(tgt[0], device), tgt_mask=mask))  # unbatched
+    np.testing.assert_allclose(unb, a[0], rtol=1e-12)
+    with pytest.raises(RuntimeError, match="the batch number of src and tgt must be equal"):
+        m(T(np.zeros((2, 3, 4)), device), T(np.zeros((1, 3, 4)), device))
+    with pytest.raises(RuntimeError, match="the feature number of src and tgt must be equal to"):
+        m(T(np.zeros((1, 3, 5)), device), T(np.zeros((1, 3, 4)), device))
+    with pytest.raises(RuntimeError, match="activation should be relu/gelu, not tanh"):
+        nn.TransformerDecoderLayer(4, 2, activation="tanh")
+
+
+def test_transformer_decoder_layer_callable_activation(device):
+    layer = nn.TransformerDecoderLayer(4, 2, 8, dropout=0.0, activation=F.tanh).to(device)
+    assert layer.activation is F.tanh
+    dec = nn.TransformerDecoder(layer, 2, norm=nn.LayerNorm(4)).to(device)
+    out = dec(pg.randn(3, 2, 4, device=device), pg.randn(5, 2, 4, device=device),
+              memory_key_padding_mask=pg.zeros(2, 5, dtype=pg.bool, device=device))
+    assert out.shape == (3, 2, 4)
+    assert dec.layers[0] is not dec.layers[1] and dec.layers[0] is not layer
+
+
+@pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")  # torch's own
+def test_transformer_against_torch(device):
+    torch = pytest.importorskip("torch")
+    for bf, nf in ((False, False), (True, True)):
+        torch.manual_seed(0)
+        kw = dict(d_model=8, nhead=2, num_encoder_layers=2, num_decoder_layers=2,
+                  dim_feedforward=16, dropout=0.0, batch_first=bf, norm_first=nf)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch: nested tensors need batch_first
+            tm = torch.nn.Transformer(**kw).double()
+        pm = nn.Transformer(**kw).double().to(device)
+        with pg.no_grad():
+            sd = tm.state_dict()
+            for k, p in pm.named_parameters():
+                p.copy_(T(sd[k].numpy(), device))
+        rng = np.random.default_rng(3)
+        src = rng.standard_normal((2, 5, 8) if bf else (5, 2, 8))
+        tgt = rng.standard_normal((2, 4, 8) if bf else (4, 2, 8))
+        kpm = np.array([[False] * 5, [False] * 3 + [True] * 2])
+        mm = np.zeros((4, 5))
+        mm[0, 4] = -np.inf
+        tmask = torch.nn.Transformer.generate_square_subsequent_mask(4, dtype=torch.float64)
+        ref = tm(torch.tensor(src), torch.tensor(tgt), tgt_mask=tmask, memory_mask=torch.tensor(mm),
+                 src_key_padding_mask=torch.tensor(kpm), memory_key_padding_mask=torch.tensor(kpm))
+        out = pm(T(src, device), T(tgt, device), tgt_mask=T(tmask.numpy(), device),
+                 memory_mask=T(mm, device), src_key_padding_mask=T(kpm, device),
+                 memory_key_padding_mask=T(kpm, device))
+        np.testing.assert_allclose(H(out), ref.detach().numpy(), rtol=1e-9, atol=1e-12)
+
+
+# ------------------------------------------------------------------ small names scripts use
+def test_rnn_flatten_parameters_is_a_no_op(device):
+    for cls in (nn.RNN, nn.LSTM, nn.GRU):
+        m = cls(3, 4).to(device)
+        before = [H(p).copy() for p in m.parameters()]
+        assert m.flatten_parameters() is None
+        assert all((a == H(p)).all() for a, p in zip(before, m.parameters()))
+
+
+def test_pixel_shuffle_module_path_and_errors(device):
+    from portagrad.nn.modules.linear import NonDynamicallyQuantizableLinear
+    from portagrad.nn.modules.pixelshuffle import PixelShuffle, PixelUnshuffle
+
+    assert issubclass(NonDynamicallyQuantizableLinear, nn.Linear)
+    assert nn.PixelShuffle is PixelShuffle and nn.PixelUnshuffle is PixelUnshuffle
+    x = pg.arange(2 * 8 * 2 * 3, device=device).reshape(2, 8, 2, 3)
+    y = PixelShuffle(2)(x)
+    ref = np.arange(96).reshape(2, 2, 2, 2, 2, 3).transpose(0, 1, 4, 2, 5, 3).reshape(2, 2, 4, 6)
+    np.testing.assert_array_equal(H(y), ref)
+    np.testing.assert_array_equal(H(PixelUnshuffle(2)(y)), H(x))
+    cases = [(lambda: F.pixel_shuffle(pg.ones(4, 4, device=device), 2),
+              "pixel_shuffle expects input to have at least 3 dimensions, but got input with 2"),
+             (lambda: F.pixel_shuffle(pg.ones(1, 5, 4, 4, device=device), 2),
+              r"input.size\(-3\)=5 is not divisible by 4"),
+             (lambda: F.pixel_shuffle(pg.ones(1, 4, 4, 4, device=device), 0),
+              "pixel_shuffle expects a positive upscale_factor, but got 0"),
+             (lambda: F.pixel_unshuffle(pg.ones(1, 4, 5, 4, device=device), 2),
+              r"pixel_unshuffle expects height to be divisible by downscale_factor, but "
+              r"input.size\(-2\)=5 is not divisible by 2"),
+             (lambda: F.pixel_unshuffle(pg.ones(1, 4, 4, 5, device=device), 2),
+              r"expects width to be divisible by downscale_factor, but input.size\(-1\)=5")]
+    for fn, msg in cases:
+        with pytest.raises(RuntimeError, match=msg):
+            fn()
+    with pytest.raises(TypeError, match="must be int, not float"):
+        F.pixel_shuffle(x, 2.0)

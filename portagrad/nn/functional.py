@@ -1760,9 +1760,26 @@ def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
+def _check_shuffle(name: str, input: Tensor, factor: Any, what: str) -> int:
+    if not isinstance(factor, int) or isinstance(factor, bool):
+        raise TypeError(f"{name}(): argument '{what}' (position 2) must be int, not "
+                        f"{type(factor).__name__}")
+    if input.dim() < 3:
+        raise RuntimeError(f"{name} expects input to have at least 3 dimensions, but got input "
+                           f"with {input.dim()} dimension(s)")
+    if factor <= 0:
+        raise RuntimeError(f"{name} expects a positive {what}, but got {factor}")
+    return factor
+
+
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
-    r = upscale_factor
+    """``(*, C r^2, H, W) -> (*, C, H r, W r)``: a reshape and a permutation (a view if it can)."""
+    r = _check_shuffle("pixel_shuffle", input, upscale_factor, "upscale_factor")
     *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible "
+                           f"by the square of upscale_factor, but input.size(-3)={c} is not "
+                           f"divisible by {r * r}")
     x = S.reshape(input, tuple(lead) + (c // (r * r), r, r, h, w))
     n = len(lead)
     x = S.permute(x, tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
@@ -1770,8 +1787,14 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
-    r = downscale_factor
+    """``(*, C, H r, W r) -> (*, C r^2, H, W)``, the inverse of :func:`pixel_shuffle`."""
+    r = _check_shuffle("pixel_unshuffle", input, downscale_factor, "downscale_factor")
     *lead, c, h, w = input.shape
+    for what, size, d in (("height", h, -2), ("width", w, -1)):
+        if size % r:
+            raise RuntimeError(f"pixel_unshuffle expects {what} to be divisible by "
+                               f"downscale_factor, but input.size({d})={size} is not divisible by "
+                               f"{r}")
     n = len(lead)
     x = S.reshape(input, tuple(lead) + (c, h // r, r, w // r, r))
     x = S.permute(x, tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))

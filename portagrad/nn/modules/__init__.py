@@ -14,6 +14,7 @@ from .pooling import *  # noqa: F403
 from .rnn import *  # noqa: F403
 from .transformer import *  # noqa: F403
 from .sparse import *  # noqa: F403
+from .pixelshuffle import *  # noqa: F403
 
 # written out (not built with * from the submodules' lists) so that type checkers see the names;
 # tests/test_api_surface.py checks it against the submodules
@@ -32,9 +33,10 @@ __all__ = [
     "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d",
     "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d", "Upsample",
     "UpsamplingNearest2d", "UpsamplingBilinear2d", "CosineSimilarity", "PairwiseDistance",
-    "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "Fold", "Unfold", "LayerNorm", "GroupNorm",
-    "RMSNorm", "LocalResponseNorm", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
-    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool2d",
-    "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "Embedding",
-    "TransformerEncoderLayer", "TransformerEncoder"
+    "ChannelShuffle", "Fold", "Unfold", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm",
+    "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool2d", "RNNBase", "RNN", "LSTM", "GRU",
+    "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "Embedding", "Transformer",
+    "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+    "TransformerDecoderLayer", "PixelShuffle", "PixelUnshuffle"
 ]

@@ -15,7 +15,7 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Sigmoid",
@@ -264,10 +264,6 @@ class PReLU(Module):
 
     def extra_repr(self) -> str:
         return f"num_parameters={self.num_parameters}"
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """The class of ``MultiheadAttention.out_proj`` (a ``Linear``; named as in PyTorch)."""
 
 
 class MultiheadAttention(Module):

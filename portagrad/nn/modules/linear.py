@@ -52,6 +52,11 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A ``Linear``: the class of ``MultiheadAttention.out_proj``, named and placed as in PyTorch
+    (where it keeps quantization tools off that layer; nothing is quantized here)."""
+
+
 class Bilinear(Module):
     """``y = x1^T A x2 + b`` with ``A`` (out_features, in1_features, in2_features)."""
 

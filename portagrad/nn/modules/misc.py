@@ -1,4 +1,4 @@
-"""Padding, upsampling, distance and pixel-shuffle modules."""
+"""Padding, upsampling, distance and channel-shuffle modules."""
 from __future__ import annotations
 
 from typing import Any
@@ -10,8 +10,7 @@ from .module import Module
 __all__ = ["ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d",
            "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d",
            "CircularPad2d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
-           "CosineSimilarity", "PairwiseDistance", "PixelShuffle", "PixelUnshuffle",
-           "ChannelShuffle", "Fold", "Unfold"]
+           "CosineSimilarity", "PairwiseDistance", "ChannelShuffle", "Fold", "Unfold"]
 
 
 class _PadNd(Module):
@@ -114,30 +113,6 @@ class PairwiseDistance(Module):
 
     def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
         return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
-
-
-class PixelShuffle(Module):
-    def __init__(self, upscale_factor: int) -> None:
-        super().__init__()
-        self.upscale_factor = upscale_factor
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.pixel_shuffle(input, self.upscale_factor)
-
-    def extra_repr(self) -> str:
-        return f"upscale_factor={self.upscale_factor}"
-
-
-class PixelUnshuffle(Module):
-    def __init__(self, downscale_factor: int) -> None:
-        super().__init__()
-        self.downscale_factor = downscale_factor
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.pixel_unshuffle(input, self.downscale_factor)
-
-    def extra_repr(self) -> str:
-        return f"downscale_factor={self.downscale_factor}"
 
 
 class ChannelShuffle(Module):
