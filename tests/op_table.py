@@ -1205,6 +1205,191 @@ OP_TABLE: list[OpInfo] = (_creation_rows() + _like_rows() + _view_rows() + _inde
                           + _binary_rows() + _unary_rows() + _reduction_rows() + _linalg_rows()
                           + _join_rows() + _inplace_rows())
 
+# ----------------------------------------------------------------------------- nn.functional:
+# 3-D layers, the *_with_indices forms, losses and activations completing torch.nn.functional
+def np_windows(x: np.ndarray, k: tuple, s: tuple, pad: tuple, d: tuple, fill: float = 0.0
+               ) -> np.ndarray:
+    """(N, C, *spatial) -> (N, C, *out, *k): every window of a sweep (``fill`` outside)."""
+    nd = len(k)
+    xp = np.pad(x, ((0, 0), (0, 0)) + tuple((p, p) for p in pad), constant_values=fill)
+    idx = []
+    for i in range(nd):
+        o = (xp.shape[2 + i] - d[i] * (k[i] - 1) - 1) // s[i] + 1
+        r = (np.arange(o) * s[i])[:, None] + np.arange(k[i])[None, :] * d[i]
+        shape = [1] * (2 * nd)
+        shape[i], shape[nd + i] = r.shape
+        idx.append(r.reshape(shape))
+    return xp[(slice(None), slice(None)) + tuple(idx)]
+
+
+def _tup(v: Any, nd: int) -> tuple:
+    return tuple(v) if isinstance(v, (list, tuple)) else (v,) * nd
+
+
+def _batched(nd: int, fn: Callable) -> Callable:
+    """``fn`` of (N, C, *spatial) arrays also on unbatched (C, *spatial) ones."""
+    def ref(x: np.ndarray, *args: Any, **kw: Any) -> np.ndarray:
+        if x.ndim == nd + 1:
+            return fn(x[None], *args, **kw)[0]
+        return fn(x, *args, **kw)
+    return ref
+
+
+def np_conv(nd: int) -> Callable:
+    def ref(x: np.ndarray, w: np.ndarray, b: Any = None, stride: Any = 1, padding: Any = 0,
+            dilation: Any = 1, groups: int = 1) -> np.ndarray:
+        win = np_windows(x, w.shape[2:], _tup(stride, nd), _tup(padding, nd), _tup(dilation, nd))
+        n, c = x.shape[:2]
+        o = w.shape[0]
+        out_sp = win.shape[2:2 + nd]
+        win = win.reshape((n, groups, c // groups) + out_sp + (-1,))
+        wg = w.reshape(groups, o // groups, c // groups, -1)
+        out = np.einsum("ngc...k,gock->ngo...", win, wg).reshape((n, o) + out_sp)
+        return out if b is None else out + b.reshape((1, -1) + (1,) * nd)
+    return _batched(nd, ref)
+
+
+def np_conv_transpose(nd: int) -> Callable:
+    def ref(x: np.ndarray, w: np.ndarray, b: Any = None, stride: Any = 1, padding: Any = 0,
+            output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> np.ndarray:
+        s, p, op, d = (_tup(v, nd) for v in (stride, padding, output_padding, dilation))
+        n, c = x.shape[:2]
+        k = w.shape[2:]
+        og = w.shape[1]
+        full = tuple((x.shape[2 + i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 + op[i] for i in range(nd))
+        buf = np.zeros((n, og * groups) + full)
+        cg = c // groups
+        for tap in np.ndindex(*k):
+            sl = tuple(slice(tap[i] * d[i], tap[i] * d[i] + (x.shape[2 + i] - 1) * s[i] + 1, s[i])
+                       for i in range(nd))
+            for g in range(groups):
+                xs = x[:, g * cg:(g + 1) * cg]
+                contrib = np.einsum("nc...,co->no...", xs, w[(slice(g * cg, (g + 1) * cg),
+                                                               slice(None)) + tap])
+                buf[(slice(None), slice(g * og, (g + 1) * og)) + sl] += contrib
+        out = buf[(slice(None), slice(None)) + tuple(slice(p[i], full[i] - p[i]) for i in range(nd))]
+        return out if b is None else out + b.reshape((1, -1) + (1,) * nd)
+    return _batched(nd, ref)
+
+
+def np_max_pool(nd: int) -> Callable:
+    def ref(x: np.ndarray, kernel_size: Any, stride: Any = None, padding: Any = 0,
+            dilation: Any = 1) -> np.ndarray:
+        k = _tup(kernel_size, nd)
+        win = np_windows(x, k, _tup(stride or kernel_size, nd), _tup(padding, nd),
+                         _tup(dilation, nd), -np.inf)
+        return win.max(axis=tuple(range(2 + nd, 2 + 2 * nd)))
+    return _batched(nd, ref)
+
+
+def np_avg_pool(nd: int) -> Callable:
+    def ref(x: np.ndarray, kernel_size: Any, stride: Any = None, padding: Any = 0) -> np.ndarray:
+        k = _tup(kernel_size, nd)  # count_include_pad=True: padding counts
+        win = np_windows(x, k, _tup(stride or kernel_size, nd), _tup(padding, nd), (1,) * nd)
+        return win.mean(axis=tuple(range(2 + nd, 2 + 2 * nd)))
+    return _batched(nd, ref)
+
+
+def np_lp_pool(nd: int) -> Callable:
+    def ref(x: np.ndarray, norm_type: float, kernel_size: Any, stride: Any = None) -> np.ndarray:
+        k = _tup(kernel_size, nd)
+        win = np_windows(x, k, _tup(stride or kernel_size, nd), (0,) * nd, (1,) * nd)
+        return (win ** norm_type).sum(axis=tuple(range(2 + nd, 2 + 2 * nd))) ** (1 / norm_type)
+    return _batched(nd, ref)
+
+
+def np_adaptive(nd: int, fn: Callable) -> Callable:
+    def ref(x: np.ndarray, output_size: Any) -> np.ndarray:
+        sp = x.shape[-nd:]
+        o = _tup(output_size, nd)
+        out = np.zeros(x.shape[:-nd] + o)
+        for pos in np.ndindex(*o):
+            sl = tuple(slice(pos[i] * sp[i] // o[i], -(-(pos[i] + 1) * sp[i] // o[i]))
+                       for i in range(nd))
+            out[(Ellipsis,) + pos] = fn(x[(Ellipsis,) + sl], axis=tuple(range(-nd, 0)))
+        return out
+    return ref
+
+
+def _nn_functional_rows() -> list[OpInfo]:
+    F = pg.nn.functional
+    conv3_s = fixed(S(X((2, 4, 3, 4, 5)), X((6, 2, 2, 3, 2)), X((6,)), stride=(1, 2, 1),
+                      padding=(1, 0, 2), dilation=(1, 1, 2), groups=2),
+                    S(X((2, 3, 4, 3)), X((2, 2, 1, 2, 2)), None, padding=1),
+                    S(X((1, 2, 3, 3, 3)), X((3, 2, 3, 3, 3)), nc="T"))
+    conv3_g = fixed(S(X((1, 2, 3, 2, 2)), X((2, 1, 2, 1, 2)), X((2,)), padding=(0, 1, 0),
+                      groups=2))
+    convt3_s = fixed(S(X((2, 4, 2, 3, 2)), X((4, 3, 2, 2, 3)), X((6,)), stride=(2, 1, 2),
+                       padding=(1, 0, 1), output_padding=(1, 0, 0), groups=2, dilation=(1, 2, 1)),
+                     S(X((2, 2, 3, 2)), X((2, 3, 2, 1, 2)), None, stride=2))
+    convt3_g = fixed(S(X((1, 2, 2, 1, 2)), X((2, 1, 2, 2, 1)), X((2,)), stride=(2, 1, 1),
+                       groups=2))
+    pool3_s = fixed(S(X((2, 3, 4, 5, 6), "distinct"), (2, 3, 2), stride=(1, 2, 2), padding=(1, 1, 0),
+                      dilation=(1, 1, 2)),
+                    S(X((2, 4, 4, 4), "distinct"), 2), S(X((1, 2, 3, 4, 4), "distinct"), 2, nc="T"))
+    pool3_g = fixed(S(X((1, 1, 3, 3, 2), "distinct"), 2, stride=1, padding=(1, 0, 1)))
+    avg3_s = fixed(S(X((2, 3, 4, 5, 6)), (2, 3, 2), stride=(1, 2, 2), padding=(1, 1, 0)),
+                   S(X((2, 4, 4, 4)), 2), S(X((1, 2, 3, 4, 4)), 2, nc="T"))
+    avg3_g = fixed(S(X((1, 1, 3, 3, 2)), 2, stride=1, padding=(1, 0, 1)))
+    ad3_s = fixed(S(X((2, 3, 4, 5, 6), "distinct"), (3, 2, 4)), S(X((2, 5, 4, 3), "distinct"), 2),
+                  S(X((1, 2, 3, 4, 4), "distinct"), (2, 4, 3), nc="T"))
+    ad3_g = fixed(S(X((1, 1, 3, 2, 3), "distinct"), (2, 2, 2)))
+    lp_s = fixed(S(X((2, 3, 7), "positive"), 2.0, 3, 2), S(X((3, 6), "positive"), 1.5, 2))
+    lp3_s = fixed(S(X((1, 2, 4, 4, 4), "positive"), 2.0, 2), S(X((2, 3, 4, 2), "positive"), 3.0, 2,
+                                                               1))
+
+    def first(fn: Callable) -> Callable:
+        return lambda *a, **k: fn(*a, **k)[0]
+
+    return [
+        OpInfo("nn.functional.conv3d", F.conv3d, np_conv(3), conv3_s, FLOATS, "same", grad=True,
+               grad_samples=conv3_g, rtol=1e-4, atol=1e-5, errors=[
+                   E(lambda d: F.conv3d(T((4, 4), d), T((1, 1, 1, 1, 1), d)), RuntimeError,
+                     r"Expected 4D \(unbatched\) or 5D \(batched\) input to conv3d, but got "
+                     r"input of size: \[4, 4\]")]),
+        OpInfo("nn.functional.conv_transpose3d", F.conv_transpose3d, np_conv_transpose(3), convt3_s,
+               FLOATS, "same", grad=True, grad_samples=convt3_g, rtol=1e-4, atol=1e-5),
+        OpInfo("nn.functional.max_pool3d", F.max_pool3d, np_max_pool(3), pool3_s, FLOATS, "same",
+               grad=True, grad_samples=pool3_g, errors=[
+                   E(lambda d: F.max_pool3d(T((1, 1, 4, 4, 4), d), 2, padding=2), RuntimeError,
+                     r"pad should be at most half of effective kernel size, but got pad=2, "
+                     r"kernel_size=2 and dilation=1"),
+                   E(lambda d: F.max_pool3d(T((1, 1, 4, 4, 4), d), 2, dilation=0), RuntimeError,
+                     r"dilation should be greater than zero, but got dilationT: 0 dilationH: 0 "
+                     r"dilationW: 0"),
+                   E(lambda d: F.max_pool3d(T((4, 4), d), 2), RuntimeError,
+                     r"non-empty 4D or 5D \(batch mode\) tensor expected for input"),
+                   E(lambda d: F.max_pool3d(T((1, 1, 1, 4, 4), d), 2), RuntimeError,
+                     r"Given input size: \(1x1x4x4\). Calculated output size: \(1x0x2x2\). "
+                     r"Output size is too small")]),
+        OpInfo("nn.functional.max_pool3d_with_indices.values", first(F.max_pool3d_with_indices),
+               np_max_pool(3), pool3_s, FLOATS, "same"),
+        OpInfo("nn.functional.avg_pool3d", F.avg_pool3d, np_avg_pool(3), avg3_s, FLOATS, "same",
+               grad=True, grad_samples=avg3_g, errors=[
+                   E(lambda d: F.avg_pool3d(T((1, 1, 1, 4, 4), d), 2), RuntimeError,
+                     r"input image \(T: 1 H: 4 W: 4\) smaller than kernel size \(kT: 2 kH: 2 "
+                     r"kW: 2\)")]),
+        OpInfo("nn.functional.adaptive_avg_pool3d", F.adaptive_avg_pool3d, np_adaptive(3, np.mean),
+               ad3_s, FLOATS, "same", grad=True, grad_samples=ad3_g, errors=[
+                   E(lambda d: F.adaptive_avg_pool3d(T((4, 4), d), 2), RuntimeError,
+                     r"adaptive_avg_pool3d\(\): Expected 4D or 5D tensor, but got \[4, 4\]")]),
+        OpInfo("nn.functional.adaptive_max_pool3d", F.adaptive_max_pool3d, np_adaptive(3, np.max),
+               ad3_s, FLOATS, "same", grad=True, grad_samples=ad3_g, errors=[
+                   E(lambda d: F.adaptive_max_pool3d(T((4, 4), d), 2), RuntimeError,
+                     r"adaptive_max_pool3d\(\): Expected 4D or 5D tensor, but got: \[4, 4\]")]),
+        OpInfo("nn.functional.adaptive_max_pool2d_with_indices.values",
+               first(F.adaptive_max_pool2d_with_indices), np_adaptive(2, np.max),
+               fixed(S(X((2, 3, 5, 4), "distinct"), (2, 3))), FLOATS, "same"),
+        OpInfo("nn.functional.lp_pool1d", F.lp_pool1d, np_lp_pool(1), lp_s, FLOATS, "same",
+               grad=True, rtol=1e-4),
+        OpInfo("nn.functional.lp_pool3d", F.lp_pool3d, np_lp_pool(3), lp3_s, FLOATS, "same",
+               grad=True, grad_samples=fixed(S(X((1, 1, 2, 2, 4), "positive"), 2.0, 2)),
+               rtol=1e-4),
+    ]
+
+
+OP_TABLE += _nn_functional_rows()
+
 _names = [r.name for r in OP_TABLE]
 assert len(set(_names)) == len(_names), [n for n in _names if _names.count(n) > 1]
 

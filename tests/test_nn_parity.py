@@ -257,3 +257,61 @@ def test_pixel_shuffle_module_path_and_errors(device):
             fn()
     with pytest.raises(TypeError, match="must be int, not float"):
         F.pixel_shuffle(x, 2.0)
+
+
+# ------------------------------------------------------------------ 3-D layers
+def test_3d_modules_shapes_and_gradients(device):
+    pg.manual_seed(0)
+    x = pg.randn(2, 4, 5, 6, 7, device=device, requires_grad=True)
+    conv = nn.Conv3d(4, 6, (2, 3, 2), stride=(1, 2, 1), padding=1, groups=2).to(device)
+    assert conv.weight.shape == (6, 2, 2, 3, 2)
+    y = conv(x)
+    assert y.shape == (2, 6, 6, 3, 8)
+    np.testing.assert_allclose(H(y), H(F.conv3d(x, conv.weight, conv.bias, (1, 2, 1), 1, 1, 2)),
+                               rtol=1e-6)
+    convt = nn.ConvTranspose3d(6, 4, 2, stride=2).to(device)
+    assert convt.weight.shape == (6, 4, 2, 2, 2)
+    assert convt(y).shape == (2, 4, 12, 6, 16)
+    assert convt(y, output_size=(13, 7, 17)).shape == (2, 4, 13, 7, 17)
+    assert nn.Conv3d(4, 2, 3, padding="same", padding_mode="circular").to(device)(x).shape == \
+        (2, 2, 5, 6, 7)
+    out, idx = nn.MaxPool3d(2, return_indices=True)(x)
+    assert out.shape == idx.shape == (2, 4, 2, 3, 3) and idx.dtype == pg.int64
+    assert nn.AvgPool3d(2, stride=1)(x).shape == (2, 4, 4, 5, 6)
+    assert nn.AdaptiveAvgPool3d((1, None, 2))(x).shape == (2, 4, 1, 6, 2)
+    assert nn.AdaptiveMaxPool3d(2)(x[0]).shape == (4, 2, 2, 2)
+    assert nn.LPPool3d(2, 2)(x.abs()).shape == (2, 4, 2, 3, 3)
+    assert nn.LPPool1d(2, 3, 2)(x[0, 0].abs()).shape == (5, 6, 3)
+    (convt(y).sum() + out.sum()).backward()
+    assert x.grad is not None and x.grad.shape == x.shape
+    n = nn.InstanceNorm3d(4, affine=True).to(device)
+    z = H(n(x))
+    np.testing.assert_allclose(z.mean((2, 3, 4)), 0, atol=1e-5)
+    assert n(x[0]).shape == (4, 5, 6, 7)
+    with pytest.raises(ValueError, match=r"expected 4D or 5D input \(got 3D input\)"):
+        n(x[0, 0])
+
+
+def test_3d_padding_and_trilinear_against_torch_literals(device):
+    x = pg.arange(8.0, device=device).reshape(1, 1, 2, 2, 2)
+    np.testing.assert_allclose(
+        H(F.interpolate(x, size=(3, 2, 3), mode="trilinear")).ravel(),
+        [0.0, 0.5, 1.0, 2.0, 2.5, 3.0, 2.0, 2.5, 3.0, 4.0, 4.5, 5.0, 4.0, 4.5, 5.0, 6.0, 6.5, 7.0])
+    np.testing.assert_allclose(
+        H(F.interpolate(x, scale_factor=1.5, mode="trilinear", align_corners=True)).ravel()[:10],
+        [0.0, 0.5, 1.0, 1.0, 1.5, 2.0, 2.0, 2.5, 3.0, 2.0])
+    np.testing.assert_allclose(
+        H(nn.Upsample(size=3)(x)).ravel(),
+        [0, 0, 1, 0, 0, 1, 2, 2, 3, 0, 0, 1, 0, 0, 1, 2, 2, 3, 4, 4, 5, 4, 4, 5, 6, 6, 7])
+    np.testing.assert_allclose(
+        H(nn.ReflectionPad3d((1, 0, 0, 1, 1, 0))(x)).ravel(),
+        [5, 4, 5, 7, 6, 7, 5, 4, 5, 1, 0, 1, 3, 2, 3, 1, 0, 1, 5, 4, 5, 7, 6, 7, 5, 4, 5])
+    np.testing.assert_allclose(
+        H(nn.ReplicationPad3d((1, 1, 0, 0, 2, 0))(x)).ravel(),
+        [0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6,
+         7, 7])
+    assert nn.CircularPad3d(1)(x).shape == (1, 1, 4, 4, 4)
+    assert H(nn.ConstantPad3d(1, 3.5)(x))[0, 0, 0, 0, 0] == 3.5
+    assert nn.ZeroPad3d((1, 1, 1, 1, 0, 0))(x).shape == (1, 1, 2, 4, 4)
+    with pytest.raises(NotImplementedError, match="Got 4D input, but trilinear mode needs 5D"):
+        F.interpolate(x[0], size=3, mode="trilinear")

@@ -41,6 +41,10 @@ __all__ = [
     "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold", "max_pool1d",
     "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_max_pool1d", "adaptive_max_pool2d", "lp_pool2d",
+    "conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d",
+    "adaptive_max_pool3d", "lp_pool1d", "lp_pool3d", "max_pool1d_with_indices",
+    "max_pool2d_with_indices", "max_pool3d_with_indices", "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
     # normalisation
     "batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "normalize",
     "local_response_norm",
@@ -107,6 +111,13 @@ def _check_pool_geometry(name: str, k: tuple[int, ...], s: tuple[int, ...], pd: 
         if pd[i] > int((d[i] * (k[i] - 1) + 1) / 2):  # C's division, truncating toward zero
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad="
                                f"{pd[i]}, kernel_size={k[i]} and dilation={d[i]}")
+    if len(k) == 3:  # PyTorch's pool3d_shape_check
+        for what, t in (("kernel size", k), ("stride", s), ("dilation", d)):
+            if any(v <= 0 for v in t):
+                pre = "dilation" if what == "dilation" else "k" if what == "kernel size" else "d"
+                raise RuntimeError(f"{what} should be greater than zero, but got {pre}T: {t[0]} "
+                                   f"{pre}H: {t[1]} {pre}W: {t[2]}")
+        return
     # 1-D pooling is 2-D pooling of height 1 in PyTorch, and its messages say so
     k2, s2, d2 = ((1,) * (2 - len(k)) + t for t in (k, s, d))
     p2 = (0,) * (2 - len(k)) + pd
@@ -131,7 +142,7 @@ def _check_pool_output(name: str, Cc: int, in_sp: tuple[int, ...], out_sp: tuple
         return
     if name == "max_pool1d":
         raise RuntimeError(f"max_pool1d() Invalid computed output size: {out_sp[0]}")
-    lead = (Cc,) + (1,) * (2 - len(in_sp))
+    lead = (Cc,) + (1,) * max(2 - len(in_sp), 0)
     raise RuntimeError(f"Given input size: ({'x'.join(map(str, lead + in_sp))}). Calculated output "
                        f"size: ({'x'.join(map(str, lead + out_sp))}). Output size is too small")
 
@@ -638,7 +649,9 @@ def _convnd(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, pad
                            f" Kernel size: ({' x '.join(map(str, eff))}). Kernel size can't be "
                            f"greater than actual input size")
     p = _im2col.window_plan(Cin, in_sp, k, s, lo, hi, d)
-    if (groups == 1 or _fused.conv_fast_path(x)) and (bias is None or bias.dtype is x.dtype):
+    # (the backends' fast paths are 2-D: 3-D convolutions take the composed path)
+    if nd <= 2 and (groups == 1 or _fused.conv_fast_path(x)) and \
+            (bias is None or bias.dtype is x.dtype):
         # one recorded node instead of ~10 (the backend's conv fast paths when it has them)
         out = _fused.conv(x, weight, bias, p, (s, lo, d, groups))
         return S.squeeze(out, 0) if unbatched else out
@@ -668,6 +681,12 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """2-D convolution over (N, C, H, W) inputs: im2col (one index gather) and one matmul."""
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """3-D convolution over (N, C, D, H, W) inputs (im2col gather and matmul)."""
+    return _convnd(input, weight, bias, stride, padding, dilation, groups, 3)
 
 
 def _conv_transposend(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
@@ -731,6 +750,14 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     """Transposed 2-D convolution (the gradient of conv2d w.r.t. its input): matmul, then fold."""
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups,
                              dilation, 2)
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+                     padding: Any = 0, output_padding: Any = 0, groups: int = 1, dilation: Any = 1
+                     ) -> Tensor:
+    """Transposed 3-D convolution (the gradient of conv3d w.r.t. its input)."""
+    return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups,
+                             dilation, 3)
 
 
 def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1
@@ -872,20 +899,27 @@ def _pool_out(in_sp: tuple[int, ...], k: tuple[int, ...], s: tuple[int, ...],
                  for i in range(len(in_sp)))
 
 
+def _check_pool_rank(name: str, input: Tensor, nd: int) -> None:
+    if input.dim() in (nd + 1, nd + 2) and (nd < 3 or input.numel()):
+        return
+    if nd == 3:
+        raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+    raise RuntimeError(f"{name}: Expected {nd + 1}D or {nd + 2}D input tensor, but got "
+                       f"{list(input.shape)}")
+
+
 def _max_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
                 ceil_mode: bool, return_indices: bool, nd: int) -> Any:
     k, s, pd, d = _pool_args(kernel_size, stride, padding, dilation, nd)
     _check_pool_geometry(f"max_pool{nd}d", k, s, pd, d)
-    if input.dim() not in (nd + 1, nd + 2):
-        raise RuntimeError(f"max_pool{nd}d: Expected {nd + 1}D or {nd + 2}D input tensor, but got "
-                           f"{list(input.shape)}")
+    _check_pool_rank(f"max_pool{nd}d", input, nd)
     unbatched = input.dim() == nd + 1
     x = S.unsqueeze(input, 0) if unbatched else input
     N, Cc = x.shape[0], x.shape[1]
     in_sp = tuple(x.shape[2:])
     _check_pool_output(f"max_pool{nd}d", Cc, in_sp, _pool_out(in_sp, k, s, pd, d, ceil_mode))
     p = _im2col.window_plan(Cc, in_sp, k, s, pd, pd, d, ceil_mode)
-    if _max_pool_fast_path(x):
+    if nd <= 2 and _max_pool_fast_path(x):
         out, ind = _max_pool_fused(x, p, k, s, pd, d, nd)
         if unbatched:
             out, ind = S.squeeze(out, 0), S.squeeze(ind, 0)
@@ -915,15 +949,48 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2)
 
 
+def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """3-D max pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3)
+
+
+def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                            dilation: Any = 1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """:func:`max_pool1d` and the flat positions of the maxima (whatever ``return_indices``)."""
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, True, 1)
+
+
+def max_pool2d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                            dilation: Any = 1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """:func:`max_pool2d` and the flat positions of the maxima (whatever ``return_indices``)."""
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, True, 2)
+
+
+def max_pool3d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                            dilation: Any = 1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """:func:`max_pool3d` and the flat positions of the maxima (whatever ``return_indices``)."""
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, True, 3)
+
+
 def _avg_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
                 count_include_pad: bool, divisor_override: Any, nd: int) -> Tensor:
     k, s, pd, d = _pool_args(kernel_size, stride, padding, 1, nd)
     _check_pool_geometry(f"avg_pool{nd}d", k, s, pd, d)
+    if nd == 3:
+        _check_pool_rank("avg_pool3d", input, nd)
     unbatched = input.dim() == nd + 1
     x = S.unsqueeze(input, 0) if unbatched else input
     N, Cc = x.shape[0], x.shape[1]
     in_sp = tuple(x.shape[2:])
-    _check_pool_output(f"avg_pool{nd}d", Cc, in_sp, _pool_out(in_sp, k, s, pd, d, ceil_mode))
+    out_sp = _pool_out(in_sp, k, s, pd, d, ceil_mode)
+    if nd == 3 and any(o <= 0 for o in out_sp):
+        raise RuntimeError(f"input image (T: {in_sp[0]} H: {in_sp[1]} W: {in_sp[2]}) smaller than "
+                           f"kernel size (kT: {k[0]} kH: {k[1]} kW: {k[2]})")
+    _check_pool_output(f"avg_pool{nd}d", Cc, in_sp, out_sp)
     p = _im2col.window_plan(Cc, in_sp, k, s, pd, pd, d, ceil_mode)
     cols = _im2col.unfold_cols(x, p, 0.0)
     tot = R.sum(S.reshape(cols, (N, p.L, Cc, p.K)), -1)  # (N, L, C)
@@ -964,11 +1031,39 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                        divisor_override, 2)
 
 
+def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """3-D average pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    return _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                       divisor_override, 3)
+
+
+def _lp_pool(input: Tensor, norm_type: float, kernel_size: Any, stride: Any, ceil_mode: bool,
+             nd: int) -> Tensor:
+    """``(sum over the window of x^p)^(1/p)``: an average pool of ``x^p`` times the window size
+    (PyTorch's formula, negative window sums clamped to 0 through ``sign * relu(abs)``)."""
+    k = _pair(kernel_size, nd, "kernel_size")
+    out = _avg_poolnd(E.pow(input, norm_type), k, stride, 0, ceil_mode, True, None, nd)
+    return E.pow(E.mul(E.mul(E.sign(out), relu(E.abs(out))), math.prod(k)), 1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> Tensor:
+    """1-D power-average pooling."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
+
+
 def lp_pool2d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
               ceil_mode: bool = False) -> Tensor:
-    k = _pair(kernel_size)
-    out = avg_pool2d(E.pow(input, norm_type), k, stride, 0, ceil_mode)
-    return E.pow(E.mul(E.mul(E.sign(out), relu(E.abs(out))), k[0] * k[1]), 1.0 / norm_type)
+    """2-D power-average pooling."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> Tensor:
+    """3-D power-average pooling."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)
 
 
 def _adaptive_plan(Cc: int, in_sp: tuple[int, ...], out_sp: tuple[int, ...]) -> _im2col.Plan:
@@ -980,14 +1075,7 @@ def _adaptive_plan(Cc: int, in_sp: tuple[int, ...], out_sp: tuple[int, ...]) -> 
             kmax = int((en - st).max())
             r = st[:, None] + np.arange(kmax)[None, :]
             per.append(np.where(r < en[:, None], r, -1))
-        if len(per) == 1:
-            pix = per[0]
-        else:
-            R_, C_ = per[0][:, None, :, None], per[1][None, :, None, :]
-            valid = (R_ >= 0) & (C_ >= 0)
-            pix = np.where(valid, R_ * in_sp[1] + C_, -1)
-            pix = pix.reshape(out_sp[0] * out_sp[1], per[0].shape[1] * per[1].shape[1])
-        return _im2col.Plan(Cc, in_sp, out_sp, pix)
+        return _im2col.Plan(Cc, in_sp, out_sp, _im2col.combine(per, in_sp)[0])
 
     return _im2col.plan(("adaptive", Cc, in_sp, out_sp), build)
 
@@ -1002,6 +1090,10 @@ def _adaptive_out(output_size: Any, in_sp: tuple[int, ...], nd: int) -> tuple[in
 
 def _adaptive_pool(input: Tensor, output_size: Any, nd: int, kind: str, return_indices: bool = False
                    ) -> Any:
+    if input.dim() not in (nd + 1, nd + 2):
+        colon = ":" if kind == "max" and nd != 1 else ""
+        raise RuntimeError(f"adaptive_{kind}_pool{nd}d(): Expected {nd + 1}D or {nd + 2}D tensor, "
+                           f"but got{colon} {list(input.shape)}")
     unbatched = input.dim() == nd + 1
     x = S.unsqueeze(input, 0) if unbatched else input
     N, Cc = x.shape[0], x.shape[1]
@@ -1045,6 +1137,31 @@ def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = 
 
 def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     return _adaptive_pool(input, output_size, 2, "max", return_indices)
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    """3-D average pooling to a fixed output size."""
+    return _adaptive_pool(input, output_size, 3, "avg")
+
+
+def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """3-D max pooling to a fixed output size."""
+    return _adaptive_pool(input, output_size, 3, "max", return_indices)
+
+
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any,
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    return _adaptive_pool(input, output_size, 1, "max", True)
+
+
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size: Any,
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    return _adaptive_pool(input, output_size, 2, "max", True)
+
+
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any,
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    return _adaptive_pool(input, output_size, 3, "max", True)
 
 
 # ------------------------------------------------------------------ normalisation
@@ -1689,15 +1806,8 @@ def _interp_plan(Cc: int, in_sp: tuple[int, ...], out_sp: tuple[int, ...], scale
                 i1 = np.minimum(i0 + 1, n - 1)
                 l1 = src - i0
                 taps.append((np.stack([i0, i1], 1), np.stack([1 - l1, l1], 1)))
-        if len(taps) == 1:
-            pix, w = taps[0]
-        else:
-            (ia, wa), (ib, wb) = taps
-            pix = (ia[:, None, :, None] * in_sp[1] + ib[None, :, None, :])
-            w = wa[:, None, :, None] * wb[None, :, None, :]
-            L_ = out_sp[0] * out_sp[1]
-            pix = pix.reshape(L_, -1)
-            w = w.reshape(L_, -1)
+        pix, w = _im2col.combine([t[0] for t in taps], in_sp, [t[1] for t in taps])
+        assert w is not None
         p = _im2col.Plan(Cc, in_sp, out_sp, pix)
         p._host_float["w"] = w.reshape(p.L, 1, p.K)
         return p
@@ -1708,19 +1818,21 @@ def _interp_plan(Cc: int, in_sp: tuple[int, ...], out_sp: tuple[int, ...], scale
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Tensor:
-    """Resize (N, C, L) or (N, C, H, W) inputs: ``nearest``, ``nearest-exact``, ``linear``,
-    ``bilinear`` (gathers of precomputed taps, weighted)."""
+    """Resize (N, C, L), (N, C, H, W) or (N, C, D, H, W) inputs: ``nearest``, ``nearest-exact``,
+    ``linear``, ``bilinear``, ``trilinear``, ``area`` (gathers of precomputed taps, weighted)."""
     nd = input.dim() - 2
-    if nd not in (1, 2):
-        raise NotImplementedError(f"Input Error: Only 3D and 4D input Tensors supported (got "
-                                  f"{input.dim()}D) for the modes: nearest | linear | bilinear")
+    if nd not in (1, 2, 3):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+                                  f"{input.dim()}D) for the modes: nearest | linear | bilinear | "
+                                  f"bicubic | trilinear | area | nearest-exact (got {mode})")
     if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
-    if mode == "linear" and nd != 1 or mode == "bilinear" and nd != 2:
+    linear_nd = {"linear": 1, "bilinear": 2, "trilinear": 3}
+    if mode in linear_nd and nd != linear_nd[mode]:
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
-                                  f"{3 if mode == 'linear' else 4}D input")
-    if mode not in ("nearest", "nearest-exact", "linear", "bilinear", "area"):
+                                  f"{linear_nd[mode] + 2}D input")
+    if mode not in ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area"):
         raise NotImplementedError(f"interpolate mode {mode!r} is not implemented")
     in_sp = tuple(input.shape[2:])
     if (size is None) == (scale_factor is None):
@@ -1736,7 +1848,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
     if mode == "area":
         return _adaptive_pool(input, out_sp, nd, "avg")
     N, Cc = input.shape[0], input.shape[1]
-    p = _interp_plan(Cc, in_sp, out_sp, scales, "linear" if mode in ("linear", "bilinear") else mode,
+    p = _interp_plan(Cc, in_sp, out_sp, scales, "linear" if mode in linear_nd else mode,
                      bool(align_corners))
     cols = _im2col.unfold_cols(input, p, 0.0)  # (N, L, C*K)
     if p.K == 1:

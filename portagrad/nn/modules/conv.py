@@ -1,4 +1,4 @@
-"""Convolutions: ``Conv1d``, ``Conv2d``, ``ConvTranspose1d``, ``ConvTranspose2d``."""
+"""Convolutions: ``Conv1d``/``2d``/``3d`` and ``ConvTranspose1d``/``2d``/``3d``."""
 from __future__ import annotations
 
 from typing import Any
@@ -10,7 +10,10 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
+
+_CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+_CONV_T = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 
 
 def _ntuple(x: Any, n: int) -> tuple[int, ...]:
@@ -103,7 +106,7 @@ class _ConvNd(Module):
             self.padding_mode = "zeros"
 
     def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-        fn = F.conv1d if self._nd == 1 else F.conv2d
+        fn = _CONV[self._nd]
         if self.padding_mode != "zeros":
             return fn(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),
                       weight, bias, self.stride, 0, self.dilation, self.groups)
@@ -130,6 +133,18 @@ class Conv2d(_ConvNd):
     dilation, groups, padding_mode."""
 
     _nd = 2
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                         bias, padding_mode, device, dtype)
+
+
+class Conv3d(_ConvNd):
+    """3-D convolution over (N, C_in, D, H, W)."""
+
+    _nd = 3
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
                  padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
@@ -171,7 +186,7 @@ class _ConvTransposeNd(_ConvNd):
 
     def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
         op = self._output_padding(input, output_size)
-        fn = F.conv_transpose1d if self._nd == 1 else F.conv_transpose2d
+        fn = _CONV_T[self._nd]
         return fn(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
                   self.dilation)
 
@@ -184,3 +199,9 @@ class ConvTranspose2d(_ConvTransposeNd):
     """Transposed 2-D convolution (weight (C_in, C_out/groups, kh, kw))."""
 
     _nd = 2
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Transposed 3-D convolution (weight (C_in, C_out/groups, kd, kh, kw))."""
+
+    _nd = 3

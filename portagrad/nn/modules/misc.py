@@ -10,7 +10,8 @@ from .module import Module
 __all__ = ["ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d",
            "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d",
            "CircularPad2d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
-           "CosineSimilarity", "PairwiseDistance", "ChannelShuffle", "Fold", "Unfold"]
+           "CosineSimilarity", "PairwiseDistance", "ChannelShuffle", "Fold", "Unfold", "ZeroPad3d",
+           "ConstantPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d"]
 
 
 class _PadNd(Module):
@@ -56,6 +57,11 @@ ReplicationPad1d = _pad_cls("ReplicationPad1d", 1, "replicate", False)
 ReplicationPad2d = _pad_cls("ReplicationPad2d", 2, "replicate", False)
 CircularPad1d = _pad_cls("CircularPad1d", 1, "circular", False)
 CircularPad2d = _pad_cls("CircularPad2d", 2, "circular", False)
+ZeroPad3d = _pad_cls("ZeroPad3d", 3, "constant", False)
+ConstantPad3d = _pad_cls("ConstantPad3d", 3, "constant", True)
+ReflectionPad3d = _pad_cls("ReflectionPad3d", 3, "reflect", False)
+ReplicationPad3d = _pad_cls("ReplicationPad3d", 3, "replicate", False)
+CircularPad3d = _pad_cls("CircularPad3d", 3, "circular", False)
 
 
 class Upsample(Module):
