@@ -1311,6 +1311,45 @@ def np_adaptive(nd: int, fn: Callable) -> Callable:
     return ref
 
 
+def np_multi_margin(x: np.ndarray, t: np.ndarray, p: int = 1, margin: float = 1.0,
+                    weight: Any = None, reduction: str = "mean") -> np.ndarray:
+    x2 = x.reshape(-1, x.shape[-1])
+    t1 = t.reshape(-1)
+    m = np.maximum(margin - np.take_along_axis(x2, t1[:, None], 1) + x2, 0) ** p
+    if weight is not None:
+        m = m * weight[t1][:, None]
+    m[np.arange(len(t1)), t1] = 0
+    loss = m.sum(1) / x2.shape[1]
+    loss = loss.reshape(()) if x.ndim == 1 else loss
+    return {"mean": loss.mean(), "sum": loss.sum(), "none": loss}[reduction]
+
+
+def np_multilabel_margin(x: np.ndarray, t: np.ndarray, reduction: str = "mean") -> np.ndarray:
+    x2, t2 = x.reshape(-1, x.shape[-1]), t.reshape(-1, x.shape[-1])
+    loss = np.zeros(len(x2))
+    for n in range(len(x2)):
+        tg = list(t2[n][:list(t2[n]).index(-1)] if -1 in t2[n] else t2[n])
+        for j in tg:
+            loss[n] += sum(max(0.0, 1 - (x2[n, j] - x2[n, i])) for i in range(x2.shape[1])
+                           if i not in tg)
+    loss = loss / x2.shape[1]
+    loss = loss.reshape(()) if x.ndim == 1 else loss
+    return {"mean": loss.mean(), "sum": loss.sum(), "none": loss}[reduction]
+
+
+def np_triplet_distance(a: np.ndarray, p: np.ndarray, n: np.ndarray, margin: float = 1.0,
+                        swap: bool = False, reduction: str = "mean") -> np.ndarray:
+    def dist(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(u - v + 1e-6, axis=-1)
+    dn = np.minimum(dist(a, n), dist(p, n)) if swap else dist(a, n)
+    loss = np.maximum(dist(a, p) - dn + margin, 0)
+    return {"mean": loss.mean(), "sum": loss.sum(), "none": loss}[reduction]
+
+
+def np_leaky(slope: float) -> Callable:
+    return lambda x, *a, **k: np.where(x >= 0, x, x * slope)
+
+
 def _nn_functional_rows() -> list[OpInfo]:
     F = pg.nn.functional
     conv3_s = fixed(S(X((2, 4, 3, 4, 5)), X((6, 2, 2, 3, 2)), X((6,)), stride=(1, 2, 1),
@@ -1385,6 +1424,72 @@ def _nn_functional_rows() -> list[OpInfo]:
         OpInfo("nn.functional.lp_pool3d", F.lp_pool3d, np_lp_pool(3), lp3_s, FLOATS, "same",
                grad=True, grad_samples=fixed(S(X((1, 1, 2, 2, 4), "positive"), 2.0, 2)),
                rtol=1e-4),
+        OpInfo("nn.functional.multi_margin_loss", F.multi_margin_loss, np_multi_margin,
+               fixed(S(X((4, 5)), IDX([0, 4, 2, 1])),
+                     S(X((4, 5)), IDX([3, 3, 0, 1]), 2, 0.7, X((5,), "positive"),
+                       reduction="none"),
+                     S(X((5,)), IDX(2), reduction="sum"), S(X((3, 4)), IDX([1, 0, 3]), nc="T")),
+               FLOATS, "same", grad=True, errors=[
+                   E(lambda d: F.multi_margin_loss(T((3, 4), d), pg.tensor([0, 5, 1], device=d)),
+                     RuntimeError, "target out of range"),
+                   E(lambda d: F.multi_margin_loss(T((3, 4), d), pg.tensor([0, 1], device=d)),
+                     RuntimeError, r"multi_margin_loss: target tensor should be 1-D with size "
+                     r"equal to the number of input samples \(batch size\). Expected target size "
+                     r"\[3\], but got \[2\]. Input has shape \[3, 4\]."),
+                   E(lambda d: F.multi_margin_loss(T((3, 4, 2), d), pg.tensor([0, 1, 1], device=d)),
+                     RuntimeError, r"Expected non-empty vector or matrix with optional 0-dim "
+                     r"batch size, but got: \[3, 4, 2\]"),
+                   E(lambda d: F.multi_margin_loss(T((3, 4), d), T((3,), d)), RuntimeError,
+                     "expected scalar type Long but found Float"),
+                   E(lambda d: F.multi_margin_loss(T((3, 4), d), T((3,), d, I64), p=3), ValueError,
+                     r"only p == 1 and p == 2 supported"),
+                   E(lambda d: F.multi_margin_loss(T((3, 4), d), T((3,), d, I64), weight=T((3,), d)),
+                     RuntimeError, r"inconsistent weight size, expected 4 but got \[3\]"),
+                   E(lambda d: F.multi_margin_loss(T((3, 4), d), T((3,), d, I64), reduction="x"),
+                     ValueError, "x is not a valid value for reduction")]),
+        OpInfo("nn.functional.multilabel_margin_loss", F.multilabel_margin_loss,
+               np_multilabel_margin,
+               fixed(S(X((4, 5)), IDX([[3, 0, -1, 1, 2], [1, 2, 3, 4, 0], [-1, 0, 1, 2, 3],
+                                       [2, -1, -1, -1, -1]])),
+                     S(X((2, 3)), IDX([[2, -1, 0], [0, 1, -1]]), reduction="none"),
+                     S(X((4,)), IDX([3, 1, -1, 1]), reduction="sum")),
+               FLOATS, "same", grad=True, errors=[
+                   E(lambda d: F.multilabel_margin_loss(T((3, 4), d), T((3, 4), d, I64) + 5),
+                     RuntimeError, "argument #2 'target' is out of range"),
+                   E(lambda d: F.multilabel_margin_loss(T((3, 4), d), T((3,), d, I64)),
+                     RuntimeError, r"inconsistent target size: \[3\] for input of size: "
+                     r"\[3, 4\]")]),
+        OpInfo("nn.functional.triplet_margin_with_distance_loss",
+               lambda a, p, n, **k: F.triplet_margin_with_distance_loss(a, p, n, **k),
+               np_triplet_distance,
+               fixed(S(X((3, 4)), X((3, 4)), X((3, 4)), margin=2.0),
+                     S(X((3, 4)), X((3, 4)), X((3, 4)), swap=True, margin=1.5, reduction="none"),
+                     S(X((4,)), X((4,)), X((4,)), margin=3.0, reduction="sum")),
+               FLOATS, "same", grad=True, errors=[
+                   E(lambda d: F.triplet_margin_with_distance_loss(T((3,), d), T((3,), d),
+                                                                   T((3,), d), margin=0),
+                     ValueError, "TripletMarginWithDistanceLoss: expected margin to be greater "
+                     "than 0, got 0 instead"),
+                   E(lambda d: F.triplet_margin_with_distance_loss(T((2, 3), d), T((3,), d),
+                                                                   T((3,), d)),
+                     RuntimeError, "The anchor, positive, and negative tensors are expected to "
+                     "have the same number of dimensions, but got: anchor 2D, positive 1D, and "
+                     "negative 1D inputs")]),
+        OpInfo("nn.functional.rrelu_eval", F.rrelu, np_leaky((1 / 8 + 1 / 3) / 2),
+               unary_samples("nonzero"), FLOATS, "same", grad=True, errors=[
+                   E(lambda d: F.rrelu(T((2,), d), 0.5, 0.1, True), RuntimeError,
+                     "Lower bound should be less than or equal to the upper bound")]),
+        OpInfo("nn.functional.rrelu_", lambda x: F.rrelu_(x, 0.2, 0.4), np_leaky(0.3),
+               unary_samples("nonzero"), FLOATS, "same", inplace=True, grad=True),
+        OpInfo("nn.functional.threshold_", lambda x: F.threshold_(x, 0.5, -2.0),
+               lambda x: np.where(x > 0.5, x, -2.0), unary_samples("nonzero"), FLOATS, "same",
+               inplace=True),
+        OpInfo("nn.functional.selu_", F.selu_,
+               lambda x: 1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 * np.expm1(
+                   np.minimum(x, 0))), unary_samples(), FLOATS, "same", inplace=True, grad=True),
+        OpInfo("nn.functional.celu_", lambda x: F.celu_(x, 2.0),
+               lambda x: np.where(x > 0, x, 2.0 * np.expm1(np.minimum(x, 0) / 2.0)),
+               unary_samples(), FLOATS, "same", inplace=True, grad=True),
     ]
 
 

@@ -315,3 +315,66 @@ def test_3d_padding_and_trilinear_against_torch_literals(device):
     assert nn.ZeroPad3d((1, 1, 1, 1, 0, 0))(x).shape == (1, 1, 2, 4, 4)
     with pytest.raises(NotImplementedError, match="Got 4D input, but trilinear mode needs 5D"):
         F.interpolate(x[0], size=3, mode="trilinear")
+
+
+# ------------------------------------------------------------------ activations and losses
+def test_rrelu_softmax2d_gumbel(device):
+    pg.manual_seed(0)
+    x = pg.randn(64, 8, device=device)
+    m = nn.RReLU(0.1, 0.3)
+    ratio = H(m(x)) / H(x)
+    neg = H(x) < 0
+    assert (ratio[~neg] == 1).all() and 0.1 <= ratio[neg].min() and ratio[neg].max() <= 0.3
+    assert len(np.unique(ratio[neg].round(6))) > 10  # one slope per element
+    np.testing.assert_allclose(H(m.eval()(x))[neg], H(x)[neg] * 0.2, rtol=1e-6)
+    assert repr(nn.RReLU()) == "RReLU(lower=0.125, upper=0.3333333333333333)"
+    y = H(nn.Softmax2d()(pg.randn(2, 3, 4, 5, device=device)))
+    np.testing.assert_allclose(y.sum(1), 1, rtol=1e-6)
+    with pytest.raises(ValueError, match="Softmax2d: expected input to be 3D or 4D, got 2D"):
+        nn.Softmax2d()(pg.ones(2, 3, device=device))
+    logits = pg.randn(5, 4, device=device, requires_grad=True)
+    soft = H(F.gumbel_softmax(logits, tau=0.5))
+    np.testing.assert_allclose(soft.sum(-1), 1, rtol=1e-5)
+    hard = F.gumbel_softmax(logits, hard=True, dim=0)
+    assert set(np.unique(H(hard))) == {0.0, 1.0} and (H(hard).sum(0) == 1).all()
+    hard[0].sum().backward()  # straight-through: the soft sample's gradient
+    assert np.abs(H(logits.grad)).sum() > 0
+    np.testing.assert_allclose(H(logits.grad).sum(0), 0, atol=1e-6)
+
+
+def test_margin_loss_modules_against_torch_literals(device):
+    x = T([[0.1, -0.4, 0.9, 0.3], [1.2, 0.5, -0.7, 0.0]], device, True, pg.float64)
+    t = T([2, 0], device)
+    w = T([1.0, 2.0, 0.5, 1.5], device, dtype=pg.float64)
+    loss = nn.MultiMarginLoss(p=2, margin=0.8, weight=w)(x, t)
+    np.testing.assert_allclose(loss.item(), 0.00375, rtol=1e-10)
+    loss.backward()
+    np.testing.assert_allclose(H(x.grad), [[0.0, 0.0, -0.025, 0.025], [-0.025, 0.025, 0.0, 0.0]],
+                               rtol=1e-10, atol=1e-15)
+    lt = T([[2, 3, -1, 0], [1, -1, 2, 3]], device)
+    np.testing.assert_allclose(nn.MultiLabelMarginLoss()(x, lt).item(), 0.4375, rtol=1e-10)
+    with pytest.raises(ValueError, match="only p == 1 and p == 2 supported"):
+        nn.MultiMarginLoss(p=3)
+    a, p_, n = (T(v, device, dtype=pg.float64) for v in ([[0.0, 1.0]], [[1.0, 1.0]], [[0.0, 3.0]]))
+    cos = nn.TripletMarginWithDistanceLoss(
+        distance_function=lambda u, v: 1 - F.cosine_similarity(u, v), margin=0.5)
+    np.testing.assert_allclose(cos(a, p_, n).item(), 0.7928932188134524, rtol=1e-10)
+    np.testing.assert_allclose(nn.TripletMarginWithDistanceLoss(swap=True)(a, p_, n).item(),
+                               0.0, atol=1e-9)
+    assert isinstance(nn.NLLLoss2d(), nn.NLLLoss)
+
+
+def test_sync_batchnorm_is_batchnorm_without_process_group(device):
+    pg.manual_seed(0)
+    x = pg.randn(5, 3, 4, device=device)
+    sb, bn = nn.SyncBatchNorm(3).to(device), nn.BatchNorm1d(3).to(device)
+    np.testing.assert_allclose(H(sb(x)), H(bn(x)), rtol=1e-6)
+    np.testing.assert_allclose(H(sb.running_var), H(bn.running_var), rtol=1e-6)
+    with pytest.raises(ValueError, match=r"expected at least 2D input \(got 1D input\)"):
+        sb(pg.ones(3, device=device))
+    with pytest.raises(NotImplementedError, match="across a process group is not implemented"):
+        nn.SyncBatchNorm(3, process_group=object())(x)
+    m = nn.Sequential(nn.Conv2d(3, 4, 1), nn.BatchNorm2d(4), nn.Sequential(nn.BatchNorm1d(4)))
+    c = nn.SyncBatchNorm.convert_sync_batchnorm(m)
+    assert type(c[1]) is nn.SyncBatchNorm and type(c[2][0]) is nn.SyncBatchNorm
+    assert c[1].weight is m[1].weight and c[1].running_mean is m[1].running_mean

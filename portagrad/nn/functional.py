@@ -34,6 +34,7 @@ __all__ = [
     "silu", "mish", "sigmoid", "tanh", "hardtanh", "hardtanh_", "hardsigmoid", "hardswish",
     "softplus", "softsign", "logsigmoid", "softmax", "log_softmax", "softmin", "threshold",
     "glu", "prelu", "tanhshrink", "softshrink", "hardshrink",
+    "threshold_", "selu_", "celu_", "rrelu", "rrelu_", "gumbel_softmax",
     # linear, dropout, embedding
     "linear", "bilinear", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
     "embedding", "feature_alpha_dropout",
@@ -53,6 +54,7 @@ __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss",
     "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
     "triplet_margin_loss", "gaussian_nll_loss", "multilabel_soft_margin_loss",
+    "triplet_margin_with_distance_loss", "multi_margin_loss", "multilabel_margin_loss",
     # misc
     "pad", "one_hot", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
     "scaled_dot_product_attention", "cosine_similarity", "pairwise_distance", "pixel_shuffle",
@@ -316,6 +318,41 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
     return _maybe_inplace(lambda x: I.where(E.gt(x, threshold), x, value), input, inplace)
 
 
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    """In-place :func:`threshold`."""
+    return _maybe_inplace(lambda x: I.where(E.gt(x, threshold), x, value), input, True)
+
+
+def selu_(input: Tensor) -> Tensor:
+    return selu(input, True)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return celu(input, alpha, True)
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU: negative inputs times a slope drawn from ``U(lower, upper)`` per
+    element while training, times the mean slope ``(lower + upper) / 2`` otherwise."""
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+
+    def fn(x: Tensor) -> Tensor:
+        a = E.add(E.mul(_random.rand(tuple(x.shape), dtype=x.dtype, device=x.device),
+                        upper - lower), lower)
+        return I.where(E.ge(x, 0), x, E.mul(x, a))
+
+    return _maybe_inplace(fn, input, inplace)
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False
+           ) -> Tensor:
+    return rrelu(input, lower, upper, training, True)
+
+
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
@@ -403,6 +440,22 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dty
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     return _softmax_impl(E.neg(input), dim, dtype, False)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """Softmax of ``(logits + g) / tau`` with Gumbel(0, 1) noise ``g``; ``hard=True`` returns the
+    one-hot of its argmax with the soft sample's gradient (straight-through)."""
+    u = _random.rand(tuple(logits.shape), dtype=logits.dtype, device=logits.device)
+    # -log(Exponential(1)), the Exponential(1) sample being -log(1 - u) (u in [0, 1))
+    gumbels = E.neg(E.log(E.neg(E.log1p(E.neg(u)))))
+    y_soft = softmax(E.div(E.add(logits, gumbels), tau), dim)
+    if not hard:
+        return y_soft
+    d = wrap_dim(dim, max(logits.dim(), 1))
+    index = R.argmax(y_soft, d, keepdim=True)
+    y_hard = I.scatter(_creation.zeros_like(logits), d, index, 1.0)
+    return E.add(E.sub(y_hard, y_soft.detach()), y_soft)
 
 
 # ------------------------------------------------------------------ linear
@@ -1682,6 +1735,108 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
     if swap:
         dn = E.minimum(dn, pairwise_distance(positive, negative, p, eps))
     return _reduce(E.relu(E.add(E.sub(dp, dn), margin)), reduction)
+
+
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function: Any = None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean") -> Tensor:
+    """``max(d(a, p) - d(a, n) + margin, 0)`` for any distance ``d`` (default
+    :func:`pairwise_distance`); ``swap`` uses ``min(d(a, n), d(p, n))`` as the negative one."""
+    if margin <= 0:
+        raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got "
+                         f"{margin} instead")
+    _check_reduction(reduction)
+    dims = (anchor.dim(), positive.dim(), negative.dim())
+    if len(set(dims)) != 1:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {dims[0]}D, positive "
+                           f"{dims[1]}D, and negative {dims[2]}D inputs")
+    dist = pairwise_distance if distance_function is None else distance_function
+    dp = dist(anchor, positive)
+    dn = dist(anchor, negative)
+    if swap:
+        dn = E.minimum(dn, dist(positive, negative))
+    return _reduce(E.clamp(E.add(E.sub(dp, dn), margin), 0.0, None), reduction)
+
+
+def _margin_target(name: str, input: Tensor, target: Tensor, same_shape: bool) -> None:
+    if input.dim() > 2 or input.numel() == 0 and input.dim() != 2:
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, "
+                           f"but got: {list(input.shape)}")
+    if target.dtype is not _dtype.int64:
+        raise RuntimeError(f"expected scalar type Long but found {E._type_name(target.dtype)}")
+    if same_shape:
+        if tuple(target.shape) != tuple(input.shape):
+            raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                               f"{list(input.shape)}")
+        return
+    n = input.shape[0] if input.dim() == 2 else 1
+    if target.numel() != n or target.dim() > 1:
+        raise RuntimeError(f"{name}: target tensor should be 1-D with size equal to the number of "
+                           f"input samples (batch size). Expected target size [{n}], but got "
+                           f"{list(target.shape)}. Input has shape {list(input.shape)}.")
+
+
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
+                      weight: Tensor | None = None, size_average: Any = None, reduce: Any = None,
+                      reduction: str = "mean") -> Tensor:
+    """Multi-class hinge loss of (N, C) scores against class indices (N,):
+    ``sum_{i != y} w[y] max(0, margin - x[y] + x[i])^p / C``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    _margin_target("multi_margin_loss", input, target, False)
+    x = input if input.dim() == 2 else S.reshape(input, (1, -1))
+    Cc = x.shape[1]
+    if weight is not None and weight.numel() != Cc:
+        raise RuntimeError(f"inconsistent weight size, expected {Cc} but got "
+                           f"{list(weight.shape)}")
+    t = S.reshape(target, (-1,))
+    if t.numel() and (int(R.min(t).item()) < 0 or int(R.max(t).item()) >= Cc):
+        raise RuntimeError("target out of range")
+    t1 = S.unsqueeze(t, 1)
+    m = E.relu(E.add(E.sub(margin, I.gather(x, 1, t1)), x))
+    if p == 2:
+        m = E.mul(m, m)
+    if weight is not None:
+        m = E.mul(m, S.unsqueeze(I.gather(weight, 0, t), 1))
+    m = I.where(_class_mask(t, Cc, 2), 0.0, m)
+    loss = E.div(R.sum(m, 1), Cc)
+    if input.dim() < 2:
+        loss = S.reshape(loss, ())
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = None,
+                           reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """Multi-label hinge loss: ``target`` lists each sample's classes, ended by the first -1;
+    ``sum_{j target, i not} max(0, 1 - (x[j] - x[i])) / C``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    _margin_target("multilabel_margin_loss", input, target, True)
+    x = input if input.dim() == 2 else S.reshape(input, (1, -1))
+    Cc = x.shape[1]
+    # which target slots count (before the first -1) and which classes are targets: a host
+    # computation on the (small, integer, never differentiated) target
+    t = np.asarray(target.detach().cpu().numpy(), np.int64).reshape(x.shape[0], Cc)
+    valid = np.cumprod(t != -1, axis=1).astype(bool)
+    if ((t < 0) & valid).any() or (t >= Cc).any() or (t < -1).any():
+        raise RuntimeError("argument #2 'target' is out of range")
+    is_target = np.zeros(t.shape, bool)
+    rows = np.nonzero(valid)
+    is_target[rows[0], t[rows]] = True
+    pair_ok = valid[:, :, None] & ~is_target[:, None, :]  # (N, slot, class)
+    ok = _creation.tensor(pair_ok, device=x.device)
+    tt = _creation.tensor(np.where(valid, t, 0), device=x.device)
+    xy = I.gather(x, 1, tt)  # (N, slot)
+    pair = E.relu(E.add(E.sub(1.0, S.unsqueeze(xy, 2)), S.unsqueeze(x, 1)))
+    loss = E.div(R.sum(I.where(ok, pair, 0.0), (1, 2)), Cc)
+    if input.dim() < 2:
+        loss = S.reshape(loss, ())
+    return _reduce(loss, reduction)
 
 
 # ------------------------------------------------------------------ misc

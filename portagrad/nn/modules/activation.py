@@ -21,7 +21,7 @@ from .module import Module
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Sigmoid",
            "Tanh", "Hardtanh", "Hardsigmoid", "Hardswish", "Softplus", "Softsign", "LogSigmoid",
            "Softmax", "LogSoftmax", "Softmin", "Threshold", "GLU", "PReLU", "Tanhshrink",
-           "Softshrink", "Hardshrink", "MultiheadAttention"]
+           "Softshrink", "Hardshrink", "MultiheadAttention", "RReLU", "Softmax2d"]
 
 
 class _Inplace(Module):
@@ -417,3 +417,30 @@ class MultiheadAttention(Module):
         if unbatched:
             w = S.squeeze(w, 0)
         return out, w
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: negative slopes drawn from ``U(lower, upper)`` while training,
+    their mean ``(lower + upper) / 2`` in eval mode."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False
+                 ) -> None:
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of (N, C, H, W) or (C, H, W) inputs (dim -3)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3, _stacklevel=5)
