@@ -1350,6 +1350,44 @@ def np_leaky(slope: float) -> Callable:
     return lambda x, *a, **k: np.where(x >= 0, x, x * slope)
 
 
+def np_pdist(x: np.ndarray, p: float = 2) -> np.ndarray:
+    i, j = np.triu_indices(len(x), 1)
+    return np.linalg.norm(x[i] - x[j], ord=p, axis=1) if len(i) else np.zeros(0)
+
+
+def np_unpool2d(x: np.ndarray, idx: np.ndarray, kernel_size: int, stride: Any = None,
+                padding: int = 0, output_size: Any = None) -> np.ndarray:
+    s = stride or kernel_size
+    h, w = output_size or [(n - 1) * s + kernel_size - 2 * padding for n in x.shape[-2:]]
+    out = np.zeros(x.shape[:-2] + (h * w,), x.dtype)
+    np.put_along_axis(out, idx.reshape(x.shape[:-2] + (-1,)), x.reshape(x.shape[:-2] + (-1,)), -1)
+    return out.reshape(x.shape[:-2] + (h, w))
+
+
+def np_embedding_bag(idx: np.ndarray, w: np.ndarray, offsets: Any = None, mode: str = "mean",
+                     per_sample_weights: Any = None, padding_idx: Any = None) -> np.ndarray:
+    if idx.ndim == 2:
+        bags = list(idx)
+        psw = list(per_sample_weights) if per_sample_weights is not None else None
+    else:
+        ends = list(offsets[1:]) + [len(idx)]
+        bags = [idx[a:b] for a, b in zip(offsets, ends)]
+        psw = ([per_sample_weights[a:b] for a, b in zip(offsets, ends)]
+               if per_sample_weights is not None else None)
+    out = np.zeros((len(bags), w.shape[1]))
+    for b, bag in enumerate(bags):
+        keep = [k for k, i in enumerate(bag) if i != padding_idx]
+        rows = w[bag[keep]] * (psw[b][keep][:, None] if psw is not None else 1)
+        if len(keep):
+            out[b] = {"sum": rows.sum(0), "mean": rows.mean(0), "max": rows.max(0)}[mode]
+    return out
+
+
+def np_conv_tbc(x: np.ndarray, w: np.ndarray, b: np.ndarray, pad: int = 0) -> np.ndarray:
+    out = np_conv(1)(x.transpose(1, 2, 0), w.transpose(2, 1, 0), b, padding=pad)
+    return out.transpose(2, 0, 1)
+
+
 def _nn_functional_rows() -> list[OpInfo]:
     F = pg.nn.functional
     conv3_s = fixed(S(X((2, 4, 3, 4, 5)), X((6, 2, 2, 3, 2)), X((6,)), stride=(1, 2, 1),
@@ -1490,6 +1528,64 @@ def _nn_functional_rows() -> list[OpInfo]:
         OpInfo("nn.functional.celu_", lambda x: F.celu_(x, 2.0),
                lambda x: np.where(x > 0, x, 2.0 * np.expm1(np.minimum(x, 0) / 2.0)),
                unary_samples(), FLOATS, "same", inplace=True, grad=True),
+        OpInfo("nn.functional.pdist", F.pdist, np_pdist,
+               fixed(S(X((5, 3))), S(X((4, 2)), 1.0), S(X((3, 4)), 3.0, nc="T"), S(X((1, 3))),
+                     S(X((4, 3), "distinct"), math.inf)), FLOATS, "same", grad=True, errors=[
+                   E(lambda d: F.pdist(T((3,), d)), RuntimeError,
+                     "pdist only supports 2D tensors, got: 1D"),
+                   E(lambda d: F.pdist(T((3, 2), d), -1), RuntimeError,
+                     "pdist only supports non-negative p values")]),
+        OpInfo("nn.functional.max_unpool2d", F.max_unpool2d, np_unpool2d,
+               fixed(S(X((2, 3, 2, 2)), IDX(np.arange(24).reshape(2, 3, 2, 2) % 4 * 5), 2),
+                     S(X((3, 2, 2)), IDX([[[0, 3], [9, 15]]] * 3), 2, output_size=(5, 4))),
+               FLOATS, "same", grad=True, errors=[
+                   E(lambda d: F.max_unpool2d(T((1, 2, 2, 2), d), T((1, 1, 2, 2), d, I64), 2),
+                     RuntimeError, r"Expected shape of indices to be same as that of the input "
+                     r"tensor \(\[1, 2, 2, 2\]\) but got indices tensor with shape: "
+                     r"\[1, 1, 2, 2\]"),
+                   E(lambda d: F.max_unpool2d(T((2, 2), d), T((2, 2), d, I64), 2), RuntimeError,
+                     r"Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor "
+                     r"with 2 dimensions."),
+                   E(lambda d: F.max_unpool2d(T((1, 2, 2, 2), d), T((1, 2, 2, 2), d), 2),
+                     RuntimeError, "elements in indices should be type int64 but got: Float"),
+                   E(lambda d: F.max_unpool2d(T((1, 2, 2, 2), d), T((1, 2, 2, 2), d, I64) + 150,
+                                              2), RuntimeError,
+                     r"Found an invalid max index: 150 \(output volumes are of size 4x4\)"),
+                   E(lambda d: F.max_unpool2d(T((1, 2, 2, 2), d), T((1, 2, 2, 2), d, I64), 2,
+                                              output_size=(9, 9)), ValueError,
+                     r'invalid output_size "\(9, 9\)" \(dim 0 must be between 2 and 6\)')]),
+        OpInfo("nn.functional.embedding_bag",
+               lambda i, w, off=None, mode="mean", psw=None, **k: F.embedding_bag(
+                   i, w, off, mode=mode, per_sample_weights=psw, **k), np_embedding_bag,
+               fixed(S(IDX([[1, 2], [3, 4], [0, 0]]), X((5, 3))),
+                     S(IDX([1, 2, 3, 1, 4]), X((5, 3)), IDX([0, 2, 2]), mode="sum"),
+                     S(IDX([1, 2, 3, 1, 4]), X((5, 3), "distinct"), IDX([0, 3]), mode="max"),
+                     S(IDX([2, 2, 3, 1]), X((5, 3)), IDX([0, 2]), mode="mean", padding_idx=2),
+                     S(IDX([2, 0, 3, 1]), X((5, 3)), IDX([0, 1]), "sum", X((4,)))),
+               FLOATS, "promote", grad=True, errors=[
+                   E(lambda d: F.embedding_bag(T((3,), d, I64), T((5, 3), d)), ValueError,
+                     "offsets has to be a 1D Tensor but got None"),
+                   E(lambda d: F.embedding_bag(T((2, 2), d, I64), T((5, 3), d),
+                                               T((1,), d, I64)), ValueError,
+                     "if input is 2D, then offsets has to be None"),
+                   E(lambda d: F.embedding_bag(T((3,), d, I64), T((5, 3), d), T((2,), d, I64),
+                                               mode="foo"), ValueError,
+                     "mode has to be one of sum, mean or max"),
+                   E(lambda d: F.embedding_bag(T((3,), d, I64), T((5, 3), d), T((2,), d, I64),
+                                               per_sample_weights=T((3,), d)),
+                     NotImplementedError, r"per_sample_weights is only supported for "
+                     r"mode='sum' \(got mode='mean'\)"),
+                   E(lambda d: F.embedding_bag(T((3,), d, I64) + 13, T((5, 3), d),
+                                               T((2,), d, I64)), RuntimeError,
+                     r"Index 0 of input takes value 13 which is not in the valid range \[0, 5\)"),
+                   E(lambda d: F.embedding_bag(T((3,), d, I64), T((5, 3), d),
+                                               T((2,), d, I64) + 1), RuntimeError,
+                     r"offsets\[0\] has to be 0, i.e., the first sequence in the mini-batch has "
+                     r"to start from position 0. However, got 1")]),
+        OpInfo("nn.functional.conv_tbc", F.conv_tbc, np_conv_tbc,
+               fixed(S(X((5, 2, 3)), X((3, 3, 4)), X((4,)), 1), S(X((4, 1, 2)), X((2, 2, 3)),
+                                                                X((3,)))),
+               FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5),
     ]
 
 

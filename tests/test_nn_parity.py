@@ -378,3 +378,49 @@ def test_sync_batchnorm_is_batchnorm_without_process_group(device):
     c = nn.SyncBatchNorm.convert_sync_batchnorm(m)
     assert type(c[1]) is nn.SyncBatchNorm and type(c[2][0]) is nn.SyncBatchNorm
     assert c[1].weight is m[1].weight and c[1].running_mean is m[1].running_mean
+
+
+# ------------------------------------------------------------------ bags, unpooling, containers
+def test_embedding_bag_module(device):
+    w = pg.arange(30.0).reshape(10, 3)
+    bag = nn.EmbeddingBag.from_pretrained(w, mode="sum").to(device)
+    assert not bag.weight.requires_grad
+    out = bag(T([1, 2, 3, 5, 6], device), T([0, 2, 3], device))
+    np.testing.assert_allclose(H(out), [[9, 11, 13], [9, 10, 11], [33, 35, 37]])
+    out = bag(T([1, 2, 3, 5], device), T([0, 2, 4], device))  # include_last_offset=False: 3 bags
+    np.testing.assert_allclose(H(out)[2], 0)
+    m = nn.EmbeddingBag(10, 3, mode="max", padding_idx=0).to(device)
+    assert (H(m.weight)[0] == 0).all() and repr(m) == "EmbeddingBag(10, 3, mode='max', " \
+        "padding_idx=0)"
+    x = T([[0, 4, 4], [0, 0, 0]], device)
+    out = m(x)
+    np.testing.assert_allclose(H(out), [H(m.weight)[4], np.zeros(3)])
+    out.sum().backward()
+    g = H(m.weight.grad)
+    assert (g[4] == 1).all() and (np.delete(g, 4, 0) == 0).all()
+
+
+def test_max_unpool_modules_invert_pooling(device):
+    pg.manual_seed(0)
+    x = pg.randn(2, 3, 4, 6, device=device)
+    out, idx = nn.MaxPool2d(2, return_indices=True)(x)
+    up = nn.MaxUnpool2d(2)(out, idx)
+    assert repr(nn.MaxUnpool2d(2)) == "MaxUnpool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))"
+    kept = H(up) != 0
+    assert kept.reshape(2, 3, -1).sum(-1).tolist() == [[6] * 3] * 2
+    np.testing.assert_array_equal(H(up)[kept], H(x)[kept])
+    assert nn.MaxUnpool2d(2)(out, idx, output_size=(2, 3, 5, 7)).shape == (2, 3, 5, 7)
+    x3 = pg.rand(1, 2, 4, 4, 4, device=device) + 0.1  # positive: re-pooling finds the maxima
+    o3, i3 = F.max_pool3d(x3, 2, return_indices=True)
+    np.testing.assert_allclose(H(F.max_pool3d(nn.MaxUnpool3d(2)(o3, i3), 2)), H(o3))
+    x1 = pg.rand(2, 3, 7, device=device) + 0.1
+    o1, i1 = F.max_pool1d(x1, 3, 2, 1, return_indices=True)  # overlapping windows
+    np.testing.assert_allclose(H(F.max_pool1d(nn.MaxUnpool1d(3, 2, 1)(o1, i1), 3, 2, 1)), H(o1))
+
+
+def test_container_is_deprecated_module(device):
+    with pytest.warns(UserWarning, match="nn.Container is deprecated"):
+        c = nn.Container(a=nn.Linear(2, 3), b=nn.ReLU())
+    assert [n for n, _ in c.named_children()] == ["a", "b"]
+    x = pg.randn(4, 12, 5, 5, device=device)
+    np.testing.assert_array_equal(H(F.native_channel_shuffle(x, 3)), H(F.channel_shuffle(x, 3)))

@@ -59,6 +59,8 @@ __all__ = [
     "pad", "one_hot", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
     "scaled_dot_product_attention", "cosine_similarity", "pairwise_distance", "pixel_shuffle",
     "pixel_unshuffle", "channel_shuffle",
+    "embedding_bag", "conv_tbc", "native_channel_shuffle", "pdist", "max_unpool1d",
+    "max_unpool2d", "max_unpool3d",
 ]
 
 
@@ -644,6 +646,113 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         keep = S.unsqueeze(E.ne(flat, padding_idx), 1)
         out = I.where(keep, out, out.detach())
     return S.reshape(out, tuple(input.shape) + (weight.shape[1],))
+
+
+def _bag_table(offsets: np.ndarray, n: int, include_last_offset: bool) -> np.ndarray:
+    """(B, Lmax) positions into the flat input of each bag's entries (``n``, one past the last
+    entry, where a bag is shorter)."""
+    ends = offsets[1:] if include_last_offset else np.append(offsets[1:], n)
+    starts = offsets[:-1] if include_last_offset else offsets
+    lengths = np.maximum(ends - starts, 0)
+    lmax = int(lengths.max()) if len(lengths) else 0
+    pos = starts[:, None] + np.arange(lmax)[None, :]
+    return np.where(np.arange(lmax)[None, :] < lengths[:, None], pos, n)
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
+                  max_norm: float | None = None, norm_type: float = 2,
+                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """Sums, means or maxima of bags of embeddings: the bags are the rows of a 2-D ``input``, or
+    the runs of a 1-D ``input`` starting at ``offsets``. Entries equal to ``padding_idx`` are left
+    out (an empty bag gives zeros)."""
+    if input.dtype.is_floating_point or input.dtype is _dtype.bool:
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following "
+                           f"scalar types: Long, Int; but got {input.type()} instead (while "
+                           f"checking arguments for embedding_bag)")
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not "
+                         f"None, then it must have the same shape as the input ({input.shape})")
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.dim()}")
+    n = input.numel()
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated is "
+                             f"a mini-batch of fixed length sequences. However, found offsets of "
+                             f"type {type(offsets)}")
+        off = np.arange(0, n, max(input.shape[1], 1), dtype=np.int64)[:input.shape[0]]
+        include_last_offset = False
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        off = np.asarray(offsets.detach().cpu().numpy(), np.int64)
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.dim()}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on GitHub.")
+    if len(off) and off[0] != 0:
+        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has "
+                           f"to start from position 0. However, got {off[0]}")
+    if len(off) and off[-1] > n:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
+                           f"offsets[-1] of {off[-1]}")
+    flat = S.reshape(input, (-1,))
+    idx = np.asarray(flat.detach().cpu().numpy(), np.int64)
+    bad = np.nonzero((idx < 0) | (idx >= weight.shape[0]))[0]
+    if len(bad):
+        raise RuntimeError(f"Index {bad[0]} of input takes value {idx[bad[0]]} which is not in the "
+                           f"valid range [0, {weight.shape[0]})")
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += weight.shape[0]
+    rows = embedding(flat, weight, padding_idx, max_norm, norm_type)  # (n, D)
+    if per_sample_weights is not None:
+        rows = E.mul(rows, S.unsqueeze(S.reshape(per_sample_weights, (-1,)), 1))
+    table = _bag_table(off, n, include_last_offset)  # (B, Lmax), n = no entry
+    used = table < n
+    if padding_idx is not None:
+        used &= np.append(idx, -1)[table] != padding_idx
+    table = np.where(used, table, n)
+    fill = -math.inf if mode == "max" else 0.0
+    pad_row = _creation.full((1, weight.shape[1]), fill, dtype=rows.dtype, device=rows.device)
+    rows = J.cat([rows, pad_row], 0)
+    B, lmax = table.shape
+    t = _creation.tensor(table.reshape(-1), device=weight.device)
+    bags = S.reshape(I.index_select(rows, 0, t), (B, lmax, weight.shape[1]))
+    count = used.sum(1, keepdims=True)
+    if mode == "max":
+        if lmax == 0:
+            return _creation.zeros((B, weight.shape[1]), dtype=weight.dtype, device=weight.device)
+        out = R.amax(bags, 1)
+        empty = _creation.tensor(count == 0, device=weight.device)
+        return I.where(empty, 0.0, out)
+    out = R.sum(bags, 1)
+    if mode == "mean":
+        out = E.div(out, _creation.tensor(np.maximum(count, 1).astype(np.float64),
+                                          dtype=out.dtype, device=out.device))
+    return out
+
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """1-D convolution of a (time, batch, channels) input with a (kernel, in, out) weight."""
+    if input.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, "
+                           "out_channels.")
+    if bias.dim() != 1:
+        raise RuntimeError("Bias must be 1-D")
+    out = conv1d(S.permute(input, (1, 2, 0)), S.permute(weight, (2, 1, 0)), bias, padding=pad)
+    return S.permute(out, (2, 0, 1))
 
 
 # ------------------------------------------------------------------ convolution
@@ -1901,6 +2010,92 @@ def _pad_plan(in_sp: tuple[int, ...], pads: tuple[tuple[int, int], ...], mode: s
     return _im2col.plan(("pad", in_sp, pads, mode), build)
 
 
+def pdist(input: Tensor, p: float = 2) -> Tensor:
+    """The p-norm distances between the rows of an (N, M) input, for each pair i < j in row-major
+    order (the upper triangle of the distance matrix, flattened)."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    i, j = np.triu_indices(input.shape[0], 1)
+    a = I.index_select(input, 0, _creation.tensor(i, dtype=_dtype.int64, device=input.device))
+    b = I.index_select(input, 0, _creation.tensor(j, dtype=_dtype.int64, device=input.device))
+    return R.norm(E.sub(a, b), p, 1)
+
+
+def _unpool_output_size(in_sp: tuple[int, ...], k: tuple[int, ...], s: tuple[int, ...],
+                        pd: tuple[int, ...], output_size: Any) -> tuple[int, ...]:
+    default = tuple((in_sp[d] - 1) * s[d] + k[d] - 2 * pd[d] for d in range(len(k)))
+    if output_size is None:
+        return default
+    out = list(output_size)
+    if len(out) == len(k) + 2:
+        out = out[2:]
+    if len(out) != len(k):
+        raise ValueError(f"output_size should be a sequence containing {len(k)} or {len(k) + 2} "
+                         f"elements, but it has a length of '{len(out)}'")
+    for d in range(len(k)):
+        lo, hi = default[d] - s[d], default[d] + s[d]
+        if not lo < out[d] < hi:
+            raise ValueError(f'invalid output_size "{tuple(out)}" (dim {d} must be between {lo} '
+                             f'and {hi})')
+    return tuple(int(v) for v in out)
+
+
+def _max_unpoolnd(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any, padding: Any,
+                  output_size: Any, nd: int) -> Tensor:
+    k = _pair(kernel_size, nd, "kernel_size")
+    s = k if stride is None else _pair(stride, nd, "stride")
+    pd = _pair(padding, nd, "padding")
+    if input.dim() not in (nd + 1, nd + 2) and nd > 1:
+        raise RuntimeError(f"Input to max_unpooling{nd}d should be a {nd + 1}d or {nd + 2}d Tensor, "
+                           f"but got a tensor with {input.dim()} dimensions.")
+    if input.dim() not in (nd + 1, nd + 2):  # PyTorch unpools 1-D as 2-D, and says so
+        raise RuntimeError(f"Input to max_unpooling2d should be a 3d or 4d Tensor, but got a "
+                           f"tensor with {input.dim() + 1} dimensions.")
+    if indices.dtype is not _dtype.int64:
+        raise RuntimeError(f"elements in indices should be type int64 but got: "
+                           f"{E._type_name(indices.dtype)}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({list(input.shape)}) but got indices tensor with shape: "
+                           f"{list(indices.shape)}")
+    unbatched = input.dim() == nd + 1
+    x = S.unsqueeze(input, 0) if unbatched else input
+    idx = S.unsqueeze(indices, 0) if unbatched else indices
+    out_sp = _unpool_output_size(tuple(x.shape[2:]), k, s, pd, output_size)
+    P = math.prod(out_sp)
+    if idx.numel():
+        lo, hi = int(R.min(idx).item()), int(R.max(idx).item())
+        if lo < 0 or hi >= P:
+            raise RuntimeError(f"Found an invalid max index: {hi if hi >= P else lo} (output "
+                               f"volumes are of size {'x'.join(map(str, out_sp))})")
+    N, Cc = x.shape[0], x.shape[1]
+    # written, not summed: overlapping pooling windows can report the same maximum twice
+    zeros = _creation.zeros((N, Cc, P), dtype=x.dtype, device=x.device)
+    out = I.scatter(zeros, 2, S.reshape(idx, (N, Cc, -1)), S.reshape(x, (N, Cc, -1)))
+    out = S.reshape(out, (N, Cc) + out_sp)
+    return S.squeeze(out, 0) if unbatched else out
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
+                 padding: Any = 0, output_size: Any = None) -> Tensor:
+    """The partial inverse of :func:`max_pool1d`: each value at its index, zeros elsewhere."""
+    return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
+                 padding: Any = 0, output_size: Any = None) -> Tensor:
+    """The partial inverse of :func:`max_pool2d`: each value at its index, zeros elsewhere."""
+    return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
+                 padding: Any = 0, output_size: Any = None) -> Tensor:
+    """The partial inverse of :func:`max_pool3d`: each value at its index, zeros elsewhere."""
+    return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 3)
+
+
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None
         ) -> Tensor:
     """Pad the last ``len(pad) // 2`` dimensions (``pad`` lists the last dimension first):
@@ -2066,6 +2261,11 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     x = S.reshape(input, tuple(lead) + (c, h // r, r, w // r, r))
     x = S.permute(x, tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
     return S.reshape(x, tuple(lead) + (c * r * r, h // r, w // r))
+
+
+def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """:func:`channel_shuffle` (PyTorch's name for its kernel without a decomposition)."""
+    return channel_shuffle(input, groups)
 
 
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:
