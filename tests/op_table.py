@@ -1388,6 +1388,36 @@ def np_conv_tbc(x: np.ndarray, w: np.ndarray, b: np.ndarray, pad: int = 0) -> np
     return out.transpose(2, 0, 1)
 
 
+def np_ctc(lp: np.ndarray, targets: np.ndarray, il: list, tl: list, blank: int = 0,
+           reduction: str = "mean") -> np.ndarray:
+    """The CTC forward recursion, one sequence at a time."""
+    out = []
+    for n in range(lp.shape[1]):
+        lab = targets[n, :tl[n]]
+        ext = [blank]
+        for c in lab:
+            ext += [int(c), blank]
+        a = np.full(len(ext), -np.inf)
+        a[0] = lp[0, n, ext[0]]
+        if len(ext) > 1:
+            a[1] = lp[0, n, ext[1]]
+        for t in range(1, il[n]):
+            b = a.copy()
+            for k in range(len(ext)):
+                v = a[k]
+                if k >= 1:
+                    v = np.logaddexp(v, a[k - 1])
+                if k >= 2 and ext[k] != blank and ext[k] != ext[k - 2]:
+                    v = np.logaddexp(v, a[k - 2])
+                b[k] = v + lp[t, n, ext[k]]
+            a = b
+        out.append(-np.logaddexp(a[-1], a[-2] if len(ext) > 1 else -np.inf))
+    loss = np.array(out)
+    if reduction == "mean":
+        return (loss / np.maximum(tl, 1)).mean()
+    return loss.sum() if reduction == "sum" else loss
+
+
 def _nn_functional_rows() -> list[OpInfo]:
     F = pg.nn.functional
     conv3_s = fixed(S(X((2, 4, 3, 4, 5)), X((6, 2, 2, 3, 2)), X((6,)), stride=(1, 2, 1),
@@ -1586,6 +1616,27 @@ def _nn_functional_rows() -> list[OpInfo]:
                fixed(S(X((5, 2, 3)), X((3, 3, 4)), X((4,)), 1), S(X((4, 1, 2)), X((2, 2, 3)),
                                                                 X((3,)))),
                FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5),
+        OpInfo("nn.functional.ctc_loss", F.ctc_loss, np_ctc,
+               fixed(S(X((6, 2, 4)), IDX([[1, 2, 2], [3, 1, 0]]), [6, 5], [3, 2]),
+                     S(X((5, 3, 3)), IDX([[1, 1], [2, 0], [0, 0]]), [5, 4, 3], [2, 1, 0],
+                       reduction="none"),
+                     S(X((4, 2, 3)), IDX([[0, 2], [2, 2]]), [4, 4], [2, 2], 1, "sum")),
+               FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5,
+               grad_samples=fixed(S(X((4, 2, 3)), IDX([[1, 2], [2, 2]]), [4, 3], [2, 1])),
+               errors=[
+                   E(lambda d: F.ctc_loss(T((6, 2, 4), d), T((2, 3), d, I64), [6, 7], [3, 2]),
+                     RuntimeError, "Expected input_lengths to have value at most 6, but got "
+                     "value 7"),
+                   E(lambda d: F.ctc_loss(T((6, 2, 4), d), T((2, 3), d, I64), [6], [3, 2]),
+                     RuntimeError, "input_lengths must be of size batch_size"),
+                   E(lambda d: F.ctc_loss(T((6, 2, 4), d), T((2, 3), d, I64), [6, 5], [3, 4]),
+                     RuntimeError, "Expected tensor to have size at least 4 at dimension 1, but "
+                     "got size 3 for argument #2 'targets'"),
+                   E(lambda d: F.ctc_loss(T((6, 2, 4), d), T((2, 3), d, I64), [6, 5], [3, 2],
+                                          blank=4), RuntimeError, "blank must be in label range"),
+                   E(lambda d: F.ctc_loss(T((6, 2, 4), d), T((2, 3), d, I64), [6, 5], [3, 2],
+                                          reduction="avg"), ValueError,
+                     "avg is not a valid value for reduction")]),
     ]
 
 

@@ -424,3 +424,27 @@ def test_container_is_deprecated_module(device):
     assert [n for n, _ in c.named_children()] == ["a", "b"]
     x = pg.randn(4, 12, 5, 5, device=device)
     np.testing.assert_array_equal(H(F.native_channel_shuffle(x, 3)), H(F.channel_shuffle(x, 3)))
+
+
+def test_ctc_loss_module_against_torch_literals(device):
+    x = T(np.linspace(-1, 1, 24).reshape(4, 2, 3) ** 3 * 3, device, True)
+    loss = nn.CTCLoss(blank=0)(F.log_softmax(x, 2), T([[1, 2], [2, 2]], device),
+                               T([4, 4], device), T([2, 2], device))
+    np.testing.assert_allclose(loss.item(), 1.0339841482444692, rtol=1e-10)
+    loss.backward()  # through log_softmax: the logits' gradient equals PyTorch's
+    ref = [[[-0.015954734184, -0.121164932664, 0.137119666848],
+            [0.025058265922, 0.082742201919, -0.107800467841]],
+           [[0.008397191282, -0.045485528158, 0.037088336875],
+            [-0.074935069657, 0.083820687482, -0.008885617825]],
+           [[0.010992139303, 0.035794987728, -0.046787127031],
+            [-0.079004916344, 0.081453655918, -0.002448739574]],
+           [[-8.5575273e-05, 0.077904210211, -0.077818634937],
+            [0.017786578874, 0.069436914462, -0.087223493336]]]
+    np.testing.assert_allclose(H(x.grad), ref, rtol=1e-8, atol=1e-11)
+    # impossible alignments: inf, or 0 with a zero gradient under zero_infinity
+    lp = F.log_softmax(pg.randn(3, 2, 3, device=device, dtype=pg.float64), 2).requires_grad_()
+    tg = T([[1, 1, 1], [1, 1, 1]], device)
+    assert np.isinf(H(F.ctc_loss(lp, tg, [3, 3], [3, 3], reduction="none"))).all()
+    zl = nn.CTCLoss(zero_infinity=True)(lp, tg, [3, 3], [3, 3])
+    zl.backward()
+    assert zl.item() == 0 and (H(lp.grad) == 0).all()

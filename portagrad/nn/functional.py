@@ -54,7 +54,7 @@ __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss",
     "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
     "triplet_margin_loss", "gaussian_nll_loss", "multilabel_soft_margin_loss",
-    "triplet_margin_with_distance_loss", "multi_margin_loss", "multilabel_margin_loss",
+    "triplet_margin_with_distance_loss", "multi_margin_loss", "multilabel_margin_loss", "ctc_loss",
     # misc
     "pad", "one_hot", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
     "scaled_dot_product_attention", "cosine_similarity", "pairwise_distance", "pixel_shuffle",
@@ -1946,6 +1946,113 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = No
     if input.dim() < 2:
         loss = S.reshape(loss, ())
     return _reduce(loss, reduction)
+
+
+def _host_ints(v: Any, what: str) -> np.ndarray:
+    """Lengths or targets as a host int64 array (from a tensor, a sequence or a number)."""
+    if isinstance(v, Tensor):
+        return np.asarray(v.detach().cpu().numpy()).astype(np.int64).reshape(-1) \
+            if what != "targets" else np.asarray(v.detach().cpu().numpy()).astype(np.int64)
+    return np.asarray(v, dtype=np.int64).reshape(-1)
+
+
+def _logaddexp(*xs: Tensor) -> Tensor:
+    """``log(sum(exp(x)))`` of tensors that may be ``-inf``, without NaN in value or gradient
+    where all are ``-inf`` (the result is then ``-inf`` and passes no gradient)."""
+    m = xs[0]
+    for x in xs[1:]:
+        m = E.maximum(m, x)
+    m = I.where(E.eq(m, -math.inf), 0.0, m).detach()
+    tot = E.exp(E.sub(xs[0], m))
+    for x in xs[1:]:
+        tot = E.add(tot, E.exp(E.sub(x, m)))
+    none = E.eq(tot, 0.0)
+    return I.where(none, -math.inf, E.add(m, E.log(I.where(none, 1.0, tot))))
+
+
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_lengths: Any,
+             blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
+    """Connectionist Temporal Classification loss: ``-log`` of the total probability of the
+    alignments of each target sequence to its (T, C) log-probabilities.
+
+    ``log_probs`` (T, N, C) (or unbatched (T, C)); ``targets`` padded (N, S) or concatenated
+    (sum(target_lengths),). The forward (alpha) recursion runs in log space over time, composed
+    from differentiable ops, so the gradient is the exact derivative w.r.t. ``log_probs`` (PyTorch
+    returns one that differs by ``exp(log_probs)``; through a ``log_softmax`` both give the same
+    gradient of the logits)."""
+    _check_reduction(reduction)
+    if log_probs.dim() not in (2, 3):
+        raise RuntimeError(f"ctc_loss: expected log_probs to be 2-D (unbatched) or 3-D, got "
+                           f"{log_probs.dim()}-D")
+    unbatched = log_probs.dim() == 2
+    lp = S.unsqueeze(log_probs, 1) if unbatched else log_probs
+    Tn, N, Cc = lp.shape
+    il, tl = _host_ints(input_lengths, "lengths"), _host_ints(target_lengths, "lengths")
+    tg = _host_ints(targets, "targets")
+    if unbatched and tg.ndim == 1 and len(tl) == 1 and tg.shape[0] >= tl[0]:
+        tg = tg[None]
+    if len(il) != N:
+        raise RuntimeError("input_lengths must be of size batch_size")
+    if len(tl) != N:
+        raise RuntimeError("target_lengths must be of size batch_size")
+    if not 0 <= blank < Cc:
+        raise RuntimeError("blank must be in label range")
+    if (il > Tn).any():
+        raise RuntimeError(f"Expected input_lengths to have value at most {Tn}, but got value "
+                           f"{il.max()} (while checking arguments for ctc_loss_allocate_outputs)")
+    Lmax = int(tl.max()) if N else 0
+    if tg.ndim == 2:
+        if tg.shape[1] < Lmax:
+            raise RuntimeError(f"Expected tensor to have size at least {Lmax} at dimension 1, but "
+                               f"got size {tg.shape[1]} for argument #2 'targets' (while checking "
+                               f"arguments for ctc_loss_allocate_outputs)")
+        labels = [tg[n, :tl[n]] for n in range(N)]
+    else:
+        if tg.shape[0] < tl.sum():
+            raise RuntimeError(f"Expected tensor to have size at least {tl.sum()} at dimension 0, "
+                               f"but got size {tg.shape[0]} for argument #2 'targets' (while "
+                               f"checking arguments for ctc_loss_allocate_outputs)")
+        starts = np.concatenate([[0], np.cumsum(tl)[:-1]]).astype(np.int64)
+        labels = [tg[a:a + b] for a, b in zip(starts, tl)]
+    Sx = 2 * Lmax + 1  # labels interleaved with blanks
+    ext = np.full((N, Sx), blank, np.int64)
+    for n, lab in enumerate(labels):
+        if ((lab < 0) | (lab >= Cc)).any():
+            raise RuntimeError("ctc_loss: target labels must be in [0, num_classes)")
+        ext[n, 1:2 * len(lab):2] = lab
+    pos = np.arange(Sx)
+    prev2 = np.concatenate([np.full((N, 2), -1), ext[:, :-2]], 1)
+    skip = (pos >= 2) & (ext != blank) & (ext != prev2)
+    valid = pos[None, :] < (2 * tl + 1)[:, None]
+    dev = lp.device
+
+    def t_(a: np.ndarray) -> Tensor:
+        return _creation.tensor(a, device=dev)
+
+    idx = t_(ext)
+    lpe = I.gather(lp, 2, _raw.expand_view(S.unsqueeze(idx, 0), (Tn, N, Sx)))  # (T, N, S')
+    start = (pos[None, :] == 0) | ((pos[None, :] == 1) & (tl[:, None] > 0))
+    alpha = I.where(t_(start), lpe[0], -math.inf)
+    neg = _creation.full((N, 2), -math.inf, dtype=lp.dtype, device=dev)
+    skip_t, valid_t = t_(skip), t_(valid)
+    for t in range(1, Tn):
+        a1 = J.cat([neg[:, :1], alpha[:, :-1]], 1)
+        a2 = I.where(skip_t, J.cat([neg, alpha[:, :-2]], 1), -math.inf)
+        new = I.where(valid_t, E.add(_logaddexp(alpha, a1, a2), lpe[t]), -math.inf)
+        alpha = I.where(t_((t < il)[:, None]), new, alpha)  # sequences that ended keep alpha
+    last = t_((2 * tl)[:, None])
+    before = t_(np.maximum(2 * tl - 1, 0)[:, None])
+    a_last = S.squeeze(I.gather(alpha, 1, last), 1)
+    a_before = S.squeeze(I.gather(alpha, 1, before), 1)
+    a_before = I.where(t_(tl > 0), a_before, -math.inf)
+    loss = E.neg(_logaddexp(a_last, a_before))
+    if zero_infinity:
+        loss = I.where(E.eq(loss, math.inf), 0.0, loss)
+    if reduction == "mean":
+        return R.mean(E.div(loss, t_(np.maximum(tl, 1)).to(loss.dtype)))
+    if reduction == "sum":
+        return R.sum(loss)
+    return S.squeeze(loss, 0) if unbatched else loss
 
 
 # ------------------------------------------------------------------ misc

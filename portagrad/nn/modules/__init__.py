@@ -32,7 +32,7 @@ __all__ = [
     "PoissonNLLLoss", "GaussianNLLLoss", "MarginRankingLoss", "HingeEmbeddingLoss",
     "SoftMarginLoss", "CosineEmbeddingLoss", "TripletMarginLoss", "MultiLabelSoftMarginLoss",
     "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "NLLLoss2d",
-    "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d",
+    "CTCLoss", "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d",
     "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d",
     "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "CosineSimilarity",
     "PairwiseDistance", "ChannelShuffle", "Fold", "Unfold", "ZeroPad3d", "ConstantPad3d",

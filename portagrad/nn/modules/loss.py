@@ -11,7 +11,7 @@ __all__ = ["L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss",
            "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss",
            "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss",
            "TripletMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss",
-           "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "NLLLoss2d"]
+           "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "NLLLoss2d", "CTCLoss"]
 
 
 class _Loss(Module):
@@ -261,3 +261,19 @@ class TripletMarginWithDistanceLoss(_Loss):
 
 class NLLLoss2d(NLLLoss):
     """The former name of :class:`NLLLoss` for (N, C, H, W) inputs (kept as PyTorch does)."""
+
+
+class CTCLoss(_Loss):
+    """Connectionist Temporal Classification loss (see
+    :func:`~portagrad.nn.functional.ctc_loss`)."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False
+                 ) -> None:
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths: Any,
+                target_lengths: Any) -> Tensor:
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                          self.reduction, self.zero_infinity)
