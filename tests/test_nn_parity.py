@@ -448,3 +448,40 @@ def test_ctc_loss_module_against_torch_literals(device):
     zl = nn.CTCLoss(zero_infinity=True)(lp, tg, [3, 3], [3, 3])
     zl.backward()
     assert zl.item() == 0 and (H(lp.grad) == 0).all()
+
+
+# ------------------------------------------------------------------ lazy modules
+def test_lazy_modules_materialize_on_first_call(device):
+    m = nn.Sequential(nn.LazyConv2d(4, 3, padding=1), nn.LazyBatchNorm2d(), nn.ReLU(),
+                      nn.Flatten(), nn.LazyLinear(5)).double().to(device)
+    assert isinstance(m[0].weight, nn.UninitializedParameter)
+    assert isinstance(m[1].running_mean, nn.UninitializedBuffer)
+    with pytest.raises(RuntimeError, match="Can't access the shape of an uninitialized parameter"):
+        _ = m[4].weight.shape
+    y = m(pg.randn(2, 3, 6, 6, device=device, dtype=pg.float64))
+    assert y.shape == (2, 5)
+    assert [type(c) for c in m] == [nn.Conv2d, nn.BatchNorm2d, nn.ReLU, nn.Flatten, nn.Linear]
+    assert m[0].weight.shape == (4, 3, 3, 3) and m[0].in_channels == 3
+    assert m[4].weight.shape == (5, 144) and m[4].weight.dtype == pg.float64
+    assert m[4].weight.device == pg.device(device) and m[1].running_mean.shape == (4,)
+    assert type(m[4].weight) is nn.Parameter and m[4].weight.requires_grad
+    y.sum().backward()
+    assert m[4].weight.grad.shape == (5, 144)
+    t = nn.LazyConvTranspose3d(2, 2, stride=2, groups=1).to(device)
+    assert t(pg.randn(3, 2, 2, 2, device=device)).shape == (2, 4, 4, 4)  # unbatched: C from dim 0
+    assert t.weight.shape == (3, 2, 2, 2, 2)
+    inst = nn.LazyInstanceNorm1d()
+    assert inst.affine is False and inst(pg.randn(2, 3, 5, device=device)).shape == (2, 3, 5)
+    with pytest.raises(RuntimeError, match=r"Expected 3D \(unbatched\) or 4D \(batched\) input to "
+                                           r"LazyConv2d"):
+        nn.LazyConv2d(2, 1)(pg.randn(2, 3, device=device))
+
+
+def test_lazy_modules_load_a_checkpoint(device):
+    src = nn.Sequential(nn.Conv1d(3, 4, 3), nn.BatchNorm1d(4), nn.Flatten(), nn.Linear(8, 2))
+    src(pg.randn(2, 3, 4))
+    dst = nn.Sequential(nn.LazyConv1d(4, 3), nn.LazyBatchNorm1d(), nn.Flatten(), nn.LazyLinear(2))
+    dst.load_state_dict(src.state_dict())
+    x = pg.randn(2, 3, 4)
+    np.testing.assert_allclose(H(dst.eval()(x)), H(src.eval()(x)), rtol=1e-6)
+    assert type(dst[3]) is nn.Linear and dst[3].weight.shape == (2, 8)

@@ -5,8 +5,11 @@ from .modules import *  # noqa: F403
 from .modules import __all__ as _modules_all
 from .parallel import DataParallel
 from .parameter import Buffer, Parameter
+from .parameter import UninitializedBuffer, UninitializedParameter
 
 __all__ = ["Parameter", "Buffer", "DataParallel", "functional", "init", "utils", "parallel",
            *_modules_all]
 
 from . import parallel
+
+__all__ += ["UninitializedParameter", "UninitializedBuffer"]
