@@ -1418,6 +1418,39 @@ def np_ctc(lp: np.ndarray, targets: np.ndarray, il: list, tl: list, blank: int =
     return loss.sum() if reduction == "sum" else loss
 
 
+def np_affine_grid(theta: np.ndarray, size: list, align_corners: bool = False) -> np.ndarray:
+    sp = size[2:]
+    axes = [np.linspace(-1, 1, n) * (1 if align_corners else (n - 1) / n) for n in sp]
+    mesh = np.meshgrid(*axes, indexing="ij")
+    base = np.stack(list(reversed(mesh)) + [np.ones(mesh[0].shape)], -1)  # (*sp, nd + 1)
+    return np.einsum("...k,njk->n...j", base, theta)
+
+
+def np_grid_sample(x: np.ndarray, grid: np.ndarray, mode: str = "bilinear",
+                   padding_mode: str = "zeros", align_corners: bool = False) -> np.ndarray:
+    """2-D only; ``zeros`` or ``border`` padding."""
+    n_, c_, h, w = x.shape
+    out = np.zeros((n_, c_) + grid.shape[1:3])
+
+    def unnorm(v: float, size: int) -> float:
+        u = (v + 1) * (size - 1) / 2 if align_corners else ((v + 1) * size - 1) / 2
+        return min(max(u, 0), size - 1) if padding_mode == "border" else u
+
+    def read(n: int, yy: int, xx: int) -> np.ndarray:
+        return x[n, :, yy, xx] if 0 <= yy < h and 0 <= xx < w else np.zeros(c_)
+
+    for n, i, j in np.ndindex(n_, *grid.shape[1:3]):
+        fx, fy = unnorm(grid[n, i, j, 0], w), unnorm(grid[n, i, j, 1], h)
+        if mode == "nearest":
+            out[n, :, i, j] = read(n, int(np.rint(fy)), int(np.rint(fx)))
+            continue
+        x0, y0 = int(np.floor(fx)), int(np.floor(fy))
+        ax, ay = fx - x0, fy - y0
+        out[n, :, i, j] = (read(n, y0, x0) * (1 - ax) * (1 - ay) + read(n, y0, x0 + 1) * ax * (1 - ay)
+                           + read(n, y0 + 1, x0) * (1 - ax) * ay + read(n, y0 + 1, x0 + 1) * ax * ay)
+    return out
+
+
 def _nn_functional_rows() -> list[OpInfo]:
     F = pg.nn.functional
     conv3_s = fixed(S(X((2, 4, 3, 4, 5)), X((6, 2, 2, 3, 2)), X((6,)), stride=(1, 2, 1),
@@ -1637,6 +1670,35 @@ def _nn_functional_rows() -> list[OpInfo]:
                    E(lambda d: F.ctc_loss(T((6, 2, 4), d), T((2, 3), d, I64), [6, 5], [3, 2],
                                           reduction="avg"), ValueError,
                      "avg is not a valid value for reduction")]),
+        OpInfo("nn.functional.affine_grid", F.affine_grid, np_affine_grid,
+               fixed(S(X((2, 2, 3)), [2, 3, 4, 5], False), S(X((1, 2, 3)), [1, 1, 3, 2], True),
+                     S(X((2, 3, 4)), [2, 1, 2, 3, 4], False)),
+               FLOATS, "same", grad=True, errors=[
+                   E(lambda d: F.affine_grid(T((1, 2, 2), d), [1, 1, 2, 2], False), ValueError,
+                     r"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                     r"\[1, 1, 2, 2\]"),
+                   E(lambda d: F.affine_grid(T((1, 2, 3), d), [1, 1, 2, 2, 2], False), ValueError,
+                     r"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
+                     r"\[1, 1, 2, 2, 2\]")]),
+        OpInfo("nn.functional.grid_sample", F.grid_sample, np_grid_sample,
+               fixed(S(X((2, 3, 4, 5)), X((2, 3, 6, 2), "unit"), "bilinear", "zeros", False),
+                     S(X((1, 2, 3, 4)), X((1, 2, 2, 2), "unit"), "bilinear", "border", True),
+                     S(X((1, 2, 3, 4)), X((1, 4, 3, 2), "unit"), "nearest", "zeros", False)),
+               FLOATS, "same", grad=True,
+               grad_samples=fixed(S(X((1, 2, 3, 3)), X((1, 2, 2, 2), "unit"), "bilinear",
+                                    "zeros", True)),
+               errors=[
+                   E(lambda d: F.grid_sample(T((1, 2, 3, 4), d), T((1, 2, 2, 2), d), "foo",
+                                             align_corners=False), ValueError,
+                     "nn.functional.grid_sample\\(\\): expected mode to be 'bilinear', 'nearest' "
+                     "or 'bicubic', but got: 'foo'"),
+                   E(lambda d: F.grid_sample(T((1, 2, 3, 4), d), T((1, 2, 2, 3), d),
+                                             align_corners=False), RuntimeError,
+                     r"grid_sampler\(\): expected grid to have size 2 in last dimension, but got "
+                     r"grid with sizes \[1, 2, 2, 3\]"),
+                   E(lambda d: F.grid_sample(T((1, 2, 3, 4), d), T((2, 2, 2, 2), d),
+                                             align_corners=False), RuntimeError,
+                     r"grid_sampler\(\): expected grid and input to have same batch size")]),
     ]
 
 

@@ -485,3 +485,37 @@ def test_lazy_modules_load_a_checkpoint(device):
     x = pg.randn(2, 3, 4)
     np.testing.assert_allclose(H(dst.eval()(x)), H(src.eval()(x)), rtol=1e-6)
     assert type(dst[3]) is nn.Linear and dst[3].weight.shape == (2, 8)
+
+
+# ------------------------------------------------------------------ sampling grids
+def test_grid_sample_reflection_and_3d_against_torch_literals(device):
+    x = pg.arange(12.0, device=device).reshape(1, 1, 3, 4)
+    g = T([[[[-1.3, 0.2], [0.9, -1.6], [0.1, 1.7]]]], device)  # (1, 1, 3, 2)
+    out = F.grid_sample(x, g, padding_mode="reflection", align_corners=False)
+    np.testing.assert_allclose(H(out).ravel(), [5.3, 4.6, 7.5], rtol=1e-5)
+    out = F.grid_sample(x, g, padding_mode="reflection", align_corners=True)
+    np.testing.assert_allclose(H(out).ravel(), [5.25, 5.25, 6.85], rtol=1e-5)
+    v = pg.arange(8.0, device=device).reshape(1, 1, 2, 2, 2)
+    g3 = T([[[[[0.5, -0.5, 0.0]]]]], device)  # x, y, z
+    np.testing.assert_allclose(H(F.grid_sample(v, g3, align_corners=True)).ravel(), [3.25],
+                               rtol=1e-6)
+    theta = T([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], device)
+    ident = F.affine_grid(theta, [1, 1, 3, 4], align_corners=False)
+    np.testing.assert_allclose(H(F.grid_sample(x, ident, align_corners=False)), H(x), rtol=1e-6)
+    with pytest.warns(UserWarning, match="Default grid_sample and affine_grid behavior"):
+        F.affine_grid(theta, [1, 1, 3, 4])
+    with pytest.raises(NotImplementedError, match="mode='bicubic' is not implemented"):
+        F.grid_sample(x, ident, "bicubic", align_corners=False)
+
+
+def test_grid_sample_against_torch(device):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    x, g = rng.standard_normal((2, 3, 3, 4, 5)), rng.uniform(-1.4, 1.4, (2, 3, 2, 6, 3))
+    for mode in ("bilinear", "nearest"):
+        for pad in ("zeros", "border", "reflection"):
+            for ac in (True, False):
+                ref = torch.nn.functional.grid_sample(torch.tensor(x), torch.tensor(g), mode, pad,
+                                                      ac).numpy()
+                out = F.grid_sample(T(x, device), T(g, device), mode, pad, ac)
+                np.testing.assert_allclose(H(out), ref, rtol=1e-10, atol=1e-12)

@@ -60,7 +60,7 @@ __all__ = [
     "scaled_dot_product_attention", "cosine_similarity", "pairwise_distance", "pixel_shuffle",
     "pixel_unshuffle", "channel_shuffle",
     "embedding_bag", "conv_tbc", "native_channel_shuffle", "pdist", "max_unpool1d",
-    "max_unpool2d", "max_unpool3d",
+    "max_unpool2d", "max_unpool3d", "affine_grid", "grid_sample",
 ]
 
 
@@ -2339,6 +2339,139 @@ def _check_shuffle(name: str, input: Tensor, factor: Any, what: str) -> int:
     if factor <= 0:
         raise RuntimeError(f"{name} expects a positive {what}, but got {factor}")
     return factor
+
+
+_ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to align_corners=False "
+                  "since 1.3.0. Please specify align_corners=True if the old behavior is desired. "
+                  "See the documentation of grid_sample for details.")
+
+
+def _linspace_grid(n: int, align_corners: bool) -> np.ndarray:
+    v = np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(1)
+    return v if align_corners else v * (n - 1) / n
+
+
+def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None = None) -> Tensor:
+    """The sampling grid of an affine map: (N, H, W, 2) from (N, 2, 3) ``theta`` for a 2-D
+    ``size`` (N, C, H, W), or (N, D, H, W, 3) from (N, 3, 4) for a 3-D one; coordinates in
+    [-1, 1], x first (for :func:`grid_sample`)."""
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    size = list(size)
+    if not theta.dtype.is_floating_point:
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    nd = len(size) - 2
+    if nd not in (2, 3):
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {size}.")
+    if theta.dim() != 3 or tuple(theta.shape[1:]) != (nd, nd + 1):
+        raise ValueError(f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} for "
+                         f"size {size}. Got {theta.shape}.")
+    if theta.shape[0] != size[0]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{size[0]}, {nd + 1}] but got: [{theta.shape[0]}, {nd + 1}].")
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    sp = size[2:]
+    axes = [_linspace_grid(n, align_corners) for n in sp]  # D, H, W order
+    mesh = np.meshgrid(*axes, indexing="ij")
+    # homogeneous coordinates, x (the last spatial axis) first
+    base = np.stack([m.reshape(-1) for m in reversed(mesh)] + [np.ones(math.prod(sp))], 1)
+    b = _creation.tensor(base, dtype=theta.dtype, device=theta.device)  # (P, nd + 1)
+    grid = L.matmul(b, S.transpose(theta, 1, 2))  # (N, P, nd)
+    return S.reshape(grid, (size[0],) + tuple(sp) + (nd,))
+
+
+def _reflect(x: Tensor, lo2: float, hi2: float) -> Tensor:
+    """PyTorch's ``reflect_coordinates``: fold ``x`` into [lo2 / 2, hi2 / 2] by reflections."""
+    if lo2 == hi2:
+        return E.mul(x, 0.0)
+    mn, span = lo2 / 2, (hi2 - lo2) / 2
+    a = E.abs(E.sub(x, mn))
+    extra = E.fmod(a, span)
+    flips = E.floor(E.div(a, span)).detach()
+    even = E.eq(E.remainder(flips, 2), 0)
+    return I.where(even, E.add(extra, mn), E.add(E.sub(span, extra), mn))
+
+
+def _grid_coord(g: Tensor, n: int, padding_mode: str, align_corners: bool) -> Tensor:
+    """A normalised coordinate in [-1, 1] as a (fractional) index along a size-``n`` axis."""
+    x = E.mul(E.add(g, 1.0), (n - 1) / 2) if align_corners else \
+        E.div(E.sub(E.mul(E.add(g, 1.0), n), 1.0), 2)
+    if padding_mode == "border":
+        x = E.clamp(x, 0.0, n - 1.0)
+    elif padding_mode == "reflection":
+        x = _reflect(x, 0.0, 2.0 * (n - 1)) if align_corners else _reflect(x, -1.0, 2.0 * n - 1)
+        x = E.clamp(x, 0.0, n - 1.0)
+    return x
+
+
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
+                align_corners: bool | None = None) -> Tensor:
+    """Sample (N, C, H, W) (or (N, C, D, H, W)) ``input`` at the [-1, 1] coordinates of ``grid``
+    (N, H_out, W_out, 2) (x first): ``bilinear`` (trilinear in 3-D) or ``nearest``; outside
+    points read zeros, the border or a reflection. Differentiable in ``input`` and ``grid``."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' "
+                         f"or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    nd = input.dim() - 2
+    if input.dim() != grid.dim() or nd not in (2, 3) or input.shape[0] != grid.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but "
+                           f"got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
+    if grid.shape[-1] != nd:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {nd} in last dimension, "
+                           f"but got grid with sizes {list(grid.shape)}")
+    if mode == "bicubic":
+        if nd != 2:
+            raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+        raise NotImplementedError("grid_sample: mode='bicubic' is not implemented (bilinear and "
+                                  "nearest are)")
+    N, Cc = input.shape[0], input.shape[1]
+    sp = tuple(input.shape[2:])  # (D,) H, W
+    out_sp = tuple(grid.shape[1:-1])
+    Pout = math.prod(out_sp)
+    g = S.reshape(grid, (N, Pout, nd))
+    # per axis in (D,) H, W order: grid component nd - 1 - i (x is the last spatial axis)
+    coords = [_grid_coord(S.select(g, 2, nd - 1 - i), sp[i], padding_mode, align_corners)
+              for i in range(nd)]
+    flat = S.reshape(input, (N, Cc, math.prod(sp)))
+    corners: list[list[tuple[Tensor, Tensor | None]]]
+    if mode == "nearest":
+        corners = [[(E.round(c), None) for c in coords]]
+    else:
+        lo = [E.floor(c).detach() for c in coords]
+        corners = [[(E.add(lo[i], b), E.sub(c, lo[i]) if b else E.sub(1.0, E.sub(c, lo[i])))
+                    for i, (c, b) in enumerate(zip(coords, bits))]
+                   for bits in np.ndindex(*(2,) * nd)]
+    out: Tensor | None = None
+    for corner in corners:
+        idx: Tensor | None = None
+        ok: Tensor | None = None
+        w: Tensor | None = None
+        for i, (pos, wt) in enumerate(corner):
+            inside = E.logical_and(E.ge(pos, 0), E.le(pos, sp[i] - 1))
+            ok = inside if ok is None else E.logical_and(ok, inside)
+            p = E.clamp(pos.detach(), 0, sp[i] - 1)
+            idx = p if idx is None else E.add(E.mul(idx, sp[i]), p)
+            if wt is not None:
+                w = wt if w is None else E.mul(w, wt)
+        assert ok is not None and idx is not None
+        ii = C.to(idx, dtype=_dtype.int64)
+        v = I.gather(flat, 2, _raw.expand_view(S.unsqueeze(ii, 1), (N, Cc, Pout)))
+        v = I.where(S.unsqueeze(ok, 1), v, 0.0)
+        if w is not None:
+            v = E.mul(v, S.unsqueeze(w, 1))
+        out = v if out is None else E.add(out, v)
+    assert out is not None
+    return S.reshape(out, (N, Cc) + out_sp)
 
 
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
