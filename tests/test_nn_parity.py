@@ -519,3 +519,25 @@ def test_grid_sample_against_torch(device):
                                                       ac).numpy()
                 out = F.grid_sample(T(x, device), T(g, device), mode, pad, ac)
                 np.testing.assert_allclose(H(out), ref, rtol=1e-10, atol=1e-12)
+
+
+def test_adaptive_log_softmax_against_torch_literals(device):
+    m = nn.AdaptiveLogSoftmaxWithLoss(4, 7, [2, 4], div_value=2.0).double().to(device)
+    rng = np.random.default_rng(0)
+    with pg.no_grad():
+        for _, p in sorted(m.named_parameters()):
+            p.copy_(T(rng.uniform(-1, 1, tuple(p.shape)), device))
+    x = T(np.random.default_rng(1).standard_normal((3, 4)), device, True)
+    out, loss = m(x, T([0, 3, 6], device))
+    np.testing.assert_allclose(H(out), [-2.001225209892, -3.286277068749, -2.855416384942],
+                               rtol=1e-10)
+    np.testing.assert_allclose(loss.item(), 2.714306221194185, rtol=1e-12)
+    assert H(m.predict(x)).tolist() == [2, 1, 1]
+    np.testing.assert_allclose(np.exp(H(m.log_prob(x))).sum(1), 1, rtol=1e-12)
+    loss.backward()
+    assert x.grad is not None and m.tail[1][1].weight.grad is not None
+    with pytest.raises(RuntimeError, match=r"Target values should be in \[0, 6\], but values in "
+                                           r"range \[0, 7\] were found."):
+        m(x, T([0, 3, 7], device))
+    with pytest.raises(ValueError, match="cutoffs should be a sequence of unique, positive"):
+        nn.AdaptiveLogSoftmaxWithLoss(4, 7, [4, 2])
