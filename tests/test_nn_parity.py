@@ -541,3 +541,25 @@ def test_adaptive_log_softmax_against_torch_literals(device):
         m(x, T([0, 3, 7], device))
     with pytest.raises(ValueError, match="cutoffs should be a sequence of unique, positive"):
         nn.AdaptiveLogSoftmaxWithLoss(4, 7, [4, 2])
+
+
+def test_multi_head_attention_forward_against_torch_literals(device):
+    rng = np.random.default_rng(0)
+    w, b = T(rng.uniform(-1, 1, (12, 4)), device), T(rng.uniform(-1, 1, 12), device)
+    ow, ob = T(rng.uniform(-1, 1, (4, 4)), device), T(rng.uniform(-1, 1, 4), device)
+    q = T(rng.standard_normal((3, 4)), device)  # unbatched (L, E)
+    mask = T([[False, True, True], [False, False, True], [False, False, False]], device)
+    out, attn = F.multi_head_attention_forward(q, q, q, 4, 2, w, b, None, None, False, 0.0, ow, ob,
+                                               attn_mask=mask)
+    np.testing.assert_allclose(H(out), [
+        [-0.569274173283, 2.400070010876, -1.260522960985, 2.009636160472],
+        [-0.058765495972, 1.364874594314, -0.778408743787, 1.086816888377],
+        [1.761034416858, 0.587034264795, 1.501279180233, -1.276268625]], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(H(attn), [[1.0, 0.0, 0.0], [0.533174375209, 0.466825624791, 0.0],
+                                         [0.0143165527, 0.940501078738, 0.045182368562]],
+                               rtol=1e-9, atol=1e-12)
+    causal, _ = F.multi_head_attention_forward(q, q, q, 4, 2, w, b, None, None, False, 0.0, ow, ob,
+                                               is_causal=True, need_weights=False)
+    np.testing.assert_allclose(H(causal), H(out), rtol=1e-12)
+    with pytest.raises(AssertionError, match="was expecting embedding dimension of 8, but got 4"):
+        F.multi_head_attention_forward(q, q, q, 8, 2, w, b, None, None, False, 0.0, ow, ob)

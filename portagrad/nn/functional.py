@@ -60,7 +60,7 @@ __all__ = [
     "scaled_dot_product_attention", "cosine_similarity", "pairwise_distance", "pixel_shuffle",
     "pixel_unshuffle", "channel_shuffle",
     "embedding_bag", "conv_tbc", "native_channel_shuffle", "pdist", "max_unpool1d",
-    "max_unpool2d", "max_unpool3d", "affine_grid", "grid_sample",
+    "max_unpool2d", "max_unpool3d", "affine_grid", "grid_sample", "multi_head_attention_forward",
 ]
 
 
@@ -2542,3 +2542,108 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if dropout_p > 0.0:
         w = dropout(w, dropout_p, True)
     return L.matmul(w, value)
+
+
+def _additive_mask(mask: Tensor, dtype: Any) -> Tensor:
+    """A bool mask (True = not allowed) as an additive float one (``-inf``/0)."""
+    if mask.dtype is _dtype.bool:
+        return C.to(I.where(mask, -math.inf, 0.0), dtype=dtype)
+    return mask
+
+
+def multi_head_attention_forward(
+        query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
+        in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None,
+        bias_v: Tensor | None, add_zero_attn: bool, dropout_p: float, out_proj_weight: Tensor,
+        out_proj_bias: Tensor | None, training: bool = True,
+        key_padding_mask: Tensor | None = None, need_weights: bool = True,
+        attn_mask: Tensor | None = None, use_separate_proj_weight: bool = False,
+        q_proj_weight: Tensor | None = None, k_proj_weight: Tensor | None = None,
+        v_proj_weight: Tensor | None = None, static_k: Tensor | None = None,
+        static_v: Tensor | None = None, average_attn_weights: bool = True,
+        is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+    """Multi-head attention of sequence-first inputs: query (L, N, E), key and value (S, N, E)
+    (or unbatched (L, E), (S, E)); what ``MultiheadAttention`` computes. Returns the output
+    (L, N, E) and, with ``need_weights``, the attention weights (N, L, S) (per head (N, H, L, S)
+    unless ``average_attn_weights``). Bool masks: True = not allowed."""
+    unbatched = query.dim() == 2
+    if unbatched:
+        query, key, value = (S.unsqueeze(t, 1) for t in (query, key, value))
+        if key_padding_mask is not None:
+            key_padding_mask = S.unsqueeze(key_padding_mask, 0)
+    tgt_len, bsz, E_ = query.shape
+    if E_ != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got "
+                             f"{E_}")
+    H = num_heads
+    D = E_ // H
+    if D * H != E_:
+        raise AssertionError(f"embed_dim {E_} not divisible by num_heads {H}")
+    if use_separate_proj_weight:
+        if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is True but q_proj_weight, "
+                                 "k_proj_weight or v_proj_weight is None")
+        wq, wk, wv = q_proj_weight, k_proj_weight, v_proj_weight
+    else:
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        wq, wk, wv = J.chunk(in_proj_weight, 3, 0)
+    bq: Tensor | None = None
+    bk: Tensor | None = None
+    bv: Tensor | None = None
+    if in_proj_bias is not None:
+        bq, bk, bv = J.chunk(in_proj_bias, 3, 0)
+    q = linear(query, wq, bq)
+    k = linear(key, wk, bk)
+    v = linear(value, wv, bv)
+    if bias_k is not None and bias_v is not None:
+        k = J.cat([k, bias_k.expand(1, bsz, E_)], 0)
+        v = J.cat([v, bias_v.expand(1, bsz, E_)], 0)
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    # (L, N, E) -> (N, H, L, D); static keys/values come as (N * H, S, D)
+    q = S.permute(S.reshape(q, (tgt_len, bsz, H, D)), (1, 2, 0, 3))
+    k = S.permute(S.reshape(k, (k.shape[0], bsz, H, D)), (1, 2, 0, 3)) if static_k is None \
+        else S.reshape(static_k, (bsz, H, static_k.shape[1], D))
+    v = S.permute(S.reshape(v, (v.shape[0], bsz, H, D)), (1, 2, 0, 3)) if static_v is None \
+        else S.reshape(static_v, (bsz, H, static_v.shape[1], D))
+    if add_zero_attn:
+        z = _creation.zeros((bsz, H, 1, D), dtype=k.dtype, device=k.device)
+        k = J.cat([k, z], 2)
+        v = J.cat([v, z], 2)
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    s_len = k.shape[2]
+    # one additive float mask broadcast to (N, H, L, S)
+    if is_causal and attn_mask is None:
+        attn_mask = J.triu(_creation.ones((tgt_len, s_len), dtype=_dtype.bool, device=q.device), 1)
+    mask = None
+    if attn_mask is not None:
+        mask = _additive_mask(attn_mask, q.dtype)
+        if mask.dim() == 3:
+            mask = S.reshape(mask, (bsz, H, tgt_len, s_len))
+    if key_padding_mask is not None:
+        kp = S.reshape(_additive_mask(key_padding_mask, q.dtype), (bsz, 1, 1, s_len))
+        mask = kp if mask is None else E.add(mask, kp)
+    scores = E.mul(L.matmul(q, S.transpose(k, -2, -1)), 1.0 / math.sqrt(D))
+    if mask is not None:
+        scores = E.add(scores, mask)
+    w = softmax(scores, -1)
+    if dropout_p > 0.0 and training:
+        w = dropout(w, dropout_p, True)
+    out = L.matmul(w, v)  # (N, H, L, D)
+    out = S.reshape(S.permute(out, (2, 0, 1, 3)), (tgt_len, bsz, E_))
+    out = linear(out, out_proj_weight, out_proj_bias)
+    if unbatched:
+        out = S.squeeze(out, 1)
+    if not need_weights:
+        return out, None
+    if average_attn_weights:
+        w = R.mean(w, 1)
+    if unbatched:
+        w = S.squeeze(w, 0)
+    return out, w
