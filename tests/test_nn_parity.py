@@ -563,3 +563,21 @@ def test_multi_head_attention_forward_against_torch_literals(device):
     np.testing.assert_allclose(H(causal), H(out), rtol=1e-12)
     with pytest.raises(AssertionError, match="was expecting embedding dimension of 8, but got 4"):
         F.multi_head_attention_forward(q, q, q, 8, 2, w, b, None, None, False, 0.0, ow, ob)
+
+
+def test_interpolate_bicubic_against_torch_literals(device):
+    x = (pg.arange(12.0, device=device).reshape(1, 1, 3, 4)) ** 1.5
+    np.testing.assert_allclose(
+        H(F.interpolate(x, size=(2, 5), mode="bicubic")).ravel(),
+        [1.2100419998, 2.1057331562, 3.7229876518, 5.904238224, 7.7450566292, 19.3407649994,
+         22.1192188263, 25.9428958893, 29.9985523224, 33.1657295227], rtol=1e-5)
+    np.testing.assert_allclose(
+        H(F.interpolate(x, scale_factor=1.5, mode="bicubic", align_corners=True)).ravel()[:6],
+        [0.0, 0.4145298004, 1.3609783649, 2.3033239841, 3.944576025, 5.1961522102],
+        rtol=1e-5, atol=1e-6)
+    xd = pg.randn(1, 2, 3, 3, device=device, dtype=pg.float64, requires_grad=True)
+    assert pg.autograd.gradcheck(lambda t: F.interpolate(t, size=(4, 5), mode="bicubic"), (xd,))
+    with pytest.raises(NotImplementedError, match="bicubic mode needs 4D input"):
+        F.interpolate(x[0], size=3, mode="bicubic")
+    with pytest.raises(NotImplementedError, match="antialias=True is not implemented"):
+        F.interpolate(x, scale_factor=0.5, mode="bilinear", antialias=True)

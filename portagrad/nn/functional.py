@@ -2241,6 +2241,32 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     return S.reshape(out, lead + p.out_spatial)
 
 
+_CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution coefficient
+
+
+def _cubic_taps(dst: np.ndarray, n: int, o: int, scale: float, align_corners: bool
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Four source positions (clamped to the input) and cubic-convolution weights per output
+    position (PyTorch's ``upsample_bicubic2d``: the source index is not clamped at 0 first)."""
+    if align_corners:
+        src = dst * ((n - 1) / (o - 1)) if o > 1 else dst * 0
+    else:
+        src = (dst + 0.5) * scale - 0.5
+    i0 = np.floor(src)
+    t = src - i0
+    a = _CUBIC_A
+
+    def near(x: np.ndarray) -> np.ndarray:  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x: np.ndarray) -> np.ndarray:  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    w = np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)], 1)
+    idx = np.clip(i0.astype(np.int64)[:, None] + np.arange(-1, 3)[None, :], 0, n - 1)
+    return idx, w
+
+
 def _interp_plan(Cc: int, in_sp: tuple[int, ...], out_sp: tuple[int, ...], scales: tuple,
                  mode: str, align_corners: bool) -> _im2col.Plan:
     def build() -> _im2col.Plan:
@@ -2254,6 +2280,8 @@ def _interp_plan(Cc: int, in_sp: tuple[int, ...], out_sp: tuple[int, ...], scale
             elif mode == "nearest-exact":
                 src = np.minimum(np.floor((dst + 0.5) * scale).astype(np.int64), n - 1)
                 taps.append((src[:, None], np.ones((o, 1))))
+            elif mode == "bicubic":
+                taps.append(_cubic_taps(dst, n, o, scale, align_corners))
             else:
                 if align_corners:
                     src = dst * ((n - 1) / (o - 1)) if o > 1 else dst * 0
@@ -2289,7 +2317,12 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
     if mode in linear_nd and nd != linear_nd[mode]:
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
                                   f"{linear_nd[mode] + 2}D input")
-    if mode not in ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area"):
+    if mode == "bicubic" and nd != 2:
+        raise NotImplementedError(f"Got {input.dim()}D input, but bicubic mode needs 4D input")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not implemented")
+    if mode not in ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "bicubic",
+                    "area"):
         raise NotImplementedError(f"interpolate mode {mode!r} is not implemented")
     in_sp = tuple(input.shape[2:])
     if (size is None) == (scale_factor is None):
