@@ -1451,6 +1451,19 @@ def np_grid_sample(x: np.ndarray, grid: np.ndarray, mode: str = "bilinear",
     return out
 
 
+def np_linear_cross_entropy(x: np.ndarray, w: np.ndarray, t: np.ndarray,
+                            linear_bias: Any = None, reduction: str = "mean") -> np.ndarray:
+    logits = np.moveaxis((x @ w.reshape(-1, w.shape[-1]).T).reshape(
+        x.shape[:-1] + w.shape[:-1]), 1 if x.ndim == 2 else 0, -1) if w.ndim > 2 else \
+        x @ w.T
+    if linear_bias is not None:
+        logits = logits + (np.moveaxis(linear_bias, 0, -1) if w.ndim > 2 else linear_bias)
+    lsm = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1, keepdims=True)) \
+        - logits.max(-1, keepdims=True)
+    loss = -np.take_along_axis(lsm, t[..., None], -1)[..., 0]
+    return {"mean": loss.mean(), "sum": loss.sum(), "none": loss}[reduction]
+
+
 def _nn_functional_rows() -> list[OpInfo]:
     F = pg.nn.functional
     conv3_s = fixed(S(X((2, 4, 3, 4, 5)), X((6, 2, 2, 3, 2)), X((6,)), stride=(1, 2, 1),
@@ -1699,6 +1712,22 @@ def _nn_functional_rows() -> list[OpInfo]:
                    E(lambda d: F.grid_sample(T((1, 2, 3, 4), d), T((2, 2, 2, 2), d),
                                              align_corners=False), RuntimeError,
                      r"grid_sampler\(\): expected grid and input to have same batch size")]),
+        OpInfo("nn.functional.linear_cross_entropy",
+               lambda x, w, t, b=None, **k: F.linear_cross_entropy(x, w, t, linear_bias=b, **k),
+               np_linear_cross_entropy,
+               fixed(S(X((5, 4)), X((3, 4)), IDX([0, 2, 1, 1, 2])),
+                     S(X((5, 4)), X((3, 4)), IDX([0, 2, 1, 1, 2]), X((3,)), reduction="none"),
+                     S(X((4,)), X((3, 4)), IDX(2), reduction="sum"),
+                     S(X((3, 4)), X((3, 2, 4)), IDX([[0, 1], [2, 2], [1, 0]]), X((3, 2)))),
+               FLOATS, "same", grad=True, errors=[
+                   E(lambda d: F.linear_cross_entropy(T((2, 4), d), T((3, 5), d),
+                                                      T((2,), d, I64)), RuntimeError,
+                     r"expected equal input and linear_weight last dimensions \(in_features\), "
+                     r"got 4 and 5, respectively"),
+                   E(lambda d: F.linear_cross_entropy(T((4,), d), T((3, 2, 4), d),
+                                                      T((2,), d, I64)), RuntimeError,
+                     r"K-dimensional loss defined by linear_weight shape \(3, 2, 4\) requires "
+                     r"batched input")]),
     ]
 
 

@@ -581,3 +581,24 @@ def test_interpolate_bicubic_against_torch_literals(device):
         F.interpolate(x[0], size=3, mode="bicubic")
     with pytest.raises(NotImplementedError, match="antialias=True is not implemented"):
         F.interpolate(x, scale_factor=0.5, mode="bilinear", antialias=True)
+
+
+def test_linear_cross_entropy_loss_module(device):
+    m = nn.LinearCrossEntropyLoss(4, 3, out_features=(2,), bias=True,
+                                  options=nn.LinearCrossEntropyOptions()).double().to(device)
+    assert m.linear.weight.shape == (6, 4)
+    rng = np.random.default_rng(0)
+    with pg.no_grad():
+        m.linear.weight.copy_(T(rng.uniform(-1, 1, (6, 4)), device))
+        m.linear.bias.copy_(T(rng.uniform(-1, 1, 6), device))
+    x = T(np.random.default_rng(1).standard_normal((3, 4)), device)
+    loss = m(x, T([[0, 1], [2, 2], [1, 0]], device))
+    logits = (H(x) @ H(m.linear.weight).T + H(m.linear.bias)).reshape(3, 3, 2)
+    lsm = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    ref = -np.mean([lsm[0, 0, 0], lsm[0, 1, 1], lsm[1, 2, 0], lsm[1, 2, 1], lsm[2, 1, 0],
+                    lsm[2, 0, 1]])
+    np.testing.assert_allclose(loss.item(), ref, rtol=1e-12)
+    with pytest.raises(ValueError, match="invalid acc_policy: 'fast'"):
+        nn.LinearCrossEntropyOptions(acc_policy="fast")
+    with pytest.raises(RuntimeError, match=r"expected weight shape to be \(3,\), got \(2,\)"):
+        nn.LinearCrossEntropyLoss(4, 3, weight=pg.ones(2))

@@ -55,6 +55,7 @@ __all__ = [
     "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
     "triplet_margin_loss", "gaussian_nll_loss", "multilabel_soft_margin_loss",
     "triplet_margin_with_distance_loss", "multi_margin_loss", "multilabel_margin_loss", "ctc_loss",
+    "linear_cross_entropy",
     # misc
     "pad", "one_hot", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
     "scaled_dot_product_attention", "cosine_similarity", "pairwise_distance", "pixel_shuffle",
@@ -1946,6 +1947,43 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = No
     if input.dim() < 2:
         loss = S.reshape(loss, ())
     return _reduce(loss, reduction)
+
+
+def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *,
+                         linear_bias: Tensor | None = None, weight: Tensor | None = None,
+                         reduction: str = "mean", ignore_index: int | None = None,
+                         label_smoothing: float = 0.0, options: Any = None) -> Tensor:
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)`` with logits
+    shaped (N, num_classes, *out_features) from a (num_classes, *out_features, in_features)
+    weight. ``options`` (PyTorch's chunking of the logits to save memory) is accepted and
+    changes nothing here: the logits are computed whole."""
+    if input.dim() < 1 or input.dim() > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.dim()}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got "
+                           f"{linear_weight.dim()}")
+    nb = tuple(input.shape[:-1])
+    fin = input.shape[-1]
+    if fin != linear_weight.shape[-1]:
+        raise RuntimeError(f"expected equal input and linear_weight last dimensions (in_features), "
+                           f"got {fin} and {linear_weight.shape[-1]}, respectively")
+    nc = linear_weight.shape[0]
+    outf = tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (nc, *outf):
+        raise RuntimeError(f"expected linear_bias shape {(nc, *outf)}, got "
+                           f"{tuple(linear_bias.shape)}")
+    if outf and not nb:
+        raise RuntimeError(f"K-dimensional loss defined by linear_weight shape "
+                           f"{tuple(linear_weight.shape)} requires batched input, (N, {fin}), got "
+                           f"unbatched input with shape {tuple(input.shape)}")
+    logits_shape = (*nb, nc, *outf)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
+    w2 = S.reshape(linear_weight, (-1, fin))
+    b2 = None if linear_bias is None else S.reshape(linear_bias, (-1,))
+    logits = S.reshape(linear(input, w2, b2), logits_shape)
+    return cross_entropy(logits, target, weight, ignore_index=-100 if ignore_index is None
+                         else ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
 def _host_ints(v: Any, what: str) -> np.ndarray:

@@ -16,6 +16,7 @@ from .transformer import *  # noqa: F403
 from .sparse import *  # noqa: F403
 from .pixelshuffle import *  # noqa: F403
 from .adaptive import *  # noqa: F403
+from .linear_cross_entropy import *  # noqa: F403
 
 # written out (not built with * from the submodules' lists) so that type checkers see the names;
 # tests/test_api_surface.py checks it against the submodules
@@ -47,5 +48,6 @@ __all__ = [
     "MaxUnpool2d", "MaxUnpool3d", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell",
     "LSTMCell", "GRUCell", "Embedding", "EmbeddingBag", "Transformer", "TransformerEncoder",
     "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer", "PixelShuffle",
-    "PixelUnshuffle", "AdaptiveLogSoftmaxWithLoss"
+    "PixelUnshuffle", "AdaptiveLogSoftmaxWithLoss", "LinearCrossEntropyLoss",
+    "LinearCrossEntropyOptions"
 ]
