@@ -602,3 +602,15 @@ def test_linear_cross_entropy_loss_module(device):
         nn.LinearCrossEntropyOptions(acc_policy="fast")
     with pytest.raises(RuntimeError, match=r"expected weight shape to be \(3,\), got \(2,\)"):
         nn.LinearCrossEntropyLoss(4, 3, weight=pg.ones(2))
+
+
+def test_sdpa_fully_masked_rows_give_zeros(device):
+    q = pg.randn(1, 2, 3, device=device, requires_grad=True)
+    for mask in (T([[True, False], [False, False]], device),
+                 T([[0.0, -np.inf], [-np.inf, -np.inf]], device, dtype=pg.float32)):
+        out = F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+        np.testing.assert_array_equal(H(out)[0, 1], 0)
+        np.testing.assert_allclose(H(out)[0, 0], H(q)[0, 0], rtol=1e-6)
+        out.sum().backward()
+        assert np.isfinite(H(q.grad)).all()
+        q.grad = None

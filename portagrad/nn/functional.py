@@ -2609,7 +2609,12 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
             attn = I.where(attn_mask, attn, -math.inf)
         else:
             attn = E.add(attn, attn_mask)
-    w = softmax(attn, -1)
+    if attn_mask is None and not is_causal:
+        w = softmax(attn, -1)
+    else:
+        # as PyTorch: a query that may attend to nothing gets zero weights, not NaN
+        none = E.eq(R.amax(attn, -1, keepdim=True), -math.inf)
+        w = I.where(none, 0.0, softmax(I.where(none, 0.0, attn), -1))
     if dropout_p > 0.0:
         w = dropout(w, dropout_p, True)
     return L.matmul(w, value)
