@@ -614,3 +614,20 @@ def test_sdpa_fully_masked_rows_give_zeros(device):
         out.sum().backward()
         assert np.isfinite(H(q.grad)).all()
         q.grad = None
+
+
+def test_cross_map_lrn2d_against_torch_literals(device):
+    x = pg.arange(1.0, 7.0, device=device).reshape(1, 6, 1, 1)
+    np.testing.assert_allclose(
+        H(nn.CrossMapLRN2d(3, 0.5, 0.75, 1)(x)).ravel(),
+        [0.63470059633255, 0.8107200860977173, 0.7825422286987305, 0.7392090559005737,
+         0.6908344626426697, 0.9713661670684814], rtol=1e-6)
+    np.testing.assert_allclose(
+        H(nn.CrossMapLRN2d(4, 0.5, 0.75, 1)(x)).ravel(),
+        [0.6948002576828003, 0.9365489482879639, 0.9323973655700684, 0.8937961459159851,
+         0.8421969413757324, 1.1793568134307861], rtol=1e-6)
+    assert repr(nn.CrossMapLRN2d(3, 1e-3, 0.5, 2)) == "CrossMapLRN2d(3, alpha=0.001, beta=0.5, k=2)"
+    xd = pg.randn(1, 4, 2, 2, device=device, dtype=pg.float64, requires_grad=True)
+    assert pg.autograd.gradcheck(nn.CrossMapLRN2d(3, 0.5, 0.75, 1), (xd,))
+    with pytest.raises(ValueError, match="CrossMapLRN2d: Expected input to be 4D, got 3D instead"):
+        nn.CrossMapLRN2d(3)(pg.ones(2, 3, 4, device=device))

@@ -42,12 +42,12 @@ __all__ = [
     "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "CosineSimilarity",
     "PairwiseDistance", "ChannelShuffle", "Fold", "Unfold", "ZeroPad3d", "ConstantPad3d",
     "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d", "LayerNorm", "GroupNorm", "RMSNorm",
-    "LocalResponseNorm", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
-    "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool2d", "MaxPool3d",
-    "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool3d", "MaxUnpool1d",
-    "MaxUnpool2d", "MaxUnpool3d", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell",
-    "LSTMCell", "GRUCell", "Embedding", "EmbeddingBag", "Transformer", "TransformerEncoder",
-    "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer", "PixelShuffle",
-    "PixelUnshuffle", "AdaptiveLogSoftmaxWithLoss", "LinearCrossEntropyLoss",
-    "LinearCrossEntropyOptions"
+    "LocalResponseNorm", "CrossMapLRN2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool2d",
+    "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool3d",
+    "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase",
+    "RNNCell", "LSTMCell", "GRUCell", "Embedding", "EmbeddingBag", "Transformer",
+    "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+    "TransformerDecoderLayer", "PixelShuffle", "PixelUnshuffle", "AdaptiveLogSoftmaxWithLoss",
+    "LinearCrossEntropyLoss", "LinearCrossEntropyOptions"
 ]
