@@ -631,3 +631,29 @@ def test_cross_map_lrn2d_against_torch_literals(device):
     assert pg.autograd.gradcheck(nn.CrossMapLRN2d(3, 0.5, 0.75, 1), (xd,))
     with pytest.raises(ValueError, match="CrossMapLRN2d: Expected input to be 4D, got 3D instead"):
         nn.CrossMapLRN2d(3)(pg.ones(2, 3, 4, device=device))
+
+
+def test_fractional_max_pool_against_torch_literals(device):
+    x = (pg.arange(35.0, device=device).reshape(1, 1, 5, 7) * 7 % 11)
+    samples = T([[[0.25, 0.75]]], device, dtype=pg.float32)
+    out, idx = F.fractional_max_pool2d(x, 2, output_size=(3, 4), return_indices=True,
+                                       _random_samples=samples)
+    np.testing.assert_array_equal(H(out)[0, 0], [[7, 10, 10, 9], [10, 9, 9, 8], [9, 8, 10, 7]])
+    np.testing.assert_array_equal(H(idx)[0, 0], [[1, 3, 3, 6], [14, 17, 17, 20],
+                                                 [28, 31, 25, 34]])
+    m = nn.FractionalMaxPool2d(3, output_ratio=0.5, return_indices=True)
+    o, i = m(pg.randn(2, 3, 9, 8, device=device))
+    assert o.shape == i.shape == (2, 3, 4, 4)
+    assert nn.FractionalMaxPool3d(2, output_size=(2, 3, 2))(
+        pg.randn(3, 4, 5, 4, device=device)).shape == (3, 2, 3, 2)
+    xg = pg.randn(1, 2, 5, 5, device=device, dtype=pg.float64, requires_grad=True)
+    s = T(np.random.default_rng(0).random((1, 2, 2)), device)
+    assert pg.autograd.gradcheck(lambda t: F.fractional_max_pool2d(t, 2, 3, _random_samples=s),
+                                 (xg,))
+    with pytest.raises(ValueError, match="requires specifying either an output_size or an "
+                                         "output_ratio"):
+        F.fractional_max_pool2d(x, 2)
+    with pytest.raises(RuntimeError, match="pool height 2 too large relative to input height 5"):
+        F.fractional_max_pool2d(x, 2, output_size=(6, 6))
+    with pytest.raises(ValueError, match=r"output_ratio must be between 0 and 1 \(got 1.5\)"):
+        nn.FractionalMaxPool2d(2, output_ratio=1.5)

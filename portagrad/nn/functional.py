@@ -46,6 +46,8 @@ __all__ = [
     "adaptive_max_pool3d", "lp_pool1d", "lp_pool3d", "max_pool1d_with_indices",
     "max_pool2d_with_indices", "max_pool3d_with_indices", "adaptive_max_pool1d_with_indices",
     "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
+    "fractional_max_pool2d", "fractional_max_pool3d", "fractional_max_pool2d_with_indices",
+    "fractional_max_pool3d_with_indices",
     # normalisation
     "batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "normalize",
     "local_response_norm",
@@ -1200,6 +1202,108 @@ def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     """3-D average pooling over (N, C, D, H, W) or (C, D, H, W)."""
     return _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                        divisor_override, 3)
+
+
+def _fractional_starts(sample: np.ndarray, n: int, o: int, k: int, dtype: Any) -> np.ndarray:
+    """PyTorch's ``generate_intervals``: the window starts of one plane along one dimension, in the
+    input's floating type (so that the truncations match)."""
+    ft = np.float32 if dtype is _dtype.float32 else np.float64
+    seq = np.zeros((len(sample), o), np.int64)
+    if o > 1:
+        alpha = ft(n - k) / ft(o - 1)
+        i = np.arange(o - 1, dtype=ft)[None, :]
+        sm = sample.astype(ft)[:, None]
+        seq[:, :-1] = ((i + sm) * alpha).astype(np.int64) - (sm * alpha).astype(np.int64)
+    if o > 0:
+        seq[:, -1] = n - k
+    return seq
+
+
+def _fractional_max_pool(input: Tensor, kernel_size: Any, output_size: Any, output_ratio: Any,
+                         return_indices: bool, _random_samples: Tensor | None, nd: int) -> Any:
+    name = f"fractional_max_pool{nd}d"
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got: "
+                           f"{list(input.shape)}")
+    k = _pair(kernel_size, nd, "kernel_size")
+    unbatched = input.dim() == nd + 1
+    x = S.unsqueeze(input, 0) if unbatched else input
+    N, Cc = x.shape[0], x.shape[1]
+    in_sp = tuple(x.shape[2:])
+    if output_size is None:
+        ratio = output_ratio if isinstance(output_ratio, (list, tuple)) else (output_ratio,) * nd
+        out_sp = tuple(int(n * float(r)) for n, r in zip(in_sp, ratio))
+    else:
+        out_sp = _pair(output_size, nd, "output_size")
+    names = ("height", "width") if nd == 2 else ("time", "height", "width")
+    for i in range(nd):
+        if out_sp[i] + k[i] - 1 > in_sp[i]:
+            raise RuntimeError(f"{name}(): pool {names[i]} {k[i]} too large relative to input "
+                               f"{names[i]} {in_sp[i]}")
+    if _random_samples is None:
+        _random_samples = _random.rand((N, Cc, nd), dtype=x.dtype, device=x.device)
+    if _random_samples.shape[1] != Cc:
+        raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+    smp = np.asarray(_random_samples.detach().cpu().numpy()).reshape(N * Cc, nd)
+    # PyTorch's sample order: (width, height) in 2-D, but (time, height, width) in 3-D
+    order = (1, 0) if nd == 2 else (0, 1, 2)
+    starts = [_fractional_starts(smp[:, order[i]], in_sp[i], out_sp[i], k[i], x.dtype)
+              for i in range(nd)]
+    # (N*C, *out, *k) flat input positions of every window of every plane
+    pix: np.ndarray = np.zeros((N * Cc,) + (1,) * (2 * nd), np.int64)
+    for i in range(nd):
+        shape = [N * Cc] + [1] * (2 * nd)
+        shape[1 + i] = out_sp[i]
+        st = starts[i].reshape(shape)
+        shape_k = [1] * (1 + 2 * nd)
+        shape_k[1 + nd + i] = k[i]
+        pix = pix * in_sp[i] + st + np.arange(k[i]).reshape(shape_k)
+    Lo, K = math.prod(out_sp), math.prod(k)
+    pix = pix.reshape(N, Cc, Lo * K)
+    flat = S.reshape(x, (N, Cc, math.prod(in_sp)))
+    cols = I.gather(flat, 2, _creation.tensor(pix, device=x.device))
+    vals, arg = call(_MaxLast, S.reshape(cols, (N, Cc, Lo, K)))
+    out = S.reshape(vals, (N, Cc) + out_sp)
+    if unbatched:
+        out = S.squeeze(out, 0)
+    if not return_indices:
+        return out
+    pe = _creation.tensor(pix.reshape(N, Cc, Lo, K), device=x.device)
+    ind = S.reshape(S.squeeze(I.gather(pe, 3, S.unsqueeze(arg, -1)), -1), (N, Cc) + out_sp)
+    return out, (S.squeeze(ind, 0) if unbatched else ind)
+
+
+def fractional_max_pool2d(input: Tensor, kernel_size: Any, output_size: Any = None,
+                          output_ratio: Any = None, return_indices: bool = False,
+                          _random_samples: Tensor | None = None) -> Any:
+    """Max pooling over pseudo-random windows that shrink (N, C, H, W) to ``output_size`` (or
+    ``output_ratio`` of the input), one random offset per plane (Graham, 2014)."""
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_indices,
+                                _random_samples, 2)
+
+
+def fractional_max_pool3d(input: Tensor, kernel_size: Any, output_size: Any = None,
+                          output_ratio: Any = None, return_indices: bool = False,
+                          _random_samples: Tensor | None = None) -> Any:
+    """3-D :func:`fractional_max_pool2d`."""
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_indices,
+                                _random_samples, 3)
+
+
+def fractional_max_pool2d_with_indices(input: Tensor, kernel_size: Any, output_size: Any = None,
+                                       output_ratio: Any = None, return_indices: bool = False,
+                                       _random_samples: Tensor | None = None) -> Any:
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, True,
+                                _random_samples, 2)
+
+
+def fractional_max_pool3d_with_indices(input: Tensor, kernel_size: Any, output_size: Any = None,
+                                       output_ratio: Any = None, return_indices: bool = False,
+                                       _random_samples: Tensor | None = None) -> Any:
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, True,
+                                _random_samples, 3)
 
 
 def _lp_pool(input: Tensor, norm_type: float, kernel_size: Any, stride: Any, ceil_mode: bool,

@@ -45,9 +45,9 @@ __all__ = [
     "LocalResponseNorm", "CrossMapLRN2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool2d",
     "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool3d",
-    "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase",
-    "RNNCell", "LSTMCell", "GRUCell", "Embedding", "EmbeddingBag", "Transformer",
-    "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
-    "TransformerDecoderLayer", "PixelShuffle", "PixelUnshuffle", "AdaptiveLogSoftmaxWithLoss",
-    "LinearCrossEntropyLoss", "LinearCrossEntropyOptions"
+    "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "FractionalMaxPool2d", "FractionalMaxPool3d",
+    "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "Embedding",
+    "EmbeddingBag", "Transformer", "TransformerEncoder", "TransformerDecoder",
+    "TransformerEncoderLayer", "TransformerDecoderLayer", "PixelShuffle", "PixelUnshuffle",
+    "AdaptiveLogSoftmaxWithLoss", "LinearCrossEntropyLoss", "LinearCrossEntropyOptions"
 ]

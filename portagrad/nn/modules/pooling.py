@@ -10,7 +10,8 @@ from .module import Module
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool2d",
            "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "LPPool1d",
-           "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
+           "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "FractionalMaxPool2d",
+           "FractionalMaxPool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -221,5 +222,46 @@ class MaxUnpool2d(_MaxUnpoolNd):
 
 class MaxUnpool3d(_MaxUnpoolNd):
     """The partial inverse of :class:`MaxPool3d` (zeros where no maximum came from)."""
+
+    _nd = 3
+
+
+class _FractionalMaxPoolNd(Module):
+    _nd = 2
+
+    def __init__(self, kernel_size: Any, output_size: Any = None, output_ratio: Any = None,
+                 return_indices: bool = False, _random_samples: Tensor | None = None) -> None:
+        super().__init__()
+        n, name = self._nd, type(self).__name__
+        self.kernel_size = F._pair(kernel_size, n, "kernel_size")
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = F._pair(output_size, n, "output_size") if output_size is not None \
+            else None
+        self.output_ratio = (tuple(float(r) for r in output_ratio)
+                             if isinstance(output_ratio, (list, tuple))
+                             else (float(output_ratio),) * n) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling "
+                             f"ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input: Tensor) -> Any:
+        fn = F.fractional_max_pool2d if self._nd == 2 else F.fractional_max_pool3d
+        return fn(input, self.kernel_size, self.output_size, self.output_ratio,
+                  self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Max pooling over pseudo-random windows to ``output_size`` or ``output_ratio``."""
+
+    _nd = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """3-D :class:`FractionalMaxPool2d`."""
 
     _nd = 3
