@@ -657,3 +657,27 @@ def test_fractional_max_pool_against_torch_literals(device):
         F.fractional_max_pool2d(x, 2, output_size=(6, 6))
     with pytest.raises(ValueError, match=r"output_ratio must be between 0 and 1 \(got 1.5\)"):
         nn.FractionalMaxPool2d(2, output_ratio=1.5)
+
+
+# ------------------------------------------------------------------ nn.grad, factory_kwargs
+def test_nn_grad_conv_gradients(device):
+    rng = np.random.default_rng(0)
+    x, w = T(rng.standard_normal((2, 4, 7, 6)), device), T(rng.standard_normal((6, 2, 3, 2)), device)
+    go = T(rng.standard_normal((2, 6, 4, 4)), device)
+    gi = nn.grad.conv2d_input(x.shape, w, go, stride=2, padding=1, groups=2)
+    # the input gradient of a convolution is the transposed convolution of the output gradient
+    ref = F.conv_transpose2d(go, w, stride=2, padding=1, groups=2)
+    np.testing.assert_allclose(H(gi), H(ref), rtol=1e-10)
+    x1, go1 = T(rng.standard_normal((2, 3, 5)), device), T(rng.standard_normal((2, 4, 3)), device)
+    gw = nn.grad.conv1d_weight(x1, (4, 3, 3), go1)
+    ref = np.einsum("nol,ncl k->ock".replace(" ", ""), H(go1),
+                    np.stack([H(x1)[:, :, j:j + 3] for j in range(3)], 2))
+    np.testing.assert_allclose(H(gw), ref, rtol=1e-10)
+    assert nn.grad.conv3d_input((1, 2, 3, 3, 3), T(np.ones((1, 2, 2, 2, 2)), device),
+                                T(np.ones((1, 1, 2, 2, 2)), device)).shape == (1, 2, 3, 3, 3)
+    with pytest.raises(RuntimeError, match=r"grad_output has shape \[2, 6, 2, 4\]"):
+        nn.grad.conv2d_input(x.shape, w, go[:, :, :2], stride=2, padding=1, groups=2)
+    assert nn.factory_kwargs({"device": "cpu", "factory_kwargs": {"dtype": pg.float64}}) == \
+        {"device": "cpu", "dtype": pg.float64}
+    with pytest.raises(TypeError, match="dtype specified twice"):
+        nn.factory_kwargs({"dtype": pg.float32, "factory_kwargs": {"dtype": pg.float64}})

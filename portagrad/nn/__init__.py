@@ -6,10 +6,13 @@ from .modules import __all__ as _modules_all
 from .parallel import DataParallel
 from .parameter import Buffer, Parameter
 from .parameter import UninitializedBuffer, UninitializedParameter
+from . import common_types, grad
+from ._factory import factory_kwargs
 
 __all__ = ["Parameter", "Buffer", "DataParallel", "functional", "init", "utils", "parallel",
            *_modules_all]
 
 from . import parallel
 
-__all__ += ["UninitializedParameter", "UninitializedBuffer"]
+__all__ += ["UninitializedParameter", "UninitializedBuffer", "common_types", "grad",
+            "factory_kwargs"]
