@@ -681,3 +681,17 @@ def test_nn_grad_conv_gradients(device):
         {"device": "cpu", "dtype": pg.float64}
     with pytest.raises(TypeError, match="dtype specified twice"):
         nn.factory_kwargs({"dtype": pg.float32, "factory_kwargs": {"dtype": pg.float64}})
+
+
+def test_sdpa_kernel_selection_runs_the_one_implementation(device):
+    from portagrad.nn.attention import SDPBackend, sdpa_kernel
+
+    q = pg.randn(2, 3, 4, device=device)
+    ref = H(F.scaled_dot_product_attention(q, q, q, is_causal=True))
+    with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]):
+        np.testing.assert_array_equal(H(F.scaled_dot_product_attention(q, q, q, is_causal=True)),
+                                      ref)
+    with pytest.raises(AssertionError, match="Backend must be an instance of SDPBackend"):
+        with sdpa_kernel("math"):
+            pass
+    assert int(SDPBackend.EFFICIENT_ATTENTION) == 2

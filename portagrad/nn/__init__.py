@@ -7,6 +7,7 @@ from .parallel import DataParallel
 from .parameter import Buffer, Parameter
 from .parameter import UninitializedBuffer, UninitializedParameter
 from . import common_types, grad
+from . import attention
 from ._factory import factory_kwargs
 
 __all__ = ["Parameter", "Buffer", "DataParallel", "functional", "init", "utils", "parallel",
@@ -15,4 +16,4 @@ __all__ = ["Parameter", "Buffer", "DataParallel", "functional", "init", "utils",
 from . import parallel
 
 __all__ += ["UninitializedParameter", "UninitializedBuffer", "common_types", "grad",
-            "factory_kwargs"]
+            "factory_kwargs", "attention"]
