@@ -64,6 +64,7 @@ __all__ = [
     "pixel_unshuffle", "channel_shuffle",
     "embedding_bag", "conv_tbc", "native_channel_shuffle", "pdist", "max_unpool1d",
     "max_unpool2d", "max_unpool3d", "affine_grid", "grid_sample", "multi_head_attention_forward",
+    "GRID_SAMPLE_INTERPOLATION_MODES", "GRID_SAMPLE_PADDING_MODES",
 ]
 
 
@@ -2515,6 +2516,10 @@ def _check_shuffle(name: str, input: Tensor, factor: Any, what: str) -> int:
         raise RuntimeError(f"{name} expects a positive {what}, but got {factor}")
     return factor
 
+
+# the mode numbers PyTorch's grid sampler kernels take (public in torch.nn.functional)
+GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
 
 _ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to align_corners=False "
                   "since 1.3.0. Please specify align_corners=True if the old behavior is desired. "
