@@ -695,3 +695,17 @@ def test_sdpa_kernel_selection_runs_the_one_implementation(device):
         with sdpa_kernel("math"):
             pass
     assert int(SDPBackend.EFFICIENT_ATTENTION) == 2
+
+
+def test_lazy_modules_copy_and_pickle(device):
+    import copy
+    import pickle
+
+    m = nn.LazyLinear(3).to(device)
+    c = copy.deepcopy(m)
+    assert c(pg.randn(2, 4, device=device)).shape == (2, 3)
+    assert c(pg.randn(2, 4, device=device)).shape == (2, 3)  # the copy's hook removed itself
+    assert m(pg.randn(2, 5, device=device)).shape == (2, 3)  # the original still lazy until now
+    assert m.weight.shape == (3, 5) and c.weight.shape == (3, 4)
+    p = pickle.loads(pickle.dumps(nn.LazyConv1d(2, 1)))
+    assert p(pg.randn(1, 3, 4)).shape == (1, 2, 4) and type(p) is nn.Conv1d

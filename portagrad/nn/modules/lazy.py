@@ -23,10 +23,10 @@ class LazyModuleMixin:
 
     def _register_lazy_hook(self) -> None:
         """The forward pre-hook that initializes the parameters (for subclasses whose
-        ``__init__`` calls the module class's directly)."""
+        ``__init__`` calls the module class's directly). No handle is kept: the hook finds and
+        removes itself, which also works on deep copies and unpickled modules."""
         me: Any = self
-        self._initialize_hook = me.register_forward_pre_hook(self._infer_parameters,
-                                                             with_kwargs=True)
+        me.register_forward_pre_hook(LazyModuleMixin._infer_parameters, with_kwargs=True)
 
     def has_uninitialized_params(self) -> bool:
         """Whether a parameter or buffer still waits for its shape."""
@@ -55,7 +55,9 @@ class LazyModuleMixin:
         module.initialize_parameters(*args, **(kwargs or {}))
         if module.has_uninitialized_params():
             raise RuntimeError(f"module {module.__class__.__name__} has not been fully initialized")
-        module._initialize_hook.remove()
-        del module._initialize_hook
+        hooks = module._forward_pre_hooks
+        for hid in [k for k, h in hooks.items() if h is LazyModuleMixin._infer_parameters]:
+            del hooks[hid]
+            module._forward_pre_hooks_with_kwargs.pop(hid, None)
         if module.cls_to_become is not None:
             module.__class__ = module.cls_to_become
