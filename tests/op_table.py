@@ -1464,6 +1464,65 @@ def np_linear_cross_entropy(x: np.ndarray, w: np.ndarray, t: np.ndarray,
     return {"mean": loss.mean(), "sum": loss.sum(), "none": loss}[reduction]
 
 
+def np_unpool(nd: int) -> Callable:
+    def ref(x: np.ndarray, idx: np.ndarray, kernel_size: int, stride: Any = None,
+            padding: int = 0) -> np.ndarray:
+        s = stride or kernel_size
+        out_sp = tuple((n - 1) * s + kernel_size - 2 * padding for n in x.shape[-nd:])
+        lead = x.shape[:-nd]
+        out = np.zeros(lead + (math.prod(out_sp),), x.dtype)
+        np.put_along_axis(out, idx.reshape(lead + (-1,)), x.reshape(lead + (-1,)), -1)
+        return out.reshape(lead + out_sp)
+    return ref
+
+
+def np_fractional_max_pool2d(x: np.ndarray, kernel_size: int, output_size: tuple,
+                             _random_samples: np.ndarray) -> np.ndarray:
+    """PyTorch's interval rule, one plane at a time (samples: width first, in x's float type)."""
+    ft = x.dtype.type
+    n_, c_, h, w = x.shape
+    oh, ow = output_size
+    k = kernel_size
+
+    def starts(u: Any, size: int, o: int) -> list:
+        alpha = ft(size - k) / ft(o - 1)
+        return [int((ft(i) + u) * alpha) - int(u * alpha) for i in range(o - 1)] + [size - k]
+
+    out = np.zeros((n_, c_, oh, ow), x.dtype)
+    for n, c in np.ndindex(n_, c_):
+        sw, sh = (ft(v) for v in _random_samples[n, c])
+        for i, y0 in enumerate(starts(sh, h, oh)):
+            for j, x0 in enumerate(starts(sw, w, ow)):
+                out[n, c, i, j] = x[n, c, y0:y0 + k, x0:x0 + k].max()
+    return out
+
+
+def np_bicubic(x: np.ndarray, size: tuple, align_corners: bool = False) -> np.ndarray:
+    """Separable cubic convolution (A = -0.75) with clamped taps, PyTorch's source indices."""
+    a = -0.75
+
+    def weights(t: float) -> list:
+        def near(d: float) -> float:
+            return ((a + 2) * d - (a + 3)) * d * d + 1
+
+        def far(d: float) -> float:
+            return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+        return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+    def matrix(n: int, o: int) -> np.ndarray:
+        m = np.zeros((o, n))
+        for i in range(o):
+            src = i * (n - 1) / (o - 1) if align_corners and o > 1 else \
+                (0.0 if align_corners else (i + 0.5) * n / o - 0.5)
+            f = math.floor(src)
+            for tap, wt in zip(range(f - 1, f + 3), weights(src - f)):
+                m[i, min(max(tap, 0), n - 1)] += wt
+        return m
+
+    mh, mw = matrix(x.shape[2], size[0]), matrix(x.shape[3], size[1])
+    return np.einsum("ih,nchw,jw->ncij", mh, x, mw)
+
+
 def _nn_functional_rows() -> list[OpInfo]:
     F = pg.nn.functional
     conv3_s = fixed(S(X((2, 4, 3, 4, 5)), X((6, 2, 2, 3, 2)), X((6,)), stride=(1, 2, 1),
@@ -1728,6 +1787,30 @@ def _nn_functional_rows() -> list[OpInfo]:
                                                       T((2,), d, I64)), RuntimeError,
                      r"K-dimensional loss defined by linear_weight shape \(3, 2, 4\) requires "
                      r"batched input")]),
+        OpInfo("nn.functional.max_unpool1d", F.max_unpool1d, np_unpool(1),
+               fixed(S(X((2, 3, 4)), IDX(np.arange(24).reshape(2, 3, 4) % 4 * 2 + 1), 2),
+                     S(X((3, 3)), IDX([[0, 2, 3]] * 3), 2, 2, 1)),
+               FLOATS, "same", grad=True),
+        OpInfo("nn.functional.max_unpool3d", F.max_unpool3d, np_unpool(3),
+               fixed(S(X((1, 2, 2, 1, 2)), IDX(np.array([0, 7, 9, 30, 31, 2, 3, 20])
+                                              .reshape(1, 2, 2, 1, 2)), 2)),
+               FLOATS, "same", grad=True),
+        OpInfo("nn.functional.fractional_max_pool2d",
+               lambda x, k, o, r: F.fractional_max_pool2d(x, k, o, _random_samples=r),
+               lambda x, k, o, r: np_fractional_max_pool2d(x, k, o, r),
+               fixed(S(X((2, 3, 7, 9), "distinct"), 2, (4, 5),
+                       np.linspace(0.01, 0.99, 12).reshape(2, 3, 2)),
+                     S(X((1, 2, 5, 5), "distinct"), 3, (3, 2), np.array([[[0.9, 0.2], [0.4, 0.7]]]))),
+               FLOATS, "same", grad=True,
+               grad_samples=fixed(S(X((1, 1, 5, 5), "distinct"), 2, (3, 3),
+                                    np.array([[[0.3, 0.6]]])))),
+        OpInfo("nn.functional.interpolate_bicubic",
+               lambda x, size, ac=False: F.interpolate(x, size, mode="bicubic", align_corners=ac),
+               lambda x, size, ac=False: np_bicubic(x, size, ac),
+               fixed(S(X((2, 3, 4, 5)), (7, 3)), S(X((1, 2, 3, 3)), (5, 6), True),
+                     S(X((1, 1, 2, 4)), (1, 1))),
+               FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5,
+               grad_samples=fixed(S(X((1, 1, 3, 3)), (4, 5)))),
     ]
 
 
