@@ -1523,6 +1523,28 @@ def np_bicubic(x: np.ndarray, size: tuple, align_corners: bool = False) -> np.nd
     return np.einsum("ih,nchw,jw->ncij", mh, x, mw)
 
 
+def np_mha(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int, w: np.ndarray,
+           b: np.ndarray, ow: np.ndarray, ob: np.ndarray, mask: Any = None) -> np.ndarray:
+    """Sequence-first (L, N, E) multi-head attention with packed projections; bool mask: True =
+    not allowed."""
+    e = q.shape[-1]
+    d = e // heads
+    wq, wk, wv = np.split(w, 3)
+    bq, bk, bv = np.split(b, 3)
+
+    def split(x: np.ndarray) -> np.ndarray:  # (L, N, E) -> (N, H, L, D)
+        return x.reshape(x.shape[0], x.shape[1], heads, d).transpose(1, 2, 0, 3)
+
+    qh, kh, vh = split(q @ wq.T + bq), split(k @ wk.T + bk), split(v @ wv.T + bv)
+    sc = qh @ kh.swapaxes(-1, -2) / math.sqrt(d)
+    if mask is not None:
+        sc = np.where(mask, -np.inf, sc)
+    p = np.exp(sc - sc.max(-1, keepdims=True))
+    p = p / p.sum(-1, keepdims=True)
+    out = (p @ vh).transpose(2, 0, 1, 3).reshape(q.shape[0], q.shape[1], e)
+    return out @ ow.T + ob
+
+
 def _nn_functional_rows() -> list[OpInfo]:
     F = pg.nn.functional
     conv3_s = fixed(S(X((2, 4, 3, 4, 5)), X((6, 2, 2, 3, 2)), X((6,)), stride=(1, 2, 1),
@@ -1811,6 +1833,18 @@ def _nn_functional_rows() -> list[OpInfo]:
                      S(X((1, 1, 2, 4)), (1, 1))),
                FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5,
                grad_samples=fixed(S(X((1, 1, 3, 3)), (4, 5)))),
+        OpInfo("nn.functional.multi_head_attention_forward",
+               lambda q, k, v, h, w, b, ow, ob, mask=None: F.multi_head_attention_forward(
+                   q, k, v, q.shape[-1], h, w, b, None, None, False, 0.0, ow, ob, attn_mask=mask,
+                   need_weights=False)[0], np_mha,
+               fixed(S(X((3, 2, 4)), X((5, 2, 4)), X((5, 2, 4)), 2, X((12, 4)), X((12,)),
+                       X((4, 4)), X((4,))),
+                     S(X((3, 1, 4)), X((3, 1, 4)), X((3, 1, 4)), 1, X((12, 4)), X((12,)),
+                       X((4, 4)), X((4,)), MASK([[False, True, True], [False, False, True],
+                                                 [False, False, False]]))),
+               FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5,
+               grad_samples=fixed(S(X((2, 1, 4)), X((2, 1, 4)), X((2, 1, 4)), 2, X((12, 4)),
+                                    X((12,)), X((4, 4)), X((4,))))),
     ]
 
 
