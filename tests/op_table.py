@@ -1205,6 +1205,651 @@ OP_TABLE: list[OpInfo] = (_creation_rows() + _like_rows() + _view_rows() + _inde
                           + _binary_rows() + _unary_rows() + _reduction_rows() + _linalg_rows()
                           + _join_rows() + _inplace_rows())
 
+# ----------------------------------------------------------------------------- nn.functional:
+# 3-D layers, the *_with_indices forms, losses and activations completing torch.nn.functional
+def np_windows(x: np.ndarray, k: tuple, s: tuple, pad: tuple, d: tuple, fill: float = 0.0
+               ) -> np.ndarray:
+    """(N, C, *spatial) -> (N, C, *out, *k): every window of a sweep (``fill`` outside)."""
+    nd = len(k)
+    xp = np.pad(x, ((0, 0), (0, 0)) + tuple((p, p) for p in pad), constant_values=fill)
+    idx = []
+    for i in range(nd):
+        o = (xp.shape[2 + i] - d[i] * (k[i] - 1) - 1) // s[i] + 1
+        r = (np.arange(o) * s[i])[:, None] + np.arange(k[i])[None, :] * d[i]
+        shape = [1] * (2 * nd)
+        shape[i], shape[nd + i] = r.shape
+        idx.append(r.reshape(shape))
+    return xp[(slice(None), slice(None)) + tuple(idx)]
+
+
+def _tup(v: Any, nd: int) -> tuple:
+    return tuple(v) if isinstance(v, (list, tuple)) else (v,) * nd
+
+
+def _batched(nd: int, fn: Callable) -> Callable:
+    """``fn`` of (N, C, *spatial) arrays also on unbatched (C, *spatial) ones."""
+    def ref(x: np.ndarray, *args: Any, **kw: Any) -> np.ndarray:
+        if x.ndim == nd + 1:
+            return fn(x[None], *args, **kw)[0]
+        return fn(x, *args, **kw)
+    return ref
+
+
+def np_conv(nd: int) -> Callable:
+    def ref(x: np.ndarray, w: np.ndarray, b: Any = None, stride: Any = 1, padding: Any = 0,
+            dilation: Any = 1, groups: int = 1) -> np.ndarray:
+        win = np_windows(x, w.shape[2:], _tup(stride, nd), _tup(padding, nd), _tup(dilation, nd))
+        n, c = x.shape[:2]
+        o = w.shape[0]
+        out_sp = win.shape[2:2 + nd]
+        win = win.reshape((n, groups, c // groups) + out_sp + (-1,))
+        wg = w.reshape(groups, o // groups, c // groups, -1)
+        out = np.einsum("ngc...k,gock->ngo...", win, wg).reshape((n, o) + out_sp)
+        return out if b is None else out + b.reshape((1, -1) + (1,) * nd)
+    return _batched(nd, ref)
+
+
+def np_conv_transpose(nd: int) -> Callable:
+    def ref(x: np.ndarray, w: np.ndarray, b: Any = None, stride: Any = 1, padding: Any = 0,
+            output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> np.ndarray:
+        s, p, op, d = (_tup(v, nd) for v in (stride, padding, output_padding, dilation))
+        n, c = x.shape[:2]
+        k = w.shape[2:]
+        og = w.shape[1]
+        full = tuple((x.shape[2 + i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 + op[i] for i in range(nd))
+        buf = np.zeros((n, og * groups) + full)
+        cg = c // groups
+        for tap in np.ndindex(*k):
+            sl = tuple(slice(tap[i] * d[i], tap[i] * d[i] + (x.shape[2 + i] - 1) * s[i] + 1, s[i])
+                       for i in range(nd))
+            for g in range(groups):
+                xs = x[:, g * cg:(g + 1) * cg]
+                contrib = np.einsum("nc...,co->no...", xs, w[(slice(g * cg, (g + 1) * cg),
+                                                               slice(None)) + tap])
+                buf[(slice(None), slice(g * og, (g + 1) * og)) + sl] += contrib
+        out = buf[(slice(None), slice(None)) + tuple(slice(p[i], full[i] - p[i]) for i in range(nd))]
+        return out if b is None else out + b.reshape((1, -1) + (1,) * nd)
+    return _batched(nd, ref)
+
+
+def np_max_pool(nd: int) -> Callable:
+    def ref(x: np.ndarray, kernel_size: Any, stride: Any = None, padding: Any = 0,
+            dilation: Any = 1) -> np.ndarray:
+        k = _tup(kernel_size, nd)
+        win = np_windows(x, k, _tup(stride or kernel_size, nd), _tup(padding, nd),
+                         _tup(dilation, nd), -np.inf)
+        return win.max(axis=tuple(range(2 + nd, 2 + 2 * nd)))
+    return _batched(nd, ref)
+
+
+def np_avg_pool(nd: int) -> Callable:
+    def ref(x: np.ndarray, kernel_size: Any, stride: Any = None, padding: Any = 0) -> np.ndarray:
+        k = _tup(kernel_size, nd)  # count_include_pad=True: padding counts
+        win = np_windows(x, k, _tup(stride or kernel_size, nd), _tup(padding, nd), (1,) * nd)
+        return win.mean(axis=tuple(range(2 + nd, 2 + 2 * nd)))
+    return _batched(nd, ref)
+
+
+def np_lp_pool(nd: int) -> Callable:
+    def ref(x: np.ndarray, norm_type: float, kernel_size: Any, stride: Any = None) -> np.ndarray:
+        k = _tup(kernel_size, nd)
+        win = np_windows(x, k, _tup(stride or kernel_size, nd), (0,) * nd, (1,) * nd)
+        return (win ** norm_type).sum(axis=tuple(range(2 + nd, 2 + 2 * nd))) ** (1 / norm_type)
+    return _batched(nd, ref)
+
+
+def np_adaptive(nd: int, fn: Callable) -> Callable:
+    def ref(x: np.ndarray, output_size: Any) -> np.ndarray:
+        sp = x.shape[-nd:]
+        o = _tup(output_size, nd)
+        out = np.zeros(x.shape[:-nd] + o)
+        for pos in np.ndindex(*o):
+            sl = tuple(slice(pos[i] * sp[i] // o[i], -(-(pos[i] + 1) * sp[i] // o[i]))
+                       for i in range(nd))
+            out[(Ellipsis,) + pos] = fn(x[(Ellipsis,) + sl], axis=tuple(range(-nd, 0)))
+        return out
+    return ref
+
+
+def np_multi_margin(x: np.ndarray, t: np.ndarray, p: int = 1, margin: float = 1.0,
+                    weight: Any = None, reduction: str = "mean") -> np.ndarray:
+    x2 = x.reshape(-1, x.shape[-1])
+    t1 = t.reshape(-1)
+    m = np.maximum(margin - np.take_along_axis(x2, t1[:, None], 1) + x2, 0) ** p
+    if weight is not None:
+        m = m * weight[t1][:, None]
+    m[np.arange(len(t1)), t1] = 0
+    loss = m.sum(1) / x2.shape[1]
+    loss = loss.reshape(()) if x.ndim == 1 else loss
+    return {"mean": loss.mean(), "sum": loss.sum(), "none": loss}[reduction]
+
+
+def np_multilabel_margin(x: np.ndarray, t: np.ndarray, reduction: str = "mean") -> np.ndarray:
+    x2, t2 = x.reshape(-1, x.shape[-1]), t.reshape(-1, x.shape[-1])
+    loss = np.zeros(len(x2))
+    for n in range(len(x2)):
+        tg = list(t2[n][:list(t2[n]).index(-1)] if -1 in t2[n] else t2[n])
+        for j in tg:
+            loss[n] += sum(max(0.0, 1 - (x2[n, j] - x2[n, i])) for i in range(x2.shape[1])
+                           if i not in tg)
+    loss = loss / x2.shape[1]
+    loss = loss.reshape(()) if x.ndim == 1 else loss
+    return {"mean": loss.mean(), "sum": loss.sum(), "none": loss}[reduction]
+
+
+def np_triplet_distance(a: np.ndarray, p: np.ndarray, n: np.ndarray, margin: float = 1.0,
+                        swap: bool = False, reduction: str = "mean") -> np.ndarray:
+    def dist(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(u - v + 1e-6, axis=-1)
+    dn = np.minimum(dist(a, n), dist(p, n)) if swap else dist(a, n)
+    loss = np.maximum(dist(a, p) - dn + margin, 0)
+    return {"mean": loss.mean(), "sum": loss.sum(), "none": loss}[reduction]
+
+
+def np_leaky(slope: float) -> Callable:
+    return lambda x, *a, **k: np.where(x >= 0, x, x * slope)
+
+
+def np_pdist(x: np.ndarray, p: float = 2) -> np.ndarray:
+    i, j = np.triu_indices(len(x), 1)
+    return np.linalg.norm(x[i] - x[j], ord=p, axis=1) if len(i) else np.zeros(0)
+
+
+def np_unpool2d(x: np.ndarray, idx: np.ndarray, kernel_size: int, stride: Any = None,
+                padding: int = 0, output_size: Any = None) -> np.ndarray:
+    s = stride or kernel_size
+    h, w = output_size or [(n - 1) * s + kernel_size - 2 * padding for n in x.shape[-2:]]
+    out = np.zeros(x.shape[:-2] + (h * w,), x.dtype)
+    np.put_along_axis(out, idx.reshape(x.shape[:-2] + (-1,)), x.reshape(x.shape[:-2] + (-1,)), -1)
+    return out.reshape(x.shape[:-2] + (h, w))
+
+
+def np_embedding_bag(idx: np.ndarray, w: np.ndarray, offsets: Any = None, mode: str = "mean",
+                     per_sample_weights: Any = None, padding_idx: Any = None) -> np.ndarray:
+    if idx.ndim == 2:
+        bags = list(idx)
+        psw = list(per_sample_weights) if per_sample_weights is not None else None
+    else:
+        ends = list(offsets[1:]) + [len(idx)]
+        bags = [idx[a:b] for a, b in zip(offsets, ends)]
+        psw = ([per_sample_weights[a:b] for a, b in zip(offsets, ends)]
+               if per_sample_weights is not None else None)
+    out = np.zeros((len(bags), w.shape[1]))
+    for b, bag in enumerate(bags):
+        keep = [k for k, i in enumerate(bag) if i != padding_idx]
+        rows = w[bag[keep]] * (psw[b][keep][:, None] if psw is not None else 1)
+        if len(keep):
+            out[b] = {"sum": rows.sum(0), "mean": rows.mean(0), "max": rows.max(0)}[mode]
+    return out
+
+
+def np_conv_tbc(x: np.ndarray, w: np.ndarray, b: np.ndarray, pad: int = 0) -> np.ndarray:
+    out = np_conv(1)(x.transpose(1, 2, 0), w.transpose(2, 1, 0), b, padding=pad)
+    return out.transpose(2, 0, 1)
+
+
+def np_ctc(lp: np.ndarray, targets: np.ndarray, il: list, tl: list, blank: int = 0,
+           reduction: str = "mean") -> np.ndarray:
+    """The CTC forward recursion, one sequence at a time."""
+    out = []
+    for n in range(lp.shape[1]):
+        lab = targets[n, :tl[n]]
+        ext = [blank]
+        for c in lab:
+            ext += [int(c), blank]
+        a = np.full(len(ext), -np.inf)
+        a[0] = lp[0, n, ext[0]]
+        if len(ext) > 1:
+            a[1] = lp[0, n, ext[1]]
+        for t in range(1, il[n]):
+            b = a.copy()
+            for k in range(len(ext)):
+                v = a[k]
+                if k >= 1:
+                    v = np.logaddexp(v, a[k - 1])
+                if k >= 2 and ext[k] != blank and ext[k] != ext[k - 2]:
+                    v = np.logaddexp(v, a[k - 2])
+                b[k] = v + lp[t, n, ext[k]]
+            a = b
+        out.append(-np.logaddexp(a[-1], a[-2] if len(ext) > 1 else -np.inf))
+    loss = np.array(out)
+    if reduction == "mean":
+        return (loss / np.maximum(tl, 1)).mean()
+    return loss.sum() if reduction == "sum" else loss
+
+
+def np_affine_grid(theta: np.ndarray, size: list, align_corners: bool = False) -> np.ndarray:
+    sp = size[2:]
+    axes = [np.linspace(-1, 1, n) * (1 if align_corners else (n - 1) / n) for n in sp]
+    mesh = np.meshgrid(*axes, indexing="ij")
+    base = np.stack(list(reversed(mesh)) + [np.ones(mesh[0].shape)], -1)  # (*sp, nd + 1)
+    return np.einsum("...k,njk->n...j", base, theta)
+
+
+def np_grid_sample(x: np.ndarray, grid: np.ndarray, mode: str = "bilinear",
+                   padding_mode: str = "zeros", align_corners: bool = False) -> np.ndarray:
+    """2-D only; ``zeros`` or ``border`` padding."""
+    n_, c_, h, w = x.shape
+    out = np.zeros((n_, c_) + grid.shape[1:3])
+
+    def unnorm(v: float, size: int) -> float:
+        u = (v + 1) * (size - 1) / 2 if align_corners else ((v + 1) * size - 1) / 2
+        return min(max(u, 0), size - 1) if padding_mode == "border" else u
+
+    def read(n: int, yy: int, xx: int) -> np.ndarray:
+        return x[n, :, yy, xx] if 0 <= yy < h and 0 <= xx < w else np.zeros(c_)
+
+    for n, i, j in np.ndindex(n_, *grid.shape[1:3]):
+        fx, fy = unnorm(grid[n, i, j, 0], w), unnorm(grid[n, i, j, 1], h)
+        if mode == "nearest":
+            out[n, :, i, j] = read(n, int(np.rint(fy)), int(np.rint(fx)))
+            continue
+        x0, y0 = int(np.floor(fx)), int(np.floor(fy))
+        ax, ay = fx - x0, fy - y0
+        out[n, :, i, j] = (read(n, y0, x0) * (1 - ax) * (1 - ay) + read(n, y0, x0 + 1) * ax * (1 - ay)
+                           + read(n, y0 + 1, x0) * (1 - ax) * ay + read(n, y0 + 1, x0 + 1) * ax * ay)
+    return out
+
+
+def np_linear_cross_entropy(x: np.ndarray, w: np.ndarray, t: np.ndarray,
+                            linear_bias: Any = None, reduction: str = "mean") -> np.ndarray:
+    logits = np.moveaxis((x @ w.reshape(-1, w.shape[-1]).T).reshape(
+        x.shape[:-1] + w.shape[:-1]), 1 if x.ndim == 2 else 0, -1) if w.ndim > 2 else \
+        x @ w.T
+    if linear_bias is not None:
+        logits = logits + (np.moveaxis(linear_bias, 0, -1) if w.ndim > 2 else linear_bias)
+    lsm = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1, keepdims=True)) \
+        - logits.max(-1, keepdims=True)
+    loss = -np.take_along_axis(lsm, t[..., None], -1)[..., 0]
+    return {"mean": loss.mean(), "sum": loss.sum(), "none": loss}[reduction]
+
+
+def np_unpool(nd: int) -> Callable:
+    def ref(x: np.ndarray, idx: np.ndarray, kernel_size: int, stride: Any = None,
+            padding: int = 0) -> np.ndarray:
+        s = stride or kernel_size
+        out_sp = tuple((n - 1) * s + kernel_size - 2 * padding for n in x.shape[-nd:])
+        lead = x.shape[:-nd]
+        out = np.zeros(lead + (math.prod(out_sp),), x.dtype)
+        np.put_along_axis(out, idx.reshape(lead + (-1,)), x.reshape(lead + (-1,)), -1)
+        return out.reshape(lead + out_sp)
+    return ref
+
+
+def np_fractional_max_pool2d(x: np.ndarray, kernel_size: int, output_size: tuple,
+                             _random_samples: np.ndarray) -> np.ndarray:
+    """PyTorch's interval rule, one plane at a time (samples: width first, in x's float type)."""
+    ft = x.dtype.type
+    n_, c_, h, w = x.shape
+    oh, ow = output_size
+    k = kernel_size
+
+    def starts(u: Any, size: int, o: int) -> list:
+        alpha = ft(size - k) / ft(o - 1)
+        return [int((ft(i) + u) * alpha) - int(u * alpha) for i in range(o - 1)] + [size - k]
+
+    out = np.zeros((n_, c_, oh, ow), x.dtype)
+    for n, c in np.ndindex(n_, c_):
+        sw, sh = (ft(v) for v in _random_samples[n, c])
+        for i, y0 in enumerate(starts(sh, h, oh)):
+            for j, x0 in enumerate(starts(sw, w, ow)):
+                out[n, c, i, j] = x[n, c, y0:y0 + k, x0:x0 + k].max()
+    return out
+
+
+def np_bicubic(x: np.ndarray, size: tuple, align_corners: bool = False) -> np.ndarray:
+    """Separable cubic convolution (A = -0.75) with clamped taps, PyTorch's source indices."""
+    a = -0.75
+
+    def weights(t: float) -> list:
+        def near(d: float) -> float:
+            return ((a + 2) * d - (a + 3)) * d * d + 1
+
+        def far(d: float) -> float:
+            return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+        return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+    def matrix(n: int, o: int) -> np.ndarray:
+        m = np.zeros((o, n))
+        for i in range(o):
+            src = i * (n - 1) / (o - 1) if align_corners and o > 1 else \
+                (0.0 if align_corners else (i + 0.5) * n / o - 0.5)
+            f = math.floor(src)
+            for tap, wt in zip(range(f - 1, f + 3), weights(src - f)):
+                m[i, min(max(tap, 0), n - 1)] += wt
+        return m
+
+    mh, mw = matrix(x.shape[2], size[0]), matrix(x.shape[3], size[1])
+    return np.einsum("ih,nchw,jw->ncij", mh, x, mw)
+
+
+def np_mha(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int, w: np.ndarray,
+           b: np.ndarray, ow: np.ndarray, ob: np.ndarray, mask: Any = None) -> np.ndarray:
+    """Sequence-first (L, N, E) multi-head attention with packed projections; bool mask: True =
+    not allowed."""
+    e = q.shape[-1]
+    d = e // heads
+    wq, wk, wv = np.split(w, 3)
+    bq, bk, bv = np.split(b, 3)
+
+    def split(x: np.ndarray) -> np.ndarray:  # (L, N, E) -> (N, H, L, D)
+        return x.reshape(x.shape[0], x.shape[1], heads, d).transpose(1, 2, 0, 3)
+
+    qh, kh, vh = split(q @ wq.T + bq), split(k @ wk.T + bk), split(v @ wv.T + bv)
+    sc = qh @ kh.swapaxes(-1, -2) / math.sqrt(d)
+    if mask is not None:
+        sc = np.where(mask, -np.inf, sc)
+    p = np.exp(sc - sc.max(-1, keepdims=True))
+    p = p / p.sum(-1, keepdims=True)
+    out = (p @ vh).transpose(2, 0, 1, 3).reshape(q.shape[0], q.shape[1], e)
+    return out @ ow.T + ob
+
+
+def _nn_functional_rows() -> list[OpInfo]:
+    F = pg.nn.functional
+    conv3_s = fixed(S(X((2, 4, 3, 4, 5)), X((6, 2, 2, 3, 2)), X((6,)), stride=(1, 2, 1),
+                      padding=(1, 0, 2), dilation=(1, 1, 2), groups=2),
+                    S(X((2, 3, 4, 3)), X((2, 2, 1, 2, 2)), None, padding=1),
+                    S(X((1, 2, 3, 3, 3)), X((3, 2, 3, 3, 3)), nc="T"))
+    conv3_g = fixed(S(X((1, 2, 3, 2, 2)), X((2, 1, 2, 1, 2)), X((2,)), padding=(0, 1, 0),
+                      groups=2))
+    convt3_s = fixed(S(X((2, 4, 2, 3, 2)), X((4, 3, 2, 2, 3)), X((6,)), stride=(2, 1, 2),
+                       padding=(1, 0, 1), output_padding=(1, 0, 0), groups=2, dilation=(1, 2, 1)),
+                     S(X((2, 2, 3, 2)), X((2, 3, 2, 1, 2)), None, stride=2))
+    convt3_g = fixed(S(X((1, 2, 2, 1, 2)), X((2, 1, 2, 2, 1)), X((2,)), stride=(2, 1, 1),
+                       groups=2))
+    pool3_s = fixed(S(X((2, 3, 4, 5, 6), "distinct"), (2, 3, 2), stride=(1, 2, 2), padding=(1, 1, 0),
+                      dilation=(1, 1, 2)),
+                    S(X((2, 4, 4, 4), "distinct"), 2), S(X((1, 2, 3, 4, 4), "distinct"), 2, nc="T"))
+    pool3_g = fixed(S(X((1, 1, 3, 3, 2), "distinct"), 2, stride=1, padding=(1, 0, 1)))
+    avg3_s = fixed(S(X((2, 3, 4, 5, 6)), (2, 3, 2), stride=(1, 2, 2), padding=(1, 1, 0)),
+                   S(X((2, 4, 4, 4)), 2), S(X((1, 2, 3, 4, 4)), 2, nc="T"))
+    avg3_g = fixed(S(X((1, 1, 3, 3, 2)), 2, stride=1, padding=(1, 0, 1)))
+    ad3_s = fixed(S(X((2, 3, 4, 5, 6), "distinct"), (3, 2, 4)), S(X((2, 5, 4, 3), "distinct"), 2),
+                  S(X((1, 2, 3, 4, 4), "distinct"), (2, 4, 3), nc="T"))
+    ad3_g = fixed(S(X((1, 1, 3, 2, 3), "distinct"), (2, 2, 2)))
+    lp_s = fixed(S(X((2, 3, 7), "positive"), 2.0, 3, 2), S(X((3, 6), "positive"), 1.5, 2))
+    lp3_s = fixed(S(X((1, 2, 4, 4, 4), "positive"), 2.0, 2), S(X((2, 3, 4, 2), "positive"), 3.0, 2,
+                                                               1))
+
+    def first(fn: Callable) -> Callable:
+        return lambda *a, **k: fn(*a, **k)[0]
+
+    return [
+        OpInfo("nn.functional.conv3d", F.conv3d, np_conv(3), conv3_s, FLOATS, "same", grad=True,
+               grad_samples=conv3_g, rtol=1e-4, atol=1e-5, errors=[
+                   E(lambda d: F.conv3d(T((4, 4), d), T((1, 1, 1, 1, 1), d)), RuntimeError,
+                     r"Expected 4D \(unbatched\) or 5D \(batched\) input to conv3d, but got "
+                     r"input of size: \[4, 4\]")]),
+        OpInfo("nn.functional.conv_transpose3d", F.conv_transpose3d, np_conv_transpose(3), convt3_s,
+               FLOATS, "same", grad=True, grad_samples=convt3_g, rtol=1e-4, atol=1e-5),
+        OpInfo("nn.functional.max_pool3d", F.max_pool3d, np_max_pool(3), pool3_s, FLOATS, "same",
+               grad=True, grad_samples=pool3_g, errors=[
+                   E(lambda d: F.max_pool3d(T((1, 1, 4, 4, 4), d), 2, padding=2), RuntimeError,
+                     r"pad should be at most half of effective kernel size, but got pad=2, "
+                     r"kernel_size=2 and dilation=1"),
+                   E(lambda d: F.max_pool3d(T((1, 1, 4, 4, 4), d), 2, dilation=0), RuntimeError,
+                     r"dilation should be greater than zero, but got dilationT: 0 dilationH: 0 "
+                     r"dilationW: 0"),
+                   E(lambda d: F.max_pool3d(T((4, 4), d), 2), RuntimeError,
+                     r"non-empty 4D or 5D \(batch mode\) tensor expected for input"),
+                   E(lambda d: F.max_pool3d(T((1, 1, 1, 4, 4), d), 2), RuntimeError,
+                     r"Given input size: \(1x1x4x4\). Calculated output size: \(1x0x2x2\). "
+                     r"Output size is too small")]),
+        OpInfo("nn.functional.max_pool3d_with_indices.values", first(F.max_pool3d_with_indices),
+               np_max_pool(3), pool3_s, FLOATS, "same"),
+        OpInfo("nn.functional.avg_pool3d", F.avg_pool3d, np_avg_pool(3), avg3_s, FLOATS, "same",
+               grad=True, grad_samples=avg3_g, errors=[
+                   E(lambda d: F.avg_pool3d(T((1, 1, 1, 4, 4), d), 2), RuntimeError,
+                     r"input image \(T: 1 H: 4 W: 4\) smaller than kernel size \(kT: 2 kH: 2 "
+                     r"kW: 2\)")]),
+        OpInfo("nn.functional.adaptive_avg_pool3d", F.adaptive_avg_pool3d, np_adaptive(3, np.mean),
+               ad3_s, FLOATS, "same", grad=True, grad_samples=ad3_g, errors=[
+                   E(lambda d: F.adaptive_avg_pool3d(T((4, 4), d), 2), RuntimeError,
+                     r"adaptive_avg_pool3d\(\): Expected 4D or 5D tensor, but got \[4, 4\]")]),
+        OpInfo("nn.functional.adaptive_max_pool3d", F.adaptive_max_pool3d, np_adaptive(3, np.max),
+               ad3_s, FLOATS, "same", grad=True, grad_samples=ad3_g, errors=[
+                   E(lambda d: F.adaptive_max_pool3d(T((4, 4), d), 2), RuntimeError,
+                     r"adaptive_max_pool3d\(\): Expected 4D or 5D tensor, but got: \[4, 4\]")]),
+        OpInfo("nn.functional.adaptive_max_pool2d_with_indices.values",
+               first(F.adaptive_max_pool2d_with_indices), np_adaptive(2, np.max),
+               fixed(S(X((2, 3, 5, 4), "distinct"), (2, 3))), FLOATS, "same"),
+        OpInfo("nn.functional.lp_pool1d", F.lp_pool1d, np_lp_pool(1), lp_s, FLOATS, "same",
+               grad=True, rtol=1e-4),
+        OpInfo("nn.functional.lp_pool3d", F.lp_pool3d, np_lp_pool(3), lp3_s, FLOATS, "same",
+               grad=True, grad_samples=fixed(S(X((1, 1, 2, 2, 4), "positive"), 2.0, 2)),
+               rtol=1e-4),
+        OpInfo("nn.functional.multi_margin_loss", F.multi_margin_loss, np_multi_margin,
+               fixed(S(X((4, 5)), IDX([0, 4, 2, 1])),
+                     S(X((4, 5)), IDX([3, 3, 0, 1]), 2, 0.7, X((5,), "positive"),
+                       reduction="none"),
+                     S(X((5,)), IDX(2), reduction="sum"), S(X((3, 4)), IDX([1, 0, 3]), nc="T")),
+               FLOATS, "same", grad=True, errors=[
+                   E(lambda d: F.multi_margin_loss(T((3, 4), d), pg.tensor([0, 5, 1], device=d)),
+                     RuntimeError, "target out of range"),
+                   E(lambda d: F.multi_margin_loss(T((3, 4), d), pg.tensor([0, 1], device=d)),
+                     RuntimeError, r"multi_margin_loss: target tensor should be 1-D with size "
+                     r"equal to the number of input samples \(batch size\). Expected target size "
+                     r"\[3\], but got \[2\]. Input has shape \[3, 4\]."),
+                   E(lambda d: F.multi_margin_loss(T((3, 4, 2), d), pg.tensor([0, 1, 1], device=d)),
+                     RuntimeError, r"Expected non-empty vector or matrix with optional 0-dim "
+                     r"batch size, but got: \[3, 4, 2\]"),
+                   E(lambda d: F.multi_margin_loss(T((3, 4), d), T((3,), d)), RuntimeError,
+                     "expected scalar type Long but found Float"),
+                   E(lambda d: F.multi_margin_loss(T((3, 4), d), T((3,), d, I64), p=3), ValueError,
+                     r"only p == 1 and p == 2 supported"),
+                   E(lambda d: F.multi_margin_loss(T((3, 4), d), T((3,), d, I64), weight=T((3,), d)),
+                     RuntimeError, r"inconsistent weight size, expected 4 but got \[3\]"),
+                   E(lambda d: F.multi_margin_loss(T((3, 4), d), T((3,), d, I64), reduction="x"),
+                     ValueError, "x is not a valid value for reduction")]),
+        OpInfo("nn.functional.multilabel_margin_loss", F.multilabel_margin_loss,
+               np_multilabel_margin,
+               fixed(S(X((4, 5)), IDX([[3, 0, -1, 1, 2], [1, 2, 3, 4, 0], [-1, 0, 1, 2, 3],
+                                       [2, -1, -1, -1, -1]])),
+                     S(X((2, 3)), IDX([[2, -1, 0], [0, 1, -1]]), reduction="none"),
+                     S(X((4,)), IDX([3, 1, -1, 1]), reduction="sum")),
+               FLOATS, "same", grad=True, errors=[
+                   E(lambda d: F.multilabel_margin_loss(T((3, 4), d), T((3, 4), d, I64) + 5),
+                     RuntimeError, "argument #2 'target' is out of range"),
+                   E(lambda d: F.multilabel_margin_loss(T((3, 4), d), T((3,), d, I64)),
+                     RuntimeError, r"inconsistent target size: \[3\] for input of size: "
+                     r"\[3, 4\]")]),
+        OpInfo("nn.functional.triplet_margin_with_distance_loss",
+               lambda a, p, n, **k: F.triplet_margin_with_distance_loss(a, p, n, **k),
+               np_triplet_distance,
+               fixed(S(X((3, 4)), X((3, 4)), X((3, 4)), margin=2.0),
+                     S(X((3, 4)), X((3, 4)), X((3, 4)), swap=True, margin=1.5, reduction="none"),
+                     S(X((4,)), X((4,)), X((4,)), margin=3.0, reduction="sum")),
+               FLOATS, "same", grad=True, errors=[
+                   E(lambda d: F.triplet_margin_with_distance_loss(T((3,), d), T((3,), d),
+                                                                   T((3,), d), margin=0),
+                     ValueError, "TripletMarginWithDistanceLoss: expected margin to be greater "
+                     "than 0, got 0 instead"),
+                   E(lambda d: F.triplet_margin_with_distance_loss(T((2, 3), d), T((3,), d),
+                                                                   T((3,), d)),
+                     RuntimeError, "The anchor, positive, and negative tensors are expected to "
+                     "have the same number of dimensions, but got: anchor 2D, positive 1D, and "
+                     "negative 1D inputs")]),
+        OpInfo("nn.functional.rrelu_eval", F.rrelu, np_leaky((1 / 8 + 1 / 3) / 2),
+               unary_samples("nonzero"), FLOATS, "same", grad=True, errors=[
+                   E(lambda d: F.rrelu(T((2,), d), 0.5, 0.1, True), RuntimeError,
+                     "Lower bound should be less than or equal to the upper bound")]),
+        OpInfo("nn.functional.rrelu_", lambda x: F.rrelu_(x, 0.2, 0.4), np_leaky(0.3),
+               unary_samples("nonzero"), FLOATS, "same", inplace=True, grad=True),
+        OpInfo("nn.functional.threshold_", lambda x: F.threshold_(x, 0.5, -2.0),
+               lambda x: np.where(x > 0.5, x, -2.0), unary_samples("nonzero"), FLOATS, "same",
+               inplace=True),
+        OpInfo("nn.functional.selu_", F.selu_,
+               lambda x: 1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 * np.expm1(
+                   np.minimum(x, 0))), unary_samples(), FLOATS, "same", inplace=True, grad=True),
+        OpInfo("nn.functional.celu_", lambda x: F.celu_(x, 2.0),
+               lambda x: np.where(x > 0, x, 2.0 * np.expm1(np.minimum(x, 0) / 2.0)),
+               unary_samples(), FLOATS, "same", inplace=True, grad=True),
+        OpInfo("nn.functional.pdist", F.pdist, np_pdist,
+               fixed(S(X((5, 3))), S(X((4, 2)), 1.0), S(X((3, 4)), 3.0, nc="T"), S(X((1, 3))),
+                     S(X((4, 3), "distinct"), math.inf)), FLOATS, "same", grad=True, errors=[
+                   E(lambda d: F.pdist(T((3,), d)), RuntimeError,
+                     "pdist only supports 2D tensors, got: 1D"),
+                   E(lambda d: F.pdist(T((3, 2), d), -1), RuntimeError,
+                     "pdist only supports non-negative p values")]),
+        OpInfo("nn.functional.max_unpool2d", F.max_unpool2d, np_unpool2d,
+               fixed(S(X((2, 3, 2, 2)), IDX(np.arange(24).reshape(2, 3, 2, 2) % 4 * 5), 2),
+                     S(X((3, 2, 2)), IDX([[[0, 3], [9, 15]]] * 3), 2, output_size=(5, 4))),
+               FLOATS, "same", grad=True, errors=[
+                   E(lambda d: F.max_unpool2d(T((1, 2, 2, 2), d), T((1, 1, 2, 2), d, I64), 2),
+                     RuntimeError, r"Expected shape of indices to be same as that of the input "
+                     r"tensor \(\[1, 2, 2, 2\]\) but got indices tensor with shape: "
+                     r"\[1, 1, 2, 2\]"),
+                   E(lambda d: F.max_unpool2d(T((2, 2), d), T((2, 2), d, I64), 2), RuntimeError,
+                     r"Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor "
+                     r"with 2 dimensions."),
+                   E(lambda d: F.max_unpool2d(T((1, 2, 2, 2), d), T((1, 2, 2, 2), d), 2),
+                     RuntimeError, "elements in indices should be type int64 but got: Float"),
+                   E(lambda d: F.max_unpool2d(T((1, 2, 2, 2), d), T((1, 2, 2, 2), d, I64) + 150,
+                                              2), RuntimeError,
+                     r"Found an invalid max index: 150 \(output volumes are of size 4x4\)"),
+                   E(lambda d: F.max_unpool2d(T((1, 2, 2, 2), d), T((1, 2, 2, 2), d, I64), 2,
+                                              output_size=(9, 9)), ValueError,
+                     r'invalid output_size "\(9, 9\)" \(dim 0 must be between 2 and 6\)')]),
+        OpInfo("nn.functional.embedding_bag",
+               lambda i, w, off=None, mode="mean", psw=None, **k: F.embedding_bag(
+                   i, w, off, mode=mode, per_sample_weights=psw, **k), np_embedding_bag,
+               fixed(S(IDX([[1, 2], [3, 4], [0, 0]]), X((5, 3))),
+                     S(IDX([1, 2, 3, 1, 4]), X((5, 3)), IDX([0, 2, 2]), mode="sum"),
+                     S(IDX([1, 2, 3, 1, 4]), X((5, 3), "distinct"), IDX([0, 3]), mode="max"),
+                     S(IDX([2, 2, 3, 1]), X((5, 3)), IDX([0, 2]), mode="mean", padding_idx=2),
+                     S(IDX([2, 0, 3, 1]), X((5, 3)), IDX([0, 1]), "sum", X((4,)))),
+               FLOATS, "promote", grad=True, errors=[
+                   E(lambda d: F.embedding_bag(T((3,), d, I64), T((5, 3), d)), ValueError,
+                     "offsets has to be a 1D Tensor but got None"),
+                   E(lambda d: F.embedding_bag(T((2, 2), d, I64), T((5, 3), d),
+                                               T((1,), d, I64)), ValueError,
+                     "if input is 2D, then offsets has to be None"),
+                   E(lambda d: F.embedding_bag(T((3,), d, I64), T((5, 3), d), T((2,), d, I64),
+                                               mode="foo"), ValueError,
+                     "mode has to be one of sum, mean or max"),
+                   E(lambda d: F.embedding_bag(T((3,), d, I64), T((5, 3), d), T((2,), d, I64),
+                                               per_sample_weights=T((3,), d)),
+                     NotImplementedError, r"per_sample_weights is only supported for "
+                     r"mode='sum' \(got mode='mean'\)"),
+                   E(lambda d: F.embedding_bag(T((3,), d, I64) + 13, T((5, 3), d),
+                                               T((2,), d, I64)), RuntimeError,
+                     r"Index 0 of input takes value 13 which is not in the valid range \[0, 5\)"),
+                   E(lambda d: F.embedding_bag(T((3,), d, I64), T((5, 3), d),
+                                               T((2,), d, I64) + 1), RuntimeError,
+                     r"offsets\[0\] has to be 0, i.e., the first sequence in the mini-batch has "
+                     r"to start from position 0. However, got 1")]),
+        OpInfo("nn.functional.conv_tbc", F.conv_tbc, np_conv_tbc,
+               fixed(S(X((5, 2, 3)), X((3, 3, 4)), X((4,)), 1), S(X((4, 1, 2)), X((2, 2, 3)),
+                                                                X((3,)))),
+               FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5),
+        OpInfo("nn.functional.ctc_loss", F.ctc_loss, np_ctc,
+               fixed(S(X((6, 2, 4)), IDX([[1, 2, 2], [3, 1, 0]]), [6, 5], [3, 2]),
+                     S(X((5, 3, 3)), IDX([[1, 1], [2, 0], [0, 0]]), [5, 4, 3], [2, 1, 0],
+                       reduction="none"),
+                     S(X((4, 2, 3)), IDX([[0, 2], [2, 2]]), [4, 4], [2, 2], 1, "sum")),
+               FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5,
+               grad_samples=fixed(S(X((4, 2, 3)), IDX([[1, 2], [2, 2]]), [4, 3], [2, 1])),
+               errors=[
+                   E(lambda d: F.ctc_loss(T((6, 2, 4), d), T((2, 3), d, I64), [6, 7], [3, 2]),
+                     RuntimeError, "Expected input_lengths to have value at most 6, but got "
+                     "value 7"),
+                   E(lambda d: F.ctc_loss(T((6, 2, 4), d), T((2, 3), d, I64), [6], [3, 2]),
+                     RuntimeError, "input_lengths must be of size batch_size"),
+                   E(lambda d: F.ctc_loss(T((6, 2, 4), d), T((2, 3), d, I64), [6, 5], [3, 4]),
+                     RuntimeError, "Expected tensor to have size at least 4 at dimension 1, but "
+                     "got size 3 for argument #2 'targets'"),
+                   E(lambda d: F.ctc_loss(T((6, 2, 4), d), T((2, 3), d, I64), [6, 5], [3, 2],
+                                          blank=4), RuntimeError, "blank must be in label range"),
+                   E(lambda d: F.ctc_loss(T((6, 2, 4), d), T((2, 3), d, I64), [6, 5], [3, 2],
+                                          reduction="avg"), ValueError,
+                     "avg is not a valid value for reduction")]),
+        OpInfo("nn.functional.affine_grid", F.affine_grid, np_affine_grid,
+               fixed(S(X((2, 2, 3)), [2, 3, 4, 5], False), S(X((1, 2, 3)), [1, 1, 3, 2], True),
+                     S(X((2, 3, 4)), [2, 1, 2, 3, 4], False)),
+               FLOATS, "same", grad=True, errors=[
+                   E(lambda d: F.affine_grid(T((1, 2, 2), d), [1, 1, 2, 2], False), ValueError,
+                     r"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                     r"\[1, 1, 2, 2\]"),
+                   E(lambda d: F.affine_grid(T((1, 2, 3), d), [1, 1, 2, 2, 2], False), ValueError,
+                     r"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
+                     r"\[1, 1, 2, 2, 2\]")]),
+        OpInfo("nn.functional.grid_sample", F.grid_sample, np_grid_sample,
+               fixed(S(X((2, 3, 4, 5)), X((2, 3, 6, 2), "unit"), "bilinear", "zeros", False),
+                     S(X((1, 2, 3, 4)), X((1, 2, 2, 2), "unit"), "bilinear", "border", True),
+                     S(X((1, 2, 3, 4)), X((1, 4, 3, 2), "unit"), "nearest", "zeros", False)),
+               FLOATS, "same", grad=True,
+               grad_samples=fixed(S(X((1, 2, 3, 3)), X((1, 2, 2, 2), "unit"), "bilinear",
+                                    "zeros", True)),
+               errors=[
+                   E(lambda d: F.grid_sample(T((1, 2, 3, 4), d), T((1, 2, 2, 2), d), "foo",
+                                             align_corners=False), ValueError,
+                     "nn.functional.grid_sample\\(\\): expected mode to be 'bilinear', 'nearest' "
+                     "or 'bicubic', but got: 'foo'"),
+                   E(lambda d: F.grid_sample(T((1, 2, 3, 4), d), T((1, 2, 2, 3), d),
+                                             align_corners=False), RuntimeError,
+                     r"grid_sampler\(\): expected grid to have size 2 in last dimension, but got "
+                     r"grid with sizes \[1, 2, 2, 3\]"),
+                   E(lambda d: F.grid_sample(T((1, 2, 3, 4), d), T((2, 2, 2, 2), d),
+                                             align_corners=False), RuntimeError,
+                     r"grid_sampler\(\): expected grid and input to have same batch size")]),
+        OpInfo("nn.functional.linear_cross_entropy",
+               lambda x, w, t, b=None, **k: F.linear_cross_entropy(x, w, t, linear_bias=b, **k),
+               np_linear_cross_entropy,
+               fixed(S(X((5, 4)), X((3, 4)), IDX([0, 2, 1, 1, 2])),
+                     S(X((5, 4)), X((3, 4)), IDX([0, 2, 1, 1, 2]), X((3,)), reduction="none"),
+                     S(X((4,)), X((3, 4)), IDX(2), reduction="sum"),
+                     S(X((3, 4)), X((3, 2, 4)), IDX([[0, 1], [2, 2], [1, 0]]), X((3, 2)))),
+               FLOATS, "same", grad=True, errors=[
+                   E(lambda d: F.linear_cross_entropy(T((2, 4), d), T((3, 5), d),
+                                                      T((2,), d, I64)), RuntimeError,
+                     r"expected equal input and linear_weight last dimensions \(in_features\), "
+                     r"got 4 and 5, respectively"),
+                   E(lambda d: F.linear_cross_entropy(T((4,), d), T((3, 2, 4), d),
+                                                      T((2,), d, I64)), RuntimeError,
+                     r"K-dimensional loss defined by linear_weight shape \(3, 2, 4\) requires "
+                     r"batched input")]),
+        OpInfo("nn.functional.max_unpool1d", F.max_unpool1d, np_unpool(1),
+               fixed(S(X((2, 3, 4)), IDX(np.arange(24).reshape(2, 3, 4) % 4 * 2 + 1), 2),
+                     S(X((3, 3)), IDX([[0, 2, 3]] * 3), 2, 2, 1)),
+               FLOATS, "same", grad=True),
+        OpInfo("nn.functional.max_unpool3d", F.max_unpool3d, np_unpool(3),
+               fixed(S(X((1, 2, 2, 1, 2)), IDX(np.array([0, 7, 9, 30, 31, 2, 3, 20])
+                                              .reshape(1, 2, 2, 1, 2)), 2)),
+               FLOATS, "same", grad=True),
+        OpInfo("nn.functional.fractional_max_pool2d",
+               lambda x, k, o, r: F.fractional_max_pool2d(x, k, o, _random_samples=r),
+               lambda x, k, o, r: np_fractional_max_pool2d(x, k, o, r),
+               fixed(S(X((2, 3, 7, 9), "distinct"), 2, (4, 5),
+                       np.linspace(0.01, 0.99, 12).reshape(2, 3, 2)),
+                     S(X((1, 2, 5, 5), "distinct"), 3, (3, 2), np.array([[[0.9, 0.2], [0.4, 0.7]]]))),
+               FLOATS, "same", grad=True,
+               grad_samples=fixed(S(X((1, 1, 5, 5), "distinct"), 2, (3, 3),
+                                    np.array([[[0.3, 0.6]]])))),
+        OpInfo("nn.functional.interpolate_bicubic",
+               lambda x, size, ac=False: F.interpolate(x, size, mode="bicubic", align_corners=ac),
+               lambda x, size, ac=False: np_bicubic(x, size, ac),
+               fixed(S(X((2, 3, 4, 5)), (7, 3)), S(X((1, 2, 3, 3)), (5, 6), True),
+                     S(X((1, 1, 2, 4)), (1, 1))),
+               FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5,
+               grad_samples=fixed(S(X((1, 1, 3, 3)), (4, 5)))),
+        OpInfo("nn.functional.multi_head_attention_forward",
+               lambda q, k, v, h, w, b, ow, ob, mask=None: F.multi_head_attention_forward(
+                   q, k, v, q.shape[-1], h, w, b, None, None, False, 0.0, ow, ob, attn_mask=mask,
+                   need_weights=False)[0], np_mha,
+               fixed(S(X((3, 2, 4)), X((5, 2, 4)), X((5, 2, 4)), 2, X((12, 4)), X((12,)),
+                       X((4, 4)), X((4,))),
+                     S(X((3, 1, 4)), X((3, 1, 4)), X((3, 1, 4)), 1, X((12, 4)), X((12,)),
+                       X((4, 4)), X((4,)), MASK([[False, True, True], [False, False, True],
+                                                 [False, False, False]]))),
+               FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5,
+               grad_samples=fixed(S(X((2, 1, 4)), X((2, 1, 4)), X((2, 1, 4)), 2, X((12, 4)),
+                                    X((12,)), X((4, 4)), X((4,))))),
+    ]
+
+
+OP_TABLE += _nn_functional_rows()
+
 _names = [r.name for r in OP_TABLE]
 assert len(set(_names)) == len(_names), [n for n in _names if _names.count(n) > 1]
 

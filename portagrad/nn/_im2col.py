@@ -27,7 +27,7 @@ from .._tensor import Tensor
 from ..autograd.function import Function
 from .._ops._common import call
 
-__all__ = ["Plan", "plan", "unfold_cols", "fold_cols", "conv_pix", "out_size"]
+__all__ = ["Plan", "plan", "unfold_cols", "fold_cols", "combine", "conv_pix", "out_size"]
 
 _CACHE: OrderedDict[tuple, Plan] = OrderedDict()
 _CACHE_SIZE = 512
@@ -210,22 +210,36 @@ def out_size(n: int, k: int, s: int, pad_lo: int, pad_hi: int, d: int, ceil_mode
     return span // s + 1
 
 
+def combine(per_dim: list[np.ndarray], in_sp: tuple[int, ...],
+            weights: list[np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The (L, K) flat-position table of an n-d window sweep from each dimension's (o_i, k_i)
+    table of positions along that dimension (``-1`` or out of range: outside): output positions
+    and window taps both in row-major order. With ``weights`` (one (o_i, k_i) table per
+    dimension) also their (L, K) products."""
+    nd = len(per_dim)
+    pix: np.ndarray = np.zeros((1,) * (2 * nd), np.int64)
+    valid: np.ndarray = np.ones((1,) * (2 * nd), bool)
+    w: np.ndarray | None = np.ones((1,) * (2 * nd)) if weights is not None else None
+    for i, r in enumerate(per_dim):
+        shape = [1] * (2 * nd)
+        shape[i], shape[nd + i] = r.shape
+        ri = r.reshape(shape)
+        pix = pix * in_sp[i] + ri
+        valid = valid & (ri >= 0) & (ri < in_sp[i])
+        if weights is not None and w is not None:
+            w = w * weights[i].reshape(shape)
+    L = math.prod(r.shape[0] for r in per_dim)
+    K = math.prod(r.shape[1] for r in per_dim)
+    pix = np.where(valid, pix, -1).reshape(L, K)
+    return pix, (None if w is None else np.broadcast_to(w, valid.shape).reshape(L, K))
+
+
 def conv_pix(in_sp: tuple[int, ...], k: tuple[int, ...], s: tuple[int, ...],
              pad_lo: tuple[int, ...], d: tuple[int, ...], out_sp: tuple[int, ...]) -> np.ndarray:
-    """(L, K) flat input positions of every window (``-1`` outside), for 1-D or 2-D."""
-    nd = len(in_sp)
-    per_dim = []
-    for i in range(nd):
-        r = (np.arange(out_sp[i]) * s[i] - pad_lo[i])[:, None] + (np.arange(k[i]) * d[i])[None, :]
-        per_dim.append(r)
-    if nd == 1:
-        r = per_dim[0]
-        return np.where((r >= 0) & (r < in_sp[0]), r, -1)
-    R = per_dim[0][:, None, :, None]
-    Cc = per_dim[1][None, :, None, :]
-    valid = (R >= 0) & (R < in_sp[0]) & (Cc >= 0) & (Cc < in_sp[1])
-    pix = np.where(valid, R * in_sp[1] + Cc, -1)
-    return pix.reshape(out_sp[0] * out_sp[1], k[0] * k[1])
+    """(L, K) flat input positions of every window (``-1`` outside), in any number of dims."""
+    per_dim = [(np.arange(out_sp[i]) * s[i] - pad_lo[i])[:, None] + (np.arange(k[i]) * d[i])[None, :]
+               for i in range(len(in_sp))]
+    return combine(per_dim, in_sp)[0]
 
 
 def window_plan(C: int, in_sp: tuple[int, ...], k: tuple[int, ...], s: tuple[int, ...],

@@ -34,13 +34,20 @@ __all__ = [
     "silu", "mish", "sigmoid", "tanh", "hardtanh", "hardtanh_", "hardsigmoid", "hardswish",
     "softplus", "softsign", "logsigmoid", "softmax", "log_softmax", "softmin", "threshold",
     "glu", "prelu", "tanhshrink", "softshrink", "hardshrink",
+    "threshold_", "selu_", "celu_", "rrelu", "rrelu_", "gumbel_softmax",
     # linear, dropout, embedding
     "linear", "bilinear", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
-    "embedding",
+    "embedding", "feature_alpha_dropout",
     # conv and pooling
     "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold", "max_pool1d",
     "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_max_pool1d", "adaptive_max_pool2d", "lp_pool2d",
+    "conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d",
+    "adaptive_max_pool3d", "lp_pool1d", "lp_pool3d", "max_pool1d_with_indices",
+    "max_pool2d_with_indices", "max_pool3d_with_indices", "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
+    "fractional_max_pool2d", "fractional_max_pool3d", "fractional_max_pool2d_with_indices",
+    "fractional_max_pool3d_with_indices",
     # normalisation
     "batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "normalize",
     "local_response_norm",
@@ -49,10 +56,15 @@ __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss",
     "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
     "triplet_margin_loss", "gaussian_nll_loss", "multilabel_soft_margin_loss",
+    "triplet_margin_with_distance_loss", "multi_margin_loss", "multilabel_margin_loss", "ctc_loss",
+    "linear_cross_entropy",
     # misc
     "pad", "one_hot", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
     "scaled_dot_product_attention", "cosine_similarity", "pairwise_distance", "pixel_shuffle",
     "pixel_unshuffle", "channel_shuffle",
+    "embedding_bag", "conv_tbc", "native_channel_shuffle", "pdist", "max_unpool1d",
+    "max_unpool2d", "max_unpool3d", "affine_grid", "grid_sample", "multi_head_attention_forward",
+    "GRID_SAMPLE_INTERPOLATION_MODES", "GRID_SAMPLE_PADDING_MODES",
 ]
 
 
@@ -107,6 +119,13 @@ def _check_pool_geometry(name: str, k: tuple[int, ...], s: tuple[int, ...], pd: 
         if pd[i] > int((d[i] * (k[i] - 1) + 1) / 2):  # C's division, truncating toward zero
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad="
                                f"{pd[i]}, kernel_size={k[i]} and dilation={d[i]}")
+    if len(k) == 3:  # PyTorch's pool3d_shape_check
+        for what, t in (("kernel size", k), ("stride", s), ("dilation", d)):
+            if any(v <= 0 for v in t):
+                pre = "dilation" if what == "dilation" else "k" if what == "kernel size" else "d"
+                raise RuntimeError(f"{what} should be greater than zero, but got {pre}T: {t[0]} "
+                                   f"{pre}H: {t[1]} {pre}W: {t[2]}")
+        return
     # 1-D pooling is 2-D pooling of height 1 in PyTorch, and its messages say so
     k2, s2, d2 = ((1,) * (2 - len(k)) + t for t in (k, s, d))
     p2 = (0,) * (2 - len(k)) + pd
@@ -131,7 +150,7 @@ def _check_pool_output(name: str, Cc: int, in_sp: tuple[int, ...], out_sp: tuple
         return
     if name == "max_pool1d":
         raise RuntimeError(f"max_pool1d() Invalid computed output size: {out_sp[0]}")
-    lead = (Cc,) + (1,) * (2 - len(in_sp))
+    lead = (Cc,) + (1,) * max(2 - len(in_sp), 0)
     raise RuntimeError(f"Given input size: ({'x'.join(map(str, lead + in_sp))}). Calculated output "
                        f"size: ({'x'.join(map(str, lead + out_sp))}). Output size is too small")
 
@@ -305,6 +324,41 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
     return _maybe_inplace(lambda x: I.where(E.gt(x, threshold), x, value), input, inplace)
 
 
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    """In-place :func:`threshold`."""
+    return _maybe_inplace(lambda x: I.where(E.gt(x, threshold), x, value), input, True)
+
+
+def selu_(input: Tensor) -> Tensor:
+    return selu(input, True)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return celu(input, alpha, True)
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU: negative inputs times a slope drawn from ``U(lower, upper)`` per
+    element while training, times the mean slope ``(lower + upper) / 2`` otherwise."""
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+
+    def fn(x: Tensor) -> Tensor:
+        a = E.add(E.mul(_random.rand(tuple(x.shape), dtype=x.dtype, device=x.device),
+                        upper - lower), lower)
+        return I.where(E.ge(x, 0), x, E.mul(x, a))
+
+    return _maybe_inplace(fn, input, inplace)
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False
+           ) -> Tensor:
+    return rrelu(input, lower, upper, training, True)
+
+
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
@@ -394,6 +448,22 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
     return _softmax_impl(E.neg(input), dim, dtype, False)
 
 
+def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """Softmax of ``(logits + g) / tau`` with Gumbel(0, 1) noise ``g``; ``hard=True`` returns the
+    one-hot of its argmax with the soft sample's gradient (straight-through)."""
+    u = _random.rand(tuple(logits.shape), dtype=logits.dtype, device=logits.device)
+    # -log(Exponential(1)), the Exponential(1) sample being -log(1 - u) (u in [0, 1))
+    gumbels = E.neg(E.log(E.neg(E.log1p(E.neg(u)))))
+    y_soft = softmax(E.div(E.add(logits, gumbels), tau), dim)
+    if not hard:
+        return y_soft
+    d = wrap_dim(dim, max(logits.dim(), 1))
+    index = R.argmax(y_soft, d, keepdim=True)
+    y_hard = I.scatter(_creation.zeros_like(logits), d, index, 1.0)
+    return E.add(E.sub(y_hard, y_soft.detach()), y_soft)
+
+
 # ------------------------------------------------------------------ linear
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``."""
@@ -450,40 +520,106 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     return out
 
 
-def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, nd: int) -> Tensor:
-    _check_p(p)
-    if not training or p == 0.0:
+def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, alpha: bool = False
+                     ) -> Tensor:
+    """PyTorch's ``feature_dropout``/``feature_alpha_dropout``: one draw per ``(N, C)`` pair,
+    broadcast over the remaining dimensions (so a 2-D input drops single elements)."""
+    # PyTorch's order: nothing to do, everything dropped, then the rank check (for the noise)
+    if not training or p == 0.0 or input.numel() == 0:
         return input
-    batched = input.dim() == nd + 2
-    shape = tuple(input.shape[:2] if batched else input.shape[:1]) + (1,) * nd
-    out = E.mul(input, 0.0) if p == 1.0 else E.mul(input, _dropout_mask(input, p, shape))
+    if p == 1.0:
+        out = E.mul(input, 0.0)
+    elif input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    else:
+        shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
+        out = _alpha_dropout(input, p, shape) if alpha else \
+            E.mul(input, _dropout_mask(input, p, shape))
     return C.copy_(input, out) if inplace else out
 
 
+def _deprecated_rank(name: str, ndim: int, nd: int) -> None:
+    warnings.warn(f"{name}: Received a {ndim}-D input to {name}, which is deprecated and will "
+                  f"result in an error in a future release. To retain the behavior and silence this "
+                  f"warning, please use dropout instead. Note that {name} exists to provide "
+                  f"channel-wise dropout on inputs with {nd} spatial dimensions, a channel "
+                  f"dimension, and an optional batch dimension (i.e. {nd + 1}D or {nd + 2}D "
+                  f"inputs).", stacklevel=3)
+
+
+def _unbatched_feature_dropout(input: Tensor, p: float, training: bool, inplace: bool,
+                               batched: bool) -> Tensor:
+    """Feature dropout of an input without its batch dimension: as a batch of one."""
+    if batched:
+        return _feature_dropout(input, p, training, inplace)
+    out = S.squeeze(_feature_dropout(S.unsqueeze(input, 0), p, training, False), 0)
+    return C.copy_(input, out) if inplace and out is not input else out
+
+
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    return _feature_dropout(input, p, training, inplace, 1)
+    """Zero whole channels of (N, C, L) or (C, L) inputs with probability ``p``."""
+    _check_p(p)
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D "
+                           f"input. Note that dropout1d exists to provide channel-wise dropout on "
+                           f"inputs with 1 spatial dimension, a channel dimension, and an optional "
+                           f"batch dimension (i.e. 2D or 3D inputs).")
+    return _unbatched_feature_dropout(input, p, training, inplace, input.dim() == 3)
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    return _feature_dropout(input, p, training, inplace, 2)
+    """Zero whole channels of (N, C, H, W) inputs with probability ``p``. As PyTorch, any other
+    rank warns and is taken as ``(N, C, *)``: a 3-D input drops (N, C) channels of length L."""
+    _check_p(p)
+    if input.dim() not in (3, 4):
+        _deprecated_rank("dropout2d", input.dim(), 2)
+    if input.dim() == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
+                      "1D dropout behavior is desired - input is interpreted as shape (N, C, L), "
+                      "where C is the channel dim. This behavior will change in a future release "
+                      "to interpret the input as one without a batch dimension, i.e. shape "
+                      "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch "
+                      "to using dropout1d instead.", stacklevel=2)
+    return _feature_dropout(input, p, training, inplace)
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    return _feature_dropout(input, p, training, inplace, 3)
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) inputs with probability ``p`` (other
+    ranks warn, as in PyTorch, and are taken as unbatched)."""
+    _check_p(p)
+    if input.dim() not in (4, 5):
+        _deprecated_rank("dropout3d", input.dim(), 3)
+    return _unbatched_feature_dropout(input, p, training, inplace, input.dim() == 5)
+
+
+def _alpha_dropout(input: Tensor, p: float, shape: tuple[int, ...]) -> Tensor:
+    """Alpha dropout with one draw per element of ``shape`` (broadcast against ``input``): dropped
+    values become SELU's negative saturation, then an affine map keeps mean and variance."""
+    if p == 1.0:  # PyTorch: everything dropped gives zeros (the affine map would divide by 0)
+        return E.mul(input, 0.0)
+    alpha_p = -_SELU_ALPHA * _SELU_SCALE
+    keep = C.to(E.ge(_random.rand(shape, dtype=input.dtype, device=input.device), p),
+                dtype=input.dtype)
+    a = 1.0 / math.sqrt((alpha_p ** 2 * p + 1) * (1 - p))
+    b = -a * alpha_p * p
+    return E.add(E.mul(E.add(E.mul(input, keep), E.mul(E.sub(1.0, keep), alpha_p)), a), b)
 
 
 def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False
                   ) -> Tensor:
+    """Dropout for SELU networks: keeps zero mean and unit variance (training only)."""
     _check_p(p)
     if not training or p == 0.0:
         return input
-    alpha_p = -_SELU_ALPHA * _SELU_SCALE
-    keep = C.to(E.ge(_random.rand(tuple(input.shape), dtype=input.dtype, device=input.device), p),
-                dtype=input.dtype)
-    a = (1.0 / math.sqrt((alpha_p ** 2 * p + 1) * (1 - p)))
-    b = -a * alpha_p * p
-    out = E.add(E.mul(E.add(E.mul(input, keep), E.mul(E.sub(1.0, keep), alpha_p)), a), b)
+    out = _alpha_dropout(input, p, tuple(input.shape))
     return C.copy_(input, out) if inplace else out
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                          inplace: bool = False) -> Tensor:
+    """Alpha dropout of whole channels (one draw per ``(N, C)`` pair)."""
+    _check_p(p)
+    return _feature_dropout(input, p, training, inplace, alpha=True)
 
 
 # ------------------------------------------------------------------ embedding
@@ -514,6 +650,113 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         keep = S.unsqueeze(E.ne(flat, padding_idx), 1)
         out = I.where(keep, out, out.detach())
     return S.reshape(out, tuple(input.shape) + (weight.shape[1],))
+
+
+def _bag_table(offsets: np.ndarray, n: int, include_last_offset: bool) -> np.ndarray:
+    """(B, Lmax) positions into the flat input of each bag's entries (``n``, one past the last
+    entry, where a bag is shorter)."""
+    ends = offsets[1:] if include_last_offset else np.append(offsets[1:], n)
+    starts = offsets[:-1] if include_last_offset else offsets
+    lengths = np.maximum(ends - starts, 0)
+    lmax = int(lengths.max()) if len(lengths) else 0
+    pos = starts[:, None] + np.arange(lmax)[None, :]
+    return np.where(np.arange(lmax)[None, :] < lengths[:, None], pos, n)
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
+                  max_norm: float | None = None, norm_type: float = 2,
+                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """Sums, means or maxima of bags of embeddings: the bags are the rows of a 2-D ``input``, or
+    the runs of a 1-D ``input`` starting at ``offsets``. Entries equal to ``padding_idx`` are left
+    out (an empty bag gives zeros)."""
+    if input.dtype.is_floating_point or input.dtype is _dtype.bool:
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following "
+                           f"scalar types: Long, Int; but got {input.type()} instead (while "
+                           f"checking arguments for embedding_bag)")
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not "
+                         f"None, then it must have the same shape as the input ({input.shape})")
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.dim()}")
+    n = input.numel()
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated is "
+                             f"a mini-batch of fixed length sequences. However, found offsets of "
+                             f"type {type(offsets)}")
+        off = np.arange(0, n, max(input.shape[1], 1), dtype=np.int64)[:input.shape[0]]
+        include_last_offset = False
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        off = np.asarray(offsets.detach().cpu().numpy(), np.int64)
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.dim()}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on GitHub.")
+    if len(off) and off[0] != 0:
+        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has "
+                           f"to start from position 0. However, got {off[0]}")
+    if len(off) and off[-1] > n:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
+                           f"offsets[-1] of {off[-1]}")
+    flat = S.reshape(input, (-1,))
+    idx = np.asarray(flat.detach().cpu().numpy(), np.int64)
+    bad = np.nonzero((idx < 0) | (idx >= weight.shape[0]))[0]
+    if len(bad):
+        raise RuntimeError(f"Index {bad[0]} of input takes value {idx[bad[0]]} which is not in the "
+                           f"valid range [0, {weight.shape[0]})")
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += weight.shape[0]
+    rows = embedding(flat, weight, padding_idx, max_norm, norm_type)  # (n, D)
+    if per_sample_weights is not None:
+        rows = E.mul(rows, S.unsqueeze(S.reshape(per_sample_weights, (-1,)), 1))
+    table = _bag_table(off, n, include_last_offset)  # (B, Lmax), n = no entry
+    used = table < n
+    if padding_idx is not None:
+        used &= np.append(idx, -1)[table] != padding_idx
+    table = np.where(used, table, n)
+    fill = -math.inf if mode == "max" else 0.0
+    pad_row = _creation.full((1, weight.shape[1]), fill, dtype=rows.dtype, device=rows.device)
+    rows = J.cat([rows, pad_row], 0)
+    B, lmax = table.shape
+    t = _creation.tensor(table.reshape(-1), device=weight.device)
+    bags = S.reshape(I.index_select(rows, 0, t), (B, lmax, weight.shape[1]))
+    count = used.sum(1, keepdims=True)
+    if mode == "max":
+        if lmax == 0:
+            return _creation.zeros((B, weight.shape[1]), dtype=weight.dtype, device=weight.device)
+        out = R.amax(bags, 1)
+        empty = _creation.tensor(count == 0, device=weight.device)
+        return I.where(empty, 0.0, out)
+    out = R.sum(bags, 1)
+    if mode == "mean":
+        out = E.div(out, _creation.tensor(np.maximum(count, 1).astype(np.float64),
+                                          dtype=out.dtype, device=out.device))
+    return out
+
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """1-D convolution of a (time, batch, channels) input with a (kernel, in, out) weight."""
+    if input.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, "
+                           "out_channels.")
+    if bias.dim() != 1:
+        raise RuntimeError("Bias must be 1-D")
+    out = conv1d(S.permute(input, (1, 2, 0)), S.permute(weight, (2, 1, 0)), bias, padding=pad)
+    return S.permute(out, (2, 0, 1))
 
 
 # ------------------------------------------------------------------ convolution
@@ -572,7 +815,9 @@ def _convnd(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, pad
                            f" Kernel size: ({' x '.join(map(str, eff))}). Kernel size can't be "
                            f"greater than actual input size")
     p = _im2col.window_plan(Cin, in_sp, k, s, lo, hi, d)
-    if (groups == 1 or _fused.conv_fast_path(x)) and (bias is None or bias.dtype is x.dtype):
+    # (the backends' fast paths are 2-D: 3-D convolutions take the composed path)
+    if nd <= 2 and (groups == 1 or _fused.conv_fast_path(x)) and \
+            (bias is None or bias.dtype is x.dtype):
         # one recorded node instead of ~10 (the backend's conv fast paths when it has them)
         out = _fused.conv(x, weight, bias, p, (s, lo, d, groups))
         return S.squeeze(out, 0) if unbatched else out
@@ -602,6 +847,12 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """2-D convolution over (N, C, H, W) inputs: im2col (one index gather) and one matmul."""
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """3-D convolution over (N, C, D, H, W) inputs (im2col gather and matmul)."""
+    return _convnd(input, weight, bias, stride, padding, dilation, groups, 3)
 
 
 def _conv_transposend(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
@@ -665,6 +916,14 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     """Transposed 2-D convolution (the gradient of conv2d w.r.t. its input): matmul, then fold."""
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups,
                              dilation, 2)
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+                     padding: Any = 0, output_padding: Any = 0, groups: int = 1, dilation: Any = 1
+                     ) -> Tensor:
+    """Transposed 3-D convolution (the gradient of conv3d w.r.t. its input)."""
+    return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups,
+                             dilation, 3)
 
 
 def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1
@@ -806,20 +1065,27 @@ def _pool_out(in_sp: tuple[int, ...], k: tuple[int, ...], s: tuple[int, ...],
                  for i in range(len(in_sp)))
 
 
+def _check_pool_rank(name: str, input: Tensor, nd: int) -> None:
+    if input.dim() in (nd + 1, nd + 2) and (nd < 3 or input.numel()):
+        return
+    if nd == 3:
+        raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+    raise RuntimeError(f"{name}: Expected {nd + 1}D or {nd + 2}D input tensor, but got "
+                       f"{list(input.shape)}")
+
+
 def _max_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
                 ceil_mode: bool, return_indices: bool, nd: int) -> Any:
     k, s, pd, d = _pool_args(kernel_size, stride, padding, dilation, nd)
     _check_pool_geometry(f"max_pool{nd}d", k, s, pd, d)
-    if input.dim() not in (nd + 1, nd + 2):
-        raise RuntimeError(f"max_pool{nd}d: Expected {nd + 1}D or {nd + 2}D input tensor, but got "
-                           f"{list(input.shape)}")
+    _check_pool_rank(f"max_pool{nd}d", input, nd)
     unbatched = input.dim() == nd + 1
     x = S.unsqueeze(input, 0) if unbatched else input
     N, Cc = x.shape[0], x.shape[1]
     in_sp = tuple(x.shape[2:])
     _check_pool_output(f"max_pool{nd}d", Cc, in_sp, _pool_out(in_sp, k, s, pd, d, ceil_mode))
     p = _im2col.window_plan(Cc, in_sp, k, s, pd, pd, d, ceil_mode)
-    if _max_pool_fast_path(x):
+    if nd <= 2 and _max_pool_fast_path(x):
         out, ind = _max_pool_fused(x, p, k, s, pd, d, nd)
         if unbatched:
             out, ind = S.squeeze(out, 0), S.squeeze(ind, 0)
@@ -849,15 +1115,48 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2)
 
 
+def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """3-D max pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3)
+
+
+def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                            dilation: Any = 1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """:func:`max_pool1d` and the flat positions of the maxima (whatever ``return_indices``)."""
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, True, 1)
+
+
+def max_pool2d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                            dilation: Any = 1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """:func:`max_pool2d` and the flat positions of the maxima (whatever ``return_indices``)."""
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, True, 2)
+
+
+def max_pool3d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                            dilation: Any = 1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """:func:`max_pool3d` and the flat positions of the maxima (whatever ``return_indices``)."""
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, True, 3)
+
+
 def _avg_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
                 count_include_pad: bool, divisor_override: Any, nd: int) -> Tensor:
     k, s, pd, d = _pool_args(kernel_size, stride, padding, 1, nd)
     _check_pool_geometry(f"avg_pool{nd}d", k, s, pd, d)
+    if nd == 3:
+        _check_pool_rank("avg_pool3d", input, nd)
     unbatched = input.dim() == nd + 1
     x = S.unsqueeze(input, 0) if unbatched else input
     N, Cc = x.shape[0], x.shape[1]
     in_sp = tuple(x.shape[2:])
-    _check_pool_output(f"avg_pool{nd}d", Cc, in_sp, _pool_out(in_sp, k, s, pd, d, ceil_mode))
+    out_sp = _pool_out(in_sp, k, s, pd, d, ceil_mode)
+    if nd == 3 and any(o <= 0 for o in out_sp):
+        raise RuntimeError(f"input image (T: {in_sp[0]} H: {in_sp[1]} W: {in_sp[2]}) smaller than "
+                           f"kernel size (kT: {k[0]} kH: {k[1]} kW: {k[2]})")
+    _check_pool_output(f"avg_pool{nd}d", Cc, in_sp, out_sp)
     p = _im2col.window_plan(Cc, in_sp, k, s, pd, pd, d, ceil_mode)
     cols = _im2col.unfold_cols(x, p, 0.0)
     tot = R.sum(S.reshape(cols, (N, p.L, Cc, p.K)), -1)  # (N, L, C)
@@ -898,11 +1197,141 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                        divisor_override, 2)
 
 
+def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """3-D average pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    return _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                       divisor_override, 3)
+
+
+def _fractional_starts(sample: np.ndarray, n: int, o: int, k: int, dtype: Any) -> np.ndarray:
+    """PyTorch's ``generate_intervals``: the window starts of one plane along one dimension, in the
+    input's floating type (so that the truncations match)."""
+    ft = np.float32 if dtype is _dtype.float32 else np.float64
+    seq = np.zeros((len(sample), o), np.int64)
+    if o > 1:
+        alpha = ft(n - k) / ft(o - 1)
+        i = np.arange(o - 1, dtype=ft)[None, :]
+        sm = sample.astype(ft)[:, None]
+        seq[:, :-1] = ((i + sm) * alpha).astype(np.int64) - (sm * alpha).astype(np.int64)
+    if o > 0:
+        seq[:, -1] = n - k
+    return seq
+
+
+def _fractional_max_pool(input: Tensor, kernel_size: Any, output_size: Any, output_ratio: Any,
+                         return_indices: bool, _random_samples: Tensor | None, nd: int) -> Any:
+    name = f"fractional_max_pool{nd}d"
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got: "
+                           f"{list(input.shape)}")
+    k = _pair(kernel_size, nd, "kernel_size")
+    unbatched = input.dim() == nd + 1
+    x = S.unsqueeze(input, 0) if unbatched else input
+    N, Cc = x.shape[0], x.shape[1]
+    in_sp = tuple(x.shape[2:])
+    if output_size is None:
+        ratio = output_ratio if isinstance(output_ratio, (list, tuple)) else (output_ratio,) * nd
+        out_sp = tuple(int(n * float(r)) for n, r in zip(in_sp, ratio))
+    else:
+        out_sp = _pair(output_size, nd, "output_size")
+    names = ("height", "width") if nd == 2 else ("time", "height", "width")
+    for i in range(nd):
+        if out_sp[i] + k[i] - 1 > in_sp[i]:
+            raise RuntimeError(f"{name}(): pool {names[i]} {k[i]} too large relative to input "
+                               f"{names[i]} {in_sp[i]}")
+    if _random_samples is None:
+        _random_samples = _random.rand((N, Cc, nd), dtype=x.dtype, device=x.device)
+    if _random_samples.shape[1] != Cc:
+        raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+    smp = np.asarray(_random_samples.detach().cpu().numpy()).reshape(N * Cc, nd)
+    # PyTorch's sample order: (width, height) in 2-D, but (time, height, width) in 3-D
+    order = (1, 0) if nd == 2 else (0, 1, 2)
+    starts = [_fractional_starts(smp[:, order[i]], in_sp[i], out_sp[i], k[i], x.dtype)
+              for i in range(nd)]
+    # (N*C, *out, *k) flat input positions of every window of every plane
+    pix: np.ndarray = np.zeros((N * Cc,) + (1,) * (2 * nd), np.int64)
+    for i in range(nd):
+        shape = [N * Cc] + [1] * (2 * nd)
+        shape[1 + i] = out_sp[i]
+        st = starts[i].reshape(shape)
+        shape_k = [1] * (1 + 2 * nd)
+        shape_k[1 + nd + i] = k[i]
+        pix = pix * in_sp[i] + st + np.arange(k[i]).reshape(shape_k)
+    Lo, K = math.prod(out_sp), math.prod(k)
+    pix = pix.reshape(N, Cc, Lo * K)
+    flat = S.reshape(x, (N, Cc, math.prod(in_sp)))
+    cols = I.gather(flat, 2, _creation.tensor(pix, device=x.device))
+    vals, arg = call(_MaxLast, S.reshape(cols, (N, Cc, Lo, K)))
+    out = S.reshape(vals, (N, Cc) + out_sp)
+    if unbatched:
+        out = S.squeeze(out, 0)
+    if not return_indices:
+        return out
+    pe = _creation.tensor(pix.reshape(N, Cc, Lo, K), device=x.device)
+    ind = S.reshape(S.squeeze(I.gather(pe, 3, S.unsqueeze(arg, -1)), -1), (N, Cc) + out_sp)
+    return out, (S.squeeze(ind, 0) if unbatched else ind)
+
+
+def fractional_max_pool2d(input: Tensor, kernel_size: Any, output_size: Any = None,
+                          output_ratio: Any = None, return_indices: bool = False,
+                          _random_samples: Tensor | None = None) -> Any:
+    """Max pooling over pseudo-random windows that shrink (N, C, H, W) to ``output_size`` (or
+    ``output_ratio`` of the input), one random offset per plane (Graham, 2014)."""
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_indices,
+                                _random_samples, 2)
+
+
+def fractional_max_pool3d(input: Tensor, kernel_size: Any, output_size: Any = None,
+                          output_ratio: Any = None, return_indices: bool = False,
+                          _random_samples: Tensor | None = None) -> Any:
+    """3-D :func:`fractional_max_pool2d`."""
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_indices,
+                                _random_samples, 3)
+
+
+def fractional_max_pool2d_with_indices(input: Tensor, kernel_size: Any, output_size: Any = None,
+                                       output_ratio: Any = None, return_indices: bool = False,
+                                       _random_samples: Tensor | None = None) -> Any:
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, True,
+                                _random_samples, 2)
+
+
+def fractional_max_pool3d_with_indices(input: Tensor, kernel_size: Any, output_size: Any = None,
+                                       output_ratio: Any = None, return_indices: bool = False,
+                                       _random_samples: Tensor | None = None) -> Any:
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, True,
+                                _random_samples, 3)
+
+
+def _lp_pool(input: Tensor, norm_type: float, kernel_size: Any, stride: Any, ceil_mode: bool,
+             nd: int) -> Tensor:
+    """``(sum over the window of x^p)^(1/p)``: an average pool of ``x^p`` times the window size
+    (PyTorch's formula, negative window sums clamped to 0 through ``sign * relu(abs)``)."""
+    k = _pair(kernel_size, nd, "kernel_size")
+    out = _avg_poolnd(E.pow(input, norm_type), k, stride, 0, ceil_mode, True, None, nd)
+    return E.pow(E.mul(E.mul(E.sign(out), relu(E.abs(out))), math.prod(k)), 1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> Tensor:
+    """1-D power-average pooling."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
+
+
 def lp_pool2d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
               ceil_mode: bool = False) -> Tensor:
-    k = _pair(kernel_size)
-    out = avg_pool2d(E.pow(input, norm_type), k, stride, 0, ceil_mode)
-    return E.pow(E.mul(E.mul(E.sign(out), relu(E.abs(out))), k[0] * k[1]), 1.0 / norm_type)
+    """2-D power-average pooling."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> Tensor:
+    """3-D power-average pooling."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)
 
 
 def _adaptive_plan(Cc: int, in_sp: tuple[int, ...], out_sp: tuple[int, ...]) -> _im2col.Plan:
@@ -914,14 +1343,7 @@ def _adaptive_plan(Cc: int, in_sp: tuple[int, ...], out_sp: tuple[int, ...]) -> 
             kmax = int((en - st).max())
             r = st[:, None] + np.arange(kmax)[None, :]
             per.append(np.where(r < en[:, None], r, -1))
-        if len(per) == 1:
-            pix = per[0]
-        else:
-            R_, C_ = per[0][:, None, :, None], per[1][None, :, None, :]
-            valid = (R_ >= 0) & (C_ >= 0)
-            pix = np.where(valid, R_ * in_sp[1] + C_, -1)
-            pix = pix.reshape(out_sp[0] * out_sp[1], per[0].shape[1] * per[1].shape[1])
-        return _im2col.Plan(Cc, in_sp, out_sp, pix)
+        return _im2col.Plan(Cc, in_sp, out_sp, _im2col.combine(per, in_sp)[0])
 
     return _im2col.plan(("adaptive", Cc, in_sp, out_sp), build)
 
@@ -936,6 +1358,10 @@ def _adaptive_out(output_size: Any, in_sp: tuple[int, ...], nd: int) -> tuple[in
 
 def _adaptive_pool(input: Tensor, output_size: Any, nd: int, kind: str, return_indices: bool = False
                    ) -> Any:
+    if input.dim() not in (nd + 1, nd + 2):
+        colon = ":" if kind == "max" and nd != 1 else ""
+        raise RuntimeError(f"adaptive_{kind}_pool{nd}d(): Expected {nd + 1}D or {nd + 2}D tensor, "
+                           f"but got{colon} {list(input.shape)}")
     unbatched = input.dim() == nd + 1
     x = S.unsqueeze(input, 0) if unbatched else input
     N, Cc = x.shape[0], x.shape[1]
@@ -979,6 +1405,31 @@ def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = 
 
 def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     return _adaptive_pool(input, output_size, 2, "max", return_indices)
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    """3-D average pooling to a fixed output size."""
+    return _adaptive_pool(input, output_size, 3, "avg")
+
+
+def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """3-D max pooling to a fixed output size."""
+    return _adaptive_pool(input, output_size, 3, "max", return_indices)
+
+
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any,
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    return _adaptive_pool(input, output_size, 1, "max", True)
+
+
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size: Any,
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    return _adaptive_pool(input, output_size, 2, "max", True)
+
+
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any,
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    return _adaptive_pool(input, output_size, 3, "max", True)
 
 
 # ------------------------------------------------------------------ normalisation
@@ -1326,6 +1777,33 @@ def _check_unit_interval(x: Tensor, what: str) -> None:
             raise RuntimeError(f"all elements of {what} should be between 0 and 1")
 
 
+# PyTorch's epsilon of the BCE gradient (a float32 1e-12: 1 / eps is 1.000000004e12, not 1e12)
+_BCE_EPS = float(np.float32(1e-12))
+
+
+class _BinaryCrossEntropy(Function):
+    """Unreduced ``-(t log x + (1 - t) log(1 - x))``, logs clamped at -100, with PyTorch's
+    derivative ``(x - t) / max((1 - x) x, eps)``: finite where ``x`` is exactly 0 or 1, where the
+    derivative of the clamped log would be ``0 * inf = nan``."""
+
+    _backward_name = "BinaryCrossEntropyBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, t: Tensor) -> Tensor:
+        ctx.save_for_backward(x, t)
+        lx = E.clamp(E.log(x), -100.0, None)
+        l1x = E.clamp(E.log(E.sub(1.0, x)), -100.0, None)
+        return E.neg(E.add(E.mul(t, lx), E.mul(E.sub(1.0, t), l1x)))
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        x, t = ctx.saved_tensors
+        gx = E.div(E.mul(g, E.sub(x, t)), E.clamp(E.mul(E.sub(1.0, x), x), _BCE_EPS, None))
+        # d/dt = log(1 - x) - log(x) (infinite at 0 and 1, as PyTorch's -logit(x))
+        gt = E.mul(g, E.sub(E.log(E.sub(1.0, x)), E.log(x)))
+        return gx, gt
+
+
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average: Any = None, reduce: Any = None, reduction: str = "mean"
                          ) -> Tensor:
@@ -1343,9 +1821,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                            f"'{E._type_name(input.dtype)}'")
     _check_unit_interval(input, "input")  # on every device: else a wrong loss or NaN, silently
     _check_unit_interval(target, "target")
-    lx = E.clamp(E.log(input), -100.0, None)
-    l1x = E.clamp(E.log(E.sub(1.0, input)), -100.0, None)
-    loss = E.neg(E.add(E.mul(target, lx), E.mul(E.sub(1.0, target), l1x)))
+    loss = call(_BinaryCrossEntropy, input, target)
     if weight is not None:
         loss = E.mul(loss, weight)
     return _reduce(loss, reduction)
@@ -1476,6 +1952,252 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
     return _reduce(E.relu(E.add(E.sub(dp, dn), margin)), reduction)
 
 
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function: Any = None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean") -> Tensor:
+    """``max(d(a, p) - d(a, n) + margin, 0)`` for any distance ``d`` (default
+    :func:`pairwise_distance`); ``swap`` uses ``min(d(a, n), d(p, n))`` as the negative one."""
+    if margin <= 0:
+        raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got "
+                         f"{margin} instead")
+    _check_reduction(reduction)
+    dims = (anchor.dim(), positive.dim(), negative.dim())
+    if len(set(dims)) != 1:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {dims[0]}D, positive "
+                           f"{dims[1]}D, and negative {dims[2]}D inputs")
+    dist = pairwise_distance if distance_function is None else distance_function
+    dp = dist(anchor, positive)
+    dn = dist(anchor, negative)
+    if swap:
+        dn = E.minimum(dn, dist(positive, negative))
+    return _reduce(E.clamp(E.add(E.sub(dp, dn), margin), 0.0, None), reduction)
+
+
+def _margin_target(name: str, input: Tensor, target: Tensor, same_shape: bool) -> None:
+    if input.dim() > 2 or input.numel() == 0 and input.dim() != 2:
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, "
+                           f"but got: {list(input.shape)}")
+    if target.dtype is not _dtype.int64:
+        raise RuntimeError(f"expected scalar type Long but found {E._type_name(target.dtype)}")
+    if same_shape:
+        if tuple(target.shape) != tuple(input.shape):
+            raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                               f"{list(input.shape)}")
+        return
+    n = input.shape[0] if input.dim() == 2 else 1
+    if target.numel() != n or target.dim() > 1:
+        raise RuntimeError(f"{name}: target tensor should be 1-D with size equal to the number of "
+                           f"input samples (batch size). Expected target size [{n}], but got "
+                           f"{list(target.shape)}. Input has shape {list(input.shape)}.")
+
+
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
+                      weight: Tensor | None = None, size_average: Any = None, reduce: Any = None,
+                      reduction: str = "mean") -> Tensor:
+    """Multi-class hinge loss of (N, C) scores against class indices (N,):
+    ``sum_{i != y} w[y] max(0, margin - x[y] + x[i])^p / C``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    _margin_target("multi_margin_loss", input, target, False)
+    x = input if input.dim() == 2 else S.reshape(input, (1, -1))
+    Cc = x.shape[1]
+    if weight is not None and weight.numel() != Cc:
+        raise RuntimeError(f"inconsistent weight size, expected {Cc} but got "
+                           f"{list(weight.shape)}")
+    t = S.reshape(target, (-1,))
+    if t.numel() and (int(R.min(t).item()) < 0 or int(R.max(t).item()) >= Cc):
+        raise RuntimeError("target out of range")
+    t1 = S.unsqueeze(t, 1)
+    m = E.relu(E.add(E.sub(margin, I.gather(x, 1, t1)), x))
+    if p == 2:
+        m = E.mul(m, m)
+    if weight is not None:
+        m = E.mul(m, S.unsqueeze(I.gather(weight, 0, t), 1))
+    m = I.where(_class_mask(t, Cc, 2), 0.0, m)
+    loss = E.div(R.sum(m, 1), Cc)
+    if input.dim() < 2:
+        loss = S.reshape(loss, ())
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = None,
+                           reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """Multi-label hinge loss: ``target`` lists each sample's classes, ended by the first -1;
+    ``sum_{j target, i not} max(0, 1 - (x[j] - x[i])) / C``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    _margin_target("multilabel_margin_loss", input, target, True)
+    x = input if input.dim() == 2 else S.reshape(input, (1, -1))
+    Cc = x.shape[1]
+    # which target slots count (before the first -1) and which classes are targets: a host
+    # computation on the (small, integer, never differentiated) target
+    t = np.asarray(target.detach().cpu().numpy(), np.int64).reshape(x.shape[0], Cc)
+    valid = np.cumprod(t != -1, axis=1).astype(bool)
+    if ((t < 0) & valid).any() or (t >= Cc).any() or (t < -1).any():
+        raise RuntimeError("argument #2 'target' is out of range")
+    is_target = np.zeros(t.shape, bool)
+    rows = np.nonzero(valid)
+    is_target[rows[0], t[rows]] = True
+    pair_ok = valid[:, :, None] & ~is_target[:, None, :]  # (N, slot, class)
+    ok = _creation.tensor(pair_ok, device=x.device)
+    tt = _creation.tensor(np.where(valid, t, 0), device=x.device)
+    xy = I.gather(x, 1, tt)  # (N, slot)
+    pair = E.relu(E.add(E.sub(1.0, S.unsqueeze(xy, 2)), S.unsqueeze(x, 1)))
+    loss = E.div(R.sum(I.where(ok, pair, 0.0), (1, 2)), Cc)
+    if input.dim() < 2:
+        loss = S.reshape(loss, ())
+    return _reduce(loss, reduction)
+
+
+def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *,
+                         linear_bias: Tensor | None = None, weight: Tensor | None = None,
+                         reduction: str = "mean", ignore_index: int | None = None,
+                         label_smoothing: float = 0.0, options: Any = None) -> Tensor:
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)`` with logits
+    shaped (N, num_classes, *out_features) from a (num_classes, *out_features, in_features)
+    weight. ``options`` (PyTorch's chunking of the logits to save memory) is accepted and
+    changes nothing here: the logits are computed whole."""
+    if input.dim() < 1 or input.dim() > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.dim()}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got "
+                           f"{linear_weight.dim()}")
+    nb = tuple(input.shape[:-1])
+    fin = input.shape[-1]
+    if fin != linear_weight.shape[-1]:
+        raise RuntimeError(f"expected equal input and linear_weight last dimensions (in_features), "
+                           f"got {fin} and {linear_weight.shape[-1]}, respectively")
+    nc = linear_weight.shape[0]
+    outf = tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (nc, *outf):
+        raise RuntimeError(f"expected linear_bias shape {(nc, *outf)}, got "
+                           f"{tuple(linear_bias.shape)}")
+    if outf and not nb:
+        raise RuntimeError(f"K-dimensional loss defined by linear_weight shape "
+                           f"{tuple(linear_weight.shape)} requires batched input, (N, {fin}), got "
+                           f"unbatched input with shape {tuple(input.shape)}")
+    logits_shape = (*nb, nc, *outf)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
+    w2 = S.reshape(linear_weight, (-1, fin))
+    b2 = None if linear_bias is None else S.reshape(linear_bias, (-1,))
+    logits = S.reshape(linear(input, w2, b2), logits_shape)
+    return cross_entropy(logits, target, weight, ignore_index=-100 if ignore_index is None
+                         else ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def _host_ints(v: Any, what: str) -> np.ndarray:
+    """Lengths or targets as a host int64 array (from a tensor, a sequence or a number)."""
+    if isinstance(v, Tensor):
+        return np.asarray(v.detach().cpu().numpy()).astype(np.int64).reshape(-1) \
+            if what != "targets" else np.asarray(v.detach().cpu().numpy()).astype(np.int64)
+    return np.asarray(v, dtype=np.int64).reshape(-1)
+
+
+def _logaddexp(*xs: Tensor) -> Tensor:
+    """``log(sum(exp(x)))`` of tensors that may be ``-inf``, without NaN in value or gradient
+    where all are ``-inf`` (the result is then ``-inf`` and passes no gradient)."""
+    m = xs[0]
+    for x in xs[1:]:
+        m = E.maximum(m, x)
+    m = I.where(E.eq(m, -math.inf), 0.0, m).detach()
+    tot = E.exp(E.sub(xs[0], m))
+    for x in xs[1:]:
+        tot = E.add(tot, E.exp(E.sub(x, m)))
+    none = E.eq(tot, 0.0)
+    return I.where(none, -math.inf, E.add(m, E.log(I.where(none, 1.0, tot))))
+
+
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_lengths: Any,
+             blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
+    """Connectionist Temporal Classification loss: ``-log`` of the total probability of the
+    alignments of each target sequence to its (T, C) log-probabilities.
+
+    ``log_probs`` (T, N, C) (or unbatched (T, C)); ``targets`` padded (N, S) or concatenated
+    (sum(target_lengths),). The forward (alpha) recursion runs in log space over time, composed
+    from differentiable ops, so the gradient is the exact derivative w.r.t. ``log_probs`` (PyTorch
+    returns one that differs by ``exp(log_probs)``; through a ``log_softmax`` both give the same
+    gradient of the logits)."""
+    _check_reduction(reduction)
+    if log_probs.dim() not in (2, 3):
+        raise RuntimeError(f"ctc_loss: expected log_probs to be 2-D (unbatched) or 3-D, got "
+                           f"{log_probs.dim()}-D")
+    unbatched = log_probs.dim() == 2
+    lp = S.unsqueeze(log_probs, 1) if unbatched else log_probs
+    Tn, N, Cc = lp.shape
+    il, tl = _host_ints(input_lengths, "lengths"), _host_ints(target_lengths, "lengths")
+    tg = _host_ints(targets, "targets")
+    if unbatched and tg.ndim == 1 and len(tl) == 1 and tg.shape[0] >= tl[0]:
+        tg = tg[None]
+    if len(il) != N:
+        raise RuntimeError("input_lengths must be of size batch_size")
+    if len(tl) != N:
+        raise RuntimeError("target_lengths must be of size batch_size")
+    if not 0 <= blank < Cc:
+        raise RuntimeError("blank must be in label range")
+    if (il > Tn).any():
+        raise RuntimeError(f"Expected input_lengths to have value at most {Tn}, but got value "
+                           f"{il.max()} (while checking arguments for ctc_loss_allocate_outputs)")
+    Lmax = int(tl.max()) if N else 0
+    if tg.ndim == 2:
+        if tg.shape[1] < Lmax:
+            raise RuntimeError(f"Expected tensor to have size at least {Lmax} at dimension 1, but "
+                               f"got size {tg.shape[1]} for argument #2 'targets' (while checking "
+                               f"arguments for ctc_loss_allocate_outputs)")
+        labels = [tg[n, :tl[n]] for n in range(N)]
+    else:
+        if tg.shape[0] < tl.sum():
+            raise RuntimeError(f"Expected tensor to have size at least {tl.sum()} at dimension 0, "
+                               f"but got size {tg.shape[0]} for argument #2 'targets' (while "
+                               f"checking arguments for ctc_loss_allocate_outputs)")
+        starts = np.concatenate([[0], np.cumsum(tl)[:-1]]).astype(np.int64)
+        labels = [tg[a:a + b] for a, b in zip(starts, tl)]
+    Sx = 2 * Lmax + 1  # labels interleaved with blanks
+    ext = np.full((N, Sx), blank, np.int64)
+    for n, lab in enumerate(labels):
+        if ((lab < 0) | (lab >= Cc)).any():
+            raise RuntimeError("ctc_loss: target labels must be in [0, num_classes)")
+        ext[n, 1:2 * len(lab):2] = lab
+    pos = np.arange(Sx)
+    prev2 = np.concatenate([np.full((N, 2), -1), ext[:, :-2]], 1)
+    skip = (pos >= 2) & (ext != blank) & (ext != prev2)
+    valid = pos[None, :] < (2 * tl + 1)[:, None]
+    dev = lp.device
+
+    def t_(a: np.ndarray) -> Tensor:
+        return _creation.tensor(a, device=dev)
+
+    idx = t_(ext)
+    lpe = I.gather(lp, 2, _raw.expand_view(S.unsqueeze(idx, 0), (Tn, N, Sx)))  # (T, N, S')
+    start = (pos[None, :] == 0) | ((pos[None, :] == 1) & (tl[:, None] > 0))
+    alpha = I.where(t_(start), lpe[0], -math.inf)
+    neg = _creation.full((N, 2), -math.inf, dtype=lp.dtype, device=dev)
+    skip_t, valid_t = t_(skip), t_(valid)
+    for t in range(1, Tn):
+        a1 = J.cat([neg[:, :1], alpha[:, :-1]], 1)
+        a2 = I.where(skip_t, J.cat([neg, alpha[:, :-2]], 1), -math.inf)
+        new = I.where(valid_t, E.add(_logaddexp(alpha, a1, a2), lpe[t]), -math.inf)
+        alpha = I.where(t_((t < il)[:, None]), new, alpha)  # sequences that ended keep alpha
+    last = t_((2 * tl)[:, None])
+    before = t_(np.maximum(2 * tl - 1, 0)[:, None])
+    a_last = S.squeeze(I.gather(alpha, 1, last), 1)
+    a_before = S.squeeze(I.gather(alpha, 1, before), 1)
+    a_before = I.where(t_(tl > 0), a_before, -math.inf)
+    loss = E.neg(_logaddexp(a_last, a_before))
+    if zero_infinity:
+        loss = I.where(E.eq(loss, math.inf), 0.0, loss)
+    if reduction == "mean":
+        return R.mean(E.div(loss, t_(np.maximum(tl, 1)).to(loss.dtype)))
+    if reduction == "sum":
+        return R.sum(loss)
+    return S.squeeze(loss, 0) if unbatched else loss
+
+
 # ------------------------------------------------------------------ misc
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """``x1 . x2 / max(||x1|| ||x2||, eps)`` along ``dim``."""
@@ -1538,6 +2260,92 @@ def _pad_plan(in_sp: tuple[int, ...], pads: tuple[tuple[int, int], ...], mode: s
     return _im2col.plan(("pad", in_sp, pads, mode), build)
 
 
+def pdist(input: Tensor, p: float = 2) -> Tensor:
+    """The p-norm distances between the rows of an (N, M) input, for each pair i < j in row-major
+    order (the upper triangle of the distance matrix, flattened)."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    i, j = np.triu_indices(input.shape[0], 1)
+    a = I.index_select(input, 0, _creation.tensor(i, dtype=_dtype.int64, device=input.device))
+    b = I.index_select(input, 0, _creation.tensor(j, dtype=_dtype.int64, device=input.device))
+    return R.norm(E.sub(a, b), p, 1)
+
+
+def _unpool_output_size(in_sp: tuple[int, ...], k: tuple[int, ...], s: tuple[int, ...],
+                        pd: tuple[int, ...], output_size: Any) -> tuple[int, ...]:
+    default = tuple((in_sp[d] - 1) * s[d] + k[d] - 2 * pd[d] for d in range(len(k)))
+    if output_size is None:
+        return default
+    out = list(output_size)
+    if len(out) == len(k) + 2:
+        out = out[2:]
+    if len(out) != len(k):
+        raise ValueError(f"output_size should be a sequence containing {len(k)} or {len(k) + 2} "
+                         f"elements, but it has a length of '{len(out)}'")
+    for d in range(len(k)):
+        lo, hi = default[d] - s[d], default[d] + s[d]
+        if not lo < out[d] < hi:
+            raise ValueError(f'invalid output_size "{tuple(out)}" (dim {d} must be between {lo} '
+                             f'and {hi})')
+    return tuple(int(v) for v in out)
+
+
+def _max_unpoolnd(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any, padding: Any,
+                  output_size: Any, nd: int) -> Tensor:
+    k = _pair(kernel_size, nd, "kernel_size")
+    s = k if stride is None else _pair(stride, nd, "stride")
+    pd = _pair(padding, nd, "padding")
+    if input.dim() not in (nd + 1, nd + 2) and nd > 1:
+        raise RuntimeError(f"Input to max_unpooling{nd}d should be a {nd + 1}d or {nd + 2}d Tensor, "
+                           f"but got a tensor with {input.dim()} dimensions.")
+    if input.dim() not in (nd + 1, nd + 2):  # PyTorch unpools 1-D as 2-D, and says so
+        raise RuntimeError(f"Input to max_unpooling2d should be a 3d or 4d Tensor, but got a "
+                           f"tensor with {input.dim() + 1} dimensions.")
+    if indices.dtype is not _dtype.int64:
+        raise RuntimeError(f"elements in indices should be type int64 but got: "
+                           f"{E._type_name(indices.dtype)}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({list(input.shape)}) but got indices tensor with shape: "
+                           f"{list(indices.shape)}")
+    unbatched = input.dim() == nd + 1
+    x = S.unsqueeze(input, 0) if unbatched else input
+    idx = S.unsqueeze(indices, 0) if unbatched else indices
+    out_sp = _unpool_output_size(tuple(x.shape[2:]), k, s, pd, output_size)
+    P = math.prod(out_sp)
+    if idx.numel():
+        lo, hi = int(R.min(idx).item()), int(R.max(idx).item())
+        if lo < 0 or hi >= P:
+            raise RuntimeError(f"Found an invalid max index: {hi if hi >= P else lo} (output "
+                               f"volumes are of size {'x'.join(map(str, out_sp))})")
+    N, Cc = x.shape[0], x.shape[1]
+    # written, not summed: overlapping pooling windows can report the same maximum twice
+    zeros = _creation.zeros((N, Cc, P), dtype=x.dtype, device=x.device)
+    out = I.scatter(zeros, 2, S.reshape(idx, (N, Cc, -1)), S.reshape(x, (N, Cc, -1)))
+    out = S.reshape(out, (N, Cc) + out_sp)
+    return S.squeeze(out, 0) if unbatched else out
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
+                 padding: Any = 0, output_size: Any = None) -> Tensor:
+    """The partial inverse of :func:`max_pool1d`: each value at its index, zeros elsewhere."""
+    return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
+                 padding: Any = 0, output_size: Any = None) -> Tensor:
+    """The partial inverse of :func:`max_pool2d`: each value at its index, zeros elsewhere."""
+    return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
+                 padding: Any = 0, output_size: Any = None) -> Tensor:
+    """The partial inverse of :func:`max_pool3d`: each value at its index, zeros elsewhere."""
+    return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 3)
+
+
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None
         ) -> Tensor:
     """Pad the last ``len(pad) // 2`` dimensions (``pad`` lists the last dimension first):
@@ -1576,6 +2384,32 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     return S.reshape(out, lead + p.out_spatial)
 
 
+_CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution coefficient
+
+
+def _cubic_taps(dst: np.ndarray, n: int, o: int, scale: float, align_corners: bool
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Four source positions (clamped to the input) and cubic-convolution weights per output
+    position (PyTorch's ``upsample_bicubic2d``: the source index is not clamped at 0 first)."""
+    if align_corners:
+        src = dst * ((n - 1) / (o - 1)) if o > 1 else dst * 0
+    else:
+        src = (dst + 0.5) * scale - 0.5
+    i0 = np.floor(src)
+    t = src - i0
+    a = _CUBIC_A
+
+    def near(x: np.ndarray) -> np.ndarray:  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x: np.ndarray) -> np.ndarray:  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    w = np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)], 1)
+    idx = np.clip(i0.astype(np.int64)[:, None] + np.arange(-1, 3)[None, :], 0, n - 1)
+    return idx, w
+
+
 def _interp_plan(Cc: int, in_sp: tuple[int, ...], out_sp: tuple[int, ...], scales: tuple,
                  mode: str, align_corners: bool) -> _im2col.Plan:
     def build() -> _im2col.Plan:
@@ -1589,6 +2423,8 @@ def _interp_plan(Cc: int, in_sp: tuple[int, ...], out_sp: tuple[int, ...], scale
             elif mode == "nearest-exact":
                 src = np.minimum(np.floor((dst + 0.5) * scale).astype(np.int64), n - 1)
                 taps.append((src[:, None], np.ones((o, 1))))
+            elif mode == "bicubic":
+                taps.append(_cubic_taps(dst, n, o, scale, align_corners))
             else:
                 if align_corners:
                     src = dst * ((n - 1) / (o - 1)) if o > 1 else dst * 0
@@ -1598,15 +2434,8 @@ def _interp_plan(Cc: int, in_sp: tuple[int, ...], out_sp: tuple[int, ...], scale
                 i1 = np.minimum(i0 + 1, n - 1)
                 l1 = src - i0
                 taps.append((np.stack([i0, i1], 1), np.stack([1 - l1, l1], 1)))
-        if len(taps) == 1:
-            pix, w = taps[0]
-        else:
-            (ia, wa), (ib, wb) = taps
-            pix = (ia[:, None, :, None] * in_sp[1] + ib[None, :, None, :])
-            w = wa[:, None, :, None] * wb[None, :, None, :]
-            L_ = out_sp[0] * out_sp[1]
-            pix = pix.reshape(L_, -1)
-            w = w.reshape(L_, -1)
+        pix, w = _im2col.combine([t[0] for t in taps], in_sp, [t[1] for t in taps])
+        assert w is not None
         p = _im2col.Plan(Cc, in_sp, out_sp, pix)
         p._host_float["w"] = w.reshape(p.L, 1, p.K)
         return p
@@ -1617,19 +2446,26 @@ def _interp_plan(Cc: int, in_sp: tuple[int, ...], out_sp: tuple[int, ...], scale
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Tensor:
-    """Resize (N, C, L) or (N, C, H, W) inputs: ``nearest``, ``nearest-exact``, ``linear``,
-    ``bilinear`` (gathers of precomputed taps, weighted)."""
+    """Resize (N, C, L), (N, C, H, W) or (N, C, D, H, W) inputs: ``nearest``, ``nearest-exact``,
+    ``linear``, ``bilinear``, ``trilinear``, ``area`` (gathers of precomputed taps, weighted)."""
     nd = input.dim() - 2
-    if nd not in (1, 2):
-        raise NotImplementedError(f"Input Error: Only 3D and 4D input Tensors supported (got "
-                                  f"{input.dim()}D) for the modes: nearest | linear | bilinear")
+    if nd not in (1, 2, 3):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+                                  f"{input.dim()}D) for the modes: nearest | linear | bilinear | "
+                                  f"bicubic | trilinear | area | nearest-exact (got {mode})")
     if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
-    if mode == "linear" and nd != 1 or mode == "bilinear" and nd != 2:
+    linear_nd = {"linear": 1, "bilinear": 2, "trilinear": 3}
+    if mode in linear_nd and nd != linear_nd[mode]:
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
-                                  f"{3 if mode == 'linear' else 4}D input")
-    if mode not in ("nearest", "nearest-exact", "linear", "bilinear", "area"):
+                                  f"{linear_nd[mode] + 2}D input")
+    if mode == "bicubic" and nd != 2:
+        raise NotImplementedError(f"Got {input.dim()}D input, but bicubic mode needs 4D input")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not implemented")
+    if mode not in ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "bicubic",
+                    "area"):
         raise NotImplementedError(f"interpolate mode {mode!r} is not implemented")
     in_sp = tuple(input.shape[2:])
     if (size is None) == (scale_factor is None):
@@ -1645,7 +2481,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
     if mode == "area":
         return _adaptive_pool(input, out_sp, nd, "avg")
     N, Cc = input.shape[0], input.shape[1]
-    p = _interp_plan(Cc, in_sp, out_sp, scales, "linear" if mode in ("linear", "bilinear") else mode,
+    p = _interp_plan(Cc, in_sp, out_sp, scales, "linear" if mode in linear_nd else mode,
                      bool(align_corners))
     cols = _im2col.unfold_cols(input, p, 0.0)  # (N, L, C*K)
     if p.K == 1:
@@ -1669,9 +2505,163 @@ def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
+def _check_shuffle(name: str, input: Tensor, factor: Any, what: str) -> int:
+    if not isinstance(factor, int) or isinstance(factor, bool):
+        raise TypeError(f"{name}(): argument '{what}' (position 2) must be int, not "
+                        f"{type(factor).__name__}")
+    if input.dim() < 3:
+        raise RuntimeError(f"{name} expects input to have at least 3 dimensions, but got input "
+                           f"with {input.dim()} dimension(s)")
+    if factor <= 0:
+        raise RuntimeError(f"{name} expects a positive {what}, but got {factor}")
+    return factor
+
+
+# the mode numbers PyTorch's grid sampler kernels take (public in torch.nn.functional)
+GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
+
+_ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to align_corners=False "
+                  "since 1.3.0. Please specify align_corners=True if the old behavior is desired. "
+                  "See the documentation of grid_sample for details.")
+
+
+def _linspace_grid(n: int, align_corners: bool) -> np.ndarray:
+    v = np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(1)
+    return v if align_corners else v * (n - 1) / n
+
+
+def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None = None) -> Tensor:
+    """The sampling grid of an affine map: (N, H, W, 2) from (N, 2, 3) ``theta`` for a 2-D
+    ``size`` (N, C, H, W), or (N, D, H, W, 3) from (N, 3, 4) for a 3-D one; coordinates in
+    [-1, 1], x first (for :func:`grid_sample`)."""
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    size = list(size)
+    if not theta.dtype.is_floating_point:
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    nd = len(size) - 2
+    if nd not in (2, 3):
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {size}.")
+    if theta.dim() != 3 or tuple(theta.shape[1:]) != (nd, nd + 1):
+        raise ValueError(f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} for "
+                         f"size {size}. Got {theta.shape}.")
+    if theta.shape[0] != size[0]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{size[0]}, {nd + 1}] but got: [{theta.shape[0]}, {nd + 1}].")
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    sp = size[2:]
+    axes = [_linspace_grid(n, align_corners) for n in sp]  # D, H, W order
+    mesh = np.meshgrid(*axes, indexing="ij")
+    # homogeneous coordinates, x (the last spatial axis) first
+    base = np.stack([m.reshape(-1) for m in reversed(mesh)] + [np.ones(math.prod(sp))], 1)
+    b = _creation.tensor(base, dtype=theta.dtype, device=theta.device)  # (P, nd + 1)
+    grid = L.matmul(b, S.transpose(theta, 1, 2))  # (N, P, nd)
+    return S.reshape(grid, (size[0],) + tuple(sp) + (nd,))
+
+
+def _reflect(x: Tensor, lo2: float, hi2: float) -> Tensor:
+    """PyTorch's ``reflect_coordinates``: fold ``x`` into [lo2 / 2, hi2 / 2] by reflections."""
+    if lo2 == hi2:
+        return E.mul(x, 0.0)
+    mn, span = lo2 / 2, (hi2 - lo2) / 2
+    a = E.abs(E.sub(x, mn))
+    extra = E.fmod(a, span)
+    flips = E.floor(E.div(a, span)).detach()
+    even = E.eq(E.remainder(flips, 2), 0)
+    return I.where(even, E.add(extra, mn), E.add(E.sub(span, extra), mn))
+
+
+def _grid_coord(g: Tensor, n: int, padding_mode: str, align_corners: bool) -> Tensor:
+    """A normalised coordinate in [-1, 1] as a (fractional) index along a size-``n`` axis."""
+    x = E.mul(E.add(g, 1.0), (n - 1) / 2) if align_corners else \
+        E.div(E.sub(E.mul(E.add(g, 1.0), n), 1.0), 2)
+    if padding_mode == "border":
+        x = E.clamp(x, 0.0, n - 1.0)
+    elif padding_mode == "reflection":
+        x = _reflect(x, 0.0, 2.0 * (n - 1)) if align_corners else _reflect(x, -1.0, 2.0 * n - 1)
+        x = E.clamp(x, 0.0, n - 1.0)
+    return x
+
+
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
+                align_corners: bool | None = None) -> Tensor:
+    """Sample (N, C, H, W) (or (N, C, D, H, W)) ``input`` at the [-1, 1] coordinates of ``grid``
+    (N, H_out, W_out, 2) (x first): ``bilinear`` (trilinear in 3-D) or ``nearest``; outside
+    points read zeros, the border or a reflection. Differentiable in ``input`` and ``grid``."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' "
+                         f"or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    nd = input.dim() - 2
+    if input.dim() != grid.dim() or nd not in (2, 3) or input.shape[0] != grid.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but "
+                           f"got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
+    if grid.shape[-1] != nd:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {nd} in last dimension, "
+                           f"but got grid with sizes {list(grid.shape)}")
+    if mode == "bicubic":
+        if nd != 2:
+            raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+        raise NotImplementedError("grid_sample: mode='bicubic' is not implemented (bilinear and "
+                                  "nearest are)")
+    N, Cc = input.shape[0], input.shape[1]
+    sp = tuple(input.shape[2:])  # (D,) H, W
+    out_sp = tuple(grid.shape[1:-1])
+    Pout = math.prod(out_sp)
+    g = S.reshape(grid, (N, Pout, nd))
+    # per axis in (D,) H, W order: grid component nd - 1 - i (x is the last spatial axis)
+    coords = [_grid_coord(S.select(g, 2, nd - 1 - i), sp[i], padding_mode, align_corners)
+              for i in range(nd)]
+    flat = S.reshape(input, (N, Cc, math.prod(sp)))
+    corners: list[list[tuple[Tensor, Tensor | None]]]
+    if mode == "nearest":
+        corners = [[(E.round(c), None) for c in coords]]
+    else:
+        lo = [E.floor(c).detach() for c in coords]
+        corners = [[(E.add(lo[i], b), E.sub(c, lo[i]) if b else E.sub(1.0, E.sub(c, lo[i])))
+                    for i, (c, b) in enumerate(zip(coords, bits))]
+                   for bits in np.ndindex(*(2,) * nd)]
+    out: Tensor | None = None
+    for corner in corners:
+        idx: Tensor | None = None
+        ok: Tensor | None = None
+        w: Tensor | None = None
+        for i, (pos, wt) in enumerate(corner):
+            inside = E.logical_and(E.ge(pos, 0), E.le(pos, sp[i] - 1))
+            ok = inside if ok is None else E.logical_and(ok, inside)
+            p = E.clamp(pos.detach(), 0, sp[i] - 1)
+            idx = p if idx is None else E.add(E.mul(idx, sp[i]), p)
+            if wt is not None:
+                w = wt if w is None else E.mul(w, wt)
+        assert ok is not None and idx is not None
+        ii = C.to(idx, dtype=_dtype.int64)
+        v = I.gather(flat, 2, _raw.expand_view(S.unsqueeze(ii, 1), (N, Cc, Pout)))
+        v = I.where(S.unsqueeze(ok, 1), v, 0.0)
+        if w is not None:
+            v = E.mul(v, S.unsqueeze(w, 1))
+        out = v if out is None else E.add(out, v)
+    assert out is not None
+    return S.reshape(out, (N, Cc) + out_sp)
+
+
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
-    r = upscale_factor
+    """``(*, C r^2, H, W) -> (*, C, H r, W r)``: a reshape and a permutation (a view if it can)."""
+    r = _check_shuffle("pixel_shuffle", input, upscale_factor, "upscale_factor")
     *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible "
+                           f"by the square of upscale_factor, but input.size(-3)={c} is not "
+                           f"divisible by {r * r}")
     x = S.reshape(input, tuple(lead) + (c // (r * r), r, r, h, w))
     n = len(lead)
     x = S.permute(x, tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
@@ -1679,12 +2669,23 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
-    r = downscale_factor
+    """``(*, C, H r, W r) -> (*, C r^2, H, W)``, the inverse of :func:`pixel_shuffle`."""
+    r = _check_shuffle("pixel_unshuffle", input, downscale_factor, "downscale_factor")
     *lead, c, h, w = input.shape
+    for what, size, d in (("height", h, -2), ("width", w, -1)):
+        if size % r:
+            raise RuntimeError(f"pixel_unshuffle expects {what} to be divisible by "
+                               f"downscale_factor, but input.size({d})={size} is not divisible by "
+                               f"{r}")
     n = len(lead)
     x = S.reshape(input, tuple(lead) + (c, h // r, r, w // r, r))
     x = S.permute(x, tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
     return S.reshape(x, tuple(lead) + (c * r * r, h // r, w // r))
+
+
+def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """:func:`channel_shuffle` (PyTorch's name for its kernel without a decomposition)."""
+    return channel_shuffle(input, groups)
 
 
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:
@@ -1717,7 +2718,117 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
             attn = I.where(attn_mask, attn, -math.inf)
         else:
             attn = E.add(attn, attn_mask)
-    w = softmax(attn, -1)
+    if attn_mask is None and not is_causal:
+        w = softmax(attn, -1)
+    else:
+        # as PyTorch: a query that may attend to nothing gets zero weights, not NaN
+        none = E.eq(R.amax(attn, -1, keepdim=True), -math.inf)
+        w = I.where(none, 0.0, softmax(I.where(none, 0.0, attn), -1))
     if dropout_p > 0.0:
         w = dropout(w, dropout_p, True)
     return L.matmul(w, value)
+
+
+def _additive_mask(mask: Tensor, dtype: Any) -> Tensor:
+    """A bool mask (True = not allowed) as an additive float one (``-inf``/0)."""
+    if mask.dtype is _dtype.bool:
+        return C.to(I.where(mask, -math.inf, 0.0), dtype=dtype)
+    return mask
+
+
+def multi_head_attention_forward(
+        query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
+        in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None,
+        bias_v: Tensor | None, add_zero_attn: bool, dropout_p: float, out_proj_weight: Tensor,
+        out_proj_bias: Tensor | None, training: bool = True,
+        key_padding_mask: Tensor | None = None, need_weights: bool = True,
+        attn_mask: Tensor | None = None, use_separate_proj_weight: bool = False,
+        q_proj_weight: Tensor | None = None, k_proj_weight: Tensor | None = None,
+        v_proj_weight: Tensor | None = None, static_k: Tensor | None = None,
+        static_v: Tensor | None = None, average_attn_weights: bool = True,
+        is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+    """Multi-head attention of sequence-first inputs: query (L, N, E), key and value (S, N, E)
+    (or unbatched (L, E), (S, E)); what ``MultiheadAttention`` computes. Returns the output
+    (L, N, E) and, with ``need_weights``, the attention weights (N, L, S) (per head (N, H, L, S)
+    unless ``average_attn_weights``). Bool masks: True = not allowed."""
+    unbatched = query.dim() == 2
+    if unbatched:
+        query, key, value = (S.unsqueeze(t, 1) for t in (query, key, value))
+        if key_padding_mask is not None:
+            key_padding_mask = S.unsqueeze(key_padding_mask, 0)
+    tgt_len, bsz, E_ = query.shape
+    if E_ != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got "
+                             f"{E_}")
+    H = num_heads
+    D = E_ // H
+    if D * H != E_:
+        raise AssertionError(f"embed_dim {E_} not divisible by num_heads {H}")
+    if use_separate_proj_weight:
+        if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is True but q_proj_weight, "
+                                 "k_proj_weight or v_proj_weight is None")
+        wq, wk, wv = q_proj_weight, k_proj_weight, v_proj_weight
+    else:
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        wq, wk, wv = J.chunk(in_proj_weight, 3, 0)
+    bq: Tensor | None = None
+    bk: Tensor | None = None
+    bv: Tensor | None = None
+    if in_proj_bias is not None:
+        bq, bk, bv = J.chunk(in_proj_bias, 3, 0)
+    q = linear(query, wq, bq)
+    k = linear(key, wk, bk)
+    v = linear(value, wv, bv)
+    if bias_k is not None and bias_v is not None:
+        k = J.cat([k, bias_k.expand(1, bsz, E_)], 0)
+        v = J.cat([v, bias_v.expand(1, bsz, E_)], 0)
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    # (L, N, E) -> (N, H, L, D); static keys/values come as (N * H, S, D)
+    q = S.permute(S.reshape(q, (tgt_len, bsz, H, D)), (1, 2, 0, 3))
+    k = S.permute(S.reshape(k, (k.shape[0], bsz, H, D)), (1, 2, 0, 3)) if static_k is None \
+        else S.reshape(static_k, (bsz, H, static_k.shape[1], D))
+    v = S.permute(S.reshape(v, (v.shape[0], bsz, H, D)), (1, 2, 0, 3)) if static_v is None \
+        else S.reshape(static_v, (bsz, H, static_v.shape[1], D))
+    if add_zero_attn:
+        z = _creation.zeros((bsz, H, 1, D), dtype=k.dtype, device=k.device)
+        k = J.cat([k, z], 2)
+        v = J.cat([v, z], 2)
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    s_len = k.shape[2]
+    # one additive float mask broadcast to (N, H, L, S)
+    if is_causal and attn_mask is None:
+        attn_mask = J.triu(_creation.ones((tgt_len, s_len), dtype=_dtype.bool, device=q.device), 1)
+    mask = None
+    if attn_mask is not None:
+        mask = _additive_mask(attn_mask, q.dtype)
+        if mask.dim() == 3:
+            mask = S.reshape(mask, (bsz, H, tgt_len, s_len))
+    if key_padding_mask is not None:
+        kp = S.reshape(_additive_mask(key_padding_mask, q.dtype), (bsz, 1, 1, s_len))
+        mask = kp if mask is None else E.add(mask, kp)
+    scores = E.mul(L.matmul(q, S.transpose(k, -2, -1)), 1.0 / math.sqrt(D))
+    if mask is not None:
+        scores = E.add(scores, mask)
+    w = softmax(scores, -1)
+    if dropout_p > 0.0 and training:
+        w = dropout(w, dropout_p, True)
+    out = L.matmul(w, v)  # (N, H, L, D)
+    out = S.reshape(S.permute(out, (2, 0, 1, 3)), (tgt_len, bsz, E_))
+    out = linear(out, out_proj_weight, out_proj_bias)
+    if unbatched:
+        out = S.squeeze(out, 1)
+    if not need_weights:
+        return out, None
+    if average_attn_weights:
+        w = R.mean(w, 1)
+    if unbatched:
+        w = S.squeeze(w, 0)
+    return out, w

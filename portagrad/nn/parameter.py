@@ -6,7 +6,7 @@ from typing import Any, SupportsIndex
 from .. import _creation
 from .._tensor import Tensor
 
-__all__ = ["Parameter", "Buffer"]
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"]
 
 
 class Parameter(Tensor):
@@ -52,4 +52,70 @@ class Buffer(Tensor):
         return b
 
     def __init__(self, data: Tensor | None = None, *, persistent: bool = True) -> None:
+        pass
+
+
+class UninitializedTensorMixin:
+    """A placeholder whose shape is not known yet (lazy modules): no data until
+    :meth:`materialize` gives it a shape and makes it a plain ``cls_to_become``."""
+
+    cls_to_become: type = Tensor
+
+    def materialize(self, shape: Any, device: Any = None, dtype: Any = None) -> None:
+        """Allocate (uninitialised) data of ``shape`` and become a ``cls_to_become``."""
+        t: Any = self
+        if isinstance(shape, int):
+            shape = (shape,)
+        data = _creation.empty(tuple(shape), device=device or t.device, dtype=dtype or t.dtype)
+        t.data = data
+        t.__class__ = self.cls_to_become
+
+    @property
+    def shape(self) -> Any:
+        raise RuntimeError("Can't access the shape of an uninitialized parameter or buffer. This "
+                           "error usually happens in `load_state_dict` when trying to load an "
+                           "uninitialized parameter into an initialized one. Call `forward` to "
+                           "initialize the parameters before accessing their attributes.")
+
+    def share_memory_(self) -> Any:
+        raise RuntimeError("Can't share memory on an uninitialized parameter or buffer. Call "
+                           "`forward` to initialize the parameters before calling "
+                           "`module.share_memory()`.")
+
+    def __repr__(self) -> str:
+        return f"<{self.__class__.__name__}>"
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
+        t: Any = self
+        return (self.__class__, (t.requires_grad,))
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A :class:`Parameter` of a lazy module before its first forward call."""
+
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad: bool = True, device: Any = None, dtype: Any = None
+                ) -> UninitializedParameter:
+        p = Parameter.__new__(cls, _creation.empty(0, device=device, dtype=dtype), requires_grad)
+        return p  # type: ignore[return-value]
+
+    def __init__(self, requires_grad: bool = True, device: Any = None, dtype: Any = None) -> None:
+        pass
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A buffer of a lazy module before its first forward call."""
+
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad: bool = False, device: Any = None, dtype: Any = None,
+                persistent: bool = True) -> UninitializedBuffer:
+        b = cls._from_tensor(_creation.empty(0, device=device, dtype=dtype))
+        if requires_grad:
+            b.requires_grad_(True)
+        return b  # type: ignore[return-value]
+
+    def __init__(self, requires_grad: bool = False, device: Any = None, dtype: Any = None,
+                 persistent: bool = True) -> None:
         pass

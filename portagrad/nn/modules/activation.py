@@ -1,27 +1,22 @@
 """Activation modules (and ``MultiheadAttention``, which PyTorch keeps here too)."""
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from ... import _creation, _dtype
+from ... import _creation
 from ..._ops import elementwise as E
-from ..._ops import indexing as I
-from ..._ops import joining as J
-from ..._ops import linalg as L
-from ..._ops import reduction as R
 from ..._ops import shape as S
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Sigmoid",
            "Tanh", "Hardtanh", "Hardsigmoid", "Hardswish", "Softplus", "Softsign", "LogSigmoid",
            "Softmax", "LogSoftmax", "Softmin", "Threshold", "GLU", "PReLU", "Tanhshrink",
-           "Softshrink", "Hardshrink", "MultiheadAttention"]
+           "Softshrink", "Hardshrink", "MultiheadAttention", "RReLU", "Softmax2d"]
 
 
 class _Inplace(Module):
@@ -266,10 +261,6 @@ class PReLU(Module):
         return f"num_parameters={self.num_parameters}"
 
 
-class NonDynamicallyQuantizableLinear(Linear):
-    """The class of ``MultiheadAttention.out_proj`` (a ``Linear``; named as in PyTorch)."""
-
-
 class MultiheadAttention(Module):
     """Multi-head attention (``torch.nn.MultiheadAttention``): packed ``in_proj_weight`` when the
     key/value dims equal ``embed_dim``, ``out_proj`` a Linear; returns ``(output, weights)``."""
@@ -338,86 +329,44 @@ class MultiheadAttention(Module):
                 attn_mask: Tensor | None = None, average_attn_weights: bool = True,
                 is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
         unbatched = query.dim() == 2
-        if unbatched:
-            query, key, value = (S.unsqueeze(t, 1 if not self.batch_first else 0)
-                                 for t in (query, key, value))
-            if key_padding_mask is not None:
-                key_padding_mask = S.unsqueeze(key_padding_mask, 0)
-        if self.batch_first:
+        if self.batch_first and not unbatched:
             query, key, value = (S.transpose(t, 0, 1) for t in (query, key, value))
-        tgt_len, bsz, E_ = query.shape
-        if E_ != self.embed_dim:
-            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got "
-                                 f"{E_}")
-        H, D = self.num_heads, self.head_dim
-        if self._qkv_same_embed_dim:
-            wq, wk, wv = J.chunk(self.in_proj_weight, 3, 0)
-        else:
-            wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
-        if self.in_proj_bias is not None:
-            bq, bk, bv = J.chunk(self.in_proj_bias, 3, 0)
-        else:
-            bq = bk = bv = None
-        q = F.linear(query, wq, bq)
-        k = F.linear(key, wk, bk)
-        v = F.linear(value, wv, bv)
-        if self.bias_k is not None and self.bias_v is not None:
-            k = J.cat([k, self.bias_k.expand(1, bsz, E_)], 0)
-            v = J.cat([v, self.bias_v.expand(1, bsz, E_)], 0)
-            if attn_mask is not None:
-                attn_mask = F.pad(attn_mask, (0, 1))
-            if key_padding_mask is not None:
-                key_padding_mask = F.pad(key_padding_mask, (0, 1))
-        # (L, N, E) -> (N, H, L, D)
-        q = S.permute(S.reshape(q, (tgt_len, bsz, H, D)), (1, 2, 0, 3))
-        k = S.permute(S.reshape(k, (k.shape[0], bsz, H, D)), (1, 2, 0, 3))
-        v = S.permute(S.reshape(v, (v.shape[0], bsz, H, D)), (1, 2, 0, 3))
-        if self.add_zero_attn:
-            z = _creation.zeros((bsz, H, 1, D), dtype=k.dtype, device=k.device)
-            k = J.cat([k, z], 2)
-            v = J.cat([v, z], 2)
-            if attn_mask is not None:
-                attn_mask = F.pad(attn_mask, (0, 1))
-            if key_padding_mask is not None:
-                key_padding_mask = F.pad(key_padding_mask, (0, 1))
-        s_len = k.shape[2]
-        # one additive float mask (N or 1, H or 1, L, S); bool masks: True = not allowed
-        mask = None
-        if is_causal and attn_mask is None:
-            causal = J.triu(_creation.ones((tgt_len, s_len), dtype=_dtype.bool, device=q.device), 1)
-            attn_mask = causal
-        if attn_mask is not None:
-            if attn_mask.dtype is _dtype.bool:
-                am = I.where(attn_mask, -math.inf, 0.0).to(q.dtype)
-            else:
-                am = attn_mask
-            if am.dim() == 3:
-                am = S.reshape(am, (bsz, H, tgt_len, s_len))
-            mask = am
-        if key_padding_mask is not None:
-            if key_padding_mask.dtype is _dtype.bool:
-                kp = I.where(key_padding_mask, -math.inf, 0.0).to(q.dtype)
-            else:
-                kp = key_padding_mask
-            kp = S.reshape(kp, (bsz, 1, 1, s_len))
-            mask = kp if mask is None else E.add(mask, kp)
-        scores = E.mul(L.matmul(q, S.transpose(k, -2, -1)), 1.0 / math.sqrt(D))
-        if mask is not None:
-            scores = E.add(scores, mask)
-        w = F.softmax(scores, -1)
-        if self.dropout > 0.0 and self.training:
-            w = F.dropout(w, self.dropout, True)
-        out = L.matmul(w, v)  # (N, H, L, D)
-        out = S.reshape(S.permute(out, (2, 0, 1, 3)), (tgt_len, bsz, E_))
-        out = F.linear(out, self.out_proj.weight, self.out_proj.bias)
-        if self.batch_first:
+        out, w = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, training=self.training,
+            key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
+            use_separate_proj_weight=not self._qkv_same_embed_dim,
+            q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight,
+            v_proj_weight=self.v_proj_weight, average_attn_weights=average_attn_weights,
+            is_causal=is_causal)
+        if self.batch_first and not unbatched:
             out = S.transpose(out, 0, 1)
-        if unbatched:
-            out = S.squeeze(out, 1 if not self.batch_first else 0)
-        if not need_weights:
-            return out, None
-        if average_attn_weights:
-            w = R.mean(w, 1)
-        if unbatched:
-            w = S.squeeze(w, 0)
         return out, w
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: negative slopes drawn from ``U(lower, upper)`` while training,
+    their mean ``(lower + upper) / 2`` in eval mode."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False
+                 ) -> None:
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of (N, C, H, W) or (C, H, W) inputs (dim -3)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3, _stacklevel=5)

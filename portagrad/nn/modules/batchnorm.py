@@ -8,10 +8,14 @@ from ..._ops import shape as S
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ...autograd.grad_mode import no_grad
+from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
+           "InstanceNorm3d", "SyncBatchNorm", "LazyBatchNorm1d", "LazyBatchNorm2d",
+           "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 
 class _NormBase(Module):
@@ -146,3 +150,116 @@ class InstanceNorm1d(_InstanceNorm):
 
 class InstanceNorm2d(_InstanceNorm):
     _nd = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalisation of (N, C, D, H, W) or (C, D, H, W) inputs."""
+
+    _nd = 3
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch norm whose statistics PyTorch reduces over a process group. Without a process group
+    (single process) it is exactly batch norm over (N, C, *); cross-process synchronisation is not
+    implemented."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True,
+                 process_group: Any = None, device: Any = None, dtype: Any = None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.dim() >= 2 and input.shape[1] == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+        if self.process_group is not None and self.training:
+            raise NotImplementedError("SyncBatchNorm: synchronising batch statistics across a "
+                                      "process group is not implemented (use it without "
+                                      "process_group for single-process batch norm)")
+        return super().forward(input)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group: Any = None) -> Module:
+        """``module`` with every ``BatchNorm*d`` replaced by a ``SyncBatchNorm`` holding the same
+        parameters and running statistics (recursively, as PyTorch)."""
+        out = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine,
+                      module.track_running_stats, process_group)
+            if module.affine:
+                out.weight = module.weight
+                out.bias = module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out
+
+
+class _LazyNormBase(LazyModuleMixin):
+    """``num_features`` from the first input's dim 1."""
+
+    num_features: int
+    affine: bool
+    track_running_stats: bool
+    weight: Any
+    bias: Any
+    running_mean: Any
+    running_var: Any
+
+    def _lazy_init(self, affine: bool, track_running_stats: bool, device: Any, dtype: Any) -> None:
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+        if track_running_stats:
+            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
+            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
+            self.num_batches_tracked = _creation.tensor(0, dtype=_dtype.int64, device=device)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()  # type: ignore[misc]
+
+    def initialize_parameters(self, input: Tensor, *args: Any, **kwargs: Any) -> None:
+        if self.has_uninitialized_params():
+            self.num_features = input.shape[1]
+            with no_grad():
+                if self.affine:
+                    self.weight.materialize((self.num_features,))
+                    self.bias.materialize((self.num_features,))
+                if self.track_running_stats:
+                    self.running_mean.materialize((self.num_features,))
+                    self.running_var.materialize((self.num_features,))
+                self.reset_parameters()
+
+
+def _lazy_norm(base: Any) -> type:
+    batch = not issubclass(base, _InstanceNorm)  # PyTorch's defaults differ: affine, statistics
+
+    def __init__(self: Any, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = batch, track_running_stats: bool = batch, device: Any = None,
+                 dtype: Any = None) -> None:
+        base.__init__(self, 0, eps, momentum, False, False, device=device, dtype=dtype)
+        self._lazy_init(affine, track_running_stats, device, dtype)
+        self._register_lazy_hook()
+
+    doc = f"A :class:`{base.__name__}` whose ``num_features`` comes from its first input."
+    return type(f"Lazy{base.__name__}", (_LazyNormBase, base),
+                {"cls_to_become": base, "__init__": __init__, "__doc__": doc,
+                 "__module__": __name__})
+
+
+LazyBatchNorm1d = _lazy_norm(BatchNorm1d)
+LazyBatchNorm2d = _lazy_norm(BatchNorm2d)
+LazyBatchNorm3d = _lazy_norm(BatchNorm3d)
+LazyInstanceNorm1d = _lazy_norm(InstanceNorm1d)
+LazyInstanceNorm2d = _lazy_norm(InstanceNorm2d)
+LazyInstanceNorm3d = _lazy_norm(InstanceNorm3d)

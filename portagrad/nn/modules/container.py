@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import operator
+import warnings
 from collections import OrderedDict
 from itertools import chain, islice
 from collections.abc import Iterable, Iterator, Mapping
@@ -11,7 +12,7 @@ from ..._tensor import Tensor
 from ..parameter import Parameter
 from .module import Module, _addindent
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Container"]
 
 
 class Sequential(Module):
@@ -379,3 +380,14 @@ class ParameterDict(Module):
         items = parameters.items() if hasattr(parameters, "items") else parameters
         for k, v in items:
             self[k] = v
+
+
+class Container(Module):
+    """Deprecated (as in PyTorch): a ``Module`` holding the modules given as keyword arguments."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__()
+        warnings.warn("nn.Container is deprecated. All of it's functionality is now implemented in "
+                      "nn.Module. Subclass that instead.", stacklevel=2)
+        for key, value in kwargs.items():
+            self.add_module(key, value)

@@ -1,4 +1,4 @@
-"""Convolutions: ``Conv1d``, ``Conv2d``, ``ConvTranspose1d``, ``ConvTranspose2d``."""
+"""Convolutions: ``Conv1d``/``2d``/``3d`` and ``ConvTranspose1d``/``2d``/``3d``."""
 from __future__ import annotations
 
 from typing import Any
@@ -7,10 +7,17 @@ from ... import _creation
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ...autograd.grad_mode import no_grad
+from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+           "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+           "LazyConvTranspose3d"]
+
+_CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+_CONV_T = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 
 
 def _ntuple(x: Any, n: int) -> tuple[int, ...]:
@@ -103,7 +110,7 @@ class _ConvNd(Module):
             self.padding_mode = "zeros"
 
     def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-        fn = F.conv1d if self._nd == 1 else F.conv2d
+        fn = _CONV[self._nd]
         if self.padding_mode != "zeros":
             return fn(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),
                       weight, bias, self.stride, 0, self.dilation, self.groups)
@@ -130,6 +137,18 @@ class Conv2d(_ConvNd):
     dilation, groups, padding_mode."""
 
     _nd = 2
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                         bias, padding_mode, device, dtype)
+
+
+class Conv3d(_ConvNd):
+    """3-D convolution over (N, C_in, D, H, W)."""
+
+    _nd = 3
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
                  padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
@@ -171,7 +190,7 @@ class _ConvTransposeNd(_ConvNd):
 
     def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
         op = self._output_padding(input, output_size)
-        fn = F.conv_transpose1d if self._nd == 1 else F.conv_transpose2d
+        fn = _CONV_T[self._nd]
         return fn(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
                   self.dilation)
 
@@ -184,3 +203,93 @@ class ConvTranspose2d(_ConvTransposeNd):
     """Transposed 2-D convolution (weight (C_in, C_out/groups, kh, kw))."""
 
     _nd = 2
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Transposed 3-D convolution (weight (C_in, C_out/groups, kd, kh, kw))."""
+
+    _nd = 3
+
+
+class _LazyConvXdMixin(LazyModuleMixin):
+    """``in_channels`` from the first input (dim 1, or dim 0 of an unbatched one)."""
+
+    _nd: int
+    transposed: bool
+    in_channels: int
+    out_channels: int
+    groups: int
+    kernel_size: tuple
+    weight: Any
+    bias: Any
+
+    def _lazy_init(self, out_channels: int, bias: bool, device: Any, dtype: Any) -> None:
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()  # type: ignore[misc]
+
+    def _get_in_channels(self, input: Tensor) -> int:
+        n = self._nd + 1
+        if input.dim() not in (n, n + 1):
+            raise RuntimeError(f"Expected {n}D (unbatched) or {n + 1}D (batched) input to "
+                               f"{self.__class__.__name__}, but got input of size: {input.shape}")
+        return input.shape[1] if input.dim() == n + 1 else input.shape[0]
+
+    def initialize_parameters(self, input: Tensor, *args: Any, **kwargs: Any) -> None:
+        if self.has_uninitialized_params():
+            with no_grad():
+                self.in_channels = self._get_in_channels(input)
+                if self.in_channels % self.groups != 0:
+                    raise ValueError("in_channels must be divisible by groups")
+                if self.transposed:
+                    shape = (self.in_channels, self.out_channels // self.groups)
+                else:
+                    shape = (self.out_channels, self.in_channels // self.groups)
+                self.weight.materialize(shape + tuple(self.kernel_size))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_channels,))
+                self.reset_parameters()
+
+
+def _lazy_conv(base: Any) -> type:
+    def __init__(self: Any, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        base.__init__(self, 0, 0, kernel_size, stride, padding, dilation, groups, False,
+                      padding_mode, device, dtype)
+        self._lazy_init(out_channels, bias, device, dtype)
+        self._register_lazy_hook()
+
+    doc = f"A :class:`{base.__name__}` whose ``in_channels`` comes from its first input."
+    return type(f"Lazy{base.__name__}", (_LazyConvXdMixin, base),
+                {"cls_to_become": base, "__init__": __init__, "__doc__": doc,
+                 "__module__": __name__})
+
+
+def _lazy_conv_transpose(base: Any) -> type:
+    def __init__(self: Any, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True,
+                 dilation: Any = 1, padding_mode: str = "zeros", device: Any = None,
+                 dtype: Any = None) -> None:
+        base.__init__(self, 0, 0, kernel_size, stride, padding, output_padding, groups, False,
+                      dilation, padding_mode, device, dtype)
+        self._lazy_init(out_channels, bias, device, dtype)
+        self._register_lazy_hook()
+
+    doc = f"A :class:`{base.__name__}` whose ``in_channels`` comes from its first input."
+    return type(f"Lazy{base.__name__}", (_LazyConvXdMixin, base),
+                {"cls_to_become": base, "__init__": __init__, "__doc__": doc,
+                 "__module__": __name__})
+
+
+LazyConv1d = _lazy_conv(Conv1d)
+LazyConv2d = _lazy_conv(Conv2d)
+LazyConv3d = _lazy_conv(Conv3d)
+LazyConvTranspose1d = _lazy_conv_transpose(ConvTranspose1d)
+LazyConvTranspose2d = _lazy_conv_transpose(ConvTranspose2d)
+LazyConvTranspose3d = _lazy_conv_transpose(ConvTranspose3d)

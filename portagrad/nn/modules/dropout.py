@@ -5,7 +5,7 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -28,20 +28,35 @@ class Dropout(_DropoutNd):
 
 
 class Dropout1d(_DropoutNd):
+    """Zero whole channels of (N, C, L) or (C, L) inputs while training."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.dropout1d(input, self.p, self.training, self.inplace)
 
 
 class Dropout2d(_DropoutNd):
+    """Zero whole channels of (N, C, H, W) inputs while training (other ranks warn, as PyTorch)."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.dropout2d(input, self.p, self.training, self.inplace)
 
 
 class Dropout3d(_DropoutNd):
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) inputs while training."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.dropout3d(input, self.p, self.training, self.inplace)
 
 
 class AlphaDropout(_DropoutNd):
+    """Alpha dropout (for SELU networks) while training."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels (one draw per ``(N, C)`` pair) while training."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.feature_alpha_dropout(input, self.p, self.training)

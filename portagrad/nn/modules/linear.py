@@ -1,4 +1,4 @@
-"""``Identity``, ``Linear``, ``Bilinear``."""
+"""``Identity``, ``Linear``, ``Bilinear``, ``LazyLinear``."""
 from __future__ import annotations
 
 import math
@@ -8,10 +8,12 @@ from ... import _creation
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ...autograd.grad_mode import no_grad
+from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["Identity", "Linear", "Bilinear"]
+__all__ = ["Identity", "Linear", "Bilinear", "LazyLinear"]
 
 
 class Identity(Module):
@@ -52,6 +54,11 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A ``Linear``: the class of ``MultiheadAttention.out_proj``, named and placed as in PyTorch
+    (where it keeps quantization tools off that layer; nothing is quantized here)."""
+
+
 class Bilinear(Module):
     """``y = x1^T A x2 + b`` with ``A`` (out_features, in1_features, in2_features)."""
 
@@ -81,3 +88,34 @@ class Bilinear(Module):
     def extra_repr(self) -> str:
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class LazyLinear(LazyModuleMixin, Linear):
+    """A :class:`Linear` whose ``in_features`` is the last dimension of its first input (it
+    becomes a ``Linear`` then)."""
+
+    cls_to_become = Linear
+
+    def __init__(self, out_features: int, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        # no bias yet: it would be a tensor replaced right away
+        super().__init__(0, 0, False)
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_features = out_features
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input: Tensor, *args: Any, **kwargs: Any) -> None:
+        if self.has_uninitialized_params():
+            with no_grad():
+                self.in_features = input.shape[-1]
+                weight: Any = self.weight  # an UninitializedParameter until now
+                bias: Any = self.bias
+                weight.materialize((self.out_features, self.in_features))
+                if bias is not None:
+                    bias.materialize((self.out_features,))
+                self.reset_parameters()

@@ -1,4 +1,4 @@
-"""Padding, upsampling, distance and pixel-shuffle modules."""
+"""Padding, upsampling, distance and channel-shuffle modules."""
 from __future__ import annotations
 
 from typing import Any
@@ -10,8 +10,8 @@ from .module import Module
 __all__ = ["ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d",
            "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d",
            "CircularPad2d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
-           "CosineSimilarity", "PairwiseDistance", "PixelShuffle", "PixelUnshuffle",
-           "ChannelShuffle", "Fold", "Unfold"]
+           "CosineSimilarity", "PairwiseDistance", "ChannelShuffle", "Fold", "Unfold", "ZeroPad3d",
+           "ConstantPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d"]
 
 
 class _PadNd(Module):
@@ -57,6 +57,11 @@ ReplicationPad1d = _pad_cls("ReplicationPad1d", 1, "replicate", False)
 ReplicationPad2d = _pad_cls("ReplicationPad2d", 2, "replicate", False)
 CircularPad1d = _pad_cls("CircularPad1d", 1, "circular", False)
 CircularPad2d = _pad_cls("CircularPad2d", 2, "circular", False)
+ZeroPad3d = _pad_cls("ZeroPad3d", 3, "constant", False)
+ConstantPad3d = _pad_cls("ConstantPad3d", 3, "constant", True)
+ReflectionPad3d = _pad_cls("ReflectionPad3d", 3, "reflect", False)
+ReplicationPad3d = _pad_cls("ReplicationPad3d", 3, "replicate", False)
+CircularPad3d = _pad_cls("CircularPad3d", 3, "circular", False)
 
 
 class Upsample(Module):
@@ -114,30 +119,6 @@ class PairwiseDistance(Module):
 
     def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
         return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
-
-
-class PixelShuffle(Module):
-    def __init__(self, upscale_factor: int) -> None:
-        super().__init__()
-        self.upscale_factor = upscale_factor
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.pixel_shuffle(input, self.upscale_factor)
-
-    def extra_repr(self) -> str:
-        return f"upscale_factor={self.upscale_factor}"
-
-
-class PixelUnshuffle(Module):
-    def __init__(self, downscale_factor: int) -> None:
-        super().__init__()
-        self.downscale_factor = downscale_factor
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.pixel_unshuffle(input, self.downscale_factor)
-
-    def extra_repr(self) -> str:
-        return f"downscale_factor={self.downscale_factor}"
 
 
 class ChannelShuffle(Module):

@@ -11,7 +11,7 @@ from ... import _device, _dtype
 from ..._tensor import Tensor
 from ...autograd import grad_mode
 from ...autograd.function import Function, RemovableHandle, _HookDict
-from ..parameter import Buffer, Parameter
+from ..parameter import Buffer, Parameter, UninitializedTensorMixin
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook"]
 
@@ -551,7 +551,9 @@ class Module:
                 if g is not param.grad:
                     param._grad = g
         for key, buf in self._buffers.items():
-            if buf is not None:
+            if isinstance(buf, UninitializedTensorMixin):
+                buf.data = fn(buf)  # a lazy module's placeholder stays one (on the new device)
+            elif buf is not None:
                 self._buffers[key] = fn(buf)
         return self
 

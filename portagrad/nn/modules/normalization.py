@@ -1,16 +1,21 @@
-"""``LayerNorm``, ``GroupNorm``, ``RMSNorm``, ``LocalResponseNorm``."""
+"""``LayerNorm``, ``GroupNorm``, ``RMSNorm``, ``LocalResponseNorm``, ``CrossMapLRN2d``."""
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ... import _creation
+from ..._ops import elementwise as E
+from ..._ops import linalg as L
+from ..._ops import shape as S
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
+__all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d"]
 
 
 class LayerNorm(Module):
@@ -119,3 +124,44 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self) -> str:
         return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
+
+
+def _cross_map_window(channels: int, size: int) -> np.ndarray:
+    """(C, C) 0/1 matrix: which channels' squares enter channel c's scale, exactly as PyTorch's
+    legacy ``CrossMapLRN2d`` running sum builds it (its first channel is never taken out again,
+    so its windows differ from :class:`LocalResponseNorm`'s)."""
+    pre_pad = int((size - 1) / 2 + 1)
+    m = np.zeros((channels, channels))
+    m[0, :min(pre_pad, channels)] = 1
+    for c in range(1, channels):
+        m[c] = m[c - 1]
+        if c < channels - pre_pad + 1:
+            m[c, c + pre_pad - 1] += 1
+        if c > pre_pad:
+            m[c, c - pre_pad] -= 1
+    return m
+
+
+class CrossMapLRN2d(Module):
+    """PyTorch's legacy cross-channel local response normalisation of (N, C, H, W) inputs:
+    ``x / (k + alpha / size * s)^beta``, ``s`` a running sum of squares over nearby channels."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+        m = _creation.tensor(_cross_map_window(input.shape[1], self.size), dtype=input.dtype,
+                             device=input.device)
+        sq = S.movedim(E.mul(input, input), 1, -1)  # (N, H, W, C)
+        s = S.movedim(L.matmul(sq, S.t(m)), -1, 1)
+        scale = E.add(E.mul(s, self.alpha / self.size), self.k)
+        return E.mul(input, E.pow(scale, -self.beta))
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

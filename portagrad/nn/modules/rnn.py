@@ -91,6 +91,11 @@ class RNNBase(Module):
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
 
+    def flatten_parameters(self) -> None:
+        """Nothing to do: as PyTorch's on CPU (cuDNN's packed weight buffer does not exist
+        here); kept so that scripts calling it run unchanged."""
+        return None
+
     @property
     def all_weights(self) -> list[list[Parameter]]:
         return [[getattr(self, w) for w in ws] for ws in self._all_weights]
