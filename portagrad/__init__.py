@@ -174,3 +174,52 @@ __all__ = [
     "true_divide", "trunc", "unbind", "unflatten", "unsqueeze", "utils", "var", "var_mean",
     "vdot", "vstack", "where", "zeros", "zeros_like",
 ]
+
+# More math, diagonals, scans, searching, compositions and sparse COO tensors (their Tensor
+# methods are bound here too)
+import sys as _sys
+
+from . import sparse
+from ._layout import layout, sparse_coo, strided
+from ._ops import combine as _combine
+from ._ops import diagonal as _diagonal
+from ._ops import scan as _scan
+from ._ops import search as _search
+from ._ops import sparse as _sparse
+from ._ops import special as _special
+from ._ops.combine import (addmv, addr, argwhere, atleast_1d, atleast_2d, atleast_3d,
+                           cartesian_prod, cdist, column_stack, corrcoef, cov, cross, dist,
+                           dsplit, dstack, einsum, fliplr, flipud, hsplit, masked_scatter,
+                           matrix_power, meshgrid, nanmean, ravel, renorm, rot90, row_stack,
+                           split_with_sizes, take, tensordot, vsplit)
+from ._ops.diagonal import (block_diag, diag, diag_embed, diagflat, diagonal, kron, tril_indices,
+                            trace, triu_indices)
+from ._ops.scan import cummax, cummin, cumprod, diff, logcumsumexp
+from ._ops.search import bincount, bucketize, histc, searchsorted, unique, unique_consecutive
+from ._ops.sparse import sparse_coo_tensor
+from ._ops.sparse import sparse_mm as spmm
+from ._ops.special import (acos, acosh, addcdiv, addcmul, angle, arccos, arccosh, arcsin,
+                           arcsinh, arctan, arctan2, arctanh, asin, asinh, atan, atanh, clamp_max,
+                           clamp_min, copysign, cosh, deg2rad, erfc, erfinv, fix, float_power,
+                           fmax, fmin, heaviside, isneginf, isposinf, isreal, logaddexp2, logit,
+                           rad2deg, sinc, sinh, xlogy)
+from ._softmax import log_softmax, softmax
+
+_tensor_api._bind_more(_sys.modules[__name__], _special, _diagonal, _scan, _search,
+                       _combine, _sparse)
+
+__all__ += [
+    "acos", "acosh", "addcdiv", "addcmul", "addmv", "addr", "angle", "arccos", "arccosh",
+    "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "argwhere", "asin", "asinh", "atan",
+    "atanh", "atleast_1d", "atleast_2d", "atleast_3d", "bincount", "block_diag", "bucketize",
+    "cartesian_prod", "cdist", "clamp_max", "clamp_min", "column_stack", "copysign", "corrcoef",
+    "cosh", "cov", "cross", "cummax", "cummin", "cumprod", "deg2rad", "diag", "diag_embed",
+    "diagflat", "diagonal", "diff", "dist", "dsplit", "dstack", "einsum", "erfc", "erfinv",
+    "fix", "fliplr", "flipud", "float_power", "fmax", "fmin", "heaviside", "histc", "hsplit",
+    "isneginf", "isposinf", "isreal", "kron", "layout", "log_softmax", "logaddexp2",
+    "logcumsumexp", "logit", "masked_scatter", "matrix_power", "meshgrid", "nanmean",
+    "rad2deg", "ravel", "renorm", "rot90", "row_stack", "searchsorted", "sinc", "sinh",
+    "softmax", "sparse", "sparse_coo", "sparse_coo_tensor", "split_with_sizes", "spmm",
+    "strided", "take", "tensordot", "trace", "tril_indices", "triu_indices", "unique",
+    "unique_consecutive", "vsplit", "xlogy",
+]
