@@ -1205,6 +1205,309 @@ OP_TABLE: list[OpInfo] = (_creation_rows() + _like_rows() + _view_rows() + _inde
                           + _binary_rows() + _unary_rows() + _reduction_rows() + _linalg_rows()
                           + _join_rows() + _inplace_rows())
 
+
+# ----------------------------------------------------------------------------- more math, diagonals,
+# scans, searching, compositions (inverse trig/hyperbolic, erfinv, cumprod, einsum, cdist ...)
+def _np_erfinv(y: np.ndarray) -> np.ndarray:
+    """erfinv by bisection on math.erf (a slow, plain reference)."""
+    def one(v: float) -> float:
+        if abs(v) >= 1:
+            return math.copysign(math.inf, v) if abs(v) == 1 else math.nan
+        lo, hi = -6.0, 6.0
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if math.erf(mid) < v else (lo, mid)
+        return (lo + hi) / 2
+    return np.vectorize(one, otypes=[np.float64])(np.asarray(y, dtype=np.float64))
+
+
+def _np_cummax(x: np.ndarray, dim: int, better: Callable) -> tuple:
+    x = np.moveaxis(np.asarray(x), dim, -1)
+    vals, idx = x.copy(), np.zeros(x.shape, dtype=np.int64)
+    for k in range(1, x.shape[-1]):
+        take = better(x[..., k], vals[..., k - 1]) | (x[..., k] == vals[..., k - 1])
+        vals[..., k] = np.where(take, x[..., k], vals[..., k - 1])
+        idx[..., k] = np.where(take, k, idx[..., k - 1])
+    return np.moveaxis(vals, -1, dim), np.moveaxis(idx, -1, dim)
+
+
+def _np_diag_embed(x: np.ndarray, offset: int = 0) -> np.ndarray:
+    n = x.shape[-1] + abs(offset)
+    out = np.zeros(x.shape[:-1] + (n, n), dtype=x.dtype)
+    r = np.arange(x.shape[-1]) + max(-offset, 0)
+    c = np.arange(x.shape[-1]) + max(offset, 0)
+    out[..., r, c] = x
+    return out
+
+
+def _np_logcumsumexp(x: np.ndarray, dim: int) -> np.ndarray:
+    return np.logaddexp.accumulate(x.astype(np.float64), axis=dim)
+
+
+def _np_cdist(a: np.ndarray, b: np.ndarray, p: float = 2.0) -> np.ndarray:
+    d = np.abs(a[..., :, None, :].astype(np.float64) - b[..., None, :, :])
+    return (d ** p).sum(-1) ** (1 / p)
+
+
+def _more_math_rows() -> list[OpInfo]:
+    rows = []
+    for name, fn, ref, dom, dts, grad in (
+            ("asin", pg.asin, np.arcsin, "unit", NUMERIC, True),
+            ("acos", pg.acos, np.arccos, "unit", NUMERIC, True),
+            ("atan", pg.atan, np.arctan, "any", NUMERIC, True),
+            ("sinh", pg.sinh, np.sinh, "any", NUMERIC, True),
+            ("cosh", pg.cosh, np.cosh, "any", NUMERIC, True),
+            ("asinh", pg.asinh, np.arcsinh, "any", NUMERIC, True),
+            ("atanh", pg.atanh, np.arctanh, "unit", NUMERIC, True),
+            ("arcsin", pg.arcsin, np.arcsin, "unit", FLOATS, False),
+            ("arccos", pg.arccos, np.arccos, "unit", FLOATS, False),
+            ("arctan", pg.arctan, np.arctan, "any", FLOATS, False),
+            ("arcsinh", pg.arcsinh, np.arcsinh, "any", FLOATS, False),
+            ("arctanh", pg.arctanh, np.arctanh, "unit", FLOATS, False),
+            ("erfinv", pg.erfinv, _np_erfinv, "unit", FLOATS, True),
+            ("erfc", pg.erfc, lambda x: 1 - np.vectorize(math.erf, otypes=[float])(x.astype(float)),
+             "any", NUMERIC, True),
+            ("deg2rad", pg.deg2rad, np.deg2rad, "any", NUMERIC, True),
+            ("rad2deg", pg.rad2deg, np.rad2deg, "any", NUMERIC, True),
+            ("sinc", pg.sinc, np.sinc, "any", NUMERIC, True),
+            ("logit", pg.logit, lambda x: np.log(x / (1 - x)), "unit", FLOATS, False),
+    ):
+        rows.append(OpInfo(name, fn, ref, unary_samples(dom), dts, "float", method=name,
+                           grad=grad, gradgrad=name in ("asin", "sinh", "erfinv"), rtol=1e-4,
+                           errors=[E(lambda d, fn=fn: fn([0.5]), TypeError,
+                                     rf"{name}\(\): argument 'input' \(position 1\) must be "
+                                     rf"Tensor, not list")] if name in ("asin", "sinh") else []))
+    rows += [
+        OpInfo("acosh", lambda x: pg.acosh(x + 1.0), lambda x: np.arccosh(x + 1.0),
+               unary_samples("positive"), FLOATS, "same", grad=True),
+        OpInfo("logit_p", lambda x: pg.logit(x.abs() * 0.5, 1e-3),
+               lambda x: (lambda p: np.log(p / (1 - p)))(np.clip(np.abs(x) * 0.5, 1e-3,
+                                                                 1 - 1e-3)),
+               unary_samples("unit"), FLOATS, "same", grad=True),
+        OpInfo("arctan2", pg.arctan2, np.arctan2, binary_samples(("any", "nonzero")), FLOATS,
+               "float", method="arctan2", grad=True),
+        OpInfo("xlogy", pg.xlogy, lambda a, b: np.where(a == 0, 0.0, a * np.log(b)),
+               binary_samples(("any", "positive")), NUMERIC, "float", method="xlogy", grad=True),
+        OpInfo("copysign", pg.copysign, np.copysign, binary_samples(("nonzero", "nonzero")),
+               NUMERIC, "float", method="copysign", grad=True),
+        OpInfo("fmax", pg.fmax, np.fmax, binary_samples(scalars=False), NUMERIC, "promote",
+               method="fmax"),
+        OpInfo("fmin", pg.fmin, np.fmin, binary_samples(scalars=False), NUMERIC, "promote",
+               method="fmin"),
+        OpInfo("logaddexp2", pg.logaddexp2, np.logaddexp2, binary_samples(scalars=False), FLOATS,
+               "promote", method="logaddexp2", grad=True),
+        OpInfo("float_power", pg.float_power,
+               lambda a, b: np.power(np.asarray(a, np.float64), np.asarray(b, np.float64)),
+               binary_samples(("positive", "any")), NUMERIC, F64, method="float_power",
+               grad=True),
+        OpInfo("heaviside", pg.heaviside, np.heaviside,
+               fixed(S(X((2, 3), "small"), X((2, 3))), S(X((2, 3), "small"), X((3,))),
+                     S(X(()), X(()))), NUMERIC, "same", method="heaviside",
+               errors=[E(lambda d: pg.heaviside(T((2,), d), T((2,), d, I64)), RuntimeError,
+                         r"heaviside is not yet implemented for tensors with different dtypes")]),
+        OpInfo("addcmul", lambda x, a, b: pg.addcmul(x, a, b, value=0.5),
+               lambda x, a, b: x + 0.5 * a * b,
+               fixed(S(X((2, 3)), X((2, 3)), X((3,))), S(X((3, 4)), X((3, 4)), X((3, 4)), nc="T"),
+                     S(X(()), X(()), X(()))), FLOATS, "same", grad=True),
+        OpInfo("addcdiv", lambda x, a, b: pg.addcdiv(x, a, b, value=2),
+               lambda x, a, b: x + 2 * a / b,
+               fixed(S(X((2, 3)), X((2, 3)), X((3,), "nonzero")),
+                     S(X((3, 4)), X((3, 4)), X((3, 4), "nonzero"), nc="T")), FLOATS, "same",
+               grad=True,
+               errors=[E(lambda d: pg.addcdiv(T((2,), d), T((2,), d, I64), T((2,), d, I64)),
+                         RuntimeError, r"Integer division with addcdiv is no longer supported")]),
+        OpInfo("clamp_min_fn", lambda x: pg.clamp_min(x, 0.1), lambda x: np.maximum(x, 0.1),
+               unary_samples("nonzero"), FLOATS, "same", grad=True),
+        OpInfo("clamp_max_fn", lambda x: pg.clamp_max(x, 0.1), lambda x: np.minimum(x, 0.1),
+               unary_samples("nonzero"), FLOATS, "same", grad=True),
+        OpInfo("isposinf", pg.isposinf, np.isposinf,
+               fixed(lambda dt, rng: Sample((np.array([1.0, np.inf, -np.inf, np.nan],
+                                                       dtype=dt.numpy),), {})),
+               FLOATS, "bool", method="isposinf"),
+        OpInfo("isneginf", pg.isneginf, np.isneginf,
+               fixed(lambda dt, rng: Sample((np.array([1.0, np.inf, -np.inf, np.nan],
+                                                       dtype=dt.numpy),), {})),
+               FLOATS, "bool", method="isneginf"),
+        OpInfo("fix", pg.fix, np.trunc, unary_samples(), NUMERIC, "same", method="fix"),
+        OpInfo("angle", pg.angle, lambda x: np.angle(x.astype(np.float64)),
+               unary_samples("nonzero"), NUMERIC, "float", method="angle"),
+        # diagonals
+        OpInfo("diagonal", pg.diagonal, lambda x, *a: np.diagonal(x, *a),
+               fixed(S(X((3, 4))), S(X((3, 4)), 1), S(X((3, 4)), -2), S(X((2, 3, 4)), 1, 0, 2),
+                     S(X((2, 3, 4)), 0, -1, 1), S(X((3, 4)), nc="T"), S(X((2, 3)), 5)),
+               ALL, "same", method="diagonal", view=True, grad=True, gradgrad=True,
+               errors=[E(lambda d: pg.diagonal(T((3,), d)), RuntimeError,
+                         r"diagonal dimensions requires ndim larger than 2, but got ndim=1"),
+                       E(lambda d: pg.diagonal(T((3, 3), d), 0, 1, -1), RuntimeError,
+                         r"diagonal dimensions cannot be identical 1, -1")]),
+        OpInfo("diag", pg.diag, np.diag,
+               fixed(S(X((3,))), S(X((3,)), 1), S(X((3,)), -2), S(X((3, 4))), S(X((3, 4)), -1),
+                     S(X((3, 4)), nc="T")), ALL, "same", method="diag", grad=True,
+               errors=[E(lambda d: pg.diag(T((2, 2, 2), d)), RuntimeError,
+                         r"diag\(\): Supports 1D or 2D tensors. Got 3D")]),
+        OpInfo("diag_embed", pg.diag_embed, _np_diag_embed,
+               fixed(S(X((3,))), S(X((2, 3)), 1), S(X((2, 3)), -1), S(X((2, 3)), nc="T")),
+               NUMERIC, "same", method="diag_embed", grad=True),
+        OpInfo("diagflat", pg.diagflat, np.diagflat,
+               fixed(S(X((2, 2))), S(X((3,)), 1), S(X((3, 2)), nc="T")), NUMERIC, "same",
+               method="diagflat", grad=True),
+        OpInfo("trace", pg.trace, np.trace, fixed(S(X((3, 4))), S(X((3, 3)), nc="T"),
+                                                  S(X((0, 2)))),
+               NUMERIC, "sum", method="trace", grad=True,
+               errors=[E(lambda d: pg.trace(T((2,), d)), RuntimeError,
+                         r"trace: expected a matrix, but got tensor with dim 1")]),
+        OpInfo("kron", pg.kron, np.kron,
+               fixed(S(X((2, 3)), X((2, 2))), S(X((2,)), X((3, 2))), S(X((2, 2)), X((2, 2)),
+                                                                        nc="T")),
+               NUMERIC, "promote", method="kron", grad=True),
+        OpInfo("block_diag", lambda *ts: pg.block_diag(*ts),
+               lambda *ts: _np_block_diag(*ts),
+               fixed(S(X((2, 3)), X((1, 2))), S(X((2,)), X(()), X((2, 2)))), NUMERIC, "same",
+               grad=True,
+               errors=[E(lambda d: pg.block_diag(T((1, 1, 1), d)), RuntimeError,
+                         r"Input tensors must have 2 or fewer dimensions. Input 0 has 3 "
+                         r"dimensions")]),
+        # scans and differences
+        OpInfo("cumprod", pg.cumprod, lambda x, dim: np.cumprod(x, dim),
+               fixed(S(X((2, 5)), 1), S(X((2, 3, 4)), 0), S(X((3, 4)), -1, nc="T"),
+                     S(X((0, 3)), 1), S(X((7,)), 0)),
+               FLOATS, "same", method="cumprod", grad=True, gradgrad=True, rtol=1e-4),
+        OpInfo("cumprod_int", pg.cumprod, lambda x, dim: np.cumprod(x.astype(np.int64), dim),
+               fixed(S(X((2, 5)), 1), S(X((5,), "small"), 0)), INTS + (B,), I64),
+        OpInfo("cummax", pg.cummax, lambda x, dim: _np_cummax(x, dim, np.greater),
+               fixed(S(X((2, 6)), 1), S(X((2, 3, 4), "small"), 0), S(X((3, 4)), -1, nc="T"),
+                     S(X((0, 3)), 1)),
+               NUMERIC, "same", method="cummax", grad=True),
+        OpInfo("cummin", pg.cummin, lambda x, dim: _np_cummax(x, dim, np.less),
+               fixed(S(X((2, 6)), 1), S(X((2, 3, 4), "small"), 0)),
+               NUMERIC, "same", method="cummin", grad=True),
+        OpInfo("logcumsumexp", pg.logcumsumexp, _np_logcumsumexp,
+               fixed(S(X((2, 6)), 1), S(X((2, 3, 4)), 0), S(X((3, 4)), -1, nc="T"),
+                     S(X((0, 3)), 1)),
+               FLOATS, "same", method="logcumsumexp", grad=True, rtol=1e-4),
+        OpInfo("diff", pg.diff, lambda x, n=1, dim=-1: np.diff(x, n, dim),
+               fixed(S(X((2, 6))), S(X((2, 6)), 2, 0), S(X((3, 4)), 1, 1, nc="T"),
+                     S(X((5,)), 3)),
+               NUMERIC, "same", method="diff", grad=True,
+               errors=[E(lambda d: pg.diff(T((), d)), RuntimeError,
+                         r"diff expects input to be at least one-dimensional")]),
+        # compositions
+        OpInfo("einsum_mm", lambda a, b: pg.einsum("ij,jk->ik", a, b),
+               lambda a, b: np.einsum("ij,jk->ik", a, b),
+               fixed(S(X((2, 3)), X((3, 4))), S(X((3, 3)), X((3, 3)), nc="T")), FLOATS, "same",
+               grad=True, rtol=1e-4),
+        OpInfo("einsum_batch", lambda a, b: pg.einsum("bij,bjk->bik", a, b),
+               lambda a, b: np.einsum("bij,bjk->bik", a, b),
+               fixed(S(X((2, 2, 3)), X((2, 3, 2)))), FLOATS, "same", grad=True, rtol=1e-4),
+        OpInfo("einsum_trace_outer", lambda a, b: pg.einsum("ii,j->j", a, b),
+               lambda a, b: np.einsum("ii,j->j", a, b),
+               fixed(S(X((3, 3)), X((4,)))), FLOATS, "same", grad=True, rtol=1e-4,
+               errors=[E(lambda d: pg.einsum("ij,jk->ik", T((2, 3), d)), RuntimeError,
+                         r"einsum\(\): fewer operands were provided than specified in the "
+                         r"equation")]),
+        OpInfo("einsum_ellipsis", lambda a, b: pg.einsum("...ij,...j->...i", a, b),
+               lambda a, b: np.einsum("...ij,...j->...i", a, b),
+               fixed(S(X((2, 3, 4)), X((2, 4))), S(X((3, 4)), X((4,)))), FLOATS, "same",
+               grad=True, rtol=1e-4),
+        OpInfo("tensordot", pg.tensordot, np.tensordot,
+               fixed(S(X((2, 3, 4)), X((3, 4, 2)), 2), S(X((2, 3)), X((3, 2)), 1),
+                     S(X((2, 3, 4)), X((4, 3)), ([1, 2], [1, 0]))), FLOATS, "same", grad=True,
+               rtol=1e-4),
+        OpInfo("cdist", pg.cdist, _np_cdist,
+               fixed(S(X((4, 3)), X((5, 3))), S(X((2, 3, 2)), X((2, 4, 2))),
+                     S(X((4, 3)), X((2, 3)), 1.0)), FLOATS, "same", grad=True, rtol=1e-4,
+               errors=[E(lambda d: pg.cdist(T((2, 3), d), T((2, 4), d)), RuntimeError,
+                         r"X1 and X2 must have the same number of columns. X1: 3 X2: 4")]),
+        OpInfo("cross", lambda a, b: pg.cross(a, b, dim=-1),
+               lambda a, b: np.cross(a, b, axis=-1),
+               fixed(S(X((4, 3)), X((4, 3))), S(X((2, 1, 3)), X((2, 4, 3)))), NUMERIC, "promote",
+               grad=True,
+               errors=[E(lambda d: pg.cross(T((2, 4), d), T((2, 4), d), dim=1), RuntimeError,
+                         r"linalg.cross: inputs dimension 1 must have length 3. Got 4 and 4")]),
+        OpInfo("cov", pg.cov, np.cov, fixed(S(X((3, 5))), S(X((6,))), S(X((3, 4)), nc="T")),
+               FLOATS, "same", method="cov", grad=True, rtol=1e-4),
+        OpInfo("corrcoef", pg.corrcoef, np.corrcoef, fixed(S(X((3, 5))), S(X((2, 4)), nc="T")),
+               FLOATS, "same", method="corrcoef", grad=True, rtol=1e-4),
+        OpInfo("nanmean", lambda x, **kw: pg.nanmean(x.masked_fill(x > 1.0, math.nan), **kw),
+               lambda x, dim=None, keepdim=False: np.nanmean(
+                   np.where(x > 1.0, np.nan, x), axis=dim, keepdims=keepdim),
+               fixed(S(X((3, 5))), S(X((3, 5)), dim=1), S(X((2, 3, 4)), dim=(0, 2),
+                                                          keepdim=True)),
+               FLOATS, "same", grad=True),
+        OpInfo("renorm", lambda x: pg.renorm(x, 2, 0, 1.0),
+               lambda x: x * np.where((n := np.sqrt((x.astype(np.float64) ** 2).sum(1,
+                                      keepdims=True))) > 1.0, 1.0 / (n + 1e-7), 1.0),
+               fixed(S(X((4, 3))), S(X((3, 3)), nc="T")), FLOATS, "same", grad=True),
+        OpInfo("take", pg.take, lambda x, i: np.take(x, i),
+               fixed(S(X((3, 4)), IDX([[0, 5], [11, -1]])), S(X((3, 4)), IDX([2, 3]), nc="T")),
+               ALL, "same", method="take", grad=True,
+               errors=[E(lambda d: pg.take(T((2, 2), d), pg.tensor([4], device=d)), IndexError,
+                         r"out of range: tried to access index 4 on a tensor of 4 elements")]),
+        OpInfo("unfold", lambda x, *a: x.unfold(*a),
+               lambda x, dim, size, step: np.moveaxis(
+                   np.lib.stride_tricks.sliding_window_view(x, size, axis=dim), dim, dim)[
+                       (slice(None),) * dim + (slice(None, None, step),)],
+               fixed(S(X((2, 7)), 1, 3, 2), S(X((5, 2)), 0, 2, 1), S(X((4, 4)), 1, 4, 1, nc="T")),
+               ALL, "same", view=True, grad=True),
+        OpInfo("rot90", pg.rot90, lambda x, k=1, dims=(0, 1): np.rot90(x, k, dims),
+               fixed(S(X((2, 3))), S(X((2, 3)), 2), S(X((2, 3, 4)), 3, (1, 2)),
+                     S(X((3, 4)), -1, nc="T")), ALL, "same", method="rot90", grad=True),
+        OpInfo("masked_scatter", pg.masked_scatter,
+               lambda x, m, s: _np_masked_scatter(x, m, s),
+               fixed(S(X((2, 3)), MASK([[True, False, True], [False, True, False]]), X((5,))),
+                     S(X((2, 3)), MASK([True, False, True]), X((2, 3))),),
+               NUMERIC, "same", method="masked_scatter", grad=True),
+        OpInfo("matrix_power", lambda x, n: x.matrix_power(n),
+               lambda x, n: np.linalg.matrix_power(x, n),
+               fixed(S(X((3, 3)), 0), S(X((3, 3)), 1), S(X((2, 3, 3)), 3), S(X((3, 3)), 5)),
+               FLOATS, "same", grad=True, rtol=1e-4,
+               errors=[E(lambda d: pg.matrix_power(T((3, 3), d), -1), NotImplementedError,
+                         r"matrix_power with a negative exponent")]),
+        OpInfo("addmv", lambda x, m, v: pg.addmv(x, m, v, beta=0.5, alpha=2),
+               lambda x, m, v: 0.5 * x + 2 * (m @ v),
+               fixed(S(X((2,)), X((2, 3)), X((3,))), S(X(()), X((3, 3)), X((3,)), nc="T")),
+               FLOATS, "same", grad=True, rtol=1e-4),
+        OpInfo("addr", lambda x, a, b: pg.addr(x, a, b, alpha=2),
+               lambda x, a, b: x + 2 * np.outer(a, b),
+               fixed(S(X((2, 3)), X((2,)), X((3,)))), FLOATS, "same", grad=True),
+        OpInfo("index_put_acc", lambda x, i, v: x.index_put((i,), v, accumulate=True),
+               lambda x, i, v: _np_index_add(x, i, v),
+               fixed(S(X((4, 2)), IDX([0, 2, 0]), X((3, 2))), S(X((3,)), IDX([1, 1]), X((2,)))),
+               NUMERIC, "same", grad=True),
+        OpInfo("put", lambda x, i, v: x.put(i, v, accumulate=True),
+               lambda x, i, v: _np_index_add(x.reshape(-1), i.reshape(-1),
+                                             v.reshape(-1)).reshape(x.shape),
+               fixed(S(X((2, 3)), IDX([0, 5, 0]), X((3,)))), NUMERIC, "same", grad=True),
+    ]
+    return rows
+
+
+def _np_block_diag(*ts: np.ndarray) -> np.ndarray:
+    mats = [t.reshape(1, -1) if t.ndim < 2 else t for t in ts]
+    out = np.zeros((sum(m.shape[0] for m in mats), sum(m.shape[1] for m in mats)),
+                   dtype=np.result_type(*mats))
+    r = c = 0
+    for m in mats:
+        out[r:r + m.shape[0], c:c + m.shape[1]] = m
+        r, c = r + m.shape[0], c + m.shape[1]
+    return out
+
+
+def _np_masked_scatter(x: np.ndarray, m: np.ndarray, s: np.ndarray) -> np.ndarray:
+    out = x.copy()
+    mm = np.broadcast_to(m, x.shape)
+    out[mm] = s.reshape(-1)[:mm.sum()]
+    return out
+
+
+def _np_index_add(x: np.ndarray, i: np.ndarray, v: np.ndarray) -> np.ndarray:
+    out = x.copy()
+    np.add.at(out, i, v)
+    return out
+
+
+OP_TABLE += _more_math_rows()
+
 _names = [r.name for r in OP_TABLE]
 assert len(set(_names)) == len(_names), [n for n in _names if _names.count(n) > 1]
 

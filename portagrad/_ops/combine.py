@@ -203,9 +203,8 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
         raise RuntimeError("renorm: non-positive-norm not supported")
     d = wrap_dim(dim, input.dim())
     others = [k for k in range(input.dim()) if k != d]
-    norms = R.norm(input, p, others, keepdim=True).detach()
-    # PyTorch's scale: maxnorm / (norm + 1e-7) where the norm exceeds maxnorm, and treats the
-    # factor as a constant
+    norms = R.norm(input, p, others, keepdim=True)
+    # PyTorch's scale: maxnorm / (norm + 1e-7) where the norm exceeds maxnorm
     scale = where(E.gt(norms, maxnorm), E.div(maxnorm, E.add(norms, 1e-7)), 1.0)
     return E.mul(input, scale.to(input.dtype))
 
