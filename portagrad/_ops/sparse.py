@@ -24,6 +24,7 @@ from . import elementwise as E
 from . import shape as S
 from .indexing import index_select, nonzero
 from .joining import cat, sort
+from .linalg import mm
 from .search import unique_consecutive
 
 __all__ = ["SparseCooTensor", "sparse_coo_tensor", "to_sparse", "sparse_mm", "sparse_sum",
@@ -376,13 +377,14 @@ def to_sparse(input: Tensor, sparse_dim: int | None = None, *, layout: Any = Non
 
 
 def sparse_mm(mat1: Any, mat2: Tensor) -> Tensor:
-    """``mat1 @ mat2`` for a 2-D sparse ``mat1`` and a dense 1-D or 2-D ``mat2`` (dense result);
-    differentiable with respect to ``mat2`` and ``mat1``'s values."""
+    """``mat1 @ mat2`` for a 2-D sparse ``mat1`` and a dense 1-D or 2-D ``mat2`` (dense result;
+    also dense @ sparse, and dense @ dense); differentiable with respect to the dense operand and
+    the sparse operand's values."""
     if not isinstance(mat1, SparseCooTensor):
         if isinstance(mat2, SparseCooTensor):
             # dense @ sparse = (sparse^T @ dense^T)^T
             return S.transpose(sparse_mm(mat2.t(), S.transpose(mat1, 0, 1)), 0, 1)
-        raise TypeError("sparse mm expects a sparse COO tensor as its first argument")
+        return mm(mat1, mat2)  # torch.spmm of two dense matrices is mm
     if mat1.sparse_dim() != 2 or mat1.dense_dim() != 0:
         _refuse(f"mm with a {mat1.sparse_dim()}-sparse-dim, {mat1.dense_dim()}-dense-dim tensor")
     if isinstance(mat2, SparseCooTensor):

@@ -338,4 +338,4 @@ def angle(input: Tensor) -> Tensor:
     """Argument of each (real) element: 0 for non-negative, pi for negative; NaN stays NaN."""
     _check_tensor("angle", input)
     x = _float_input(input)
-    return where(E.isnan(x), x, where(E.lt(x, 0), math.pi, 0.0).to(x.dtype))
+    return where(E.isnan(x), x, E.mul(E.lt(x, 0).to(x.dtype), math.pi))
