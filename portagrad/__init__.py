@@ -192,10 +192,14 @@ from ._ops.combine import (addmv, addr, argwhere, atleast_1d, atleast_2d, atleas
                            dsplit, dstack, einsum, fliplr, flipud, hsplit, masked_scatter,
                            matrix_power, meshgrid, nanmean, ravel, renorm, rot90, row_stack,
                            split_with_sizes, take, tensordot, vsplit)
+from ._ops import gammafn as _gammafn
+from ._ops import segment as _segment
 from ._ops.diagonal import (block_diag, diag, diag_embed, diagflat, diagonal, kron, tril_indices,
                             trace, triu_indices)
+from ._ops.gammafn import digamma, lgamma, mvlgamma, polygamma
 from ._ops.scan import cummax, cummin, cumprod, diff, logcumsumexp
 from ._ops.search import bincount, bucketize, histc, searchsorted, unique, unique_consecutive
+from ._ops.segment import index_reduce, scatter_reduce
 from ._ops.sparse import sparse_coo_tensor
 from ._ops.sparse import sparse_mm as spmm
 from ._ops.special import (acos, acosh, addcdiv, addcmul, angle, arccos, arccosh, arcsin,
@@ -206,7 +210,7 @@ from ._ops.special import (acos, acosh, addcdiv, addcmul, angle, arccos, arccosh
 from ._softmax import log_softmax, softmax
 
 _tensor_api._bind_more(_sys.modules[__name__], _special, _diagonal, _scan, _search,
-                       _combine, _sparse)
+                       _combine, _sparse, _segment, _gammafn)
 
 __all__ += [
     "acos", "acosh", "addcdiv", "addcmul", "addmv", "addr", "angle", "arccos", "arccosh",
@@ -221,5 +225,6 @@ __all__ += [
     "rad2deg", "ravel", "renorm", "rot90", "row_stack", "searchsorted", "sinc", "sinh",
     "softmax", "sparse", "sparse_coo", "sparse_coo_tensor", "split_with_sizes", "spmm",
     "strided", "take", "tensordot", "trace", "tril_indices", "triu_indices", "unique",
-    "unique_consecutive", "vsplit", "xlogy",
+    "unique_consecutive", "vsplit", "xlogy", "digamma", "lgamma", "mvlgamma", "polygamma",
+    "index_reduce", "scatter_reduce",
 ]

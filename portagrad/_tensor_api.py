@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from ._ops import search as _SE
     from ._ops import sparse as _SP
     from ._ops import special as _SF
+    from ._ops import segment as _SG
+    from ._ops import gammafn as _GM
 
 __all__ = ["TensorOps"]
 
@@ -69,11 +71,13 @@ def _bind(tensor: type[Tensor], raw: ModuleType, creation: ModuleType, random: M
 
 
 def _bind_more(package: ModuleType, special: ModuleType, diagonal: ModuleType, scan: ModuleType,
-               search: ModuleType, combine: ModuleType, sparse: ModuleType) -> None:
+               search: ModuleType, combine: ModuleType, sparse: ModuleType, segment: ModuleType,
+               gammafn: ModuleType) -> None:
     """Bind the op modules of the methods declared after the operators (once, from
     ``portagrad/__init__.py``)."""
-    global _PG, _SF, _DG, _SC, _SE, _CB, _SP
+    global _PG, _SF, _DG, _SC, _SE, _CB, _SP, _SG, _GM
     _PG, _SF, _DG, _SC, _SE, _CB, _SP = package, special, diagonal, scan, search, combine, sparse
+    _SG, _GM = segment, gammafn
 
 
 # ------------------------------------------------------------------------------- operators
@@ -1649,3 +1653,47 @@ class TensorOps:
     def angle(self) -> Tensor:
         """Argument of each element: 0 for non-negative, pi for negative (NaN stays NaN)."""
         return _SF.angle(self)
+
+    def scatter_reduce(self, dim: _int, index: Tensor, src: Tensor, reduce: str, *,
+                       include_self: _bool = True) -> Tensor:
+        """``src`` reduced (sum, prod, mean, amax, amin) into the slots ``index`` names."""
+        return _SG.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
+
+    def scatter_reduce_(self, dim: _int, index: Tensor, src: Tensor, reduce: str, *,
+                        include_self: _bool = True) -> Tensor:
+        return _E.unary_inplace(_SG.scatter_reduce, self, dim, index, src, reduce,
+                                include_self=include_self)
+
+    def index_reduce(self, dim: _int, index: Tensor, source: Tensor, reduce: str, *,
+                     include_self: _bool = True) -> Tensor:
+        return _SG.index_reduce(self, dim, index, source, reduce, include_self=include_self)
+
+    def index_reduce_(self, dim: _int, index: Tensor, source: Tensor, reduce: str, *,
+                      include_self: _bool = True) -> Tensor:
+        return _E.unary_inplace(_SG.index_reduce, self, dim, index, source, reduce,
+                                include_self=include_self)
+
+    def lgamma(self) -> Tensor:
+        return _GM.lgamma(self)
+
+    def lgamma_(self) -> Tensor:
+        return _E.unary_inplace(_GM.lgamma, self)
+
+    def digamma(self) -> Tensor:
+        return _GM.digamma(self)
+
+    def digamma_(self) -> Tensor:
+        return _E.unary_inplace(_GM.digamma, self)
+
+    def polygamma(self, n: _int) -> Tensor:
+        """The ``n``-th derivative of ``digamma`` (``portagrad.polygamma(n, self)``)."""
+        return _GM.polygamma(n, self)
+
+    def polygamma_(self, n: _int) -> Tensor:
+        return _E.unary_inplace(lambda t: _GM.polygamma(n, t), self)
+
+    def mvlgamma(self, p: _int) -> Tensor:
+        return _GM.mvlgamma(self, p)
+
+    def mvlgamma_(self, p: _int) -> Tensor:
+        return _E.unary_inplace(_GM.mvlgamma, self, p)

@@ -1508,6 +1508,87 @@ def _np_index_add(x: np.ndarray, i: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 OP_TABLE += _more_math_rows()
 
+
+def _np_digamma(x: np.ndarray, n: int = 0) -> np.ndarray:
+    """psi (n = 0) or psi' (n = 1) of positive x: the recurrence up to x + 1000, then the first
+    terms of the asymptotic series (a plain reference, independent of the implementation)."""
+    x = np.asarray(x, dtype=np.float64)
+    acc = sum((x + k) ** -(n + 1.0) for k in range(1000))
+    y = x + 1000.0
+    if n == 0:
+        return np.log(y) - 0.5 / y - 1 / (12 * y ** 2) + 1 / (120 * y ** 4) - acc
+    return 1 / y + 1 / (2 * y ** 2) + 1 / (6 * y ** 3) - 1 / (30 * y ** 5) + acc
+
+
+def _np_scatter_reduce(x: np.ndarray, dim: int, idx: np.ndarray, src: np.ndarray, reduce: str,
+                       include_self: bool = True) -> np.ndarray:
+    out = x.astype(np.float64).copy()
+    acc: dict = {}
+    for pos in np.ndindex(*idx.shape):
+        tgt = list(pos)
+        tgt[dim] = idx[pos]
+        acc.setdefault(tuple(tgt), []).append(float(src[pos]))
+    for tgt, vals in acc.items():
+        if include_self:
+            vals = vals + [out[tgt]]
+        out[tgt] = {"sum": np.sum, "prod": np.prod, "mean": np.mean, "amax": np.max,
+                    "amin": np.min}[reduce](vals)
+    return out.astype(x.dtype)
+
+
+def _gamma_rows() -> list[OpInfo]:
+    red_s = fixed(S(X((3, 4)), 0, IDX([[0, 2, 0, 1], [2, 2, 0, 0], [1, 0, 0, 2]]), X((3, 4))),
+                  S(X((2, 5)), 1, IDX([[0, 4, 4], [1, 1, 3]]), X((2, 3))))
+    rows = [
+        OpInfo("lgamma", pg.lgamma,
+               lambda x: np.vectorize(math.lgamma, otypes=[float])(x.astype(float)),
+               unary_samples(), FLOATS, "float", method="lgamma", grad=True, gradgrad=True,
+               rtol=1e-5, atol=2e-6),
+        OpInfo("lgamma_reflection", lambda x: pg.lgamma(x - 3.0),
+               lambda x: np.vectorize(math.lgamma, otypes=[float])(x.astype(float) - 3.0),
+               unary_samples("unit"), FLOATS, "same", grad=True, rtol=1e-5, atol=2e-6),
+        OpInfo("digamma", pg.digamma, _np_digamma, unary_samples("positive"), NUMERIC, "float",
+               method="digamma", grad=True, rtol=1e-5, atol=2e-6),
+        OpInfo("digamma_reflection", lambda x: pg.digamma(x - 2.0),
+               lambda x: _np_digamma(1.0 - (x - 2.0)) - math.pi / np.tan(math.pi * (x - 2.0)),
+               unary_samples("unit"), FLOATS, "same", grad=True, rtol=1e-5, atol=2e-5),
+        OpInfo("polygamma1", lambda x: pg.polygamma(1, x), lambda x: _np_digamma(x, 1),
+               unary_samples("positive"), FLOATS, "same", grad=True, rtol=1e-5, atol=2e-6,
+               errors=[E(lambda d: pg.polygamma(-1, T((2,), d)), RuntimeError,
+                         r"polygamma\(n, x\) does not support negative n")]),
+        OpInfo("mvlgamma", lambda x: pg.mvlgamma(x + 1.0, 3),
+               lambda x: sum(np.vectorize(math.lgamma, otypes=[float])(x + 1.0 - j / 2)
+                             for j in range(3)) + 1.5 * math.log(math.pi),
+               unary_samples("positive"), FLOATS, "same", grad=True, rtol=1e-5, atol=2e-6,
+               errors=[E(lambda d: pg.mvlgamma(T((2,), d), 3), RuntimeError,
+                         r"All elements must be greater than \(p-1\)/2")]),
+    ]
+    for reduce in ("sum", "prod", "mean", "amax", "amin"):
+        for inc in (True, False):
+            rows.append(OpInfo(
+                f"scatter_reduce_{reduce}{'' if inc else '_noself'}",
+                lambda x, d, i, s, r=reduce, inc=inc: x.scatter_reduce(d, i, s, r,
+                                                                       include_self=inc),
+                lambda x, d, i, s, r=reduce, inc=inc: _np_scatter_reduce(x, d, i, s, r, inc),
+                red_s, FLOATS if reduce == "mean" else NUMERIC, "same", grad=True,
+                errors=[E(lambda d: pg.scatter_reduce(T((2,), d), 0, pg.tensor([0], device=d),
+                                                      T((1,), d), "max"), RuntimeError,
+                          r"reduce argument must be either sum, prod, mean, amax or amin, got "
+                          r"max")] if reduce == "sum" and inc else []))
+    rows.append(OpInfo(
+        "index_reduce", lambda x, i, s: x.index_reduce(0, i, s, "amax", include_self=False),
+        lambda x, i, s: _np_scatter_reduce(x, 0, np.broadcast_to(i[:, None], s.shape), s,
+                                           "amax", False),
+        fixed(S(X((3, 2)), IDX([0, 2, 0, 0]), X((4, 2)))), NUMERIC, "same", grad=True,
+        errors=[E(lambda d: T((2, 2), d).index_reduce(0, pg.tensor([0], device=d), T((1, 2), d),
+                                                      "sum"), RuntimeError,
+                  r"index_reduce\(\): Expected reduce to be one of prod, mean, amax or amin but "
+                  r"got sum")]))
+    return rows
+
+
+OP_TABLE += _gamma_rows()
+
 _names = [r.name for r in OP_TABLE]
 assert len(set(_names)) == len(_names), [n for n in _names if _names.count(n) > 1]
 
