@@ -179,7 +179,7 @@ __all__ = [
 # methods are bound here too)
 import sys as _sys
 
-from . import sparse
+from . import linalg, sparse
 from ._layout import layout, sparse_coo, strided
 from ._ops import combine as _combine
 from ._ops import diagonal as _diagonal
@@ -192,10 +192,12 @@ from ._ops.combine import (addmv, addr, argwhere, atleast_1d, atleast_2d, atleas
                            dsplit, dstack, einsum, fliplr, flipud, hsplit, masked_scatter,
                            matrix_power, meshgrid, nanmean, ravel, renorm, rot90, row_stack,
                            split_with_sizes, take, tensordot, vsplit)
+from ._ops import decomp as _decomp
 from ._ops import gammafn as _gammafn
 from ._ops import segment as _segment
 from ._ops.diagonal import (block_diag, diag, diag_embed, diagflat, diagonal, kron, tril_indices,
                             trace, triu_indices)
+from ._ops.decomp import cholesky, det, inverse, logdet, slogdet
 from ._ops.gammafn import digamma, lgamma, mvlgamma, polygamma
 from ._ops.scan import cummax, cummin, cumprod, diff, logcumsumexp
 from ._ops.search import bincount, bucketize, histc, searchsorted, unique, unique_consecutive
@@ -210,7 +212,7 @@ from ._ops.special import (acos, acosh, addcdiv, addcmul, angle, arccos, arccosh
 from ._softmax import log_softmax, softmax
 
 _tensor_api._bind_more(_sys.modules[__name__], _special, _diagonal, _scan, _search,
-                       _combine, _sparse, _segment, _gammafn)
+                       _combine, _sparse, _segment, _gammafn, _decomp)
 
 __all__ += [
     "acos", "acosh", "addcdiv", "addcmul", "addmv", "addr", "angle", "arccos", "arccosh",
@@ -226,5 +228,6 @@ __all__ += [
     "softmax", "sparse", "sparse_coo", "sparse_coo_tensor", "split_with_sizes", "spmm",
     "strided", "take", "tensordot", "trace", "tril_indices", "triu_indices", "unique",
     "unique_consecutive", "vsplit", "xlogy", "digamma", "lgamma", "mvlgamma", "polygamma",
-    "index_reduce", "scatter_reduce",
+    "index_reduce", "scatter_reduce", "cholesky", "det", "inverse", "linalg", "logdet",
+    "slogdet",
 ]

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ._ops import special as _SF
     from ._ops import segment as _SG
     from ._ops import gammafn as _GM
+    from ._ops import decomp as _DC
 
 __all__ = ["TensorOps"]
 
@@ -72,12 +73,12 @@ def _bind(tensor: type[Tensor], raw: ModuleType, creation: ModuleType, random: M
 
 def _bind_more(package: ModuleType, special: ModuleType, diagonal: ModuleType, scan: ModuleType,
                search: ModuleType, combine: ModuleType, sparse: ModuleType, segment: ModuleType,
-               gammafn: ModuleType) -> None:
+               gammafn: ModuleType, decomp: ModuleType) -> None:
     """Bind the op modules of the methods declared after the operators (once, from
     ``portagrad/__init__.py``)."""
-    global _PG, _SF, _DG, _SC, _SE, _CB, _SP, _SG, _GM
+    global _PG, _SF, _DG, _SC, _SE, _CB, _SP, _SG, _GM, _DC
     _PG, _SF, _DG, _SC, _SE, _CB, _SP = package, special, diagonal, scan, search, combine, sparse
-    _SG, _GM = segment, gammafn
+    _SG, _GM, _DC = segment, gammafn, decomp
 
 
 # ------------------------------------------------------------------------------- operators
@@ -1697,3 +1698,22 @@ class TensorOps:
 
     def mvlgamma_(self, p: _int) -> Tensor:
         return _E.unary_inplace(_GM.mvlgamma, self, p)
+
+    def det(self) -> Tensor:
+        """Determinant (of each matrix of a batch)."""
+        return _DC.det(self)
+
+    def logdet(self) -> Tensor:
+        return _DC.logdet(self)
+
+    def slogdet(self) -> Any:
+        """``(sign, log|det|)``."""
+        return _DC.slogdet(self)
+
+    def inverse(self) -> Tensor:
+        """Matrix inverse (of each matrix of a batch)."""
+        return _DC.inverse(self)
+
+    def cholesky(self, upper: _bool = False) -> Tensor:
+        """Cholesky factor of a symmetric positive-definite matrix."""
+        return _DC.cholesky(self, upper)

@@ -1589,6 +1589,54 @@ def _gamma_rows() -> list[OpInfo]:
 
 OP_TABLE += _gamma_rows()
 
+
+def _spd(x: np.ndarray) -> np.ndarray:
+    return x @ np.swapaxes(x, -1, -2) + 3 * np.eye(x.shape[-1], dtype=x.dtype)
+
+
+def _decomp_rows() -> list[OpInfo]:
+    sq = fixed(S(X((3, 3))), S(X((2, 4, 4))), S(X((3, 3)), nc="T"), S(X((1, 1))))
+    not_square = E(lambda d: pg.det(T((2, 3), d)), RuntimeError,
+                   r"linalg.det: A must be batches of square matrices, but they are 2 by 3 "
+                   r"matrices")
+    return [
+        OpInfo("det", pg.det, np.linalg.det, sq, FLOATS, "same", method="det", grad=True,
+               gradgrad=True, rtol=1e-4, atol=1e-5, errors=[not_square]),
+        OpInfo("logdet", lambda x: pg.logdet(_spd_pg(x)), lambda x: np.linalg.slogdet(_spd(x))[1],
+               sq, FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5),
+        OpInfo("slogdet", pg.slogdet, lambda x: tuple(np.linalg.slogdet(x)), sq, FLOATS, "same",
+               method="slogdet", rtol=1e-4, atol=1e-5),
+        OpInfo("inverse", pg.inverse, np.linalg.inv, sq, FLOATS, "same", method="inverse",
+               grad=True, gradgrad=True, rtol=1e-3, atol=1e-4,
+               errors=[E(lambda d: pg.inverse(pg.zeros(2, 2, device=d)), RuntimeError,
+                         r"linalg.inv: The diagonal element 1 is zero, the inversion could not "
+                         r"be completed because the input matrix is singular.")]),
+        OpInfo("linalg_solve", pg.linalg.solve, np.linalg.solve,
+               fixed(S(X((3, 3)), X((3, 2))), S(X((2, 3, 3)), X((2, 3, 1))),
+                     S(X((3, 3)), X((3, 3)), nc="T")), FLOATS, "same", grad=True, rtol=1e-3,
+               atol=1e-4),
+        OpInfo("cholesky", lambda x: pg.linalg.cholesky(_spd_pg(x)),
+               lambda x: np.linalg.cholesky(_spd(x)), sq, FLOATS, "same", grad=True,
+               rtol=1e-4, atol=1e-5,
+               errors=[E(lambda d: pg.linalg.cholesky(-pg.eye(2, device=d)), RuntimeError,
+                         r"linalg.cholesky: The factorization could not be completed because the "
+                         r"input is not positive-definite \(the leading minor of order 1 is not "
+                         r"positive-definite\)")]),
+        OpInfo("linalg_matrix_norm_1", lambda x: pg.linalg.matrix_norm(x, 1),
+               lambda x: np.linalg.norm(x, 1, axis=(-2, -1)), sq, FLOATS, "same", grad=True),
+        OpInfo("linalg_norm", lambda x, **kw: pg.linalg.norm(x, **kw),
+               lambda x, **kw: np.linalg.norm(x, axis=kw.get("dim")),
+               fixed(S(X((3, 4))), S(X((3, 4)), dim=1), S(X((2, 3, 4)), dim=(1, 2))), FLOATS,
+               "same", grad=True),
+    ]
+
+
+def _spd_pg(x: pg.Tensor) -> pg.Tensor:
+    return x @ x.transpose(-1, -2) + 3 * pg.eye(x.shape[-1], dtype=x.dtype, device=x.device)
+
+
+OP_TABLE += _decomp_rows()
+
 _names = [r.name for r in OP_TABLE]
 assert len(set(_names)) == len(_names), [n for n in _names if _names.count(n) > 1]
 

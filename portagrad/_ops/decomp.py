@@ -1,0 +1,186 @@
+"""Small dense linear algebra by elimination: ``det``, ``slogdet``, ``logdet``, ``inv``,
+``solve``, ``cholesky``.
+
+Gaussian elimination with partial pivoting, written with whole-tensor ops on batches of matrices
+(one step per column: pick the pivot, swap rows with ``gather``, eliminate below or around it), so
+it runs on every backend and its gradient comes from those ops. The cost is ``n`` steps of
+``O(n^2)`` work each, meant for the small matrices training code inverts (covariances, Jacobians),
+not for large solves.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+from .. import _creation, _dtype
+from .._shape import broadcast_shapes
+from .._tensor import Tensor
+from ..autograd.grad_mode import _no_grad
+from . import elementwise as E
+from . import shape as S
+from .indexing import gather, where
+from .joining import cat
+from .reduction import argmax, prod, sum as rsum
+
+__all__ = ["det", "slogdet", "logdet", "inv", "inverse", "solve", "cholesky"]
+
+slogdet_result = namedtuple("slogdet_result", ["sign", "logabsdet"])
+
+
+def _square(name: str, a: Any) -> None:
+    if not isinstance(a, Tensor):
+        raise TypeError(f"{name}(): argument 'A' (position 1) must be Tensor, not "
+                        f"{type(a).__name__}")
+    if a.dim() < 2:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+    if a.shape[-1] != a.shape[-2]:
+        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
+                           f"{a.shape[-2]} by {a.shape[-1]} matrices")
+    if not a.dtype.is_floating_point:
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
+                           f"{E._type_name(a.dtype)}")
+
+
+def _pivot(m: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """Rows ``k`` and the best pivot row (largest ``|m[..., i, k]|``, ``i >= k``) swapped, and
+    whether a swap happened (per matrix)."""
+    n = m.shape[-2]
+    with _no_grad():
+        col = E.abs(S.narrow(S.select(m, -1, k), -1, k, n - k))
+        p = E.add(argmax(col, -1, keepdim=True), k)  # (..., 1)
+        rows = _creation.arange(n, device=m.device)
+        perm = where(E.eq(rows, k), p, where(E.eq(rows, p), k, rows))  # (..., n)
+        swapped = S.squeeze(E.ne(p, k), -1)
+    idx = S.unsqueeze(perm, -1).expand(m.shape)
+    return gather(m, -2, idx), swapped
+
+
+def _lu_diag(a: Tensor) -> tuple[Tensor, Tensor]:
+    """The diagonal of U in ``PA = LU`` and the sign of the permutation ``P``."""
+    n = a.shape[-1]
+    m = a
+    sign = _creation.ones(a.shape[:-2], dtype=a.dtype, device=a.device)
+    diags = []
+    for k in range(n):
+        m, swapped = _pivot(m, k)
+        sign = where(swapped, E.neg(sign), sign)
+        piv = S.narrow(S.narrow(m, -2, k, 1), -1, k, 1)  # (..., 1, 1)
+        diags.append(S.reshape(piv, piv.shape[:-2] + (1,)))
+        if k + 1 < n:
+            # a zero pivot means the whole column below is zero: nothing to eliminate
+            safe = where(E.eq(piv, 0), 1.0, piv)
+            below = S.narrow(m, -2, k + 1, n - k - 1)
+            f = E.div(S.narrow(below, -1, k, 1), safe)
+            below = E.sub(below, E.mul(f, S.narrow(m, -2, k, 1)))
+            m = cat([S.narrow(m, -2, 0, k + 1), below], -2)
+    return cat(diags, -1), sign
+
+
+def det(A: Tensor) -> Tensor:
+    """Determinant of a square matrix (or of each of a batch)."""
+    _square("linalg.det", A)
+    if A.shape[-1] == 0:
+        return _creation.ones(A.shape[:-2], dtype=A.dtype, device=A.device)
+    d, sign = _lu_diag(A)
+    return E.mul(prod(d, -1), sign)
+
+
+def slogdet(A: Tensor) -> Any:
+    """``(sign, log|det|)`` of a square matrix (or of each of a batch); ``(0, -inf)`` when
+    singular."""
+    _square("linalg.slogdet", A)
+    if A.shape[-1] == 0:
+        one = _creation.ones(A.shape[:-2], dtype=A.dtype, device=A.device)
+        return slogdet_result(one, E.mul(one, 0.0))
+    d, sign = _lu_diag(A)
+    s = E.mul(prod(E.sign(d), -1), sign)
+    return slogdet_result(s, rsum(E.log(E.abs(d)), -1))
+
+
+def logdet(input: Tensor) -> Tensor:
+    """``log(det(input))``: NaN for a negative determinant, ``-inf`` for zero."""
+    s, la = slogdet(input)
+    return where(E.lt(s, 0), float("nan"), la)
+
+
+def _gauss_jordan(name: str, a: Tensor, b: Tensor) -> Tensor:
+    """``a^-1 b`` by Gauss-Jordan elimination on ``[a | b]`` with partial pivoting."""
+    n = a.shape[-1]
+    m = cat([a, b], -1)
+    pivots = []
+    for k in range(n):
+        m, _ = _pivot(m, k)
+        row = S.narrow(m, -2, k, 1)
+        piv = S.narrow(row, -1, k, 1)
+        pivots.append(piv)
+        safe = where(E.eq(piv, 0), 1.0, piv)
+        row = E.div(row, safe)
+        f = S.narrow(m, -1, k, 1)  # (..., n, 1): the column to clear
+        m = E.sub(m, E.mul(f, row))
+        m = cat([S.narrow(m, -2, 0, k), row, S.narrow(m, -2, k + 1, n - k - 1)], -2)
+    with _no_grad():
+        zero = E.eq(cat(pivots, -1), 0)
+        if zero.numel() and bool(zero.any().item()):
+            first = int(argmax(zero.to(_dtype.int64).reshape(-1, n), -1).max().item()) + 1
+            raise RuntimeError(f"{name}: The diagonal element {first} is zero, the inversion "
+                               f"could not be completed because the input matrix is singular.")
+    return S.narrow(m, -1, n, m.shape[-1] - n)
+
+
+def inv(A: Tensor) -> Tensor:
+    """Inverse of a square matrix (or of each of a batch); singular matrices raise."""
+    _square("linalg.inv", A)
+    eye = _creation.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape)
+    return _gauss_jordan("linalg.inv", A, eye)
+
+
+inverse = inv  # torch.inverse, Tensor.inverse
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    """``X`` with ``A X = B`` (``B`` a vector or a matrix, batches broadcast); ``left=False``:
+    ``X A = B``."""
+    _square("linalg.solve", A)
+    if not left:
+        return S.transpose(solve(S.transpose(A, -1, -2), S.transpose(B, -1, -2)), -1, -2)
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
+                           f"A of type {E._type_name(A.dtype)} and B of type "
+                           f"{E._type_name(B.dtype)} instead")
+    vec = B.dim() == 1 or (B.dim() == A.dim() - 1 and B.shape == A.shape[:-1])
+    b = S.unsqueeze(B, -1) if vec else B
+    if b.shape[-2] != A.shape[-1]:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                           f"AX = B ({A.shape[-2]}x{A.shape[-1]} and {b.shape[-2]}x"
+                           f"{b.shape[-1]})")
+    batch = tuple(broadcast_shapes(tuple(A.shape[:-2]), tuple(b.shape[:-2])))
+    a = A.expand(batch + tuple(A.shape[-2:]))
+    bb = b.expand(batch + tuple(b.shape[-2:]))
+    x = _gauss_jordan("linalg.solve", a, bb)
+    return S.squeeze(x, -1) if vec else x
+
+
+def cholesky(A: Tensor, upper: bool = False) -> Tensor:
+    """The Cholesky factor ``L`` (lower; ``upper=True``: ``L^H``) of a symmetric positive-definite
+    matrix (or of each of a batch); raises when the matrix is not positive-definite."""
+    _square("linalg.cholesky", A)
+    n = A.shape[-1]
+    cols: list[Tensor] = []  # column j of L, (..., n, 1)
+    for j in range(n):
+        aj = S.narrow(A, -1, j, 1)  # (..., n, 1)
+        if cols:
+            lj = cat(cols, -1)  # (..., n, j)
+            rowj = S.narrow(lj, -2, j, 1)  # (..., 1, j)
+            aj = E.sub(aj, rsum(E.mul(lj, rowj), -1, keepdim=True))
+        d = S.narrow(aj, -2, j, 1)  # (..., 1, 1)
+        with _no_grad():
+            if d.numel() and bool(E.logical_not(E.gt(d, 0)).any().item()):
+                raise RuntimeError(f"linalg.cholesky: The factorization could not be completed "
+                                   f"because the input is not positive-definite (the leading "
+                                   f"minor of order {j + 1} is not positive-definite).")
+        col = E.div(aj, E.sqrt(d))
+        rows = _creation.arange(n, device=A.device)
+        col = where(S.unsqueeze(E.lt(rows, j), -1), 0.0, col)  # above the diagonal: zero
+        cols.append(col.to(A.dtype))
+    L = cat(cols, -1)
+    return S.transpose(L, -1, -2) if upper else L
