@@ -179,7 +179,7 @@ __all__ = [
 # methods are bound here too)
 import sys as _sys
 
-from . import linalg, sparse
+from . import linalg, sparse, special
 from ._layout import layout, sparse_coo, strided
 from ._ops import combine as _combine
 from ._ops import diagonal as _diagonal
@@ -187,23 +187,35 @@ from ._ops import scan as _scan
 from ._ops import search as _search
 from ._ops import sparse as _sparse
 from ._ops import special as _special
+from ._ops.bits import (bitwise_left_shift, bitwise_right_shift, frexp, gcd, lcm, ldexp,
+                        nextafter)
+from ._ops.combine import (addbmm, as_strided_scatter, diagonal_scatter, matrix_exp,
+                           select_scatter, slice_scatter)
 from ._ops.combine import (addmv, addr, argwhere, atleast_1d, atleast_2d, atleast_3d,
                            cartesian_prod, cdist, column_stack, corrcoef, cov, cross, dist,
                            dsplit, dstack, einsum, fliplr, flipud, hsplit, masked_scatter,
                            matrix_power, meshgrid, nanmean, ravel, renorm, rot90, row_stack,
                            split_with_sizes, take, tensordot, vsplit)
+from ._ops import bits as _bits
 from ._ops import decomp as _decomp
+from ._ops import fills as _fills
+from ._ops import metadata as _metadata
+from ._ops import stats as _stats
 from ._ops import gammafn as _gammafn
 from ._ops import segment as _segment
 from ._ops.diagonal import (block_diag, diag, diag_embed, diagflat, diagonal, kron, tril_indices,
                             trace, triu_indices)
-from ._ops.decomp import cholesky, det, inverse, logdet, slogdet
+from ._ops.decomp import (cholesky, cholesky_inverse, cholesky_solve, det, inverse, logdet,
+                          slogdet, triangular_solve)
 from ._ops.gammafn import digamma, lgamma, mvlgamma, polygamma
 from ._ops.scan import cummax, cummin, cumprod, diff, logcumsumexp
 from ._ops.search import bincount, bucketize, histc, searchsorted, unique, unique_consecutive
 from ._ops.segment import index_reduce, scatter_reduce
+from ._ops.metadata import nonzero_static
 from ._ops.sparse import sparse_coo_tensor
 from ._ops.sparse import sparse_mm as spmm
+from ._ops.special import i0
+from ._ops.stats import histogram, mode, nanmedian, nanquantile, quantile
 from ._ops.special import (acos, acosh, addcdiv, addcmul, angle, arccos, arccosh, arcsin,
                            arcsinh, arctan, arctan2, arctanh, asin, asinh, atan, atanh, clamp_max,
                            clamp_min, copysign, cosh, deg2rad, erfc, erfinv, fix, float_power,
@@ -212,7 +224,8 @@ from ._ops.special import (acos, acosh, addcdiv, addcmul, angle, arccos, arccosh
 from ._softmax import log_softmax, softmax
 
 _tensor_api._bind_more(_sys.modules[__name__], _special, _diagonal, _scan, _search,
-                       _combine, _sparse, _segment, _gammafn, _decomp)
+                       _combine, _sparse, _segment, _gammafn, _decomp, _bits, _stats, _metadata,
+                       _fills)
 
 __all__ += [
     "acos", "acosh", "addcdiv", "addcmul", "addmv", "addr", "angle", "arccos", "arccosh",
@@ -229,5 +242,9 @@ __all__ += [
     "strided", "take", "tensordot", "trace", "tril_indices", "triu_indices", "unique",
     "unique_consecutive", "vsplit", "xlogy", "digamma", "lgamma", "mvlgamma", "polygamma",
     "index_reduce", "scatter_reduce", "cholesky", "det", "inverse", "linalg", "logdet",
-    "slogdet",
+    "slogdet", "addbmm", "as_strided_scatter", "bitwise_left_shift", "bitwise_right_shift",
+    "diagonal_scatter", "frexp", "gcd", "histogram", "i0", "lcm", "ldexp", "matrix_exp",
+    "nanmedian", "nanquantile", "nextafter", "nonzero_static", "quantile", "select_scatter",
+    "slice_scatter", "special", "cholesky_inverse", "cholesky_solve", "mode",
+    "triangular_solve",
 ]

@@ -44,6 +44,10 @@ if TYPE_CHECKING:
     from ._ops import segment as _SG
     from ._ops import gammafn as _GM
     from ._ops import decomp as _DC
+    from ._ops import bits as _BT
+    from ._ops import stats as _ST
+    from ._ops import metadata as _MD
+    from ._ops import fills as _FL
 
 __all__ = ["TensorOps"]
 
@@ -73,12 +77,13 @@ def _bind(tensor: type[Tensor], raw: ModuleType, creation: ModuleType, random: M
 
 def _bind_more(package: ModuleType, special: ModuleType, diagonal: ModuleType, scan: ModuleType,
                search: ModuleType, combine: ModuleType, sparse: ModuleType, segment: ModuleType,
-               gammafn: ModuleType, decomp: ModuleType) -> None:
+               gammafn: ModuleType, decomp: ModuleType, bits: ModuleType, stats: ModuleType,
+               metadata: ModuleType, fills: ModuleType) -> None:
     """Bind the op modules of the methods declared after the operators (once, from
     ``portagrad/__init__.py``)."""
-    global _PG, _SF, _DG, _SC, _SE, _CB, _SP, _SG, _GM, _DC
+    global _PG, _SF, _DG, _SC, _SE, _CB, _SP, _SG, _GM, _DC, _BT, _ST, _MD, _FL
     _PG, _SF, _DG, _SC, _SE, _CB, _SP = package, special, diagonal, scan, search, combine, sparse
-    _SG, _GM, _DC = segment, gammafn, decomp
+    _SG, _GM, _DC, _BT, _ST, _MD, _FL = segment, gammafn, decomp, bits, stats, metadata, fills
 
 
 # ------------------------------------------------------------------------------- operators
@@ -1717,3 +1722,218 @@ class TensorOps:
     def cholesky(self, upper: _bool = False) -> Tensor:
         """Cholesky factor of a symmetric positive-definite matrix."""
         return _DC.cholesky(self, upper)
+
+    def bitwise_left_shift(self, other: Any) -> Tensor:
+        return _BT.bitwise_left_shift(self, other)
+
+    def bitwise_left_shift_(self, other: Any) -> Tensor:
+        return _E.binary_inplace(_BT.bitwise_left_shift, self, other)
+
+    def bitwise_right_shift(self, other: Any) -> Tensor:
+        return _BT.bitwise_right_shift(self, other)
+
+    def bitwise_right_shift_(self, other: Any) -> Tensor:
+        return _E.binary_inplace(_BT.bitwise_right_shift, self, other)
+
+    def gcd(self, other: Tensor) -> Tensor:
+        return _BT.gcd(self, other)
+
+    def gcd_(self, other: Tensor) -> Tensor:
+        return _E.binary_inplace(_BT.gcd, self, other)
+
+    def lcm(self, other: Tensor) -> Tensor:
+        return _BT.lcm(self, other)
+
+    def lcm_(self, other: Tensor) -> Tensor:
+        return _E.binary_inplace(_BT.lcm, self, other)
+
+    def ldexp(self, other: Tensor) -> Tensor:
+        return _BT.ldexp(self, other)
+
+    def ldexp_(self, other: Tensor) -> Tensor:
+        return _E.binary_inplace(_BT.ldexp, self, other)
+
+    def frexp(self) -> Any:
+        """``(mantissa, exponent)`` with ``self == mantissa * 2 ** exponent``."""
+        return _BT.frexp(self)
+
+    def nextafter(self, other: Tensor) -> Tensor:
+        return _BT.nextafter(self, other)
+
+    def nextafter_(self, other: Tensor) -> Tensor:
+        return _E.binary_inplace(_BT.nextafter, self, other)
+
+    def i0(self) -> Tensor:
+        return _SF.i0(self)
+
+    def i0_(self) -> Tensor:
+        return _E.unary_inplace(_SF.i0, self)
+
+    def quantile(self, q: Any, dim: _int | None = None, keepdim: _bool = False, *,
+                 interpolation: str = "linear") -> Tensor:
+        return _ST.quantile(self, q, dim, keepdim, interpolation=interpolation)
+
+    def nanquantile(self, q: Any, dim: _int | None = None, keepdim: _bool = False, *,
+                    interpolation: str = "linear") -> Tensor:
+        return _ST.nanquantile(self, q, dim, keepdim, interpolation=interpolation)
+
+    def nanmedian(self, dim: _int | None = None, keepdim: _bool = False) -> Any:
+        return _ST.nanmedian(self, dim, keepdim)
+
+    def histogram(self, bins: Any = 100, *, range: Any = None, weight: Tensor | None = None,
+                  density: _bool = False) -> Any:
+        return _ST.histogram(self, bins, range=range, weight=weight, density=density)
+
+    def diagonal_scatter(self, src: Tensor, offset: _int = 0, dim1: _int = 0, dim2: _int = 1
+                         ) -> Tensor:
+        return _CB.diagonal_scatter(self, src, offset, dim1, dim2)
+
+    def select_scatter(self, src: Tensor, dim: _int, index: _int) -> Tensor:
+        return _CB.select_scatter(self, src, dim, index)
+
+    def slice_scatter(self, src: Tensor, dim: _int = 0, start: _int | None = None,
+                      end: _int | None = None, step: _int = 1) -> Tensor:
+        return _CB.slice_scatter(self, src, dim, start, end, step)
+
+    def as_strided_scatter(self, src: Tensor, size: Sequence[_int], stride: Sequence[_int],
+                           storage_offset: _int | None = None) -> Tensor:
+        return _CB.as_strided_scatter(self, src, size, stride, storage_offset)
+
+    def addbmm(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1
+               ) -> Tensor:
+        return _CB.addbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def addbmm_(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1
+                ) -> Tensor:
+        return _E.unary_inplace(_CB.addbmm, self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def matrix_exp(self) -> Tensor:
+        return _CB.matrix_exp(self)
+
+    def t_(self) -> Tensor:
+        """Transpose in place (a change of geometry: no data moves)."""
+        return _MD.inplace_view(self, "t_", _S.t)
+
+    def transpose_(self, dim0: _int, dim1: _int) -> Tensor:
+        return _MD.inplace_view(self, "transpose_", lambda t: _S.transpose(t, dim0, dim1))
+
+    swapaxes_ = transpose_
+    swapdims_ = transpose_
+
+    def squeeze_(self, dim: Any = None) -> Tensor:
+        return _MD.inplace_view(self, "squeeze_", lambda t: _S.squeeze(t, dim))
+
+    def unsqueeze_(self, dim: _int) -> Tensor:
+        return _MD.inplace_view(self, "unsqueeze_", lambda t: _S.unsqueeze(t, dim))
+
+    def as_strided_(self, size: Sequence[_int], stride: Sequence[_int],
+                    storage_offset: _int | None = None) -> Tensor:
+        return _MD.inplace_view(self, "as_strided_",
+                                lambda t: _S.as_strided(t, size, stride, storage_offset))
+
+    def dim_order(self, *, ambiguity_check: Any = False) -> tuple[_int, ...]:
+        """Dimensions from outermost to innermost in memory."""
+        return _MD.dim_order(self, ambiguity_check=ambiguity_check)
+
+    def get_device(self) -> _int:
+        """``-1`` on ``cpu``, else the device index."""
+        return _MD.get_device(self)
+
+    def is_set_to(self, tensor: Tensor) -> _bool:
+        return _MD.is_set_to(self, tensor)
+
+    def nonzero_static(self, *, size: _int, fill_value: _int = -1) -> Tensor:
+        return _MD.nonzero_static(self, size=size, fill_value=fill_value)
+
+    def cauchy_(self, median: _float = 0.0, sigma: _float = 1.0, *, generator: Any = None
+                ) -> Tensor:
+        return _FL.cauchy_(self, median, sigma, generator=generator)
+
+    def log_normal_(self, mean: _float = 1.0, std: _float = 2.0, *, generator: Any = None
+                    ) -> Tensor:
+        return _FL.log_normal_(self, mean, std, generator=generator)
+
+    def geometric_(self, p: _float, *, generator: Any = None) -> Tensor:
+        return _FL.geometric_(self, p, generator=generator)
+
+    def map2_(self, x: Tensor, y: Tensor, callable: Callable[[Any, Any, Any], Any]) -> Tensor:
+        """``self[i] = callable(self[i], x[i], y[i])`` (broadcast), in place."""
+        return _CB.map_(self, x, callable, y)
+
+    @property
+    def mH(self) -> Tensor:
+        """The conjugate transpose of the last two dimensions (``mT`` for real tensors)."""
+        return _S.transpose(self, -2, -1)
+
+    def adjoint(self) -> Tensor:
+        return _S.transpose(self, -2, -1)
+
+    def to_sparse_csr(self, dense_dim: _int | None = None) -> Any:
+        raise NotImplementedError("to_sparse_csr: layout=torch.sparse_csr is not supported; "
+                                  "portagrad has sparse COO tensors (to_sparse())")
+
+    def to_sparse_csc(self, dense_dim: _int | None = None) -> Any:
+        raise NotImplementedError("to_sparse_csc: layout=torch.sparse_csc is not supported; "
+                                  "portagrad has sparse COO tensors (to_sparse())")
+
+    def to_sparse_bsr(self, blocksize: Any, dense_dim: _int | None = None) -> Any:
+        raise NotImplementedError("to_sparse_bsr: layout=torch.sparse_bsr is not supported; "
+                                  "portagrad has sparse COO tensors (to_sparse())")
+
+    def to_sparse_bsc(self, blocksize: Any, dense_dim: _int | None = None) -> Any:
+        raise NotImplementedError("to_sparse_bsc: layout=torch.sparse_bsc is not supported; "
+                                  "portagrad has sparse COO tensors (to_sparse())")
+
+    def is_distributed(self) -> _bool:
+        """``False``: portagrad tensors are never distributed."""
+        return False
+
+    def mode(self, dim: _int = -1, keepdim: _bool = False) -> Any:
+        """``(values, indices)`` of the most frequent value along ``dim``."""
+        return _ST.mode(self, dim, keepdim)
+
+    def cholesky_solve(self, input2: Tensor, upper: _bool = False) -> Tensor:
+        """``X`` with ``A X = self`` given ``A``'s Cholesky factor ``input2``."""
+        return _DC.cholesky_solve(self, input2, upper)
+
+    def cholesky_inverse(self, upper: _bool = False) -> Tensor:
+        return _DC.cholesky_inverse(self, upper)
+
+    def triangular_solve(self, A: Tensor, upper: _bool = True, transpose: _bool = False,
+                         unitriangular: _bool = False) -> Any:
+        return _DC.triangular_solve(self, A, upper, transpose, unitriangular)
+
+    def resize(self, *sizes: Any) -> Tensor:
+        """A resized copy (deprecated in PyTorch: prefer ``reshape`` or ``resize_``)."""
+        return _CB.resize_(_C.clone(self).detach(), *sizes)
+
+    def resize_as(self, tensor: Tensor) -> Tensor:
+        return _CB.resize_(_C.clone(self).detach(), tensor.shape)
+
+    # removed from PyTorch: they raise PyTorch's message, which names the replacement
+    def solve(self, A: Tensor) -> Any:
+        raise RuntimeError("This function was deprecated since version 1.9 and is now removed. "
+                           "`torch.solve` is deprecated in favor of `torch.linalg.solve`. "
+                           "`torch.linalg.solve` has its arguments reversed and does not return "
+                           "the LU factorization.")
+
+    def symeig(self, eigenvectors: _bool = False, upper: _bool = True) -> Any:
+        raise RuntimeError("This function was deprecated since version 1.9 and is now removed. "
+                           "Use `torch.linalg.eigh` (not implemented by portagrad).")
+
+    def eig(self, eigenvectors: _bool = False) -> Any:
+        raise RuntimeError("This function was deprecated since version 1.9 and is now removed. "
+                           "Use `torch.linalg.eig` (not implemented by portagrad).")
+
+    def lstsq(self, A: Tensor) -> Any:
+        raise RuntimeError("This function was deprecated since version 1.9 and is now removed. "
+                           "`torch.lstsq` is deprecated in favor of `torch.linalg.lstsq` (not "
+                           "implemented by portagrad).")
+
+    def reinforce(self, reward: Any) -> Any:
+        raise RuntimeError("reinforce() was removed. Use torch.distributions instead.")
+
+    @property
+    def volatile(self) -> _bool:
+        """``False`` (removed from PyTorch: use ``portagrad.no_grad()``)."""
+        return False

@@ -33,7 +33,8 @@ __all__ = [
     "atleast_2d", "atleast_3d", "dstack", "column_stack", "row_stack", "cov", "corrcoef",
     "addmv", "addr", "dist", "renorm", "take", "nanmean", "masked_scatter", "unfold", "rot90",
     "fliplr", "flipud", "split_with_sizes", "ravel", "argwhere", "hsplit", "vsplit", "dsplit",
-    "matrix_power", "put", "index_put", "apply_", "map_", "resize_",
+    "matrix_power", "put", "index_put", "apply_", "map_", "resize_", "diagonal_scatter",
+    "select_scatter", "slice_scatter", "as_strided_scatter", "addbmm", "matrix_exp",
 ]
 
 
@@ -612,11 +613,13 @@ def apply_(input: Tensor, fn: Any) -> Tensor:
     return input
 
 
-def map_(input: Tensor, other: Tensor, fn: Any) -> Tensor:
-    """``input[i] = fn(input[i], other[i])`` (``other`` broadcast to ``input``), in place."""
+def map_(input: Tensor, other: Tensor, fn: Any, other2: Tensor | None = None) -> Tensor:
+    """``input[i] = fn(input[i], other[i])`` (``other`` broadcast to ``input``), in place;
+    with ``other2``: ``fn(input[i], other[i], other2[i])``."""
     arr = input.detach().numpy(force=True)
-    oth = other.detach().expand(input.shape).numpy(force=True)
-    res = np.vectorize(fn, otypes=[arr.dtype])(arr, oth) if arr.size else arr
+    more = [o.detach().expand(input.shape).numpy(force=True)
+            for o in (other, other2) if o is not None]
+    res = np.vectorize(fn, otypes=[arr.dtype])(arr, *more) if arr.size else arr
     copy_(input, _creation.tensor(res, dtype=input.dtype, device=input.device))
     return input
 
@@ -648,3 +651,79 @@ def _contiguous_strides(shape: Sequence[int]) -> list[int]:
         out.append(acc)
         acc *= max(s, 1)
     return out[::-1]
+
+
+def _embed(input: Tensor, src: Tensor, view: Any, name: str) -> Tensor:
+    """A copy of ``input`` with ``src`` written into the view ``view(copy)``."""
+    out = input.clone()
+    target = view(out)
+    if tuple(target.shape) != tuple(src.shape):
+        raise RuntimeError(f"{name}: expected src to have a size equal to the slice of self. src "
+                           f"size = {list(src.shape)}, slice size = {list(target.shape)}")
+    copy_(target, src)
+    return out
+
+
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1
+                     ) -> Tensor:
+    """A copy of ``input`` with ``src`` written on the diagonal ``diagonal(offset, dim1, dim2)``."""
+    return _embed(input, src, lambda t: diagonal(t, offset, dim1, dim2), "diagonal_scatter")
+
+
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+    """A copy of ``input`` with ``src`` written at ``select(dim, index)``."""
+    return _embed(input, src, lambda t: S.select(t, dim, index), "select_scatter")
+
+
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None,
+                  end: int | None = None, step: int = 1) -> Tensor:
+    """A copy of ``input`` with ``src`` written into ``input[..., start:end:step, ...]`` along
+    ``dim``."""
+    d = wrap_dim(dim, input.dim())
+    key = (slice(None),) * d + (slice(start, end, step),)
+    return _embed(input, src, lambda t: t[key], "slice_scatter")
+
+
+def as_strided_scatter(input: Tensor, src: Tensor, size: Sequence[int], stride: Sequence[int],
+                       storage_offset: int | None = None) -> Tensor:
+    """A copy of ``input`` with ``src`` written into ``as_strided(size, stride, offset)``."""
+    return _embed(input, src, lambda t: S.as_strided(t, size, stride, storage_offset),
+                  "as_strided_scatter")
+
+
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1
+           ) -> Tensor:
+    """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``."""
+    if batch1.dim() != 3 or batch2.dim() != 3:
+        raise RuntimeError("batch1 must be a 3D tensor" if batch1.dim() != 3 else
+                           "batch2 must be a 3D tensor")
+    prod = R.sum(matmul(batch1, batch2), 0)
+    if alpha != 1:
+        prod = E.mul(prod, alpha)
+    if beta == 0:
+        return E.add(prod, _creation.zeros(input.shape, dtype=prod.dtype, device=prod.device))
+    return E.add(input if beta == 1 else E.mul(input, beta), prod)
+
+
+def matrix_exp(A: Tensor) -> Tensor:
+    """The matrix exponential (of each matrix of a batch): scaling and squaring around a Taylor
+    series, with matrix products only."""
+    if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError("matrix_exp: expected a tensor of squares matrices")
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"matrix_exp: Expected a floating point or complex tensor as input. "
+                           f"Got {E._type_name(A.dtype)}")
+    n = A.shape[-1]
+    with _no_grad():
+        norm = float(R.amax(R.sum(E.abs(A), -1)).item()) if A.numel() else 0.0
+    # scale so that the norm is at most 1/2: the 18-term series is then exact to rounding
+    s = max(0, math.ceil(math.log2(norm)) + 1) if norm > 0.5 else 0
+    x = E.div(A, float(2 ** s)) if s else A
+    eye = _creation.eye(n, dtype=A.dtype, device=A.device).expand(A.shape)
+    term, out = eye, eye
+    for k in range(1, 19):
+        term = E.div(matmul(term, x), float(k))
+        out = E.add(out, term)
+    for _ in range(s):
+        out = matmul(out, out)
+    return out

@@ -19,10 +19,12 @@ from ..autograd.grad_mode import _no_grad
 from . import elementwise as E
 from . import shape as S
 from .indexing import gather, where
-from .joining import cat
+from .joining import cat, tril, triu
+from .linalg import matmul
 from .reduction import argmax, prod, sum as rsum
 
-__all__ = ["det", "slogdet", "logdet", "inv", "inverse", "solve", "cholesky"]
+__all__ = ["det", "slogdet", "logdet", "inv", "inverse", "solve", "cholesky", "cholesky_solve",
+           "cholesky_inverse", "triangular_solve"]
 
 slogdet_result = namedtuple("slogdet_result", ["sign", "logabsdet"])
 
@@ -184,3 +186,33 @@ def cholesky(A: Tensor, upper: bool = False) -> Tensor:
         cols.append(col.to(A.dtype))
     L = cat(cols, -1)
     return S.transpose(L, -1, -2) if upper else L
+
+
+def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
+    """``X`` with ``A X = B`` given the Cholesky factor ``L`` of ``A`` (``upper``: ``L^H``)."""
+    a = matmul(S.transpose(L, -1, -2), L) if upper else matmul(L, S.transpose(L, -1, -2))
+    return solve(a, B)
+
+
+def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
+    """The inverse of ``A`` given its Cholesky factor ``L`` (``upper``: ``L^H``)."""
+    a = matmul(S.transpose(L, -1, -2), L) if upper else matmul(L, S.transpose(L, -1, -2))
+    return inv(a)
+
+
+triangular_solve_result = namedtuple("triangular_solve_result", ["solution",
+                                                                 "cloned_coefficient"])
+
+
+def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
+                     unitriangular: bool = False) -> Any:
+    """``(X, A.clone())`` with ``op(T) X = b``, ``T`` the upper (or lower) triangle of ``A``
+    (unit diagonal if ``unitriangular``; ``op`` transposes when ``transpose``)."""
+    t = triu(A) if upper else tril(A)
+    if unitriangular:
+        n = A.shape[-1]
+        eye = _creation.eye(n, dtype=A.dtype, device=A.device)
+        t = E.add(E.mul(t, E.rsub(eye, 1.0)), eye)
+    if transpose:
+        t = S.transpose(t, -1, -2)
+    return triangular_solve_result(solve(t, b), A.clone())

@@ -26,7 +26,7 @@ __all__ = [
     "arctan", "arcsinh", "arccosh", "arctanh", "arctan2", "deg2rad", "rad2deg", "sinc", "logit",
     "xlogy", "erfc", "erfinv", "heaviside", "copysign", "addcmul", "addcdiv", "clamp_min",
     "clamp_max", "float_power", "logaddexp2", "fmax", "fmin", "isposinf", "isneginf", "isreal",
-    "fix", "angle",
+    "fix", "angle", "i0", "i1",
 ]
 
 _LN2 = math.log(2.0)
@@ -339,3 +339,37 @@ def angle(input: Tensor) -> Tensor:
     _check_tensor("angle", input)
     x = _float_input(input)
     return where(E.isnan(x), x, E.mul(E.lt(x, 0).to(x.dtype), math.pi))
+
+
+def _bessel_i(nu: int, x: Tensor) -> Tensor:
+    """The modified Bessel function ``I_nu`` (``nu`` 0 or 1): its power series below 15, the
+    asymptotic expansion above (both accurate to rounding in float64 there)."""
+    a = E.abs(x)
+    q = E.mul(E.mul(x, x), 0.25)
+    term = _creation.ones_like(x) if nu == 0 else E.mul(x, 0.5)
+    series = term
+    for k in range(1, 41):
+        term = E.div(E.mul(term, q), float(k * (k + nu)))
+        series = E.add(series, term)
+    big = E.ge(a, 15.0)
+    z = where(big, a, 15.0)  # the expansion is only evaluated where it converges
+    t = _creation.ones_like(x)
+    asym = t
+    for k in range(1, 31):
+        t = E.div(E.mul(t, -(4.0 * nu * nu - (2 * k - 1) ** 2) / (8.0 * k)), z)
+        asym = E.add(asym, t)
+    asym = E.mul(E.div(E.exp(z), E.sqrt(E.mul(z, 2 * math.pi))), asym)
+    if nu == 1:
+        asym = E.mul(asym, E.sign(x))
+    return where(big, asym, series)
+
+
+def _i1(x: Tensor) -> Tensor:
+    return _bessel_i(1, x)
+
+
+i0 = _unary("i0", "I0Backward0", lambda x: _bessel_i(0, x), lambda g, x, y: g * _i1(x),
+            "Modified Bessel function of the first kind, order 0.")
+i1 = _unary("i1", "SpecialI1Backward0", _i1,
+            lambda g, x, y: g * (i0(x) - _i1(x) / where(E.eq(x, 0), 1.0, x)),
+            "Modified Bessel function of the first kind, order 1.")
