@@ -1637,6 +1637,123 @@ def _spd_pg(x: pg.Tensor) -> pg.Tensor:
 
 OP_TABLE += _decomp_rows()
 
+
+def _np_quantile(x: np.ndarray, q: float, dim: Any = None, keepdim: bool = False,
+                 interpolation: str = "linear") -> np.ndarray:
+    return np.quantile(x, q, axis=dim, keepdims=keepdim, method=interpolation)
+
+
+def _np_mode(x: np.ndarray, dim: int = -1) -> tuple:
+    x = np.moveaxis(x, dim, -1)
+    vals = np.empty(x.shape[:-1], dtype=x.dtype)
+    idx = np.empty(x.shape[:-1], dtype=np.int64)
+    for pos in np.ndindex(*x.shape[:-1]):
+        row = x[pos]
+        u, c = np.unique(row, return_counts=True)
+        v = u[np.argmax(c)]
+        vals[pos], idx[pos] = v, np.nonzero(row == v)[0][-1]
+    return vals, idx
+
+
+def _more_methods_rows() -> list[OpInfo]:
+    ints2 = fixed(S(X((2, 3)), X((2, 3), "small")), S(X((2, 3)), X((3,), "small")))
+    return [
+        OpInfo("bitwise_left_shift", pg.bitwise_left_shift, np.left_shift, ints2, INTS, "promote",
+               method="bitwise_left_shift"),
+        OpInfo("bitwise_right_shift", pg.bitwise_right_shift, np.right_shift, ints2, INTS,
+               "promote", method="bitwise_right_shift"),
+        OpInfo("gcd", pg.gcd, np.gcd, binary_samples(scalars=False), INTS, "promote",
+               method="gcd"),
+        OpInfo("lcm", pg.lcm, np.lcm, binary_samples(scalars=False), INTS, "promote",
+               method="lcm"),
+        OpInfo("ldexp", pg.ldexp, lambda a, b: a * 2.0 ** b,
+               fixed(S(X((2, 3)), IDX([[1, -2, 0], [3, 0, 1]]))), FLOATS, "same", method="ldexp",
+               grad=True),
+        OpInfo("frexp_mantissa", lambda x: pg.frexp(x).mantissa, lambda x: np.frexp(x)[0],
+               unary_samples(), FLOATS, "same"),
+        OpInfo("frexp_exponent", lambda x: pg.frexp(x).exponent, lambda x: np.frexp(x)[1],
+               unary_samples(), FLOATS, I32),
+        OpInfo("nextafter", pg.nextafter, np.nextafter, binary_samples(scalars=False), FLOATS,
+               "promote", method="nextafter", rtol=0, atol=0),
+        OpInfo("i0", pg.i0, np.i0, unary_samples(), NUMERIC, "float", method="i0", grad=True,
+               gradgrad=True),
+        OpInfo("quantile", pg.quantile, _np_quantile,
+               fixed(S(X((3, 5)), 0.3), S(X((3, 5)), 0.5, 1), S(X((2, 3, 4)), 0.9, 0, True),
+                     S(X((3, 4)), 0.25, -1, interpolation="nearest"),
+                     S(X((3, 4)), 0.25, 1, interpolation="midpoint", nc="T")),
+               FLOATS, "same", method="quantile", grad=True,
+               errors=[E(lambda d: pg.quantile(T((3,), d), 1.5), RuntimeError,
+                         r"quantile\(\) q must be in the range \[0, 1\] but got 1.5")]),
+        OpInfo("nanquantile", lambda x, *a: pg.nanquantile(x.masked_fill(x > 1.0, math.nan), *a),
+               lambda x, *a: np.nanquantile(np.where(x > 1.0, np.nan, x), a[0],
+                                            axis=a[1] if len(a) > 1 else None),
+               fixed(S(X((3, 5)), 0.3), S(X((4, 5)), 0.5, 1)), FLOATS, "same", grad=True),
+        OpInfo("nanmedian_dim", lambda x: pg.nanmedian(x.masked_fill(x > 1.0, math.nan), 1)[0],
+               lambda x: _np_lower_nanmedian(np.where(x > 1.0, np.nan, x)),
+               fixed(S(X((4, 5))), S(X((3, 6)))), FLOATS, "same", grad=True),
+        OpInfo("mode", pg.mode, _np_mode,
+               fixed(S(X((3, 7), "small")), S(X((4, 5), "small"), 0), S(X((3, 4), "small"),
+                                                                       nc="T")),
+               NUMERIC, "same", method="mode"),
+        OpInfo("diagonal_scatter", pg.diagonal_scatter,
+               lambda x, s, o=0: _np_diag_set(x, s, o),
+               fixed(S(X((3, 4)), X((3,))), S(X((3, 4)), X((3,)), 1)), NUMERIC, "same",
+               method="diagonal_scatter", grad=True),
+        OpInfo("select_scatter", pg.select_scatter,
+               lambda x, s, d, i: _np_set(x, (slice(None),) * d + (i,), s),
+               fixed(S(X((3, 4)), X((4,)), 0, 1), S(X((3, 4)), X((3,)), 1, -1)), NUMERIC, "same",
+               method="select_scatter", grad=True),
+        OpInfo("slice_scatter", pg.slice_scatter,
+               lambda x, s, d=0, a=None, b=None, st=1: _np_set(
+                   x, (slice(None),) * d + (slice(a, b, st),), s),
+               fixed(S(X((4, 3)), X((2, 3)), 0, 0, 4, 2), S(X((3, 4)), X((3, 2)), 1, 2)),
+               NUMERIC, "same", method="slice_scatter", grad=True),
+        OpInfo("addbmm", lambda x, a, b: pg.addbmm(x, a, b, beta=0.5, alpha=2),
+               lambda x, a, b: 0.5 * x + 2 * (a @ b).sum(0),
+               fixed(S(X((2, 2)), X((2, 2, 3)), X((2, 3, 2)))), FLOATS, "same", grad=True,
+               rtol=1e-4),
+        OpInfo("matrix_exp", pg.matrix_exp, _np_expm,
+               fixed(S(X((3, 3))), S(X((2, 2, 2)))), FLOATS, "same", method="matrix_exp",
+               grad=True, rtol=1e-4, atol=1e-5),
+        OpInfo("cholesky_solve", lambda b, x: pg.cholesky_solve(b, pg.linalg.cholesky(_spd_pg(x))),
+               lambda b, x: np.linalg.solve(_spd(x), b),
+               fixed(S(X((3, 2)), X((3, 3)))), FLOATS, "same", grad=True, rtol=1e-4),
+        OpInfo("triangular_solve", lambda b, a: pg.triangular_solve(b, a + 3 * pg.eye(
+                   3, dtype=a.dtype, device=a.device))[0],
+               lambda b, a: np.linalg.solve(np.triu(a + 3 * np.eye(3)), b),
+               fixed(S(X((3, 2)), X((3, 3)))), FLOATS, "same", grad=True, rtol=1e-4),
+    ]
+
+
+def _np_lower_nanmedian(x: np.ndarray) -> np.ndarray:
+    out = []
+    for row in x:
+        v = np.sort(row[~np.isnan(row)])
+        out.append(v[(len(v) - 1) // 2] if len(v) else np.nan)
+    return np.array(out, dtype=x.dtype)
+
+
+def _np_set(x: np.ndarray, key: Any, s: np.ndarray) -> np.ndarray:
+    out = x.copy()
+    out[key] = s
+    return out
+
+
+def _np_diag_set(x: np.ndarray, s: np.ndarray, offset: int = 0) -> np.ndarray:
+    out = x.copy()
+    r = np.arange(len(s)) + max(-offset, 0)
+    out[r, r + offset] = s
+    return out
+
+
+def _np_expm(a: np.ndarray) -> np.ndarray:
+    """exp(A) by eigen-decomposition (the samples are random, hence diagonalizable)."""
+    w, v = np.linalg.eig(a.astype(np.float64))
+    return np.real(v @ (np.exp(w)[..., None] * np.linalg.inv(v)))
+
+
+OP_TABLE += _more_methods_rows()
+
 _names = [r.name for r in OP_TABLE]
 assert len(set(_names)) == len(_names), [n for n in _names if _names.count(n) > 1]
 

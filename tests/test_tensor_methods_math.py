@@ -298,3 +298,86 @@ def test_parity_with_torch_on_edge_values() -> None:
         np.testing.assert_allclose(_np(pg.einsum(eq, *[pg.tensor(o) for o in ops])),
                                    torch.einsum(eq, *[torch.tensor(o) for o in ops]).numpy(),
                                    rtol=1e-12, err_msg=eq)
+
+
+# ----------------------------------------------------------------------------- geometry, fills
+def test_inplace_view_changes(device: str) -> None:
+    x = pg.arange(6.0, device=device).reshape(2, 3)
+    storage = x._storage
+    assert x.t_() is x and x.shape == (3, 2) and x._storage is storage
+    np.testing.assert_array_equal(_np(x), np.arange(6.0).reshape(2, 3).T)
+    x.transpose_(0, 1).unsqueeze_(0)
+    assert x.shape == (1, 2, 3)
+    x.squeeze_(0)
+    assert x.shape == (2, 3) and x.dim_order() == (0, 1) and x.t().dim_order() == (1, 0)
+    x.as_strided_((3,), (2,))
+    np.testing.assert_array_equal(_np(x), [0.0, 2.0, 4.0])
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in "
+                                           "an in-place operation"):
+        pg.ones(2, 2, requires_grad=True).t_()
+    with pytest.raises(NotImplementedError, match="t_ on a tensor that is part of an autograd "
+                                                  "graph"):
+        (pg.ones(2, 2, requires_grad=True) * 2).t_()
+    assert pg.zeros(2, device=device).get_device() == (-1 if device == "cpu" else
+                                                       pg.device(device).index)
+    y = pg.zeros(3, device=device)
+    assert y.is_set_to(y[:]) and not y.is_set_to(y[1:])
+    np.testing.assert_array_equal(_np(pg.nonzero_static(pg.tensor([1, 0, 2], device=device),
+                                                        size=3)), [[0], [2], [-1]])
+
+
+def test_random_fills(device: str) -> None:
+    pg.manual_seed(0)
+    c = pg.empty(4000, device=device).cauchy_(1.0, 2.0)
+    assert abs(float(_np(c.median())) - 1.0) < 0.2  # the median is the location
+    ln = pg.empty(4000, device=device).log_normal_(0.5, 0.25)
+    assert (_np(ln) > 0).all() and abs(float(_np(ln.log().mean())) - 0.5) < 0.05
+    g = pg.empty(4000, device=device).geometric_(0.25)
+    v = _np(g)
+    assert v.min() >= 1 and (v == np.round(v)).all() and abs(v.mean() - 4.0) < 0.3
+    with pytest.raises(RuntimeError, match="geometric_ expects p to be in \\(0, 1\\)"):
+        g.geometric_(1.5)
+
+
+def test_removed_pytorch_methods_say_what_replaces_them() -> None:
+    x = pg.eye(2)
+    with pytest.raises(RuntimeError, match="`torch.solve` is deprecated in favor of "
+                                           "`torch.linalg.solve`"):
+        x.solve(x)
+    with pytest.raises(RuntimeError, match="deprecated since version 1.9 and is now removed"):
+        x.symeig()
+    with pytest.raises(RuntimeError, match="reinforce\\(\\) was removed"):
+        x.reinforce(1.0)
+    assert x.volatile is False and x.is_distributed() is False
+    with pytest.raises(NotImplementedError, match="layout=torch.sparse_csr is not supported"):
+        x.to_sparse_csr()
+
+
+def test_special_namespace(device: str) -> None:
+    x = pg.tensor([0.0, 0.5, 2.0], device=device)
+    assert pg.special.gammaln is pg.lgamma and pg.special.psi is pg.digamma
+    assert pg.special.expit is pg.sigmoid and pg.special.i0 is pg.i0
+    np.testing.assert_allclose(_np(pg.special.entr(x)), [0.0, 0.5 * math.log(2), -2 * math.log(2)],
+                               rtol=1e-6)
+    np.testing.assert_allclose(_np(pg.special.ndtr(x)),
+                               [0.5 * math.erfc(-v / math.sqrt(2)) for v in (0.0, 0.5, 2.0)],
+                               rtol=1e-6)
+    np.testing.assert_allclose(_np(pg.special.ndtri(pg.special.ndtr(x))), _np(x), atol=1e-5)
+    np.testing.assert_allclose(_np(pg.special.xlog1py(x, x)), _np(x) * np.log1p(_np(x)),
+                               rtol=1e-6)
+    np.testing.assert_allclose(_np(pg.special.multigammaln(x + 2, 2)),
+                               [math.lgamma(v + 2) + math.lgamma(v + 1.5) + 0.5 * math.log(math.pi)
+                                for v in (0.0, 0.5, 2.0)], rtol=1e-5)
+
+
+def test_histogram_and_resize_copies(device: str) -> None:
+    h, e = pg.histogram(pg.tensor([1.0, 2.0, 1.0], device=device), 4, range=(0.0, 3.0))
+    np.testing.assert_array_equal(_np(h), [0, 2, 1, 0])
+    np.testing.assert_allclose(_np(e), [0, 0.75, 1.5, 2.25, 3.0])
+    hd, _ = pg.histogram(pg.tensor([1.0, 2.0, 1.0, 2.5], device=device),
+                         pg.tensor([0.0, 1.0, 2.0, 2.5], device=device),
+                         weight=pg.tensor([1.0, 2.0, 3.0, 4.0], device=device), density=True)
+    np.testing.assert_allclose(_np(hd), [0.0, 0.4, 1.2], rtol=1e-6)
+    x = pg.arange(4.0, device=device)
+    r = x.resize(2, 2)
+    assert r.shape == (2, 2) and x.shape == (4,)

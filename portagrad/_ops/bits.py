@@ -48,7 +48,7 @@ def bitwise_left_shift(input: Any, other: Any) -> Tensor:
     bits = a.dtype.itemsize * 8
     with _no_grad():
         out = E.mul(a, _pow2(b, bits))  # integer products wrap, as a shift does
-        return where(E.logical_and(E.ge(b, 0), E.lt(b, bits)), out, 0)
+        return where(E.logical_and(E.ge(b, 0), E.lt(b, bits)), out, 0).to(a.dtype)
 
 
 def bitwise_right_shift(input: Any, other: Any) -> Tensor:
@@ -60,7 +60,8 @@ def bitwise_right_shift(input: Any, other: Any) -> Tensor:
         big = E.ge(b, bits - 1)
         part = E.floor_divide(a, _pow2(where(big, bits - 2, b), bits))
         part = where(big, E.floor_divide(part, 2), part)
-        return where(E.ge(b, bits), where(E.lt(a, 0), -1, 0), where(E.lt(b, 0), 0, part))
+        out = where(E.ge(b, bits), where(E.lt(a, 0), -1, 0), where(E.lt(b, 0), 0, part))
+        return out.to(a.dtype)
 
 
 def gcd(input: Tensor, other: Tensor) -> Tensor:
