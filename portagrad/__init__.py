@@ -211,7 +211,14 @@ from ._ops.gammafn import digamma, lgamma, mvlgamma, polygamma
 from ._ops.scan import cummax, cummin, cumprod, diff, logcumsumexp
 from ._ops.search import bincount, bucketize, histc, searchsorted, unique, unique_consecutive
 from ._ops.segment import index_reduce, scatter_reduce
-from ._ops.metadata import nonzero_static
+from ._ops.combine import index_put, put
+from ._ops.metadata import (can_cast, conj, get_device, is_complex, is_conj, is_inference, is_neg,
+                            is_same_size, is_signed, narrow_copy, nonzero_static, real,
+                            resolve_conj, resolve_neg)
+from ._ops.sequences import (chain_matmul, combinations, cumulative_trapezoid, isin, pdist,
+                             trapezoid, trapz, unravel_index, vander)
+from ._ops.windows import (bartlett_window, blackman_window, hamming_window, hann_window,
+                           kaiser_window)
 from ._ops.sparse import sparse_coo_tensor
 from ._ops.sparse import sparse_mm as spmm
 from ._ops.special import i0
@@ -221,7 +228,8 @@ from ._ops.special import (acos, acosh, addcdiv, addcmul, angle, arccos, arccosh
                            clamp_min, copysign, cosh, deg2rad, erfc, erfinv, fix, float_power,
                            fmax, fmin, heaviside, isneginf, isposinf, isreal, logaddexp2, logit,
                            rad2deg, sinc, sinh, xlogy)
-from ._softmax import log_softmax, softmax
+from ._functional import (celu, cosine_similarity, dropout, hardshrink, log_softmax,
+                          pairwise_distance, prelu, selu, softmax, threshold)
 
 _tensor_api._bind_more(_sys.modules[__name__], _special, _diagonal, _scan, _search,
                        _combine, _sparse, _segment, _gammafn, _decomp, _bits, _stats, _metadata,
@@ -246,5 +254,11 @@ __all__ += [
     "diagonal_scatter", "frexp", "gcd", "histogram", "i0", "lcm", "ldexp", "matrix_exp",
     "nanmedian", "nanquantile", "nextafter", "nonzero_static", "quantile", "select_scatter",
     "slice_scatter", "special", "cholesky_inverse", "cholesky_solve", "mode",
-    "triangular_solve",
+    "triangular_solve", "bartlett_window", "blackman_window", "can_cast", "celu",
+    "chain_matmul", "combinations", "conj", "cosine_similarity", "cumulative_trapezoid",
+    "dropout", "get_device", "hamming_window", "hann_window", "hardshrink", "index_put",
+    "is_complex", "is_conj", "is_inference", "is_neg", "is_same_size", "is_signed", "isin",
+    "kaiser_window", "narrow_copy", "pairwise_distance", "pdist", "prelu", "put", "real",
+    "resolve_conj", "resolve_neg", "selu", "threshold", "trapezoid", "trapz", "unravel_index",
+    "vander",
 ]

@@ -11,6 +11,7 @@ adding a row here. Nothing in this module needs torch: references are numpy or h
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from collections.abc import Callable, Sequence
@@ -1753,6 +1754,60 @@ def _np_expm(a: np.ndarray) -> np.ndarray:
 
 
 OP_TABLE += _more_methods_rows()
+
+
+def _np_window(name: str, n: int, periodic: bool = True) -> np.ndarray:
+    m = n + 1 if periodic else n
+    if n <= 1:
+        return np.ones(n)
+    w = {"hann": np.hanning, "hamming": np.hamming, "blackman": np.blackman,
+         "bartlett": np.bartlett}[name](m)
+    return w[:n]
+
+
+def _sequence_rows() -> list[OpInfo]:
+    rows = [
+        OpInfo("isin", pg.isin, np.isin,
+               fixed(S(X((2, 3), "small"), X((2,), "small")), S(X((4,), "small"), X((0,))),
+                     S(X((3, 4), "small"), X((5,), "small"), nc="T")), NUMERIC, "bool"),
+        OpInfo("combinations", pg.combinations,
+               lambda x, r=2, with_replacement=False: np.array(list(
+                   (itertools.combinations_with_replacement if with_replacement else
+                    itertools.combinations)(x, r)), dtype=x.dtype).reshape(-1, r),
+               fixed(S(X((4,))), S(X((3,)), 3), S(X((3,)), 2, True), S(X((2,)), 3)), NUMERIC,
+               "same", grad=True),
+        OpInfo("trapezoid", pg.trapezoid, lambda y, x=None, **kw: np.trapezoid(
+                   y, x, axis=kw.get("dim", -1), dx=kw.get("dx", 1.0)),
+               fixed(S(X((3, 5))), S(X((3, 5)), dx=0.5, dim=0), S(X((2, 4)), X((4,), "positive"))),
+               FLOATS, "same", grad=True),
+        OpInfo("cumulative_trapezoid", pg.cumulative_trapezoid,
+               lambda y, **kw: np.cumsum((y[..., 1:] + y[..., :-1]) / 2, -1),
+               fixed(S(X((3, 5))), S(X((4,)))), FLOATS, "same", grad=True),
+        OpInfo("vander", pg.vander, lambda x, N=None, increasing=False: np.vander(x, N, increasing),
+               fixed(S(X((3,))), S(X((4,)), 2, True)), FLOATS, "same", grad=True),
+        OpInfo("pdist", pg.pdist, lambda x, p=2: np.array(
+                   [np.linalg.norm(x[i] - x[j], p) for i in range(len(x))
+                    for j in range(i + 1, len(x))], dtype=x.dtype),
+               fixed(S(X((4, 3))), S(X((3, 2)), 1.0)), FLOATS, "same", grad=True),
+        OpInfo("chain_matmul", pg.chain_matmul, lambda *ms: np.linalg.multi_dot(ms),
+               fixed(S(X((2, 3)), X((3, 4)), X((4, 2)))), FLOATS, "same", grad=True, rtol=1e-4),
+    ]
+    def window_samples(dtype: Any, rng: np.random.Generator) -> list[Sample]:
+        return [Sample((n, p), {"dtype": dtype}) for n in (0, 1, 5, 8) for p in (True, False)]
+
+    for name in ("hann", "hamming", "blackman", "bartlett"):
+        rows.append(OpInfo(f"{name}_window", getattr(pg, f"{name}_window"),
+                           lambda n, periodic=True, name=name, **kw: _np_window(name, n, periodic),
+                           window_samples, FLOATS, "same_kw", factory=True))
+    rows.append(OpInfo("kaiser_window", pg.kaiser_window,
+                       lambda n, periodic=True, beta=12.0, **kw: np.kaiser(n + periodic, beta)[:n],
+                       fixed(lambda dt, rng: Sample((6,), {"dtype": dt}),
+                             lambda dt, rng: Sample((5, False, 5.0), {"dtype": dt})),
+                       FLOATS, "same_kw", factory=True))
+    return rows
+
+
+OP_TABLE += _sequence_rows()
 
 _names = [r.name for r in OP_TABLE]
 assert len(set(_names)) == len(_names), [n for n in _names if _names.count(n) > 1]

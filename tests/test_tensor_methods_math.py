@@ -381,3 +381,25 @@ def test_histogram_and_resize_copies(device: str) -> None:
     x = pg.arange(4.0, device=device)
     r = x.resize(2, 2)
     assert r.shape == (2, 2) and x.shape == (4,)
+
+
+def test_top_level_functions_of_nn_and_predicates(device: str) -> None:
+    x = pg.tensor([[-1.0, 0.2, 3.0]], device=device)
+    np.testing.assert_array_equal(_np(pg.hardshrink(x)), [[-1.0, 0.0, 3.0]])
+    np.testing.assert_array_equal(_np(pg.threshold(x, 0.5, -9.0)), [[-9.0, -9.0, 3.0]])
+    np.testing.assert_allclose(_np(pg.prelu(x, pg.tensor([0.1], device=device))),
+                               [[-0.1, 0.2, 3.0]], rtol=1e-6)
+    assert pg.dropout(x, 0.5, False) is x or np.array_equal(_np(pg.dropout(x, 0.5, False)),
+                                                            _np(x))
+    np.testing.assert_allclose(_np(pg.cosine_similarity(x, x)), [1.0], rtol=1e-6)
+    np.testing.assert_allclose(_np(pg.pairwise_distance(x, x)), [math.sqrt(3) * 1e-6],
+                               rtol=1e-3)
+    assert pg.conj(x) is x and pg.real(x) is x and pg.resolve_conj(x) is x
+    assert not pg.is_complex(x) and pg.is_signed(x) and not pg.is_conj(x)
+    assert pg.is_same_size(x, pg.zeros(1, 3)) and not pg.is_inference(x)
+    assert pg.can_cast(pg.int32, pg.float32) and not pg.can_cast(pg.float32, pg.int64)
+    np.testing.assert_allclose(_np(pg.narrow_copy(x, 1, 1, 2)), [[0.2, 3.0]], rtol=1e-6)
+    r, c = pg.unravel_index(pg.tensor([4, -1, 0], device=device), (2, 3))
+    np.testing.assert_array_equal(_np(r), [1, 1, 0])
+    np.testing.assert_array_equal(_np(c), [1, 2, 0])
+    assert _np(pg.isin(pg.tensor([1, 5], device=device), 5)).tolist() == [False, True]

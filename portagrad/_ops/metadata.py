@@ -13,7 +13,9 @@ from . import shape as S
 from .indexing import nonzero
 from .joining import cat
 
-__all__ = ["inplace_view", "dim_order", "get_device", "is_set_to", "nonzero_static"]
+__all__ = ["inplace_view", "dim_order", "get_device", "is_set_to", "nonzero_static", "can_cast",
+           "is_same_size", "narrow_copy", "conj", "resolve_conj", "resolve_neg", "real",
+           "is_complex", "is_conj", "is_neg", "is_signed", "is_inference"]
 
 
 def inplace_view(x: Tensor, name: str, fn: Callable[[Tensor], Tensor]) -> Tensor:
@@ -61,3 +63,57 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
                          dtype=_dtype.int64, device=input.device)
     return cat([nz, pad], 0)
 
+
+
+def can_cast(from_: _dtype.dtype, to: _dtype.dtype) -> bool:
+    """Whether PyTorch's casting rule allows writing a ``from_`` result into a ``to`` tensor
+    (never floating into integer, nor integer into bool)."""
+    return from_._kind <= to._kind
+
+
+def is_same_size(input: Tensor, other: Tensor) -> bool:
+    return input.shape == other.shape
+
+
+def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """A copy of ``narrow(dim, start, length)``."""
+    return S.narrow(input, dim, start, length).clone()
+
+
+def conj(input: Tensor) -> Tensor:
+    """``input``: the conjugate of a real tensor is the tensor itself (as PyTorch returns it)."""
+    return input
+
+
+def resolve_conj(input: Tensor) -> Tensor:
+    return input
+
+
+def resolve_neg(input: Tensor) -> Tensor:
+    return input
+
+
+def real(input: Tensor) -> Tensor:
+    """``input`` (real dtypes only)."""
+    return input
+
+
+def is_complex(input: Tensor) -> bool:
+    """``False``: portagrad has no complex dtypes."""
+    return False
+
+
+def is_conj(input: Tensor) -> bool:
+    return False
+
+
+def is_neg(input: Tensor) -> bool:
+    return False
+
+
+def is_signed(input: Tensor) -> bool:
+    return input.is_signed()
+
+
+def is_inference(input: Tensor) -> bool:
+    return input.is_inference()

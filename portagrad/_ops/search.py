@@ -14,7 +14,7 @@ from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
 from . import elementwise as E
 from . import shape as S
-from .indexing import masked_select, nonzero, scatter_add
+from .indexing import gather, index_select, masked_select, nonzero, scatter_add, where
 from .joining import cat, sort
 
 __all__ = ["searchsorted", "bucketize", "bincount", "histc", "unique", "unique_consecutive"]
@@ -39,20 +39,29 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
             seq = seq.gather(-1, sorter)
         scalar = not isinstance(input, Tensor)
         vals = _creation.tensor(input, dtype=seq.dtype, device=seq.device) if scalar else input
-        if seq.dim() > 1:
-            if vals.dim() != seq.dim() or vals.shape[:-1] != seq.shape[:-1]:
-                raise RuntimeError(
-                    f"torch.searchsorted(): boundaries tensor should be 1 dimension or the first "
-                    f"N-1 dimensions of boundaries tensor and input value tensor must match, but "
-                    f"we got boundaries tensor {list(seq.shape)} and input value tensor "
-                    f"{list(vals.shape)}")
-            b = S.unsqueeze(seq, -2)        # (..., 1, M)
-        else:
-            b = seq                         # (M,)
-        v = S.unsqueeze(vals, -1)           # (..., K, 1)
-        cmp = E.le(b, v) if right else E.lt(b, v)
-        out = cmp.sum(-1)
-        return out.to(_dtype.int32) if out_int32 else out
+        if seq.dim() > 1 and (vals.dim() != seq.dim() or vals.shape[:-1] != seq.shape[:-1]):
+            raise RuntimeError(
+                f"torch.searchsorted(): boundaries tensor should be 1 dimension or the first "
+                f"N-1 dimensions of boundaries tensor and input value tensor must match, but "
+                f"we got boundaries tensor {list(seq.shape)} and input value tensor "
+                f"{list(vals.shape)}")
+        m = seq.shape[-1] if seq.dim() else 1
+        # binary search on whole tensors: ceil(log2(m + 1)) rounds of gather and compare
+        lo = _creation.zeros(vals.shape, dtype=_dtype.int64, device=vals.device)
+        hi = _creation.full(vals.shape, m, dtype=_dtype.int64, device=vals.device)
+        flat_seq = S.reshape(seq, (-1,)) if seq.dim() <= 1 else None
+        for _ in range(m.bit_length()):
+            mid = E.floor_divide(E.add(lo, hi), 2)
+            safe = E.clamp(mid, 0, max(m - 1, 0))
+            if flat_seq is not None:
+                v_mid = S.reshape(index_select(flat_seq, 0, S.reshape(safe, (-1,))), vals.shape)
+            else:
+                v_mid = gather(seq, -1, safe)
+            go_right = E.le(v_mid, vals) if right else E.lt(v_mid, vals)
+            go_right = E.logical_and(go_right, E.lt(mid, hi))
+            lo = where(go_right, E.add(mid, 1), lo)
+            hi = where(go_right, hi, mid)
+        return lo.to(_dtype.int32) if out_int32 else lo
 
 
 def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False, right: bool = False
