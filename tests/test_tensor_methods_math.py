@@ -172,8 +172,13 @@ def test_bincount_histc_unique(device: str) -> None:
     np.testing.assert_array_equal(_np(v), [1, 2, 3, 1])
     np.testing.assert_array_equal(_np(inv2), [0, 0, 1, 1, 2, 3, 3])
     np.testing.assert_array_equal(_np(cnt2), [2, 2, 1, 2])
-    with pytest.raises(NotImplementedError, match="unique\\(dim=...\\) is not implemented"):
-        pg.unique(pg.tensor([1], device=device), dim=0)
+    rows, rinv, rcnt = pg.tensor([[1, 2], [0, 5], [1, 2]], device=device).unique(
+        dim=0, return_inverse=True, return_counts=True)
+    np.testing.assert_array_equal(_np(rows), [[0, 5], [1, 2]])
+    np.testing.assert_array_equal(_np(rinv), [1, 0, 1])
+    np.testing.assert_array_equal(_np(rcnt), [1, 2])
+    cols = pg.tensor([[1, 1, 2], [3, 3, 4]], device=device).unique_consecutive(dim=1)
+    np.testing.assert_array_equal(_np(cols), [[1, 2], [3, 4]])
 
 
 def test_cummax_returns_values_and_indices_with_nan(device: str) -> None:

@@ -15,6 +15,7 @@ from ..autograd.grad_mode import _no_grad
 from . import elementwise as E
 from . import shape as S
 from .indexing import gather, index_select, masked_select, nonzero, scatter_add, where
+from .._shape import wrap_dim
 from .joining import cat, sort
 
 __all__ = ["searchsorted", "bucketize", "bincount", "histc", "unique", "unique_consecutive"]
@@ -122,16 +123,19 @@ def histc(input: Tensor, bins: int = 100, min: Any = 0, max: Any = 0) -> Tensor:
 
 def _runs(s: Tensor, return_inverse: bool, return_counts: bool, order: Tensor | None,
           shape: tuple) -> Any:
-    """Unique runs of the 1-D ``s``: values, and the inverse (mapped back through ``order``, the
-    permutation that produced ``s``) and counts when asked."""
+    """Unique runs of ``s`` (1-D, or 2-D: runs of equal rows): values, and the inverse (mapped
+    back through ``order``, the permutation that produced ``s``) and counts when asked."""
     n = s.shape[0]
     dev = s.device
     if n == 0:
         first = _creation.zeros(0, dtype=_dtype.bool, device=dev)
     else:
-        first = cat([_creation.ones(1, dtype=_dtype.bool, device=dev),
-                     E.ne(S.narrow(s, 0, 1, n - 1), S.narrow(s, 0, 0, n - 1))])
-    values = masked_select(s, first)
+        change = E.ne(S.narrow(s, 0, 1, n - 1), S.narrow(s, 0, 0, n - 1))
+        if s.dim() == 2:
+            change = change.any(1)
+        first = cat([_creation.ones(1, dtype=_dtype.bool, device=dev), change])
+    starts = S.reshape(nonzero(first), (-1,))
+    values = index_select(s, 0, starts)
     out: list[Tensor] = [values]
     if return_inverse:
         run = E.sub(first.to(_dtype.int64).cumsum(0), 1)
@@ -142,29 +146,60 @@ def _runs(s: Tensor, return_inverse: bool, return_counts: bool, order: Tensor | 
             inv = run
         out.append(S.reshape(inv, shape))
     if return_counts:
-        starts = S.reshape(nonzero(first), (-1,))
         ends = cat([S.narrow(starts, 0, 1, starts.shape[0] - 1),
                     _creation.tensor([n], device=dev)]) if starts.shape[0] else starts
         out.append(E.sub(ends, starts))
     return out[0] if len(out) == 1 else tuple(out)
 
 
+def _slices(input: Tensor, dim: int) -> tuple[Tensor, int]:
+    """The slices of ``input`` along ``dim`` as the rows of a 2-D tensor, and ``dim`` wrapped."""
+    d = wrap_dim(dim, max(input.dim(), 1))
+    if input.dim() == 0:
+        raise IndexError("unique(dim=...) needs a tensor with at least one dimension")
+    rows = S.movedim(input, d, 0)
+    return S.reshape(rows, (rows.shape[0], -1)), d
+
+
+def _from_rows(values: Tensor, input: Tensor, d: int) -> Tensor:
+    moved = S.movedim(input, d, 0)
+    return S.movedim(S.reshape(values, (values.shape[0],) + tuple(moved.shape[1:])), 0, d)
+
+
+def _finish(res: Any, input: Tensor, d: int) -> Any:
+    if isinstance(res, tuple):
+        return (_from_rows(res[0], input, d),) + res[1:]
+    return _from_rows(res, input, d)
+
+
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
            return_counts: bool = False, dim: int | None = None) -> Any:
-    """The sorted unique elements (and the inverse indices / counts when asked)."""
-    if dim is not None:
-        raise NotImplementedError("unique(dim=...) is not implemented; use dim=None")
+    """The sorted unique elements, or the unique slices along ``dim`` in lexicographic order
+    (and the inverse indices / counts when asked)."""
     with _no_grad():
-        flat = S.reshape(input, (-1,))
-        s, order = sort(flat, stable=True)
-        return _runs(s, return_inverse, return_counts, order, tuple(input.shape))
+        if dim is None:
+            flat = S.reshape(input, (-1,))
+            s, order = sort(flat, stable=True)
+            return _runs(s, return_inverse, return_counts, order, tuple(input.shape))
+        rows, d = _slices(input, dim)
+        n = rows.shape[0]
+        order = _creation.arange(n, device=input.device)
+        # lexicographic order: stable sorts by each column, the last column first
+        for col in reversed(range(rows.shape[1])):
+            key = index_select(S.select(rows, 1, col), 0, order)
+            order = index_select(order, 0, sort(key, stable=True)[1])
+        res = _runs(index_select(rows, 0, order), return_inverse, return_counts, order, (n,))
+        return _finish(res, input, d)
 
 
 def unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False,
                        dim: int | None = None) -> Any:
-    """Collapse each run of equal consecutive elements to one (and inverse / counts)."""
-    if dim is not None:
-        raise NotImplementedError("unique_consecutive(dim=...) is not implemented; use dim=None")
+    """Collapse each run of equal consecutive elements (or slices along ``dim``) to one (and
+    inverse / counts)."""
     with _no_grad():
-        return _runs(S.reshape(input, (-1,)), return_inverse, return_counts, None,
-                     tuple(input.shape))
+        if dim is None:
+            return _runs(S.reshape(input, (-1,)), return_inverse, return_counts, None,
+                         tuple(input.shape))
+        rows, d = _slices(input, dim)
+        res = _runs(rows, return_inverse, return_counts, None, (rows.shape[0],))
+        return _finish(res, input, d)
