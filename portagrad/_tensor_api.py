@@ -1937,3 +1937,17 @@ class TensorOps:
     def volatile(self) -> _bool:
         """``False`` (removed from PyTorch: use ``portagrad.no_grad()``)."""
         return False
+
+    def igamma(self, other: Any) -> Tensor:
+        """The regularized lower incomplete gamma ``P(self, other)``."""
+        return _GM.igamma(self, other)
+
+    def igamma_(self, other: Any) -> Tensor:
+        return _E.binary_inplace(_GM.igamma, self, other)
+
+    def igammac(self, other: Any) -> Tensor:
+        """The regularized upper incomplete gamma ``Q(self, other)``."""
+        return _GM.igammac(self, other)
+
+    def igammac_(self, other: Any) -> Tensor:
+        return _E.binary_inplace(_GM.igammac, self, other)

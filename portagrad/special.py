@@ -8,6 +8,8 @@ from typing import Any
 from ._ops import elementwise as _E
 from ._ops.elementwise import _float_input
 from ._ops.gammafn import digamma, mvlgamma, polygamma
+from ._ops.gammafn import igamma as gammainc
+from ._ops.gammafn import igammac as gammaincc
 from ._ops.gammafn import lgamma as gammaln
 from ._ops.indexing import where as _where
 from ._ops.reduction import logsumexp
@@ -17,7 +19,8 @@ from ._tensor import Tensor
 
 __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gammaln", "digamma",
            "psi", "polygamma", "multigammaln", "sinc", "entr", "logsumexp", "log_softmax",
-           "softmax", "i0", "i1", "ndtr", "ndtri", "log1p", "expm1", "exp2", "round"]
+           "softmax", "i0", "i1", "ndtr", "ndtri", "log1p", "expm1", "exp2", "round", "gammainc",
+           "gammaincc"]
 
 erf = _E.erf
 expit = _E.sigmoid

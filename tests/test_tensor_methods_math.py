@@ -408,3 +408,23 @@ def test_top_level_functions_of_nn_and_predicates(device: str) -> None:
     np.testing.assert_array_equal(_np(r), [1, 1, 0])
     np.testing.assert_array_equal(_np(c), [1, 2, 0])
     assert _np(pg.isin(pg.tensor([1, 5], device=device), 5)).tolist() == [False, True]
+
+
+def test_incomplete_gamma(device: str) -> None:
+    a = pg.tensor([0.5, 1.0, 2.5, 10.0, 3.0, 0.1, 20.0], dtype=pg.float64, device=device)
+    x = pg.tensor([0.3, 2.0, 2.5, 12.0, 50.0, 30.0, 2.0], dtype=pg.float64, device=device)
+    ref = [0.5614219739190002, 0.8646647167633873, 0.5841198130044921, 0.7576078383294876, 1.0,
+           0.9999999999999996, 6.443731393112094e-14]  # mpmath
+    np.testing.assert_allclose(_np(pg.igamma(a, x)), ref, rtol=1e-10, atol=1e-15)
+    np.testing.assert_allclose(_np(a.igammac(x)), 1 - np.array(ref), rtol=1e-8, atol=1e-15)
+    assert pg.special.gammainc is pg.igamma
+    edge = pg.igamma(pg.tensor([0.0, 2.0, 2.0, -1.0], device=device),
+                     pg.tensor([1.0, 0.0, math.inf, 1.0], device=device))
+    np.testing.assert_array_equal(_np(edge), [1.0, 0.0, 1.0, math.nan])
+    xs = pg.tensor([0.5, 2.0, 7.0], dtype=pg.float64, device=device, requires_grad=True)
+    a3 = pg.tensor([1.5, 2.0, 3.0], dtype=pg.float64, device=device)
+    assert pg.autograd.gradcheck(lambda v: pg.igamma(a3, v), (xs,))
+    assert pg.autograd.gradcheck(lambda v: pg.igammac(a3, v), (xs,))
+    with pytest.raises(NotImplementedError, match="derivative of igamma/igammac with respect to "
+                                                  "the input"):
+        pg.igamma(a3.clone().requires_grad_(), xs).sum().backward()
