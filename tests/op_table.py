@@ -1597,18 +1597,19 @@ def _spd(x: np.ndarray) -> np.ndarray:
 
 def _decomp_rows() -> list[OpInfo]:
     sq = fixed(S(X((3, 3))), S(X((2, 4, 4))), S(X((3, 3)), nc="T"), S(X((1, 1))))
+    sq_grad = small(sq, limit=12, count=2)  # gradcheck: elimination costs n steps per call
     not_square = E(lambda d: pg.det(T((2, 3), d)), RuntimeError,
                    r"linalg.det: A must be batches of square matrices, but they are 2 by 3 "
                    r"matrices")
     return [
         OpInfo("det", pg.det, np.linalg.det, sq, FLOATS, "same", method="det", grad=True,
-               gradgrad=True, rtol=1e-4, atol=1e-5, errors=[not_square]),
+               grad_samples=sq_grad, gradgrad=True, rtol=1e-4, atol=1e-5, errors=[not_square]),
         OpInfo("logdet", lambda x: pg.logdet(_spd_pg(x)), lambda x: np.linalg.slogdet(_spd(x))[1],
-               sq, FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5),
+               sq, FLOATS, "same", grad=True, grad_samples=sq_grad, rtol=1e-4, atol=1e-5),
         OpInfo("slogdet", pg.slogdet, lambda x: tuple(np.linalg.slogdet(x)), sq, FLOATS, "same",
                method="slogdet", rtol=1e-4, atol=1e-5),
         OpInfo("inverse", pg.inverse, np.linalg.inv, sq, FLOATS, "same", method="inverse",
-               grad=True, gradgrad=True, rtol=1e-3, atol=1e-4,
+               grad=True, grad_samples=sq_grad, gradgrad=True, rtol=1e-3, atol=1e-4,
                errors=[E(lambda d: pg.inverse(pg.zeros(2, 2, device=d)), RuntimeError,
                          r"linalg.inv: The diagonal element 1 is zero, the inversion could not "
                          r"be completed because the input matrix is singular.")]),
@@ -1618,6 +1619,7 @@ def _decomp_rows() -> list[OpInfo]:
                atol=1e-4),
         OpInfo("cholesky", lambda x: pg.linalg.cholesky(_spd_pg(x)),
                lambda x: np.linalg.cholesky(_spd(x)), sq, FLOATS, "same", grad=True,
+               grad_samples=sq_grad,
                rtol=1e-4, atol=1e-5,
                errors=[E(lambda d: pg.linalg.cholesky(-pg.eye(2, device=d)), RuntimeError,
                          r"linalg.cholesky: The factorization could not be completed because the "
