@@ -171,3 +171,28 @@ def test_matches_torch_when_installed() -> None:
                                torch.sparse.mm(ts, torch.tensor(d)).numpy())
     np.testing.assert_allclose(_np(pg.sparse.sum(ps, 0).to_dense()),
                                torch.sparse.sum(ts, 0).to_dense().numpy())
+
+
+def test_graph_normalisation_ops(device: str) -> None:
+    """What a GCN layer does with an adjacency matrix: scale rows and columns by dense degree
+    vectors, a softmax over each row's stored entries, addmm."""
+    s = _sparse(device, pg.float64)
+    d = pg.tensor([[2.0], [10.0]], dtype=pg.float64, device=device)
+    np.testing.assert_array_equal(_np((s * d).to_dense()), DENSE * [[2.0], [10.0]])
+    np.testing.assert_array_equal(_np((d * s).to_dense()), DENSE * [[2.0], [10.0]])
+    sm = pg.sparse.softmax(s, 1)
+    assert sm.is_sparse and sm._nnz() == 3
+    row1 = np.array([4.0, 5.0])
+    np.testing.assert_allclose(_np(sm.to_dense()),
+                               [[0, 0, 1], [np.exp(4) / np.exp(row1).sum(), 0,
+                                            np.exp(5) / np.exp(row1).sum()]], rtol=1e-12)
+    lse = np.log(np.exp(4) + np.exp(5))  # column 2 stores 4 and 5, column 0 only 4
+    np.testing.assert_allclose(_np(pg.sparse.log_softmax(s, 0).values()), [4 - lse, 0.0, 5 - lse],
+                               rtol=1e-12, atol=1e-15)
+    out = pg.sparse.addmm(pg.ones(2, 2, dtype=pg.float64, device=device), s,
+                          pg.ones(3, 2, dtype=pg.float64, device=device), beta=0.5)
+    np.testing.assert_array_equal(_np(out), 0.5 + DENSE @ np.ones((3, 2)))
+    vals = pg.tensor(VAL, dtype=pg.float64, device=device, requires_grad=True)
+    idx = pg.tensor(IDX, device=device)
+    assert gradcheck(lambda v: pg.sparse.softmax(pg.sparse_coo_tensor(idx, v, (2, 3)), 1)
+                     ._values(), (vals,))

@@ -26,9 +26,10 @@ from .indexing import index_select, nonzero
 from .joining import cat, sort
 from .linalg import mm
 from .search import unique_consecutive
+from .segment import scatter_reduce
 
 __all__ = ["SparseCooTensor", "sparse_coo_tensor", "to_sparse", "sparse_mm", "sparse_sum",
-           "is_sparse"]
+           "sparse_addmm", "sparse_softmax", "sparse_log_softmax", "is_sparse"]
 
 
 def _linear(indices: Tensor, size: Sequence[int]) -> Tensor:
@@ -226,10 +227,26 @@ class SparseCooTensor:
         return SparseCooTensor(self._idx, op(self._val, factor), self._size, self._coalesced)
 
     def mul(self, other: Any) -> SparseCooTensor:
-        """Scale by a number or a 0-D tensor."""
+        """Scale by a number or a 0-D tensor, or multiply by a dense tensor that broadcasts to
+        this shape (its elements at the stored indices): the result keeps the indices."""
+        if isinstance(other, Tensor) and other.dim() > 0:
+            return SparseCooTensor(self._idx, E.mul(self._val, self._dense_at_indices(other)),
+                                   self._size, self._coalesced)
+        if isinstance(other, SparseCooTensor):
+            _refuse("mul(sparse, sparse)")
         return self._scaled(other, E.mul)
 
     __mul__ = __rmul__ = mul
+
+    def _dense_at_indices(self, dense: Tensor) -> Tensor:
+        """The elements of ``dense`` (broadcast to this shape) at the stored indices:
+        ``(nnz, *dense_dims)``."""
+        sd = self.sparse_dim()
+        full = dense.expand(tuple(self._size))
+        flat = S.reshape(full, (-1,) + tuple(self._size[sd:]))
+        with _no_grad():
+            lin = _linear(self._idx, self._size[:sd])
+        return index_select(flat, 0, lin)
 
     def div(self, other: Any) -> SparseCooTensor:
         """Divide by a number or a 0-D tensor."""
@@ -294,7 +311,8 @@ class SparseCooTensor:
             raise NotImplementedError(f"{name} is not supported for tensors with "
                                       f"layout=portagrad.sparse_coo (portagrad's sparse COO "
                                       f"tensors support to_dense, coalesce, indices, values, "
-                                      f"mm/matmul with a dense matrix, sum, mul/div by a number)")
+                                      f"mm/matmul with a dense matrix, sum, mul by a number or a "
+                                      f"dense tensor, div by a number)")
         raise AttributeError(f"'SparseCooTensor' object has no attribute '{name}'")
 
     def __getitem__(self, key: Any) -> Any:
@@ -404,6 +422,56 @@ def sparse_mm(mat1: Any, mat2: Tensor) -> Tensor:
     out = _creation.zeros(mat1.shape[0], m2.shape[1], dtype=m2.dtype, device=m2.device)
     out = out.index_add(0, rows, contrib)
     return S.squeeze(out, 1) if vec else out
+
+
+def sparse_addmm(input: Tensor, mat1: Any, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1
+                 ) -> Tensor:
+    """``beta * input + alpha * (mat1 @ mat2)`` for a sparse ``mat1`` (dense result)."""
+    prod = sparse_mm(mat1, mat2)
+    if alpha != 1:
+        prod = E.mul(prod, alpha)
+    if beta == 0:
+        return prod
+    return E.add(input if beta == 1 else E.mul(input, beta), prod)
+
+
+def _sparse_softmax(input: Any, dim: int, log: bool, dtype: Any) -> SparseCooTensor:
+    if not isinstance(input, SparseCooTensor):
+        raise TypeError("sparse.softmax(): expected a sparse COO tensor")
+    if input.dense_dim():
+        _refuse("sparse softmax with dense dimensions")
+    c = input.coalesce()
+    d = wrap_dim(dim, input.dim())
+    val = c._val if dtype is None else c._val.to(dtype)
+    # the entries of one slice along dim share all the other coordinates: one group id each
+    keep = [k for k in range(input.dim()) if k != d]
+    with _no_grad():
+        if keep:
+            rows = index_select(c._idx, 0, _creation.tensor(keep, device=c._idx.device))
+            gid = _linear(rows, [input.shape[k] for k in keep])
+            ngroups = math.prod(input.shape[k] for k in keep)
+        else:
+            gid = _creation.zeros(val.shape[0], dtype=_dtype.int64, device=val.device)
+            ngroups = 1
+    start = _creation.full((ngroups,), -math.inf, dtype=val.dtype, device=val.device)
+    top = scatter_reduce(start, 0, gid, val.detach(), "amax", include_self=False)
+    z = E.sub(val, index_select(top, 0, gid))
+    e = E.exp(z)
+    tot = _creation.zeros(ngroups, dtype=val.dtype, device=val.device).index_add(0, gid, e)
+    tot_at = index_select(tot, 0, gid)
+    out = E.sub(z, E.log(tot_at)) if log else E.div(e, tot_at)
+    return SparseCooTensor(c._idx, out, input.shape, True)
+
+
+def sparse_softmax(input: Any, dim: int, *, dtype: Any = None) -> SparseCooTensor:
+    """Softmax over the stored entries of each slice along ``dim`` (unstored entries count as
+    ``-inf``: they stay unstored)."""
+    return _sparse_softmax(input, dim, False, dtype)
+
+
+def sparse_log_softmax(input: Any, dim: int, *, dtype: Any = None) -> SparseCooTensor:
+    """Log-softmax over the stored entries of each slice along ``dim``."""
+    return _sparse_softmax(input, dim, True, dtype)
 
 
 def sparse_sum(input: Any, dim: Any = None, dtype: Any = None) -> Any:
