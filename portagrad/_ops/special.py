@@ -63,9 +63,7 @@ def _unary(name: str, node: str, fwd: Any, grad: Any, doc: str) -> Any:
 
     def fn(input: Tensor) -> Tensor:
         _check_tensor(name, input)
-        if input.dtype is _dtype.bool:
-            input = input.to(_dtype.get_default_dtype())
-        return call(_U, _float_input(input))
+        return call(_U, _float_input(input))  # integers and bools computed in the default dtype
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
