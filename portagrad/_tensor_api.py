@@ -1951,3 +1951,7 @@ class TensorOps:
 
     def igammac_(self, other: Any) -> Tensor:
         return _E.binary_inplace(_GM.igammac, self, other)
+
+    def qr(self, some: _bool = True) -> Any:
+        """``(Q, R)``: the reduced (``some``) or complete QR decomposition."""
+        return _DC.qr_some(self, some)

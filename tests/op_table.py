@@ -1625,6 +1625,12 @@ def _decomp_rows() -> list[OpInfo]:
                          r"linalg.cholesky: The factorization could not be completed because the "
                          r"input is not positive-definite \(the leading minor of order 1 is not "
                          r"positive-definite\)")]),
+        OpInfo("linalg_qr", lambda x: pg.linalg.qr(x), lambda x: tuple(np.linalg.qr(x)),
+               fixed(S(X((4, 3))), S(X((3, 3)), nc="T"), S(X((2, 3, 2)))), FLOATS, "same",
+               grad=True, rtol=1e-4, atol=1e-5),
+        OpInfo("linalg_qr_complete", lambda x: pg.linalg.qr(x, "complete"),
+               lambda x: tuple(np.linalg.qr(x, "complete")), fixed(S(X((3, 2))), S(X((2, 3)))),
+               FLOATS, "same", rtol=1e-4, atol=1e-5),
         OpInfo("linalg_matrix_norm_1", lambda x: pg.linalg.matrix_norm(x, 1),
                lambda x: np.linalg.norm(x, 1, axis=(-2, -1)), sq, FLOATS, "same", grad=True),
         OpInfo("linalg_norm", lambda x, **kw: pg.linalg.norm(x, **kw),

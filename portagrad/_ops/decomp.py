@@ -24,7 +24,7 @@ from .linalg import matmul
 from .reduction import argmax, prod, sum as rsum
 
 __all__ = ["det", "slogdet", "logdet", "inv", "inverse", "solve", "cholesky", "cholesky_solve",
-           "cholesky_inverse", "triangular_solve"]
+           "cholesky_inverse", "triangular_solve", "qr", "qr_some"]
 
 slogdet_result = namedtuple("slogdet_result", ["sign", "logabsdet"])
 
@@ -216,3 +216,55 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
     if transpose:
         t = S.transpose(t, -1, -2)
     return triangular_solve_result(solve(t, b), A.clone())
+
+
+qr_result = namedtuple("qr_result", ["Q", "R"])
+
+
+def qr(A: Tensor, mode: str = "reduced") -> Any:
+    """``(Q, R)`` with ``A = Q R``, ``Q`` orthonormal columns, ``R`` upper triangular, by
+    Householder reflections (LAPACK's sign convention: ``R[k, k] = -sign(A[k, k]) |column|``);
+    ``mode``: ``"reduced"``, ``"complete"`` or ``"r"`` (``Q`` empty)."""
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
+                           f"'reduced' (default), 'r', or 'complete'")
+    if not isinstance(A, Tensor) or A.dim() < 2:
+        raise RuntimeError("linalg.qr: The input tensor A must have at least 2 dimensions.")
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.qr: Expected a floating point or complex tensor as input. "
+                           f"Got {E._type_name(A.dtype)}")
+    m, n = A.shape[-2], A.shape[-1]
+    k_max = min(m, n)
+    r = A
+    q = _creation.eye(m, dtype=A.dtype, device=A.device).expand(A.shape[:-2] + (m, m))
+    rows = _creation.arange(m, device=A.device)
+    for k in range(min(k_max, m - 1)):  # LAPACK: the last row, 1 element long, is not reflected
+        col = S.narrow(r, -1, k, 1)  # (..., m, 1)
+        below = S.unsqueeze(E.ge(rows, k), -1)  # rows k.. take part in the reflection
+        x = where(below, col, 0.0)
+        norm = E.sqrt(rsum(E.mul(x, x), -2, keepdim=True))  # (..., 1, 1)
+        xk = S.narrow(x, -2, k, 1)
+        sign = where(E.lt(xk, 0), -1.0, 1.0)
+        alpha = E.neg(E.mul(sign, norm))
+        ek = S.unsqueeze(E.eq(rows, k), -1).to(A.dtype)
+        v = E.sub(x, E.mul(ek, alpha))
+        vv = rsum(E.mul(v, v), -2, keepdim=True)
+        # nothing below the diagonal: no reflection (H = I, as LAPACK's dlarfg)
+        rest = rsum(E.mul(where(S.unsqueeze(E.gt(rows, k), -1), col, 0.0), col), -2,
+                    keepdim=True)
+        skip = E.logical_or(E.eq(rest, 0), E.eq(vv, 0))
+        scale = where(skip, 0.0, E.div(2.0, where(skip, 1.0, vv)))
+        r = E.sub(r, E.mul(E.mul(v, scale), matmul(S.transpose(v, -1, -2), r)))
+        q = E.sub(q, E.mul(matmul(q, v), E.mul(S.transpose(v, -1, -2), scale)))
+    upper = triu(r)
+    if mode == "r":
+        return qr_result(_creation.empty(0, dtype=A.dtype, device=A.device),
+                         S.narrow(upper, -2, 0, k_max))
+    if mode == "complete":
+        return qr_result(q, upper)
+    return qr_result(S.narrow(q, -1, 0, k_max), S.narrow(upper, -2, 0, k_max))
+
+
+def qr_some(input: Tensor, some: bool = True) -> Any:
+    """``torch.qr``: the reduced (``some``) or complete QR decomposition."""
+    return qr(input, "reduced" if some else "complete")
