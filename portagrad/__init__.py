@@ -207,6 +207,9 @@ from ._ops.diagonal import (block_diag, diag, diag_embed, diagflat, diagonal, kr
                             trace, triu_indices)
 from ._ops.decomp import (cholesky, cholesky_inverse, cholesky_solve, det, inverse, logdet,
                           slogdet, triangular_solve)
+from ._ops.decomp import lu_legacy as lu
+from ._ops.decomp import lu_solve_legacy as lu_solve
+from ._ops.decomp import lu_unpack
 from ._ops.decomp import qr_some as qr
 from ._ops.gammafn import digamma, igamma, igammac, lgamma, mvlgamma, polygamma
 from ._ops.scan import cummax, cummin, cumprod, diff, logcumsumexp
@@ -261,5 +264,5 @@ __all__ += [
     "is_complex", "is_conj", "is_inference", "is_neg", "is_same_size", "is_signed", "isin",
     "kaiser_window", "narrow_copy", "pairwise_distance", "pdist", "prelu", "put", "real",
     "resolve_conj", "resolve_neg", "selu", "threshold", "trapezoid", "trapz", "unravel_index",
-    "vander", "igamma", "igammac", "qr",
+    "vander", "igamma", "igammac", "qr", "lu", "lu_solve", "lu_unpack",
 ]

@@ -1955,3 +1955,11 @@ class TensorOps:
     def qr(self, some: _bool = True) -> Any:
         """``(Q, R)``: the reduced (``some``) or complete QR decomposition."""
         return _DC.qr_some(self, some)
+
+    def lu(self, pivot: _bool = True, get_infos: _bool = False) -> Any:
+        """``(LU, pivots)`` of the LU factorization with partial pivoting."""
+        return _DC.lu_legacy(self, pivot, get_infos)
+
+    def lu_solve(self, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
+        """``X`` with ``A X = self``, given ``A``'s ``lu()``."""
+        return _DC.lu_solve_legacy(self, LU_data, LU_pivots)

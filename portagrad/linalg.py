@@ -2,8 +2,9 @@
 
 Determinants, inverses, solves and Cholesky factors come from elimination written with tensor
 ops (``portagrad/_ops/decomp.py``), so they run on every backend and are differentiable; norms are
-the reductions. ``qr`` uses Householder reflections. Decompositions that need an iterative eigen- or
-singular-value solver (``svd``, ``eigh``, the nuclear and spectral norms) are not implemented.
+the reductions. ``qr`` uses Householder reflections, ``lu``/``lu_factor`` the same elimination.
+Decompositions that need an iterative eigen- or singular-value solver (``svd``, ``eigh``, the
+nuclear and spectral norms) are not implemented.
 """
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ from ._ops import elementwise as _E
 from ._ops import reduction as _R
 from ._ops.combine import cross as _cross
 from ._ops.combine import matrix_power
-from ._ops.decomp import cholesky, det, inv, qr, slogdet, solve
+from ._ops.decomp import cholesky, det, inv, lu, lu_factor, lu_solve, qr, slogdet, solve
 from ._ops.diagonal import diagonal as _diagonal
 from ._ops.linalg import matmul
 from ._tensor import Tensor
 
 __all__ = ["det", "slogdet", "inv", "solve", "cholesky", "matrix_power", "cross", "vector_norm",
-           "matrix_norm", "norm", "vecdot", "multi_dot", "diagonal", "qr"]
+           "matrix_norm", "norm", "vecdot", "multi_dot", "diagonal", "qr", "lu", "lu_factor",
+           "lu_solve"]
 
 
 def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:

@@ -1631,6 +1631,13 @@ def _decomp_rows() -> list[OpInfo]:
         OpInfo("linalg_qr_complete", lambda x: pg.linalg.qr(x, "complete"),
                lambda x: tuple(np.linalg.qr(x, "complete")), fixed(S(X((3, 2))), S(X((2, 3)))),
                FLOATS, "same", rtol=1e-4, atol=1e-5),
+        OpInfo("lu_factor", lambda x: pg.linalg.lu_factor(x).LU,
+               lambda x: _np_lu_packed(x), fixed(S(X((4, 4))), S(X((3, 3)), nc="T"),
+                                                 S(X((4, 2))), S(X((2, 4)))),
+               FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5),
+        OpInfo("lu_solve", lambda a, b: pg.linalg.lu_solve(*pg.linalg.lu_factor(a), b),
+               lambda a, b: np.linalg.solve(a, b), fixed(S(X((3, 3)), X((3, 2)))), FLOATS,
+               "same", grad=True, rtol=1e-3, atol=1e-4),
         OpInfo("linalg_matrix_norm_1", lambda x: pg.linalg.matrix_norm(x, 1),
                lambda x: np.linalg.norm(x, 1, axis=(-2, -1)), sq, FLOATS, "same", grad=True),
         OpInfo("linalg_norm", lambda x, **kw: pg.linalg.norm(x, **kw),
@@ -1638,6 +1645,19 @@ def _decomp_rows() -> list[OpInfo]:
                fixed(S(X((3, 4))), S(X((3, 4)), dim=1), S(X((2, 3, 4)), dim=(1, 2))), FLOATS,
                "same", grad=True),
     ]
+
+
+def _np_lu_packed(a: np.ndarray) -> np.ndarray:
+    """LAPACK's getrf by hand: partial pivoting, L's multipliers below U."""
+    lu = a.astype(np.float64).copy()
+    m, n = lu.shape
+    for k in range(min(m, n)):
+        p = k + int(np.argmax(np.abs(lu[k:, k])))
+        lu[[k, p]] = lu[[p, k]]
+        if lu[k, k] != 0:
+            lu[k + 1:, k] /= lu[k, k]
+            lu[k + 1:, k + 1:] -= np.outer(lu[k + 1:, k], lu[k, k + 1:])
+    return lu
 
 
 def _spd_pg(x: pg.Tensor) -> pg.Tensor:

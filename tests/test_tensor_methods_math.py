@@ -428,3 +428,19 @@ def test_incomplete_gamma(device: str) -> None:
     with pytest.raises(NotImplementedError, match="derivative of igamma/igammac with respect to "
                                                   "the input"):
         pg.igamma(a3.clone().requires_grad_(), xs).sum().backward()
+
+
+def test_lu_and_qr_methods(device: str) -> None:
+    a = np.array([[1.0, 2.0, 0.5], [4.0, -1.0, 2.0], [0.0, 3.0, 1.0]])
+    b = np.array([[1.0], [2.0], [3.0]])
+    t = pg.tensor(a, dtype=pg.float64, device=device)
+    LU, piv = t.lu()
+    assert piv.dtype is pg.int32 and _np(piv).tolist() == [2, 3, 3]  # LAPACK's 1-based swaps
+    P, L, U = pg.lu_unpack(LU, piv)
+    np.testing.assert_allclose(_np(P @ L @ U), a, atol=1e-12)
+    np.testing.assert_allclose(_np(pg.tensor(b, dtype=pg.float64, device=device).lu_solve(LU, piv)),
+                               np.linalg.solve(a, b), rtol=1e-10)
+    q, r = t.qr()
+    np.testing.assert_allclose(_np(q @ r), a, atol=1e-12)
+    np.testing.assert_allclose(_np(q.t() @ q), np.eye(3), atol=1e-12)
+    assert _np(pg.linalg.qr(t, "r").R).shape == (3, 3)

@@ -24,7 +24,8 @@ from .linalg import matmul
 from .reduction import argmax, prod, sum as rsum
 
 __all__ = ["det", "slogdet", "logdet", "inv", "inverse", "solve", "cholesky", "cholesky_solve",
-           "cholesky_inverse", "triangular_solve", "qr", "qr_some"]
+           "cholesky_inverse", "triangular_solve", "qr", "qr_some", "lu_factor", "lu_unpack",
+           "lu", "lu_solve", "lu_legacy", "lu_solve_legacy"]
 
 slogdet_result = namedtuple("slogdet_result", ["sign", "logabsdet"])
 
@@ -268,3 +269,98 @@ def qr(A: Tensor, mode: str = "reduced") -> Any:
 def qr_some(input: Tensor, some: bool = True) -> Any:
     """``torch.qr``: the reduced (``some``) or complete QR decomposition."""
     return qr(input, "reduced" if some else "complete")
+
+
+lu_factor_result = namedtuple("lu_factor_result", ["LU", "pivots"])
+lu_unpack_result = namedtuple("lu_unpack_result", ["P", "L", "U"])
+
+
+def lu_factor(A: Tensor, *, pivot: bool = True) -> Any:
+    """``(LU, pivots)``: ``L`` (unit diagonal, below) and ``U`` packed in one matrix and LAPACK's
+    1-based row interchanges (``int32``), by Gaussian elimination with partial pivoting."""
+    if not isinstance(A, Tensor) or A.dim() < 2:
+        raise RuntimeError("linalg.lu_factor: The input tensor A must have at least 2 "
+                           "dimensions.")
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.lu_factor: Expected a floating point or complex tensor as "
+                           f"input. Got {E._type_name(A.dtype)}")
+    if not pivot:
+        raise NotImplementedError("lu_factor(pivot=False) is not implemented")
+    m, n = A.shape[-2], A.shape[-1]
+    lu = A
+    cols = _creation.arange(n, device=A.device)
+    piv = []
+    for k in range(min(m, n)):
+        with _no_grad():
+            col = E.abs(S.narrow(S.select(lu, -1, k), -1, k, m - k))
+            p = E.add(argmax(col, -1, keepdim=True), k)
+        piv.append(p)
+        lu, _ = _pivot(lu, k)
+        if k + 1 < m:
+            row = S.narrow(lu, -2, k, 1)
+            p_kk = S.narrow(row, -1, k, 1)
+            below = S.narrow(lu, -2, k + 1, m - k - 1)
+            f = E.div(S.narrow(below, -1, k, 1), where(E.eq(p_kk, 0), 1.0, p_kk))
+            updated = E.sub(below, E.mul(f, row))
+            # columns after k are eliminated, column k keeps the multipliers (L), the columns
+            # before it hold earlier multipliers
+            below = where(E.gt(cols, k), updated, where(E.eq(cols, k), f, below))
+            lu = cat([S.narrow(lu, -2, 0, k + 1), below], -2)
+    pivots = E.add(cat(piv, -1), 1).to(_dtype.int32) if piv else \
+        _creation.zeros(A.shape[:-2] + (0,), dtype=_dtype.int32, device=A.device)
+    return lu_factor_result(lu, pivots)
+
+
+def _permutation(pivots: Tensor, m: int) -> Tensor:
+    """The row order ``perm`` (``(P^T A)[j] = A[perm[j]]``) of LAPACK interchanges."""
+    rows = _creation.arange(m, device=pivots.device)
+    perm = rows.expand(pivots.shape[:-1] + (m,))
+    for i in range(pivots.shape[-1]):
+        p = E.sub(S.narrow(pivots, -1, i, 1), 1).to(_dtype.int64)  # (..., 1)
+        at_i = gather(perm, -1, _creation.full_like(p, i))
+        at_p = gather(perm, -1, p)
+        perm = where(E.eq(rows, i), at_p, where(E.eq(rows, p), at_i, perm))
+    return perm
+
+
+def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
+              unpack_pivots: bool = True) -> Any:
+    """``(P, L, U)`` with ``A = P L U`` from ``lu_factor``'s packed form."""
+    m, n = LU_data.shape[-2], LU_data.shape[-1]
+    k = min(m, n)
+    eye = _creation.eye(m, k, dtype=LU_data.dtype, device=LU_data.device)
+    L = E.add(tril(S.narrow(LU_data, -1, 0, k), -1), eye)
+    U = triu(S.narrow(LU_data, -2, 0, k))
+    with _no_grad():
+        perm = _permutation(LU_pivots, m)
+        rows = S.unsqueeze(_creation.arange(m, device=LU_data.device), -1)
+        P = E.eq(rows, S.unsqueeze(perm, -2)).to(LU_data.dtype)
+    return lu_unpack_result(P, L, U)
+
+
+def lu(A: Tensor, *, pivot: bool = True) -> Any:
+    """``(P, L, U)`` with ``A = P L U`` (``torch.linalg.lu``)."""
+    return lu_unpack(*lu_factor(A, pivot=pivot))
+
+
+def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
+             adjoint: bool = False) -> Tensor:
+    """``X`` with ``A X = B`` from ``A``'s ``lu_factor`` (``torch.linalg.lu_solve``)."""
+    P, L, U = lu_unpack(LU, pivots)
+    a = matmul(P, matmul(L, U))
+    if adjoint:
+        a = S.transpose(a, -1, -2)
+    return solve(a, B, left=left)
+
+
+def lu_legacy(A: Tensor, pivot: bool = True, get_infos: bool = False) -> Any:
+    """``torch.lu``: ``(LU, pivots)``, plus zero ``infos`` when ``get_infos``."""
+    LU, pivots = lu_factor(A, pivot=pivot)
+    if get_infos:
+        return LU, pivots, _creation.zeros(A.shape[:-2], dtype=_dtype.int32, device=A.device)
+    return LU, pivots
+
+
+def lu_solve_legacy(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
+    """``torch.lu_solve(b, LU_data, LU_pivots)``: ``X`` with ``A X = b``."""
+    return lu_solve(LU_data, LU_pivots, b)
