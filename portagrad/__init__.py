@@ -184,3 +184,95 @@ __all__ += ["accelerator", "cuda", "mps", "onnx", "BFloat16Tensor", "BoolTensor"
             "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor",
             "ShortTensor", "channels_last", "channels_last_3d", "contiguous_format",
             "memory_format", "preserve_format", "set_default_tensor_type"]
+
+# More math, diagonals, scans, searching, compositions and sparse COO tensors (their Tensor
+# methods are bound here too)
+import sys as _sys
+
+from . import linalg, sparse, special
+from ._layout import layout, sparse_coo, strided
+from ._ops import combine as _combine
+from ._ops import diagonal as _diagonal
+from ._ops import scan as _scan
+from ._ops import search as _search
+from ._ops import sparse as _sparse
+from ._ops import special as _special
+from ._ops.bits import (bitwise_left_shift, bitwise_right_shift, frexp, gcd, lcm, ldexp,
+                        nextafter)
+from ._ops.combine import (addbmm, as_strided_scatter, diagonal_scatter, matrix_exp,
+                           select_scatter, slice_scatter)
+from ._ops.combine import (addmv, addr, argwhere, atleast_1d, atleast_2d, atleast_3d,
+                           cartesian_prod, cdist, column_stack, corrcoef, cov, cross, dist,
+                           dsplit, dstack, einsum, fliplr, flipud, hsplit, masked_scatter,
+                           matrix_power, meshgrid, nanmean, ravel, renorm, rot90, row_stack,
+                           split_with_sizes, take, tensordot, vsplit)
+from ._ops import bits as _bits
+from ._ops import decomp as _decomp
+from ._ops import fills as _fills
+from ._ops import metadata as _metadata
+from ._ops import stats as _stats
+from ._ops import gammafn as _gammafn
+from ._ops import segment as _segment
+from ._ops.diagonal import (block_diag, diag, diag_embed, diagflat, diagonal, kron, tril_indices,
+                            trace, triu_indices)
+from ._ops.decomp import (cholesky, cholesky_inverse, cholesky_solve, det, inverse, logdet,
+                          slogdet, triangular_solve)
+from ._ops.decomp import lu_legacy as lu
+from ._ops.decomp import lu_solve_legacy as lu_solve
+from ._ops.decomp import lu_unpack
+from ._ops.decomp import qr_some as qr
+from ._ops.gammafn import digamma, igamma, igammac, lgamma, mvlgamma, polygamma
+from ._ops.scan import cummax, cummin, cumprod, diff, logcumsumexp
+from ._ops.search import bincount, bucketize, histc, searchsorted, unique, unique_consecutive
+from ._ops.segment import index_reduce, scatter_reduce
+from ._ops.combine import index_put, put
+from ._ops.metadata import (can_cast, conj, get_device, is_complex, is_conj, is_inference, is_neg,
+                            is_same_size, is_signed, narrow_copy, nonzero_static, real,
+                            resolve_conj, resolve_neg)
+from ._ops.sequences import (chain_matmul, combinations, cumulative_trapezoid, isin, pdist,
+                             trapezoid, trapz, unravel_index, vander)
+from ._ops.windows import (bartlett_window, blackman_window, hamming_window, hann_window,
+                           kaiser_window)
+from ._ops.sparse import sparse_coo_tensor
+from ._ops.sparse import sparse_mm as spmm
+from ._ops.special import i0
+from ._ops.stats import histogram, mode, nanmedian, nanquantile, quantile
+from ._ops.special import (acos, acosh, addcdiv, addcmul, angle, arccos, arccosh, arcsin,
+                           arcsinh, arctan, arctan2, arctanh, asin, asinh, atan, atanh, clamp_max,
+                           clamp_min, copysign, cosh, deg2rad, erfc, erfinv, fix, float_power,
+                           fmax, fmin, heaviside, isneginf, isposinf, isreal, logaddexp2, logit,
+                           rad2deg, sinc, sinh, xlogy)
+from ._functional import (celu, cosine_similarity, dropout, hardshrink, log_softmax,
+                          pairwise_distance, prelu, selu, softmax, threshold)
+
+_tensor_api._bind_more(_sys.modules[__name__], _special, _diagonal, _scan, _search,
+                       _combine, _sparse, _segment, _gammafn, _decomp, _bits, _stats, _metadata,
+                       _fills)
+
+__all__ += [
+    "acos", "acosh", "addcdiv", "addcmul", "addmv", "addr", "angle", "arccos", "arccosh",
+    "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "argwhere", "asin", "asinh", "atan",
+    "atanh", "atleast_1d", "atleast_2d", "atleast_3d", "bincount", "block_diag", "bucketize",
+    "cartesian_prod", "cdist", "clamp_max", "clamp_min", "column_stack", "copysign", "corrcoef",
+    "cosh", "cov", "cross", "cummax", "cummin", "cumprod", "deg2rad", "diag", "diag_embed",
+    "diagflat", "diagonal", "diff", "dist", "dsplit", "dstack", "einsum", "erfc", "erfinv",
+    "fix", "fliplr", "flipud", "float_power", "fmax", "fmin", "heaviside", "histc", "hsplit",
+    "isneginf", "isposinf", "isreal", "kron", "layout", "log_softmax", "logaddexp2",
+    "logcumsumexp", "logit", "masked_scatter", "matrix_power", "meshgrid", "nanmean",
+    "rad2deg", "ravel", "renorm", "rot90", "row_stack", "searchsorted", "sinc", "sinh",
+    "softmax", "sparse", "sparse_coo", "sparse_coo_tensor", "split_with_sizes", "spmm",
+    "strided", "take", "tensordot", "trace", "tril_indices", "triu_indices", "unique",
+    "unique_consecutive", "vsplit", "xlogy", "digamma", "lgamma", "mvlgamma", "polygamma",
+    "index_reduce", "scatter_reduce", "cholesky", "det", "inverse", "linalg", "logdet",
+    "slogdet", "addbmm", "as_strided_scatter", "bitwise_left_shift", "bitwise_right_shift",
+    "diagonal_scatter", "frexp", "gcd", "histogram", "i0", "lcm", "ldexp", "matrix_exp",
+    "nanmedian", "nanquantile", "nextafter", "nonzero_static", "quantile", "select_scatter",
+    "slice_scatter", "special", "cholesky_inverse", "cholesky_solve", "mode",
+    "triangular_solve", "bartlett_window", "blackman_window", "can_cast", "celu",
+    "chain_matmul", "combinations", "conj", "cosine_similarity", "cumulative_trapezoid",
+    "dropout", "get_device", "hamming_window", "hann_window", "hardshrink", "index_put",
+    "is_complex", "is_conj", "is_inference", "is_neg", "is_same_size", "is_signed", "isin",
+    "kaiser_window", "narrow_copy", "pairwise_distance", "pdist", "prelu", "put", "real",
+    "resolve_conj", "resolve_neg", "selu", "threshold", "trapezoid", "trapz", "unravel_index",
+    "vander", "igamma", "igammac", "qr", "lu", "lu_solve", "lu_unpack",
+]

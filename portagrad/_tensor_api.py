@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from . import _dtype
+from . import _dtype, _layout
 from ._shape import broadcast_shapes
 from ._storage import Size
 from .autograd.grad_mode import _flags
@@ -35,6 +35,20 @@ if TYPE_CHECKING:
     from ._ops import reduction as _R
     from ._ops import shape as _S
     from ._tensor import Tensor
+    import portagrad as _PG
+    from ._ops import combine as _CB
+    from ._ops import diagonal as _DG
+    from ._ops import scan as _SC
+    from ._ops import search as _SE
+    from ._ops import sparse as _SP
+    from ._ops import special as _SF
+    from ._ops import segment as _SG
+    from ._ops import gammafn as _GM
+    from ._ops import decomp as _DC
+    from ._ops import bits as _BT
+    from ._ops import stats as _ST
+    from ._ops import metadata as _MD
+    from ._ops import fills as _FL
 
 __all__ = ["TensorOps"]
 
@@ -60,6 +74,17 @@ def _bind(tensor: type[Tensor], raw: ModuleType, creation: ModuleType, random: M
     _CR, _RN, _AG, _K = creation, random, autograd, common
     _C, _E, _I, _J, _L, _R, _S = (conversion, elementwise, indexing, joining, linalg, reduction,
                                   shape)
+
+
+def _bind_more(package: ModuleType, special: ModuleType, diagonal: ModuleType, scan: ModuleType,
+               search: ModuleType, combine: ModuleType, sparse: ModuleType, segment: ModuleType,
+               gammafn: ModuleType, decomp: ModuleType, bits: ModuleType, stats: ModuleType,
+               metadata: ModuleType, fills: ModuleType) -> None:
+    """Bind the op modules of the methods declared after the operators (once, from
+    ``portagrad/__init__.py``)."""
+    global _PG, _SF, _DG, _SC, _SE, _CB, _SP, _SG, _GM, _DC, _BT, _ST, _MD, _FL
+    _PG, _SF, _DG, _SC, _SE, _CB, _SP = package, special, diagonal, scan, search, combine, sparse
+    _SG, _GM, _DC, _BT, _ST, _MD, _FL = segment, gammafn, decomp, bits, stats, metadata, fills
 
 
 # ------------------------------------------------------------------------------- operators
@@ -1100,3 +1125,852 @@ class TensorOps:
         return _S.transpose(self, -2, -1)
 
     H = T
+
+    # -------------------------------------------- more math, diagonals, scans, search, sparse
+    # (bound by _bind_more: special, diagonal, scan, search, combine, sparse, the package)
+    def asin(self) -> Tensor:
+        return _SF.asin(self)
+
+    arcsin = asin
+
+    def acos(self) -> Tensor:
+        return _SF.acos(self)
+
+    arccos = acos
+
+    def atan(self) -> Tensor:
+        return _SF.atan(self)
+
+    arctan = atan
+
+    def sinh(self) -> Tensor:
+        return _SF.sinh(self)
+
+    def cosh(self) -> Tensor:
+        return _SF.cosh(self)
+
+    def asinh(self) -> Tensor:
+        return _SF.asinh(self)
+
+    arcsinh = asinh
+
+    def acosh(self) -> Tensor:
+        return _SF.acosh(self)
+
+    arccosh = acosh
+
+    def atanh(self) -> Tensor:
+        return _SF.atanh(self)
+
+    arctanh = atanh
+
+    def arctan2(self, other: Tensor) -> Tensor:
+        return _SF.arctan2(self, other)
+
+    def asin_(self) -> Tensor:
+        return _E.unary_inplace(_SF.asin, self)
+
+    arcsin_ = asin_
+
+    def acos_(self) -> Tensor:
+        return _E.unary_inplace(_SF.acos, self)
+
+    arccos_ = acos_
+
+    def atan_(self) -> Tensor:
+        return _E.unary_inplace(_SF.atan, self)
+
+    arctan_ = atan_
+
+    def sinh_(self) -> Tensor:
+        return _E.unary_inplace(_SF.sinh, self)
+
+    def cosh_(self) -> Tensor:
+        return _E.unary_inplace(_SF.cosh, self)
+
+    def asinh_(self) -> Tensor:
+        return _E.unary_inplace(_SF.asinh, self)
+
+    arcsinh_ = asinh_
+
+    def acosh_(self) -> Tensor:
+        return _E.unary_inplace(_SF.acosh, self)
+
+    arccosh_ = acosh_
+
+    def atanh_(self) -> Tensor:
+        return _E.unary_inplace(_SF.atanh, self)
+
+    arctanh_ = atanh_
+
+    def arctan2_(self, other: Tensor) -> Tensor:
+        return _E.binary_inplace(_E.atan2, self, other)
+
+    def deg2rad(self) -> Tensor:
+        return _SF.deg2rad(self)
+
+    def deg2rad_(self) -> Tensor:
+        return _E.unary_inplace(_SF.deg2rad, self)
+
+    def rad2deg(self) -> Tensor:
+        return _SF.rad2deg(self)
+
+    def rad2deg_(self) -> Tensor:
+        return _E.unary_inplace(_SF.rad2deg, self)
+
+    def sinc(self) -> Tensor:
+        return _SF.sinc(self)
+
+    def sinc_(self) -> Tensor:
+        return _E.unary_inplace(_SF.sinc, self)
+
+    def logit(self, eps: _float | None = None) -> Tensor:
+        return _SF.logit(self, eps)
+
+    def logit_(self, eps: _float | None = None) -> Tensor:
+        return _E.unary_inplace(_SF.logit, self, eps)
+
+    def xlogy(self, other: Any) -> Tensor:
+        return _SF.xlogy(self, other)
+
+    def xlogy_(self, other: Any) -> Tensor:
+        return _E.binary_inplace(_SF.xlogy, self, other)
+
+    def erfc(self) -> Tensor:
+        return _SF.erfc(self)
+
+    def erfc_(self) -> Tensor:
+        return _E.unary_inplace(_SF.erfc, self)
+
+    def erfinv(self) -> Tensor:
+        return _SF.erfinv(self)
+
+    def erfinv_(self) -> Tensor:
+        return _E.unary_inplace(_SF.erfinv, self)
+
+    def heaviside(self, values: Tensor) -> Tensor:
+        return _SF.heaviside(self, values)
+
+    def heaviside_(self, values: Tensor) -> Tensor:
+        return _E.unary_inplace(_SF.heaviside, self, values)
+
+    def copysign(self, other: Any) -> Tensor:
+        return _SF.copysign(self, other)
+
+    def copysign_(self, other: Any) -> Tensor:
+        return _E.binary_inplace(_SF.copysign, self, other)
+
+    def addcmul(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+        return _SF.addcmul(self, tensor1, tensor2, value=value)
+
+    def addcmul_(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+        return _E.unary_inplace(_SF.addcmul, self, tensor1, tensor2, value=value)
+
+    def addcdiv(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+        return _SF.addcdiv(self, tensor1, tensor2, value=value)
+
+    def addcdiv_(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+        return _E.unary_inplace(_SF.addcdiv, self, tensor1, tensor2, value=value)
+
+    def clamp_min(self, min: Any) -> Tensor:
+        return _SF.clamp_min(self, min)
+
+    def clamp_min_(self, min: Any) -> Tensor:
+        return _E.unary_inplace(_SF.clamp_min, self, min)
+
+    def clamp_max(self, max: Any) -> Tensor:
+        return _SF.clamp_max(self, max)
+
+    def clamp_max_(self, max: Any) -> Tensor:
+        return _E.unary_inplace(_SF.clamp_max, self, max)
+
+    def float_power(self, exponent: Any) -> Tensor:
+        return _SF.float_power(self, exponent)
+
+    def float_power_(self, exponent: Any) -> Tensor:
+        if self.dtype is not _dtype.float64:
+            raise RuntimeError(f"the base given to float_power_ has dtype "
+                               f"{_E._type_name(self.dtype)} but the operation's result requires "
+                               f"dtype Double")
+        return _E.binary_inplace(_SF.float_power, self, exponent)
+
+    def logaddexp2(self, other: Tensor) -> Tensor:
+        return _SF.logaddexp2(self, other)
+
+    def fmax(self, other: Tensor) -> Tensor:
+        return _SF.fmax(self, other)
+
+    def fmin(self, other: Tensor) -> Tensor:
+        return _SF.fmin(self, other)
+
+    def isposinf(self) -> Tensor:
+        return _SF.isposinf(self)
+
+    def isneginf(self) -> Tensor:
+        return _SF.isneginf(self)
+
+    def isreal(self) -> Tensor:
+        return _SF.isreal(self)
+
+    def fix(self) -> Tensor:
+        return _SF.fix(self)
+
+    def fix_(self) -> Tensor:
+        return _E.unary_inplace(_E.trunc, self)
+
+    def exp2_(self) -> Tensor:
+        return _E.unary_inplace(_E.exp2, self)
+
+    def hypot_(self, other: Tensor) -> Tensor:
+        return _E.binary_inplace(_E.hypot, self, other)
+
+    def cumsum_(self, dim: _int, *, dtype: Any = None) -> Tensor:
+        return _E.unary_inplace(_R.cumsum, self, dim, dtype=dtype)
+
+    absolute_ = abs_
+    sgn_ = sign_
+    greater_ = gt_
+    greater_equal_ = ge_
+    less_ = lt_
+    less_equal_ = le_
+    not_equal_ = ne_
+
+    def softmax(self, dim: _int, dtype: Any = None) -> Tensor:
+        """``exp(x) / sum(exp(x))`` along ``dim``."""
+        return _PG.softmax(self, dim, dtype=dtype)
+
+    def log_softmax(self, dim: _int, dtype: Any = None) -> Tensor:
+        """``x - logsumexp(x)`` along ``dim``."""
+        return _PG.log_softmax(self, dim, dtype=dtype)
+
+    def diagonal(self, offset: _int = 0, dim1: _int = 0, dim2: _int = 1) -> Tensor:
+        """The view of a diagonal (appended as the last dimension)."""
+        return _DG.diagonal(self, offset, dim1, dim2)
+
+    def diag(self, diagonal: _int = 0) -> Tensor:
+        return _DG.diag(self, diagonal)
+
+    def diag_embed(self, offset: _int = 0, dim1: _int = -2, dim2: _int = -1) -> Tensor:
+        return _DG.diag_embed(self, offset, dim1, dim2)
+
+    def diagflat(self, offset: _int = 0) -> Tensor:
+        return _DG.diagflat(self, offset)
+
+    def trace(self) -> Tensor:
+        return _DG.trace(self)
+
+    def fill_diagonal_(self, fill_value: Any, wrap: _bool = False) -> Tensor:
+        return _DG.fill_diagonal_(self, fill_value, wrap)
+
+    def kron(self, other: Tensor) -> Tensor:
+        return _DG.kron(self, other)
+
+    def cumprod(self, dim: _int, *, dtype: Any = None) -> Tensor:
+        return _SC.cumprod(self, dim, dtype=dtype)
+
+    def cumprod_(self, dim: _int, *, dtype: Any = None) -> Tensor:
+        return _E.unary_inplace(_SC.cumprod, self, dim, dtype=dtype)
+
+    def cummax(self, dim: _int) -> Any:
+        return _SC.cummax(self, dim)
+
+    def cummin(self, dim: _int) -> Any:
+        return _SC.cummin(self, dim)
+
+    def logcumsumexp(self, dim: _int) -> Tensor:
+        return _SC.logcumsumexp(self, dim)
+
+    def diff(self, n: _int = 1, dim: _int = -1, prepend: Tensor | None = None,
+             append: Tensor | None = None) -> Tensor:
+        return _SC.diff(self, n, dim, prepend, append)
+
+    def bincount(self, weights: Tensor | None = None, minlength: _int = 0) -> Tensor:
+        return _SE.bincount(self, weights, minlength)
+
+    def histc(self, bins: _int = 100, min: Any = 0, max: Any = 0) -> Tensor:
+        return _SE.histc(self, bins, min, max)
+
+    def unique(self, sorted: _bool = True, return_inverse: _bool = False,
+               return_counts: _bool = False, dim: _int | None = None) -> Any:
+        return _SE.unique(self, sorted, return_inverse, return_counts, dim)
+
+    def unique_consecutive(self, return_inverse: _bool = False, return_counts: _bool = False,
+                           dim: _int | None = None) -> Any:
+        return _SE.unique_consecutive(self, return_inverse, return_counts, dim)
+
+    def cross(self, other: Tensor, dim: _int | None = None) -> Tensor:
+        return _CB.cross(self, other, dim)
+
+    def dist(self, other: Tensor, p: _float = 2) -> Tensor:
+        return _CB.dist(self, other, p)
+
+    def renorm(self, p: _float, dim: _int, maxnorm: _float) -> Tensor:
+        return _CB.renorm(self, p, dim, maxnorm)
+
+    def renorm_(self, p: _float, dim: _int, maxnorm: _float) -> Tensor:
+        return _E.unary_inplace(_CB.renorm, self, p, dim, maxnorm)
+
+    def take(self, index: Tensor) -> Tensor:
+        return _CB.take(self, index)
+
+    def nanmean(self, dim: Any = None, keepdim: _bool = False, *, dtype: Any = None) -> Tensor:
+        return _CB.nanmean(self, dim, keepdim, dtype=dtype)
+
+    def masked_scatter(self, mask: Tensor, source: Tensor) -> Tensor:
+        return _CB.masked_scatter(self, mask, source)
+
+    def masked_scatter_(self, mask: Tensor, source: Tensor) -> Tensor:
+        return _E.unary_inplace(_CB.masked_scatter, self, mask, source)
+
+    def unfold(self, dimension: _int, size: _int, step: _int) -> Tensor:
+        """The view of the windows of ``size`` elements, ``step`` apart, along ``dimension``."""
+        return _CB.unfold(self, dimension, size, step)
+
+    def rot90(self, k: _int = 1, dims: Sequence[_int] = (0, 1)) -> Tensor:
+        return _CB.rot90(self, k, dims)
+
+    def fliplr(self) -> Tensor:
+        return _CB.fliplr(self)
+
+    def flipud(self) -> Tensor:
+        return _CB.flipud(self)
+
+    def split_with_sizes(self, split_sizes: Sequence[_int], dim: _int = 0) -> tuple[Tensor, ...]:
+        return _CB.split_with_sizes(self, split_sizes, dim)
+
+    unsafe_split_with_sizes = split_with_sizes
+    unsafe_split = split
+    unsafe_chunk = chunk
+
+    def hsplit(self, sections: Any) -> tuple[Tensor, ...]:
+        return _CB.hsplit(self, sections)
+
+    def vsplit(self, sections: Any) -> tuple[Tensor, ...]:
+        return _CB.vsplit(self, sections)
+
+    def dsplit(self, sections: Any) -> tuple[Tensor, ...]:
+        return _CB.dsplit(self, sections)
+
+    def ravel(self) -> Tensor:
+        return _CB.ravel(self)
+
+    def argwhere(self) -> Tensor:
+        return _CB.argwhere(self)
+
+    def addmv(self, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        return _CB.addmv(self, mat, vec, beta=beta, alpha=alpha)
+
+    def addmv_(self, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        return _E.unary_inplace(_CB.addmv, self, mat, vec, beta=beta, alpha=alpha)
+
+    def addr(self, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        return _CB.addr(self, vec1, vec2, beta=beta, alpha=alpha)
+
+    def addr_(self, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        return _E.unary_inplace(_CB.addr, self, vec1, vec2, beta=beta, alpha=alpha)
+
+    def addmm_(self, mat1: Tensor, mat2: Tensor, *, beta: _float = 1, alpha: _float = 1
+               ) -> Tensor:
+        return _E.unary_inplace(_L.addmm, self, mat1, mat2, beta=beta, alpha=alpha)
+
+    def baddbmm_(self, batch1: Tensor, batch2: Tensor, *, beta: _float = 1, alpha: _float = 1
+                 ) -> Tensor:
+        return _E.unary_inplace(_L.baddbmm, self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def cov(self, *, correction: _int = 1, fweights: Tensor | None = None,
+            aweights: Tensor | None = None) -> Tensor:
+        return _CB.cov(self, correction=correction, fweights=fweights, aweights=aweights)
+
+    def corrcoef(self) -> Tensor:
+        return _CB.corrcoef(self)
+
+    def isclose(self, other: Tensor, rtol: _float = 1e-05, atol: _float = 1e-08,
+                equal_nan: _bool = False) -> Tensor:
+        return _PG.isclose(self, other, rtol, atol, equal_nan)
+
+    def allclose(self, other: Tensor, rtol: _float = 1e-05, atol: _float = 1e-08,
+                 equal_nan: _bool = False) -> _bool:
+        return _PG.allclose(self, other, rtol, atol, equal_nan)
+
+    def equal(self, other: Tensor) -> _bool:
+        return _PG.equal(self, other)
+
+    def is_nonzero(self) -> _bool:
+        return _PG.is_nonzero(self)
+
+    def is_same_size(self, other: Tensor) -> _bool:
+        """Whether ``other`` has the same shape."""
+        return self.shape == other.shape  # type: ignore[attr-defined]
+
+    def where(self, condition: Tensor, y: Any) -> Tensor:
+        """``self`` where ``condition`` holds, else ``y`` (``portagrad.where(condition, self, y)``)."""
+        return _I.where(condition, self, y)
+
+    def sum_to_size(self, *size: Any) -> Tensor:
+        """Sum broadcast dimensions away, down to ``size`` (which ``self`` must expand from)."""
+        shape = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], _int) else size
+        try:
+            if broadcast_shapes(shape, self.shape) != tuple(self.shape):  # type: ignore[attr-defined]
+                raise ValueError
+        except (ValueError, RuntimeError):
+            raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size "
+                               f"{{{list(self.shape)}}}.") from None  # type: ignore[attr-defined]
+        return _S.sum_to_shape(self, shape)
+
+    def narrow_copy(self, dim: _int, start: _int, length: _int) -> Tensor:
+        """A copy of ``narrow(dim, start, length)``."""
+        return _C.clone(_S.narrow(self, dim, start, length))
+
+    def new_empty_strided(self, size: Sequence[_int], stride: Sequence[_int], *,
+                          dtype: Any = None, device: Any = None, requires_grad: _bool = False,
+                          **kwargs: Any) -> Tensor:
+        return _CR.empty_strided(size, stride, dtype=self.dtype if dtype is None else dtype,
+                                 device=self.device if device is None else device,
+                                 requires_grad=requires_grad)
+
+    def hardshrink(self, lambd: _float = 0.5) -> Tensor:
+        return _PG.nn.functional.hardshrink(self, lambd)
+
+    def prelu(self, weight: Tensor) -> Tensor:
+        return _PG.nn.functional.prelu(self, weight)
+
+    def multinomial(self, num_samples: _int, replacement: _bool = False, *,
+                    generator: Any = None) -> Tensor:
+        return _RN.multinomial(self, num_samples, replacement, generator=generator)
+
+    def matrix_power(self, n: _int) -> Tensor:
+        """``self`` (a square matrix or a batch of them) multiplied by itself ``n`` times."""
+        return _CB.matrix_power(self, n)
+
+    def put_(self, index: Tensor, source: Tensor, accumulate: _bool = False) -> Tensor:
+        """Write ``source`` at the flat positions ``index`` (added when ``accumulate``)."""
+        return _E.unary_inplace(_CB.put, self, index, source, accumulate)
+
+    def put(self, index: Tensor, source: Tensor, accumulate: _bool = False) -> Tensor:
+        return _CB.put(self, index, source, accumulate)
+
+    def index_put(self, indices: Sequence[Tensor], values: Any, accumulate: _bool = False
+                  ) -> Tensor:
+        return _CB.index_put(self, indices, values, accumulate)
+
+    def index_put_(self, indices: Sequence[Tensor], values: Any, accumulate: _bool = False
+                   ) -> Tensor:
+        return _E.unary_inplace(_CB.index_put, self, indices, values, accumulate)
+
+    def apply_(self, callable: Callable[[Any], Any]) -> Tensor:
+        """Apply the Python function ``callable`` to every element, in place (on the host)."""
+        return _CB.apply_(self, callable)
+
+    def map_(self, tensor: Tensor, callable: Callable[[Any, Any], Any]) -> Tensor:
+        """``self[i] = callable(self[i], tensor[i])`` (``tensor`` broadcast), in place."""
+        return _CB.map_(self, tensor, callable)
+
+    def resize_(self, *sizes: Any, memory_format: Any = None) -> Tensor:
+        """Give ``self`` the shape ``sizes`` (contiguous), keeping the leading elements; storage
+        grows when needed, new elements are uninitialised."""
+        return _CB.resize_(self, *sizes)
+
+    def resize_as_(self, the_template: Tensor, memory_format: Any = None) -> Tensor:
+        return _CB.resize_(self, the_template.shape)
+
+    def to_dense(self, dtype: Any = None, *, masked_grad: _bool | None = None) -> Tensor:
+        """A dense tensor is its own dense form."""
+        return self if dtype is None else _C.to(self, dtype=dtype)  # type: ignore[return-value]
+
+    def to_sparse(self, sparse_dim: _int | None = None, *, layout: Any = None) -> Any:
+        """The sparse COO form (``layout=portagrad.sparse_coo``) of this dense tensor."""
+        return _SP.to_sparse(self, sparse_dim, layout=layout)
+
+    def to_sparse_coo(self) -> Any:
+        return _SP.to_sparse(self)
+
+    def _not_sparse(self, what: str) -> Any:
+        raise RuntimeError(f"{what} expected sparse coordinate tensor layout but got Strided")
+
+    def indices(self) -> Any:
+        return self._not_sparse("indices")
+
+    def values(self) -> Any:
+        return self._not_sparse("values")
+
+    def coalesce(self) -> Any:
+        return self._not_sparse("coalesce")
+
+    def is_coalesced(self) -> Any:
+        return self._not_sparse("is_coalesced")
+
+    def sparse_dim(self) -> _int:
+        return 0
+
+    def dense_dim(self) -> _int:
+        return self.dim()
+
+    @property
+    def layout(self) -> _layout.layout:
+        """``portagrad.strided``: every dense tensor is a strided view."""
+        return _layout.strided
+
+    @property
+    def name(self) -> None:
+        """``None``: portagrad has no named tensors (PyTorch gives ``None`` too)."""
+        return None
+
+    @property
+    def output_nr(self) -> _int:
+        """Which output of its ``grad_fn`` this tensor is."""
+        return self._output_nr  # type: ignore[attr-defined]
+
+    # device kinds and representations portagrad tensors never have (PyTorch's flags)
+    is_sparse = property(lambda self: False, doc="Always ``False`` for a dense tensor.")
+    is_sparse_csr = property(lambda self: False, doc="Always ``False``.")
+    is_xpu = property(lambda self: False, doc="Always ``False``.")
+    is_mps = property(lambda self: False, doc="Always ``False``.")
+    is_meta = property(lambda self: False, doc="Always ``False``.")
+    is_quantized = property(lambda self: False, doc="Always ``False``.")
+    is_mkldnn = property(lambda self: False, doc="Always ``False``.")
+    is_vulkan = property(lambda self: False, doc="Always ``False``.")
+    is_xla = property(lambda self: False, doc="Always ``False``.")
+    is_ipu = property(lambda self: False, doc="Always ``False``.")
+    is_maia = property(lambda self: False, doc="Always ``False``.")
+    is_mtia = property(lambda self: False, doc="Always ``False``.")
+    is_nested = property(lambda self: False, doc="Always ``False``.")
+
+    def is_conj(self) -> _bool:
+        """``False``: portagrad has no complex dtypes, so no lazy conjugation."""
+        return False
+
+    def is_neg(self) -> _bool:
+        return False
+
+    def conj(self) -> Tensor:
+        """``self``: the conjugate of a real tensor (PyTorch returns the tensor itself too)."""
+        return self  # type: ignore[return-value]
+
+    def resolve_conj(self) -> Tensor:
+        return self  # type: ignore[return-value]
+
+    def resolve_neg(self) -> Tensor:
+        return self  # type: ignore[return-value]
+
+    def conj_physical(self) -> Tensor:
+        return _C.clone(self)
+
+    def conj_physical_(self) -> Tensor:
+        return self  # type: ignore[return-value]
+
+    @property
+    def real(self) -> Tensor:
+        """``self`` (real dtypes only)."""
+        return self  # type: ignore[return-value]
+
+    @property
+    def imag(self) -> Tensor:
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+    def angle(self) -> Tensor:
+        """Argument of each element: 0 for non-negative, pi for negative (NaN stays NaN)."""
+        return _SF.angle(self)
+
+    def scatter_reduce(self, dim: _int, index: Tensor, src: Tensor, reduce: str, *,
+                       include_self: _bool = True) -> Tensor:
+        """``src`` reduced (sum, prod, mean, amax, amin) into the slots ``index`` names."""
+        return _SG.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
+
+    def scatter_reduce_(self, dim: _int, index: Tensor, src: Tensor, reduce: str, *,
+                        include_self: _bool = True) -> Tensor:
+        return _E.unary_inplace(_SG.scatter_reduce, self, dim, index, src, reduce,
+                                include_self=include_self)
+
+    def index_reduce(self, dim: _int, index: Tensor, source: Tensor, reduce: str, *,
+                     include_self: _bool = True) -> Tensor:
+        return _SG.index_reduce(self, dim, index, source, reduce, include_self=include_self)
+
+    def index_reduce_(self, dim: _int, index: Tensor, source: Tensor, reduce: str, *,
+                      include_self: _bool = True) -> Tensor:
+        return _E.unary_inplace(_SG.index_reduce, self, dim, index, source, reduce,
+                                include_self=include_self)
+
+    def lgamma(self) -> Tensor:
+        return _GM.lgamma(self)
+
+    def lgamma_(self) -> Tensor:
+        return _E.unary_inplace(_GM.lgamma, self)
+
+    def digamma(self) -> Tensor:
+        return _GM.digamma(self)
+
+    def digamma_(self) -> Tensor:
+        return _E.unary_inplace(_GM.digamma, self)
+
+    def polygamma(self, n: _int) -> Tensor:
+        """The ``n``-th derivative of ``digamma`` (``portagrad.polygamma(n, self)``)."""
+        return _GM.polygamma(n, self)
+
+    def polygamma_(self, n: _int) -> Tensor:
+        return _E.unary_inplace(lambda t: _GM.polygamma(n, t), self)
+
+    def mvlgamma(self, p: _int) -> Tensor:
+        return _GM.mvlgamma(self, p)
+
+    def mvlgamma_(self, p: _int) -> Tensor:
+        return _E.unary_inplace(_GM.mvlgamma, self, p)
+
+    def det(self) -> Tensor:
+        """Determinant (of each matrix of a batch)."""
+        return _DC.det(self)
+
+    def logdet(self) -> Tensor:
+        return _DC.logdet(self)
+
+    def slogdet(self) -> Any:
+        """``(sign, log|det|)``."""
+        return _DC.slogdet(self)
+
+    def inverse(self) -> Tensor:
+        """Matrix inverse (of each matrix of a batch)."""
+        return _DC.inverse(self)
+
+    def cholesky(self, upper: _bool = False) -> Tensor:
+        """Cholesky factor of a symmetric positive-definite matrix."""
+        return _DC.cholesky(self, upper)
+
+    def bitwise_left_shift(self, other: Any) -> Tensor:
+        return _BT.bitwise_left_shift(self, other)
+
+    def bitwise_left_shift_(self, other: Any) -> Tensor:
+        return _E.binary_inplace(_BT.bitwise_left_shift, self, other)
+
+    def bitwise_right_shift(self, other: Any) -> Tensor:
+        return _BT.bitwise_right_shift(self, other)
+
+    def bitwise_right_shift_(self, other: Any) -> Tensor:
+        return _E.binary_inplace(_BT.bitwise_right_shift, self, other)
+
+    def gcd(self, other: Tensor) -> Tensor:
+        return _BT.gcd(self, other)
+
+    def gcd_(self, other: Tensor) -> Tensor:
+        return _E.binary_inplace(_BT.gcd, self, other)
+
+    def lcm(self, other: Tensor) -> Tensor:
+        return _BT.lcm(self, other)
+
+    def lcm_(self, other: Tensor) -> Tensor:
+        return _E.binary_inplace(_BT.lcm, self, other)
+
+    def ldexp(self, other: Tensor) -> Tensor:
+        return _BT.ldexp(self, other)
+
+    def ldexp_(self, other: Tensor) -> Tensor:
+        return _E.binary_inplace(_BT.ldexp, self, other)
+
+    def frexp(self) -> Any:
+        """``(mantissa, exponent)`` with ``self == mantissa * 2 ** exponent``."""
+        return _BT.frexp(self)
+
+    def nextafter(self, other: Tensor) -> Tensor:
+        return _BT.nextafter(self, other)
+
+    def nextafter_(self, other: Tensor) -> Tensor:
+        return _E.binary_inplace(_BT.nextafter, self, other)
+
+    def i0(self) -> Tensor:
+        return _SF.i0(self)
+
+    def i0_(self) -> Tensor:
+        return _E.unary_inplace(_SF.i0, self)
+
+    def quantile(self, q: Any, dim: _int | None = None, keepdim: _bool = False, *,
+                 interpolation: str = "linear") -> Tensor:
+        return _ST.quantile(self, q, dim, keepdim, interpolation=interpolation)
+
+    def nanquantile(self, q: Any, dim: _int | None = None, keepdim: _bool = False, *,
+                    interpolation: str = "linear") -> Tensor:
+        return _ST.nanquantile(self, q, dim, keepdim, interpolation=interpolation)
+
+    def nanmedian(self, dim: _int | None = None, keepdim: _bool = False) -> Any:
+        return _ST.nanmedian(self, dim, keepdim)
+
+    def histogram(self, bins: Any = 100, *, range: Any = None, weight: Tensor | None = None,
+                  density: _bool = False) -> Any:
+        return _ST.histogram(self, bins, range=range, weight=weight, density=density)
+
+    def diagonal_scatter(self, src: Tensor, offset: _int = 0, dim1: _int = 0, dim2: _int = 1
+                         ) -> Tensor:
+        return _CB.diagonal_scatter(self, src, offset, dim1, dim2)
+
+    def select_scatter(self, src: Tensor, dim: _int, index: _int) -> Tensor:
+        return _CB.select_scatter(self, src, dim, index)
+
+    def slice_scatter(self, src: Tensor, dim: _int = 0, start: _int | None = None,
+                      end: _int | None = None, step: _int = 1) -> Tensor:
+        return _CB.slice_scatter(self, src, dim, start, end, step)
+
+    def as_strided_scatter(self, src: Tensor, size: Sequence[_int], stride: Sequence[_int],
+                           storage_offset: _int | None = None) -> Tensor:
+        return _CB.as_strided_scatter(self, src, size, stride, storage_offset)
+
+    def addbmm(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1
+               ) -> Tensor:
+        return _CB.addbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def addbmm_(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1
+                ) -> Tensor:
+        return _E.unary_inplace(_CB.addbmm, self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def matrix_exp(self) -> Tensor:
+        return _CB.matrix_exp(self)
+
+    def t_(self) -> Tensor:
+        """Transpose in place (a change of geometry: no data moves)."""
+        return _MD.inplace_view(self, "t_", _S.t)
+
+    def transpose_(self, dim0: _int, dim1: _int) -> Tensor:
+        return _MD.inplace_view(self, "transpose_", lambda t: _S.transpose(t, dim0, dim1))
+
+    swapaxes_ = transpose_
+    swapdims_ = transpose_
+
+    def squeeze_(self, dim: Any = None) -> Tensor:
+        return _MD.inplace_view(self, "squeeze_", lambda t: _S.squeeze(t, dim))
+
+    def unsqueeze_(self, dim: _int) -> Tensor:
+        return _MD.inplace_view(self, "unsqueeze_", lambda t: _S.unsqueeze(t, dim))
+
+    def as_strided_(self, size: Sequence[_int], stride: Sequence[_int],
+                    storage_offset: _int | None = None) -> Tensor:
+        return _MD.inplace_view(self, "as_strided_",
+                                lambda t: _S.as_strided(t, size, stride, storage_offset))
+
+    def dim_order(self, *, ambiguity_check: Any = False) -> tuple[_int, ...]:
+        """Dimensions from outermost to innermost in memory."""
+        return _MD.dim_order(self, ambiguity_check=ambiguity_check)
+
+    def get_device(self) -> _int:
+        """``-1`` on ``cpu``, else the device index."""
+        return _MD.get_device(self)
+
+    def is_set_to(self, tensor: Tensor) -> _bool:
+        return _MD.is_set_to(self, tensor)
+
+    def nonzero_static(self, *, size: _int, fill_value: _int = -1) -> Tensor:
+        return _MD.nonzero_static(self, size=size, fill_value=fill_value)
+
+    def cauchy_(self, median: _float = 0.0, sigma: _float = 1.0, *, generator: Any = None
+                ) -> Tensor:
+        return _FL.cauchy_(self, median, sigma, generator=generator)
+
+    def log_normal_(self, mean: _float = 1.0, std: _float = 2.0, *, generator: Any = None
+                    ) -> Tensor:
+        return _FL.log_normal_(self, mean, std, generator=generator)
+
+    def geometric_(self, p: _float, *, generator: Any = None) -> Tensor:
+        return _FL.geometric_(self, p, generator=generator)
+
+    def map2_(self, x: Tensor, y: Tensor, callable: Callable[[Any, Any, Any], Any]) -> Tensor:
+        """``self[i] = callable(self[i], x[i], y[i])`` (broadcast), in place."""
+        return _CB.map_(self, x, callable, y)
+
+    @property
+    def mH(self) -> Tensor:
+        """The conjugate transpose of the last two dimensions (``mT`` for real tensors)."""
+        return _S.transpose(self, -2, -1)
+
+    def adjoint(self) -> Tensor:
+        return _S.transpose(self, -2, -1)
+
+    def to_sparse_csr(self, dense_dim: _int | None = None) -> Any:
+        raise NotImplementedError("to_sparse_csr: layout=torch.sparse_csr is not supported; "
+                                  "portagrad has sparse COO tensors (to_sparse())")
+
+    def to_sparse_csc(self, dense_dim: _int | None = None) -> Any:
+        raise NotImplementedError("to_sparse_csc: layout=torch.sparse_csc is not supported; "
+                                  "portagrad has sparse COO tensors (to_sparse())")
+
+    def to_sparse_bsr(self, blocksize: Any, dense_dim: _int | None = None) -> Any:
+        raise NotImplementedError("to_sparse_bsr: layout=torch.sparse_bsr is not supported; "
+                                  "portagrad has sparse COO tensors (to_sparse())")
+
+    def to_sparse_bsc(self, blocksize: Any, dense_dim: _int | None = None) -> Any:
+        raise NotImplementedError("to_sparse_bsc: layout=torch.sparse_bsc is not supported; "
+                                  "portagrad has sparse COO tensors (to_sparse())")
+
+    def is_distributed(self) -> _bool:
+        """``False``: portagrad tensors are never distributed."""
+        return False
+
+    def mode(self, dim: _int = -1, keepdim: _bool = False) -> Any:
+        """``(values, indices)`` of the most frequent value along ``dim``."""
+        return _ST.mode(self, dim, keepdim)
+
+    def cholesky_solve(self, input2: Tensor, upper: _bool = False) -> Tensor:
+        """``X`` with ``A X = self`` given ``A``'s Cholesky factor ``input2``."""
+        return _DC.cholesky_solve(self, input2, upper)
+
+    def cholesky_inverse(self, upper: _bool = False) -> Tensor:
+        return _DC.cholesky_inverse(self, upper)
+
+    def triangular_solve(self, A: Tensor, upper: _bool = True, transpose: _bool = False,
+                         unitriangular: _bool = False) -> Any:
+        return _DC.triangular_solve(self, A, upper, transpose, unitriangular)
+
+    def resize(self, *sizes: Any) -> Tensor:
+        """A resized copy (deprecated in PyTorch: prefer ``reshape`` or ``resize_``)."""
+        return _CB.resize_(_C.clone(self).detach(), *sizes)
+
+    def resize_as(self, tensor: Tensor) -> Tensor:
+        return _CB.resize_(_C.clone(self).detach(), tensor.shape)
+
+    # removed from PyTorch: they raise PyTorch's message, which names the replacement
+    def solve(self, A: Tensor) -> Any:
+        raise RuntimeError("This function was deprecated since version 1.9 and is now removed. "
+                           "`torch.solve` is deprecated in favor of `torch.linalg.solve`. "
+                           "`torch.linalg.solve` has its arguments reversed and does not return "
+                           "the LU factorization.")
+
+    def symeig(self, eigenvectors: _bool = False, upper: _bool = True) -> Any:
+        raise RuntimeError("This function was deprecated since version 1.9 and is now removed. "
+                           "Use `torch.linalg.eigh` (not implemented by portagrad).")
+
+    def eig(self, eigenvectors: _bool = False) -> Any:
+        raise RuntimeError("This function was deprecated since version 1.9 and is now removed. "
+                           "Use `torch.linalg.eig` (not implemented by portagrad).")
+
+    def lstsq(self, A: Tensor) -> Any:
+        raise RuntimeError("This function was deprecated since version 1.9 and is now removed. "
+                           "`torch.lstsq` is deprecated in favor of `torch.linalg.lstsq` (not "
+                           "implemented by portagrad).")
+
+    def reinforce(self, reward: Any) -> Any:
+        raise RuntimeError("reinforce() was removed. Use torch.distributions instead.")
+
+    @property
+    def volatile(self) -> _bool:
+        """``False`` (removed from PyTorch: use ``portagrad.no_grad()``)."""
+        return False
+
+    def igamma(self, other: Any) -> Tensor:
+        """The regularized lower incomplete gamma ``P(self, other)``."""
+        return _GM.igamma(self, other)
+
+    def igamma_(self, other: Any) -> Tensor:
+        return _E.binary_inplace(_GM.igamma, self, other)
+
+    def igammac(self, other: Any) -> Tensor:
+        """The regularized upper incomplete gamma ``Q(self, other)``."""
+        return _GM.igammac(self, other)
+
+    def igammac_(self, other: Any) -> Tensor:
+        return _E.binary_inplace(_GM.igammac, self, other)
+
+    def qr(self, some: _bool = True) -> Any:
+        """``(Q, R)``: the reduced (``some``) or complete QR decomposition."""
+        return _DC.qr_some(self, some)
+
+    def lu(self, pivot: _bool = True, get_infos: _bool = False) -> Any:
+        """``(LU, pivots)`` of the LU factorization with partial pivoting."""
+        return _DC.lu_legacy(self, pivot, get_infos)
+
+    def lu_solve(self, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
+        """``X`` with ``A X = self``, given ``A``'s ``lu()``."""
+        return _DC.lu_solve_legacy(self, LU_data, LU_pivots)

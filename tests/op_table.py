@@ -11,6 +11,7 @@ adding a row here. Nothing in this module needs torch: references are numpy or h
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from collections.abc import Callable, Sequence
@@ -1849,6 +1850,636 @@ def _nn_functional_rows() -> list[OpInfo]:
 
 
 OP_TABLE += _nn_functional_rows()
+
+# ----------------------------------------------------------------------------- more math, diagonals,
+# scans, searching, compositions (inverse trig/hyperbolic, erfinv, cumprod, einsum, cdist ...)
+def _np_erfinv(y: np.ndarray) -> np.ndarray:
+    """erfinv by bisection on math.erf (a slow, plain reference)."""
+    def one(v: float) -> float:
+        if abs(v) >= 1:
+            return math.copysign(math.inf, v) if abs(v) == 1 else math.nan
+        lo, hi = -6.0, 6.0
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if math.erf(mid) < v else (lo, mid)
+        return (lo + hi) / 2
+    return np.vectorize(one, otypes=[np.float64])(np.asarray(y, dtype=np.float64))
+
+
+def _np_cummax(x: np.ndarray, dim: int, better: Callable) -> tuple:
+    x = np.moveaxis(np.asarray(x), dim, -1)
+    vals, idx = x.copy(), np.zeros(x.shape, dtype=np.int64)
+    for k in range(1, x.shape[-1]):
+        take = better(x[..., k], vals[..., k - 1]) | (x[..., k] == vals[..., k - 1])
+        vals[..., k] = np.where(take, x[..., k], vals[..., k - 1])
+        idx[..., k] = np.where(take, k, idx[..., k - 1])
+    return np.moveaxis(vals, -1, dim), np.moveaxis(idx, -1, dim)
+
+
+def _np_diag_embed(x: np.ndarray, offset: int = 0) -> np.ndarray:
+    n = x.shape[-1] + abs(offset)
+    out = np.zeros(x.shape[:-1] + (n, n), dtype=x.dtype)
+    r = np.arange(x.shape[-1]) + max(-offset, 0)
+    c = np.arange(x.shape[-1]) + max(offset, 0)
+    out[..., r, c] = x
+    return out
+
+
+def _np_logcumsumexp(x: np.ndarray, dim: int) -> np.ndarray:
+    return np.logaddexp.accumulate(x.astype(np.float64), axis=dim)
+
+
+def _np_cdist(a: np.ndarray, b: np.ndarray, p: float = 2.0) -> np.ndarray:
+    d = np.abs(a[..., :, None, :].astype(np.float64) - b[..., None, :, :])
+    return (d ** p).sum(-1) ** (1 / p)
+
+
+def _more_math_rows() -> list[OpInfo]:
+    rows = []
+    for name, fn, ref, dom, dts, grad in (
+            ("asin", pg.asin, np.arcsin, "unit", NUMERIC, True),
+            ("acos", pg.acos, np.arccos, "unit", NUMERIC, True),
+            ("atan", pg.atan, np.arctan, "any", NUMERIC, True),
+            ("sinh", pg.sinh, np.sinh, "any", NUMERIC, True),
+            ("cosh", pg.cosh, np.cosh, "any", NUMERIC, True),
+            ("asinh", pg.asinh, np.arcsinh, "any", NUMERIC, True),
+            ("atanh", pg.atanh, np.arctanh, "unit", NUMERIC, True),
+            ("arcsin", pg.arcsin, np.arcsin, "unit", FLOATS, False),
+            ("arccos", pg.arccos, np.arccos, "unit", FLOATS, False),
+            ("arctan", pg.arctan, np.arctan, "any", FLOATS, False),
+            ("arcsinh", pg.arcsinh, np.arcsinh, "any", FLOATS, False),
+            ("arctanh", pg.arctanh, np.arctanh, "unit", FLOATS, False),
+            ("erfinv", pg.erfinv, _np_erfinv, "unit", FLOATS, True),
+            ("erfc", pg.erfc, lambda x: 1 - np.vectorize(math.erf, otypes=[float])(x.astype(float)),
+             "any", NUMERIC, True),
+            ("deg2rad", pg.deg2rad, np.deg2rad, "any", NUMERIC, True),
+            ("rad2deg", pg.rad2deg, np.rad2deg, "any", NUMERIC, True),
+            ("sinc", pg.sinc, np.sinc, "any", NUMERIC, True),
+            ("logit", pg.logit, lambda x: np.log(x / (1 - x)), "unit", FLOATS, False),
+    ):
+        rows.append(OpInfo(name, fn, ref, unary_samples(dom), dts, "float", method=name,
+                           grad=grad, gradgrad=name in ("asin", "sinh", "erfinv"), rtol=1e-4,
+                           errors=[E(lambda d, fn=fn: fn([0.5]), TypeError,
+                                     rf"{name}\(\): argument 'input' \(position 1\) must be "
+                                     rf"Tensor, not list")] if name in ("asin", "sinh") else []))
+    rows += [
+        OpInfo("acosh", lambda x: pg.acosh(x + 1.0), lambda x: np.arccosh(x + 1.0),
+               unary_samples("positive"), FLOATS, "same", grad=True),
+        OpInfo("logit_p", lambda x: pg.logit(x.abs() * 0.5, 1e-3),
+               lambda x: (lambda p: np.log(p / (1 - p)))(np.clip(np.abs(x) * 0.5, 1e-3,
+                                                                 1 - 1e-3)),
+               unary_samples("unit"), FLOATS, "same", grad=True),
+        OpInfo("arctan2", pg.arctan2, np.arctan2, binary_samples(("any", "nonzero")), FLOATS,
+               "float", method="arctan2", grad=True),
+        OpInfo("xlogy", pg.xlogy, lambda a, b: np.where(a == 0, 0.0, a * np.log(b)),
+               binary_samples(("any", "positive")), NUMERIC, "float", method="xlogy", grad=True),
+        OpInfo("copysign", pg.copysign, np.copysign, binary_samples(("nonzero", "nonzero")),
+               NUMERIC, "float", method="copysign", grad=True),
+        OpInfo("fmax", pg.fmax, np.fmax, binary_samples(scalars=False), NUMERIC, "promote",
+               method="fmax"),
+        OpInfo("fmin", pg.fmin, np.fmin, binary_samples(scalars=False), NUMERIC, "promote",
+               method="fmin"),
+        OpInfo("logaddexp2", pg.logaddexp2, np.logaddexp2, binary_samples(scalars=False), FLOATS,
+               "promote", method="logaddexp2", grad=True),
+        OpInfo("float_power", pg.float_power,
+               lambda a, b: np.power(np.asarray(a, np.float64), np.asarray(b, np.float64)),
+               binary_samples(("positive", "any")), NUMERIC, F64, method="float_power",
+               grad=True),
+        OpInfo("heaviside", pg.heaviside, np.heaviside,
+               fixed(S(X((2, 3), "small"), X((2, 3))), S(X((2, 3), "small"), X((3,))),
+                     S(X(()), X(()))), NUMERIC, "same", method="heaviside",
+               errors=[E(lambda d: pg.heaviside(T((2,), d), T((2,), d, I64)), RuntimeError,
+                         r"heaviside is not yet implemented for tensors with different dtypes")]),
+        OpInfo("addcmul", lambda x, a, b: pg.addcmul(x, a, b, value=0.5),
+               lambda x, a, b: x + 0.5 * a * b,
+               fixed(S(X((2, 3)), X((2, 3)), X((3,))), S(X((3, 4)), X((3, 4)), X((3, 4)), nc="T"),
+                     S(X(()), X(()), X(()))), FLOATS, "same", grad=True),
+        OpInfo("addcdiv", lambda x, a, b: pg.addcdiv(x, a, b, value=2),
+               lambda x, a, b: x + 2 * a / b,
+               fixed(S(X((2, 3)), X((2, 3)), X((3,), "nonzero")),
+                     S(X((3, 4)), X((3, 4)), X((3, 4), "nonzero"), nc="T")), FLOATS, "same",
+               grad=True,
+               errors=[E(lambda d: pg.addcdiv(T((2,), d), T((2,), d, I64), T((2,), d, I64)),
+                         RuntimeError, r"Integer division with addcdiv is no longer supported")]),
+        OpInfo("clamp_min_fn", lambda x: pg.clamp_min(x, 0.1), lambda x: np.maximum(x, 0.1),
+               unary_samples("nonzero"), FLOATS, "same", grad=True),
+        OpInfo("clamp_max_fn", lambda x: pg.clamp_max(x, 0.1), lambda x: np.minimum(x, 0.1),
+               unary_samples("nonzero"), FLOATS, "same", grad=True),
+        OpInfo("isposinf", pg.isposinf, np.isposinf,
+               fixed(lambda dt, rng: Sample((np.array([1.0, np.inf, -np.inf, np.nan],
+                                                       dtype=dt.numpy),), {})),
+               FLOATS, "bool", method="isposinf"),
+        OpInfo("isneginf", pg.isneginf, np.isneginf,
+               fixed(lambda dt, rng: Sample((np.array([1.0, np.inf, -np.inf, np.nan],
+                                                       dtype=dt.numpy),), {})),
+               FLOATS, "bool", method="isneginf"),
+        OpInfo("fix", pg.fix, np.trunc, unary_samples(), NUMERIC, "same", method="fix"),
+        OpInfo("angle", pg.angle, lambda x: np.angle(x.astype(np.float64)),
+               unary_samples("nonzero"), NUMERIC, "float", method="angle"),
+        # diagonals
+        OpInfo("diagonal", pg.diagonal, lambda x, *a: np.diagonal(x, *a),
+               fixed(S(X((3, 4))), S(X((3, 4)), 1), S(X((3, 4)), -2), S(X((2, 3, 4)), 1, 0, 2),
+                     S(X((2, 3, 4)), 0, -1, 1), S(X((3, 4)), nc="T"), S(X((2, 3)), 5)),
+               ALL, "same", method="diagonal", view=True, grad=True, gradgrad=True,
+               errors=[E(lambda d: pg.diagonal(T((3,), d)), RuntimeError,
+                         r"diagonal dimensions requires ndim larger than 2, but got ndim=1"),
+                       E(lambda d: pg.diagonal(T((3, 3), d), 0, 1, -1), RuntimeError,
+                         r"diagonal dimensions cannot be identical 1, -1")]),
+        OpInfo("diag", pg.diag, np.diag,
+               fixed(S(X((3,))), S(X((3,)), 1), S(X((3,)), -2), S(X((3, 4))), S(X((3, 4)), -1),
+                     S(X((3, 4)), nc="T")), ALL, "same", method="diag", grad=True,
+               errors=[E(lambda d: pg.diag(T((2, 2, 2), d)), RuntimeError,
+                         r"diag\(\): Supports 1D or 2D tensors. Got 3D")]),
+        OpInfo("diag_embed", pg.diag_embed, _np_diag_embed,
+               fixed(S(X((3,))), S(X((2, 3)), 1), S(X((2, 3)), -1), S(X((2, 3)), nc="T")),
+               NUMERIC, "same", method="diag_embed", grad=True),
+        OpInfo("diagflat", pg.diagflat, np.diagflat,
+               fixed(S(X((2, 2))), S(X((3,)), 1), S(X((3, 2)), nc="T")), NUMERIC, "same",
+               method="diagflat", grad=True),
+        OpInfo("trace", pg.trace, np.trace, fixed(S(X((3, 4))), S(X((3, 3)), nc="T"),
+                                                  S(X((0, 2)))),
+               NUMERIC, "sum", method="trace", grad=True,
+               errors=[E(lambda d: pg.trace(T((2,), d)), RuntimeError,
+                         r"trace: expected a matrix, but got tensor with dim 1")]),
+        OpInfo("kron", pg.kron, np.kron,
+               fixed(S(X((2, 3)), X((2, 2))), S(X((2,)), X((3, 2))), S(X((2, 2)), X((2, 2)),
+                                                                        nc="T")),
+               NUMERIC, "promote", method="kron", grad=True),
+        OpInfo("block_diag", lambda *ts: pg.block_diag(*ts),
+               lambda *ts: _np_block_diag(*ts),
+               fixed(S(X((2, 3)), X((1, 2))), S(X((2,)), X(()), X((2, 2)))), NUMERIC, "same",
+               grad=True,
+               errors=[E(lambda d: pg.block_diag(T((1, 1, 1), d)), RuntimeError,
+                         r"Input tensors must have 2 or fewer dimensions. Input 0 has 3 "
+                         r"dimensions")]),
+        # scans and differences
+        OpInfo("cumprod", pg.cumprod, lambda x, dim: np.cumprod(x, dim),
+               fixed(S(X((2, 5)), 1), S(X((2, 3, 4)), 0), S(X((3, 4)), -1, nc="T"),
+                     S(X((0, 3)), 1), S(X((7,)), 0)),
+               FLOATS, "same", method="cumprod", grad=True, gradgrad=True, rtol=1e-4),
+        OpInfo("cumprod_int", pg.cumprod, lambda x, dim: np.cumprod(x.astype(np.int64), dim),
+               fixed(S(X((2, 5)), 1), S(X((5,), "small"), 0)), INTS + (B,), I64),
+        OpInfo("cummax", pg.cummax, lambda x, dim: _np_cummax(x, dim, np.greater),
+               fixed(S(X((2, 6)), 1), S(X((2, 3, 4), "small"), 0), S(X((3, 4)), -1, nc="T"),
+                     S(X((0, 3)), 1)),
+               NUMERIC, "same", method="cummax", grad=True),
+        OpInfo("cummin", pg.cummin, lambda x, dim: _np_cummax(x, dim, np.less),
+               fixed(S(X((2, 6)), 1), S(X((2, 3, 4), "small"), 0)),
+               NUMERIC, "same", method="cummin", grad=True),
+        OpInfo("logcumsumexp", pg.logcumsumexp, _np_logcumsumexp,
+               fixed(S(X((2, 6)), 1), S(X((2, 3, 4)), 0), S(X((3, 4)), -1, nc="T"),
+                     S(X((0, 3)), 1)),
+               FLOATS, "same", method="logcumsumexp", grad=True, rtol=1e-4),
+        OpInfo("diff", pg.diff, lambda x, n=1, dim=-1: np.diff(x, n, dim),
+               fixed(S(X((2, 6))), S(X((2, 6)), 2, 0), S(X((3, 4)), 1, 1, nc="T"),
+                     S(X((5,)), 3)),
+               NUMERIC, "same", method="diff", grad=True,
+               errors=[E(lambda d: pg.diff(T((), d)), RuntimeError,
+                         r"diff expects input to be at least one-dimensional")]),
+        # compositions
+        OpInfo("einsum_mm", lambda a, b: pg.einsum("ij,jk->ik", a, b),
+               lambda a, b: np.einsum("ij,jk->ik", a, b),
+               fixed(S(X((2, 3)), X((3, 4))), S(X((3, 3)), X((3, 3)), nc="T")), FLOATS, "same",
+               grad=True, rtol=1e-4),
+        OpInfo("einsum_batch", lambda a, b: pg.einsum("bij,bjk->bik", a, b),
+               lambda a, b: np.einsum("bij,bjk->bik", a, b),
+               fixed(S(X((2, 2, 3)), X((2, 3, 2)))), FLOATS, "same", grad=True, rtol=1e-4),
+        OpInfo("einsum_trace_outer", lambda a, b: pg.einsum("ii,j->j", a, b),
+               lambda a, b: np.einsum("ii,j->j", a, b),
+               fixed(S(X((3, 3)), X((4,)))), FLOATS, "same", grad=True, rtol=1e-4,
+               errors=[E(lambda d: pg.einsum("ij,jk->ik", T((2, 3), d)), RuntimeError,
+                         r"einsum\(\): fewer operands were provided than specified in the "
+                         r"equation")]),
+        OpInfo("einsum_ellipsis", lambda a, b: pg.einsum("...ij,...j->...i", a, b),
+               lambda a, b: np.einsum("...ij,...j->...i", a, b),
+               fixed(S(X((2, 3, 4)), X((2, 4))), S(X((3, 4)), X((4,)))), FLOATS, "same",
+               grad=True, rtol=1e-4),
+        OpInfo("tensordot", pg.tensordot, np.tensordot,
+               fixed(S(X((2, 3, 4)), X((3, 4, 2)), 2), S(X((2, 3)), X((3, 2)), 1),
+                     S(X((2, 3, 4)), X((4, 3)), ([1, 2], [1, 0]))), FLOATS, "same", grad=True,
+               rtol=1e-4),
+        OpInfo("cdist", pg.cdist, _np_cdist,
+               fixed(S(X((4, 3)), X((5, 3))), S(X((2, 3, 2)), X((2, 4, 2))),
+                     S(X((4, 3)), X((2, 3)), 1.0)), FLOATS, "same", grad=True, rtol=1e-4,
+               errors=[E(lambda d: pg.cdist(T((2, 3), d), T((2, 4), d)), RuntimeError,
+                         r"X1 and X2 must have the same number of columns. X1: 3 X2: 4")]),
+        OpInfo("cross", lambda a, b: pg.cross(a, b, dim=-1),
+               lambda a, b: np.cross(a, b, axis=-1),
+               fixed(S(X((4, 3)), X((4, 3))), S(X((2, 1, 3)), X((2, 4, 3)))), NUMERIC, "promote",
+               grad=True,
+               errors=[E(lambda d: pg.cross(T((2, 4), d), T((2, 4), d), dim=1), RuntimeError,
+                         r"linalg.cross: inputs dimension 1 must have length 3. Got 4 and 4")]),
+        OpInfo("cov", pg.cov, np.cov, fixed(S(X((3, 5))), S(X((6,))), S(X((3, 4)), nc="T")),
+               FLOATS, "same", method="cov", grad=True, rtol=1e-4),
+        OpInfo("corrcoef", pg.corrcoef, np.corrcoef, fixed(S(X((3, 5))), S(X((2, 4)), nc="T")),
+               FLOATS, "same", method="corrcoef", grad=True, rtol=1e-4),
+        OpInfo("nanmean", lambda x, **kw: pg.nanmean(x.masked_fill(x > 1.0, math.nan), **kw),
+               lambda x, dim=None, keepdim=False: np.nanmean(
+                   np.where(x > 1.0, np.nan, x), axis=dim, keepdims=keepdim),
+               fixed(S(X((3, 5))), S(X((3, 5)), dim=1), S(X((2, 3, 4)), dim=(0, 2),
+                                                          keepdim=True)),
+               FLOATS, "same", grad=True),
+        OpInfo("renorm", lambda x: pg.renorm(x, 2, 0, 1.0),
+               lambda x: x * np.where((n := np.sqrt((x.astype(np.float64) ** 2).sum(1,
+                                      keepdims=True))) > 1.0, 1.0 / (n + 1e-7), 1.0),
+               fixed(S(X((4, 3))), S(X((3, 3)), nc="T")), FLOATS, "same", grad=True),
+        OpInfo("take", pg.take, lambda x, i: np.take(x, i),
+               fixed(S(X((3, 4)), IDX([[0, 5], [11, -1]])), S(X((3, 4)), IDX([2, 3]), nc="T")),
+               ALL, "same", method="take", grad=True,
+               errors=[E(lambda d: pg.take(T((2, 2), d), pg.tensor([4], device=d)), IndexError,
+                         r"out of range: tried to access index 4 on a tensor of 4 elements")]),
+        OpInfo("unfold", lambda x, *a: x.unfold(*a),
+               lambda x, dim, size, step: np.moveaxis(
+                   np.lib.stride_tricks.sliding_window_view(x, size, axis=dim), dim, dim)[
+                       (slice(None),) * dim + (slice(None, None, step),)],
+               fixed(S(X((2, 7)), 1, 3, 2), S(X((5, 2)), 0, 2, 1), S(X((4, 4)), 1, 4, 1, nc="T")),
+               ALL, "same", view=True, grad=True),
+        OpInfo("rot90", pg.rot90, lambda x, k=1, dims=(0, 1): np.rot90(x, k, dims),
+               fixed(S(X((2, 3))), S(X((2, 3)), 2), S(X((2, 3, 4)), 3, (1, 2)),
+                     S(X((3, 4)), -1, nc="T")), ALL, "same", method="rot90", grad=True),
+        OpInfo("masked_scatter", pg.masked_scatter,
+               lambda x, m, s: _np_masked_scatter(x, m, s),
+               fixed(S(X((2, 3)), MASK([[True, False, True], [False, True, False]]), X((5,))),
+                     S(X((2, 3)), MASK([True, False, True]), X((2, 3))),),
+               NUMERIC, "same", method="masked_scatter", grad=True),
+        OpInfo("matrix_power", lambda x, n: x.matrix_power(n),
+               lambda x, n: np.linalg.matrix_power(x, n),
+               fixed(S(X((3, 3)), 0), S(X((3, 3)), 1), S(X((2, 3, 3)), 3), S(X((3, 3)), 5)),
+               FLOATS, "same", grad=True, rtol=1e-4,
+               errors=[E(lambda d: pg.matrix_power(T((3, 3), d), -1), NotImplementedError,
+                         r"matrix_power with a negative exponent")]),
+        OpInfo("addmv", lambda x, m, v: pg.addmv(x, m, v, beta=0.5, alpha=2),
+               lambda x, m, v: 0.5 * x + 2 * (m @ v),
+               fixed(S(X((2,)), X((2, 3)), X((3,))), S(X(()), X((3, 3)), X((3,)), nc="T")),
+               FLOATS, "same", grad=True, rtol=1e-4),
+        OpInfo("addr", lambda x, a, b: pg.addr(x, a, b, alpha=2),
+               lambda x, a, b: x + 2 * np.outer(a, b),
+               fixed(S(X((2, 3)), X((2,)), X((3,)))), FLOATS, "same", grad=True),
+        OpInfo("index_put_acc", lambda x, i, v: x.index_put((i,), v, accumulate=True),
+               lambda x, i, v: _np_index_add(x, i, v),
+               fixed(S(X((4, 2)), IDX([0, 2, 0]), X((3, 2))), S(X((3,)), IDX([1, 1]), X((2,)))),
+               NUMERIC, "same", grad=True),
+        OpInfo("put", lambda x, i, v: x.put(i, v, accumulate=True),
+               lambda x, i, v: _np_index_add(x.reshape(-1), i.reshape(-1),
+                                             v.reshape(-1)).reshape(x.shape),
+               fixed(S(X((2, 3)), IDX([0, 5, 0]), X((3,)))), NUMERIC, "same", grad=True),
+    ]
+    return rows
+
+
+def _np_block_diag(*ts: np.ndarray) -> np.ndarray:
+    mats = [t.reshape(1, -1) if t.ndim < 2 else t for t in ts]
+    out = np.zeros((sum(m.shape[0] for m in mats), sum(m.shape[1] for m in mats)),
+                   dtype=np.result_type(*mats))
+    r = c = 0
+    for m in mats:
+        out[r:r + m.shape[0], c:c + m.shape[1]] = m
+        r, c = r + m.shape[0], c + m.shape[1]
+    return out
+
+
+def _np_masked_scatter(x: np.ndarray, m: np.ndarray, s: np.ndarray) -> np.ndarray:
+    out = x.copy()
+    mm = np.broadcast_to(m, x.shape)
+    out[mm] = s.reshape(-1)[:mm.sum()]
+    return out
+
+
+def _np_index_add(x: np.ndarray, i: np.ndarray, v: np.ndarray) -> np.ndarray:
+    out = x.copy()
+    np.add.at(out, i, v)
+    return out
+
+
+OP_TABLE += _more_math_rows()
+
+
+def _np_digamma(x: np.ndarray, n: int = 0) -> np.ndarray:
+    """psi (n = 0) or psi' (n = 1) of positive x: the recurrence up to x + 1000, then the first
+    terms of the asymptotic series (a plain reference, independent of the implementation)."""
+    x = np.asarray(x, dtype=np.float64)
+    acc = sum((x + k) ** -(n + 1.0) for k in range(1000))
+    y = x + 1000.0
+    if n == 0:
+        return np.log(y) - 0.5 / y - 1 / (12 * y ** 2) + 1 / (120 * y ** 4) - acc
+    return 1 / y + 1 / (2 * y ** 2) + 1 / (6 * y ** 3) - 1 / (30 * y ** 5) + acc
+
+
+def _np_scatter_reduce(x: np.ndarray, dim: int, idx: np.ndarray, src: np.ndarray, reduce: str,
+                       include_self: bool = True) -> np.ndarray:
+    out = x.astype(np.float64).copy()
+    acc: dict = {}
+    for pos in np.ndindex(*idx.shape):
+        tgt = list(pos)
+        tgt[dim] = idx[pos]
+        acc.setdefault(tuple(tgt), []).append(float(src[pos]))
+    for tgt, vals in acc.items():
+        if include_self:
+            vals = vals + [out[tgt]]
+        out[tgt] = {"sum": np.sum, "prod": np.prod, "mean": np.mean, "amax": np.max,
+                    "amin": np.min}[reduce](vals)
+    return out.astype(x.dtype)
+
+
+def _gamma_rows() -> list[OpInfo]:
+    red_s = fixed(S(X((3, 4)), 0, IDX([[0, 2, 0, 1], [2, 2, 0, 0], [1, 0, 0, 2]]), X((3, 4))),
+                  S(X((2, 5)), 1, IDX([[0, 4, 4], [1, 1, 3]]), X((2, 3))))
+    rows = [
+        OpInfo("lgamma", pg.lgamma,
+               lambda x: np.vectorize(math.lgamma, otypes=[float])(x.astype(float)),
+               unary_samples(), FLOATS, "float", method="lgamma", grad=True, gradgrad=True,
+               rtol=1e-5, atol=2e-6),
+        OpInfo("lgamma_reflection", lambda x: pg.lgamma(x - 3.0),
+               lambda x: np.vectorize(math.lgamma, otypes=[float])(x.astype(float) - 3.0),
+               unary_samples("unit"), FLOATS, "same", grad=True, rtol=1e-5, atol=2e-6),
+        OpInfo("digamma", pg.digamma, _np_digamma, unary_samples("positive"), NUMERIC, "float",
+               method="digamma", grad=True, rtol=1e-5, atol=2e-6),
+        OpInfo("digamma_reflection", lambda x: pg.digamma(x - 2.0),
+               lambda x: _np_digamma(1.0 - (x - 2.0)) - math.pi / np.tan(math.pi * (x - 2.0)),
+               unary_samples("unit"), FLOATS, "same", grad=True, rtol=1e-5, atol=2e-5),
+        OpInfo("polygamma1", lambda x: pg.polygamma(1, x), lambda x: _np_digamma(x, 1),
+               unary_samples("positive"), FLOATS, "same", grad=True, rtol=1e-5, atol=2e-6,
+               errors=[E(lambda d: pg.polygamma(-1, T((2,), d)), RuntimeError,
+                         r"polygamma\(n, x\) does not support negative n")]),
+        OpInfo("mvlgamma", lambda x: pg.mvlgamma(x + 1.0, 3),
+               lambda x: sum(np.vectorize(math.lgamma, otypes=[float])(x + 1.0 - j / 2)
+                             for j in range(3)) + 1.5 * math.log(math.pi),
+               unary_samples("positive"), FLOATS, "same", grad=True, rtol=1e-5, atol=2e-6,
+               errors=[E(lambda d: pg.mvlgamma(T((2,), d), 3), RuntimeError,
+                         r"All elements must be greater than \(p-1\)/2")]),
+    ]
+    for reduce in ("sum", "prod", "mean", "amax", "amin"):
+        for inc in (True, False):
+            rows.append(OpInfo(
+                f"scatter_reduce_{reduce}{'' if inc else '_noself'}",
+                lambda x, d, i, s, r=reduce, inc=inc: x.scatter_reduce(d, i, s, r,
+                                                                       include_self=inc),
+                lambda x, d, i, s, r=reduce, inc=inc: _np_scatter_reduce(x, d, i, s, r, inc),
+                red_s, FLOATS if reduce == "mean" else NUMERIC, "same", grad=True,
+                errors=[E(lambda d: pg.scatter_reduce(T((2,), d), 0, pg.tensor([0], device=d),
+                                                      T((1,), d), "max"), RuntimeError,
+                          r"reduce argument must be either sum, prod, mean, amax or amin, got "
+                          r"max")] if reduce == "sum" and inc else []))
+    rows.append(OpInfo(
+        "index_reduce", lambda x, i, s: x.index_reduce(0, i, s, "amax", include_self=False),
+        lambda x, i, s: _np_scatter_reduce(x, 0, np.broadcast_to(i[:, None], s.shape), s,
+                                           "amax", False),
+        fixed(S(X((3, 2)), IDX([0, 2, 0, 0]), X((4, 2)))), NUMERIC, "same", grad=True,
+        errors=[E(lambda d: T((2, 2), d).index_reduce(0, pg.tensor([0], device=d), T((1, 2), d),
+                                                      "sum"), RuntimeError,
+                  r"index_reduce\(\): Expected reduce to be one of prod, mean, amax or amin but "
+                  r"got sum")]))
+    return rows
+
+
+OP_TABLE += _gamma_rows()
+
+
+def _spd(x: np.ndarray) -> np.ndarray:
+    return x @ np.swapaxes(x, -1, -2) + 3 * np.eye(x.shape[-1], dtype=x.dtype)
+
+
+def _decomp_rows() -> list[OpInfo]:
+    sq = fixed(S(X((3, 3))), S(X((2, 4, 4))), S(X((3, 3)), nc="T"), S(X((1, 1))))
+    sq_grad = small(sq, limit=12, count=2)  # gradcheck: elimination costs n steps per call
+    not_square = E(lambda d: pg.det(T((2, 3), d)), RuntimeError,
+                   r"linalg.det: A must be batches of square matrices, but they are 2 by 3 "
+                   r"matrices")
+    return [
+        OpInfo("det", pg.det, np.linalg.det, sq, FLOATS, "same", method="det", grad=True,
+               grad_samples=sq_grad, gradgrad=True, rtol=1e-4, atol=1e-5, errors=[not_square]),
+        OpInfo("logdet", lambda x: pg.logdet(_spd_pg(x)), lambda x: np.linalg.slogdet(_spd(x))[1],
+               sq, FLOATS, "same", grad=True, grad_samples=sq_grad, rtol=1e-4, atol=1e-5),
+        OpInfo("slogdet", pg.slogdet, lambda x: tuple(np.linalg.slogdet(x)), sq, FLOATS, "same",
+               method="slogdet", rtol=1e-4, atol=1e-5),
+        OpInfo("inverse", pg.inverse, np.linalg.inv, sq, FLOATS, "same", method="inverse",
+               grad=True, grad_samples=sq_grad, gradgrad=True, rtol=1e-3, atol=1e-4,
+               errors=[E(lambda d: pg.inverse(pg.zeros(2, 2, device=d)), RuntimeError,
+                         r"linalg.inv: The diagonal element 1 is zero, the inversion could not "
+                         r"be completed because the input matrix is singular.")]),
+        OpInfo("linalg_solve", pg.linalg.solve, np.linalg.solve,
+               fixed(S(X((3, 3)), X((3, 2))), S(X((2, 3, 3)), X((2, 3, 1))),
+                     S(X((3, 3)), X((3, 3)), nc="T")), FLOATS, "same", grad=True, rtol=1e-3,
+               atol=1e-4),
+        OpInfo("cholesky", lambda x: pg.linalg.cholesky(_spd_pg(x)),
+               lambda x: np.linalg.cholesky(_spd(x)), sq, FLOATS, "same", grad=True,
+               grad_samples=sq_grad,
+               rtol=1e-4, atol=1e-5,
+               errors=[E(lambda d: pg.linalg.cholesky(-pg.eye(2, device=d)), RuntimeError,
+                         r"linalg.cholesky: The factorization could not be completed because the "
+                         r"input is not positive-definite \(the leading minor of order 1 is not "
+                         r"positive-definite\)")]),
+        OpInfo("linalg_qr", lambda x: pg.linalg.qr(x), lambda x: tuple(np.linalg.qr(x)),
+               fixed(S(X((4, 3))), S(X((3, 3)), nc="T"), S(X((2, 3, 2)))), FLOATS, "same",
+               grad=True, rtol=1e-4, atol=1e-5),
+        OpInfo("linalg_qr_complete", lambda x: pg.linalg.qr(x, "complete"),
+               lambda x: tuple(np.linalg.qr(x, "complete")), fixed(S(X((3, 2))), S(X((2, 3)))),
+               FLOATS, "same", rtol=1e-4, atol=1e-5),
+        OpInfo("lu_factor", lambda x: pg.linalg.lu_factor(x).LU,
+               lambda x: _np_lu_packed(x), fixed(S(X((4, 4))), S(X((3, 3)), nc="T"),
+                                                 S(X((4, 2))), S(X((2, 4)))),
+               FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5),
+        OpInfo("lu_solve", lambda a, b: pg.linalg.lu_solve(*pg.linalg.lu_factor(a), b),
+               lambda a, b: np.linalg.solve(a, b), fixed(S(X((3, 3)), X((3, 2)))), FLOATS,
+               "same", grad=True, rtol=1e-3, atol=1e-4),
+        OpInfo("linalg_matrix_norm_1", lambda x: pg.linalg.matrix_norm(x, 1),
+               lambda x: np.linalg.norm(x, 1, axis=(-2, -1)), sq, FLOATS, "same", grad=True),
+        OpInfo("linalg_norm", lambda x, **kw: pg.linalg.norm(x, **kw),
+               lambda x, **kw: np.linalg.norm(x, axis=kw.get("dim")),
+               fixed(S(X((3, 4))), S(X((3, 4)), dim=1), S(X((2, 3, 4)), dim=(1, 2))), FLOATS,
+               "same", grad=True),
+    ]
+
+
+def _np_lu_packed(a: np.ndarray) -> np.ndarray:
+    """LAPACK's getrf by hand: partial pivoting, L's multipliers below U."""
+    lu = a.astype(np.float64).copy()
+    m, n = lu.shape
+    for k in range(min(m, n)):
+        p = k + int(np.argmax(np.abs(lu[k:, k])))
+        lu[[k, p]] = lu[[p, k]]
+        if lu[k, k] != 0:
+            lu[k + 1:, k] /= lu[k, k]
+            lu[k + 1:, k + 1:] -= np.outer(lu[k + 1:, k], lu[k, k + 1:])
+    return lu
+
+
+def _spd_pg(x: pg.Tensor) -> pg.Tensor:
+    return x @ x.transpose(-1, -2) + 3 * pg.eye(x.shape[-1], dtype=x.dtype, device=x.device)
+
+
+OP_TABLE += _decomp_rows()
+
+
+def _np_quantile(x: np.ndarray, q: float, dim: Any = None, keepdim: bool = False,
+                 interpolation: str = "linear") -> np.ndarray:
+    return np.quantile(x, q, axis=dim, keepdims=keepdim, method=interpolation)
+
+
+def _np_mode(x: np.ndarray, dim: int = -1) -> tuple:
+    x = np.moveaxis(x, dim, -1)
+    vals = np.empty(x.shape[:-1], dtype=x.dtype)
+    idx = np.empty(x.shape[:-1], dtype=np.int64)
+    for pos in np.ndindex(*x.shape[:-1]):
+        row = x[pos]
+        u, c = np.unique(row, return_counts=True)
+        v = u[np.argmax(c)]
+        vals[pos], idx[pos] = v, np.nonzero(row == v)[0][-1]
+    return vals, idx
+
+
+def _more_methods_rows() -> list[OpInfo]:
+    ints2 = fixed(S(X((2, 3)), X((2, 3), "small")), S(X((2, 3)), X((3,), "small")))
+    return [
+        OpInfo("bitwise_left_shift", pg.bitwise_left_shift, np.left_shift, ints2, INTS, "promote",
+               method="bitwise_left_shift"),
+        OpInfo("bitwise_right_shift", pg.bitwise_right_shift, np.right_shift, ints2, INTS,
+               "promote", method="bitwise_right_shift"),
+        OpInfo("gcd", pg.gcd, np.gcd, binary_samples(scalars=False), INTS, "promote",
+               method="gcd"),
+        OpInfo("lcm", pg.lcm, np.lcm, binary_samples(scalars=False), INTS, "promote",
+               method="lcm"),
+        OpInfo("ldexp", pg.ldexp, lambda a, b: a * 2.0 ** b,
+               fixed(S(X((2, 3)), IDX([[1, -2, 0], [3, 0, 1]]))), FLOATS, "same", method="ldexp",
+               grad=True),
+        OpInfo("frexp_mantissa", lambda x: pg.frexp(x).mantissa, lambda x: np.frexp(x)[0],
+               unary_samples(), FLOATS, "same"),
+        OpInfo("frexp_exponent", lambda x: pg.frexp(x).exponent, lambda x: np.frexp(x)[1],
+               unary_samples(), FLOATS, I32),
+        OpInfo("nextafter", pg.nextafter, np.nextafter, binary_samples(scalars=False), FLOATS,
+               "promote", method="nextafter", rtol=0, atol=0),
+        OpInfo("i0", pg.i0, np.i0, unary_samples(), NUMERIC, "float", method="i0", grad=True,
+               gradgrad=True),
+        OpInfo("quantile", pg.quantile, _np_quantile,
+               fixed(S(X((3, 5)), 0.3), S(X((3, 5)), 0.5, 1), S(X((2, 3, 4)), 0.9, 0, True),
+                     S(X((3, 4)), 0.25, -1, interpolation="nearest"),
+                     S(X((3, 4)), 0.25, 1, interpolation="midpoint", nc="T")),
+               FLOATS, "same", method="quantile", grad=True,
+               errors=[E(lambda d: pg.quantile(T((3,), d), 1.5), RuntimeError,
+                         r"quantile\(\) q must be in the range \[0, 1\] but got 1.5")]),
+        OpInfo("nanquantile", lambda x, *a: pg.nanquantile(x.masked_fill(x > 1.0, math.nan), *a),
+               lambda x, *a: np.nanquantile(np.where(x > 1.0, np.nan, x), a[0],
+                                            axis=a[1] if len(a) > 1 else None),
+               fixed(S(X((3, 5)), 0.3), S(X((4, 5)), 0.5, 1)), FLOATS, "same", grad=True),
+        OpInfo("nanmedian_dim", lambda x: pg.nanmedian(x.masked_fill(x > 1.0, math.nan), 1)[0],
+               lambda x: _np_lower_nanmedian(np.where(x > 1.0, np.nan, x)),
+               fixed(S(X((4, 5))), S(X((3, 6)))), FLOATS, "same", grad=True),
+        OpInfo("mode", pg.mode, _np_mode,
+               fixed(S(X((3, 7), "small")), S(X((4, 5), "small"), 0), S(X((3, 4), "small"),
+                                                                       nc="T")),
+               NUMERIC, "same", method="mode"),
+        OpInfo("diagonal_scatter", pg.diagonal_scatter,
+               lambda x, s, o=0: _np_diag_set(x, s, o),
+               fixed(S(X((3, 4)), X((3,))), S(X((3, 4)), X((3,)), 1)), NUMERIC, "same",
+               method="diagonal_scatter", grad=True),
+        OpInfo("select_scatter", pg.select_scatter,
+               lambda x, s, d, i: _np_set(x, (slice(None),) * d + (i,), s),
+               fixed(S(X((3, 4)), X((4,)), 0, 1), S(X((3, 4)), X((3,)), 1, -1)), NUMERIC, "same",
+               method="select_scatter", grad=True),
+        OpInfo("slice_scatter", pg.slice_scatter,
+               lambda x, s, d=0, a=None, b=None, st=1: _np_set(
+                   x, (slice(None),) * d + (slice(a, b, st),), s),
+               fixed(S(X((4, 3)), X((2, 3)), 0, 0, 4, 2), S(X((3, 4)), X((3, 2)), 1, 2)),
+               NUMERIC, "same", method="slice_scatter", grad=True),
+        OpInfo("addbmm", lambda x, a, b: pg.addbmm(x, a, b, beta=0.5, alpha=2),
+               lambda x, a, b: 0.5 * x + 2 * (a @ b).sum(0),
+               fixed(S(X((2, 2)), X((2, 2, 3)), X((2, 3, 2)))), FLOATS, "same", grad=True,
+               rtol=1e-4),
+        OpInfo("matrix_exp", pg.matrix_exp, _np_expm,
+               fixed(S(X((3, 3))), S(X((2, 2, 2)))), FLOATS, "same", method="matrix_exp",
+               grad=True, rtol=1e-4, atol=1e-5),
+        OpInfo("cholesky_solve", lambda b, x: pg.cholesky_solve(b, pg.linalg.cholesky(_spd_pg(x))),
+               lambda b, x: np.linalg.solve(_spd(x), b),
+               fixed(S(X((3, 2)), X((3, 3)))), FLOATS, "same", grad=True, rtol=1e-4),
+        OpInfo("triangular_solve", lambda b, a: pg.triangular_solve(b, a + 3 * pg.eye(
+                   3, dtype=a.dtype, device=a.device))[0],
+               lambda b, a: np.linalg.solve(np.triu(a + 3 * np.eye(3)), b),
+               fixed(S(X((3, 2)), X((3, 3)))), FLOATS, "same", grad=True, rtol=1e-4),
+    ]
+
+
+def _np_lower_nanmedian(x: np.ndarray) -> np.ndarray:
+    out = []
+    for row in x:
+        v = np.sort(row[~np.isnan(row)])
+        out.append(v[(len(v) - 1) // 2] if len(v) else np.nan)
+    return np.array(out, dtype=x.dtype)
+
+
+def _np_set(x: np.ndarray, key: Any, s: np.ndarray) -> np.ndarray:
+    out = x.copy()
+    out[key] = s
+    return out
+
+
+def _np_diag_set(x: np.ndarray, s: np.ndarray, offset: int = 0) -> np.ndarray:
+    out = x.copy()
+    r = np.arange(len(s)) + max(-offset, 0)
+    out[r, r + offset] = s
+    return out
+
+
+def _np_expm(a: np.ndarray) -> np.ndarray:
+    """exp(A) by eigen-decomposition (the samples are random, hence diagonalizable)."""
+    w, v = np.linalg.eig(a.astype(np.float64))
+    return np.real(v @ (np.exp(w)[..., None] * np.linalg.inv(v)))
+
+
+OP_TABLE += _more_methods_rows()
+
+
+def _np_window(name: str, n: int, periodic: bool = True) -> np.ndarray:
+    m = n + 1 if periodic else n
+    if n <= 1:
+        return np.ones(n)
+    w = {"hann": np.hanning, "hamming": np.hamming, "blackman": np.blackman,
+         "bartlett": np.bartlett}[name](m)
+    return w[:n]
+
+
+def _sequence_rows() -> list[OpInfo]:
+    rows = [
+        OpInfo("isin", pg.isin, np.isin,
+               fixed(S(X((2, 3), "small"), X((2,), "small")), S(X((4,), "small"), X((0,))),
+                     S(X((3, 4), "small"), X((5,), "small"), nc="T")), NUMERIC, "bool"),
+        OpInfo("combinations", pg.combinations,
+               lambda x, r=2, with_replacement=False: np.array(list(
+                   (itertools.combinations_with_replacement if with_replacement else
+                    itertools.combinations)(x, r)), dtype=x.dtype).reshape(-1, r),
+               fixed(S(X((4,))), S(X((3,)), 3), S(X((3,)), 2, True), S(X((2,)), 3)), NUMERIC,
+               "same", grad=True),
+        OpInfo("trapezoid", pg.trapezoid, lambda y, x=None, **kw: np.trapezoid(
+                   y, x, axis=kw.get("dim", -1), dx=kw.get("dx", 1.0)),
+               fixed(S(X((3, 5))), S(X((3, 5)), dx=0.5, dim=0), S(X((2, 4)), X((4,), "positive"))),
+               FLOATS, "same", grad=True),
+        OpInfo("cumulative_trapezoid", pg.cumulative_trapezoid,
+               lambda y, **kw: np.cumsum((y[..., 1:] + y[..., :-1]) / 2, -1),
+               fixed(S(X((3, 5))), S(X((4,)))), FLOATS, "same", grad=True),
+        OpInfo("vander", pg.vander, lambda x, N=None, increasing=False: np.vander(x, N, increasing),
+               fixed(S(X((3,))), S(X((4,)), 2, True)), FLOATS, "same", grad=True),
+        OpInfo("pdist", pg.pdist, lambda x, p=2: np.array(
+                   [np.linalg.norm(x[i] - x[j], p) for i in range(len(x))
+                    for j in range(i + 1, len(x))], dtype=x.dtype),
+               fixed(S(X((4, 3))), S(X((3, 2)), 1.0)), FLOATS, "same", grad=True),
+        OpInfo("chain_matmul", pg.chain_matmul, lambda *ms: np.linalg.multi_dot(ms),
+               fixed(S(X((2, 3)), X((3, 4)), X((4, 2)))), FLOATS, "same", grad=True, rtol=1e-4),
+    ]
+    def window_samples(dtype: Any, rng: np.random.Generator) -> list[Sample]:
+        return [Sample((n, p), {"dtype": dtype}) for n in (0, 1, 5, 8) for p in (True, False)]
+
+    for name in ("hann", "hamming", "blackman", "bartlett"):
+        rows.append(OpInfo(f"{name}_window", getattr(pg, f"{name}_window"),
+                           lambda n, periodic=True, name=name, **kw: _np_window(name, n, periodic),
+                           window_samples, FLOATS, "same_kw", factory=True))
+    rows.append(OpInfo("kaiser_window", pg.kaiser_window,
+                       lambda n, periodic=True, beta=12.0, **kw: np.kaiser(n + periodic, beta)[:n],
+                       fixed(lambda dt, rng: Sample((6,), {"dtype": dt}),
+                             lambda dt, rng: Sample((5, False, 5.0), {"dtype": dt})),
+                       FLOATS, "same_kw", factory=True))
+    return rows
+
+
+OP_TABLE += _sequence_rows()
 
 _names = [r.name for r in OP_TABLE]
 assert len(set(_names)) == len(_names), [n for n in _names if _names.count(n) > 1]

@@ -512,7 +512,11 @@ def isfinite(input: Tensor) -> Tensor:
 
 
 def signbit(input: Tensor) -> Tensor:
-    return lt(input, 0)
+    if not input._v.dtype.is_floating_point:
+        return lt(input, 0)
+    # -0.0 has its sign bit set: it is the zero whose reciprocal is -inf
+    neg_zero = logical_and(eq(input, 0), lt(reciprocal(input), 0))
+    return logical_or(lt(input, 0), neg_zero)
 
 
 # ---------------------------------------------------------------------- unary

@@ -82,9 +82,23 @@ def _to3(x: Tensor, batch: tuple[int, ...]) -> Tensor:
     return reshape(x, (B, m, k))
 
 
+def _sparse_product(a: Any, b: Any) -> Any:
+    """The product of a sparse operand, which carries it (``_sparse_mm``: the sparse layout is
+    defined above this module), or ``None``."""
+    for x in (a, b):
+        hook = getattr(x, "_sparse_mm", None)
+        if hook is not None:
+            return hook(a, b)
+    return None
+
+
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with NumPy/PyTorch semantics for 1-D, 2-D and batched (broadcast) inputs."""
     a, b = input, other
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):
+        sparse = _sparse_product(a, b)
+        if sparse is not None:
+            return sparse
     _check(a, b, "matmul")
     da, db = a.dim(), b.dim()
     if da == 0 or db == 0:
@@ -119,6 +133,10 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """2-D matrix product (no broadcasting)."""
+    if not (isinstance(input, Tensor) and isinstance(mat2, Tensor)):
+        sparse = _sparse_product(input, mat2)
+        if sparse is not None:
+            return sparse
     _check(input, mat2, "mm")
     if input.dim() != 2 or mat2.dim() != 2:
         raise RuntimeError(f"{'self' if input.dim() != 2 else 'mat2'} must be a matrix")

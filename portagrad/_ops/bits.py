@@ -1,0 +1,134 @@
+"""Integer and floating-point bit arithmetic: ``bitwise_left_shift``/``bitwise_right_shift``,
+``gcd``, ``lcm``, ``ldexp``, ``frexp``, ``nextafter``.
+
+Shifts are multiplications and floor divisions by powers of two (the primitives have no shift),
+``gcd`` is Euclid's algorithm run on whole tensors until every pair is done, and ``nextafter``
+steps the bit pattern of the float by one through a same-size integer view.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+from .. import _creation, _dtype
+from .._shape import broadcast_shapes
+from .._tensor import Tensor
+from ..autograd.grad_mode import _no_grad
+from . import elementwise as E
+from .shape import view_dtype
+from .indexing import where
+
+__all__ = ["bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm", "ldexp", "frexp",
+           "nextafter"]
+
+frexp_result = namedtuple("frexp_result", ["mantissa", "exponent"])
+
+
+def _ints(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
+    ref = a if isinstance(a, Tensor) else b
+    if not isinstance(ref, Tensor):
+        raise TypeError(f"{name}(): at least one argument must be a Tensor")
+    dt = _dtype.result_type(a, b)
+    if dt.is_floating_point or dt is _dtype.bool:
+        raise RuntimeError(f"\"{name}_cpu\" not implemented for '{E._type_name(dt)}'")
+    ta = a.to(dt) if isinstance(a, Tensor) else _creation.full_like(ref, a, dtype=dt)
+    tb = b.to(dt) if isinstance(b, Tensor) else _creation.full_like(ref, b, dtype=dt)
+    return ta, tb
+
+
+def _pow2(b: Tensor, bits: int) -> Tensor:
+    """``2 ** b`` for ``0 <= b < bits`` (other entries: 1; the callers mask them)."""
+    ok = E.logical_and(E.ge(b, 0), E.lt(b, bits))
+    return E.pow(_creation.full_like(b, 2), where(ok, b, 0))
+
+
+def bitwise_left_shift(input: Any, other: Any) -> Tensor:
+    """``input << other`` (integers; bits shifted out are lost, shifts past the width give 0)."""
+    a, b = _ints("lshift", input, other)
+    bits = a.dtype.itemsize * 8
+    with _no_grad():
+        out = E.mul(a, _pow2(b, bits))  # integer products wrap, as a shift does
+        return where(E.logical_and(E.ge(b, 0), E.lt(b, bits)), out, 0).to(a.dtype)
+
+
+def bitwise_right_shift(input: Any, other: Any) -> Tensor:
+    """``input >> other`` (arithmetic: negative numbers round toward minus infinity)."""
+    a, b = _ints("rshift", input, other)
+    bits = a.dtype.itemsize * 8
+    with _no_grad():
+        # 2**(bits-1) does not fit: shift by bits-2 then by one more
+        big = E.ge(b, bits - 1)
+        part = E.floor_divide(a, _pow2(where(big, bits - 2, b), bits))
+        part = where(big, E.floor_divide(part, 2), part)
+        out = where(E.ge(b, bits), where(E.lt(a, 0), -1, 0), where(E.lt(b, 0), 0, part))
+        return out.to(a.dtype)
+
+
+def gcd(input: Tensor, other: Tensor) -> Tensor:
+    """Greatest common divisor (non-negative; ``gcd(0, 0) == 0``)."""
+    a, b = _ints("gcd", input, other)
+    shape = broadcast_shapes(a.shape, b.shape)
+    with _no_grad():
+        a, b = E.abs(a).expand(shape).clone(), E.abs(b).expand(shape).clone()
+        while b.numel() and bool(E.ne(b, 0).any().item()):
+            nz = E.ne(b, 0)
+            r = E.remainder(a, where(nz, b, 1))
+            a, b = where(nz, b, a), where(nz, r, 0)
+        return a
+
+
+def lcm(input: Tensor, other: Tensor) -> Tensor:
+    """Least common multiple (non-negative; 0 when either is 0)."""
+    a, b = _ints("lcm", input, other)
+    with _no_grad():
+        g = gcd(a, b)
+        q = E.floor_divide(E.abs(a), where(E.eq(g, 0), 1, g))
+        return E.abs(E.mul(q, b))
+
+
+def ldexp(input: Tensor, other: Tensor) -> Tensor:
+    """``input * 2 ** other``."""
+    x = input if input.dtype.is_floating_point else input.to(_dtype.get_default_dtype())
+    e = other.to(x.dtype) if isinstance(other, Tensor) else float(other)
+    return E.mul(x, E.pow(2.0, e) if isinstance(e, Tensor) else 2.0 ** e)
+
+
+def frexp(input: Tensor) -> Any:
+    """``(mantissa, exponent)`` with ``input == mantissa * 2 ** exponent`` and
+    ``0.5 <= |mantissa| < 1`` (zero, inf and NaN: exponent 0, mantissa the input)."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    with _no_grad():
+        a = E.abs(input)
+        finite = E.logical_and(E.isfinite(input), E.ne(input, 0))
+        safe = where(finite, a, 1.0)
+        e = E.add(E.floor(E.log2(safe)), 1.0)
+        m = E.div(safe, E.pow(2.0, e))  # pow is exact for integral exponents, exp2 is not
+        # log2 may round across a power of two: bring the mantissa into [0.5, 1)
+        hi, lo = E.ge(m, 1.0), E.lt(m, 0.5)
+        e = where(hi, E.add(e, 1.0), where(lo, E.sub(e, 1.0), e))
+        m = where(hi, E.mul(m, 0.5), where(lo, E.mul(m, 2.0), m))
+        m = where(finite, E.mul(m, E.sign(input)), input)
+        exp = where(finite, e, 0.0).to(_dtype.int32)
+    return frexp_result(m, exp)
+
+
+def nextafter(input: Tensor, other: Tensor) -> Tensor:
+    """The next representable float after ``input`` towards ``other``."""
+    dt = _dtype.result_type(input, other)
+    if not dt.is_floating_point:
+        raise RuntimeError(f"\"nextafter_cpu\" not implemented for '{E._type_name(dt)}'")
+    idt = {4: _dtype.int32, 8: _dtype.int64}.get(dt.itemsize)
+    if idt is None:
+        raise NotImplementedError(f"nextafter for {dt} is not implemented")
+    with _no_grad():
+        x = input.to(dt).expand(broadcast_shapes(input.shape, other.shape)).contiguous()
+        y = other.to(dt).expand(x.shape).contiguous()
+        bits = view_dtype(x.clone(), idt)
+        up = E.eq(E.lt(x, y), E.gt(x, 0))  # away from zero when moving further from it
+        stepped = view_dtype(E.add(bits, where(up, 1, -1)).to(idt), dt)
+        tiny = view_dtype(_creation.ones(x.shape, dtype=idt, device=x.device), dt)
+        from_zero = where(E.gt(y, 0), tiny, E.neg(tiny))
+        out = where(E.eq(x, 0), from_zero, stepped)
+        out = where(E.eq(x, y), y, out)
+        return where(E.logical_or(E.isnan(x), E.isnan(y)), float("nan"), out)

@@ -1,0 +1,162 @@
+"""Diagonals and block structure: ``diagonal`` (a view), ``diag``, ``diag_embed``, ``diagflat``,
+``trace``, ``fill_diagonal_``, ``triu_indices``/``tril_indices``, ``block_diag``, ``kron``.
+
+``diagonal`` is a strided view (one stride, the sum of the two dimensions' strides), so its
+gradient and in-place writes through it come from the view machinery; the others are built from
+it and from ``cat``/``mul``/``reshape``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _creation, _dtype
+from .._shape import wrap_dim
+from .._tensor import Tensor
+from . import shape as S
+from .conversion import copy_
+from .indexing import setitem
+from .joining import cat
+from .elementwise import mul
+
+__all__ = ["diagonal", "diag", "diag_embed", "diagflat", "trace", "fill_diagonal_",
+           "triu_indices", "tril_indices", "block_diag", "kron"]
+
+
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The view of the diagonal of ``dim1`` x ``dim2`` (``offset`` > 0 above the main one),
+    appended as the last dimension."""
+    nd = input.dim()
+    if nd < 2:
+        raise RuntimeError(f"diagonal dimensions requires ndim larger than 2, but got ndim={nd}")
+    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    shape, strides = list(input.shape), list(input.stride())
+    start = input.storage_offset()
+    if offset >= 0:
+        n = max(min(shape[d1], shape[d2] - offset), 0)
+        start += offset * strides[d2] if n else 0
+    else:
+        n = max(min(shape[d1] + offset, shape[d2]), 0)
+        start += -offset * strides[d1] if n else 0
+    step = strides[d1] + strides[d2]
+    keep = [k for k in range(nd) if k not in (d1, d2)]
+    return S.as_strided(input, [shape[k] for k in keep] + [n],
+                        [strides[k] for k in keep] + [step], start)
+
+
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """A tensor whose ``dim1`` x ``dim2`` diagonals (at ``offset``) hold the last dimension of
+    ``input``; zeros elsewhere."""
+    if input.dim() < 1:
+        raise RuntimeError("diag_embed(): input must have at least 1 dimension")
+    nd = input.dim() + 1
+    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    n = input.shape[-1] + abs(offset)
+    rest = iter(input.shape[:-1])
+    shape = [n if k in (d1, d2) else next(rest) for k in range(nd)]
+    out = _creation.zeros(shape, dtype=input.dtype, device=input.device)
+    copy_(diagonal(out, offset, d1, d2), input)
+    return out
+
+
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:  # PyTorch's parameter name
+    """1-D input: the square matrix with ``input`` on its ``diagonal``; 2-D input: a copy of its
+    ``diagonal``."""
+    if input.dim() == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    if input.dim() == 2:
+        return globals()["diagonal"](input, diagonal).clone()
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
+
+
+def diagflat(input: Tensor, offset: int = 0) -> Tensor:
+    """The square matrix with the flattened ``input`` on its ``offset`` diagonal."""
+    return diag_embed(S.reshape(input, (-1,)), offset, 0, 1)
+
+
+def trace(input: Tensor) -> Tensor:
+    """Sum of the main diagonal of a 2-D tensor (integers summed as int64)."""
+    if input.dim() != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
+    return diagonal(input).sum()
+
+
+def fill_diagonal_(input: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
+    """Fill the main diagonal in place (all dimensions equal beyond 2-D; ``wrap``: a tall matrix
+    restarts its diagonal every ``cols + 1`` rows)."""
+    nd = input.dim()
+    if nd < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if nd > 2 and len(set(input.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    rows, cols = input.shape[0], input.shape[1]
+    if nd > 2 or not wrap or rows <= cols + 1:
+        n = min(input.shape)
+        idx = _creation.arange(n, device=input.device)
+        setitem(input, (idx,) * nd, fill_value)
+        return input
+    flat = np.arange(0, rows * cols, cols + 1)
+    r = _creation.tensor(flat // cols, device=input.device)
+    c = _creation.tensor(flat % cols, device=input.device)
+    setitem(input, (r, c), fill_value)
+    return input
+
+
+def _tri_indices(lower: bool, row: int, col: int, offset: int, dtype: Any, device: Any
+                 ) -> Tensor:
+    r, c = np.tril_indices(row, offset, col) if lower else np.triu_indices(row, offset, col)
+    if dtype is not _dtype.int64 and dtype is not _dtype.int32:
+        raise RuntimeError(f"\"{'tril' if lower else 'triu'}_indices\" not implemented for "
+                           f"'{dtype}'")
+    return _creation.tensor(np.stack([r, c]).reshape(2, -1), dtype=dtype, device=device)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = _dtype.int64,
+                 device: Any = None, layout: Any = None) -> Tensor:
+    """``(2, N)`` row/column indices of the upper triangle of a ``row`` x ``col`` matrix."""
+    return _tri_indices(False, row, col, offset, dtype, device)
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = _dtype.int64,
+                 device: Any = None, layout: Any = None) -> Tensor:
+    """``(2, N)`` row/column indices of the lower triangle of a ``row`` x ``col`` matrix."""
+    return _tri_indices(True, row, col, offset, dtype, device)
+
+
+def block_diag(*tensors: Tensor) -> Tensor:
+    """The block-diagonal matrix of ``tensors`` (0-D and 1-D inputs are 1 x n blocks)."""
+    if not tensors:
+        return _creation.empty(1, 0)
+    for k, t in enumerate(tensors):
+        if t.dim() > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. "
+                               f"Input {k} has {t.dim()} dimensions")
+    dt = _dtype.result_type(*tensors)
+    mats = [S.reshape(t, (1, -1)) if t.dim() < 2 else t for t in tensors]
+    mats = [m.to(dt) for m in mats]
+    total = sum(m.shape[1] for m in mats)
+    rows, left = [], 0
+    dev = mats[0].device
+    for m in mats:
+        r, c = m.shape
+        parts = [_creation.zeros(r, left, dtype=dt, device=dev), m,
+                 _creation.zeros(r, total - left - c, dtype=dt, device=dev)]
+        rows.append(cat(parts, 1))
+        left += c
+    return cat(rows, 0)
+
+
+def kron(input: Tensor, other: Tensor) -> Tensor:
+    """Kronecker product (dimensions aligned from the right)."""
+    nd = max(input.dim(), other.dim())
+    a = S.reshape(input, (1,) * (nd - input.dim()) + tuple(input.shape))
+    b = S.reshape(other, (1,) * (nd - other.dim()) + tuple(other.shape))
+    ai = tuple(v for s in a.shape for v in (s, 1))
+    bi = tuple(v for s in b.shape for v in (1, s))
+    out = mul(S.reshape(a, ai), S.reshape(b, bi))
+    return S.reshape(out, tuple(x * y for x, y in zip(a.shape, b.shape)))

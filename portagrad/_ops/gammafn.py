@@ -1,0 +1,289 @@
+"""The gamma function family: ``lgamma``, ``digamma``, ``polygamma``, ``mvlgamma``.
+
+No backend has these as primitives, so they are computed with elementwise ops: ``lgamma`` with
+Lanczos' approximation (g = 7, 9 terms), ``digamma``/``polygamma`` by shifting the argument up
+with the recurrence ``psi(x) = psi(x + 1) - 1/x`` and then the asymptotic series; negative
+arguments go through the reflection formulas. Each is a ``Function`` whose derivative is the next
+member of the family (``lgamma' = digamma``, ``digamma' = polygamma(1)``, ...).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .. import _creation, _dtype
+from .._shape import broadcast_shapes
+from .._tensor import Tensor
+from ..autograd.function import Function
+from ..autograd.grad_mode import _no_grad
+from ._common import call
+from . import elementwise as E
+from .elementwise import _float_input
+from .indexing import where
+
+__all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "igamma", "igammac"]
+
+_LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
+            -176.61502916214059, 12.507343278686905, -0.13857109526572012,
+            9.9843695780195716e-6, 1.5056327351493116e-7)
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+# Bernoulli numbers B2, B4, ..., B14 for the asymptotic series
+_BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6)
+_SHIFT = 10  # psi and its derivatives are evaluated at x + _SHIFT, where the series is accurate
+
+
+def _check(name: str, x: Any) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+    return _float_input(x)
+
+
+def _nonpos_int(x: Tensor) -> Tensor:
+    return E.logical_and(E.le(x, 0), E.eq(x, E.floor(x)))
+
+
+def _sinpi(x: Tensor) -> Tensor:
+    """``sin(pi x)``, with the argument reduced exactly first (``x - round(x)``)."""
+    r = E.round(x)
+    s = E.sin(E.mul(E.sub(x, r), math.pi))
+    # (-1)^round(x): odd multiples flip the sign
+    odd = E.ne(E.remainder(r, 2.0), 0)
+    return where(odd, E.neg(s), s)
+
+
+def _lgamma_pos(x: Tensor) -> Tensor:
+    """Lanczos' lgamma for ``x >= 0.5``."""
+    z = E.sub(x, 1.0)
+    a = _creation.full_like(x, _LANCZOS[0])
+    for k, c in enumerate(_LANCZOS[1:], start=1):
+        a = E.add(a, E.div(c, E.add(z, float(k))))
+    t = E.add(z, 7.5)
+    return E.add(E.sub(E.add(E.mul(E.add(z, 0.5), E.log(t)), _HALF_LOG_2PI), t), E.log(a))
+
+
+def _lgamma_fwd(x: Tensor) -> Tensor:
+    small = E.lt(x, 0.5)
+    pos = _lgamma_pos(where(small, E.rsub(x, 1.0), x))
+    # reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x)
+    refl = E.sub(E.sub(math.log(math.pi), E.log(E.abs(_sinpi(x)))), pos)
+    out = where(small, refl, pos)
+    out = where(E.isinf(x), math.inf, out)
+    return where(_nonpos_int(x), math.inf, out)
+
+
+def _psi_n(n: int, x: Tensor) -> Tensor:
+    """``polygamma(n, x)`` (``n = 0``: digamma) for ``x >= 0``: the recurrence moves the
+    argument to ``x + _SHIFT``, where the asymptotic series is accurate."""
+    acc = _creation.zeros_like(x)
+    for k in range(_SHIFT):
+        xk = E.add(x, float(k))
+        acc = E.add(acc, E.reciprocal(xk) if n == 0 else E.pow(xk, -(n + 1.0)))
+    y = E.add(x, float(_SHIFT))
+    if n == 0:
+        # psi(y) ~ log y - 1/(2y) - sum B2k / (2k y^2k)
+        series = E.sub(E.log(y), E.div(0.5, y))
+        inv2 = E.reciprocal(E.mul(y, y))
+        p = inv2
+        for k, b in enumerate(_BERNOULLI, start=1):
+            series = E.sub(series, E.mul(p, b / (2 * k)))
+            p = E.mul(p, inv2)
+        return E.sub(series, acc)
+    # psi^(n)(y) ~ (-1)^(n+1) [(n-1)!/y^n + n!/(2 y^(n+1)) + sum B2k (2k+n-1)!/((2k)! y^(2k+n))]
+    series = E.add(E.mul(E.pow(y, -float(n)), float(math.factorial(n - 1))),
+                   E.mul(E.pow(y, -(n + 1.0)), math.factorial(n) / 2))
+    for k, b in enumerate(_BERNOULLI, start=1):
+        coef = b * math.factorial(2 * k + n - 1) / math.factorial(2 * k)
+        series = E.add(series, E.mul(E.pow(y, -float(2 * k + n)), coef))
+    sign = 1.0 if n % 2 else -1.0
+    return E.mul(E.add(series, E.mul(acc, float(math.factorial(n)))), sign)
+
+
+def _digamma_fwd(x: Tensor) -> Tensor:
+    small = E.lt(x, 0.5)
+    pos = _psi_n(0, where(small, E.rsub(x, 1.0), x))
+    # reflection: psi(x) = psi(1 - x) - pi / tan(pi x)
+    r = E.sub(x, E.round(x))
+    refl = E.sub(pos, E.div(math.pi, E.tan(E.mul(r, math.pi))))
+    out = where(small, refl, pos)
+    out = where(E.eq(x, 0), -math.inf, out)  # PyTorch: digamma(0) = -inf, other poles NaN
+    out = where(E.logical_and(_nonpos_int(x), E.ne(x, 0)), math.nan, out)
+    return where(E.eq(x, math.inf), math.inf, out)
+
+
+def _polygamma_fwd(n: int, x: Tensor) -> Tensor:
+    lo = float(x.min().item()) if x.numel() else 0.0
+    if lo < 0 and math.isfinite(lo):
+        # the upward recurrence holds for any non-pole x: shift far enough first
+        m = int(math.ceil(-lo)) + 1
+        acc = _creation.zeros_like(x)
+        for k in range(m):
+            acc = E.add(acc, E.pow(E.add(x, float(k)), -(n + 1.0)))
+        sign = 1.0 if n % 2 else -1.0
+        out = E.add(_psi_n(n, E.add(x, float(m))), E.mul(acc, sign * math.factorial(n)))
+    else:
+        out = _psi_n(n, x)
+    return where(_nonpos_int(x), math.inf if n % 2 else math.nan, out)
+
+
+class _Lgamma(Function):
+    _backward_name = "LgammaBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor) -> Tensor:
+        with _no_grad():
+            y = _lgamma_fwd(x)
+        ctx.save_for_backward(x)
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        (x,) = ctx.saved_tensors
+        return g * digamma(x)
+
+
+class _Polygamma(Function):
+    _backward_name = "PolygammaBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, n: int) -> Tensor:
+        with _no_grad():
+            y = _digamma_fwd(x) if n == 0 else _polygamma_fwd(n, x)
+        ctx.save_for_backward(x)
+        ctx.n = n
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        (x,) = ctx.saved_tensors
+        return g * polygamma(ctx.n + 1, x), None
+
+
+def lgamma(input: Tensor) -> Tensor:
+    """``log |Gamma(x)|`` (``inf`` at the poles, the non-positive integers)."""
+    return call(_Lgamma, _check("lgamma", input))
+
+
+def digamma(input: Tensor) -> Tensor:
+    """``psi(x) = d/dx lgamma(x)`` (``-inf`` at 0, NaN at the negative integers, as PyTorch)."""
+    return call(_Polygamma, _check("digamma", input), 0)
+
+
+def polygamma(n: int, input: Tensor) -> Tensor:
+    """The ``n``-th derivative of ``digamma``."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not "
+                        f"{type(n).__name__}")
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    return call(_Polygamma, _check("polygamma", input), n)
+
+
+def mvlgamma(input: Tensor, p: int) -> Tensor:
+    """The multivariate log-gamma of dimension ``p``: ``p(p-1)/4 log(pi) + sum_j
+    lgamma(x - j/2)``; every element must exceed ``(p - 1) / 2``."""
+    x = _check("mvlgamma", input)
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    if x.numel() and not bool(E.gt(x, (p - 1) / 2).all().item()):
+        raise RuntimeError("All elements must be greater than (p-1)/2")
+    out = lgamma(x)
+    for j in range(1, p):
+        out = E.add(out, lgamma(E.sub(x, j / 2)))
+    return E.add(out, p * (p - 1) / 4 * math.log(math.pi))
+
+
+
+def _igamma_terms(a: Tensor) -> int:
+    """Series terms / continued-fraction steps enough for the largest ``a``: both converge in
+    ``O(sqrt(a))`` steps where ``x`` is near ``a`` (the slowest case)."""
+    top = float(a.max().item()) if a.numel() else 0.0
+    top = top if math.isfinite(top) else 0.0
+    return int(min(4000, 40 + 8 * math.sqrt(max(top, 0.0))))
+
+
+def _igamma_fwd(a: Tensor, x: Tensor) -> Tensor:
+    """The regularized lower incomplete gamma ``P(a, x)``: its power series where
+    ``x < a + 1``, ``1 - Q`` from Lentz's continued fraction elsewhere (Numerical Recipes 6.2)."""
+    tiny = 1e-300 if a.dtype is _dtype.float64 else 1e-30
+    steps = _igamma_terms(a)
+    use_series = E.lt(x, E.add(a, 1.0))
+    pos_x = E.gt(x, 0)
+    xs = where(pos_x, x, 1.0)
+    a_s = where(E.gt(a, 0), a, 1.0)
+    log_front = E.sub(E.sub(E.mul(a_s, E.log(xs)), xs), _lgamma_fwd(a_s))
+    # series: sum_n x^n / (a (a+1) ... (a+n))
+    term = E.reciprocal(a_s)
+    total = term
+    for n in range(1, steps):
+        term = E.mul(term, E.div(xs, E.add(a_s, float(n))))
+        total = E.add(total, term)
+    p_series = E.mul(E.exp(log_front), total)
+    # continued fraction for Q(a, x)
+    b = E.sub(E.add(xs, 1.0), a_s)
+    c = _creation.full_like(xs, 1.0 / tiny)
+    d = E.reciprocal(where(E.eq(b, 0), tiny, b))
+    h = d
+    for i in range(1, steps):
+        an = E.mul(E.sub(a_s, float(i)), float(i))  # -i (i - a)
+        b = E.add(b, 2.0)
+        d = E.add(E.mul(d, an), b)
+        d = E.reciprocal(where(E.lt(E.abs(d), tiny), tiny, d))
+        c = E.add(b, E.div(an, c))
+        c = where(E.lt(E.abs(c), tiny), tiny, c)
+        h = E.mul(h, E.mul(d, c))
+    q_cf = E.mul(E.exp(log_front), h)
+    p = where(use_series, p_series, E.rsub(q_cf, 1.0))
+    p = where(pos_x, p, 0.0)  # P(a, 0) = 0
+    p = where(E.eq(a, 0), where(pos_x, 1.0, math.nan), p)  # P(0, x > 0) = 1, as PyTorch
+    p = where(E.isinf(x), 1.0, p)
+    bad = E.logical_or(E.lt(a, 0), E.lt(x, 0))
+    return where(E.logical_or(bad, E.logical_or(E.isnan(a), E.isnan(x))), math.nan, p)
+
+
+class _Igamma(Function):
+    _backward_name = "IgammaBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Tensor, x: Tensor, upper: bool) -> Tensor:
+        with _no_grad():
+            p = _igamma_fwd(a, x)
+            out = E.rsub(p, 1.0) if upper else p
+        ctx.save_for_backward(a, x)
+        ctx.upper = upper
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        a, x = ctx.saved_tensors
+        if ctx.needs_input_grad[0]:
+            raise NotImplementedError("the derivative of igamma/igammac with respect to the "
+                                      "input (a) is not implemented (as in PyTorch)")
+        # dP/dx = x^(a-1) e^-x / Gamma(a)
+        dx = ((a - 1.0) * x.log() - x - lgamma(a)).exp()
+        return None, (-g * dx if ctx.upper else g * dx), None
+
+
+def _igamma_args(name: str, input: Any, other: Any) -> tuple[Tensor, Tensor]:
+    ref = input if isinstance(input, Tensor) else other
+    if not isinstance(ref, Tensor):
+        raise TypeError(f"{name}(): at least one argument must be a Tensor")
+    dt = _dtype.result_type(input, other)
+    if not dt.is_floating_point:
+        dt = _dtype.get_default_dtype()
+    a = input.to(dt) if isinstance(input, Tensor) else _creation.full_like(ref, input, dtype=dt)
+    x = other.to(dt) if isinstance(other, Tensor) else _creation.full_like(ref, other, dtype=dt)
+    shape = broadcast_shapes(a.shape, x.shape)
+    return a.expand(shape), x.expand(shape)
+
+
+def igamma(input: Any, other: Any) -> Tensor:
+    """The regularized lower incomplete gamma function ``P(input, other)``."""
+    a, x = _igamma_args("igamma", input, other)
+    return call(_Igamma, a, x, False)
+
+
+def igammac(input: Any, other: Any) -> Tensor:
+    """The regularized upper incomplete gamma function ``Q(input, other) = 1 - P``."""
+    a, x = _igamma_args("igammac", input, other)
+    return call(_Igamma, a, x, True)

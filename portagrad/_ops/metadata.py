@@ -1,0 +1,119 @@
+"""Methods about a tensor's geometry and storage: in-place view changes (``t_``, ``transpose_``,
+``squeeze_``, ``unsqueeze_``, ``swapaxes_``, ``as_strided_``), ``dim_order``, ``get_device``,
+``is_set_to``, and ``nonzero_static``."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .. import _creation, _dtype
+from .._tensor import Tensor
+from ..autograd.grad_mode import _flags, _no_grad
+from . import shape as S
+from .indexing import nonzero
+from .joining import cat
+
+__all__ = ["inplace_view", "dim_order", "get_device", "is_set_to", "nonzero_static", "can_cast",
+           "is_same_size", "narrow_copy", "conj", "resolve_conj", "resolve_neg", "real",
+           "is_complex", "is_conj", "is_neg", "is_signed", "is_inference"]
+
+
+def inplace_view(x: Tensor, name: str, fn: Callable[[Tensor], Tensor]) -> Tensor:
+    """Give ``x`` the geometry of the view ``fn(x)`` (same storage, data untouched)."""
+    if _flags.grad and x.requires_grad:
+        if x.is_leaf:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+        raise NotImplementedError(f"{name} on a tensor that is part of an autograd graph is not "
+                                  f"implemented; use the out-of-place {name[:-1]}")
+    with _no_grad():
+        v = fn(x)
+    x._v = v._v  # the view's geometry on the same storage and version counter
+    return x
+
+
+def dim_order(x: Tensor, *, ambiguity_check: Any = False) -> tuple[int, ...]:
+    """The dimensions from outermost to innermost in memory (by decreasing stride)."""
+    strides = x.stride()
+    return tuple(sorted(range(x.dim()), key=lambda k: (-strides[k], k)))
+
+
+def get_device(x: Tensor) -> int:
+    """``-1`` for a ``cpu`` tensor, else the index of its device."""
+    dev = x.device
+    return -1 if dev.type == "cpu" else (dev.index or 0)
+
+
+def is_set_to(x: Tensor, tensor: Tensor) -> bool:
+    """Whether both tensors view the same storage with the same offset, shape and strides."""
+    return (x._storage is tensor._storage and x.storage_offset() == tensor.storage_offset()
+            and x.shape == tensor.shape and x.stride() == tensor.stride())
+
+
+def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
+    """``nonzero`` padded with ``fill_value`` (or truncated) to exactly ``size`` rows."""
+    if size < 0:
+        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, but got "
+                           f"{size}")
+    nz = nonzero(input)
+    n = nz.shape[0]
+    if n >= size:
+        return S.narrow(nz, 0, 0, size)
+    pad = _creation.full((size - n, max(input.dim(), nz.shape[1])), fill_value,
+                         dtype=_dtype.int64, device=input.device)
+    return cat([nz, pad], 0)
+
+
+
+def can_cast(from_: _dtype.dtype, to: _dtype.dtype) -> bool:
+    """Whether PyTorch's casting rule allows writing a ``from_`` result into a ``to`` tensor
+    (never floating into integer, nor integer into bool)."""
+    return from_._kind <= to._kind
+
+
+def is_same_size(input: Tensor, other: Tensor) -> bool:
+    return input.shape == other.shape
+
+
+def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """A copy of ``narrow(dim, start, length)``."""
+    return S.narrow(input, dim, start, length).clone()
+
+
+def conj(input: Tensor) -> Tensor:
+    """``input``: the conjugate of a real tensor is the tensor itself (as PyTorch returns it)."""
+    return input
+
+
+def resolve_conj(input: Tensor) -> Tensor:
+    return input
+
+
+def resolve_neg(input: Tensor) -> Tensor:
+    return input
+
+
+def real(input: Tensor) -> Tensor:
+    """``input`` (real dtypes only)."""
+    return input
+
+
+def is_complex(input: Tensor) -> bool:
+    """``False``: portagrad has no complex dtypes."""
+    return False
+
+
+def is_conj(input: Tensor) -> bool:
+    return False
+
+
+def is_neg(input: Tensor) -> bool:
+    return False
+
+
+def is_signed(input: Tensor) -> bool:
+    return input.is_signed()
+
+
+def is_inference(input: Tensor) -> bool:
+    return input.is_inference()

@@ -1,0 +1,136 @@
+"""Prefix scans and differences: ``cumprod``, ``cummax``, ``cummin``, ``logcumsumexp``, ``diff``.
+
+A scan along a dimension of size ``n`` is computed in ``ceil(log2 n)`` rounds of whole-tensor ops
+(Hillis-Steele: round ``k`` combines each element with the one ``2**k`` before it), so it runs on
+every backend and ``cumprod``/``logcumsumexp`` are differentiated through those ops (correct with
+zeros, unlike ``exp(cumsum(log x))``). ``cummax``/``cummin`` scan (value, index) pairs without
+recording, then take their values with ``gather``, whose gradient routes to the chosen elements.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+from collections.abc import Callable
+
+from .. import _creation, _dtype
+from .._shape import wrap_dim
+from .._tensor import Tensor
+from ..autograd.grad_mode import _no_grad
+from . import elementwise as E
+from . import shape as S
+from .indexing import gather, where
+from .joining import cat
+
+__all__ = ["cumprod", "cummax", "cummin", "logcumsumexp", "diff"]
+
+cummax_result = namedtuple("cummax_result", ["values", "indices"])
+
+
+def _scan(x: Any, d: int, combine: Callable[[Any, Any], Any]) -> Any:
+    """Inclusive scan of ``x`` (a tensor or a tuple of same-shape tensors) along ``d``:
+    ``combine(earlier, later)``."""
+    parts: tuple[Tensor, ...] = x if isinstance(x, tuple) else (x,)
+    n = parts[0].shape[d]
+    shift = 1
+    while shift < n:
+        head = tuple(S.narrow(p, d, 0, shift) for p in parts)
+        early = tuple(S.narrow(p, d, 0, n - shift) for p in parts)
+        late = tuple(S.narrow(p, d, shift, n - shift) for p in parts)
+        comb = combine(early if len(parts) > 1 else early[0], late if len(parts) > 1 else late[0])
+        comb = comb if isinstance(comb, tuple) else (comb,)
+        parts = tuple(cat([h, c], d) for h, c in zip(head, comb))
+        shift *= 2
+    return parts if isinstance(x, tuple) else parts[0]
+
+
+def _dim(input: Tensor, dim: int) -> int:
+    return wrap_dim(dim, max(input.dim(), 1))
+
+
+def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """Inclusive prefix products along ``dim`` (integers and bools as int64)."""
+    x = input
+    if dtype is not None:
+        x = x.to(dtype)
+    elif not x.dtype.is_floating_point:
+        x = x.to(_dtype.int64)
+    d = _dim(x, dim)
+    if x.dim() == 0:
+        return x.clone()
+    return _scan(x, d, E.mul)
+
+
+def _cumext(name: str, better: Callable[[Tensor, Tensor], Tensor], input: Tensor, dim: int
+            ) -> Any:
+    d = _dim(input, dim)
+    if input.dim() == 0:
+        return cummax_result(input.clone(), _creation.zeros((), dtype=_dtype.int64,
+                                                            device=input.device))
+    with _no_grad():
+        shape = [1] * input.dim()
+        shape[d] = input.shape[d]
+        pos = S.reshape(_creation.arange(input.shape[d], device=input.device), shape)
+        idx0 = pos.expand(input.shape).contiguous()
+
+        def combine(early: Any, late: Any) -> Any:
+            (v1, i1), (v2, i2) = early, late
+            # the later element wins ties (PyTorch's indices are the last extremum) and NaN sticks
+            take = E.logical_or(better(v2, v1), E.eq(v2, v1))
+            if v1.dtype.is_floating_point:
+                take = E.logical_and(E.logical_or(take, E.isnan(v2)),
+                                     E.logical_not(E.logical_and(E.isnan(v1),
+                                                                 E.logical_not(E.isnan(v2)))))
+            return where(take, v2, v1), where(take, i2, i1)
+
+        _, idx = _scan((input.detach(), idx0), d, combine)
+    return cummax_result(gather(input, d, idx), idx)
+
+
+def cummax(input: Tensor, dim: int) -> Any:
+    """``(values, indices)`` of the running maximum along ``dim`` (NaN propagates)."""
+    return _cumext("cummax", E.gt, input, dim)
+
+
+def cummin(input: Tensor, dim: int) -> Any:
+    """``(values, indices)`` of the running minimum along ``dim`` (NaN propagates)."""
+    return _cumext("cummin", E.lt, input, dim)
+
+
+def _logaddexp_inf(a: Tensor, b: Tensor) -> Tensor:
+    # the max is subtracted only where it is finite: -inf + -inf stays -inf instead of NaN
+    m = E.maximum(a, b).detach()
+    m = where(E.isinf(m), 0.0, m)
+    return E.add(m, E.log(E.add(E.exp(E.sub(a, m)), E.exp(E.sub(b, m)))))
+
+
+def logcumsumexp(input: Tensor, dim: int) -> Tensor:
+    """``log(cumsum(exp(input)))`` along ``dim``, computed stably."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"\"logcumsumexp_out_cpu\" not implemented for "
+                           f"'{E._type_name(input.dtype)}'")
+    d = _dim(input, dim)
+    if input.dim() == 0:
+        return input.clone()
+    return _scan(input, d, _logaddexp_inf)
+
+
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
+         append: Tensor | None = None) -> Tensor:
+    """``n``-th forward difference along ``dim`` (``logical_xor`` for bools), after
+    concatenating ``prepend`` and ``append``."""
+    if input.dim() == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = wrap_dim(dim, input.dim())
+    x = input
+    if prepend is not None or append is not None:
+        parts = [p for p in (prepend, x, append) if p is not None]
+        x = cat(parts, d)
+    for _ in range(n):
+        size = x.shape[d]
+        if size == 0:
+            break
+        a, b = S.narrow(x, d, 1, size - 1), S.narrow(x, d, 0, size - 1)
+        x = E.logical_xor(a, b) if x.dtype is _dtype.bool else E.sub(a, b)
+    return x

@@ -1,0 +1,373 @@
+"""Elementwise math built from the primitives: inverse trigonometric and hyperbolic functions,
+``erfc``/``erfinv``, ``sinc``, ``logit``, ``xlogy``, ``copysign``, ``addcmul`` ...
+
+The backend contract has no ``asin`` or ``sinh`` primitive, so each function here is computed from
+ops that every backend has (``atan2``, ``sqrt``, ``expm1``, ``log1p`` ...), in the form that keeps
+full precision (``sinh`` from ``expm1``, not ``exp``). Functions whose derivative is simpler than
+the derivative of their composition are ``Function`` s with the closed-form derivative; the others
+are plain compositions, differentiated through their parts.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .. import _creation, _dtype
+from .._tensor import Tensor
+from ..autograd.function import Function
+from ..autograd.grad_mode import _no_grad
+from ._common import call
+from . import elementwise as E
+from .elementwise import _float_input
+from .indexing import where
+
+__all__ = [
+    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos",
+    "arctan", "arcsinh", "arccosh", "arctanh", "arctan2", "deg2rad", "rad2deg", "sinc", "logit",
+    "xlogy", "erfc", "erfinv", "heaviside", "copysign", "addcmul", "addcdiv", "clamp_min",
+    "clamp_max", "float_power", "logaddexp2", "fmax", "fmin", "isposinf", "isneginf", "isreal",
+    "fix", "angle", "i0", "i1",
+]
+
+_LN2 = math.log(2.0)
+# above this magnitude x*x overflows float32, and the log(2x) form of asinh/acosh is exact
+_BIG = 1e8
+
+
+def _check_tensor(name: str, x: Any) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+def _unary(name: str, node: str, fwd: Any, grad: Any, doc: str) -> Any:
+    """A differentiable unary op: ``fwd(x)`` (ops, run unrecorded) and the derivative
+    ``grad(g, x, y)`` (ops, recorded for higher-order gradients)."""
+
+    class _U(Function):
+        _backward_name = node
+
+        @staticmethod
+        def forward(ctx: Any, x: Tensor) -> Tensor:
+            with _no_grad():
+                y = fwd(x)
+            ctx.save_for_backward(x, y)
+            return y
+
+        @staticmethod
+        def backward(ctx: Any, g: Tensor) -> Any:
+            x, y = ctx.saved_tensors
+            return grad(g, x, y)
+
+    _U.__name__ = _U.__qualname__ = f"_{name.capitalize()}"
+
+    def fn(input: Tensor) -> Tensor:
+        _check_tensor(name, input)
+        return call(_U, _float_input(input))  # integers and bools computed in the default dtype
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+def _one_minus_sq(x: Tensor) -> Tensor:
+    # (1 - x)(1 + x) keeps precision near |x| = 1, where 1 - x*x cancels
+    return E.mul(E.rsub(x, 1.0), E.add(x, 1.0))
+
+
+def _asin_fwd(x: Tensor) -> Tensor:
+    return E.atan2(x, E.sqrt(_one_minus_sq(x)))
+
+
+def _acos_fwd(x: Tensor) -> Tensor:
+    return E.atan2(E.sqrt(_one_minus_sq(x)), x)
+
+
+def _atan_fwd(x: Tensor) -> Tensor:
+    return E.atan2(x, _creation.ones_like(x))
+
+
+def _sinh_fwd(x: Tensor) -> Tensor:
+    return E.mul(E.sub(E.expm1(x), E.expm1(E.neg(x))), 0.5)
+
+
+def _cosh_fwd(x: Tensor) -> Tensor:
+    return E.mul(E.add(E.exp(x), E.exp(E.neg(x))), 0.5)
+
+
+def _asinh_fwd(x: Tensor) -> Tensor:
+    a = E.abs(x)
+    a2 = E.mul(a, a)
+    # log1p(a + a^2 / (1 + sqrt(1 + a^2))): accurate near 0; log(2a) where a^2 would overflow
+    small = E.log1p(E.add(a, E.div(a2, E.add(E.sqrt(E.add(a2, 1.0)), 1.0))))
+    big = E.add(E.log(a), _LN2)
+    return E.mul(where(E.gt(a, _BIG), big, small), E.sign(x))
+
+
+def _acosh_fwd(x: Tensor) -> Tensor:
+    t = E.sub(x, 1.0)
+    # log1p(t + sqrt(2t + t^2)) with t = x - 1: accurate near 1; log(2x) for large x
+    small = E.log1p(E.add(t, E.sqrt(E.mul(t, E.add(t, 2.0)))))
+    return where(E.gt(x, _BIG), E.add(E.log(x), _LN2), small)
+
+
+def _atanh_fwd(x: Tensor) -> Tensor:
+    return E.mul(E.log1p(E.div(E.mul(x, 2.0), E.rsub(x, 1.0))), 0.5)
+
+
+asin = _unary("asin", "AsinBackward0", _asin_fwd,
+              lambda g, x, y: g * (1.0 - x * x).rsqrt(), "Elementwise arcsine (radians).")
+acos = _unary("acos", "AcosBackward0", _acos_fwd,
+              lambda g, x, y: -g * (1.0 - x * x).rsqrt(), "Elementwise arccosine (radians).")
+atan = _unary("atan", "AtanBackward0", _atan_fwd,
+              lambda g, x, y: g / (x * x + 1.0), "Elementwise arctangent (radians).")
+sinh = _unary("sinh", "SinhBackward0", _sinh_fwd,
+              lambda g, x, y: g * _cosh_op(x), "Elementwise hyperbolic sine.")
+cosh = _unary("cosh", "CoshBackward0", _cosh_fwd,
+              lambda g, x, y: g * sinh(x), "Elementwise hyperbolic cosine.")
+
+
+def _cosh_op(x: Tensor) -> Tensor:  # cosh, for sinh's derivative (defined after it)
+    return cosh(x)
+asinh = _unary("asinh", "AsinhBackward0", _asinh_fwd,
+               lambda g, x, y: g * (x * x + 1.0).rsqrt(), "Elementwise inverse hyperbolic sine.")
+acosh = _unary("acosh", "AcoshBackward0", _acosh_fwd,
+               lambda g, x, y: g * ((x - 1.0) * (x + 1.0)).rsqrt(),
+               "Elementwise inverse hyperbolic cosine.")
+atanh = _unary("atanh", "AtanhBackward0", _atanh_fwd,
+               lambda g, x, y: g / (1.0 - x * x), "Elementwise inverse hyperbolic tangent.")
+
+# numpy-style names (PyTorch has both)
+arcsin, arccos, arctan = asin, acos, atan
+arcsinh, arccosh, arctanh = asinh, acosh, atanh
+arctan2 = E.atan2
+
+
+def _erfinv_fwd(y: Tensor) -> Tensor:
+    # Giles' single-precision approximation, then two Newton steps on erf(x) = y
+    w = E.neg(E.log(_one_minus_sq(y)))
+    wc = E.sub(w, 2.5)
+    p1 = _creation.full_like(y, 2.81022636e-08)
+    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+              -0.00417768164, 0.246640727, 1.50140941):
+        p1 = E.add(E.mul(p1, wc), c)
+    wt = E.sub(E.sqrt(w), 3.0)
+    p2 = _creation.full_like(y, -0.000200214257)
+    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+              0.00943887047, 1.00167406, 2.83297682):
+        p2 = E.add(E.mul(p2, wt), c)
+    x = E.mul(where(E.lt(w, 5.0), p1, p2), y)
+    k = 2.0 / math.sqrt(math.pi)
+    for _ in range(2):
+        err = E.sub(E.erf(x), y)
+        step = E.div(err, E.mul(E.exp(E.neg(E.mul(x, x))), k))
+        # at |y| = 1 the step is inf - inf: keep the +-inf of the first guess
+        x = where(E.isfinite(x), E.sub(x, step), x)
+    # erfinv(+-1) = +-inf (the polynomial's sign is meaningless there)
+    return where(E.eq(E.abs(y), 1.0), E.mul(E.sign(y), math.inf), x)
+
+
+erfinv = _unary("erfinv", "ErfinvBackward0", _erfinv_fwd,
+                lambda g, x, y: g * (y * y).exp() * (math.sqrt(math.pi) / 2.0),
+                "Inverse error function on ``(-1, 1)`` (``+-inf`` at ``+-1``, NaN outside).")
+
+
+def erfc(input: Tensor) -> Tensor:
+    """Complementary error function ``1 - erf(x)``."""
+    _check_tensor("erfc", input)
+    return E.rsub(E.erf(input), 1.0)
+
+
+def deg2rad(input: Tensor) -> Tensor:
+    """Degrees to radians."""
+    _check_tensor("deg2rad", input)
+    return E.mul(_float_input(input), math.pi / 180.0)
+
+
+def rad2deg(input: Tensor) -> Tensor:
+    """Radians to degrees."""
+    _check_tensor("rad2deg", input)
+    return E.mul(_float_input(input), 180.0 / math.pi)
+
+
+def sinc(input: Tensor) -> Tensor:
+    """Normalized sinc ``sin(pi x) / (pi x)``, 1 at 0."""
+    _check_tensor("sinc", input)
+    x = _float_input(input)
+    zero = E.eq(x, 0)
+    # the quotient is taken at a safe point where x == 0 so that its gradient there is 0, not NaN
+    px = E.mul(where(zero, 1.0, x), math.pi)
+    return where(zero, 1.0, E.div(E.sin(px), px))
+
+
+def logit(input: Tensor, eps: float | None = None) -> Tensor:
+    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+    _check_tensor("logit", input)
+    x = _float_input(input)
+    if eps is not None:
+        x = E.clamp(x, eps, 1.0 - eps)
+    return E.log(E.div(x, E.rsub(x, 1.0)))
+
+
+def xlogy(input: Any, other: Any) -> Tensor:
+    """``input * log(other)``, 0 where ``input == 0`` (unless ``other`` is NaN)."""
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise TypeError("xlogy(): at least one of 'input' and 'other' must be a Tensor")
+    ref = input if isinstance(input, Tensor) else other
+    dt = _dtype.result_type(input, other)
+    if not dt.is_floating_point:
+        dt = _dtype.get_default_dtype()
+    x = input.to(dt) if isinstance(input, Tensor) else _creation.full_like(ref, input, dtype=dt)
+    y = other.to(dt) if isinstance(other, Tensor) else _creation.full_like(ref, other, dtype=dt)
+    zero = E.logical_and(E.eq(x, 0), E.logical_not(E.isnan(y)))
+    return where(zero, 0.0, E.mul(x, E.log(y)))
+
+
+def heaviside(input: Tensor, values: Tensor) -> Tensor:
+    """Step function: 0 below 0, 1 above, ``values`` at 0 (not differentiable, as PyTorch)."""
+    _check_tensor("heaviside", input)
+    if not isinstance(values, Tensor):
+        raise TypeError(f"heaviside(): argument 'values' (position 2) must be Tensor, not "
+                        f"{type(values).__name__}")
+    if input.dtype is not values.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes")
+    with _no_grad():
+        return where(E.eq(input, 0), values, E.gt(input, 0).to(input.dtype))
+
+
+def copysign(input: Any, other: Any) -> Tensor:
+    """``|input|`` with the sign of ``other`` (its sign bit: ``-0.0`` counts as negative)."""
+    ref = input if isinstance(input, Tensor) else other
+    if not isinstance(ref, Tensor):
+        raise TypeError("copysign(): at least one of 'input' and 'other' must be a Tensor")
+    dt = _dtype.result_type(input, other)
+    if not dt.is_floating_point:
+        dt = _dtype.get_default_dtype()
+    a = input.to(dt) if isinstance(input, Tensor) else _creation.full_like(ref, input, dtype=dt)
+    b = other.to(dt) if isinstance(other, Tensor) else _creation.full_like(ref, other, dtype=dt)
+    return E.mul(E.abs(a), where(E.signbit(b), -1.0, 1.0).to(dt))
+
+
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """``input + value * tensor1 * tensor2``."""
+    prod = E.mul(tensor1, tensor2)
+    return E.add(input, prod if value == 1 else E.mul(prod, value))
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """``input + value * tensor1 / tensor2``."""
+    if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point):
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
+                           "release addcdiv will perform a true division of tensor1 and tensor2. "
+                           "The historic addcdiv behavior can be implemented as "
+                           "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
+                           "integer inputs and as (input + value * tensor1 / tensor2) for float "
+                           "inputs. The future addcdiv behavior is just the latter implementation: "
+                           "(input + value * tensor1 / tensor2), for all dtypes.")
+    q = E.div(tensor1, tensor2)
+    return E.add(input, q if value == 1 else E.mul(q, value))
+
+
+def clamp_min(input: Tensor, min: Any) -> Tensor:  # PyTorch's parameter name
+    """``max(input, min)`` (``clamp(input, min=min)``)."""
+    return E.clamp(input, min, None)
+
+
+def clamp_max(input: Tensor, max: Any) -> Tensor:  # PyTorch's parameter name
+    """``min(input, max)`` (``clamp(input, max=max)``)."""
+    return E.clamp(input, None, max)
+
+
+def float_power(input: Any, exponent: Any) -> Tensor:
+    """``input ** exponent`` computed in float64."""
+    a = input.to(_dtype.float64) if isinstance(input, Tensor) else float(input)
+    b = exponent.to(_dtype.float64) if isinstance(exponent, Tensor) else float(exponent)
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        raise TypeError("float_power(): at least one of 'input' and 'exponent' must be a Tensor")
+    return E.pow(a, b)
+
+
+def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
+    """``log2(2**input + 2**other)``, computed stably."""
+    return E.div(E.logaddexp(E.mul(input, _LN2), E.mul(other, _LN2)), _LN2)
+
+
+def _fmaxmin(op: Any, input: Tensor, other: Tensor) -> Tensor:
+    m = op(input, other)
+    if not m.dtype.is_floating_point:
+        return m
+    # NaN only where both are NaN: take the other operand where one is NaN
+    m = where(E.isnan(input), other, m)
+    return where(E.isnan(other), input, m)
+
+
+def fmax(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise maximum that ignores NaN (NaN only if both are NaN)."""
+    return _fmaxmin(E.maximum, input, other)
+
+
+def fmin(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise minimum that ignores NaN (NaN only if both are NaN)."""
+    return _fmaxmin(E.minimum, input, other)
+
+
+def isposinf(input: Tensor) -> Tensor:
+    """Whether each element is ``+inf``."""
+    return E.logical_and(E.isinf(input), E.gt(input, 0))
+
+
+def isneginf(input: Tensor) -> Tensor:
+    """Whether each element is ``-inf``."""
+    return E.logical_and(E.isinf(input), E.lt(input, 0))
+
+
+def isreal(input: Tensor) -> Tensor:
+    """Whether each element is real: always true (portagrad has no complex dtypes)."""
+    _check_tensor("isreal", input)
+    return _creation.ones_like(input, dtype=_dtype.bool)
+
+
+def fix(input: Tensor) -> Tensor:
+    """Round toward zero (``trunc``)."""
+    return E.trunc(input)
+
+
+def angle(input: Tensor) -> Tensor:
+    """Argument of each (real) element: 0 for non-negative, pi for negative; NaN stays NaN."""
+    _check_tensor("angle", input)
+    x = _float_input(input)
+    return where(E.isnan(x), x, E.mul(E.lt(x, 0).to(x.dtype), math.pi))
+
+
+def _bessel_i(nu: int, x: Tensor) -> Tensor:
+    """The modified Bessel function ``I_nu`` (``nu`` 0 or 1): its power series below 15, the
+    asymptotic expansion above (both accurate to rounding in float64 there)."""
+    a = E.abs(x)
+    q = E.mul(E.mul(x, x), 0.25)
+    term = _creation.ones_like(x) if nu == 0 else E.mul(x, 0.5)
+    series = term
+    for k in range(1, 41):
+        term = E.div(E.mul(term, q), float(k * (k + nu)))
+        series = E.add(series, term)
+    big = E.ge(a, 15.0)
+    z = where(big, a, 15.0)  # the expansion is only evaluated where it converges
+    t = _creation.ones_like(x)
+    asym = t
+    for k in range(1, 31):
+        t = E.div(E.mul(t, -(4.0 * nu * nu - (2 * k - 1) ** 2) / (8.0 * k)), z)
+        asym = E.add(asym, t)
+    asym = E.mul(E.div(E.exp(z), E.sqrt(E.mul(z, 2 * math.pi))), asym)
+    if nu == 1:
+        asym = E.mul(asym, E.sign(x))
+    return where(big, asym, series)
+
+
+def _i1(x: Tensor) -> Tensor:
+    return _bessel_i(1, x)
+
+
+i0 = _unary("i0", "I0Backward0", lambda x: _bessel_i(0, x), lambda g, x, y: g * _i1(x),
+            "Modified Bessel function of the first kind, order 0.")
+i1 = _unary("i1", "SpecialI1Backward0", _i1,
+            lambda g, x, y: g * (i0(x) - _i1(x) / where(E.eq(x, 0), 1.0, x)),
+            "Modified Bessel function of the first kind, order 1.")

@@ -1,0 +1,195 @@
+"""Order statistics and histograms: ``quantile``, ``nanquantile``, ``nanmedian``, ``histogram``.
+
+Quantiles sort along the dimension (NaN sorts last) and interpolate between the two neighbouring
+order statistics picked with ``gather``, so they are differentiable like ``sort`` and ``lerp``;
+the NaN-ignoring variants count each slice's non-NaN elements and index within those.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+from .. import _creation, _dtype
+from .._shape import wrap_dim
+from .._tensor import Tensor
+from ..autograd.grad_mode import _no_grad
+from . import elementwise as E
+from . import reduction as R
+from . import shape as S
+from .indexing import gather, scatter_add, where
+from .joining import cat, sort, stack
+from .search import searchsorted
+
+__all__ = ["quantile", "nanquantile", "nanmedian", "histogram", "mode"]
+
+median_result = namedtuple("median_result", ["values", "indices"])
+histogram_result = namedtuple("histogram_result", ["hist", "bin_edges"])
+mode_result = namedtuple("mode_result", ["values", "indices"])
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(name: str, input: Tensor, q: Any, dim: int | None, keepdim: bool,
+              interpolation: str, ignore_nan: bool) -> Tensor:
+    if input.dtype not in (_dtype.float32, _dtype.float64):
+        raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, "
+                           f"midpoint or nearest. Got {interpolation}")
+    if isinstance(q, Tensor) and q.dtype is not input.dtype:
+        raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
+    qs = q.tolist() if isinstance(q, Tensor) else q
+    scalar_q = not isinstance(qs, list)
+    qlist = [qs] if scalar_q else qs
+    if isinstance(q, Tensor) and q.dim() > 1:
+        raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
+    for v in qlist:
+        if not 0 <= v <= 1:
+            raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {v}")
+    if input.numel() == 0:
+        raise RuntimeError(f"{name}() input tensor must be non-empty")
+    x = S.reshape(input, (-1,)) if dim is None else input
+    d = 0 if dim is None else wrap_dim(dim, max(input.dim(), 1))
+    if x.dim() == 0:
+        x = S.reshape(x, (1,))
+    s = S.movedim(sort(x, d)[0], d, -1)  # (..., n), NaN last
+    n = s.shape[-1]
+    with _no_grad():
+        nan = E.isnan(s)
+        if ignore_nan:
+            cnt = R.sum(E.logical_not(nan), -1, keepdim=True).to(s.dtype)
+        else:
+            cnt = _creation.full(s.shape[:-1] + (1,), float(n), dtype=s.dtype, device=s.device)
+        bad = E.eq(cnt, 0) if ignore_nan else R.any(nan, -1, keepdim=True)
+    outs = []
+    for v in qlist:
+        with _no_grad():
+            pos = E.mul(E.clamp(E.sub(cnt, 1.0), 0.0, None), float(v))
+            lo = E.floor(pos)
+            hi = E.ceil(pos)
+            if interpolation == "nearest":
+                lo = hi = E.round(pos)
+            elif interpolation == "lower":
+                hi = lo
+            elif interpolation == "higher":
+                lo = hi
+            frac = E.sub(pos, lo)
+        vlo = gather(s, -1, lo.to(_dtype.int64))
+        vhi = gather(s, -1, hi.to(_dtype.int64))
+        if interpolation == "midpoint":
+            out = E.mul(E.add(vlo, vhi), 0.5)
+        elif interpolation == "linear":
+            out = E.add(vlo, E.mul(E.sub(vhi, vlo), frac))
+        else:
+            out = vlo
+        out = where(bad, float("nan"), out)
+        out = S.squeeze(out, -1)
+        if keepdim:
+            out = S.unsqueeze(out, d) if dim is not None else \
+                S.reshape(out, (1,) * input.dim())
+        outs.append(out)
+    return outs[0] if scalar_q else stack(outs, 0)
+
+
+def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
+             interpolation: str = "linear") -> Tensor:
+    """The ``q``-quantiles (a number or a 1-D tensor of them, in ``[0, 1]``) along ``dim`` (of all
+    elements if ``None``); NaN where a slice holds NaN."""
+    return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
+
+
+def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
+                interpolation: str = "linear") -> Tensor:
+    """``quantile`` ignoring NaN (NaN only for a slice that is all NaN)."""
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
+
+
+def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    """The lower median of the non-NaN elements (of all, or ``(values, indices)`` along
+    ``dim``)."""
+    if dim is None:
+        flat = S.reshape(input, (-1,))
+        if flat.numel() == 0:
+            return _creation.full((), float("nan"), dtype=input.dtype, device=input.device)
+        return nanmedian(flat, 0).values
+    d = wrap_dim(dim, max(input.dim(), 1))
+    x = S.reshape(input, (1,)) if input.dim() == 0 else input
+    if x.shape[d] == 0:
+        raise IndexError(f"nanmedian(): Expected reduction dim {d} to have non-zero size.")
+    vals, idx = sort(x, d)
+    with _no_grad():
+        nonnan = R.sum(E.logical_not(E.isnan(x)), d, keepdim=True) \
+            if x.dtype.is_floating_point else \
+            _creation.full_like(S.narrow(x, d, 0, 1), x.shape[d], dtype=_dtype.int64)
+        k = E.floor_divide(E.clamp(E.sub(nonnan, 1), 0, None), 2)
+    v = gather(vals, d, k)
+    i = gather(idx, d, k)
+    if not keepdim or input.dim() == 0:
+        v, i = S.squeeze(v, d), S.squeeze(i, d)
+    return median_result(v, i)
+
+
+def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Tensor | None = None,
+              density: bool = False) -> Any:
+    """``(hist, bin_edges)``: counts (or summed ``weight``) of ``input`` in ``bins`` equal bins
+    over ``range`` (the data's range by default), or in the bins whose edges ``bins`` gives; the
+    last bin includes its right edge."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the same "
+                           f"dtype, but got input {E._type_name(input.dtype).lower()}")
+    with _no_grad():
+        x = S.reshape(input, (-1,))
+        if isinstance(bins, Tensor):
+            edges = bins.to(input.dtype)
+        else:
+            if bins <= 0:
+                raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for "
+                                   f"bins")
+            if range is not None:
+                lo, hi = float(range[0]), float(range[1])
+            elif x.numel():
+                lo, hi = float(x.min().item()), float(x.max().item())
+            else:
+                lo, hi = 0.0, 0.0
+            if lo == hi:
+                lo, hi = lo - 0.5, hi + 0.5
+            edges = _creation.linspace(lo, hi, bins + 1, dtype=input.dtype, device=input.device)
+        nb = edges.shape[0] - 1
+        k = E.sub(searchsorted(edges, x, right=True), 1)
+        last = S.narrow(edges, 0, nb, 1)
+        k = where(E.eq(x, last), nb - 1, k)
+        valid = E.logical_and(E.ge(k, 0), E.lt(k, nb))
+        w = _creation.ones_like(x) if weight is None else S.reshape(weight, (-1,)).to(x.dtype)
+        hist = scatter_add(_creation.zeros(nb, dtype=x.dtype, device=x.device), 0,
+                           where(valid, k, 0), where(valid, w, 0.0))
+        if density:
+            widths = E.sub(S.narrow(edges, 0, 1, nb), S.narrow(edges, 0, 0, nb))
+            hist = E.div(hist, E.mul(R.sum(hist), widths))
+    return histogram_result(hist, edges)
+
+
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
+    """``(values, indices)``: the most frequent value along ``dim`` (the smallest among equally
+    frequent ones) and the index of its last occurrence."""
+    x = S.reshape(input, (1,)) if input.dim() == 0 else input
+    d = wrap_dim(dim, x.dim())
+    n = x.shape[d]
+    if n == 0:
+        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+    with _no_grad():
+        s, order = sort(x, d, stable=True)
+        head = _creation.ones(tuple(1 if k == d else v for k, v in enumerate(s.shape)),
+                              dtype=_dtype.bool, device=s.device)
+        # a run of equal values starts at 0 and wherever the sorted value changes
+        start = cat([head, E.ne(S.narrow(s, d, 1, n - 1), S.narrow(s, d, 0, n - 1))], d) \
+            if n > 1 else head
+        run = E.sub(start.to(_dtype.int64).cumsum(d), 1)
+        counts = scatter_add(_creation.zeros(s.shape, dtype=_dtype.int64, device=s.device), d,
+                             run, _creation.ones_like(run))
+        best = R.argmax(counts, d, keepdim=True)  # the first longest run: the smallest value
+        end = gather(E.sub(counts.cumsum(d), 1), d, best)  # its last element, sorted stably
+        idx = gather(order, d, end)
+    values = gather(x, d, idx)
+    if not keepdim or input.dim() == 0:
+        values, idx = S.squeeze(values, d), S.squeeze(idx, d)
+    return mode_result(values, idx)
+

@@ -1,0 +1,62 @@
+"""``portagrad.special``: PyTorch's ``torch.special`` functions (the same implementations as the
+``portagrad.*`` functions of the same meaning)."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ._ops import elementwise as _E
+from ._ops.elementwise import _float_input
+from ._ops.gammafn import digamma, mvlgamma, polygamma
+from ._ops.gammafn import igamma as gammainc
+from ._ops.gammafn import igammac as gammaincc
+from ._ops.gammafn import lgamma as gammaln
+from ._ops.indexing import where as _where
+from ._ops.reduction import logsumexp
+from ._ops.special import erfc, erfinv, i0, i1, logit, sinc, xlogy
+from ._functional import log_softmax, softmax
+from ._tensor import Tensor
+
+__all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gammaln", "digamma",
+           "psi", "polygamma", "multigammaln", "sinc", "entr", "logsumexp", "log_softmax",
+           "softmax", "i0", "i1", "ndtr", "ndtri", "log1p", "expm1", "exp2", "round", "gammainc",
+           "gammaincc"]
+
+erf = _E.erf
+expit = _E.sigmoid
+psi = digamma
+log1p = _E.log1p
+expm1 = _E.expm1
+exp2 = _E.exp2
+round = _E.round
+
+
+def multigammaln(input: Tensor, p: int) -> Tensor:
+    """The multivariate log-gamma of dimension ``p`` (``portagrad.mvlgamma``)."""
+    return mvlgamma(input, p)
+
+
+def xlog1py(input: Any, other: Any) -> Tensor:
+    """``input * log1p(other)``, 0 where ``input == 0`` (unless ``other`` is NaN)."""
+    x = input if isinstance(input, Tensor) else other * 0 + input
+    y = other if isinstance(other, Tensor) else input * 0 + other
+    zero = _E.logical_and(_E.eq(x, 0), _E.logical_not(_E.isnan(y)))
+    return _where(zero, 0.0, _E.mul(x, _E.log1p(y)))
+
+
+def entr(input: Tensor) -> Tensor:
+    """Elementwise entropy ``-x log x`` (0 at 0, ``-inf`` below 0)."""
+    x = _float_input(input)
+    safe = _where(_E.gt(x, 0), x, 1.0)
+    out = _where(_E.eq(x, 0), 0.0, _E.neg(_E.mul(x, _E.log(safe))))
+    return _where(_E.lt(x, 0), -math.inf, out)
+
+
+def ndtr(input: Tensor) -> Tensor:
+    """The standard normal CDF."""
+    return _E.mul(erfc(_E.mul(input, -1.0 / math.sqrt(2.0))), 0.5)
+
+
+def ndtri(input: Tensor) -> Tensor:
+    """The inverse of the standard normal CDF."""
+    return _E.mul(erfinv(_E.sub(_E.mul(input, 2.0), 1.0)), math.sqrt(2.0))
