@@ -174,3 +174,8 @@ __all__ = [
     "true_divide", "trunc", "unbind", "unflatten", "unsqueeze", "utils", "var", "var_mean",
     "vdot", "vstack", "where", "zeros", "zeros_like",
 ]
+
+# the dtypes of image data and checkpoints (uint8, int8, int16, bfloat16) and the dtype queries
+from ._dtype import bfloat16, can_cast, finfo, iinfo, int8, int16, short, uint8
+
+__all__ += ["bfloat16", "can_cast", "finfo", "iinfo", "int8", "int16", "short", "uint8"]

@@ -837,7 +837,8 @@ def _can_cast(res: Any, out: Any) -> bool:
 
 def _type_name(d: Any) -> str:
     return {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int",
-            "int64": "Long", "bool": "Bool"}[d.name]
+            "int64": "Long", "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
+            "bfloat16": "BFloat16"}[d.name]
 
 
 _DIRECT_INPLACE = {add: "add", sub: "sub", mul: "mul", div: "div"}

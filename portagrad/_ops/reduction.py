@@ -85,7 +85,8 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
 
 def _dtype_name(d: Any) -> str:
     return {"float32": "Float", "float64": "Double", "int32": "Int", "int64": "Long",
-            "bool": "Bool", "float16": "Half"}[d.name]
+            "bool": "Bool", "float16": "Half", "uint8": "Byte", "int8": "Char", "int16": "Short",
+            "bfloat16": "BFloat16"}[d.name]
 
 
 class _Prod(Function):
