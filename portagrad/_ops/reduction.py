@@ -357,8 +357,8 @@ def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     b = input if input.dtype is _dtype.bool else _raw.binary("ne", input, 0, _dtype.bool)
     if b.numel() == 0:
         out = _raw.reduce("sum", _raw.cast(b, _dtype.int32), axes, keepdim)
-        return _raw.binary("ne", out, 0, _dtype.bool)
-    return _raw.reduce("max", b, axes, keepdim)
+        return _uint8_stays(input, _raw.binary("ne", out, 0, _dtype.bool))
+    return _uint8_stays(input, _raw.reduce("max", b, axes, keepdim))
 
 
 def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
@@ -367,8 +367,13 @@ def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     b = input if input.dtype is _dtype.bool else _raw.binary("ne", input, 0, _dtype.bool)
     if b.numel() == 0:
         out = _raw.reduce("sum", _raw.cast(b, _dtype.int32), axes, keepdim)
-        return _raw.binary("eq", out, 0, _dtype.bool)
-    return _raw.reduce("min", b, axes, keepdim)
+        return _uint8_stays(input, _raw.binary("eq", out, 0, _dtype.bool))
+    return _uint8_stays(input, _raw.reduce("min", b, axes, keepdim))
+
+
+def _uint8_stays(input: Tensor, result: Tensor) -> Tensor:
+    """PyTorch's any/all of a uint8 tensor are uint8 (0 or 1), of every other dtype bool."""
+    return _raw.cast(result, _dtype.uint8) if input.dtype is _dtype.uint8 else result
 
 
 def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:

@@ -132,6 +132,22 @@ def _is_bf16(x: Any) -> bool:
     return x.__class__ is View and x.dtype is _dtype.bfloat16
 
 
+# PyTorch wraps a Python int operand into the tensor's integer dtype (uint8 + 1000 == uint8 + 232);
+# numpy refuses one that does not fit
+_INT_RANGE = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
+              for t in (np.uint8, np.int8, np.int16, np.int32)}
+
+
+def _wrap_int(s: int, x: Any) -> Any:
+    """The Python int ``s`` wrapped into the integer dtype of the view ``x`` if it falls outside."""
+    if x.__class__ is not View:
+        return s
+    r = _INT_RANGE.get(x.dtype.numpy)
+    if r is None or r[0] <= s <= r[1]:
+        return s
+    return (s - r[0]) % (r[1] - r[0] + 1) + r[0]
+
+
 def _f32_view(v: View) -> View:
     """A contiguous float32 copy of the bfloat16 view ``v`` (exact: every bfloat16 is a float32)."""
     a = np.ascontiguousarray(_nd(v), np.float32)
@@ -232,6 +248,10 @@ class NumpyBackend(Backend):
         if _is_bf16(a) or _is_bf16(b):
             _via_f32(self.binary, (3,), op, a, b, out)
             return
+        if b.__class__ is int:
+            b = _wrap_int(b, a)
+        elif a.__class__ is int:
+            a = _wrap_int(a, b)
         o = _nd(out)
         if (op == "floordiv" or op == "remainder" or op == "fmod") and o.dtype.kind in "iu":
             self._int_div(op, _arg(a), _arg(b), o)
