@@ -58,13 +58,21 @@ __all__ = [
 
 #: portagrad dtype name -> OpenCL C type (bool is stored as one byte holding 0 or 1)
 CTYPE = {"bool": "uchar", "int32": "int", "int64": "long", "float32": "float", "float64": "double",
-         "float16": "half"}
-#: unsigned twin, used for wrapping integer arithmetic (signed overflow is undefined in C)
-UTYPE = {"bool": "uchar", "int32": "uint", "int64": "ulong"}
+         "float16": "half", "uint8": "uchar", "int8": "char", "int16": "short"}
+#: unsigned twin, used for wrapping integer arithmetic (signed overflow is undefined in C). The
+#: 8- and 16-bit types take ``uint``: C promotes them to (signed) int before arithmetic, where
+#: 0xFFFF * 0xFFFF would overflow; the cast back to the narrow type keeps the low bits
+UTYPE = {"bool": "uchar", "int32": "uint", "int64": "ulong", "uint8": "uint", "int8": "uint",
+         "int16": "uint"}
 #: 'b' bool, 'i' integer, 'f' floating
-KIND = {"bool": "b", "int32": "i", "int64": "i", "float32": "f", "float64": "f", "float16": "f"}
+KIND = {"bool": "b", "int32": "i", "int64": "i", "float32": "f", "float64": "f", "float16": "f",
+        "uint8": "i", "int8": "i", "int16": "i"}
 
-_INT_MIN = {"int32": "INT_MIN", "int64": "LONG_MIN"}
+#: identities of max and min reductions over integers
+_INT_MIN = {"int32": "INT_MIN", "int64": "LONG_MIN", "uint8": "0", "int8": "CHAR_MIN",
+            "int16": "SHRT_MIN"}
+_INT_MAX = {"int32": "INT_MAX", "int64": "LONG_MAX", "uint8": "UCHAR_MAX", "int8": "CHAR_MAX",
+            "int16": "SHRT_MAX"}
 
 
 def prelude(dtypes: Sequence[str]) -> str:
@@ -103,7 +111,7 @@ inline {t} pg_sigmoid_{t}({t} a) {{
 }}""")
         elif k == "i":
             u = UTYPE[name]
-            parts.append(f"""
+            parts.append(_unsigned_fix(name, f"""
 inline {t} pg_floordiv_{t}({t} a, {t} b) {{
     if (b == 0) return 0;                       /* unspecified on the device (see module doc) */
     if (b == -1) return ({t})(({u})0 - ({u})a);  /* avoids the INT_MIN / -1 trap; wraps */
@@ -122,7 +130,7 @@ inline {t} pg_pow_{t}({t} a, {t} b) {{
     {t} e = b;
     while (e > 0) {{ if (e & 1) acc *= base; base *= base; e >>= 1; }}
     return ({t})acc;
-}}""")
+}}"""))
     return "\n".join(parts) + "\n"
 
 
@@ -182,6 +190,14 @@ UNARY_VALID = {k: frozenset(v) for k, v in _UNARY_BY_KIND.items()}
 BINARY_VALID = {k: frozenset(v) for k, v in _BINARY_BY_KIND.items()}
 
 
+def _unsigned_fix(dtype: str, code: str) -> str:
+    """``code`` without its tests for a -1 divisor when ``dtype`` is unsigned (always false there,
+    and compilers warn about them)."""
+    if dtype != "uint8":
+        return code
+    return code.replace(" || b == -1", "").replace("(b == -1)", "(0)")
+
+
 def out_is_bool(op: str) -> bool:
     """Whether ``op`` writes ``bool`` regardless of its input dtype."""
     return op in _BOOL_OUT
@@ -201,7 +217,7 @@ def unary_expr(op: str, dtype: str) -> str:
 
 def binary_expr(op: str, dtype: str) -> str:
     """C expression of ``op`` on variables ``a`` and ``b`` of ``dtype``."""
-    return _subst(_BINARY_BY_KIND[KIND[dtype]][op], dtype)
+    return _unsigned_fix(dtype, _subst(_BINARY_BY_KIND[KIND[dtype]][op], dtype))
 
 
 def cast_expr(src: str, dst: str) -> str:
@@ -394,7 +410,7 @@ def reduce_source(in_dtype: str, out_dtype: str, kr: int, rr: int, wg: int) -> s
         elif op == "max":
             ident = _INT_MIN[out_dtype]
         else:
-            ident = "INT_MAX" if out_dtype == "int32" else "LONG_MAX"
+            ident = _INT_MAX[out_dtype]
         comb = _red_combine(op, kind, ot, out_dtype)
         for suffix, lsz in (("", wg), ("_1", 1)):
             kept_params = _params("os", okr) + ", long ocs, __global const " + it + "* X, long xo" + \

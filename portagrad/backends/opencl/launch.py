@@ -40,7 +40,8 @@ __all__ = [
 
 #: portagrad dtype name -> numpy scalar type of the matching kernel argument
 NP_SCALAR: dict[str, Any] = {"bool": np.uint8, "int32": np.int32, "int64": np.int64, "float32": np.float32,
-             "float64": np.float64, "float16": np.float16}
+             "float64": np.float64, "float16": np.float16, "uint8": np.uint8, "int8": np.int8,
+             "int16": np.int16}
 _I64 = np.int64
 
 
@@ -85,6 +86,8 @@ def scalar_arg(value: Any, dt: str) -> Any:
     if dt == "int64":
         v = int(value) & 0xFFFFFFFFFFFFFFFF
         return np.int64(v - (1 << 64) if v >= 1 << 63 else v)
+    if dt in _NARROW:  # wraps, as PyTorch does with a Python int operand (uint8 + 1000)
+        return NP_SCALAR[dt](_NARROW[dt](int(value)))
     return NP_SCALAR[dt](value)
 
 
@@ -118,10 +121,19 @@ def _wrap_int(bits: int) -> Callable[[Any], int]:
     return conv
 
 
+def _wrap_uint8(value: Any) -> int:
+    return int(value) & 0xFF
+
+
+_NARROW = {"uint8": _wrap_uint8, "int8": _wrap_int(8), "int16": _wrap_int(16)}
+
 #: scalar converters for the hot path (what :func:`scalar_arg` does, one function per dtype)
 CONVERT: dict[str, Callable[[Any], Any]] = {
     "bool": lambda v: 1 if v else 0, "int32": _wrap_int(32), "int64": _wrap_int(64),
     "float32": np.float32, "float64": float, "float16": np.float16,
+    # pyopencl packs a Python int by the kernel's declared argument type; narrow ones need numpy
+    "uint8": lambda v: np.uint8(_wrap_uint8(v)), "int8": lambda v: np.int8(_NARROW["int8"](v)),
+    "int16": lambda v: np.int16(_NARROW["int16"](v)),
 }
 
 
