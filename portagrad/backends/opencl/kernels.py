@@ -24,6 +24,14 @@ vectorises; an N-D range lies in between.
 For strided layouts each operand passes its offset, then the ``R`` strides of every view and the
 ``R`` sizes follow as the last arguments (plus ``nrows, ch`` for loops).
 
+bfloat16
+--------
+A bfloat16 is stored as its 16 bits (``ushort``) and computed in float32, as PyTorch does: the
+kernels that only move elements (copy, ``where``, fill, gather, scatter) move the bits; casts
+convert on load and store (``pg_bf2f``/``pg_f2bf``, round to nearest even, NaN kept quiet); the
+backend runs every other primitive on float32 copies and rounds the result once (see
+``primitives.py``); ``scatter_add`` rounds after each addition, as PyTorch's CPU kernel does.
+
 Integer division by zero
 ------------------------
 The numpy backend raises :class:`ZeroDivisionError` for integer ``floordiv``/``remainder`` by zero.
@@ -58,7 +66,8 @@ __all__ = [
 
 #: portagrad dtype name -> OpenCL C type (bool is stored as one byte holding 0 or 1)
 CTYPE = {"bool": "uchar", "int32": "int", "int64": "long", "float32": "float", "float64": "double",
-         "float16": "half", "uint8": "uchar", "int8": "char", "int16": "short"}
+         "float16": "half", "uint8": "uchar", "int8": "char", "int16": "short",
+         "bfloat16": "ushort"}
 #: unsigned twin, used for wrapping integer arithmetic (signed overflow is undefined in C). The
 #: 8- and 16-bit types take ``uint``: C promotes them to (signed) int before arithmetic, where
 #: 0xFFFF * 0xFFFF would overflow; the cast back to the narrow type keeps the low bits
@@ -66,13 +75,24 @@ UTYPE = {"bool": "uchar", "int32": "uint", "int64": "ulong", "uint8": "uint", "i
          "int16": "uint"}
 #: 'b' bool, 'i' integer, 'f' floating
 KIND = {"bool": "b", "int32": "i", "int64": "i", "float32": "f", "float64": "f", "float16": "f",
-        "uint8": "i", "int8": "i", "int16": "i"}
+        "uint8": "i", "int8": "i", "int16": "i", "bfloat16": "s"}  # 's': 16-bit storage only
 
 #: identities of max and min reductions over integers
 _INT_MIN = {"int32": "INT_MIN", "int64": "LONG_MIN", "uint8": "0", "int8": "CHAR_MIN",
             "int16": "SHRT_MIN"}
 _INT_MAX = {"int32": "INT_MAX", "int64": "LONG_MAX", "uint8": "UCHAR_MAX", "int8": "CHAR_MAX",
             "int16": "SHRT_MAX"}
+
+
+# bfloat16 <-> float32 as PyTorch's c10::BFloat16: the upper 16 bits of the float, rounded to
+# nearest even; NaN becomes the quiet NaN 0x7FC0
+_BF16_HELPERS = """
+inline float pg_bf2f(ushort h) { return as_float(((uint)h) << 16); }
+inline ushort pg_f2bf(float f) {
+    if (isnan(f)) return (ushort)0x7FC0;
+    uint u = as_uint(f);
+    return (ushort)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}"""
 
 
 def prelude(dtypes: Sequence[str]) -> str:
@@ -82,6 +102,8 @@ def prelude(dtypes: Sequence[str]) -> str:
         parts.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
     if "float16" in dtypes:
         parts.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
+    if "bfloat16" in dtypes:
+        parts.append(_BF16_HELPERS)
     for name in sorted(set(dtypes)):
         t = CTYPE[name]
         k = KIND[name]
@@ -222,8 +244,19 @@ def binary_expr(op: str, dtype: str) -> str:
 
 def cast_expr(src: str, dst: str) -> str:
     """C expression converting ``a`` of dtype ``src`` to ``dst`` (float->int truncates; ->bool is != 0)."""
+    if src == dst:
+        return "a"
+    if src == "bfloat16":
+        if dst == "bool":
+            return "(uchar)(pg_bf2f(a) != 0.0f)"
+        narrow = "(int)" if dst in ("uint8", "int8", "int16") else ""
+        return f"({CTYPE[dst]}){narrow}pg_bf2f(a)"
+    if dst == "bfloat16":
+        return "pg_f2bf((float)a)"  # from float64 through float32, as PyTorch
     if dst == "bool":
         return f"(uchar)(a != ({CTYPE[src]})0)"
+    if KIND[src] == "f" and dst in ("uint8", "int8", "int16"):
+        return f"({CTYPE[dst]})(int)a"  # truncate, then keep the low bits (numpy, PyTorch on CPU)
     return f"({CTYPE[dst]})a"
 
 
@@ -551,6 +584,8 @@ def scatter_source(dtype: str, rank: int) -> str:
     add = f"({t})(({u})O[p] + ({u})S[si + j * sa])" if u else "O[p] + S[si + j * sa]"
     if dtype == "bool":
         add = "(uchar)(O[p] | S[si + j * sa])"
+    elif dtype == "bfloat16":  # each sum rounded, in order
+        add = "pg_f2bf(pg_bf2f(O[p]) + pg_bf2f(S[si + j * sa]))"
     src = [prelude([dtype])]
     params = (f"__global {t}* O, long oo{_params('os', rank)}, long oa, "
               f"__global const long* I, long io{_params('is', rank)}, long ia, "

@@ -16,8 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import ml_dtypes
 import numpy as np
 
+from ... import _dtype
 from ..interface import View
 from . import kernels as K
 
@@ -36,13 +38,15 @@ __all__ = [
     "pow2ceil",
     "remember",
     "scalar_arg",
+    "via_f32",
 ]
 
 #: portagrad dtype name -> numpy scalar type of the matching kernel argument
 NP_SCALAR: dict[str, Any] = {"bool": np.uint8, "int32": np.int32, "int64": np.int64, "float32": np.float32,
              "float64": np.float64, "float16": np.float16, "uint8": np.uint8, "int8": np.int8,
-             "int16": np.int16}
+             "int16": np.int16, "bfloat16": np.uint16}
 _I64 = np.int64
+_BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def contig(v: View) -> bool:
@@ -86,6 +90,8 @@ def scalar_arg(value: Any, dt: str) -> Any:
     if dt == "int64":
         v = int(value) & 0xFFFFFFFFFFFFFFFF
         return np.int64(v - (1 << 64) if v >= 1 << 63 else v)
+    if dt == "bfloat16":
+        return _bf16_bits(value)
     if dt in _NARROW:  # wraps, as PyTorch does with a Python int operand (uint8 + 1000)
         return NP_SCALAR[dt](_NARROW[dt](int(value)))
     return NP_SCALAR[dt](value)
@@ -121,6 +127,11 @@ def _wrap_int(bits: int) -> Callable[[Any], int]:
     return conv
 
 
+def _bf16_bits(value: Any) -> np.uint16:
+    """The bits of ``value`` rounded to bfloat16 (how bfloat16 kernels take scalars)."""
+    return np.asarray(value, np.float32).astype(_BF16).view(np.uint16)[()]
+
+
 def _wrap_uint8(value: Any) -> int:
     return int(value) & 0xFF
 
@@ -134,6 +145,7 @@ CONVERT: dict[str, Callable[[Any], Any]] = {
     # pyopencl packs a Python int by the kernel's declared argument type; narrow ones need numpy
     "uint8": lambda v: np.uint8(_wrap_uint8(v)), "int8": lambda v: np.int8(_NARROW["int8"](v)),
     "int16": lambda v: np.int16(_NARROW["int16"](v)),
+    "bfloat16": lambda v: _bf16_bits(v),
 }
 
 
@@ -246,3 +258,27 @@ def remember(cache: dict, key: tuple, plan: Plan) -> None:
     if len(cache) >= _PLAN_CACHE_MAX:
         cache.clear()
     cache[key] = plan
+
+
+def is_bf16(x: Any) -> bool:
+    """Whether ``x`` is a bfloat16 view."""
+    return x.__class__ is View and x.dtype is _dtype.bfloat16
+
+
+def via_f32(backend: Any, fn: Callable[..., None], outs: Sequence[int], *args: Any) -> None:
+    """Run primitive ``fn`` of ``backend`` with every bfloat16 view among ``args`` replaced by a
+    float32 temporary (loaded unless its position is in ``outs``), then round the temporaries at
+    ``outs`` back into their bfloat16 views: PyTorch computes bfloat16 in float32 and rounds once
+    per op. The temporaries return to the allocator's cache on the way out; the in-order queue
+    runs any later user after these kernels."""
+    conv = list(args)
+    for i, a in enumerate(args):
+        if is_bf16(a):
+            dev = backend._dev(a)
+            conv[i] = backend._empty_like(dev, a.shape, _dtype.float32)
+            if i not in outs:
+                backend.copy(a, conv[i])
+    fn(*conv)
+    for i in outs:
+        if conv[i] is not args[i]:
+            backend.copy(conv[i], args[i])

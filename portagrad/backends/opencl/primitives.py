@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ... import _dtype
 from ...errors import DTypeError
 from ..interface import View
 from ..ufuncs import BINARY_UFUNCS
@@ -33,9 +34,11 @@ from .launch import (
     build_plan,
     coalesce,
     contig,
+    is_bf16,
     numel,
     remember,
     scalar_arg,
+    via_f32,
 )
 
 if TYPE_CHECKING:
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["PrimitivesMixin"]
 
 _I64 = np.int64
+_BF16 = _dtype.bfloat16
 
 
 def _line_arg_types(kr: int) -> list[Any]:
@@ -75,12 +79,18 @@ class PrimitivesMixin:
 
     # ------------------------------------------------------------ elementwise
     def unary(self, op: str, x: View, out: View) -> None:
+        if x.dtype is _BF16:
+            via_f32(self, self.unary, (2,), op, x, out)
+            return
         fz = self._fz
         if fz is not None and fz.add(op, x, None, out, True):
             return
         self._unary_eager(op, x, out)
 
     def binary(self, op: str, a: Any, b: Any, out: View) -> None:
+        if is_bf16(a) or is_bf16(b):
+            via_f32(self, self.binary, (3,), op, a, b, out)
+            return
         fz = self._fz
         if fz is not None and fz.add(op, a, b, out, False):
             return
@@ -253,6 +263,9 @@ class PrimitivesMixin:
     # ------------------------------------------------------------- reductions
     @flushes
     def reduce(self, op: str, x: View, axes: Sequence[int], out: View) -> None:
+        if x.dtype is _BF16:  # accumulates in float32
+            via_f32(self, self.reduce, (3,), op, x, axes, out)
+            return
         dev = self._dev(out)
         outer = out.numel
         if outer == 0:
@@ -326,6 +339,9 @@ class PrimitivesMixin:
 
     @flushes
     def arg_reduce(self, op: str, x: View, axis: int, out: View) -> None:
+        if x.dtype is _BF16:
+            via_f32(self, self.arg_reduce, (), op, x, axis, out)
+            return
         dev = self._dev(out)
         outer = out.numel
         if outer == 0:
@@ -340,6 +356,9 @@ class PrimitivesMixin:
 
     @flushes
     def cumsum(self, x: View, axis: int, out: View) -> None:
+        if x.dtype is _BF16 or out.dtype is _BF16:
+            via_f32(self, self.cumsum, (2,), x, axis, out)
+            return
         dev = self._dev(out)
         if out.numel == 0:
             return
@@ -355,6 +374,9 @@ class PrimitivesMixin:
     # ----------------------------------------------------------------- matmul
     @flushes
     def matmul(self, a: View, b: View, out: View) -> None:
+        if out.dtype is _BF16:  # accumulates in float32
+            via_f32(self, self.matmul, (2,), a, b, out)
+            return
         dev = self._dev(out)
         dt = out.dtype.name
         if K.KIND[dt] == "b" or a.dtype is not out.dtype or b.dtype is not out.dtype:
@@ -413,6 +435,9 @@ class PrimitivesMixin:
 
     @flushes
     def sort(self, x: View, axis: int, descending: bool, values: View, indices: View) -> None:
+        if x.dtype is _BF16:
+            via_f32(self, self.sort, (3,), x, axis, descending, values, indices)
+            return
         dev = self._dev(values)
         n = x.numel
         if n == 0:
@@ -441,6 +466,9 @@ class PrimitivesMixin:
     # ----------------------------------------------------------------- random
     @flushes
     def random(self, kind: str, out: View, seed: int, offset: int, a: float, b: float) -> None:
+        if out.dtype is _BF16:
+            via_f32(self, self.random, (1,), kind, out, seed, offset, a, b)
+            return
         dev = self._dev(out)
         n = out.numel
         if n == 0:
