@@ -52,6 +52,7 @@ __all__ = [
     "argreduce_source",
     "binary_expr",
     "cast_expr",
+    "cast_targets",
     "cumsum_source",
     "elementwise_source",
     "fill_source",
@@ -242,6 +243,12 @@ def binary_expr(op: str, dtype: str) -> str:
     return _unsigned_fix(dtype, _subst(_BINARY_BY_KIND[KIND[dtype]][op], dtype))
 
 
+def cast_targets(fp16: bool, fp64: bool) -> list[str]:
+    """The dtypes one cast program converts to (those the device supports): a program per source
+    dtype rather than per pair, so the first casts among ten dtypes cost ten builds, not 90."""
+    return [d for d in CTYPE if (fp16 or d != "float16") and (fp64 or d != "float64")]
+
+
 def cast_expr(src: str, dst: str) -> str:
     """C expression converting ``a`` of dtype ``src`` to ``dst`` (float->int truncates; ->bool is != 0)."""
     if src == dst:
@@ -309,12 +316,13 @@ def _decompose_nd(rank: int, ops: Sequence[str]) -> str:
     return "\n    ".join(lines)
 
 
-def elementwise_source(kernels: dict[str, str], in_types: Sequence[tuple[str, bool]], out_type: str,
-                       layout: str | tuple) -> str:
+def elementwise_source(kernels: dict[str, str], in_types: Sequence[tuple[str, bool]],
+                       out_type: str | dict[str, str], layout: str | tuple) -> str:
     """Kernels ``name -> C expression`` over inputs ``a, b, c`` writing ``o``.
 
     ``in_types`` lists ``(dtype, is_scalar)`` per input; scalars are passed by value. Every kernel
     of one call shares the signature, so the launcher builds one argument list for all of them.
+    ``out_type`` is one dtype for all, or a dtype per kernel name (a bundle of casts).
 
     Argument order: ``O, oo``, then per input either ``X, xo`` (a view) or its value (a scalar),
     then the *layout constants* (see the module doc): nothing for ``"c"``; ``n`` for ``"g"``;
@@ -323,13 +331,14 @@ def elementwise_source(kernels: dict[str, str], in_types: Sequence[tuple[str, bo
     arguments (buffers, offsets, scalars) come first and the constants of a (shape, strides)
     signature last, so the launcher appends one cached tuple."""
     names = "abc"
-    dts = [d for d, _ in in_types] + [out_type]
+    out_types = out_type if isinstance(out_type, dict) else dict.fromkeys(kernels, out_type)
+    dts = [d for d, _ in in_types] + sorted(set(out_types.values()))
     src = [prelude(dts)]
     view_ops = ["o"] + [names[i] for i, (_, s) in enumerate(in_types) if not s]
     loop = isinstance(layout, tuple) and layout[0] == "loop"
     rank = layout[1] if isinstance(layout, tuple) else 0
     for kname, expr in kernels.items():
-        args = [f"__global {CTYPE[out_type]}* O, long oo"]
+        args = [f"__global {CTYPE[out_types[kname]]}* O, long oo"]
         loads = []
         for i, (dt, scalar) in enumerate(in_types):
             nm = names[i]

@@ -175,12 +175,14 @@ _PLAN_CACHE_MAX = 8192  # signatures per primitive; the cache is simply cleared 
 
 
 def build_plan(dev: Device, family: tuple, kname: str, kernels: Callable[[], dict[str, str]],
-               in_types: Sequence[tuple[str, bool]], views: Sequence[View], out: View) -> Plan:
+               in_types: Sequence[tuple[str, bool]], views: Sequence[View], out: View,
+               out_types: dict[str, str] | None = None) -> Plan:
     """The launch plan of kernel ``kname`` of the bundle ``kernels()`` (name -> C expression, see
     :func:`.kernels.elementwise_source`) for ``out`` and the input ``views`` on ``dev``.
 
     ``family`` keys the program (with the layout chosen here); ``in_types`` gives each input's
-    dtype and whether it is a scalar (scalars have no view in ``views``)."""
+    dtype and whether it is a scalar (scalars have no view in ``views``); ``out_types`` gives the
+    output dtype of each kernel of a bundle whose kernels write different dtypes."""
     n = numel(out.shape)
     if n == 0:
         return _EMPTY_PLAN
@@ -248,7 +250,8 @@ def build_plan(dev: Device, family: tuple, kname: str, kernels: Callable[[], dic
         return types + [_I64] * len(const)
 
     out_dt = out.dtype.name
-    kern = dev.kernel(key, kname, lambda: K.elementwise_source(kernels(), in_types, out_dt, layout),
+    kern = dev.kernel(key, kname, lambda: K.elementwise_source(kernels(), in_types,
+                                                               out_types or out_dt, layout),
                       [dt for dt, _ in in_types] + [out_dt], arg_types)
     return Plan(kern, dev.queue, gs, lsz, tail, toff, const)
 

@@ -233,8 +233,11 @@ class PrimitivesMixin:
         key = (src.dtype, dst.dtype, dst.buffer.device, dst.shape, dst.strides, src.strides)
         p = self._cplans.get(key)
         if p is None:
-            p = build_plan(self._dev(dst), ("cast", sdt, ddt), "pg_cast",
-                           lambda: {"pg_cast": K.cast_expr(sdt, ddt)}, [(sdt, False)], [src], dst)
+            dev = self._dev(dst)
+            targets = K.cast_targets(dev.fp16, dev.fp64)
+            p = build_plan(dev, ("cast", sdt), "pg_cast_" + ddt,
+                           lambda: {"pg_cast_" + d: K.cast_expr(sdt, d) for d in targets},
+                           [(sdt, False)], [src], dst, {"pg_cast_" + d: d for d in targets})
             remember(self._cplans, key, p)
         p.launch([dst.buffer.mem, dst.offset, src.buffer.mem, src.offset])
 
