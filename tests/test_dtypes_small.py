@@ -463,3 +463,11 @@ def test_safetensors_torch_round_trip(device: str) -> None:
     assert back["x"].dtype is pg.bfloat16 and back["x"].tolist() == [1.0, 3.5, -0.10009765625]
     assert back["y"].tolist() == [200, 3] and back["z"].dtype is pg.int8
     assert back["v"].dtype is pg.int16 and back["v"].tolist() == [-300]
+
+
+def test_op_table_promotion_entries_agree() -> None:
+    from op_table import promote
+
+    for (a, b), want in PROMOTE.items():
+        if a in NEW or b in NEW:  # the entries the op table has for the new dtypes
+            assert promote(a, b) is want, (a, b)

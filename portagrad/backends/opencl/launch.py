@@ -129,7 +129,7 @@ def _wrap_int(bits: int) -> Callable[[Any], int]:
 
 def _bf16_bits(value: Any) -> np.uint16:
     """The bits of ``value`` rounded to bfloat16 (how bfloat16 kernels take scalars)."""
-    return np.asarray(value, np.float32).astype(_BF16).view(np.uint16)[()]
+    return np.uint16(np.asarray(value, np.float32).astype(_BF16).view(np.uint16)[()])
 
 
 def _wrap_uint8(value: Any) -> int:
