@@ -239,6 +239,23 @@ def test_integer_arithmetic_wraps(device: str) -> None:
     assert (u & 0x0F).tolist() == [10, 0, 7] and (~u).tolist() == [5, 255, 248]
 
 
+def test_stored_scalars_are_checked_as_pytorch(device: str) -> None:
+    """fill_/full/where/masked_fill check a Python int against the narrow dtype (arithmetic
+    operands wrap instead); a negative one that fits in magnitude wraps into uint8."""
+    u = pg.zeros(2, dtype=pg.uint8, device=device)
+    assert u.fill_(-1).tolist() == [255, 255]
+    assert pg.full((2,), -2, dtype=pg.uint8, device=device).tolist() == [254, 254]
+    for call in (lambda: u.fill_(300), lambda: pg.full((1,), 256, dtype=pg.uint8, device=device),
+                 lambda: pg.where(u > 0, u, 1000), lambda: u.masked_fill(u == 255, -256)):
+        with pytest.raises(RuntimeError, match="value cannot be converted to type uint8_t"):
+            call()
+    with pytest.raises(RuntimeError, match="type int8_t without overflow"):
+        pg.zeros(1, dtype=pg.int8, device=device).fill_(-129)
+    with pytest.raises(RuntimeError, match="type int16_t without overflow"):
+        pg.full((1,), 32768, dtype=pg.int16, device=device)
+    assert pg.full((1,), -32768, dtype=pg.int16, device=device).tolist() == [-32768]
+
+
 def test_mixed_integer_promotion_computes(device: str) -> None:
     u = pg.tensor([200, 1], dtype=pg.uint8, device=device)
     i = pg.tensor([-1, 100], dtype=pg.int8, device=device)

@@ -13,7 +13,7 @@ from ..._shape import contiguous_strides
 from ...errors import OutOfMemoryError
 from .. import philox
 from ..interface import Backend, DeviceProperties, View
-from ..ufuncs import BINARY_UFUNCS
+from ..ufuncs import BINARY_UFUNCS, fit_scalar
 
 __all__ = ["NumpyBackend"]
 
@@ -268,6 +268,10 @@ class NumpyBackend(Backend):
     def where(self, cond: View, a: Any, b: Any, out: View) -> None:
         # two masked copies into out: no temporary (np.where allocates a full result)
         o, c = _nd(out), _nd(cond)
+        if a.__class__ is int:
+            a = fit_scalar(a, out.dtype.name)
+        if b.__class__ is int:
+            b = fit_scalar(b, out.dtype.name)
         if a is out:  # in place on a: only b's positions change
             np.copyto(o, _arg(b), where=~c)
             return
@@ -288,7 +292,7 @@ class NumpyBackend(Backend):
         np.copyto(d, s, casting="unsafe")
 
     def fill(self, out: View, value: Any) -> None:
-        _nd(out).fill(value)
+        _nd(out).fill(fit_scalar(value, out.dtype.name))
 
     def reduce(self, op: str, x: View, axes: Sequence[int], out: View) -> None:
         if x.dtype is _dtype.bfloat16:  # accumulates in float32

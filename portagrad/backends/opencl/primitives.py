@@ -22,7 +22,7 @@ import numpy as np
 from ... import _dtype
 from ...errors import DTypeError
 from ..interface import View
-from ..ufuncs import BINARY_UFUNCS
+from ..ufuncs import BINARY_UFUNCS, fit_scalar
 from . import kernels as K
 from .errors import cl_errors
 from .fusion import flushes
@@ -210,7 +210,7 @@ class PrimitivesMixin:
         args: list[Any] = [out.buffer.mem, out.offset, cond.buffer.mem, cond.offset]
         for v, s in ((a, a_s), (b, b_s)):
             if s:
-                args.append(scalar_arg(v, dt))
+                args.append(scalar_arg(fit_scalar(v, dt), dt))
             else:
                 args += (v.buffer.mem, v.offset)
         p.launch(args)
@@ -248,7 +248,7 @@ class PrimitivesMixin:
             return
         dev = self._dev(out)
         dt = out.dtype.name
-        v = scalar_arg(value, dt)
+        v = scalar_arg(fit_scalar(value, dt), dt)
         if contig(out):
             import pyopencl as cl
 
