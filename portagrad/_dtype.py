@@ -196,8 +196,8 @@ class finfo:
     def __init__(self, type: Any = None) -> None:
         d = _default_float if type is None else as_dtype(type)
         if not d.is_floating_point:
-            raise TypeError("torch.finfo() requires a floating point input type. "
-                            "Use torch.iinfo to handle 'torch.finfo'")
+            raise TypeError(f"finfo() requires a floating point input type, got {d}; use iinfo "
+                            "for integer types")
         info = ml_dtypes.finfo(d.numpy)  # numpy's own finfo for numpy types, bfloat16's too
         self.bits: _py_int = d.itemsize * 8
         self.eps: _py_float = _py_float(info.eps)
@@ -220,10 +220,10 @@ class iinfo:
     def __init__(self, type: Any) -> None:
         d = as_dtype(type)
         if d is bool:
-            raise TypeError("torch.bool is not supported by torch.iinfo")
+            raise TypeError("portagrad.bool is not supported by iinfo")
         if d._kind != 1:
-            raise TypeError("torch.iinfo() requires an integer input type. "
-                            "Use torch.finfo to handle 'torch.iinfo'")
+            raise TypeError(f"iinfo() requires an integer input type, got {d}; use finfo for "
+                            "floating-point types")
         info = np.iinfo(d.numpy)
         self.bits: _py_int = d.itemsize * 8
         self.min: _py_int = _py_int(info.min)

@@ -104,7 +104,7 @@ def test_iinfo_finfo() -> None:
     assert pg.finfo(pg.float16).resolution == 0.001 and pg.finfo(pg.float16).max == 65504.0
     assert pg.finfo().dtype == "float32" and pg.finfo(pg.float32).eps == 2.0 ** -23
     assert repr(pg.iinfo(pg.uint8)) == "iinfo(min=0, max=255, dtype=uint8)"
-    with pytest.raises(TypeError, match="bool is not supported by torch.iinfo"):
+    with pytest.raises(TypeError, match="bool is not supported by iinfo"):
         pg.iinfo(pg.bool)
     with pytest.raises(TypeError, match="requires an integer input type"):
         pg.iinfo(pg.bfloat16)
@@ -154,6 +154,19 @@ def test_repr_of_new_dtypes() -> None:
     assert repr(pg.tensor([1.5, -2.0], dtype=pg.bfloat16)) == \
         "tensor([ 1.5000, -2.0000], dtype=portagrad.bfloat16)"
     assert pg.tensor([1], dtype=pg.int8).type() == "portagrad.CharTensor"
+
+
+def test_index_tensor_dtypes(device: str) -> None:
+    x = pg.arange(4, device=device) * 10
+    with pytest.warns(UserWarning, match="indexing with dtype portagrad.uint8 is now deprecated"):
+        got = x[pg.tensor([1, 0, 1, 1], dtype=pg.uint8, device=device)]
+    assert got.tolist() == [0, 20, 30]  # a uint8 index is a mask, as in PyTorch
+    with pytest.warns(UserWarning, match="deprecated"):
+        x[pg.tensor([0, 1, 0, 0], dtype=pg.uint8, device=device)] = 7
+    assert x.tolist() == [0, 7, 20, 30]
+    for d in (pg.int8, pg.int16):
+        with pytest.raises(IndexError, match="must be long, int, byte or bool"):
+            x[pg.tensor([1], dtype=d, device=device)]
 
 
 # ------------------------------------------------------------------------------ casts

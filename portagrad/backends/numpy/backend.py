@@ -245,7 +245,8 @@ class NumpyBackend(Backend):
             _UNARY_FN[op](_nd(x), _nd(out))
 
     def binary(self, op: str, a: Any, b: Any, out: View) -> None:
-        if _is_bf16(a) or _is_bf16(b):
+        od = out.dtype  # bfloat16 operands write bfloat16, or bool (comparisons, logical ops)
+        if od is _dtype.bfloat16 or (od is _dtype.bool and (_is_bf16(a) or _is_bf16(b))):
             _via_f32(self.binary, (3,), op, a, b, out)
             return
         if b.__class__ is int:

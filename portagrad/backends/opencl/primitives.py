@@ -88,7 +88,8 @@ class PrimitivesMixin:
         self._unary_eager(op, x, out)
 
     def binary(self, op: str, a: Any, b: Any, out: View) -> None:
-        if is_bf16(a) or is_bf16(b):
+        od = out.dtype  # bfloat16 operands write bfloat16, or bool (comparisons, logical ops)
+        if od is _BF16 or (od is _dtype.bool and (is_bf16(a) or is_bf16(b))):
             via_f32(self, self.binary, (3,), op, a, b, out)
             return
         fz = self._fz
