@@ -501,3 +501,16 @@ def test_op_table_promotion_entries_agree() -> None:
     for (a, b), want in PROMOTE.items():
         if a in NEW or b in NEW:  # the entries the op table has for the new dtypes
             assert promote(a, b) is want, (a, b)
+
+
+def test_bfloat16_softmax_and_layer_norm_round_once(device: str) -> None:
+    F = pg.nn.functional
+    x = pg.tensor([[1.0, 2.0, 3.5], [0.3, -1.0, 2.0]], dtype=pg.bfloat16, device=device)
+    w = pg.tensor([1.5, 0.5, 2.0], dtype=pg.bfloat16, device=device)
+    s = F.softmax(x, 1)
+    n = F.layer_norm(x, (3,), w, w)
+    assert s.dtype is pg.bfloat16 and n.dtype is pg.bfloat16
+    # torch 2.13 (its kernels compute in float32 and round once)
+    assert s.tolist() == [[0.06298828125, 0.1708984375, 0.765625],
+                          [0.1484375, 0.040283203125, 0.8125]]
+    assert n.tolist() == [[-0.203125, 0.41796875, 4.59375], [1.3359375, -0.08349609375, 4.5625]]

@@ -373,6 +373,8 @@ def _softmax_impl(input: Tensor, dim: Any, dtype: Any, log: bool) -> Tensor:
                            f"implemented for '{E._type_name(x.dtype)}'")
     if x.numel() == 0:
         return x.clone()
+    if x.dtype is _dtype.bfloat16:  # PyTorch's kernel computes in float32 and rounds once
+        return C.to(_softmax_impl(C.to(x, dtype=_dtype.float32), d, None, log), dtype=x.dtype)
     if x.dim() == 0:
         x1 = S.reshape(x, (1,))
         return S.reshape(call(_Softmax, x1, 0, log), ())
@@ -1059,6 +1061,9 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
                            f"[*, {', '.join(map(str, ns))}], but got input of size"
                            f"{list(input.shape)}")
+    if input.dtype is _dtype.bfloat16:  # PyTorch's kernel computes in float32 and rounds once
+        w, b = (None if t is None else C.to(t, dtype=_dtype.float32) for t in (weight, bias))
+        return C.to(layer_norm(C.to(input, dtype=_dtype.float32), ns, w, b, eps), dtype=input.dtype)
     axes = tuple(range(input.dim() - k, input.dim()))
     mu = R.mean(input, axes, keepdim=True)
     xc = E.sub(input, mu)
