@@ -26,11 +26,12 @@ For strided layouts each operand passes its offset, then the ``R`` strides of ev
 
 bfloat16
 --------
-A bfloat16 is stored as its 16 bits (``ushort``) and computed in float32, as PyTorch does: the
-kernels that only move elements (copy, ``where``, fill, gather, scatter) move the bits; casts
-convert on load and store (``pg_bf2f``/``pg_f2bf``, round to nearest even, NaN kept quiet); the
-backend runs every other primitive on float32 copies and rounds the result once (see
-``primitives.py``); ``scatter_add`` rounds after each addition, as PyTorch's CPU kernel does.
+A bfloat16 is stored as its 16 bits (``ushort``) and computed in float32, as PyTorch does.
+Elementwise kernels (unary, binary, ``where``, casts) convert on load and store (``pg_bf2f`` /
+``pg_f2bf``: round to nearest even, NaN made quiet) and compute the float32 expression; a
+bfloat16 scalar argument is a float. Copies, fill, gather and scatter move the bits;
+``scatter_add`` rounds after each addition, as PyTorch's CPU kernel does. Reductions, scans, sort,
+GEMM and random numbers run on float32 copies and round the result once (see ``primitives.py``).
 
 Integer division by zero
 ------------------------
@@ -103,9 +104,11 @@ def prelude(dtypes: Sequence[str]) -> str:
         parts.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
     if "float16" in dtypes:
         parts.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
-    if "bfloat16" in dtypes:
+    names = set(dtypes)
+    if "bfloat16" in names:
         parts.append(_BF16_HELPERS)
-    for name in sorted(set(dtypes)):
+        names.add("float32")  # bfloat16 computes with float's helpers
+    for name in sorted(names):
         t = CTYPE[name]
         k = KIND[name]
         if k == "f":
@@ -251,15 +254,10 @@ def cast_targets(fp16: bool, fp64: bool) -> list[str]:
 
 def cast_expr(src: str, dst: str) -> str:
     """C expression converting ``a`` of dtype ``src`` to ``dst`` (float->int truncates; ->bool is != 0)."""
-    if src == dst:
-        return "a"
-    if src == "bfloat16":
-        if dst == "bool":
-            return "(uchar)(pg_bf2f(a) != 0.0f)"
-        narrow = "(int)" if dst in ("uint8", "int8", "int16") else ""
-        return f"({CTYPE[dst]}){narrow}pg_bf2f(a)"
-    if dst == "bfloat16":
-        return "pg_f2bf((float)a)"  # from float64 through float32, as PyTorch
+    if src == dst or dst == "bfloat16":  # elementwise kernels store bfloat16 rounded from float
+        return "a"                      # (from float64 through float32, as PyTorch)
+    if src == "bfloat16":  # loaded as float
+        src = "float32"
     if dst == "bool":
         return f"(uchar)(a != ({CTYPE[src]})0)"
     if KIND[src] == "f" and dst in ("uint8", "int8", "int16"):
@@ -338,23 +336,31 @@ def elementwise_source(kernels: dict[str, str], in_types: Sequence[tuple[str, bo
     loop = isinstance(layout, tuple) and layout[0] == "loop"
     rank = layout[1] if isinstance(layout, tuple) else 0
     for kname, expr in kernels.items():
-        args = [f"__global {CTYPE[out_types[kname]]}* O, long oo"]
+        ot = out_types[kname]
+        # bfloat16 is loaded into a float and stored rounded from one, except by a plain copy
+        raw = expr == "a" and ot == "bfloat16" and all(d == "bfloat16" for d, _ in in_types)
+        if ot == "bfloat16" and not raw:
+            expr = f"pg_f2bf((float)({expr}))"
+        args = [f"__global {CTYPE[ot]}* O, long oo"]
         loads = []
         for i, (dt, scalar) in enumerate(in_types):
             nm = names[i]
             t = CTYPE[dt]
+            conv = dt == "bfloat16" and not raw
+            vt = "float" if conv else t
             if scalar:
-                args.append(f"{t} {nm}")
+                args.append(f"{vt} {nm}")
             else:
                 args.append(f"__global const {t}* {nm.upper()}, long {nm}o")
                 if layout in ("c", "g"):
-                    loads.append(f"{t} {nm} = {nm.upper()}[{nm}o + gi];")
+                    ref = f"{nm.upper()}[{nm}o + gi]"
                 elif layout == "cl":
-                    loads.append(f"{t} {nm} = {nm.upper()}[{nm}o + j];")
+                    ref = f"{nm.upper()}[{nm}o + j]"
                 elif loop:
-                    loads.append(f"{t} {nm} = {nm.upper()}[{nm}i + j * {nm}s{rank - 1}];")
+                    ref = f"{nm.upper()}[{nm}i + j * {nm}s{rank - 1}]"
                 else:
-                    loads.append(f"{t} {nm} = {nm.upper()}[{nm}i];")
+                    ref = f"{nm.upper()}[{nm}i]"
+                loads.append(f"{vt} {nm} = {f'pg_bf2f({ref})' if conv else ref};")
         ld = "\n        ".join(loads)
         if layout == "c":
             body = f"long gi = get_global_id(0);\n    {ld}\n    O[oo + gi] = {expr};"

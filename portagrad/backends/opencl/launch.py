@@ -38,13 +38,14 @@ __all__ = [
     "pow2ceil",
     "remember",
     "scalar_arg",
+    "bf16_bits",
     "via_f32",
 ]
 
 #: portagrad dtype name -> numpy scalar type of the matching kernel argument
 NP_SCALAR: dict[str, Any] = {"bool": np.uint8, "int32": np.int32, "int64": np.int64, "float32": np.float32,
              "float64": np.float64, "float16": np.float16, "uint8": np.uint8, "int8": np.int8,
-             "int16": np.int16, "bfloat16": np.uint16}
+             "int16": np.int16, "bfloat16": np.float32}  # bfloat16 kernels take float scalars
 _I64 = np.int64
 _BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -90,8 +91,6 @@ def scalar_arg(value: Any, dt: str) -> Any:
     if dt == "int64":
         v = int(value) & 0xFFFFFFFFFFFFFFFF
         return np.int64(v - (1 << 64) if v >= 1 << 63 else v)
-    if dt == "bfloat16":
-        return _bf16_bits(value)
     if dt in _NARROW:  # wraps, as PyTorch does with a Python int operand (uint8 + 1000)
         return NP_SCALAR[dt](_NARROW[dt](int(value)))
     return NP_SCALAR[dt](value)
@@ -127,8 +126,8 @@ def _wrap_int(bits: int) -> Callable[[Any], int]:
     return conv
 
 
-def _bf16_bits(value: Any) -> np.uint16:
-    """The bits of ``value`` rounded to bfloat16 (how bfloat16 kernels take scalars)."""
+def bf16_bits(value: Any) -> np.uint16:
+    """The bits of ``value`` rounded to bfloat16 (a fill pattern)."""
     return np.uint16(np.asarray(value, np.float32).astype(_BF16).view(np.uint16)[()])
 
 
@@ -145,7 +144,7 @@ CONVERT: dict[str, Callable[[Any], Any]] = {
     # pyopencl packs a Python int by the kernel's declared argument type; narrow ones need numpy
     "uint8": lambda v: np.uint8(_wrap_uint8(v)), "int8": lambda v: np.int8(_NARROW["int8"](v)),
     "int16": lambda v: np.int16(_NARROW["int16"](v)),
-    "bfloat16": lambda v: _bf16_bits(v),
+    "bfloat16": np.float32,
 }
 
 

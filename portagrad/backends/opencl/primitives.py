@@ -33,6 +33,7 @@ from .launch import (
     Plan,
     build_plan,
     coalesce,
+    bf16_bits,
     contig,
     is_bf16,
     numel,
@@ -49,6 +50,8 @@ __all__ = ["PrimitivesMixin"]
 
 _I64 = np.int64
 _BF16 = _dtype.bfloat16
+#: the dtype whose C expressions a dtype's elementwise kernels compute in (bfloat16: float)
+_COMPUTE = {"bfloat16": "float32"}
 
 
 def _line_arg_types(kr: int) -> list[Any]:
@@ -79,20 +82,24 @@ class PrimitivesMixin:
 
     # ------------------------------------------------------------ elementwise
     def unary(self, op: str, x: View, out: View) -> None:
-        if x.dtype is _BF16:
-            via_f32(self, self.unary, (2,), op, x, out)
-            return
         fz = self._fz
+        if x.dtype is _BF16:  # not fused: flush what is pending, then one converting kernel
+            if fz is not None:
+                fz.flush()
+            self._unary_eager(op, x, out)
+            return
         if fz is not None and fz.add(op, x, None, out, True):
             return
         self._unary_eager(op, x, out)
 
     def binary(self, op: str, a: Any, b: Any, out: View) -> None:
+        fz = self._fz
         od = out.dtype  # bfloat16 operands write bfloat16, or bool (comparisons, logical ops)
         if od is _BF16 or (od is _dtype.bool and (is_bf16(a) or is_bf16(b))):
-            via_f32(self, self.binary, (3,), op, a, b, out)
+            if fz is not None:  # not fused: flush what is pending, then one converting kernel
+                fz.flush()
+            self._binary_eager(op, a, b, out)
             return
-        fz = self._fz
         if fz is not None and fz.add(op, a, b, out, False):
             return
         self._binary_eager(op, a, b, out)
@@ -102,12 +109,13 @@ class PrimitivesMixin:
         p = self._uplans.get(key)
         if p is None:
             dt, odt = x.dtype.name, out.dtype.name
-            kind = K.KIND[dt]
+            et = _COMPUTE.get(dt, dt)
+            kind = K.KIND[et]
             if op not in K.UNARY_VALID[kind]:
                 raise DTypeError(f"{op} is not supported for {dt} on the OpenCL backend")
 
             def bundle() -> dict[str, str]:
-                return {"pg_" + o: K.unary_expr(o, dt) for o in sorted(K.UNARY_VALID[kind])
+                return {"pg_" + o: K.unary_expr(o, et) for o in sorted(K.UNARY_VALID[kind])
                         if ("bool" if K.out_is_bool(o) else dt) == odt}
 
             p = build_plan(self._dev(out), ("unary", dt, odt), "pg_" + op, bundle, [(dt, False)],
@@ -164,7 +172,8 @@ class PrimitivesMixin:
                 val = BINARY_UFUNCS[op](np.asarray(a).astype(np_dt), np.asarray(b).astype(np_dt))
             self.fill(out, val.item())
             return
-        kind = K.KIND[dt]
+        et = _COMPUTE.get(dt, dt)
+        kind = K.KIND[et]
         if op not in K.BINARY_VALID[kind]:
             raise DTypeError(f"{op} is not supported for {dt} on the OpenCL backend")
         zero_check = kind == "i" and op in ("floordiv", "remainder", "fmod") and not b_view
@@ -172,7 +181,7 @@ class PrimitivesMixin:
             raise ZeroDivisionError("ZeroDivisionError: integer division or modulo by zero")
 
         def bundle() -> dict[str, str]:
-            return {"pg_" + o: K.binary_expr(o, dt) for o in sorted(K.BINARY_VALID[kind])
+            return {"pg_" + o: K.binary_expr(o, et) for o in sorted(K.BINARY_VALID[kind])
                     if ("bool" if K.out_is_bool(o) else dt) == odt}
 
         p = build_plan(self._dev(out), ("binary", dt, not a_view, not b_view, odt), "pg_" + op,
@@ -249,7 +258,7 @@ class PrimitivesMixin:
             return
         dev = self._dev(out)
         dt = out.dtype.name
-        v = scalar_arg(fit_scalar(value, dt), dt)
+        v: Any = bf16_bits(value) if dt == "bfloat16" else scalar_arg(fit_scalar(value, dt), dt)
         if contig(out):
             import pyopencl as cl
 
@@ -261,7 +270,7 @@ class PrimitivesMixin:
         sizes, (st,) = coalesce(out.shape, [out.strides])
         r = len(sizes)
         kern = dev.kernel(("fill", dt, r), "fill", lambda: K.fill_source(dt, r), [dt],
-                          lambda: [None] + [_I64] * (1 + r) + [NP_SCALAR[dt]] + [_I64] * r)
+                          lambda: [None] + [_I64] * (1 + r) + [type(v)] + [_I64] * r)
         dev.launch1d(kern, n, [out.buffer.mem, out.offset, *st, v, *sizes])
 
     # ------------------------------------------------------------- reductions
