@@ -333,6 +333,9 @@ def test_bfloat16_reductions_accumulate_in_float32(device: str) -> None:
     s = ones.sum()
     assert s.dtype is pg.bfloat16 and s.item() == 1000.0  # a bfloat16 accumulator stops at 256
     assert ones.cumsum(0)[-1].item() == 1000.0 and ones.mean().item() == 1.0
+    big = pg.ones(40000, dtype=pg.bfloat16, device=device)  # reduced in chunks on OpenCL
+    assert big.sum().item() == 39936.0  # 40000 rounded once (torch 2.13)
+    assert pg.ones(3, 40000, dtype=pg.bfloat16, device=device).sum(1).tolist() == [39936.0] * 3
     x = pg.tensor([1.0, 2.0, 4.0], dtype=pg.bfloat16, device=device)
     assert x.mean().item() == 2.328125  # torch 2.13
     assert x.max().item() == 4.0 and x.argmin().item() == 0

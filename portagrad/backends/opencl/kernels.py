@@ -97,6 +97,21 @@ inline ushort pg_f2bf(float f) {
 }"""
 
 
+def _load(dtype: str, ref: str) -> str:
+    """The value of element ``ref`` of ``dtype`` as computed with (bfloat16: as a float)."""
+    return f"pg_bf2f({ref})" if dtype == "bfloat16" else ref
+
+
+def _vtype(dtype: str) -> str:
+    """The C type a ``dtype`` value is computed in (bfloat16: float)."""
+    return "float" if dtype == "bfloat16" else CTYPE[dtype]
+
+
+def _store(dtype: str, expr: str) -> str:
+    """``expr`` (of :func:`_vtype`) as stored in a ``dtype`` buffer."""
+    return f"pg_f2bf({expr})" if dtype == "bfloat16" else expr
+
+
 def prelude(dtypes: Sequence[str]) -> str:
     """Pragmas and per-dtype helper functions needed by kernels using ``dtypes``."""
     parts = ["#pragma OPENCL FP_CONTRACT OFF"]
@@ -449,17 +464,20 @@ def reduce_source(in_dtype: str, out_dtype: str, kr: int, rr: int, wg: int) -> s
     A launch may split the reduced range in chunks (partials written ``chunk stride`` apart) and
     reduce the partials in a second launch."""
     it, ot = CTYPE[in_dtype], CTYPE[out_dtype]
-    kind = KIND[out_dtype]
+    # the accumulator: bfloat16 sums in float (also in local memory), rounded once when stored
+    acc = "float32" if out_dtype == "bfloat16" else out_dtype
+    at = CTYPE[acc]
+    kind = KIND[acc]
     src = [prelude([in_dtype, out_dtype])]
     okr = max(kr, 1)
     for op in ("sum", "prod", "max", "min"):
         if (op, kind) in _RED_IDENT:
             ident = _RED_IDENT[(op, kind)]
         elif op == "max":
-            ident = _INT_MIN[out_dtype]
+            ident = _INT_MIN[acc]
         else:
-            ident = _INT_MAX[out_dtype]
-        comb = _red_combine(op, kind, ot, out_dtype)
+            ident = _INT_MAX[acc]
+        comb = _red_combine(op, kind, at, acc)
         for suffix, lsz in (("", wg), ("_1", 1)):
             kept_params = _params("os", okr) + ", long ocs, __global const " + it + "* X, long xo" + \
                 _params("xs", okr) + _params("xr", rr) + _params("n", okr) + _params("m", rr)
@@ -479,33 +497,33 @@ def reduce_source(in_dtype: str, out_dtype: str, kr: int, rr: int, wg: int) -> s
     long g = get_global_id(0);
     {kd_s}
     long j0 = (g % nchunk) * chunk, j1 = min(total, j0 + chunk);
-    {ot} x = {ident};
+    {at} x = {ident};
     for (long j = j0; j < j1; ++j) {{
         {red_dec_s}
-        {ot} y = ({ot})X[xi];
+        {at} y = ({at}){_load(in_dtype, "X[xi]")};
         x = {comb};
     }}
-    O[oi] = x;"""
+    O[oi] = {_store(out_dtype, "x")};"""
             else:
                 body = f"""
     long g = get_group_id(0);
     int l = get_local_id(0);
-    __local {ot} s[{lsz}];
+    __local {at} s[{lsz}];
     {kd_s}
     long j0 = (g % nchunk) * chunk, j1 = min(total, j0 + chunk);
-    {ot} x = {ident};
+    {at} x = {ident};
     for (long j = j0 + l; j < j1; j += {lsz}) {{
         {red_dec_s}
-        {ot} y = ({ot})X[xi];
+        {at} y = ({at}){_load(in_dtype, "X[xi]")};
         x = {comb};
     }}
     s[l] = x;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int h = {lsz} / 2; h > 0; h >>= 1) {{
-        if (l < h) {{ {ot} y = s[l + h]; x = s[l]; s[l] = {comb}; }}
+        if (l < h) {{ {at} y = s[l + h]; x = s[l]; s[l] = {comb}; }}
         barrier(CLK_LOCAL_MEM_FENCE);
     }}
-    if (l == 0) O[oi] = s[0];"""
+    if (l == 0) O[oi] = {_store(out_dtype, "s[0]")};"""
             src.append(f"__kernel void pg_{op}{suffix}(__global {ot}* O, long oo{kept_params}, "
                        f"long total, long chunk, long nchunk)\n{{{body}\n}}\n")
     return "\n".join(src)
@@ -529,19 +547,19 @@ def _line_params(kr: int, views: Sequence[tuple[str, str, bool]]) -> str:
 
 def argreduce_source(dtype: str, kr: int) -> str:
     """Kernels ``argmax``/``argmin``: one work-item per output, first extreme (first NaN wins)."""
-    t = CTYPE[dtype]
+    t, vt = CTYPE[dtype], _vtype(dtype)
     src = [prelude([dtype])]
     params = _line_params(kr, [("o", "long", False), ("x", t, True)])
     for op, cmp in (("argmax", ">"), ("argmin", "<")):
-        nan_v = "isnan(v)" if KIND[dtype] == "f" else "0"
+        nan_v = "isnan(v)" if KIND[dtype] == "f" or dtype == "bfloat16" else "0"
         src.append(f"""__kernel void pg_{op}({params})
 {{
     {_line_kernel_head(kr, ["o", "x"])}
     long best = 0;
-    {t} bv = X[xi];
+    {vt} bv = {_load(dtype, "X[xi]")};
     if (!({nan_v.replace('v', 'bv')})) {{
         for (long j = 1; j < L; ++j) {{
-            {t} v = X[xi + j * xa];
+            {vt} v = {_load(dtype, "X[xi + j * xa]")};
             if ({nan_v}) {{ best = j; break; }}
             if (v {cmp} bv) {{ bv = v; best = j; }}
         }}
@@ -554,18 +572,19 @@ def argreduce_source(dtype: str, kr: int) -> str:
 
 def cumsum_source(in_dtype: str, out_dtype: str, kr: int) -> str:
     """Kernel ``cumsum``: one work-item per line, sequential (bit-identical to numpy's loop)."""
-    it, ot = CTYPE[in_dtype], CTYPE[out_dtype]
+    it, ot, at = CTYPE[in_dtype], CTYPE[out_dtype], _vtype(out_dtype)
     u = UTYPE.get(out_dtype)
-    add = f"({ot})(({u})acc + ({u})({ot})X[xi + j * xa])" if u else f"acc + ({ot})X[xi + j * xa]"
+    x = _load(in_dtype, "X[xi + j * xa]")  # bfloat16 accumulates in float, each sum rounded
+    add = f"({ot})(({u})acc + ({u})({ot}){x})" if u else f"acc + ({at}){x}"
     params = _line_params(kr, [("o", ot, False), ("x", it, True)])
     return prelude([in_dtype, out_dtype]) + f"""
 __kernel void cumsum({params})
 {{
     {_line_kernel_head(kr, ["o", "x"])}
-    {ot} acc = 0;
+    {at} acc = 0;
     for (long j = 0; j < L; ++j) {{
         acc = {add};
-        O[oi + j * oa] = acc;
+        O[oi + j * oa] = {_store(out_dtype, "acc")};
     }}
 }}
 """
@@ -622,24 +641,24 @@ def scatter_source(dtype: str, rank: int) -> str:
 def sort_source(dtype: str, kr: int) -> str:
     """Kernels ``sort_asc``/``sort_desc``: one work-item per line, bottom-up stable merge sort in a
     global scratch area (``2 * L`` keys and indices per line). NaN is larger than every number."""
-    t = CTYPE[dtype]
-    f = KIND[dtype] == "f"
+    t, kt = CTYPE[dtype], _vtype(dtype)  # keys: bfloat16 sorts as float (the scratch too)
+    f = KIND[dtype] == "f" or dtype == "bfloat16"
     src = [prelude([dtype])]
     # before(p, q): p must come strictly before q
     lt = "(isnan(q) ? !isnan(p) : (p < q))" if f else "(p < q)"
     gt = "(isnan(p) ? !isnan(q) : (p > q))" if f else "(p > q)"
     params = _line_params(kr, [("v", t, False), ("o", "long", False), ("x", t, True)]) + \
-        f", __global {t}* K, __global long* P"
+        f", __global {kt}* K, __global long* P"
     for name, before in (("sort_asc", lt), ("sort_desc", gt)):
-        src.append(f"""inline int before_{name}({t} p, {t} q) {{ return {before}; }}
+        src.append(f"""inline int before_{name}({kt} p, {kt} q) {{ return {before}; }}
 __kernel void {name}({params})
 {{
     {_line_kernel_head(kr, ["v", "o", "x"])}
-    __global {t}* k0 = K + gi * 2 * L;
-    __global {t}* k1 = k0 + L;
+    __global {kt}* k0 = K + gi * 2 * L;
+    __global {kt}* k1 = k0 + L;
     __global long* p0 = P + gi * 2 * L;
     __global long* p1 = p0 + L;
-    for (long j = 0; j < L; ++j) {{ k0[j] = X[xi + j * xa]; p0[j] = j; }}
+    for (long j = 0; j < L; ++j) {{ k0[j] = {_load(dtype, "X[xi + j * xa]")}; p0[j] = j; }}
     for (long w = 1; w < L; w *= 2) {{
         for (long s = 0; s < L; s += 2 * w) {{
             long m = min(s + w, L), e = min(s + 2 * w, L);
@@ -651,10 +670,12 @@ __kernel void {name}({params})
             while (i < m) {{ k1[d] = k0[i]; p1[d++] = p0[i++]; }}
             while (j < e) {{ k1[d] = k0[j]; p1[d++] = p0[j++]; }}
         }}
-        __global {t}* tk = k0; k0 = k1; k1 = tk;
+        __global {kt}* tk = k0; k0 = k1; k1 = tk;
         __global long* tp = p0; p0 = p1; p1 = tp;
     }}
-    for (long j = 0; j < L; ++j) {{ V[vi + j * va] = k0[j]; O[oi + j * oa] = p0[j]; }}
+    for (long j = 0; j < L; ++j) {{
+        V[vi + j * va] = {_store(dtype, "k0[j]")}; O[oi + j * oa] = p0[j];
+    }}
 }}
 """)
     return "\n".join(src)

@@ -50,6 +50,7 @@ __all__ = ["PrimitivesMixin"]
 
 _I64 = np.int64
 _BF16 = _dtype.bfloat16
+_F32 = _dtype.float32
 #: the dtype whose C expressions a dtype's elementwise kernels compute in (bfloat16: float)
 _COMPUTE = {"bfloat16": "float32"}
 
@@ -276,9 +277,6 @@ class PrimitivesMixin:
     # ------------------------------------------------------------- reductions
     @flushes
     def reduce(self, op: str, x: View, axes: Sequence[int], out: View) -> None:
-        if x.dtype is _BF16:  # accumulates in float32
-            via_f32(self, self.reduce, (3,), op, x, axes, out)
-            return
         dev = self._dev(out)
         outer = out.numel
         if outer == 0:
@@ -314,17 +312,19 @@ class PrimitivesMixin:
             return
         chunk = -(-total // nchunk)
         nchunk = -(-total // chunk)
-        part = self._empty_like(dev, (outer, nchunk), out.dtype)
+        # bfloat16 partials stay float32: rounded once, at the end
+        part = self._empty_like(dev, (outer, nchunk), _F32 if out.dtype is _BF16 else out.dtype)
+        pdt = part.dtype.name
         # partials: contiguous (kept..., chunk) with kept strides in C order over ksz
         pst, acc = [], nchunk
         for s in reversed(ksz):
             pst.append(acc)
             acc *= s
         pst.reverse()
-        self._reduce_launch(dev, op, idt, odt, part.buffer.mem, 0, pst, 1, x, ks_x, rs_x, ksz, rsz,
+        self._reduce_launch(dev, op, idt, pdt, part.buffer.mem, 0, pst, 1, x, ks_x, rs_x, ksz, rsz,
                             total, chunk, nchunk, serial=False, outer=outer)
         op2 = "sum" if op == "sum" else op
-        self._reduce_launch(dev, op2, odt, odt, out.buffer.mem, out.offset, ks_o, 0, part, pst, [1],
+        self._reduce_launch(dev, op2, pdt, odt, out.buffer.mem, out.offset, ks_o, 0, part, pst, [1],
                             ksz, [nchunk], nchunk, nchunk, 1, serial=True, outer=outer)
 
     def _reduce_launch(self, dev: Device, op: str, idt: str, odt: str, omem: Any, oo: int,
@@ -352,9 +352,6 @@ class PrimitivesMixin:
 
     @flushes
     def arg_reduce(self, op: str, x: View, axis: int, out: View) -> None:
-        if x.dtype is _BF16:
-            via_f32(self, self.arg_reduce, (), op, x, axis, out)
-            return
         dev = self._dev(out)
         outer = out.numel
         if outer == 0:
@@ -369,9 +366,6 @@ class PrimitivesMixin:
 
     @flushes
     def cumsum(self, x: View, axis: int, out: View) -> None:
-        if x.dtype is _BF16 or out.dtype is _BF16:
-            via_f32(self, self.cumsum, (2,), x, axis, out)
-            return
         dev = self._dev(out)
         if out.numel == 0:
             return
@@ -448,9 +442,6 @@ class PrimitivesMixin:
 
     @flushes
     def sort(self, x: View, axis: int, descending: bool, values: View, indices: View) -> None:
-        if x.dtype is _BF16:
-            via_f32(self, self.sort, (3,), x, axis, descending, values, indices)
-            return
         dev = self._dev(values)
         n = x.numel
         if n == 0:
@@ -464,7 +455,7 @@ class PrimitivesMixin:
         ksz, (vs, is_, xs) = self._line_setup(x, axis, [values, indices, x])
         kr = len(ksz)
         outer = n // L
-        scratch_k = dev.allocator.allocate(2 * n * x.dtype.itemsize)
+        scratch_k = dev.allocator.allocate(2 * n * (4 if x.dtype is _BF16 else x.dtype.itemsize))
         scratch_p = dev.allocator.allocate(2 * n * 8)
         kern = dev.kernel(("sort", dt, kr), "sort_desc" if descending else "sort_asc",
                           lambda: K.sort_source(dt, kr), [dt],
