@@ -517,3 +517,19 @@ def test_bfloat16_softmax_and_layer_norm_round_once(device: str) -> None:
     assert s.tolist() == [[0.06298828125, 0.1708984375, 0.765625],
                           [0.1484375, 0.040283203125, 0.8125]]
     assert n.tolist() == [[-0.203125, 0.41796875, 4.59375], [1.3359375, -0.08349609375, 4.5625]]
+
+
+def test_bfloat16_elementwise_chain_rounds_every_op(device: str) -> None:
+    """A chain of elementwise ops (fused on OpenCL) rounds each result to bfloat16, as the eager
+    ops and PyTorch do: the same bits as a numpy reference rounding after every op."""
+    xs = np.linspace(-3, 3, 3000).astype(np.float32).astype(BF16)
+    x = pg.tensor(xs, device=device)
+    y = ((x * 0.3 + 1.7).sigmoid() * x - 0.1).exp()
+
+    def r(a: np.ndarray) -> np.ndarray:
+        return a.astype(np.float32).astype(BF16).astype(np.float32)
+
+    xf = xs.astype(np.float32)
+    s = r(1 / (1 + np.exp(-r(r(xf * np.float32(0.3)) + np.float32(1.7)))))
+    want = r(np.exp(r(r(s * xf) - np.float32(0.1))))
+    assert np.array_equal(_np(y).astype(np.float32), want)

@@ -35,7 +35,6 @@ from .launch import (
     coalesce,
     bf16_bits,
     contig,
-    is_bf16,
     numel,
     remember,
     scalar_arg,
@@ -84,23 +83,12 @@ class PrimitivesMixin:
     # ------------------------------------------------------------ elementwise
     def unary(self, op: str, x: View, out: View) -> None:
         fz = self._fz
-        if x.dtype is _BF16:  # not fused: flush what is pending, then one converting kernel
-            if fz is not None:
-                fz.flush()
-            self._unary_eager(op, x, out)
-            return
         if fz is not None and fz.add(op, x, None, out, True):
             return
         self._unary_eager(op, x, out)
 
     def binary(self, op: str, a: Any, b: Any, out: View) -> None:
         fz = self._fz
-        od = out.dtype  # bfloat16 operands write bfloat16, or bool (comparisons, logical ops)
-        if od is _BF16 or (od is _dtype.bool and (is_bf16(a) or is_bf16(b))):
-            if fz is not None:  # not fused: flush what is pending, then one converting kernel
-                fz.flush()
-            self._binary_eager(op, a, b, out)
-            return
         if fz is not None and fz.add(op, a, b, out, False):
             return
         self._binary_eager(op, a, b, out)
