@@ -126,10 +126,11 @@ _REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.mini
 # as PyTorch does: ml_dtypes' own ufuncs would round every intermediate of a composite (sigmoid),
 # accumulate reductions and products in bfloat16, and numpy's sort/argmax don't know the type
 _BF16 = _dtype.bfloat16.numpy
+_BFD, _BOOLD = _dtype.bfloat16, _dtype.bool  # module constants: cheaper than attribute lookups
 
 
 def _is_bf16(x: Any) -> bool:
-    return x.__class__ is View and x.dtype is _dtype.bfloat16
+    return x.__class__ is View and x.dtype is _BFD
 
 
 # PyTorch wraps a Python int operand into the tensor's integer dtype (uint8 + 1000 == uint8 + 232);
@@ -235,7 +236,7 @@ class NumpyBackend(Backend):
 
     # ------------------------------------------------------------- primitives
     def unary(self, op: str, x: View, out: View) -> None:
-        if x.dtype is _dtype.bfloat16:
+        if x.dtype is _BFD:
             _via_f32(self.unary, (2,), op, x, out)
             return
         f = _UNARY.get(op)
@@ -246,7 +247,7 @@ class NumpyBackend(Backend):
 
     def binary(self, op: str, a: Any, b: Any, out: View) -> None:
         od = out.dtype  # bfloat16 operands write bfloat16, or bool (comparisons, logical ops)
-        if od is _dtype.bfloat16 or (od is _dtype.bool and (_is_bf16(a) or _is_bf16(b))):
+        if od is _BFD or (od is _BOOLD and (_is_bf16(a) or _is_bf16(b))):
             _via_f32(self.binary, (3,), op, a, b, out)
             return
         if b.__class__ is int:
@@ -296,7 +297,7 @@ class NumpyBackend(Backend):
         _nd(out).fill(fit_scalar(value, out.dtype.name))
 
     def reduce(self, op: str, x: View, axes: Sequence[int], out: View) -> None:
-        if x.dtype is _dtype.bfloat16:  # accumulates in float32
+        if x.dtype is _BFD:  # accumulates in float32
             _via_f32(self.reduce, (3,), op, x, axes, out)
             return
         xa, o = _nd(x), _nd(out)
@@ -306,20 +307,20 @@ class NumpyBackend(Backend):
         _REDUCE[op].reduce(xa, axes if axes.__class__ is tuple else tuple(axes), dt, o, True)  # type: ignore[call-overload]
 
     def arg_reduce(self, op: str, x: View, axis: int, out: View) -> None:
-        if x.dtype is _dtype.bfloat16:
+        if x.dtype is _BFD:
             _via_f32(self.arg_reduce, (), op, x, axis, out)
             return
         f = np.argmax if op == "argmax" else np.argmin
         _nd(out)[...] = f(_nd(x), axis=axis, keepdims=True)
 
     def cumsum(self, x: View, axis: int, out: View) -> None:
-        if x.dtype is _dtype.bfloat16 or out.dtype is _dtype.bfloat16:
+        if x.dtype is _BFD or out.dtype is _BFD:
             _via_f32(self.cumsum, (2,), x, axis, out)
             return
         np.cumsum(_nd(x), axis=axis, out=_nd(out), dtype=_nd(out).dtype)
 
     def matmul(self, a: View, b: View, out: View) -> None:
-        if a.dtype is _dtype.bfloat16:  # accumulates in float32
+        if a.dtype is _BFD:  # accumulates in float32
             _via_f32(self.matmul, (2,), a, b, out)
             return
         aa, bb, oo = _nd(a), _nd(b), _nd(out)
@@ -356,7 +357,7 @@ class NumpyBackend(Backend):
             o[tuple(grids)] = s
 
     def sort(self, x: View, axis: int, descending: bool, values: View, indices: View) -> None:
-        if x.dtype is _dtype.bfloat16:
+        if x.dtype is _BFD:
             _via_f32(self.sort, (3,), x, axis, descending, values, indices)
             return
         xa = _nd(x)
@@ -372,7 +373,7 @@ class NumpyBackend(Backend):
         _nd(values)[...] = np.take_along_axis(xa, idx, axis=axis)
 
     def random(self, kind: str, out: View, seed: int, offset: int, a: float, b: float) -> None:
-        if out.dtype is _dtype.bfloat16:
+        if out.dtype is _BFD:
             _via_f32(self.random, (1,), kind, out, seed, offset, a, b)
             return
         o = _nd(out)
@@ -386,7 +387,7 @@ class NumpyBackend(Backend):
     # GEMM each (numpy copies with short inner runs, as NCHW im2col has, are much slower).
     def conv2d(self, x: View, w: View, out: View, stride: Sequence[int], padding: Sequence[int],
                dilation: Sequence[int], groups: int) -> None:
-        if x.dtype is _dtype.bfloat16:
+        if x.dtype is _BFD:
             _via_f32(self.conv2d, (2,), x, w, out, stride, padding, dilation, groups)
             return
         xa, wa, o = _nd(x), _nd(w), _nd(out)
@@ -401,7 +402,7 @@ class NumpyBackend(Backend):
 
     def conv2d_grad_input(self, g: View, w: View, out: View, stride: Sequence[int],
                           padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
-        if g.dtype is _dtype.bfloat16:
+        if g.dtype is _BFD:
             _via_f32(self.conv2d_grad_input, (2,), g, w, out, stride, padding, dilation, groups)
             return
         ga, wa, o = _nd(g), _nd(w), _nd(out)
@@ -426,7 +427,7 @@ class NumpyBackend(Backend):
 
     def conv2d_grad_weight(self, x: View, g: View, out: View, stride: Sequence[int],
                            padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
-        if x.dtype is _dtype.bfloat16:
+        if x.dtype is _BFD:
             _via_f32(self.conv2d_grad_weight, (2,), x, g, out, stride, padding, dilation, groups)
             return
         xa, ga, o = _nd(x), _nd(g), _nd(out)
@@ -441,7 +442,7 @@ class NumpyBackend(Backend):
 
     def max_pool2d(self, x: View, out: View, indices: View, kernel_size: Sequence[int],
                    stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int]) -> None:
-        if x.dtype is _dtype.bfloat16:
+        if x.dtype is _BFD:
             _via_f32(self.max_pool2d, (1,), x, out, indices, kernel_size, stride, padding, dilation)
             return
         xa, o, ind = _nd(x), _nd(out), _nd(indices)
@@ -501,7 +502,7 @@ class NumpyBackend(Backend):
     def max_pool2d_grad_input(self, g: View, indices: View, out: View,
                               kernel_size: Sequence[int], stride: Sequence[int],
                               padding: Sequence[int], dilation: Sequence[int]) -> None:
-        if g.dtype is _dtype.bfloat16:
+        if g.dtype is _BFD:
             _via_f32(self.max_pool2d_grad_input, (2,), g, indices, out, kernel_size, stride,
                      padding, dilation)
             return
