@@ -39,6 +39,7 @@ __all__ = [
     "remember",
     "scalar_arg",
     "bf16_bits",
+    "is_bf16",
     "via_f32",
 ]
 
