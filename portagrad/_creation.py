@@ -141,6 +141,8 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
             dt = _dtype.from_numpy_dtype(arr.dtype)
     else:
         dt = _dtype.as_dtype(dtype)
+        if not isinstance(data, (np.ndarray, np.generic)):  # numpy arrays wrap, as in PyTorch
+            _dtype.check_storable(arr, dt)
     return from_host(arr, device, dt, requires_grad, pin_memory)
 
 

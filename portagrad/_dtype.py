@@ -12,7 +12,7 @@ __all__ = [
     "dtype", "float16", "float32", "float64", "int32", "int64", "bool", "half", "float", "double",
     "int", "long", "result_type", "promote_types", "get_default_dtype", "set_default_dtype",
     "from_numpy_dtype", "as_dtype", "ALL_DTYPES",
-    "uint8", "int8", "int16", "bfloat16", "short", "can_cast", "iinfo", "finfo",
+    "uint8", "int8", "int16", "bfloat16", "short", "can_cast", "iinfo", "finfo", "check_storable",
 ]
 
 _builtin_bool = bool
@@ -232,3 +232,18 @@ class iinfo:
 
     def __repr__(self) -> str:
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+# the values a Python number may have to be stored into a narrow integer dtype (PyTorch's checked
+# conversion: a negative number whose magnitude fits wraps into uint8)
+_STORABLE = {uint8: (-255, 255), int8: (-128, 127), int16: (-32768, 32767)}
+
+
+def check_storable(values: np.ndarray, d: dtype) -> None:
+    """Raise PyTorch's ``RuntimeError`` when Python numbers ``values`` overflow the narrow integer
+    dtype ``d`` (``tensor([300], dtype=uint8)``); other dtypes are not checked."""
+    r = _STORABLE.get(d)
+    if r is None or not values.size or values.dtype.kind not in "iuf":
+        return
+    if values.min() < r[0] or values.max() > r[1]:
+        raise RuntimeError(f"value cannot be converted to type {d.name} without overflow")

@@ -267,6 +267,12 @@ def test_stored_scalars_are_checked_as_pytorch(device: str) -> None:
     with pytest.raises(RuntimeError, match="type int16_t without overflow"):
         pg.full((1,), 32768, dtype=pg.int16, device=device)
     assert pg.full((1,), -32768, dtype=pg.int16, device=device).tolist() == [-32768]
+    assert pg.tensor([-1, -200], dtype=pg.uint8, device=device).tolist() == [255, 56]
+    assert pg.tensor(np.array([300]), dtype=pg.uint8, device=device).tolist() == [44]
+    for data, d in (([300], pg.uint8), ([-256], pg.uint8), ([128], pg.int8), ([2.5, 300.7], pg.uint8),
+                    (40000, pg.int16)):
+        with pytest.raises(RuntimeError, match=f"type {d.name} without overflow"):
+            pg.tensor(data, dtype=d, device=device)
 
 
 def test_mixed_integer_promotion_computes(device: str) -> None:
