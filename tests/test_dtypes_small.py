@@ -344,6 +344,11 @@ def test_bfloat16_reductions_accumulate_in_float32(device: str) -> None:
     assert pg.ones(3, 40000, dtype=pg.bfloat16, device=device).sum(1).tolist() == [39936.0] * 3
     x = pg.tensor([1.0, 2.0, 4.0], dtype=pg.bfloat16, device=device)
     assert x.mean().item() == 2.328125  # torch 2.13
+    # mean, var and std round once from float32 (rounding the sum first would give 330.0)
+    y = pg.tensor([[0.1, -7.0, 1e3], [3.3, 2.2, 1.1]], dtype=pg.bfloat16, device=device)
+    assert y.mean(1).tolist() == [332.0, 2.203125] and y.mean(1).dtype is pg.bfloat16
+    assert y.var(1).tolist() == [335872.0, 1.203125] and y.std(1).tolist() == [580.0, 1.1015625]
+    assert y.std(0, unbiased=False).tolist() == [1.6015625, 4.59375, 500.0]
     assert x.max().item() == 4.0 and x.argmin().item() == 0
 
 

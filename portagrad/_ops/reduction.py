@@ -77,10 +77,16 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
     if not dt.is_floating_point:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
                            f"floating point or complex dtype. Got: {_dtype_name(input.dtype)}")
+    if dt in _HALF_TYPES:  # PyTorch's kernel sums and divides in float32, then rounds once
+        return mean(input, dim, keepdim, dtype=_dtype.float32).to(dt)
     axes = wrap_dims(dim, input.dim())
     n = math.prod(input.shape[a] for a in axes)
     s = call(_Sum, input, axes, keepdim, dt)
     return s / n if n else s / 0.0  # mean of nothing is nan (0/0), as PyTorch
+
+
+#: the 16-bit floating dtypes, whose statistics PyTorch accumulates in float32
+_HALF_TYPES = (_dtype.bfloat16, _dtype.float16)
 
 
 def _dtype_name(d: Any) -> str:
@@ -267,6 +273,9 @@ def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
     correction = 1 if correction is None else correction
     if not input.dtype.is_floating_point:
         raise RuntimeError("std and var only support floating point and complex dtypes")
+    if input.dtype in _HALF_TYPES:  # in float32, rounded once (PyTorch's kernel)
+        return var(input.to(_dtype.float32), dim, None, keepdim,
+                   correction=correction).to(input.dtype)
     axes = wrap_dims(dim, input.dim())
     n = math.prod(input.shape[a] for a in axes)
     mu = mean(input, axes, keepdim=True)
@@ -278,6 +287,9 @@ def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
 def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
     """Standard deviation (``sqrt(var)``)."""
+    if input.dtype in _HALF_TYPES:  # in float32, rounded once (PyTorch's kernel)
+        return std(input.to(_dtype.float32), dim, unbiased, keepdim,
+                   correction=correction).to(input.dtype)
     return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
 
 
