@@ -544,3 +544,20 @@ def test_bfloat16_elementwise_chain_rounds_every_op(device: str) -> None:
     s = r(1 / (1 + np.exp(-r(r(xf * np.float32(0.3)) + np.float32(1.7)))))
     want = r(np.exp(r(r(s * xf) - np.float32(0.1))))
     assert np.array_equal(_np(y).astype(np.float32), want)
+
+
+def test_bfloat16_activations_round_once(device: str) -> None:
+    """PyTorch's activation kernels compute bfloat16 in float32 and round once: the same bits as
+    the float32 result rounded (chaining bfloat16 ops would round every intermediate)."""
+    F = pg.nn.functional
+    xs = np.linspace(-6, 6, 97).astype(np.float32).astype(BF16)
+    x = pg.tensor(xs, device=device)
+    xf = pg.tensor(xs.astype(np.float32), device=device)
+    for fn in (F.gelu, F.silu, F.softplus, F.mish, F.elu, F.hardswish, F.logsigmoid,
+               lambda t: F.gelu(t, approximate="tanh")):
+        got = _np(fn(x))
+        want = _np(fn(xf)).astype(BF16)
+        assert got.dtype == BF16 and np.array_equal(got.view(np.uint16), want.view(np.uint16))
+    y = pg.tensor([float("nan"), float("inf"), -float("inf"), 1.5], dtype=pg.bfloat16,
+                  device=device)
+    assert pg.nan_to_num(y).tolist() == [0.0, 3.3895313892515355e+38, -3.3895313892515355e+38, 1.5]

@@ -675,7 +675,7 @@ def gelu_erf(x: Tensor) -> Tensor:
 
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> Tensor:
-    info = np.finfo(input.dtype.numpy) if input.dtype.is_floating_point else None
+    info = _dtype.finfo(input.dtype) if input.dtype.is_floating_point else None
     if info is None:
         return input.clone()
     posinf = float(info.max) if posinf is None else posinf

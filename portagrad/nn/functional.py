@@ -197,7 +197,15 @@ def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Ten
     return hardtanh(input, min_val, max_val, True)
 
 
+def _in_float32(fn: Any) -> Any:
+    """``fn`` computed on a float32 copy and rounded back once: PyTorch's activation kernels
+    compute bfloat16 so, where chaining bfloat16 ops would round every intermediate."""
+    return lambda x: C.to(fn(C.to(x, dtype=_dtype.float32)), dtype=x.dtype)
+
+
 def _maybe_inplace(fn: Any, input: Tensor, inplace: bool) -> Tensor:
+    if input.dtype is _dtype.bfloat16:
+        fn = _in_float32(fn)
     if inplace:
         return E.unary_inplace(fn, input)
     return fn(input)
@@ -239,6 +247,8 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """``x * Phi(x)`` (``approximate='tanh'``: the tanh approximation)."""
+    if input.dtype is _dtype.bfloat16:
+        return _in_float32(lambda x: gelu(x, approximate))(input)
     if approximate == "none":
         return E.gelu_erf(input)
     if approximate == "tanh":
@@ -276,6 +286,8 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold``."""
+    if input.dtype is _dtype.bfloat16:
+        return _in_float32(lambda x: E.softplus_raw(x, beta, threshold))(input)
     return E.softplus_raw(input, beta, threshold)
 
 
