@@ -349,6 +349,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {_dtype_name(x.dtype)}")
+    if x.dtype in _HALF_TYPES:  # in float32, rounded once (PyTorch's kernel)
+        return norm(x.to(_dtype.float32), p, dim, keepdim).to(x.dtype)
     axes = wrap_dims(dim, x.dim())
     if p in ("fro", 2, 2.0, None):
         return call(_Norm2, x, axes, keepdim)
