@@ -562,3 +562,15 @@ def test_bfloat16_activations_round_once(device: str) -> None:
     y = pg.tensor([float("nan"), float("inf"), -float("inf"), 1.5], dtype=pg.bfloat16,
                   device=device)
     assert pg.nan_to_num(y).tolist() == [0.0, 3.3895313892515355e+38, -3.3895313892515355e+38, 1.5]
+
+
+def test_module_bfloat16_casts_floating_parameters(device: str) -> None:
+    m = pg.nn.BatchNorm1d(3).to(device).bfloat16()
+    assert m.weight.dtype is pg.bfloat16 and m.running_var.dtype is pg.bfloat16
+    assert m.num_batches_tracked.dtype is pg.int64
+    lin = pg.nn.Linear(4, 2).to(device).bfloat16()
+    y = lin(pg.ones(3, 4, dtype=pg.bfloat16, device=device))
+    assert y.dtype is pg.bfloat16 and y.shape == (3, 2)
+    y.sum().backward()
+    assert lin.weight.grad is not None and lin.weight.grad.dtype is pg.bfloat16
+    assert lin.weight.grad.tolist() == [[3.0] * 4] * 2
