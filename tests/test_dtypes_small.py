@@ -167,6 +167,13 @@ def test_index_tensor_dtypes(device: str) -> None:
     for d in (pg.int8, pg.int16):
         with pytest.raises(IndexError, match="must be long, int, byte or bool"):
             x[pg.tensor([1], dtype=d, device=device)]
+    for d in (pg.uint8, pg.int8, pg.int16):  # index ops take int64 (or int32) indices only
+        i = pg.tensor([1], dtype=d, device=device)
+        one = pg.ones(1, device=device)
+        for name, args in (("index_add", (0, i, one)), ("index_copy", (0, i, one)),
+                           ("scatter", (0, i, 1)), ("gather", (0, i)), ("index_select", (0, i))):
+            with pytest.raises(RuntimeError, match="int32.*int64|int32/int64"):
+                getattr(x, name)(*args)
 
 
 # ------------------------------------------------------------------------------ casts
