@@ -275,6 +275,12 @@ def test_stored_scalars_are_checked_as_pytorch(device: str) -> None:
         pg.full((1,), 32768, dtype=pg.int16, device=device)
     assert pg.full((1,), -32768, dtype=pg.int16, device=device).tolist() == [-32768]
     assert pg.tensor([-1, -200], dtype=pg.uint8, device=device).tolist() == [255, 56]
+    v = pg.tensor([250, 3], dtype=pg.uint8, device=device)
+    with pytest.raises(RuntimeError, match="type uint8 without overflow"):
+        v.clamp(0, 1000)  # would clamp to the wrapped 232 otherwise
+    with pytest.raises(RuntimeError, match="type uint8 without overflow"):
+        v ** 300
+    assert v.clamp(1, 100).tolist() == [100, 3] and v.clamp(-1, 5).tolist() == [5, 5]
     assert pg.tensor(np.array([300]), dtype=pg.uint8, device=device).tolist() == [44]
     for data, d in (([300], pg.uint8), ([-256], pg.uint8), ([128], pg.int8), ([2.5, 300.7], pg.uint8),
                     (40000, pg.int16)):

@@ -358,6 +358,8 @@ def pow(input: Any, exponent: Any) -> Tensor:
         # as PyTorch: a bool tensor to a bool scalar power is x (True) or all True (False)
         return a.clone() if b else _raw.fill(_raw.new_like(a), True)
     refuse_bool("pow", dt)
+    if not isinstance(b, Tensor):  # the exponent must fit a narrow integer dtype (PyTorch)
+        _dtype.check_storable(np.asarray(b), dt)
     if not dt.is_floating_point:
         bad = (isinstance(b, Tensor) and bool(_raw.reduce("min", b, range(b.dim()), False).item() < 0)
                if isinstance(b, Tensor) and b.numel() else (not isinstance(b, Tensor) and b < 0))
@@ -750,6 +752,9 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # PyTorch
         dt = _dtype.result_type(x, *(v for v in (lo, hi) if v is not None))
         if dt is not x.dtype:
             x = to(x, dtype=dt)
+        for bound in (lo, hi):  # a bound must fit a narrow integer dtype (PyTorch checks it)
+            if bound is not None:
+                _dtype.check_storable(np.asarray(bound), x.dtype)
         lo = to_scalar(lo, x.dtype) if lo is not None else None
         hi = to_scalar(hi, x.dtype) if hi is not None else None
     return call(_Clamp, x, lo, hi)
