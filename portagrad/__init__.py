@@ -226,7 +226,7 @@ from ._ops.scan import cummax, cummin, cumprod, diff, logcumsumexp
 from ._ops.search import bincount, bucketize, histc, searchsorted, unique, unique_consecutive
 from ._ops.segment import index_reduce, scatter_reduce
 from ._ops.combine import index_put, put
-from ._ops.metadata import (can_cast, conj, get_device, is_complex, is_conj, is_inference, is_neg,
+from ._ops.metadata import (conj, get_device, is_complex, is_conj, is_inference, is_neg,
                             is_same_size, is_signed, narrow_copy, nonzero_static, real,
                             resolve_conj, resolve_neg)
 from ._ops.sequences import (chain_matmul, combinations, cumulative_trapezoid, isin, pdist,
@@ -268,7 +268,7 @@ __all__ += [
     "diagonal_scatter", "frexp", "gcd", "histogram", "i0", "lcm", "ldexp", "matrix_exp",
     "nanmedian", "nanquantile", "nextafter", "nonzero_static", "quantile", "select_scatter",
     "slice_scatter", "special", "cholesky_inverse", "cholesky_solve", "mode",
-    "triangular_solve", "bartlett_window", "blackman_window", "can_cast", "celu",
+    "triangular_solve", "bartlett_window", "blackman_window", "celu",
     "chain_matmul", "combinations", "conj", "cosine_similarity", "cumulative_trapezoid",
     "dropout", "get_device", "hamming_window", "hann_window", "hardshrink", "index_put",
     "is_complex", "is_conj", "is_inference", "is_neg", "is_same_size", "is_signed", "isin",
@@ -276,3 +276,8 @@ __all__ += [
     "resolve_conj", "resolve_neg", "selu", "threshold", "trapezoid", "trapz", "unravel_index",
     "vander", "igamma", "igammac", "qr", "lu", "lu_solve", "lu_unpack",
 ]
+
+# the dtypes of image data and checkpoints (uint8, int8, int16, bfloat16) and the dtype queries
+from ._dtype import bfloat16, can_cast, finfo, iinfo, int8, int16, short, uint8
+
+__all__ += ["bfloat16", "can_cast", "finfo", "iinfo", "int8", "int16", "short", "uint8"]

@@ -147,12 +147,14 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         if from_floats or (arr.dtype == np.float64
                            and not isinstance(data, (np.ndarray, np.generic))):
             dt = _dtype.get_default_dtype()
-        elif arr.dtype.kind in "iu" and arr.dtype != np.int32:
-            dt = _dtype.int64
+        elif arr.dtype.kind in "iu" and arr.dtype not in _dtype._BY_NUMPY:
+            dt = _dtype.int64  # integer types without a portagrad dtype (uint16 ...) widen
         else:
             dt = _dtype.from_numpy_dtype(arr.dtype)
     else:
         dt = _dtype.as_dtype(dtype)
+        if not isinstance(data, (np.ndarray, np.generic)):  # numpy arrays wrap, as in PyTorch
+            _dtype.check_storable(arr, dt)
     return from_host(arr, device, dt, requires_grad, pin_memory)
 
 

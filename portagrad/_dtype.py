@@ -5,12 +5,14 @@ from typing import Any
 
 import builtins as _builtins
 
+import ml_dtypes
 import numpy as np
 
 __all__ = [
     "dtype", "float16", "float32", "float64", "int32", "int64", "bool", "half", "float", "double",
     "int", "long", "result_type", "promote_types", "get_default_dtype", "set_default_dtype",
     "from_numpy_dtype", "as_dtype", "ALL_DTYPES",
+    "uint8", "int8", "int16", "bfloat16", "short", "can_cast", "iinfo", "finfo", "check_storable",
 ]
 
 _builtin_bool = bool
@@ -25,14 +27,15 @@ class dtype:
 
     __slots__ = ("name", "itemsize", "is_floating_point", "is_signed", "numpy", "_kind", "_rank")
 
-    def __init__(self, name: str, np_dtype: Any, kind: _py_int, rank: _py_int) -> None:
+    def __init__(self, name: str, np_dtype: Any, kind: _py_int, rank: _py_int,
+                 signed: _builtin_bool = True) -> None:
         self.name = name
         self.numpy = np.dtype(np_dtype)
         self.itemsize = self.numpy.itemsize
         self._kind = kind  # 0 bool, 1 integer, 2 floating: PyTorch's promotion categories
-        self._rank = rank
+        self._rank = rank  # position in ALL_DTYPES (PyTorch's ScalarType order)
         self.is_floating_point = kind == 2
-        self.is_signed = kind != 0
+        self.is_signed = kind != 0 and signed
 
     @property
     def is_complex(self) -> _builtin_bool:
@@ -46,16 +49,47 @@ class dtype:
 
 
 bool = dtype("bool", np.bool_, 0, 0)  # PyTorch's name
-int32 = dtype("int32", np.int32, 1, 2)
-int64 = dtype("int64", np.int64, 1, 3)
-float16 = dtype("float16", np.float16, 2, 1)
-float32 = dtype("float32", np.float32, 2, 2)
-float64 = dtype("float64", np.float64, 2, 3)
+uint8 = dtype("uint8", np.uint8, 1, 1, signed=False)
+int8 = dtype("int8", np.int8, 1, 2)
+int16 = dtype("int16", np.int16, 1, 3)
+int32 = dtype("int32", np.int32, 1, 4)
+int64 = dtype("int64", np.int64, 1, 5)
+float16 = dtype("float16", np.float16, 2, 6)
+# numpy has no bfloat16; ml_dtypes registers one (kind "V") whose casts round to nearest even
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, 2, 7)
+float32 = dtype("float32", np.float32, 2, 8)
+float64 = dtype("float64", np.float64, 2, 9)
 half, float, double, int, long = float16, float32, float64, int32, int64  # PyTorch's names
-ALL_DTYPES = (bool, int32, int64, float16, float32, float64)
+short = int16
+ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+
+# PyTorch's promote_types over ALL_DTYPES, row by row (computed with torch 2.13). It is not a
+# lattice by rank: uint8 with int8 gives int16, float16 with bfloat16 gives float32.
+_PROMOTE_NAMES = {
+    "bool": ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+             "float32", "float64"),
+    "uint8": ("uint8", "uint8", "int16", "int16", "int32", "int64", "float16", "bfloat16",
+              "float32", "float64"),
+    "int8": ("int8", "int16", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+             "float32", "float64"),
+    "int16": ("int16", "int16", "int16", "int16", "int32", "int64", "float16", "bfloat16",
+              "float32", "float64"),
+    "int32": ("int32", "int32", "int32", "int32", "int32", "int64", "float16", "bfloat16",
+              "float32", "float64"),
+    "int64": ("int64", "int64", "int64", "int64", "int64", "int64", "float16", "bfloat16",
+              "float32", "float64"),
+    "float16": ("float16", "float16", "float16", "float16", "float16", "float16", "float16",
+                "float32", "float32", "float64"),
+    "bfloat16": ("bfloat16", "bfloat16", "bfloat16", "bfloat16", "bfloat16", "bfloat16",
+                 "float32", "bfloat16", "float32", "float64"),
+    "float32": ("float32",) * 9 + ("float64",),
+    "float64": ("float64",) * 10,
+}
 
 _BY_NUMPY = {d.numpy: d for d in ALL_DTYPES}
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
+_PROMOTE = {(a, b): _BY_NAME[_PROMOTE_NAMES[a.name][b._rank]]
+            for a in ALL_DTYPES for b in ALL_DTYPES}
 _default_float = float32
 
 
@@ -80,7 +114,7 @@ def from_numpy_dtype(np_dtype: Any) -> dtype:
     except (KeyError, TypeError):
         raise TypeError(
             f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types are: "
-            "float64, float32, float16, int64, int32, and bool."
+            "float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool."
         ) from None
 
 
@@ -106,9 +140,13 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     """The smallest dtype both ``a`` and ``b`` convert to (PyTorch's ``promote_types``)."""
     if a is b:
         return a
-    if a._kind != b._kind:
-        return a if a._kind > b._kind else b
-    return a if a._rank >= b._rank else b
+    return _PROMOTE[(as_dtype(a), as_dtype(b))]
+
+
+def can_cast(from_: dtype, to: dtype) -> _builtin_bool:
+    """Whether PyTorch's casting rules allow ``from_`` to ``to`` in type promotion: never to a
+    lower category (floating -> integer, integer -> bool)."""
+    return as_dtype(from_)._kind <= as_dtype(to)._kind
 
 
 def _scalar_kind(x: Any) -> _py_int:
@@ -144,3 +182,68 @@ def result_type(*operands: Any) -> dtype:
     if result is None:
         raise TypeError("result_type needs at least one operand")
     return result
+
+
+def _g(x: Any) -> str:
+    return f"{_py_float(x):.6g}"
+
+
+class finfo:
+    """Machine limits of a floating dtype, as ``torch.finfo`` (``bits``, ``eps``, ``max``, ``min``,
+    ``tiny``/``smallest_normal``, ``resolution``, ``dtype``). Without an argument: the default
+    dtype."""
+
+    def __init__(self, type: Any = None) -> None:
+        d = _default_float if type is None else as_dtype(type)
+        if not d.is_floating_point:
+            raise TypeError(f"finfo() requires a floating point input type, got {d}; use iinfo "
+                            "for integer types")
+        info = ml_dtypes.finfo(d.numpy)  # numpy's own finfo for numpy types, bfloat16's too
+        self.bits: _py_int = d.itemsize * 8
+        self.eps: _py_float = _py_float(info.eps)
+        self.max: _py_float = _py_float(info.max)
+        self.min: _py_float = _py_float(info.min)
+        self.tiny: _py_float = _py_float(info.smallest_normal)
+        self.smallest_normal: _py_float = self.tiny
+        self.resolution: _py_float = 10.0 ** -_py_int(info.precision)  # as PyTorch, in float64
+        self.dtype: str = d.name
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={_g(self.resolution)}, min={_g(self.min)}, max={_g(self.max)}, "
+                f"eps={_g(self.eps)}, smallest_normal={_g(self.smallest_normal)}, "
+                f"tiny={_g(self.tiny)}, dtype={self.dtype})")
+
+
+class iinfo:
+    """Limits of an integer dtype, as ``torch.iinfo`` (``bits``, ``min``, ``max``, ``dtype``)."""
+
+    def __init__(self, type: Any) -> None:
+        d = as_dtype(type)
+        if d is bool:
+            raise TypeError("portagrad.bool is not supported by iinfo")
+        if d._kind != 1:
+            raise TypeError(f"iinfo() requires an integer input type, got {d}; use finfo for "
+                            "floating-point types")
+        info = np.iinfo(d.numpy)
+        self.bits: _py_int = d.itemsize * 8
+        self.min: _py_int = _py_int(info.min)
+        self.max: _py_int = _py_int(info.max)
+        self.dtype: str = d.name
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+# the values a Python number may have to be stored into a narrow integer dtype (PyTorch's checked
+# conversion: a negative number whose magnitude fits wraps into uint8)
+_STORABLE = {uint8: (-255, 255), int8: (-128, 127), int16: (-32768, 32767)}
+
+
+def check_storable(values: np.ndarray, d: dtype) -> None:
+    """Raise PyTorch's ``RuntimeError`` when Python numbers ``values`` overflow the narrow integer
+    dtype ``d`` (``tensor([300], dtype=uint8)``); other dtypes are not checked."""
+    r = _STORABLE.get(d)
+    if r is None or not values.size or values.dtype.kind not in "iuf":
+        return
+    if values.min() < r[0] or values.max() > r[1]:
+        raise RuntimeError(f"value cannot be converted to type {d.name} without overflow")

@@ -59,6 +59,8 @@ def format_tensor(t: Tensor) -> str:
     except Exception as exc:  # a repr must never raise
         return f"tensor(<unavailable: {exc}>, device='{t.device}', dtype={t.dtype})"
     kw: dict = {}
+    if arr.dtype == _dtype.bfloat16.numpy:  # numpy formats it as an opaque type (kind "V")
+        arr = arr.astype(np.float32)
     if arr.dtype.kind == "f":
         kw["formatter"] = _padded(_float_formatter(arr), "float_kind", arr)
     elif arr.dtype == np.bool_:

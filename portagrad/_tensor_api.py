@@ -979,6 +979,22 @@ class TensorOps:
         """``self.to(portagrad.bool)``."""
         return _C.to(self, dtype=_dtype.bool)
 
+    def byte(self, memory_format: Any = None) -> Tensor:
+        """``self.to(portagrad.uint8)``."""
+        return _C.to(self, dtype=_dtype.uint8)
+
+    def char(self, memory_format: Any = None) -> Tensor:
+        """``self.to(portagrad.int8)``."""
+        return _C.to(self, dtype=_dtype.int8)
+
+    def short(self, memory_format: Any = None) -> Tensor:
+        """``self.to(portagrad.int16)``."""
+        return _C.to(self, dtype=_dtype.int16)
+
+    def bfloat16(self, memory_format: Any = None) -> Tensor:
+        """``self.to(portagrad.bfloat16)``."""
+        return _C.to(self, dtype=_dtype.bfloat16)
+
     # ------------------------------------------------ factories on self's dtype and device
     def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None,
                   requires_grad: _bool = False, **kwargs: Any) -> Tensor:

@@ -61,8 +61,9 @@ _FORMAT_VERSION = "1"
 _MAX_HEADER = 100 * 1024 * 1024  # the safetensors library's own limit
 _MAX_DEPTH = 256
 _ST_DTYPES = {"F16": "float16", "F32": "float32", "F64": "float64", "I32": "int32",
-              "I64": "int64", "BOOL": "bool"}
-_ST_OTHER = {"BF16", "F8_E4M3", "F8_E5M2", "I8", "U8", "I16", "U16", "U32", "U64", "C64"}
+              "I64": "int64", "BOOL": "bool",
+              "U8": "uint8", "I8": "int8", "I16": "int16", "BF16": "bfloat16"}  # ml_dtypes' name
+_ST_OTHER = {"F8_E4M3", "F8_E5M2", "U16", "U32", "U64", "C64"}
 
 
 class LoadError(RuntimeError):

@@ -39,6 +39,22 @@ PROMOTE = {
 }
 
 
+# the dtypes of image data and checkpoints: torch.promote_types with uint8, int8, int16, bfloat16
+# (torch 2.13; uint8 with int8 is int16, bfloat16 with float16 is float32)
+U8, I8, I16, BF16, F16 = pg.uint8, pg.int8, pg.int16, pg.bfloat16, pg.float16
+PROMOTE.update({
+    (B, U8): U8, (B, I8): I8, (B, I16): I16, (B, BF16): BF16,
+    (U8, U8): U8, (U8, I8): I16, (U8, I16): I16, (U8, I32): I32, (U8, I64): I64,
+    (U8, F16): F16, (U8, BF16): BF16, (U8, F32): F32, (U8, F64): F64,
+    (I8, I8): I8, (I8, I16): I16, (I8, I32): I32, (I8, I64): I64,
+    (I8, F16): F16, (I8, BF16): BF16, (I8, F32): F32, (I8, F64): F64,
+    (I16, I16): I16, (I16, I32): I32, (I16, I64): I64,
+    (I16, F16): F16, (I16, BF16): BF16, (I16, F32): F32, (I16, F64): F64,
+    (I32, BF16): BF16, (I64, BF16): BF16, (F16, BF16): F32,
+    (BF16, BF16): BF16, (BF16, F32): F32, (BF16, F64): F64,
+})
+
+
 def promote(a: Any, b: Any) -> Any:
     return PROMOTE.get((a, b)) or PROMOTE[(b, a)]
 

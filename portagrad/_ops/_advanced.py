@@ -8,6 +8,7 @@ there, so a bad index raises ``IndexError`` naming it.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -96,8 +97,29 @@ def _index_first(x: Tensor, k: Any) -> Tensor | None:
     return reshape(out, tuple(k.shape) + tuple(x.shape[1:]))
 
 
+def _index_dtypes(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """PyTorch's index tensor dtypes: int64, int32, bool, and uint8 read as a mask (deprecated,
+    with its warning); int8 and int16 are refused."""
+    if not any(isinstance(k, Tensor) and k.dtype in _NARROW_INT for k in key):
+        return key
+    out = []
+    for k in key:
+        if isinstance(k, Tensor) and k.dtype is _dtype.uint8:
+            warnings.warn("indexing with dtype portagrad.uint8 is now deprecated, please use a "
+                          "dtype portagrad.bool instead.", UserWarning, stacklevel=5)
+            k = _raw.binary("ne", k, 0, _dtype.bool)
+        elif isinstance(k, Tensor) and k.dtype in _NARROW_INT:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        out.append(k)
+    return tuple(out)
+
+
+_NARROW_INT = (_dtype.uint8, _dtype.int8, _dtype.int16)
+
+
 def advanced_getitem(x: Tensor, key: tuple[Any, ...]) -> Tensor:
     """``x[key]`` for a key holding integer/bool tensors, lists or arrays (a copy)."""
+    key = _index_dtypes(key)
     if len(key) == 1:
         out = _index_first(x, key[0])
         if out is not None:
@@ -110,6 +132,7 @@ def advanced_getitem(x: Tensor, key: tuple[Any, ...]) -> Tensor:
 
 def advanced_setitem(x: Tensor, key: tuple[Any, ...], value: Any) -> None:
     """``x[key] = value`` for an advanced key: a scatter into ``x``, in place."""
+    key = _index_dtypes(key)
     pos = _positions(x, _host_key(x, key))
     idx = _creation.from_host(pos.reshape(-1), device=x.device)
     if not isinstance(value, Tensor):

@@ -126,7 +126,8 @@ def prepare_binary(a: Any, b: Any, op: str, float_only: bool = False
 def type_name(d: _dtype.dtype) -> str:
     """PyTorch's scalar type name of a dtype, as its error messages spell it (``Float``)."""
     return {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int",
-            "int64": "Long", "bool": "Bool"}.get(d.name, d.name)
+            "int64": "Long", "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
+            "bfloat16": "BFloat16"}.get(d.name, d.name)
 
 
 # Ops PyTorch has no bool kernel for, and the kernel its error names ("abs_cpu" not implemented

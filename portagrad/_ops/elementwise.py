@@ -358,6 +358,8 @@ def pow(input: Any, exponent: Any) -> Tensor:
         # as PyTorch: a bool tensor to a bool scalar power is x (True) or all True (False)
         return a.clone() if b else _raw.fill(_raw.new_like(a), True)
     refuse_bool("pow", dt)
+    if not isinstance(b, Tensor):  # the exponent must fit a narrow integer dtype (PyTorch)
+        _dtype.check_storable(np.asarray(b), dt)
     if not dt.is_floating_point:
         bad = (isinstance(b, Tensor) and bool(_raw.reduce("min", b, range(b.dim()), False).item() < 0)
                if isinstance(b, Tensor) and b.numel() else (not isinstance(b, Tensor) and b < 0))
@@ -679,7 +681,7 @@ def gelu_erf(x: Tensor) -> Tensor:
 
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> Tensor:
-    info = np.finfo(input.dtype.numpy) if input.dtype.is_floating_point else None
+    info = _dtype.finfo(input.dtype) if input.dtype.is_floating_point else None
     if info is None:
         return input.clone()
     posinf = float(info.max) if posinf is None else posinf
@@ -754,6 +756,9 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # PyTorch
         dt = _dtype.result_type(x, *(v for v in (lo, hi) if v is not None))
         if dt is not x.dtype:
             x = to(x, dtype=dt)
+        for bound in (lo, hi):  # a bound must fit a narrow integer dtype (PyTorch checks it)
+            if bound is not None:
+                _dtype.check_storable(np.asarray(bound), x.dtype)
         lo = to_scalar(lo, x.dtype) if lo is not None else None
         hi = to_scalar(hi, x.dtype) if hi is not None else None
     return call(_Clamp, x, lo, hi)
@@ -841,7 +846,8 @@ def _can_cast(res: Any, out: Any) -> bool:
 
 def _type_name(d: Any) -> str:
     return {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int",
-            "int64": "Long", "bool": "Bool"}[d.name]
+            "int64": "Long", "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
+            "bfloat16": "BFloat16"}[d.name]
 
 
 _DIRECT_INPLACE = {add: "add", sub: "sub", mul: "mul", div: "div"}

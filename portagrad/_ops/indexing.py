@@ -34,6 +34,8 @@ def _as_index(index: Any, like: Tensor, name: str = "index") -> Tensor:
     if index.dtype.is_floating_point or index.dtype is _dtype.bool and name != "mask":
         raise IndexError(f"tensors used as indices must be long, int, byte or bool tensors "
                          f"(got {index.dtype})")
+    if index.dtype in (_dtype.uint8, _dtype.int8, _dtype.int16):  # PyTorch's index ops refuse them
+        raise RuntimeError(f"Expected dtype int32/int64 for {name}, but got {index.dtype}")
     check_same_device(like, index, name)
     if index.dtype is not _dtype.int64:
         index = _raw.cast(index, _dtype.int64)

@@ -77,15 +77,22 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
     if not dt.is_floating_point:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
                            f"floating point or complex dtype. Got: {_dtype_name(input.dtype)}")
+    if dt in _HALF_TYPES:  # PyTorch's kernel sums and divides in float32, then rounds once
+        return mean(input, dim, keepdim, dtype=_dtype.float32).to(dt)
     axes = wrap_dims(dim, input.dim())
     n = math.prod(input.shape[a] for a in axes)
     s = call(_Sum, input, axes, keepdim, dt)
     return s / n if n else s / 0.0  # mean of nothing is nan (0/0), as PyTorch
 
 
+#: the 16-bit floating dtypes, whose statistics PyTorch accumulates in float32
+_HALF_TYPES = (_dtype.bfloat16, _dtype.float16)
+
+
 def _dtype_name(d: Any) -> str:
     return {"float32": "Float", "float64": "Double", "int32": "Int", "int64": "Long",
-            "bool": "Bool", "float16": "Half"}[d.name]
+            "bool": "Bool", "float16": "Half", "uint8": "Byte", "int8": "Char", "int16": "Short",
+            "bfloat16": "BFloat16"}[d.name]
 
 
 class _Prod(Function):
@@ -266,6 +273,9 @@ def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
     correction = 1 if correction is None else correction
     if not input.dtype.is_floating_point:
         raise RuntimeError("std and var only support floating point and complex dtypes")
+    if input.dtype in _HALF_TYPES:  # in float32, rounded once (PyTorch's kernel)
+        return var(input.to(_dtype.float32), dim, None, keepdim,
+                   correction=correction).to(input.dtype)
     axes = wrap_dims(dim, input.dim())
     n = math.prod(input.shape[a] for a in axes)
     mu = mean(input, axes, keepdim=True)
@@ -277,6 +287,9 @@ def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
 def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
     """Standard deviation (``sqrt(var)``)."""
+    if input.dtype in _HALF_TYPES:  # in float32, rounded once (PyTorch's kernel)
+        return std(input.to(_dtype.float32), dim, unbiased, keepdim,
+                   correction=correction).to(input.dtype)
     return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
 
 
@@ -336,6 +349,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {_dtype_name(x.dtype)}")
+    if x.dtype in _HALF_TYPES:  # in float32, rounded once (PyTorch's kernel)
+        return norm(x.to(_dtype.float32), p, dim, keepdim).to(x.dtype)
     axes = wrap_dims(dim, x.dim())
     if p in ("fro", 2, 2.0, None):
         return call(_Norm2, x, axes, keepdim)
@@ -356,8 +371,8 @@ def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     b = input if input.dtype is _dtype.bool else _raw.binary("ne", input, 0, _dtype.bool)
     if b.numel() == 0:
         out = _raw.reduce("sum", _raw.cast(b, _dtype.int32), axes, keepdim)
-        return _raw.binary("ne", out, 0, _dtype.bool)
-    return _raw.reduce("max", b, axes, keepdim)
+        return _uint8_stays(input, _raw.binary("ne", out, 0, _dtype.bool))
+    return _uint8_stays(input, _raw.reduce("max", b, axes, keepdim))
 
 
 def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
@@ -366,8 +381,13 @@ def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     b = input if input.dtype is _dtype.bool else _raw.binary("ne", input, 0, _dtype.bool)
     if b.numel() == 0:
         out = _raw.reduce("sum", _raw.cast(b, _dtype.int32), axes, keepdim)
-        return _raw.binary("eq", out, 0, _dtype.bool)
-    return _raw.reduce("min", b, axes, keepdim)
+        return _uint8_stays(input, _raw.binary("eq", out, 0, _dtype.bool))
+    return _uint8_stays(input, _raw.reduce("min", b, axes, keepdim))
+
+
+def _uint8_stays(input: Tensor, result: Tensor) -> Tensor:
+    """PyTorch's any/all of a uint8 tensor are uint8 (0 or 1), of every other dtype bool."""
+    return _raw.cast(result, _dtype.uint8) if input.dtype is _dtype.uint8 else result
 
 
 def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:

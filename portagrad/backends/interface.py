@@ -23,7 +23,10 @@ honour ``out``'s strides too.
 Dtypes
 ------
 ``View.dtype`` is a :class:`portagrad.dtype` (``float32``, ``float64``, ``int32``, ``int64``,
-``bool``, optionally ``float16``). Elementwise primitives receive inputs already converted to the
+``bool``, optionally ``float16``, ``uint8``, ``int8``, ``int16`` and ``bfloat16``, whose numpy type
+is ml_dtypes'; PyTorch computes bfloat16 in float32 and rounds once per op, accumulating
+reductions and products in float32, and so do the built-in backends; integer arithmetic wraps).
+Elementwise primitives receive inputs already converted to the
 computation dtype by the core (it calls :meth:`Backend.copy` to cast), except where noted
 (comparisons write ``bool``; ``where``'s condition is ``bool``; index tensors are ``int64``).
 

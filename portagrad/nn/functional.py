@@ -216,7 +216,15 @@ def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Ten
     return hardtanh(input, min_val, max_val, True)
 
 
+def _in_float32(fn: Any) -> Any:
+    """``fn`` computed on a float32 copy and rounded back once: PyTorch's activation kernels
+    compute bfloat16 so, where chaining bfloat16 ops would round every intermediate."""
+    return lambda x: C.to(fn(C.to(x, dtype=_dtype.float32)), dtype=x.dtype)
+
+
 def _maybe_inplace(fn: Any, input: Tensor, inplace: bool) -> Tensor:
+    if input.dtype is _dtype.bfloat16:
+        fn = _in_float32(fn)
     if inplace:
         return E.unary_inplace(fn, input)
     return fn(input)
@@ -258,6 +266,8 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """``x * Phi(x)`` (``approximate='tanh'``: the tanh approximation)."""
+    if input.dtype is _dtype.bfloat16:
+        return _in_float32(lambda x: gelu(x, approximate))(input)
     if approximate == "none":
         return E.gelu_erf(input)
     if approximate == "tanh":
@@ -295,6 +305,8 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold``."""
+    if input.dtype is _dtype.bfloat16:
+        return _in_float32(lambda x: E.softplus_raw(x, beta, threshold))(input)
     return E.softplus_raw(input, beta, threshold)
 
 
@@ -427,6 +439,8 @@ def _softmax_impl(input: Tensor, dim: Any, dtype: Any, log: bool) -> Tensor:
                            f"implemented for '{E._type_name(x.dtype)}'")
     if x.numel() == 0:
         return x.clone()
+    if x.dtype is _dtype.bfloat16:  # PyTorch's kernel computes in float32 and rounds once
+        return C.to(_softmax_impl(C.to(x, dtype=_dtype.float32), d, None, log), dtype=x.dtype)
     if x.dim() == 0:
         x1 = S.reshape(x, (1,))
         return S.reshape(call(_Softmax, x1, 0, log), ())
@@ -1510,6 +1524,9 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
                            f"[*, {', '.join(map(str, ns))}], but got input of size"
                            f"{list(input.shape)}")
+    if input.dtype is _dtype.bfloat16:  # PyTorch's kernel computes in float32 and rounds once
+        w, b = (None if t is None else C.to(t, dtype=_dtype.float32) for t in (weight, bias))
+        return C.to(layer_norm(C.to(input, dtype=_dtype.float32), ns, w, b, eps), dtype=input.dtype)
     axes = tuple(range(input.dim() - k, input.dim()))
     mu = R.mean(input, axes, keepdim=True)
     xc = E.sub(input, mu)

@@ -8,10 +8,12 @@ from typing import Any
 
 import numpy as np
 
+from ... import _dtype
+from ..._shape import contiguous_strides
 from ...errors import OutOfMemoryError
 from .. import philox
 from ..interface import Backend, DeviceProperties, View
-from ..ufuncs import BINARY_UFUNCS
+from ..ufuncs import BINARY_UFUNCS, fit_scalar
 
 __all__ = ["NumpyBackend"]
 
@@ -120,6 +122,51 @@ _UNARY_FN = {"relu": _relu, "rsqrt": _rsqrt, "sigmoid": _sigmoid, "erf": _erf_op
 
 _REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 
+# bfloat16 (ml_dtypes) is stored as itself but computed in float32 and rounded once per primitive,
+# as PyTorch does: ml_dtypes' own ufuncs would round every intermediate of a composite (sigmoid),
+# accumulate reductions and products in bfloat16, and numpy's sort/argmax don't know the type
+_BF16 = _dtype.bfloat16.numpy
+_BFD, _BOOLD = _dtype.bfloat16, _dtype.bool  # module constants: cheaper than attribute lookups
+
+
+def _is_bf16(x: Any) -> bool:
+    return x.__class__ is View and x.dtype is _BFD
+
+
+# PyTorch wraps a Python int operand into the tensor's integer dtype (uint8 + 1000 == uint8 + 232);
+# numpy refuses one that does not fit
+_INT_RANGE = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
+              for t in (np.uint8, np.int8, np.int16, np.int32)}
+
+
+def _wrap_int(s: int, x: Any) -> Any:
+    """The Python int ``s`` wrapped into the integer dtype of the view ``x`` if it falls outside."""
+    if x.__class__ is not View:
+        return s
+    r = _INT_RANGE.get(x.dtype.numpy)
+    if r is None or r[0] <= s <= r[1]:
+        return s
+    return (s - r[0]) % (r[1] - r[0] + 1) + r[0]
+
+
+def _f32_view(v: View) -> View:
+    """A contiguous float32 copy of the bfloat16 view ``v`` (exact: every bfloat16 is a float32)."""
+    a = np.ascontiguousarray(_nd(v), np.float32)
+    out = View(a.reshape(-1).view(np.uint8), 0, v.shape, contiguous_strides(v.shape),
+               _dtype.float32)
+    out.cache = a
+    return out
+
+
+def _via_f32(fn: Any, outs: Sequence[int], *args: Any) -> None:
+    """Run primitive ``fn`` with every bfloat16 view among ``args`` replaced by a float32 copy,
+    then round the float32 results at positions ``outs`` back into their bfloat16 views."""
+    conv = [_f32_view(a) if _is_bf16(a) else a for a in args]
+    fn(*conv)
+    for i in outs:
+        if conv[i] is not args[i]:
+            np.copyto(_nd(args[i]), _nd(conv[i]), casting="unsafe")  # round to nearest even
+
 
 class NumpyBackend(Backend):
     """The ``cpu`` device: buffers are 1-D ``uint8`` numpy arrays; primitives call numpy."""
@@ -189,6 +236,9 @@ class NumpyBackend(Backend):
 
     # ------------------------------------------------------------- primitives
     def unary(self, op: str, x: View, out: View) -> None:
+        if x.dtype is _BFD:
+            _via_f32(self.unary, (2,), op, x, out)
+            return
         f = _UNARY.get(op)
         if f is not None:
             f(_nd(x), out=_nd(out))
@@ -196,6 +246,14 @@ class NumpyBackend(Backend):
             _UNARY_FN[op](_nd(x), _nd(out))
 
     def binary(self, op: str, a: Any, b: Any, out: View) -> None:
+        od = out.dtype  # bfloat16 operands write bfloat16, or bool (comparisons, logical ops)
+        if od is _BFD or (od is _BOOLD and (_is_bf16(a) or _is_bf16(b))):
+            _via_f32(self.binary, (3,), op, a, b, out)
+            return
+        if b.__class__ is int:
+            b = _wrap_int(b, a)
+        elif a.__class__ is int:
+            a = _wrap_int(a, b)
         o = _nd(out)
         if (op == "floordiv" or op == "remainder" or op == "fmod") and o.dtype.kind in "iu":
             self._int_div(op, _arg(a), _arg(b), o)
@@ -212,6 +270,10 @@ class NumpyBackend(Backend):
     def where(self, cond: View, a: Any, b: Any, out: View) -> None:
         # two masked copies into out: no temporary (np.where allocates a full result)
         o, c = _nd(out), _nd(cond)
+        if a.__class__ is int:
+            a = fit_scalar(a, out.dtype.name)
+        if b.__class__ is int:
+            b = fit_scalar(b, out.dtype.name)
         if a is out:  # in place on a: only b's positions change
             np.copyto(o, _arg(b), where=~c)
             return
@@ -220,6 +282,8 @@ class NumpyBackend(Backend):
 
     def copy(self, src: View, dst: View) -> None:
         s, d = _nd(src), _nd(dst)
+        if s.dtype is _BF16 and d.dtype.kind in "iub":  # as float32 (truncation, != 0 for bool)
+            s = s.astype(np.float32)
         if d.dtype.kind in "iub" and s.dtype.kind == "f":
             with np.errstate(invalid="ignore"):
                 if d.dtype == np.bool_:
@@ -230,9 +294,12 @@ class NumpyBackend(Backend):
         np.copyto(d, s, casting="unsafe")
 
     def fill(self, out: View, value: Any) -> None:
-        _nd(out).fill(value)
+        _nd(out).fill(fit_scalar(value, out.dtype.name))
 
     def reduce(self, op: str, x: View, axes: Sequence[int], out: View) -> None:
+        if x.dtype is _BFD:  # accumulates in float32
+            _via_f32(self.reduce, (3,), op, x, axes, out)
+            return
         xa, o = _nd(x), _nd(out)
         # the ufunc's reduce is what np.sum/np.max call, without their argument handling
         dt = o.dtype if xa.dtype.kind == "b" and (op == "sum" or op == "prod") else None
@@ -240,13 +307,22 @@ class NumpyBackend(Backend):
         _REDUCE[op].reduce(xa, axes if axes.__class__ is tuple else tuple(axes), dt, o, True)  # type: ignore[call-overload]
 
     def arg_reduce(self, op: str, x: View, axis: int, out: View) -> None:
+        if x.dtype is _BFD:
+            _via_f32(self.arg_reduce, (), op, x, axis, out)
+            return
         f = np.argmax if op == "argmax" else np.argmin
         _nd(out)[...] = f(_nd(x), axis=axis, keepdims=True)
 
     def cumsum(self, x: View, axis: int, out: View) -> None:
+        if x.dtype is _BFD or out.dtype is _BFD:
+            _via_f32(self.cumsum, (2,), x, axis, out)
+            return
         np.cumsum(_nd(x), axis=axis, out=_nd(out), dtype=_nd(out).dtype)
 
     def matmul(self, a: View, b: View, out: View) -> None:
+        if a.dtype is _BFD:  # accumulates in float32
+            _via_f32(self.matmul, (2,), a, b, out)
+            return
         aa, bb, oo = _nd(a), _nd(b), _nd(out)
         if oo.shape[0] == 1:
             # NOTE: numpy's batched matmul skips BLAS for some transposed operands (a weight
@@ -281,6 +357,9 @@ class NumpyBackend(Backend):
             o[tuple(grids)] = s
 
     def sort(self, x: View, axis: int, descending: bool, values: View, indices: View) -> None:
+        if x.dtype is _BFD:
+            _via_f32(self.sort, (3,), x, axis, descending, values, indices)
+            return
         xa = _nd(x)
         if descending:
             # stable descending: ascending stable sort of the reversed axis, reversed back, keeps
@@ -294,6 +373,9 @@ class NumpyBackend(Backend):
         _nd(values)[...] = np.take_along_axis(xa, idx, axis=axis)
 
     def random(self, kind: str, out: View, seed: int, offset: int, a: float, b: float) -> None:
+        if out.dtype is _BFD:
+            _via_f32(self.random, (1,), kind, out, seed, offset, a, b)
+            return
         o = _nd(out)
         gen = philox.uniform if kind == "uniform" else philox.normal
         o[...] = gen(o.size, seed, offset, a, b, o.dtype).reshape(o.shape)
@@ -305,6 +387,9 @@ class NumpyBackend(Backend):
     # GEMM each (numpy copies with short inner runs, as NCHW im2col has, are much slower).
     def conv2d(self, x: View, w: View, out: View, stride: Sequence[int], padding: Sequence[int],
                dilation: Sequence[int], groups: int) -> None:
+        if x.dtype is _BFD:
+            _via_f32(self.conv2d, (2,), x, w, out, stride, padding, dilation, groups)
+            return
         xa, wa, o = _nd(x), _nd(w), _nd(out)
         N = xa.shape[0]
         O, Cg, kh, kw = wa.shape
@@ -317,6 +402,9 @@ class NumpyBackend(Backend):
 
     def conv2d_grad_input(self, g: View, w: View, out: View, stride: Sequence[int],
                           padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
+        if g.dtype is _BFD:
+            _via_f32(self.conv2d_grad_input, (2,), g, w, out, stride, padding, dilation, groups)
+            return
         ga, wa, o = _nd(g), _nd(w), _nd(out)
         N, C, H, W = o.shape
         O, Cg, kh, kw = wa.shape
@@ -339,6 +427,9 @@ class NumpyBackend(Backend):
 
     def conv2d_grad_weight(self, x: View, g: View, out: View, stride: Sequence[int],
                            padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
+        if x.dtype is _BFD:
+            _via_f32(self.conv2d_grad_weight, (2,), x, g, out, stride, padding, dilation, groups)
+            return
         xa, ga, o = _nd(x), _nd(g), _nd(out)
         N = xa.shape[0]
         O, Cg, kh, kw = o.shape
@@ -351,6 +442,9 @@ class NumpyBackend(Backend):
 
     def max_pool2d(self, x: View, out: View, indices: View, kernel_size: Sequence[int],
                    stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int]) -> None:
+        if x.dtype is _BFD:
+            _via_f32(self.max_pool2d, (1,), x, out, indices, kernel_size, stride, padding, dilation)
+            return
         xa, o, ind = _nd(x), _nd(out), _nd(indices)
         N, C, H, W = xa.shape
         OH, OW = o.shape[2:]
@@ -408,6 +502,10 @@ class NumpyBackend(Backend):
     def max_pool2d_grad_input(self, g: View, indices: View, out: View,
                               kernel_size: Sequence[int], stride: Sequence[int],
                               padding: Sequence[int], dilation: Sequence[int]) -> None:
+        if g.dtype is _BFD:
+            _via_f32(self.max_pool2d_grad_input, (2,), g, indices, out, kernel_size, stride,
+                     padding, dilation)
+            return
         ga, ia, o = _nd(g), _nd(indices), _nd(out)
         N, C, H, W = o.shape
         P = H * W

@@ -68,7 +68,7 @@ MAX_SCALARS = 24
 #: anyway, and skipping the read-for-ownership of every output line saves memory traffic
 STREAM_MIN = 1 << 22
 
-_FLOAT_NP = {"float32": np.float32, "float64": np.float64}
+_FLOAT_NP = {"float32": np.float32, "float64": np.float64, "bfloat16": np.float32}
 # ops whose output dtype is the input dtype (comparisons and tests write bool: not fused)
 _UNARY_OK = frozenset(op for op in K.UNARY_VALID["f"] if not K.out_is_bool(op))
 _BINARY_OK = frozenset(op for op in K.BINARY_VALID["f"] if not K.out_is_bool(op))
@@ -208,7 +208,8 @@ class Fuser:
         ok = self._ok.get(dev)
         if ok is None:
             fp64 = self._be.device(dev).fp64  # float64 fuses only where the device has it
-            ok = self._ok[dev] = frozenset([_dtype.float32] + ([_dtype.float64] if fp64 else []))
+            ok = self._ok[dev] = frozenset([_dtype.float32, _dtype.bfloat16]
+                                           + ([_dtype.float64] if fp64 else []))
         c = out.cache
         if c is None:
             c = out.cache = out.is_contiguous()
@@ -352,7 +353,7 @@ class Fuser:
         """Whether the vector/non-temporal loop applies: a PoCL CPU device (the builtin is
         clang's), loop style, and every operand 64-byte aligned (buffers are aligned to
         ``mem_base_addr_align``; offsets must be multiples of the vector width)."""
-        if dev.ew_style != "loop" or not dev.is_pocl:
+        if dev.ew_style != "loop" or not dev.is_pocl or dt.name not in VEC_WIDTH:
             return False
         w = VEC_WIDTH[dt.name]
         if dev.mem_align % (w * dt.itemsize):

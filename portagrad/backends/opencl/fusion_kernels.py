@@ -1,9 +1,10 @@
 """OpenCL C source of a fused elementwise group (see :mod:`.fusion`, which records the groups).
 
 A group is a short program of unary/binary nodes over input buffers (*leaves*) and scalars, all
-of one floating dtype and one size; :func:`fused_source` turns it into one kernel that loads every
-input, computes the nodes in registers with the same expressions as the unfused kernels
-(:mod:`.kernels`), and stores the outputs that are still needed.
+of one floating dtype (float32, float64, or bfloat16 computed in float) and one size;
+:func:`fused_source` turns it into one kernel that loads every input, computes the nodes in
+registers with the same expressions as the unfused kernels (:mod:`.kernels`), and stores the
+outputs that are still needed.
 """
 from __future__ import annotations
 
@@ -33,21 +34,28 @@ def fused_source(dtype: str, style: str, prog: tuple | list, nout: int, nleaf: i
     are plain IEEE arithmetic and ``FP_CONTRACT`` is off, so lanes compute exactly what the
     scalar loop does."""
     t = K.CTYPE[dtype]
+    # bfloat16: loaded into floats, every node rounded to bfloat16 as the unfused kernels round
+    # it, stored as bits; scalars are floats
+    bf = dtype == "bfloat16"
+    et = "float32" if bf else dtype
+    st = "float" if bf else t
     params = ["long n"] + (["long ch"] if style == "cl" else [])
     params += [f"__global {t}* O{s}, long o{s}" for s in range(nout)]
     params += [f"__global const {t}* L{k}, long l{k}" for k in range(nleaf)]
-    params += [f"{t} s{k}" for k in range(nscal)]
+    params += [f"{st} s{k}" for k in range(nscal)]
 
     def body(vt: str, load: str, store: str) -> str:
         def operand(x: Any) -> str:
             if isinstance(x, tuple):
-                return f"({vt})(s{x[1]})" if vt != t else f"s{x[1]}"
+                return f"({vt})(s{x[1]})" if vt != st else f"s{x[1]}"
             return f"x{-1 - x}" if x < 0 else f"v{x}"
 
         lines = [f"{vt} x{k} = {load.format(p=f'L{k} + l{k}')};" for k in range(nleaf)]
         stores = []
         for i, (op, args, slot) in enumerate(prog):
-            expr = K.unary_expr(op, dtype) if len(args) == 1 else K.binary_expr(op, dtype)
+            expr = K.unary_expr(op, et) if len(args) == 1 else K.binary_expr(op, et)
+            if bf:
+                expr = f"pg_bf2f(pg_f2bf({expr}))"
             binds = f"{vt} a = {operand(args[0])};" + (
                 f" {vt} b = {operand(args[1])};" if len(args) == 2 else "")
             # a block per node: the op's expression is written over variables a and b
@@ -56,7 +64,8 @@ def fused_source(dtype: str, style: str, prog: tuple | list, nout: int, nleaf: i
                 stores.append(store.format(v=f"v{i}", p=f"O{slot} + o{slot}"))
         return "\n        ".join(lines + stores)
 
-    scalar = body(t, "({p})[j]", "({p})[j] = {v};")
+    scalar = (body("float", "pg_bf2f(({p})[j])", "({p})[j] = pg_f2bf({v});") if bf
+              else body(t, "({p})[j]", "({p})[j] = {v};"))
     if style == "cl" and stream:
         w = VEC_WIDTH[dtype]
         vt = f"{t}{w}"

@@ -24,6 +24,15 @@ vectorises; an N-D range lies in between.
 For strided layouts each operand passes its offset, then the ``R`` strides of every view and the
 ``R`` sizes follow as the last arguments (plus ``nrows, ch`` for loops).
 
+bfloat16
+--------
+A bfloat16 is stored as its 16 bits (``ushort``) and computed in float32, as PyTorch does.
+Elementwise kernels (unary, binary, ``where``, casts) convert on load and store (``pg_bf2f`` /
+``pg_f2bf``: round to nearest even, NaN made quiet) and compute the float32 expression; a
+bfloat16 scalar argument is a float. Copies, fill, gather and scatter move the bits;
+``scatter_add`` rounds after each addition, as PyTorch's CPU kernel does. Reductions, scans, sort,
+GEMM and random numbers run on float32 copies and round the result once (see ``primitives.py``).
+
 Integer division by zero
 ------------------------
 The numpy backend raises :class:`ZeroDivisionError` for integer ``floordiv``/``remainder`` by zero.
@@ -44,6 +53,7 @@ __all__ = [
     "argreduce_source",
     "binary_expr",
     "cast_expr",
+    "cast_targets",
     "cumsum_source",
     "elementwise_source",
     "fill_source",
@@ -58,13 +68,48 @@ __all__ = [
 
 #: portagrad dtype name -> OpenCL C type (bool is stored as one byte holding 0 or 1)
 CTYPE = {"bool": "uchar", "int32": "int", "int64": "long", "float32": "float", "float64": "double",
-         "float16": "half"}
-#: unsigned twin, used for wrapping integer arithmetic (signed overflow is undefined in C)
-UTYPE = {"bool": "uchar", "int32": "uint", "int64": "ulong"}
+         "float16": "half", "uint8": "uchar", "int8": "char", "int16": "short",
+         "bfloat16": "ushort"}
+#: unsigned twin, used for wrapping integer arithmetic (signed overflow is undefined in C). The
+#: 8- and 16-bit types take ``uint``: C promotes them to (signed) int before arithmetic, where
+#: 0xFFFF * 0xFFFF would overflow; the cast back to the narrow type keeps the low bits
+UTYPE = {"bool": "uchar", "int32": "uint", "int64": "ulong", "uint8": "uint", "int8": "uint",
+         "int16": "uint"}
 #: 'b' bool, 'i' integer, 'f' floating
-KIND = {"bool": "b", "int32": "i", "int64": "i", "float32": "f", "float64": "f", "float16": "f"}
+KIND = {"bool": "b", "int32": "i", "int64": "i", "float32": "f", "float64": "f", "float16": "f",
+        "uint8": "i", "int8": "i", "int16": "i", "bfloat16": "s"}  # 's': 16-bit storage only
 
-_INT_MIN = {"int32": "INT_MIN", "int64": "LONG_MIN"}
+#: identities of max and min reductions over integers
+_INT_MIN = {"int32": "INT_MIN", "int64": "LONG_MIN", "uint8": "0", "int8": "CHAR_MIN",
+            "int16": "SHRT_MIN"}
+_INT_MAX = {"int32": "INT_MAX", "int64": "LONG_MAX", "uint8": "UCHAR_MAX", "int8": "CHAR_MAX",
+            "int16": "SHRT_MAX"}
+
+
+# bfloat16 <-> float32 as PyTorch's c10::BFloat16: the upper 16 bits of the float, rounded to
+# nearest even; NaN becomes the quiet NaN 0x7FC0
+_BF16_HELPERS = """
+inline float pg_bf2f(ushort h) { return as_float(((uint)h) << 16); }
+inline ushort pg_f2bf(float f) {
+    if (isnan(f)) return (ushort)0x7FC0;
+    uint u = as_uint(f);
+    return (ushort)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}"""
+
+
+def _load(dtype: str, ref: str) -> str:
+    """The value of element ``ref`` of ``dtype`` as computed with (bfloat16: as a float)."""
+    return f"pg_bf2f({ref})" if dtype == "bfloat16" else ref
+
+
+def _vtype(dtype: str) -> str:
+    """The C type a ``dtype`` value is computed in (bfloat16: float)."""
+    return "float" if dtype == "bfloat16" else CTYPE[dtype]
+
+
+def _store(dtype: str, expr: str) -> str:
+    """``expr`` (of :func:`_vtype`) as stored in a ``dtype`` buffer."""
+    return f"pg_f2bf({expr})" if dtype == "bfloat16" else expr
 
 
 def prelude(dtypes: Sequence[str]) -> str:
@@ -74,7 +119,11 @@ def prelude(dtypes: Sequence[str]) -> str:
         parts.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
     if "float16" in dtypes:
         parts.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
-    for name in sorted(set(dtypes)):
+    names = set(dtypes)
+    if "bfloat16" in names:
+        parts.append(_BF16_HELPERS)
+        names.add("float32")  # bfloat16 computes with float's helpers
+    for name in sorted(names):
         t = CTYPE[name]
         k = KIND[name]
         if k == "f":
@@ -103,7 +152,7 @@ inline {t} pg_sigmoid_{t}({t} a) {{
 }}""")
         elif k == "i":
             u = UTYPE[name]
-            parts.append(f"""
+            parts.append(_unsigned_fix(name, f"""
 inline {t} pg_floordiv_{t}({t} a, {t} b) {{
     if (b == 0) return 0;                       /* unspecified on the device (see module doc) */
     if (b == -1) return ({t})(({u})0 - ({u})a);  /* avoids the INT_MIN / -1 trap; wraps */
@@ -122,7 +171,7 @@ inline {t} pg_pow_{t}({t} a, {t} b) {{
     {t} e = b;
     while (e > 0) {{ if (e & 1) acc *= base; base *= base; e >>= 1; }}
     return ({t})acc;
-}}""")
+}}"""))
     return "\n".join(parts) + "\n"
 
 
@@ -182,6 +231,14 @@ UNARY_VALID = {k: frozenset(v) for k, v in _UNARY_BY_KIND.items()}
 BINARY_VALID = {k: frozenset(v) for k, v in _BINARY_BY_KIND.items()}
 
 
+def _unsigned_fix(dtype: str, code: str) -> str:
+    """``code`` without its tests for a -1 divisor when ``dtype`` is unsigned (always false there,
+    and compilers warn about them)."""
+    if dtype != "uint8":
+        return code
+    return code.replace(" || b == -1", "").replace("(b == -1)", "(0)")
+
+
 def out_is_bool(op: str) -> bool:
     """Whether ``op`` writes ``bool`` regardless of its input dtype."""
     return op in _BOOL_OUT
@@ -201,13 +258,25 @@ def unary_expr(op: str, dtype: str) -> str:
 
 def binary_expr(op: str, dtype: str) -> str:
     """C expression of ``op`` on variables ``a`` and ``b`` of ``dtype``."""
-    return _subst(_BINARY_BY_KIND[KIND[dtype]][op], dtype)
+    return _unsigned_fix(dtype, _subst(_BINARY_BY_KIND[KIND[dtype]][op], dtype))
+
+
+def cast_targets(fp16: bool, fp64: bool) -> list[str]:
+    """The dtypes one cast program converts to (those the device supports): a program per source
+    dtype rather than per pair, so the first casts among ten dtypes cost ten builds, not 90."""
+    return [d for d in CTYPE if (fp16 or d != "float16") and (fp64 or d != "float64")]
 
 
 def cast_expr(src: str, dst: str) -> str:
     """C expression converting ``a`` of dtype ``src`` to ``dst`` (float->int truncates; ->bool is != 0)."""
+    if src == dst or dst == "bfloat16":  # elementwise kernels store bfloat16 rounded from float
+        return "a"                      # (from float64 through float32, as PyTorch)
+    if src == "bfloat16":  # loaded as float
+        src = "float32"
     if dst == "bool":
         return f"(uchar)(a != ({CTYPE[src]})0)"
+    if KIND[src] == "f" and dst in ("uint8", "int8", "int16"):
+        return f"({CTYPE[dst]})(int)a"  # truncate, then keep the low bits (numpy, PyTorch on CPU)
     return f"({CTYPE[dst]})a"
 
 
@@ -260,12 +329,13 @@ def _decompose_nd(rank: int, ops: Sequence[str]) -> str:
     return "\n    ".join(lines)
 
 
-def elementwise_source(kernels: dict[str, str], in_types: Sequence[tuple[str, bool]], out_type: str,
-                       layout: str | tuple) -> str:
+def elementwise_source(kernels: dict[str, str], in_types: Sequence[tuple[str, bool]],
+                       out_type: str | dict[str, str], layout: str | tuple) -> str:
     """Kernels ``name -> C expression`` over inputs ``a, b, c`` writing ``o``.
 
     ``in_types`` lists ``(dtype, is_scalar)`` per input; scalars are passed by value. Every kernel
     of one call shares the signature, so the launcher builds one argument list for all of them.
+    ``out_type`` is one dtype for all, or a dtype per kernel name (a bundle of casts).
 
     Argument order: ``O, oo``, then per input either ``X, xo`` (a view) or its value (a scalar),
     then the *layout constants* (see the module doc): nothing for ``"c"``; ``n`` for ``"g"``;
@@ -274,29 +344,38 @@ def elementwise_source(kernels: dict[str, str], in_types: Sequence[tuple[str, bo
     arguments (buffers, offsets, scalars) come first and the constants of a (shape, strides)
     signature last, so the launcher appends one cached tuple."""
     names = "abc"
-    dts = [d for d, _ in in_types] + [out_type]
+    out_types = out_type if isinstance(out_type, dict) else dict.fromkeys(kernels, out_type)
+    dts = [d for d, _ in in_types] + sorted(set(out_types.values()))
     src = [prelude(dts)]
     view_ops = ["o"] + [names[i] for i, (_, s) in enumerate(in_types) if not s]
     loop = isinstance(layout, tuple) and layout[0] == "loop"
     rank = layout[1] if isinstance(layout, tuple) else 0
     for kname, expr in kernels.items():
-        args = [f"__global {CTYPE[out_type]}* O, long oo"]
+        ot = out_types[kname]
+        # bfloat16 is loaded into a float and stored rounded from one, except by a plain copy
+        raw = expr == "a" and ot == "bfloat16" and all(d == "bfloat16" for d, _ in in_types)
+        if ot == "bfloat16" and not raw:
+            expr = f"pg_f2bf((float)({expr}))"
+        args = [f"__global {CTYPE[ot]}* O, long oo"]
         loads = []
         for i, (dt, scalar) in enumerate(in_types):
             nm = names[i]
             t = CTYPE[dt]
+            conv = dt == "bfloat16" and not raw
+            vt = "float" if conv else t
             if scalar:
-                args.append(f"{t} {nm}")
+                args.append(f"{vt} {nm}")
             else:
                 args.append(f"__global const {t}* {nm.upper()}, long {nm}o")
                 if layout in ("c", "g"):
-                    loads.append(f"{t} {nm} = {nm.upper()}[{nm}o + gi];")
+                    ref = f"{nm.upper()}[{nm}o + gi]"
                 elif layout == "cl":
-                    loads.append(f"{t} {nm} = {nm.upper()}[{nm}o + j];")
+                    ref = f"{nm.upper()}[{nm}o + j]"
                 elif loop:
-                    loads.append(f"{t} {nm} = {nm.upper()}[{nm}i + j * {nm}s{rank - 1}];")
+                    ref = f"{nm.upper()}[{nm}i + j * {nm}s{rank - 1}]"
                 else:
-                    loads.append(f"{t} {nm} = {nm.upper()}[{nm}i];")
+                    ref = f"{nm.upper()}[{nm}i]"
+                loads.append(f"{vt} {nm} = {f'pg_bf2f({ref})' if conv else ref};")
         ld = "\n        ".join(loads)
         if layout == "c":
             body = f"long gi = get_global_id(0);\n    {ld}\n    O[oo + gi] = {expr};"
@@ -385,17 +464,20 @@ def reduce_source(in_dtype: str, out_dtype: str, kr: int, rr: int, wg: int) -> s
     A launch may split the reduced range in chunks (partials written ``chunk stride`` apart) and
     reduce the partials in a second launch."""
     it, ot = CTYPE[in_dtype], CTYPE[out_dtype]
-    kind = KIND[out_dtype]
+    # the accumulator: bfloat16 sums in float (also in local memory), rounded once when stored
+    acc = "float32" if out_dtype == "bfloat16" else out_dtype
+    at = CTYPE[acc]
+    kind = KIND[acc]
     src = [prelude([in_dtype, out_dtype])]
     okr = max(kr, 1)
     for op in ("sum", "prod", "max", "min"):
         if (op, kind) in _RED_IDENT:
             ident = _RED_IDENT[(op, kind)]
         elif op == "max":
-            ident = _INT_MIN[out_dtype]
+            ident = _INT_MIN[acc]
         else:
-            ident = "INT_MAX" if out_dtype == "int32" else "LONG_MAX"
-        comb = _red_combine(op, kind, ot, out_dtype)
+            ident = _INT_MAX[acc]
+        comb = _red_combine(op, kind, at, acc)
         for suffix, lsz in (("", wg), ("_1", 1)):
             kept_params = _params("os", okr) + ", long ocs, __global const " + it + "* X, long xo" + \
                 _params("xs", okr) + _params("xr", rr) + _params("n", okr) + _params("m", rr)
@@ -415,33 +497,33 @@ def reduce_source(in_dtype: str, out_dtype: str, kr: int, rr: int, wg: int) -> s
     long g = get_global_id(0);
     {kd_s}
     long j0 = (g % nchunk) * chunk, j1 = min(total, j0 + chunk);
-    {ot} x = {ident};
+    {at} x = {ident};
     for (long j = j0; j < j1; ++j) {{
         {red_dec_s}
-        {ot} y = ({ot})X[xi];
+        {at} y = ({at}){_load(in_dtype, "X[xi]")};
         x = {comb};
     }}
-    O[oi] = x;"""
+    O[oi] = {_store(out_dtype, "x")};"""
             else:
                 body = f"""
     long g = get_group_id(0);
     int l = get_local_id(0);
-    __local {ot} s[{lsz}];
+    __local {at} s[{lsz}];
     {kd_s}
     long j0 = (g % nchunk) * chunk, j1 = min(total, j0 + chunk);
-    {ot} x = {ident};
+    {at} x = {ident};
     for (long j = j0 + l; j < j1; j += {lsz}) {{
         {red_dec_s}
-        {ot} y = ({ot})X[xi];
+        {at} y = ({at}){_load(in_dtype, "X[xi]")};
         x = {comb};
     }}
     s[l] = x;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int h = {lsz} / 2; h > 0; h >>= 1) {{
-        if (l < h) {{ {ot} y = s[l + h]; x = s[l]; s[l] = {comb}; }}
+        if (l < h) {{ {at} y = s[l + h]; x = s[l]; s[l] = {comb}; }}
         barrier(CLK_LOCAL_MEM_FENCE);
     }}
-    if (l == 0) O[oi] = s[0];"""
+    if (l == 0) O[oi] = {_store(out_dtype, "s[0]")};"""
             src.append(f"__kernel void pg_{op}{suffix}(__global {ot}* O, long oo{kept_params}, "
                        f"long total, long chunk, long nchunk)\n{{{body}\n}}\n")
     return "\n".join(src)
@@ -465,19 +547,19 @@ def _line_params(kr: int, views: Sequence[tuple[str, str, bool]]) -> str:
 
 def argreduce_source(dtype: str, kr: int) -> str:
     """Kernels ``argmax``/``argmin``: one work-item per output, first extreme (first NaN wins)."""
-    t = CTYPE[dtype]
+    t, vt = CTYPE[dtype], _vtype(dtype)
     src = [prelude([dtype])]
     params = _line_params(kr, [("o", "long", False), ("x", t, True)])
     for op, cmp in (("argmax", ">"), ("argmin", "<")):
-        nan_v = "isnan(v)" if KIND[dtype] == "f" else "0"
+        nan_v = "isnan(v)" if KIND[dtype] == "f" or dtype == "bfloat16" else "0"
         src.append(f"""__kernel void pg_{op}({params})
 {{
     {_line_kernel_head(kr, ["o", "x"])}
     long best = 0;
-    {t} bv = X[xi];
+    {vt} bv = {_load(dtype, "X[xi]")};
     if (!({nan_v.replace('v', 'bv')})) {{
         for (long j = 1; j < L; ++j) {{
-            {t} v = X[xi + j * xa];
+            {vt} v = {_load(dtype, "X[xi + j * xa]")};
             if ({nan_v}) {{ best = j; break; }}
             if (v {cmp} bv) {{ bv = v; best = j; }}
         }}
@@ -490,18 +572,19 @@ def argreduce_source(dtype: str, kr: int) -> str:
 
 def cumsum_source(in_dtype: str, out_dtype: str, kr: int) -> str:
     """Kernel ``cumsum``: one work-item per line, sequential (bit-identical to numpy's loop)."""
-    it, ot = CTYPE[in_dtype], CTYPE[out_dtype]
+    it, ot, at = CTYPE[in_dtype], CTYPE[out_dtype], _vtype(out_dtype)
     u = UTYPE.get(out_dtype)
-    add = f"({ot})(({u})acc + ({u})({ot})X[xi + j * xa])" if u else f"acc + ({ot})X[xi + j * xa]"
+    x = _load(in_dtype, "X[xi + j * xa]")  # bfloat16 accumulates in float, each sum rounded
+    add = f"({ot})(({u})acc + ({u})({ot}){x})" if u else f"acc + ({at}){x}"
     params = _line_params(kr, [("o", ot, False), ("x", it, True)])
     return prelude([in_dtype, out_dtype]) + f"""
 __kernel void cumsum({params})
 {{
     {_line_kernel_head(kr, ["o", "x"])}
-    {ot} acc = 0;
+    {at} acc = 0;
     for (long j = 0; j < L; ++j) {{
         acc = {add};
-        O[oi + j * oa] = acc;
+        O[oi + j * oa] = {_store(out_dtype, "acc")};
     }}
 }}
 """
@@ -535,6 +618,8 @@ def scatter_source(dtype: str, rank: int) -> str:
     add = f"({t})(({u})O[p] + ({u})S[si + j * sa])" if u else "O[p] + S[si + j * sa]"
     if dtype == "bool":
         add = "(uchar)(O[p] | S[si + j * sa])"
+    elif dtype == "bfloat16":  # each sum rounded, in order
+        add = "pg_f2bf(pg_bf2f(O[p]) + pg_bf2f(S[si + j * sa]))"
     src = [prelude([dtype])]
     params = (f"__global {t}* O, long oo{_params('os', rank)}, long oa, "
               f"__global const long* I, long io{_params('is', rank)}, long ia, "
@@ -556,24 +641,24 @@ def scatter_source(dtype: str, rank: int) -> str:
 def sort_source(dtype: str, kr: int) -> str:
     """Kernels ``sort_asc``/``sort_desc``: one work-item per line, bottom-up stable merge sort in a
     global scratch area (``2 * L`` keys and indices per line). NaN is larger than every number."""
-    t = CTYPE[dtype]
-    f = KIND[dtype] == "f"
+    t, kt = CTYPE[dtype], _vtype(dtype)  # keys: bfloat16 sorts as float (the scratch too)
+    f = KIND[dtype] == "f" or dtype == "bfloat16"
     src = [prelude([dtype])]
     # before(p, q): p must come strictly before q
     lt = "(isnan(q) ? !isnan(p) : (p < q))" if f else "(p < q)"
     gt = "(isnan(p) ? !isnan(q) : (p > q))" if f else "(p > q)"
     params = _line_params(kr, [("v", t, False), ("o", "long", False), ("x", t, True)]) + \
-        f", __global {t}* K, __global long* P"
+        f", __global {kt}* K, __global long* P"
     for name, before in (("sort_asc", lt), ("sort_desc", gt)):
-        src.append(f"""inline int before_{name}({t} p, {t} q) {{ return {before}; }}
+        src.append(f"""inline int before_{name}({kt} p, {kt} q) {{ return {before}; }}
 __kernel void {name}({params})
 {{
     {_line_kernel_head(kr, ["v", "o", "x"])}
-    __global {t}* k0 = K + gi * 2 * L;
-    __global {t}* k1 = k0 + L;
+    __global {kt}* k0 = K + gi * 2 * L;
+    __global {kt}* k1 = k0 + L;
     __global long* p0 = P + gi * 2 * L;
     __global long* p1 = p0 + L;
-    for (long j = 0; j < L; ++j) {{ k0[j] = X[xi + j * xa]; p0[j] = j; }}
+    for (long j = 0; j < L; ++j) {{ k0[j] = {_load(dtype, "X[xi + j * xa]")}; p0[j] = j; }}
     for (long w = 1; w < L; w *= 2) {{
         for (long s = 0; s < L; s += 2 * w) {{
             long m = min(s + w, L), e = min(s + 2 * w, L);
@@ -585,10 +670,12 @@ __kernel void {name}({params})
             while (i < m) {{ k1[d] = k0[i]; p1[d++] = p0[i++]; }}
             while (j < e) {{ k1[d] = k0[j]; p1[d++] = p0[j++]; }}
         }}
-        __global {t}* tk = k0; k0 = k1; k1 = tk;
+        __global {kt}* tk = k0; k0 = k1; k1 = tk;
         __global long* tp = p0; p0 = p1; p1 = tp;
     }}
-    for (long j = 0; j < L; ++j) {{ V[vi + j * va] = k0[j]; O[oi + j * oa] = p0[j]; }}
+    for (long j = 0; j < L; ++j) {{
+        V[vi + j * va] = {_store(dtype, "k0[j]")}; O[oi + j * oa] = p0[j];
+    }}
 }}
 """)
     return "\n".join(src)

@@ -16,8 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import ml_dtypes
 import numpy as np
 
+from ... import _dtype
 from ..interface import View
 from . import kernels as K
 
@@ -36,12 +38,17 @@ __all__ = [
     "pow2ceil",
     "remember",
     "scalar_arg",
+    "bf16_bits",
+    "is_bf16",
+    "via_f32",
 ]
 
 #: portagrad dtype name -> numpy scalar type of the matching kernel argument
 NP_SCALAR: dict[str, Any] = {"bool": np.uint8, "int32": np.int32, "int64": np.int64, "float32": np.float32,
-             "float64": np.float64, "float16": np.float16}
+             "float64": np.float64, "float16": np.float16, "uint8": np.uint8, "int8": np.int8,
+             "int16": np.int16, "bfloat16": np.float32}  # bfloat16 kernels take float scalars
 _I64 = np.int64
+_BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def contig(v: View) -> bool:
@@ -85,6 +92,8 @@ def scalar_arg(value: Any, dt: str) -> Any:
     if dt == "int64":
         v = int(value) & 0xFFFFFFFFFFFFFFFF
         return np.int64(v - (1 << 64) if v >= 1 << 63 else v)
+    if dt in _NARROW:  # wraps, as PyTorch does with a Python int operand (uint8 + 1000)
+        return NP_SCALAR[dt](_NARROW[dt](int(value)))
     return NP_SCALAR[dt](value)
 
 
@@ -118,10 +127,25 @@ def _wrap_int(bits: int) -> Callable[[Any], int]:
     return conv
 
 
+def bf16_bits(value: Any) -> np.uint16:
+    """The bits of ``value`` rounded to bfloat16 (a fill pattern)."""
+    return np.uint16(np.asarray(value, np.float32).astype(_BF16).view(np.uint16)[()])
+
+
+def _wrap_uint8(value: Any) -> int:
+    return int(value) & 0xFF
+
+
+_NARROW = {"uint8": _wrap_uint8, "int8": _wrap_int(8), "int16": _wrap_int(16)}
+
 #: scalar converters for the hot path (what :func:`scalar_arg` does, one function per dtype)
 CONVERT: dict[str, Callable[[Any], Any]] = {
     "bool": lambda v: 1 if v else 0, "int32": _wrap_int(32), "int64": _wrap_int(64),
     "float32": np.float32, "float64": float, "float16": np.float16,
+    # pyopencl packs a Python int by the kernel's declared argument type; narrow ones need numpy
+    "uint8": lambda v: np.uint8(_wrap_uint8(v)), "int8": lambda v: np.int8(_NARROW["int8"](v)),
+    "int16": lambda v: np.int16(_NARROW["int16"](v)),
+    "bfloat16": np.float32,
 }
 
 
@@ -151,12 +175,14 @@ _PLAN_CACHE_MAX = 8192  # signatures per primitive; the cache is simply cleared 
 
 
 def build_plan(dev: Device, family: tuple, kname: str, kernels: Callable[[], dict[str, str]],
-               in_types: Sequence[tuple[str, bool]], views: Sequence[View], out: View) -> Plan:
+               in_types: Sequence[tuple[str, bool]], views: Sequence[View], out: View,
+               out_types: dict[str, str] | None = None) -> Plan:
     """The launch plan of kernel ``kname`` of the bundle ``kernels()`` (name -> C expression, see
     :func:`.kernels.elementwise_source`) for ``out`` and the input ``views`` on ``dev``.
 
     ``family`` keys the program (with the layout chosen here); ``in_types`` gives each input's
-    dtype and whether it is a scalar (scalars have no view in ``views``)."""
+    dtype and whether it is a scalar (scalars have no view in ``views``); ``out_types`` gives the
+    output dtype of each kernel of a bundle whose kernels write different dtypes."""
     n = numel(out.shape)
     if n == 0:
         return _EMPTY_PLAN
@@ -224,7 +250,8 @@ def build_plan(dev: Device, family: tuple, kname: str, kernels: Callable[[], dic
         return types + [_I64] * len(const)
 
     out_dt = out.dtype.name
-    kern = dev.kernel(key, kname, lambda: K.elementwise_source(kernels(), in_types, out_dt, layout),
+    kern = dev.kernel(key, kname, lambda: K.elementwise_source(kernels(), in_types,
+                                                               out_types or out_dt, layout),
                       [dt for dt, _ in in_types] + [out_dt], arg_types)
     return Plan(kern, dev.queue, gs, lsz, tail, toff, const)
 
@@ -234,3 +261,27 @@ def remember(cache: dict, key: tuple, plan: Plan) -> None:
     if len(cache) >= _PLAN_CACHE_MAX:
         cache.clear()
     cache[key] = plan
+
+
+def is_bf16(x: Any) -> bool:
+    """Whether ``x`` is a bfloat16 view."""
+    return x.__class__ is View and x.dtype is _dtype.bfloat16
+
+
+def via_f32(backend: Any, fn: Callable[..., None], outs: Sequence[int], *args: Any) -> None:
+    """Run primitive ``fn`` of ``backend`` with every bfloat16 view among ``args`` replaced by a
+    float32 temporary (loaded unless its position is in ``outs``), then round the temporaries at
+    ``outs`` back into their bfloat16 views: PyTorch computes bfloat16 in float32 and rounds once
+    per op. The temporaries return to the allocator's cache on the way out; the in-order queue
+    runs any later user after these kernels."""
+    conv = list(args)
+    for i, a in enumerate(args):
+        if is_bf16(a):
+            dev = backend._dev(a)
+            conv[i] = backend._empty_like(dev, a.shape, _dtype.float32)
+            if i not in outs:
+                backend.copy(a, conv[i])
+    fn(*conv)
+    for i in outs:
+        if conv[i] is not args[i]:
+            backend.copy(conv[i], args[i])

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ... import _dtype
 from ...errors import DTypeError
 from ..interface import View
-from ..ufuncs import BINARY_UFUNCS
+from ..ufuncs import BINARY_UFUNCS, fit_scalar
 from . import kernels as K
 from .errors import cl_errors
 from .fusion import flushes
@@ -32,10 +33,12 @@ from .launch import (
     Plan,
     build_plan,
     coalesce,
+    bf16_bits,
     contig,
     numel,
     remember,
     scalar_arg,
+    via_f32,
 )
 
 if TYPE_CHECKING:
@@ -45,6 +48,10 @@ if TYPE_CHECKING:
 __all__ = ["PrimitivesMixin"]
 
 _I64 = np.int64
+_BF16 = _dtype.bfloat16
+_F32 = _dtype.float32
+#: the dtype whose C expressions a dtype's elementwise kernels compute in (bfloat16: float)
+_COMPUTE = {"bfloat16": "float32"}
 
 
 def _line_arg_types(kr: int) -> list[Any]:
@@ -91,12 +98,13 @@ class PrimitivesMixin:
         p = self._uplans.get(key)
         if p is None:
             dt, odt = x.dtype.name, out.dtype.name
-            kind = K.KIND[dt]
+            et = _COMPUTE.get(dt, dt)
+            kind = K.KIND[et]
             if op not in K.UNARY_VALID[kind]:
                 raise DTypeError(f"{op} is not supported for {dt} on the OpenCL backend")
 
             def bundle() -> dict[str, str]:
-                return {"pg_" + o: K.unary_expr(o, dt) for o in sorted(K.UNARY_VALID[kind])
+                return {"pg_" + o: K.unary_expr(o, et) for o in sorted(K.UNARY_VALID[kind])
                         if ("bool" if K.out_is_bool(o) else dt) == odt}
 
             p = build_plan(self._dev(out), ("unary", dt, odt), "pg_" + op, bundle, [(dt, False)],
@@ -153,7 +161,8 @@ class PrimitivesMixin:
                 val = BINARY_UFUNCS[op](np.asarray(a).astype(np_dt), np.asarray(b).astype(np_dt))
             self.fill(out, val.item())
             return
-        kind = K.KIND[dt]
+        et = _COMPUTE.get(dt, dt)
+        kind = K.KIND[et]
         if op not in K.BINARY_VALID[kind]:
             raise DTypeError(f"{op} is not supported for {dt} on the OpenCL backend")
         zero_check = kind == "i" and op in ("floordiv", "remainder", "fmod") and not b_view
@@ -161,7 +170,7 @@ class PrimitivesMixin:
             raise ZeroDivisionError("ZeroDivisionError: integer division or modulo by zero")
 
         def bundle() -> dict[str, str]:
-            return {"pg_" + o: K.binary_expr(o, dt) for o in sorted(K.BINARY_VALID[kind])
+            return {"pg_" + o: K.binary_expr(o, et) for o in sorted(K.BINARY_VALID[kind])
                     if ("bool" if K.out_is_bool(o) else dt) == odt}
 
         p = build_plan(self._dev(out), ("binary", dt, not a_view, not b_view, odt), "pg_" + op,
@@ -200,7 +209,7 @@ class PrimitivesMixin:
         args: list[Any] = [out.buffer.mem, out.offset, cond.buffer.mem, cond.offset]
         for v, s in ((a, a_s), (b, b_s)):
             if s:
-                args.append(scalar_arg(v, dt))
+                args.append(scalar_arg(fit_scalar(v, dt), dt))
             else:
                 args += (v.buffer.mem, v.offset)
         p.launch(args)
@@ -223,8 +232,11 @@ class PrimitivesMixin:
         key = (src.dtype, dst.dtype, dst.buffer.device, dst.shape, dst.strides, src.strides)
         p = self._cplans.get(key)
         if p is None:
-            p = build_plan(self._dev(dst), ("cast", sdt, ddt), "pg_cast",
-                           lambda: {"pg_cast": K.cast_expr(sdt, ddt)}, [(sdt, False)], [src], dst)
+            dev = self._dev(dst)
+            targets = K.cast_targets(dev.fp16, dev.fp64)
+            p = build_plan(dev, ("cast", sdt), "pg_cast_" + ddt,
+                           lambda: {"pg_cast_" + d: K.cast_expr(sdt, d) for d in targets},
+                           [(sdt, False)], [src], dst, {"pg_cast_" + d: d for d in targets})
             remember(self._cplans, key, p)
         p.launch([dst.buffer.mem, dst.offset, src.buffer.mem, src.offset])
 
@@ -235,7 +247,7 @@ class PrimitivesMixin:
             return
         dev = self._dev(out)
         dt = out.dtype.name
-        v = scalar_arg(value, dt)
+        v: Any = bf16_bits(value) if dt == "bfloat16" else scalar_arg(fit_scalar(value, dt), dt)
         if contig(out):
             import pyopencl as cl
 
@@ -247,7 +259,7 @@ class PrimitivesMixin:
         sizes, (st,) = coalesce(out.shape, [out.strides])
         r = len(sizes)
         kern = dev.kernel(("fill", dt, r), "fill", lambda: K.fill_source(dt, r), [dt],
-                          lambda: [None] + [_I64] * (1 + r) + [NP_SCALAR[dt]] + [_I64] * r)
+                          lambda: [None] + [_I64] * (1 + r) + [type(v)] + [_I64] * r)
         dev.launch1d(kern, n, [out.buffer.mem, out.offset, *st, v, *sizes])
 
     # ------------------------------------------------------------- reductions
@@ -288,17 +300,19 @@ class PrimitivesMixin:
             return
         chunk = -(-total // nchunk)
         nchunk = -(-total // chunk)
-        part = self._empty_like(dev, (outer, nchunk), out.dtype)
+        # bfloat16 partials stay float32: rounded once, at the end
+        part = self._empty_like(dev, (outer, nchunk), _F32 if out.dtype is _BF16 else out.dtype)
+        pdt = part.dtype.name
         # partials: contiguous (kept..., chunk) with kept strides in C order over ksz
         pst, acc = [], nchunk
         for s in reversed(ksz):
             pst.append(acc)
             acc *= s
         pst.reverse()
-        self._reduce_launch(dev, op, idt, odt, part.buffer.mem, 0, pst, 1, x, ks_x, rs_x, ksz, rsz,
+        self._reduce_launch(dev, op, idt, pdt, part.buffer.mem, 0, pst, 1, x, ks_x, rs_x, ksz, rsz,
                             total, chunk, nchunk, serial=False, outer=outer)
         op2 = "sum" if op == "sum" else op
-        self._reduce_launch(dev, op2, odt, odt, out.buffer.mem, out.offset, ks_o, 0, part, pst, [1],
+        self._reduce_launch(dev, op2, pdt, odt, out.buffer.mem, out.offset, ks_o, 0, part, pst, [1],
                             ksz, [nchunk], nchunk, nchunk, 1, serial=True, outer=outer)
 
     def _reduce_launch(self, dev: Device, op: str, idt: str, odt: str, omem: Any, oo: int,
@@ -355,6 +369,9 @@ class PrimitivesMixin:
     # ----------------------------------------------------------------- matmul
     @flushes
     def matmul(self, a: View, b: View, out: View) -> None:
+        if out.dtype is _BF16:  # accumulates in float32
+            via_f32(self, self.matmul, (2,), a, b, out)
+            return
         dev = self._dev(out)
         dt = out.dtype.name
         if K.KIND[dt] == "b" or a.dtype is not out.dtype or b.dtype is not out.dtype:
@@ -426,7 +443,7 @@ class PrimitivesMixin:
         ksz, (vs, is_, xs) = self._line_setup(x, axis, [values, indices, x])
         kr = len(ksz)
         outer = n // L
-        scratch_k = dev.allocator.allocate(2 * n * x.dtype.itemsize)
+        scratch_k = dev.allocator.allocate(2 * n * (4 if x.dtype is _BF16 else x.dtype.itemsize))
         scratch_p = dev.allocator.allocate(2 * n * 8)
         kern = dev.kernel(("sort", dt, kr), "sort_desc" if descending else "sort_asc",
                           lambda: K.sort_source(dt, kr), [dt],
@@ -441,6 +458,9 @@ class PrimitivesMixin:
     # ----------------------------------------------------------------- random
     @flushes
     def random(self, kind: str, out: View, seed: int, offset: int, a: float, b: float) -> None:
+        if out.dtype is _BF16:
+            via_f32(self, self.random, (1,), kind, out, seed, offset, a, b)
+            return
         dev = self._dev(out)
         n = out.numel
         if n == 0:

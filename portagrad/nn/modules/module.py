@@ -630,6 +630,10 @@ class Module:
     def half(self) -> Module:
         return self._apply(lambda t: t.half() if t.is_floating_point() else t)
 
+    def bfloat16(self) -> Module:
+        """Cast floating parameters and buffers to ``bfloat16``."""
+        return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
+
     def share_memory(self) -> Module:
         return self._apply(lambda t: t.share_memory_())
 
