@@ -30,11 +30,8 @@ class LegacyTensorType(type):
 
     @property
     def dtype(cls) -> _dtype.dtype:
-        """The dtype this type stands for (``TypeError`` if this build lacks it)."""
-        dt = getattr(_dtype, cls._dtype_name, None)
-        if not isinstance(dt, _dtype.dtype):
-            raise TypeError(f"pg.{cls.__name__} needs the dtype pg.{cls._dtype_name}, which this "
-                            f"version of portagrad does not have")
+        """The dtype this type stands for."""
+        dt: _dtype.dtype = getattr(_dtype, cls._dtype_name)
         return dt
 
     @property
@@ -46,8 +43,7 @@ class LegacyTensorType(type):
         return False
 
     def __instancecheck__(cls, obj: Any) -> bool:
-        dt = getattr(_dtype, cls._dtype_name, None)
-        return isinstance(obj, Tensor) and obj.dtype is dt and obj.device.type == "cpu"
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"
 
     def __subclasscheck__(cls, sub: Any) -> bool:
         return sub is cls
