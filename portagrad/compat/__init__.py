@@ -8,11 +8,13 @@ portagrad)``, and ``ModuleNotFoundError`` for a missing submodule. See ``docs/co
 """
 from __future__ import annotations
 
+import importlib
 import os
 import runpy
 import sys
 import types
 
+from . import _shared_rng
 from ._alias import TORCH, AliasModule, TorchAliasFinder, portagrad_to_torch, torch_to_portagrad
 
 __all__ = ["install", "uninstall", "is_installed", "run_script", "run_module",
@@ -73,6 +75,14 @@ def _prepare(argv0: str, args: list[str]) -> None:
     install()
     if SHIM_DIR not in sys.path:
         sys.path.insert(1, SHIM_DIR)  # after the script's directory, before site-packages
+    # A spawned process must import this same portagrad (a source checkout run from its root is
+    # found through the working directory, which a script's sys.path does not contain).
+    root = os.path.dirname(os.path.dirname(os.path.dirname(SHIM_DIR)))
+    if root not in sys.path:
+        sys.path.insert(2, root)
+    seed = os.environ.get(_shared_rng.ENV_VAR)
+    if seed:
+        _shared_rng.patch(importlib.import_module("portagrad"), int(seed))
 
 
 def run_script(path: str, args: list[str] | None = None) -> None:
