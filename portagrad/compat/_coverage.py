@@ -51,7 +51,12 @@ def torch_names(ns: Any) -> list[str]:
             obj = getattr(ns, name, None)
             if isinstance(obj, types.ModuleType):
                 continue
-            origin = _module_of(obj) if isinstance(obj, (type, types.FunctionType)) else None
+            if type(obj).__module__ in ("typing", "typing_extensions"):
+                origin: str | None = "typing"  # Optional, Callable ... and typing aliases
+            elif isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
+                origin = _module_of(obj)
+            else:
+                origin = None  # constants, dtypes: torch's own whatever their type
             if origin is not None and not origin.startswith("torch"):
                 continue  # typing.Optional, math.inf ... re-exported, not torch's API
             kept.append(name)
