@@ -69,6 +69,8 @@ def test_missing_attribute_names_module_and_attribute(hooked: types.ModuleType) 
             "implemented in portagrad)")):
         _ = torch.nn.Xyz
     assert not hasattr(torch, "xyz")
+    with pytest.raises(ImportError, match=r"cannot import name 'xyz' from 'torch' \(.*portagrad"):
+        exec("from torch import xyz", {})
     # portagrad's array-backend plugins share the package but are not torch.backends.*
     with pytest.raises(AttributeError, match=r"torch\.backends\.numpy is not implemented"):
         _ = torch.backends.numpy

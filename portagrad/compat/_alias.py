@@ -71,6 +71,10 @@ class AliasModule(types.ModuleType):
     def __init__(self, name: str, target: types.ModuleType) -> None:
         super().__init__(name, target.__doc__)
         object.__setattr__(self, "_compat_target", target)
+        if isinstance(getattr(target, "__file__", None), str):
+            # read from the module dict, not through __getattr__, by `from torch import missing`
+            # to say where it looked: "cannot import name 'x' from 'torch' (.../portagrad/...)"
+            object.__setattr__(self, "__file__", target.__file__)
 
     def __getattr__(self, attr: str) -> Any:
         target = object.__getattribute__(self, "_compat_target")
