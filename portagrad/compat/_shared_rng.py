@@ -15,8 +15,9 @@ as the script draws in the same order, which the same script does:
 
 Seed draws (``Tensor.random_``, and ``randint`` with a bound above ``2**31``), which the two
 libraries make at different places (DataLoader and sampler seeds), come from a side stream so that
-they do not shift the main one. Randomness inside fused kernels (the inter-layer dropout of
-``nn.LSTM``/``nn.GRU``) is not reached: compare such models with that dropout off.
+they do not shift the main one. Randomness inside PyTorch's fused kernels (the inter-layer
+dropout of ``nn.LSTM``/``nn.GRU``, the attention dropout of ``scaled_dot_product_attention``) is
+not reached: compare such models with that dropout off.
 
 Used by ``python -m portagrad.compat`` when ``PORTAGRAD_COMPAT_SHARED_RNG=<seed>`` is set, and by
 the corpus tests on the PyTorch side; see ``docs/compat.md``.
