@@ -3,6 +3,7 @@ and the ``--coverage`` report."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import re
 import subprocess
@@ -117,6 +118,18 @@ def test_install_hides_and_uninstall_restores_other_torch_modules() -> None:
         compat.uninstall()
         sys.modules.pop("torch", None)
         sys.modules.update(saved)
+
+
+def test_modules_of_another_portagrad_do_not_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib.machinery import ModuleSpec
+
+    from portagrad.compat import _alias
+
+    assert _alias._package_spec("portagrad.nn.functional") is not None
+    # e.g. an editable install of another checkout answering for a module this one lacks
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name: ModuleSpec(name, None, origin="/elsewhere/portagrad/x.py"))
+    assert _alias._package_spec("portagrad.somewhere") is None
 
 
 def test_name_mapping() -> None:

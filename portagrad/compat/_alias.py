@@ -14,6 +14,7 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 import sys
 import types
 from collections.abc import Sequence
@@ -60,6 +61,25 @@ def portagrad_to_torch(name: str) -> str | None:
     return torch_name if torch_to_portagrad(torch_name) == name else None
 
 
+def _package_spec(name: str) -> importlib.machinery.ModuleSpec | None:
+    """The spec of portagrad module ``name`` if it exists inside the imported portagrad package.
+
+    A module of the same name found elsewhere (an editable install of another checkout answering
+    for a module this one lacks) would mix two versions of portagrad: it counts as missing.
+    """
+    try:
+        spec = importlib.util.find_spec(name)
+    except ModuleNotFoundError:
+        return None
+    if spec is None or name == PORTAGRAD:
+        return spec
+    roots = [os.path.join(os.path.realpath(p), "") for p in importlib.import_module(PORTAGRAD).__path__]
+    where = spec.origin or next(iter(spec.submodule_search_locations or []), None)
+    if where is None:
+        return None
+    return spec if any(os.path.realpath(where).startswith(r) for r in roots) else None
+
+
 def _missing_module(name: str) -> ModuleNotFoundError:
     return ModuleNotFoundError(f"No module named '{name}' ({name} is not implemented in portagrad)",
                                name=name)
@@ -96,7 +116,7 @@ class AliasModule(types.ModuleType):
         # PyTorch imports eagerly (torch.multiprocessing ...).
         full = f"{torch_name}.{attr}"
         target_name = torch_to_portagrad(full)
-        if target_name is not None and importlib.util.find_spec(target_name) is not None:
+        if target_name is not None and _package_spec(target_name) is not None:
             return importlib.import_module(full)
         raise AttributeError(f"{target.__name__} (as {torch_name}) has no attribute '{attr}' "
                              f"({full} is not implemented in portagrad)", name=attr, obj=self)
@@ -157,10 +177,7 @@ class TorchAliasFinder(importlib.abc.MetaPathFinder):
         target_name = torch_to_portagrad(fullname)
         if target_name is None:
             raise _missing_module(fullname)
-        try:
-            found = importlib.util.find_spec(target_name)
-        except ModuleNotFoundError:
-            found = None
+        found = _package_spec(target_name)
         if found is None:
             raise _missing_module(fullname)
         return importlib.util.spec_from_loader(

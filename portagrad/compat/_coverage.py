@@ -18,7 +18,7 @@ import re
 import types
 from typing import Any
 
-from ._alias import torch_to_portagrad
+from ._alias import _package_spec, torch_to_portagrad
 
 __all__ = ["NAMESPACES", "NOT_PORTABLE", "torch_names", "coverage", "main"]
 
@@ -73,6 +73,8 @@ def _resolve(name: str, root: str) -> Any:
         mod_name = root + mod_name[len("torch"):]
     elif root != "torch":
         mod_name = root
+    if root != "torch" and _package_spec(mod_name) is None:
+        raise ImportError(f"no module {mod_name} in this portagrad")
     mod = importlib.import_module(mod_name)
     return getattr(mod, obj) if obj else mod
 
