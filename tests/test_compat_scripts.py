@@ -46,6 +46,8 @@ SCRIPTS = [
            ("--model", "GRU", "--dropout", "0", "--epochs", "1")),
     Script("word_lm_transformer", "word_language_model.py", ("--model", "Transformer"),
            r"valid loss\s+" + NUM, ("--model", "Transformer", "--dropout", "0", "--epochs", "1")),
+    Script("seq2seq_transformer", "seq2seq_transformer.py", (), r"train loss: " + NUM,
+           ("--steps", "1", "--dropout", "0", "--profile-steps", "1")),
     Script("time_sequence_lbfgs", "time_sequence_lbfgs.py", (), r"(?m)^loss: " + NUM,
            ("--steps", "1")),
     Script("super_resolution", "super_resolution.py", (), r"Avg\. Loss: " + NUM, ("--nEpochs", "1")),

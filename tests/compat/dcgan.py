@@ -107,7 +107,10 @@ def main():
         print(f"[{i}/{args.iters}] Loss_D: {errD.item():.4f} Loss_G: {errG.item():.4f} "
               f"discriminator loss {errD.item():.6f}")
     with torch.no_grad():
-        print("fixed-noise samples", tuple(netG(fixed_noise).shape))
+        fake = netG(fixed_noise).detach().cpu()
+    # to 8-bit pixels, as an image writer wants them
+    pixels = (fake * 127.5 + 127.5).clamp(0, 255).to(torch.uint8)
+    print("fixed-noise samples", tuple(pixels.shape), pixels.dtype)
 
 
 if __name__ == "__main__":

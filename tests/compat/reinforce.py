@@ -82,7 +82,7 @@ def main():
         for r in policy.rewards[::-1]:
             R = r + args.gamma * R
             returns.insert(0, R)
-        returns = torch.tensor(returns)
+        returns = torch.FloatTensor(returns)
         returns = (returns - returns.mean()) / (returns.std() + eps) if len(returns) > 1 else returns
         policy_loss = torch.cat([-lp * R for lp, R in zip(policy.saved_log_probs, returns)]).sum()
         optimizer.zero_grad()
