@@ -182,7 +182,7 @@ def test_entry_point_module_mode_and_usage(tmp_path: Path) -> None:
     assert _run(["-m", "portagrad.compat"]).returncode == 2
     assert _run(["-m", "portagrad.compat", "--bogus"]).returncode == 2
     bad = _run(["-m", "portagrad.compat", str(tmp_path / "nope.py")])
-    assert bad.returncode == 1 and "nope.py" in bad.stderr
+    assert bad.returncode == 2 and "can't open file" in bad.stderr and "nope.py" in bad.stderr
 
 
 # ----------------------------------------------------------------------------- torch.backends

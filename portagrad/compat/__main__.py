@@ -1,6 +1,7 @@
 """``python -m portagrad.compat [--coverage [--missing]] | script.py args | -m module args``."""
 from __future__ import annotations
 
+import os
 import sys
 
 from . import _coverage, run_module, run_script
@@ -32,6 +33,11 @@ def main(argv: list[str]) -> int:
         return 0
     if argv[0].startswith("-"):
         print(f"portagrad.compat: unknown option {argv[0]}\n\n{USAGE}", file=sys.stderr)
+        return 2
+    if not os.path.isfile(argv[0]):
+        # as `python missing.py`: a message and status 2, not a traceback
+        print(f"{sys.executable}: can't open file '{os.path.abspath(argv[0])}': [Errno 2] No such "
+              "file or directory", file=sys.stderr)
         return 2
     run_script(argv[0], argv[1:])
     return 0
