@@ -5,11 +5,13 @@ runs draw from one numpy stream, ``PORTAGRAD_COMPAT_SHARED_RNG``; see ``tests/co
 """
 from __future__ import annotations
 
-import functools
+import importlib.util
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,6 +107,51 @@ def _run(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str
                           timeout=TIMEOUT)
 
 
+# The runs are subprocesses that mostly wait (interpreter start, OpenCL kernel builds): the selected
+# ones start together on a small pool when the first test needs one, and each test takes its own.
+_POOL = ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 1)))
+_RUNS: dict[tuple[str, str, str | None], Future[subprocess.CompletedProcess[str]]] = {}
+
+
+def _command(kind: str, spec: Script, device: str | None) -> tuple[list[str], dict[str, str]]:
+    """The command of one run: ``train`` (plain), ``compare`` (shared stream) or ``torch``."""
+    env = _env(device)
+    if kind == "train":
+        return [sys.executable, "-m", "portagrad.compat", str(CORPUS / spec.script),
+                *spec.args], env
+    assert spec.compare is not None
+    env["PORTAGRAD_COMPAT_SHARED_RNG"] = SEED
+    if kind == "torch":
+        return [sys.executable, str(CORPUS / "_run_torch.py"), str(CORPUS / spec.script),
+                *spec.compare], env
+    return [sys.executable, "-m", "portagrad.compat", str(CORPUS / spec.script),
+            *spec.compare], env
+
+
+def _start(kind: str, spec: Script, device: str | None) -> Future[subprocess.CompletedProcess[str]]:
+    key = (kind, spec.id, device)
+    if key not in _RUNS:
+        _RUNS[key] = _POOL.submit(_run, *_command(kind, spec, device))
+    return _RUNS[key]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _start_selected_runs(request: pytest.FixtureRequest) -> Iterator[None]:
+    have_torch = importlib.util.find_spec("torch") is not None
+    for item in request.session.items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if item.module is not sys.modules[__name__] or "spec" not in params:
+            continue
+        spec, device = params["spec"], params.get("device")
+        if item.originalname == "test_script_trains":
+            _start("train", spec, device)
+        elif have_torch:
+            _start("torch", spec, None)
+            _start("compare", spec, device)
+    yield
+    _POOL.shutdown(wait=True, cancel_futures=True)
+
+
 def _losses(spec: Script, out: str) -> list[float]:
     return [float(v) for v in re.findall(spec.loss, out)]
 
@@ -120,22 +167,18 @@ def _expected_failure(spec: Script, device: str | None, text: str) -> None:
             pytest.xfail(f"known portagrad bug: {KNOWN_BUGS[key][1]}")
 
 
-def _compat_run(spec: Script, device: str, args: tuple[str, ...],
-                shared_rng: bool = False) -> str:
-    env = _env(device)
-    if shared_rng:
-        env["PORTAGRAD_COMPAT_SHARED_RNG"] = SEED
-    proc = _run([sys.executable, "-m", "portagrad.compat", str(CORPUS / spec.script), *args], env)
+def _compat_run(spec: Script, device: str, kind: str) -> str:
+    proc = _start(kind, spec, device).result()
     if proc.returncode != 0:
         _expected_failure(spec, device, proc.stderr)
-        pytest.fail(f"{spec.script} {' '.join(args)} exited {proc.returncode} on {device}:\n"
+        pytest.fail(f"{spec.script} ({kind} run) exited {proc.returncode} on {device}:\n"
                     f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
     return proc.stdout
 
 
 @pytest.mark.parametrize("spec", SCRIPTS, ids=[s.id for s in SCRIPTS])
 def test_script_trains(spec: Script, device: str) -> None:
-    out = _compat_run(spec, device, spec.args)
+    out = _compat_run(spec, device, "train")
     losses = _losses(spec, out)
     assert len(losses) >= 2, f"{spec.script} printed fewer than two losses:\n{out}"
     # compare the means of the first and last quarter: GAN and policy-gradient losses are noisy
@@ -146,13 +189,8 @@ def test_script_trains(spec: Script, device: str) -> None:
     assert last < first, f"{spec.script}: loss did not fall ({losses})"
 
 
-@functools.cache
 def _torch_first_loss(spec: Script) -> float:
-    env = _env(None)
-    env["PORTAGRAD_COMPAT_SHARED_RNG"] = SEED
-    assert spec.compare is not None
-    proc = _run([sys.executable, str(CORPUS / "_run_torch.py"), str(CORPUS / spec.script),
-                 *spec.compare], env)
+    proc = _start("torch", spec, None).result()
     assert proc.returncode == 0, f"{spec.script} fails under PyTorch itself:\n{proc.stderr}"
     losses = _losses(spec, proc.stdout)
     assert losses, f"{spec.script} printed no loss under PyTorch:\n{proc.stdout}"
@@ -165,7 +203,7 @@ def test_first_loss_matches_pytorch(spec: Script, device: str) -> None:
     pytest.importorskip("torch")
     assert spec.compare is not None
     expected = _torch_first_loss(spec)
-    losses = _losses(spec, _compat_run(spec, device, spec.compare, shared_rng=True))
+    losses = _losses(spec, _compat_run(spec, device, "compare"))
     assert losses, f"{spec.script} printed no loss"
     assert losses[0] == pytest.approx(expected, rel=1e-4, abs=1e-6), (
         f"{spec.script}: first loss {losses[0]} under portagrad, {expected} under PyTorch")
