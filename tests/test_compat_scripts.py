@@ -64,9 +64,9 @@ SCRIPTS = [
     Script("save_load", "save_load.py", (), r"step \d+ loss: " + NUM, ("--steps", "10")),
 ]
 
-# torch names the corpus uses that are not in portagrad yet but are being added (by changes made
-# in parallel with this corpus). A run that fails only because one of them is missing is an
-# expected failure naming it; once they exist the run must pass, and this set should be emptied.
+# torch names the corpus uses that portagrad does not provide yet. A run that fails only because
+# one of them is missing is an expected failure naming it; once a name exists the run must pass,
+# and the name should leave this set.
 PENDING = {"accelerator", "cuda", "onnx", "FloatTensor", "nn.Transformer", "optim.LBFGS",
            "distributions", "profiler", "testing.assert_close", "sparse_coo_tensor", "spmm",
            "from_dlpack"}
