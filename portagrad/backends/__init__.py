@@ -1,9 +1,6 @@
-"""Array backends: the contract (:mod:`.interface`) and the built-in numpy and OpenCL backends.
-
-Also PyTorch's ``torch.backends`` flag modules (:mod:`.cudnn`, :mod:`.cuda`, :mod:`.mps`,
-:mod:`.opt_einsum`), answering as PyTorch does on a machine without CUDA or MPS.
-"""
-from . import cuda, cudnn, mps, opt_einsum  # PyTorch's torch.backends flag modules
+"""Array backends: the contract (:mod:`.interface`) and the built-in numpy and OpenCL backends."""
+from . import mps
 from .interface import Backend, DeviceProperties, View
+from . import cuda as cuda, cudnn as cudnn, opt_einsum as opt_einsum  # torch.backends flags
 
-__all__ = ["Backend", "DeviceProperties", "View", "cuda", "cudnn", "mps", "opt_einsum"]
+__all__ = ["Backend", "DeviceProperties", "View", "mps"]

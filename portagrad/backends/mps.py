@@ -1,24 +1,16 @@
-"""``torch.backends.mps``: Apple's Metal backend, as PyTorch answers where it is not built."""
+"""``pg.backends.mps``: PyTorch's MPS (Metal) build flags. portagrad has no MPS backend, so both
+answer ``False``, as PyTorch on a machine without MPS (scripts pick their device with
+``torch.backends.mps.is_available()``)."""
 from __future__ import annotations
 
-__all__ = ["is_available", "is_built", "is_macos_or_newer", "is_macos13_or_newer"]
+__all__ = ["is_available", "is_built"]
 
 
 def is_available() -> bool:
-    """Whether an MPS device can be used: never in portagrad."""
+    """``False``: there is no MPS backend."""
     return False
 
 
 def is_built() -> bool:
-    """Whether the library was built with MPS support: portagrad has no MPS backend."""
-    return False
-
-
-def is_macos_or_newer(major: int, minor: int) -> bool:
-    """Whether MPS runs on macOS ``major.minor`` or newer: False without MPS, as in PyTorch."""
-    return False
-
-
-def is_macos13_or_newer(minor: int = 0) -> bool:
-    """Whether MPS runs on macOS 13.``minor`` or newer: False without MPS, as in PyTorch."""
+    """``False``: no MPS support is built in."""
     return False
