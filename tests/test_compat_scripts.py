@@ -69,7 +69,7 @@ SCRIPTS = [
 # and the name should leave this set.
 PENDING = {"accelerator", "cuda", "onnx", "FloatTensor", "nn.Transformer", "optim.LBFGS",
            "distributions", "profiler", "testing.assert_close", "sparse_coo_tensor", "spmm",
-           "from_dlpack"}
+           "from_dlpack", "uint8", "bfloat16"}
 
 # Known portagrad bugs the corpus found: (script id, device type or None for all) -> (text in the
 # failure that identifies the bug, description). A failure with other text still fails.
