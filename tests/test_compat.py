@@ -257,6 +257,7 @@ def test_coverage_against_pytorch(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_coverage_without_pytorch_says_so() -> None:
+    # sys.modules[name] = None makes `import name` raise ModuleNotFoundError, as if not installed
     proc = _run(["-c", "import sys; sys.modules['torch'] = None; "
                        "from portagrad.compat.__main__ import main; sys.exit(main(['--coverage']))"])
     assert proc.returncode == 0, proc.stderr

@@ -101,7 +101,9 @@ def main(missing: bool = False) -> int:
     """Print the coverage table (and the missing names with ``missing``); 0 on success."""
     try:
         import torch
-    except ImportError:
+    except ModuleNotFoundError as exc:
+        if exc.name != "torch":
+            raise
         print("portagrad.compat --coverage compares portagrad with an installed PyTorch, and "
               "PyTorch (the 'torch' package) is not installed here: nothing to compare.")
         return 0
