@@ -56,13 +56,14 @@ def main():
     parser.add_argument("--log-interval", type=int, default=10)
     args = parser.parse_args()
     torch.manual_seed(args.seed)
+    device = torch.get_default_device()
     env = Corridor(seed=args.seed)
-    policy = Policy()
+    policy = Policy().to(device)
     optimizer = optim.Adam(policy.parameters(), lr=3e-2)
     eps = np.finfo(np.float32).eps.item()
 
     def select_action(state):
-        state = torch.from_numpy(state).float().unsqueeze(0)
+        state = torch.from_numpy(state).float().unsqueeze(0).to(device)
         probs = policy(state)
         m = Categorical(probs)
         action = m.sample()
@@ -82,7 +83,7 @@ def main():
         for r in policy.rewards[::-1]:
             R = r + args.gamma * R
             returns.insert(0, R)
-        returns = torch.FloatTensor(returns)
+        returns = torch.FloatTensor(returns).to(device)
         returns = (returns - returns.mean()) / (returns.std() + eps) if len(returns) > 1 else returns
         policy_loss = torch.cat([-lp * R for lp, R in zip(policy.saved_log_probs, returns)]).sum()
         optimizer.zero_grad()

@@ -19,10 +19,10 @@ class Sequence(nn.Module):
     def forward(self, input, future=0):
         outputs = []
         n = input.size(0)
-        h_t = torch.zeros(n, self.hidden, dtype=torch.double)
-        c_t = torch.zeros(n, self.hidden, dtype=torch.double)
-        h_t2 = torch.zeros(n, self.hidden, dtype=torch.double)
-        c_t2 = torch.zeros(n, self.hidden, dtype=torch.double)
+        h_t = torch.zeros(n, self.hidden, dtype=torch.double, device=input.device)
+        c_t = torch.zeros(n, self.hidden, dtype=torch.double, device=input.device)
+        h_t2 = torch.zeros(n, self.hidden, dtype=torch.double, device=input.device)
+        c_t2 = torch.zeros(n, self.hidden, dtype=torch.double, device=input.device)
         for input_t in input.split(1, dim=1):
             h_t, c_t = self.lstm1(input_t, (h_t, c_t))
             h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
@@ -49,12 +49,13 @@ def main():
     args = parser.parse_args()
     np.random.seed(0)
     torch.manual_seed(0)
+    device = torch.get_default_device()
     data = generate_sine_wave()
-    input = torch.from_numpy(data[3:, :-1])
-    target = torch.from_numpy(data[3:, 1:])
-    test_input = torch.from_numpy(data[:3, :-1])
-    test_target = torch.from_numpy(data[:3, 1:])
-    seq = Sequence()
+    input = torch.from_numpy(data[3:, :-1]).to(device)
+    target = torch.from_numpy(data[3:, 1:]).to(device)
+    test_input = torch.from_numpy(data[:3, :-1]).to(device)
+    test_target = torch.from_numpy(data[:3, 1:]).to(device)
+    seq = Sequence().to(device)
     seq.double()
     criterion = nn.MSELoss()
     optimizer = optim.LBFGS(seq.parameters(), lr=0.8, max_iter=5)
@@ -75,7 +76,7 @@ def main():
             pred = seq(test_input, future=future)
             loss = criterion(pred[:, :-future], test_target)
             print("test loss:", loss.item())
-            y = pred.detach().numpy()
+            y = pred.detach().cpu().numpy()
         assert y.shape == (3, test_input.size(1) + future)
 
 
