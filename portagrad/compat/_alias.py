@@ -1,0 +1,185 @@
+"""``torch`` -> ``portagrad``: the meta-path finder, its loader and the alias module objects.
+
+``import torch.X.Y`` is answered with an alias of ``portagrad.X.Y``: a module object named
+``torch.X.Y`` whose attribute reads and writes go to the portagrad module, so classes, functions
+and flags are portagrad's own (``torch.nn.Linear is portagrad.nn.Linear``, and
+``torch.backends.cudnn.benchmark = True`` sets ``portagrad.backends.cudnn.benchmark``). The alias
+exists only to name what is missing: ``torch.xyz`` raises an ``AttributeError`` naming both
+``portagrad`` and ``torch.xyz``, and ``import torch.foo`` a ``ModuleNotFoundError`` naming
+``torch.foo``. While the finder is installed the real PyTorch is never imported.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import types
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["TorchAliasFinder", "AliasModule", "torch_to_portagrad", "portagrad_to_torch",
+           "TORCH", "PORTAGRAD"]
+
+TORCH = "torch"
+PORTAGRAD = "portagrad"
+
+# portagrad modules that are not PyTorch's namespace of the same name, so ``torch.<name>`` must not
+# reach them: the backend plugins (``torch.backends`` is a flags namespace; portagrad's array
+# backends share the package), the plugin manager, the bundled data set and the CLI.
+NOT_TORCH = frozenset({
+    "backends.interface", "backends.numpy", "backends.opencl", "backends.philox",
+    "backends.ufuncs", "plugins", "data", "demo", "errors", "compat",
+})
+
+
+def torch_to_portagrad(name: str) -> str | None:
+    """``torch.nn.functional`` -> ``portagrad.nn.functional``; None for names outside ``torch``
+    and for the submodules portagrad does not provide under that name (private ones included)."""
+    if name == TORCH:
+        return PORTAGRAD
+    if not name.startswith(TORCH + "."):
+        return None
+    rest = name[len(TORCH) + 1:]
+    parts = rest.split(".")
+    if any(p.startswith("_") for p in parts):
+        return None  # torch._C, torch._dynamo ...: private, never portagrad's private modules
+    if any(rest == ex or rest.startswith(ex + ".") for ex in NOT_TORCH):
+        return None
+    return f"{PORTAGRAD}.{rest}"
+
+
+def portagrad_to_torch(name: str) -> str | None:
+    """The inverse of :func:`torch_to_portagrad` (None where there is no torch name)."""
+    if name == PORTAGRAD:
+        return TORCH
+    if not name.startswith(PORTAGRAD + "."):
+        return None
+    torch_name = TORCH + name[len(PORTAGRAD):]
+    return torch_name if torch_to_portagrad(torch_name) == name else None
+
+
+def _package_spec(name: str) -> importlib.machinery.ModuleSpec | None:
+    """The spec of portagrad module ``name`` if it exists inside the imported portagrad package.
+
+    A module of the same name found elsewhere (an editable install of another checkout answering
+    for a module this one lacks) would mix two versions of portagrad: it counts as missing.
+    """
+    try:
+        spec = importlib.util.find_spec(name)
+    except ModuleNotFoundError:
+        return None
+    if spec is None or name == PORTAGRAD:
+        return spec
+    roots = [os.path.join(os.path.realpath(p), "") for p in importlib.import_module(PORTAGRAD).__path__]
+    where = spec.origin or next(iter(spec.submodule_search_locations or []), None)
+    if where is None:
+        return None
+    return spec if any(os.path.realpath(where).startswith(r) for r in roots) else None
+
+
+def _missing_module(name: str) -> ModuleNotFoundError:
+    return ModuleNotFoundError(f"No module named '{name}' ({name} is not implemented in portagrad)",
+                               name=name)
+
+
+class AliasModule(types.ModuleType):
+    """The module ``torch.X`` stands for ``portagrad.X``: reads, writes and ``dir`` go there."""
+
+    def __init__(self, name: str, target: types.ModuleType) -> None:
+        super().__init__(name, target.__doc__)
+        object.__setattr__(self, "_compat_target", target)
+        if isinstance(getattr(target, "__file__", None), str):
+            # read from the module dict, not through __getattr__, by `from torch import missing`
+            # to say where it looked: "cannot import name 'x' from 'torch' (.../portagrad/...)"
+            object.__setattr__(self, "__file__", target.__file__)
+
+    def __getattr__(self, attr: str) -> Any:
+        target = object.__getattribute__(self, "_compat_target")
+        torch_name = object.__getattribute__(self, "__name__")
+        try:
+            value = getattr(target, attr)
+        except AttributeError:
+            value = _missing
+        if isinstance(value, types.ModuleType):
+            sub = self._submodule(torch_name, attr, value)
+            if sub is not None:
+                return sub
+            value = _missing  # a portagrad module that is not torch's namespace of that name
+        if value is not _missing:
+            return value
+        if attr.startswith("__") and attr.endswith("__"):
+            raise AttributeError(attr)  # protocol probes (__path__, __wrapped__ ...) stay plain
+        # Not an attribute yet: maybe a subpackage not imported by portagrad/__init__, which
+        # PyTorch imports eagerly (torch.multiprocessing ...).
+        full = f"{torch_name}.{attr}"
+        target_name = torch_to_portagrad(full)
+        if target_name is not None and _package_spec(target_name) is not None:
+            return importlib.import_module(full)
+        raise AttributeError(f"{target.__name__} (as {torch_name}) has no attribute '{attr}' "
+                             f"({full} is not implemented in portagrad)", name=attr, obj=self)
+
+    @staticmethod
+    def _submodule(torch_name: str, attr: str, value: types.ModuleType) -> types.ModuleType | None:
+        """The alias of submodule ``value`` found as ``attr``; None for a portagrad module that
+        is not ``torch_name.attr`` (the OpenCL backend under ``torch.backends``, a private one)."""
+        alias = portagrad_to_torch(value.__name__)
+        if alias is None or alias != f"{torch_name}.{attr}":
+            if value.__name__ == PORTAGRAD or value.__name__.startswith(PORTAGRAD + "."):
+                return None
+            return value  # a foreign module the namespace re-exports (math, numpy ...)
+        return sys.modules.get(alias) or importlib.import_module(alias)
+
+    def __setattr__(self, attr: str, value: Any) -> None:
+        if attr.startswith("__") and attr.endswith("__"):
+            object.__setattr__(self, attr, value)  # the import system's own bookkeeping
+            return
+        setattr(object.__getattribute__(self, "_compat_target"), attr, value)
+
+    def __delattr__(self, attr: str) -> None:
+        delattr(object.__getattribute__(self, "_compat_target"), attr)
+
+    def __dir__(self) -> list[str]:
+        return dir(object.__getattribute__(self, "_compat_target"))
+
+    def __repr__(self) -> str:
+        target = object.__getattribute__(self, "_compat_target")
+        return f"<module '{self.__name__}' (portagrad alias of '{target.__name__}')>"
+
+
+_missing = object()
+
+
+class _AliasLoader(importlib.abc.Loader):
+    """Imports the portagrad module and hands out its alias; nothing is executed twice."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return AliasModule(spec.name, importlib.import_module(self.target))
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        pass  # the portagrad module ran when it was imported
+
+
+class TorchAliasFinder(importlib.abc.MetaPathFinder):
+    """Answers every ``torch`` and ``torch.*`` import, first on ``sys.meta_path``: with an alias
+    of the portagrad module, or with a ``ModuleNotFoundError`` naming what is not implemented, so
+    that an installed PyTorch never answers instead."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname != TORCH and not fullname.startswith(TORCH + "."):
+            return None
+        target_name = torch_to_portagrad(fullname)
+        if target_name is None:
+            raise _missing_module(fullname)
+        found = _package_spec(target_name)
+        if found is None:
+            raise _missing_module(fullname)
+        return importlib.util.spec_from_loader(
+            fullname, _AliasLoader(target_name),
+            is_package=found.submodule_search_locations is not None)
