@@ -508,3 +508,22 @@ def test_pad_sequence(device):
                                    padding_side="left")
     assert bf.shape == (2, 3, 2)
     assert H(bf)[1, :, 0].tolist() == [-1.0, -1.0, 2.0]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: pg.nn.Conv1d(3, 4, 3), lambda: pg.nn.Conv2d(3, 4, 3, stride=2),
+    lambda: pg.nn.AdaptiveAvgPool2d((2, 3)), lambda: pg.nn.AdaptiveMaxPool2d((2, 3)),
+    lambda: pg.nn.AvgPool2d(2), lambda: pg.nn.MaxPool2d(2), lambda: pg.nn.AdaptiveAvgPool1d(2),
+    lambda: pg.nn.Upsample(scale_factor=2, mode="bilinear"),
+], ids=["conv1d", "conv2d", "adaptive_avg", "adaptive_max", "avg_pool", "max_pool",
+        "adaptive_avg1d", "upsample"])
+def test_conv_and_pool_outputs_are_contiguous_as_in_pytorch(device, make):
+    # scripts call .view() on what these return (the Siamese example flattens after
+    # AdaptiveAvgPool2d); PyTorch's outputs are contiguous for a contiguous input
+    m = make().to(device)
+    x = pg.randn(2, 3, 6, 6, device=device)
+    if "1d" in type(m).__name__:
+        x = x[:, :, 0].contiguous()
+    y = m(x)
+    assert y.is_contiguous()
+    assert y.view(-1).shape == (y.numel(),)

@@ -790,6 +790,12 @@ def _conv_padding(padding: Any, nd: int, k: tuple[int, ...], d: tuple[int, ...],
     return p, p
 
 
+def _nchw(out: Tensor, shape: tuple) -> Tensor:
+    """An (N, *spatial, C) result laid out as PyTorch's contiguous (N, C, *spatial) output:
+    scripts ``.view()`` what a convolution, pooling or interpolation returns."""
+    return C.contiguous(S.movedim(S.reshape(out, shape), -1, 1))
+
+
 def _convnd(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any,
             dilation: Any, groups: int, nd: int) -> Tensor:
     name = f"conv{nd}d"
@@ -847,7 +853,7 @@ def _convnd(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, pad
         out = S.reshape(S.transpose(L.matmul(a, w), 0, 1), (NL, O))
     if bias is not None:
         out = E.add(out, bias)
-    out = S.movedim(S.reshape(out, (N,) + p.out_spatial + (O,)), -1, 1)
+    out = _nchw(out, (N,) + p.out_spatial + (O,))
     return S.squeeze(out, 0) if unbatched else out
 
 
@@ -1106,7 +1112,7 @@ def _max_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dila
         return (out, ind) if return_indices else out
     cols = _im2col.unfold_cols(x, p, -math.inf)
     vals, idx = call(_MaxLast, S.reshape(cols, (N, p.L, Cc, p.K)))
-    out = S.movedim(S.reshape(vals, (N,) + p.out_spatial + (Cc,)), -1, 1)
+    out = _nchw(vals, (N,) + p.out_spatial + (Cc,))
     if unbatched:
         out = S.squeeze(out, 0)
     if not return_indices:
@@ -1114,7 +1120,7 @@ def _max_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dila
     pix = p.table_pix(x)  # (L, K) flat input positions
     pe = _raw.expand_view(S.reshape(pix, (1, p.L, 1, p.K)), (N, p.L, Cc, p.K))
     ind = S.squeeze(I.gather(pe, 3, S.unsqueeze(idx, -1)), -1)
-    ind = S.movedim(S.reshape(ind, (N,) + p.out_spatial + (Cc,)), -1, 1)
+    ind = _nchw(ind, (N,) + p.out_spatial + (Cc,))
     return out, (S.squeeze(ind, 0) if unbatched else ind)
 
 
@@ -1194,7 +1200,7 @@ def _avg_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil
         out = E.div(tot, p.float_table(key, build, x))
     if not x.dtype.is_floating_point:  # PyTorch: an integer average truncates, in input's dtype
         out = C.to(E.trunc(out), x.dtype)
-    out = S.movedim(S.reshape(out, (N,) + p.out_spatial + (Cc,)), -1, 1)
+    out = _nchw(out, (N,) + p.out_spatial + (Cc,))
     return S.squeeze(out, 0) if unbatched else out
 
 
@@ -1391,7 +1397,7 @@ def _adaptive_pool(input: Tensor, output_size: Any, nd: int, kind: str, return_i
     else:
         cols = _im2col.unfold_cols(x, p, -math.inf)
         out, idx = call(_MaxLast, S.reshape(cols, (N, p.L, Cc, p.K)))
-    out = S.movedim(S.reshape(out, (N,) + out_sp + (Cc,)), -1, 1)
+    out = _nchw(out, (N,) + out_sp + (Cc,))
     if unbatched:
         out = S.squeeze(out, 0)
     if not return_indices:
@@ -1400,7 +1406,7 @@ def _adaptive_pool(input: Tensor, output_size: Any, nd: int, kind: str, return_i
     pix = p.table_pix(x)
     pe = _raw.expand_view(S.reshape(pix, (1, p.L, 1, p.K)), (N, p.L, Cc, p.K))
     ind = S.squeeze(I.gather(pe, 3, S.unsqueeze(idx, -1)), -1)
-    ind = S.movedim(S.reshape(ind, (N,) + out_sp + (Cc,)), -1, 1)
+    ind = _nchw(ind, (N,) + out_sp + (Cc,))
     return out, (S.squeeze(ind, 0) if unbatched else ind)
 
 
@@ -2506,7 +2512,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
     else:
         w = p.float_table("w", None, input)
         out = R.sum(E.mul(S.reshape(cols, (N, p.L, Cc, p.K)), w), -1)
-    return S.movedim(S.reshape(out, (N,) + out_sp + (Cc,)), -1, 1)
+    return _nchw(out, (N,) + out_sp + (Cc,))
 
 
 def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
