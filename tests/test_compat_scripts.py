@@ -67,25 +67,15 @@ SCRIPTS = [
 # torch names the corpus uses that portagrad does not provide yet. A run that fails only because
 # one of them is missing is an expected failure naming it; once a name exists the run must pass,
 # and the name should leave this set.
-PENDING = {"accelerator", "cuda", "onnx", "FloatTensor", "nn.Transformer", "optim.LBFGS",
-           "distributions", "profiler", "testing.assert_close", "sparse_coo_tensor", "spmm",
-           "from_dlpack", "uint8", "bfloat16"}
+PENDING = {"distributions", "profiler", "testing.assert_close", "from_dlpack"}
 
 # Known portagrad bugs and limits the corpus found: (script id, device type or None for all) ->
 # (text, or texts, in the failure that identify it; description). Other failures still fail.
 KNOWN_BUGS: dict[tuple[str, str | None], tuple[str | tuple[str, ...], str]] = {
-    ("siamese", None): (
-        "view size is not compatible",
-        "nn.AdaptiveAvgPool2d returns a non-contiguous tensor (PyTorch's is contiguous), so the "
-        "script's .view() after it fails"),
     ("mnist_hogwild", "opencl"): (
-        ("loss did not fall", "cannot share a tensor on device"),
-        "OpenCL tensors cannot be shared between processes (share_memory() either shares "
-        "nothing, so the workers train copies, or says it cannot)"),
-    ("super_resolution", "opencl"): (
-        "device type tensor to numpy",
-        "nn.init.orthogonal_ calls .numpy() on a tensor made on the default device, so it fails "
-        "when that device is an OpenCL one"),
+        "cannot share a tensor on device",
+        "OpenCL tensors cannot be shared between processes: share_memory() says so, as the "
+        "rules for device tensors without inter-process handles ask"),
 }
 
 _MISSING = re.compile(r"\(torch\.([\w.]+) is not implemented in portagrad\)")
