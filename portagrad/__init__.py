@@ -174,3 +174,8 @@ __all__ = [
     "true_divide", "trunc", "unbind", "unflatten", "unsqueeze", "utils", "var", "var_mean",
     "vdot", "vstack", "where", "zeros", "zeros_like",
 ]
+
+# probability distributions, the profiler
+from . import distributions, profiler
+
+__all__ += ["distributions", "profiler"]

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
 from . import grad_mode
+from ._profiling import STATE as _PROF
+from ._profiling import op_name, record
 from .anomaly import _record_trace, _state as _anomaly_state
 from .grad_mode import _flags
 
@@ -463,19 +465,25 @@ class Function(metaclass=_FunctionMeta):
         flags = _flags
         if flags.grad:
             needs = tuple([isinstance(a, T) and a._requires_grad for a in args])
-            record = True in needs
+            recorded = True in needs
             ctx.needs_input_grad = needs
             flags.grad = False
             try:
-                outputs = cls.forward(ctx, *args, **kwargs)
+                if _PROF.on:  # a profiler is recording
+                    outputs = record(op_name(cls), args, cls.forward, ctx, *args, **kwargs)
+                else:
+                    outputs = cls.forward(ctx, *args, **kwargs)
             finally:
                 flags.grad = True
         else:
             needs = (False,) * len(args)
-            record = False
+            recorded = False
             ctx.needs_input_grad = needs
-            outputs = cls.forward(ctx, *args, **kwargs)
-        if not record:
+            if _PROF.on:
+                outputs = record(op_name(cls), args, cls.forward, ctx, *args, **kwargs)
+            else:
+                outputs = cls.forward(ctx, *args, **kwargs)
+        if not recorded:
             return outputs
         return _wrap_outputs(ctx, args, outputs, T)
 
