@@ -175,7 +175,7 @@ __all__ = [
     "vdot", "vstack", "where", "zeros", "zeros_like",
 ]
 
-# probability distributions, the profiler
-from . import distributions, profiler
+# probability distributions, the profiler, torch.testing's assert_close
+from . import distributions, profiler, testing
 
-__all__ += ["distributions", "profiler"]
+__all__ += ["distributions", "profiler", "testing"]
