@@ -175,7 +175,8 @@ __all__ = [
     "vdot", "vstack", "where", "zeros", "zeros_like",
 ]
 
-# probability distributions, the profiler, torch.testing's assert_close
+# probability distributions, the profiler, torch.testing's assert_close, DLPack
 from . import distributions, profiler, testing
+from .utils.dlpack import from_dlpack
 
-__all__ += ["distributions", "profiler", "testing"]
+__all__ += ["distributions", "from_dlpack", "profiler", "testing"]
