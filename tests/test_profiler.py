@@ -143,6 +143,19 @@ def test_errors_and_inactive_state():
     assert [e.name for e in prof.events()][:2] == ["deco", "exp"]
 
 
+def test_inplace_ops_are_recorded(device):
+    z = pg.ones(3, device=device)
+    with AP.profile(record_shapes=True) as prof:
+        z.add_(1.0)
+        z.mul_(z)
+        z.fill_(2.0)
+        z += 1
+    names = [e.name for e in prof.events()]
+    assert names == ["add_", "mul_", "fill_", "add_"]
+    assert prof.events()[1].input_shapes == [[3], [3]]
+    assert z.tolist() == [3.0, 3.0, 3.0]
+
+
 def test_op_names():
     class _SumAll:
         pass

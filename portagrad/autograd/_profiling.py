@@ -11,12 +11,14 @@ device-timing profiler the OpenCL backend does not fuse elementwise ops across o
 """
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["STATE", "OpRecord", "Collector", "record", "begin", "end"]
+__all__ = ["STATE", "OpRecord", "Collector", "record", "record_backward", "record_inplace",
+           "begin", "end", "op_name"]
 
 _now = time.perf_counter_ns
 
@@ -194,6 +196,34 @@ def record_backward(node: Any, grads: tuple) -> Any:
         raise
     end(rec, out)
     return out
+
+
+def record_inplace(raw_into: Callable[[Any], None], x: Any, others: tuple) -> None:
+    """An in-place op's write (``raw_into(x)``), named after the Tensor method that asked for it
+    (``add_``, ``fill_``, ``__setitem__`` ...), found on the call stack: this runs only while a
+    profiler is active."""
+    rec = begin(_inplace_name(sys._getframe(2)), "op", (x, *others))
+    try:
+        raw_into(x)
+    except BaseException:
+        end(rec)
+        raise
+    end(rec, x)
+
+
+def _inplace_name(frame: Any) -> str:
+    for _ in range(6):
+        if frame is None:
+            break
+        name = frame.f_code.co_name
+        if (name.endswith("_") and not name.startswith("_")) or name in _INPLACE_DUNDERS:
+            return name
+        frame = frame.f_back
+    return "inplace"
+
+
+_INPLACE_DUNDERS = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
+                    "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__"}
 
 
 def op_name(fn_cls: type) -> str:
