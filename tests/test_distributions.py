@@ -17,6 +17,8 @@ def t(x, device, dtype=pg.float32, **kw):
 
 
 def close(a, expected, tol=1e-5):
+    if isinstance(expected, pg.Tensor):
+        expected = expected.detach().numpy(force=True)
     np.testing.assert_allclose(a.detach().numpy(force=True), np.asarray(expected, np.float64),
                                rtol=tol, atol=tol)
 
@@ -131,6 +133,81 @@ def test_register_kl_dispatches_to_the_most_specific_pair():
         D.register_kl(int, D.Normal)
 
 
+def test_transformed_and_derived_distributions_values(device):
+    ln = D.LogNormal(t([0., 1.], device), t([1., 0.5], device))
+    v = t([0.5, 3.0], device)
+    close(ln.log_prob(v), [-0.4660178, -1.3438524])
+    close(ln.entropy(), [1.4189385, 1.7257913])
+    close(ln.mean, [1.6487212, 3.0802169])
+    close(ln.variance, [4.6707745, 2.6947582], tol=1e-4)
+    close(ln.mode, [0.3678795, 2.1170001])
+    close(ln.cdf(v), [0.2441086, 0.5781741])
+    assert isinstance(ln, D.TransformedDistribution) and ln.support is constraints.positive
+    hn = D.HalfNormal(t([1., 2.], device))
+    hv = t([0.5, 3.], device)
+    close(hn.log_prob(hv), [-0.3507913, -2.0439386])
+    close(hn.entropy(), [0.7257913, 1.4189386])
+    close(hn.mean, [0.7978846, 1.5957692])
+    close(hn.variance, [0.3633802, 1.4535209])
+    close(hn.cdf(hv), [0.3829249, 0.8663857])
+    g = D.Gumbel(t([0., 1.], device), t([1., 2.], device))
+    gv = t([0.5, -1.], device)
+    close(g.log_prob(gv), [-1.1065307, -2.4114289])
+    close(g.entropy(), [1.5772157, 2.2703629])
+    close(g.mean, [0.5772157, 2.1544313])
+    close(g.variance, [1.6449342, 6.5797367])
+    close(g.cdf(gv), [0.5452393, 0.0659881])
+    c = D.Cauchy(t([0., 1.], device), t([1., 2.], device))
+    close(c.log_prob(gv), [-1.3678734, -2.5310242])
+    close(c.entropy(), [2.5310242, 3.2241714])
+    close(c.cdf(gv), [0.6475836, 0.25])
+    close(c.icdf(t([0.3, 0.9], device)), [-0.7265425, 7.1553655], tol=1e-4)
+    ge = D.Geometric(t([0.3, 0.8], device))
+    close(ge.log_prob(t([2., 0.], device)), [-1.9173228, -0.2231435])
+    close(ge.entropy(), [2.0362144, 0.625503])
+    close(ge.mean, [2.3333333, 0.25])
+    close(ge.variance, [7.7777772, 0.3125], tol=1e-4)
+    gl = D.Geometric(logits=t([-1., 2.], device))
+    close(gl.log_prob(t([1., 3.], device)), [-1.6265233, -6.5077109])
+    close(gl.entropy(), [2.1647954, 0.4147766])
+    rb = D.RelaxedBernoulli(t(0.5, device), probs=t([0.3, 0.8], device))
+    close(rb.log_prob(t([0.2, 0.9], device)), [-0.2527947, 0.3078845])
+    lrb = D.LogitRelaxedBernoulli(t(0.7, device), logits=t([-1., 2.], device))
+    close(lrb.log_prob(t([0.2, -0.9], device)), [-2.0516644, -3.1258733])
+    ro = D.RelaxedOneHotCategorical(t(0.5, device), probs=t([0.2, 0.3, 0.5], device))
+    close(ro.log_prob(t([[0.1, 0.2, 0.7], [0.6, 0.3, 0.1]], device)), [0.2763753, -0.7838178],
+          tol=1e-4)
+    s = ro.rsample((4,))
+    assert s.shape == (4, 3)
+    close(s.sum(-1), [1.0] * 4)
+    T = D.transforms
+    td = D.TransformedDistribution(D.Normal(t([0., 1.], device), t([1., 2.], device)),
+                                   [T.AffineTransform(1., 2.), T.TanhTransform()])
+    close(td.log_prob(t([0.3, -0.5], device)), [-1.5773704, -2.4112248])
+    assert td.batch_shape == (2,) and td.event_shape == ()
+    assert repr(td.support) == "Interval(lower_bound=-1.0, upper_bound=1.0)"
+    td2 = D.TransformedDistribution(
+        D.Normal(pg.zeros(2, 3, device=device), pg.ones(2, 3, device=device)),
+        [T.AffineTransform(pg.zeros(3, device=device), t([1., 2., 3.], device), event_dim=1)])
+    assert td2.batch_shape == (2,) and td2.event_shape == (3,)
+    close(td2.log_prob(pg.full((2, 3), 0.5, device=device)), [-4.7187138, -4.7187138])
+    logistic = D.TransformedDistribution(D.Uniform(t([0.], device), t([1.], device)),
+                                         [T.SigmoidTransform().inv])
+    close(logistic.log_prob(t([0.3], device)), [-1.4087105])
+    close(logistic.cdf(t([0.3], device)), [0.5744425])
+    neg = D.TransformedDistribution(D.Exponential(t([1.], device)), [T.AffineTransform(0., -1.)])
+    close(neg.cdf(t([-0.5], device)), [0.6065307])
+    x = t([0.3, -1.2], device)
+    for tr in (T.ExpTransform(), T.SigmoidTransform(), T.TanhTransform(),
+               T.AffineTransform(2.0, -3.0), T.ComposeTransform([T.ExpTransform(),
+                                                                T.AffineTransform(1.0, 2.0)])):
+        close(tr.inv(tr(x)), x, tol=1e-4)
+    for dist in (ln, hn, g, c, rb, td):
+        assert dist.rsample((3,)).shape == (3, 2) and dist.sample().shape == (2,)
+        assert dist.expand((4, 2)).sample().shape == (4, 2)
+    assert ge.sample((5,)).shape == (5, 2)
+
+
 # --------------------------------------------------------------------------- validation
 def test_validation_errors(device):
     with pytest.raises(ValueError, match=r"Expected parameter scale .* GreaterThan\(lower_bound=0.0\)"):
@@ -210,6 +287,11 @@ def test_sample_moments(device):
         (D.Uniform(t([-1.0], device), t([3.0], device)), 1.0, 16 / 12),
         (D.Exponential(t([2.0], device)), 0.5, 0.25),
         (D.Laplace(t([1.0], device), t([0.5], device)), 1.0, 0.5),
+        (D.Gumbel(t([1.0], device), t([2.0], device)), 1.0 + 2.0 * 0.5772157, 6.5797367),
+        (D.Geometric(t([0.4], device)), 1.5, 3.75),
+        (D.HalfNormal(t([1.0], device)), 0.7978846, 0.3633802),
+        (D.LogNormal(t([0.0], device), t([0.5], device)), math.exp(0.125),
+         math.expm1(0.25) * math.exp(0.25)),
     ]
     for dist, mean, var in cases:
         s = dist.sample((n,)).numpy(force=True).astype(np.float64)
@@ -262,6 +344,21 @@ def test_gradcheck_log_prob_and_rsample(device):
     assert pg.autograd.gradcheck(urs, (low, high))
     rate = pg.tensor([0.5, 2.0], **f64)
     assert pg.autograd.gradcheck(lambda r: D.Exponential(r).log_prob(bv + 0.5), (rate,))
+    pos = pg.tensor([0.4, 2.5], dtype=pg.float64, device=device)
+    assert pg.autograd.gradcheck(lambda a, b: D.LogNormal(a, b).log_prob(pos), (loc, scale))
+
+    def lnrs(a, b):
+        pg.manual_seed(3)
+        return D.LogNormal(a, b).rsample((2,))
+
+    assert pg.autograd.gradcheck(lnrs, (loc, scale))
+    temp = pg.tensor(0.7, **f64)
+
+    def relaxed(tp, lg):
+        pg.manual_seed(11)
+        return D.RelaxedOneHotCategorical(tp, logits=lg).rsample((2,))
+
+    assert pg.autograd.gradcheck(relaxed, (temp, logits))
 
 
 def test_reinforce_through_categorical_log_prob(device):

@@ -5,18 +5,32 @@ Samples are drawn with portagrad's generator (``pg.manual_seed`` makes them repr
 device of the parameters."""
 from __future__ import annotations
 
-from . import constraints
+from . import constraints, transforms
 from .bernoulli import Bernoulli
 from .categorical import Categorical
+from .cauchy import Cauchy
 from .distribution import Distribution
 from .exponential import Exponential
+from .geometric import Geometric
+from .gumbel import Gumbel
+from .half_normal import HalfNormal
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
+from .log_normal import LogNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli
+from .relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical
+from .transformed_distribution import TransformedDistribution
+from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,
+                         SigmoidTransform, TanhTransform, Transform)
 from .uniform import Uniform
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Exponential", "Independent", "Laplace",
-           "Normal", "OneHotCategorical", "Uniform", "constraints", "kl_divergence",
-           "register_kl"]
+__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Categorical", "Cauchy",
+           "ComposeTransform", "Distribution", "ExpRelaxedCategorical", "ExpTransform",
+           "Exponential", "Geometric", "Gumbel", "HalfNormal", "Independent", "Laplace",
+           "LogNormal", "LogitRelaxedBernoulli", "Normal", "OneHotCategorical",
+           "RelaxedBernoulli", "RelaxedOneHotCategorical", "SigmoidTransform", "TanhTransform",
+           "Transform", "TransformedDistribution", "Uniform", "constraints", "kl_divergence",
+           "register_kl", "transforms"]
