@@ -114,6 +114,10 @@ def test_kl_divergence(device):
     lp = D.Laplace(t([0., 1.], device), t([1., 3.], device))
     close(D.kl_divergence(lp, D.Laplace(t([1., 0.], device), t([2., 1.], device))),
           [0.3770869, 1.0509815])
+    close(D.kl_divergence(D.Poisson(t([2., 0.5], device)), D.Poisson(t([3., 1.], device))),
+          [0.1890697, 0.1534264])
+    close(D.kl_divergence(D.Binomial(5, t([0.3, 0.9], device)),
+                          D.Binomial(5, t([0.6, 0.5], device))), [0.9189346, 1.8403208])
     with pytest.raises(NotImplementedError, match="Normal.*Bernoulli"):
         D.kl_divergence(n, b)
 
@@ -131,6 +135,33 @@ def test_register_kl_dispatches_to_the_most_specific_pair():
     assert D.kl_divergence(D.Normal(0.0, 1.0), D.Normal(0.0, 1.0)).item() == 0.0
     with pytest.raises(TypeError):
         D.register_kl(int, D.Normal)
+
+
+def test_poisson_and_binomial_values(device):
+    p = D.Poisson(t([0.5, 3.0, 10.], device))
+    close(p.log_prob(t([0., 2., 12.], device)), [-0.5, -1.4959226, -2.3561935])
+    close(p.mode, [0., 3., 10.])
+    close(D.Poisson(t([0.0], device)).log_prob(t([0.0], device)), [0.0])
+    with pytest.raises(ValueError, match=r"IntegerGreaterThan\(lower_bound=0\)"):
+        p.log_prob(t([0.5, 1., 1.], device))
+    with pytest.raises(ValueError, match=r"GreaterThanEq\(lower_bound=0.0\)"):
+        D.Poisson(t([-1.], device))
+    b = D.Binomial(total_count=t([5., 10.], device), probs=t([0.3, 0.8], device))
+    close(b.log_prob(t([2., 10.], device)), [-1.1753855, -2.2314358])
+    close(b.mean, [1.5, 8.0])
+    close(b.variance, [1.05, 1.6])
+    close(b.mode, [1.0, 8.0])
+    with pytest.raises(NotImplementedError, match="Inhomogeneous total count"):
+        b.entropy()
+    b2 = D.Binomial(4, logits=t([-1., 0.5], device))
+    close(b2.log_prob(t([0., 3.], device)), [-1.2530468, -1.0100136])
+    close(b2.entropy(), [1.2516997, 1.367018])
+    close(b2.enumerate_support(), [[0., 0.], [1., 1.], [2., 2.], [3., 3.], [4., 4.]])
+    with pytest.raises(ValueError, match="within the support"):
+        b2.log_prob(t([5., 0.], device))
+    s = b.sample((7,))
+    assert s.shape == (7, 2) and str(s.device) == str(pg.device(device))
+    assert (s.numpy(force=True) <= np.array([5., 10.])).all()
 
 
 def test_transformed_and_derived_distributions_values(device):
@@ -292,6 +323,8 @@ def test_sample_moments(device):
         (D.HalfNormal(t([1.0], device)), 0.7978846, 0.3633802),
         (D.LogNormal(t([0.0], device), t([0.5], device)), math.exp(0.125),
          math.expm1(0.25) * math.exp(0.25)),
+        (D.Poisson(t([4.0], device)), 4.0, 4.0),
+        (D.Binomial(10, t([0.3], device)), 3.0, 2.1),
     ]
     for dist, mean, var in cases:
         s = dist.sample((n,)).numpy(force=True).astype(np.float64)
@@ -344,6 +377,9 @@ def test_gradcheck_log_prob_and_rsample(device):
     assert pg.autograd.gradcheck(urs, (low, high))
     rate = pg.tensor([0.5, 2.0], **f64)
     assert pg.autograd.gradcheck(lambda r: D.Exponential(r).log_prob(bv + 0.5), (rate,))
+    counts = pg.tensor([0.0, 3.0], dtype=pg.float64, device=device)
+    assert pg.autograd.gradcheck(lambda r: D.Poisson(r).log_prob(counts), (rate,))
+    assert pg.autograd.gradcheck(lambda p: D.Binomial(4, probs=p).log_prob(counts), (probs,))
     pos = pg.tensor([0.4, 2.5], dtype=pg.float64, device=device)
     assert pg.autograd.gradcheck(lambda a, b: D.LogNormal(a, b).log_prob(pos), (loc, scale))
 

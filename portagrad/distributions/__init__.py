@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from . import constraints, transforms
 from .bernoulli import Bernoulli
+from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .distribution import Distribution
@@ -20,6 +21,7 @@ from .laplace import Laplace
 from .log_normal import LogNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .poisson import Poisson
 from .relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli
 from .relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical
 from .transformed_distribution import TransformedDistribution
@@ -27,10 +29,10 @@ from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTra
                          SigmoidTransform, TanhTransform, Transform)
 from .uniform import Uniform
 
-__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Categorical", "Cauchy",
+__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Binomial", "Categorical", "Cauchy",
            "ComposeTransform", "Distribution", "ExpRelaxedCategorical", "ExpTransform",
            "Exponential", "Geometric", "Gumbel", "HalfNormal", "Independent", "Laplace",
-           "LogNormal", "LogitRelaxedBernoulli", "Normal", "OneHotCategorical",
+           "LogNormal", "LogitRelaxedBernoulli", "Normal", "OneHotCategorical", "Poisson",
            "RelaxedBernoulli", "RelaxedOneHotCategorical", "SigmoidTransform", "TanhTransform",
            "Transform", "TransformedDistribution", "Uniform", "constraints", "kl_divergence",
            "register_kl", "transforms"]

@@ -5,10 +5,11 @@ import math
 from typing import Any
 from collections.abc import Callable
 
-from .._ops.elementwise import exp, log, where
+from .._ops.elementwise import exp, log, log1p, where
 from .._tensor import Tensor
 from ..nn.functional import softplus
 from .bernoulli import Bernoulli
+from .binomial import Binomial
 from .categorical import Categorical
 from .distribution import Distribution
 from .exponential import Exponential
@@ -16,6 +17,7 @@ from .independent import Independent, _sum_rightmost
 from .laplace import Laplace
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .poisson import Poisson
 from .uniform import Uniform
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -128,3 +130,18 @@ def _kl_independent_independent(p: Independent, q: Independent) -> Tensor:
                                   "reinterpreted_batch_ndims is not implemented")
     result = kl_divergence(p.base_dist, q.base_dist)
     return _sum_rightmost(result, p.reinterpreted_batch_ndims)
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p: Poisson, q: Poisson) -> Tensor:
+    return p.rate * (log(p.rate) - log(q.rate)) - (p.rate - q.rate)
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p: Binomial, q: Binomial) -> Tensor:
+    # KL is infinite where p has more trials than q (its support is larger)
+    if bool((p.total_count < q.total_count).any().item()):
+        raise NotImplementedError("KL between Binomials where q.total_count > p.total_count is "
+                                  "not implemented")
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + log1p(-p.probs) - log1p(-q.probs))
+    return where(p.total_count > q.total_count, math.inf, kl)
