@@ -16,7 +16,8 @@ from collections.abc import Callable
 
 from . import grad_mode
 from ._profiling import STATE as _PROF
-from ._profiling import op_name, record
+from ._profiling import op_name
+from ._profiling import record as _prof_record
 from .anomaly import _record_trace, _state as _anomaly_state
 from .grad_mode import _flags
 
@@ -465,25 +466,26 @@ class Function(metaclass=_FunctionMeta):
         flags = _flags
         if flags.grad:
             needs = tuple([isinstance(a, T) and a._requires_grad for a in args])
-            recorded = True in needs
+            record = True in needs
             ctx.needs_input_grad = needs
             flags.grad = False
             try:
                 if _PROF.on:  # a profiler is recording
-                    outputs = record(op_name(cls), args, cls.forward, ctx, *args, **kwargs)
+                    outputs = _prof_record(op_name(cls), args, cls.forward, ctx, *args,
+                                           **kwargs)
                 else:
                     outputs = cls.forward(ctx, *args, **kwargs)
             finally:
                 flags.grad = True
         else:
             needs = (False,) * len(args)
-            recorded = False
+            record = False
             ctx.needs_input_grad = needs
             if _PROF.on:
-                outputs = record(op_name(cls), args, cls.forward, ctx, *args, **kwargs)
+                outputs = _prof_record(op_name(cls), args, cls.forward, ctx, *args, **kwargs)
             else:
                 outputs = cls.forward(ctx, *args, **kwargs)
-        if not recorded:
+        if not record:
             return outputs
         return _wrap_outputs(ctx, args, outputs, T)
 
