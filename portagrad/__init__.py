@@ -281,3 +281,9 @@ __all__ += [
 from ._dtype import bfloat16, can_cast, finfo, iinfo, int8, int16, short, uint8
 
 __all__ += ["bfloat16", "can_cast", "finfo", "iinfo", "int8", "int16", "short", "uint8"]
+
+# probability distributions, the profiler, torch.testing's assert_close, DLPack
+from . import distributions, profiler, testing
+from .utils.dlpack import from_dlpack
+
+__all__ += ["distributions", "from_dlpack", "profiler", "testing"]

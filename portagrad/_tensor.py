@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, SupportsIndex, TypeVar
 
 import numpy as np
 
-from . import _dtype
+from . import _dlpack, _dtype
 from ._format import format_tensor
 from ._storage import Size, Storage
 from ._tensor_api import TensorOps
@@ -467,9 +467,21 @@ class Tensor(TensorOps):
         """Nested Python lists of the values (a number for a zero-dim tensor)."""
         return self._host().tolist()
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        arr = self.detach().numpy(force=True)
-        return arr if dtype is None else arr.astype(dtype)
+    def __array__(self, dtype: Any = None, copy: builtins.bool | None = None) -> np.ndarray:
+        """``np.asarray(t)``: a CPU tensor's memory, shared (PyTorch's refusals for tensors that
+        require grad or live on another device; numpy 2's ``copy``)."""
+        return _dlpack.array(self, dtype, copy)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None,
+                   copy: builtins.bool | None = None) -> Any:
+        """A DLPack capsule sharing a CPU tensor's memory (the Array API's ``__dlpack__``)."""
+        return _dlpack.dlpack(self, stream=stream, max_version=max_version,
+                              dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[_dlpack.DLDeviceType, int]:
+        """``(DLPack device type, index)``: ``kDLCPU`` or ``kDLOpenCL``."""
+        return _dlpack.dlpack_device(self)
 
     def __float__(self) -> float:
         return float(self.item())

@@ -24,9 +24,14 @@ in a file can make :func:`load` run code.
 
 The one exception is explicit: an object that is not made of tensors and the containers above (for
 example a whole ``nn.Module``, PyTorch's second way of saving) is written with :mod:`pickle`
-inside the same container (``"portagrad.format": "pickle"``, tensors still in safetensors). Reading
-such a file can execute arbitrary code, so :func:`load` refuses it unless called with
-``weights_only=False`` -- as PyTorch >= 2.6 does. Prefer saving ``model.state_dict()``.
+inside the same container (``"portagrad.format": "pickle"``, tensors still in safetensors). With
+the default ``weights_only=True`` such a file is read by a restricted unpickler (PyTorch's
+weights_only design): it builds only allow-listed classes -- containers, tensors, parameters,
+dtypes, devices, and the classes the caller allows with :func:`add_safe_globals` or the
+:class:`safe_globals` context manager -- and refuses any other global with a
+:class:`WeightsOnlyError` naming it, before calling anything. ``weights_only=False`` unpickles
+without restriction, which can execute arbitrary code: only for files you trust. Prefer saving
+``model.state_dict()``.
 """
 from __future__ import annotations
 
@@ -37,6 +42,7 @@ import json
 import math
 import os
 import pickle
+import pickletools
 import secrets
 import socket
 import struct
@@ -46,14 +52,17 @@ from typing import IO, Any, Union
 
 import numpy as np
 
-from . import _creation, _dtype
+from . import _creation, _dtype, _safe_globals
+from ._safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 from ._device import device, resolve
 from ._storage import Size
 from ._tensor import Tensor
 from .nn.parameter import Parameter
 from .plugins.manager import BackendUnavailableError
 
-__all__ = ["save", "load", "LoadError", "WeightsOnlyError", "DeviceUnavailableError"]
+__all__ = ["save", "load", "LoadError", "WeightsOnlyError", "DeviceUnavailableError",
+           "add_safe_globals", "clear_safe_globals", "get_safe_globals", "safe_globals",
+           "get_unsafe_globals_in_checkpoint"]
 
 FileLike = Union[str, "os.PathLike[str]", IO[bytes]]
 
@@ -532,8 +541,11 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
     and each tensor is then read on its own, so a bogus file is refused without being read whole.
     A tensor saved on a device whose backend is missing here raises
     :class:`DeviceUnavailableError` (pass ``map_location="cpu"``). Files holding pickled objects
-    (``save`` of a whole module) need ``weights_only=False`` -- only for files you trust:
-    unpickling can run arbitrary code.
+    (``save`` of a whole module) are unpickled with ``weights_only=True`` by a restricted
+    unpickler that builds only allow-listed globals: allow your classes with
+    ``pg.serialization.safe_globals([MyNet, pg.nn.Linear, ...])`` (or ``add_safe_globals``);
+    anything else raises :class:`WeightsOnlyError` naming it. ``weights_only=False`` lifts the
+    restriction -- only for files you trust: unpickling can run arbitrary code.
     """
     src = _Source(f)
     try:
@@ -548,6 +560,17 @@ def _load(src: _Source, map_location: Any, pickle_module: Any, weights_only: boo
     if foreign is not None:
         if foreign == "this is a pickle file" and not weights_only:
             return (pickle_module or pickle).loads(src.read(0, src.size), **pickle_load_args)
+        if foreign == "this is a pickle file" and pickle_module is None:
+            # a plain pickle: the restricted unpickler, with no tensor storage to refer to
+            try:
+                return _safe_globals.WeightsUnpickler(io.BytesIO(src.read(0, src.size))).load()
+            except _safe_globals.Refused as exc:
+                raise WeightsOnlyError(_weights_only_message(
+                    str(exc), " (this is a pickle file, not a portagrad/safetensors file)")
+                ) from None
+            except _UNPICKLING_ERRORS as exc:
+                raise LoadError(f"corrupted or foreign file: it starts like a pickle but cannot "
+                                f"be unpickled ({type(exc).__name__}: {exc})") from None
         if foreign == "this is a pickle file":
             raise WeightsOnlyError(
                 "Weights only load failed: this is a pickle file, not a portagrad/safetensors "
@@ -562,12 +585,10 @@ def _load(src: _Source, map_location: Any, pickle_module: Any, weights_only: boo
         return {name: place(arrays, name, "cpu") for name in header}
     if kind == "pickle":
         if weights_only:
-            raise WeightsOnlyError(
-                "Weights only load failed: this file holds a pickled object (pg.save() of "
-                "something that is not tensors and plain containers, such as a whole nn.Module). "
-                "Unpickling can execute arbitrary code, so pg.load refuses it by default. If you "
-                "trust its source, call pg.load(f, weights_only=False); better, save "
-                "model.state_dict() and load it with model.load_state_dict(pg.load(f)).")
+            if pickle_module is not None:
+                raise RuntimeError("Can not safely load weights when explicit pickle_module is "
+                                   "specified")
+            return _pickle_loads(meta, arrays, place, pickle, restricted=True)
         return _pickle_loads(meta, arrays, place, pickle_module or pickle)
     if kind != "tree":
         raise LoadError(f"unsupported portagrad format {kind!r} (written by a newer portagrad?)")
@@ -655,18 +676,27 @@ class _Decoder:
         raise LoadError(f"corrupted file: unknown or malformed structure entry {tag!r}")
 
 
-def _pickle_loads(meta: dict[str, str], arrays: _Arrays, place: Callable,
-                  pickle_module: Any) -> Any:
-    """The explicit unsafe path (``weights_only=False``)."""
+def _pickle_payload(meta: dict[str, str]) -> bytes:
     try:
-        payload = base64.b64decode(meta["portagrad.pickle"], validate=True)
+        return base64.b64decode(meta["portagrad.pickle"], validate=True)
     except (KeyError, ValueError) as exc:
         raise LoadError(f"corrupted file: invalid pickle payload ({exc})") from None
 
-    class _Unpickler(pickle_module.Unpickler):
+
+def _pickle_loads(meta: dict[str, str], arrays: _Arrays, place: Callable,
+                  pickle_module: Any, restricted: bool = False) -> Any:
+    """Unpickle the payload: with ``restricted`` (``weights_only=True``) only allow-listed globals
+    are built; otherwise without restriction (``weights_only=False``, trusted files only)."""
+    payload = _pickle_payload(meta)
+    base = _safe_globals.WeightsUnpickler if restricted else pickle_module.Unpickler
+
+    class _Unpickler(base):  # type: ignore[valid-type,misc]
         def persistent_load(self, pid: Any) -> Any:
+            if not (isinstance(pid, tuple) and len(pid) == 5):
+                raise LoadError(f"corrupted file: unknown tensor reference {pid!r}")
             tag, name, dev, rg, cls = pid
-            if tag != "portagrad.tensor" or name not in arrays:
+            if tag != "portagrad.tensor" or name not in arrays or not (
+                    isinstance(cls, type) and issubclass(cls, Tensor)):
                 raise LoadError(f"corrupted file: unknown tensor reference {pid!r}")
             t = place(arrays, name, dev)
             if cls is not type(t):
@@ -675,4 +705,59 @@ def _pickle_loads(meta: dict[str, str], arrays: _Arrays, place: Callable,
                 t.requires_grad_(True)
             return t
 
-    return _Unpickler(io.BytesIO(payload)).load()
+    if not restricted:
+        return _Unpickler(io.BytesIO(payload)).load()
+    try:
+        return _Unpickler(io.BytesIO(payload)).load()
+    except _safe_globals.Refused as exc:
+        raise WeightsOnlyError(_weights_only_message(str(exc))) from None
+    except _UNPICKLING_ERRORS as exc:
+        raise LoadError(f"corrupted file: the pickle payload cannot be unpickled "
+                        f"({type(exc).__name__}: {exc})") from None
+
+
+# what a malformed pickle raises (a refused global is handled before these)
+_UNPICKLING_ERRORS = (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
+                      IndexError, KeyError, ImportError, RecursionError)
+
+
+def _weights_only_message(detail: str, what: str = "") -> str:
+    return (f"Weights only load failed{what}. This file can still be loaded, to do so you have "
+            "two options, do those steps only if you trust the source of the checkpoint.\n"
+            "\t(1) Re-running `pg.load(f, weights_only=False)` will likely succeed, "
+            "but it can result in arbitrary code execution. Do it only if you got the file from "
+            "a trusted source.\n"
+            "\t(2) Alternatively, to load with `weights_only=True` please check the recommended "
+            "steps in the following error message.\n"
+            f"\tWeightsUnpickler error: {detail}")
+
+
+def get_unsafe_globals_in_checkpoint(f: FileLike) -> list[str]:
+    """The globals a file's pickle needs that are not allowed for ``weights_only`` loads (read
+    without unpickling anything): what to review before passing them to
+    :func:`add_safe_globals`."""
+    src = _Source(f)
+    try:
+        if _classify_foreign(src.read(0, min(src.size, 8))) == "this is a pickle file":
+            payload = src.read(0, src.size)
+        else:
+            _, meta, _ = _parse_header(src)
+            if meta.get("portagrad.format") != "pickle":
+                return []
+            payload = _pickle_payload(meta)
+    finally:
+        src.close()
+    found: list[str] = []
+    strings: list[str] = []
+    for op, arg, _ in pickletools.genops(payload):
+        if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "BINUNICODE8"):
+            strings.append(str(arg))
+        elif op.name == "GLOBAL":
+            module, name = str(arg).split(" ", 1)
+            if not _safe_globals.is_allowed(module, name):
+                found.append(f"{module}.{name}")
+        elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
+            module, name = strings[-2], strings[-1]
+            if not _safe_globals.is_allowed(module, name):
+                found.append(f"{module}.{name}")
+    return sorted(set(found))

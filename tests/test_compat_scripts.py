@@ -67,7 +67,7 @@ SCRIPTS = [
 # torch names the corpus uses that portagrad does not provide yet. A run that fails only because
 # one of them is missing is an expected failure naming it; once a name exists the run must pass,
 # and the name should leave this set.
-PENDING = {"distributions", "profiler", "testing.assert_close", "from_dlpack"}
+PENDING: set[str] = set()
 
 # Known portagrad bugs and limits the corpus found: (script id, device type or None for all) ->
 # (text, or texts, in the failure that identify it; description). Other failures still fail.

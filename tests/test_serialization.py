@@ -380,7 +380,7 @@ def _with_header(header, data=b"", raw_len=None):
      "deeper|not valid JSON"),
     (_with_header({"__metadata__": {"portagrad.format": "zip"}}), "unsupported portagrad format"),
     (_with_header({"__metadata__": {"portagrad.format": "pickle", "portagrad.pickle": "!!"}}),
-     "weights_only=False"),
+     "invalid pickle payload"),
     (b"PK\x03\x04" + b"\0" * 100, "zip archive"),
     (_with_header({"x": {"dtype": "F32", "shape": [2], "data_offsets": [16, 24]}}, b"\0" * 8),
      "'x' spans bytes \\[16, 24\\)"),

@@ -29,6 +29,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import grad_mode
+from ._profiling import STATE as _PROF
+from ._profiling import record_backward
 from .anomaly import _check_nan, _state as _anomaly_state
 from .function import AccumulateGrad, Node, _edge
 
@@ -174,7 +176,10 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                 if not trusted:  # user code: it may keep what it is given or returns
                     _disown_all(grads)
                 try:
-                    outs = node._apply(tuple(grads))
+                    if _PROF.on:  # a profiler is recording
+                        outs = record_backward(node, tuple(grads))
+                    else:
+                        outs = node._apply(tuple(grads))
                 except Exception as exc:
                     if node._anomaly:
                         _annotate(exc, node)

@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
 from . import grad_mode
+from ._profiling import STATE as _PROF
+from ._profiling import op_name
+from ._profiling import record as _prof_record
 from .anomaly import _record_trace, _state as _anomaly_state
 from .grad_mode import _flags
 
@@ -475,14 +478,21 @@ class Function(metaclass=_FunctionMeta):
             ctx.needs_input_grad = needs
             flags.grad = False
             try:
-                outputs = cls.forward(ctx, *args, **kwargs)
+                if _PROF.on:  # a profiler is recording
+                    outputs = _prof_record(op_name(cls), args, cls.forward, ctx, *args,
+                                           **kwargs)
+                else:
+                    outputs = cls.forward(ctx, *args, **kwargs)
             finally:
                 flags.grad = True
         else:
             needs = (False,) * len(args)
             record = False
             ctx.needs_input_grad = needs
-            outputs = cls.forward(ctx, *args, **kwargs)
+            if _PROF.on:
+                outputs = _prof_record(op_name(cls), args, cls.forward, ctx, *args, **kwargs)
+            else:
+                outputs = cls.forward(ctx, *args, **kwargs)
         if not record:
             return outputs
         return _wrap_outputs(ctx, args, outputs, T)

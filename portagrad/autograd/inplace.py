@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
 from . import function
+from ._profiling import STATE as _PROF
+from ._profiling import record_inplace
 from .function import Function, _edge, _move_retained
 from .grad_mode import _flags
 
@@ -130,7 +132,10 @@ def inplace(x: Tensor, compute: Callable[[Tensor], Tensor], raw_into: Callable[[
             raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
                                "allowed.You can make a clone to get a normal tensor before doing "
                                "inplace update.")
-        raw_into(x)
+        if _PROF.on:  # a profiler is recording (the recorded path below goes through ops)
+            record_inplace(raw_into, x, others)
+        else:
+            raw_into(x)
         _raw.bump(x)
         return x
     check_inplace(x)

@@ -3,5 +3,9 @@
 Run it against an installed backend::
 
     pytest -p portagrad.testing.plugin --pyargs portagrad.testing.conformance --portagrad-backend mydev
+
+It also holds ``assert_close`` and ``make_tensor`` (``torch.testing``), in :mod:`.comparison`.
 """
-__all__: list[str] = []
+from .comparison import assert_close, make_tensor
+
+__all__: list[str] = ["assert_close", "make_tensor"]

@@ -1,0 +1,244 @@
+"""Constraints: the set of values a parameter or a sample may take (``torch.distributions.constraints``).
+
+A constraint's ``check(value)`` returns a boolean tensor, one entry per event (the trailing
+``event_dim`` dimensions are reduced with ``all``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .._ops.elementwise import eq, ge, gt, isfinite, le, logical_and, logical_or, lt, remainder
+from .._ops.reduction import all as _all
+from .._ops.reduction import sum as _sum
+from .._tensor import Tensor
+
+__all__ = ["Constraint", "boolean", "real", "real_vector", "positive", "nonnegative",
+           "greater_than", "greater_than_eq", "less_than", "interval", "half_open_interval",
+           "unit_interval", "simplex", "integer_interval", "nonnegative_integer",
+           "positive_integer", "dependent", "dependent_property", "is_dependent", "independent",
+           "one_hot"]
+
+
+def _reduce_event(ok: Tensor, event_dim: int) -> Tensor:
+    for _ in range(event_dim):
+        ok = _all(ok, -1)
+    return ok
+
+
+class Constraint:
+    """A region over which a variable is valid."""
+
+    is_discrete = False
+    event_dim = 0
+
+    def check(self, value: Tensor) -> Tensor:
+        """A byte tensor of ``sample_shape + batch_shape`` saying whether each event is valid."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return self.__class__.__name__[1:] + "()"
+
+
+class _Dependent(Constraint):
+    """Placeholder for variables whose support depends on other variables."""
+
+    def __init__(self, *, is_discrete: Any = NotImplemented, event_dim: Any = NotImplemented) -> None:
+        self._is_discrete = is_discrete
+        self._event_dim = event_dim
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        if self._is_discrete is NotImplemented:
+            raise NotImplementedError(".is_discrete cannot be determined statically")
+        return bool(self._is_discrete)
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        if self._event_dim is NotImplemented:
+            raise NotImplementedError(".event_dim cannot be determined statically")
+        return int(self._event_dim)
+
+    def __call__(self, *, is_discrete: Any = NotImplemented, event_dim: Any = NotImplemented
+                 ) -> _Dependent:
+        return _Dependent(is_discrete=is_discrete, event_dim=event_dim)
+
+    def check(self, value: Tensor) -> Tensor:
+        raise ValueError("Cannot determine validity of dependent constraint")
+
+
+def is_dependent(constraint: Any) -> bool:
+    """Whether ``constraint`` is a dependent (placeholder) constraint."""
+    return isinstance(constraint, _Dependent)
+
+
+class _DependentProperty(property, _Dependent):
+    """A property of a distribution whose value is a constraint depending on its parameters."""
+
+    def __init__(self, fn: Any = None, *, is_discrete: Any = NotImplemented,
+                 event_dim: Any = NotImplemented) -> None:
+        property.__init__(self, fn)
+        _Dependent.__init__(self, is_discrete=is_discrete, event_dim=event_dim)
+
+    def __call__(self, fn: Any) -> _DependentProperty:  # type: ignore[override]
+        return _DependentProperty(fn, is_discrete=self._is_discrete, event_dim=self._event_dim)
+
+
+class _IndependentConstraint(Constraint):
+    """Reinterprets ``reinterpreted_batch_ndims`` batch dimensions of a constraint as event ones."""
+
+    def __init__(self, base_constraint: Constraint, reinterpreted_batch_ndims: int) -> None:
+        self.base_constraint = base_constraint
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return self.base_constraint.event_dim + self.reinterpreted_batch_ndims
+
+    def check(self, value: Tensor) -> Tensor:
+        return _reduce_event(self.base_constraint.check(value), self.reinterpreted_batch_ndims)
+
+    def __repr__(self) -> str:
+        return (f"IndependentConstraint({self.base_constraint!r}, "
+                f"{self.reinterpreted_batch_ndims})")
+
+
+class _Boolean(Constraint):
+    is_discrete = True
+
+    def check(self, value: Tensor) -> Tensor:
+        return logical_or(eq(value, 0), eq(value, 1))
+
+
+class _OneHot(Constraint):
+    is_discrete = True
+    event_dim = 1
+
+    def check(self, value: Tensor) -> Tensor:
+        is_bool = _all(logical_or(eq(value, 0), eq(value, 1)), -1)
+        return logical_and(is_bool, eq(_sum(value, -1), 1))
+
+
+class _IntegerInterval(Constraint):
+    is_discrete = True
+
+    def __init__(self, lower_bound: Any, upper_bound: Any) -> None:
+        self.lower_bound, self.upper_bound = lower_bound, upper_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return logical_and(logical_and(eq(remainder(value, 1), 0), ge(value, self.lower_bound)),
+                           le(value, self.upper_bound))
+
+    def __repr__(self) -> str:
+        return f"IntegerInterval(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+
+
+class _IntegerGreaterThan(Constraint):
+    is_discrete = True
+
+    def __init__(self, lower_bound: Any) -> None:
+        self.lower_bound = lower_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return logical_and(eq(remainder(value, 1), 0), ge(value, self.lower_bound))
+
+    def __repr__(self) -> str:
+        return f"IntegerGreaterThan(lower_bound={self.lower_bound})"
+
+
+class _Real(Constraint):
+    def check(self, value: Tensor) -> Tensor:
+        return eq(value, value)  # False only for NaN (PyTorch: inf is real)
+
+
+class _GreaterThan(Constraint):
+    def __init__(self, lower_bound: Any) -> None:
+        self.lower_bound = lower_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return gt(value, self.lower_bound)
+
+    def __repr__(self) -> str:
+        return f"GreaterThan(lower_bound={self.lower_bound})"
+
+
+class _GreaterThanEq(Constraint):
+    def __init__(self, lower_bound: Any) -> None:
+        self.lower_bound = lower_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return ge(value, self.lower_bound)
+
+    def __repr__(self) -> str:
+        return f"GreaterThanEq(lower_bound={self.lower_bound})"
+
+
+class _LessThan(Constraint):
+    def __init__(self, upper_bound: Any) -> None:
+        self.upper_bound = upper_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return lt(value, self.upper_bound)
+
+    def __repr__(self) -> str:
+        return f"LessThan(upper_bound={self.upper_bound})"
+
+
+class _Interval(Constraint):
+    def __init__(self, lower_bound: Any, upper_bound: Any) -> None:
+        self.lower_bound, self.upper_bound = lower_bound, upper_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return logical_and(ge(value, self.lower_bound), le(value, self.upper_bound))
+
+    def __repr__(self) -> str:
+        return f"Interval(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+
+
+class _HalfOpenInterval(Constraint):
+    def __init__(self, lower_bound: Any, upper_bound: Any) -> None:
+        self.lower_bound, self.upper_bound = lower_bound, upper_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return logical_and(ge(value, self.lower_bound), lt(value, self.upper_bound))
+
+    def __repr__(self) -> str:
+        return f"HalfOpenInterval(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+
+
+class _Simplex(Constraint):
+    event_dim = 1
+
+    def check(self, value: Tensor) -> Tensor:
+        nonneg = _all(ge(value, 0), -1)
+        s = _sum(value, -1)
+        return logical_and(nonneg, lt(abs(s - 1), 1e-6))
+
+
+class _Finite(Constraint):
+    def check(self, value: Tensor) -> Tensor:
+        return isfinite(value)
+
+
+dependent = _Dependent()
+dependent_property = _DependentProperty
+independent = _IndependentConstraint
+boolean = _Boolean()
+one_hot = _OneHot()
+nonnegative_integer = _IntegerGreaterThan(0)
+positive_integer = _IntegerGreaterThan(1)
+integer_interval = _IntegerInterval
+real = _Real()
+real_vector = _IndependentConstraint(real, 1)
+positive = _GreaterThan(0.0)
+nonnegative = _GreaterThanEq(0.0)
+greater_than = _GreaterThan
+greater_than_eq = _GreaterThanEq
+less_than = _LessThan
+unit_interval = _Interval(0.0, 1.0)
+interval = _Interval
+half_open_interval = _HalfOpenInterval
+simplex = _Simplex()

@@ -1,0 +1,147 @@
+"""Kullback-Leibler divergence between two distributions, dispatched on their types."""
+from __future__ import annotations
+
+import math
+from typing import Any
+from collections.abc import Callable
+
+from .._ops.elementwise import exp, log, log1p, where
+from .._tensor import Tensor
+from ..nn.functional import softplus
+from .bernoulli import Bernoulli
+from .binomial import Binomial
+from .categorical import Categorical
+from .distribution import Distribution
+from .exponential import Exponential
+from .independent import Independent, _sum_rightmost
+from .laplace import Laplace
+from .normal import Normal
+from .one_hot_categorical import OneHotCategorical
+from .poisson import Poisson
+from .uniform import Uniform
+
+__all__ = ["kl_divergence", "register_kl"]
+
+_KL_REGISTRY: dict[tuple[type, type], Callable[[Any, Any], Tensor]] = {}
+_KL_MEMOIZE: dict[tuple[type, type], Any] = {}
+
+
+def register_kl(type_p: type, type_q: type) -> Callable[[Callable], Callable]:
+    """Decorator registering a pairwise ``kl_divergence(p, q)`` implementation::
+
+        @register_kl(Normal, Normal)
+        def kl_normal_normal(p, q): ...
+    """
+    if not (isinstance(type_p, type) and issubclass(type_p, Distribution)):
+        raise TypeError(f"Expected type_p to be a Distribution subclass but got {type_p}")
+    if not (isinstance(type_q, type) and issubclass(type_q, Distribution)):
+        raise TypeError(f"Expected type_q to be a Distribution subclass but got {type_q}")
+
+    def decorator(fun: Callable) -> Callable:
+        _KL_REGISTRY[type_p, type_q] = fun
+        _KL_MEMOIZE.clear()
+        return fun
+
+    return decorator
+
+
+def _dispatch_kl(type_p: type, type_q: type) -> Any:
+    """The registered implementation for the most specific pair of base classes."""
+    matches = [(p, q) for p, q in _KL_REGISTRY if issubclass(type_p, p) and issubclass(type_q, q)]
+    if not matches:
+        return NotImplemented
+    # most specific first: smallest (distance in p's MRO, distance in q's MRO)
+    best = min(matches, key=lambda m: (type_p.__mro__.index(m[0]) + type_q.__mro__.index(m[1]),
+                                       type_p.__mro__.index(m[0])))
+    return _KL_REGISTRY[best]
+
+
+def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
+    """``KL(p || q)``, batched over the batch shape; ``NotImplementedError`` for a pair of types
+    without a registered implementation."""
+    key = (type(p), type(q))
+    fun = _KL_MEMOIZE.get(key)
+    if fun is None:
+        fun = _KL_MEMOIZE[key] = _dispatch_kl(type(p), type(q))
+    if fun is NotImplemented:
+        raise NotImplementedError(f"No KL(p || q) is implemented for p type "
+                                  f"{p.__class__.__name__} and q type {q.__class__.__name__}")
+    return fun(p, q)
+
+
+@register_kl(Normal, Normal)
+def _kl_normal_normal(p: Normal, q: Normal) -> Tensor:
+    var_ratio = (p.scale / q.scale).pow(2)
+    t1 = ((p.loc - q.loc) / q.scale).pow(2)
+    return 0.5 * (var_ratio + t1 - 1 - log(var_ratio))
+
+
+@register_kl(Bernoulli, Bernoulli)
+def _kl_bernoulli_bernoulli(p: Bernoulli, q: Bernoulli) -> Tensor:
+    t1 = p.probs * (softplus(-q.logits) - softplus(-p.logits))
+    t1 = where(q.probs == 0, math.inf, t1)
+    t1 = where(p.probs == 0, 0.0, t1)
+    t2 = (1 - p.probs) * (softplus(q.logits) - softplus(p.logits))
+    t2 = where(q.probs == 1, math.inf, t2)
+    t2 = where(p.probs == 1, 0.0, t2)
+    return t1 + t2
+
+
+@register_kl(Categorical, Categorical)
+def _kl_categorical_categorical(p: Categorical, q: Categorical) -> Tensor:
+    t = p.probs * (p.logits - q.logits)
+    t = where((q.probs == 0).expand_as(t), math.inf, t)
+    t = where((p.probs == 0).expand_as(t), 0.0, t)
+    return t.sum(-1)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehotcategorical(p: OneHotCategorical, q: OneHotCategorical) -> Tensor:
+    return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(Uniform, Uniform)
+def _kl_uniform_uniform(p: Uniform, q: Uniform) -> Tensor:
+    result = log((q.high - q.low) / (p.high - p.low))
+    outside = (q.low > p.low) | (q.high < p.high)
+    return where(outside, math.inf, result)
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p: Exponential, q: Exponential) -> Tensor:
+    rate_ratio = q.rate / p.rate
+    return rate_ratio - 1 - log(rate_ratio)
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p: Laplace, q: Laplace) -> Tensor:
+    scale_ratio = p.scale / q.scale
+    loc_abs_diff = (p.loc - q.loc).abs()
+    t1 = -log(scale_ratio)
+    t2 = loc_abs_diff / q.scale
+    t3 = scale_ratio * exp(-loc_abs_diff / p.scale)
+    return t1 + t2 + t3 - 1
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p: Independent, q: Independent) -> Tensor:
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError("KL between Independents with different "
+                                  "reinterpreted_batch_ndims is not implemented")
+    result = kl_divergence(p.base_dist, q.base_dist)
+    return _sum_rightmost(result, p.reinterpreted_batch_ndims)
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p: Poisson, q: Poisson) -> Tensor:
+    return p.rate * (log(p.rate) - log(q.rate)) - (p.rate - q.rate)
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p: Binomial, q: Binomial) -> Tensor:
+    # KL is infinite where p has more trials than q (its support is larger)
+    if bool((p.total_count < q.total_count).any().item()):
+        raise NotImplementedError("KL between Binomials where q.total_count > p.total_count is "
+                                  "not implemented")
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + log1p(-p.probs) - log1p(-q.probs))
+    return where(p.total_count > q.total_count, math.inf, kl)
