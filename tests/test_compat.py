@@ -186,6 +186,17 @@ def test_entry_point_module_mode_and_usage(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- torch.backends
+def test_importing_torch_submodules_leaves_portagrad_modules_alone(hooked) -> None:
+    # the import system binds each imported submodule on its parent: on the alias, never on
+    # portagrad's own package, which must not hand out aliases once the hook is gone
+    importlib.import_module("torch.backends.cuda")
+    importlib.import_module("torch.nn.functional")
+    assert isinstance(hooked.backends.cuda, AliasModule)
+    assert not isinstance(pg.backends.cuda, AliasModule)
+    assert not isinstance(pg.nn.functional, AliasModule)
+    assert not isinstance(pg.backends, AliasModule)
+
+
 def test_backends_flags_defaults_and_types() -> None:
     cudnn, cuda, mps = pg.backends.cudnn, pg.backends.cuda, pg.backends.mps
     assert cudnn.is_available() is False and cudnn.version() is None

@@ -136,6 +136,12 @@ class AliasModule(types.ModuleType):
         if attr.startswith("__") and attr.endswith("__"):
             object.__setattr__(self, attr, value)  # the import system's own bookkeeping
             return
+        if isinstance(value, AliasModule):
+            # the import system binding a submodule's alias on its parent (`import torch.x.y`
+            # sets torch.x.y): it stays on the alias, or portagrad's own module would keep an
+            # alias that needs the hook after uninstall()
+            object.__setattr__(self, attr, value)
+            return
         setattr(object.__getattribute__(self, "_compat_target"), attr, value)
 
     def __delattr__(self, attr: str) -> None:
