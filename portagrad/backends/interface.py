@@ -67,6 +67,8 @@ from dataclasses import dataclass, field
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UnsupportedOpError
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -75,6 +77,7 @@ if TYPE_CHECKING:
 __all__ = [
     "View", "DeviceProperties", "Backend", "REQUIRED_METHODS", "OPTIONAL_METHODS",
     "UNARY_OPS", "BINARY_OPS", "COMPARISON_OPS", "REDUCE_OPS", "ARG_REDUCE_OPS",
+    "EVENT_METHODS", "unknown_op",
 ]
 
 UNARY_OPS = (
@@ -321,6 +324,24 @@ class Backend:
         ``kind="uniform"``: in ``[a, b)``; ``kind="normal"``: mean ``a``, standard deviation ``b``."""
         raise NotImplementedError
 
+    # ----------------------------------------------------------------- events
+    # Optional, all four or none (EVENT_METHODS): ``pg.<device_type>.Event`` (``torch.cuda.Event``)
+    # needs them and raises portagrad.errors.UnsupportedOpError naming the missing ones when a
+    # backend lacks any. They are not defined on this base class, so they are absent by default.
+    # An event is an opaque object of the backend's choosing (OpenCL: a marker ``cl.Event``).
+    #
+    # def record_event(self, index: int) -> Any:
+    #     """Enqueue a marker behind all work submitted so far to device ``index`` and return it
+    #     (without waiting). The marker completes when that work has finished."""
+    # def event_wait(self, event: Any) -> None:
+    #     """Block the calling thread until ``event`` has completed."""
+    # def event_query(self, event: Any) -> bool:
+    #     """Whether ``event`` has completed; never blocks."""
+    # def event_elapsed_ms(self, start: Any, end: Any) -> float:
+    #     """Milliseconds of device time between two events recorded on one device, ``start``
+    #     first (waits for both). ``Event.elapsed_time`` calls it only for events created with
+    #     ``enable_timing=True``; a host-memory backend may return host wall-clock time."""
+
     # ------------------------------------------------------- optional fast paths
     # A backend may define any of the methods below (see OPTIONAL_METHODS); the core checks with
     # ``getattr(backend, name, None)`` and composes the operation from the required primitives
@@ -328,8 +349,15 @@ class Backend:
     # calls them for gradients while nothing is recorded, and composes public ops under
     # ``create_graph``). They are not defined on this base class, so they are absent by default.
     #
+    # Softmax (used by softmax/log_softmax of every floating dtype when it exists; otherwise the
+    # core composes max, sub, exp, sum and div/log):
+    #
     # def softmax(self, x: View, axis: int, out: View, log: bool) -> None:
-    #     """(log-)softmax of ``x`` along ``axis`` into ``out``."""
+    #     """``out = exp(x - max) / sum(exp(x - max))`` along ``axis`` (``log=True``: ``x - max -
+    #     log(sum(exp(x - max)))``), max and sum taken over ``axis``. ``x`` and ``out`` are
+    #     contiguous, of one shape and floating dtype; ``axis`` is in ``[0, ndim)``; the axis may
+    #     have length 0 (nothing to write). Subtracting the maximum is what keeps large inputs
+    #     finite, as in PyTorch; a row that contains NaN or ``+inf`` gives NaN."""
     #
     # Convolution (used by conv1d/conv2d for every ``groups``; 1-D runs as height-1 2-D). The
     # core uses them only when all three exist and the dtype is floating. ``x`` is (N, C, H, W),
@@ -375,5 +403,25 @@ REQUIRED_METHODS = (
 
 OPTIONAL_METHODS = ("host_array", "wrap_host", "pin_memory", "is_pinned", "softmax",
                     "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
-                    "max_pool2d_grad_input")
+                    "max_pool2d_grad_input",
+                    "record_event", "event_wait", "event_query", "event_elapsed_ms")
 """Methods the core uses when a backend overrides them, composing or skipping otherwise."""
+
+EVENT_METHODS = ("record_event", "event_wait", "event_query", "event_elapsed_ms")
+"""Optional, as a group: what ``pg.<device_type>.Event`` needs (see the "events" section of
+:class:`Backend`). A backend that has none of them has no events; one with only some is treated
+as having none (the error names the missing ones)."""
+
+
+def unknown_op(kind: str, op: str, backend: str) -> UnsupportedOpError:
+    """The error a backend raises for an op name outside the contract.
+
+    ``kind`` is the primitive (``"unary"`` or ``"binary"``), ``op`` the name it was given and
+    ``backend`` the device type. The message names all three and lists the ops of the contract,
+    so a typo in a caller (or an op this contract version lacks) is found at once. Backends write
+    ``raise unknown_op("unary", op, self.device_type)``.
+    """
+    known = UNARY_OPS if kind == "unary" else BINARY_OPS + COMPARISON_OPS
+    return UnsupportedOpError(
+        op, backend, f"{kind} op {op!r} is not implemented by the {backend!r} backend: it is not "
+        f"an op of the backend contract (known {kind} ops: {', '.join(known)})")
