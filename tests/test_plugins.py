@@ -511,3 +511,39 @@ def portagrad_backends():
     assert "FAILED   noload (plugin noload)" in failed and "libnoload.so" in failed
     unused = next(ln for ln in text.splitlines() if ln.lstrip().startswith("unused"))
     assert "low" in unused and "shadowed by plugin 'high'" in unused
+
+
+# ------------------------------------------------------------------ the conformance kit
+def _kit(root: Path, backend: str) -> subprocess.CompletedProcess:
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = os.pathsep.join([str(root), str(Path(__file__).parents[1])])
+    full_env.pop("PORTAGRAD_DISABLE_PLUGINS", None)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+         "portagrad.testing.plugin", "--pyargs", "portagrad.testing.conformance",
+         "--portagrad-backend", backend, "-rfs"],
+        capture_output=True, text=True, env=full_env, timeout=300, cwd=root)
+
+
+def test_kit_reports_an_incomplete_backend_once(plugin_root: Path) -> None:
+    r = _kit(plugin_root, "half")
+    assert r.returncode == 1, r.stdout + r.stderr
+    tail = r.stdout.strip().splitlines()[-1]
+    assert tail.startswith("1 failed, ") and "skipped" in tail and "error" not in tail, tail
+    failed = [ln for ln in r.stdout.splitlines() if ln.startswith("FAILED")]
+    assert len(failed) == 1 and "test_contract_is_complete" in failed[0]
+    problem = next(ln for ln in r.stdout.splitlines()
+                   if "backend 'half' lacks required method(s) of the contract: " in ln)
+    listed = problem.split("contract: ")[1].split(", ")
+    for meth in ("allocate", "matmul", "binary", "sort"):
+        assert meth in listed
+    assert "device_count" not in listed  # Half implements it
+    assert "SKIPPED" in r.stdout and "reported by test_contract_is_complete" in r.stdout
+
+
+def test_kit_reports_a_backend_that_cannot_load_once(plugin_root: Path) -> None:
+    r = _kit(plugin_root, "brokenimport")
+    assert r.returncode == 1, r.stdout + r.stderr
+    tail = r.stdout.strip().splitlines()[-1]
+    assert tail.startswith("1 failed, ") and "error" not in tail, tail
+    assert "backend 'brokenimport' failed to load" in r.stdout and "libfoo.so" in r.stdout

@@ -47,7 +47,7 @@ from . import ENTRY_POINT_GROUP, BackendSpec, hookspecs
 
 __all__ = [
     "PluginState", "BackendUnavailableError", "BackendValidationError", "get_state", "get_backend",
-    "device_types", "validate_backend", "reset", "on_reset",
+    "device_types", "validate_backend", "missing_methods", "reset", "on_reset",
 ]
 
 _BUILTINS = ("numpy", "opencl")
@@ -61,7 +61,15 @@ class BackendUnavailableError(RuntimeError):
 
 
 class BackendValidationError(TypeError):
-    """A backend object lacks required methods of the contract."""
+    """A backend object lacks required methods of the contract.
+
+    ``missing`` lists them; ``backend`` is the incomplete object (the conformance kit reports
+    from it)."""
+
+    def __init__(self, message: str, backend: Any = None, missing: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.backend = backend
+        self.missing = list(missing or ())
 
 
 @dataclass
@@ -240,8 +248,9 @@ def device_types() -> list[str]:
     return sorted(get_state().specs)
 
 
-def validate_backend(backend: Any, name: str = "?") -> None:
-    """Raise :class:`BackendValidationError` listing every required method ``backend`` lacks."""
+def missing_methods(backend: Any) -> list[str]:
+    """The required methods of the contract (and ``device_type``) that ``backend`` lacks: absent,
+    not callable, or inherited unimplemented from :class:`~portagrad.backends.interface.Backend`."""
     missing = []
     for meth in REQUIRED_METHODS:
         impl = getattr(type(backend), meth, None)
@@ -249,10 +258,16 @@ def validate_backend(backend: Any, name: str = "?") -> None:
             missing.append(meth)
     if not getattr(backend, "device_type", ""):
         missing.append("device_type")
+    return missing
+
+
+def validate_backend(backend: Any, name: str = "?") -> None:
+    """Raise :class:`BackendValidationError` listing every required method ``backend`` lacks."""
+    missing = missing_methods(backend)
     if missing:
         raise BackendValidationError(
             f"backend {name!r} ({type(backend).__qualname__}) does not implement the required "
-            f"method(s): {', '.join(missing)}")
+            f"method(s): {', '.join(missing)}", backend, missing)
 
 
 def get_backend(device_type: str) -> Any:
