@@ -547,3 +547,12 @@ def test_kit_reports_a_backend_that_cannot_load_once(plugin_root: Path) -> None:
     tail = r.stdout.strip().splitlines()[-1]
     assert tail.startswith("1 failed, ") and "error" not in tail, tail
     assert "backend 'brokenimport' failed to load" in r.stdout and "libfoo.so" in r.stdout
+
+
+def test_info_names_a_backend_whose_spec_name_differs(tmp_path: Path) -> None:
+    _dist(tmp_path, "epname", RENAMED)
+    r = _run(tmp_path, "import sys, portagrad.__main__ as m; sys.exit(m.main(['info']))")
+    assert r.returncode == 0, r.stderr
+    assert "loaded   epname" in r.stdout
+    assert "renamed (plugin epname, backend specname):" in r.stdout
+    assert "cpu (plugin numpy):" in r.stdout  # equal names are not repeated
