@@ -556,3 +556,25 @@ def test_info_names_a_backend_whose_spec_name_differs(tmp_path: Path) -> None:
     assert "loaded   epname" in r.stdout
     assert "renamed (plugin epname, backend specname):" in r.stdout
     assert "cpu (plugin numpy):" in r.stdout  # equal names are not repeated
+
+
+def test_example_plugin_honours_visible_devices(tmp_path: Path) -> None:
+    example = Path(__file__).parents[1] / "examples" / "portagrad-example-backend"
+    info = tmp_path / "portagrad_example_backend-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: portagrad-example-backend\n"
+                                   "Version: 0.1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[portagrad.backends]\nexample = portagrad_example_backend.plugin\n")
+    code = """
+        import portagrad as pg
+        print(pg.example.device_count(), pg.example.get_device_name(0),
+              (pg.ones(2, device="example:0") * 2).tolist())
+    """
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(example), str(Path(__file__).parents[1])])}
+    r = _run(tmp_path, code, **env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "2 Example virtual device 0 [2.0, 2.0]"
+    r = _run(tmp_path, code, PORTAGRAD_VISIBLE_DEVICES="example:1", **env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "1 Example virtual device 1 [2.0, 2.0]"
