@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import _device, _random
+from .backends.interface import EVENT_METHODS
+from .errors import UnsupportedOpError
 from .plugins.manager import get_backend
 
 __all__ = ["DeviceModule", "Event"]
@@ -124,7 +126,10 @@ class Event:
     """A marker in a device's queue, for synchronisation and timing (``torch.cuda.Event``).
 
     Needs the backend's optional ``record_event(index)``, ``event_wait(ev)``,
-    ``event_query(ev)`` and ``event_elapsed_ms(start, end)``."""
+    ``event_query(ev)`` and ``event_elapsed_ms(start, end)``
+    (:data:`portagrad.backends.interface.EVENT_METHODS`); :meth:`record` raises
+    :class:`portagrad.errors.UnsupportedOpError` (a ``NotImplementedError``) naming the missing
+    ones when the backend lacks any."""
 
     def __init__(self, module: DeviceModule, enable_timing: bool = False, blocking: bool = False,
                  interprocess: bool = False) -> None:
@@ -136,8 +141,13 @@ class Event:
     def record(self, stream: Any = None) -> None:
         """Enqueue the marker on the current device's queue."""
         backend = self._module._backend()
-        if not hasattr(backend, "record_event"):
-            raise RuntimeError(f"the {self._module.device_type!r} backend does not support events")
+        missing = [m for m in EVENT_METHODS if getattr(backend, m, None) is None]
+        if missing:
+            raise UnsupportedOpError(
+                "Event", self._module.device_type,
+                f"the {self._module.device_type!r} backend does not support events: "
+                f"pg.{self._module.device_type}.Event needs the backend methods "
+                f"{', '.join(EVENT_METHODS)} (missing: {', '.join(missing)})")
         self._index = self._module._index(None)
         self._ev = backend.record_event(self._index)
 

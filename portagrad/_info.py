@@ -33,11 +33,23 @@ def _mib(n: int) -> str:
 
 
 def collect() -> dict:
-    """Everything ``info`` prints, as a dict (tests read it)."""
+    """Everything ``info`` prints, as a dict (tests read it).
+
+    ``plugins_*`` are keyed by entry-point name (the plugin); ``backends`` maps each device type
+    whose backend loaded to its serving plugin, its ``BackendSpec.name`` (``backend``), its
+    ``priority``, the plugins it ``shadows`` and its devices; ``backends_failed`` maps the device
+    types whose backend failed to load (or to report its devices) to the error. A failed backend
+    is never listed as available."""
     state = get_state()
-    backends = {}
+    backends, failed = {}, {}
     for device_type in sorted(state.specs):
-        entry: dict = {"plugin": state.spec_plugin.get(device_type), "devices": []}
+        spec = state.specs[device_type]
+        entry: dict = {"plugin": state.spec_plugin.get(device_type), "backend": spec.name,
+                       "priority": spec.priority, "devices": [],
+                       # lower-priority specs for this device type that this one wins over
+                       # (refused claims, such as a third-party 'cpu', are listed as unused only)
+                       "shadows": [p for p, t, why in state.shadowed
+                                   if t == device_type and "shadowed by" in why]}
         try:
             backend = get_backend(device_type)
             for i in range(backend.device_count()):
@@ -47,7 +59,11 @@ def collect() -> dict:
                     "name": p.name, "type": p.type, "memory": p.total_memory, "fp64": p.fp64,
                     "fp16": p.fp16, "compute_units": p.compute_units, "extra": p.extra})
         except (Exception, SystemExit) as exc:  # shown, never fatal (plugin code runs here)
-            entry["error"] = str(exc)
+            # a backend that fails to load (or to list its devices) is not available: it is
+            # reported apart, with the reason
+            failed[device_type] = {"plugin": entry["plugin"], "backend": spec.name,
+                                   "error": str(exc)}
+            continue
         backends[device_type] = entry
     return {
         "portagrad": portagrad.__version__,
@@ -60,6 +76,7 @@ def collect() -> dict:
         "plugins_shadowed": [{"plugin": p, "device_type": t, "reason": why}
                              for p, t, why in state.shadowed],
         "backends": backends,
+        "backends_failed": failed,
         "environment": {k: os.environ[k] for k in _ENV_VARS if k in os.environ},
     }
 
@@ -89,16 +106,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  unused   {d['plugin']:12s} {d['reason']}")
     print("backends and devices:")
     for device_type, entry in info["backends"].items():
-        print(f"  {device_type} (plugin {entry['plugin']}):")
-        if "error" in entry:
-            print(f"    unavailable: {entry['error']}")
-            continue
+        name = f", backend {entry['backend']}" if entry["backend"] != entry["plugin"] else ""
+        wins = (f"; wins over {', '.join(entry['shadows'])} (see 'unused' above)"
+                if entry["shadows"] else "")
+        print(f"  {device_type} (plugin {entry['plugin']}{name}{wins}):")
         if not entry["devices"]:
             print("    no devices")
         for d in entry["devices"]:
             caps = ", ".join(c for c, ok in (("fp64", d["fp64"]), ("fp16", d["fp16"])) if ok)
             print(f"    {d['device']:10s} {d['name']}  [{d['type']}, {_mib(d['memory'])}, "
                   f"{d['compute_units']} compute units{', ' + caps if caps else ''}]")
+    if info["backends_failed"]:
+        print("failed backends (not available):")
+    for device_type, entry in info["backends_failed"].items():
+        print(f"  FAILED   {device_type} (plugin {entry['plugin']}): {entry['error']}")
     env = info["environment"]
     print("environment:" + ("" if env else " (none of the portagrad/OpenCL variables set)"))
     for k, v in env.items():

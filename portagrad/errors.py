@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 __all__ = ["OutOfMemoryError", "DeviceMismatchError", "ShapeError", "DTypeError",
-           "raise_device_mismatch"]
+           "raise_device_mismatch", "UnsupportedOpError"]
 
 
 class OutOfMemoryError(RuntimeError):
@@ -31,3 +31,18 @@ class ShapeError(RuntimeError):
 
 class DTypeError(TypeError):
     """A dtype is not supported by an op or a device."""
+
+
+class UnsupportedOpError(NotImplementedError):
+    """A backend was asked for an op (or an optional feature) it does not know.
+
+    Raised by a backend's string-dispatched primitives (``unary``, ``binary``) for an op name
+    outside the contract, and by the core for an optional group of methods (events) a backend
+    lacks. A ``NotImplementedError`` (hence a ``RuntimeError``) whose message names the op and the
+    backend; ``op`` and ``backend`` hold them for programs.
+    """
+
+    def __init__(self, op: str, backend: str, detail: str = "") -> None:
+        self.op = op
+        self.backend = backend
+        super().__init__(detail or f"the {backend!r} backend does not implement op {op!r}")

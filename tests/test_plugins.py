@@ -414,3 +414,167 @@ def portagrad_backends():
     first, second = r.stdout.splitlines()[:2]
     assert first.startswith("[2.0] ") and "ok" not in first and "bad" not in first
     assert "BackendSpec 'm'" in second
+
+
+# ------------------------------------------------------------------ names, blocking and info
+RENAMED = '''
+from portagrad.plugins import BackendSpec, hookimpl
+
+def _load():
+    from portagrad.backends.numpy import NumpyBackend
+
+    class R(NumpyBackend):
+        device_type = "renamed"
+
+        def host_array(self, src):
+            return None
+
+    return R()
+
+@hookimpl
+def portagrad_backends():
+    return [BackendSpec(name="specname", device_type="renamed", loader=_load)]
+'''
+
+_TRY_RENAMED = """
+    import warnings
+    warnings.simplefilter("always")
+    import portagrad as pg
+    from portagrad.plugins.manager import get_state
+    s = get_state()
+    print("BLOCKED", sorted(s.blocked), "epname" in s.loaded)
+    try:
+        print("VALUE", pg.ones(1, device="renamed").tolist())
+    except RuntimeError as exc:
+        print("ERR", exc)
+"""
+
+
+@pytest.mark.parametrize("name", ["epname", "specname"])
+def test_blocklist_accepts_entry_point_or_spec_name(tmp_path: Path, name: str) -> None:
+    _dist(tmp_path, "epname", RENAMED)  # entry point "epname" provides BackendSpec "specname"
+    r = _run(tmp_path, _TRY_RENAMED)
+    assert r.returncode == 0, r.stderr
+    assert "VALUE [1.0]" in r.stdout and "BLOCKED [] True" in r.stdout
+    r = _run(tmp_path, _TRY_RENAMED, PORTAGRAD_DISABLE_PLUGINS=name)
+    assert r.returncode == 0, r.stderr
+    # an entry-point name blocks the plugin before import; a spec name only drops its backend
+    assert f"BLOCKED ['{name}'] {name == 'specname'}" in r.stdout
+    err = next(ln for ln in r.stdout.splitlines() if ln.startswith("ERR"))
+    assert "no backend for device type 'renamed'" in err
+    assert f"'{name}'" in err and "blocked by PORTAGRAD_DISABLE_PLUGINS" in err  # the hint stays
+    assert "RuntimeWarning" not in r.stderr  # both names are known
+
+
+def test_blocklist_unknown_name_warns(plugin_root: Path) -> None:
+    r = _run(plugin_root, """
+        import warnings
+        warnings.simplefilter("always")
+        import portagrad as pg
+        print((pg.ones(1) + 1).tolist())
+    """, PORTAGRAD_DISABLE_PLUGINS="good,nosuchplugin")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[2.0]"
+    [line] = [ln for ln in r.stderr.splitlines() if "RuntimeWarning" in ln]
+    assert "'nosuchplugin'" in line and "'good'" not in line.split("known names")[0]
+    known = line.split("known names: ")[1]
+    for name in ("numpy", "opencl", "good", "half", "brokenimport"):
+        assert name in known
+
+
+def test_info_lists_failed_backends_apart_and_who_wins(tmp_path: Path) -> None:
+    _dist(tmp_path, "low", _claim("dup", 1, "low"))
+    _dist(tmp_path, "high", _claim("dup", 5, "high"))
+    _dist(tmp_path, "noload", '''
+from portagrad.plugins import BackendSpec, hookimpl
+
+def _load():
+    raise ImportError("libnoload.so: cannot open shared object file")
+
+@hookimpl
+def portagrad_backends():
+    return [BackendSpec(name="noload", device_type="noload", loader=_load)]
+''')
+    r = _run(tmp_path, "import sys, portagrad.__main__ as m; sys.exit(m.main(['info', '--json']))")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert "noload" not in info["backends"]  # a failed backend is not available
+    assert info["backends_failed"]["noload"]["plugin"] == "noload"
+    assert "libnoload.so" in info["backends_failed"]["noload"]["error"]
+    assert info["backends"]["dup"]["plugin"] == "high" and info["backends"]["dup"]["shadows"] == ["low"]
+    r = _run(tmp_path, "import sys, portagrad.__main__ as m; sys.exit(m.main(['info']))")
+    assert r.returncode == 0, r.stderr
+    text = r.stdout
+    available = text.split("backends and devices:")[1].split("failed backends")[0]
+    assert "noload" not in available and "dup (plugin high; wins over low" in available
+    failed = text.split("failed backends (not available):")[1]
+    assert "FAILED   noload (plugin noload)" in failed and "libnoload.so" in failed
+    unused = next(ln for ln in text.splitlines() if ln.lstrip().startswith("unused"))
+    assert "low" in unused and "shadowed by plugin 'high'" in unused
+
+
+# ------------------------------------------------------------------ the conformance kit
+def _kit(root: Path, backend: str) -> subprocess.CompletedProcess:
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = os.pathsep.join([str(root), str(Path(__file__).parents[1])])
+    full_env.pop("PORTAGRAD_DISABLE_PLUGINS", None)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+         "portagrad.testing.plugin", "--pyargs", "portagrad.testing.conformance",
+         "--portagrad-backend", backend, "-rfs"],
+        capture_output=True, text=True, env=full_env, timeout=300, cwd=root)
+
+
+def test_kit_reports_an_incomplete_backend_once(plugin_root: Path) -> None:
+    r = _kit(plugin_root, "half")
+    assert r.returncode == 1, r.stdout + r.stderr
+    tail = r.stdout.strip().splitlines()[-1]
+    assert tail.startswith("1 failed, ") and "skipped" in tail and "error" not in tail, tail
+    failed = [ln for ln in r.stdout.splitlines() if ln.startswith("FAILED")]
+    assert len(failed) == 1 and "test_contract_is_complete" in failed[0]
+    problem = next(ln for ln in r.stdout.splitlines()
+                   if "backend 'half' lacks required method(s) of the contract: " in ln)
+    listed = problem.split("contract: ")[1].split(", ")
+    for meth in ("allocate", "matmul", "binary", "sort"):
+        assert meth in listed
+    assert "device_count" not in listed  # Half implements it
+    assert "SKIPPED" in r.stdout and "reported by test_contract_is_complete" in r.stdout
+
+
+def test_kit_reports_a_backend_that_cannot_load_once(plugin_root: Path) -> None:
+    r = _kit(plugin_root, "brokenimport")
+    assert r.returncode == 1, r.stdout + r.stderr
+    tail = r.stdout.strip().splitlines()[-1]
+    assert tail.startswith("1 failed, ") and "error" not in tail, tail
+    assert "backend 'brokenimport' failed to load" in r.stdout and "libfoo.so" in r.stdout
+
+
+def test_info_names_a_backend_whose_spec_name_differs(tmp_path: Path) -> None:
+    _dist(tmp_path, "epname", RENAMED)
+    r = _run(tmp_path, "import sys, portagrad.__main__ as m; sys.exit(m.main(['info']))")
+    assert r.returncode == 0, r.stderr
+    assert "loaded   epname" in r.stdout
+    assert "renamed (plugin epname, backend specname):" in r.stdout
+    assert "cpu (plugin numpy):" in r.stdout  # equal names are not repeated
+
+
+def test_example_plugin_honours_visible_devices(tmp_path: Path) -> None:
+    example = Path(__file__).parents[1] / "examples" / "portagrad-example-backend"
+    info = tmp_path / "portagrad_example_backend-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: portagrad-example-backend\n"
+                                   "Version: 0.1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[portagrad.backends]\nexample = portagrad_example_backend.plugin\n")
+    code = """
+        import portagrad as pg
+        print(pg.example.device_count(), pg.example.get_device_name(0),
+              (pg.ones(2, device="example:0") * 2).tolist())
+    """
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(example), str(Path(__file__).parents[1])])}
+    r = _run(tmp_path, code, **env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "2 Example virtual device 0 [2.0, 2.0]"
+    r = _run(tmp_path, code, PORTAGRAD_VISIBLE_DEVICES="example:1", **env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "1 Example virtual device 1 [2.0, 2.0]"

@@ -16,9 +16,18 @@ where the output is exactly the same view as an input). Shapes may contain 0. ``
 slot the backend may use to memoise a native handle for the view (the numpy backend keeps the
 ``ndarray`` there); the core never reads it.
 
-Outputs are always written into a view the core allocated (``out``); ``out`` is usually contiguous,
-but in-place ops (``x.add_(y)``, ``x[1:3] = y``) pass an arbitrary strided view, so primitives must
-honour ``out``'s strides too.
+Strides are never negative: the core has no negative-stride views (``flip`` copies, and
+``from_numpy`` refuses a negatively strided array, as PyTorch does), so a backend may assume
+``stride >= 0`` everywhere; 0 means a broadcast dimension.
+
+Outputs are always written into a view the core allocated (``out``). Where a non-contiguous
+``out`` really occurs today: :meth:`Backend.copy` (``dst`` of ``copy_``, ``x[1:3] = y``,
+``contiguous`` into a slice), :meth:`Backend.fill` (``x[::2].fill_(v)``, ``zero_`` of a view) and
+:meth:`Backend.binary` (in-place arithmetic on a view, ``x[:, 0].add_(y)``, and the optimizers'
+``axpy``-style updates). Every other primitive receives an ``out`` the core has just allocated,
+contiguous from offset 0 (``where``, ``unary``, ``reduce``, ``gather``, ``matmul``...; in-place
+unary ops on a view compute into a new buffer and ``copy`` back). A backend must honour ``out``'s
+strides in ``copy``, ``fill`` and ``binary``; honouring them everywhere is the safe choice.
 
 Dtypes
 ------
@@ -51,8 +60,20 @@ giving four 32-bit words ``r0..r3``:
 * ``normal``: Box-Muller on ``u1 = ((r0 >> 5) * 2**26 + (r1 >> 6) + 1) * 2**-53`` (never 0) and
   ``u2 = ((r2 >> 5) * 2**26 + (r3 >> 6)) * 2**-53``, computed in float64:
   ``z = sqrt(-2 log u1) * cos(2 pi u2)``; result ``mean + std * z`` rounded to the output dtype.
+* float16: ``uniform`` uses the float32 ``u`` above rounded to float16, then ``low + (high -
+  low) * u`` in float16; ``normal`` is the float64 result rounded to float16. bfloat16: the
+  float32 result (``uniform`` and ``normal``) rounded to bfloat16 (nearest even).
+
+``uniform`` must be bit-identical. ``normal`` involves ``log``, ``sqrt`` and ``cos``, whose last
+bit differs between math libraries (and a device without float64 must compute in float32), so it
+cannot always be: the stated tolerance, which the conformance kit checks, is ``|got - want| <=
+1e-5 + 1e-5 * |want|`` for float32 output with ``mean=0, std=1`` (bit-identical where the device
+computes in float64 with a correctly rounded ``log``/``cos``, as the numpy reference does).
 
 ``portagrad.backends.philox`` holds the reference implementation in numpy; the numpy backend uses it.
+It is public as :func:`portagrad.backends.helpers.philox_uniform` /
+:func:`~portagrad.backends.helpers.philox_normal`, with the other helpers every backend needs
+(visible devices, dtype tables): see :mod:`portagrad.backends.helpers`.
 
 Registering
 -----------
@@ -67,6 +88,8 @@ from dataclasses import dataclass, field
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UnsupportedOpError
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -75,6 +98,7 @@ if TYPE_CHECKING:
 __all__ = [
     "View", "DeviceProperties", "Backend", "REQUIRED_METHODS", "OPTIONAL_METHODS",
     "UNARY_OPS", "BINARY_OPS", "COMPARISON_OPS", "REDUCE_OPS", "ARG_REDUCE_OPS",
+    "EVENT_METHODS", "unknown_op",
 ]
 
 UNARY_OPS = (
@@ -188,6 +212,12 @@ class Backend:
     def allocate(self, index: int, nbytes: int) -> Any:
         """Return a new buffer of at least ``nbytes`` bytes on device ``index``.
 
+        ``nbytes`` may be 0 (every empty tensor allocates): return a valid buffer all the same
+        (views of it have a 0 in their shape, so no element is ever read or written; the numpy
+        backend returns an empty array, the OpenCL one a minimal device buffer). The buffer must
+        be aligned for every dtype (8 bytes at least): offsets count elements of the view's
+        dtype, and ``Tensor.view(dtype)`` reinterprets one buffer with another dtype.
+
         The buffer is released when the last reference to it is dropped (a caching allocator
         keeps it for reuse). Raises :class:`portagrad.OutOfMemoryError` naming the device and the
         sizes when the device cannot satisfy the request even after emptying the cache.
@@ -220,15 +250,19 @@ class Backend:
     def host_array(self, src: View) -> np.ndarray | None:
         """Optional zero-copy: a numpy array *sharing memory* with ``src``, or ``None``.
 
-        Only the ``cpu`` backend returns arrays here (``Tensor.numpy()`` shares memory on the CPU,
-        like PyTorch); device backends return ``None``."""
+        The core calls it only on the ``cpu`` device's backend (``Tensor.numpy()``, DLPack and
+        the MPI collectives share memory on the CPU, like PyTorch). A third-party backend is
+        never asked, even if its buffers live in host memory (as the example plugin's do): it
+        keeps this default (``None``), ``Tensor.numpy()`` of its tensors raises as PyTorch's does
+        for a CUDA tensor, and ``.cpu()`` copies through :meth:`to_host`."""
         return None
 
     def wrap_host(self, array: np.ndarray) -> tuple[Any, int] | None:
         """Optional zero-copy: make a buffer that shares memory with ``array`` (``from_numpy``).
 
         Returns ``(buffer, offset_in_elements)`` or ``None`` when this backend cannot share host
-        memory."""
+        memory. As with :meth:`host_array`, only the ``cpu`` backend is asked (``from_numpy``
+        always makes a ``cpu`` tensor); other backends keep this default."""
         return None
 
     def copy_between(self, dst: View, src: View) -> None:
@@ -247,7 +281,12 @@ class Backend:
 
     # ------------------------------------------------------------- primitives
     def unary(self, op: str, x: View, out: View) -> None:
-        """``out = op(x)`` elementwise for ``op`` in :data:`UNARY_OPS`; same shapes."""
+        """``out = op(x)`` elementwise for ``op`` in :data:`UNARY_OPS`; same shapes.
+
+        An op name outside the contract raises :func:`unknown_op`
+        (:class:`portagrad.errors.UnsupportedOpError`, a ``NotImplementedError`` naming the op and
+        the backend), never ``KeyError``; a known op the backend cannot run for ``x``'s dtype
+        raises :class:`portagrad.errors.DTypeError`."""
         raise NotImplementedError
 
     def binary(self, op: str, a: View | int | float | bool, b: View | int | float | bool,
@@ -255,12 +294,31 @@ class Backend:
         """``out = op(a, b)`` for ``op`` in :data:`BINARY_OPS` or :data:`COMPARISON_OPS`.
 
         ``a`` and ``b`` are views of ``out``'s shape (broadcast already expressed with stride-0
-        dimensions) or Python scalars, already of the computation dtype."""
+        dimensions) or Python scalars, already of the computation dtype. Scalars: either side may
+        be one (``x * 2.0`` passes ``b=2.0``, ``2 - x`` passes ``a=2.0``), and both may be (compute
+        on the host and fill). A scalar's Python type matches the views' dtype category: ``float``
+        for floating views (the core converted ``int_tensor * 2.5`` to float first), ``int`` for
+        integer views, ``bool`` for bool views. An ``int`` outside a narrow integer dtype
+        (``uint8 + 1000``) wraps into it, as PyTorch does. ``out`` has the views' dtype, except for
+        comparisons and logical ops (``bool``). An op name outside the contract raises
+        :func:`unknown_op` (:class:`portagrad.errors.UnsupportedOpError`), never ``KeyError``.
+
+        bool operands: comparisons, logical and bitwise ops, and ``maximum``/``minimum`` (logical
+        or/and, ``True > False``) are requested on bool; ``add`` of two bools is logical or (as
+        ``torch.add`` on bool tensors); the other arithmetic ops never see bool (the core
+        promotes first)."""
         raise NotImplementedError
 
     def where(self, cond: View, a: View | int | float | bool, b: View | int | float | bool,
               out: View) -> None:
-        """``out = cond ? a : b``; ``cond`` is bool; all views of ``out``'s shape."""
+        """``out = cond ? a : b``; ``cond`` is bool; all views of ``out``'s shape.
+
+        ``a`` and ``b`` are views of ``out``'s dtype (the core casts mixed operands to the
+        promoted dtype first) or Python scalars of its category (``masked_fill(mask, 3)`` on a
+        float tensor passes ``3.0``); an ``int`` scalar into a narrow integer dtype is checked
+        (``RuntimeError`` if it cannot be stored, see ``ufuncs.fit_scalar``). ``a`` may be ``out``
+        itself (in-place ``masked_fill_``): then only the positions where ``cond`` is false
+        change."""
         raise NotImplementedError
 
     def copy(self, src: View, dst: View) -> None:
@@ -278,7 +336,15 @@ class Backend:
 
         ``out`` has ``x``'s rank with the reduced axes of size 1 (keepdim layout). A reduction over
         an empty axis gives the identity (0 for sum, 1 for prod); the core never asks for max/min of
-        an empty axis. Sums of floating inputs accumulate in at least float32."""
+        an empty axis. Sums of floating inputs accumulate in at least float32.
+
+        Dtypes: ``out.dtype == x.dtype`` in every call the core makes. PyTorch's promotion is done
+        by the core beforehand: ``sum``/``prod`` of an integer or bool tensor casts ``x`` to
+        ``int64`` first, so a backend sees int64 sums (wrapping on overflow); ``max``/``min`` do
+        reach it on ``bool`` (``any``/``all``) and on every integer dtype. ``axes`` may be empty
+        (a 0-d input, or ``sum(dim=())``): ``out`` then has ``x``'s shape and receives a copy.
+        Inputs with a 0 in their shape are never passed for ``sum``/``prod`` (the core fills the
+        identity itself)."""
         raise NotImplementedError
 
     def arg_reduce(self, op: str, x: View, axis: int, out: View) -> None:
@@ -321,6 +387,24 @@ class Backend:
         ``kind="uniform"``: in ``[a, b)``; ``kind="normal"``: mean ``a``, standard deviation ``b``."""
         raise NotImplementedError
 
+    # ----------------------------------------------------------------- events
+    # Optional, all four or none (EVENT_METHODS): ``pg.<device_type>.Event`` (``torch.cuda.Event``)
+    # needs them and raises portagrad.errors.UnsupportedOpError naming the missing ones when a
+    # backend lacks any. They are not defined on this base class, so they are absent by default.
+    # An event is an opaque object of the backend's choosing (OpenCL: a marker ``cl.Event``).
+    #
+    # def record_event(self, index: int) -> Any:
+    #     """Enqueue a marker behind all work submitted so far to device ``index`` and return it
+    #     (without waiting). The marker completes when that work has finished."""
+    # def event_wait(self, event: Any) -> None:
+    #     """Block the calling thread until ``event`` has completed."""
+    # def event_query(self, event: Any) -> bool:
+    #     """Whether ``event`` has completed; never blocks."""
+    # def event_elapsed_ms(self, start: Any, end: Any) -> float:
+    #     """Milliseconds of device time between two events recorded on one device, ``start``
+    #     first (waits for both). ``Event.elapsed_time`` calls it only for events created with
+    #     ``enable_timing=True``; a host-memory backend may return host wall-clock time."""
+
     # ------------------------------------------------------- optional fast paths
     # A backend may define any of the methods below (see OPTIONAL_METHODS); the core checks with
     # ``getattr(backend, name, None)`` and composes the operation from the required primitives
@@ -328,8 +412,15 @@ class Backend:
     # calls them for gradients while nothing is recorded, and composes public ops under
     # ``create_graph``). They are not defined on this base class, so they are absent by default.
     #
+    # Softmax (used by softmax/log_softmax of every floating dtype when it exists; otherwise the
+    # core composes max, sub, exp, sum and div/log):
+    #
     # def softmax(self, x: View, axis: int, out: View, log: bool) -> None:
-    #     """(log-)softmax of ``x`` along ``axis`` into ``out``."""
+    #     """``out = exp(x - max) / sum(exp(x - max))`` along ``axis`` (``log=True``: ``x - max -
+    #     log(sum(exp(x - max)))``), max and sum taken over ``axis``. ``x`` and ``out`` are
+    #     contiguous, of one shape and floating dtype; ``axis`` is in ``[0, ndim)``; the axis may
+    #     have length 0 (nothing to write). Subtracting the maximum is what keeps large inputs
+    #     finite, as in PyTorch; a row that contains NaN or ``+inf`` gives NaN."""
     #
     # Convolution (used by conv1d/conv2d for every ``groups``; 1-D runs as height-1 2-D). The
     # core uses them only when all three exist and the dtype is floating. ``x`` is (N, C, H, W),
@@ -375,5 +466,25 @@ REQUIRED_METHODS = (
 
 OPTIONAL_METHODS = ("host_array", "wrap_host", "pin_memory", "is_pinned", "softmax",
                     "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
-                    "max_pool2d_grad_input")
+                    "max_pool2d_grad_input",
+                    "record_event", "event_wait", "event_query", "event_elapsed_ms")
 """Methods the core uses when a backend overrides them, composing or skipping otherwise."""
+
+EVENT_METHODS = ("record_event", "event_wait", "event_query", "event_elapsed_ms")
+"""Optional, as a group: what ``pg.<device_type>.Event`` needs (see the "events" section of
+:class:`Backend`). A backend that has none of them has no events; one with only some is treated
+as having none (the error names the missing ones)."""
+
+
+def unknown_op(kind: str, op: str, backend: str) -> UnsupportedOpError:
+    """The error a backend raises for an op name outside the contract.
+
+    ``kind`` is the primitive (``"unary"`` or ``"binary"``), ``op`` the name it was given and
+    ``backend`` the device type. The message names all three and lists the ops of the contract,
+    so a typo in a caller (or an op this contract version lacks) is found at once. Backends write
+    ``raise unknown_op("unary", op, self.device_type)``.
+    """
+    known = UNARY_OPS if kind == "unary" else BINARY_OPS + COMPARISON_OPS
+    return UnsupportedOpError(
+        op, backend, f"{kind} op {op!r} is not implemented by the {backend!r} backend: it is not "
+        f"an op of the backend contract (known {kind} ops: {', '.join(known)})")

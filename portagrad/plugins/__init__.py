@@ -14,6 +14,12 @@ and declares it in its ``pyproject.toml``::
     [project.entry-points."portagrad.backends"]
     mybackend = "mypackage.plugin"
 
+Names: the entry-point name (``mybackend`` on the left above) names the *plugin* (``python -m
+portagrad info`` lists plugins by it); ``BackendSpec.name`` names one *backend* the plugin provides;
+``device_type`` is what users write. They may differ. ``PORTAGRAD_DISABLE_PLUGINS`` accepts an
+entry-point name (the plugin is not even imported) or a ``BackendSpec.name`` (that backend is
+dropped; its loader never runs); an unknown name warns.
+
 A plugin that fails (an ``Exception`` or ``SystemExit`` at import, in its hook or in its loader) is
 recorded and reported, never fatal. The device type ``cpu`` belongs to the built-in numpy backend:
 a third-party spec for it is refused. Any other device type is served by the spec with the highest
@@ -38,6 +44,9 @@ ENTRY_POINT_GROUP = "portagrad.backends"
 class BackendSpec:
     """Describes one backend a plugin provides.
 
+    ``name`` names this backend (shown by ``python -m portagrad info`` when it differs from the
+    plugin's entry-point name, and accepted by ``PORTAGRAD_DISABLE_PLUGINS`` to drop just this
+    backend); it need not equal the entry-point name nor the device type.
     ``device_type`` is the string users write (``"opencl"``; letters, digits and ``_``);
     ``loader`` builds the backend object on first use; among several plugins serving one device
     type the highest ``priority`` (an int) wins, and on a tie the first registered (built-ins

@@ -5,7 +5,17 @@ entry points of group ``portagrad.backends`` are loaded *one by one*: a plugin t
 whose hook raises is recorded (``python -m portagrad info`` shows it) and only raises when a user asks
 for its device type. A failure is any ``Exception`` or ``SystemExit`` (a vendor library calling
 ``sys.exit`` must not end the user's process); ``KeyboardInterrupt`` still propagates.
-``PORTAGRAD_DISABLE_PLUGINS=a,b`` blocks plugins by entry-point name.
+
+Names. A plugin has two names: its *entry-point name* (the key in ``[project.entry-points.
+"portagrad.backends"]``, which is the name the manager registers it under, and the one ``info``
+lists under "plugins") and, for each backend it provides, the ``BackendSpec.name`` its hook returns
+(shown as the backend's name). They are usually equal (``opencl = ...`` providing
+``BackendSpec(name="opencl")``), but need not be, and neither need equal the device type.
+``PORTAGRAD_DISABLE_PLUGINS=a,b`` accepts either: an entry-point name blocks the whole plugin
+before it is imported (use it for a plugin whose import is broken); a ``BackendSpec.name`` drops
+that one backend after the plugin's hook ran (its loader never runs). A name that matches neither
+is reported with a ``RuntimeWarning`` naming it and the known names. Asking for a device type
+whose backend was blocked says so.
 
 Who serves a device type (see :class:`portagrad.plugins.BackendSpec`):
 
@@ -25,6 +35,7 @@ import importlib.metadata
 import os
 import threading
 import traceback
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,10 +47,11 @@ from . import ENTRY_POINT_GROUP, BackendSpec, hookspecs
 
 __all__ = [
     "PluginState", "BackendUnavailableError", "BackendValidationError", "get_state", "get_backend",
-    "device_types", "validate_backend", "reset", "on_reset",
+    "device_types", "validate_backend", "missing_methods", "reset", "on_reset",
 ]
 
 _BUILTINS = ("numpy", "opencl")
+_BUILTIN_TYPES = {"numpy": "cpu", "opencl": "opencl"}  # built-in plugin -> its device type
 _RESERVED = {"cpu": "numpy"}  # device type -> the only (built-in) plugin that may serve it
 _PLUGIN_ERRORS = (Exception, SystemExit)  # a plugin's failure; KeyboardInterrupt propagates
 
@@ -49,7 +61,15 @@ class BackendUnavailableError(RuntimeError):
 
 
 class BackendValidationError(TypeError):
-    """A backend object lacks required methods of the contract."""
+    """A backend object lacks required methods of the contract.
+
+    ``missing`` lists them; ``backend`` is the incomplete object (the conformance kit reports
+    from it)."""
+
+    def __init__(self, message: str, backend: Any = None, missing: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.backend = backend
+        self.missing = list(missing or ())
 
 
 @dataclass
@@ -59,7 +79,11 @@ class PluginState:
     pm: pluggy.PluginManager
     loaded: dict[str, str] = field(default_factory=dict)  # plugin name -> origin
     failed: dict[str, str] = field(default_factory=dict)  # plugin name -> error text
+    # names from PORTAGRAD_DISABLE_PLUGINS that blocked something (entry-point or spec names)
     blocked: list[str] = field(default_factory=list)
+    # device type -> the blocked name that would have served it, where known (built-ins and
+    # blocked specs; a plugin blocked by entry-point name is never imported, so its types are not)
+    blocked_types: dict[str, str] = field(default_factory=dict)
     specs: dict[str, BackendSpec] = field(default_factory=dict)  # device type -> winning spec
     spec_plugin: dict[str, str] = field(default_factory=dict)  # device type -> plugin name
     backends: dict[str, Any] = field(default_factory=dict)  # device type -> backend object
@@ -82,10 +106,13 @@ def _error_text(exc: BaseException) -> str:
     return "".join(traceback.format_exception_only(type(exc), exc)).strip()
 
 
-def _collect_specs(state: PluginState) -> None:
+def _collect_specs(state: PluginState, blocked: list[str]) -> set[str]:
+    """Gather the specs of all registered plugins and pick who serves each device type; returns
+    the spec names seen (blocked or not)."""
     # Call each implementation separately so that one raising hook cannot hide the others
     # (pluggy lists them in registration order: built-ins first).
     claims: list[tuple[str, BackendSpec]] = []
+    seen: set[str] = set()
     for impl in state.pm.hook.portagrad_backends.get_hookimpls():
         name = impl.plugin_name
         try:
@@ -107,7 +134,14 @@ def _collect_specs(state: PluginState) -> None:
             state.failed[name] = _error_text(exc)
             state.loaded.pop(name, None)
             continue
-        claims.extend(mine)  # all of a plugin's specs or none
+        for plugin_name, spec in mine:  # all of a plugin's specs or none
+            seen.add(spec.name)
+            if spec.name in blocked:  # blocked by its BackendSpec.name: the loader never runs
+                if spec.name not in state.blocked:
+                    state.blocked.append(spec.name)
+                state.blocked_types.setdefault(spec.device_type, spec.name)
+                continue
+            claims.append((plugin_name, spec))
     contenders = []
     for name, spec in claims:
         owner = _RESERVED.get(spec.device_type)
@@ -127,6 +161,7 @@ def _collect_specs(state: PluginState) -> None:
                                    f"{state.spec_plugin[spec.device_type]!r} "
                                    f"(priority {best.priority} against {spec.priority}; on a tie "
                                    f"the first registered wins)"))
+    return seen
 
 
 def _reserved_text(device_type: str) -> str:
@@ -142,6 +177,7 @@ def _build() -> PluginState:
     for name in _BUILTINS:
         if name in blocked:
             state.blocked.append(name)
+            state.blocked_types[_BUILTIN_TYPES[name]] = name
             continue
         module = importlib.import_module(f"portagrad.backends.{name}.plugin")
         pm.register(module, name=name)
@@ -152,7 +188,9 @@ def _build() -> PluginState:
     except Exception as exc:  # pragma: no cover - broken metadata in site-packages
         entry_points = ()
         state.failed["<entry points>"] = _error_text(exc)
+    known = set(_BUILTINS)
     for ep in entry_points:
+        known.add(ep.name)
         if ep.name in state.loaded or ep.name in state.failed:
             continue  # built-ins are declared as entry points too; register once
         if ep.name in blocked:
@@ -170,7 +208,13 @@ def _build() -> PluginState:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
         state.failed[getattr(exc, "plugin_name", "?")] = _error_text(exc)
-    _collect_specs(state)
+    known |= _collect_specs(state, blocked)
+    unknown = [name for name in blocked if name not in known]
+    if unknown:
+        warnings.warn(
+            f"PORTAGRAD_DISABLE_PLUGINS names no installed plugin or backend: "
+            f"{', '.join(map(repr, unknown))} (known names: {', '.join(sorted(known))})",
+            RuntimeWarning, stacklevel=3)
     return state
 
 
@@ -204,8 +248,9 @@ def device_types() -> list[str]:
     return sorted(get_state().specs)
 
 
-def validate_backend(backend: Any, name: str = "?") -> None:
-    """Raise :class:`BackendValidationError` listing every required method ``backend`` lacks."""
+def missing_methods(backend: Any) -> list[str]:
+    """The required methods of the contract (and ``device_type``) that ``backend`` lacks: absent,
+    not callable, or inherited unimplemented from :class:`~portagrad.backends.interface.Backend`."""
     missing = []
     for meth in REQUIRED_METHODS:
         impl = getattr(type(backend), meth, None)
@@ -213,10 +258,16 @@ def validate_backend(backend: Any, name: str = "?") -> None:
             missing.append(meth)
     if not getattr(backend, "device_type", ""):
         missing.append("device_type")
+    return missing
+
+
+def validate_backend(backend: Any, name: str = "?") -> None:
+    """Raise :class:`BackendValidationError` listing every required method ``backend`` lacks."""
+    missing = missing_methods(backend)
     if missing:
         raise BackendValidationError(
             f"backend {name!r} ({type(backend).__qualname__}) does not implement the required "
-            f"method(s): {', '.join(missing)}")
+            f"method(s): {', '.join(missing)}", backend, missing)
 
 
 def get_backend(device_type: str) -> Any:
@@ -232,11 +283,20 @@ def get_backend(device_type: str) -> Any:
         spec = state.specs.get(device_type)
         if spec is None:
             why = ""
-            owner = _RESERVED.get(device_type, device_type)
-            if owner in state.blocked:
-                why = f" (its plugin {owner!r} is blocked by PORTAGRAD_DISABLE_PLUGINS)"
+            blocker = state.blocked_types.get(device_type)
+            if blocker is None and device_type in state.blocked:
+                blocker = device_type  # an entry point named after its device type
+            unseen = [n for n in state.blocked if n not in state.blocked_types.values()]
+            if blocker is not None:
+                why = f" (its plugin {blocker!r} is blocked by PORTAGRAD_DISABLE_PLUGINS)"
             elif device_type in state.failed:
                 why = f" (its plugin failed to load: {state.failed[device_type]})"
+            elif state.failed or unseen:
+                # a plugin that was never imported (blocked) or failed before its hook ran may
+                # have been the one serving this device type: name them
+                maybe = [f"{n!r} (blocked by PORTAGRAD_DISABLE_PLUGINS)" for n in unseen]
+                maybe += [f"{n!r} (failed: {err})" for n, err in state.failed.items()]
+                why = f" (it may belong to a plugin that did not load: {'; '.join(maybe)})"
             refused = [f"plugin {p!r}: {w}" for p, t, w in state.shadowed if t == device_type]
             if refused:
                 why += f" ({'; '.join(refused)})"

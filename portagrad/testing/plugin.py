@@ -8,6 +8,10 @@ A backend author runs the kit against their installed backend::
 ``--portagrad-backend`` names the device type under test (default: ``PORTAGRAD_CONFORMANCE_BACKEND``
 or ``cpu``). The fixtures below give the backend object, its device index, and the numpy reference
 backend every result is compared with.
+
+A backend that lacks required methods of the contract, or fails to load at all, is reported by
+ONE failing test, ``test_contract_is_complete``, naming what is missing (or the load error); every
+other test is skipped with that reason rather than erroring on its own.
 """
 from __future__ import annotations
 
@@ -17,9 +21,11 @@ from typing import Any
 import pytest
 
 from portagrad.backends.numpy import NumpyBackend
-from portagrad.plugins.manager import get_backend
+from portagrad.plugins.manager import (BackendUnavailableError, BackendValidationError,
+                                       get_backend)
 
-__all__ = ["pytest_addoption", "conformance_backend", "conformance_device", "reference_backend"]
+__all__ = ["pytest_addoption", "conformance_backend", "conformance_device", "reference_backend",
+           "conformance_contract"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -38,9 +44,29 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 @pytest.fixture(scope="session")
-def conformance_backend(request: pytest.FixtureRequest) -> Any:
-    """The backend object under test (loading failures fail the run: they are what we check)."""
-    return get_backend(_device_type(request.config))
+def conformance_contract(request: pytest.FixtureRequest) -> tuple[Any, str | None]:
+    """``(backend, problem)``: the backend object under test (``None`` if it did not load) and,
+    when it is incomplete or failed to load, the message saying so (``None`` when all is well).
+    Only ``test_contract_is_complete`` fails on the problem; the other tests skip."""
+    device_type = _device_type(request.config)
+    try:
+        return get_backend(device_type), None
+    except BackendUnavailableError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, BackendValidationError) and cause.backend is not None:
+            return cause.backend, (f"backend {device_type!r} lacks required method(s) of the "
+                                   f"contract: {', '.join(cause.missing)}")
+        return None, f"backend {device_type!r} failed to load: {exc}"
+
+
+@pytest.fixture(scope="session")
+def conformance_backend(conformance_contract: tuple[Any, str | None]) -> Any:
+    """The backend object under test; skips (with the reason) when it is incomplete or did not
+    load, which ``test_contract_is_complete`` reports as the one failure."""
+    backend, problem = conformance_contract
+    if problem is not None:
+        pytest.skip(f"{problem} (reported by test_contract_is_complete)")
+    return backend
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from ... import _dtype
 from ..._shape import contiguous_strides
 from ...errors import OutOfMemoryError
 from .. import philox
-from ..interface import Backend, DeviceProperties, View
+from ..interface import Backend, DeviceProperties, View, unknown_op
 from ..ufuncs import BINARY_UFUNCS, fit_scalar
 
 __all__ = ["NumpyBackend"]
@@ -242,8 +242,11 @@ class NumpyBackend(Backend):
         f = _UNARY.get(op)
         if f is not None:
             f(_nd(x), out=_nd(out))
-        else:
-            _UNARY_FN[op](_nd(x), _nd(out))
+            return
+        fn = _UNARY_FN.get(op)
+        if fn is None:
+            raise unknown_op("unary", op, self.device_type)
+        fn(_nd(x), _nd(out))
 
     def binary(self, op: str, a: Any, b: Any, out: View) -> None:
         od = out.dtype  # bfloat16 operands write bfloat16, or bool (comparisons, logical ops)
@@ -258,7 +261,10 @@ class NumpyBackend(Backend):
         if (op == "floordiv" or op == "remainder" or op == "fmod") and o.dtype.kind in "iu":
             self._int_div(op, _arg(a), _arg(b), o)
             return
-        BINARY_UFUNCS[op](_arg(a), _arg(b), out=o)
+        f = BINARY_UFUNCS.get(op)
+        if f is None:
+            raise unknown_op("binary", op, self.device_type)
+        f(_arg(a), _arg(b), out=o)
 
     @staticmethod
     def _int_div(op: str, a: Any, b: Any, o: np.ndarray) -> None:

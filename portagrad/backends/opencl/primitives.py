@@ -21,7 +21,7 @@ import numpy as np
 
 from ... import _dtype
 from ...errors import DTypeError
-from ..interface import View
+from ..interface import BINARY_OPS, COMPARISON_OPS, UNARY_OPS, View, unknown_op
 from ..ufuncs import BINARY_UFUNCS, fit_scalar
 from . import kernels as K
 from .errors import cl_errors
@@ -101,6 +101,8 @@ class PrimitivesMixin:
             et = _COMPUTE.get(dt, dt)
             kind = K.KIND[et]
             if op not in K.UNARY_VALID[kind]:
+                if op not in UNARY_OPS:
+                    raise unknown_op("unary", op, "opencl")
                 raise DTypeError(f"{op} is not supported for {dt} on the OpenCL backend")
 
             def bundle() -> dict[str, str]:
@@ -155,6 +157,8 @@ class PrimitivesMixin:
         elif b_view:
             dt = b.dtype.name
         else:  # two scalars: compute on the host, fill on the device
+            if op not in BINARY_UFUNCS:
+                raise unknown_op("binary", op, "opencl")
             dt = "bool" if K.out_is_bool(op) else odt
             np_dt = out.dtype.numpy if dt == odt else np.bool_
             with np.errstate(all="ignore"):
@@ -164,6 +168,8 @@ class PrimitivesMixin:
         et = _COMPUTE.get(dt, dt)
         kind = K.KIND[et]
         if op not in K.BINARY_VALID[kind]:
+            if op not in BINARY_OPS and op not in COMPARISON_OPS:
+                raise unknown_op("binary", op, "opencl")
             raise DTypeError(f"{op} is not supported for {dt} on the OpenCL backend")
         zero_check = kind == "i" and op in ("floordiv", "remainder", "fmod") and not b_view
         if zero_check and int(b) == 0:
