@@ -317,6 +317,7 @@ from ._toplevel_nn import (adaptive_avg_pool1d, adaptive_max_pool1d, alpha_dropo
                            native_channel_shuffle, pixel_shuffle, pixel_unshuffle,
                            poisson_nll_loss, rms_norm, rnn_relu_cell, rnn_tanh_cell, rrelu,
                            rrelu_, selu_, threshold_, triplet_margin_loss)
+from ._toplevel_random import binomial, poisson
 from .amp import autocast
 from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 
@@ -344,5 +345,5 @@ __all__ += [
     "get_float32_matmul_precision", "get_num_interop_threads", "get_num_threads",
     "is_deterministic_algorithms_warn_only_enabled", "is_warn_always_enabled",
     "set_deterministic_debug_mode", "set_float32_matmul_precision", "set_num_interop_threads",
-    "set_num_threads", "set_warn_always", "use_deterministic_algorithms",
+    "set_num_threads", "set_warn_always", "use_deterministic_algorithms", "binomial", "poisson",
 ]

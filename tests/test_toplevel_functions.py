@@ -371,3 +371,22 @@ def test_torch_parity_of_aliases() -> None:
             expected = fn(torch, torch.tensor(a), torch.tensor(b)).numpy()
             got = _np(fn(pg, pg.tensor(a), pg.tensor(b)))
             np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_poisson_and_binomial(device: str) -> None:
+    pg.manual_seed(0)
+    rates = pg.full((4000,), 3.0, device=device)
+    a = pg.poisson(rates)
+    assert a.dtype == pg.float32 and a.device == rates.device
+    values = _np(a)
+    assert np.all(values == np.round(values)) and values.min() >= 0
+    assert abs(values.mean() - 3.0) < 0.2 and abs(values.var() - 3.0) < 0.4
+    pg.manual_seed(0)
+    np.testing.assert_array_equal(_np(pg.poisson(rates)), values)  # the seeded generator
+    b = _np(pg.binomial(pg.full((4000,), 10.0, device=device), pg.tensor(0.3, device=device)))
+    assert b.min() >= 0 and b.max() <= 10
+    assert abs(b.mean() - 3.0) < 0.2 and abs(b.var() - 2.1) < 0.4
+    with pytest.raises(RuntimeError, match="non-negative"):
+        pg.poisson(pg.tensor([-1.0], device=device))
+    with pytest.raises(ValueError, match="floating-point dtypes for count"):
+        pg.binomial(pg.tensor([5], device=device), pg.tensor([0.5], device=device))
