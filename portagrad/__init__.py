@@ -317,7 +317,16 @@ from ._toplevel_nn import (adaptive_avg_pool1d, adaptive_max_pool1d, alpha_dropo
                            native_channel_shuffle, pixel_shuffle, pixel_unshuffle,
                            poisson_nll_loss, rms_norm, rnn_relu_cell, rnn_tanh_cell, rrelu,
                            rrelu_, selu_, threshold_, triplet_margin_loss)
+from ._toplevel import (cond, conj_physical, frobenius_norm, init_num_threads, is_distributed,
+                        range, set_flush_denormal, unsafe_chunk, unsafe_split,
+                        unsafe_split_with_sizes)
 from ._toplevel_random import binomial, poisson
+from .amp import GradScaler
+from .amp.autocast_mode import (clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,
+                                get_autocast_gpu_dtype, is_autocast_cache_enabled,
+                                is_autocast_cpu_enabled, is_autocast_enabled,
+                                set_autocast_cache_enabled, set_autocast_dtype,
+                                set_autocast_enabled)
 from .amp import autocast
 from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 
@@ -346,4 +355,10 @@ __all__ += [
     "is_deterministic_algorithms_warn_only_enabled", "is_warn_always_enabled",
     "set_deterministic_debug_mode", "set_float32_matmul_precision", "set_num_interop_threads",
     "set_num_threads", "set_warn_always", "use_deterministic_algorithms", "binomial", "poisson",
+    "cond", "conj_physical", "frobenius_norm", "init_num_threads", "is_distributed", "range",
+    "set_flush_denormal", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes",
+    "GradScaler", "clear_autocast_cache", "get_autocast_cpu_dtype", "get_autocast_dtype",
+    "get_autocast_gpu_dtype", "is_autocast_cache_enabled", "is_autocast_cpu_enabled",
+    "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
+    "set_autocast_enabled",
 ]

@@ -5,6 +5,7 @@ ops (a fresh contiguous tensor instead of a view), and a few helpers (``typename
 """
 from __future__ import annotations
 
+import builtins
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -12,10 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from ._creation import empty, from_numpy, full_like
+from ._creation import arange, empty, from_numpy, full_like
 from ._dtype import dtype as _dtype_cls
+from ._dtype import float64, get_default_dtype
 from ._layout import strided
 from ._memory_format import contiguous_format
+from ._ops.combine import split_with_sizes
+from ._ops.conversion import clone
+from ._ops.joining import chunk, split
 from ._tensor import Tensor
 
 __all__ = ["pi", "e", "inf", "nan", "newaxis", "INPLACE_METHOD_NAMES", "inplace_functions",
@@ -23,7 +28,9 @@ __all__ = ["pi", "e", "inf", "nan", "newaxis", "INPLACE_METHOD_NAMES", "inplace_
            "as_strided_copy", "detach_copy", "diagonal_copy", "expand_copy", "permute_copy",
            "select_copy", "slice_copy", "split_copy", "split_with_sizes_copy", "squeeze_copy",
            "t_copy", "transpose_copy", "unbind_copy", "unfold_copy", "unsqueeze_copy",
-           "view_copy"]
+           "view_copy", "range", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes",
+           "is_distributed", "set_flush_denormal", "init_num_threads", "frobenius_norm", "cond",
+           "conj_physical"]
 
 pi: float = math.pi
 e: float = math.e
@@ -142,7 +149,7 @@ def empty_permuted(size: Sequence[int], physical_layout: Sequence[int], *, dtype
     """An uninitialised tensor of logical shape ``size`` whose dimensions are laid out in memory
     in the order ``physical_layout`` (outermost first)."""
     size, perm = tuple(size), tuple(physical_layout)
-    if sorted(perm) != list(range(len(size))):
+    if sorted(perm) != list(builtins.range(len(size))):
         raise RuntimeError(f"Number of dimensions in size does not match the length of the "
                            f"physical_layout; or physical_layout {list(perm)} is not a "
                            f"permutation of 0..{len(size) - 1}")
@@ -150,7 +157,7 @@ def empty_permuted(size: Sequence[int], physical_layout: Sequence[int], *, dtype
         raise NotImplementedError(f"empty_permuted: only the strided layout is supported, got "
                                   f"{layout}")
     phys = empty([size[p] for p in perm], dtype=dtype, device=device, pin_memory=pin_memory)
-    inverse = [perm.index(d) for d in range(len(size))]
+    inverse = [perm.index(d) for d in builtins.range(len(size))]
     out = phys.permute(*inverse)
     return out.requires_grad_(True) if requires_grad else out
 
@@ -257,3 +264,78 @@ def view_copy(input: Tensor, size: Sequence[int] | _dtype_cls) -> Tensor:
     if isinstance(size, _dtype_cls):
         return _copy(input.view(size))
     return _copy(input.view(*size))
+
+
+def range(start: float = 0, end: float | None = None, step: float = 1, *, dtype: Any = None,
+          device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Deprecated: ``start, start + step, ...`` up to and including ``end`` (default dtype
+    float, unlike :func:`arange`)."""
+    warnings.warn("torch.range is deprecated and will be removed in a future release because its "
+                  "behavior is inconsistent with Python's range builtin. Instead, use "
+                  "torch.arange, which produces values in [start, end).", UserWarning,
+                  stacklevel=2)
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    n = int(math.floor((end - start) / step)) + 1
+    out = arange(n, dtype=float64, device=device).mul_(step).add_(start)
+    out = out.to(dtype if dtype is not None else get_default_dtype())
+    return out.requires_grad_(True) if requires_grad else out
+
+
+# PyTorch's unsafe forms skip a version check that portagrad's views keep: the same functions
+# (as Tensor.unsafe_chunk ... are the same methods)
+unsafe_chunk = chunk
+unsafe_split = split
+unsafe_split_with_sizes = split_with_sizes
+
+
+def is_distributed(input: Tensor) -> bool:
+    """``False``: tensors are never distributed objects (``pg.distributed`` moves copies)."""
+    return False
+
+
+def set_flush_denormal(mode: bool) -> bool:
+    """Flushing denormals to zero is not supported (numpy has no switch for it): returns
+    ``False``, as PyTorch does on a CPU without the feature."""
+    return False
+
+
+def init_num_threads() -> None:
+    """Nothing to initialise: the thread pools are the BLAS's own (see ``set_num_threads``)."""
+
+
+def frobenius_norm(input: Tensor, dim: Sequence[int] | int = (), keepdim: bool = False
+                   ) -> Tensor:
+    """Deprecated: the 2-norm over ``dim`` (all dimensions when empty)."""
+    warnings.warn("frobenius_norm is deprecated and it is just left for JIT compatibility. "
+                  "Please use `linalg.vector_norm(A, 2., dim, keepdim)` instead", UserWarning,
+                  stacklevel=2)
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    sq = input * input
+    total = sq.sum(dims, keepdim=keepdim) if dims else sq.sum()
+    return total.sqrt()
+
+
+def cond(pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any],
+         operands: Sequence[Any] = ()) -> Any:
+    """``true_fn(*operands)`` if ``pred`` (a bool or a one-element tensor) else
+    ``false_fn(*operands)``, evaluated eagerly."""
+    if isinstance(pred, Tensor):
+        if pred.numel() != 1:
+            raise RuntimeError(f"Expected pred to be bool or single-element tensor, but got "
+                               f"a tensor of shape {tuple(pred.shape)}")
+        pred = bool(pred.item())
+    elif not isinstance(pred, (bool, int)):
+        raise RuntimeError(f"Expected pred to be bool or tensor, but got {type(pred).__name__}")
+    if not isinstance(operands, (tuple, list)):
+        raise RuntimeError(f"Expect operands to be a tuple or list, got {type(operands).__name__}")
+    return true_fn(*operands) if pred else false_fn(*operands)
+
+
+# the complex conjugate, materialised: for portagrad's real dtypes a copy, the very function
+# Tensor.conj_physical calls
+conj_physical = clone

@@ -390,3 +390,40 @@ def test_poisson_and_binomial(device: str) -> None:
         pg.poisson(pg.tensor([-1.0], device=device))
     with pytest.raises(ValueError, match="floating-point dtypes for count"):
         pg.binomial(pg.tensor([5], device=device), pg.tensor([0.5], device=device))
+
+
+def test_range_is_inclusive_and_deprecated(device: str) -> None:
+    with pytest.warns(UserWarning, match="torch.range is deprecated"):
+        r = pg.range(1, 4, device=device)
+    assert r.dtype == pg.float32
+    np.testing.assert_array_equal(_np(r), [1.0, 2.0, 3.0, 4.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_allclose(_np(pg.range(0, 1, 0.25)), [0.0, 0.25, 0.5, 0.75, 1.0])
+        assert pg.range(1, 4, dtype=pg.int64).dtype == pg.int64
+        np.testing.assert_array_equal(_np(pg.range(3, 1, -1)), [3.0, 2.0, 1.0])
+        with pytest.raises(RuntimeError, match="step must be nonzero"):
+            pg.range(1, 4, 0)
+        with pytest.raises(RuntimeError, match="inconsistent with step sign"):
+            pg.range(4, 1)
+
+
+def test_small_toplevel_helpers(device: str) -> None:
+    x = pg.arange(5, device=device)
+    assert pg.unsafe_chunk is pg.chunk and pg.unsafe_split is pg.split
+    assert pg.unsafe_split_with_sizes is pg.split_with_sizes
+    assert [p.shape for p in pg.unsafe_split(x, 2)] == [(2,), (2,), (1,)]
+    assert pg.conj_physical is pg.clone
+    assert pg.is_distributed(x) is False
+    assert pg.set_flush_denormal(True) is False
+    assert pg.init_num_threads() is None
+    with pytest.warns(UserWarning, match="frobenius_norm is deprecated"):
+        n = pg.frobenius_norm(pg.ones(2, 3, device=device), [0, 1], True)
+    assert n.shape == (1, 1)
+    np.testing.assert_allclose(_np(n), [[math.sqrt(6.0)]], rtol=1e-6)
+    ops = (pg.ones(1, device=device),)
+    assert pg.cond(pg.tensor(True, device=device), lambda t: t + 1, lambda t: t - 1,
+                   ops).item() == 2.0
+    assert pg.cond(False, lambda t: t + 1, lambda t: t - 1, ops).item() == 0.0
+    with pytest.raises(RuntimeError, match="single-element tensor"):
+        pg.cond(pg.ones(2, device=device), lambda: 0, lambda: 1)

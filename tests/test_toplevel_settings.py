@@ -253,3 +253,27 @@ def test_autocast() -> None:
     with pytest.raises(ValueError, match="device_type"):
         pg.autocast(0)  # type: ignore[arg-type]
     assert pg.amp.is_autocast_available("cpu") is False
+
+
+def test_autocast_state_functions() -> None:
+    assert pg.GradScaler is pg.amp.GradScaler
+    assert pg.is_autocast_enabled() is False and pg.is_autocast_enabled("cpu") is False
+    assert pg.is_autocast_cpu_enabled() is False
+    assert pg.get_autocast_dtype("cpu") == pg.bfloat16
+    assert pg.get_autocast_dtype("cuda") == pg.float16
+    with pytest.warns(DeprecationWarning, match="get_autocast_dtype\\('cpu'\\)"):
+        assert pg.get_autocast_cpu_dtype() == pg.bfloat16
+    with pytest.warns(DeprecationWarning, match="get_autocast_dtype\\('cuda'\\)"):
+        assert pg.get_autocast_gpu_dtype() == pg.float16
+    pg.set_autocast_dtype("opencl", pg.bfloat16)
+    assert pg.get_autocast_dtype("opencl") == pg.bfloat16
+    assert pg.is_autocast_cache_enabled()
+    pg.set_autocast_cache_enabled(False)
+    assert not pg.is_autocast_cache_enabled()
+    pg.set_autocast_cache_enabled(True)
+    pg.clear_autocast_cache()
+    pg.set_autocast_enabled("cpu", False)
+    with pytest.raises(NotImplementedError, match="lower precision"):
+        pg.set_autocast_enabled("cpu", True)
+    with pytest.raises(RuntimeError, match="device string: foo"):
+        pg.get_autocast_dtype("foo")

@@ -15,7 +15,10 @@ from typing import Any
 from .._dtype import bfloat16, dtype, float16
 from ..plugins.manager import device_types
 
-__all__ = ["autocast", "is_autocast_available"]
+__all__ = ["autocast", "is_autocast_available", "is_autocast_enabled", "get_autocast_dtype",
+           "set_autocast_dtype", "set_autocast_enabled", "is_autocast_cache_enabled",
+           "set_autocast_cache_enabled", "clear_autocast_cache", "get_autocast_cpu_dtype",
+           "get_autocast_gpu_dtype", "is_autocast_cpu_enabled"]
 
 # the device types PyTorch knows; those portagrad does not have behave as on a build without them
 _TORCH_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip",
@@ -71,3 +74,77 @@ class autocast:
             with self:
                 return func(*args, **kwargs)
         return wrapper
+
+
+# --- the global autocast state functions (torch.is_autocast_enabled ...): autocast is never
+# enabled in portagrad, so only the per-device-type target dtypes and the cache flag are state
+_dtypes: dict[str, dtype] = {}
+_cache = {"enabled": True}
+
+
+def _check_device_type(device_type: str) -> str:
+    if not isinstance(device_type, str) or (device_type not in _TORCH_DEVICE_TYPES
+                                            and device_type not in device_types()):
+        raise RuntimeError(f"Expected one of {', '.join(_TORCH_DEVICE_TYPES)} device type at "
+                           f"start of device string: {device_type}")
+    return device_type
+
+
+def is_autocast_enabled(device_type: str | None = None) -> bool:
+    """``False``: no autocast region is ever enabled in portagrad."""
+    if device_type is not None:
+        _check_device_type(device_type)
+    return False
+
+
+def is_autocast_cpu_enabled() -> bool:
+    """``False`` (deprecated form of ``is_autocast_enabled("cpu")``)."""
+    return False
+
+
+def set_autocast_enabled(device_type: str, enabled: bool) -> None:
+    """Disabling is accepted; enabling raises, as autocast regions are not supported."""
+    _check_device_type(device_type)
+    if enabled:
+        raise NotImplementedError("set_autocast_enabled: portagrad does not run ops in lower "
+                                  "precision under autocast")
+
+
+def get_autocast_dtype(device_type: str) -> dtype:
+    """The dtype autocast would use on ``device_type`` (bfloat16 on cpu, float16 elsewhere,
+    unless :func:`set_autocast_dtype` changed it)."""
+    _check_device_type(device_type)
+    return _dtypes.get(device_type, bfloat16 if device_type == "cpu" else float16)
+
+
+def set_autocast_dtype(device_type: str, dtype: dtype) -> None:
+    """Set the dtype :func:`get_autocast_dtype` reports for ``device_type``."""
+    _dtypes[_check_device_type(device_type)] = dtype
+
+
+def get_autocast_cpu_dtype() -> dtype:
+    """Deprecated form of ``get_autocast_dtype("cpu")``."""
+    warnings.warn("get_autocast_cpu_dtype() is deprecated. Please use get_autocast_dtype('cpu') "
+                  "instead.", DeprecationWarning, stacklevel=2)
+    return get_autocast_dtype("cpu")
+
+
+def get_autocast_gpu_dtype() -> dtype:
+    """Deprecated form of ``get_autocast_dtype("cuda")``."""
+    warnings.warn("get_autocast_gpu_dtype() is deprecated. Please use "
+                  "get_autocast_dtype('cuda') instead.", DeprecationWarning, stacklevel=2)
+    return get_autocast_dtype("cuda")
+
+
+def is_autocast_cache_enabled() -> bool:
+    """Whether autocast would cache casted weights (a flag; nothing is cached)."""
+    return _cache["enabled"]
+
+
+def set_autocast_cache_enabled(enabled: bool) -> None:
+    """Set the flag :func:`is_autocast_cache_enabled` reports."""
+    _cache["enabled"] = bool(enabled)
+
+
+def clear_autocast_cache() -> None:
+    """Nothing to clear: no casts are cached."""
