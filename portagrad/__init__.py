@@ -321,6 +321,7 @@ from ._toplevel import (cond, conj_physical, frobenius_norm, init_num_threads, i
                         range, set_flush_denormal, unsafe_chunk, unsafe_split,
                         unsafe_split_with_sizes)
 from ._toplevel_random import binomial, poisson
+from ._vmap import vmap
 from .amp import GradScaler
 from .amp.autocast_mode import (clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,
                                 get_autocast_gpu_dtype, is_autocast_cache_enabled,
@@ -360,5 +361,5 @@ __all__ += [
     "GradScaler", "clear_autocast_cache", "get_autocast_cpu_dtype", "get_autocast_dtype",
     "get_autocast_gpu_dtype", "is_autocast_cache_enabled", "is_autocast_cpu_enabled",
     "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
-    "set_autocast_enabled",
+    "set_autocast_enabled", "vmap",
 ]

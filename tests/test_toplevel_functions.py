@@ -427,3 +427,30 @@ def test_small_toplevel_helpers(device: str) -> None:
     assert pg.cond(False, lambda t: t + 1, lambda t: t - 1, ops).item() == 0.0
     with pytest.raises(RuntimeError, match="single-element tensor"):
         pg.cond(pg.ones(2, device=device), lambda: 0, lambda: 1)
+
+
+def test_vmap(device: str) -> None:
+    x = pg.arange(6.0, device=device).reshape(2, 3)
+    v = pg.tensor([10.0, 20.0, 30.0], device=device)
+    np.testing.assert_array_equal(_np(pg.vmap(lambda a, b: a + b, in_dims=(0, None))(x, v)),
+                                  _np(x) + _np(v))
+    np.testing.assert_array_equal(_np(pg.vmap(pg.dot, in_dims=(1, None))(x, pg.ones(2, device=device))),
+                                  _np(x).sum(0))
+    a, s = pg.vmap(lambda r: (r, r.sum()), out_dims=(1, 0))(x)
+    np.testing.assert_array_equal(_np(a), _np(x).T)
+    np.testing.assert_array_equal(_np(s), [3.0, 12.0])
+    w = pg.ones(3, device=device, requires_grad=True)
+    pg.vmap(lambda r: (r * w).sum())(x).sum().backward()
+    np.testing.assert_array_equal(_np(w.grad), [3.0, 5.0, 7.0])
+    with pytest.raises(ValueError, match="same size in the mapped dimension"):
+        pg.vmap(lambda a, b: a + b)(x, pg.ones(3, 3, device=device))
+    with pytest.raises(ValueError, match="at least one Tensor"):
+        pg.vmap(lambda a: a, in_dims=(None,))(x)
+    with pytest.raises(ValueError, match="cannot vmap over non-Tensor"):
+        pg.vmap(lambda a: a)(3)
+    with pytest.raises(ValueError, match="must only return Tensors"):
+        pg.vmap(lambda a: 3)(x)
+    with pytest.raises(ValueError, match="expected in_dim to satisfy"):
+        pg.vmap(lambda a: a, in_dims=5)(x)
+    with pytest.raises(RuntimeError, match="Only allowed values for randomness"):
+        pg.vmap(lambda a: a, randomness="foo")
