@@ -281,3 +281,66 @@ def test_autocast_state_functions() -> None:
         pg.set_autocast_enabled("cpu", True)
     with pytest.raises(RuntimeError, match="device string: foo"):
         pg.get_autocast_dtype("foo")
+
+
+_TRAINING_SCRIPT = textwrap.dedent("""
+    import sys
+    import torch
+    import torch.nn as nn
+    from torch.autograd import Variable
+
+    device = sys.argv[1]
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    torch.set_float32_matmul_precision("high")
+    model = torch.compile(nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1)).to(device),
+                          backend="eager")
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = torch.amp.GradScaler(device.split(":")[0], init_scale=1024.0)
+    x = Variable(torch.randn(64, 3, device=device))
+    y = torch.sin(x.sum(1, keepdim=True) * torch.pi / 4)
+    for step in range(60):
+        opt.zero_grad()
+        with torch.autocast(device.split(":")[0], enabled=False):
+            out = model(x)
+            kl = torch.kl_div(torch.log_softmax(torch.cat([out, y], 1), 1),
+                              torch.softmax(torch.cat([y, out], 1), 1), 1)
+            loss = ((out - y) ** 2).mean() + 0.1 * kl
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        if step in (0, 59):
+            print("loss", loss.item())
+    print("scale", scaler.get_scale())
+""")
+
+
+def test_a_torch_script_using_these_names_trains(device: str, tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(_TRAINING_SCRIPT)
+    proc = subprocess.run([sys.executable, "-m", "portagrad.compat", str(script), device],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    losses = [float(line.split()[1]) for line in proc.stdout.splitlines()
+              if line.startswith("loss")]
+    assert len(losses) == 2 and losses[1] < losses[0], proc.stdout
+    assert "scale 1024.0" in proc.stdout  # no overflow: the scale stayed (growth needs 2000)
+
+
+def test_the_script_matches_pytorch(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    script = tmp_path / "train.py"
+    script.write_text(_TRAINING_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PORTAGRAD_COMPAT_SHARED_RNG": "7"}
+    runs = [[sys.executable, "-m", "portagrad.compat", str(script), "cpu"],
+            [sys.executable, str(ROOT / "tests" / "compat" / "_run_torch.py"), str(script),
+             "cpu"]]
+    outputs = []
+    for cmd in runs:
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+        assert proc.returncode == 0, proc.stderr
+        outputs.append([float(line.split()[1]) for line in proc.stdout.splitlines()
+                        if line.startswith("loss")])
+    np.testing.assert_allclose(outputs[0], outputs[1], rtol=1e-4)  # first and last loss
