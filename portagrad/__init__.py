@@ -320,6 +320,8 @@ from ._toplevel_nn import (adaptive_avg_pool1d, adaptive_max_pool1d, alpha_dropo
 from ._toplevel import (cond, conj_physical, frobenius_norm, init_num_threads, is_distributed,
                         range, set_flush_denormal, unsafe_chunk, unsafe_split,
                         unsafe_split_with_sizes)
+from ._toplevel import get_device_module
+from ._toplevel_nn import embedding_renorm_
 from ._toplevel_random import binomial, poisson
 from ._vmap import vmap
 from .amp import GradScaler
@@ -361,5 +363,5 @@ __all__ += [
     "GradScaler", "clear_autocast_cache", "get_autocast_cpu_dtype", "get_autocast_dtype",
     "get_autocast_gpu_dtype", "is_autocast_cache_enabled", "is_autocast_cpu_enabled",
     "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
-    "set_autocast_enabled", "vmap",
+    "set_autocast_enabled", "vmap", "get_device_module", "embedding_renorm_",
 ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -30,7 +31,7 @@ __all__ = ["pi", "e", "inf", "nan", "newaxis", "INPLACE_METHOD_NAMES", "inplace_
            "t_copy", "transpose_copy", "unbind_copy", "unfold_copy", "unsqueeze_copy",
            "view_copy", "range", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes",
            "is_distributed", "set_flush_denormal", "init_num_threads", "frobenius_norm", "cond",
-           "conj_physical"]
+           "conj_physical", "get_device_module"]
 
 pi: float = math.pi
 e: float = math.e
@@ -339,3 +340,22 @@ def cond(pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any],
 # the complex conjugate, materialised: for portagrad's real dtypes a copy, the very function
 # Tensor.conj_physical calls
 conj_physical = clone
+
+
+def get_device_module(device: Any = None) -> Any:
+    """The device-type module of ``device`` (``pg.cpu``, ``pg.opencl``, ``pg.cuda`` ...); with
+    ``None`` the current accelerator's, else ``pg.cpu``."""
+    package = sys.modules["portagrad"]  # the modules are attributes of the loaded package
+    if device is None:
+        acc = package.accelerator.current_accelerator()
+        kind = acc.type if acc is not None else "cpu"
+    elif isinstance(device, (str, package.device)):
+        kind = package.device(device).type
+    else:
+        raise RuntimeError(f"Invalid value of device '{device}', expect portagrad.device, str, "
+                           "or None")
+    module = getattr(package, kind, None)
+    if module is None:
+        raise RuntimeError(f"Device '{kind}' does not have a corresponding module registered as "
+                           f"'portagrad.{kind}'.")
+    return module

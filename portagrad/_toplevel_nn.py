@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ._dtype import bool as bool_
+from ._ops.elementwise import where
 from ._tensor import Tensor
+from .autograd.grad_mode import no_grad
 from .nn import functional as F
 
 __all__ = [
@@ -25,7 +28,7 @@ __all__ = [
     "bilinear", "rrelu", "rrelu_", "celu_", "selu_", "threshold_", "dropout_", "alpha_dropout",
     "alpha_dropout_", "feature_alpha_dropout", "feature_alpha_dropout_", "feature_dropout",
     "feature_dropout_", "constant_pad_nd", "lstm_cell", "gru_cell", "rnn_tanh_cell",
-    "rnn_relu_cell",
+    "rnn_relu_cell", "embedding_renorm_",
 ]
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
@@ -154,6 +157,25 @@ def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
     """``weight[indices]`` (ATen's order: weight first; ``padding_idx=-1`` means none)."""
     return F.embedding(indices, weight, None if padding_idx == -1 else padding_idx,
                        scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+def embedding_renorm_(weight: Tensor, indices: Tensor, max_norm: float, norm_type: float
+                      ) -> Tensor:
+    """Rescale, in place and without recording gradients, the rows of ``weight`` that
+    ``indices`` reference whose ``norm_type``-norm exceeds ``max_norm`` to norm ``max_norm``
+    (what ``embedding(..., max_norm=...)`` does before its lookup). Returns ``weight``."""
+    if weight.dim() != 2:
+        raise RuntimeError(f"embedding_renorm_: expected weight to be 2-D, got {weight.dim()}-D")
+    if indices.is_floating_point() or indices.dtype == bool_:
+        raise RuntimeError(f"embedding_renorm_: expected indices of an integer dtype, got "
+                           f"{indices.dtype}")
+    with no_grad():
+        flat = indices.reshape(-1).unique()
+        rows = weight.index_select(0, flat)
+        norms = rows.norm(norm_type, 1, keepdim=True)
+        scale = where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight.index_copy_(0, flat, rows * scale)
+    return weight
 
 
 _BAG_MODES = {0: "sum", 1: "mean", 2: "max"}

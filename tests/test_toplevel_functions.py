@@ -454,3 +454,23 @@ def test_vmap(device: str) -> None:
         pg.vmap(lambda a: a, in_dims=5)(x)
     with pytest.raises(RuntimeError, match="Only allowed values for randomness"):
         pg.vmap(lambda a: a, randomness="foo")
+
+
+def test_embedding_renorm_(device: str) -> None:
+    w = pg.tensor([[3.0, 4.0], [0.3, 0.4], [6.0, 8.0]], device=device)
+    assert pg.embedding_renorm_(w, pg.tensor([0, 1, 0], device=device), 1.0, 2.0) is w
+    # row 0 (norm 5) is scaled to norm 1, row 1 is within it, row 2 is not referenced
+    np.testing.assert_allclose(_np(w), [[0.6, 0.8], [0.3, 0.4], [6.0, 8.0]], rtol=1e-5)
+    with pytest.raises(RuntimeError, match="2-D"):
+        pg.embedding_renorm_(pg.ones(3, device=device), pg.tensor([0], device=device), 1.0, 2.0)
+
+
+def test_get_device_module(device: str) -> None:
+    kind = pg.device(device).type
+    assert pg.get_device_module(device) is getattr(pg, kind)
+    assert pg.get_device_module(pg.device(device)) is getattr(pg, kind)
+    assert pg.get_device_module("cuda") is pg.cuda
+    acc = pg.accelerator.current_accelerator()
+    assert pg.get_device_module() is getattr(pg, acc.type if acc is not None else "cpu")
+    with pytest.raises(RuntimeError, match="Invalid value of device"):
+        pg.get_device_module(3)
