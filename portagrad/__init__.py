@@ -287,3 +287,81 @@ from . import distributions, profiler, testing
 from .utils.dlpack import from_dlpack
 
 __all__ += ["distributions", "from_dlpack", "profiler", "testing"]
+
+# the remaining top-level names of training scripts: math constants, the in-place function forms
+# (pg.relu_(x) is x.relu_()), nn.functional's top-level aliases with ATen's signatures, the
+# view-copy functions, runtime settings, compile (eager) and amp
+from . import _toplevel, amp
+from ._compile import compile
+from ._settings import (are_deterministic_algorithms_enabled, get_deterministic_debug_mode,
+                        get_float32_matmul_precision, get_num_interop_threads, get_num_threads,
+                        is_deterministic_algorithms_warn_only_enabled, is_warn_always_enabled,
+                        set_deterministic_debug_mode, set_float32_matmul_precision,
+                        set_num_interop_threads, set_num_threads, set_warn_always,
+                        use_deterministic_algorithms)
+from ._toplevel import (alias_copy, as_strided_copy, detach_copy, diagonal_copy, e,
+                        empty_permuted, expand_copy, fill, frombuffer, inf, is_storage, nan,
+                        newaxis, permute_copy, pi, select_copy, slice_copy, split_copy,
+                        split_with_sizes_copy, squeeze_copy, t_copy, transpose_copy, typename,
+                        unbind_copy, unfold_copy, unsqueeze_copy, view_copy)
+from ._toplevel_nn import (adaptive_avg_pool1d, adaptive_max_pool1d, alpha_dropout,
+                           alpha_dropout_, avg_pool1d, batch_norm, bilinear,
+                           binary_cross_entropy_with_logits, celu_, channel_shuffle,
+                           constant_pad_nd, conv1d, conv2d, conv3d, conv_transpose1d,
+                           conv_transpose2d, conv_transpose3d, convolution,
+                           cosine_embedding_loss, ctc_loss, dropout_, embedding, embedding_bag,
+                           feature_alpha_dropout, feature_alpha_dropout_, feature_dropout,
+                           feature_dropout_, group_norm, gru_cell, hinge_embedding_loss,
+                           instance_norm, kl_div, layer_norm, lstm_cell, margin_ranking_loss,
+                           max_pool1d, max_pool1d_with_indices, max_pool2d, max_pool3d,
+                           native_channel_shuffle, pixel_shuffle, pixel_unshuffle,
+                           poisson_nll_loss, rms_norm, rnn_relu_cell, rnn_tanh_cell, rrelu,
+                           rrelu_, selu_, threshold_, triplet_margin_loss)
+from ._toplevel import (cond, conj_physical, frobenius_norm, init_num_threads, is_distributed,
+                        range, set_flush_denormal, unsafe_chunk, unsafe_split,
+                        unsafe_split_with_sizes)
+from ._toplevel import get_device_module
+from ._toplevel_nn import embedding_renorm_
+from ._toplevel_random import binomial, poisson
+from ._vmap import vmap
+from .amp import GradScaler
+from .amp.autocast_mode import (clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,
+                                get_autocast_gpu_dtype, is_autocast_cache_enabled,
+                                is_autocast_cpu_enabled, is_autocast_enabled,
+                                set_autocast_cache_enabled, set_autocast_dtype,
+                                set_autocast_enabled)
+from .amp import autocast
+from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
+
+globals().update(_toplevel.inplace_functions())
+
+__all__ += list(_toplevel.INPLACE_METHOD_NAMES)
+__all__ += [
+    "pi", "e", "inf", "nan", "newaxis", "typename", "is_storage", "fill", "frombuffer",
+    "empty_permuted", "alias_copy", "as_strided_copy", "detach_copy", "diagonal_copy",
+    "expand_copy", "permute_copy", "select_copy", "slice_copy", "split_copy",
+    "split_with_sizes_copy", "squeeze_copy", "t_copy", "transpose_copy", "unbind_copy",
+    "unfold_copy", "unsqueeze_copy", "view_copy", "conv1d", "conv2d", "conv3d",
+    "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution", "batch_norm",
+    "layer_norm", "group_norm", "instance_norm", "rms_norm", "embedding", "embedding_bag",
+    "max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "avg_pool1d",
+    "adaptive_avg_pool1d", "adaptive_max_pool1d", "pixel_shuffle", "pixel_unshuffle",
+    "channel_shuffle", "native_channel_shuffle", "binary_cross_entropy_with_logits", "kl_div",
+    "cosine_embedding_loss", "ctc_loss", "hinge_embedding_loss", "margin_ranking_loss",
+    "poisson_nll_loss", "triplet_margin_loss", "bilinear", "rrelu", "rrelu_", "celu_", "selu_",
+    "threshold_", "dropout_", "alpha_dropout", "alpha_dropout_", "feature_alpha_dropout",
+    "feature_alpha_dropout_", "feature_dropout", "feature_dropout_", "constant_pad_nd",
+    "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "amp", "autocast", "compile",
+    "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "set_anomaly_enabled",
+    "are_deterministic_algorithms_enabled", "get_deterministic_debug_mode",
+    "get_float32_matmul_precision", "get_num_interop_threads", "get_num_threads",
+    "is_deterministic_algorithms_warn_only_enabled", "is_warn_always_enabled",
+    "set_deterministic_debug_mode", "set_float32_matmul_precision", "set_num_interop_threads",
+    "set_num_threads", "set_warn_always", "use_deterministic_algorithms", "binomial", "poisson",
+    "cond", "conj_physical", "frobenius_norm", "init_num_threads", "is_distributed", "range",
+    "set_flush_denormal", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes",
+    "GradScaler", "clear_autocast_cache", "get_autocast_cpu_dtype", "get_autocast_dtype",
+    "get_autocast_gpu_dtype", "is_autocast_cache_enabled", "is_autocast_cpu_enabled",
+    "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
+    "set_autocast_enabled", "vmap", "get_device_module", "embedding_renorm_",
+]

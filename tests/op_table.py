@@ -2497,6 +2497,68 @@ def _sequence_rows() -> list[OpInfo]:
 
 OP_TABLE += _sequence_rows()
 
+
+# ----------------------------------------------------------------------------- top-level torch names
+# the recurrent cells (ATen's one-step functions) and the view-copy functions
+def _np_sig(v: np.ndarray) -> np.ndarray:
+    return 1 / (1 + np.exp(-v))
+
+
+def _np_lstm_cell(x: np.ndarray, hx: Any, w_ih: np.ndarray, w_hh: np.ndarray,
+                  b_ih: np.ndarray, b_hh: np.ndarray) -> tuple:
+    h, c = hx
+    i, f, g, o = np.split(x @ w_ih.T + b_ih + h @ w_hh.T + b_hh, 4, axis=-1)
+    c1 = _np_sig(f) * c + _np_sig(i) * np.tanh(g)
+    return _np_sig(o) * np.tanh(c1), c1
+
+
+def _np_gru_cell(x: np.ndarray, h: np.ndarray, w_ih: np.ndarray, w_hh: np.ndarray,
+                 b_ih: np.ndarray, b_hh: np.ndarray) -> np.ndarray:
+    i_r, i_z, i_n = np.split(x @ w_ih.T + b_ih, 3, axis=-1)
+    h_r, h_z, h_n = np.split(h @ w_hh.T + b_hh, 3, axis=-1)
+    r, z = _np_sig(i_r + h_r), _np_sig(i_z + h_z)
+    n = np.tanh(i_n + r * h_n)
+    return (1 - z) * n + z * h
+
+
+def _toplevel_rows() -> list[OpInfo]:
+    def cell(gates: int) -> Callable:
+        return fixed(S(X((2, 3)), X((2, 2)), X((gates * 2, 3)), X((gates * 2, 2)),
+                       X((gates * 2,)), X((gates * 2,))))
+
+    rnn_pre = lambda x, h, wi, wh, bi, bh: x @ wi.T + bi + h @ wh.T + bh  # noqa: E731
+    return [
+        OpInfo("lstm_cell", lambda x, h, c, *w: pg.lstm_cell(x, (h, c), *w),
+               lambda x, h, c, *w: _np_lstm_cell(x, (h, c), *w),
+               fixed(S(X((2, 3)), X((2, 2)), X((2, 2)), X((8, 3)), X((8, 2)), X((8,)),
+                       X((8,)))), FLOATS, "same", grad=True, rtol=1e-4,
+               grad_samples=fixed(S(X((1, 2)), X((1, 1)), X((1, 1)), X((4, 2)), X((4, 1)),
+                                    X((4,)), X((4,))))),
+        OpInfo("gru_cell", pg.gru_cell, _np_gru_cell, cell(3), FLOATS, "same", grad=True,
+               rtol=1e-4, grad_samples=fixed(S(X((1, 2)), X((1, 1)), X((3, 2)), X((3, 1)),
+                                               X((3,)), X((3,))))),
+        OpInfo("rnn_tanh_cell", pg.rnn_tanh_cell, lambda *a: np.tanh(rnn_pre(*a)), cell(1),
+               FLOATS, "same", grad=True, rtol=1e-4),
+        OpInfo("rnn_relu_cell", pg.rnn_relu_cell, lambda *a: np.maximum(rnn_pre(*a), 0),
+               cell(1), FLOATS, "same", grad=True, rtol=1e-4),
+        OpInfo("permute_copy", pg.permute_copy, lambda x, dims: x.transpose(dims),
+               fixed(S(X((2, 3, 4)), [2, 0, 1]), S(X((3, 2)), [1, 0], nc="T")), ALL, "same",
+               grad=True),
+        OpInfo("transpose_copy", pg.transpose_copy, lambda x, a, b: np.swapaxes(x, a, b),
+               fixed(S(X((2, 3, 4)), 0, 2), S(X((3,)), 0, 0)), ALL, "same", grad=True),
+        OpInfo("view_copy", pg.view_copy, lambda x, size: x.reshape(size),
+               fixed(S(X((2, 3, 4)), [6, 4]), S(X((2, 3)), [-1])), ALL, "same", grad=True),
+        OpInfo("diagonal_copy", pg.diagonal_copy, lambda x, *a: np.diagonal(x, *a).copy(),
+               fixed(S(X((3, 4)), 1), S(X((2, 3, 3)), 0, 1, 2)), ALL, "same", grad=True),
+        OpInfo("expand_copy", pg.expand_copy, lambda x, size: np.broadcast_to(x, size).copy(),
+               fixed(S(X((1, 3)), [4, 3]), S(X((3, 1)), [2, 3, 5])), ALL, "same", grad=True),
+        OpInfo("unsqueeze_copy", pg.unsqueeze_copy, np.expand_dims,
+               fixed(S(X((2, 3)), 1), S(X(()), 0)), ALL, "same", grad=True),
+    ]
+
+
+OP_TABLE += _toplevel_rows()
+
 _names = [r.name for r in OP_TABLE]
 assert len(set(_names)) == len(_names), [n for n in _names if _names.count(n) > 1]
 

@@ -44,6 +44,8 @@ def test_methods_and_pg_functions_share_one_implementation() -> None:
         if not isinstance(fn, types.FunctionType) or name not in delegations:
             continue
         alias, attr = delegations[name]
+        if getattr(fn, "__wrapped__", None) is getattr(pg.Tensor, name, None):
+            continue  # the function form of an in-place method calls that very method
         assert getattr(getattr(_tensor_api, alias), attr) is fn, (
             f"Tensor.{name} calls {alias}.{attr}, which is not pg.{name}")
         checked.append(name)

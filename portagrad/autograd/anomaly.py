@@ -5,7 +5,8 @@ import threading
 import traceback
 from typing import Any
 
-__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
+__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
+           "set_anomaly_enabled"]
 
 
 class _State(threading.local):
@@ -29,6 +30,12 @@ def is_anomaly_enabled() -> bool:
 def is_anomaly_check_nan_enabled() -> bool:
     """Whether anomaly detection also checks backward outputs for NaN."""
     return _state.check_nan
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Turn anomaly detection on or off in this thread (``torch.set_anomaly_enabled``): the
+    switch that :class:`detect_anomaly` and :class:`set_detect_anomaly` set for a region."""
+    _state.enabled, _state.check_nan = bool(enabled), bool(check_nan)
 
 
 _PKG = __file__.rsplit("autograd", 1)[0]  # .../portagrad/

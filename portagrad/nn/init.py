@@ -226,6 +226,20 @@ kaiming_normal = kaiming_normal_
 orthogonal = orthogonal_
 
 
+def eye(tensor: Tensor) -> Tensor:
+    """Deprecated alias of :func:`eye_` (warns, as ``torch.nn.init.eye``)."""
+    warnings.warn("`nn.init.eye` is now deprecated in favor of `nn.init.eye_`.", FutureWarning,
+                  stacklevel=2)
+    return eye_(tensor)
+
+
+def dirac(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Deprecated alias of :func:`dirac_` (warns, as ``torch.nn.init.dirac``)."""
+    warnings.warn("`nn.init.dirac` is now deprecated in favor of `nn.init.dirac_`.",
+                  FutureWarning, stacklevel=2)
+    return dirac_(tensor, groups)
+
+
 def _reset_weight_and_bias(weight: Tensor, bias: Tensor | None) -> None:
     """PyTorch's default for Linear and the convolutions: ``kaiming_uniform_(a=sqrt(5))`` on the
     weight and ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` on the bias."""

@@ -1,0 +1,109 @@
+"""``pg.vmap``: map a function over a batch dimension of its inputs.
+
+PyTorch vectorises the function with batching rules; portagrad calls it once per batch element
+on the slices and stacks the results, which gives the same values and gradients (slower for
+large batches). Random ops inside the function draw independently per element (PyTorch's
+``randomness="different"``).
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ._ops.joining import stack
+from ._tensor import Tensor
+
+__all__ = ["vmap"]
+
+
+def _name(func: Callable) -> str:
+    return getattr(func, "__name__", type(func).__name__)
+
+
+def _flat_dims(dims: Any, n: int, what: str, where: str) -> list[Any]:
+    if dims is None or isinstance(dims, int):
+        return [dims] * n
+    if isinstance(dims, (tuple, list)):
+        if len(dims) != n:
+            raise ValueError(f"{where}: {what} is not compatible with the structure of the "
+                             f"{'inputs' if what == 'in_dims' else 'outputs'}: {what} has "
+                             f"{len(dims)} entries but there are {n}")
+        for d in dims:
+            if d is not None and not isinstance(d, int):
+                raise NotImplementedError(f"{where}: nested {what} (for nested inputs or "
+                                          "outputs) are not supported; use an int or None per "
+                                          "argument")
+        return list(dims)
+    raise ValueError(f"{where}: expected {what} to be int or a (potentially nested) tuple "
+                     f"matching the structure of inputs, got: {type(dims)}.")
+
+
+def vmap(func: Callable, in_dims: int | Sequence[int | None] | None = 0,
+         out_dims: int | Sequence[int | None] | None = 0, randomness: str = "error", *,
+         chunk_size: int | None = None) -> Callable:
+    """``vmap(func)(*args)``: ``func`` applied to each slice of the batched arguments along
+    ``in_dims`` (an int or ``None`` for all, or one per positional argument), outputs stacked
+    along ``out_dims``. Keyword arguments are passed unbatched. ``chunk_size`` does not change
+    results and is accepted."""
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError("Only allowed values for randomness are 'error', 'different', or "
+                           f"'same'. Got {randomness}")
+    if randomness == "same":
+        raise NotImplementedError("vmap(randomness='same'): portagrad runs the function per "
+                                  "element, so random ops draw differently for each")
+    if chunk_size is not None and chunk_size < 1:
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
+
+    @functools.wraps(func)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        where = f"vmap({_name(func)}, in_dims={in_dims}, ...)(<inputs>)"
+        dims = _flat_dims(in_dims, len(args), "in_dims", where)
+        size = None
+        for a, d in zip(args, dims):
+            if d is None:
+                continue
+            if not isinstance(a, Tensor):
+                raise ValueError(f"{where}: Got in_dim={d} for an input but the input is of type "
+                                 f"{type(a)}. We cannot vmap over non-Tensor arguments, please "
+                                 "use None as the respective in_dim")
+            if not -a.dim() <= d < a.dim():
+                raise ValueError(f"{where}: Got in_dim={d} for some input, but that input is a "
+                                 f"Tensor of dimensionality {a.dim()} so expected in_dim to "
+                                 f"satisfy {-a.dim()} <= in_dim < {a.dim()}.")
+            n = a.shape[d]
+            if size is not None and n != size:
+                raise ValueError("vmap: Expected all tensors to have the same size in the mapped "
+                                 f"dimension, got sizes {[size, n]} for the mapped dimension")
+            size = n
+        if size is None:
+            raise ValueError("vmap: Expected at least one Tensor to vmap over")
+        if size == 0:
+            raise NotImplementedError("vmap over an empty batch: portagrad runs the function per "
+                                      "element and cannot infer the output shape")
+        results = []
+        for i in range(size):
+            sliced = [a if d is None else a.select(d, i) for a, d in zip(args, dims)]
+            results.append(func(*sliced, **kwargs))
+        return _stack_outputs(results, out_dims, func)
+
+    return wrapped
+
+
+def _stack_outputs(results: list[Any], out_dims: Any, func: Callable) -> Any:
+    first = results[0]
+    single = not isinstance(first, tuple)
+    rows = [(r,) if single else r for r in results]
+    dims = _flat_dims(out_dims, len(rows[0]), "out_dims", f"vmap({_name(func)}, ...)")
+    outs = []
+    for j, d in enumerate(dims):
+        column = [r[j] for r in rows]
+        if d is None:
+            outs.append(column[0])  # an unbatched output: the same for every element
+            continue
+        if not all(isinstance(c, Tensor) for c in column):
+            raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` must only return "
+                             f"Tensors, got type {type(column[0])}. Did you mean to set "
+                             "out_dims= to None for output?")
+        outs.append(stack(column, d))
+    return outs[0] if single else tuple(outs)
