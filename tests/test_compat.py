@@ -185,6 +185,21 @@ def test_entry_point_module_mode_and_usage(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "can't open file" in bad.stderr and "nope.py" in bad.stderr
 
 
+def test_portagrad_modules_stay_portagrads_after_uninstall() -> None:
+    compat.install()
+    try:
+        importlib.import_module("torch.nn.init")
+        importlib.import_module("torch.backends.cudnn")
+    finally:
+        compat.uninstall()
+    try:  # a real PyTorch imported afterwards binds its modules on its own packages
+        importlib.import_module("torch.nn.init")
+    except ImportError:
+        pass
+    for mod in (pg.nn.init, pg.nn.functional, pg.backends, pg.backends.cudnn, pg.optim):
+        assert mod.__name__.startswith("portagrad.") and not isinstance(mod, AliasModule)
+
+
 # ----------------------------------------------------------------------------- torch.backends
 def test_importing_torch_submodules_leaves_portagrad_modules_alone(hooked) -> None:
     # the import system binds each imported submodule on its parent: on the alias, never on
