@@ -12,7 +12,8 @@ from .._storage import Size
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from . import constraints
-from ._host import _lgamma, lgamma_const, sample_by_inversion
+from .._ops.gammafn import lgamma
+from ._host import _lgamma, sample_by_inversion
 from .distribution import Distribution
 from .utils import broadcast_all
 
@@ -73,4 +74,4 @@ class Poisson(Distribution):
         rate, value = broadcast_all(self.rate, value)
         # xlogy(value, rate): 0 where value is 0, even at rate 0 (with a finite gradient)
         safe_rate = where(value == 0, 1.0, rate)
-        return value * log(safe_rate) - rate - lgamma_const(value + 1)
+        return value * log(safe_rate) - rate - lgamma(value + 1)
