@@ -11,10 +11,11 @@ from .._ops.elementwise import exp, log, log1p, sigmoid, tanh
 from .._tensor import Tensor
 from ..nn.functional import softplus
 from . import constraints
-from .utils import clamp_probs
+from .utils import _broadcast, clamp_probs
 
 __all__ = ["Transform", "ComposeTransform", "ExpTransform", "AffineTransform",
-           "SigmoidTransform", "TanhTransform", "AbsTransform", "identity_transform"]
+           "SigmoidTransform", "TanhTransform", "AbsTransform", "PowerTransform",
+           "identity_transform"]
 
 
 def _sum_rightmost(value: Any, dim: int) -> Any:
@@ -344,3 +345,45 @@ class AffineTransform(Transform):
 
     def __repr__(self) -> str:
         return f"AffineTransform(loc={self.loc}, scale={self.scale})"
+
+
+class PowerTransform(Transform):
+    """``y = x ** exponent`` on the positive reals."""
+
+    domain = constraints.positive
+    codomain = constraints.positive
+    bijective = True
+
+    def __init__(self, exponent: Any, cache_size: int = 0) -> None:
+        super().__init__(cache_size=cache_size)
+        self.exponent = exponent
+
+    @property
+    def sign(self) -> Any:
+        if isinstance(self.exponent, numbers.Real):
+            return 1 if float(self.exponent) > 0 else -1 if float(self.exponent) < 0 else 0
+        return self.exponent.sign()
+
+    def _call(self, x: Tensor) -> Tensor:
+        return x.pow(self.exponent)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return y.pow(1 / self.exponent)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        e = self.exponent
+        log_e = math.log(abs(e)) if isinstance(e, numbers.Real) else log(_abs(e))
+        return log_e + log(y / x)  # type: ignore[no-any-return]
+
+    def forward_shape(self, shape: Any) -> Any:
+        return _broadcast_shape(shape, getattr(self.exponent, "shape", ()))
+
+    def inverse_shape(self, shape: Any) -> Any:
+        return _broadcast_shape(shape, getattr(self.exponent, "shape", ()))
+
+    def __repr__(self) -> str:
+        return f"PowerTransform(exponent={self.exponent})"
+
+
+def _broadcast_shape(a: Any, b: Any) -> tuple[int, ...]:
+    return _broadcast(tuple(a), tuple(b))
