@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from .._creation import from_host, full
+from .._dtype import bool as bool_
+from .._ops.diagonal import diagonal
 from .._ops.elementwise import eq, ge, gt, isfinite, le, logical_and, logical_or, lt, remainder
+from .._ops.joining import tril
 from .._ops.reduction import all as _all
 from .._ops.reduction import sum as _sum
 from .._tensor import Tensor
@@ -16,7 +22,8 @@ __all__ = ["Constraint", "boolean", "real", "real_vector", "positive", "nonnegat
            "greater_than", "greater_than_eq", "less_than", "interval", "half_open_interval",
            "unit_interval", "simplex", "integer_interval", "nonnegative_integer",
            "positive_integer", "dependent", "dependent_property", "is_dependent", "independent",
-           "one_hot"]
+           "one_hot", "lower_cholesky", "lower_triangular", "positive_definite", "square",
+           "symmetric"]
 
 
 def _reduce_event(ok: Tensor, event_dim: int) -> Tensor:
@@ -223,6 +230,53 @@ class _Finite(Constraint):
         return isfinite(value)
 
 
+def _all_matrix(ok: Tensor) -> Tensor:
+    """``ok`` of shape ``(..., n, m)`` reduced to ``(...)``."""
+    return _all(_all(ok, -1), -1)
+
+
+class _LowerTriangular(Constraint):
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        return _all_matrix(eq(tril(value), value))
+
+
+class _LowerCholesky(Constraint):
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        positive_diagonal = _all(gt(diagonal(value, 0, -2, -1), 0), -1)
+        return logical_and(_all_matrix(eq(tril(value), value)), positive_diagonal)
+
+
+class _Square(Constraint):
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        ok = value.shape[-2] == value.shape[-1]
+        return full(tuple(value.shape[:-2]), ok, dtype=bool_, device=value.device)
+
+
+class _Symmetric(_Square):
+    def check(self, value: Tensor) -> Tensor:
+        square = super().check(value)
+        if not bool(_all(square).item()):
+            return square
+        return _all_matrix(lt(abs(value - value.mT), 1e-6))
+
+
+class _PositiveDefinite(_Symmetric):
+    def check(self, value: Tensor) -> Tensor:
+        sym = super().check(value)
+        if not bool(_all(sym).item()):
+            return sym
+        # a validity check needs no gradient: the eigenvalues are found on the host
+        mats = np.asarray(value.detach().numpy(force=True), dtype=np.float64)
+        ok = np.linalg.eigvalsh(mats).min(-1) > 0 if mats.size else np.ones(mats.shape[:-2], bool)
+        return from_host(np.ascontiguousarray(ok), device=value.device)
+
+
 dependent = _Dependent()
 dependent_property = _DependentProperty
 independent = _IndependentConstraint
@@ -242,3 +296,8 @@ unit_interval = _Interval(0.0, 1.0)
 interval = _Interval
 half_open_interval = _HalfOpenInterval
 simplex = _Simplex()
+lower_triangular = _LowerTriangular()
+lower_cholesky = _LowerCholesky()
+square = _Square()
+symmetric = _Symmetric()
+positive_definite = _PositiveDefinite()
