@@ -7,27 +7,38 @@ from __future__ import annotations
 
 from . import constraints, transforms
 from .bernoulli import Bernoulli
+from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .chi2 import Chi2
+from .dirichlet import Dirichlet
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .exponential import Exponential
+from .gamma import Gamma
 from .geometric import Geometric
 from .gumbel import Gumbel
+from .half_cauchy import HalfCauchy
 from .half_normal import HalfNormal
 from .independent import Independent
+from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
+from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .pareto import Pareto
 from .poisson import Poisson
 from .relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli
 from .relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical
+from .student_t import StudentT
 from .transformed_distribution import TransformedDistribution
 from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,
-                         SigmoidTransform, TanhTransform, Transform)
+                         PowerTransform, SigmoidTransform, TanhTransform, Transform)
 from .uniform import Uniform
+from .weibull import Weibull
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Binomial", "Categorical", "Cauchy",
            "ComposeTransform", "Distribution", "ExpRelaxedCategorical", "ExpTransform",
@@ -35,4 +46,6 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Binomial", "Categori
            "LogNormal", "LogitRelaxedBernoulli", "Normal", "OneHotCategorical", "Poisson",
            "RelaxedBernoulli", "RelaxedOneHotCategorical", "SigmoidTransform", "TanhTransform",
            "Transform", "TransformedDistribution", "Uniform", "constraints", "kl_divergence",
-           "register_kl", "transforms"]
+           "register_kl", "transforms", "Beta", "Chi2", "Dirichlet", "ExponentialFamily", "Gamma",
+           "HalfCauchy", "InverseGamma", "MultivariateNormal", "Pareto", "PowerTransform",
+           "StudentT", "Weibull"]

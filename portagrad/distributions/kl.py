@@ -8,7 +8,12 @@ from collections.abc import Callable
 from .._ops.elementwise import exp, log, log1p, where
 from .._tensor import Tensor
 from ..nn.functional import softplus
+from .._ops.gammafn import digamma, lgamma
 from .bernoulli import Bernoulli
+from .beta import Beta
+from .dirichlet import Dirichlet
+from .gamma import Gamma
+from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from .binomial import Binomial
 from .categorical import Categorical
 from .distribution import Distribution
@@ -145,3 +150,49 @@ def _kl_binomial_binomial(p: Binomial, q: Binomial) -> Tensor:
                                   "not implemented")
     kl = p.total_count * (p.probs * (p.logits - q.logits) + log1p(-p.probs) - log1p(-q.probs))
     return where(p.total_count > q.total_count, math.inf, kl)
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p: Gamma, q: Gamma) -> Tensor:
+    t1 = q.concentration * log(p.rate / q.rate)
+    t2 = lgamma(q.concentration) - lgamma(p.concentration)
+    t3 = (p.concentration - q.concentration) * digamma(p.concentration)
+    t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+    return t1 + t2 + t3 + t4
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p: Beta, q: Beta) -> Tensor:
+    sum_p = p.concentration1 + p.concentration0
+    sum_q = q.concentration1 + q.concentration0
+    t1 = lgamma(q.concentration1) + lgamma(q.concentration0) + lgamma(sum_p)
+    t2 = lgamma(p.concentration1) + lgamma(p.concentration0) + lgamma(sum_q)
+    t3 = (p.concentration1 - q.concentration1) * digamma(p.concentration1)
+    t4 = (p.concentration0 - q.concentration0) * digamma(p.concentration0)
+    t5 = (sum_q - sum_p) * digamma(sum_p)
+    return t1 - t2 + t3 + t4 + t5
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p: Dirichlet, q: Dirichlet) -> Tensor:
+    sum_p = p.concentration.sum(-1)
+    sum_q = q.concentration.sum(-1)
+    t1 = lgamma(sum_p) - lgamma(sum_q)
+    t2 = (lgamma(p.concentration) - lgamma(q.concentration)).sum(-1)
+    t3 = p.concentration - q.concentration
+    t4 = digamma(p.concentration) - digamma(sum_p).unsqueeze(-1)
+    return t1 - t2 + (t3 * t4).sum(-1)
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p: MultivariateNormal, q: MultivariateNormal) -> Tensor:
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different event "
+                         "shapes cannot be computed")
+    half_term1 = q._half_log_det() - p._half_log_det()
+    n = p.event_shape[0]
+    # tr(Sq^-1 Sp) = |Lq^-1 Lp|_F^2, column by column through the Mahalanobis helper
+    lp = p._unbroadcasted_scale_tril.mT  # rows are the columns of Lp
+    term2 = _batch_mahalanobis(q._unbroadcasted_scale_tril.unsqueeze(-3), lp).sum(-1)
+    term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, q.loc - p.loc)
+    return half_term1 + 0.5 * (term2 + term3 - n)
