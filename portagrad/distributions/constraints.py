@@ -22,7 +22,7 @@ __all__ = ["Constraint", "boolean", "real", "real_vector", "positive", "nonnegat
            "greater_than", "greater_than_eq", "less_than", "interval", "half_open_interval",
            "unit_interval", "simplex", "integer_interval", "nonnegative_integer",
            "positive_integer", "dependent", "dependent_property", "is_dependent", "independent",
-           "one_hot", "lower_cholesky", "lower_triangular", "positive_definite", "square",
+           "one_hot", "multinomial", "lower_cholesky", "lower_triangular", "positive_definite", "square",
            "symmetric"]
 
 
@@ -230,6 +230,22 @@ class _Finite(Constraint):
         return isfinite(value)
 
 
+class _Multinomial(Constraint):
+    """Non-negative counts summing to at most ``upper_bound``."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound: Any) -> None:
+        self.upper_bound = upper_bound
+
+    def check(self, x: Tensor) -> Tensor:
+        return logical_and(_all(ge(x, 0), -1), le(_sum(x, -1), self.upper_bound))
+
+    def __repr__(self) -> str:
+        return f"Multinomial(upper_bound={self.upper_bound})"
+
+
 def _all_matrix(ok: Tensor) -> Tensor:
     """``ok`` of shape ``(..., n, m)`` reduced to ``(...)``."""
     return _all(_all(ok, -1), -1)
@@ -296,6 +312,7 @@ unit_interval = _Interval(0.0, 1.0)
 interval = _Interval
 half_open_interval = _HalfOpenInterval
 simplex = _Simplex()
+multinomial = _Multinomial
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
 square = _Square()
