@@ -16,6 +16,7 @@ from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
+from .fisher_snedecor import FisherSnedecor
 from .gamma import Gamma
 from .geometric import Geometric
 from .gumbel import Gumbel
@@ -23,12 +24,15 @@ from .half_cauchy import HalfCauchy
 from .half_normal import HalfNormal
 from .independent import Independent
 from .inverse_gamma import InverseGamma
+from .kumaraswamy import Kumaraswamy
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
+from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
+from .negative_binomial import NegativeBinomial
 from .normal import Normal
-from .one_hot_categorical import OneHotCategorical
+from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
 from .pareto import Pareto
 from .poisson import Poisson
 from .relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli
@@ -48,4 +52,5 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Binomial", "Categori
            "Transform", "TransformedDistribution", "Uniform", "constraints", "kl_divergence",
            "register_kl", "transforms", "Beta", "Chi2", "Dirichlet", "ExponentialFamily", "Gamma",
            "HalfCauchy", "InverseGamma", "MultivariateNormal", "Pareto", "PowerTransform",
-           "StudentT", "Weibull"]
+           "StudentT", "Weibull", "FisherSnedecor", "Kumaraswamy", "Multinomial",
+           "NegativeBinomial", "OneHotCategoricalStraightThrough"]
