@@ -13,6 +13,8 @@ from .._creation import from_host, full
 from .._dtype import bool as bool_
 from .._ops.diagonal import diagonal
 from .._ops.elementwise import eq, ge, gt, isfinite, le, logical_and, logical_or, lt, remainder
+from .._ops.joining import cat as _cat_tensors
+from .._ops.joining import stack as _stack_tensors
 from .._ops.joining import tril
 from .._ops.reduction import all as _all
 from .._ops.reduction import sum as _sum
@@ -22,7 +24,7 @@ __all__ = ["Constraint", "boolean", "real", "real_vector", "positive", "nonnegat
            "greater_than", "greater_than_eq", "less_than", "interval", "half_open_interval",
            "unit_interval", "simplex", "integer_interval", "nonnegative_integer",
            "positive_integer", "dependent", "dependent_property", "is_dependent", "independent",
-           "one_hot", "multinomial", "lower_cholesky", "lower_triangular", "positive_definite", "square",
+           "one_hot", "multinomial", "cat", "stack", "lower_cholesky", "lower_triangular", "positive_definite", "square",
            "symmetric"]
 
 
@@ -246,6 +248,64 @@ class _Multinomial(Constraint):
         return f"Multinomial(upper_bound={self.upper_bound})"
 
 
+class _Cat(Constraint):
+    """Pieces of ``dim``, of lengths ``lengths``, each checked by its own constraint."""
+
+    def __init__(self, cseq: Any, dim: int = 0, lengths: Any = None) -> None:
+        self.cseq = list(cseq)
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise ValueError("cat: one length is needed for each constraint")
+        self.dim = dim
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value: Tensor) -> Tensor:
+        if not -value.dim() <= self.dim < value.dim():
+            raise IndexError(f"cat: dim {self.dim} out of range for a value of "
+                             f"{value.dim()} dimensions")
+        checks, start = [], 0
+        for constr, length in zip(self.cseq, self.lengths):
+            checks.append(constr.check(value.narrow(self.dim, start, length)))
+            start += length
+        return _cat_tensors(checks, self.dim)
+
+
+class _Stack(Constraint):
+    """Slices along ``dim``, each checked by its own constraint."""
+
+    def __init__(self, cseq: Any, dim: int = 0) -> None:
+        self.cseq = list(cseq)
+        self.dim = dim
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        dim = max(c.event_dim for c in self.cseq)
+        if self.dim + dim < 0:
+            dim += 1
+        return dim
+
+    def check(self, value: Tensor) -> Tensor:
+        if not -value.dim() <= self.dim < value.dim():
+            raise IndexError(f"stack: dim {self.dim} out of range for a value of "
+                             f"{value.dim()} dimensions")
+        if value.size(self.dim) != len(self.cseq):
+            raise ValueError(f"stack: expected size {len(self.cseq)} at dim {self.dim}, got "
+                             f"{value.size(self.dim)}")
+        vs = [value.select(self.dim, i) for i in range(value.size(self.dim))]
+        return _stack_tensors([c.check(v) for v, c in zip(vs, self.cseq)], self.dim)
+
+
 def _all_matrix(ok: Tensor) -> Tensor:
     """``ok`` of shape ``(..., n, m)`` reduced to ``(...)``."""
     return _all(_all(ok, -1), -1)
@@ -313,6 +373,8 @@ interval = _Interval
 half_open_interval = _HalfOpenInterval
 simplex = _Simplex()
 multinomial = _Multinomial
+cat = _Cat
+stack = _Stack
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
 square = _Square()
