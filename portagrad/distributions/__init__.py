@@ -12,6 +12,7 @@ from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .chi2 import Chi2
+from .constraint_registry import biject_to, transform_to
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
@@ -28,6 +29,7 @@ from .kumaraswamy import Kumaraswamy
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
+from .logistic_normal import LogisticNormal
 from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
 from .negative_binomial import NegativeBinomial
@@ -39,8 +41,11 @@ from .relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli
 from .relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical
 from .student_t import StudentT
 from .transformed_distribution import TransformedDistribution
-from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,
-                         PowerTransform, SigmoidTransform, TanhTransform, Transform)
+from .transforms import (AbsTransform, AffineTransform, CatTransform, ComposeTransform,
+                         CumulativeDistributionTransform, ExpTransform, IndependentTransform,
+                         LowerCholeskyTransform, PowerTransform, ReshapeTransform,
+                         SigmoidTransform, SoftmaxTransform, SoftplusTransform, StackTransform,
+                         StickBreakingTransform, TanhTransform, Transform, identity_transform)
 from .uniform import Uniform
 from .weibull import Weibull
 
@@ -53,4 +58,8 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Binomial", "Categori
            "register_kl", "transforms", "Beta", "Chi2", "Dirichlet", "ExponentialFamily", "Gamma",
            "HalfCauchy", "InverseGamma", "MultivariateNormal", "Pareto", "PowerTransform",
            "StudentT", "Weibull", "FisherSnedecor", "Kumaraswamy", "Multinomial",
-           "NegativeBinomial", "OneHotCategoricalStraightThrough"]
+           "NegativeBinomial", "OneHotCategoricalStraightThrough", "LogisticNormal", "biject_to",
+           "transform_to", "CatTransform", "CumulativeDistributionTransform",
+           "IndependentTransform", "LowerCholeskyTransform", "ReshapeTransform",
+           "SoftmaxTransform", "SoftplusTransform", "StackTransform", "StickBreakingTransform",
+           "identity_transform"]

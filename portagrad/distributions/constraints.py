@@ -24,8 +24,8 @@ __all__ = ["Constraint", "boolean", "real", "real_vector", "positive", "nonnegat
            "greater_than", "greater_than_eq", "less_than", "interval", "half_open_interval",
            "unit_interval", "simplex", "integer_interval", "nonnegative_integer",
            "positive_integer", "dependent", "dependent_property", "is_dependent", "independent",
-           "one_hot", "multinomial", "cat", "stack", "lower_cholesky", "lower_triangular", "positive_definite", "square",
-           "symmetric"]
+           "one_hot", "multinomial", "cat", "stack", "lower_cholesky", "lower_triangular",
+           "positive_definite", "square", "symmetric"]
 
 
 def _reduce_event(ok: Tensor, event_dim: int) -> Tensor:

@@ -139,6 +139,14 @@ class _InverseTransform(Transform):
         assert self._inv is not None
         return self._inv._inv_call(x)
 
+    def forward_shape(self, shape: Any) -> Any:
+        assert self._inv is not None
+        return self._inv.inverse_shape(shape)
+
+    def inverse_shape(self, shape: Any) -> Any:
+        assert self._inv is not None
+        return self._inv.forward_shape(shape)
+
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
         assert self._inv is not None
         return -self._inv.log_abs_det_jacobian(y, x)
@@ -215,6 +223,16 @@ class ComposeTransform(Transform):
                                            event_dim - part.domain.event_dim)
             event_dim += part.codomain.event_dim - part.domain.event_dim
         return terms
+
+    def forward_shape(self, shape: Any) -> Any:
+        for part in self.parts:
+            shape = part.forward_shape(shape)
+        return shape
+
+    def inverse_shape(self, shape: Any) -> Any:
+        for part in reversed(self.parts):
+            shape = part.inverse_shape(shape)
+        return shape
 
     def __repr__(self) -> str:
         return "ComposeTransform(" + ", ".join(repr(p) for p in self.parts) + ")"
