@@ -13,12 +13,14 @@ from .categorical import Categorical
 from .cauchy import Cauchy
 from .chi2 import Chi2
 from .constraint_registry import biject_to, transform_to
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .fisher_snedecor import FisherSnedecor
 from .gamma import Gamma
+from .generalized_pareto import GeneralizedPareto
 from .geometric import Geometric
 from .gumbel import Gumbel
 from .half_cauchy import HalfCauchy
@@ -30,6 +32,7 @@ from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
+from .mixture_same_family import MixtureSameFamily
 from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
 from .negative_binomial import NegativeBinomial
@@ -47,6 +50,7 @@ from .transforms import (AbsTransform, AffineTransform, CatTransform, ComposeTra
                          SigmoidTransform, SoftmaxTransform, SoftplusTransform, StackTransform,
                          StickBreakingTransform, TanhTransform, Transform, identity_transform)
 from .uniform import Uniform
+from .von_mises import VonMises
 from .weibull import Weibull
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Binomial", "Categorical", "Cauchy",
@@ -62,4 +66,5 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Binomial", "Categori
            "transform_to", "CatTransform", "CumulativeDistributionTransform",
            "IndependentTransform", "LowerCholeskyTransform", "ReshapeTransform",
            "SoftmaxTransform", "SoftplusTransform", "StackTransform", "StickBreakingTransform",
-           "identity_transform"]
+           "identity_transform", "ContinuousBernoulli", "GeneralizedPareto", "MixtureSameFamily",
+           "VonMises"]
