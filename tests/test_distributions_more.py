@@ -264,3 +264,29 @@ def test_kl_divergence(device):
     q = D.MultivariateNormal(t([0., 0., 0.], device), cov2)
     close(kl(p, q), [2.1610866, 4.7704611], tol=1e-4)
     close(kl(p, p), [0., 0.], tol=1e-4)
+
+
+def test_lowrank_multivariate_normal(device):
+    loc = t([[0., 1., -1.], [0.5, 0., 2.]], device)
+    W = t([[1., 0.5], [0.2, -0.3], [0., 0.8]], device)
+    d = t([0.5, 1., 2.], device)
+    m = D.LowRankMultivariateNormal(loc, W, d)
+    assert m.batch_shape == (2,) and m.event_shape == (3,)
+    v = t([[0.3, 0.2, -0.5], [1., 1., 1.]], device)
+    close(m.log_prob(v), [-3.8817887, -4.2162228], tol=1e-4)
+    close(m.entropy(), [5.0537543, 5.0537543], tol=1e-4)
+    close(m.variance, [[1.75, 1.13, 2.64]] * 2, tol=1e-5)
+    cov = np.array([[1.75, 0.05, 0.4], [0.05, 1.13, -0.24], [0.4, -0.24, 2.64]])
+    close(m.covariance_matrix[0], cov)
+    close(m.precision_matrix[1], np.linalg.inv(cov), tol=1e-4)
+    close(m.scale_tril[0], np.linalg.cholesky(cov), tol=1e-4)
+    # the same density as the full-covariance form
+    full = D.MultivariateNormal(loc, t(cov.tolist(), device))
+    close(m.log_prob(v), full.log_prob(v).numpy(force=True), tol=1e-4)
+    assert m.rsample((5,)).shape == (5, 2, 3) and m.expand((4, 2)).sample().shape == (4, 2, 3)
+    with pytest.raises(ValueError, match="cov_factor must be a batch of matrices"):
+        D.LowRankMultivariateNormal(loc, W.mT, d)
+    with pytest.raises(ValueError, match="cov_diag must be a batch of vectors"):
+        D.LowRankMultivariateNormal(loc, W, t([1., 2.], device))
+    with pytest.raises(ValueError, match="Expected parameter cov_diag"):
+        D.LowRankMultivariateNormal(loc, W, t([1., -2., 1.], device))

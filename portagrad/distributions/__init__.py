@@ -32,6 +32,7 @@ from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
 from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
@@ -67,4 +68,4 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Binomial", "Categori
            "IndependentTransform", "LowerCholeskyTransform", "ReshapeTransform",
            "SoftmaxTransform", "SoftplusTransform", "StackTransform", "StickBreakingTransform",
            "identity_transform", "ContinuousBernoulli", "GeneralizedPareto", "MixtureSameFamily",
-           "VonMises"]
+           "VonMises", "LowRankMultivariateNormal"]
