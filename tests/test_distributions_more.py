@@ -290,3 +290,16 @@ def test_lowrank_multivariate_normal(device):
         D.LowRankMultivariateNormal(loc, W, t([1., 2.], device))
     with pytest.raises(ValueError, match="Expected parameter cov_diag"):
         D.LowRankMultivariateNormal(loc, W, t([1., -2., 1.], device))
+
+
+def test_kl_divergence_mixed_pairs(device):
+    kl = D.kl_divergence
+    close(kl(D.Pareto(t([1., 2.], device), t([3., 0.5], device)),
+             D.Pareto(t([0.5, 3.], device), t([2., 1.], device))), [1.4584262, np.inf], tol=2e-5)
+    close(kl(D.ContinuousBernoulli(t([0.2, 0.7], device)),
+             D.ContinuousBernoulli(t([0.6, 0.5], device))), [0.1286614, 0.029386342], tol=1e-4)
+    close(kl(D.Exponential(t([1., 2.], device)), D.Gamma(t([2., 0.5], device), t([1., 3.], device))),
+          [0.57721567, 0.58102465], tol=2e-5)
+    close(kl(D.Gamma(t([2., 0.5], device), t([1., 3.], device)), D.Exponential(t([1., 2.], device))),
+          [0.42278421, 0.64818895], tol=2e-5)
+    close(kl(D.Chi2(t([3.], device)), D.Chi2(t([2.], device))), [0.13902719], tol=2e-5)

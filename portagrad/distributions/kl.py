@@ -11,6 +11,7 @@ from ..nn.functional import softplus
 from .._ops.gammafn import digamma, lgamma
 from .bernoulli import Bernoulli
 from .beta import Beta
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .gamma import Gamma
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
@@ -22,6 +23,7 @@ from .independent import Independent, _sum_rightmost
 from .laplace import Laplace
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .pareto import Pareto
 from .poisson import Poisson
 from .uniform import Uniform
 
@@ -196,3 +198,36 @@ def _kl_mvn_mvn(p: MultivariateNormal, q: MultivariateNormal) -> Tensor:
     term2 = _batch_mahalanobis(q._unbroadcasted_scale_tril.unsqueeze(-3), lp).sum(-1)
     term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, q.loc - p.loc)
     return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+_EULER_GAMMA = 0.57721566490153286060
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p: Pareto, q: Pareto) -> Tensor:
+    scale_ratio = p.scale / q.scale
+    alpha_ratio = q.alpha / p.alpha
+    result = q.alpha * log(scale_ratio) - log(alpha_ratio) + alpha_ratio - 1
+    # p puts mass below q's minimum: infinite
+    return where(p.scale < q.scale, math.inf, result)
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli(p: ContinuousBernoulli, q: ContinuousBernoulli) -> Tensor:
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + log1p(-p.probs)
+    t3 = -q._cont_bern_log_norm() - log1p(-q.probs)
+    return t1 + t2 + t3
+
+
+@register_kl(Exponential, Gamma)
+def _kl_exponential_gamma(p: Exponential, q: Gamma) -> Tensor:
+    ratio = q.rate / p.rate
+    t1 = -q.concentration * log(ratio)
+    return (t1 + ratio + lgamma(q.concentration) + q.concentration * _EULER_GAMMA
+            - (1 + _EULER_GAMMA))
+
+
+@register_kl(Gamma, Exponential)
+def _kl_gamma_exponential(p: Gamma, q: Exponential) -> Tensor:
+    return _kl_gamma_gamma(p, Gamma(q.rate.new_ones(q.rate.shape), q.rate, validate_args=False))
