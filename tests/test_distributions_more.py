@@ -108,6 +108,11 @@ def test_exponential_family_entropy_matches_closed_form(device):
     g = D.Gamma(t([0.5, 2.0, 5.0], device), t([1., 2., 0.5], device))
     close(D.ExponentialFamily.entropy(g), [0.090609491, 0.88406861, 2.8467298], tol=2e-5)
     assert isinstance(g, D.ExponentialFamily) and isinstance(D.Beta(1.0, 2.0), D.ExponentialFamily)
+    # the Bregman form agrees with the closed forms of the older exponential families
+    for dist in (D.Normal(t([0., 1.], device), t([1., 2.], device)),
+                 D.Exponential(t([0.5, 2.], device)), D.Bernoulli(t([0.3, 0.9], device))):
+        assert isinstance(dist, D.ExponentialFamily)
+        close(D.ExponentialFamily.entropy(dist), dist.entropy().numpy(force=True), tol=1e-5)
 
 
 def test_multivariate_normal_values(device):
