@@ -240,10 +240,19 @@ def test_rsample_gradients(device):
         return D.Gamma(conc, r).rsample((3,))
 
     assert pg.autograd.gradcheck(gamma_rs, (rate,))
-    with pytest.raises(NotImplementedError, match="concentration"):
-        D.Gamma(rate, 1.0).rsample()
-    with pytest.raises(NotImplementedError, match="concentration"):
-        D.Dirichlet(rate).rsample()
+    # implicit reparameterisation: dx/dalpha at fixed quantile, against torch's values
+    from portagrad.distributions.gamma import _standard_gamma_grad
+    grad = _standard_gamma_grad(t([0.3, 1., 2.5, 20., 0.3], device),
+                                t([0.1, 0.5, 2., 25., 1e-4], device))
+    close(grad, [0.78940439, 0.80697846, 0.95344394, 1.1250644, 0.0030139678], tol=1e-4)
+    # unbiased: d/dalpha E[x] = 1 / rate for Gamma, c0 / (c1 + c0)^2 for Beta's c1
+    pg.manual_seed(0)
+    alpha = pg.tensor([0.4, 3.0], **f64)
+    D.Gamma(alpha, 2.0).rsample((4000,)).mean(0).sum().backward()
+    close(alpha.grad, [0.5, 0.5], tol=0.03)
+    c1 = pg.tensor([2.0], **f64)
+    D.Beta(c1, 3.0).rsample((4000,)).mean().backward()
+    close(c1.grad, [0.12], tol=0.01)
     loc = pg.tensor([0.2, -0.3], **f64)
     tril = pg.tensor([[1.2, 0.0], [0.4, 0.8]], **f64)
 

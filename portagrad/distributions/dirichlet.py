@@ -10,15 +10,15 @@ from .._tensor import Tensor
 from ..nn.functional import one_hot
 from . import constraints
 from .exp_family import ExponentialFamily
-from .gamma import _no_concentration_grad, standard_gamma
+from .gamma import standard_gamma
 
 __all__ = ["Dirichlet"]
 
 
 class Dirichlet(ExponentialFamily):
     """Dirichlet distribution of concentration ``concentration`` (last dimension: the categories).
-    Samples are normalised Marsaglia-Tsang gamma draws; ``rsample`` gradients w.r.t. the
-    concentration raise ``NotImplementedError``."""
+    Samples are normalised Marsaglia-Tsang gamma draws, differentiable w.r.t. the concentration
+    by implicit reparameterisation."""
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
@@ -40,7 +40,6 @@ class Dirichlet(ExponentialFamily):
         return new
 
     def rsample(self, sample_shape: Any = ()) -> Tensor:
-        _no_concentration_grad("Dirichlet", self.concentration)
         shape = self._extended_shape(sample_shape)
         g = standard_gamma(self.concentration.expand(shape))
         return g / g.sum(-1, keepdim=True)

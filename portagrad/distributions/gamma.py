@@ -6,12 +6,14 @@ from typing import Any
 
 from .._creation import zeros
 from .._dtype import bool as _bool
-from .._ops.elementwise import clamp, log, logical_and, logical_not, logical_or, where
+from .._dtype import float64
+from .._ops.elementwise import clamp, exp, log, logical_and, logical_not, logical_or, where
 from .._ops.gammafn import digamma, igamma, lgamma
-from .._random import rand, randn
+from .._random import _fp64, rand, randn
 from .._storage import Size
 from .._tensor import Tensor
-from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..autograd.function import Function
+from ..autograd.grad_mode import no_grad
 from . import constraints
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all
@@ -23,12 +25,12 @@ def _tiny(t: Tensor) -> float:
     return 1.1754943508222875e-38 if t.dtype.itemsize == 4 else 2.2250738585072014e-308
 
 
-def standard_gamma(alpha: Tensor) -> Tensor:
+def _sample_standard_gamma(alpha: Tensor) -> Tensor:
     """Samples of ``Gamma(alpha, 1)`` (one per element of ``alpha``) by Marsaglia and Tsang's
     squeeze-and-reject method, vectorised: every round draws a normal and a uniform for each
     element and keeps the first accepted proposal; rounds repeat until all are accepted (each
     accepts with probability above 0.95). ``alpha < 1`` is boosted to ``alpha + 1`` and scaled by
-    ``U ** (1 / alpha)``. Drawn with portagrad's generator on ``alpha``'s device; no gradient."""
+    ``U ** (1 / alpha)``. Drawn with portagrad's generator on ``alpha``'s device."""
     with no_grad():
         alpha = alpha.detach()
         shape, dt, dev = tuple(alpha.shape), alpha.dtype, alpha.device
@@ -54,20 +56,47 @@ def standard_gamma(alpha: Tensor) -> Tensor:
         return clamp(out, min=_tiny(out))
 
 
-def _no_concentration_grad(name: str, *concentrations: Tensor) -> None:
-    """``rsample`` is reparameterised in the rates only: a gradient w.r.t. a concentration needs
-    the implicit reparameterisation gradient, which portagrad does not implement."""
-    if is_grad_enabled() and any(c.requires_grad for c in concentrations):
-        raise NotImplementedError(
-            f"{name}.rsample: gradients w.r.t. the concentration (implicit reparameterisation) "
-            "are not implemented; use sample() with a score-function estimator or detach the "
-            "concentration")
+def _standard_gamma_grad(alpha: Tensor, x: Tensor) -> Tensor:
+    """``dx/dalpha`` of a ``Gamma(alpha, 1)`` sample ``x`` held at a fixed quantile (implicit
+    reparameterisation): ``-(dP/dalpha)(alpha, x) / p(x; alpha)``, ``P`` the regularised lower
+    incomplete gamma and ``p`` the density. ``dP/dalpha`` is a central difference of ``igamma``
+    with a relative step, in float64 where the device has it."""
+    with no_grad():
+        wide = float64 if _fp64(alpha.device) else alpha.dtype
+        a, xx = alpha.detach().to(wide), x.detach().to(wide)
+        h = a * (1e-5 if wide is float64 else 1e-2)
+        dp_da = (igamma(a + h, xx) - igamma(a - h, xx)) / (2.0 * h)
+        log_pdf = (a - 1.0) * log(xx) - xx - lgamma(a)
+        return (-dp_da * exp(-log_pdf)).to(alpha.dtype)  # type: ignore[no-any-return]
+
+
+class _StandardGamma(Function):
+    """A standard-gamma sample whose gradient w.r.t. ``alpha`` is the implicit
+    reparameterisation gradient (the backward pass itself is not differentiable)."""
+
+    _backward_name = "StandardGammaBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, alpha: Tensor) -> Tensor:
+        x = _sample_standard_gamma(alpha)
+        ctx.save_for_backward(alpha, x)
+        return x
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        alpha, x = ctx.saved_tensors
+        return g * _standard_gamma_grad(alpha, x)
+
+
+def standard_gamma(alpha: Tensor) -> Tensor:
+    """Samples of ``Gamma(alpha, 1)``, one per element of ``alpha`` (Marsaglia-Tsang, on
+    ``alpha``'s device), differentiable w.r.t. ``alpha`` by implicit reparameterisation."""
+    return _StandardGamma.apply(alpha)  # type: ignore[no-any-return]
 
 
 class Gamma(ExponentialFamily):
     """Gamma distribution of shape ``concentration`` and inverse scale ``rate``. ``rsample`` is
-    differentiable w.r.t. ``rate``; a gradient w.r.t. ``concentration`` raises
-    ``NotImplementedError``."""
+    differentiable w.r.t. both (implicit reparameterisation for ``concentration``)."""
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
@@ -102,7 +131,6 @@ class Gamma(ExponentialFamily):
         return self.concentration / self.rate.pow(2)
 
     def rsample(self, sample_shape: Any = ()) -> Tensor:
-        _no_concentration_grad("Gamma", self.concentration)
         shape = self._extended_shape(sample_shape)
         value = standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
         return clamp(value, min=_tiny(value))

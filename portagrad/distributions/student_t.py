@@ -21,8 +21,7 @@ __all__ = ["StudentT"]
 class StudentT(Distribution):
     """Student's t with ``df`` degrees of freedom, location ``loc`` and scale ``scale``.
     ``rsample`` is ``loc + scale * X / sqrt(Z / df)`` (``X`` normal, ``Z`` chi-squared), so it
-    is differentiable w.r.t. ``loc`` and ``scale`` (a gradient w.r.t. ``df`` raises
-    ``NotImplementedError``, as for :class:`Gamma`)."""
+    is differentiable w.r.t. every parameter."""
 
     arg_constraints = {"df": constraints.positive, "loc": constraints.real,
                        "scale": constraints.positive}
