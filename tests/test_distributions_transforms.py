@@ -189,3 +189,25 @@ def test_gradcheck(device):
     assert gc(lambda p: D.Multinomial(3, probs=p).log_prob(v), (probs,))
     x = pg.tensor([[0.3, -0.4]], **f64)
     assert gc(lambda z: T.StickBreakingTransform()(z), (x,))
+
+
+def test_corr_cholesky_and_positive_definite_transforms(device):
+    x = t(X, device)
+    cc = T.CorrCholeskyTransform()
+    y = cc(x)
+    assert y.shape == (2, 3, 3) and cc.forward_shape((2, 3)) == (2, 3, 3)
+    assert constraints.corr_cholesky.check(y).tolist() == [True, True]
+    close(cc.log_abs_det_jacobian(x, y), [-2.1099775, -2.8208876], 1e-4)
+    close(cc.inv(y), X, 1e-4)
+    with pytest.raises(ValueError, match="flattend lower-diagonal"):
+        cc.forward_shape((2, 4))
+    pd = T.PositiveDefiniteTransform()
+    m = t([[0.3, -1.2], [0.5, 0.2]], device)
+    close(pd(m), [[1.8221188, 0.67492944], [0.67492944, 1.7418247]])
+    assert constraints.positive_definite.check(pd(m)).item()
+    close(pd.inv(pd(m)), [[0.3, 0.0], [0.5, 0.2]], 1e-4)
+    assert isinstance(D.transform_to(constraints.positive_definite), T.PositiveDefiniteTransform)
+    assert isinstance(D.biject_to(constraints.corr_cholesky), T.CorrCholeskyTransform)
+    assert constraints.positive_semidefinite.check(
+        t([[1., 1.], [1., 1.]], device)).item()
+    assert not constraints.positive_definite.check(t([[1., 1.], [1., 1.]], device)).item()

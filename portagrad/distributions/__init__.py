@@ -46,8 +46,9 @@ from .relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical
 from .student_t import StudentT
 from .transformed_distribution import TransformedDistribution
 from .transforms import (AbsTransform, AffineTransform, CatTransform, ComposeTransform,
-                         CumulativeDistributionTransform, ExpTransform, IndependentTransform,
-                         LowerCholeskyTransform, PowerTransform, ReshapeTransform,
+                         CorrCholeskyTransform, CumulativeDistributionTransform, ExpTransform,
+                         IndependentTransform, LowerCholeskyTransform, PositiveDefiniteTransform,
+                         PowerTransform, ReshapeTransform,
                          SigmoidTransform, SoftmaxTransform, SoftplusTransform, StackTransform,
                          StickBreakingTransform, TanhTransform, Transform, identity_transform)
 from .uniform import Uniform
@@ -68,4 +69,5 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Binomial", "Categori
            "IndependentTransform", "LowerCholeskyTransform", "ReshapeTransform",
            "SoftmaxTransform", "SoftplusTransform", "StackTransform", "StickBreakingTransform",
            "identity_transform", "ContinuousBernoulli", "GeneralizedPareto", "MixtureSameFamily",
-           "VonMises", "LowRankMultivariateNormal"]
+           "VonMises", "LowRankMultivariateNormal", "CorrCholeskyTransform",
+           "PositiveDefiniteTransform"]

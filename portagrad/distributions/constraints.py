@@ -25,7 +25,8 @@ __all__ = ["Constraint", "boolean", "real", "real_vector", "positive", "nonnegat
            "unit_interval", "simplex", "integer_interval", "nonnegative_integer",
            "positive_integer", "dependent", "dependent_property", "is_dependent", "independent",
            "one_hot", "multinomial", "cat", "stack", "lower_cholesky", "lower_triangular",
-           "positive_definite", "square", "symmetric"]
+           "positive_definite", "positive_semidefinite", "square", "symmetric",
+           "corr_cholesky"]
 
 
 def _reduce_event(ok: Tensor, event_dim: int) -> Tensor:
@@ -353,6 +354,30 @@ class _PositiveDefinite(_Symmetric):
         return from_host(np.ascontiguousarray(ok), device=value.device)
 
 
+class _PositiveSemidefinite(_Symmetric):
+    def check(self, value: Tensor) -> Tensor:
+        sym = super().check(value)
+        if not bool(_all(sym).item()):
+            return sym
+        mats = np.asarray(value.detach().numpy(force=True), dtype=np.float64)
+        ok = np.linalg.eigvalsh(mats).min(-1) >= 0 if mats.size else np.ones(mats.shape[:-2],
+                                                                            bool)
+        return from_host(np.ascontiguousarray(ok), device=value.device)
+
+
+class _CorrCholesky(Constraint):
+    """Lower Cholesky factors of correlation matrices: positive diagonal, unit-norm rows."""
+
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        eps = 1.1920928955078125e-07 if value.dtype.itemsize == 4 else 2.220446049250313e-16
+        tol = eps * value.shape[-1] * 10
+        row_norm = (value.detach() ** 2).sum(-1).sqrt()
+        unit_row_norm = _all(le(abs(row_norm - 1.0), tol), -1)
+        return logical_and(lower_cholesky.check(value), unit_row_norm)
+
+
 dependent = _Dependent()
 dependent_property = _DependentProperty
 independent = _IndependentConstraint
@@ -380,3 +405,5 @@ lower_cholesky = _LowerCholesky()
 square = _Square()
 symmetric = _Symmetric()
 positive_definite = _PositiveDefinite()
+positive_semidefinite = _PositiveSemidefinite()
+corr_cholesky = _CorrCholesky()

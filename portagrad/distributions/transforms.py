@@ -6,7 +6,11 @@ import math
 import numbers
 from typing import Any
 
+import numpy as np
+
 from .._ops.elementwise import abs as _abs
+from .._creation import eye, from_host
+from .._ops.decomp import cholesky
 from .._ops.diagonal import diag_embed, diagonal
 from .._ops.elementwise import clamp, exp, expm1, log, log1p, sigmoid, tanh
 from .._ops.joining import cat, stack, tril
@@ -21,7 +25,8 @@ __all__ = ["Transform", "ComposeTransform", "ExpTransform", "AffineTransform",
            "SigmoidTransform", "TanhTransform", "AbsTransform", "PowerTransform",
            "identity_transform", "SoftplusTransform", "SoftmaxTransform", "StickBreakingTransform",
            "LowerCholeskyTransform", "ReshapeTransform", "IndependentTransform", "CatTransform",
-           "StackTransform", "CumulativeDistributionTransform"]
+           "StackTransform", "CumulativeDistributionTransform", "PositiveDefiniteTransform",
+           "CorrCholeskyTransform"]
 
 
 def _sum_rightmost(value: Any, dim: int) -> Any:
@@ -765,3 +770,90 @@ class CumulativeDistributionTransform(Transform):
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
         return self.distribution.log_prob(x)  # type: ignore[no-any-return]
+
+
+class PositiveDefiniteTransform(Transform):
+    """A square matrix to a positive-definite one: ``L L^T`` with ``L`` its
+    :class:`LowerCholeskyTransform` image (not bijective)."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def _call(self, x: Tensor) -> Tensor:
+        low = LowerCholeskyTransform()(x)
+        return low @ low.mT  # type: ignore[no-any-return]
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return LowerCholeskyTransform().inv(cholesky(y))
+
+
+def _tril_selector(n: int, like: Tensor) -> Tensor:
+    """``(n * n, n (n - 1) / 2)`` 0/1 matrix taking the flattened strictly lower triangle
+    (row by row) to its vector: ``mat.flatten @ S`` picks it, ``vec @ S.T`` scatters it back."""
+    rows, cols = np.tril_indices(n, -1)
+    sel = np.zeros((n * n, rows.size), dtype=like.dtype.numpy)
+    sel[rows * n + cols, np.arange(rows.size)] = 1.0
+    return from_host(sel, device=like.device)
+
+
+def _tril_size(num: int) -> int:
+    d = round((0.25 + 2 * num) ** 0.5 + 0.5)
+    if d * (d - 1) // 2 != num:
+        raise ValueError("Input is not a flattend lower-diagonal number")
+    return d
+
+
+class CorrCholeskyTransform(Transform):
+    """A real vector of length ``D (D - 1) / 2`` to the Cholesky factor of a ``D x D``
+    correlation matrix: ``tanh`` into ``(-1, 1)``, then stick breaking on the squares, row by
+    row. ``log_abs_det_jacobian`` is that of ``x`` and the strictly lower triangle of ``y``."""
+
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+
+    def _call(self, x: Tensor) -> Tensor:
+        eps = 1.1920928955078125e-07 if x.dtype.itemsize == 4 else 2.220446049250313e-16
+        x = clamp(tanh(x), min=-1 + eps, max=1 - eps)
+        d = _tril_size(x.shape[-1])
+        r = (x @ _tril_selector(d, x).mT).reshape(tuple(x.shape[:-1]) + (d, d))
+        z1m_cumprod_sqrt = cumprod((1 - r ** 2).sqrt(), -1)
+        r = r + eye(d, dtype=r.dtype, device=r.device)  # unit diagonal before the scaling
+        return r * pad(z1m_cumprod_sqrt[..., :-1], [1, 0], value=1)  # type: ignore
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        d = y.shape[-1]
+        sel = _tril_selector(d, y)
+        flat = tuple(y.shape[:-2]) + (d * d,)
+        y_cumsum = 1 - cumsum(y * y, -1)
+        y_cumsum_shifted = pad(y_cumsum[..., :-1], [1, 0], value=1)
+        y_vec = y.reshape(flat) @ sel
+        t = y_vec / (y_cumsum_shifted.reshape(flat) @ sel).sqrt()
+        return (log1p(t) - log1p(-t)) / 2  # type: ignore[no-any-return]
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        d = y.shape[-1]
+        y1m_cumsum = 1 - cumsum(y * y, -1)
+        # the entries strictly below the first subdiagonal: no shift of the cumsum needed
+        rows, cols = np.tril_indices(d, -2)
+        sel = np.zeros((d * d, rows.size), dtype=y.dtype.numpy)
+        sel[rows * d + cols, np.arange(rows.size)] = 1.0
+        tril = y1m_cumsum.reshape(tuple(y.shape[:-2]) + (d * d,)) @ from_host(sel,
+                                                                               device=y.device)
+        stick_breaking_logdet = 0.5 * log(tril).sum(-1)
+        tanh_logdet = -2 * (x + softplus(-2 * x) - math.log(2.0)).sum(-1)
+        return stick_breaking_logdet + tanh_logdet  # type: ignore[no-any-return]
+
+    def forward_shape(self, shape: Any) -> Any:
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        d = _tril_size(shape[-1])
+        return tuple(shape[:-1]) + (d, d)
+
+    def inverse_shape(self, shape: Any) -> Any:
+        if len(shape) < 2:
+            raise ValueError("Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("Input is not square")
+        d = shape[-1]
+        return tuple(shape[:-2]) + (d * (d - 1) // 2,)
