@@ -317,3 +317,23 @@ def test_kl_divergence_mixed_pairs(device):
     close(kl(D.Gamma(t([2., 0.5], device), t([1., 3.], device)), D.Exponential(t([1., 2.], device))),
           [0.42278421, 0.64818895], tol=2e-5)
     close(kl(D.Chi2(t([3.], device)), D.Chi2(t([2.], device))), [0.13902719], tol=2e-5)
+
+
+def test_lkj_cholesky(device):
+    lkj = D.LKJCholesky(3, t([0.5, 2.], device))
+    assert lkj.batch_shape == (2,) and lkj.event_shape == (3, 3)
+    value = t([[[1.0, 0.0, 0.0], [-0.20728047, 0.97828156, 0.0], [-0.117622, 0.86570704, 0.48653507]],
+               [[1.0, 0.0, 0.0], [0.52092141, 0.85360467, 0.0], [0.34242770, -0.27984273, 0.89690095]]],
+              device)
+    close(lkj.log_prob(value), [-1.8105779, -1.3079643], tol=1e-4)
+    pg.manual_seed(0)
+    s = lkj.sample((4000,))
+    assert s.shape == (4000, 2, 3, 3) and bool(constraints.corr_cholesky.check(s).all().item())
+    corr = (s @ s.mT).numpy(force=True)
+    # an off-diagonal correlation has variance 1 / (2 eta + dim - 1)
+    np.testing.assert_allclose(corr[:, :, 0, 1].var(0), [1 / 3, 1 / 6], atol=0.02)
+    assert lkj.expand((4, 2)).sample().shape == (4, 2, 3, 3)
+    with pytest.raises(ValueError, match="greater than or equal to 2"):
+        D.LKJCholesky(1)
+    with pytest.raises(ValueError, match="within the support"):
+        lkj.log_prob(pg.eye(3, device=device) * 2)

@@ -28,6 +28,7 @@ from .half_normal import HalfNormal
 from .independent import Independent
 from .inverse_gamma import InverseGamma
 from .kumaraswamy import Kumaraswamy
+from .lkj_cholesky import LKJCholesky
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
@@ -70,4 +71,4 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Binomial", "Categori
            "SoftmaxTransform", "SoftplusTransform", "StackTransform", "StickBreakingTransform",
            "identity_transform", "ContinuousBernoulli", "GeneralizedPareto", "MixtureSameFamily",
            "VonMises", "LowRankMultivariateNormal", "CorrCholeskyTransform",
-           "PositiveDefiniteTransform"]
+           "PositiveDefiniteTransform", "LKJCholesky"]
