@@ -337,3 +337,29 @@ def test_lkj_cholesky(device):
         D.LKJCholesky(1)
     with pytest.raises(ValueError, match="within the support"):
         lkj.log_prob(pg.eye(3, device=device) * 2)
+
+
+def test_wishart(device):
+    cov = t([[2., 0.5], [0.5, 1.]], device)
+    w = D.Wishart(t([3., 5.], device), cov)
+    assert w.batch_shape == (2,) and w.event_shape == (2, 2)
+    v = t([[1.5, 0.2], [0.2, 0.8]], device)
+    close(w.log_prob(v), [-4.1990194, -6.4019752], tol=1e-4)
+    close(w.entropy(), [6.3704481, 7.649972], tol=1e-4)
+    close(D.ExponentialFamily.entropy(w), [6.3704481, 7.649972], tol=1e-4)
+    close(w.mean[1], [[10., 2.5], [2.5, 5.]])
+    close(w.variance[0], [[24., 6.75], [6.75, 6.]])
+    m = w.mode.numpy(force=True)
+    assert np.isnan(m[0]).all()
+    np.testing.assert_allclose(m[1], [[4., 1.], [1., 2.]], rtol=1e-5)
+    close(D.Wishart(4., precision_matrix=cov).log_prob(v), -4.0307307, tol=1e-4)
+    pg.manual_seed(0)
+    s = w.sample((4000,))
+    assert s.shape == (4000, 2, 2, 2) and bool(constraints.positive_definite.check(s).all().item())
+    np.testing.assert_allclose(s.numpy(force=True).mean(0),
+                               [[[6., 1.5], [1.5, 3.]], [[10., 2.5], [2.5, 5.]]], rtol=0.08,
+                               atol=0.1)
+    with pytest.raises(ValueError, match="expected to be greater than ndim - 1"):
+        D.Wishart(0.5, cov)
+    with pytest.raises(ValueError, match="Exactly one of"):
+        D.Wishart(3., cov, scale_tril=cov)

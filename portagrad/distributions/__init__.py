@@ -55,6 +55,7 @@ from .transforms import (AbsTransform, AffineTransform, CatTransform, ComposeTra
 from .uniform import Uniform
 from .von_mises import VonMises
 from .weibull import Weibull
+from .wishart import Wishart
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Binomial", "Categorical", "Cauchy",
            "ComposeTransform", "Distribution", "ExpRelaxedCategorical", "ExpTransform",
@@ -71,4 +72,4 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Binomial", "Categori
            "SoftmaxTransform", "SoftplusTransform", "StackTransform", "StickBreakingTransform",
            "identity_transform", "ContinuousBernoulli", "GeneralizedPareto", "MixtureSameFamily",
            "VonMises", "LowRankMultivariateNormal", "CorrCholeskyTransform",
-           "PositiveDefiniteTransform", "LKJCholesky"]
+           "PositiveDefiniteTransform", "LKJCholesky", "Wishart"]
