@@ -363,3 +363,11 @@ def test_wishart(device):
         D.Wishart(0.5, cov)
     with pytest.raises(ValueError, match="Exactly one of"):
         D.Wishart(3., cov, scale_tril=cov)
+
+
+def test_rejection_samplers_do_not_hang_on_invalid_parameters(device):
+    bad = t([math.nan, -1., math.inf, 2.], device)
+    s = D.Gamma(bad, 1.0, validate_args=False).sample().numpy(force=True)
+    assert np.isnan(s[:3]).all() and s[3] > 0
+    s = D.VonMises(0., bad, validate_args=False).sample().numpy(force=True)
+    assert np.isnan(s[:3]).all() and abs(s[3]) <= np.pi

@@ -1,13 +1,13 @@
 """The gamma distribution, and the Marsaglia-Tsang sampler the gamma family shares."""
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
 from .._creation import zeros
-from .._dtype import bool as _bool
 from .._dtype import float64
-from .._ops.elementwise import clamp, exp, log, logical_and, logical_not, logical_or, where
+from .._ops.elementwise import clamp, exp, isfinite, log, logical_and, logical_not, logical_or, where
 from .._ops.gammafn import digamma, igamma, lgamma
 from .._random import _fp64, rand, randn
 from .._storage import Size
@@ -38,9 +38,11 @@ def _sample_standard_gamma(alpha: Tensor) -> Tensor:
         a = where(boost, alpha + 1.0, alpha)
         d = a - 1.0 / 3.0
         c = (9.0 * d).rsqrt()
-        out = zeros(shape, dtype=dt, device=dev)
-        done = zeros(shape, dtype=_bool, device=dev)
-        while True:
+        # a NaN, infinite or non-positive alpha never accepts: it is done, with a NaN sample
+        invalid = logical_not(logical_and(isfinite(alpha), alpha > 0))
+        out = where(invalid, math.nan, zeros(shape, dtype=dt, device=dev))
+        done = invalid
+        while not bool(done.all().item()):
             z = randn(shape, dtype=dt, device=dev)
             u = rand(shape, dtype=dt, device=dev)
             v = (1.0 + c * z) ** 3
@@ -49,8 +51,6 @@ def _sample_standard_gamma(alpha: Tensor) -> Tensor:
             ok = logical_and(pos, log(u) < 0.5 * z * z + d - d * safe_v + d * log(safe_v))
             out = where(logical_and(ok, logical_not(done)), d * safe_v, out)
             done = logical_or(done, ok)
-            if bool(done.all().item()):
-                break
         u = rand(shape, dtype=dt, device=dev)
         out = where(boost, out * u ** alpha.reciprocal(), out)
         return clamp(out, min=_tiny(out))

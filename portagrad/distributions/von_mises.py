@@ -6,8 +6,7 @@ import numbers
 from typing import Any
 
 from .._creation import zeros
-from .._dtype import bool as _bool
-from .._ops.elementwise import cos, log, logical_and, logical_not, logical_or, where
+from .._ops.elementwise import cos, isfinite, log, logical_and, logical_not, logical_or, where
 from .._ops.special import acos
 from .._random import rand
 from .._storage import Size
@@ -97,8 +96,10 @@ class VonMises(Distribution):
             dt, dev = self.loc.dtype, self.loc.device
             kappa = self.concentration.detach().expand(shape)
             r = self._proposal_r.expand(shape)
-            x = zeros(shape, dtype=dt, device=dev)
-            done = zeros(shape, dtype=_bool, device=dev)
+            # a NaN, infinite or non-positive concentration never accepts: NaN samples
+            invalid = logical_not(logical_and(isfinite(kappa), kappa > 0))
+            x = where(invalid, math.nan, zeros(shape, dtype=dt, device=dev))
+            done = invalid
             while not bool(done.all().item()):
                 u1 = rand(shape, dtype=dt, device=dev)
                 u2 = rand(shape, dtype=dt, device=dev)
