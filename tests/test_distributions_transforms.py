@@ -58,6 +58,8 @@ def test_negative_binomial(device):
     np.testing.assert_allclose(s.mean(0), [2.0, 2.0], atol=0.15)
     np.testing.assert_allclose(s.var(0), [3.3333, 10.0], rtol=0.15)
     assert (s == np.round(s)).all()
+    with pytest.raises(NotImplementedError, match="supports means up to"):
+        D.NegativeBinomial(t([10.], device), t([0.9999999], device)).sample()
 
 
 def test_kumaraswamy_and_fisher_snedecor(device):

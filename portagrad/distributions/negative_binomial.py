@@ -20,11 +20,20 @@ from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logit
 __all__ = ["NegativeBinomial"]
 
 
+_MAX_TABLE = 2e7  # pmf entries tabulated per distinct parameter pair (160 MB of float64)
+
+
 def _nb_max(r: float, p: float) -> int:
     if p <= 0.0:
         return 0
     mean = r * p / (1 - p)
-    return int(mean + 12.0 * math.sqrt(mean / (1 - p)) + 30)
+    kmax = mean + 12.0 * math.sqrt(mean / (1 - p)) + 30
+    if kmax > _MAX_TABLE:
+        raise NotImplementedError(
+            f"NegativeBinomial.sample: total_count={r:g}, probs={p:g} has a mean of {mean:g}; "
+            f"sampling by inversion tabulates the pmf and supports means up to about "
+            f"{_MAX_TABLE:g}")
+    return int(kmax)
 
 
 def _nb_log_pmf(ks: np.ndarray, r: float, p: float) -> np.ndarray:
