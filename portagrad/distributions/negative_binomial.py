@@ -30,7 +30,7 @@ def _nb_max(r: float, p: float) -> int:
     kmax = mean + 12.0 * math.sqrt(mean / (1 - p)) + 30
     if kmax > _MAX_TABLE:
         raise NotImplementedError(
-            f"NegativeBinomial.sample: total_count={r:g}, probs={p:g} has a mean of {mean:g}; "
+            f"NegativeBinomial.sample: total_count={r:g}, probs={p:.10g} has a mean of {mean:g}; "
             f"sampling by inversion tabulates the pmf and supports means up to about "
             f"{_MAX_TABLE:g}")
     return int(kmax)
