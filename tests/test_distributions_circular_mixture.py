@@ -127,3 +127,13 @@ def test_gradcheck(device):
         return D.GeneralizedPareto(0.0, s, c).rsample((2,))
 
     assert gc(gp_rs, (scale, shape))
+
+
+def test_mixture_support_checks_every_component(device):
+    m = D.MixtureSameFamily(D.Categorical(t([0.5, 0.5], device)),
+                            D.Uniform(t([0., 1.], device), t([2., 3.], device)))
+    assert isinstance(m.support, D.constraints.MixtureSameFamilyConstraint)
+    assert m.support.check(t([1.5, 2.5, 0.5], device)).tolist() == [True, False, False]
+    close(m.log_prob(t([1.5], device)), [-0.6931472])
+    with pytest.raises(ValueError, match="within the support"):
+        m.log_prob(t([2.5], device))

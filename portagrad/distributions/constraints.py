@@ -26,7 +26,7 @@ __all__ = ["Constraint", "boolean", "real", "real_vector", "positive", "nonnegat
            "positive_integer", "dependent", "dependent_property", "is_dependent", "independent",
            "one_hot", "multinomial", "cat", "stack", "lower_cholesky", "lower_triangular",
            "positive_definite", "positive_semidefinite", "square", "symmetric",
-           "corr_cholesky"]
+           "corr_cholesky", "MixtureSameFamilyConstraint"]
 
 
 def _reduce_event(ok: Tensor, event_dim: int) -> Tensor:
@@ -114,6 +114,33 @@ class _IndependentConstraint(Constraint):
     def __repr__(self) -> str:
         return (f"IndependentConstraint({self.base_constraint!r}, "
                 f"{self.reinterpreted_batch_ndims})")
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """The support of a mixture: ``value`` checked against every component's support (the
+    component dimension is the rightmost batch one) and required valid for all of them."""
+
+    def __init__(self, base_constraint: Constraint) -> None:
+        self.base_constraint = base_constraint
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return self.base_constraint.event_dim
+
+    def check(self, value: Tensor) -> Tensor:
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        if value.dim() < self.event_dim:
+            raise ValueError(f"value has {value.dim()} dimensions but the constraint's event "
+                             f"has {self.event_dim}")
+        keep = value.dim() - self.event_dim
+        return _all(result.reshape(tuple(result.shape[:keep]) + (-1,)), -1)
+
+    def __repr__(self) -> str:
+        return f"MixtureSameFamilyConstraint({self.base_constraint!r})"
 
 
 class _Boolean(Constraint):
