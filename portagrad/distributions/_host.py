@@ -1,6 +1,5 @@
-"""Host-side numerics for the discrete distributions: ``lgamma`` of constants (counts) and exact
-sampling by inversion of a discrete CDF. portagrad has no ``lgamma`` op; these terms never need a
-gradient (they depend on the values and counts, not on the differentiable parameters)."""
+"""Host-side numerics for the discrete distributions: exact sampling by inversion of a discrete
+CDF (the pmf is tabulated with the host's ``lgamma``)."""
 from __future__ import annotations
 
 import math
@@ -13,16 +12,9 @@ from .._dtype import float64
 from .._random import rand
 from .._tensor import Tensor
 
-__all__ = ["lgamma_const", "sample_by_inversion"]
+__all__ = ["sample_by_inversion"]
 
 _lgamma = np.frompyfunc(math.lgamma, 1, 1)
-
-
-def lgamma_const(t: Tensor) -> Tensor:
-    """``lgamma(t)`` computed on the host, as a constant (no gradient), on ``t``'s device."""
-    x = np.asarray(t.detach().numpy(force=True), dtype=np.float64)
-    out = np.asarray(_lgamma(x), dtype=np.float64).reshape(x.shape)
-    return from_host(out.astype(t.dtype.numpy), device=t.device)
 
 
 def sample_by_inversion(shape: tuple[int, ...], params: list[np.ndarray],

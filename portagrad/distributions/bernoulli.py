@@ -5,7 +5,7 @@ import numbers
 from typing import Any
 
 from .._creation import arange
-from .._ops.elementwise import where
+from .._ops.elementwise import exp, log, log1p, where
 from .._random import bernoulli as _bernoulli
 from .._storage import Size
 from .._tensor import Tensor
@@ -13,12 +13,13 @@ from ..autograd.grad_mode import no_grad
 from ..nn.functional import binary_cross_entropy_with_logits
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Bernoulli"]
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     """0/1 variable, parameterised by ``probs`` (of 1) or ``logits`` (log-odds), exactly one."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -101,3 +102,11 @@ class Bernoulli(Distribution):
         if expand:
             values = values.expand((-1,) + tuple(self._batch_shape))
         return values
+
+    @property
+    def _natural_params(self) -> tuple[Tensor, ...]:
+        return (log(self.probs / (1 - self.probs)),)
+
+    def _log_normalizer(self, *natural_params: Any) -> Tensor:
+        (x,) = natural_params
+        return log1p(exp(x))

@@ -12,7 +12,8 @@ from .._storage import Size
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from . import constraints
-from ._host import _lgamma, lgamma_const, sample_by_inversion
+from .._ops.gammafn import lgamma
+from ._host import _lgamma, sample_by_inversion
 from .distribution import Distribution
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
@@ -107,9 +108,9 @@ class Binomial(Distribution):
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
-        log_factorial_n = lgamma_const(self.total_count + 1)
-        log_factorial_k = lgamma_const(value + 1)
-        log_factorial_nmk = lgamma_const(self.total_count - value + 1)
+        log_factorial_n = lgamma(self.total_count + 1)
+        log_factorial_k = lgamma(value + 1)
+        log_factorial_nmk = lgamma(self.total_count - value + 1)
         # k log p + (n - k) log(1 - p), written stably in the logits (as PyTorch does)
         logits = self.logits
         normalize = (self.total_count * logits.clamp(min=0)

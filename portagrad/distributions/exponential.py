@@ -11,12 +11,13 @@ from .._storage import Size
 from .._tensor import Tensor
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Exponential"]
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """Exponential distribution of rate ``rate`` (mean ``1 / rate``)."""
 
     arg_constraints = {"rate": constraints.positive}
@@ -73,3 +74,11 @@ class Exponential(Distribution):
 
     def entropy(self) -> Tensor:
         return 1.0 - log(self.rate)
+
+    @property
+    def _natural_params(self) -> tuple[Tensor, ...]:
+        return (-self.rate,)
+
+    def _log_normalizer(self, *natural_params: Any) -> Tensor:
+        (x,) = natural_params
+        return -log(-x)

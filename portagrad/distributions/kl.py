@@ -8,7 +8,13 @@ from collections.abc import Callable
 from .._ops.elementwise import exp, log, log1p, where
 from .._tensor import Tensor
 from ..nn.functional import softplus
+from .._ops.gammafn import digamma, lgamma
 from .bernoulli import Bernoulli
+from .beta import Beta
+from .continuous_bernoulli import ContinuousBernoulli
+from .dirichlet import Dirichlet
+from .gamma import Gamma
+from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from .binomial import Binomial
 from .categorical import Categorical
 from .distribution import Distribution
@@ -17,6 +23,7 @@ from .independent import Independent, _sum_rightmost
 from .laplace import Laplace
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .pareto import Pareto
 from .poisson import Poisson
 from .uniform import Uniform
 
@@ -145,3 +152,82 @@ def _kl_binomial_binomial(p: Binomial, q: Binomial) -> Tensor:
                                   "not implemented")
     kl = p.total_count * (p.probs * (p.logits - q.logits) + log1p(-p.probs) - log1p(-q.probs))
     return where(p.total_count > q.total_count, math.inf, kl)
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p: Gamma, q: Gamma) -> Tensor:
+    t1 = q.concentration * log(p.rate / q.rate)
+    t2 = lgamma(q.concentration) - lgamma(p.concentration)
+    t3 = (p.concentration - q.concentration) * digamma(p.concentration)
+    t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+    return t1 + t2 + t3 + t4
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p: Beta, q: Beta) -> Tensor:
+    sum_p = p.concentration1 + p.concentration0
+    sum_q = q.concentration1 + q.concentration0
+    t1 = lgamma(q.concentration1) + lgamma(q.concentration0) + lgamma(sum_p)
+    t2 = lgamma(p.concentration1) + lgamma(p.concentration0) + lgamma(sum_q)
+    t3 = (p.concentration1 - q.concentration1) * digamma(p.concentration1)
+    t4 = (p.concentration0 - q.concentration0) * digamma(p.concentration0)
+    t5 = (sum_q - sum_p) * digamma(sum_p)
+    return t1 - t2 + t3 + t4 + t5
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p: Dirichlet, q: Dirichlet) -> Tensor:
+    sum_p = p.concentration.sum(-1)
+    sum_q = q.concentration.sum(-1)
+    t1 = lgamma(sum_p) - lgamma(sum_q)
+    t2 = (lgamma(p.concentration) - lgamma(q.concentration)).sum(-1)
+    t3 = p.concentration - q.concentration
+    t4 = digamma(p.concentration) - digamma(sum_p).unsqueeze(-1)
+    return t1 - t2 + (t3 * t4).sum(-1)
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p: MultivariateNormal, q: MultivariateNormal) -> Tensor:
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different event "
+                         "shapes cannot be computed")
+    half_term1 = q._half_log_det() - p._half_log_det()
+    n = p.event_shape[0]
+    # tr(Sq^-1 Sp) = |Lq^-1 Lp|_F^2, column by column through the Mahalanobis helper
+    lp = p._unbroadcasted_scale_tril.mT  # rows are the columns of Lp
+    term2 = _batch_mahalanobis(q._unbroadcasted_scale_tril.unsqueeze(-3), lp).sum(-1)
+    term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, q.loc - p.loc)
+    return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+_EULER_GAMMA = 0.57721566490153286060
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p: Pareto, q: Pareto) -> Tensor:
+    scale_ratio = p.scale / q.scale
+    alpha_ratio = q.alpha / p.alpha
+    result = q.alpha * log(scale_ratio) - log(alpha_ratio) + alpha_ratio - 1
+    # p puts mass below q's minimum: infinite
+    return where(p.scale < q.scale, math.inf, result)
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli(p: ContinuousBernoulli, q: ContinuousBernoulli) -> Tensor:
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + log1p(-p.probs)
+    t3 = -q._cont_bern_log_norm() - log1p(-q.probs)
+    return t1 + t2 + t3
+
+
+@register_kl(Exponential, Gamma)
+def _kl_exponential_gamma(p: Exponential, q: Gamma) -> Tensor:
+    ratio = q.rate / p.rate
+    t1 = -q.concentration * log(ratio)
+    return (t1 + ratio + lgamma(q.concentration) + q.concentration * _EULER_GAMMA
+            - (1 + _EULER_GAMMA))
+
+
+@register_kl(Gamma, Exponential)
+def _kl_gamma_exponential(p: Gamma, q: Exponential) -> Tensor:
+    return _kl_gamma_gamma(p, Gamma(q.rate.new_ones(q.rate.shape), q.rate, validate_args=False))

@@ -13,12 +13,13 @@ from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Normal"]
 
 
-class Normal(Distribution):
+class Normal(ExponentialFamily):
     """Normal distribution parameterised by ``loc`` (mean) and ``scale`` (standard deviation)."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
@@ -85,3 +86,11 @@ class Normal(Distribution):
 
     def entropy(self) -> Tensor:
         return 0.5 + 0.5 * math.log(2 * math.pi) + log(self.scale)
+
+    @property
+    def _natural_params(self) -> tuple[Tensor, ...]:
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, *natural_params: Any) -> Tensor:
+        x, y = natural_params
+        return -0.25 * x.pow(2) / y + 0.5 * log(-math.pi / y)  # type: ignore[no-any-return]

@@ -10,7 +10,7 @@ from . import constraints
 from .categorical import Categorical
 from .distribution import Distribution
 
-__all__ = ["OneHotCategorical"]
+__all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
 class OneHotCategorical(Distribution):
@@ -87,3 +87,15 @@ class OneHotCategorical(Distribution):
         if expand:
             values = values.expand((n,) + tuple(self.batch_shape) + (n,))
         return values
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """:class:`OneHotCategorical` whose ``rsample`` passes gradients straight through: the
+    forward value is a one-hot sample, the gradient that of the probabilities."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape: Any = ()) -> Tensor:
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs  # cached: the same tensor in the graph each call
+        return samples + (probs - probs.detach())

@@ -7,13 +7,15 @@ from typing import Any
 
 import numpy as np
 
-from .._ops.elementwise import floor, log, where
+from .._ops.elementwise import exp, floor, log, where
 from .._storage import Size
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from . import constraints
-from ._host import _lgamma, lgamma_const, sample_by_inversion
+from .._ops.gammafn import lgamma
+from ._host import _lgamma, sample_by_inversion
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Poisson"]
@@ -29,7 +31,7 @@ def _poisson_log_pmf(ks: np.ndarray, rate: float) -> np.ndarray:
     return ks * math.log(rate) - rate - np.asarray(_lgamma(ks + 1), np.float64)
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     """Counts of events at rate ``rate``. ``log_prob`` is differentiable w.r.t. ``rate``;
     samples are drawn exactly by CDF inversion on the host."""
 
@@ -73,4 +75,12 @@ class Poisson(Distribution):
         rate, value = broadcast_all(self.rate, value)
         # xlogy(value, rate): 0 where value is 0, even at rate 0 (with a finite gradient)
         safe_rate = where(value == 0, 1.0, rate)
-        return value * log(safe_rate) - rate - lgamma_const(value + 1)
+        return value * log(safe_rate) - rate - lgamma(value + 1)
+
+    @property
+    def _natural_params(self) -> tuple[Tensor, ...]:
+        return (log(self.rate),)
+
+    def _log_normalizer(self, *natural_params: Any) -> Tensor:
+        (x,) = natural_params
+        return exp(x)
