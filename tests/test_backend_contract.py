@@ -33,6 +33,25 @@ def test_unknown_op_is_a_typed_error(device: str, kind: str) -> None:
     assert (pg.ones(3, device=device) + 1).tolist() == [2.0, 2.0, 2.0]
 
 
+@pytest.mark.parametrize("kind", ["reduce", "arg_reduce", "random"])
+def test_unknown_reduction_or_distribution_is_a_typed_error(device: str, kind: str) -> None:
+    # before: numpy's arg_reduce ran argmin and its random drew normals for any unknown name
+    be, v = _backend_and_view(device)
+    out = pg.empty(1, device=device)._v
+    idx = pg.empty(1, dtype=pg.int64, device=device)._v
+    calls = {
+        "reduce": lambda: be.reduce("mean", v, (0,), out),
+        "arg_reduce": lambda: be.arg_reduce("argmean", v, 0, idx),
+        "random": lambda: be.random("gamma", v, 0, 0, 0.0, 1.0),
+    }
+    with pytest.raises(UnsupportedOpError, match=rf"{kind} op '\w+' is not implemented by the "
+                                                 rf"'{be.device_type}' backend") as info:
+        calls[kind]()
+    known = {"reduce": "sum", "arg_reduce": "argmax", "random": "uniform"}[kind]
+    assert known in str(info.value)
+    assert pg.ones(3, device=device).sum().item() == 3.0  # the backend still works
+
+
 def test_event_without_backend_support_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     from portagrad._accel import DeviceModule
     from portagrad.backends.interface import EVENT_METHODS, OPTIONAL_METHODS

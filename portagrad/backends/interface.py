@@ -97,7 +97,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "View", "DeviceProperties", "Backend", "REQUIRED_METHODS", "OPTIONAL_METHODS",
-    "UNARY_OPS", "BINARY_OPS", "COMPARISON_OPS", "REDUCE_OPS", "ARG_REDUCE_OPS",
+    "UNARY_OPS", "BINARY_OPS", "COMPARISON_OPS", "REDUCE_OPS", "ARG_REDUCE_OPS", "RANDOM_KINDS",
     "EVENT_METHODS", "unknown_op",
 ]
 
@@ -131,6 +131,9 @@ REDUCE_OPS = ("sum", "prod", "max", "min")
 ARG_REDUCE_OPS = ("argmax", "argmin")
 """Index reductions for :meth:`Backend.arg_reduce`: the index of the first extreme value (NaN
 counts as the extreme)."""
+
+RANDOM_KINDS = ("uniform", "normal")
+"""Distributions of :meth:`Backend.random`."""
 
 
 class View:
@@ -479,12 +482,14 @@ as having none (the error names the missing ones)."""
 def unknown_op(kind: str, op: str, backend: str) -> UnsupportedOpError:
     """The error a backend raises for an op name outside the contract.
 
-    ``kind`` is the primitive (``"unary"`` or ``"binary"``), ``op`` the name it was given and
+    ``kind`` is the primitive (``"unary"``, ``"binary"``, ``"reduce"``, ``"arg_reduce"`` or
+    ``"random"``), ``op`` the name it was given and
     ``backend`` the device type. The message names all three and lists the ops of the contract,
     so a typo in a caller (or an op this contract version lacks) is found at once. Backends write
     ``raise unknown_op("unary", op, self.device_type)``.
     """
-    known = UNARY_OPS if kind == "unary" else BINARY_OPS + COMPARISON_OPS
+    known = {"unary": UNARY_OPS, "binary": BINARY_OPS + COMPARISON_OPS, "reduce": REDUCE_OPS,
+             "arg_reduce": ARG_REDUCE_OPS, "random": RANDOM_KINDS}[kind]
     return UnsupportedOpError(
         op, backend, f"{kind} op {op!r} is not implemented by the {backend!r} backend: it is not "
         f"an op of the backend contract (known {kind} ops: {', '.join(known)})")

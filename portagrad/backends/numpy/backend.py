@@ -12,7 +12,8 @@ from ... import _dtype
 from ..._shape import contiguous_strides
 from ...errors import OutOfMemoryError
 from .. import philox
-from ..interface import Backend, DeviceProperties, View, unknown_op
+from ..interface import (ARG_REDUCE_OPS, RANDOM_KINDS, REDUCE_OPS, Backend, DeviceProperties, View,
+                         unknown_op)
 from ..ufuncs import BINARY_UFUNCS, fit_scalar
 
 __all__ = ["NumpyBackend"]
@@ -303,6 +304,8 @@ class NumpyBackend(Backend):
         _nd(out).fill(fit_scalar(value, out.dtype.name))
 
     def reduce(self, op: str, x: View, axes: Sequence[int], out: View) -> None:
+        if op not in REDUCE_OPS:
+            raise unknown_op("reduce", op, self.device_type)
         if x.dtype is _BFD:  # accumulates in float32
             _via_f32(self.reduce, (3,), op, x, axes, out)
             return
@@ -313,6 +316,8 @@ class NumpyBackend(Backend):
         _REDUCE[op].reduce(xa, axes if axes.__class__ is tuple else tuple(axes), dt, o, True)  # type: ignore[call-overload]
 
     def arg_reduce(self, op: str, x: View, axis: int, out: View) -> None:
+        if op not in ARG_REDUCE_OPS:
+            raise unknown_op("arg_reduce", op, self.device_type)
         if x.dtype is _BFD:
             _via_f32(self.arg_reduce, (), op, x, axis, out)
             return
@@ -379,6 +384,8 @@ class NumpyBackend(Backend):
         _nd(values)[...] = np.take_along_axis(xa, idx, axis=axis)
 
     def random(self, kind: str, out: View, seed: int, offset: int, a: float, b: float) -> None:
+        if kind not in RANDOM_KINDS:
+            raise unknown_op("random", kind, self.device_type)
         if out.dtype is _BFD:
             _via_f32(self.random, (1,), kind, out, seed, offset, a, b)
             return

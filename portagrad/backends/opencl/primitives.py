@@ -21,7 +21,8 @@ import numpy as np
 
 from ... import _dtype
 from ...errors import DTypeError
-from ..interface import BINARY_OPS, COMPARISON_OPS, UNARY_OPS, View, unknown_op
+from ..interface import (ARG_REDUCE_OPS, BINARY_OPS, COMPARISON_OPS, RANDOM_KINDS, REDUCE_OPS,
+                         UNARY_OPS, View, unknown_op)
 from ..ufuncs import BINARY_UFUNCS, fit_scalar
 from . import kernels as K
 from .errors import cl_errors
@@ -271,6 +272,8 @@ class PrimitivesMixin:
     # ------------------------------------------------------------- reductions
     @flushes
     def reduce(self, op: str, x: View, axes: Sequence[int], out: View) -> None:
+        if op not in REDUCE_OPS:
+            raise unknown_op("reduce", op, "opencl")
         dev = self._dev(out)
         outer = out.numel
         if outer == 0:
@@ -346,6 +349,8 @@ class PrimitivesMixin:
 
     @flushes
     def arg_reduce(self, op: str, x: View, axis: int, out: View) -> None:
+        if op not in ARG_REDUCE_OPS:
+            raise unknown_op("arg_reduce", op, "opencl")
         dev = self._dev(out)
         outer = out.numel
         if outer == 0:
@@ -464,6 +469,8 @@ class PrimitivesMixin:
     # ----------------------------------------------------------------- random
     @flushes
     def random(self, kind: str, out: View, seed: int, offset: int, a: float, b: float) -> None:
+        if kind not in RANDOM_KINDS:
+            raise unknown_op("random", kind, "opencl")
         if out.dtype is _BF16:
             via_f32(self, self.random, (1,), kind, out, seed, offset, a, b)
             return
