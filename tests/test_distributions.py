@@ -30,6 +30,8 @@ def test_normal_values(device):
     close(n.log_prob(v), [-1.0439385, -2.1120858, -0.3057914])
     close(n.entropy(), [1.4189385, 2.1120858, 0.7257913])
     close(n.cdf(v), [0.6914625, 0.1586553, 0.3445782])
+    close(n.icdf(t([0.3, 0.9, 0.5], device)), [-0.5244005, 3.5631030, -2.0])
+    close(D.HalfNormal(t([2.0], device)).icdf(t([0.3, 0.9], device)), [0.7706408, 3.2897072])
     close(n.mean, [0., 1., -2.])
     close(n.mode, [0., 1., -2.])
     close(n.variance, [1., 4., 0.25])

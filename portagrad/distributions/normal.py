@@ -6,6 +6,7 @@ import numbers
 from typing import Any
 
 from .._ops.elementwise import erf, log
+from .._ops.special import erfinv
 from .._random import normal as _normal
 from .._random import randn
 from .._storage import Size
@@ -82,7 +83,7 @@ class Normal(ExponentialFamily):
         return 0.5 * (1 + erf((value - self.loc) * self.scale.reciprocal() / math.sqrt(2)))
 
     def icdf(self, value: Tensor) -> Tensor:
-        raise NotImplementedError("Normal.icdf needs erfinv, which portagrad does not have yet")
+        return self.loc + self.scale * erfinv(2 * value - 1) * math.sqrt(2)
 
     def entropy(self) -> Tensor:
         return 0.5 + 0.5 * math.log(2 * math.pi) + log(self.scale)
