@@ -121,7 +121,8 @@ def _run_portagrad(spec: _Spec, dev: str, tmodel: Any, xs: np.ndarray, ys: np.nd
     import portagrad as pg
 
     model = spec.build(pg).to(dev)
-    copy_state(tmodel, model, pg, dev) if tmodel is not None else None
+    if tmodel is not None:  # the PyTorch reference's initial weights
+        copy_state(tmodel, model, pg, dev)
     x, y = pg.tensor(xs, device=dev), pg.tensor(ys, device=dev)
     if dev.startswith("opencl"):
         d = pg.device(dev)

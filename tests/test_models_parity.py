@@ -109,3 +109,21 @@ def test_gpt_rejects_too_long_sequence() -> None:
 def test_gpt_config_checks_heads() -> None:
     with pytest.raises(ValueError, match="divisible"):
         GPTConfig(d_model=30, heads=4)
+
+
+def test_benchmark_script_runs(device: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.models import main
+
+    main(["--device", device, "--steps", "1", "--warmup", "0", "--batch", "1"])
+    out = capsys.readouterr().out
+    for label in ("ResNet-18 (CIFAR), batch 1", "GPT 4x256, seq 128, batch 1"):
+        assert label in out
+    rows = [ln for ln in out.splitlines() if ln.strip().startswith(f"portagrad {device}")]
+    assert len(rows) == 2 and all("ms/step" in r and "peak" in r for r in rows), out
+
+
+def test_benchmark_script_rejects_bad_steps() -> None:
+    from benchmarks.models import main
+
+    with pytest.raises(SystemExit):
+        main(["--steps", "0"])
