@@ -16,8 +16,10 @@ every ``opencl:N`` by default) and PyTorch (CPU always, CUDA with TF32 off when 
 the mean ms/step over ``--steps`` timed steps after ``--warmup`` untimed ones, images or tokens per
 second, peak memory and the ratio to PyTorch on the CPU. Peak memory is
 ``pg.opencl.max_memory_allocated()`` / ``torch.cuda.max_memory_allocated()`` on devices and, on
-the CPU, the growth of the process's peak RSS (``resource.getrusage(...).ru_maxrss``) during that
-run: the high-water mark only grows, so a run that fits in memory already touched reads 0.
+the CPU, the process's peak RSS during the run above its RSS at the start: the high-water mark
+``VmHWM`` of ``/proc/self/status`` is reset before each run by writing 5 to
+``/proc/self/clear_refs`` (Linux); where that is not possible it falls back to the growth of
+``resource.getrusage(...).ru_maxrss``, which only grows, so later runs then read low.
 Both libraries use one BLAS/intra-op thread (the figures stay comparable on a shared machine).
 """
 from __future__ import annotations
@@ -44,7 +46,34 @@ def _torch() -> Any:
     return torch
 
 
-def _rss_mib() -> float:
+def _status_mib(field: str) -> float | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    return None
+
+
+def _reset_rss_peak() -> float:
+    """Reset the RSS high-water mark where Linux allows it; return the baseline in MiB."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # resets VmHWM to the current RSS
+        now = _status_mib("VmRSS")
+        if now is not None:
+            return now
+    except OSError:
+        pass
+    return _rss_peak_mib()
+
+
+def _rss_peak_mib() -> float:
+    hwm = _status_mib("VmHWM")
+    if hwm is not None:
+        return hwm
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
@@ -102,7 +131,7 @@ def _step_fn(lib: Any, spec: _Spec, model: Any, x: Any, y: Any) -> Callable[[], 
 def _measure(step: Callable[[], Any], steps: int, warmup: int, sync: Callable[[], Any],
              reset_peak: Callable[[], Any], peak: Callable[[], float]) -> tuple[float, float, float]:
     """Return (ms per step, peak MiB, last loss) of ``steps`` timed steps after ``warmup``."""
-    base = _rss_mib()
+    base = _reset_rss_peak()
     reset_peak()
     for _ in range(warmup):
         step()
@@ -113,7 +142,7 @@ def _measure(step: Callable[[], Any], steps: int, warmup: int, sync: Callable[[]
     sync()
     ms = (time.perf_counter() - t) / max(steps, 1) * 1000
     mem = peak()
-    return ms, (mem if mem >= 0 else _rss_mib() - base), float(loss.item())
+    return ms, (mem if mem >= 0 else _rss_peak_mib() - base), float(loss.item())
 
 
 def _run_portagrad(spec: _Spec, dev: str, tmodel: Any, xs: np.ndarray, ys: np.ndarray,
@@ -199,7 +228,7 @@ def bench(model: str, devices: list[str] | None, steps: int, warmup: int,
 def _print_row(row: tuple[str, float, float, float], spec: _Spec, b: int, ref: float | None
                ) -> None:
     who, ms, mem, loss = row
-    mem_kind = "device" if ("opencl" in who or "cuda" in who) else "RSS growth"
+    mem_kind = "device" if ("opencl" in who or "cuda" in who) else "RSS peak growth"
     line = (f"  {who:<18} {ms:10.1f} ms/step {spec.items(b) / ms * 1000:10.1f} {spec.unit:<9} "
             f"peak {mem:8.1f} MiB ({mem_kind})  loss {loss:.4f}")
     if ref is not None:
