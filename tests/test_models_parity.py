@@ -8,13 +8,20 @@ batch reduce the loss.
 """
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 import portagrad as pg
+
+# ``benchmarks`` is not installed with the package: reach it from the repository root. Appended,
+# not prepended, so ``portagrad`` still resolves to the installed package under tox.
+sys.path.append(str(Path(__file__).resolve().parents[1]))
 from benchmarks.model_zoo import GPTConfig, copy_state, gpt, resnet18
+from benchmarks.models import main as bench_main
 
 _WIDTHS = (8, 16, 16, 32)
 _CFG = GPTConfig(vocab=64, seq=16, d_model=32, heads=4, layers=2, dropout=0.0)
@@ -112,9 +119,7 @@ def test_gpt_config_checks_heads() -> None:
 
 
 def test_benchmark_script_runs(device: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from benchmarks.models import main
-
-    main(["--device", device, "--steps", "1", "--warmup", "0", "--batch", "1"])
+    bench_main(["--device", device, "--steps", "1", "--warmup", "0", "--batch", "1"])
     out = capsys.readouterr().out
     for label in ("ResNet-18 (CIFAR), batch 1", "GPT 4x256, seq 128, batch 1"):
         assert label in out
@@ -123,7 +128,5 @@ def test_benchmark_script_runs(device: str, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_benchmark_script_rejects_bad_steps() -> None:
-    from benchmarks.models import main
-
     with pytest.raises(SystemExit):
-        main(["--steps", "0"])
+        bench_main(["--steps", "0"])
