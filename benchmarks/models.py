@@ -1,0 +1,266 @@
+"""Real-size training steps: ResNet-18 (CIFAR) and a GPT-style decoder, portagrad beside PyTorch.
+
+Run: ``python -m benchmarks.models [--model resnet18|gpt|all] [--device DEV ...] [--steps N]
+[--warmup N] [--batch N]``, from the repository root.
+
+Both libraries train the model from ``benchmarks/model_zoo.py`` from the same initial weights
+(the PyTorch state_dict copied into portagrad via numpy) on the same random batch:
+
+- ResNet-18: 32x32 images, 10 classes, BatchNorm in training mode, cross-entropy, SGD momentum 0.9
+  with weight decay 5e-4; batch 16 on the CPU, 128 when CUDA is present (``--batch``).
+- GPT: 4 layers, d_model 256, 4 heads, sequence 128, vocab 1024, dropout 0.1, untied output head,
+  batch 16 sequences, next-token cross-entropy, AdamW.
+
+A step is zero_grad + forward + backward + optimizer step. For each portagrad device (``cpu`` and
+every ``opencl:N`` by default) and PyTorch (CPU always, CUDA with TF32 off when present) it prints
+the mean ms/step over ``--steps`` timed steps after ``--warmup`` untimed ones, images or tokens per
+second, peak memory and the ratio to PyTorch on the CPU. Peak memory is
+``pg.opencl.max_memory_allocated()`` / ``torch.cuda.max_memory_allocated()`` on devices and, on
+the CPU, the process's peak RSS during the run above its RSS at the start: the high-water mark
+``VmHWM`` of ``/proc/self/status`` is reset before each run by writing 5 to
+``/proc/self/clear_refs`` (Linux); where that is not possible it falls back to the growth of
+``resource.getrusage(...).ru_maxrss``, which only grows, so later runs then read low.
+Both libraries use one BLAS/intra-op thread (the figures stay comparable on a shared machine).
+"""
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from benchmarks.model_zoo import GPTConfig, copy_state, gpt, resnet18
+
+__all__ = ["main"]
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    return torch
+
+
+def _status_mib(field: str) -> float | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    return None
+
+
+def _reset_rss_peak() -> float:
+    """Reset the RSS high-water mark where Linux allows it; return the baseline in MiB."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # resets VmHWM to the current RSS
+        now = _status_mib("VmRSS")
+        if now is not None:
+            return now
+    except OSError:
+        pass
+    return _rss_peak_mib()
+
+
+def _rss_peak_mib() -> float:
+    hwm = _status_mib("VmHWM")
+    if hwm is not None:
+        return hwm
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+class _Spec:
+    """One model: how to build it, its batch, its optimizer and its unit of throughput."""
+
+    def __init__(self, name: str, build: Callable[[Any], Any], make_batch: Callable[[int], Any],
+                 make_opt: Callable[[Any, Any], Any], unit: str, items: Callable[[int], int],
+                 vocab: int | None) -> None:
+        self.name, self.build, self.make_batch, self.make_opt = name, build, make_batch, make_opt
+        self.unit, self.items, self.vocab = unit, items, vocab
+
+
+def _specs() -> dict[str, _Spec]:
+    cfg = GPTConfig()
+
+    def images(b: int) -> tuple[np.ndarray, np.ndarray]:
+        rng = np.random.default_rng(0)
+        return rng.standard_normal((b, 3, 32, 32)).astype(np.float32), rng.integers(0, 10, b)
+
+    def tokens(b: int) -> tuple[np.ndarray, np.ndarray]:
+        rng = np.random.default_rng(0)
+        seq = rng.integers(0, cfg.vocab, (b, cfg.seq + 1))
+        return seq[:, :-1], seq[:, 1:].copy()  # next-token targets
+
+    return {
+        "resnet18": _Spec("ResNet-18 (CIFAR)", resnet18, images,
+                          lambda lib, m: lib.optim.SGD(m.parameters(), lr=0.01, momentum=0.9,
+                                                       weight_decay=5e-4),
+                          "images/s", lambda b: b, None),
+        "gpt": _Spec("GPT 4x256, seq 128", lambda lib: gpt(lib, cfg), tokens,
+                     lambda lib, m: lib.optim.AdamW(m.parameters(), lr=3e-4),
+                     "tokens/s", lambda b: b * cfg.seq, cfg.vocab),
+    }
+
+
+def _step_fn(lib: Any, spec: _Spec, model: Any, x: Any, y: Any) -> Callable[[], Any]:
+    opt = spec.make_opt(lib, model)
+    model.train()
+
+    def step() -> Any:
+        opt.zero_grad()
+        out = model(x)
+        target = y
+        if spec.vocab is not None:
+            out, target = out.reshape(-1, spec.vocab), y.reshape(-1)
+        loss = lib.nn.functional.cross_entropy(out, target)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def _measure(step: Callable[[], Any], steps: int, warmup: int, sync: Callable[[], Any],
+             reset_peak: Callable[[], Any], peak: Callable[[], float]) -> tuple[float, float, float]:
+    """Return (ms per step, peak MiB, last loss) of ``steps`` timed steps after ``warmup``."""
+    base = _reset_rss_peak()
+    reset_peak()
+    for _ in range(warmup):
+        step()
+    sync()
+    t = time.perf_counter()
+    for _ in range(steps):
+        loss = step()
+    sync()
+    ms = (time.perf_counter() - t) / max(steps, 1) * 1000
+    mem = peak()
+    return ms, (mem if mem >= 0 else _rss_peak_mib() - base), float(loss.item())
+
+
+def _run_portagrad(spec: _Spec, dev: str, tmodel: Any, xs: np.ndarray, ys: np.ndarray,
+                   steps: int, warmup: int) -> tuple[float, float, float]:
+    import portagrad as pg
+
+    model = spec.build(pg).to(dev)
+    if tmodel is not None:  # the PyTorch reference's initial weights
+        copy_state(tmodel, model, pg, dev)
+    x, y = pg.tensor(xs, device=dev), pg.tensor(ys, device=dev)
+    if dev.startswith("opencl"):
+        d = pg.device(dev)
+        return _measure(_step_fn(pg, spec, model, x, y), steps, warmup,
+                        lambda: pg.opencl.synchronize(d),
+                        lambda: pg.opencl.reset_peak_memory_stats(d),
+                        lambda: pg.opencl.max_memory_allocated(d) / 2**20)
+    return _measure(_step_fn(pg, spec, model, x, y), steps, warmup, lambda: None, lambda: None,
+                    lambda: -1.0)
+
+
+def _run_torch(torch: Any, spec: _Spec, dev: str, tmodel: Any, xs: np.ndarray, ys: np.ndarray,
+               steps: int, warmup: int) -> tuple[float, float, float]:
+    model = spec.build(torch)
+    model.load_state_dict(tmodel.state_dict())
+    model = model.to(dev)
+    x, y = torch.from_numpy(xs).to(dev), torch.from_numpy(ys).to(dev)
+    if dev == "cuda":
+        return _measure(_step_fn(torch, spec, model, x, y), steps, warmup, torch.cuda.synchronize,
+                        torch.cuda.reset_peak_memory_stats,
+                        lambda: torch.cuda.max_memory_allocated() / 2**20)
+    return _measure(_step_fn(torch, spec, model, x, y), steps, warmup, lambda: None, lambda: None,
+                    lambda: -1.0)
+
+
+def _devices(requested: list[str] | None) -> list[str]:
+    import portagrad as pg
+
+    if requested:
+        return requested
+    devs = ["cpu"]
+    if pg.opencl.is_available():
+        devs += [f"opencl:{i}" for i in range(pg.opencl.device_count())]
+    return devs
+
+
+def bench(model: str, devices: list[str] | None, steps: int, warmup: int,
+          batch: int | None) -> None:
+    """Print one line per (library, device) for each model asked for."""
+    import portagrad as pg
+
+    torch = _torch()
+    cuda = torch is not None and torch.cuda.is_available()
+    if cuda:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    specs = _specs()
+    names = list(specs) if model == "all" else [model]
+    for key in names:
+        spec = specs[key]
+        b = batch or (128 if cuda and key == "resnet18" else 16)
+        xs, ys = spec.make_batch(b)
+        tmodel = None
+        if torch is not None:
+            torch.manual_seed(0)
+            tmodel = spec.build(torch)
+        else:
+            pg.manual_seed(0)
+        print(f"{spec.name}, batch {b}: {warmup} warm-up + {steps} timed steps, mean", flush=True)
+        rows: list[tuple[str, float, float, float]] = []
+        ref = None
+        if torch is not None:
+            for tdev in ["cpu"] + (["cuda"] if cuda else []):
+                r = _run_torch(torch, spec, tdev, tmodel, xs, ys, steps, warmup)
+                rows.append((f"torch {tdev}", *r))
+                ref = r[0] if tdev == "cpu" else ref
+                _print_row(rows[-1], spec, b, ref)
+        for dev in _devices(devices):
+            r = _run_portagrad(spec, dev, tmodel, xs, ys, steps, warmup)
+            rows.append((f"portagrad {dev}", *r))
+            _print_row(rows[-1], spec, b, ref)
+
+
+def _print_row(row: tuple[str, float, float, float], spec: _Spec, b: int, ref: float | None
+               ) -> None:
+    who, ms, mem, loss = row
+    mem_kind = "device" if ("opencl" in who or "cuda" in who) else "RSS peak growth"
+    line = (f"  {who:<18} {ms:10.1f} ms/step {spec.items(b) / ms * 1000:10.1f} {spec.unit:<9} "
+            f"peak {mem:8.1f} MiB ({mem_kind})  loss {loss:.4f}")
+    if ref is not None:
+        line += f"  ratio to torch cpu {ms / ref:6.2f}"
+    print(line, flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.models")
+    p.add_argument("--model", choices=["resnet18", "gpt", "all"], default="all")
+    p.add_argument("--device", action="append", default=None,
+                   help="portagrad device (repeatable); default cpu and every opencl:N")
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--batch", type=int, default=None,
+                   help="batch size (default 16; ResNet-18 128 when CUDA is present)")
+    args = p.parse_args(argv)
+    if args.steps < 1 or args.warmup < 0:
+        p.error("--steps must be >= 1 and --warmup >= 0")
+    try:
+        from threadpoolctl import threadpool_limits
+        limiter: Any = threadpool_limits(limits=1, user_api="blas")
+    except ImportError:  # pragma: no cover - optional
+        limiter = None
+    try:
+        if _torch() is None:
+            print("torch is not installed: printing portagrad figures only")
+        bench(args.model, args.device, args.steps, args.warmup, args.batch)
+    finally:
+        if limiter is not None:
+            limiter.restore_original_limits()
+
+
+if __name__ == "__main__":
+    main()
