@@ -12,7 +12,6 @@ from numpy.typing import DTypeLike
 __all__ = ["philox4x32", "uniform", "normal"]
 
 _M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
-_W0, _W1 = np.uint32(0x9E3779B9), np.uint32(0xBB67AE85)
 _MASK = np.uint64(0xFFFFFFFF)
 _S32 = np.uint64(32)
 
@@ -23,23 +22,29 @@ def philox4x32(counter: np.ndarray, seed: int) -> tuple[np.ndarray, ...]:
     Returns the four uint32 output words ``r0..r3`` as arrays of ``counter``'s shape.
     """
     counter = counter.astype(np.uint64, copy=False)
-    c0 = (counter & _MASK).astype(np.uint32)
-    c1 = (counter >> _S32).astype(np.uint32)
+    # every word is kept in a uint64 array holding a 32-bit value: a 32x32-bit product is exact
+    # in 64 bits, and the rounds need no dtype conversion until the words are returned
+    c0 = counter & _MASK
+    c1 = counter >> _S32
     c2 = np.zeros_like(c0)
     c3 = np.zeros_like(c0)
     seed &= 0xFFFFFFFFFFFFFFFF
-    k0 = np.uint32(seed & 0xFFFFFFFF)
-    k1 = np.uint32(seed >> 32)
-    with np.errstate(over="ignore"):
-        for _ in range(10):
-            p0 = _M0 * c0.astype(np.uint64)
-            p1 = _M1 * c2.astype(np.uint64)
-            hi0, lo0 = (p0 >> _S32).astype(np.uint32), (p0 & _MASK).astype(np.uint32)
-            hi1, lo1 = (p1 >> _S32).astype(np.uint32), (p1 & _MASK).astype(np.uint32)
-            c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
-            k0 = np.uint32((int(k0) + int(_W0)) & 0xFFFFFFFF)
-            k1 = np.uint32((int(k1) + int(_W1)) & 0xFFFFFFFF)
-    return c0, c1, c2, c3
+    k0, k1 = seed & 0xFFFFFFFF, seed >> 32
+    for _ in range(10):
+        p0 = c0 * _M0
+        p1 = c2 * _M1
+        hi1 = p1 >> _S32
+        hi1 ^= c1
+        hi1 ^= np.uint64(k0)
+        hi0 = p0 >> _S32
+        hi0 ^= c3
+        hi0 ^= np.uint64(k1)
+        p0 &= _MASK
+        p1 &= _MASK
+        c0, c1, c2, c3 = hi1, p1, hi0, p0
+        k0 = (k0 + 0x9E3779B9) & 0xFFFFFFFF
+        k1 = (k1 + 0xBB67AE85) & 0xFFFFFFFF
+    return tuple(c.astype(np.uint32) for c in (c0, c1, c2, c3))
 
 
 def _u53(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
