@@ -24,11 +24,17 @@ from ._shape import broadcast_shapes as _broadcast_shapes
 from ._storage import Size
 from ._tensor import Tensor
 
+import sys as _sys
+
+# the op modules composed from those above, loaded here so that _bind finds them in _ops
+from ._ops import (bits as _bits, combine as _combine, decomp as _decomp,  # noqa: F401
+                   diagonal as _diagonal, fills as _fills, gammafn as _gammafn,
+                   metadata as _metadata, scan as _scan, search as _search, segment as _segment,
+                   sparse as _sparse, special as _special, stats as _stats)
+
 # The one place where Tensor and the op layer are tied: the op modules import Tensor, so
 # Tensor's methods (declared in _tensor_api.TensorOps) reach them through names bound here.
-_tensor_api._bind(Tensor, _raw, _creation, _random, autograd, _ops._common, _ops.conversion,
-                  _ops.elementwise, _ops.indexing, _ops.joining, _ops.linalg, _ops.reduction,
-                  _ops.shape)
+_tensor_api._bind(Tensor, _sys.modules[__name__], _raw, _creation, _random, autograd, _ops)
 
 # the functional namespace: pg.add, pg.sum, pg.matmul ... (the same functions as the methods)
 from ._accel import DeviceModule as _DeviceModule
@@ -185,18 +191,9 @@ __all__ += ["accelerator", "cuda", "mps", "onnx", "BFloat16Tensor", "BoolTensor"
             "ShortTensor", "channels_last", "channels_last_3d", "contiguous_format",
             "memory_format", "preserve_format", "set_default_tensor_type"]
 
-# More math, diagonals, scans, searching, compositions and sparse COO tensors (their Tensor
-# methods are bound here too)
-import sys as _sys
-
+# More math, diagonals, scans, searching, compositions and sparse COO tensors
 from . import linalg, sparse, special
 from ._layout import layout, sparse_coo, strided
-from ._ops import combine as _combine
-from ._ops import diagonal as _diagonal
-from ._ops import scan as _scan
-from ._ops import search as _search
-from ._ops import sparse as _sparse
-from ._ops import special as _special
 from ._ops.bits import (bitwise_left_shift, bitwise_right_shift, frexp, gcd, lcm, ldexp,
                         nextafter)
 from ._ops.combine import (addbmm, as_strided_scatter, diagonal_scatter, matrix_exp,
@@ -206,13 +203,6 @@ from ._ops.combine import (addmv, addr, argwhere, atleast_1d, atleast_2d, atleas
                            dsplit, dstack, einsum, fliplr, flipud, hsplit, masked_scatter,
                            matrix_power, meshgrid, nanmean, ravel, renorm, rot90, row_stack,
                            split_with_sizes, take, tensordot, vsplit)
-from ._ops import bits as _bits
-from ._ops import decomp as _decomp
-from ._ops import fills as _fills
-from ._ops import metadata as _metadata
-from ._ops import stats as _stats
-from ._ops import gammafn as _gammafn
-from ._ops import segment as _segment
 from ._ops.diagonal import (block_diag, diag, diag_embed, diagflat, diagonal, kron, tril_indices,
                             trace, triu_indices)
 from ._ops.decomp import (cholesky, cholesky_inverse, cholesky_solve, det, inverse, logdet,
@@ -244,10 +234,6 @@ from ._ops.special import (acos, acosh, addcdiv, addcmul, angle, arccos, arccosh
                            rad2deg, sinc, sinh, xlogy)
 from ._functional import (celu, cosine_similarity, dropout, hardshrink, log_softmax,
                           pairwise_distance, prelu, selu, softmax, threshold)
-
-_tensor_api._bind_more(_sys.modules[__name__], _special, _diagonal, _scan, _search,
-                       _combine, _sparse, _segment, _gammafn, _decomp, _bits, _stats, _metadata,
-                       _fills)
 
 __all__ += [
     "acos", "acosh", "addcdiv", "addcmul", "addmv", "addr", "angle", "arccos", "arccosh",

@@ -63,28 +63,21 @@ _binary_views: Callable[..., Tensor]
 _bare_expand: Callable[..., Any]
 
 
-def _bind(tensor: type[Tensor], raw: ModuleType, creation: ModuleType, random: ModuleType,
-          autograd: ModuleType, common: ModuleType, conversion: ModuleType,
-          elementwise: ModuleType, indexing: ModuleType, joining: ModuleType, linalg: ModuleType,
-          reduction: ModuleType, shape: ModuleType) -> None:
-    """Bind the names the methods call (once, from ``portagrad/__init__.py``)."""
+def _bind(tensor: type[Tensor], package: ModuleType, raw: ModuleType, creation: ModuleType,
+          random: ModuleType, autograd: ModuleType, ops: ModuleType) -> None:
+    """Bind the names the methods call (once, from ``portagrad/__init__.py``, after it has
+    imported every module of ``ops``, the ``portagrad._ops`` package)."""
     global Tensor, _binary_views, _bare_expand, _CR, _RN, _AG, _K, _C, _E, _I, _J, _L, _R, _S
+    global _PG, _SF, _DG, _SC, _SE, _CB, _SP, _SG, _GM, _DC, _BT, _ST, _MD, _FL
     Tensor = tensor  # type: ignore[misc]  # the class itself, imported above for type checkers
     _binary_views, _bare_expand = raw.binary_views, raw.bare_expand
-    _CR, _RN, _AG, _K = creation, random, autograd, common
-    _C, _E, _I, _J, _L, _R, _S = (conversion, elementwise, indexing, joining, linalg, reduction,
-                                  shape)
-
-
-def _bind_more(package: ModuleType, special: ModuleType, diagonal: ModuleType, scan: ModuleType,
-               search: ModuleType, combine: ModuleType, sparse: ModuleType, segment: ModuleType,
-               gammafn: ModuleType, decomp: ModuleType, bits: ModuleType, stats: ModuleType,
-               metadata: ModuleType, fills: ModuleType) -> None:
-    """Bind the op modules of the methods declared after the operators (once, from
-    ``portagrad/__init__.py``)."""
-    global _PG, _SF, _DG, _SC, _SE, _CB, _SP, _SG, _GM, _DC, _BT, _ST, _MD, _FL
-    _PG, _SF, _DG, _SC, _SE, _CB, _SP = package, special, diagonal, scan, search, combine, sparse
-    _SG, _GM, _DC, _BT, _ST, _MD, _FL = segment, gammafn, decomp, bits, stats, metadata, fills
+    _CR, _RN, _AG, _K = creation, random, autograd, ops._common
+    _C, _E, _I, _J, _L, _R, _S = (ops.conversion, ops.elementwise, ops.indexing, ops.joining,
+                                  ops.linalg, ops.reduction, ops.shape)
+    _PG, _SF, _DG, _SC, _SE, _CB, _SP = (package, ops.special, ops.diagonal, ops.scan, ops.search,
+                                         ops.combine, ops.sparse)
+    _SG, _GM, _DC, _BT, _ST, _MD, _FL = (ops.segment, ops.gammafn, ops.decomp, ops.bits, ops.stats,
+                                         ops.metadata, ops.fills)
 
 
 # ------------------------------------------------------------------------------- operators
@@ -1143,7 +1136,7 @@ class TensorOps:
     H = T
 
     # -------------------------------------------- more math, diagonals, scans, search, sparse
-    # (bound by _bind_more: special, diagonal, scan, search, combine, sparse, the package)
+    # (bound by _bind: special, diagonal, scan, search, combine, sparse, the package)
     def asin(self) -> Tensor:
         return _SF.asin(self)
 
