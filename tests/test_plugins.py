@@ -137,8 +137,12 @@ def test_incomplete_backend_reported_with_missing_methods(plugin_root: Path) -> 
     """)
     assert r.returncode == 0, r.stderr
     assert "does not implement the required method(s)" in r.stdout
-    for meth in ("allocate", "matmul", "binary", "sort"):
+    for meth in ("allocate", "matmul", "binary", "fill"):
         assert meth in r.stdout
+    # methods with a default on Backend (a subclass inherits them) are not reported missing
+    missing = r.stdout.partition("required method(s):")[2]
+    for meth in ("sort", "where", "synchronize", "memory_stats", "random"):
+        assert meth not in missing
 
 
 def test_blocklist(plugin_root: Path) -> None:
@@ -198,8 +202,18 @@ def test_validate_backend_direct() -> None:
     class Empty(Backend):
         device_type = "empty"
 
-    with pytest.raises(BackendValidationError, match="allocate.*matmul"):
+    with pytest.raises(BackendValidationError, match="allocate.*matmul") as info:
         validate_backend(Empty(), "empty")
+    from portagrad.backends.interface import REQUIRED_METHODS
+
+    assert info.value.missing == list(REQUIRED_METHODS)  # the core only: the rest has defaults
+
+    class Duck:  # not a Backend subclass: it has no defaults to inherit
+        device_type = "duck"
+
+    with pytest.raises(BackendValidationError) as info:
+        validate_backend(Duck(), "duck")
+    assert "where" in info.value.missing and "synchronize" in info.value.missing
 
 
 # ------------------------------------------------------------------ who serves a device type
@@ -535,9 +549,10 @@ def test_kit_reports_an_incomplete_backend_once(plugin_root: Path) -> None:
     problem = next(ln for ln in r.stdout.splitlines()
                    if "backend 'half' lacks required method(s) of the contract: " in ln)
     listed = problem.split("contract: ")[1].split(", ")
-    for meth in ("allocate", "matmul", "binary", "sort"):
+    for meth in ("allocate", "matmul", "binary", "fill"):
         assert meth in listed
     assert "device_count" not in listed  # Half implements it
+    assert "sort" not in listed and "where" not in listed  # inherited defaults
     assert "SKIPPED" in r.stdout and "reported by test_contract_is_complete" in r.stdout
 
 

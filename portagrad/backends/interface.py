@@ -88,15 +88,19 @@ from dataclasses import dataclass, field
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from .. import _dtype
 from ..errors import UnsupportedOpError
+from . import _host_ops
+from ._memory_counter import MemoryCounter
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from .._dtype import dtype
 
 __all__ = [
-    "View", "DeviceProperties", "Backend", "REQUIRED_METHODS", "OPTIONAL_METHODS",
+    "View", "DeviceProperties", "Backend", "REQUIRED_METHODS", "DEFAULTED_METHODS",
+    "HOST_DEFAULTS", "OPTIONAL_METHODS",
     "UNARY_OPS", "BINARY_OPS", "COMPARISON_OPS", "REDUCE_OPS", "ARG_REDUCE_OPS", "RANDOM_KINDS",
     "EVENT_METHODS", "unknown_op",
 ]
@@ -190,13 +194,57 @@ class DeviceProperties:
 class Backend:
     """Base class and documentation of the backend contract.
 
-    Subclasses set :attr:`device_type` and implement every method listed in
-    :data:`REQUIRED_METHODS`. Methods listed in :data:`OPTIONAL_METHODS` may be left out; the core
-    then composes the operation from the required primitives.
+    Subclasses set :attr:`device_type` and implement the small core listed in
+    :data:`REQUIRED_METHODS` (eleven methods). Every method in :data:`DEFAULTED_METHODS` has a
+    working default here, so the whole library runs on the core alone; a backend replaces the
+    defaults with fast versions one by one (those in :data:`HOST_DEFAULTS` go through the host
+    and are the ones worth replacing first). Methods in :data:`OPTIONAL_METHODS` may be left out;
+    the core then composes the operation or goes without.
+
+    Why the defaults go through the host: a primitive receives views, not device indices, so a
+    default cannot allocate scratch buffers on the right device to compose an operation there.
+    It reads its operands with :meth:`to_host`, computes with numpy (the reference semantics,
+    shared with the numpy backend's rules), and writes the result with :meth:`from_host`. An
+    ``out`` that is not contiguous is honoured: the default reads the span of the buffer that
+    ``out`` covers, writes the strided elements into it on the host and uploads the span back, so
+    the elements between them keep their values.
     """
 
     #: the device-type string users write: ``pg.device("<device_type>:<index>")``
     device_type: str = ""
+
+    @property
+    def memory_counter(self) -> MemoryCounter:
+        """The per-device byte counts the default :meth:`memory_stats` reports (created on first
+        use, one per backend object). A backend gets real statistics by calling
+        ``self.memory_counter.track(index, buffer, nbytes)`` in :meth:`allocate`; it then never
+        needs to write ``memory_stats`` or ``reset_peak_memory_stats`` itself."""
+        counter = self.__dict__.get("_memory_counter")
+        if counter is None:  # dict.setdefault is atomic: two threads get the same counter
+            counter = self.__dict__.setdefault("_memory_counter", MemoryCounter())
+        return counter
+
+    def _store(self, out: View, result: np.ndarray) -> None:
+        """Write the host array ``result`` (``out``'s shape) into ``out``, honouring its strides
+        (see the class docstring). Nothing is written for an empty ``out``."""
+        if 0 in out.shape:
+            return
+        np_dtype = out.dtype.numpy
+        if out.is_contiguous():
+            self.from_host(out, np.ascontiguousarray(result, dtype=np_dtype).reshape(out.shape))
+            return
+        # the smallest contiguous run of the buffer holding every element of out (strides >= 0)
+        span = 1 + sum((n - 1) * st for n, st in zip(out.shape, out.strides))
+        whole = View(out.buffer, out.offset, (span,), (1,), out.dtype)
+        host = np.ascontiguousarray(self.to_host(whole), dtype=np_dtype)
+        isz = np_dtype.itemsize
+        np.lib.stride_tricks.as_strided(
+            host, out.shape, tuple(st * isz for st in out.strides))[...] = result
+        self.from_host(whole, host)
+
+    def _load(self, x: View | int | float | bool) -> Any:
+        """A view's contents as a host array (a Python scalar is returned as it is)."""
+        return self.to_host(x) if isinstance(x, View) else x
 
     # ---------------------------------------------------------------- devices
     def device_count(self) -> int:
@@ -208,8 +256,14 @@ class Backend:
         raise NotImplementedError
 
     def synchronize(self, index: int) -> None:
-        """Wait until all work enqueued on device ``index`` has finished."""
-        raise NotImplementedError
+        """Wait until all work enqueued on device ``index`` has finished.
+
+        Default: read one element of a fresh buffer back with :meth:`to_host`, which must wait
+        for the data, and work on one device is ordered, so everything enqueued before it is done.
+        A synchronous backend overrides it with a no-op; an asynchronous one with its queue's
+        ``finish``."""
+        probe = View(self.allocate(index, 8), 0, (1,), (1,), _dtype.bool)
+        self.to_host(probe)
 
     # ----------------------------------------------------------------- memory
     def allocate(self, index: int, nbytes: int) -> Any:
@@ -229,16 +283,22 @@ class Backend:
 
     def memory_stats(self, index: int) -> dict[str, int]:
         """``{"allocated": bytes in live buffers, "reserved": bytes held incl. cache,
-        "peak_allocated": max of allocated since the last reset}``."""
-        raise NotImplementedError
+        "peak_allocated": max of allocated since the last reset}``.
+
+        Default: what :attr:`memory_counter` counted: the buffers the backend passed to
+        ``memory_counter.track`` in :meth:`allocate` and that are still alive (the count goes down
+        as they are freed), ``reserved`` equal to ``allocated`` (no cache), and the peak. A backend
+        that tracks nothing reports zeros, as the numpy backend does for host memory."""
+        return self.memory_counter.stats(index)
 
     def reset_peak_memory_stats(self, index: int) -> None:
-        """Set ``peak_allocated`` to the current ``allocated``."""
-        raise NotImplementedError
+        """Set ``peak_allocated`` to the current ``allocated`` (default: on
+        :attr:`memory_counter`)."""
+        self.memory_counter.reset_peak(index)
 
     def empty_cache(self, index: int) -> None:
-        """Give cached, unused buffers back to the device."""
-        raise NotImplementedError
+        """Give cached, unused buffers back to the device. Default: nothing to do (no cache)."""
+        return None
 
     def from_host(self, dst: View, src: np.ndarray, non_blocking: bool = False) -> None:
         """Copy the C-contiguous host array ``src`` (same dtype and number of elements) into the
@@ -269,8 +329,11 @@ class Backend:
         return None
 
     def copy_between(self, dst: View, src: View) -> None:
-        """Copy between two devices *of this backend* (contiguous, same dtype and numel)."""
-        raise NotImplementedError
+        """Copy between two devices *of this backend* (contiguous, same dtype and numel).
+
+        Default (host): :meth:`to_host` of ``src``, then :meth:`from_host` into ``dst``."""
+        if 0 not in src.shape:
+            self.from_host(dst, self.to_host(src).reshape(dst.shape))
 
     def pin_memory(self, nbytes: int) -> np.ndarray | None:
         """Optional: a page-locked host buffer as a 1-D ``uint8`` numpy array, or ``None`` when
@@ -321,8 +384,13 @@ class Backend:
         float tensor passes ``3.0``); an ``int`` scalar into a narrow integer dtype is checked
         (``RuntimeError`` if it cannot be stored, see ``ufuncs.fit_scalar``). ``a`` may be ``out``
         itself (in-place ``masked_fill_``): then only the positions where ``cond`` is false
-        change."""
-        raise NotImplementedError
+        change.
+
+        Default (host): reads ``cond``, ``a`` and ``b`` back and writes the result."""
+        if 0 in out.shape:
+            return
+        self._store(out, _host_ops.where(self.to_host(cond), self._load(a), self._load(b),
+                                         out.dtype.numpy, out.dtype.name))
 
     def copy(self, src: View, dst: View) -> None:
         """Strided copy ``dst[...] = src`` of equal shapes, converting the dtype if it differs
@@ -351,12 +419,21 @@ class Backend:
         raise NotImplementedError
 
     def arg_reduce(self, op: str, x: View, axis: int, out: View) -> None:
-        """Write ``int64`` indices of the first max/min along ``axis`` into ``out`` (keepdim layout)."""
-        raise NotImplementedError
+        """Write ``int64`` indices of the first max/min along ``axis`` into ``out`` (keepdim
+        layout); ``op`` in :data:`ARG_REDUCE_OPS`, NaN counts as the extreme.
+
+        Default (host): reads ``x`` back (bfloat16 compared as float32)."""
+        if op not in ARG_REDUCE_OPS:
+            raise unknown_op("arg_reduce", op, self.device_type)
+        if 0 not in out.shape:
+            self._store(out, _host_ops.arg_reduce(op, self.to_host(x), axis))
 
     def cumsum(self, x: View, axis: int, out: View) -> None:
-        """Inclusive prefix sum along ``axis``; ``out`` has ``x``'s shape and dtype."""
-        raise NotImplementedError
+        """Inclusive prefix sum along ``axis``; ``out`` has ``x``'s shape and dtype.
+
+        Default (host): reads ``x`` back (bfloat16 accumulates in float32, rounded once)."""
+        if 0 not in out.shape:
+            self._store(out, _host_ops.cumsum(self.to_host(x), axis, out.dtype.numpy))
 
     def matmul(self, a: View, b: View, out: View) -> None:
         """Batched matrix product: ``a`` is (B, M, K), ``b`` is (B, K, N), ``out`` is (B, M, N).
@@ -370,25 +447,51 @@ class Backend:
         """``out[..., i, ...] = x[..., index[..., i, ...], ...]`` along ``axis`` (``torch.gather``).
 
         ``index`` is int64 with ``out``'s shape and ``x``'s rank; values are already checked to lie
-        in ``[0, x.shape[axis])`` by the core."""
-        raise NotImplementedError
+        in ``[0, x.shape[axis])`` by the core. Along the other axes ``x`` may be larger than
+        ``index`` (PyTorch's rule: only the leading part is read).
+
+        Default (host): reads ``x`` and ``index`` back."""
+        if 0 not in out.shape:
+            self._store(out, _host_ops.gather(self.to_host(x), axis, self.to_host(index)))
 
     def scatter(self, out: View, axis: int, index: View, src: View, reduce: str | None) -> None:
         """In place: ``out[..., index[i], ...] = src[..., i, ...]`` (``reduce=None``) or ``+=``
         (``reduce="add"``, duplicates accumulate) along ``axis``. ``index`` and ``src`` have the
-        same shape; indices are checked by the core."""
-        raise NotImplementedError
+        same shape; indices are checked by the core.
+
+        Default (host): reads ``out``, ``index`` and ``src`` back, updates ``out`` on the host and
+        writes all of it (honouring its strides)."""
+        if 0 in index.shape or 0 in out.shape:
+            return
+        host = _host_ops.scatter(self.to_host(out), axis, self.to_host(index),
+                                 self.to_host(src), reduce)
+        self._store(out, host)
 
     def sort(self, x: View, axis: int, descending: bool, values: View, indices: View) -> None:
         """Stable sort along ``axis``: sorted ``values`` and their int64 source ``indices``.
 
-        NaN sorts as larger than every number (last ascending, first descending)."""
-        raise NotImplementedError
+        NaN sorts as larger than every number (last ascending, first descending).
+
+        Default (host): reads ``x`` back and sorts with numpy's stable sort."""
+        if 0 in values.shape:
+            return
+        vals, idx = _host_ops.sort(self.to_host(x), axis, descending)
+        self._store(values, vals)
+        self._store(indices, idx)
 
     def random(self, kind: str, out: View, seed: int, offset: int, a: float, b: float) -> None:
         """Fill the contiguous floating ``out`` with Philox-based numbers (see the module doc):
-        ``kind="uniform"``: in ``[a, b)``; ``kind="normal"``: mean ``a``, standard deviation ``b``."""
-        raise NotImplementedError
+        ``kind="uniform"``: in ``[a, b)``; ``kind="normal"``: mean ``a``, standard deviation ``b``.
+
+        Default (host): the numpy reference of the stream (:mod:`portagrad.backends.philox`),
+        computed on the host and uploaded with :meth:`from_host` (bit-identical by
+        construction; costs host time and a transfer, no read back)."""
+        if kind not in RANDOM_KINDS:
+            raise unknown_op("random", kind, self.device_type)
+        n = out.numel
+        if n:
+            self._store(out, _host_ops.random(kind, n, out.dtype.numpy, seed, offset, a, b)
+                        .reshape(out.shape))
 
     # ----------------------------------------------------------------- events
     # Optional, all four or none (EVENT_METHODS): ``pg.<device_type>.Event`` (``torch.cuda.Event``)
@@ -460,12 +563,35 @@ class Backend:
 
 
 REQUIRED_METHODS = (
-    "device_count", "get_device_properties", "synchronize", "allocate", "memory_stats",
-    "reset_peak_memory_stats", "empty_cache", "from_host", "to_host", "copy_between",
-    "unary", "binary", "where", "copy", "fill", "reduce", "arg_reduce", "cumsum", "matmul",
-    "gather", "scatter", "sort", "random",
+    "device_count", "get_device_properties", "allocate", "from_host", "to_host", "copy", "fill",
+    "unary", "binary", "reduce", "matmul",
 )
-"""Methods a backend must implement (not inherit unimplemented from :class:`Backend`)."""
+"""The small core: methods a backend must implement (not inherit from :class:`Backend`). Each is
+irreducible: ``device_count``/``get_device_properties`` describe hardware only the backend knows;
+``allocate``, ``from_host`` and ``to_host`` are the only ways to create device memory and move
+data in and out of it (every default is built on them); ``copy`` is the strided, converting copy
+behind every layout change and cast (a host round trip for it would put a transfer under every
+``contiguous``, ``reshape`` and ``to(dtype)``); ``fill`` initialises memory (``zeros``,
+``zero_``) and would otherwise cost an upload per call; ``unary``, ``binary`` and ``reduce`` are
+the arithmetic everything else is composed of; ``matmul`` carries the bulk of the work of every
+model (linear layers, convolutions through im2col) and has no cheap composition."""
+
+DEFAULTED_METHODS = (
+    "synchronize", "memory_stats", "reset_peak_memory_stats", "empty_cache", "copy_between",
+    "where", "arg_reduce", "cumsum", "gather", "scatter", "sort", "random",
+)
+"""Methods with a working default on :class:`Backend` (a backend overrides them for speed). The
+ones in :data:`HOST_DEFAULTS` go through the host; ``synchronize`` (one small read back),
+``memory_stats``/``reset_peak_memory_stats`` (:attr:`Backend.memory_counter`) and ``empty_cache``
+(nothing to release) cost nothing worth mentioning."""
+
+HOST_DEFAULTS = (
+    "copy_between", "where", "arg_reduce", "cumsum", "gather", "scatter", "sort", "random",
+)
+"""The slow defaults: each reads its operands back with ``to_host`` (a synchronisation on an
+asynchronous device), computes with numpy and uploads the result (``random`` only uploads). The
+core calls ``where`` and ``gather`` most (masks, activations' gradients, indexing, embedding,
+cross-entropy), so they are the first to replace."""
 
 OPTIONAL_METHODS = ("host_array", "wrap_host", "pin_memory", "is_pinned", "softmax",
                     "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",

@@ -42,7 +42,7 @@ from typing import Any
 
 import pluggy
 
-from ..backends.interface import REQUIRED_METHODS, Backend
+from ..backends.interface import DEFAULTED_METHODS, REQUIRED_METHODS, Backend
 from . import ENTRY_POINT_GROUP, BackendSpec, hookspecs
 
 __all__ = [
@@ -249,12 +249,17 @@ def device_types() -> list[str]:
 
 
 def missing_methods(backend: Any) -> list[str]:
-    """The required methods of the contract (and ``device_type``) that ``backend`` lacks: absent,
-    not callable, or inherited unimplemented from :class:`~portagrad.backends.interface.Backend`."""
+    """What ``backend`` lacks of the contract: the small core (``REQUIRED_METHODS``) absent, not
+    callable, or inherited unimplemented from :class:`~portagrad.backends.interface.Backend`;
+    a method of ``DEFAULTED_METHODS`` only when absent altogether (an object that does not
+    subclass ``Backend`` has no defaults to inherit); and ``device_type``."""
     missing = []
     for meth in REQUIRED_METHODS:
         impl = getattr(type(backend), meth, None)
         if impl is None or not callable(impl) or impl is getattr(Backend, meth, None):
+            missing.append(meth)
+    for meth in DEFAULTED_METHODS:
+        if not callable(getattr(type(backend), meth, None)):
             missing.append(meth)
     if not getattr(backend, "device_type", ""):
         missing.append("device_type")
@@ -262,7 +267,8 @@ def missing_methods(backend: Any) -> list[str]:
 
 
 def validate_backend(backend: Any, name: str = "?") -> None:
-    """Raise :class:`BackendValidationError` listing every required method ``backend`` lacks."""
+    """Raise :class:`BackendValidationError` listing every required method ``backend`` lacks
+    (see :func:`missing_methods`)."""
     missing = missing_methods(backend)
     if missing:
         raise BackendValidationError(
