@@ -12,8 +12,9 @@ class MemoryCounter:
     """Bytes in live buffers per device index, and their peak since the last reset.
 
     A backend calls :meth:`track` from ``allocate`` for each buffer it hands out; the count goes
-    down when the buffer is garbage collected (``weakref.finalize``), so the buffer must support
-    weak references (numpy arrays, most native handle objects; not ``bytes``/``bytearray``).
+    down when the buffer is garbage collected (a weak reference's callback, cheaper per
+    allocation than ``weakref.finalize``), so the buffer must support weak references (numpy
+    arrays, most native handle objects; not ``bytes``/``bytearray``).
     :class:`~portagrad.backends.interface.Backend` keeps one per backend object
     (``Backend.memory_counter``) and its default ``memory_stats`` reports it.
     """
@@ -23,19 +24,25 @@ class MemoryCounter:
         self._lock = threading.RLock()
         self._allocated: dict[int, int] = {}
         self._peak: dict[int, int] = {}
+        # id(weak reference) -> (the reference, device index, bytes): keeps each reference alive
+        # until its buffer dies (buffers such as ndarrays are unhashable, so not keyed by them)
+        self._live: dict[int, tuple[weakref.ref[Any], int, int]] = {}
 
     def track(self, index: int, buffer: Any, nbytes: int) -> None:
         """Count ``nbytes`` on device ``index`` until ``buffer`` is released."""
+        ref = weakref.ref(buffer, self._release)
         with self._lock:
+            self._live[id(ref)] = (ref, index, nbytes)
             now = self._allocated.get(index, 0) + nbytes
             self._allocated[index] = now
             if now > self._peak.get(index, 0):
                 self._peak[index] = now
-        weakref.finalize(buffer, self._release, index, nbytes)
 
-    def _release(self, index: int, nbytes: int) -> None:
+    def _release(self, ref: weakref.ref[Any]) -> None:
         with self._lock:
-            self._allocated[index] -= nbytes
+            entry = self._live.pop(id(ref), None)
+            if entry is not None:
+                self._allocated[entry[1]] -= entry[2]
 
     def allocated(self, index: int) -> int:
         """Bytes in live buffers on device ``index``."""
