@@ -21,6 +21,10 @@ Import them from here (the one public, documented place)::
   :data:`BINARY_UFUNCS` (the numpy ufunc that defines each binary/comparison op) with
   :func:`fit_scalar` (PyTorch's checked conversion of a Python scalar stored into a narrow
   integer tensor, for ``fill`` and ``where``).
+* **Memory statistics** -- :class:`MemoryCounter`: per-device byte counts that go down as buffers
+  are freed. Every :class:`~portagrad.backends.interface.Backend` has one
+  (``self.memory_counter``); calling ``self.memory_counter.track(index, buffer, nbytes)`` in
+  ``allocate`` is all a backend does to get real ``memory_stats``.
 
 The older paths ``portagrad.backends._visible`` and ``portagrad.backends.philox`` keep working.
 """
@@ -33,6 +37,7 @@ import numpy as np
 from .. import _dtype
 from .._dtype import dtype, from_numpy_dtype
 from .._shape import contiguous_strides
+from ._memory_counter import MemoryCounter
 from ._visible import visible_indices
 from .interface import unknown_op
 from .philox import normal as philox_normal
@@ -43,7 +48,7 @@ from .ufuncs import BINARY_UFUNCS, fit_scalar
 __all__ = [
     "visible_indices", "philox4x32", "philox_uniform", "philox_normal", "DTYPES", "NUMPY_DTYPES",
     "FLOATING_DTYPES", "INTEGER_DTYPES", "from_numpy_dtype", "contiguous_strides", "unknown_op",
-    "BINARY_UFUNCS", "fit_scalar",
+    "BINARY_UFUNCS", "fit_scalar", "MemoryCounter",
 ]
 
 DTYPES: MappingProxyType[str, dtype] = MappingProxyType({d.name: d for d in _dtype.ALL_DTYPES})
