@@ -248,28 +248,6 @@ class Backend:
             counter = self.__dict__.setdefault("_memory_counter", MemoryCounter())
         return counter
 
-    def _store(self, out: View, result: np.ndarray) -> None:
-        """Write the host array ``result`` (``out``'s shape) into ``out``, honouring its strides
-        (see the class docstring). Nothing is written for an empty ``out``."""
-        if 0 in out.shape:
-            return
-        np_dtype = out.dtype.numpy
-        if out.is_contiguous():
-            self.from_host(out, np.ascontiguousarray(result, dtype=np_dtype).reshape(out.shape))
-            return
-        # the smallest contiguous run of the buffer holding every element of out (strides >= 0)
-        span = 1 + sum((n - 1) * st for n, st in zip(out.shape, out.strides))
-        whole = View(out.buffer, out.offset, (span,), (1,), out.dtype)
-        host = np.ascontiguousarray(self.to_host(whole), dtype=np_dtype)
-        isz = np_dtype.itemsize
-        np.lib.stride_tricks.as_strided(
-            host, out.shape, tuple(st * isz for st in out.strides))[...] = result
-        self.from_host(whole, host)
-
-    def _load(self, x: View | int | float | bool) -> Any:
-        """A view's contents as a host array (a Python scalar is returned as it is)."""
-        return self.to_host(x) if isinstance(x, View) else x
-
     # ---------------------------------------------------------------- devices
     def device_count(self) -> int:
         """Number of visible devices of this type (after ``PORTAGRAD_VISIBLE_DEVICES``)."""
@@ -413,8 +391,9 @@ class Backend:
         Default (host): reads ``cond``, ``a`` and ``b`` back and writes the result."""
         if 0 in out.shape:
             return
-        self._store(out, _host_ops.where(self.to_host(cond), self._load(a), self._load(b),
-                                         out.dtype.numpy, out.dtype.name))
+        result = _host_ops.where(self.to_host(cond), _host_value(self, a), _host_value(self, b),
+                                 out.dtype.numpy, out.dtype.name)
+        _store(self, out, result)
 
     def copy(self, src: View, dst: View) -> None:
         """Strided copy ``dst[...] = src`` of equal shapes, converting the dtype if it differs
@@ -450,14 +429,14 @@ class Backend:
         if op not in ARG_REDUCE_OPS:
             raise unknown_op("arg_reduce", op, self.device_type)
         if 0 not in out.shape:
-            self._store(out, _host_ops.arg_reduce(op, self.to_host(x), axis))
+            _store(self, out, _host_ops.arg_reduce(op, self.to_host(x), axis))
 
     def cumsum(self, x: View, axis: int, out: View) -> None:
         """Inclusive prefix sum along ``axis``; ``out`` has ``x``'s shape and dtype.
 
         Default (host): reads ``x`` back (bfloat16 accumulates in float32, rounded once)."""
         if 0 not in out.shape:
-            self._store(out, _host_ops.cumsum(self.to_host(x), axis, out.dtype.numpy))
+            _store(self, out, _host_ops.cumsum(self.to_host(x), axis, out.dtype.numpy))
 
     def matmul(self, a: View, b: View, out: View) -> None:
         """Batched matrix product: ``a`` is (B, M, K), ``b`` is (B, K, N), ``out`` is (B, M, N).
@@ -476,7 +455,7 @@ class Backend:
 
         Default (host): reads ``x`` and ``index`` back."""
         if 0 not in out.shape:
-            self._store(out, _host_ops.gather(self.to_host(x), axis, self.to_host(index)))
+            _store(self, out, _host_ops.gather(self.to_host(x), axis, self.to_host(index)))
 
     def scatter(self, out: View, axis: int, index: View, src: View, reduce: str | None) -> None:
         """In place: ``out[..., index[i], ...] = src[..., i, ...]`` (``reduce=None``) or ``+=``
@@ -489,7 +468,7 @@ class Backend:
             return
         host = _host_ops.scatter(self.to_host(out), axis, self.to_host(index),
                                  self.to_host(src), reduce)
-        self._store(out, host)
+        _store(self, out, host)
 
     def sort(self, x: View, axis: int, descending: bool, values: View, indices: View) -> None:
         """Stable sort along ``axis``: sorted ``values`` and their int64 source ``indices``.
@@ -500,8 +479,8 @@ class Backend:
         if 0 in values.shape:
             return
         vals, idx = _host_ops.sort(self.to_host(x), axis, descending)
-        self._store(values, vals)
-        self._store(indices, idx)
+        _store(self, values, vals)
+        _store(self, indices, idx)
 
     def random(self, kind: str, out: View, seed: int, offset: int, a: float, b: float) -> None:
         """Fill the contiguous floating ``out`` with Philox-based numbers (see the module doc):
@@ -514,7 +493,7 @@ class Backend:
             raise unknown_op("random", kind, self.device_type)
         n = out.numel
         if n:
-            self._store(out, _host_ops.random(kind, n, out.dtype.numpy, seed, offset, a, b)
+            _store(self, out, _host_ops.random(kind, n, out.dtype.numpy, seed, offset, a, b)
                         .reshape(out.shape))
 
     # ----------------------------------------------------------------- events
@@ -643,3 +622,32 @@ def unknown_op(kind: str, op: str, backend: str) -> UnsupportedOpError:
     return UnsupportedOpError(
         op, backend, f"{kind} op {op!r} is not implemented by the {backend!r} backend: it is not "
         f"an op of the backend contract (known {kind} ops: {', '.join(known)})")
+
+
+# The defaults' two halves of a host round trip. Module functions, not methods, so that a
+# backend's own attributes can never shadow them.
+def _store(backend: Backend, out: View, result: np.ndarray) -> None:
+    """Write the host array ``result`` (``out``'s shape) into ``out`` through
+    :meth:`Backend.from_host`, honouring ``out``'s strides: a non-contiguous ``out`` is written by
+    reading the span of its buffer that it covers, setting its elements on the host and uploading
+    the span (the elements in between keep their values). Nothing is written for an empty
+    ``out``."""
+    if 0 in out.shape:
+        return
+    np_dtype = out.dtype.numpy
+    if out.is_contiguous():
+        backend.from_host(out, np.ascontiguousarray(result, dtype=np_dtype).reshape(out.shape))
+        return
+    # the smallest contiguous run of the buffer holding every element of out (strides >= 0)
+    span = 1 + sum((n - 1) * st for n, st in zip(out.shape, out.strides))
+    whole = View(out.buffer, out.offset, (span,), (1,), out.dtype)
+    host = np.ascontiguousarray(backend.to_host(whole), dtype=np_dtype)
+    isz = np_dtype.itemsize
+    np.lib.stride_tricks.as_strided(
+        host, out.shape, tuple(st * isz for st in out.strides))[...] = result
+    backend.from_host(whole, host)
+
+
+def _host_value(backend: Backend, x: View | int | float | bool) -> Any:
+    """A view's contents as a host array (a Python scalar is returned as it is)."""
+    return backend.to_host(x) if isinstance(x, View) else x
