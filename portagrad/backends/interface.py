@@ -91,7 +91,9 @@ fresh :class:`View` objects, so a backend that wraps a native array library pays
 native buffer, a native array over it for each view it touches, and the call. On a one-element
 add the example plugin (numpy arrays as buffers, memory counted with
 :class:`~portagrad.backends.helpers.MemoryCounter`) spends a few microseconds more than the numpy
-backend; what keeps it small: build the native handle of a view once and keep it in
+backend, most of it in the memory accounting (a weak reference per buffer) rather than in the
+protocol itself (an output buffer and a native array over it cost about what the numpy backend
+pays). What keeps it small: build the native handle of a view once and keep it in
 ``View.cache`` (the core passes the same View objects again for a tensor); keep ``allocate`` to one
 native allocation plus ``memory_counter.track``; no context manager per call (``np.errstate``
 costs microseconds: filter the warnings once per module instead); look ops up in a dict. Measure

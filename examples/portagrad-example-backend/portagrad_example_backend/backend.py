@@ -45,16 +45,27 @@ warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
+# (element strides, itemsize) -> byte strides: the core passes few distinct strides, and building
+# the tuple costs about as much as the ndarray itself
+_BYTE_STRIDES: dict[tuple[tuple[int, ...], int], tuple[int, ...]] = {}
+
+
 def _nd(v: View) -> np.ndarray:
     """The numpy array a view shows, built once per view (``View.cache`` is the backend's slot)."""
     a = v.cache
     if a is None:
         dt = v.dtype.numpy
         isz = dt.itemsize
+        key = (v.strides, isz)
+        bs = _BYTE_STRIDES.get(key)
+        if bs is None:
+            bs = tuple([s * isz for s in v.strides])
+            if len(_BYTE_STRIDES) < 4096:
+                _BYTE_STRIDES[key] = bs
         if 0 in v.shape:  # no element is touched; numpy would still check the offset's range
             a = np.empty(v.shape, dt)
         else:
-            a = np.ndarray(v.shape, dt, v.buffer, v.offset * isz, tuple(s * isz for s in v.strides))
+            a = np.ndarray(v.shape, dt, v.buffer, v.offset * isz, bs)
         v.cache = a
     return a
 
