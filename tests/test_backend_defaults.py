@@ -321,3 +321,15 @@ def test_the_library_runs_on_the_core_alone(monkeypatch: pytest.MonkeyPatch) -> 
     assert x.cumsum(0).argmax(1).tolist() == xc.cumsum(0).argmax(1).tolist()
     moved = x.to("coreonly:0")  # copy_between's default
     np.testing.assert_array_equal(moved.cpu().numpy(), xc.numpy())
+
+
+@pytest.mark.parametrize("name", ["numpy", "opencl"])
+def test_built_in_backends_override_every_default(name: str) -> None:
+    """The built-ins have fast versions of everything: no host round trip on cpu or opencl."""
+    if name == "opencl":
+        pytest.importorskip("pyopencl")
+        from portagrad.backends.opencl.backend import OpenCLBackend as cls
+    else:
+        cls = NumpyBackend
+    inherited = [m for m in DEFAULTED_METHODS if getattr(cls, m) is getattr(Backend, m)]
+    assert inherited == []
