@@ -116,7 +116,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import _dtype
 from ..errors import UnsupportedOpError
 from . import _host_ops
 from ._memory_counter import MemoryCounter
@@ -262,12 +261,12 @@ class Backend:
     def synchronize(self, index: int) -> None:
         """Wait until all work enqueued on device ``index`` has finished.
 
-        Default: read one element of a fresh buffer back with :meth:`to_host`, which must wait
-        for the data, and work on one device is ordered, so everything enqueued before it is done.
-        A synchronous backend overrides it with a no-op; an asynchronous one with its queue's
-        ``finish``."""
-        probe = View(self.allocate(index, 8), 0, (1,), (1,), _dtype.bool)
-        self.to_host(probe)
+        Default: nothing, which is right for a backend whose primitives finish before they
+        return. An asynchronous backend (one that enqueues) must override it with its queue's
+        ``finish``: the default cannot wait for work it does not know about. (Reading a probe
+        back through ``to_host`` would wait, but would allocate on every call and show in the
+        peak memory statistics.)"""
+        return None
 
     # ----------------------------------------------------------------- memory
     def allocate(self, index: int, nbytes: int) -> Any:
@@ -586,7 +585,8 @@ DEFAULTED_METHODS = (
     "where", "arg_reduce", "cumsum", "gather", "scatter", "sort", "random",
 )
 """Methods with a working default on :class:`Backend` (a backend overrides them for speed). The
-ones in :data:`HOST_DEFAULTS` go through the host; ``synchronize`` (one small read back),
+ones in :data:`HOST_DEFAULTS` go through the host; ``synchronize`` (nothing to wait for: an
+asynchronous backend overrides it),
 ``memory_stats``/``reset_peak_memory_stats`` (:attr:`Backend.memory_counter`) and ``empty_cache``
 (nothing to release) cost nothing worth mentioning."""
 
