@@ -152,7 +152,8 @@ def _wrap_int(s: int, x: Any) -> Any:
 
 def _f32_view(v: View) -> View:
     """A contiguous float32 copy of the bfloat16 view ``v`` (exact: every bfloat16 is a float32)."""
-    a = np.ascontiguousarray(_nd(v), np.float32)
+    # reshape: ascontiguousarray makes a 0-d view 1-d, which a 0-d bool output cannot take
+    a = np.ascontiguousarray(_nd(v), np.float32).reshape(v.shape)
     out = View(a.reshape(-1).view(np.uint8), 0, v.shape, contiguous_strides(v.shape),
                _dtype.float32)
     out.cache = a
