@@ -15,6 +15,7 @@ from portagrad.backends.interface import (EVENT_METHODS, OPTIONAL_METHODS, REQUI
 from portagrad.errors import OutOfMemoryError, UnsupportedOpError
 from portagrad.plugins.manager import missing_methods
 
+from . import device_checks
 from ._util import contiguous, empty, sample, supported_dtypes
 
 # every method a backend can have: the contract's, and any the base class defines for all
@@ -320,27 +321,10 @@ def test_copy_between_devices(conformance_backend: Any, dtype: Any, direction: t
     be = conformance_backend
     _two(be)
     _need(be, dtype)
-    a = sample(dtype, (1037,))
-    src = contiguous(be, a, dtype, device=direction[0])
-    dst = empty(be, (1037,), dtype, device=direction[1])
-    be.copy_between(dst.dev, src.dev)
-    be.synchronize(direction[1])
-    assert be.to_host(dst.dev).tobytes() == a.tobytes()
-    # the copy is usable by kernels on its device
-    out = empty(be, (1037,), dtype, device=direction[1])
-    be.copy(dst.dev, out.dev)
-    assert be.to_host(out.dev).tobytes() == a.tobytes()
+    device_checks.check_copy_between(be, dtype, *direction)
 
 
 def test_to_another_device_through_the_public_api(conformance_device: str) -> None:
-    dt = pg.device(conformance_device).type
     be = pg.empty(1, device=conformance_device)._storage.backend
     _two(be)
-    x = pg.arange(3000, dtype=pg.float32, device=f"{dt}:0").reshape(30, 100)[:, 7:57]
-    y = x.to(f"{dt}:1")
-    assert y.device == pg.device(f"{dt}:1")
-    want = np.arange(3000, dtype=np.float32).reshape(30, 100)[:, 7:57]
-    np.testing.assert_array_equal(y.cpu().numpy(), want)
-    z = (y * 2.0 + 1.0).to(f"{dt}:0")
-    np.testing.assert_array_equal(z.cpu().numpy(), want * 2 + 1)
-    np.testing.assert_array_equal(y.to(f"{dt}:0").cpu().numpy(), want)
+    device_checks.check_to_another_device(pg.device(conformance_device).type)
