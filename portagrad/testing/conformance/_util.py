@@ -219,16 +219,16 @@ def sample(dtype: Any, shape: Sequence[int], kind: str = "any") -> np.ndarray:
         return v.astype(dtype.numpy).reshape(shape)
     info = np.iinfo(dtype.numpy)
     if kind == "small":
-        v = _RNG.integers(0, 4, n)
+        iv = _RNG.integers(0, 4, n)
     elif kind == "positive":
-        v = _RNG.integers(1, min(int(info.max), 50) + 1, n)
+        iv = _RNG.integers(1, min(int(info.max), 50) + 1, n)
     else:
         lo, hi = max(int(info.min), -60), min(int(info.max), 60)
-        v = _RNG.integers(lo, hi + 1, n)
+        iv = _RNG.integers(lo, hi + 1, n)
         if kind == "nonzero":
-            v[v == 0] = 3
+            iv[iv == 0] = 3
         elif kind == "any":  # wrapping: extremes of the dtype
             sp = specials(dtype).astype(np.int64)
             k = min(n // 3, sp.size)
-            v[_RNG.permutation(n)[:k]] = sp[:k]
-    return v.astype(dtype.numpy).reshape(shape)
+            iv[_RNG.permutation(n)[:k]] = sp[:k]
+    return iv.astype(dtype.numpy).reshape(shape)

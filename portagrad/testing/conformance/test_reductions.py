@@ -78,18 +78,20 @@ def test_reduce(conformance_backend: Any, op: str, dtype: Any) -> None:
 def test_reduce_rules(conformance_backend: Any) -> None:
     be = conformance_backend
     a = np.array([[1.0, np.nan, 3.0], [-np.inf, 2.0, 0.5]])
-    for op, axes, want in (("max", (1,), [[np.nan], [2.0]]), ("min", (1,), [[np.nan], [-np.inf]]),
-                           ("max", (0, 1), [[np.nan]]), ("sum", (), a)):
+    cases: list[tuple[str, tuple, Any]] = [
+        ("max", (1,), [[np.nan], [2.0]]), ("min", (1,), [[np.nan], [-np.inf]]),
+        ("max", (0, 1), [[np.nan]]), ("sum", (), a)]
+    for op, axes, want in cases:
         x = contiguous(be, a, pg.float32, 2)
         out = empty(be, _keep(a.shape, axes), pg.float32)
         be.reduce(op, x.dev, axes, out.dev)
         np.testing.assert_array_equal(be.to_host(out.dev), np.array(want, np.float32),
                                       err_msg=f"reduce {op} over {axes}")
     b = np.array([[True, False], [True, True]])
-    for op, want in (("max", [[True], [True]]), ("min", [[False], [True]])):  # any / all
+    for op, want_b in (("max", [[True], [True]]), ("min", [[False], [True]])):  # any / all
         out = empty(be, (2, 1), pg.bool)
         be.reduce(op, contiguous(be, b, pg.bool, 1).dev, (1,), out.dev)
-        np.testing.assert_array_equal(be.to_host(out.dev), want, err_msg=f"{op} on bool")
+        np.testing.assert_array_equal(be.to_host(out.dev), want_b, err_msg=f"{op} on bool")
     big = np.full((3,), 2 ** 62, np.int64)
     out = empty(be, (1,), pg.int64)
     be.reduce("sum", contiguous(be, big, pg.int64, 1).dev, (0,), out.dev)
