@@ -118,6 +118,10 @@ def _register(backend: Any, origin: str) -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # IEEE results (NaN, inf) are what the edge cases compute on purpose: numpy's warnings about
+    # them, from the reference backend or the reference values, are noise here
+    for msg in ("invalid value encountered", "divide by zero encountered", "overflow encountered"):
+        config.addinivalue_line("filterwarnings", f"ignore:{msg}:RuntimeWarning")
     ref = config.getoption("--portagrad-backend-object", None)
     if ref:
         backend = load_object(ref)
