@@ -7,6 +7,7 @@ first failure, and against the correct ones in full; the tests below read its re
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -44,8 +45,10 @@ with open(sys.argv[1], "w") as f:
 @pytest.fixture(scope="module")
 def kit_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
     out = tmp_path_factory.mktemp("kit") / "results.json"
-    env = {"PYTHONPATH": f"{ROOT / 'tests'}:{ROOT}", "PATH": "/usr/bin:/bin",
-           "PORTAGRAD_DISABLE_PLUGINS": "opencl"}
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests"), str(ROOT)])
+    env["PORTAGRAD_DISABLE_PLUGINS"] = "opencl"  # not needed here: a faster, quieter start
+    env.pop("PORTAGRAD_VISIBLE_DEVICES", None)
     r = subprocess.run([sys.executable, "-c", _DRIVER, str(out), str(ROOT / "tests" /
                                                                      "planted_backends.py")],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
