@@ -59,7 +59,13 @@ def test_method_is_checked_by_the_kit(conformance_backend: Any, name: str) -> No
         assert name in OPTIONAL_METHODS, f"required method {name} is missing"
         pytest.skip(f"the backend has no {name} (optional)")
     assert callable(meth), f"{name} is not callable"
-    assert name in COVERED, f"the kit has no conformance test for {name}"
+    if name not in COVERED:  # a helper the base class gained after this kit version
+        pytest.skip(f"the kit has no conformance test for {name} (not a method of the contract)")
+
+
+def test_kit_covers_the_contract() -> None:
+    """Every method of the contract has conformance tests in this kit."""
+    assert set(REQUIRED_METHODS + OPTIONAL_METHODS) <= set(COVERED)
 
 
 def test_events_are_all_or_none(conformance_backend: Any) -> None:
