@@ -153,3 +153,24 @@ def test_visible_indices(monkeypatch: pytest.MonkeyPatch) -> None:
     assert visible_indices("mydev", 3) == [2, 0]
     monkeypatch.setenv("PORTAGRAD_VISIBLE_DEVICES", "mydev:1,opencl:0")
     assert visible_indices("mydev", 3) == [1] and visible_indices("other", 2) == [0, 1]
+
+
+@pytest.mark.parametrize("op,a,b,dtype,want", [
+    ("eq", 3, -2, "bool", False), ("lt", 3, 200, "bool", True), ("gt", 2.5, -1.0, "bool", True),
+    ("add", 3, 200, "uint8", 203), ("sub", 3, 200, "uint8", 59), ("maximum", 3, 200, "uint8", 200)])
+def test_binary_of_two_scalars(device: str, op: str, a: object, b: object, dtype: str,
+                               want: object) -> None:
+    # both operands scalars (computed on the host, then filled): comparisons compare the values,
+    # not their truth values; narrow integer results wrap into the output dtype
+    be = pg.ones(1, device=device)._storage.backend
+    out = pg.empty(3, dtype=getattr(pg, dtype), device=device)
+    be.binary(op, a, b, out._v)
+    assert out.tolist() == [want] * 3
+
+
+def test_zero_dim_bfloat16_into_bool(device: str) -> None:
+    x = pg.tensor(1.5, dtype=pg.bfloat16, device=device)
+    if x.dtype is not pg.bfloat16:
+        pytest.skip("no bfloat16")
+    assert x.isnan().item() is False and x.logical_not().item() is False
+    assert (x > x).item() is False

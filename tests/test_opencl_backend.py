@@ -602,9 +602,19 @@ def test_pinned_memory_non_blocking(be):
     np.testing.assert_array_equal(be.to_host(dst), np.arange(n, dtype=np.float32))
 
 
-def test_two_devices_copy_between(be):
+@pytest.mark.parametrize("dtype", [D.float64, D.int64, D.bool], ids=lambda d: d.name)
+def test_two_devices_copy_between(be, dtype):
+    # the values (both ways) are the conformance kit's check; the OpenCL part: the buffer really
+    # lives on device 1 and device 1's kernels read it
     if be.device_count() < 2:
         pytest.skip("needs two OpenCL devices (POCL_DEVICES='pthread pthread')")
+    from portagrad.testing.conformance.device_checks import (check_copy_between,
+                                                             check_to_another_device)
+
+    check_copy_between(be, dtype, 0, 1)
+    check_copy_between(be, dtype, 1, 0)
+    if dtype is D.float64:
+        check_to_another_device("opencl")
     a = sample(D.float64, (33,))
     src = contiguous(be, a, D.float64, device=0)[0]
     dst = empty(be, (33,), D.float64, device=1)[0]

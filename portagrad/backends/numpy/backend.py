@@ -144,7 +144,12 @@ def _wrap_int(s: int, x: Any) -> Any:
     """The Python int ``s`` wrapped into the integer dtype of the view ``x`` if it falls outside."""
     if x.__class__ is not View:
         return s
-    r = _INT_RANGE.get(x.dtype.numpy)
+    return _wrap_to(s, x.dtype.numpy)
+
+
+def _wrap_to(s: int, np_dtype: Any) -> int:
+    """The Python int ``s`` wrapped into the numpy integer dtype ``np_dtype``."""
+    r = _INT_RANGE.get(np_dtype)
     if r is None or r[0] <= s <= r[1]:
         return s
     return (s - r[0]) % (r[1] - r[0] + 1) + r[0]
@@ -152,7 +157,8 @@ def _wrap_int(s: int, x: Any) -> Any:
 
 def _f32_view(v: View) -> View:
     """A contiguous float32 copy of the bfloat16 view ``v`` (exact: every bfloat16 is a float32)."""
-    a = np.ascontiguousarray(_nd(v), np.float32)
+    # reshape: ascontiguousarray makes a 0-d view 1-d, which a 0-d bool output cannot take
+    a = np.ascontiguousarray(_nd(v), np.float32).reshape(v.shape)
     out = View(a.reshape(-1).view(np.uint8), 0, v.shape, contiguous_strides(v.shape),
                _dtype.float32)
     out.cache = a
@@ -259,6 +265,11 @@ class NumpyBackend(Backend):
         elif a.__class__ is int:
             a = _wrap_int(a, b)
         o = _nd(out)
+        if a.__class__ is int and b.__class__ is int and o.dtype.kind in "iu":
+            # two Python ints: numpy computes them in int64, which it refuses to store into uint8;
+            # as 0-d arrays of out's dtype (wrapped into it) the result wraps as PyTorch's does
+            a = np.array(_wrap_to(a, o.dtype), o.dtype)
+            b = np.array(_wrap_to(b, o.dtype), o.dtype)
         if (op == "floordiv" or op == "remainder" or op == "fmod") and o.dtype.kind in "iu":
             self._int_div(op, _arg(a), _arg(b), o)
             return

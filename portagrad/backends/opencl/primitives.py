@@ -160,10 +160,13 @@ class PrimitivesMixin:
         else:  # two scalars: compute on the host, fill on the device
             if op not in BINARY_UFUNCS:
                 raise unknown_op("binary", op, "opencl")
-            dt = "bool" if K.out_is_bool(op) else odt
-            np_dt = out.dtype.numpy if dt == odt else np.bool_
             with np.errstate(all="ignore"):
-                val = BINARY_UFUNCS[op](np.asarray(a).astype(np_dt), np.asarray(b).astype(np_dt))
+                if K.out_is_bool(op):  # compare the scalars themselves, not their truth values
+                    val = BINARY_UFUNCS[op](np.asarray(a), np.asarray(b))
+                else:
+                    np_dt = out.dtype.numpy
+                    val = BINARY_UFUNCS[op](np.asarray(a).astype(np_dt),
+                                            np.asarray(b).astype(np_dt))
             self.fill(out, val.item())
             return
         et = _COMPUTE.get(dt, dt)

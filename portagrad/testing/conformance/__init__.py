@@ -1,0 +1,19 @@
+"""Conformance tests for a portagrad backend: every method of the backend contract against the
+numpy reference, then the public API (autograd, optimizers) on the device.
+
+Run with the plugin (see :mod:`portagrad.testing.plugin`)::
+
+    pytest -p portagrad.testing.plugin --pyargs portagrad.testing.conformance --portagrad-backend mydev
+
+The modules, one per family of primitives (select one with ``-k``): ``test_contract`` (the
+contract, devices, memory, pinned memory, events, several devices), ``test_elementwise`` (unary,
+binary, where, copy, fill), ``test_reductions`` (reduce, arg_reduce, cumsum, sort),
+``test_indexing`` (matmul, gather, scatter), ``test_random`` (the Philox streams),
+``test_fast_paths`` (softmax, conv2d, max_pool2d and their gradients) and ``test_autograd``
+(gradcheck and optimizer steps through the public API against the cpu device).
+
+Each primitive runs on twin views (same offset, shape and strides) of the backend under test and
+of the numpy backend, with the layouts the core really passes: offsets, transposed and broadcast
+(stride-0) inputs, strided outputs where the contract allows them, zero-size and 0-d shapes, and
+every dtype the backend stores.
+"""

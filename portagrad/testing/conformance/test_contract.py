@@ -1,0 +1,336 @@
+"""The contract itself: required methods, devices, host copies, memory accounting, out-of-memory,
+pinned memory, events and copies between devices."""
+from __future__ import annotations
+
+import gc
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+import portagrad as pg
+from portagrad.backends.interface import (EVENT_METHODS, OPTIONAL_METHODS, REQUIRED_METHODS,
+                                          Backend, View)
+from portagrad.errors import OutOfMemoryError, UnsupportedOpError
+from portagrad.plugins.manager import missing_methods
+
+from . import device_checks
+from ._util import contiguous, empty, sample, supported_dtypes
+
+# every method a backend can have: the contract's, and any the base class defines for all
+ALL_METHODS = tuple(dict.fromkeys(
+    REQUIRED_METHODS + OPTIONAL_METHODS
+    + tuple(n for n in vars(Backend) if not n.startswith("_") and callable(vars(Backend)[n]))))
+
+# which kit module exercises each method (a method the kit does not know is reported)
+COVERED = {
+    "device_count": "test_contract", "get_device_properties": "test_contract",
+    "synchronize": "test_contract", "allocate": "test_contract", "memory_stats": "test_contract",
+    "reset_peak_memory_stats": "test_contract", "empty_cache": "test_contract",
+    "from_host": "test_contract", "to_host": "test_contract", "copy_between": "test_contract",
+    "host_array": "test_contract", "wrap_host": "test_contract", "pin_memory": "test_contract",
+    "is_pinned": "test_contract", "record_event": "test_contract", "event_wait": "test_contract",
+    "event_query": "test_contract", "event_elapsed_ms": "test_contract",
+    "unary": "test_elementwise", "binary": "test_elementwise", "where": "test_elementwise",
+    "copy": "test_elementwise", "fill": "test_elementwise", "reduce": "test_reductions",
+    "arg_reduce": "test_reductions", "cumsum": "test_reductions", "sort": "test_reductions",
+    "matmul": "test_indexing", "gather": "test_indexing", "scatter": "test_indexing",
+    "random": "test_random", "softmax": "test_fast_paths", "conv2d": "test_fast_paths",
+    "conv2d_grad_input": "test_fast_paths", "conv2d_grad_weight": "test_fast_paths",
+    "max_pool2d": "test_fast_paths", "max_pool2d_grad_input": "test_fast_paths",
+}
+
+
+def test_contract_is_complete(conformance_contract: tuple[Any, str | None]) -> None:
+    """The backend loads and implements every required method (the other tests skip if not)."""
+    backend, problem = conformance_contract
+    if problem is not None:
+        pytest.fail(problem, pytrace=False)
+    assert not missing_methods(backend)
+
+
+@pytest.mark.parametrize("name", ALL_METHODS)
+def test_method_is_checked_by_the_kit(conformance_backend: Any, name: str) -> None:
+    """Every method the backend has (its own or inherited from ``Backend``) is callable and
+    has conformance tests; optional ones it lacks are skipped."""
+    meth = getattr(conformance_backend, name, None)
+    if meth is None:
+        assert name in OPTIONAL_METHODS, f"required method {name} is missing"
+        pytest.skip(f"the backend has no {name} (optional)")
+    assert callable(meth), f"{name} is not callable"
+    if name not in COVERED:  # a helper the base class gained after this kit version
+        pytest.skip(f"the kit has no conformance test for {name} (not a method of the contract)")
+
+
+def test_kit_covers_the_contract() -> None:
+    """Every method of the contract has conformance tests in this kit."""
+    assert set(REQUIRED_METHODS + OPTIONAL_METHODS) <= set(COVERED)
+
+
+def test_events_are_all_or_none(conformance_backend: Any) -> None:
+    have = [m for m in EVENT_METHODS if getattr(conformance_backend, m, None) is not None]
+    assert not have or len(have) == len(EVENT_METHODS), (
+        f"events are all four methods or none; the backend has only {have}")
+
+
+def test_device_properties(conformance_backend: Any) -> None:
+    be = conformance_backend
+    assert be.device_count() >= 1
+    for i in range(be.device_count()):
+        props = be.get_device_properties(i)
+        assert isinstance(props.name, str) and props.name
+        assert isinstance(props.total_memory, int) and props.total_memory >= 0
+        assert isinstance(props.fp64, bool)
+        stats = be.memory_stats(i)
+        assert {"allocated", "reserved", "peak_allocated"} <= set(stats)
+        assert all(isinstance(stats[k], int) and stats[k] >= 0
+                   for k in ("allocated", "reserved", "peak_allocated"))
+        be.synchronize(i)
+
+
+def _dtype_ids(dtypes: Any) -> list[str]:
+    return [d.name for d in dtypes]
+
+
+_ALL_DTYPES = [pg.bool, pg.uint8, pg.int8, pg.int16, pg.int32, pg.int64, pg.float16, pg.bfloat16,
+               pg.float32, pg.float64]
+
+
+def _need(be: Any, dtype: Any) -> None:
+    if dtype not in supported_dtypes(be):
+        pytest.skip(f"the backend does not store {dtype.name}")
+
+
+def test_core_dtypes_are_stored(conformance_backend: Any) -> None:
+    got = supported_dtypes(conformance_backend)
+    for dt in (pg.bool, pg.int32, pg.int64, pg.float32):
+        assert dt in got, f"{dt.name} does not survive allocate + from_host + to_host"
+
+
+@pytest.mark.parametrize("dtype", _ALL_DTYPES, ids=_dtype_ids(_ALL_DTYPES))
+@pytest.mark.parametrize("shape", [(), (0,), (1,), (7,), (3, 5), (2, 0, 3), (2, 3, 4)])
+def test_host_roundtrip(conformance_backend: Any, dtype: Any, shape: tuple) -> None:
+    be = conformance_backend
+    _need(be, dtype)
+    arr = sample(dtype, shape)
+    p = contiguous(be, arr, dtype, offset=3)
+    got = be.to_host(p.dev)
+    assert got.shape == arr.shape and got.dtype == arr.dtype and got.flags.c_contiguous
+    assert got.tobytes() == arr.tobytes()
+    got[...] = 0 if got.size else got  # a new array: writing it does not touch the buffer
+    assert be.to_host(p.dev).tobytes() == arr.tobytes()
+
+
+def test_allocate_zero_bytes(conformance_backend: Any) -> None:
+    be = conformance_backend
+    buf = be.allocate(0, 0)
+    v = View(buf, 0, (0,), (1,), pg.float32)
+    assert be.to_host(v).shape == (0,)
+    be.fill(View(buf, 0, (0, 3), (3, 1), pg.float32), 1.0)
+
+
+def _accounts(be: Any, index: int) -> bool:
+    """Whether the backend accounts its allocations (the numpy backend reports zeros)."""
+    before = be.memory_stats(index)["allocated"]
+    buf = be.allocate(index, 1 << 20)
+    after = be.memory_stats(index)["allocated"]
+    del buf
+    return after != before
+
+
+def _settle() -> None:
+    gc.collect()
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_memory_stats_follow_allocations(conformance_backend: Any, index: int) -> None:
+    """``allocated`` grows by at least the request and falls back when the buffer is freed;
+    ``peak_allocated`` follows and ``reset_peak_memory_stats`` brings it down to ``allocated``."""
+    be = conformance_backend
+    if index >= be.device_count():
+        pytest.skip("one device")
+    _settle()
+    if not _accounts(be, index):
+        pytest.skip("the backend reports no memory accounting (all zeros)")
+    _settle()
+    be.empty_cache(index)
+    s0 = be.memory_stats(index)
+    nbytes = 3 << 20
+    buf = be.allocate(index, nbytes)
+    s1 = be.memory_stats(index)
+    assert s1["allocated"] - s0["allocated"] >= nbytes, (s0, s1)
+    assert s1["reserved"] >= s1["allocated"]
+    assert s1["peak_allocated"] >= s1["allocated"]
+    del buf
+    _settle()
+    s2 = be.memory_stats(index)
+    assert s2["allocated"] <= s0["allocated"], f"allocated did not decrease after freeing: {s0} {s2}"
+    assert s2["peak_allocated"] >= s1["allocated"]
+    be.reset_peak_memory_stats(index)
+    s3 = be.memory_stats(index)
+    assert s3["peak_allocated"] == s3["allocated"], s3
+    be.empty_cache(index)
+    s4 = be.memory_stats(index)
+    assert s4["reserved"] >= s4["allocated"]
+    assert s4["reserved"] <= s2["reserved"], "empty_cache grew the reserved memory"
+
+
+def test_memory_stats_are_per_device(conformance_backend: Any) -> None:
+    be = conformance_backend
+    if be.device_count() < 2:
+        pytest.skip("one device")
+    _settle()
+    if not _accounts(be, 1):
+        pytest.skip("the backend reports no memory accounting")
+    s0 = [be.memory_stats(i)["allocated"] for i in (0, 1)]
+    buf = be.allocate(1, 2 << 20)
+    s1 = [be.memory_stats(i)["allocated"] for i in (0, 1)]
+    assert s1[0] == s0[0] and s1[1] - s0[1] >= 2 << 20, (s0, s1)
+    del buf
+
+
+def test_out_of_memory_is_a_typed_error(conformance_backend: Any) -> None:
+    """An impossible allocation raises ``OutOfMemoryError`` (never a crash, hang or success), and
+    the device still works afterwards."""
+    be = conformance_backend
+    total = be.get_device_properties(0).total_memory
+    if total <= 0:
+        pytest.skip("the device reports no total memory")
+    with pytest.raises(OutOfMemoryError):
+        buf = be.allocate(0, total * 4)
+        be.synchronize(0)
+        del buf
+    p = contiguous(be, np.arange(4.0), pg.float32)
+    np.testing.assert_array_equal(be.to_host(p.dev), np.arange(4.0, dtype=np.float32))
+    assert issubclass(OutOfMemoryError, RuntimeError)
+
+
+def test_out_of_memory_through_the_public_api(conformance_device: str) -> None:
+    mod = getattr(pg, pg.device(conformance_device).type, None)
+    be = pg.empty(1, device=conformance_device)._storage.backend
+    total = be.get_device_properties(0).total_memory
+    if total <= 0:
+        pytest.skip("the device reports no total memory")
+    with pytest.raises(pg.OutOfMemoryError):
+        pg.empty(total, dtype=pg.float32, device=conformance_device)
+    assert mod is None or mod.is_available()
+
+
+def test_pinned_memory_non_blocking(conformance_backend: Any) -> None:
+    """``from_host(non_blocking=True)`` from a pinned array (at an offset into the pinned buffer)
+    lands intact; ``is_pinned`` knows pinned arrays and their views, and nothing else."""
+    be = conformance_backend
+    n = 40_003
+    pinned = be.pin_memory((n + 8) * 4)
+    if pinned is None:
+        pytest.skip("the backend has no pinned memory")
+    assert pinned.dtype == np.uint8 and pinned.ndim == 1 and pinned.nbytes >= (n + 8) * 4
+    assert be.is_pinned(pinned) and be.is_pinned(pinned.view(np.float32)[3:])
+    assert not be.is_pinned(np.zeros(16, np.uint8))
+    whole = pinned[:(n + 8) * 4].view(np.float32)
+    whole[:] = -1.0
+    src = whole[5:5 + n]
+    src[:] = np.arange(n, dtype=np.float32)
+    dst = empty(be, (n,), pg.float32)
+    be.from_host(dst.dev, src, non_blocking=True)
+    be.synchronize(0)
+    np.testing.assert_array_equal(be.to_host(dst.dev), np.arange(n, dtype=np.float32))
+    # the caller may reuse the pinned array once the device is synchronized
+    src[:] = 0
+    np.testing.assert_array_equal(be.to_host(dst.dev), np.arange(n, dtype=np.float32))
+
+
+def test_pinned_tensor_non_blocking_to_device(conformance_device: str) -> None:
+    be = pg.empty(1, device=conformance_device)._storage.backend
+    if be.pin_memory(16) is None:
+        pytest.skip("the backend has no pinned memory")
+    host = pg.arange(1000, dtype=pg.float32)[7:507]
+    dev = host.pin_memory().to(conformance_device, non_blocking=True)
+    np.testing.assert_array_equal(dev.cpu().numpy(), np.arange(7, 507, dtype=np.float32))
+
+
+def _has_events(be: Any) -> bool:
+    return all(getattr(be, m, None) is not None for m in EVENT_METHODS)
+
+
+def test_events(conformance_backend: Any) -> None:
+    be = conformance_backend
+    if not _has_events(be):
+        pytest.skip("the backend has no events")
+    e1 = be.record_event(0)
+    p = contiguous(be, np.ones(100_000, np.float32), pg.float32)
+    for _ in range(3):
+        be.unary("exp", p.dev, p.dev)
+    e2 = be.record_event(0)
+    be.event_wait(e2)
+    assert be.event_query(e2) is True, "event_query is not True after event_wait"
+    assert be.event_query(e1) is True, "an earlier event is not complete after a later one"
+    ms = be.event_elapsed_ms(e1, e2)
+    assert isinstance(ms, float) and ms >= 0.0
+    np.testing.assert_allclose(be.to_host(p.dev)[:3], np.exp(np.exp(np.exp(1.0))).astype(np.float32),
+                               rtol=1e-5)
+
+
+def test_event_query_does_not_block(conformance_backend: Any) -> None:
+    be = conformance_backend
+    if not _has_events(be):
+        pytest.skip("the backend has no events")
+    be.synchronize(0)
+    e = be.record_event(0)
+    t0 = time.perf_counter()
+    done = be.event_query(e)
+    assert isinstance(done, bool)
+    assert time.perf_counter() - t0 < 5.0
+    be.event_wait(e)
+    assert be.event_query(e)
+
+
+def test_public_events(conformance_device: str) -> None:
+    be = pg.empty(1, device=conformance_device)._storage.backend
+    if conformance_device == "cpu" or not _has_events(be):
+        pytest.skip("the backend has no events")
+    mod = getattr(pg, pg.device(conformance_device).type)
+    start, end = mod.Event(enable_timing=True), mod.Event(enable_timing=True)
+    start.record()
+    (pg.ones(64, 64, device=conformance_device) @ pg.ones(64, 64, device=conformance_device)).sum()
+    end.record()
+    end.synchronize()
+    assert end.query() and start.elapsed_time(end) >= 0.0
+
+
+def test_unknown_ops_are_typed_errors(conformance_backend: Any) -> None:
+    be = conformance_backend
+    v = contiguous(be, np.ones(3), pg.float32).dev
+    idx = empty(be, (1,), pg.int64).dev
+    out = empty(be, (1,), pg.float32).dev
+    for kind, call in (("unary", lambda: be.unary("no_such_op", v, v)),
+                       ("binary", lambda: be.binary("no_such_op", v, v, v)),
+                       ("binary", lambda: be.binary("no_such_op", v, 2.0, v)),
+                       ("reduce", lambda: be.reduce("mean", v, (0,), out)),
+                       ("arg_reduce", lambda: be.arg_reduce("argmean", v, 0, idx)),
+                       ("random", lambda: be.random("gamma", v, 0, 0, 0.0, 1.0))):
+        with pytest.raises(UnsupportedOpError, match=rf"{kind} op '\w+' is not implemented"):
+            call()
+            be.synchronize(0)
+
+
+# ------------------------------------------------------------------ several devices
+def _two(be: Any) -> None:
+    if be.device_count() < 2:
+        pytest.skip("needs two devices")
+
+
+@pytest.mark.parametrize("dtype", [pg.float32, pg.int64, pg.bool, pg.float64], ids=str)
+@pytest.mark.parametrize("direction", [(0, 1), (1, 0)], ids=["0to1", "1to0"])
+def test_copy_between_devices(conformance_backend: Any, dtype: Any, direction: tuple) -> None:
+    be = conformance_backend
+    _two(be)
+    _need(be, dtype)
+    device_checks.check_copy_between(be, dtype, *direction)
+
+
+def test_to_another_device_through_the_public_api(conformance_device: str) -> None:
+    be = pg.empty(1, device=conformance_device)._storage.backend
+    _two(be)
+    device_checks.check_to_another_device(pg.device(conformance_device).type)
