@@ -292,7 +292,8 @@ class _Conv(Function):
         ctx.save_for_backward(x, w, cols)
         sp = p.out_spatial
         sp_strides = _raw.strides_for(tuple(sp) + (o,))[:-1]
-        return _raw.view(out, (n, o) + tuple(sp), (p.L * o, 1) + sp_strides)
+        # PyTorch's output is contiguous NCHW (scripts ``.view()`` it): one copy of the result
+        return _raw.contiguous(_raw.view(out, (n, o) + tuple(sp), (p.L * o, 1) + sp_strides))
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:

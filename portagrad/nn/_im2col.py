@@ -83,6 +83,16 @@ class Plan:
             self._dev[key] = t
         return t
 
+    def table_first_inside(self, like: Tensor) -> Tensor:
+        """The (L,) int64 index of each window's first position inside the input."""
+        key = ("first_inside", str(like.device))
+        t = self._dev.get(key)
+        if t is None:
+            first = np.argmax(np.asarray(self.pix) >= 0, axis=1).astype(np.int64)
+            t = _creation.from_host(np.ascontiguousarray(first), device=like.device)
+            self._dev[key] = t
+        return t
+
     def float_table(self, name: str, build: Any, like: Tensor) -> Tensor:
         """A float table (divisors, interpolation weights) in ``like``'s dtype and device."""
         key = (name, str(like.device), like.dtype.name)

@@ -991,9 +991,19 @@ class _MaxLast(Function):
     _backward_name = "MaxPoolBackward0"
 
     @staticmethod
-    def forward(ctx: Any, x: Tensor) -> Any:
+    def forward(ctx: Any, x: Tensor, first_inside: Tensor | None = None) -> Any:
         ax = x.dim() - 1
         idx = _raw.arg_reduce("argmax", x, ax, True)
+        if x._v.dtype.is_floating_point:
+            # PyTorch's pooling rules (those of the backends' max_pool2d fast path): the last
+            # NaN of a window is the one pointed at, and a window whose maximum is -inf points
+            # at its first position inside the input (``first_inside``), never at padding
+            ar = _creation.arange(x._v.shape[-1], device=x.device)
+            last_nan = R.amax(I.where(E.isnan(x), ar, -1), ax, keepdim=True)
+            idx = I.where(E.ge(last_nan, 0), last_nan, idx)
+            if first_inside is not None:
+                at_ninf = E.eq(_raw.gather(x, ax, idx), -math.inf)
+                idx = I.where(at_ninf, first_inside, idx)
         vals = _raw.gather(x, ax, idx)
         ctx.K = x._v.shape[-1]
         ctx.save_for_backward(idx)
@@ -1007,7 +1017,7 @@ class _MaxLast(Function):
     def backward(ctx: Any, g: Tensor, gi: Any) -> Any:
         (idx,) = ctx.saved_tensors
         ar = _creation.arange(ctx.K, device=g.device)
-        return I.where(E.eq(idx, ar), S.unsqueeze(g, -1), 0.0)
+        return I.where(E.eq(idx, ar), S.unsqueeze(g, -1), 0.0), None
 
 
 def _max_pool_fast_path(x: Tensor) -> bool:
@@ -1111,7 +1121,8 @@ def _max_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dila
             out, ind = S.squeeze(out, 0), S.squeeze(ind, 0)
         return (out, ind) if return_indices else out
     cols = _im2col.unfold_cols(x, p, -math.inf)
-    vals, idx = call(_MaxLast, S.reshape(cols, (N, p.L, Cc, p.K)))
+    first = S.reshape(p.table_first_inside(x), (1, p.L, 1, 1))
+    vals, idx = call(_MaxLast, S.reshape(cols, (N, p.L, Cc, p.K)), first)
     out = _nchw(vals, (N,) + p.out_spatial + (Cc,))
     if unbatched:
         out = S.squeeze(out, 0)

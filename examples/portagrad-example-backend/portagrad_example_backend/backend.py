@@ -103,6 +103,15 @@ def _wrap(s: Any, like: Any) -> Any:
     return (s - lo) % span + lo
 
 
+def _scalar_in(s: Any, dt: np.dtype) -> np.ndarray:
+    """The Python scalar ``s`` as a 0-d array of ``dt`` (an int wrapped into it first)."""
+    if s.__class__ is int and dt.kind in "iu" and dt.itemsize < 8:
+        info = np.iinfo(dt)
+        lo, span = int(info.min), int(info.max) - int(info.min) + 1
+        s = (s - lo) % span + lo
+    return np.array(s, dt)
+
+
 def _sigmoid(x: np.ndarray, out: np.ndarray) -> None:
     e = np.exp(-np.abs(x))  # never overflows
     np.divide(np.where(x >= 0, 1, e), 1 + e, out=out)
@@ -201,6 +210,10 @@ class ExampleBackend(Backend):
             raise unknown_op("binary", op, self.device_type)
         a, b = _wrap(a, b), _wrap(b, a)
         o = _dst(out)
+        if a.__class__ is int and b.__class__ is int and o.dtype.kind in "iu":
+            # two Python ints: numpy would compute them in int64 and refuse to store into uint8
+            # (same_kind); as 0-d arrays of out's dtype the result wraps as PyTorch's
+            a, b = _scalar_in(a, o.dtype), _scalar_in(b, o.dtype)
         xa, xb = _src(a), _src(b)
         if op in ("floordiv", "remainder", "fmod") and o.dtype.kind in "iu":
             if np.any(np.asarray(xb) == 0):  # PyTorch raises; numpy would write 0
