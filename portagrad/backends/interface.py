@@ -458,13 +458,15 @@ class Backend:
     #     """``out`` (N, C, H, W) = zeros with ``g`` (N, C, OH, OW) added at the flat positions
     #     ``indices`` of each (n, c) plane (overlapping windows accumulate)."""
     #
-    # Normalisation fast paths. Each is used by the core only when the backend has the method
-    # AND its partner (``softmax_backward``, ``layer_norm_backward`` ...), for float32/float64/
-    # bfloat16 operands of ONE dtype (bfloat16 computes in float32 and rounds once per output).
-    # Every view is contiguous; ``mean``/``rstd`` are the statistics the forward saves for the
-    # backward (biased variance, ``rstd = 1 / sqrt(var + eps)``), in the input's dtype. An output
-    # given as ``None`` is not wanted; the others are fully overwritten. Empty operands may be
-    # passed (nothing to write but what is documented). The core composes when any is missing.
+    # Normalisation fast paths, used while nothing records (the backward ones by ``backward``
+    # without ``create_graph``). ``softmax_backward`` is used on its own, for the dtypes
+    # ``softmax`` sees; the others only in pairs (``layer_norm`` with ``layer_norm_backward``,
+    # ``batch_norm`` with ``batch_norm_backward``, ``cross_entropy`` with
+    # ``cross_entropy_backward``) and for float32/float64 operands of ONE dtype (the core
+    # composes otherwise). Every view is contiguous; ``mean``/``rstd`` are the statistics the
+    # forward saves for the backward (biased variance, ``rstd = 1 / sqrt(var + eps)``), in the
+    # input's dtype. An output given as ``None`` is not wanted; the others are fully overwritten.
+    # Sums accumulate in at least the input's precision (float32 for float16/bfloat16).
     #
     # def softmax_backward(self, g: View, y: View, axis: int, out: View, log: bool) -> None:
     #     """Gradient of :meth:`softmax` along ``axis`` from its output ``y`` and the incoming
