@@ -115,6 +115,20 @@ def test_softmax_nonfinite_rows(device: str, log: bool) -> None:
     np.testing.assert_allclose(out[4], want if log else np.exp(want), rtol=1e-6)
 
 
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_nonfinite_long_rows(device: str, log: bool) -> None:
+    """Rows long enough for vectorised kernels: non-finite values inside and in the tail."""
+    x = RNG.normal(size=(5, 19))
+    x[0, 9], x[1, 17], x[2] = np.nan, np.inf, -np.inf
+    x[3, 18] = -np.inf
+    fn = (lambda t: F.log_softmax(t, 1)) if log else (lambda t: F.softmax(t, 1))
+    out = _compare(fn, [x], device, pg.float32)[0]
+    assert out is not None and np.isnan(out[:3]).all() and not np.isnan(out[3:]).any()
+    t = pg.tensor([1, 2, 3, 4, 0], device=device)
+    loss = F.cross_entropy(pg.tensor(x, dtype=pg.float32, device=device), t, reduction="none")
+    assert np.isnan(loss.cpu().numpy()[:3]).all() and np.isfinite(loss.cpu().numpy()[3:]).all()
+
+
 def test_softmax_empty(device: str) -> None:
     for shape, dim in (((0, 3), 1), ((3, 0), 1), ((2, 0, 4), 2)):
         x = pg.zeros(shape, device=device, requires_grad=True)

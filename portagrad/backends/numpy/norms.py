@@ -65,7 +65,6 @@ def _bcast(a: np.ndarray | None, shape: tuple[int, ...], axis: int) -> Any:
 
 
 def _softmax(x: np.ndarray, axis: int, log: bool) -> np.ndarray:
-    # a row holding NaN or +inf, or only -inf, gives NaN through inf - inf, as in PyTorch
     z = x - np.max(x, axis, keepdims=True)
     e = np.exp(z)
     s = np.sum(e, axis, keepdims=True)
@@ -85,7 +84,18 @@ class NormsMixin:
             return
         xa = _a(x)
         assert xa is not None
-        _put(out, _softmax(xa, axis, log))
+        if out.dtype is _BF16:
+            _put(out, _softmax(xa, axis, log))
+            return
+        o = _nd(out)  # computed in place: four passes over the data
+        # a row holding NaN or +inf, or only -inf, gives NaN through inf - inf, as in PyTorch
+        np.subtract(xa, np.max(xa, axis, keepdims=True), out=o)
+        if log:
+            s = np.sum(np.exp(o), axis, keepdims=True)
+            np.subtract(o, np.log(s, out=s), out=o)
+        else:
+            np.exp(o, out=o)
+            np.divide(o, np.sum(o, axis, keepdims=True), out=o)
 
     def softmax_backward(self, g: View, y: View, axis: int, out: View, log: bool) -> None:
         """Gradient of (log-)softmax from its output ``y`` and the incoming gradient ``g``."""
@@ -93,11 +103,22 @@ class NormsMixin:
             return
         ga, ya = _a(g), _a(y)
         assert ga is not None and ya is not None
+        if out.dtype is _BF16:
+            if log:
+                r = ga - np.exp(ya) * np.sum(ga, axis, keepdims=True)
+            else:
+                r = ya * (ga - np.sum(ga * ya, axis, keepdims=True))
+            _put(out, r)
+            return
+        o = _nd(out)
         if log:
-            r = ga - np.exp(ya) * np.sum(ga, axis, keepdims=True)
+            np.exp(ya, out=o)
+            np.multiply(o, np.sum(ga, axis, keepdims=True), out=o)
+            np.subtract(ga, o, out=o)
         else:
-            r = ya * (ga - np.sum(ga * ya, axis, keepdims=True))
-        _put(out, r)
+            np.multiply(ga, ya, out=o)
+            np.subtract(ga, np.sum(o, axis, keepdims=True), out=o)
+            np.multiply(o, ya, out=o)
 
     # ---------------------------------------------------------- layer norm
     def layer_norm(self, x: View, weight: View | None, bias: View | None, eps: float, out: View,

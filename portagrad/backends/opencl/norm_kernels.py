@@ -88,6 +88,67 @@ __kernel void softmax_backward(__global const S* G, long go, __global const S* Y
 """
 
 
+def _vloop(vec: bool, body_v: str, body_s: str, n: str) -> str:
+    """A loop of the work-item over the row ``[0, n)``: with ``vec``, chunks of ``VW`` elements
+    (``body_v`` on ``V`` vectors at ``j``; PoCL turns a vector ``exp`` into one vector-math
+    call, where the scalar form calls it per element) and a scalar tail; else element by element
+    (``body_s`` at ``j``)."""
+    if not vec:
+        return f"for (long j = l; j < {n}; j += WG) {{ {body_s} }}"
+    return f"""for (long j = (long)l * VW; j + VW <= {n}; j += (long)WG * VW) {{ {body_v} }}
+    for (long j = ({n} / VW) * VW + l; j < {n}; j += WG) {{ {body_s} }}"""
+
+
+def _softmax_c(vec: bool) -> str:
+    """Softmax and its gradient over contiguous rows (``inner == 1``), vectorised where an
+    ``exp`` is taken."""
+    ld = "vload8(0, x + j)"
+    return f"""
+__kernel void softmax_c(__global const S* X, long xo, __global S* O, long oo, long L, int lg)
+{{
+    long r = get_group_id(0);
+    int l = get_local_id(0);
+    __local A sh[WG];
+    __global const S* x = X + xo + r * L;
+    __global S* o = O + oo + r * L;
+    A m = -INFINITY;
+    for (long j = l; j < L; j += WG) {{ A b = LD(x[j]); A a = m; m = {_MAX}; }}
+    {_reduce("m", _MAX)}
+    A s = 0;
+    {_vloop(vec, f"s += VSUM(exp({ld} - m));", "s += exp(LD(x[j]) - m);", "L")}
+    {_reduce("s", _SUM)}
+    if (lg) {{
+        A ls = log(s);
+        {_vloop(vec, f"vstore8(({ld} - m) - ls, 0, o + j);", "o[j] = ST((LD(x[j]) - m) - ls);", "L")}
+    }} else {{
+        {_vloop(vec, f"vstore8(exp({ld} - m) / s, 0, o + j);", "o[j] = ST(exp(LD(x[j]) - m) / s);",
+                "L")}
+    }}
+}}
+
+__kernel void softmax_backward_c(__global const S* G, long go, __global const S* Y, long yo,
+                                 __global S* O, long oo, long L, int lg)
+{{
+    long r = get_group_id(0);
+    int l = get_local_id(0);
+    __local A sh[WG];
+    __global const S* g = G + go + r * L;
+    __global const S* y = Y + yo + r * L;
+    __global S* o = O + oo + r * L;
+    A s = 0;
+    if (lg) {{ for (long j = l; j < L; j += WG) s += LD(g[j]); }}
+    else {{ for (long j = l; j < L; j += WG) s += LD(g[j]) * LD(y[j]); }}
+    {_reduce("s", _SUM)}
+    if (lg) {{
+        {_vloop(vec, "vstore8(vload8(0, g + j) - exp(vload8(0, y + j)) * s, 0, o + j);",
+                "o[j] = ST(LD(g[j]) - exp(LD(y[j])) * s);", "L")}
+    }} else {{
+        for (long j = l; j < L; j += WG) {{ A yv = LD(y[j]); o[j] = ST(yv * (LD(g[j]) - s)); }}
+    }}
+}}
+"""
+
+
 def _layer_norm() -> str:
     return f"""
 __kernel void layer_norm(__global const S* X, long xo, __global const S* W, long wo,
@@ -232,7 +293,7 @@ __kernel void batch_norm_backward(__global const S* G, long go, __global const S
 """
 
 
-def _cross_entropy() -> str:
+def _cross_entropy(vec: bool) -> str:
     return f"""
 __kernel void cross_entropy(__global const S* X, long xo, __global const long* T, long to,
                             __global const S* W, long wo, __global S* LOSS, long lo,
@@ -247,7 +308,7 @@ __kernel void cross_entropy(__global const S* X, long xo, __global const long* T
     for (long j = l; j < Cn; j += WG) {{ A b = LD(x[j]); A a = m; m = {_MAX}; }}
     {_reduce("m", _MAX)}
     A s = 0;
-    for (long j = l; j < Cn; j += WG) s += exp(LD(x[j]) - m);
+    {_vloop(vec, "s += VSUM(exp(vload8(0, x + j) - m));", "s += exp(LD(x[j]) - m);", "Cn")}
     {_reduce("s", _SUM)}
     if (l == 0) {{
         A lse = log(s) + m;
@@ -274,8 +335,10 @@ __kernel void cross_entropy_backward(__global const S* X, long xo, __global cons
     __global S* o = O + oo + r * Cn;
     A lse = LD(LSE[so + r]), k = LD(K[ko + r]);
     long t = T[to + r];
-    for (long j = l; j < Cn; j += WG)
-        o[j] = ST(k * (exp(LD(x[j]) - lse) - (j == t ? (A)1 : (A)0)));
+    {_vloop(vec, "vstore8(k * exp(vload8(0, x + j) - lse), 0, o + j);",
+            "o[j] = ST(k * exp(LD(x[j]) - lse));", "Cn")}
+    barrier(CLK_GLOBAL_MEM_FENCE);  /* the target's element, written above, is this group's */
+    if (l == 0 && t >= 0 && t < Cn) o[t] = ST(k * (exp(LD(x[t]) - lse) - (A)1));
 }}
 """
 
@@ -290,6 +353,10 @@ def norm_source(dtype: str, wg: int) -> str:
         a, ld, st = "float", "((float)(v))", "((half)(v))"
     else:
         a, ld, st = s, "(v)", "(v)"
+    vec = dtype in ("float32", "float64")  # vector loads where storage and computation agree
     head = (f"{prelude([dtype])}\n#define WG {wg}\ntypedef {s} S;\ntypedef {a} A;\n"
-            f"#define LD(v) {ld}\n#define ST(v) {st}\n")
-    return head + _softmax() + _layer_norm() + _batch_norm() + _cross_entropy()
+            f"#define LD(v) {ld}\n#define ST(v) {st}\n#define VW 8\n")
+    if vec:
+        head += (f"typedef {s}8 V;\n#define VSUM(v) ((((v).s0 + (v).s1) + ((v).s2 + (v).s3)) + "
+                 f"(((v).s4 + (v).s5) + ((v).s6 + (v).s7)))\n")
+    return head + _softmax() + _softmax_c(vec) + _layer_norm() + _batch_norm() + _cross_entropy(vec)

@@ -37,6 +37,8 @@ _B = [None, _I64]  # a buffer and its offset
 _TYPES: dict[str, list[Any]] = {
     "softmax": _B * 2 + [_I64, _I64, _I32],
     "softmax_backward": _B * 3 + [_I64, _I64, _I32],
+    "softmax_c": _B * 2 + [_I64, _I32],
+    "softmax_backward_c": _B * 3 + [_I64, _I32],
     "layer_norm": _B * 6 + [_I64, "A", _I32, _I32, _I32],
     "layer_norm_grad_x": _B * 6 + [_I64, _I32],
     "layer_norm_grad_wb": _B * 6 + [_I64, _I64, _I32, _I32],
@@ -120,7 +122,8 @@ class NormsMixin:
         for s in shape[axis + 1:]:
             inner *= s
         rows = out.numel // L
-        dev, kern, wg = self._norm_kernel(out, name)
+        contiguous_rows = inner == 1  # the common case (the last axis): vectorised kernels
+        dev, kern, wg = self._norm_kernel(out, name + "_c" if contiguous_rows else name)
         with cl_errors(dev.label, name):
             ins = [self._c(dev, v) for v in views]
             o, back = self._out(dev, out)
@@ -128,7 +131,8 @@ class NormsMixin:
             args: list[Any] = []
             for v in ins + [o]:
                 args += self._arg(v, o)
-            self._launch(dev, kern, rows, wg, args + [L, inner, int(log)])
+            tail = [L, int(log)] if contiguous_rows else [L, inner, int(log)]
+            self._launch(dev, kern, rows, wg, args + tail)
             self._finish([back])
 
     @flushes
