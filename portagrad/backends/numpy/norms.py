@@ -2,9 +2,10 @@
 
 Mixed into :class:`~portagrad.backends.numpy.backend.NumpyBackend`. The contract (shapes, which
 outputs may be ``None``, what the core guarantees) is in :mod:`portagrad.backends.interface`,
-section "normalisation fast paths". Each method is one numpy pass over its operands, with the row
-or channel statistics kept as small keepdim arrays; bfloat16 computes in float32 and rounds once
-(as the other primitives).
+section "normalisation fast paths". Each method is a handful of whole-array numpy calls (no
+Python loop over rows), with the row or channel statistics kept as small keepdim arrays and, where
+the dtype allows, the output computed in place; bfloat16 computes in float32 and rounds once (as
+the other primitives).
 """
 from __future__ import annotations
 
