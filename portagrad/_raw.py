@@ -50,6 +50,8 @@ __all__ = [
     "binary_", "binary_into", "fill_", "copy_", "axpy_", "lerp_", "addc_", "Scratch", "has_prims",
     "softmax", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
     "max_pool2d_grad_input", "open_epoch", "close_epoch", "owned", "moved", "disown",
+    "softmax_backward", "layer_norm", "layer_norm_backward", "batch_norm", "batch_norm_backward",
+    "cross_entropy", "cross_entropy_backward",
 ]
 
 
@@ -522,3 +524,71 @@ def max_pool2d_grad_input(g: Tensor, indices: Tensor, out: Tensor, kernel_size: 
     g._storage.backend.max_pool2d_grad_input(g._v, indices._v, out._v, kernel_size, stride,
                                              padding, dilation)
     return out
+
+
+# the normalisation fast paths (see the backend contract); ``None`` stands for an operand the
+# primitive does without or an output nobody wants
+def _ov(t: Tensor | None) -> View | None:
+    return None if t is None else t._v
+
+
+def softmax_backward(g: Tensor, y: Tensor, axis: int, out: Tensor, log: bool) -> Tensor:
+    """The backend's gradient of (log-)softmax from its output ``y``, into ``out``."""
+    y._storage.backend.softmax_backward(g._v, y._v, axis, out._v, log)
+    return out
+
+
+def layer_norm(x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float, out: Tensor,
+               mean: Tensor | None, rstd: Tensor | None) -> Tensor:
+    """The backend's layer norm of the rows of the (M, N) ``x`` into ``out`` (statistics into
+    ``mean``/``rstd`` (M,) when given)."""
+    x._storage.backend.layer_norm(x._v, _ov(weight), _ov(bias), eps, out._v, _ov(mean), _ov(rstd))
+    return out
+
+
+def layer_norm_backward(g: Tensor, x: Tensor, weight: Tensor | None, mean: Tensor, rstd: Tensor,
+                        grad_x: Tensor | None, grad_weight: Tensor | None,
+                        grad_bias: Tensor | None) -> None:
+    """The backend's gradients of :func:`layer_norm`, into the outputs that are not ``None``."""
+    x._storage.backend.layer_norm_backward(g._v, x._v, _ov(weight), mean._v, rstd._v, _ov(grad_x),
+                                           _ov(grad_weight), _ov(grad_bias))
+
+
+def batch_norm(x: Tensor, weight: Tensor | None, bias: Tensor | None,
+               running_mean: Tensor | None, running_var: Tensor | None, momentum: float,
+               eps: float, out: Tensor, mean: Tensor, rstd: Tensor) -> Tensor:
+    """The backend's training-mode batch norm of the (N, C, L) ``x`` into ``out``; batch
+    statistics into ``mean``/``rstd`` (C,); the running statistics updated in place (each bumps
+    its version)."""
+    x._storage.backend.batch_norm(x._v, _ov(weight), _ov(bias), _ov(running_mean),
+                                  _ov(running_var), momentum, eps, out._v, mean._v, rstd._v)
+    for r in (running_mean, running_var):
+        if r is not None:
+            bump(r)
+    return out
+
+
+def batch_norm_backward(g: Tensor, x: Tensor, weight: Tensor | None, mean: Tensor, rstd: Tensor,
+                        grad_x: Tensor | None, grad_weight: Tensor | None,
+                        grad_bias: Tensor | None) -> None:
+    """The backend's gradients of :func:`batch_norm`, into the outputs that are not ``None``."""
+    x._storage.backend.batch_norm_backward(g._v, x._v, _ov(weight), mean._v, rstd._v, _ov(grad_x),
+                                           _ov(grad_weight), _ov(grad_bias))
+
+
+def cross_entropy(x: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,
+                  loss: Tensor, lse: Tensor, row_weight: Tensor) -> Tensor:
+    """The backend's per-row cross entropy of (N, C) logits against int64 class indices: the
+    losses into ``loss``, the row log-sum-exps into ``lse``, the row weights into
+    ``row_weight`` (all (N,))."""
+    x._storage.backend.cross_entropy(x._v, target._v, _ov(weight), ignore_index, loss._v, lse._v,
+                                     row_weight._v)
+    return loss
+
+
+def cross_entropy_backward(x: Tensor, target: Tensor, lse: Tensor, coef: Tensor,
+                           grad_x: Tensor) -> Tensor:
+    """The backend's gradient of :func:`cross_entropy` (scaled per row by ``coef``) into
+    ``grad_x``."""
+    x._storage.backend.cross_entropy_backward(x._v, target._v, lse._v, coef._v, grad_x._v)
+    return grad_x

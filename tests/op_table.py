@@ -2559,6 +2559,76 @@ def _toplevel_rows() -> list[OpInfo]:
 
 OP_TABLE += _toplevel_rows()
 
+
+# ----------------------------------------------------------------------------- normalisation
+# softmax, layer/batch norm and cross-entropy: backend primitives where a backend has them
+# (forward and backward), composed from the required primitives where not
+def _np_log_softmax(x: np.ndarray, dim: int) -> np.ndarray:
+    z = x - x.max(dim, keepdims=True)
+    return z - np.log(np.exp(z).sum(dim, keepdims=True))
+
+
+def _np_layer_norm(x: np.ndarray, ns: tuple, w: Any = None, b: Any = None) -> np.ndarray:
+    axes = tuple(range(x.ndim - len(ns), x.ndim))
+    y = (x - x.mean(axes, keepdims=True)) / np.sqrt(x.var(axes, keepdims=True) + 1e-5)
+    return y * (1 if w is None else w) + (0 if b is None else b)
+
+
+def _np_batch_norm_train(x: np.ndarray, w: Any = None, b: Any = None) -> np.ndarray:
+    axes = (0,) + tuple(range(2, x.ndim))
+    bs = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    y = (x - x.mean(axes, keepdims=True)) / np.sqrt(x.var(axes, keepdims=True) + 1e-5)
+    return y * (1 if w is None else w.reshape(bs)) + (0 if b is None else b.reshape(bs))
+
+
+def _np_cross_entropy(x: np.ndarray, t: np.ndarray, reduction: str = "mean",
+                      weighted: bool = False) -> np.ndarray:
+    w = np.linspace(0.5, 2.0, x.shape[1]) if weighted else np.ones(x.shape[1])
+    valid = t != -100
+    ti = np.where(valid, t, 0)
+    rw = np.where(valid, w[ti], 0.0)
+    rows = -rw * _np_log_softmax(x, 1)[np.arange(len(t)), ti]
+    out = {"none": rows, "sum": rows.sum(), "mean": rows.sum() / rw.sum()}[reduction]
+    return np.asarray(out, x.dtype)
+
+
+def _weighted_ce(x: pg.Tensor, t: pg.Tensor, **k: Any) -> pg.Tensor:
+    w = pg.tensor(np.linspace(0.5, 2.0, x.shape[1]), dtype=x.dtype, device=x.device)
+    return pg.nn.functional.cross_entropy(x, t, weight=w, **k)
+
+
+def _norm_rows() -> list[OpInfo]:
+    F = pg.nn.functional
+    sm = fixed(S(X((3, 5)), 1), S(X((2, 3, 4)), 0), S(X((4, 3)), -1, nc="T"), S(X((2, 9)), 1))
+    ce = fixed(S(X((5, 4)), IDX([0, 3, 1, 2, 1])),
+               S(X((4, 4)), IDX([0, -100, 3, 3]), reduction="sum"),
+               S(X((3, 6)), IDX([5, 0, 2]), reduction="none"))
+    return [
+        OpInfo("nn.functional.softmax", F.softmax, lambda x, d: np.exp(_np_log_softmax(x, d)), sm,
+               FLOATS, "same", grad=True),
+        OpInfo("nn.functional.log_softmax", F.log_softmax, _np_log_softmax, sm, FLOATS, "same",
+               grad=True),
+        OpInfo("nn.functional.layer_norm", lambda x, ns, w=None, b=None: F.layer_norm(x, ns, w, b),
+               _np_layer_norm,
+               fixed(S(X((3, 5)), (5,), X((5,)), X((5,))), S(X((2, 3, 4)), (3, 4)),
+                     S(X((4, 3)), (3,), X((3,)), nc="T")),
+               FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5),
+        OpInfo("nn.functional.batch_norm_train",
+               lambda x, w=None, b=None: F.batch_norm(x, None, None, w, b, training=True),
+               _np_batch_norm_train,
+               fixed(S(X((4, 3, 2)), X((3,)), X((3,))), S(X((5, 3))),
+                     S(X((2, 2, 2, 2)), X((2,)), X((2,)))),
+               FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5),
+        OpInfo("nn.functional.cross_entropy", F.cross_entropy, _np_cross_entropy, ce, FLOATS,
+               "same", grad=True),
+        OpInfo("nn.functional.cross_entropy_weighted", _weighted_ce,
+               lambda x, t, **k: _np_cross_entropy(x, t, weighted=True, **k), ce, FLOATS, "same",
+               grad=True),
+    ]
+
+
+OP_TABLE += _norm_rows()
+
 _names = [r.name for r in OP_TABLE]
 assert len(set(_names)) == len(_names), [n for n in _names if _names.count(n) > 1]
 

@@ -564,6 +564,60 @@ class Backend:
     #                           dilation) -> None:
     #     """``out`` (N, C, H, W) = zeros with ``g`` (N, C, OH, OW) added at the flat positions
     #     ``indices`` of each (n, c) plane (overlapping windows accumulate)."""
+    #
+    # Normalisation fast paths, used while nothing records (the backward ones by ``backward``
+    # without ``create_graph``). ``softmax_backward`` is used on its own, for the dtypes
+    # ``softmax`` sees; the others only in pairs (``layer_norm`` with ``layer_norm_backward``,
+    # ``batch_norm`` with ``batch_norm_backward``, ``cross_entropy`` with
+    # ``cross_entropy_backward``) and for float32/float64 operands of ONE dtype (the core
+    # composes otherwise). Every view is contiguous; ``mean``/``rstd`` are the statistics the
+    # forward saves for the backward (biased variance, ``rstd = 1 / sqrt(var + eps)``), in the
+    # input's dtype. An output given as ``None`` is not wanted; the others are fully overwritten.
+    # Sums accumulate in at least the input's precision (float32 for float16/bfloat16).
+    #
+    # def softmax_backward(self, g: View, y: View, axis: int, out: View, log: bool) -> None:
+    #     """Gradient of :meth:`softmax` along ``axis`` from its output ``y`` and the incoming
+    #     gradient ``g`` (one shape): ``out = y * (g - sum(g * y))`` (``log=False``) or ``out = g
+    #     - exp(y) * sum(g)`` (``log=True``), sums over ``axis``."""
+    # def layer_norm(self, x, weight, bias, eps: float, out, mean, rstd) -> None:
+    #     """Normalise each row of the (M, N) ``x``: ``out = (x - mean) * rstd * weight + bias``
+    #     with ``weight``/``bias`` (N,) or ``None`` (1 and 0); ``mean``/``rstd`` (M,) receive the
+    #     row statistics, or are ``None`` when no gradient will be asked for. N may be 0 (then
+    #     ``mean`` is 0 and ``rstd`` is ``1 / sqrt(eps)``), M may be 0."""
+    # def layer_norm_backward(self, g, x, weight, mean, rstd, grad_x, grad_weight,
+    #                         grad_bias) -> None:
+    #     """Gradients of :meth:`layer_norm` for the (M, N) ``g``: ``grad_x`` (M, N) = ``rstd *
+    #     (gw - mean(gw) - xhat * mean(gw * xhat))`` per row, where ``xhat = (x - mean) * rstd``
+    #     and ``gw = g * weight``; ``grad_weight`` (N,) = column sums of ``g * xhat``,
+    #     ``grad_bias`` (N,) = column sums of ``g`` (0 when M is 0). Any of the three may be
+    #     ``None``; ``weight`` may be ``None`` (1)."""
+    # def batch_norm(self, x, weight, bias, running_mean, running_var, momentum: float,
+    #                eps: float, out, mean, rstd) -> None:
+    #     """Training-mode batch normalisation of the (N, C, L) ``x`` (the core flattens the
+    #     spatial dimensions), statistics per channel over (N, L), N * L >= 2:
+    #     ``out = (x - mean) * rstd * weight + bias`` (``weight``/``bias`` (C,) or ``None``),
+    #     ``mean``/``rstd`` (C,) receive the batch statistics. The running statistics are updated
+    #     here, in place, when given (each (C,) or ``None``): ``running_mean = (1 - momentum) *
+    #     running_mean + momentum * mean`` and the same for ``running_var`` with the *unbiased*
+    #     batch variance ``var * n / (n - 1)``, ``n = N * L`` (PyTorch's rule; the core has
+    #     already turned ``momentum=None`` into the cumulative factor)."""
+    # def batch_norm_backward(self, g, x, weight, mean, rstd, grad_x, grad_weight,
+    #                         grad_bias) -> None:
+    #     """Gradients of training-mode :meth:`batch_norm` for the (N, C, L) ``g``, per channel
+    #     over ``n = N * L`` elements: ``grad_x = weight * rstd * (g - sum(g) / n - xhat *
+    #     sum(g * xhat) / n)``, ``grad_weight = sum(g * xhat)``, ``grad_bias = sum(g)`` (C,),
+    #     ``xhat = (x - mean) * rstd``. Any output may be ``None``; ``weight`` may be ``None``."""
+    # def cross_entropy(self, x, target, weight, ignore_index: int, loss, lse,
+    #                   row_weight) -> None:
+    #     """Per-row cross entropy of the (N, C) logits ``x`` against the int64 class indices
+    #     ``target`` (N,), which the core has checked lie in ``[0, C)`` or equal
+    #     ``ignore_index``. ``lse`` (N,) = ``log(sum(exp(x)))`` per row (max-subtracted);
+    #     ``row_weight`` (N,) = ``weight[target]`` (1 when ``weight`` (C,) is ``None``), 0 for an
+    #     ignored row; ``loss`` (N,) = ``row_weight * (lse - x[i, target])`` (0 when ignored)."""
+    # def cross_entropy_backward(self, x, target, lse, coef, grad_x) -> None:
+    #     """``grad_x`` (N, C) = ``coef[i] * (exp(x[i, j] - lse[i]) - [j == target[i]])`` from the
+    #     saved ``lse`` and the per-row factor ``coef`` (N,) (the core folds the incoming
+    #     gradient, the row weight and the ``mean`` divisor into it)."""
 
 
 REQUIRED_METHODS = (
@@ -601,6 +655,7 @@ cross-entropy), so they are the first to replace."""
 OPTIONAL_METHODS = ("host_array", "wrap_host", "pin_memory", "is_pinned", "softmax",
                     "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
                     "max_pool2d_grad_input",
+                    "softmax_backward", "layer_norm", "layer_norm_backward", "batch_norm", "batch_norm_backward", "cross_entropy", "cross_entropy_backward",  # noqa: E501
                     "record_event", "event_wait", "event_query", "event_elapsed_ms")
 """Methods the core uses when a backend overrides them, composing or skipping otherwise."""
 

@@ -1,10 +1,14 @@
-"""Fused Functions for the hottest layers: ``linear`` and ``cross_entropy`` with class indices.
+"""Fused Functions for the hottest layers: ``linear``, ``cross_entropy`` with class indices,
+``layer_norm`` and training-mode ``batch_norm``.
 
 Composed from single ops, ``linear`` records ~7 nodes (transpose, reshapes, batched matmul, bias
 add) and ``cross_entropy`` ~15; each node costs Python time in forward and backward. Here each is
 one node whose forward calls ``_raw``'s primitives directly and whose backward is still written
 with public portagrad ops (so it runs on every backend and can be differentiated again: with
 ``create_graph`` the softmax is recomputed from the input rather than read from the saved value).
+Where the backend has the optional normalisation primitives (``layer_norm``, ``batch_norm``,
+``cross_entropy`` and their ``*_backward``), forward and backward are one backend call each while
+nothing records; under ``create_graph`` the backward is composed from public ops.
 """
 from __future__ import annotations
 
@@ -23,7 +27,8 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ._im2col import _unfold_raw, fold_cols, unfold_cols
 
-__all__ = ["linear", "cross_entropy_indices", "check_class_targets", "conv"]
+__all__ = ["linear", "cross_entropy_indices", "check_class_targets", "conv", "norm_fast_path",
+           "layer_norm", "batch_norm", "ce_weight_fast"]
 
 
 def _tensor_like(x: Tensor, shape: tuple) -> Tensor:
@@ -95,6 +100,8 @@ def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
 
 
 _ARANGE: dict = {}
+#: dtypes the normalisation primitives are used for (others compose)
+_NORM_DTYPES = (_dtype.float32, _dtype.float64)
 
 
 def _class_ids(n: int, like: Tensor) -> Tensor:
@@ -109,7 +116,12 @@ class _CrossEntropy(Function):
     _backward_name = "NllLossBackward0"
 
     @staticmethod
-    def forward(ctx: Any, x: Tensor, target: Tensor, ignore_index: int, reduction: str) -> Tensor:
+    def forward(ctx: Any, x: Tensor, target: Tensor, ignore_index: int, reduction: str,
+                weight: Tensor | None = None) -> Tensor:
+        ctx.reduction = reduction
+        ctx.fast = fast = weight is not None or _ce_prims(x)
+        if fast:
+            return _ce_forward_prims(ctx, x, target, ignore_index, reduction, weight)
         # ~17 primitive calls on small (N, C) arrays: temporaries are bare Views (no Storage or
         # Tensor objects), which halves the Python cost per call; only results become tensors
         n, c = x._v.shape
@@ -169,11 +181,56 @@ class _CrossEntropy(Function):
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
+        if ctx.fast:
+            return _ce_backward_prims(ctx, g), None, None, None, None
         x, logp, onehot, wcol = ctx.saved_tensors
         # d loss_i / d x_ij = (softmax_ij - [j == t_i]) * valid_i (/ n_valid for "mean")
         p = _softmax_rows(x) if is_grad_enabled() else E.exp(logp)
         coef = E.mul(wcol, g if ctx.reduction != "none" else S.unsqueeze(g, 1))  # (N, 1)
-        return E.mul(E.sub(p, onehot), coef), None, None, None
+        return E.mul(E.sub(p, onehot), coef), None, None, None, None
+
+
+def _ce_prims(x: Tensor) -> bool:
+    """Whether ``x``'s backend has the fused cross-entropy primitives for its dtype."""
+    return x._v.dtype in _NORM_DTYPES and _raw.has_prims(x, "cross_entropy",
+                                                          "cross_entropy_backward")
+
+
+def _ce_forward_prims(ctx: Any, x: Tensor, target: Tensor, ignore_index: int, reduction: str,
+                      weight: Tensor | None) -> Tensor:
+    """Cross entropy through the backend's ``cross_entropy``: per-row losses, log-sum-exps and
+    row weights in one call, then the reduction."""
+    n = x._v.shape[0]
+    dt = x._v.dtype
+    st = x._storage
+    xc, tc = _raw.contiguous(x), _raw.contiguous(target)
+    rows, lse, rw = (_raw.new_on(st, (n,), dt) for _ in range(3))
+    _raw.cross_entropy(xc, tc, None if weight is None else _raw.contiguous(weight), ignore_index,
+                       rows, lse, rw)
+    if reduction == "none":
+        loss, coef = rows, rw
+    else:
+        loss = _raw.reduce("sum", rows, (0,), False)
+        coef = rw
+        if reduction == "mean":  # sum(w_i * l_i) / sum(w_i), as PyTorch (NaN when all ignored)
+            denom = _raw.reduce("sum", rw, (0,), False)
+            loss = _raw.binary("div", loss, denom._v, dt)
+            coef = _raw.binary("div", rw, _raw.expand_view(denom, (n,)), dt)
+    ctx.save_for_backward(x, target, lse, coef)
+    return loss
+
+
+def _ce_backward_prims(ctx: Any, g: Tensor) -> Tensor:
+    """The gradient of :func:`_ce_forward_prims` w.r.t. the logits: one backend call while
+    nothing records, else composed from public ops (differentiable again)."""
+    x, target, lse, coef = ctx.saved_tensors
+    coef = E.mul(coef, g)  # (N,): g is 0-d, or (N,) for reduction="none"
+    if not is_grad_enabled() and _ce_prims(x):
+        return _raw.cross_entropy_backward(_raw.contiguous(x), _raw.contiguous(target), lse,
+                                           _raw.contiguous(coef), _raw.new_like(x))
+    c = x.shape[1]
+    onehot = E.eq(S.unsqueeze(target, 1), S.unsqueeze(_class_ids(c, x), 0)).to(x.dtype)
+    return E.mul(E.sub(_softmax_rows(x), onehot), S.unsqueeze(coef, 1))
 
 
 def _softmax_rows(x: Tensor) -> Tensor:
@@ -206,11 +263,22 @@ def check_class_targets(target: Tensor, c: int, ignore_index: int) -> None:
         raise IndexError(f"Target {int(bad.reshape(-1)[0])} is out of bounds.")
 
 
-def cross_entropy_indices(x: Tensor, target: Tensor, ignore_index: int, reduction: str) -> Tensor:
-    """Cross entropy of (N, C) logits against int64 class indices (N,), as one recorded node."""
+def cross_entropy_indices(x: Tensor, target: Tensor, ignore_index: int, reduction: str,
+                          weight: Tensor | None = None) -> Tensor:
+    """Cross entropy of (N, C) logits against int64 class indices (N,), as one recorded node.
+    Class ``weight`` only where :func:`ce_weight_fast` says so."""
     check_same_device(x, target, "cross_entropy")
     check_class_targets(target, x.shape[1], ignore_index)
-    return call(_CrossEntropy, x, target, ignore_index, reduction)
+    return call(_CrossEntropy, x, target, ignore_index, reduction, weight)
+
+
+def ce_weight_fast(x: Tensor, weight: Tensor) -> bool:
+    """Whether :func:`cross_entropy_indices` takes class weights ``weight`` for logits ``x``: the
+    backend's fused primitives exist and ``weight`` is a (C,) tensor of ``x``'s dtype and device
+    that needs no gradient (PyTorch has none for it); otherwise the caller composes."""
+    return (_ce_prims(x) and weight._v.dtype is x._v.dtype and not weight.requires_grad
+            and tuple(weight._v.shape) == (x._v.shape[1],)
+            and weight._storage.device == x._storage.device)
 
 
 def conv_fast_path(x: Tensor) -> bool:
@@ -352,3 +420,152 @@ def conv(x: Tensor, w: Tensor, b: Tensor | None, p: Any, geom: Any = None) -> Te
     if b is not None:
         check_same_device(x, b, "conv")
     return call(_Conv, x, w, b, p, geom)
+
+
+# ------------------------------------------------------------------ normalisation
+def norm_fast_path(x: Tensor, name: str, *others: Tensor | None, shape: tuple) -> bool:
+    """Whether ``name`` (``"layer_norm"``/``"batch_norm"``) can run as the backend's primitive and
+    its ``*_backward``: ``x`` float32/float64, every operand in ``others`` ``None`` or a
+    contiguous tensor of ``shape`` with ``x``'s dtype and device (else the caller composes, which
+    also reports mismatches as PyTorch does)."""
+    dt = x._v.dtype
+    if dt not in _NORM_DTYPES or not _raw.has_prims(x, name, name + "_backward"):
+        return False
+    dev = x._storage.device
+    for t in others:
+        if t is not None and (t._v.dtype is not dt or tuple(t._v.shape) != tuple(shape)
+                              or t._storage.device != dev or not t._v.is_contiguous()):
+            return False
+    return True
+
+
+def _flat(t: Tensor, shape: tuple) -> Tensor:
+    """A raw contiguous view of ``t`` with ``shape`` (same number of elements)."""
+    return _raw.view(_raw.contiguous(t), shape, _raw.strides_for(shape))
+
+
+def _flat_or_none(t: Tensor | None, n: int) -> Tensor | None:
+    return None if t is None else _flat(t, (n,))
+
+
+class _LayerNorm(Function):
+    """Layer norm over the trailing ``ns`` dimensions as one node: the backend's ``layer_norm``
+    forward (row statistics saved) and ``layer_norm_backward``; composed under ``create_graph``."""
+
+    _backward_name = "NativeLayerNormBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, w: Tensor | None, b: Tensor | None, ns: tuple,
+                eps: float) -> Tensor:
+        shape = x._v.shape
+        n = math.prod(ns)
+        m = math.prod(shape[:len(shape) - len(ns)])
+        out = _raw.new_like(x)
+        mean = rstd = None
+        if True in ctx.needs_input_grad:  # statistics only for a backward
+            mean, rstd = _raw.new_like(x, (m,)), _raw.new_like(x, (m,))
+        _raw.layer_norm(_flat(x, (m, n)), _flat_or_none(w, n), _flat_or_none(b, n), eps,
+                        _flat(out, (m, n)), mean, rstd)
+        ctx.ns, ctx.eps = ns, eps
+        ctx.save_for_backward(x, w, mean, rstd)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        x, w, mean, rstd = ctx.saved_tensors
+        ns, need = ctx.ns, ctx.needs_input_grad
+        k = len(ns)
+        lead = tuple(range(x.dim() - k))
+        if not is_grad_enabled():
+            n = math.prod(ns)
+            m = x.numel() // n if n else math.prod(x.shape[:x.dim() - k])
+            gx = _raw.new_like(x) if need[0] else None
+            gw = _raw.new_like(x, ns) if w is not None and need[1] else None
+            gb = _raw.new_like(x, ns) if len(need) > 2 and need[2] else None
+            _raw.layer_norm_backward(_flat(g, (m, n)), _flat(x, (m, n)), _flat_or_none(w, n), mean,
+                                     rstd, None if gx is None else _flat(gx, (m, n)), _flat_or_none(gw, n),
+                                     _flat_or_none(gb, n))
+            return gx, gw, gb, None, None
+        axes = tuple(range(x.dim() - k, x.dim()))
+        xhat, r = _normalised(x, axes, ctx.eps)
+        gx, gw, gb = _norm_grads(g, xhat, r, w, axes, lead, lambda t: t)
+        return gx, gw if need[1] else None, gb if len(need) > 2 and need[2] else None, None, None
+
+
+def _normalised(x: Tensor, axes: tuple, eps: float) -> tuple[Tensor, Tensor]:
+    """``(x - mean) * rstd`` and ``rstd`` over ``axes`` (keepdim), from public ops."""
+    mu = R.mean(x, axes, keepdim=True)
+    xc = E.sub(x, mu)
+    r = E.rsqrt(E.add(R.mean(E.mul(xc, xc), axes, keepdim=True), eps))
+    return E.mul(xc, r), r
+
+
+def _norm_grads(g: Tensor, xhat: Tensor, r: Tensor, w: Tensor | None, axes: tuple, wsum: tuple,
+                wview: Any) -> tuple[Tensor, Tensor | None, Tensor]:
+    """Gradients of ``xhat * w + b`` (``xhat`` normalised over ``axes``) from public ops:
+    ``(grad_x, grad_w, grad_b)``, the parameter gradients summed over ``wsum``; ``wview`` shapes
+    ``w`` to broadcast against ``g``."""
+    gw_ = g if w is None else E.mul(g, wview(w))
+    gx = E.mul(r, E.sub(E.sub(gw_, R.mean(gw_, axes, keepdim=True)),
+                        E.mul(xhat, R.mean(E.mul(gw_, xhat), axes, keepdim=True))))
+    gxh = E.mul(g, xhat)
+    gw = (R.sum(gxh, wsum) if wsum else gxh) if w is not None else None
+    gb = R.sum(g, wsum) if wsum else g
+    return gx, gw, gb
+
+
+def layer_norm(x: Tensor, ns: tuple, w: Tensor | None, b: Tensor | None, eps: float) -> Tensor:
+    """Layer norm over the trailing dimensions ``ns`` as one node (after
+    :func:`norm_fast_path`)."""
+    return call(_LayerNorm, x, w, b, tuple(ns), float(eps))
+
+
+class _BatchNorm(Function):
+    """Training-mode batch norm of (N, C, *) as one node: the backend's ``batch_norm`` (which
+    also updates the running statistics) and ``batch_norm_backward``; composed under
+    ``create_graph``."""
+
+    _backward_name = "NativeBatchNormBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, w: Tensor | None, b: Tensor | None, running: tuple,
+                momentum: float, eps: float) -> Tensor:
+        shape = x._v.shape
+        c = shape[1]
+        s3 = (shape[0], c, math.prod(shape[2:]))
+        out = _raw.new_like(x)
+        mean, rstd = _raw.new_like(x, (c,)), _raw.new_like(x, (c,))
+        _raw.batch_norm(_flat(x, s3), w, b, running[0], running[1], momentum, eps,
+                        _flat(out, s3), mean, rstd)
+        ctx.eps = eps
+        ctx.save_for_backward(x, w, mean, rstd)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        x, w, mean, rstd = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        nd = x.dim()
+        if not is_grad_enabled():
+            shape = tuple(x.shape)
+            c = shape[1]
+            s3 = (shape[0], c, math.prod(shape[2:]))
+            gx = _raw.new_like(x) if need[0] else None
+            gw = _raw.new_like(x, (c,)) if w is not None and need[1] else None
+            gb = _raw.new_like(x, (c,)) if len(need) > 2 and need[2] else None
+            _raw.batch_norm_backward(_flat(g, s3), _flat(x, s3), w, mean, rstd,
+                                     None if gx is None else _flat(gx, s3), gw, gb)
+            return gx, gw, gb, None, None, None
+        axes = (0,) + tuple(range(2, nd))
+        xhat, r = _normalised(x, axes, ctx.eps)
+        bshape = (1, x.shape[1]) + (1,) * (nd - 2)
+        gx, gw, gb = _norm_grads(g, xhat, r, w, axes, axes, lambda t: S.reshape(t, bshape))
+        return (gx, gw if need[1] else None, gb if len(need) > 2 and need[2] else None, None,
+                None, None)
+
+
+def batch_norm(x: Tensor, w: Tensor | None, b: Tensor | None, running_mean: Tensor | None,
+               running_var: Tensor | None, momentum: float, eps: float) -> Tensor:
+    """Training-mode batch norm as one node (after :func:`norm_fast_path`); the running
+    statistics are updated in place by the backend call."""
+    return call(_BatchNorm, x, w, b, (running_mean, running_var), float(momentum), float(eps))

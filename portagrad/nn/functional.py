@@ -422,6 +422,10 @@ class _Softmax(Function):
     def backward(ctx: Any, g: Tensor) -> Any:
         (y,) = ctx.saved_tensors
         d = ctx.d
+        if not is_grad_enabled() and _raw.has_prims(y, "softmax_backward") and g.dtype is y.dtype:
+            # nothing records: one backend call (y is the forward's contiguous output)
+            return _raw.softmax_backward(_raw.contiguous(g), y, d, _raw.new_like(y),
+                                         ctx.log), None, None
         if ctx.log:
             return E.sub(g, E.mul(E.exp(y), R.sum(g, d, keepdim=True))), None, None
         return E.mul(y, E.sub(g, R.sum(E.mul(g, y), d, keepdim=True))), None, None
@@ -1478,6 +1482,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if n <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                              f"{input.shape}")
+        if _fused.norm_fast_path(input, "batch_norm", weight, bias, running_mean, running_var,
+                                 shape=(Cc,)):
+            return _fused.batch_norm(input, weight, bias, running_mean, running_var, momentum, eps)
         mu = R.mean(input, axes, keepdim=True)
         xc = E.sub(input, mu)
         var = R.mean(E.mul(xc, xc), axes, keepdim=True)
@@ -1544,6 +1551,8 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
     if input.dtype is _dtype.bfloat16:  # PyTorch's kernel computes in float32 and rounds once
         w, b = (None if t is None else C.to(t, dtype=_dtype.float32) for t in (weight, bias))
         return C.to(layer_norm(C.to(input, dtype=_dtype.float32), ns, w, b, eps), dtype=input.dtype)
+    if _fused.norm_fast_path(input, "layer_norm", weight, bias, shape=ns):
+        return _fused.layer_norm(input, ns, weight, bias, eps)  # one backend call each way
     axes = tuple(range(input.dim() - k, input.dim()))
     mu = R.mean(input, axes, keepdim=True)
     xc = E.sub(input, mu)
@@ -1751,10 +1760,11 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if (input.dim() == 2 and target.dim() == 1 and not target.dtype.is_floating_point
-            and weight is None and label_smoothing == 0 and input.dtype.is_floating_point
+            and (weight is None or _fused.ce_weight_fast(input, weight))
+            and label_smoothing == 0 and input.dtype.is_floating_point
             and input.shape[0] == target.shape[0] and input.shape[0] > 0):
         return _fused.cross_entropy_indices(input, target.to(_dtype.int64), ignore_index,
-                                            reduction)  # one recorded node instead of ~15
+                                            reduction, weight)  # one recorded node instead of ~15
     class_dim = 0 if input.dim() == 1 else 1
     logp = log_softmax(input, class_dim)
     Cc = input.shape[class_dim]

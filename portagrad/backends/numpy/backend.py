@@ -15,6 +15,7 @@ from .. import philox
 from ..interface import (ARG_REDUCE_OPS, RANDOM_KINDS, REDUCE_OPS, Backend, DeviceProperties, View,
                          unknown_op)
 from ..ufuncs import BINARY_UFUNCS, fit_scalar
+from .norms import NormsMixin
 
 __all__ = ["NumpyBackend"]
 
@@ -175,7 +176,7 @@ def _via_f32(fn: Any, outs: Sequence[int], *args: Any) -> None:
             np.copyto(_nd(args[i]), _nd(conv[i]), casting="unsafe")  # round to nearest even
 
 
-class NumpyBackend(Backend):
+class NumpyBackend(NormsMixin, Backend):
     """The ``cpu`` device: buffers are 1-D ``uint8`` numpy arrays; primitives call numpy."""
 
     device_type = "cpu"

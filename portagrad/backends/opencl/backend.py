@@ -9,9 +9,11 @@ cache of built kernels. Primitives only *enqueue*; :meth:`OpenCLBackend.to_host`
 * the device runtime: :mod:`.runtime` (devices, events, memory, host copies), :mod:`.devices`,
   :mod:`.allocator`, :mod:`.pinned`, :mod:`.errors`;
 * the primitives: :mod:`.primitives` (elementwise, reductions, GEMM, index ops, sort, random),
-  :mod:`.conv` (convolution and max pooling), with the launch plans of :mod:`.launch` and the
+  :mod:`.conv` (convolution and max pooling), :mod:`.norms` (softmax, layer/batch norm,
+  cross-entropy), with the launch plans of :mod:`.launch` and the
   elementwise fusion of :mod:`.fusion`;
-* code generation: :mod:`.kernels`, :mod:`.gemm`, :mod:`.conv_kernels`, :mod:`.fusion_kernels`.
+* code generation: :mod:`.kernels`, :mod:`.gemm`, :mod:`.conv_kernels`, :mod:`.fusion_kernels`,
+  :mod:`.norm_kernels`.
 """
 from __future__ import annotations
 
@@ -24,13 +26,14 @@ from .conv import ConvMixin
 from .devices import Device, make_devices
 from .fusion import Fuser, fusion_enabled
 from .launch import Plan, chunk
+from .norms import NormsMixin
 from .primitives import PrimitivesMixin
 from .runtime import RuntimeMixin
 
 __all__ = ["OpenCLBackend"]
 
 
-class OpenCLBackend(ConvMixin, PrimitivesMixin, RuntimeMixin, Backend):
+class OpenCLBackend(NormsMixin, ConvMixin, PrimitivesMixin, RuntimeMixin, Backend):
     """Backend for the ``opencl`` device type."""
 
     device_type = "opencl"

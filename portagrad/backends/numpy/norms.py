@@ -1,0 +1,242 @@
+"""numpy fast paths for softmax, layer/batch normalisation and cross-entropy (optional methods).
+
+Mixed into :class:`~portagrad.backends.numpy.backend.NumpyBackend`. The contract (shapes, which
+outputs may be ``None``, what the core guarantees) is in :mod:`portagrad.backends.interface`,
+section "normalisation fast paths". Each method is a handful of whole-array numpy calls (no
+Python loop over rows), with the row or channel statistics kept as small keepdim arrays and, where
+the dtype allows, the output computed in place; bfloat16 computes in float32 and rounds once (as
+the other primitives).
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ... import _dtype
+from ..interface import View
+
+__all__ = ["NormsMixin"]
+
+# IEEE results (inf, nan) are what tensors compute, as in PyTorch: numpy's floating-point warnings
+# from this module are noise (as in the backend module)
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
+
+_BF16 = _dtype.bfloat16
+
+
+def _nd(v: View) -> np.ndarray:
+    """The numpy array of a view (memoised in ``View.cache``, as the backend module does)."""
+    a = v.cache
+    if a is None:
+        isz = v.dtype.numpy.itemsize
+        try:
+            a = np.ndarray(v.shape, v.dtype.numpy, v.buffer, v.offset * isz,
+                           tuple([s * isz for s in v.strides]))
+        except ValueError:
+            if 0 not in v.shape:
+                raise
+            a = np.empty(v.shape, v.dtype.numpy)  # an empty region need not fit its buffer
+        v.cache = a
+    return a
+
+
+def _a(v: View | None) -> np.ndarray | None:
+    """The array of ``v`` in its computation dtype (bfloat16 read as float32), or ``None``."""
+    if v is None:
+        return None
+    a = _nd(v)
+    return a.astype(np.float32) if v.dtype is _BF16 else a
+
+
+def _put(v: View | None, value: Any) -> None:
+    """Write ``value`` into ``v`` (rounding to its dtype), unless ``v`` is ``None``."""
+    if v is not None:
+        np.copyto(_nd(v), value, casting="unsafe")
+
+
+def _bcast(a: np.ndarray | None, shape: tuple[int, ...], axis: int) -> Any:
+    """The 1-D ``a`` broadcast along ``axis`` of an array of rank ``len(shape)`` (1 if None)."""
+    if a is None:
+        return 1
+    s = [1] * len(shape)
+    s[axis] = a.shape[0]
+    return a.reshape(s)
+
+
+def _softmax(x: np.ndarray, axis: int, log: bool) -> np.ndarray:
+    z = x - np.max(x, axis, keepdims=True)
+    e = np.exp(z)
+    s = np.sum(e, axis, keepdims=True)
+    if log:
+        return z - np.log(s)
+    return e / s
+
+
+class NormsMixin:
+    """softmax / softmax_backward / layer_norm(_backward) / batch_norm(_backward) /
+    cross_entropy(_backward) on numpy arrays."""
+
+    # ------------------------------------------------------------- softmax
+    def softmax(self, x: View, axis: int, out: View, log: bool) -> None:
+        """(Log-)softmax of ``x`` along ``axis`` into ``out`` (max-subtracted)."""
+        if 0 in x.shape:
+            return
+        xa = _a(x)
+        assert xa is not None
+        if out.dtype is _BF16:
+            _put(out, _softmax(xa, axis, log))
+            return
+        o = _nd(out)  # computed in place: four passes over the data
+        # a row holding NaN or +inf, or only -inf, gives NaN through inf - inf, as in PyTorch
+        np.subtract(xa, np.max(xa, axis, keepdims=True), out=o)
+        if log:
+            s = np.sum(np.exp(o), axis, keepdims=True)
+            np.subtract(o, np.log(s, out=s), out=o)
+        else:
+            np.exp(o, out=o)
+            np.divide(o, np.sum(o, axis, keepdims=True), out=o)
+
+    def softmax_backward(self, g: View, y: View, axis: int, out: View, log: bool) -> None:
+        """Gradient of (log-)softmax from its output ``y`` and the incoming gradient ``g``."""
+        if 0 in y.shape:
+            return
+        ga, ya = _a(g), _a(y)
+        assert ga is not None and ya is not None
+        if out.dtype is _BF16:
+            if log:
+                r = ga - np.exp(ya) * np.sum(ga, axis, keepdims=True)
+            else:
+                r = ya * (ga - np.sum(ga * ya, axis, keepdims=True))
+            _put(out, r)
+            return
+        o = _nd(out)
+        if log:
+            np.exp(ya, out=o)
+            np.multiply(o, np.sum(ga, axis, keepdims=True), out=o)
+            np.subtract(ga, o, out=o)
+        else:
+            np.multiply(ga, ya, out=o)
+            np.subtract(ga, np.sum(o, axis, keepdims=True), out=o)
+            np.multiply(o, ya, out=o)
+
+    # ---------------------------------------------------------- layer norm
+    def layer_norm(self, x: View, weight: View | None, bias: View | None, eps: float, out: View,
+                   mean: View | None, rstd: View | None) -> None:
+        """Normalise each row of the (M, N) ``x`` into ``out``; row statistics into ``mean`` and
+        ``rstd`` (M,) when given."""
+        xa = _a(x)
+        assert xa is not None
+        M, N = xa.shape
+        if M == 0:
+            return
+        mu = np.mean(xa, 1, keepdims=True) if N else np.zeros((M, 1), xa.dtype)
+        xc = xa - mu
+        var = np.mean(xc * xc, 1, keepdims=True) if N else np.zeros((M, 1), xa.dtype)
+        r = 1 / np.sqrt(var + np.asarray(eps, xa.dtype))
+        y = xc * r
+        wa, ba = _a(weight), _a(bias)
+        if wa is not None:
+            y *= wa
+        if ba is not None:
+            y += ba
+        _put(out, y)
+        _put(mean, mu[:, 0])
+        _put(rstd, r[:, 0])
+
+    def layer_norm_backward(self, g: View, x: View, weight: View | None, mean: View, rstd: View,
+                            grad_x: View | None, grad_weight: View | None,
+                            grad_bias: View | None) -> None:
+        """Gradients of :meth:`layer_norm` (each output that is not ``None``)."""
+        ga, xa, wa, mu, r = _a(g), _a(x), _a(weight), _a(mean), _a(rstd)
+        assert ga is not None and xa is not None and mu is not None and r is not None
+        M, N = xa.shape
+        xhat = (xa - mu[:, None]) * r[:, None]
+        if grad_x is not None and M and N:
+            gw = ga * wa if wa is not None else ga
+            c1 = np.mean(gw, 1, keepdims=True)
+            c2 = np.mean(gw * xhat, 1, keepdims=True)
+            _put(grad_x, (gw - c1 - xhat * c2) * r[:, None])
+        if grad_weight is not None:
+            _put(grad_weight, np.sum(ga * xhat, 0))
+        if grad_bias is not None:
+            _put(grad_bias, np.sum(ga, 0))
+
+    # ---------------------------------------------------------- batch norm
+    def batch_norm(self, x: View, weight: View | None, bias: View | None,
+                   running_mean: View | None, running_var: View | None, momentum: float,
+                   eps: float, out: View, mean: View, rstd: View) -> None:
+        """Training-mode batch normalisation of the (N, C, L) ``x`` over (N, L) per channel."""
+        xa = _a(x)
+        assert xa is not None
+        n = xa.shape[0] * xa.shape[2]
+        mu = np.mean(xa, (0, 2), keepdims=True)
+        xc = xa - mu
+        var = np.mean(xc * xc, (0, 2), keepdims=True)
+        r = 1 / np.sqrt(var + np.asarray(eps, xa.dtype))
+        y = xc * r
+        wa, ba = _a(weight), _a(bias)
+        if wa is not None:
+            y *= wa[None, :, None]
+        if ba is not None:
+            y += ba[None, :, None]
+        _put(out, y)
+        _put(mean, mu.reshape(-1))
+        _put(rstd, r.reshape(-1))
+        for rv, stat in ((running_mean, mu), (running_var, var * (n / max(n - 1, 1)))):
+            ra = _a(rv)
+            if ra is not None:
+                _put(rv, ra * (1 - momentum) + stat.reshape(-1) * momentum)
+
+    def batch_norm_backward(self, g: View, x: View, weight: View | None, mean: View, rstd: View,
+                            grad_x: View | None, grad_weight: View | None,
+                            grad_bias: View | None) -> None:
+        """Gradients of training-mode :meth:`batch_norm` (each output that is not ``None``)."""
+        ga, xa, wa, mu, r = _a(g), _a(x), _a(weight), _a(mean), _a(rstd)
+        assert ga is not None and xa is not None and mu is not None and r is not None
+        n = xa.shape[0] * xa.shape[2]
+        xhat = (xa - mu[None, :, None]) * r[None, :, None]
+        sg = np.sum(ga, (0, 2))
+        sgx = np.sum(ga * xhat, (0, 2))
+        if grad_x is not None and n:
+            k = r if wa is None else r * wa
+            gx = (ga - (sg / n)[None, :, None] - xhat * (sgx / n)[None, :, None]) * k[None, :, None]
+            _put(grad_x, gx)
+        _put(grad_weight, sgx)
+        _put(grad_bias, sg)
+
+    # ------------------------------------------------------- cross entropy
+    def cross_entropy(self, x: View, target: View, weight: View | None, ignore_index: int,
+                      loss: View, lse: View, row_weight: View) -> None:
+        """Per-row cross entropy of the (N, C) logits ``x`` against int64 class indices."""
+        xa, wa = _a(x), _a(weight)
+        assert xa is not None
+        t = _nd(target)
+        n, c = xa.shape
+        if n == 0:
+            return
+        m = np.max(xa, 1, keepdims=True)
+        s = np.log(np.sum(np.exp(xa - m), 1)) + m[:, 0]
+        valid = t != ignore_index
+        ti = np.where(valid, t, 0)
+        picked = xa[np.arange(n), ti]
+        rw = np.where(valid, 1 if wa is None else wa[ti], 0).astype(xa.dtype)
+        _put(lse, s)
+        _put(row_weight, rw)
+        _put(loss, np.where(valid, rw * (s - picked), 0))
+
+    def cross_entropy_backward(self, x: View, target: View, lse: View, coef: View,
+                               grad_x: View) -> None:
+        """``grad_x[i, j] = coef[i] * (softmax(x)[i, j] - [j == target[i]])``."""
+        xa, s, k = _a(x), _a(lse), _a(coef)
+        assert xa is not None and s is not None and k is not None
+        t = _nd(target)
+        n, c = xa.shape
+        if n == 0 or c == 0:
+            return
+        p = np.exp(xa - s[:, None])
+        rows = np.nonzero((t >= 0) & (t < c))[0]
+        p[rows, t[rows]] -= 1
+        p *= k[:, None]
+        _put(grad_x, p)
