@@ -158,7 +158,7 @@ class Fuser:
         self.nodes: list[_Node] = []
         self._leaves: list[tuple[DeviceBuffer, int]] = []
         self._leaf_bc: list[tuple | None] = []  # per leaf: broadcast terms, None if contiguous
-        self._leaf_index: dict[tuple[int, int], int] = {}
+        self._leaf_index: dict[tuple, int] = {}  # (id, offset[, broadcast terms]) -> leaf
         self._leaf_off: dict[int, int] = {}  # id(buffer) -> its one offset, or -1 for several
         self._scalars: list[Any] = []
         self._scalar_index: dict[bytes, int] = {}
