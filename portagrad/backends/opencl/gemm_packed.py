@@ -124,46 +124,58 @@ def _kernel_name(i: int) -> str:
 
 
 def packed_source(dtype: str, c_unit: bool) -> str:
-    """One program with the two packing kernels and a main kernel per tile of
+    """One program with a packing kernel per panel width (``gemm_pack4``, ...) and a main kernel per tile of
     :data:`PACKED_TILES` (``gemm_p0``, ``gemm_p1``, ...): one build serves every candidate."""
     t = CTYPE[dtype]
     head = "#pragma OPENCL FP_CONTRACT ON\n"  # a*b+c as one FMA: GEMM is not bit-exact anyway
     if dtype == "float64":
         head += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-    pack = f"""
-/* P[bt][p][k][r] = X[bt][p*R + r][k] (0 past E rows): the panel layout of either operand, with
-   (sx, sk) the strides of X along its panel axis (m of a, n of b) and along k */
-__kernel void gemm_pack(__global const {t}* X, long xo, long sb, long sx, long sk,
-                        __global {t}* P, long E, long K, long R)
+    widths = sorted({w for tile in PACKED_TILES[dtype] for w in (tile.rm, tile.nb)})
+    pack = "".join(f"""
+/* P[bt][p][k][r] = X[bt][p*{r} + r][k] (0 past E rows): the panel layout of either operand, with
+   (sx, sk) the strides of X along its panel axis (m of a, n of b) and along k; the width is a
+   constant so that whole panels copy as unrolled (vectorisable) loops */
+__kernel void gemm_pack{r}(__global const {t}* restrict X, long xo, long sb, long sx, long sk,
+                        __global {t}* restrict P, long E, long K)
 {{
     long k = get_global_id(0), p = get_global_id(1), bt = get_global_id(2);
     long np = get_global_size(1);
-    __global const {t}* x = X + xo + bt * sb + p * R * sx + k * sk;
-    __global {t}* d = P + ((bt * np + p) * K + k) * R;
-    long r1 = min(R, E - p * R);
-    for (long r = 0; r < r1; ++r) d[r] = x[r * sx];
-    for (long r = r1; r < R; ++r) d[r] = ({t})0;
+    __global const {t}* x = X + xo + bt * sb + p * {r} * sx + k * sk;
+    __global {t}* d = P + ((bt * np + p) * K + k) * {r};
+    long r1 = E - p * {r};
+    if (r1 >= {r}) {{
+        if (sx == 1) {{
+            #pragma unroll
+            for (int r = 0; r < {r}; ++r) d[r] = x[r];
+        }} else {{
+            #pragma unroll
+            for (int r = 0; r < {r}; ++r) d[r] = x[r * sx];
+        }}
+    }} else {{
+        for (long r = 0; r < {r}; ++r) d[r] = r < r1 ? x[r * sx] : ({t})0;
+    }}
 }}
-"""
+""" for r in widths)
     tiles = "".join(_tile_kernel(t, tile, c_unit, _kernel_name(i))
                     for i, tile in enumerate(PACKED_TILES[dtype]))
     return head + pack + tiles
 
 
-_PACK_TYPES = [None] + [_I64] * 4 + [None] + [_I64] * 3
+_PACK_TYPES = [None] + [_I64] * 4 + [None] + [_I64] * 2
 _MAIN_TYPES = ([None, _I64, None, _I64, None] + [_I64] * 4 + [_I64] * 3 + [_I64, _I64, np.int32])
 
 
-def _pack(dev: Any, kern: Any, x: Any, bsz: int, sb: int, sx: int, sk: int, ext: int, k: int,
-          r: int) -> tuple[Any, int]:
+def _pack(dev: Any, key: tuple, src: Any, x: Any, bsz: int, sb: int, sx: int, sk: int, ext: int,
+          k: int, r: int) -> tuple[Any, int]:
     """Pack operand view ``x`` (panel axis ``ext`` long, stride ``sx``; ``k`` along ``sk``) into a
     new buffer of ``r``-wide panels; returns the buffer and its batch stride (0 when ``x``'s batch
     is a broadcast, packed once)."""
+    kern = dev.kernel(key, f"gemm_pack{r}", src, [x.dtype.name], _PACK_TYPES)
     nbat = 1 if sb == 0 else bsz
     npan = -(-ext // r)
     per = npan * k * r
     buf = dev.allocator.allocate(max(1, nbat * per) * x.dtype.itemsize)
-    kern(dev.queue, (k, npan, nbat), None, x.buffer.mem, x.offset, sb, sx, sk, buf.mem, ext, k, r)
+    kern(dev.queue, (k, npan, nbat), None, x.buffer.mem, x.offset, sb, sx, sk, buf.mem, ext, k)
     return buf, (0 if nbat == 1 else per)
 
 
@@ -187,12 +199,11 @@ def launch_packed(dev: Any, a: Any, b: Any, out: Any, tile: PackedTile) -> None:
     def src() -> str:  # generated on a cache miss only
         return packed_source(dt, c_unit)
 
-    pack = dev.kernel(key, "gemm_pack", src, [dt], _PACK_TYPES)
     main = dev.kernel(key, _kernel_name(idx), src, [dt], _MAIN_TYPES)
     sab, sam, sak = a.strides
     sbb, sbk, sbn = b.strides
-    ap, apb = _pack(dev, pack, a, bsz, sab, sam, sak, m, k, tile.rm)
-    bp, bpb = _pack(dev, pack, b, bsz, sbb, sbn, sbk, n, k, tile.nb)
+    ap, apb = _pack(dev, key, src, a, bsz, sab, sam, sak, m, k, tile.rm)
+    bp, bpb = _pack(dev, key, src, b, bsz, sbb, sbn, sbk, n, k, tile.nb)
     mp, npan = -(-m // tile.rm), -(-n // tile.nb)
     gs = (mp, npan, bsz) if tile.rowfast else (npan, mp, bsz)
     kc = tile.kc or k
