@@ -32,6 +32,7 @@ from .kernels import CTYPE
 __all__ = ["PACKED_TILES", "PackedTile", "launch_packed", "packed_source"]
 
 _I64 = np.int64
+_KRUN = 64  # k values per work-item of the k-contiguous packing kernel
 
 
 class PackedTile(NamedTuple):
@@ -155,6 +156,24 @@ __kernel void gemm_pack{r}(__global const {t}* restrict X, long xo, long sb, lon
         for (long r = 0; r < {r}; ++r) d[r] = r < r1 ? x[r * sx] : ({t})0;
     }}
 }}
+
+/* the same copy when k has unit stride and the panel axis does not (a row-major a): a
+   work-item copies a run of {_KRUN} k values of every row of its panel, reading {r} contiguous
+   streams and writing one contiguous {r * _KRUN}-element block, instead of gathering {r} values
+   far apart per k */
+__kernel void gemm_packk{r}(__global const {t}* restrict X, long xo, long sb, long sx, long sk,
+                         __global {t}* restrict P, long E, long K)
+{{
+    long k0 = get_global_id(0) * {_KRUN}, p = get_global_id(1), bt = get_global_id(2);
+    long np = get_global_size(1), k1 = min(K, k0 + {_KRUN});
+    __global const {t}* x = X + xo + bt * sb + p * {r} * sx;
+    __global {t}* d = P + (bt * np + p) * K * {r};
+    long r1 = min((long){r}, E - p * {r});
+    for (long r = 0; r < r1; ++r)
+        for (long k = k0; k < k1; ++k) d[k * {r} + r] = x[r * sx + k];
+    for (long r = r1; r < {r}; ++r)
+        for (long k = k0; k < k1; ++k) d[k * {r} + r] = ({t})0;
+}}
 """ for r in widths)
     tiles = "".join(_tile_kernel(t, tile, c_unit, _kernel_name(i))
                     for i, tile in enumerate(PACKED_TILES[dtype]))
@@ -170,12 +189,14 @@ def _pack(dev: Any, key: tuple, src: Any, x: Any, bsz: int, sb: int, sx: int, sk
     """Pack operand view ``x`` (panel axis ``ext`` long, stride ``sx``; ``k`` along ``sk``) into a
     new buffer of ``r``-wide panels; returns the buffer and its batch stride (0 when ``x``'s batch
     is a broadcast, packed once)."""
-    kern = dev.kernel(key, f"gemm_pack{r}", src, [x.dtype.name], _PACK_TYPES)
+    krun = sk == 1 and sx != 1
+    kern = dev.kernel(key, f"gemm_pack{'k' if krun else ''}{r}", src, [x.dtype.name], _PACK_TYPES)
     nbat = 1 if sb == 0 else bsz
     npan = -(-ext // r)
     per = npan * k * r
     buf = dev.allocator.allocate(max(1, nbat * per) * x.dtype.itemsize)
-    kern(dev.queue, (k, npan, nbat), None, x.buffer.mem, x.offset, sb, sx, sk, buf.mem, ext, k)
+    gs = (-(-k // _KRUN) if krun else k, npan, nbat)
+    kern(dev.queue, gs, None, x.buffer.mem, x.offset, sb, sx, sk, buf.mem, ext, k)
     return buf, (0 if nbat == 1 else per)
 
 
