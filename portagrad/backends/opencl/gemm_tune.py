@@ -7,9 +7,11 @@ handful of candidates on the call's own operands and keeps the fastest:
 * a size class is the dtype, the operand layout (which strides are 1, broadcast batches) and
   the power-of-two bucket of each of ``batch, M, N, K``;
 * candidates are ``(kind, tile)`` pairs: on CPU devices the plain "cpu" kernel and the "packed"
-  tiles, on GPUs the "gpu3" tiles that fit the device's local memory; they are timed in order of
-  preference until :data:`BUDGET_S` of timed runs is spent (at least two), each after a warm-up
-  run that builds it, so compilation does not count;
+  tiles, on GPUs the "gpu3" tiles that fit the device's local memory; they are timed in
+  turn (interleaved, so that a change of load on a shared machine does not favour one), up to
+  :data:`ROUNDS` runs each or until :data:`BUDGET_S` of timed runs is spent after a round, each
+  keeping its fastest run; a warm-up run of each builds its kernels, so compilation does not
+  count;
 * products under :data:`TUNE_MIN_FLOPS` are not timed (their launch costs dominate): they take
   the first candidate of the heuristic order (:func:`default_choice`).
 
@@ -31,6 +33,7 @@ from typing import Any
 
 __all__ = [
     "BUDGET_S",
+    "ROUNDS",
     "TUNE_MIN_FLOPS",
     "Choice",
     "Tuner",
@@ -42,8 +45,10 @@ __all__ = [
 
 #: products smaller than this many flops are not timed (launch costs dominate them)
 TUNE_MIN_FLOPS = 1 << 25
-#: seconds of timed runs a size class may spend (at least two candidates are always timed)
+#: seconds of timed runs after which a size class stops timing (after a whole round)
 BUDGET_S = 0.03
+#: at most this many timed runs of each candidate (fewer once BUDGET_S is spent)
+ROUNDS = 3
 #: a choice: the GEMM family and its tile (``None`` for the plain "cpu" kernel)
 Choice = tuple[str, Any]
 _OFF = ("0", "false", "no", "off")
@@ -158,20 +163,27 @@ class Tuner:
                     return c
         if not can_time or not tuning_enabled() or flops < TUNE_MIN_FLOPS or len(cands) == 1:
             return default_choice(cands, flops, m, n)
-        best, best_t, spent = cands[0], float("inf"), 0.0
         finish()
-        for i, c in enumerate(cands):
-            if i >= 2 and spent > BUDGET_S:
-                break
-            run(c)  # warm-up: builds the kernels, touches the temporaries
-            finish()
-            t0 = time.perf_counter()
+        active = list(cands)
+        for c in active:  # warm-up: builds the kernels, touches the temporaries
             run(c)
             finish()
-            dt = time.perf_counter() - t0
-            spent += dt
-            if dt < best_t:
-                best, best_t = c, dt
+        # rounds over the candidates in turn, each keeping its fastest run: on a shared machine
+        # the load changes between one candidate's runs and the next one's, and interleaving
+        # spreads that over all of them
+        times = [float("inf")] * len(active)
+        spent = 0.0
+        for _ in range(ROUNDS):
+            for i, c in enumerate(active):
+                t0 = time.perf_counter()
+                run(c)
+                finish()
+                dt = time.perf_counter() - t0
+                spent += dt
+                times[i] = min(times[i], dt)
+            if spent > BUDGET_S:
+                break
+        best = active[times.index(min(times))]
         label = _label(best)
         with self._lock:
             self._mem[cls] = label
