@@ -44,13 +44,18 @@ def _s4(name: str) -> str:
 
 
 def _acc(t: str) -> str:
-    return (f"{t} acc[{RM}][{RN}];\n"
-            f"    for (int i = 0; i < {RM}; ++i) for (int j = 0; j < {RN}; ++j) acc[i][j] = 0;")
+    # a row of the block is one RN-vector: the compiler need not find the SIMD itself
+    return f"{t}{RN} acc[{RM}];\n    for (int i = 0; i < {RM}; ++i) acc[i] = 0;"
 
 
 def _fma(t: str) -> str:
-    return (f"for (int i = 0; i < {RM}; ++i) {{ {t} ai = av[i];\n"
-            f"                    for (int j = 0; j < {RN}; ++j) acc[i][j] += ai * bv[j]; }}")
+    return (f"{t}{RN} bvec = vload{RN}(0, bv);\n"
+            f"                for (int i = 0; i < {RM}; ++i) acc[i] += av[i] * bvec;")
+
+
+def _row(t: str) -> str:
+    """Row ``i`` of the block as a private array ``ar`` (for the lane-by-lane stores)."""
+    return f"{t} ar[{RN}]; vstore{RN}(acc[i], 0, ar);"
 
 
 def implicit_source(dtype: str) -> str:
@@ -95,9 +100,10 @@ __kernel void conv_fwd({X.format(t=f"const {t}")}, {Wt.format(t=f"const {t}")}, 
     for (int i = 0; i < {RM}; ++i) {{
         if (ob + i >= Og) break;
         long yb = Yo + n * Yn + (g * Og + ob + i) * Yc;
+        {_row(t)}
         for (int j = 0; j < {RN}; ++j) {{
             long l = l0 + j;
-            if (l < L) Y[yb + (l / OW) * Yh + (l % OW) * Yw] = acc[i][j];
+            if (l < L) Y[yb + (l / OW) * Yh + (l % OW) * Yw] = ar[j];
         }}
     }}
 }}
@@ -140,9 +146,10 @@ __kernel void conv_dgrad({G.format(t=f"const {t}")}, {Wt.format(t=f"const {t}")}
     for (int i = 0; i < {RM}; ++i) {{
         if (cb + i >= Cg) break;
         long yb = Yo + n * Yn + (g * Cg + cb + i) * Yc;
+        {_row(t)}
         for (int j = 0; j < {RN}; ++j) {{
             long p = p0 + j;
-            if (p < HW) Y[yb + (p / W) * Yh + (p % W) * Yw] = acc[i][j];
+            if (p < HW) Y[yb + (p / W) * Yh + (p % W) * Yw] = ar[j];
         }}
     }}
 }}
@@ -183,11 +190,12 @@ __kernel void conv_wgrad({X.format(t=f"const {t}")}, {G.format(t=f"const {t}")},
     for (int i = 0; i < {RM}; ++i) {{
         if (ob + i >= Og) break;
         long yb = Yo + (g * Og + ob + i) * Yn;
+        {_row(t)}
         for (int j = 0; j < {RN}; ++j) {{
             long q = q0 + j;
             if (q < CK) {{
                 long c = q / kk, r = q % kk;
-                Y[yb + c * Yc + (r / kw) * Yh + (r % kw) * Yw] = acc[i][j];
+                Y[yb + c * Yc + (r / kw) * Yh + (r % kw) * Yw] = ar[j];
             }}
         }}
     }}
