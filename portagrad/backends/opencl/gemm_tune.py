@@ -110,6 +110,7 @@ class Tuner:
         self._lock = threading.Lock()
         self._disk_loaded = False
         self.timed = 0  # size classes timed by this process (for tests and benchmarks)
+        self.last: str | None = None  # label of the latest choice (for benchmarks)
 
     def _load(self) -> None:
         self._disk_loaded = True
@@ -160,9 +161,12 @@ class Tuner:
         if label is not None:
             for c in cands:
                 if _label(c) == label:
+                    self.last = label
                     return c
         if not can_time or not tuning_enabled() or flops < TUNE_MIN_FLOPS or len(cands) == 1:
-            return default_choice(cands, flops, m, n)
+            choice = default_choice(cands, flops, m, n)
+            self.last = _label(choice)
+            return choice
         finish()
         active = list(cands)
         for c in active:  # warm-up: builds the kernels, touches the temporaries
@@ -184,7 +188,7 @@ class Tuner:
             if spent > BUDGET_S:
                 break
         best = active[times.index(min(times))]
-        label = _label(best)
+        label = self.last = _label(best)
         with self._lock:
             self._mem[cls] = label
             self.timed += 1
