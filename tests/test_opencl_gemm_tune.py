@@ -181,3 +181,23 @@ def test_forced_packed_family_through_the_backend(be):
     finally:
         be._force_gemm_kind = None
     np.testing.assert_allclose(be.to_host(ov), a @ b, rtol=2e-5, atol=2e-4)
+
+
+def test_tuning_off_ignores_remembered_choices(be, fresh, monkeypatch):
+    dev = be.device(0)
+    t = gemm.tuner(dev)
+    cands = gemm.candidates(dev, "float32")
+    other = cands[-1]  # not what the sizes alone pick for a large product
+    default = gemm_tune.default_choice(cands, 1 << 30, 512, 512)
+    assert other != default
+    t._disk_loaded = True
+    t._mem["cls"] = gemm_tune._label(other)
+
+    def run(*a):
+        raise AssertionError("nothing may be timed here")
+
+    finish = run
+    assert t.choose("cls", cands, 1 << 30, 512, 512, run, finish) == other
+    monkeypatch.setenv("PORTAGRAD_OPENCL_GEMM_TUNE", "0")
+    assert t.choose("cls", cands, 1 << 30, 512, 512, run, finish) == default
+    assert t.last == gemm_tune._label(default)

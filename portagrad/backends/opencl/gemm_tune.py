@@ -18,9 +18,11 @@ handful of candidates on the call's own operands and keeps the fastest:
 Choices are kept in memory and in a JSON file per machine (``PORTAGRAD_OPENCL_GEMM_CACHE``, by
 default ``$XDG_CACHE_HOME/portagrad`` or ``~/.cache/portagrad``; ``0`` keeps them in memory
 only), keyed by device name, platform and driver version, so later processes skip the timing.
-``PORTAGRAD_OPENCL_GEMM_TUNE=0`` turns timing off (every class takes :func:`default_choice`), which
-makes the kernel, and so the rounding, depend on the sizes alone. Whatever is chosen computes the
-same product up to rounding (every candidate is checked by ``tests/test_opencl_gemm.py``).
+``PORTAGRAD_OPENCL_GEMM_TUNE=0`` turns timing and the remembered choices off (every class takes
+:func:`default_choice`), which makes the kernel, and so the rounding, depend on the sizes alone:
+the test suite runs so (``tests/conftest.py``), apart from the tests of the tuner itself.
+Whatever is chosen computes the same product up to rounding (every candidate is checked by
+``tests/test_opencl_gemm.py`` and ``tests/test_opencl_gemm_tune.py``).
 """
 from __future__ import annotations
 
@@ -154,6 +156,10 @@ class Tuner:
         """The choice for size class ``cls``: remembered, else timed (``run(choice)`` enqueues
         the product, ``finish()`` waits for the queue), else :func:`default_choice`.
         ``can_time=False`` (e.g. ``out`` overlaps an operand) never times."""
+        if not tuning_enabled():  # the sizes alone decide: no timing, no remembered choice
+            choice = default_choice(cands, flops, m, n)
+            self.last = _label(choice)
+            return choice
         with self._lock:
             if not self._disk_loaded:
                 self._load()
@@ -163,7 +169,7 @@ class Tuner:
                 if _label(c) == label:
                     self.last = label
                     return c
-        if not can_time or not tuning_enabled() or flops < TUNE_MIN_FLOPS or len(cands) == 1:
+        if not can_time or flops < TUNE_MIN_FLOPS or len(cands) == 1:
             choice = default_choice(cands, flops, m, n)
             self.last = _label(choice)
             return choice
