@@ -58,6 +58,13 @@ def _torch_seconds(n: int, repeat: int) -> tuple[float, str] | None:
     return best_time(lambda: a @ b, s, repeat, number), f"torch-{dev}"
 
 
+def _tuned(dev) -> str | None:
+    """The GEMM kernel and tile the device's tuner chose for its latest product, if any."""
+    from portagrad.backends.opencl.gemm import tuner
+
+    return tuner(dev).last
+
+
 def main(argv: list[str] | None = None) -> None:
     def extra(p):
         p.add_argument("--sizes", default=None, help="comma-separated n for n^3 GEMMs")
@@ -95,6 +102,8 @@ def main(argv: list[str] | None = None) -> None:
                 if backend is not None:
                     backend._force_gemm_kind = None
             err = np.abs(c - ref).max() / np.abs(ref).max()
+            if kind is None and be is not None:  # what the tuner chose for this size
+                kind = _tuned(be)
             label = f"SGEMM {n}^3 [{kind or 'default'}] GFLOP/s (err {err:.0e})"
             report(label, flops / t / 1e9, flops / t_np / 1e9, "GFLOP/s")
         if be is not None and n % 16 == 0:

@@ -10,6 +10,9 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")  # two PoCL devices for multi-device tests
+# OpenCL GEMM tiles and convolution paths chosen by size, not timed: results then depend neither on
+# the machine's load nor on a tuning cache left by an earlier run (the tuner's own tests time)
+os.environ.setdefault("PORTAGRAD_OPENCL_GEMM_TUNE", "0")
 
 import pytest
 

@@ -18,28 +18,40 @@ operands, so transposed weights need no copy):
 * ``conv2d_grad_weight``: ``out^T`` (G, C/G*kh*kw, O/G) = columns (G, C/G*kh*kw, N*L) @ ``g``
   copied to (N*L, O) order, so the batch and the positions are the GEMM's reduction dimension.
 
+Each of the three may instead run as one implicit-GEMM kernel that reads its operands in place
+(:mod:`.conv_implicit`, no column buffer). Which one runs is measured per device and shape on
+first use (timed like the GEMM tiles, :mod:`.gemm_tune`; small convolutions take im2col on CPU
+devices and implicit GEMM on GPUs without timing); ``PORTAGRAD_OPENCL_CONV=im2col|implicit`` or
+the backend's ``_force_conv_kind`` picks one.
+
 Max pooling is one kernel each way. No kernel uses atomics: every output element has one owner.
 
 The kernels (and how they are laid out on CPU devices and GPUs) are in :mod:`.conv_kernels`.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ... import _dtype
 from ...errors import DTypeError
 from ..interface import View
+from .conv_implicit import launch_implicit
 from .conv_kernels import arg_types, conv_source, pool_source
 from .errors import cl_errors
 from .fusion import flushes
-from .gemm import launch_gemm
+from .gemm import launch_gemm, tuner
 from .launch import pow2ceil, via_f32
 
 if TYPE_CHECKING:
     from .devices import Device
 
-__all__ = ["ConvMixin"]
+__all__ = ["CONV_KINDS", "ConvMixin"]
+
+#: convolution paths: "im2col" (columns + the backend's GEMM) and "implicit" (:mod:`.conv_implicit`)
+CONV_KINDS = ("im2col", "implicit")
+_ENV_CONV = os.environ.get("PORTAGRAD_OPENCL_CONV") or None
 
 
 def _launch_rows(dev: Device, kern: Any, rows: int, width: int, args: Sequence[Any],
@@ -71,6 +83,12 @@ def _geom(C: int, H: int, W: int, OH: int, OW: int, k: Sequence[int], s: Sequenc
     return [C, H, W, OH, OW, k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1]]
 
 
+def _gdict(N: int, C: int, H: int, W: int, O: int, OH: int, OW: int, kh: int, kw: int,
+           s: Sequence[int], p: Sequence[int], d: Sequence[int], G: int) -> dict[str, int]:
+    return {"N": N, "C": C, "H": H, "W": W, "O": O, "OH": OH, "OW": OW, "kh": kh, "kw": kw,
+            "sh": s[0], "sw": s[1], "ph": p[0], "pw": p[1], "dh": d[0], "dw": d[1], "G": G}
+
+
 def _args4(v: View) -> list[Any]:
     """Buffer, offset and the four strides of an (N, C, H, W) view."""
     return [v.buffer.mem, v.offset, *v.strides]
@@ -90,6 +108,8 @@ class ConvMixin:
     _force_gemm_kind: str | None
     copy: Any
     fill: Any
+    #: forces a convolution path ("im2col" or "implicit"); None: PORTAGRAD_OPENCL_CONV, else measured
+    _force_conv_kind: str | None = None
 
     # ------------------------------------------------------------- helpers
     def _conv_dev(self, out: View) -> Device:
@@ -148,6 +168,26 @@ class ConvMixin:
     def _gemm(self, dev: Device, a: View, b: View, c: View) -> None:
         launch_gemm(dev, a, b, c, self._force_gemm_kind)
 
+    def _conv_path(self, dev: Device, which: str, gm: dict[str, int], dt: str,
+                   paths: dict[str, Callable[[], None]]) -> None:
+        """Run the convolution path (a key of ``paths``, see :data:`CONV_KINDS`) that is forced,
+        else the one measured fastest for this device and shape (timed on first use)."""
+        forced = self._force_conv_kind if self._force_conv_kind is not None else _ENV_CONV
+        if forced is not None:
+            if forced not in CONV_KINDS:
+                where = "" if self._force_conv_kind is not None else " (from PORTAGRAD_OPENCL_CONV)"
+                raise ValueError(f"unknown convolution path {forced!r}{where}; expected one of "
+                                 f"{', '.join(CONV_KINDS)}")
+            paths[forced]()
+            return
+        order = ("implicit", "im2col") if dev.is_gpu else ("im2col", "implicit")
+        cands = [(k, None) for k in order]
+        flops = 2 * gm["N"] * gm["O"] * gm["OH"] * gm["OW"] * (gm["C"] // gm["G"]) * gm["kh"] * gm["kw"]
+        cls = f"conv_{which}/{dt}/" + ",".join(str(v) for v in gm.values())
+        kind, _ = tuner(dev).choose(cls, cands, flops, 0, 0, lambda c: paths[c[0]](),
+                                    dev.queue.finish)
+        paths[kind]()
+
     # --------------------------------------------------------- convolution
     @flushes
     def conv2d(self, x: View, w: View, out: View, stride: Sequence[int], padding: Sequence[int],
@@ -166,34 +206,46 @@ class ConvMixin:
         N, C, H, W = x.shape
         O, Cg, kh, kw = w.shape
         OH, OW = out.shape[2:]
-        G, L, kk = groups, OH * OW, kh * kw
-        Og, ck = O // G, Cg * kk
+        G = groups
         dt = out.dtype
-        if ck == 0:
+        if Cg * kh * kw == 0:
             self.fill(out, 0)
             return
         geom = _geom(C, H, W, OH, OW, (kh, kw), stride, padding, dilation)
+        gm = _gdict(N, C, H, W, O, OH, OW, kh, kw, stride, padding, dilation, G)
         with cl_errors(dev.label, "conv2d"):
-            wc = self._contiguous(dev, w)
-            cols = self._empty_like(dev, (N * C * kk * L,), dt)
-            if G == 1:  # (N, ck, L) columns; batched over n, the weight broadcast
-                self._im2col(dev, x, cols, (ck * L, kk * L, L), geom)
-                a = View(wc.buffer, wc.offset, (N, O, ck), (0, ck, 1), dt)
-                b = View(cols.buffer, 0, (N, ck, L), (ck * L, L, 1), dt)
-                self._gemm(dev, a, b, View(out.buffer, out.offset, (N, O, L), (O * L, L, 1), dt))
-                return
-            # (G, ck, N*L) columns; batched over the groups
-            NL = N * L
-            self._im2col(dev, x, cols, (L, kk * NL, NL), geom)
-            a = View(wc.buffer, wc.offset, (G, Og, ck), (Og * ck, ck, 1), dt)
-            b = View(cols.buffer, 0, (G, ck, NL), (ck * NL, NL, 1), dt)
-            if N == 1:  # (G, Og, L) is out's own layout
-                self._gemm(dev, a, b, View(out.buffer, out.offset, (G, Og, L), (Og * L, L, 1), dt))
-                return
-            tmp = self._empty_like(dev, (G * Og * NL,), dt)
-            self._gemm(dev, a, b, View(tmp.buffer, 0, (G, Og, NL), (Og * NL, NL, 1), dt))
-            # tmp[(g, o), n, l] -> out[n, (g, o), l]
-            self.copy(View(tmp.buffer, 0, (N, O, OH, OW), (L, NL, OW, 1), dt), out)
+            self._conv_path(dev, "fwd", gm, dt.name, {
+                "implicit": lambda: launch_implicit(dev, "fwd", x, w, out, gm),
+                "im2col": lambda: self._conv2d_im2col(dev, x, w, out, geom, G)})
+
+    def _conv2d_im2col(self, dev: Device, x: View, w: View, out: View, geom: list[int],
+                       G: int) -> None:
+        N, C = x.shape[:2]
+        O, Cg, kh, kw = w.shape
+        OH, OW = out.shape[2:]
+        L, kk = OH * OW, kh * kw
+        Og, ck = O // G, Cg * kk
+        dt = out.dtype
+        wc = self._contiguous(dev, w)
+        cols = self._empty_like(dev, (N * C * kk * L,), dt)
+        if G == 1:  # (N, ck, L) columns; batched over n, the weight broadcast
+            self._im2col(dev, x, cols, (ck * L, kk * L, L), geom)
+            a = View(wc.buffer, wc.offset, (N, O, ck), (0, ck, 1), dt)
+            b = View(cols.buffer, 0, (N, ck, L), (ck * L, L, 1), dt)
+            self._gemm(dev, a, b, View(out.buffer, out.offset, (N, O, L), (O * L, L, 1), dt))
+            return
+        # (G, ck, N*L) columns; batched over the groups
+        NL = N * L
+        self._im2col(dev, x, cols, (L, kk * NL, NL), geom)
+        a = View(wc.buffer, wc.offset, (G, Og, ck), (Og * ck, ck, 1), dt)
+        b = View(cols.buffer, 0, (G, ck, NL), (ck * NL, NL, 1), dt)
+        if N == 1:  # (G, Og, L) is out's own layout
+            self._gemm(dev, a, b, View(out.buffer, out.offset, (G, Og, L), (Og * L, L, 1), dt))
+            return
+        tmp = self._empty_like(dev, (G * Og * NL,), dt)
+        self._gemm(dev, a, b, View(tmp.buffer, 0, (G, Og, NL), (Og * NL, NL, 1), dt))
+        # tmp[(g, o), n, l] -> out[n, (g, o), l]
+        self.copy(View(tmp.buffer, 0, (N, O, OH, OW), (L, NL, OW, 1), dt), out)
 
     @flushes
     def conv2d_grad_input(self, g: View, w: View, out: View, stride: Sequence[int],
@@ -211,33 +263,45 @@ class ConvMixin:
         N, C, H, W = out.shape
         O, Cg, kh, kw = w.shape
         OH, OW = g.shape[2:]
-        G, L, kk = groups, OH * OW, kh * kw
-        Og, ck, NL = O // G, Cg * kk, N * OH * OW
+        G = groups
         dt = out.dtype
-        if Og == 0 or L == 0:  # no window, or nothing to sum: the gradient is 0
+        if O // G == 0 or OH * OW == 0:  # no window, or nothing to sum: the gradient is 0
             self.fill(out, 0)
             return
         geom = _geom(C, H, W, OH, OW, (kh, kw), stride, padding, dilation)
+        gm = _gdict(N, C, H, W, O, OH, OW, kh, kw, stride, padding, dilation, G)
         with cl_errors(dev.label, "conv2d_grad_input"):
-            wc = self._contiguous(dev, w)
-            gc = self._contiguous(dev, g)
-            cols = self._empty_like(dev, (N * C * kk * L,), dt)
-            if G == 1:  # (N, ck, L) = w^T @ g[n], batched over n
-                a = View(wc.buffer, wc.offset, (N, ck, O), (0, 1, ck), dt)
-                b = View(gc.buffer, gc.offset, (N, O, L), (O * L, L, 1), dt)
-                self._gemm(dev, a, b, View(cols.buffer, 0, (N, ck, L), (ck * L, L, 1), dt))
-                cst = (ck * L, kk * L, L)
-            else:  # (G, ck, N*L) = w_g^T @ g_g, with g in (O, N, L) order
-                if N == 1:
-                    gp = gc
-                else:
-                    gp = self._empty_like(dev, (O, N, OH, OW), dt)
-                    self.copy(View(gc.buffer, gc.offset, (O, N, OH, OW), (L, O * L, OW, 1), dt), gp)
-                a = View(wc.buffer, wc.offset, (G, ck, Og), (Og * ck, 1, ck), dt)
-                b = View(gp.buffer, gp.offset, (G, Og, NL), (Og * NL, NL, 1), dt)
-                self._gemm(dev, a, b, View(cols.buffer, 0, (G, ck, NL), (ck * NL, NL, 1), dt))
-                cst = (L, kk * NL, NL)
-            self._col2im(dev, cols, cst, out, geom)
+            self._conv_path(dev, "dgrad", gm, dt.name, {
+                "implicit": lambda: launch_implicit(dev, "dgrad", g, w, out, gm),
+                "im2col": lambda: self._grad_input_im2col(dev, g, w, out, geom, G)})
+
+    def _grad_input_im2col(self, dev: Device, g: View, w: View, out: View, geom: list[int],
+                           G: int) -> None:
+        N, C = out.shape[:2]
+        O, Cg, kh, kw = w.shape
+        OH, OW = g.shape[2:]
+        L, kk = OH * OW, kh * kw
+        Og, ck, NL = O // G, Cg * kk, N * OH * OW
+        dt = out.dtype
+        wc = self._contiguous(dev, w)
+        gc = self._contiguous(dev, g)
+        cols = self._empty_like(dev, (N * C * kk * L,), dt)
+        if G == 1:  # (N, ck, L) = w^T @ g[n], batched over n
+            a = View(wc.buffer, wc.offset, (N, ck, O), (0, 1, ck), dt)
+            b = View(gc.buffer, gc.offset, (N, O, L), (O * L, L, 1), dt)
+            self._gemm(dev, a, b, View(cols.buffer, 0, (N, ck, L), (ck * L, L, 1), dt))
+            cst = (ck * L, kk * L, L)
+        else:  # (G, ck, N*L) = w_g^T @ g_g, with g in (O, N, L) order
+            if N == 1:
+                gp = gc
+            else:
+                gp = self._empty_like(dev, (O, N, OH, OW), dt)
+                self.copy(View(gc.buffer, gc.offset, (O, N, OH, OW), (L, O * L, OW, 1), dt), gp)
+            a = View(wc.buffer, wc.offset, (G, ck, Og), (Og * ck, 1, ck), dt)
+            b = View(gp.buffer, gp.offset, (G, Og, NL), (Og * NL, NL, 1), dt)
+            self._gemm(dev, a, b, View(cols.buffer, 0, (G, ck, NL), (ck * NL, NL, 1), dt))
+            cst = (L, kk * NL, NL)
+        self._col2im(dev, cols, cst, out, geom)
 
     @flushes
     def conv2d_grad_weight(self, x: View, g: View, out: View, stride: Sequence[int],
@@ -256,25 +320,37 @@ class ConvMixin:
         N, C, H, W = x.shape
         O, Cg, kh, kw = out.shape
         OH, OW = g.shape[2:]
-        G, L, kk = groups, OH * OW, kh * kw
-        Og, ck, NL = O // G, Cg * kk, N * OH * OW
+        G = groups
         dt = out.dtype
-        if NL == 0:  # an empty sum
+        if N * OH * OW == 0:  # an empty sum
             self.fill(out, 0)
             return
         geom = _geom(C, H, W, OH, OW, (kh, kw), stride, padding, dilation)
+        gm = _gdict(N, C, H, W, O, OH, OW, kh, kw, stride, padding, dilation, G)
         with cl_errors(dev.label, "conv2d_grad_weight"):
-            cols = self._empty_like(dev, (N * C * kk * L,), dt)
-            self._im2col(dev, x, cols, (L, kk * NL, NL), geom)  # (G, ck, N*L)
-            # g in (N, OH, OW, O) order: (N*L, Og) per group with unit column stride, the layout
-            # the CPU GEMM loads as vectors
-            gt = View(g.buffer, g.offset, (N, OH, OW, O), (g.strides[0], g.strides[2],
-                                                           g.strides[3], g.strides[1]), dt)
-            gt = self._contiguous(dev, gt)
-            a = View(cols.buffer, 0, (G, ck, NL), (ck * NL, NL, 1), dt)
-            b = View(gt.buffer, gt.offset, (G, NL, Og), (Og, O, 1), dt)
-            # out^T, (G, ck, Og), as a view of the contiguous (G, Og, ck) out
-            self._gemm(dev, a, b, View(out.buffer, out.offset, (G, ck, Og), (Og * ck, 1, ck), dt))
+            self._conv_path(dev, "wgrad", gm, dt.name, {
+                "implicit": lambda: launch_implicit(dev, "wgrad", x, g, out, gm),
+                "im2col": lambda: self._grad_weight_im2col(dev, x, g, out, geom, G)})
+
+    def _grad_weight_im2col(self, dev: Device, x: View, g: View, out: View, geom: list[int],
+                            G: int) -> None:
+        N, C = x.shape[:2]
+        O, Cg, kh, kw = out.shape
+        OH, OW = g.shape[2:]
+        L, kk = OH * OW, kh * kw
+        Og, ck, NL = O // G, Cg * kk, N * OH * OW
+        dt = out.dtype
+        cols = self._empty_like(dev, (N * C * kk * L,), dt)
+        self._im2col(dev, x, cols, (L, kk * NL, NL), geom)  # (G, ck, N*L)
+        # g in (N, OH, OW, O) order: (N*L, Og) per group with unit column stride, the layout
+        # the CPU GEMM loads as vectors
+        gt = View(g.buffer, g.offset, (N, OH, OW, O), (g.strides[0], g.strides[2],
+                                                       g.strides[3], g.strides[1]), dt)
+        gt = self._contiguous(dev, gt)
+        a = View(cols.buffer, 0, (G, ck, NL), (ck * NL, NL, 1), dt)
+        b = View(gt.buffer, gt.offset, (G, NL, Og), (Og, O, 1), dt)
+        # out^T, (G, ck, Og), as a view of the contiguous (G, Og, ck) out
+        self._gemm(dev, a, b, View(out.buffer, out.offset, (G, ck, Og), (Og * ck, 1, ck), dt))
 
     # --------------------------------------------------------- max pooling
     @flushes

@@ -22,7 +22,12 @@ Hazards, and how each is avoided:
 * write after read, write after write: within the kernel every work-item loads all its inputs
   before it stores any output, and a buffer that is both read and written in a group must be
   used at one offset (again, the same region), so no work-item reads what another writes;
-* everything else (other sizes, devices or dtypes, strided views, integer ops whose results
+* broadcast inputs (views of the group's shape with stride-0 axes: a ``(C,)`` bias over
+  ``(N, C)``, a ``(1, C, 1, 1)`` scale over NCHW, a one-element tensor) are read in place through
+  at most :data:`MAX_BCAST_TERMS` index terms (see :func:`.fusion_kernels.fused_source`); their
+  buffer must not be written by the group (each element is read by many work-items), and an
+  input that is a pending output is flushed first rather than read through a broadcast;
+* everything else (other sizes, devices or dtypes, other strided views, integer ops whose results
   depend on checks) flushes the group and runs unfused.
 
 A group holds at most :data:`MAX_NODES` nodes, :data:`MAX_LEAVES` input buffers and
@@ -51,6 +56,7 @@ from .allocator import DeviceBuffer
 from .fusion_kernels import VEC_OPS, VEC_WIDTH, fused_source
 
 __all__ = [
+    "MAX_BCAST_TERMS",
     "MAX_LEAVES",
     "MAX_NODES",
     "MAX_SCALARS",
@@ -63,6 +69,8 @@ __all__ = [
 MAX_NODES = 24
 MAX_LEAVES = 16
 MAX_SCALARS = 24
+#: index terms (runs of axes of one stride) a broadcast input may need; more: not fused
+MAX_BCAST_TERMS = 3
 #: from this many elements a PoCL group of plain arithmetic runs 64-byte vectors with non-temporal
 #: stores (see :func:`.fusion_kernels.fused_source`): outputs this large do not stay in cache
 #: anyway, and skipping the read-for-ownership of every output line saves memory traffic
@@ -73,6 +81,31 @@ _FLOAT_NP = {"float32": np.float32, "float64": np.float64, "bfloat16": np.float3
 _UNARY_OK = frozenset(op for op in K.UNARY_VALID["f"] if not K.out_is_bool(op))
 _BINARY_OK = frozenset(op for op in K.BINARY_VALID["f"] if not K.out_is_bool(op))
 _SCALAR_TYPES = (float, int, bool, np.floating, np.integer, np.bool_)
+
+
+def broadcast_terms(shape: tuple, strides: tuple) -> tuple | None:
+    """The index terms ``((div, mod, mul), ...)`` of a broadcast view: element ``j`` of the
+    contiguous array of ``shape`` is at ``sum(((j // div) % mod) * mul)`` of the view. ``None``
+    unless some axis longer than 1 has stride 0, no stride is negative and at most
+    :data:`MAX_BCAST_TERMS` terms are needed (axes of one contiguous run share a term)."""
+    terms: list[tuple[int, int, int]] = []
+    inner, zero = 1, False
+    for size, st in zip(reversed(shape), reversed(strides)):
+        if size == 1:
+            continue
+        if st < 0:
+            return None
+        if st == 0:
+            zero = True
+        elif terms and terms[-1][0] * terms[-1][1] == inner and st == terms[-1][2] * terms[-1][1]:
+            d, m, u = terms[-1]  # continues the previous run of axes
+            terms[-1] = (d, m * size, u)
+        else:
+            terms.append((inner, size, st))
+        inner *= size
+    if not zero or len(terms) > MAX_BCAST_TERMS:
+        return None
+    return tuple(terms)
 
 
 def fusion_enabled() -> bool:
@@ -124,7 +157,8 @@ class Fuser:
     def _reset(self) -> None:
         self.nodes: list[_Node] = []
         self._leaves: list[tuple[DeviceBuffer, int]] = []
-        self._leaf_index: dict[tuple[int, int], int] = {}
+        self._leaf_bc: list[tuple | None] = []  # per leaf: broadcast terms, None if contiguous
+        self._leaf_index: dict[tuple, int] = {}  # (id, offset[, broadcast terms]) -> leaf
         self._leaf_off: dict[int, int] = {}  # id(buffer) -> its one offset, or -1 for several
         self._scalars: list[Any] = []
         self._scalar_index: dict[bytes, int] = {}
@@ -170,7 +204,7 @@ class Fuser:
             if c is None:
                 c = x.cache = x.is_contiguous()
             if not c:
-                return None
+                return self._broadcast_operand(x, xb, shape)
             nd = xb.lazy
             if nd is not None:  # written by a pending node: the same region is inlined
                 if nd.off != x.offset:
@@ -183,6 +217,7 @@ class Fuser:
                     self._conflict()
                 k = len(self._leaves)
                 self._leaves.append((xb, x.offset))
+                self._leaf_bc.append(None)
                 self._leaf_index[key] = k
                 prev = self._leaf_off.get(key[0])
                 self._leaf_off[key[0]] = x.offset if prev is None or prev == x.offset else -1
@@ -198,6 +233,27 @@ class Fuser:
                 self._scalars.append(v)
             return ("s", k)
         return None
+
+    def _broadcast_operand(self, x: View, xb: DeviceBuffer, shape: tuple) -> Any:
+        """The leaf code of a broadcast view ``x`` (see :func:`broadcast_terms`), or ``None``."""
+        if x.shape != shape:
+            return None
+        bc = broadcast_terms(shape, x.strides)
+        if bc is None:
+            return None
+        if xb.lazy is not None:  # a pending output read at other positions: flush it first
+            self._conflict()
+        key = (id(xb), x.offset, bc)
+        k = self._leaf_index.get(key)
+        if k is None:
+            if len(self._leaves) >= MAX_LEAVES:
+                self._conflict()
+            k = len(self._leaves)
+            self._leaves.append((xb, x.offset))
+            self._leaf_bc.append(bc)
+            self._leaf_index[key] = k
+            self._leaf_off[id(xb)] = -1  # no node of the group may write this buffer
+        return -1 - k
 
     def _add(self, op: str, a: Any, b: Any, out: View, unary: bool) -> bool:
         buf = out.buffer
@@ -288,7 +344,7 @@ class Fuser:
             self._flushing -= 1
 
     def _flush_group(self) -> None:
-        nodes, leaves, scalars = self.nodes, self._leaves, self._scalars
+        nodes, leaves, scalars, leaf_bc = self.nodes, self._leaves, self._scalars, self._leaf_bc
         n, dev, dt, vec_ops = self._n, self._dev, self._dt, self._vec_ops
         self._reset()  # first: whatever runs below (a replay) sees an empty group
         self._gen += 1
@@ -305,7 +361,7 @@ class Fuser:
             self._replay(live[0][0], live[0][1], dt)
             self.stores += 1
             return
-        self._launch(nodes, live, leaves, scalars, n, dev, dt, vec_ops)
+        self._launch(nodes, live, leaves, leaf_bc, scalars, n, dev, dt, vec_ops)
 
     def _replay(self, nd: _Node, buf: DeviceBuffer, dt: Any) -> None:
         """A group that is one primitive: run it with the ordinary kernels."""
@@ -317,18 +373,22 @@ class Fuser:
         else:
             self._eager_binary(nd.op, a, b, out)
 
-    def _launch(self, nodes: list[_Node], live: list, leaves: list, scalars: list, n: int,
-                dev_index: int, dt: Any, vec_ops: bool) -> None:
+    def _launch(self, nodes: list[_Node], live: list, leaves: list, leaf_bc: list, scalars: list,
+                n: int, dev_index: int, dt: Any, vec_ops: bool) -> None:
         dev = self._be.device(dev_index)
-        stream = vec_ops and n >= STREAM_MIN and self._streamable(dev, dt, live, leaves)
-        # one cached plan per group signature: the nodes' ops and operands, and which are stored
+        nterms = tuple([-1 if b is None else len(b) for b in leaf_bc])
+        bcast = any(t >= 0 for t in nterms)
+        stream = (vec_ops and not bcast and n >= STREAM_MIN
+                  and self._streamable(dev, dt, live, leaves))
+        # one cached plan per group signature: the nodes' ops and operands, which are stored and
+        # how many index terms each broadcast input has
         sig = (dev_index, dt, dev.ew_style, stream, tuple([(nd.op, nd.args) for nd in nodes]),
-               tuple([nd.idx for nd, _ in live]))
+               tuple([nd.idx for nd, _ in live]), nterms)
         plan = self._plans.get(sig)
         if plan is None:
             if len(self._plans) >= 4096:
                 self._plans.clear()
-            plan = self._plans[sig] = self._plan(nodes, live, dev_index, dt, stream)
+            plan = self._plans[sig] = self._plan(nodes, live, dev_index, dt, stream, nterms)
         kern, queue, style, ch_dev, leaf_order, scal_order = plan
         if style == "cl":
             ch = self._chunk(n, ch_dev)
@@ -342,6 +402,10 @@ class Fuser:
         for k in leaf_order:
             lb, lo = leaves[k]
             kargs += (lb.mem, lo)
+        if bcast:
+            for k in leaf_order:
+                for term in leaf_bc[k] or ():
+                    kargs += term
         for k in scal_order:
             kargs.append(scalars[k])
         kern(queue, gs, ls, *kargs)
@@ -360,7 +424,8 @@ class Fuser:
             return False
         return all(nd.off % w == 0 for nd, _ in live) and all(off % w == 0 for _, off in leaves)
 
-    def _plan(self, nodes: list[_Node], live: list, dev_index: int, dt: Any, stream: bool) -> tuple:
+    def _plan(self, nodes: list[_Node], live: list, dev_index: int, dt: Any, stream: bool,
+              nterms: tuple = ()) -> tuple:
         """Kernel and argument order for a group signature: the nodes the live outputs need
         (dead nodes feeding nobody are dropped), renumbered, leaves and scalars in first use."""
         need = [False] * len(nodes)
@@ -394,17 +459,20 @@ class Fuser:
         dtn = dt.name
         npt = _FLOAT_NP[dtn]
         nout, nleaf, nscal = len(live), len(leaf_map), len(scal_map)
+        order = sorted(leaf_map, key=leaf_map.__getitem__)
+        bc = tuple([None if nterms[k] < 0 else nterms[k] for k in order]) if nterms else ()
+        nbc = 3 * sum(t or 0 for t in bc)
 
         def types() -> list:
             return ([np.int64] * (2 if style == "cl" else 1) + [None, np.int64] * nout
-                    + [None, np.int64] * nleaf + [npt] * nscal)
+                    + [None, np.int64] * nleaf + [np.int64] * nbc + [npt] * nscal)
 
-        key = ("fused", dtn, style, stream, tuple(prog))
+        key = ("fused", dtn, style, stream, tuple(prog), bc)
         kern = dev.kernel(key, "pg_fused",
-                          lambda: fused_source(dtn, style, prog, nout, nleaf, nscal, stream), [dtn],
-                          types)
+                          lambda: fused_source(dtn, style, prog, nout, nleaf, nscal, stream, bc),
+                          [dtn], types)
         return (kern, dev.queue, style, dev if style == "cl" else dev.local_size,
-                sorted(leaf_map, key=leaf_map.__getitem__), sorted(scal_map, key=scal_map.__getitem__))
+                order, sorted(scal_map, key=scal_map.__getitem__))
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])

@@ -19,7 +19,12 @@ Kernel families, chosen by device type:
 
 ``tests/test_opencl_gemm.py`` checks both families (and every "gpu3" tile the sweep times) on
 PoCL, and on a GPU through ``benchmarks/gpu_check.sh``, at ragged sizes and every operand layout.
-The family can be forced with ``PORTAGRAD_OPENCL_GEMM=cpu|gpu3``.
+* **packed** (CPU devices, :mod:`.gemm_packed`): the operands copied into contiguous panels first,
+  then register blocks as in "cpu"; several tiles.
+
+Unless a family is forced, :mod:`.gemm_tune` picks the family and tile per device and size class by
+timing a few candidates (products too small to matter take a heuristic choice). The family can be
+forced with ``PORTAGRAD_OPENCL_GEMM=cpu|gpu3|packed`` (its default tile, nothing timed).
 
 Strides (in elements) and offsets are kernel arguments, so a transposed operand (swapped strides)
 or a broadcast batch (batch stride 0) needs no copy. Variants are keyed by dtype and by the
@@ -28,10 +33,13 @@ operands' layout (which strides are 1, and for "gpu3" 16-byte alignment), never 
 from __future__ import annotations
 
 import os
+import weakref
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from .gemm_packed import PACKED_TILES, PackedTile, launch_packed
+from .gemm_tune import Choice, Tuner, size_class
 from .kernels import CTYPE, UTYPE
 
 __all__ = [
@@ -42,18 +50,21 @@ __all__ = [
     "GemmPlan",
     "Gpu3Config",
     "Gpu3Layout",
+    "candidates",
     "gemm_source",
     "gpu3_layout",
     "launch_gemm",
+    "tuner",
 ]
 
 #: CPU register block: (rows per work-item, vectors per row) and vector width by dtype
 CPU_BLOCK = {"float32": (8, 2, 8), "float64": (8, 2, 4)}
-#: GEMM kernel families: "cpu" (barrier-free register blocks, the default on CPU devices) and
-#: "gpu3" (double-buffered, unchecked interior tiles, vector global access; tile in GPU3_CONFIG;
-#: the default on GPUs). ``PORTAGRAD_OPENCL_GEMM`` (or the backend's ``_force_gemm_kind``) picks
-#: one on any device, so the GPU kernel is tested on PoCL too.
-GEMM_KINDS = ("cpu", "gpu3")
+#: GEMM kernel families: "cpu" (barrier-free register blocks on the operands in place), "gpu3"
+#: (double-buffered, unchecked interior tiles, vector global access; tile in GPU3_CONFIG; the
+#: default on GPUs) and "packed" (:mod:`.gemm_packed`, CPU devices). ``PORTAGRAD_OPENCL_GEMM`` (or
+#: the backend's ``_force_gemm_kind``) picks one on any device, so the GPU kernel is tested on PoCL
+#: too; otherwise :mod:`.gemm_tune` chooses per size class.
+GEMM_KINDS = ("cpu", "gpu3", "packed")
 
 _LANES = "0123456789abcdef"
 _ARGS = ("__global const {t}* A, long ao, long sab, long sam, long sak, "
@@ -482,12 +493,12 @@ def gemm_source(dtype: str, kind: str, b_unit: bool, c_unit: bool, a_kfast: bool
     return GemmPlan(key, head + body + _edge_kernel(t), dtype)
 
 
-def _kind(dev: Any, forced: str | None) -> str:
-    """The GEMM family to run on ``dev``: ``forced``, else ``PORTAGRAD_OPENCL_GEMM``, else "gpu3"
-    on GPUs and "cpu" elsewhere; an unknown name raises ``ValueError`` naming the valid ones."""
+def _kind(dev: Any, forced: str | None) -> str | None:
+    """The GEMM family forced for ``dev``: ``forced``, else ``PORTAGRAD_OPENCL_GEMM``, else
+    ``None`` (the tuner chooses); an unknown name raises ``ValueError`` naming the valid ones."""
     kind = forced if forced is not None else _ENV_KIND
     if kind is None:
-        return "gpu3" if dev.is_gpu else "cpu"
+        return None
     if kind not in GEMM_KINDS:
         where = "" if forced is not None else " (from PORTAGRAD_OPENCL_GEMM)"
         raise ValueError(f"unknown GEMM kernel family {kind!r}{where}; expected one of "
@@ -495,16 +506,50 @@ def _kind(dev: Any, forced: str | None) -> str:
     return kind
 
 
+#: "gpu3" tiles the tuner times on GPUs besides the default: a wide one for large products and a
+#: narrow one whose extra work-groups fill the multiprocessors on smaller ones
+_GPU3_TUNE = (Gpu3Config(128, 128, 16), Gpu3Config(64, 64, 16))
+_TUNERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def tuner(dev: Any) -> Tuner:
+    """The :class:`~.gemm_tune.Tuner` of ``dev`` (created on first use), keyed on disk by the
+    device's name, platform and driver version."""
+    t = _TUNERS.get(dev)
+    if t is None:
+        ex = dev.properties.extra
+        t = _TUNERS[dev] = Tuner(f"{dev.name}|{ex.get('platform', '')}|{ex.get('driver_version', '')}")
+    return t
+
+
+def candidates(dev: Any, dtype: str) -> list[Choice]:
+    """The ``(kind, tile)`` pairs the tuner may choose from on ``dev`` for ``dtype``, in order of
+    preference: on GPUs the "gpu3" tiles whose local memory fits, elsewhere the "packed" tiles
+    and the plain "cpu" kernel."""
+    if dev.is_gpu:
+        out: list[Choice] = [("gpu3", GPU3_CONFIG[dtype])]
+        itemsize = 8 if dtype == "float64" else 4
+        have = int(dev.cl_device.local_mem_size)
+        out += [("gpu3", c) for c in _GPU3_TUNE
+                if c != GPU3_CONFIG[dtype] and c.local_bytes(itemsize) <= have]
+        return out
+    return [("packed", t) for t in PACKED_TILES[dtype]] + [("cpu", None)]
+
+
+def _overlaps(x: Any, out: Any) -> bool:
+    return x.buffer is out.buffer
+
+
 def launch_gemm(dev: Any, a: Any, b: Any, out: Any, kind: str | None = None,
-                config: Gpu3Config | None = None) -> None:
+                config: Gpu3Config | PackedTile | None = None) -> None:
     """Enqueue ``out = a @ b`` for views of shapes (B, M, K), (B, K, N), (B, M, N) on ``dev``.
 
     ``kind`` forces the kernel family, a name from :data:`GEMM_KINDS` (tests run "gpu3" on a CPU
-    device); else ``PORTAGRAD_OPENCL_GEMM``, else "gpu3" on GPUs and "cpu" elsewhere.
-    ``config``: the "gpu3" tile (default ``GPU3_CONFIG``)."""
+    device); else ``PORTAGRAD_OPENCL_GEMM``; else :mod:`.gemm_tune` chooses the family and tile for
+    the device and size class. ``config``: the tile ("gpu3": a :class:`Gpu3Config`, default
+    ``GPU3_CONFIG``; "packed": a :class:`~.gemm_packed.PackedTile`), which implies the family."""
     bsz, m, n = out.shape
     k = a.shape[2]
-    kind = _kind(dev, kind)
     dt = out.dtype.name
     if dt in UTYPE:  # integer: the simple exact kernel, whatever the family
         intk = dev.kernel(("gemm", dt, "int"), "gemm_int", lambda: _int_kernel(dt), [dt],
@@ -512,6 +557,34 @@ def launch_gemm(dev: Any, a: Any, b: Any, out: Any, kind: str | None = None,
         intk(dev.queue, (n, m, bsz), None, a.buffer.mem, a.offset, *a.strides, b.buffer.mem,
              b.offset, *b.strides, out.buffer.mem, out.offset, *out.strides, m, n, k)
         return
+    forced = _kind(dev, kind)
+    if isinstance(config, PackedTile):
+        choice: Choice = ("packed", config)
+    elif config is not None:
+        choice = ("gpu3", config)
+    elif forced == "packed":
+        choice = ("packed", PACKED_TILES[dt][0])
+    elif forced is not None:
+        choice = (forced, GPU3_CONFIG[dt] if forced == "gpu3" else None)
+    else:
+        cands = candidates(dev, dt)
+        flops = 2 * bsz * m * n * k
+        choice = tuner(dev).choose(
+            size_class(a, b, out), cands, flops, m, n,
+            lambda c: _run(dev, a, b, out, c), dev.queue.finish,
+            can_time=not (_overlaps(a, out) or _overlaps(b, out)))
+    _run(dev, a, b, out, choice)
+
+
+def _run(dev: Any, a: Any, b: Any, out: Any, choice: Choice) -> None:
+    """Enqueue ``out = a @ b`` (floating) with the ``(kind, tile)`` ``choice``."""
+    kind, tile = choice
+    if kind == "packed" and a.shape[2] > 0:  # an empty sum goes to "cpu", which writes zeros
+        launch_packed(dev, a, b, out, tile)
+        return
+    bsz, m, n = out.shape
+    k = a.shape[2]
+    dt = out.dtype.name
     sab, sam, sak = a.strides
     sbb, sbk, sbn = b.strides
     scb, scm, scn = out.strides
@@ -519,7 +592,7 @@ def launch_gemm(dev: Any, a: Any, b: Any, out: Any, kind: str | None = None,
     c_unit = scn == 1
     cfg = layout = None
     if kind == "gpu3":
-        cfg = config or GPU3_CONFIG[dt]
+        cfg = tile or GPU3_CONFIG[dt]
         layout = gpu3_layout(a, b, out, cfg)
         key = _gpu3_key(dt, cfg, layout)
     else:
@@ -530,7 +603,8 @@ def launch_gemm(dev: Any, a: Any, b: Any, out: Any, kind: str | None = None,
     def src() -> str:  # generated on a cache miss only
         if cfg is not None:
             _check_local_memory(dev, cfg, out.dtype.itemsize)
-        return gemm_source(dt, kind, b_unit, c_unit, config=cfg, layout=layout).source
+        return gemm_source(dt, "gpu3" if cfg is not None else "cpu", b_unit, c_unit, config=cfg,
+                           layout=layout).source
 
     main = dev.kernel(key, "gemm_main", src, [dt], _ARG_TYPES)
     q = dev.queue

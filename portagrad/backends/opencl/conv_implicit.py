@@ -1,0 +1,232 @@
+"""Implicit-GEMM convolution kernels: conv2d and its two gradients without a column buffer.
+
+The im2col path (:mod:`.conv`) writes every window of the input as a column, ``kh*kw`` times the
+input's size, and the GEMM reads it back. Here each product reads its operand straight from the
+tensor it comes from: a work-item owns an ``RM x RN`` block of the result in registers and walks
+the reduction as nested loops (no division in the loop), gathering each ``B`` value with its
+bounds check (zero padding is a zero, never a load outside the tensor).
+
+Each of the three is a GEMM whose operands are views the index arithmetic builds:
+
+* ``conv2d``: ``out[n, o, l] = sum_{c,u,v} w[o, c, u, v] * x[n, c, ih(l, u), iw(l, v)]``;
+  block = ``RM`` output channels x ``RN`` output positions, grid (positions, channels, N*G).
+* ``conv2d_grad_input``: ``dx[n, c, h, w] = sum_{o,u,v} w[o, c, u, v] * g[n, o, oh, ow]`` over
+  the windows that read ``(h, w)`` (``h + ph - u*dh`` a multiple of the stride, in range); block =
+  ``RM`` input channels x ``RN`` input positions, grid (positions, channels, N*G).
+* ``conv2d_grad_weight``: ``dw[o, c, u, v] = sum_{n,oh,ow} g[n, o, oh, ow] * x[n, c, ih, iw]``;
+  block = ``RM`` output channels x ``RN`` taps ``(c, u, v)``, grid (taps, channels, G).
+
+Groups are a grid axis, so a block never straddles two. Lanes past the edge compute on clamped
+(valid) indices and are not stored. Which of this and im2col is faster depends on the device and
+the shape: :class:`~.conv.ConvMixin` times both per shape (see :mod:`.gemm_tune`) unless
+``PORTAGRAD_OPENCL_CONV=im2col|implicit`` (or the backend's ``_force_conv_kind``) picks one.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .kernels import CTYPE, prelude
+
+__all__ = ["RM", "RN", "implicit_source", "launch_implicit"]
+
+#: block of a work-item: RM rows (channels) x RN columns (positions or taps)
+RM = 8
+RN = 8
+_I64 = np.int64
+_GEOM = ("N", "C", "H", "W", "O", "OH", "OW", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "G")
+_GEOM_ARGS = ", ".join(f"long {g}" for g in _GEOM)
+
+
+def _s4(name: str) -> str:
+    return f"__global {{t}}* {name}, long {name}o, long {name}n, long {name}c, long {name}h, long {name}w"
+
+
+def _acc(t: str) -> str:
+    # a row of the block is one RN-vector: the compiler need not find the SIMD itself
+    return f"{t}{RN} acc[{RM}];\n    for (int i = 0; i < {RM}; ++i) acc[i] = 0;"
+
+
+def _fma(t: str) -> str:
+    return (f"{t}{RN} bvec = vload{RN}(0, bv);\n"
+            f"                for (int i = 0; i < {RM}; ++i) acc[i] += av[i] * bvec;")
+
+
+def _row(t: str) -> str:
+    """Row ``i`` of the block as a private array ``ar`` (for the lane-by-lane stores)."""
+    return f"{t} ar[{RN}]; vstore{RN}(acc[i], 0, ar);"
+
+
+def implicit_source(dtype: str) -> str:
+    """Kernels ``conv_fwd``, ``conv_dgrad`` and ``conv_wgrad`` for ``dtype``.
+
+    Arguments: each tensor as buffer, offset and four (N, C, H, W)-order strides (the weight as
+    (O, C/G, kh, kw)), then the geometry :data:`_GEOM` (``G`` the groups)."""
+    t = CTYPE[dtype]
+    X, Wt, O, G = _s4("X"), _s4("Wt"), _s4("Y"), _s4("Gr")
+    fwd = f"""
+/* out[n, o, l]: rows o of group g, columns l = oh*OW + ow */
+__kernel void conv_fwd({X.format(t=f"const {t}")}, {Wt.format(t=f"const {t}")}, {O.format(t=t)},
+                       {_GEOM_ARGS})
+{{
+    long L = OH * OW, Og = O / G, Cg = C / G;
+    long l0 = get_global_id(0) * {RN}, ob = get_global_id(1) * {RM}, ng = get_global_id(2);
+    long n = ng / G, g = ng % G;
+    if (l0 >= L || ob >= Og) return;
+    long ih0[{RN}], iw0[{RN}];
+    for (int j = 0; j < {RN}; ++j) {{
+        long l = min(l0 + j, L - 1), oh = l / OW;
+        ih0[j] = oh * sh - ph; iw0[j] = (l - oh * OW) * sw - pw;
+    }}
+    long orow[{RM}];
+    for (int i = 0; i < {RM}; ++i) orow[i] = Wto + (g * Og + min(ob + i, Og - 1)) * Wtn;
+    {_acc(t)}
+    for (long c = 0; c < Cg; ++c) {{
+        __global const {t}* xc = X + Xo + n * Xn + (g * Cg + c) * Xc;
+        for (long u = 0; u < kh; ++u) {{
+            for (long v = 0; v < kw; ++v) {{
+                {t} av[{RM}], bv[{RN}];
+                long wk = c * Wtc + u * Wth + v * Wtw;
+                for (int i = 0; i < {RM}; ++i) av[i] = Wt[orow[i] + wk];
+                for (int j = 0; j < {RN}; ++j) {{
+                    long ih = ih0[j] + u * dh, iw = iw0[j] + v * dw;
+                    bv[j] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? xc[ih * Xh + iw * Xw] : ({t})0;
+                }}
+                {_fma(t)}
+            }}
+        }}
+    }}
+    for (int i = 0; i < {RM}; ++i) {{
+        if (ob + i >= Og) break;
+        long yb = Yo + n * Yn + (g * Og + ob + i) * Yc;
+        {_row(t)}
+        for (int j = 0; j < {RN}; ++j) {{
+            long l = l0 + j;
+            if (l < L) Y[yb + (l / OW) * Yh + (l % OW) * Yw] = ar[j];
+        }}
+    }}
+}}
+"""
+    dgrad = f"""
+/* dx[n, c, p]: rows c of group g, columns p = h*W + w; sums over o of the group and the taps
+   whose window reads (h, w) */
+__kernel void conv_dgrad({G.format(t=f"const {t}")}, {Wt.format(t=f"const {t}")}, {O.format(t=t)},
+                         {_GEOM_ARGS})
+{{
+    long HW = H * W, Og = O / G, Cg = C / G;
+    long p0 = get_global_id(0) * {RN}, cb = get_global_id(1) * {RM}, ng = get_global_id(2);
+    long n = ng / G, g = ng % G;
+    if (p0 >= HW || cb >= Cg) return;
+    long hh[{RN}], ww[{RN}];
+    for (int j = 0; j < {RN}; ++j) {{
+        long p = min(p0 + j, HW - 1);
+        hh[j] = p / W + ph; ww[j] = p % W + pw;
+    }}
+    long crow[{RM}];
+    for (int i = 0; i < {RM}; ++i) crow[i] = min(cb + i, Cg - 1) * Wtc;
+    {_acc(t)}
+    for (long o = g * Og; o < (g + 1) * Og; ++o) {{
+        __global const {t}* go = Gr + Gro + n * Grn + o * Grc;
+        for (long u = 0; u < kh; ++u) {{
+            for (long v = 0; v < kw; ++v) {{
+                {t} av[{RM}], bv[{RN}];
+                long wk = Wto + o * Wtn + u * Wth + v * Wtw;
+                for (int i = 0; i < {RM}; ++i) av[i] = Wt[wk + crow[i]];
+                for (int j = 0; j < {RN}; ++j) {{
+                    long th = hh[j] - u * dh, tw = ww[j] - v * dw;
+                    long oh = th / sh, ow = tw / sw;
+                    int ok = th >= 0 && tw >= 0 && oh * sh == th && ow * sw == tw && oh < OH && ow < OW;
+                    bv[j] = ok ? go[oh * Grh + ow * Grw] : ({t})0;
+                }}
+                {_fma(t)}
+            }}
+        }}
+    }}
+    for (int i = 0; i < {RM}; ++i) {{
+        if (cb + i >= Cg) break;
+        long yb = Yo + n * Yn + (g * Cg + cb + i) * Yc;
+        {_row(t)}
+        for (int j = 0; j < {RN}; ++j) {{
+            long p = p0 + j;
+            if (p < HW) Y[yb + (p / W) * Yh + (p % W) * Yw] = ar[j];
+        }}
+    }}
+}}
+"""
+    wgrad = f"""
+/* dw[o, q]: rows o of group g, columns q = (c*kh + u)*kw + v; sums over n and the positions */
+__kernel void conv_wgrad({X.format(t=f"const {t}")}, {G.format(t=f"const {t}")}, {O.format(t=t)},
+                         {_GEOM_ARGS})
+{{
+    long Og = O / G, Cg = C / G, kk = kh * kw, CK = Cg * kk;
+    long q0 = get_global_id(0) * {RN}, ob = get_global_id(1) * {RM}, g = get_global_id(2);
+    if (q0 >= CK || ob >= Og) return;
+    long xoff[{RN}], du[{RN}], dv[{RN}];
+    for (int j = 0; j < {RN}; ++j) {{
+        long q = min(q0 + j, CK - 1), c = q / kk, r = q % kk;
+        xoff[j] = (g * Cg + c) * Xc; du[j] = (r / kw) * dh - ph; dv[j] = (r % kw) * dw - pw;
+    }}
+    long orow[{RM}];
+    for (int i = 0; i < {RM}; ++i) orow[i] = (g * Og + min(ob + i, Og - 1)) * Grc;
+    {_acc(t)}
+    for (long n = 0; n < N; ++n) {{
+        __global const {t}* xn = X + Xo + n * Xn;
+        __global const {t}* gn = Gr + Gro + n * Grn;
+        for (long oh = 0; oh < OH; ++oh) {{
+            for (long ow = 0; ow < OW; ++ow) {{
+                {t} av[{RM}], bv[{RN}];
+                long gk = oh * Grh + ow * Grw, ih0 = oh * sh, iw0 = ow * sw;
+                for (int i = 0; i < {RM}; ++i) av[i] = gn[orow[i] + gk];
+                for (int j = 0; j < {RN}; ++j) {{
+                    long ih = ih0 + du[j], iw = iw0 + dv[j];
+                    int ok = ih >= 0 && ih < H && iw >= 0 && iw < W;
+                    bv[j] = ok ? xn[xoff[j] + ih * Xh + iw * Xw] : ({t})0;
+                }}
+                {_fma(t)}
+            }}
+        }}
+    }}
+    for (int i = 0; i < {RM}; ++i) {{
+        if (ob + i >= Og) break;
+        long yb = Yo + (g * Og + ob + i) * Yn;
+        {_row(t)}
+        for (int j = 0; j < {RN}; ++j) {{
+            long q = q0 + j;
+            if (q < CK) {{
+                long c = q / kk, r = q % kk;
+                Y[yb + c * Yc + (r / kw) * Yh + (r % kw) * Yw] = ar[j];
+            }}
+        }}
+    }}
+}}
+"""
+    head = "#pragma OPENCL FP_CONTRACT ON\n"  # a*b+c as one FMA, as in the GEMM kernels
+    return prelude([dtype]) + head + fwd + dgrad + wgrad
+
+
+_TYPES = ([None] + [_I64] * 5) * 3 + [_I64] * len(_GEOM)
+
+
+def _args(v: Any) -> list[Any]:
+    return [v.buffer.mem, v.offset, *v.strides]
+
+
+def launch_implicit(dev: Any, which: str, p: Any, q: Any, out: Any, geom: dict[str, int]) -> None:
+    """Enqueue one implicit-GEMM kernel: ``which`` is "fwd" (``p`` = x, ``q`` = w, ``out`` = y),
+    "dgrad" (``p`` = g, ``q`` = w, ``out`` = dx) or "wgrad" (``p`` = x, ``q`` = g, ``out`` = dw);
+    every view is 4-D and ``geom`` holds the sizes named in :data:`_GEOM`."""
+    dt = out.dtype.name
+    kern = dev.kernel(("conv_implicit", dt), f"conv_{which}", lambda: implicit_source(dt), [dt],
+                      _TYPES)
+    gm = geom
+    og, cg = gm["O"] // gm["G"], gm["C"] // gm["G"]
+    if which == "fwd":
+        gs = (-(-gm["OH"] * gm["OW"] // RN), -(-og // RM), gm["N"] * gm["G"])
+    elif which == "dgrad":
+        gs = (-(-gm["H"] * gm["W"] // RN), -(-cg // RM), gm["N"] * gm["G"])
+    else:
+        gs = (-(-cg * gm["kh"] * gm["kw"] // RN), -(-og // RM), gm["G"])
+    if min(gs) <= 0:
+        return
+    kern(dev.queue, gs, None, *_args(p), *_args(q), *_args(out), *[gm[k] for k in _GEOM])
