@@ -67,8 +67,9 @@ class CapturedStep:
     hyper-parameter changed. Changes of modules and optimizers make it record again; a failed
     recording makes it run eagerly from then on (:meth:`reset` starts over).
 
-    Outputs are new tensors (copies, without autograd history), so they stay valid after the next
-    call. The recorded buffers (every temporary of the step) stay allocated between calls;
+    Outputs of recorded and replayed calls are new tensors (copies, without autograd history),
+    so they stay valid after the next call; warm-up and eager fallbacks return ``fn``'s own
+    result. The recorded buffers (every temporary of the step) stay allocated between calls;
     :meth:`reset` or dropping the object frees them.
     """
 
