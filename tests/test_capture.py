@@ -18,7 +18,7 @@ from portagrad.capture import CapturedStep, capture
 # ``benchmarks`` is not installed with the package: reach it from the repository root (appended,
 # so ``portagrad`` still resolves to the installed package under tox)
 sys.path.append(str(Path(__file__).resolve().parents[1]))
-from benchmarks.model_zoo import GPTConfig, gpt, resnet18  # noqa: E402
+from benchmarks.model_zoo import GPTConfig, gpt, resnet18
 
 nn = pg.nn
 F = pg.nn.functional

@@ -142,7 +142,7 @@ class Recorder:
                 rec.takes.append((gen, start, n))
                 return seed, start
 
-            Generator._take = _take  # type: ignore[method-assign]
+            Generator._take = _take  # type: ignore[method-assign,assignment]
             _raw.CHECK_HOOK = self._check
         except BaseException:
             self._unpatch()

@@ -133,12 +133,14 @@ class CapturedStep:
     # ------------------------------------------------------------------- calls
     @staticmethod
     def _input_key(args: tuple, kwargs: dict) -> Any:
-        key = []
+        key: list[tuple[Any, ...]] = []
         for a in (*args, *kwargs.values()):
             if isinstance(a, Tensor):
                 key.append(("T", a._v.shape, a._v.dtype, a.device))
+            elif a is None or isinstance(a, (bool, int, float, str)):
+                key.append(("C", type(a), a))  # a number the step may turn into launch scalars
             else:
-                key.append(("C", type(a), a))
+                key.append(("O", id(a)))  # any other object: the same one each call
         return (tuple(key), tuple(kwargs), is_grad_enabled())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
