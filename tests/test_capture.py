@@ -373,3 +373,54 @@ def test_replayed_index_check_raises() -> None:
     bad = pg.tensor([0, 1, 2, 3, 4, 5])  # class 5 of 5
     with pytest.raises(IndexError, match="index 5 is out of bounds"):
         cstep(data[0][0], bad)
+
+
+def test_recording_leaves_backends_and_generators_as_they_were(device: str) -> None:
+    from portagrad import _raw
+    from portagrad.plugins import manager
+
+    take = pg.Generator._take
+    data = _batches("gpt", device, 4)
+    _, _, step = _setup("gpt", device)
+    cstep = capture(step)
+    for x, y in data:
+        cstep(x, y)
+    assert cstep.captured
+    for be in manager.get_state().backends.values():
+        assert not [k for k, v in vars(be).items() if callable(v) and not k.startswith("_")]
+    assert pg.Generator._take is take and _raw.CHECK_HOOK is None
+
+
+def test_adamw_capturable_keeps_the_step_on_the_device(device: str) -> None:
+    results = []
+    for capturable in (False, True):
+        pg.manual_seed(0)
+        model = _mlp().to(device)
+        opt = pg.optim.AdamW(model.parameters(), lr=0.01, capturable=capturable)
+        for x, y in _batches("mlp", device, 3):
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+        st = opt.state[model[0].weight]["step"]
+        assert st.item() == 3.0 and st.dtype == pg.float32
+        assert st.device == (model[0].weight.device if capturable else pg.device("cpu"))
+        results.append([p.detach().cpu().numpy() for p in model.parameters()])
+    for a, b in zip(*results):  # the same update up to the rounding of the bias corrections
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_adam_capturable_matches_torch() -> None:
+    torch = pytest.importorskip("torch")
+    w0 = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    g0 = np.random.default_rng(1).standard_normal((4, 3)).astype(np.float32)
+    p = pg.tensor(w0, requires_grad=True)
+    tp = torch.tensor(w0, requires_grad=True)
+    opt = pg.optim.Adam([p], lr=0.1, weight_decay=0.1, amsgrad=True, capturable=True)
+    # torch's capturable path needs an accelerator; its default path is the reference here
+    topt = torch.optim.Adam([tp], lr=0.1, weight_decay=0.1, amsgrad=True)
+    for k in range(3):
+        p.grad = pg.tensor(g0 * (k + 1))
+        tp.grad = torch.tensor(g0 * (k + 1))
+        opt.step()
+        topt.step()
+    np.testing.assert_allclose(p.detach().numpy(), tp.detach().numpy(), rtol=1e-4, atol=1e-5)
