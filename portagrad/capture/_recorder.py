@@ -19,8 +19,11 @@ and advances it by what the step consumed, exactly as the eager step would.
 """
 from __future__ import annotations
 
+import functools
+import gc
 import struct
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -67,7 +70,11 @@ class Recording:
     def __init__(self) -> None:
         self.launches: list[Launch] = []
         self.allocs: dict[int, int] = {}  # id(buffer) -> allocation number within the step
-        self.buffers: list[Any] = []  # the step's buffers, kept alive with the recording
+        # the step's allocations, held weakly while recording (the step frees its temporaries as
+        # it would eagerly); after plan_memory, the buffers a replay uses, held strongly
+        self.refs: list[Callable[[], Any]] = []
+        self.buffers: list[Any] = []
+        self.sizes: list[tuple[Callable[..., Any], int, int]] = []  # (allocate, index, nbytes)
         self.takes: list[tuple[Generator, int, int]] = []  # (generator, start, count)
         self.advance: list[tuple[Generator, int]] = []  # offset consumed, per generator
         self.violation: str | None = None
@@ -91,6 +98,8 @@ class Recording:
             k = self.allocs.get(id(b))
             where = ("alloc", k) if k is not None else ("extern", id(b))
             return ("view", where, x.offset, x.shape, x.strides, str(x.dtype))
+        if isinstance(x, _Slot):
+            return ("view", ("alloc", x.k), x.offset, x.shape, x.strides, str(x.dtype))
         if isinstance(x, float):
             return ("f", struct.pack("<d", x))
         if isinstance(x, (tuple, list)):
@@ -103,6 +112,53 @@ class Recording:
             return (type(x).__name__, x)
         return ("obj", id(x))  # an object the launch received (a dtype ...): the same one
 
+    def plan_memory(self) -> None:
+        """Let temporaries with disjoint lifetimes share memory, as the eager step's allocator
+        does: a buffer of the step that nothing outside the recording holds any more (not a
+        ``.grad``, an output, a module's state ...) is needed only from the first to the last
+        launch that touches it, so after its last use its memory serves the next temporary of
+        the same size. Without this a replay would keep every temporary of the step at once."""
+        gc.collect()
+        alive = {k: b for k, b in enumerate(r() for r in self.refs) if b is not None}
+        first: dict[int, int] = {}
+        last: dict[int, int] = {}
+        for i, la in enumerate(self.launches):
+            for k in _slots(la.args) + _slots(la.kwargs):
+                first.setdefault(k, i)
+                last[k] = i
+        starts: dict[int, list[int]] = {}
+        ends: dict[int, list[int]] = {}
+        for k, i in first.items():
+            starts.setdefault(i, []).append(k)
+            if k not in alive:
+                ends.setdefault(last[k], []).append(k)
+        phys: dict[int, Any] = dict(alive)
+        free: dict[tuple[int, int, int], list[Any]] = {}
+        for i in range(len(self.launches)):
+            for k in starts.get(i, ()):
+                if k in phys:
+                    continue
+                allocate, index, nbytes = self.sizes[k]
+                pool = free.get((id(allocate.__self__), index, nbytes))  # type: ignore[attr-defined]
+                phys[k] = pool.pop() if pool else allocate(index, nbytes)
+            for k in ends.get(i, ()):
+                allocate, index, nbytes = self.sizes[k]
+                free.setdefault((id(allocate.__self__), index, nbytes),  # type: ignore[attr-defined]
+                                []).append(phys[k])
+
+        def to_view(s: _Slot) -> View:
+            return View(phys[s.k], s.offset, s.shape, s.strides, s.dtype)
+
+        for la in self.launches:
+            la.args = _map_views(la.args, to_view, _Slot)
+            la.kwargs = _map_views(la.kwargs, to_view, _Slot)
+        self.buffers = list({id(b): b for b in phys.values()}.values())
+        self.refs = []
+
+    def _to_slot(self, v: View) -> Any:
+        k = self.allocs.get(id(v.buffer))
+        return v if k is None else _Slot(k, v.offset, v.shape, v.strides, v.dtype)
+
     def externals(self) -> list[Any]:
         """The pre-existing buffers the launches touch (kept alive while signatures compare)."""
         out = []
@@ -111,6 +167,43 @@ class Recording:
                 if isinstance(a, View) and id(a.buffer) not in self.allocs:
                     out.append(a.buffer)
         return out
+
+
+def _same(x: Any) -> Any:
+    return x
+
+
+class _Slot:
+    """A View of the step's k-th allocation, while buffers are being reassigned."""
+
+    __slots__ = ("k", "offset", "shape", "strides", "dtype")
+
+    def __init__(self, k: int, offset: int, shape: tuple[int, ...], strides: tuple[int, ...],
+                 dtype: Any) -> None:
+        self.k, self.offset, self.shape, self.strides, self.dtype = k, offset, shape, strides, dtype
+
+
+def _map_views(x: Any, fn: Callable[[Any], Any], kind: type = View) -> Any:
+    """``x`` with every ``kind`` inside (tuples, lists, dict values) replaced by ``fn`` of it."""
+    if isinstance(x, kind):
+        return fn(x)
+    if isinstance(x, tuple):
+        return tuple(_map_views(e, fn, kind) for e in x)
+    if isinstance(x, list):
+        return [_map_views(e, fn, kind) for e in x]
+    if isinstance(x, dict):
+        return {k: _map_views(v, fn, kind) for k, v in x.items()}
+    return x
+
+
+def _slots(x: Any) -> list[int]:
+    if isinstance(x, _Slot):
+        return [x.k]
+    if isinstance(x, (tuple, list)):
+        return [k for e in x for k in _slots(e)]
+    if isinstance(x, dict):
+        return [k for e in x.values() for k in _slots(e)]
+    return []
 
 
 class Recorder:
@@ -195,8 +288,13 @@ class Recorder:
             finally:
                 self._depth -= 1
             if name == "allocate":
-                rec.allocs[id(out)] = len(rec.buffers)
-                rec.buffers.append(out)
+                rec.allocs[id(out)] = len(rec.refs)  # (an id reused after a buffer died: remapped)
+                try:
+                    rec.refs.append(weakref.ref(out))
+                except TypeError:  # no weak references: held, so never shared
+                    rec.buffers.append(out)
+                    rec.refs.append(functools.partial(_same, out))
+                rec.sizes.append((real, *args[:2]))
             elif name in _HOST_READS:
                 if name == "host_array" and out is None:
                     return out  # no zero-copy access here: the caller reads with to_host
@@ -204,7 +302,9 @@ class Recorder:
             else:
                 if name == "from_host":  # the host data is part of the launch: copy it
                     args = (args[0], np.array(args[1], copy=True)) + args[2:]
-                rec.launches.append(Launch(real, name, args, kwargs))
+                # the step's own buffers by number (_Slot): the recording must not keep them alive
+                rec.launches.append(Launch(real, name, _map_views(args, rec._to_slot),
+                                           _map_views(kwargs, rec._to_slot)))
             return out
 
         return call
@@ -216,9 +316,10 @@ class Recorder:
         rec = self.recording
         src = args[0] if args else None
         valid = self._checks.pop(id(src.buffer), None) if isinstance(src, View) else None
-        if valid is not None and name in ("to_host", "host_array"):
+        if valid is not None and isinstance(src, View) and name in ("to_host", "host_array"):
             # an index check: replayed as a read of its two values, checked against the range
-            la = Launch(real.__self__.to_host, "to_host", (src,), {})  # type: ignore[attr-defined]
+            la = Launch(real.__self__.to_host, "to_host",  # type: ignore[attr-defined]
+                        (rec._to_slot(src),), {})
             la.check = valid
             rec.launches.append(la)
             return

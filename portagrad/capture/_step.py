@@ -218,13 +218,7 @@ class CapturedStep:
         if self._first is None:
             # the first recording: keep its signature (and the pre-existing buffers it names),
             # and weak references to its buffers, to compare with the next step
-            refs = []
-            for b in rec.buffers:
-                try:
-                    refs.append(weakref.ref(b))
-                except TypeError:
-                    pass
-            self._first = (sig, rec.externals(), refs, spec)
+            self._first = (sig, rec.externals(), rec.refs, spec)
             return result
         first_sig, _, refs, first_spec = self._first
         self._first = None
@@ -233,14 +227,17 @@ class CapturedStep:
             return result
         del rec_, out
         gc.collect()
-        if any(r() is not None for r in refs):
+        if any(isinstance(r, weakref.ref) and r() is not None for r in refs):
             self._fallback("a tensor made inside the step outlives the next step (kept in a "
                            "list, an attribute ...), which a replay would overwrite",
                            disable=True)
             return result
+        # outputs without their autograd graph, which would keep the step's temporaries alive
+        self._outputs = [t.detach() for t in tensors]
+        del tensors
+        rec.plan_memory()
         self._rec = rec
         self._guard = StateGuard(seen)
-        self._outputs = tensors
         self._spec = spec
         return result
 
