@@ -218,6 +218,7 @@ class Recorder:
         self._checks: dict[int, tuple[Any, Any]] = {}
         self._take: Any = None
         self._thread = threading.get_ident()
+        self._active = False  # a wrapper someone kept past the recording only calls through
 
     # ---------------------------------------------------------------- install / remove
     def __enter__(self) -> Recorder:
@@ -237,6 +238,7 @@ class Recorder:
 
             Generator._take = _take  # type: ignore[method-assign,assignment]
             _raw.CHECK_HOOK = self._check
+            self._active = True
         except BaseException:
             self._unpatch()
             Recorder._lock.release()
@@ -251,6 +253,7 @@ class Recorder:
         self._finish()
 
     def _unpatch(self) -> None:
+        self._active = False
         _raw.CHECK_HOOK = None
         if self._take is not None:
             Generator._take = self._take  # type: ignore[method-assign]
@@ -280,7 +283,7 @@ class Recorder:
             return real
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            if self._depth or threading.get_ident() != self._thread:
+            if self._depth or not self._active or threading.get_ident() != self._thread:
                 return real(*args, **kwargs)  # the backend calling itself; another thread
             self._depth += 1
             try:
