@@ -355,6 +355,18 @@ def test_fallback_eval_mode(device: str) -> None:
     _reason(cstep, caught, "training changed")
 
 
+def test_fallback_strided_input() -> None:
+    cstep = capture(lambda x: x.sum(0))
+    for i in range(4):
+        cstep(pg.full((2, 3), float(i)))
+    assert cstep.captured
+    x = pg.arange(6.0).reshape(3, 2).t()
+    with pytest.warns(UserWarning, match="input 0 is not contiguous"):
+        out = cstep(x)
+    assert out.tolist() == [1.0, 5.0, 9.0]
+    assert cstep.captured and cstep.fallbacks == 1
+
+
 def test_fallback_input_requires_grad() -> None:
     cstep = capture(lambda x: (x * 2).sum())
     x = pg.ones(3, requires_grad=True)

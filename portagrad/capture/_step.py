@@ -154,6 +154,12 @@ class CapturedStep:
         if self._pending:
             self._pending -= 1
             return self.fn(*args, **kwargs)
+        for i, a in enumerate((*args, *kwargs.values())):
+            if isinstance(a, Tensor) and not a._v.is_contiguous():
+                # the recorded input buffers are contiguous; a strided input can take other
+                # kernels eagerly (another summation order), so it is not replayed
+                self._fallback(f"input {i} is not contiguous")
+                return self.fn(*args, **kwargs)
         key = self._input_key(args, kwargs)
         if self._rec is not None:
             if key != self._key:
