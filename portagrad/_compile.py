@@ -60,7 +60,8 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,
     A function (not a module) compiled with ``mode="reduce-overhead"`` (with the default
     backend) or ``backend="cudagraphs"`` is returned as a
     :class:`portagrad.capture.CapturedStep`: a captured step, replayed after a warm-up call and
-    two recorded calls, with eager fallbacks; its outputs are copies without autograd history.
+    two recorded calls, with eager fallbacks; its outputs are copies without autograd history
+    (a function whose outputs must be differentiated, a bare forward pass, is not for this mode).
     A module runs eagerly in every mode (its forward builds an autograd graph, which a replay
     does not)."""
     _validate(mode, backend, fullgraph, dynamic, options)
