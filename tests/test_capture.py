@@ -355,6 +355,23 @@ def test_fallback_eval_mode(device: str) -> None:
     _reason(cstep, caught, "training changed")
 
 
+def test_a_transient_fallback_warns_once() -> None:
+    cstep = capture(lambda x: x * 2)
+    for i in range(4):
+        cstep(pg.full((3,), float(i)))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for n in (2, 4, 5):
+            assert cstep(pg.ones(n)).tolist() == [2.0] * n
+    assert cstep.fallbacks == 3
+    assert [str(m.message).count("shape of input 0 changed") for m in w] == [1, 1, 1]
+    # each message names the shapes; the same change again is counted but not warned again
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        cstep(pg.ones(2))
+    assert cstep.fallbacks == 4 and not w
+
+
 def test_fallback_strided_input() -> None:
     cstep = capture(lambda x: x.sum(0))
     for i in range(4):

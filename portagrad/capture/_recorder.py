@@ -233,7 +233,8 @@ class Recorder:
 
             def _take(gen: Generator, n: int) -> tuple[int, int]:
                 seed, start = take(gen, n)
-                rec.takes.append((gen, start, n))
+                if threading.get_ident() == self._thread:  # (not another thread's draws)
+                    rec.takes.append((gen, start, n))
                 return seed, start
 
             Generator._take = _take  # type: ignore[method-assign,assignment]
