@@ -102,6 +102,8 @@ class Recording:
             return ("view", ("alloc", x.k), x.offset, x.shape, x.strides, str(x.dtype))
         if isinstance(x, float):
             return ("f", struct.pack("<d", x))
+        if isinstance(x, complex):
+            return ("f", struct.pack("<dd", x.real, x.imag))
         if isinstance(x, (tuple, list)):
             return (type(x).__name__, tuple(self._canon(e) for e in x))
         if isinstance(x, dict):
