@@ -162,6 +162,23 @@ def test_capture_argument_errors() -> None:
         capture(lambda: None, warmup=-1)
 
 
+def test_decorator_forms_and_warmup() -> None:
+    @capture
+    def double(x: Any) -> Any:
+        return x * 2
+
+    @capture(warmup=2)
+    def triple(x: Any) -> Any:
+        return x * 3
+
+    assert isinstance(double, CapturedStep) and isinstance(triple, CapturedStep)
+    for i in range(5):
+        assert double(pg.full((2,), float(i))).tolist() == [2.0 * i] * 2
+        assert triple(pg.full((2,), float(i))).tolist() == [3.0 * i] * 2
+    assert double.replays == 2 and triple.replays == 1  # 1 (2) warm-up + 2 recorded calls
+    assert "replays=2" in repr(double)
+
+
 # --------------------------------------------------------------------- fallbacks
 def _run_both(device: str, kind: str, n: int, make: Callable[..., Callable[..., Any]],
               between: Callable[[int, Any, Any], None] = lambda i, m, o: None
