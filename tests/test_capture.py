@@ -486,3 +486,30 @@ def test_temporaries_share_memory_in_a_replay(device: str) -> None:
     # what outlives a step keeps its own memory: the gradients the parameters hold
     ids = {id(b) for b in rec.buffers}
     assert all(id(p.grad._storage.buffer) in ids for p in model.parameters())
+
+
+def test_any_backend_method_is_recorded_and_results_refused(monkeypatch: Any) -> None:
+    be = pg.ones(1)._storage.backend
+    calls = []
+
+    def extra_fill(self: Any, out: Any, value: float) -> None:  # a primitive added later
+        calls.append(value)
+        self.fill(out, value)
+
+    monkeypatch.setattr(type(be), "extra_fill", extra_fill, raising=False)
+
+    def step(x: Any) -> Any:
+        out = x * 1
+        out._storage.backend.extra_fill(out._v, 7.0)
+        return out
+    cstep = capture(step)
+    for _ in range(5):
+        assert cstep(pg.ones(2)).tolist() == [7.0, 7.0]
+    assert cstep.replays == 2 and len(calls) == 5  # replays call it too
+
+    monkeypatch.setattr(type(be), "extra_sum", lambda self, v: 3.0, raising=False)
+    cstep = capture(lambda x: x * x._storage.backend.extra_sum(x._v))
+    with pytest.warns(UserWarning, match=r"extra_sum\(\) returned a value"):
+        for _ in range(3):
+            assert cstep(pg.ones(2)).tolist() == [3.0, 3.0]
+    assert not cstep.captured

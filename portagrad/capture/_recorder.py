@@ -308,6 +308,10 @@ class Recorder:
             else:
                 if name == "from_host":  # the host data is part of the launch: copy it
                     args = (args[0], np.array(args[1], copy=True)) + args[2:]
+                if out is not None and rec.violation is None:
+                    # a result the core goes on with (not a write into a View): a replay would
+                    # not recompute the Python that used it
+                    rec.violation = f"the backend's {name}() returned a value the step used"
                 # the step's own buffers by number (_Slot): the recording must not keep them alive
                 rec.launches.append(Launch(real, name, _map_views(args, rec._to_slot),
                                            _map_views(kwargs, rec._to_slot)))
