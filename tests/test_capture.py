@@ -389,6 +389,19 @@ def test_a_transient_fallback_warns_once() -> None:
     assert cstep.fallbacks == 4 and not w
 
 
+def test_fallback_input_changed_in_place() -> None:
+    def step(x: Any) -> Any:
+        x.mul_(2)
+        return x.sum()
+    cstep = capture(step)
+    xs = [pg.ones(3) for _ in range(4)]
+    with pytest.warns(UserWarning, match="changes an input tensor in place"):
+        for x in xs:
+            cstep(x)
+    assert cstep.disabled
+    assert all(x.tolist() == [2.0, 2.0, 2.0] for x in xs)  # the recorded call's too
+
+
 def test_fallback_strided_input() -> None:
     cstep = capture(lambda x: x.sum(0))
     for i in range(4):

@@ -61,8 +61,9 @@ class CapturedStep:
     A step that cannot be replayed correctly runs eagerly instead, and the reason is given once
     with a :class:`UserWarning` and kept in :attr:`last_fallback`: a host read inside the step, a
     different launch sequence or scalar from one step to the next (data-dependent control flow,
-    a Python step count, an LR schedule), a tensor made in one step that outlives the next,
-    inputs of another shape, dtype or device, a change of grad mode, hooks added or removed,
+    a Python step count, an LR schedule), a tensor made in one step that outlives the next, an
+    input changed in place, inputs of another shape, dtype or device (or strided), a change of
+    grad mode, hooks added or removed,
     parameters or buffers replaced, a module's ``train()``/``eval()``, or an optimizer
     hyper-parameter changed. Changes of modules and optimizers make it record again; a failed
     recording makes it run eagerly from then on (:meth:`reset` starts over).
@@ -206,10 +207,18 @@ class CapturedStep:
             self._inputs = []
         self._key = key
         sargs, skwargs = self._static_args(args, kwargs)
+        versions = [t._vc[0] for t in self._inputs]
         rec_ = Recorder()
         with watch() as seen, rec_:
             out = self.fn(*sargs, **skwargs)
         rec = rec_.recording
+        if versions != [t._vc[0] for t in self._inputs]:
+            # the step got copies: hand the change on to the caller's tensors, as eagerly
+            rec.violation = rec.violation or "the step changes an input tensor in place"
+            originals = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
+            for src, mine, before in zip(originals, self._inputs, versions):
+                if mine._vc[0] != before:
+                    _raw.copy_(src, mine)
         tensors: list[Tensor] = []
         try:
             spec = _flatten(out, tensors)
