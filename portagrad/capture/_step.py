@@ -64,8 +64,9 @@ class CapturedStep:
     a Python step count, an LR schedule), a tensor made in one step that outlives the next, an
     input changed in place, inputs of another shape, dtype or device (or strided), a change of
     grad mode, hooks added or removed, parameters or buffers replaced, a module's
-    ``train()``/``eval()``, or an optimizer hyper-parameter changed. Changes of modules and optimizers make it record again; a failed
-    recording makes it run eagerly from then on (:meth:`reset` starts over).
+    ``train()``/``eval()``, or an optimizer hyper-parameter changed. Changes of modules and
+    optimizers make it record again; a failed recording makes it run eagerly from then on
+    (:meth:`reset` starts over).
 
     Outputs of recorded and replayed calls are new tensors (copies, without autograd history),
     so they stay valid after the next call; warm-up and eager fallbacks return ``fn``'s own
