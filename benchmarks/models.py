@@ -1,7 +1,7 @@
 """Real-size training steps: ResNet-18 (CIFAR) and a GPT-style decoder, portagrad beside PyTorch.
 
 Run: ``python -m benchmarks.models [--model resnet18|gpt|all] [--device DEV ...] [--steps N]
-[--warmup N] [--batch N]``, from the repository root.
+[--warmup N] [--batch N] [--capture]``, from the repository root.
 
 Both libraries train the model from ``benchmarks/model_zoo.py`` from the same initial weights
 (the PyTorch state_dict copied into portagrad via numpy) on the same random batch:
@@ -21,6 +21,9 @@ the CPU, the process's peak RSS during the run above its RSS at the start: the h
 ``/proc/self/clear_refs`` (Linux); where that is not possible it falls back to the growth of
 ``resource.getrusage(...).ru_maxrss``, which only grows, so later runs then read low.
 Both libraries use one BLAS/intra-op thread (the figures stay comparable on a shared machine).
+``--capture`` adds a row per portagrad device for the step captured
+(``pg.compile(step, mode="reduce-overhead")``, see ``portagrad.capture``; AdamW with
+``capturable=True``; at least 3 warm-up steps: one eager, two recorded).
 """
 from __future__ import annotations
 
@@ -110,11 +113,15 @@ def _specs() -> dict[str, _Spec]:
     }
 
 
-def _step_fn(lib: Any, spec: _Spec, model: Any, x: Any, y: Any) -> Callable[[], Any]:
+def _step_fn(lib: Any, spec: _Spec, model: Any, x: Any, y: Any,
+             capture: bool = False) -> Callable[[], Any]:
     opt = spec.make_opt(lib, model)
     model.train()
+    if capture:  # the step count on the device: no host read in the step (Adam, AdamW)
+        for group in opt.param_groups:
+            group["capturable"] = True
 
-    def step() -> Any:
+    def step(x: Any = x, y: Any = y) -> Any:  # (arguments: the inputs of a captured step)
         opt.zero_grad()
         out = model(x)
         target = y
@@ -125,6 +132,9 @@ def _step_fn(lib: Any, spec: _Spec, model: Any, x: Any, y: Any) -> Callable[[], 
         opt.step()
         return loss
 
+    if capture:
+        captured = lib.compile(step, mode="reduce-overhead")
+        return lambda: captured(x, y)
     return step
 
 
@@ -146,7 +156,7 @@ def _measure(step: Callable[[], Any], steps: int, warmup: int, sync: Callable[[]
 
 
 def _run_portagrad(spec: _Spec, dev: str, tmodel: Any, xs: np.ndarray, ys: np.ndarray,
-                   steps: int, warmup: int) -> tuple[float, float, float]:
+                   steps: int, warmup: int, capture: bool = False) -> tuple[float, float, float]:
     import portagrad as pg
 
     model = spec.build(pg).to(dev)
@@ -155,12 +165,12 @@ def _run_portagrad(spec: _Spec, dev: str, tmodel: Any, xs: np.ndarray, ys: np.nd
     x, y = pg.tensor(xs, device=dev), pg.tensor(ys, device=dev)
     if dev.startswith("opencl"):
         d = pg.device(dev)
-        return _measure(_step_fn(pg, spec, model, x, y), steps, warmup,
+        return _measure(_step_fn(pg, spec, model, x, y, capture), steps, warmup,
                         lambda: pg.opencl.synchronize(d),
                         lambda: pg.opencl.reset_peak_memory_stats(d),
                         lambda: pg.opencl.max_memory_allocated(d) / 2**20)
-    return _measure(_step_fn(pg, spec, model, x, y), steps, warmup, lambda: None, lambda: None,
-                    lambda: -1.0)
+    return _measure(_step_fn(pg, spec, model, x, y, capture), steps, warmup, lambda: None,
+                    lambda: None, lambda: -1.0)
 
 
 def _run_torch(torch: Any, spec: _Spec, dev: str, tmodel: Any, xs: np.ndarray, ys: np.ndarray,
@@ -189,7 +199,7 @@ def _devices(requested: list[str] | None) -> list[str]:
 
 
 def bench(model: str, devices: list[str] | None, steps: int, warmup: int,
-          batch: int | None) -> None:
+          batch: int | None, capture: bool = False) -> None:
     """Print one line per (library, device) for each model asked for."""
     import portagrad as pg
 
@@ -223,6 +233,10 @@ def bench(model: str, devices: list[str] | None, steps: int, warmup: int,
             r = _run_portagrad(spec, dev, tmodel, xs, ys, steps, warmup)
             rows.append((f"portagrad {dev}", *r))
             _print_row(rows[-1], spec, b, ref)
+            if capture:
+                r = _run_portagrad(spec, dev, tmodel, xs, ys, steps, max(warmup, 3), True)
+                rows.append((f"portagrad {dev} capt", *r))
+                _print_row(rows[-1], spec, b, ref)
 
 
 def _print_row(row: tuple[str, float, float, float], spec: _Spec, b: int, ref: float | None
@@ -245,6 +259,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--batch", type=int, default=None,
                    help="batch size (default 16; ResNet-18 128 when CUDA is present)")
+    p.add_argument("--capture", action="store_true",
+                   help="also time each step captured (pg.compile mode='reduce-overhead')")
     args = p.parse_args(argv)
     if args.steps < 1 or args.warmup < 0:
         p.error("--steps must be >= 1 and --warmup >= 0")
@@ -256,7 +272,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         if _torch() is None:
             print("torch is not installed: printing portagrad figures only")
-        bench(args.model, args.device, args.steps, args.warmup, args.batch)
+        bench(args.model, args.device, args.steps, args.warmup, args.batch, args.capture)
     finally:
         if limiter is not None:
             limiter.restore_original_limits()

@@ -1,13 +1,16 @@
 """Training-step cost: portagrad beside PyTorch (CPU) in one process, plus peak host memory.
 
-Run: ``python -m benchmarks.train_step [--steps N] [--no-memory]``, from the repository root.
+Run: ``python -m benchmarks.train_step [--steps N] [--no-memory] [--capture]``, from the
+repository root.
 
 For an MLP 784-256-10 and the demo CNN (batch 64, cross-entropy, SGD with momentum 0.9) it
 prints ms per step (zero_grad + forward + backward + step) for portagrad on ``cpu`` and on
 ``opencl:0`` when available, for torch on the CPU when torch is installed, and the ratio
 portagrad/torch; then a one-element ``a + b``; then the peak resident memory of a child process
 training the demo model for a few steps in each library. Both libraries use one BLAS/intra-op
-thread (small matrices; this keeps the figures stable on a shared machine).
+thread (small matrices; this keeps the figures stable on a shared machine). ``--capture`` adds,
+for each portagrad device, the same step captured (``pg.compile(step, mode="reduce-overhead")``,
+see ``portagrad.capture``) and its speed-up over the eager step.
 """
 from __future__ import annotations
 
@@ -65,9 +68,9 @@ def _step_fn(lib: Any, model: Any, x: Any, y: Any) -> Callable[[], Any]:
     opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = lib.nn.CrossEntropyLoss()
 
-    def step() -> Any:
+    def step(xb: Any = x, yb: Any = y) -> Any:  # (arguments: the inputs of a captured step)
         opt.zero_grad()
-        loss = loss_fn(model(x), y)
+        loss = loss_fn(model(xb), yb)
         loss.backward()
         opt.step()
         return loss
@@ -75,7 +78,7 @@ def _step_fn(lib: Any, model: Any, x: Any, y: Any) -> Callable[[], Any]:
     return step
 
 
-def bench_steps(steps: int) -> None:
+def bench_steps(steps: int, capture: bool = False) -> None:
     import portagrad as pg
 
     torch = _torch()
@@ -102,6 +105,13 @@ def bench_steps(steps: int) -> None:
             if ref is not None:
                 line += f"   torch cpu {ref:8.2f} ms/step   ratio portagrad/torch {ours / ref:6.2f}"
             print(line, flush=True)
+            if capture:
+                pg.manual_seed(0)
+                m = make().to(dev)
+                cstep = pg.compile(_step_fn(pg, m, x, y), mode="reduce-overhead")
+                cap = _time(lambda c=cstep, a=x, b=y: c(a, b), steps, sync)
+                print(f"  {name:<20} portagrad {dev:<9} {cap:8.2f} ms/step captured "
+                      f"(replays {cstep.replays}, eager/captured {ours / cap:5.2f})", flush=True)
 
 
 def bench_tiny_add() -> None:
@@ -185,6 +195,8 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks.train_step")
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--no-memory", action="store_true")
+    p.add_argument("--capture", action="store_true",
+                   help="also time each step captured (pg.compile mode='reduce-overhead')")
     args = p.parse_args(argv)
     try:
         from threadpoolctl import threadpool_limits
@@ -194,7 +206,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         if _torch() is None:
             print("torch is not installed: printing portagrad figures only")
-        bench_steps(args.steps)
+        bench_steps(args.steps, args.capture)
         bench_tiny_add()
         if not args.no_memory:
             bench_memory()

@@ -1,14 +1,20 @@
-"""``pg.compile``: ``torch.compile``'s interface, running eagerly.
+"""``pg.compile``: ``torch.compile``'s interface.
 
 ``torch.compile`` promises that compiling never changes what a model computes, only how fast.
 portagrad has no graph compiler, so ``compile`` validates its arguments as PyTorch does and
 returns the module or function itself, which then runs eagerly: results are what compiled code
-would give.
+would give. The exception is PyTorch's CUDA-graph mode: a function (a training step) compiled with
+``mode="reduce-overhead"`` or ``backend="cudagraphs"`` becomes a
+:class:`portagrad.capture.CapturedStep`, which records its backend launches and replays them
+(bit-identical to eager; see :mod:`portagrad.capture`).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from .capture import CapturedStep
+from .nn.modules.module import Module
 
 __all__ = ["compile", "list_backends"]
 
@@ -49,7 +55,15 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,
             disable: bool = False) -> Any:
     """``torch.compile``: validate the arguments and return ``model`` (a module or a function)
     unchanged, to run eagerly; compiling never changes results, so this is what compiled code
-    computes. Usable as ``compile(fn)``, ``@compile`` and ``@compile(mode=...)``."""
+    computes. Usable as ``compile(fn)``, ``@compile`` and ``@compile(mode=...)``.
+
+    A function (not a module) compiled with ``mode="reduce-overhead"`` (with the default
+    backend) or ``backend="cudagraphs"`` is returned as a
+    :class:`portagrad.capture.CapturedStep`: a captured step, replayed after a warm-up call and
+    two recorded calls, with eager fallbacks; its outputs are copies without autograd history
+    (a function whose outputs must be differentiated, a bare forward pass, is not for this mode).
+    A module runs eagerly in every mode (its forward builds an autograd graph, which a replay
+    does not)."""
     _validate(mode, backend, fullgraph, dynamic, options)
     if model is None:
         def decorator(fn: Callable) -> Any:
@@ -58,4 +72,7 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,
         return decorator
     if not callable(model):
         raise TypeError(f"A callable function is expected, but {type(model)} is provided.")
+    graphs = (mode == "reduce-overhead" and backend == "inductor") or backend == "cudagraphs"
+    if graphs and not disable and not isinstance(model, Module):
+        return CapturedStep(model)
     return model

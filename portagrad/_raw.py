@@ -357,10 +357,16 @@ def reduce(op: str, x: Tensor, axes: Sequence[int], keepdim: bool, out_dtype: An
     return out
 
 
-def min_max(x: Tensor) -> tuple[Any, Any]:
+# Set by ``portagrad.capture`` while it records a step (else None): told the valid range of each
+# index check below, so that a replayed step can repeat the check instead of refusing the read.
+CHECK_HOOK: Any = None
+
+
+def min_max(x: Tensor, valid: tuple[Any, Any] | None = None) -> tuple[Any, Any]:
     """``(min, max)`` of all elements of non-empty ``x`` as Python numbers, with ONE host read: both
     reductions write into one two-element buffer (on a device every read is a synchronisation;
-    index checks run this on every gather and cross-entropy)."""
+    index checks run this on every gather and cross-entropy). ``valid``: the closed range an index
+    check accepts, for a captured step (:mod:`portagrad.capture`) to check again on replay."""
     v = x._v
     if not v.shape:  # 0-d: reduce a one-element view
         v = bare_view(v, (1,), (1,))
@@ -371,6 +377,8 @@ def min_max(x: Tensor) -> tuple[Any, Any]:
     be = x._storage.backend
     for i, op in enumerate(("min", "max")):
         be.reduce(op, v, axes, bare_view(ov, (1,) * nd, (1,) * nd, i))
+    if valid is not None and CHECK_HOOK is not None:
+        CHECK_HOOK(ov, valid)
     lo, hi = out._host().tolist()
     return lo, hi
 

@@ -21,7 +21,7 @@ def check_index_range(index: Tensor, size: int, dim: int, what: str = "index",
     wrapped where allowed)."""
     if index.numel() == 0:
         return
-    lo, hi = _raw.min_max(index)
+    lo, hi = _raw.min_max(index, (0, size - 1))
     if lo < 0 or hi >= size:
         bad = lo if lo < 0 else hi
         raise exc(f"{what} {bad} is out of bounds for dimension {dim} with size {size}")

@@ -254,7 +254,7 @@ def check_class_targets(target: Tensor, c: int, ignore_index: int) -> None:
     t = target.detach()
     if not 0 <= ignore_index < c:
         t = E.mul(t, E.ne(t, ignore_index))  # ignored entries -> class 0, which is in range
-    lo, hi = _raw.min_max(t)
+    lo, hi = _raw.min_max(t, (0, c - 1))
     if lo >= 0 and hi < c:
         return
     h = target.detach()._host()

@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .. import _dtype, _raw
+from .._tensor import Tensor
 from . import _inplace as I
 from .optimizer import Optimizer, _inc, _step_counter
 
@@ -57,17 +59,21 @@ class Adam(Optimizer):
             amsgrad = group["amsgrad"]
             maximize = group["maximize"]
             decoupled = group.get("decoupled_weight_decay", False)
+            capturable = group.get("capturable", False)
             for p in group["params"]:
                 g = p._grad
                 if g is None:
                     continue
                 st = self.state[p]
                 if not st:
-                    st["step"] = _step_counter()
+                    st["step"] = _device_step_counter(p) if capturable else _step_counter()
                     st["exp_avg"] = I.zeros_like(p)
                     st["exp_avg_sq"] = I.zeros_like(p)
                     if amsgrad:
                         st["max_exp_avg_sq"] = I.zeros_like(p)
+                if capturable:
+                    _capturable_update(p, st, group, maximize, decoupled)
+                    continue
                 step = _inc(st["step"])
                 if wd != 0 and decoupled:
                     I.scale_(p, 1 - lr * wd)
@@ -90,6 +96,52 @@ class Adam(Optimizer):
                 I.add_scalar_(denom, eps)
                 I.addcdiv_(p, exp_avg, denom, -step_size)
         return loss
+
+
+def _device_step_counter(p: Tensor) -> Tensor:
+    """``state["step"]`` of a ``capturable`` step: a float32 zero on the parameter's device (as
+    PyTorch keeps it), so that counting steps never reads the host."""
+    return _raw.fill(_raw.new_on(p._storage, (), _dtype.float32), 0)
+
+
+def _capturable_update(p: Tensor, st: dict[str, Any], group: dict[str, Any], maximize: bool,
+                       decoupled: bool) -> None:
+    """One Adam update with the step count kept on the device (``capturable=True``): the bias
+    corrections are computed by the device from ``state["step"]``, following PyTorch's capturable
+    formula, so a step has the same launches and scalars every time and a captured step
+    (:mod:`portagrad.capture`) can replay it. Values agree with the default path up to the
+    rounding of the bias corrections (float32 here, Python floats there)."""
+    lr = float(group["lr"])
+    beta1, beta2 = (float(b) for b in group["betas"])
+    eps = float(group["eps"])
+    wd = float(group["weight_decay"])
+    step_t = st["step"]
+    _raw.binary_("add", step_t, 1.0)
+    if wd != 0 and decoupled:
+        I.scale_(p, 1 - lr * wd)
+    g = I.update_grad(p, maximize, 0.0 if decoupled else wd)
+    exp_avg, exp_avg_sq = st["exp_avg"], st["exp_avg_sq"]
+    I.lerp_(exp_avg, g, 1 - beta1)
+    I.scale_(exp_avg_sq, beta2)
+    I.addcmul_(exp_avg_sq, g, g, 1 - beta2)
+    dt = p._v.dtype
+    step = step_t if step_t._v.dtype is dt else _raw.cast(step_t, dt)
+    bc1 = _raw.binary("sub", 1.0, _raw.binary("pow", beta1, step, dt), dt, like=step)
+    bc2 = _raw.binary("sub", 1.0, _raw.binary("pow", beta2, step, dt), dt, like=step)
+    neg_step_size = _raw.unary("neg", _raw.binary("div", lr, bc1, dt, like=step))
+    # denom = sqrt(v) / (sqrt(bc2) * -step_size) + eps / -step_size;  p += m / denom
+    scale = _raw.binary("mul", _raw.unary("sqrt", bc2), neg_step_size, dt)
+    shift = _raw.binary("div", eps, neg_step_size, dt, like=step)
+    if group["amsgrad"]:
+        vmax = st["max_exp_avg_sq"]
+        I.maximum_(vmax, exp_avg_sq)
+        denom = I.sqrt(vmax)
+    else:
+        denom = I.sqrt(exp_avg_sq)
+    shape = p._v.shape
+    _raw.binary_into("div", denom, _raw.bare_expand(scale._v, shape))
+    _raw.binary_into("add", denom, _raw.bare_expand(shift._v, shape))
+    I.addcdiv_(p, exp_avg, denom, 1.0)
 
 
 class AdamW(Adam):
