@@ -316,7 +316,8 @@ def test_the_library_runs_on_the_core_alone(monkeypatch: pytest.MonkeyPatch) -> 
     wc = pg.randn(4, 3, requires_grad=True)
     xc = pg.randn(5, 4)
     pg.nn.functional.cross_entropy((xc @ wc).relu(), y.cpu()).backward()
-    np.testing.assert_allclose(w.grad.cpu().numpy(), wc.grad.numpy(), rtol=1e-6)
+    # float32: the cpu backend's fused cross-entropy rounds differently from the composed path
+    np.testing.assert_allclose(w.grad.cpu().numpy(), wc.grad.numpy(), rtol=1e-5, atol=1e-7)
     v, i = x.sort(1)
     np.testing.assert_array_equal(i.cpu().numpy(), np.argsort(x.cpu().numpy(), 1, kind="stable"))
     assert x.cumsum(0).argmax(1).tolist() == xc.cumsum(0).argmax(1).tolist()
