@@ -35,7 +35,8 @@ from collections.abc import Sequence
 
 from . import _dtype
 from ._shape import contiguous_strides
-from ._storage import AllocatedStorage, Storage
+from ._storage import Storage
+from ._storage import allocated as _allocated
 from ._tensor import Tensor
 from .autograd._profiling import STATE as _PROF
 from .autograd._profiling import begin as _prof_begin
@@ -66,14 +67,13 @@ def new_on(st: Storage, shape: tuple[int, ...], dtype: _dtype.dtype) -> Tensor:
     for s in shape:
         nbytes *= s
     backend = st.backend
-    storage = AllocatedStorage(backend.allocate(st.index, nbytes), nbytes, st.device, backend,
-                               st.index)
-    t = _make(storage, 0, shape, strides_for(shape), dtype)
-    storage._epoch = _epoch  # after _make, which clears the stamp of a storage it wraps again
-    return t
+    index = st.index
+    # (the storage and tensor are built by setters without __init__: this runs for every result)
+    return _fresh(_allocated(backend.allocate(index, nbytes), nbytes, st.device, backend, index,
+                             _epoch), shape, strides_for(shape), dtype)
 
 
-_make = Tensor._make  # bound once: new_on runs for every op result
+_fresh = Tensor._fresh
 
 
 def new_like(t: Tensor, shape: tuple[int, ...] | None = None, dtype: Any = None) -> Tensor:
