@@ -58,7 +58,7 @@ def _make_root_grads(tensors: Sequence[Tensor], grads: Sequence[Any], is_grads_b
             if not t.is_floating_point():
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs "
                                    f"but got {t.dtype}")
-            g = _creation.ones_like(t)
+            g = _raw().fill(_raw().new_like(t), 1)  # (ones_like without its argument parsing)
         elif not isinstance(g, Tensor):
             g = _creation.tensor(g, dtype=t.dtype, device=t.device)
         else:
@@ -163,6 +163,7 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                     node._accumulate(grads[0], create_graph, own)
                     if node._post_hooks:
                         _run_post_accumulate_hooks(node)
+                grads = g = None
                 continue
             for g in grads:  # (a loop, not all(...) on a generator: this runs once per node)
                 if g is not None:
@@ -221,7 +222,9 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                 deps[nkey] = d
                 if d == 0:
                     heapq.heappush(heap, (-nxt._seq, nkey, nxt))
-            outs = g = first = more = None  # gradients are freed as soon as they are consumed
+            # gradients are freed as soon as they are consumed: the node's incoming ones too,
+            # before the next node runs
+            outs = g = first = more = grads = None
         # end-of-backward callbacks, in order; one may queue more (they run too)
         queue = _callbacks.queue
         i = 0

@@ -348,12 +348,18 @@ class BackwardFunction(FunctionCtx, Node):
         i = 0
         for r in result:
             if r is not None:
-                node = nxt[i][0]
+                node, nr = nxt[i]
                 if node is not None:
-                    meta = node._leaf_meta() if node.__class__ is AccumulateGrad else \
-                        node._out_meta[nxt[i][1]] if node._out_meta else None
-                    if meta is not None and (r._v.shape != meta[0] or r._v.dtype is not meta[1]):
-                        return self._fix_grads(result, i)
+                    if node.__class__ is AccumulateGrad:
+                        leaf = node._leaf_ref()  # (the leaf's own view: it may be re-set)
+                        m = node._meta if leaf is None else (leaf._v.shape, leaf._v.dtype)
+                        if r._v.shape != m[0] or r._v.dtype is not m[1]:
+                            return self._fix_grads(result, i)
+                    else:
+                        meta = node._out_meta
+                        m = meta[nr] if meta else None
+                        if m is not None and (r._v.shape != m[0] or r._v.dtype is not m[1]):
+                            return self._fix_grads(result, i)
             i += 1
         return result
 
@@ -473,8 +479,16 @@ class Function(metaclass=_FunctionMeta):
         ctx = cls._backward_cls()
         flags = _flags
         if flags.grad:
-            needs = tuple([isinstance(a, T) and a._requires_grad for a in args])
-            record = True in needs
+            record = False
+            needs_l = []  # (a loop: a comprehension is a function call of its own in 3.11)
+            for a in args:
+                if a.__class__ is T or isinstance(a, T):
+                    if a._requires_grad:
+                        record = True
+                        needs_l.append(True)
+                        continue
+                needs_l.append(False)
+            needs = tuple(needs_l)
             ctx.needs_input_grad = needs
             flags.grad = False
             try:
@@ -519,8 +533,12 @@ def _wrap_outputs(ctx: BackwardFunction, args: tuple, outputs: Any, T: Any) -> A
             nxt.append(_NO_EDGE)
     ctx._next = tuple(nxt)
     ctx._nout = len(outs)
-    ctx._out_meta = [(o._v.shape, o._v.dtype, o._storage.device) if isinstance(o, T) else None
-                     for o in outs]
+    if single and isinstance(outputs, T):
+        v = outputs._v
+        ctx._out_meta = [(v.shape, v.dtype, outputs._storage.device)]
+    else:
+        ctx._out_meta = [(o._v.shape, o._v.dtype, o._storage.device) if isinstance(o, T)
+                         else None for o in outs]
     if single and not (ctx._dirty or ctx._non_diff) and isinstance(outputs, T) \
             and outputs._grad_fn is None and not _is_input(outputs, args):
         # the common case: one fresh output
