@@ -66,6 +66,22 @@ class _Linear(Function):
     def backward(ctx: Any, g: Tensor) -> Any:
         x, w = ctx.saved_tensors
         x_shape, (o, k) = ctx.shapes
+        need = ctx.needs_input_grad
+        if not is_grad_enabled():
+            # nothing records: the GEMMs and the bias sum on raw views, one primitive each
+            g2 = _rows(g)
+            gs = g2._v.strides
+            n = g2._v.shape[0]
+            gx = gw = gb = None
+            if need[0]:
+                gx = _mm(g2, (n, o), gs, w)
+                if len(x_shape) != 2:
+                    gx = _raw.moved(gx, x_shape, _raw.strides_for(x_shape))
+            if need[1]:
+                gw = _mm(g2, (o, n), (gs[1], gs[0]), _rows(x))  # g2.T @ x2
+            if len(need) > 2 and need[2]:
+                gb = _raw.reduce("sum", g2, (0,), False)
+            return gx, gw, gb
         g2 = g if g.dim() == 2 else S.reshape(g, (-1, o))
         gx = gw = None
         # (the 2-D matmul node straight away: shapes, dtypes and devices are known to agree)
@@ -77,6 +93,16 @@ class _Linear(Function):
             gw = call(L._MM, S.t(g2), x2)
         gb = R.sum(g2, 0) if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2] else None
         return gx, gw, gb
+
+
+def _mm(a: Tensor, shape: tuple[int, int], strides: tuple[int, ...], b: Tensor) -> Tensor:
+    """``a'' @ b`` for ``a''`` the 2-D raw view ``(shape, strides)`` of ``a`` (a transpose is
+    swapped strides) and 2-D ``b``: a new contiguous (M, N) tensor."""
+    m, k = shape
+    n = b._v.shape[1]
+    out = _raw.bmm(_raw.view(a, (1, m, k), (0,) + tuple(strides)),
+                   _raw.view(b, (1, k, n), (0,) + b._v.strides))  # zeros when k == 0
+    return _raw.moved(out, (m, n), (n, 1))
 
 
 def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
@@ -188,18 +214,21 @@ def check_class_targets(target: Tensor, c: int, ignore_index: int) -> None:
 
     The same code on every device: out-of-range targets would otherwise pick no class and give a
     wrong loss silently. In-range targets cost one small reduction and one host read
-    (``_raw.min_max``); an ignored value outside the range is zeroed first so that padding does
-    not force the slow path. Only on error is the whole target read back, to name the first bad
-    value in order, as PyTorch does.
+    (``_raw.min_max``); when that finds a value out of range, ignored values outside the range are
+    zeroed and the range checked again, so that padding does not force the slow path. Only on
+    error is the whole target read back, to name the first bad value in order, as PyTorch does.
     """
     if not target.numel():
         return
     t = target.detach()
+    lo, hi = _raw.min_max(t)
+    if lo >= 0 and hi < c:  # the common case: one reduction pair, nothing else
+        return
     if not 0 <= ignore_index < c:
         t = E.mul(t, E.ne(t, ignore_index))  # ignored entries -> class 0, which is in range
-    lo, hi = _raw.min_max(t)
-    if lo >= 0 and hi < c:
-        return
+        lo, hi = _raw.min_max(t)
+        if lo >= 0 and hi < c:
+            return
     h = target.detach()._host()
     bad = h[(h != ignore_index) & ((h < 0) | (h >= c))]
     if bad.size:
