@@ -286,6 +286,17 @@ def copy_(dst: Tensor, src: Tensor) -> Tensor:
     return dst
 
 
+def _temp(y: Tensor) -> View:
+    """A bare contiguous View of ``y``'s shape and dtype on its device, for a temporary that no
+    tensor outlives (no Storage or Tensor object: its buffer goes with the View)."""
+    v = y._v
+    st = y._storage
+    nbytes = v.dtype.itemsize
+    for d in v.shape:
+        nbytes *= d
+    return View(st.backend.allocate(st.index, nbytes), 0, v.shape, strides_for(v.shape), v.dtype)
+
+
 # Update rules of optimizers, each a few primitive calls on the views themselves (a step costs a
 # few microseconds of Python per parameter); ``x``, ``a``, ``b`` have ``y``'s shape and dtype and
 # scalars are Python floats, computed in ``y``'s dtype.
@@ -298,7 +309,7 @@ def axpy_(y: Tensor, alpha: float, x: Tensor) -> Tensor:
     elif alpha == -1:
         be.binary("sub", v, x._v, v)
     else:
-        t = new_on(y._storage, v.shape, v.dtype)._v
+        t = _temp(y)
         be.binary("mul", x._v, alpha, t)
         be.binary("add", v, t, v)
     bump(y)
@@ -309,7 +320,7 @@ def lerp_(y: Tensor, x: Tensor, w: float) -> Tensor:
     """``y += w * (x - y)`` in place with PyTorch's ``lerp_`` rounding; bumps ``y``."""
     be = y._storage.backend
     v = y._v
-    t = new_on(y._storage, v.shape, v.dtype)._v
+    t = _temp(y)
     be.binary("sub", x._v, v, t)
     if w < 0.5:
         be.binary("mul", t, w, t)
@@ -326,7 +337,7 @@ def addc_(op: str, y: Tensor, a: Tensor, b: Tensor, value: float) -> Tensor:
     ``value`` multiplies ``a`` first, as PyTorch rounds it); bumps ``y``."""
     be = y._storage.backend
     v = y._v
-    t = new_on(y._storage, v.shape, v.dtype)._v
+    t = _temp(y)
     if value == 1:
         be.binary(op, a._v, b._v, t)
     else:

@@ -197,7 +197,17 @@ class _CrossEntropy(Function):
     def backward(ctx: Any, g: Tensor) -> Any:
         x, logp, onehot, wcol = ctx.saved_tensors
         # d loss_i / d x_ij = (softmax_ij - [j == t_i]) * valid_i (/ n_valid for "mean")
-        p = _softmax_rows(x) if is_grad_enabled() else E.exp(logp)
+        if not is_grad_enabled():
+            # nothing records: four primitive calls, written into the one fresh result
+            n, c = logp._v.shape
+            dt = logp._v.dtype
+            p = _raw.unary("exp", logp)
+            _raw.binary("sub", p, onehot, dt, out=p)
+            gv = g._v
+            gcol = _raw.view(g, (n, 1), (0, 0) if ctx.reduction != "none" else (gv.strides[0], 0))
+            coef = _raw.binary("mul", wcol, gcol, dt)  # (N, 1)
+            return _raw.binary("mul", p, _raw.expand_view(coef, (n, c)), dt, out=p), None, None, None
+        p = _softmax_rows(x)
         coef = E.mul(wcol, g if ctx.reduction != "none" else S.unsqueeze(g, 1))  # (N, 1)
         return E.mul(E.sub(p, onehot), coef), None, None, None
 
