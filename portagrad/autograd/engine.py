@@ -123,6 +123,8 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
         if buf is None:
             buf = buffers[id(node)] = [None] * node._num_outputs()
         buf[nr] = g if buf[nr] is None else buf[nr] + g
+    del root_grads  # the buffers hold them now: once consumed, they are freed
+    g = None
     heap: list[tuple[int, int, Node]] = []
     for node, _ in roots:
         if node is not None and deps.get(id(node), 0) == 0 and id(node) in buffers:
@@ -163,7 +165,8 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                     node._accumulate(grads[0], create_graph, own)
                     if node._post_hooks:
                         _run_post_accumulate_hooks(node)
-                grads = g = None
+                del grads
+                g = None
                 continue
             for g in grads:  # (a loop, not all(...) on a generator: this runs once per node)
                 if g is not None:
@@ -224,7 +227,8 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                     heapq.heappush(heap, (-nxt._seq, nkey, nxt))
             # gradients are freed as soon as they are consumed: the node's incoming ones too,
             # before the next node runs
-            outs = g = first = more = grads = None
+            outs = g = first = more = None
+            del grads
         # end-of-backward callbacks, in order; one may queue more (they run too)
         queue = _callbacks.queue
         i = 0

@@ -357,8 +357,8 @@ class BackwardFunction(FunctionCtx, Node):
                             return self._fix_grads(result, i)
                     else:
                         meta = node._out_meta
-                        m = meta[nr] if meta else None
-                        if m is not None and (r._v.shape != m[0] or r._v.dtype is not m[1]):
+                        om = meta[nr] if meta else None
+                        if om is not None and (r._v.shape != om[0] or r._v.dtype is not om[1]):
                             return self._fix_grads(result, i)
             i += 1
         return result
