@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["Node", "Function", "FunctionCtx", "AccumulateGrad", "RemovableHandle", "once_differentiable"]
 
 _seq = itertools.count()
+_new = object.__new__
 _ACCUMULATE_SEQ = 1 << 62  # above every op's sequence number
 _FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -191,7 +192,7 @@ class AccumulateGrad(Node):
                         # and from now on the user can reach it
                         _raw().disown(grad)
                         v = grad._v
-                        leaf._grad = _tensor_cls()._make(grad._storage, 0, v.shape, v.strides,
+                        leaf._grad = (_Tensor or _tensor_cls())._make(grad._storage, 0, v.shape, v.strides,
                                                         v.dtype)
                         return
                     new = grad.detach().clone(memory_format="contiguous")
@@ -321,7 +322,7 @@ class BackwardFunction(FunctionCtx, Node):
     _fn_cls: type[Function]
     _nout = 1
 
-    def __init__(self) -> None:
+    def __init__(self) -> None:  # (Function.apply makes nodes without calling this: keep in step)
         self._seq = next(_seq)
 
     def _num_outputs(self) -> int:
@@ -476,7 +477,8 @@ class Function(metaclass=_FunctionMeta):
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         T = _Tensor or _tensor_cls()
-        ctx = cls._backward_cls()
+        ctx = _new(cls._backward_cls)  # BackwardFunction.__init__, without the call of type()
+        ctx._seq = next(_seq)
         flags = _flags
         if flags.grad:
             record = False
