@@ -47,9 +47,8 @@ def _check_root(i: int, t: Tensor) -> None:
 
 def _make_root_grads(tensors: Sequence[Tensor], grads: Sequence[Any], is_grads_batched: bool = False
                      ) -> list[Tensor]:
-    from .. import _creation
-    from .._tensor import Tensor
-
+    late = _late()
+    _creation, Tensor = late.creation, late.Tensor
     out = []
     for i, (t, g) in enumerate(zip(tensors, grads)):
         if g is None:
@@ -282,23 +281,31 @@ def _run_post_accumulate_hooks(node: AccumulateGrad) -> None:
             hook(leaf)
 
 
-_RAW: Any = None  # portagrad._raw, bound on first use (it imports autograd through _tensor)
+class _Late:
+    """The modules above autograd the engine calls, bound on first use (autograd is loaded while
+    ``portagrad._tensor`` is, before they exist): one lookup instead of an import per call."""
+
+    raw: Any = None  # portagrad._raw
+    creation: Any = None  # portagrad._creation
+    Tensor: Any = None  # portagrad.Tensor
+
+
+def _late() -> type[_Late]:
+    if _Late.raw is None:
+        from .. import _creation, _raw, _tensor
+
+        _Late.creation, _Late.Tensor, _Late.raw = _creation, _tensor.Tensor, _raw
+    return _Late
 
 
 def _raw() -> Any:
-    global _RAW
-    if _RAW is None:
-        from .. import _raw as raw
-
-        _RAW = raw
-    return _RAW
+    return (_Late.raw or _late().raw)
 
 
 def _disown_all(grads: Any) -> None:
     """The gradients in ``grads`` become reachable outside the engine (entries that are not
     tensors, e.g. None, are skipped)."""
-    from .._tensor import Tensor
-
+    Tensor = _late().Tensor
     disown = _raw().disown
     for g in grads:
         if isinstance(g, Tensor):
@@ -386,11 +393,9 @@ def _annotate(exc: Exception, node: Node) -> None:
 
 
 def _as_tuple(x: Any) -> tuple:
-    from .._tensor import Tensor
-
     if x is None:
         return ()
-    if isinstance(x, Tensor):
+    if isinstance(x, _Late.Tensor or _late().Tensor):
         return (x,)
     return tuple(x)
 
@@ -428,7 +433,6 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     res = run_backward(outs, gouts, retain_graph, create_graph, inputs=ins, allow_unused=allow,
                        accumulate=False)
     if materialize_grads:
-        from .. import _creation
-
-        res = [g if g is not None else _creation.zeros_like(i) for g, i in zip(res, ins)]
+        zeros_like = _late().creation.zeros_like
+        res = [g if g is not None else zeros_like(i) for g, i in zip(res, ins)]
     return tuple(res)

@@ -477,7 +477,7 @@ class Function(metaclass=_FunctionMeta):
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         T = _Tensor or _tensor_cls()
-        ctx = _new(cls._backward_cls)  # BackwardFunction.__init__, without the call of type()
+        ctx: BackwardFunction = _new(cls._backward_cls)  # (no __init__ call through type())
         ctx._seq = next(_seq)
         flags = _flags
         if flags.grad:
