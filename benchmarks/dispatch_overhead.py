@@ -7,11 +7,13 @@ the difference divided by N is the cost of one op (imports and warm-up cancel ou
     valgrind --tool=callgrind --callgrind-out-file=/dev/null \\
         python -m benchmarks.dispatch_overhead --op call --iters 100000
 
-Ops: ``fast`` (the operators' fast path, ``a + b``), ``call`` (an op through
-``_ops._common.call``, ``pg.exp(a)``), ``inplace`` (``z.add_(1.0)``) and ``recorded`` (a small
-forward and backward with autograd recording). Compare two trees (for example with and without
-a dispatch hook) by pointing ``PYTHONPATH`` at each. The garbage collector is off during the
-loop, and one BLAS thread keeps the counts repeatable.
+Ops: ``fast`` (the operators' fast path, ``a + b`` on one-element tensors), ``call`` (an op
+through ``_ops._common.call``, ``pg.exp(a)``), ``inplace`` (``z.add_(1.0)``), ``recorded`` (a
+small forward and backward with autograd recording, ``(x * 2.0).sum().backward()``), ``mulsum``
+(``(x * y).sum().backward()``, four elements, ``y`` a constant) and ``linear_relu`` (``relu`` of an
+8-to-4 ``nn.Linear`` on a (2, 8) batch, summed, forward and backward). Compare two trees (for
+example with and without a dispatch hook) by pointing ``PYTHONPATH`` at each. The garbage
+collector is off during the loop, and one BLAS thread keeps the counts repeatable.
 """
 from __future__ import annotations
 
@@ -27,16 +29,26 @@ def _ops() -> dict[str, Callable[[], object]]:
     x = pg.ones(4, requires_grad=True)
     z = pg.ones(4)
 
+    y = pg.ones(4)
+    lin = pg.nn.Linear(8, 4)
+    inp = pg.ones(2, 8)
+
     def recorded() -> None:
         (x * 2.0).sum().backward()
 
+    def mulsum() -> None:
+        (x * y).sum().backward()
+
+    def linear_relu() -> None:
+        pg.nn.functional.relu(lin(inp)).sum().backward()
+
     return {"fast": lambda: a + b, "call": lambda: pg.exp(a), "inplace": lambda: z.add_(1.0),
-            "recorded": recorded}
+            "recorded": recorded, "mulsum": mulsum, "linear_relu": linear_relu}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--op", choices=["fast", "call", "inplace", "recorded"], default="call")
+    parser.add_argument("--op", choices=sorted(_ops()), default="call")
     parser.add_argument("--iters", type=int, default=100000)
     args = parser.parse_args()
     fn = _ops()[args.op]
