@@ -32,7 +32,10 @@ def _tensor_like(x: Tensor, shape: tuple) -> Tensor:
 
 
 def _rows(x: Tensor) -> Tensor:
-    """``x`` as a 2-D (rows, features) raw view, copying only if the strides do not allow it."""
+    """``x`` as a 2-D (rows, features) raw view, copying only if the strides do not allow it
+    (``x`` itself when it is 2-D already)."""
+    if len(x._v.shape) == 2:
+        return x
     k = x._v.shape[-1] if x._v.shape else 1
     n = math.prod(x._v.shape[:-1])  # not numel // k: that is 0 for k == 0, whatever the rows
     strides = S.compute_view_strides(x._v.shape, x._v.strides, (n, k))
@@ -57,8 +60,8 @@ class _Linear(Function):
         a3 = _raw.view(x2, (1, n, k), (0,) + x2._v.strides)
         w3 = _raw.view(w, (1, k, o), (0, w._v.strides[1], w._v.strides[0]))  # w.T without a copy
         out = _raw.bmm(a3, w3)  # zeros when k == 0
-        if b is not None:
-            _raw.binary("add", out, _raw.expand_view(b, (1, n, o)), out._v.dtype, out=out)
+        if b is not None:  # (the bias broadcast as a bare View: no tensor outlives the call)
+            _raw.binary("add", out, _raw.bare_expand(b._v, (1, n, o)), out._v.dtype, out=out)
         shape = tuple(x._v.shape[:-1]) + (o,)
         return _raw.view(out, shape, _raw.strides_for(shape))
 
