@@ -606,13 +606,14 @@ tan = _make_unary("tan", "tan", lambda g, x, y: g * (y * y + 1.0), save="output"
 tanh = _make_unary("tanh", "tanh", lambda g, x, y: g * (1.0 - y * y), save="output")
 sigmoid = _make_unary("sigmoid", "sigmoid", lambda g, x, y: g * (y * (1.0 - y)), save="output")
 def _relu_grad(g: Tensor, x: Any, y: Tensor) -> Tensor:
-    """PyTorch's threshold_backward: 0 where the result is <= 0, else g (a NaN result passes g,
-    and an infinite g stays out of the zeroed places: a select, not a product)."""
-    zero = to_scalar(0, g._v.dtype)
-    if not _flags.grad:  # nothing records: two primitive calls (g and y have one shape)
-        mask = _raw.binary("le", y, to_scalar(0, y._v.dtype), _dtype.bool)
-        return _raw.where(mask, zero, g, g._v.dtype, g)
-    return where(y <= 0, zero, g)
+    """PyTorch's threshold_backward masks where the result is <= 0: a NaN result passes g."""
+    if not _flags.grad:  # nothing records: the same four primitives without the op layer
+        keep = _raw.unary("logical_not", _raw.binary("le", y, to_scalar(0, y._v.dtype),
+                                                     _dtype.bool), _dtype.bool)
+        dt = g._v.dtype
+        out = _raw.cast(keep, dt)
+        return _raw.binary("mul", g, out, dt, out=out)
+    return g * (y <= 0).logical_not().to(g.dtype)
 
 
 relu = _make_unary("relu", "relu", _relu_grad, save="output", float_only=False)
