@@ -35,7 +35,8 @@ from collections.abc import Sequence
 
 from . import _dtype
 from ._shape import contiguous_strides
-from ._storage import AllocatedStorage, Storage
+from ._storage import Storage
+from ._storage import allocated as _allocated
 from ._tensor import Tensor
 from .autograd._profiling import STATE as _PROF
 from .autograd._profiling import begin as _prof_begin
@@ -68,14 +69,13 @@ def new_on(st: Storage, shape: tuple[int, ...], dtype: _dtype.dtype) -> Tensor:
     for s in shape:
         nbytes *= s
     backend = st.backend
-    storage = AllocatedStorage(backend.allocate(st.index, nbytes), nbytes, st.device, backend,
-                               st.index)
-    t = _make(storage, 0, shape, strides_for(shape), dtype)
-    storage._epoch = _epoch  # after _make, which clears the stamp of a storage it wraps again
-    return t
+    index = st.index
+    # (the storage and tensor are built by setters without __init__: this runs for every result)
+    return _fresh(_allocated(backend.allocate(index, nbytes), nbytes, st.device, backend, index,
+                             _epoch), shape, strides_for(shape), dtype)
 
 
-_make = Tensor._make  # bound once: new_on runs for every op result
+_fresh = Tensor._fresh
 
 
 def new_like(t: Tensor, shape: tuple[int, ...] | None = None, dtype: Any = None) -> Tensor:
@@ -288,6 +288,17 @@ def copy_(dst: Tensor, src: Tensor) -> Tensor:
     return dst
 
 
+def _temp(y: Tensor) -> View:
+    """A bare contiguous View of ``y``'s shape and dtype on its device, for a temporary that no
+    tensor outlives (no Storage or Tensor object: its buffer goes with the View)."""
+    v = y._v
+    st = y._storage
+    nbytes = v.dtype.itemsize
+    for d in v.shape:
+        nbytes *= d
+    return View(st.backend.allocate(st.index, nbytes), 0, v.shape, strides_for(v.shape), v.dtype)
+
+
 # Update rules of optimizers, each a few primitive calls on the views themselves (a step costs a
 # few microseconds of Python per parameter); ``x``, ``a``, ``b`` have ``y``'s shape and dtype and
 # scalars are Python floats, computed in ``y``'s dtype.
@@ -300,7 +311,7 @@ def axpy_(y: Tensor, alpha: float, x: Tensor) -> Tensor:
     elif alpha == -1:
         be.binary("sub", v, x._v, v)
     else:
-        t = new_on(y._storage, v.shape, v.dtype)._v
+        t = _temp(y)
         be.binary("mul", x._v, alpha, t)
         be.binary("add", v, t, v)
     bump(y)
@@ -311,7 +322,7 @@ def lerp_(y: Tensor, x: Tensor, w: float) -> Tensor:
     """``y += w * (x - y)`` in place with PyTorch's ``lerp_`` rounding; bumps ``y``."""
     be = y._storage.backend
     v = y._v
-    t = new_on(y._storage, v.shape, v.dtype)._v
+    t = _temp(y)
     be.binary("sub", x._v, v, t)
     if w < 0.5:
         be.binary("mul", t, w, t)
@@ -328,7 +339,7 @@ def addc_(op: str, y: Tensor, a: Tensor, b: Tensor, value: float) -> Tensor:
     ``value`` multiplies ``a`` first, as PyTorch rounds it); bumps ``y``."""
     be = y._storage.backend
     v = y._v
-    t = new_on(y._storage, v.shape, v.dtype)._v
+    t = _temp(y)
     if value == 1:
         be.binary(op, a._v, b._v, t)
     else:

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Tensor"]
 
+_new = object.__new__
+_flags = grad_mode._flags  # the thread-local grad-mode flags (one object, bound once)
+
 _T = TypeVar("_T", bound="Tensor")
 
 
@@ -79,6 +82,29 @@ class Tensor(TensorOps):
         self._inference = grad_mode._flags.inference
         self._view_ver = None  # version at which a differentiable view was made (else None)
         self._views = None  # weakrefs to differentiable views of this (constant) base
+        return self
+
+    @staticmethod
+    def _fresh(storage: Storage, shape: tuple[int, ...], strides: tuple[int, ...],
+               dtype: _dtype.dtype) -> Tensor:
+        """A plain tensor over all of a storage nothing else views yet (an op's new result):
+        :meth:`_make` without its class argument, its defaults and its ownership check, which
+        ``_raw.new_on`` does not need. Sets every slot, as ``_make`` (a test holds them equal)."""
+        self = _new(Tensor)
+        self._storage = storage
+        self._v = View(storage.buffer, 0, shape, strides, dtype)
+        self._vc = [0]
+        self._requires_grad = False
+        self._grad = None
+        self._grad_fn = None
+        self._output_nr = 0
+        self._base = None
+        self._hooks = None
+        self._retains_grad = False
+        self._accum = None
+        self._inference = _flags.inference
+        self._view_ver = None
+        self._views = None
         return self
 
     def _set_from(self, other: Tensor) -> None:

@@ -11,7 +11,7 @@ from .._storage import Size
 from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ..autograd.grad_mode import _no_grad
+from ..autograd.grad_mode import _flags, _no_grad
 from ._common import call, check_same_device, is_scalar, prepare_binary, refuse_bool, to_scalar
 from .conversion import copy_, inplace, to
 from .indexing import index_fill, masked_fill, where
@@ -605,9 +605,18 @@ cos = _make_unary("cos", "cos", lambda g, x, y: g * -x.sin())
 tan = _make_unary("tan", "tan", lambda g, x, y: g * (y * y + 1.0), save="output")
 tanh = _make_unary("tanh", "tanh", lambda g, x, y: g * (1.0 - y * y), save="output")
 sigmoid = _make_unary("sigmoid", "sigmoid", lambda g, x, y: g * (y * (1.0 - y)), save="output")
-# PyTorch's threshold_backward masks where the result is <= 0: a NaN result passes g
-relu = _make_unary("relu", "relu", lambda g, x, y: g * (y <= 0).logical_not().to(g.dtype),
-                   save="output", float_only=False)
+def _relu_grad(g: Tensor, x: Any, y: Tensor) -> Tensor:
+    """PyTorch's threshold_backward masks where the result is <= 0: a NaN result passes g."""
+    if not _flags.grad:  # nothing records: the same four primitives without the op layer
+        keep = _raw.unary("logical_not", _raw.binary("le", y, to_scalar(0, y._v.dtype),
+                                                     _dtype.bool), _dtype.bool)
+        dt = g._v.dtype
+        out = _raw.cast(keep, dt)
+        return _raw.binary("mul", g, out, dt, out=out)
+    return g * (y <= 0).logical_not().to(g.dtype)
+
+
+relu = _make_unary("relu", "relu", _relu_grad, save="output", float_only=False)
 erf = _make_unary("erf", "erf",
                   lambda g, x, y: g * ((-(x * x)).exp() * (2.0 / math.sqrt(math.pi))))
 floor = _make_unary("floor", "floor", _zero_grad, save="none", float_only=False)

@@ -9,6 +9,7 @@ from .. import _dtype, _raw
 from .._shape import wrap_dim, wrap_dims
 from .._tensor import Tensor
 from ..autograd.function import Function
+from ..autograd.grad_mode import _flags
 from ._common import call, to_scalar
 from ._gather import scatter_into_zeros
 from .indexing import where
@@ -25,6 +26,16 @@ values_indices = namedtuple("values_indices", ["values", "indices"])
 def _unsqueeze_axes(g: Tensor, in_shape: tuple[int, ...], axes: tuple[int, ...], keepdim: bool
                     ) -> Tensor:
     """Put reduced axes back as size 1, then broadcast to the input's shape."""
+    if not _flags.grad:
+        # nothing records (a backward without create_graph): one raw stride-0 view, where the
+        # public reshape and expand would parse their arguments and make a node each
+        gs = g._v.strides
+        if keepdim:
+            strides = tuple([0 if i in axes else gs[i] for i in range(len(in_shape))])
+        else:
+            it = iter(gs)
+            strides = tuple([0 if i in axes else next(it) for i in range(len(in_shape))])
+        return _raw.view(g, in_shape, strides)
     if not keepdim:
         kshape = tuple(1 if i in axes else s for i, s in enumerate(in_shape))
         g = reshape(g, kshape)

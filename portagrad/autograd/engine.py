@@ -47,9 +47,8 @@ def _check_root(i: int, t: Tensor) -> None:
 
 def _make_root_grads(tensors: Sequence[Tensor], grads: Sequence[Any], is_grads_batched: bool = False
                      ) -> list[Tensor]:
-    from .. import _creation
-    from .._tensor import Tensor
-
+    late = _late()
+    _creation, Tensor = late.creation, late.Tensor
     out = []
     for i, (t, g) in enumerate(zip(tensors, grads)):
         if g is None:
@@ -58,7 +57,7 @@ def _make_root_grads(tensors: Sequence[Tensor], grads: Sequence[Any], is_grads_b
             if not t.is_floating_point():
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs "
                                    f"but got {t.dtype}")
-            g = _creation.ones_like(t)
+            g = _raw().fill(_raw().new_like(t), 1)  # (ones_like without its argument parsing)
         elif not isinstance(g, Tensor):
             g = _creation.tensor(g, dtype=t.dtype, device=t.device)
         else:
@@ -123,6 +122,8 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
         if buf is None:
             buf = buffers[id(node)] = [None] * node._num_outputs()
         buf[nr] = g if buf[nr] is None else buf[nr] + g
+    del root_grads  # the buffers hold them now: once consumed, they are freed
+    g = None
     heap: list[tuple[int, int, Node]] = []
     for node, _ in roots:
         if node is not None and deps.get(id(node), 0) == 0 and id(node) in buffers:
@@ -163,6 +164,8 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                     node._accumulate(grads[0], create_graph, own)
                     if node._post_hooks:
                         _run_post_accumulate_hooks(node)
+                del grads
+                g = None
                 continue
             for g in grads:  # (a loop, not all(...) on a generator: this runs once per node)
                 if g is not None:
@@ -221,7 +224,10 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                 deps[nkey] = d
                 if d == 0:
                     heapq.heappush(heap, (-nxt._seq, nkey, nxt))
-            outs = g = first = more = None  # gradients are freed as soon as they are consumed
+            # gradients are freed as soon as they are consumed: the node's incoming ones too,
+            # before the next node runs
+            outs = g = first = more = None
+            del grads
         # end-of-backward callbacks, in order; one may queue more (they run too)
         queue = _callbacks.queue
         i = 0
@@ -275,23 +281,31 @@ def _run_post_accumulate_hooks(node: AccumulateGrad) -> None:
             hook(leaf)
 
 
-_RAW: Any = None  # portagrad._raw, bound on first use (it imports autograd through _tensor)
+class _Late:
+    """The modules above autograd the engine calls, bound on first use (autograd is loaded while
+    ``portagrad._tensor`` is, before they exist): one lookup instead of an import per call."""
+
+    raw: Any = None  # portagrad._raw
+    creation: Any = None  # portagrad._creation
+    Tensor: Any = None  # portagrad.Tensor
+
+
+def _late() -> type[_Late]:
+    if _Late.raw is None:
+        from .. import _creation, _raw, _tensor
+
+        _Late.creation, _Late.Tensor, _Late.raw = _creation, _tensor.Tensor, _raw
+    return _Late
 
 
 def _raw() -> Any:
-    global _RAW
-    if _RAW is None:
-        from .. import _raw as raw
-
-        _RAW = raw
-    return _RAW
+    return (_Late.raw or _late().raw)
 
 
 def _disown_all(grads: Any) -> None:
     """The gradients in ``grads`` become reachable outside the engine (entries that are not
     tensors, e.g. None, are skipped)."""
-    from .._tensor import Tensor
-
+    Tensor = _late().Tensor
     disown = _raw().disown
     for g in grads:
         if isinstance(g, Tensor):
@@ -379,11 +393,9 @@ def _annotate(exc: Exception, node: Node) -> None:
 
 
 def _as_tuple(x: Any) -> tuple:
-    from .._tensor import Tensor
-
     if x is None:
         return ()
-    if isinstance(x, Tensor):
+    if isinstance(x, _Late.Tensor or _late().Tensor):
         return (x,)
     return tuple(x)
 
@@ -421,7 +433,6 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     res = run_backward(outs, gouts, retain_graph, create_graph, inputs=ins, allow_unused=allow,
                        accumulate=False)
     if materialize_grads:
-        from .. import _creation
-
-        res = [g if g is not None else _creation.zeros_like(i) for g, i in zip(res, ins)]
+        zeros_like = _late().creation.zeros_like
+        res = [g if g is not None else zeros_like(i) for g, i in zip(res, ins)]
     return tuple(res)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["Node", "Function", "FunctionCtx", "AccumulateGrad", "RemovableHandle", "once_differentiable"]
 
 _seq = itertools.count()
+_new = object.__new__
 _ACCUMULATE_SEQ = 1 << 62  # above every op's sequence number
 _FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -191,7 +192,7 @@ class AccumulateGrad(Node):
                         # and from now on the user can reach it
                         _raw().disown(grad)
                         v = grad._v
-                        leaf._grad = _tensor_cls()._make(grad._storage, 0, v.shape, v.strides,
+                        leaf._grad = (_Tensor or _tensor_cls())._make(grad._storage, 0, v.shape, v.strides,
                                                         v.dtype)
                         return
                     new = grad.detach().clone(memory_format="contiguous")
@@ -321,7 +322,7 @@ class BackwardFunction(FunctionCtx, Node):
     _fn_cls: type[Function]
     _nout = 1
 
-    def __init__(self) -> None:
+    def __init__(self) -> None:  # (Function.apply makes nodes without calling this: keep in step)
         self._seq = next(_seq)
 
     def _num_outputs(self) -> int:
@@ -348,12 +349,18 @@ class BackwardFunction(FunctionCtx, Node):
         i = 0
         for r in result:
             if r is not None:
-                node = nxt[i][0]
+                node, nr = nxt[i]
                 if node is not None:
-                    meta = node._leaf_meta() if node.__class__ is AccumulateGrad else \
-                        node._out_meta[nxt[i][1]] if node._out_meta else None
-                    if meta is not None and (r._v.shape != meta[0] or r._v.dtype is not meta[1]):
-                        return self._fix_grads(result, i)
+                    if node.__class__ is AccumulateGrad:
+                        leaf = node._leaf_ref()  # (the leaf's own view: it may be re-set)
+                        m = node._meta if leaf is None else (leaf._v.shape, leaf._v.dtype)
+                        if r._v.shape != m[0] or r._v.dtype is not m[1]:
+                            return self._fix_grads(result, i)
+                    else:
+                        meta = node._out_meta
+                        om = meta[nr] if meta else None
+                        if om is not None and (r._v.shape != om[0] or r._v.dtype is not om[1]):
+                            return self._fix_grads(result, i)
             i += 1
         return result
 
@@ -470,11 +477,20 @@ class Function(metaclass=_FunctionMeta):
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         T = _Tensor or _tensor_cls()
-        ctx = cls._backward_cls()
+        ctx: BackwardFunction = _new(cls._backward_cls)  # (no __init__ call through type())
+        ctx._seq = next(_seq)
         flags = _flags
         if flags.grad:
-            needs = tuple([isinstance(a, T) and a._requires_grad for a in args])
-            record = True in needs
+            record = False
+            needs_l = []  # (a loop: a comprehension is a function call of its own in 3.11)
+            for a in args:
+                if a.__class__ is T or isinstance(a, T):
+                    if a._requires_grad:
+                        record = True
+                        needs_l.append(True)
+                        continue
+                needs_l.append(False)
+            needs = tuple(needs_l)
             ctx.needs_input_grad = needs
             flags.grad = False
             try:
@@ -519,8 +535,12 @@ def _wrap_outputs(ctx: BackwardFunction, args: tuple, outputs: Any, T: Any) -> A
             nxt.append(_NO_EDGE)
     ctx._next = tuple(nxt)
     ctx._nout = len(outs)
-    ctx._out_meta = [(o._v.shape, o._v.dtype, o._storage.device) if isinstance(o, T) else None
-                     for o in outs]
+    if single and isinstance(outputs, T):
+        v = outputs._v
+        ctx._out_meta = [(v.shape, v.dtype, outputs._storage.device)]
+    else:
+        ctx._out_meta = [(o._v.shape, o._v.dtype, o._storage.device) if isinstance(o, T)
+                         else None for o in outs]
     if single and not (ctx._dirty or ctx._non_diff) and isinstance(outputs, T) \
             and outputs._grad_fn is None and not _is_input(outputs, args):
         # the common case: one fresh output

@@ -37,7 +37,10 @@ def _tensor_like(x: Tensor, shape: tuple) -> Tensor:
 
 
 def _rows(x: Tensor) -> Tensor:
-    """``x`` as a 2-D (rows, features) raw view, copying only if the strides do not allow it."""
+    """``x`` as a 2-D (rows, features) raw view, copying only if the strides do not allow it
+    (``x`` itself when it is 2-D already)."""
+    if len(x._v.shape) == 2:
+        return x
     k = x._v.shape[-1] if x._v.shape else 1
     n = math.prod(x._v.shape[:-1])  # not numel // k: that is 0 for k == 0, whatever the rows
     strides = S.compute_view_strides(x._v.shape, x._v.strides, (n, k))
@@ -62,8 +65,8 @@ class _Linear(Function):
         a3 = _raw.view(x2, (1, n, k), (0,) + x2._v.strides)
         w3 = _raw.view(w, (1, k, o), (0, w._v.strides[1], w._v.strides[0]))  # w.T without a copy
         out = _raw.bmm(a3, w3)  # zeros when k == 0
-        if b is not None:
-            _raw.binary("add", out, _raw.expand_view(b, (1, n, o)), out._v.dtype, out=out)
+        if b is not None:  # (the bias broadcast as a bare View: no tensor outlives the call)
+            _raw.binary("add", out, _raw.bare_expand(b._v, (1, n, o)), out._v.dtype, out=out)
         shape = tuple(x._v.shape[:-1]) + (o,)
         return _raw.view(out, shape, _raw.strides_for(shape))
 
@@ -71,6 +74,22 @@ class _Linear(Function):
     def backward(ctx: Any, g: Tensor) -> Any:
         x, w = ctx.saved_tensors
         x_shape, (o, k) = ctx.shapes
+        need = ctx.needs_input_grad
+        if not is_grad_enabled():
+            # nothing records: the GEMMs and the bias sum on raw views, one primitive each
+            g2 = _rows(g)
+            gs = g2._v.strides
+            n = g2._v.shape[0]
+            gx = gw = gb = None
+            if need[0]:
+                gx = _mm(g2, (n, o), gs, w)
+                if len(x_shape) != 2:
+                    gx = _raw.moved(gx, x_shape, _raw.strides_for(x_shape))
+            if need[1]:
+                gw = _mm(g2, (o, n), (gs[1], gs[0]), _rows(x))  # g2.T @ x2
+            if len(need) > 2 and need[2]:
+                gb = _raw.reduce("sum", g2, (0,), False)
+            return gx, gw, gb
         g2 = g if g.dim() == 2 else S.reshape(g, (-1, o))
         gx = gw = None
         # (the 2-D matmul node straight away: shapes, dtypes and devices are known to agree)
@@ -82,6 +101,16 @@ class _Linear(Function):
             gw = call(L._MM, S.t(g2), x2)
         gb = R.sum(g2, 0) if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2] else None
         return gx, gw, gb
+
+
+def _mm(a: Tensor, shape: tuple[int, int], strides: tuple[int, ...], b: Tensor) -> Tensor:
+    """``a'' @ b`` for ``a''`` the 2-D raw view ``(shape, strides)`` of ``a`` (a transpose is
+    swapped strides) and 2-D ``b``: a new contiguous (M, N) tensor."""
+    m, k = shape
+    n = b._v.shape[1]
+    out = _raw.bmm(_raw.view(a, (1, m, k), (0,) + tuple(strides)),
+                   _raw.view(b, (1, k, n), (0,) + b._v.strides))  # zeros when k == 0
+    return _raw.moved(out, (m, n), (n, 1))
 
 
 def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
@@ -185,7 +214,18 @@ class _CrossEntropy(Function):
             return _ce_backward_prims(ctx, g), None, None, None, None
         x, logp, onehot, wcol = ctx.saved_tensors
         # d loss_i / d x_ij = (softmax_ij - [j == t_i]) * valid_i (/ n_valid for "mean")
-        p = _softmax_rows(x) if is_grad_enabled() else E.exp(logp)
+        if not is_grad_enabled():
+            # nothing records: four primitive calls, written into the one fresh result
+            n, c = logp._v.shape
+            dt = logp._v.dtype
+            p = _raw.unary("exp", logp)
+            _raw.binary("sub", p, onehot, dt, out=p)
+            gv = g._v
+            gcol = _raw.view(g, (n, 1), (0, 0) if ctx.reduction != "none" else (gv.strides[0], 0))
+            coef = _raw.binary("mul", wcol, gcol, dt)  # (N, 1)
+            return (_raw.binary("mul", p, _raw.expand_view(coef, (n, c)), dt, out=p), None, None,
+                    None, None)
+        p = _softmax_rows(x)
         coef = E.mul(wcol, g if ctx.reduction != "none" else S.unsqueeze(g, 1))  # (N, 1)
         return E.mul(E.sub(p, onehot), coef), None, None, None, None
 
@@ -244,10 +284,10 @@ def check_class_targets(target: Tensor, c: int, ignore_index: int) -> None:
     other than ``ignore_index`` lies outside ``[0, c)``.
 
     The same code on every device: out-of-range targets would otherwise pick no class and give a
-    wrong loss silently. In-range targets cost one small reduction and one host read
-    (``_raw.min_max``); an ignored value outside the range is zeroed first so that padding does
-    not force the slow path. Only on error is the whole target read back, to name the first bad
-    value in order, as PyTorch does.
+    wrong loss silently. Ignored values outside the range are zeroed first, then the range costs
+    one small reduction and one host read (``_raw.min_max``, with the valid range so that a
+    captured step checks it again on replay). Only on error is the whole target read back, to
+    name the first bad value in order, as PyTorch does.
     """
     if not target.numel():
         return

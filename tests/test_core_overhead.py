@@ -1,0 +1,150 @@
+"""The core's cheap paths keep the semantics of the general ones: fresh results built without
+``__init__``, saved tensors and gradients freed as soon as backward no longer needs them."""
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+import portagrad as pg
+from portagrad import _raw
+from portagrad._tensor import Tensor
+
+
+def _slots(t: Tensor) -> dict:
+    return {s: getattr(t, s) for s in Tensor.__slots__ if s not in ("__weakref__", "__dict__")}
+
+
+# ----------------------------------------------------------------- fresh results
+def test_new_on_sets_every_slot_as_make_does(device):
+    x = pg.ones(3, device=device)
+    fresh = _raw.new_on(x._storage, (2, 3), pg.float32)
+    made = Tensor._make(fresh._storage, 0, (2, 3), (3, 1), pg.float32)
+    a, b = _slots(fresh), _slots(made)  # every slot is set (getattr raises otherwise)
+    for name in ("_storage", "_v", "_vc"):
+        a.pop(name), b.pop(name)
+    assert a == b
+    assert fresh._vc == [0] and fresh._vc is not made._vc
+    assert fresh._v.shape == (2, 3) and fresh._v.strides == (3, 1) and fresh._v.offset == 0
+    st = fresh._storage
+    assert st.nbytes == 24 and st.device == x.device and not st.pinned and not st.shared
+
+
+def test_new_on_stamps_the_allocation_epoch(device):
+    x = pg.ones(2, device=device)
+    epoch, prev = _raw.open_epoch()
+    try:
+        t = _raw.new_on(x._storage, (2,), pg.float32)
+        assert _raw.owned(t, epoch)
+    finally:
+        _raw.close_epoch(prev)
+    assert not _raw.owned(_raw.new_on(x._storage, (2,), pg.float32), epoch)
+
+
+def test_new_on_under_inference_mode_makes_inference_tensors(device):
+    x = pg.ones(2, device=device)
+    with pg.inference_mode():
+        y = x + x
+    assert y.is_inference() and not (x + x).is_inference()
+
+
+# ------------------------------------------------------------------ memory in backward
+def _chain(device: str, n: int, size: int) -> tuple[pg.Tensor, pg.Tensor, list]:
+    """``x`` -> ``x * 1.0`` -> n ``sin`` steps -> sum, keeping only weak references to the storages
+    of the n intermediates ``sin`` saved (each is saved by the one node after it)."""
+    x = pg.full((size,), 0.01, device=device, requires_grad=True)
+    h = x * 1.0
+    refs = []
+    for _ in range(n):
+        refs.append(weakref.ref(h._storage))
+        h = h.sin()
+    return x, h.sum(), refs
+
+
+def test_backward_frees_saved_tensors_node_by_node(device):
+    x, loss, refs = _chain(device, 6, 64)
+    alive = []
+    # a tensor hook on x runs once every node but x's AccumulateGrad has run: by then each
+    # intermediate was released by the node that needed it, without garbage collection
+    x.register_hook(lambda g: alive.append([r() is not None for r in refs]))
+    gc.disable()
+    try:
+        loss.backward()
+    finally:
+        gc.enable()
+    assert alive == [[False] * 6]
+    h, d = np.float32(0.01), 1.0
+    for _ in range(6):  # d sin(sin(...(x))) / dx = product of cos of each step's input
+        d *= np.cos(h)
+        h = np.sin(h)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), np.full(64, d), rtol=1e-5)
+
+
+def test_retain_graph_keeps_saved_tensors(device):
+    x, loss, refs = _chain(device, 6, 64)
+    alive = []
+    x.register_hook(lambda g: alive.append([r() is not None for r in refs]))
+    loss.backward(retain_graph=True)
+    assert alive == [[True] * 6]  # the check above can fail: here every one is still saved
+    g1 = x.grad.clone()
+    loss.backward()  # the graph runs again
+    np.testing.assert_allclose(x.grad.cpu().numpy(), 2 * g1.cpu().numpy(), rtol=1e-6)
+
+
+def test_backward_frees_incoming_gradients_once_consumed(device):
+    x = pg.full((32,), 0.5, device=device, requires_grad=True)
+    a = x * 2.0
+    b = a.exp()
+    c = b.sin()
+    loss = c.sum()
+    seen = []
+    c.register_hook(lambda g: seen.append(weakref.ref(g._storage)))  # the root's ones, expanded
+    b.register_hook(lambda g: seen.append(weakref.ref(g._storage)))  # SinBackward's result
+    later = []
+    a.register_hook(lambda g: later.append([r() is not None for r in seen]))
+    del b, c
+    gc.disable()
+    try:
+        loss.backward()
+    finally:
+        gc.enable()
+    assert later == [[False, False]]
+
+
+def test_relu_gradient_masks_where_the_result_is_not_positive(device):
+    x = pg.tensor([-1.0, 0.0, 2.0, float("nan")], device=device, requires_grad=True)
+    pg.relu(x).backward(pg.tensor([4.0, 5.0, 3.0, 7.0], device=device))
+    assert x.grad.tolist() == [0.0, 0.0, 3.0, 7.0]  # (torch 2.13: the same; NaN passes g)
+    x.grad = None
+    (g,) = pg.autograd.grad(pg.relu(x * 1.0).sum(), x, create_graph=True)  # the recorded form
+    assert g.tolist() == [0.0, 0.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("retain", [False, True])
+def test_device_memory_drops_during_backward(device, retain):
+    if not device.startswith("opencl"):
+        pytest.skip("memory_allocated is a device allocator's figure")
+    dev = pg.device(device)
+    size, n = 1 << 18, 6  # 1 MiB per intermediate
+    x, loss, _ = _chain(device, n, size)
+    pg.opencl.synchronize(dev)
+    at_hook = []
+
+    def hook(g: pg.Tensor) -> None:
+        # (synchronize first: pending fused elementwise work holds its operands' buffers)
+        pg.opencl.synchronize(dev)
+        at_hook.append(pg.opencl.memory_allocated(dev))
+
+    x.register_hook(hook)
+    before = pg.opencl.memory_allocated(dev)
+    loss.backward(retain_graph=retain)
+    (mid,) = at_hook
+    mib = 4 * size
+    if retain:
+        assert mid >= before  # the saved intermediates are all still there
+    else:
+        # released node by node: by x's hook the n saved intermediates are gone and only x's
+        # gradient (and small scalars) was added
+        assert mid <= before - (n - 2) * mib
