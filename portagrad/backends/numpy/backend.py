@@ -15,20 +15,13 @@ from .. import philox
 from ..interface import (ARG_REDUCE_OPS, RANDOM_KINDS, REDUCE_OPS, Backend, DeviceProperties, View,
                          unknown_op)
 from ..ufuncs import BINARY_UFUNCS, fit_scalar
+from . import special
 
 __all__ = ["NumpyBackend"]
 
 # IEEE results (inf, nan) are what tensors compute, as in PyTorch: numpy's floating-point warnings
 # from this module are noise. A filter costs nothing per call, unlike entering np.errstate.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
-
-try:  # scipy's erf is exact to float64 rounding; numpy has none
-    from scipy.special import erf as _erf
-except ImportError:  # pragma: no cover - depends on the environment
-    import math
-
-    _erf = np.vectorize(math.erf, otypes=[np.float64])
-
 
 # byte strides per (itemsize, element strides): building the tuple costs more than the ndarray
 _BYTE_STRIDES: dict[int, dict[tuple[int, ...], tuple[int, ...]]] = {}
@@ -99,10 +92,6 @@ def _sigmoid(x: np.ndarray, out: np.ndarray) -> None:
     np.divide(np.where(x >= 0, 1, e), 1 + e, out=out)
 
 
-def _erf_op(x: np.ndarray, out: np.ndarray) -> None:
-    out[...] = _erf(x)
-
-
 def _sign(x: np.ndarray, out: np.ndarray) -> None:
     if x.dtype == np.bool_:
         out[...] = x
@@ -119,7 +108,7 @@ _UNARY = {
     "reciprocal": np.reciprocal, "logical_not": np.logical_not, "isnan": np.isnan,
     "isinf": np.isinf,
 }
-_UNARY_FN = {"relu": _relu, "rsqrt": _rsqrt, "sigmoid": _sigmoid, "erf": _erf_op, "sign": _sign}
+_UNARY_FN = {"relu": _relu, "rsqrt": _rsqrt, "sigmoid": _sigmoid, "erf": special.erf, "sign": _sign}
 
 _REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 
