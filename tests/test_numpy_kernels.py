@@ -68,3 +68,77 @@ def test_erf_strided_in_place_and_other_dtype_out() -> None:
     o64 = np.empty((4, 6))
     erf(x[::-1], o64)  # a float32 input written into float64
     np.testing.assert_allclose(o64, want[::-1], rtol=3e-7, atol=1e-7)
+
+
+# ------------------------------------------------------------------------ Philox reference
+# Words of the reference as it was before its chunked rewrite (the first column for seed 0 is
+# Random123's known-answer vector for counter 0, key 0); the rewrite must stay bit-identical.
+_COUNTERS = [0, 1, 2**32 - 1, 2**32, 2**64 - 1]
+_WORDS = {
+    0: [[0x6627e8d5, 0xf8e4cca4, 0xc5b20a9d, 0x6ad0c5ec, 0xf3ce744d],
+        [0xe169c58d, 0x5cb200db, 0x4434ec4e, 0xea236249, 0xdfb9980f],
+        [0xbc57ac4c, 0xb1a574eb, 0x11bbe4fb, 0x73a459f5, 0x5a7caad1],
+        [0x9b00dbd8, 0x097eff67, 0x2a1ef7a5, 0x074944b3, 0x25d14252]],
+    2**64 - 1: [[0x72a47709, 0x19fed511, 0xc25672de, 0x85af3999, 0x4d18d7d2],
+                [0x15474739, 0x4b67e034, 0x7c03af71, 0xf0ea2a5e, 0x430ac65a],
+                [0x9f41b01f, 0x9d2c02e2, 0xc1b7863e, 0x1c58f27c, 0xbd2fa22a],
+                [0x22799a5a, 0x9fe857b4, 0x1d02bb96, 0x402bd930, 0x0afae10d]],
+    0x0123456789ABCDEF: [[0xb850222e, 0xadca1466, 0x073402a4, 0xd9412d6a, 0x6e31b035],
+                         [0xc58cb04b, 0x523e0d85, 0x9775331e, 0x59dd3f68, 0x36a95fcb],
+                         [0x14a7a020, 0x65401425, 0x64c992ad, 0x9d46a012, 0x9d22ca15],
+                         [0x7a84fff9, 0xb299da3f, 0x325045ac, 0x5d27ddd9, 0x16df4072]],
+}
+
+
+@pytest.mark.parametrize("seed", sorted(_WORDS))
+def test_philox_words_literal(seed: int) -> None:
+    from portagrad.backends import philox
+
+    words = philox.philox4x32(np.array(_COUNTERS, np.uint64), seed)
+    for got, want in zip(words, _WORDS[seed]):
+        assert got.dtype == np.uint32
+        assert got.tolist() == want
+
+
+def test_philox_draws_literal() -> None:
+    from portagrad.backends import philox
+
+    assert philox.uniform(4, 42, 17, 0.0, 1.0, np.float32).tolist() == [
+        0.09665614366531372, 0.681258499622345, 0.32806164026260376, 0.3399675488471985]
+    assert philox.uniform(3, 42, 17, -1.0, 2.0, np.float64).tolist() == [
+        -0.7100314467542942, 1.0437755419470673, -0.015814986243585905]
+    assert philox.uniform(3, 42, 17, 0.0, 1.0, np.float16).tolist() == [
+        0.0966796875, 0.68115234375, 0.328125]
+    assert philox.normal(3, 7, 2**32 - 1, 0.0, 1.0, np.float64).tolist() == [
+        0.6584879651089764, 1.7940642576363908, -1.3802004056043036]
+
+
+def _philox_unchunked(counter: np.ndarray, seed: int) -> list[np.ndarray]:
+    """The textbook rounds on whole arrays: what the chunked reference must reproduce."""
+    m = np.uint64(0xFFFFFFFF)
+    c = [counter & m, counter >> np.uint64(32), np.zeros_like(counter), np.zeros_like(counter)]
+    k0, k1 = seed & 0xFFFFFFFF, seed >> 32
+    for _ in range(10):
+        p0, p1 = c[0] * np.uint64(0xD2511F53), c[2] * np.uint64(0xCD9E8D57)
+        c = [(p1 >> np.uint64(32)) ^ c[1] ^ np.uint64(k0), p1 & m,
+             (p0 >> np.uint64(32)) ^ c[3] ^ np.uint64(k1), p0 & m]
+        k0, k1 = (k0 + 0x9E3779B9) & 0xFFFFFFFF, (k1 + 0xBB67AE85) & 0xFFFFFFFF
+    return [w.astype(np.uint32) for w in c]
+
+
+@pytest.mark.parametrize("n", [1, 16383, 16384, 40000])
+def test_philox_chunk_edges(n: int) -> None:
+    from portagrad.backends import philox
+
+    offset, seed = 2**32 - 20000, 0xDEADBEEF12345678
+    counter = np.arange(n, dtype=np.uint64) + np.uint64(offset)
+    want = _philox_unchunked(counter, seed)
+    got = philox.philox4x32(counter, seed)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    u = philox.uniform(n, seed, offset, -1.0, 1.0, np.float32)
+    np.testing.assert_array_equal(
+        u, np.float32(-1) + np.float32(2) * ((want[0] >> 8).astype(np.float32) * np.float32(2**-24)))
+    u64 = philox.uniform(n, seed, offset, 0.0, 1.0, np.float64)
+    np.testing.assert_array_equal(
+        u64, ((want[0] >> 5).astype(np.float64) * 2.0**26 + (want[1] >> 6)) * 2.0**-53)
