@@ -142,3 +142,72 @@ def test_philox_chunk_edges(n: int) -> None:
     u64 = philox.uniform(n, seed, offset, 0.0, 1.0, np.float64)
     np.testing.assert_array_equal(
         u64, ((want[0] >> 5).astype(np.float64) * 2.0**26 + (want[1] >> 6)) * 2.0**-53)
+
+
+# -------------------------------------------------------------------------------- convolution
+def _ref_conv(x: np.ndarray, w: np.ndarray, stride: tuple[int, int], padding: tuple[int, int],
+              dilation: tuple[int, int], groups: int) -> tuple[np.ndarray, ...]:
+    """Forward, and the input/weight gradients for an all-ones-times-``g`` seed, by direct sums
+    over the kernel taps in float64."""
+    N, C, H, W = x.shape
+    O, Cg, kh, kw = w.shape
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    OH = (H + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    OW = (W + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    xp = np.zeros((N, C, H + 2 * ph, W + 2 * pw))
+    xp[:, :, ph:ph + H, pw:pw + W] = x
+    g = np.random.default_rng(1).standard_normal((N, O, OH, OW))
+    out = np.zeros((N, O, OH, OW))
+    gxp = np.zeros_like(xp)
+    gw = np.zeros(w.shape)
+    Og = O // groups
+    for q in range(groups):
+        cs, os_ = slice(q * Cg, (q + 1) * Cg), slice(q * Og, (q + 1) * Og)
+        for u in range(kh):
+            for v in range(kw):
+                win = (slice(None), cs, slice(u * dh, u * dh + (OH - 1) * sh + 1, sh),
+                       slice(v * dw, v * dw + (OW - 1) * sw + 1, sw))
+                out[:, os_] += np.einsum("ncij,oc->noij", xp[win], w[os_, :, u, v])
+                gxp[win] += np.einsum("noij,oc->ncij", g[:, os_], w[os_, :, u, v])
+                gw[os_, :, u, v] += np.einsum("noij,ncij->oc", g[:, os_], xp[win])
+    return out, g, gxp[:, :, ph:ph + H, pw:pw + W], gw
+
+
+_CONV_CASES = [  # (N, C, H, W, O, kh, kw, stride, padding, dilation, groups)
+    (2, 3, 9, 8, 4, 3, 3, (1, 1), (1, 1), (1, 1), 1),
+    (3, 4, 8, 8, 6, 3, 3, (2, 2), (1, 1), (1, 1), 1),
+    (2, 4, 7, 9, 4, 3, 2, (1, 2), (0, 1), (2, 1), 2),
+    (2, 6, 6, 6, 6, 3, 3, (1, 1), (3, 0), (1, 1), 3),  # padding > kernel - 1: the col2im path
+    (1, 2, 5, 5, 3, 1, 1, (2, 2), (0, 0), (1, 1), 1),
+    (20, 2, 6, 5, 3, 3, 3, (1, 1), (2, 2), (2, 2), 1),  # a batch wider than a few registers
+]
+
+
+@pytest.mark.parametrize("case", _CONV_CASES)
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_conv_kernels_against_direct_sums(case: tuple, dt: type) -> None:
+    from portagrad import _dtype
+    from portagrad._shape import contiguous_strides
+    from portagrad.backends.interface import View
+    from portagrad.backends.numpy.backend import NumpyBackend
+
+    N, C, H, W, O, kh, kw, stride, padding, dilation, groups = case
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((N, C, H, W))
+    w = rng.standard_normal((O, C // groups, kh, kw))
+    out, g, gx, gw = _ref_conv(x, w, stride, padding, dilation, groups)
+    pdt = _dtype.float32 if dt == np.float32 else _dtype.float64
+
+    def view(a: np.ndarray) -> View:
+        a = np.ascontiguousarray(a, dt)
+        return View(a.reshape(-1).view(np.uint8), 0, a.shape, contiguous_strides(a.shape), pdt)
+
+    be = NumpyBackend()
+    args = (stride, padding, dilation, groups)
+    tol = {"rtol": 1e-4, "atol": 1e-4} if dt == np.float32 else {"rtol": 1e-10, "atol": 1e-10}
+    for fn, a, b, want in [(be.conv2d, x, w, out), (be.conv2d_grad_input, g, w, gx),
+                           (be.conv2d_grad_weight, x, g, gw)]:
+        o = view(np.full(want.shape, np.nan))
+        fn(view(a), view(b), o, *args)
+        got = np.ndarray(want.shape, dt, o.buffer)
+        np.testing.assert_allclose(got, want, **tol, err_msg=fn.__name__)

@@ -392,15 +392,7 @@ class NumpyBackend(Backend):
         if x.dtype is _BFD:
             _via_f32(self.conv2d, (2,), x, w, out, stride, padding, dilation, groups)
             return
-        xa, wa, o = _nd(x), _nd(w), _nd(out)
-        N = xa.shape[0]
-        O, Cg, kh, kw = wa.shape
-        OH, OW = o.shape[2:]
-        g = groups
-        cols = _conv_cols(xa, (kh, kw), (OH, OW), stride, padding, dilation)  # (C*K, L*N)
-        r = np.matmul(np.ascontiguousarray(wa).reshape(g, O // g, Cg * kh * kw),
-                      cols.reshape(g, Cg * kh * kw, OH * OW * N))  # (g, O/g, L*N); explicit: C may be 0
-        _from_last(r.reshape(O * OH * OW, N), o)
+        _conv_forward(_nd(x), _nd(w), _nd(out), stride, padding, dilation, groups)
 
     def conv2d_grad_input(self, g: View, w: View, out: View, stride: Sequence[int],
                           padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
@@ -412,10 +404,18 @@ class NumpyBackend(Backend):
         O, Cg, kh, kw = wa.shape
         OH, OW = ga.shape[2:]
         G = groups
+        (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+        if sh == sw == 1 and ph <= dh * (kh - 1) and pw <= dw * (kw - 1):
+            # a stride-1 input gradient is the convolution of g, padded by d*(k-1) - p, with the
+            # flipped kernel, channels in and out swapped per group: im2col of g and one GEMM,
+            # no scatter-add of a (C*kh*kw, OH*OW*N) column matrix
+            wf = wa.reshape(G, O // G, Cg, kh, kw).transpose(0, 2, 1, 3, 4)[..., ::-1, ::-1]
+            _conv_forward(ga, wf.reshape(C, O // G, kh, kw), o, (1, 1),
+                          (dh * (kh - 1) - ph, dw * (kw - 1) - pw), (dh, dw), G)
+            return
         gr = _to_last(ga).reshape(G, O // G, OH * OW * N)
         wt = np.ascontiguousarray(wa).reshape(G, O // G, Cg * kh * kw).transpose(0, 2, 1)
         gc = np.matmul(wt, gr).reshape(C, kh, kw, OH, OW, N)
-        (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
         Hq = max((OH - 1) * sh + (kh - 1) * dh + 1, ph + H)
         Wq = max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W)
         gxp = np.zeros((C, Hq, Wq, N), gc.dtype)
@@ -439,6 +439,9 @@ class NumpyBackend(Backend):
         G = groups
         cols = _conv_cols(xa, (kh, kw), (OH, OW), stride, padding, dilation)
         gr = _to_last(ga).reshape(G, O // G, OH * OW * N)
+        if G == 1 and o.flags.c_contiguous:  # one matrix: BLAS for the transposed operand
+            np.matmul(gr[0], cols.T, out=o.reshape(O, Cg * kh * kw))
+            return
         r = np.matmul(gr, cols.reshape(G, Cg * kh * kw, OH * OW * N).transpose(0, 2, 1))  # (G, O/G, CgK)
         o[...] = r.reshape(o.shape)
 
@@ -564,16 +567,28 @@ def _max_pool_unpadded(xa: np.ndarray, o: np.ndarray, ind: np.ndarray, kh: int, 
     np.add(np.take(off, tap), base, out=ind)
 
 
+# Elements per block of a transposing copy between (N, R) and (R, N) with a small N (a batch):
+# a block of R-columns stays in the L2 cache while the other side is written, where an unblocked
+# copy fetches each cache line of the strided side once per element it holds, from memory once
+# the array outgrows the cache.
+_TBLOCK = 1 << 16
+
+
 def _to_last(a: np.ndarray) -> np.ndarray:
-    """``a`` (N, ...) as a contiguous (..., N) array. A direct transposing copy reads with a stride
-    of the row length, which at multiples of 1 KiB thrashes the cache (5x slower); going through
-    a row-padded copy avoids the aliasing."""
+    """``a`` (N, ...) as a contiguous (..., N) array."""
     N = a.shape[0]
     rest = a.shape[1:]
     R = a.size // N if N else 0
     a2 = a.reshape(N, R)
     out = np.empty((R, N), a.dtype)
+    step = _TBLOCK // max(N, 1)
+    if 0 < N <= 64 and step < R and a.nbytes > _TBLOCK * 16:
+        for b in range(0, R, step):
+            np.copyto(out[b:b + step], a2[:, b:b + step].T)
+        return out.reshape(rest + (N,))
     if N >= 8 and (R * a.itemsize) % 512 == 0:
+        # a direct transposing copy reads with a stride of the row length, which at multiples of
+        # 1 KiB thrashes the cache (5x slower); going through a row-padded copy avoids the aliasing
         padded = np.empty((N, R + 16), a.dtype)
         padded[:, :R] = a2
         a2 = padded[:, :R]
@@ -583,7 +598,35 @@ def _to_last(a: np.ndarray) -> np.ndarray:
 
 def _from_last(r: np.ndarray, o: np.ndarray) -> None:
     """Write ``r`` (R, N) (batch innermost) into ``o`` (N, ...)."""
+    R, N = r.shape
+    step = _TBLOCK // max(N, 1)
+    if 0 < N <= 64 and step < R and o.flags.c_contiguous and r.nbytes > _TBLOCK * 16:
+        o2 = o.reshape(N, R)
+        for b in range(0, R, step):
+            np.copyto(o2[:, b:b + step], r[b:b + step].T)
+        return
+    if N >= 64 and (N * r.itemsize) % 512 == 0:  # the row-padded copy of _to_last, mirrored
+        padded = np.empty((R, N + 16), r.dtype)
+        padded[:, :N] = r
+        r = padded[:, :N]
     np.copyto(o, r.T.reshape(o.shape))  # splitting the strided axis is a view
+
+
+def _conv_forward(xa: np.ndarray, wa: np.ndarray, o: np.ndarray, stride: Sequence[int],
+                  padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
+    """``o`` (N, O, OH, OW) = the convolution of ``xa`` (N, C, H, W) with ``wa``: im2col, then
+    one GEMM per group."""
+    N = xa.shape[0]
+    O, Cg, kh, kw = wa.shape
+    OH, OW = o.shape[2:]
+    g = groups
+    cols = _conv_cols(xa, (kh, kw), (OH, OW), stride, padding, dilation)  # (C*K, L*N)
+    wm = np.ascontiguousarray(wa).reshape(g, O // g, Cg * kh * kw)
+    if g == 1:
+        r = np.matmul(wm[0], cols)
+    else:
+        r = np.matmul(wm, cols.reshape(g, Cg * kh * kw, OH * OW * N))  # explicit: C may be 0
+    _from_last(r.reshape(O * OH * OW, N), o)
 
 
 def _conv_cols(xa: np.ndarray, k: Sequence[int], osz: Sequence[int], stride: Sequence[int],
