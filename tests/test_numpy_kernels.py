@@ -211,3 +211,65 @@ def test_conv_kernels_against_direct_sums(case: tuple, dt: type) -> None:
         fn(view(a), view(b), o, *args)
         got = np.ndarray(want.shape, dt, o.buffer)
         np.testing.assert_allclose(got, want, **tol, err_msg=fn.__name__)
+
+
+# -------------------------------------------------------------------------------- reductions
+@pytest.mark.parametrize("shape,axes", [
+    ((4, 6, 5, 3), (0, 2, 3)),  # BatchNorm's statistics: (R0, K, R1)
+    ((3, 1, 7, 2, 2), (0, 3, 4)),  # a size-1 axis between
+    ((2, 3, 4), (0, 1)),  # (R, K): numpy's own path
+    ((5, 4, 3), (1,)),  # (K, R, K): numpy's own path
+    ((0, 3, 2), (0, 2)),  # empty
+])
+def test_sum_over_outer_and_inner_axes(shape: tuple[int, ...], axes: tuple[int, ...]) -> None:
+    from portagrad import _dtype
+    from portagrad._shape import contiguous_strides
+    from portagrad.backends.interface import View
+    from portagrad.backends.numpy.backend import NumpyBackend
+
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    want = x.astype(np.float64).sum(axes, keepdims=True)
+    xv = View(x.reshape(-1).view(np.uint8), 0, x.shape, contiguous_strides(x.shape), _dtype.float32)
+    o = np.full(want.shape, np.nan, np.float32)
+    ov = View(o.reshape(-1).view(np.uint8), 0, o.shape, contiguous_strides(o.shape), _dtype.float32)
+    NumpyBackend().reduce("sum", xv, axes, ov)
+    np.testing.assert_allclose(o, want, rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------------------------------------- buffer pool
+def test_buffer_pool_reuses_only_unreferenced_buffers() -> None:
+    from portagrad.backends.numpy import pool
+
+    if pool._FREE is None:
+        pytest.skip("reference counts are not conclusive on this Python: the pool is off")
+    p = pool.BufferPool(min_bytes=1024, max_bytes=1 << 20)
+    a = p.allocate(4096)
+    addr = a.ctypes.data
+    view = a[100:200].view(np.float32)  # a view keeps its buffer in use
+    del a
+    b = p.allocate(4096)
+    assert b.ctypes.data != addr
+    del view
+    c = p.allocate(4096)
+    assert c.ctypes.data == addr  # free again: handed out again
+    assert p.allocate(100).size == 100  # below min_bytes: not pooled
+    assert p.pooled_bytes == 8192
+    del b
+    p.release_free()
+    assert p.pooled_bytes == 4096  # c is still in use
+    del c
+    p.release_free()
+    assert p.pooled_bytes == 0
+
+
+def test_buffer_pool_respects_its_cap() -> None:
+    from portagrad.backends.numpy import pool
+
+    if pool._FREE is None:
+        pytest.skip("reference counts are not conclusive on this Python: the pool is off")
+    p = pool.BufferPool(min_bytes=1024, max_bytes=10000)
+    held = [p.allocate(4096) for _ in range(4)]  # the third and fourth exceed the cap
+    assert p.pooled_bytes == 8192 and all(h.size == 4096 for h in held)
+    held.clear()
+    p.allocate(8192)  # over the cap with every pooled buffer free: they are dropped first
+    assert p.pooled_bytes == 8192

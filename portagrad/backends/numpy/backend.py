@@ -16,12 +16,27 @@ from ..interface import (ARG_REDUCE_OPS, RANDOM_KINDS, REDUCE_OPS, Backend, Devi
                          unknown_op)
 from ..ufuncs import BINARY_UFUNCS, fit_scalar
 from . import special
+from .pool import BufferPool
 
 __all__ = ["NumpyBackend"]
 
 # IEEE results (inf, nan) are what tensors compute, as in PyTorch: numpy's floating-point warnings
 # from this module are noise. A filter costs nothing per call, unlike entering np.errstate.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
+
+# Buffers of the cpu device and the large temporaries of the kernels below come from one pool
+_POOL = BufferPool()
+
+
+def _scratch(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """An uninitialised array from the buffer pool: a large temporary reuses memory instead of
+    faulting in fresh pages on every call."""
+    dt = np.dtype(dtype)
+    n = dt.itemsize
+    for d in shape:
+        n *= d
+    return _POOL.allocate(n)[:n].view(dt).reshape(shape)
+
 
 # byte strides per (itemsize, element strides): building the tuple costs more than the ndarray
 _BYTE_STRIDES: dict[int, dict[tuple[int, ...], tuple[int, ...]]] = {}
@@ -164,7 +179,7 @@ class NumpyBackend(Backend):
     device_type = "cpu"
 
     def __init__(self) -> None:
-        pass
+        self._pool = _POOL  # large buffers are reused: no page faults on each first write
 
     # ---------------------------------------------------------------- devices
     def device_count(self) -> int:
@@ -184,9 +199,14 @@ class NumpyBackend(Backend):
     # ----------------------------------------------------------------- memory
     def allocate(self, index: int, nbytes: int) -> np.ndarray:
         try:
-            return np.empty(nbytes, np.uint8)
+            return self._pool.allocate(nbytes)
         except (MemoryError, ValueError, OverflowError):  # (numpy: "Maximum allowed dimension
             # exceeded" past its index type)
+            self._pool.release_free()
+            try:
+                return np.empty(nbytes, np.uint8)
+            except (MemoryError, ValueError, OverflowError):
+                pass
             raise OutOfMemoryError(
                 f"cpu: failed to allocate {nbytes} bytes of host memory") from None
 
@@ -198,7 +218,7 @@ class NumpyBackend(Backend):
         return None
 
     def empty_cache(self, index: int) -> None:
-        return None
+        self._pool.release_free()
 
     def from_host(self, dst: View, src: np.ndarray, non_blocking: bool = False) -> None:
         _nd(dst)[...] = src.reshape(dst.shape)
@@ -299,6 +319,9 @@ class NumpyBackend(Backend):
             _via_f32(self.reduce, (3,), op, x, axes, out)
             return
         xa, o = _nd(x), _nd(out)
+        if op == "sum" and xa.dtype.kind == "f" and xa.dtype == o.dtype and \
+                _reduce_outer_first(_REDUCE[op], xa, axes, o):
+            return
         # the ufunc's reduce is what np.sum/np.max call, without their argument handling
         dt = o.dtype if xa.dtype.kind == "b" and (op == "sum" or op == "prod") else None
         # numpy's stubs type `out` and `keepdims` as keyword-only; numpy takes them positionally
@@ -415,10 +438,12 @@ class NumpyBackend(Backend):
             return
         gr = _to_last(ga).reshape(G, O // G, OH * OW * N)
         wt = np.ascontiguousarray(wa).reshape(G, O // G, Cg * kh * kw).transpose(0, 2, 1)
-        gc = np.matmul(wt, gr).reshape(C, kh, kw, OH, OW, N)
+        gc = np.matmul(wt, gr, out=_scratch((G, Cg * kh * kw, OH * OW * N), gr.dtype))
+        gc = gc.reshape(C, kh, kw, OH, OW, N)
         Hq = max((OH - 1) * sh + (kh - 1) * dh + 1, ph + H)
         Wq = max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W)
-        gxp = np.zeros((C, Hq, Wq, N), gc.dtype)
+        gxp = _scratch((C, Hq, Wq, N), gc.dtype)
+        gxp.fill(0)
         for i in range(kh):
             for j in range(kw):
                 gxp[:, i * dh:i * dh + (OH - 1) * sh + 1:sh,
@@ -531,6 +556,35 @@ class NumpyBackend(Backend):
         np.copyto(o, res.reshape(o.shape), casting="unsafe")
 
 
+def _reduce_outer_first(uf: np.ufunc, xa: np.ndarray, axes: Sequence[int], o: np.ndarray) -> bool:
+    """Reduce a contiguous ``xa`` of the form (R0, K, R1) (axes merged: reduced, kept, reduced,
+    as BatchNorm's statistics over (N, H, W) of NCHW) over R0 and R1; False for other forms.
+
+    numpy reduces such a pattern with its inner loop over the short R1 run of every (r0, k) row;
+    reducing R0 first adds whole contiguous rows of K*R1 (vectorised), leaving a small (K, R1)."""
+    if not xa.flags.c_contiguous or xa.ndim < 3:
+        return False
+    red = set(axes)
+    blocks: list[list[int]] = []  # [size, reduced] after merging neighbours and dropping 1s
+    for d, n in enumerate(xa.shape):
+        if n == 1:
+            continue
+        r = int(d in red)
+        if blocks and blocks[-1][1] == r:
+            blocks[-1][0] *= n
+        else:
+            blocks.append([n, r])
+    if [b[1] for b in blocks] != [1, 0, 1]:
+        return False
+    (r0, _), (k, _), (r1, _) = blocks
+    part = uf.reduce(xa.reshape(r0, k * r1), 0)
+    if o.flags.c_contiguous:
+        uf.reduce(part.reshape(k, r1), 1, None, o.reshape(k))
+    else:
+        o[...] = uf.reduce(part.reshape(k, r1), 1).reshape(o.shape)
+    return True
+
+
 def _max_pool_unpadded(xa: np.ndarray, o: np.ndarray, ind: np.ndarray, kh: int, kw: int,
                        sh: int, sw: int, dh: int, dw: int) -> None:
     """Max pooling when every window lies inside the input: each tap is a strided (N, C, OH, OW)
@@ -580,7 +634,7 @@ def _to_last(a: np.ndarray) -> np.ndarray:
     rest = a.shape[1:]
     R = a.size // N if N else 0
     a2 = a.reshape(N, R)
-    out = np.empty((R, N), a.dtype)
+    out = _scratch((R, N), a.dtype)
     step = _TBLOCK // max(N, 1)
     if 0 < N <= 64 and step < R and a.nbytes > _TBLOCK * 16:
         for b in range(0, R, step):
@@ -589,7 +643,7 @@ def _to_last(a: np.ndarray) -> np.ndarray:
     if N >= 8 and (R * a.itemsize) % 512 == 0:
         # a direct transposing copy reads with a stride of the row length, which at multiples of
         # 1 KiB thrashes the cache (5x slower); going through a row-padded copy avoids the aliasing
-        padded = np.empty((N, R + 16), a.dtype)
+        padded = _scratch((N, R + 16), a.dtype)
         padded[:, :R] = a2
         a2 = padded[:, :R]
     np.copyto(out, a2.T)
@@ -606,7 +660,7 @@ def _from_last(r: np.ndarray, o: np.ndarray) -> None:
             np.copyto(o2[:, b:b + step], r[b:b + step].T)
         return
     if N >= 64 and (N * r.itemsize) % 512 == 0:  # the row-padded copy of _to_last, mirrored
-        padded = np.empty((R, N + 16), r.dtype)
+        padded = _scratch((R, N + 16), r.dtype)
         padded[:, :N] = r
         r = padded[:, :N]
     np.copyto(o, r.T.reshape(o.shape))  # splitting the strided axis is a view
@@ -622,10 +676,11 @@ def _conv_forward(xa: np.ndarray, wa: np.ndarray, o: np.ndarray, stride: Sequenc
     g = groups
     cols = _conv_cols(xa, (kh, kw), (OH, OW), stride, padding, dilation)  # (C*K, L*N)
     wm = np.ascontiguousarray(wa).reshape(g, O // g, Cg * kh * kw)
+    r = _scratch((g, O // g, OH * OW * N), cols.dtype)
     if g == 1:
-        r = np.matmul(wm[0], cols)
+        np.matmul(wm[0], cols, out=r[0])
     else:
-        r = np.matmul(wm, cols.reshape(g, Cg * kh * kw, OH * OW * N))  # explicit: C may be 0
+        np.matmul(wm, cols.reshape(g, Cg * kh * kw, OH * OW * N), out=r)  # explicit: C may be 0
     _from_last(r.reshape(O * OH * OW, N), o)
 
 
@@ -638,11 +693,18 @@ def _conv_cols(xa: np.ndarray, k: Sequence[int], osz: Sequence[int], stride: Seq
     Wq = max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W)
     xl = _to_last(xa)  # (C, H, W, N)
     if (Hq, Wq) != (H, W):
-        xp = np.zeros((C, Hq, Wq, N), xa.dtype)
+        xp = _scratch((C, Hq, Wq, N), xa.dtype)
+        # zero the border only: the interior is overwritten
+        xp[:, :ph] = 0
+        xp[:, ph + H:] = 0
+        xp[:, ph:ph + H, :pw] = 0
+        xp[:, ph:ph + H, pw + W:] = 0
         xp[:, ph:ph + H, pw:pw + W] = xl
     else:
         xp = xl
     a, b, c, e = xp.strides
     v = np.lib.stride_tricks.as_strided(xp, (C, kh, kw, OH, OW, N),
                                         (a, b * dh, c * dw, b * sh, c * sw, e))
-    return v.reshape(C * kh * kw, OH * OW * N)
+    cols = _scratch((C, kh, kw, OH, OW, N), xa.dtype)
+    np.copyto(cols, v)
+    return cols.reshape(C * kh * kw, OH * OW * N)
