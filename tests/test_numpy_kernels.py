@@ -273,3 +273,18 @@ def test_buffer_pool_respects_its_cap() -> None:
     held.clear()
     p.allocate(8192)  # over the cap with every pooled buffer free: they are dropped first
     assert p.pooled_bytes == 8192
+
+
+def test_philox_out_argument() -> None:
+    from portagrad.backends import philox
+
+    out = np.full(5, np.nan, np.float32)
+    assert philox.uniform(5, 3, 9, 0.0, 1.0, np.float32, out=out) is out
+    np.testing.assert_array_equal(out, philox.uniform(5, 3, 9, 0.0, 1.0, np.float32))
+    o64 = np.empty(4)
+    philox.normal(4, 3, 9, 0.0, 1.0, np.float64, out=o64)
+    np.testing.assert_array_equal(o64, philox.normal(4, 3, 9, 0.0, 1.0, np.float64))
+    with pytest.raises(ValueError, match="contiguous 1-D float32 array of 5 elements"):
+        philox.uniform(5, 3, 9, 0.0, 1.0, np.float32, out=np.empty(5))
+    with pytest.raises(ValueError, match="got float32 of shape \\(2, 3\\)"):
+        philox.uniform(6, 3, 9, 0.0, 1.0, np.float32, out=np.empty((2, 3), np.float32))

@@ -87,15 +87,28 @@ def philox4x32(counter: np.ndarray, seed: int) -> tuple[np.ndarray, ...]:
     return tuple(o.reshape(np.shape(counter)) for o in outs)
 
 
+def _out(out: np.ndarray | None, n: int, dt: np.dtype[Any]) -> np.ndarray:
+    if out is None:
+        return np.empty(n, dt)
+    if out.shape != (n,) or out.dtype != dt or not out.flags.c_contiguous:
+        raise ValueError(f"philox: out must be a contiguous 1-D {dt} array of {n} elements, "
+                         f"got {out.dtype} of shape {out.shape}")
+    return out
+
+
 def _u53(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     return ((hi >> 5).astype(np.float64) * 67108864.0 + (lo >> 6).astype(np.float64)) * (2.0 ** -53)
 
 
-def uniform(n: int, seed: int, offset: int, low: float, high: float, np_dtype: DTypeLike) -> np.ndarray:
-    """``n`` uniform numbers in ``[low, high)`` of ``np_dtype`` for counters ``offset..offset+n-1``."""
+def uniform(n: int, seed: int, offset: int, low: float, high: float, np_dtype: DTypeLike,
+            out: np.ndarray | None = None) -> np.ndarray:
+    """``n`` uniform numbers in ``[low, high)`` of ``np_dtype`` for counters ``offset..offset+n-1``.
+
+    ``out``: a contiguous 1-D array of ``n`` elements of ``np_dtype`` to fill and return (else a
+    new one)."""
     dt: np.dtype[Any] = np.dtype(np_dtype)
     seed &= 0xFFFFFFFFFFFFFFFF
-    out = np.empty(n, dt)
+    out = _out(out, n, dt)
     lo, span = dt.type(low), dt.type(high - low)
     for i in _chunks(n):
         c = _counters(offset, i, min(i + _CHUNK, n))
@@ -114,10 +127,12 @@ def uniform(n: int, seed: int, offset: int, low: float, high: float, np_dtype: D
     return out
 
 
-def normal(n: int, seed: int, offset: int, mean: float, std: float, np_dtype: DTypeLike) -> np.ndarray:
-    """``n`` normal numbers (Box-Muller in float64) for counters ``offset..offset+n-1``."""
+def normal(n: int, seed: int, offset: int, mean: float, std: float, np_dtype: DTypeLike,
+           out: np.ndarray | None = None) -> np.ndarray:
+    """``n`` normal numbers (Box-Muller in float64) for counters ``offset..offset+n-1``
+    (``out`` as for :func:`uniform`)."""
     seed &= 0xFFFFFFFFFFFFFFFF
-    out = np.empty(n, np_dtype)
+    out = _out(out, n, np.dtype(np_dtype))
     for i in _chunks(n):
         r0, r1, r2, r3 = _rounds(_counters(offset, i, min(i + _CHUNK, n)), seed, 4)
         u1 = ((r0 >> 5).astype(np.float64) * 67108864.0 + (r1 >> 6).astype(np.float64) + 1.0) * (2.0 ** -53)

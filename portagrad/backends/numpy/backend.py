@@ -403,7 +403,10 @@ class NumpyBackend(Backend):
             return
         o = _nd(out)
         gen = philox.uniform if kind == "uniform" else philox.normal
-        o[...] = gen(o.size, seed, offset, a, b, o.dtype).reshape(o.shape)
+        if o.flags.c_contiguous:  # (the contract's outputs are) drawn straight into the tensor
+            gen(o.size, seed, offset, a, b, o.dtype, out=o.reshape(-1))
+        else:
+            o[...] = gen(o.size, seed, offset, a, b, o.dtype).reshape(o.shape)
 
 
     # ------------------------------------------------------- optional fast paths
