@@ -288,3 +288,13 @@ def test_philox_out_argument() -> None:
         philox.uniform(5, 3, 9, 0.0, 1.0, np.float32, out=np.empty(5))
     with pytest.raises(ValueError, match="got float32 of shape \\(2, 3\\)"):
         philox.uniform(6, 3, 9, 0.0, 1.0, np.float32, out=np.empty((2, 3), np.float32))
+
+
+def test_buffer_pool_tracks_a_bounded_number_per_size() -> None:
+    from portagrad.backends.numpy import pool
+
+    if pool._FREE is None:
+        pytest.skip("reference counts are not conclusive on this Python: the pool is off")
+    p = pool.BufferPool(min_bytes=1024, max_bytes=1 << 20, per_size=3)
+    held = [p.allocate(2048) for _ in range(5)]
+    assert p.pooled_bytes == 3 * 2048 and len({h.ctypes.data for h in held}) == 5
