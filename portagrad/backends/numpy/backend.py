@@ -24,8 +24,12 @@ __all__ = ["NumpyBackend"]
 # from this module are noise. A filter costs nothing per call, unlike entering np.errstate.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
 
-# Buffers of the cpu device and the large temporaries of the kernels below come from one pool
+# Buffers of the cpu device come from a pool, the large temporaries of the kernels below from a
+# second one with a small cap: the pool keeps a freed buffer for the next request of its size, and
+# temporaries come in many sizes (one im2col matrix per layer shape) that would otherwise all stay
+# held
 _POOL = BufferPool()
+_SCRATCH_POOL = BufferPool(max_bytes=64 << 20)
 
 
 def _scratch(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
@@ -35,7 +39,7 @@ def _scratch(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     n = dt.itemsize
     for d in shape:
         n *= d
-    return _POOL.allocate(n)[:n].view(dt).reshape(shape)
+    return _SCRATCH_POOL.allocate(n)[:n].view(dt).reshape(shape)
 
 
 # byte strides per (itemsize, element strides): building the tuple costs more than the ndarray
