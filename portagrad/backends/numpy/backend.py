@@ -25,11 +25,11 @@ __all__ = ["NumpyBackend"]
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
 
 # Buffers of the cpu device come from a pool, the large temporaries of the kernels below from a
-# second one with a small cap: the pool keeps a freed buffer for the next request of its size, and
-# temporaries come in many sizes (one im2col matrix per layer shape) that would otherwise all stay
-# held
+# second one with a smaller cap: the pool keeps a freed buffer for the next request of its size,
+# and temporaries come in many sizes (one im2col matrix per layer shape) that all stay held up to
+# the cap
 _POOL = BufferPool()
-_SCRATCH_POOL = BufferPool(max_bytes=64 << 20)
+_SCRATCH_POOL = BufferPool(max_bytes=128 << 20)
 
 
 def _scratch(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
@@ -223,6 +223,7 @@ class NumpyBackend(Backend):
 
     def empty_cache(self, index: int) -> None:
         self._pool.release_free()
+        _SCRATCH_POOL.release_free()
 
     def from_host(self, dst: View, src: np.ndarray, non_blocking: bool = False) -> None:
         _nd(dst)[...] = src.reshape(dst.shape)
