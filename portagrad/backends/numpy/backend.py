@@ -408,7 +408,7 @@ class NumpyBackend(Backend):
             return
         o = _nd(out)
         gen = philox.uniform if kind == "uniform" else philox.normal
-        if o.flags.c_contiguous:  # (the contract's outputs are) drawn straight into the tensor
+        if o.flags.c_contiguous:  # (as the contract says outputs are): drawn straight into it
             gen(o.size, seed, offset, a, b, o.dtype, out=o.reshape(-1))
         else:
             o[...] = gen(o.size, seed, offset, a, b, o.dtype).reshape(o.shape)
