@@ -15,7 +15,9 @@ from .. import philox
 from ..interface import (ARG_REDUCE_OPS, RANDOM_KINDS, REDUCE_OPS, Backend, DeviceProperties, View,
                          unknown_op)
 from ..ufuncs import BINARY_UFUNCS, fit_scalar
+from . import special
 from .norms import NormsMixin
+from .pool import BufferPool
 
 __all__ = ["NumpyBackend"]
 
@@ -23,12 +25,22 @@ __all__ = ["NumpyBackend"]
 # from this module are noise. A filter costs nothing per call, unlike entering np.errstate.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
 
-try:  # scipy's erf is exact to float64 rounding; numpy has none
-    from scipy.special import erf as _erf
-except ImportError:  # pragma: no cover - depends on the environment
-    import math
+# Buffers of the cpu device come from a pool, the large temporaries of the kernels below from a
+# second one with a smaller cap: the pool keeps a freed buffer for the next request of its size,
+# and temporaries come in many sizes (one im2col matrix per layer shape) that all stay held up to
+# the cap
+_POOL = BufferPool()
+_SCRATCH_POOL = BufferPool(max_bytes=128 << 20)
 
-    _erf = np.vectorize(math.erf, otypes=[np.float64])
+
+def _scratch(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """An uninitialised array from the buffer pool: a large temporary reuses memory instead of
+    faulting in fresh pages on every call."""
+    dt = np.dtype(dtype)
+    n = dt.itemsize
+    for d in shape:
+        n *= d
+    return _SCRATCH_POOL.allocate(n)[:n].view(dt).reshape(shape)
 
 
 # byte strides per (itemsize, element strides): building the tuple costs more than the ndarray
@@ -100,10 +112,6 @@ def _sigmoid(x: np.ndarray, out: np.ndarray) -> None:
     np.divide(np.where(x >= 0, 1, e), 1 + e, out=out)
 
 
-def _erf_op(x: np.ndarray, out: np.ndarray) -> None:
-    out[...] = _erf(x)
-
-
 def _sign(x: np.ndarray, out: np.ndarray) -> None:
     if x.dtype == np.bool_:
         out[...] = x
@@ -120,7 +128,7 @@ _UNARY = {
     "reciprocal": np.reciprocal, "logical_not": np.logical_not, "isnan": np.isnan,
     "isinf": np.isinf,
 }
-_UNARY_FN = {"relu": _relu, "rsqrt": _rsqrt, "sigmoid": _sigmoid, "erf": _erf_op, "sign": _sign}
+_UNARY_FN = {"relu": _relu, "rsqrt": _rsqrt, "sigmoid": _sigmoid, "erf": special.erf, "sign": _sign}
 
 _REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 
@@ -182,7 +190,7 @@ class NumpyBackend(NormsMixin, Backend):
     device_type = "cpu"
 
     def __init__(self) -> None:
-        pass
+        self._pool = _POOL  # large buffers are reused: no page faults on each first write
 
     # ---------------------------------------------------------------- devices
     def device_count(self) -> int:
@@ -202,9 +210,14 @@ class NumpyBackend(NormsMixin, Backend):
     # ----------------------------------------------------------------- memory
     def allocate(self, index: int, nbytes: int) -> np.ndarray:
         try:
-            return np.empty(nbytes, np.uint8)
+            return self._pool.allocate(nbytes)
         except (MemoryError, ValueError, OverflowError):  # (numpy: "Maximum allowed dimension
             # exceeded" past its index type)
+            self._pool.release_free()
+            try:
+                return np.empty(nbytes, np.uint8)
+            except (MemoryError, ValueError, OverflowError):
+                pass
             raise OutOfMemoryError(
                 f"cpu: failed to allocate {nbytes} bytes of host memory") from None
 
@@ -216,7 +229,8 @@ class NumpyBackend(NormsMixin, Backend):
         return None
 
     def empty_cache(self, index: int) -> None:
-        return None
+        self._pool.release_free()
+        _SCRATCH_POOL.release_free()
 
     def from_host(self, dst: View, src: np.ndarray, non_blocking: bool = False) -> None:
         _nd(dst)[...] = src.reshape(dst.shape)
@@ -322,6 +336,9 @@ class NumpyBackend(NormsMixin, Backend):
             _via_f32(self.reduce, (3,), op, x, axes, out)
             return
         xa, o = _nd(x), _nd(out)
+        if op == "sum" and xa.dtype.kind == "f" and xa.dtype == o.dtype and \
+                _reduce_outer_first(_REDUCE[op], xa, axes, o):
+            return
         # the ufunc's reduce is what np.sum/np.max call, without their argument handling
         dt = o.dtype if xa.dtype.kind == "b" and (op == "sum" or op == "prod") else None
         # numpy's stubs type `out` and `keepdims` as keyword-only; numpy takes them positionally
@@ -403,7 +420,10 @@ class NumpyBackend(NormsMixin, Backend):
             return
         o = _nd(out)
         gen = philox.uniform if kind == "uniform" else philox.normal
-        o[...] = gen(o.size, seed, offset, a, b, o.dtype).reshape(o.shape)
+        if o.flags.c_contiguous:  # (as the contract says outputs are): drawn straight into it
+            gen(o.size, seed, offset, a, b, o.dtype, out=o.reshape(-1))
+        else:
+            o[...] = gen(o.size, seed, offset, a, b, o.dtype).reshape(o.shape)
 
 
     # ------------------------------------------------------- optional fast paths
@@ -415,15 +435,7 @@ class NumpyBackend(NormsMixin, Backend):
         if x.dtype is _BFD:
             _via_f32(self.conv2d, (2,), x, w, out, stride, padding, dilation, groups)
             return
-        xa, wa, o = _nd(x), _nd(w), _nd(out)
-        N = xa.shape[0]
-        O, Cg, kh, kw = wa.shape
-        OH, OW = o.shape[2:]
-        g = groups
-        cols = _conv_cols(xa, (kh, kw), (OH, OW), stride, padding, dilation)  # (C*K, L*N)
-        r = np.matmul(np.ascontiguousarray(wa).reshape(g, O // g, Cg * kh * kw),
-                      cols.reshape(g, Cg * kh * kw, OH * OW * N))  # (g, O/g, L*N); explicit: C may be 0
-        _from_last(r.reshape(O * OH * OW, N), o)
+        _conv_forward(_nd(x), _nd(w), _nd(out), stride, padding, dilation, groups)
 
     def conv2d_grad_input(self, g: View, w: View, out: View, stride: Sequence[int],
                           padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
@@ -435,13 +447,23 @@ class NumpyBackend(NormsMixin, Backend):
         O, Cg, kh, kw = wa.shape
         OH, OW = ga.shape[2:]
         G = groups
+        (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+        if sh == sw == 1 and ph <= dh * (kh - 1) and pw <= dw * (kw - 1):
+            # a stride-1 input gradient is the convolution of g, padded by d*(k-1) - p, with the
+            # flipped kernel, channels in and out swapped per group: im2col of g and one GEMM,
+            # no scatter-add of a (C*kh*kw, OH*OW*N) column matrix
+            wf = wa.reshape(G, O // G, Cg, kh, kw).transpose(0, 2, 1, 3, 4)[..., ::-1, ::-1]
+            _conv_forward(ga, wf.reshape(C, O // G, kh, kw), o, (1, 1),
+                          (dh * (kh - 1) - ph, dw * (kw - 1) - pw), (dh, dw), G)
+            return
         gr = _to_last(ga).reshape(G, O // G, OH * OW * N)
         wt = np.ascontiguousarray(wa).reshape(G, O // G, Cg * kh * kw).transpose(0, 2, 1)
-        gc = np.matmul(wt, gr).reshape(C, kh, kw, OH, OW, N)
-        (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+        gc = np.matmul(wt, gr, out=_scratch((G, Cg * kh * kw, OH * OW * N), gr.dtype))
+        gc = gc.reshape(C, kh, kw, OH, OW, N)
         Hq = max((OH - 1) * sh + (kh - 1) * dh + 1, ph + H)
         Wq = max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W)
-        gxp = np.zeros((C, Hq, Wq, N), gc.dtype)
+        gxp = _scratch((C, Hq, Wq, N), gc.dtype)
+        gxp.fill(0)
         for i in range(kh):
             for j in range(kw):
                 gxp[:, i * dh:i * dh + (OH - 1) * sh + 1:sh,
@@ -462,6 +484,9 @@ class NumpyBackend(NormsMixin, Backend):
         G = groups
         cols = _conv_cols(xa, (kh, kw), (OH, OW), stride, padding, dilation)
         gr = _to_last(ga).reshape(G, O // G, OH * OW * N)
+        if G == 1 and o.flags.c_contiguous:  # one matrix: BLAS for the transposed operand
+            np.matmul(gr[0], cols.T, out=o.reshape(O, Cg * kh * kw))
+            return
         r = np.matmul(gr, cols.reshape(G, Cg * kh * kw, OH * OW * N).transpose(0, 2, 1))  # (G, O/G, CgK)
         o[...] = r.reshape(o.shape)
 
@@ -551,6 +576,35 @@ class NumpyBackend(NormsMixin, Backend):
         np.copyto(o, res.reshape(o.shape), casting="unsafe")
 
 
+def _reduce_outer_first(uf: np.ufunc, xa: np.ndarray, axes: Sequence[int], o: np.ndarray) -> bool:
+    """Reduce a contiguous ``xa`` of the form (R0, K, R1) (axes merged: reduced, kept, reduced,
+    as BatchNorm's statistics over (N, H, W) of NCHW) over R0 and R1; False for other forms.
+
+    numpy reduces such a pattern with its inner loop over the short R1 run of every (r0, k) row;
+    reducing R0 first adds whole contiguous rows of K*R1 (vectorised), leaving a small (K, R1)."""
+    if not xa.flags.c_contiguous or xa.ndim < 3:
+        return False
+    red = set(axes)
+    blocks: list[list[int]] = []  # [size, reduced] after merging neighbours and dropping 1s
+    for d, n in enumerate(xa.shape):
+        if n == 1:
+            continue
+        r = int(d in red)
+        if blocks and blocks[-1][1] == r:
+            blocks[-1][0] *= n
+        else:
+            blocks.append([n, r])
+    if [b[1] for b in blocks] != [1, 0, 1]:
+        return False
+    (r0, _), (k, _), (r1, _) = blocks
+    part = uf.reduce(xa.reshape(r0, k * r1), 0)
+    if o.flags.c_contiguous:
+        uf.reduce(part.reshape(k, r1), 1, None, o.reshape(k))
+    else:
+        o[...] = uf.reduce(part.reshape(k, r1), 1).reshape(o.shape)
+    return True
+
+
 def _max_pool_unpadded(xa: np.ndarray, o: np.ndarray, ind: np.ndarray, kh: int, kw: int,
                        sh: int, sw: int, dh: int, dw: int) -> None:
     """Max pooling when every window lies inside the input: each tap is a strided (N, C, OH, OW)
@@ -587,17 +641,29 @@ def _max_pool_unpadded(xa: np.ndarray, o: np.ndarray, ind: np.ndarray, kh: int, 
     np.add(np.take(off, tap), base, out=ind)
 
 
+# Elements per block of a transposing copy between (N, R) and (R, N) with a small N (a batch):
+# a block of R-columns stays in the L2 cache while the other side is written, where an unblocked
+# copy fetches each cache line of the strided side once per element it holds, from memory once
+# the array outgrows the cache.
+_TBLOCK = 1 << 16
+
+
 def _to_last(a: np.ndarray) -> np.ndarray:
-    """``a`` (N, ...) as a contiguous (..., N) array. A direct transposing copy reads with a stride
-    of the row length, which at multiples of 1 KiB thrashes the cache (5x slower); going through
-    a row-padded copy avoids the aliasing."""
+    """``a`` (N, ...) as a contiguous (..., N) array."""
     N = a.shape[0]
     rest = a.shape[1:]
     R = a.size // N if N else 0
     a2 = a.reshape(N, R)
-    out = np.empty((R, N), a.dtype)
+    out = _scratch((R, N), a.dtype)
+    step = _TBLOCK // max(N, 1)
+    if 0 < N <= 64 and step < R and a.nbytes > _TBLOCK * 16:
+        for b in range(0, R, step):
+            np.copyto(out[b:b + step], a2[:, b:b + step].T)
+        return out.reshape(rest + (N,))
     if N >= 8 and (R * a.itemsize) % 512 == 0:
-        padded = np.empty((N, R + 16), a.dtype)
+        # a direct transposing copy reads with a stride of the row length, which at multiples of
+        # 1 KiB thrashes the cache (5x slower); going through a row-padded copy avoids the aliasing
+        padded = _scratch((N, R + 16), a.dtype)
         padded[:, :R] = a2
         a2 = padded[:, :R]
     np.copyto(out, a2.T)
@@ -606,7 +672,36 @@ def _to_last(a: np.ndarray) -> np.ndarray:
 
 def _from_last(r: np.ndarray, o: np.ndarray) -> None:
     """Write ``r`` (R, N) (batch innermost) into ``o`` (N, ...)."""
+    R, N = r.shape
+    step = _TBLOCK // max(N, 1)
+    if 0 < N <= 64 and step < R and o.flags.c_contiguous and r.nbytes > _TBLOCK * 16:
+        o2 = o.reshape(N, R)
+        for b in range(0, R, step):
+            np.copyto(o2[:, b:b + step], r[b:b + step].T)
+        return
+    if N >= 64 and (N * r.itemsize) % 512 == 0:  # the row-padded copy of _to_last, mirrored
+        padded = _scratch((R, N + 16), r.dtype)
+        padded[:, :N] = r
+        r = padded[:, :N]
     np.copyto(o, r.T.reshape(o.shape))  # splitting the strided axis is a view
+
+
+def _conv_forward(xa: np.ndarray, wa: np.ndarray, o: np.ndarray, stride: Sequence[int],
+                  padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
+    """``o`` (N, O, OH, OW) = the convolution of ``xa`` (N, C, H, W) with ``wa``: im2col, then
+    one GEMM per group."""
+    N = xa.shape[0]
+    O, Cg, kh, kw = wa.shape
+    OH, OW = o.shape[2:]
+    g = groups
+    cols = _conv_cols(xa, (kh, kw), (OH, OW), stride, padding, dilation)  # (C*K, L*N)
+    wm = np.ascontiguousarray(wa).reshape(g, O // g, Cg * kh * kw)
+    r = _scratch((g, O // g, OH * OW * N), cols.dtype)
+    if g == 1:
+        np.matmul(wm[0], cols, out=r[0])
+    else:
+        np.matmul(wm, cols.reshape(g, Cg * kh * kw, OH * OW * N), out=r)  # explicit: C may be 0
+    _from_last(r.reshape(O * OH * OW, N), o)
 
 
 def _conv_cols(xa: np.ndarray, k: Sequence[int], osz: Sequence[int], stride: Sequence[int],
@@ -618,11 +713,18 @@ def _conv_cols(xa: np.ndarray, k: Sequence[int], osz: Sequence[int], stride: Seq
     Wq = max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W)
     xl = _to_last(xa)  # (C, H, W, N)
     if (Hq, Wq) != (H, W):
-        xp = np.zeros((C, Hq, Wq, N), xa.dtype)
+        xp = _scratch((C, Hq, Wq, N), xa.dtype)
+        # zero the border only: the interior is overwritten
+        xp[:, :ph] = 0
+        xp[:, ph + H:] = 0
+        xp[:, ph:ph + H, :pw] = 0
+        xp[:, ph:ph + H, pw + W:] = 0
         xp[:, ph:ph + H, pw:pw + W] = xl
     else:
         xp = xl
     a, b, c, e = xp.strides
     v = np.lib.stride_tricks.as_strided(xp, (C, kh, kw, OH, OW, N),
                                         (a, b * dh, c * dw, b * sh, c * sw, e))
-    return v.reshape(C * kh * kw, OH * OW * N)
+    cols = _scratch((C, kh, kw, OH, OW, N), xa.dtype)
+    np.copyto(cols, v)
+    return cols.reshape(C * kh * kw, OH * OW * N)

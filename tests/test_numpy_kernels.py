@@ -1,0 +1,300 @@
+"""The numpy backend's own kernels: erf without scipy, the Philox reference, convolution.
+
+These call the host functions directly (they are the ``cpu`` device's kernels), against
+``math.erf``, literal Philox words and a direct-sum convolution.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from portagrad.backends.numpy.special import erf
+
+# Maximum errors in units in the last place (ulp of the reference rounded to the dtype), as
+# measured over the grids below: float64 against math.erf, float32 and float16 against math.erf
+# rounded to the dtype.
+MAX_ULP = {np.float64: 2.0, np.float32: 2.0, np.float16: 1.0}
+
+
+def _grid(dt: type) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    tiny = np.finfo(dt).smallest_subnormal
+    parts = [np.linspace(-7, 7, 40001), rng.standard_normal(20000) * 2,
+             np.geomspace(float(tiny), 1.0, 4000), np.geomspace(1.0, 1e30, 200)]
+    x = np.concatenate(parts)
+    x = np.concatenate([x, -x, [0.0, -0.0, float(tiny), -float(tiny)]])
+    with np.errstate(over="ignore"):
+        return x.astype(dt)
+
+
+def _ulp_errors(dt: type, x: np.ndarray) -> np.ndarray:
+    out = np.empty_like(x)
+    erf(x, out)
+    ref = np.array([math.erf(v) for v in x.astype(np.float64).tolist()])
+    spacing = np.spacing(np.abs(ref).astype(dt)).astype(np.float64)
+    return np.abs(out.astype(np.float64) - ref) / spacing
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32, np.float16])
+def test_erf_max_ulp_error(dt: type) -> None:
+    err = _ulp_errors(dt, _grid(dt))
+    assert err.max() <= MAX_ULP[dt], f"max error {err.max()} ulp at {_grid(dt)[err.argmax()]!r}"
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_erf_special_values(dt: type) -> None:
+    x = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 6.5, -40.0], dt)
+    out = np.empty_like(x)
+    erf(x, out)
+    np.testing.assert_array_equal(out[[0, 1, 3, 4, 5, 6]], np.array([1, -1, 0, 0, 1, -1], dt))
+    assert np.isnan(out[2])
+    assert np.signbit(out[4]) and not np.signbit(out[3])  # erf(-0.0) is -0.0
+    tiny = np.finfo(dt).smallest_subnormal * 1000
+    erf(np.array([tiny], dt), out[:1])
+    assert out[0] == dt(tiny * (2 / math.sqrt(math.pi)))  # subnormals are not flushed
+
+
+def test_erf_strided_in_place_and_other_dtype_out() -> None:
+    x = np.linspace(-3, 3, 24, dtype=np.float32).reshape(4, 6)
+    want = np.array([[math.erf(v) for v in row] for row in x.tolist()])
+    out = np.empty((6, 4), np.float32).T  # not contiguous
+    erf(x[:, ::1], out)
+    np.testing.assert_allclose(out, want, rtol=3e-7, atol=1e-7)
+    y = x.copy()
+    erf(y, y)  # in place
+    np.testing.assert_allclose(y, want, rtol=3e-7, atol=1e-7)
+    o64 = np.empty((4, 6))
+    erf(x[::-1], o64)  # a float32 input written into float64
+    np.testing.assert_allclose(o64, want[::-1], rtol=3e-7, atol=1e-7)
+
+
+# ------------------------------------------------------------------------ Philox reference
+# Words of the reference as it was before its chunked rewrite (the first column for seed 0 is
+# Random123's known-answer vector for counter 0, key 0); the rewrite must stay bit-identical.
+_COUNTERS = [0, 1, 2**32 - 1, 2**32, 2**64 - 1]
+_WORDS = {
+    0: [[0x6627e8d5, 0xf8e4cca4, 0xc5b20a9d, 0x6ad0c5ec, 0xf3ce744d],
+        [0xe169c58d, 0x5cb200db, 0x4434ec4e, 0xea236249, 0xdfb9980f],
+        [0xbc57ac4c, 0xb1a574eb, 0x11bbe4fb, 0x73a459f5, 0x5a7caad1],
+        [0x9b00dbd8, 0x097eff67, 0x2a1ef7a5, 0x074944b3, 0x25d14252]],
+    2**64 - 1: [[0x72a47709, 0x19fed511, 0xc25672de, 0x85af3999, 0x4d18d7d2],
+                [0x15474739, 0x4b67e034, 0x7c03af71, 0xf0ea2a5e, 0x430ac65a],
+                [0x9f41b01f, 0x9d2c02e2, 0xc1b7863e, 0x1c58f27c, 0xbd2fa22a],
+                [0x22799a5a, 0x9fe857b4, 0x1d02bb96, 0x402bd930, 0x0afae10d]],
+    0x0123456789ABCDEF: [[0xb850222e, 0xadca1466, 0x073402a4, 0xd9412d6a, 0x6e31b035],
+                         [0xc58cb04b, 0x523e0d85, 0x9775331e, 0x59dd3f68, 0x36a95fcb],
+                         [0x14a7a020, 0x65401425, 0x64c992ad, 0x9d46a012, 0x9d22ca15],
+                         [0x7a84fff9, 0xb299da3f, 0x325045ac, 0x5d27ddd9, 0x16df4072]],
+}
+
+
+@pytest.mark.parametrize("seed", sorted(_WORDS))
+def test_philox_words_literal(seed: int) -> None:
+    from portagrad.backends import philox
+
+    words = philox.philox4x32(np.array(_COUNTERS, np.uint64), seed)
+    for got, want in zip(words, _WORDS[seed]):
+        assert got.dtype == np.uint32
+        assert got.tolist() == want
+
+
+def test_philox_draws_literal() -> None:
+    from portagrad.backends import philox
+
+    assert philox.uniform(4, 42, 17, 0.0, 1.0, np.float32).tolist() == [
+        0.09665614366531372, 0.681258499622345, 0.32806164026260376, 0.3399675488471985]
+    assert philox.uniform(3, 42, 17, -1.0, 2.0, np.float64).tolist() == [
+        -0.7100314467542942, 1.0437755419470673, -0.015814986243585905]
+    assert philox.uniform(3, 42, 17, 0.0, 1.0, np.float16).tolist() == [
+        0.0966796875, 0.68115234375, 0.328125]
+    assert philox.normal(3, 7, 2**32 - 1, 0.0, 1.0, np.float64).tolist() == [
+        0.6584879651089764, 1.7940642576363908, -1.3802004056043036]
+
+
+def _philox_unchunked(counter: np.ndarray, seed: int) -> list[np.ndarray]:
+    """The textbook rounds on whole arrays: what the chunked reference must reproduce."""
+    m = np.uint64(0xFFFFFFFF)
+    c = [counter & m, counter >> np.uint64(32), np.zeros_like(counter), np.zeros_like(counter)]
+    k0, k1 = seed & 0xFFFFFFFF, seed >> 32
+    for _ in range(10):
+        p0, p1 = c[0] * np.uint64(0xD2511F53), c[2] * np.uint64(0xCD9E8D57)
+        c = [(p1 >> np.uint64(32)) ^ c[1] ^ np.uint64(k0), p1 & m,
+             (p0 >> np.uint64(32)) ^ c[3] ^ np.uint64(k1), p0 & m]
+        k0, k1 = (k0 + 0x9E3779B9) & 0xFFFFFFFF, (k1 + 0xBB67AE85) & 0xFFFFFFFF
+    return [w.astype(np.uint32) for w in c]
+
+
+@pytest.mark.parametrize("n", [1, 16383, 16384, 40000])
+def test_philox_chunk_edges(n: int) -> None:
+    from portagrad.backends import philox
+
+    offset, seed = 2**32 - 20000, 0xDEADBEEF12345678
+    counter = np.arange(n, dtype=np.uint64) + np.uint64(offset)
+    want = _philox_unchunked(counter, seed)
+    got = philox.philox4x32(counter, seed)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    u = philox.uniform(n, seed, offset, -1.0, 1.0, np.float32)
+    np.testing.assert_array_equal(
+        u, np.float32(-1) + np.float32(2) * ((want[0] >> 8).astype(np.float32) * np.float32(2**-24)))
+    u64 = philox.uniform(n, seed, offset, 0.0, 1.0, np.float64)
+    np.testing.assert_array_equal(
+        u64, ((want[0] >> 5).astype(np.float64) * 2.0**26 + (want[1] >> 6)) * 2.0**-53)
+
+
+# -------------------------------------------------------------------------------- convolution
+def _ref_conv(x: np.ndarray, w: np.ndarray, stride: tuple[int, int], padding: tuple[int, int],
+              dilation: tuple[int, int], groups: int) -> tuple[np.ndarray, ...]:
+    """Forward, and the input/weight gradients for an all-ones-times-``g`` seed, by direct sums
+    over the kernel taps in float64."""
+    N, C, H, W = x.shape
+    O, Cg, kh, kw = w.shape
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    OH = (H + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    OW = (W + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    xp = np.zeros((N, C, H + 2 * ph, W + 2 * pw))
+    xp[:, :, ph:ph + H, pw:pw + W] = x
+    g = np.random.default_rng(1).standard_normal((N, O, OH, OW))
+    out = np.zeros((N, O, OH, OW))
+    gxp = np.zeros_like(xp)
+    gw = np.zeros(w.shape)
+    Og = O // groups
+    for q in range(groups):
+        cs, os_ = slice(q * Cg, (q + 1) * Cg), slice(q * Og, (q + 1) * Og)
+        for u in range(kh):
+            for v in range(kw):
+                win = (slice(None), cs, slice(u * dh, u * dh + (OH - 1) * sh + 1, sh),
+                       slice(v * dw, v * dw + (OW - 1) * sw + 1, sw))
+                out[:, os_] += np.einsum("ncij,oc->noij", xp[win], w[os_, :, u, v])
+                gxp[win] += np.einsum("noij,oc->ncij", g[:, os_], w[os_, :, u, v])
+                gw[os_, :, u, v] += np.einsum("noij,ncij->oc", g[:, os_], xp[win])
+    return out, g, gxp[:, :, ph:ph + H, pw:pw + W], gw
+
+
+_CONV_CASES = [  # (N, C, H, W, O, kh, kw, stride, padding, dilation, groups)
+    (2, 3, 9, 8, 4, 3, 3, (1, 1), (1, 1), (1, 1), 1),
+    (3, 4, 8, 8, 6, 3, 3, (2, 2), (1, 1), (1, 1), 1),
+    (2, 4, 7, 9, 4, 3, 2, (1, 2), (0, 1), (2, 1), 2),
+    (2, 6, 6, 6, 6, 3, 3, (1, 1), (3, 0), (1, 1), 3),  # padding > kernel - 1: the col2im path
+    (1, 2, 5, 5, 3, 1, 1, (2, 2), (0, 0), (1, 1), 1),
+    (20, 2, 6, 5, 3, 3, 3, (1, 1), (2, 2), (2, 2), 1),  # a batch wider than a few registers
+]
+
+
+@pytest.mark.parametrize("case", _CONV_CASES)
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_conv_kernels_against_direct_sums(case: tuple, dt: type) -> None:
+    from portagrad import _dtype
+    from portagrad._shape import contiguous_strides
+    from portagrad.backends.interface import View
+    from portagrad.backends.numpy.backend import NumpyBackend
+
+    N, C, H, W, O, kh, kw, stride, padding, dilation, groups = case
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((N, C, H, W))
+    w = rng.standard_normal((O, C // groups, kh, kw))
+    out, g, gx, gw = _ref_conv(x, w, stride, padding, dilation, groups)
+    pdt = _dtype.float32 if dt == np.float32 else _dtype.float64
+
+    def view(a: np.ndarray) -> View:
+        a = np.ascontiguousarray(a, dt)
+        return View(a.reshape(-1).view(np.uint8), 0, a.shape, contiguous_strides(a.shape), pdt)
+
+    be = NumpyBackend()
+    args = (stride, padding, dilation, groups)
+    tol = {"rtol": 1e-4, "atol": 1e-4} if dt == np.float32 else {"rtol": 1e-10, "atol": 1e-10}
+    for fn, a, b, want in [(be.conv2d, x, w, out), (be.conv2d_grad_input, g, w, gx),
+                           (be.conv2d_grad_weight, x, g, gw)]:
+        o = view(np.full(want.shape, np.nan))
+        fn(view(a), view(b), o, *args)
+        got = np.ndarray(want.shape, dt, o.buffer)
+        np.testing.assert_allclose(got, want, **tol, err_msg=fn.__name__)
+
+
+# -------------------------------------------------------------------------------- reductions
+@pytest.mark.parametrize("shape,axes", [
+    ((4, 6, 5, 3), (0, 2, 3)),  # BatchNorm's statistics: (R0, K, R1)
+    ((3, 1, 7, 2, 2), (0, 3, 4)),  # a size-1 axis between
+    ((2, 3, 4), (0, 1)),  # (R, K): numpy's own path
+    ((5, 4, 3), (1,)),  # (K, R, K): numpy's own path
+    ((0, 3, 2), (0, 2)),  # empty
+])
+def test_sum_over_outer_and_inner_axes(shape: tuple[int, ...], axes: tuple[int, ...]) -> None:
+    from portagrad import _dtype
+    from portagrad._shape import contiguous_strides
+    from portagrad.backends.interface import View
+    from portagrad.backends.numpy.backend import NumpyBackend
+
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    want = x.astype(np.float64).sum(axes, keepdims=True)
+    xv = View(x.reshape(-1).view(np.uint8), 0, x.shape, contiguous_strides(x.shape), _dtype.float32)
+    o = np.full(want.shape, np.nan, np.float32)
+    ov = View(o.reshape(-1).view(np.uint8), 0, o.shape, contiguous_strides(o.shape), _dtype.float32)
+    NumpyBackend().reduce("sum", xv, axes, ov)
+    np.testing.assert_allclose(o, want, rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------------------------------------- buffer pool
+def test_buffer_pool_reuses_only_unreferenced_buffers() -> None:
+    from portagrad.backends.numpy import pool
+
+    if pool._FREE is None:
+        pytest.skip("reference counts are not conclusive on this Python: the pool is off")
+    p = pool.BufferPool(min_bytes=1024, max_bytes=1 << 20)
+    a = p.allocate(4096)
+    addr = a.ctypes.data
+    view = a[100:200].view(np.float32)  # a view keeps its buffer in use
+    del a
+    b = p.allocate(4096)
+    assert b.ctypes.data != addr
+    del view
+    c = p.allocate(4096)
+    assert c.ctypes.data == addr  # free again: handed out again
+    assert p.allocate(100).size == 100  # below min_bytes: not pooled
+    assert p.pooled_bytes == 8192
+    del b
+    p.release_free()
+    assert p.pooled_bytes == 4096  # c is still in use
+    del c
+    p.release_free()
+    assert p.pooled_bytes == 0
+
+
+def test_buffer_pool_respects_its_cap() -> None:
+    from portagrad.backends.numpy import pool
+
+    if pool._FREE is None:
+        pytest.skip("reference counts are not conclusive on this Python: the pool is off")
+    p = pool.BufferPool(min_bytes=1024, max_bytes=10000)
+    held = [p.allocate(4096) for _ in range(4)]  # the third and fourth exceed the cap
+    assert p.pooled_bytes == 8192 and all(h.size == 4096 for h in held)
+    held.clear()
+    p.allocate(8192)  # over the cap with every pooled buffer free: they are dropped first
+    assert p.pooled_bytes == 8192
+
+
+def test_philox_out_argument() -> None:
+    from portagrad.backends import philox
+
+    out = np.full(5, np.nan, np.float32)
+    assert philox.uniform(5, 3, 9, 0.0, 1.0, np.float32, out=out) is out
+    np.testing.assert_array_equal(out, philox.uniform(5, 3, 9, 0.0, 1.0, np.float32))
+    o64 = np.empty(4)
+    philox.normal(4, 3, 9, 0.0, 1.0, np.float64, out=o64)
+    np.testing.assert_array_equal(o64, philox.normal(4, 3, 9, 0.0, 1.0, np.float64))
+    with pytest.raises(ValueError, match="contiguous 1-D float32 array of 5 elements"):
+        philox.uniform(5, 3, 9, 0.0, 1.0, np.float32, out=np.empty(5))
+    with pytest.raises(ValueError, match="got float32 of shape \\(2, 3\\)"):
+        philox.uniform(6, 3, 9, 0.0, 1.0, np.float32, out=np.empty((2, 3), np.float32))
+
+
+def test_buffer_pool_tracks_a_bounded_number_per_size() -> None:
+    from portagrad.backends.numpy import pool
+
+    if pool._FREE is None:
+        pytest.skip("reference counts are not conclusive on this Python: the pool is off")
+    p = pool.BufferPool(min_bytes=1024, max_bytes=1 << 20, per_size=3)
+    held = [p.allocate(2048) for _ in range(5)]
+    assert p.pooled_bytes == 3 * 2048 and len({h.ctypes.data for h in held}) == 5
