@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_opencl_conv import CONV_CASES, _conv_run, _need_fp64, _tol
 
 import portagrad as pg
 import portagrad.nn.functional as F
 from portagrad.backends.opencl import conv as conv_mod
 from portagrad.backends.opencl import gemm, gemm_tune
+from portagrad.testing.conformance import conv_checks as cc
+from portagrad.testing.conformance.conv_checks import CONV_CASES, _conv_run, _tol
+
+
+def _need_fp64(device: str) -> None:
+    try:
+        cc.need_fp64(device)
+    except cc.NoFloat64 as exc:
+        pytest.skip(str(exc))
 
 pytestmark = pytest.mark.usefixtures("opencl_devices")
 
