@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import warnings
 import weakref
 from collections.abc import Sequence
@@ -257,7 +258,11 @@ class XpBackend(Backend):
             return
         lay = self._layout(out)
         if lay.broadcast:
-            raise RuntimeError(f"xp: cannot write into a broadcast (stride 0) view {out}")
+            # several positions share one element (``x.expand(3, 3).fill_(1)``): the last write
+            # in C order wins, as in numpy and PyTorch's CPU kernels
+            value = value[tuple(slice(n - 1, n) if m == 1 and n != 1 else slice(None)
+                                for n, m in zip(out.shape, lay.inner_shape))]
+            fresh = False
         if lay.kind == PERM:
             if lay.perm is not None:  # back to the storage's order: the inverse permutation
                 value = xp.permute_dims(xp.reshape(value, lay.dims_shape), lay.inverse_perm)
@@ -287,6 +292,21 @@ class XpBackend(Backend):
                            xp.asarray(inv, device=self.ns.device))
         mask_x, inv_x = lay.scatter
         st.arr = xp.where(mask_x, xp.take(v1, inv_x), flat)
+
+    # ----------------------------------------------------------------- events
+    # Every primitive has finished when it returns (the libraries run eagerly, or order their
+    # work on one stream), so an event is the host time at which it was recorded.
+    def record_event(self, index: int) -> float:
+        return time.perf_counter()
+
+    def event_wait(self, event: float) -> None:
+        return None
+
+    def event_query(self, event: float) -> bool:
+        return True
+
+    def event_elapsed_ms(self, start: float, end: float) -> float:
+        return (end - start) * 1000.0
 
     # --------------------------------------------------------------- transfers
     def from_host(self, dst: View, src: np.ndarray, non_blocking: bool = False) -> None:
