@@ -98,6 +98,7 @@ class XpBackend(Backend):
         except ValueError:
             raise ValueError(f"PORTAGRAD_XP_MEMORY_LIMIT={limit!r} is not a number of bytes"
                              ) from None
+        self._conv_cache: dict[tuple, Any] = {}  # im2col positions per convolution geometry
         # portagrad dtype -> the namespace's dtype (only the dtypes the library has)
         self._dt: dict[Any, Any] = {}
         for name, d in DTYPES.items():
@@ -654,6 +655,108 @@ class XpBackend(Backend):
         else:
             h = gen(n, seed, offset, a, b, NUMPY_DTYPES[out.dtype.name])
         self._write(out, self._from_numpy(np.ascontiguousarray(h).reshape(-1), out.dtype))
+
+
+    # ------------------------------------------------------- optional fast paths
+    # Convolution as im2col by ``take`` (flat positions computed on the host once per geometry,
+    # out-of-input positions pointing at an appended zero) and one batched matmul; the input
+    # gradient gathers, for every input position, the (at most kh*kw) columns that read it, so
+    # no scatter is needed. Without these the core composes convolutions from gather and
+    # matmul for groups == 1 only.
+    def _conv_index(self, key: tuple, make: Any) -> Any:
+        idx = self._conv_cache.get(key)
+        if idx is None:
+            if len(self._conv_cache) > 256:
+                self._conv_cache.clear()
+            idx = self._conv_cache[key] = self.xp.asarray(make(), dtype=self._xdt(_I64),
+                                                           device=self.ns.device)
+        return idx
+
+    def _im2col(self, x: View, ksize: tuple[int, int], osize: tuple[int, int], stride: Any,
+                padding: Any, dilation: Any, groups: int) -> Any:
+        """(N, G, C/G*kh*kw, OH*OW) columns of ``x`` (N, C, H, W); outside the input reads 0."""
+        xp = self.xp
+        N, C, H, W = x.shape
+        geom = (C, H, W) + tuple(ksize) + tuple(osize) + tuple(stride) + tuple(padding) + \
+            tuple(dilation)
+        idx = self._conv_index(("cols",) + geom, lambda: _cols_index(*geom))
+        a = xp.reshape(self._in(x), (N, C * H * W))
+        a = xp.concat([a, xp.zeros((N, 1), dtype=a.dtype, device=self.ns.device)], axis=1)
+        cols = xp.take(a, idx, axis=1)
+        K = ksize[0] * ksize[1]
+        return xp.reshape(cols, (N, groups, C // groups * K, osize[0] * osize[1]))
+
+    def conv2d(self, x: View, w: View, out: View, stride: Sequence[int], padding: Sequence[int],
+               dilation: Sequence[int], groups: int) -> None:
+        xp = self.xp
+        O, Cg, kh, kw = w.shape
+        N, _, OH, OW = out.shape
+        cols = self._im2col(x, (kh, kw), (OH, OW), stride, padding, dilation, groups)
+        wm = xp.reshape(self._in(w), (1, groups, O // groups, Cg * kh * kw))
+        r = xp.matmul(wm, cols)  # (N, G, O/G, L)
+        self._write(out, xp.reshape(r, out.shape))
+
+    def conv2d_grad_weight(self, x: View, g: View, out: View, stride: Sequence[int],
+                           padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
+        xp = self.xp
+        O, Cg, kh, kw = out.shape
+        N, _, OH, OW = g.shape
+        G, L = groups, OH * OW
+        cols = self._im2col(x, (kh, kw), (OH, OW), stride, padding, dilation, groups)
+        cols = xp.reshape(xp.permute_dims(cols, (1, 0, 3, 2)), (G, N * L, Cg * kh * kw))
+        gm = xp.reshape(self._in(g), (N, G, O // G, L))
+        gm = xp.reshape(xp.permute_dims(gm, (1, 2, 0, 3)), (G, O // G, N * L))
+        self._write(out, xp.reshape(xp.matmul(gm, cols), out.shape))
+
+    def conv2d_grad_input(self, g: View, w: View, out: View, stride: Sequence[int],
+                          padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
+        xp = self.xp
+        N, C, H, W = out.shape
+        O, Cg, kh, kw = w.shape
+        OH, OW = g.shape[2:]
+        G, K, L = groups, kh * kw, OH * OW
+        wm = xp.permute_dims(xp.reshape(self._in(w), (G, O // G, Cg * K)), (0, 2, 1))
+        gm = xp.reshape(self._in(g), (N, G, O // G, L))
+        gc = xp.reshape(xp.matmul(wm, gm), (N, C * K * L))  # the columns' gradient
+        gc = xp.concat([gc, xp.zeros((N, 1), dtype=gc.dtype, device=self.ns.device)], axis=1)
+        geom = (C, H, W, kh, kw, OH, OW) + tuple(stride) + tuple(padding) + tuple(dilation)
+        inv = self._conv_index(("inv",) + geom, lambda: _inverse_cols_index(*geom))
+        gx = xp.sum(xp.reshape(xp.take(gc, inv, axis=1), (N, C * H * W, K)), axis=2)
+        self._write(out, xp.reshape(gx, out.shape))
+
+
+def _cols_index(C: int, H: int, W: int, kh: int, kw: int, OH: int, OW: int, sh: int, sw: int,
+                ph: int, pw: int, dh: int, dw: int) -> np.ndarray:
+    """Flat positions in a (C, H, W) input of im2col's (C, kh, kw, OH, OW) columns; positions
+    outside the input are ``C*H*W`` (an appended zero)."""
+    hs = (np.arange(OH) * sh - ph)[None, :] + (np.arange(kh) * dh)[:, None]  # (kh, OH)
+    ws = (np.arange(OW) * sw - pw)[None, :] + (np.arange(kw) * dw)[:, None]  # (kw, OW)
+    hv = (hs >= 0) & (hs < H)
+    wv = (ws >= 0) & (ws < W)
+    pos = hs[:, None, :, None] * W + ws[None, :, None, :]  # (kh, kw, OH, OW)
+    ok = hv[:, None, :, None] & wv[None, :, None, :]
+    full = (np.arange(C) * (H * W))[:, None, None, None, None] + pos[None]
+    full = np.where(ok[None], full, C * H * W)
+    return full.reshape(-1).astype(np.int64)
+
+
+def _inverse_cols_index(C: int, H: int, W: int, kh: int, kw: int, OH: int, OW: int, sh: int,
+                        sw: int, ph: int, pw: int, dh: int, dw: int) -> np.ndarray:
+    """For every input position (C, H, W) and tap (kh, kw): the flat position in the (C, kh, kw,
+    OH, OW) columns that read it, or ``C*kh*kw*OH*OW`` (an appended zero) when none does."""
+    K, L = kh * kw, OH * OW
+    q_h = np.arange(H)[:, None] + ph - (np.arange(kh) * dh)[None, :]  # (H, kh) = oh * sh
+    q_w = np.arange(W)[:, None] + pw - (np.arange(kw) * dw)[None, :]  # (W, kw)
+    oh, ow = q_h // sh, q_w // sw
+    okh = (q_h % sh == 0) & (oh >= 0) & (oh < OH)
+    okw = (q_w % sw == 0) & (ow >= 0) & (ow < OW)
+    tap = (np.arange(kh) * kw)[:, None] + np.arange(kw)[None, :]  # (kh, kw)
+    # (H, W, kh, kw) position within one channel's columns
+    pos = tap[None, None] * L + oh[:, None, :, None] * OW + ow[None, :, None, :]
+    ok = okh[:, None, :, None] & okw[None, :, None, :]
+    full = (np.arange(C) * (K * L))[:, None, None, None, None] + pos[None]
+    full = np.where(ok[None], full, C * K * L)
+    return full.reshape(-1).astype(np.int64)
 
 
 _COMPARE = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
