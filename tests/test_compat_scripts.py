@@ -76,6 +76,10 @@ KNOWN_BUGS: dict[tuple[str, str | None], tuple[str | tuple[str, ...], str]] = {
         "cannot share a tensor on device",
         "OpenCL tensors cannot be shared between processes: share_memory() says so, as the "
         "rules for device tensors without inter-process handles ask"),
+    ("mnist_hogwild", "xp"): (
+        "cannot share a tensor on device",
+        "the Array API plugin's tensors have no inter-process memory handles either (arrays of "
+        "array_api_strict, torch, JAX... held by one process): share_memory() says so"),
 }
 
 _MISSING = re.compile(r"\(torch\.([\w.]+) is not implemented in portagrad\)")

@@ -9,12 +9,12 @@ from typing import Any
 
 __all__ = ["erf", "fmod_float", "fmod_int"]
 
-_SERIES_TERMS = 100  # the series below, at |x| < 3, has converged to float64 rounding by then
+_SERIES_TERMS = 100  # the series below, at |x| < 3, has converged by then
 _CF_TERMS = 60  # the continued fraction, at |x| >= 3, likewise
 
 
 def erf(xp: Any, x: Any) -> Any:
-    """``erf(x)`` to float64 rounding from ``exp`` and arithmetic (computed in float64 when the
+    """``erf(x)`` within a few float64 ulps, from ``exp`` and arithmetic (computed in float64 when the
     namespace has it, then rounded to ``x``'s dtype).
 
     For ``|x| < 3`` the series ``erf(x) = 2/sqrt(pi) exp(-x^2) sum_n (2x^2)^n x / (2n+1)!!`` has
