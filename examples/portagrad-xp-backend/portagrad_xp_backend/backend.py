@@ -20,7 +20,6 @@ import os
 import threading
 import time
 import warnings
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,7 +32,7 @@ from portagrad.backends.interface import (ARG_REDUCE_OPS, RANDOM_KINDS, REDUCE_O
 from portagrad.errors import DTypeError, OutOfMemoryError
 
 from . import special
-from .layout import CONTIG, GATHER, PERM, Layout, plan
+from .layout import CONTIG, EMPTY, PERM, Layout, plan
 from .namespace import Namespace, load_namespace
 
 __all__ = ["XpBackend", "Storage", "DEFAULT_CAPACITY"]
@@ -57,15 +56,26 @@ _INT_RANGE = {name: (int(np.iinfo(name).min), int(np.iinfo(name).max))
 
 class Storage:
     """One buffer of the ``xp`` device: ``nbytes`` of storage, held as the 1-D array ``arr`` of
-    the portagrad dtype ``dtype`` (both None until a view first touches it)."""
+    the portagrad dtype ``dtype`` (both None until a view first touches it; a first write that
+    covers the whole buffer adopts its result instead of filling zeros first)."""
 
-    __slots__ = ("nbytes", "index", "arr", "dtype", "__weakref__")
+    __slots__ = ("nbytes", "index", "arr", "dtype", "release", "__weakref__")
 
-    def __init__(self, index: int, nbytes: int) -> None:
+    def __init__(self, index: int, nbytes: int, release: Any) -> None:
         self.nbytes = nbytes
         self.index = index
         self.arr: Any = None
         self.dtype: Any = None
+        self.release = release
+
+    def __del__(self) -> None:
+        # the memory statistics drop when the last reference goes (cheaper per allocation than a
+        # weakref.finalize, which would do the same)
+        self.release(self.index, self.nbytes)
+
+    def length(self, d: Any) -> int:
+        """Elements of dtype ``d`` the buffer holds."""
+        return -(-self.nbytes // d.itemsize)
 
     def __repr__(self) -> str:
         return f"Storage(xp:{self.index}, {self.nbytes} bytes, {self.dtype})"
@@ -125,7 +135,6 @@ class XpBackend(Backend):
 
     # ----------------------------------------------------------------- memory
     def allocate(self, index: int, nbytes: int) -> Storage:
-        nbytes = -(-nbytes // 8) * 8  # whole 8-byte words: every dtype's elements fit exactly
         with self._lock:
             used = self._allocated[index]
             if used + nbytes > self.capacity:
@@ -135,9 +144,7 @@ class XpBackend(Backend):
             self._allocated[index] = used + nbytes
             if used + nbytes > self._peak[index]:
                 self._peak[index] = used + nbytes
-        st = Storage(index, nbytes)
-        weakref.finalize(st, self._release, index, nbytes)
-        return st
+        return Storage(index, nbytes, self._release)
 
     def _release(self, index: int, nbytes: int) -> None:
         with self._lock:
@@ -171,12 +178,15 @@ class XpBackend(Backend):
         if st.arr is None:
             xd = self._xdt(d)
             try:
-                st.arr = self.xp.zeros(st.nbytes // d.itemsize, dtype=xd, device=self.ns.device)
+                st.arr = self.xp.zeros(st.length(d), dtype=xd, device=self.ns.device)
             except MemoryError:
                 raise OutOfMemoryError(f"xp:{st.index}: {self.ns.name} could not allocate "
                                        f"{st.nbytes} bytes") from None
         else:  # Tensor.view(dtype): reinterpret the bytes (through the host: no standard way)
             raw = np.ascontiguousarray(self._to_numpy(st.arr, st.dtype)).view(np.uint8)
+            n = st.length(d) * d.itemsize
+            if raw.shape[0] != n:  # element sizes differ: the buffer's bytes, zero padded
+                raw = np.concatenate([raw, np.zeros(max(n - raw.shape[0], 0), np.uint8)])[:n]
             st.arr = self._from_numpy(raw.view(NUMPY_DTYPES[d.name]), d)
         st.dtype = d
         return st.arr
@@ -207,57 +217,71 @@ class XpBackend(Backend):
     def _read(self, v: View) -> Any:
         """An array of ``v``'s shape and dtype with its contents (may share memory with the
         storage: never write into it)."""
+        lay = v.cache
+        if lay is None:
+            lay = v.cache = plan(v.offset, v.shape, v.strides)
+        st: Storage = v.buffer
+        flat = st.arr if st.dtype is v.dtype else self._flat(v)
+        kind = lay.kind
+        if kind == CONTIG:
+            if lay.start == 0 and lay.n == flat.shape[0]:
+                a = flat
+            else:
+                a = flat[lay.start:lay.start + lay.n]
+            return a if lay.ndim == 1 else self.xp.reshape(a, lay.shape)
         xp = self.xp
-        flat = self._flat(v)
-        shape = v.shape
-        n = v.numel
-        if n == 0:
-            return xp.empty(shape, dtype=flat.dtype, device=self.ns.device)
-        if v.is_contiguous():
-            a = flat if (v.offset == 0 and n == flat.shape[0]) else flat[v.offset:v.offset + n]
-            return a if len(shape) == 1 else xp.reshape(a, shape)
-        lay = self._layout(v)
-        if lay.kind == PERM:
+        if kind == EMPTY:
+            return xp.empty(v.shape, dtype=flat.dtype, device=self.ns.device)
+        if kind == PERM:
             a = xp.reshape(flat[lay.start:lay.start + lay.n], lay.sorted_shape)
             if lay.perm is not None:
                 a = xp.permute_dims(a, lay.perm)
         else:
             a = xp.take(flat, self._device_index(lay))
         a = xp.reshape(a, lay.inner_shape)
-        return xp.broadcast_to(a, shape) if lay.broadcast else a
+        return xp.broadcast_to(a, lay.shape) if lay.broadcast else a
 
     def _write(self, out: View, value: Any, fresh: bool = True) -> None:
         """Store ``value`` (an array broadcastable to ``out.shape``, any dtype) into ``out``.
 
         ``fresh``: ``value`` is a new array nobody else holds, so a write covering the whole
         storage may adopt it instead of copying."""
+        lay = out.cache
+        if lay is None:
+            lay = out.cache = plan(out.offset, out.shape, out.strides)
+        kind = lay.kind
+        if kind == EMPTY:
+            return
         xp = self.xp
         st: Storage = out.buffer
-        n = out.numel
-        if n == 0:
-            return
-        xd = self._xdt(out.dtype)
+        d = out.dtype
+        xd = self._dt.get(d)
+        if xd is None:
+            xd = self._xdt(d)
         if value.dtype != xd:
             value = xp.astype(value, xd)
             fresh = True
-        if tuple(value.shape) != out.shape:
-            if _numel(value.shape) == n:  # a flat result (from_host, random)
-                value = xp.reshape(value, out.shape)
+        if value.shape != lay.shape:
+            if _numel(value.shape) == _numel(lay.shape):  # a flat result (from_host, random)
+                value = xp.reshape(value, lay.shape)
             else:
-                value = xp.broadcast_to(value, out.shape)
+                value = xp.broadcast_to(value, lay.shape)
                 fresh = False
-        flat = self._flat(out)
-        if out.is_contiguous():
-            lo, hi = out.offset, out.offset + n
-            v1 = xp.reshape(value, (n,))
-            if lo == 0 and hi == flat.shape[0]:
+        if kind == CONTIG:
+            n = lay.n
+            v1 = value if lay.ndim == 1 else xp.reshape(value, (n,))
+            lo, hi = lay.start, lay.start + n
+            if lo == 0 and n == st.length(d):  # the whole buffer: adopt the result
                 st.arr = v1 if fresh else xp.asarray(v1, copy=True)
-            elif self.ns.slice_assign:
+                st.dtype = d
+                return
+            flat = st.arr if st.dtype is d else self._flat(out)
+            if self.ns.slice_assign:
                 flat[lo:hi] = v1
             else:
                 st.arr = xp.concat([flat[:lo], v1, flat[hi:]])
             return
-        lay = self._layout(out)
+        flat = self._flat(out)
         if lay.broadcast:
             # several positions share one element (``x.expand(3, 3).fill_(1)``): the last write
             # in C order wins, as in numpy and PyTorch's CPU kernels

@@ -3,6 +3,7 @@
 Array API arrays have no strides, so every view is expressed with the operations the standard
 does have, chosen once per view on the host and memoised in ``View.cache`` (a view is immutable):
 
+* ``EMPTY`` -- no elements: nothing to read or write;
 * ``CONTIG`` -- a contiguous range: ``flat[start:start+n]`` reshaped;
 * ``PERM`` -- a permutation of a contiguous range (a transpose), possibly broadcast along
   stride-0 dimensions: slice, reshape, ``permute_dims``, ``broadcast_to``;
@@ -17,22 +18,23 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Layout", "CONTIG", "PERM", "GATHER", "plan"]
+__all__ = ["Layout", "EMPTY", "CONTIG", "PERM", "GATHER", "plan"]
 
-CONTIG, PERM, GATHER = 0, 1, 2
+EMPTY, CONTIG, PERM, GATHER = 0, 1, 2, 3
 
 
 class Layout:
     """The plan for one view (see the module doc). ``inner_shape`` is the shape of the
     non-broadcast part, in the view's dimension order with broadcast dimensions as 1s."""
 
-    __slots__ = ("kind", "start", "n", "sorted_shape", "perm", "inner_shape", "shape",
+    __slots__ = ("kind", "start", "n", "ndim", "sorted_shape", "perm", "inner_shape", "shape",
                  "broadcast", "host_index", "index", "scatter", "dims_shape", "inverse_perm")
 
     def __init__(self) -> None:
         self.kind = CONTIG
         self.start = 0
         self.n = 0  # elements of the non-broadcast part
+        self.ndim = 0
         self.sorted_shape: tuple[int, ...] = ()
         self.perm: tuple[int, ...] | None = None
         self.inverse_perm: tuple[int, ...] = ()  # view order (size-1 dims dropped) -> sorted
@@ -46,10 +48,24 @@ class Layout:
 
 
 def plan(offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> Layout:
-    """The layout of a non-empty, non-contiguous view."""
+    """The layout of a view."""
     lay = Layout()
     lay.shape = shape
     lay.start = offset
+    lay.ndim = len(shape)
+    if 0 in shape:
+        lay.kind = EMPTY
+        return lay
+    expected = 1
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size != 1 and stride != expected:
+            break
+        expected *= size
+    else:
+        lay.kind = CONTIG
+        lay.n = expected
+        lay.inner_shape = shape
+        return lay
     # broadcast (stride 0) and size-1 dimensions read nothing of their own
     inner = tuple(1 if (st == 0 or n == 1) else n for n, st in zip(shape, strides))
     lay.inner_shape = inner

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +75,16 @@ class Namespace:
         return self.xp.asarray(a, dtype=dtype, device=self.device, copy=True)
 
 
+def _torch_is_portagrad() -> bool:
+    """Whether ``import torch`` resolves to portagrad here (``python -m portagrad.compat``)."""
+    try:
+        from portagrad import compat
+    except ImportError:  # pragma: no cover - a portagrad without the compat layer
+        return False
+    return bool(compat.is_installed()) or bool(
+        getattr(sys.modules.get("torch"), "__portagrad_compat_shim__", False))
+
+
 def load_namespace(name: str | None = None) -> Namespace:
     """Import the configured array library and describe it. Raises ``ImportError`` naming the
     library and the choices when it cannot be imported or is not an Array API library."""
@@ -83,6 +94,12 @@ def load_namespace(name: str | None = None) -> Namespace:
     except ImportError as exc:
         raise ImportError("the xp backend needs array-api-compat (pip install array-api-compat)"
                           ) from exc
+    root = name.split(".")[0]
+    if root == "torch" and _torch_is_portagrad():
+        raise ImportError(
+            "PORTAGRAD_XP_NAMESPACE=torch cannot be used under portagrad.compat: in this process "
+            "`import torch` gives portagrad itself, so PyTorch cannot be the array library of "
+            "the xp device; choose another namespace (array_api_strict, numpy, jax.numpy)")
     try:
         lib = importlib.import_module(name)
     except ImportError as exc:
@@ -94,7 +111,6 @@ def load_namespace(name: str | None = None) -> Namespace:
     except (TypeError, AttributeError) as exc:
         raise ImportError(f"PORTAGRAD_XP_NAMESPACE={name!r} is not an Array API library "
                           f"array_api_compat knows ({exc})") from exc
-    root = name.split(".")[0]
     version = str(getattr(importlib.import_module(root), "__version__", "?"))
     api_version = str(getattr(xp, "__array_api_version__", "?"))
     erf: Any = None
