@@ -102,8 +102,9 @@ def bench_steps(steps: int, devices: list[str] | None = None) -> None:
             m = make().to(dev)
             x = pg.tensor(xs, device=dev)
             y = pg.tensor(ys, device=dev)
-            sync = (lambda d=pg.device(dev): getattr(pg, d.type).synchronize(d)) \
-                if dev != "cpu" else (lambda: None)
+            d = pg.device(dev)
+            sync = (lambda d=d: getattr(pg, d.type).synchronize(d)) if d.type != "cpu" else \
+                (lambda: None)
             ours = _time(_step_fn(pg, m, x, y), steps, sync)
             line = f"  {name:<20} portagrad {dev:<9} {ours:8.2f} ms/step"
             if ref is not None:
@@ -124,7 +125,7 @@ def bench_tiny_add(devices: list[str] | None = None) -> None:
         ref = min(timeit.repeat(lambda: ta + tb, number=n, repeat=5)) / n * 1e6
     for dev in devices or ["cpu"]:
         a, b = pg.tensor([1.0], device=dev), pg.tensor([2.0], device=dev)
-        ours = min(timeit.repeat(lambda: a + b, number=n, repeat=5)) / n * 1e6
+        ours = min(timeit.repeat(lambda a=a, b=b: a + b, number=n, repeat=5)) / n * 1e6
         line = f"one-element a + b: portagrad {dev:<9} {ours:6.2f} us"
         if ref is not None:
             line += f"   torch {ref:6.2f} us   ratio {ours / ref:5.2f}"
