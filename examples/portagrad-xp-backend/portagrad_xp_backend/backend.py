@@ -35,7 +35,7 @@ from . import special
 from .layout import CONTIG, EMPTY, PERM, Layout, plan
 from .namespace import Namespace, load_namespace
 
-__all__ = ["XpBackend", "Storage", "DEFAULT_CAPACITY"]
+__all__ = ["XpBackend", "Storage", "HostStaging", "DEFAULT_CAPACITY"]
 
 # IEEE results (inf, nan, wrapped casts) are what tensors compute, as in PyTorch; numpy-based
 # namespaces warn about them
@@ -79,6 +79,17 @@ class Storage:
 
     def __repr__(self) -> str:
         return f"Storage(xp:{self.index}, {self.nbytes} bytes, {self.dtype})"
+
+
+class HostStaging:
+    """Host memory handed out by :meth:`XpBackend.pin_memory` (ordinary, not page-locked); the
+    numpy arrays over it have it as their ``base``."""
+
+    __slots__ = ("array", "__array_interface__")
+
+    def __init__(self, nbytes: int) -> None:
+        self.array = np.empty(nbytes, np.uint8)
+        self.__array_interface__ = self.array.__array_interface__
 
 
 def _wrap_int(s: int, dtype_name: str) -> int:
@@ -317,6 +328,24 @@ class XpBackend(Backend):
                            xp.asarray(inv, device=self.ns.device))
         mask_x, inv_x = lay.scatter
         st.arr = xp.where(mask_x, xp.take(v1, inv_x), flat)
+
+    # ------------------------------------------------------------ pinned memory
+    # ``pin_memory()`` must work wherever an accelerator is available (PyTorch's rule, which the
+    # core follows). The Array API has no page-locked memory: the libraries here keep their arrays
+    # in host memory or stage transfers themselves, so "pinned" buffers are ordinary host memory,
+    # marked so that ``is_pinned`` recognises them.
+    def pin_memory(self, nbytes: int) -> np.ndarray:
+        return np.asarray(HostStaging(nbytes))
+
+    def is_pinned(self, array: np.ndarray) -> bool:
+        a: Any = array
+        for _ in range(64):  # base chains are short; the bound guards against cycles
+            if a is None:
+                return False
+            if isinstance(a, HostStaging):
+                return True
+            a = getattr(a, "base", None)
+        return False
 
     # ----------------------------------------------------------------- events
     # Every primitive has finished when it returns (the libraries run eagerly, or order their

@@ -175,3 +175,13 @@ def test_random_streams_are_the_cpu_streams() -> None:
         a = dev_gen(1000, generator=pg.Generator().manual_seed(3))
         b = dev_gen(1000, generator=pg.Generator(device=D).manual_seed(3), device=D)
         np.testing.assert_array_equal(_np(b), _np(a))
+
+
+def test_pinned_host_memory_is_recognised() -> None:
+    # the libraries keep host arrays: "pinned" is ordinary host memory, but pin_memory() works
+    # wherever an accelerator is available, as in PyTorch
+    p = pg.arange(6.0).pin_memory()
+    assert p.is_pinned() and p.device == pg.device("cpu") and p.tolist() == list(range(6))
+    assert not pg.arange(6.0).is_pinned()
+    assert p.to(D, non_blocking=True).tolist() == list(range(6))
+
