@@ -101,7 +101,7 @@ def test_device_tensors_refuse_dlpack_and_numpy(device):
     opencl = pg.device(device).type == "opencl"
     kind = DLDeviceType.kDLOpenCL if opencl else DLDeviceType.kDLExtDev
     assert t.__dlpack_device__() == (kind, pg.device(device).index or 0)
-    memory = "an OpenCL buffer" if opencl else f"memory of the {pg.device(device).type!r} backend"
+    memory = "is an OpenCL buffer" if opencl else f"belongs to the {pg.device(device).type!r} backend"
     with pytest.raises(BufferError, match=memory):
         t.__dlpack__()
     with pytest.raises(BufferError, match=memory):
