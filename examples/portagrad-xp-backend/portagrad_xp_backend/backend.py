@@ -213,12 +213,6 @@ class XpBackend(Backend):
             return self.xp.astype(f, self._xdt(_BF16))
         return self.ns.from_numpy(a, self._xdt(d))
 
-    def _layout(self, v: View) -> Layout:
-        lay = v.cache
-        if lay is None:
-            lay = v.cache = plan(v.offset, v.shape, v.strides)
-        return lay
-
     def _device_index(self, lay: Layout) -> Any:
         if lay.index is None:
             lay.index = self.xp.asarray(lay.host_index, dtype=self._xdt(_I64),
@@ -665,6 +659,12 @@ class XpBackend(Backend):
             mask[pos] = True
             new = xp.where(xp.asarray(mask, device=self.ns.device),
                            xp.take(s, xp.asarray(inv, dtype=i64, device=self.ns.device)), cur)
+        elif int(rank.max()) >= _MAX_ADD_PASSES:
+            # many duplicates (an embedding's padding row...): one pass per occurrence rank would
+            # cost more than the round trip, so accumulate on the host, in index order as below
+            h = np.array(self.ns.to_numpy(cur), copy=True)
+            np.add.at(h, pos, self.ns.to_numpy(s))
+            new = self.ns.from_numpy(h, cur.dtype)
         else:
             # duplicates accumulate in index order: one pass per occurrence rank
             new = cur
@@ -812,6 +812,7 @@ def _inverse_cols_index(C: int, H: int, W: int, kh: int, kw: int, OH: int, OW: i
     return full.reshape(-1).astype(np.int64)
 
 
+_MAX_ADD_PASSES = 8  # scatter-add passes on the device before the host does it (see scatter)
 _COMPARE = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
             "ge": "greater_equal"}
 _BOOL_RESULT = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",

@@ -148,6 +148,11 @@ def test_scatter_add_accumulates_duplicates_in_order() -> None:
     want = np.zeros((3, 5), np.float32)
     np.add.at(want, (np.arange(3)[:, None], idx), src)  # in index order, as the backend adds
     np.testing.assert_array_equal(_np(z), want)
+    many = pg.zeros(2, device=D).scatter_add_(0, pg.zeros(50, dtype=pg.int64, device=D),
+                                              pg.tensor(src.reshape(-1)[:50], device=D))  # 50 duplicates
+    want = np.zeros(2, np.float32)
+    np.add.at(want, np.zeros(50, np.int64), src.reshape(-1)[:50])
+    np.testing.assert_array_equal(_np(many), want)
     s = pg.zeros(6, device=D).scatter_(0, pg.tensor([1, 1, 4], device=D),
                                        pg.tensor([1.0, 2.0, 3.0], device=D))
     assert s.tolist() == [0.0, 2.0, 0.0, 0.0, 3.0, 0.0]  # the last write wins
