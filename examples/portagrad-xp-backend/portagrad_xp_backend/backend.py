@@ -638,8 +638,9 @@ class XpBackend(Backend):
         # positions in out's C order, computed on the device; their pattern (which positions,
         # and how often each) is read on the host to plan the writes
         lin = xp.reshape(self._linear(self._read(index), axis, out.shape), (-1,))
-        s = xp.reshape(self._in(src), (-1,))
-        cur = xp.reshape(self._in(out), (-1,))
+        # in the tensors' own dtype: a bfloat16 scatter-add rounds every sum, as PyTorch's
+        s = xp.reshape(self._read(src), (-1,))
+        cur = xp.reshape(self._read(out), (-1,))
         size = out.numel
         pos = self.ns.to_numpy(lin).astype(np.int64, copy=False)
         n = pos.shape[0]
@@ -662,9 +663,9 @@ class XpBackend(Backend):
         elif int(rank.max()) >= _MAX_ADD_PASSES:
             # many duplicates (an embedding's padding row...): one pass per occurrence rank would
             # cost more than the round trip, so accumulate on the host, in index order as below
-            h = np.array(self.ns.to_numpy(cur), copy=True)
-            np.add.at(h, pos, self.ns.to_numpy(s))
-            new = self.ns.from_numpy(h, cur.dtype)
+            h = np.array(self._to_numpy(cur, out.dtype), copy=True)
+            np.add.at(h, pos, self._to_numpy(s, out.dtype))
+            new = self._from_numpy(h, out.dtype)
         else:
             # duplicates accumulate in index order: one pass per occurrence rank
             new = cur
