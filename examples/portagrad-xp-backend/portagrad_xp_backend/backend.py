@@ -588,6 +588,8 @@ class XpBackend(Backend):
         x, y = self._in(a), self._in(b)
         if a.shape[2] == 0:  # K == 0: zeros
             r = xp.zeros(out.shape, dtype=self._compute_dtype(out.dtype), device=self.ns.device)
+        elif out.shape[0] == 1:  # one matrix: the library's plain GEMM, not its batched path
+            r = xp.matmul(x[0, ...], y[0, ...])
         else:
             r = xp.matmul(x, y)
         self._write(out, r)
