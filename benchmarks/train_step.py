@@ -1,7 +1,8 @@
 """Training-step cost: portagrad beside PyTorch (CPU) in one process, plus peak host memory.
 
-Run: ``python -m benchmarks.train_step [--steps N] [--no-memory] [--capture]``, from the
-repository root.
+Run: ``python -m benchmarks.train_step [--steps N] [--no-memory] [--capture] [--device D ...]``,
+from the repository root (``--device``, repeatable, chooses the portagrad devices: a plugin's
+``xp:0``...; ``--capture`` also times each step captured).
 
 For an MLP 784-256-10 and the demo CNN (batch 64, cross-entropy, SGD with momentum 0.9) it
 prints ms per step (zero_grad + forward + backward + step) for portagrad on ``cpu`` and on
@@ -78,11 +79,17 @@ def _step_fn(lib: Any, model: Any, x: Any, y: Any) -> Callable[[], Any]:
     return step
 
 
-def bench_steps(steps: int, capture: bool = False) -> None:
+def _default_devices() -> list[str]:
+    import portagrad as pg
+
+    return ["cpu"] + (["opencl:0"] if pg.opencl.is_available() else [])
+
+
+def bench_steps(steps: int, devices: list[str] | None = None, capture: bool = False) -> None:
     import portagrad as pg
 
     torch = _torch()
-    devices = ["cpu"] + (["opencl:0"] if pg.opencl.is_available() else [])
+    devices = devices or _default_devices()
     rng = np.random.default_rng(0)
     print(f"training step, batch 64, SGD momentum 0.9 ({steps} steps, best of 3)")
     for name, make in _models(pg).items():
@@ -98,7 +105,8 @@ def bench_steps(steps: int, capture: bool = False) -> None:
             m = make().to(dev)
             x = pg.tensor(xs, device=dev)
             y = pg.tensor(ys, device=dev)
-            sync = (lambda d=dev: pg.opencl.synchronize(pg.device(d))) if dev != "cpu" else \
+            d = pg.device(dev)
+            sync = (lambda d=d: getattr(pg, d.type).synchronize(d)) if d.type != "cpu" else \
                 (lambda: None)
             ours = _time(_step_fn(pg, m, x, y), steps, sync)
             line = f"  {name:<20} portagrad {dev:<9} {ours:8.2f} ms/step"
@@ -114,21 +122,24 @@ def bench_steps(steps: int, capture: bool = False) -> None:
                       f"(replays {cstep.replays}, eager/captured {ours / cap:5.2f})", flush=True)
 
 
-def bench_tiny_add() -> None:
+def bench_tiny_add(devices: list[str] | None = None) -> None:
     import timeit
 
     import portagrad as pg
 
     torch = _torch()
-    a, b = pg.tensor([1.0]), pg.tensor([2.0])
     n = 20000
-    ours = min(timeit.repeat(lambda: a + b, number=n, repeat=5)) / n * 1e6
-    line = f"one-element a + b: portagrad cpu {ours:6.2f} us"
+    ref = None
     if torch is not None:
         ta, tb = torch.tensor([1.0]), torch.tensor([2.0])
         ref = min(timeit.repeat(lambda: ta + tb, number=n, repeat=5)) / n * 1e6
-        line += f"   torch {ref:6.2f} us   ratio {ours / ref:5.2f}"
-    print(line, flush=True)
+    for dev in devices or ["cpu"]:
+        a, b = pg.tensor([1.0], device=dev), pg.tensor([2.0], device=dev)
+        ours = min(timeit.repeat(lambda a=a, b=b: a + b, number=n, repeat=5)) / n * 1e6
+        line = f"one-element a + b: portagrad {dev:<9} {ours:6.2f} us"
+        if ref is not None:
+            line += f"   torch {ref:6.2f} us   ratio {ours / ref:5.2f}"
+        print(line, flush=True)
 
 
 _CHILD = r"""
@@ -197,6 +208,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--no-memory", action="store_true")
     p.add_argument("--capture", action="store_true",
                    help="also time each step captured (pg.compile mode='reduce-overhead')")
+    p.add_argument("--device", action="append", default=None,
+                   help="portagrad device to time (repeatable; default cpu and opencl:0 if present)")
     args = p.parse_args(argv)
     try:
         from threadpoolctl import threadpool_limits
@@ -206,8 +219,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         if _torch() is None:
             print("torch is not installed: printing portagrad figures only")
-        bench_steps(args.steps, args.capture)
-        bench_tiny_add()
+        bench_steps(args.steps, args.device, args.capture)
+        bench_tiny_add(args.device)
         if not args.no_memory:
             bench_memory()
     finally:

@@ -76,9 +76,11 @@ def dlpack(t: Any, *, stream: Any = None, max_version: tuple[int, int] | None = 
     if to_cpu and copy is not False:
         # the documented exception: a host copy of a device tensor, asked for explicitly
         return t._storage.backend.to_host(t._v).__dlpack__(**kw)
+    memory = ("is an OpenCL buffer" if src_type == DLDeviceType.kDLOpenCL
+              else f"belongs to the {t._storage.device.type!r} backend")
     raise BufferError(
         f"Can't export the {t._storage.device} tensor through DLPack without copying: its memory "
-        f"is an OpenCL buffer that DLPack consumers here cannot address. Use tensor.cpu() first, "
+        f"{memory}, which DLPack consumers here cannot address. Use tensor.cpu() first, "
         f"or ask for a host copy with __dlpack__(dl_device=(DLDeviceType.kDLCPU, 0), copy=True).")
 
 

@@ -86,3 +86,25 @@ def opencl_devices() -> list[str]:
             why = str(exc)
         pytest.skip(f"OpenCL unavailable in this environment: {why}")
     return [f"opencl:{i}" for i in range(n)]
+
+
+def torch_shim_conflict(device: str) -> str | None:
+    """Why ``device`` cannot run under ``python -m portagrad.compat``, or None.
+
+    There ``import torch`` gives portagrad, so a plugin device that computes with the real
+    PyTorch (the Array API backend with ``PORTAGRAD_XP_NAMESPACE=torch``) cannot load in that
+    process; it raises an ImportError saying so, and the compat runs skip it with this reason."""
+    if device.split(":")[0] == "xp" and \
+            os.environ.get("PORTAGRAD_XP_NAMESPACE", "").split(".")[0] == "torch":
+        return ("the xp device computes with PyTorch here, which portagrad.compat replaces by "
+                "portagrad in its process")
+    return None
+
+
+@pytest.fixture
+def torch_shim_ok(device: str) -> None:
+    """Skips, with the reason, a device that cannot run under portagrad.compat."""
+    why = torch_shim_conflict(device)
+    if why:
+        pytest.skip(why)
+

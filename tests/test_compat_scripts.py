@@ -16,6 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import torch_shim_conflict
+
+# a device that cannot load under portagrad.compat is skipped, with the reason
+pytestmark = pytest.mark.usefixtures("torch_shim_ok")
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "compat"
@@ -76,6 +80,10 @@ KNOWN_BUGS: dict[tuple[str, str | None], tuple[str | tuple[str, ...], str]] = {
         "cannot share a tensor on device",
         "OpenCL tensors cannot be shared between processes: share_memory() says so, as the "
         "rules for device tensors without inter-process handles ask"),
+    ("mnist_hogwild", "xp"): (
+        "cannot share a tensor on device",
+        "the Array API plugin's tensors have no inter-process memory handles either (arrays of "
+        "array_api_strict, torch, JAX... held by one process): share_memory() says so"),
 }
 
 _MISSING = re.compile(r"\(torch\.([\w.]+) is not implemented in portagrad\)")
@@ -134,6 +142,8 @@ def _start_selected_runs(request: pytest.FixtureRequest) -> Iterator[None]:
         if item.module is not sys.modules[__name__] or "spec" not in params:
             continue
         spec, device = params["spec"], params.get("device")
+        if device is not None and torch_shim_conflict(device):
+            continue  # skipped by the torch_shim_ok fixture
         if item.originalname == "test_script_trains":
             _start("train", spec, device)
         elif have_torch:

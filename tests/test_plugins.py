@@ -115,6 +115,27 @@ def test_discovery_and_isolation(plugin_root: Path) -> None:
     assert "hook exploded" in out["failed"]["brokenhook"]
 
 
+def test_a_plugin_device_refuses_dlpack_naming_its_own_memory(plugin_root: Path) -> None:
+    # a plugin's memory is its backend's, not "an OpenCL buffer"; DLPack calls it an extension
+    # device, and a host copy asked for explicitly still works
+    proc = _run(plugin_root, """
+        import numpy as np
+        import portagrad as pg
+        t = pg.arange(3.0, device="good:0")
+        print(int(t.__dlpack_device__()[0]))
+        try:
+            t.__dlpack__()
+        except BufferError as exc:
+            print(exc)
+        print(np.from_dlpack(t, device="cpu", copy=True).tolist())
+    """)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "12"  # kDLExtDev
+    assert "its memory belongs to the 'good' backend" in lines[1] and "OpenCL" not in lines[1]
+    assert lines[2] == "[0.0, 1.0, 2.0]"
+
+
 def test_failed_plugin_raises_only_when_used(plugin_root: Path) -> None:
     r = _run(plugin_root, """
         import portagrad as pg

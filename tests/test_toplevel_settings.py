@@ -316,6 +316,7 @@ _TRAINING_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.usefixtures("torch_shim_ok")
 def test_a_torch_script_using_these_names_trains(device: str, tmp_path: Path) -> None:
     script = tmp_path / "train.py"
     script.write_text(_TRAINING_SCRIPT)
