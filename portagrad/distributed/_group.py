@@ -29,11 +29,24 @@ from typing import Any
 from ._checks import enabled as _checks_enabled, exchange
 from ._mpi import mpi
 
-__all__ = ["ProcessGroup", "Work", "DistBackendError", "DistError", "default_timeout",
+__all__ = ["ProcessGroup", "abort_job", "Work", "DistBackendError", "DistError", "default_timeout",
            "install_abort_on_error", "uninstall_abort_on_error"]
 
 default_timeout = datetime.timedelta(minutes=30)  # torch.distributed's default for CPU backends
 
+
+
+def abort_job(code: int) -> None:
+    """``MPI_Abort`` the whole job after a short pause. The ranks' stderr reaches the terminal
+    through the launcher's proxies, and the abort kills them at once: without the pause the
+    message just written (which rank failed, and why) is sometimes lost."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    time.sleep(_ABORT_GRACE_S)
+    mpi().COMM_WORLD.Abort(code)
+
+
+_ABORT_GRACE_S = 0.5
 
 class DistError(RuntimeError):
     """An error of the distributed package (``torch.distributed.DistError``)."""
@@ -219,8 +232,7 @@ class ProcessGroup:
                 msg = self._describe(inflight[1], inflight[2], self._timeout)
                 sys.stderr.write(f"{msg}\n[rank {self._global_rank}] aborting the MPI job: a "
                                  f"blocking collective cannot be interrupted\n")
-                sys.stderr.flush()
-                mpi().COMM_WORLD.Abort(1)
+                abort_job(1)
 
     def _start_thread(self) -> None:
         if self._thread is None:
@@ -277,8 +289,7 @@ def install_abort_on_error(rank: int) -> None:
         text = "".join(traceback.format_exception(kind, exc, tb))
         sys.stderr.write(f"[rank {rank}] {text}[rank {rank}] aborting the MPI job after an "
                          f"uncaught {kind.__name__} on rank {rank}\n")
-        sys.stderr.flush()
-        mpi().COMM_WORLD.Abort(1)
+        abort_job(1)
 
     def thread_hook(args: Any) -> None:
         abort(args.exc_type, args.exc_value, args.exc_traceback)

@@ -24,6 +24,7 @@ import traceback
 from collections.abc import Mapping, Sequence
 
 from .._accel import DeviceModule
+from ._group import abort_job
 from ._mpi import mpi
 
 __all__ = ["main", "build_command", "assign_device", "rank_environment"]
@@ -114,15 +115,13 @@ def _rank_main(argv: list[str]) -> int:
             return 0
         if world.Get_size() > 1:  # a rank that gives up must not leave the others waiting
             sys.stderr.write(f"[rank {world.Get_rank()}] exited with {code!r}: aborting the job\n")
-            sys.stderr.flush()
-            world.Abort(code if isinstance(code, int) else 1)
+            abort_job(code if isinstance(code, int) else 1)
         raise
     except BaseException:
         sys.stderr.write(f"[rank {world.Get_rank()}] " + traceback.format_exc())
         sys.stderr.write(f"[rank {world.Get_rank()}] aborting the MPI job\n")
-        sys.stderr.flush()
         if world.Get_size() > 1:
-            world.Abort(1)
+            abort_job(1)
         raise
     return 0
 
