@@ -39,6 +39,10 @@ COVERED = {
     "random": "test_random", "softmax": "test_fast_paths", "conv2d": "test_fast_paths",
     "conv2d_grad_input": "test_fast_paths", "conv2d_grad_weight": "test_fast_paths",
     "max_pool2d": "test_fast_paths", "max_pool2d_grad_input": "test_fast_paths",
+    "softmax_backward": "test_norms", "layer_norm": "test_norms",
+    "layer_norm_backward": "test_norms", "batch_norm": "test_norms",
+    "batch_norm_backward": "test_norms", "cross_entropy": "test_norms",
+    "cross_entropy_backward": "test_norms",
 }
 
 
