@@ -49,6 +49,7 @@ def kit_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests"), str(ROOT)])
     env["PORTAGRAD_DISABLE_PLUGINS"] = "opencl"  # not needed here: a faster, quieter start
     env.pop("PORTAGRAD_VISIBLE_DEVICES", None)
+    env.pop("PORTAGRAD_TEST_DEVICES", None)  # the suite's device list is not the kit's business
     r = subprocess.run([sys.executable, "-c", _DRIVER, str(out), str(ROOT / "tests" /
                                                                      "planted_backends.py")],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
