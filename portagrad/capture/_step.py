@@ -242,7 +242,13 @@ class CapturedStep:
             return result
         del rec_, out
         gc.collect()
-        if any(isinstance(r, weakref.ref) and r() is not None for r in refs):
+        # a buffer of the first recording still alive is a tensor kept across steps, unless an
+        # allocation of this recording was handed that very buffer again (a caching allocator
+        # such as the cpu backend's pool reuses a buffer only once nothing else holds it)
+        reused = {id(b) for b in (r() for r in rec.refs if isinstance(r, weakref.ref))
+                  if b is not None}
+        if any(isinstance(r, weakref.ref) and (b := r()) is not None and id(b) not in reused
+               for r in refs):
             self._fallback("a tensor made inside the step outlives the next step (kept in a "
                            "list, an attribute ...), which a replay would overwrite",
                            disable=True)
