@@ -468,7 +468,7 @@ class Scratch:
     (:func:`new_like`) written through their ``_v``.
     """
 
-    __slots__ = ("_allocate", "_index", "binary", "copy", "fill", "reduce", "unary")
+    __slots__ = ("_allocate", "_index", "binary", "copy", "fill", "reduce", "unary", "where")
 
     def __init__(self, like: Tensor) -> None:
         st = like._storage
@@ -478,6 +478,7 @@ class Scratch:
         self.reduce = be.reduce
         self.copy = be.copy
         self.fill = be.fill
+        self.where = be.where
         self._allocate = be.allocate
         self._index = st.index
 

@@ -500,8 +500,8 @@ def test_temporaries_share_memory_in_a_replay(device: str) -> None:
         cstep(x, y)
     rec = cstep._rec
     assert rec is not None
-    kept = sum(len(b) for b in rec.buffers)
-    allocated = sum(n for _, _, n in rec.sizes)
+    # (counted in buffers: a backend's buffer object need not say its size)
+    kept, allocated = len(rec.buffers), len(rec.sizes)
     assert kept < allocated * 0.8, (kept, allocated)
     # what outlives a step keeps its own memory: the gradients the parameters hold
     ids = {id(b) for b in rec.buffers}

@@ -369,7 +369,8 @@ class Backend:
         dimensions) or Python scalars, already of the computation dtype. Scalars: either side may
         be one (``x * 2.0`` passes ``b=2.0``, ``2 - x`` passes ``a=2.0``), and both may be (compute
         on the host and fill: arithmetic in ``out``'s dtype, wrapping as it would on tensors;
-        a comparison of two scalars compares their values, never their truth values). A scalar's Python type matches the views' dtype category: ``float``
+        a comparison of two scalars compares their values, never their truth values). A
+        scalar's Python type matches the views' dtype category: ``float``
         for floating views (the core converted ``int_tensor * 2.5`` to float first), ``int`` for
         integer views, ``bool`` for bool views. An ``int`` outside a narrow integer dtype
         (``uint8 + 1000``) wraps into it, as PyTorch does. ``out`` has the views' dtype, except for

@@ -183,7 +183,9 @@ class _CrossEntropy(Function):
         binary("ne", tv, ignore_index, valid_b)
         valid = new((n,), dt)
         ws.copy(valid_b, valid)
-        binary("mul", logp._v, onehot._v, sh)  # sh is free again: logp * onehot
+        # sh is free again: the target's log-probability, the others 0 (a select, not
+        # logp * onehot, whose 0 * -inf would make a row with a -inf logit NaN)
+        ws.where(mask, logp._v, 0.0, sh)
         picked = new((n,), dt)
         reduce("sum", sh, (1,), bare_view(picked, (n, 1), (1, 1)))
         # per-row weight of the gradient: valid_i (/ the number of valid rows for "mean")

@@ -136,6 +136,7 @@ _REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.mini
 # as PyTorch does: ml_dtypes' own ufuncs would round every intermediate of a composite (sigmoid),
 # accumulate reductions and products in bfloat16, and numpy's sort/argmax don't know the type
 _BF16 = _dtype.bfloat16.numpy
+_F16 = np.dtype(np.float16)
 _BFD, _BOOLD = _dtype.bfloat16, _dtype.bool  # module constants: cheaper than attribute lookups
 
 
@@ -336,6 +337,11 @@ class NumpyBackend(NormsMixin, Backend):
             _via_f32(self.reduce, (3,), op, x, axes, out)
             return
         xa, o = _nd(x), _nd(out)
+        if xa.dtype == _F16 and (op == "sum" or op == "prod"):
+            # float16 sums and products accumulate in float32, rounded once (PyTorch; numpy
+            # would accumulate in float16, which stalls a long sum at 2048)
+            o[...] = _REDUCE[op].reduce(xa, axis=tuple(axes), dtype=np.float32, keepdims=True)
+            return
         if op == "sum" and xa.dtype.kind == "f" and xa.dtype == o.dtype and \
                 _reduce_outer_first(_REDUCE[op], xa, axes, o):
             return
@@ -357,7 +363,11 @@ class NumpyBackend(NormsMixin, Backend):
         if x.dtype is _BFD or out.dtype is _BFD:
             _via_f32(self.cumsum, (2,), x, axis, out)
             return
-        np.cumsum(_nd(x), axis=axis, out=_nd(out), dtype=_nd(out).dtype)
+        o = _nd(out)
+        if o.dtype == _F16:  # accumulates in float32, each prefix rounded once (PyTorch)
+            o[...] = np.cumsum(_nd(x), axis=axis, dtype=np.float32)
+            return
+        np.cumsum(_nd(x), axis=axis, out=o, dtype=o.dtype)
 
     def matmul(self, a: View, b: View, out: View) -> None:
         if a.dtype is _BFD:  # accumulates in float32
