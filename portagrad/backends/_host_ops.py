@@ -53,12 +53,12 @@ def arg_reduce(op: str, x: np.ndarray, axis: int) -> np.ndarray:
 
 
 def cumsum(x: np.ndarray, axis: int, np_dtype: np.dtype) -> np.ndarray:
-    """Inclusive prefix sum along ``axis`` in ``np_dtype`` (bfloat16 accumulates in float32 and
+    """Inclusive prefix sum along ``axis`` in ``np_dtype`` (bfloat16/float16 accumulate in float32 and
     rounds once, as PyTorch and the numpy backend do)."""
     if x.ndim == 0:
         return x.astype(np_dtype)
-    if np_dtype == _BF16:
-        return np.cumsum(x.astype(np.float32), axis=axis).astype(_BF16)
+    if np_dtype == _BF16 or np_dtype == np.float16:  # (float16 too: as PyTorch)
+        return np.cumsum(x.astype(np.float32), axis=axis).astype(np_dtype)
     return np.cumsum(x, axis=axis, dtype=np_dtype)
 
 

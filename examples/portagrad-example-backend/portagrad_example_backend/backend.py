@@ -225,9 +225,13 @@ class ExampleBackend(Backend):
         if op not in REDUCE_OPS:
             raise unknown_op("reduce", op, self.device_type)
         xa, o = _src(x), _dst(out)
-        # a bool sum/prod counts in out's dtype (the core asks for int64 there)
+        # a bool sum/prod counts in out's dtype (the core asks for int64 there); float16
+        # accumulates in float32 and rounds once, as PyTorch
         dt = o.dtype if xa.dtype == np.bool_ and op in ("sum", "prod") else None
-        _REDUCE[op].reduce(xa, axis=tuple(axes), dtype=dt, out=o, keepdims=True)
+        if xa.dtype == np.float16 and op in ("sum", "prod"):
+            o[...] = _REDUCE[op].reduce(xa, axis=tuple(axes), dtype=np.float32, keepdims=True)
+        else:
+            _REDUCE[op].reduce(xa, axis=tuple(axes), dtype=dt, out=o, keepdims=True)
         _done(out, o)
 
     def matmul(self, a: View, b: View, out: View) -> None:
