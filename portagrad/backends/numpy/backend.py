@@ -494,8 +494,11 @@ class NumpyBackend(NormsMixin, Backend):
         G = groups
         cols = _conv_cols(xa, (kh, kw), (OH, OW), stride, padding, dilation)
         gr = _to_last(ga).reshape(G, O // G, OH * OW * N)
-        if G == 1 and o.flags.c_contiguous:  # one matrix: BLAS for the transposed operand
-            np.matmul(gr[0], cols.T, out=o.reshape(O, Cg * kh * kw))
+        if G == 1 and o.flags.c_contiguous:
+            # one matrix, computed transposed: with the long (OH*OW*N) axis of both operands
+            # contiguous BLAS runs this (C*kh*kw, O) product faster than its (O, C*kh*kw)
+            # transpose, and the small result is transposed on the way out
+            np.copyto(o.reshape(O, Cg * kh * kw), np.matmul(cols, gr[0].T).T)
             return
         r = np.matmul(gr, cols.reshape(G, Cg * kh * kw, OH * OW * N).transpose(0, 2, 1))  # (G, O/G, CgK)
         o[...] = r.reshape(o.shape)
@@ -704,19 +707,60 @@ def _conv_forward(xa: np.ndarray, wa: np.ndarray, o: np.ndarray, stride: Sequenc
     O, Cg, kh, kw = wa.shape
     OH, OW = o.shape[2:]
     g = groups
-    cols = _conv_cols(xa, (kh, kw), (OH, OW), stride, padding, dilation)  # (C*K, L*N)
     wm = np.ascontiguousarray(wa).reshape(g, O // g, Cg * kh * kw)
-    r = _scratch((g, O // g, OH * OW * N), cols.dtype)
-    if g == 1:
-        np.matmul(wm[0], cols, out=r[0])
+    r = _scratch((g, O // g, OH * OW * N), xa.dtype)
+    rows = _chunk_rows(Cg * kh * kw, OH, OW * N, xa.itemsize) if g == 1 else OH
+    if rows < OH:
+        # im2col a band of output rows at a time, each band's GEMM straight after its copy: the
+        # band's columns are still in the cache when the GEMM reads them, where a whole-image
+        # column matrix (tens of MiB) is written to memory and read back
+        v = _conv_taps(xa, (kh, kw), (OH, OW), stride, padding, dilation)
+        K, band = Cg * kh * kw, OW * N
+        cols = _scratch((Cg, kh, kw, rows, OW, N), xa.dtype)
+        for r0 in range(0, OH, rows):
+            r1 = min(OH, r0 + rows)
+            c = cols if r1 - r0 == rows else _scratch((Cg, kh, kw, r1 - r0, OW, N), xa.dtype)
+            np.copyto(c, v[:, :, :, r0:r1])
+            np.matmul(wm[0], c.reshape(K, (r1 - r0) * band), out=r[0, :, r0 * band:r1 * band])
     else:
-        np.matmul(wm, cols.reshape(g, Cg * kh * kw, OH * OW * N), out=r)  # explicit: C may be 0
+        cols = _conv_cols(xa, (kh, kw), (OH, OW), stride, padding, dilation)  # (C*K, L*N)
+        if g == 1:
+            np.matmul(wm[0], cols, out=r[0])
+        else:  # explicit: C may be 0
+            np.matmul(wm, cols.reshape(g, Cg * kh * kw, OH * OW * N), out=r)
     _from_last(r.reshape(O * OH * OW, N), o)
+
+
+# Bytes of im2col columns per band of a banded convolution: about a core's L2 cache, with at
+# least _BAND_MIN_COLS columns so that each GEMM is still wide enough to run at full speed
+_BAND_BYTES = 1 << 21
+_BAND_MIN_COLS = 1024
+
+
+def _chunk_rows(K: int, OH: int, row_cols: int, itemsize: int) -> int:
+    """Output rows per im2col band (``OH`` or more: no banding)."""
+    if K == 0 or row_cols == 0:
+        return OH
+    by_cache = _BAND_BYTES // (K * row_cols * itemsize)
+    by_width = -(-_BAND_MIN_COLS // row_cols)
+    return max(1, by_cache, by_width)
 
 
 def _conv_cols(xa: np.ndarray, k: Sequence[int], osz: Sequence[int], stride: Sequence[int],
                padding: Sequence[int], dilation: Sequence[int]) -> np.ndarray:
     """im2col in batch-innermost layout: (C*kh*kw, OH*OW*N); outside the input reads 0."""
+    N, C = xa.shape[:2]
+    (kh, kw), (OH, OW) = k, osz
+    v = _conv_taps(xa, k, osz, stride, padding, dilation)
+    cols = _scratch((C, kh, kw, OH, OW, N), xa.dtype)
+    np.copyto(cols, v)
+    return cols.reshape(C * kh * kw, OH * OW * N)
+
+
+def _conv_taps(xa: np.ndarray, k: Sequence[int], osz: Sequence[int], stride: Sequence[int],
+               padding: Sequence[int], dilation: Sequence[int]) -> np.ndarray:
+    """The (C, kh, kw, OH, OW, N) strided view of every window tap of ``xa`` (N, C, H, W),
+    over a batch-innermost, zero-padded copy of it."""
     N, C, H, W = xa.shape
     (kh, kw), (OH, OW), (sh, sw), (ph, pw), (dh, dw) = k, osz, stride, padding, dilation
     Hq = max((OH - 1) * sh + (kh - 1) * dh + 1, ph + H)
@@ -733,8 +777,5 @@ def _conv_cols(xa: np.ndarray, k: Sequence[int], osz: Sequence[int], stride: Seq
     else:
         xp = xl
     a, b, c, e = xp.strides
-    v = np.lib.stride_tricks.as_strided(xp, (C, kh, kw, OH, OW, N),
-                                        (a, b * dh, c * dw, b * sh, c * sw, e))
-    cols = _scratch((C, kh, kw, OH, OW, N), xa.dtype)
-    np.copyto(cols, v)
-    return cols.reshape(C * kh * kw, OH * OW * N)
+    return np.lib.stride_tricks.as_strided(xp, (C, kh, kw, OH, OW, N),
+                                           (a, b * dh, c * dw, b * sh, c * sw, e))

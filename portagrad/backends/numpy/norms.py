@@ -171,6 +171,10 @@ class NormsMixin:
         xa = _a(x)
         assert xa is not None
         n = xa.shape[0] * xa.shape[2]
+        if _in_place(out, xa):
+            _batch_norm_in_place(self, xa, _nd(out), weight, bias, running_mean, running_var,
+                                 momentum, eps, mean, rstd)
+            return
         mu = np.mean(xa, (0, 2), keepdims=True)
         xc = xa - mu
         var = np.mean(xc * xc, (0, 2), keepdims=True)
@@ -196,6 +200,9 @@ class NormsMixin:
         ga, xa, wa, mu, r = _a(g), _a(x), _a(weight), _a(mean), _a(rstd)
         assert ga is not None and xa is not None and mu is not None and r is not None
         n = xa.shape[0] * xa.shape[2]
+        if grad_x is not None and n and _in_place(grad_x, xa) and ga.dtype == xa.dtype:
+            _batch_norm_backward_in_place(ga, xa, wa, mu, r, _nd(grad_x), grad_weight, grad_bias)
+            return
         xhat = (xa - mu[None, :, None]) * r[None, :, None]
         sg = np.sum(ga, (0, 2))
         sgx = np.sum(ga * xhat, (0, 2))
@@ -240,3 +247,66 @@ class NormsMixin:
         p[rows, t[rows]] -= 1
         p *= k[:, None]
         _put(grad_x, p)
+
+
+def _in_place(out: View, xa: np.ndarray) -> bool:
+    """Whether a normalisation can compute straight into ``out``: float32/float64 (no rounding
+    on the way out, accumulation in the dtype as the whole-array path does) and the output
+    a contiguous array of ``xa``'s dtype that does not overlap it."""
+    if out.dtype is _BF16 or xa.dtype.kind != "f" or xa.dtype.itemsize < 4:
+        return False
+    o = _nd(out)
+    return o.dtype == xa.dtype and o.flags.c_contiguous and not np.shares_memory(o, xa)
+
+
+def _sum_nl(a: np.ndarray) -> np.ndarray:
+    """Per-channel sum of an (N, C, L) array: each contiguous row of L as a dot product with
+    ones (BLAS; a ufunc reduction pays a per-row cost at every (n, c)), then over N."""
+    return np.vecdot(a, np.ones(a.shape[2], a.dtype)).sum(0)
+
+
+def _batch_norm_in_place(be: Any, xa: np.ndarray, o: np.ndarray, weight: View | None,
+                         bias: View | None, running_mean: View | None,
+                         running_var: View | None, momentum: float, eps: float,
+                         mean: View, rstd: View) -> None:
+    """:meth:`NormsMixin.batch_norm` for float32/float64, in five passes over the data and no
+    full-size temporary: the centred input is built in ``out`` and scaled there."""
+    N, C, L = xa.shape
+    n = N * L
+    mu = _sum_nl(xa) / xa.dtype.type(n) if n else np.zeros(C, xa.dtype)
+    np.subtract(xa, mu[None, :, None], out=o)
+    # the squared deviations summed per (sample, channel) row, then over the batch
+    var = np.vecdot(o, o).sum(0) / xa.dtype.type(n) if n else np.zeros(C, xa.dtype)
+    r = 1 / np.sqrt(var + np.asarray(eps, xa.dtype))
+    wa, ba = _a(weight), _a(bias)
+    np.multiply(o, (r if wa is None else r * wa)[None, :, None], out=o)
+    if ba is not None:
+        np.add(o, ba[None, :, None], out=o)
+    _put(mean, mu)
+    _put(rstd, r)
+    for rv, stat in ((running_mean, mu), (running_var, var * (n / max(n - 1, 1)))):
+        ra = _a(rv)
+        if ra is not None:
+            _put(rv, ra * (1 - momentum) + stat * momentum)
+
+
+def _batch_norm_backward_in_place(ga: np.ndarray, xa: np.ndarray, wa: np.ndarray | None,
+                                  mu: np.ndarray, r: np.ndarray, o: np.ndarray,
+                                  grad_weight: View | None, grad_bias: View | None) -> None:
+    """:meth:`NormsMixin.batch_norm_backward` for float32/float64 with ``grad_x``, computed in
+    ``grad_x``'s memory: ``grad_x = k * (g - sum(g)/n - (x - mu) * r**2 * sum(g * (x - mu))/n)``
+    with ``k = r * weight``."""
+    N, C, L = xa.shape
+    n = xa.dtype.type(N * L)
+    np.subtract(xa, mu[None, :, None], out=o)  # x - mu
+    sg = _sum_nl(ga)
+    sgc = np.vecdot(ga, o).sum(0)  # sum(g * (x - mu))
+    sgx = sgc * r  # sum(g * xhat)
+    k = r if wa is None else r * wa
+    # four in-place passes, no temporary of the input's size
+    np.multiply(o, (-(sgx * r) / n)[None, :, None], out=o)
+    np.add(o, ga, out=o)
+    np.subtract(o, (sg / n)[None, :, None], out=o)
+    np.multiply(o, k[None, :, None], out=o)
+    _put(grad_weight, sgx)
+    _put(grad_bias, sg)
