@@ -495,10 +495,14 @@ class NumpyBackend(NormsMixin, Backend):
         cols = _conv_cols(xa, (kh, kw), (OH, OW), stride, padding, dilation)
         gr = _to_last(ga).reshape(G, O // G, OH * OW * N)
         if G == 1 and o.flags.c_contiguous:
-            # one matrix, computed transposed: with the long (OH*OW*N) axis of both operands
-            # contiguous BLAS runs this (C*kh*kw, O) product faster than its (O, C*kh*kw)
-            # transpose, and the small result is transposed on the way out
-            np.copyto(o.reshape(O, Cg * kh * kw), np.matmul(cols, gr[0].T).T)
+            om = o.reshape(O, Cg * kh * kw)
+            if om.size <= _SMALL_TRANSPOSE:
+                # computed transposed: BLAS runs this (C*kh*kw, O) product faster than its
+                # (O, C*kh*kw) transpose, and a small result is cheap to transpose on the way
+                # out (a large one is not: a transposing copy runs at a fraction of memcpy)
+                np.copyto(om, np.matmul(cols, gr[0].T).T)
+            else:
+                np.matmul(gr[0], cols.T, out=om)
             return
         r = np.matmul(gr, cols.reshape(G, Cg * kh * kw, OH * OW * N).transpose(0, 2, 1))  # (G, O/G, CgK)
         o[...] = r.reshape(o.shape)
@@ -730,6 +734,9 @@ def _conv_forward(xa: np.ndarray, wa: np.ndarray, o: np.ndarray, stride: Sequenc
             np.matmul(wm, cols.reshape(g, Cg * kh * kw, OH * OW * N), out=r)
     _from_last(r.reshape(O * OH * OW, N), o)
 
+
+# Elements of a weight gradient small enough to compute transposed (conv2d_grad_weight)
+_SMALL_TRANSPOSE = 1 << 18
 
 # Bytes of im2col columns per band of a banded convolution: about a core's L2 cache, with at
 # least _BAND_MIN_COLS columns so that each GEMM is still wide enough to run at full speed
