@@ -298,3 +298,137 @@ def test_buffer_pool_tracks_a_bounded_number_per_size() -> None:
     p = pool.BufferPool(min_bytes=1024, max_bytes=1 << 20, per_size=3)
     held = [p.allocate(2048) for _ in range(5)]
     assert p.pooled_bytes == 3 * 2048 and len({h.ctypes.data for h in held}) == 5
+
+
+@pytest.mark.parametrize("case", [
+    (3, 4, 9, 7, 5, 3, 3, (1, 1), (1, 1), (1, 1), 1),  # 9 output rows: bands of 2, the last of 1
+    (2, 3, 11, 6, 4, 3, 2, (2, 1), (1, 0), (1, 2), 1),  # strided and dilated taps
+    (2, 4, 8, 8, 6, 3, 3, (1, 1), (3, 0), (1, 1), 1),  # the col2im input gradient
+])
+def test_banded_im2col_matches_whole_image_and_direct_sums(case: tuple,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large convolutions im2col a band of output rows at a time; forced onto small shapes here,
+    the bands agree with the whole-image path and with the direct sums (not bit for bit: BLAS
+    may sum a narrow band's columns in another order)."""
+    from portagrad import _dtype
+    from portagrad._shape import contiguous_strides
+    from portagrad.backends.interface import View
+    from portagrad.backends.numpy import backend as nb
+
+    N, C, H, W, O, kh, kw, stride, padding, dilation, groups = case
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((N, C, H, W))
+    w = rng.standard_normal((O, C // groups, kh, kw))
+    want = _ref_conv(x, w, stride, padding, dilation, groups)
+
+    def view(a: np.ndarray) -> View:
+        a = np.ascontiguousarray(a, np.float32)
+        return View(a.reshape(-1).view(np.uint8), 0, a.shape, contiguous_strides(a.shape),
+                    _dtype.float32)
+
+    def run() -> list[np.ndarray]:
+        be = nb.NumpyBackend()
+        got = []
+        for fn, a, b, ref in [(be.conv2d, x, w, want[0]), (be.conv2d_grad_input, want[1], w, want[2]),
+                              (be.conv2d_grad_weight, x, want[1], want[3])]:
+            o = view(np.full(ref.shape, np.nan))
+            fn(view(a), view(b), o, stride, padding, dilation, groups)
+            got.append(np.ndarray(ref.shape, np.float32, o.buffer).copy())
+        return got
+
+    whole = run()
+    OW = (W + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    # bands of two output rows (the cache bound off, the width bound at two rows)
+    monkeypatch.setattr(nb, "_BAND_BYTES", 1)
+    monkeypatch.setattr(nb, "_BAND_MIN_COLS", 2 * OW * N)
+    assert nb._chunk_rows(C * kh * kw, 9, OW * N, 4) == 2
+    banded = run()
+    for a, b, ref in zip(banded, whole, (want[0], want[2], want[3])):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(a, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_weight_gradient_transposed_or_not_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small weight gradient is computed as the transposed product; both orientations agree
+    with the direct sums (a large one takes the untransposed product)."""
+    from portagrad import _dtype
+    from portagrad._shape import contiguous_strides
+    from portagrad.backends.interface import View
+    from portagrad.backends.numpy import backend as nb
+
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((4, 5, 7, 7))
+    w = rng.standard_normal((6, 5, 3, 3))
+    _, g, _, gw = _ref_conv(x, w, (1, 1), (1, 1), (1, 1), 1)
+
+    def view(a: np.ndarray) -> View:
+        a = np.ascontiguousarray(a, np.float64)
+        return View(a.reshape(-1).view(np.uint8), 0, a.shape, contiguous_strides(a.shape),
+                    _dtype.float64)
+
+    for limit in (1 << 18, 0):
+        monkeypatch.setattr(nb, "_SMALL_TRANSPOSE", limit)
+        o = view(np.full(gw.shape, np.nan))
+        nb.NumpyBackend().conv2d_grad_weight(view(x), view(g), o, (1, 1), (1, 1), (1, 1), 1)
+        np.testing.assert_allclose(np.ndarray(gw.shape, np.float64, o.buffer), gw, rtol=1e-10,
+                                   atol=1e-10)
+
+
+def _batch_norm_run(x: np.ndarray, g: np.ndarray, w: np.ndarray | None, b: np.ndarray | None,
+                    dt: type) -> list[np.ndarray]:
+    """The numpy backend's batch_norm then batch_norm_backward: every output as an array."""
+    from portagrad import _dtype
+    from portagrad._shape import contiguous_strides
+    from portagrad.backends.interface import View
+    from portagrad.backends.numpy.backend import NumpyBackend
+
+    pdt = _dtype.float32 if dt == np.float32 else _dtype.float64
+
+    def view(a: np.ndarray | None) -> View | None:
+        if a is None:
+            return None
+        a = np.ascontiguousarray(a, dt)
+        return View(a.reshape(-1).view(np.uint8), 0, a.shape, contiguous_strides(a.shape), pdt)
+
+    def zeros(*shape: int) -> View:
+        v = view(np.zeros(shape))
+        assert v is not None
+        return v
+
+    C = x.shape[1]
+    be = NumpyBackend()
+    xv, gv, wv = view(x), view(g), view(w)
+    assert xv is not None and gv is not None
+    rm, rv = view(np.linspace(-1, 1, C)), view(np.linspace(0.5, 2, C))
+    out, mean, rstd = zeros(*x.shape), zeros(C), zeros(C)
+    be.batch_norm(xv, wv, view(b), rm, rv, 0.1, 1e-5, out, mean, rstd)
+    gx, gw, gb = zeros(*x.shape), zeros(C), zeros(C)
+    be.batch_norm_backward(gv, xv, wv, mean, rstd, gx, gw if w is not None else None,
+                           gb if b is not None else None)
+    return [np.ndarray(v.shape, dt, v.buffer).copy() for v in (out, mean, rstd, rm, rv, gx, gw, gb)
+            if v is not None]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("shape", [(4, 3, 10), (1, 2, 1), (3, 5, 7)])
+def test_batch_norm_in_place_path_matches_whole_array_path(
+        dt: type, affine: bool, shape: tuple[int, int, int],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """float32/float64 batch norm computes in the output's memory; it agrees with the
+    whole-array path (still used for 16-bit floats), NaN channels and a one-element batch
+    included."""
+    from portagrad.backends.numpy import norms
+
+    rng = np.random.default_rng(3)
+    C = shape[1]
+    x = rng.standard_normal(shape) * 3 + 1
+    x[0, C - 1, 0] = np.nan  # a NaN channel stays NaN, the others are unaffected
+    g = rng.standard_normal(shape)
+    w, b = (rng.standard_normal(C), rng.standard_normal(C)) if affine else (None, None)
+    fast = _batch_norm_run(x, g, w, b, dt)
+    monkeypatch.setattr(norms, "_in_place", lambda out, xa: False)
+    slow = _batch_norm_run(x, g, w, b, dt)
+    tol = {"rtol": 2e-5, "atol": 2e-5} if dt == np.float32 else {"rtol": 1e-12, "atol": 1e-12}
+    for a, b_ in zip(fast, slow, strict=True):
+        np.testing.assert_allclose(a, b_, **tol)  # NaN where the other has NaN
