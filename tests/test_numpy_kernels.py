@@ -432,3 +432,17 @@ def test_batch_norm_in_place_path_matches_whole_array_path(
     tol = {"rtol": 2e-5, "atol": 2e-5} if dt == np.float32 else {"rtol": 1e-12, "atol": 1e-12}
     for a, b_ in zip(fast, slow, strict=True):
         np.testing.assert_allclose(a, b_, **tol)  # NaN where the other has NaN
+
+
+@pytest.mark.parametrize("case", [c for c in _CONV_CASES if c[-1] == 1])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_per_sample_convolution_against_direct_sums(case: tuple, dt: type,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Convolutions with many output positions run one image at a time in the (N, C, H, W)
+    layout; forced onto the small cases here, both weight-gradient orientations included."""
+    from portagrad.backends.numpy import backend as nb
+
+    monkeypatch.setattr(nb, "_PER_SAMPLE_MIN_POSITIONS", 1)
+    for limit in (1 << 18, 0):
+        monkeypatch.setattr(nb, "_SMALL_TRANSPOSE", limit)
+        test_conv_kernels_against_direct_sums(case, dt)
