@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .kernels import CTYPE, prelude
+from .vectors import vload, vstore
 
 __all__ = ["RM", "RN", "implicit_source", "launch_implicit"]
 
@@ -49,13 +50,18 @@ def _acc(t: str) -> str:
 
 
 def _fma(t: str) -> str:
-    return (f"{t}{RN} bvec = vload{RN}(0, bv);\n"
+    # at most 32-byte vload/vstore calls (see .vectors: PoCL's kernel cache)
+    return (f"{t}{RN} bvec = {vload(t, RN, _isz(t), 'bv')};\n"
             f"                for (int i = 0; i < {RM}; ++i) acc[i] += av[i] * bvec;")
 
 
 def _row(t: str) -> str:
     """Row ``i`` of the block as a private array ``ar`` (for the lane-by-lane stores)."""
-    return f"{t} ar[{RN}]; vstore{RN}(acc[i], 0, ar);"
+    return f"{t} ar[{RN}]; {vstore(RN, _isz(t), 'acc[i]', 'ar')}"
+
+
+def _isz(t: str) -> int:
+    return 8 if t == "double" else 4
 
 
 def implicit_source(dtype: str) -> str:

@@ -131,11 +131,21 @@ class Device:
             src = source()
             try:
                 prg = cl.Program(self.context, src).build(options=self.build_options)
+                names = prg.get_info(cl.program_info.KERNEL_NAMES)
             except cl.Error as exc:
                 err = translate(exc, self.label, what)
                 if isinstance(err, BuildError):
                     raise BuildError(f"{err}\n--- source ---\n{src}") from exc
                 raise err from exc
+            if not names and "__kernel" in src:
+                # a driver defect, not a build error: caught here, with its cause, instead of
+                # as CL_INVALID_KERNEL_NAME at the first kernel (see .vectors)
+                raise BuildError(
+                    f"{self.label}: building {what} succeeded but the program has no kernels; "
+                    "the driver's kernel cache returned a broken program (PoCL does this for "
+                    "kernels calling builtins on 64-byte vectors on CPUs its LLVM takes for "
+                    "models without AVX-512); POCL_KERNEL_CACHE=0 works around it"
+                    f"\n--- source ---\n{src}")
             self._programs[key] = prg
         return prg
 

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .kernels import CTYPE
+from .vectors import vload, vstore
 
 __all__ = ["PACKED_TILES", "PackedTile", "launch_packed", "packed_source"]
 
@@ -72,6 +73,7 @@ _LANES = "0123456789abcdef"
 
 def _tile_kernel(t: str, tile: PackedTile, c_unit: bool, name: str) -> str:
     rm, v, w = tile.rm, tile.v, tile.w
+    isz = 8 if t == "double" else 4
     nb = v * w
     vt = f"{t}{w}"
     acc = "\n    ".join(f"{vt} c{i}_{j} = 0;" for i in range(rm) for j in range(v))
@@ -83,8 +85,9 @@ def _tile_kernel(t: str, tile: PackedTile, c_unit: bool, name: str) -> str:
         for j in range(v):
             if c_unit:
                 p = f"cp + {i} * scm + {j * w}"
-                full.append(f"{{ {vt} o = c{i}_{j}; if (beta) o += vload{w}(0, {p}); "
-                            f"vstore{w}(o, 0, {p}); }}")
+                # at most 32-byte vload/vstore calls (see .vectors: PoCL's kernel cache)
+                full.append(f"{{ {vt} o = c{i}_{j}; if (beta) o += {vload(t, w, isz, p)}; "
+                            f"{vstore(w, isz, 'o', p)} }}")
             for lane in range(w):
                 col = j * w + lane
                 dst = f"cp[{i} * scm + {col} * scn]"

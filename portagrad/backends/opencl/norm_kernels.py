@@ -14,6 +14,7 @@ passed in ``A``. Absent operands (``None`` in the contract) come with a flag of 
 from __future__ import annotations
 
 from .kernels import CTYPE, prelude
+from .vectors import SAFE_VECTOR_BYTES
 
 __all__ = ["norm_source"]
 
@@ -102,7 +103,7 @@ def _vloop(vec: bool, body_v: str, body_s: str, n: str) -> str:
 def _softmax_c(vec: bool) -> str:
     """Softmax and its gradient over contiguous rows (``inner == 1``), vectorised where an
     ``exp`` is taken."""
-    ld = "vload8(0, x + j)"
+    ld = "VLD(x + j)"
     return f"""
 __kernel void softmax_c(__global const S* X, long xo, __global S* O, long oo, long L, int lg)
 {{
@@ -119,9 +120,9 @@ __kernel void softmax_c(__global const S* X, long xo, __global S* O, long oo, lo
     {_reduce("s", _SUM)}
     if (lg) {{
         A ls = log(s);
-        {_vloop(vec, f"vstore8(({ld} - m) - ls, 0, o + j);", "o[j] = ST((LD(x[j]) - m) - ls);", "L")}
+        {_vloop(vec, f"VST(({ld} - m) - ls, o + j);", "o[j] = ST((LD(x[j]) - m) - ls);", "L")}
     }} else {{
-        {_vloop(vec, f"vstore8(exp({ld} - m) / s, 0, o + j);", "o[j] = ST(exp(LD(x[j]) - m) / s);",
+        {_vloop(vec, f"VST(exp({ld} - m) / s, o + j);", "o[j] = ST(exp(LD(x[j]) - m) / s);",
                 "L")}
     }}
 }}
@@ -140,7 +141,7 @@ __kernel void softmax_backward_c(__global const S* G, long go, __global const S*
     else {{ for (long j = l; j < L; j += WG) s += LD(g[j]) * LD(y[j]); }}
     {_reduce("s", _SUM)}
     if (lg) {{
-        {_vloop(vec, "vstore8(vload8(0, g + j) - exp(vload8(0, y + j)) * s, 0, o + j);",
+        {_vloop(vec, "VST(VLD(g + j) - exp(VLD(y + j)) * s, o + j);",
                 "o[j] = ST(LD(g[j]) - exp(LD(y[j])) * s);", "L")}
     }} else {{
         for (long j = l; j < L; j += WG) {{ A yv = LD(y[j]); o[j] = ST(yv * (LD(g[j]) - s)); }}
@@ -308,7 +309,7 @@ __kernel void cross_entropy(__global const S* X, long xo, __global const long* T
     for (long j = l; j < Cn; j += WG) {{ A b = LD(x[j]); A a = m; m = {_MAX}; }}
     {_reduce("m", _MAX)}
     A s = 0;
-    {_vloop(vec, "s += VSUM(exp(vload8(0, x + j) - m));", "s += exp(LD(x[j]) - m);", "Cn")}
+    {_vloop(vec, "s += VSUM(exp(VLD(x + j) - m));", "s += exp(LD(x[j]) - m);", "Cn")}
     {_reduce("s", _SUM)}
     if (l == 0) {{
         A lse = log(s) + m;
@@ -335,7 +336,7 @@ __kernel void cross_entropy_backward(__global const S* X, long xo, __global cons
     __global S* o = O + oo + r * Cn;
     A lse = LD(LSE[so + r]), k = LD(K[ko + r]);
     long t = T[to + r];
-    {_vloop(vec, "vstore8(k * exp(vload8(0, x + j) - lse), 0, o + j);",
+    {_vloop(vec, "VST(k * exp(VLD(x + j) - lse), o + j);",
             "o[j] = ST(k * exp(LD(x[j]) - lse));", "Cn")}
     barrier(CLK_GLOBAL_MEM_FENCE);  /* the target's element, written above, is this group's */
     if (l == 0 && t >= 0 && t < Cn) o[t] = ST(k * (exp(LD(x[t]) - lse) - (A)1));
@@ -354,9 +355,15 @@ def norm_source(dtype: str, wg: int) -> str:
     else:
         a, ld, st = s, "(v)", "(v)"
     vec = dtype in ("float32", "float64")  # vector loads where storage and computation agree
+    # 32-byte vectors: eight floats, four doubles (a builtin on a wider one can break PoCL's
+    # kernel cache, see .vectors)
+    vw = SAFE_VECTOR_BYTES // (8 if dtype == "float64" else 4)
     head = (f"{prelude([dtype])}\n#define WG {wg}\ntypedef {s} S;\ntypedef {a} A;\n"
-            f"#define LD(v) {ld}\n#define ST(v) {st}\n#define VW 8\n")
+            f"#define LD(v) {ld}\n#define ST(v) {st}\n#define VW {vw}\n")
     if vec:
-        head += (f"typedef {s}8 V;\n#define VSUM(v) ((((v).s0 + (v).s1) + ((v).s2 + (v).s3)) + "
-                 f"(((v).s4 + (v).s5) + ((v).s6 + (v).s7)))\n")
+        lanes = [f"(v).s{i}" for i in range(vw)]
+        while len(lanes) > 1:  # a pairwise tree, as for eight lanes before
+            lanes = [f"({lanes[i]} + {lanes[i + 1]})" for i in range(0, len(lanes), 2)]
+        head += (f"typedef {s}{vw} V;\n#define VSUM(v) {lanes[0]}\n"
+                 f"#define VLD(p) vload{vw}(0, p)\n#define VST(v, p) vstore{vw}(v, 0, p)\n")
     return head + _softmax() + _softmax_c(vec) + _layer_norm() + _batch_norm() + _cross_entropy(vec)
