@@ -446,3 +446,60 @@ def test_per_sample_convolution_against_direct_sums(case: tuple, dt: type,
     for limit in (1 << 18, 0):
         monkeypatch.setattr(nb, "_SMALL_TRANSPOSE", limit)
         test_conv_kernels_against_direct_sums(case, dt)
+
+
+def _layer_norm_run(x: np.ndarray, g: np.ndarray, w: np.ndarray | None, b: np.ndarray | None,
+                    dt: type) -> list[np.ndarray]:
+    """The numpy backend's layer_norm then layer_norm_backward: every output as an array."""
+    from portagrad import _dtype
+    from portagrad._shape import contiguous_strides
+    from portagrad.backends.interface import View
+    from portagrad.backends.numpy.backend import NumpyBackend
+
+    pdt = _dtype.float32 if dt == np.float32 else _dtype.float64
+
+    def view(a: np.ndarray | None) -> View | None:
+        if a is None:
+            return None
+        a = np.ascontiguousarray(a, dt)
+        return View(a.reshape(-1).view(np.uint8), 0, a.shape, contiguous_strides(a.shape), pdt)
+
+    def zeros(*shape: int) -> View:
+        v = view(np.zeros(shape))
+        assert v is not None
+        return v
+
+    M, N = x.shape
+    be = NumpyBackend()
+    xv, gv, wv = view(x), view(g), view(w)
+    assert xv is not None and gv is not None
+    out, mean, rstd = zeros(M, N), zeros(M), zeros(M)
+    be.layer_norm(xv, wv, view(b), 1e-5, out, mean, rstd)
+    gx, gw, gb = zeros(M, N), zeros(N), zeros(N)
+    be.layer_norm_backward(gv, xv, wv, mean, rstd, gx, gw if w is not None else None,
+                           gb if b is not None else None)
+    return [np.ndarray(v.shape, dt, v.buffer).copy() for v in (out, mean, rstd, gx, gw, gb)
+            if v is not None]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("shape", [(6, 10), (1, 1), (3, 33)])
+def test_layer_norm_in_place_path_matches_whole_array_path(
+        dt: type, affine: bool, shape: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """float32/float64 layer norm computes in the output's memory; it agrees with the
+    whole-array path, NaN rows and one-element rows included."""
+    from portagrad.backends.numpy import norms
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(shape) * 3 + 1
+    x[-1, 0] = np.nan  # a NaN row stays NaN, the others are unaffected
+    g = rng.standard_normal(shape)
+    N = shape[1]
+    w, b = (rng.standard_normal(N), rng.standard_normal(N)) if affine else (None, None)
+    fast = _layer_norm_run(x, g, w, b, dt)
+    monkeypatch.setattr(norms, "_in_place", lambda out, xa: False)
+    slow = _layer_norm_run(x, g, w, b, dt)
+    tol = {"rtol": 2e-5, "atol": 2e-5} if dt == np.float32 else {"rtol": 1e-12, "atol": 1e-12}
+    for a, b_ in zip(fast, slow, strict=True):
+        np.testing.assert_allclose(a, b_, **tol)

@@ -131,6 +131,9 @@ class NormsMixin:
         M, N = xa.shape
         if M == 0:
             return
+        if N and _in_place(out, xa):
+            _layer_norm_in_place(xa, _nd(out), weight, bias, eps, mean, rstd)
+            return
         mu = np.mean(xa, 1, keepdims=True) if N else np.zeros((M, 1), xa.dtype)
         xc = xa - mu
         var = np.mean(xc * xc, 1, keepdims=True) if N else np.zeros((M, 1), xa.dtype)
@@ -152,6 +155,10 @@ class NormsMixin:
         ga, xa, wa, mu, r = _a(g), _a(x), _a(weight), _a(mean), _a(rstd)
         assert ga is not None and xa is not None and mu is not None and r is not None
         M, N = xa.shape
+        if (grad_x is not None and M and N and _in_place(grad_x, xa) and ga.dtype == xa.dtype
+                and not np.shares_memory(_nd(grad_x), ga)):
+            _layer_norm_backward_in_place(ga, xa, wa, mu, r, _nd(grad_x), grad_weight, grad_bias)
+            return
         xhat = (xa - mu[:, None]) * r[:, None]
         if grad_x is not None and M and N:
             gw = ga * wa if wa is not None else ga
@@ -310,3 +317,46 @@ def _batch_norm_backward_in_place(ga: np.ndarray, xa: np.ndarray, wa: np.ndarray
     np.multiply(o, k[None, :, None], out=o)
     _put(grad_weight, sgx)
     _put(grad_bias, sg)
+
+
+def _layer_norm_in_place(xa: np.ndarray, o: np.ndarray, weight: View | None, bias: View | None,
+                         eps: float, mean: View | None, rstd: View | None) -> None:
+    """:meth:`NormsMixin.layer_norm` for float32/float64: the centred rows built in ``out`` and
+    scaled there (no full-size temporary)."""
+    N = xa.shape[1]
+    mu = np.vecdot(xa, np.ones(N, xa.dtype)) / xa.dtype.type(N)
+    np.subtract(xa, mu[:, None], out=o)
+    var = np.vecdot(o, o) / xa.dtype.type(N)
+    r = 1 / np.sqrt(var + np.asarray(eps, xa.dtype))
+    np.multiply(o, r[:, None], out=o)
+    wa, ba = _a(weight), _a(bias)
+    if wa is not None:
+        np.multiply(o, wa, out=o)
+    if ba is not None:
+        np.add(o, ba, out=o)
+    _put(mean, mu)
+    _put(rstd, r)
+
+
+def _layer_norm_backward_in_place(ga: np.ndarray, xa: np.ndarray, wa: np.ndarray | None,
+                                  mu: np.ndarray, r: np.ndarray, o: np.ndarray,
+                                  grad_weight: View | None, grad_bias: View | None) -> None:
+    """:meth:`NormsMixin.layer_norm_backward` for float32/float64 with ``grad_x``, computed in
+    ``grad_x``'s memory: ``grad_x = r * (gw - mean(gw) - xhat * mean(gw * xhat))`` with
+    ``gw = g * weight``."""
+    N = xa.shape[1]
+    n = xa.dtype.type(N)
+    np.subtract(xa, mu[:, None], out=o)
+    np.multiply(o, r[:, None], out=o)  # xhat
+    if grad_weight is not None:
+        _put(grad_weight, np.einsum("mn,mn->n", ga, o))
+    if grad_bias is not None:
+        _put(grad_bias, np.sum(ga, 0))
+    gw = ga * wa if wa is not None else ga
+    c1 = np.vecdot(gw, np.ones(N, xa.dtype)) / n
+    c2 = np.vecdot(gw, o) / n
+    # four in-place passes: o = xhat -> r * (gw - c1 - xhat * c2)
+    np.multiply(o, -c2[:, None], out=o)
+    np.add(o, gw, out=o)
+    np.subtract(o, c1[:, None], out=o)
+    np.multiply(o, r[:, None], out=o)
