@@ -511,6 +511,11 @@ class NumpyBackend(NormsMixin, Backend):
         (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel_size, stride, padding, dilation
         Hq = max((OH - 1) * sh + (kh - 1) * dh + 1, ph + H)
         Wq = max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W)
+        if (kh, kw, sh, sw, dh, dw, ph, pw) == (2, 2, 2, 2, 1, 1, 0, 0) and \
+                (H, W) == (2 * OH, 2 * OW) and W < 16 and xa.flags.c_contiguous:
+            # small planes (the strided sweeps below have inner loops of a few elements)
+            _max_pool_2x2(xa, o, ind)
+            return
         if (Hq, Wq) == (H, W) and ph == 0 and pw == 0 and OW >= 8:
             # wide rows: sweeping strided NCHW views beats the two layout changes below
             _max_pool_unpadded(xa, o, ind, kh, kw, sh, sw, dh, dw)
@@ -649,6 +654,80 @@ def _max_pool_unpadded(xa: np.ndarray, o: np.ndarray, ind: np.ndarray, kh: int, 
     base = (np.arange(OH) * sh)[:, None] * W + (np.arange(OW) * sw)[None, :]
     off = ((np.arange(kh) * dh * W)[:, None] + (np.arange(kw) * dw)[None, :]).ravel()
     np.add(np.take(off, tap), base, out=ind)
+
+
+def _split_pairs(a: np.ndarray, rows: int, width: int) -> np.ndarray:
+    """``a`` read as (rows, 2, width) into a new contiguous (2, rows, width): the even and the odd
+    rows apart. A row goes as one opaque item (a void view), which makes this a 1-d strided copy
+    where an element-wise one would have inner loops of ``width`` elements."""
+    vd = np.dtype((np.void, width * a.itemsize))
+    out = np.empty((2, rows, width), a.dtype)
+    np.copyto(out.view(vd).reshape(2, rows), a.reshape(rows * 2, width).view(vd).reshape(rows, 2).T)
+    return out
+
+
+_POOL_BASE: dict[tuple[int, int, int], np.ndarray] = {}
+
+
+def _pool_base(P: int, OH: int, OW: int) -> np.ndarray:
+    """The flat input position ``2*oh*W + 2*ow`` of each 2x2 window's first tap, repeated for
+    ``P`` planes (contiguous: a broadcast add over planes of a few windows is a slow loop)."""
+    key = (P, OH, OW)
+    base = _POOL_BASE.get(key)
+    if base is None:
+        W = 2 * OW
+        plane = ((np.arange(OH) * 2 * W)[:, None] + np.arange(OW) * 2).ravel()
+        base = np.tile(plane, P)
+        if base.nbytes > 1 << 20:  # kept only while small
+            return base
+        base.flags.writeable = False
+        if len(_POOL_BASE) >= 16:
+            _POOL_BASE.clear()
+        _POOL_BASE[key] = base
+    return base
+
+
+def _max_pool_2x2(xa: np.ndarray, o: np.ndarray, ind: np.ndarray) -> None:
+    """2x2 max pooling with stride 2 of a contiguous ``xa`` with even H, W (no padding): the
+    columns split by parity, then the rows, so every comparison runs on contiguous arrays.
+
+    Each window is reduced in pairs: its two columns within each row, then its two rows. Strict
+    comparisons keep the earlier element on ties (row-major window order, as PyTorch); with NaNs
+    a later element also wins when it is NaN, so the last NaN is pointed at (PyTorch's rule)."""
+    N, C, H, W = xa.shape
+    OH, OW = H // 2, W // 2
+    R = N * C * OH  # pairs of input rows
+    cols = np.empty((2, R * 2 * OW), xa.dtype)
+    np.copyto(cols.reshape(2, R * 2, OW), xa.reshape(R * 2, OW, 2).transpose(2, 0, 1))
+    left, right = cols[0], cols[1]
+    h = np.maximum(left, right)  # the maximum of each row of each window
+    hj = np.greater(right, left)  # its column
+    rows = _split_pairs(h, R, OW)
+    top, bottom = rows[0].reshape(-1), rows[1].reshape(-1)
+    o_direct, ind_direct = o.flags.c_contiguous, ind.flags.c_contiguous
+    best = o.reshape(-1) if o_direct else np.empty(R * OW, xa.dtype)
+    np.maximum(top, bottom, out=best)
+    nan = xa.dtype.kind == "f" and bool(np.isnan(best).any())
+    if nan:  # rare: a NaN also wins against an earlier element
+        np.logical_or(hj, np.isnan(right), out=hj)
+    js = _split_pairs(hj, R, OW)
+    j, j_bottom = js[0].reshape(-1), js[1].reshape(-1)
+    i = np.greater(bottom, top)
+    if nan:
+        np.logical_or(i, np.isnan(bottom), out=i)
+    # j = j_bottom where i, else j: bitwise on bools (a masked copy is far slower)
+    d = np.bitwise_xor(j, j_bottom)
+    np.bitwise_and(d, i, out=d)
+    np.bitwise_xor(j, d, out=j)
+    # flat position: window base + i*W + j, the small term in uint8 (W < 16 here)
+    k = np.multiply(i.view(np.uint8), np.uint8(W))
+    np.add(k, j.view(np.uint8), out=k)
+    pos = ind.reshape(-1) if ind_direct else np.empty(R * OW, np.int64)
+    np.add(_pool_base(N * C, OH, OW), k, out=pos)
+    if not o_direct:
+        np.copyto(o, best.reshape(o.shape))
+    if not ind_direct:
+        np.copyto(ind, pos.reshape(ind.shape))
 
 
 # Elements per block of a transposing copy between (N, R) and (R, N) with a small N (a batch):
