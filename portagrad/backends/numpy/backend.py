@@ -575,7 +575,7 @@ class NumpyBackend(NormsMixin, Backend):
         N, C, H, W = o.shape
         P = H * W
         L = ga.shape[2] * ga.shape[3]
-        flat = (ia.reshape(N * C, L) + (np.arange(N * C, dtype=np.int64) * P)[:, None]).ravel()
+        flat = np.add(ia.reshape(-1), _plane_offsets(N * C, L, P))
         gf = ga.reshape(-1)
         apart = all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel_size, stride, dilation))
         if apart and o.flags.c_contiguous:  # no overlap: each input position is hit at most once
@@ -685,6 +685,26 @@ def _pool_base(P: int, OH: int, OW: int) -> np.ndarray:
             _POOL_BASE.clear()
         _POOL_BASE[key] = base
     return base
+
+
+_PLANE_OFFSETS: dict[tuple[int, int, int], np.ndarray] = {}
+
+
+def _plane_offsets(planes: int, per_plane: int, P: int) -> np.ndarray:
+    """``p * P`` for each of ``per_plane`` elements of each plane ``p``, flat: what turns
+    positions within planes into flat positions by one contiguous add (a broadcast add over planes
+    of a few elements is a slow loop). Kept while small, for the next step's call."""
+    key = (planes, per_plane, P)
+    off = _PLANE_OFFSETS.get(key)
+    if off is None:
+        off = np.repeat(np.arange(planes, dtype=np.int64) * P, per_plane)
+        if off.nbytes > 1 << 20:
+            return off
+        off.flags.writeable = False
+        if len(_PLANE_OFFSETS) >= 16:
+            _PLANE_OFFSETS.clear()
+        _PLANE_OFFSETS[key] = off
+    return off
 
 
 def _max_pool_2x2(xa: np.ndarray, o: np.ndarray, ind: np.ndarray) -> None:
