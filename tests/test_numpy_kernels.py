@@ -288,6 +288,36 @@ def test_max_pool_2x2_against_scan(shape: tuple[int, ...], kind: str, dt: type) 
     np.testing.assert_array_equal(got_idx, ti.numpy())
 
 
+# ------------------------------------------------------------------- broadcast binary operands
+@pytest.mark.parametrize("shape,strides", [
+    ((64, 16, 8, 8), (0, 1, 0, 0)),  # a conv bias
+    ((8, 4, 32, 16), (0, 0, 1, 0)),  # two leading broadcast axes, one repeated inner axis
+    ((64, 128), (1, 0)),  # a column: nothing leading to drop
+    ((16, 4, 128), (0, 128, 1)),  # dense inner block: left as it is
+    ((4, 2048), (0, 0)),  # a scalar broadcast
+])
+@pytest.mark.parametrize("left", [False, True])
+def test_binary_with_broadcast_operand(shape: tuple[int, ...], strides: tuple[int, ...],
+                                       left: bool) -> None:
+    """The dense copy of an operand repeated along inner axes gives numpy's own result."""
+    from portagrad import _dtype
+    from portagrad._shape import contiguous_strides
+    from portagrad.backends.interface import View
+    from portagrad.backends.numpy.backend import NumpyBackend
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(np.float32)
+    src = rng.standard_normal(4096).astype(np.float32)
+    bv = View(src.view(np.uint8), 0, shape, strides, _dtype.float32)
+    b = np.lib.stride_tricks.as_strided(src, shape, [s * 4 for s in strides])
+    want = b - x if left else x - b
+    xv = View(x.reshape(-1).view(np.uint8), 0, shape, contiguous_strides(shape), _dtype.float32)
+    o = np.full(shape, np.nan, np.float32)
+    ov = View(o.reshape(-1).view(np.uint8), 0, shape, contiguous_strides(shape), _dtype.float32)
+    NumpyBackend().binary("sub", *((bv, xv) if left else (xv, bv)), ov)
+    np.testing.assert_array_equal(o, want)
+
+
 # -------------------------------------------------------------------------------- reductions
 @pytest.mark.parametrize("shape,axes", [
     ((4, 6, 5, 3), (0, 2, 3)),  # BatchNorm's statistics: (R0, K, R1)

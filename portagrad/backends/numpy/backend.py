@@ -292,7 +292,10 @@ class NumpyBackend(NormsMixin, Backend):
         f = BINARY_UFUNCS.get(op)
         if f is None:
             raise unknown_op("binary", op, self.device_type)
-        f(_arg(a), _arg(b), out=o)
+        aa, bb = _arg(a), _arg(b)
+        if o.size >= _DENSE_MIN:
+            aa, bb = _dense_inner(aa, o), _dense_inner(bb, o)
+        f(aa, bb, out=o)
 
     @staticmethod
     def _int_div(op: str, a: Any, b: Any, o: np.ndarray) -> None:
@@ -589,6 +592,31 @@ class NumpyBackend(NormsMixin, Backend):
         else:
             res = np.bincount(flat, weights=gf, minlength=N * C * P)
         np.copyto(o, res.reshape(o.shape), casting="unsafe")
+
+
+# Outputs from this many elements on: a broadcast operand repeated along inner axes is worth a
+# small dense copy (below this the check would cost more than it saves)
+_DENSE_MIN = 4096
+
+
+def _dense_inner(x: Any, o: np.ndarray) -> Any:
+    """``x`` (an operand of a binary op writing ``o``), repeated along inner axes (a zero stride
+    after a nonzero one, as a conv bias (N, C, H, W) with strides (0, 1, 0, 0)), as a dense block
+    over the axes after its leading broadcast ones: numpy then runs one long contiguous inner loop
+    per outer index instead of one of a few elements per row. Else ``x`` itself."""
+    if x.__class__ is not np.ndarray or x.ndim < 2 or 0 not in x.strides or \
+            not o.flags.c_contiguous:
+        return x
+    st = x.strides
+    k = 0  # leading broadcast axes
+    while k < x.ndim and st[k] == 0:
+        k += 1
+    if k == x.ndim or 0 not in st[k:]:
+        return x
+    block = x[(0,) * k]
+    if block.size * 4 > o.size:  # the copy would not be small beside the op
+        return x
+    return np.ascontiguousarray(block)
 
 
 def _reduce_outer_first(uf: np.ufunc, xa: np.ndarray, axes: Sequence[int], o: np.ndarray) -> bool:
