@@ -418,9 +418,12 @@ class _Conv(Function):
         nd = len(p.in_spatial)
         need = ctx.needs_input_grad
         gx = gw = gb = None
+        recording = is_grad_enabled()
         if len(need) > 2 and need[2]:
-            gb = R.sum(g, (0,) + tuple(range(2, g.dim())))
-        if not is_grad_enabled() and ctx.fast:
+            axes = (0,) + tuple(range(2, g.dim()))
+            # nothing records: the bias sum as one primitive on the raw gradient
+            gb = R.sum(g, axes) if recording else _raw.reduce("sum", g, axes, False)
+        if not recording and ctx.fast:
             # nothing records: one backend call per gradient
             if need[0]:
                 gx = _fast_grad_input(g, w, tuple(x.shape), ctx.geom, nd)
