@@ -6,6 +6,7 @@ These call the host functions directly (they are the ``cpu`` device's kernels), 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -211,6 +212,110 @@ def test_conv_kernels_against_direct_sums(case: tuple, dt: type) -> None:
         fn(view(a), view(b), o, *args)
         got = np.ndarray(want.shape, dt, o.buffer)
         np.testing.assert_allclose(got, want, **tol, err_msg=fn.__name__)
+
+
+# ------------------------------------------------------------------------------ max pooling
+def _ref_max_pool(x: np.ndarray, k: int, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """PyTorch's scan of each window in row-major order: an element replaces the maximum when it
+    is greater or NaN; the index starts at the window's first position."""
+    N, C, H, W = x.shape
+    OH, OW = (H - k) // s + 1, (W - k) // s + 1
+    best = np.full((N, C, OH, OW), -np.inf, x.dtype)
+    idx = np.zeros(best.shape, np.int64)
+    oh, ow = np.arange(OH)[:, None] * s, np.arange(OW)[None, :] * s
+    idx[...] = oh * W + ow
+    for i in range(k):
+        for j in range(k):
+            v = x[:, :, i:i + (OH - 1) * s + 1:s, j:j + (OW - 1) * s + 1:s]
+            upd = (v > best) | np.isnan(v)
+            best = np.where(upd, v, best)
+            idx = np.where(upd, (oh + i) * W + ow + j, idx)
+    return best, idx
+
+
+def _pool_input(kind: str, shape: tuple[int, ...], dt: type) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(dt)
+    if kind == "ties":  # few distinct values: many windows with equal maxima
+        x = rng.integers(-1, 2, shape).astype(dt)
+    elif kind == "nan":  # windows with one NaN, with several, and without
+        x[rng.random(shape) < 0.3] = np.nan
+    elif kind == "-inf":  # windows of only -inf among them
+        x[rng.random(shape) < 0.7] = -np.inf
+    elif kind == "zeros":  # -0.0 and 0.0 tie (the index is the first; the value's sign is
+        # np.maximum's, on every path of this backend)
+        x = np.where(rng.random(shape) < 0.5, -0.0, 0.0).astype(dt)
+    return x
+
+
+@pytest.mark.parametrize("shape", [(64, 16, 8, 8), (3, 5, 4, 4), (2, 3, 6, 2), (1, 1, 2, 2),
+                                   (2, 2, 14, 14), (2, 2, 16, 16), (2, 3, 5, 7), (0, 3, 4, 4)])
+@pytest.mark.parametrize("kind", ["random", "ties", "nan", "-inf", "zeros"])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_max_pool_2x2_against_scan(shape: tuple[int, ...], kind: str, dt: type) -> None:
+    """The 2x2 stride-2 path (small even planes), and the general paths it sits beside, against
+    PyTorch's scan rule and against torch itself when installed; contiguous and strided outputs."""
+    from portagrad import _dtype
+    from portagrad._shape import contiguous_strides
+    from portagrad.backends.interface import View
+    from portagrad.backends.numpy.backend import NumpyBackend
+
+    x = _pool_input(kind, shape, dt)
+    want, want_idx = _ref_max_pool(x, 2, 2)
+    pdt = _dtype.float32 if dt == np.float32 else _dtype.float64
+
+    def view(a: np.ndarray, d: Any, transposed: bool = False) -> View:
+        if not transposed:
+            return View(a.reshape(-1).view(np.uint8), 0, a.shape, contiguous_strides(a.shape), d)
+        # a (N, C, H, W) view whose (H, W) memory is transposed
+        t = np.ascontiguousarray(a.transpose(0, 1, 3, 2))
+        st = contiguous_strides(t.shape)
+        return View(t.reshape(-1).view(np.uint8), 0, a.shape, (st[0], st[1], st[3], st[2]), d)
+
+    be = NumpyBackend()
+    for strided in (False, True):
+        o = np.full(want.shape, 7, dt)
+        ind = np.full(want.shape, -1, np.int64)
+        ov, iv = view(o, pdt, strided), view(ind, _dtype.int64, strided)
+        be.max_pool2d(view(x, pdt), ov, iv, (2, 2), (2, 2), (0, 0), (1, 1))
+        got = np.ndarray(want.shape, dt, ov.buffer, 0, [s * o.itemsize for s in ov.strides])
+        got_idx = np.ndarray(want.shape, np.int64, iv.buffer, 0, [s * 8 for s in iv.strides])
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(got_idx, want_idx)
+    torch = pytest.importorskip("torch")
+    tv, ti = torch.nn.functional.max_pool2d(torch.from_numpy(x), 2, return_indices=True)
+    np.testing.assert_array_equal(got, tv.numpy())
+    np.testing.assert_array_equal(got_idx, ti.numpy())
+
+
+# ------------------------------------------------------------------- broadcast binary operands
+@pytest.mark.parametrize("shape,strides", [
+    ((64, 16, 8, 8), (0, 1, 0, 0)),  # a conv bias
+    ((8, 4, 32, 16), (0, 0, 1, 0)),  # two leading broadcast axes, one repeated inner axis
+    ((64, 128), (1, 0)),  # a column: nothing leading to drop
+    ((16, 4, 128), (0, 128, 1)),  # dense inner block: left as it is
+    ((4, 2048), (0, 0)),  # a scalar broadcast
+])
+@pytest.mark.parametrize("left", [False, True])
+def test_binary_with_broadcast_operand(shape: tuple[int, ...], strides: tuple[int, ...],
+                                       left: bool) -> None:
+    """The dense copy of an operand repeated along inner axes gives numpy's own result."""
+    from portagrad import _dtype
+    from portagrad._shape import contiguous_strides
+    from portagrad.backends.interface import View
+    from portagrad.backends.numpy.backend import NumpyBackend
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(np.float32)
+    src = rng.standard_normal(4096).astype(np.float32)
+    bv = View(src.view(np.uint8), 0, shape, strides, _dtype.float32)
+    b = np.lib.stride_tricks.as_strided(src, shape, [s * 4 for s in strides])
+    want = b - x if left else x - b
+    xv = View(x.reshape(-1).view(np.uint8), 0, shape, contiguous_strides(shape), _dtype.float32)
+    o = np.full(shape, np.nan, np.float32)
+    ov = View(o.reshape(-1).view(np.uint8), 0, shape, contiguous_strides(shape), _dtype.float32)
+    NumpyBackend().binary("sub", *((bv, xv) if left else (xv, bv)), ov)
+    np.testing.assert_array_equal(o, want)
 
 
 # -------------------------------------------------------------------------------- reductions

@@ -606,14 +606,16 @@ tan = _make_unary("tan", "tan", lambda g, x, y: g * (y * y + 1.0), save="output"
 tanh = _make_unary("tanh", "tanh", lambda g, x, y: g * (1.0 - y * y), save="output")
 sigmoid = _make_unary("sigmoid", "sigmoid", lambda g, x, y: g * (y * (1.0 - y)), save="output")
 def _relu_grad(g: Tensor, x: Any, y: Tensor) -> Tensor:
-    """PyTorch's threshold_backward masks where the result is <= 0: a NaN result passes g."""
-    if not _flags.grad:  # nothing records: the same four primitives without the op layer
-        keep = _raw.unary("logical_not", _raw.binary("le", y, to_scalar(0, y._v.dtype),
-                                                     _dtype.bool), _dtype.bool)
+    """PyTorch's threshold_backward masks where the result is <= 0: a NaN result passes g.
+
+    ``y`` is relu's output, never negative: ``y != 0`` is ``not (y <= 0)`` (NaN included) in one
+    comparison."""
+    if not _flags.grad:  # nothing records: the same three primitives without the op layer
+        keep = _raw.binary("ne", y, to_scalar(0, y._v.dtype), _dtype.bool)
         dt = g._v.dtype
         out = _raw.cast(keep, dt)
         return _raw.binary("mul", g, out, dt, out=out)
-    return g * (y <= 0).logical_not().to(g.dtype)
+    return g * (y != 0).to(g.dtype)
 
 
 relu = _make_unary("relu", "relu", _relu_grad, save="output", float_only=False)

@@ -295,6 +295,12 @@ def check_class_targets(target: Tensor, c: int, ignore_index: int) -> None:
         return
     t = target.detach()
     if not 0 <= ignore_index < c:
+        if _raw.CHECK_HOOK is None:
+            # eager: targets all in range (no ignored entry among them) pass at once; a
+            # captured step keeps the one check below, which its replay repeats
+            lo, hi = _raw.min_max(t)
+            if lo >= 0 and hi < c:
+                return
         t = E.mul(t, E.ne(t, ignore_index))  # ignored entries -> class 0, which is in range
     lo, hi = _raw.min_max(t, (0, c - 1))
     if lo >= 0 and hi < c:
@@ -412,9 +418,12 @@ class _Conv(Function):
         nd = len(p.in_spatial)
         need = ctx.needs_input_grad
         gx = gw = gb = None
+        recording = is_grad_enabled()
         if len(need) > 2 and need[2]:
-            gb = R.sum(g, (0,) + tuple(range(2, g.dim())))
-        if not is_grad_enabled() and ctx.fast:
+            axes = (0,) + tuple(range(2, g.dim()))
+            # nothing records: the bias sum as one primitive on the raw gradient
+            gb = R.sum(g, axes) if recording else _raw.reduce("sum", g, axes, False)
+        if not recording and ctx.fast:
             # nothing records: one backend call per gradient
             if need[0]:
                 gx = _fast_grad_input(g, w, tuple(x.shape), ctx.geom, nd)

@@ -292,7 +292,10 @@ class NumpyBackend(NormsMixin, Backend):
         f = BINARY_UFUNCS.get(op)
         if f is None:
             raise unknown_op("binary", op, self.device_type)
-        f(_arg(a), _arg(b), out=o)
+        aa, bb = _arg(a), _arg(b)
+        if o.size >= _DENSE_MIN:
+            aa, bb = _dense_inner(aa, o), _dense_inner(bb, o)
+        f(aa, bb, out=o)
 
     @staticmethod
     def _int_div(op: str, a: Any, b: Any, o: np.ndarray) -> None:
@@ -522,6 +525,11 @@ class NumpyBackend(NormsMixin, Backend):
         (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel_size, stride, padding, dilation
         Hq = max((OH - 1) * sh + (kh - 1) * dh + 1, ph + H)
         Wq = max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W)
+        if (kh, kw, sh, sw, dh, dw, ph, pw) == (2, 2, 2, 2, 1, 1, 0, 0) and \
+                (H, W) == (2 * OH, 2 * OW) and W < 16 and xa.flags.c_contiguous:
+            # small planes (the strided sweeps below have inner loops of a few elements)
+            _max_pool_2x2(xa, o, ind)
+            return
         if (Hq, Wq) == (H, W) and ph == 0 and pw == 0 and OW >= 8:
             # wide rows: sweeping strided NCHW views beats the two layout changes below
             _max_pool_unpadded(xa, o, ind, kh, kw, sh, sw, dh, dw)
@@ -581,7 +589,7 @@ class NumpyBackend(NormsMixin, Backend):
         N, C, H, W = o.shape
         P = H * W
         L = ga.shape[2] * ga.shape[3]
-        flat = (ia.reshape(N * C, L) + (np.arange(N * C, dtype=np.int64) * P)[:, None]).ravel()
+        flat = np.add(ia.reshape(-1), _plane_offsets(N * C, L, P))
         gf = ga.reshape(-1)
         apart = all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel_size, stride, dilation))
         if apart and o.flags.c_contiguous:  # no overlap: each input position is hit at most once
@@ -595,6 +603,31 @@ class NumpyBackend(NormsMixin, Backend):
         else:
             res = np.bincount(flat, weights=gf, minlength=N * C * P)
         np.copyto(o, res.reshape(o.shape), casting="unsafe")
+
+
+# Outputs from this many elements on: a broadcast operand repeated along inner axes is worth a
+# small dense copy (below this the check would cost more than it saves)
+_DENSE_MIN = 4096
+
+
+def _dense_inner(x: Any, o: np.ndarray) -> Any:
+    """``x`` (an operand of a binary op writing ``o``), repeated along inner axes (a zero stride
+    after a nonzero one, as a conv bias (N, C, H, W) with strides (0, 1, 0, 0)), as a dense block
+    over the axes after its leading broadcast ones: numpy then runs one long contiguous inner loop
+    per outer index instead of one of a few elements per row. Else ``x`` itself."""
+    if x.__class__ is not np.ndarray or x.ndim < 2 or 0 not in x.strides or \
+            not o.flags.c_contiguous:
+        return x
+    st = x.strides
+    k = 0  # leading broadcast axes
+    while k < x.ndim and st[k] == 0:
+        k += 1
+    if k == x.ndim or 0 not in st[k:]:
+        return x
+    block = x[(0,) * k]
+    if block.size * 4 > o.size:  # the copy would not be small beside the op
+        return x
+    return np.ascontiguousarray(block)
 
 
 def _reduce_outer_first(uf: np.ufunc, xa: np.ndarray, axes: Sequence[int], o: np.ndarray) -> bool:
@@ -660,6 +693,100 @@ def _max_pool_unpadded(xa: np.ndarray, o: np.ndarray, ind: np.ndarray, kh: int, 
     base = (np.arange(OH) * sh)[:, None] * W + (np.arange(OW) * sw)[None, :]
     off = ((np.arange(kh) * dh * W)[:, None] + (np.arange(kw) * dw)[None, :]).ravel()
     np.add(np.take(off, tap), base, out=ind)
+
+
+def _split_pairs(a: np.ndarray, rows: int, width: int) -> np.ndarray:
+    """``a`` read as (rows, 2, width) into a new contiguous (2, rows, width): the even and the odd
+    rows apart. A row goes as one opaque item (a void view), which makes this a 1-d strided copy
+    where an element-wise one would have inner loops of ``width`` elements."""
+    vd = np.dtype((np.void, width * a.itemsize))
+    out = np.empty((2, rows, width), a.dtype)
+    np.copyto(out.view(vd).reshape(2, rows), a.reshape(rows * 2, width).view(vd).reshape(rows, 2).T)
+    return out
+
+
+_POOL_BASE: dict[tuple[int, int, int], np.ndarray] = {}
+
+
+def _pool_base(P: int, OH: int, OW: int) -> np.ndarray:
+    """The flat input position ``2*oh*W + 2*ow`` of each 2x2 window's first tap, repeated for
+    ``P`` planes (contiguous: a broadcast add over planes of a few windows is a slow loop)."""
+    key = (P, OH, OW)
+    base = _POOL_BASE.get(key)
+    if base is None:
+        W = 2 * OW
+        plane = ((np.arange(OH) * 2 * W)[:, None] + np.arange(OW) * 2).ravel()
+        base = np.tile(plane, P)
+        if base.nbytes > 1 << 20:  # kept only while small
+            return base
+        base.flags.writeable = False
+        if len(_POOL_BASE) >= 16:
+            _POOL_BASE.clear()
+        _POOL_BASE[key] = base
+    return base
+
+
+_PLANE_OFFSETS: dict[tuple[int, int, int], np.ndarray] = {}
+
+
+def _plane_offsets(planes: int, per_plane: int, P: int) -> np.ndarray:
+    """``p * P`` for each of ``per_plane`` elements of each plane ``p``, flat: what turns
+    positions within planes into flat positions by one contiguous add (a broadcast add over planes
+    of a few elements is a slow loop). Kept while small, for the next step's call."""
+    key = (planes, per_plane, P)
+    off = _PLANE_OFFSETS.get(key)
+    if off is None:
+        off = np.repeat(np.arange(planes, dtype=np.int64) * P, per_plane)
+        if off.nbytes > 1 << 20:
+            return off
+        off.flags.writeable = False
+        if len(_PLANE_OFFSETS) >= 16:
+            _PLANE_OFFSETS.clear()
+        _PLANE_OFFSETS[key] = off
+    return off
+
+
+def _max_pool_2x2(xa: np.ndarray, o: np.ndarray, ind: np.ndarray) -> None:
+    """2x2 max pooling with stride 2 of a contiguous ``xa`` with even H, W (no padding): the
+    columns split by parity, then the rows, so every comparison runs on contiguous arrays.
+
+    Each window is reduced in pairs: its two columns within each row, then its two rows. Strict
+    comparisons keep the earlier element on ties (row-major window order, as PyTorch); with NaNs
+    a later element also wins when it is NaN, so the last NaN is pointed at (PyTorch's rule)."""
+    N, C, H, W = xa.shape
+    OH, OW = H // 2, W // 2
+    R = N * C * OH  # pairs of input rows
+    cols = np.empty((2, R * 2 * OW), xa.dtype)
+    np.copyto(cols.reshape(2, R * 2, OW), xa.reshape(R * 2, OW, 2).transpose(2, 0, 1))
+    left, right = cols[0], cols[1]
+    h = np.maximum(left, right)  # the maximum of each row of each window
+    hj = np.greater(right, left)  # its column
+    rows = _split_pairs(h, R, OW)
+    top, bottom = rows[0].reshape(-1), rows[1].reshape(-1)
+    o_direct, ind_direct = o.flags.c_contiguous, ind.flags.c_contiguous
+    best = o.reshape(-1) if o_direct else np.empty(R * OW, xa.dtype)
+    np.maximum(top, bottom, out=best)
+    nan = xa.dtype.kind == "f" and bool(np.isnan(best).any())
+    if nan:  # rare: a NaN also wins against an earlier element
+        np.logical_or(hj, np.isnan(right), out=hj)
+    js = _split_pairs(hj, R, OW)
+    j, j_bottom = js[0].reshape(-1), js[1].reshape(-1)
+    i = np.greater(bottom, top)
+    if nan:
+        np.logical_or(i, np.isnan(bottom), out=i)
+    # j = j_bottom where i, else j: bitwise on bools (a masked copy is far slower)
+    d = np.bitwise_xor(j, j_bottom)
+    np.bitwise_and(d, i, out=d)
+    np.bitwise_xor(j, d, out=j)
+    # flat position: window base + i*W + j, the small term in uint8 (W < 16 here)
+    k = np.multiply(i.view(np.uint8), np.uint8(W))
+    np.add(k, j.view(np.uint8), out=k)
+    pos = ind.reshape(-1) if ind_direct else np.empty(R * OW, np.int64)
+    np.add(_pool_base(N * C, OH, OW), k, out=pos)
+    if not o_direct:
+        np.copyto(o, best.reshape(o.shape))
+    if not ind_direct:
+        np.copyto(ind, pos.reshape(ind.shape))
 
 
 # Elements per block of a transposing copy between (N, R) and (R, N) with a small N (a batch):
