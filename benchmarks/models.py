@@ -1,7 +1,7 @@
 """Real-size training steps: ResNet-18 (CIFAR) and a GPT-style decoder, portagrad beside PyTorch.
 
 Run: ``python -m benchmarks.models [--model resnet18|gpt|all] [--device DEV ...] [--steps N]
-[--warmup N] [--batch N] [--capture]``, from the repository root.
+[--warmup N] [--batch N] [--capture] [--interleave ROUNDS]``, from the repository root.
 
 Both libraries train the model from ``benchmarks/model_zoo.py`` from the same initial weights
 (the PyTorch state_dict copied into portagrad via numpy) on the same random batch:
@@ -23,7 +23,10 @@ the CPU, the process's peak RSS during the run above its RSS at the start: the h
 Both libraries use one BLAS/intra-op thread (the figures stay comparable on a shared machine).
 ``--capture`` adds a row per portagrad device for the step captured
 (``pg.compile(step, mode="reduce-overhead")``, see ``portagrad.capture``; AdamW with
-``capturable=True``; at least 3 warm-up steps: one eager, two recorded).
+``capturable=True``; at least 3 warm-up steps: one eager, two recorded). ``--interleave ROUNDS``
+then times every library again, one step each in turn for ``ROUNDS`` rounds, and prints the
+medians and the median of the per-round ratios (on a shared machine, load that comes and goes
+then weighs on both sides of each ratio).
 """
 from __future__ import annotations
 
@@ -187,6 +190,51 @@ def _run_torch(torch: Any, spec: _Spec, dev: str, tmodel: Any, xs: np.ndarray, y
                     lambda: -1.0)
 
 
+def _interleaved(spec: _Spec, tmodel: Any, xs: np.ndarray, ys: np.ndarray,
+                 devices: list[str], rounds: int, warmup: int) -> None:
+    """Time one step of each library in turn, ``rounds`` times, and print the median of each
+    and the median of the per-round ratios to torch on the CPU: load that comes and goes on a
+    shared machine then falls on both sides of every ratio."""
+    import portagrad as pg
+
+    torch = _torch()
+    steps: dict[str, Callable[[], Any]] = {}
+    syncs: dict[str, Callable[[], Any]] = {}
+    if torch is not None and tmodel is not None:
+        tm = spec.build(torch)
+        tm.load_state_dict(tmodel.state_dict())
+        steps["torch cpu"] = _step_fn(torch, spec, tm, torch.from_numpy(xs), torch.from_numpy(ys))
+        syncs["torch cpu"] = lambda: None
+    for dev in devices:
+        model = spec.build(pg).to(dev)
+        if tmodel is not None:
+            copy_state(tmodel, model, pg, dev)
+        x, y = pg.tensor(xs, device=dev), pg.tensor(ys, device=dev)
+        steps[f"portagrad {dev}"] = _step_fn(pg, spec, model, x, y)
+        d = pg.device(dev)
+        syncs[f"portagrad {dev}"] = ((lambda d=d: pg.opencl.synchronize(d))
+                                     if dev.startswith("opencl") else (lambda: None))
+    for who, step in steps.items():
+        for _ in range(max(warmup, 1)):
+            step()
+        syncs[who]()
+    times: dict[str, list[float]] = {who: [] for who in steps}
+    for _ in range(rounds):
+        for who, step in steps.items():
+            t = time.perf_counter()
+            step()
+            syncs[who]()
+            times[who].append((time.perf_counter() - t) * 1000)
+    print(f"  interleaved, {rounds} rounds of one step each, median ms/step:", flush=True)
+    ref = times.get("torch cpu")
+    for who, ts in times.items():
+        line = f"    {who:<18} {float(np.median(ts)):10.1f} ms/step (min {min(ts):.1f})"
+        if ref is not None:
+            ratios = [a / r for a, r in zip(ts, ref)]
+            line += f"  ratio to torch cpu: median {float(np.median(ratios)):5.2f}"
+        print(line, flush=True)
+
+
 def _devices(requested: list[str] | None) -> list[str]:
     import portagrad as pg
 
@@ -199,7 +247,7 @@ def _devices(requested: list[str] | None) -> list[str]:
 
 
 def bench(model: str, devices: list[str] | None, steps: int, warmup: int,
-          batch: int | None, capture: bool = False) -> None:
+          batch: int | None, capture: bool = False, interleave: int = 0) -> None:
     """Print one line per (library, device) for each model asked for."""
     import portagrad as pg
 
@@ -237,6 +285,8 @@ def bench(model: str, devices: list[str] | None, steps: int, warmup: int,
                 r = _run_portagrad(spec, dev, tmodel, xs, ys, steps, max(warmup, 3), True)
                 rows.append((f"portagrad {dev} capt", *r))
                 _print_row(rows[-1], spec, b, ref)
+        if interleave:
+            _interleaved(spec, tmodel, xs, ys, _devices(devices), interleave, warmup)
 
 
 def _print_row(row: tuple[str, float, float, float], spec: _Spec, b: int, ref: float | None
@@ -261,9 +311,12 @@ def main(argv: list[str] | None = None) -> None:
                    help="batch size (default 16; ResNet-18 128 when CUDA is present)")
     p.add_argument("--capture", action="store_true",
                    help="also time each step captured (pg.compile mode='reduce-overhead')")
+    p.add_argument("--interleave", type=int, default=0, metavar="ROUNDS",
+                   help="then time ROUNDS rounds of one step of each library in turn and print "
+                        "medians and the median ratio (steadier on a shared machine)")
     args = p.parse_args(argv)
-    if args.steps < 1 or args.warmup < 0:
-        p.error("--steps must be >= 1 and --warmup >= 0")
+    if args.steps < 1 or args.warmup < 0 or args.interleave < 0:
+        p.error("--steps must be >= 1, --warmup and --interleave >= 0")
     try:
         from threadpoolctl import threadpool_limits
         limiter: Any = threadpool_limits(limits=1, user_api="blas")
@@ -272,7 +325,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         if _torch() is None:
             print("torch is not installed: printing portagrad figures only")
-        bench(args.model, args.device, args.steps, args.warmup, args.batch, args.capture)
+        bench(args.model, args.device, args.steps, args.warmup, args.batch, args.capture,
+              args.interleave)
     finally:
         if limiter is not None:
             limiter.restore_original_limits()

@@ -1,13 +1,15 @@
 """Training-step cost: portagrad beside PyTorch (CPU) in one process, plus peak host memory.
 
-Run: ``python -m benchmarks.train_step [--steps N] [--no-memory] [--capture] [--device D ...]``,
-from the repository root (``--device``, repeatable, chooses the portagrad devices: a plugin's
+Run: ``python -m benchmarks.train_step [--steps N] [--rounds R] [--no-memory] [--capture]
+[--device D ...]``, from the repository root (``--device``, repeatable, chooses the portagrad devices: a plugin's
 ``xp:0``...; ``--capture`` also times each step captured).
 
 For an MLP 784-256-10 and the demo CNN (batch 64, cross-entropy, SGD with momentum 0.9) it
 prints ms per step (zero_grad + forward + backward + step) for portagrad on ``cpu`` and on
 ``opencl:0`` when available, for torch on the CPU when torch is installed, and the ratio
-portagrad/torch; then a one-element ``a + b``; then the peak resident memory of a child process
+portagrad/torch (with torch: ``R`` rounds of ``N`` steps of each library in turn, the best block
+of each and the median of the rounds' ratios, so that load which comes and goes weighs on both
+sides of each ratio); then a one-element ``a + b``; then the peak resident memory of a child process
 training the demo model for a few steps in each library. Both libraries use one BLAS/intra-op
 thread (small matrices; this keeps the figures stable on a shared machine). ``--capture`` adds,
 for each portagrad device, the same step captured (``pg.compile(step, mode="reduce-overhead")``,
@@ -50,6 +52,32 @@ def _time(step: Callable[[], Any], steps: int, sync: Callable[[], Any] = lambda:
     return best * 1000
 
 
+def _time_pair(ours: Callable[[], Any], ref: Callable[[], Any], steps: int, rounds: int,
+               sync: Callable[[], Any] = lambda: None) -> tuple[float, float, float]:
+    """Blocks of ``steps`` steps of ``ours`` and of ``ref`` in turn, ``rounds`` times: (best ms
+    per step of each, median of the per-round ratios). Load that comes and goes on a shared
+    machine then weighs on both sides of each ratio."""
+    for _ in range(3):
+        ours()
+        ref()
+    sync()
+    best_o = best_r = float("inf")
+    ratios = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        for _ in range(steps):
+            ours()
+        sync()
+        t_o = (time.perf_counter() - t) / steps
+        t = time.perf_counter()
+        for _ in range(steps):
+            ref()
+        t_r = (time.perf_counter() - t) / steps
+        best_o, best_r = min(best_o, t_o), min(best_r, t_r)
+        ratios.append(t_o / t_r)
+    return best_o * 1000, best_r * 1000, float(np.median(ratios))
+
+
 def _models(lib: Any) -> dict[str, Callable[[], Any]]:
     nn = lib.nn
     return {
@@ -85,21 +113,26 @@ def _default_devices() -> list[str]:
     return ["cpu"] + (["opencl:0"] if pg.opencl.is_available() else [])
 
 
-def bench_steps(steps: int, devices: list[str] | None = None, capture: bool = False) -> None:
+def bench_steps(steps: int, devices: list[str] | None = None, capture: bool = False,
+                rounds: int = 10) -> None:
     import portagrad as pg
 
     torch = _torch()
     devices = devices or _default_devices()
     rng = np.random.default_rng(0)
-    print(f"training step, batch 64, SGD momentum 0.9 ({steps} steps, best of 3)")
+    if torch is not None:
+        print(f"training step, batch 64, SGD momentum 0.9 ({rounds} rounds of {steps} steps "
+              "of each library in turn: best block, median ratio of the rounds)")
+    else:
+        print(f"training step, batch 64, SGD momentum 0.9 ({steps} steps, best of 3)")
     for name, make in _models(pg).items():
         xs = rng.standard_normal(_SHAPES[name]).astype(np.float32)
         ys = rng.integers(0, 10, 64)
-        ref = None
+        tstep = None
         if torch is not None:
             torch.manual_seed(0)
             tm = _models(torch)[name]()
-            ref = _time(_step_fn(torch, tm, torch.from_numpy(xs), torch.from_numpy(ys)), steps)
+            tstep = _step_fn(torch, tm, torch.from_numpy(xs), torch.from_numpy(ys))
         for dev in devices:
             pg.manual_seed(0)
             m = make().to(dev)
@@ -108,11 +141,13 @@ def bench_steps(steps: int, devices: list[str] | None = None, capture: bool = Fa
             d = pg.device(dev)
             sync = (lambda d=d: getattr(pg, d.type).synchronize(d)) if d.type != "cpu" else \
                 (lambda: None)
-            ours = _time(_step_fn(pg, m, x, y), steps, sync)
-            line = f"  {name:<20} portagrad {dev:<9} {ours:8.2f} ms/step"
-            if ref is not None:
-                line += f"   torch cpu {ref:8.2f} ms/step   ratio portagrad/torch {ours / ref:6.2f}"
-            print(line, flush=True)
+            if tstep is not None:
+                ours, ref, ratio = _time_pair(_step_fn(pg, m, x, y), tstep, steps, rounds, sync)
+                print(f"  {name:<20} portagrad {dev:<9} {ours:8.2f} ms/step   torch cpu "
+                      f"{ref:8.2f} ms/step   ratio portagrad/torch {ratio:6.2f}", flush=True)
+            else:
+                ours = _time(_step_fn(pg, m, x, y), steps, sync)
+                print(f"  {name:<20} portagrad {dev:<9} {ours:8.2f} ms/step", flush=True)
             if capture:
                 pg.manual_seed(0)
                 m = make().to(dev)
@@ -205,6 +240,8 @@ def bench_memory() -> None:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks.train_step")
     p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=10,
+                   help="alternating blocks of --steps steps per library (with torch)")
     p.add_argument("--no-memory", action="store_true")
     p.add_argument("--capture", action="store_true",
                    help="also time each step captured (pg.compile mode='reduce-overhead')")
@@ -219,7 +256,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         if _torch() is None:
             print("torch is not installed: printing portagrad figures only")
-        bench_steps(args.steps, args.device, args.capture)
+        bench_steps(args.steps, args.device, args.capture, max(args.rounds, 1))
         bench_tiny_add(args.device)
         if not args.no_memory:
             bench_memory()

@@ -143,12 +143,15 @@ def test_gpt_config_checks_heads() -> None:
 
 
 def test_benchmark_script_runs(device: str, capsys: pytest.CaptureFixture[str]) -> None:
-    bench_main(["--device", device, "--steps", "1", "--warmup", "0", "--batch", "1"])
+    bench_main(["--device", device, "--steps", "1", "--warmup", "0", "--batch", "1",
+                "--interleave", "1"])
     out = capsys.readouterr().out
     for label in ("ResNet-18 (CIFAR), batch 1", "GPT 4x256, seq 128, batch 1"):
         assert label in out
     rows = [ln for ln in out.splitlines() if ln.strip().startswith(f"portagrad {device}")]
-    assert len(rows) == 2 and all("ms/step" in r and "peak" in r for r in rows), out
+    # per model: the sequential row (with peak memory), then the interleaved one
+    assert len(rows) == 4 and all("ms/step" in r for r in rows), out
+    assert sum("peak" in r for r in rows) == 2 and out.count("interleaved, 1 rounds") == 2, out
 
 
 def test_benchmark_script_rejects_bad_steps() -> None:
