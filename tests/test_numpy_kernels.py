@@ -479,26 +479,27 @@ def test_weight_gradient_transposed_or_not_agree(monkeypatch: pytest.MonkeyPatch
                                    atol=1e-10)
 
 
-def _batch_norm_run(x: np.ndarray, g: np.ndarray, w: np.ndarray | None, b: np.ndarray | None,
-                    dt: type) -> list[np.ndarray]:
-    """The numpy backend's batch_norm then batch_norm_backward: every output as an array."""
+def _float_view(a: np.ndarray, dt: type) -> Any:
+    """A float32/float64 ``View`` over a contiguous copy of ``a``."""
     from portagrad import _dtype
     from portagrad._shape import contiguous_strides
     from portagrad.backends.interface import View
+
+    a = np.ascontiguousarray(a, dt)
+    pdt = _dtype.float32 if dt == np.float32 else _dtype.float64
+    return View(a.reshape(-1).view(np.uint8), 0, a.shape, contiguous_strides(a.shape), pdt)
+
+
+def _batch_norm_run(x: np.ndarray, g: np.ndarray, w: np.ndarray | None, b: np.ndarray | None,
+                    dt: type) -> list[np.ndarray]:
+    """The numpy backend's batch_norm then batch_norm_backward: every output as an array."""
     from portagrad.backends.numpy.backend import NumpyBackend
 
-    pdt = _dtype.float32 if dt == np.float32 else _dtype.float64
+    def view(a: np.ndarray | None) -> Any:
+        return None if a is None else _float_view(a, dt)
 
-    def view(a: np.ndarray | None) -> View | None:
-        if a is None:
-            return None
-        a = np.ascontiguousarray(a, dt)
-        return View(a.reshape(-1).view(np.uint8), 0, a.shape, contiguous_strides(a.shape), pdt)
-
-    def zeros(*shape: int) -> View:
-        v = view(np.zeros(shape))
-        assert v is not None
-        return v
+    def zeros(*shape: int) -> Any:
+        return _float_view(np.zeros(shape), dt)
 
     C = x.shape[1]
     be = NumpyBackend()
@@ -556,23 +557,13 @@ def test_per_sample_convolution_against_direct_sums(case: tuple, dt: type,
 def _layer_norm_run(x: np.ndarray, g: np.ndarray, w: np.ndarray | None, b: np.ndarray | None,
                     dt: type) -> list[np.ndarray]:
     """The numpy backend's layer_norm then layer_norm_backward: every output as an array."""
-    from portagrad import _dtype
-    from portagrad._shape import contiguous_strides
-    from portagrad.backends.interface import View
     from portagrad.backends.numpy.backend import NumpyBackend
 
-    pdt = _dtype.float32 if dt == np.float32 else _dtype.float64
+    def view(a: np.ndarray | None) -> Any:
+        return None if a is None else _float_view(a, dt)
 
-    def view(a: np.ndarray | None) -> View | None:
-        if a is None:
-            return None
-        a = np.ascontiguousarray(a, dt)
-        return View(a.reshape(-1).view(np.uint8), 0, a.shape, contiguous_strides(a.shape), pdt)
-
-    def zeros(*shape: int) -> View:
-        v = view(np.zeros(shape))
-        assert v is not None
-        return v
+    def zeros(*shape: int) -> Any:
+        return _float_view(np.zeros(shape), dt)
 
     M, N = x.shape
     be = NumpyBackend()

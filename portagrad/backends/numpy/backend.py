@@ -705,45 +705,44 @@ def _split_pairs(a: np.ndarray, rows: int, width: int) -> np.ndarray:
     return out
 
 
-_POOL_BASE: dict[tuple[int, int, int], np.ndarray] = {}
+def _kept_small(cache: dict[tuple[int, ...], np.ndarray], key: tuple[int, ...],
+                build: Any) -> np.ndarray:
+    """``cache[key]``, else ``build()``, kept (read-only, 16 entries at most) while at most 1 MiB:
+    the index arrays below are the same from one training step to the next."""
+    a = cache.get(key)
+    if a is None:
+        a = build()
+        if a.nbytes > 1 << 20:
+            return a
+        a.flags.writeable = False
+        if len(cache) >= 16:
+            cache.clear()
+        cache[key] = a
+    return a
+
+
+_POOL_BASE: dict[tuple[int, ...], np.ndarray] = {}
 
 
 def _pool_base(P: int, OH: int, OW: int) -> np.ndarray:
     """The flat input position ``2*oh*W + 2*ow`` of each 2x2 window's first tap, repeated for
     ``P`` planes (contiguous: a broadcast add over planes of a few windows is a slow loop)."""
-    key = (P, OH, OW)
-    base = _POOL_BASE.get(key)
-    if base is None:
-        W = 2 * OW
-        plane = ((np.arange(OH) * 2 * W)[:, None] + np.arange(OW) * 2).ravel()
-        base = np.tile(plane, P)
-        if base.nbytes > 1 << 20:  # kept only while small
-            return base
-        base.flags.writeable = False
-        if len(_POOL_BASE) >= 16:
-            _POOL_BASE.clear()
-        _POOL_BASE[key] = base
-    return base
+    def build() -> np.ndarray:
+        plane = ((np.arange(OH) * 4 * OW)[:, None] + np.arange(OW) * 2).ravel()
+        return np.tile(plane, P)
+
+    return _kept_small(_POOL_BASE, (P, OH, OW), build)
 
 
-_PLANE_OFFSETS: dict[tuple[int, int, int], np.ndarray] = {}
+_PLANE_OFFSETS: dict[tuple[int, ...], np.ndarray] = {}
 
 
 def _plane_offsets(planes: int, per_plane: int, P: int) -> np.ndarray:
     """``p * P`` for each of ``per_plane`` elements of each plane ``p``, flat: what turns
     positions within planes into flat positions by one contiguous add (a broadcast add over planes
-    of a few elements is a slow loop). Kept while small, for the next step's call."""
-    key = (planes, per_plane, P)
-    off = _PLANE_OFFSETS.get(key)
-    if off is None:
-        off = np.repeat(np.arange(planes, dtype=np.int64) * P, per_plane)
-        if off.nbytes > 1 << 20:
-            return off
-        off.flags.writeable = False
-        if len(_PLANE_OFFSETS) >= 16:
-            _PLANE_OFFSETS.clear()
-        _PLANE_OFFSETS[key] = off
-    return off
+    of a few elements is a slow loop)."""
+    return _kept_small(_PLANE_OFFSETS, (planes, per_plane, P),
+                       lambda: np.repeat(np.arange(planes, dtype=np.int64) * P, per_plane))
 
 
 def _max_pool_2x2(xa: np.ndarray, o: np.ndarray, ind: np.ndarray) -> None:
