@@ -1,8 +1,8 @@
 """Training-step cost: portagrad beside PyTorch (CPU) in one process, plus peak host memory.
 
 Run: ``python -m benchmarks.train_step [--steps N] [--rounds R] [--no-memory] [--capture]
-[--device D ...]``, from the repository root (``--device``, repeatable, chooses the portagrad devices: a plugin's
-``xp:0``...; ``--capture`` also times each step captured).
+[--device D ...]``, from the repository root (``--device``, repeatable, chooses the portagrad
+devices: a plugin's ``xp:0``...; ``--capture`` also times each step captured).
 
 For an MLP 784-256-10 and the demo CNN (batch 64, cross-entropy, SGD with momentum 0.9) it
 prints ms per step (zero_grad + forward + backward + step) for portagrad on ``cpu`` and on
