@@ -282,7 +282,10 @@ def test_max_pool_2x2_against_scan(shape: tuple[int, ...], kind: str, dt: type) 
         got_idx = np.ndarray(want.shape, np.int64, iv.buffer, 0, [s * 8 for s in iv.strides])
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(got_idx, want_idx)
-    torch = pytest.importorskip("torch")
+    try:  # the scan rule above is the reference; torch itself too where it is installed
+        import torch
+    except ImportError:
+        return
     tv, ti = torch.nn.functional.max_pool2d(torch.from_numpy(x), 2, return_indices=True)
     np.testing.assert_array_equal(got, tv.numpy())
     np.testing.assert_array_equal(got_idx, ti.numpy())
