@@ -141,7 +141,12 @@ def test_lbfgs_quadratic_float32(case, device):
     assert float(opt.step(closure)) == 0.0  # the loss at the start
     # near the minimum float32 rounding dominates the last digits
     np.testing.assert_allclose(x.detach().numpy(force=True), want_x, rtol=1e-3, atol=3e-4)
-    assert opt.state[x]["func_evals"] == func_evals
+    if "max_iter" in kw and kw["max_iter"] > 5:
+        # converged: the run stops on a float32 tolerance check near the minimum, which rounding
+        # decides one evaluation earlier or later (PyTorch itself: 7 on one CPU, 6 on another)
+        assert abs(opt.state[x]["func_evals"] - func_evals) <= 1
+    else:
+        assert opt.state[x]["func_evals"] == func_evals
     if "max_iter" in kw and kw["max_iter"] > 5:  # converged: a x = b
         np.testing.assert_allclose(np.array(QUAD_A).reshape(5, 5) @ want_x, QUAD_B, atol=1e-3)
 
