@@ -158,36 +158,50 @@ def _measure(step: Callable[[], Any], steps: int, warmup: int, sync: Callable[[]
     return ms, (mem if mem >= 0 else _rss_peak_mib() - base), float(loss.item())
 
 
-def _run_portagrad(spec: _Spec, dev: str, tmodel: Any, xs: np.ndarray, ys: np.ndarray,
-                   steps: int, warmup: int, capture: bool = False) -> tuple[float, float, float]:
+def _portagrad_step(spec: _Spec, dev: str, tmodel: Any, xs: np.ndarray, ys: np.ndarray,
+                    capture: bool = False) -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """(step, synchronize) of portagrad on ``dev``, from the PyTorch reference's weights."""
     import portagrad as pg
 
     model = spec.build(pg).to(dev)
     if tmodel is not None:  # the PyTorch reference's initial weights
         copy_state(tmodel, model, pg, dev)
     x, y = pg.tensor(xs, device=dev), pg.tensor(ys, device=dev)
-    if dev.startswith("opencl"):
-        d = pg.device(dev)
-        return _measure(_step_fn(pg, spec, model, x, y, capture), steps, warmup,
-                        lambda: pg.opencl.synchronize(d),
-                        lambda: pg.opencl.reset_peak_memory_stats(d),
-                        lambda: pg.opencl.max_memory_allocated(d) / 2**20)
-    return _measure(_step_fn(pg, spec, model, x, y, capture), steps, warmup, lambda: None,
-                    lambda: None, lambda: -1.0)
+    d = pg.device(dev)
+    sync = (lambda: pg.opencl.synchronize(d)) if dev.startswith("opencl") else (lambda: None)
+    return _step_fn(pg, spec, model, x, y, capture), sync
 
 
-def _run_torch(torch: Any, spec: _Spec, dev: str, tmodel: Any, xs: np.ndarray, ys: np.ndarray,
-               steps: int, warmup: int) -> tuple[float, float, float]:
+def _torch_step(torch: Any, spec: _Spec, dev: str, tmodel: Any, xs: np.ndarray, ys: np.ndarray
+                ) -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """(step, synchronize) of PyTorch on ``dev``, from ``tmodel``'s weights."""
     model = spec.build(torch)
     model.load_state_dict(tmodel.state_dict())
     model = model.to(dev)
     x, y = torch.from_numpy(xs).to(dev), torch.from_numpy(ys).to(dev)
+    return _step_fn(torch, spec, model, x, y), (torch.cuda.synchronize if dev == "cuda"
+                                                else (lambda: None))
+
+
+def _run_portagrad(spec: _Spec, dev: str, tmodel: Any, xs: np.ndarray, ys: np.ndarray,
+                   steps: int, warmup: int, capture: bool = False) -> tuple[float, float, float]:
+    import portagrad as pg
+
+    step, sync = _portagrad_step(spec, dev, tmodel, xs, ys, capture)
+    if dev.startswith("opencl"):
+        d = pg.device(dev)
+        return _measure(step, steps, warmup, sync, lambda: pg.opencl.reset_peak_memory_stats(d),
+                        lambda: pg.opencl.max_memory_allocated(d) / 2**20)
+    return _measure(step, steps, warmup, sync, lambda: None, lambda: -1.0)
+
+
+def _run_torch(torch: Any, spec: _Spec, dev: str, tmodel: Any, xs: np.ndarray, ys: np.ndarray,
+               steps: int, warmup: int) -> tuple[float, float, float]:
+    step, sync = _torch_step(torch, spec, dev, tmodel, xs, ys)
     if dev == "cuda":
-        return _measure(_step_fn(torch, spec, model, x, y), steps, warmup, torch.cuda.synchronize,
-                        torch.cuda.reset_peak_memory_stats,
+        return _measure(step, steps, warmup, sync, torch.cuda.reset_peak_memory_stats,
                         lambda: torch.cuda.max_memory_allocated() / 2**20)
-    return _measure(_step_fn(torch, spec, model, x, y), steps, warmup, lambda: None, lambda: None,
-                    lambda: -1.0)
+    return _measure(step, steps, warmup, sync, lambda: None, lambda: -1.0)
 
 
 def _interleaved(spec: _Spec, tmodel: Any, xs: np.ndarray, ys: np.ndarray,
@@ -195,35 +209,22 @@ def _interleaved(spec: _Spec, tmodel: Any, xs: np.ndarray, ys: np.ndarray,
     """Time one step of each library in turn, ``rounds`` times, and print the median of each
     and the median of the per-round ratios to torch on the CPU: load that comes and goes on a
     shared machine then falls on both sides of every ratio."""
-    import portagrad as pg
-
     torch = _torch()
-    steps: dict[str, Callable[[], Any]] = {}
-    syncs: dict[str, Callable[[], Any]] = {}
+    runs: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {}
     if torch is not None and tmodel is not None:
-        tm = spec.build(torch)
-        tm.load_state_dict(tmodel.state_dict())
-        steps["torch cpu"] = _step_fn(torch, spec, tm, torch.from_numpy(xs), torch.from_numpy(ys))
-        syncs["torch cpu"] = lambda: None
+        runs["torch cpu"] = _torch_step(torch, spec, "cpu", tmodel, xs, ys)
     for dev in devices:
-        model = spec.build(pg).to(dev)
-        if tmodel is not None:
-            copy_state(tmodel, model, pg, dev)
-        x, y = pg.tensor(xs, device=dev), pg.tensor(ys, device=dev)
-        steps[f"portagrad {dev}"] = _step_fn(pg, spec, model, x, y)
-        d = pg.device(dev)
-        syncs[f"portagrad {dev}"] = ((lambda d=d: pg.opencl.synchronize(d))
-                                     if dev.startswith("opencl") else (lambda: None))
-    for who, step in steps.items():
+        runs[f"portagrad {dev}"] = _portagrad_step(spec, dev, tmodel, xs, ys)
+    for step, sync in runs.values():
         for _ in range(max(warmup, 1)):
             step()
-        syncs[who]()
-    times: dict[str, list[float]] = {who: [] for who in steps}
+        sync()
+    times: dict[str, list[float]] = {who: [] for who in runs}
     for _ in range(rounds):
-        for who, step in steps.items():
+        for who, (step, sync) in runs.items():
             t = time.perf_counter()
             step()
-            syncs[who]()
+            sync()
             times[who].append((time.perf_counter() - t) * 1000)
     print(f"  interleaved, {rounds} rounds of one step each, median ms/step:", flush=True)
     ref = times.get("torch cpu")

@@ -473,8 +473,7 @@ class NumpyBackend(NormsMixin, Backend):
         wt = np.ascontiguousarray(wa).reshape(G, O // G, Cg * kh * kw).transpose(0, 2, 1)
         gc = np.matmul(wt, gr, out=_scratch((G, Cg * kh * kw, OH * OW * N), gr.dtype))
         gc = gc.reshape(C, kh, kw, OH, OW, N)
-        Hq = max((OH - 1) * sh + (kh - 1) * dh + 1, ph + H)
-        Wq = max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W)
+        Hq, Wq = _padded_extent((H, W), (kh, kw), (OH, OW), stride, padding, dilation)
         gxp = _scratch((C, Hq, Wq, N), gc.dtype)
         gxp.fill(0)
         for i in range(kh):
@@ -523,8 +522,7 @@ class NumpyBackend(NormsMixin, Backend):
         N, C, H, W = xa.shape
         OH, OW = o.shape[2:]
         (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel_size, stride, padding, dilation
-        Hq = max((OH - 1) * sh + (kh - 1) * dh + 1, ph + H)
-        Wq = max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W)
+        Hq, Wq = _padded_extent((H, W), (kh, kw), (OH, OW), stride, padding, dilation)
         if (kh, kw, sh, sw, dh, dw, ph, pw) == (2, 2, 2, 2, 1, 1, 0, 0) and \
                 (H, W) == (2 * OH, 2 * OW) and W < 16 and xa.flags.c_contiguous:
             # small planes (the strided sweeps below have inner loops of a few elements)
@@ -868,6 +866,30 @@ def _conv_forward(xa: np.ndarray, wa: np.ndarray, o: np.ndarray, stride: Sequenc
     _from_last(r.reshape(O * OH * OW, N), o)
 
 
+def _padded_extent(hw: Sequence[int], k: Sequence[int], osz: Sequence[int],
+                   stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int]
+                   ) -> tuple[int, int]:
+    """(Hq, Wq): the height and width of an (H, W) plane padded so that every window of the
+    output ``osz`` (and the plane itself, at offset ``padding``) lies inside it."""
+    (H, W), (kh, kw), (OH, OW), (sh, sw), (ph, pw), (dh, dw) = hw, k, osz, stride, padding, \
+        dilation
+    return (max((OH - 1) * sh + (kh - 1) * dh + 1, ph + H),
+            max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W))
+
+
+def _zero_bordered(shape: tuple[int, ...], dtype: Any, hw: Sequence[int],
+                   padding: Sequence[int]) -> np.ndarray:
+    """A scratch array of ``shape`` (C, Hq, Wq, ...) whose border around the (H, W) interior at
+    offset ``padding`` is zero; the interior, overwritten by the caller, is left as it is."""
+    (H, W), (ph, pw) = hw, padding
+    a = _scratch(shape, dtype)
+    a[:, :ph] = 0
+    a[:, ph + H:] = 0
+    a[:, ph:ph + H, :pw] = 0
+    a[:, ph:ph + H, pw + W:] = 0
+    return a
+
+
 # Output positions per image from which a convolution runs one image at a time in the tensors'
 # own (N, C, H, W) layout: each image's GEMM is then wide enough, and the batch-innermost path's
 # two transposing copies per call (input and output, a fraction of memcpy speed) are saved
@@ -898,17 +920,10 @@ def _sample_pad(xa: np.ndarray, k: Sequence[int], osz: Sequence[int], stride: Se
     """A (C, Hq, Wq) scratch array with a zero border for one image of ``xa``, or None when the
     windows stay inside the image."""
     _, C, H, W = xa.shape
-    (kh, kw), (OH, OW), (sh, sw), (ph, pw), (dh, dw) = k, osz, stride, padding, dilation
-    Hq = max((OH - 1) * sh + (kh - 1) * dh + 1, ph + H)
-    Wq = max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W)
+    Hq, Wq = _padded_extent((H, W), k, osz, stride, padding, dilation)
     if (Hq, Wq) == (H, W):
         return None
-    pad = _scratch((C, Hq, Wq), xa.dtype)
-    pad[:, :ph] = 0
-    pad[:, ph + H:] = 0
-    pad[:, ph:ph + H, :pw] = 0
-    pad[:, ph:ph + H, pw + W:] = 0
-    return pad
+    return _zero_bordered((C, Hq, Wq), xa.dtype, (H, W), padding)
 
 
 def _conv_forward_per_sample(xa: np.ndarray, wm: np.ndarray, o: np.ndarray, k: Sequence[int],
@@ -992,16 +1007,10 @@ def _conv_taps(xa: np.ndarray, k: Sequence[int], osz: Sequence[int], stride: Seq
     over a batch-innermost, zero-padded copy of it."""
     N, C, H, W = xa.shape
     (kh, kw), (OH, OW), (sh, sw), (ph, pw), (dh, dw) = k, osz, stride, padding, dilation
-    Hq = max((OH - 1) * sh + (kh - 1) * dh + 1, ph + H)
-    Wq = max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W)
+    Hq, Wq = _padded_extent((H, W), k, osz, stride, padding, dilation)
     xl = _to_last(xa)  # (C, H, W, N)
     if (Hq, Wq) != (H, W):
-        xp = _scratch((C, Hq, Wq, N), xa.dtype)
-        # zero the border only: the interior is overwritten
-        xp[:, :ph] = 0
-        xp[:, ph + H:] = 0
-        xp[:, ph:ph + H, :pw] = 0
-        xp[:, ph:ph + H, pw + W:] = 0
+        xp = _zero_bordered((C, Hq, Wq, N), xa.dtype, (H, W), padding)
         xp[:, ph:ph + H, pw:pw + W] = xl
     else:
         xp = xl

@@ -155,8 +155,7 @@ class NormsMixin:
         ga, xa, wa, mu, r = _a(g), _a(x), _a(weight), _a(mean), _a(rstd)
         assert ga is not None and xa is not None and mu is not None and r is not None
         M, N = xa.shape
-        if (grad_x is not None and M and N and _in_place(grad_x, xa) and ga.dtype == xa.dtype
-                and not np.shares_memory(_nd(grad_x), ga)):
+        if grad_x is not None and M and N and _in_place(grad_x, xa, ga):
             _layer_norm_backward_in_place(ga, xa, wa, mu, r, _nd(grad_x), grad_weight, grad_bias)
             return
         xhat = (xa - mu[:, None]) * r[:, None]
@@ -207,7 +206,7 @@ class NormsMixin:
         ga, xa, wa, mu, r = _a(g), _a(x), _a(weight), _a(mean), _a(rstd)
         assert ga is not None and xa is not None and mu is not None and r is not None
         n = xa.shape[0] * xa.shape[2]
-        if grad_x is not None and n and _in_place(grad_x, xa) and ga.dtype == xa.dtype:
+        if grad_x is not None and n and _in_place(grad_x, xa, ga):
             _batch_norm_backward_in_place(ga, xa, wa, mu, r, _nd(grad_x), grad_weight, grad_bias)
             return
         xhat = (xa - mu[None, :, None]) * r[None, :, None]
@@ -256,14 +255,17 @@ class NormsMixin:
         _put(grad_x, p)
 
 
-def _in_place(out: View, xa: np.ndarray) -> bool:
+def _in_place(out: View, xa: np.ndarray, *others: np.ndarray) -> bool:
     """Whether a normalisation can compute straight into ``out``: float32/float64 (no rounding
-    on the way out, accumulation in the dtype as the whole-array path does) and the output
-    a contiguous array of ``xa``'s dtype that does not overlap it."""
+    on the way out, accumulation in the dtype as the whole-array path does), the output a
+    contiguous array of ``xa``'s dtype, and the other inputs of that dtype too; the output
+    overlaps none of them (it is overwritten before they are all read)."""
     if out.dtype is _BF16 or xa.dtype.kind != "f" or xa.dtype.itemsize < 4:
         return False
     o = _nd(out)
-    return o.dtype == xa.dtype and o.flags.c_contiguous and not np.shares_memory(o, xa)
+    ins = (xa,) + others
+    return (o.dtype == xa.dtype and o.flags.c_contiguous and
+            all(a.dtype == xa.dtype and not np.shares_memory(o, a) for a in ins))
 
 
 def _sum_nl(a: np.ndarray) -> np.ndarray:

@@ -51,17 +51,13 @@ def _acc(t: str) -> str:
 
 def _fma(t: str) -> str:
     # at most 32-byte vload/vstore calls (see .vectors: PoCL's kernel cache)
-    return (f"{t}{RN} bvec = {vload(t, RN, _isz(t), 'bv')};\n"
+    return (f"{t}{RN} bvec = {vload(t, RN, 'bv')};\n"
             f"                for (int i = 0; i < {RM}; ++i) acc[i] += av[i] * bvec;")
 
 
 def _row(t: str) -> str:
     """Row ``i`` of the block as a private array ``ar`` (for the lane-by-lane stores)."""
-    return f"{t} ar[{RN}]; {vstore(RN, _isz(t), 'acc[i]', 'ar')}"
-
-
-def _isz(t: str) -> int:
-    return 8 if t == "double" else 4
+    return f"{t} ar[{RN}]; {vstore(t, RN, 'acc[i]', 'ar')}"
 
 
 def implicit_source(dtype: str) -> str:

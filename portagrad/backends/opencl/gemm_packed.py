@@ -73,7 +73,6 @@ _LANES = "0123456789abcdef"
 
 def _tile_kernel(t: str, tile: PackedTile, c_unit: bool, name: str) -> str:
     rm, v, w = tile.rm, tile.v, tile.w
-    isz = 8 if t == "double" else 4
     nb = v * w
     vt = f"{t}{w}"
     acc = "\n    ".join(f"{vt} c{i}_{j} = 0;" for i in range(rm) for j in range(v))
@@ -86,8 +85,8 @@ def _tile_kernel(t: str, tile: PackedTile, c_unit: bool, name: str) -> str:
             if c_unit:
                 p = f"cp + {i} * scm + {j * w}"
                 # at most 32-byte vload/vstore calls (see .vectors: PoCL's kernel cache)
-                full.append(f"{{ {vt} o = c{i}_{j}; if (beta) o += {vload(t, w, isz, p)}; "
-                            f"{vstore(w, isz, 'o', p)} }}")
+                full.append(f"{{ {vt} o = c{i}_{j}; if (beta) o += {vload(t, w, p)}; "
+                            f"{vstore(t, w, 'o', p)} }}")
             for lane in range(w):
                 col = j * w + lane
                 dst = f"cp[{i} * scm + {col} * scn]"
