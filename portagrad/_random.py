@@ -1,8 +1,10 @@
 """Random numbers: a counter-based (Philox) generator that gives the same values on every backend.
 
-A :class:`Generator` is just ``(seed, offset)``. Drawing ``n`` numbers uses counters
-``offset .. offset+n-1`` and advances the offset by ``n``; every backend computes Philox4x32-10 on
-those counters (see :mod:`portagrad.backends.interface`), so ``pg.manual_seed(s)`` gives the same
+A :class:`Generator` is just ``(seed, offset)``, the offset counting the 32-bit words of the Philox
+stream. Drawing ``n`` numbers that take ``w`` words each (1 for ``uniform`` in 32 or 16 bits, 2 in
+float64, 4 for ``normal``) uses the words ``offset .. offset+w*n-1`` and advances the offset by
+``w*n``; every backend computes Philox4x32-10 for those words (see
+:mod:`portagrad.backends.interface`), so ``pg.manual_seed(s)`` gives the same
 ``rand``/``randn``/``dropout`` values on the CPU and on any OpenCL device.
 """
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 from . import _creation, _device, _dtype, _raw
 from ._memory_format import check_memory_format
 from ._ops._common import broadcast_shapes
+from .backends.philox import slots as _philox_slots
 from ._ops.conversion import bump, check_no_overlap, copy_
 from ._ops.elementwise import add, div, floor, log1p, lt, mul, neg
 from ._tensor import Tensor
@@ -95,7 +98,8 @@ def set_rng_state(state: Tensor) -> None:
 def _fill_random(t: Tensor, kind: str, a: float, b: float, generator: Generator | None) -> Tensor:
     check_no_overlap(t)  # (before drawing: an in-place fill outside the in-place rule)
     gen = generator or default_generator
-    s, off = gen._take(t.numel())
+    s, off = gen._take(t.numel() * _philox_slots(kind, "float32" if t.dtype is _dtype.bfloat16
+                                                 else t.dtype.name))
     if t._v.is_contiguous():
         return _raw.random(kind, t, s, off, a, b)
     tmp = _raw.random(kind, _raw.new_like(t), s, off, a, b)

@@ -408,7 +408,7 @@ class Float16UniformMapping(CleanFull):
         if kind != "uniform" or out.dtype.name != "float16":
             return super().random(kind, out, seed, offset, a, b)
         o = _nd(out)
-        r0 = philox.philox4x32(np.arange(o.size, dtype=np.uint64) + np.uint64(offset), seed)[0]
+        r0 = philox.words(o.size, seed, offset)
         u = ((r0 >> 21).astype(np.float32) * np.float32(2.0 ** -11)).astype(np.float16)
         o[...] = (np.float16(a) + np.float16(b - a) * u).reshape(o.shape)
 

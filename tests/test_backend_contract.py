@@ -137,11 +137,14 @@ def test_helpers_are_public_and_match_the_old_paths() -> None:
     assert helpers.INTEGER_DTYPES == {pg.uint8, pg.int8, pg.int16, pg.int32, pg.int64}
     assert helpers.from_numpy_dtype(np.dtype(np.float64)) is pg.float64
     assert helpers.contiguous_strides((2, 3, 4)) == (12, 4, 1)
-    # the reference stream: literals fixed by the contract (float32 uniform, seed 42, offset 17)
+    # the reference stream by the contract's rule (float32 uniform, seed 42, slots 17..19: words
+    # 1, 2 and 3 of block 4)
     u = helpers.philox_uniform(3, 42, 17, 0.0, 1.0, np.float32)
     assert u.dtype == np.float32 and ((u >= 0) & (u < 1)).all()
-    r0 = helpers.philox4x32(np.arange(17, 20, dtype=np.uint64), 42)[0]
-    np.testing.assert_array_equal(u, (r0 >> 8).astype(np.float32) * np.float32(2.0 ** -24))
+    r = np.array([w[0] for w in helpers.philox4x32(np.array([4], dtype=np.uint64), 42)[1:]])
+    np.testing.assert_array_equal(u, (r >> 8).astype(np.float32) * np.float32(2.0 ** -24))
+    np.testing.assert_array_equal(helpers.philox_words(3, 42, 17), r)
+    assert helpers.philox_slots("normal", np.float64) == 4
 
 
 def test_visible_indices(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -101,17 +101,48 @@ def test_philox_words_literal(seed: int) -> None:
         assert got.tolist() == want
 
 
+def _slot_words_scalar(seed: int, first: int, n: int) -> list[int]:
+    """Slots ``first .. first+n-1`` of the stream, one Philox block per slot, by the contract's
+    words alone: slot ``g`` is word ``g & 3`` of block ``g >> 2`` (``g`` modulo ``2**64``)."""
+    from portagrad.backends import philox
+
+    g = [(first + i) % 2 ** 64 for i in range(n)]
+    blocks = philox.philox4x32(np.array([x >> 2 for x in g], np.uint64), seed)
+    return [int(blocks[x & 3][i]) for i, x in enumerate(g)]
+
+
 def test_philox_draws_literal() -> None:
     from portagrad.backends import philox
 
     assert philox.uniform(4, 42, 17, 0.0, 1.0, np.float32).tolist() == [
-        0.09665614366531372, 0.681258499622345, 0.32806164026260376, 0.3399675488471985]
+        0.8390454053878784, 0.3227429986000061, 0.23571979999542236, 0.314847469329834]
     assert philox.uniform(3, 42, 17, -1.0, 2.0, np.float64).tolist() == [
-        -0.7100314467542942, 1.0437755419470673, -0.015814986243585905]
+        1.5171363351362128, -0.2928405259211182, -0.11959640565997576]
     assert philox.uniform(3, 42, 17, 0.0, 1.0, np.float16).tolist() == [
-        0.0966796875, 0.68115234375, 0.328125]
-    assert philox.normal(3, 7, 2**32 - 1, 0.0, 1.0, np.float64).tolist() == [
-        0.6584879651089764, 1.7940642576363908, -1.3802004056043036]
+        0.8388671875, 0.32275390625, 0.2357177734375]
+    assert philox.normal(3, 7, 2**34 - 5, 0.0, 1.0, np.float64).tolist() == [
+        0.8687919235205743, 0.868548987749342, 0.7974487679703239]
+
+
+@pytest.mark.parametrize("offset", [0, 1, 2, 3, 2**34 - 6, 2**64 - 9])
+def test_philox_slots_rule(offset: int) -> None:
+    """Every draw reads the slots the contract names: one a 32/16-bit uniform element, two a
+    float64 one, four a normal one, from ``offset`` on, across blocks and the 2**64 wrap."""
+    from portagrad.backends import philox
+
+    seed, n = 0x0123456789ABCDEF, 11
+    assert philox.slots("uniform", np.float32) == philox.slots("uniform", np.float16) == 1
+    assert philox.slots("uniform", np.float64) == 2 and philox.slots("normal", np.float32) == 4
+    w = _slot_words_scalar(seed, offset, 4 * n)
+    assert philox.words(4 * n, seed, offset).tolist() == w
+    u32 = [float(np.float32((x >> 8) * 2.0**-24)) for x in w[:n]]
+    assert philox.uniform(n, seed, offset, 0.0, 1.0, np.float32).tolist() == u32
+    u64 = [((w[2 * i] >> 5) * 2.0**26 + (w[2 * i + 1] >> 6)) * 2.0**-53 for i in range(n)]
+    assert philox.uniform(n, seed, offset, 0.0, 1.0, np.float64).tolist() == u64
+    u1 = np.array([((w[4 * i] >> 5) * 2.0**26 + (w[4 * i + 1] >> 6) + 1) * 2.0**-53 for i in range(n)])
+    u2 = np.array([((w[4 * i + 2] >> 5) * 2.0**26 + (w[4 * i + 3] >> 6)) * 2.0**-53 for i in range(n)])
+    np.testing.assert_array_equal(philox.normal(n, seed, offset, 0.0, 1.0, np.float64),
+                                  np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2))
 
 
 def _philox_unchunked(counter: np.ndarray, seed: int) -> list[np.ndarray]:
@@ -127,22 +158,25 @@ def _philox_unchunked(counter: np.ndarray, seed: int) -> list[np.ndarray]:
     return [w.astype(np.uint32) for w in c]
 
 
-@pytest.mark.parametrize("n", [1, 16383, 16384, 40000])
+@pytest.mark.parametrize("n", [1, 16383, 16384, 40000, 65537])
 def test_philox_chunk_edges(n: int) -> None:
+    """Draws over several chunks of blocks equal the textbook rounds on whole arrays."""
     from portagrad.backends import philox
 
-    offset, seed = 2**32 - 20000, 0xDEADBEEF12345678
-    counter = np.arange(n, dtype=np.uint64) + np.uint64(offset)
-    want = _philox_unchunked(counter, seed)
-    got = philox.philox4x32(counter, seed)
+    offset, seed = 2**34 - 20001, 0xDEADBEEF12345678
+    blocks = np.arange((offset >> 2), ((offset + 4 * n - 1) >> 2) + 1, dtype=np.uint64)
+    want = _philox_unchunked(blocks, seed)
+    got = philox.philox4x32(blocks, seed)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+    slots = np.stack(want, axis=1).reshape(-1)[offset & 3:].astype(np.uint64)
+    np.testing.assert_array_equal(philox.words(4 * n, seed, offset), slots[:4 * n])
     u = philox.uniform(n, seed, offset, -1.0, 1.0, np.float32)
     np.testing.assert_array_equal(
-        u, np.float32(-1) + np.float32(2) * ((want[0] >> 8).astype(np.float32) * np.float32(2**-24)))
+        u, np.float32(-1) + np.float32(2) * ((slots[:n] >> 8).astype(np.float32) * np.float32(2**-24)))
     u64 = philox.uniform(n, seed, offset, 0.0, 1.0, np.float64)
-    np.testing.assert_array_equal(
-        u64, ((want[0] >> 5).astype(np.float64) * 2.0**26 + (want[1] >> 6)) * 2.0**-53)
+    hi, lo = slots[0:2 * n:2], slots[1:2 * n:2]
+    np.testing.assert_array_equal(u64, ((hi >> 5).astype(np.float64) * 2.0**26 + (lo >> 6)) * 2.0**-53)
 
 
 # -------------------------------------------------------------------------------- convolution

@@ -540,7 +540,9 @@ def test_sort(be, dtype, descending):
 # ------------------------------------------------------------------ random
 @pytest.mark.parametrize("dtype", [D.float32, D.float64], ids=lambda d: d.name)
 def test_random_uniform_bit_identical(be, dtype):
-    for n, seed, offset in ((1, 0, 0), (1000, 2 ** 40 + 7, 3), (257, 12345, 2 ** 33 - 5)):
+    # every position inside a block of four slots, a block counter past 2**32, the 2**64 wrap
+    for n, seed, offset in ((1, 0, 0), (1000, 2 ** 40 + 7, 3), (257, 12345, 2 ** 34 - 5),
+                            (33, 7, 2 ** 64 - 6), (6, 1, 1), (5, 1, 2)):
         out = empty(be, (n,), dtype)
         be.random("uniform", out[0], seed, offset, -2.0, 3.5)
         want = philox.uniform(n, seed, offset, -2.0, 3.5, dtype.numpy)
@@ -549,10 +551,11 @@ def test_random_uniform_bit_identical(be, dtype):
 
 @pytest.mark.parametrize("dtype", [D.float32, D.float64], ids=lambda d: d.name)
 def test_random_normal(be, dtype):
-    out = empty(be, (40, 25), dtype)
-    be.random("normal", out[0], 99, 11, 1.0, 2.0)
-    want = philox.normal(1000, 99, 11, 1.0, 2.0, dtype.numpy).reshape(40, 25)
-    np.testing.assert_allclose(be.to_host(out[0]), want, rtol=1e-6, atol=1e-6)
+    for offset in (11, 2 ** 64 - 7):  # elements straddling two blocks; the 2**64 wrap
+        out = empty(be, (40, 25), dtype)
+        be.random("normal", out[0], 99, offset, 1.0, 2.0)
+        want = philox.normal(1000, 99, offset, 1.0, 2.0, dtype.numpy).reshape(40, 25)
+        np.testing.assert_allclose(be.to_host(out[0]), want, rtol=1e-6, atol=1e-6)
 
 
 def test_random_noncontiguous_out(be):

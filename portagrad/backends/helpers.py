@@ -8,11 +8,12 @@ Import them from here (the one public, documented place)::
   ``CUDA_VISIBLE_DEVICES``) to a backend's physical devices: ``device_count()`` returns
   ``len(visible_indices(device_type, n_physical))`` and logical index ``i`` is physical device
   ``visible_indices(...)[i]``.
-* **Random numbers** -- :func:`philox4x32`, :func:`philox_uniform` and :func:`philox_normal` are the
-  numpy reference of the Philox stream that :meth:`Backend.random
+* **Random numbers** -- :func:`philox4x32`, :func:`philox_words`, :func:`philox_uniform` and
+  :func:`philox_normal` are the numpy reference of the Philox stream that :meth:`Backend.random
   <portagrad.backends.interface.Backend.random>` must reproduce (see "Random numbers" in
   :mod:`portagrad.backends.interface`). A backend can fill its output from them on the host, or
-  test its kernel against them.
+  test its kernel against them; :func:`philox_slots` is how many of the stream's words one element
+  of a draw takes.
 * **Dtypes** -- :data:`DTYPES` (every portagrad dtype, by name), :data:`NUMPY_DTYPES` (name ->
   numpy dtype; bfloat16 is ml_dtypes'), :data:`FLOATING_DTYPES` / :data:`INTEGER_DTYPES`, and
   :func:`from_numpy_dtype`. ``View.dtype`` is one of these objects; compare with ``is``.
@@ -42,11 +43,14 @@ from ._visible import visible_indices
 from .interface import unknown_op
 from .philox import normal as philox_normal
 from .philox import philox4x32
+from .philox import slots as philox_slots
 from .philox import uniform as philox_uniform
+from .philox import words as philox_words
 from .ufuncs import BINARY_UFUNCS, fit_scalar
 
 __all__ = [
-    "visible_indices", "philox4x32", "philox_uniform", "philox_normal", "DTYPES", "NUMPY_DTYPES",
+    "visible_indices", "philox4x32", "philox_words", "philox_slots", "philox_uniform", "philox_normal",
+    "DTYPES", "NUMPY_DTYPES",
     "FLOATING_DTYPES", "INTEGER_DTYPES", "from_numpy_dtype", "contiguous_strides", "unknown_op",
     "BINARY_UFUNCS", "fit_scalar", "MemoryCounter",
 ]

@@ -50,10 +50,16 @@ Random numbers
 --------------
 :meth:`Backend.random` must produce *bit-identical* streams on every backend (the property that makes
 runs reproducible across devices). The algorithm is fixed here: Philox4x32-10 (Salmon et al. 2011,
-the Random123 constants ``M0=0xD2511F53, M1=0xCD9E8D57, W0=0x9E3779B9, W1=0xBB67AE85``). Element
-``i`` of the *contiguous* output (in C order) is computed from the counter block
-``(c0, c1, c2, c3) = (lo32(offset + i), hi32(offset + i), 0, 0)`` and key ``(lo32(seed), hi32(seed))``,
-giving four 32-bit words ``r0..r3``:
+the Random123 constants ``M0=0xD2511F53, M1=0xCD9E8D57, W0=0x9E3779B9, W1=0xBB67AE85``). The
+stream is a sequence of 32-bit words, its *slots*: slot ``g`` (taken modulo ``2**64``) is word
+``g & 3`` of the four words ``r0..r3`` that Philox gives for the counter block ``(c0, c1, c2, c3) =
+(lo32(g >> 2), hi32(g >> 2), 0, 0)`` and key ``(lo32(seed), hi32(seed))``, so every block serves
+four slots. An element takes ``w`` consecutive slots: ``w = 1`` for ``uniform`` in float32,
+float16 and bfloat16, ``w = 2`` for ``uniform`` in float64, ``w = 4`` for ``normal``
+(:func:`portagrad.backends.helpers.philox_slots`). Element ``i`` of the *contiguous* output (in C
+order) takes the slots ``offset + w*i .. offset + w*i + w-1``, read below as ``r0..r{w-1}`` (they
+may lie in two blocks when ``offset`` is not a multiple of four); the core advances its generator
+by ``w`` slots an element, so draws never share a slot:
 
 * ``uniform`` float32: ``(r0 >> 8) * 2**-24``; float64: ``((r0 >> 5) * 2**26 + (r1 >> 6)) * 2**-53``
   (in float64). The result is ``low + (high - low) * u`` computed in the output dtype.
@@ -75,7 +81,8 @@ result.
 
 ``portagrad.backends.philox`` holds the reference implementation in numpy; the numpy backend uses it.
 It is public as :func:`portagrad.backends.helpers.philox_uniform` /
-:func:`~portagrad.backends.helpers.philox_normal`, with the other helpers every backend needs
+:func:`~portagrad.backends.helpers.philox_normal` (and the raw words as
+:func:`~portagrad.backends.helpers.philox_words`), with the other helpers every backend needs
 (visible devices, dtype tables): see :mod:`portagrad.backends.helpers`.
 
 The small core and the defaults

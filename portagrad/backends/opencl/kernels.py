@@ -704,30 +704,63 @@ inline uint4 pg_philox(ulong ctr, ulong seed) {
 
 def random_source(dtype: str, fp64: bool) -> str:
     """Kernels ``uniform`` and ``normal`` writing contiguous ``dtype`` (Philox4x32-10, see the
-    interface doc). ``uniform`` is bit-identical to :mod:`portagrad.backends.philox`; ``normal``
-    computes in double when the device has fp64 (else in float: close, not identical)."""
+    interface doc: slot ``g`` of the stream is word ``g & 3`` of block ``g >> 2``). ``uniform`` is
+    bit-identical to :mod:`portagrad.backends.philox`; ``normal`` computes in double when the
+    device has fp64 (else in float: close, not identical).
+
+    A 32- or 16-bit ``uniform`` takes one slot an element, so a work-item computes one block and
+    writes the (up to) four elements it serves; float64 ``uniform`` (two slots) and ``normal``
+    (four) compute per element, from the one or two blocks that hold its slots."""
     t = CTYPE[dtype]
     w = "double" if fp64 else "float"
     sfx = "" if fp64 else "f"
     dts = [dtype] + (["float64"] if fp64 else [])
+    head = prelude(dts) + _PHILOX + """
+#define PG_C62 0x3FFFFFFFFFFFFFFFul
+/* the W slots from slot g: v[s .. s+W-1] with s = g & 3 (two blocks when they straddle one) */
+#define PG_SLOTS(W) \
+    uint s = (uint)(g & 3ul); ulong b = g >> 2; \
+    uint4 r = pg_philox(b, seed); \
+    uint4 q = s + W > 4 ? pg_philox((b + 1ul) & PG_C62, seed) : r; \
+    uint v[8] = {r.x, r.y, r.z, r.w, q.x, q.y, q.z, q.w};
+"""
     if dtype == "float64":
-        uni = "double u = ((double)(r.x >> 5) * 67108864.0 + (double)(r.y >> 6)) * 0x1p-53;"
-    else:
-        uni = f"{t} u = ({t})((float)(r.x >> 8) * 0x1p-24f);"
-    return prelude(dts) + _PHILOX + f"""
-__kernel void uniform(__global {t}* O, long oo, ulong seed, ulong off, {t} lo, {t} span)
-{{
+        uni = """
+__kernel void uniform(__global double* O, long oo, ulong seed, ulong off, long n, double lo,
+                      double span)
+{
     long gi = get_global_id(0);
-    uint4 r = pg_philox(off + (ulong)gi, seed);
-    {uni}
+    ulong g = off + 2ul * (ulong)gi;
+    PG_SLOTS(2)
+    double u = ((double)(v[s] >> 5) * 67108864.0 + (double)(v[s + 1] >> 6)) * 0x1p-53;
     O[oo + gi] = lo + span * u;
+}
+"""
+    else:
+        uni = f"""
+__kernel void uniform(__global {t}* O, long oo, ulong seed, ulong off, long n, {t} lo, {t} span)
+{{
+    long j = get_global_id(0);
+    long skip = (long)(off & 3ul);
+    uint4 r = pg_philox(((off >> 2) + (ulong)j) & PG_C62, seed);
+    uint v[4] = {{r.x, r.y, r.z, r.w}};
+    for (int k = 0; k < 4; ++k) {{
+        long e = 4 * j + k - skip;
+        if (e >= 0 && e < n) {{
+            {t} u = ({t})((float)(v[k] >> 8) * 0x1p-24f);
+            O[oo + e] = lo + span * u;
+        }}
+    }}
 }}
-__kernel void normal(__global {t}* O, long oo, ulong seed, ulong off, {w} mean_, {w} std_)
+"""
+    return head + uni + f"""
+__kernel void normal(__global {t}* O, long oo, ulong seed, ulong off, long n, {w} mean_, {w} std_)
 {{
     long gi = get_global_id(0);
-    uint4 r = pg_philox(off + (ulong)gi, seed);
-    {w} u1 = (({w})(r.x >> 5) * ({w})67108864.0 + ({w})(r.y >> 6) + ({w})1.0) * 0x1p-53{sfx};
-    {w} u2 = (({w})(r.z >> 5) * ({w})67108864.0 + ({w})(r.w >> 6)) * 0x1p-53{sfx};
+    ulong g = off + 4ul * (ulong)gi;
+    PG_SLOTS(4)
+    {w} u1 = (({w})(v[s] >> 5) * ({w})67108864.0 + ({w})(v[s + 1] >> 6) + ({w})1.0) * 0x1p-53{sfx};
+    {w} u2 = (({w})(v[s + 2] >> 5) * ({w})67108864.0 + ({w})(v[s + 3] >> 6)) * 0x1p-53{sfx};
     /* numpy evaluates (2.0 * pi) * u2 */
     {w} z = sqrt(({w})-2.0 * log(u1)) * cos(6.283185307179586{sfx} * u2);
     O[oo + gi] = ({t})(mean_ + std_ * z);

@@ -491,7 +491,7 @@ class PrimitivesMixin:
             return
         st = NP_SCALAR[dt]
         w = np.float64 if dev.fp64 else np.float32
-        types = [None, _I64, np.uint64, np.uint64] + ([st, st] if kind == "uniform" else [w, w])
+        types = [None, _I64, np.uint64, np.uint64, _I64] + ([st, st] if kind == "uniform" else [w, w])
         kern = dev.kernel(("random", dt, dev.fp64), kind, lambda: K.random_source(dt, dev.fp64), [dt],
                           types)
         if kind == "uniform":
@@ -501,5 +501,8 @@ class PrimitivesMixin:
             p, q = w(a), w(b)
         else:
             raise ValueError(f"unknown random kind {kind!r}")
-        dev.launch1d(kern, n, [out.buffer.mem, out.offset, np.uint64(seed & 0xFFFFFFFFFFFFFFFF),
-                               np.uint64(offset & 0xFFFFFFFFFFFFFFFF), p, q])
+        off = offset & 0xFFFFFFFFFFFFFFFF
+        # a 32/16-bit uniform: one work-item a Philox block of four slots (see K.random_source)
+        items = ((off & 3) + n + 3) >> 2 if kind == "uniform" and dt != "float64" else n
+        dev.launch1d(kern, items, [out.buffer.mem, out.offset, np.uint64(seed & 0xFFFFFFFFFFFFFFFF),
+                                   np.uint64(off), n, p, q])

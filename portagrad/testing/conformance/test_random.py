@@ -14,9 +14,12 @@ from portagrad.backends.helpers import philox_normal, philox_uniform
 from ._util import REF, check, contiguous, empty, supported_dtypes
 
 FLOATS = [pg.float32, pg.float64, pg.float16, pg.bfloat16]
-# (n, seed, offset, a, b): a counter crossing 2**32 (its high word), a seed above 2**32, odd sizes
+# (n, seed, offset, a, b): offsets at every position inside a block of four slots (so float64 and
+# normal elements straddle two blocks), a counter crossing 2**32 (its high word: slot 2**34), a seed
+# above 2**32, the slots wrapping at 2**64, odd sizes
 _CASES = [(1, 0, 0, 0.0, 1.0), (1000, 42, 17, 0.0, 1.0), (257, 2 ** 40 + 7, 3, -2.0, 3.5),
-          (300, 12345, 2 ** 32 - 100, 1.0, 2.0), (4099, 7, 2 ** 33 + 5, -1.0, 1.0)]
+          (300, 12345, 2 ** 34 - 102, 1.0, 2.0), (4099, 7, 2 ** 35 + 5, -1.0, 1.0),
+          (70, 9, 2 ** 64 - 37, 0.0, 1.0)]
 
 
 def _need(be: Any, dtype: Any) -> None:
@@ -74,8 +77,8 @@ def test_random_normal_within_tolerance(conformance_backend: Any, dtype: Any) ->
 
 @pytest.mark.parametrize("kind", ["uniform", "normal"])
 def test_random_view_at_an_offset(conformance_backend: Any, kind: str) -> None:
-    """A contiguous ``out`` that starts inside its buffer: element ``i`` of the view is counter
-    ``offset + i``, and nothing outside the view is written; 0-d and empty outputs."""
+    """A contiguous ``out`` that starts inside its buffer: element ``i`` of the view is element
+    ``i`` of the draw, and nothing outside the view is written; 0-d and empty outputs."""
     be = conformance_backend
     for shape in ((40, 25), (), (0, 5)):
         out = contiguous(be, np.zeros(shape), pg.float32, 5)
