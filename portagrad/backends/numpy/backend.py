@@ -15,7 +15,7 @@ from .. import philox
 from ..interface import (ARG_REDUCE_OPS, RANDOM_KINDS, REDUCE_OPS, Backend, DeviceProperties, View,
                          unknown_op)
 from ..ufuncs import BINARY_UFUNCS, fit_scalar
-from . import special
+from . import host_malloc, special
 from .norms import NormsMixin
 from .pool import BufferPool
 
@@ -192,6 +192,7 @@ class NumpyBackend(NormsMixin, Backend):
 
     def __init__(self) -> None:
         self._pool = _POOL  # large buffers are reused: no page faults on each first write
+        host_malloc.tune()  # and so are numpy's own temporaries (freed heap memory, not munmap)
 
     # ---------------------------------------------------------------- devices
     def device_count(self) -> int:
