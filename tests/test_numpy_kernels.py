@@ -591,6 +591,35 @@ def test_per_sample_convolution_against_direct_sums(case: tuple, dt: type,
         test_conv_kernels_against_direct_sums(case, dt)
 
 
+@pytest.mark.parametrize("case", [c for c in _CONV_CASES if c[-1] == 1])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_positions_major_convolution_against_direct_sums(case: tuple, dt: type,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Convolutions with few output channels run as a (positions, K) x (K, O) GEMM over a
+    channels-last copy; forced onto the small cases here (the forward and the stride-1 input
+    gradient, which is a convolution too), with the weight gradient beside them."""
+    from portagrad.backends.numpy import backend as nb
+
+    calls = []
+    real = nb._conv_forward_positions_major
+    monkeypatch.setattr(nb, "_conv_forward_positions_major",
+                        lambda *a: calls.append(a[0].shape) or real(*a))
+    monkeypatch.setattr(nb, "_POSITIONS_MAJOR_MIN_K", 1)
+    monkeypatch.setattr(nb, "_POSITIONS_MAJOR_MIN_ROWS", 1)
+    test_conv_kernels_against_direct_sums(case, dt)
+    assert calls, "the positions-major path was not taken"
+
+
+def test_positions_major_path_serves_small_channel_convolutions() -> None:
+    """The demo CNN's second convolution (16 -> 32 channels on 4x4 planes, batch 64) and its
+    input gradient take the positions-major path; ResNet's 256-channel ones do not."""
+    from portagrad.backends.numpy import backend as nb
+
+    assert nb._positions_major(64 * 16, 16 * 9, 32) and nb._positions_major(64 * 16, 32 * 9, 16)
+    assert not nb._positions_major(16 * 64, 256 * 9, 256)
+    assert not nb._positions_major(64 * 64, 1 * 9, 16)  # K = 9: the GEMM is a copy's worth
+
+
 def _layer_norm_run(x: np.ndarray, g: np.ndarray, w: np.ndarray | None, b: np.ndarray | None,
                     dt: type) -> list[np.ndarray]:
     """The numpy backend's layer_norm then layer_norm_backward: every output as an array."""
