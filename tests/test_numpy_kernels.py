@@ -665,3 +665,44 @@ def test_layer_norm_in_place_path_matches_whole_array_path(
     tol = {"rtol": 2e-5, "atol": 2e-5} if dt == np.float32 else {"rtol": 1e-12, "atol": 1e-12}
     for a, b_ in zip(fast, slow, strict=True):
         np.testing.assert_allclose(a, b_, **tol)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN"])
+def test_few_rows_matmul_matches_float64_product(dt: type, layout: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A product with few rows (a small batch through a Linear layer) runs as its transpose into
+    a scratch matrix: the same values as the float64 product, written into ``out`` only, for
+    every operand layout; the rule takes the shape of a batch of 64 through a 784 -> 256 layer
+    and leaves a batch of 256 alone."""
+    from portagrad import _dtype
+    from portagrad.backends.interface import View
+    from portagrad.backends.numpy import backend as nb
+
+    assert nb._few_rows(64, 784, 256, np.dtype(np.float32))
+    assert not nb._few_rows(256, 784, 256, np.dtype(np.float32))
+    assert not nb._few_rows(64, 256, 10, np.dtype(np.float32))  # few columns too
+    taken = []
+    real = nb._few_rows
+    monkeypatch.setattr(nb, "_few_rows", lambda *a: taken.append(real(*a)) or taken[-1])
+    rng = np.random.default_rng(0)
+    M, K, N = 24, 200, 300
+    a64, b64 = rng.standard_normal((M, K)), rng.standard_normal((K, N))
+    pdt = _dtype.float32 if dt == np.float32 else _dtype.float64
+
+    def view(m: np.ndarray, transposed: bool) -> View:
+        """``m`` as a (1, R, C) View, stored transposed (column-major) when asked."""
+        store = np.ascontiguousarray(m.T if transposed else m, dt)
+        R, C = m.shape
+        strides = (R * C, 1, R) if transposed else (R * C, C, 1)
+        return View(store.reshape(-1).view(np.uint8), 0, (1, R, C), strides, pdt)
+
+    a = view(a64, layout[0] == "T")
+    b = view(b64, layout[1] == "T")
+    buf = np.full(M * N + 8, np.nan, dt)
+    out = View(buf.view(np.uint8), 4, (1, M, N), (M * N, N, 1), pdt)
+    nb.NumpyBackend().matmul(a, b, out)
+    assert taken == [True]
+    tol = 1e-4 if dt == np.float32 else 1e-12
+    np.testing.assert_allclose(buf[4:4 + M * N].reshape(M, N), a64 @ b64, rtol=tol, atol=tol)
+    assert np.isnan(buf[:4]).all() and np.isnan(buf[4 + M * N:]).all()

@@ -185,6 +185,20 @@ def _via_f32(fn: Any, outs: Sequence[int], *args: Any) -> None:
             np.copyto(_nd(args[i]), _nd(conv[i]), casting="unsafe")  # round to nearest even
 
 
+# A product with few rows and many more columns (a batch of 16-64 through a Linear layer:
+# x @ W.T, and its input gradient g @ W) runs 10-50 % faster in OpenBLAS as its transpose
+# (B.T @ A.T, the many columns becoming rows), written to a scratch matrix and copied back
+# transposed: measured for M = 16-64 rows against N = 128-1024 columns; from M = 128 on the
+# direct product is as fast or faster
+_FEW_ROWS_MAX = 64
+_FEW_ROWS_MIN_FLOPS = 1 << 20
+
+
+def _few_rows(M: int, K: int, N: int, dtype: np.dtype) -> bool:
+    return (M <= _FEW_ROWS_MAX and N >= 2 * M and M * K * N >= _FEW_ROWS_MIN_FLOPS
+            and dtype in (np.float32, np.float64))
+
+
 class NumpyBackend(NormsMixin, Backend):
     """The ``cpu`` device: buffers are 1-D ``uint8`` numpy arrays; primitives call numpy."""
 
@@ -381,7 +395,14 @@ class NumpyBackend(NormsMixin, Backend):
         if oo.shape[0] == 1:
             # NOTE: numpy's batched matmul skips BLAS for some transposed operands (a weight
             # gradient x.T @ g among them); a single matrix always gets BLAS
-            np.matmul(aa[0], bb[0], out=oo[0])
+            am, bm, om = aa[0], bb[0], oo[0]
+            M, N = om.shape
+            if _few_rows(M, am.shape[1], N, om.dtype):
+                t = _scratch((N, M), om.dtype)
+                np.matmul(bm.T, am.T, out=t)
+                np.copyto(om, t.T)
+                return
+            np.matmul(am, bm, out=om)
             return
         np.matmul(aa, bb, out=oo)
 
