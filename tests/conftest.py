@@ -4,6 +4,11 @@ Devices come from ``--device`` (repeatable) or ``PORTAGRAD_TEST_DEVICES`` (comma
 default every backend's first device (``cpu`` and ``opencl:0`` when OpenCL is available). A device
 that was asked for explicitly but is unavailable fails the run instead of being skipped, so CI can
 never pass silently without the OpenCL backend.
+
+Modules marked ``backend_independent`` (plugin discovery, the conformance kit's planted bugs, the
+type check, the example scripts) test the same thing whatever backend the run is about; with
+``PORTAGRAD_TEST_BACKEND_INDEPENDENT=elsewhere`` (tox's environments for the Array API backend)
+they are deselected, and the header says how many and why.
 """
 from __future__ import annotations
 
@@ -41,7 +46,17 @@ def _selected(config: pytest.Config) -> tuple[list[str], bool]:
     return _available_default(), False
 
 
+BACKEND_INDEPENDENT_ENV = "PORTAGRAD_TEST_BACKEND_INDEPENDENT"
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "backend_independent: the test does not depend on the backend the run tests "
+                   f"({BACKEND_INDEPENDENT_ENV}=elsewhere deselects it)")
+    value = os.environ.get(BACKEND_INDEPENDENT_ENV, "")
+    if value not in ("", "elsewhere"):
+        raise pytest.UsageError(f"{BACKEND_INDEPENDENT_ENV} must be unset or 'elsewhere', "
+                                f"got {value!r}")
     devices, explicit = _selected(config)
     config._pg_devices = devices  # type: ignore[attr-defined]
     if explicit:
@@ -64,6 +79,21 @@ def pytest_report_header(config: pytest.Config) -> str:
             mod = getattr(pg, dev.type)
             lines.append(f"  {d}: {mod.get_device_name(dev.index or 0)}")
     return "\n".join(lines)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get(BACKEND_INDEPENDENT_ENV) != "elsewhere":
+        return
+    keep = [it for it in items if it.get_closest_marker("backend_independent") is None]
+    gone = [it for it in items if it.get_closest_marker("backend_independent") is not None]
+    if gone:
+        config.hook.pytest_deselected(items=gone)
+        items[:] = keep
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"{len(gone)} backend-independent tests deselected "
+                                f"({BACKEND_INDEPENDENT_ENV}=elsewhere): the numpy and opencl "
+                                "environments run them")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

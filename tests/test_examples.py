@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.backend_independent
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = sorted(f for f in os.listdir(os.path.join(ROOT, "examples")) if f.endswith(".py"))
 ARGS = {"train_digits.py": ["--device", "cpu", "--epochs", "2", "--checkpoint", "ck.safetensors"]}

@@ -23,6 +23,8 @@ import contextlib, io, json, sys
 import pytest
 from planted_backends import CLEAN, PLANTED
 
+pytestmark = pytest.mark.backend_independent
+
 results = {}
 runs = [(name, None) for name in CLEAN] + list(PLANTED.items())
 for name, expr in runs:

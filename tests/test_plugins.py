@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.backend_independent
+
 GOOD = '''
 from portagrad.plugins import BackendSpec, hookimpl
 

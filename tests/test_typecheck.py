@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.backend_independent
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
