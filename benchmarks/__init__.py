@@ -20,7 +20,21 @@ from typing import Any
 
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")
 
-__all__ = ["parse_args", "sync", "best_time", "report", "device_label", "backend_device"]
+# portagrad before numpy, as `python -m portagrad` imports them: portagrad then chooses numpy's
+# BLAS kernels where that matters (portagrad._blas_env); blas_line() says which ran
+import portagrad  # noqa: F401
+
+__all__ = ["parse_args", "sync", "best_time", "report", "device_label", "backend_device", "blas_line"]
+
+
+def blas_line() -> str:
+    """numpy's BLAS as ``portagrad info`` reports it: library, version, kernels."""
+    from portagrad._info import _blas
+
+    parts = [f"{b['library']} {b['version']} ({b['architecture']} kernels"
+             + (f", OPENBLAS_CORETYPE={b['coretype_set_by_portagrad']} set by portagrad)"
+                if b["coretype_set_by_portagrad"] else ")") for b in _blas()]
+    return "numpy BLAS: " + (", ".join(parts) or "none found by threadpoolctl")
 
 
 def parse_args(description: str, argv: list[str] | None = None,

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import blas_line
 from benchmarks.model_zoo import GPTConfig, copy_state, gpt, resnet18
 
 __all__ = ["main"]
@@ -324,6 +325,7 @@ def main(argv: list[str] | None = None) -> None:
     except ImportError:  # pragma: no cover - optional
         limiter = None
     try:
+        print(blas_line())
         if _torch() is None:
             print("torch is not installed: printing portagrad figures only")
         bench(args.model, args.device, args.steps, args.warmup, args.batch, args.capture,

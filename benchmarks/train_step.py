@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import blas_line
+
 
 def _torch() -> Any:
     try:
@@ -254,6 +256,7 @@ def main(argv: list[str] | None = None) -> None:
     except ImportError:  # pragma: no cover - optional
         limiter = None
     try:
+        print(blas_line())
         if _torch() is None:
             print("torch is not installed: printing portagrad figures only")
         bench_steps(args.steps, args.device, args.capture, max(args.rounds, 1))

@@ -10,6 +10,10 @@ __version__ = "0.1.0"
 
 import builtins as _builtins
 
+from . import _blas_env
+
+_blas_env.choose()  # before numpy loads its BLAS (the modules below import numpy)
+
 from . import _creation, _ops, _random, _raw, _tensor_api, autograd
 from ._creation import (arange, as_tensor, asarray, empty, empty_like, empty_strided, eye,
                         from_numpy, full, full_like, linspace, logspace, ones, ones_like,

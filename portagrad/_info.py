@@ -17,7 +17,7 @@ __all__ = ["main", "collect"]
 
 _ENV_VARS = ("PORTAGRAD_DEVICE", "PORTAGRAD_VISIBLE_DEVICES", "PORTAGRAD_DISABLE_PLUGINS",
              "POCL_DEVICES", "POCL_CACHE_DIR", "PYOPENCL_CTX", "OCL_ICD_VENDORS",
-             "PYOPENCL_CACHE_DIR")
+             "PYOPENCL_CACHE_DIR", "OPENBLAS_CORETYPE", "PORTAGRAD_HOST_MALLOC")
 _DISTS = ("numpy", "pluggy", "safetensors", "tqdm", "pyopencl", "pocl-binary-distribution")
 
 
@@ -78,7 +78,25 @@ def collect() -> dict:
         "backends": backends,
         "backends_failed": failed,
         "environment": {k: os.environ[k] for k in _ENV_VARS if k in os.environ},
+        "blas": _blas(),
     }
+
+
+def _blas() -> list[dict]:
+    """numpy's BLAS libraries (threadpoolctl): library, version, kernels, threads; and whether
+    portagrad chose OpenBLAS's kernels (``portagrad._blas_env``)."""
+    from threadpoolctl import threadpool_info
+
+    from . import _blas_env
+
+    return [{"library": d.get("internal_api"), "version": d.get("version"),
+             "architecture": d.get("architecture"), "threads": d.get("num_threads"),
+             "coretype_set_by_portagrad": _blas_env.chosen()}
+            for d in threadpool_info() if d.get("user_api") == "blas"]
+
+
+def _blas_env_note(value: str) -> str:
+    return f"OPENBLAS_CORETYPE={value} set by portagrad (AMD Zen 4; see portagrad._blas_env)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,6 +122,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  blocked  {name:12s} (PORTAGRAD_DISABLE_PLUGINS)")
     for d in info["plugins_shadowed"]:  # loaded, but does not serve this device type
         print(f"  unused   {d['plugin']:12s} {d['reason']}")
+    for b in info["blas"]:
+        why = (f", {_blas_env_note(b['coretype_set_by_portagrad'])}"
+               if b["coretype_set_by_portagrad"] else "")
+        print(f"BLAS: {b['library']} {b['version']}, {b['architecture']} kernels, "
+              f"{b['threads']} threads{why}")
     print("backends and devices:")
     for device_type, entry in info["backends"].items():
         name = f", backend {entry['backend']}" if entry["backend"] != entry["plugin"] else ""
