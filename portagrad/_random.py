@@ -18,10 +18,10 @@ import numpy as np
 from . import _creation, _device, _dtype, _raw
 from ._memory_format import check_memory_format
 from ._ops._common import broadcast_shapes
-from .backends.philox import slots as _philox_slots
 from ._ops.conversion import bump, check_no_overlap, copy_
 from ._ops.elementwise import add, div, floor, log1p, lt, mul, neg
 from ._tensor import Tensor
+from .backends.philox import slots as _philox_slots
 
 __all__ = ["Generator", "manual_seed", "seed", "initial_seed", "default_generator", "rand", "randn",
            "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal", "bernoulli",
@@ -98,8 +98,7 @@ def set_rng_state(state: Tensor) -> None:
 def _fill_random(t: Tensor, kind: str, a: float, b: float, generator: Generator | None) -> Tensor:
     check_no_overlap(t)  # (before drawing: an in-place fill outside the in-place rule)
     gen = generator or default_generator
-    s, off = gen._take(t.numel() * _philox_slots(kind, "float32" if t.dtype is _dtype.bfloat16
-                                                 else t.dtype.name))
+    s, off = gen._take(t.numel() * _philox_slots(kind, t.dtype.numpy))
     if t._v.is_contiguous():
         return _raw.random(kind, t, s, off, a, b)
     tmp = _raw.random(kind, _raw.new_like(t), s, off, a, b)

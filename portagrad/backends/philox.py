@@ -68,7 +68,7 @@ _C62 = (1 << 62) - 1
 
 def slots(kind: str, np_dtype: DTypeLike) -> int:
     """The 32-bit words of the stream one element of ``kind`` in ``np_dtype`` takes: ``normal`` 4,
-    float64 ``uniform`` 2, any other ``uniform`` 1 (bfloat16 is passed as its float32 stream)."""
+    float64 ``uniform`` 2, any other ``uniform`` 1 (bfloat16 draws its float32 stream)."""
     if kind == "normal":
         return 4
     return 2 if np.dtype(np_dtype) == np.float64 else 1
@@ -145,13 +145,13 @@ def uniform(n: int, seed: int, offset: int, low: float, high: float, np_dtype: D
     out = _out(out, n, dt)
     lo, span = dt.type(low), dt.type(high - low)
     w = slots("uniform", dt)
-    for k, words in _slot_words(n * w, seed, offset):
+    for k, ws in _slot_words(n * w, seed, offset):
         e = k // w
         if w == 2:
-            u = _u53(words[0::2], words[1::2])
+            u = _u53(ws[0::2], ws[1::2])
         else:
-            words >>= np.uint64(8)
-            u = words.astype(np.float32)
+            ws >>= np.uint64(8)
+            u = ws.astype(np.float32)
             u *= np.float32(2.0 ** -24)
             if dt != np.float32:
                 u = u.astype(dt)
@@ -166,8 +166,8 @@ def normal(n: int, seed: int, offset: int, mean: float, std: float, np_dtype: DT
     an element; ``out`` as for :func:`uniform`)."""
     seed &= 0xFFFFFFFFFFFFFFFF
     out = _out(out, n, np.dtype(np_dtype))
-    for k, words in _slot_words(4 * n, seed, offset):
-        r0, r1, r2, r3 = (words[i::4] for i in range(4))
+    for k, ws in _slot_words(4 * n, seed, offset):
+        r0, r1, r2, r3 = (ws[i::4] for i in range(4))
         u1 = ((r0 >> 5).astype(np.float64) * 67108864.0 + (r1 >> 6).astype(np.float64) + 1.0) * (2.0 ** -53)
         u2 = _u53(r2, r3)
         z = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)

@@ -917,12 +917,7 @@ def _conv_forward_positions_major(xa: np.ndarray, wa: np.ndarray, o: np.ndarray,
     OH, OW = o.shape[2:]
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
     Hq, Wq = _padded_extent((H, W), (kh, kw), (OH, OW), stride, padding, dilation)
-    # the border of the (N, Hq, Wq, C) copy: _zero_bordered's (C, Hq, Wq, ...) rule with N first
-    xp = _scratch((N, Hq, Wq, C), xa.dtype)
-    xp[:, :ph] = 0
-    xp[:, ph + H:] = 0
-    xp[:, ph:ph + H, :pw] = 0
-    xp[:, ph:ph + H, pw + W:] = 0
+    xp = _zero_bordered((N, Hq, Wq, C), xa.dtype, (H, W), padding)
     xp[:, ph:ph + H, pw:pw + W] = xa.transpose(0, 2, 3, 1)
     a, b, c, e = xp.strides
     taps = np.lib.stride_tricks.as_strided(xp, (N, OH, OW, kh, kw, C),
@@ -948,8 +943,8 @@ def _padded_extent(hw: Sequence[int], k: Sequence[int], osz: Sequence[int],
 
 def _zero_bordered(shape: tuple[int, ...], dtype: Any, hw: Sequence[int],
                    padding: Sequence[int]) -> np.ndarray:
-    """A scratch array of ``shape`` (C, Hq, Wq, ...) whose border around the (H, W) interior at
-    offset ``padding`` is zero; the interior, overwritten by the caller, is left as it is."""
+    """A scratch array of ``shape`` (C or N, Hq, Wq, ...) whose border around the (H, W) interior
+    at offset ``padding`` is zero; the interior, overwritten by the caller, is left as it is."""
     (H, W), (ph, pw) = hw, padding
     a = _scratch(shape, dtype)
     a[:, :ph] = 0

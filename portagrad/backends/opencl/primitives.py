@@ -23,6 +23,7 @@ from ... import _dtype
 from ...errors import DTypeError
 from ..interface import (ARG_REDUCE_OPS, BINARY_OPS, COMPARISON_OPS, RANDOM_KINDS, REDUCE_OPS,
                          UNARY_OPS, View, unknown_op)
+from ..philox import slots as philox_slots
 from ..ufuncs import BINARY_UFUNCS, fit_scalar
 from . import kernels as K
 from .errors import cl_errors
@@ -503,6 +504,6 @@ class PrimitivesMixin:
             raise ValueError(f"unknown random kind {kind!r}")
         off = offset & 0xFFFFFFFFFFFFFFFF
         # a 32/16-bit uniform: one work-item a Philox block of four slots (see K.random_source)
-        items = ((off & 3) + n + 3) >> 2 if kind == "uniform" and dt != "float64" else n
+        items = ((off & 3) + n + 3) >> 2 if philox_slots(kind, out.dtype.numpy) == 1 else n
         dev.launch1d(kern, items, [out.buffer.mem, out.offset, np.uint64(seed & 0xFFFFFFFFFFFFFFFF),
                                    np.uint64(off), n, p, q])
