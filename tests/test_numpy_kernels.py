@@ -527,17 +527,23 @@ def _float_view(a: np.ndarray, dt: type) -> Any:
     return View(a.reshape(-1).view(np.uint8), 0, a.shape, contiguous_strides(a.shape), pdt)
 
 
-def _batch_norm_run(x: np.ndarray, g: np.ndarray, w: np.ndarray | None, b: np.ndarray | None,
-                    dt: type) -> list[np.ndarray]:
-    """The numpy backend's batch_norm then batch_norm_backward: every output as an array."""
-    from portagrad.backends.numpy.backend import NumpyBackend
-
+def _view_makers(dt: type) -> tuple[Any, Any]:
+    """``view(a)`` (None stays None) and ``zeros(*shape)``: ``_float_view`` in ``dt``."""
     def view(a: np.ndarray | None) -> Any:
         return None if a is None else _float_view(a, dt)
 
     def zeros(*shape: int) -> Any:
         return _float_view(np.zeros(shape), dt)
 
+    return view, zeros
+
+
+def _batch_norm_run(x: np.ndarray, g: np.ndarray, w: np.ndarray | None, b: np.ndarray | None,
+                    dt: type) -> list[np.ndarray]:
+    """The numpy backend's batch_norm then batch_norm_backward: every output as an array."""
+    from portagrad.backends.numpy.backend import NumpyBackend
+
+    view, zeros = _view_makers(dt)
     C = x.shape[1]
     be = NumpyBackend()
     xv, gv, wv = view(x), view(g), view(w)
@@ -625,12 +631,7 @@ def _layer_norm_run(x: np.ndarray, g: np.ndarray, w: np.ndarray | None, b: np.nd
     """The numpy backend's layer_norm then layer_norm_backward: every output as an array."""
     from portagrad.backends.numpy.backend import NumpyBackend
 
-    def view(a: np.ndarray | None) -> Any:
-        return None if a is None else _float_view(a, dt)
-
-    def zeros(*shape: int) -> Any:
-        return _float_view(np.zeros(shape), dt)
-
+    view, zeros = _view_makers(dt)
     M, N = x.shape
     be = NumpyBackend()
     xv, gv, wv = view(x), view(g), view(w)
