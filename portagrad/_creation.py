@@ -153,8 +153,8 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
             dt = _dtype.from_numpy_dtype(arr.dtype)
     else:
         dt = _dtype.as_dtype(dtype)
-        if not isinstance(data, (np.ndarray, np.generic)):  # numpy arrays wrap, as in PyTorch
-            _dtype.check_storable(arr, dt)
+    if not isinstance(data, (np.ndarray, np.generic)):  # numpy arrays wrap, as in PyTorch
+        _dtype.check_storable(arr, dt)
     return from_host(arr, device, dt, requires_grad, pin_memory)
 
 
@@ -237,7 +237,9 @@ def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = 
     if dtype is None:
         dtype = _dtype.result_type(fill_value)
     t = empty(parse_size((size,), "full"), dtype=dtype, device=device, pin_memory=pin_memory)
-    _raw.fill(t, fill_value)
+    # checked here, not only by the backend, so that every backend refuses a value that cannot be
+    # stored (full((2,), -1.5, dtype=uint8)) instead of wrapping it
+    _raw.fill(t, _dtype.fit_scalar(fill_value, t.dtype.name))
     return _finish(t, requires_grad)
 
 
@@ -296,7 +298,9 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     start, end, step = vals
-    if step == 0:
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
+    if step == 0 or step != step:
         raise RuntimeError("step must be nonzero")
     if (end - start) / step < 0:
         raise RuntimeError("upper bound and larger bound inconsistent with step sign")
@@ -304,14 +308,22 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device
         is_float = any(isinstance(v, float) for v in vals)
         dtype = _dtype.get_default_dtype() if is_float else _dtype.int64
     dt = _dtype.as_dtype(dtype)
-    if not dt.is_floating_point:
-        # PyTorch casts the bounds and step to the integer dtype first (truncating)
-        start, end, step = int(start), int(end), int(step)
-        if step == 0:
-            raise RuntimeError("step must be nonzero")
-    n = max(0, math.ceil((end - start) / step))
-    arr = (start + np.arange(n, dtype=np.float64) * step) if dt.is_floating_point else \
-        np.arange(start, end, step, dtype=np.int64)[:n]
+    if dt.is_floating_point:
+        n = max(0, math.ceil((end - start) / step))
+        arr = start + np.arange(n, dtype=np.float64) * step
+    else:
+        # PyTorch: the values run from the truncated start by the truncated step; their count comes
+        # from the truncated bounds for int64 and from the bounds as given for the narrower integer
+        # types (arange(-0.99, 4, dtype=int16) has 5 elements, with dtype=int64 4), where a step
+        # that truncates to 0 repeats the start (arange(1, 2, 0.3, dtype=int32) is [1, 1, 1, 1])
+        istart, iend, istep = int(start), int(end), int(step)
+        if dt is _dtype.int64:
+            if istep == 0:
+                raise RuntimeError("step must be nonzero")
+            n = max(0, -((istart - iend) // istep))
+        else:
+            n = max(0, math.ceil((end - start) / step))
+        arr = istart + np.arange(n, dtype=np.int64) * istep
     return from_host(np.asarray(arr, dtype=dt.numpy), device, dt, requires_grad)
 
 

@@ -13,6 +13,7 @@ __all__ = [
     "int", "long", "result_type", "promote_types", "get_default_dtype", "set_default_dtype",
     "from_numpy_dtype", "as_dtype", "ALL_DTYPES",
     "uint8", "int8", "int16", "bfloat16", "short", "can_cast", "iinfo", "finfo", "check_storable",
+    "fit_scalar", "INT_LIMITS",
 ]
 
 _builtin_bool = bool
@@ -234,16 +235,54 @@ class iinfo:
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
 
 
-# the values a Python number may have to be stored into a narrow integer dtype (PyTorch's checked
-# conversion: a negative number whose magnitude fits wraps into uint8)
-_STORABLE = {uint8: (-255, 255), int8: (-128, 127), int16: (-32768, 32767)}
+# PyTorch's checked conversion of a Python scalar stored into an integer tensor (fill_, full,
+# where, masked_fill, index_fill, an integer alpha): a value outside the type raises, except that a
+# negative integer whose magnitude fits wraps into an unsigned type (fill_(-1) on uint8 writes 255);
+# a float must lie in the type's range (NaN and infinities never do) and is truncated toward zero.
+# Arithmetic operands are not checked: they wrap (uint8 + 1000).
+INT_LIMITS: dict[str, tuple[_py_int, _py_int, str]] = {
+    "uint8": (0, 255, "uint8_t"), "int8": (-128, 127, "int8_t"), "int16": (-32768, 32767, "int16_t"),
+    "int32": (-(1 << 31), (1 << 31) - 1, "int"), "int64": (-(1 << 63), (1 << 63) - 1, "int64_t"),
+}
+"""Integer dtype name -> (lowest, highest, the C type PyTorch's overflow message names)."""
+
+
+def fit_scalar(value: object, dtype_name: str) -> object:
+    """``value`` as stored into a tensor of dtype ``dtype_name``: for an integer dtype, an ``int``
+    checked (wrapped into an unsigned type when its magnitude fits) and a ``float`` checked and
+    truncated, with ``RuntimeError`` like PyTorch's when it cannot be stored; unchanged otherwise."""
+    r = INT_LIMITS.get(dtype_name)
+    if r is None or isinstance(value, (_builtin_bool, np.bool_)):
+        return value
+    lo, hi, cname = r
+    if isinstance(value, (_py_int, np.integer)):
+        v = _py_int(value)
+        if lo <= v <= hi:
+            return v
+        if lo == 0 and -hi <= v < 0:
+            return v & hi
+    elif isinstance(value, (_py_float, np.floating)):
+        f = _py_float(value)
+        if lo <= f <= hi:  # False for NaN; Python compares a float with an int exactly
+            return _py_int(f)
+    else:
+        return value
+    raise RuntimeError(f"value cannot be converted to type {cname} without overflow")
 
 
 def check_storable(values: np.ndarray, d: dtype) -> None:
-    """Raise PyTorch's ``RuntimeError`` when Python numbers ``values`` overflow the narrow integer
-    dtype ``d`` (``tensor([300], dtype=uint8)``); other dtypes are not checked."""
-    r = _STORABLE.get(d)
+    """Raise PyTorch's ``RuntimeError`` when Python numbers ``values`` cannot be stored into the
+    integer dtype ``d`` by :func:`fit_scalar`'s rule (``tensor([300], dtype=uint8)``, ``tensor([nan],
+    dtype=int64)``, ``tensor([-1.5], dtype=uint8)``); other dtypes are not checked."""
+    r = INT_LIMITS.get(d.name)
     if r is None or not values.size or values.dtype.kind not in "iuf":
         return
-    if values.min() < r[0] or values.max() > r[1]:
+    lo, hi, _ = r
+    if values.dtype.kind == "f":
+        # float(...) <= int compares exactly (numpy would round int64's bound up to 2**63)
+        ok = _builtin_bool(np.isfinite(values).all()) and lo <= _py_float(values.min()) and \
+            _py_float(values.max()) <= hi
+    else:
+        ok = values.min() >= (-hi if lo == 0 else lo) and values.max() <= hi
+    if not ok:
         raise RuntimeError(f"value cannot be converted to type {d.name} without overflow")

@@ -466,6 +466,26 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"non-standard JSON constant {name}")
 
 
+# the first of the pickles a legacy (non-zip) torch.save file is made of; its tensors' bytes follow
+# the pickles, so reading it as one pickle would return this number as if it were the object
+_TORCH_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+
+
+def _refuse_legacy_torch(src: _Source) -> None:
+    """Raise :class:`LoadError` for a file in PyTorch's legacy format (read by the restricted
+    unpickler, which builds no object but numbers here, so nothing in the file runs)."""
+    try:
+        first = _safe_globals.WeightsUnpickler(io.BytesIO(src.read(0, min(src.size, 64)))).load()
+    except Exception:  # anything else (a longer first pickle, a refused global): not that format
+        return
+    if type(first) is int and first == _TORCH_LEGACY_MAGIC:
+        raise LoadError(
+            "this is a PyTorch checkpoint in the legacy format (torch.save with "
+            "_use_new_zipfile_serialization=False, or PyTorch < 1.6), which portagrad cannot read. "
+            "In PyTorch, convert it with safetensors.torch.save_file(torch.load(path), "
+            "'file.safetensors')")
+
+
 def _classify_foreign(data: bytes) -> str | None:
     if data[:4] == b"PK\x03\x04":
         return ("this is a zip archive, as written by torch.save(); portagrad cannot read "
@@ -558,6 +578,8 @@ def _load(src: _Source, map_location: Any, pickle_module: Any, weights_only: boo
           pickle_load_args: dict[str, Any]) -> Any:
     foreign = _classify_foreign(src.read(0, min(src.size, 8)))
     if foreign is not None:
+        if foreign == "this is a pickle file":
+            _refuse_legacy_torch(src)
         if foreign == "this is a pickle file" and not weights_only:
             return (pickle_module or pickle).loads(src.read(0, src.size), **pickle_load_args)
         if foreign == "this is a pickle file" and pickle_module is None:

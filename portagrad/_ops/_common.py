@@ -67,13 +67,17 @@ def is_scalar(x: Any) -> bool:
 
 
 def to_scalar(x: Any, dtype: _dtype.dtype) -> Any:
-    """A Python scalar converted to ``dtype``'s kind."""
+    """A Python scalar converted to ``dtype``'s kind (a float into an integer dtype by PyTorch's
+    checked conversion: truncated, and ``RuntimeError`` for NaN, infinities and values out of
+    range)."""
     if isinstance(x, np.generic):
         x = x.item()
     if dtype.is_floating_point:
         return float(x)
     if dtype is _dtype.bool:
         return bool(x)
+    if x.__class__ is float:
+        return int(_dtype.fit_scalar(x, dtype.name))  # type: ignore[call-overload]
     return int(x)
 
 

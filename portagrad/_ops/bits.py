@@ -88,6 +88,10 @@ def lcm(input: Tensor, other: Tensor) -> Tensor:
 
 def ldexp(input: Tensor, other: Tensor) -> Tensor:
     """``input * 2 ** other``."""
+    for arg, position, t in (("input", 1, input), ("other", 2, other)):
+        if not isinstance(t, Tensor):  # PyTorch takes no Python number here
+            raise TypeError(f"ldexp(): argument '{arg}' (position {position}) must be Tensor, not "
+                            f"{type(t).__name__}")
     x = input if input.dtype.is_floating_point else input.to(_dtype.get_default_dtype())
     e = other.to(x.dtype) if isinstance(other, Tensor) else float(other)
     return E.mul(x, E.pow(2.0, e) if isinstance(e, Tensor) else 2.0 ** e)

@@ -188,7 +188,8 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
                                f"{list(source.shape)}")
         return _scalar_as_vector(index_add, input, dim, index, source, alpha=alpha)
     d, idx = _index_along(input, dim, index, tuple(source.shape))
-    alpha = to_scalar(alpha, source.dtype)  # alpha takes source's dtype (truncated), as PyTorch
+    # alpha takes source's dtype by PyTorch's checked conversion (truncated; 300 for uint8 raises)
+    alpha = _dtype.fit_scalar(to_scalar(alpha, source.dtype), source.dtype.name)
     src = source * alpha if alpha != 1 else source
     return input + scatter_into_zeros(src, d, idx, tuple(input.shape))
 

@@ -34,9 +34,9 @@ _LN2 = math.log(2.0)
 _BIG = 1e8
 
 
-def _check_tensor(name: str, x: Any) -> None:
+def _check_tensor(name: str, x: Any, arg: str = "input", position: int = 1) -> None:
     if not isinstance(x, Tensor):
-        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+        raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, not "
                         f"{type(x).__name__}")
 
 
@@ -250,6 +250,9 @@ def copysign(input: Any, other: Any) -> Tensor:
 
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """``input + value * tensor1 * tensor2``."""
+    dt = _dtype.result_type(input, tensor1, tensor2)
+    if not dt.is_floating_point and dt is not _dtype.bool:  # PyTorch's checked conversion
+        value = _dtype.fit_scalar(value, dt.name)
     prod = E.mul(tensor1, tensor2)
     return E.add(input, prod if value == 1 else E.mul(prod, value))
 
@@ -293,6 +296,9 @@ def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
 
 
 def _fmaxmin(op: Any, input: Tensor, other: Tensor) -> Tensor:
+    name = "fmax" if op is E.maximum else "fmin"
+    _check_tensor(name, input)  # PyTorch takes no Python number here
+    _check_tensor(name, other, "other", 2)
     m = op(input, other)
     if not m.dtype.is_floating_point:
         return m

@@ -31,9 +31,9 @@ def _computable(a: np.ndarray) -> np.ndarray:
 def where(cond: np.ndarray, a: Any, b: Any, np_dtype: np.dtype, dtype_name: str) -> np.ndarray:
     """``cond ? a : b`` into a new array of ``np_dtype``; ``a``/``b`` are arrays or Python
     scalars (an ``int`` stored into a narrow integer dtype is checked as PyTorch does)."""
-    if a.__class__ is int:
+    if a.__class__ is int or a.__class__ is float:
         a = fit_scalar(a, dtype_name)
-    if b.__class__ is int:
+    if b.__class__ is int or b.__class__ is float:
         b = fit_scalar(b, dtype_name)
     out = np.empty(cond.shape, np_dtype)
     # two masked copies, as in the numpy backend: a Python scalar never changes the result dtype

@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
+# PyTorch's checked conversion of a scalar stored into a tensor: one rule for the core and every
+# backend, defined beside the dtypes
+from .._dtype import fit_scalar
+
 __all__ = ["BINARY_UFUNCS", "fit_scalar"]
 
 BINARY_UFUNCS: dict[str, np.ufunc] = {
@@ -27,26 +31,3 @@ BINARY_UFUNCS: dict[str, np.ufunc] = {
     "ge": np.greater_equal,
 }
 """Op name -> numpy ufunc, for every binary and comparison op of the contract."""
-
-
-# PyTorch's checked conversion of a Python scalar stored into a narrow integer tensor (fill_, full,
-# where, masked_fill): a value outside the type raises, except that a negative value whose
-# magnitude fits wraps into an unsigned type (fill_(-1) on uint8 writes 255). Arithmetic operands
-# are not checked: they wrap (uint8 + 1000).
-_NARROW = {"uint8": (0, 255, "uint8_t"), "int8": (-128, 127, "int8_t"),
-           "int16": (-32768, 32767, "int16_t")}
-
-
-def fit_scalar(value: object, dtype_name: str) -> object:
-    """``value`` as stored into a tensor of dtype ``dtype_name``: checked and wrapped for uint8,
-    int8 and int16 (``RuntimeError`` like PyTorch's when it overflows), unchanged otherwise."""
-    r = _NARROW.get(dtype_name)
-    if r is None or value.__class__ is not int:
-        return value
-    lo, hi, cname = r
-    v: int = value  # type: ignore[assignment]
-    if lo <= v <= hi:
-        return v
-    if lo == 0 and -hi <= v < 0:
-        return v & hi
-    raise RuntimeError(f"value cannot be converted to type {cname} without overflow")

@@ -70,7 +70,12 @@ def _nd(v: View) -> np.ndarray:
             # no element is read or written, but numpy still checks the view's offset and
             # strides against the buffer, which an empty region (a zero-size piece of a cat, a
             # reduction over an empty dim) need not fit; the check stays off the common path
-            a = np.empty(v.shape, np_dtype)
+            try:
+                a = np.empty(v.shape, np_dtype)
+            except ValueError:  # numpy bounds the product of every size but the zero ones
+                raise RuntimeError(f"the numpy backend cannot compute on an empty tensor of shape "
+                                   f"{list(v.shape)}: numpy limits the product of its other "
+                                   f"sizes to 2**63 bytes") from None
         v.cache = a
     return a
 
@@ -322,9 +327,9 @@ class NumpyBackend(NormsMixin, Backend):
     def where(self, cond: View, a: Any, b: Any, out: View) -> None:
         # two masked copies into out: no temporary (np.where allocates a full result)
         o, c = _nd(out), _nd(cond)
-        if a.__class__ is int:
+        if a.__class__ is int or a.__class__ is float:
             a = fit_scalar(a, out.dtype.name)
-        if b.__class__ is int:
+        if b.__class__ is int or b.__class__ is float:
             b = fit_scalar(b, out.dtype.name)
         if a is out:  # in place on a: only b's positions change
             np.copyto(o, _arg(b), where=~c)
@@ -346,7 +351,9 @@ class NumpyBackend(NormsMixin, Backend):
         np.copyto(d, s, casting="unsafe")
 
     def fill(self, out: View, value: Any) -> None:
-        _nd(out).fill(fit_scalar(value, out.dtype.name))
+        value = fit_scalar(value, out.dtype.name)
+        if 0 not in out.shape:  # an empty tensor has nothing to fill (and numpy may not view it)
+            _nd(out).fill(value)
 
     def reduce(self, op: str, x: View, axes: Sequence[int], out: View) -> None:
         if op not in REDUCE_OPS:

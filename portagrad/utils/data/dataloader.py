@@ -152,7 +152,8 @@ class DataLoader:
         if self.num_workers == 0:
             return _SingleProcessIter(self)
         if self.persistent_workers:
-            if self._iterator is None:
+            # a fresh set of workers after the last set was shut down (a worker died, or timed out)
+            if self._iterator is None or self._iterator._shutdown:
                 self._iterator = _MultiProcessIter(self)
             else:
                 self._iterator._reset(self)
