@@ -748,7 +748,7 @@ class TensorOps:
         return _E.binary_inplace(_E.atan2, self, other)
 
     def lerp_(self, end: Tensor, weight: Any) -> Tensor:
-        return _E.unary_inplace(lambda t: _E.lerp(t, end, weight), self)
+        return _E.unary_inplace(_E.lerp, self, end, weight)
 
     def bitwise_and_(self, other: Any) -> Tensor:
         return _E.binary_inplace(_E.bitwise_and, self, other)
@@ -761,31 +761,31 @@ class TensorOps:
 
     # comparisons and logical ops give bools: the result is cast back to self's dtype
     def eq_(self, other: Any) -> Tensor:
-        return _E.unary_inplace(lambda t: _E.eq(t, other).to(t.dtype), self)
+        return _E.unary_inplace(lambda t, o: _E.eq(t, o).to(t.dtype), self, other)
 
     def ne_(self, other: Any) -> Tensor:
-        return _E.unary_inplace(lambda t: _E.ne(t, other).to(t.dtype), self)
+        return _E.unary_inplace(lambda t, o: _E.ne(t, o).to(t.dtype), self, other)
 
     def lt_(self, other: Any) -> Tensor:
-        return _E.unary_inplace(lambda t: _E.lt(t, other).to(t.dtype), self)
+        return _E.unary_inplace(lambda t, o: _E.lt(t, o).to(t.dtype), self, other)
 
     def le_(self, other: Any) -> Tensor:
-        return _E.unary_inplace(lambda t: _E.le(t, other).to(t.dtype), self)
+        return _E.unary_inplace(lambda t, o: _E.le(t, o).to(t.dtype), self, other)
 
     def gt_(self, other: Any) -> Tensor:
-        return _E.unary_inplace(lambda t: _E.gt(t, other).to(t.dtype), self)
+        return _E.unary_inplace(lambda t, o: _E.gt(t, o).to(t.dtype), self, other)
 
     def ge_(self, other: Any) -> Tensor:
-        return _E.unary_inplace(lambda t: _E.ge(t, other).to(t.dtype), self)
+        return _E.unary_inplace(lambda t, o: _E.ge(t, o).to(t.dtype), self, other)
 
     def logical_and_(self, other: Any) -> Tensor:
-        return _E.unary_inplace(lambda t: _E.logical_and(t, other).to(t.dtype), self)
+        return _E.unary_inplace(lambda t, o: _E.logical_and(t, o).to(t.dtype), self, other)
 
     def logical_or_(self, other: Any) -> Tensor:
-        return _E.unary_inplace(lambda t: _E.logical_or(t, other).to(t.dtype), self)
+        return _E.unary_inplace(lambda t, o: _E.logical_or(t, o).to(t.dtype), self, other)
 
     def logical_xor_(self, other: Any) -> Tensor:
-        return _E.unary_inplace(lambda t: _E.logical_xor(t, other).to(t.dtype), self)
+        return _E.unary_inplace(lambda t, o: _E.logical_xor(t, o).to(t.dtype), self, other)
 
     def logical_not_(self) -> Tensor:
         return _E.unary_inplace(lambda t: _E.logical_not(t).to(t.dtype), self)

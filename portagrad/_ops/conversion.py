@@ -17,12 +17,12 @@ from .._storage import Storage
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _flags, _no_grad
-from ..autograd.inplace import check_inplace, check_no_overlap, inplace
+from ..autograd.inplace import check_inplace, check_no_overlap, fit_result, inplace
 from ._common import call, to_scalar
 from .shape import expand
 
-__all__ = ["to", "clone", "contiguous", "copy_", "inplace", "type_as", "cpu", "check_inplace",
-           "check_no_overlap", "bump", "fill_"]
+__all__ = ["to", "clone", "contiguous", "copy_", "inplace", "fit_result", "type_as", "cpu",
+           "check_inplace", "check_no_overlap", "bump", "fill_"]
 
 
 bump = _raw.bump  # record an in-place change (the version counter has one writer, in _raw)
@@ -160,6 +160,7 @@ def copy_(dst: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     """Copy ``src`` into ``dst`` in place (broadcasting, casting, across devices)."""
     if not isinstance(src, Tensor):
         src = _creation.tensor(src, dtype=dst.dtype, device=dst.device)
+    given = src  # the overlap rule looks at the source as given, before it is broadcast
     if src._storage.device != dst._storage.device:
         src = to(src, dst.device, non_blocking=non_blocking)
     if src._v.shape != dst._v.shape:
@@ -167,14 +168,17 @@ def copy_(dst: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
 
     def raw_into(x: Tensor) -> None:
         s = src
-        if x._storage is s._storage and (x._v.offset, x._v.strides) != (s._v.offset, s._v.strides):
-            s = _raw.cast(s, s._v.dtype)  # overlapping views: go through a temporary
+        if x._storage is s._storage:
+            if (x._v.offset, x._v.strides, x._v.dtype) == (s._v.offset, s._v.strides, s._v.dtype):
+                return  # the same elements: nothing to copy (x.copy_(x))
+            if (x._v.offset, x._v.strides) != (s._v.offset, s._v.strides):
+                s = _raw.cast(s, s._v.dtype)  # overlapping views: go through a temporary
         _raw.copy_into(x, s)
 
     def compute(old: Tensor) -> Tensor:
         return clone(to(src, dtype=dst.dtype))
 
-    return inplace(dst, compute, raw_into, (src,))
+    return inplace(dst, compute, raw_into, (given,))
 
 
 def fill_(x: Tensor, value: Any) -> Tensor:

@@ -13,7 +13,7 @@ from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _flags, _no_grad
 from ._common import call, check_same_device, is_scalar, prepare_binary, refuse_bool, to_scalar
-from .conversion import copy_, inplace, to
+from .conversion import copy_, fit_result, inplace, to
 from .indexing import index_fill, masked_fill, where
 
 __all__ = [
@@ -216,6 +216,7 @@ class _Atan2(_Binary):
 def add(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) -> Tensor:
     """``input + alpha * other`` with broadcasting."""
     if alpha != 1:
+        alpha = _alpha(input, other, alpha)
         other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     a, b, _ = prepare_binary(input, other, "add")
     return _out(call(_Add, a, b), out)
@@ -232,12 +233,25 @@ def sub(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) ->
                            "you are trying to invert a mask, use the `~` or `logical_not()` "
                            "operator instead.")
     if alpha != 1:
+        alpha = _alpha(input, other, alpha)
         other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     a, b, _ = prepare_binary(input, other, "sub")
     return _out(call(_Sub, a, b), out)
 
 
 subtract = sub
+
+
+def _alpha(input: Any, other: Any, alpha: Any) -> Any:
+    """``alpha`` of ``add``/``sub`` as PyTorch takes it: no float for an integer result, and
+    stored into the result's dtype by the checked conversion (``alpha=2**40`` for int32 raises)."""
+    dt = _dtype.result_type(input, other)
+    if dt.is_floating_point or dt is _dtype.bool:
+        return alpha
+    if isinstance(alpha, (float, np.floating)):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point "
+                           "number.")
+    return _dtype.fit_scalar(alpha, dt.name)
 
 
 def _is_bool(x: Any) -> bool:
@@ -837,7 +851,7 @@ def unary_inplace(fn: Any, x: Tensor, *args: Any, **kw: Any) -> Tensor:
         if not _can_cast(res._v.dtype, t._v.dtype):
             raise RuntimeError(f"result type {_type_name(res.dtype)} can't be cast to the desired "
                                f"output type {_type_name(t.dtype)}")
-        _raw.copy_into(t, res)
+        _raw.copy_into(t, fit_result(res, t))
 
     return inplace(x, lambda old: fn(old, *args, **kw), raw_into,
                    tuple(a for a in args if isinstance(a, Tensor)), fn in _ONE_VALUE_WRITES)

@@ -27,7 +27,7 @@ from .grad_mode import _flags
 if TYPE_CHECKING:
     from .._tensor import Tensor
 
-__all__ = ["check_inplace", "check_no_overlap", "inplace"]
+__all__ = ["check_inplace", "check_no_overlap", "check_operand_overlap", "inplace"]
 
 _Tensor: Any = None  # portagrad.Tensor and portagrad._raw, bound on first use (they import
 _raw: Any = None  # the autograd package, so it cannot import them when it loads)
@@ -72,6 +72,64 @@ def check_no_overlap(x: Tensor) -> None:
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
                            "refers to a single memory location. Please clone() the tensor before "
                            "performing the operation.")
+
+
+def _span(v: Any) -> tuple[int, int, bool]:
+    """``(first byte, end byte, dense)`` of the memory view ``v`` reaches; ``dense``: its elements
+    fill that range once each (a permutation of a contiguous layout)."""
+    isz = v.dtype.itemsize
+    dims = sorted((st, n) for n, st in zip(v.shape, v.strides) if n != 1)
+    dense, expect, last = True, 1, 0
+    for st, n in dims:
+        dense = dense and st == expect
+        expect *= n
+        last += st * (n - 1)
+    return v.offset * isz, (v.offset + last + 1) * isz, dense
+
+
+def check_operand_overlap(x: Tensor, others: tuple) -> bool:
+    """PyTorch's check of an in-place op's operands against the tensor it writes (``x``).
+
+    An operand that is ``x`` itself, or the same elements in the same layout, is fine; one that
+    shares only some of ``x``'s memory, or the same memory in another layout (``b.mul_(b.t())``,
+    ``x[1:].add_(x[:-1])``), raises as in PyTorch: written in place, the result would depend on
+    the order of the writes (on OpenCL, a race). Returns True when an operand's layout is too
+    irregular to tell (PyTorch allows it: an expanded or stepped view of ``x``'s memory) and its
+    memory meets ``x``'s: the op must then be computed out of place before ``x`` is written."""
+    v = x._v
+    too_hard = False
+    for o in others:
+        if getattr(o, "_storage", None) is not x._storage:
+            continue
+        w = o._v
+        if w.numel == 0 or v.numel == 0:
+            continue
+        a0, a1, a_dense = _span(v)
+        b0, b1, b_dense = _span(w)
+        if not (a0 < b1 and b0 < a1):
+            continue
+        if not (a_dense and b_dense):
+            too_hard = True
+        elif (a0, a1, v.strides) != (b0, b1, w.strides):
+            raise RuntimeError("unsupported operation: some elements of the input tensor and the "
+                               "written-to tensor refer to a single memory location. Please "
+                               "clone() the tensor before performing the operation.")
+    return too_hard
+
+
+def fit_result(result: Tensor, x: Tensor) -> Tensor:
+    """An in-place op's out-of-place ``result`` in ``x``'s dtype and shape; PyTorch's error when
+    the operands broadcast to a shape larger than ``x`` (``zeros(1).addcmul_(ones(3), ones(3))``)."""
+    if result._v.dtype is not x._v.dtype:
+        result = result.to(dtype=x._v.dtype)
+    if result._v.shape != x._v.shape:
+        shape, target = result._v.shape, x._v.shape
+        if len(shape) > len(target) or any(
+                n != 1 and n != m for n, m in zip(shape[::-1], target[::-1])):
+            raise RuntimeError(f"output with shape {list(target)} doesn't match the broadcast "
+                               f"shape {list(shape)}")
+        result = result.expand(target)
+    return result
 
 
 class _Overwrite(Function):
@@ -119,6 +177,7 @@ def inplace(x: Tensor, compute: Callable[[Tensor], Tensor], raw_into: Callable[[
     that write one value to every element they touch (``fill_``, ``masked_fill_``, as PyTorch)."""
     if not overlap_ok:
         check_no_overlap(x)
+    buffered = check_operand_overlap(x, others) if others else False
     T = _Tensor or _bind()
     record = _flags.grad and (x._requires_grad or any(
         isinstance(o, T) and o._requires_grad for o in others))
@@ -132,18 +191,16 @@ def inplace(x: Tensor, compute: Callable[[Tensor], Tensor], raw_into: Callable[[
             raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
                                "allowed.You can make a clone to get a normal tensor before doing "
                                "inplace update.")
-        if _PROF.on:  # a profiler is recording (the recorded path below goes through ops)
+        if buffered:  # an operand reads memory x's write would change: compute, then write
+            _raw.copy_into(x, fit_result(compute(x._alias()), x))
+        elif _PROF.on:  # a profiler is recording (the recorded path below goes through ops)
             record_inplace(raw_into, x, others)
         else:
             raw_into(x)
         _raw.bump(x)
         return x
     check_inplace(x)
-    result = _compute_from_old(x, compute)
-    if result._v.dtype is not x._v.dtype:
-        result = result.to(dtype=x._v.dtype)
-    if result._v.shape != x._v.shape:
-        result = result.expand(x._v.shape)
+    result = fit_result(_compute_from_old(x, compute), x)
     base = x._base
     base_was_constant = base is not None and not base._requires_grad
     _raw.copy_into(x, result)
