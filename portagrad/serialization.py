@@ -46,13 +46,14 @@ import pickletools
 import secrets
 import socket
 import struct
+import sys
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import IO, Any, Union
 
 import numpy as np
 
-from . import _creation, _dtype, _safe_globals
+from . import _creation, _dtype, _safe_globals, _torch_format
 from ._safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 from ._device import device, resolve
 from ._storage import Size
@@ -258,8 +259,15 @@ def _pid_alive(pid: int) -> bool:
 
 
 def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int = 2,
-         _use_new_zipfile_serialization: bool = True) -> None:
+         _use_new_zipfile_serialization: bool = True, *, format: str | None = None) -> None:
     """Save ``obj`` to ``f`` (a path or a binary file object).
+
+    ``format="pytorch"`` writes PyTorch's own checkpoint format instead (the zip archive
+    ``torch.save`` writes), which ``torch.load(f, weights_only=True)`` reads: tensors (saved as
+    CPU tensors), parameters, dtypes, ``Size``, containers and numbers. Under
+    ``python -m portagrad.compat`` a path ending in ``.pt``, ``.pth`` or ``.bin`` gets that format
+    by default, so a script's ``torch.save(model.state_dict(), "model.pt")`` writes a file PyTorch
+    can read; ``format="portagrad"`` chooses the native format (below) explicitly.
 
     Tensors (on any device, copied to the host), and dicts, lists, tuples, numbers, strings,
     ``None``, dtypes and devices around them are stored in the safe format that :func:`load` reads
@@ -272,6 +280,13 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
     (the leftover temporary is removed by the next successful save of that path). A file object
     is written directly.
     """
+    if _save_format(format, f) == "pytorch":
+        try:
+            data = _torch_format.dumps(obj)
+        except pickle.PicklingError as exc:
+            raise TypeError(f"cannot save in PyTorch's format: {exc}") from None
+        _write(f, data)
+        return
     import safetensors.numpy as stnp
 
     enc = _Encoder()
@@ -486,11 +501,24 @@ def _refuse_legacy_torch(src: _Source) -> None:
             "'file.safetensors')")
 
 
+_FORMATS = ("portagrad", "pytorch")
+_PYTORCH_SUFFIXES = (".pt", ".pth", ".bin")
+
+
+def _save_format(format: str | None, f: FileLike) -> str:
+    if format is not None:
+        if format not in _FORMATS:
+            raise ValueError(f"save(): format must be one of {', '.join(_FORMATS)}, got "
+                             f"{format!r}")
+        return format
+    compat = sys.modules.get("portagrad.compat")  # not imported: not installed either
+    if compat is not None and compat.is_installed() and isinstance(f, (str, os.PathLike)) and \
+            os.fspath(f).lower().endswith(_PYTORCH_SUFFIXES):
+        return "pytorch"
+    return "portagrad"
+
+
 def _classify_foreign(data: bytes) -> str | None:
-    if data[:4] == b"PK\x03\x04":
-        return ("this is a zip archive, as written by torch.save(); portagrad cannot read "
-                "PyTorch's pickle-based checkpoints. In PyTorch, convert it with "
-                "safetensors.torch.save_file(torch.load(path), 'file.safetensors')")
     if data[:1] == b"\x80" and len(data) > 1 and 2 <= data[1] <= 5:
         return "this is a pickle file"
     return None
@@ -574,9 +602,33 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
         src.close()
 
 
+def _load_torch(src: _Source, map_location: Any, pickle_module: Any, weights_only: bool,
+                pickle_load_args: dict[str, Any]) -> Any:
+    """A checkpoint in PyTorch's zip format (``_torch_format``)."""
+    if weights_only and pickle_module is not None:
+        raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
+    src.fh.seek(src.base)
+    try:
+        return _torch_format.load(src.fh, src.size, _Placer(map_location), weights_only,
+                                  pickle_module, pickle_load_args)
+    except _torch_format.PlacementError as exc:
+        placement = exc.exc  # the device's or map_location's own error, raised as it is below
+    except _safe_globals.Refused as exc:
+        raise WeightsOnlyError(_weights_only_message(str(exc))) from None
+    except _torch_format.TorchFormatError as exc:
+        raise LoadError(str(exc)) from None
+    except _UNPICKLING_ERRORS as exc:
+        raise LoadError(f"corrupted PyTorch file: its data.pkl cannot be unpickled "
+                        f"({type(exc).__name__}: {exc})") from None
+    raise placement
+
+
 def _load(src: _Source, map_location: Any, pickle_module: Any, weights_only: bool,
           pickle_load_args: dict[str, Any]) -> Any:
-    foreign = _classify_foreign(src.read(0, min(src.size, 8)))
+    head = src.read(0, min(src.size, 8))
+    if _torch_format.is_torch_zip(head):
+        return _load_torch(src, map_location, pickle_module, weights_only, pickle_load_args)
+    foreign = _classify_foreign(head)
     if foreign is not None:
         if foreign == "this is a pickle file":
             _refuse_legacy_torch(src)
@@ -760,7 +812,14 @@ def get_unsafe_globals_in_checkpoint(f: FileLike) -> list[str]:
     :func:`add_safe_globals`."""
     src = _Source(f)
     try:
-        if _classify_foreign(src.read(0, min(src.size, 8))) == "this is a pickle file":
+        head = src.read(0, min(src.size, 8))
+        if _torch_format.is_torch_zip(head):
+            src.fh.seek(src.base)
+            try:
+                payload = _torch_format.data_pickle(src.fh, src.size)
+            except _torch_format.TorchFormatError as exc:
+                raise LoadError(str(exc)) from None
+        elif _classify_foreign(head) == "this is a pickle file":
             payload = src.read(0, src.size)
         else:
             _, meta, _ = _parse_header(src)
@@ -776,10 +835,15 @@ def get_unsafe_globals_in_checkpoint(f: FileLike) -> list[str]:
             strings.append(str(arg))
         elif op.name == "GLOBAL":
             module, name = str(arg).split(" ", 1)
-            if not _safe_globals.is_allowed(module, name):
+            if not _allowed(module, name):
                 found.append(f"{module}.{name}")
         elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
             module, name = strings[-2], strings[-1]
-            if not _safe_globals.is_allowed(module, name):
+            if not _allowed(module, name):
                 found.append(f"{module}.{name}")
     return sorted(set(found))
+
+
+def _allowed(module: str, name: str) -> bool:
+    """Whether a ``weights_only`` load builds the global (PyTorch's own tensor globals included)."""
+    return _torch_format.is_mapped(module, name) or _safe_globals.is_allowed(module, name)
