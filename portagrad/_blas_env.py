@@ -2,11 +2,11 @@
 
 OpenBLAS (the BLAS of numpy's wheels) runs its AVX-512 "SkylakeX" kernels on AMD Zen 4, whose
 AVX-512 units are 256 bits wide. Its AVX2 "Haswell" kernels, which it uses on Zen 3, run float32
-GEMMs of the shapes a convolution or a small-batch Linear layer makes 10-30 % faster there on one
-thread (a (64, 576) x (576, 1024) product: 80 -> 102 GFLOP/s) and none of the measured ones
-slower. OpenBLAS reads the choice from ``OPENBLAS_CORETYPE`` once, when the library loads, so
-:func:`choose` can only set it when ``portagrad`` is imported before numpy (as ``python -m
-portagrad`` is); afterwards numpy has already loaded its kernels and nothing changes.
+GEMMs of the shapes a convolution or a small-batch Linear layer makes faster there on one thread,
+and none of the measured ones slower (figures in docs/performance.md). OpenBLAS reads the choice
+from ``OPENBLAS_CORETYPE`` once, when the library loads, so :func:`choose` can only set it when
+``portagrad`` is imported before numpy (as ``python -m portagrad`` is); afterwards numpy has
+already loaded its kernels and nothing changes.
 
 Never where the variable is set already (``OPENBLAS_CORETYPE=SkylakeX`` keeps OpenBLAS's own
 choice), and only on Linux machines that report an AMD CPU of family 25 (Zen 3 and Zen 4) with

@@ -18,10 +18,6 @@ class _State(threading.local):
 _state = _State()
 
 
-def _anomaly_enabled() -> bool:
-    return _state.enabled
-
-
 def is_anomaly_enabled() -> bool:
     """Whether anomaly detection is on in this thread."""
     return _state.enabled

@@ -12,7 +12,7 @@ import numpy as np
 from .._creation import from_host, full
 from .._dtype import bool as bool_
 from .._ops.diagonal import diagonal
-from .._ops.elementwise import eq, ge, gt, isfinite, le, logical_and, logical_or, lt, remainder
+from .._ops.elementwise import eq, ge, gt, le, logical_and, logical_or, lt, remainder
 from .._ops.joining import cat as _cat_tensors
 from .._ops.joining import stack as _stack_tensors
 from .._ops.joining import tril
@@ -253,11 +253,6 @@ class _Simplex(Constraint):
         nonneg = _all(ge(value, 0), -1)
         s = _sum(value, -1)
         return logical_and(nonneg, lt(abs(s - 1), 1e-6))
-
-
-class _Finite(Constraint):
-    def check(self, value: Tensor) -> Tensor:
-        return isfinite(value)
 
 
 class _Multinomial(Constraint):

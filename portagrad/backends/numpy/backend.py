@@ -191,10 +191,10 @@ def _via_f32(fn: Any, outs: Sequence[int], *args: Any) -> None:
 
 
 # A product with few rows and many more columns (a batch of 16-64 through a Linear layer:
-# x @ W.T, and its input gradient g @ W) runs 10-50 % faster in OpenBLAS as its transpose
-# (B.T @ A.T, the many columns becoming rows), written to a scratch matrix and copied back
-# transposed: measured for M = 16-64 rows against N = 128-1024 columns; from M = 128 on the
-# direct product is as fast or faster
+# x @ W.T, and its input gradient g @ W) runs faster in OpenBLAS as its transpose (B.T @ A.T, the
+# many columns becoming rows), written to a scratch matrix and copied back transposed: measured
+# for M = 16-64 rows against N = 128-1024 columns; from M = 128 on the direct product is as fast
+# or faster (figures in docs/performance.md)
 _FEW_ROWS_MAX = 64
 _FEW_ROWS_MIN_FLOPS = 1 << 20
 
@@ -836,7 +836,7 @@ def _to_last(a: np.ndarray) -> np.ndarray:
         return out.reshape(rest + (N,))
     if N >= 8 and (R * a.itemsize) % 512 == 0:
         # a direct transposing copy reads with a stride of the row length, which at multiples of
-        # 1 KiB thrashes the cache (5x slower); going through a row-padded copy avoids the aliasing
+        # 1 KiB thrashes the cache; going through a row-padded copy avoids the aliasing
         padded = _scratch((N, R + 16), a.dtype)
         padded[:, :R] = a2
         a2 = padded[:, :R]
@@ -899,10 +899,10 @@ def _conv_forward(xa: np.ndarray, wa: np.ndarray, o: np.ndarray, stride: Sequenc
 
 
 # A convolution with few output channels is a GEMM with few rows in the batch-innermost layout
-# ((O, K) x (K, positions)), which OpenBLAS runs at 45-60 GFLOP/s where the same product with the
-# output positions as rows ((positions, K) x (K, O), both contiguous) runs at 80-90: such
-# convolutions im2col from a channels-last copy instead (measured at O = 16-64, K = 144-576;
-# from O = 256, as in ResNet's later stages, the batch-innermost layout is faster)
+# ((O, K) x (K, positions)), which OpenBLAS runs well below the speed of the same product with the
+# output positions as rows ((positions, K) x (K, O), both contiguous): such convolutions im2col
+# from a channels-last copy instead (measured at O = 16-64, K = 144-576; from O = 256, as in
+# ResNet's later stages, the batch-innermost layout is faster; figures in docs/performance.md)
 _POSITIONS_MAJOR_MAX_OUT = 64
 _POSITIONS_MAJOR_MIN_K = 64
 _POSITIONS_MAJOR_MIN_ROWS = 512

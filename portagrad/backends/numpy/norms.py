@@ -56,15 +56,6 @@ def _put(v: View | None, value: Any) -> None:
         np.copyto(_nd(v), value, casting="unsafe")
 
 
-def _bcast(a: np.ndarray | None, shape: tuple[int, ...], axis: int) -> Any:
-    """The 1-D ``a`` broadcast along ``axis`` of an array of rank ``len(shape)`` (1 if None)."""
-    if a is None:
-        return 1
-    s = [1] * len(shape)
-    s[axis] = a.shape[0]
-    return a.reshape(s)
-
-
 def _softmax(x: np.ndarray, axis: int, log: bool) -> np.ndarray:
     z = x - np.max(x, axis, keepdims=True)
     e = np.exp(z)
