@@ -78,7 +78,9 @@ def test_missing_attribute_names_module_and_attribute(hooked: types.ModuleType) 
 
 
 @pytest.mark.parametrize("name", ["torch.foo", "torch.nn.foo", "torch._C", "torch._dynamo",
-                                  "torch.backends.opencl", "torch.plugins"])
+                                  "torch.backends.opencl", "torch.backends.numpy",
+                                  "torch.backends.interface", "torch.backend_flags",
+                                  "torch.plugins"])
 def test_missing_submodule_is_module_not_found(hooked: types.ModuleType, name: str) -> None:
     with pytest.raises(ModuleNotFoundError,
                        match=re.escape(f"No module named '{name}' ({name} is not implemented in "
@@ -137,8 +139,18 @@ def test_name_mapping() -> None:
     assert compat.torch_to_portagrad("torch.nn.functional") == "portagrad.nn.functional"
     assert compat.torch_to_portagrad("torchvision") is None
     assert compat.torch_to_portagrad("torch._C") is None
-    assert compat.torch_to_portagrad("torch.backends.numpy") is None
-    assert compat.portagrad_to_torch("portagrad.backends.cudnn") == "torch.backends.cudnn"
+    # torch.backends is the flags package: the array-backend plugins are out of its reach (and
+    # test_missing_submodule_is_module_not_found imports torch.backends.numpy to show it)
+    for name in ("torch.backends.numpy", "torch.backends.opencl", "torch.backends.interface"):
+        assert not (compat.torch_to_portagrad(name) or "").startswith("portagrad.backends"), name
+    assert compat.portagrad_to_torch("portagrad.backend_flags.cudnn") == "torch.backends.cudnn"
+    assert compat.torch_to_portagrad("torch.backends.cudnn") == "portagrad.backend_flags.cudnn"
+    assert compat.torch_to_portagrad("torch.backends") == "portagrad.backend_flags"
+    for plugin_side in ("portagrad.backends", "portagrad.backends.cudnn",
+                        "portagrad.backends.opencl", "portagrad.backends.interface"):
+        assert compat.portagrad_to_torch(plugin_side) is None, plugin_side
+    assert compat.torch_to_portagrad("torch.backend_flags") is None
+    assert pg.backends.cudnn is pg.backend_flags.cudnn  # one module under both names
     assert compat.portagrad_to_torch("portagrad.backends.opencl") is None
 
 

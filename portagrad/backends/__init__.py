@@ -1,6 +1,9 @@
-"""Array backends: the contract (:mod:`.interface`) and the built-in numpy and OpenCL backends."""
-from . import mps
-from .interface import Backend, DeviceProperties, View
-from . import cuda as cuda, cudnn as cudnn, opt_einsum as opt_einsum  # torch.backends flags
+"""Array backends: the contract (:mod:`.interface`) and the built-in numpy and OpenCL backends.
 
-__all__ = ["Backend", "DeviceProperties", "View", "mps"]
+``cuda``, ``cudnn``, ``mps`` and ``opt_einsum`` are PyTorch's ``torch.backends`` flag modules,
+which live in :mod:`portagrad.backend_flags` and are re-exported here under PyTorch's names.
+"""
+from ..backend_flags import cuda as cuda, cudnn as cudnn, mps as mps, opt_einsum as opt_einsum
+from .interface import Backend, DeviceProperties, View
+
+__all__ = ["Backend", "DeviceProperties", "View", "cuda", "cudnn", "mps", "opt_einsum"]

@@ -2,7 +2,7 @@
 
 While the hook is installed (:func:`install`), ``import torch`` and ``import torch.<sub>`` give
 portagrad's modules under PyTorch's names (``torch.nn`` is ``portagrad.nn``, ``torch.backends`` the
-flag modules in ``portagrad.backends``, ...). Names portagrad lacks raise errors that say so:
+flag modules in ``portagrad.backend_flags``, ...). Names portagrad lacks raise errors that say so:
 ``AttributeError: portagrad (as torch) has no attribute 'xyz' (torch.xyz is not implemented in
 portagrad)``, and ``ModuleNotFoundError`` for a missing submodule. See ``docs/compat.md``.
 """

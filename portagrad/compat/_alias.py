@@ -3,10 +3,11 @@
 ``import torch.X.Y`` is answered with an alias of ``portagrad.X.Y``: a module object named
 ``torch.X.Y`` whose attribute reads and writes go to the portagrad module, so classes, functions
 and flags are portagrad's own (``torch.nn.Linear is portagrad.nn.Linear``, and
-``torch.backends.cudnn.benchmark = True`` sets ``portagrad.backends.cudnn.benchmark``). The alias
-exists only to name what is missing: ``torch.xyz`` raises an ``AttributeError`` naming both
-``portagrad`` and ``torch.xyz``, and ``import torch.foo`` a ``ModuleNotFoundError`` naming
-``torch.foo``. While the finder is installed the real PyTorch is never imported.
+``torch.backends.cudnn.benchmark = True`` sets ``portagrad.backend_flags.cudnn.benchmark``, which
+``portagrad.backends.cudnn`` re-exports). The alias exists only to name what is missing:
+``torch.xyz`` raises an ``AttributeError`` naming both ``portagrad`` and ``torch.xyz``, and
+``import torch.foo`` a ``ModuleNotFoundError`` naming ``torch.foo``. While the finder is installed
+the real PyTorch is never imported.
 """
 from __future__ import annotations
 
@@ -27,12 +28,13 @@ TORCH = "torch"
 PORTAGRAD = "portagrad"
 
 # portagrad modules that are not PyTorch's namespace of the same name, so ``torch.<name>`` must not
-# reach them: the backend plugins (``torch.backends`` is a flags namespace; portagrad's array
-# backends share the package), the plugin manager, the bundled data set and the CLI.
-NOT_TORCH = frozenset({
-    "backends.interface", "backends.numpy", "backends.opencl", "backends.philox",
-    "backends.ufuncs", "plugins", "data", "demo", "errors", "compat",
-})
+# reach them: the plugin manager, the bundled data set, the error classes and the CLI.
+NOT_TORCH = frozenset({"plugins", "data", "demo", "errors", "compat"})
+
+# PyTorch namespaces that portagrad keeps under another name: ``torch.backends`` is a package of
+# flag modules, while ``portagrad.backends`` holds the array-backend plugins
+RENAMED = {"backends": "backend_flags"}
+_RENAMED_BACK = {v: k for k, v in RENAMED.items()}
 
 
 def torch_to_portagrad(name: str) -> str | None:
@@ -48,7 +50,9 @@ def torch_to_portagrad(name: str) -> str | None:
         return None  # torch._C, torch._dynamo ...: private, never portagrad's private modules
     if any(rest == ex or rest.startswith(ex + ".") for ex in NOT_TORCH):
         return None
-    return f"{PORTAGRAD}.{rest}"
+    if parts[0] in _RENAMED_BACK:
+        return None  # portagrad's own name for a namespace PyTorch calls otherwise
+    return f"{PORTAGRAD}.{'.'.join([RENAMED.get(parts[0], parts[0]), *parts[1:]])}"
 
 
 def portagrad_to_torch(name: str) -> str | None:
@@ -57,7 +61,8 @@ def portagrad_to_torch(name: str) -> str | None:
         return TORCH
     if not name.startswith(PORTAGRAD + "."):
         return None
-    torch_name = TORCH + name[len(PORTAGRAD):]
+    parts = name[len(PORTAGRAD) + 1:].split(".")
+    torch_name = ".".join([TORCH, _RENAMED_BACK.get(parts[0], parts[0]), *parts[1:]])
     return torch_name if torch_to_portagrad(torch_name) == name else None
 
 
