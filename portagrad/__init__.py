@@ -41,7 +41,7 @@ from ._ops import (bits as _bits, combine as _combine, decomp as _decomp,  # noq
 _tensor_api._bind(Tensor, _sys.modules[__name__], _raw, _creation, _random, autograd, _ops)
 
 # the functional namespace: pg.add, pg.sum, pg.matmul ... (the same functions as the methods)
-from ._accel import DeviceModule as _DeviceModule
+from .accelerator._device_module import DeviceModule as _DeviceModule
 from ._format import set_printoptions
 from ._ops.conversion import clone
 from ._ops.elementwise import (abs, absolute, add, atan2, bitwise_and, bitwise_not, bitwise_or,
@@ -236,8 +236,8 @@ from ._ops.special import (acos, acosh, addcdiv, addcmul, angle, arccos, arccosh
                            clamp_min, copysign, cosh, deg2rad, erfc, erfinv, fix, float_power,
                            fmax, fmin, heaviside, isneginf, isposinf, isreal, logaddexp2, logit,
                            rad2deg, sinc, sinh, xlogy)
-from ._functional import (celu, cosine_similarity, dropout, hardshrink, log_softmax,
-                          pairwise_distance, prelu, selu, softmax, threshold)
+from ._toplevel_nn import (celu, cosine_similarity, dropout, hardshrink, log_softmax,
+                           pairwise_distance, prelu, selu, softmax, threshold)
 
 __all__ += [
     "acos", "acosh", "addcdiv", "addcmul", "addmv", "addr", "angle", "arccos", "arccosh",

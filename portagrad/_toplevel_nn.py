@@ -4,7 +4,9 @@ differ from ``nn.functional``'s: losses take ``reduction`` as an int (0 none, 1 
 ``batch_norm`` / ``instance_norm`` take every argument positionally (with ``cudnn_enabled``),
 ``embedding`` takes ``(weight, indices)``, ``dropout_`` / ``alpha_dropout`` take ``train``.
 Each maps onto the implementation in :mod:`portagrad.nn.functional`; the recurrent cells are
-written with its ``linear``.
+written with its ``linear``. The activations and distances PyTorch also has at top level
+(``portagrad.softmax`` with ``dim`` required, ``portagrad.dropout(input, p, train)`` ...) are here
+too.
 """
 from __future__ import annotations
 
@@ -29,6 +31,10 @@ __all__ = [
     "alpha_dropout_", "feature_alpha_dropout", "feature_alpha_dropout_", "feature_dropout",
     "feature_dropout_", "constant_pad_nd", "lstm_cell", "gru_cell", "rnn_tanh_cell",
     "rnn_relu_cell", "embedding_renorm_",
+    # the activations and distances whose top-level signatures equal nn.functional's but for a
+    # required dim (softmax) or a positional train flag (dropout)
+    "softmax", "log_softmax", "dropout", "hardshrink", "prelu", "threshold", "selu", "celu",
+    "cosine_similarity", "pairwise_distance",
 ]
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
@@ -392,3 +398,54 @@ def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,
     """One Elman RNN step with ReLU."""
     gi, gh = _gates(input, hx, w_ih, w_hh, b_ih, b_hh)
     return (gi + gh).relu()
+
+
+# ----------------------------------------------------------------------------- activations
+def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """``exp(x) / sum(exp(x))`` along ``dim`` (computed in ``dtype`` when given)."""
+    return F.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """``x - logsumexp(x)`` along ``dim`` (computed in ``dtype`` when given)."""
+    return F.log_softmax(input, dim, dtype=dtype)
+
+
+def dropout(input: Tensor, p: float, train: bool) -> Tensor:
+    """Zero each element with probability ``p`` (scaling the rest by ``1/(1-p)``) when
+    ``train``."""
+    return F.dropout(input, p, train)
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """``x`` where ``|x| > lambd``, else 0."""
+    return F.hardshrink(input, lambd)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """``max(0, x) + weight * min(0, x)`` (``weight`` per channel, dimension 1)."""
+    return F.prelu(input, weight)
+
+
+def threshold(input: Tensor, threshold: float, value: float) -> Tensor:
+    """``x`` where ``x > threshold``, else ``value``."""
+    return F.threshold(input, threshold, value)
+
+
+def selu(input: Tensor) -> Tensor:
+    return F.selu(input)
+
+
+def celu(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return F.celu(input, alpha)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """Cosine of the angle between ``x1`` and ``x2`` along ``dim``."""
+    return F.cosine_similarity(x1, x2, dim, eps)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> Tensor:
+    """``||x1 - x2 + eps||_p`` along the last dimension."""
+    return F.pairwise_distance(x1, x2, p, eps, keepdim)

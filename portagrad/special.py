@@ -14,7 +14,7 @@ from ._ops.gammafn import lgamma as gammaln
 from ._ops.indexing import where as _where
 from ._ops.reduction import logsumexp
 from ._ops.special import erfc, erfinv, i0, i1, logit, sinc, xlogy
-from ._functional import log_softmax, softmax
+from ._toplevel_nn import log_softmax, softmax
 from ._tensor import Tensor
 
 __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gammaln", "digamma",

@@ -118,13 +118,13 @@ def test_accelerator_follows_plugin_priority(monkeypatch: pytest.MonkeyPatch) ->
     specs = {"cpu": spec("cpu", 100), "opencl": spec("opencl", 0), "mydev": spec("mydev", 5),
              "other": spec("other", 5), "empty": spec("empty", 50)}
     monkeypatch.setattr(pg._device, "get_state", lambda: SimpleNamespace(specs=specs))
-    monkeypatch.setattr(pg._accel.DeviceModule, "is_available",
+    monkeypatch.setattr(pg.accelerator._device_module.DeviceModule, "is_available",
                         lambda self: self.device_type != "empty")
     # highest priority with a device wins ("empty" has none); "mydev" ties "other" and came first
     assert _select.accelerator_type() == "mydev"
     assert pg._device.accelerator_types() == ["empty", "mydev", "other", "opencl"]
     assert pg._device.as_device(1) == pg.device("empty", 1)  # device=<int>: the best type's
-    monkeypatch.setattr(pg._accel.DeviceModule, "is_available", lambda self: False)
+    monkeypatch.setattr(pg.accelerator._device_module.DeviceModule, "is_available", lambda self: False)
     assert _select.accelerator_type() is None
     assert pg.accelerator.current_accelerator() is None
 

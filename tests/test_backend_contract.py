@@ -53,7 +53,7 @@ def test_unknown_reduction_or_distribution_is_a_typed_error(device: str, kind: s
 
 
 def test_event_without_backend_support_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from portagrad._accel import DeviceModule
+    from portagrad.accelerator._device_module import DeviceModule
     from portagrad.backends.interface import EVENT_METHODS, OPTIONAL_METHODS
     from portagrad.backends.numpy import NumpyBackend
 

@@ -5,7 +5,7 @@ import warnings
 from typing import Any
 
 from .. import _device
-from .._accel import DeviceModule
+from ._device_module import DeviceModule
 
 __all__ = ["accelerator_type", "module", "require", "device_index_of"]
 
@@ -24,7 +24,7 @@ def accelerator_type() -> str | None:
 
 
 def module() -> DeviceModule | None:
-    """The :class:`~portagrad._accel.DeviceModule` of the accelerator, or ``None``."""
+    """The :class:`~portagrad.accelerator._device_module.DeviceModule` of the accelerator, or ``None``."""
     dtype = accelerator_type()
     return None if dtype is None else DeviceModule(dtype)
 

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
-from .._accel import DeviceModule
+from ..accelerator._device_module import DeviceModule
 from ..plugins.manager import get_state
 from . import amp
 

@@ -23,7 +23,7 @@ import sys
 import traceback
 from collections.abc import Mapping, Sequence
 
-from .._accel import DeviceModule
+from ..accelerator._device_module import DeviceModule
 from ._group import abort_job
 from ._mpi import mpi
 

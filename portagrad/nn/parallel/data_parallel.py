@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import _device
-from ..._accel import DeviceModule
+from ...accelerator._device_module import DeviceModule
 from ..._ops import joining as J
 from ..._tensor import Tensor
 from ..modules.module import Module

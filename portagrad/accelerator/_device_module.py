@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _device, _random
-from .backends.interface import EVENT_METHODS
-from .errors import UnsupportedOpError
-from .plugins.manager import get_backend
+from .. import _device, _random
+from ..backends.interface import EVENT_METHODS
+from ..errors import UnsupportedOpError
+from ..plugins.manager import get_backend
 
 __all__ = ["DeviceModule", "Event"]
 
