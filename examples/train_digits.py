@@ -7,7 +7,7 @@ import time
 
 import portagrad as pg
 from portagrad import nn, optim
-from portagrad.data import load_digits
+from portagrad.demo import load_digits
 from portagrad.utils.data import DataLoader, TensorDataset, random_split
 
 parser = argparse.ArgumentParser()

@@ -28,8 +28,9 @@ TORCH = "torch"
 PORTAGRAD = "portagrad"
 
 # portagrad modules that are not PyTorch's namespace of the same name, so ``torch.<name>`` must not
-# reach them: the plugin manager, the bundled data set, the error classes and the CLI.
-NOT_TORCH = frozenset({"plugins", "data", "demo", "errors", "compat"})
+# reach them: the plugin manager, the demo (with its bundled data set), the error classes and the
+# CLI.
+NOT_TORCH = frozenset({"plugins", "demo", "errors", "compat"})
 
 # PyTorch namespaces that portagrad keeps under another name: ``torch.backends`` is a package of
 # flag modules, while ``portagrad.backends`` holds the array-backend plugins

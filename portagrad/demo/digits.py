@@ -1,4 +1,4 @@
-"""Small datasets shipped with portagrad (no download needed)."""
+"""The handwritten digits the demo trains on, shipped with portagrad (no download needed)."""
 from __future__ import annotations
 
 from importlib import resources
@@ -14,12 +14,12 @@ def load_digits(as_tensors: bool = True) -> tuple[Any, Any]:
 
     Returns ``(images, labels)``: by default a ``uint8``-valued float32 tensor of shape
     ``(1797, 8, 8)`` and an int64 tensor of shape ``(1797,)``; numpy arrays with
-    ``as_tensors=False`` (``uint8`` images). See ``portagrad/data/README.md`` for the origin and
+    ``as_tensors=False`` (``uint8`` images). See ``portagrad/demo/digits.md`` for the origin and
     licence (CC BY 4.0).
     """
     import numpy as np
 
-    with resources.files(__name__).joinpath("digits.npz").open("rb") as fh:
+    with resources.files(__package__).joinpath("digits.npz").open("rb") as fh:
         with np.load(fh) as z:
             images, labels = z["images"], z["labels"]
     if not as_tensors:

@@ -24,12 +24,13 @@ from typing import Any
 
 import portagrad as pg
 from portagrad import distributed as dist, nn, optim
-from portagrad.data import load_digits
 from portagrad.distributed.run import assign_device
 from portagrad.nn.parallel import DistributedDataParallel
 from portagrad.utils.data import DataLoader, DistributedSampler, TensorDataset, random_split
 
-__all__ = ["main", "run", "build_model", "best_device"]
+from .digits import load_digits
+
+__all__ = ["main", "run", "build_model", "best_device", "load_digits"]
 
 
 def best_device() -> str:
