@@ -327,3 +327,17 @@ def test_gradient_accumulation_equals_big_batch(device):
     big_opt.step()
     np.testing.assert_allclose(acc.detach().numpy(force=True), big.detach().numpy(force=True),
                                rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adadelta"])
+def test_hyper_parameters_checked_one_way(name):
+    """Every optimizer checks ``lr`` as PyTorch does (a number >= 0 or a one-element tensor)."""
+    cls = getattr(pg.optim, name)
+    p = [pg.zeros(1, requires_grad=True)]
+    with pytest.raises(ValueError, match="^Tensor lr must be 1-element$"):
+        cls(p, lr=pg.tensor([0.1, 0.2]))
+    with pytest.raises(ValueError, match=r"^Invalid learning rate: -1$"):
+        cls(p, lr=-1)
+    with pytest.raises(ValueError, match=r"^Invalid weight_decay value: -0.5$"):
+        cls(p, lr=0.1, weight_decay=-0.5)
+    assert cls(p, lr=pg.tensor(0.01)).param_groups[0]["lr"].item() == pytest.approx(0.01)

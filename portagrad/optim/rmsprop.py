@@ -5,7 +5,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import _inplace as I
-from .optimizer import Optimizer, _inc, _step_counter
+from .optimizer import Optimizer, _inc, _step_counter, check_lr, check_nonneg
 
 __all__ = ["RMSprop"]
 
@@ -22,16 +22,11 @@ class RMSprop(Optimizer):
                  eps: float = 1e-8, weight_decay: float = 0, momentum: float = 0,
                  centered: bool = False, capturable: bool = False, foreach: bool | None = None,
                  maximize: bool = False, differentiable: bool = False) -> None:
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        check_lr(lr)
+        check_nonneg("epsilon value", eps)
+        check_nonneg("momentum value", momentum)
+        check_nonneg("weight_decay value", weight_decay)
+        check_nonneg("alpha value", alpha)
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach,
                         maximize=maximize, differentiable=differentiable)
