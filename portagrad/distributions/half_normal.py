@@ -4,60 +4,29 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .._ops.elementwise import where
 from .._tensor import Tensor
-from . import constraints
+from ._half import Half
 from .normal import Normal
-from .transformed_distribution import TransformedDistribution
-from .transforms import AbsTransform
 
 __all__ = ["HalfNormal"]
 
 
-class HalfNormal(TransformedDistribution):
+class HalfNormal(Half):
     """``|X|`` with ``X ~ Normal(0, scale)``."""
 
-    arg_constraints = {"scale": constraints.positive}
-    support = constraints.nonnegative  # type: ignore[assignment]
-    has_rsample = True  # type: ignore[assignment]
+    _family = Normal
 
     def __init__(self, scale: Any, validate_args: bool | None = None) -> None:
-        base = Normal(0, scale, validate_args=False)
-        super().__init__(base, AbsTransform(), validate_args=validate_args)
+        super().__init__(scale, validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> HalfNormal:
         new = self._get_checked_instance(HalfNormal, _instance)
         return super().expand(batch_shape, _instance=new)  # type: ignore[return-value]
 
     @property
-    def scale(self) -> Tensor:
-        return self.base_dist.scale  # type: ignore[attr-defined, no-any-return]
-
-    @property
     def mean(self) -> Tensor:
         return self.scale * math.sqrt(2 / math.pi)
 
     @property
-    def mode(self) -> Tensor:
-        return self.scale * 0
-
-    @property
     def variance(self) -> Tensor:
         return self.scale.pow(2) * (1 - 2 / math.pi)
-
-    def log_prob(self, value: Tensor) -> Tensor:
-        if self._validate_args:
-            self._validate_sample(value)
-        log_prob = self.base_dist.log_prob(value) + math.log(2)
-        return where(value >= 0, log_prob, -math.inf)
-
-    def cdf(self, value: Tensor) -> Tensor:
-        if self._validate_args:
-            self._validate_sample(value)
-        return 2 * self.base_dist.cdf(value) - 1
-
-    def icdf(self, prob: Tensor) -> Tensor:
-        return self.base_dist.icdf((prob + 1) / 2)
-
-    def entropy(self) -> Tensor:
-        return self.base_dist.entropy() - math.log(2)

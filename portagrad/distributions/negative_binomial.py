@@ -8,14 +8,12 @@ import numpy as np
 
 from .._ops.elementwise import exp, floor, sigmoid, where
 from .._ops.gammafn import lgamma
-from .._storage import Size
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from ..nn.functional import logsigmoid
 from . import constraints
 from ._host import _lgamma, sample_by_inversion
-from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from ._counts import TrialCounts
 
 __all__ = ["NegativeBinomial"]
 
@@ -43,7 +41,7 @@ def _nb_log_pmf(ks: np.ndarray, r: float, p: float) -> np.ndarray:
     return lg - math.lgamma(r) + r * math.log1p(-p) + ks * math.log(p)
 
 
-class NegativeBinomial(Distribution):
+class NegativeBinomial(TrialCounts):
     """Number of successes (probability ``probs``, or log-odds ``logits``) before
     ``total_count`` failures. ``log_prob`` is differentiable w.r.t. every parameter; samples
     are drawn exactly by CDF inversion on the host."""
@@ -55,32 +53,10 @@ class NegativeBinomial(Distribution):
 
     def __init__(self, total_count: Any, probs: Any = None, logits: Any = None,
                  validate_args: bool | None = None) -> None:
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.to(self.probs.dtype)
-            param = self.probs
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.to(self.logits.dtype)
-            param = self.logits
-        self._param = param
-        super().__init__(param.size(), validate_args=validate_args)
+        super().__init__(total_count, probs, logits, validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> NegativeBinomial:
-        new = self._get_checked_instance(NegativeBinomial, _instance)
-        batch_shape = Size(tuple(batch_shape))
-        new.total_count = self.total_count.expand(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_into(self._get_checked_instance(NegativeBinomial, _instance), batch_shape)
 
     @property
     def mean(self) -> Tensor:
@@ -93,20 +69,6 @@ class NegativeBinomial(Distribution):
     @property
     def variance(self) -> Tensor:
         return self.mean / sigmoid(-self.logits)
-
-    @lazy_property
-    def logits(self) -> Tensor:  # type: ignore[override]
-        """Log-odds of success."""
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:  # type: ignore[override]
-        """Probability of success."""
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self) -> Size:
-        return self._param.size()
 
     def sample(self, sample_shape: Any = ()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
