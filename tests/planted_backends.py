@@ -91,7 +91,7 @@ class CleanFull(Clean):
             ref = self._pinned.get(id(a))
             if ref is not None and ref() is a:
                 return True
-            a = a.base
+            a = getattr(a, "base", None)  # another backend's pinned memory ends elsewhere
         return False
 
     def softmax(self, x: View, axis: int, out: View, log: bool) -> None:

@@ -351,7 +351,9 @@ class Backend:
     def pin_memory(self, nbytes: int) -> np.ndarray | None:
         """Optional: a page-locked host buffer as a 1-D ``uint8`` numpy array, or ``None`` when
         the backend has no pinned memory. Pinned host tensors live on the ``cpu`` device and
-        use this array as their storage."""
+        use this array as their storage: ``Tensor.pin_memory("mydev")`` asks this backend,
+        ``Tensor.pin_memory()`` the accelerator's (``pg.accelerator``), else the first that
+        can pin."""
         return None
 
     def is_pinned(self, array: np.ndarray) -> bool:
