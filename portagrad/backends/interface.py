@@ -38,6 +38,12 @@ reductions and products in float32, and so do the built-in backends; integer ari
 Elementwise primitives receive inputs already converted to the
 computation dtype by the core (it calls :meth:`Backend.copy` to cast), except where noted
 (comparisons write ``bool``; ``where``'s condition is ``bool``; index tensors are ``int64``).
+A backend that cannot store a dtype declines it: its :meth:`Backend.from_host` (and
+:meth:`Backend.to_host`) raise :class:`portagrad.errors.DTypeError` for views of that dtype (the
+OpenCL backend does for float16 without ``cl_khr_fp16``); the conformance kit then skips the
+dtype and lists it in its summary. :meth:`Backend.to_host` of a dtype it stores returns that
+dtype's numpy type with the stored bits, never a wider type (bfloat16 comes back as
+``ml_dtypes.bfloat16``, not float32).
 
 Asynchrony
 ----------
@@ -320,7 +326,9 @@ class Backend:
         raise NotImplementedError
 
     def to_host(self, src: View) -> np.ndarray:
-        """Return a new C-contiguous numpy array with the view's contents (waits for the data)."""
+        """Return a new C-contiguous numpy array with the view's contents (waits for the data),
+        of the view's numpy dtype (``src.dtype.numpy``: bfloat16 is ml_dtypes', never a wider
+        type) holding the stored bits."""
         raise NotImplementedError
 
     def host_array(self, src: View) -> np.ndarray | None:
