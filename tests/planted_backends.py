@@ -553,6 +553,44 @@ class CrossEntropyKeepsIgnored(CleanFull):
 
 
 # ------------------------------------- bugs a version of the kit missed (13 of 40 planted)
+class FromHostIgnoresOffset(CleanFull):
+    """``from_host`` writes from the start of the buffer, ignoring the destination's offset."""
+
+    def from_host(self, dst: View, src: np.ndarray, non_blocking: bool = False) -> None:
+        if dst.offset:
+            dst = View(dst.buffer, 0, dst.shape, dst.strides, dst.dtype)
+        super().from_host(dst, src, non_blocking)
+
+
+class CopyBetweenIgnoresSourceOffset(CleanFull):
+    """``copy_between`` reads the source from the start of its buffer (a device-to-device copy
+    given the buffer, not the view)."""
+
+    def copy_between(self, dst: View, src: View) -> None:
+        if src.offset:
+            src = View(src.buffer, 0, src.shape, src.strides, src.dtype)
+        super().copy_between(dst, src)
+
+
+class CopyZeroDimIgnoresOffset(CleanFull):
+    """``copy`` into a 0-d view writes element 0 of its buffer (``x[3].copy_(y)`` lands in
+    ``x[0]``): the scalar fast path forgets the offset."""
+
+    def copy(self, src: View, dst: View) -> None:
+        if not dst.shape and dst.offset:
+            dst = View(dst.buffer, 0, (), (), dst.dtype)
+        super().copy(src, dst)
+
+
+class SoftmaxIgnoresOffset(CleanFull):
+    """The ``softmax`` fast path reads its (contiguous) input from the start of the buffer."""
+
+    def softmax(self, x: View, axis: int, out: View, log: bool) -> None:
+        if x.offset:
+            x = View(x.buffer, 0, x.shape, x.strides, x.dtype)
+        super().softmax(x, axis, out, log)
+
+
 class Bfloat16ToHostAsFloat32(CleanFull):
     """``to_host`` of a bfloat16 view returns its values widened to float32 (the download kernel
     converts), not bfloat16 data."""
@@ -602,6 +640,10 @@ PLANTED: dict[str, str] = {
     "LayerNormGradWeightRawX": "test_layer_norm_backward",
     "BatchNormBackwardNoWeight": "test_batch_norm_backward",
     "CrossEntropyKeepsIgnored": "test_cross_entropy",
+    "FromHostIgnoresOffset": "test_host_roundtrip",
+    "CopyBetweenIgnoresSourceOffset": "copy_between or another_device",
+    "CopyZeroDimIgnoresOffset": "test_copy",
+    "SoftmaxIgnoresOffset": "test_softmax_method",
     "Bfloat16ToHostAsFloat32": "test_host_roundtrip",
 }
 

@@ -28,6 +28,9 @@ Outputs are always written into a view the core allocated (``out``). Where a non
 contiguous from offset 0 (``where``, ``unary``, ``reduce``, ``gather``, ``matmul``...; in-place
 unary ops on a view compute into a new buffer and ``copy`` back). A backend must honour ``out``'s
 strides in ``copy``, ``fill`` and ``binary``; honouring them everywhere is the safe choice.
+Offsets count in every view, 0-d ones included (``x[3]`` of a 1-D tensor is a 0-d view at
+offset 3), and in every method that takes views: ``from_host``, ``to_host`` and
+``copy_between`` as much as the arithmetic.
 
 Dtypes
 ------
@@ -321,8 +324,9 @@ class Backend:
 
     def from_host(self, dst: View, src: np.ndarray, non_blocking: bool = False) -> None:
         """Copy the C-contiguous host array ``src`` (same dtype and number of elements) into the
-        contiguous view ``dst``. With ``non_blocking`` and a pinned ``src`` the call may return
-        after enqueueing; the backend keeps ``src`` alive until the copy is done."""
+        contiguous view ``dst``, which may start at any offset of its buffer (the elements
+        around it keep their values). With ``non_blocking`` and a pinned ``src`` the call may
+        return after enqueueing; the backend keeps ``src`` alive until the copy is done."""
         raise NotImplementedError
 
     def to_host(self, src: View) -> np.ndarray:
@@ -350,7 +354,8 @@ class Backend:
         return None
 
     def copy_between(self, dst: View, src: View) -> None:
-        """Copy between two devices *of this backend* (contiguous, same dtype and numel).
+        """Copy between two devices *of this backend* (contiguous, same dtype and numel; each
+        view may start at an offset of its buffer: ``x[5:].to("mydev:1")``).
 
         Default (host): :meth:`to_host` of ``src``, then :meth:`from_host` into ``dst``."""
         if 0 not in src.shape:
@@ -550,8 +555,9 @@ class Backend:
     # def softmax(self, x: View, axis: int, out: View, log: bool) -> None:
     #     """``out = exp(x - max) / sum(exp(x - max))`` along ``axis`` (``log=True``: ``x - max -
     #     log(sum(exp(x - max)))``), max and sum taken over ``axis``. ``x`` and ``out`` are
-    #     contiguous, of one shape and floating dtype; ``axis`` is in ``[0, ndim)``; the axis may
-    #     have length 0 (nothing to write). Subtracting the maximum is what keeps large inputs
+    #     contiguous (``x`` may start at an offset of its buffer: a contiguous slice), of one
+    #     shape and floating dtype; ``axis`` is in ``[0, ndim)``; the axis may have length 0
+    #     (nothing to write). Subtracting the maximum is what keeps large inputs
     #     finite, as in PyTorch; a row that contains NaN or ``+inf`` gives NaN."""
     #
     # Convolution (used by conv1d/conv2d for every ``groups``; 1-D runs as height-1 2-D). The

@@ -15,8 +15,9 @@ from portagrad.backends.interface import (EVENT_METHODS, OPTIONAL_METHODS, REQUI
 from portagrad.errors import OutOfMemoryError, UnsupportedOpError
 from portagrad.plugins.manager import missing_methods
 
+from ...backends.helpers import contiguous_strides
 from . import device_checks
-from ._util import contiguous, declined_dtypes, empty, sample, supported_dtypes
+from ._util import REF, check, contiguous, declined_dtypes, empty, sample, supported_dtypes
 
 # every method a backend can have: the contract's, and any the base class defines for all
 ALL_METHODS = tuple(dict.fromkeys(
@@ -118,7 +119,8 @@ def test_core_dtypes_are_stored(conformance_backend: Any) -> None:
 @pytest.mark.parametrize("shape", [(), (0,), (1,), (7,), (3, 5), (2, 0, 3), (2, 3, 4)])
 def test_host_roundtrip(conformance_backend: Any, dtype: Any, shape: tuple) -> None:
     """``to_host`` returns a new C-contiguous array of the view's numpy dtype (bfloat16 is
-    ml_dtypes', never float32) with the stored bits."""
+    ml_dtypes', never float32) with the stored bits; ``from_host`` into a view at an offset writes
+    there and nowhere else."""
     be = conformance_backend
     _need(be, dtype)
     arr = sample(dtype, shape)
@@ -130,6 +132,14 @@ def test_host_roundtrip(conformance_backend: Any, dtype: Any, shape: tuple) -> N
     assert got.tobytes() == arr.tobytes()
     got[...] = 0 if got.size else got  # a new array: writing it does not touch the buffer
     assert be.to_host(p.dev).tobytes() == arr.tobytes()
+    if not arr.size:
+        return  # the core never uploads nothing
+    # into the middle of a buffer of sentinels (x[2:5] = array, the host defaults' spans)
+    dst = empty(be, (arr.size + 6,), dtype)
+    pair = dst.twin.view(4, shape, contiguous_strides(shape))
+    REF.from_host(pair.ref, arr)
+    be.from_host(pair.dev, arr)
+    check(be, pair, what=f"from_host of {dtype.name} {shape} at offset 4")
 
 
 def test_allocate_zero_bytes(conformance_backend: Any) -> None:

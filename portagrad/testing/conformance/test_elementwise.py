@@ -329,6 +329,12 @@ def _copy_source(src: Any, dst: Any) -> np.ndarray:
     return sample(src, SHAPE)
 
 
+def _zero_dim_at(be: Any, dtype: Any, offset: int) -> Any:
+    """A 0-d view at ``offset`` in a buffer of sentinels (``x[3]`` of a 1-D tensor)."""
+    p = empty(be, (offset + 2,), dtype)
+    return p.twin.view(offset, (), ())
+
+
 COPY_CASES = [(s, d) for s in ALL for d in ALL]
 
 
@@ -349,6 +355,8 @@ def test_copy(conformance_backend: Any, src: Any, dst: Any) -> None:
         ("into transposed", lambda: contiguous(be, a, src, 1),
          lambda: reversed_axes(be, np.zeros(SHAPE), dst)),
         ("0-d", lambda: contiguous(be, a[1, 1], src, 1), lambda: empty(be, (), dst)),
+        ("0-d at offsets", lambda: contiguous(be, a[2, 3], src, 2),
+         lambda: _zero_dim_at(be, dst, 3)),
         ("empty", lambda: contiguous(be, a[:0], src, 1), lambda: empty(be, (0, SHAPE[1]), dst)),
     ]
     for name, ms, md in cases:
@@ -395,6 +403,7 @@ def test_fill(conformance_backend: Any, dtype: Any) -> None:
                            ("strided", lambda: strided_out(be, (3, 41), dtype)),
                            ("transposed", lambda: reversed_axes(be, sample(dtype, (4, 6)), dtype)),
                            ("broadcast-free 0-d", lambda: empty(be, (), dtype)),
+                           ("0-d at an offset", lambda: _zero_dim_at(be, dtype, 2)),
                            ("empty", lambda: strided_out(be, (0, 4), dtype))):
             out = make()
             run_both(be, "fill", out, value)
