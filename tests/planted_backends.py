@@ -553,6 +553,30 @@ class CrossEntropyKeepsIgnored(CleanFull):
 
 
 # ------------------------------------- bugs a version of the kit missed (13 of 40 planted)
+class UnaryIgnoresStridedOut(CleanFull):
+    """``unary`` writes its result contiguously from ``out``'s offset, whatever its strides."""
+
+    def unary(self, op: str, x: View, out: View) -> None:
+        if out.is_contiguous() or not out.numel:
+            return super().unary(op, x, out)
+        tmp = np.empty(out.shape, out.dtype.numpy)
+        super().unary(op, x, _host_view(out, tmp))
+        out.buffer.view(out.dtype.numpy)[out.offset:out.offset + out.numel] = tmp.reshape(-1)
+
+
+class GatherTransposes(CleanFull):
+    """``gather`` along an axis other than the last transposes the operands with ``.T`` (a 2-D
+    habit) to use its last-axis kernel: right for every 2-D gather, wrong along the middle axis
+    of a 3-D tensor (``.T`` reverses all the axes)."""
+
+    def gather(self, x: View, axis: int, index: View, out: View) -> None:
+        if axis == len(x.shape) - 1 or not out.numel:
+            return super().gather(x, axis, index, out)
+        xt, it = _nd(x).T, _nd(index).T
+        crop = tuple(slice(0, n) for n in it.shape[:-1])
+        _nd(out)[...] = np.take_along_axis(xt[crop], it, -1).T
+
+
 class FromHostIgnoresOffset(CleanFull):
     """``from_host`` writes from the start of the buffer, ignoring the destination's offset."""
 
@@ -640,6 +664,8 @@ PLANTED: dict[str, str] = {
     "LayerNormGradWeightRawX": "test_layer_norm_backward",
     "BatchNormBackwardNoWeight": "test_batch_norm_backward",
     "CrossEntropyKeepsIgnored": "test_cross_entropy",
+    "UnaryIgnoresStridedOut": "test_unary",
+    "GatherTransposes": "test_gather",
     "FromHostIgnoresOffset": "test_host_roundtrip",
     "CopyBetweenIgnoresSourceOffset": "copy_between or another_device",
     "CopyZeroDimIgnoresOffset": "test_copy",

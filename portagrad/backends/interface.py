@@ -26,10 +26,11 @@ Outputs are always written into a view the core allocated (``out``). Where a non
 :meth:`Backend.binary` (in-place arithmetic on a view, ``x[:, 0].add_(y)``, and the optimizers'
 ``axpy``-style updates). Every other primitive receives an ``out`` the core has just allocated,
 contiguous from offset 0 (``where``, ``unary``, ``reduce``, ``gather``, ``matmul``...; in-place
-unary ops on a view compute into a new buffer and ``copy`` back). A backend must honour ``out``'s
-strides in ``copy``, ``fill`` and ``binary``; honouring them everywhere is the safe choice.
-Offsets count in every view, 0-d ones included (``x[3]`` of a 1-D tensor is a 0-d view at
-offset 3), and in every method that takes views: ``from_host``, ``to_host`` and
+unary ops on a view compute into a new buffer and ``copy`` back today). A backend must honour
+``out``'s strides in ``copy``, ``fill``, ``binary`` and ``unary`` (the conformance kit checks
+all four: an in-place unary op may come to write its view directly); honouring them everywhere
+is the safe choice. Offsets count in every view, 0-d ones included (``x[3]`` of a 1-D tensor is
+a 0-d view at offset 3), and in every method that takes views: ``from_host``, ``to_host`` and
 ``copy_between`` as much as the arithmetic.
 
 Dtypes

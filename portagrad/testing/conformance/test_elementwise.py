@@ -45,7 +45,8 @@ UNARY_CASES = [(op, dt) for op in UNARY_OPS for dt in ALL if _unary_ok(op, dt)]
 @pytest.mark.parametrize("op,dtype", UNARY_CASES, ids=[f"{o}-{d.name}" for o, d in UNARY_CASES])
 def test_unary(conformance_backend: Any, op: str, dtype: Any) -> None:
     """Contiguous at an offset, transposed, broadcast (stride 0), 0-d and zero-size inputs, with
-    NaN, infinities, signed zeros, halves and integer extremes among the values."""
+    NaN, infinities, signed zeros, halves and integer extremes among the values; and a strided
+    ``out`` (its gaps untouched)."""
     be = conformance_backend
     _need(be, dtype)
     odt = pg.bool if op in _BOOL_OUT_UNARY else dtype
@@ -63,6 +64,9 @@ def test_unary(conformance_backend: Any, op: str, dtype: Any) -> None:
         out = empty(be, x.shape, odt)
         run_both(be, "unary", op, x, out)
         check(be, out, exact, what=f"unary {op} {dtype.name} {name}")
+    out = strided_out(be, SHAPE, odt)
+    run_both(be, "unary", op, contiguous(be, a, dtype, offset=1), out)
+    check(be, out, exact, what=f"unary {op} {dtype.name} into a strided out")
 
 
 _UNARY_LITERALS: dict[str, tuple[list[Any], list[Any]]] = {
