@@ -615,6 +615,20 @@ class SoftmaxIgnoresOffset(CleanFull):
         super().softmax(x, axis, out, log)
 
 
+class ResetPeakToZero(CleanFull):
+    """``reset_peak_memory_stats`` sets the peak to 0 instead of to what is allocated now."""
+
+    def reset_peak_memory_stats(self, index: int) -> None:
+        self._peak[index] = 0
+
+
+class EventElapsedSeconds(CleanFull):
+    """``event_elapsed_ms`` returns seconds (the host clock's unit), not milliseconds."""
+
+    def event_elapsed_ms(self, start: Any, end: Any) -> float:
+        return float(end - start)
+
+
 class Bfloat16ToHostAsFloat32(CleanFull):
     """``to_host`` of a bfloat16 view returns its values widened to float32 (the download kernel
     converts), not bfloat16 data."""
@@ -670,6 +684,8 @@ PLANTED: dict[str, str] = {
     "CopyBetweenIgnoresSourceOffset": "copy_between or another_device",
     "CopyZeroDimIgnoresOffset": "test_copy",
     "SoftmaxIgnoresOffset": "test_softmax_method",
+    "ResetPeakToZero": "test_memory_stats",
+    "EventElapsedSeconds": "test_event",
     "Bfloat16ToHostAsFloat32": "test_host_roundtrip",
 }
 

@@ -315,8 +315,8 @@ class Backend:
         return self.memory_counter.stats(index)
 
     def reset_peak_memory_stats(self, index: int) -> None:
-        """Set ``peak_allocated`` to the current ``allocated`` (default: on
-        :attr:`memory_counter`)."""
+        """Set ``peak_allocated`` to the current ``allocated`` (not to 0: buffers alive at the
+        reset count; default: on :attr:`memory_counter`)."""
         self.memory_counter.reset_peak(index)
 
     def empty_cache(self, index: int) -> None:
@@ -539,9 +539,12 @@ class Backend:
     # def event_query(self, event: Any) -> bool:
     #     """Whether ``event`` has completed; never blocks."""
     # def event_elapsed_ms(self, start: Any, end: Any) -> float:
-    #     """Milliseconds of device time between two events recorded on one device, ``start``
-    #     first (waits for both). ``Event.elapsed_time`` calls it only for events created with
-    #     ``enable_timing=True``; a host-memory backend may return host wall-clock time."""
+    #     """Milliseconds (not seconds) of device time between two events recorded on one
+    #     device, ``start`` first (waits for both): the time between the moments the device
+    #     reached the two markers, idle time included (as ``cudaEventElapsedTime``), so events
+    #     recorded 50 ms apart on an idle device are about 50 apart. ``Event.elapsed_time``
+    #     calls it only for events created with ``enable_timing=True``; a host-memory backend
+    #     may return host wall-clock time."""
 
     # ------------------------------------------------------- optional fast paths
     # A backend may define any of the methods below (see OPTIONAL_METHODS); the core checks with

@@ -187,9 +187,14 @@ def test_memory_stats_follow_allocations(conformance_backend: Any, index: int) -
     s2 = be.memory_stats(index)
     assert s2["allocated"] <= s0["allocated"], f"allocated did not decrease after freeing: {s0} {s2}"
     assert s2["peak_allocated"] >= s1["allocated"]
+    held = be.allocate(index, nbytes)  # the reset peak is what is allocated now, not 0
     be.reset_peak_memory_stats(index)
     s3 = be.memory_stats(index)
-    assert s3["peak_allocated"] == s3["allocated"], s3
+    assert s3["peak_allocated"] == s3["allocated"] >= nbytes, (
+        f"reset_peak_memory_stats with {nbytes} bytes allocated: {s3} (the peak becomes the "
+        f"current allocation)")
+    del held
+    _settle()
     be.empty_cache(index)
     s4 = be.memory_stats(index)
     assert s4["reserved"] >= s4["allocated"]
@@ -290,6 +295,28 @@ def test_events(conformance_backend: Any) -> None:
     assert isinstance(ms, float) and ms >= 0.0
     np.testing.assert_allclose(be.to_host(p.dev)[:3], np.exp(np.exp(np.exp(1.0))).astype(np.float32),
                                rtol=1e-5)
+
+
+def test_event_elapsed_time_is_in_milliseconds(conformance_backend: Any) -> None:
+    """Two events recorded 50 ms apart (the device idle in between, after a ``synchronize``) are
+    at least 25 ms apart and no further apart than the host saw them: milliseconds, not seconds
+    or microseconds. The bounds hold on any load: the sleep is a minimum, the host's clock the
+    maximum."""
+    be = conformance_backend
+    if not _has_events(be):
+        pytest.skip("the backend has no events")
+    be.synchronize(0)
+    t0 = time.perf_counter()
+    start = be.record_event(0)
+    be.synchronize(0)  # start has completed before the sleep begins
+    time.sleep(0.05)
+    end = be.record_event(0)
+    be.event_wait(end)
+    host_ms = (time.perf_counter() - t0) * 1000.0
+    ms = be.event_elapsed_ms(start, end)
+    assert 25.0 <= ms <= host_ms * 1.5 + 5.0, (
+        f"event_elapsed_ms gave {ms!r} for events recorded 50 ms apart ({host_ms:.1f} ms on the "
+        f"host clock): it must return milliseconds of elapsed time, idle time included")
 
 
 def test_event_query_does_not_block(conformance_backend: Any) -> None:
