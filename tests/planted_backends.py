@@ -34,7 +34,12 @@ class Clean(NumpyBackend):
 
 class CleanFull(Clean):
     """Two devices of 1 GiB each with per-device memory accounting, out-of-memory errors, pinned
-    memory, events and softmax: every optional part of the contract, done right."""
+    memory, events and softmax: every optional part of the contract, done right.
+
+    It also has a copy engine: host-to-device copies queued on ``_copy_engine`` (as ``(dst,
+    src)``) land when ``synchronize`` or ``to_host`` is called. CleanFull itself queues nothing
+    (its uploads finish before ``from_host`` returns); a subclass that queues one without ordering
+    the device's next primitives after it is asynchronous the wrong way."""
 
     CAPACITY = 1 << 30
 
@@ -45,6 +50,7 @@ class CleanFull(Clean):
         self._peak = [0, 0]
         self._device_of: dict[int, int] = {}
         self._pinned: dict[int, Any] = {}
+        self._copy_engine: list[tuple[View, np.ndarray]] = []
 
     def device_count(self) -> int:
         return 2
@@ -52,6 +58,18 @@ class CleanFull(Clean):
     def get_device_properties(self, index: int) -> DeviceProperties:
         return DeviceProperties(name=f"planted device {index}", type="accelerator",
                                 total_memory=self.CAPACITY, fp64=True, fp16=True)
+
+    def _drain(self) -> None:
+        while self._copy_engine:
+            dst, src = self._copy_engine.pop(0)
+            NumpyBackend.from_host(self, dst, src)
+
+    def synchronize(self, index: int) -> None:
+        self._drain()
+
+    def to_host(self, src: View) -> np.ndarray:
+        self._drain()
+        return super().to_host(src)
 
     def allocate(self, index: int, nbytes: int) -> np.ndarray:
         with self._lock:
@@ -629,6 +647,18 @@ class EventElapsedSeconds(CleanFull):
         return float(end - start)
 
 
+class PinnedUploadUnordered(CleanFull):
+    """A non-blocking upload from pinned memory goes on the copy engine with nothing ordering the
+    device's next primitives after it (a DMA queue without an event): ``synchronize`` and
+    ``to_host`` wait for it, but a primitive that reads the destination first sees old bytes."""
+
+    def from_host(self, dst: View, src: np.ndarray, non_blocking: bool = False) -> None:
+        if non_blocking and self.is_pinned(src):
+            self._copy_engine.append((dst, src))
+            return
+        super().from_host(dst, src, non_blocking)
+
+
 class Bfloat16ToHostAsFloat32(CleanFull):
     """``to_host`` of a bfloat16 view returns its values widened to float32 (the download kernel
     converts), not bfloat16 data."""
@@ -686,6 +716,7 @@ PLANTED: dict[str, str] = {
     "SoftmaxIgnoresOffset": "test_softmax_method",
     "ResetPeakToZero": "test_memory_stats",
     "EventElapsedSeconds": "test_event",
+    "PinnedUploadUnordered": "test_pinned",
     "Bfloat16ToHostAsFloat32": "test_host_roundtrip",
 }
 

@@ -51,7 +51,9 @@ dtype's numpy type with the stored bits, never a wider type (bfloat16 comes back
 
 Asynchrony
 ----------
-Primitives may return before the work is done (enqueue). Work on one device is ordered. Only
+Primitives may return before the work is done (enqueue). Work on one device is ordered: a
+primitive sees the effects of every call made before it on that device, non-blocking uploads
+from pinned memory (:meth:`Backend.from_host`) included. Only
 :meth:`Backend.to_host` (which returns data the caller reads) and :meth:`Backend.synchronize` must
 wait. A backend raises :class:`portagrad.OutOfMemoryError` from :meth:`allocate` when a request
 cannot be met even after releasing its cache.
@@ -326,8 +328,11 @@ class Backend:
     def from_host(self, dst: View, src: np.ndarray, non_blocking: bool = False) -> None:
         """Copy the C-contiguous host array ``src`` (same dtype and number of elements) into the
         contiguous view ``dst``, which may start at any offset of its buffer (the elements
-        around it keep their values). With ``non_blocking`` and a pinned ``src`` the call may
-        return after enqueueing; the backend keeps ``src`` alive until the copy is done."""
+        around it keep their values). With ``non_blocking`` and a ``src`` this backend pinned
+        (:meth:`is_pinned`) the call may return after enqueueing: the backend keeps ``src``
+        alive until the copy is done, the device's later primitives see the copied data (work
+        on a device is ordered), and once :meth:`synchronize` returns the copy has read ``src``
+        (the caller may then overwrite it)."""
         raise NotImplementedError
 
     def to_host(self, src: View) -> np.ndarray:

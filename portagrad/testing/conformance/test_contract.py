@@ -244,7 +244,9 @@ def test_out_of_memory_through_the_public_api(conformance_device: str) -> None:
 
 def test_pinned_memory_non_blocking(conformance_backend: Any) -> None:
     """``from_host(non_blocking=True)`` from a pinned array (at an offset into the pinned buffer)
-    lands intact; ``is_pinned`` knows pinned arrays and their views, and nothing else."""
+    lands intact: the device's next primitive already reads the new data (work on a device is
+    ordered), and after ``synchronize`` the caller may overwrite the pinned array. ``is_pinned``
+    knows pinned arrays and their views, and nothing else."""
     be = conformance_backend
     n = 40_003
     pinned = be.pin_memory((n + 8) * 4)
@@ -256,23 +258,42 @@ def test_pinned_memory_non_blocking(conformance_backend: Any) -> None:
     whole = pinned[:(n + 8) * 4].view(np.float32)
     whole[:] = -1.0
     src = whole[5:5 + n]
-    src[:] = np.arange(n, dtype=np.float32)
+    want = np.arange(n, dtype=np.float32)
+    src[:] = want
     dst = empty(be, (n,), pg.float32)
     be.from_host(dst.dev, src, non_blocking=True)
+    seen = empty(be, (n,), pg.float32)
+    be.copy(dst.dev, seen.dev)  # enqueued behind the upload: must read what it wrote
     be.synchronize(0)
-    np.testing.assert_array_equal(be.to_host(dst.dev), np.arange(n, dtype=np.float32))
-    # the caller may reuse the pinned array once the device is synchronized
-    src[:] = 0
-    np.testing.assert_array_equal(be.to_host(dst.dev), np.arange(n, dtype=np.float32))
+    src[:] = 0  # the caller may reuse the pinned array once the device is synchronized
+    np.testing.assert_array_equal(be.to_host(dst.dev), want,
+                                  err_msg="non-blocking upload, read after synchronize")
+    np.testing.assert_array_equal(be.to_host(seen.dev), want,
+                                  err_msg="a primitive after a non-blocking upload read old data")
 
 
-def test_pinned_tensor_non_blocking_to_device(conformance_device: str) -> None:
+def test_pinned_tensor_non_blocking(conformance_device: str) -> None:
+    """Through the public API, in memory pinned by the backend under test
+    (``pin_memory(device)``): a non-blocking copy to the device, used at once by an op, the pinned
+    tensor overwritten after ``synchronize``; and a non-blocking copy back into pinned memory."""
     be = pg.empty(1, device=conformance_device)._storage.backend
     if be.pin_memory(16) is None:
         pytest.skip("the backend has no pinned memory")
-    host = pg.arange(1000, dtype=pg.float32)[7:507]
-    dev = host.pin_memory().to(conformance_device, non_blocking=True)
-    np.testing.assert_array_equal(dev.cpu().numpy(), np.arange(7, 507, dtype=np.float32))
+    index = pg.device(conformance_device).index or 0
+    want = np.arange(7, 507, dtype=np.float32)
+    host = pg.arange(1000, dtype=pg.float32)[7:507].pin_memory(conformance_device)
+    assert host.is_pinned() and be.is_pinned(host._storage.buffer), (
+        "Tensor.pin_memory(device) did not use the device's own pinned memory")
+    dev = host.to(conformance_device, non_blocking=True)
+    doubled = dev * 2.0
+    be.synchronize(index)
+    host.zero_()
+    np.testing.assert_array_equal(dev.cpu().numpy(), want)
+    np.testing.assert_array_equal(doubled.cpu().numpy(), want * 2)
+    back = pg.zeros(500, dtype=pg.float32).pin_memory(conformance_device)
+    back.copy_(doubled, non_blocking=True)
+    be.synchronize(index)
+    np.testing.assert_array_equal(back.numpy(), want * 2)
 
 
 def _has_events(be: Any) -> bool:
