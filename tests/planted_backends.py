@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from portagrad.backends import philox
+from portagrad.backends.helpers import fit_scalar
 from portagrad.backends.interface import DeviceProperties, View
 from portagrad.backends.numpy import NumpyBackend
 from portagrad.backends.numpy.backend import _nd
@@ -659,6 +660,35 @@ class PinnedUploadUnordered(CleanFull):
         super().from_host(dst, src, non_blocking)
 
 
+class WhereScalarCast(CleanFull):
+    """``where`` converts a Python scalar with numpy's cast instead of PyTorch's checked
+    conversion: ``300`` into uint8 wraps to 44, ``inf`` into int64 gives a garbage integer."""
+
+    def where(self, cond: View, a: Any, b: Any, out: View) -> None:
+        o, c = _nd(out), _nd(cond)
+        with np.errstate(invalid="ignore"):
+            av = _nd(a) if isinstance(a, View) else np.array(a).astype(o.dtype)
+            bv = _nd(b) if isinstance(b, View) else np.array(b).astype(o.dtype)
+        if a is out:
+            np.copyto(o, bv, where=~c)
+            return
+        np.copyto(o, bv, casting="unsafe")
+        np.copyto(o, av, casting="unsafe", where=c)
+
+
+class FillInt64ViaDouble(CleanFull):
+    """``fill`` passes an int64 value through a C ``double`` (the kernel's value argument): past
+    ``2**53`` it is rounded."""
+
+    def fill(self, out: View, value: Any) -> None:
+        if out.dtype.name != "int64" or isinstance(value, bool) or not isinstance(value, int):
+            return super().fill(out, value)
+        as_double = np.float64(fit_scalar(value, "int64"))
+        if 0 not in out.shape:
+            with np.errstate(invalid="ignore"):
+                _nd(out)[...] = as_double
+
+
 class Bfloat16ToHostAsFloat32(CleanFull):
     """``to_host`` of a bfloat16 view returns its values widened to float32 (the download kernel
     converts), not bfloat16 data."""
@@ -717,6 +747,8 @@ PLANTED: dict[str, str] = {
     "ResetPeakToZero": "test_memory_stats",
     "EventElapsedSeconds": "test_event",
     "PinnedUploadUnordered": "test_pinned",
+    "WhereScalarCast": "test_scalar_into_integers",
+    "FillInt64ViaDouble": "test_fill",
     "Bfloat16ToHostAsFloat32": "test_host_roundtrip",
 }
 

@@ -417,8 +417,13 @@ class Backend:
 
         ``a`` and ``b`` are views of ``out``'s dtype (the core casts mixed operands to the
         promoted dtype first) or Python scalars of its category (``masked_fill(mask, 3)`` on a
-        float tensor passes ``3.0``); an ``int`` scalar into a narrow integer dtype is checked
-        (``RuntimeError`` if it cannot be stored, see ``ufuncs.fit_scalar``). ``a`` may be ``out``
+        float tensor passes ``3.0``). A scalar stored into an integer ``out`` goes through
+        PyTorch's checked conversion, :func:`portagrad.backends.helpers.fit_scalar`: an ``int``
+        must fit, except that a negative one whose magnitude fits wraps into an unsigned type
+        (``-1`` is 255 in uint8); a ``float`` is truncated toward zero and must be finite and in
+        range; otherwise ``RuntimeError("value cannot be converted to type uint8_t without
+        overflow")``, never numpy's wrapping cast (the core passes ``masked_fill(mask, 300)`` of
+        a uint8 tensor unchecked). ``a`` may be ``out``
         itself (in-place ``masked_fill_``): then only the positions where ``cond`` is false
         change.
 
@@ -436,7 +441,10 @@ class Backend:
         raise NotImplementedError
 
     def fill(self, out: View, value: int | float | bool) -> None:
-        """Set every element of ``out`` to ``value``."""
+        """Set every element of ``out`` to ``value``. Into an integer ``out`` the value is
+        converted as in :meth:`where` (:func:`~portagrad.backends.helpers.fit_scalar`:
+        ``uint8.fill_(300)`` raises, ``fill_(-1)`` writes 255) and stored exactly: an int64 value
+        past ``2**53`` never goes through a double."""
         raise NotImplementedError
 
     def reduce(self, op: str, x: View, axes: Sequence[int], out: View) -> None:

@@ -321,6 +321,60 @@ def test_where(conformance_backend: Any, dtype: Any) -> None:
     check(be, out, what=f"where {dtype.name} in place")
 
 
+# PyTorch's checked conversion of a Python scalar stored into an integer tensor (the rule of
+# portagrad.backends.helpers.fit_scalar), written out by hand: value -> stored value, or None
+# for RuntimeError("value cannot be converted to type <C type> without overflow")
+_SCALAR_INTO_INT: dict[str, tuple[str, list[tuple[Any, Any]]]] = {
+    "uint8": ("uint8_t", [(300, None), (-1, 255), (-255, 1), (-256, None), (255, 255), (1.5, 1),
+                          (254.9, 254), (255.5, None), (math.inf, None), (math.nan, None)]),
+    "int8": ("int8_t", [(128, None), (-128, -128), (-129, None), (-2.7, -2), (126.5, 126),
+                        (127.5, None)]),
+    "int16": ("int16_t", [(40000, None), (-32768, -32768), (-40000, None), (3.9, 3)]),
+    "int32": ("int", [(2 ** 31, None), (-(2 ** 31), -(2 ** 31)), (1e10, None), (-7.5, -7)]),
+    "int64": ("int64_t", [(2 ** 63, None), (-(2 ** 63), -(2 ** 63)), (2 ** 62 + 1, 2 ** 62 + 1),
+                          (1.5, 1), (-2.5, -2), (math.inf, None), (-math.inf, None),
+                          (math.nan, None), (9.3e18, None)]),
+}
+_INT_DTYPES = [pg.uint8, pg.int8, pg.int16, pg.int32, pg.int64]
+
+
+@pytest.mark.parametrize("prim", ["where", "fill"])
+@pytest.mark.parametrize("dtype", _INT_DTYPES, ids=[d.name for d in _INT_DTYPES])
+def test_scalar_into_integers(conformance_backend: Any, dtype: Any, prim: str) -> None:
+    """A Python scalar stored by ``where`` (either side) or ``fill`` into an integer dtype:
+    an ``int`` that does not fit raises PyTorch's ``RuntimeError`` (a negative one whose
+    magnitude fits wraps into an unsigned type: -1 is 255 in uint8), a ``float`` is truncated
+    toward zero and must be finite and in range. Never numpy's wrapping cast."""
+    be = conformance_backend
+    _need(be, dtype)
+    cname, cases = _SCALAR_INTO_INT[dtype.name]
+    cond = contiguous(be, np.array([True, False, True]), pg.bool, 1)
+    other = contiguous(be, np.array([5, 6, 7]), dtype, 2)
+    calls = {"fill": lambda v, out: be.fill(out.dev, v),
+             "where": lambda v, out: be.where(cond.dev, v, other.dev, out.dev),
+             "where b": lambda v, out: be.where(cond.dev, other.dev, v, out.dev)}
+    for value, want in cases:
+        for name, call in calls.items():
+            if not name.startswith(prim):
+                continue
+            out = empty(be, (3,), dtype)
+            what = f"{name} {dtype.name} with {value!r}"
+            if want is None:
+                message = f"value cannot be converted to type {cname} without overflow"
+                try:
+                    call(value, out)
+                    be.synchronize(0)
+                except RuntimeError as exc:
+                    assert message in str(exc), f"{what}: {exc!r}, expected {message!r}"
+                else:
+                    pytest.fail(f"{what} raised nothing: PyTorch raises RuntimeError({message!r}) "
+                                f"(got {be.to_host(out.dev).tolist()})")
+                continue
+            call(value, out)
+            expect = {"fill": [want] * 3, "where": [want, 6, want], "where b": [5, want, 7]}[name]
+            assert be.to_host(out.dev).tolist() == expect, what
+
+
 # ------------------------------------------------------------------ copy
 def _copy_source(src: Any, dst: Any) -> np.ndarray:
     """Values of ``src`` whose conversion to ``dst`` is defined (finite, in range)."""
@@ -392,7 +446,8 @@ def test_copy_rules(conformance_backend: Any) -> None:
 # ------------------------------------------------------------------ fill
 _FILL_VALUES: dict[str, list[Any]] = {
                 "bool": [True, False], "uint8": [255, -1], "int8": [-128, 5], "int16": [-300, 7],
-                "int32": [-7, 2 ** 31 - 1], "int64": [2 ** 40, -(2 ** 62)],
+                "int32": [-7, 2 ** 31 - 1],
+                "int64": [2 ** 40, 2 ** 53 + 1, 2 ** 62 + 1, -(2 ** 63), 2 ** 63 - 1],
                 "float16": [1.5, -np.inf], "bfloat16": [-0.25, np.nan],
                 "float32": [1.5, np.nan], "float64": [-0.1, np.inf]}
 
@@ -414,8 +469,11 @@ def test_fill(conformance_backend: Any, dtype: Any) -> None:
             check(be, out, what=f"fill {dtype.name} {value!r} {name}")
 
 
-def test_fill_value_literal(conformance_backend: Any) -> None:
+@pytest.mark.parametrize("value", [2 ** 40 + 3, 2 ** 53 + 1, 2 ** 62 + 1, -(2 ** 63), 2 ** 63 - 1,
+                                   -(2 ** 53) - 3])
+def test_fill_value_literal(conformance_backend: Any, value: int) -> None:
+    """int64 values are stored exactly (never through a double, which rounds past 2**53)."""
     be = conformance_backend
     out = strided_out(be, (2, 3), pg.int64)
-    be.fill(out.dev, 2 ** 40 + 3)
-    assert_same(be.to_host(out.dev), np.full((2, 3), 2 ** 40 + 3, np.int64), pg.int64)
+    be.fill(out.dev, value)
+    assert be.to_host(out.dev).tolist() == [[value] * 3] * 2, f"fill int64 with {value}"
