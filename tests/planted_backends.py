@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from portagrad.backends import philox
-from portagrad.backends.helpers import fit_scalar
+from portagrad.backends.helpers import fit_scalar, visible_indices
 from portagrad.backends.interface import DeviceProperties, View
 from portagrad.backends.numpy import NumpyBackend
 from portagrad.backends.numpy.backend import _nd
@@ -28,14 +28,19 @@ __all__ = ["Clean", "CleanFull", "PLANTED", "CLEAN"]
 
 
 class Clean(NumpyBackend):
-    """The numpy backend under its own device type (``cpu`` is reserved for the built-in)."""
+    """The numpy backend under its own device type (``cpu`` is reserved for the built-in), one
+    device that ``PORTAGRAD_VISIBLE_DEVICES`` may hide like any non-cpu device."""
 
     device_type = "planted"
 
+    def device_count(self) -> int:
+        return len(visible_indices(self.device_type, 1))
+
 
 class CleanFull(Clean):
-    """Two devices of 1 GiB each with per-device memory accounting, out-of-memory errors, pinned
-    memory, events and softmax: every optional part of the contract, done right.
+    """Two devices of 1 GiB each (fewer, or reordered, under ``PORTAGRAD_VISIBLE_DEVICES``) with
+    per-device memory accounting, out-of-memory errors, pinned memory, events and softmax: every
+    optional part of the contract, done right.
 
     It also has a copy engine: host-to-device copies queued on ``_copy_engine`` (as ``(dst,
     src)``) land when ``synchronize`` or ``to_host`` is called. CleanFull itself queues nothing
@@ -43,21 +48,23 @@ class CleanFull(Clean):
     the device's next primitives after it is asynchronous the wrong way."""
 
     CAPACITY = 1 << 30
+    PHYSICAL = 2
 
     def __init__(self) -> None:
         super().__init__()
         self._lock = threading.Lock()
-        self._allocated = [0, 0]
-        self._peak = [0, 0]
+        self._physical = visible_indices(self.device_type, self.PHYSICAL)  # logical -> physical
+        self._allocated = [0] * self.PHYSICAL
+        self._peak = [0] * self.PHYSICAL
         self._device_of: dict[int, int] = {}
         self._pinned: dict[int, Any] = {}
         self._copy_engine: list[tuple[View, np.ndarray]] = []
 
     def device_count(self) -> int:
-        return 2
+        return len(self._physical)
 
     def get_device_properties(self, index: int) -> DeviceProperties:
-        return DeviceProperties(name=f"planted device {index}", type="accelerator",
+        return DeviceProperties(name=f"planted device {self._physical[index]}", type="accelerator",
                                 total_memory=self.CAPACITY, fp64=True, fp16=True)
 
     def _drain(self) -> None:
@@ -698,6 +705,14 @@ class Bfloat16ToHostAsFloat32(CleanFull):
         return host.astype(np.float32) if src.dtype.name == "bfloat16" else host
 
 
+class IgnoresVisibleDevices(CleanFull):
+    """``device_count`` reports every physical device whatever ``PORTAGRAD_VISIBLE_DEVICES``
+    says."""
+
+    def device_count(self) -> int:
+        return self.PHYSICAL
+
+
 PLANTED: dict[str, str] = {
     # planted backend -> the kit tests (a -k expression) that must fail on it
     "Float64RandomMapping": "test_random",
@@ -750,6 +765,7 @@ PLANTED: dict[str, str] = {
     "WhereScalarCast": "test_scalar_into_integers",
     "FillInt64ViaDouble": "test_fill",
     "Bfloat16ToHostAsFloat32": "test_host_roundtrip",
+    "IgnoresVisibleDevices": "test_visible_devices",
 }
 
 CLEAN = ("Clean", "CleanFull")

@@ -273,7 +273,13 @@ class Backend:
 
     # ---------------------------------------------------------------- devices
     def device_count(self) -> int:
-        """Number of visible devices of this type (after ``PORTAGRAD_VISIBLE_DEVICES``)."""
+        """Number of visible devices of this type (after ``PORTAGRAD_VISIBLE_DEVICES``).
+
+        The backend applies the variable itself (the core does not): with ``n`` physical devices
+        it exposes ``len(helpers.visible_indices(device_type, n))`` of them, logical index ``i``
+        being physical device ``visible_indices(device_type, n)[i]`` in every method. The kit
+        checks it in a fresh process (``<type>:1000`` alone hides every device; ``1,0``
+        reorders)."""
         raise NotImplementedError
 
     def get_device_properties(self, index: int) -> DeviceProperties:

@@ -49,9 +49,10 @@ from portagrad.plugins.manager import (BackendUnavailableError, BackendValidatio
 
 __all__ = ["pytest_addoption", "pytest_configure", "pytest_unconfigure", "pytest_terminal_summary",
            "conformance_backend", "conformance_device", "reference_backend", "conformance_contract",
-           "load_object"]
+           "conformance_origin", "load_object"]
 
 _OBJECT_KEY = pytest.StashKey[Any]()
+_REF_KEY = pytest.StashKey[str]()
 _BACKEND_KEY = pytest.StashKey[Any]()
 
 
@@ -133,6 +134,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if ref:
         backend = load_object(ref)
         config.stash[_OBJECT_KEY] = _register(backend, ref)
+        config.stash[_REF_KEY] = ref
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -191,6 +193,19 @@ def conformance_contract(request: pytest.FixtureRequest) -> tuple[Any, str | Non
         return None, f"backend {device_type!r} failed to load: {exc}"
     request.config.stash[_BACKEND_KEY] = backend
     return backend, None
+
+
+@pytest.fixture(scope="session")
+def conformance_origin(request: pytest.FixtureRequest) -> tuple[str, str]:
+    """How a fresh process builds the backend under test: ``("object", "module:attr")`` for
+    ``--portagrad-backend-object``, else ``("type", device_type)`` (through the plugins)."""
+    ref = request.config.stash.get(_REF_KEY, None)
+    if ref is not None:
+        target, _, attr = ref.rpartition(":")
+        if target.endswith(".py"):  # the other process may run elsewhere: an absolute path
+            ref = f"{Path(target).resolve()}:{attr}"
+        return "object", ref
+    return "type", _device_type(request.config)
 
 
 @pytest.fixture(scope="session")

@@ -402,3 +402,12 @@ def test_to_another_device_through_the_public_api(conformance_device: str) -> No
     be = pg.empty(1, device=conformance_device)._storage.backend
     _two(be)
     device_checks.check_to_another_device(pg.device(conformance_device).type)
+
+
+def test_visible_devices(conformance_device: str, conformance_origin: tuple[str, str]) -> None:
+    """``PORTAGRAD_VISIBLE_DEVICES`` (set in another process, on a backend built there): only
+    out-of-range devices of the type named hides them all; ``1,0`` picks and reorders."""
+    device_type = pg.device(conformance_device).type
+    if device_type == "cpu":
+        pytest.skip("PORTAGRAD_VISIBLE_DEVICES does not apply to the cpu device")
+    device_checks.check_visible_devices(*conformance_origin, device_type)
