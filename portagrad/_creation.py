@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from . import _device, _dtype, _raw
-from ._memory import pinned_buffer
+from ._memory import pinned_buffer, pinning_backend
 from ._memory_format import check_memory_format
 from ._storage import Storage
 from ._tensor import Tensor
@@ -353,13 +353,20 @@ def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None,
     return from_host(np.eye(n, m, dtype=dt.numpy), device, dt, requires_grad)
 
 
-def pin_memory(input: Tensor) -> Tensor:
+def pin_memory(input: Tensor, device: Any = None) -> Tensor:
     """A copy of the CPU tensor ``input`` in page-locked host memory (for fast, asynchronous
-    copies to devices); ``input`` itself if already pinned."""
+    copies to devices); ``input`` itself if already pinned. ``device`` (a device or device type)
+    picks the backend whose pinned memory it is, the one that copies from it without blocking
+    (default: the accelerator's, else the first backend that can pin)."""
     if input.device.type != "cpu":
         raise RuntimeError(f"cannot pin '{input.type()}' only dense CPU tensors can be pinned")
-    if input.is_pinned():
+    if input.is_pinned() and (device is None or
+                              pinning_backend(device).is_pinned(input._storage.buffer)):
         return input
-    out = empty(input.shape, dtype=input.dtype, device="cpu", pin_memory=True)
+    shape = tuple(input.shape)
+    nbytes = math.prod(shape) * input.dtype.itemsize
+    concrete, cpu_backend, index = _target("cpu")
+    st = Storage(pinned_buffer(nbytes, device), nbytes, concrete, cpu_backend, index, pinned=True)
+    out = Tensor._make(st, 0, shape, _raw.strides_for(shape), input.dtype)
     _raw.copy_into(out, input)
     return out

@@ -1029,8 +1029,9 @@ class TensorOps:
 
     # ---------------------------------------------------------------------------- memory
     def pin_memory(self, device: Any = None) -> Tensor:
-        """A copy in page-locked host memory (for fast, asynchronous copies to devices)."""
-        return _CR.pin_memory(self)
+        """A copy in page-locked host memory (for fast, asynchronous copies to devices), pinned
+        by the backend of ``device`` when given (default: the accelerator's)."""
+        return _CR.pin_memory(self, device)
 
     def share_memory_(self) -> Tensor:
         """Move the storage (and ``.grad``'s) to shared memory, for other processes to map."""

@@ -26,8 +26,12 @@ Outputs are always written into a view the core allocated (``out``). Where a non
 :meth:`Backend.binary` (in-place arithmetic on a view, ``x[:, 0].add_(y)``, and the optimizers'
 ``axpy``-style updates). Every other primitive receives an ``out`` the core has just allocated,
 contiguous from offset 0 (``where``, ``unary``, ``reduce``, ``gather``, ``matmul``...; in-place
-unary ops on a view compute into a new buffer and ``copy`` back). A backend must honour ``out``'s
-strides in ``copy``, ``fill`` and ``binary``; honouring them everywhere is the safe choice.
+unary ops on a view compute into a new buffer and ``copy`` back today). A backend must honour
+``out``'s strides in ``copy``, ``fill``, ``binary`` and ``unary`` (the conformance kit checks
+all four: an in-place unary op may come to write its view directly); honouring them everywhere
+is the safe choice. Offsets count in every view, 0-d ones included (``x[3]`` of a 1-D tensor is
+a 0-d view at offset 3), and in every method that takes views: ``from_host``, ``to_host`` and
+``copy_between`` as much as the arithmetic.
 
 Dtypes
 ------
@@ -38,10 +42,18 @@ reductions and products in float32, and so do the built-in backends; integer ari
 Elementwise primitives receive inputs already converted to the
 computation dtype by the core (it calls :meth:`Backend.copy` to cast), except where noted
 (comparisons write ``bool``; ``where``'s condition is ``bool``; index tensors are ``int64``).
+A backend that cannot store a dtype declines it: its :meth:`Backend.from_host` (and
+:meth:`Backend.to_host`) raise :class:`portagrad.errors.DTypeError` for views of that dtype (the
+OpenCL backend does for float16 without ``cl_khr_fp16``); the conformance kit then skips the
+dtype and lists it in its summary. :meth:`Backend.to_host` of a dtype it stores returns that
+dtype's numpy type with the stored bits, never a wider type (bfloat16 comes back as
+``ml_dtypes.bfloat16``, not float32).
 
 Asynchrony
 ----------
-Primitives may return before the work is done (enqueue). Work on one device is ordered. Only
+Primitives may return before the work is done (enqueue). Work on one device is ordered: a
+primitive sees the effects of every call made before it on that device, non-blocking uploads
+from pinned memory (:meth:`Backend.from_host`) included. Only
 :meth:`Backend.to_host` (which returns data the caller reads) and :meth:`Backend.synchronize` must
 wait. A backend raises :class:`portagrad.OutOfMemoryError` from :meth:`allocate` when a request
 cannot be met even after releasing its cache.
@@ -261,7 +273,13 @@ class Backend:
 
     # ---------------------------------------------------------------- devices
     def device_count(self) -> int:
-        """Number of visible devices of this type (after ``PORTAGRAD_VISIBLE_DEVICES``)."""
+        """Number of visible devices of this type (after ``PORTAGRAD_VISIBLE_DEVICES``).
+
+        The backend applies the variable itself (the core does not): with ``n`` physical devices
+        it exposes ``len(helpers.visible_indices(device_type, n))`` of them, logical index ``i``
+        being physical device ``visible_indices(device_type, n)[i]`` in every method. The kit
+        checks it in a fresh process (``<type>:1000`` alone hides every device; ``1,0``
+        reorders)."""
         raise NotImplementedError
 
     def get_device_properties(self, index: int) -> DeviceProperties:
@@ -305,8 +323,8 @@ class Backend:
         return self.memory_counter.stats(index)
 
     def reset_peak_memory_stats(self, index: int) -> None:
-        """Set ``peak_allocated`` to the current ``allocated`` (default: on
-        :attr:`memory_counter`)."""
+        """Set ``peak_allocated`` to the current ``allocated`` (not to 0: buffers alive at the
+        reset count; default: on :attr:`memory_counter`)."""
         self.memory_counter.reset_peak(index)
 
     def empty_cache(self, index: int) -> None:
@@ -315,12 +333,18 @@ class Backend:
 
     def from_host(self, dst: View, src: np.ndarray, non_blocking: bool = False) -> None:
         """Copy the C-contiguous host array ``src`` (same dtype and number of elements) into the
-        contiguous view ``dst``. With ``non_blocking`` and a pinned ``src`` the call may return
-        after enqueueing; the backend keeps ``src`` alive until the copy is done."""
+        contiguous view ``dst``, which may start at any offset of its buffer (the elements
+        around it keep their values). With ``non_blocking`` and a ``src`` this backend pinned
+        (:meth:`is_pinned`) the call may return after enqueueing: the backend keeps ``src``
+        alive until the copy is done, the device's later primitives see the copied data (work
+        on a device is ordered), and once :meth:`synchronize` returns the copy has read ``src``
+        (the caller may then overwrite it)."""
         raise NotImplementedError
 
     def to_host(self, src: View) -> np.ndarray:
-        """Return a new C-contiguous numpy array with the view's contents (waits for the data)."""
+        """Return a new C-contiguous numpy array with the view's contents (waits for the data),
+        of the view's numpy dtype (``src.dtype.numpy``: bfloat16 is ml_dtypes', never a wider
+        type) holding the stored bits."""
         raise NotImplementedError
 
     def host_array(self, src: View) -> np.ndarray | None:
@@ -342,7 +366,8 @@ class Backend:
         return None
 
     def copy_between(self, dst: View, src: View) -> None:
-        """Copy between two devices *of this backend* (contiguous, same dtype and numel).
+        """Copy between two devices *of this backend* (contiguous, same dtype and numel; each
+        view may start at an offset of its buffer: ``x[5:].to("mydev:1")``).
 
         Default (host): :meth:`to_host` of ``src``, then :meth:`from_host` into ``dst``."""
         if 0 not in src.shape:
@@ -351,7 +376,9 @@ class Backend:
     def pin_memory(self, nbytes: int) -> np.ndarray | None:
         """Optional: a page-locked host buffer as a 1-D ``uint8`` numpy array, or ``None`` when
         the backend has no pinned memory. Pinned host tensors live on the ``cpu`` device and
-        use this array as their storage."""
+        use this array as their storage: ``Tensor.pin_memory("mydev")`` asks this backend,
+        ``Tensor.pin_memory()`` the accelerator's (``pg.accelerator``), else the first that
+        can pin."""
         return None
 
     def is_pinned(self, array: np.ndarray) -> bool:
@@ -396,8 +423,13 @@ class Backend:
 
         ``a`` and ``b`` are views of ``out``'s dtype (the core casts mixed operands to the
         promoted dtype first) or Python scalars of its category (``masked_fill(mask, 3)`` on a
-        float tensor passes ``3.0``); an ``int`` scalar into a narrow integer dtype is checked
-        (``RuntimeError`` if it cannot be stored, see ``ufuncs.fit_scalar``). ``a`` may be ``out``
+        float tensor passes ``3.0``). A scalar stored into an integer ``out`` goes through
+        PyTorch's checked conversion, :func:`portagrad.backends.helpers.fit_scalar`: an ``int``
+        must fit, except that a negative one whose magnitude fits wraps into an unsigned type
+        (``-1`` is 255 in uint8); a ``float`` is truncated toward zero and must be finite and in
+        range; otherwise ``RuntimeError("value cannot be converted to type uint8_t without
+        overflow")``, never numpy's wrapping cast (the core passes ``masked_fill(mask, 300)`` of
+        a uint8 tensor unchecked). ``a`` may be ``out``
         itself (in-place ``masked_fill_``): then only the positions where ``cond`` is false
         change.
 
@@ -415,7 +447,10 @@ class Backend:
         raise NotImplementedError
 
     def fill(self, out: View, value: int | float | bool) -> None:
-        """Set every element of ``out`` to ``value``."""
+        """Set every element of ``out`` to ``value``. Into an integer ``out`` the value is
+        converted as in :meth:`where` (:func:`~portagrad.backends.helpers.fit_scalar`:
+        ``uint8.fill_(300)`` raises, ``fill_(-1)`` writes 255) and stored exactly: an int64 value
+        past ``2**53`` never goes through a double."""
         raise NotImplementedError
 
     def reduce(self, op: str, x: View, axes: Sequence[int], out: View) -> None:
@@ -523,9 +558,12 @@ class Backend:
     # def event_query(self, event: Any) -> bool:
     #     """Whether ``event`` has completed; never blocks."""
     # def event_elapsed_ms(self, start: Any, end: Any) -> float:
-    #     """Milliseconds of device time between two events recorded on one device, ``start``
-    #     first (waits for both). ``Event.elapsed_time`` calls it only for events created with
-    #     ``enable_timing=True``; a host-memory backend may return host wall-clock time."""
+    #     """Milliseconds (not seconds) of device time between two events recorded on one
+    #     device, ``start`` first (waits for both): the time between the moments the device
+    #     reached the two markers, idle time included (as ``cudaEventElapsedTime``), so events
+    #     recorded 50 ms apart on an idle device are about 50 apart. ``Event.elapsed_time``
+    #     calls it only for events created with ``enable_timing=True``; a host-memory backend
+    #     may return host wall-clock time."""
 
     # ------------------------------------------------------- optional fast paths
     # A backend may define any of the methods below (see OPTIONAL_METHODS); the core checks with
@@ -540,8 +578,9 @@ class Backend:
     # def softmax(self, x: View, axis: int, out: View, log: bool) -> None:
     #     """``out = exp(x - max) / sum(exp(x - max))`` along ``axis`` (``log=True``: ``x - max -
     #     log(sum(exp(x - max)))``), max and sum taken over ``axis``. ``x`` and ``out`` are
-    #     contiguous, of one shape and floating dtype; ``axis`` is in ``[0, ndim)``; the axis may
-    #     have length 0 (nothing to write). Subtracting the maximum is what keeps large inputs
+    #     contiguous (``x`` may start at an offset of its buffer: a contiguous slice), of one
+    #     shape and floating dtype; ``axis`` is in ``[0, ndim)``; the axis may have length 0
+    #     (nothing to write). Subtracting the maximum is what keeps large inputs
     #     finite, as in PyTorch; a row that contains NaN or ``+inf`` gives NaN."""
     #
     # Convolution (used by conv1d/conv2d for every ``groups``; 1-D runs as height-1 2-D). The

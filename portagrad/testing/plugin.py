@@ -25,6 +25,11 @@ A backend that lacks required methods of the contract, or fails to load at all, 
 ONE failing test, ``test_contract_is_complete``, naming what is missing (or the load error); every
 other test is skipped with that reason rather than erroring on its own. Tests of an optional method
 (``conv2d``, ``pin_memory``, the events...) skip when the backend does not have it.
+
+Tests of a dtype the backend declines (its ``from_host``/``to_host`` raise
+:class:`~portagrad.errors.DTypeError`, or float64 on a device without fp64) skip too; the terminal
+summary lists the declined dtypes with the reason, so a skipped dtype is never mistaken for a
+checked one.
 """
 from __future__ import annotations
 
@@ -42,10 +47,13 @@ from portagrad.plugins import BackendSpec, hookimpl
 from portagrad.plugins.manager import (BackendUnavailableError, BackendValidationError,
                                        get_backend, get_state, reset)
 
-__all__ = ["pytest_addoption", "pytest_configure", "pytest_unconfigure", "conformance_backend",
-           "conformance_device", "reference_backend", "conformance_contract", "load_object"]
+__all__ = ["pytest_addoption", "pytest_configure", "pytest_unconfigure", "pytest_terminal_summary",
+           "conformance_backend", "conformance_device", "reference_backend", "conformance_contract",
+           "conformance_origin", "load_object"]
 
 _OBJECT_KEY = pytest.StashKey[Any]()
+_REF_KEY = pytest.StashKey[str]()
+_BACKEND_KEY = pytest.StashKey[Any]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -126,6 +134,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if ref:
         backend = load_object(ref)
         config.stash[_OBJECT_KEY] = _register(backend, ref)
+        config.stash[_REF_KEY] = ref
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -145,6 +154,29 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"portagrad conformance kit: backend under test = {_device_type(config)!r}"
 
 
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Which dtypes the backend under test stores and which it declines (their tests skipped)."""
+    backend = config.stash.get(_BACKEND_KEY, None)
+    if backend is None:  # no kit test ran, or the backend did not load
+        return
+    from .conformance._util import declined_dtypes, supported_dtypes
+
+    write = terminalreporter.write_line
+    terminalreporter.section("portagrad conformance kit: dtypes")
+    try:
+        stored, declined = supported_dtypes(backend), declined_dtypes(backend)
+    except Exception as exc:  # the probe itself failed: the tests report it
+        write(f"could not probe the dtypes of {_device_type(config)!r}: {exc!r}")
+        return
+    write(f"backend {_device_type(config)!r} stores: {', '.join(d.name for d in stored)}")
+    if declined:
+        write("declines (every test of these dtypes skipped):")
+        for name, why in declined:
+            write(f"  {name}: {why}")
+    else:
+        write("declines no dtype")
+
+
 @pytest.fixture(scope="session")
 def conformance_contract(request: pytest.FixtureRequest) -> tuple[Any, str | None]:
     """``(backend, problem)``: the backend object under test (``None`` if it did not load) and,
@@ -152,13 +184,28 @@ def conformance_contract(request: pytest.FixtureRequest) -> tuple[Any, str | Non
     Only ``test_contract_is_complete`` fails on the problem; the other tests skip."""
     device_type = _device_type(request.config)
     try:
-        return get_backend(device_type), None
+        backend = get_backend(device_type)
     except BackendUnavailableError as exc:
         cause = exc.__cause__
         if isinstance(cause, BackendValidationError) and cause.backend is not None:
             return cause.backend, (f"backend {device_type!r} lacks required method(s) of the "
                                    f"contract: {', '.join(cause.missing)}")
         return None, f"backend {device_type!r} failed to load: {exc}"
+    request.config.stash[_BACKEND_KEY] = backend
+    return backend, None
+
+
+@pytest.fixture(scope="session")
+def conformance_origin(request: pytest.FixtureRequest) -> tuple[str, str]:
+    """How a fresh process builds the backend under test: ``("object", "module:attr")`` for
+    ``--portagrad-backend-object``, else ``("type", device_type)`` (through the plugins)."""
+    ref = request.config.stash.get(_REF_KEY, None)
+    if ref is not None:
+        target, _, attr = ref.rpartition(":")
+        if target.endswith(".py"):  # the other process may run elsewhere: an absolute path
+            ref = f"{Path(target).resolve()}:{attr}"
+        return "object", ref
+    return "type", _device_type(request.config)
 
 
 @pytest.fixture(scope="session")

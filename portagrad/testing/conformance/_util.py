@@ -17,10 +17,11 @@ import numpy as np
 from ...backends.helpers import DTYPES, contiguous_strides
 from ...backends.interface import View
 from ...backends.numpy import NumpyBackend
+from ...errors import DTypeError
 
 __all__ = ["REF", "Twin", "Pair", "contiguous", "reversed_axes", "broadcast", "empty",
-           "strided_out", "gapped", "run_both", "check", "assert_same", "supported_dtypes", "sample",
-           "specials", "close_tol", "to_ref_host"]
+           "strided_out", "gapped", "run_both", "check", "assert_same", "supported_dtypes",
+           "declined_dtypes", "sample", "specials", "close_tol", "to_ref_host"]
 
 REF = NumpyBackend()
 """The reference backend every result is compared with."""
@@ -159,29 +160,39 @@ def check(be: Any, p: Pair, exact: bool = True, tol: tuple[float, float] | None 
 
 
 @functools.lru_cache(maxsize=8)
-def _supported(be: Any) -> tuple[Any, ...]:
-    out = []
+def _probe(be: Any) -> tuple[tuple[Any, ...], tuple[tuple[str, str], ...]]:
+    stored, declined = [], []
     fp64 = be.get_device_properties(0).fp64
     for dt in DTYPES.values():
         if dt.name == "float64" and not fp64:
+            declined.append((dt.name, "the device properties say fp64=False"))
             continue
         try:
             a = np.arange(5).astype(dt.numpy)
             buf = be.allocate(0, a.nbytes)
             v = View(buf, 0, (5,), (1,), dt)
             be.from_host(v, a)
-            if be.to_host(v).tobytes() != a.tobytes():
-                continue
-        except Exception:  # the backend does not store this dtype: it is not claimed
+            be.to_host(v)
+        except (DTypeError, NotImplementedError) as exc:  # how a backend declines a dtype
+            declined.append((dt.name, f"{type(exc).__name__}: {exc}"))
             continue
-        out.append(dt)
-    return tuple(out)
+        # stored: whatever to_host gave back (its dtype, its bits) is for the tests to check
+        stored.append(dt)
+    return tuple(stored), tuple(declined)
 
 
 def supported_dtypes(be: Any) -> tuple[Any, ...]:
-    """The dtypes ``be`` stores (allocate + from_host + to_host round-trip), float64 only where
-    the device properties say fp64."""
-    return _supported(be)
+    """The dtypes ``be`` stores: all but those it declines (see :func:`declined_dtypes`)."""
+    return _probe(be)[0]
+
+
+def declined_dtypes(be: Any) -> tuple[tuple[str, str], ...]:
+    """``(dtype name, why)`` for each dtype ``be`` declines: float64 where the device properties
+    say ``fp64=False``, and any whose ``allocate`` + ``from_host`` + ``to_host`` round trip raises
+    :class:`~portagrad.errors.DTypeError` (or ``NotImplementedError``). A round trip that returns
+    claims the dtype, so wrong data (another dtype, other bits) fails the tests rather than
+    passing as a declined dtype."""
+    return _probe(be)[1]
 
 
 _RNG = np.random.default_rng(20240601)

@@ -15,8 +15,9 @@ from portagrad.backends.interface import (EVENT_METHODS, OPTIONAL_METHODS, REQUI
 from portagrad.errors import OutOfMemoryError, UnsupportedOpError
 from portagrad.plugins.manager import missing_methods
 
+from ...backends.helpers import contiguous_strides
 from . import device_checks
-from ._util import contiguous, empty, sample, supported_dtypes
+from ._util import REF, check, contiguous, declined_dtypes, empty, sample, supported_dtypes
 
 # every method a backend can have: the contract's, and any the base class defines for all
 ALL_METHODS = tuple(dict.fromkeys(
@@ -108,22 +109,37 @@ def _need(be: Any, dtype: Any) -> None:
 
 def test_core_dtypes_are_stored(conformance_backend: Any) -> None:
     got = supported_dtypes(conformance_backend)
+    declined = dict(declined_dtypes(conformance_backend))
     for dt in (pg.bool, pg.int32, pg.int64, pg.float32):
-        assert dt in got, f"{dt.name} does not survive allocate + from_host + to_host"
+        assert dt in got, f"the backend declines {dt.name}, which every backend stores: " \
+                          f"{declined.get(dt.name)}"
 
 
 @pytest.mark.parametrize("dtype", _ALL_DTYPES, ids=_dtype_ids(_ALL_DTYPES))
 @pytest.mark.parametrize("shape", [(), (0,), (1,), (7,), (3, 5), (2, 0, 3), (2, 3, 4)])
 def test_host_roundtrip(conformance_backend: Any, dtype: Any, shape: tuple) -> None:
+    """``to_host`` returns a new C-contiguous array of the view's numpy dtype (bfloat16 is
+    ml_dtypes', never float32) with the stored bits; ``from_host`` into a view at an offset writes
+    there and nowhere else."""
     be = conformance_backend
     _need(be, dtype)
     arr = sample(dtype, shape)
     p = contiguous(be, arr, dtype, offset=3)
     got = be.to_host(p.dev)
-    assert got.shape == arr.shape and got.dtype == arr.dtype and got.flags.c_contiguous
+    assert got.dtype == arr.dtype, (f"to_host of a {dtype.name} view returned {got.dtype} data, "
+                                    f"expected {arr.dtype} (the stored bits, not a conversion)")
+    assert got.shape == arr.shape and got.flags.c_contiguous
     assert got.tobytes() == arr.tobytes()
     got[...] = 0 if got.size else got  # a new array: writing it does not touch the buffer
     assert be.to_host(p.dev).tobytes() == arr.tobytes()
+    if not arr.size:
+        return  # the core never uploads nothing
+    # into the middle of a buffer of sentinels (x[2:5] = array, the host defaults' spans)
+    dst = empty(be, (arr.size + 6,), dtype)
+    pair = dst.twin.view(4, shape, contiguous_strides(shape))
+    REF.from_host(pair.ref, arr)
+    be.from_host(pair.dev, arr)
+    check(be, pair, what=f"from_host of {dtype.name} {shape} at offset 4")
 
 
 def test_allocate_zero_bytes(conformance_backend: Any) -> None:
@@ -171,9 +187,14 @@ def test_memory_stats_follow_allocations(conformance_backend: Any, index: int) -
     s2 = be.memory_stats(index)
     assert s2["allocated"] <= s0["allocated"], f"allocated did not decrease after freeing: {s0} {s2}"
     assert s2["peak_allocated"] >= s1["allocated"]
+    held = be.allocate(index, nbytes)  # the reset peak is what is allocated now, not 0
     be.reset_peak_memory_stats(index)
     s3 = be.memory_stats(index)
-    assert s3["peak_allocated"] == s3["allocated"], s3
+    assert s3["peak_allocated"] == s3["allocated"] >= nbytes, (
+        f"reset_peak_memory_stats with {nbytes} bytes allocated: {s3} (the peak becomes the "
+        f"current allocation)")
+    del held
+    _settle()
     be.empty_cache(index)
     s4 = be.memory_stats(index)
     assert s4["reserved"] >= s4["allocated"]
@@ -223,7 +244,9 @@ def test_out_of_memory_through_the_public_api(conformance_device: str) -> None:
 
 def test_pinned_memory_non_blocking(conformance_backend: Any) -> None:
     """``from_host(non_blocking=True)`` from a pinned array (at an offset into the pinned buffer)
-    lands intact; ``is_pinned`` knows pinned arrays and their views, and nothing else."""
+    lands intact: the device's next primitive already reads the new data (work on a device is
+    ordered), and after ``synchronize`` the caller may overwrite the pinned array. ``is_pinned``
+    knows pinned arrays and their views, and nothing else."""
     be = conformance_backend
     n = 40_003
     pinned = be.pin_memory((n + 8) * 4)
@@ -235,23 +258,42 @@ def test_pinned_memory_non_blocking(conformance_backend: Any) -> None:
     whole = pinned[:(n + 8) * 4].view(np.float32)
     whole[:] = -1.0
     src = whole[5:5 + n]
-    src[:] = np.arange(n, dtype=np.float32)
+    want = np.arange(n, dtype=np.float32)
+    src[:] = want
     dst = empty(be, (n,), pg.float32)
     be.from_host(dst.dev, src, non_blocking=True)
+    seen = empty(be, (n,), pg.float32)
+    be.copy(dst.dev, seen.dev)  # enqueued behind the upload: must read what it wrote
     be.synchronize(0)
-    np.testing.assert_array_equal(be.to_host(dst.dev), np.arange(n, dtype=np.float32))
-    # the caller may reuse the pinned array once the device is synchronized
-    src[:] = 0
-    np.testing.assert_array_equal(be.to_host(dst.dev), np.arange(n, dtype=np.float32))
+    src[:] = 0  # the caller may reuse the pinned array once the device is synchronized
+    np.testing.assert_array_equal(be.to_host(dst.dev), want,
+                                  err_msg="non-blocking upload, read after synchronize")
+    np.testing.assert_array_equal(be.to_host(seen.dev), want,
+                                  err_msg="a primitive after a non-blocking upload read old data")
 
 
-def test_pinned_tensor_non_blocking_to_device(conformance_device: str) -> None:
+def test_pinned_tensor_non_blocking(conformance_device: str) -> None:
+    """Through the public API, in memory pinned by the backend under test
+    (``pin_memory(device)``): a non-blocking copy to the device, used at once by an op, the pinned
+    tensor overwritten after ``synchronize``; and a non-blocking copy back into pinned memory."""
     be = pg.empty(1, device=conformance_device)._storage.backend
     if be.pin_memory(16) is None:
         pytest.skip("the backend has no pinned memory")
-    host = pg.arange(1000, dtype=pg.float32)[7:507]
-    dev = host.pin_memory().to(conformance_device, non_blocking=True)
-    np.testing.assert_array_equal(dev.cpu().numpy(), np.arange(7, 507, dtype=np.float32))
+    index = pg.device(conformance_device).index or 0
+    want = np.arange(7, 507, dtype=np.float32)
+    host = pg.arange(1000, dtype=pg.float32)[7:507].pin_memory(conformance_device)
+    assert host.is_pinned() and be.is_pinned(host._storage.buffer), (
+        "Tensor.pin_memory(device) did not use the device's own pinned memory")
+    dev = host.to(conformance_device, non_blocking=True)
+    doubled = dev * 2.0
+    be.synchronize(index)
+    host.zero_()
+    np.testing.assert_array_equal(dev.cpu().numpy(), want)
+    np.testing.assert_array_equal(doubled.cpu().numpy(), want * 2)
+    back = pg.zeros(500, dtype=pg.float32).pin_memory(conformance_device)
+    back.copy_(doubled, non_blocking=True)
+    be.synchronize(index)
+    np.testing.assert_array_equal(back.numpy(), want * 2)
 
 
 def _has_events(be: Any) -> bool:
@@ -274,6 +316,28 @@ def test_events(conformance_backend: Any) -> None:
     assert isinstance(ms, float) and ms >= 0.0
     np.testing.assert_allclose(be.to_host(p.dev)[:3], np.exp(np.exp(np.exp(1.0))).astype(np.float32),
                                rtol=1e-5)
+
+
+def test_event_elapsed_time_is_in_milliseconds(conformance_backend: Any) -> None:
+    """Two events recorded 50 ms apart (the device idle in between, after a ``synchronize``) are
+    at least 25 ms apart and no further apart than the host saw them: milliseconds, not seconds
+    or microseconds. The bounds hold on any load: the sleep is a minimum, the host's clock the
+    maximum."""
+    be = conformance_backend
+    if not _has_events(be):
+        pytest.skip("the backend has no events")
+    be.synchronize(0)
+    t0 = time.perf_counter()
+    start = be.record_event(0)
+    be.synchronize(0)  # start has completed before the sleep begins
+    time.sleep(0.05)
+    end = be.record_event(0)
+    be.event_wait(end)
+    host_ms = (time.perf_counter() - t0) * 1000.0
+    ms = be.event_elapsed_ms(start, end)
+    assert 25.0 <= ms <= host_ms * 1.5 + 5.0, (
+        f"event_elapsed_ms gave {ms!r} for events recorded 50 ms apart ({host_ms:.1f} ms on the "
+        f"host clock): it must return milliseconds of elapsed time, idle time included")
 
 
 def test_event_query_does_not_block(conformance_backend: Any) -> None:
@@ -338,3 +402,12 @@ def test_to_another_device_through_the_public_api(conformance_device: str) -> No
     be = pg.empty(1, device=conformance_device)._storage.backend
     _two(be)
     device_checks.check_to_another_device(pg.device(conformance_device).type)
+
+
+def test_visible_devices(conformance_device: str, conformance_origin: tuple[str, str]) -> None:
+    """``PORTAGRAD_VISIBLE_DEVICES`` (set in another process, on a backend built there): only
+    out-of-range devices of the type named hides them all; ``1,0`` picks and reorders."""
+    device_type = pg.device(conformance_device).type
+    if device_type == "cpu":
+        pytest.skip("PORTAGRAD_VISIBLE_DEVICES does not apply to the cpu device")
+    device_checks.check_visible_devices(*conformance_origin, device_type)

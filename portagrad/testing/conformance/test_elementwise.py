@@ -45,7 +45,8 @@ UNARY_CASES = [(op, dt) for op in UNARY_OPS for dt in ALL if _unary_ok(op, dt)]
 @pytest.mark.parametrize("op,dtype", UNARY_CASES, ids=[f"{o}-{d.name}" for o, d in UNARY_CASES])
 def test_unary(conformance_backend: Any, op: str, dtype: Any) -> None:
     """Contiguous at an offset, transposed, broadcast (stride 0), 0-d and zero-size inputs, with
-    NaN, infinities, signed zeros, halves and integer extremes among the values."""
+    NaN, infinities, signed zeros, halves and integer extremes among the values; and a strided
+    ``out`` (its gaps untouched)."""
     be = conformance_backend
     _need(be, dtype)
     odt = pg.bool if op in _BOOL_OUT_UNARY else dtype
@@ -63,6 +64,9 @@ def test_unary(conformance_backend: Any, op: str, dtype: Any) -> None:
         out = empty(be, x.shape, odt)
         run_both(be, "unary", op, x, out)
         check(be, out, exact, what=f"unary {op} {dtype.name} {name}")
+    out = strided_out(be, SHAPE, odt)
+    run_both(be, "unary", op, contiguous(be, a, dtype, offset=1), out)
+    check(be, out, exact, what=f"unary {op} {dtype.name} into a strided out")
 
 
 _UNARY_LITERALS: dict[str, tuple[list[Any], list[Any]]] = {
@@ -317,6 +321,60 @@ def test_where(conformance_backend: Any, dtype: Any) -> None:
     check(be, out, what=f"where {dtype.name} in place")
 
 
+# PyTorch's checked conversion of a Python scalar stored into an integer tensor (the rule of
+# portagrad.backends.helpers.fit_scalar), written out by hand: value -> stored value, or None
+# for RuntimeError("value cannot be converted to type <C type> without overflow")
+_SCALAR_INTO_INT: dict[str, tuple[str, list[tuple[Any, Any]]]] = {
+    "uint8": ("uint8_t", [(300, None), (-1, 255), (-255, 1), (-256, None), (255, 255), (1.5, 1),
+                          (254.9, 254), (255.5, None), (math.inf, None), (math.nan, None)]),
+    "int8": ("int8_t", [(128, None), (-128, -128), (-129, None), (-2.7, -2), (126.5, 126),
+                        (127.5, None)]),
+    "int16": ("int16_t", [(40000, None), (-32768, -32768), (-40000, None), (3.9, 3)]),
+    "int32": ("int", [(2 ** 31, None), (-(2 ** 31), -(2 ** 31)), (1e10, None), (-7.5, -7)]),
+    "int64": ("int64_t", [(2 ** 63, None), (-(2 ** 63), -(2 ** 63)), (2 ** 62 + 1, 2 ** 62 + 1),
+                          (1.5, 1), (-2.5, -2), (math.inf, None), (-math.inf, None),
+                          (math.nan, None), (9.3e18, None)]),
+}
+_INT_DTYPES = [pg.uint8, pg.int8, pg.int16, pg.int32, pg.int64]
+
+
+@pytest.mark.parametrize("prim", ["where", "fill"])
+@pytest.mark.parametrize("dtype", _INT_DTYPES, ids=[d.name for d in _INT_DTYPES])
+def test_scalar_into_integers(conformance_backend: Any, dtype: Any, prim: str) -> None:
+    """A Python scalar stored by ``where`` (either side) or ``fill`` into an integer dtype:
+    an ``int`` that does not fit raises PyTorch's ``RuntimeError`` (a negative one whose
+    magnitude fits wraps into an unsigned type: -1 is 255 in uint8), a ``float`` is truncated
+    toward zero and must be finite and in range. Never numpy's wrapping cast."""
+    be = conformance_backend
+    _need(be, dtype)
+    cname, cases = _SCALAR_INTO_INT[dtype.name]
+    cond = contiguous(be, np.array([True, False, True]), pg.bool, 1)
+    other = contiguous(be, np.array([5, 6, 7]), dtype, 2)
+    calls = {"fill": lambda v, out: be.fill(out.dev, v),
+             "where": lambda v, out: be.where(cond.dev, v, other.dev, out.dev),
+             "where b": lambda v, out: be.where(cond.dev, other.dev, v, out.dev)}
+    for value, want in cases:
+        for name, call in calls.items():
+            if not name.startswith(prim):
+                continue
+            out = empty(be, (3,), dtype)
+            what = f"{name} {dtype.name} with {value!r}"
+            if want is None:
+                message = f"value cannot be converted to type {cname} without overflow"
+                try:
+                    call(value, out)
+                    be.synchronize(0)
+                except RuntimeError as exc:
+                    assert message in str(exc), f"{what}: {exc!r}, expected {message!r}"
+                else:
+                    pytest.fail(f"{what} raised nothing: PyTorch raises RuntimeError({message!r}) "
+                                f"(got {be.to_host(out.dev).tolist()})")
+                continue
+            call(value, out)
+            expect = {"fill": [want] * 3, "where": [want, 6, want], "where b": [5, want, 7]}[name]
+            assert be.to_host(out.dev).tolist() == expect, what
+
+
 # ------------------------------------------------------------------ copy
 def _copy_source(src: Any, dst: Any) -> np.ndarray:
     """Values of ``src`` whose conversion to ``dst`` is defined (finite, in range)."""
@@ -327,6 +385,12 @@ def _copy_source(src: Any, dst: Any) -> np.ndarray:
         v = np.resize(vals, SHAPE[0] * SHAPE[1]).reshape(SHAPE)
         return v.astype(src.numpy)
     return sample(src, SHAPE)
+
+
+def _zero_dim_at(be: Any, dtype: Any, offset: int) -> Any:
+    """A 0-d view at ``offset`` in a buffer of sentinels (``x[3]`` of a 1-D tensor)."""
+    p = empty(be, (offset + 2,), dtype)
+    return p.twin.view(offset, (), ())
 
 
 COPY_CASES = [(s, d) for s in ALL for d in ALL]
@@ -349,6 +413,8 @@ def test_copy(conformance_backend: Any, src: Any, dst: Any) -> None:
         ("into transposed", lambda: contiguous(be, a, src, 1),
          lambda: reversed_axes(be, np.zeros(SHAPE), dst)),
         ("0-d", lambda: contiguous(be, a[1, 1], src, 1), lambda: empty(be, (), dst)),
+        ("0-d at offsets", lambda: contiguous(be, a[2, 3], src, 2),
+         lambda: _zero_dim_at(be, dst, 3)),
         ("empty", lambda: contiguous(be, a[:0], src, 1), lambda: empty(be, (0, SHAPE[1]), dst)),
     ]
     for name, ms, md in cases:
@@ -380,7 +446,8 @@ def test_copy_rules(conformance_backend: Any) -> None:
 # ------------------------------------------------------------------ fill
 _FILL_VALUES: dict[str, list[Any]] = {
                 "bool": [True, False], "uint8": [255, -1], "int8": [-128, 5], "int16": [-300, 7],
-                "int32": [-7, 2 ** 31 - 1], "int64": [2 ** 40, -(2 ** 62)],
+                "int32": [-7, 2 ** 31 - 1],
+                "int64": [2 ** 40, 2 ** 53 + 1, 2 ** 62 + 1, -(2 ** 63), 2 ** 63 - 1],
                 "float16": [1.5, -np.inf], "bfloat16": [-0.25, np.nan],
                 "float32": [1.5, np.nan], "float64": [-0.1, np.inf]}
 
@@ -395,14 +462,18 @@ def test_fill(conformance_backend: Any, dtype: Any) -> None:
                            ("strided", lambda: strided_out(be, (3, 41), dtype)),
                            ("transposed", lambda: reversed_axes(be, sample(dtype, (4, 6)), dtype)),
                            ("broadcast-free 0-d", lambda: empty(be, (), dtype)),
+                           ("0-d at an offset", lambda: _zero_dim_at(be, dtype, 2)),
                            ("empty", lambda: strided_out(be, (0, 4), dtype))):
             out = make()
             run_both(be, "fill", out, value)
             check(be, out, what=f"fill {dtype.name} {value!r} {name}")
 
 
-def test_fill_value_literal(conformance_backend: Any) -> None:
+@pytest.mark.parametrize("value", [2 ** 40 + 3, 2 ** 53 + 1, 2 ** 62 + 1, -(2 ** 63), 2 ** 63 - 1,
+                                   -(2 ** 53) - 3])
+def test_fill_value_literal(conformance_backend: Any, value: int) -> None:
+    """int64 values are stored exactly (never through a double, which rounds past 2**53)."""
     be = conformance_backend
     out = strided_out(be, (2, 3), pg.int64)
-    be.fill(out.dev, 2 ** 40 + 3)
-    assert_same(be.to_host(out.dev), np.full((2, 3), 2 ** 40 + 3, np.int64), pg.int64)
+    be.fill(out.dev, value)
+    assert be.to_host(out.dev).tolist() == [[value] * 3] * 2, f"fill int64 with {value}"

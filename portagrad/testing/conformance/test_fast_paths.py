@@ -87,7 +87,7 @@ def _softmax_ref(x: np.ndarray, axis: int, log: bool) -> np.ndarray:
 @pytest.mark.parametrize("dtype", [pg.float32, pg.float64, pg.float16, pg.bfloat16], ids=str)
 def test_softmax_method(conformance_backend: Any, dtype: Any, log: bool) -> None:
     """Large inputs stay finite (the maximum is subtracted), a row with NaN or +inf gives NaN,
-    every axis, a zero-length axis."""
+    every axis, a zero-length axis; the input at an offset in its buffer (a contiguous slice)."""
     be = conformance_backend
     _has(be, ("softmax",))
     if dtype not in supported_dtypes(be):
@@ -100,7 +100,7 @@ def test_softmax_method(conformance_backend: Any, dtype: Any, log: bool) -> None
     x[3] = np.where(np.isfinite(x[3]), x[3], -np.inf)
     x = x.astype(dtype.numpy)
     for axis in (0, 1, 2):
-        xv = contiguous(be, x, dtype, 0)
+        xv = contiguous(be, x, dtype, 3)
         out = empty(be, x.shape, dtype)
         be.softmax(xv.dev, axis, out.dev, log)
         want = _softmax_ref(x, axis, log)

@@ -91,7 +91,8 @@ def test_matmul_rules(conformance_backend: Any) -> None:
 
 @pytest.mark.parametrize("dtype", ALL, ids=[d.name for d in ALL])
 def test_gather(conformance_backend: Any, dtype: Any) -> None:
-    """Along each axis of a transposed input, an index smaller than the input along the other
+    """Along each axis of a transposed 2-D and a permuted 3-D input (the middle axis of three
+    is not a transposition away from the last), an index smaller than the input along the other
     axes (PyTorch's rule), a broadcast index row (``index_select``) and a zero-size index."""
     be = conformance_backend
     _need(be, dtype)
@@ -103,6 +104,15 @@ def test_gather(conformance_backend: Any, dtype: Any) -> None:
         run_both(be, "gather", reversed_axes(be, xa, dtype), axis,
                  contiguous(be, idx, pg.int64, 1), out)
         check(be, out, what=f"gather {dtype.name} axis {axis} index {ishape}")
+    # 3-D, stored with its axes permuted, each axis, the index cropped along the others
+    x3 = sample(dtype, (4, 5, 6))
+    for axis, shape3 in ((0, (7, 3, 4)), (1, (3, 8, 5)), (2, (2, 4, 9))):
+        idx = rng.integers(0, x3.shape[axis], shape3)
+        xp = contiguous(be, np.ascontiguousarray(x3.transpose(1, 2, 0)), dtype, 3)
+        xv = xp.twin.view(3, x3.shape, (xp.dev.strides[2], xp.dev.strides[0], xp.dev.strides[1]))
+        out = empty(be, shape3, dtype)
+        run_both(be, "gather", xv, axis, contiguous(be, idx, pg.int64, 1), out)
+        check(be, out, what=f"gather {dtype.name} 3-D axis {axis} index {shape3}")
     # one index row broadcast over the other axis (stride 0)
     row = rng.integers(0, 9, 5)
     ir = contiguous(be, row, pg.int64, 1)
