@@ -22,7 +22,7 @@ from ..autograd.grad_mode import _no_grad
 from . import elementwise as E
 from . import reduction as R
 from . import shape as S
-from .conversion import copy_
+from .conversion import contiguous, copy_
 from .diagonal import diagonal
 from .indexing import flip, index_select, nonzero, setitem, where
 from .joining import cat, split, stack
@@ -509,8 +509,9 @@ def flipud(input: Tensor) -> Tensor:
 
 
 def ravel(input: Tensor) -> Tensor:
-    """The flattened tensor (a view when possible)."""
-    return S.reshape(input, (-1,))
+    """The flattened contiguous tensor: a view of a contiguous input, else a copy (PyTorch's
+    ``contiguous().view(-1)``: a copy even where a strided view would do, unlike ``flatten``)."""
+    return S.reshape(contiguous(input), (-1,))
 
 
 def argwhere(input: Tensor) -> Tensor:
