@@ -459,18 +459,22 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     nd = max(input.dim(), 1)
     d = wrap_dim(dimension, nd)
     shape = list(input.shape) or [1]
-    strides = list(input.stride()) or [1]
     if size > shape[d]:
         raise RuntimeError(f"maximum size for tensor at dimension {d} is {shape[d]} but size is "
                            f"{size}")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
+    if input.dim() == 0:  # PyTorch: the 0-d tensor as its only window
+        return S.strided_view(input, (), (size,), ((),), _Unfold)
     n = (shape[d] - size) // step + 1
-    new_shape = shape[:d] + [n] + shape[d + 1:] + [size]
-    new_strides = strides[:d] + [strides[d] * step] + strides[d + 1:] + [strides[d]]
-    if input.dim() == 0:
-        new_shape, new_strides = [size], [1]
-    return S.as_strided(input, new_shape, new_strides)
+    steps = [[int(j == k) * (step if k == d else 1) for j in range(nd)] for k in range(nd)]
+    steps.append([int(j == d) for j in range(nd)])  # along a window: one element at a time
+    return S.strided_view(input, [0] * nd, shape[:d] + [n] + shape[d + 1:] + [size], steps,
+                          _Unfold)
+
+
+class _Unfold(S.StridedView):
+    _backward_name = "UnfoldBackward0"
 
 
 def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
