@@ -160,3 +160,12 @@ def test_gradcheck_views_of_shared_memory(name: str, device: str) -> None:
     x = pg.randn(shape, dtype=pg.float64, device=device, requires_grad=True)
     assert gradcheck(fn, (x,), eps=1e-6, atol=1e-5, rtol=1e-3)
     assert gradgradcheck(fn, (x,), eps=1e-6, atol=1e-5, rtol=1e-3)
+
+
+def test_unfold_of_0d_is_a_stride_1_view(device: str) -> None:
+    x = pg.tensor(3.0, dtype=pg.float64, device=device, requires_grad=True)
+    y = x.unfold(0, 1, 1)
+    assert (y.shape, y.stride(), y._storage is x._storage) == ((1,), (1,), True)
+    assert y.grad_fn.name() == "UnfoldBackward0"
+    (y * 2.0).sum().backward()
+    assert x.grad.item() == 2.0

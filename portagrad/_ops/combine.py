@@ -464,8 +464,8 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
                            f"{size}")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
-    if input.dim() == 0:  # PyTorch: the 0-d tensor as its only window
-        return S.strided_view(input, (), (size,), ((),), _Unfold)
+    if input.dim() == 0:  # PyTorch: the 0-d tensor as its only window, of stride 1
+        return S.strided_view(S.reshape(input, (1,)), (0,), (size,), ((1,),), _Unfold)
     n = (shape[d] - size) // step + 1
     steps = [[int(j == k) * (step if k == d else 1) for j in range(nd)] for k in range(nd)]
     steps.append([int(j == d) for j in range(nd)])  # along a window: one element at a time
