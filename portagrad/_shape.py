@@ -14,7 +14,8 @@ import numpy as np
 from .errors import ShapeError
 
 __all__ = ["broadcast_shapes", "compute_view_strides", "contiguous_strides", "dim_size",
-           "infer_size", "require_dims", "wrap_dim", "wrap_dim_no_scalar", "wrap_dims"]
+           "infer_size", "maybe_overlapping", "require_dims", "wrap_dim", "wrap_dim_no_scalar",
+           "wrap_dims"]
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -25,6 +26,21 @@ def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
         strides.append(acc)
         acc *= max(s, 1)
     return tuple(reversed(strides))
+
+
+def maybe_overlapping(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether two elements of the layout ``(shape, strides)`` may share a memory location
+    (PyTorch's ``_maybe_overlapping_memory``): ``False`` is a proof that none do; ``True`` for any
+    stride 0 of a dimension longer than 1 (an ``expand``) and for windows that overlap."""
+    if not all(shape):
+        return False
+    dims = sorted((st, n) for n, st in zip(shape, strides) if n != 1)
+    reach = 0  # the largest offset the dimensions of smaller strides span together
+    for st, n in dims:
+        if st <= reach:
+            return True
+        reach += st * (n - 1)
+    return False
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:

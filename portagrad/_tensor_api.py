@@ -659,8 +659,10 @@ class TensorOps:
         """Tile ``input`` ``sizes`` times along each dimension (a copy)."""
         return _J.repeat(self, *sizes)
 
-    def tile(self, dims: Sequence[_int]) -> Tensor:
-        return _J.tile(self, dims)
+    def tile(self, *dims: Any) -> Tensor:
+        """``repeat`` with ones prepended to ``dims``; ``x.tile(3)``, ``x.tile(2, 2)`` and
+        ``x.tile((2, 2))`` (PyTorch's method takes sizes as separate ints or one sequence)."""
+        return _J.tile(self, dims[0] if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else dims)
 
     def repeat_interleave(self, repeats: Any, dim: _int | None = None) -> Tensor:
         return _J.repeat_interleave(self, repeats, dim)

@@ -252,6 +252,11 @@ class OpInfo:
     grad_samples: Callable | None = None  # samples for gradcheck (default: ``samples``, small ones)
     view: bool = False  # the result shares storage with the first input
     inplace: bool = False  # the op returns its (mutated) first input
+    # whether PyTorch's result shares storage with an input (a view, or the input itself):
+    # ``None`` means ``view or inplace``; a callable ``(dtype, sample) -> bool`` decides per call
+    # (``x.float()`` is ``x`` itself on a float32 input, a copy otherwise). PyTorch's answers:
+    # ``tests/op_table_torch.py`` checks the field against torch where it is installed.
+    aliases: bool | Callable[[Any, Sample], bool] | None = None
     errors: list = field(default_factory=list)
     rtol: float = 1e-5
     atol: float = 1e-6
@@ -259,6 +264,28 @@ class OpInfo:
 
     def __repr__(self) -> str:
         return f"OpInfo({self.name})"
+
+
+def expected_alias(row: OpInfo, dtype: Any, sample: Sample) -> bool:
+    """Whether PyTorch's result of ``row`` on ``sample`` shares storage with an input."""
+    rule = row.aliases
+    if rule is None:
+        return row.view or row.inplace
+    if callable(rule):
+        return bool(rule(dtype, sample))
+    return rule
+
+
+def same_dtype_as(target: Any) -> Callable[[Any, Sample], bool]:
+    """``aliases`` of a conversion to ``target``: PyTorch returns the input itself when it has
+    that dtype already."""
+    return lambda dtype, sample: dtype is target
+
+
+def viewable(dtype: Any, sample: Sample) -> bool:
+    """``aliases`` of ``reshape``-like ops: a view when the strides allow one (the contiguous
+    samples), a copy of the non-contiguous (``nc``) ones."""
+    return sample.nc is None
 
 
 # ----------------------------------------------------------------------------- numpy references
@@ -716,7 +743,18 @@ def _reduction_rows() -> list[OpInfo]:
                reduction_samples(empty=False), FLOATS, "same", grad=True, rtol=1e-4),
         OpInfo("std", lambda x, **k: pg.std(x, correction=2, **k), red(np.std, ddof=2),
                reduction_samples(dims=(None, 2, -1, (1, 2)), empty=False, zero_dim=False),
-               FLOATS, "same", grad=True, rtol=1e-4),
+               FLOATS, "same", grad=True, gradgrad=True, rtol=1e-4),
+        OpInfo("std_default", pg.std, red(np.std, ddof=1),
+               reduction_samples(empty=False, zero_dim=False), FLOATS, "same", method="std",
+               grad=True, rtol=1e-4),
+        OpInfo("std_mean", lambda x, **k: pg.std_mean(x, **k),
+               lambda x, **k: (red(np.std, ddof=1)(x, **k), red(np.mean)(x, **k)),
+               reduction_samples(dims=(None, 1, (0, 2)), empty=False, zero_dim=False), FLOATS,
+               "same", grad=True, rtol=1e-4),
+        OpInfo("var_mean", lambda x, **k: pg.var_mean(x, correction=0, **k),
+               lambda x, **k: (red(np.var)(x, **k), red(np.mean)(x, **k)),
+               reduction_samples(dims=(None, 1, (0, 2)), empty=False, zero_dim=False), FLOATS,
+               "same", grad=True, rtol=1e-4),
         OpInfo("logsumexp", pg.logsumexp, np_logsumexp,
                reduction_samples(dims=(0, 1, -1, (0, 2)), zero_dim=False), NUMERIC, "float",
                method="logsumexp", grad=True, gradgrad=True, rtol=1e-4),
@@ -727,13 +765,16 @@ def _reduction_rows() -> list[OpInfo]:
         OpInfo("norm_p", lambda x, **k: pg.norm(x, **k), np_norm,
                fixed(S(X((2, 3), "nonzero"), p=1), S(X((2, 3), "nonzero"), p=1, dim=1),
                      S(X((2, 3), "distinct"), p=math.inf), S(X((2, 3), "nonzero"), p=3, dim=0),
-                     S(X((3, 4), "nonzero"), p=1, dim=1, keepdim=True, nc="T")),
-               FLOATS, "same", grad=True, rtol=1e-4),
+                     S(X((3, 4), "nonzero"), p=1, dim=1, keepdim=True, nc="T"),
+                     S(X((2, 3), "nonzero"), p=1.5), S(X((2, 3), "nonzero"), p=0.5, dim=1),
+                     S(X((2, 3), "nonzero"), p=-1, dim=0, keepdim=True)),
+               FLOATS, "same", grad=True, gradgrad=True, rtol=1e-4),
         OpInfo("any", pg.any, red(np.any), reduction_samples("small"), ALL, "bool", method="any"),
         OpInfo("all", pg.all, red(np.all), reduction_samples("small"), ALL, "bool", method="all"),
         OpInfo("cumsum", pg.cumsum, np_cumsum,
                fixed(S(X((2, 3, 4)), 1), S(X((2, 3, 4)), -1), S(X((3, 4)), 0, nc="T"),
-                     S(X(()), 0), S(X((0, 3)), 0)), NUMERIC + (B,), "sum", method="cumsum",
+                     S(X(()), 0), S(X((0, 3)), 0), S(X((1, 3)), 0)), NUMERIC + (B,), "sum",
+               method="cumsum",
                grad=True, gradgrad=True, rtol=1e-4, errors=[dim_range(pg.cumsum)]),
     ]
 
@@ -806,7 +847,7 @@ def _view_rows() -> list[OpInfo]:
                fixed(S(X((2, 3, 4))), S(X((6, 4)))), ALL, "same", view=True, grad=True),
         OpInfo("reshape", lambda x: pg.reshape(x, (4, -1)), lambda x: x.reshape(4, -1),
                fixed(S(X((2, 3, 4))), S(X((3, 4)), nc="T"), S(X((0, 4)))), ALL, "same",
-               method=None, grad=True,
+               method=None, grad=True, aliases=viewable,
                errors=[E(lambda d: T((3, 4), d).reshape(-1, -1), RuntimeError,
                          r"only one dimension can be inferred")]),
         OpInfo("transpose", lambda x: pg.transpose(x, 0, -1), lambda x: np.swapaxes(x, 0, -1),
@@ -845,7 +886,8 @@ def _view_rows() -> list[OpInfo]:
         OpInfo("flatten", pg.flatten, lambda x, s=0, e=-1: x.reshape(
             x.shape[:s] + (-1,) + x.shape[(e % max(x.ndim, 1)) + 1:]) if x.ndim else x.reshape(1),
                fixed(S(X((2, 3, 4))), S(X((2, 3, 4)), 1), S(X((2, 3, 4)), 0, 1), S(X(())),
-                     S(X((3, 4)), nc="T")), ALL, "same", method="flatten", grad=True),
+                     S(X((3, 4)), nc="T")), ALL, "same", method="flatten", grad=True,
+               aliases=viewable),
         OpInfo("narrow", pg.narrow, lambda x, d, s, n: np.take(x, range(s, s + n), axis=d),
                fixed(S(X((4, 3)), 0, 1, 2), S(X((4, 3)), 1, 0, 3), S(X((4, 3)), -1, 2, 0),
                      S(X((3, 4)), 1, 1, 2, nc="T")), ALL, "same", method="narrow", view=True,
@@ -876,7 +918,8 @@ def _view_rows() -> list[OpInfo]:
                        E(lambda d: T((4, 5), d)[::-1], ValueError,
                          r"step must be greater than zero")]),
         OpInfo("T", lambda x: x.T, lambda x: x.T, base, ALL, "same", view=True, grad=True),
-        OpInfo("contiguous", lambda x: x.contiguous(), lambda x: x, base, ALL, "same", grad=True),
+        OpInfo("contiguous", lambda x: x.contiguous(), lambda x: x, base, ALL, "same", grad=True,
+               aliases=viewable),
         OpInfo("clone", pg.clone, np.copy, base, ALL, "same", method="clone", grad=True),
     ]
 
@@ -891,6 +934,7 @@ def _indexing_rows() -> list[OpInfo]:
                      S(X((4, 3)), IDX(np.zeros(0, np.int64))), S(X((4, 3)), IDX(2)),
                      S(X((4, 3)), IDX([3, 0]), nc="T")),
                ALL, "same", grad=True, gradgrad=True,
+               aliases=lambda dtype, s: s.args[1].ndim == 0,  # a 0-dim index selects (a view)
                errors=[float_idx,
                        E(lambda d: T((3, 2), d)[pg.tensor([0, 3], device=d)], IndexError,
                          r"index 3 is out of bounds for dimension 0 with size 3"),
@@ -1208,13 +1252,18 @@ def _like_rows() -> list[OpInfo]:
         OpInfo("zeros_like_dtype", lambda x: pg.zeros_like(x, dtype=F64),
                lambda x: np.zeros(x.shape), s, ALL, F64),
         OpInfo("to_dtype", lambda x: x.to(F64), lambda x: x.astype(np.float64), s, ALL, F64,
-               grad=True),
-        OpInfo("to_int", lambda x: x.to(I32), lambda x: x.astype(np.int32), s, ALL, I32),
+               grad=True, aliases=same_dtype_as(F64)),
+        OpInfo("to_int", lambda x: x.to(I32), lambda x: x.astype(np.int32), s, ALL, I32,
+               aliases=same_dtype_as(I32)),
         OpInfo("type_as", lambda x, y: x.type_as(y), lambda x, y: x.astype(np.int64),
-               fixed(S(X((2, 3)), IDX([1])), S(X((3, 4)), IDX([1]), nc="T")), ALL, I64),
-        OpInfo("float", lambda x: x.float(), lambda x: x.astype(np.float32), s, ALL, F32),
-        OpInfo("long", lambda x: x.long(), lambda x: x.astype(np.int64), s, ALL, I64),
-        OpInfo("bool", lambda x: x.bool(), lambda x: x.astype(np.bool_), s, ALL, B),
+               fixed(S(X((2, 3)), IDX([1])), S(X((3, 4)), IDX([1]), nc="T")), ALL, I64,
+               aliases=same_dtype_as(I64)),
+        OpInfo("float", lambda x: x.float(), lambda x: x.astype(np.float32), s, ALL, F32,
+               aliases=same_dtype_as(F32)),
+        OpInfo("long", lambda x: x.long(), lambda x: x.astype(np.int64), s, ALL, I64,
+               aliases=same_dtype_as(I64)),
+        OpInfo("bool", lambda x: x.bool(), lambda x: x.astype(np.bool_), s, ALL, B,
+               aliases=same_dtype_as(B)),
     ]
 
 
@@ -1370,6 +1419,27 @@ def np_leaky(slope: float) -> Callable:
 def np_pdist(x: np.ndarray, p: float = 2) -> np.ndarray:
     i, j = np.triu_indices(len(x), 1)
     return np.linalg.norm(x[i] - x[j], ord=p, axis=1) if len(i) else np.zeros(0)
+
+
+def np_pixel_shuffle(x: np.ndarray, r: int) -> np.ndarray:
+    *lead, c, h, w = x.shape
+    y = x.reshape(*lead, c // (r * r), r, r, h, w)
+    n = len(lead)
+    y = y.transpose(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return y.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def np_pixel_unshuffle(x: np.ndarray, r: int) -> np.ndarray:
+    *lead, c, h, w = x.shape
+    y = x.reshape(*lead, c, h // r, r, w // r, r)
+    n = len(lead)
+    y = y.transpose(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return y.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def np_channel_shuffle(x: np.ndarray, groups: int) -> np.ndarray:
+    n, c = x.shape[:2]
+    return x.reshape(n, groups, c // groups, *x.shape[2:]).swapaxes(1, 2).reshape(x.shape)
 
 
 def np_unpool2d(x: np.ndarray, idx: np.ndarray, kernel_size: int, stride: Any = None,
@@ -1702,6 +1772,15 @@ def _nn_functional_rows() -> list[OpInfo]:
         OpInfo("nn.functional.celu_", lambda x: F.celu_(x, 2.0),
                lambda x: np.where(x > 0, x, 2.0 * np.expm1(np.minimum(x, 0) / 2.0)),
                unary_samples(), FLOATS, "same", inplace=True, grad=True),
+        OpInfo("nn.functional.pixel_shuffle", F.pixel_shuffle, np_pixel_shuffle,
+               fixed(S(X((1, 4, 2, 3)), 2), S(X((2, 3, 2, 2)), 1), S(X((1, 4, 1, 1)), 2),
+                     S(X((2, 9, 1, 2)), 3, nc="T")), ALL, "same", grad=True),
+        OpInfo("nn.functional.pixel_unshuffle", F.pixel_unshuffle, np_pixel_unshuffle,
+               fixed(S(X((1, 1, 4, 6)), 2), S(X((2, 3, 2, 2)), 1), S(X((1, 1, 2, 2)), 2),
+                     S(X((2, 3, 3, 3)), 3, nc="T")), ALL, "same", grad=True),
+        OpInfo("nn.functional.channel_shuffle", F.channel_shuffle, np_channel_shuffle,
+               fixed(S(X((2, 6, 2)), 3), S(X((1, 4, 1)), 1), S(X((1, 6, 1)), 6),
+                     S(X((2, 4, 3, 2)), 2, nc="T")), ALL, "same", grad=True),
         OpInfo("nn.functional.pdist", F.pdist, np_pdist,
                fixed(S(X((5, 3))), S(X((4, 2)), 1.0), S(X((3, 4)), 3.0, nc="T"), S(X((1, 3))),
                      S(X((4, 3), "distinct"), math.inf)), FLOATS, "same", grad=True, errors=[
@@ -2031,24 +2110,24 @@ def _more_math_rows() -> list[OpInfo]:
         # scans and differences
         OpInfo("cumprod", pg.cumprod, lambda x, dim: np.cumprod(x, dim),
                fixed(S(X((2, 5)), 1), S(X((2, 3, 4)), 0), S(X((3, 4)), -1, nc="T"),
-                     S(X((0, 3)), 1), S(X((7,)), 0)),
+                     S(X((0, 3)), 1), S(X((7,)), 0), S(X((2, 1, 3)), 1), S(X((1,)), 0)),
                FLOATS, "same", method="cumprod", grad=True, gradgrad=True, rtol=1e-4),
         OpInfo("cumprod_int", pg.cumprod, lambda x, dim: np.cumprod(x.astype(np.int64), dim),
                fixed(S(X((2, 5)), 1), S(X((5,), "small"), 0)), INTS + (B,), I64),
         OpInfo("cummax", pg.cummax, lambda x, dim: _np_cummax(x, dim, np.greater),
                fixed(S(X((2, 6)), 1), S(X((2, 3, 4), "small"), 0), S(X((3, 4)), -1, nc="T"),
-                     S(X((0, 3)), 1)),
+                     S(X((0, 3)), 1), S(X((3, 1)), 1)),
                NUMERIC, "same", method="cummax", grad=True),
         OpInfo("cummin", pg.cummin, lambda x, dim: _np_cummax(x, dim, np.less),
-               fixed(S(X((2, 6)), 1), S(X((2, 3, 4), "small"), 0)),
+               fixed(S(X((2, 6)), 1), S(X((2, 3, 4), "small"), 0), S(X((1,)), 0)),
                NUMERIC, "same", method="cummin", grad=True),
         OpInfo("logcumsumexp", pg.logcumsumexp, _np_logcumsumexp,
                fixed(S(X((2, 6)), 1), S(X((2, 3, 4)), 0), S(X((3, 4)), -1, nc="T"),
-                     S(X((0, 3)), 1)),
+                     S(X((0, 3)), 1), S(X((3, 1)), 1), S(X((1,)), 0)),
                FLOATS, "same", method="logcumsumexp", grad=True, rtol=1e-4),
         OpInfo("diff", pg.diff, lambda x, n=1, dim=-1: np.diff(x, n, dim),
                fixed(S(X((2, 6))), S(X((2, 6)), 2, 0), S(X((3, 4)), 1, 1, nc="T"),
-                     S(X((5,)), 3)),
+                     S(X((5,)), 3), S(X((2, 3)), 0)),
                NUMERIC, "same", method="diff", grad=True,
                errors=[E(lambda d: pg.diff(T((), d)), RuntimeError,
                          r"diff expects input to be at least one-dimensional")]),
@@ -2113,6 +2192,28 @@ def _more_math_rows() -> list[OpInfo]:
         OpInfo("rot90", pg.rot90, lambda x, k=1, dims=(0, 1): np.rot90(x, k, dims),
                fixed(S(X((2, 3))), S(X((2, 3)), 2), S(X((2, 3, 4)), 3, (1, 2)),
                      S(X((3, 4)), -1, nc="T")), ALL, "same", method="rot90", grad=True),
+        # copies that are built from views here: the samples include the cases where the view
+        # would be the input itself (a size-1 dimension, a zero or full-period shift)
+        OpInfo("repeat", lambda x, *r: x.repeat(*r), lambda x, *r: np.tile(x, r),
+               fixed(S(X((1,)), 3), S(X((2, 3)), 1, 1), S(X((3,)), 2, 1), S(X((2, 3)), 2, 1, 2),
+                     S(X(()), 2), S(X((3, 1)), 1, 4), S(X((3, 4)), 1, 2, nc="T")),
+               ALL, "same", grad=True,
+               errors=[E(lambda d: T((2, 3), d).repeat(2), RuntimeError,
+                         r"Number of dimensions of repeat dims can not be smaller than number of "
+                         r"dimensions of tensor")]),
+        OpInfo("tile", lambda x, d: x.tile(d), np.tile,
+               fixed(S(X((3,)), 3), S(X((2, 3)), (1, 1)), S(X((2, 3)), (2,)), S(X((1,)), (2, 1)),
+                     S(X((3, 4)), (1,), nc="T")),
+               ALL, "same", grad=True),
+        OpInfo("roll", pg.roll, np.roll,
+               fixed(S(X((3,)), 0), S(X((3,)), 3), S(X((1,)), 1), S(X((2, 3)), 1, 1),
+                     S(X((2, 3)), (0, 3), (0, 1)), S(X((2, 3)), -1), S(X((1, 3)), 1, 0),
+                     S(X((3, 4)), 2, 0, nc="T")),
+               ALL, "same", method="roll", grad=True),
+        OpInfo("ravel", pg.ravel, np.ravel,
+               fixed(S(X((2, 3))), S(X(())), S(X((3, 4)), nc="T"), S(X((2, 3)), nc="step"),
+                     S(X((4, 1)), nc="step")),
+               ALL, "same", method="ravel", grad=True, aliases=viewable),
         OpInfo("masked_scatter", pg.masked_scatter,
                lambda x, m, s: _np_masked_scatter(x, m, s),
                fixed(S(X((2, 3)), MASK([[True, False, True], [False, True, False]]), X((5,))),

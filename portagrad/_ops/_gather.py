@@ -7,11 +7,12 @@ from typing import Any
 import numpy as np
 
 from .. import _creation, _raw
+from .._shape import maybe_overlapping
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ._common import call
 
-__all__ = ["as_strided_scatter_add", "check_index_range", "scatter_into_zeros"]
+__all__ = ["as_strided_scatter_add", "check_index_range", "linear_index", "scatter_into_zeros"]
 
 
 def check_index_range(index: Tensor, size: int, dim: int, what: str = "index",
@@ -67,15 +68,22 @@ def scatter_into_zeros(src: Tensor, d: int, index: Tensor, shape: tuple[int, ...
 
 
 def as_strided_scatter_add(g: Tensor, in_geometry: tuple, view_geometry: tuple) -> Tensor:
-    """Gradient of ``as_strided``: add ``g`` into a zero buffer through the view's geometry, then
-    read the input's geometry from the buffer."""
+    """Gradient of ``as_strided`` (PyTorch's ``as_strided_backward``): add ``g`` into a zero
+    buffer standing for the memory, through the view's geometry, then read the input's geometry
+    from the buffer. Where elements of the input share a memory location (an expanded input,
+    overlapping windows), what landed there is divided among them: read back whole by each, it
+    would be counted once per element when their gradients are summed into the input's base."""
     in_shape, in_strides, in_offset = in_geometry
     v_shape, v_strides, v_offset = view_geometry
     span = max(_span(in_shape, in_strides, in_offset), _span(v_shape, v_strides, v_offset))
-    idx = _linear_index(g, v_shape, v_strides, v_offset)
+    idx = linear_index(g, v_shape, v_strides, v_offset)
     flat = scatter_into_zeros(g.reshape((-1,)), 0, idx, (span,))
-    in_idx = _linear_index(g, in_shape, in_strides, in_offset)
-    return call(_Gather, flat, 0, in_idx).reshape(in_shape)
+    in_lin = _linear_host(in_shape, in_strides, in_offset)
+    out = call(_Gather, flat, 0, _creation.from_host(in_lin, device=g.device)).reshape(in_shape)
+    if maybe_overlapping(in_shape, in_strides):
+        count = np.bincount(in_lin, minlength=span)[in_lin].reshape(in_shape)
+        out = out / _creation.from_host(count.astype(g.dtype.numpy), device=g.device)
+    return out
 
 
 def _span(shape: tuple, strides: tuple, offset: int) -> int:
@@ -84,8 +92,14 @@ def _span(shape: tuple, strides: tuple, offset: int) -> int:
     return offset + sum((n - 1) * s for n, s in zip(shape, strides)) + 1
 
 
-def _linear_index(like: Tensor, shape: tuple, strides: tuple, offset: int) -> Tensor:
+def _linear_host(shape: tuple, strides: tuple, offset: int) -> np.ndarray:
     lin = np.full((), offset, np.int64)
     for n, s in zip(shape, strides):
         lin = lin[..., None] + np.arange(n, dtype=np.int64) * s
-    return _creation.from_host(np.ascontiguousarray(lin.reshape(-1)), device=like.device)
+    return np.ascontiguousarray(lin.reshape(-1))
+
+
+def linear_index(like: Tensor, shape: tuple, strides: tuple, offset: int) -> Tensor:
+    """The memory offsets of the elements of the layout ``(shape, strides, offset)``, in C order,
+    as a 1-D int64 tensor on ``like``'s device."""
+    return _creation.from_host(_linear_host(shape, strides, offset), device=like.device)

@@ -22,7 +22,7 @@ from ..autograd.grad_mode import _no_grad
 from . import elementwise as E
 from . import reduction as R
 from . import shape as S
-from .conversion import copy_
+from .conversion import contiguous, copy_
 from .diagonal import diagonal
 from .indexing import flip, index_select, nonzero, setitem, where
 from .joining import cat, split, stack
@@ -459,18 +459,22 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     nd = max(input.dim(), 1)
     d = wrap_dim(dimension, nd)
     shape = list(input.shape) or [1]
-    strides = list(input.stride()) or [1]
     if size > shape[d]:
         raise RuntimeError(f"maximum size for tensor at dimension {d} is {shape[d]} but size is "
                            f"{size}")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
+    if input.dim() == 0:  # PyTorch: the 0-d tensor as its only window, of stride 1
+        return S.strided_view(S.reshape(input, (1,)), (0,), (size,), ((1,),), _Unfold)
     n = (shape[d] - size) // step + 1
-    new_shape = shape[:d] + [n] + shape[d + 1:] + [size]
-    new_strides = strides[:d] + [strides[d] * step] + strides[d + 1:] + [strides[d]]
-    if input.dim() == 0:
-        new_shape, new_strides = [size], [1]
-    return S.as_strided(input, new_shape, new_strides)
+    steps = [[int(j == k) * (step if k == d else 1) for j in range(nd)] for k in range(nd)]
+    steps.append([int(j == d) for j in range(nd)])  # along a window: one element at a time
+    return S.strided_view(input, [0] * nd, shape[:d] + [n] + shape[d + 1:] + [size], steps,
+                          _Unfold)
+
+
+class _Unfold(S.StridedView):
+    _backward_name = "UnfoldBackward0"
 
 
 def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
@@ -509,8 +513,9 @@ def flipud(input: Tensor) -> Tensor:
 
 
 def ravel(input: Tensor) -> Tensor:
-    """The flattened tensor (a view when possible)."""
-    return S.reshape(input, (-1,))
+    """The flattened contiguous tensor: a view of a contiguous input, else a copy (PyTorch's
+    ``contiguous().view(-1)``: a copy even where a strided view would do, unlike ``flatten``)."""
+    return S.reshape(contiguous(input), (-1,))
 
 
 def argwhere(input: Tensor) -> Tensor:

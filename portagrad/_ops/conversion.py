@@ -21,8 +21,8 @@ from ..autograd.inplace import check_inplace, check_no_overlap, fit_result, inpl
 from ._common import call, to_scalar
 from .shape import expand
 
-__all__ = ["to", "clone", "contiguous", "copy_", "inplace", "fit_result", "type_as", "cpu",
-           "check_inplace", "check_no_overlap", "bump", "fill_"]
+__all__ = ["to", "clone", "contiguous", "unaliased", "copy_", "inplace", "fit_result", "type_as",
+           "cpu", "check_inplace", "check_no_overlap", "bump", "fill_"]
 
 
 bump = _raw.bump  # record an in-place change (the version counter has one writer, in _raw)
@@ -147,6 +147,16 @@ class _Clone(Function):
 def clone(x: Tensor, memory_format: Any = None) -> Tensor:
     """A copy with its own storage (recorded: gradients flow back to ``x``)."""
     return call(_Clone, x)
+
+
+def unaliased(out: Tensor, input: Tensor) -> Tensor:
+    """``out``, or a copy of it if it shares storage with ``input``: the last step of an op that
+    PyTorch defines to return new memory (``repeat``, ``roll``, ``cumprod`` ...) but that is built
+    here from views and reshapes, which in edge cases (a size-1 dimension, a zero shift) give a
+    view of the input, or the input itself. A write into the result must not reach the input."""
+    if out._storage is input._storage:
+        return call(_Clone, out)
+    return out
 
 
 def contiguous(x: Tensor, memory_format: Any = None) -> Tensor:

@@ -1,9 +1,10 @@
 """Diagonals and block structure: ``diagonal`` (a view), ``diag``, ``diag_embed``, ``diagflat``,
 ``trace``, ``fill_diagonal_``, ``triu_indices``/``tril_indices``, ``block_diag``, ``kron``.
 
-``diagonal`` is a strided view (one stride, the sum of the two dimensions' strides), so its
-gradient and in-place writes through it come from the view machinery; the others are built from
-it and from ``cat``/``mul``/``reshape``.
+``diagonal`` is a strided view (one stride, the sum of the two dimensions' strides), so in-place
+writes through it come from the view machinery; its gradient goes to the diagonal elements of the
+input's shape (``shape.StridedView``), whatever the input's layout. The others are built from it
+and from ``cat``/``mul``/``reshape``.
 """
 from __future__ import annotations
 
@@ -33,18 +34,22 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
     d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    shape, strides = list(input.shape), list(input.stride())
-    start = input.storage_offset()
+    shape = input.shape
+    start = [0] * nd
     if offset >= 0:
         n = max(min(shape[d1], shape[d2] - offset), 0)
-        start += offset * strides[d2] if n else 0
+        start[d2] = offset if n else 0
     else:
         n = max(min(shape[d1] + offset, shape[d2]), 0)
-        start += -offset * strides[d1] if n else 0
-    step = strides[d1] + strides[d2]
+        start[d1] = -offset if n else 0
     keep = [k for k in range(nd) if k not in (d1, d2)]
-    return S.as_strided(input, [shape[k] for k in keep] + [n],
-                        [strides[k] for k in keep] + [step], start)
+    unit = [[int(j == k) for j in range(nd)] for k in keep]
+    diag = [int(j in (d1, d2)) for j in range(nd)]  # one step along both dimensions
+    return S.strided_view(input, start, [shape[k] for k in keep] + [n], unit + [diag], _Diagonal)
+
+
+class _Diagonal(S.StridedView):
+    _backward_name = "DiagonalBackward0"
 
 
 def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:

@@ -20,7 +20,7 @@ from .._tensor import Tensor
 from ..autograd.function import Function
 from ._advanced import advanced_getitem, advanced_setitem
 from ._common import call, check_same_device, prepare_binary, to_scalar, type_name
-from ._gather import _Gather, _linear_index, _span, check_index_range, scatter_into_zeros
+from ._gather import _Gather, _span, check_index_range, linear_index, scatter_into_zeros
 from .shape import as_strided, basic_index, expand, reshape
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "masked_fill", "masked_select",
@@ -404,8 +404,8 @@ def strided_region(g: Tensor, base_geometry: tuple, view_geometry: tuple) -> tup
     b_shape, b_strides, b_offset = base_geometry
     v_shape, v_strides, v_offset = view_geometry
     span = max(_span(b_shape, b_strides, b_offset), _span(v_shape, v_strides, v_offset))
-    b_idx = _linear_index(g, b_shape, b_strides, b_offset)
-    v_idx = _linear_index(g, v_shape, v_strides, v_offset)
+    b_idx = linear_index(g, b_shape, b_strides, b_offset)
+    v_idx = linear_index(g, v_shape, v_strides, v_offset)
     flat = scatter_into_zeros(reshape(g, (-1,)), 0, b_idx, (span,))
     g_view = reshape(call(_Gather, flat, 0, v_idx), v_shape)
     keep = _raw.fill(_raw.new_like(g, (span,), g.dtype), 1)

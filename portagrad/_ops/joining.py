@@ -13,6 +13,7 @@ from .._shape import require_dims, wrap_dim, wrap_dim_no_scalar
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ._common import call, check_same_device, refuse_bool, to_scalar
+from .conversion import unaliased
 from .indexing import gather, index_select, where
 from .shape import expand, narrow, reshape, squeeze, unsqueeze
 
@@ -250,10 +251,13 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
         inter += [1, n]
         target += [r, n]
     x = expand(reshape(input, tuple(inter)), tuple(target))
-    return reshape(x, tuple(r * n for r, n in zip(sizes, shape)))
+    # the reshape is a view of the input where nothing is repeated across memory (all sizes 1,
+    # or one element repeated along a size-1 dimension): a copy nonetheless, as PyTorch
+    return unaliased(reshape(x, tuple(r * n for r, n in zip(sizes, shape))), input)
 
 
 def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
+    """``repeat`` with ones prepended to ``dims`` up to ``input``'s number of dimensions."""
     dims = tuple(dims)
     if len(dims) < input.dim():
         dims = (1,) * (input.dim() - len(dims)) + dims
@@ -283,9 +287,11 @@ def repeat_interleave(input: Tensor, repeats: Any, dim: int | None = None) -> Te
 
 
 def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
+    """Shift the elements along ``dims`` (of the flattened tensor without ``dims``), wrapping
+    around; always a copy, as PyTorch, even when every shift is a multiple of its size."""
     if dims is None:
         flat = reshape(input, (-1,))
-        return reshape(roll(flat, shifts, 0), tuple(input.shape))
+        return unaliased(reshape(roll(flat, shifts, 0), tuple(input.shape)), input)
     shifts = shifts if isinstance(shifts, (list, tuple)) else (shifts,)
     dims = dims if isinstance(dims, (list, tuple)) else (dims,)
     out = input
@@ -297,7 +303,7 @@ def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
         s %= n
         if s:
             out = cat([narrow(out, d, n - s, s), narrow(out, d, 0, n - s)], d)
-    return out
+    return unaliased(out, input)
 
 
 def _tri(input: Tensor, diagonal: int, upper: bool) -> Tensor:

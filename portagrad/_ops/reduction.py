@@ -272,9 +272,10 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = N
     return _max_min("min", input, dim, keepdim, other)
 
 
-def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
-        correction: Any = None) -> Tensor:
-    """Variance with Bessel's ``correction`` (default 1)."""
+def _var_args(input: Tensor, dim: Any, unbiased: Any, correction: Any
+              ) -> tuple[tuple[int, ...], Any, bool]:
+    """``(axes, correction, all)`` of a ``var``/``std`` call; ``all``: no ``dim`` was given
+    (PyTorch's derivative treats that case apart when there are no degrees of freedom)."""
     if isinstance(unbiased, bool):
         if correction is not None:
             raise RuntimeError("var(): cannot pass both unbiased and correction")
@@ -284,24 +285,80 @@ def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
     correction = 1 if correction is None else correction
     if not input.dtype.is_floating_point:
         raise RuntimeError("std and var only support floating point and complex dtypes")
-    if input.dtype in _HALF_TYPES:  # in float32, rounded once (PyTorch's kernel)
-        return var(input.to(_dtype.float32), dim, None, keepdim,
-                   correction=correction).to(input.dtype)
-    axes = wrap_dims(dim, input.dim())
-    n = math.prod(input.shape[a] for a in axes)
-    mu = mean(input, axes, keepdim=True)
-    d = input - mu
+    return wrap_dims(dim, input.dim()), correction, dim is None or input.dim() == 0
+
+
+def _var_value(x: Tensor, axes: tuple[int, ...], correction: Any, keepdim: bool) -> Tensor:
+    n = math.prod(x.shape[a] for a in axes)
+    d = x - mean(x, axes, keepdim=True)
     ss = sum(d * d, axes, keepdim=keepdim)
     return ss / (n - correction) if n - correction > 0 else ss / 0.0
 
 
+def _var_backward(g: Tensor, x: Tensor, axes: tuple[int, ...], correction: Any, keepdim: bool,
+                  whole: bool) -> Tensor:
+    """PyTorch's ``var_backward``: ``2 / (N - correction) * g * (x - mean)``; without degrees of
+    freedom, over all elements, ``inf`` (``nan`` at the mean) times ``g``."""
+    dof = math.prod(x.shape[a] for a in axes) - correction
+    g = _unsqueeze_axes(g, x._v.shape, axes, keepdim)
+    if whole and dof <= 0:
+        return g * where(x == mean(x), math.nan, math.inf)
+    return (2.0 / dof if dof else math.inf) * g * (x - mean(x, axes, keepdim=True))
+
+
+class _Var(Function):
+    _backward_name = "VarBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, axes: tuple[int, ...], correction: Any, keepdim: bool,
+                whole: bool) -> Tensor:
+        ctx.meta = (axes, correction, keepdim, whole)
+        ctx.save_for_backward(x)
+        return _var_value(x, axes, correction, keepdim)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        (x,) = ctx.saved_tensors
+        return _var_backward(g, x, *ctx.meta), None, None, None, None
+
+
+class _Std(Function):
+    _backward_name = "StdBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, axes: tuple[int, ...], correction: Any, keepdim: bool,
+                whole: bool) -> Tensor:
+        ctx.meta = (axes, correction, keepdim, whole)
+        out = _var_value(x, axes, correction, keepdim).sqrt()
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        # PyTorch's std_backward: 0 where std is 0 (sqrt's chain rule would give 0 * inf = nan)
+        x, out = ctx.saved_tensors
+        gv = where(out == 0, 0.0, g / (out * 2.0))
+        return _var_backward(gv, x, *ctx.meta), None, None, None, None
+
+
+def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+        correction: Any = None) -> Tensor:
+    """Variance with Bessel's ``correction`` (default 1)."""
+    axes, correction, whole = _var_args(input, dim, unbiased, correction)
+    if input.dtype in _HALF_TYPES:  # in float32, rounded once (PyTorch's kernel)
+        return call(_Var, input.to(_dtype.float32), axes, correction, keepdim,
+                    whole).to(input.dtype)
+    return call(_Var, input, axes, correction, keepdim, whole)
+
+
 def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
-    """Standard deviation (``sqrt(var)``)."""
+    """Standard deviation (``sqrt(var)``; its gradient is 0 where it is 0, as PyTorch's)."""
+    axes, correction, whole = _var_args(input, dim, unbiased, correction)
     if input.dtype in _HALF_TYPES:  # in float32, rounded once (PyTorch's kernel)
-        return std(input.to(_dtype.float32), dim, unbiased, keepdim,
-                   correction=correction).to(input.dtype)
-    return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
+        return call(_Std, input.to(_dtype.float32), axes, correction, keepdim,
+                    whole).to(input.dtype)
+    return call(_Std, input, axes, correction, keepdim, whole)
 
 
 def var_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
@@ -349,8 +406,36 @@ class _Norm2(Function):
         shape, axes, keepdim = ctx.meta
         n = _unsqueeze_axes(out, shape, axes, keepdim)
         gb = _unsqueeze_axes(g, shape, axes, keepdim)
-        # subgradient 0 at the origin (as PyTorch), instead of 0/0
-        return where(n == 0, 0.0, gb * (x / n)), None, None
+        # subgradient 0 at the origin, instead of 0/0; PyTorch masks x / n and not the product,
+        # so an incoming inf or nan still gives nan there
+        return gb * where(n == 0, 0.0, x / n), None, None
+
+
+class _NormP(Function):
+    """The ``p``-norm for ``p`` other than 0, 1, 2 and the infinities (those have their own
+    paths), with PyTorch's derivative (``norm_backward``): 0 where the norm is 0, and, for
+    ``p < 1``, 0 at the zero elements, where the chain rule through ``pow`` gives ``nan``."""
+
+    _backward_name = "NormBackward1"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, p: float, axes: tuple[int, ...], keepdim: bool) -> Tensor:
+        out = sum(x.abs() ** p, axes, keepdim) ** (1.0 / p)
+        ctx.meta = (x._v.shape, p, axes, keepdim)
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        x, out = ctx.saved_tensors
+        shape, p, axes, keepdim = ctx.meta
+        n = _unsqueeze_axes(out, shape, axes, keepdim)
+        gb = _unsqueeze_axes(g, shape, axes, keepdim)
+        if p < 1.0:
+            scaled = x.sgn() * where(x == 0, 0.0, x.abs() ** (p - 1.0))
+            return scaled * gb * n ** (1.0 - p), None, None, None
+        scaled = x.sgn() * x.abs() ** (p - 1.0) if p < 2.0 else x * x.abs() ** (p - 2.0)
+        return scaled * where(n == 0, 0.0, gb / n ** (p - 1.0)), None, None, None
 
 
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
@@ -373,7 +458,7 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
         return sum((x != 0).to(x.dtype), axes, keepdim)
     if p == 1:
         return sum(x.abs(), axes, keepdim)
-    return sum(x.abs() ** p, axes, keepdim) ** (1.0 / p)
+    return call(_NormP, x, float(p), axes, keepdim)
 
 
 def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:

@@ -18,6 +18,7 @@ from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
 from . import elementwise as E
 from . import shape as S
+from .conversion import unaliased
 from .indexing import gather, where
 from .joining import cat
 
@@ -57,7 +58,7 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     d = _dim(x, dim)
     if x.dim() == 0:
         return x.clone()
-    return _scan(x, d, E.mul)
+    return unaliased(_scan(x, d, E.mul), input)  # a size-1 dimension scans to x itself
 
 
 def _cumext(name: str, better: Callable[[Tensor, Tensor], Tensor], input: Tensor, dim: int
@@ -111,7 +112,7 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     d = _dim(input, dim)
     if input.dim() == 0:
         return input.clone()
-    return _scan(input, d, _logaddexp_inf)
+    return unaliased(_scan(input, d, _logaddexp_inf), input)
 
 
 def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
@@ -133,4 +134,4 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
             break
         a, b = S.narrow(x, d, 1, size - 1), S.narrow(x, d, 0, size - 1)
         x = E.logical_xor(a, b) if x.dtype is _dtype.bool else E.sub(a, b)
-    return x
+    return unaliased(x, input)  # n == 0: a copy of the input, as PyTorch

@@ -10,17 +10,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import _dtype, _raw
-from .._shape import compute_view_strides, infer_size, wrap_dim, wrap_dim_no_scalar
+from .._shape import (compute_view_strides, infer_size, maybe_overlapping, wrap_dim,
+                      wrap_dim_no_scalar)
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ._common import call
-from ._gather import as_strided_scatter_add
+from ._gather import as_strided_scatter_add, linear_index
 
 __all__ = [
     "view", "reshape", "expand", "expand_as", "broadcast_to", "transpose", "swapaxes", "swapdims",
     "t", "permute", "movedim", "moveaxis", "squeeze", "unsqueeze", "flatten", "unflatten",
     "narrow", "select", "basic_index", "unbind", "as_strided", "sum_to_shape", "view_as",
-    "reshape_as", "view_dtype", "index_basic_key",
+    "reshape_as", "view_dtype", "index_basic_key", "StridedView", "StridedViewScatter",
+    "strided_view",
 ]
 
 
@@ -396,6 +398,81 @@ def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     d = wrap_dim(dim, x.dim())
     return tuple(select(x, d, i) for i in range(x._v.shape[d]))
+
+
+def _stepped(shape: tuple[int, ...], strides: tuple[int, ...], offset: int,
+             start: tuple[int, ...], steps: tuple[tuple[int, ...], ...]
+             ) -> tuple[int, tuple[int, ...]]:
+    """The memory offset and strides of the view that starts at element ``start`` of a tensor
+    laid out as ``(shape, strides, offset)`` and whose dimension ``k`` advances ``steps[k][j]``
+    elements along dimension ``j`` of it."""
+    return (offset + sum(i * st for i, st in zip(start, strides)),
+            tuple(sum(c * st for c, st in zip(step, strides)) for step in steps))
+
+
+class StridedView(Function):
+    """A view defined on the input's *elements*, not its memory: it starts at the element
+    ``start`` and its dimension ``k`` (of size ``sizes[k]``) steps ``steps[k][j]`` elements along
+    the input's dimension ``j``. ``diagonal`` (one dimension stepping along two) and ``unfold``
+    (two dimensions stepping along one) are such views; the strides follow from the input's, so
+    an expanded input gives an expanded view.
+
+    The derivative (:class:`StridedViewScatter`) adds the gradient into a zero tensor of the
+    input's shape at the elements the view reads, whatever the input's layout. Scattering into
+    the input's *memory* instead (``as_strided``'s derivative) counts a location read through an
+    expanded dimension once per element that shares it. Subclasses name the view
+    (``_backward_name``)."""
+
+    _backward_name = "StridedViewBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, start: tuple[int, ...], sizes: tuple[int, ...],
+                steps: tuple[tuple[int, ...], ...]) -> Tensor:
+        ctx.meta = (x._v.shape, start, sizes, steps)
+        offset, strides = _stepped(x._v.shape, x._v.strides, x._v.offset, start, steps)
+        return x._view_of(offset, sizes, strides)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        shape, start, sizes, steps = ctx.meta
+        return call(StridedViewScatter, g, shape, start, steps, ctx._fn_cls), None, None, None
+
+
+class StridedViewScatter(Function):
+    """``zeros(shape)`` plus ``g`` at the elements the :class:`StridedView` ``(start, steps)``
+    reads (elements read more than once, as by overlapping windows, accumulate): the derivative
+    of that view, and its own derivative is the view."""
+
+    _backward_name = "StridedViewScatterBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, g: Tensor, shape: tuple[int, ...], start: tuple[int, ...],
+                steps: tuple[tuple[int, ...], ...], view: type) -> Tensor:
+        ctx.meta = (start, g._v.shape, steps, view)
+        out = _raw.fill(_raw.new_like(g, shape), 0)
+        if not out.numel() or not g.numel():
+            return out
+        offset, strides = _stepped(shape, _raw.strides_for(shape), 0, start, steps)
+        if not maybe_overlapping(g._v.shape, strides):
+            _raw.copy_region(out, offset, g._v.shape, strides, g)  # each element written once
+            return out
+        n, m = out.numel(), g.numel()
+        flat = _raw.moved(out, (n,), (1,))
+        src = _raw.contiguous(g)
+        src = _raw.moved(src, (m,), (1,)) if src is not g else _raw.view(g, (m,), (1,))
+        _raw.scatter(flat, 0, linear_index(g, g._v.shape, strides, offset), src, "add")
+        return _raw.moved(flat, shape, _raw.strides_for(shape))
+
+    @staticmethod
+    def backward(ctx: Any, gg: Tensor) -> Any:
+        start, sizes, steps, view = ctx.meta
+        return call(view, gg, start, sizes, steps), None, None, None, None
+
+
+def strided_view(x: Tensor, start: Sequence[int], sizes: Sequence[int],
+                 steps: Sequence[Sequence[int]], kind: type = StridedView) -> Tensor:
+    """The :class:`StridedView` of ``x`` (``kind``: a subclass naming it)."""
+    return call(kind, x, tuple(start), tuple(sizes), tuple(tuple(s) for s in steps))
 
 
 class _AsStrided(Function):

@@ -2699,7 +2699,8 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
 
 
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
-    """``(*, C r^2, H, W) -> (*, C, H r, W r)``: a reshape and a permutation (a view if it can)."""
+    """``(*, C r^2, H, W) -> (*, C, H r, W r)``: a reshape and a permutation, always a copy (as
+    PyTorch; the reshapes alone give a view of the input when ``r`` is 1 or ``H = W = 1``)."""
     r = _check_shuffle("pixel_shuffle", input, upscale_factor, "upscale_factor")
     *lead, c, h, w = input.shape
     if c % (r * r):
@@ -2709,11 +2710,11 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     x = S.reshape(input, tuple(lead) + (c // (r * r), r, r, h, w))
     n = len(lead)
     x = S.permute(x, tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
-    return S.reshape(x, tuple(lead) + (c // (r * r), h * r, w * r))
+    return C.unaliased(S.reshape(x, tuple(lead) + (c // (r * r), h * r, w * r)), input)
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
-    """``(*, C, H r, W r) -> (*, C r^2, H, W)``, the inverse of :func:`pixel_shuffle`."""
+    """``(*, C, H r, W r) -> (*, C r^2, H, W)``, the inverse of :func:`pixel_shuffle` (a copy)."""
     r = _check_shuffle("pixel_unshuffle", input, downscale_factor, "downscale_factor")
     *lead, c, h, w = input.shape
     for what, size, d in (("height", h, -2), ("width", w, -1)):
@@ -2724,7 +2725,7 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     n = len(lead)
     x = S.reshape(input, tuple(lead) + (c, h // r, r, w // r, r))
     x = S.permute(x, tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
-    return S.reshape(x, tuple(lead) + (c * r * r, h // r, w // r))
+    return C.unaliased(S.reshape(x, tuple(lead) + (c * r * r, h // r, w // r)), input)
 
 
 def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
@@ -2733,10 +2734,12 @@ def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
 
 
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """Interleave the channels of ``groups`` groups: ``(N, g * k, *) -> (N, k * g, *)``; a copy
+    (a view of the input when ``groups`` is 1 or the number of channels, hence the check)."""
     N, Cc = input.shape[:2]
     rest = tuple(input.shape[2:])
     x = S.reshape(input, (N, groups, Cc // groups) + rest)
-    return S.reshape(S.transpose(x, 1, 2), (N, Cc) + rest)
+    return C.unaliased(S.reshape(S.transpose(x, 1, 2), (N, Cc) + rest), input)
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
