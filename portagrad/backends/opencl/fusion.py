@@ -389,7 +389,7 @@ class Fuser:
             if len(self._plans) >= 4096:
                 self._plans.clear()
             plan = self._plans[sig] = self._plan(nodes, live, dev_index, dt, stream, nterms)
-        kern, queue, style, ch_dev, leaf_order, scal_order = plan
+        kern, lock, queue, style, ch_dev, leaf_order, scal_order = plan
         if style == "cl":
             ch = self._chunk(n, ch_dev)
             kargs: list[Any] = [n, ch]
@@ -408,7 +408,8 @@ class Fuser:
                     kargs += term
         for k in scal_order:
             kargs.append(scalars[k])
-        kern(queue, gs, ls, *kargs)
+        with lock:  # the device's launch lock (see .devices.Kernel)
+            kern(queue, gs, ls, *kargs)
         self.launches += 1
         self.stores += len(live)
 
@@ -471,7 +472,7 @@ class Fuser:
         kern = dev.kernel(key, "pg_fused",
                           lambda: fused_source(dtn, style, prog, nout, nleaf, nscal, stream, bc),
                           [dtn], types)
-        return (kern, dev.queue, style, dev if style == "cl" else dev.local_size,
+        return (kern.cl, kern.lock, dev.queue, style, dev if style == "cl" else dev.local_size,
                 order, sorted(scal_map, key=scal_map.__getitem__))
 
 
