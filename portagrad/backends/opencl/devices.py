@@ -90,9 +90,11 @@ class Device:
     * :attr:`launch_lock` (re-entrant: a finalizer may launch while this thread holds it) is held
       from setting a kernel object's arguments to its enqueue, for every kernel of the device
       (:class:`Kernel`, :meth:`launch1d`, the cached launch plans of :mod:`.launch` and
-      :mod:`.fusion`). Nothing else is done under it, so no other lock is taken inside it.
+      :mod:`.fusion`). Nothing else is done under it, so no other lock is taken inside it (but
+      the allocator's, by a finalizer returning a buffer during a garbage collection).
     * ``_build_lock`` makes the program and kernel caches build each entry once; lookups that hit
       take no lock (a dict lookup is atomic).
+    * the allocator has its own lock (:mod:`.allocator`).
 
     The queue itself needs no lock: OpenCL's enqueue and wait calls are thread-safe, and each
     thread's commands keep their order on the in-order queue, which is all the allocator's reuse
