@@ -47,13 +47,14 @@ class DeviceBuffer:
     """What :meth:`OpenCLBackend.allocate` returns: an OpenCL buffer plus its bookkeeping.
 
     ``mem`` is the ``pyopencl.Buffer`` kernels receive; ``nbytes`` the requested size. When the
-    object dies the buffer goes back to its allocator's cache.
+    object dies the buffer goes back to its allocator's cache (see
+    :meth:`CachingAllocator._release` for a buffer a pending fused node writes).
     """
 
     __slots__ = ("__weakref__", "_release", "device", "lazy", "mem", "nbytes", "size")
 
     def __init__(self, mem: Any, nbytes: int, size: int, device: int,
-                 release: Callable[[Any, int], None]) -> None:
+                 release: Callable[[DeviceBuffer], None]) -> None:
         self.mem = mem
         self.nbytes = nbytes
         self.size = size
@@ -70,7 +71,7 @@ class DeviceBuffer:
 
     def __del__(self) -> None:
         try:
-            self._release(self.mem, self.size)
+            self._release(self)
         except Exception:  # interpreter shutdown: modules may be gone
             pass
 
@@ -85,7 +86,8 @@ class CachingAllocator:
         self._index = index
         self.total_memory = total_memory
         self.max_alloc = max_alloc
-        #: guards the cache and the statistics (see the module doc)
+        #: guards the cache and the statistics (see the module doc); the fuser also holds it
+        #: while it claims the outputs of a group it flushes (see :meth:`_release`)
         self.lock = threading.RLock()
         self._free: dict[int, list[Any]] = {}
         self.allocated = 0
@@ -193,15 +195,40 @@ class CachingAllocator:
                 self.peak_allocated = self.allocated
         return mem
 
-    def _release(self, mem: Any, size: int) -> None:
+    def _release(self, buf: DeviceBuffer) -> None:
+        """Return the memory of ``buf``, which is dying (its ``__del__``), to the cache.
+
+        Unless a flush is writing it: CPython runs ``__del__`` *before* it clears the weak
+        references to the object, so while this runs another thread's flush may still get ``buf``
+        back from its node's weak reference (see :mod:`.fusion`) and enqueue a kernel writing it.
+        Both sides decide under :attr:`lock`: a node that a flush has *claimed* gets the memory
+        parked on it, and the flush returns it once its kernel is enqueued; otherwise the node
+        is marked *dead*, so that no flush writes it, and the memory goes back now."""
+        size = buf.size
         lock = self.lock
-        lock.acquire()  # (see allocate)
+        lock.acquire()
         try:
+            nd = buf.lazy
+            if nd is not None:
+                if nd.claimed:
+                    nd.parked = (buf.mem, size)
+                    return
+                nd.dead = True
+            bucket = self._free.get(size)
+            if bucket is None:
+                bucket = self._free[size] = []
+            bucket.append(buf.mem)
+            self.allocated -= size
+            self.cached += size
+        finally:
+            lock.release()
+
+    def put_back(self, mem: Any, size: int) -> None:
+        """``mem`` (of size class ``size``), which nothing uses any more, into the cache."""
+        with self.lock:
             bucket = self._free.get(size)
             if bucket is None:
                 bucket = self._free[size] = []
             bucket.append(mem)
             self.allocated -= size
             self.cached += size
-        finally:
-            lock.release()
