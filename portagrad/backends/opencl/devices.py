@@ -94,6 +94,8 @@ class Device:
       the allocator's, by a finalizer returning a buffer during a garbage collection).
     * ``_build_lock`` makes the program and kernel caches build each entry once; lookups that hit
       take no lock (a dict lookup is atomic).
+    * :attr:`stage_lock` guards the pinned staging buffers of large device->host reads
+      (:mod:`.runtime`).
     * the allocator has its own lock (:mod:`.allocator`).
 
     The queue itself needs no lock: OpenCL's enqueue and wait calls are thread-safe, and each
@@ -158,6 +160,7 @@ class Device:
         self._kernels: dict[Any, Kernel] = {}
         self.launch_lock = threading.RLock()
         self._build_lock = threading.RLock()
+        self.stage_lock = threading.Lock()
 
     # ------------------------------------------------------------ programs
     def require_dtypes(self, dtypes: Sequence[str]) -> None:
