@@ -341,24 +341,24 @@ class _Std(Function):
         return _var_backward(gv, x, *ctx.meta), None, None, None, None
 
 
+def _moment(fn: Any, input: Tensor, dim: Any, unbiased: Any, keepdim: bool,
+            correction: Any) -> Tensor:
+    axes, correction, whole = _var_args(input, dim, unbiased, correction)
+    if input.dtype in _HALF_TYPES:  # in float32, rounded once (PyTorch's kernel)
+        return call(fn, input.to(_dtype.float32), axes, correction, keepdim, whole).to(input.dtype)
+    return call(fn, input, axes, correction, keepdim, whole)
+
+
 def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
     """Variance with Bessel's ``correction`` (default 1)."""
-    axes, correction, whole = _var_args(input, dim, unbiased, correction)
-    if input.dtype in _HALF_TYPES:  # in float32, rounded once (PyTorch's kernel)
-        return call(_Var, input.to(_dtype.float32), axes, correction, keepdim,
-                    whole).to(input.dtype)
-    return call(_Var, input, axes, correction, keepdim, whole)
+    return _moment(_Var, input, dim, unbiased, keepdim, correction)
 
 
 def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
     """Standard deviation (``sqrt(var)``; its gradient is 0 where it is 0, as PyTorch's)."""
-    axes, correction, whole = _var_args(input, dim, unbiased, correction)
-    if input.dtype in _HALF_TYPES:  # in float32, rounded once (PyTorch's kernel)
-        return call(_Std, input.to(_dtype.float32), axes, correction, keepdim,
-                    whole).to(input.dtype)
-    return call(_Std, input, axes, correction, keepdim, whole)
+    return _moment(_Std, input, dim, unbiased, keepdim, correction)
 
 
 def var_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
