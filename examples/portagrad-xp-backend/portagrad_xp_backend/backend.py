@@ -511,7 +511,7 @@ class XpBackend(Backend):
         def operand(s: Any) -> Any:
             if isinstance(s, View):
                 return self._read(s)
-            if s.__class__ is int:
+            if s.__class__ is int or s.__class__ is float:  # PyTorch's checked conversion
                 s = fit_scalar(s, d.name)
             return xp.asarray(s, dtype=self._xdt(d), device=self.ns.device)
 
