@@ -176,8 +176,10 @@ def current_index(device_type: str) -> int:
 def set_current_index(device_type: str, index: int) -> None:
     """Select the current device of ``device_type`` (``pg.opencl.set_device``)."""
     _current[device_type] = index
-    for key in [k for k in _resolved if k[0] == device_type and k[1] is None]:
-        del _resolved[key]
+    # list(): another thread may resolve (insert) meanwhile, and iterating the dict itself would
+    # raise; pop(): or clear it (a plugin reset)
+    for key in [k for k in list(_resolved) if k[0] == device_type and k[1] is None]:
+        _resolved.pop(key, None)
 
 
 def resolve(dev: device) -> tuple[device, Any, int]:

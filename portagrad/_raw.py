@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import threading
 from typing import Any
 from collections.abc import Sequence
 
@@ -72,7 +73,7 @@ def new_on(st: Storage, shape: tuple[int, ...], dtype: _dtype.dtype) -> Tensor:
     index = st.index
     # (the storage and tensor are built by setters without __init__: this runs for every result)
     return _fresh(_allocated(backend.allocate(index, nbytes), nbytes, st.device, backend, index,
-                             _epoch), shape, strides_for(shape), dtype)
+                             _epoch.now), shape, strides_for(shape), dtype)
 
 
 _fresh = Tensor._fresh
@@ -92,25 +93,35 @@ def new_like(t: Tensor, shape: tuple[int, ...] | None = None, dtype: Any = None)
 # (never a tensor that existed before it: a saved tensor, a cached constant, anything the user
 # holds). The engine clears the stamp (``disown``) of whatever it hands to code it does not trust
 # (hooks, user-defined Functions); see ``autograd.engine`` and ``autograd.function._adoptable``.
-_epoch = 0
-_epochs = itertools.count(1)
+# The current epoch is per thread: a backward run's formulas all run in its thread, and a tensor
+# another thread allocates meanwhile (a data-loading or evaluation thread, another training loop)
+# is no memory of that run's. With one process-wide value such tensors would carry the run's
+# stamp, and runs ending in another order than they began would leave a stale epoch current.
+
+
+class _Epoch(threading.local):
+    def __init__(self) -> None:
+        self.now = 0  # this thread's current allocation epoch (0: no backward run open)
+
+
+_epoch = _Epoch()
+_epochs = itertools.count(1)  # next() on it is atomic: no two runs get one epoch
 
 
 def open_epoch() -> tuple[int, int]:
-    """Start a new allocation epoch (the engine does, once per backward run): storages allocated
-    from now on carry it. Returns ``(epoch, previous)``; ``previous`` goes to :func:`close_epoch`.
+    """Start a new allocation epoch (the engine does, once per backward run): storages this thread
+    allocates from now on carry it. Returns ``(epoch, previous)``; ``previous`` goes to
+    :func:`close_epoch`.
     """
-    global _epoch
-    prev = _epoch
-    _epoch = next(_epochs)  # never reused: a stale stamp can never match a later run
-    return _epoch, prev
+    prev = _epoch.now
+    now = _epoch.now = next(_epochs)  # never reused: a stale stamp can never match a later run
+    return now, prev
 
 
 def close_epoch(prev: int) -> None:
-    """End the epoch :func:`open_epoch` started, making ``prev`` current again (a backward run
-    inside a hook of another one hands the outer run its epoch back)."""
-    global _epoch
-    _epoch = prev
+    """End the epoch :func:`open_epoch` started in this thread, making ``prev`` current again (a
+    backward run inside a hook of another one hands the outer run its epoch back)."""
+    _epoch.now = prev
 
 
 def owned(t: Tensor, epoch: int) -> bool:

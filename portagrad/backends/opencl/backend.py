@@ -17,6 +17,7 @@ cache of built kernels. Primitives only *enqueue*; :meth:`OpenCLBackend.to_host`
 """
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,7 @@ class OpenCLBackend(NormsMixin, ConvMixin, PrimitivesMixin, RuntimeMixin, Backen
         # runtime (see .runtime)
         self._devices: list[Device] = make_devices()
         self._pending: list[list[tuple[Any, Any]]] = [[] for _ in self._devices]
+        self._pending_lock = threading.RLock()
         self._stages: dict[int, list[np.ndarray]] = {}
         self._staged_reads: bool | None = None
         # primitives (see .primitives): elementwise launch plans per primitive, forced GEMM family

@@ -7,6 +7,7 @@ them (:func:`portagrad.backends._visible.visible_indices`).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -16,7 +17,7 @@ from ..interface import DeviceProperties
 from .allocator import CachingAllocator
 from .errors import BuildError, cl_errors, translate
 
-__all__ = ["Device", "discover", "make_devices"]
+__all__ = ["Device", "Kernel", "discover", "make_devices"]
 
 
 def _type_name(cl: Any, t: int) -> str:
@@ -51,8 +52,56 @@ def discover() -> list[Any]:
     return gpus + others
 
 
+class Kernel:
+    """A built kernel of one device that any thread may launch: ``kernel(queue, global_size,
+    local_size, *args, global_offset=None)`` as a ``pyopencl.Kernel``.
+
+    Why not the ``pyopencl.Kernel`` itself: its call sets the arguments *on the kernel object*
+    (``clSetKernelArg``, which OpenCL does not make thread-safe for one kernel object) and then
+    enqueues, in separate steps; two threads launching one cached kernel interleave, and one
+    launch runs with the other's arguments (or the driver frees an argument another thread's
+    enqueue is reading). This object does both under the device's :attr:`Device.launch_lock`.
+    Hot paths that launch a cached plan use :attr:`cl` and :attr:`lock` directly (one lock, no
+    extra call), the same rule spelled out."""
+
+    __slots__ = ("cl", "lock")
+
+    def __init__(self, cl_kernel: Any, lock: Any) -> None:
+        self.cl = cl_kernel
+        self.lock = lock
+
+    def __call__(self, queue: Any, global_size: Any, local_size: Any, *args: Any,
+                 global_offset: Any = None) -> Any:
+        lock = self.lock
+        lock.acquire()
+        try:
+            if global_offset is None:  # (a keyword argument costs pyopencl a slower call)
+                return self.cl(queue, global_size, local_size, *args)
+            return self.cl(queue, global_size, local_size, *args, global_offset=global_offset)
+        finally:
+            lock.release()
+
+
 class Device:
-    """One visible OpenCL device: its context, in-order queue, kernels and allocator."""
+    """One visible OpenCL device: its context, in-order queue, kernels and allocator.
+
+    Threads share it. What guards what:
+
+    * :attr:`launch_lock` (re-entrant: a finalizer may launch while this thread holds it) is held
+      from setting a kernel object's arguments to its enqueue, for every kernel of the device
+      (:class:`Kernel`, :meth:`launch1d`, the cached launch plans of :mod:`.launch` and
+      :mod:`.fusion`). Nothing else is done under it, so no other lock is taken inside it (but
+      the allocator's, by a finalizer returning a buffer during a garbage collection).
+    * ``_build_lock`` makes the program and kernel caches build each entry once; lookups that hit
+      take no lock (a dict lookup is atomic).
+    * :attr:`stage_lock` guards the pinned staging buffers of large device->host reads
+      (:mod:`.runtime`).
+    * the allocator has its own lock (:mod:`.allocator`).
+
+    The queue itself needs no lock: OpenCL's enqueue and wait calls are thread-safe, and each
+    thread's commands keep their order on the in-order queue, which is all the allocator's reuse
+    rule needs (a buffer is freed after its last command was enqueued; whoever gets it next
+    enqueues after that)."""
 
     def __init__(self, index: int, cl_device: Any) -> None:
         import pyopencl as cl
@@ -108,7 +157,10 @@ class Device:
         # float32 divide and sqrt correctly rounded, as numpy's (the OpenCL default allows 2.5 ulp)
         self.build_options = ["-cl-fp32-correctly-rounded-divide-sqrt"] if single_cfg & (1 << 7) else []
         self._programs: dict[Any, Any] = {}
-        self._kernels: dict[Any, Any] = {}
+        self._kernels: dict[Any, Kernel] = {}
+        self.launch_lock = threading.RLock()
+        self._build_lock = threading.RLock()
+        self.stage_lock = threading.Lock()
 
     # ------------------------------------------------------------ programs
     def require_dtypes(self, dtypes: Sequence[str]) -> None:
@@ -124,7 +176,12 @@ class Device:
 
         pyopencl keeps its binary cache on disk (and PoCL its own), so a warm build is cheap."""
         prg = self._programs.get(key)
-        if prg is None:
+        if prg is not None:
+            return prg
+        with self._build_lock:  # one build per program, not one per thread that missed
+            prg = self._programs.get(key)
+            if prg is not None:
+                return prg
             import pyopencl as cl
 
             self.require_dtypes(dtypes)
@@ -150,24 +207,30 @@ class Device:
         return prg
 
     def kernel(self, key: Any, name: str, source: Callable[[], str], dtypes: Sequence[str],
-               arg_types: Sequence[Any] | Callable[[], Sequence[Any]] | None = None) -> Any:
-        """Kernel ``name`` of program ``key``, with scalar argument dtypes set (cached)."""
+               arg_types: Sequence[Any] | Callable[[], Sequence[Any]] | None = None) -> Kernel:
+        """Kernel ``name`` of program ``key``, with scalar argument dtypes set (cached), as a
+        :class:`Kernel` any thread may launch."""
         kkey = (key, name)
         k = self._kernels.get(kkey)
-        if k is None:
+        if k is not None:
+            return k
+        with self._build_lock:
+            k = self._kernels.get(kkey)
+            if k is not None:
+                return k
             prg = self.program(key, source, dtypes, f"{key[0]} kernels {key[1:]}")
             import pyopencl as cl
 
-            k = cl.Kernel(prg, name)
+            ck = cl.Kernel(prg, name)
             if callable(arg_types):  # computed only on a cache miss
                 arg_types = arg_types()
             if arg_types is not None:
-                k.set_scalar_arg_dtypes(list(arg_types))
-            self._kernels[kkey] = k
+                ck.set_scalar_arg_dtypes(list(arg_types))
+            k = self._kernels[kkey] = Kernel(ck, self.launch_lock)
         return k
 
     # ------------------------------------------------------------ launching
-    def launch1d(self, kernel: Any, n: int, args: Sequence[Any]) -> None:
+    def launch1d(self, kernel: Kernel, n: int, args: Sequence[Any]) -> None:
         """Run ``kernel`` on exactly ``n`` work-items: a main launch with the device's local size
         and a tail launch of local size 1 at a global offset (kernels have no bounds check)."""
         if n <= 0:
@@ -175,10 +238,12 @@ class Device:
         q = self.queue
         ls = self.local_size
         main = n - n % ls
-        if main:
-            kernel(q, (main,), (ls,), *args)
-        if n != main:
-            kernel(q, (n - main,), (1,), *args, global_offset=(main,))
+        k = kernel.cl
+        with self.launch_lock:
+            if main:
+                k(q, (main,), (ls,), *args)
+            if n != main:
+                k(q, (n - main,), (1,), *args, global_offset=(main,))
 
     def finish(self) -> None:
         with cl_errors(self.label, "synchronize"):

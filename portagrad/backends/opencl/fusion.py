@@ -37,6 +37,16 @@ single ops never compile a fused kernel. The results are bit-identical to unfuse
 every intermediate is rounded to the dtype, and ``FP_CONTRACT`` is off.
 
 ``PORTAGRAD_OPENCL_FUSION=0`` turns fusion off.
+
+Threads: the group is one per backend, shared by every thread, so that a thread that reads what
+another thread's pending node writes (a parameter an optimizer thread updates, say) sees the
+write: its flush enqueues the other thread's nodes too. The fuser's re-entrant ``_lock`` guards
+the group (nodes, leaves, scalars, every buffer's ``lazy`` link) and the plan cache: recording a
+node, flushing and resetting all happen under it. Only :attr:`Fuser.pending` is read without it
+(see there). Lock order: the fuser's lock, then a device's launch lock or the allocator's, never
+the other way round. Outputs are held weakly, and a weak reference can hand back a buffer whose
+``__del__`` is running in another thread: a flush claims the outputs it writes under the
+allocator's lock (see :meth:`.allocator.CachingAllocator._release`).
 """
 from __future__ import annotations
 
@@ -115,15 +125,24 @@ def fusion_enabled() -> bool:
 
 class _Node:
     """One pending primitive: ``op`` over ``args`` (node index >= 0, leaf ``-1 - k``, or scalar
-    ``("s", k)``), writing the buffer behind ``ref`` at ``off`` unless superseded (``store``)."""
+    ``("s", k)``), writing the buffer behind ``ref`` at ``off`` unless superseded (``store``).
 
-    __slots__ = ("args", "idx", "off", "op", "ref", "shape", "src", "store", "strides")
+    ``dead``, ``claimed`` and ``parked`` are the node's side of the hand-over with a dying output
+    buffer (see :meth:`.allocator.CachingAllocator._release`), read and written under the
+    allocator's lock only: ``dead`` (the buffer went back to the cache: never write it),
+    ``claimed`` (a flush is enqueueing the write) and ``parked`` (the memory of a buffer that
+    died while claimed, which the flush returns after the enqueue)."""
+
+    __slots__ = ("args", "claimed", "dead", "idx", "off", "op", "parked", "ref", "shape", "src",
+                 "store", "strides")
 
     def __init__(self, op: str, args: tuple, ref: Any, off: int, idx: int, src: tuple | None,
                  shape: tuple, strides: tuple) -> None:
         self.op, self.args, self.ref, self.off, self.idx = op, args, ref, off, idx
         self.store = True
         self.src, self.shape, self.strides = src, shape, strides
+        self.dead = self.claimed = False
+        self.parked: tuple | None = None
 
 
 class _Restart(Exception):
@@ -329,7 +348,11 @@ class Fuser:
         if not self.pending:
             if self._leaves or self._scalars:  # registered by a primitive that then declined
                 with self._lock:
-                    self._reset()
+                    # checked again under the lock: another thread may have recorded a node over
+                    # these leaves since; resetting then would drop its node while its output
+                    # buffer still points at it (``lazy``)
+                    if not self.nodes and not self._flushing:
+                        self._reset()
             return
         with self._lock:  # waits for a flush in progress in another thread
             self._flush()
@@ -348,20 +371,38 @@ class Fuser:
         n, dev, dt, vec_ops = self._n, self._dev, self._dt, self._vec_ops
         self._reset()  # first: whatever runs below (a replay) sees an empty group
         self._gen += 1
+        alloc = self._be.device(dev).allocator
+        # Claim the outputs to store. ``nd.ref()`` can return a buffer whose ``__del__`` is
+        # running in another thread (CPython clears weak references after ``__del__``); the
+        # allocator's lock orders this against that ``__del__`` (see CachingAllocator._release).
         live = []
-        for nd in nodes:
-            b = nd.ref()
-            if b is not None:
-                b.lazy = None
-                if nd.store:
-                    live.append((nd, b))
+        with alloc.lock:
+            for nd in nodes:
+                if nd.store and not nd.dead:
+                    b = nd.ref()
+                    if b is not None:
+                        nd.claimed = True
+                        live.append((nd, b))
         if not live:
             return  # every output died unseen: nothing to compute
-        if len(live) == 1 and live[0][0].src is not None:
-            self._replay(live[0][0], live[0][1], dt)
-            self.stores += 1
-            return
-        self._launch(nodes, live, leaves, leaf_bc, scalars, n, dev, dt, vec_ops)
+        try:
+            if len(live) == 1 and live[0][0].src is not None:
+                self._replay(live[0][0], live[0][1], dt)
+                self.stores += 1
+            else:
+                self._launch(nodes, live, leaves, leaf_bc, scalars, n, dev, dt, vec_ops)
+        finally:
+            parked = []
+            with alloc.lock:  # enqueued: the outputs are no longer pending
+                for nd, b in live:
+                    nd.claimed = False
+                    if b.lazy is nd:
+                        b.lazy = None
+                    if nd.parked is not None:
+                        parked.append(nd.parked)
+                        nd.parked = None
+            for mem, size in parked:  # died while claimed: back now that the write is enqueued
+                alloc.put_back(mem, size)
 
     def _replay(self, nd: _Node, buf: DeviceBuffer, dt: Any) -> None:
         """A group that is one primitive: run it with the ordinary kernels."""
@@ -389,7 +430,7 @@ class Fuser:
             if len(self._plans) >= 4096:
                 self._plans.clear()
             plan = self._plans[sig] = self._plan(nodes, live, dev_index, dt, stream, nterms)
-        kern, queue, style, ch_dev, leaf_order, scal_order = plan
+        kern, lock, queue, style, ch_dev, leaf_order, scal_order = plan
         if style == "cl":
             ch = self._chunk(n, ch_dev)
             kargs: list[Any] = [n, ch]
@@ -408,7 +449,8 @@ class Fuser:
                     kargs += term
         for k in scal_order:
             kargs.append(scalars[k])
-        kern(queue, gs, ls, *kargs)
+        with lock:  # the device's launch lock (see .devices.Kernel)
+            kern(queue, gs, ls, *kargs)
         self.launches += 1
         self.stores += len(live)
 
@@ -471,7 +513,7 @@ class Fuser:
         kern = dev.kernel(key, "pg_fused",
                           lambda: fused_source(dtn, style, prog, nout, nleaf, nscal, stream, bc),
                           [dtn], types)
-        return (kern, dev.queue, style, dev if style == "cl" else dev.local_size,
+        return (kern.cl, kern.lock, dev.queue, style, dev if style == "cl" else dev.local_size,
                 order, sorted(scal_map, key=scal_map.__getitem__))
 
 

@@ -33,6 +33,7 @@ operands' layout (which strides are 1, and for "gpu3" 16-byte alignment), never 
 from __future__ import annotations
 
 import os
+import threading
 import weakref
 from typing import Any, NamedTuple
 
@@ -510,6 +511,7 @@ def _kind(dev: Any, forced: str | None) -> str | None:
 #: narrow one whose extra work-groups fill the multiprocessors on smaller ones
 _GPU3_TUNE = (Gpu3Config(128, 128, 16), Gpu3Config(64, 64, 16))
 _TUNERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_TUNERS_LOCK = threading.Lock()  # one Tuner per device, whichever threads ask first
 
 
 def tuner(dev: Any) -> Tuner:
@@ -517,8 +519,12 @@ def tuner(dev: Any) -> Tuner:
     device's name, platform and driver version."""
     t = _TUNERS.get(dev)
     if t is None:
-        ex = dev.properties.extra
-        t = _TUNERS[dev] = Tuner(f"{dev.name}|{ex.get('platform', '')}|{ex.get('driver_version', '')}")
+        with _TUNERS_LOCK:
+            t = _TUNERS.get(dev)
+            if t is None:
+                ex = dev.properties.extra
+                t = _TUNERS[dev] = Tuner(
+                    f"{dev.name}|{ex.get('platform', '')}|{ex.get('driver_version', '')}")
     return t
 
 

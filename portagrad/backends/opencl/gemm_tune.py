@@ -143,7 +143,8 @@ class Tuner:
             except (OSError, ValueError):
                 data = {}
             data.setdefault(self.device_key, {})[cls] = label
-            tmp = f"{path}.{os.getpid()}.tmp"
+            # per process and thread: two writers of one name would interleave their bytes
+            tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
             with open(tmp, "w", encoding="utf-8") as f:
                 json.dump(data, f, indent=1, sort_keys=True)
             os.replace(tmp, path)  # atomic: a concurrent reader sees the old or the new file

@@ -151,23 +151,29 @@ CONVERT: dict[str, Callable[[Any], Any]] = {
 
 class Plan:
     """How to launch one elementwise signature: kernel, queue, global/local size, an optional
-    tail launch (global size and offset, local size 1) and the constant trailing arguments."""
+    tail launch (global size and offset, local size 1) and the constant trailing arguments.
 
-    __slots__ = ("const", "conv", "gs", "kern", "ls", "queue", "tail", "toff")
+    ``kern`` is the bare ``pyopencl.Kernel`` (``None``: nothing to launch) and ``lock`` its
+    device's launch lock: plans are shared by every thread, so each launch (both of a main launch
+    and its tail) holds ``lock`` from setting the arguments to the enqueue (see
+    :class:`.devices.Kernel`)."""
+
+    __slots__ = ("const", "conv", "gs", "kern", "lock", "ls", "queue", "tail", "toff")
 
     def __init__(self, kern: Any, queue: Any, gs: tuple, ls: tuple | None, tail: tuple | None,
-                 toff: tuple | None, const: tuple) -> None:
+                 toff: tuple | None, const: tuple, lock: Any = None) -> None:
         self.kern, self.queue, self.gs, self.ls = kern, queue, gs, ls
-        self.tail, self.toff, self.const = tail, toff, const
+        self.tail, self.toff, self.const, self.lock = tail, toff, const, lock
         self.conv: Any = None
 
     def launch(self, args: Sequence[Any]) -> None:
         """Enqueue with the per-call ``args`` (buffers, offsets, scalars), then the constants."""
         if self.kern is None:
             return
-        self.kern(self.queue, self.gs, self.ls, *args, *self.const)
-        if self.tail is not None:
-            self.kern(self.queue, self.tail, (1,), *args, *self.const, global_offset=self.toff)
+        with self.lock:
+            self.kern(self.queue, self.gs, self.ls, *args, *self.const)
+            if self.tail is not None:
+                self.kern(self.queue, self.tail, (1,), *args, *self.const, global_offset=self.toff)
 
 
 _EMPTY_PLAN = Plan(None, None, (), (), None, None, ())
@@ -253,7 +259,7 @@ def build_plan(dev: Device, family: tuple, kname: str, kernels: Callable[[], dic
     kern = dev.kernel(key, kname, lambda: K.elementwise_source(kernels(), in_types,
                                                                out_types or out_dt, layout),
                       [dt for dt, _ in in_types] + [out_dt], arg_types)
-    return Plan(kern, dev.queue, gs, lsz, tail, toff, const)
+    return Plan(kern.cl, dev.queue, gs, lsz, tail, toff, const, kern.lock)
 
 
 def remember(cache: dict, key: tuple, plan: Plan) -> None:

@@ -116,10 +116,17 @@ class PrimitivesMixin:
             remember(self._uplans, key, p)
         if p.kern is None:
             return
-        p.kern(p.queue, p.gs, p.ls, out.buffer.mem, out.offset, x.buffer.mem, x.offset, *p.const)
-        if p.tail is not None:
-            p.kern(p.queue, p.tail, (1,), out.buffer.mem, out.offset, x.buffer.mem, x.offset,
-                   global_offset=p.toff)
+        # plans are shared by all threads: each launch holds the device's launch lock (see
+        # launch.Plan; acquire/release in try/finally: cheaper than ``with`` on the hot paths)
+        lock = p.lock
+        lock.acquire()
+        try:
+            p.kern(p.queue, p.gs, p.ls, out.buffer.mem, out.offset, x.buffer.mem, x.offset, *p.const)
+            if p.tail is not None:
+                p.kern(p.queue, p.tail, (1,), out.buffer.mem, out.offset, x.buffer.mem, x.offset,
+                       global_offset=p.toff)
+        finally:
+            lock.release()
 
     def _binary_eager(self, op: str, a: Any, b: Any, out: View) -> None:
         av, bv = a.__class__ is View, b.__class__ is View
@@ -130,11 +137,16 @@ class PrimitivesMixin:
             if p is not None:
                 if p.kern is None:
                     return
-                p.kern(p.queue, p.gs, p.ls, out.buffer.mem, out.offset, a.buffer.mem, a.offset,
-                       b.buffer.mem, b.offset, *p.const)
-                if p.tail is not None:
-                    p.kern(p.queue, p.tail, (1,), out.buffer.mem, out.offset, a.buffer.mem, a.offset,
-                           b.buffer.mem, b.offset, global_offset=p.toff)
+                lock = p.lock
+                lock.acquire()
+                try:
+                    p.kern(p.queue, p.gs, p.ls, out.buffer.mem, out.offset, a.buffer.mem, a.offset,
+                           b.buffer.mem, b.offset, *p.const)
+                    if p.tail is not None:
+                        p.kern(p.queue, p.tail, (1,), out.buffer.mem, out.offset, a.buffer.mem,
+                               a.offset, b.buffer.mem, b.offset, global_offset=p.toff)
+                finally:
+                    lock.release()
                 return
         elif av and not isinstance(b, View):  # view (op) scalar: y * 2.0
             key = (op, a.dtype, out.dtype, out.buffer.device, out.shape, out.strides, a.strides, None)
@@ -143,11 +155,16 @@ class PrimitivesMixin:
                 if p.kern is None:
                     return
                 s = p.conv(b)
-                p.kern(p.queue, p.gs, p.ls, out.buffer.mem, out.offset, a.buffer.mem, a.offset, s,
-                       *p.const)
-                if p.tail is not None:
-                    p.kern(p.queue, p.tail, (1,), out.buffer.mem, out.offset, a.buffer.mem, a.offset,
-                           s, global_offset=p.toff)
+                lock = p.lock
+                lock.acquire()
+                try:
+                    p.kern(p.queue, p.gs, p.ls, out.buffer.mem, out.offset, a.buffer.mem, a.offset,
+                           s, *p.const)
+                    if p.tail is not None:
+                        p.kern(p.queue, p.tail, (1,), out.buffer.mem, out.offset, a.buffer.mem,
+                               a.offset, s, global_offset=p.toff)
+                finally:
+                    lock.release()
                 return
         self._binary_slow(op, a, b, out)
 

@@ -8,6 +8,11 @@ statistics, host<->device copies (large device->host reads on GPUs go through pi
 buffers, :mod:`.pinned`) and copies between devices. Everything is enqueued on the device's one
 in-order queue; only :meth:`RuntimeMixin.to_host`, :meth:`RuntimeMixin.synchronize` and the event
 waits block.
+
+Threads: the queue is shared and needs no lock (see :class:`.devices.Device`). The host arrays of
+non-blocking copies (``_pending``) are guarded by ``_pending_lock``; the pinned staging buffers of
+a device by its ``stage_lock``, held for a whole staged read (two reads at once would fill the
+same two buffers).
 """
 from __future__ import annotations
 
@@ -44,6 +49,7 @@ class RuntimeMixin:
     _devices: list[Device]
     #: host arrays that non-blocking copies still read, per device: (event, array)
     _pending: list[list[tuple[Any, Any]]]
+    _pending_lock: Any  # guards every list of _pending
     #: pinned staging buffers for large device->host reads, per device (see _staged_read)
     _stages: dict[int, list[np.ndarray]]
     #: staged reads: None = on GPUs only, True/False forces (tests run them on PoCL)
@@ -70,7 +76,18 @@ class RuntimeMixin:
     @flushes
     def synchronize(self, index: int) -> None:
         self.device(index).finish()
-        self._pending[index].clear()
+        # not clear(): another thread may have enqueued a copy since the finish, whose host
+        # array must stay alive
+        self._forget_done(index)
+
+    def _forget_done(self, index: int) -> None:
+        """Drop the entries of ``_pending[index]`` whose copy has completed."""
+        import pyopencl as cl
+
+        done = cl.command_execution_status.COMPLETE
+        with self._pending_lock:
+            pend = self._pending[index]
+            pend[:] = [p for p in pend if p[0].command_execution_status != done]
 
     @flushes
     def record_event(self, index: int) -> Any:
@@ -140,10 +157,10 @@ class RuntimeMixin:
         with cl_errors(dev.label, f"copying {src.nbytes} bytes host->device"):
             if non_blocking and _is_pinned(src):
                 ev = cl.enqueue_copy(dev.queue, dst.buffer.mem, src, dst_offset=off, is_blocking=False)
-                pend = self._pending[dev.index]
-                if len(pend) > 64:  # forget copies that are done
-                    pend[:] = [p for p in pend if p[0].command_execution_status != 0]
-                pend.append((ev, src))
+                if len(self._pending[dev.index]) > 64:
+                    self._forget_done(dev.index)
+                with self._pending_lock:
+                    self._pending[dev.index].append((ev, src))
             else:
                 cl.enqueue_copy(dev.queue, dst.buffer.mem, src, dst_offset=off, is_blocking=True)
 
@@ -177,6 +194,10 @@ class RuntimeMixin:
         large read is faster when the DMA into pinned memory overlaps the host-side copy. A small
         read is faster as one direct copy (the pipeline's extra steps cost more than they save),
         hence :data:`_STAGE_MIN`."""
+        with dev.stage_lock:  # one staged read of a device at a time: they share the stages
+            self._staged_read_locked(dev, mem, offset, out)
+
+    def _staged_read_locked(self, dev: Device, mem: Any, offset: int, out: np.ndarray) -> None:
         import pyopencl as cl
 
         stages = self._stages.get(dev.index)
