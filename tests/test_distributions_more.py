@@ -11,7 +11,7 @@ import pytest
 import portagrad as pg
 from portagrad import distributions as D
 from portagrad.distributions import constraints
-from portagrad.distributions.gamma import _standard_gamma_grad
+from portagrad._ops.sampling import _standard_gamma_grad
 
 
 def t(x, device, dtype=pg.float32, **kw):

@@ -1,17 +1,22 @@
-"""The package's import graph has no cycles and few function-local imports.
+"""The package's import graph: declared layers, imports only downwards, no cycles, and one door to
+the backend.
 
 Every module of ``portagrad/`` is parsed with ``ast``; an edge ``a -> b`` is an import of package
 module ``b`` anywhere in ``a`` (module level or inside a function), except under
 ``if TYPE_CHECKING:``, which never runs. ``from . import x`` counts as importing submodule ``x``
 when ``x`` is one, else as importing the package itself.
 
-The layers, bottom first: ``_shape``, ``_dtype``, ``_storage`` -> ``_tensor`` (with
-``_tensor_api``, its methods) -> ``autograd`` -> ``_raw`` -> ``_ops`` -> ``nn``, ``optim``,
-``utils``, ``serialization``, ``multiprocessing``. ``Tensor``'s methods reach the op layer through
-names bound once by ``portagrad/__init__.py`` (``_tensor_api._bind``), which is no import. What
-remains of the knot is the ``DEFERRED`` imports below: imports of a higher layer made at call
-time, each for a stated reason. Without them the graph must have no cycle, and each must still
-exist, so the list can only shrink.
+The layers, bottom first, are :data:`LAYERS`; every module belongs to one (the longest declared
+prefix of its dotted name), and a module imports only from its own layer or those below it. Within
+a layer any import is allowed as long as the graph has no cycle. ``Tensor``'s methods reach the op
+layer through names bound once by ``portagrad/__init__.py`` (``_tensor_api._bind``), which is no
+import. What remains of the knot is the ``DEFERRED`` imports below: imports of a higher layer made
+at call time, each for a stated reason. Without them the graph must have no cycle and no upward
+edge, and each must still exist, so the list can only shrink.
+
+``_raw``, the one door to the backend, is imported by the op layer (``portagrad/_ops/``), the
+optimizers' door (``optim/_inplace.py``) and the step capture (``capture/``); any other importer is
+listed in :data:`RAW_IMPORTERS` with the reason it needs raw buffers.
 
 Function-local imports of package modules are counted too: once the layers allow it they belong at
 module level, and the bound keeps them from creeping back (lazy imports of optional or heavy
@@ -38,6 +43,83 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("portagrad._tensor_api", "portagrad.multiprocessing.reductions"):
         "share_memory_ loads Python's multiprocessing machinery only when it is needed",
 }
+
+#: The layers, bottom first: (name, what it holds, module prefixes relative to ``portagrad``).
+#: ``"portagrad"`` is the package's ``__init__`` alone, not a prefix of everything.
+LAYERS: list[tuple[str, str, list[str]]] = [
+    ("base", "dtypes, shapes, storage records, settings, errors, torch.backends-style flags",
+     ["_dtype", "_shape", "_storage", "_layout", "_memory_format", "_settings", "_format",
+      "_dlpack", "_blas_env", "errors", "backend_flags"]),
+    ("backends", "the backend contract, the built-in backends, the plugin manager that finds them",
+     ["backends", "plugins"]),
+    ("devices", "device objects and memory statistics, through the plugin manager",
+     ["_device", "_memory"]),
+    ("nodes", "what a Tensor points at: graph nodes, Function, grad mode, anomaly and profiling flags",
+     ["autograd.grad_mode", "autograd.anomaly", "autograd._profiling", "autograd.function",
+      "autograd.variable", "autograd.profiler"]),
+    ("tensor", "Tensor and its declared methods",
+     ["_tensor", "_tensor_api"]),
+    ("door", "the one door to the backend (_raw) and the factories that allocate through it",
+     ["_raw", "_creation"]),
+    ("engine", "the backward engine",
+     ["autograd.engine"]),
+    ("ops", "the op layer: every autograd Function and its derivative (_ops/nn: the layers' "
+     "nodes), random numbers, the in-place rule",
+     ["_ops", "_random", "autograd.inplace"]),
+    ("api", "the surface composed from ops: autograd's functions, top-level functions, devices",
+     ["autograd", "autograd.gradcheck", "_toplevel", "_vmap", "linalg", "sparse", "_legacy",
+      "_safe_globals", "accelerator", "cuda", "mps", "amp", "profiler", "onnx"]),
+    ("library", "nn, optim, data, distributions, distributed training, files, step capture",
+     ["nn", "optim", "utils", "distributions", "distributed", "multiprocessing", "_toplevel_nn",
+      "_toplevel_random", "special", "_torch_format", "serialization", "capture", "_compile"]),
+    ("package", "the namespace and what runs on it: CLI, demo, conformance kit, torch compat",
+     ["portagrad", "_info", "demo", "testing", "compat", "__main__"]),
+]
+
+#: Where ``_raw`` may be imported without a reason of its own.
+RAW_HOMES = ("portagrad._ops", "portagrad.optim._inplace", "portagrad.capture")
+#: Every other importer of ``_raw``, and why it needs raw buffers.
+RAW_IMPORTERS: dict[str, str] = {
+    "portagrad": "binds Tensor's operator fast paths to _raw's primitives once, at import "
+                 "(_tensor_api._bind)",
+    "portagrad._creation": "the factories allocate and fill new tensors; they record nothing",
+    "portagrad._random": "random fills write new tensors through the backend's generator",
+    "portagrad.autograd.function": "AccumulateGrad adds into leaf.grad",
+    "portagrad.autograd.engine": "seeds the gradient with ones and disowns gradients between nodes",
+    "portagrad.autograd.inplace": "the in-place rule writes a result into the target's own memory",
+    "portagrad.distributed._collectives": "collectives hand device buffers to MPI and bump the "
+                                          "version of what they wrote, outside autograd",
+    "portagrad.distributed._staging": "staged copies bump the version of the tensor they fill",
+    "portagrad.nn.parallel.distributed": "DDP packs gradients into flat buckets and back outside "
+                                         "autograd (as torch's Reducer)",
+}
+
+
+def layer_of(module: str) -> int | None:
+    """The index in :data:`LAYERS` of ``module`` (``None``: undeclared)."""
+    rel = module.split(".")[1:]
+    if not rel:
+        prefixes = ["portagrad"]
+    else:
+        prefixes = [".".join(rel[:k]) for k in range(len(rel), 0, -1)]
+    for p in prefixes:
+        for i, (_, _, mods) in enumerate(LAYERS):
+            if p in mods:
+                return i
+    return None
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """The edges ``(a, b)`` of ``graph`` where ``b`` lies in a higher layer than ``a``."""
+    bad = []
+    for a, targets in graph.items():
+        la = layer_of(a)
+        for b in targets:
+            lb = layer_of(b)
+            if la is not None and lb is not None and lb > la:
+                bad.append((a, b))
+    return sorted(bad)
+
 
 # Function-local imports of package modules, at most (226 before the layers were drawn). Most left
 # are the deferred imports above, autograd's entry points (autograd is loaded by _tensor, before
@@ -182,6 +264,73 @@ def test_few_function_local_imports() -> None:
         f"{len(local)} function-local imports of package modules (at most {MAX_LOCAL_IMPORTS}); "
         "import at module level instead:\n" + "\n".join(f"  {m}:{line} -> {t}"
                                                         for m, t, line in local))
+
+
+def test_every_module_has_a_declared_layer() -> None:
+    graph, _ = import_graph()
+    undeclared = sorted(m for m in graph if layer_of(m) is None)
+    assert not undeclared, f"modules in no layer (add them to LAYERS): {undeclared}"
+    declared = {p for _, _, mods in LAYERS for p in mods}
+    tops = {m.split(".")[1] for m in graph if m != "portagrad"} | {"portagrad"}
+    assert tops <= declared | {p.split(".")[0] for p in declared}
+    assert len(declared) == sum(len(mods) for _, _, mods in LAYERS), "a prefix in two layers"
+
+
+def test_imports_point_down_the_layers() -> None:
+    graph, _ = import_graph()
+    for src, dst in DEFERRED:
+        graph[src].discard(dst)
+    bad = upward_imports(graph)
+    assert not bad, "imports of a higher layer:\n" + "\n".join(
+        f"  {a} ({LAYERS[layer_of(a)][0]}) -> {b} ({LAYERS[layer_of(b)][0]})" for a, b in bad)
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    """Against a vacuous check: a made-up edge from the bottom to the top is reported, one from
+    the top to the bottom is not."""
+    graph = {"portagrad._dtype": {"portagrad.nn.functional"},
+             "portagrad.nn.functional": {"portagrad._dtype"}, "portagrad._tensor": {"portagrad._raw"}}
+    assert upward_imports(graph) == [("portagrad._dtype", "portagrad.nn.functional"),
+                                     ("portagrad._tensor", "portagrad._raw")]
+    assert layer_of("portagrad") != layer_of("portagrad._dtype")
+    assert layer_of("portagrad.autograd.function") < layer_of("portagrad._tensor") \
+        < layer_of("portagrad._raw") < layer_of("portagrad.autograd.engine") \
+        < layer_of("portagrad._ops.nn.linear") < layer_of("portagrad.nn.functional")
+
+
+def test_raw_is_imported_only_by_its_homes_and_listed_modules() -> None:
+    graph, _ = import_graph()
+    importers = {m for m, targets in graph.items() if "portagrad._raw" in targets}
+    unlisted = sorted(m for m in importers
+                      if not m.startswith(RAW_HOMES) and m not in RAW_IMPORTERS)
+    assert not unlisted, (f"modules importing _raw outside {RAW_HOMES}: {unlisted}; go through an "
+                          "op (or optim._inplace), or list the module in RAW_IMPORTERS with why")
+    stale = sorted(m for m in RAW_IMPORTERS if m not in importers)
+    assert not stale, f"no longer import _raw: drop them from RAW_IMPORTERS: {stale}"
+    assert "portagrad.nn.functional" not in importers
+    assert not any(m.startswith("portagrad.nn.") and m != "portagrad.nn.parallel.distributed"
+                   for m in importers)
+
+
+def test_autograd_functions_live_in_the_op_layer() -> None:
+    """Every ``Function`` subclass of the package is defined under ``_ops/`` (or is the engine's
+    own machinery in ``autograd/``): one home for every derivative."""
+    homes = ("portagrad._ops", "portagrad.autograd")
+    hooks = {"portagrad.nn.modules.module._BackwardHookFunction":
+             "an identity node whose backward runs a module's full backward hooks (torch's "
+             "BackwardHookFunction): it holds no derivative"}
+    found = []
+    for name, path in _module_names().items():
+        if name.startswith(homes):
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and any(
+                    (isinstance(b, ast.Name) and b.id == "Function")
+                    or (isinstance(b, ast.Attribute) and b.attr == "Function") for b in node.bases):
+                found.append(f"{name}.{node.name}")
+    assert sorted(set(found) - set(hooks)) == [], f"autograd Functions outside the op layer: {found}"
+    assert set(hooks) <= set(found), "a listed exception is gone: drop it"
 
 
 def test_graph_sees_known_edges() -> None:

@@ -14,8 +14,8 @@ import pytest
 import portagrad as pg
 import portagrad.nn.functional as F
 from portagrad.autograd import gradcheck, gradgradcheck
-from portagrad.nn import _fused
-from portagrad.nn import functional as _functional
+from portagrad._ops.nn import conv as conv_node
+from portagrad._ops.nn import pool as pool_node
 
 CONV_METHODS = ("conv2d", "conv2d_grad_input", "conv2d_grad_weight")
 POOL_METHODS = ("max_pool2d", "max_pool2d_grad_input")
@@ -34,8 +34,8 @@ def composed(monkeypatch):
     @contextlib.contextmanager
     def ctx():
         with monkeypatch.context() as m:
-            m.setattr(_fused, "conv_fast_path", lambda x: False)
-            m.setattr(_functional, "_max_pool_fast_path", lambda x: False)
+            m.setattr(conv_node, "conv_fast_path", lambda x: False)
+            m.setattr(pool_node, "max_pool_fast_path", lambda x: False)
             yield
 
     return ctx
@@ -157,7 +157,7 @@ def test_numpy_backend_has_fast_paths():
 def _max_pool_ref(x, k, s, p, d, ceil_mode):
     """Brute-force PyTorch semantics: -inf padding, strict > so the first maximum wins, NaN
     propagates (the last NaN wins), a window of only -inf points at its first valid position."""
-    from portagrad.nn._im2col import out_size
+    from portagrad._ops.nn.im2col import out_size
 
     N, C, H, W = x.shape
     OH = out_size(H, k[0], s[0], p[0], p[0], d[0], ceil_mode)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 import portagrad as pg
-from portagrad.nn import _fused
-from portagrad.nn import functional as _functional
+from portagrad._ops.nn import conv as conv_node
+from portagrad._ops.nn import pool as pool_node
 from portagrad.testing.conformance import conv_checks as cc
 
 METHODS = cc.CONV_METHODS + cc.POOL_METHODS
@@ -50,7 +50,7 @@ def test_opencl_backend_has_the_fast_paths(ocl):
         assert getattr(be, name, None) is not None
         assert getattr(type(be), name) is getattr(ConvMixin, name)
     x = pg.randn(1, 1, 4, 4, device=ocl)
-    assert _fused.conv_fast_path(x) and _functional._max_pool_fast_path(x)
+    assert conv_node.conv_fast_path(x) and pool_node.max_pool_fast_path(x)
 
 
 # ------------------------------------------------------------------ convolution

@@ -237,8 +237,7 @@ def _adoptable(grad: Tensor, leaf: Tensor, epoch: int) -> bool:
 # before the backward run. A formula module that cannot promise this must not be listed.
 # A Function defined anywhere else (a user's, nn's full-backward-hook function that calls the
 # module hooks) is not trusted: the engine disowns its inputs and outputs.
-_TRUSTED = ("portagrad._ops.", "portagrad.autograd.inplace", "portagrad.nn._fused",
-            "portagrad.nn._im2col", "portagrad.nn.functional")
+_TRUSTED = ("portagrad._ops.", "portagrad.autograd.inplace")
 
 
 class FunctionCtx:

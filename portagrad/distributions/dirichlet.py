@@ -10,7 +10,7 @@ from .._tensor import Tensor
 from ..nn.functional import one_hot
 from . import constraints
 from .exp_family import ExponentialFamily
-from .gamma import standard_gamma
+from .._ops.sampling import standard_gamma
 
 __all__ = ["Dirichlet"]
 

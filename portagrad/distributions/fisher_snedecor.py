@@ -11,7 +11,8 @@ from .._storage import Size
 from .._tensor import Tensor
 from . import constraints
 from .distribution import Distribution
-from .gamma import Gamma, _tiny
+from .._ops.sampling import smallest_normal
+from .gamma import Gamma
 from .utils import broadcast_all
 
 __all__ = ["FisherSnedecor"]
@@ -63,9 +64,9 @@ class FisherSnedecor(Distribution):
     def rsample(self, sample_shape: Any = ()) -> Tensor:
         x1 = self._gamma1.rsample(sample_shape)
         x2 = self._gamma2.rsample(sample_shape)
-        x2 = clamp(x2, min=_tiny(x2))
+        x2 = clamp(x2, min=smallest_normal(x2))
         y = x1 / x2
-        return clamp(y, min=_tiny(y))
+        return clamp(y, min=smallest_normal(y))
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:

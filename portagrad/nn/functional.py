@@ -1,8 +1,10 @@
 """``nn.functional``: the stateless forms of layers, activations and losses (``torch.nn.functional``).
 
-Everything is composed from portagrad ops. Windowed ops (conv, pooling, ``pad``, ``interpolate``,
-``unfold``/``fold``) go through one precomputed index gather (:mod:`portagrad.nn._im2col`) and, for
-conv, one matmul. Softmax, log-softmax and the losses built on them subtract the maximum first.
+This module checks arguments and composes; the layers' autograd nodes (one node each for linear,
+conv, the norms, cross entropy, softmax and max pooling) live in :mod:`portagrad._ops.nn`. Windowed
+ops (conv, pooling, ``pad``, ``interpolate``, ``unfold``/``fold``) go through one precomputed index
+gather (:mod:`portagrad._ops.nn.im2col`) and, for conv, one matmul. Softmax, log-softmax and the
+losses built on them subtract the maximum first.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import _creation, _dtype, _random, _raw
+from .. import _creation, _dtype, _random
 from .._ops import conversion as C
 from .._ops import elementwise as E
 from .._ops import indexing as I
@@ -21,12 +23,11 @@ from .._ops import joining as J
 from .._ops import linalg as L
 from .._ops import reduction as R
 from .._ops import shape as S
-from .._ops._common import call
+from .._ops import nn as nodes
+from .._ops.nn import im2col
 from .._shape import check_expandable, wrap_dim
 from .._tensor import Tensor
-from ..autograd.function import Function
-from ..autograd.grad_mode import is_grad_enabled, no_grad
-from . import _fused, _im2col
+from ..autograd.grad_mode import no_grad
 
 __all__ = [
     # activations
@@ -395,42 +396,6 @@ def _softmax_dim(ndim: int) -> int:
     return 0 if ndim in (0, 1, 3) else 1
 
 
-class _Softmax(Function):
-    """Max-subtracted softmax / log-softmax along one axis (or a backend's fused kernel)."""
-
-    _backward_name = "SoftmaxBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, d: int, log: bool) -> Tensor:
-        ctx.d, ctx.log = d, log
-        if _raw.has_prims(x, "softmax"):
-            y = _raw.softmax(_raw.contiguous(x), d, _raw.new_like(x), log)
-        else:
-            shape = x._v.shape
-            m = _raw.reduce("max", x, (d,), True)
-            z = _raw.binary("sub", x, _raw.expand_view(m, shape), x._v.dtype)
-            e = _raw.unary("exp", z)
-            s = _raw.reduce("sum", e, (d,), True)
-            if log:
-                y = _raw.binary("sub", z, _raw.expand_view(_raw.unary("log", s), shape), x._v.dtype)
-            else:
-                y = _raw.binary("div", e, _raw.expand_view(s, shape), x._v.dtype)
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> Any:
-        (y,) = ctx.saved_tensors
-        d = ctx.d
-        if not is_grad_enabled() and _raw.has_prims(y, "softmax_backward") and g.dtype is y.dtype:
-            # nothing records: one backend call (y is the forward's contiguous output)
-            return _raw.softmax_backward(_raw.contiguous(g), y, d, _raw.new_like(y),
-                                         ctx.log), None, None
-        if ctx.log:
-            return E.sub(g, E.mul(E.exp(y), R.sum(g, d, keepdim=True))), None, None
-        return E.mul(y, E.sub(g, R.sum(E.mul(g, y), d, keepdim=True))), None, None
-
-
 def _softmax_impl(input: Tensor, dim: Any, dtype: Any, log: bool) -> Tensor:
     if dim is None:
         dim = _softmax_dim(input.dim())
@@ -447,8 +412,8 @@ def _softmax_impl(input: Tensor, dim: Any, dtype: Any, log: bool) -> Tensor:
         return C.to(_softmax_impl(C.to(x, dtype=_dtype.float32), d, None, log), dtype=x.dtype)
     if x.dim() == 0:
         x1 = S.reshape(x, (1,))
-        return S.reshape(call(_Softmax, x1, 0, log), ())
-    return call(_Softmax, x, d, log)
+        return S.reshape(nodes.softmax.softmax(x1, 0, log), ())
+    return nodes.softmax.softmax(x, d, log)
 
 
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
@@ -490,7 +455,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({lead}x{input.shape[-1]} "
                            f"and {weight.shape[1]}x{weight.shape[0]})")
     if weight.dim() == 2 and input.dim() >= 1 and (bias is None or bias.dim() == 1):
-        return _fused.linear(input, weight, bias)  # one recorded node instead of ~7
+        return nodes.linear.linear(input, weight, bias)  # one recorded node instead of ~7
     out = L.matmul(input, S.t(weight) if weight.dim() == 2 else weight)
     if bias is not None:
         check_expandable(bias.shape, out.shape)  # the bias never broadcasts the output
@@ -838,14 +803,14 @@ def _convnd(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, pad
         raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))})."
                            f" Kernel size: ({' x '.join(map(str, eff))}). Kernel size can't be "
                            f"greater than actual input size")
-    p = _im2col.window_plan(Cin, in_sp, k, s, lo, hi, d)
+    p = im2col.window_plan(Cin, in_sp, k, s, lo, hi, d)
     # (the backends' fast paths are 2-D: 3-D convolutions take the composed path)
-    if nd <= 2 and (groups == 1 or _fused.conv_fast_path(x)) and \
+    if nd <= 2 and (groups == 1 or nodes.conv.conv_fast_path(x)) and \
             (bias is None or bias.dtype is x.dtype):
         # one recorded node instead of ~10 (the backend's conv fast paths when it has them)
-        out = _fused.conv(x, weight, bias, p, (s, lo, d, groups))
+        out = nodes.conv.conv(x, weight, bias, p, (s, lo, d, groups))
         return S.squeeze(out, 0) if unbatched else out
-    cols = _im2col.unfold_cols(x, p)  # (N, L, Cin*K)
+    cols = im2col.unfold_cols(x, p)  # (N, L, Cin*K)
     K = math.prod(k)
     NL = N * p.L
     if groups == 1:
@@ -910,7 +875,7 @@ def _conv_transposend(input: Tensor, weight: Tensor, bias: Tensor | None, stride
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, lead + in_sp))})."
                            f" Calculated output size per channel: "
                            f"({' x '.join(map(str, lead + out_sp))}). Output size is too small")
-    p = _im2col.window_plan(Cout, out_sp, k, s, pd, pd, d)
+    p = im2col.window_plan(Cout, out_sp, k, s, pd, pd, d)
     K = math.prod(k)
     Lx = math.prod(in_sp)
     xs = S.reshape(S.movedim(x, 1, -1), (N * Lx, Cin))
@@ -921,7 +886,7 @@ def _conv_transposend(input: Tensor, weight: Tensor, bias: Tensor | None, stride
         a = S.transpose(S.reshape(xs, (N * Lx, g, Cg)), 0, 1)
         cols = S.transpose(L.matmul(a, S.reshape(weight, (g, Cg, Og * K))), 0, 1)
     cols = S.reshape(cols, (N, Lx, Cout * K))
-    out = _im2col.fold_cols(cols, p)
+    out = im2col.fold_cols(cols, p)
     if bias is not None:
         out = E.add(out, _bview(bias, nd + 2))
     return S.squeeze(out, 0) if unbatched else out
@@ -959,8 +924,8 @@ def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
     unbatched = input.dim() == 3
     x = S.unsqueeze(input, 0) if unbatched else input
     k, d, pd, s = (_pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))
-    p = _im2col.window_plan(x.shape[1], tuple(x.shape[2:]), k, s, pd, pd, d)
-    out = S.transpose(_im2col.unfold_cols(x, p), 1, 2)
+    p = im2col.window_plan(x.shape[1], tuple(x.shape[2:]), k, s, pd, pd, d)
+    out = S.transpose(im2col.unfold_cols(x, p), 1, 2)
     return S.squeeze(out, 0) if unbatched else out
 
 
@@ -977,112 +942,15 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, p
                            f"kernel_size, but got input.size(1)={x.shape[1]} and kernel_size="
                            f"{tuple(k)}")
     Cc = x.shape[1] // K
-    p = _im2col.window_plan(Cc, osz, k, s, pd, pd, d)
+    p = im2col.window_plan(Cc, osz, k, s, pd, pd, d)
     if p.L != x.shape[2]:
         raise RuntimeError(f"Given output_size={tuple(osz)}, kernel_size={tuple(k)}, dilation="
                            f"{tuple(d)}, padding={tuple(pd)}, stride={tuple(s)}, expected size of "
                            f"input's dimension 2 to match the calculated number of sliding blocks "
                            f"{p.out_spatial[0]} * {p.out_spatial[1]} = {p.L}, but got "
                            f"input.size(2)={x.shape[2]}.")
-    out = _im2col.fold_cols(S.transpose(x, 1, 2), p)
+    out = im2col.fold_cols(S.transpose(x, 1, 2), p)
     return S.squeeze(out, 0) if unbatched else out
-
-
-# ------------------------------------------------------------------ pooling
-class _MaxLast(Function):
-    """Max over the last axis with its first argmax; the gradient goes to that element only."""
-
-    _backward_name = "MaxPoolBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, first_inside: Tensor | None = None) -> Any:
-        ax = x.dim() - 1
-        idx = _raw.arg_reduce("argmax", x, ax, True)
-        if x._v.dtype.is_floating_point:
-            # PyTorch's pooling rules (those of the backends' max_pool2d fast path): the last
-            # NaN of a window is the one pointed at, and a window whose maximum is -inf points
-            # at its first position inside the input (``first_inside``), never at padding
-            ar = _creation.arange(x._v.shape[-1], device=x.device)
-            last_nan = R.amax(I.where(E.isnan(x), ar, -1), ax, keepdim=True)
-            idx = I.where(E.ge(last_nan, 0), last_nan, idx)
-            if first_inside is not None:
-                at_ninf = E.eq(_raw.gather(x, ax, idx), -math.inf)
-                idx = I.where(at_ninf, first_inside, idx)
-        vals = _raw.gather(x, ax, idx)
-        ctx.K = x._v.shape[-1]
-        ctx.save_for_backward(idx)
-        vals = _raw._drop_axes(vals, (ax,))
-        idx = _raw._drop_axes(idx, (ax,))
-        ctx.mark_non_differentiable(idx)
-        ctx.set_materialize_grads(False)  # (as _MaxPool2d)
-        return vals, idx
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor, gi: Any) -> Any:
-        (idx,) = ctx.saved_tensors
-        ar = _creation.arange(ctx.K, device=g.device)
-        return I.where(E.eq(idx, ar), S.unsqueeze(g, -1), 0.0), None
-
-
-def _max_pool_fast_path(x: Tensor) -> bool:
-    """Whether ``x``'s backend has the optional max-pool fast paths (forward and backward)."""
-    be = x._storage.backend
-    return (x._v.dtype.is_floating_point and getattr(be, "max_pool2d", None) is not None and
-            getattr(be, "max_pool2d_grad_input", None) is not None)
-
-
-class _MaxPool2d(Function):
-    """Max pooling of (N, C, H, W) as one node through the backend's ``max_pool2d`` fast path.
-
-    Returns the values and the int64 flat positions ``h * W + w`` of each window's first maximum
-    (PyTorch's ``return_indices``). The backward puts ``g`` at those positions (summing where
-    windows overlap): one ``max_pool2d_grad_input`` call, or under ``create_graph`` a public
-    scatter-add (whose derivative, a gather at the same positions, gives second derivatives)."""
-
-    _backward_name = "MaxPool2DWithIndicesBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, out_sp: tuple, k: tuple, s: tuple, pd: tuple, d: tuple
-                ) -> Any:
-        x = _raw.contiguous(x)
-        N, Cc = x._v.shape[:2]
-        shape = (N, Cc) + tuple(out_sp)
-        vals = _raw.new_like(x, shape)
-        idx = _raw.new_like(x, shape, _dtype.int64)
-        _raw.max_pool2d(x, vals, idx, k, s, pd, d)
-        ctx.geom = (k, s, pd, d)
-        ctx.in_shape = tuple(x._v.shape)
-        ctx.save_for_backward(idx)
-        ctx.mark_non_differentiable(idx)
-        # the indices never get a gradient: no zeros made for them (g is never None here, the
-        # engine skips the node when no gradient reaches it)
-        ctx.set_materialize_grads(False)
-        return vals, idx
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor, gi: Any) -> Any:
-        (idx,) = ctx.saved_tensors
-        N, Cc, H, W = ctx.in_shape
-        if is_grad_enabled():
-            L = idx.shape[2] * idx.shape[3]
-            gx = I.scatter_into_zeros(S.reshape(g, (N, Cc, L)), 2, S.reshape(idx, (N, Cc, L)),
-                                      (N, Cc, H * W))
-            return S.reshape(gx, ctx.in_shape), None, None, None, None, None
-        g = _raw.contiguous(g)
-        gx = _raw.new_like(g, ctx.in_shape)
-        _raw.max_pool2d_grad_input(g, idx, gx, *ctx.geom)
-        return gx, None, None, None, None, None
-
-
-def _max_pool_fused(x: Tensor, p: Any, k: tuple, s: tuple, pd: tuple, d: tuple, nd: int
-                    ) -> tuple[Tensor, Tensor]:
-    """Values and indices through :class:`_MaxPool2d` (1-D pooling as height-1 2-D pooling)."""
-    if nd == 2:
-        return call(_MaxPool2d, x, tuple(p.out_spatial), k, s, pd, d)
-    x4 = S.unsqueeze(x, 2)
-    vals, idx = call(_MaxPool2d, x4, (1,) + tuple(p.out_spatial), (1,) + k, (1,) + s,
-                     (0,) + pd, (1,) + d)
-    return S.squeeze(vals, 2), S.squeeze(idx, 2)
 
 
 def _pool_args(kernel_size: Any, stride: Any, padding: Any, dilation: Any, nd: int
@@ -1095,7 +963,7 @@ def _pool_args(kernel_size: Any, stride: Any, padding: Any, dilation: Any, nd: i
 
 def _pool_out(in_sp: tuple[int, ...], k: tuple[int, ...], s: tuple[int, ...],
               pd: tuple[int, ...], d: tuple[int, ...], ceil_mode: bool) -> tuple[int, ...]:
-    return tuple(_im2col.out_size(in_sp[i], k[i], s[i], pd[i], pd[i], d[i], ceil_mode)
+    return tuple(im2col.out_size(in_sp[i], k[i], s[i], pd[i], pd[i], d[i], ceil_mode)
                  for i in range(len(in_sp)))
 
 
@@ -1118,22 +986,22 @@ def _max_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dila
     N, Cc = x.shape[0], x.shape[1]
     in_sp = tuple(x.shape[2:])
     _check_pool_output(f"max_pool{nd}d", Cc, in_sp, _pool_out(in_sp, k, s, pd, d, ceil_mode))
-    p = _im2col.window_plan(Cc, in_sp, k, s, pd, pd, d, ceil_mode)
-    if nd <= 2 and _max_pool_fast_path(x):
-        out, ind = _max_pool_fused(x, p, k, s, pd, d, nd)
+    p = im2col.window_plan(Cc, in_sp, k, s, pd, pd, d, ceil_mode)
+    if nd <= 2 and nodes.pool.max_pool_fast_path(x):
+        out, ind = nodes.pool.max_pool_fused(x, p, k, s, pd, d, nd)
         if unbatched:
             out, ind = S.squeeze(out, 0), S.squeeze(ind, 0)
         return (out, ind) if return_indices else out
-    cols = _im2col.unfold_cols(x, p, -math.inf)
+    cols = im2col.unfold_cols(x, p, -math.inf)
     first = S.reshape(p.table_first_inside(x), (1, p.L, 1, 1))
-    vals, idx = call(_MaxLast, S.reshape(cols, (N, p.L, Cc, p.K)), first)
+    vals, idx = nodes.pool.max_last(S.reshape(cols, (N, p.L, Cc, p.K)), first)
     out = _nchw(vals, (N,) + p.out_spatial + (Cc,))
     if unbatched:
         out = S.squeeze(out, 0)
     if not return_indices:
         return out
     pix = p.table_pix(x)  # (L, K) flat input positions
-    pe = _raw.expand_view(S.reshape(pix, (1, p.L, 1, p.K)), (N, p.L, Cc, p.K))
+    pe = S.expand(S.reshape(pix, (1, p.L, 1, p.K)), (N, p.L, Cc, p.K))
     ind = S.squeeze(I.gather(pe, 3, S.unsqueeze(idx, -1)), -1)
     ind = _nchw(ind, (N,) + p.out_spatial + (Cc,))
     return out, (S.squeeze(ind, 0) if unbatched else ind)
@@ -1192,8 +1060,8 @@ def _avg_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil
         raise RuntimeError(f"input image (T: {in_sp[0]} H: {in_sp[1]} W: {in_sp[2]}) smaller than "
                            f"kernel size (kT: {k[0]} kH: {k[1]} kW: {k[2]})")
     _check_pool_output(f"avg_pool{nd}d", Cc, in_sp, out_sp)
-    p = _im2col.window_plan(Cc, in_sp, k, s, pd, pd, d, ceil_mode)
-    cols = _im2col.unfold_cols(x, p, 0.0)
+    p = im2col.window_plan(Cc, in_sp, k, s, pd, pd, d, ceil_mode)
+    cols = im2col.unfold_cols(x, p, 0.0)
     tot = R.sum(S.reshape(cols, (N, p.L, Cc, p.K)), -1)  # (N, L, C)
     if divisor_override:
         out = E.div(tot, float(divisor_override))
@@ -1300,7 +1168,7 @@ def _fractional_max_pool(input: Tensor, kernel_size: Any, output_size: Any, outp
     pix = pix.reshape(N, Cc, Lo * K)
     flat = S.reshape(x, (N, Cc, math.prod(in_sp)))
     cols = I.gather(flat, 2, _creation.tensor(pix, device=x.device))
-    vals, arg = call(_MaxLast, S.reshape(cols, (N, Cc, Lo, K)))
+    vals, arg = nodes.pool.max_last(S.reshape(cols, (N, Cc, Lo, K)))
     out = S.reshape(vals, (N, Cc) + out_sp)
     if unbatched:
         out = S.squeeze(out, 0)
@@ -1369,8 +1237,8 @@ def lp_pool3d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = N
     return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)
 
 
-def _adaptive_plan(Cc: int, in_sp: tuple[int, ...], out_sp: tuple[int, ...]) -> _im2col.Plan:
-    def build() -> _im2col.Plan:
+def _adaptive_plan(Cc: int, in_sp: tuple[int, ...], out_sp: tuple[int, ...]) -> im2col.Plan:
+    def build() -> im2col.Plan:
         per = []
         for n, o in zip(in_sp, out_sp):
             st = (np.arange(o) * n) // o
@@ -1378,9 +1246,9 @@ def _adaptive_plan(Cc: int, in_sp: tuple[int, ...], out_sp: tuple[int, ...]) -> 
             kmax = int((en - st).max())
             r = st[:, None] + np.arange(kmax)[None, :]
             per.append(np.where(r < en[:, None], r, -1))
-        return _im2col.Plan(Cc, in_sp, out_sp, _im2col.combine(per, in_sp)[0])
+        return im2col.Plan(Cc, in_sp, out_sp, im2col.combine(per, in_sp)[0])
 
-    return _im2col.plan(("adaptive", Cc, in_sp, out_sp), build)
+    return im2col.plan(("adaptive", Cc, in_sp, out_sp), build)
 
 
 def _adaptive_out(output_size: Any, in_sp: tuple[int, ...], nd: int) -> tuple[int, ...]:
@@ -1404,14 +1272,14 @@ def _adaptive_pool(input: Tensor, output_size: Any, nd: int, kind: str, return_i
     out_sp = _adaptive_out(output_size, in_sp, nd)
     p = _adaptive_plan(Cc, in_sp, out_sp)
     if kind == "avg":
-        cols = _im2col.unfold_cols(x, p, 0.0)
+        cols = im2col.unfold_cols(x, p, 0.0)
         tot = R.sum(S.reshape(cols, (N, p.L, Cc, p.K)), -1)
         cnt = p.float_table("cnt", lambda: (p.pix >= 0).sum(1, keepdims=True).astype(np.float64), x)
         out = E.div(tot, cnt)
         idx: Tensor | None = None
     else:
-        cols = _im2col.unfold_cols(x, p, -math.inf)
-        out, idx = call(_MaxLast, S.reshape(cols, (N, p.L, Cc, p.K)))
+        cols = im2col.unfold_cols(x, p, -math.inf)
+        out, idx = nodes.pool.max_last(S.reshape(cols, (N, p.L, Cc, p.K)))
     out = _nchw(out, (N,) + out_sp + (Cc,))
     if unbatched:
         out = S.squeeze(out, 0)
@@ -1419,7 +1287,7 @@ def _adaptive_pool(input: Tensor, output_size: Any, nd: int, kind: str, return_i
         return out
     assert idx is not None  # only max pooling returns indices
     pix = p.table_pix(x)
-    pe = _raw.expand_view(S.reshape(pix, (1, p.L, 1, p.K)), (N, p.L, Cc, p.K))
+    pe = S.expand(S.reshape(pix, (1, p.L, 1, p.K)), (N, p.L, Cc, p.K))
     ind = S.squeeze(I.gather(pe, 3, S.unsqueeze(idx, -1)), -1)
     ind = _nchw(ind, (N,) + out_sp + (Cc,))
     return out, (S.squeeze(ind, 0) if unbatched else ind)
@@ -1482,9 +1350,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if n <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                              f"{input.shape}")
-        if _fused.norm_fast_path(input, "batch_norm", weight, bias, running_mean, running_var,
+        if nodes.norm.norm_fast_path(input, "batch_norm", weight, bias, running_mean, running_var,
                                  shape=(Cc,)):
-            return _fused.batch_norm(input, weight, bias, running_mean, running_var, momentum, eps)
+            return nodes.norm.batch_norm(input, weight, bias, running_mean, running_var, momentum, eps)
         mu = R.mean(input, axes, keepdim=True)
         xc = E.sub(input, mu)
         var = R.mean(E.mul(xc, xc), axes, keepdim=True)
@@ -1551,8 +1419,8 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
     if input.dtype is _dtype.bfloat16:  # PyTorch's kernel computes in float32 and rounds once
         w, b = (None if t is None else C.to(t, dtype=_dtype.float32) for t in (weight, bias))
         return C.to(layer_norm(C.to(input, dtype=_dtype.float32), ns, w, b, eps), dtype=input.dtype)
-    if _fused.norm_fast_path(input, "layer_norm", weight, bias, shape=ns):
-        return _fused.layer_norm(input, ns, weight, bias, eps)  # one backend call each way
+    if nodes.norm.norm_fast_path(input, "layer_norm", weight, bias, shape=ns):
+        return nodes.norm.layer_norm(input, ns, weight, bias, eps)  # one backend call each way
     axes = tuple(range(input.dim() - k, input.dim()))
     mu = R.mean(input, axes, keepdim=True)
     xc = E.sub(input, mu)
@@ -1691,7 +1559,7 @@ def _class_mask(target: Tensor, Cc: int, ndim: int) -> Tensor:
 
 def _check_targets(target: Tensor, Cc: int, ignore_index: int) -> None:
     # on every device (one host read): PyTorch raises "Target N is out of bounds."
-    _fused.check_class_targets(target, Cc, ignore_index)
+    nodes.loss.check_class_targets(target, Cc, ignore_index)
 
 
 def _unbatched_target(target: Tensor) -> Tensor:
@@ -1760,10 +1628,10 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if (input.dim() == 2 and target.dim() == 1 and not target.dtype.is_floating_point
-            and (weight is None or _fused.ce_weight_fast(input, weight))
+            and (weight is None or nodes.loss.ce_weight_fast(input, weight))
             and label_smoothing == 0 and input.dtype.is_floating_point
             and input.shape[0] == target.shape[0] and input.shape[0] > 0):
-        return _fused.cross_entropy_indices(input, target.to(_dtype.int64), ignore_index,
+        return nodes.loss.cross_entropy_indices(input, target.to(_dtype.int64), ignore_index,
                                             reduction, weight)  # one recorded node instead of ~15
     class_dim = 0 if input.dim() == 1 else 1
     logp = log_softmax(input, class_dim)
@@ -1813,41 +1681,6 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     return E.add(E.mul(nll, 1 - label_smoothing), E.mul(ret, label_smoothing / Cc))
 
 
-def _check_unit_interval(x: Tensor, what: str) -> None:
-    # one reduction pair and one host read; NaN fails both comparisons, as in PyTorch
-    if x.numel():
-        lo, hi = _raw.min_max(x)
-        if not (lo >= 0 and hi <= 1):
-            raise RuntimeError(f"all elements of {what} should be between 0 and 1")
-
-
-# PyTorch's epsilon of the BCE gradient (a float32 1e-12: 1 / eps is 1.000000004e12, not 1e12)
-_BCE_EPS = float(np.float32(1e-12))
-
-
-class _BinaryCrossEntropy(Function):
-    """Unreduced ``-(t log x + (1 - t) log(1 - x))``, logs clamped at -100, with PyTorch's
-    derivative ``(x - t) / max((1 - x) x, eps)``: finite where ``x`` is exactly 0 or 1, where the
-    derivative of the clamped log would be ``0 * inf = nan``."""
-
-    _backward_name = "BinaryCrossEntropyBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, t: Tensor) -> Tensor:
-        ctx.save_for_backward(x, t)
-        lx = E.clamp(E.log(x), -100.0, None)
-        l1x = E.clamp(E.log(E.sub(1.0, x)), -100.0, None)
-        return E.neg(E.add(E.mul(t, lx), E.mul(E.sub(1.0, t), l1x)))
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> Any:
-        x, t = ctx.saved_tensors
-        gx = E.div(E.mul(g, E.sub(x, t)), E.clamp(E.mul(E.sub(1.0, x), x), _BCE_EPS, None))
-        # d/dt = log(1 - x) - log(x) (infinite at 0 and 1, as PyTorch's -logit(x))
-        gt = E.mul(g, E.sub(E.log(E.sub(1.0, x)), E.log(x)))
-        return gx, gt
-
-
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average: Any = None, reduce: Any = None, reduction: str = "mean"
                          ) -> Tensor:
@@ -1863,9 +1696,9 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"\"binary_cross_entropy\" not implemented for "
                            f"'{E._type_name(input.dtype)}'")
-    _check_unit_interval(input, "input")  # on every device: else a wrong loss or NaN, silently
-    _check_unit_interval(target, "target")
-    loss = call(_BinaryCrossEntropy, input, target)
+    nodes.loss.check_unit_interval(input, "input")  # on every device: else a wrong loss or NaN, silently
+    nodes.loss.check_unit_interval(target, "target")
+    loss = nodes.loss.binary_cross_entropy(input, target)
     if weight is not None:
         loss = E.mul(loss, weight)
     return _reduce(loss, reduction)
@@ -2217,7 +2050,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
         return _creation.tensor(a, device=dev)
 
     idx = t_(ext)
-    lpe = I.gather(lp, 2, _raw.expand_view(S.unsqueeze(idx, 0), (Tn, N, Sx)))  # (T, N, S')
+    lpe = I.gather(lp, 2, S.expand(S.unsqueeze(idx, 0), (Tn, N, Sx)))  # (T, N, S')
     start = (pos[None, :] == 0) | ((pos[None, :] == 1) & (tl[:, None] > 0))
     alpha = I.where(t_(start), lpe[0], -math.inf)
     neg = _creation.full((N, 2), -math.inf, dtype=lp.dtype, device=dev)
@@ -2261,7 +2094,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if tensor.dtype is not _dtype.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if tensor.numel():
-        lo, hi = _raw.min_max(tensor)
+        lo, hi = nodes.loss.value_range(tensor)
         if lo < 0:
             raise RuntimeError("Class values must be non-negative.")
         if num_classes == -1:
@@ -2275,8 +2108,8 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
 
 
 def _pad_plan(in_sp: tuple[int, ...], pads: tuple[tuple[int, int], ...], mode: str
-              ) -> _im2col.Plan:
-    def build() -> _im2col.Plan:
+              ) -> im2col.Plan:
+    def build() -> im2col.Plan:
         out_sp = tuple(n + lo + hi for n, (lo, hi) in zip(in_sp, pads))
         # grows one axis per spatial dimension (n-d index arithmetic by broadcasting)
         pix: np.ndarray = np.zeros((), np.int64)
@@ -2299,9 +2132,9 @@ def _pad_plan(in_sp: tuple[int, ...], pads: tuple[tuple[int, int], ...], mode: s
             pix = pix[..., None] * n + src
             valid = valid[..., None] & ok
         pix = np.where(valid, pix, -1).reshape(-1, 1)
-        return _im2col.Plan(1, (math.prod(in_sp),), out_sp, pix)
+        return im2col.Plan(1, (math.prod(in_sp),), out_sp, pix)
 
-    return _im2col.plan(("pad", in_sp, pads, mode), build)
+    return im2col.plan(("pad", in_sp, pads, mode), build)
 
 
 def pdist(input: Tensor, p: float = 2) -> Tensor:
@@ -2424,7 +2257,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     p = _pad_plan(in_sp, pads, mode)
     x = S.reshape(input, (max(math.prod(lead), 1) if lead else 1, 1, math.prod(in_sp)))
     fill = 0.0 if value is None else value
-    out = _im2col.unfold_cols(x, p, fill)
+    out = im2col.unfold_cols(x, p, fill)
     return S.reshape(out, lead + p.out_spatial)
 
 
@@ -2455,8 +2288,8 @@ def _cubic_taps(dst: np.ndarray, n: int, o: int, scale: float, align_corners: bo
 
 
 def _interp_plan(Cc: int, in_sp: tuple[int, ...], out_sp: tuple[int, ...], scales: tuple,
-                 mode: str, align_corners: bool) -> _im2col.Plan:
-    def build() -> _im2col.Plan:
+                 mode: str, align_corners: bool) -> im2col.Plan:
+    def build() -> im2col.Plan:
         taps = []  # per dim: (idx (o, t), weights (o, t))
         for n, o, sc in zip(in_sp, out_sp, scales):
             dst = np.arange(o, dtype=np.float64)
@@ -2478,13 +2311,13 @@ def _interp_plan(Cc: int, in_sp: tuple[int, ...], out_sp: tuple[int, ...], scale
                 i1 = np.minimum(i0 + 1, n - 1)
                 l1 = src - i0
                 taps.append((np.stack([i0, i1], 1), np.stack([1 - l1, l1], 1)))
-        pix, w = _im2col.combine([t[0] for t in taps], in_sp, [t[1] for t in taps])
+        pix, w = im2col.combine([t[0] for t in taps], in_sp, [t[1] for t in taps])
         assert w is not None
-        p = _im2col.Plan(Cc, in_sp, out_sp, pix)
+        p = im2col.Plan(Cc, in_sp, out_sp, pix)
         p._host_float["w"] = w.reshape(p.L, 1, p.K)
         return p
 
-    return _im2col.plan(("interp", Cc, in_sp, out_sp, scales, mode, align_corners), build)
+    return im2col.plan(("interp", Cc, in_sp, out_sp, scales, mode, align_corners), build)
 
 
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
@@ -2527,7 +2360,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
     N, Cc = input.shape[0], input.shape[1]
     p = _interp_plan(Cc, in_sp, out_sp, scales, "linear" if mode in linear_nd else mode,
                      bool(align_corners))
-    cols = _im2col.unfold_cols(input, p, 0.0)  # (N, L, C*K)
+    cols = im2col.unfold_cols(input, p, 0.0)  # (N, L, C*K)
     if p.K == 1:
         out = cols
     else:
@@ -2689,7 +2522,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
                 w = wt if w is None else E.mul(w, wt)
         assert ok is not None and idx is not None
         ii = C.to(idx, dtype=_dtype.int64)
-        v = I.gather(flat, 2, _raw.expand_view(S.unsqueeze(ii, 1), (N, Cc, Pout)))
+        v = I.gather(flat, 2, S.expand(S.unsqueeze(ii, 1), (N, Cc, Pout)))
         v = I.where(S.unsqueeze(ok, 1), v, 0.0)
         if w is not None:
             v = E.mul(v, S.unsqueeze(w, 1))

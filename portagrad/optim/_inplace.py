@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _raw
+from .. import _dtype, _raw
 from .._tensor import Tensor
 
 __all__ = ["scale_", "axpy_", "lerp_", "addcmul_", "addcdiv_", "maximum_", "copy", "sqrt",
            "add_scalar_", "div_scalar_", "div_", "mul_", "zeros_like", "full_like", "fill_",
-           "update_grad", "unary", "rdiv_scalar_", "clamp_", "assign_"]
+           "update_grad", "unary", "rdiv_scalar_", "clamp_", "assign_", "device_zero",
+           "adam_denominator_terms", "scale_shift_"]
 
 _binary_ = _raw.binary_
 
@@ -128,3 +129,31 @@ def update_grad(p: Any, maximize: bool, weight_decay: float) -> Any:
     if weight_decay != 0:
         g = axpy_(copy(g) if g is p._grad else g, weight_decay, p)
     return g
+
+
+def device_zero(p: Tensor) -> Tensor:
+    """A float32 0-d zero on ``p``'s device (a step counter that never reads the host)."""
+    return _raw.fill(_raw.new_on(p._storage, (), _dtype.float32), 0)
+
+
+def adam_denominator_terms(step_t: Tensor, dt: Any, lr: float, beta1: float, beta2: float,
+                           eps: float) -> tuple[Tensor, Tensor]:
+    """Adam's bias corrections computed on the device from the step count ``step_t`` (PyTorch's
+    capturable formula), folded into two 0-d tensors of dtype ``dt``: with ``denom = sqrt(v)``,
+    ``denom / scale + shift`` is ``sqrt(v) / (sqrt(bc2) * -step_size) + eps / -step_size``, so that
+    ``p += m / denom`` is the update."""
+    step = step_t if step_t._v.dtype is dt else _raw.cast(step_t, dt)
+    bc1 = _raw.binary("sub", 1.0, _raw.binary("pow", beta1, step, dt), dt, like=step)
+    bc2 = _raw.binary("sub", 1.0, _raw.binary("pow", beta2, step, dt), dt, like=step)
+    neg_step_size = _raw.unary("neg", _raw.binary("div", lr, bc1, dt, like=step))
+    scale = _raw.binary("mul", _raw.unary("sqrt", bc2), neg_step_size, dt)
+    shift = _raw.binary("div", eps, neg_step_size, dt, like=step)
+    return scale, shift
+
+
+def scale_shift_(y: Tensor, scale: Tensor, shift: Tensor) -> Tensor:
+    """``y = y / scale + shift`` for 0-d device tensors ``scale`` and ``shift``."""
+    shape = y._v.shape
+    _raw.binary_into("div", y, _raw.bare_expand(scale._v, shape))
+    _raw.binary_into("add", y, _raw.bare_expand(shift._v, shape))
+    return y

@@ -4,7 +4,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .. import _dtype, _raw
 from .._tensor import Tensor
 from . import _inplace as I
 from .optimizer import Optimizer, _inc, _step_counter, check_betas, check_lr, check_nonneg
@@ -95,7 +94,7 @@ class Adam(Optimizer):
 def _device_step_counter(p: Tensor) -> Tensor:
     """``state["step"]`` of a ``capturable`` step: a float32 zero on the parameter's device (as
     PyTorch keeps it), so that counting steps never reads the host."""
-    return _raw.fill(_raw.new_on(p._storage, (), _dtype.float32), 0)
+    return I.device_zero(p)
 
 
 def _capturable_update(p: Tensor, st: dict[str, Any], group: dict[str, Any], maximize: bool,
@@ -110,7 +109,7 @@ def _capturable_update(p: Tensor, st: dict[str, Any], group: dict[str, Any], max
     eps = float(group["eps"])
     wd = float(group["weight_decay"])
     step_t = st["step"]
-    _raw.binary_("add", step_t, 1.0)
+    I.add_scalar_(step_t, 1.0)
     if wd != 0 and decoupled:
         I.scale_(p, 1 - lr * wd)
     g = I.update_grad(p, maximize, 0.0 if decoupled else wd)
@@ -118,23 +117,14 @@ def _capturable_update(p: Tensor, st: dict[str, Any], group: dict[str, Any], max
     I.lerp_(exp_avg, g, 1 - beta1)
     I.scale_(exp_avg_sq, beta2)
     I.addcmul_(exp_avg_sq, g, g, 1 - beta2)
-    dt = p._v.dtype
-    step = step_t if step_t._v.dtype is dt else _raw.cast(step_t, dt)
-    bc1 = _raw.binary("sub", 1.0, _raw.binary("pow", beta1, step, dt), dt, like=step)
-    bc2 = _raw.binary("sub", 1.0, _raw.binary("pow", beta2, step, dt), dt, like=step)
-    neg_step_size = _raw.unary("neg", _raw.binary("div", lr, bc1, dt, like=step))
-    # denom = sqrt(v) / (sqrt(bc2) * -step_size) + eps / -step_size;  p += m / denom
-    scale = _raw.binary("mul", _raw.unary("sqrt", bc2), neg_step_size, dt)
-    shift = _raw.binary("div", eps, neg_step_size, dt, like=step)
+    scale, shift = I.adam_denominator_terms(step_t, p._v.dtype, lr, beta1, beta2, eps)
     if group["amsgrad"]:
         vmax = st["max_exp_avg_sq"]
         I.maximum_(vmax, exp_avg_sq)
         denom = I.sqrt(vmax)
     else:
         denom = I.sqrt(exp_avg_sq)
-    shape = p._v.shape
-    _raw.binary_into("div", denom, _raw.bare_expand(scale._v, shape))
-    _raw.binary_into("add", denom, _raw.bare_expand(shift._v, shape))
+    I.scale_shift_(denom, scale, shift)
     I.addcdiv_(p, exp_avg, denom, 1.0)
 
 

@@ -9,10 +9,11 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .. import _creation, _dtype, _raw
+from .. import _creation, _dtype
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.function import RemovableHandle
+from . import _inplace
 
 __all__ = ["Optimizer", "required", "check_lr", "check_betas", "check_nonneg", "to_scalar"]
 
@@ -73,7 +74,7 @@ def check_nonneg(what: str, value: float) -> None:
 
 def _inc(step_t: Tensor) -> float:
     """``step_t += 1``, returning the new value as a Python float."""
-    _raw.binary_("add", step_t, 1.0)
+    _inplace.add_scalar_(step_t, 1.0)
     return step_t.item()
 
 
@@ -223,7 +224,7 @@ class Optimizer:
                         g.detach_()
                     else:
                         g.requires_grad_(False)
-                    _raw.fill_(g, 0)
+                    _inplace.fill_(g, 0)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step (re-evaluating the loss with ``closure`` if given)."""

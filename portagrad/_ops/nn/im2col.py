@@ -22,12 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import _creation, _raw
-from .._tensor import Tensor
-from ..autograd.function import Function
-from .._ops._common import call
+from ... import _creation, _raw
+from .._common import call
+from ..._tensor import Tensor
+from ...autograd.function import Function
 
-__all__ = ["Plan", "plan", "unfold_cols", "fold_cols", "combine", "conv_pix", "out_size"]
+__all__ = ["Plan", "plan", "unfold_cols", "fold_cols", "unfold_raw", "combine", "conv_pix", "out_size",
+           "window_plan"]
 
 _CACHE: OrderedDict[tuple, Plan] = OrderedDict()
 _CACHE_SIZE = 512
@@ -139,7 +140,7 @@ def _expand_rows(idx: Tensor, N: int) -> Tensor:
     return _raw.expand_view(idx, (N, idx._v.shape[0]))
 
 
-def _unfold_raw(x: Tensor, p: Plan, fill: Any) -> Tensor:
+def unfold_raw(x: Tensor, p: Plan, fill: Any) -> Tensor:
     N = x._v.shape[0]
     xf = _padded_rows(x, p.C * p.P, fill)
     out = _raw.gather(xf, 1, _expand_rows(p.table("idx", x), N))
@@ -163,7 +164,7 @@ class _Unfold(Function):
     @staticmethod
     def forward(ctx: Any, x: Tensor, p: Plan, fill: Any) -> Tensor:
         ctx.plan = p
-        return _unfold_raw(x, p, fill)
+        return unfold_raw(x, p, fill)
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:

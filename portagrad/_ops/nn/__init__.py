@@ -1,0 +1,16 @@
+"""The layers' nodes: the autograd Functions behind ``portagrad.nn.functional``.
+
+Each hot layer is one recorded node whose forward calls ``_raw``'s primitives (one backend call
+where the backend has the optional fused primitive) and whose backward is written with ops, so it
+runs on every backend and can be differentiated again: ``linear`` (one GEMM each way), ``conv``
+(the backend's ``conv2d`` or im2col and one GEMM), ``norm`` (``layer_norm``, training-mode
+``batch_norm``), ``loss`` (cross entropy against class indices, binary cross entropy),
+``softmax`` and ``pool`` (max over a window axis, 2-D max pooling). ``im2col`` holds the window
+gathers behind conv, pooling, ``pad``, ``interpolate``, ``unfold`` and ``fold``.
+
+``portagrad.nn.functional`` checks arguments and composes; it reaches the backend only through
+these modules and the rest of the op layer.
+"""
+from . import conv, im2col, linear, loss, norm, pool, softmax
+
+__all__ = ["conv", "im2col", "linear", "loss", "norm", "pool", "softmax"]

@@ -1,0 +1,101 @@
+"""``linear`` as one autograd node: ``x @ w.T + b`` with one GEMM each way.
+
+Composed from single ops, ``linear`` records ~7 nodes (transpose, reshapes, batched matmul, bias
+add), each costing Python time in forward and backward; here it is one node whose forward calls
+``_raw``'s primitives and whose backward is written with ops, so it runs on every backend and can
+be differentiated again.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ... import _raw
+from ..._shape import check_expandable
+from ..._tensor import Tensor
+from ...autograd.function import Function
+from ...autograd.grad_mode import is_grad_enabled
+from .. import linalg as L
+from .. import reduction as R
+from .. import shape as S
+from .._common import call, check_same_device
+from ._common import as_rows
+
+__all__ = ["linear"]
+
+
+class _Linear(Function):
+    _backward_name = "AddmmBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
+        # x's gradient needs w, w's needs x: each saved only when needed (as PyTorch's addmm)
+        ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
+                              w if ctx.needs_input_grad[0] else None)
+        ctx.shapes = (x._v.shape, w._v.shape)
+        x2 = as_rows(x)
+        n, k = x2._v.shape
+        o = w._v.shape[0]
+        a3 = _raw.view(x2, (1, n, k), (0,) + x2._v.strides)
+        w3 = _raw.view(w, (1, k, o), (0, w._v.strides[1], w._v.strides[0]))  # w.T without a copy
+        out = _raw.bmm(a3, w3)  # zeros when k == 0
+        if b is not None:  # (the bias broadcast as a bare View: no tensor outlives the call)
+            _raw.binary("add", out, _raw.bare_expand(b._v, (1, n, o)), out._v.dtype, out=out)
+        shape = tuple(x._v.shape[:-1]) + (o,)
+        return _raw.view(out, shape, _raw.strides_for(shape))
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        x, w = ctx.saved_tensors
+        x_shape, (o, k) = ctx.shapes
+        need = ctx.needs_input_grad
+        if not is_grad_enabled():
+            # nothing records: the GEMMs and the bias sum on raw views, one primitive each
+            g2 = as_rows(g)
+            gs = g2._v.strides
+            n = g2._v.shape[0]
+            gx = gw = gb = None
+            if need[0]:
+                gx = _mm(g2, (n, o), gs, w)
+                if len(x_shape) != 2:
+                    gx = _raw.moved(gx, x_shape, _raw.strides_for(x_shape))
+            if need[1]:
+                gw = _mm(g2, (o, n), (gs[1], gs[0]), as_rows(x))  # g2.T @ x2
+            if len(need) > 2 and need[2]:
+                gb = _raw.reduce("sum", g2, (0,), False)
+            return gx, gw, gb
+        g2 = g if g.dim() == 2 else S.reshape(g, (-1, o))
+        gx = gw = None
+        # (the 2-D matmul node straight away: shapes, dtypes and devices are known to agree)
+        if ctx.needs_input_grad[0]:
+            gx = call(L._MM, g2, w)
+            gx = gx if len(x_shape) == 2 else S.reshape(gx, x_shape)
+        if ctx.needs_input_grad[1]:
+            x2 = x if x.dim() == 2 else S.reshape(x, (-1, k))
+            gw = call(L._MM, S.t(g2), x2)
+        gb = R.sum(g2, 0) if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2] else None
+        return gx, gw, gb
+
+
+def _mm(a: Tensor, shape: tuple[int, int], strides: tuple[int, ...], b: Tensor) -> Tensor:
+    """``a'' @ b`` for ``a''`` the 2-D raw view ``(shape, strides)`` of ``a`` (a transpose is
+    swapped strides) and 2-D ``b``: a new contiguous (M, N) tensor."""
+    m, k = shape
+    n = b._v.shape[1]
+    out = _raw.bmm(_raw.view(a, (1, m, k), (0,) + tuple(strides)),
+                   _raw.view(b, (1, k, n), (0,) + b._v.strides))  # zeros when k == 0
+    return _raw.moved(out, (m, n), (n, 1))
+
+
+def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
+    """``x @ w.T + b`` as one recorded node (``x`` of any rank >= 1, ``w`` 2-D, ``b`` 1-D)."""
+    check_same_device(x, w, "linear")
+    if b is not None:
+        check_same_device(x, b, "linear")
+    if x.dtype is not w.dtype or (b is not None and b.dtype is not w.dtype):
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {x.dtype} and "
+                           f"{w.dtype}")
+    if not w.dtype.is_floating_point:
+        raise RuntimeError(f"linear: integer and bool tensors are not supported (got {w.dtype})")
+    if b is not None:
+        check_expandable(b.shape, tuple(x.shape[:-1]) + (w.shape[0],))
+    return call(_Linear, x, w, b)

@@ -1,0 +1,260 @@
+"""Losses as single nodes: cross entropy against class indices (one backend call each way where
+the backend has the optional ``cross_entropy`` primitives) and binary cross entropy with
+PyTorch's derivative; and the range checks that keep a bad target from giving a wrong loss.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ... import _creation, _dtype, _raw
+from ..._tensor import Tensor
+from ...autograd.function import Function
+from ...autograd.grad_mode import is_grad_enabled
+from .. import elementwise as E
+from .. import shape as S
+from .._common import call, check_same_device
+from ._common import NORM_DTYPES, tensor_like
+from .softmax import softmax_rows
+
+__all__ = ["cross_entropy_indices", "check_class_targets", "ce_weight_fast", "check_unit_interval",
+           "binary_cross_entropy", "value_range"]
+
+
+_ARANGE: dict = {}
+
+
+def _class_ids(n: int, like: Tensor) -> Tensor:
+    key = (n, like.device)
+    t = _ARANGE.get(key)
+    if t is None:
+        t = _ARANGE[key] = _creation.arange(n, device=like.device)
+    return t
+
+
+class _CrossEntropy(Function):
+    _backward_name = "NllLossBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, target: Tensor, ignore_index: int, reduction: str,
+                weight: Tensor | None = None) -> Tensor:
+        ctx.reduction = reduction
+        ctx.fast = fast = weight is not None or _ce_prims(x)
+        if fast:
+            return _ce_forward_prims(ctx, x, target, ignore_index, reduction, weight)
+        # ~17 primitive calls on small (N, C) arrays: temporaries are bare Views (no Storage or
+        # Tensor objects), which halves the Python cost per call; only results become tensors
+        n, c = x._v.shape
+        dt = x._v.dtype
+        ws = _raw.Scratch(x)
+        new, binary, reduce = ws.new, ws.binary, ws.reduce
+        bare_view = _raw.bare_view
+        nc = (n, c)
+        xv = x._v
+        m = new((n, 1), dt)
+        reduce("max", xv, (1,), m)
+        sh = new(nc, dt)
+        col = (1, 0)  # the strides of an (N, 1) column broadcast along the classes
+        binary("sub", xv, bare_view(m, nc, col), sh)
+        e = new(nc, dt)
+        ws.unary("exp", sh, e)
+        lse = new((n, 1), dt)
+        reduce("sum", e, (1,), lse)
+        ws.unary("log", lse, lse)
+        logp = tensor_like(x, nc)
+        binary("sub", sh, bare_view(lse, nc, col), logp._v)
+        tv = target._v
+        mask = new(nc, _dtype.bool)
+        ids = _class_ids(c, x)._v
+        binary("eq", bare_view(tv, nc, (tv.strides[0], 0)), bare_view(ids, nc, (0, ids.strides[0])),
+               mask)
+        onehot = tensor_like(x, nc)
+        ws.copy(mask, onehot._v)
+        valid_b = new((n,), _dtype.bool)
+        binary("ne", tv, ignore_index, valid_b)
+        valid = new((n,), dt)
+        ws.copy(valid_b, valid)
+        # sh is free again: the target's log-probability, the others 0 (a select, not
+        # logp * onehot, whose 0 * -inf would make a row with a -inf logit NaN)
+        ws.where(mask, logp._v, 0.0, sh)
+        picked = new((n,), dt)
+        reduce("sum", sh, (1,), bare_view(picked, (n, 1), (1, 1)))
+        # per-row weight of the gradient: valid_i (/ the number of valid rows for "mean")
+        wcol = tensor_like(x, (n, 1))
+        w = bare_view(wcol._v, (n,), (1,))
+        if reduction == "mean":
+            denom = new((1,), dt)
+            reduce("sum", valid, (0,), denom)
+            binary("div", valid, bare_view(denom, (n,), (0,)), w)
+        else:
+            ws.copy(valid, w)
+        if reduction == "none":
+            loss = tensor_like(x, (n,))
+            binary("mul", picked, valid, loss._v)
+            binary("mul", loss._v, -1.0, loss._v)
+        else:
+            binary("mul", picked, w, picked)
+            loss = tensor_like(x, ())
+            reduce("sum", picked, (0,), bare_view(loss._v, (1,), (1,)))
+            binary("mul", loss._v, -1.0, loss._v)
+        ctx.reduction = reduction
+        ctx.save_for_backward(x, logp, onehot, wcol)
+        return loss
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        if ctx.fast:
+            return _ce_backward_prims(ctx, g), None, None, None, None
+        x, logp, onehot, wcol = ctx.saved_tensors
+        # d loss_i / d x_ij = (softmax_ij - [j == t_i]) * valid_i (/ n_valid for "mean")
+        if not is_grad_enabled():
+            # nothing records: four primitive calls, written into the one fresh result
+            n, c = logp._v.shape
+            dt = logp._v.dtype
+            p = _raw.unary("exp", logp)
+            _raw.binary("sub", p, onehot, dt, out=p)
+            gv = g._v
+            gcol = _raw.view(g, (n, 1), (0, 0) if ctx.reduction != "none" else (gv.strides[0], 0))
+            coef = _raw.binary("mul", wcol, gcol, dt)  # (N, 1)
+            return (_raw.binary("mul", p, _raw.expand_view(coef, (n, c)), dt, out=p), None, None,
+                    None, None)
+        p = softmax_rows(x)
+        coef = E.mul(wcol, g if ctx.reduction != "none" else S.unsqueeze(g, 1))  # (N, 1)
+        return E.mul(E.sub(p, onehot), coef), None, None, None, None
+
+
+def _ce_prims(x: Tensor) -> bool:
+    """Whether ``x``'s backend has the fused cross-entropy primitives for its dtype."""
+    return x._v.dtype in NORM_DTYPES and _raw.has_prims(x, "cross_entropy",
+                                                          "cross_entropy_backward")
+
+
+def _ce_forward_prims(ctx: Any, x: Tensor, target: Tensor, ignore_index: int, reduction: str,
+                      weight: Tensor | None) -> Tensor:
+    """Cross entropy through the backend's ``cross_entropy``: per-row losses, log-sum-exps and
+    row weights in one call, then the reduction."""
+    n = x._v.shape[0]
+    dt = x._v.dtype
+    st = x._storage
+    xc, tc = _raw.contiguous(x), _raw.contiguous(target)
+    rows, lse, rw = (_raw.new_on(st, (n,), dt) for _ in range(3))
+    _raw.cross_entropy(xc, tc, None if weight is None else _raw.contiguous(weight), ignore_index,
+                       rows, lse, rw)
+    if reduction == "none":
+        loss, coef = rows, rw
+    else:
+        loss = _raw.reduce("sum", rows, (0,), False)
+        coef = rw
+        if reduction == "mean":  # sum(w_i * l_i) / sum(w_i), as PyTorch (NaN when all ignored)
+            denom = _raw.reduce("sum", rw, (0,), False)
+            loss = _raw.binary("div", loss, denom._v, dt)
+            coef = _raw.binary("div", rw, _raw.expand_view(denom, (n,)), dt)
+    ctx.save_for_backward(x, target, lse, coef)
+    return loss
+
+
+def _ce_backward_prims(ctx: Any, g: Tensor) -> Tensor:
+    """The gradient of :func:`_ce_forward_prims` w.r.t. the logits: one backend call while
+    nothing records, else composed from public ops (differentiable again)."""
+    x, target, lse, coef = ctx.saved_tensors
+    coef = E.mul(coef, g)  # (N,): g is 0-d, or (N,) for reduction="none"
+    if not is_grad_enabled() and _ce_prims(x):
+        return _raw.cross_entropy_backward(_raw.contiguous(x), _raw.contiguous(target), lse,
+                                           _raw.contiguous(coef), _raw.new_like(x))
+    c = x.shape[1]
+    onehot = E.eq(S.unsqueeze(target, 1), S.unsqueeze(_class_ids(c, x), 0)).to(x.dtype)
+    return E.mul(E.sub(softmax_rows(x), onehot), S.unsqueeze(coef, 1))
+
+
+def check_class_targets(target: Tensor, c: int, ignore_index: int) -> None:
+    """Raise PyTorch's ``IndexError: Target T is out of bounds.`` when a class index of ``target``
+    other than ``ignore_index`` lies outside ``[0, c)``.
+
+    The same code on every device: out-of-range targets would otherwise pick no class and give a
+    wrong loss silently. Ignored values outside the range are zeroed first, then the range costs
+    one small reduction and one host read (``_raw.min_max``, with the valid range so that a
+    captured step checks it again on replay). Only on error is the whole target read back, to
+    name the first bad value in order, as PyTorch does.
+    """
+    if not target.numel():
+        return
+    t = target.detach()
+    if not 0 <= ignore_index < c:
+        if _raw.CHECK_HOOK is None:
+            # eager: targets all in range (no ignored entry among them) pass at once; a
+            # captured step keeps the one check below, which its replay repeats
+            lo, hi = _raw.min_max(t)
+            if lo >= 0 and hi < c:
+                return
+        t = E.mul(t, E.ne(t, ignore_index))  # ignored entries -> class 0, which is in range
+    lo, hi = _raw.min_max(t, (0, c - 1))
+    if lo >= 0 and hi < c:
+        return
+    h = target.detach()._host()
+    bad = h[(h != ignore_index) & ((h < 0) | (h >= c))]
+    if bad.size:
+        raise IndexError(f"Target {int(bad.reshape(-1)[0])} is out of bounds.")
+
+
+def cross_entropy_indices(x: Tensor, target: Tensor, ignore_index: int, reduction: str,
+                          weight: Tensor | None = None) -> Tensor:
+    """Cross entropy of (N, C) logits against int64 class indices (N,), as one recorded node.
+    Class ``weight`` only where :func:`ce_weight_fast` says so."""
+    check_same_device(x, target, "cross_entropy")
+    check_class_targets(target, x.shape[1], ignore_index)
+    return call(_CrossEntropy, x, target, ignore_index, reduction, weight)
+
+
+def ce_weight_fast(x: Tensor, weight: Tensor) -> bool:
+    """Whether :func:`cross_entropy_indices` takes class weights ``weight`` for logits ``x``: the
+    backend's fused primitives exist and ``weight`` is a (C,) tensor of ``x``'s dtype and device
+    that needs no gradient (PyTorch has none for it); otherwise the caller composes."""
+    return (_ce_prims(x) and weight._v.dtype is x._v.dtype and not weight.requires_grad
+            and tuple(weight._v.shape) == (x._v.shape[1],)
+            and weight._storage.device == x._storage.device)
+
+
+def check_unit_interval(x: Tensor, what: str) -> None:
+    # one reduction pair and one host read; NaN fails both comparisons, as in PyTorch
+    if x.numel():
+        lo, hi = _raw.min_max(x)
+        if not (lo >= 0 and hi <= 1):
+            raise RuntimeError(f"all elements of {what} should be between 0 and 1")
+
+
+# PyTorch's epsilon of the BCE gradient (a float32 1e-12: 1 / eps is 1.000000004e12, not 1e12)
+_BCE_EPS = float(np.float32(1e-12))
+
+
+class _BinaryCrossEntropy(Function):
+    """Unreduced ``-(t log x + (1 - t) log(1 - x))``, logs clamped at -100, with PyTorch's
+    derivative ``(x - t) / max((1 - x) x, eps)``: finite where ``x`` is exactly 0 or 1, where the
+    derivative of the clamped log would be ``0 * inf = nan``."""
+
+    _backward_name = "BinaryCrossEntropyBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, t: Tensor) -> Tensor:
+        ctx.save_for_backward(x, t)
+        lx = E.clamp(E.log(x), -100.0, None)
+        l1x = E.clamp(E.log(E.sub(1.0, x)), -100.0, None)
+        return E.neg(E.add(E.mul(t, lx), E.mul(E.sub(1.0, t), l1x)))
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        x, t = ctx.saved_tensors
+        gx = E.div(E.mul(g, E.sub(x, t)), E.clamp(E.mul(E.sub(1.0, x), x), _BCE_EPS, None))
+        # d/dt = log(1 - x) - log(x) (infinite at 0 and 1, as PyTorch's -logit(x))
+        gt = E.mul(g, E.sub(E.log(E.sub(1.0, x)), E.log(x)))
+        return gx, gt
+
+
+def binary_cross_entropy(x: Tensor, t: Tensor) -> Tensor:
+    """The unreduced binary cross entropy of probabilities ``x`` against targets ``t``."""
+    return call(_BinaryCrossEntropy, x, t)
+
+
+def value_range(t: Tensor) -> tuple[Any, Any]:
+    """The smallest and largest element of a non-empty ``t`` as Python numbers (one host read)."""
+    return _raw.min_max(t)
