@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ._ops import elementwise as _E
-from ._ops import reduction as _R
+from ._ops import elementwise
+from ._ops import reduction
 from ._ops.combine import cross as _cross
 from ._ops.combine import matrix_power
 from ._ops.decomp import cholesky, det, inv, lu, lu_factor, lu_solve, qr, slogdet, solve
@@ -33,7 +33,7 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
 def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, *,
                 dtype: Any = None) -> Tensor:
     """The ``ord``-norm of ``x`` as a vector (over ``dim``, or all elements)."""
-    return _R.norm(x, ord, dim, keepdim, dtype)
+    return reduction.norm(x, ord, dim, keepdim, dtype)
 
 
 def matrix_norm(A: Tensor, ord: Any = "fro", dim: Sequence[int] = (-2, -1),
@@ -43,14 +43,14 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: Sequence[int] = (-2, -1),
     x = A if dtype is None else A.to(dtype)
     d0, d1 = dim
     if ord == "fro":
-        return _R.norm(x, 2, (d0, d1), keepdim)
+        return reduction.norm(x, 2, (d0, d1), keepdim)
     if ord in (1, -1, float("inf"), float("-inf")):
         # 1: the largest absolute column sum (summed over rows, d0); inf: the largest row sum
         over, then = (d0, d1) if ord in (1, -1) else (d1, d0)
-        sums = _R.sum(_E.abs(x), over, keepdim=True)
-        pick = _R.amax if ord in (1, float("inf")) else _R.amin
+        sums = reduction.sum(elementwise.abs(x), over, keepdim=True)
+        pick = reduction.amax if ord in (1, float("inf")) else reduction.amin
         out = pick(sums, then, keepdim=True)
-        return out if keepdim else _R.sum(out, (d0, d1))  # drop the two size-1 dimensions
+        return out if keepdim else reduction.sum(out, (d0, d1))  # drop the two size-1 dimensions
     if ord in ("nuc", 2, -2):
         raise NotImplementedError(f"linalg.matrix_norm(ord={ord!r}) needs singular values, which "
                                   f"portagrad does not compute; use ord='fro', 1 or inf")
@@ -74,7 +74,7 @@ def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *,
 
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """Dot products of the vectors along ``dim`` (broadcasting the rest)."""
-    return _R.sum(_E.mul(x, y), dim)
+    return reduction.sum(x * y, dim)
 
 
 def multi_dot(tensors: Sequence[Tensor]) -> Tensor:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ._ops import elementwise as _E
+from ._ops import elementwise
 from ._ops.elementwise import _float_input
 from ._ops.gammafn import digamma, mvlgamma, polygamma
 from ._ops.gammafn import igamma as gammainc
@@ -22,13 +22,13 @@ __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gamma
            "softmax", "i0", "i1", "ndtr", "ndtri", "log1p", "expm1", "exp2", "round", "gammainc",
            "gammaincc"]
 
-erf = _E.erf
-expit = _E.sigmoid
+erf = elementwise.erf
+expit = elementwise.sigmoid
 psi = digamma
-log1p = _E.log1p
-expm1 = _E.expm1
-exp2 = _E.exp2
-round = _E.round
+log1p = elementwise.log1p
+expm1 = elementwise.expm1
+exp2 = elementwise.exp2
+round = elementwise.round
 
 
 def multigammaln(input: Tensor, p: int) -> Tensor:
@@ -40,23 +40,23 @@ def xlog1py(input: Any, other: Any) -> Tensor:
     """``input * log1p(other)``, 0 where ``input == 0`` (unless ``other`` is NaN)."""
     x = input if isinstance(input, Tensor) else other * 0 + input
     y = other if isinstance(other, Tensor) else input * 0 + other
-    zero = _E.logical_and(_E.eq(x, 0), _E.logical_not(_E.isnan(y)))
-    return _where(zero, 0.0, _E.mul(x, _E.log1p(y)))
+    zero = elementwise.logical_and(elementwise.eq(x, 0), elementwise.logical_not(elementwise.isnan(y)))
+    return _where(zero, 0.0, x * elementwise.log1p(y))
 
 
 def entr(input: Tensor) -> Tensor:
     """Elementwise entropy ``-x log x`` (0 at 0, ``-inf`` below 0)."""
     x = _float_input(input)
-    safe = _where(_E.gt(x, 0), x, 1.0)
-    out = _where(_E.eq(x, 0), 0.0, _E.neg(_E.mul(x, _E.log(safe))))
-    return _where(_E.lt(x, 0), -math.inf, out)
+    safe = _where(x > 0, x, 1.0)
+    out = _where(elementwise.eq(x, 0), 0.0, -(x * elementwise.log(safe)))
+    return _where(x < 0, -math.inf, out)
 
 
 def ndtr(input: Tensor) -> Tensor:
     """The standard normal CDF."""
-    return _E.mul(erfc(_E.mul(input, -1.0 / math.sqrt(2.0))), 0.5)
+    return erfc(input * (-1.0 / math.sqrt(2.0))) * 0.5
 
 
 def ndtri(input: Tensor) -> Tensor:
     """The inverse of the standard normal CDF."""
-    return _E.mul(erfinv(_E.sub(_E.mul(input, 2.0), 1.0)), math.sqrt(2.0))
+    return erfinv(input * 2.0 - 1.0) * math.sqrt(2.0)

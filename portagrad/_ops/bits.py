@@ -14,7 +14,7 @@ from .. import _creation, _dtype
 from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
-from . import elementwise as E
+from . import elementwise
 from .shape import view_dtype
 from .indexing import where
 
@@ -30,7 +30,7 @@ def _ints(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
         raise TypeError(f"{name}(): at least one argument must be a Tensor")
     dt = _dtype.result_type(a, b)
     if dt.is_floating_point or dt is _dtype.bool:
-        raise RuntimeError(f"\"{name}_cpu\" not implemented for '{E._type_name(dt)}'")
+        raise RuntimeError(f"\"{name}_cpu\" not implemented for '{elementwise._type_name(dt)}'")
     ta = a.to(dt) if isinstance(a, Tensor) else _creation.full_like(ref, a, dtype=dt)
     tb = b.to(dt) if isinstance(b, Tensor) else _creation.full_like(ref, b, dtype=dt)
     return ta, tb
@@ -38,8 +38,8 @@ def _ints(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
 
 def _pow2(b: Tensor, bits: int) -> Tensor:
     """``2 ** b`` for ``0 <= b < bits`` (other entries: 1; the callers mask them)."""
-    ok = E.logical_and(E.ge(b, 0), E.lt(b, bits))
-    return E.pow(_creation.full_like(b, 2), where(ok, b, 0))
+    ok = elementwise.logical_and(b >= 0, b < bits)
+    return _creation.full_like(b, 2) ** where(ok, b, 0)
 
 
 def bitwise_left_shift(input: Any, other: Any) -> Tensor:
@@ -47,8 +47,8 @@ def bitwise_left_shift(input: Any, other: Any) -> Tensor:
     a, b = _ints("lshift", input, other)
     bits = a.dtype.itemsize * 8
     with _no_grad():
-        out = E.mul(a, _pow2(b, bits))  # integer products wrap, as a shift does
-        return where(E.logical_and(E.ge(b, 0), E.lt(b, bits)), out, 0).to(a.dtype)
+        out = a * _pow2(b, bits)  # integer products wrap, as a shift does
+        return where(elementwise.logical_and(b >= 0, b < bits), out, 0).to(a.dtype)
 
 
 def bitwise_right_shift(input: Any, other: Any) -> Tensor:
@@ -57,10 +57,10 @@ def bitwise_right_shift(input: Any, other: Any) -> Tensor:
     bits = a.dtype.itemsize * 8
     with _no_grad():
         # 2**(bits-1) does not fit: shift by bits-2 then by one more
-        big = E.ge(b, bits - 1)
-        part = E.floor_divide(a, _pow2(where(big, bits - 2, b), bits))
-        part = where(big, E.floor_divide(part, 2), part)
-        out = where(E.ge(b, bits), where(E.lt(a, 0), -1, 0), where(E.lt(b, 0), 0, part))
+        big = b >= bits - 1
+        part = elementwise.floor_divide(a, _pow2(where(big, bits - 2, b), bits))
+        part = where(big, elementwise.floor_divide(part, 2), part)
+        out = where(b >= bits, where(a < 0, -1, 0), where(b < 0, 0, part))
         return out.to(a.dtype)
 
 
@@ -69,10 +69,10 @@ def gcd(input: Tensor, other: Tensor) -> Tensor:
     a, b = _ints("gcd", input, other)
     shape = broadcast_shapes(a.shape, b.shape)
     with _no_grad():
-        a, b = E.abs(a).expand(shape).clone(), E.abs(b).expand(shape).clone()
-        while b.numel() and bool(E.ne(b, 0).any().item()):
-            nz = E.ne(b, 0)
-            r = E.remainder(a, where(nz, b, 1))
+        a, b = elementwise.abs(a).expand(shape).clone(), elementwise.abs(b).expand(shape).clone()
+        while b.numel() and bool(elementwise.ne(b, 0).any().item()):
+            nz = elementwise.ne(b, 0)
+            r = elementwise.remainder(a, where(nz, b, 1))
             a, b = where(nz, b, a), where(nz, r, 0)
         return a
 
@@ -82,8 +82,8 @@ def lcm(input: Tensor, other: Tensor) -> Tensor:
     a, b = _ints("lcm", input, other)
     with _no_grad():
         g = gcd(a, b)
-        q = E.floor_divide(E.abs(a), where(E.eq(g, 0), 1, g))
-        return E.abs(E.mul(q, b))
+        q = elementwise.floor_divide(elementwise.abs(a), where(elementwise.eq(g, 0), 1, g))
+        return elementwise.abs(q * b)
 
 
 def ldexp(input: Tensor, other: Tensor) -> Tensor:
@@ -94,7 +94,7 @@ def ldexp(input: Tensor, other: Tensor) -> Tensor:
                             f"{type(t).__name__}")
     x = input if input.dtype.is_floating_point else input.to(_dtype.get_default_dtype())
     e = other.to(x.dtype) if isinstance(other, Tensor) else float(other)
-    return E.mul(x, E.pow(2.0, e) if isinstance(e, Tensor) else 2.0 ** e)
+    return x * (2.0 ** e if isinstance(e, Tensor) else 2.0 ** e)
 
 
 def frexp(input: Tensor) -> Any:
@@ -103,16 +103,16 @@ def frexp(input: Tensor) -> Any:
     if not input.dtype.is_floating_point:
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     with _no_grad():
-        a = E.abs(input)
-        finite = E.logical_and(E.isfinite(input), E.ne(input, 0))
+        a = elementwise.abs(input)
+        finite = elementwise.logical_and(elementwise.isfinite(input), elementwise.ne(input, 0))
         safe = where(finite, a, 1.0)
-        e = E.add(E.floor(E.log2(safe)), 1.0)
-        m = E.div(safe, E.pow(2.0, e))  # pow is exact for integral exponents, exp2 is not
+        e = elementwise.floor(elementwise.log2(safe)) + 1.0
+        m = safe / 2.0 ** e  # pow is exact for integral exponents, exp2 is not
         # log2 may round across a power of two: bring the mantissa into [0.5, 1)
-        hi, lo = E.ge(m, 1.0), E.lt(m, 0.5)
-        e = where(hi, E.add(e, 1.0), where(lo, E.sub(e, 1.0), e))
-        m = where(hi, E.mul(m, 0.5), where(lo, E.mul(m, 2.0), m))
-        m = where(finite, E.mul(m, E.sign(input)), input)
+        hi, lo = m >= 1.0, m < 0.5
+        e = where(hi, e + 1.0, where(lo, e - 1.0, e))
+        m = where(hi, m * 0.5, where(lo, m * 2.0, m))
+        m = where(finite, m * elementwise.sign(input), input)
         exp = where(finite, e, 0.0).to(_dtype.int32)
     return frexp_result(m, exp)
 
@@ -121,7 +121,7 @@ def nextafter(input: Tensor, other: Tensor) -> Tensor:
     """The next representable float after ``input`` towards ``other``."""
     dt = _dtype.result_type(input, other)
     if not dt.is_floating_point:
-        raise RuntimeError(f"\"nextafter_cpu\" not implemented for '{E._type_name(dt)}'")
+        raise RuntimeError(f"\"nextafter_cpu\" not implemented for '{elementwise._type_name(dt)}'")
     idt = {4: _dtype.int32, 8: _dtype.int64}.get(dt.itemsize)
     if idt is None:
         raise NotImplementedError(f"nextafter for {dt} is not implemented")
@@ -129,10 +129,10 @@ def nextafter(input: Tensor, other: Tensor) -> Tensor:
         x = input.to(dt).expand(broadcast_shapes(input.shape, other.shape)).contiguous()
         y = other.to(dt).expand(x.shape).contiguous()
         bits = view_dtype(x.clone(), idt)
-        up = E.eq(E.lt(x, y), E.gt(x, 0))  # away from zero when moving further from it
-        stepped = view_dtype(E.add(bits, where(up, 1, -1)).to(idt), dt)
+        up = elementwise.eq(x < y, x > 0)  # away from zero when moving further from it
+        stepped = view_dtype((bits + where(up, 1, -1)).to(idt), dt)
         tiny = view_dtype(_creation.ones(x.shape, dtype=idt, device=x.device), dt)
-        from_zero = where(E.gt(y, 0), tiny, E.neg(tiny))
-        out = where(E.eq(x, 0), from_zero, stepped)
-        out = where(E.eq(x, y), y, out)
-        return where(E.logical_or(E.isnan(x), E.isnan(y)), float("nan"), out)
+        from_zero = where(y > 0, tiny, -tiny)
+        out = where(elementwise.eq(x, 0), from_zero, stepped)
+        out = where(elementwise.eq(x, y), y, out)
+        return where(elementwise.logical_or(elementwise.isnan(x), elementwise.isnan(y)), float("nan"), out)

@@ -19,9 +19,12 @@ from .. import _creation, _dtype
 from .._shape import broadcast_shapes, wrap_dim
 from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
-from . import elementwise as E
-from . import reduction as R
-from . import shape as S
+from . import elementwise
+from . import reduction
+from .shape import (
+    StridedView, as_strided, narrow, permute, reshape, select, strided_view, transpose,
+    unsqueeze,
+)
 from .conversion import contiguous, copy_
 from .diagonal import diagonal
 from .indexing import flip, index_select, nonzero, setitem, where
@@ -91,12 +94,12 @@ def _einsum_align(op: Tensor, term: str, letters: str) -> Tensor:
         op = diagonal(op, 0, i, j)
         from_term = from_term[:i] + from_term[i + 1:j] + from_term[j + 1:] + dup
     present = [c for c in letters if c in from_term]
-    op = S.permute(op, [from_term.index(c) for c in present])
+    op = permute(op, [from_term.index(c) for c in present])
     shape = []
     it = iter(op.shape)
     for c in letters:
         shape.append(next(it) if c in from_term else 1)
-    return S.reshape(op, shape)
+    return reshape(op, shape)
 
 
 def einsum(equation: str, *operands: Any) -> Tensor:
@@ -109,19 +112,19 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     aligned = [_einsum_align(op, t, letters) for op, t in zip(operands, terms)]
     acc = aligned[0]
     for k in range(1, len(aligned)):
-        acc = E.mul(acc, aligned[k])
+        acc = acc * aligned[k]
         later = set(out + "".join(terms[k + 1:]))
         dims = [i for i, c in enumerate(letters) if c not in later and acc.shape[i] != 1
                 and c not in out]
         if dims:
-            acc = R.sum(acc, dims, keepdim=True)
+            acc = reduction.sum(acc, dims, keepdim=True)
     rest = [i for i, c in enumerate(letters) if c not in out]
     if rest:
-        acc = R.sum(acc, rest, keepdim=True)
-    acc = S.reshape(acc, [acc.shape[i] for i, c in enumerate(letters) if c in out]) \
-        if out else S.reshape(acc, ())
+        acc = reduction.sum(acc, rest, keepdim=True)
+    acc = reshape(acc, [acc.shape[i] for i, c in enumerate(letters) if c in out]) \
+        if out else reshape(acc, ())
     present = [c for c in letters if c in out]
-    return S.permute(acc, [present.index(c) for c in out]) if out else acc
+    return permute(acc, [present.index(c) for c in out]) if out else acc
 
 
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) -> Tensor:
@@ -151,9 +154,9 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) ->
     k = 1
     for d in da:
         k *= a.shape[d]
-    am = S.reshape(S.permute(a, fa + da), (-1, k))
-    bm = S.reshape(S.permute(b, db + fb), (k, -1))
-    return S.reshape(mm(am, bm), [a.shape[d] for d in fa] + [b.shape[d] for d in fb])
+    am = reshape(permute(a, fa + da), (-1, k))
+    bm = reshape(permute(b, db + fb), (k, -1))
+    return reshape(mm(am, bm), [a.shape[d] for d in fa] + [b.shape[d] for d in fb])
 
 
 # ------------------------------------------------------------------------------- distances
@@ -169,13 +172,13 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = Non
                            f"{x1.shape[-1]} X2: {x2.shape[-1]}")
     if p < 0:
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
-    diff = E.sub(S.unsqueeze(x1, -2), S.unsqueeze(x2, -3))
-    return R.norm(diff, p, -1)
+    diff = unsqueeze(x1, -2) - unsqueeze(x2, -3)
+    return reduction.norm(diff, p, -1)
 
 
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     """The ``p``-norm of ``input - other``."""
-    return R.norm(E.sub(input, other), p)
+    return reduction.norm(input - other, p)
 
 
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
@@ -192,10 +195,10 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     if input.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
                            f"{input.shape[d]} and {other.shape[d]}")
-    a0, a1, a2 = (S.narrow(input, d, k, 1) for k in range(3))
-    b0, b1, b2 = (S.narrow(other, d, k, 1) for k in range(3))
-    return cat([E.sub(E.mul(a1, b2), E.mul(a2, b1)), E.sub(E.mul(a2, b0), E.mul(a0, b2)),
-                E.sub(E.mul(a0, b1), E.mul(a1, b0))], d)
+    a0, a1, a2 = (narrow(input, d, k, 1) for k in range(3))
+    b0, b1, b2 = (narrow(other, d, k, 1) for k in range(3))
+    return cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2,
+                a0 * b1 - a1 * b0], d)
 
 
 def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
@@ -204,10 +207,10 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
         raise RuntimeError("renorm: non-positive-norm not supported")
     d = wrap_dim(dim, input.dim())
     others = [k for k in range(input.dim()) if k != d]
-    norms = R.norm(input, p, others, keepdim=True)
+    norms = reduction.norm(input, p, others, keepdim=True)
     # PyTorch's scale: maxnorm / (norm + 1e-7) where the norm exceeds maxnorm
-    scale = where(E.gt(norms, maxnorm), E.div(maxnorm, E.add(norms, 1e-7)), 1.0)
-    return E.mul(input, scale.to(input.dtype))
+    scale = where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+    return input * scale.to(input.dtype)
 
 
 # ------------------------------------------------------------------------------- grids, stacks
@@ -224,7 +227,7 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
         if t.dim() > 1:
             raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but "
                                f"got: {t.dim()}D tensor")
-    ts = [S.reshape(t, (-1,)) for t in tensors]
+    ts = [reshape(t, (-1,)) for t in tensors]
     swap = indexing == "xy" and len(ts) >= 2
     if swap:
         ts[0], ts[1] = ts[1], ts[0]
@@ -233,7 +236,7 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
     for k, t in enumerate(ts):
         v = [1] * len(ts)
         v[k] = shape[k]
-        out.append(S.reshape(t, v).expand(shape))
+        out.append(reshape(t, v).expand(shape))
     if swap:  # "xy": the grids of the first two swapped back (shapes (len(y), len(x), ...))
         out[0], out[1] = out[1], out[0]
     return tuple(out)
@@ -244,20 +247,20 @@ def cartesian_prod(*tensors: Tensor) -> Tensor:
     if len(tensors) == 1:
         return tensors[0]
     grids = meshgrid(*tensors, indexing="ij")
-    return stack([S.reshape(g, (-1,)) for g in grids], 1)
+    return stack([reshape(g, (-1,)) for g in grids], 1)
 
 
 def atleast_1d(*tensors: Any) -> Any:
     """Views with at least 1 dimension (one tensor in, one out)."""
     ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
-    out = tuple(S.reshape(t, (1,)) if t.dim() == 0 else t for t in ts)
+    out = tuple(reshape(t, (1,)) if t.dim() == 0 else t for t in ts)
     return out[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else out
 
 
 def atleast_2d(*tensors: Any) -> Any:
     """Views with at least 2 dimensions (1-D ``(n,)`` becomes ``(1, n)``)."""
     ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
-    out = tuple(S.reshape(t, (1, -1) if t.dim() == 1 else (1, 1)) if t.dim() < 2 else t
+    out = tuple(reshape(t, (1, -1) if t.dim() == 1 else (1, 1)) if t.dim() < 2 else t
                 for t in ts)
     return out[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else out
 
@@ -268,11 +271,11 @@ def atleast_3d(*tensors: Any) -> Any:
 
     def up(t: Tensor) -> Tensor:
         if t.dim() == 0:
-            return S.reshape(t, (1, 1, 1))
+            return reshape(t, (1, 1, 1))
         if t.dim() == 1:
-            return S.reshape(t, (1, -1, 1))
+            return reshape(t, (1, -1, 1))
         if t.dim() == 2:
-            return S.unsqueeze(t, -1)
+            return unsqueeze(t, -1)
         return t
 
     out = tuple(up(t) for t in ts)
@@ -286,7 +289,7 @@ def dstack(tensors: Sequence[Tensor]) -> Tensor:
 
 def column_stack(tensors: Sequence[Tensor]) -> Tensor:
     """Stack 0-D/1-D tensors as columns (and concatenate 2-D ones) along dimension 1."""
-    cols = [S.reshape(t, (-1, 1)) if t.dim() <= 1 else t for t in tensors]
+    cols = [reshape(t, (-1, 1)) if t.dim() <= 1 else t for t in tensors]
     return cat(cols, 1)
 
 
@@ -341,7 +344,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     if input.dim() > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
                            f"input with {input.dim()} dimensions")
-    x = input if input.dim() == 2 else S.reshape(input, (1, -1))
+    x = input if input.dim() == 2 else reshape(input, (1, -1))
     if not x.dtype.is_floating_point:
         x = x.to(_dtype.get_default_dtype())
     n = x.shape[1]
@@ -349,38 +352,37 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     if fweights is not None:
         w = fweights.to(x.dtype)
     if aweights is not None:
-        w = aweights.to(x.dtype) if w is None else E.mul(w, aweights.to(x.dtype))
+        w = aweights.to(x.dtype) if w is None else w * aweights.to(x.dtype)
     if w is None:
-        mean = R.mean(x, 1, keepdim=True)
+        mean = reduction.mean(x, 1, keepdim=True)
         wsum: Any = float(n)
         norm: Any = float(n - correction)
-        xc = E.sub(x, mean)
-        c = matmul(xc, S.transpose(xc, 0, 1))
+        xc = x - mean
+        c = matmul(xc, transpose(xc, 0, 1))
     else:
-        wsum = R.sum(w)
-        mean = E.div(R.sum(E.mul(x, w), 1, keepdim=True), wsum)
-        xc = E.sub(x, mean)
+        wsum = reduction.sum(w)
+        mean = reduction.sum(x * w, 1, keepdim=True) / wsum
+        xc = x - mean
         if correction == 0:
             norm = wsum
         elif aweights is None:
-            norm = E.sub(wsum, correction)
+            norm = wsum - correction
         else:
-            norm = E.sub(wsum, E.div(E.mul(R.sum(E.mul(w, aweights.to(x.dtype))), correction),
-                                     wsum))
-        c = matmul(E.mul(xc, w), S.transpose(xc, 0, 1))
+            norm = wsum - reduction.sum(w * aweights.to(x.dtype)) * correction / wsum
+        c = matmul(xc * w, transpose(xc, 0, 1))
     norm = norm if isinstance(norm, Tensor) else max(norm, 0.0)
-    c = E.div(c, norm)
-    return S.reshape(c, ()) if input.dim() < 2 else c
+    c = c / norm
+    return reshape(c, ()) if input.dim() < 2 else c
 
 
 def corrcoef(input: Tensor) -> Tensor:
     """Pearson correlation coefficients of the variables in the rows of ``input``."""
     c = cov(input)
     if c.dim() == 0:
-        return E.div(c, c)
-    d = E.sqrt(diagonal(c))
-    c = E.div(E.div(c, S.unsqueeze(d, 1)), S.unsqueeze(d, 0))
-    return E.clamp(c, -1.0, 1.0)
+        return c / c
+    d = elementwise.sqrt(diagonal(c))
+    c = c / unsqueeze(d, 1) / unsqueeze(d, 0)
+    return elementwise.clamp(c, -1.0, 1.0)
 
 
 def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None
@@ -388,11 +390,11 @@ def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any
     """Mean over ``dim`` of the non-NaN elements."""
     if not input.dtype.is_floating_point and dtype is None:
         raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got "
-                           f"{E._type_name(input.dtype)}")
+                           f"{elementwise._type_name(input.dtype)}")
     x = input if dtype is None else input.to(dtype)
-    ok = E.logical_not(E.isnan(x))
-    n = R.sum(ok, dim, keepdim).to(x.dtype)
-    return E.div(R.nansum(x, dim, keepdim), n)
+    ok = elementwise.logical_not(elementwise.isnan(x))
+    n = reduction.sum(ok, dim, keepdim).to(x.dtype)
+    return reduction.nansum(x, dim, keepdim) / n
 
 
 # ------------------------------------------------------------------------------- matrix-vector
@@ -400,20 +402,20 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any 
     """``beta * input + alpha * (mat @ vec)``."""
     prod = mv(mat, vec)
     if alpha != 1:
-        prod = E.mul(prod, alpha)
+        prod = prod * alpha
     if beta == 0:  # input is ignored (NaN in it does not propagate), as PyTorch
         return prod
-    return E.add(input if beta == 1 else E.mul(input, beta), prod)
+    return (input if beta == 1 else input * beta) + prod
 
 
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * outer(vec1, vec2)``."""
     prod = outer(vec1, vec2)
     if alpha != 1:
-        prod = E.mul(prod, alpha)
+        prod = prod * alpha
     if beta == 0:
         return prod
-    return E.add(input if beta == 1 else E.mul(input, beta), prod)
+    return (input if beta == 1 else input * beta) + prod
 
 
 # ------------------------------------------------------------------------------- indexing
@@ -421,8 +423,8 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     """Elements of the flattened ``input`` at ``index`` (result shaped like ``index``)."""
     if index.dtype is not _dtype.int64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got "
-                           f"{E._type_name(index.dtype)}")
-    flat = S.reshape(input, (-1,))
+                           f"{elementwise._type_name(index.dtype)}")
+    flat = reshape(input, (-1,))
     n = flat.shape[0]
     if index.numel():
         lo, hi = int(index.min().item()), int(index.max().item())
@@ -430,9 +432,9 @@ def take(input: Tensor, index: Tensor) -> Tensor:
             bad = hi if hi >= n else lo
             raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
                              f"elements.")
-    idx = S.reshape(index, (-1,))
-    idx = where(E.lt(idx, 0), E.add(idx, n), idx)
-    return S.reshape(index_select(flat, 0, idx), index.shape)
+    idx = reshape(index, (-1,))
+    idx = where(idx < 0, idx + n, idx)
+    return reshape(index_select(flat, 0, idx), index.shape)
 
 
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
@@ -441,16 +443,16 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     if mask.dtype is not _dtype.bool:
         raise RuntimeError(f"masked_scatter_only supports boolean masks, but got mask with dtype "
                            f"{mask.dtype}")
-    m = S.reshape(mask.expand(input.shape), (-1,))
-    pos = S.reshape(nonzero(m), (-1,))
+    m = reshape(mask.expand(input.shape), (-1,))
+    pos = reshape(nonzero(m), (-1,))
     k = pos.shape[0]
     if source.numel() < k:
         raise RuntimeError("masked_scatter: expected source to have at least as many elements as "
                            "the ones selected by the mask")
-    flat = S.reshape(input, (-1,))
-    src = S.narrow(S.reshape(source, (-1,)), 0, 0, k).to(input.dtype)
+    flat = reshape(input, (-1,))
+    src = narrow(reshape(source, (-1,)), 0, 0, k).to(input.dtype)
     out = flat.index_copy(0, pos, src)
-    return S.reshape(out, input.shape)
+    return reshape(out, input.shape)
 
 
 def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
@@ -465,15 +467,15 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
     if input.dim() == 0:  # PyTorch: the 0-d tensor as its only window, of stride 1
-        return S.strided_view(S.reshape(input, (1,)), (0,), (size,), ((1,),), _Unfold)
+        return strided_view(reshape(input, (1,)), (0,), (size,), ((1,),), _Unfold)
     n = (shape[d] - size) // step + 1
     steps = [[int(j == k) * (step if k == d else 1) for j in range(nd)] for k in range(nd)]
     steps.append([int(j == d) for j in range(nd)])  # along a window: one element at a time
-    return S.strided_view(input, [0] * nd, shape[:d] + [n] + shape[d + 1:] + [size], steps,
+    return strided_view(input, [0] * nd, shape[:d] + [n] + shape[d + 1:] + [size], steps,
                           _Unfold)
 
 
-class _Unfold(S.StridedView):
+class _Unfold(StridedView):
     _backward_name = "UnfoldBackward0"
 
 
@@ -490,11 +492,11 @@ def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
                            f"dim1 = {d1}")
     k %= 4
     if k == 1:
-        return S.transpose(flip(input, [d1]), d0, d1)
+        return transpose(flip(input, [d1]), d0, d1)
     if k == 2:
         return flip(input, [d0, d1])
     if k == 3:
-        return flip(S.transpose(input, d0, d1), [d1])
+        return flip(transpose(input, d0, d1), [d1])
     return input.clone()
 
 
@@ -515,7 +517,7 @@ def flipud(input: Tensor) -> Tensor:
 def ravel(input: Tensor) -> Tensor:
     """The flattened contiguous tensor: a view of a contiguous input, else a copy (PyTorch's
     ``contiguous().view(-1)``: a copy even where a strided view would do, unlike ``flatten``)."""
-    return S.reshape(contiguous(input), (-1,))
+    return reshape(contiguous(input), (-1,))
 
 
 def argwhere(input: Tensor) -> Tensor:
@@ -552,15 +554,15 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
 def _flat_index(index: Tensor, n: int, what: str) -> Tensor:
     if index.dtype is not _dtype.int64:
         raise RuntimeError(f"{what}(): Expected a long tensor for index, but got "
-                           f"{E._type_name(index.dtype)}")
-    idx = S.reshape(index, (-1,))
+                           f"{elementwise._type_name(index.dtype)}")
+    idx = reshape(index, (-1,))
     if idx.numel():
         lo, hi = int(idx.min().item()), int(idx.max().item())
         if lo < -n or hi >= n:
             bad = hi if hi >= n else lo
             raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
                              f"elements.")
-    return where(E.lt(idx, 0), E.add(idx, n), idx)
+    return where(idx < 0, idx + n, idx)
 
 
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
@@ -570,11 +572,11 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
         raise RuntimeError(f"put_(): Expected source and index to have the same number of "
                            f"elements, but got source.numel() = {source.numel()}, index.numel() = "
                            f"{index.numel()}")
-    flat = S.reshape(input, (-1,))
+    flat = reshape(input, (-1,))
     idx = _flat_index(index, flat.shape[0], "put_")
-    src = S.reshape(source, (-1,)).to(input.dtype)
+    src = reshape(source, (-1,)).to(input.dtype)
     out = flat.index_add(0, idx, src) if accumulate else flat.index_copy(0, idx, src)
-    return S.reshape(out, input.shape)
+    return reshape(out, input.shape)
 
 
 def index_put(input: Tensor, indices: Sequence[Any], values: Any, accumulate: bool = False
@@ -602,12 +604,12 @@ def index_put(input: Tensor, indices: Sequence[Any], values: Any, accumulate: bo
     lin = _creation.zeros(shape, dtype=_dtype.int64, device=input.device)
     for t, n in zip(idx, lead):
         t = t.to(_dtype.int64)
-        lin = E.add(E.mul(lin, n), where(E.lt(t, 0), E.add(t, n), t))
+        lin = lin * n + where(t < 0, t + n, t)
     v = values if isinstance(values, Tensor) else _creation.tensor(values, dtype=input.dtype,
                                                                    device=input.device)
-    v = S.reshape(v.to(input.dtype).expand(tuple(shape) + rest), (-1,) + rest)
-    flat = S.reshape(input, (-1,) + rest)
-    return S.reshape(flat.index_add(0, S.reshape(lin, (-1,)), v), input.shape)
+    v = reshape(v.to(input.dtype).expand(tuple(shape) + rest), (-1,) + rest)
+    flat = reshape(input, (-1,) + rest)
+    return reshape(flat.index_add(0, reshape(lin, (-1,)), v), input.shape)
 
 
 def apply_(input: Tensor, fn: Any) -> Tensor:
@@ -639,13 +641,13 @@ def resize_(input: Tensor, *sizes: Any) -> Tensor:
     n = math.prod(shape)
     with _no_grad():
         if input.is_contiguous() and n <= input.numel():
-            new = S.as_strided(input, shape, _contiguous_strides(shape))
+            new = as_strided(input, shape, _contiguous_strides(shape))
         else:
             new = _creation.empty(shape, dtype=input.dtype, device=input.device)
             k = min(n, input.numel())
             if k:
-                copy_(S.narrow(S.reshape(new, (-1,)), 0, 0, k),
-                      S.narrow(S.reshape(input, (-1,)), 0, 0, k))
+                copy_(narrow(reshape(new, (-1,)), 0, 0, k),
+                      narrow(reshape(input, (-1,)), 0, 0, k))
     input._set_from(new)
     return input
 
@@ -677,7 +679,7 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
 
 def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
     """A copy of ``input`` with ``src`` written at ``select(dim, index)``."""
-    return _embed(input, src, lambda t: S.select(t, dim, index), "select_scatter")
+    return _embed(input, src, lambda t: select(t, dim, index), "select_scatter")
 
 
 def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None,
@@ -692,7 +694,7 @@ def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = 
 def as_strided_scatter(input: Tensor, src: Tensor, size: Sequence[int], stride: Sequence[int],
                        storage_offset: int | None = None) -> Tensor:
     """A copy of ``input`` with ``src`` written into ``as_strided(size, stride, offset)``."""
-    return _embed(input, src, lambda t: S.as_strided(t, size, stride, storage_offset),
+    return _embed(input, src, lambda t: as_strided(t, size, stride, storage_offset),
                   "as_strided_scatter")
 
 
@@ -702,12 +704,12 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alph
     if batch1.dim() != 3 or batch2.dim() != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if batch1.dim() != 3 else
                            "batch2 must be a 3D tensor")
-    prod = R.sum(matmul(batch1, batch2), 0)
+    prod = reduction.sum(matmul(batch1, batch2), 0)
     if alpha != 1:
-        prod = E.mul(prod, alpha)
+        prod = prod * alpha
     if beta == 0:
-        return E.add(prod, _creation.zeros(input.shape, dtype=prod.dtype, device=prod.device))
-    return E.add(input if beta == 1 else E.mul(input, beta), prod)
+        return prod + _creation.zeros(input.shape, dtype=prod.dtype, device=prod.device)
+    return (input if beta == 1 else input * beta) + prod
 
 
 def matrix_exp(A: Tensor) -> Tensor:
@@ -717,18 +719,18 @@ def matrix_exp(A: Tensor) -> Tensor:
         raise RuntimeError("matrix_exp: expected a tensor of squares matrices")
     if not A.dtype.is_floating_point:
         raise RuntimeError(f"matrix_exp: Expected a floating point or complex tensor as input. "
-                           f"Got {E._type_name(A.dtype)}")
+                           f"Got {elementwise._type_name(A.dtype)}")
     n = A.shape[-1]
     with _no_grad():
-        norm = float(R.amax(R.sum(E.abs(A), -1)).item()) if A.numel() else 0.0
+        norm = float(reduction.amax(reduction.sum(elementwise.abs(A), -1)).item()) if A.numel() else 0.0
     # scale so that the norm is at most 1/2: the 18-term series is then exact to rounding
     s = max(0, math.ceil(math.log2(norm)) + 1) if norm > 0.5 else 0
-    x = E.div(A, float(2 ** s)) if s else A
+    x = elementwise.div(A, float(2 ** s)) if s else A
     eye = _creation.eye(n, dtype=A.dtype, device=A.device).expand(A.shape)
     term, out = eye, eye
     for k in range(1, 19):
-        term = E.div(matmul(term, x), float(k))
-        out = E.add(out, term)
+        term = matmul(term, x) / float(k)
+        out = out + term
     for _ in range(s):
         out = matmul(out, out)
     return out

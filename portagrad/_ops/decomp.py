@@ -16,8 +16,8 @@ from .. import _creation, _dtype
 from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
-from . import elementwise as E
-from . import shape as S
+from . import elementwise
+from . import shape
 from .indexing import gather, where
 from .joining import cat, tril, triu
 from .linalg import matmul
@@ -41,7 +41,7 @@ def _square(name: str, a: Any) -> None:
                            f"{a.shape[-2]} by {a.shape[-1]} matrices")
     if not a.dtype.is_floating_point:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
-                           f"{E._type_name(a.dtype)}")
+                           f"{elementwise._type_name(a.dtype)}")
 
 
 def _pivot(m: Tensor, k: int) -> tuple[Tensor, Tensor]:
@@ -49,12 +49,12 @@ def _pivot(m: Tensor, k: int) -> tuple[Tensor, Tensor]:
     whether a swap happened (per matrix)."""
     n = m.shape[-2]
     with _no_grad():
-        col = E.abs(S.narrow(S.select(m, -1, k), -1, k, n - k))
-        p = E.add(argmax(col, -1, keepdim=True), k)  # (..., 1)
+        col = elementwise.abs(shape.narrow(shape.select(m, -1, k), -1, k, n - k))
+        p = argmax(col, -1, keepdim=True) + k  # (..., 1)
         rows = _creation.arange(n, device=m.device)
-        perm = where(E.eq(rows, k), p, where(E.eq(rows, p), k, rows))  # (..., n)
-        swapped = S.squeeze(E.ne(p, k), -1)
-    idx = S.unsqueeze(perm, -1).expand(m.shape)
+        perm = where(elementwise.eq(rows, k), p, where(elementwise.eq(rows, p), k, rows))  # (..., n)
+        swapped = shape.squeeze(elementwise.ne(p, k), -1)
+    idx = shape.unsqueeze(perm, -1).expand(m.shape)
     return gather(m, -2, idx), swapped
 
 
@@ -66,16 +66,16 @@ def _lu_diag(a: Tensor) -> tuple[Tensor, Tensor]:
     diags = []
     for k in range(n):
         m, swapped = _pivot(m, k)
-        sign = where(swapped, E.neg(sign), sign)
-        piv = S.narrow(S.narrow(m, -2, k, 1), -1, k, 1)  # (..., 1, 1)
-        diags.append(S.reshape(piv, piv.shape[:-2] + (1,)))
+        sign = where(swapped, -sign, sign)
+        piv = shape.narrow(shape.narrow(m, -2, k, 1), -1, k, 1)  # (..., 1, 1)
+        diags.append(shape.reshape(piv, piv.shape[:-2] + (1,)))
         if k + 1 < n:
             # a zero pivot means the whole column below is zero: nothing to eliminate
-            safe = where(E.eq(piv, 0), 1.0, piv)
-            below = S.narrow(m, -2, k + 1, n - k - 1)
-            f = E.div(S.narrow(below, -1, k, 1), safe)
-            below = E.sub(below, E.mul(f, S.narrow(m, -2, k, 1)))
-            m = cat([S.narrow(m, -2, 0, k + 1), below], -2)
+            safe = where(elementwise.eq(piv, 0), 1.0, piv)
+            below = shape.narrow(m, -2, k + 1, n - k - 1)
+            f = shape.narrow(below, -1, k, 1) / safe
+            below = below - f * shape.narrow(m, -2, k, 1)
+            m = cat([shape.narrow(m, -2, 0, k + 1), below], -2)
     return cat(diags, -1), sign
 
 
@@ -85,7 +85,7 @@ def det(A: Tensor) -> Tensor:
     if A.shape[-1] == 0:
         return _creation.ones(A.shape[:-2], dtype=A.dtype, device=A.device)
     d, sign = _lu_diag(A)
-    return E.mul(prod(d, -1), sign)
+    return prod(d, -1) * sign
 
 
 def slogdet(A: Tensor) -> Any:
@@ -94,16 +94,16 @@ def slogdet(A: Tensor) -> Any:
     _square("linalg.slogdet", A)
     if A.shape[-1] == 0:
         one = _creation.ones(A.shape[:-2], dtype=A.dtype, device=A.device)
-        return slogdet_result(one, E.mul(one, 0.0))
+        return slogdet_result(one, one * 0.0)
     d, sign = _lu_diag(A)
-    s = E.mul(prod(E.sign(d), -1), sign)
-    return slogdet_result(s, rsum(E.log(E.abs(d)), -1))
+    s = prod(elementwise.sign(d), -1) * sign
+    return slogdet_result(s, rsum(elementwise.log(elementwise.abs(d)), -1))
 
 
 def logdet(input: Tensor) -> Tensor:
     """``log(det(input))``: NaN for a negative determinant, ``-inf`` for zero."""
     s, la = slogdet(input)
-    return where(E.lt(s, 0), float("nan"), la)
+    return where(s < 0, float("nan"), la)
 
 
 def _gauss_jordan(name: str, a: Tensor, b: Tensor) -> Tensor:
@@ -113,21 +113,21 @@ def _gauss_jordan(name: str, a: Tensor, b: Tensor) -> Tensor:
     pivots = []
     for k in range(n):
         m, _ = _pivot(m, k)
-        row = S.narrow(m, -2, k, 1)
-        piv = S.narrow(row, -1, k, 1)
+        row = shape.narrow(m, -2, k, 1)
+        piv = shape.narrow(row, -1, k, 1)
         pivots.append(piv)
-        safe = where(E.eq(piv, 0), 1.0, piv)
-        row = E.div(row, safe)
-        f = S.narrow(m, -1, k, 1)  # (..., n, 1): the column to clear
-        m = E.sub(m, E.mul(f, row))
-        m = cat([S.narrow(m, -2, 0, k), row, S.narrow(m, -2, k + 1, n - k - 1)], -2)
+        safe = where(elementwise.eq(piv, 0), 1.0, piv)
+        row = row / safe
+        f = shape.narrow(m, -1, k, 1)  # (..., n, 1): the column to clear
+        m = m - f * row
+        m = cat([shape.narrow(m, -2, 0, k), row, shape.narrow(m, -2, k + 1, n - k - 1)], -2)
     with _no_grad():
-        zero = E.eq(cat(pivots, -1), 0)
+        zero = elementwise.eq(cat(pivots, -1), 0)
         if zero.numel() and bool(zero.any().item()):
             first = int(argmax(zero.to(_dtype.int64).reshape(-1, n), -1).max().item()) + 1
             raise RuntimeError(f"{name}: The diagonal element {first} is zero, the inversion "
                                f"could not be completed because the input matrix is singular.")
-    return S.narrow(m, -1, n, m.shape[-1] - n)
+    return shape.narrow(m, -1, n, m.shape[-1] - n)
 
 
 def inv(A: Tensor) -> Tensor:
@@ -145,13 +145,13 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     ``X A = B``."""
     _square("linalg.solve", A)
     if not left:
-        return S.transpose(solve(S.transpose(A, -1, -2), S.transpose(B, -1, -2)), -1, -2)
+        return shape.transpose(solve(shape.transpose(A, -1, -2), shape.transpose(B, -1, -2)), -1, -2)
     if A.dtype is not B.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
-                           f"A of type {E._type_name(A.dtype)} and B of type "
-                           f"{E._type_name(B.dtype)} instead")
+                           f"A of type {elementwise._type_name(A.dtype)} and B of type "
+                           f"{elementwise._type_name(B.dtype)} instead")
     vec = B.dim() == 1 or (B.dim() == A.dim() - 1 and B.shape == A.shape[:-1])
-    b = S.unsqueeze(B, -1) if vec else B
+    b = shape.unsqueeze(B, -1) if vec else B
     if b.shape[-2] != A.shape[-1]:
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
                            f"AX = B ({A.shape[-2]}x{A.shape[-1]} and {b.shape[-2]}x"
@@ -160,7 +160,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     a = A.expand(batch + tuple(A.shape[-2:]))
     bb = b.expand(batch + tuple(b.shape[-2:]))
     x = _gauss_jordan("linalg.solve", a, bb)
-    return S.squeeze(x, -1) if vec else x
+    return shape.squeeze(x, -1) if vec else x
 
 
 def cholesky(A: Tensor, upper: bool = False) -> Tensor:
@@ -170,34 +170,34 @@ def cholesky(A: Tensor, upper: bool = False) -> Tensor:
     n = A.shape[-1]
     cols: list[Tensor] = []  # column j of L, (..., n, 1)
     for j in range(n):
-        aj = S.narrow(A, -1, j, 1)  # (..., n, 1)
+        aj = shape.narrow(A, -1, j, 1)  # (..., n, 1)
         if cols:
             lj = cat(cols, -1)  # (..., n, j)
-            rowj = S.narrow(lj, -2, j, 1)  # (..., 1, j)
-            aj = E.sub(aj, rsum(E.mul(lj, rowj), -1, keepdim=True))
-        d = S.narrow(aj, -2, j, 1)  # (..., 1, 1)
+            rowj = shape.narrow(lj, -2, j, 1)  # (..., 1, j)
+            aj = aj - rsum(lj * rowj, -1, keepdim=True)
+        d = shape.narrow(aj, -2, j, 1)  # (..., 1, 1)
         with _no_grad():
-            if d.numel() and bool(E.logical_not(E.gt(d, 0)).any().item()):
+            if d.numel() and bool(elementwise.logical_not(d > 0).any().item()):
                 raise RuntimeError(f"linalg.cholesky: The factorization could not be completed "
                                    f"because the input is not positive-definite (the leading "
                                    f"minor of order {j + 1} is not positive-definite).")
-        col = E.div(aj, E.sqrt(d))
+        col = aj / elementwise.sqrt(d)
         rows = _creation.arange(n, device=A.device)
-        col = where(S.unsqueeze(E.lt(rows, j), -1), 0.0, col)  # above the diagonal: zero
+        col = where(shape.unsqueeze(rows < j, -1), 0.0, col)  # above the diagonal: zero
         cols.append(col.to(A.dtype))
     L = cat(cols, -1)
-    return S.transpose(L, -1, -2) if upper else L
+    return shape.transpose(L, -1, -2) if upper else L
 
 
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
     """``X`` with ``A X = B`` given the Cholesky factor ``L`` of ``A`` (``upper``: ``L^H``)."""
-    a = matmul(S.transpose(L, -1, -2), L) if upper else matmul(L, S.transpose(L, -1, -2))
+    a = matmul(shape.transpose(L, -1, -2), L) if upper else matmul(L, shape.transpose(L, -1, -2))
     return solve(a, B)
 
 
 def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     """The inverse of ``A`` given its Cholesky factor ``L`` (``upper``: ``L^H``)."""
-    a = matmul(S.transpose(L, -1, -2), L) if upper else matmul(L, S.transpose(L, -1, -2))
+    a = matmul(shape.transpose(L, -1, -2), L) if upper else matmul(L, shape.transpose(L, -1, -2))
     return inv(a)
 
 
@@ -213,9 +213,9 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
     if unitriangular:
         n = A.shape[-1]
         eye = _creation.eye(n, dtype=A.dtype, device=A.device)
-        t = E.add(E.mul(t, E.rsub(eye, 1.0)), eye)
+        t = t * (1.0 - eye) + eye
     if transpose:
-        t = S.transpose(t, -1, -2)
+        t = shape.transpose(t, -1, -2)
     return triangular_solve_result(solve(t, b), A.clone())
 
 
@@ -233,37 +233,37 @@ def qr(A: Tensor, mode: str = "reduced") -> Any:
         raise RuntimeError("linalg.qr: The input tensor A must have at least 2 dimensions.")
     if not A.dtype.is_floating_point:
         raise RuntimeError(f"linalg.qr: Expected a floating point or complex tensor as input. "
-                           f"Got {E._type_name(A.dtype)}")
+                           f"Got {elementwise._type_name(A.dtype)}")
     m, n = A.shape[-2], A.shape[-1]
     k_max = min(m, n)
     r = A
     q = _creation.eye(m, dtype=A.dtype, device=A.device).expand(A.shape[:-2] + (m, m))
     rows = _creation.arange(m, device=A.device)
     for k in range(min(k_max, m - 1)):  # LAPACK: the last row, 1 element long, is not reflected
-        col = S.narrow(r, -1, k, 1)  # (..., m, 1)
-        below = S.unsqueeze(E.ge(rows, k), -1)  # rows k.. take part in the reflection
+        col = shape.narrow(r, -1, k, 1)  # (..., m, 1)
+        below = shape.unsqueeze(rows >= k, -1)  # rows k.. take part in the reflection
         x = where(below, col, 0.0)
-        norm = E.sqrt(rsum(E.mul(x, x), -2, keepdim=True))  # (..., 1, 1)
-        xk = S.narrow(x, -2, k, 1)
-        sign = where(E.lt(xk, 0), -1.0, 1.0)
-        alpha = E.neg(E.mul(sign, norm))
-        ek = S.unsqueeze(E.eq(rows, k), -1).to(A.dtype)
-        v = E.sub(x, E.mul(ek, alpha))
-        vv = rsum(E.mul(v, v), -2, keepdim=True)
+        norm = elementwise.sqrt(rsum(x * x, -2, keepdim=True))  # (..., 1, 1)
+        xk = shape.narrow(x, -2, k, 1)
+        sign = where(xk < 0, -1.0, 1.0)
+        alpha = -(sign * norm)
+        ek = shape.unsqueeze(elementwise.eq(rows, k), -1).to(A.dtype)
+        v = x - ek * alpha
+        vv = rsum(v * v, -2, keepdim=True)
         # nothing below the diagonal: no reflection (H = I, as LAPACK's dlarfg)
-        rest = rsum(E.mul(where(S.unsqueeze(E.gt(rows, k), -1), col, 0.0), col), -2,
+        rest = rsum(where(shape.unsqueeze(rows > k, -1), col, 0.0) * col, -2,
                     keepdim=True)
-        skip = E.logical_or(E.eq(rest, 0), E.eq(vv, 0))
-        scale = where(skip, 0.0, E.div(2.0, where(skip, 1.0, vv)))
-        r = E.sub(r, E.mul(E.mul(v, scale), matmul(S.transpose(v, -1, -2), r)))
-        q = E.sub(q, E.mul(matmul(q, v), E.mul(S.transpose(v, -1, -2), scale)))
+        skip = elementwise.logical_or(elementwise.eq(rest, 0), elementwise.eq(vv, 0))
+        scale = where(skip, 0.0, 2.0 / where(skip, 1.0, vv))
+        r = r - v * scale * matmul(shape.transpose(v, -1, -2), r)
+        q = q - matmul(q, v) * (shape.transpose(v, -1, -2) * scale)
     upper = triu(r)
     if mode == "r":
         return qr_result(_creation.empty(0, dtype=A.dtype, device=A.device),
-                         S.narrow(upper, -2, 0, k_max))
+                         shape.narrow(upper, -2, 0, k_max))
     if mode == "complete":
         return qr_result(q, upper)
-    return qr_result(S.narrow(q, -1, 0, k_max), S.narrow(upper, -2, 0, k_max))
+    return qr_result(shape.narrow(q, -1, 0, k_max), shape.narrow(upper, -2, 0, k_max))
 
 
 def qr_some(input: Tensor, some: bool = True) -> Any:
@@ -283,7 +283,7 @@ def lu_factor(A: Tensor, *, pivot: bool = True) -> Any:
                            "dimensions.")
     if not A.dtype.is_floating_point:
         raise RuntimeError(f"linalg.lu_factor: Expected a floating point or complex tensor as "
-                           f"input. Got {E._type_name(A.dtype)}")
+                           f"input. Got {elementwise._type_name(A.dtype)}")
     if not pivot:
         raise NotImplementedError("lu_factor(pivot=False) is not implemented")
     m, n = A.shape[-2], A.shape[-1]
@@ -292,21 +292,21 @@ def lu_factor(A: Tensor, *, pivot: bool = True) -> Any:
     piv = []
     for k in range(min(m, n)):
         with _no_grad():
-            col = E.abs(S.narrow(S.select(lu, -1, k), -1, k, m - k))
-            p = E.add(argmax(col, -1, keepdim=True), k)
+            col = elementwise.abs(shape.narrow(shape.select(lu, -1, k), -1, k, m - k))
+            p = argmax(col, -1, keepdim=True) + k
         piv.append(p)
         lu, _ = _pivot(lu, k)
         if k + 1 < m:
-            row = S.narrow(lu, -2, k, 1)
-            p_kk = S.narrow(row, -1, k, 1)
-            below = S.narrow(lu, -2, k + 1, m - k - 1)
-            f = E.div(S.narrow(below, -1, k, 1), where(E.eq(p_kk, 0), 1.0, p_kk))
-            updated = E.sub(below, E.mul(f, row))
+            row = shape.narrow(lu, -2, k, 1)
+            p_kk = shape.narrow(row, -1, k, 1)
+            below = shape.narrow(lu, -2, k + 1, m - k - 1)
+            f = shape.narrow(below, -1, k, 1) / where(elementwise.eq(p_kk, 0), 1.0, p_kk)
+            updated = below - f * row
             # columns after k are eliminated, column k keeps the multipliers (L), the columns
             # before it hold earlier multipliers
-            below = where(E.gt(cols, k), updated, where(E.eq(cols, k), f, below))
-            lu = cat([S.narrow(lu, -2, 0, k + 1), below], -2)
-    pivots = E.add(cat(piv, -1), 1).to(_dtype.int32) if piv else \
+            below = where(cols > k, updated, where(elementwise.eq(cols, k), f, below))
+            lu = cat([shape.narrow(lu, -2, 0, k + 1), below], -2)
+    pivots = (cat(piv, -1) + 1).to(_dtype.int32) if piv else \
         _creation.zeros(A.shape[:-2] + (0,), dtype=_dtype.int32, device=A.device)
     return lu_factor_result(lu, pivots)
 
@@ -316,10 +316,10 @@ def _permutation(pivots: Tensor, m: int) -> Tensor:
     rows = _creation.arange(m, device=pivots.device)
     perm = rows.expand(pivots.shape[:-1] + (m,))
     for i in range(pivots.shape[-1]):
-        p = E.sub(S.narrow(pivots, -1, i, 1), 1).to(_dtype.int64)  # (..., 1)
+        p = (shape.narrow(pivots, -1, i, 1) - 1).to(_dtype.int64)  # (..., 1)
         at_i = gather(perm, -1, _creation.full_like(p, i))
         at_p = gather(perm, -1, p)
-        perm = where(E.eq(rows, i), at_p, where(E.eq(rows, p), at_i, perm))
+        perm = where(elementwise.eq(rows, i), at_p, where(elementwise.eq(rows, p), at_i, perm))
     return perm
 
 
@@ -329,12 +329,12 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
     m, n = LU_data.shape[-2], LU_data.shape[-1]
     k = min(m, n)
     eye = _creation.eye(m, k, dtype=LU_data.dtype, device=LU_data.device)
-    L = E.add(tril(S.narrow(LU_data, -1, 0, k), -1), eye)
-    U = triu(S.narrow(LU_data, -2, 0, k))
+    L = tril(shape.narrow(LU_data, -1, 0, k), -1) + eye
+    U = triu(shape.narrow(LU_data, -2, 0, k))
     with _no_grad():
         perm = _permutation(LU_pivots, m)
-        rows = S.unsqueeze(_creation.arange(m, device=LU_data.device), -1)
-        P = E.eq(rows, S.unsqueeze(perm, -2)).to(LU_data.dtype)
+        rows = shape.unsqueeze(_creation.arange(m, device=LU_data.device), -1)
+        P = elementwise.eq(rows, shape.unsqueeze(perm, -2)).to(LU_data.dtype)
     return lu_unpack_result(P, L, U)
 
 
@@ -349,7 +349,7 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
     P, L, U = lu_unpack(LU, pivots)
     a = matmul(P, matmul(L, U))
     if adjoint:
-        a = S.transpose(a, -1, -2)
+        a = shape.transpose(a, -1, -2)
     return solve(a, B, left=left)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from .. import _creation, _dtype
 from .._shape import wrap_dim
 from .._tensor import Tensor
-from . import shape as S
+from .shape import StridedView, reshape, strided_view
 from .conversion import copy_
 from .indexing import setitem
 from .joining import cat
@@ -45,10 +45,10 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
     keep = [k for k in range(nd) if k not in (d1, d2)]
     unit = [[int(j == k) for j in range(nd)] for k in keep]
     diag = [int(j in (d1, d2)) for j in range(nd)]  # one step along both dimensions
-    return S.strided_view(input, start, [shape[k] for k in keep] + [n], unit + [diag], _Diagonal)
+    return strided_view(input, start, [shape[k] for k in keep] + [n], unit + [diag], _Diagonal)
 
 
-class _Diagonal(S.StridedView):
+class _Diagonal(StridedView):
     _backward_name = "DiagonalBackward0"
 
 
@@ -81,7 +81,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:  # PyTorch's parameter nam
 
 def diagflat(input: Tensor, offset: int = 0) -> Tensor:
     """The square matrix with the flattened ``input`` on its ``offset`` diagonal."""
-    return diag_embed(S.reshape(input, (-1,)), offset, 0, 1)
+    return diag_embed(reshape(input, (-1,)), offset, 0, 1)
 
 
 def trace(input: Tensor) -> Tensor:
@@ -142,7 +142,7 @@ def block_diag(*tensors: Tensor) -> Tensor:
             raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. "
                                f"Input {k} has {t.dim()} dimensions")
     dt = _dtype.result_type(*tensors)
-    mats = [S.reshape(t, (1, -1)) if t.dim() < 2 else t for t in tensors]
+    mats = [reshape(t, (1, -1)) if t.dim() < 2 else t for t in tensors]
     mats = [m.to(dt) for m in mats]
     total = sum(m.shape[1] for m in mats)
     rows, left = [], 0
@@ -159,9 +159,9 @@ def block_diag(*tensors: Tensor) -> Tensor:
 def kron(input: Tensor, other: Tensor) -> Tensor:
     """Kronecker product (dimensions aligned from the right)."""
     nd = max(input.dim(), other.dim())
-    a = S.reshape(input, (1,) * (nd - input.dim()) + tuple(input.shape))
-    b = S.reshape(other, (1,) * (nd - other.dim()) + tuple(other.shape))
+    a = reshape(input, (1,) * (nd - input.dim()) + tuple(input.shape))
+    b = reshape(other, (1,) * (nd - other.dim()) + tuple(other.shape))
     ai = tuple(v for s in a.shape for v in (s, 1))
     bi = tuple(v for s in b.shape for v in (1, s))
-    out = mul(S.reshape(a, ai), S.reshape(b, bi))
-    return S.reshape(out, tuple(x * y for x, y in zip(a.shape, b.shape)))
+    out = mul(reshape(a, ai), reshape(b, bi))
+    return reshape(out, tuple(x * y for x, y in zip(a.shape, b.shape)))

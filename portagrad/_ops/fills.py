@@ -8,7 +8,7 @@ from typing import Any
 from .. import _random
 from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
-from . import elementwise as E
+from .elementwise import add, ceil, div, exp, log, maximum, mul, rsub, sub, tan
 from .conversion import copy_
 
 __all__ = ["cauchy_", "log_normal_", "geometric_"]
@@ -27,7 +27,7 @@ def cauchy_(x: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator: An
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
     with _no_grad():
         u = _random.rand(x.shape, dtype=x.dtype, device=x.device, generator=generator)
-        v = E.add(E.mul(E.tan(E.mul(E.sub(u, 0.5), math.pi)), sigma), median)
+        v = add(mul(tan(mul(sub(u, 0.5), math.pi)), sigma), median)
     return copy_(x, v)
 
 
@@ -39,7 +39,7 @@ def log_normal_(x: Tensor, mean: float = 1.0, std: float = 2.0, *, generator: An
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
     with _no_grad():
         n = _random.randn(x.shape, dtype=x.dtype, device=x.device, generator=generator)
-        v = E.exp(E.add(E.mul(n, std), mean))
+        v = exp(add(mul(n, std), mean))
     return copy_(x, v)
 
 
@@ -50,6 +50,6 @@ def geometric_(x: Tensor, p: float, *, generator: Any = None) -> Tensor:
     with _no_grad():
         u = _random.rand(x.shape, device=x.device, generator=generator)
         # u in [0, 1): 1 - u in (0, 1] keeps the log finite
-        v = E.ceil(E.div(E.log(E.rsub(u, 1.0)), math.log1p(-p)))
-        v = E.maximum(v, 1.0)
+        v = ceil(div(log(rsub(u, 1.0)), math.log1p(-p)))
+        v = maximum(v, 1.0)
     return copy_(x, v.to(x.dtype))

@@ -17,7 +17,7 @@ from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _no_grad
 from ._common import call
-from . import elementwise as E
+from . import elementwise
 from .elementwise import _float_input
 from .indexing import where
 
@@ -40,35 +40,35 @@ def _check(name: str, x: Any) -> Tensor:
 
 
 def _nonpos_int(x: Tensor) -> Tensor:
-    return E.logical_and(E.le(x, 0), E.eq(x, E.floor(x)))
+    return elementwise.logical_and(x <= 0, elementwise.eq(x, elementwise.floor(x)))
 
 
 def _sinpi(x: Tensor) -> Tensor:
     """``sin(pi x)``, with the argument reduced exactly first (``x - round(x)``)."""
-    r = E.round(x)
-    s = E.sin(E.mul(E.sub(x, r), math.pi))
+    r = elementwise.round(x)
+    s = elementwise.sin((x - r) * math.pi)
     # (-1)^round(x): odd multiples flip the sign
-    odd = E.ne(E.remainder(r, 2.0), 0)
-    return where(odd, E.neg(s), s)
+    odd = elementwise.ne(elementwise.remainder(r, 2.0), 0)
+    return where(odd, -s, s)
 
 
 def _lgamma_pos(x: Tensor) -> Tensor:
     """Lanczos' lgamma for ``x >= 0.5``."""
-    z = E.sub(x, 1.0)
+    z = x - 1.0
     a = _creation.full_like(x, _LANCZOS[0])
     for k, c in enumerate(_LANCZOS[1:], start=1):
-        a = E.add(a, E.div(c, E.add(z, float(k))))
-    t = E.add(z, 7.5)
-    return E.add(E.sub(E.add(E.mul(E.add(z, 0.5), E.log(t)), _HALF_LOG_2PI), t), E.log(a))
+        a = a + c / (z + float(k))
+    t = z + 7.5
+    return (z + 0.5) * elementwise.log(t) + _HALF_LOG_2PI - t + elementwise.log(a)
 
 
 def _lgamma_fwd(x: Tensor) -> Tensor:
-    small = E.lt(x, 0.5)
-    pos = _lgamma_pos(where(small, E.rsub(x, 1.0), x))
+    small = x < 0.5
+    pos = _lgamma_pos(where(small, 1.0 - x, x))
     # reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x)
-    refl = E.sub(E.sub(math.log(math.pi), E.log(E.abs(_sinpi(x)))), pos)
+    refl = math.log(math.pi) - elementwise.log(elementwise.abs(_sinpi(x))) - pos
     out = where(small, refl, pos)
-    out = where(E.isinf(x), math.inf, out)
+    out = where(elementwise.isinf(x), math.inf, out)
     return where(_nonpos_int(x), math.inf, out)
 
 
@@ -77,38 +77,37 @@ def _psi_n(n: int, x: Tensor) -> Tensor:
     argument to ``x + _SHIFT``, where the asymptotic series is accurate."""
     acc = _creation.zeros_like(x)
     for k in range(_SHIFT):
-        xk = E.add(x, float(k))
-        acc = E.add(acc, E.reciprocal(xk) if n == 0 else E.pow(xk, -(n + 1.0)))
-    y = E.add(x, float(_SHIFT))
+        xk = x + float(k)
+        acc = acc + (elementwise.reciprocal(xk) if n == 0 else xk ** -(n + 1.0))
+    y = x + float(_SHIFT)
     if n == 0:
         # psi(y) ~ log y - 1/(2y) - sum B2k / (2k y^2k)
-        series = E.sub(E.log(y), E.div(0.5, y))
-        inv2 = E.reciprocal(E.mul(y, y))
+        series = elementwise.log(y) - 0.5 / y
+        inv2 = elementwise.reciprocal(y * y)
         p = inv2
         for k, b in enumerate(_BERNOULLI, start=1):
-            series = E.sub(series, E.mul(p, b / (2 * k)))
-            p = E.mul(p, inv2)
-        return E.sub(series, acc)
+            series = series - p * (b / (2 * k))
+            p = p * inv2
+        return series - acc
     # psi^(n)(y) ~ (-1)^(n+1) [(n-1)!/y^n + n!/(2 y^(n+1)) + sum B2k (2k+n-1)!/((2k)! y^(2k+n))]
-    series = E.add(E.mul(E.pow(y, -float(n)), float(math.factorial(n - 1))),
-                   E.mul(E.pow(y, -(n + 1.0)), math.factorial(n) / 2))
+    series = y ** -float(n) * float(math.factorial(n - 1)) + y ** -(n + 1.0) * (math.factorial(n) / 2)
     for k, b in enumerate(_BERNOULLI, start=1):
         coef = b * math.factorial(2 * k + n - 1) / math.factorial(2 * k)
-        series = E.add(series, E.mul(E.pow(y, -float(2 * k + n)), coef))
+        series = series + y ** -float(2 * k + n) * coef
     sign = 1.0 if n % 2 else -1.0
-    return E.mul(E.add(series, E.mul(acc, float(math.factorial(n)))), sign)
+    return (series + acc * float(math.factorial(n))) * sign
 
 
 def _digamma_fwd(x: Tensor) -> Tensor:
-    small = E.lt(x, 0.5)
-    pos = _psi_n(0, where(small, E.rsub(x, 1.0), x))
+    small = x < 0.5
+    pos = _psi_n(0, where(small, 1.0 - x, x))
     # reflection: psi(x) = psi(1 - x) - pi / tan(pi x)
-    r = E.sub(x, E.round(x))
-    refl = E.sub(pos, E.div(math.pi, E.tan(E.mul(r, math.pi))))
+    r = x - elementwise.round(x)
+    refl = pos - math.pi / elementwise.tan(r * math.pi)
     out = where(small, refl, pos)
-    out = where(E.eq(x, 0), -math.inf, out)  # PyTorch: digamma(0) = -inf, other poles NaN
-    out = where(E.logical_and(_nonpos_int(x), E.ne(x, 0)), math.nan, out)
-    return where(E.eq(x, math.inf), math.inf, out)
+    out = where(elementwise.eq(x, 0), -math.inf, out)  # PyTorch: digamma(0) = -inf, other poles NaN
+    out = where(elementwise.logical_and(_nonpos_int(x), elementwise.ne(x, 0)), math.nan, out)
+    return where(elementwise.eq(x, math.inf), math.inf, out)
 
 
 def _polygamma_fwd(n: int, x: Tensor) -> Tensor:
@@ -118,9 +117,9 @@ def _polygamma_fwd(n: int, x: Tensor) -> Tensor:
         m = int(math.ceil(-lo)) + 1
         acc = _creation.zeros_like(x)
         for k in range(m):
-            acc = E.add(acc, E.pow(E.add(x, float(k)), -(n + 1.0)))
+            acc = acc + (x + float(k)) ** -(n + 1.0)
         sign = 1.0 if n % 2 else -1.0
-        out = E.add(_psi_n(n, E.add(x, float(m))), E.mul(acc, sign * math.factorial(n)))
+        out = _psi_n(n, x + float(m)) + acc * (sign * math.factorial(n))
     else:
         out = _psi_n(n, x)
     return where(_nonpos_int(x), math.inf if n % 2 else math.nan, out)
@@ -185,12 +184,12 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
     x = _check("mvlgamma", input)
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
-    if x.numel() and not bool(E.gt(x, (p - 1) / 2).all().item()):
+    if x.numel() and not bool((x > (p - 1) / 2).all().item()):
         raise RuntimeError("All elements must be greater than (p-1)/2")
     out = lgamma(x)
     for j in range(1, p):
-        out = E.add(out, lgamma(E.sub(x, j / 2)))
-    return E.add(out, p * (p - 1) / 4 * math.log(math.pi))
+        out = out + lgamma(x - j / 2)
+    return out + p * (p - 1) / 4 * math.log(math.pi)
 
 
 
@@ -207,38 +206,39 @@ def _igamma_fwd(a: Tensor, x: Tensor) -> Tensor:
     ``x < a + 1``, ``1 - Q`` from Lentz's continued fraction elsewhere (Numerical Recipes 6.2)."""
     tiny = 1e-300 if a.dtype is _dtype.float64 else 1e-30
     steps = _igamma_terms(a)
-    use_series = E.lt(x, E.add(a, 1.0))
-    pos_x = E.gt(x, 0)
+    use_series = x < a + 1.0
+    pos_x = x > 0
     xs = where(pos_x, x, 1.0)
-    a_s = where(E.gt(a, 0), a, 1.0)
-    log_front = E.sub(E.sub(E.mul(a_s, E.log(xs)), xs), _lgamma_fwd(a_s))
+    a_s = where(a > 0, a, 1.0)
+    log_front = a_s * elementwise.log(xs) - xs - _lgamma_fwd(a_s)
     # series: sum_n x^n / (a (a+1) ... (a+n))
-    term = E.reciprocal(a_s)
+    term = elementwise.reciprocal(a_s)
     total = term
     for n in range(1, steps):
-        term = E.mul(term, E.div(xs, E.add(a_s, float(n))))
-        total = E.add(total, term)
-    p_series = E.mul(E.exp(log_front), total)
+        term = term * (xs / (a_s + float(n)))
+        total = total + term
+    p_series = elementwise.exp(log_front) * total
     # continued fraction for Q(a, x)
-    b = E.sub(E.add(xs, 1.0), a_s)
+    b = xs + 1.0 - a_s
     c = _creation.full_like(xs, 1.0 / tiny)
-    d = E.reciprocal(where(E.eq(b, 0), tiny, b))
+    d = elementwise.reciprocal(where(elementwise.eq(b, 0), tiny, b))
     h = d
     for i in range(1, steps):
-        an = E.mul(E.sub(a_s, float(i)), float(i))  # -i (i - a)
-        b = E.add(b, 2.0)
-        d = E.add(E.mul(d, an), b)
-        d = E.reciprocal(where(E.lt(E.abs(d), tiny), tiny, d))
-        c = E.add(b, E.div(an, c))
-        c = where(E.lt(E.abs(c), tiny), tiny, c)
-        h = E.mul(h, E.mul(d, c))
-    q_cf = E.mul(E.exp(log_front), h)
-    p = where(use_series, p_series, E.rsub(q_cf, 1.0))
+        an = (a_s - float(i)) * float(i)  # -i (i - a)
+        b = b + 2.0
+        d = d * an + b
+        d = elementwise.reciprocal(where(elementwise.abs(d) < tiny, tiny, d))
+        c = b + an / c
+        c = where(elementwise.abs(c) < tiny, tiny, c)
+        h = h * (d * c)
+    q_cf = elementwise.exp(log_front) * h
+    p = where(use_series, p_series, 1.0 - q_cf)
     p = where(pos_x, p, 0.0)  # P(a, 0) = 0
-    p = where(E.eq(a, 0), where(pos_x, 1.0, math.nan), p)  # P(0, x > 0) = 1, as PyTorch
-    p = where(E.isinf(x), 1.0, p)
-    bad = E.logical_or(E.lt(a, 0), E.lt(x, 0))
-    return where(E.logical_or(bad, E.logical_or(E.isnan(a), E.isnan(x))), math.nan, p)
+    p = where(elementwise.eq(a, 0), where(pos_x, 1.0, math.nan), p)  # P(0, x > 0) = 1, as PyTorch
+    p = where(elementwise.isinf(x), 1.0, p)
+    bad = elementwise.logical_or(a < 0, x < 0)
+    bad = elementwise.logical_or(bad, elementwise.logical_or(elementwise.isnan(a), elementwise.isnan(x)))
+    return where(bad, math.nan, p)
 
 
 class _Igamma(Function):
@@ -248,7 +248,7 @@ class _Igamma(Function):
     def forward(ctx: Any, a: Tensor, x: Tensor, upper: bool) -> Tensor:
         with _no_grad():
             p = _igamma_fwd(a, x)
-            out = E.rsub(p, 1.0) if upper else p
+            out = 1.0 - p if upper else p
         ctx.save_for_backward(a, x)
         ctx.upper = upper
         return out

@@ -9,7 +9,7 @@ from typing import Any
 from .. import _creation, _dtype
 from .._tensor import Tensor
 from ..autograd.grad_mode import _flags, _no_grad
-from . import shape as S
+from .shape import narrow
 from .indexing import nonzero
 from .joining import cat
 
@@ -58,7 +58,7 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
     nz = nonzero(input)
     n = nz.shape[0]
     if n >= size:
-        return S.narrow(nz, 0, 0, size)
+        return narrow(nz, 0, 0, size)
     pad = _creation.full((size - n, max(input.dim(), nz.shape[1])), fill_value,
                          dtype=_dtype.int64, device=input.device)
     return cat([nz, pad], 0)
@@ -77,7 +77,7 @@ def is_same_size(input: Tensor, other: Tensor) -> bool:
 
 def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """A copy of ``narrow(dim, start, length)``."""
-    return S.narrow(input, dim, start, length).clone()
+    return narrow(input, dim, start, length).clone()
 
 
 def conj(input: Tensor) -> Tensor:

@@ -16,8 +16,8 @@ from .. import _creation, _dtype
 from .._shape import wrap_dim
 from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
-from . import elementwise as E
-from . import shape as S
+from . import elementwise
+from .shape import narrow, reshape
 from .conversion import unaliased
 from .indexing import gather, where
 from .joining import cat
@@ -34,9 +34,9 @@ def _scan(x: Any, d: int, combine: Callable[[Any, Any], Any]) -> Any:
     n = parts[0].shape[d]
     shift = 1
     while shift < n:
-        head = tuple(S.narrow(p, d, 0, shift) for p in parts)
-        early = tuple(S.narrow(p, d, 0, n - shift) for p in parts)
-        late = tuple(S.narrow(p, d, shift, n - shift) for p in parts)
+        head = tuple(narrow(p, d, 0, shift) for p in parts)
+        early = tuple(narrow(p, d, 0, n - shift) for p in parts)
+        late = tuple(narrow(p, d, shift, n - shift) for p in parts)
         comb = combine(early if len(parts) > 1 else early[0], late if len(parts) > 1 else late[0])
         comb = comb if isinstance(comb, tuple) else (comb,)
         parts = tuple(cat([h, c], d) for h, c in zip(head, comb))
@@ -58,7 +58,7 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     d = _dim(x, dim)
     if x.dim() == 0:
         return x.clone()
-    return unaliased(_scan(x, d, E.mul), input)  # a size-1 dimension scans to x itself
+    return unaliased(_scan(x, d, elementwise.mul), input)  # a size-1 dimension scans to x itself
 
 
 def _cumext(name: str, better: Callable[[Tensor, Tensor], Tensor], input: Tensor, dim: int
@@ -70,17 +70,17 @@ def _cumext(name: str, better: Callable[[Tensor, Tensor], Tensor], input: Tensor
     with _no_grad():
         shape = [1] * input.dim()
         shape[d] = input.shape[d]
-        pos = S.reshape(_creation.arange(input.shape[d], device=input.device), shape)
+        pos = reshape(_creation.arange(input.shape[d], device=input.device), shape)
         idx0 = pos.expand(input.shape).contiguous()
 
         def combine(early: Any, late: Any) -> Any:
             (v1, i1), (v2, i2) = early, late
             # the later element wins ties (PyTorch's indices are the last extremum) and NaN sticks
-            take = E.logical_or(better(v2, v1), E.eq(v2, v1))
+            take = elementwise.logical_or(better(v2, v1), elementwise.eq(v2, v1))
             if v1.dtype.is_floating_point:
-                take = E.logical_and(E.logical_or(take, E.isnan(v2)),
-                                     E.logical_not(E.logical_and(E.isnan(v1),
-                                                                 E.logical_not(E.isnan(v2)))))
+                take = elementwise.logical_and(elementwise.logical_or(take, elementwise.isnan(v2)),
+                                     elementwise.logical_not(elementwise.logical_and(elementwise.isnan(v1),
+                                                                 elementwise.logical_not(elementwise.isnan(v2)))))
             return where(take, v2, v1), where(take, i2, i1)
 
         _, idx = _scan((input.detach(), idx0), d, combine)
@@ -89,26 +89,26 @@ def _cumext(name: str, better: Callable[[Tensor, Tensor], Tensor], input: Tensor
 
 def cummax(input: Tensor, dim: int) -> Any:
     """``(values, indices)`` of the running maximum along ``dim`` (NaN propagates)."""
-    return _cumext("cummax", E.gt, input, dim)
+    return _cumext("cummax", elementwise.gt, input, dim)
 
 
 def cummin(input: Tensor, dim: int) -> Any:
     """``(values, indices)`` of the running minimum along ``dim`` (NaN propagates)."""
-    return _cumext("cummin", E.lt, input, dim)
+    return _cumext("cummin", elementwise.lt, input, dim)
 
 
 def _logaddexp_inf(a: Tensor, b: Tensor) -> Tensor:
     # the max is subtracted only where it is finite: -inf + -inf stays -inf instead of NaN
-    m = E.maximum(a, b).detach()
-    m = where(E.isinf(m), 0.0, m)
-    return E.add(m, E.log(E.add(E.exp(E.sub(a, m)), E.exp(E.sub(b, m)))))
+    m = elementwise.maximum(a, b).detach()
+    m = where(elementwise.isinf(m), 0.0, m)
+    return m + elementwise.log(elementwise.exp(a - m) + elementwise.exp(b - m))
 
 
 def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """``log(cumsum(exp(input)))`` along ``dim``, computed stably."""
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"\"logcumsumexp_out_cpu\" not implemented for "
-                           f"'{E._type_name(input.dtype)}'")
+                           f"'{elementwise._type_name(input.dtype)}'")
     d = _dim(input, dim)
     if input.dim() == 0:
         return input.clone()
@@ -132,6 +132,6 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
         size = x.shape[d]
         if size == 0:
             break
-        a, b = S.narrow(x, d, 1, size - 1), S.narrow(x, d, 0, size - 1)
-        x = E.logical_xor(a, b) if x.dtype is _dtype.bool else E.sub(a, b)
+        a, b = narrow(x, d, 1, size - 1), narrow(x, d, 0, size - 1)
+        x = elementwise.logical_xor(a, b) if x.dtype is _dtype.bool else a - b
     return unaliased(x, input)  # n == 0: a copy of the input, as PyTorch

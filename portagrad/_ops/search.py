@@ -12,8 +12,8 @@ from typing import Any
 from .. import _creation, _dtype
 from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
-from . import elementwise as E
-from . import shape as S
+from . import elementwise
+from .shape import movedim, narrow, reshape, select
 from .indexing import gather, index_select, masked_select, nonzero, scatter_add, where
 from .._shape import wrap_dim
 from .joining import cat, sort
@@ -50,17 +50,17 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
         # binary search on whole tensors: ceil(log2(m + 1)) rounds of gather and compare
         lo = _creation.zeros(vals.shape, dtype=_dtype.int64, device=vals.device)
         hi = _creation.full(vals.shape, m, dtype=_dtype.int64, device=vals.device)
-        flat_seq = S.reshape(seq, (-1,)) if seq.dim() <= 1 else None
+        flat_seq = reshape(seq, (-1,)) if seq.dim() <= 1 else None
         for _ in range(m.bit_length()):
-            mid = E.floor_divide(E.add(lo, hi), 2)
-            safe = E.clamp(mid, 0, max(m - 1, 0))
+            mid = elementwise.floor_divide(lo + hi, 2)
+            safe = elementwise.clamp(mid, 0, max(m - 1, 0))
             if flat_seq is not None:
-                v_mid = S.reshape(index_select(flat_seq, 0, S.reshape(safe, (-1,))), vals.shape)
+                v_mid = reshape(index_select(flat_seq, 0, reshape(safe, (-1,))), vals.shape)
             else:
                 v_mid = gather(seq, -1, safe)
-            go_right = E.le(v_mid, vals) if right else E.lt(v_mid, vals)
-            go_right = E.logical_and(go_right, E.lt(mid, hi))
-            lo = where(go_right, E.add(mid, 1), lo)
+            go_right = v_mid <= vals if right else v_mid < vals
+            go_right = elementwise.logical_and(go_right, mid < hi)
+            lo = where(go_right, mid + 1, lo)
             hi = where(go_right, hi, mid)
         return lo.to(_dtype.int32) if out_int32 else lo
 
@@ -99,7 +99,7 @@ def histc(input: Tensor, bins: int = 100, min: Any = 0, max: Any = 0) -> Tensor:
     """Histogram of ``bins`` equal-width bins over ``[min, max]`` (the data's range when both are
     0); elements outside are ignored."""
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"\"histogram_cpu\" not implemented for '{E._type_name(input.dtype)}'")
+        raise RuntimeError(f"\"histogram_cpu\" not implemented for '{elementwise._type_name(input.dtype)}'")
     if bins <= 0:
         raise RuntimeError("torch.histc(): bins must be > 0, but got " + str(bins) + " for bins")
     with _no_grad():
@@ -111,10 +111,10 @@ def histc(input: Tensor, bins: int = 100, min: Any = 0, max: Any = 0) -> Tensor:
         if lo > hi:
             raise RuntimeError(f"torch.histc(): max must be larger than min, but got min {lo} "
                                f"max {hi}")
-        x = S.reshape(input, (-1,))
-        inside = E.logical_and(E.ge(x, lo), E.le(x, hi))
-        k = E.floor(E.mul(E.sub(x, lo), bins / (hi - lo))).to(_dtype.int64)
-        k = E.clamp(k, 0, bins - 1)  # x == max falls in the last bin
+        x = reshape(input, (-1,))
+        inside = elementwise.logical_and(x >= lo, x <= hi)
+        k = elementwise.floor((x - lo) * (bins / (hi - lo))).to(_dtype.int64)
+        k = elementwise.clamp(k, 0, bins - 1)  # x == max falls in the last bin
         k = masked_select(k, inside)
         ones = _creation.ones(k.shape[0], dtype=input.dtype, device=input.device)
         return scatter_add(_creation.zeros(bins, dtype=input.dtype, device=input.device), 0, k,
@@ -130,25 +130,25 @@ def _runs(s: Tensor, return_inverse: bool, return_counts: bool, order: Tensor | 
     if n == 0:
         first = _creation.zeros(0, dtype=_dtype.bool, device=dev)
     else:
-        change = E.ne(S.narrow(s, 0, 1, n - 1), S.narrow(s, 0, 0, n - 1))
+        change = elementwise.ne(narrow(s, 0, 1, n - 1), narrow(s, 0, 0, n - 1))
         if s.dim() == 2:
             change = change.any(1)
         first = cat([_creation.ones(1, dtype=_dtype.bool, device=dev), change])
-    starts = S.reshape(nonzero(first), (-1,))
+    starts = reshape(nonzero(first), (-1,))
     values = index_select(s, 0, starts)
     out: list[Tensor] = [values]
     if return_inverse:
-        run = E.sub(first.to(_dtype.int64).cumsum(0), 1)
+        run = first.to(_dtype.int64).cumsum(0) - 1
         if order is not None:
             inv = _creation.zeros(n, dtype=_dtype.int64, device=dev)
             inv = inv.scatter(0, order, run)
         else:
             inv = run
-        out.append(S.reshape(inv, shape))
+        out.append(reshape(inv, shape))
     if return_counts:
-        ends = cat([S.narrow(starts, 0, 1, starts.shape[0] - 1),
+        ends = cat([narrow(starts, 0, 1, starts.shape[0] - 1),
                     _creation.tensor([n], device=dev)]) if starts.shape[0] else starts
-        out.append(E.sub(ends, starts))
+        out.append(ends - starts)
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -157,13 +157,13 @@ def _slices(input: Tensor, dim: int) -> tuple[Tensor, int]:
     d = wrap_dim(dim, max(input.dim(), 1))
     if input.dim() == 0:
         raise IndexError("unique(dim=...) needs a tensor with at least one dimension")
-    rows = S.movedim(input, d, 0)
-    return S.reshape(rows, (rows.shape[0], -1)), d
+    rows = movedim(input, d, 0)
+    return reshape(rows, (rows.shape[0], -1)), d
 
 
 def _from_rows(values: Tensor, input: Tensor, d: int) -> Tensor:
-    moved = S.movedim(input, d, 0)
-    return S.movedim(S.reshape(values, (values.shape[0],) + tuple(moved.shape[1:])), 0, d)
+    moved = movedim(input, d, 0)
+    return movedim(reshape(values, (values.shape[0],) + tuple(moved.shape[1:])), 0, d)
 
 
 def _finish(res: Any, input: Tensor, d: int) -> Any:
@@ -178,7 +178,7 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
     (and the inverse indices / counts when asked)."""
     with _no_grad():
         if dim is None:
-            flat = S.reshape(input, (-1,))
+            flat = reshape(input, (-1,))
             s, order = sort(flat, stable=True)
             return _runs(s, return_inverse, return_counts, order, tuple(input.shape))
         rows, d = _slices(input, dim)
@@ -186,7 +186,7 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
         order = _creation.arange(n, device=input.device)
         # lexicographic order: stable sorts by each column, the last column first
         for col in reversed(range(rows.shape[1])):
-            key = index_select(S.select(rows, 1, col), 0, order)
+            key = index_select(select(rows, 1, col), 0, order)
             order = index_select(order, 0, sort(key, stable=True)[1])
         res = _runs(index_select(rows, 0, order), return_inverse, return_counts, order, (n,))
         return _finish(res, input, d)
@@ -198,7 +198,7 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False, return_count
     inverse / counts)."""
     with _no_grad():
         if dim is None:
-            return _runs(S.reshape(input, (-1,)), return_inverse, return_counts, None,
+            return _runs(reshape(input, (-1,)), return_inverse, return_counts, None,
                          tuple(input.shape))
         rows, d = _slices(input, dim)
         res = _runs(rows, return_inverse, return_counts, None, (rows.shape[0],))

@@ -17,8 +17,8 @@ from .. import _creation, _dtype
 from .._shape import wrap_dim
 from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
-from . import elementwise as E
-from . import shape as S
+from .elementwise import add, div, gt, logical_or, maximum, mul, ne, neg
+from .shape import narrow, reshape
 from .indexing import gather, scatter_add, where
 from .joining import cat, sort
 from .scan import _scan
@@ -41,7 +41,7 @@ def _grouped(index: Tensor, src: Tensor, d: int, by_value: bool) -> tuple[Tensor
         order = order2 if order is None else gather(order, d, order2)
         n = idx.shape[d]
         if n:
-            diff = E.ne(S.narrow(idx, d, 1, n - 1), S.narrow(idx, d, 0, n - 1))
+            diff = ne(narrow(idx, d, 1, n - 1), narrow(idx, d, 0, n - 1))
             end = _creation.ones(tuple(1 if k == d else s for k, s in enumerate(idx.shape)),
                                  dtype=_dtype.bool, device=idx.device)
             last = cat([diff, end], d)
@@ -72,8 +72,8 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     d = wrap_dim(dim, max(input.dim(), 1))
     if input.dim() == 0:
-        return S.reshape(scatter_reduce(S.reshape(input, (1,)), 0, S.reshape(index, (1,)),
-                                        S.reshape(src, (1,)), reduce,
+        return reshape(scatter_reduce(reshape(input, (1,)), 0, reshape(index, (1,)),
+                                        reshape(src, (1,)), reduce,
                                         include_self=include_self), ())
     for k in range(index.dim()):
         if index.shape[k] > src.shape[k] or (k != d and index.shape[k] > input.shape[k]):
@@ -84,33 +84,33 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     s = src
     for k in range(src.dim()):  # only the part of src that index covers takes part
         if s.shape[k] != index.shape[k]:
-            s = S.narrow(s, k, 0, index.shape[k])
+            s = narrow(s, k, 0, index.shape[k])
     with _no_grad():
         ones = _creation.ones(index.shape, dtype=_dtype.int64, device=input.device)
         count = scatter_add(_creation.zeros(input.shape, dtype=_dtype.int64,
                                             device=input.device), d, index, ones)
-        hit = E.gt(count, 0)
+        hit = gt(count, 0)
     if reduce == "amin":
-        return E.neg(scatter_reduce(E.neg(input), d, index, E.neg(s), "amax",
+        return neg(scatter_reduce(neg(input), d, index, neg(s), "amax",
                                     include_self=include_self))
     if reduce in ("sum", "mean"):
         total = scatter_add(_creation.zeros(input.shape, dtype=input.dtype, device=input.device),
                             d, index, s)
         if include_self:
-            total = E.add(total, input)
+            total = add(total, input)
         if reduce == "sum":
             return total if include_self else where(hit, total, input)
-        n = E.add(count, 1) if include_self else E.maximum(count, 1)
+        n = add(count, 1) if include_self else maximum(count, 1)
         if input.dtype.is_floating_point:
-            mean = E.div(total, n.to(input.dtype))
+            mean = div(total, n.to(input.dtype))
         else:
-            mean = E.div(total, n, rounding_mode="floor")
+            mean = div(total, n, rounding_mode="floor")
         return where(hit, mean, input)
     if reduce == "amax":
         idx, vals, last = _grouped(index, s, d, by_value=True)
         top = _one_per_slot(input, d, idx, vals, last)
         if include_self:
-            top = E.maximum(top, input)
+            top = maximum(top, input)
         return where(hit, top, input)
     # prod: a segmented scan of products, restarting where a new slot begins
     idx, vals, last = _grouped(index, s, d, by_value=False)
@@ -118,16 +118,16 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     with _no_grad():
         start = cat([_creation.ones(tuple(1 if k == d else v for k, v in enumerate(idx.shape)),
                                     dtype=_dtype.bool, device=idx.device),
-                     E.ne(S.narrow(idx, d, 1, n - 1), S.narrow(idx, d, 0, n - 1))], d) \
+                     ne(narrow(idx, d, 1, n - 1), narrow(idx, d, 0, n - 1))], d) \
             if n else last
 
     def combine(early: Any, late: Any) -> Any:
         (f1, v1), (f2, v2) = early, late
-        return E.logical_or(f1, f2), where(f2, v2, E.mul(v1, v2))
+        return logical_or(f1, f2), where(f2, v2, mul(v1, v2))
 
     _, prods = _scan((start, vals), d, combine)
     one = _one_per_slot(input, d, idx, prods, last)
-    top = E.mul(one, input) if include_self else one
+    top = mul(one, input) if include_self else one
     return where(hit, top, input)
 
 
@@ -147,5 +147,5 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     shape = [1] * source.dim()
     if source.dim():
         shape[d] = index.numel()
-    idx = S.reshape(index, shape).expand(source.shape)
+    idx = reshape(index, shape).expand(source.shape)
     return scatter_reduce(input, d, idx, source, reduce, include_self=include_self)

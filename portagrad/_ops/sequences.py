@@ -9,9 +9,9 @@ from .. import _creation, _dtype
 from .._shape import wrap_dim
 from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
-from . import elementwise as E
-from . import reduction as R
-from . import shape as S
+from . import elementwise
+from . import reduction
+from .shape import narrow, reshape
 from .diagonal import triu_indices
 from .indexing import index_select, where
 from .joining import sort, stack
@@ -34,14 +34,14 @@ def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False,
     t = test_elements.to(dt) if isinstance(test_elements, Tensor) else \
         _creation.tensor([test_elements], dtype=dt, device=ref.device)
     with _no_grad():
-        s = sort(S.reshape(t, (-1,)))[0]
+        s = sort(reshape(t, (-1,)))[0]
         m = s.shape[0]
         if m == 0:
             found = _creation.zeros(e.shape, dtype=_dtype.bool, device=e.device)
         else:
-            pos = E.clamp(searchsorted(s, e), 0, m - 1)
-            found = E.eq(S.reshape(index_select(s, 0, S.reshape(pos, (-1,))), e.shape), e)
-        return E.logical_not(found) if invert else found
+            pos = elementwise.clamp(searchsorted(s, e), 0, m - 1)
+            found = elementwise.eq(reshape(index_select(s, 0, reshape(pos, (-1,))), e.shape), e)
+        return elementwise.logical_not(found) if invert else found
 
 
 def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
@@ -58,7 +58,7 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
     if not rows:
         return _creation.empty(0, r, dtype=input.dtype, device=input.device)
     idx = _creation.tensor(rows, dtype=_dtype.int64, device=input.device)
-    out = S.reshape(index_select(input, 0, S.reshape(idx, (-1,))), (len(rows), r))
+    out = reshape(index_select(input, 0, reshape(idx, (-1,))), (len(rows), r))
     return out
 
 
@@ -66,8 +66,8 @@ def _trap_terms(y: Tensor, x: Tensor | None, dx: Any, dim: int) -> tuple[Tensor,
     d = wrap_dim(dim, y.dim())
     n = y.shape[d]
     if n == 0:
-        return S.narrow(y, d, 0, 0), d
-    avg = E.mul(E.add(S.narrow(y, d, 1, n - 1), S.narrow(y, d, 0, n - 1)), 0.5)
+        return narrow(y, d, 0, 0), d
+    avg = (narrow(y, d, 1, n - 1) + narrow(y, d, 0, n - 1)) * 0.5
     if x is not None:
         if x.dim() == 1:
             if x.shape[0] != n:
@@ -75,11 +75,11 @@ def _trap_terms(y: Tensor, x: Tensor | None, dx: Any, dim: int) -> tuple[Tensor,
                                    "point")
             shape = [1] * y.dim()
             shape[d] = n - 1
-            step = S.reshape(E.sub(S.narrow(x, 0, 1, n - 1), S.narrow(x, 0, 0, n - 1)), shape)
+            step = reshape(narrow(x, 0, 1, n - 1) - narrow(x, 0, 0, n - 1), shape)
         else:
-            step = E.sub(S.narrow(x, d, 1, n - 1), S.narrow(x, d, 0, n - 1))
-        return E.mul(avg, step), d
-    return (E.mul(avg, dx) if dx != 1 else avg), d
+            step = narrow(x, d, 1, n - 1) - narrow(x, d, 0, n - 1)
+        return avg * step, d
+    return (avg * dx if dx != 1 else avg), d
 
 
 def trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
@@ -90,7 +90,7 @@ def trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Ten
     if x is not None and dx is not None:
         raise RuntimeError("trapezoid: received both x and dx")
     terms, d = _trap_terms(y, x, 1 if dx is None else dx, dim)
-    return R.sum(terms, d)
+    return reduction.sum(terms, d)
 
 
 trapz = trapezoid
@@ -101,7 +101,7 @@ def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int =
     if isinstance(x, (int, float)):
         x, dx = None, x
     terms, d = _trap_terms(y, x, 1 if dx is None else dx, dim)
-    return R.cumsum(terms, d)
+    return reduction.cumsum(terms, d)
 
 
 def unravel_index(indices: Any, shape: Any) -> tuple[Tensor, ...]:
@@ -117,11 +117,11 @@ def unravel_index(indices: Any, shape: Any) -> tuple[Tensor, ...]:
     with _no_grad():
         if idx.numel() and (int(idx.min().item()) < -total or int(idx.max().item()) >= total):
             raise RuntimeError("'indices' must be in range [-prod(shape), prod(shape) - 1]")
-        rest = where(E.lt(idx, 0), E.add(idx, total), idx).to(_dtype.int64)
+        rest = where(idx < 0, idx + total, idx).to(_dtype.int64)
         out = []
         for s in reversed(dims):
-            out.append(E.remainder(rest, s))
-            rest = E.floor_divide(rest, s)
+            out.append(elementwise.remainder(rest, s))
+            rest = elementwise.floor_divide(rest, s)
     return tuple(reversed(out))
 
 
@@ -136,8 +136,8 @@ def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     base = x if x.dtype.is_floating_point else x.to(_dtype.int64)
     powers = _creation.arange(n, device=x.device)
     if not increasing:
-        powers = E.rsub(powers, n - 1)
-    cols = [E.pow(base, int(p)) if not base.dtype.is_floating_point else E.pow(base, float(p))
+        powers = n - 1 - powers
+    cols = [base ** int(p) if not base.dtype.is_floating_point else base ** float(p)
             for p in powers.tolist()]
     if not cols:
         return _creation.empty(x.shape[0], 0, dtype=base.dtype, device=x.device)
@@ -154,7 +154,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     ij = triu_indices(n, n, 1, device=input.device)
     a = index_select(input, 0, ij[0])
     b = index_select(input, 0, ij[1])
-    return R.norm(E.sub(a, b), p, -1)
+    return reduction.norm(a - b, p, -1)
 
 
 def chain_matmul(*matrices: Tensor) -> Tensor:

@@ -20,8 +20,7 @@ from .._shape import wrap_dim
 from .._storage import Size
 from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
-from . import elementwise as E
-from . import shape as S
+from . import elementwise
 from .indexing import index_select, nonzero
 from .joining import cat, sort
 from .linalg import mm
@@ -36,7 +35,7 @@ def _linear(indices: Tensor, size: Sequence[int]) -> Tensor:
     """Row-major linear position of each column of ``indices`` in the sparse dimensions."""
     lin = _creation.zeros(indices.shape[1], dtype=_dtype.int64, device=indices.device)
     for d, n in enumerate(size):
-        lin = E.add(E.mul(lin, n), indices[d])
+        lin = lin * n + indices[d]
     return lin
 
 
@@ -158,10 +157,9 @@ class SparseCooTensor:
             rows = []
             rest = uniq
             for n in reversed(dims):
-                rows.append(E.remainder(rest, n))
-                rest = E.floor_divide(rest, n)
-            idx = S.reshape(cat([S.reshape(r, (1, -1)) for r in reversed(rows)], 0),
-                            (sd, -1)) if sd else self._idx
+                rows.append(elementwise.remainder(rest, n))
+                rest = elementwise.floor_divide(rest, n)
+            idx = cat([r.reshape((1, -1)) for r in reversed(rows)], 0).reshape((sd, -1)) if sd else self._idx
         zeros = _creation.zeros((uniq.shape[0],) + tuple(self._val.shape[1:]),
                                 dtype=self.dtype, device=self.device)
         val = zeros.index_add(0, pos, self._val)
@@ -175,7 +173,7 @@ class SparseCooTensor:
         with _no_grad():
             lin = _linear(self._idx, self._size[:sd])
         flat = _creation.zeros((n,) + dense_shape, dtype=self.dtype, device=self.device)
-        out = S.reshape(flat.index_add(0, lin, self._val), tuple(self._size))
+        out = flat.index_add(0, lin, self._val).reshape(tuple(self._size))
         return out if dtype is None else out.to(dtype)
 
     def to(self, *args: Any, **kwargs: Any) -> SparseCooTensor:
@@ -230,11 +228,11 @@ class SparseCooTensor:
         """Scale by a number or a 0-D tensor, or multiply by a dense tensor that broadcasts to
         this shape (its elements at the stored indices): the result keeps the indices."""
         if isinstance(other, Tensor) and other.dim() > 0:
-            return SparseCooTensor(self._idx, E.mul(self._val, self._dense_at_indices(other)),
+            return SparseCooTensor(self._idx, self._val * self._dense_at_indices(other),
                                    self._size, self._coalesced)
         if isinstance(other, SparseCooTensor):
             _refuse("mul(sparse, sparse)")
-        return self._scaled(other, E.mul)
+        return self._scaled(other, elementwise.mul)
 
     __mul__ = __rmul__ = mul
 
@@ -243,19 +241,19 @@ class SparseCooTensor:
         ``(nnz, *dense_dims)``."""
         sd = self.sparse_dim()
         full = dense.expand(tuple(self._size))
-        flat = S.reshape(full, (-1,) + tuple(self._size[sd:]))
+        flat = full.reshape((-1,) + tuple(self._size[sd:]))
         with _no_grad():
             lin = _linear(self._idx, self._size[:sd])
         return index_select(flat, 0, lin)
 
     def div(self, other: Any) -> SparseCooTensor:
         """Divide by a number or a 0-D tensor."""
-        return self._scaled(other, E.div)
+        return self._scaled(other, elementwise.div)
 
     __truediv__ = div
 
     def __neg__(self) -> SparseCooTensor:
-        return SparseCooTensor(self._idx, E.neg(self._val), self._size, self._coalesced)
+        return SparseCooTensor(self._idx, -self._val, self._size, self._coalesced)
 
     def add(self, other: Any) -> Any:
         """Sparse + sparse (same size) is sparse; sparse + dense is refused, as PyTorch."""
@@ -272,12 +270,12 @@ class SparseCooTensor:
 
     def __radd__(self, other: Any) -> Any:
         if isinstance(other, Tensor):  # dense + sparse is dense
-            return E.add(other, self.to_dense())
+            return other + self.to_dense()
         return NotImplemented
 
     def __rsub__(self, other: Any) -> Any:
         if isinstance(other, Tensor):
-            return E.sub(other, self.to_dense())
+            return other - self.to_dense()
         return NotImplemented
 
     def sum(self, dim: Any = None, dtype: Any = None) -> Any:
@@ -384,12 +382,12 @@ def to_sparse(input: Tensor, sparse_dim: int | None = None, *, layout: Any = Non
     if not 0 < sd <= input.dim() and not (input.dim() == 0 and sd == 0):
         raise RuntimeError(f"sparse_dim must be in [1, {input.dim()}], got {sd}")
     with _no_grad():
-        nz = E.ne(input, 0)
+        nz = elementwise.ne(input, 0)
         if sd < input.dim():
             nz = nz.any(tuple(range(sd, input.dim())))
-        idx = S.transpose(nonzero(nz), 0, 1).contiguous()
+        idx = nonzero(nz).transpose(0, 1).contiguous()
         lin = _linear(idx, input.shape[:sd])
-    flat = S.reshape(input, (-1,) + tuple(input.shape[sd:]))
+    flat = input.reshape((-1,) + tuple(input.shape[sd:]))
     val = index_select(flat, 0, lin)
     return SparseCooTensor(idx, val, input.shape, True)
 
@@ -401,14 +399,14 @@ def sparse_mm(mat1: Any, mat2: Tensor) -> Tensor:
     if not isinstance(mat1, SparseCooTensor):
         if isinstance(mat2, SparseCooTensor):
             # dense @ sparse = (sparse^T @ dense^T)^T
-            return S.transpose(sparse_mm(mat2.t(), S.transpose(mat1, 0, 1)), 0, 1)
+            return sparse_mm(mat2.t(), mat1.transpose(0, 1)).transpose(0, 1)
         return mm(mat1, mat2)  # torch.spmm of two dense matrices is mm
     if mat1.sparse_dim() != 2 or mat1.dense_dim() != 0:
         _refuse(f"mm with a {mat1.sparse_dim()}-sparse-dim, {mat1.dense_dim()}-dense-dim tensor")
     if isinstance(mat2, SparseCooTensor):
         _refuse("mm(sparse, sparse)")
     vec = mat2.dim() == 1
-    m2 = S.unsqueeze(mat2, 1) if vec else mat2
+    m2 = mat2.unsqueeze(1) if vec else mat2
     if m2.dim() != 2:
         raise RuntimeError(f"mat2 must be a matrix, got {mat2.dim()}-D tensor")
     if mat1.shape[1] != m2.shape[0]:
@@ -418,10 +416,10 @@ def sparse_mm(mat1: Any, mat2: Tensor) -> Tensor:
         raise RuntimeError(f"expected mat1 and mat2 to have the same dtype, but got: "
                            f"{mat1.dtype} != {m2.dtype}")
     rows, cols = mat1._idx[0], mat1._idx[1]
-    contrib = E.mul(index_select(m2, 0, cols), S.unsqueeze(mat1._val, 1))
+    contrib = index_select(m2, 0, cols) * mat1._val.unsqueeze(1)
     out = _creation.zeros(mat1.shape[0], m2.shape[1], dtype=m2.dtype, device=m2.device)
     out = out.index_add(0, rows, contrib)
-    return S.squeeze(out, 1) if vec else out
+    return out.squeeze(1) if vec else out
 
 
 def sparse_addmm(input: Tensor, mat1: Any, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1
@@ -429,10 +427,10 @@ def sparse_addmm(input: Tensor, mat1: Any, mat2: Tensor, *, beta: Any = 1, alpha
     """``beta * input + alpha * (mat1 @ mat2)`` for a sparse ``mat1`` (dense result)."""
     prod = sparse_mm(mat1, mat2)
     if alpha != 1:
-        prod = E.mul(prod, alpha)
+        prod = prod * alpha
     if beta == 0:
         return prod
-    return E.add(input if beta == 1 else E.mul(input, beta), prod)
+    return (input if beta == 1 else input * beta) + prod
 
 
 def _sparse_softmax(input: Any, dim: int, log: bool, dtype: Any) -> SparseCooTensor:
@@ -455,11 +453,11 @@ def _sparse_softmax(input: Any, dim: int, log: bool, dtype: Any) -> SparseCooTen
             ngroups = 1
     start = _creation.full((ngroups,), -math.inf, dtype=val.dtype, device=val.device)
     top = scatter_reduce(start, 0, gid, val.detach(), "amax", include_self=False)
-    z = E.sub(val, index_select(top, 0, gid))
-    e = E.exp(z)
+    z = val - index_select(top, 0, gid)
+    e = elementwise.exp(z)
     tot = _creation.zeros(ngroups, dtype=val.dtype, device=val.device).index_add(0, gid, e)
     tot_at = index_select(tot, 0, gid)
-    out = E.sub(z, E.log(tot_at)) if log else E.div(e, tot_at)
+    out = z - elementwise.log(tot_at) if log else e / tot_at
     return SparseCooTensor(c._idx, out, input.shape, True)
 
 

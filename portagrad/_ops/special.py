@@ -17,7 +17,7 @@ from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _no_grad
 from ._common import call
-from . import elementwise as E
+from . import elementwise
 from .elementwise import _float_input
 from .indexing import where
 
@@ -72,47 +72,47 @@ def _unary(name: str, node: str, fwd: Any, grad: Any, doc: str) -> Any:
 
 def _one_minus_sq(x: Tensor) -> Tensor:
     # (1 - x)(1 + x) keeps precision near |x| = 1, where 1 - x*x cancels
-    return E.mul(E.rsub(x, 1.0), E.add(x, 1.0))
+    return (1.0 - x) * (x + 1.0)
 
 
 def _asin_fwd(x: Tensor) -> Tensor:
-    return E.atan2(x, E.sqrt(_one_minus_sq(x)))
+    return elementwise.atan2(x, elementwise.sqrt(_one_minus_sq(x)))
 
 
 def _acos_fwd(x: Tensor) -> Tensor:
-    return E.atan2(E.sqrt(_one_minus_sq(x)), x)
+    return elementwise.atan2(elementwise.sqrt(_one_minus_sq(x)), x)
 
 
 def _atan_fwd(x: Tensor) -> Tensor:
-    return E.atan2(x, _creation.ones_like(x))
+    return elementwise.atan2(x, _creation.ones_like(x))
 
 
 def _sinh_fwd(x: Tensor) -> Tensor:
-    return E.mul(E.sub(E.expm1(x), E.expm1(E.neg(x))), 0.5)
+    return (elementwise.expm1(x) - elementwise.expm1(-x)) * 0.5
 
 
 def _cosh_fwd(x: Tensor) -> Tensor:
-    return E.mul(E.add(E.exp(x), E.exp(E.neg(x))), 0.5)
+    return (elementwise.exp(x) + elementwise.exp(-x)) * 0.5
 
 
 def _asinh_fwd(x: Tensor) -> Tensor:
-    a = E.abs(x)
-    a2 = E.mul(a, a)
+    a = elementwise.abs(x)
+    a2 = a * a
     # log1p(a + a^2 / (1 + sqrt(1 + a^2))): accurate near 0; log(2a) where a^2 would overflow
-    small = E.log1p(E.add(a, E.div(a2, E.add(E.sqrt(E.add(a2, 1.0)), 1.0))))
-    big = E.add(E.log(a), _LN2)
-    return E.mul(where(E.gt(a, _BIG), big, small), E.sign(x))
+    small = elementwise.log1p(a + a2 / (elementwise.sqrt(a2 + 1.0) + 1.0))
+    big = elementwise.log(a) + _LN2
+    return where(a > _BIG, big, small) * elementwise.sign(x)
 
 
 def _acosh_fwd(x: Tensor) -> Tensor:
-    t = E.sub(x, 1.0)
+    t = x - 1.0
     # log1p(t + sqrt(2t + t^2)) with t = x - 1: accurate near 1; log(2x) for large x
-    small = E.log1p(E.add(t, E.sqrt(E.mul(t, E.add(t, 2.0)))))
-    return where(E.gt(x, _BIG), E.add(E.log(x), _LN2), small)
+    small = elementwise.log1p(t + elementwise.sqrt(t * (t + 2.0)))
+    return where(x > _BIG, elementwise.log(x) + _LN2, small)
 
 
 def _atanh_fwd(x: Tensor) -> Tensor:
-    return E.mul(E.log1p(E.div(E.mul(x, 2.0), E.rsub(x, 1.0))), 0.5)
+    return elementwise.log1p(x * 2.0 / (1.0 - x)) * 0.5
 
 
 asin = _unary("asin", "AsinBackward0", _asin_fwd,
@@ -140,31 +140,31 @@ atanh = _unary("atanh", "AtanhBackward0", _atanh_fwd,
 # numpy-style names (PyTorch has both)
 arcsin, arccos, arctan = asin, acos, atan
 arcsinh, arccosh, arctanh = asinh, acosh, atanh
-arctan2 = E.atan2
+arctan2 = elementwise.atan2
 
 
 def _erfinv_fwd(y: Tensor) -> Tensor:
     # Giles' single-precision approximation, then two Newton steps on erf(x) = y
-    w = E.neg(E.log(_one_minus_sq(y)))
-    wc = E.sub(w, 2.5)
+    w = -elementwise.log(_one_minus_sq(y))
+    wc = w - 2.5
     p1 = _creation.full_like(y, 2.81022636e-08)
     for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
               -0.00417768164, 0.246640727, 1.50140941):
-        p1 = E.add(E.mul(p1, wc), c)
-    wt = E.sub(E.sqrt(w), 3.0)
+        p1 = p1 * wc + c
+    wt = elementwise.sqrt(w) - 3.0
     p2 = _creation.full_like(y, -0.000200214257)
     for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
               0.00943887047, 1.00167406, 2.83297682):
-        p2 = E.add(E.mul(p2, wt), c)
-    x = E.mul(where(E.lt(w, 5.0), p1, p2), y)
+        p2 = p2 * wt + c
+    x = where(w < 5.0, p1, p2) * y
     k = 2.0 / math.sqrt(math.pi)
     for _ in range(2):
-        err = E.sub(E.erf(x), y)
-        step = E.div(err, E.mul(E.exp(E.neg(E.mul(x, x))), k))
+        err = elementwise.erf(x) - y
+        step = err / (elementwise.exp(-(x * x)) * k)
         # at |y| = 1 the step is inf - inf: keep the +-inf of the first guess
-        x = where(E.isfinite(x), E.sub(x, step), x)
+        x = where(elementwise.isfinite(x), x - step, x)
     # erfinv(+-1) = +-inf (the polynomial's sign is meaningless there)
-    return where(E.eq(E.abs(y), 1.0), E.mul(E.sign(y), math.inf), x)
+    return where(elementwise.eq(elementwise.abs(y), 1.0), elementwise.sign(y) * math.inf, x)
 
 
 erfinv = _unary("erfinv", "ErfinvBackward0", _erfinv_fwd,
@@ -175,29 +175,29 @@ erfinv = _unary("erfinv", "ErfinvBackward0", _erfinv_fwd,
 def erfc(input: Tensor) -> Tensor:
     """Complementary error function ``1 - erf(x)``."""
     _check_tensor("erfc", input)
-    return E.rsub(E.erf(input), 1.0)
+    return 1.0 - elementwise.erf(input)
 
 
 def deg2rad(input: Tensor) -> Tensor:
     """Degrees to radians."""
     _check_tensor("deg2rad", input)
-    return E.mul(_float_input(input), math.pi / 180.0)
+    return _float_input(input) * (math.pi / 180.0)
 
 
 def rad2deg(input: Tensor) -> Tensor:
     """Radians to degrees."""
     _check_tensor("rad2deg", input)
-    return E.mul(_float_input(input), 180.0 / math.pi)
+    return _float_input(input) * (180.0 / math.pi)
 
 
 def sinc(input: Tensor) -> Tensor:
     """Normalized sinc ``sin(pi x) / (pi x)``, 1 at 0."""
     _check_tensor("sinc", input)
     x = _float_input(input)
-    zero = E.eq(x, 0)
+    zero = elementwise.eq(x, 0)
     # the quotient is taken at a safe point where x == 0 so that its gradient there is 0, not NaN
-    px = E.mul(where(zero, 1.0, x), math.pi)
-    return where(zero, 1.0, E.div(E.sin(px), px))
+    px = where(zero, 1.0, x) * math.pi
+    return where(zero, 1.0, elementwise.sin(px) / px)
 
 
 def logit(input: Tensor, eps: float | None = None) -> Tensor:
@@ -205,8 +205,8 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
     _check_tensor("logit", input)
     x = _float_input(input)
     if eps is not None:
-        x = E.clamp(x, eps, 1.0 - eps)
-    return E.log(E.div(x, E.rsub(x, 1.0)))
+        x = elementwise.clamp(x, eps, 1.0 - eps)
+    return elementwise.log(x / (1.0 - x))
 
 
 def xlogy(input: Any, other: Any) -> Tensor:
@@ -219,8 +219,8 @@ def xlogy(input: Any, other: Any) -> Tensor:
         dt = _dtype.get_default_dtype()
     x = input.to(dt) if isinstance(input, Tensor) else _creation.full_like(ref, input, dtype=dt)
     y = other.to(dt) if isinstance(other, Tensor) else _creation.full_like(ref, other, dtype=dt)
-    zero = E.logical_and(E.eq(x, 0), E.logical_not(E.isnan(y)))
-    return where(zero, 0.0, E.mul(x, E.log(y)))
+    zero = elementwise.logical_and(elementwise.eq(x, 0), elementwise.logical_not(elementwise.isnan(y)))
+    return where(zero, 0.0, x * elementwise.log(y))
 
 
 def heaviside(input: Tensor, values: Tensor) -> Tensor:
@@ -232,7 +232,7 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
     if input.dtype is not values.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes")
     with _no_grad():
-        return where(E.eq(input, 0), values, E.gt(input, 0).to(input.dtype))
+        return where(elementwise.eq(input, 0), values, (input > 0).to(input.dtype))
 
 
 def copysign(input: Any, other: Any) -> Tensor:
@@ -245,7 +245,7 @@ def copysign(input: Any, other: Any) -> Tensor:
         dt = _dtype.get_default_dtype()
     a = input.to(dt) if isinstance(input, Tensor) else _creation.full_like(ref, input, dtype=dt)
     b = other.to(dt) if isinstance(other, Tensor) else _creation.full_like(ref, other, dtype=dt)
-    return E.mul(E.abs(a), where(E.signbit(b), -1.0, 1.0).to(dt))
+    return elementwise.abs(a) * where(elementwise.signbit(b), -1.0, 1.0).to(dt)
 
 
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
@@ -253,8 +253,8 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
     dt = _dtype.result_type(input, tensor1, tensor2)
     if not dt.is_floating_point and dt is not _dtype.bool:  # PyTorch's checked conversion
         value = _dtype.fit_scalar(value, dt.name)
-    prod = E.mul(tensor1, tensor2)
-    return E.add(input, prod if value == 1 else E.mul(prod, value))
+    prod = tensor1 * tensor2
+    return input + (prod if value == 1 else prod * value)
 
 
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
@@ -267,18 +267,18 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
                            "integer inputs and as (input + value * tensor1 / tensor2) for float "
                            "inputs. The future addcdiv behavior is just the latter implementation: "
                            "(input + value * tensor1 / tensor2), for all dtypes.")
-    q = E.div(tensor1, tensor2)
-    return E.add(input, q if value == 1 else E.mul(q, value))
+    q = tensor1 / tensor2
+    return input + (q if value == 1 else q * value)
 
 
 def clamp_min(input: Tensor, min: Any) -> Tensor:  # PyTorch's parameter name
     """``max(input, min)`` (``clamp(input, min=min)``)."""
-    return E.clamp(input, min, None)
+    return elementwise.clamp(input, min, None)
 
 
 def clamp_max(input: Tensor, max: Any) -> Tensor:  # PyTorch's parameter name
     """``min(input, max)`` (``clamp(input, max=max)``)."""
-    return E.clamp(input, None, max)
+    return elementwise.clamp(input, None, max)
 
 
 def float_power(input: Any, exponent: Any) -> Tensor:
@@ -287,44 +287,44 @@ def float_power(input: Any, exponent: Any) -> Tensor:
     b = exponent.to(_dtype.float64) if isinstance(exponent, Tensor) else float(exponent)
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise TypeError("float_power(): at least one of 'input' and 'exponent' must be a Tensor")
-    return E.pow(a, b)
+    return a ** b
 
 
 def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     """``log2(2**input + 2**other)``, computed stably."""
-    return E.div(E.logaddexp(E.mul(input, _LN2), E.mul(other, _LN2)), _LN2)
+    return elementwise.logaddexp(input * _LN2, other * _LN2) / _LN2
 
 
 def _fmaxmin(op: Any, input: Tensor, other: Tensor) -> Tensor:
-    name = "fmax" if op is E.maximum else "fmin"
+    name = "fmax" if op is elementwise.maximum else "fmin"
     _check_tensor(name, input)  # PyTorch takes no Python number here
     _check_tensor(name, other, "other", 2)
     m = op(input, other)
     if not m.dtype.is_floating_point:
         return m
     # NaN only where both are NaN: take the other operand where one is NaN
-    m = where(E.isnan(input), other, m)
-    return where(E.isnan(other), input, m)
+    m = where(elementwise.isnan(input), other, m)
+    return where(elementwise.isnan(other), input, m)
 
 
 def fmax(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise maximum that ignores NaN (NaN only if both are NaN)."""
-    return _fmaxmin(E.maximum, input, other)
+    return _fmaxmin(elementwise.maximum, input, other)
 
 
 def fmin(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise minimum that ignores NaN (NaN only if both are NaN)."""
-    return _fmaxmin(E.minimum, input, other)
+    return _fmaxmin(elementwise.minimum, input, other)
 
 
 def isposinf(input: Tensor) -> Tensor:
     """Whether each element is ``+inf``."""
-    return E.logical_and(E.isinf(input), E.gt(input, 0))
+    return elementwise.logical_and(elementwise.isinf(input), input > 0)
 
 
 def isneginf(input: Tensor) -> Tensor:
     """Whether each element is ``-inf``."""
-    return E.logical_and(E.isinf(input), E.lt(input, 0))
+    return elementwise.logical_and(elementwise.isinf(input), input < 0)
 
 
 def isreal(input: Tensor) -> Tensor:
@@ -335,36 +335,36 @@ def isreal(input: Tensor) -> Tensor:
 
 def fix(input: Tensor) -> Tensor:
     """Round toward zero (``trunc``)."""
-    return E.trunc(input)
+    return elementwise.trunc(input)
 
 
 def angle(input: Tensor) -> Tensor:
     """Argument of each (real) element: 0 for non-negative, pi for negative; NaN stays NaN."""
     _check_tensor("angle", input)
     x = _float_input(input)
-    return where(E.isnan(x), x, E.mul(E.lt(x, 0).to(x.dtype), math.pi))
+    return where(elementwise.isnan(x), x, (x < 0).to(x.dtype) * math.pi)
 
 
 def _bessel_i(nu: int, x: Tensor) -> Tensor:
     """The modified Bessel function ``I_nu`` (``nu`` 0 or 1): its power series below 15, the
     asymptotic expansion above (both accurate to rounding in float64 there)."""
-    a = E.abs(x)
-    q = E.mul(E.mul(x, x), 0.25)
-    term = _creation.ones_like(x) if nu == 0 else E.mul(x, 0.5)
+    a = elementwise.abs(x)
+    q = x * x * 0.25
+    term = _creation.ones_like(x) if nu == 0 else x * 0.5
     series = term
     for k in range(1, 41):
-        term = E.div(E.mul(term, q), float(k * (k + nu)))
-        series = E.add(series, term)
-    big = E.ge(a, 15.0)
+        term = term * q / float(k * (k + nu))
+        series = series + term
+    big = a >= 15.0
     z = where(big, a, 15.0)  # the expansion is only evaluated where it converges
     t = _creation.ones_like(x)
     asym = t
     for k in range(1, 31):
-        t = E.div(E.mul(t, -(4.0 * nu * nu - (2 * k - 1) ** 2) / (8.0 * k)), z)
-        asym = E.add(asym, t)
-    asym = E.mul(E.div(E.exp(z), E.sqrt(E.mul(z, 2 * math.pi))), asym)
+        t = t * (-(4.0 * nu * nu - (2 * k - 1) ** 2) / (8.0 * k)) / z
+        asym = asym + t
+    asym = elementwise.exp(z) / elementwise.sqrt(z * (2 * math.pi)) * asym
     if nu == 1:
-        asym = E.mul(asym, E.sign(x))
+        asym = asym * elementwise.sign(x)
     return where(big, asym, series)
 
 
@@ -375,5 +375,5 @@ def _i1(x: Tensor) -> Tensor:
 i0 = _unary("i0", "I0Backward0", lambda x: _bessel_i(0, x), lambda g, x, y: g * _i1(x),
             "Modified Bessel function of the first kind, order 0.")
 i1 = _unary("i1", "SpecialI1Backward0", _i1,
-            lambda g, x, y: g * (i0(x) - _i1(x) / where(E.eq(x, 0), 1.0, x)),
+            lambda g, x, y: g * (i0(x) - _i1(x) / where(elementwise.eq(x, 0), 1.0, x)),
             "Modified Bessel function of the first kind, order 1.")

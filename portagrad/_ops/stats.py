@@ -13,9 +13,9 @@ from .. import _creation, _dtype
 from .._shape import wrap_dim
 from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
-from . import elementwise as E
-from . import reduction as R
-from . import shape as S
+from . import elementwise
+from . import reduction
+from .shape import movedim, narrow, reshape, squeeze, unsqueeze
 from .indexing import gather, scatter_add, where
 from .joining import cat, sort, stack
 from .search import searchsorted
@@ -47,45 +47,45 @@ def _quantile(name: str, input: Tensor, q: Any, dim: int | None, keepdim: bool,
             raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {v}")
     if input.numel() == 0:
         raise RuntimeError(f"{name}() input tensor must be non-empty")
-    x = S.reshape(input, (-1,)) if dim is None else input
+    x = reshape(input, (-1,)) if dim is None else input
     d = 0 if dim is None else wrap_dim(dim, max(input.dim(), 1))
     if x.dim() == 0:
-        x = S.reshape(x, (1,))
-    s = S.movedim(sort(x, d)[0], d, -1)  # (..., n), NaN last
+        x = reshape(x, (1,))
+    s = movedim(sort(x, d)[0], d, -1)  # (..., n), NaN last
     n = s.shape[-1]
     with _no_grad():
-        nan = E.isnan(s)
+        nan = elementwise.isnan(s)
         if ignore_nan:
-            cnt = R.sum(E.logical_not(nan), -1, keepdim=True).to(s.dtype)
+            cnt = reduction.sum(elementwise.logical_not(nan), -1, keepdim=True).to(s.dtype)
         else:
             cnt = _creation.full(s.shape[:-1] + (1,), float(n), dtype=s.dtype, device=s.device)
-        bad = E.eq(cnt, 0) if ignore_nan else R.any(nan, -1, keepdim=True)
+        bad = elementwise.eq(cnt, 0) if ignore_nan else reduction.any(nan, -1, keepdim=True)
     outs = []
     for v in qlist:
         with _no_grad():
-            pos = E.mul(E.clamp(E.sub(cnt, 1.0), 0.0, None), float(v))
-            lo = E.floor(pos)
-            hi = E.ceil(pos)
+            pos = elementwise.clamp(cnt - 1.0, 0.0, None) * float(v)
+            lo = elementwise.floor(pos)
+            hi = elementwise.ceil(pos)
             if interpolation == "nearest":
-                lo = hi = E.round(pos)
+                lo = hi = elementwise.round(pos)
             elif interpolation == "lower":
                 hi = lo
             elif interpolation == "higher":
                 lo = hi
-            frac = E.sub(pos, lo)
+            frac = pos - lo
         vlo = gather(s, -1, lo.to(_dtype.int64))
         vhi = gather(s, -1, hi.to(_dtype.int64))
         if interpolation == "midpoint":
-            out = E.mul(E.add(vlo, vhi), 0.5)
+            out = (vlo + vhi) * 0.5
         elif interpolation == "linear":
-            out = E.add(vlo, E.mul(E.sub(vhi, vlo), frac))
+            out = vlo + (vhi - vlo) * frac
         else:
             out = vlo
         out = where(bad, float("nan"), out)
-        out = S.squeeze(out, -1)
+        out = squeeze(out, -1)
         if keepdim:
-            out = S.unsqueeze(out, d) if dim is not None else \
-                S.reshape(out, (1,) * input.dim())
+            out = unsqueeze(out, d) if dim is not None else \
+                reshape(out, (1,) * input.dim())
         outs.append(out)
     return outs[0] if scalar_q else stack(outs, 0)
 
@@ -107,24 +107,24 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
     """The lower median of the non-NaN elements (of all, or ``(values, indices)`` along
     ``dim``)."""
     if dim is None:
-        flat = S.reshape(input, (-1,))
+        flat = reshape(input, (-1,))
         if flat.numel() == 0:
             return _creation.full((), float("nan"), dtype=input.dtype, device=input.device)
         return nanmedian(flat, 0).values
     d = wrap_dim(dim, max(input.dim(), 1))
-    x = S.reshape(input, (1,)) if input.dim() == 0 else input
+    x = reshape(input, (1,)) if input.dim() == 0 else input
     if x.shape[d] == 0:
         raise IndexError(f"nanmedian(): Expected reduction dim {d} to have non-zero size.")
     vals, idx = sort(x, d)
     with _no_grad():
-        nonnan = R.sum(E.logical_not(E.isnan(x)), d, keepdim=True) \
+        nonnan = reduction.sum(elementwise.logical_not(elementwise.isnan(x)), d, keepdim=True) \
             if x.dtype.is_floating_point else \
-            _creation.full_like(S.narrow(x, d, 0, 1), x.shape[d], dtype=_dtype.int64)
-        k = E.floor_divide(E.clamp(E.sub(nonnan, 1), 0, None), 2)
+            _creation.full_like(narrow(x, d, 0, 1), x.shape[d], dtype=_dtype.int64)
+        k = elementwise.floor_divide(elementwise.clamp(nonnan - 1, 0, None), 2)
     v = gather(vals, d, k)
     i = gather(idx, d, k)
     if not keepdim or input.dim() == 0:
-        v, i = S.squeeze(v, d), S.squeeze(i, d)
+        v, i = squeeze(v, d), squeeze(i, d)
     return median_result(v, i)
 
 
@@ -135,9 +135,9 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Tens
     last bin includes its right edge."""
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the same "
-                           f"dtype, but got input {E._type_name(input.dtype).lower()}")
+                           f"dtype, but got input {elementwise._type_name(input.dtype).lower()}")
     with _no_grad():
-        x = S.reshape(input, (-1,))
+        x = reshape(input, (-1,))
         if isinstance(bins, Tensor):
             edges = bins.to(input.dtype)
         else:
@@ -154,23 +154,23 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Tens
                 lo, hi = lo - 0.5, hi + 0.5
             edges = _creation.linspace(lo, hi, bins + 1, dtype=input.dtype, device=input.device)
         nb = edges.shape[0] - 1
-        k = E.sub(searchsorted(edges, x, right=True), 1)
-        last = S.narrow(edges, 0, nb, 1)
-        k = where(E.eq(x, last), nb - 1, k)
-        valid = E.logical_and(E.ge(k, 0), E.lt(k, nb))
-        w = _creation.ones_like(x) if weight is None else S.reshape(weight, (-1,)).to(x.dtype)
+        k = searchsorted(edges, x, right=True) - 1
+        last = narrow(edges, 0, nb, 1)
+        k = where(elementwise.eq(x, last), nb - 1, k)
+        valid = elementwise.logical_and(k >= 0, k < nb)
+        w = _creation.ones_like(x) if weight is None else reshape(weight, (-1,)).to(x.dtype)
         hist = scatter_add(_creation.zeros(nb, dtype=x.dtype, device=x.device), 0,
                            where(valid, k, 0), where(valid, w, 0.0))
         if density:
-            widths = E.sub(S.narrow(edges, 0, 1, nb), S.narrow(edges, 0, 0, nb))
-            hist = E.div(hist, E.mul(R.sum(hist), widths))
+            widths = narrow(edges, 0, 1, nb) - narrow(edges, 0, 0, nb)
+            hist = hist / (reduction.sum(hist) * widths)
     return histogram_result(hist, edges)
 
 
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
     """``(values, indices)``: the most frequent value along ``dim`` (the smallest among equally
     frequent ones) and the index of its last occurrence."""
-    x = S.reshape(input, (1,)) if input.dim() == 0 else input
+    x = reshape(input, (1,)) if input.dim() == 0 else input
     d = wrap_dim(dim, x.dim())
     n = x.shape[d]
     if n == 0:
@@ -180,16 +180,16 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
         head = _creation.ones(tuple(1 if k == d else v for k, v in enumerate(s.shape)),
                               dtype=_dtype.bool, device=s.device)
         # a run of equal values starts at 0 and wherever the sorted value changes
-        start = cat([head, E.ne(S.narrow(s, d, 1, n - 1), S.narrow(s, d, 0, n - 1))], d) \
+        start = cat([head, elementwise.ne(narrow(s, d, 1, n - 1), narrow(s, d, 0, n - 1))], d) \
             if n > 1 else head
-        run = E.sub(start.to(_dtype.int64).cumsum(d), 1)
+        run = start.to(_dtype.int64).cumsum(d) - 1
         counts = scatter_add(_creation.zeros(s.shape, dtype=_dtype.int64, device=s.device), d,
                              run, _creation.ones_like(run))
-        best = R.argmax(counts, d, keepdim=True)  # the first longest run: the smallest value
-        end = gather(E.sub(counts.cumsum(d), 1), d, best)  # its last element, sorted stably
+        best = reduction.argmax(counts, d, keepdim=True)  # the first longest run: the smallest value
+        end = gather(counts.cumsum(d) - 1, d, best)  # its last element, sorted stably
         idx = gather(order, d, end)
     values = gather(x, d, idx)
     if not keepdim or input.dim() == 0:
-        values, idx = S.squeeze(values, d), S.squeeze(idx, d)
+        values, idx = squeeze(values, d), squeeze(idx, d)
     return mode_result(values, idx)
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from .. import _creation, _dtype
 from .._tensor import Tensor
-from . import elementwise as E
-from . import shape as S
+from . import elementwise
+from .shape import reshape
 from .special import i0
 
 __all__ = ["hann_window", "hamming_window", "blackman_window", "bartlett_window",
@@ -41,8 +41,8 @@ def _cosine_sum(name: str, coefs: tuple[float, ...], length: int, periodic: bool
     k, n = _grid(name, length, periodic, dtype, device)
     out = _creation.full_like(k, coefs[0])
     for j, c in enumerate(coefs[1:], start=1):
-        term = E.mul(E.cos(E.mul(k, 2 * math.pi * j / (n - 1))), c)
-        out = E.add(out, term) if j % 2 == 0 else E.sub(out, term)
+        term = elementwise.cos(k * (2 * math.pi * j / (n - 1))) * c
+        out = out + term if j % 2 == 0 else out - term
     return out.requires_grad_(requires_grad)
 
 
@@ -77,7 +77,7 @@ def bartlett_window(window_length: int, periodic: bool = True, *, dtype: Any = N
     if small is not None:
         return small
     k, n = _grid("bartlett_window", window_length, periodic, dtype, device)
-    out = E.rsub(E.abs(E.sub(E.mul(k, 2.0 / (n - 1)), 1.0)), 1.0)
+    out = 1.0 - elementwise.abs(k * (2.0 / (n - 1)) - 1.0)
     return out.requires_grad_(requires_grad)
 
 
@@ -89,8 +89,8 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
     if small is not None:
         return small
     k, n = _grid("kaiser_window", window_length, periodic, dtype, device)
-    r = E.sub(E.mul(k, 2.0 / (n - 1)), 1.0)
-    arg = E.mul(E.sqrt(E.clamp(E.rsub(E.mul(r, r), 1.0), 0.0, None)), beta)
+    r = k * (2.0 / (n - 1)) - 1.0
+    arg = elementwise.sqrt(elementwise.clamp(1.0 - r * r, 0.0, None)) * beta
     b = _creation.full((1,), beta, dtype=k.dtype, device=k.device)
-    out = E.div(i0(arg), S.reshape(i0(b), ()))
+    out = i0(arg) / reshape(i0(b), ())
     return out.requires_grad_(requires_grad)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import _inplace as I
+from . import _inplace as inplace
 from .optimizer import Optimizer, _inc, _step_counter, check_lr, check_nonneg
 
 __all__ = ["Adadelta"]
@@ -43,18 +43,18 @@ class Adadelta(Optimizer):
                 st = self.state[p]
                 if not st:
                     st["step"] = _step_counter()
-                    st["square_avg"] = I.zeros_like(p)
-                    st["acc_delta"] = I.zeros_like(p)
+                    st["square_avg"] = inplace.zeros_like(p)
+                    st["acc_delta"] = inplace.zeros_like(p)
                 _inc(st["step"])
-                g = I.update_grad(p, maximize, wd)
+                g = inplace.update_grad(p, maximize, wd)
                 square_avg, acc_delta = st["square_avg"], st["acc_delta"]
-                I.scale_(square_avg, rho)
-                I.addcmul_(square_avg, g, g, 1 - rho)
-                std = I.sqrt(I.add_scalar_(I.copy(square_avg), eps))
-                delta = I.sqrt(I.add_scalar_(I.copy(acc_delta), eps))
-                I.div_(delta, std)
-                I.mul_(delta, g)
-                I.scale_(acc_delta, rho)
-                I.addcmul_(acc_delta, delta, delta, 1 - rho)
-                I.axpy_(p, -lr, delta)
+                inplace.scale_(square_avg, rho)
+                inplace.addcmul_(square_avg, g, g, 1 - rho)
+                std = inplace.sqrt(inplace.add_scalar_(inplace.copy(square_avg), eps))
+                delta = inplace.sqrt(inplace.add_scalar_(inplace.copy(acc_delta), eps))
+                inplace.div_(delta, std)
+                inplace.mul_(delta, g)
+                inplace.scale_(acc_delta, rho)
+                inplace.addcmul_(acc_delta, delta, delta, 1 - rho)
+                inplace.axpy_(p, -lr, delta)
         return loss

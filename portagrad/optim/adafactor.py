@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _inplace as I
+from . import _inplace as inplace
 from .optimizer import Optimizer, _inc, _step_counter, to_scalar
 
 __all__ = ["Adafactor"]
@@ -66,31 +66,31 @@ class Adafactor(Optimizer):
                         st["row_var"] = g.new_zeros(g.shape[:-1] + (1,))
                         st["col_var"] = g.new_zeros(g.shape[:-2] + (1,) + g.shape[-1:])
                     else:
-                        st["variance"] = I.zeros_like(g)
+                        st["variance"] = inplace.zeros_like(g)
                 eps1 = (float(np.finfo(p.dtype.numpy).eps) if eps1_opt is None
                         else float(eps1_opt))
                 step = _inc(st["step"])
-                g = I.update_grad(p, group["maximize"], 0.0)
+                g = inplace.update_grad(p, group["maximize"], 0.0)
                 one_minus_beta2_t = step ** beta2_decay
                 rho_t = min(lr, 1 / (step ** 0.5))
                 alpha = max(float(eps2), p.norm(2).item() / math.sqrt(p.numel())) * rho_t
                 if wd != 0:
-                    I.scale_(p, 1 - lr * wd)
+                    inplace.scale_(p, 1 - lr * wd)
                 if g.dim() > 1:
                     row_var, col_var = st["row_var"], st["col_var"]
                     row_mean = g.norm(dim=-1, keepdim=True).square() / g.shape[-1]
-                    I.lerp_(row_var, row_mean, one_minus_beta2_t)
+                    inplace.lerp_(row_var, row_mean, one_minus_beta2_t)
                     col_mean = g.norm(dim=-2, keepdim=True).square() / g.shape[-2]
-                    I.lerp_(col_var, col_mean, one_minus_beta2_t)
+                    inplace.lerp_(col_var, col_mean, one_minus_beta2_t)
                     var_estimate = row_var @ col_var
-                    I.div_(var_estimate, I.clamp_(row_var.mean(dim=-2, keepdim=True)
+                    inplace.div_(var_estimate, inplace.clamp_(row_var.mean(dim=-2, keepdim=True)
                                                   .expand_as(var_estimate).contiguous(), eps1))
                 else:
                     variance = st["variance"]
-                    I.lerp_(variance, g * g, one_minus_beta2_t)
-                    var_estimate = I.copy(variance)
-                update = I.unary("rsqrt", I.clamp_(var_estimate, eps1 * eps1))
-                I.mul_(update, g)
+                    inplace.lerp_(variance, g * g, one_minus_beta2_t)
+                    var_estimate = inplace.copy(variance)
+                update = inplace.unary("rsqrt", inplace.clamp_(var_estimate, eps1 * eps1))
+                inplace.mul_(update, g)
                 denom = max(1.0, update.norm(2).item() / (math.sqrt(update.numel()) * d))
-                I.axpy_(p, -alpha / denom, update)
+                inplace.axpy_(p, -alpha / denom, update)
         return loss

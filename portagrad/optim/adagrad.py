@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import _inplace as I
+from . import _inplace as inplace
 from .optimizer import Optimizer, _inc, _step_counter, check_lr, check_nonneg
 
 __all__ = ["Adagrad"]
@@ -34,7 +34,7 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 st = self.state[p]
                 st["step"] = _step_counter()
-                st["sum"] = I.full_like(p, float(group["initial_accumulator_value"]))
+                st["sum"] = inplace.full_like(p, float(group["initial_accumulator_value"]))
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient."""
@@ -48,11 +48,11 @@ class Adagrad(Optimizer):
                     continue
                 st = self.state[p]
                 step = _inc(st["step"])
-                g = I.update_grad(p, maximize, wd)
+                g = inplace.update_grad(p, maximize, wd)
                 clr = lr / (1 + (step - 1) * lr_decay)
                 s = st["sum"]
-                I.addcmul_(s, g, g, 1.0)
-                std = I.sqrt(s)
-                I.add_scalar_(std, eps)
-                I.addcdiv_(p, g, std, -clr)
+                inplace.addcmul_(s, g, g, 1.0)
+                std = inplace.sqrt(s)
+                inplace.add_scalar_(std, eps)
+                inplace.addcdiv_(p, g, std, -clr)
         return loss

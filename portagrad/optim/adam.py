@@ -5,7 +5,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .._tensor import Tensor
-from . import _inplace as I
+from . import _inplace as inplace
 from .optimizer import Optimizer, _inc, _step_counter, check_betas, check_lr, check_nonneg
 
 __all__ = ["Adam", "AdamW"]
@@ -60,41 +60,41 @@ class Adam(Optimizer):
                 st = self.state[p]
                 if not st:
                     st["step"] = _device_step_counter(p) if capturable else _step_counter()
-                    st["exp_avg"] = I.zeros_like(p)
-                    st["exp_avg_sq"] = I.zeros_like(p)
+                    st["exp_avg"] = inplace.zeros_like(p)
+                    st["exp_avg_sq"] = inplace.zeros_like(p)
                     if amsgrad:
-                        st["max_exp_avg_sq"] = I.zeros_like(p)
+                        st["max_exp_avg_sq"] = inplace.zeros_like(p)
                 if capturable:
                     _capturable_update(p, st, group, maximize, decoupled)
                     continue
                 step = _inc(st["step"])
                 if wd != 0 and decoupled:
-                    I.scale_(p, 1 - lr * wd)
-                g = I.update_grad(p, maximize, 0.0 if decoupled else wd)
+                    inplace.scale_(p, 1 - lr * wd)
+                g = inplace.update_grad(p, maximize, 0.0 if decoupled else wd)
                 exp_avg, exp_avg_sq = st["exp_avg"], st["exp_avg_sq"]
-                I.lerp_(exp_avg, g, 1 - beta1)
-                I.scale_(exp_avg_sq, beta2)
-                I.addcmul_(exp_avg_sq, g, g, 1 - beta2)
+                inplace.lerp_(exp_avg, g, 1 - beta1)
+                inplace.scale_(exp_avg_sq, beta2)
+                inplace.addcmul_(exp_avg_sq, g, g, 1 - beta2)
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2 = 1 - beta2 ** step
                 step_size = lr / bias_correction1
                 bc2_sqrt = bias_correction2 ** 0.5
                 if amsgrad:
                     vmax = st["max_exp_avg_sq"]
-                    I.maximum_(vmax, exp_avg_sq)
-                    denom = I.sqrt(vmax)
+                    inplace.maximum_(vmax, exp_avg_sq)
+                    denom = inplace.sqrt(vmax)
                 else:
-                    denom = I.sqrt(exp_avg_sq)
-                I.div_scalar_(denom, bc2_sqrt)
-                I.add_scalar_(denom, eps)
-                I.addcdiv_(p, exp_avg, denom, -step_size)
+                    denom = inplace.sqrt(exp_avg_sq)
+                inplace.div_scalar_(denom, bc2_sqrt)
+                inplace.add_scalar_(denom, eps)
+                inplace.addcdiv_(p, exp_avg, denom, -step_size)
         return loss
 
 
 def _device_step_counter(p: Tensor) -> Tensor:
     """``state["step"]`` of a ``capturable`` step: a float32 zero on the parameter's device (as
     PyTorch keeps it), so that counting steps never reads the host."""
-    return I.device_zero(p)
+    return inplace.device_zero(p)
 
 
 def _capturable_update(p: Tensor, st: dict[str, Any], group: dict[str, Any], maximize: bool,
@@ -109,23 +109,23 @@ def _capturable_update(p: Tensor, st: dict[str, Any], group: dict[str, Any], max
     eps = float(group["eps"])
     wd = float(group["weight_decay"])
     step_t = st["step"]
-    I.add_scalar_(step_t, 1.0)
+    inplace.add_scalar_(step_t, 1.0)
     if wd != 0 and decoupled:
-        I.scale_(p, 1 - lr * wd)
-    g = I.update_grad(p, maximize, 0.0 if decoupled else wd)
+        inplace.scale_(p, 1 - lr * wd)
+    g = inplace.update_grad(p, maximize, 0.0 if decoupled else wd)
     exp_avg, exp_avg_sq = st["exp_avg"], st["exp_avg_sq"]
-    I.lerp_(exp_avg, g, 1 - beta1)
-    I.scale_(exp_avg_sq, beta2)
-    I.addcmul_(exp_avg_sq, g, g, 1 - beta2)
-    scale, shift = I.adam_denominator_terms(step_t, p._v.dtype, lr, beta1, beta2, eps)
+    inplace.lerp_(exp_avg, g, 1 - beta1)
+    inplace.scale_(exp_avg_sq, beta2)
+    inplace.addcmul_(exp_avg_sq, g, g, 1 - beta2)
+    scale, shift = inplace.adam_denominator_terms(step_t, p._v.dtype, lr, beta1, beta2, eps)
     if group["amsgrad"]:
         vmax = st["max_exp_avg_sq"]
-        I.maximum_(vmax, exp_avg_sq)
-        denom = I.sqrt(vmax)
+        inplace.maximum_(vmax, exp_avg_sq)
+        denom = inplace.sqrt(vmax)
     else:
-        denom = I.sqrt(exp_avg_sq)
-    I.scale_shift_(denom, scale, shift)
-    I.addcdiv_(p, exp_avg, denom, 1.0)
+        denom = inplace.sqrt(exp_avg_sq)
+    inplace.scale_shift_(denom, scale, shift)
+    inplace.addcdiv_(p, exp_avg, denom, 1.0)
 
 
 class AdamW(Adam):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import _inplace as I
+from . import _inplace as inplace
 from .optimizer import Optimizer, _inc, _step_counter, check_betas, check_lr, check_nonneg, to_scalar
 
 __all__ = ["Adamax"]
@@ -44,13 +44,13 @@ class Adamax(Optimizer):
                 st = self.state[p]
                 if not st:
                     st["step"] = _step_counter()
-                    st["exp_avg"] = I.zeros_like(p)
-                    st["exp_inf"] = I.zeros_like(p)
+                    st["exp_avg"] = inplace.zeros_like(p)
+                    st["exp_inf"] = inplace.zeros_like(p)
                 step = _inc(st["step"])
-                g = I.update_grad(p, group["maximize"], wd)
+                g = inplace.update_grad(p, group["maximize"], wd)
                 exp_avg, exp_inf = st["exp_avg"], st["exp_inf"]
-                I.lerp_(exp_avg, g, 1 - beta1)
-                I.scale_(exp_inf, beta2)
-                I.maximum_(exp_inf, I.add_scalar_(I.unary("abs", g), eps))
-                I.addcdiv_(p, exp_avg, exp_inf, -(lr / (1 - beta1 ** step)))
+                inplace.lerp_(exp_avg, g, 1 - beta1)
+                inplace.scale_(exp_inf, beta2)
+                inplace.maximum_(exp_inf, inplace.add_scalar_(inplace.unary("abs", g), eps))
+                inplace.addcdiv_(p, exp_avg, exp_inf, -(lr / (1 - beta1 ** step)))
         return loss

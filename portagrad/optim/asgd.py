@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .. import _creation, _dtype
-from . import _inplace as I
+from . import _inplace as inplace
 from .optimizer import Optimizer, _inc, _step_counter, check_lr, check_nonneg, to_scalar
 
 __all__ = ["ASGD"]
@@ -58,21 +58,21 @@ class ASGD(Optimizer):
                     st["step"] = _step_counter()
                     st["eta"] = _scalar(lr)
                     st["mu"] = _scalar(1.0)
-                    st["ax"] = I.zeros_like(p)
+                    st["ax"] = inplace.zeros_like(p)
                 step = _inc(st["step"])
-                g = I.update_grad(p, group["maximize"], wd)
+                g = inplace.update_grad(p, group["maximize"], wd)
                 eta = float(st["eta"].item())
-                I.scale_(p, 1 - lambd * eta)
-                I.axpy_(p, -eta, g)
+                inplace.scale_(p, 1 - lambd * eta)
+                inplace.axpy_(p, -eta, g)
                 ax, mu = st["ax"], float(st["mu"].item())
                 if mu != 1:
-                    diff = I.copy(p)
-                    I.axpy_(diff, -1.0, ax)
-                    I.axpy_(ax, 1.0, I.scale_(diff, mu))
+                    diff = inplace.copy(p)
+                    inplace.axpy_(diff, -1.0, ax)
+                    inplace.axpy_(ax, 1.0, inplace.scale_(diff, mu))
                 else:
-                    I.assign_(ax, p)
+                    inplace.assign_(ax, p)
                 # PyTorch builds the new values as default-dtype (float32) scalars, so they are
                 # rounded to float32 even when the state was loaded as float64
-                I.fill_(st["eta"], _f32(lr / ((1 + lambd * lr * step) ** alpha)))
-                I.fill_(st["mu"], _f32(1 / max(1, step - t0)))
+                inplace.fill_(st["eta"], _f32(lr / ((1 + lambd * lr * step) ** alpha)))
+                inplace.fill_(st["mu"], _f32(1 / max(1, step - t0)))
         return loss

@@ -14,7 +14,7 @@ from typing import Any
 from .._ops import joining
 from .._tensor import Tensor
 from ..autograd import grad_mode
-from . import _inplace as I
+from . import _inplace as inplace
 from .optimizer import Optimizer, check_lr, to_scalar
 
 __all__ = ["LBFGS"]
@@ -51,7 +51,7 @@ def _strong_wolfe(obj_func: Callable[[list[Tensor], float, Tensor], tuple[float,
     """Line search along ``d`` for a step satisfying the strong Wolfe conditions (bracketing,
     then zoom by cubic interpolation), as PyTorch implements it. Returns ``(f, g, t, evals)``."""
     d_norm = float(d.abs().max().item())
-    g = I.copy(g)
+    g = inplace.copy(g)
     f_new, g_new = obj_func(x, t, d)
     ls_func_evals = 1
     gtd_new = _dot(g_new, d)
@@ -65,7 +65,7 @@ def _strong_wolfe(obj_func: Callable[[list[Tensor], float, Tensor], tuple[float,
     while ls_iter < max_ls:
         if f_new > (f + c1 * t * gtd) or (ls_iter > 1 and f_new >= f_prev):
             bracket, bracket_f = [t_prev, t], [f_prev, f_new]
-            bracket_g, bracket_gtd = [g_prev, I.copy(g_new)], [gtd_prev, gtd_new]
+            bracket_g, bracket_gtd = [g_prev, inplace.copy(g_new)], [gtd_prev, gtd_new]
             break
         if abs(gtd_new) <= -c2 * gtd:
             bracket, bracket_f, bracket_g = [t], [f_new], [g_new]
@@ -73,7 +73,7 @@ def _strong_wolfe(obj_func: Callable[[list[Tensor], float, Tensor], tuple[float,
             break
         if gtd_new >= 0:
             bracket, bracket_f = [t_prev, t], [f_prev, f_new]
-            bracket_g, bracket_gtd = [g_prev, I.copy(g_new)], [gtd_prev, gtd_new]
+            bracket_g, bracket_gtd = [g_prev, inplace.copy(g_new)], [gtd_prev, gtd_new]
             break
         # interpolate (extrapolate) within [t + 0.01 (t - t_prev), 10 t]
         min_step = t + 0.01 * (t - t_prev)
@@ -81,7 +81,7 @@ def _strong_wolfe(obj_func: Callable[[list[Tensor], float, Tensor], tuple[float,
         tmp = t
         t = _cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new,
                                bounds=(min_step, max_step))
-        t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, I.copy(g_new), gtd_new
+        t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, inplace.copy(g_new), gtd_new
         f_new, g_new = obj_func(x, t, d)
         ls_func_evals += 1
         gtd_new = _dot(g_new, d)
@@ -116,7 +116,7 @@ def _strong_wolfe(obj_func: Callable[[list[Tensor], float, Tensor], tuple[float,
         ls_iter += 1
         if f_new > (f + c1 * t * gtd) or f_new >= bracket_f[low_pos]:
             bracket[high_pos], bracket_f[high_pos] = t, f_new
-            bracket_g[high_pos], bracket_gtd[high_pos] = I.copy(g_new), gtd_new
+            bracket_g[high_pos], bracket_gtd[high_pos] = inplace.copy(g_new), gtd_new
             low_pos, high_pos = (0, 1) if bracket_f[0] <= bracket_f[1] else (1, 0)
         else:
             if abs(gtd_new) <= -c2 * gtd:
@@ -126,7 +126,7 @@ def _strong_wolfe(obj_func: Callable[[list[Tensor], float, Tensor], tuple[float,
                 bracket_g[high_pos] = bracket_g[low_pos]
                 bracket_gtd[high_pos] = bracket_gtd[low_pos]
             bracket[low_pos], bracket_f[low_pos] = t, f_new
-            bracket_g[low_pos], bracket_gtd[low_pos] = I.copy(g_new), gtd_new
+            bracket_g[low_pos], bracket_gtd[low_pos] = inplace.copy(g_new), gtd_new
     return bracket_f[low_pos], bracket_g[low_pos], bracket[low_pos], ls_func_evals
 
 
@@ -170,7 +170,7 @@ class LBFGS(Optimizer):
         return float(self._params[0].dtype.numpy.type(x))
 
     def _gather_flat_grad(self) -> Tensor:
-        views = [I.zeros_like(p).reshape(-1) if p._grad is None else p._grad.reshape(-1)
+        views = [inplace.zeros_like(p).reshape(-1) if p._grad is None else p._grad.reshape(-1)
                  for p in self._params]
         return joining.cat(views, 0)
 
@@ -178,15 +178,15 @@ class LBFGS(Optimizer):
         offset = 0
         for p in self._params:
             n = p.numel()
-            I.axpy_(p, step_size, update[offset:offset + n].view(p.shape))
+            inplace.axpy_(p, step_size, update[offset:offset + n].view(p.shape))
             offset += n
 
     def _clone_param(self) -> list[Tensor]:
-        return [I.copy(p) for p in self._params]
+        return [inplace.copy(p) for p in self._params]
 
     def _set_param(self, params_data: list[Tensor]) -> None:
         for p, pdata in zip(self._params, params_data):
-            I.assign_(p, pdata)
+            inplace.assign_(p, pdata)
 
     def _directional_evaluate(self, closure: Callable[[], Any], x: list[Tensor], t: float,
                               d: Tensor) -> tuple[float, Tensor]:
@@ -239,12 +239,12 @@ class LBFGS(Optimizer):
             state["n_iter"] += 1
             # ------------------------------------------------ the descent direction
             if state["n_iter"] == 1:
-                d = I.scale_(I.copy(flat_grad), -1.0)
+                d = inplace.scale_(inplace.copy(flat_grad), -1.0)
                 old_dirs, old_stps, ro = [], [], []
                 H_diag = 1.0
             else:
-                y = I.axpy_(I.copy(flat_grad), -1.0, prev_flat_grad)
-                s = I.scale_(I.copy(d), float(to_scalar(t)))
+                y = inplace.axpy_(inplace.copy(flat_grad), -1.0, prev_flat_grad)
+                s = inplace.scale_(inplace.copy(d), float(to_scalar(t)))
                 ys = _dot(y, s)
                 if ys > 1e-10:  # update the memory
                     if len(old_dirs) == history_size:
@@ -260,19 +260,19 @@ class LBFGS(Optimizer):
                 if "al" not in state:
                     state["al"] = [None] * history_size
                 al = state["al"]
-                q = I.scale_(I.copy(flat_grad), -1.0)
+                q = inplace.scale_(inplace.copy(flat_grad), -1.0)
                 for i in range(num_old - 1, -1, -1):
                     al[i] = rnd(_dot(old_stps[i], q) * float(to_scalar(ro[i])))
-                    I.axpy_(q, -al[i], old_dirs[i])
-                d = r = I.scale_(q, float(to_scalar(H_diag)))
+                    inplace.axpy_(q, -al[i], old_dirs[i])
+                d = r = inplace.scale_(q, float(to_scalar(H_diag)))
                 for i in range(num_old):
                     be_i = rnd(_dot(old_dirs[i], r) * float(to_scalar(ro[i])))
-                    I.axpy_(r, rnd(float(to_scalar(al[i])) - be_i), old_stps[i])
+                    inplace.axpy_(r, rnd(float(to_scalar(al[i])) - be_i), old_stps[i])
 
             if prev_flat_grad is None:
-                prev_flat_grad = I.copy(flat_grad)
+                prev_flat_grad = inplace.copy(flat_grad)
             else:
-                I.assign_(prev_flat_grad, flat_grad)
+                inplace.assign_(prev_flat_grad, flat_grad)
             prev_loss = loss
 
             # ------------------------------------------------------- the step size

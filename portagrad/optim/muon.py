@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .._tensor import Tensor
-from . import _inplace as I
+from . import _inplace as inplace
 from .optimizer import Optimizer, to_scalar
 
 __all__ = ["Muon"]
@@ -101,13 +101,13 @@ class Muon(Optimizer):
                     raise ValueError("Param gradient must be a 2D matrix")
                 st = self.state[p]
                 if "momentum_buffer" not in st:
-                    st["momentum_buffer"] = I.zeros_like(g)
+                    st["momentum_buffer"] = inplace.zeros_like(g)
                 buf = st["momentum_buffer"]
-                I.lerp_(buf, g, 1 - momentum)
-                update = I.lerp_(I.copy(g), buf, momentum) if group["nesterov"] else buf
+                inplace.lerp_(buf, g, 1 - momentum)
+                update = inplace.lerp_(inplace.copy(g), buf, momentum) if group["nesterov"] else buf
                 update = _zeropower_via_newtonschulz(update, tuple(group["ns_coefficients"]),
                                                      int(group["ns_steps"]), float(group["eps"]))
-                I.scale_(p, 1 - lr * wd)
-                I.axpy_(p, -_adjust_lr(lr, group["adjust_lr_fn"], tuple(p.shape)),
+                inplace.scale_(p, 1 - lr * wd)
+                inplace.axpy_(p, -_adjust_lr(lr, group["adjust_lr_fn"], tuple(p.shape)),
                         update.contiguous())
         return loss

@@ -5,7 +5,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import _creation, _dtype
-from . import _inplace as I
+from . import _inplace as inplace
 from .optimizer import Optimizer, _inc, _step_counter, check_betas, check_lr, check_nonneg, to_scalar
 
 __all__ = ["NAdam"]
@@ -63,24 +63,24 @@ class NAdam(Optimizer):
                 if not st:
                     st["step"] = _step_counter()
                     st["mu_product"] = _creation.tensor(1.0, dtype=_dtype.float32, device="cpu")
-                    st["exp_avg"] = I.zeros_like(p)
-                    st["exp_avg_sq"] = I.zeros_like(p)
+                    st["exp_avg"] = inplace.zeros_like(p)
+                    st["exp_avg_sq"] = inplace.zeros_like(p)
                 step = _inc(st["step"])
                 bias_correction2 = 1 - beta2 ** step
                 if wd != 0 and decoupled:
-                    I.scale_(p, 1 - lr * wd)
-                g = I.update_grad(p, group["maximize"], 0.0 if decoupled else wd)
+                    inplace.scale_(p, 1 - lr * wd)
+                g = inplace.update_grad(p, group["maximize"], 0.0 if decoupled else wd)
                 mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
                 mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
                 # the running product is kept (and rounded) in float32, as PyTorch keeps it
-                mu_product = I.scale_(st["mu_product"], mu).item()
+                mu_product = inplace.scale_(st["mu_product"], mu).item()
                 exp_avg, exp_avg_sq = st["exp_avg"], st["exp_avg_sq"]
-                I.lerp_(exp_avg, g, 1 - beta1)
-                I.scale_(exp_avg_sq, beta2)
-                I.addcmul_(exp_avg_sq, g, g, 1 - beta2)
-                denom = I.sqrt(I.div_scalar_(I.copy(exp_avg_sq), bias_correction2))
-                I.add_scalar_(denom, eps)
+                inplace.lerp_(exp_avg, g, 1 - beta1)
+                inplace.scale_(exp_avg_sq, beta2)
+                inplace.addcmul_(exp_avg_sq, g, g, 1 - beta2)
+                denom = inplace.sqrt(inplace.div_scalar_(inplace.copy(exp_avg_sq), bias_correction2))
+                inplace.add_scalar_(denom, eps)
                 mu_product_next = mu_product * mu_next
-                I.addcdiv_(p, g, denom, -lr * (1.0 - mu) / (1.0 - mu_product))
-                I.addcdiv_(p, exp_avg, denom, -lr * mu_next / (1.0 - mu_product_next))
+                inplace.addcdiv_(p, g, denom, -lr * (1.0 - mu) / (1.0 - mu_product))
+                inplace.addcdiv_(p, exp_avg, denom, -lr * mu_next / (1.0 - mu_product_next))
         return loss

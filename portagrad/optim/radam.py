@@ -5,7 +5,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import _inplace as I
+from . import _inplace as inplace
 from .optimizer import Optimizer, _inc, _step_counter, check_betas, check_lr, check_nonneg, to_scalar
 
 __all__ = ["RAdam"]
@@ -58,27 +58,27 @@ class RAdam(Optimizer):
                 st = self.state[p]
                 if not st:
                     st["step"] = _step_counter()
-                    st["exp_avg"] = I.zeros_like(p)
-                    st["exp_avg_sq"] = I.zeros_like(p)
+                    st["exp_avg"] = inplace.zeros_like(p)
+                    st["exp_avg_sq"] = inplace.zeros_like(p)
                 step = _inc(st["step"])
                 if wd != 0 and decoupled:
-                    I.scale_(p, 1 - lr * wd)
-                g = I.update_grad(p, group["maximize"], 0.0 if decoupled else wd)
+                    inplace.scale_(p, 1 - lr * wd)
+                g = inplace.update_grad(p, group["maximize"], 0.0 if decoupled else wd)
                 exp_avg, exp_avg_sq = st["exp_avg"], st["exp_avg_sq"]
-                I.lerp_(exp_avg, g, 1 - beta1)
-                I.scale_(exp_avg_sq, beta2)
-                I.addcmul_(exp_avg_sq, g, g, 1 - beta2)
+                inplace.lerp_(exp_avg, g, 1 - beta1)
+                inplace.scale_(exp_avg_sq, beta2)
+                inplace.addcmul_(exp_avg_sq, g, g, 1 - beta2)
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2 = 1 - beta2 ** step
                 # same operation order as PyTorch: ((m / bc1) * lr) * adaptive * rect
-                update = I.scale_(I.div_scalar_(I.copy(exp_avg), bias_correction1), lr)
+                update = inplace.scale_(inplace.div_scalar_(inplace.copy(exp_avg), bias_correction1), lr)
                 rho_inf = 2 / (1 - beta2) - 1
                 rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
                 if rho_t > 5.0:
-                    adaptive = I.add_scalar_(I.sqrt(exp_avg_sq), eps)
-                    I.rdiv_scalar_(adaptive, math.sqrt(bias_correction2))
-                    I.mul_(update, adaptive)
-                    I.scale_(update, ((rho_t - 4) * (rho_t - 2) * rho_inf
+                    adaptive = inplace.add_scalar_(inplace.sqrt(exp_avg_sq), eps)
+                    inplace.rdiv_scalar_(adaptive, math.sqrt(bias_correction2))
+                    inplace.mul_(update, adaptive)
+                    inplace.scale_(update, ((rho_t - 4) * (rho_t - 2) * rho_inf
                                       / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5)
-                I.axpy_(p, -1.0, update)
+                inplace.axpy_(p, -1.0, update)
         return loss

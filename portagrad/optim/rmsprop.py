@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import _inplace as I
+from . import _inplace as inplace
 from .optimizer import Optimizer, _inc, _step_counter, check_lr, check_nonneg
 
 __all__ = ["RMSprop"]
@@ -46,30 +46,30 @@ class RMSprop(Optimizer):
                 st = self.state[p]
                 if not st:
                     st["step"] = _step_counter()
-                    st["square_avg"] = I.zeros_like(p)
+                    st["square_avg"] = inplace.zeros_like(p)
                     if momentum > 0:
-                        st["momentum_buffer"] = I.zeros_like(p)
+                        st["momentum_buffer"] = inplace.zeros_like(p)
                     if centered:
-                        st["grad_avg"] = I.zeros_like(p)
+                        st["grad_avg"] = inplace.zeros_like(p)
                 _inc(st["step"])
-                g = I.update_grad(p, maximize, wd)
+                g = inplace.update_grad(p, maximize, wd)
                 square_avg = st["square_avg"]
-                I.scale_(square_avg, alpha)
-                I.addcmul_(square_avg, g, g, 1 - alpha)
+                inplace.scale_(square_avg, alpha)
+                inplace.addcmul_(square_avg, g, g, 1 - alpha)
                 if centered:
                     grad_avg = st["grad_avg"]
-                    I.lerp_(grad_avg, g, 1 - alpha)
-                    avg = I.copy(square_avg)
-                    I.addcmul_(avg, grad_avg, grad_avg, -1.0)
-                    avg = I.sqrt(avg)
+                    inplace.lerp_(grad_avg, g, 1 - alpha)
+                    avg = inplace.copy(square_avg)
+                    inplace.addcmul_(avg, grad_avg, grad_avg, -1.0)
+                    avg = inplace.sqrt(avg)
                 else:
-                    avg = I.sqrt(square_avg)
-                I.add_scalar_(avg, eps)
+                    avg = inplace.sqrt(square_avg)
+                inplace.add_scalar_(avg, eps)
                 if momentum > 0:
                     buf = st["momentum_buffer"]
-                    I.scale_(buf, momentum)
-                    I.addcdiv_(buf, g, avg)
-                    I.axpy_(p, -lr, buf)
+                    inplace.scale_(buf, momentum)
+                    inplace.addcdiv_(buf, g, avg)
+                    inplace.axpy_(p, -lr, buf)
                 else:
-                    I.addcdiv_(p, g, avg, -lr)
+                    inplace.addcdiv_(p, g, avg, -lr)
         return loss

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import _inplace as I
+from . import _inplace as inplace
 from .optimizer import Optimizer, _inc, _step_counter, check_lr, to_scalar
 
 __all__ = ["Rprop"]
@@ -42,17 +42,17 @@ class Rprop(Optimizer):
                 st = self.state[p]
                 if not st:
                     st["step"] = _step_counter()
-                    st["prev"] = I.zeros_like(p)
-                    st["step_size"] = I.full_like(p, float(to_scalar(group["lr"])))
+                    st["prev"] = inplace.zeros_like(p)
+                    st["step_size"] = inplace.full_like(p, float(to_scalar(group["lr"])))
                 _inc(st["step"])
-                g = I.update_grad(p, group["maximize"], 0.0)
+                g = inplace.update_grad(p, group["maximize"], 0.0)
                 prev, step_size = st["prev"], st["step_size"]
-                sign = I.unary("sign", I.mul_(I.copy(g), prev))
+                sign = inplace.unary("sign", inplace.mul_(inplace.copy(g), prev))
                 flipped = sign < 0
-                factor = I.full_like(sign, 1.0).masked_fill_(sign > 0, etaplus)
+                factor = inplace.full_like(sign, 1.0).masked_fill_(sign > 0, etaplus)
                 factor.masked_fill_(flipped, etaminus)
-                I.clamp_(I.mul_(step_size, factor), smin, smax)
+                inplace.clamp_(inplace.mul_(step_size, factor), smin, smax)
                 g = g.masked_fill(flipped, 0)
-                I.addcmul_(p, I.unary("sign", g), step_size, -1.0)
-                I.assign_(prev, g)
+                inplace.addcmul_(p, inplace.unary("sign", g), step_size, -1.0)
+                inplace.assign_(prev, g)
         return loss

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import _inplace as I
+from . import _inplace as inplace
 from .optimizer import Optimizer, check_lr, check_nonneg
 
 __all__ = ["SGD"]
@@ -45,18 +45,18 @@ class SGD(Optimizer):
             for p in group["params"]:
                 if p._grad is None:
                     continue
-                g = I.update_grad(p, maximize, wd) if (maximize or wd) else p._grad
+                g = inplace.update_grad(p, maximize, wd) if (maximize or wd) else p._grad
                 if momentum != 0:
                     st = state[p]
                     buf = st.get("momentum_buffer")
                     if buf is None:
-                        buf = st["momentum_buffer"] = I.copy(g)
+                        buf = st["momentum_buffer"] = inplace.copy(g)
                     else:
-                        I.scale_(buf, momentum)
-                        I.axpy_(buf, 1 - dampening, g)
+                        inplace.scale_(buf, momentum)
+                        inplace.axpy_(buf, 1 - dampening, g)
                     if nesterov:
-                        g = I.axpy_(I.copy(g) if g is p._grad else g, momentum, buf)
+                        g = inplace.axpy_(inplace.copy(g) if g is p._grad else g, momentum, buf)
                     else:
                         g = buf
-                I.axpy_(p, -lr, g)
+                inplace.axpy_(p, -lr, g)
         return loss

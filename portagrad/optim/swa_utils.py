@@ -15,7 +15,7 @@ from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..nn.modules.batchnorm import _BatchNorm
 from ..nn.modules.module import Module
-from . import _inplace as I
+from . import _inplace as inplace
 from ._lr_base import LRScheduler, _format_param
 from .optimizer import Optimizer
 
@@ -39,9 +39,9 @@ def get_ema_multi_avg_fn(decay: float = 0.999) -> Callable[[ParamList, ParamList
         with grad_mode._no_grad():
             for p_ema, p_model in zip(ema_param_list, current_param_list):
                 if p_ema.is_floating_point():
-                    I.lerp_(p_ema, p_model, 1 - decay)
+                    inplace.lerp_(p_ema, p_model, 1 - decay)
                 else:
-                    I.assign_(p_ema, p_ema * decay + p_model * (1 - decay))
+                    inplace.assign_(p_ema, p_ema * decay + p_model * (1 - decay))
 
     return ema_update
 
@@ -55,9 +55,9 @@ def get_swa_multi_avg_fn() -> Callable[[ParamList, ParamList, Any], None]:
         with grad_mode._no_grad():
             for p_avg, p_model in zip(averaged_param_list, current_param_list):
                 if p_avg.is_floating_point():
-                    I.lerp_(p_avg, p_model, 1 / (n + 1))
+                    inplace.lerp_(p_avg, p_model, 1 / (n + 1))
                 else:
-                    I.assign_(p_avg, p_avg + (p_model - p_avg) / (n + 1))
+                    inplace.assign_(p_avg, p_avg + (p_model - p_avg) / (n + 1))
 
     return swa_update
 
@@ -128,7 +128,7 @@ class AveragedModel(Module):
                 avg_list.append(p_avg.detach())
                 cur_list.append(p_model_)
                 if n == 0:
-                    I.assign_(p_avg.detach(), p_model_)
+                    inplace.assign_(p_avg.detach(), p_model_)
             if n > 0:
                 if self.multi_avg_fn is not None:
                     self.multi_avg_fn(avg_list, cur_list, self.n_averaged)
@@ -136,11 +136,11 @@ class AveragedModel(Module):
                     # PyTorch's default off CUDA: the out-of-place running mean
                     avg_fn = self.avg_fn or get_swa_avg_fn()
                     for p_avg, p_model in zip(avg_list, cur_list):
-                        I.assign_(p_avg, avg_fn(p_avg, p_model, self.n_averaged.to(p_avg.device)))
+                        inplace.assign_(p_avg, avg_fn(p_avg, p_model, self.n_averaged.to(p_avg.device)))
             if not self.use_buffers:
                 # buffers (e.g. batch-norm statistics) are copied, not averaged
                 for b_swa, b_model in zip(self.module.buffers(), model.buffers()):
-                    I.assign_(b_swa.detach(), b_model.detach().to(b_swa.device))
+                    inplace.assign_(b_swa.detach(), b_model.detach().to(b_swa.device))
             self.n_averaged.add_(1)
 
 

@@ -6,7 +6,7 @@ import math
 
 from ... import _dtype, _raw
 from ..._tensor import Tensor
-from .. import shape as S
+from ..shape import compute_view_strides
 
 __all__ = ["NORM_DTYPES", "tensor_like", "as_rows", "flat", "flat_or_none"]
 
@@ -23,7 +23,7 @@ def as_rows(x: Tensor) -> Tensor:
         return x
     k = x._v.shape[-1] if x._v.shape else 1
     n = math.prod(x._v.shape[:-1])  # not numel // k: that is 0 for k == 0, whatever the rows
-    strides = S.compute_view_strides(x._v.shape, x._v.strides, (n, k))
+    strides = compute_view_strides(x._v.shape, x._v.strides, (n, k))
     if strides is None:
         x = _raw.contiguous(x)
         strides = _raw.strides_for((n, k))

@@ -8,9 +8,8 @@ from ... import _raw
 from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
-from .. import linalg as L
-from .. import reduction as R
-from .. import shape as S
+from ..linalg import matmul
+from .. import reduction
 from .._common import call, check_same_device
 from .im2col import fold_cols, unfold_cols, unfold_raw
 
@@ -110,7 +109,7 @@ class _Conv(Function):
         if len(need) > 2 and need[2]:
             axes = (0,) + tuple(range(2, g.dim()))
             # nothing records: the bias sum as one primitive on the raw gradient
-            gb = R.sum(g, axes) if recording else _raw.reduce("sum", g, axes, False)
+            gb = reduction.sum(g, axes) if recording else _raw.reduce("sum", g, axes, False)
         if not recording and ctx.fast:
             # nothing records: one backend call per gradient
             if need[0]:
@@ -128,27 +127,27 @@ def _conv_backward_composed(g: Tensor, x: Tensor, w: Tensor, cols: Tensor | None
     ck = p.C * p.K
     G = groups
     og, cgk = o // G, ck // G
-    g2 = S.reshape(S.movedim(g, 1, -1), (n * p.L, o))  # (N*L, O)
+    g2 = g.movedim(1, -1).reshape((n * p.L, o))  # (N*L, O)
     gx = gw = None
     if need[0]:
         if G == 1:
-            gc = L.matmul(g2, S.reshape(w, (o, ck)))
+            gc = matmul(g2, w.reshape((o, ck)))
         else:  # per group: (G, N*L, O/G) @ (G, O/G, C/G*K)
-            gg = S.transpose(S.reshape(g2, (n * p.L, G, og)), 0, 1)
-            gc = L.matmul(gg, S.reshape(w, (G, og, cgk)))
-            gc = S.reshape(S.transpose(gc, 0, 1), (n * p.L, ck))
-        gx = fold_cols(S.reshape(gc, (n, p.L, ck)), p)
+            gg = g2.reshape((n * p.L, G, og)).transpose(0, 1)
+            gc = matmul(gg, w.reshape((G, og, cgk)))
+            gc = gc.transpose(0, 1).reshape((n * p.L, ck))
+        gx = fold_cols(gc.reshape((n, p.L, ck)), p)
     if need[1]:
         # under create_graph (or without a saved gather) the windows are re-gathered from x so
         # that gw depends on x
         c = unfold_cols(x, p) if (is_grad_enabled() or cols is None) else cols
-        c2 = S.reshape(c, (n * p.L, ck))
+        c2 = c.reshape((n * p.L, ck))
         if G == 1:
-            gw = S.reshape(L.matmul(S.t(g2), c2), tuple(w.shape))
+            gw = matmul(g2.t(), c2).reshape(tuple(w.shape))
         else:
-            gg = S.permute(S.reshape(g2, (n * p.L, G, og)), (1, 2, 0))  # (G, O/G, N*L)
-            cg = S.transpose(S.reshape(c2, (n * p.L, G, cgk)), 0, 1)  # (G, N*L, C/G*K)
-            gw = S.reshape(L.matmul(gg, cg), tuple(w.shape))
+            gg = g2.reshape((n * p.L, G, og)).permute((1, 2, 0))  # (G, O/G, N*L)
+            cg = c2.reshape((n * p.L, G, cgk)).transpose(0, 1)  # (G, N*L, C/G*K)
+            gw = matmul(gg, cg).reshape(tuple(w.shape))
     return gx, gw
 
 

@@ -14,9 +14,9 @@ from ..._shape import check_expandable
 from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
-from .. import linalg as L
-from .. import reduction as R
-from .. import shape as S
+from .. import linalg
+from .. import reduction
+from ..shape import reshape, t
 from .._common import call, check_same_device
 from ._common import as_rows
 
@@ -63,16 +63,16 @@ class _Linear(Function):
             if len(need) > 2 and need[2]:
                 gb = _raw.reduce("sum", g2, (0,), False)
             return gx, gw, gb
-        g2 = g if g.dim() == 2 else S.reshape(g, (-1, o))
+        g2 = g if g.dim() == 2 else reshape(g, (-1, o))
         gx = gw = None
         # (the 2-D matmul node straight away: shapes, dtypes and devices are known to agree)
         if ctx.needs_input_grad[0]:
-            gx = call(L._MM, g2, w)
-            gx = gx if len(x_shape) == 2 else S.reshape(gx, x_shape)
+            gx = call(linalg._MM, g2, w)
+            gx = gx if len(x_shape) == 2 else reshape(gx, x_shape)
         if ctx.needs_input_grad[1]:
-            x2 = x if x.dim() == 2 else S.reshape(x, (-1, k))
-            gw = call(L._MM, S.t(g2), x2)
-        gb = R.sum(g2, 0) if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2] else None
+            x2 = x if x.dim() == 2 else reshape(x, (-1, k))
+            gw = call(linalg._MM, t(g2), x2)
+        gb = reduction.sum(g2, 0) if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2] else None
         return gx, gw, gb
 
 

@@ -12,8 +12,8 @@ from ... import _creation, _dtype, _raw
 from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
-from .. import elementwise as E
-from .. import shape as S
+from ..elementwise import clamp, eq, log, ne
+from ..shape import unsqueeze
 from .._common import call, check_same_device
 from ._common import NORM_DTYPES, tensor_like
 from .softmax import softmax_rows
@@ -120,8 +120,8 @@ class _CrossEntropy(Function):
             return (_raw.binary("mul", p, _raw.expand_view(coef, (n, c)), dt, out=p), None, None,
                     None, None)
         p = softmax_rows(x)
-        coef = E.mul(wcol, g if ctx.reduction != "none" else S.unsqueeze(g, 1))  # (N, 1)
-        return E.mul(E.sub(p, onehot), coef), None, None, None, None
+        coef = wcol * (g if ctx.reduction != "none" else unsqueeze(g, 1))  # (N, 1)
+        return (p - onehot) * coef, None, None, None, None
 
 
 def _ce_prims(x: Tensor) -> bool:
@@ -158,13 +158,13 @@ def _ce_backward_prims(ctx: Any, g: Tensor) -> Tensor:
     """The gradient of :func:`_ce_forward_prims` w.r.t. the logits: one backend call while
     nothing records, else composed from public ops (differentiable again)."""
     x, target, lse, coef = ctx.saved_tensors
-    coef = E.mul(coef, g)  # (N,): g is 0-d, or (N,) for reduction="none"
+    coef = coef * g  # (N,): g is 0-d, or (N,) for reduction="none"
     if not is_grad_enabled() and _ce_prims(x):
         return _raw.cross_entropy_backward(_raw.contiguous(x), _raw.contiguous(target), lse,
                                            _raw.contiguous(coef), _raw.new_like(x))
     c = x.shape[1]
-    onehot = E.eq(S.unsqueeze(target, 1), S.unsqueeze(_class_ids(c, x), 0)).to(x.dtype)
-    return E.mul(E.sub(softmax_rows(x), onehot), S.unsqueeze(coef, 1))
+    onehot = eq(unsqueeze(target, 1), unsqueeze(_class_ids(c, x), 0)).to(x.dtype)
+    return (softmax_rows(x) - onehot) * unsqueeze(coef, 1)
 
 
 def check_class_targets(target: Tensor, c: int, ignore_index: int) -> None:
@@ -187,7 +187,7 @@ def check_class_targets(target: Tensor, c: int, ignore_index: int) -> None:
             lo, hi = _raw.min_max(t)
             if lo >= 0 and hi < c:
                 return
-        t = E.mul(t, E.ne(t, ignore_index))  # ignored entries -> class 0, which is in range
+        t = t * ne(t, ignore_index)  # ignored entries -> class 0, which is in range
     lo, hi = _raw.min_max(t, (0, c - 1))
     if lo >= 0 and hi < c:
         return
@@ -237,16 +237,16 @@ class _BinaryCrossEntropy(Function):
     @staticmethod
     def forward(ctx: Any, x: Tensor, t: Tensor) -> Tensor:
         ctx.save_for_backward(x, t)
-        lx = E.clamp(E.log(x), -100.0, None)
-        l1x = E.clamp(E.log(E.sub(1.0, x)), -100.0, None)
-        return E.neg(E.add(E.mul(t, lx), E.mul(E.sub(1.0, t), l1x)))
+        lx = clamp(log(x), -100.0, None)
+        l1x = clamp(log(1.0 - x), -100.0, None)
+        return -(t * lx + (1.0 - t) * l1x)
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
         x, t = ctx.saved_tensors
-        gx = E.div(E.mul(g, E.sub(x, t)), E.clamp(E.mul(E.sub(1.0, x), x), _BCE_EPS, None))
+        gx = g * (x - t) / clamp((1.0 - x) * x, _BCE_EPS, None)
         # d/dt = log(1 - x) - log(x) (infinite at 0 and 1, as PyTorch's -logit(x))
-        gt = E.mul(g, E.sub(E.log(E.sub(1.0, x)), E.log(x)))
+        gt = g * (log(1.0 - x) - log(x))
         return gx, gt
 
 

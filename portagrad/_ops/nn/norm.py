@@ -11,9 +11,9 @@ from ... import _raw
 from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
-from .. import elementwise as E
-from .. import reduction as R
-from .. import shape as S
+from ..elementwise import rsqrt
+from .. import reduction
+from ..shape import reshape
 from .._common import call
 from ._common import NORM_DTYPES, flat, flat_or_none
 
@@ -83,10 +83,10 @@ class _LayerNorm(Function):
 
 def _normalised(x: Tensor, axes: tuple, eps: float) -> tuple[Tensor, Tensor]:
     """``(x - mean) * rstd`` and ``rstd`` over ``axes`` (keepdim), from public ops."""
-    mu = R.mean(x, axes, keepdim=True)
-    xc = E.sub(x, mu)
-    r = E.rsqrt(E.add(R.mean(E.mul(xc, xc), axes, keepdim=True), eps))
-    return E.mul(xc, r), r
+    mu = reduction.mean(x, axes, keepdim=True)
+    xc = x - mu
+    r = rsqrt(reduction.mean(xc * xc, axes, keepdim=True) + eps)
+    return xc * r, r
 
 
 def _norm_grads(g: Tensor, xhat: Tensor, r: Tensor, w: Tensor | None, axes: tuple, wsum: tuple,
@@ -94,12 +94,12 @@ def _norm_grads(g: Tensor, xhat: Tensor, r: Tensor, w: Tensor | None, axes: tupl
     """Gradients of ``xhat * w + b`` (``xhat`` normalised over ``axes``) from public ops:
     ``(grad_x, grad_w, grad_b)``, the parameter gradients summed over ``wsum``; ``wview`` shapes
     ``w`` to broadcast against ``g``."""
-    gw_ = g if w is None else E.mul(g, wview(w))
-    gx = E.mul(r, E.sub(E.sub(gw_, R.mean(gw_, axes, keepdim=True)),
-                        E.mul(xhat, R.mean(E.mul(gw_, xhat), axes, keepdim=True))))
-    gxh = E.mul(g, xhat)
-    gw = (R.sum(gxh, wsum) if wsum else gxh) if w is not None else None
-    gb = R.sum(g, wsum) if wsum else g
+    gw_ = g if w is None else g * wview(w)
+    gx = r * (gw_ - reduction.mean(gw_, axes, keepdim=True)
+              - xhat * reduction.mean(gw_ * xhat, axes, keepdim=True))
+    gxh = g * xhat
+    gw = (reduction.sum(gxh, wsum) if wsum else gxh) if w is not None else None
+    gb = reduction.sum(g, wsum) if wsum else g
     return gx, gw, gb
 
 
@@ -148,7 +148,7 @@ class _BatchNorm(Function):
         axes = (0,) + tuple(range(2, nd))
         xhat, r = _normalised(x, axes, ctx.eps)
         bshape = (1, x.shape[1]) + (1,) * (nd - 2)
-        gx, gw, gb = _norm_grads(g, xhat, r, w, axes, axes, lambda t: S.reshape(t, bshape))
+        gx, gw, gb = _norm_grads(g, xhat, r, w, axes, axes, lambda t: reshape(t, bshape))
         return (gx, gw if need[1] else None, gb if len(need) > 2 and need[2] else None, None,
                 None, None)
 

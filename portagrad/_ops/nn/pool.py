@@ -10,10 +10,10 @@ from ... import _creation, _dtype, _raw
 from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
-from .. import elementwise as E
-from .. import indexing as I
-from .. import reduction as R
-from .. import shape as S
+from ..elementwise import eq, isnan
+from ..indexing import scatter_into_zeros, where
+from ..reduction import amax
+from ..shape import reshape, squeeze, unsqueeze
 from .._common import call
 
 __all__ = ["max_last", "max_pool_fast_path", "max_pool_fused"]
@@ -34,11 +34,11 @@ class _MaxLast(Function):
             # NaN of a window is the one pointed at, and a window whose maximum is -inf points
             # at its first position inside the input (``first_inside``), never at padding
             ar = _creation.arange(x._v.shape[-1], device=x.device)
-            last_nan = R.amax(I.where(E.isnan(x), ar, -1), ax, keepdim=True)
-            idx = I.where(E.ge(last_nan, 0), last_nan, idx)
+            last_nan = amax(where(isnan(x), ar, -1), ax, keepdim=True)
+            idx = where(last_nan >= 0, last_nan, idx)
             if first_inside is not None:
-                at_ninf = E.eq(_raw.gather(x, ax, idx), -math.inf)
-                idx = I.where(at_ninf, first_inside, idx)
+                at_ninf = eq(_raw.gather(x, ax, idx), -math.inf)
+                idx = where(at_ninf, first_inside, idx)
         vals = _raw.gather(x, ax, idx)
         ctx.K = x._v.shape[-1]
         ctx.save_for_backward(idx)
@@ -52,7 +52,7 @@ class _MaxLast(Function):
     def backward(ctx: Any, g: Tensor, gi: Any) -> Any:
         (idx,) = ctx.saved_tensors
         ar = _creation.arange(ctx.K, device=g.device)
-        return I.where(E.eq(idx, ar), S.unsqueeze(g, -1), 0.0), None
+        return where(eq(idx, ar), unsqueeze(g, -1), 0.0), None
 
 
 def max_pool_fast_path(x: Tensor) -> bool:
@@ -96,9 +96,9 @@ class _MaxPool2d(Function):
         N, Cc, H, W = ctx.in_shape
         if is_grad_enabled():
             L = idx.shape[2] * idx.shape[3]
-            gx = I.scatter_into_zeros(S.reshape(g, (N, Cc, L)), 2, S.reshape(idx, (N, Cc, L)),
+            gx = scatter_into_zeros(reshape(g, (N, Cc, L)), 2, reshape(idx, (N, Cc, L)),
                                       (N, Cc, H * W))
-            return S.reshape(gx, ctx.in_shape), None, None, None, None, None
+            return reshape(gx, ctx.in_shape), None, None, None, None, None
         g = _raw.contiguous(g)
         gx = _raw.new_like(g, ctx.in_shape)
         _raw.max_pool2d_grad_input(g, idx, gx, *ctx.geom)
@@ -110,10 +110,10 @@ def max_pool_fused(x: Tensor, p: Any, k: tuple, s: tuple, pd: tuple, d: tuple, n
     """Values and indices through :class:`_MaxPool2d` (1-D pooling as height-1 2-D pooling)."""
     if nd == 2:
         return call(_MaxPool2d, x, tuple(p.out_spatial), k, s, pd, d)
-    x4 = S.unsqueeze(x, 2)
+    x4 = unsqueeze(x, 2)
     vals, idx = call(_MaxPool2d, x4, (1,) + tuple(p.out_spatial), (1,) + k, (1,) + s,
                      (0,) + pd, (1,) + d)
-    return S.squeeze(vals, 2), S.squeeze(idx, 2)
+    return squeeze(vals, 2), squeeze(idx, 2)
 
 
 def max_last(x: Tensor, first_inside: Tensor | None = None) -> tuple[Tensor, Tensor]:

@@ -9,8 +9,8 @@ from ... import _raw
 from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
-from .. import elementwise as E
-from .. import reduction as R
+from ..elementwise import exp
+from .. import reduction
 from .._common import call
 
 __all__ = ["softmax", "softmax_rows"]
@@ -48,14 +48,14 @@ class _Softmax(Function):
             return _raw.softmax_backward(_raw.contiguous(g), y, d, _raw.new_like(y),
                                          ctx.log), None, None
         if ctx.log:
-            return E.sub(g, E.mul(E.exp(y), R.sum(g, d, keepdim=True))), None, None
-        return E.mul(y, E.sub(g, R.sum(E.mul(g, y), d, keepdim=True))), None, None
+            return g - exp(y) * reduction.sum(g, d, keepdim=True), None, None
+        return y * (g - reduction.sum(g * y, d, keepdim=True)), None, None
 
 
 def softmax_rows(x: Tensor) -> Tensor:
-    m = R.amax(x, 1, keepdim=True).detach()
-    e = E.exp(E.sub(x, m))
-    return E.div(e, R.sum(e, 1, keepdim=True))
+    m = reduction.amax(x, 1, keepdim=True).detach()
+    e = exp(x - m)
+    return e / reduction.sum(e, 1, keepdim=True)
 
 
 def softmax(x: Tensor, d: int, log: bool) -> Tensor:
