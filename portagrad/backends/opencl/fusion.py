@@ -61,7 +61,7 @@ import numpy as np
 
 from ... import _dtype
 from ..interface import View
-from . import kernels as K
+from .kernels import BINARY_VALID, UNARY_VALID, out_is_bool
 from .allocator import DeviceBuffer
 from .fusion_kernels import VEC_OPS, VEC_WIDTH, fused_source
 
@@ -88,8 +88,8 @@ STREAM_MIN = 1 << 22
 
 _FLOAT_NP = {"float32": np.float32, "float64": np.float64, "bfloat16": np.float32}
 # ops whose output dtype is the input dtype (comparisons and tests write bool: not fused)
-_UNARY_OK = frozenset(op for op in K.UNARY_VALID["f"] if not K.out_is_bool(op))
-_BINARY_OK = frozenset(op for op in K.BINARY_VALID["f"] if not K.out_is_bool(op))
+_UNARY_OK = frozenset(op for op in UNARY_VALID["f"] if not out_is_bool(op))
+_BINARY_OK = frozenset(op for op in BINARY_VALID["f"] if not out_is_bool(op))
 _SCALAR_TYPES = (float, int, bool, np.floating, np.integer, np.bool_)
 
 

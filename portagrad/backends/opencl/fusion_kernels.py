@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import kernels as K
+from .kernels import CTYPE, binary_expr, prelude, unary_expr
 
 __all__ = ["VEC_OPS", "VEC_WIDTH", "fused_source"]
 
@@ -41,7 +41,7 @@ def fused_source(dtype: str, style: str, prog: tuple | list, nout: int, nleaf: i
     arguments after the leaves (so one kernel serves every shape). In the loop style the terms are
     counters set once per work-item and stepped per element (no division in the loop); such a
     group never streams."""
-    t = K.CTYPE[dtype]
+    t = CTYPE[dtype]
     bc = list(bcast) + [None] * (nleaf - len(bcast))
     # bfloat16: loaded into floats, every node rounded to bfloat16 as the unfused kernels round
     # it, stored as bits; scalars are floats
@@ -80,7 +80,7 @@ def fused_source(dtype: str, style: str, prog: tuple | list, nout: int, nleaf: i
                  for k in range(nleaf)]
         stores = []
         for i, (op, args, slot) in enumerate(prog):
-            expr = K.unary_expr(op, et) if len(args) == 1 else K.binary_expr(op, et)
+            expr = unary_expr(op, et) if len(args) == 1 else binary_expr(op, et)
             if bf:
                 expr = f"pg_bf2f(pg_f2bf({expr}))"
             binds = f"{vt} a = {operand(args[0])};" + (
@@ -110,4 +110,4 @@ def fused_source(dtype: str, style: str, prog: tuple | list, nout: int, nleaf: i
                 f"for (long j = j0; j < j1; ++j) {{\n        {scalar}{step}\n    }}")
     else:
         loop = f"long j = get_global_id(0);\n    if (j >= n) return;\n    {{\n        {scalar}\n    }}"
-    return K.prelude([dtype]) + f"__kernel void pg_fused({', '.join(params)})\n{{\n    {loop}\n}}\n"
+    return prelude([dtype]) + f"__kernel void pg_fused({', '.join(params)})\n{{\n    {loop}\n}}\n"

@@ -21,7 +21,7 @@ import numpy as np
 
 from ... import _dtype
 from ..interface import View
-from . import kernels as K
+from .kernels import elementwise_source
 
 if TYPE_CHECKING:
     from .devices import Device
@@ -256,7 +256,7 @@ def build_plan(dev: Device, family: tuple, kname: str, kernels: Callable[[], dic
         return types + [_I64] * len(const)
 
     out_dt = out.dtype.name
-    kern = dev.kernel(key, kname, lambda: K.elementwise_source(kernels(), in_types,
+    kern = dev.kernel(key, kname, lambda: elementwise_source(kernels(), in_types,
                                                                out_types or out_dt, layout),
                       [dt for dt, _ in in_types] + [out_dt], arg_types)
     return Plan(kern.cl, dev.queue, gs, lsz, tail, toff, const, kern.lock)

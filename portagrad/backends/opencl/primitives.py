@@ -25,7 +25,11 @@ from ..interface import (ARG_REDUCE_OPS, BINARY_OPS, COMPARISON_OPS, RANDOM_KIND
                          UNARY_OPS, View, unknown_op)
 from ..philox import slots as philox_slots
 from ..ufuncs import BINARY_UFUNCS, fit_scalar
-from . import kernels as K
+from .kernels import (
+    BINARY_VALID, KIND, UNARY_VALID, argreduce_source, binary_expr, cast_expr, cast_targets,
+    cumsum_source, fill_source, gather_source, out_is_bool, random_source, reduce_source,
+    scatter_source, sort_source, unary_expr,
+)
 from .errors import cl_errors
 from .fusion import flushes
 from .gemm import launch_gemm
@@ -101,15 +105,15 @@ class PrimitivesMixin:
         if p is None:
             dt, odt = x.dtype.name, out.dtype.name
             et = _COMPUTE.get(dt, dt)
-            kind = K.KIND[et]
-            if op not in K.UNARY_VALID[kind]:
+            kind = KIND[et]
+            if op not in UNARY_VALID[kind]:
                 if op not in UNARY_OPS:
                     raise unknown_op("unary", op, "opencl")
                 raise DTypeError(f"{op} is not supported for {dt} on the OpenCL backend")
 
             def bundle() -> dict[str, str]:
-                return {"pg_" + o: K.unary_expr(o, et) for o in sorted(K.UNARY_VALID[kind])
-                        if ("bool" if K.out_is_bool(o) else dt) == odt}
+                return {"pg_" + o: unary_expr(o, et) for o in sorted(UNARY_VALID[kind])
+                        if ("bool" if out_is_bool(o) else dt) == odt}
 
             p = build_plan(self._dev(out), ("unary", dt, odt), "pg_" + op, bundle, [(dt, False)],
                            [x], out)
@@ -179,7 +183,7 @@ class PrimitivesMixin:
             if op not in BINARY_UFUNCS:
                 raise unknown_op("binary", op, "opencl")
             with np.errstate(all="ignore"):
-                if K.out_is_bool(op):  # compare the scalars themselves, not their truth values
+                if out_is_bool(op):  # compare the scalars themselves, not their truth values
                     val = BINARY_UFUNCS[op](np.asarray(a), np.asarray(b))
                 else:
                     np_dt = out.dtype.numpy
@@ -188,8 +192,8 @@ class PrimitivesMixin:
             self.fill(out, val.item())
             return
         et = _COMPUTE.get(dt, dt)
-        kind = K.KIND[et]
-        if op not in K.BINARY_VALID[kind]:
+        kind = KIND[et]
+        if op not in BINARY_VALID[kind]:
             if op not in BINARY_OPS and op not in COMPARISON_OPS:
                 raise unknown_op("binary", op, "opencl")
             raise DTypeError(f"{op} is not supported for {dt} on the OpenCL backend")
@@ -198,8 +202,8 @@ class PrimitivesMixin:
             raise ZeroDivisionError("ZeroDivisionError: integer division or modulo by zero")
 
         def bundle() -> dict[str, str]:
-            return {"pg_" + o: K.binary_expr(o, et) for o in sorted(K.BINARY_VALID[kind])
-                    if ("bool" if K.out_is_bool(o) else dt) == odt}
+            return {"pg_" + o: binary_expr(o, et) for o in sorted(BINARY_VALID[kind])
+                    if ("bool" if out_is_bool(o) else dt) == odt}
 
         p = build_plan(self._dev(out), ("binary", dt, not a_view, not b_view, odt), "pg_" + op,
                        bundle, [(dt, not a_view), (dt, not b_view)],
@@ -261,9 +265,9 @@ class PrimitivesMixin:
         p = self._cplans.get(key)
         if p is None:
             dev = self._dev(dst)
-            targets = K.cast_targets(dev.fp16, dev.fp64)
+            targets = cast_targets(dev.fp16, dev.fp64)
             p = build_plan(dev, ("cast", sdt), "pg_cast_" + ddt,
-                           lambda: {"pg_cast_" + d: K.cast_expr(sdt, d) for d in targets},
+                           lambda: {"pg_cast_" + d: cast_expr(sdt, d) for d in targets},
                            [(sdt, False)], [src], dst, {"pg_cast_" + d: d for d in targets})
             remember(self._cplans, key, p)
         p.launch([dst.buffer.mem, dst.offset, src.buffer.mem, src.offset])
@@ -286,7 +290,7 @@ class PrimitivesMixin:
             return
         sizes, (st,) = coalesce(out.shape, [out.strides])
         r = len(sizes)
-        kern = dev.kernel(("fill", dt, r), "fill", lambda: K.fill_source(dt, r), [dt],
+        kern = dev.kernel(("fill", dt, r), "fill", lambda: fill_source(dt, r), [dt],
                           lambda: [None] + [_I64] * (1 + r) + [type(v)] + [_I64] * r)
         dev.launch1d(kern, n, [out.buffer.mem, out.offset, *st, v, *sizes])
 
@@ -352,7 +356,7 @@ class PrimitivesMixin:
         kr, rr, wg = len(ksz), len(rsz), dev.reduce_wg
         key = ("reduce", idt, odt, kr, rr, wg)
         kern = dev.kernel(key, "pg_" + op + ("_1" if serial else ""),
-                          lambda: K.reduce_source(idt, odt, kr, rr, wg), [idt, odt],
+                          lambda: reduce_source(idt, odt, kr, rr, wg), [idt, odt],
                           lambda: [None, _I64] + [_I64] * kr + [_I64, None, _I64]
                           + [_I64] * (2 * kr + 2 * rr) + [_I64] * 3)
         args = [omem, oo, *os_, ocs, x.buffer.mem, x.offset, *xs, *xr, *ksz, *rsz, total, chunk,
@@ -379,7 +383,7 @@ class PrimitivesMixin:
         dt = x.dtype.name
         ksz, (os_, xs) = self._line_setup(x, axis, [out, x])
         kr = len(ksz)
-        kern = dev.kernel(("argreduce", dt, kr), "pg_" + op, lambda: K.argreduce_source(dt, kr),
+        kern = dev.kernel(("argreduce", dt, kr), "pg_" + op, lambda: argreduce_source(dt, kr),
                           [dt], lambda: _line_arg_types(kr))
         dev.launch1d(kern, outer, [out.buffer.mem, out.offset, *os_, out.strides[axis], x.buffer.mem,
                                    x.offset, *xs, x.strides[axis], *ksz, x.shape[axis]])
@@ -393,7 +397,7 @@ class PrimitivesMixin:
         ksz, (os_, xs) = self._line_setup(x, axis, [out, x])
         kr = len(ksz)
         outer = out.numel // x.shape[axis]
-        kern = dev.kernel(("cumsum", idt, odt, kr), "cumsum", lambda: K.cumsum_source(idt, odt, kr),
+        kern = dev.kernel(("cumsum", idt, odt, kr), "cumsum", lambda: cumsum_source(idt, odt, kr),
                           [idt, odt], lambda: _line_arg_types(kr))
         dev.launch1d(kern, outer, [out.buffer.mem, out.offset, *os_, out.strides[axis], x.buffer.mem,
                                    x.offset, *xs, x.strides[axis], *ksz, x.shape[axis]])
@@ -406,7 +410,7 @@ class PrimitivesMixin:
             return
         dev = self._dev(out)
         dt = out.dtype.name
-        if K.KIND[dt] == "b" or a.dtype is not out.dtype or b.dtype is not out.dtype:
+        if KIND[dt] == "b" or a.dtype is not out.dtype or b.dtype is not out.dtype:
             raise DTypeError(f"matmul on the OpenCL backend needs inputs of one non-bool dtype, got "
                              f"{a.dtype}, {b.dtype} -> {out.dtype}")
         if out.numel == 0:
@@ -430,7 +434,7 @@ class PrimitivesMixin:
         xa = xs[axis] if out.shape else 0
         if out.shape:
             xs[axis] = 0
-        kern = dev.kernel(("gather", dt, r), "gather", lambda: K.gather_source(dt, r), [dt],
+        kern = dev.kernel(("gather", dt, r), "gather", lambda: gather_source(dt, r), [dt],
                           lambda: [None, _I64] + [_I64] * r + [None, _I64] + [_I64] * (r + 1) +
                           [None, _I64] + [_I64] * (2 * r))
         dev.launch1d(kern, n, [out.buffer.mem, out.offset, *(out.strides or (0,)), x.buffer.mem,
@@ -454,7 +458,7 @@ class PrimitivesMixin:
             os_[axis] = 0
         r = len(shape)
         name = "scatter_add" if reduce == "add" else "scatter"
-        kern = dev.kernel(("scatter", dt, r), name, lambda: K.scatter_source(dt, r), [dt],
+        kern = dev.kernel(("scatter", dt, r), name, lambda: scatter_source(dt, r), [dt],
                           lambda: ([None, _I64] + [_I64] * (r + 1)) * 3 + [_I64] * (r + 1))
         outer = index.numel // L
         dev.launch1d(kern, outer, [out.buffer.mem, out.offset, *os_, oa, index.buffer.mem, index.offset,
@@ -478,7 +482,7 @@ class PrimitivesMixin:
         scratch_k = dev.allocator.allocate(2 * n * (4 if x.dtype is _BF16 else x.dtype.itemsize))
         scratch_p = dev.allocator.allocate(2 * n * 8)
         kern = dev.kernel(("sort", dt, kr), "sort_desc" if descending else "sort_asc",
-                          lambda: K.sort_source(dt, kr), [dt],
+                          lambda: sort_source(dt, kr), [dt],
                           lambda: ([None, _I64] + [_I64] * (kr + 1)) * 3 + [_I64] * (kr + 1)
                           + [None, None])
         dev.launch1d(kern, outer, [values.buffer.mem, values.offset, *vs, values.strides[axis],
@@ -500,7 +504,7 @@ class PrimitivesMixin:
         if n == 0:
             return
         dt = out.dtype.name
-        if K.KIND[dt] != "f":
+        if KIND[dt] != "f":
             raise DTypeError(f"random {kind} needs a floating output, got {out.dtype}")
         if not contig(out):
             tmp = self._empty_like(dev, out.shape, out.dtype)
@@ -510,7 +514,7 @@ class PrimitivesMixin:
         st = NP_SCALAR[dt]
         w = np.float64 if dev.fp64 else np.float32
         types = [None, _I64, np.uint64, np.uint64, _I64] + ([st, st] if kind == "uniform" else [w, w])
-        kern = dev.kernel(("random", dt, dev.fp64), kind, lambda: K.random_source(dt, dev.fp64), [dt],
+        kern = dev.kernel(("random", dt, dev.fp64), kind, lambda: random_source(dt, dev.fp64), [dt],
                           types)
         if kind == "uniform":
             # numpy reference: dtype(low) + dtype(high - low) * u, the difference in Python floats
@@ -520,7 +524,7 @@ class PrimitivesMixin:
         else:
             raise ValueError(f"unknown random kind {kind!r}")
         off = offset & 0xFFFFFFFFFFFFFFFF
-        # a 32/16-bit uniform: one work-item a Philox block of four slots (see K.random_source)
+        # a 32/16-bit uniform: one work-item a Philox block of four slots (see random_source)
         items = ((off & 3) + n + 3) >> 2 if philox_slots(kind, out.dtype.numpy) == 1 else n
         dev.launch1d(kern, items, [out.buffer.mem, out.offset, np.uint64(seed & 0xFFFFFFFFFFFFFFFF),
                                    np.uint64(off), n, p, q])
