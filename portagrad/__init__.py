@@ -30,12 +30,6 @@ from ._tensor import Tensor
 
 import sys as _sys
 
-# the op modules composed from those above, loaded here so that _bind finds them in _ops
-from ._ops import (bits as _bits, combine as _combine, decomp as _decomp,  # noqa: F401
-                   diagonal as _diagonal, fills as _fills, gammafn as _gammafn,
-                   metadata as _metadata, scan as _scan, search as _search, segment as _segment,
-                   sparse as _sparse, special as _special, stats as _stats)
-
 # The one place where Tensor and the op layer are tied: the op modules import Tensor, so
 # Tensor's methods (declared in _tensor_api.TensorOps) reach them through names bound here.
 _tensor_api._bind(Tensor, _sys.modules[__name__], _raw, _creation, _random, autograd, _ops)

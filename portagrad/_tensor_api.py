@@ -5,8 +5,10 @@ Every method here delegates in one line to the op function of the same name (``x
 type checker finds each method in a class body. ``_tensor.py`` holds the data model.
 
 The op modules import ``Tensor``, which derives from this class, so this module cannot import them
-when it is loaded: ``_E``, ``_R``, ... are imported here for type checkers only, and bound at
-runtime by :func:`_bind`, which ``portagrad/__init__.py`` calls once the op modules are loaded.
+when it is loaded: ``_ops`` (the op package, whose ``__init__`` imports every op module, so a
+method reads ``_ops.elementwise.add(self, other)``), ``_creation``, ``_random`` and ``_autograd``
+are imported here for type checkers only, and bound at runtime by :func:`_bind`, which
+``portagrad/__init__.py`` calls once the op modules are loaded.
 That call is the one place where ``Tensor`` and the layers above it are tied together.
 """
 from __future__ import annotations
@@ -22,33 +24,11 @@ from ._storage import Size
 from .autograd.grad_mode import _flags
 
 if TYPE_CHECKING:
-    from . import _creation as _CR
-    from . import _random as _RN
-    from . import autograd as _AG
+    import portagrad as _portagrad
+    from . import _creation, _ops, _random
+    from . import autograd as _autograd
     from ._device import device as _Device
-    from ._ops import _common as _K
-    from ._ops import conversion as _C
-    from ._ops import elementwise as _E
-    from ._ops import indexing as _I
-    from ._ops import joining as _J
-    from ._ops import linalg as _L
-    from ._ops import reduction as _R
-    from ._ops import shape as _S
     from ._tensor import Tensor
-    import portagrad as _PG
-    from ._ops import combine as _CB
-    from ._ops import diagonal as _DG
-    from ._ops import scan as _SC
-    from ._ops import search as _SE
-    from ._ops import sparse as _SP
-    from ._ops import special as _SF
-    from ._ops import segment as _SG
-    from ._ops import gammafn as _GM
-    from ._ops import decomp as _DC
-    from ._ops import bits as _BT
-    from ._ops import stats as _ST
-    from ._ops import metadata as _MD
-    from ._ops import fills as _FL
 
 __all__ = ["TensorOps"]
 
@@ -66,18 +46,11 @@ _bare_expand: Callable[..., Any]
 def _bind(tensor: type[Tensor], package: ModuleType, raw: ModuleType, creation: ModuleType,
           random: ModuleType, autograd: ModuleType, ops: ModuleType) -> None:
     """Bind the names the methods call (once, from ``portagrad/__init__.py``, after it has
-    imported every module of ``ops``, the ``portagrad._ops`` package)."""
-    global Tensor, _binary_views, _bare_expand, _CR, _RN, _AG, _K, _C, _E, _I, _J, _L, _R, _S
-    global _PG, _SF, _DG, _SC, _SE, _CB, _SP, _SG, _GM, _DC, _BT, _ST, _MD, _FL
+    imported ``ops``, the ``portagrad._ops`` package, which imports every op module)."""
+    global Tensor, _binary_views, _bare_expand, _portagrad, _creation, _random, _autograd, _ops
     Tensor = tensor  # type: ignore[misc]  # the class itself, imported above for type checkers
     _binary_views, _bare_expand = raw.binary_views, raw.bare_expand
-    _CR, _RN, _AG, _K = creation, random, autograd, ops._common
-    _C, _E, _I, _J, _L, _R, _S = (ops.conversion, ops.elementwise, ops.indexing, ops.joining,
-                                  ops.linalg, ops.reduction, ops.shape)
-    _PG, _SF, _DG, _SC, _SE, _CB, _SP = (package, ops.special, ops.diagonal, ops.scan, ops.search,
-                                         ops.combine, ops.sparse)
-    _SG, _GM, _DC, _BT, _ST, _MD, _FL = (ops.segment, ops.gammafn, ops.decomp, ops.bits, ops.stats,
-                                         ops.metadata, ops.fills)
+    _portagrad, _creation, _random, _autograd, _ops = package, creation, random, autograd, ops
 
 
 # ------------------------------------------------------------------------------- operators
@@ -86,7 +59,7 @@ def _binop(fn: Callable[[Any, Any], Tensor], reflected: _bool = False
     """The operator for ``fn``: ``NotImplemented`` unless the other operand is a tensor or a
     number (so Python tries the other side), operands swapped when ``reflected``."""
     def op(self: Tensor, other: Any) -> Tensor:
-        if not isinstance(other, Tensor) and not _K.is_scalar(other):
+        if not isinstance(other, Tensor) and not _ops._common.is_scalar(other):
             return NotImplemented
         return fn(other, self) if reflected else fn(self, other)
 
@@ -149,869 +122,876 @@ class TensorOps:
         if getattr(self, "_v", None) is not None:
             return
         if len(args) == 1 and not isinstance(args[0], int):
-            src = _CR.tensor(args[0], dtype=_dtype.get_default_dtype(), device=device)
+            src = _creation.tensor(args[0], dtype=_dtype.get_default_dtype(), device=device)
         elif not args:  # Tensor(): an empty 1-D tensor, as PyTorch
-            src = _CR.empty(0, device=device)
+            src = _creation.empty(0, device=device)
         else:
-            src = _CR.empty(*args, device=device)
+            src = _creation.empty(*args, device=device)
         self._set_from(src)
 
     def backward(self, gradient: Tensor | None = None, retain_graph: _bool | None = None,
                  create_graph: _bool = False, inputs: Sequence[Tensor] | None = None) -> None:
         """Compute the gradient of this tensor w.r.t. graph leaves (accumulated into ``.grad``)."""
-        _AG.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     # ----------------------------------------------------------------------------- elementwise
     def add(self, other: Any, *, alpha: Any = 1, out: Tensor | None = None) -> Tensor:
         """``input + alpha * other`` with broadcasting."""
-        return _E.add(self, other, alpha=alpha, out=out)
+        return _ops.elementwise.add(self, other, alpha=alpha, out=out)
 
     def sub(self, other: Any, *, alpha: Any = 1, out: Tensor | None = None) -> Tensor:
         """``input - alpha * other``."""
-        return _E.sub(self, other, alpha=alpha, out=out)
+        return _ops.elementwise.sub(self, other, alpha=alpha, out=out)
 
     subtract = sub
 
     def mul(self, other: Any, *, out: Tensor | None = None) -> Tensor:
         """Elementwise product."""
-        return _E.mul(self, other, out=out)
+        return _ops.elementwise.mul(self, other, out=out)
 
     multiply = mul
 
     def div(self, other: Any, *, rounding_mode: str | None = None, out: Tensor | None = None
         ) -> Tensor:
         """Division: true (``None``), ``"trunc"`` or ``"floor"`` rounding."""
-        return _E.div(self, other, rounding_mode=rounding_mode, out=out)
+        return _ops.elementwise.div(self, other, rounding_mode=rounding_mode, out=out)
 
     divide = div
     true_divide = div
 
     def floor_divide(self, other: Any) -> Tensor:
-        return _E.floor_divide(self, other)
+        return _ops.elementwise.floor_divide(self, other)
 
     def remainder(self, other: Any) -> Tensor:
         """Python-style modulus (sign of the divisor)."""
-        return _E.remainder(self, other)
+        return _ops.elementwise.remainder(self, other)
 
     def fmod(self, other: Any) -> Tensor:
         """C-style modulus (sign of the dividend): ``a - trunc(a / b) * b``."""
-        return _E.fmod(self, other)
+        return _ops.elementwise.fmod(self, other)
 
     def pow(self, exponent: Any) -> Tensor:
         """``input ** exponent`` (tensor or scalar on either side)."""
-        return _E.pow(self, exponent)
+        return _ops.elementwise.pow(self, exponent)
 
     def maximum(self, other: Any) -> Tensor:
         """Elementwise maximum (NaN propagates)."""
-        return _E.maximum(self, other)
+        return _ops.elementwise.maximum(self, other)
 
     def minimum(self, other: Any) -> Tensor:
         """Elementwise minimum (NaN propagates)."""
-        return _E.minimum(self, other)
+        return _ops.elementwise.minimum(self, other)
 
     def atan2(self, other: Tensor) -> Tensor:
-        return _E.atan2(self, other)
+        return _ops.elementwise.atan2(self, other)
 
     def neg(self) -> Tensor:
-        return _E.neg(self)
+        return _ops.elementwise.neg(self)
 
     negative = neg
 
     def abs(self) -> Tensor:
-        return _E.abs(self)
+        return _ops.elementwise.abs(self)
 
     absolute = abs
 
     def sign(self) -> Tensor:
-        return _E.sign(self)
+        return _ops.elementwise.sign(self)
 
     sgn = sign
 
     def exp(self) -> Tensor:
-        return _E.exp(self)
+        return _ops.elementwise.exp(self)
 
     def expm1(self) -> Tensor:
-        return _E.expm1(self)
+        return _ops.elementwise.expm1(self)
 
     def log(self) -> Tensor:
-        return _E.log(self)
+        return _ops.elementwise.log(self)
 
     def log2(self) -> Tensor:
-        return _E.log2(self)
+        return _ops.elementwise.log2(self)
 
     def log10(self) -> Tensor:
-        return _E.log10(self)
+        return _ops.elementwise.log10(self)
 
     def log1p(self) -> Tensor:
-        return _E.log1p(self)
+        return _ops.elementwise.log1p(self)
 
     def sqrt(self) -> Tensor:
-        return _E.sqrt(self)
+        return _ops.elementwise.sqrt(self)
 
     def rsqrt(self) -> Tensor:
-        return _E.rsqrt(self)
+        return _ops.elementwise.rsqrt(self)
 
     def square(self) -> Tensor:
-        return _E.square(self)
+        return _ops.elementwise.square(self)
 
     def sin(self) -> Tensor:
-        return _E.sin(self)
+        return _ops.elementwise.sin(self)
 
     def cos(self) -> Tensor:
-        return _E.cos(self)
+        return _ops.elementwise.cos(self)
 
     def tan(self) -> Tensor:
-        return _E.tan(self)
+        return _ops.elementwise.tan(self)
 
     def tanh(self) -> Tensor:
-        return _E.tanh(self)
+        return _ops.elementwise.tanh(self)
 
     def sigmoid(self) -> Tensor:
-        return _E.sigmoid(self)
+        return _ops.elementwise.sigmoid(self)
 
     def relu(self) -> Tensor:
-        return _E.relu(self)
+        return _ops.elementwise.relu(self)
 
     def erf(self) -> Tensor:
-        return _E.erf(self)
+        return _ops.elementwise.erf(self)
 
     def floor(self) -> Tensor:
-        return _E.floor(self)
+        return _ops.elementwise.floor(self)
 
     def ceil(self) -> Tensor:
-        return _E.ceil(self)
+        return _ops.elementwise.ceil(self)
 
     def round(self, *, decimals: _int = 0) -> Tensor:
         """Round half to even (``decimals`` digits)."""
-        return _E.round(self, decimals=decimals)
+        return _ops.elementwise.round(self, decimals=decimals)
 
     def trunc(self) -> Tensor:
-        return _E.trunc(self)
+        return _ops.elementwise.trunc(self)
 
     def frac(self) -> Tensor:
-        return _E.frac(self)
+        return _ops.elementwise.frac(self)
 
     def reciprocal(self) -> Tensor:
-        return _E.reciprocal(self)
+        return _ops.elementwise.reciprocal(self)
 
     def clamp(self, min: Any = None, max: Any = None) -> Tensor:
         """Limit values to ``[min, max]`` (either may be ``None``; tensors broadcast)."""
-        return _E.clamp(self, min, max)
+        return _ops.elementwise.clamp(self, min, max)
 
     clip = clamp
 
     def lerp(self, end: Tensor, weight: Any) -> Tensor:
         """``input + weight * (end - input)``."""
-        return _E.lerp(self, end, weight)
+        return _ops.elementwise.lerp(self, end, weight)
 
     def eq(self, other: Any) -> Tensor:
-        return _E.eq(self, other)
+        return _ops.elementwise.eq(self, other)
 
     def ne(self, other: Any) -> Tensor:
-        return _E.ne(self, other)
+        return _ops.elementwise.ne(self, other)
 
     not_equal = ne
 
     def lt(self, other: Any) -> Tensor:
-        return _E.lt(self, other)
+        return _ops.elementwise.lt(self, other)
 
     less = lt
 
     def le(self, other: Any) -> Tensor:
-        return _E.le(self, other)
+        return _ops.elementwise.le(self, other)
 
     less_equal = le
 
     def gt(self, other: Any) -> Tensor:
-        return _E.gt(self, other)
+        return _ops.elementwise.gt(self, other)
 
     greater = gt
 
     def ge(self, other: Any) -> Tensor:
-        return _E.ge(self, other)
+        return _ops.elementwise.ge(self, other)
 
     greater_equal = ge
 
     def logical_not(self) -> Tensor:
-        return _E.logical_not(self)
+        return _ops.elementwise.logical_not(self)
 
     def logical_and(self, other: Any) -> Tensor:
-        return _E.logical_and(self, other)
+        return _ops.elementwise.logical_and(self, other)
 
     def logical_or(self, other: Any) -> Tensor:
-        return _E.logical_or(self, other)
+        return _ops.elementwise.logical_or(self, other)
 
     def logical_xor(self, other: Any) -> Tensor:
-        return _E.logical_xor(self, other)
+        return _ops.elementwise.logical_xor(self, other)
 
     def bitwise_and(self, other: Any) -> Tensor:
-        return _E.bitwise_and(self, other)
+        return _ops.elementwise.bitwise_and(self, other)
 
     def bitwise_or(self, other: Any) -> Tensor:
-        return _E.bitwise_or(self, other)
+        return _ops.elementwise.bitwise_or(self, other)
 
     def bitwise_xor(self, other: Any) -> Tensor:
-        return _E.bitwise_xor(self, other)
+        return _ops.elementwise.bitwise_xor(self, other)
 
     def bitwise_not(self) -> Tensor:
-        return _E.bitwise_not(self)
+        return _ops.elementwise.bitwise_not(self)
 
     def isnan(self) -> Tensor:
-        return _E.isnan(self)
+        return _ops.elementwise.isnan(self)
 
     def isinf(self) -> Tensor:
-        return _E.isinf(self)
+        return _ops.elementwise.isinf(self)
 
     def isfinite(self) -> Tensor:
-        return _E.isfinite(self)
+        return _ops.elementwise.isfinite(self)
 
     def nan_to_num(self, nan: _float = 0.0, posinf: _float | None = None,
                    neginf: _float | None = None) -> Tensor:
-        return _E.nan_to_num(self, nan, posinf, neginf)
+        return _ops.elementwise.nan_to_num(self, nan, posinf, neginf)
 
     def exp2(self) -> Tensor:
-        return _E.exp2(self)
+        return _ops.elementwise.exp2(self)
 
     def logaddexp(self, other: Tensor) -> Tensor:
-        return _E.logaddexp(self, other)
+        return _ops.elementwise.logaddexp(self, other)
 
     def hypot(self, other: Tensor) -> Tensor:
-        return _E.hypot(self, other)
+        return _ops.elementwise.hypot(self, other)
 
     def signbit(self) -> Tensor:
-        return _E.signbit(self)
+        return _ops.elementwise.signbit(self)
 
     def positive(self) -> Tensor:
-        return _E.positive(self)
+        return _ops.elementwise.positive(self)
 
     # ----------------------------------------------------------------------------- reductions
     def sum(self, dim: Any = None, keepdim: _bool = False, *, dtype: Any = None) -> Tensor:
         """Sum over ``dim`` (all dimensions if ``None``)."""
-        return _R.sum(self, dim, keepdim, dtype=dtype)
+        return _ops.reduction.sum(self, dim, keepdim, dtype=dtype)
 
     def nansum(self, dim: Any = None, keepdim: _bool = False, *, dtype: Any = None) -> Tensor:
-        return _R.nansum(self, dim, keepdim, dtype=dtype)
+        return _ops.reduction.nansum(self, dim, keepdim, dtype=dtype)
 
     def mean(self, dim: Any = None, keepdim: _bool = False, *, dtype: Any = None) -> Tensor:
         """Arithmetic mean over ``dim``."""
-        return _R.mean(self, dim, keepdim, dtype=dtype)
+        return _ops.reduction.mean(self, dim, keepdim, dtype=dtype)
 
     def prod(self, dim: Any = None, keepdim: _bool = False, *, dtype: Any = None) -> Tensor:
         """Product over ``dim`` (one dimension, or all if ``None``)."""
-        return _R.prod(self, dim, keepdim, dtype=dtype)
+        return _ops.reduction.prod(self, dim, keepdim, dtype=dtype)
 
     def max(self, dim: Any = None, keepdim: _bool = False, *, other: Any = None) -> Any:
         """Maximum of all elements, or ``(values, indices)`` along ``dim``."""
-        return _R.max(self, dim, keepdim, other=other)
+        return _ops.reduction.max(self, dim, keepdim, other=other)
 
     def min(self, dim: Any = None, keepdim: _bool = False, *, other: Any = None) -> Any:
         """Minimum of all elements, or ``(values, indices)`` along ``dim``."""
-        return _R.min(self, dim, keepdim, other=other)
+        return _ops.reduction.min(self, dim, keepdim, other=other)
 
     def amax(self, dim: Any = (), keepdim: _bool = False) -> Tensor:
         """Maximum over ``dim`` (all dims when empty)."""
-        return _R.amax(self, dim, keepdim)
+        return _ops.reduction.amax(self, dim, keepdim)
 
     def amin(self, dim: Any = (), keepdim: _bool = False) -> Tensor:
         """Minimum over ``dim`` (all dims when empty)."""
-        return _R.amin(self, dim, keepdim)
+        return _ops.reduction.amin(self, dim, keepdim)
 
     def aminmax(self, *, dim: Any = None, keepdim: _bool = False) -> Any:
-        return _R.aminmax(self, dim=dim, keepdim=keepdim)
+        return _ops.reduction.aminmax(self, dim=dim, keepdim=keepdim)
 
     def argmax(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor:
         """Index of the (first) maximum, over the flattened tensor if ``dim`` is ``None``."""
-        return _R.argmax(self, dim, keepdim)
+        return _ops.reduction.argmax(self, dim, keepdim)
 
     def argmin(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor:
         """Index of the (first) minimum."""
-        return _R.argmin(self, dim, keepdim)
+        return _ops.reduction.argmin(self, dim, keepdim)
 
     def var(self, dim: Any = None, unbiased: Any = None, keepdim: _bool = False, *,
             correction: Any = None) -> Tensor:
         """Variance with Bessel's ``correction`` (default 1)."""
-        return _R.var(self, dim, unbiased, keepdim, correction=correction)
+        return _ops.reduction.var(self, dim, unbiased, keepdim, correction=correction)
 
     def std(self, dim: Any = None, unbiased: Any = None, keepdim: _bool = False, *,
             correction: Any = None) -> Tensor:
         """Standard deviation (``sqrt(var)``)."""
-        return _R.std(self, dim, unbiased, keepdim, correction=correction)
+        return _ops.reduction.std(self, dim, unbiased, keepdim, correction=correction)
 
     def logsumexp(self, dim: Any, keepdim: _bool = False) -> Tensor:
         """``log(sum(exp(x)))`` computed stably (max subtracted first)."""
-        return _R.logsumexp(self, dim, keepdim)
+        return _ops.reduction.logsumexp(self, dim, keepdim)
 
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: _bool = False, dtype: Any = None
              ) -> Tensor:
         """Vector p-norm over ``dim`` (2-norm by default; ``inf``, ``-inf``, 0, 1, any p)."""
-        return _R.norm(self, p, dim, keepdim, dtype)
+        return _ops.reduction.norm(self, p, dim, keepdim, dtype)
 
     def any(self, dim: Any = None, keepdim: _bool = False) -> Tensor:
         """Whether any element is nonzero (over ``dim``)."""
-        return _R.any(self, dim, keepdim)
+        return _ops.reduction.any(self, dim, keepdim)
 
     def all(self, dim: Any = None, keepdim: _bool = False) -> Tensor:
         """Whether every element is nonzero (over ``dim``)."""
-        return _R.all(self, dim, keepdim)
+        return _ops.reduction.all(self, dim, keepdim)
 
     def cumsum(self, dim: _int, *, dtype: Any = None) -> Tensor:
         """Inclusive prefix sums along ``dim``."""
-        return _R.cumsum(self, dim, dtype=dtype)
+        return _ops.reduction.cumsum(self, dim, dtype=dtype)
 
     def count_nonzero(self, dim: Any = None) -> Tensor:
-        return _R.count_nonzero(self, dim)
+        return _ops.reduction.count_nonzero(self, dim)
 
     # ------------------------------------------------------------------------- linear algebra
     def matmul(self, other: Tensor) -> Tensor:
         """Matrix product (NumPy/PyTorch semantics for 1-D, 2-D and batched inputs)."""
-        return _L.matmul(self, other)
+        return _ops.linalg.matmul(self, other)
 
     def mm(self, mat2: Tensor) -> Tensor:
         """2-D matrix product (no broadcasting)."""
-        return _L.mm(self, mat2)
+        return _ops.linalg.mm(self, mat2)
 
     def bmm(self, mat2: Tensor) -> Tensor:
         """Batched 3-D matrix product (no broadcasting)."""
-        return _L.bmm(self, mat2)
+        return _ops.linalg.bmm(self, mat2)
 
     def dot(self, other: Tensor) -> Tensor:
         """Inner product of two 1-D tensors of equal length."""
-        return _L.dot(self, other)
+        return _ops.linalg.dot(self, other)
 
     vdot = dot
     inner = dot
 
     def outer(self, vec2: Tensor) -> Tensor:
         """Outer product of two 1-D tensors."""
-        return _L.outer(self, vec2)
+        return _ops.linalg.outer(self, vec2)
 
     ger = outer
 
     def mv(self, vec: Tensor) -> Tensor:
         """Matrix-vector product."""
-        return _L.mv(self, vec)
+        return _ops.linalg.mv(self, vec)
 
     def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: _float = 1, alpha: _float = 1) -> Tensor:
         """``beta * input + alpha * (mat1 @ mat2)``."""
-        return _L.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+        return _ops.linalg.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
     def baddbmm(self, batch1: Tensor, batch2: Tensor, *, beta: _float = 1, alpha: _float = 1
                 ) -> Tensor:
-        return _L.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+        return _ops.linalg.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
     # ----------------------------------------------------------------------- views and shapes
     def view(self, *shape: Any) -> Tensor:
         """A view with a new shape (no copy; errors when the strides do not allow it)."""
-        return _S.view(self, *shape)
+        return _ops.shape.view(self, *shape)
 
     def reshape(self, *shape: Any) -> Tensor:
         """A tensor with a new shape: a view when possible, else a copy."""
-        return _S.reshape(self, *shape)
+        return _ops.shape.reshape(self, *shape)
 
     def view_as(self, other: Tensor) -> Tensor:
-        return _S.view_as(self, other)
+        return _ops.shape.view_as(self, other)
 
     def reshape_as(self, other: Tensor) -> Tensor:
-        return _S.reshape_as(self, other)
+        return _ops.shape.reshape_as(self, other)
 
     def expand(self, *sizes: Any) -> Tensor:
         """A broadcast view (stride 0 along new or size-1 dimensions); ``-1`` keeps a size."""
-        return _S.expand(self, *sizes)
+        return _ops.shape.expand(self, *sizes)
 
     def expand_as(self, other: Tensor) -> Tensor:
-        return _S.expand_as(self, other)
+        return _ops.shape.expand_as(self, other)
 
     def broadcast_to(self, shape: Sequence[_int]) -> Tensor:
-        return _S.broadcast_to(self, shape)
+        return _ops.shape.broadcast_to(self, shape)
 
     def transpose(self, dim0: _int, dim1: _int) -> Tensor:
         """Swap two dimensions (a view)."""
-        return _S.transpose(self, dim0, dim1)
+        return _ops.shape.transpose(self, dim0, dim1)
 
     swapaxes = transpose
     swapdims = transpose
 
     def t(self) -> Tensor:
         """Transpose a tensor of at most 2 dimensions."""
-        return _S.t(self)
+        return _ops.shape.t(self)
 
     def permute(self, *dims: Any) -> Tensor:
         """Reorder dimensions (a view)."""
-        return _S.permute(self, *dims)
+        return _ops.shape.permute(self, *dims)
 
     def movedim(self, source: Any, destination: Any) -> Tensor:
-        return _S.movedim(self, source, destination)
+        return _ops.shape.movedim(self, source, destination)
 
     moveaxis = movedim
 
     def squeeze(self, dim: Any = None) -> Tensor:
         """Drop size-1 dimensions (all, or the given ones)."""
-        return _S.squeeze(self, dim)
+        return _ops.shape.squeeze(self, dim)
 
     def unsqueeze(self, dim: _int) -> Tensor:
         """Insert a size-1 dimension at ``dim``."""
-        return _S.unsqueeze(self, dim)
+        return _ops.shape.unsqueeze(self, dim)
 
     def flatten(self, start_dim: _int = 0, end_dim: _int = -1) -> Tensor:
         """Merge dimensions ``start_dim..end_dim`` into one."""
-        return _S.flatten(self, start_dim, end_dim)
+        return _ops.shape.flatten(self, start_dim, end_dim)
 
     def unflatten(self, dim: _int, sizes: Sequence[_int]) -> Tensor:
-        return _S.unflatten(self, dim, sizes)
+        return _ops.shape.unflatten(self, dim, sizes)
 
     def narrow(self, dim: _int, start: _int, length: _int) -> Tensor:
         """The view ``x[..., start:start+length, ...]`` along ``dim``."""
-        return _S.narrow(self, dim, start, length)
+        return _ops.shape.narrow(self, dim, start, length)
 
     def select(self, dim: _int, index: _int) -> Tensor:
         """The view ``x[..., index, ...]`` along ``dim`` (that dimension removed)."""
-        return _S.select(self, dim, index)
+        return _ops.shape.select(self, dim, index)
 
     def unbind(self, dim: _int = 0) -> tuple[Tensor, ...]:
         """Views of each slice along ``dim``."""
-        return _S.unbind(self, dim)
+        return _ops.shape.unbind(self, dim)
 
     def as_strided(self, size: Sequence[_int], stride: Sequence[_int],
                    storage_offset: _int | None = None) -> Tensor:
         """A view with explicit sizes, strides (in elements) and storage offset."""
-        return _S.as_strided(self, size, stride, storage_offset)
+        return _ops.shape.as_strided(self, size, stride, storage_offset)
 
     # ------------------------------------------------------------------------------- indexing
     def gather(self, dim: _int, index: Tensor, *, sparse_grad: _bool = False) -> Tensor:
         """``out[i][j] = input[index[i][j]][j]`` along ``dim`` (``torch.gather``)."""
-        return _I.gather(self, dim, index, sparse_grad=sparse_grad)
+        return _ops.indexing.gather(self, dim, index, sparse_grad=sparse_grad)
 
     def scatter(self, dim: _int, index: Tensor, src: Any = None, *, value: Any = None,
                 reduce: str | None = None) -> Tensor:
         """A copy of ``self`` with ``src`` (or ``value``) written at ``index``."""
-        return _I.scatter(self, dim, index, src, value=value, reduce=reduce)
+        return _ops.indexing.scatter(self, dim, index, src, value=value, reduce=reduce)
 
     def scatter_add(self, dim: _int, index: Tensor, src: Tensor) -> Tensor:
         """Out-of-place scatter with accumulation of duplicates."""
-        return _I.scatter_add(self, dim, index, src)
+        return _ops.indexing.scatter_add(self, dim, index, src)
 
     def index_select(self, dim: _int, index: Tensor) -> Tensor:
         """Rows (or slices along ``dim``) picked by the 1-D integer ``index``."""
-        return _I.index_select(self, dim, index)
+        return _ops.indexing.index_select(self, dim, index)
 
     def masked_fill(self, mask: Tensor, value: Any) -> Tensor:
         """``input`` with ``value`` where the _bool ``mask`` (broadcast) is true."""
-        return _I.masked_fill(self, mask, value)
+        return _ops.indexing.masked_fill(self, mask, value)
 
     def masked_select(self, mask: Tensor) -> Tensor:
-        return _I.masked_select(self, mask)
+        return _ops.indexing.masked_select(self, mask)
 
     def nonzero(self, *, as_tuple: _bool = False) -> Any:
         """Indices of nonzero elements (``(n, ndim)`` int64, or a tuple of 1-D index tensors)."""
-        return _I.nonzero(self, as_tuple=as_tuple)
+        return _ops.indexing.nonzero(self, as_tuple=as_tuple)
 
     def flip(self, dims: Sequence[_int]) -> Tensor:
         """Reverse the order along ``dims`` (a copy, as PyTorch)."""
-        return _I.flip(self, dims)
+        return _ops.indexing.flip(self, dims)
 
     def take_along_dim(self, indices: Tensor, dim: _int | None = None) -> Tensor:
-        return _I.take_along_dim(self, indices, dim)
+        return _ops.indexing.take_along_dim(self, indices, dim)
 
     def index_add(self, dim: _int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
-        return _I.index_add(self, dim, index, source, alpha=alpha)
+        return _ops.indexing.index_add(self, dim, index, source, alpha=alpha)
 
     def index_fill(self, dim: _int, index: Tensor, value: Any) -> Tensor:
-        return _I.index_fill(self, dim, index, value)
+        return _ops.indexing.index_fill(self, dim, index, value)
 
     def index_copy(self, dim: _int, index: Tensor, source: Tensor) -> Tensor:
-        return _I.index_copy(self, dim, index, source)
+        return _ops.indexing.index_copy(self, dim, index, source)
 
     # -------------------------------------------------------------- joining, splitting, order
     def split(self, split_size_or_sections: Any, dim: _int = 0) -> tuple[Tensor, ...]:
         """Views of chunks of ``split_size`` (last may be smaller) or of the given section sizes."""
-        return _J.split(self, split_size_or_sections, dim)
+        return _ops.joining.split(self, split_size_or_sections, dim)
 
     def chunk(self, chunks: _int, dim: _int = 0) -> tuple[Tensor, ...]:
         """Split into ``chunks`` nearly equal views (fewer if the size is small)."""
-        return _J.chunk(self, chunks, dim)
+        return _ops.joining.chunk(self, chunks, dim)
 
     def tensor_split(self, indices_or_sections: Any, dim: _int = 0) -> tuple[Tensor, ...]:
-        return _J.tensor_split(self, indices_or_sections, dim)
+        return _ops.joining.tensor_split(self, indices_or_sections, dim)
 
     def sort(self, dim: _int = -1, descending: _bool = False, stable: _bool = False) -> Any:
         """Sorted values and their indices along ``dim`` (stable)."""
-        return _J.sort(self, dim, descending, stable)
+        return _ops.joining.sort(self, dim, descending, stable)
 
     def argsort(self, dim: _int = -1, descending: _bool = False, stable: _bool = False) -> Tensor:
         """Indices that sort ``input`` along ``dim``."""
-        return _J.argsort(self, dim, descending, stable)
+        return _ops.joining.argsort(self, dim, descending, stable)
 
     def msort(self) -> Tensor:
-        return _J.msort(self)
+        return _ops.joining.msort(self)
 
     def topk(self, k: _int, dim: _int = -1, largest: _bool = True, sorted: _bool = True) -> Any:
         """The ``k`` largest (or smallest) values and their indices along ``dim``."""
-        return _J.topk(self, k, dim, largest, sorted)
+        return _ops.joining.topk(self, k, dim, largest, sorted)
 
     def kthvalue(self, k: _int, dim: _int = -1, keepdim: _bool = False) -> Any:
-        return _J.kthvalue(self, k, dim, keepdim)
+        return _ops.joining.kthvalue(self, k, dim, keepdim)
 
     def median(self, dim: Any = None, keepdim: _bool = False) -> Any:
         """Lower median (of all elements, or ``(values, indices)`` along ``dim``)."""
-        return _J.median(self, dim, keepdim)
+        return _ops.joining.median(self, dim, keepdim)
 
     def repeat(self, *sizes: Any) -> Tensor:
         """Tile ``input`` ``sizes`` times along each dimension (a copy)."""
-        return _J.repeat(self, *sizes)
+        return _ops.joining.repeat(self, *sizes)
 
     def tile(self, *dims: Any) -> Tensor:
         """``repeat`` with ones prepended to ``dims``; ``x.tile(3)``, ``x.tile(2, 2)`` and
         ``x.tile((2, 2))`` (PyTorch's method takes sizes as separate ints or one sequence)."""
-        return _J.tile(self, dims[0] if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else dims)
+        return _ops.joining.tile(self,
+                                 dims[0] if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else dims)
 
     def repeat_interleave(self, repeats: Any, dim: _int | None = None) -> Tensor:
-        return _J.repeat_interleave(self, repeats, dim)
+        return _ops.joining.repeat_interleave(self, repeats, dim)
 
     def roll(self, shifts: Any, dims: Any = None) -> Tensor:
-        return _J.roll(self, shifts, dims)
+        return _ops.joining.roll(self, shifts, dims)
 
     def tril(self, diagonal: _int = 0) -> Tensor:
         """Lower triangle (the rest zeroed)."""
-        return _J.tril(self, diagonal)
+        return _ops.joining.tril(self, diagonal)
 
     def triu(self, diagonal: _int = 0) -> Tensor:
         """Upper triangle (the rest zeroed)."""
-        return _J.triu(self, diagonal)
+        return _ops.joining.triu(self, diagonal)
 
     # ----------------------------------------------------------------------------- conversion
     def to(self, *args: Any, device: Any = None, dtype: Any = None, non_blocking: _bool = False,
            copy: _bool = False, memory_format: Any = None) -> Tensor:
         """``self`` on another device and/or dtype (``self`` when nothing changes)."""
-        return _C.to(self, *args, device=device, dtype=dtype, non_blocking=non_blocking, copy=copy,
+        return _ops.conversion.to(self, *args, device=device, dtype=dtype, non_blocking=non_blocking,
+                                  copy=copy,
                      memory_format=memory_format)
 
     def clone(self, memory_format: Any = None) -> Tensor:
         """A copy with its own storage (recorded: gradients flow back to ``x``)."""
-        return _C.clone(self, memory_format)
+        return _ops.conversion.clone(self, memory_format)
 
     def contiguous(self, memory_format: Any = None) -> Tensor:
         """``x`` if contiguous, else a contiguous copy."""
-        return _C.contiguous(self, memory_format)
+        return _ops.conversion.contiguous(self, memory_format)
 
     def type_as(self, other: Tensor) -> Tensor:
-        return _C.type_as(self, other)
+        return _ops.conversion.type_as(self, other)
 
     def cpu(self) -> Tensor:
         """A copy on the ``cpu`` device (``x`` itself if already there)."""
-        return _C.cpu(self)
+        return _ops.conversion.cpu(self)
 
     # ------------------------------------------------------------------------------ in place
     # Computed by the out-of-place op and written into self (see _ops.conversion.inplace).
     # Keyword arguments are passed only when given: binary_inplace's one-pass path needs none.
     def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
         if alpha != 1:
-            return _E.binary_inplace(_E.add, self, other, alpha=alpha)
-        return _E.binary_inplace(_E.add, self, other)
+            return _ops.elementwise.binary_inplace(_ops.elementwise.add, self, other, alpha=alpha)
+        return _ops.elementwise.binary_inplace(_ops.elementwise.add, self, other)
 
     def sub_(self, other: Any, *, alpha: Any = 1) -> Tensor:
         if alpha != 1:
-            return _E.binary_inplace(_E.sub, self, other, alpha=alpha)
-        return _E.binary_inplace(_E.sub, self, other)
+            return _ops.elementwise.binary_inplace(_ops.elementwise.sub, self, other, alpha=alpha)
+        return _ops.elementwise.binary_inplace(_ops.elementwise.sub, self, other)
 
     subtract_ = sub_
 
     def mul_(self, other: Any) -> Tensor:
-        return _E.binary_inplace(_E.mul, self, other)
+        return _ops.elementwise.binary_inplace(_ops.elementwise.mul, self, other)
 
     multiply_ = mul_
 
     def div_(self, other: Any, *, rounding_mode: str | None = None) -> Tensor:
         if rounding_mode is not None:
-            return _E.binary_inplace(_E.div, self, other, rounding_mode=rounding_mode)
-        return _E.binary_inplace(_E.div, self, other)
+            return _ops.elementwise.binary_inplace(_ops.elementwise.div, self, other,
+                                                   rounding_mode=rounding_mode)
+        return _ops.elementwise.binary_inplace(_ops.elementwise.div, self, other)
 
     divide_ = div_
     true_divide_ = div_
 
     def pow_(self, exponent: Any) -> Tensor:
-        return _E.binary_inplace(_E.pow, self, exponent)
+        return _ops.elementwise.binary_inplace(_ops.elementwise.pow, self, exponent)
 
     def remainder_(self, other: Any) -> Tensor:
-        return _E.binary_inplace(_E.remainder, self, other)
+        return _ops.elementwise.binary_inplace(_ops.elementwise.remainder, self, other)
 
     def fmod_(self, other: Any) -> Tensor:
-        return _E.binary_inplace(_E.fmod, self, other)
+        return _ops.elementwise.binary_inplace(_ops.elementwise.fmod, self, other)
 
     def floor_divide_(self, other: Any) -> Tensor:
-        return _E.binary_inplace(_E.floor_divide, self, other)
+        return _ops.elementwise.binary_inplace(_ops.elementwise.floor_divide, self, other)
 
     def maximum_(self, other: Any) -> Tensor:
-        return _E.binary_inplace(_E.maximum, self, other)
+        return _ops.elementwise.binary_inplace(_ops.elementwise.maximum, self, other)
 
     def minimum_(self, other: Any) -> Tensor:
-        return _E.binary_inplace(_E.minimum, self, other)
+        return _ops.elementwise.binary_inplace(_ops.elementwise.minimum, self, other)
 
     def atan2_(self, other: Tensor) -> Tensor:
-        return _E.binary_inplace(_E.atan2, self, other)
+        return _ops.elementwise.binary_inplace(_ops.elementwise.atan2, self, other)
 
     def lerp_(self, end: Tensor, weight: Any) -> Tensor:
-        return _E.unary_inplace(_E.lerp, self, end, weight)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.lerp, self, end, weight)
 
     def bitwise_and_(self, other: Any) -> Tensor:
-        return _E.binary_inplace(_E.bitwise_and, self, other)
+        return _ops.elementwise.binary_inplace(_ops.elementwise.bitwise_and, self, other)
 
     def bitwise_or_(self, other: Any) -> Tensor:
-        return _E.binary_inplace(_E.bitwise_or, self, other)
+        return _ops.elementwise.binary_inplace(_ops.elementwise.bitwise_or, self, other)
 
     def bitwise_xor_(self, other: Any) -> Tensor:
-        return _E.binary_inplace(_E.bitwise_xor, self, other)
+        return _ops.elementwise.binary_inplace(_ops.elementwise.bitwise_xor, self, other)
 
     # comparisons and logical ops give bools: the result is cast back to self's dtype
     def eq_(self, other: Any) -> Tensor:
-        return _E.unary_inplace(lambda t, o: _E.eq(t, o).to(t.dtype), self, other)
+        return _ops.elementwise.unary_inplace(lambda t, o: _ops.elementwise.eq(t, o).to(t.dtype), self, other)
 
     def ne_(self, other: Any) -> Tensor:
-        return _E.unary_inplace(lambda t, o: _E.ne(t, o).to(t.dtype), self, other)
+        return _ops.elementwise.unary_inplace(lambda t, o: _ops.elementwise.ne(t, o).to(t.dtype), self, other)
 
     def lt_(self, other: Any) -> Tensor:
-        return _E.unary_inplace(lambda t, o: _E.lt(t, o).to(t.dtype), self, other)
+        return _ops.elementwise.unary_inplace(lambda t, o: _ops.elementwise.lt(t, o).to(t.dtype), self, other)
 
     def le_(self, other: Any) -> Tensor:
-        return _E.unary_inplace(lambda t, o: _E.le(t, o).to(t.dtype), self, other)
+        return _ops.elementwise.unary_inplace(lambda t, o: _ops.elementwise.le(t, o).to(t.dtype), self, other)
 
     def gt_(self, other: Any) -> Tensor:
-        return _E.unary_inplace(lambda t, o: _E.gt(t, o).to(t.dtype), self, other)
+        return _ops.elementwise.unary_inplace(lambda t, o: _ops.elementwise.gt(t, o).to(t.dtype), self, other)
 
     def ge_(self, other: Any) -> Tensor:
-        return _E.unary_inplace(lambda t, o: _E.ge(t, o).to(t.dtype), self, other)
+        return _ops.elementwise.unary_inplace(lambda t, o: _ops.elementwise.ge(t, o).to(t.dtype), self, other)
 
     def logical_and_(self, other: Any) -> Tensor:
-        return _E.unary_inplace(lambda t, o: _E.logical_and(t, o).to(t.dtype), self, other)
+        return _ops.elementwise.unary_inplace(lambda t, o: _ops.elementwise.logical_and(t, o).to(t.dtype),
+                                              self, other)
 
     def logical_or_(self, other: Any) -> Tensor:
-        return _E.unary_inplace(lambda t, o: _E.logical_or(t, o).to(t.dtype), self, other)
+        return _ops.elementwise.unary_inplace(lambda t, o: _ops.elementwise.logical_or(t, o).to(t.dtype),
+                                              self, other)
 
     def logical_xor_(self, other: Any) -> Tensor:
-        return _E.unary_inplace(lambda t, o: _E.logical_xor(t, o).to(t.dtype), self, other)
+        return _ops.elementwise.unary_inplace(lambda t, o: _ops.elementwise.logical_xor(t, o).to(t.dtype),
+                                              self, other)
 
     def logical_not_(self) -> Tensor:
-        return _E.unary_inplace(lambda t: _E.logical_not(t).to(t.dtype), self)
+        return _ops.elementwise.unary_inplace(lambda t: _ops.elementwise.logical_not(t).to(t.dtype), self)
 
     def neg_(self) -> Tensor:
-        return _E.unary_inplace(_E.neg, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.neg, self)
 
     negative_ = neg_
 
     def abs_(self) -> Tensor:
-        return _E.unary_inplace(_E.abs, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.abs, self)
 
     def sign_(self) -> Tensor:
-        return _E.unary_inplace(_E.sign, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.sign, self)
 
     def exp_(self) -> Tensor:
-        return _E.unary_inplace(_E.exp, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.exp, self)
 
     def expm1_(self) -> Tensor:
-        return _E.unary_inplace(_E.expm1, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.expm1, self)
 
     def log_(self) -> Tensor:
-        return _E.unary_inplace(_E.log, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.log, self)
 
     def log1p_(self) -> Tensor:
-        return _E.unary_inplace(_E.log1p, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.log1p, self)
 
     def log2_(self) -> Tensor:
-        return _E.unary_inplace(_E.log2, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.log2, self)
 
     def log10_(self) -> Tensor:
-        return _E.unary_inplace(_E.log10, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.log10, self)
 
     def sqrt_(self) -> Tensor:
-        return _E.unary_inplace(_E.sqrt, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.sqrt, self)
 
     def rsqrt_(self) -> Tensor:
-        return _E.unary_inplace(_E.rsqrt, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.rsqrt, self)
 
     def square_(self) -> Tensor:
-        return _E.unary_inplace(_E.square, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.square, self)
 
     def sin_(self) -> Tensor:
-        return _E.unary_inplace(_E.sin, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.sin, self)
 
     def cos_(self) -> Tensor:
-        return _E.unary_inplace(_E.cos, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.cos, self)
 
     def tan_(self) -> Tensor:
-        return _E.unary_inplace(_E.tan, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.tan, self)
 
     def tanh_(self) -> Tensor:
-        return _E.unary_inplace(_E.tanh, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.tanh, self)
 
     def sigmoid_(self) -> Tensor:
-        return _E.unary_inplace(_E.sigmoid, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.sigmoid, self)
 
     def relu_(self) -> Tensor:
-        return _E.unary_inplace(_E.relu, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.relu, self)
 
     def erf_(self) -> Tensor:
-        return _E.unary_inplace(_E.erf, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.erf, self)
 
     def floor_(self) -> Tensor:
-        return _E.unary_inplace(_E.floor, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.floor, self)
 
     def ceil_(self) -> Tensor:
-        return _E.unary_inplace(_E.ceil, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.ceil, self)
 
     def round_(self, *, decimals: _int = 0) -> Tensor:
         if decimals:
-            return _E.unary_inplace(_E.round, self, decimals=decimals)
-        return _E.unary_inplace(_E.round, self)
+            return _ops.elementwise.unary_inplace(_ops.elementwise.round, self, decimals=decimals)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.round, self)
 
     def trunc_(self) -> Tensor:
-        return _E.unary_inplace(_E.trunc, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.trunc, self)
 
     def frac_(self) -> Tensor:
-        return _E.unary_inplace(_E.frac, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.frac, self)
 
     def reciprocal_(self) -> Tensor:
-        return _E.unary_inplace(_E.reciprocal, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.reciprocal, self)
 
     def clamp_(self, min: Any = None, max: Any = None) -> Tensor:
-        return _E.unary_inplace(_E.clamp, self, min, max)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.clamp, self, min, max)
 
     clip_ = clamp_
 
     def nan_to_num_(self, nan: _float = 0.0, posinf: _float | None = None,
                     neginf: _float | None = None) -> Tensor:
-        return _E.unary_inplace(_E.nan_to_num, self, nan, posinf, neginf)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.nan_to_num, self, nan, posinf, neginf)
 
     def bitwise_not_(self) -> Tensor:
-        return _E.unary_inplace(_E.bitwise_not, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.bitwise_not, self)
 
     def masked_fill_(self, mask: Tensor, value: Any) -> Tensor:
-        return _E.unary_inplace(_I.masked_fill, self, mask, value)
+        return _ops.elementwise.unary_inplace(_ops.indexing.masked_fill, self, mask, value)
 
     def scatter_(self, dim: _int, index: Tensor, src: Any = None, *, value: Any = None,
                  reduce: str | None = None) -> Tensor:
-        return _E.unary_inplace(_I.scatter, self, dim, index, src, value=value, reduce=reduce)
+        return _ops.elementwise.unary_inplace(_ops.indexing.scatter, self, dim, index, src, value=value,
+                                              reduce=reduce)
 
     def scatter_add_(self, dim: _int, index: Tensor, src: Tensor) -> Tensor:
-        return _E.unary_inplace(_I.scatter_add, self, dim, index, src)
+        return _ops.elementwise.unary_inplace(_ops.indexing.scatter_add, self, dim, index, src)
 
     def index_add_(self, dim: _int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
-        return _E.unary_inplace(_I.index_add, self, dim, index, source, alpha=alpha)
+        return _ops.elementwise.unary_inplace(_ops.indexing.index_add, self, dim, index, source, alpha=alpha)
 
     def index_fill_(self, dim: _int, index: Tensor, value: Any) -> Tensor:
-        return _E.unary_inplace(_I.index_fill, self, dim, index, value)
+        return _ops.elementwise.unary_inplace(_ops.indexing.index_fill, self, dim, index, value)
 
     def index_copy_(self, dim: _int, index: Tensor, source: Tensor) -> Tensor:
-        return _E.unary_inplace(_I.index_copy, self, dim, index, source)
+        return _ops.elementwise.unary_inplace(_ops.indexing.index_copy, self, dim, index, source)
 
     def tril_(self, diagonal: _int = 0) -> Tensor:
-        return _E.unary_inplace(_J.tril, self, diagonal)
+        return _ops.elementwise.unary_inplace(_ops.joining.tril, self, diagonal)
 
     def triu_(self, diagonal: _int = 0) -> Tensor:
-        return _E.unary_inplace(_J.triu, self, diagonal)
+        return _ops.elementwise.unary_inplace(_ops.joining.triu, self, diagonal)
 
     def fill_(self, value: Any) -> Tensor:
         """Fill with ``value`` in place."""
-        return _C.fill_(self, value)
+        return _ops.conversion.fill_(self, value)
 
     def zero_(self) -> Tensor:
         """Fill with zeros in place."""
-        return _C.fill_(self, 0)
+        return _ops.conversion.fill_(self, 0)
 
     def copy_(self, src: Any, non_blocking: _bool = False) -> Tensor:
         """Copy ``src`` into ``self`` in place (broadcasting, casting, across devices)."""
-        return _C.copy_(self, src, non_blocking)
+        return _ops.conversion.copy_(self, src, non_blocking)
 
     # ------------------------------------------------------------------------- random fills
-    def uniform_(self, a: _float = 0.0, b: _float = 1.0, *, generator: _RN.Generator | None = None
+    def uniform_(self, a: _float = 0.0, b: _float = 1.0, *, generator: _random.Generator | None = None
                  ) -> Tensor:
         """Fill in place with uniform numbers in ``[a, b)``."""
-        return _RN.uniform_(self, a, b, generator=generator)
+        return _random.uniform_(self, a, b, generator=generator)
 
     def normal_(self, mean: _float = 0.0, std: _float = 1.0, *,
-                generator: _RN.Generator | None = None) -> Tensor:
+                generator: _random.Generator | None = None) -> Tensor:
         """Fill in place with normal numbers."""
-        return _RN.normal_(self, mean, std, generator=generator)
+        return _random.normal_(self, mean, std, generator=generator)
 
     def random_(self, low: _int = 0, high: _int | None = None, *,
-                generator: _RN.Generator | None = None) -> Tensor:
+                generator: _random.Generator | None = None) -> Tensor:
         """Fill in place with integers in ``[low, high)`` (``[0, 2**31)`` by default)."""
-        return _RN.random_(self, low, high, generator=generator)
+        return _random.random_(self, low, high, generator=generator)
 
-    def bernoulli_(self, p: Any = 0.5, *, generator: _RN.Generator | None = None) -> Tensor:
+    def bernoulli_(self, p: Any = 0.5, *, generator: _random.Generator | None = None) -> Tensor:
         """Fill in place with 0/1 draws of probability ``p``."""
-        return _RN.bernoulli_(self, p, generator=generator)
+        return _random.bernoulli_(self, p, generator=generator)
 
-    def bernoulli(self, *, generator: _RN.Generator | None = None) -> Tensor:
+    def bernoulli(self, *, generator: _random.Generator | None = None) -> Tensor:
         """0/1 draws with probabilities ``self``."""
-        return _RN.bernoulli(self, generator=generator)
+        return _random.bernoulli(self, generator=generator)
 
-    def exponential_(self, lambd: _float = 1.0, *, generator: _RN.Generator | None = None
+    def exponential_(self, lambd: _float = 1.0, *, generator: _random.Generator | None = None
                      ) -> Tensor:
         """Fill in place with exponentially distributed numbers of rate ``lambd``."""
-        return _RN.exponential_(self, lambd, generator=generator)
+        return _random.exponential_(self, lambd, generator=generator)
 
     # ------------------------------------------------------------------------ dtype shortcuts
     def float(self, memory_format: Any = None) -> Tensor:
         """``self.to(portagrad.float32)``."""
-        return _C.to(self, dtype=_dtype.float32)
+        return _ops.conversion.to(self, dtype=_dtype.float32)
 
     def double(self, memory_format: Any = None) -> Tensor:
         """``self.to(portagrad.float64)``."""
-        return _C.to(self, dtype=_dtype.float64)
+        return _ops.conversion.to(self, dtype=_dtype.float64)
 
     def half(self, memory_format: Any = None) -> Tensor:
         """``self.to(portagrad.float16)``."""
-        return _C.to(self, dtype=_dtype.float16)
+        return _ops.conversion.to(self, dtype=_dtype.float16)
 
     def int(self, memory_format: Any = None) -> Tensor:
         """``self.to(portagrad.int32)``."""
-        return _C.to(self, dtype=_dtype.int32)
+        return _ops.conversion.to(self, dtype=_dtype.int32)
 
     def long(self, memory_format: Any = None) -> Tensor:
         """``self.to(portagrad.int64)``."""
-        return _C.to(self, dtype=_dtype.int64)
+        return _ops.conversion.to(self, dtype=_dtype.int64)
 
     def bool(self, memory_format: Any = None) -> Tensor:
         """``self.to(portagrad.bool)``."""
-        return _C.to(self, dtype=_dtype.bool)
+        return _ops.conversion.to(self, dtype=_dtype.bool)
 
     def byte(self, memory_format: Any = None) -> Tensor:
         """``self.to(portagrad.uint8)``."""
-        return _C.to(self, dtype=_dtype.uint8)
+        return _ops.conversion.to(self, dtype=_dtype.uint8)
 
     def char(self, memory_format: Any = None) -> Tensor:
         """``self.to(portagrad.int8)``."""
-        return _C.to(self, dtype=_dtype.int8)
+        return _ops.conversion.to(self, dtype=_dtype.int8)
 
     def short(self, memory_format: Any = None) -> Tensor:
         """``self.to(portagrad.int16)``."""
-        return _C.to(self, dtype=_dtype.int16)
+        return _ops.conversion.to(self, dtype=_dtype.int16)
 
     def bfloat16(self, memory_format: Any = None) -> Tensor:
         """``self.to(portagrad.bfloat16)``."""
-        return _C.to(self, dtype=_dtype.bfloat16)
+        return _ops.conversion.to(self, dtype=_dtype.bfloat16)
 
     # ------------------------------------------------ factories on self's dtype and device
     def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None,
                   requires_grad: _bool = False, **kwargs: Any) -> Tensor:
-        return _CR.zeros(*size, size=kwargs.get("size"), dtype=self.dtype if dtype is None else dtype,
+        return _creation.zeros(*size, size=kwargs.get("size"), dtype=self.dtype if dtype is None else dtype,
                          device=self.device if device is None else device,
                          requires_grad=requires_grad)
 
     def new_ones(self, *size: Any, dtype: Any = None, device: Any = None,
                  requires_grad: _bool = False, **kwargs: Any) -> Tensor:
-        return _CR.ones(*size, size=kwargs.get("size"), dtype=self.dtype if dtype is None else dtype,
+        return _creation.ones(*size, size=kwargs.get("size"), dtype=self.dtype if dtype is None else dtype,
                         device=self.device if device is None else device,
                         requires_grad=requires_grad)
 
     def new_empty(self, *size: Any, dtype: Any = None, device: Any = None,
                   requires_grad: _bool = False, **kwargs: Any) -> Tensor:
-        return _CR.empty(*size, size=kwargs.get("size"), dtype=self.dtype if dtype is None else dtype,
+        return _creation.empty(*size, size=kwargs.get("size"), dtype=self.dtype if dtype is None else dtype,
                          device=self.device if device is None else device,
                          requires_grad=requires_grad)
 
     def new_full(self, size: Sequence[_int], fill_value: Any, *, dtype: Any = None,
                  device: Any = None, requires_grad: _bool = False, **kwargs: Any) -> Tensor:
-        return _CR.full(size, fill_value, dtype=self.dtype if dtype is None else dtype,
+        return _creation.full(size, fill_value, dtype=self.dtype if dtype is None else dtype,
                         device=self.device if device is None else device,
                         requires_grad=requires_grad)
 
@@ -1020,12 +1000,12 @@ class TensorOps:
         array), a copy; either with ``x``'s dtype and device."""
         dev = self.device if device is None else device
         if len(args) == 1 and not isinstance(args[0], (builtins.int, Size)):
-            return _CR.tensor(args[0], dtype=self.dtype, device=dev)
-        return _CR.empty(*(args or (0,)), dtype=self.dtype, device=dev)
+            return _creation.tensor(args[0], dtype=self.dtype, device=dev)
+        return _creation.empty(*(args or (0,)), dtype=self.dtype, device=dev)
 
     def new_tensor(self, data: Any, *, dtype: Any = None, device: Any = None,
                    requires_grad: _bool = False, **kwargs: Any) -> Tensor:
-        return _CR.tensor(data, dtype=self.dtype if dtype is None else dtype,
+        return _creation.tensor(data, dtype=self.dtype if dtype is None else dtype,
                           device=self.device if device is None else device,
                           requires_grad=requires_grad)
 
@@ -1033,7 +1013,7 @@ class TensorOps:
     def pin_memory(self, device: Any = None) -> Tensor:
         """A copy in page-locked host memory (for fast, asynchronous copies to devices), pinned
         by the backend of ``device`` when given (default: the accelerator's)."""
-        return _CR.pin_memory(self, device)
+        return _creation.pin_memory(self, device)
 
     def share_memory_(self) -> Tensor:
         """Move the storage (and ``.grad``'s) to shared memory, for other processes to map."""
@@ -1073,28 +1053,28 @@ class TensorOps:
     __ge__ = _binop(ge)
 
     def __matmul__(self, other: Tensor) -> Tensor:
-        return _L.matmul(self, other)
+        return _ops.linalg.matmul(self, other)
 
     def __rmatmul__(self, other: Tensor) -> Tensor:
-        return _L.matmul(other, self)
+        return _ops.linalg.matmul(other, self)
 
     def __neg__(self) -> Tensor:
-        return _E.neg(self)
+        return _ops.elementwise.neg(self)
 
     def __pos__(self) -> Tensor:
-        return _E.positive(self)
+        return _ops.elementwise.positive(self)
 
     def __abs__(self) -> Tensor:
-        return _E.abs(self)
+        return _ops.elementwise.abs(self)
 
     def __invert__(self) -> Tensor:
-        return _E.bitwise_not(self)
+        return _ops.elementwise.bitwise_not(self)
 
     def __getitem__(self, key: Any) -> Tensor:
-        return _I.getitem(self, key)
+        return _ops.indexing.getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        _I.setitem(self, key, value)
+        _ops.indexing.setitem(self, key, value)
 
     def __iadd__(self, other: Any) -> Tensor:
         return self.add_(other)
@@ -1129,215 +1109,215 @@ class TensorOps:
     @property
     def T(self) -> Tensor:
         """All dimensions reversed."""
-        return _S.permute(self, *reversed(range(self.dim())))
+        return _ops.shape.permute(self, *reversed(range(self.dim())))
 
     @property
     def mT(self) -> Tensor:
         """Last two dimensions swapped."""
-        return _S.transpose(self, -2, -1)
+        return _ops.shape.transpose(self, -2, -1)
 
     H = T
 
     # -------------------------------------------- more math, diagonals, scans, search, sparse
     # (bound by _bind: special, diagonal, scan, search, combine, sparse, the package)
     def asin(self) -> Tensor:
-        return _SF.asin(self)
+        return _ops.special.asin(self)
 
     arcsin = asin
 
     def acos(self) -> Tensor:
-        return _SF.acos(self)
+        return _ops.special.acos(self)
 
     arccos = acos
 
     def atan(self) -> Tensor:
-        return _SF.atan(self)
+        return _ops.special.atan(self)
 
     arctan = atan
 
     def sinh(self) -> Tensor:
-        return _SF.sinh(self)
+        return _ops.special.sinh(self)
 
     def cosh(self) -> Tensor:
-        return _SF.cosh(self)
+        return _ops.special.cosh(self)
 
     def asinh(self) -> Tensor:
-        return _SF.asinh(self)
+        return _ops.special.asinh(self)
 
     arcsinh = asinh
 
     def acosh(self) -> Tensor:
-        return _SF.acosh(self)
+        return _ops.special.acosh(self)
 
     arccosh = acosh
 
     def atanh(self) -> Tensor:
-        return _SF.atanh(self)
+        return _ops.special.atanh(self)
 
     arctanh = atanh
 
     def arctan2(self, other: Tensor) -> Tensor:
-        return _SF.arctan2(self, other)
+        return _ops.special.arctan2(self, other)
 
     def asin_(self) -> Tensor:
-        return _E.unary_inplace(_SF.asin, self)
+        return _ops.elementwise.unary_inplace(_ops.special.asin, self)
 
     arcsin_ = asin_
 
     def acos_(self) -> Tensor:
-        return _E.unary_inplace(_SF.acos, self)
+        return _ops.elementwise.unary_inplace(_ops.special.acos, self)
 
     arccos_ = acos_
 
     def atan_(self) -> Tensor:
-        return _E.unary_inplace(_SF.atan, self)
+        return _ops.elementwise.unary_inplace(_ops.special.atan, self)
 
     arctan_ = atan_
 
     def sinh_(self) -> Tensor:
-        return _E.unary_inplace(_SF.sinh, self)
+        return _ops.elementwise.unary_inplace(_ops.special.sinh, self)
 
     def cosh_(self) -> Tensor:
-        return _E.unary_inplace(_SF.cosh, self)
+        return _ops.elementwise.unary_inplace(_ops.special.cosh, self)
 
     def asinh_(self) -> Tensor:
-        return _E.unary_inplace(_SF.asinh, self)
+        return _ops.elementwise.unary_inplace(_ops.special.asinh, self)
 
     arcsinh_ = asinh_
 
     def acosh_(self) -> Tensor:
-        return _E.unary_inplace(_SF.acosh, self)
+        return _ops.elementwise.unary_inplace(_ops.special.acosh, self)
 
     arccosh_ = acosh_
 
     def atanh_(self) -> Tensor:
-        return _E.unary_inplace(_SF.atanh, self)
+        return _ops.elementwise.unary_inplace(_ops.special.atanh, self)
 
     arctanh_ = atanh_
 
     def arctan2_(self, other: Tensor) -> Tensor:
-        return _E.binary_inplace(_E.atan2, self, other)
+        return _ops.elementwise.binary_inplace(_ops.elementwise.atan2, self, other)
 
     def deg2rad(self) -> Tensor:
-        return _SF.deg2rad(self)
+        return _ops.special.deg2rad(self)
 
     def deg2rad_(self) -> Tensor:
-        return _E.unary_inplace(_SF.deg2rad, self)
+        return _ops.elementwise.unary_inplace(_ops.special.deg2rad, self)
 
     def rad2deg(self) -> Tensor:
-        return _SF.rad2deg(self)
+        return _ops.special.rad2deg(self)
 
     def rad2deg_(self) -> Tensor:
-        return _E.unary_inplace(_SF.rad2deg, self)
+        return _ops.elementwise.unary_inplace(_ops.special.rad2deg, self)
 
     def sinc(self) -> Tensor:
-        return _SF.sinc(self)
+        return _ops.special.sinc(self)
 
     def sinc_(self) -> Tensor:
-        return _E.unary_inplace(_SF.sinc, self)
+        return _ops.elementwise.unary_inplace(_ops.special.sinc, self)
 
     def logit(self, eps: _float | None = None) -> Tensor:
-        return _SF.logit(self, eps)
+        return _ops.special.logit(self, eps)
 
     def logit_(self, eps: _float | None = None) -> Tensor:
-        return _E.unary_inplace(_SF.logit, self, eps)
+        return _ops.elementwise.unary_inplace(_ops.special.logit, self, eps)
 
     def xlogy(self, other: Any) -> Tensor:
-        return _SF.xlogy(self, other)
+        return _ops.special.xlogy(self, other)
 
     def xlogy_(self, other: Any) -> Tensor:
-        return _E.binary_inplace(_SF.xlogy, self, other)
+        return _ops.elementwise.binary_inplace(_ops.special.xlogy, self, other)
 
     def erfc(self) -> Tensor:
-        return _SF.erfc(self)
+        return _ops.special.erfc(self)
 
     def erfc_(self) -> Tensor:
-        return _E.unary_inplace(_SF.erfc, self)
+        return _ops.elementwise.unary_inplace(_ops.special.erfc, self)
 
     def erfinv(self) -> Tensor:
-        return _SF.erfinv(self)
+        return _ops.special.erfinv(self)
 
     def erfinv_(self) -> Tensor:
-        return _E.unary_inplace(_SF.erfinv, self)
+        return _ops.elementwise.unary_inplace(_ops.special.erfinv, self)
 
     def heaviside(self, values: Tensor) -> Tensor:
-        return _SF.heaviside(self, values)
+        return _ops.special.heaviside(self, values)
 
     def heaviside_(self, values: Tensor) -> Tensor:
-        return _E.unary_inplace(_SF.heaviside, self, values)
+        return _ops.elementwise.unary_inplace(_ops.special.heaviside, self, values)
 
     def copysign(self, other: Any) -> Tensor:
-        return _SF.copysign(self, other)
+        return _ops.special.copysign(self, other)
 
     def copysign_(self, other: Any) -> Tensor:
-        return _E.binary_inplace(_SF.copysign, self, other)
+        return _ops.elementwise.binary_inplace(_ops.special.copysign, self, other)
 
     def addcmul(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
-        return _SF.addcmul(self, tensor1, tensor2, value=value)
+        return _ops.special.addcmul(self, tensor1, tensor2, value=value)
 
     def addcmul_(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
-        return _E.unary_inplace(_SF.addcmul, self, tensor1, tensor2, value=value)
+        return _ops.elementwise.unary_inplace(_ops.special.addcmul, self, tensor1, tensor2, value=value)
 
     def addcdiv(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
-        return _SF.addcdiv(self, tensor1, tensor2, value=value)
+        return _ops.special.addcdiv(self, tensor1, tensor2, value=value)
 
     def addcdiv_(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
-        return _E.unary_inplace(_SF.addcdiv, self, tensor1, tensor2, value=value)
+        return _ops.elementwise.unary_inplace(_ops.special.addcdiv, self, tensor1, tensor2, value=value)
 
     def clamp_min(self, min: Any) -> Tensor:
-        return _SF.clamp_min(self, min)
+        return _ops.special.clamp_min(self, min)
 
     def clamp_min_(self, min: Any) -> Tensor:
-        return _E.unary_inplace(_SF.clamp_min, self, min)
+        return _ops.elementwise.unary_inplace(_ops.special.clamp_min, self, min)
 
     def clamp_max(self, max: Any) -> Tensor:
-        return _SF.clamp_max(self, max)
+        return _ops.special.clamp_max(self, max)
 
     def clamp_max_(self, max: Any) -> Tensor:
-        return _E.unary_inplace(_SF.clamp_max, self, max)
+        return _ops.elementwise.unary_inplace(_ops.special.clamp_max, self, max)
 
     def float_power(self, exponent: Any) -> Tensor:
-        return _SF.float_power(self, exponent)
+        return _ops.special.float_power(self, exponent)
 
     def float_power_(self, exponent: Any) -> Tensor:
         if self.dtype is not _dtype.float64:
             raise RuntimeError(f"the base given to float_power_ has dtype "
-                               f"{_E._type_name(self.dtype)} but the operation's result requires "
-                               f"dtype Double")
-        return _E.binary_inplace(_SF.float_power, self, exponent)
+                               f"{_ops.elementwise._type_name(self.dtype)} but the operation's "
+                               f"result requires dtype Double")
+        return _ops.elementwise.binary_inplace(_ops.special.float_power, self, exponent)
 
     def logaddexp2(self, other: Tensor) -> Tensor:
-        return _SF.logaddexp2(self, other)
+        return _ops.special.logaddexp2(self, other)
 
     def fmax(self, other: Tensor) -> Tensor:
-        return _SF.fmax(self, other)
+        return _ops.special.fmax(self, other)
 
     def fmin(self, other: Tensor) -> Tensor:
-        return _SF.fmin(self, other)
+        return _ops.special.fmin(self, other)
 
     def isposinf(self) -> Tensor:
-        return _SF.isposinf(self)
+        return _ops.special.isposinf(self)
 
     def isneginf(self) -> Tensor:
-        return _SF.isneginf(self)
+        return _ops.special.isneginf(self)
 
     def isreal(self) -> Tensor:
-        return _SF.isreal(self)
+        return _ops.special.isreal(self)
 
     def fix(self) -> Tensor:
-        return _SF.fix(self)
+        return _ops.special.fix(self)
 
     def fix_(self) -> Tensor:
-        return _E.unary_inplace(_E.trunc, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.trunc, self)
 
     def exp2_(self) -> Tensor:
-        return _E.unary_inplace(_E.exp2, self)
+        return _ops.elementwise.unary_inplace(_ops.elementwise.exp2, self)
 
     def hypot_(self, other: Tensor) -> Tensor:
-        return _E.binary_inplace(_E.hypot, self, other)
+        return _ops.elementwise.binary_inplace(_ops.elementwise.hypot, self, other)
 
     def cumsum_(self, dim: _int, *, dtype: Any = None) -> Tensor:
-        return _E.unary_inplace(_R.cumsum, self, dim, dtype=dtype)
+        return _ops.elementwise.unary_inplace(_ops.reduction.cumsum, self, dim, dtype=dtype)
 
     absolute_ = abs_
     sgn_ = sign_
@@ -1349,166 +1329,167 @@ class TensorOps:
 
     def softmax(self, dim: _int, dtype: Any = None) -> Tensor:
         """``exp(x) / sum(exp(x))`` along ``dim``."""
-        return _PG.softmax(self, dim, dtype=dtype)
+        return _portagrad.softmax(self, dim, dtype=dtype)
 
     def log_softmax(self, dim: _int, dtype: Any = None) -> Tensor:
         """``x - logsumexp(x)`` along ``dim``."""
-        return _PG.log_softmax(self, dim, dtype=dtype)
+        return _portagrad.log_softmax(self, dim, dtype=dtype)
 
     def diagonal(self, offset: _int = 0, dim1: _int = 0, dim2: _int = 1) -> Tensor:
         """The view of a diagonal (appended as the last dimension)."""
-        return _DG.diagonal(self, offset, dim1, dim2)
+        return _ops.diagonal.diagonal(self, offset, dim1, dim2)
 
     def diag(self, diagonal: _int = 0) -> Tensor:
-        return _DG.diag(self, diagonal)
+        return _ops.diagonal.diag(self, diagonal)
 
     def diag_embed(self, offset: _int = 0, dim1: _int = -2, dim2: _int = -1) -> Tensor:
-        return _DG.diag_embed(self, offset, dim1, dim2)
+        return _ops.diagonal.diag_embed(self, offset, dim1, dim2)
 
     def diagflat(self, offset: _int = 0) -> Tensor:
-        return _DG.diagflat(self, offset)
+        return _ops.diagonal.diagflat(self, offset)
 
     def trace(self) -> Tensor:
-        return _DG.trace(self)
+        return _ops.diagonal.trace(self)
 
     def fill_diagonal_(self, fill_value: Any, wrap: _bool = False) -> Tensor:
-        return _DG.fill_diagonal_(self, fill_value, wrap)
+        return _ops.diagonal.fill_diagonal_(self, fill_value, wrap)
 
     def kron(self, other: Tensor) -> Tensor:
-        return _DG.kron(self, other)
+        return _ops.diagonal.kron(self, other)
 
     def cumprod(self, dim: _int, *, dtype: Any = None) -> Tensor:
-        return _SC.cumprod(self, dim, dtype=dtype)
+        return _ops.scan.cumprod(self, dim, dtype=dtype)
 
     def cumprod_(self, dim: _int, *, dtype: Any = None) -> Tensor:
-        return _E.unary_inplace(_SC.cumprod, self, dim, dtype=dtype)
+        return _ops.elementwise.unary_inplace(_ops.scan.cumprod, self, dim, dtype=dtype)
 
     def cummax(self, dim: _int) -> Any:
-        return _SC.cummax(self, dim)
+        return _ops.scan.cummax(self, dim)
 
     def cummin(self, dim: _int) -> Any:
-        return _SC.cummin(self, dim)
+        return _ops.scan.cummin(self, dim)
 
     def logcumsumexp(self, dim: _int) -> Tensor:
-        return _SC.logcumsumexp(self, dim)
+        return _ops.scan.logcumsumexp(self, dim)
 
     def diff(self, n: _int = 1, dim: _int = -1, prepend: Tensor | None = None,
              append: Tensor | None = None) -> Tensor:
-        return _SC.diff(self, n, dim, prepend, append)
+        return _ops.scan.diff(self, n, dim, prepend, append)
 
     def bincount(self, weights: Tensor | None = None, minlength: _int = 0) -> Tensor:
-        return _SE.bincount(self, weights, minlength)
+        return _ops.search.bincount(self, weights, minlength)
 
     def histc(self, bins: _int = 100, min: Any = 0, max: Any = 0) -> Tensor:
-        return _SE.histc(self, bins, min, max)
+        return _ops.search.histc(self, bins, min, max)
 
     def unique(self, sorted: _bool = True, return_inverse: _bool = False,
                return_counts: _bool = False, dim: _int | None = None) -> Any:
-        return _SE.unique(self, sorted, return_inverse, return_counts, dim)
+        return _ops.search.unique(self, sorted, return_inverse, return_counts, dim)
 
     def unique_consecutive(self, return_inverse: _bool = False, return_counts: _bool = False,
                            dim: _int | None = None) -> Any:
-        return _SE.unique_consecutive(self, return_inverse, return_counts, dim)
+        return _ops.search.unique_consecutive(self, return_inverse, return_counts, dim)
 
     def cross(self, other: Tensor, dim: _int | None = None) -> Tensor:
-        return _CB.cross(self, other, dim)
+        return _ops.combine.cross(self, other, dim)
 
     def dist(self, other: Tensor, p: _float = 2) -> Tensor:
-        return _CB.dist(self, other, p)
+        return _ops.combine.dist(self, other, p)
 
     def renorm(self, p: _float, dim: _int, maxnorm: _float) -> Tensor:
-        return _CB.renorm(self, p, dim, maxnorm)
+        return _ops.combine.renorm(self, p, dim, maxnorm)
 
     def renorm_(self, p: _float, dim: _int, maxnorm: _float) -> Tensor:
-        return _E.unary_inplace(_CB.renorm, self, p, dim, maxnorm)
+        return _ops.elementwise.unary_inplace(_ops.combine.renorm, self, p, dim, maxnorm)
 
     def take(self, index: Tensor) -> Tensor:
-        return _CB.take(self, index)
+        return _ops.combine.take(self, index)
 
     def nanmean(self, dim: Any = None, keepdim: _bool = False, *, dtype: Any = None) -> Tensor:
-        return _CB.nanmean(self, dim, keepdim, dtype=dtype)
+        return _ops.combine.nanmean(self, dim, keepdim, dtype=dtype)
 
     def masked_scatter(self, mask: Tensor, source: Tensor) -> Tensor:
-        return _CB.masked_scatter(self, mask, source)
+        return _ops.combine.masked_scatter(self, mask, source)
 
     def masked_scatter_(self, mask: Tensor, source: Tensor) -> Tensor:
-        return _E.unary_inplace(_CB.masked_scatter, self, mask, source)
+        return _ops.elementwise.unary_inplace(_ops.combine.masked_scatter, self, mask, source)
 
     def unfold(self, dimension: _int, size: _int, step: _int) -> Tensor:
         """The view of the windows of ``size`` elements, ``step`` apart, along ``dimension``."""
-        return _CB.unfold(self, dimension, size, step)
+        return _ops.combine.unfold(self, dimension, size, step)
 
     def rot90(self, k: _int = 1, dims: Sequence[_int] = (0, 1)) -> Tensor:
-        return _CB.rot90(self, k, dims)
+        return _ops.combine.rot90(self, k, dims)
 
     def fliplr(self) -> Tensor:
-        return _CB.fliplr(self)
+        return _ops.combine.fliplr(self)
 
     def flipud(self) -> Tensor:
-        return _CB.flipud(self)
+        return _ops.combine.flipud(self)
 
     def split_with_sizes(self, split_sizes: Sequence[_int], dim: _int = 0) -> tuple[Tensor, ...]:
-        return _CB.split_with_sizes(self, split_sizes, dim)
+        return _ops.combine.split_with_sizes(self, split_sizes, dim)
 
     unsafe_split_with_sizes = split_with_sizes
     unsafe_split = split
     unsafe_chunk = chunk
 
     def hsplit(self, sections: Any) -> tuple[Tensor, ...]:
-        return _CB.hsplit(self, sections)
+        return _ops.combine.hsplit(self, sections)
 
     def vsplit(self, sections: Any) -> tuple[Tensor, ...]:
-        return _CB.vsplit(self, sections)
+        return _ops.combine.vsplit(self, sections)
 
     def dsplit(self, sections: Any) -> tuple[Tensor, ...]:
-        return _CB.dsplit(self, sections)
+        return _ops.combine.dsplit(self, sections)
 
     def ravel(self) -> Tensor:
-        return _CB.ravel(self)
+        return _ops.combine.ravel(self)
 
     def argwhere(self) -> Tensor:
-        return _CB.argwhere(self)
+        return _ops.combine.argwhere(self)
 
     def addmv(self, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
-        return _CB.addmv(self, mat, vec, beta=beta, alpha=alpha)
+        return _ops.combine.addmv(self, mat, vec, beta=beta, alpha=alpha)
 
     def addmv_(self, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
-        return _E.unary_inplace(_CB.addmv, self, mat, vec, beta=beta, alpha=alpha)
+        return _ops.elementwise.unary_inplace(_ops.combine.addmv, self, mat, vec, beta=beta, alpha=alpha)
 
     def addr(self, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
-        return _CB.addr(self, vec1, vec2, beta=beta, alpha=alpha)
+        return _ops.combine.addr(self, vec1, vec2, beta=beta, alpha=alpha)
 
     def addr_(self, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
-        return _E.unary_inplace(_CB.addr, self, vec1, vec2, beta=beta, alpha=alpha)
+        return _ops.elementwise.unary_inplace(_ops.combine.addr, self, vec1, vec2, beta=beta, alpha=alpha)
 
     def addmm_(self, mat1: Tensor, mat2: Tensor, *, beta: _float = 1, alpha: _float = 1
                ) -> Tensor:
-        return _E.unary_inplace(_L.addmm, self, mat1, mat2, beta=beta, alpha=alpha)
+        return _ops.elementwise.unary_inplace(_ops.linalg.addmm, self, mat1, mat2, beta=beta, alpha=alpha)
 
     def baddbmm_(self, batch1: Tensor, batch2: Tensor, *, beta: _float = 1, alpha: _float = 1
                  ) -> Tensor:
-        return _E.unary_inplace(_L.baddbmm, self, batch1, batch2, beta=beta, alpha=alpha)
+        return _ops.elementwise.unary_inplace(_ops.linalg.baddbmm, self, batch1, batch2, beta=beta,
+                                              alpha=alpha)
 
     def cov(self, *, correction: _int = 1, fweights: Tensor | None = None,
             aweights: Tensor | None = None) -> Tensor:
-        return _CB.cov(self, correction=correction, fweights=fweights, aweights=aweights)
+        return _ops.combine.cov(self, correction=correction, fweights=fweights, aweights=aweights)
 
     def corrcoef(self) -> Tensor:
-        return _CB.corrcoef(self)
+        return _ops.combine.corrcoef(self)
 
     def isclose(self, other: Tensor, rtol: _float = 1e-05, atol: _float = 1e-08,
                 equal_nan: _bool = False) -> Tensor:
-        return _PG.isclose(self, other, rtol, atol, equal_nan)
+        return _portagrad.isclose(self, other, rtol, atol, equal_nan)
 
     def allclose(self, other: Tensor, rtol: _float = 1e-05, atol: _float = 1e-08,
                  equal_nan: _bool = False) -> _bool:
-        return _PG.allclose(self, other, rtol, atol, equal_nan)
+        return _portagrad.allclose(self, other, rtol, atol, equal_nan)
 
     def equal(self, other: Tensor) -> _bool:
-        return _PG.equal(self, other)
+        return _portagrad.equal(self, other)
 
     def is_nonzero(self) -> _bool:
-        return _PG.is_nonzero(self)
+        return _portagrad.is_nonzero(self)
 
     def is_same_size(self, other: Tensor) -> _bool:
         """Whether ``other`` has the same shape."""
@@ -1516,7 +1497,7 @@ class TensorOps:
 
     def where(self, condition: Tensor, y: Any) -> Tensor:
         """``self`` where ``condition`` holds, else ``y`` (``portagrad.where(condition, self, y)``)."""
-        return _I.where(condition, self, y)
+        return _ops.indexing.where(condition, self, y)
 
     def sum_to_size(self, *size: Any) -> Tensor:
         """Sum broadcast dimensions away, down to ``size`` (which ``self`` must expand from)."""
@@ -1527,74 +1508,74 @@ class TensorOps:
         except (ValueError, RuntimeError):
             raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size "
                                f"{{{list(self.shape)}}}.") from None  # type: ignore[attr-defined]
-        return _S.sum_to_shape(self, shape)
+        return _ops.shape.sum_to_shape(self, shape)
 
     def narrow_copy(self, dim: _int, start: _int, length: _int) -> Tensor:
         """A copy of ``narrow(dim, start, length)``."""
-        return _C.clone(_S.narrow(self, dim, start, length))
+        return _ops.conversion.clone(_ops.shape.narrow(self, dim, start, length))
 
     def new_empty_strided(self, size: Sequence[_int], stride: Sequence[_int], *,
                           dtype: Any = None, device: Any = None, requires_grad: _bool = False,
                           **kwargs: Any) -> Tensor:
-        return _CR.empty_strided(size, stride, dtype=self.dtype if dtype is None else dtype,
+        return _creation.empty_strided(size, stride, dtype=self.dtype if dtype is None else dtype,
                                  device=self.device if device is None else device,
                                  requires_grad=requires_grad)
 
     def hardshrink(self, lambd: _float = 0.5) -> Tensor:
-        return _PG.nn.functional.hardshrink(self, lambd)
+        return _portagrad.nn.functional.hardshrink(self, lambd)
 
     def prelu(self, weight: Tensor) -> Tensor:
-        return _PG.nn.functional.prelu(self, weight)
+        return _portagrad.nn.functional.prelu(self, weight)
 
     def multinomial(self, num_samples: _int, replacement: _bool = False, *,
                     generator: Any = None) -> Tensor:
-        return _RN.multinomial(self, num_samples, replacement, generator=generator)
+        return _random.multinomial(self, num_samples, replacement, generator=generator)
 
     def matrix_power(self, n: _int) -> Tensor:
         """``self`` (a square matrix or a batch of them) multiplied by itself ``n`` times."""
-        return _CB.matrix_power(self, n)
+        return _ops.combine.matrix_power(self, n)
 
     def put_(self, index: Tensor, source: Tensor, accumulate: _bool = False) -> Tensor:
         """Write ``source`` at the flat positions ``index`` (added when ``accumulate``)."""
-        return _E.unary_inplace(_CB.put, self, index, source, accumulate)
+        return _ops.elementwise.unary_inplace(_ops.combine.put, self, index, source, accumulate)
 
     def put(self, index: Tensor, source: Tensor, accumulate: _bool = False) -> Tensor:
-        return _CB.put(self, index, source, accumulate)
+        return _ops.combine.put(self, index, source, accumulate)
 
     def index_put(self, indices: Sequence[Tensor], values: Any, accumulate: _bool = False
                   ) -> Tensor:
-        return _CB.index_put(self, indices, values, accumulate)
+        return _ops.combine.index_put(self, indices, values, accumulate)
 
     def index_put_(self, indices: Sequence[Tensor], values: Any, accumulate: _bool = False
                    ) -> Tensor:
-        return _E.unary_inplace(_CB.index_put, self, indices, values, accumulate)
+        return _ops.elementwise.unary_inplace(_ops.combine.index_put, self, indices, values, accumulate)
 
     def apply_(self, callable: Callable[[Any], Any]) -> Tensor:
         """Apply the Python function ``callable`` to every element, in place (on the host)."""
-        return _CB.apply_(self, callable)
+        return _ops.combine.apply_(self, callable)
 
     def map_(self, tensor: Tensor, callable: Callable[[Any, Any], Any]) -> Tensor:
         """``self[i] = callable(self[i], tensor[i])`` (``tensor`` broadcast), in place."""
-        return _CB.map_(self, tensor, callable)
+        return _ops.combine.map_(self, tensor, callable)
 
     def resize_(self, *sizes: Any, memory_format: Any = None) -> Tensor:
         """Give ``self`` the shape ``sizes`` (contiguous), keeping the leading elements; storage
         grows when needed, new elements are uninitialised."""
-        return _CB.resize_(self, *sizes)
+        return _ops.combine.resize_(self, *sizes)
 
     def resize_as_(self, the_template: Tensor, memory_format: Any = None) -> Tensor:
-        return _CB.resize_(self, the_template.shape)
+        return _ops.combine.resize_(self, the_template.shape)
 
     def to_dense(self, dtype: Any = None, *, masked_grad: _bool | None = None) -> Tensor:
         """A dense tensor is its own dense form."""
-        return self if dtype is None else _C.to(self, dtype=dtype)  # type: ignore[return-value]
+        return self if dtype is None else _ops.conversion.to(self, dtype=dtype)  # type: ignore[return-value]
 
     def to_sparse(self, sparse_dim: _int | None = None, *, layout: Any = None) -> Any:
         """The sparse COO form (``layout=portagrad.sparse_coo``) of this dense tensor."""
-        return _SP.to_sparse(self, sparse_dim, layout=layout)
+        return _ops.sparse.to_sparse(self, sparse_dim, layout=layout)
 
     def to_sparse_coo(self) -> Any:
-        return _SP.to_sparse(self)
+        return _ops.sparse.to_sparse(self)
 
     def _not_sparse(self, what: str) -> Any:
         raise RuntimeError(f"{what} expected sparse coordinate tensor layout but got Strided")
@@ -1665,7 +1646,7 @@ class TensorOps:
         return self  # type: ignore[return-value]
 
     def conj_physical(self) -> Tensor:
-        return _C.clone(self)
+        return _ops.conversion.clone(self)
 
     def conj_physical_(self) -> Tensor:
         return self  # type: ignore[return-value]
@@ -1681,215 +1662,216 @@ class TensorOps:
 
     def angle(self) -> Tensor:
         """Argument of each element: 0 for non-negative, pi for negative (NaN stays NaN)."""
-        return _SF.angle(self)
+        return _ops.special.angle(self)
 
     def scatter_reduce(self, dim: _int, index: Tensor, src: Tensor, reduce: str, *,
                        include_self: _bool = True) -> Tensor:
         """``src`` reduced (sum, prod, mean, amax, amin) into the slots ``index`` names."""
-        return _SG.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
+        return _ops.segment.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
 
     def scatter_reduce_(self, dim: _int, index: Tensor, src: Tensor, reduce: str, *,
                         include_self: _bool = True) -> Tensor:
-        return _E.unary_inplace(_SG.scatter_reduce, self, dim, index, src, reduce,
+        return _ops.elementwise.unary_inplace(_ops.segment.scatter_reduce, self, dim, index, src, reduce,
                                 include_self=include_self)
 
     def index_reduce(self, dim: _int, index: Tensor, source: Tensor, reduce: str, *,
                      include_self: _bool = True) -> Tensor:
-        return _SG.index_reduce(self, dim, index, source, reduce, include_self=include_self)
+        return _ops.segment.index_reduce(self, dim, index, source, reduce, include_self=include_self)
 
     def index_reduce_(self, dim: _int, index: Tensor, source: Tensor, reduce: str, *,
                       include_self: _bool = True) -> Tensor:
-        return _E.unary_inplace(_SG.index_reduce, self, dim, index, source, reduce,
+        return _ops.elementwise.unary_inplace(_ops.segment.index_reduce, self, dim, index, source, reduce,
                                 include_self=include_self)
 
     def lgamma(self) -> Tensor:
-        return _GM.lgamma(self)
+        return _ops.gammafn.lgamma(self)
 
     def lgamma_(self) -> Tensor:
-        return _E.unary_inplace(_GM.lgamma, self)
+        return _ops.elementwise.unary_inplace(_ops.gammafn.lgamma, self)
 
     def digamma(self) -> Tensor:
-        return _GM.digamma(self)
+        return _ops.gammafn.digamma(self)
 
     def digamma_(self) -> Tensor:
-        return _E.unary_inplace(_GM.digamma, self)
+        return _ops.elementwise.unary_inplace(_ops.gammafn.digamma, self)
 
     def polygamma(self, n: _int) -> Tensor:
         """The ``n``-th derivative of ``digamma`` (``portagrad.polygamma(n, self)``)."""
-        return _GM.polygamma(n, self)
+        return _ops.gammafn.polygamma(n, self)
 
     def polygamma_(self, n: _int) -> Tensor:
-        return _E.unary_inplace(lambda t: _GM.polygamma(n, t), self)
+        return _ops.elementwise.unary_inplace(lambda t: _ops.gammafn.polygamma(n, t), self)
 
     def mvlgamma(self, p: _int) -> Tensor:
-        return _GM.mvlgamma(self, p)
+        return _ops.gammafn.mvlgamma(self, p)
 
     def mvlgamma_(self, p: _int) -> Tensor:
-        return _E.unary_inplace(_GM.mvlgamma, self, p)
+        return _ops.elementwise.unary_inplace(_ops.gammafn.mvlgamma, self, p)
 
     def det(self) -> Tensor:
         """Determinant (of each matrix of a batch)."""
-        return _DC.det(self)
+        return _ops.decomp.det(self)
 
     def logdet(self) -> Tensor:
-        return _DC.logdet(self)
+        return _ops.decomp.logdet(self)
 
     def slogdet(self) -> Any:
         """``(sign, log|det|)``."""
-        return _DC.slogdet(self)
+        return _ops.decomp.slogdet(self)
 
     def inverse(self) -> Tensor:
         """Matrix inverse (of each matrix of a batch)."""
-        return _DC.inverse(self)
+        return _ops.decomp.inverse(self)
 
     def cholesky(self, upper: _bool = False) -> Tensor:
         """Cholesky factor of a symmetric positive-definite matrix."""
-        return _DC.cholesky(self, upper)
+        return _ops.decomp.cholesky(self, upper)
 
     def bitwise_left_shift(self, other: Any) -> Tensor:
-        return _BT.bitwise_left_shift(self, other)
+        return _ops.bits.bitwise_left_shift(self, other)
 
     def bitwise_left_shift_(self, other: Any) -> Tensor:
-        return _E.binary_inplace(_BT.bitwise_left_shift, self, other)
+        return _ops.elementwise.binary_inplace(_ops.bits.bitwise_left_shift, self, other)
 
     def bitwise_right_shift(self, other: Any) -> Tensor:
-        return _BT.bitwise_right_shift(self, other)
+        return _ops.bits.bitwise_right_shift(self, other)
 
     def bitwise_right_shift_(self, other: Any) -> Tensor:
-        return _E.binary_inplace(_BT.bitwise_right_shift, self, other)
+        return _ops.elementwise.binary_inplace(_ops.bits.bitwise_right_shift, self, other)
 
     def gcd(self, other: Tensor) -> Tensor:
-        return _BT.gcd(self, other)
+        return _ops.bits.gcd(self, other)
 
     def gcd_(self, other: Tensor) -> Tensor:
-        return _E.binary_inplace(_BT.gcd, self, other)
+        return _ops.elementwise.binary_inplace(_ops.bits.gcd, self, other)
 
     def lcm(self, other: Tensor) -> Tensor:
-        return _BT.lcm(self, other)
+        return _ops.bits.lcm(self, other)
 
     def lcm_(self, other: Tensor) -> Tensor:
-        return _E.binary_inplace(_BT.lcm, self, other)
+        return _ops.elementwise.binary_inplace(_ops.bits.lcm, self, other)
 
     def ldexp(self, other: Tensor) -> Tensor:
-        return _BT.ldexp(self, other)
+        return _ops.bits.ldexp(self, other)
 
     def ldexp_(self, other: Tensor) -> Tensor:
-        return _E.binary_inplace(_BT.ldexp, self, other)
+        return _ops.elementwise.binary_inplace(_ops.bits.ldexp, self, other)
 
     def frexp(self) -> Any:
         """``(mantissa, exponent)`` with ``self == mantissa * 2 ** exponent``."""
-        return _BT.frexp(self)
+        return _ops.bits.frexp(self)
 
     def nextafter(self, other: Tensor) -> Tensor:
-        return _BT.nextafter(self, other)
+        return _ops.bits.nextafter(self, other)
 
     def nextafter_(self, other: Tensor) -> Tensor:
-        return _E.binary_inplace(_BT.nextafter, self, other)
+        return _ops.elementwise.binary_inplace(_ops.bits.nextafter, self, other)
 
     def i0(self) -> Tensor:
-        return _SF.i0(self)
+        return _ops.special.i0(self)
 
     def i0_(self) -> Tensor:
-        return _E.unary_inplace(_SF.i0, self)
+        return _ops.elementwise.unary_inplace(_ops.special.i0, self)
 
     def quantile(self, q: Any, dim: _int | None = None, keepdim: _bool = False, *,
                  interpolation: str = "linear") -> Tensor:
-        return _ST.quantile(self, q, dim, keepdim, interpolation=interpolation)
+        return _ops.stats.quantile(self, q, dim, keepdim, interpolation=interpolation)
 
     def nanquantile(self, q: Any, dim: _int | None = None, keepdim: _bool = False, *,
                     interpolation: str = "linear") -> Tensor:
-        return _ST.nanquantile(self, q, dim, keepdim, interpolation=interpolation)
+        return _ops.stats.nanquantile(self, q, dim, keepdim, interpolation=interpolation)
 
     def nanmedian(self, dim: _int | None = None, keepdim: _bool = False) -> Any:
-        return _ST.nanmedian(self, dim, keepdim)
+        return _ops.stats.nanmedian(self, dim, keepdim)
 
     def histogram(self, bins: Any = 100, *, range: Any = None, weight: Tensor | None = None,
                   density: _bool = False) -> Any:
-        return _ST.histogram(self, bins, range=range, weight=weight, density=density)
+        return _ops.stats.histogram(self, bins, range=range, weight=weight, density=density)
 
     def diagonal_scatter(self, src: Tensor, offset: _int = 0, dim1: _int = 0, dim2: _int = 1
                          ) -> Tensor:
-        return _CB.diagonal_scatter(self, src, offset, dim1, dim2)
+        return _ops.combine.diagonal_scatter(self, src, offset, dim1, dim2)
 
     def select_scatter(self, src: Tensor, dim: _int, index: _int) -> Tensor:
-        return _CB.select_scatter(self, src, dim, index)
+        return _ops.combine.select_scatter(self, src, dim, index)
 
     def slice_scatter(self, src: Tensor, dim: _int = 0, start: _int | None = None,
                       end: _int | None = None, step: _int = 1) -> Tensor:
-        return _CB.slice_scatter(self, src, dim, start, end, step)
+        return _ops.combine.slice_scatter(self, src, dim, start, end, step)
 
     def as_strided_scatter(self, src: Tensor, size: Sequence[_int], stride: Sequence[_int],
                            storage_offset: _int | None = None) -> Tensor:
-        return _CB.as_strided_scatter(self, src, size, stride, storage_offset)
+        return _ops.combine.as_strided_scatter(self, src, size, stride, storage_offset)
 
     def addbmm(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1
                ) -> Tensor:
-        return _CB.addbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+        return _ops.combine.addbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
     def addbmm_(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1
                 ) -> Tensor:
-        return _E.unary_inplace(_CB.addbmm, self, batch1, batch2, beta=beta, alpha=alpha)
+        return _ops.elementwise.unary_inplace(_ops.combine.addbmm, self, batch1, batch2, beta=beta,
+                                              alpha=alpha)
 
     def matrix_exp(self) -> Tensor:
-        return _CB.matrix_exp(self)
+        return _ops.combine.matrix_exp(self)
 
     def t_(self) -> Tensor:
         """Transpose in place (a change of geometry: no data moves)."""
-        return _MD.inplace_view(self, "t_", _S.t)
+        return _ops.metadata.inplace_view(self, "t_", _ops.shape.t)
 
     def transpose_(self, dim0: _int, dim1: _int) -> Tensor:
-        return _MD.inplace_view(self, "transpose_", lambda t: _S.transpose(t, dim0, dim1))
+        return _ops.metadata.inplace_view(self, "transpose_", lambda t: _ops.shape.transpose(t, dim0, dim1))
 
     swapaxes_ = transpose_
     swapdims_ = transpose_
 
     def squeeze_(self, dim: Any = None) -> Tensor:
-        return _MD.inplace_view(self, "squeeze_", lambda t: _S.squeeze(t, dim))
+        return _ops.metadata.inplace_view(self, "squeeze_", lambda t: _ops.shape.squeeze(t, dim))
 
     def unsqueeze_(self, dim: _int) -> Tensor:
-        return _MD.inplace_view(self, "unsqueeze_", lambda t: _S.unsqueeze(t, dim))
+        return _ops.metadata.inplace_view(self, "unsqueeze_", lambda t: _ops.shape.unsqueeze(t, dim))
 
     def as_strided_(self, size: Sequence[_int], stride: Sequence[_int],
                     storage_offset: _int | None = None) -> Tensor:
-        return _MD.inplace_view(self, "as_strided_",
-                                lambda t: _S.as_strided(t, size, stride, storage_offset))
+        return _ops.metadata.inplace_view(self, "as_strided_",
+                                lambda t: _ops.shape.as_strided(t, size, stride, storage_offset))
 
     def dim_order(self, *, ambiguity_check: Any = False) -> tuple[_int, ...]:
         """Dimensions from outermost to innermost in memory."""
-        return _MD.dim_order(self, ambiguity_check=ambiguity_check)
+        return _ops.metadata.dim_order(self, ambiguity_check=ambiguity_check)
 
     def get_device(self) -> _int:
         """``-1`` on ``cpu``, else the device index."""
-        return _MD.get_device(self)
+        return _ops.metadata.get_device(self)
 
     def is_set_to(self, tensor: Tensor) -> _bool:
-        return _MD.is_set_to(self, tensor)
+        return _ops.metadata.is_set_to(self, tensor)
 
     def nonzero_static(self, *, size: _int, fill_value: _int = -1) -> Tensor:
-        return _MD.nonzero_static(self, size=size, fill_value=fill_value)
+        return _ops.metadata.nonzero_static(self, size=size, fill_value=fill_value)
 
     def cauchy_(self, median: _float = 0.0, sigma: _float = 1.0, *, generator: Any = None
                 ) -> Tensor:
-        return _FL.cauchy_(self, median, sigma, generator=generator)
+        return _ops.fills.cauchy_(self, median, sigma, generator=generator)
 
     def log_normal_(self, mean: _float = 1.0, std: _float = 2.0, *, generator: Any = None
                     ) -> Tensor:
-        return _FL.log_normal_(self, mean, std, generator=generator)
+        return _ops.fills.log_normal_(self, mean, std, generator=generator)
 
     def geometric_(self, p: _float, *, generator: Any = None) -> Tensor:
-        return _FL.geometric_(self, p, generator=generator)
+        return _ops.fills.geometric_(self, p, generator=generator)
 
     def map2_(self, x: Tensor, y: Tensor, callable: Callable[[Any, Any, Any], Any]) -> Tensor:
         """``self[i] = callable(self[i], x[i], y[i])`` (broadcast), in place."""
-        return _CB.map_(self, x, callable, y)
+        return _ops.combine.map_(self, x, callable, y)
 
     @property
     def mH(self) -> Tensor:
         """The conjugate transpose of the last two dimensions (``mT`` for real tensors)."""
-        return _S.transpose(self, -2, -1)
+        return _ops.shape.transpose(self, -2, -1)
 
     def adjoint(self) -> Tensor:
-        return _S.transpose(self, -2, -1)
+        return _ops.shape.transpose(self, -2, -1)
 
     def to_sparse_csr(self, dense_dim: _int | None = None) -> Any:
         raise NotImplementedError("to_sparse_csr: layout=torch.sparse_csr is not supported; "
@@ -1913,25 +1895,25 @@ class TensorOps:
 
     def mode(self, dim: _int = -1, keepdim: _bool = False) -> Any:
         """``(values, indices)`` of the most frequent value along ``dim``."""
-        return _ST.mode(self, dim, keepdim)
+        return _ops.stats.mode(self, dim, keepdim)
 
     def cholesky_solve(self, input2: Tensor, upper: _bool = False) -> Tensor:
         """``X`` with ``A X = self`` given ``A``'s Cholesky factor ``input2``."""
-        return _DC.cholesky_solve(self, input2, upper)
+        return _ops.decomp.cholesky_solve(self, input2, upper)
 
     def cholesky_inverse(self, upper: _bool = False) -> Tensor:
-        return _DC.cholesky_inverse(self, upper)
+        return _ops.decomp.cholesky_inverse(self, upper)
 
     def triangular_solve(self, A: Tensor, upper: _bool = True, transpose: _bool = False,
                          unitriangular: _bool = False) -> Any:
-        return _DC.triangular_solve(self, A, upper, transpose, unitriangular)
+        return _ops.decomp.triangular_solve(self, A, upper, transpose, unitriangular)
 
     def resize(self, *sizes: Any) -> Tensor:
         """A resized copy (deprecated in PyTorch: prefer ``reshape`` or ``resize_``)."""
-        return _CB.resize_(_C.clone(self).detach(), *sizes)
+        return _ops.combine.resize_(_ops.conversion.clone(self).detach(), *sizes)
 
     def resize_as(self, tensor: Tensor) -> Tensor:
-        return _CB.resize_(_C.clone(self).detach(), tensor.shape)
+        return _ops.combine.resize_(_ops.conversion.clone(self).detach(), tensor.shape)
 
     # removed from PyTorch: they raise PyTorch's message, which names the replacement
     def solve(self, A: Tensor) -> Any:
@@ -1963,26 +1945,26 @@ class TensorOps:
 
     def igamma(self, other: Any) -> Tensor:
         """The regularized lower incomplete gamma ``P(self, other)``."""
-        return _GM.igamma(self, other)
+        return _ops.gammafn.igamma(self, other)
 
     def igamma_(self, other: Any) -> Tensor:
-        return _E.binary_inplace(_GM.igamma, self, other)
+        return _ops.elementwise.binary_inplace(_ops.gammafn.igamma, self, other)
 
     def igammac(self, other: Any) -> Tensor:
         """The regularized upper incomplete gamma ``Q(self, other)``."""
-        return _GM.igammac(self, other)
+        return _ops.gammafn.igammac(self, other)
 
     def igammac_(self, other: Any) -> Tensor:
-        return _E.binary_inplace(_GM.igammac, self, other)
+        return _ops.elementwise.binary_inplace(_ops.gammafn.igammac, self, other)
 
     def qr(self, some: _bool = True) -> Any:
         """``(Q, R)``: the reduced (``some``) or complete QR decomposition."""
-        return _DC.qr_some(self, some)
+        return _ops.decomp.qr_some(self, some)
 
     def lu(self, pivot: _bool = True, get_infos: _bool = False) -> Any:
         """``(LU, pivots)`` of the LU factorization with partial pivoting."""
-        return _DC.lu_legacy(self, pivot, get_infos)
+        return _ops.decomp.lu_legacy(self, pivot, get_infos)
 
     def lu_solve(self, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
         """``X`` with ``A X = self``, given ``A``'s ``lu()``."""
-        return _DC.lu_solve_legacy(self, LU_data, LU_pivots)
+        return _ops.decomp.lu_solve_legacy(self, LU_data, LU_pivots)

@@ -8,12 +8,38 @@ import inspect
 import types
 
 import portagrad as pg
-from portagrad import _tensor_api
+from portagrad import _ops, _tensor_api
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """``"_ops.elementwise"`` for the expression ``_ops.elementwise`` (names and attributes)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+#: The module paths methods delegate through: the package, the factories, random, autograd and
+#: each op module (``_ops.<module>``).
+_MODULE_PATHS = {"_portagrad", "_creation", "_random", "_autograd"} | {
+    f"_ops.{m}" for m in _ops.__all__}
+
+
+def _resolve(path: str) -> object:
+    """The object the module global path ``path`` names in ``_tensor_api`` (bound by _bind)."""
+    head, *rest = path.split(".")
+    obj = getattr(_tensor_api, head)
+    for part in rest:
+        obj = getattr(obj, part)
+    return obj
 
 
 def _delegations() -> dict[str, tuple[str, str]]:
-    """``method -> (module alias, function)`` for methods whose body is
-    ``return _M.f(self, ...)``, aliases (``subtract = sub``) resolved."""
+    """``method -> (module path, function)`` for methods whose body is
+    ``return _ops.m.f(self, ...)`` (or ``_creation.f(self, ...)``...), aliases (``subtract =
+    sub``) resolved."""
     tree = ast.parse(inspect.getsource(_tensor_api))
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "TensorOps")
     out: dict[str, tuple[str, str]] = {}
@@ -25,9 +51,9 @@ def _delegations() -> dict[str, tuple[str, str]]:
                 continue
             call = body[0].value
             if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                    and isinstance(call.func.value, ast.Name) and call.args
+                    and _dotted(call.func.value) in _MODULE_PATHS and call.args
                     and isinstance(call.args[0], ast.Name) and call.args[0].id == "self"):
-                out[node.name] = (call.func.value.id, call.func.attr)
+                out[node.name] = (str(_dotted(call.func.value)), call.func.attr)
         elif (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
               and node.value.id in out):
             for target in node.targets:
@@ -46,7 +72,7 @@ def test_methods_and_pg_functions_share_one_implementation() -> None:
         alias, attr = delegations[name]
         if getattr(fn, "__wrapped__", None) is getattr(pg.Tensor, name, None):
             continue  # the function form of an in-place method calls that very method
-        assert getattr(getattr(_tensor_api, alias), attr) is fn, (
+        assert getattr(_resolve(alias), attr) is fn, (
             f"Tensor.{name} calls {alias}.{attr}, which is not pg.{name}")
         checked.append(name)
     assert len(checked) >= 150, checked  # a guard against a vacuous check

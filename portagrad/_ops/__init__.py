@@ -12,8 +12,19 @@ Above those, and built only from them (no backend primitive of their own): ``spe
 ``segment`` (diagonals, prefix scans, searching, order statistics, reductions into slots),
 ``combine``, ``sequences``, ``decomp``, ``windows``, ``fills``, ``metadata`` (compositions, small
 linear algebra, window functions, random fills, geometry) and ``sparse`` (the sparse COO layout).
-``portagrad/__init__.py`` imports them and binds their ``Tensor`` methods.
+``sampling`` (differentiable samplers) and the ``nn`` package (the layers' nodes) sit on top.
+
+This file is the one place an op module is registered: ``Tensor``'s methods reach every module as
+``_ops.<module>.<function>`` (bound once by ``portagrad/__init__.py``), so a new module needs its
+import here, its methods in ``_tensor_api.py`` and its public names in ``portagrad/__init__.py``.
 """
 from . import conversion, elementwise, indexing, joining, linalg, reduction, shape
+# composed from those above; fills and sampling use portagrad._random, which needs the ones above
+from . import (bits, combine, decomp, diagonal, fills, gammafn, metadata, scan, search,
+               segment, sequences, sparse, special, stats, windows)
+from . import nn, sampling
 
-__all__ = ["conversion", "elementwise", "indexing", "joining", "linalg", "reduction", "shape"]
+__all__ = ["conversion", "elementwise", "indexing", "joining", "linalg", "reduction", "shape",
+           "bits", "combine", "decomp", "diagonal", "fills", "gammafn", "metadata", "scan",
+           "search", "segment", "sequences", "sparse", "special", "stats", "windows", "nn",
+           "sampling"]
