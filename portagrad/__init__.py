@@ -54,7 +54,7 @@ from ._ops.indexing import (flip, gather, index_add, index_copy, index_fill, ind
 from ._ops.joining import (argsort, cat, chunk, concat, concatenate, hstack, kthvalue, median,
                            msort, repeat, repeat_interleave, roll, sort, split, stack,
                            tensor_split, tile, topk, tril, triu, vstack)
-from ._ops.linalg import addmm, baddbmm, bmm, dot, ger, inner, matmul, mm, mv, outer, vdot
+from ._ops.matmul import addmm, baddbmm, bmm, dot, ger, inner, matmul, mm, mv, outer, vdot
 from ._ops.reduction import (all, amax, amin, aminmax, any, argmax, argmin, count_nonzero, cumsum,
                              logsumexp, max, mean, min, nansum, norm, prod, std, std_mean, sum,
                              var, var_mean)
@@ -203,12 +203,12 @@ from ._ops.combine import (addmv, addr, argwhere, atleast_1d, atleast_2d, atleas
                            split_with_sizes, take, tensordot, vsplit)
 from ._ops.diagonal import (block_diag, diag, diag_embed, diagflat, diagonal, kron, tril_indices,
                             trace, triu_indices)
-from ._ops.decomp import (cholesky, cholesky_inverse, cholesky_solve, det, inverse, logdet,
+from ._ops.linalg import (cholesky, cholesky_inverse, cholesky_solve, det, inverse, logdet,
                           slogdet, triangular_solve)
-from ._ops.decomp import lu_legacy as lu
-from ._ops.decomp import lu_solve_legacy as lu_solve
-from ._ops.decomp import lu_unpack
-from ._ops.decomp import qr_some as qr
+from ._ops.linalg import lu_legacy as lu
+from ._ops.linalg import lu_solve_legacy as lu_solve
+from ._ops.linalg import lu_unpack
+from ._ops.linalg import qr_some as qr
 from ._ops.gammafn import digamma, igamma, igammac, lgamma, mvlgamma, polygamma
 from ._ops.scan import cummax, cummin, cumprod, diff, logcumsumexp
 from ._ops.search import bincount, bucketize, histc, searchsorted, unique, unique_consecutive

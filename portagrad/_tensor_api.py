@@ -437,40 +437,40 @@ class TensorOps:
     # ------------------------------------------------------------------------- linear algebra
     def matmul(self, other: Tensor) -> Tensor:
         """Matrix product (NumPy/PyTorch semantics for 1-D, 2-D and batched inputs)."""
-        return _ops.linalg.matmul(self, other)
+        return _ops.matmul.matmul(self, other)
 
     def mm(self, mat2: Tensor) -> Tensor:
         """2-D matrix product (no broadcasting)."""
-        return _ops.linalg.mm(self, mat2)
+        return _ops.matmul.mm(self, mat2)
 
     def bmm(self, mat2: Tensor) -> Tensor:
         """Batched 3-D matrix product (no broadcasting)."""
-        return _ops.linalg.bmm(self, mat2)
+        return _ops.matmul.bmm(self, mat2)
 
     def dot(self, other: Tensor) -> Tensor:
         """Inner product of two 1-D tensors of equal length."""
-        return _ops.linalg.dot(self, other)
+        return _ops.matmul.dot(self, other)
 
     vdot = dot
     inner = dot
 
     def outer(self, vec2: Tensor) -> Tensor:
         """Outer product of two 1-D tensors."""
-        return _ops.linalg.outer(self, vec2)
+        return _ops.matmul.outer(self, vec2)
 
     ger = outer
 
     def mv(self, vec: Tensor) -> Tensor:
         """Matrix-vector product."""
-        return _ops.linalg.mv(self, vec)
+        return _ops.matmul.mv(self, vec)
 
     def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: _float = 1, alpha: _float = 1) -> Tensor:
         """``beta * input + alpha * (mat1 @ mat2)``."""
-        return _ops.linalg.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+        return _ops.matmul.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
     def baddbmm(self, batch1: Tensor, batch2: Tensor, *, beta: _float = 1, alpha: _float = 1
                 ) -> Tensor:
-        return _ops.linalg.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+        return _ops.matmul.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
     # ----------------------------------------------------------------------- views and shapes
     def view(self, *shape: Any) -> Tensor:
@@ -1053,10 +1053,10 @@ class TensorOps:
     __ge__ = _binop(ge)
 
     def __matmul__(self, other: Tensor) -> Tensor:
-        return _ops.linalg.matmul(self, other)
+        return _ops.matmul.matmul(self, other)
 
     def __rmatmul__(self, other: Tensor) -> Tensor:
-        return _ops.linalg.matmul(other, self)
+        return _ops.matmul.matmul(other, self)
 
     def __neg__(self) -> Tensor:
         return _ops.elementwise.neg(self)
@@ -1463,11 +1463,11 @@ class TensorOps:
 
     def addmm_(self, mat1: Tensor, mat2: Tensor, *, beta: _float = 1, alpha: _float = 1
                ) -> Tensor:
-        return _ops.elementwise.unary_inplace(_ops.linalg.addmm, self, mat1, mat2, beta=beta, alpha=alpha)
+        return _ops.elementwise.unary_inplace(_ops.matmul.addmm, self, mat1, mat2, beta=beta, alpha=alpha)
 
     def baddbmm_(self, batch1: Tensor, batch2: Tensor, *, beta: _float = 1, alpha: _float = 1
                  ) -> Tensor:
-        return _ops.elementwise.unary_inplace(_ops.linalg.baddbmm, self, batch1, batch2, beta=beta,
+        return _ops.elementwise.unary_inplace(_ops.matmul.baddbmm, self, batch1, batch2, beta=beta,
                                               alpha=alpha)
 
     def cov(self, *, correction: _int = 1, fweights: Tensor | None = None,
@@ -1710,22 +1710,22 @@ class TensorOps:
 
     def det(self) -> Tensor:
         """Determinant (of each matrix of a batch)."""
-        return _ops.decomp.det(self)
+        return _ops.linalg.det(self)
 
     def logdet(self) -> Tensor:
-        return _ops.decomp.logdet(self)
+        return _ops.linalg.logdet(self)
 
     def slogdet(self) -> Any:
         """``(sign, log|det|)``."""
-        return _ops.decomp.slogdet(self)
+        return _ops.linalg.slogdet(self)
 
     def inverse(self) -> Tensor:
         """Matrix inverse (of each matrix of a batch)."""
-        return _ops.decomp.inverse(self)
+        return _ops.linalg.inverse(self)
 
     def cholesky(self, upper: _bool = False) -> Tensor:
         """Cholesky factor of a symmetric positive-definite matrix."""
-        return _ops.decomp.cholesky(self, upper)
+        return _ops.linalg.cholesky(self, upper)
 
     def bitwise_left_shift(self, other: Any) -> Tensor:
         return _ops.bits.bitwise_left_shift(self, other)
@@ -1899,14 +1899,14 @@ class TensorOps:
 
     def cholesky_solve(self, input2: Tensor, upper: _bool = False) -> Tensor:
         """``X`` with ``A X = self`` given ``A``'s Cholesky factor ``input2``."""
-        return _ops.decomp.cholesky_solve(self, input2, upper)
+        return _ops.linalg.cholesky_solve(self, input2, upper)
 
     def cholesky_inverse(self, upper: _bool = False) -> Tensor:
-        return _ops.decomp.cholesky_inverse(self, upper)
+        return _ops.linalg.cholesky_inverse(self, upper)
 
     def triangular_solve(self, A: Tensor, upper: _bool = True, transpose: _bool = False,
                          unitriangular: _bool = False) -> Any:
-        return _ops.decomp.triangular_solve(self, A, upper, transpose, unitriangular)
+        return _ops.linalg.triangular_solve(self, A, upper, transpose, unitriangular)
 
     def resize(self, *sizes: Any) -> Tensor:
         """A resized copy (deprecated in PyTorch: prefer ``reshape`` or ``resize_``)."""
@@ -1959,12 +1959,12 @@ class TensorOps:
 
     def qr(self, some: _bool = True) -> Any:
         """``(Q, R)``: the reduced (``some``) or complete QR decomposition."""
-        return _ops.decomp.qr_some(self, some)
+        return _ops.linalg.qr_some(self, some)
 
     def lu(self, pivot: _bool = True, get_infos: _bool = False) -> Any:
         """``(LU, pivots)`` of the LU factorization with partial pivoting."""
-        return _ops.decomp.lu_legacy(self, pivot, get_infos)
+        return _ops.linalg.lu_legacy(self, pivot, get_infos)
 
     def lu_solve(self, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
         """``X`` with ``A X = self``, given ``A``'s ``lu()``."""
-        return _ops.decomp.lu_solve_legacy(self, LU_data, LU_pivots)
+        return _ops.linalg.lu_solve_legacy(self, LU_data, LU_pivots)

@@ -1,7 +1,7 @@
 """``portagrad.linalg``: PyTorch's ``torch.linalg`` for what small training code uses.
 
 Determinants, inverses, solves and Cholesky factors come from elimination written with tensor
-ops (``portagrad/_ops/decomp.py``), so they run on every backend and are differentiable; norms are
+ops (``portagrad/_ops/linalg.py``), so they run on every backend and are differentiable; norms are
 the reductions. ``qr`` uses Householder reflections, ``lu``/``lu_factor`` the same elimination.
 Decompositions that need an iterative eigen- or singular-value solver (``svd``, ``eigh``, the
 nuclear and spectral norms) are not implemented.
@@ -15,9 +15,9 @@ from ._ops import elementwise
 from ._ops import reduction
 from ._ops.combine import cross as _cross
 from ._ops.combine import matrix_power
-from ._ops.decomp import cholesky, det, inv, lu, lu_factor, lu_solve, qr, slogdet, solve
+from ._ops.linalg import cholesky, det, inv, lu, lu_factor, lu_solve, qr, slogdet, solve
 from ._ops.diagonal import diagonal as _diagonal
-from ._ops.linalg import matmul
+from ._ops.matmul import matmul
 from ._tensor import Tensor
 
 __all__ = ["det", "slogdet", "inv", "solve", "cholesky", "matrix_power", "cross", "vector_norm",

@@ -4,13 +4,13 @@ Each module groups one family; every differentiable op is a ``Function`` whose b
 with operators and ``Tensor`` methods (``-g * a / (b * b)``, ``g.sum(dim)``). The modules import
 each other only downwards, in this order (bottom first): ``_common``, ``_gather`` (the two
 recorded indexing primitives), ``shape``, ``_advanced``, ``indexing``, ``conversion``,
-``elementwise``, ``reduction``, then ``joining`` and ``linalg``; a module calls into one above it
+``elementwise``, ``reduction``, then ``joining`` and ``matmul``; a module calls into one above it
 through ``Tensor`` methods.
 
 Above those, and built only from them (no backend primitive of their own): ``special``,
 ``gammafn``, ``bits`` (more elementwise math), ``diagonal``, ``scan``, ``search``, ``stats``,
 ``segment`` (diagonals, prefix scans, searching, order statistics, reductions into slots),
-``combine``, ``sequences``, ``decomp``, ``windows``, ``fills``, ``metadata`` (compositions, small
+``combine``, ``sequences``, ``linalg``, ``windows``, ``fills``, ``metadata`` (compositions, small
 linear algebra, window functions, random fills, geometry) and ``sparse`` (the sparse COO layout).
 ``sampling`` (differentiable samplers) and the ``nn`` package (the layers' nodes) sit on top.
 
@@ -18,13 +18,13 @@ This file is the one place an op module is registered: ``Tensor``'s methods reac
 ``_ops.<module>.<function>`` (bound once by ``portagrad/__init__.py``), so a new module needs its
 import here, its methods in ``_tensor_api.py`` and its public names in ``portagrad/__init__.py``.
 """
-from . import conversion, elementwise, indexing, joining, linalg, reduction, shape
+from . import conversion, elementwise, indexing, joining, matmul, reduction, shape
 # composed from those above; fills and sampling use portagrad._random, which needs the ones above
-from . import (bits, combine, decomp, diagonal, fills, gammafn, metadata, scan, search,
+from . import (bits, combine, diagonal, fills, gammafn, linalg, metadata, scan, search,
                segment, sequences, sparse, special, stats, windows)
 from . import nn, sampling
 
-__all__ = ["conversion", "elementwise", "indexing", "joining", "linalg", "reduction", "shape",
-           "bits", "combine", "decomp", "diagonal", "fills", "gammafn", "metadata", "scan",
+__all__ = ["conversion", "elementwise", "indexing", "joining", "matmul", "reduction", "shape",
+           "bits", "combine", "diagonal", "fills", "gammafn", "linalg", "metadata", "scan",
            "search", "segment", "sequences", "sparse", "special", "stats", "windows", "nn",
            "sampling"]

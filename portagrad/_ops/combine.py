@@ -29,7 +29,7 @@ from .conversion import contiguous, copy_
 from .diagonal import diagonal
 from .indexing import flip, index_select, nonzero, setitem, where
 from .joining import cat, split, stack
-from .linalg import matmul, mm, mv, outer
+from .matmul import matmul, mm, mv, outer
 
 __all__ = [
     "einsum", "tensordot", "cdist", "cross", "meshgrid", "cartesian_prod", "atleast_1d",

@@ -1,213 +1,366 @@
-"""Matrix products: ``matmul``/``@`` (batched, broadcast), ``mm``, ``bmm``, ``dot``, ``outer``, ``mv``."""
+"""Small dense linear algebra by elimination: ``det``, ``slogdet``, ``logdet``, ``inv``,
+``solve``, ``cholesky``.
+
+Gaussian elimination with partial pivoting, written with whole-tensor ops on batches of matrices
+(one step per column: pick the pivot, swap rows with ``gather``, eliminate below or around it), so
+it runs on every backend and its gradient comes from those ops. The cost is ``n`` steps of
+``O(n^2)`` work each, meant for the small matrices training code inverts (covariances, Jacobians),
+not for large solves.
+"""
 from __future__ import annotations
 
-import math
+from collections import namedtuple
 from typing import Any
 
-from .. import _dtype, _raw
-from .._shape import broadcast_shapes, check_expandable
+from .. import _creation, _dtype
+from .._shape import broadcast_shapes
 from .._tensor import Tensor
-from ..autograd.function import Function
-from ._common import call, check_same_device
-from .elementwise import add, mul
-from .reduction import _dtype_name
-from .shape import expand, reshape, squeeze, transpose, unsqueeze
+from ..autograd.grad_mode import _no_grad
+from . import elementwise
+from . import shape
+from .indexing import gather, where
+from .joining import cat, tril, triu
+from .matmul import matmul
+from .reduction import argmax, prod, sum as rsum
 
-__all__ = ["matmul", "mm", "bmm", "dot", "vdot", "outer", "ger", "mv", "addmm", "inner", "baddbmm"]
+__all__ = ["det", "slogdet", "logdet", "inv", "inverse", "solve", "cholesky", "cholesky_solve",
+           "cholesky_inverse", "triangular_solve", "qr", "qr_some", "lu_factor", "lu_unpack",
+           "lu", "lu_solve", "lu_legacy", "lu_solve_legacy"]
 
-
-class _BMM(Function):
-    """(B, M, K) @ (B, K, N): the one matmul primitive the core records."""
-
-    _backward_name = "BmmBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, a: Tensor, b: Tensor) -> Tensor:
-        # a's gradient needs b and b's needs a: each saved only when needed (as PyTorch)
-        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None,
-                              b if ctx.needs_input_grad[0] else None)
-        return _raw.bmm(a, b)
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> Any:
-        a, b = ctx.saved_tensors
-        ga = call(_BMM, g, transpose(b, 1, 2)) if ctx.needs_input_grad[0] else None
-        gb = call(_BMM, transpose(a, 1, 2), g) if ctx.needs_input_grad[1] else None
-        return ga, gb
+slogdet_result = namedtuple("slogdet_result", ["sign", "logabsdet"])
 
 
-class _MM(Function):
-    """(M, K) @ (K, N) as one node: the 2-D case of ``matmul`` without reshapes around a batch."""
-
-    _backward_name = "MmBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, a: Tensor, b: Tensor) -> Tensor:
-        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None,
-                              b if ctx.needs_input_grad[0] else None)  # as _BMM
-        m, k = a._v.shape
-        n = b._v.shape[1]
-        a3 = _raw.view(a, (1, m, k), (0,) + a._v.strides)
-        b3 = _raw.view(b, (1, k, n), (0,) + b._v.strides)
-        out = _raw.bmm(a3, b3)
-        return _raw.moved(out, (m, n), (n, 1))
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> Any:
-        a, b = ctx.saved_tensors
-        ga = call(_MM, g, transpose(b, 0, 1)) if ctx.needs_input_grad[0] else None
-        gb = call(_MM, transpose(a, 0, 1), g) if ctx.needs_input_grad[1] else None
-        return ga, gb
+def _square(name: str, a: Any) -> None:
+    if not isinstance(a, Tensor):
+        raise TypeError(f"{name}(): argument 'A' (position 1) must be Tensor, not "
+                        f"{type(a).__name__}")
+    if a.dim() < 2:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+    if a.shape[-1] != a.shape[-2]:
+        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
+                           f"{a.shape[-2]} by {a.shape[-1]} matrices")
+    if not a.dtype.is_floating_point:
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
+                           f"{elementwise._type_name(a.dtype)}")
 
 
-def _check(a: Tensor, b: Tensor, name: str) -> None:
-    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
-        raise TypeError(f"{name}(): expected Tensor arguments, got {type(a).__name__} and "
-                        f"{type(b).__name__}")
-    check_same_device(a, b, name)
-    if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != "
-                           f"{b.dtype}")
-    if a.dtype is _dtype.bool:  # integers are fine (PyTorch's CPU matmul takes them), bool not
-        raise RuntimeError(f"{name}: bool tensors are not supported; convert with .float() or "
-                           f".long() first")
+def _pivot(m: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """Rows ``k`` and the best pivot row (largest ``|m[..., i, k]|``, ``i >= k``) swapped, and
+    whether a swap happened (per matrix)."""
+    n = m.shape[-2]
+    with _no_grad():
+        col = elementwise.abs(shape.narrow(shape.select(m, -1, k), -1, k, n - k))
+        p = argmax(col, -1, keepdim=True) + k  # (..., 1)
+        rows = _creation.arange(n, device=m.device)
+        perm = where(elementwise.eq(rows, k), p, where(elementwise.eq(rows, p), k, rows))  # (..., n)
+        swapped = shape.squeeze(elementwise.ne(p, k), -1)
+    idx = shape.unsqueeze(perm, -1).expand(m.shape)
+    return gather(m, -2, idx), swapped
 
 
-def _to3(x: Tensor, batch: tuple[int, ...]) -> Tensor:
-    """View ``x`` (batch..., M, K) as (B, M, K) without copying when the batch dims merge."""
-    B = math.prod(batch)
-    m, k = x.shape[-2], x.shape[-1]
-    if x.shape[:-2] != batch:
-        x = expand(x, batch + (m, k))
-    return reshape(x, (B, m, k))
+def _lu_diag(a: Tensor) -> tuple[Tensor, Tensor]:
+    """The diagonal of U in ``PA = LU`` and the sign of the permutation ``P``."""
+    n = a.shape[-1]
+    m = a
+    sign = _creation.ones(a.shape[:-2], dtype=a.dtype, device=a.device)
+    diags = []
+    for k in range(n):
+        m, swapped = _pivot(m, k)
+        sign = where(swapped, -sign, sign)
+        piv = shape.narrow(shape.narrow(m, -2, k, 1), -1, k, 1)  # (..., 1, 1)
+        diags.append(shape.reshape(piv, piv.shape[:-2] + (1,)))
+        if k + 1 < n:
+            # a zero pivot means the whole column below is zero: nothing to eliminate
+            safe = where(elementwise.eq(piv, 0), 1.0, piv)
+            below = shape.narrow(m, -2, k + 1, n - k - 1)
+            f = shape.narrow(below, -1, k, 1) / safe
+            below = below - f * shape.narrow(m, -2, k, 1)
+            m = cat([shape.narrow(m, -2, 0, k + 1), below], -2)
+    return cat(diags, -1), sign
 
 
-def _sparse_product(a: Any, b: Any) -> Any:
-    """The product of a sparse operand, which carries it (``_sparse_mm``: the sparse layout is
-    defined above this module), or ``None``."""
-    for x in (a, b):
-        hook = getattr(x, "_sparse_mm", None)
-        if hook is not None:
-            return hook(a, b)
-    return None
+def det(A: Tensor) -> Tensor:
+    """Determinant of a square matrix (or of each of a batch)."""
+    _square("linalg.det", A)
+    if A.shape[-1] == 0:
+        return _creation.ones(A.shape[:-2], dtype=A.dtype, device=A.device)
+    d, sign = _lu_diag(A)
+    return prod(d, -1) * sign
 
 
-def matmul(input: Tensor, other: Tensor) -> Tensor:
-    """Matrix product with NumPy/PyTorch semantics for 1-D, 2-D and batched (broadcast) inputs."""
-    a, b = input, other
-    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):
-        sparse = _sparse_product(a, b)
-        if sparse is not None:
-            return sparse
-    _check(a, b, "matmul")
-    da, db = a.dim(), b.dim()
-    if da == 0 or db == 0:
-        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {da}D "
-                           f"and {db}D")
-    if da == 1 and db == 1:
-        return dot(a, b)
-    a2 = unsqueeze(a, 0) if da == 1 else a
-    b2 = unsqueeze(b, -1) if db == 1 else b
-    m, k = a2.shape[-2], a2.shape[-1]
-    k2, n = b2.shape[-2], b2.shape[-1]
-    if k != k2:
-        if da == 2 and db == 2:
-            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n})")
-        raise RuntimeError(f"matmul: inner dimensions do not match: {list(a.shape)} @ "
-                           f"{list(b.shape)} ({k} != {k2})")
-    batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
-    if not batch and b2.dim() == 2 and a2.dim() == 2:
-        out = call(_MM, a2, b2)
-    elif b2.dim() == 2 and a2.dim() > 2 and a2.is_contiguous():
-        # (..., M, K) @ (K, N): fold the batch into M, one big GEMM instead of a batch of small ones
-        flat = reshape(a2, (1, math.prod(a2.shape[:-1]), k))
-        out = reshape(call(_BMM, flat, unsqueeze(b2, 0)), batch + (m, n))
-    else:
-        out = reshape(call(_BMM, _to3(a2, batch), _to3(b2, batch)), batch + (m, n))
-    if da == 1:
-        out = squeeze(out, -2)
-    if db == 1:
-        out = squeeze(out, -1)
-    return out
+def slogdet(A: Tensor) -> Any:
+    """``(sign, log|det|)`` of a square matrix (or of each of a batch); ``(0, -inf)`` when
+    singular."""
+    _square("linalg.slogdet", A)
+    if A.shape[-1] == 0:
+        one = _creation.ones(A.shape[:-2], dtype=A.dtype, device=A.device)
+        return slogdet_result(one, one * 0.0)
+    d, sign = _lu_diag(A)
+    s = prod(elementwise.sign(d), -1) * sign
+    return slogdet_result(s, rsum(elementwise.log(elementwise.abs(d)), -1))
 
 
-def mm(input: Tensor, mat2: Tensor) -> Tensor:
-    """2-D matrix product (no broadcasting)."""
-    if not (isinstance(input, Tensor) and isinstance(mat2, Tensor)):
-        sparse = _sparse_product(input, mat2)
-        if sparse is not None:
-            return sparse
-    _check(input, mat2, "mm")
-    if input.dim() != 2 or mat2.dim() != 2:
-        raise RuntimeError(f"{'self' if input.dim() != 2 else 'mat2'} must be a matrix")
-    return matmul(input, mat2)
+def logdet(input: Tensor) -> Tensor:
+    """``log(det(input))``: NaN for a negative determinant, ``-inf`` for zero."""
+    s, la = slogdet(input)
+    return where(s < 0, float("nan"), la)
 
 
-def bmm(input: Tensor, mat2: Tensor) -> Tensor:
-    """Batched 3-D matrix product (no broadcasting)."""
-    _check(input, mat2, "bmm")
-    if input.dim() != 3 or mat2.dim() != 3:
-        raise RuntimeError("batch1 must be a 3D tensor" if input.dim() != 3
-                           else "batch2 must be a 3D tensor")
-    if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
-        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{input.shape[0]}, {input.shape[2]}] but got: "
-                           f"[{mat2.shape[0]}, {mat2.shape[1]}].")
-    return call(_BMM, input, mat2)
+def _gauss_jordan(name: str, a: Tensor, b: Tensor) -> Tensor:
+    """``a^-1 b`` by Gauss-Jordan elimination on ``[a | b]`` with partial pivoting."""
+    n = a.shape[-1]
+    m = cat([a, b], -1)
+    pivots = []
+    for k in range(n):
+        m, _ = _pivot(m, k)
+        row = shape.narrow(m, -2, k, 1)
+        piv = shape.narrow(row, -1, k, 1)
+        pivots.append(piv)
+        safe = where(elementwise.eq(piv, 0), 1.0, piv)
+        row = row / safe
+        f = shape.narrow(m, -1, k, 1)  # (..., n, 1): the column to clear
+        m = m - f * row
+        m = cat([shape.narrow(m, -2, 0, k), row, shape.narrow(m, -2, k + 1, n - k - 1)], -2)
+    with _no_grad():
+        zero = elementwise.eq(cat(pivots, -1), 0)
+        if zero.numel() and bool(zero.any().item()):
+            first = int(argmax(zero.to(_dtype.int64).reshape(-1, n), -1).max().item()) + 1
+            raise RuntimeError(f"{name}: The diagonal element {first} is zero, the inversion "
+                               f"could not be completed because the input matrix is singular.")
+    return shape.narrow(m, -1, n, m.shape[-1] - n)
 
 
-def dot(input: Tensor, other: Tensor) -> Tensor:
-    """Inner product of two 1-D tensors of equal length."""
-    if isinstance(input, Tensor) and isinstance(other, Tensor) and input.dtype is not other.dtype:
-        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
-                           f"{_dtype_name(input.dtype)} and {_dtype_name(other.dtype)}")
-    _check(input, other, "dot")
-    if input.dim() != 1 or other.dim() != 1:
-        raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
-    if input.shape[0] != other.shape[0]:
-        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
-                           f"[{other.shape[0]}] to have the same number of elements, but got "
-                           f"{input.shape[0]} and {other.shape[0]} elements respectively")
-    out = call(_BMM, reshape(input, (1, 1, -1)), reshape(other, (1, -1, 1)))
-    return reshape(out, ())
+def inv(A: Tensor) -> Tensor:
+    """Inverse of a square matrix (or of each of a batch); singular matrices raise."""
+    _square("linalg.inv", A)
+    eye = _creation.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape)
+    return _gauss_jordan("linalg.inv", A, eye)
 
 
-vdot = dot
-inner = dot
+inverse = inv  # torch.inverse, Tensor.inverse
 
 
-def outer(input: Tensor, vec2: Tensor) -> Tensor:
-    """Outer product of two 1-D tensors."""
-    if input.dim() != 1 or vec2.dim() != 1:
-        bad, name = (input, "self") if input.dim() != 1 else (vec2, "vec2")
-        raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {bad.dim()}-D")
-    return mul(unsqueeze(input, 1), unsqueeze(vec2, 0))
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    """``X`` with ``A X = B`` (``B`` a vector or a matrix, batches broadcast); ``left=False``:
+    ``X A = B``."""
+    _square("linalg.solve", A)
+    if not left:
+        return shape.transpose(solve(shape.transpose(A, -1, -2), shape.transpose(B, -1, -2)), -1, -2)
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
+                           f"A of type {elementwise._type_name(A.dtype)} and B of type "
+                           f"{elementwise._type_name(B.dtype)} instead")
+    vec = B.dim() == 1 or (B.dim() == A.dim() - 1 and B.shape == A.shape[:-1])
+    b = shape.unsqueeze(B, -1) if vec else B
+    if b.shape[-2] != A.shape[-1]:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                           f"AX = B ({A.shape[-2]}x{A.shape[-1]} and {b.shape[-2]}x"
+                           f"{b.shape[-1]})")
+    batch = tuple(broadcast_shapes(tuple(A.shape[:-2]), tuple(b.shape[:-2])))
+    a = A.expand(batch + tuple(A.shape[-2:]))
+    bb = b.expand(batch + tuple(b.shape[-2:]))
+    x = _gauss_jordan("linalg.solve", a, bb)
+    return shape.squeeze(x, -1) if vec else x
 
 
-ger = outer
+def cholesky(A: Tensor, upper: bool = False) -> Tensor:
+    """The Cholesky factor ``L`` (lower; ``upper=True``: ``L^H``) of a symmetric positive-definite
+    matrix (or of each of a batch); raises when the matrix is not positive-definite."""
+    _square("linalg.cholesky", A)
+    n = A.shape[-1]
+    cols: list[Tensor] = []  # column j of L, (..., n, 1)
+    for j in range(n):
+        aj = shape.narrow(A, -1, j, 1)  # (..., n, 1)
+        if cols:
+            lj = cat(cols, -1)  # (..., n, j)
+            rowj = shape.narrow(lj, -2, j, 1)  # (..., 1, j)
+            aj = aj - rsum(lj * rowj, -1, keepdim=True)
+        d = shape.narrow(aj, -2, j, 1)  # (..., 1, 1)
+        with _no_grad():
+            if d.numel() and bool(elementwise.logical_not(d > 0).any().item()):
+                raise RuntimeError(f"linalg.cholesky: The factorization could not be completed "
+                                   f"because the input is not positive-definite (the leading "
+                                   f"minor of order {j + 1} is not positive-definite).")
+        col = aj / elementwise.sqrt(d)
+        rows = _creation.arange(n, device=A.device)
+        col = where(shape.unsqueeze(rows < j, -1), 0.0, col)  # above the diagonal: zero
+        cols.append(col.to(A.dtype))
+    L = cat(cols, -1)
+    return shape.transpose(L, -1, -2) if upper else L
 
 
-def mv(input: Tensor, vec: Tensor) -> Tensor:
-    """Matrix-vector product."""
-    if input.dim() != 2 or vec.dim() != 1:
-        raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {vec.dim()}")
-    return matmul(input, vec)
+def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
+    """``X`` with ``A X = B`` given the Cholesky factor ``L`` of ``A`` (``upper``: ``L^H``)."""
+    a = matmul(shape.transpose(L, -1, -2), L) if upper else matmul(L, shape.transpose(L, -1, -2))
+    return solve(a, B)
 
 
-def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: float = 1
-          ) -> Tensor:
-    """``beta * input + alpha * (mat1 @ mat2)``."""
-    prod = mm(mat1, mat2)
-    check_expandable(input.shape, prod.shape)  # input broadcasts to the product, never beyond
-    if alpha != 1:
-        prod = mul(prod, alpha)
-    return add(mul(input, beta) if beta != 1 else input, prod)
+def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
+    """The inverse of ``A`` given its Cholesky factor ``L`` (``upper``: ``L^H``)."""
+    a = matmul(shape.transpose(L, -1, -2), L) if upper else matmul(L, shape.transpose(L, -1, -2))
+    return inv(a)
 
 
-def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1
-            ) -> Tensor:
-    prod = bmm(batch1, batch2)
-    check_expandable(input.shape, prod.shape)
-    if alpha != 1:
-        prod = mul(prod, alpha)
-    return add(mul(input, beta) if beta != 1 else input, prod)
+triangular_solve_result = namedtuple("triangular_solve_result", ["solution",
+                                                                 "cloned_coefficient"])
+
+
+def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
+                     unitriangular: bool = False) -> Any:
+    """``(X, A.clone())`` with ``op(T) X = b``, ``T`` the upper (or lower) triangle of ``A``
+    (unit diagonal if ``unitriangular``; ``op`` transposes when ``transpose``)."""
+    t = triu(A) if upper else tril(A)
+    if unitriangular:
+        n = A.shape[-1]
+        eye = _creation.eye(n, dtype=A.dtype, device=A.device)
+        t = t * (1.0 - eye) + eye
+    if transpose:
+        t = shape.transpose(t, -1, -2)
+    return triangular_solve_result(solve(t, b), A.clone())
+
+
+qr_result = namedtuple("qr_result", ["Q", "R"])
+
+
+def qr(A: Tensor, mode: str = "reduced") -> Any:
+    """``(Q, R)`` with ``A = Q R``, ``Q`` orthonormal columns, ``R`` upper triangular, by
+    Householder reflections (LAPACK's sign convention: ``R[k, k] = -sign(A[k, k]) |column|``);
+    ``mode``: ``"reduced"``, ``"complete"`` or ``"r"`` (``Q`` empty)."""
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
+                           f"'reduced' (default), 'r', or 'complete'")
+    if not isinstance(A, Tensor) or A.dim() < 2:
+        raise RuntimeError("linalg.qr: The input tensor A must have at least 2 dimensions.")
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.qr: Expected a floating point or complex tensor as input. "
+                           f"Got {elementwise._type_name(A.dtype)}")
+    m, n = A.shape[-2], A.shape[-1]
+    k_max = min(m, n)
+    r = A
+    q = _creation.eye(m, dtype=A.dtype, device=A.device).expand(A.shape[:-2] + (m, m))
+    rows = _creation.arange(m, device=A.device)
+    for k in range(min(k_max, m - 1)):  # LAPACK: the last row, 1 element long, is not reflected
+        col = shape.narrow(r, -1, k, 1)  # (..., m, 1)
+        below = shape.unsqueeze(rows >= k, -1)  # rows k.. take part in the reflection
+        x = where(below, col, 0.0)
+        norm = elementwise.sqrt(rsum(x * x, -2, keepdim=True))  # (..., 1, 1)
+        xk = shape.narrow(x, -2, k, 1)
+        sign = where(xk < 0, -1.0, 1.0)
+        alpha = -(sign * norm)
+        ek = shape.unsqueeze(elementwise.eq(rows, k), -1).to(A.dtype)
+        v = x - ek * alpha
+        vv = rsum(v * v, -2, keepdim=True)
+        # nothing below the diagonal: no reflection (H = I, as LAPACK's dlarfg)
+        rest = rsum(where(shape.unsqueeze(rows > k, -1), col, 0.0) * col, -2,
+                    keepdim=True)
+        skip = elementwise.logical_or(elementwise.eq(rest, 0), elementwise.eq(vv, 0))
+        scale = where(skip, 0.0, 2.0 / where(skip, 1.0, vv))
+        r = r - v * scale * matmul(shape.transpose(v, -1, -2), r)
+        q = q - matmul(q, v) * (shape.transpose(v, -1, -2) * scale)
+    upper = triu(r)
+    if mode == "r":
+        return qr_result(_creation.empty(0, dtype=A.dtype, device=A.device),
+                         shape.narrow(upper, -2, 0, k_max))
+    if mode == "complete":
+        return qr_result(q, upper)
+    return qr_result(shape.narrow(q, -1, 0, k_max), shape.narrow(upper, -2, 0, k_max))
+
+
+def qr_some(input: Tensor, some: bool = True) -> Any:
+    """``torch.qr``: the reduced (``some``) or complete QR decomposition."""
+    return qr(input, "reduced" if some else "complete")
+
+
+lu_factor_result = namedtuple("lu_factor_result", ["LU", "pivots"])
+lu_unpack_result = namedtuple("lu_unpack_result", ["P", "L", "U"])
+
+
+def lu_factor(A: Tensor, *, pivot: bool = True) -> Any:
+    """``(LU, pivots)``: ``L`` (unit diagonal, below) and ``U`` packed in one matrix and LAPACK's
+    1-based row interchanges (``int32``), by Gaussian elimination with partial pivoting."""
+    if not isinstance(A, Tensor) or A.dim() < 2:
+        raise RuntimeError("linalg.lu_factor: The input tensor A must have at least 2 "
+                           "dimensions.")
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.lu_factor: Expected a floating point or complex tensor as "
+                           f"input. Got {elementwise._type_name(A.dtype)}")
+    if not pivot:
+        raise NotImplementedError("lu_factor(pivot=False) is not implemented")
+    m, n = A.shape[-2], A.shape[-1]
+    lu = A
+    cols = _creation.arange(n, device=A.device)
+    piv = []
+    for k in range(min(m, n)):
+        with _no_grad():
+            col = elementwise.abs(shape.narrow(shape.select(lu, -1, k), -1, k, m - k))
+            p = argmax(col, -1, keepdim=True) + k
+        piv.append(p)
+        lu, _ = _pivot(lu, k)
+        if k + 1 < m:
+            row = shape.narrow(lu, -2, k, 1)
+            p_kk = shape.narrow(row, -1, k, 1)
+            below = shape.narrow(lu, -2, k + 1, m - k - 1)
+            f = shape.narrow(below, -1, k, 1) / where(elementwise.eq(p_kk, 0), 1.0, p_kk)
+            updated = below - f * row
+            # columns after k are eliminated, column k keeps the multipliers (L), the columns
+            # before it hold earlier multipliers
+            below = where(cols > k, updated, where(elementwise.eq(cols, k), f, below))
+            lu = cat([shape.narrow(lu, -2, 0, k + 1), below], -2)
+    pivots = (cat(piv, -1) + 1).to(_dtype.int32) if piv else \
+        _creation.zeros(A.shape[:-2] + (0,), dtype=_dtype.int32, device=A.device)
+    return lu_factor_result(lu, pivots)
+
+
+def _permutation(pivots: Tensor, m: int) -> Tensor:
+    """The row order ``perm`` (``(P^T A)[j] = A[perm[j]]``) of LAPACK interchanges."""
+    rows = _creation.arange(m, device=pivots.device)
+    perm = rows.expand(pivots.shape[:-1] + (m,))
+    for i in range(pivots.shape[-1]):
+        p = (shape.narrow(pivots, -1, i, 1) - 1).to(_dtype.int64)  # (..., 1)
+        at_i = gather(perm, -1, _creation.full_like(p, i))
+        at_p = gather(perm, -1, p)
+        perm = where(elementwise.eq(rows, i), at_p, where(elementwise.eq(rows, p), at_i, perm))
+    return perm
+
+
+def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
+              unpack_pivots: bool = True) -> Any:
+    """``(P, L, U)`` with ``A = P L U`` from ``lu_factor``'s packed form."""
+    m, n = LU_data.shape[-2], LU_data.shape[-1]
+    k = min(m, n)
+    eye = _creation.eye(m, k, dtype=LU_data.dtype, device=LU_data.device)
+    L = tril(shape.narrow(LU_data, -1, 0, k), -1) + eye
+    U = triu(shape.narrow(LU_data, -2, 0, k))
+    with _no_grad():
+        perm = _permutation(LU_pivots, m)
+        rows = shape.unsqueeze(_creation.arange(m, device=LU_data.device), -1)
+        P = elementwise.eq(rows, shape.unsqueeze(perm, -2)).to(LU_data.dtype)
+    return lu_unpack_result(P, L, U)
+
+
+def lu(A: Tensor, *, pivot: bool = True) -> Any:
+    """``(P, L, U)`` with ``A = P L U`` (``torch.linalg.lu``)."""
+    return lu_unpack(*lu_factor(A, pivot=pivot))
+
+
+def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
+             adjoint: bool = False) -> Tensor:
+    """``X`` with ``A X = B`` from ``A``'s ``lu_factor`` (``torch.linalg.lu_solve``)."""
+    P, L, U = lu_unpack(LU, pivots)
+    a = matmul(P, matmul(L, U))
+    if adjoint:
+        a = shape.transpose(a, -1, -2)
+    return solve(a, B, left=left)
+
+
+def lu_legacy(A: Tensor, pivot: bool = True, get_infos: bool = False) -> Any:
+    """``torch.lu``: ``(LU, pivots)``, plus zero ``infos`` when ``get_infos``."""
+    LU, pivots = lu_factor(A, pivot=pivot)
+    if get_infos:
+        return LU, pivots, _creation.zeros(A.shape[:-2], dtype=_dtype.int32, device=A.device)
+    return LU, pivots
+
+
+def lu_solve_legacy(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
+    """``torch.lu_solve(b, LU_data, LU_pivots)``: ``X`` with ``A X = b``."""
+    return lu_solve(LU_data, LU_pivots, b)

@@ -15,7 +15,7 @@ from .shape import narrow, reshape
 from .diagonal import triu_indices
 from .indexing import index_select, where
 from .joining import sort, stack
-from .linalg import matmul
+from .matmul import matmul
 from .search import searchsorted
 
 __all__ = ["isin", "combinations", "trapezoid", "trapz", "cumulative_trapezoid",

@@ -23,7 +23,7 @@ from ..autograd.grad_mode import _no_grad
 from . import elementwise
 from .indexing import index_select, nonzero
 from .joining import cat, sort
-from .linalg import mm
+from .matmul import mm
 from .search import unique_consecutive
 from .segment import scatter_reduce
 

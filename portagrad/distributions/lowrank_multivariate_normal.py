@@ -5,7 +5,7 @@ import math
 from typing import Any
 
 from .._creation import eye
-from .._ops.decomp import cholesky, triangular_solve
+from .._ops.linalg import cholesky, triangular_solve
 from .._ops.diagonal import diag_embed, diagonal
 from .._ops.elementwise import log
 from .._random import randn

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .._ops.decomp import cholesky, cholesky_inverse, inv, triangular_solve
+from .._ops.linalg import cholesky, cholesky_inverse, inv, triangular_solve
 from .._ops.diagonal import diagonal
 from .._ops.elementwise import log
 from .._random import randn

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._ops.elementwise import abs as _abs
 from .._creation import eye, from_host
-from .._ops.decomp import cholesky
+from .._ops.linalg import cholesky
 from .._ops.diagonal import diag_embed, diagonal
 from .._ops.elementwise import clamp, exp, expm1, log, log1p, sigmoid, tanh
 from .._ops.joining import cat, stack, tril

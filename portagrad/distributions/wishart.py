@@ -8,7 +8,7 @@ from typing import Any
 
 from .._creation import arange, eye
 from .._creation import tensor as _tensor
-from .._ops.decomp import cholesky, cholesky_solve, inv, slogdet
+from .._ops.linalg import cholesky, cholesky_solve, inv, slogdet
 from .._ops.diagonal import diag_embed, diagonal
 from .._ops.elementwise import clamp, log, where
 from .._ops.gammafn import digamma, mvlgamma

@@ -20,7 +20,7 @@ from .._ops import conversion as C
 from .._ops import elementwise as E
 from .._ops import indexing as I
 from .._ops import joining as J
-from .._ops import linalg as L
+from .._ops import matmul as L
 from .._ops import reduction as R
 from .._ops import shape as S
 from .._ops import nn as nodes

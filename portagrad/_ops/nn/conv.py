@@ -8,7 +8,7 @@ from ... import _raw
 from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
-from ..linalg import matmul
+from ..matmul import matmul
 from .. import reduction
 from .._common import call, check_same_device
 from .im2col import fold_cols, unfold_cols, unfold_raw

@@ -14,7 +14,7 @@ from ..._shape import check_expandable
 from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
-from .. import linalg
+from .. import matmul
 from .. import reduction
 from ..shape import reshape, t
 from .._common import call, check_same_device
@@ -67,11 +67,11 @@ class _Linear(Function):
         gx = gw = None
         # (the 2-D matmul node straight away: shapes, dtypes and devices are known to agree)
         if ctx.needs_input_grad[0]:
-            gx = call(linalg._MM, g2, w)
+            gx = call(matmul._MM, g2, w)
             gx = gx if len(x_shape) == 2 else reshape(gx, x_shape)
         if ctx.needs_input_grad[1]:
             x2 = x if x.dim() == 2 else reshape(x, (-1, k))
-            gw = call(linalg._MM, t(g2), x2)
+            gw = call(matmul._MM, t(g2), x2)
         gb = reduction.sum(g2, 0) if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2] else None
         return gx, gw, gb
 

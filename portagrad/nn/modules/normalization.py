@@ -7,7 +7,7 @@ import numpy as np
 
 from ... import _creation
 from ..._ops import elementwise as E
-from ..._ops import linalg as L
+from ..._ops import matmul as L
 from ..._ops import shape as S
 from ..._tensor import Tensor
 from .. import functional as F
