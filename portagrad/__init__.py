@@ -51,11 +51,11 @@ from ._ops.elementwise import (abs, absolute, add, atan2, bitwise_and, bitwise_n
 from ._ops.indexing import (flip, gather, index_add, index_copy, index_fill, index_select,
                             masked_fill, masked_select, nonzero, scatter, scatter_add,
                             take_along_dim)
-from ._ops.joining import (argsort, cat, chunk, concat, concatenate, hstack, kthvalue, median,
-                           msort, repeat, repeat_interleave, roll, sort, split, stack,
-                           tensor_split, tile, topk, tril, triu, vstack)
+from ._ops.joining import (cat, chunk, concat, concatenate, hstack, repeat, repeat_interleave,
+                           roll, split, stack, tensor_split, tile, tril, triu, vstack)
+from ._ops.sorting import argsort, kthvalue, median, mode, msort, nanmedian, sort, topk
 from ._ops.matmul import addmm, baddbmm, bmm, dot, ger, inner, matmul, mm, mv, outer, vdot
-from ._ops.reduction import (all, amax, amin, aminmax, any, argmax, argmin, count_nonzero, cumsum,
+from ._ops.reduction import (all, amax, amin, aminmax, any, argmax, argmin, count_nonzero,
                              logsumexp, max, mean, min, nansum, norm, prod, std, std_mean, sum,
                              var, var_mean)
 from ._ops.shape import (as_strided, broadcast_to, flatten, moveaxis, movedim, narrow, permute,
@@ -210,7 +210,7 @@ from ._ops.linalg import lu_solve_legacy as lu_solve
 from ._ops.linalg import lu_unpack
 from ._ops.linalg import qr_some as qr
 from ._ops.gammafn import digamma, igamma, igammac, lgamma, mvlgamma, polygamma
-from ._ops.scan import cummax, cummin, cumprod, diff, logcumsumexp
+from ._ops.scan import cummax, cummin, cumprod, cumsum, diff, logcumsumexp
 from ._ops.search import bincount, bucketize, histc, searchsorted, unique, unique_consecutive
 from ._ops.segment import index_reduce, scatter_reduce
 from ._ops.combine import index_put, put
@@ -224,7 +224,7 @@ from ._ops.windows import (bartlett_window, blackman_window, hamming_window, han
 from ._ops.sparse import sparse_coo_tensor
 from ._ops.sparse import sparse_mm as spmm
 from ._ops.special import i0
-from ._ops.stats import histogram, mode, nanmedian, nanquantile, quantile
+from ._ops.stats import histogram, nanquantile, quantile
 from ._ops.special import (acos, acosh, addcdiv, addcmul, angle, arccos, arccosh, arcsin,
                            arcsinh, arctan, arctan2, arctanh, asin, asinh, atan, atanh, clamp_max,
                            clamp_min, copysign, cosh, deg2rad, erfc, erfinv, fix, float_power,

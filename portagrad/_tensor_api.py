@@ -429,7 +429,7 @@ class TensorOps:
 
     def cumsum(self, dim: _int, *, dtype: Any = None) -> Tensor:
         """Inclusive prefix sums along ``dim``."""
-        return _ops.reduction.cumsum(self, dim, dtype=dtype)
+        return _ops.scan.cumsum(self, dim, dtype=dtype)
 
     def count_nonzero(self, dim: Any = None) -> Tensor:
         return _ops.reduction.count_nonzero(self, dim)
@@ -608,25 +608,25 @@ class TensorOps:
 
     def sort(self, dim: _int = -1, descending: _bool = False, stable: _bool = False) -> Any:
         """Sorted values and their indices along ``dim`` (stable)."""
-        return _ops.joining.sort(self, dim, descending, stable)
+        return _ops.sorting.sort(self, dim, descending, stable)
 
     def argsort(self, dim: _int = -1, descending: _bool = False, stable: _bool = False) -> Tensor:
         """Indices that sort ``input`` along ``dim``."""
-        return _ops.joining.argsort(self, dim, descending, stable)
+        return _ops.sorting.argsort(self, dim, descending, stable)
 
     def msort(self) -> Tensor:
-        return _ops.joining.msort(self)
+        return _ops.sorting.msort(self)
 
     def topk(self, k: _int, dim: _int = -1, largest: _bool = True, sorted: _bool = True) -> Any:
         """The ``k`` largest (or smallest) values and their indices along ``dim``."""
-        return _ops.joining.topk(self, k, dim, largest, sorted)
+        return _ops.sorting.topk(self, k, dim, largest, sorted)
 
     def kthvalue(self, k: _int, dim: _int = -1, keepdim: _bool = False) -> Any:
-        return _ops.joining.kthvalue(self, k, dim, keepdim)
+        return _ops.sorting.kthvalue(self, k, dim, keepdim)
 
     def median(self, dim: Any = None, keepdim: _bool = False) -> Any:
         """Lower median (of all elements, or ``(values, indices)`` along ``dim``)."""
-        return _ops.joining.median(self, dim, keepdim)
+        return _ops.sorting.median(self, dim, keepdim)
 
     def repeat(self, *sizes: Any) -> Tensor:
         """Tile ``input`` ``sizes`` times along each dimension (a copy)."""
@@ -1317,7 +1317,7 @@ class TensorOps:
         return _ops.elementwise.binary_inplace(_ops.elementwise.hypot, self, other)
 
     def cumsum_(self, dim: _int, *, dtype: Any = None) -> Tensor:
-        return _ops.elementwise.unary_inplace(_ops.reduction.cumsum, self, dim, dtype=dtype)
+        return _ops.elementwise.unary_inplace(_ops.scan.cumsum, self, dim, dtype=dtype)
 
     absolute_ = abs_
     sgn_ = sign_
@@ -1782,7 +1782,7 @@ class TensorOps:
         return _ops.stats.nanquantile(self, q, dim, keepdim, interpolation=interpolation)
 
     def nanmedian(self, dim: _int | None = None, keepdim: _bool = False) -> Any:
-        return _ops.stats.nanmedian(self, dim, keepdim)
+        return _ops.sorting.nanmedian(self, dim, keepdim)
 
     def histogram(self, bins: Any = 100, *, range: Any = None, weight: Tensor | None = None,
                   density: _bool = False) -> Any:
@@ -1895,7 +1895,7 @@ class TensorOps:
 
     def mode(self, dim: _int = -1, keepdim: _bool = False) -> Any:
         """``(values, indices)`` of the most frequent value along ``dim``."""
-        return _ops.stats.mode(self, dim, keepdim)
+        return _ops.sorting.mode(self, dim, keepdim)
 
     def cholesky_solve(self, input2: Tensor, upper: _bool = False) -> Tensor:
         """``X`` with ``A X = self`` given ``A``'s Cholesky factor ``input2``."""

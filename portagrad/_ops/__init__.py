@@ -4,7 +4,7 @@ Each module groups one family; every differentiable op is a ``Function`` whose b
 with operators and ``Tensor`` methods (``-g * a / (b * b)``, ``g.sum(dim)``). The modules import
 each other only downwards, in this order (bottom first): ``_common``, ``_gather`` (the two
 recorded indexing primitives), ``shape``, ``_advanced``, ``indexing``, ``conversion``,
-``elementwise``, ``reduction``, then ``joining`` and ``matmul``; a module calls into one above it
+``elementwise``, ``reduction``, then ``joining``, ``sorting`` and ``matmul``; a module calls into one above it
 through ``Tensor`` methods.
 
 Above those, and built only from them (no backend primitive of their own): ``special``,
@@ -18,13 +18,14 @@ This file is the one place an op module is registered: ``Tensor``'s methods reac
 ``_ops.<module>.<function>`` (bound once by ``portagrad/__init__.py``), so a new module needs its
 import here, its methods in ``_tensor_api.py`` and its public names in ``portagrad/__init__.py``.
 """
-from . import conversion, elementwise, indexing, joining, matmul, reduction, shape
+from . import conversion, elementwise, indexing, joining, matmul, reduction, shape, sorting
 # composed from those above; fills and sampling use portagrad._random, which needs the ones above
 from . import (bits, combine, diagonal, fills, gammafn, linalg, metadata, scan, search,
                segment, sequences, sparse, special, stats, windows)
 from . import nn, sampling
 
 __all__ = ["conversion", "elementwise", "indexing", "joining", "matmul", "reduction", "shape",
+           "sorting",
            "bits", "combine", "diagonal", "fills", "gammafn", "linalg", "metadata", "scan",
            "search", "segment", "sequences", "sparse", "special", "stats", "windows", "nn",
            "sampling"]

@@ -1,8 +1,6 @@
-"""Joining, splitting and ordering: ``cat``, ``stack``, ``split``, ``chunk``, ``sort``, ``topk`` ..."""
+"""Joining and splitting: ``cat``, ``stack``, ``split``, ``chunk``, ``repeat``, ``roll``, ``tril`` ..."""
 from __future__ import annotations
 
-import math
-from collections import namedtuple
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,17 +10,13 @@ from .. import _creation, _dtype, _raw
 from .._shape import require_dims, wrap_dim, wrap_dim_no_scalar
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._common import call, check_same_device, refuse_bool, to_scalar
+from ._common import call, check_same_device, to_scalar
 from .conversion import unaliased
-from .indexing import gather, index_select, where
-from .shape import expand, narrow, reshape, squeeze, unsqueeze
+from .indexing import index_select, where
+from .shape import expand, narrow, reshape, unsqueeze
 
 __all__ = ["cat", "concat", "concatenate", "stack", "vstack", "hstack", "split", "chunk",
-           "tensor_split", "sort", "argsort", "topk", "repeat", "tile", "repeat_interleave", "roll",
-           "tril", "triu", "msort", "kthvalue", "median"]
-
-sort_result = namedtuple("sort_result", ["values", "indices"])
-topk_result = namedtuple("topk_result", ["values", "indices"])
+           "tensor_split", "repeat", "tile", "repeat_interleave", "roll", "tril", "triu"]
 
 
 class _Cat(Function):
@@ -170,71 +164,6 @@ def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple
         return split(input, sizes, d)
     bounds = [0] + [min(max(int(i), 0), n) for i in indices_or_sections] + [n]
     return tuple(narrow(input, d, a, max(b - a, 0)) for a, b in zip(bounds[:-1], bounds[1:]))
-
-
-def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
-    """Sorted values and their indices along ``dim`` (stable)."""
-    if input.dim() == 0:
-        return sort_result(input.clone(), _raw.fill(_raw.new_like(input, (), _dtype.int64), 0))
-    d = wrap_dim(dim, input.dim())
-    _, idx = _raw.sort(input.detach(), d, bool(descending))
-    values = gather(input, d, idx) if input._requires_grad else _raw.gather(input, d, idx)
-    return sort_result(values, idx)
-
-
-def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
-    """Indices that sort ``input`` along ``dim``."""
-    if input.dim() == 0:
-        return _raw.fill(_raw.new_like(input, (), _dtype.int64), 0)
-    d = wrap_dim(dim, input.dim())
-    return _raw.sort(input.detach(), d, bool(descending))[1]
-
-
-def msort(input: Tensor) -> Tensor:
-    return sort(input, 0)[0]
-
-
-def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
-    """The ``k`` largest (or smallest) values and their indices along ``dim``."""
-    d = wrap_dim(dim, input.dim()) if input.dim() else 0
-    n = input.shape[d] if input.dim() else 1
-    if not 0 <= k <= n:
-        raise RuntimeError(f"selected index k out of range (k={k}, size {n} at dimension {d})")
-    refuse_bool("topk", input.dtype)
-    if input.dim() == 0:
-        return topk_result(input.clone(), _raw.fill(_raw.new_like(input, (), _dtype.int64), 0))
-    _, idx = _raw.sort(input.detach(), d, bool(largest))
-    idx = _raw.contiguous(narrow(idx, d, 0, k))
-    return topk_result(gather(input, d, idx), idx)
-
-
-def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any:
-    d = wrap_dim(dim, input.dim())
-    n = input.shape[d] if input.dim() else 1
-    if not 1 <= k <= n:  # (k == 0 would narrow at -1: the largest value)
-        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
-    if input.dim() == 0:  # a 0-d tensor is its own (only) value, index 0
-        r = kthvalue(reshape(input, (1,)), k, 0, False)
-        return sort_result(reshape(r[0], ()), reshape(r[1], ()))
-    _, idx = _raw.sort(input.detach(), d, False)
-    i = _raw.contiguous(narrow(idx, d, k - 1, 1))
-    v = gather(input, d, i)
-    if not keepdim:
-        v, i = squeeze(v, d), squeeze(i, d)
-    return sort_result(v, i)
-
-
-def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
-    """Lower median (of all elements, or ``(values, indices)`` along ``dim``)."""
-    if dim is None:
-        flat = reshape(input, (-1,))
-        if flat.shape[0] == 0 and input.dtype.is_floating_point:  # PyTorch: the median of nothing
-            return _raw.fill(_raw.new_like(input, ()), math.nan)
-        return kthvalue(flat, (flat.shape[0] + 1) // 2, 0)[0]
-    d = wrap_dim(dim, input.dim())
-    if input.dim() and input.shape[d] == 0:
-        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
-    return kthvalue(input, (input.shape[d] + 1) // 2 if input.dim() else 1, d, keepdim)
 
 
 def repeat(input: Tensor, *sizes: Any) -> Tensor:

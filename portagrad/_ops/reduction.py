@@ -1,4 +1,4 @@
-"""Reductions (``sum``, ``mean``, ``max`` ...), scans (``cumsum``) and their derivatives."""
+"""Reductions (``sum``, ``mean``, ``max`` ...) and their derivatives."""
 from __future__ import annotations
 
 import math
@@ -16,7 +16,7 @@ from .indexing import where
 from .shape import expand, reshape
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",
-           "var_mean", "std_mean", "logsumexp", "norm", "any", "all", "cumsum", "count_nonzero",
+           "var_mean", "std_mean", "logsumexp", "norm", "any", "all", "count_nonzero",
            "aminmax", "nansum"]
 
 _builtin_sum, _builtin_max, _builtin_min, _builtin_any, _builtin_all = sum, max, min, any, all
@@ -490,24 +490,3 @@ def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
     return sum(input != 0, dim)
 
 
-class _Cumsum(Function):
-    _backward_name = "CumsumBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, d: int, dtype: Any) -> Tensor:
-        ctx.d = d
-        return _raw.cumsum(x, d, dtype)
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> Any:
-        d = ctx.d
-        return cumsum(g.flip((d,)), d).flip((d,)), None, None
-
-
-def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
-    """Inclusive prefix sums along ``dim``."""
-    d = wrap_dim(dim, input.dim())
-    dt = _sum_dtype(input, dtype)
-    if input.dim() == 0:
-        return input.to(dt, copy=True)
-    return call(_Cumsum, input, d, dt)

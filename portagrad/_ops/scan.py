@@ -1,6 +1,8 @@
-"""Prefix scans and differences: ``cumprod``, ``cummax``, ``cummin``, ``logcumsumexp``, ``diff``.
+"""Prefix scans and differences: ``cumsum``, ``cumprod``, ``cummax``, ``cummin``, ``logcumsumexp``,
+``diff``.
 
-A scan along a dimension of size ``n`` is computed in ``ceil(log2 n)`` rounds of whole-tensor ops
+``cumsum`` is the backend's ``cumsum`` primitive (its derivative: the reversed cumsum). Any other
+scan along a dimension of size ``n`` is computed in ``ceil(log2 n)`` rounds of whole-tensor ops
 (Hillis-Steele: round ``k`` combines each element with the one ``2**k`` before it), so it runs on
 every backend and ``cumprod``/``logcumsumexp`` are differentiated through those ops (correct with
 zeros, unlike ``exp(cumsum(log x))``). ``cummax``/``cummin`` scan (value, index) pairs without
@@ -12,17 +14,20 @@ from collections import namedtuple
 from typing import Any
 from collections.abc import Callable
 
-from .. import _creation, _dtype
+from .. import _creation, _dtype, _raw
 from .._shape import wrap_dim
 from .._tensor import Tensor
+from ..autograd.function import Function
 from ..autograd.grad_mode import _no_grad
+from ._common import call
+from .reduction import _sum_dtype
 from . import elementwise
 from .shape import narrow, reshape
 from .conversion import unaliased
 from .indexing import gather, where
 from .joining import cat
 
-__all__ = ["cumprod", "cummax", "cummin", "logcumsumexp", "diff"]
+__all__ = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "diff"]
 
 cummax_result = namedtuple("cummax_result", ["values", "indices"])
 
@@ -135,3 +140,26 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
         a, b = narrow(x, d, 1, size - 1), narrow(x, d, 0, size - 1)
         x = elementwise.logical_xor(a, b) if x.dtype is _dtype.bool else a - b
     return unaliased(x, input)  # n == 0: a copy of the input, as PyTorch
+
+
+class _Cumsum(Function):
+    _backward_name = "CumsumBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, d: int, dtype: Any) -> Tensor:
+        ctx.d = d
+        return _raw.cumsum(x, d, dtype)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        d = ctx.d
+        return cumsum(g.flip((d,)), d).flip((d,)), None, None
+
+
+def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """Inclusive prefix sums along ``dim``."""
+    d = wrap_dim(dim, input.dim())
+    dt = _sum_dtype(input, dtype)
+    if input.dim() == 0:
+        return input.to(dt, copy=True)
+    return call(_Cumsum, input, d, dt)

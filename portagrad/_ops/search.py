@@ -16,7 +16,8 @@ from . import elementwise
 from .shape import movedim, narrow, reshape, select
 from .indexing import gather, index_select, masked_select, nonzero, scatter_add, where
 from .._shape import wrap_dim
-from .joining import cat, sort
+from .joining import cat
+from .sorting import sort
 
 __all__ = ["searchsorted", "bucketize", "bincount", "histc", "unique", "unique_consecutive"]
 

@@ -20,7 +20,8 @@ from ..autograd.grad_mode import _no_grad
 from .elementwise import add, div, gt, logical_or, maximum, mul, ne, neg
 from .shape import narrow, reshape
 from .indexing import gather, scatter_add, where
-from .joining import cat, sort
+from .joining import cat
+from .sorting import sort
 from .scan import _scan
 
 __all__ = ["scatter_reduce", "index_reduce"]

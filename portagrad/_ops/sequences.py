@@ -14,7 +14,9 @@ from . import reduction
 from .shape import narrow, reshape
 from .diagonal import triu_indices
 from .indexing import index_select, where
-from .joining import sort, stack
+from .joining import stack
+from .scan import cumsum
+from .sorting import sort
 from .matmul import matmul
 from .search import searchsorted
 
@@ -101,7 +103,7 @@ def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int =
     if isinstance(x, (int, float)):
         x, dx = None, x
     terms, d = _trap_terms(y, x, 1 if dx is None else dx, dim)
-    return reduction.cumsum(terms, d)
+    return cumsum(terms, d)
 
 
 def unravel_index(indices: Any, shape: Any) -> tuple[Tensor, ...]:

@@ -22,7 +22,8 @@ from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
 from . import elementwise
 from .indexing import index_select, nonzero
-from .joining import cat, sort
+from .joining import cat
+from .sorting import sort
 from .matmul import mm
 from .search import unique_consecutive
 from .segment import scatter_reduce

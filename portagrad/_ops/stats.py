@@ -1,4 +1,4 @@
-"""Order statistics and histograms: ``quantile``, ``nanquantile``, ``nanmedian``, ``histogram``.
+"""Quantiles and histograms: ``quantile``, ``nanquantile``, ``histogram``.
 
 Quantiles sort along the dimension (NaN sorts last) and interpolate between the two neighbouring
 order statistics picked with ``gather``, so they are differentiable like ``sort`` and ``lerp``;
@@ -17,14 +17,13 @@ from . import elementwise
 from . import reduction
 from .shape import movedim, narrow, reshape, squeeze, unsqueeze
 from .indexing import gather, scatter_add, where
-from .joining import cat, sort, stack
+from .joining import stack
+from .sorting import sort
 from .search import searchsorted
 
-__all__ = ["quantile", "nanquantile", "nanmedian", "histogram", "mode"]
+__all__ = ["quantile", "nanquantile", "histogram"]
 
-median_result = namedtuple("median_result", ["values", "indices"])
 histogram_result = namedtuple("histogram_result", ["hist", "bin_edges"])
-mode_result = namedtuple("mode_result", ["values", "indices"])
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
@@ -103,31 +102,6 @@ def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = F
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
 
 
-def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
-    """The lower median of the non-NaN elements (of all, or ``(values, indices)`` along
-    ``dim``)."""
-    if dim is None:
-        flat = reshape(input, (-1,))
-        if flat.numel() == 0:
-            return _creation.full((), float("nan"), dtype=input.dtype, device=input.device)
-        return nanmedian(flat, 0).values
-    d = wrap_dim(dim, max(input.dim(), 1))
-    x = reshape(input, (1,)) if input.dim() == 0 else input
-    if x.shape[d] == 0:
-        raise IndexError(f"nanmedian(): Expected reduction dim {d} to have non-zero size.")
-    vals, idx = sort(x, d)
-    with _no_grad():
-        nonnan = reduction.sum(elementwise.logical_not(elementwise.isnan(x)), d, keepdim=True) \
-            if x.dtype.is_floating_point else \
-            _creation.full_like(narrow(x, d, 0, 1), x.shape[d], dtype=_dtype.int64)
-        k = elementwise.floor_divide(elementwise.clamp(nonnan - 1, 0, None), 2)
-    v = gather(vals, d, k)
-    i = gather(idx, d, k)
-    if not keepdim or input.dim() == 0:
-        v, i = squeeze(v, d), squeeze(i, d)
-    return median_result(v, i)
-
-
 def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Tensor | None = None,
               density: bool = False) -> Any:
     """``(hist, bin_edges)``: counts (or summed ``weight``) of ``input`` in ``bins`` equal bins
@@ -166,30 +140,4 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Tens
             hist = hist / (reduction.sum(hist) * widths)
     return histogram_result(hist, edges)
 
-
-def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
-    """``(values, indices)``: the most frequent value along ``dim`` (the smallest among equally
-    frequent ones) and the index of its last occurrence."""
-    x = reshape(input, (1,)) if input.dim() == 0 else input
-    d = wrap_dim(dim, x.dim())
-    n = x.shape[d]
-    if n == 0:
-        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
-    with _no_grad():
-        s, order = sort(x, d, stable=True)
-        head = _creation.ones(tuple(1 if k == d else v for k, v in enumerate(s.shape)),
-                              dtype=_dtype.bool, device=s.device)
-        # a run of equal values starts at 0 and wherever the sorted value changes
-        start = cat([head, elementwise.ne(narrow(s, d, 1, n - 1), narrow(s, d, 0, n - 1))], d) \
-            if n > 1 else head
-        run = start.to(_dtype.int64).cumsum(d) - 1
-        counts = scatter_add(_creation.zeros(s.shape, dtype=_dtype.int64, device=s.device), d,
-                             run, _creation.ones_like(run))
-        best = reduction.argmax(counts, d, keepdim=True)  # the first longest run: the smallest value
-        end = gather(counts.cumsum(d) - 1, d, best)  # its last element, sorted stably
-        idx = gather(order, d, end)
-    values = gather(x, d, idx)
-    if not keepdim or input.dim() == 0:
-        values, idx = squeeze(values, d), squeeze(idx, d)
-    return mode_result(values, idx)
 

@@ -14,7 +14,7 @@ from .._ops.linalg import cholesky
 from .._ops.diagonal import diag_embed, diagonal
 from .._ops.elementwise import clamp, exp, expm1, log, log1p, sigmoid, tanh
 from .._ops.joining import cat, stack, tril
-from .._ops.reduction import cumsum
+from .._ops.scan import cumsum
 from .._ops.scan import cumprod
 from .._tensor import Tensor
 from ..nn.functional import logsigmoid, pad, softplus

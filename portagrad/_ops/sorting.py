@@ -1,0 +1,146 @@
+"""Ordering: ``sort``, ``argsort``, ``msort``, ``topk``, and the order statistics picked from a sort:
+``kthvalue``, ``median``, ``nanmedian``, ``mode``.
+
+The order comes from the backend's ``sort`` primitive (indices, stable), the values are gathered
+with those indices, so every result is differentiable like ``gather``."""
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from typing import Any
+
+from .. import _creation, _dtype, _raw
+from .._shape import wrap_dim
+from .._tensor import Tensor
+from ..autograd.grad_mode import _no_grad
+from . import elementwise, reduction
+from ._common import refuse_bool
+from .indexing import gather, scatter_add
+from .joining import cat
+from .shape import narrow, reshape, squeeze
+
+__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode"]
+
+sort_result = namedtuple("sort_result", ["values", "indices"])
+topk_result = namedtuple("topk_result", ["values", "indices"])
+
+
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+    """Sorted values and their indices along ``dim`` (stable)."""
+    if input.dim() == 0:
+        return sort_result(input.clone(), _raw.fill(_raw.new_like(input, (), _dtype.int64), 0))
+    d = wrap_dim(dim, input.dim())
+    _, idx = _raw.sort(input.detach(), d, bool(descending))
+    values = gather(input, d, idx) if input._requires_grad else _raw.gather(input, d, idx)
+    return sort_result(values, idx)
+
+
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    """Indices that sort ``input`` along ``dim``."""
+    if input.dim() == 0:
+        return _raw.fill(_raw.new_like(input, (), _dtype.int64), 0)
+    d = wrap_dim(dim, input.dim())
+    return _raw.sort(input.detach(), d, bool(descending))[1]
+
+
+def msort(input: Tensor) -> Tensor:
+    return sort(input, 0)[0]
+
+
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
+    """The ``k`` largest (or smallest) values and their indices along ``dim``."""
+    d = wrap_dim(dim, input.dim()) if input.dim() else 0
+    n = input.shape[d] if input.dim() else 1
+    if not 0 <= k <= n:
+        raise RuntimeError(f"selected index k out of range (k={k}, size {n} at dimension {d})")
+    refuse_bool("topk", input.dtype)
+    if input.dim() == 0:
+        return topk_result(input.clone(), _raw.fill(_raw.new_like(input, (), _dtype.int64), 0))
+    _, idx = _raw.sort(input.detach(), d, bool(largest))
+    idx = _raw.contiguous(narrow(idx, d, 0, k))
+    return topk_result(gather(input, d, idx), idx)
+
+
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any:
+    d = wrap_dim(dim, input.dim())
+    n = input.shape[d] if input.dim() else 1
+    if not 1 <= k <= n:  # (k == 0 would narrow at -1: the largest value)
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    if input.dim() == 0:  # a 0-d tensor is its own (only) value, index 0
+        r = kthvalue(reshape(input, (1,)), k, 0, False)
+        return sort_result(reshape(r[0], ()), reshape(r[1], ()))
+    _, idx = _raw.sort(input.detach(), d, False)
+    i = _raw.contiguous(narrow(idx, d, k - 1, 1))
+    v = gather(input, d, i)
+    if not keepdim:
+        v, i = squeeze(v, d), squeeze(i, d)
+    return sort_result(v, i)
+
+
+def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """Lower median (of all elements, or ``(values, indices)`` along ``dim``)."""
+    if dim is None:
+        flat = reshape(input, (-1,))
+        if flat.shape[0] == 0 and input.dtype.is_floating_point:  # PyTorch: the median of nothing
+            return _raw.fill(_raw.new_like(input, ()), math.nan)
+        return kthvalue(flat, (flat.shape[0] + 1) // 2, 0)[0]
+    d = wrap_dim(dim, input.dim())
+    if input.dim() and input.shape[d] == 0:
+        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
+    return kthvalue(input, (input.shape[d] + 1) // 2 if input.dim() else 1, d, keepdim)
+
+
+median_result = namedtuple("median_result", ["values", "indices"])
+mode_result = namedtuple("mode_result", ["values", "indices"])
+
+
+def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    """The lower median of the non-NaN elements (of all, or ``(values, indices)`` along
+    ``dim``)."""
+    if dim is None:
+        flat = reshape(input, (-1,))
+        if flat.numel() == 0:
+            return _creation.full((), float("nan"), dtype=input.dtype, device=input.device)
+        return nanmedian(flat, 0).values
+    d = wrap_dim(dim, max(input.dim(), 1))
+    x = reshape(input, (1,)) if input.dim() == 0 else input
+    if x.shape[d] == 0:
+        raise IndexError(f"nanmedian(): Expected reduction dim {d} to have non-zero size.")
+    vals, idx = sort(x, d)
+    with _no_grad():
+        nonnan = reduction.sum(elementwise.logical_not(elementwise.isnan(x)), d, keepdim=True) \
+            if x.dtype.is_floating_point else \
+            _creation.full_like(narrow(x, d, 0, 1), x.shape[d], dtype=_dtype.int64)
+        k = elementwise.floor_divide(elementwise.clamp(nonnan - 1, 0, None), 2)
+    v = gather(vals, d, k)
+    i = gather(idx, d, k)
+    if not keepdim or input.dim() == 0:
+        v, i = squeeze(v, d), squeeze(i, d)
+    return median_result(v, i)
+
+
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
+    """``(values, indices)``: the most frequent value along ``dim`` (the smallest among equally
+    frequent ones) and the index of its last occurrence."""
+    x = reshape(input, (1,)) if input.dim() == 0 else input
+    d = wrap_dim(dim, x.dim())
+    n = x.shape[d]
+    if n == 0:
+        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+    with _no_grad():
+        s, order = sort(x, d, stable=True)
+        head = _creation.ones(tuple(1 if k == d else v for k, v in enumerate(s.shape)),
+                              dtype=_dtype.bool, device=s.device)
+        # a run of equal values starts at 0 and wherever the sorted value changes
+        start = cat([head, elementwise.ne(narrow(s, d, 1, n - 1), narrow(s, d, 0, n - 1))], d) \
+            if n > 1 else head
+        run = start.to(_dtype.int64).cumsum(d) - 1
+        counts = scatter_add(_creation.zeros(s.shape, dtype=_dtype.int64, device=s.device), d,
+                             run, _creation.ones_like(run))
+        best = reduction.argmax(counts, d, keepdim=True)  # the first longest run: the smallest value
+        end = gather(counts.cumsum(d) - 1, d, best)  # its last element, sorted stably
+        idx = gather(order, d, end)
+    values = gather(x, d, idx)
+    if not keepdim or input.dim() == 0:
+        values, idx = squeeze(values, d), squeeze(idx, d)
+    return mode_result(values, idx)
