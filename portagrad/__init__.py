@@ -194,13 +194,15 @@ from . import linalg, sparse, special
 from ._layout import layout, sparse_coo, strided
 from ._ops.bits import (bitwise_left_shift, bitwise_right_shift, frexp, gcd, lcm, ldexp,
                         nextafter)
-from ._ops.combine import (addbmm, as_strided_scatter, diagonal_scatter, matrix_exp,
-                           select_scatter, slice_scatter)
-from ._ops.combine import (addmv, addr, argwhere, atleast_1d, atleast_2d, atleast_3d,
-                           cartesian_prod, cdist, column_stack, corrcoef, cov, cross, dist,
-                           dsplit, dstack, einsum, fliplr, flipud, hsplit, masked_scatter,
-                           matrix_power, meshgrid, nanmean, ravel, renorm, rot90, row_stack,
-                           split_with_sizes, take, tensordot, vsplit)
+from ._ops.contraction import addbmm, addmv, addr, cross, einsum, tensordot
+from ._ops.linalg import matrix_exp, matrix_power
+from ._ops.norms import cdist, dist, renorm
+from ._ops.rearrange import fliplr, flipud, ravel, rot90
+from ._ops.scatter import (argwhere, as_strided_scatter, diagonal_scatter, masked_scatter,
+                           select_scatter, slice_scatter, take)
+from ._ops.stacking import (atleast_1d, atleast_2d, atleast_3d, cartesian_prod, column_stack,
+                            dsplit, dstack, hsplit, meshgrid, row_stack, split_with_sizes, vsplit)
+from ._ops.stats import corrcoef, cov, nanmean
 from ._ops.diagonal import (block_diag, diag, diag_embed, diagflat, diagonal, kron, tril_indices,
                             trace, triu_indices)
 from ._ops.linalg import (cholesky, cholesky_inverse, cholesky_solve, det, inverse, logdet,
@@ -213,7 +215,7 @@ from ._ops.gammafn import digamma, igamma, igammac, lgamma, mvlgamma, polygamma
 from ._ops.scan import cummax, cummin, cumprod, cumsum, diff, logcumsumexp
 from ._ops.search import bincount, bucketize, histc, searchsorted, unique, unique_consecutive
 from ._ops.segment import index_reduce, scatter_reduce
-from ._ops.combine import index_put, put
+from ._ops.scatter import index_put, put
 from ._ops.metadata import (conj, get_device, is_complex, is_conj, is_inference, is_neg,
                             is_same_size, is_signed, narrow_copy, nonzero_static, real,
                             resolve_conj, resolve_neg)

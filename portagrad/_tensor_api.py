@@ -1391,75 +1391,75 @@ class TensorOps:
         return _ops.search.unique_consecutive(self, return_inverse, return_counts, dim)
 
     def cross(self, other: Tensor, dim: _int | None = None) -> Tensor:
-        return _ops.combine.cross(self, other, dim)
+        return _ops.contraction.cross(self, other, dim)
 
     def dist(self, other: Tensor, p: _float = 2) -> Tensor:
-        return _ops.combine.dist(self, other, p)
+        return _ops.norms.dist(self, other, p)
 
     def renorm(self, p: _float, dim: _int, maxnorm: _float) -> Tensor:
-        return _ops.combine.renorm(self, p, dim, maxnorm)
+        return _ops.norms.renorm(self, p, dim, maxnorm)
 
     def renorm_(self, p: _float, dim: _int, maxnorm: _float) -> Tensor:
-        return _ops.elementwise.unary_inplace(_ops.combine.renorm, self, p, dim, maxnorm)
+        return _ops.elementwise.unary_inplace(_ops.norms.renorm, self, p, dim, maxnorm)
 
     def take(self, index: Tensor) -> Tensor:
-        return _ops.combine.take(self, index)
+        return _ops.scatter.take(self, index)
 
     def nanmean(self, dim: Any = None, keepdim: _bool = False, *, dtype: Any = None) -> Tensor:
-        return _ops.combine.nanmean(self, dim, keepdim, dtype=dtype)
+        return _ops.stats.nanmean(self, dim, keepdim, dtype=dtype)
 
     def masked_scatter(self, mask: Tensor, source: Tensor) -> Tensor:
-        return _ops.combine.masked_scatter(self, mask, source)
+        return _ops.scatter.masked_scatter(self, mask, source)
 
     def masked_scatter_(self, mask: Tensor, source: Tensor) -> Tensor:
-        return _ops.elementwise.unary_inplace(_ops.combine.masked_scatter, self, mask, source)
+        return _ops.elementwise.unary_inplace(_ops.scatter.masked_scatter, self, mask, source)
 
     def unfold(self, dimension: _int, size: _int, step: _int) -> Tensor:
         """The view of the windows of ``size`` elements, ``step`` apart, along ``dimension``."""
-        return _ops.combine.unfold(self, dimension, size, step)
+        return _ops.rearrange.unfold(self, dimension, size, step)
 
     def rot90(self, k: _int = 1, dims: Sequence[_int] = (0, 1)) -> Tensor:
-        return _ops.combine.rot90(self, k, dims)
+        return _ops.rearrange.rot90(self, k, dims)
 
     def fliplr(self) -> Tensor:
-        return _ops.combine.fliplr(self)
+        return _ops.rearrange.fliplr(self)
 
     def flipud(self) -> Tensor:
-        return _ops.combine.flipud(self)
+        return _ops.rearrange.flipud(self)
 
     def split_with_sizes(self, split_sizes: Sequence[_int], dim: _int = 0) -> tuple[Tensor, ...]:
-        return _ops.combine.split_with_sizes(self, split_sizes, dim)
+        return _ops.stacking.split_with_sizes(self, split_sizes, dim)
 
     unsafe_split_with_sizes = split_with_sizes
     unsafe_split = split
     unsafe_chunk = chunk
 
     def hsplit(self, sections: Any) -> tuple[Tensor, ...]:
-        return _ops.combine.hsplit(self, sections)
+        return _ops.stacking.hsplit(self, sections)
 
     def vsplit(self, sections: Any) -> tuple[Tensor, ...]:
-        return _ops.combine.vsplit(self, sections)
+        return _ops.stacking.vsplit(self, sections)
 
     def dsplit(self, sections: Any) -> tuple[Tensor, ...]:
-        return _ops.combine.dsplit(self, sections)
+        return _ops.stacking.dsplit(self, sections)
 
     def ravel(self) -> Tensor:
-        return _ops.combine.ravel(self)
+        return _ops.rearrange.ravel(self)
 
     def argwhere(self) -> Tensor:
-        return _ops.combine.argwhere(self)
+        return _ops.scatter.argwhere(self)
 
     def addmv(self, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
-        return _ops.combine.addmv(self, mat, vec, beta=beta, alpha=alpha)
+        return _ops.contraction.addmv(self, mat, vec, beta=beta, alpha=alpha)
 
     def addmv_(self, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
-        return _ops.elementwise.unary_inplace(_ops.combine.addmv, self, mat, vec, beta=beta, alpha=alpha)
+        return _ops.elementwise.unary_inplace(_ops.contraction.addmv, self, mat, vec, beta=beta, alpha=alpha)
 
     def addr(self, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
-        return _ops.combine.addr(self, vec1, vec2, beta=beta, alpha=alpha)
+        return _ops.contraction.addr(self, vec1, vec2, beta=beta, alpha=alpha)
 
     def addr_(self, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
-        return _ops.elementwise.unary_inplace(_ops.combine.addr, self, vec1, vec2, beta=beta, alpha=alpha)
+        return _ops.elementwise.unary_inplace(_ops.contraction.addr, self, vec1, vec2, beta=beta, alpha=alpha)
 
     def addmm_(self, mat1: Tensor, mat2: Tensor, *, beta: _float = 1, alpha: _float = 1
                ) -> Tensor:
@@ -1472,10 +1472,10 @@ class TensorOps:
 
     def cov(self, *, correction: _int = 1, fweights: Tensor | None = None,
             aweights: Tensor | None = None) -> Tensor:
-        return _ops.combine.cov(self, correction=correction, fweights=fweights, aweights=aweights)
+        return _ops.stats.cov(self, correction=correction, fweights=fweights, aweights=aweights)
 
     def corrcoef(self) -> Tensor:
-        return _ops.combine.corrcoef(self)
+        return _ops.stats.corrcoef(self)
 
     def isclose(self, other: Tensor, rtol: _float = 1e-05, atol: _float = 1e-08,
                 equal_nan: _bool = False) -> Tensor:
@@ -1533,38 +1533,38 @@ class TensorOps:
 
     def matrix_power(self, n: _int) -> Tensor:
         """``self`` (a square matrix or a batch of them) multiplied by itself ``n`` times."""
-        return _ops.combine.matrix_power(self, n)
+        return _ops.linalg.matrix_power(self, n)
 
     def put_(self, index: Tensor, source: Tensor, accumulate: _bool = False) -> Tensor:
         """Write ``source`` at the flat positions ``index`` (added when ``accumulate``)."""
-        return _ops.elementwise.unary_inplace(_ops.combine.put, self, index, source, accumulate)
+        return _ops.elementwise.unary_inplace(_ops.scatter.put, self, index, source, accumulate)
 
     def put(self, index: Tensor, source: Tensor, accumulate: _bool = False) -> Tensor:
-        return _ops.combine.put(self, index, source, accumulate)
+        return _ops.scatter.put(self, index, source, accumulate)
 
     def index_put(self, indices: Sequence[Tensor], values: Any, accumulate: _bool = False
                   ) -> Tensor:
-        return _ops.combine.index_put(self, indices, values, accumulate)
+        return _ops.scatter.index_put(self, indices, values, accumulate)
 
     def index_put_(self, indices: Sequence[Tensor], values: Any, accumulate: _bool = False
                    ) -> Tensor:
-        return _ops.elementwise.unary_inplace(_ops.combine.index_put, self, indices, values, accumulate)
+        return _ops.elementwise.unary_inplace(_ops.scatter.index_put, self, indices, values, accumulate)
 
     def apply_(self, callable: Callable[[Any], Any]) -> Tensor:
         """Apply the Python function ``callable`` to every element, in place (on the host)."""
-        return _ops.combine.apply_(self, callable)
+        return _ops.metadata.apply_(self, callable)
 
     def map_(self, tensor: Tensor, callable: Callable[[Any, Any], Any]) -> Tensor:
         """``self[i] = callable(self[i], tensor[i])`` (``tensor`` broadcast), in place."""
-        return _ops.combine.map_(self, tensor, callable)
+        return _ops.metadata.map_(self, tensor, callable)
 
     def resize_(self, *sizes: Any, memory_format: Any = None) -> Tensor:
         """Give ``self`` the shape ``sizes`` (contiguous), keeping the leading elements; storage
         grows when needed, new elements are uninitialised."""
-        return _ops.combine.resize_(self, *sizes)
+        return _ops.metadata.resize_(self, *sizes)
 
     def resize_as_(self, the_template: Tensor, memory_format: Any = None) -> Tensor:
-        return _ops.combine.resize_(self, the_template.shape)
+        return _ops.metadata.resize_(self, the_template.shape)
 
     def to_dense(self, dtype: Any = None, *, masked_grad: _bool | None = None) -> Tensor:
         """A dense tensor is its own dense form."""
@@ -1790,30 +1790,30 @@ class TensorOps:
 
     def diagonal_scatter(self, src: Tensor, offset: _int = 0, dim1: _int = 0, dim2: _int = 1
                          ) -> Tensor:
-        return _ops.combine.diagonal_scatter(self, src, offset, dim1, dim2)
+        return _ops.scatter.diagonal_scatter(self, src, offset, dim1, dim2)
 
     def select_scatter(self, src: Tensor, dim: _int, index: _int) -> Tensor:
-        return _ops.combine.select_scatter(self, src, dim, index)
+        return _ops.scatter.select_scatter(self, src, dim, index)
 
     def slice_scatter(self, src: Tensor, dim: _int = 0, start: _int | None = None,
                       end: _int | None = None, step: _int = 1) -> Tensor:
-        return _ops.combine.slice_scatter(self, src, dim, start, end, step)
+        return _ops.scatter.slice_scatter(self, src, dim, start, end, step)
 
     def as_strided_scatter(self, src: Tensor, size: Sequence[_int], stride: Sequence[_int],
                            storage_offset: _int | None = None) -> Tensor:
-        return _ops.combine.as_strided_scatter(self, src, size, stride, storage_offset)
+        return _ops.scatter.as_strided_scatter(self, src, size, stride, storage_offset)
 
     def addbmm(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1
                ) -> Tensor:
-        return _ops.combine.addbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+        return _ops.contraction.addbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
     def addbmm_(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1
                 ) -> Tensor:
-        return _ops.elementwise.unary_inplace(_ops.combine.addbmm, self, batch1, batch2, beta=beta,
+        return _ops.elementwise.unary_inplace(_ops.contraction.addbmm, self, batch1, batch2, beta=beta,
                                               alpha=alpha)
 
     def matrix_exp(self) -> Tensor:
-        return _ops.combine.matrix_exp(self)
+        return _ops.linalg.matrix_exp(self)
 
     def t_(self) -> Tensor:
         """Transpose in place (a change of geometry: no data moves)."""
@@ -1863,7 +1863,7 @@ class TensorOps:
 
     def map2_(self, x: Tensor, y: Tensor, callable: Callable[[Any, Any, Any], Any]) -> Tensor:
         """``self[i] = callable(self[i], x[i], y[i])`` (broadcast), in place."""
-        return _ops.combine.map_(self, x, callable, y)
+        return _ops.metadata.map_(self, x, callable, y)
 
     @property
     def mH(self) -> Tensor:
@@ -1910,10 +1910,10 @@ class TensorOps:
 
     def resize(self, *sizes: Any) -> Tensor:
         """A resized copy (deprecated in PyTorch: prefer ``reshape`` or ``resize_``)."""
-        return _ops.combine.resize_(_ops.conversion.clone(self).detach(), *sizes)
+        return _ops.metadata.resize_(_ops.conversion.clone(self).detach(), *sizes)
 
     def resize_as(self, tensor: Tensor) -> Tensor:
-        return _ops.combine.resize_(_ops.conversion.clone(self).detach(), tensor.shape)
+        return _ops.metadata.resize_(_ops.conversion.clone(self).detach(), tensor.shape)
 
     # removed from PyTorch: they raise PyTorch's message, which names the replacement
     def solve(self, A: Tensor) -> Any:

@@ -19,7 +19,7 @@ from ._dtype import dtype as _dtype_cls
 from ._dtype import float64, get_default_dtype
 from ._layout import strided
 from ._memory_format import contiguous_format
-from ._ops.combine import split_with_sizes
+from ._ops.stacking import split_with_sizes
 from ._ops.conversion import clone
 from ._ops.joining import chunk, split
 from ._tensor import Tensor

@@ -13,8 +13,8 @@ from typing import Any
 
 from ._ops import elementwise
 from ._ops import reduction
-from ._ops.combine import cross as _cross
-from ._ops.combine import matrix_power
+from ._ops.contraction import cross as _cross
+from ._ops.linalg import matrix_power
 from ._ops.linalg import cholesky, det, inv, lu, lu_factor, lu_solve, qr, slogdet, solve
 from ._ops.diagonal import diagonal as _diagonal
 from ._ops.matmul import matmul

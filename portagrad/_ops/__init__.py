@@ -4,14 +4,17 @@ Each module groups one family; every differentiable op is a ``Function`` whose b
 with operators and ``Tensor`` methods (``-g * a / (b * b)``, ``g.sum(dim)``). The modules import
 each other only downwards, in this order (bottom first): ``_common``, ``_gather`` (the two
 recorded indexing primitives), ``shape``, ``_advanced``, ``indexing``, ``conversion``,
-``elementwise``, ``reduction``, then ``joining``, ``sorting`` and ``matmul``; a module calls into one above it
-through ``Tensor`` methods.
+``elementwise``, ``reduction``, then ``joining``, ``sorting`` and ``matmul``; a module calls into
+one above it through ``Tensor`` methods.
 
-Above those, and built only from them (no backend primitive of their own): ``special``,
-``gammafn``, ``bits`` (more elementwise math), ``diagonal``, ``scan``, ``search``, ``stats``,
-``segment`` (diagonals, prefix scans, searching, order statistics, reductions into slots),
-``combine``, ``sequences``, ``linalg``, ``windows``, ``fills``, ``metadata`` (compositions, small
-linear algebra, window functions, random fills, geometry) and ``sparse`` (the sparse COO layout).
+Above those, and built only from them (``scan``'s ``cumsum`` aside, no backend primitive of their
+own): ``special``, ``gammafn``, ``bits`` (more elementwise math), ``diagonal``, ``scan``,
+``search``, ``stats``, ``segment`` (diagonals, prefix scans, searching, quantiles and statistics,
+reductions into slots), ``contraction`` (einsum, tensordot ...), ``norms`` (cdist, renorm),
+``stacking`` (meshgrid, atleast_*, *stack, *split), ``scatter`` (take, put, index_put, the
+``*_scatter`` embeddings), ``rearrange`` (rot90, flips, ravel, unfold), ``sequences``, ``linalg``
+(decompositions, solves, matrix functions), ``windows``, ``fills``, ``metadata`` and ``sparse``
+(the sparse COO layout).
 ``sampling`` (differentiable samplers) and the ``nn`` package (the layers' nodes) sit on top.
 
 This file is the one place an op module is registered: ``Tensor``'s methods reach every module as
@@ -20,12 +23,13 @@ import here, its methods in ``_tensor_api.py`` and its public names in ``portagr
 """
 from . import conversion, elementwise, indexing, joining, matmul, reduction, shape, sorting
 # composed from those above; fills and sampling use portagrad._random, which needs the ones above
-from . import (bits, combine, diagonal, fills, gammafn, linalg, metadata, scan, search,
-               segment, sequences, sparse, special, stats, windows)
+from . import (bits, contraction, diagonal, fills, gammafn, linalg, metadata, norms, rearrange,
+               scan, scatter, search, segment, sequences, sparse, special, stacking, stats,
+               windows)
 from . import nn, sampling
 
 __all__ = ["conversion", "elementwise", "indexing", "joining", "matmul", "reduction", "shape",
            "sorting",
-           "bits", "combine", "diagonal", "fills", "gammafn", "linalg", "metadata", "scan",
-           "search", "segment", "sequences", "sparse", "special", "stats", "windows", "nn",
-           "sampling"]
+           "bits", "contraction", "diagonal", "fills", "gammafn", "linalg", "metadata", "norms",
+           "rearrange", "scan", "scatter", "search", "segment", "sequences", "sparse", "special",
+           "stacking", "stats", "windows", "nn", "sampling"]

@@ -9,6 +9,7 @@ not for large solves.
 """
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 from typing import Any
 
@@ -16,7 +17,7 @@ from .. import _creation, _dtype
 from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
-from . import elementwise
+from . import elementwise, reduction
 from . import shape
 from .indexing import gather, where
 from .joining import cat, tril, triu
@@ -25,7 +26,7 @@ from .reduction import argmax, prod, sum as rsum
 
 __all__ = ["det", "slogdet", "logdet", "inv", "inverse", "solve", "cholesky", "cholesky_solve",
            "cholesky_inverse", "triangular_solve", "qr", "qr_some", "lu_factor", "lu_unpack",
-           "lu", "lu_solve", "lu_legacy", "lu_solve_legacy"]
+           "lu", "lu_solve", "lu_legacy", "lu_solve_legacy", "matrix_power", "matrix_exp"]
 
 slogdet_result = namedtuple("slogdet_result", ["sign", "logabsdet"])
 
@@ -364,3 +365,52 @@ def lu_legacy(A: Tensor, pivot: bool = True, get_infos: bool = False) -> Any:
 def lu_solve_legacy(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
     """``torch.lu_solve(b, LU_data, LU_pivots)``: ``X`` with ``A X = b``."""
     return lu_solve(LU_data, LU_pivots, b)
+
+
+def matrix_power(input: Tensor, n: int) -> Tensor:
+    """``input`` (a square matrix or a batch of them) multiplied by itself ``n`` times
+    (the identity for ``n == 0``)."""
+    if input.dim() < 2 or input.shape[-1] != input.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they "
+                           f"are {input.shape[-2] if input.dim() >= 2 else 1} by "
+                           f"{input.shape[-1] if input.dim() else 1} matrices")
+    if n < 0:
+        raise NotImplementedError("matrix_power with a negative exponent needs a matrix inverse, "
+                                  "which portagrad does not implement")
+    if n == 0:
+        eye = _creation.eye(input.shape[-1], dtype=input.dtype, device=input.device)
+        return eye.expand(input.shape).clone()
+    result: Tensor | None = None
+    base = input
+    while n:  # binary exponentiation: log2(n) squarings
+        if n & 1:
+            result = base if result is None else matmul(result, base)
+        n >>= 1
+        if n:
+            base = matmul(base, base)
+    assert result is not None
+    return result if result is not input else input.clone()
+
+
+def matrix_exp(A: Tensor) -> Tensor:
+    """The matrix exponential (of each matrix of a batch): scaling and squaring around a Taylor
+    series, with matrix products only."""
+    if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError("matrix_exp: expected a tensor of squares matrices")
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"matrix_exp: Expected a floating point or complex tensor as input. "
+                           f"Got {elementwise._type_name(A.dtype)}")
+    n = A.shape[-1]
+    with _no_grad():
+        norm = float(reduction.amax(reduction.sum(elementwise.abs(A), -1)).item()) if A.numel() else 0.0
+    # scale so that the norm is at most 1/2: the 18-term series is then exact to rounding
+    s = max(0, math.ceil(math.log2(norm)) + 1) if norm > 0.5 else 0
+    x = elementwise.div(A, float(2 ** s)) if s else A
+    eye = _creation.eye(n, dtype=A.dtype, device=A.device).expand(A.shape)
+    term, out = eye, eye
+    for k in range(1, 19):
+        term = matmul(term, x) / float(k)
+        out = out + term
+    for _ in range(s):
+        out = matmul(out, out)
+    return out

@@ -3,19 +3,23 @@
 ``is_set_to``, and ``nonzero_static``."""
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from .. import _creation, _dtype
 from .._tensor import Tensor
 from ..autograd.grad_mode import _flags, _no_grad
-from .shape import narrow
+from .conversion import copy_
+from .shape import as_strided, narrow, reshape
 from .indexing import nonzero
 from .joining import cat
 
 __all__ = ["inplace_view", "dim_order", "get_device", "is_set_to", "nonzero_static", "can_cast",
            "is_same_size", "narrow_copy", "conj", "resolve_conj", "resolve_neg", "real",
-           "is_complex", "is_conj", "is_neg", "is_signed", "is_inference"]
+           "is_complex", "is_conj", "is_neg", "is_signed", "is_inference", "apply_", "map_", "resize_"]
 
 
 def inplace_view(x: Tensor, name: str, fn: Callable[[Tensor], Tensor]) -> Tensor:
@@ -117,3 +121,51 @@ def is_signed(input: Tensor) -> bool:
 
 def is_inference(input: Tensor) -> bool:
     return input.is_inference()
+
+
+def apply_(input: Tensor, fn: Any) -> Tensor:
+    """``fn`` applied to every element (a Python call each, on the host), in place."""
+    arr = input.detach().numpy(force=True)
+    res = np.vectorize(fn, otypes=[arr.dtype])(arr) if arr.size else arr
+    copy_(input, _creation.tensor(res, dtype=input.dtype, device=input.device))
+    return input
+
+
+def map_(input: Tensor, other: Tensor, fn: Any, other2: Tensor | None = None) -> Tensor:
+    """``input[i] = fn(input[i], other[i])`` (``other`` broadcast to ``input``), in place;
+    with ``other2``: ``fn(input[i], other[i], other2[i])``."""
+    arr = input.detach().numpy(force=True)
+    more = [o.detach().expand(input.shape).numpy(force=True)
+            for o in (other, other2) if o is not None]
+    res = np.vectorize(fn, otypes=[arr.dtype])(arr, *more) if arr.size else arr
+    copy_(input, _creation.tensor(res, dtype=input.dtype, device=input.device))
+    return input
+
+
+def _contiguous_strides(shape: Sequence[int]) -> list[int]:
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= max(s, 1)
+    return out[::-1]
+
+
+def resize_(input: Tensor, *sizes: Any) -> Tensor:
+    """Give ``input`` the contiguous shape ``sizes``: a view of its own storage when the elements
+    fit and it is contiguous, else a new storage holding the old elements first (the rest
+    uninitialised)."""
+    shape = _creation.parse_size(sizes, "resize_")
+    if input.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    n = math.prod(shape)
+    with _no_grad():
+        if input.is_contiguous() and n <= input.numel():
+            new = as_strided(input, shape, _contiguous_strides(shape))
+        else:
+            new = _creation.empty(shape, dtype=input.dtype, device=input.device)
+            k = min(n, input.numel())
+            if k:
+                copy_(narrow(reshape(new, (-1,)), 0, 0, k),
+                      narrow(reshape(input, (-1,)), 0, 0, k))
+    input._set_from(new)
+    return input

@@ -15,13 +15,15 @@ from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
 from . import elementwise
 from . import reduction
-from .shape import movedim, narrow, reshape, squeeze, unsqueeze
+from .diagonal import diagonal
+from .matmul import matmul
+from .shape import movedim, narrow, reshape, squeeze, transpose, unsqueeze
 from .indexing import gather, scatter_add, where
 from .joining import stack
 from .sorting import sort
 from .search import searchsorted
 
-__all__ = ["quantile", "nanquantile", "histogram"]
+__all__ = ["quantile", "nanquantile", "histogram", "cov", "corrcoef", "nanmean"]
 
 histogram_result = namedtuple("histogram_result", ["hist", "bin_edges"])
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
@@ -141,3 +143,61 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Tens
     return histogram_result(hist, edges)
 
 
+# ------------------------------------------------------------------------------- statistics
+def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
+        aweights: Tensor | None = None) -> Tensor:
+    """Covariance of the variables in the rows of ``input`` (observations in columns)."""
+    if input.dim() > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
+                           f"input with {input.dim()} dimensions")
+    x = input if input.dim() == 2 else reshape(input, (1, -1))
+    if not x.dtype.is_floating_point:
+        x = x.to(_dtype.get_default_dtype())
+    n = x.shape[1]
+    w: Tensor | None = None
+    if fweights is not None:
+        w = fweights.to(x.dtype)
+    if aweights is not None:
+        w = aweights.to(x.dtype) if w is None else w * aweights.to(x.dtype)
+    if w is None:
+        mean = reduction.mean(x, 1, keepdim=True)
+        wsum: Any = float(n)
+        norm: Any = float(n - correction)
+        xc = x - mean
+        c = matmul(xc, transpose(xc, 0, 1))
+    else:
+        wsum = reduction.sum(w)
+        mean = reduction.sum(x * w, 1, keepdim=True) / wsum
+        xc = x - mean
+        if correction == 0:
+            norm = wsum
+        elif aweights is None:
+            norm = wsum - correction
+        else:
+            norm = wsum - reduction.sum(w * aweights.to(x.dtype)) * correction / wsum
+        c = matmul(xc * w, transpose(xc, 0, 1))
+    norm = norm if isinstance(norm, Tensor) else max(norm, 0.0)
+    c = c / norm
+    return reshape(c, ()) if input.dim() < 2 else c
+
+
+def corrcoef(input: Tensor) -> Tensor:
+    """Pearson correlation coefficients of the variables in the rows of ``input``."""
+    c = cov(input)
+    if c.dim() == 0:
+        return c / c
+    d = elementwise.sqrt(diagonal(c))
+    c = c / unsqueeze(d, 1) / unsqueeze(d, 0)
+    return elementwise.clamp(c, -1.0, 1.0)
+
+
+def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None
+            ) -> Tensor:
+    """Mean over ``dim`` of the non-NaN elements."""
+    if not input.dtype.is_floating_point and dtype is None:
+        raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got "
+                           f"{elementwise._type_name(input.dtype)}")
+    x = input if dtype is None else input.to(dtype)
+    ok = elementwise.logical_not(elementwise.isnan(x))
+    n = reduction.sum(ok, dim, keepdim).to(x.dtype)
+    return reduction.nansum(x, dim, keepdim) / n

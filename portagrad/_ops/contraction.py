@@ -1,0 +1,198 @@
+"""Contractions and products composed from matmul: ``einsum``, ``tensordot``, ``cross``, ``addmv``,
+``addr``, ``addbmm``.
+
+Each is written with ops that already have derivatives, so gradients come from those.
+"""
+from __future__ import annotations
+
+import string
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+
+from .. import _creation
+from .._shape import wrap_dim
+from .._tensor import Tensor
+from . import reduction
+from .shape import (
+    narrow, permute, reshape,
+)
+from .diagonal import diagonal
+from .joining import cat
+from .matmul import matmul, mm, mv, outer
+
+__all__ = ["einsum", "tensordot", "cross", "addmv", "addr", "addbmm"]
+
+
+# ------------------------------------------------------------------------------- einsum
+def _einsum_parse(equation: str, operands: Sequence[Tensor]) -> tuple[list[str], str]:
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation"
+                           if len(operands) > len(terms) else
+                           "einsum(): fewer operands were provided than specified in the equation")
+    # an ellipsis stands for the leading (broadcast) dimensions: name them with spare letters
+    spare = [c for c in string.ascii_uppercase + string.ascii_lowercase if c not in eq]
+    nell = max((op.dim() - len(t.replace("...", "")) for t, op in zip(terms, operands)
+                if "..." in t), default=0)
+    ell = "".join(spare[:nell])
+    out_terms: list[str] = []
+    for t, op in zip(terms, operands):
+        if "..." in t:
+            k = op.dim() - len(t.replace("...", ""))
+            t = t.replace("...", ell[nell - k:] if k else "")
+        if len(t) != op.dim():
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(t)}) "
+                               f"does not match the number of dimensions ({op.dim()}) for "
+                               f"operand {len(out_terms)}" + ("" if "..." in lhs else
+                                                              " and no ellipsis was given"))
+        out_terms.append(t)
+    if arrow:
+        out = rhs.replace("...", ell)
+    else:
+        counts: dict[str, int] = {}
+        for t in out_terms:
+            for c in t:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
+    for c in out:
+        if not any(c in t for t in out_terms):
+            raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation "
+                               f"for any input operand")
+    return out_terms, out
+
+
+def _einsum_align(op: Tensor, term: str, letters: str) -> Tensor:
+    """``op`` with repeated subscripts reduced to their diagonal, permuted and unsqueezed to the
+    order of ``letters``."""
+    from_term = term
+    while True:
+        dup = next((c for c in from_term if from_term.count(c) > 1), None)
+        if dup is None:
+            break
+        i = from_term.index(dup)
+        j = from_term.index(dup, i + 1)
+        op = diagonal(op, 0, i, j)
+        from_term = from_term[:i] + from_term[i + 1:j] + from_term[j + 1:] + dup
+    present = [c for c in letters if c in from_term]
+    op = permute(op, [from_term.index(c) for c in present])
+    shape = []
+    it = iter(op.shape)
+    for c in letters:
+        shape.append(next(it) if c in from_term else 1)
+    return reshape(op, shape)
+
+
+def einsum(equation: str, *operands: Any) -> Tensor:
+    """Einstein summation (``"ij,jk->ik"``; ``...`` for broadcast dimensions). The operands are
+    multiplied pairwise from the left, each index summed as soon as no later operand needs it."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    terms, out = _einsum_parse(equation, operands)
+    letters = "".join(dict.fromkeys(out + "".join(terms)))
+    aligned = [_einsum_align(op, t, letters) for op, t in zip(operands, terms)]
+    acc = aligned[0]
+    for k in range(1, len(aligned)):
+        acc = acc * aligned[k]
+        later = set(out + "".join(terms[k + 1:]))
+        dims = [i for i, c in enumerate(letters) if c not in later and acc.shape[i] != 1
+                and c not in out]
+        if dims:
+            acc = reduction.sum(acc, dims, keepdim=True)
+    rest = [i for i, c in enumerate(letters) if c not in out]
+    if rest:
+        acc = reduction.sum(acc, rest, keepdim=True)
+    acc = reshape(acc, [acc.shape[i] for i, c in enumerate(letters) if c in out]) \
+        if out else reshape(acc, ())
+    present = [c for c in letters if c in out]
+    return permute(acc, [present.index(c) for c in out]) if out else acc
+
+
+def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) -> Tensor:
+    """Sum of products over ``dims`` (the last ``dims`` of ``a`` with the first of ``b``, or
+    two lists of dimensions)."""
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        da, db = list(range(a.dim() - dims, a.dim())), list(range(dims))
+    elif isinstance(dims, Tensor):
+        return tensordot(a, b, dims.tolist())
+    else:
+        da, db = dims
+        da = [da] if isinstance(da, int) else list(da)
+        db = [db] if isinstance(db, int) else list(db)
+    if len(da) != len(db):
+        raise RuntimeError("both dimension lists should have same length")
+    da = [wrap_dim(d, a.dim()) for d in da]
+    db = [wrap_dim(d, b.dim()) for d in db]
+    for x, y in zip(da, db):
+        if a.shape[x] != b.shape[y]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size "
+                               f"{a.shape[x]} in dim {x} and second has size {b.shape[y]} in "
+                               f"dim {y}")
+    fa = [d for d in range(a.dim()) if d not in da]
+    fb = [d for d in range(b.dim()) if d not in db]
+    k = 1
+    for d in da:
+        k *= a.shape[d]
+    am = reshape(permute(a, fa + da), (-1, k))
+    bm = reshape(permute(b, db + fb), (k, -1))
+    return reshape(mm(am, bm), [a.shape[d] for d in fa] + [b.shape[d] for d in fb])
+
+
+def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
+    """Cross product of 3-vectors along ``dim`` (default: the first dimension of size 3)."""
+    if input.dim() != other.dim():
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if dim is None:
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.",
+                      UserWarning, stacklevel=2)
+        dim = next((k for k, s in enumerate(input.shape) if s == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    d = wrap_dim(dim, input.dim())
+    if input.shape[d] != 3 or other.shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                           f"{input.shape[d]} and {other.shape[d]}")
+    a0, a1, a2 = (narrow(input, d, k, 1) for k in range(3))
+    b0, b1, b2 = (narrow(other, d, k, 1) for k in range(3))
+    return cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2,
+                a0 * b1 - a1 * b0], d)
+
+
+# ------------------------------------------------------------------------------- matrix-vector
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``beta * input + alpha * (mat @ vec)``."""
+    prod = mv(mat, vec)
+    if alpha != 1:
+        prod = prod * alpha
+    if beta == 0:  # input is ignored (NaN in it does not propagate), as PyTorch
+        return prod
+    return (input if beta == 1 else input * beta) + prod
+
+
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``beta * input + alpha * outer(vec1, vec2)``."""
+    prod = outer(vec1, vec2)
+    if alpha != 1:
+        prod = prod * alpha
+    if beta == 0:
+        return prod
+    return (input if beta == 1 else input * beta) + prod
+
+
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1
+           ) -> Tensor:
+    """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``."""
+    if batch1.dim() != 3 or batch2.dim() != 3:
+        raise RuntimeError("batch1 must be a 3D tensor" if batch1.dim() != 3 else
+                           "batch2 must be a 3D tensor")
+    prod = reduction.sum(matmul(batch1, batch2), 0)
+    if alpha != 1:
+        prod = prod * alpha
+    if beta == 0:
+        return prod + _creation.zeros(input.shape, dtype=prod.dtype, device=prod.device)
+    return (input if beta == 1 else input * beta) + prod

@@ -1,0 +1,51 @@
+"""Norm-based ops composed from reductions: ``cdist``, ``dist``, ``renorm``.
+
+Each is written with ops that already have derivatives, so gradients come from those.
+"""
+from __future__ import annotations
+
+
+
+from .._shape import wrap_dim
+from .._tensor import Tensor
+from . import reduction
+from .shape import (
+    unsqueeze,
+)
+from .indexing import where
+
+__all__ = ["cdist", "dist", "renorm"]
+
+
+# ------------------------------------------------------------------------------- distances
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = None) -> Tensor:
+    """Pairwise ``p``-norm distances between the rows of ``x1`` (``..., P, M``) and ``x2``
+    (``..., R, M``): ``(..., P, R)``."""
+    if x1.dim() < 2 or x2.dim() < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D"
+                           if x1.dim() < 2 else
+                           f"cdist only supports at least 2D tensors, X2 got: {x2.dim()}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
+                           f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+    if p < 0:
+        raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
+    diff = unsqueeze(x1, -2) - unsqueeze(x2, -3)
+    return reduction.norm(diff, p, -1)
+
+
+def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
+    """The ``p``-norm of ``input - other``."""
+    return reduction.norm(input - other, p)
+
+
+def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
+    """Each slice along ``dim`` rescaled so that its ``p``-norm is at most ``maxnorm``."""
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    d = wrap_dim(dim, input.dim())
+    others = [k for k in range(input.dim()) if k != d]
+    norms = reduction.norm(input, p, others, keepdim=True)
+    # PyTorch's scale: maxnorm / (norm + 1e-7) where the norm exceeds maxnorm
+    scale = where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+    return input * scale.to(input.dtype)

@@ -1,0 +1,166 @@
+"""Reads and writes by index composed from gather/scatter and views: ``take``, ``put``,
+``index_put``, ``masked_scatter``, ``argwhere``, and the embeddings ``diagonal_scatter``,
+``select_scatter``, ``slice_scatter``, ``as_strided_scatter``.
+
+Each is written with ops that already have derivatives, so gradients come from those.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+from .. import _creation, _dtype
+from .._shape import broadcast_shapes, wrap_dim
+from .._tensor import Tensor
+from . import elementwise
+from .shape import (
+    as_strided, narrow, reshape, select,
+)
+from .conversion import copy_
+from .diagonal import diagonal
+from .indexing import index_select, nonzero, setitem, where
+
+__all__ = ["take", "masked_scatter", "argwhere", "put", "index_put", "diagonal_scatter",
+           "select_scatter", "slice_scatter", "as_strided_scatter"]
+
+
+# ------------------------------------------------------------------------------- indexing
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """Elements of the flattened ``input`` at ``index`` (result shaped like ``index``)."""
+    if index.dtype is not _dtype.int64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got "
+                           f"{elementwise._type_name(index.dtype)}")
+    flat = reshape(input, (-1,))
+    n = flat.shape[0]
+    if index.numel():
+        lo, hi = int(index.min().item()), int(index.max().item())
+        if lo < -n or hi >= n:
+            bad = hi if hi >= n else lo
+            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
+                             f"elements.")
+    idx = reshape(index, (-1,))
+    idx = where(idx < 0, idx + n, idx)
+    return reshape(index_select(flat, 0, idx), index.shape)
+
+
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """A copy of ``input`` whose elements where ``mask`` is true are taken, in order, from
+    ``source``."""
+    if mask.dtype is not _dtype.bool:
+        raise RuntimeError(f"masked_scatter_only supports boolean masks, but got mask with dtype "
+                           f"{mask.dtype}")
+    m = reshape(mask.expand(input.shape), (-1,))
+    pos = reshape(nonzero(m), (-1,))
+    k = pos.shape[0]
+    if source.numel() < k:
+        raise RuntimeError("masked_scatter: expected source to have at least as many elements as "
+                           "the ones selected by the mask")
+    flat = reshape(input, (-1,))
+    src = narrow(reshape(source, (-1,)), 0, 0, k).to(input.dtype)
+    out = flat.index_copy(0, pos, src)
+    return reshape(out, input.shape)
+
+
+def argwhere(input: Tensor) -> Tensor:
+    """Indices of the nonzero elements, ``(n, ndim)``."""
+    return nonzero(input)
+
+
+def _flat_index(index: Tensor, n: int, what: str) -> Tensor:
+    if index.dtype is not _dtype.int64:
+        raise RuntimeError(f"{what}(): Expected a long tensor for index, but got "
+                           f"{elementwise._type_name(index.dtype)}")
+    idx = reshape(index, (-1,))
+    if idx.numel():
+        lo, hi = int(idx.min().item()), int(idx.max().item())
+        if lo < -n or hi >= n:
+            bad = hi if hi >= n else lo
+            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
+                             f"elements.")
+    return where(idx < 0, idx + n, idx)
+
+
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """A copy of ``input`` with ``source`` written at the flat positions ``index`` (added when
+    ``accumulate``)."""
+    if index.numel() != source.numel():
+        raise RuntimeError(f"put_(): Expected source and index to have the same number of "
+                           f"elements, but got source.numel() = {source.numel()}, index.numel() = "
+                           f"{index.numel()}")
+    flat = reshape(input, (-1,))
+    idx = _flat_index(index, flat.shape[0], "put_")
+    src = reshape(source, (-1,)).to(input.dtype)
+    out = flat.index_add(0, idx, src) if accumulate else flat.index_copy(0, idx, src)
+    return reshape(out, input.shape)
+
+
+def index_put(input: Tensor, indices: Sequence[Any], values: Any, accumulate: bool = False
+              ) -> Tensor:
+    """A copy of ``input`` with ``values`` written at ``input[indices]`` (``indices``: a tuple of
+    index tensors for the leading dimensions); duplicates added when ``accumulate``."""
+    indices = tuple(indices)
+    if len(indices) > input.dim():
+        raise IndexError(f"too many indices for tensor of dimension {input.dim()} (got "
+                         f"{len(indices)})")
+    if not accumulate:
+        out = input.clone()
+        setitem(out, indices, values)
+        return out
+    idx: list[Tensor] = []
+    for t in indices:
+        if isinstance(t, Tensor) and t.dtype is _dtype.bool:
+            idx.extend(nonzero(t, as_tuple=True))
+        else:
+            idx.append(t if isinstance(t, Tensor) else
+                       _creation.tensor(t, dtype=_dtype.int64, device=input.device))
+    k = len(idx)
+    lead, rest = tuple(input.shape[:k]), tuple(input.shape[k:])
+    shape = broadcast_shapes(*(t.shape for t in idx))
+    lin = _creation.zeros(shape, dtype=_dtype.int64, device=input.device)
+    for t, n in zip(idx, lead):
+        t = t.to(_dtype.int64)
+        lin = lin * n + where(t < 0, t + n, t)
+    v = values if isinstance(values, Tensor) else _creation.tensor(values, dtype=input.dtype,
+                                                                   device=input.device)
+    v = reshape(v.to(input.dtype).expand(tuple(shape) + rest), (-1,) + rest)
+    flat = reshape(input, (-1,) + rest)
+    return reshape(flat.index_add(0, reshape(lin, (-1,)), v), input.shape)
+
+
+def _embed(input: Tensor, src: Tensor, view: Any, name: str) -> Tensor:
+    """A copy of ``input`` with ``src`` written into the view ``view(copy)``."""
+    out = input.clone()
+    target = view(out)
+    if tuple(target.shape) != tuple(src.shape):
+        raise RuntimeError(f"{name}: expected src to have a size equal to the slice of self. src "
+                           f"size = {list(src.shape)}, slice size = {list(target.shape)}")
+    copy_(target, src)
+    return out
+
+
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1
+                     ) -> Tensor:
+    """A copy of ``input`` with ``src`` written on the diagonal ``diagonal(offset, dim1, dim2)``."""
+    return _embed(input, src, lambda t: diagonal(t, offset, dim1, dim2), "diagonal_scatter")
+
+
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+    """A copy of ``input`` with ``src`` written at ``select(dim, index)``."""
+    return _embed(input, src, lambda t: select(t, dim, index), "select_scatter")
+
+
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None,
+                  end: int | None = None, step: int = 1) -> Tensor:
+    """A copy of ``input`` with ``src`` written into ``input[..., start:end:step, ...]`` along
+    ``dim``."""
+    d = wrap_dim(dim, input.dim())
+    key = (slice(None),) * d + (slice(start, end, step),)
+    return _embed(input, src, lambda t: t[key], "slice_scatter")
+
+
+def as_strided_scatter(input: Tensor, src: Tensor, size: Sequence[int], stride: Sequence[int],
+                       storage_offset: int | None = None) -> Tensor:
+    """A copy of ``input`` with ``src`` written into ``as_strided(size, stride, offset)``."""
+    return _embed(input, src, lambda t: as_strided(t, size, stride, storage_offset),
+                  "as_strided_scatter")
