@@ -2,7 +2,10 @@
 ``log_prob`` (``torch.distributions``).
 
 Samples are drawn with portagrad's generator (``pg.manual_seed`` makes them reproducible) on the
-device of the parameters."""
+device of the parameters.
+
+The package follows the structure of PyTorch's ``torch/distributions`` file by file; PyTorch's
+copyright notice and BSD license are in THIRD_PARTY_NOTICES.md at the root of the source tree."""
 from __future__ import annotations
 
 from . import constraints, transforms
