@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 
-from .. import _creation
 from .._shape import wrap_dim
 from .._tensor import Tensor
 from . import reduction
@@ -20,7 +19,7 @@ from .shape import (
 )
 from .diagonal import diagonal
 from .joining import cat
-from .matmul import matmul, mm, mv, outer
+from .matmul import scaled_input, matmul, mm, mv, outer
 
 __all__ = ["einsum", "tensordot", "cross", "addmv", "addr", "addbmm"]
 
@@ -169,9 +168,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any 
     prod = mv(mat, vec)
     if alpha != 1:
         prod = prod * alpha
-    if beta == 0:  # input is ignored (NaN in it does not propagate), as PyTorch
-        return prod
-    return (input if beta == 1 else input * beta) + prod
+    return scaled_input(input, beta) + prod  # (beta == 0: input ignored, NaN too, as PyTorch)
 
 
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
@@ -179,9 +176,7 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any
     prod = outer(vec1, vec2)
     if alpha != 1:
         prod = prod * alpha
-    if beta == 0:
-        return prod
-    return (input if beta == 1 else input * beta) + prod
+    return scaled_input(input, beta) + prod
 
 
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1
@@ -193,6 +188,4 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alph
     prod = reduction.sum(matmul(batch1, batch2), 0)
     if alpha != 1:
         prod = prod * alpha
-    if beta == 0:
-        return prod + _creation.zeros(input.shape, dtype=prod.dtype, device=prod.device)
-    return (input if beta == 1 else input * beta) + prod
+    return scaled_input(input, beta) + prod

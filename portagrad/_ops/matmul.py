@@ -13,7 +13,8 @@ from .elementwise import add, mul
 from .reduction import _dtype_name
 from .shape import expand, reshape, squeeze, transpose, unsqueeze
 
-__all__ = ["matmul", "mm", "bmm", "dot", "vdot", "outer", "ger", "mv", "addmm", "inner", "baddbmm"]
+__all__ = ["matmul", "mm", "bmm", "dot", "vdot", "outer", "ger", "mv", "addmm", "inner", "baddbmm",
+           "scaled_input"]
 
 
 class _BMM(Function):
@@ -194,20 +195,46 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
     return matmul(input, vec)
 
 
+class _Ignored(Function):
+    """Zeros shaped like the input, whose gradient is zeros: ``beta * input`` for ``beta == 0``,
+    which never reads the input (so NaN and inf in it do not propagate) yet leaves it in the graph
+    with a zero gradient, as PyTorch's ``addmm`` family does."""
+
+    _backward_name = "MulBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor) -> Tensor:
+        return _raw.fill(_raw.new_like(x, tuple(x._v.shape)), 0)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        return mul(g, 0)
+
+
+def scaled_input(input: Tensor, beta: Any) -> Tensor:
+    """``beta * input`` as the ``add*`` ops use it: ``input`` itself for ``beta == 1``, and for
+    ``beta == 0`` zeros that ignore the input's values (PyTorch: NaN in ``input`` is ignored)."""
+    if beta == 0:
+        return call(_Ignored, input)
+    return input if beta == 1 else mul(input, beta)
+
+
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: float = 1
           ) -> Tensor:
-    """``beta * input + alpha * (mat1 @ mat2)``."""
+    """``beta * input + alpha * (mat1 @ mat2)`` (``input`` ignored, NaN included, when
+    ``beta == 0``)."""
     prod = mm(mat1, mat2)
     check_expandable(input.shape, prod.shape)  # input broadcasts to the product, never beyond
     if alpha != 1:
         prod = mul(prod, alpha)
-    return add(mul(input, beta) if beta != 1 else input, prod)
+    return add(scaled_input(input, beta), prod)
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1
             ) -> Tensor:
+    """``beta * input + alpha * (batch1 @ batch2)`` (``input`` ignored when ``beta == 0``)."""
     prod = bmm(batch1, batch2)
     check_expandable(input.shape, prod.shape)
     if alpha != 1:
         prod = mul(prod, alpha)
-    return add(mul(input, beta) if beta != 1 else input, prod)
+    return add(scaled_input(input, beta), prod)

@@ -438,6 +438,23 @@ class _NormP(Function):
         return scaled * where(n == 0, 0.0, gb / n ** (p - 1.0)), None, None, None
 
 
+class _CountNonzero(Function):
+    """The 0-"norm": how many elements are nonzero. Recorded like PyTorch's (the result has a
+    ``grad_fn``) but with no gradient: the count is piecewise constant, and PyTorch leaves the
+    input's ``grad`` at ``None``."""
+
+    _backward_name = "LinalgVectorNormBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, axes: tuple, keepdim: bool) -> Tensor:
+        nz = _raw.cast(_raw.binary("ne", x, 0, _dtype.bool), x._v.dtype)
+        return _raw.reduce("sum", nz, axes, keepdim)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        return None, None, None
+
+
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
          dtype: Any = None) -> Tensor:
     """Vector p-norm over ``dim`` (2-norm by default; ``inf``, ``-inf``, 0, 1, any p)."""
@@ -448,6 +465,11 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
     if x.dtype in _HALF_TYPES:  # in float32, rounded once (PyTorch's kernel)
         return norm(x.to(_dtype.float32), p, dim, keepdim).to(x.dtype)
     axes = wrap_dims(dim, x.dim())
+    if p.__class__ is str and p != "fro":
+        if p == "nuc":
+            raise NotImplementedError("norm(p='nuc') is the sum of singular values, which portagrad "
+                                      "does not compute; use p='fro', 1, 2 or inf")
+        raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
     if p in ("fro", 2, 2.0, None):
         return call(_Norm2, x, axes, keepdim)
     if p == float("inf"):
@@ -455,7 +477,7 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
     if p == float("-inf"):
         return amin(x.abs(), axes, keepdim)
     if p == 0:
-        return sum((x != 0).to(x.dtype), axes, keepdim)
+        return call(_CountNonzero, x, axes, keepdim)
     if p == 1:
         return sum(x.abs(), axes, keepdim)
     return call(_NormP, x, float(p), axes, keepdim)

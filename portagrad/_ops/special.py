@@ -200,13 +200,35 @@ def sinc(input: Tensor) -> Tensor:
     return where(zero, 1.0, elementwise.sin(px) / px)
 
 
+class _Logit(Function):
+    """``log(p / (1 - p))`` with PyTorch's derivative ``g / (p (1 - p))``: infinite at 0 and 1
+    (the chain rule through ``log`` and the quotient gives ``0 * inf = nan`` there) and, when
+    ``eps`` clamps the input, 0 outside ``[eps, 1 - eps]``."""
+
+    _backward_name = "LogitBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, eps: float | None) -> Tensor:
+        ctx.eps = eps
+        ctx.save_for_backward(x)
+        with _no_grad():
+            p = x if eps is None else elementwise.clamp(x, eps, 1.0 - eps)
+            return elementwise.log(p / (1.0 - p))
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        (x,) = ctx.saved_tensors
+        gx = g / (x * (1.0 - x))
+        if ctx.eps is not None:
+            outside = elementwise.logical_or(x < ctx.eps, x > 1.0 - ctx.eps)
+            gx = where(outside, 0.0, gx)
+        return gx, None
+
+
 def logit(input: Tensor, eps: float | None = None) -> Tensor:
     """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
     _check_tensor("logit", input)
-    x = _float_input(input)
-    if eps is not None:
-        x = elementwise.clamp(x, eps, 1.0 - eps)
-    return elementwise.log(x / (1.0 - x))
+    return call(_Logit, _float_input(input), eps)
 
 
 def xlogy(input: Any, other: Any) -> Tensor:

@@ -1,0 +1,136 @@
+"""Results PyTorch defines at the edges, where the chain rule or the plain formula gives something
+else: ``beta == 0`` in the ``add*`` matrix products (the input is ignored, NaN included, and still
+gets a zero gradient), ``logit``'s infinite derivative at 0 and 1 and its zero derivative outside
+``[eps, 1 - eps]``, the 0-"norm" (recorded, with no gradient), and the orders ``norm`` refuses.
+
+Each expected value is PyTorch 2.13's, written out, so the tests hold where torch is not
+installed; where it is, :func:`test_the_literals_are_torchs` recomputes them with torch.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import portagrad as pg
+from portagrad.autograd import gradcheck, gradgradcheck
+
+from torch_cases import torch
+
+INF, NAN = math.inf, math.nan
+
+
+def _beta0_cases(L: Any, device: Any = "cpu") -> dict[str, tuple[Callable[[Any], Any], Any, Any]]:
+    """name -> (f(input) -> result, the result's values, input.grad of result.sum())."""
+    one = lambda *s: L.ones(*s, dtype=L.float64, device=device)  # noqa: E731
+    return {
+        "addmm": (lambda i: L.addmm(i, one(2, 3), one(3, 2), beta=0, alpha=2),
+                  [[6., 6.], [6., 6.]], [[0., 0.], [0., 0.]]),
+        "addmm_broadcast_input": (lambda i: L.addmm(i[0], one(2, 3), one(3, 2), beta=0),
+                                  [[3., 3.], [3., 3.]], [[0., 0.], [0., 0.]]),
+        "baddbmm": (lambda i: L.baddbmm(i.unsqueeze(0), one(1, 2, 3), one(1, 3, 2), beta=0),
+                    [[[3., 3.], [3., 3.]]], [[0., 0.], [0., 0.]]),
+        "addbmm": (lambda i: L.addbmm(i, one(2, 2, 3), one(2, 3, 2), beta=0),
+                   [[6., 6.], [6., 6.]], [[0., 0.], [0., 0.]]),
+        "addmv": (lambda i: L.addmv(i[0], one(2, 3), one(3), beta=0), [3., 3.],
+                  [[0., 0.], [0., 0.]]),
+        "addr": (lambda i: L.addr(i, one(2), one(2), beta=0, alpha=-1), [[-1., -1.], [-1., -1.]],
+                 [[0., 0.], [0., 0.]]),
+    }
+
+
+def _input(L: Any, device: Any = None) -> Any:
+    kw = {"device": device} if device is not None else {}
+    return L.tensor([[NAN, INF], [-INF, 1.]], dtype=L.float64, requires_grad=True, **kw)
+
+
+@pytest.mark.parametrize("name", sorted(_beta0_cases(pg)))
+def test_beta_zero_ignores_the_input(device: Any, name: str) -> None:
+    f, values, grad = _beta0_cases(pg, device)[name]
+    x = _input(pg, device)
+    out = f(x)
+    np.testing.assert_array_equal(out.detach().cpu().numpy(), np.array(values))
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), np.array(grad))
+
+
+def test_beta_zero_in_place(device: Any) -> None:
+    x = pg.tensor([[NAN, 1.]], device=device)
+    x.addmm_(pg.ones(1, 2, device=device), pg.ones(2, 2, device=device), beta=0)
+    np.testing.assert_array_equal(x.cpu().numpy(), [[2., 2.]])
+
+
+def test_beta_other_than_zero_still_propagates_nan(device: Any) -> None:
+    x = pg.tensor([[NAN, 1.]], device=device)
+    out = pg.addmm(x, pg.ones(1, 2, device=device), pg.ones(2, 2, device=device), beta=0.5)
+    np.testing.assert_array_equal(np.isnan(out.cpu().numpy()), [[True, False]])
+    np.testing.assert_allclose(out.cpu().numpy()[0, 1], 2.5)
+
+
+# logit: values and gradients at 0, 1, inside and outside [eps, 1 - eps], NaN
+_LOGIT_X = [0., 1., 0.5, 0.05, 0.95, NAN]
+_LOGIT = {  # eps -> (values, gradient of the sum)
+    None: ([-INF, INF, 0., -2.9444389791664403, 2.9444389791664394, NAN],
+           [INF, INF, 4., 21.05263157894737, 21.052631578947377, NAN]),
+    0.1: ([-2.197224577336219, 2.1972245773362196, 0., -2.197224577336219, 2.1972245773362196,
+           NAN], [0., 0., 4., 0., 0., NAN]),
+    0.0: ([-INF, INF, 0., -2.9444389791664403, 2.9444389791664394, NAN],
+          [INF, INF, 4., 21.05263157894737, 21.052631578947377, NAN]),
+}
+
+
+@pytest.mark.parametrize("eps", [None, 0.1, 0.0])
+def test_logit_edges(device: Any, eps: float | None) -> None:
+    x = pg.tensor(_LOGIT_X, dtype=pg.float64, requires_grad=True, device=device)
+    y = pg.special.logit(x, eps)
+    y.sum().backward()
+    values, grad = _LOGIT[eps]
+    np.testing.assert_allclose(y.detach().cpu().numpy(), values, rtol=1e-12)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), grad, rtol=1e-12)
+    assert y.grad_fn.name() == "LogitBackward0"
+
+
+@pytest.mark.parametrize("eps", [None, 0.1])
+def test_logit_gradcheck(device: Any, eps: float | None) -> None:
+    x = pg.tensor([0.2, 0.7, 0.03], dtype=pg.float64, requires_grad=True, device=device)
+    assert gradcheck(lambda t: pg.special.logit(t, eps), (x,))
+    assert gradgradcheck(lambda t: pg.special.logit(t, eps), (x,))
+
+
+def test_zero_norm_is_recorded_without_gradient(device: Any) -> None:
+    x = pg.tensor([[0., 1.], [2., 0.]], requires_grad=True, device=device)
+    y = pg.linalg.vector_norm(x, 0)
+    assert y.item() == 2. and y.grad_fn is not None
+    y.backward()
+    assert x.grad is None  # PyTorch: the count has no gradient, the input's grad stays None
+    rows = pg.linalg.vector_norm(x, 0, dim=1, keepdim=True)
+    np.testing.assert_array_equal(rows.detach().cpu().numpy(), [[1.], [1.]])
+    assert pg.norm(x.detach(), 0).item() == 2.
+
+
+def test_norm_orders_it_cannot_compute_are_refused(device: Any) -> None:
+    x = pg.ones(2, 2, device=device)
+    with pytest.raises(NotImplementedError, match="singular values"):
+        pg.norm(x, p="nuc")
+    with pytest.raises(RuntimeError, match="Order abc not supported"):
+        pg.norm(x, p="abc")
+    assert pg.norm(x, p="fro").item() == 2.
+
+
+@pytest.mark.skipif(torch is None, reason="torch is not installed (an optional reference)")
+def test_the_literals_are_torchs() -> None:
+    for name, (f, values, grad) in _beta0_cases(torch).items():
+        x = _input(torch)
+        out = f(x)
+        np.testing.assert_array_equal(out.detach().numpy(), np.array(values), err_msg=name)
+        out.sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), np.array(grad), err_msg=name)
+    for eps, (values, grad) in _LOGIT.items():
+        x = torch.tensor(_LOGIT_X, dtype=torch.float64, requires_grad=True)
+        y = torch.special.logit(x, eps)
+        y.sum().backward()
+        np.testing.assert_allclose(y.detach().numpy(), values, rtol=1e-12)
+        np.testing.assert_allclose(x.grad.numpy(), grad, rtol=1e-12)
