@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 __all__ = ["OutOfMemoryError", "DeviceMismatchError", "ShapeError", "DTypeError",
-           "raise_device_mismatch", "UnsupportedOpError"]
+           "raise_device_mismatch", "UnsupportedOpError", "LinAlgError"]
 
 
 class OutOfMemoryError(RuntimeError):
@@ -27,6 +27,11 @@ def raise_device_mismatch(a: Any, b: Any, op: str = "") -> NoReturn:
 
 class ShapeError(RuntimeError):
     """Shapes do not fit (broadcasting, matmul, views). A ``RuntimeError`` as in PyTorch."""
+
+
+class LinAlgError(RuntimeError):
+    """A linear-algebra routine met a matrix it cannot handle: singular for ``inv``/``solve``, not
+    positive-definite for ``cholesky`` (``torch.linalg.LinAlgError``, a ``RuntimeError``)."""
 
 
 class DTypeError(TypeError):

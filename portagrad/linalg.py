@@ -14,15 +14,16 @@ from typing import Any
 from ._ops import elementwise
 from ._ops import reduction
 from ._ops.contraction import cross as _cross
-from ._ops.linalg import matrix_power
+from ._ops.linalg import matrix_exp, matrix_power
 from ._ops.linalg import cholesky, det, inv, lu, lu_factor, lu_solve, qr, slogdet, solve
 from ._ops.diagonal import diagonal as _diagonal
 from ._ops.matmul import matmul
 from ._tensor import Tensor
+from .errors import LinAlgError
 
 __all__ = ["det", "slogdet", "inv", "solve", "cholesky", "matrix_power", "cross", "vector_norm",
            "matrix_norm", "norm", "vecdot", "multi_dot", "diagonal", "qr", "lu", "lu_factor",
-           "lu_solve"]
+           "lu_solve", "matrix_exp", "LinAlgError"]
 
 
 def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:

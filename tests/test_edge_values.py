@@ -134,3 +134,65 @@ def test_the_literals_are_torchs() -> None:
         y.sum().backward()
         np.testing.assert_allclose(y.detach().numpy(), values, rtol=1e-12)
         np.testing.assert_allclose(x.grad.numpy(), grad, rtol=1e-12)
+
+
+# 0x0 matrices (and batches of them): empty results of PyTorch's shapes, never an internal error
+def _empty_cases(L: Any, device: Any = "cpu") -> dict[str, tuple[Callable[[], Any], Any]]:
+    """name -> (computation, the shapes of its results)."""
+    e = lambda *s: L.zeros(*s, device=device)  # noqa: E731
+    return {
+        "inv": (lambda: L.linalg.inv(e(0, 0)), [(0, 0)]),
+        "inv_batch": (lambda: L.linalg.inv(e(3, 0, 0)), [(3, 0, 0)]),
+        "solve": (lambda: L.linalg.solve(e(0, 0), e(0, 2)), [(0, 2)]),
+        "cholesky": (lambda: L.linalg.cholesky(e(0, 0)), [(0, 0)]),
+        "cholesky_solve": (lambda: L.cholesky_solve(e(0, 2), e(0, 0)), [(0, 2)]),
+        "cholesky_inverse": (lambda: L.cholesky_inverse(e(0, 0)), [(0, 0)]),
+        "lu_solve": (lambda: L.linalg.lu_solve(*L.linalg.lu_factor(e(0, 0)), e(0, 3)), [(0, 3)]),
+        "matrix_exp": (lambda: L.linalg.matrix_exp(e(0, 0)), [(0, 0)]),
+        "det": (lambda: L.linalg.det(e(0, 0)), [()]),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_empty_cases(pg)))
+def test_empty_matrices(device: Any, name: str) -> None:
+    f, shapes = _empty_cases(pg, device)[name]
+    out = f()
+    outs = out if isinstance(out, tuple) else (out,)
+    assert [tuple(o.shape) for o in outs] == shapes
+    if name == "det":  # the determinant of a 0x0 matrix is 1
+        assert out.item() == 1.
+
+
+def test_empty_matrix_gradient(device: Any) -> None:
+    x = pg.zeros(2, 0, 0, requires_grad=True, device=device)
+    pg.linalg.inv(x).sum().backward()
+    assert tuple(x.grad.shape) == (2, 0, 0)
+
+
+_SINGULAR = [[1., 2.], [2., 4.]]
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda A: pg.linalg.inv(A), "linalg.inv: The diagonal element 2 is zero"),
+    (lambda A: pg.inverse(A), "linalg.inv: The diagonal element 2 is zero"),
+    (lambda A: pg.linalg.solve(A, pg.ones(2, device=A.device)),
+     "linalg.solve: The solver failed because the input matrix is singular"),
+    (lambda A: pg.linalg.cholesky(A), "leading minor of order 2 is not positive-definite"),
+])
+def test_singular_matrices_raise_linalg_error(device: Any, call: Any, match: str) -> None:
+    A = pg.tensor(_SINGULAR, device=device)
+    with pytest.raises(pg.linalg.LinAlgError, match=match):
+        call(A)
+    assert issubclass(pg.linalg.LinAlgError, RuntimeError)  # as torch.linalg.LinAlgError
+
+
+@pytest.mark.skipif(torch is None, reason="torch is not installed (an optional reference)")
+def test_empty_matrix_shapes_are_torchs() -> None:
+    for name, (f, shapes) in _empty_cases(torch).items():
+        out = f()
+        outs = out if isinstance(out, tuple) else (out,)
+        assert [tuple(o.shape) for o in outs] == shapes, name
+    with pytest.raises(torch.linalg.LinAlgError, match="The diagonal element 2 is zero"):
+        torch.linalg.inv(torch.tensor(_SINGULAR))
+    with pytest.raises(torch.linalg.LinAlgError, match="the input matrix is singular"):
+        torch.linalg.solve(torch.tensor(_SINGULAR), torch.ones(2))

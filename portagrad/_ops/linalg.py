@@ -16,6 +16,7 @@ from typing import Any
 from .. import _creation, _dtype
 from .._shape import broadcast_shapes
 from .._tensor import Tensor
+from ..errors import LinAlgError
 from ..autograd.grad_mode import _no_grad
 from . import elementwise, reduction
 from . import shape
@@ -123,11 +124,14 @@ def _gauss_jordan(name: str, a: Tensor, b: Tensor) -> Tensor:
         m = m - f * row
         m = cat([shape.narrow(m, -2, 0, k), row, shape.narrow(m, -2, k + 1, n - k - 1)], -2)
     with _no_grad():
-        zero = elementwise.eq(cat(pivots, -1), 0)
-        if zero.numel() and bool(zero.any().item()):
+        zero = elementwise.eq(cat(pivots, -1), 0) if pivots else None  # (a 0x0 matrix: none)
+        if zero is not None and zero.numel() and bool(zero.any().item()):
+            if name == "linalg.solve":
+                raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix "
+                                  "is singular.")
             first = int(argmax(zero.to(_dtype.int64).reshape(-1, n), -1).max().item()) + 1
-            raise RuntimeError(f"{name}: The diagonal element {first} is zero, the inversion "
-                               f"could not be completed because the input matrix is singular.")
+            raise LinAlgError(f"{name}: The diagonal element {first} is zero, the inversion "
+                              f"could not be completed because the input matrix is singular.")
     return shape.narrow(m, -1, n, m.shape[-1] - n)
 
 
@@ -169,6 +173,8 @@ def cholesky(A: Tensor, upper: bool = False) -> Tensor:
     matrix (or of each of a batch); raises when the matrix is not positive-definite."""
     _square("linalg.cholesky", A)
     n = A.shape[-1]
+    if n == 0:  # the factor of a 0x0 matrix is 0x0
+        return A.clone()
     cols: list[Tensor] = []  # column j of L, (..., n, 1)
     for j in range(n):
         aj = shape.narrow(A, -1, j, 1)  # (..., n, 1)
@@ -179,9 +185,9 @@ def cholesky(A: Tensor, upper: bool = False) -> Tensor:
         d = shape.narrow(aj, -2, j, 1)  # (..., 1, 1)
         with _no_grad():
             if d.numel() and bool(elementwise.logical_not(d > 0).any().item()):
-                raise RuntimeError(f"linalg.cholesky: The factorization could not be completed "
-                                   f"because the input is not positive-definite (the leading "
-                                   f"minor of order {j + 1} is not positive-definite).")
+                raise LinAlgError(f"linalg.cholesky: The factorization could not be completed "
+                                  f"because the input is not positive-definite (the leading "
+                                  f"minor of order {j + 1} is not positive-definite).")
         col = aj / elementwise.sqrt(d)
         rows = _creation.arange(n, device=A.device)
         col = where(shape.unsqueeze(rows < j, -1), 0.0, col)  # above the diagonal: zero
