@@ -196,3 +196,55 @@ def test_empty_matrix_shapes_are_torchs() -> None:
         torch.linalg.inv(torch.tensor(_SINGULAR))
     with pytest.raises(torch.linalg.LinAlgError, match="the input matrix is singular"):
         torch.linalg.solve(torch.tensor(_SINGULAR), torch.ones(2))
+
+
+# cholesky reads one triangle, but its input stands for a symmetric matrix: PyTorch's gradient is
+# symmetric (so are those of everything built on it: MultivariateNormal, Wishart ...)
+_SPD = [[4., 2., 0.4], [2., 3., 0.5], [0.4, 0.5, 2.]]
+_CHOLESKY_GRAD = [  # A.grad of (cholesky(A) * arange(9).reshape(3, 3)).sum(), PyTorch 2.13
+    [-0.01496042758834406, -0.008139183937421711, 0.1903001955705497],
+    [-0.008139183937421662, 1.1080191458678508, 2.0412961100349616],
+    [0.1903001955705495, 2.041296110034962, 2.8905174941196967]]
+_MVN_COV_GRAD = [[-0.21879882678654639, 0.036320276308215244],
+                 [0.036320276308215244, -0.4821002713741401]]
+
+
+def _cholesky_grad(L: Any, device: Any, upper: bool) -> Any:
+    A = L.tensor(_SPD, dtype=L.float64, requires_grad=True, device=device)
+    f = L.linalg.cholesky(A, upper=upper)
+    w = L.arange(9., dtype=L.float64, device=device).reshape(3, 3)
+    (f * (w.t() if upper else w)).sum().backward()
+    return A.grad
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_gradient_is_symmetric(device: Any, upper: bool) -> None:
+    g = _cholesky_grad(pg, device, upper).cpu().numpy()
+    np.testing.assert_allclose(g, _CHOLESKY_GRAD, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(g, g.T, rtol=1e-12)
+
+
+def test_cholesky_gradcheck(device: Any) -> None:
+    A = pg.tensor(_SPD, dtype=pg.float64, requires_grad=True, device=device)
+    sym = lambda a: pg.linalg.cholesky((a + a.mT) / 2)  # noqa: E731
+    assert gradcheck(sym, (A,)) and gradgradcheck(sym, (A,))
+
+
+def test_multivariate_normal_covariance_gradient_is_symmetric(device: Any) -> None:
+    C = pg.tensor([[2., 0.3], [0.3, 1.]], dtype=pg.float64, requires_grad=True, device=device)
+    d = pg.distributions.MultivariateNormal(pg.zeros(2, dtype=pg.float64, device=device),
+                                            covariance_matrix=C)
+    d.log_prob(pg.tensor([0.5, -0.2], dtype=pg.float64, device=device)).backward()
+    np.testing.assert_allclose(C.grad.cpu().numpy(), _MVN_COV_GRAD, rtol=1e-10)
+
+
+@pytest.mark.skipif(torch is None, reason="torch is not installed (an optional reference)")
+def test_symmetric_gradient_literals_are_torchs() -> None:
+    for upper in (False, True):
+        np.testing.assert_allclose(_cholesky_grad(torch, "cpu", upper).numpy(), _CHOLESKY_GRAD,
+                                   rtol=1e-10, atol=1e-14)
+    C = torch.tensor([[2., 0.3], [0.3, 1.]], dtype=torch.float64, requires_grad=True)
+    d = torch.distributions.MultivariateNormal(torch.zeros(2, dtype=torch.float64),
+                                               covariance_matrix=C)
+    d.log_prob(torch.tensor([0.5, -0.2], dtype=torch.float64)).backward()
+    np.testing.assert_allclose(C.grad.numpy(), _MVN_COV_GRAD, rtol=1e-10)

@@ -17,7 +17,9 @@ from .. import _creation, _dtype
 from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..errors import LinAlgError
+from ..autograd.function import Function
 from ..autograd.grad_mode import _no_grad
+from ._common import call
 from . import elementwise, reduction
 from . import shape
 from .indexing import gather, where
@@ -168,13 +170,48 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     return shape.squeeze(x, -1) if vec else x
 
 
+class _Cholesky(Function):
+    """The lower Cholesky factor as one node, with PyTorch's symmetric derivative: only the lower
+    triangle of ``A`` is read, but ``A`` stands for a symmetric matrix, so its gradient is
+    ``sym(L^-H Phi(L^H gL) L^-1)`` (``Phi``: the lower triangle with the diagonal halved), not the
+    one-triangle gradient of the elimination's ops."""
+
+    _backward_name = "LinalgCholeskyExBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, A: Tensor) -> Tensor:
+        with _no_grad():
+            L = _cholesky_lower(A)
+        ctx.save_for_backward(L)
+        return L
+
+    @staticmethod
+    def backward(ctx: Any, gL: Tensor) -> Any:
+        (L,) = ctx.saved_tensors
+        Lh = shape.transpose(L, -1, -2)
+        phi = tril(matmul(Lh, gL))
+        n = L.shape[-1]
+        eye = _creation.eye(n, dtype=L.dtype, device=L.device)
+        phi = phi - phi * eye * 0.5  # the diagonal halved
+        x = solve(Lh, phi)  # L^-H phi
+        gA = shape.transpose(solve(Lh, shape.transpose(x, -1, -2)), -1, -2)  # (L^-H phi) L^-1
+        return (gA + shape.transpose(gA, -1, -2)) * 0.5
+
+
 def cholesky(A: Tensor, upper: bool = False) -> Tensor:
     """The Cholesky factor ``L`` (lower; ``upper=True``: ``L^H``) of a symmetric positive-definite
-    matrix (or of each of a batch); raises when the matrix is not positive-definite."""
+    matrix (or of each of a batch); raises when the matrix is not positive-definite. Only the
+    lower triangle of ``A`` is read; its gradient is symmetric, as PyTorch's."""
     _square("linalg.cholesky", A)
-    n = A.shape[-1]
-    if n == 0:  # the factor of a 0x0 matrix is 0x0
+    if A.shape[-1] == 0:  # the factor of a 0x0 matrix is 0x0
         return A.clone()
+    L = call(_Cholesky, A)
+    return shape.transpose(L, -1, -2) if upper else L
+
+
+def _cholesky_lower(A: Tensor) -> Tensor:
+    """The lower Cholesky factor by columns (ops, run without recording by :class:`_Cholesky`)."""
+    n = A.shape[-1]
     cols: list[Tensor] = []  # column j of L, (..., n, 1)
     for j in range(n):
         aj = shape.narrow(A, -1, j, 1)  # (..., n, 1)
@@ -192,8 +229,7 @@ def cholesky(A: Tensor, upper: bool = False) -> Tensor:
         rows = _creation.arange(n, device=A.device)
         col = where(shape.unsqueeze(rows < j, -1), 0.0, col)  # above the diagonal: zero
         cols.append(col.to(A.dtype))
-    L = cat(cols, -1)
-    return shape.transpose(L, -1, -2) if upper else L
+    return cat(cols, -1)
 
 
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
