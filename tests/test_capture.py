@@ -371,6 +371,48 @@ def test_fallback_lr_schedule(device: str) -> None:
     _reason(cstep, caught, "hyper-parameter 'lr'")
 
 
+def test_fallback_lr_scheduler_inside_the_step(device: str) -> None:
+    """A StepLR stepping inside the captured function keeps the same lr for its first steps, so
+    the two recordings agree; a replay would then skip the scheduler's Python and keep that lr
+    for ever (losses drifting from eager's with no warning). It runs eagerly instead."""
+    def make(model: Any, opt: Any, step: Any) -> Any:
+        sched = pg.optim.lr_scheduler.StepLR(opt, step_size=4, gamma=0.1)
+
+        def fn(x: Any, y: Any) -> Any:
+            loss = step(x, y)
+            sched.step()
+            return loss
+        return fn
+    cstep, caught = _run_both(device, "mlp", 10, make)
+    _reason(cstep, caught, "an LR scheduler steps inside the step")
+    assert cstep.replays == 0
+
+
+def test_fallback_hyper_parameter_set_inside_the_step(device: str) -> None:
+    def make(model: Any, opt: Any, step: Any) -> Any:
+        count = [0]
+
+        def fn(x: Any, y: Any) -> Any:
+            count[0] += 1
+            for g in opt.param_groups:  # a hand-made warm-up: lr grows until step 3, then stays
+                g["lr"] = 0.01 * min(count[0], 3)
+            return step(x, y)
+        return fn
+    cstep, caught = _run_both(device, "mlp", 8, make)
+    assert cstep.replays == 0 and cstep.fallbacks >= 1
+
+
+def test_lr_scheduler_outside_the_step_replays(device: str) -> None:
+    def between(i: int, model: Any, opt: Any) -> None:
+        if i == 0:
+            opt._sched = pg.optim.lr_scheduler.StepLR(opt, step_size=5, gamma=0.5)
+        else:
+            opt._sched.step()
+    cstep, caught = _run_both(device, "mlp", 10, lambda m, o, s: s, between)
+    assert cstep.replays >= 2  # between the lr changes, the recording is replayed
+    _reason(cstep, caught, "hyper-parameter 'lr'")
+
+
 def test_fallback_eval_mode(device: str) -> None:
     def between(i: int, model: Any, opt: Any) -> None:
         if i == 4:
@@ -533,3 +575,4 @@ def test_any_backend_method_is_recorded_and_results_refused(monkeypatch: Any) ->
         for _ in range(3):
             assert cstep(pg.ones(2)).tolist() == [3.0, 3.0]
     assert not cstep.captured
+

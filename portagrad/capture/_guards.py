@@ -75,14 +75,15 @@ def watch() -> _Watch:
 class StateGuard:
     """The Python-side state a recorded step depends on, compared before each replay."""
 
-    def __init__(self, seen: _Watch) -> None:
+    def __init__(self, seen: _Watch, keep_grads: bool = True) -> None:
         self._modules = list(seen.modules.values())
         self._optimizers = list(seen.optimizers.values())
         self._snapshot = self._take()
         # ``.grad`` of every optimized parameter after the step: a replay writes these buffers,
         # and hands them back to the parameters as the eager step would have set ``.grad``
+        # (``keep_grads=False``: a snapshot only, which must not keep a step's tensors alive)
         self.grads = [(p, p._grad) for opt in self._optimizers
-                      for g in opt.param_groups for p in g["params"]]
+                      for g in opt.param_groups for p in g["params"]] if keep_grads else []
 
     def _take(self) -> list[tuple[str, Any]]:
         snap: list[tuple[str, Any]] = [

@@ -10,6 +10,7 @@ from typing import Any
 from .. import _raw
 from .._tensor import Tensor
 from ..autograd.grad_mode import is_grad_enabled
+from ..optim._lr_base import scheduler_states
 from ._guards import StateGuard, watch
 from ._recorder import Recorder, Recording, replay
 
@@ -102,7 +103,7 @@ class CapturedStep:
         self._key: Any = None
         self._outputs: list[Tensor] = []
         self._spec: Any = None
-        self._first: tuple[list[Any], list[Any], list[Any], Any] | None = None
+        self._first: tuple[list[Any], list[Any], list[Any], Any, Any] | None = None
 
     @property
     def captured(self) -> bool:
@@ -208,10 +209,17 @@ class CapturedStep:
         self._key = key
         sargs, skwargs = self._static_args(args, kwargs)
         versions = [t._vc[0] for t in self._inputs]
+        # what the step's own Python changes (an LR scheduler stepped inside it, a hand-set lr,
+        # train()/eval()) a replay would skip: compare the state before and after the call, for
+        # the modules and optimizers the first recording saw, and every LR scheduler
+        state = StateGuard(self._first[4], keep_grads=False) if self._first is not None else None
+        schedules = scheduler_states()
         rec_ = Recorder()
         with watch() as seen, rec_:
             out = self.fn(*sargs, **skwargs)
         rec = rec_.recording
+        if rec.violation is None:
+            rec.violation = self._python_side_effect(state, schedules)
         if versions != [t._vc[0] for t in self._inputs]:
             # the step got copies: hand the change on to the caller's tensors, as eagerly
             rec.violation = rec.violation or "the step changes an input tensor in place"
@@ -233,9 +241,9 @@ class CapturedStep:
         if self._first is None:
             # the first recording: keep its signature (and the pre-existing buffers it names),
             # and weak references to its buffers, to compare with the next step
-            self._first = (sig, rec.externals(), rec.refs, spec)
+            self._first = (sig, rec.externals(), rec.refs, spec, seen)
             return result
-        first_sig, _, refs, first_spec = self._first
+        first_sig, _, refs, first_spec, _ = self._first
         self._first = None
         if sig != first_sig or spec[0] != first_spec[0]:
             self._fallback(self._diff(first_sig, sig), disable=True)
@@ -261,6 +269,22 @@ class CapturedStep:
         self._guard = StateGuard(seen)
         self._spec = spec
         return result
+
+    @staticmethod
+    def _python_side_effect(before: StateGuard | None, schedules: dict[Any, str]) -> str | None:
+        """Why the step cannot be replayed because its own Python changes state (``None``: it
+        does not). A replay runs none of that Python, so the change would happen once, at
+        recording, and never again: a schedule would stop, silently."""
+        if any(repr(s.state_dict()) != v for s, v in schedules.items()):
+            return ("an LR scheduler steps inside the step; a replay runs none of the step's "
+                    "Python, so the schedule would stop: call scheduler.step() outside the "
+                    "captured function")
+        why = before.changed() if before is not None else None
+        if why is not None:
+            return (f"the step itself changes state a replay would not change ({why}: an LR "
+                    "schedule or a hand-set hyper-parameter inside the step?); change it outside "
+                    "the captured function")
+        return None
 
     @staticmethod
     def _diff(a: list[Any], b: list[Any]) -> str:

@@ -56,11 +56,27 @@ def _format_param(name: str, optimizer: Optimizer, param: Any) -> list[Any]:
     return [param] * len(optimizer.param_groups)
 
 
+# Every scheduler alive, so that a captured step (portagrad.capture) can tell whether one stepped
+# inside it: a replay runs none of the step's Python, and the schedule would stop there.
+_LIVE: weakref.WeakSet[LRScheduler] = weakref.WeakSet()
+
+
+def scheduler_states() -> dict[LRScheduler, str]:
+    """``scheduler -> repr(state_dict())`` for every live scheduler, compared before and after a
+    step (the dict holds the schedulers, so none is collected, nor its id reused, in between)."""
+    return {s: repr(s.state_dict()) for s in list(_LIVE)}
+
+
 class LRScheduler:
     """Base class: keeps ``base_lrs``, ``last_epoch`` and ``get_last_lr()``."""
 
     _get_lr_called_within_step = False
     _is_initial = False
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> LRScheduler:
+        self = super().__new__(cls)
+        _LIVE.add(self)
+        return self
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         _check_optimizer(optimizer)
