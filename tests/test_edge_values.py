@@ -9,6 +9,7 @@ installed; where it is, :func:`test_the_literals_are_torchs` recomputes them wit
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -248,3 +249,72 @@ def test_symmetric_gradient_literals_are_torchs() -> None:
                                                covariance_matrix=C)
     d.log_prob(torch.tensor([0.5, -0.2], dtype=torch.float64)).backward()
     np.testing.assert_allclose(C.grad.numpy(), _MVN_COV_GRAD, rtol=1e-10)
+
+
+# out=: PyTorch's rules, on every op that takes it
+_OUT_OPS = {
+    "add": lambda L, a, b, **kw: L.add(a, b, **kw),
+    "sub": lambda L, a, b, **kw: L.sub(a, b, **kw),
+    "mul": lambda L, a, b, **kw: L.mul(a, b, **kw),
+    "div": lambda L, a, b, **kw: L.div(a, b, **kw),
+    "div_floor": lambda L, a, b, **kw: L.div(a, b, rounding_mode="floor", **kw),
+    "cat": lambda L, a, b, **kw: L.cat([a, b], **kw),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_OUT_OPS))
+def test_out_writes_through_the_given_tensor(device: Any, op: str) -> None:
+    a = pg.tensor([[1., 2.], [3., 4.]], device=device)
+    b = pg.tensor([[4., 3.], [2., 1.]], device=device)
+    want = _OUT_OPS[op](pg, a, b)
+    out = pg.empty(tuple(want.shape), dtype=pg.float64, device=device)  # a wider dtype: allowed
+    assert _OUT_OPS[op](pg, a, b, out=out) is out
+    np.testing.assert_allclose(out.cpu().numpy(), want.cpu().numpy())
+    # a strided out (every other column of a wider tensor) is written through its strides
+    wide = pg.zeros(want.shape[0], 2 * want.shape[1], device=device)
+    _OUT_OPS[op](pg, a, b, out=wide[:, ::2])
+    np.testing.assert_allclose(wide.cpu().numpy()[:, ::2], want.cpu().numpy())
+    assert not wide.cpu().numpy()[:, 1::2].any()
+
+
+@pytest.mark.parametrize("op", sorted(_OUT_OPS))
+def test_out_refuses_a_narrower_category(device: Any, op: str) -> None:
+    a = pg.ones(2, 2, device=device)
+    exc, text = ((TypeError, "input types can't be cast to the desired output type Long")
+                 if op == "cat" else
+                 (RuntimeError, "result type Float can't be cast to the desired output type Long"))
+    with pytest.raises(exc, match=text):
+        _OUT_OPS[op](pg, a, a, out=pg.empty(2, 2, dtype=pg.int64, device=device))
+    i = pg.ones(2, 2, dtype=pg.int64, device=device)
+    if op in ("add", "mul", "sub"):
+        with pytest.raises(RuntimeError, match="result type Long can't be cast to the desired "
+                                               "output type Bool"):
+            _OUT_OPS[op](pg, i, i, out=pg.empty(2, 2, dtype=pg.bool, device=device))
+
+
+def test_out_refuses_autograd_and_overlap(device: Any) -> None:
+    x = pg.ones(3, requires_grad=True, device=device)
+    with pytest.raises(RuntimeError, match=r"add\(\): functions with out=\.\.\. arguments don't "
+                                           "support automatic differentiation"):
+        pg.add(x, x, out=pg.empty(3, device=device))
+    with pg.no_grad():
+        out = pg.empty(3, device=device)
+        pg.add(x, x, out=out)
+    np.testing.assert_array_equal(out.cpu().numpy(), [2., 2., 2.])
+    a = pg.ones(3, device=device)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        pg.add(a, a, out=pg.ones(1, 3, device=device).expand(2, 3))
+
+
+def test_out_of_another_shape_is_resized(device: Any) -> None:
+    a = pg.ones(3, device=device)
+    empty = pg.empty(0, device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an empty out is resized silently
+        pg.add(a, a, out=empty)
+    assert tuple(empty.shape) == (3,)
+    small = pg.empty(2, device=device)
+    with pytest.warns(UserWarning, match=r"An output with one or more elements was resized since "
+                                         r"it had shape \[2\]"):
+        pg.mul(a, 3, out=small)
+    np.testing.assert_array_equal(small.cpu().numpy(), [3., 3., 3.])

@@ -8,6 +8,8 @@ The rule is autograd's (:mod:`portagrad.autograd.inplace`); it is re-exported he
 """
 from __future__ import annotations
 
+import sys
+import warnings
 from typing import Any
 
 import numpy as np
@@ -164,6 +166,52 @@ def contiguous(x: Tensor, memory_format: Any = None) -> Tensor:
     if x._v.is_contiguous():
         return x
     return call(_Clone, x)
+
+
+_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int",
+               "int64": "Long", "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
+               "bfloat16": "BFloat16"}
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside portagrad, for a warning about the caller's
+    call (however deep in the package it is raised)."""
+    pkg = __name__.split(".")[0]
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == pkg:
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def write_out(name: str, res: Tensor, out: Tensor, inputs: tuple = ()) -> Tensor:
+    """``out=``: write the result ``res`` of op ``name`` into ``out`` with PyTorch's rules, and
+    return ``out``. Refused: an input that requires grad while grad mode is on (``out=`` is not
+    differentiable), a result dtype ``out`` cannot hold without changing category (floating into
+    integer, integer into bool), another device, and an ``out`` whose elements share memory.
+    An ``out`` of another shape is resized (with PyTorch's warning unless it was empty)."""
+    if _flags.grad and any(isinstance(t, Tensor) and t._requires_grad for t in inputs):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
+                           f"differentiation, but one of the arguments requires grad.")
+    if not _dtype.can_cast(res.dtype, out.dtype):
+        raise RuntimeError(f"result type {_TYPE_NAMES[res.dtype.name]} can't be cast to the "
+                           f"desired output type {_TYPE_NAMES[out.dtype.name]}")
+    if out._storage.device != res._storage.device:
+        raise RuntimeError(f"Expected out tensor to have device {res.device}, but got "
+                           f"{out.device} instead")
+    check_no_overlap(out)  # (before a resize, as PyTorch: an expanded out is refused)
+    if tuple(out.shape) != tuple(res.shape):
+        if out.numel():
+            warnings.warn(f"An output with one or more elements was resized since it had shape "
+                          f"{list(out.shape)}, which does not match the required output shape "
+                          f"{list(res.shape)}. This behavior is deprecated, and in a future "
+                          f"PyTorch release outputs will not be resized unless they have zero "
+                          f"elements. You can explicitly reuse an out tensor t by resizing it, "
+                          f"inplace, to zero elements with t.resize_(0).", UserWarning,
+                          stacklevel=_caller_level())
+        out.resize_(tuple(res.shape))
+    with _no_grad():
+        copy_(out, res)
+    return out
 
 
 def copy_(dst: Tensor, src: Any, non_blocking: bool = False) -> Tensor:

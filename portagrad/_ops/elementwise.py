@@ -7,13 +7,12 @@ from typing import Any
 import numpy as np
 
 from .. import _creation, _dtype, _raw
-from .._storage import Size
 from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ..autograd.grad_mode import _flags, _no_grad
+from ..autograd.grad_mode import _flags
 from ._common import call, check_same_device, is_scalar, prepare_binary, refuse_bool, to_scalar
-from .conversion import copy_, fit_result, inplace, to
+from .conversion import fit_result, inplace, to, write_out
 from .indexing import index_fill, masked_fill, where
 
 __all__ = [
@@ -219,7 +218,7 @@ def add(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) ->
         alpha = _alpha(input, other, alpha)
         other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     a, b, _ = prepare_binary(input, other, "add")
-    return _out(call(_Add, a, b), out)
+    return _out(call(_Add, a, b), out, "add", (input, other))
 
 
 def sub(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) -> Tensor:
@@ -236,7 +235,7 @@ def sub(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) ->
         alpha = _alpha(input, other, alpha)
         other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     a, b, _ = prepare_binary(input, other, "sub")
-    return _out(call(_Sub, a, b), out)
+    return _out(call(_Sub, a, b), out, "sub", (input, other))
 
 
 subtract = sub
@@ -268,7 +267,7 @@ def rsub(input: Any, other: Any, alpha: Any = 1) -> Tensor:
 def mul(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
     """Elementwise product."""
     a, b, _ = prepare_binary(input, other, "mul")
-    return _out(call(_Mul, a, b), out)
+    return _out(call(_Mul, a, b), out, "mul", (input, other))
 
 
 multiply = mul
@@ -279,7 +278,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Tensor
     """Division: true (``None``), ``"trunc"`` or ``"floor"`` rounding."""
     if rounding_mode is None:
         a, b, _ = prepare_binary(input, other, "div", float_only=True)
-        return _out(call(_Div, a, b), out)
+        return _out(call(_Div, a, b), out, "div", (input, other))
     if rounding_mode not in ("trunc", "floor"):
         raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                          f"found '{rounding_mode}'")
@@ -302,7 +301,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Tensor
         diff = _raw.binary("logical_xor", sa, sb, _dtype.bool, like=fl)
         fix = _raw.binary("logical_and", nz, diff, _dtype.bool)
         res = _raw.binary("add", fl, _raw.cast(fix, dt), dt)
-    return _out(res, out)
+    return _out(res, out, "div", (input, other))
 
 
 true_divide = div
@@ -407,15 +406,8 @@ def atan2(input: Tensor, other: Tensor) -> Tensor:
     return call(_Atan2, a, b)
 
 
-def _out(res: Tensor, out: Tensor | None) -> Tensor:
-    if out is None:
-        return res
-    if out.shape != res.shape:
-        raise RuntimeError(f"out= tensor has shape {out.shape} but the result has shape "
-                           f"{Size(res.shape)}")
-    with _no_grad():
-        copy_(out, res)
-    return out
+def _out(res: Tensor, out: Tensor | None, name: str = "", inputs: tuple = ()) -> Tensor:
+    return res if out is None else write_out(name, res, out, inputs)
 
 
 # ---------------------------------------------------------------- comparisons

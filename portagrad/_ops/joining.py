@@ -11,7 +11,7 @@ from .._shape import require_dims, wrap_dim, wrap_dim_no_scalar
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ._common import call, check_same_device, to_scalar
-from .conversion import unaliased
+from .conversion import _TYPE_NAMES, unaliased, write_out
 from .indexing import index_select, where
 from .shape import expand, narrow, reshape, unsqueeze
 
@@ -77,12 +77,12 @@ def cat(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected "
                                    f"size {ref.shape[j]} but got size {t.shape[j]} for tensor "
                                    f"number {i} in the list.")
+    if out is not None and not _dtype.can_cast(dt, out.dtype):
+        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
+                        f"{_TYPE_NAMES[out.dtype.name]}")
     ts = [t if t.dtype is dt else t.to(dt) for t in ts]
     res = call(_Cat, d, *ts)
-    if out is not None:
-        out.copy_(res)
-        return out
-    return res
+    return res if out is None else write_out("cat", res, out, tuple(tensors))
 
 
 concat = concatenate = cat
