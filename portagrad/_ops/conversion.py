@@ -177,7 +177,8 @@ def _caller_level() -> int:
     """The ``stacklevel`` of the first frame outside portagrad, for a warning about the caller's
     call (however deep in the package it is raised)."""
     pkg = __name__.split(".")[0]
-    frame, level = sys._getframe(1), 1
+    frame: Any = sys._getframe(1)
+    level = 1
     while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == pkg:
         frame, level = frame.f_back, level + 1
     return level
