@@ -318,3 +318,33 @@ def test_out_of_another_shape_is_resized(device: Any) -> None:
                                          r"it had shape \[2\]"):
         pg.mul(a, 3, out=small)
     np.testing.assert_array_equal(small.cpu().numpy(), [3., 3., 3.])
+
+
+# special functions at their exact points and in their tails
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_lgamma_is_exactly_zero_at_one_and_two(device: Any, dtype: str) -> None:
+    x = pg.tensor([1., 2., 3.], dtype=getattr(pg, dtype), device=device)
+    got = pg.lgamma(x).cpu().numpy()
+    assert got[0] == 0. and got[1] == 0.
+    np.testing.assert_allclose(got[2], math.log(2.), rtol=1e-6)
+
+
+def test_digamma_at_signed_zeros(device: Any) -> None:
+    got = pg.digamma(pg.tensor([0., -0., -1.], device=device)).cpu().numpy()
+    assert got[0] == -INF and got[1] == INF and np.isnan(got[2])  # PyTorch's limits and pole
+
+
+_ERFC_X = [10., -10., 30., 0.3, 1.9, 2.0, 2.1, 5., 26.5, INF, -INF]
+_ERFC_64 = [2.088487583762545e-45, 2.0, 0.0, 0.6713732405408726, 0.0072095707647425325,
+            0.004677734981047266, 0.002979466656332984, 1.537459794428035e-12,
+            2.2109076642637343e-307, 0.0, 2.0]  # PyTorch 2.13 (math.erfc agrees)
+
+
+def test_erfc_keeps_its_tail(device: Any) -> None:
+    x = pg.tensor(_ERFC_X, dtype=pg.float64, device=device)
+    np.testing.assert_allclose(pg.special.erfc(x).cpu().numpy(), _ERFC_64, rtol=1e-13, atol=0)
+    np.testing.assert_allclose([math.erfc(v) for v in _ERFC_X], _ERFC_64, rtol=1e-14)
+    x32 = pg.special.erfc(pg.tensor([5., 9.], device=device)).cpu().numpy()
+    np.testing.assert_allclose(x32, [1.5374597944280351e-12, 4.1370317465138102e-37], rtol=1e-5)
+    g = pg.tensor([0.3, 1.9, 2.5, 4.], dtype=pg.float64, requires_grad=True, device=device)
+    assert gradcheck(pg.special.erfc, (g,)) and gradgradcheck(pg.special.erfc, (g,))

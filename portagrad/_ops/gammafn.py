@@ -69,6 +69,8 @@ def _lgamma_fwd(x: Tensor) -> Tensor:
     refl = math.log(math.pi) - elementwise.log(elementwise.abs(_sinpi(x))) - pos
     out = where(small, refl, pos)
     out = where(elementwise.isinf(x), math.inf, out)
+    # lgamma(1) = lgamma(2) = 0 exactly (Lanczos' sum leaves a few ulp there, as PyTorch does not)
+    out = where(elementwise.logical_or(elementwise.eq(x, 1.0), elementwise.eq(x, 2.0)), 0.0, out)
     return where(_nonpos_int(x), math.inf, out)
 
 
@@ -105,7 +107,8 @@ def _digamma_fwd(x: Tensor) -> Tensor:
     r = x - elementwise.round(x)
     refl = pos - math.pi / elementwise.tan(r * math.pi)
     out = where(small, refl, pos)
-    out = where(elementwise.eq(x, 0), -math.inf, out)  # PyTorch: digamma(0) = -inf, other poles NaN
+    # PyTorch: digamma(+0) = -inf and digamma(-0) = +inf (the limits from each side), other poles NaN
+    out = where(elementwise.eq(x, 0), where(elementwise.signbit(x), math.inf, -math.inf), out)
     out = where(elementwise.logical_and(_nonpos_int(x), elementwise.ne(x, 0)), math.nan, out)
     return where(elementwise.eq(x, math.inf), math.inf, out)
 
