@@ -8,12 +8,53 @@ for a host copy (``dl_device=(kDLCPU, 0)`` with ``copy=True`` or ``None``), whic
 """
 from __future__ import annotations
 
+import ctypes
 import enum
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
-__all__ = ["DLDeviceType", "dlpack", "dlpack_device", "array"]
+__all__ = ["DLDeviceType", "dlpack", "dlpack_device", "array", "capsule_dtype", "retag_capsule"]
+
+# DLPack's dtype codes: numpy exchanges neither bfloat16 (ml_dtypes) nor code kDLBfloat, so a
+# bfloat16 array travels as int16 (the same bits) whose capsule is relabelled in place
+kDLInt, kDLBfloat = 0, 4
+_BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def _dtype_field(capsule: Any) -> Any:
+    """The ``DLDataType`` (code, bits, lanes) inside a not yet consumed DLPack capsule, as a
+    ctypes structure over its memory (``dltensor``: a DLManagedTensor, whose DLTensor comes
+    first; ``dltensor_versioned``: after the version, manager context, deleter and flags)."""
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype = ctypes.c_char_p
+    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    name = api.PyCapsule_GetName(capsule)
+    if name not in (b"dltensor", b"dltensor_versioned"):
+        raise BufferError(f"not a live DLPack capsule (its name is {name!r})")
+    base = api.PyCapsule_GetPointer(capsule, name)
+    tensor = base + (32 if name == b"dltensor_versioned" else 0)
+    # DLTensor: data (pointer), device (2 x int32), ndim (int32), dtype (uint8, uint8, uint16)
+    return _DLDataType.from_address(tensor + ctypes.sizeof(ctypes.c_void_p) + 12)
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+def capsule_dtype(capsule: Any) -> tuple[int, int, int]:
+    """``(code, bits, lanes)`` of a DLPack capsule's tensor."""
+    f = _dtype_field(capsule)
+    return f.code, f.bits, f.lanes
+
+
+def retag_capsule(capsule: Any, code: int) -> Any:
+    """Relabel a capsule's element type code in place (same bits), and return the capsule."""
+    _dtype_field(capsule).code = code
+    return capsule
 
 
 class DLDeviceType(enum.IntEnum):
@@ -72,16 +113,23 @@ def dlpack(t: Any, *, stream: Any = None, max_version: tuple[int, int] | None = 
             arr = t._storage.backend.to_host(t._v)
         else:
             t._storage._epoch = None  # shared with the consumer: no longer autograd's alone
-        return arr.__dlpack__(**kw)
+        return _capsule(arr, kw)
     if to_cpu and copy is not False:
         # the documented exception: a host copy of a device tensor, asked for explicitly
-        return t._storage.backend.to_host(t._v).__dlpack__(**kw)
+        return _capsule(t._storage.backend.to_host(t._v), kw)
     memory = ("is an OpenCL buffer" if src_type == DLDeviceType.kDLOpenCL
               else f"belongs to the {t._storage.device.type!r} backend")
     raise BufferError(
         f"Can't export the {t._storage.device} tensor through DLPack without copying: its memory "
         f"{memory}, which DLPack consumers here cannot address. Use tensor.cpu() first, "
         f"or ask for a host copy with __dlpack__(dl_device=(DLDeviceType.kDLCPU, 0), copy=True).")
+
+
+def _capsule(arr: np.ndarray, kw: dict[str, Any]) -> Any:
+    """numpy's DLPack capsule of ``arr``; bfloat16 as int16 relabelled ``kDLBfloat``."""
+    if arr.dtype == _BF16:
+        return retag_capsule(arr.view(np.int16).__dlpack__(**kw), kDLBfloat)
+    return arr.__dlpack__(**kw)
 
 
 def array(t: Any, dtype: Any = None, copy: bool | None = None) -> np.ndarray:

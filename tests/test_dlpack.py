@@ -156,3 +156,35 @@ def test_pytorch_exchange_both_ways():
     assert torch.utils.dlpack.from_dlpack(to_dlpack(q)).tolist() == q.tolist()
     b = torch.tensor([True, False])
     assert pg.from_dlpack(b).tolist() == [True, False]
+
+
+def test_bfloat16_round_trips_through_a_capsule():
+    """numpy exchanges no bfloat16 through DLPack; portagrad does (code kDLBfloat, as torch)."""
+    from portagrad._dlpack import capsule_dtype
+    src = pg.tensor([1.5, 2.0, -3.25, 0.1], dtype=pg.bfloat16)[::2]
+    capsule = to_dlpack(src)
+    assert capsule_dtype(capsule) == (4, 16, 1)  # kDLBfloat, 16 bits, 1 lane
+    t = from_dlpack(capsule)
+    assert t.dtype == pg.bfloat16 and t.stride() == (2,)
+    np.testing.assert_array_equal(t.float().numpy(), [1.5, -3.25])
+    t[1] = 8.0  # shared memory
+    assert src[1].item() == 8.0
+    versioned = src.__dlpack__(max_version=(1, 0))
+    assert capsule_dtype(versioned) == (4, 16, 1)
+    assert from_dlpack(versioned).tolist() == [1.5, 8.0]
+
+
+def test_pytorch_bfloat16_both_ways():
+    torch = pytest.importorskip("torch")
+    tt = torch.tensor([1.5, 2.0, -3.25], dtype=torch.bfloat16)
+    p = pg.from_dlpack(tt)
+    assert p.dtype == pg.bfloat16 and p.tolist() == [1.5, 2.0, -3.25]
+    p[0] = 9.0
+    assert tt[0].item() == 9.0  # shared
+    back = torch.from_dlpack(p)
+    assert back.dtype == torch.bfloat16 and back.tolist() == [9.0, 2.0, -3.25]
+    back[2] = 0.5
+    assert p[2].item() == 0.5
+    copied = pg.from_dlpack(tt, copy=True)
+    copied[1] = -1.0
+    assert tt[1].item() == 2.0

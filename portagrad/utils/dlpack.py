@@ -13,7 +13,7 @@ import numpy as np
 
 from .._creation import from_numpy
 from .._device import device as _device_cls
-from .._dlpack import DLDeviceType
+from .._dlpack import _BF16, DLDeviceType, capsule_dtype, kDLBfloat, kDLInt, retag_capsule
 from .._tensor import Tensor
 
 __all__ = ["DLDeviceType", "from_dlpack", "to_dlpack"]
@@ -68,7 +68,9 @@ def from_dlpack(ext_tensor: Any, *, device: Any = None, copy: bool | None = None
             raise TypeError(f"from_dlpack: expected an object with __dlpack__ or a DLPack "
                             f"capsule, got {type(ext_tensor).__name__}")
         try:
-            arr = np.from_dlpack(producer, copy=copy)
+            arr = _bfloat16_array(producer, copy)
+            if arr is None:
+                arr = np.from_dlpack(producer, copy=copy)
         except BufferError as exc:
             raise BufferError(f"from_dlpack: {exc}") from None
         if isinstance(producer, _Capsule) and not arr.flags.writeable:
@@ -86,6 +88,30 @@ def from_dlpack(ext_tensor: Any, *, device: Any = None, copy: bool | None = None
                                  f"{target} without copying. Set copy=None or copy=True.")
             out = out.to(target)
     return out
+
+
+def _bfloat16_array(producer: Any, copy: bool | None) -> np.ndarray | None:
+    """The array of a bfloat16 DLPack tensor (``None`` for any other dtype). numpy refuses
+    DLPack's ``kDLBfloat``: the capsule is relabelled int16 (the same bits), taken by numpy and
+    viewed as bfloat16, memory still shared."""
+    if isinstance(producer, _Capsule):
+        capsule = producer.capsule
+        if capsule_dtype(capsule)[:2] != (kDLBfloat, 16):
+            return None
+    else:
+        if "bfloat16" not in str(getattr(producer, "dtype", "")):
+            return None  # (the common case costs no second capsule)
+        try:
+            capsule = producer.__dlpack__(max_version=(1, 0))
+        except TypeError:  # a producer of the first protocol version
+            capsule = producer.__dlpack__()
+        if capsule_dtype(capsule)[:2] != (kDLBfloat, 16):
+            return None
+    arr = np.from_dlpack(_Capsule(retag_capsule(capsule, kDLInt)))
+    if not arr.flags.writeable and isinstance(producer, _Capsule):
+        arr = np.asarray(_WritableView(arr))
+    arr = arr.view(_BF16)
+    return arr.copy() if copy else arr
 
 
 class _WritableView:
