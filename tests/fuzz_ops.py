@@ -16,22 +16,27 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-__all__ = ["OPS", "GRAD_UNARY", "GRAD_BINARY", "INPLACE_EDITS", "Arr", "call_strategy", "arr_strategy",
-           "build"]
+__all__ = ["OPS", "NAMESPACES", "GRAD_UNARY", "GRAD_BINARY", "INPLACE_EDITS", "Arr", "call_strategy",
+           "arr_strategy", "build"]
 
 DTYPES = ("float32", "float64", "int64", "bool")
+# drawn less often: stored as float32 data and cast by both libraries (numpy has neither type)
+LOW_PRECISION = ("float16", "bfloat16")
 LAYOUTS = ("contig", "T", "step", "expand")
 
 
 @dataclass(frozen=True)
 class Arr:
-    """One tensor argument: its numpy values and how the tensor is laid out in memory."""
+    """One tensor argument: its numpy values, how the tensor is laid out in memory, and the
+    16-bit float type it is cast to after it is made (``cast``), if any."""
 
     data: np.ndarray
     layout: str = "contig"
+    cast: str | None = None
 
     def __repr__(self) -> str:
-        return f"Arr({self.data.dtype}{list(self.data.shape)}, {self.layout}, {self.data.tolist()!r})"
+        kind = self.cast or str(self.data.dtype)
+        return f"Arr({kind}{list(self.data.shape)}, {self.layout}, {self.data.tolist()!r})"
 
 
 def build(m: Any, a: Arr, device: Any = None, requires_grad: bool = False) -> Any:
@@ -53,6 +58,8 @@ def build(m: Any, a: Arr, device: Any = None, requires_grad: bool = False) -> An
         t = mk(x[:1]).expand(*x.shape)  # x's rows are all equal (arr_strategy makes them so)
     else:
         t = mk(x)
+    if a.cast is not None:
+        t = t.to(getattr(m, a.cast))
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -66,7 +73,11 @@ SPECIALS = (math.nan, math.inf, -math.inf, 0.0, -0.0, 1e30, -1e-30)
 @st.composite
 def arr_strategy(draw: Any, shape: tuple | None = None, dtype: str | None = None) -> Arr:
     shape = draw(shapes) if shape is None else shape
-    dtype = draw(st.sampled_from(DTYPES)) if dtype is None else dtype
+    cast = None
+    if dtype is None:
+        dtype = draw(st.sampled_from(DTYPES))
+        if dtype == "float32" and draw(st.integers(0, 3)) == 0:  # now and then, 16 bits
+            cast = draw(st.sampled_from(LOW_PRECISION))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     n = math.prod(shape)
     if dtype == "bool":
@@ -83,7 +94,7 @@ def arr_strategy(draw: Any, shape: tuple | None = None, dtype: str | None = None
     layout = draw(st.sampled_from(LAYOUTS))
     if layout == "expand" and data.ndim >= 1 and data.shape[0] > 1:
         data = np.ascontiguousarray(np.broadcast_to(data[:1], data.shape))
-    return Arr(data, layout)
+    return Arr(data, layout, cast)
 
 
 def _bshape(draw: Any, base: tuple) -> tuple:
@@ -126,6 +137,11 @@ _B = {n: _op("b", None, _binary(n)) for n in (
     "eq", "lt", "ge", "logical_and", "bitwise_and", "atan2")}
 
 _RED = _kw(dim=maybe_dim, keepdim=st.booleans())
+
+
+def _filled(m: Any, like: Any, value: float) -> Any:
+    """A 1-element tensor of ``value`` with ``like``'s dtype and device (a broadcast input)."""
+    return m.full((1,), value, dtype=like.dtype, device=like.device)
 
 OPS: dict[str, tuple] = {
     **_U, **_B,
@@ -202,7 +218,93 @@ OPS: dict[str, tuple] = {
     "mul_": _op("b", None, lambda m, F, x, y: x.mul_(y)),
     "clamp_": _op("u", None, lambda m, F, x: x.clamp_(-1, 1)),
     "copy_": _op("b", None, lambda m, F, x, y: x.copy_(y)),
+    # the add* family: beta == 0 ignores the input (NaN included)
+    "addmm_beta": _op("mm", _kw(beta=st.sampled_from([0, 0.5, 1])),
+                      lambda m, F, x, y, beta=0: m.addmm(_filled(m, x, math.nan), x, y, beta=beta)),
+    "addmv_beta0": _op("mm", None, lambda m, F, x, y: m.addmv(_filled(m, x, math.inf), x, y, beta=0)),
 }
+
+# linalg: square matrices (kind "sq": (n, n) or a batch of them, n = 0..3, sometimes not square)
+_ORDS = st.sampled_from([0, 0.5, 1, 2, 3, math.inf, -math.inf, -1])
+LINALG: dict[str, tuple] = {
+    "linalg.inv": _op("sq", None, lambda m, F, a: m.linalg.inv(a)),
+    "linalg.det": _op("sq", None, lambda m, F, a: m.linalg.det(a)),
+    "linalg.slogdet": _op("sq", None, lambda m, F, a: tuple(m.linalg.slogdet(a))),
+    "linalg.solve": _op("sq", None, lambda m, F, a: m.linalg.solve(a, a.sum(-1))),
+    "linalg.cholesky": _op("sq", _kw(upper=st.booleans()), lambda m, F, a, **k: m.linalg.cholesky(
+        a @ a.mT + m.eye(a.shape[-1], dtype=a.dtype, device=a.device), **k)),
+    "linalg.vector_norm": _op("u", _kw(ord=_ORDS, dim=maybe_dim),
+                              lambda m, F, x, **k: m.linalg.vector_norm(x, **k)),
+    "linalg.matrix_norm": _op("sq", _kw(ord=st.sampled_from(["fro", 1, -1, math.inf, -math.inf])),
+                              lambda m, F, a, **k: m.linalg.matrix_norm(a, **k)),
+    "linalg.matrix_power": _op("sq", _kw(n=st.integers(-1, 3)),
+                               lambda m, F, a, n=2: m.linalg.matrix_power(a, n)),
+    "linalg.matrix_exp": _op("sq", None, lambda m, F, a: m.linalg.matrix_exp(a * 0.25)),
+    "linalg.lu_factor": _op("sq", None, lambda m, F, a: tuple(m.linalg.lu_factor(a))),
+    "linalg.cross": _op("b", None, lambda m, F, x, y: m.linalg.cross(x, y)),
+}
+# special functions, at their poles and edges as often as elsewhere
+SPECIAL: dict[str, tuple] = {
+    "special.logit": _op("u", _kw(eps=st.sampled_from([None, 0.0, 0.1])),
+                         lambda m, F, x, **k: m.special.logit(x.sigmoid(), **k)),
+    "special.erfc": _op("u", None, lambda m, F, x: m.special.erfc(x * 3)),
+    "special.erfinv": _op("u", None, lambda m, F, x: m.special.erfinv(x.tanh())),
+    "special.xlogy": _op("b", None, lambda m, F, x, y: m.special.xlogy(x, y)),
+    "special.expit": _op("u", None, lambda m, F, x: m.special.expit(x)),
+    "special.ndtr": _op("u", None, lambda m, F, x: m.special.ndtr(x)),
+    "special.i0": _op("u", None, lambda m, F, x: m.special.i0(x)),
+    "special.entr": _op("u", None, lambda m, F, x: m.special.entr(x)),
+    "special.sinc": _op("u", None, lambda m, F, x: m.special.sinc(x)),
+    "lgamma": _op("u", None, lambda m, F, x: m.lgamma(x.round())),
+    "digamma": _op("u", None, lambda m, F, x: m.digamma(x.round())),
+}
+# nn.functional: piecewise activations at their kinks, losses with broadcast weights, padding
+_ACT = ("hardtanh", "relu6", "hardsigmoid", "hardswish", "silu", "elu", "selu", "softsign",
+        "logsigmoid", "tanhshrink", "softshrink", "hardshrink", "leaky_relu", "mish", "gelu")
+def _activation(name: str) -> Callable:
+    return lambda m, F, x: getattr(F, name)(x.round())  # rounded: the kinks are integers
+
+
+FUNCTIONAL: dict[str, tuple] = {
+    **{f"F.{n}": _op("u", None, _activation(n)) for n in _ACT},
+    "F.softplus": _op("u", _kw(beta=st.sampled_from([1, 2]), threshold=st.sampled_from([1, 20])),
+                      lambda m, F, x, **k: F.softplus(x, **k)),
+    "F.gelu_tanh": _op("u", None, lambda m, F, x: F.gelu(x, approximate="tanh")),
+    "F.threshold": _op("u", None, lambda m, F, x: F.threshold(x.round(), 1.0, -2.0)),
+    "F.layer_norm": _op("u", None, lambda m, F, x: F.layer_norm(x, x.shape[-1:])),
+    "F.normalize": _op("u", _kw(dim=dims), lambda m, F, x, dim=-1: F.normalize(x, dim=dim)),
+    "F.bce_with_logits": _op("b", None, lambda m, F, x, y: F.binary_cross_entropy_with_logits(
+        x, y.sigmoid(), pos_weight=y.abs()[..., :1] if y.dim() else None)),
+    "F.smooth_l1_loss": _op("b", None, lambda m, F, x, y: F.smooth_l1_loss(x, y)),
+    "F.huber_loss": _op("b", None, lambda m, F, x, y: F.huber_loss(x, y, delta=0.5)),
+    "F.kl_div": _op("b", _kw(log_target=st.booleans()),
+                    lambda m, F, x, y, **k: F.kl_div(x, y, reduction="batchmean", **k)),
+    "F.pad": _op("u", _kw(mode=st.sampled_from(["constant", "reflect", "replicate", "circular"])),
+                 lambda m, F, x, mode="constant": F.pad(x, (1, 1), mode=mode)),
+    "F.cosine_similarity": _op("b", None, lambda m, F, x, y: F.cosine_similarity(x, y, dim=-1)),
+    "F.glu": _op("u", _kw(dim=dims), lambda m, F, x, dim=-1: F.glu(x, dim)),
+}
+# distributions: log-probabilities and entropies with broadcast parameters
+DISTRIBUTIONS: dict[str, tuple] = {
+    "Normal.log_prob": _op("b", None, lambda m, F, x, y: m.distributions.Normal(
+        x, y.abs() + 0.5, validate_args=False).log_prob(y)),
+    "Normal.entropy": _op("u", None, lambda m, F, x: m.distributions.Normal(
+        0.0, x.abs() + 0.5, validate_args=False).entropy()),
+    "Bernoulli.log_prob": _op("b", None, lambda m, F, x, y: m.distributions.Bernoulli(
+        logits=x, validate_args=False).log_prob((y > 0).to(x.dtype))),
+    "Exponential.log_prob": _op("b", None, lambda m, F, x, y: m.distributions.Exponential(
+        x.abs() + 0.1, validate_args=False).log_prob(y.abs())),
+    "Laplace.cdf": _op("b", None, lambda m, F, x, y: m.distributions.Laplace(
+        x, 1.5, validate_args=False).cdf(y)),
+    "Categorical.log_prob": _op("u", None, lambda m, F, x: m.distributions.Categorical(
+        logits=x, validate_args=False).log_prob(m.zeros(x.shape[:-1], dtype=m.int64, device=x.device))),
+}
+NAMESPACES = {"core": tuple(OPS), "linalg": tuple(LINALG), "special": tuple(SPECIAL),
+              "functional": tuple(FUNCTIONAL), "distributions": tuple(DISTRIBUTIONS)}
+OPS.update(LINALG)
+OPS.update(SPECIAL)
+OPS.update(FUNCTIONAL)
+OPS.update(DISTRIBUTIONS)
 
 
 @st.composite
@@ -215,6 +317,10 @@ def call_strategy(draw: Any, names: tuple | None = None) -> tuple[str, list[Arr]
         arrs = [a]
     elif kind == "b":
         arrs = [a, draw(arr_strategy(shape=_bshape(draw, a.data.shape)))]
+    elif kind == "sq":
+        shape = draw(st.sampled_from([(0, 0), (1, 1), (2, 2), (3, 3), (2, 3, 3), (2, 3), (3,)]))
+        arrs = [draw(arr_strategy(shape=shape, dtype=draw(st.sampled_from(
+            ["float32", "float64", "float64", "int64"]))))]
     elif kind == "t3":
         arrs = [draw(arr_strategy(dtype="bool")) if draw(st.booleans()) else a]
         s = arrs[0].data.shape
@@ -254,6 +360,12 @@ GRAD_UNARY: dict[str, Callable] = {
     "softmax": lambda m, x: m.nn.functional.softmax(x, -1), "t": lambda m, x: x.t(),
     "view_flat": lambda m, x: x.reshape(-1)[: x.numel()].reshape(x.shape), "abs": lambda m, x: x.abs(),
     "slice": lambda m, x: x[:, 1:],
+    "hardtanh": lambda m, x: m.nn.functional.hardtanh(x.round()),
+    "relu6": lambda m, x: m.nn.functional.relu6(x * 3),
+    "hardswish": lambda m, x: m.nn.functional.hardswish(x.round() * 3),
+    "logit": lambda m, x: m.special.logit(x.sigmoid(), 0.1),
+    "erfc": lambda m, x: m.special.erfc(x),
+    "norm3": lambda m, x: m.linalg.vector_norm(x, 3, dim=-1, keepdim=True) * x,
 }
 GRAD_BINARY: dict[str, Callable] = {
     "add": lambda m, x, w: x + w, "mul": lambda m, x, w: x * w, "div": lambda m, x, w: x / (w * w + 1),

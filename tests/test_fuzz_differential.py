@@ -13,7 +13,10 @@ portagrad and compared, on every test device (the ``device`` fixture).
 
 Calls and arguments come from ``fuzz_ops.py``. Runs are derandomized (the same examples every run)
 with a small budget; ``PORTAGRAD_FUZZ_EXAMPLES=5000`` runs more (and random) examples locally.
-``PORTAGRAD_FUZZ_NO_TORCH=1`` behaves as if torch were not installed (the CI path).
+``PORTAGRAD_FUZZ_NO_TORCH=1`` behaves as if torch were not installed (the CI path);
+``PORTAGRAD_FUZZ_NAMESPACE=linalg`` (``core``, ``special``, ``functional``, ``distributions``) draws
+only that namespace's ops, and ``PORTAGRAD_FUZZ_SURVEY=1`` lists the ops that disagree instead of
+failing.
 
 Discrepancies found and not yet fixed are listed in ``KNOWN``: a call of such an op that disagrees is
 reported as an expected failure (xfail-like note) instead of failing; agreeing calls are still checked.
@@ -33,7 +36,8 @@ from hypothesis import strategies as st
 import portagrad as pg
 import portagrad.nn.functional as pgF
 
-from fuzz_ops import GRAD_BINARY, GRAD_UNARY, INPLACE_EDITS, OPS, Arr, arr_strategy, build, call_strategy
+from fuzz_ops import (GRAD_BINARY, GRAD_UNARY, INPLACE_EDITS, NAMESPACES, OPS, Arr, arr_strategy, build,
+                      call_strategy)
 
 torch: Any = None
 torchF: Any = None
@@ -49,6 +53,9 @@ needs_torch = pytest.mark.skipif(
     "https://download.pytorch.org/whl/cpu), or PORTAGRAD_FUZZ_NO_TORCH is set")
 
 _LONG = int(os.environ.get("PORTAGRAD_FUZZ_EXAMPLES", "0"))
+# PORTAGRAD_FUZZ_NAMESPACE=linalg (core, special, functional, distributions): draw only its ops
+_NAMES = NAMESPACES[os.environ["PORTAGRAD_FUZZ_NAMESPACE"]] \
+    if os.environ.get("PORTAGRAD_FUZZ_NAMESPACE") else None
 FUZZ = settings(max_examples=_LONG or 150, derandomize=not _LONG, deadline=None, database=None,
                 suppress_health_check=list(HealthCheck))
 FUZZ_GRAD = settings(FUZZ, max_examples=_LONG or 60)
@@ -129,17 +136,26 @@ def _run(fn: Any) -> tuple[Any, BaseException | None]:
 
 
 def _norm(x: Any) -> Any:
-    """A result as plain data: tensors -> (dtype name, shape, numpy values); sequences elementwise."""
+    """A result as plain data: tensors -> (dtype name, shape, numpy values); sequences elementwise.
+    16-bit floats are read as float32 (exact), which both libraries can hand to numpy."""
     if isinstance(x, pg.Tensor):
-        return (str(x.dtype).split(".")[-1], tuple(x.shape), x.detach().cpu().numpy())
+        name = str(x.dtype).split(".")[-1]
+        t = x.detach().float() if name in ("bfloat16", "float16") else x.detach()
+        return (name, tuple(x.shape), t.cpu().numpy())
     if torch is not None and isinstance(x, torch.Tensor):
-        return (str(x.dtype).split(".")[-1], tuple(x.shape), x.detach().numpy().copy())
+        name = str(x.dtype).split(".")[-1]
+        t = x.detach().float() if name in ("bfloat16", "float16") else x.detach()
+        return (name, tuple(x.shape), t.numpy().copy())
     if isinstance(x, (tuple, list)):
         return [_norm(v) for v in x]
     return x
 
 
 def _tol(dtype: str, cross: bool) -> tuple[float, float]:
+    if dtype == "bfloat16":  # 8 bits of mantissa: one rounding apart is 2**-8
+        return (1e-2, 1e-3)
+    if dtype == "float16":
+        return (2e-3, 1e-4)
     if dtype == "float32":
         return (1e-4, 1e-5) if cross else (1e-5, 1e-6)
     if dtype == "float64":
@@ -167,10 +183,18 @@ def _assert_same(a: Any, b: Any, where: str = "", cross: bool = True) -> None:
         np.testing.assert_array_equal(va, vb, err_msg=where)
 
 
+class Declined(Exception):
+    """The device declines a dtype of the call's arguments (its typed ``DTypeError``: float16
+    on an OpenCL device without ``cl_khr_fp16``): nothing to compare."""
+
+
 def _call(m: Any, F: Any, name: str, arrs: list[Arr], kw: dict, device: Any) -> tuple:
     """Run one call; returns (result, error, the tensor arguments after the call)."""
     fn = OPS[name][2]
-    ts = [build(m, a, device) for a in arrs]
+    try:
+        ts = [build(m, a, device) for a in arrs]
+    except pg.errors.DTypeError as exc:
+        raise Declined(str(exc)) from exc
     out, exc = _run(lambda: fn(m, F, *ts, **dict(kw)))
     return out, exc, ts
 
@@ -227,11 +251,15 @@ def _known(name: str, check: Any, case: Any = None) -> None:
 # ----------------------------------------------------------------------------- vs torch
 @needs_torch
 @FUZZ
-@given(call=call_strategy())
+@given(call=call_strategy(_NAMES))
 def test_fuzz_vs_torch(call: tuple, device: str) -> None:
     name, arrs, kw = call
     _count(f"{device}:vs-torch")
-    mine = _call(pg, pgF, name, arrs, kw, device)
+    try:
+        mine = _call(pg, pgF, name, arrs, kw, device)
+    except Declined:
+        _count(f"{device}:declined")
+        return
     theirs = _call(torch, torchF, name, arrs, kw, None)
     _known(name, lambda: _compare(name, mine, theirs, f"{device} vs torch"), call)
 
@@ -296,11 +324,15 @@ def test_fuzz_autograd_vs_torch(prog: tuple, device: str) -> None:
 
 # ----------------------------------------------------------------------------- torch-free
 @FUZZ_CI
-@given(call=call_strategy())
+@given(call=call_strategy(_NAMES))
 def test_fuzz_device_vs_cpu(call: tuple, device: str) -> None:
     name, arrs, kw = call
     _count(f"{device}:vs-cpu")
-    mine = _call(pg, pgF, name, arrs, kw, device)
+    try:
+        mine = _call(pg, pgF, name, arrs, kw, device)
+    except Declined:
+        _count(f"{device}:declined")
+        return
     if device == "cpu":  # nothing to compare with: the check is that no raw error leaks
         if mine[1] is not None:
             _known(name, lambda: _check_not_leaked(mine[1], f"{device} {name}{kw}"), call)
@@ -322,3 +354,7 @@ def _report_stats() -> Any:
         print(f"\nFOUND {name}: {msg}\n    case: {rep}")
     if STATS:
         print("\nfuzz counts: " + ", ".join(f"{k}={v}" for k, v in sorted(STATS.items())))
+    if _SURVEY:  # discrepancies per namespace (the ops of each that disagreed at least once)
+        for ns, names in NAMESPACES.items():
+            bad = sorted(n for n in FOUND if n in names)
+            print(f"\nsurvey {ns}: {len(bad)} of {len(names)} ops disagree: {', '.join(bad)}")

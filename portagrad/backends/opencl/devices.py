@@ -218,6 +218,10 @@ class Device:
             k = self._kernels.get(kkey)
             if k is not None:
                 return k
+            # checked for every kernel, not only when its program is built: a program made
+            # earlier for other kernels (the casts of one source dtype) lacks this kernel when
+            # the device lacks its dtype, which would otherwise surface as INVALID_KERNEL_NAME
+            self.require_dtypes(dtypes)
             prg = self.program(key, source, dtypes, f"{key[0]} kernels {key[1:]}")
             import pyopencl as cl
 
