@@ -20,7 +20,6 @@ from .._ops import conversion as C
 from .._ops import elementwise as E
 from .._ops import indexing as I
 from .._ops import joining as J
-from .._ops import linalg as L
 from .._ops import reduction as R
 from .._ops import shape as S
 from .._ops import nn as nodes
@@ -233,7 +232,7 @@ def _maybe_inplace(fn: Any, input: Tensor, inplace: bool) -> Tensor:
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """``x`` for ``x > 0`` else ``negative_slope * x``."""
-    return _maybe_inplace(lambda x: I.where(E.gt(x, 0), x, E.mul(x, negative_slope)), input, inplace)
+    return _maybe_inplace(lambda x: I.where(x > 0, x, x * negative_slope), input, inplace)
 
 
 def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
@@ -243,7 +242,7 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` for ``x > 0`` else ``alpha * (exp(x) - 1)``."""
     return _maybe_inplace(
-        lambda x: I.where(E.gt(x, 0), x, E.mul(E.expm1(E.clamp(x, None, 0.0)), alpha)), input,
+        lambda x: I.where(x > 0, x, E.expm1(E.clamp(x, None, 0.0)) * alpha), input,
         inplace)
 
 
@@ -256,12 +255,12 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
-    return _maybe_inplace(lambda x: E.mul(elu(x, _SELU_ALPHA), _SELU_SCALE), input, inplace)
+    return _maybe_inplace(lambda x: elu(x, _SELU_ALPHA) * _SELU_SCALE, input, inplace)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return _maybe_inplace(
-        lambda x: I.where(E.gt(x, 0), x, E.mul(E.expm1(E.div(E.clamp(x, None, 0.0), alpha)), alpha)),
+        lambda x: I.where(x > 0, x, E.expm1(E.clamp(x, None, 0.0) / alpha) * alpha),
         input, inplace)
 
 
@@ -272,19 +271,18 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if approximate == "none":
         return E.gelu_erf(input)
     if approximate == "tanh":
-        inner = E.mul(E.add(input, E.mul(E.mul(E.mul(input, input), input), 0.044715)),
-                      math.sqrt(2.0 / math.pi))
-        return E.mul(E.mul(input, 0.5), E.add(E.tanh(inner), 1.0))
+        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
+        return input * 0.5 * (E.tanh(inner) + 1.0)
     raise RuntimeError("approximate argument must be either none or tanh.")
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * sigmoid(x)``."""
-    return _maybe_inplace(lambda x: E.mul(x, E.sigmoid(x)), input, inplace)
+    return _maybe_inplace(lambda x: x * E.sigmoid(x), input, inplace)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
-    return _maybe_inplace(lambda x: E.mul(x, E.tanh(softplus(x))), input, inplace)
+    return _maybe_inplace(lambda x: x * E.tanh(softplus(x)), input, inplace)
 
 
 def sigmoid(input: Tensor) -> Tensor:
@@ -296,11 +294,11 @@ def tanh(input: Tensor) -> Tensor:
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    return _maybe_inplace(lambda x: E.div(E.clamp(E.add(x, 3.0), 0.0, 6.0), 6.0), input, inplace)
+    return _maybe_inplace(lambda x: E.clamp(x + 3.0, 0.0, 6.0) / 6.0, input, inplace)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    return _maybe_inplace(lambda x: E.mul(x, E.div(E.clamp(E.add(x, 3.0), 0.0, 6.0), 6.0)), input,
+    return _maybe_inplace(lambda x: x * (E.clamp(x + 3.0, 0.0, 6.0) / 6.0), input,
                           inplace)
 
 
@@ -312,34 +310,34 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 
 def softsign(input: Tensor) -> Tensor:
-    return E.div(input, E.add(E.abs(input), 1.0))
+    return input / (E.abs(input) + 1.0)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
     """``log(sigmoid(x))`` computed stably (``-softplus(-x)``)."""
-    return E.neg(softplus(E.neg(input)))
+    return -softplus(-input)
 
 
 def tanhshrink(input: Tensor) -> Tensor:
-    return E.sub(input, E.tanh(input))
+    return input - E.tanh(input)
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    return I.where(E.gt(input, lambd), E.sub(input, lambd),
-                   I.where(E.lt(input, -lambd), E.add(input, lambd), E.mul(input, 0.0)))
+    return I.where(input > lambd, input - lambd,
+                   I.where(input < -lambd, input + lambd, input * 0.0))
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    return I.where(E.gt(E.abs(input), lambd), input, E.mul(input, 0.0))
+    return I.where(E.abs(input) > lambd, input, input * 0.0)
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    return _maybe_inplace(lambda x: I.where(E.gt(x, threshold), x, value), input, inplace)
+    return _maybe_inplace(lambda x: I.where(x > threshold, x, value), input, inplace)
 
 
 def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     """In-place :func:`threshold`."""
-    return _maybe_inplace(lambda x: I.where(E.gt(x, threshold), x, value), input, True)
+    return _maybe_inplace(lambda x: I.where(x > threshold, x, value), input, True)
 
 
 def selu_(input: Tensor) -> Tensor:
@@ -360,9 +358,8 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
         return leaky_relu(input, (lower + upper) / 2, inplace)
 
     def fn(x: Tensor) -> Tensor:
-        a = E.add(E.mul(_random.rand(tuple(x.shape), dtype=x.dtype, device=x.device),
-                        upper - lower), lower)
-        return I.where(E.ge(x, 0), x, E.mul(x, a))
+        a = _random.rand(tuple(x.shape), dtype=x.dtype, device=x.device) * (upper - lower) + lower
+        return I.where(x >= 0, x, x * a)
 
     return _maybe_inplace(fn, input, inplace)
 
@@ -380,14 +377,14 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
         raise RuntimeError(f"Halving dimension must be even, but dimension {wrap_dim(dim, input.dim())}"
                            f" is size {n}")
     a, b = J.chunk(input, 2, dim)
-    return E.mul(a, E.sigmoid(b))
+    return a * E.sigmoid(b)
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     w = weight
     if weight.numel() != 1:
         w = _bview(weight, input.dim(), 1 if input.dim() > 1 else 0)
-    return I.where(E.gt(input, 0), input, E.mul(w, input))
+    return I.where(input > 0, input, w * input)
 
 
 def _softmax_dim(ndim: int) -> int:
@@ -428,7 +425,7 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dty
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
-    return _softmax_impl(E.neg(input), dim, dtype, False)
+    return _softmax_impl(-input, dim, dtype, False)
 
 
 def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10,
@@ -437,14 +434,14 @@ def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: floa
     one-hot of its argmax with the soft sample's gradient (straight-through)."""
     u = _random.rand(tuple(logits.shape), dtype=logits.dtype, device=logits.device)
     # -log(Exponential(1)), the Exponential(1) sample being -log(1 - u) (u in [0, 1))
-    gumbels = E.neg(E.log(E.neg(E.log1p(E.neg(u)))))
-    y_soft = softmax(E.div(E.add(logits, gumbels), tau), dim)
+    gumbels = -E.log(-E.log1p(-u))
+    y_soft = softmax((logits + gumbels) / tau, dim)
     if not hard:
         return y_soft
     d = wrap_dim(dim, max(logits.dim(), 1))
     index = R.argmax(y_soft, d, keepdim=True)
     y_hard = I.scatter(_creation.zeros_like(logits), d, index, 1.0)
-    return E.add(E.sub(y_hard, y_soft.detach()), y_soft)
+    return y_hard - y_soft.detach() + y_soft
 
 
 # ------------------------------------------------------------------ linear
@@ -456,10 +453,10 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                            f"and {weight.shape[1]}x{weight.shape[0]})")
     if weight.dim() == 2 and input.dim() >= 1 and (bias is None or bias.dim() == 1):
         return nodes.linear.linear(input, weight, bias)  # one recorded node instead of ~7
-    out = L.matmul(input, S.t(weight) if weight.dim() == 2 else weight)
+    out = input @ (S.t(weight) if weight.dim() == 2 else weight)
     if bias is not None:
         check_expandable(bias.shape, out.shape)  # the bias never broadcasts the output
-        out = E.add(out, bias)
+        out = out + bias
     return out
 
 
@@ -470,10 +467,10 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     x1 = S.reshape(input1, (-1, I1))
     x2 = S.reshape(input2, (-1, I2))
     w = S.reshape(S.permute(weight, (1, 0, 2)), (I1, O * I2))
-    t = S.reshape(L.matmul(x1, w), (-1, O, I2))
-    out = R.sum(E.mul(t, S.unsqueeze(x2, 1)), -1)
+    t = S.reshape(x1 @ w, (-1, O, I2))
+    out = R.sum(t * S.unsqueeze(x2, 1), -1)
     if bias is not None:
-        out = E.add(out, bias)
+        out = out + bias
     return S.reshape(out, lead + (O,))
 
 
@@ -485,8 +482,8 @@ def _check_p(p: float) -> None:
 
 def _dropout_mask(input: Tensor, p: float, shape: tuple[int, ...]) -> Tensor:
     u = _random.rand(shape, dtype=input.dtype, device=input.device)
-    keep = E.ge(u, p)
-    return E.mul(C.to(keep, dtype=input.dtype), 1.0 / (1.0 - p))
+    keep = u >= p
+    return C.to(keep, dtype=input.dtype) * (1.0 / (1.0 - p))
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
@@ -495,9 +492,9 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     if not training or p == 0.0:
         return input
     if p == 1.0:
-        out = E.mul(input, 0.0)
+        out = input * 0.0
     else:
-        out = E.mul(input, _dropout_mask(input, p, tuple(input.shape)))
+        out = input * _dropout_mask(input, p, tuple(input.shape))
     if inplace:
         return C.copy_(input, out)
     return out
@@ -511,13 +508,13 @@ def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, alp
     if not training or p == 0.0 or input.numel() == 0:
         return input
     if p == 1.0:
-        out = E.mul(input, 0.0)
+        out = input * 0.0
     elif input.dim() < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     else:
         shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
         out = _alpha_dropout(input, p, shape) if alpha else \
-            E.mul(input, _dropout_mask(input, p, shape))
+            input * _dropout_mask(input, p, shape)
     return C.copy_(input, out) if inplace else out
 
 
@@ -579,13 +576,13 @@ def _alpha_dropout(input: Tensor, p: float, shape: tuple[int, ...]) -> Tensor:
     """Alpha dropout with one draw per element of ``shape`` (broadcast against ``input``): dropped
     values become SELU's negative saturation, then an affine map keeps mean and variance."""
     if p == 1.0:  # PyTorch: everything dropped gives zeros (the affine map would divide by 0)
-        return E.mul(input, 0.0)
+        return input * 0.0
     alpha_p = -_SELU_ALPHA * _SELU_SCALE
-    keep = C.to(E.ge(_random.rand(shape, dtype=input.dtype, device=input.device), p),
+    keep = C.to(_random.rand(shape, dtype=input.dtype, device=input.device) >= p,
                 dtype=input.dtype)
     a = 1.0 / math.sqrt((alpha_p ** 2 * p + 1) * (1 - p))
     b = -a * alpha_p * p
-    return E.add(E.mul(E.add(E.mul(input, keep), E.mul(E.sub(1.0, keep), alpha_p)), a), b)
+    return (input * keep + (1.0 - keep) * alpha_p) * a + b
 
 
 def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False
@@ -624,8 +621,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         with no_grad():
             rows = I.index_select(weight, 0, S.reshape(input, (-1,)))
             norms = R.norm(rows, norm_type, 1, keepdim=True)
-            scale = I.where(E.gt(norms, max_norm), E.div(max_norm, E.add(norms, 1e-7)), 1.0)
-            new = E.mul(rows, scale)
+            # a call, not ``max_norm / ...``: a NumPy scalar max_norm would turn the tensor into an ndarray
+            scale = I.where(norms > max_norm, E.div(max_norm, norms + 1e-7), 1.0)
+            new = rows * scale
             weight.data.index_copy_(0, S.reshape(input, (-1,)), new)
     flat = S.reshape(input, (-1,))
     out = I.index_select(weight, 0, flat)
@@ -703,7 +701,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
         padding_idx += weight.shape[0]
     rows = embedding(flat, weight, padding_idx, max_norm, norm_type)  # (n, D)
     if per_sample_weights is not None:
-        rows = E.mul(rows, S.unsqueeze(S.reshape(per_sample_weights, (-1,)), 1))
+        rows = rows * S.unsqueeze(S.reshape(per_sample_weights, (-1,)), 1)
     table = _bag_table(off, n, include_last_offset)  # (B, Lmax), n = no entry
     used = table < n
     if padding_idx is not None:
@@ -724,8 +722,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
         return I.where(empty, 0.0, out)
     out = R.sum(bags, 1)
     if mode == "mean":
-        out = E.div(out, _creation.tensor(np.maximum(count, 1).astype(np.float64),
-                                          dtype=out.dtype, device=out.device))
+        out = out / _creation.tensor(np.maximum(count, 1).astype(np.float64),
+                                          dtype=out.dtype, device=out.device)
     return out
 
 
@@ -814,14 +812,14 @@ def _convnd(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, pad
     K = math.prod(k)
     NL = N * p.L
     if groups == 1:
-        out = L.matmul(S.reshape(cols, (NL, Cin * K)), S.t(S.reshape(weight, (O, Cin * K))))
+        out = S.reshape(cols, (NL, Cin * K)) @ S.t(S.reshape(weight, (O, Cin * K)))
     else:
         g, Cg, Og = groups, Cin // groups, O // groups
         a = S.transpose(S.reshape(cols, (NL, g, Cg * K)), 0, 1)
         w = S.transpose(S.reshape(weight, (g, Og, Cg * K)), 1, 2)
-        out = S.reshape(S.transpose(L.matmul(a, w), 0, 1), (NL, O))
+        out = S.reshape(S.transpose(a @ w, 0, 1), (NL, O))
     if bias is not None:
-        out = E.add(out, bias)
+        out = out + bias
     out = _nchw(out, (N,) + p.out_spatial + (O,))
     return S.squeeze(out, 0) if unbatched else out
 
@@ -880,15 +878,15 @@ def _conv_transposend(input: Tensor, weight: Tensor, bias: Tensor | None, stride
     Lx = math.prod(in_sp)
     xs = S.reshape(S.movedim(x, 1, -1), (N * Lx, Cin))
     if groups == 1:
-        cols = L.matmul(xs, S.reshape(weight, (Cin, Cout * K)))
+        cols = xs @ S.reshape(weight, (Cin, Cout * K))
     else:
         g, Cg, Og = groups, Cin // groups, Cout // groups
         a = S.transpose(S.reshape(xs, (N * Lx, g, Cg)), 0, 1)
-        cols = S.transpose(L.matmul(a, S.reshape(weight, (g, Cg, Og * K))), 0, 1)
+        cols = S.transpose(a @ S.reshape(weight, (g, Cg, Og * K)), 0, 1)
     cols = S.reshape(cols, (N, Lx, Cout * K))
     out = im2col.fold_cols(cols, p)
     if bias is not None:
-        out = E.add(out, _bview(bias, nd + 2))
+        out = out + _bview(bias, nd + 2)
     return S.squeeze(out, 0) if unbatched else out
 
 
@@ -1064,7 +1062,7 @@ def _avg_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil
     cols = im2col.unfold_cols(x, p, 0.0)
     tot = R.sum(S.reshape(cols, (N, p.L, Cc, p.K)), -1)  # (N, L, C)
     if divisor_override:
-        out = E.div(tot, float(divisor_override))
+        out = tot / float(divisor_override)
     else:
         key = "cnt_pad" if count_include_pad else "cnt"
 
@@ -1080,7 +1078,7 @@ def _avg_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil
                 cnt = cnt * (en - st).reshape(shape)
             return cnt.reshape(p.L, 1)
 
-        out = E.div(tot, p.float_table(key, build, x))
+        out = tot / p.float_table(key, build, x)
     if not x.dtype.is_floating_point:  # PyTorch: an integer average truncates, in input's dtype
         out = C.to(E.trunc(out), x.dtype)
     out = _nchw(out, (N,) + p.out_spatial + (Cc,))
@@ -1215,8 +1213,8 @@ def _lp_pool(input: Tensor, norm_type: float, kernel_size: Any, stride: Any, cei
     """``(sum over the window of x^p)^(1/p)``: an average pool of ``x^p`` times the window size
     (PyTorch's formula, negative window sums clamped to 0 through ``sign * relu(abs)``)."""
     k = _pair(kernel_size, nd, "kernel_size")
-    out = _avg_poolnd(E.pow(input, norm_type), k, stride, 0, ceil_mode, True, None, nd)
-    return E.pow(E.mul(E.mul(E.sign(out), relu(E.abs(out))), math.prod(k)), 1.0 / norm_type)
+    out = _avg_poolnd(input ** norm_type, k, stride, 0, ceil_mode, True, None, nd)
+    return (E.sign(out) * relu(E.abs(out)) * math.prod(k)) ** (1.0 / norm_type)
 
 
 def lp_pool1d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
@@ -1275,7 +1273,7 @@ def _adaptive_pool(input: Tensor, output_size: Any, nd: int, kind: str, return_i
         cols = im2col.unfold_cols(x, p, 0.0)
         tot = R.sum(S.reshape(cols, (N, p.L, Cc, p.K)), -1)
         cnt = p.float_table("cnt", lambda: (p.pix >= 0).sum(1, keepdims=True).astype(np.float64), x)
-        out = E.div(tot, cnt)
+        out = tot / cnt
         idx: Tensor | None = None
     else:
         cols = im2col.unfold_cols(x, p, -math.inf)
@@ -1354,27 +1352,26 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                                  shape=(Cc,)):
             return nodes.norm.batch_norm(input, weight, bias, running_mean, running_var, momentum, eps)
         mu = R.mean(input, axes, keepdim=True)
-        xc = E.sub(input, mu)
-        var = R.mean(E.mul(xc, xc), axes, keepdim=True)
+        xc = input - mu
+        var = R.mean(xc * xc, axes, keepdim=True)
         if running_mean is not None or running_var is not None:
             with no_grad():
                 if running_mean is not None:
-                    running_mean.mul_(1 - momentum).add_(E.mul(S.reshape(mu.detach(), (Cc,)),
-                                                               momentum))
+                    running_mean.mul_(1 - momentum).add_(S.reshape(mu.detach(), (Cc,)) * momentum)
                 if running_var is not None:
-                    unb = E.mul(S.reshape(var.detach(), (Cc,)), n / (n - 1))
-                    running_var.mul_(1 - momentum).add_(E.mul(unb, momentum))
-        y = E.mul(xc, E.rsqrt(E.add(var, eps)))
+                    unb = S.reshape(var.detach(), (Cc,)) * (n / (n - 1))
+                    running_var.mul_(1 - momentum).add_(unb * momentum)
+        y = xc * E.rsqrt(var + eps)
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("running_mean must be defined in evaluation mode")
         rm = _bview(running_mean, input.dim())
         rv = _bview(running_var, input.dim())
-        y = E.mul(E.sub(input, rm), E.rsqrt(E.add(rv, eps)))
+        y = (input - rm) * E.rsqrt(rv + eps)
     if weight is not None:
-        y = E.mul(y, _bview(weight, input.dim()))
+        y = y * _bview(weight, input.dim())
     if bias is not None:
-        y = E.add(y, _bview(bias, input.dim()))
+        y = y + _bview(bias, input.dim())
     return y
 
 
@@ -1385,25 +1382,26 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
     axes = tuple(range(2, input.dim()))
     if use_input_stats:
         mu = R.mean(input, axes, keepdim=True)
-        xc = E.sub(input, mu)
-        var = R.mean(E.mul(xc, xc), axes, keepdim=True)
+        xc = input - mu
+        var = R.mean(xc * xc, axes, keepdim=True)
         if running_mean is not None and running_var is not None:
             n = math.prod(input.shape[2:])
             with no_grad():
                 m = R.mean(S.reshape(mu.detach(), tuple(input.shape[:2])), 0)
                 v = R.mean(S.reshape(var.detach(), tuple(input.shape[:2])), 0)
-                running_mean.mul_(1 - momentum).add_(E.mul(m, momentum))
-                running_var.mul_(1 - momentum).add_(E.mul(E.mul(v, n / max(n - 1, 1)), momentum))
-        y = E.mul(xc, E.rsqrt(E.add(var, eps)))
+                running_mean.mul_(1 - momentum).add_(m * momentum)
+                running_var.mul_(1 - momentum).add_(v * (n / max(n - 1, 1)) * momentum)
+        y = xc * E.rsqrt(var + eps)
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
-        y = E.mul(E.sub(input, _bview(running_mean, input.dim())),
-                  E.rsqrt(E.add(_bview(running_var, input.dim()), eps)))
+        rm = _bview(running_mean, input.dim())
+        rv = _bview(running_var, input.dim())
+        y = (input - rm) * E.rsqrt(rv + eps)
     if weight is not None:
-        y = E.mul(y, _bview(weight, input.dim()))
+        y = y * _bview(weight, input.dim())
     if bias is not None:
-        y = E.add(y, _bview(bias, input.dim()))
+        y = y + _bview(bias, input.dim())
     return y
 
 
@@ -1423,13 +1421,13 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
         return nodes.norm.layer_norm(input, ns, weight, bias, eps)  # one backend call each way
     axes = tuple(range(input.dim() - k, input.dim()))
     mu = R.mean(input, axes, keepdim=True)
-    xc = E.sub(input, mu)
-    var = R.mean(E.mul(xc, xc), axes, keepdim=True)
-    y = E.mul(xc, E.rsqrt(E.add(var, eps)))
+    xc = input - mu
+    var = R.mean(xc * xc, axes, keepdim=True)
+    y = xc * E.rsqrt(var + eps)
     if weight is not None:
-        y = E.mul(y, weight)
+        y = y * weight
     if bias is not None:
-        y = E.add(y, bias)
+        y = y + bias
     return y
 
 
@@ -1439,8 +1437,8 @@ def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | No
     axes = tuple(range(input.dim() - len(ns), input.dim()))
     if eps is None:
         eps = float(np.finfo(input.dtype.numpy).eps)
-    y = E.mul(input, E.rsqrt(E.add(R.mean(E.mul(input, input), axes, keepdim=True), eps)))
-    return E.mul(y, weight) if weight is not None else y
+    y = input * E.rsqrt(R.mean(input * input, axes, keepdim=True) + eps)
+    return y * weight if weight is not None else y
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
@@ -1455,32 +1453,32 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                            f"but got input of shape {list(input.shape)} and num_groups={num_groups}")
     x = S.reshape(input, (N, num_groups, -1))
     mu = R.mean(x, -1, keepdim=True)
-    xc = E.sub(x, mu)
-    var = R.mean(E.mul(xc, xc), -1, keepdim=True)
-    y = S.reshape(E.mul(xc, E.rsqrt(E.add(var, eps))), tuple(input.shape))
+    xc = x - mu
+    var = R.mean(xc * xc, -1, keepdim=True)
+    y = S.reshape(xc * E.rsqrt(var + eps), tuple(input.shape))
     if weight is not None:
-        y = E.mul(y, _bview(weight, input.dim()))
+        y = y * _bview(weight, input.dim())
     if bias is not None:
-        y = E.add(y, _bview(bias, input.dim()))
+        y = y + _bview(bias, input.dim())
     return y
 
 
 def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
                         k: float = 1.0) -> Tensor:
-    sq = E.mul(input, input)
+    sq = input * input
     N, Cc = input.shape[0], input.shape[1]
     flat = S.reshape(sq, (N, 1, Cc, -1))
     padded = pad(flat, (0, 0, size // 2, (size - 1) // 2))
     div = avg_pool2d(padded, (size, 1), stride=1)
     div = S.reshape(div, tuple(input.shape))
-    return E.div(input, E.pow(E.add(E.mul(div, alpha), k), beta))
+    return input / (div * alpha + k) ** beta
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out: Tensor | None = None) -> Tensor:
     """``input / max(||input||_p, eps)`` along ``dim``."""
     denom = E.clamp(R.norm(input, p, dim, keepdim=True), eps, None)
-    res = E.div(input, denom)
+    res = input / denom
     if out is not None:
         C.copy_(out, res)
         return out
@@ -1504,10 +1502,10 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
     dt = _dtype.result_type(input, target)
     if not dt.is_floating_point:  # as PyTorch: no integer or bool kernel (bool - bool is refused)
         raise RuntimeError(f"\"mse_cpu\" not implemented for '{E._type_name(dt)}'")
-    d = E.sub(C.to(input, dtype=dt), C.to(target, dtype=dt))
-    loss = E.mul(d, d)
+    d = C.to(input, dtype=dt) - C.to(target, dtype=dt)
+    loss = d * d
     if weight is not None:
-        loss = E.mul(loss, weight)
+        loss = loss * weight
     return _reduce(loss, reduction)
 
 
@@ -1517,9 +1515,9 @@ def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_same_size(input, target)
-    loss = E.abs(E.sub(input, target))
+    loss = E.abs(input - target)
     if weight is not None:
-        loss = E.mul(loss, weight)
+        loss = loss * weight
     return _reduce(loss, reduction)
 
 
@@ -1531,10 +1529,10 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, redu
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     _check_same_size(input, target)
-    d = E.abs(E.sub(input, target))
+    d = E.abs(input - target)
     if beta == 0:
         return _reduce(d, reduction)
-    loss = I.where(E.lt(d, beta), E.div(E.mul(E.mul(d, d), 0.5), beta), E.sub(d, 0.5 * beta))
+    loss = I.where(d < beta, d * d * 0.5 / beta, d - 0.5 * beta)
     return _reduce(loss, reduction)
 
 
@@ -1542,10 +1540,10 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
                weight: Tensor | None = None) -> Tensor:
     _check_reduction(reduction)
     _check_same_size(input, target)
-    d = E.abs(E.sub(input, target))
-    loss = I.where(E.lt(d, delta), E.mul(E.mul(d, d), 0.5), E.mul(E.sub(d, 0.5 * delta), delta))
+    d = E.abs(input - target)
+    loss = I.where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
     if weight is not None:
-        loss = E.mul(loss, weight)
+        loss = loss * weight
     return _reduce(loss, reduction)
 
 
@@ -1610,12 +1608,12 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
         w = I.where(valid, w, 0.0)
     else:
         w = C.to(valid, dtype=input.dtype)
-    loss = E.neg(E.mul(picked, w))
+    loss = -(picked * w)
     if reduction == "none":
         return loss
     if reduction == "sum":
         return R.sum(loss)
-    return E.div(R.sum(loss), R.sum(w))
+    return R.sum(loss) / R.sum(w)
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -1642,14 +1640,14 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                f"{list(target.shape)}")
         x = logp
         if weight is not None:
-            x = E.mul(x, _bview(weight, input.dim(), class_dim))
+            x = x * _bview(weight, input.dim(), class_dim)
         t = target
         if label_smoothing > 0:
-            t = E.add(E.mul(t, 1 - label_smoothing), label_smoothing / Cc)
-        loss = E.neg(R.sum(E.mul(x, t), class_dim))
+            t = t * (1 - label_smoothing) + label_smoothing / Cc
+        loss = -R.sum(x * t, class_dim)
         if reduction == "mean":
             n = input.numel() // Cc if input.numel() else 0
-            return E.div(R.sum(loss), n) if n else R.sum(loss)
+            return R.sum(loss) / n if n else R.sum(loss)
         return _reduce(loss, reduction)
     if input.dim() == 1:
         target = _unbatched_target(target)
@@ -1662,9 +1660,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         logp_b, target_b = logp, target
     ignore = E.eq(target_b, ignore_index)
     if weight is not None:
-        smooth = E.neg(R.sum(E.mul(logp_b, _bview(weight, logp_b.dim())), 1))
+        smooth = -R.sum(logp_b * _bview(weight, logp_b.dim()), 1)
     else:
-        smooth = E.neg(R.sum(logp_b, 1))
+        smooth = -R.sum(logp_b, 1)
     smooth = I.where(ignore, 0.0, smooth)
     if reduction == "mean":
         if weight is not None:
@@ -1673,12 +1671,12 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
             denom = R.sum(I.where(ignore, 0.0, wt))
         else:
             denom = R.sum(C.to(E.logical_not(ignore), dtype=input.dtype))
-        ret = E.div(R.sum(smooth), denom)
+        ret = R.sum(smooth) / denom
     elif reduction == "sum":
         ret = R.sum(smooth)
     else:
         ret = smooth if input.dim() > 1 else S.squeeze(smooth, 0)
-    return E.add(E.mul(nll, 1 - label_smoothing), E.mul(ret, label_smoothing / Cc))
+    return nll * (1 - label_smoothing) + ret * (label_smoothing / Cc)
 
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -1700,7 +1698,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     nodes.loss.check_unit_interval(target, "target")
     loss = nodes.loss.binary_cross_entropy(input, target)
     if weight is not None:
-        loss = E.mul(loss, weight)
+        loss = loss * weight
     return _reduce(loss, reduction)
 
 
@@ -1715,14 +1713,14 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
     # log(1 + exp(-x)) computed as log1p(exp(-|x|)) + max(-x, 0)
-    sp = E.add(E.log1p(E.exp(E.neg(E.abs(input)))), E.relu(E.neg(input)))
+    sp = E.log1p(E.exp(-E.abs(input))) + E.relu(-input)
     if pos_weight is not None:
-        lw = E.add(E.mul(E.sub(pos_weight, 1.0), target), 1.0)
-        loss = E.add(E.mul(E.sub(1.0, target), input), E.mul(lw, sp))
+        lw = (pos_weight - 1.0) * target + 1.0
+        loss = (1.0 - target) * input + lw * sp
     else:
-        loss = E.add(E.mul(E.sub(1.0, target), input), sp)
+        loss = (1.0 - target) * input + sp
     if weight is not None:
-        loss = E.mul(loss, weight)
+        loss = loss * weight
     return _reduce(loss, reduction)
 
 
@@ -1736,14 +1734,13 @@ def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any 
                       "KL div math definition.'mean' will be changed to behave the same as "
                       "'batchmean' in the next major release.", stacklevel=2)
     if log_target:
-        loss = E.mul(E.exp(target), E.sub(target, input))
+        loss = E.exp(target) * (target - input)
     else:
         # xlogy: 0 where target == 0
-        tlog = I.where(E.eq(target, 0), 0.0, E.mul(target, E.log(I.where(E.gt(target, 0), target,
-                                                                         1.0))))
-        loss = E.sub(tlog, E.mul(target, input))
+        tlog = I.where(E.eq(target, 0), 0.0, target * E.log(I.where(target > 0, target, 1.0)))
+        loss = tlog - target * input
     if reduction == "batchmean":
-        return E.div(R.sum(loss), input.shape[0]) if input.dim() else R.sum(loss)
+        return R.sum(loss) / input.shape[0] if input.dim() else R.sum(loss)
     return _reduce(loss, reduction)
 
 
@@ -1752,13 +1749,13 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
                      reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if log_input:
-        loss = E.sub(E.exp(input), E.mul(target, input))
+        loss = E.exp(input) - target * input
     else:
-        loss = E.sub(input, E.mul(target, E.log(E.add(input, eps))))
+        loss = input - target * E.log(input + eps)
     if full:
-        st = E.add(E.sub(E.mul(target, E.log(I.where(E.gt(target, 0), target, 1.0))), target),
-                   E.mul(E.log(E.mul(target, 2 * math.pi)), 0.5))
-        loss = E.add(loss, I.where(E.gt(target, 1), st, 0.0))
+        st = target * E.log(I.where(target > 0, target, 1.0)) - target \
+            + E.log(target * (2 * math.pi)) * 0.5
+        loss = loss + I.where(target > 1, st, 0.0)
     return _reduce(loss, reduction)
 
 
@@ -1767,10 +1764,10 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Any, full: bool = Fals
     if not isinstance(var, Tensor):
         var = _creation.full(tuple(input.shape), float(var), dtype=input.dtype, device=input.device)
     v = E.clamp(var, eps, None)
-    d = E.sub(input, target)
-    loss = E.mul(E.add(E.log(v), E.div(E.mul(d, d), v)), 0.5)
+    d = input - target
+    loss = (E.log(v) + d * d / v) * 0.5
     if full:
-        loss = E.add(loss, 0.5 * math.log(2 * math.pi))
+        loss = loss + 0.5 * math.log(2 * math.pi)
     return _reduce(loss, reduction)
 
 
@@ -1778,7 +1775,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
                         size_average: Any = None, reduce: Any = None, reduction: str = "mean"
                         ) -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    return _reduce(E.relu(E.add(E.mul(E.neg(target), E.sub(input1, input2)), margin)), reduction)
+    return _reduce(E.relu(-target * (input1 - input2) + margin), reduction)
 
 
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
@@ -1786,24 +1783,24 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
                          ) -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
     pos = I.where(E.eq(target, 1), input, 0.0)
+    # a call, not ``margin - input``: a NumPy scalar margin would turn the tensor into an ndarray
     neg = I.where(E.eq(target, -1), E.relu(E.sub(margin, input)), 0.0)
-    return _reduce(E.add(pos, neg), reduction)
+    return _reduce(pos + neg, reduction)
 
 
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
                      reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    return _reduce(softplus(E.mul(E.neg(target), input)), reduction)
+    return _reduce(softplus(-target * input), reduction)
 
 
 def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                 size_average: Any = None, reduce: Any = None,
                                 reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    loss = E.neg(E.add(E.mul(target, logsigmoid(input)),
-                       E.mul(E.sub(1.0, target), logsigmoid(E.neg(input)))))
+    loss = -(target * logsigmoid(input) + (1.0 - target) * logsigmoid(-input))
     if weight is not None:
-        loss = E.mul(loss, weight)
+        loss = loss * weight
     loss = R.mean(loss, -1)
     return _reduce(loss, reduction)
 
@@ -1813,7 +1810,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
                           ) -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
     cos = cosine_similarity(input1, input2, dim=-1)
-    loss = I.where(E.eq(target, 1), E.sub(1.0, cos), E.relu(E.sub(cos, margin)))
+    loss = I.where(E.eq(target, 1), 1.0 - cos, E.relu(cos - margin))
     return _reduce(loss, reduction)
 
 
@@ -1826,7 +1823,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
     dn = pairwise_distance(anchor, negative, p, eps)
     if swap:
         dn = E.minimum(dn, pairwise_distance(positive, negative, p, eps))
-    return _reduce(E.relu(E.add(E.sub(dp, dn), margin)), reduction)
+    return _reduce(E.relu(dp - dn + margin), reduction)
 
 
 def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
@@ -1848,7 +1845,7 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     dn = dist(anchor, negative)
     if swap:
         dn = E.minimum(dn, dist(positive, negative))
-    return _reduce(E.clamp(E.add(E.sub(dp, dn), margin), 0.0, None), reduction)
+    return _reduce(E.clamp(dp - dn + margin, 0.0, None), reduction)
 
 
 def _margin_target(name: str, input: Tensor, target: Tensor, same_shape: bool) -> None:
@@ -1890,13 +1887,14 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     if t.numel() and (int(R.min(t).item()) < 0 or int(R.max(t).item()) >= Cc):
         raise RuntimeError("target out of range")
     t1 = S.unsqueeze(t, 1)
-    m = E.relu(E.add(E.sub(margin, I.gather(x, 1, t1)), x))
+    # a call, not ``margin - ...``: a NumPy scalar margin would turn the tensor into an ndarray
+    m = E.relu(E.sub(margin, I.gather(x, 1, t1)) + x)
     if p == 2:
-        m = E.mul(m, m)
+        m = m * m
     if weight is not None:
-        m = E.mul(m, S.unsqueeze(I.gather(weight, 0, t), 1))
+        m = m * S.unsqueeze(I.gather(weight, 0, t), 1)
     m = I.where(_class_mask(t, Cc, 2), 0.0, m)
-    loss = E.div(R.sum(m, 1), Cc)
+    loss = R.sum(m, 1) / Cc
     if input.dim() < 2:
         loss = S.reshape(loss, ())
     return _reduce(loss, reduction)
@@ -1924,8 +1922,8 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = No
     ok = _creation.tensor(pair_ok, device=x.device)
     tt = _creation.tensor(np.where(valid, t, 0), device=x.device)
     xy = I.gather(x, 1, tt)  # (N, slot)
-    pair = E.relu(E.add(E.sub(1.0, S.unsqueeze(xy, 2)), S.unsqueeze(x, 1)))
-    loss = E.div(R.sum(I.where(ok, pair, 0.0), (1, 2)), Cc)
+    pair = E.relu(1.0 - S.unsqueeze(xy, 2) + S.unsqueeze(x, 1))
+    loss = R.sum(I.where(ok, pair, 0.0), (1, 2)) / Cc
     if input.dim() < 2:
         loss = S.reshape(loss, ())
     return _reduce(loss, reduction)
@@ -1983,11 +1981,11 @@ def _logaddexp(*xs: Tensor) -> Tensor:
     for x in xs[1:]:
         m = E.maximum(m, x)
     m = I.where(E.eq(m, -math.inf), 0.0, m).detach()
-    tot = E.exp(E.sub(xs[0], m))
+    tot = E.exp(xs[0] - m)
     for x in xs[1:]:
-        tot = E.add(tot, E.exp(E.sub(x, m)))
+        tot = tot + E.exp(x - m)
     none = E.eq(tot, 0.0)
-    return I.where(none, -math.inf, E.add(m, E.log(I.where(none, 1.0, tot))))
+    return I.where(none, -math.inf, m + E.log(I.where(none, 1.0, tot)))
 
 
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_lengths: Any,
@@ -2058,18 +2056,18 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     for t in range(1, Tn):
         a1 = J.cat([neg[:, :1], alpha[:, :-1]], 1)
         a2 = I.where(skip_t, J.cat([neg, alpha[:, :-2]], 1), -math.inf)
-        new = I.where(valid_t, E.add(_logaddexp(alpha, a1, a2), lpe[t]), -math.inf)
+        new = I.where(valid_t, _logaddexp(alpha, a1, a2) + lpe[t], -math.inf)
         alpha = I.where(t_((t < il)[:, None]), new, alpha)  # sequences that ended keep alpha
     last = t_((2 * tl)[:, None])
     before = t_(np.maximum(2 * tl - 1, 0)[:, None])
     a_last = S.squeeze(I.gather(alpha, 1, last), 1)
     a_before = S.squeeze(I.gather(alpha, 1, before), 1)
     a_before = I.where(t_(tl > 0), a_before, -math.inf)
-    loss = E.neg(_logaddexp(a_last, a_before))
+    loss = -_logaddexp(a_last, a_before)
     if zero_infinity:
         loss = I.where(E.eq(loss, math.inf), 0.0, loss)
     if reduction == "mean":
-        return R.mean(E.div(loss, t_(np.maximum(tl, 1)).to(loss.dtype)))
+        return R.mean(loss / t_(np.maximum(tl, 1)).to(loss.dtype))
     if reduction == "sum":
         return R.sum(loss)
     return S.squeeze(loss, 0) if unbatched else loss
@@ -2078,15 +2076,15 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
 # ------------------------------------------------------------------ misc
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """``x1 . x2 / max(||x1|| ||x2||, eps)`` along ``dim``."""
-    num = R.sum(E.mul(x1, x2), dim)
-    n1 = R.sum(E.mul(x1, x1), dim)
-    n2 = R.sum(E.mul(x2, x2), dim)
-    return E.div(num, E.sqrt(E.clamp(E.mul(n1, n2), eps * eps, None)))
+    num = R.sum(x1 * x2, dim)
+    n1 = R.sum(x1 * x1, dim)
+    n2 = R.sum(x2 * x2, dim)
+    return num / E.sqrt(E.clamp(n1 * n2, eps * eps, None))
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
                       keepdim: bool = False) -> Tensor:
-    return R.norm(E.add(E.sub(x1, x2), eps), p, -1, keepdim)
+    return R.norm(x1 - x2 + eps, p, -1, keepdim)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
@@ -2147,7 +2145,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     i, j = np.triu_indices(input.shape[0], 1)
     a = I.index_select(input, 0, _creation.tensor(i, dtype=_dtype.int64, device=input.device))
     b = I.index_select(input, 0, _creation.tensor(j, dtype=_dtype.int64, device=input.device))
-    return R.norm(E.sub(a, b), p, 1)
+    return R.norm(a - b, p, 1)
 
 
 def _unpool_output_size(in_sp: tuple[int, ...], k: tuple[int, ...], s: tuple[int, ...],
@@ -2365,7 +2363,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
         out = cols
     else:
         w = p.float_table("w", None, input)
-        out = R.sum(E.mul(S.reshape(cols, (N, p.L, Cc, p.K)), w), -1)
+        out = R.sum(S.reshape(cols, (N, p.L, Cc, p.K)) * w, -1)
     return _nchw(out, (N,) + out_sp + (Cc,))
 
 
@@ -2436,26 +2434,25 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
     # homogeneous coordinates, x (the last spatial axis) first
     base = np.stack([m.reshape(-1) for m in reversed(mesh)] + [np.ones(math.prod(sp))], 1)
     b = _creation.tensor(base, dtype=theta.dtype, device=theta.device)  # (P, nd + 1)
-    grid = L.matmul(b, S.transpose(theta, 1, 2))  # (N, P, nd)
+    grid = b @ S.transpose(theta, 1, 2)  # (N, P, nd)
     return S.reshape(grid, (size[0],) + tuple(sp) + (nd,))
 
 
 def _reflect(x: Tensor, lo2: float, hi2: float) -> Tensor:
     """PyTorch's ``reflect_coordinates``: fold ``x`` into [lo2 / 2, hi2 / 2] by reflections."""
     if lo2 == hi2:
-        return E.mul(x, 0.0)
+        return x * 0.0
     mn, span = lo2 / 2, (hi2 - lo2) / 2
-    a = E.abs(E.sub(x, mn))
+    a = E.abs(x - mn)
     extra = E.fmod(a, span)
-    flips = E.floor(E.div(a, span)).detach()
+    flips = E.floor(a / span).detach()
     even = E.eq(E.remainder(flips, 2), 0)
-    return I.where(even, E.add(extra, mn), E.add(E.sub(span, extra), mn))
+    return I.where(even, extra + mn, span - extra + mn)
 
 
 def _grid_coord(g: Tensor, n: int, padding_mode: str, align_corners: bool) -> Tensor:
     """A normalised coordinate in [-1, 1] as a (fractional) index along a size-``n`` axis."""
-    x = E.mul(E.add(g, 1.0), (n - 1) / 2) if align_corners else \
-        E.div(E.sub(E.mul(E.add(g, 1.0), n), 1.0), 2)
+    x = (g + 1.0) * ((n - 1) / 2) if align_corners else ((g + 1.0) * n - 1.0) / 2
     if padding_mode == "border":
         x = E.clamp(x, 0.0, n - 1.0)
     elif padding_mode == "reflection":
@@ -2505,7 +2502,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
         corners = [[(E.round(c), None) for c in coords]]
     else:
         lo = [E.floor(c).detach() for c in coords]
-        corners = [[(E.add(lo[i], b), E.sub(c, lo[i]) if b else E.sub(1.0, E.sub(c, lo[i])))
+        corners = [[(lo[i] + b, c - lo[i] if b else 1.0 - (c - lo[i]))
                     for i, (c, b) in enumerate(zip(coords, bits))]
                    for bits in np.ndindex(*(2,) * nd)]
     out: Tensor | None = None
@@ -2514,19 +2511,19 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
         ok: Tensor | None = None
         w: Tensor | None = None
         for i, (pos, wt) in enumerate(corner):
-            inside = E.logical_and(E.ge(pos, 0), E.le(pos, sp[i] - 1))
+            inside = E.logical_and(pos >= 0, pos <= sp[i] - 1)
             ok = inside if ok is None else E.logical_and(ok, inside)
             p = E.clamp(pos.detach(), 0, sp[i] - 1)
-            idx = p if idx is None else E.add(E.mul(idx, sp[i]), p)
+            idx = p if idx is None else idx * sp[i] + p
             if wt is not None:
-                w = wt if w is None else E.mul(w, wt)
+                w = wt if w is None else w * wt
         assert ok is not None and idx is not None
         ii = C.to(idx, dtype=_dtype.int64)
         v = I.gather(flat, 2, S.expand(S.unsqueeze(ii, 1), (N, Cc, Pout)))
         v = I.where(S.unsqueeze(ok, 1), v, 0.0)
         if w is not None:
-            v = E.mul(v, S.unsqueeze(w, 1))
-        out = v if out is None else E.add(out, v)
+            v = v * S.unsqueeze(w, 1)
+        out = v if out is None else out + v
     assert out is not None
     return S.reshape(out, (N, Cc) + out_sp)
 
@@ -2586,7 +2583,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         rep = query.shape[-3] // key.shape[-3]
         key = J.repeat_interleave(key, rep, -3)
         value = J.repeat_interleave(value, rep, -3)
-    attn = E.mul(L.matmul(query, S.transpose(key, -2, -1)), sc)
+    attn = (query @ S.transpose(key, -2, -1)) * sc
     if is_causal:
         if attn_mask is not None:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
@@ -2597,7 +2594,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         if attn_mask.dtype is _dtype.bool:
             attn = I.where(attn_mask, attn, -math.inf)
         else:
-            attn = E.add(attn, attn_mask)
+            attn = attn + attn_mask
     if attn_mask is None and not is_causal:
         w = softmax(attn, -1)
     else:
@@ -2606,7 +2603,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         w = I.where(none, 0.0, softmax(I.where(none, 0.0, attn), -1))
     if dropout_p > 0.0:
         w = dropout(w, dropout_p, True)
-    return L.matmul(w, value)
+    return w @ value
 
 
 def _additive_mask(mask: Tensor, dtype: Any) -> Tensor:
@@ -2693,14 +2690,14 @@ def multi_head_attention_forward(
             mask = S.reshape(mask, (bsz, H, tgt_len, s_len))
     if key_padding_mask is not None:
         kp = S.reshape(_additive_mask(key_padding_mask, q.dtype), (bsz, 1, 1, s_len))
-        mask = kp if mask is None else E.add(mask, kp)
-    scores = E.mul(L.matmul(q, S.transpose(k, -2, -1)), 1.0 / math.sqrt(D))
+        mask = kp if mask is None else mask + kp
+    scores = (q @ S.transpose(k, -2, -1)) * (1.0 / math.sqrt(D))
     if mask is not None:
-        scores = E.add(scores, mask)
+        scores = scores + mask
     w = softmax(scores, -1)
     if dropout_p > 0.0 and training:
         w = dropout(w, dropout_p, True)
-    out = L.matmul(w, v)  # (N, H, L, D)
+    out = w @ v  # (N, H, L, D)
     out = S.reshape(S.permute(out, (2, 0, 1, 3)), (tgt_len, bsz, E_))
     out = linear(out, out_proj_weight, out_proj_bias)
     if unbatched:
