@@ -16,14 +16,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import _creation, _dtype, _random
-from .._ops import conversion as C
-from .._ops import elementwise as E
-from .._ops import indexing as I
-from .._ops import joining as J
-from .._ops import matmul as L
-from .._ops import reduction as R
-from .._ops import shape as S
+from .._ops import elementwise
 from .._ops import nn as nodes
+from .._ops.conversion import unaliased
+from .._ops.elementwise import _type_name, gelu_erf, softplus_raw, unary_inplace
+from .._ops.indexing import where
+from .._ops.joining import cat
 from .._ops.nn import im2col
 from .._shape import check_expandable, wrap_dim
 from .._tensor import Tensor
@@ -158,9 +156,9 @@ def _check_pool_output(name: str, Cc: int, in_sp: tuple[int, ...], out_sp: tuple
 
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
     if reduction == "mean":
-        return R.mean(loss)
+        return loss.mean()
     if reduction == "sum":
-        return R.sum(loss)
+        return loss.sum()
     if reduction == "none":
         return loss
     raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -187,7 +185,7 @@ def _bview(t: Tensor, ndim: int, dim: int = 1) -> Tensor:
     """A 1-D tensor shaped to broadcast along ``dim`` of an ``ndim``-d tensor."""
     shape = [1] * ndim
     shape[dim] = t.shape[0]
-    return S.reshape(t, tuple(shape))
+    return t.reshape(tuple(shape))
 
 
 # ------------------------------------------------------------------ activations
@@ -195,7 +193,7 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """``max(x, 0)``."""
     if inplace:
         return input.relu_()
-    return E.relu(input)
+    return elementwise.relu(input)
 
 
 def relu_(input: Tensor) -> Tensor:
@@ -210,7 +208,7 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
              ) -> Tensor:
     if inplace:
         return input.clamp_(min_val, max_val)
-    return E.clamp(input, min_val, max_val)
+    return input.clamp(min_val, max_val)
 
 
 def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
@@ -220,20 +218,20 @@ def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Ten
 def _in_float32(fn: Any) -> Any:
     """``fn`` computed on a float32 copy and rounded back once: PyTorch's activation kernels
     compute bfloat16 so, where chaining bfloat16 ops would round every intermediate."""
-    return lambda x: C.to(fn(C.to(x, dtype=_dtype.float32)), dtype=x.dtype)
+    return lambda x: fn(x.to(dtype=_dtype.float32)).to(dtype=x.dtype)
 
 
 def _maybe_inplace(fn: Any, input: Tensor, inplace: bool) -> Tensor:
     if input.dtype is _dtype.bfloat16:
         fn = _in_float32(fn)
     if inplace:
-        return E.unary_inplace(fn, input)
+        return unary_inplace(fn, input)
     return fn(input)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """``x`` for ``x > 0`` else ``negative_slope * x``."""
-    return _maybe_inplace(lambda x: I.where(E.gt(x, 0), x, E.mul(x, negative_slope)), input, inplace)
+    return _maybe_inplace(lambda x: where(x > 0, x, x * negative_slope), input, inplace)
 
 
 def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
@@ -242,9 +240,7 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` for ``x > 0`` else ``alpha * (exp(x) - 1)``."""
-    return _maybe_inplace(
-        lambda x: I.where(E.gt(x, 0), x, E.mul(E.expm1(E.clamp(x, None, 0.0)), alpha)), input,
-        inplace)
+    return _maybe_inplace(lambda x: where(x > 0, x, x.clamp(None, 0.0).expm1() * alpha), input, inplace)
 
 
 def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
@@ -256,12 +252,12 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
-    return _maybe_inplace(lambda x: E.mul(elu(x, _SELU_ALPHA), _SELU_SCALE), input, inplace)
+    return _maybe_inplace(lambda x: elu(x, _SELU_ALPHA) * _SELU_SCALE, input, inplace)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return _maybe_inplace(
-        lambda x: I.where(E.gt(x, 0), x, E.mul(E.expm1(E.div(E.clamp(x, None, 0.0), alpha)), alpha)),
+        lambda x: where(x > 0, x, (x.clamp(None, 0.0) / alpha).expm1() * alpha),
         input, inplace)
 
 
@@ -270,76 +266,74 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if input.dtype is _dtype.bfloat16:
         return _in_float32(lambda x: gelu(x, approximate))(input)
     if approximate == "none":
-        return E.gelu_erf(input)
+        return gelu_erf(input)
     if approximate == "tanh":
-        inner = E.mul(E.add(input, E.mul(E.mul(E.mul(input, input), input), 0.044715)),
-                      math.sqrt(2.0 / math.pi))
-        return E.mul(E.mul(input, 0.5), E.add(E.tanh(inner), 1.0))
+        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
+        return input * 0.5 * (inner.tanh() + 1.0)
     raise RuntimeError("approximate argument must be either none or tanh.")
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * sigmoid(x)``."""
-    return _maybe_inplace(lambda x: E.mul(x, E.sigmoid(x)), input, inplace)
+    return _maybe_inplace(lambda x: x * x.sigmoid(), input, inplace)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
-    return _maybe_inplace(lambda x: E.mul(x, E.tanh(softplus(x))), input, inplace)
+    return _maybe_inplace(lambda x: x * softplus(x).tanh(), input, inplace)
 
 
 def sigmoid(input: Tensor) -> Tensor:
-    return E.sigmoid(input)
+    return elementwise.sigmoid(input)
 
 
 def tanh(input: Tensor) -> Tensor:
-    return E.tanh(input)
+    return elementwise.tanh(input)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    return _maybe_inplace(lambda x: E.div(E.clamp(E.add(x, 3.0), 0.0, 6.0), 6.0), input, inplace)
+    return _maybe_inplace(lambda x: (x + 3.0).clamp(0.0, 6.0) / 6.0, input, inplace)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    return _maybe_inplace(lambda x: E.mul(x, E.div(E.clamp(E.add(x, 3.0), 0.0, 6.0), 6.0)), input,
-                          inplace)
+    return _maybe_inplace(lambda x: x * ((x + 3.0).clamp(0.0, 6.0) / 6.0), input, inplace)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold``."""
     if input.dtype is _dtype.bfloat16:
-        return _in_float32(lambda x: E.softplus_raw(x, beta, threshold))(input)
-    return E.softplus_raw(input, beta, threshold)
+        return _in_float32(lambda x: softplus_raw(x, beta, threshold))(input)
+    return softplus_raw(input, beta, threshold)
 
 
 def softsign(input: Tensor) -> Tensor:
-    return E.div(input, E.add(E.abs(input), 1.0))
+    return input / (input.abs() + 1.0)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
     """``log(sigmoid(x))`` computed stably (``-softplus(-x)``)."""
-    return E.neg(softplus(E.neg(input)))
+    return -softplus(-input)
 
 
 def tanhshrink(input: Tensor) -> Tensor:
-    return E.sub(input, E.tanh(input))
+    return input - input.tanh()
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    return I.where(E.gt(input, lambd), E.sub(input, lambd),
-                   I.where(E.lt(input, -lambd), E.add(input, lambd), E.mul(input, 0.0)))
+    return where(input > lambd, input - lambd,
+                 where(input < -lambd, input + lambd, input * 0.0))
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    return I.where(E.gt(E.abs(input), lambd), input, E.mul(input, 0.0))
+    return where(input.abs() > lambd, input, input * 0.0)
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    return _maybe_inplace(lambda x: I.where(E.gt(x, threshold), x, value), input, inplace)
+    return _maybe_inplace(lambda x: where(x > threshold, x, value), input, inplace)
 
 
 def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     """In-place :func:`threshold`."""
-    return _maybe_inplace(lambda x: I.where(E.gt(x, threshold), x, value), input, True)
+    return _maybe_inplace(lambda x: where(x > threshold, x, value), input, True)
 
 
 def selu_(input: Tensor) -> Tensor:
@@ -360,9 +354,8 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
         return leaky_relu(input, (lower + upper) / 2, inplace)
 
     def fn(x: Tensor) -> Tensor:
-        a = E.add(E.mul(_random.rand(tuple(x.shape), dtype=x.dtype, device=x.device),
-                        upper - lower), lower)
-        return I.where(E.ge(x, 0), x, E.mul(x, a))
+        a = _random.rand(tuple(x.shape), dtype=x.dtype, device=x.device) * (upper - lower) + lower
+        return where(x >= 0, x, x * a)
 
     return _maybe_inplace(fn, input, inplace)
 
@@ -379,15 +372,15 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     if n % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {wrap_dim(dim, input.dim())}"
                            f" is size {n}")
-    a, b = J.chunk(input, 2, dim)
-    return E.mul(a, E.sigmoid(b))
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     w = weight
     if weight.numel() != 1:
         w = _bview(weight, input.dim(), 1 if input.dim() > 1 else 0)
-    return I.where(E.gt(input, 0), input, E.mul(w, input))
+    return where(input > 0, input, w * input)
 
 
 def _softmax_dim(ndim: int) -> int:
@@ -402,17 +395,17 @@ def _softmax_impl(input: Tensor, dim: Any, dtype: Any, log: bool) -> Tensor:
     x = input
     d = wrap_dim(dim, x.dim())  # as PyTorch: the dim is checked before the dtype
     if dtype is not None:
-        x = C.to(x, dtype=dtype)
+        x = x.to(dtype=dtype)
     elif not x.dtype.is_floating_point and x.numel():  # an empty tensor is returned, any dtype
         raise RuntimeError(f"\"{'log_softmax' if log else 'softmax'}_lastdim_kernel_impl\" not "
-                           f"implemented for '{E._type_name(x.dtype)}'")
+                           f"implemented for '{_type_name(x.dtype)}'")
     if x.numel() == 0:
         return x.clone()
     if x.dtype is _dtype.bfloat16:  # PyTorch's kernel computes in float32 and rounds once
-        return C.to(_softmax_impl(C.to(x, dtype=_dtype.float32), d, None, log), dtype=x.dtype)
+        return _softmax_impl(x.to(dtype=_dtype.float32), d, None, log).to(dtype=x.dtype)
     if x.dim() == 0:
-        x1 = S.reshape(x, (1,))
-        return S.reshape(nodes.softmax.softmax(x1, 0, log), ())
+        x1 = x.reshape((1,))
+        return nodes.softmax.softmax(x1, 0, log).reshape(())
     return nodes.softmax.softmax(x, d, log)
 
 
@@ -428,7 +421,7 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dty
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
-    return _softmax_impl(E.neg(input), dim, dtype, False)
+    return _softmax_impl(-input, dim, dtype, False)
 
 
 def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10,
@@ -437,14 +430,15 @@ def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: floa
     one-hot of its argmax with the soft sample's gradient (straight-through)."""
     u = _random.rand(tuple(logits.shape), dtype=logits.dtype, device=logits.device)
     # -log(Exponential(1)), the Exponential(1) sample being -log(1 - u) (u in [0, 1))
-    gumbels = E.neg(E.log(E.neg(E.log1p(E.neg(u)))))
-    y_soft = softmax(E.div(E.add(logits, gumbels), tau), dim)
+    exponential = -(-u).log1p()
+    gumbels = -exponential.log()
+    y_soft = softmax((logits + gumbels) / tau, dim)
     if not hard:
         return y_soft
     d = wrap_dim(dim, max(logits.dim(), 1))
-    index = R.argmax(y_soft, d, keepdim=True)
-    y_hard = I.scatter(_creation.zeros_like(logits), d, index, 1.0)
-    return E.add(E.sub(y_hard, y_soft.detach()), y_soft)
+    index = y_soft.argmax(d, keepdim=True)
+    y_hard = _creation.zeros_like(logits).scatter(d, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
 
 
 # ------------------------------------------------------------------ linear
@@ -456,10 +450,10 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                            f"and {weight.shape[1]}x{weight.shape[0]})")
     if weight.dim() == 2 and input.dim() >= 1 and (bias is None or bias.dim() == 1):
         return nodes.linear.linear(input, weight, bias)  # one recorded node instead of ~7
-    out = L.matmul(input, S.t(weight) if weight.dim() == 2 else weight)
+    out = input @ (weight.t() if weight.dim() == 2 else weight)
     if bias is not None:
         check_expandable(bias.shape, out.shape)  # the bias never broadcasts the output
-        out = E.add(out, bias)
+        out = out + bias
     return out
 
 
@@ -467,14 +461,14 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     """``y_k = x1^T W_k x2 + b_k``."""
     O, I1, I2 = weight.shape
     lead = tuple(input1.shape[:-1])
-    x1 = S.reshape(input1, (-1, I1))
-    x2 = S.reshape(input2, (-1, I2))
-    w = S.reshape(S.permute(weight, (1, 0, 2)), (I1, O * I2))
-    t = S.reshape(L.matmul(x1, w), (-1, O, I2))
-    out = R.sum(E.mul(t, S.unsqueeze(x2, 1)), -1)
+    x1 = input1.reshape((-1, I1))
+    x2 = input2.reshape((-1, I2))
+    w = weight.permute((1, 0, 2)).reshape((I1, O * I2))
+    t = (x1 @ w).reshape((-1, O, I2))
+    out = (t * x2.unsqueeze(1)).sum(-1)
     if bias is not None:
-        out = E.add(out, bias)
-    return S.reshape(out, lead + (O,))
+        out = out + bias
+    return out.reshape(lead + (O,))
 
 
 # ------------------------------------------------------------------ dropout
@@ -485,8 +479,8 @@ def _check_p(p: float) -> None:
 
 def _dropout_mask(input: Tensor, p: float, shape: tuple[int, ...]) -> Tensor:
     u = _random.rand(shape, dtype=input.dtype, device=input.device)
-    keep = E.ge(u, p)
-    return E.mul(C.to(keep, dtype=input.dtype), 1.0 / (1.0 - p))
+    keep = u >= p
+    return keep.to(dtype=input.dtype) * (1.0 / (1.0 - p))
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
@@ -495,11 +489,11 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     if not training or p == 0.0:
         return input
     if p == 1.0:
-        out = E.mul(input, 0.0)
+        out = input * 0.0
     else:
-        out = E.mul(input, _dropout_mask(input, p, tuple(input.shape)))
+        out = input * _dropout_mask(input, p, tuple(input.shape))
     if inplace:
-        return C.copy_(input, out)
+        return input.copy_(out)
     return out
 
 
@@ -511,14 +505,14 @@ def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, alp
     if not training or p == 0.0 or input.numel() == 0:
         return input
     if p == 1.0:
-        out = E.mul(input, 0.0)
+        out = input * 0.0
     elif input.dim() < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     else:
         shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
         out = _alpha_dropout(input, p, shape) if alpha else \
-            E.mul(input, _dropout_mask(input, p, shape))
-    return C.copy_(input, out) if inplace else out
+            input * _dropout_mask(input, p, shape)
+    return input.copy_(out) if inplace else out
 
 
 def _deprecated_rank(name: str, ndim: int, nd: int) -> None:
@@ -535,8 +529,8 @@ def _unbatched_feature_dropout(input: Tensor, p: float, training: bool, inplace:
     """Feature dropout of an input without its batch dimension: as a batch of one."""
     if batched:
         return _feature_dropout(input, p, training, inplace)
-    out = S.squeeze(_feature_dropout(S.unsqueeze(input, 0), p, training, False), 0)
-    return C.copy_(input, out) if inplace and out is not input else out
+    out = _feature_dropout(input.unsqueeze(0), p, training, False).squeeze(0)
+    return input.copy_(out) if inplace and out is not input else out
 
 
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
@@ -579,13 +573,12 @@ def _alpha_dropout(input: Tensor, p: float, shape: tuple[int, ...]) -> Tensor:
     """Alpha dropout with one draw per element of ``shape`` (broadcast against ``input``): dropped
     values become SELU's negative saturation, then an affine map keeps mean and variance."""
     if p == 1.0:  # PyTorch: everything dropped gives zeros (the affine map would divide by 0)
-        return E.mul(input, 0.0)
+        return input * 0.0
     alpha_p = -_SELU_ALPHA * _SELU_SCALE
-    keep = C.to(E.ge(_random.rand(shape, dtype=input.dtype, device=input.device), p),
-                dtype=input.dtype)
+    keep = (_random.rand(shape, dtype=input.dtype, device=input.device) >= p).to(dtype=input.dtype)
     a = 1.0 / math.sqrt((alpha_p ** 2 * p + 1) * (1 - p))
     b = -a * alpha_p * p
-    return E.add(E.mul(E.add(E.mul(input, keep), E.mul(E.sub(1.0, keep), alpha_p)), a), b)
+    return (input * keep + (1.0 - keep) * alpha_p) * a + b
 
 
 def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False
@@ -595,7 +588,7 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
     if not training or p == 0.0:
         return input
     out = _alpha_dropout(input, p, tuple(input.shape))
-    return C.copy_(input, out) if inplace else out
+    return input.copy_(out) if inplace else out
 
 
 def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
@@ -622,17 +615,18 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
             padding_idx += n
     if max_norm is not None:
         with no_grad():
-            rows = I.index_select(weight, 0, S.reshape(input, (-1,)))
-            norms = R.norm(rows, norm_type, 1, keepdim=True)
-            scale = I.where(E.gt(norms, max_norm), E.div(max_norm, E.add(norms, 1e-7)), 1.0)
-            new = E.mul(rows, scale)
-            weight.data.index_copy_(0, S.reshape(input, (-1,)), new)
-    flat = S.reshape(input, (-1,))
-    out = I.index_select(weight, 0, flat)
+            rows = weight.index_select(0, input.reshape((-1,)))
+            norms = rows.norm(norm_type, 1, keepdim=True)
+            # a call, not ``max_norm / ...``: a NumPy scalar max_norm would turn the tensor into an ndarray
+            scale = where(norms > max_norm, elementwise.div(max_norm, norms + 1e-7), 1.0)
+            new = rows * scale
+            weight.data.index_copy_(0, input.reshape((-1,)), new)
+    flat = input.reshape((-1,))
+    out = weight.index_select(0, flat)
     if padding_idx is not None and out.requires_grad:
-        keep = S.unsqueeze(E.ne(flat, padding_idx), 1)
-        out = I.where(keep, out, out.detach())
-    return S.reshape(out, tuple(input.shape) + (weight.shape[1],))
+        keep = flat.ne(padding_idx).unsqueeze(1)
+        out = where(keep, out, out.detach())
+    return out.reshape(tuple(input.shape) + (weight.shape[1],))
 
 
 def _bag_table(offsets: np.ndarray, n: int, include_last_offset: bool) -> np.ndarray:
@@ -693,7 +687,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     if len(off) and off[-1] > n:
         raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
                            f"offsets[-1] of {off[-1]}")
-    flat = S.reshape(input, (-1,))
+    flat = input.reshape((-1,))
     idx = np.asarray(flat.detach().cpu().numpy(), np.int64)
     bad = np.nonzero((idx < 0) | (idx >= weight.shape[0]))[0]
     if len(bad):
@@ -703,7 +697,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
         padding_idx += weight.shape[0]
     rows = embedding(flat, weight, padding_idx, max_norm, norm_type)  # (n, D)
     if per_sample_weights is not None:
-        rows = E.mul(rows, S.unsqueeze(S.reshape(per_sample_weights, (-1,)), 1))
+        rows = rows * per_sample_weights.reshape((-1,)).unsqueeze(1)
     table = _bag_table(off, n, include_last_offset)  # (B, Lmax), n = no entry
     used = table < n
     if padding_idx is not None:
@@ -711,21 +705,21 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     table = np.where(used, table, n)
     fill = -math.inf if mode == "max" else 0.0
     pad_row = _creation.full((1, weight.shape[1]), fill, dtype=rows.dtype, device=rows.device)
-    rows = J.cat([rows, pad_row], 0)
+    rows = cat([rows, pad_row], 0)
     B, lmax = table.shape
     t = _creation.tensor(table.reshape(-1), device=weight.device)
-    bags = S.reshape(I.index_select(rows, 0, t), (B, lmax, weight.shape[1]))
+    bags = rows.index_select(0, t).reshape((B, lmax, weight.shape[1]))
     count = used.sum(1, keepdims=True)
     if mode == "max":
         if lmax == 0:
             return _creation.zeros((B, weight.shape[1]), dtype=weight.dtype, device=weight.device)
-        out = R.amax(bags, 1)
+        out = bags.amax(1)
         empty = _creation.tensor(count == 0, device=weight.device)
-        return I.where(empty, 0.0, out)
-    out = R.sum(bags, 1)
+        return where(empty, 0.0, out)
+    out = bags.sum(1)
     if mode == "mean":
-        out = E.div(out, _creation.tensor(np.maximum(count, 1).astype(np.float64),
-                                          dtype=out.dtype, device=out.device))
+        out = out / _creation.tensor(np.maximum(count, 1).astype(np.float64),
+                                     dtype=out.dtype, device=out.device)
     return out
 
 
@@ -738,8 +732,8 @@ def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tenso
                            "out_channels.")
     if bias.dim() != 1:
         raise RuntimeError("Bias must be 1-D")
-    out = conv1d(S.permute(input, (1, 2, 0)), S.permute(weight, (2, 1, 0)), bias, padding=pad)
-    return S.permute(out, (2, 0, 1))
+    out = conv1d(input.permute((1, 2, 0)), weight.permute((2, 1, 0)), bias, padding=pad)
+    return out.permute((2, 0, 1))
 
 
 # ------------------------------------------------------------------ convolution
@@ -762,7 +756,7 @@ def _conv_padding(padding: Any, nd: int, k: tuple[int, ...], d: tuple[int, ...],
 def _nchw(out: Tensor, shape: tuple) -> Tensor:
     """An (N, *spatial, C) result laid out as PyTorch's contiguous (N, C, *spatial) output:
     scripts ``.view()`` what a convolution, pooling or interpolation returns."""
-    return C.contiguous(S.movedim(S.reshape(out, shape), -1, 1))
+    return out.reshape(shape).movedim(-1, 1).contiguous()
 
 
 def _convnd(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any,
@@ -776,7 +770,7 @@ def _convnd(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, pad
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, "
                            f"but got input of size: {list(input.shape)}")
     unbatched = input.dim() == nd + 1
-    x = S.unsqueeze(input, 0) if unbatched else input
+    x = input.unsqueeze(0) if unbatched else input
     N, Cin = x.shape[0], x.shape[1]
     O = weight.shape[0]
     k = tuple(weight.shape[2:])
@@ -809,21 +803,21 @@ def _convnd(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, pad
             (bias is None or bias.dtype is x.dtype):
         # one recorded node instead of ~10 (the backend's conv fast paths when it has them)
         out = nodes.conv.conv(x, weight, bias, p, (s, lo, d, groups))
-        return S.squeeze(out, 0) if unbatched else out
+        return out.squeeze(0) if unbatched else out
     cols = im2col.unfold_cols(x, p)  # (N, L, Cin*K)
     K = math.prod(k)
     NL = N * p.L
     if groups == 1:
-        out = L.matmul(S.reshape(cols, (NL, Cin * K)), S.t(S.reshape(weight, (O, Cin * K))))
+        out = cols.reshape((NL, Cin * K)) @ weight.reshape((O, Cin * K)).t()
     else:
         g, Cg, Og = groups, Cin // groups, O // groups
-        a = S.transpose(S.reshape(cols, (NL, g, Cg * K)), 0, 1)
-        w = S.transpose(S.reshape(weight, (g, Og, Cg * K)), 1, 2)
-        out = S.reshape(S.transpose(L.matmul(a, w), 0, 1), (NL, O))
+        a = cols.reshape((NL, g, Cg * K)).transpose(0, 1)
+        w = weight.reshape((g, Og, Cg * K)).transpose(1, 2)
+        out = (a @ w).transpose(0, 1).reshape((NL, O))
     if bias is not None:
-        out = E.add(out, bias)
+        out = out + bias
     out = _nchw(out, (N,) + p.out_spatial + (O,))
-    return S.squeeze(out, 0) if unbatched else out
+    return out.squeeze(0) if unbatched else out
 
 
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
@@ -848,7 +842,7 @@ def _conv_transposend(input: Tensor, weight: Tensor, bias: Tensor | None, stride
                       padding: Any, output_padding: Any, groups: int, dilation: Any, nd: int
                       ) -> Tensor:
     unbatched = input.dim() == nd + 1
-    x = S.unsqueeze(input, 0) if unbatched else input
+    x = input.unsqueeze(0) if unbatched else input
     N, Cin = x.shape[0], x.shape[1]
     if weight.shape[0] != Cin:
         raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
@@ -878,18 +872,18 @@ def _conv_transposend(input: Tensor, weight: Tensor, bias: Tensor | None, stride
     p = im2col.window_plan(Cout, out_sp, k, s, pd, pd, d)
     K = math.prod(k)
     Lx = math.prod(in_sp)
-    xs = S.reshape(S.movedim(x, 1, -1), (N * Lx, Cin))
+    xs = x.movedim(1, -1).reshape((N * Lx, Cin))
     if groups == 1:
-        cols = L.matmul(xs, S.reshape(weight, (Cin, Cout * K)))
+        cols = xs @ weight.reshape((Cin, Cout * K))
     else:
         g, Cg, Og = groups, Cin // groups, Cout // groups
-        a = S.transpose(S.reshape(xs, (N * Lx, g, Cg)), 0, 1)
-        cols = S.transpose(L.matmul(a, S.reshape(weight, (g, Cg, Og * K))), 0, 1)
-    cols = S.reshape(cols, (N, Lx, Cout * K))
+        a = xs.reshape((N * Lx, g, Cg)).transpose(0, 1)
+        cols = (a @ weight.reshape((g, Cg, Og * K))).transpose(0, 1)
+    cols = cols.reshape((N, Lx, Cout * K))
     out = im2col.fold_cols(cols, p)
     if bias is not None:
-        out = E.add(out, _bview(bias, nd + 2))
-    return S.squeeze(out, 0) if unbatched else out
+        out = out + _bview(bias, nd + 2)
+    return out.squeeze(0) if unbatched else out
 
 
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
@@ -922,18 +916,18 @@ def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
         raise RuntimeError(f"Input Error: Only 3D or 4D input Tensors are supported (got "
                            f"{input.dim()}D)")
     unbatched = input.dim() == 3
-    x = S.unsqueeze(input, 0) if unbatched else input
+    x = input.unsqueeze(0) if unbatched else input
     k, d, pd, s = (_pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))
     p = im2col.window_plan(x.shape[1], tuple(x.shape[2:]), k, s, pd, pd, d)
-    out = S.transpose(im2col.unfold_cols(x, p), 1, 2)
-    return S.squeeze(out, 0) if unbatched else out
+    out = im2col.unfold_cols(x, p).transpose(1, 2)
+    return out.squeeze(0) if unbatched else out
 
 
 def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
          stride: Any = 1) -> Tensor:
     """Combine sliding blocks (N, C*kh*kw, L) into (N, C, H, W), summing overlaps."""
     unbatched = input.dim() == 2
-    x = S.unsqueeze(input, 0) if unbatched else input
+    x = input.unsqueeze(0) if unbatched else input
     k, d, pd, s = (_pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))
     osz = _pair(output_size)
     K = k[0] * k[1]
@@ -949,8 +943,8 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, p
                            f"input's dimension 2 to match the calculated number of sliding blocks "
                            f"{p.out_spatial[0]} * {p.out_spatial[1]} = {p.L}, but got "
                            f"input.size(2)={x.shape[2]}.")
-    out = im2col.fold_cols(S.transpose(x, 1, 2), p)
-    return S.squeeze(out, 0) if unbatched else out
+    out = im2col.fold_cols(x.transpose(1, 2), p)
+    return out.squeeze(0) if unbatched else out
 
 
 def _pool_args(kernel_size: Any, stride: Any, padding: Any, dilation: Any, nd: int
@@ -982,7 +976,7 @@ def _max_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dila
     _check_pool_geometry(f"max_pool{nd}d", k, s, pd, d)
     _check_pool_rank(f"max_pool{nd}d", input, nd)
     unbatched = input.dim() == nd + 1
-    x = S.unsqueeze(input, 0) if unbatched else input
+    x = input.unsqueeze(0) if unbatched else input
     N, Cc = x.shape[0], x.shape[1]
     in_sp = tuple(x.shape[2:])
     _check_pool_output(f"max_pool{nd}d", Cc, in_sp, _pool_out(in_sp, k, s, pd, d, ceil_mode))
@@ -990,21 +984,21 @@ def _max_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dila
     if nd <= 2 and nodes.pool.max_pool_fast_path(x):
         out, ind = nodes.pool.max_pool_fused(x, p, k, s, pd, d, nd)
         if unbatched:
-            out, ind = S.squeeze(out, 0), S.squeeze(ind, 0)
+            out, ind = out.squeeze(0), ind.squeeze(0)
         return (out, ind) if return_indices else out
     cols = im2col.unfold_cols(x, p, -math.inf)
-    first = S.reshape(p.table_first_inside(x), (1, p.L, 1, 1))
-    vals, idx = nodes.pool.max_last(S.reshape(cols, (N, p.L, Cc, p.K)), first)
+    first = p.table_first_inside(x).reshape((1, p.L, 1, 1))
+    vals, idx = nodes.pool.max_last(cols.reshape((N, p.L, Cc, p.K)), first)
     out = _nchw(vals, (N,) + p.out_spatial + (Cc,))
     if unbatched:
-        out = S.squeeze(out, 0)
+        out = out.squeeze(0)
     if not return_indices:
         return out
     pix = p.table_pix(x)  # (L, K) flat input positions
-    pe = S.expand(S.reshape(pix, (1, p.L, 1, p.K)), (N, p.L, Cc, p.K))
-    ind = S.squeeze(I.gather(pe, 3, S.unsqueeze(idx, -1)), -1)
+    pe = pix.reshape((1, p.L, 1, p.K)).expand((N, p.L, Cc, p.K))
+    ind = pe.gather(3, idx.unsqueeze(-1)).squeeze(-1)
     ind = _nchw(ind, (N,) + p.out_spatial + (Cc,))
-    return out, (S.squeeze(ind, 0) if unbatched else ind)
+    return out, (ind.squeeze(0) if unbatched else ind)
 
 
 def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
@@ -1052,7 +1046,7 @@ def _avg_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil
     if nd == 3:
         _check_pool_rank("avg_pool3d", input, nd)
     unbatched = input.dim() == nd + 1
-    x = S.unsqueeze(input, 0) if unbatched else input
+    x = input.unsqueeze(0) if unbatched else input
     N, Cc = x.shape[0], x.shape[1]
     in_sp = tuple(x.shape[2:])
     out_sp = _pool_out(in_sp, k, s, pd, d, ceil_mode)
@@ -1062,9 +1056,9 @@ def _avg_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil
     _check_pool_output(f"avg_pool{nd}d", Cc, in_sp, out_sp)
     p = im2col.window_plan(Cc, in_sp, k, s, pd, pd, d, ceil_mode)
     cols = im2col.unfold_cols(x, p, 0.0)
-    tot = R.sum(S.reshape(cols, (N, p.L, Cc, p.K)), -1)  # (N, L, C)
+    tot = cols.reshape((N, p.L, Cc, p.K)).sum(-1)  # (N, L, C)
     if divisor_override:
-        out = E.div(tot, float(divisor_override))
+        out = tot / float(divisor_override)
     else:
         key = "cnt_pad" if count_include_pad else "cnt"
 
@@ -1080,11 +1074,11 @@ def _avg_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil
                 cnt = cnt * (en - st).reshape(shape)
             return cnt.reshape(p.L, 1)
 
-        out = E.div(tot, p.float_table(key, build, x))
+        out = tot / p.float_table(key, build, x)
     if not x.dtype.is_floating_point:  # PyTorch: an integer average truncates, in input's dtype
-        out = C.to(E.trunc(out), x.dtype)
+        out = out.trunc().to(x.dtype)
     out = _nchw(out, (N,) + p.out_spatial + (Cc,))
-    return S.squeeze(out, 0) if unbatched else out
+    return out.squeeze(0) if unbatched else out
 
 
 def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
@@ -1133,7 +1127,7 @@ def _fractional_max_pool(input: Tensor, kernel_size: Any, output_size: Any, outp
                            f"{list(input.shape)}")
     k = _pair(kernel_size, nd, "kernel_size")
     unbatched = input.dim() == nd + 1
-    x = S.unsqueeze(input, 0) if unbatched else input
+    x = input.unsqueeze(0) if unbatched else input
     N, Cc = x.shape[0], x.shape[1]
     in_sp = tuple(x.shape[2:])
     if output_size is None:
@@ -1166,17 +1160,17 @@ def _fractional_max_pool(input: Tensor, kernel_size: Any, output_size: Any, outp
         pix = pix * in_sp[i] + st + np.arange(k[i]).reshape(shape_k)
     Lo, K = math.prod(out_sp), math.prod(k)
     pix = pix.reshape(N, Cc, Lo * K)
-    flat = S.reshape(x, (N, Cc, math.prod(in_sp)))
-    cols = I.gather(flat, 2, _creation.tensor(pix, device=x.device))
-    vals, arg = nodes.pool.max_last(S.reshape(cols, (N, Cc, Lo, K)))
-    out = S.reshape(vals, (N, Cc) + out_sp)
+    flat = x.reshape((N, Cc, math.prod(in_sp)))
+    cols = flat.gather(2, _creation.tensor(pix, device=x.device))
+    vals, arg = nodes.pool.max_last(cols.reshape((N, Cc, Lo, K)))
+    out = vals.reshape((N, Cc) + out_sp)
     if unbatched:
-        out = S.squeeze(out, 0)
+        out = out.squeeze(0)
     if not return_indices:
         return out
     pe = _creation.tensor(pix.reshape(N, Cc, Lo, K), device=x.device)
-    ind = S.reshape(S.squeeze(I.gather(pe, 3, S.unsqueeze(arg, -1)), -1), (N, Cc) + out_sp)
-    return out, (S.squeeze(ind, 0) if unbatched else ind)
+    ind = pe.gather(3, arg.unsqueeze(-1)).squeeze(-1).reshape((N, Cc) + out_sp)
+    return out, (ind.squeeze(0) if unbatched else ind)
 
 
 def fractional_max_pool2d(input: Tensor, kernel_size: Any, output_size: Any = None,
@@ -1215,8 +1209,8 @@ def _lp_pool(input: Tensor, norm_type: float, kernel_size: Any, stride: Any, cei
     """``(sum over the window of x^p)^(1/p)``: an average pool of ``x^p`` times the window size
     (PyTorch's formula, negative window sums clamped to 0 through ``sign * relu(abs)``)."""
     k = _pair(kernel_size, nd, "kernel_size")
-    out = _avg_poolnd(E.pow(input, norm_type), k, stride, 0, ceil_mode, True, None, nd)
-    return E.pow(E.mul(E.mul(E.sign(out), relu(E.abs(out))), math.prod(k)), 1.0 / norm_type)
+    out = _avg_poolnd(input ** norm_type, k, stride, 0, ceil_mode, True, None, nd)
+    return (out.sign() * relu(out.abs()) * math.prod(k)) ** (1.0 / norm_type)
 
 
 def lp_pool1d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
@@ -1266,31 +1260,31 @@ def _adaptive_pool(input: Tensor, output_size: Any, nd: int, kind: str, return_i
         raise RuntimeError(f"adaptive_{kind}_pool{nd}d(): Expected {nd + 1}D or {nd + 2}D tensor, "
                            f"but got{colon} {list(input.shape)}")
     unbatched = input.dim() == nd + 1
-    x = S.unsqueeze(input, 0) if unbatched else input
+    x = input.unsqueeze(0) if unbatched else input
     N, Cc = x.shape[0], x.shape[1]
     in_sp = tuple(x.shape[2:])
     out_sp = _adaptive_out(output_size, in_sp, nd)
     p = _adaptive_plan(Cc, in_sp, out_sp)
     if kind == "avg":
         cols = im2col.unfold_cols(x, p, 0.0)
-        tot = R.sum(S.reshape(cols, (N, p.L, Cc, p.K)), -1)
+        tot = cols.reshape((N, p.L, Cc, p.K)).sum(-1)
         cnt = p.float_table("cnt", lambda: (p.pix >= 0).sum(1, keepdims=True).astype(np.float64), x)
-        out = E.div(tot, cnt)
+        out = tot / cnt
         idx: Tensor | None = None
     else:
         cols = im2col.unfold_cols(x, p, -math.inf)
-        out, idx = nodes.pool.max_last(S.reshape(cols, (N, p.L, Cc, p.K)))
+        out, idx = nodes.pool.max_last(cols.reshape((N, p.L, Cc, p.K)))
     out = _nchw(out, (N,) + out_sp + (Cc,))
     if unbatched:
-        out = S.squeeze(out, 0)
+        out = out.squeeze(0)
     if not return_indices:
         return out
     assert idx is not None  # only max pooling returns indices
     pix = p.table_pix(x)
-    pe = S.expand(S.reshape(pix, (1, p.L, 1, p.K)), (N, p.L, Cc, p.K))
-    ind = S.squeeze(I.gather(pe, 3, S.unsqueeze(idx, -1)), -1)
+    pe = pix.reshape((1, p.L, 1, p.K)).expand((N, p.L, Cc, p.K))
+    ind = pe.gather(3, idx.unsqueeze(-1)).squeeze(-1)
     ind = _nchw(ind, (N,) + out_sp + (Cc,))
-    return out, (S.squeeze(ind, 0) if unbatched else ind)
+    return out, (ind.squeeze(0) if unbatched else ind)
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
@@ -1353,28 +1347,27 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if nodes.norm.norm_fast_path(input, "batch_norm", weight, bias, running_mean, running_var,
                                  shape=(Cc,)):
             return nodes.norm.batch_norm(input, weight, bias, running_mean, running_var, momentum, eps)
-        mu = R.mean(input, axes, keepdim=True)
-        xc = E.sub(input, mu)
-        var = R.mean(E.mul(xc, xc), axes, keepdim=True)
+        mu = input.mean(axes, keepdim=True)
+        xc = input - mu
+        var = (xc * xc).mean(axes, keepdim=True)
         if running_mean is not None or running_var is not None:
             with no_grad():
                 if running_mean is not None:
-                    running_mean.mul_(1 - momentum).add_(E.mul(S.reshape(mu.detach(), (Cc,)),
-                                                               momentum))
+                    running_mean.mul_(1 - momentum).add_(mu.detach().reshape((Cc,)) * momentum)
                 if running_var is not None:
-                    unb = E.mul(S.reshape(var.detach(), (Cc,)), n / (n - 1))
-                    running_var.mul_(1 - momentum).add_(E.mul(unb, momentum))
-        y = E.mul(xc, E.rsqrt(E.add(var, eps)))
+                    unb = var.detach().reshape((Cc,)) * (n / (n - 1))
+                    running_var.mul_(1 - momentum).add_(unb * momentum)
+        y = xc * (var + eps).rsqrt()
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("running_mean must be defined in evaluation mode")
         rm = _bview(running_mean, input.dim())
         rv = _bview(running_var, input.dim())
-        y = E.mul(E.sub(input, rm), E.rsqrt(E.add(rv, eps)))
+        y = (input - rm) * (rv + eps).rsqrt()
     if weight is not None:
-        y = E.mul(y, _bview(weight, input.dim()))
+        y = y * _bview(weight, input.dim())
     if bias is not None:
-        y = E.add(y, _bview(bias, input.dim()))
+        y = y + _bview(bias, input.dim())
     return y
 
 
@@ -1384,26 +1377,27 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
                   eps: float = 1e-5) -> Tensor:
     axes = tuple(range(2, input.dim()))
     if use_input_stats:
-        mu = R.mean(input, axes, keepdim=True)
-        xc = E.sub(input, mu)
-        var = R.mean(E.mul(xc, xc), axes, keepdim=True)
+        mu = input.mean(axes, keepdim=True)
+        xc = input - mu
+        var = (xc * xc).mean(axes, keepdim=True)
         if running_mean is not None and running_var is not None:
             n = math.prod(input.shape[2:])
             with no_grad():
-                m = R.mean(S.reshape(mu.detach(), tuple(input.shape[:2])), 0)
-                v = R.mean(S.reshape(var.detach(), tuple(input.shape[:2])), 0)
-                running_mean.mul_(1 - momentum).add_(E.mul(m, momentum))
-                running_var.mul_(1 - momentum).add_(E.mul(E.mul(v, n / max(n - 1, 1)), momentum))
-        y = E.mul(xc, E.rsqrt(E.add(var, eps)))
+                m = mu.detach().reshape(tuple(input.shape[:2])).mean(0)
+                v = var.detach().reshape(tuple(input.shape[:2])).mean(0)
+                running_mean.mul_(1 - momentum).add_(m * momentum)
+                running_var.mul_(1 - momentum).add_(v * (n / max(n - 1, 1)) * momentum)
+        y = xc * (var + eps).rsqrt()
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
-        y = E.mul(E.sub(input, _bview(running_mean, input.dim())),
-                  E.rsqrt(E.add(_bview(running_var, input.dim()), eps)))
+        rm = _bview(running_mean, input.dim())
+        rv = _bview(running_var, input.dim())
+        y = (input - rm) * (rv + eps).rsqrt()
     if weight is not None:
-        y = E.mul(y, _bview(weight, input.dim()))
+        y = y * _bview(weight, input.dim())
     if bias is not None:
-        y = E.add(y, _bview(bias, input.dim()))
+        y = y + _bview(bias, input.dim())
     return y
 
 
@@ -1417,19 +1411,19 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
                            f"[*, {', '.join(map(str, ns))}], but got input of size"
                            f"{list(input.shape)}")
     if input.dtype is _dtype.bfloat16:  # PyTorch's kernel computes in float32 and rounds once
-        w, b = (None if t is None else C.to(t, dtype=_dtype.float32) for t in (weight, bias))
-        return C.to(layer_norm(C.to(input, dtype=_dtype.float32), ns, w, b, eps), dtype=input.dtype)
+        w, b = (None if t is None else t.to(dtype=_dtype.float32) for t in (weight, bias))
+        return layer_norm(input.to(dtype=_dtype.float32), ns, w, b, eps).to(dtype=input.dtype)
     if nodes.norm.norm_fast_path(input, "layer_norm", weight, bias, shape=ns):
         return nodes.norm.layer_norm(input, ns, weight, bias, eps)  # one backend call each way
     axes = tuple(range(input.dim() - k, input.dim()))
-    mu = R.mean(input, axes, keepdim=True)
-    xc = E.sub(input, mu)
-    var = R.mean(E.mul(xc, xc), axes, keepdim=True)
-    y = E.mul(xc, E.rsqrt(E.add(var, eps)))
+    mu = input.mean(axes, keepdim=True)
+    xc = input - mu
+    var = (xc * xc).mean(axes, keepdim=True)
+    y = xc * (var + eps).rsqrt()
     if weight is not None:
-        y = E.mul(y, weight)
+        y = y * weight
     if bias is not None:
-        y = E.add(y, bias)
+        y = y + bias
     return y
 
 
@@ -1439,8 +1433,8 @@ def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | No
     axes = tuple(range(input.dim() - len(ns), input.dim()))
     if eps is None:
         eps = float(np.finfo(input.dtype.numpy).eps)
-    y = E.mul(input, E.rsqrt(E.add(R.mean(E.mul(input, input), axes, keepdim=True), eps)))
-    return E.mul(y, weight) if weight is not None else y
+    y = input * ((input * input).mean(axes, keepdim=True) + eps).rsqrt()
+    return y * weight if weight is not None else y
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
@@ -1453,36 +1447,36 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     if Cc % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, "
                            f"but got input of shape {list(input.shape)} and num_groups={num_groups}")
-    x = S.reshape(input, (N, num_groups, -1))
-    mu = R.mean(x, -1, keepdim=True)
-    xc = E.sub(x, mu)
-    var = R.mean(E.mul(xc, xc), -1, keepdim=True)
-    y = S.reshape(E.mul(xc, E.rsqrt(E.add(var, eps))), tuple(input.shape))
+    x = input.reshape((N, num_groups, -1))
+    mu = x.mean(-1, keepdim=True)
+    xc = x - mu
+    var = (xc * xc).mean(-1, keepdim=True)
+    y = (xc * (var + eps).rsqrt()).reshape(tuple(input.shape))
     if weight is not None:
-        y = E.mul(y, _bview(weight, input.dim()))
+        y = y * _bview(weight, input.dim())
     if bias is not None:
-        y = E.add(y, _bview(bias, input.dim()))
+        y = y + _bview(bias, input.dim())
     return y
 
 
 def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
                         k: float = 1.0) -> Tensor:
-    sq = E.mul(input, input)
+    sq = input * input
     N, Cc = input.shape[0], input.shape[1]
-    flat = S.reshape(sq, (N, 1, Cc, -1))
+    flat = sq.reshape((N, 1, Cc, -1))
     padded = pad(flat, (0, 0, size // 2, (size - 1) // 2))
     div = avg_pool2d(padded, (size, 1), stride=1)
-    div = S.reshape(div, tuple(input.shape))
-    return E.div(input, E.pow(E.add(E.mul(div, alpha), k), beta))
+    div = div.reshape(tuple(input.shape))
+    return input / (div * alpha + k) ** beta
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out: Tensor | None = None) -> Tensor:
     """``input / max(||input||_p, eps)`` along ``dim``."""
-    denom = E.clamp(R.norm(input, p, dim, keepdim=True), eps, None)
-    res = E.div(input, denom)
+    denom = input.norm(p, dim, keepdim=True).clamp(eps, None)
+    res = input / denom
     if out is not None:
-        C.copy_(out, res)
+        out.copy_(res)
         return out
     return res
 
@@ -1503,11 +1497,11 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
     _check_same_size(input, target)
     dt = _dtype.result_type(input, target)
     if not dt.is_floating_point:  # as PyTorch: no integer or bool kernel (bool - bool is refused)
-        raise RuntimeError(f"\"mse_cpu\" not implemented for '{E._type_name(dt)}'")
-    d = E.sub(C.to(input, dtype=dt), C.to(target, dtype=dt))
-    loss = E.mul(d, d)
+        raise RuntimeError(f"\"mse_cpu\" not implemented for '{_type_name(dt)}'")
+    d = input.to(dtype=dt) - target.to(dtype=dt)
+    loss = d * d
     if weight is not None:
-        loss = E.mul(loss, weight)
+        loss = loss * weight
     return _reduce(loss, reduction)
 
 
@@ -1517,9 +1511,9 @@ def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_same_size(input, target)
-    loss = E.abs(E.sub(input, target))
+    loss = (input - target).abs()
     if weight is not None:
-        loss = E.mul(loss, weight)
+        loss = loss * weight
     return _reduce(loss, reduction)
 
 
@@ -1531,10 +1525,10 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, redu
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     _check_same_size(input, target)
-    d = E.abs(E.sub(input, target))
+    d = (input - target).abs()
     if beta == 0:
         return _reduce(d, reduction)
-    loss = I.where(E.lt(d, beta), E.div(E.mul(E.mul(d, d), 0.5), beta), E.sub(d, 0.5 * beta))
+    loss = where(d < beta, d * d * 0.5 / beta, d - 0.5 * beta)
     return _reduce(loss, reduction)
 
 
@@ -1542,10 +1536,10 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
                weight: Tensor | None = None) -> Tensor:
     _check_reduction(reduction)
     _check_same_size(input, target)
-    d = E.abs(E.sub(input, target))
-    loss = I.where(E.lt(d, delta), E.mul(E.mul(d, d), 0.5), E.mul(E.sub(d, 0.5 * delta), delta))
+    d = (input - target).abs()
+    loss = where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
     if weight is not None:
-        loss = E.mul(loss, weight)
+        loss = loss * weight
     return _reduce(loss, reduction)
 
 
@@ -1554,7 +1548,7 @@ def _class_mask(target: Tensor, Cc: int, ndim: int) -> Tensor:
     ar = _creation.arange(Cc, device=target.device)
     shape = [1] * ndim
     shape[1] = Cc
-    return E.eq(S.unsqueeze(target, 1), S.reshape(ar, tuple(shape)))
+    return target.unsqueeze(1).eq(ar.reshape(tuple(shape)))
 
 
 def _check_targets(target: Tensor, Cc: int, ignore_index: int) -> None:
@@ -1571,7 +1565,7 @@ def _unbatched_target(target: Tensor) -> Tensor:
         if target.shape[0] != 1:
             raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: "
                              f"{target.shape[0]}")
-        target = S.reshape(target, ())
+        target = target.reshape(())
     return target
 
 
@@ -1584,12 +1578,12 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     if input.dim() < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
     if target.dtype.is_floating_point:
-        raise RuntimeError(f"expected scalar type Long but found {E._type_name(target.dtype)}")
+        raise RuntimeError(f"expected scalar type Long but found {_type_name(target.dtype)}")
     if input.dim() == 1:
         target = _unbatched_target(target)
-        input, target = S.unsqueeze(input, 0), S.unsqueeze(target, 0)
+        input, target = input.unsqueeze(0), target.unsqueeze(0)
         res = nll_loss(input, target, weight, None, ignore_index, None, reduction)
-        return S.squeeze(res, 0) if reduction == "none" else res
+        return res.squeeze(0) if reduction == "none" else res
     if input.shape[0] != target.shape[0]:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
                          f"({target.shape[0]}).")
@@ -1602,20 +1596,20 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
     _check_targets(target, Cc, ignore_index)
     mask = _class_mask(target, Cc, input.dim())
-    picked = R.sum(I.where(mask, input, 0.0), 1)  # (N, ...)
-    valid = E.ne(target, ignore_index)
+    picked = where(mask, input, 0.0).sum(1)  # (N, ...)
+    valid = target.ne(ignore_index)
     if weight is not None:
         wb = _bview(weight.to(input.dtype), input.dim())
-        w = R.sum(I.where(mask, wb, 0.0), 1)
-        w = I.where(valid, w, 0.0)
+        w = where(mask, wb, 0.0).sum(1)
+        w = where(valid, w, 0.0)
     else:
-        w = C.to(valid, dtype=input.dtype)
-    loss = E.neg(E.mul(picked, w))
+        w = valid.to(dtype=input.dtype)
+    loss = -(picked * w)
     if reduction == "none":
         return loss
     if reduction == "sum":
-        return R.sum(loss)
-    return E.div(R.sum(loss), R.sum(w))
+        return loss.sum()
+    return loss.sum() / w.sum()
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -1642,14 +1636,14 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                f"{list(target.shape)}")
         x = logp
         if weight is not None:
-            x = E.mul(x, _bview(weight, input.dim(), class_dim))
+            x = x * _bview(weight, input.dim(), class_dim)
         t = target
         if label_smoothing > 0:
-            t = E.add(E.mul(t, 1 - label_smoothing), label_smoothing / Cc)
-        loss = E.neg(R.sum(E.mul(x, t), class_dim))
+            t = t * (1 - label_smoothing) + label_smoothing / Cc
+        loss = -(x * t).sum(class_dim)
         if reduction == "mean":
             n = input.numel() // Cc if input.numel() else 0
-            return E.div(R.sum(loss), n) if n else R.sum(loss)
+            return loss.sum() / n if n else loss.sum()
         return _reduce(loss, reduction)
     if input.dim() == 1:
         target = _unbatched_target(target)
@@ -1657,28 +1651,28 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     if label_smoothing <= 0:
         return nll
     if input.dim() == 1:
-        logp_b, target_b = S.unsqueeze(logp, 0), S.unsqueeze(target, 0)
+        logp_b, target_b = logp.unsqueeze(0), target.unsqueeze(0)
     else:
         logp_b, target_b = logp, target
-    ignore = E.eq(target_b, ignore_index)
+    ignore = target_b.eq(ignore_index)
     if weight is not None:
-        smooth = E.neg(R.sum(E.mul(logp_b, _bview(weight, logp_b.dim())), 1))
+        smooth = -(logp_b * _bview(weight, logp_b.dim())).sum(1)
     else:
-        smooth = E.neg(R.sum(logp_b, 1))
-    smooth = I.where(ignore, 0.0, smooth)
+        smooth = -logp_b.sum(1)
+    smooth = where(ignore, 0.0, smooth)
     if reduction == "mean":
         if weight is not None:
             mask = _class_mask(target_b, Cc, logp_b.dim())
-            wt = R.sum(I.where(mask, _bview(weight, logp_b.dim()), 0.0), 1)
-            denom = R.sum(I.where(ignore, 0.0, wt))
+            wt = where(mask, _bview(weight, logp_b.dim()), 0.0).sum(1)
+            denom = where(ignore, 0.0, wt).sum()
         else:
-            denom = R.sum(C.to(E.logical_not(ignore), dtype=input.dtype))
-        ret = E.div(R.sum(smooth), denom)
+            denom = ignore.logical_not().to(dtype=input.dtype).sum()
+        ret = smooth.sum() / denom
     elif reduction == "sum":
-        ret = R.sum(smooth)
+        ret = smooth.sum()
     else:
-        ret = smooth if input.dim() > 1 else S.squeeze(smooth, 0)
-    return E.add(E.mul(nll, 1 - label_smoothing), E.mul(ret, label_smoothing / Cc))
+        ret = smooth if input.dim() > 1 else smooth.squeeze(0)
+    return nll * (1 - label_smoothing) + ret * (label_smoothing / Cc)
 
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -1691,16 +1685,16 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
     if target.dtype is not input.dtype:  # as PyTorch: no promotion between input and target
-        raise RuntimeError(f"Found dtype {E._type_name(target.dtype)} but expected "
-                           f"{E._type_name(input.dtype)}")
+        raise RuntimeError(f"Found dtype {_type_name(target.dtype)} but expected "
+                           f"{_type_name(input.dtype)}")
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"\"binary_cross_entropy\" not implemented for "
-                           f"'{E._type_name(input.dtype)}'")
+                           f"'{_type_name(input.dtype)}'")
     nodes.loss.check_unit_interval(input, "input")  # on every device: else a wrong loss or NaN, silently
     nodes.loss.check_unit_interval(target, "target")
     loss = nodes.loss.binary_cross_entropy(input, target)
     if weight is not None:
-        loss = E.mul(loss, weight)
+        loss = loss * weight
     return _reduce(loss, reduction)
 
 
@@ -1715,14 +1709,14 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
     # log(1 + exp(-x)) computed as log1p(exp(-|x|)) + max(-x, 0)
-    sp = E.add(E.log1p(E.exp(E.neg(E.abs(input)))), E.relu(E.neg(input)))
+    sp = (-input.abs()).exp().log1p() + (-input).relu()
     if pos_weight is not None:
-        lw = E.add(E.mul(E.sub(pos_weight, 1.0), target), 1.0)
-        loss = E.add(E.mul(E.sub(1.0, target), input), E.mul(lw, sp))
+        lw = (pos_weight - 1.0) * target + 1.0
+        loss = (1.0 - target) * input + lw * sp
     else:
-        loss = E.add(E.mul(E.sub(1.0, target), input), sp)
+        loss = (1.0 - target) * input + sp
     if weight is not None:
-        loss = E.mul(loss, weight)
+        loss = loss * weight
     return _reduce(loss, reduction)
 
 
@@ -1736,14 +1730,13 @@ def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any 
                       "KL div math definition.'mean' will be changed to behave the same as "
                       "'batchmean' in the next major release.", stacklevel=2)
     if log_target:
-        loss = E.mul(E.exp(target), E.sub(target, input))
+        loss = target.exp() * (target - input)
     else:
         # xlogy: 0 where target == 0
-        tlog = I.where(E.eq(target, 0), 0.0, E.mul(target, E.log(I.where(E.gt(target, 0), target,
-                                                                         1.0))))
-        loss = E.sub(tlog, E.mul(target, input))
+        tlog = where(target.eq(0), 0.0, target * where(target > 0, target, 1.0).log())
+        loss = tlog - target * input
     if reduction == "batchmean":
-        return E.div(R.sum(loss), input.shape[0]) if input.dim() else R.sum(loss)
+        return loss.sum() / input.shape[0] if input.dim() else loss.sum()
     return _reduce(loss, reduction)
 
 
@@ -1752,13 +1745,13 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
                      reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if log_input:
-        loss = E.sub(E.exp(input), E.mul(target, input))
+        loss = input.exp() - target * input
     else:
-        loss = E.sub(input, E.mul(target, E.log(E.add(input, eps))))
+        loss = input - target * (input + eps).log()
     if full:
-        st = E.add(E.sub(E.mul(target, E.log(I.where(E.gt(target, 0), target, 1.0))), target),
-                   E.mul(E.log(E.mul(target, 2 * math.pi)), 0.5))
-        loss = E.add(loss, I.where(E.gt(target, 1), st, 0.0))
+        st = target * where(target > 0, target, 1.0).log() - target \
+            + (target * (2 * math.pi)).log() * 0.5
+        loss = loss + where(target > 1, st, 0.0)
     return _reduce(loss, reduction)
 
 
@@ -1766,11 +1759,11 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Any, full: bool = Fals
                       eps: float = 1e-6, reduction: str = "mean") -> Tensor:
     if not isinstance(var, Tensor):
         var = _creation.full(tuple(input.shape), float(var), dtype=input.dtype, device=input.device)
-    v = E.clamp(var, eps, None)
-    d = E.sub(input, target)
-    loss = E.mul(E.add(E.log(v), E.div(E.mul(d, d), v)), 0.5)
+    v = var.clamp(eps, None)
+    d = input - target
+    loss = (v.log() + d * d / v) * 0.5
     if full:
-        loss = E.add(loss, 0.5 * math.log(2 * math.pi))
+        loss = loss + 0.5 * math.log(2 * math.pi)
     return _reduce(loss, reduction)
 
 
@@ -1778,33 +1771,33 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
                         size_average: Any = None, reduce: Any = None, reduction: str = "mean"
                         ) -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    return _reduce(E.relu(E.add(E.mul(E.neg(target), E.sub(input1, input2)), margin)), reduction)
+    return _reduce((-target * (input1 - input2) + margin).relu(), reduction)
 
 
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
                          size_average: Any = None, reduce: Any = None, reduction: str = "mean"
                          ) -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    pos = I.where(E.eq(target, 1), input, 0.0)
-    neg = I.where(E.eq(target, -1), E.relu(E.sub(margin, input)), 0.0)
-    return _reduce(E.add(pos, neg), reduction)
+    pos = where(target.eq(1), input, 0.0)
+    # a call, not ``margin - input``: a NumPy scalar margin would turn the tensor into an ndarray
+    neg = where(target.eq(-1), elementwise.sub(margin, input).relu(), 0.0)
+    return _reduce(pos + neg, reduction)
 
 
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
                      reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    return _reduce(softplus(E.mul(E.neg(target), input)), reduction)
+    return _reduce(softplus(-target * input), reduction)
 
 
 def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                 size_average: Any = None, reduce: Any = None,
                                 reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    loss = E.neg(E.add(E.mul(target, logsigmoid(input)),
-                       E.mul(E.sub(1.0, target), logsigmoid(E.neg(input)))))
+    loss = -(target * logsigmoid(input) + (1.0 - target) * logsigmoid(-input))
     if weight is not None:
-        loss = E.mul(loss, weight)
-    loss = R.mean(loss, -1)
+        loss = loss * weight
+    loss = loss.mean(-1)
     return _reduce(loss, reduction)
 
 
@@ -1813,7 +1806,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
                           ) -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
     cos = cosine_similarity(input1, input2, dim=-1)
-    loss = I.where(E.eq(target, 1), E.sub(1.0, cos), E.relu(E.sub(cos, margin)))
+    loss = where(target.eq(1), 1.0 - cos, (cos - margin).relu())
     return _reduce(loss, reduction)
 
 
@@ -1825,8 +1818,8 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
     dp = pairwise_distance(anchor, positive, p, eps)
     dn = pairwise_distance(anchor, negative, p, eps)
     if swap:
-        dn = E.minimum(dn, pairwise_distance(positive, negative, p, eps))
-    return _reduce(E.relu(E.add(E.sub(dp, dn), margin)), reduction)
+        dn = dn.minimum(pairwise_distance(positive, negative, p, eps))
+    return _reduce((dp - dn + margin).relu(), reduction)
 
 
 def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
@@ -1847,8 +1840,8 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     dp = dist(anchor, positive)
     dn = dist(anchor, negative)
     if swap:
-        dn = E.minimum(dn, dist(positive, negative))
-    return _reduce(E.clamp(E.add(E.sub(dp, dn), margin), 0.0, None), reduction)
+        dn = dn.minimum(dist(positive, negative))
+    return _reduce((dp - dn + margin).clamp(0.0, None), reduction)
 
 
 def _margin_target(name: str, input: Tensor, target: Tensor, same_shape: bool) -> None:
@@ -1856,7 +1849,7 @@ def _margin_target(name: str, input: Tensor, target: Tensor, same_shape: bool) -
         raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, "
                            f"but got: {list(input.shape)}")
     if target.dtype is not _dtype.int64:
-        raise RuntimeError(f"expected scalar type Long but found {E._type_name(target.dtype)}")
+        raise RuntimeError(f"expected scalar type Long but found {_type_name(target.dtype)}")
     if same_shape:
         if tuple(target.shape) != tuple(input.shape):
             raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
@@ -1881,24 +1874,25 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     if weight is not None and weight.dim() != 1:
         raise ValueError("weight must be one-dimensional")
     _margin_target("multi_margin_loss", input, target, False)
-    x = input if input.dim() == 2 else S.reshape(input, (1, -1))
+    x = input if input.dim() == 2 else input.reshape((1, -1))
     Cc = x.shape[1]
     if weight is not None and weight.numel() != Cc:
         raise RuntimeError(f"inconsistent weight size, expected {Cc} but got "
                            f"{list(weight.shape)}")
-    t = S.reshape(target, (-1,))
-    if t.numel() and (int(R.min(t).item()) < 0 or int(R.max(t).item()) >= Cc):
+    t = target.reshape((-1,))
+    if t.numel() and (int(t.min().item()) < 0 or int(t.max().item()) >= Cc):
         raise RuntimeError("target out of range")
-    t1 = S.unsqueeze(t, 1)
-    m = E.relu(E.add(E.sub(margin, I.gather(x, 1, t1)), x))
+    t1 = t.unsqueeze(1)
+    # a call, not ``margin - ...``: a NumPy scalar margin would turn the tensor into an ndarray
+    m = (elementwise.sub(margin, x.gather(1, t1)) + x).relu()
     if p == 2:
-        m = E.mul(m, m)
+        m = m * m
     if weight is not None:
-        m = E.mul(m, S.unsqueeze(I.gather(weight, 0, t), 1))
-    m = I.where(_class_mask(t, Cc, 2), 0.0, m)
-    loss = E.div(R.sum(m, 1), Cc)
+        m = m * weight.gather(0, t).unsqueeze(1)
+    m = where(_class_mask(t, Cc, 2), 0.0, m)
+    loss = m.sum(1) / Cc
     if input.dim() < 2:
-        loss = S.reshape(loss, ())
+        loss = loss.reshape(())
     return _reduce(loss, reduction)
 
 
@@ -1909,7 +1903,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = No
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _margin_target("multilabel_margin_loss", input, target, True)
-    x = input if input.dim() == 2 else S.reshape(input, (1, -1))
+    x = input if input.dim() == 2 else input.reshape((1, -1))
     Cc = x.shape[1]
     # which target slots count (before the first -1) and which classes are targets: a host
     # computation on the (small, integer, never differentiated) target
@@ -1923,11 +1917,11 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = No
     pair_ok = valid[:, :, None] & ~is_target[:, None, :]  # (N, slot, class)
     ok = _creation.tensor(pair_ok, device=x.device)
     tt = _creation.tensor(np.where(valid, t, 0), device=x.device)
-    xy = I.gather(x, 1, tt)  # (N, slot)
-    pair = E.relu(E.add(E.sub(1.0, S.unsqueeze(xy, 2)), S.unsqueeze(x, 1)))
-    loss = E.div(R.sum(I.where(ok, pair, 0.0), (1, 2)), Cc)
+    xy = x.gather(1, tt)  # (N, slot)
+    pair = (1.0 - xy.unsqueeze(2) + x.unsqueeze(1)).relu()
+    loss = where(ok, pair, 0.0).sum((1, 2)) / Cc
     if input.dim() < 2:
-        loss = S.reshape(loss, ())
+        loss = loss.reshape(())
     return _reduce(loss, reduction)
 
 
@@ -1961,9 +1955,9 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
     logits_shape = (*nb, nc, *outf)
     if tuple(target.shape) == logits_shape and ignore_index is not None:
         raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
-    w2 = S.reshape(linear_weight, (-1, fin))
-    b2 = None if linear_bias is None else S.reshape(linear_bias, (-1,))
-    logits = S.reshape(linear(input, w2, b2), logits_shape)
+    w2 = linear_weight.reshape((-1, fin))
+    b2 = None if linear_bias is None else linear_bias.reshape((-1,))
+    logits = linear(input, w2, b2).reshape(logits_shape)
     return cross_entropy(logits, target, weight, ignore_index=-100 if ignore_index is None
                          else ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
@@ -1981,13 +1975,13 @@ def _logaddexp(*xs: Tensor) -> Tensor:
     where all are ``-inf`` (the result is then ``-inf`` and passes no gradient)."""
     m = xs[0]
     for x in xs[1:]:
-        m = E.maximum(m, x)
-    m = I.where(E.eq(m, -math.inf), 0.0, m).detach()
-    tot = E.exp(E.sub(xs[0], m))
+        m = m.maximum(x)
+    m = where(m.eq(-math.inf), 0.0, m).detach()
+    tot = (xs[0] - m).exp()
     for x in xs[1:]:
-        tot = E.add(tot, E.exp(E.sub(x, m)))
-    none = E.eq(tot, 0.0)
-    return I.where(none, -math.inf, E.add(m, E.log(I.where(none, 1.0, tot))))
+        tot = tot + (x - m).exp()
+    none = tot.eq(0.0)
+    return where(none, -math.inf, m + where(none, 1.0, tot).log())
 
 
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_lengths: Any,
@@ -2005,7 +1999,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
         raise RuntimeError(f"ctc_loss: expected log_probs to be 2-D (unbatched) or 3-D, got "
                            f"{log_probs.dim()}-D")
     unbatched = log_probs.dim() == 2
-    lp = S.unsqueeze(log_probs, 1) if unbatched else log_probs
+    lp = log_probs.unsqueeze(1) if unbatched else log_probs
     Tn, N, Cc = lp.shape
     il, tl = _host_ints(input_lengths, "lengths"), _host_ints(target_lengths, "lengths")
     tg = _host_ints(targets, "targets")
@@ -2050,43 +2044,43 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
         return _creation.tensor(a, device=dev)
 
     idx = t_(ext)
-    lpe = I.gather(lp, 2, S.expand(S.unsqueeze(idx, 0), (Tn, N, Sx)))  # (T, N, S')
+    lpe = lp.gather(2, idx.unsqueeze(0).expand((Tn, N, Sx)))  # (T, N, S')
     start = (pos[None, :] == 0) | ((pos[None, :] == 1) & (tl[:, None] > 0))
-    alpha = I.where(t_(start), lpe[0], -math.inf)
+    alpha = where(t_(start), lpe[0], -math.inf)
     neg = _creation.full((N, 2), -math.inf, dtype=lp.dtype, device=dev)
     skip_t, valid_t = t_(skip), t_(valid)
     for t in range(1, Tn):
-        a1 = J.cat([neg[:, :1], alpha[:, :-1]], 1)
-        a2 = I.where(skip_t, J.cat([neg, alpha[:, :-2]], 1), -math.inf)
-        new = I.where(valid_t, E.add(_logaddexp(alpha, a1, a2), lpe[t]), -math.inf)
-        alpha = I.where(t_((t < il)[:, None]), new, alpha)  # sequences that ended keep alpha
+        a1 = cat([neg[:, :1], alpha[:, :-1]], 1)
+        a2 = where(skip_t, cat([neg, alpha[:, :-2]], 1), -math.inf)
+        new = where(valid_t, _logaddexp(alpha, a1, a2) + lpe[t], -math.inf)
+        alpha = where(t_((t < il)[:, None]), new, alpha)  # sequences that ended keep alpha
     last = t_((2 * tl)[:, None])
     before = t_(np.maximum(2 * tl - 1, 0)[:, None])
-    a_last = S.squeeze(I.gather(alpha, 1, last), 1)
-    a_before = S.squeeze(I.gather(alpha, 1, before), 1)
-    a_before = I.where(t_(tl > 0), a_before, -math.inf)
-    loss = E.neg(_logaddexp(a_last, a_before))
+    a_last = alpha.gather(1, last).squeeze(1)
+    a_before = alpha.gather(1, before).squeeze(1)
+    a_before = where(t_(tl > 0), a_before, -math.inf)
+    loss = -_logaddexp(a_last, a_before)
     if zero_infinity:
-        loss = I.where(E.eq(loss, math.inf), 0.0, loss)
+        loss = where(loss.eq(math.inf), 0.0, loss)
     if reduction == "mean":
-        return R.mean(E.div(loss, t_(np.maximum(tl, 1)).to(loss.dtype)))
+        return (loss / t_(np.maximum(tl, 1)).to(loss.dtype)).mean()
     if reduction == "sum":
-        return R.sum(loss)
-    return S.squeeze(loss, 0) if unbatched else loss
+        return loss.sum()
+    return loss.squeeze(0) if unbatched else loss
 
 
 # ------------------------------------------------------------------ misc
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """``x1 . x2 / max(||x1|| ||x2||, eps)`` along ``dim``."""
-    num = R.sum(E.mul(x1, x2), dim)
-    n1 = R.sum(E.mul(x1, x1), dim)
-    n2 = R.sum(E.mul(x2, x2), dim)
-    return E.div(num, E.sqrt(E.clamp(E.mul(n1, n2), eps * eps, None)))
+    num = (x1 * x2).sum(dim)
+    n1 = (x1 * x1).sum(dim)
+    n2 = (x2 * x2).sum(dim)
+    return num / (n1 * n2).clamp(eps * eps, None).sqrt()
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
                       keepdim: bool = False) -> Tensor:
-    return R.norm(E.add(E.sub(x1, x2), eps), p, -1, keepdim)
+    return (x1 - x2 + eps).norm(p, -1, keepdim)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
@@ -2104,7 +2098,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     elif num_classes == -1:
         raise RuntimeError("Can not infer total number of classes from empty tensor.")
     ar = _creation.arange(num_classes, device=tensor.device)
-    return C.to(E.eq(S.unsqueeze(tensor, -1), ar), dtype=_dtype.int64)
+    return tensor.unsqueeze(-1).eq(ar).to(dtype=_dtype.int64)
 
 
 def _pad_plan(in_sp: tuple[int, ...], pads: tuple[tuple[int, int], ...], mode: str
@@ -2145,9 +2139,9 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
     i, j = np.triu_indices(input.shape[0], 1)
-    a = I.index_select(input, 0, _creation.tensor(i, dtype=_dtype.int64, device=input.device))
-    b = I.index_select(input, 0, _creation.tensor(j, dtype=_dtype.int64, device=input.device))
-    return R.norm(E.sub(a, b), p, 1)
+    a = input.index_select(0, _creation.tensor(i, dtype=_dtype.int64, device=input.device))
+    b = input.index_select(0, _creation.tensor(j, dtype=_dtype.int64, device=input.device))
+    return (a - b).norm(p, 1)
 
 
 def _unpool_output_size(in_sp: tuple[int, ...], k: tuple[int, ...], s: tuple[int, ...],
@@ -2182,27 +2176,27 @@ def _max_unpoolnd(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any,
                            f"tensor with {input.dim() + 1} dimensions.")
     if indices.dtype is not _dtype.int64:
         raise RuntimeError(f"elements in indices should be type int64 but got: "
-                           f"{E._type_name(indices.dtype)}")
+                           f"{_type_name(indices.dtype)}")
     if tuple(indices.shape) != tuple(input.shape):
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
                            f"({list(input.shape)}) but got indices tensor with shape: "
                            f"{list(indices.shape)}")
     unbatched = input.dim() == nd + 1
-    x = S.unsqueeze(input, 0) if unbatched else input
-    idx = S.unsqueeze(indices, 0) if unbatched else indices
+    x = input.unsqueeze(0) if unbatched else input
+    idx = indices.unsqueeze(0) if unbatched else indices
     out_sp = _unpool_output_size(tuple(x.shape[2:]), k, s, pd, output_size)
     P = math.prod(out_sp)
     if idx.numel():
-        lo, hi = int(R.min(idx).item()), int(R.max(idx).item())
+        lo, hi = int(idx.min().item()), int(idx.max().item())
         if lo < 0 or hi >= P:
             raise RuntimeError(f"Found an invalid max index: {hi if hi >= P else lo} (output "
                                f"volumes are of size {'x'.join(map(str, out_sp))})")
     N, Cc = x.shape[0], x.shape[1]
     # written, not summed: overlapping pooling windows can report the same maximum twice
     zeros = _creation.zeros((N, Cc, P), dtype=x.dtype, device=x.device)
-    out = I.scatter(zeros, 2, S.reshape(idx, (N, Cc, -1)), S.reshape(x, (N, Cc, -1)))
-    out = S.reshape(out, (N, Cc) + out_sp)
-    return S.squeeze(out, 0) if unbatched else out
+    out = zeros.scatter(2, idx.reshape((N, Cc, -1)), x.reshape((N, Cc, -1)))
+    out = out.reshape((N, Cc) + out_sp)
+    return out.squeeze(0) if unbatched else out
 
 
 def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
@@ -2255,10 +2249,10 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
                                f"your input.")
     lead = tuple(input.shape[:input.dim() - k])
     p = _pad_plan(in_sp, pads, mode)
-    x = S.reshape(input, (max(math.prod(lead), 1) if lead else 1, 1, math.prod(in_sp)))
+    x = input.reshape((max(math.prod(lead), 1) if lead else 1, 1, math.prod(in_sp)))
     fill = 0.0 if value is None else value
     out = im2col.unfold_cols(x, p, fill)
-    return S.reshape(out, lead + p.out_spatial)
+    return out.reshape(lead + p.out_spatial)
 
 
 _CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution coefficient
@@ -2365,7 +2359,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
         out = cols
     else:
         w = p.float_table("w", None, input)
-        out = R.sum(E.mul(S.reshape(cols, (N, p.L, Cc, p.K)), w), -1)
+        out = (cols.reshape((N, p.L, Cc, p.K)) * w).sum(-1)
     return _nchw(out, (N,) + out_sp + (Cc,))
 
 
@@ -2436,31 +2430,30 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
     # homogeneous coordinates, x (the last spatial axis) first
     base = np.stack([m.reshape(-1) for m in reversed(mesh)] + [np.ones(math.prod(sp))], 1)
     b = _creation.tensor(base, dtype=theta.dtype, device=theta.device)  # (P, nd + 1)
-    grid = L.matmul(b, S.transpose(theta, 1, 2))  # (N, P, nd)
-    return S.reshape(grid, (size[0],) + tuple(sp) + (nd,))
+    grid = b @ theta.transpose(1, 2)  # (N, P, nd)
+    return grid.reshape((size[0],) + tuple(sp) + (nd,))
 
 
 def _reflect(x: Tensor, lo2: float, hi2: float) -> Tensor:
     """PyTorch's ``reflect_coordinates``: fold ``x`` into [lo2 / 2, hi2 / 2] by reflections."""
     if lo2 == hi2:
-        return E.mul(x, 0.0)
+        return x * 0.0
     mn, span = lo2 / 2, (hi2 - lo2) / 2
-    a = E.abs(E.sub(x, mn))
-    extra = E.fmod(a, span)
-    flips = E.floor(E.div(a, span)).detach()
-    even = E.eq(E.remainder(flips, 2), 0)
-    return I.where(even, E.add(extra, mn), E.add(E.sub(span, extra), mn))
+    a = (x - mn).abs()
+    extra = a.fmod(span)
+    flips = (a / span).floor().detach()
+    even = flips.remainder(2).eq(0)
+    return where(even, extra + mn, span - extra + mn)
 
 
 def _grid_coord(g: Tensor, n: int, padding_mode: str, align_corners: bool) -> Tensor:
     """A normalised coordinate in [-1, 1] as a (fractional) index along a size-``n`` axis."""
-    x = E.mul(E.add(g, 1.0), (n - 1) / 2) if align_corners else \
-        E.div(E.sub(E.mul(E.add(g, 1.0), n), 1.0), 2)
+    x = (g + 1.0) * ((n - 1) / 2) if align_corners else ((g + 1.0) * n - 1.0) / 2
     if padding_mode == "border":
-        x = E.clamp(x, 0.0, n - 1.0)
+        x = x.clamp(0.0, n - 1.0)
     elif padding_mode == "reflection":
         x = _reflect(x, 0.0, 2.0 * (n - 1)) if align_corners else _reflect(x, -1.0, 2.0 * n - 1)
-        x = E.clamp(x, 0.0, n - 1.0)
+        x = x.clamp(0.0, n - 1.0)
     return x
 
 
@@ -2495,17 +2488,17 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     sp = tuple(input.shape[2:])  # (D,) H, W
     out_sp = tuple(grid.shape[1:-1])
     Pout = math.prod(out_sp)
-    g = S.reshape(grid, (N, Pout, nd))
+    g = grid.reshape((N, Pout, nd))
     # per axis in (D,) H, W order: grid component nd - 1 - i (x is the last spatial axis)
-    coords = [_grid_coord(S.select(g, 2, nd - 1 - i), sp[i], padding_mode, align_corners)
+    coords = [_grid_coord(g.select(2, nd - 1 - i), sp[i], padding_mode, align_corners)
               for i in range(nd)]
-    flat = S.reshape(input, (N, Cc, math.prod(sp)))
+    flat = input.reshape((N, Cc, math.prod(sp)))
     corners: list[list[tuple[Tensor, Tensor | None]]]
     if mode == "nearest":
-        corners = [[(E.round(c), None) for c in coords]]
+        corners = [[(c.round(), None) for c in coords]]
     else:
-        lo = [E.floor(c).detach() for c in coords]
-        corners = [[(E.add(lo[i], b), E.sub(c, lo[i]) if b else E.sub(1.0, E.sub(c, lo[i])))
+        lo = [c.floor().detach() for c in coords]
+        corners = [[(lo[i] + b, c - lo[i] if b else 1.0 - (c - lo[i]))
                     for i, (c, b) in enumerate(zip(coords, bits))]
                    for bits in np.ndindex(*(2,) * nd)]
     out: Tensor | None = None
@@ -2514,21 +2507,21 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
         ok: Tensor | None = None
         w: Tensor | None = None
         for i, (pos, wt) in enumerate(corner):
-            inside = E.logical_and(E.ge(pos, 0), E.le(pos, sp[i] - 1))
-            ok = inside if ok is None else E.logical_and(ok, inside)
-            p = E.clamp(pos.detach(), 0, sp[i] - 1)
-            idx = p if idx is None else E.add(E.mul(idx, sp[i]), p)
+            inside = (pos >= 0).logical_and(pos <= sp[i] - 1)
+            ok = inside if ok is None else ok.logical_and(inside)
+            p = pos.detach().clamp(0, sp[i] - 1)
+            idx = p if idx is None else idx * sp[i] + p
             if wt is not None:
-                w = wt if w is None else E.mul(w, wt)
+                w = wt if w is None else w * wt
         assert ok is not None and idx is not None
-        ii = C.to(idx, dtype=_dtype.int64)
-        v = I.gather(flat, 2, S.expand(S.unsqueeze(ii, 1), (N, Cc, Pout)))
-        v = I.where(S.unsqueeze(ok, 1), v, 0.0)
+        ii = idx.to(dtype=_dtype.int64)
+        v = flat.gather(2, ii.unsqueeze(1).expand((N, Cc, Pout)))
+        v = where(ok.unsqueeze(1), v, 0.0)
         if w is not None:
-            v = E.mul(v, S.unsqueeze(w, 1))
-        out = v if out is None else E.add(out, v)
+            v = v * w.unsqueeze(1)
+        out = v if out is None else out + v
     assert out is not None
-    return S.reshape(out, (N, Cc) + out_sp)
+    return out.reshape((N, Cc) + out_sp)
 
 
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
@@ -2540,10 +2533,10 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible "
                            f"by the square of upscale_factor, but input.size(-3)={c} is not "
                            f"divisible by {r * r}")
-    x = S.reshape(input, tuple(lead) + (c // (r * r), r, r, h, w))
+    x = input.reshape(tuple(lead) + (c // (r * r), r, r, h, w))
     n = len(lead)
-    x = S.permute(x, tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
-    return C.unaliased(S.reshape(x, tuple(lead) + (c // (r * r), h * r, w * r)), input)
+    x = x.permute(tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
+    return unaliased(x.reshape(tuple(lead) + (c // (r * r), h * r, w * r)), input)
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
@@ -2556,9 +2549,9 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
                                f"downscale_factor, but input.size({d})={size} is not divisible by "
                                f"{r}")
     n = len(lead)
-    x = S.reshape(input, tuple(lead) + (c, h // r, r, w // r, r))
-    x = S.permute(x, tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
-    return C.unaliased(S.reshape(x, tuple(lead) + (c * r * r, h // r, w // r)), input)
+    x = input.reshape(tuple(lead) + (c, h // r, r, w // r, r))
+    x = x.permute(tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
+    return unaliased(x.reshape(tuple(lead) + (c * r * r, h // r, w // r)), input)
 
 
 def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
@@ -2571,8 +2564,8 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
     (a view of the input when ``groups`` is 1 or the number of channels, hence the check)."""
     N, Cc = input.shape[:2]
     rest = tuple(input.shape[2:])
-    x = S.reshape(input, (N, groups, Cc // groups) + rest)
-    return C.unaliased(S.reshape(S.transpose(x, 1, 2), (N, Cc) + rest), input)
+    x = input.reshape((N, groups, Cc // groups) + rest)
+    return unaliased(x.transpose(1, 2).reshape((N, Cc) + rest), input)
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
@@ -2584,35 +2577,35 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     sc = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
         rep = query.shape[-3] // key.shape[-3]
-        key = J.repeat_interleave(key, rep, -3)
-        value = J.repeat_interleave(value, rep, -3)
-    attn = E.mul(L.matmul(query, S.transpose(key, -2, -1)), sc)
+        key = key.repeat_interleave(rep, -3)
+        value = value.repeat_interleave(rep, -3)
+    attn = (query @ key.transpose(-2, -1)) * sc
     if is_causal:
         if attn_mask is not None:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                                "when is_causal=True")
-        causal = J.tril(_creation.ones((Lq, Sk), dtype=_dtype.bool, device=query.device))
-        attn = I.where(causal, attn, -math.inf)
+        causal = _creation.ones((Lq, Sk), dtype=_dtype.bool, device=query.device).tril()
+        attn = where(causal, attn, -math.inf)
     if attn_mask is not None:
         if attn_mask.dtype is _dtype.bool:
-            attn = I.where(attn_mask, attn, -math.inf)
+            attn = where(attn_mask, attn, -math.inf)
         else:
-            attn = E.add(attn, attn_mask)
+            attn = attn + attn_mask
     if attn_mask is None and not is_causal:
         w = softmax(attn, -1)
     else:
         # as PyTorch: a query that may attend to nothing gets zero weights, not NaN
-        none = E.eq(R.amax(attn, -1, keepdim=True), -math.inf)
-        w = I.where(none, 0.0, softmax(I.where(none, 0.0, attn), -1))
+        none = attn.amax(-1, keepdim=True).eq(-math.inf)
+        w = where(none, 0.0, softmax(where(none, 0.0, attn), -1))
     if dropout_p > 0.0:
         w = dropout(w, dropout_p, True)
-    return L.matmul(w, value)
+    return w @ value
 
 
 def _additive_mask(mask: Tensor, dtype: Any) -> Tensor:
     """A bool mask (True = not allowed) as an additive float one (``-inf``/0)."""
     if mask.dtype is _dtype.bool:
-        return C.to(I.where(mask, -math.inf, 0.0), dtype=dtype)
+        return where(mask, -math.inf, 0.0).to(dtype=dtype)
     return mask
 
 
@@ -2633,9 +2626,9 @@ def multi_head_attention_forward(
     unless ``average_attn_weights``). Bool masks: True = not allowed."""
     unbatched = query.dim() == 2
     if unbatched:
-        query, key, value = (S.unsqueeze(t, 1) for t in (query, key, value))
+        query, key, value = (t.unsqueeze(1) for t in (query, key, value))
         if key_padding_mask is not None:
-            key_padding_mask = S.unsqueeze(key_padding_mask, 0)
+            key_padding_mask = key_padding_mask.unsqueeze(0)
     tgt_len, bsz, E_ = query.shape
     if E_ != embed_dim_to_check:
         raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got "
@@ -2652,32 +2645,32 @@ def multi_head_attention_forward(
     else:
         if in_proj_weight is None:
             raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
-        wq, wk, wv = J.chunk(in_proj_weight, 3, 0)
+        wq, wk, wv = in_proj_weight.chunk(3, 0)
     bq: Tensor | None = None
     bk: Tensor | None = None
     bv: Tensor | None = None
     if in_proj_bias is not None:
-        bq, bk, bv = J.chunk(in_proj_bias, 3, 0)
+        bq, bk, bv = in_proj_bias.chunk(3, 0)
     q = linear(query, wq, bq)
     k = linear(key, wk, bk)
     v = linear(value, wv, bv)
     if bias_k is not None and bias_v is not None:
-        k = J.cat([k, bias_k.expand(1, bsz, E_)], 0)
-        v = J.cat([v, bias_v.expand(1, bsz, E_)], 0)
+        k = cat([k, bias_k.expand(1, bsz, E_)], 0)
+        v = cat([v, bias_v.expand(1, bsz, E_)], 0)
         if attn_mask is not None:
             attn_mask = pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
             key_padding_mask = pad(key_padding_mask, (0, 1))
     # (L, N, E) -> (N, H, L, D); static keys/values come as (N * H, S, D)
-    q = S.permute(S.reshape(q, (tgt_len, bsz, H, D)), (1, 2, 0, 3))
-    k = S.permute(S.reshape(k, (k.shape[0], bsz, H, D)), (1, 2, 0, 3)) if static_k is None \
-        else S.reshape(static_k, (bsz, H, static_k.shape[1], D))
-    v = S.permute(S.reshape(v, (v.shape[0], bsz, H, D)), (1, 2, 0, 3)) if static_v is None \
-        else S.reshape(static_v, (bsz, H, static_v.shape[1], D))
+    q = q.reshape((tgt_len, bsz, H, D)).permute((1, 2, 0, 3))
+    k = k.reshape((k.shape[0], bsz, H, D)).permute((1, 2, 0, 3)) if static_k is None \
+        else static_k.reshape((bsz, H, static_k.shape[1], D))
+    v = v.reshape((v.shape[0], bsz, H, D)).permute((1, 2, 0, 3)) if static_v is None \
+        else static_v.reshape((bsz, H, static_v.shape[1], D))
     if add_zero_attn:
         z = _creation.zeros((bsz, H, 1, D), dtype=k.dtype, device=k.device)
-        k = J.cat([k, z], 2)
-        v = J.cat([v, z], 2)
+        k = cat([k, z], 2)
+        v = cat([v, z], 2)
         if attn_mask is not None:
             attn_mask = pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
@@ -2685,30 +2678,30 @@ def multi_head_attention_forward(
     s_len = k.shape[2]
     # one additive float mask broadcast to (N, H, L, S)
     if is_causal and attn_mask is None:
-        attn_mask = J.triu(_creation.ones((tgt_len, s_len), dtype=_dtype.bool, device=q.device), 1)
+        attn_mask = _creation.ones((tgt_len, s_len), dtype=_dtype.bool, device=q.device).triu(1)
     mask = None
     if attn_mask is not None:
         mask = _additive_mask(attn_mask, q.dtype)
         if mask.dim() == 3:
-            mask = S.reshape(mask, (bsz, H, tgt_len, s_len))
+            mask = mask.reshape((bsz, H, tgt_len, s_len))
     if key_padding_mask is not None:
-        kp = S.reshape(_additive_mask(key_padding_mask, q.dtype), (bsz, 1, 1, s_len))
-        mask = kp if mask is None else E.add(mask, kp)
-    scores = E.mul(L.matmul(q, S.transpose(k, -2, -1)), 1.0 / math.sqrt(D))
+        kp = _additive_mask(key_padding_mask, q.dtype).reshape((bsz, 1, 1, s_len))
+        mask = kp if mask is None else mask + kp
+    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))
     if mask is not None:
-        scores = E.add(scores, mask)
+        scores = scores + mask
     w = softmax(scores, -1)
     if dropout_p > 0.0 and training:
         w = dropout(w, dropout_p, True)
-    out = L.matmul(w, v)  # (N, H, L, D)
-    out = S.reshape(S.permute(out, (2, 0, 1, 3)), (tgt_len, bsz, E_))
+    out = w @ v  # (N, H, L, D)
+    out = out.permute((2, 0, 1, 3)).reshape((tgt_len, bsz, E_))
     out = linear(out, out_proj_weight, out_proj_bias)
     if unbatched:
-        out = S.squeeze(out, 1)
+        out = out.squeeze(1)
     if not need_weights:
         return out, None
     if average_attn_weights:
-        w = R.mean(w, 1)
+        w = w.mean(1)
     if unbatched:
-        w = S.squeeze(w, 0)
+        w = w.squeeze(0)
     return out, w

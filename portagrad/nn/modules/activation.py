@@ -4,8 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ... import _creation
-from ..._ops import elementwise as E
-from ..._ops import shape as S
+from ..._ops.elementwise import sigmoid, tanh
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -114,12 +113,12 @@ class GELU(Module):
 
 class Sigmoid(Module):
     def forward(self, input: Tensor) -> Tensor:
-        return E.sigmoid(input)
+        return sigmoid(input)
 
 
 class Tanh(Module):
     def forward(self, input: Tensor) -> Tensor:
-        return E.tanh(input)
+        return tanh(input)
 
 
 class Tanhshrink(Module):
@@ -330,7 +329,7 @@ class MultiheadAttention(Module):
                 is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
         unbatched = query.dim() == 2
         if self.batch_first and not unbatched:
-            query, key, value = (S.transpose(t, 0, 1) for t in (query, key, value))
+            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
         out, w = F.multi_head_attention_forward(
             query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
             self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
@@ -341,7 +340,7 @@ class MultiheadAttention(Module):
             v_proj_weight=self.v_proj_weight, average_attn_weights=average_attn_weights,
             is_causal=is_causal)
         if self.batch_first and not unbatched:
-            out = S.transpose(out, 0, 1)
+            out = out.transpose(0, 1)
         return out, w
 
 

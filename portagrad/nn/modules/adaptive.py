@@ -5,10 +5,7 @@ from collections import namedtuple
 from collections.abc import Sequence
 from typing import Any
 
-from ..._ops import indexing as I
-from ..._ops import joining as J
-from ..._ops import reduction as R
-from ..._ops import shape as S
+from ..._ops.joining import cat
 from ..._tensor import Tensor
 from .. import functional as F
 from .container import ModuleList, Sequential
@@ -68,7 +65,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         for i in range(self.n_clusters):
             cluster = F.log_softmax(self.tail[i](input), 1)
             parts.append(cluster + head[:, self.shortlist_size + i:self.shortlist_size + i + 1])
-        return J.cat(parts, 1)
+        return cat(parts, 1)
 
     def forward(self, input_: Tensor, target_: Tensor) -> Any:
         targ_dim = target_.dim()
@@ -86,25 +83,25 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         else:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
         batched = targ_dim > 0
-        input = input_ if batched else S.unsqueeze(input_, 0)
-        target = target_ if batched else S.unsqueeze(target_, 0)
+        input = input_ if batched else input_.unsqueeze(0)
+        target = target_ if batched else target_.unsqueeze(0)
         if target.numel():
-            lo, hi = int(R.min(target).item()), int(R.max(target).item())
+            lo, hi = int(target.min().item()), int(target.max().item())
             if lo < 0 or hi > self.n_classes - 1:
                 raise RuntimeError(f"Target values should be in [0, {self.n_classes - 1}], but "
                                    f"values in range [{lo}, {hi}] were found. ")
         # every class's log-probability, then each target's (the same values as scoring only the
         # clusters the targets fall in)
-        output = S.squeeze(I.gather(self._full_log_prob(input), 1, S.unsqueeze(target, 1)), 1)
-        loss = R.mean(-output)
-        return _ASMoutput(output if batched else S.squeeze(output, 0), loss)
+        output = self._full_log_prob(input).gather(1, target.unsqueeze(1)).squeeze(1)
+        loss = (-output).mean()
+        return _ASMoutput(output if batched else output.squeeze(0), loss)
 
     def log_prob(self, input: Tensor) -> Tensor:
         """Log-probabilities of every class, (N, n_classes) (or (n_classes,) unbatched)."""
         batched = input.dim() > 1
-        out = self._full_log_prob(input if batched else S.unsqueeze(input, 0))
-        return out if batched else S.squeeze(out, 0)
+        out = self._full_log_prob(input if batched else input.unsqueeze(0))
+        return out if batched else out.squeeze(0)
 
     def predict(self, input: Tensor) -> Tensor:
         """The most likely class of each row."""
-        return R.argmax(self.log_prob(input), -1)
+        return self.log_prob(input).argmax(-1)

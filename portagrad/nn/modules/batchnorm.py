@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Any
 
 from ... import _creation, _dtype
-from ..._ops import shape as S
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -137,11 +136,11 @@ class _InstanceNorm(_NormBase):
     def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
         unbatched = input.dim() == self._nd + 1
-        x = S.unsqueeze(input, 0) if unbatched else input
+        x = input.unsqueeze(0) if unbatched else input
         out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
                               self.training or not self.track_running_stats, self.momentum or 0.0,
                               self.eps)
-        return S.squeeze(out, 0) if unbatched else out
+        return out.squeeze(0) if unbatched else out
 
 
 class InstanceNorm1d(_InstanceNorm):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._ops import shape as S
+from ..._ops.shape import flatten, unflatten
 from ..._tensor import Tensor
 from .module import Module
 
@@ -19,7 +19,7 @@ class Flatten(Module):
         self.end_dim = end_dim
 
     def forward(self, input: Tensor) -> Tensor:
-        return S.flatten(input, self.start_dim, self.end_dim)
+        return flatten(input, self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
@@ -43,7 +43,7 @@ class Unflatten(Module):
         self.unflattened_size = unflattened_size
 
     def forward(self, input: Tensor) -> Tensor:
-        return S.unflatten(input, self.dim, self.unflattened_size)
+        return unflatten(input, self.dim, self.unflattened_size)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

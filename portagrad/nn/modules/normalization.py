@@ -6,9 +6,6 @@ from typing import Any
 import numpy as np
 
 from ... import _creation
-from ..._ops import elementwise as E
-from ..._ops import matmul as L
-from ..._ops import shape as S
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -158,10 +155,10 @@ class CrossMapLRN2d(Module):
             raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
         m = _creation.tensor(_cross_map_window(input.shape[1], self.size), dtype=input.dtype,
                              device=input.device)
-        sq = S.movedim(E.mul(input, input), 1, -1)  # (N, H, W, C)
-        s = S.movedim(L.matmul(sq, S.t(m)), -1, 1)
-        scale = E.add(E.mul(s, self.alpha / self.size), self.k)
-        return E.mul(input, E.pow(scale, -self.beta))
+        sq = (input * input).movedim(1, -1)  # (N, H, W, C)
+        s = (sq @ m.t()).movedim(-1, 1)
+        scale = s * (self.alpha / self.size) + self.k
+        return input * scale ** (-self.beta)
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

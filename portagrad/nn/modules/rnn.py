@@ -6,9 +6,7 @@ import math
 from typing import Any
 
 from ... import _creation
-from ..._ops import elementwise as E
-from ..._ops import joining as J
-from ..._ops import shape as S
+from ..._ops.joining import cat, stack
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -25,18 +23,18 @@ def _cell_step(mode: str, xg: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor,
     """One time step given the input projection ``xg`` (N, G*H) (input bias included)."""
     hg = F.linear(h, w_hh, b_hh)
     if mode == "LSTM":
-        i, f, g, o = J.chunk(E.add(xg, hg), 4, -1)
-        c2 = E.add(E.mul(E.sigmoid(f), c), E.mul(E.sigmoid(i), E.tanh(g)))
-        return E.mul(E.sigmoid(o), E.tanh(c2)), c2
+        i, f, g, o = (xg + hg).chunk(4, -1)
+        c2 = f.sigmoid() * c + i.sigmoid() * g.tanh()
+        return o.sigmoid() * c2.tanh(), c2
     if mode == "GRU":
-        xr, xz, xn = J.chunk(xg, 3, -1)
-        hr, hz, hn = J.chunk(hg, 3, -1)
-        r = E.sigmoid(E.add(xr, hr))
-        z = E.sigmoid(E.add(xz, hz))
-        n = E.tanh(E.add(xn, E.mul(r, hn)))
-        return E.add(E.mul(E.sub(1.0, z), n), E.mul(z, h)), None
-    pre = E.add(xg, hg)
-    return (E.tanh(pre) if mode == "RNN_TANH" else E.relu(pre)), None
+        xr, xz, xn = xg.chunk(3, -1)
+        hr, hz, hn = hg.chunk(3, -1)
+        r = (xr + hr).sigmoid()
+        z = (xz + hz).sigmoid()
+        n = (xn + r * hn).tanh()
+        return (1.0 - z) * n + z * h, None
+    pre = xg + hg
+    return (pre.tanh() if mode == "RNN_TANH" else pre.relu()), None
 
 
 class RNNBase(Module):
@@ -120,9 +118,9 @@ class RNNBase(Module):
         if input.dim() not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
                              f"{input.dim()}D instead")
-        x = input if batched else S.unsqueeze(input, 1)
+        x = input if batched else input.unsqueeze(1)
         if batched and self.batch_first:
-            x = S.transpose(x, 0, 1)
+            x = x.transpose(0, 1)
         T, N = x.shape[0], x.shape[1]
         if x.shape[2] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
@@ -136,9 +134,9 @@ class RNNBase(Module):
             if is_lstm:
                 h0, c0 = hx
                 if not batched:
-                    h0, c0 = S.unsqueeze(h0, 1), S.unsqueeze(c0, 1)
+                    h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
             else:
-                h0 = hx if batched else S.unsqueeze(hx, 1)
+                h0 = hx if batched else hx.unsqueeze(1)
                 c0 = None
             if tuple(h0.shape) != (self.num_layers * D, N, H):
                 raise RuntimeError(f"Expected hidden size {(self.num_layers * D, N, H)}, got "
@@ -162,22 +160,22 @@ class RNNBase(Module):
                 for t in steps:
                     h, c = _cell_step(self.mode, xg[t], h, c, w_hh, b_hh)
                     seq[t] = h
-                outs.append(J.stack(seq, 0))  # type: ignore[arg-type]
+                outs.append(stack(seq, 0))  # type: ignore[arg-type]
                 h_n.append(h)
                 if is_lstm:
                     c_n.append(c)
-            layer_in = outs[0] if D == 1 else J.cat(outs, -1)
+            layer_in = outs[0] if D == 1 else cat(outs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 layer_in = F.dropout(layer_in, self.dropout, True)
         out = layer_in
-        hn = J.stack(h_n, 0)
-        cn = J.stack(c_n, 0) if is_lstm else None
+        hn = stack(h_n, 0)
+        cn = stack(c_n, 0) if is_lstm else None
         if batched and self.batch_first:
-            out = S.transpose(out, 0, 1)
+            out = out.transpose(0, 1)
         if not batched:
-            out = S.squeeze(out, 1)
-            hn = S.squeeze(hn, 1)
-            cn = S.squeeze(cn, 1) if cn is not None else None
+            out = out.squeeze(1)
+            hn = hn.squeeze(1)
+            cn = cn.squeeze(1) if cn is not None else None
         return out, ((hn, cn) if is_lstm else hn)
 
     def forward(self, input: Tensor, hx: Any = None) -> tuple[Tensor, Any]:
@@ -258,15 +256,15 @@ class RNNCellBase(Module):
 
     def _step(self, input: Tensor, h: Tensor, c: Tensor | None) -> tuple[Tensor, Tensor | None]:
         batched = input.dim() == 2
-        x = input if batched else S.unsqueeze(input, 0)
-        h = h if batched else S.unsqueeze(h, 0)
+        x = input if batched else input.unsqueeze(0)
+        h = h if batched else h.unsqueeze(0)
         if c is not None and not batched:
-            c = S.unsqueeze(c, 0)
+            c = c.unsqueeze(0)
         xg = F.linear(x, self.weight_ih, self.bias_ih)
         h2, c2 = _cell_step(self._mode, xg, h, c, self.weight_hh, self.bias_hh)
         if not batched:
-            h2 = S.squeeze(h2, 0)
-            c2 = S.squeeze(c2, 0) if c2 is not None else None
+            h2 = h2.squeeze(0)
+            c2 = c2.squeeze(0) if c2 is not None else None
         return h2, c2
 
     def _zeros(self, input: Tensor) -> Tensor:

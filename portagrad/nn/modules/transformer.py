@@ -8,8 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ... import _creation, _dtype
-from ..._ops import elementwise as E
-from ..._ops import joining as J
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -28,7 +26,7 @@ def _generate_square_subsequent_mask(sz: int, device: Any = None, dtype: Any = N
     """``(sz, sz)`` float mask: ``-inf`` above the diagonal (a position sees itself and earlier)."""
     full = _creation.full((sz, sz), -math.inf, dtype=dtype or _dtype.get_default_dtype(),
                           device=device)
-    return J.triu(full, 1)
+    return full.triu(1)
 
 
 def _activation(activation: Any) -> Callable[[Tensor], Tensor]:
@@ -79,11 +77,11 @@ class TransformerEncoderLayer(Module):
                 src_key_padding_mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
         x = src
         if self.norm_first:
-            x = E.add(x, self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal))
-            x = E.add(x, self._ff_block(self.norm2(x)))
+            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            x = x + self._ff_block(self.norm2(x))
         else:
-            x = self.norm1(E.add(x, self._sa_block(x, src_mask, src_key_padding_mask, is_causal)))
-            x = self.norm2(E.add(x, self._ff_block(x)))
+            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
+            x = self.norm2(x + self._ff_block(x))
         return x
 
 
@@ -158,17 +156,15 @@ class TransformerDecoderLayer(Module):
                 memory_is_causal: bool = False) -> Tensor:
         x = tgt
         if self.norm_first:
-            x = E.add(x, self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask,
-                                        tgt_is_causal))
-            x = E.add(x, self._mha_block(self.norm2(x), memory, memory_mask,
-                                         memory_key_padding_mask, memory_is_causal))
-            x = E.add(x, self._ff_block(self.norm3(x)))
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask,
+                                    memory_is_causal)
+            x = x + self._ff_block(self.norm3(x))
         else:
-            x = self.norm1(E.add(x, self._sa_block(x, tgt_mask, tgt_key_padding_mask,
-                                                   tgt_is_causal)))
-            x = self.norm2(E.add(x, self._mha_block(x, memory, memory_mask,
-                                                    memory_key_padding_mask, memory_is_causal)))
-            x = self.norm3(E.add(x, self._ff_block(x)))
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask,
+                                               memory_is_causal))
+            x = self.norm3(x + self._ff_block(x))
         return x
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ... import _device
 from ...accelerator._device_module import DeviceModule
-from ..._ops import joining as J
+from ..._ops.joining import cat, stack
 from ..._tensor import Tensor
 from ..modules.module import Module
 
@@ -36,7 +36,7 @@ def scatter(inputs: Any, target_devices: Sequence[Any], dim: int = 0) -> list[An
 
     def scatter_map(obj: Any) -> list[Any]:
         if isinstance(obj, Tensor):
-            chunks = J.chunk(obj, n, dim) if obj.dim() else (obj,) * n
+            chunks = obj.chunk(n, dim) if obj.dim() else (obj,) * n
             return [c.to(d) for c, d in zip(chunks, target_devices)]
         if isinstance(obj, tuple) and len(obj) > 0:
             return list(zip(*map(scatter_map, obj)))
@@ -100,8 +100,8 @@ def gather(outputs: Sequence[Any], target_device: Any, dim: int = 0) -> Any:
         out = outs[0]
         if isinstance(out, Tensor):
             if out.dim() == 0:
-                return J.stack([o.to(dev) for o in outs], 0)
-            return J.cat([o.to(dev) for o in outs], dim)
+                return stack([o.to(dev) for o in outs], 0)
+            return cat([o.to(dev) for o in outs], dim)
         if out is None:
             return None
         if isinstance(out, dict):

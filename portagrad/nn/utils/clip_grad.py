@@ -6,9 +6,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from ... import _creation
-from ..._ops import elementwise as E
-from ..._ops import joining as J
-from ..._ops import reduction as R
+from ..._ops import elementwise
+from ..._ops.joining import stack
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 
@@ -31,12 +30,12 @@ def get_total_norm(tensors: Any, norm_type: float = 2.0, error_if_nonfinite: boo
         return _creation.tensor(0.0)
     dev = tensors[0].device
     with no_grad():
-        norms = [R.norm(t, norm_type).to(dev) for t in tensors]
+        norms = [t.norm(norm_type).to(dev) for t in tensors]
         if norm_type == float("inf"):
-            total = R.amax(J.stack(norms))
+            total = stack(norms).amax()
         else:
-            total = R.norm(J.stack(norms), norm_type)
-    if error_if_nonfinite and not bool(E.isfinite(total).item()):
+            total = stack(norms).norm(norm_type)
+    if error_if_nonfinite and not bool(total.isfinite().item()):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is "
                            f"non-finite, so it cannot be clipped. To disable this error and scale "
                            f"the gradients by the non-finite norm anyway, set "
@@ -48,7 +47,8 @@ def clip_grads_with_norm_(parameters: Any, max_norm: float, total_norm: Tensor,
                           foreach: Any = None) -> None:
     grads = [g for g in (p.grad for p in _params(parameters)) if g is not None]
     with no_grad():
-        coef = E.clamp(E.div(max_norm, E.add(total_norm, 1e-6)), None, 1.0)
+        # a call, not ``max_norm / ...``: a NumPy scalar max_norm would turn the tensor into an ndarray
+        coef = elementwise.div(max_norm, total_norm + 1e-6).clamp(None, 1.0)
         for g in grads:
             g.mul_(coef.to(g.device, g.dtype))
 

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..._ops import joining as J
-from ..._ops import shape as S
+from ..._ops.joining import cat
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 
@@ -26,8 +25,8 @@ def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
     vec = []
     for param in parameters:
         param_device = _check_param_device(param, param_device)
-        vec.append(S.reshape(param, (-1,)))
-    return J.cat(vec)
+        vec.append(param.reshape((-1,)))
+    return cat(vec)
 
 
 def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
@@ -40,5 +39,5 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
         param_device = _check_param_device(param, param_device)
         num_param = param.numel()
         with no_grad():
-            param.copy_(S.reshape(vec[pointer:pointer + num_param], tuple(param.shape)))
+            param.copy_(vec[pointer:pointer + num_param].reshape(tuple(param.shape)))
         pointer += num_param

@@ -5,8 +5,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ... import _creation, _dtype
-from ..._ops import joining as J
-from ..._ops import shape as S
+from ..._ops.joining import cat, stack
 from ..._tensor import Tensor
 
 __all__ = ["pad_sequence", "unpad_sequence", "PackedSequence", "pack_padded_sequence",
@@ -32,15 +31,15 @@ def pad_sequence(sequences: Sequence[Tensor] | Tensor, batch_first: bool = False
         n = max_len - s.shape[0]
         if n:
             pad = _creation.full((n,) + trailing, padding_value, dtype=s.dtype, device=s.device)
-            s = J.cat([s, pad] if padding_side == "right" else [pad, s], 0)
+            s = cat([s, pad] if padding_side == "right" else [pad, s], 0)
         padded.append(s)
-    return J.stack(padded, 0 if batch_first else 1)
+    return stack(padded, 0 if batch_first else 1)
 
 
 def unpad_sequence(padded_sequences: Tensor, lengths: Any, batch_first: bool = False
                    ) -> list[Tensor]:
     if not batch_first:
-        padded_sequences = S.transpose(padded_sequences, 0, 1)
+        padded_sequences = padded_sequences.transpose(0, 1)
     lens = lengths.tolist() if isinstance(lengths, Tensor) else list(lengths)
     return [padded_sequences[i, :int(n)] for i, n in enumerate(lens)]
 
@@ -63,7 +62,7 @@ def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,
                            "`enforce_sorted` is True. You can pass `enforce_sorted=False` to "
                            "pack_padded_sequence and/or pack_sequence to sidestep this "
                            "requirement if you do not need ONNX exportability.")
-    data = S.transpose(input, 0, 1) if batch_first else input
+    data = input.transpose(0, 1) if batch_first else input
     return PackedSequence(data, None, None, None, [int(n) for n in lens])
 
 
@@ -85,5 +84,5 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
         shape = list(out.shape)
         shape[1 if batch_first else 0] = extra
         pad = _creation.full(tuple(shape), padding_value, dtype=out.dtype, device=out.device)
-        out = J.cat([out, pad], 1 if batch_first else 0)
+        out = cat([out, pad], 1 if batch_first else 0)
     return out, _creation.tensor(lens, dtype=_dtype.int64)
