@@ -9,13 +9,13 @@ from typing import Any
 import numpy as np
 
 from ... import _dtype
-from ..._shape import contiguous_strides
 from ...errors import OutOfMemoryError
 from .. import philox
 from ..interface import (ARG_REDUCE_OPS, RANDOM_KINDS, REDUCE_OPS, Backend, DeviceProperties, View,
                          unknown_op)
 from ..ufuncs import BINARY_UFUNCS, fit_scalar
 from . import host_malloc, special
+from .arrays import BFLOAT16, BFLOAT16_NP, SCRATCH_POOL, is_bf16, nd, scratch, via_f32
 from .norms import NormsMixin
 from .pool import BufferPool
 
@@ -25,63 +25,13 @@ __all__ = ["NumpyBackend"]
 # from this module are noise. A filter costs nothing per call, unlike entering np.errstate.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
 
-# Buffers of the cpu device come from a pool, the large temporaries of the kernels below from a
-# second one with a smaller cap: the pool keeps a freed buffer for the next request of its size,
-# and temporaries come in many sizes (one im2col matrix per layer shape) that all stay held up to
-# the cap
+# Buffers of the cpu device come from a pool (the kernels' temporaries from another one,
+# arrays.scratch): the pool keeps a freed buffer for the next request of its size
 _POOL = BufferPool()
-_SCRATCH_POOL = BufferPool(max_bytes=128 << 20)
-
-
-def _scratch(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    """An uninitialised array from the buffer pool: a large temporary reuses memory instead of
-    faulting in fresh pages on every call."""
-    dt = np.dtype(dtype)
-    n = dt.itemsize
-    for d in shape:
-        n *= d
-    return _SCRATCH_POOL.allocate(n)[:n].view(dt).reshape(shape)
-
-
-# byte strides per (itemsize, element strides): building the tuple costs more than the ndarray
-_BYTE_STRIDES: dict[int, dict[tuple[int, ...], tuple[int, ...]]] = {}
-
-
-def _nd(v: View) -> np.ndarray:
-    """The numpy array for a view, memoised in ``View.cache`` (views are immutable)."""
-    a = v.cache
-    if a is None:
-        np_dtype = v.dtype.numpy
-        isz = np_dtype.itemsize
-        strides = v.strides
-        table = _BYTE_STRIDES.get(isz)
-        if table is None:
-            table = _BYTE_STRIDES[isz] = {}
-        bs = table.get(strides) if strides.__class__ is tuple else None
-        if bs is None:
-            bs = tuple([s * isz for s in strides])
-            if len(table) < 8192 and strides.__class__ is tuple:
-                table[strides] = bs
-        try:
-            a = np.ndarray(v.shape, np_dtype, v.buffer, v.offset * isz, bs)
-        except ValueError:
-            if 0 not in v.shape:
-                raise
-            # no element is read or written, but numpy still checks the view's offset and
-            # strides against the buffer, which an empty region (a zero-size piece of a cat, a
-            # reduction over an empty dim) need not fit; the check stays off the common path
-            try:
-                a = np.empty(v.shape, np_dtype)
-            except ValueError:  # numpy bounds the product of every size but the zero ones
-                raise RuntimeError(f"the numpy backend cannot compute on an empty tensor of shape "
-                                   f"{list(v.shape)}: numpy limits the product of its other "
-                                   f"sizes to 2**63 bytes") from None
-        v.cache = a
-    return a
 
 
 def _arg(x: Any) -> Any:
-    return _nd(x) if isinstance(x, View) else x
+    return nd(x) if isinstance(x, View) else x
 
 
 _ZEROS: dict[Any, np.ndarray] = {}
@@ -137,17 +87,8 @@ _UNARY_FN = {"relu": _relu, "rsqrt": _rsqrt, "sigmoid": _sigmoid, "erf": special
 
 _REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 
-# bfloat16 (ml_dtypes) is stored as itself but computed in float32 and rounded once per primitive,
-# as PyTorch does: ml_dtypes' own ufuncs would round every intermediate of a composite (sigmoid),
-# accumulate reductions and products in bfloat16, and numpy's sort/argmax don't know the type
-_BF16 = _dtype.bfloat16.numpy
 _F16 = np.dtype(np.float16)
-_BFD, _BOOLD = _dtype.bfloat16, _dtype.bool  # module constants: cheaper than attribute lookups
-
-
-def _is_bf16(x: Any) -> bool:
-    return x.__class__ is View and x.dtype is _BFD
-
+_BOOLD = _dtype.bool  # a module constant: cheaper than an attribute lookup (bfloat16: arrays.py)
 
 # PyTorch wraps a Python int operand into the tensor's integer dtype (uint8 + 1000 == uint8 + 232);
 # numpy refuses one that does not fit
@@ -168,26 +109,6 @@ def _wrap_to(s: int, np_dtype: Any) -> int:
     if r is None or r[0] <= s <= r[1]:
         return s
     return (s - r[0]) % (r[1] - r[0] + 1) + r[0]
-
-
-def _f32_view(v: View) -> View:
-    """A contiguous float32 copy of the bfloat16 view ``v`` (exact: every bfloat16 is a float32)."""
-    # reshape: ascontiguousarray makes a 0-d view 1-d, which a 0-d bool output cannot take
-    a = np.ascontiguousarray(_nd(v), np.float32).reshape(v.shape)
-    out = View(a.reshape(-1).view(np.uint8), 0, v.shape, contiguous_strides(v.shape),
-               _dtype.float32)
-    out.cache = a
-    return out
-
-
-def _via_f32(fn: Any, outs: Sequence[int], *args: Any) -> None:
-    """Run primitive ``fn`` with every bfloat16 view among ``args`` replaced by a float32 copy,
-    then round the float32 results at positions ``outs`` back into their bfloat16 views."""
-    conv = [_f32_view(a) if _is_bf16(a) else a for a in args]
-    fn(*conv)
-    for i in outs:
-        if conv[i] is not args[i]:
-            np.copyto(_nd(args[i]), _nd(conv[i]), casting="unsafe")  # round to nearest even
 
 
 # A product with few rows and many more columns (a batch of 16-64 through a Linear layer:
@@ -251,16 +172,16 @@ class NumpyBackend(NormsMixin, Backend):
 
     def empty_cache(self, index: int) -> None:
         self._pool.release_free()
-        _SCRATCH_POOL.release_free()
+        SCRATCH_POOL.release_free()
 
     def from_host(self, dst: View, src: np.ndarray, non_blocking: bool = False) -> None:
-        _nd(dst)[...] = src.reshape(dst.shape)
+        nd(dst)[...] = src.reshape(dst.shape)
 
     def to_host(self, src: View) -> np.ndarray:
-        return np.array(_nd(src), order="C", copy=True)
+        return np.array(nd(src), order="C", copy=True)
 
     def host_array(self, src: View) -> np.ndarray:
-        return _nd(src)
+        return nd(src)
 
     def wrap_host(self, array: np.ndarray) -> tuple[Any, int] | None:
         if any(s < 0 for s in array.strides):
@@ -275,32 +196,32 @@ class NumpyBackend(NormsMixin, Backend):
         return flat.view(np.uint8), 0
 
     def copy_between(self, dst: View, src: View) -> None:
-        _nd(dst)[...] = _nd(src)
+        nd(dst)[...] = nd(src)
 
     # ------------------------------------------------------------- primitives
     def unary(self, op: str, x: View, out: View) -> None:
-        if x.dtype is _BFD:
-            _via_f32(self.unary, (2,), op, x, out)
+        if x.dtype is BFLOAT16:
+            via_f32(self.unary, (2,), op, x, out)
             return
         f = _UNARY.get(op)
         if f is not None:
-            f(_nd(x), out=_nd(out))
+            f(nd(x), out=nd(out))
             return
         fn = _UNARY_FN.get(op)
         if fn is None:
             raise unknown_op("unary", op, self.device_type)
-        fn(_nd(x), _nd(out))
+        fn(nd(x), nd(out))
 
     def binary(self, op: str, a: Any, b: Any, out: View) -> None:
         od = out.dtype  # bfloat16 operands write bfloat16, or bool (comparisons, logical ops)
-        if od is _BFD or (od is _BOOLD and (_is_bf16(a) or _is_bf16(b))):
-            _via_f32(self.binary, (3,), op, a, b, out)
+        if od is BFLOAT16 or (od is _BOOLD and (is_bf16(a) or is_bf16(b))):
+            via_f32(self.binary, (3,), op, a, b, out)
             return
         if b.__class__ is int:
             b = _wrap_int(b, a)
         elif a.__class__ is int:
             a = _wrap_int(a, b)
-        o = _nd(out)
+        o = nd(out)
         if a.__class__ is int and b.__class__ is int and o.dtype.kind in "iu":
             # two Python ints: numpy computes them in int64, which it refuses to store into uint8;
             # as 0-d arrays of out's dtype (wrapped into it) the result wraps as PyTorch's does
@@ -326,7 +247,7 @@ class NumpyBackend(NormsMixin, Backend):
 
     def where(self, cond: View, a: Any, b: Any, out: View) -> None:
         # two masked copies into out: no temporary (np.where allocates a full result)
-        o, c = _nd(out), _nd(cond)
+        o, c = nd(out), nd(cond)
         if a.__class__ is int or a.__class__ is float:
             a = fit_scalar(a, out.dtype.name)
         if b.__class__ is int or b.__class__ is float:
@@ -338,8 +259,8 @@ class NumpyBackend(NormsMixin, Backend):
         np.copyto(o, _arg(a), casting="unsafe", where=c)
 
     def copy(self, src: View, dst: View) -> None:
-        s, d = _nd(src), _nd(dst)
-        if s.dtype is _BF16 and d.dtype.kind in "iub":  # as float32 (truncation, != 0 for bool)
+        s, d = nd(src), nd(dst)
+        if s.dtype is BFLOAT16_NP and d.dtype.kind in "iub":  # as float32 (truncation, != 0 for bool)
             s = s.astype(np.float32)
         if d.dtype.kind in "iub" and s.dtype.kind == "f":
             with np.errstate(invalid="ignore"):
@@ -353,15 +274,15 @@ class NumpyBackend(NormsMixin, Backend):
     def fill(self, out: View, value: Any) -> None:
         value = fit_scalar(value, out.dtype.name)
         if 0 not in out.shape:  # an empty tensor has nothing to fill (and numpy may not view it)
-            _nd(out).fill(value)
+            nd(out).fill(value)
 
     def reduce(self, op: str, x: View, axes: Sequence[int], out: View) -> None:
         if op not in REDUCE_OPS:
             raise unknown_op("reduce", op, self.device_type)
-        if x.dtype is _BFD:  # accumulates in float32
-            _via_f32(self.reduce, (3,), op, x, axes, out)
+        if x.dtype is BFLOAT16:  # accumulates in float32
+            via_f32(self.reduce, (3,), op, x, axes, out)
             return
-        xa, o = _nd(x), _nd(out)
+        xa, o = nd(x), nd(out)
         if xa.dtype == _F16 and (op == "sum" or op == "prod"):
             # float16 sums and products accumulate in float32, rounded once (PyTorch; numpy
             # would accumulate in float16, which stalls a long sum at 2048)
@@ -378,34 +299,34 @@ class NumpyBackend(NormsMixin, Backend):
     def arg_reduce(self, op: str, x: View, axis: int, out: View) -> None:
         if op not in ARG_REDUCE_OPS:
             raise unknown_op("arg_reduce", op, self.device_type)
-        if x.dtype is _BFD:
-            _via_f32(self.arg_reduce, (), op, x, axis, out)
+        if x.dtype is BFLOAT16:
+            via_f32(self.arg_reduce, (), op, x, axis, out)
             return
         f = np.argmax if op == "argmax" else np.argmin
-        _nd(out)[...] = f(_nd(x), axis=axis, keepdims=True)
+        nd(out)[...] = f(nd(x), axis=axis, keepdims=True)
 
     def cumsum(self, x: View, axis: int, out: View) -> None:
-        if x.dtype is _BFD or out.dtype is _BFD:
-            _via_f32(self.cumsum, (2,), x, axis, out)
+        if x.dtype is BFLOAT16 or out.dtype is BFLOAT16:
+            via_f32(self.cumsum, (2,), x, axis, out)
             return
-        o = _nd(out)
+        o = nd(out)
         if o.dtype == _F16:  # accumulates in float32, each prefix rounded once (PyTorch)
-            o[...] = np.cumsum(_nd(x), axis=axis, dtype=np.float32)
+            o[...] = np.cumsum(nd(x), axis=axis, dtype=np.float32)
             return
-        np.cumsum(_nd(x), axis=axis, out=o, dtype=o.dtype)
+        np.cumsum(nd(x), axis=axis, out=o, dtype=o.dtype)
 
     def matmul(self, a: View, b: View, out: View) -> None:
-        if a.dtype is _BFD:  # accumulates in float32
-            _via_f32(self.matmul, (2,), a, b, out)
+        if a.dtype is BFLOAT16:  # accumulates in float32
+            via_f32(self.matmul, (2,), a, b, out)
             return
-        aa, bb, oo = _nd(a), _nd(b), _nd(out)
+        aa, bb, oo = nd(a), nd(b), nd(out)
         if oo.shape[0] == 1:
             # NOTE: numpy's batched matmul skips BLAS for some transposed operands (a weight
             # gradient x.T @ g among them); a single matrix always gets BLAS
             am, bm, om = aa[0], bb[0], oo[0]
             M, N = om.shape
             if _few_rows(M, am.shape[1], N, om.dtype):
-                t = _scratch((N, M), om.dtype)
+                t = scratch((N, M), om.dtype)
                 np.matmul(bm.T, am.T, out=t)
                 np.copyto(om, t.T)
                 return
@@ -414,22 +335,22 @@ class NumpyBackend(NormsMixin, Backend):
         np.matmul(aa, bb, out=oo)
 
     def gather(self, x: View, axis: int, index: View, out: View) -> None:
-        xa, ia = _nd(x), _nd(index)
+        xa, ia = nd(x), nd(index)
         if ia.ndim and all(ia.strides[d] == 0 for d in range(ia.ndim) if d != axis):
             # the index is one row broadcast over the other axes (index_select, im2col): np.take
             # copies whole rows where take_along_axis does fancy indexing per element (indices
             # were range-checked)
             row = ia[tuple(slice(None) if d == axis else 0 for d in range(ia.ndim))]
             src = xa[tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(ia.shape))]
-            np.take(src, row, axis=axis, out=_nd(out), mode="clip")
+            np.take(src, row, axis=axis, out=nd(out), mode="clip")
             return
         # the index may be smaller than x along the other axes (PyTorch's rule); take_along_axis
         # would broadcast them against each other instead
         xa = xa[tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(ia.shape))]
-        _nd(out)[...] = np.take_along_axis(xa, ia, axis=axis)
+        nd(out)[...] = np.take_along_axis(xa, ia, axis=axis)
 
     def scatter(self, out: View, axis: int, index: View, src: View, reduce: str | None) -> None:
-        o, idx, s = _nd(out), _nd(index), _nd(src)
+        o, idx, s = nd(out), nd(index), nd(src)
         # build a full index tuple: every axis but `axis` indexes itself
         grids: list[Any] = list(np.indices(idx.shape, sparse=True))
         grids[axis] = idx
@@ -439,10 +360,10 @@ class NumpyBackend(NormsMixin, Backend):
             o[tuple(grids)] = s
 
     def sort(self, x: View, axis: int, descending: bool, values: View, indices: View) -> None:
-        if x.dtype is _BFD:
-            _via_f32(self.sort, (3,), x, axis, descending, values, indices)
+        if x.dtype is BFLOAT16:
+            via_f32(self.sort, (3,), x, axis, descending, values, indices)
             return
-        xa = _nd(x)
+        xa = nd(x)
         if descending:
             # stable descending: ascending stable sort of the reversed axis, reversed back, keeps
             # ties in their original order and puts NaN first, as PyTorch does
@@ -451,16 +372,16 @@ class NumpyBackend(NormsMixin, Backend):
             idx = (n - 1) - rev
         else:
             idx = np.argsort(xa, axis=axis, kind="stable")
-        _nd(indices)[...] = idx
-        _nd(values)[...] = np.take_along_axis(xa, idx, axis=axis)
+        nd(indices)[...] = idx
+        nd(values)[...] = np.take_along_axis(xa, idx, axis=axis)
 
     def random(self, kind: str, out: View, seed: int, offset: int, a: float, b: float) -> None:
         if kind not in RANDOM_KINDS:
             raise unknown_op("random", kind, self.device_type)
-        if out.dtype is _BFD:
-            _via_f32(self.random, (1,), kind, out, seed, offset, a, b)
+        if out.dtype is BFLOAT16:
+            via_f32(self.random, (1,), kind, out, seed, offset, a, b)
             return
-        o = _nd(out)
+        o = nd(out)
         gen = philox.uniform if kind == "uniform" else philox.normal
         if o.flags.c_contiguous:  # (as the contract says outputs are): drawn straight into it
             gen(o.size, seed, offset, a, b, o.dtype, out=o.reshape(-1))
@@ -474,17 +395,17 @@ class NumpyBackend(NormsMixin, Backend):
     # GEMM each (numpy copies with short inner runs, as NCHW im2col has, are much slower).
     def conv2d(self, x: View, w: View, out: View, stride: Sequence[int], padding: Sequence[int],
                dilation: Sequence[int], groups: int) -> None:
-        if x.dtype is _BFD:
-            _via_f32(self.conv2d, (2,), x, w, out, stride, padding, dilation, groups)
+        if x.dtype is BFLOAT16:
+            via_f32(self.conv2d, (2,), x, w, out, stride, padding, dilation, groups)
             return
-        _conv_forward(_nd(x), _nd(w), _nd(out), stride, padding, dilation, groups)
+        _conv_forward(nd(x), nd(w), nd(out), stride, padding, dilation, groups)
 
     def conv2d_grad_input(self, g: View, w: View, out: View, stride: Sequence[int],
                           padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
-        if g.dtype is _BFD:
-            _via_f32(self.conv2d_grad_input, (2,), g, w, out, stride, padding, dilation, groups)
+        if g.dtype is BFLOAT16:
+            via_f32(self.conv2d_grad_input, (2,), g, w, out, stride, padding, dilation, groups)
             return
-        ga, wa, o = _nd(g), _nd(w), _nd(out)
+        ga, wa, o = nd(g), nd(w), nd(out)
         N, C, H, W = o.shape
         O, Cg, kh, kw = wa.shape
         OH, OW = ga.shape[2:]
@@ -500,10 +421,10 @@ class NumpyBackend(NormsMixin, Backend):
             return
         gr = _to_last(ga).reshape(G, O // G, OH * OW * N)
         wt = np.ascontiguousarray(wa).reshape(G, O // G, Cg * kh * kw).transpose(0, 2, 1)
-        gc = np.matmul(wt, gr, out=_scratch((G, Cg * kh * kw, OH * OW * N), gr.dtype))
+        gc = np.matmul(wt, gr, out=scratch((G, Cg * kh * kw, OH * OW * N), gr.dtype))
         gc = gc.reshape(C, kh, kw, OH, OW, N)
         Hq, Wq = _padded_extent((H, W), (kh, kw), (OH, OW), stride, padding, dilation)
-        gxp = _scratch((C, Hq, Wq, N), gc.dtype)
+        gxp = scratch((C, Hq, Wq, N), gc.dtype)
         gxp.fill(0)
         for i in range(kh):
             for j in range(kw):
@@ -515,10 +436,10 @@ class NumpyBackend(NormsMixin, Backend):
 
     def conv2d_grad_weight(self, x: View, g: View, out: View, stride: Sequence[int],
                            padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
-        if x.dtype is _BFD:
-            _via_f32(self.conv2d_grad_weight, (2,), x, g, out, stride, padding, dilation, groups)
+        if x.dtype is BFLOAT16:
+            via_f32(self.conv2d_grad_weight, (2,), x, g, out, stride, padding, dilation, groups)
             return
-        xa, ga, o = _nd(x), _nd(g), _nd(out)
+        xa, ga, o = nd(x), nd(g), nd(out)
         N = xa.shape[0]
         O, Cg, kh, kw = o.shape
         OH, OW = ga.shape[2:]
@@ -544,10 +465,10 @@ class NumpyBackend(NormsMixin, Backend):
 
     def max_pool2d(self, x: View, out: View, indices: View, kernel_size: Sequence[int],
                    stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int]) -> None:
-        if x.dtype is _BFD:
-            _via_f32(self.max_pool2d, (1,), x, out, indices, kernel_size, stride, padding, dilation)
+        if x.dtype is BFLOAT16:
+            via_f32(self.max_pool2d, (1,), x, out, indices, kernel_size, stride, padding, dilation)
             return
-        xa, o, ind = _nd(x), _nd(out), _nd(indices)
+        xa, o, ind = nd(x), nd(out), nd(indices)
         N, C, H, W = xa.shape
         OH, OW = o.shape[2:]
         (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel_size, stride, padding, dilation
@@ -608,11 +529,11 @@ class NumpyBackend(NormsMixin, Backend):
     def max_pool2d_grad_input(self, g: View, indices: View, out: View,
                               kernel_size: Sequence[int], stride: Sequence[int],
                               padding: Sequence[int], dilation: Sequence[int]) -> None:
-        if g.dtype is _BFD:
-            _via_f32(self.max_pool2d_grad_input, (2,), g, indices, out, kernel_size, stride,
+        if g.dtype is BFLOAT16:
+            via_f32(self.max_pool2d_grad_input, (2,), g, indices, out, kernel_size, stride,
                      padding, dilation)
             return
-        ga, ia, o = _nd(g), _nd(indices), _nd(out)
+        ga, ia, o = nd(g), nd(indices), nd(out)
         N, C, H, W = o.shape
         P = H * W
         L = ga.shape[2] * ga.shape[3]
@@ -828,7 +749,7 @@ def _to_last(a: np.ndarray) -> np.ndarray:
     rest = a.shape[1:]
     R = a.size // N if N else 0
     a2 = a.reshape(N, R)
-    out = _scratch((R, N), a.dtype)
+    out = scratch((R, N), a.dtype)
     step = _TBLOCK // max(N, 1)
     if 0 < N <= 64 and step < R and a.nbytes > _TBLOCK * 16:
         for b in range(0, R, step):
@@ -837,7 +758,7 @@ def _to_last(a: np.ndarray) -> np.ndarray:
     if N >= 8 and (R * a.itemsize) % 512 == 0:
         # a direct transposing copy reads with a stride of the row length, which at multiples of
         # 1 KiB thrashes the cache; going through a row-padded copy avoids the aliasing
-        padded = _scratch((N, R + 16), a.dtype)
+        padded = scratch((N, R + 16), a.dtype)
         padded[:, :R] = a2
         a2 = padded[:, :R]
     np.copyto(out, a2.T)
@@ -854,7 +775,7 @@ def _from_last(r: np.ndarray, o: np.ndarray) -> None:
             np.copyto(o2[:, b:b + step], r[b:b + step].T)
         return
     if N >= 64 and (N * r.itemsize) % 512 == 0:  # the row-padded copy of _to_last, mirrored
-        padded = _scratch((R, N + 16), r.dtype)
+        padded = scratch((R, N + 16), r.dtype)
         padded[:, :N] = r
         r = padded[:, :N]
     np.copyto(o, r.T.reshape(o.shape))  # splitting the strided axis is a view
@@ -875,7 +796,7 @@ def _conv_forward(xa: np.ndarray, wa: np.ndarray, o: np.ndarray, stride: Sequenc
     if g == 1 and o.flags.c_contiguous and _positions_major(N * OH * OW, Cg * kh * kw, O):
         _conv_forward_positions_major(xa, wa, o, stride, padding, dilation)
         return
-    r = _scratch((g, O // g, OH * OW * N), xa.dtype)
+    r = scratch((g, O // g, OH * OW * N), xa.dtype)
     rows = _chunk_rows(Cg * kh * kw, OH, OW * N, xa.itemsize) if g == 1 else OH
     if rows < OH:
         # im2col a band of output rows at a time, each band's GEMM straight after its copy: the
@@ -883,10 +804,10 @@ def _conv_forward(xa: np.ndarray, wa: np.ndarray, o: np.ndarray, stride: Sequenc
         # column matrix (tens of MiB) is written to memory and read back
         v = _conv_taps(xa, (kh, kw), (OH, OW), stride, padding, dilation)
         K, band = Cg * kh * kw, OW * N
-        cols = _scratch((Cg, kh, kw, rows, OW, N), xa.dtype)
+        cols = scratch((Cg, kh, kw, rows, OW, N), xa.dtype)
         for r0 in range(0, OH, rows):
             r1 = min(OH, r0 + rows)
-            c = cols if r1 - r0 == rows else _scratch((Cg, kh, kw, r1 - r0, OW, N), xa.dtype)
+            c = cols if r1 - r0 == rows else scratch((Cg, kh, kw, r1 - r0, OW, N), xa.dtype)
             np.copyto(c, v[:, :, :, r0:r1])
             np.matmul(wm[0], c.reshape(K, (r1 - r0) * band), out=r[0, :, r0 * band:r1 * band])
     else:
@@ -929,10 +850,10 @@ def _conv_forward_positions_major(xa: np.ndarray, wa: np.ndarray, o: np.ndarray,
     a, b, c, e = xp.strides
     taps = np.lib.stride_tricks.as_strided(xp, (N, OH, OW, kh, kw, C),
                                            (a, b * sh, c * sw, b * dh, c * dw, e))
-    cols = _scratch((N, OH, OW, kh, kw, C), xa.dtype)
+    cols = scratch((N, OH, OW, kh, kw, C), xa.dtype)
     np.copyto(cols, taps)
     wt = np.ascontiguousarray(wa.transpose(2, 3, 1, 0)).reshape(kh * kw * C, O)
-    r = _scratch((N * OH * OW, O), xa.dtype)
+    r = scratch((N * OH * OW, O), xa.dtype)
     np.matmul(cols.reshape(N * OH * OW, kh * kw * C), wt, out=r)
     np.copyto(o.reshape(N, O, OH * OW), r.reshape(N, OH * OW, O).transpose(0, 2, 1))
 
@@ -953,7 +874,7 @@ def _zero_bordered(shape: tuple[int, ...], dtype: Any, hw: Sequence[int],
     """A scratch array of ``shape`` (C or N, Hq, Wq, ...) whose border around the (H, W) interior
     at offset ``padding`` is zero; the interior, overwritten by the caller, is left as it is."""
     (H, W), (ph, pw) = hw, padding
-    a = _scratch(shape, dtype)
+    a = scratch(shape, dtype)
     a[:, :ph] = 0
     a[:, ph + H:] = 0
     a[:, ph:ph + H, :pw] = 0
@@ -1006,7 +927,7 @@ def _conv_forward_per_sample(xa: np.ndarray, wm: np.ndarray, o: np.ndarray, k: S
     OH, OW = o.shape[2:]
     (kh, kw) = k
     pad = _sample_pad(xa, k, (OH, OW), stride, padding, dilation)
-    cols = _scratch((C, kh, kw, OH, OW), xa.dtype)
+    cols = scratch((C, kh, kw, OH, OW), xa.dtype)
     cm = cols.reshape(C * kh * kw, OH * OW)
     direct = o.flags.c_contiguous
     om = o.reshape(N, wm.shape[0], OH * OW) if direct else None
@@ -1026,7 +947,7 @@ def _conv_grad_weight_per_sample(xa: np.ndarray, ga: np.ndarray, om: np.ndarray,
     N, C = xa.shape[:2]
     O, (OH, OW), (kh, kw) = om.shape[0], ga.shape[2:], k
     pad = _sample_pad(xa, k, (OH, OW), stride, padding, dilation)
-    cols = _scratch((C, kh, kw, OH, OW), xa.dtype)
+    cols = scratch((C, kh, kw, OH, OW), xa.dtype)
     cm = cols.reshape(C * kh * kw, OH * OW)
     gm = ga.reshape(N, O, OH * OW) if ga.flags.c_contiguous else \
         np.ascontiguousarray(ga).reshape(N, O, OH * OW)
@@ -1067,7 +988,7 @@ def _conv_cols(xa: np.ndarray, k: Sequence[int], osz: Sequence[int], stride: Seq
     N, C = xa.shape[:2]
     (kh, kw), (OH, OW) = k, osz
     v = _conv_taps(xa, k, osz, stride, padding, dilation)
-    cols = _scratch((C, kh, kw, OH, OW, N), xa.dtype)
+    cols = scratch((C, kh, kw, OH, OW, N), xa.dtype)
     np.copyto(cols, v)
     return cols.reshape(C * kh * kw, OH * OW * N)
 
