@@ -17,7 +17,7 @@ import numpy as np
 
 from ... import _dtype
 from ...errors import OutOfMemoryError
-from .. import philox
+from .. import _host_ops
 from ..interface import (ARG_REDUCE_OPS, RANDOM_KINDS, REDUCE_OPS, Backend, DeviceProperties, View,
                          unknown_op)
 from ..ufuncs import BINARY_UFUNCS, fit_scalar
@@ -134,7 +134,11 @@ def _few_rows(M: int, K: int, N: int, dtype: np.dtype) -> bool:
 
 
 class NumpyBackend(NormsMixin, ConvMixin, Backend):
-    """The ``cpu`` device: buffers are 1-D ``uint8`` numpy arrays; primitives call numpy."""
+    """The ``cpu`` device: buffers are 1-D ``uint8`` numpy arrays; primitives call numpy.
+
+    ``where``, ``arg_reduce``, ``cumsum``, ``gather``, ``scatter``, ``sort`` and ``random`` are the
+    reference of :mod:`portagrad.backends._host_ops` (which the interface's host defaults call
+    too), writing straight into the arrays over the buffers."""
 
     device_type = "cpu"
 
@@ -254,17 +258,10 @@ class NumpyBackend(NormsMixin, ConvMixin, Backend):
             a, b, out=o)
 
     def where(self, cond: View, a: Any, b: Any, out: View) -> None:
-        # two masked copies into out: no temporary (np.where allocates a full result)
-        o, c = nd(out), nd(cond)
-        if a.__class__ is int or a.__class__ is float:
-            a = fit_scalar(a, out.dtype.name)
-        if b.__class__ is int or b.__class__ is float:
-            b = fit_scalar(b, out.dtype.name)
-        if a is out:  # in place on a: only b's positions change
-            np.copyto(o, _arg(b), where=~c)
-            return
-        np.copyto(o, _arg(b), casting="unsafe")
-        np.copyto(o, _arg(a), casting="unsafe", where=c)
+        # a is out itself for masked_fill_: nd(a) is then nd(out) (the array memoised on the
+        # view), of which _host_ops.where writes only b's positions
+        _host_ops.where(nd(cond), _arg(a), _arg(b), out.dtype.numpy, out.dtype.name,
+                        out=nd(out))
 
     def copy(self, src: View, dst: View) -> None:
         s, d = nd(src), nd(dst)
@@ -307,21 +304,10 @@ class NumpyBackend(NormsMixin, ConvMixin, Backend):
     def arg_reduce(self, op: str, x: View, axis: int, out: View) -> None:
         if op not in ARG_REDUCE_OPS:
             raise unknown_op("arg_reduce", op, self.device_type)
-        if x.dtype is BFLOAT16:
-            via_f32(self.arg_reduce, (), op, x, axis, out)
-            return
-        f = np.argmax if op == "argmax" else np.argmin
-        nd(out)[...] = f(nd(x), axis=axis, keepdims=True)
+        _host_ops.arg_reduce(op, nd(x), axis, out=nd(out))
 
     def cumsum(self, x: View, axis: int, out: View) -> None:
-        if x.dtype is BFLOAT16 or out.dtype is BFLOAT16:
-            via_f32(self.cumsum, (2,), x, axis, out)
-            return
-        o = nd(out)
-        if o.dtype == _F16:  # accumulates in float32, each prefix rounded once (PyTorch)
-            o[...] = np.cumsum(nd(x), axis=axis, dtype=np.float32)
-            return
-        np.cumsum(nd(x), axis=axis, out=o, dtype=o.dtype)
+        _host_ops.cumsum(nd(x), axis, out.dtype.numpy, out=nd(out))
 
     def matmul(self, a: View, b: View, out: View) -> None:
         if a.dtype is BFLOAT16:  # accumulates in float32
@@ -343,58 +329,19 @@ class NumpyBackend(NormsMixin, ConvMixin, Backend):
         np.matmul(aa, bb, out=oo)
 
     def gather(self, x: View, axis: int, index: View, out: View) -> None:
-        xa, ia = nd(x), nd(index)
-        if ia.ndim and all(ia.strides[d] == 0 for d in range(ia.ndim) if d != axis):
-            # the index is one row broadcast over the other axes (index_select, im2col): np.take
-            # copies whole rows where take_along_axis does fancy indexing per element (indices
-            # were range-checked)
-            row = ia[tuple(slice(None) if d == axis else 0 for d in range(ia.ndim))]
-            src = xa[tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(ia.shape))]
-            np.take(src, row, axis=axis, out=nd(out), mode="clip")
-            return
-        # the index may be smaller than x along the other axes (PyTorch's rule); take_along_axis
-        # would broadcast them against each other instead
-        xa = xa[tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(ia.shape))]
-        nd(out)[...] = np.take_along_axis(xa, ia, axis=axis)
+        _host_ops.gather(nd(x), axis, nd(index), out=nd(out))
 
     def scatter(self, out: View, axis: int, index: View, src: View, reduce: str | None) -> None:
-        o, idx, s = nd(out), nd(index), nd(src)
-        # build a full index tuple: every axis but `axis` indexes itself
-        grids: list[Any] = list(np.indices(idx.shape, sparse=True))
-        grids[axis] = idx
-        if reduce == "add":
-            np.add.at(o, tuple(grids), s)
-        else:
-            o[tuple(grids)] = s
+        _host_ops.scatter(nd(out), axis, nd(index), nd(src), reduce)
 
     def sort(self, x: View, axis: int, descending: bool, values: View, indices: View) -> None:
-        if x.dtype is BFLOAT16:
-            via_f32(self.sort, (3,), x, axis, descending, values, indices)
-            return
-        xa = nd(x)
-        if descending:
-            # stable descending: ascending stable sort of the reversed axis, reversed back, keeps
-            # ties in their original order and puts NaN first, as PyTorch does
-            n = xa.shape[axis]
-            rev = np.flip(np.argsort(np.flip(xa, axis), axis=axis, kind="stable"), axis)
-            idx = (n - 1) - rev
-        else:
-            idx = np.argsort(xa, axis=axis, kind="stable")
-        nd(indices)[...] = idx
-        nd(values)[...] = np.take_along_axis(xa, idx, axis=axis)
+        _host_ops.sort(nd(x), axis, descending, out=(nd(values), nd(indices)))
 
     def random(self, kind: str, out: View, seed: int, offset: int, a: float, b: float) -> None:
         if kind not in RANDOM_KINDS:
             raise unknown_op("random", kind, self.device_type)
-        if out.dtype is BFLOAT16:
-            via_f32(self.random, (1,), kind, out, seed, offset, a, b)
-            return
         o = nd(out)
-        gen = philox.uniform if kind == "uniform" else philox.normal
-        if o.flags.c_contiguous:  # (as the contract says outputs are): drawn straight into it
-            gen(o.size, seed, offset, a, b, o.dtype, out=o.reshape(-1))
-        else:
-            o[...] = gen(o.size, seed, offset, a, b, o.dtype).reshape(o.shape)
+        _host_ops.random(kind, o.size, o.dtype, seed, offset, a, b, out=o)
 
 
 # Outputs from this many elements on: a broadcast operand repeated along inner axes is worth a
