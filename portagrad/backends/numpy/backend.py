@@ -1,7 +1,9 @@
 """The numpy backend: the ``cpu`` device.
 
 :class:`NumpyBackend` implements the backend contract here: devices, memory (buffers reused through
-a :class:`~.pool.BufferPool`), host transfers and the primitives, each one numpy call or a few. The
+a :class:`~.pool.BufferPool`), host transfers and the primitives, each one numpy call or a few;
+``where``, ``arg_reduce``, ``cumsum``, ``gather``, ``scatter``, ``sort`` and ``random`` call
+:mod:`portagrad.backends._host_ops`, the reference the interface's host defaults use too. The
 optional fast paths are mixed in from their own modules: normalisation and softmax from
 :mod:`.norms`, convolution and max pooling from :mod:`.conv`. What the three share (views as
 numpy arrays, scratch buffers, bfloat16 computed in float32) is in :mod:`.arrays`.
@@ -134,11 +136,8 @@ def _few_rows(M: int, K: int, N: int, dtype: np.dtype) -> bool:
 
 
 class NumpyBackend(NormsMixin, ConvMixin, Backend):
-    """The ``cpu`` device: buffers are 1-D ``uint8`` numpy arrays; primitives call numpy.
-
-    ``where``, ``arg_reduce``, ``cumsum``, ``gather``, ``scatter``, ``sort`` and ``random`` are the
-    reference of :mod:`portagrad.backends._host_ops` (which the interface's host defaults call
-    too), writing straight into the arrays over the buffers."""
+    """The ``cpu`` device: buffers are 1-D ``uint8`` numpy arrays; primitives call numpy (seven of
+    them through :mod:`portagrad.backends._host_ops`, writing into the arrays over the buffers)."""
 
     device_type = "cpu"
 
