@@ -21,7 +21,7 @@ from portagrad.backends import philox
 from portagrad.backends.helpers import fit_scalar, visible_indices
 from portagrad.backends.interface import DeviceProperties, View
 from portagrad.backends.numpy import NumpyBackend
-from portagrad.backends.numpy.backend import _nd
+from portagrad.backends.numpy.arrays import nd as _nd
 from portagrad.errors import OutOfMemoryError
 
 __all__ = ["Clean", "CleanFull", "PLANTED", "CLEAN"]

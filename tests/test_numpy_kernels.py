@@ -455,7 +455,8 @@ def test_banded_im2col_matches_whole_image_and_direct_sums(case: tuple,
     from portagrad import _dtype
     from portagrad._shape import contiguous_strides
     from portagrad.backends.interface import View
-    from portagrad.backends.numpy import backend as nb
+    from portagrad.backends.numpy import conv as nc
+    from portagrad.backends.numpy.backend import NumpyBackend
 
     N, C, H, W, O, kh, kw, stride, padding, dilation, groups = case
     rng = np.random.default_rng(0)
@@ -469,7 +470,7 @@ def test_banded_im2col_matches_whole_image_and_direct_sums(case: tuple,
                     _dtype.float32)
 
     def run() -> list[np.ndarray]:
-        be = nb.NumpyBackend()
+        be = NumpyBackend()
         got = []
         for fn, a, b, ref in [(be.conv2d, x, w, want[0]), (be.conv2d_grad_input, want[1], w, want[2]),
                               (be.conv2d_grad_weight, x, want[1], want[3])]:
@@ -481,9 +482,9 @@ def test_banded_im2col_matches_whole_image_and_direct_sums(case: tuple,
     whole = run()
     OW = (W + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
     # bands of two output rows (the cache bound off, the width bound at two rows)
-    monkeypatch.setattr(nb, "_BAND_BYTES", 1)
-    monkeypatch.setattr(nb, "_BAND_MIN_COLS", 2 * OW * N)
-    assert nb._chunk_rows(C * kh * kw, 9, OW * N, 4) == 2
+    monkeypatch.setattr(nc, "_BAND_BYTES", 1)
+    monkeypatch.setattr(nc, "_BAND_MIN_COLS", 2 * OW * N)
+    assert nc._chunk_rows(C * kh * kw, 9, OW * N, 4) == 2
     banded = run()
     for a, b, ref in zip(banded, whole, (want[0], want[2], want[3])):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
@@ -496,7 +497,8 @@ def test_weight_gradient_transposed_or_not_agree(monkeypatch: pytest.MonkeyPatch
     from portagrad import _dtype
     from portagrad._shape import contiguous_strides
     from portagrad.backends.interface import View
-    from portagrad.backends.numpy import backend as nb
+    from portagrad.backends.numpy import conv as nc
+    from portagrad.backends.numpy.backend import NumpyBackend
 
     rng = np.random.default_rng(2)
     x = rng.standard_normal((4, 5, 7, 7))
@@ -509,9 +511,9 @@ def test_weight_gradient_transposed_or_not_agree(monkeypatch: pytest.MonkeyPatch
                     _dtype.float64)
 
     for limit in (1 << 18, 0):
-        monkeypatch.setattr(nb, "_SMALL_TRANSPOSE", limit)
+        monkeypatch.setattr(nc, "_SMALL_TRANSPOSE", limit)
         o = view(np.full(gw.shape, np.nan))
-        nb.NumpyBackend().conv2d_grad_weight(view(x), view(g), o, (1, 1), (1, 1), (1, 1), 1)
+        NumpyBackend().conv2d_grad_weight(view(x), view(g), o, (1, 1), (1, 1), (1, 1), 1)
         np.testing.assert_allclose(np.ndarray(gw.shape, np.float64, o.buffer), gw, rtol=1e-10,
                                    atol=1e-10)
 
@@ -589,11 +591,11 @@ def test_per_sample_convolution_against_direct_sums(case: tuple, dt: type,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """Convolutions with many output positions run one image at a time in the (N, C, H, W)
     layout; forced onto the small cases here, both weight-gradient orientations included."""
-    from portagrad.backends.numpy import backend as nb
+    from portagrad.backends.numpy import conv as nc
 
-    monkeypatch.setattr(nb, "_PER_SAMPLE_MIN_POSITIONS", 1)
+    monkeypatch.setattr(nc, "_PER_SAMPLE_MIN_POSITIONS", 1)
     for limit in (1 << 18, 0):
-        monkeypatch.setattr(nb, "_SMALL_TRANSPOSE", limit)
+        monkeypatch.setattr(nc, "_SMALL_TRANSPOSE", limit)
         test_conv_kernels_against_direct_sums(case, dt)
 
 
@@ -604,14 +606,14 @@ def test_positions_major_convolution_against_direct_sums(case: tuple, dt: type,
     """Convolutions with few output channels run as a (positions, K) x (K, O) GEMM over a
     channels-last copy; forced onto the small cases here (the forward and the stride-1 input
     gradient, which is a convolution too), with the weight gradient beside them."""
-    from portagrad.backends.numpy import backend as nb
+    from portagrad.backends.numpy import conv as nc
 
     calls = []
-    real = nb._conv_forward_positions_major
-    monkeypatch.setattr(nb, "_conv_forward_positions_major",
+    real = nc._conv_forward_positions_major
+    monkeypatch.setattr(nc, "_conv_forward_positions_major",
                         lambda *a: calls.append(a[0].shape) or real(*a))
-    monkeypatch.setattr(nb, "_POSITIONS_MAJOR_MIN_K", 1)
-    monkeypatch.setattr(nb, "_POSITIONS_MAJOR_MIN_ROWS", 1)
+    monkeypatch.setattr(nc, "_POSITIONS_MAJOR_MIN_K", 1)
+    monkeypatch.setattr(nc, "_POSITIONS_MAJOR_MIN_ROWS", 1)
     test_conv_kernels_against_direct_sums(case, dt)
     assert calls, "the positions-major path was not taken"
 
@@ -619,11 +621,11 @@ def test_positions_major_convolution_against_direct_sums(case: tuple, dt: type,
 def test_positions_major_path_serves_small_channel_convolutions() -> None:
     """The demo CNN's second convolution (16 -> 32 channels on 4x4 planes, batch 64) and its
     input gradient take the positions-major path; ResNet's 256-channel ones do not."""
-    from portagrad.backends.numpy import backend as nb
+    from portagrad.backends.numpy import conv as nc
 
-    assert nb._positions_major(64 * 16, 16 * 9, 32) and nb._positions_major(64 * 16, 32 * 9, 16)
-    assert not nb._positions_major(16 * 64, 256 * 9, 256)
-    assert not nb._positions_major(64 * 64, 1 * 9, 16)  # K = 9: the GEMM is a copy's worth
+    assert nc._positions_major(64 * 16, 16 * 9, 32) and nc._positions_major(64 * 16, 32 * 9, 16)
+    assert not nc._positions_major(16 * 64, 256 * 9, 256)
+    assert not nc._positions_major(64 * 64, 1 * 9, 16)  # K = 9: the GEMM is a copy's worth
 
 
 def _layer_norm_run(x: np.ndarray, g: np.ndarray, w: np.ndarray | None, b: np.ndarray | None,

@@ -1,14 +1,21 @@
-"""Host (numpy) computations behind the default methods of :class:`~portagrad.backends.interface.Backend`.
+"""The numpy reference of ``where``, ``arg_reduce``, ``cumsum``, ``gather``, ``scatter``, ``sort`` and
+``random``: the numpy backend's primitives and the default methods of
+:class:`~portagrad.backends.interface.Backend`.
 
-A backend that implements only the small required core inherits ``where``, ``arg_reduce``,
-``cumsum``, ``gather``, ``scatter``, ``sort`` and ``random`` from the base class, which reads the
-operands back with ``to_host``, computes here on numpy arrays, and writes the result with
-``from_host``. These functions hold the contract's fine print (NaN rules, stability, bfloat16
-computed in float32, PyTorch's checked scalar stores), so a minimal backend gets the same answers
-as the numpy backend. They take and return plain numpy arrays and know nothing of views.
+A backend that implements only the small required core inherits these seven from the base class,
+which reads the operands back with ``to_host``, computes here on numpy arrays, and writes the
+result with ``from_host``; the numpy backend calls the same functions on the arrays over its
+buffers, writing into ``out``. They hold the contract's fine print (NaN rules, stability,
+bfloat16 computed in float32 and rounded once, PyTorch's checked scalar stores), so a minimal
+backend gets the same answers as the numpy backend.
+
+They take and return plain numpy arrays and know nothing of views. Each returns a new array, or,
+given ``out`` (an array of the result's shape and dtype, any strides), writes into it, without a
+temporary of the result's size where numpy allows, and returns it.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -19,7 +26,13 @@ from .ufuncs import fit_scalar
 
 __all__ = ["where", "arg_reduce", "cumsum", "gather", "scatter", "sort", "random"]
 
+# IEEE results (inf, nan) are what tensors compute, as in PyTorch: numpy's floating-point warnings
+# from this module (a float16 prefix sum overflowing to inf as it is rounded) are noise, as in the
+# numpy backend's modules. A filter costs nothing per call, unlike entering np.errstate.
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
+
 _BF16 = _dtype.bfloat16.numpy
+_F16 = np.dtype(np.float16)
 
 
 def _computable(a: np.ndarray) -> np.ndarray:
@@ -28,38 +41,57 @@ def _computable(a: np.ndarray) -> np.ndarray:
     return a.astype(np.float32) if a.dtype == _BF16 else a
 
 
-def where(cond: np.ndarray, a: Any, b: Any, np_dtype: np.dtype, dtype_name: str) -> np.ndarray:
-    """``cond ? a : b`` into a new array of ``np_dtype``; ``a``/``b`` are arrays or Python
-    scalars (an ``int`` stored into a narrow integer dtype is checked as PyTorch does)."""
+def where(cond: np.ndarray, a: Any, b: Any, np_dtype: np.dtype, dtype_name: str,
+          out: np.ndarray | None = None) -> np.ndarray:
+    """``cond ? a : b`` in ``np_dtype``; ``a``/``b`` are arrays or Python scalars (an ``int``
+    stored into a narrow integer dtype is checked as PyTorch does). ``a`` may be ``out`` itself
+    (in-place ``masked_fill_``): then only the positions where ``cond`` is false are written."""
     if a.__class__ is int or a.__class__ is float:
         a = fit_scalar(a, dtype_name)
     if b.__class__ is int or b.__class__ is float:
         b = fit_scalar(b, dtype_name)
-    out = np.empty(cond.shape, np_dtype)
-    # two masked copies, as in the numpy backend: a Python scalar never changes the result dtype
+    if out is None:
+        out = np.empty(cond.shape, np_dtype)
+    elif a is out:  # (copying b first would overwrite a)
+        np.copyto(out, b, where=~cond)
+        return out
+    # two masked copies straight into out, no temporary (np.where allocates its result); a Python
+    # scalar never changes the result dtype
     np.copyto(out, b, casting="unsafe")
     np.copyto(out, a, casting="unsafe", where=cond)
     return out
 
 
-def arg_reduce(op: str, x: np.ndarray, axis: int) -> np.ndarray:
+def arg_reduce(op: str, x: np.ndarray, axis: int, out: np.ndarray | None = None) -> np.ndarray:
     """int64 index of the first maximum (``argmax``) or minimum (``argmin``) along ``axis``, keepdim
     layout; numpy's argmax/argmin already treat the first NaN as the extreme, as PyTorch does."""
     x = _computable(x)
     if x.ndim == 0:
-        return np.zeros((), np.int64)
-    f = np.argmax if op == "argmax" else np.argmin
-    return f(x, axis=axis, keepdims=True).astype(np.int64, copy=False)
+        r = np.zeros((), np.int64)
+    else:
+        r = (np.argmax if op == "argmax" else np.argmin)(x, axis=axis, keepdims=True)
+    if out is None:
+        return r.astype(np.int64, copy=False)
+    out[...] = r
+    return out
 
 
-def cumsum(x: np.ndarray, axis: int, np_dtype: np.dtype) -> np.ndarray:
-    """Inclusive prefix sum along ``axis`` in ``np_dtype`` (bfloat16/float16 accumulate in float32 and
-    rounds once, as PyTorch and the numpy backend do)."""
+def cumsum(x: np.ndarray, axis: int, np_dtype: np.dtype, out: np.ndarray | None = None) -> np.ndarray:
+    """Inclusive prefix sum along ``axis`` in ``np_dtype``; bfloat16 and float16 accumulate in
+    float32, each prefix rounded once (as PyTorch)."""
     if x.ndim == 0:
-        return x.astype(np_dtype)
-    if np_dtype == _BF16 or np_dtype == np.float16:  # (float16 too: as PyTorch)
-        return np.cumsum(x.astype(np.float32), axis=axis).astype(np_dtype)
-    return np.cumsum(x, axis=axis, dtype=np_dtype)
+        if out is None:
+            return x.astype(np_dtype)
+        np.copyto(out, x, casting="unsafe")
+        return out
+    if np_dtype == _BF16 or np_dtype == _F16:
+        # numpy's add reads float16 as float32 itself; bfloat16 (ml_dtypes) is converted first
+        s = np.cumsum(_computable(x), axis=axis, dtype=np.float32)
+        if out is None:
+            return s.astype(np_dtype)
+        np.copyto(out, s, casting="unsafe")  # round to nearest even
+        return out
+    return np.cumsum(x, axis=axis, dtype=np_dtype, out=out)
 
 
 def _head(a: np.ndarray, shape: tuple[int, ...], axis: int | None) -> np.ndarray:
@@ -68,11 +100,31 @@ def _head(a: np.ndarray, shape: tuple[int, ...], axis: int | None) -> np.ndarray
     return a[tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(shape))]
 
 
-def gather(x: np.ndarray, axis: int, index: np.ndarray) -> np.ndarray:
-    """``out[..., i, ...] = x[..., index[..., i, ...], ...]`` along ``axis`` (indices checked)."""
+def gather(x: np.ndarray, axis: int, index: np.ndarray, out: np.ndarray | None = None
+           ) -> np.ndarray:
+    """``out[..., i, ...] = x[..., index[..., i, ...], ...]`` along ``axis``; the indices are in
+    range (the core checks them)."""
     if x.ndim == 0:
-        return x.copy()
-    return np.take_along_axis(_head(x, index.shape, axis), index, axis=axis)
+        if out is None:
+            return x.copy()
+        out[...] = x
+        return out
+    # the index may be smaller than x along the other axes (PyTorch's rule); take_along_axis
+    # would broadcast them against each other instead
+    src = _head(x, index.shape, axis)
+    if index.size and all(index.strides[d] == 0 for d in range(index.ndim) if d != axis):
+        # the index is one row broadcast over the other axes (index_select, im2col, any 1-d
+        # index): np.take copies whole rows where take_along_axis does fancy indexing per element
+        row = index[tuple(slice(None) if d == axis else 0 for d in range(index.ndim))]
+        if out is None:
+            out = np.empty(index.shape, x.dtype)
+        np.take(src, row, axis=axis, out=out, mode="clip")  # ("raise" would buffer out)
+        return out
+    r = np.take_along_axis(src, index, axis=axis)
+    if out is None:
+        return r
+    out[...] = r
+    return out
 
 
 def scatter(out: np.ndarray, axis: int, index: np.ndarray, src: np.ndarray,
@@ -84,6 +136,7 @@ def scatter(out: np.ndarray, axis: int, index: np.ndarray, src: np.ndarray,
         axis = 0
     else:
         work, idx, s = out, index, _head(src, index.shape, None)
+    # a full index tuple: every axis but `axis` indexes itself
     grids: list[Any] = list(np.indices(idx.shape, sparse=True))
     grids[axis] = idx
     if reduce == "add":
@@ -93,11 +146,17 @@ def scatter(out: np.ndarray, axis: int, index: np.ndarray, src: np.ndarray,
     return out
 
 
-def sort(x: np.ndarray, axis: int, descending: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Stable sort along ``axis``: ``(values, int64 indices)``; NaN is larger than every number
-    (last ascending, first descending), and ties keep their order either way."""
+def sort(x: np.ndarray, axis: int, descending: bool,
+         out: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Stable sort along ``axis``: ``(values, int64 indices)`` (``out``: the two arrays to write);
+    NaN is larger than every number (last ascending, first descending), and ties keep their order
+    either way."""
     if x.ndim == 0:
-        return x.copy(), np.zeros((), np.int64)
+        if out is None:
+            return x.copy(), np.zeros((), np.int64)
+        out[0][...] = x
+        out[1][...] = 0
+        return out
     keys = _computable(x)
     if descending:
         # ascending stable sort of the reversed axis, reversed back: ties keep their original
@@ -107,15 +166,31 @@ def sort(x: np.ndarray, axis: int, descending: bool) -> tuple[np.ndarray, np.nda
         idx = (n - 1) - rev
     else:
         idx = np.argsort(keys, axis=axis, kind="stable")
-    idx = idx.astype(np.int64, copy=False)
-    return np.take_along_axis(x, idx, axis=axis), idx
+    if out is None:
+        idx = idx.astype(np.int64, copy=False)
+        return np.take_along_axis(x, idx, axis=axis), idx
+    out[1][...] = idx
+    # the values from x itself: a bfloat16 is the same number after the round trip via float32
+    out[0][...] = np.take_along_axis(x, idx, axis=axis)
+    return out
 
 
-def random(kind: str, n: int, np_dtype: np.dtype, seed: int, offset: int, a: float,
-           b: float) -> np.ndarray:
+def random(kind: str, n: int, np_dtype: np.dtype, seed: int, offset: int, a: float, b: float,
+           out: np.ndarray | None = None) -> np.ndarray:
     """``n`` numbers of the contract's Philox stream (``uniform`` in ``[a, b)``, ``normal`` with
-    mean ``a`` and standard deviation ``b``); bfloat16 is the float32 stream rounded."""
+    mean ``a`` and standard deviation ``b``), flat or ``out`` (``n`` elements) filled in order;
+    bfloat16 is the float32 stream rounded."""
     gen = philox.uniform if kind == "uniform" else philox.normal
     if np_dtype == _BF16:
-        return gen(n, seed, offset, a, b, np.float32).astype(_BF16)
-    return gen(n, seed, offset, a, b, np_dtype)
+        r = gen(n, seed, offset, a, b, np.float32)
+        if out is None:
+            return r.astype(_BF16)
+        np.copyto(out, r.reshape(out.shape), casting="unsafe")  # round to nearest even
+        return out
+    if out is None:
+        return gen(n, seed, offset, a, b, np_dtype)
+    if out.flags.c_contiguous:  # (as the contract says outputs are): drawn straight into it
+        gen(n, seed, offset, a, b, np_dtype, out=out.reshape(-1))
+    else:
+        out[...] = gen(n, seed, offset, a, b, np_dtype).reshape(out.shape)
+    return out

@@ -1,4 +1,13 @@
-"""The numpy backend: the ``cpu`` device. Implements the backend contract and nothing more."""
+"""The numpy backend: the ``cpu`` device.
+
+:class:`NumpyBackend` implements the backend contract here: devices, memory (buffers reused through
+a :class:`~.pool.BufferPool`), host transfers and the primitives, each one numpy call or a few;
+``where``, ``arg_reduce``, ``cumsum``, ``gather``, ``scatter``, ``sort`` and ``random`` call
+:mod:`portagrad.backends._host_ops`, the reference the interface's host defaults use too. The
+optional fast paths are mixed in from their own modules: normalisation and softmax from
+:mod:`.norms`, convolution and max pooling from :mod:`.conv`. What the three share (views as
+numpy arrays, scratch buffers, bfloat16 computed in float32) is in :mod:`.arrays`.
+"""
 from __future__ import annotations
 
 import os
@@ -9,13 +18,14 @@ from typing import Any
 import numpy as np
 
 from ... import _dtype
-from ..._shape import contiguous_strides
 from ...errors import OutOfMemoryError
-from .. import philox
+from .. import _host_ops
 from ..interface import (ARG_REDUCE_OPS, RANDOM_KINDS, REDUCE_OPS, Backend, DeviceProperties, View,
                          unknown_op)
 from ..ufuncs import BINARY_UFUNCS, fit_scalar
 from . import host_malloc, special
+from .arrays import BFLOAT16, BFLOAT16_NP, SCRATCH_POOL, is_bf16, nd, scratch, via_f32
+from .conv import ConvMixin
 from .norms import NormsMixin
 from .pool import BufferPool
 
@@ -25,63 +35,13 @@ __all__ = ["NumpyBackend"]
 # from this module are noise. A filter costs nothing per call, unlike entering np.errstate.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
 
-# Buffers of the cpu device come from a pool, the large temporaries of the kernels below from a
-# second one with a smaller cap: the pool keeps a freed buffer for the next request of its size,
-# and temporaries come in many sizes (one im2col matrix per layer shape) that all stay held up to
-# the cap
+# Buffers of the cpu device come from a pool (the kernels' temporaries from another one,
+# arrays.scratch): the pool keeps a freed buffer for the next request of its size
 _POOL = BufferPool()
-_SCRATCH_POOL = BufferPool(max_bytes=128 << 20)
-
-
-def _scratch(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    """An uninitialised array from the buffer pool: a large temporary reuses memory instead of
-    faulting in fresh pages on every call."""
-    dt = np.dtype(dtype)
-    n = dt.itemsize
-    for d in shape:
-        n *= d
-    return _SCRATCH_POOL.allocate(n)[:n].view(dt).reshape(shape)
-
-
-# byte strides per (itemsize, element strides): building the tuple costs more than the ndarray
-_BYTE_STRIDES: dict[int, dict[tuple[int, ...], tuple[int, ...]]] = {}
-
-
-def _nd(v: View) -> np.ndarray:
-    """The numpy array for a view, memoised in ``View.cache`` (views are immutable)."""
-    a = v.cache
-    if a is None:
-        np_dtype = v.dtype.numpy
-        isz = np_dtype.itemsize
-        strides = v.strides
-        table = _BYTE_STRIDES.get(isz)
-        if table is None:
-            table = _BYTE_STRIDES[isz] = {}
-        bs = table.get(strides) if strides.__class__ is tuple else None
-        if bs is None:
-            bs = tuple([s * isz for s in strides])
-            if len(table) < 8192 and strides.__class__ is tuple:
-                table[strides] = bs
-        try:
-            a = np.ndarray(v.shape, np_dtype, v.buffer, v.offset * isz, bs)
-        except ValueError:
-            if 0 not in v.shape:
-                raise
-            # no element is read or written, but numpy still checks the view's offset and
-            # strides against the buffer, which an empty region (a zero-size piece of a cat, a
-            # reduction over an empty dim) need not fit; the check stays off the common path
-            try:
-                a = np.empty(v.shape, np_dtype)
-            except ValueError:  # numpy bounds the product of every size but the zero ones
-                raise RuntimeError(f"the numpy backend cannot compute on an empty tensor of shape "
-                                   f"{list(v.shape)}: numpy limits the product of its other "
-                                   f"sizes to 2**63 bytes") from None
-        v.cache = a
-    return a
 
 
 def _arg(x: Any) -> Any:
-    return _nd(x) if isinstance(x, View) else x
+    return nd(x) if isinstance(x, View) else x
 
 
 _ZEROS: dict[Any, np.ndarray] = {}
@@ -137,17 +97,8 @@ _UNARY_FN = {"relu": _relu, "rsqrt": _rsqrt, "sigmoid": _sigmoid, "erf": special
 
 _REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 
-# bfloat16 (ml_dtypes) is stored as itself but computed in float32 and rounded once per primitive,
-# as PyTorch does: ml_dtypes' own ufuncs would round every intermediate of a composite (sigmoid),
-# accumulate reductions and products in bfloat16, and numpy's sort/argmax don't know the type
-_BF16 = _dtype.bfloat16.numpy
 _F16 = np.dtype(np.float16)
-_BFD, _BOOLD = _dtype.bfloat16, _dtype.bool  # module constants: cheaper than attribute lookups
-
-
-def _is_bf16(x: Any) -> bool:
-    return x.__class__ is View and x.dtype is _BFD
-
+_BOOLD = _dtype.bool  # a module constant: cheaper than an attribute lookup (bfloat16: arrays.py)
 
 # PyTorch wraps a Python int operand into the tensor's integer dtype (uint8 + 1000 == uint8 + 232);
 # numpy refuses one that does not fit
@@ -170,26 +121,6 @@ def _wrap_to(s: int, np_dtype: Any) -> int:
     return (s - r[0]) % (r[1] - r[0] + 1) + r[0]
 
 
-def _f32_view(v: View) -> View:
-    """A contiguous float32 copy of the bfloat16 view ``v`` (exact: every bfloat16 is a float32)."""
-    # reshape: ascontiguousarray makes a 0-d view 1-d, which a 0-d bool output cannot take
-    a = np.ascontiguousarray(_nd(v), np.float32).reshape(v.shape)
-    out = View(a.reshape(-1).view(np.uint8), 0, v.shape, contiguous_strides(v.shape),
-               _dtype.float32)
-    out.cache = a
-    return out
-
-
-def _via_f32(fn: Any, outs: Sequence[int], *args: Any) -> None:
-    """Run primitive ``fn`` with every bfloat16 view among ``args`` replaced by a float32 copy,
-    then round the float32 results at positions ``outs`` back into their bfloat16 views."""
-    conv = [_f32_view(a) if _is_bf16(a) else a for a in args]
-    fn(*conv)
-    for i in outs:
-        if conv[i] is not args[i]:
-            np.copyto(_nd(args[i]), _nd(conv[i]), casting="unsafe")  # round to nearest even
-
-
 # A product with few rows and many more columns (a batch of 16-64 through a Linear layer:
 # x @ W.T, and its input gradient g @ W) runs faster in OpenBLAS as its transpose (B.T @ A.T, the
 # many columns becoming rows), written to a scratch matrix and copied back transposed: measured
@@ -204,8 +135,9 @@ def _few_rows(M: int, K: int, N: int, dtype: np.dtype) -> bool:
             and dtype in (np.float32, np.float64))
 
 
-class NumpyBackend(NormsMixin, Backend):
-    """The ``cpu`` device: buffers are 1-D ``uint8`` numpy arrays; primitives call numpy."""
+class NumpyBackend(NormsMixin, ConvMixin, Backend):
+    """The ``cpu`` device: buffers are 1-D ``uint8`` numpy arrays; primitives call numpy (seven of
+    them through :mod:`portagrad.backends._host_ops`, writing into the arrays over the buffers)."""
 
     device_type = "cpu"
 
@@ -251,16 +183,16 @@ class NumpyBackend(NormsMixin, Backend):
 
     def empty_cache(self, index: int) -> None:
         self._pool.release_free()
-        _SCRATCH_POOL.release_free()
+        SCRATCH_POOL.release_free()
 
     def from_host(self, dst: View, src: np.ndarray, non_blocking: bool = False) -> None:
-        _nd(dst)[...] = src.reshape(dst.shape)
+        nd(dst)[...] = src.reshape(dst.shape)
 
     def to_host(self, src: View) -> np.ndarray:
-        return np.array(_nd(src), order="C", copy=True)
+        return np.array(nd(src), order="C", copy=True)
 
     def host_array(self, src: View) -> np.ndarray:
-        return _nd(src)
+        return nd(src)
 
     def wrap_host(self, array: np.ndarray) -> tuple[Any, int] | None:
         if any(s < 0 for s in array.strides):
@@ -275,32 +207,32 @@ class NumpyBackend(NormsMixin, Backend):
         return flat.view(np.uint8), 0
 
     def copy_between(self, dst: View, src: View) -> None:
-        _nd(dst)[...] = _nd(src)
+        nd(dst)[...] = nd(src)
 
     # ------------------------------------------------------------- primitives
     def unary(self, op: str, x: View, out: View) -> None:
-        if x.dtype is _BFD:
-            _via_f32(self.unary, (2,), op, x, out)
+        if x.dtype is BFLOAT16:
+            via_f32(self.unary, (2,), op, x, out)
             return
         f = _UNARY.get(op)
         if f is not None:
-            f(_nd(x), out=_nd(out))
+            f(nd(x), out=nd(out))
             return
         fn = _UNARY_FN.get(op)
         if fn is None:
             raise unknown_op("unary", op, self.device_type)
-        fn(_nd(x), _nd(out))
+        fn(nd(x), nd(out))
 
     def binary(self, op: str, a: Any, b: Any, out: View) -> None:
         od = out.dtype  # bfloat16 operands write bfloat16, or bool (comparisons, logical ops)
-        if od is _BFD or (od is _BOOLD and (_is_bf16(a) or _is_bf16(b))):
-            _via_f32(self.binary, (3,), op, a, b, out)
+        if od is BFLOAT16 or (od is _BOOLD and (is_bf16(a) or is_bf16(b))):
+            via_f32(self.binary, (3,), op, a, b, out)
             return
         if b.__class__ is int:
             b = _wrap_int(b, a)
         elif a.__class__ is int:
             a = _wrap_int(a, b)
-        o = _nd(out)
+        o = nd(out)
         if a.__class__ is int and b.__class__ is int and o.dtype.kind in "iu":
             # two Python ints: numpy computes them in int64, which it refuses to store into uint8;
             # as 0-d arrays of out's dtype (wrapped into it) the result wraps as PyTorch's does
@@ -325,21 +257,14 @@ class NumpyBackend(NormsMixin, Backend):
             a, b, out=o)
 
     def where(self, cond: View, a: Any, b: Any, out: View) -> None:
-        # two masked copies into out: no temporary (np.where allocates a full result)
-        o, c = _nd(out), _nd(cond)
-        if a.__class__ is int or a.__class__ is float:
-            a = fit_scalar(a, out.dtype.name)
-        if b.__class__ is int or b.__class__ is float:
-            b = fit_scalar(b, out.dtype.name)
-        if a is out:  # in place on a: only b's positions change
-            np.copyto(o, _arg(b), where=~c)
-            return
-        np.copyto(o, _arg(b), casting="unsafe")
-        np.copyto(o, _arg(a), casting="unsafe", where=c)
+        # a is out itself for masked_fill_: nd(a) is then nd(out) (the array memoised on the
+        # view), of which _host_ops.where writes only b's positions
+        _host_ops.where(nd(cond), _arg(a), _arg(b), out.dtype.numpy, out.dtype.name,
+                        out=nd(out))
 
     def copy(self, src: View, dst: View) -> None:
-        s, d = _nd(src), _nd(dst)
-        if s.dtype is _BF16 and d.dtype.kind in "iub":  # as float32 (truncation, != 0 for bool)
+        s, d = nd(src), nd(dst)
+        if s.dtype is BFLOAT16_NP and d.dtype.kind in "iub":  # as float32 (truncation, != 0 for bool)
             s = s.astype(np.float32)
         if d.dtype.kind in "iub" and s.dtype.kind == "f":
             with np.errstate(invalid="ignore"):
@@ -353,15 +278,15 @@ class NumpyBackend(NormsMixin, Backend):
     def fill(self, out: View, value: Any) -> None:
         value = fit_scalar(value, out.dtype.name)
         if 0 not in out.shape:  # an empty tensor has nothing to fill (and numpy may not view it)
-            _nd(out).fill(value)
+            nd(out).fill(value)
 
     def reduce(self, op: str, x: View, axes: Sequence[int], out: View) -> None:
         if op not in REDUCE_OPS:
             raise unknown_op("reduce", op, self.device_type)
-        if x.dtype is _BFD:  # accumulates in float32
-            _via_f32(self.reduce, (3,), op, x, axes, out)
+        if x.dtype is BFLOAT16:  # accumulates in float32
+            via_f32(self.reduce, (3,), op, x, axes, out)
             return
-        xa, o = _nd(x), _nd(out)
+        xa, o = nd(x), nd(out)
         if xa.dtype == _F16 and (op == "sum" or op == "prod"):
             # float16 sums and products accumulate in float32, rounded once (PyTorch; numpy
             # would accumulate in float16, which stalls a long sum at 2048)
@@ -378,34 +303,23 @@ class NumpyBackend(NormsMixin, Backend):
     def arg_reduce(self, op: str, x: View, axis: int, out: View) -> None:
         if op not in ARG_REDUCE_OPS:
             raise unknown_op("arg_reduce", op, self.device_type)
-        if x.dtype is _BFD:
-            _via_f32(self.arg_reduce, (), op, x, axis, out)
-            return
-        f = np.argmax if op == "argmax" else np.argmin
-        _nd(out)[...] = f(_nd(x), axis=axis, keepdims=True)
+        _host_ops.arg_reduce(op, nd(x), axis, out=nd(out))
 
     def cumsum(self, x: View, axis: int, out: View) -> None:
-        if x.dtype is _BFD or out.dtype is _BFD:
-            _via_f32(self.cumsum, (2,), x, axis, out)
-            return
-        o = _nd(out)
-        if o.dtype == _F16:  # accumulates in float32, each prefix rounded once (PyTorch)
-            o[...] = np.cumsum(_nd(x), axis=axis, dtype=np.float32)
-            return
-        np.cumsum(_nd(x), axis=axis, out=o, dtype=o.dtype)
+        _host_ops.cumsum(nd(x), axis, out.dtype.numpy, out=nd(out))
 
     def matmul(self, a: View, b: View, out: View) -> None:
-        if a.dtype is _BFD:  # accumulates in float32
-            _via_f32(self.matmul, (2,), a, b, out)
+        if a.dtype is BFLOAT16:  # accumulates in float32
+            via_f32(self.matmul, (2,), a, b, out)
             return
-        aa, bb, oo = _nd(a), _nd(b), _nd(out)
+        aa, bb, oo = nd(a), nd(b), nd(out)
         if oo.shape[0] == 1:
             # NOTE: numpy's batched matmul skips BLAS for some transposed operands (a weight
             # gradient x.T @ g among them); a single matrix always gets BLAS
             am, bm, om = aa[0], bb[0], oo[0]
             M, N = om.shape
             if _few_rows(M, am.shape[1], N, om.dtype):
-                t = _scratch((N, M), om.dtype)
+                t = scratch((N, M), om.dtype)
                 np.matmul(bm.T, am.T, out=t)
                 np.copyto(om, t.T)
                 return
@@ -414,222 +328,19 @@ class NumpyBackend(NormsMixin, Backend):
         np.matmul(aa, bb, out=oo)
 
     def gather(self, x: View, axis: int, index: View, out: View) -> None:
-        xa, ia = _nd(x), _nd(index)
-        if ia.ndim and all(ia.strides[d] == 0 for d in range(ia.ndim) if d != axis):
-            # the index is one row broadcast over the other axes (index_select, im2col): np.take
-            # copies whole rows where take_along_axis does fancy indexing per element (indices
-            # were range-checked)
-            row = ia[tuple(slice(None) if d == axis else 0 for d in range(ia.ndim))]
-            src = xa[tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(ia.shape))]
-            np.take(src, row, axis=axis, out=_nd(out), mode="clip")
-            return
-        # the index may be smaller than x along the other axes (PyTorch's rule); take_along_axis
-        # would broadcast them against each other instead
-        xa = xa[tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(ia.shape))]
-        _nd(out)[...] = np.take_along_axis(xa, ia, axis=axis)
+        _host_ops.gather(nd(x), axis, nd(index), out=nd(out))
 
     def scatter(self, out: View, axis: int, index: View, src: View, reduce: str | None) -> None:
-        o, idx, s = _nd(out), _nd(index), _nd(src)
-        # build a full index tuple: every axis but `axis` indexes itself
-        grids: list[Any] = list(np.indices(idx.shape, sparse=True))
-        grids[axis] = idx
-        if reduce == "add":
-            np.add.at(o, tuple(grids), s)
-        else:
-            o[tuple(grids)] = s
+        _host_ops.scatter(nd(out), axis, nd(index), nd(src), reduce)
 
     def sort(self, x: View, axis: int, descending: bool, values: View, indices: View) -> None:
-        if x.dtype is _BFD:
-            _via_f32(self.sort, (3,), x, axis, descending, values, indices)
-            return
-        xa = _nd(x)
-        if descending:
-            # stable descending: ascending stable sort of the reversed axis, reversed back, keeps
-            # ties in their original order and puts NaN first, as PyTorch does
-            n = xa.shape[axis]
-            rev = np.flip(np.argsort(np.flip(xa, axis), axis=axis, kind="stable"), axis)
-            idx = (n - 1) - rev
-        else:
-            idx = np.argsort(xa, axis=axis, kind="stable")
-        _nd(indices)[...] = idx
-        _nd(values)[...] = np.take_along_axis(xa, idx, axis=axis)
+        _host_ops.sort(nd(x), axis, descending, out=(nd(values), nd(indices)))
 
     def random(self, kind: str, out: View, seed: int, offset: int, a: float, b: float) -> None:
         if kind not in RANDOM_KINDS:
             raise unknown_op("random", kind, self.device_type)
-        if out.dtype is _BFD:
-            _via_f32(self.random, (1,), kind, out, seed, offset, a, b)
-            return
-        o = _nd(out)
-        gen = philox.uniform if kind == "uniform" else philox.normal
-        if o.flags.c_contiguous:  # (as the contract says outputs are): drawn straight into it
-            gen(o.size, seed, offset, a, b, o.dtype, out=o.reshape(-1))
-        else:
-            o[...] = gen(o.size, seed, offset, a, b, o.dtype).reshape(o.shape)
-
-
-    # ------------------------------------------------------- optional fast paths
-    # Convolution in an (C, H, W, N) layout: with the batch innermost every window tap is a run of
-    # at least N contiguous elements, so im2col is one cheap strided copy and the products are one
-    # GEMM each (numpy copies with short inner runs, as NCHW im2col has, are much slower).
-    def conv2d(self, x: View, w: View, out: View, stride: Sequence[int], padding: Sequence[int],
-               dilation: Sequence[int], groups: int) -> None:
-        if x.dtype is _BFD:
-            _via_f32(self.conv2d, (2,), x, w, out, stride, padding, dilation, groups)
-            return
-        _conv_forward(_nd(x), _nd(w), _nd(out), stride, padding, dilation, groups)
-
-    def conv2d_grad_input(self, g: View, w: View, out: View, stride: Sequence[int],
-                          padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
-        if g.dtype is _BFD:
-            _via_f32(self.conv2d_grad_input, (2,), g, w, out, stride, padding, dilation, groups)
-            return
-        ga, wa, o = _nd(g), _nd(w), _nd(out)
-        N, C, H, W = o.shape
-        O, Cg, kh, kw = wa.shape
-        OH, OW = ga.shape[2:]
-        G = groups
-        (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
-        if sh == sw == 1 and ph <= dh * (kh - 1) and pw <= dw * (kw - 1):
-            # a stride-1 input gradient is the convolution of g, padded by d*(k-1) - p, with the
-            # flipped kernel, channels in and out swapped per group: im2col of g and one GEMM,
-            # no scatter-add of a (C*kh*kw, OH*OW*N) column matrix
-            wf = wa.reshape(G, O // G, Cg, kh, kw).transpose(0, 2, 1, 3, 4)[..., ::-1, ::-1]
-            _conv_forward(ga, wf.reshape(C, O // G, kh, kw), o, (1, 1),
-                          (dh * (kh - 1) - ph, dw * (kw - 1) - pw), (dh, dw), G)
-            return
-        gr = _to_last(ga).reshape(G, O // G, OH * OW * N)
-        wt = np.ascontiguousarray(wa).reshape(G, O // G, Cg * kh * kw).transpose(0, 2, 1)
-        gc = np.matmul(wt, gr, out=_scratch((G, Cg * kh * kw, OH * OW * N), gr.dtype))
-        gc = gc.reshape(C, kh, kw, OH, OW, N)
-        Hq, Wq = _padded_extent((H, W), (kh, kw), (OH, OW), stride, padding, dilation)
-        gxp = _scratch((C, Hq, Wq, N), gc.dtype)
-        gxp.fill(0)
-        for i in range(kh):
-            for j in range(kw):
-                gxp[:, i * dh:i * dh + (OH - 1) * sh + 1:sh,
-                    j * dw:j * dw + (OW - 1) * sw + 1:sw] += gc[:, i, j]
-        inner = gxp[:, ph:ph + H, pw:pw + W]
-        _from_last(inner.reshape(C * H * W, N) if inner.flags.c_contiguous else
-                   np.ascontiguousarray(inner).reshape(C * H * W, N), o)
-
-    def conv2d_grad_weight(self, x: View, g: View, out: View, stride: Sequence[int],
-                           padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
-        if x.dtype is _BFD:
-            _via_f32(self.conv2d_grad_weight, (2,), x, g, out, stride, padding, dilation, groups)
-            return
-        xa, ga, o = _nd(x), _nd(g), _nd(out)
-        N = xa.shape[0]
-        O, Cg, kh, kw = o.shape
-        OH, OW = ga.shape[2:]
-        G = groups
-        if G == 1 and o.flags.c_contiguous and _per_sample(N, OH * OW, Cg * kh * kw):
-            _conv_grad_weight_per_sample(xa, ga, o.reshape(O, Cg * kh * kw), (kh, kw), stride,
-                                         padding, dilation)
-            return
-        cols = _conv_cols(xa, (kh, kw), (OH, OW), stride, padding, dilation)
-        gr = _to_last(ga).reshape(G, O // G, OH * OW * N)
-        if G == 1 and o.flags.c_contiguous:
-            om = o.reshape(O, Cg * kh * kw)
-            if om.size <= _SMALL_TRANSPOSE:
-                # computed transposed: BLAS runs this (C*kh*kw, O) product faster than its
-                # (O, C*kh*kw) transpose, and a small result is cheap to transpose on the way
-                # out (a large one is not: a transposing copy runs at a fraction of memcpy)
-                np.copyto(om, np.matmul(cols, gr[0].T).T)
-            else:
-                np.matmul(gr[0], cols.T, out=om)
-            return
-        r = np.matmul(gr, cols.reshape(G, Cg * kh * kw, OH * OW * N).transpose(0, 2, 1))  # (G, O/G, CgK)
-        o[...] = r.reshape(o.shape)
-
-    def max_pool2d(self, x: View, out: View, indices: View, kernel_size: Sequence[int],
-                   stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int]) -> None:
-        if x.dtype is _BFD:
-            _via_f32(self.max_pool2d, (1,), x, out, indices, kernel_size, stride, padding, dilation)
-            return
-        xa, o, ind = _nd(x), _nd(out), _nd(indices)
-        N, C, H, W = xa.shape
-        OH, OW = o.shape[2:]
-        (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel_size, stride, padding, dilation
-        Hq, Wq = _padded_extent((H, W), (kh, kw), (OH, OW), stride, padding, dilation)
-        if (kh, kw, sh, sw, dh, dw, ph, pw) == (2, 2, 2, 2, 1, 1, 0, 0) and \
-                (H, W) == (2 * OH, 2 * OW) and W < 16 and xa.flags.c_contiguous:
-            # small planes (the strided sweeps below have inner loops of a few elements)
-            _max_pool_2x2(xa, o, ind)
-            return
-        if (Hq, Wq) == (H, W) and ph == 0 and pw == 0 and OW >= 8:
-            # wide rows: sweeping strided NCHW views beats the two layout changes below
-            _max_pool_unpadded(xa, o, ind, kh, kw, sh, sw, dh, dw)
-            return
-        # planes innermost, (H, W, N*C): every tap is (OH, OW, N*C) with long contiguous runs
-        xl = _to_last(xa.reshape(N * C, H, W))
-        if (Hq, Wq) != (H, W):
-            xp = np.full((Hq, Wq, N * C), -np.inf, xa.dtype)
-            xp[ph:ph + H, pw:pw + W] = xl
-        else:
-            xp = xl
-        best = np.full((OH, OW, N * C), -np.inf, xa.dtype)
-        # as in PyTorch, a window of only -inf points at its first position inside the input
-        i0 = np.maximum(-(-(ph - np.arange(OH) * sh) // dh), 0)
-        j0 = np.maximum(-(-(pw - np.arange(OW) * sw) // dw), 0)
-        tap = np.empty((OH, OW, N * C), np.int64)
-        tap[...] = (i0[:, None] * kw + j0[None, :])[:, :, None]
-        m = np.empty(best.shape, np.bool_)
-        tmp = np.empty(best.shape, np.int64)
-
-        def sweep(nan_aware: bool) -> None:
-            for i in range(kh):
-                for j in range(kw):
-                    v = xp[i * dh:i * dh + (OH - 1) * sh + 1:sh,
-                           j * dw:j * dw + (OW - 1) * sw + 1:sw]
-                    np.greater(v, best, out=m)  # strict: the first maximum wins, never padding
-                    if nan_aware:  # max propagates NaN; as in PyTorch's kernel the last NaN wins
-                        np.logical_or(m, np.isnan(v), out=m)
-                    np.maximum(best, v, out=best)
-                    # tap = k where m. Taps come in increasing order and m never holds at a tap
-                    # before the initial one (padding reads -inf), so max(tap, m * k) does it
-                    # (cheaper than a masked copyto)
-                    np.multiply(m, i * kw + j, out=tmp)
-                    np.maximum(tap, tmp, out=tap)
-
-        sweep(False)
-        if xa.dtype.kind == "f" and np.isnan(best).any():  # rare: redo the positions with NaNs
-            best.fill(-np.inf)
-            tap[...] = (i0[:, None] * kw + j0[None, :])[:, :, None]
-            sweep(True)
-        # tap (i, j) of window (oh, ow) reads input position base[oh, ow] + i*dh*W + j*dw
-        base = (np.arange(OH) * sh - ph)[:, None] * W + (np.arange(OW) * sw - pw)[None, :]
-        off = ((np.arange(kh) * dh * W)[:, None] + (np.arange(kw) * dw)[None, :]).ravel()
-        pos = np.take(off, tap)
-        pos += base[:, :, None]
-        _from_last(best.reshape(OH * OW, N * C), o.reshape(N * C, OH, OW))
-        _from_last(pos.reshape(OH * OW, N * C), ind.reshape(N * C, OH, OW))
-
-    def max_pool2d_grad_input(self, g: View, indices: View, out: View,
-                              kernel_size: Sequence[int], stride: Sequence[int],
-                              padding: Sequence[int], dilation: Sequence[int]) -> None:
-        if g.dtype is _BFD:
-            _via_f32(self.max_pool2d_grad_input, (2,), g, indices, out, kernel_size, stride,
-                     padding, dilation)
-            return
-        ga, ia, o = _nd(g), _nd(indices), _nd(out)
-        N, C, H, W = o.shape
-        P = H * W
-        L = ga.shape[2] * ga.shape[3]
-        flat = np.add(ia.reshape(-1), _plane_offsets(N * C, L, P))
-        gf = ga.reshape(-1)
-        apart = all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel_size, stride, dilation))
-        if apart and o.flags.c_contiguous:  # no overlap: each input position is hit at most once
-            of = o.reshape(-1)  # a view: scatter straight into the output
-            of.fill(0)
-            of[flat] = gf
-            return
-        if apart:
-            res = np.zeros(N * C * P, o.dtype)
-            res[flat] = gf
-        else:
-            res = np.bincount(flat, weights=gf, minlength=N * C * P)
-        np.copyto(o, res.reshape(o.shape), casting="unsafe")
+        o = nd(out)
+        _host_ops.random(kind, o.size, o.dtype, seed, offset, a, b, out=o)
 
 
 # Outputs from this many elements on: a broadcast operand repeated along inner axes is worth a
@@ -684,407 +395,3 @@ def _reduce_outer_first(uf: np.ufunc, xa: np.ndarray, axes: Sequence[int], o: np
     else:
         o[...] = uf.reduce(part.reshape(k, r1), 1).reshape(o.shape)
     return True
-
-
-def _max_pool_unpadded(xa: np.ndarray, o: np.ndarray, ind: np.ndarray, kh: int, kw: int,
-                       sh: int, sw: int, dh: int, dw: int) -> None:
-    """Max pooling when every window lies inside the input: each tap is a strided (N, C, OH, OW)
-    view of the input, swept straight into the output (no layout changes)."""
-    OH, OW = o.shape[2:]
-    best = np.full(o.shape, -np.inf, o.dtype)
-    tap = np.zeros(o.shape, np.int64)
-    tmp = np.empty(o.shape, np.int64)
-    m = np.empty(o.shape, np.bool_)
-
-    def sweep(nan_aware: bool) -> None:
-        for i in range(kh):
-            for j in range(kw):
-                v = xa[:, :, i * dh:i * dh + (OH - 1) * sh + 1:sh,
-                       j * dw:j * dw + (OW - 1) * sw + 1:sw]
-                np.greater(v, best, out=m)  # strict: the first maximum wins
-                if nan_aware:  # max propagates NaN; as in PyTorch's kernel the last NaN wins
-                    np.logical_or(m, np.isnan(v), out=m)
-                np.maximum(best, v, out=best)
-                if i or j:  # taps come in increasing order: tap = max(tap, m * k) sets k where m
-                    np.multiply(m, i * kw + j, out=tmp)
-                    np.maximum(tap, tmp, out=tap)
-
-    sweep(False)
-    if o.dtype.kind == "f" and np.isnan(best).any():  # rare: redo the positions with NaNs
-        best.fill(-np.inf)
-        tap.fill(0)
-        sweep(True)
-    np.copyto(o, best)
-    # tap (i, j) of window (oh, ow) reads input position (oh*sh + i*dh) * W + ow*sw + j*dw
-    W = xa.shape[3]
-    base = (np.arange(OH) * sh)[:, None] * W + (np.arange(OW) * sw)[None, :]
-    off = ((np.arange(kh) * dh * W)[:, None] + (np.arange(kw) * dw)[None, :]).ravel()
-    np.add(np.take(off, tap), base, out=ind)
-
-
-def _split_pairs(a: np.ndarray, rows: int, width: int) -> np.ndarray:
-    """``a`` read as (rows, 2, width) into a new contiguous (2, rows, width): the even and the odd
-    rows apart. A row goes as one opaque item (a void view), which makes this a 1-d strided copy
-    where an element-wise one would have inner loops of ``width`` elements."""
-    vd = np.dtype((np.void, width * a.itemsize))
-    out = np.empty((2, rows, width), a.dtype)
-    np.copyto(out.view(vd).reshape(2, rows), a.reshape(rows * 2, width).view(vd).reshape(rows, 2).T)
-    return out
-
-
-def _kept_small(cache: dict[tuple[int, ...], np.ndarray], key: tuple[int, ...],
-                build: Any) -> np.ndarray:
-    """``cache[key]``, else ``build()``, kept (read-only, 16 entries at most) while at most 1 MiB:
-    the index arrays below are the same from one training step to the next."""
-    a = cache.get(key)
-    if a is None:
-        a = build()
-        if a.nbytes > 1 << 20:
-            return a
-        a.flags.writeable = False
-        if len(cache) >= 16:
-            cache.clear()
-        cache[key] = a
-    return a
-
-
-_POOL_BASE: dict[tuple[int, ...], np.ndarray] = {}
-
-
-def _pool_base(P: int, OH: int, OW: int) -> np.ndarray:
-    """The flat input position ``2*oh*W + 2*ow`` of each 2x2 window's first tap, repeated for
-    ``P`` planes (contiguous: a broadcast add over planes of a few windows is a slow loop)."""
-    def build() -> np.ndarray:
-        plane = ((np.arange(OH) * 4 * OW)[:, None] + np.arange(OW) * 2).ravel()
-        return np.tile(plane, P)
-
-    return _kept_small(_POOL_BASE, (P, OH, OW), build)
-
-
-_PLANE_OFFSETS: dict[tuple[int, ...], np.ndarray] = {}
-
-
-def _plane_offsets(planes: int, per_plane: int, P: int) -> np.ndarray:
-    """``p * P`` for each of ``per_plane`` elements of each plane ``p``, flat: what turns
-    positions within planes into flat positions by one contiguous add (a broadcast add over planes
-    of a few elements is a slow loop)."""
-    return _kept_small(_PLANE_OFFSETS, (planes, per_plane, P),
-                       lambda: np.repeat(np.arange(planes, dtype=np.int64) * P, per_plane))
-
-
-def _max_pool_2x2(xa: np.ndarray, o: np.ndarray, ind: np.ndarray) -> None:
-    """2x2 max pooling with stride 2 of a contiguous ``xa`` with even H, W (no padding): the
-    columns split by parity, then the rows, so every comparison runs on contiguous arrays.
-
-    Each window is reduced in pairs: its two columns within each row, then its two rows. Strict
-    comparisons keep the earlier element on ties (row-major window order, as PyTorch); with NaNs
-    a later element also wins when it is NaN, so the last NaN is pointed at (PyTorch's rule)."""
-    N, C, H, W = xa.shape
-    OH, OW = H // 2, W // 2
-    R = N * C * OH  # pairs of input rows
-    cols = np.empty((2, R * 2 * OW), xa.dtype)
-    np.copyto(cols.reshape(2, R * 2, OW), xa.reshape(R * 2, OW, 2).transpose(2, 0, 1))
-    left, right = cols[0], cols[1]
-    h = np.maximum(left, right)  # the maximum of each row of each window
-    hj = np.greater(right, left)  # its column
-    rows = _split_pairs(h, R, OW)
-    top, bottom = rows[0].reshape(-1), rows[1].reshape(-1)
-    o_direct, ind_direct = o.flags.c_contiguous, ind.flags.c_contiguous
-    best = o.reshape(-1) if o_direct else np.empty(R * OW, xa.dtype)
-    np.maximum(top, bottom, out=best)
-    nan = xa.dtype.kind == "f" and bool(np.isnan(best).any())
-    if nan:  # rare: a NaN also wins against an earlier element
-        np.logical_or(hj, np.isnan(right), out=hj)
-    js = _split_pairs(hj, R, OW)
-    j, j_bottom = js[0].reshape(-1), js[1].reshape(-1)
-    i = np.greater(bottom, top)
-    if nan:
-        np.logical_or(i, np.isnan(bottom), out=i)
-    # j = j_bottom where i, else j: bitwise on bools (a masked copy is far slower)
-    d = np.bitwise_xor(j, j_bottom)
-    np.bitwise_and(d, i, out=d)
-    np.bitwise_xor(j, d, out=j)
-    # flat position: window base + i*W + j, the small term in uint8 (W < 16 here)
-    k = np.multiply(i.view(np.uint8), np.uint8(W))
-    np.add(k, j.view(np.uint8), out=k)
-    pos = ind.reshape(-1) if ind_direct else np.empty(R * OW, np.int64)
-    np.add(_pool_base(N * C, OH, OW), k, out=pos)
-    if not o_direct:
-        np.copyto(o, best.reshape(o.shape))
-    if not ind_direct:
-        np.copyto(ind, pos.reshape(ind.shape))
-
-
-# Elements per block of a transposing copy between (N, R) and (R, N) with a small N (a batch):
-# a block of R-columns stays in the L2 cache while the other side is written, where an unblocked
-# copy fetches each cache line of the strided side once per element it holds, from memory once
-# the array outgrows the cache.
-_TBLOCK = 1 << 16
-
-
-def _to_last(a: np.ndarray) -> np.ndarray:
-    """``a`` (N, ...) as a contiguous (..., N) array."""
-    N = a.shape[0]
-    rest = a.shape[1:]
-    R = a.size // N if N else 0
-    a2 = a.reshape(N, R)
-    out = _scratch((R, N), a.dtype)
-    step = _TBLOCK // max(N, 1)
-    if 0 < N <= 64 and step < R and a.nbytes > _TBLOCK * 16:
-        for b in range(0, R, step):
-            np.copyto(out[b:b + step], a2[:, b:b + step].T)
-        return out.reshape(rest + (N,))
-    if N >= 8 and (R * a.itemsize) % 512 == 0:
-        # a direct transposing copy reads with a stride of the row length, which at multiples of
-        # 1 KiB thrashes the cache; going through a row-padded copy avoids the aliasing
-        padded = _scratch((N, R + 16), a.dtype)
-        padded[:, :R] = a2
-        a2 = padded[:, :R]
-    np.copyto(out, a2.T)
-    return out.reshape(rest + (N,))
-
-
-def _from_last(r: np.ndarray, o: np.ndarray) -> None:
-    """Write ``r`` (R, N) (batch innermost) into ``o`` (N, ...)."""
-    R, N = r.shape
-    step = _TBLOCK // max(N, 1)
-    if 0 < N <= 64 and step < R and o.flags.c_contiguous and r.nbytes > _TBLOCK * 16:
-        o2 = o.reshape(N, R)
-        for b in range(0, R, step):
-            np.copyto(o2[:, b:b + step], r[b:b + step].T)
-        return
-    if N >= 64 and (N * r.itemsize) % 512 == 0:  # the row-padded copy of _to_last, mirrored
-        padded = _scratch((R, N + 16), r.dtype)
-        padded[:, :N] = r
-        r = padded[:, :N]
-    np.copyto(o, r.T.reshape(o.shape))  # splitting the strided axis is a view
-
-
-def _conv_forward(xa: np.ndarray, wa: np.ndarray, o: np.ndarray, stride: Sequence[int],
-                  padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
-    """``o`` (N, O, OH, OW) = the convolution of ``xa`` (N, C, H, W) with ``wa``: im2col, then
-    one GEMM per group."""
-    N = xa.shape[0]
-    O, Cg, kh, kw = wa.shape
-    OH, OW = o.shape[2:]
-    g = groups
-    wm = np.ascontiguousarray(wa).reshape(g, O // g, Cg * kh * kw)
-    if g == 1 and _per_sample(N, OH * OW, Cg * kh * kw):
-        _conv_forward_per_sample(xa, wm[0], o, (kh, kw), stride, padding, dilation)
-        return
-    if g == 1 and o.flags.c_contiguous and _positions_major(N * OH * OW, Cg * kh * kw, O):
-        _conv_forward_positions_major(xa, wa, o, stride, padding, dilation)
-        return
-    r = _scratch((g, O // g, OH * OW * N), xa.dtype)
-    rows = _chunk_rows(Cg * kh * kw, OH, OW * N, xa.itemsize) if g == 1 else OH
-    if rows < OH:
-        # im2col a band of output rows at a time, each band's GEMM straight after its copy: the
-        # band's columns are still in the cache when the GEMM reads them, where a whole-image
-        # column matrix (tens of MiB) is written to memory and read back
-        v = _conv_taps(xa, (kh, kw), (OH, OW), stride, padding, dilation)
-        K, band = Cg * kh * kw, OW * N
-        cols = _scratch((Cg, kh, kw, rows, OW, N), xa.dtype)
-        for r0 in range(0, OH, rows):
-            r1 = min(OH, r0 + rows)
-            c = cols if r1 - r0 == rows else _scratch((Cg, kh, kw, r1 - r0, OW, N), xa.dtype)
-            np.copyto(c, v[:, :, :, r0:r1])
-            np.matmul(wm[0], c.reshape(K, (r1 - r0) * band), out=r[0, :, r0 * band:r1 * band])
-    else:
-        cols = _conv_cols(xa, (kh, kw), (OH, OW), stride, padding, dilation)  # (C*K, L*N)
-        if g == 1:
-            np.matmul(wm[0], cols, out=r[0])
-        else:  # explicit: C may be 0
-            np.matmul(wm, cols.reshape(g, Cg * kh * kw, OH * OW * N), out=r)
-    _from_last(r.reshape(O * OH * OW, N), o)
-
-
-# A convolution with few output channels is a GEMM with few rows in the batch-innermost layout
-# ((O, K) x (K, positions)), which OpenBLAS runs well below the speed of the same product with the
-# output positions as rows ((positions, K) x (K, O), both contiguous): such convolutions im2col
-# from a channels-last copy instead (measured at O = 16-64, K = 144-576; from O = 256, as in
-# ResNet's later stages, the batch-innermost layout is faster; figures in docs/performance.md)
-_POSITIONS_MAJOR_MAX_OUT = 64
-_POSITIONS_MAJOR_MIN_K = 64
-_POSITIONS_MAJOR_MIN_ROWS = 512
-
-
-def _positions_major(rows: int, K: int, O: int) -> bool:
-    return 0 < O <= _POSITIONS_MAJOR_MAX_OUT and K >= _POSITIONS_MAJOR_MIN_K and \
-        rows >= _POSITIONS_MAJOR_MIN_ROWS
-
-
-def _conv_forward_positions_major(xa: np.ndarray, wa: np.ndarray, o: np.ndarray,
-                                  stride: Sequence[int], padding: Sequence[int],
-                                  dilation: Sequence[int]) -> None:
-    """``o`` (N, O, OH, OW), contiguous = the convolution of ``xa`` (N, C, H, W) with ``wa``
-    (groups 1) as one (N*OH*OW, kh*kw*C) x (kh*kw*C, O) GEMM: im2col over a zero-padded
-    channels-last (N, Hq, Wq, C) copy of the input, each window tap a run of C elements."""
-    N, C, H, W = xa.shape
-    O, _, kh, kw = wa.shape
-    OH, OW = o.shape[2:]
-    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
-    Hq, Wq = _padded_extent((H, W), (kh, kw), (OH, OW), stride, padding, dilation)
-    xp = _zero_bordered((N, Hq, Wq, C), xa.dtype, (H, W), padding)
-    xp[:, ph:ph + H, pw:pw + W] = xa.transpose(0, 2, 3, 1)
-    a, b, c, e = xp.strides
-    taps = np.lib.stride_tricks.as_strided(xp, (N, OH, OW, kh, kw, C),
-                                           (a, b * sh, c * sw, b * dh, c * dw, e))
-    cols = _scratch((N, OH, OW, kh, kw, C), xa.dtype)
-    np.copyto(cols, taps)
-    wt = np.ascontiguousarray(wa.transpose(2, 3, 1, 0)).reshape(kh * kw * C, O)
-    r = _scratch((N * OH * OW, O), xa.dtype)
-    np.matmul(cols.reshape(N * OH * OW, kh * kw * C), wt, out=r)
-    np.copyto(o.reshape(N, O, OH * OW), r.reshape(N, OH * OW, O).transpose(0, 2, 1))
-
-
-def _padded_extent(hw: Sequence[int], k: Sequence[int], osz: Sequence[int],
-                   stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int]
-                   ) -> tuple[int, int]:
-    """(Hq, Wq): the height and width of an (H, W) plane padded so that every window of the
-    output ``osz`` (and the plane itself, at offset ``padding``) lies inside it."""
-    (H, W), (kh, kw), (OH, OW), (sh, sw), (ph, pw), (dh, dw) = hw, k, osz, stride, padding, \
-        dilation
-    return (max((OH - 1) * sh + (kh - 1) * dh + 1, ph + H),
-            max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W))
-
-
-def _zero_bordered(shape: tuple[int, ...], dtype: Any, hw: Sequence[int],
-                   padding: Sequence[int]) -> np.ndarray:
-    """A scratch array of ``shape`` (C or N, Hq, Wq, ...) whose border around the (H, W) interior
-    at offset ``padding`` is zero; the interior, overwritten by the caller, is left as it is."""
-    (H, W), (ph, pw) = hw, padding
-    a = _scratch(shape, dtype)
-    a[:, :ph] = 0
-    a[:, ph + H:] = 0
-    a[:, ph:ph + H, :pw] = 0
-    a[:, ph:ph + H, pw + W:] = 0
-    return a
-
-
-# Output positions per image from which a convolution runs one image at a time in the tensors'
-# own (N, C, H, W) layout: each image's GEMM is then wide enough, and the batch-innermost path's
-# two transposing copies per call (input and output, a fraction of memcpy speed) are saved
-_PER_SAMPLE_MIN_POSITIONS = 256
-
-
-def _per_sample(N: int, positions: int, K: int) -> bool:
-    return N > 1 and K > 0 and positions >= _PER_SAMPLE_MIN_POSITIONS
-
-
-def _sample_taps(xn: np.ndarray, k: Sequence[int], osz: Sequence[int], stride: Sequence[int],
-                 padding: Sequence[int], dilation: Sequence[int], pad: np.ndarray | None
-                 ) -> np.ndarray:
-    """The (C, kh, kw, OH, OW) strided view of every window tap of one image ``xn`` (C, H, W),
-    through ``pad`` (a (C, Hq, Wq) scratch array, its border zero) where the image is padded."""
-    C, H, W = xn.shape
-    (kh, kw), (OH, OW), (sh, sw), (ph, pw), (dh, dw) = k, osz, stride, padding, dilation
-    if pad is not None:
-        pad[:, ph:ph + H, pw:pw + W] = xn
-        xn = pad
-    a, b, c = xn.strides
-    return np.lib.stride_tricks.as_strided(xn, (C, kh, kw, OH, OW),
-                                           (a, b * dh, c * dw, b * sh, c * sw))
-
-
-def _sample_pad(xa: np.ndarray, k: Sequence[int], osz: Sequence[int], stride: Sequence[int],
-                padding: Sequence[int], dilation: Sequence[int]) -> np.ndarray | None:
-    """A (C, Hq, Wq) scratch array with a zero border for one image of ``xa``, or None when the
-    windows stay inside the image."""
-    _, C, H, W = xa.shape
-    Hq, Wq = _padded_extent((H, W), k, osz, stride, padding, dilation)
-    if (Hq, Wq) == (H, W):
-        return None
-    return _zero_bordered((C, Hq, Wq), xa.dtype, (H, W), padding)
-
-
-def _conv_forward_per_sample(xa: np.ndarray, wm: np.ndarray, o: np.ndarray, k: Sequence[int],
-                             stride: Sequence[int], padding: Sequence[int],
-                             dilation: Sequence[int]) -> None:
-    """``o`` (N, O, OH, OW) = the convolution of ``xa`` with the (O, C*kh*kw) ``wm``, one im2col
-    and one GEMM per image, written straight into the image's output."""
-    N, C = xa.shape[:2]
-    OH, OW = o.shape[2:]
-    (kh, kw) = k
-    pad = _sample_pad(xa, k, (OH, OW), stride, padding, dilation)
-    cols = _scratch((C, kh, kw, OH, OW), xa.dtype)
-    cm = cols.reshape(C * kh * kw, OH * OW)
-    direct = o.flags.c_contiguous
-    om = o.reshape(N, wm.shape[0], OH * OW) if direct else None
-    for n in range(N):
-        np.copyto(cols, _sample_taps(xa[n], k, (OH, OW), stride, padding, dilation, pad))
-        if om is not None:
-            np.matmul(wm, cm, out=om[n])
-        else:
-            o[n] = np.matmul(wm, cm).reshape(o.shape[1:])
-
-
-def _conv_grad_weight_per_sample(xa: np.ndarray, ga: np.ndarray, om: np.ndarray,
-                                 k: Sequence[int], stride: Sequence[int], padding: Sequence[int],
-                                 dilation: Sequence[int]) -> None:
-    """``om`` (O, C*kh*kw) = the weight gradient summed over the images, one im2col and one
-    GEMM per image; a small gradient accumulates transposed (see conv2d_grad_weight)."""
-    N, C = xa.shape[:2]
-    O, (OH, OW), (kh, kw) = om.shape[0], ga.shape[2:], k
-    pad = _sample_pad(xa, k, (OH, OW), stride, padding, dilation)
-    cols = _scratch((C, kh, kw, OH, OW), xa.dtype)
-    cm = cols.reshape(C * kh * kw, OH * OW)
-    gm = ga.reshape(N, O, OH * OW) if ga.flags.c_contiguous else \
-        np.ascontiguousarray(ga).reshape(N, O, OH * OW)
-    transposed = om.size <= _SMALL_TRANSPOSE
-    acc = np.zeros((C * kh * kw, O) if transposed else (O, C * kh * kw), om.dtype)
-    part = np.empty_like(acc)
-    for n in range(N):
-        np.copyto(cols, _sample_taps(xa[n], k, (OH, OW), stride, padding, dilation, pad))
-        if transposed:
-            np.matmul(cm, gm[n].T, out=part)
-        else:
-            np.matmul(gm[n], cm.T, out=part)
-        acc += part
-    np.copyto(om, acc.T if transposed else acc)
-
-
-# Elements of a weight gradient small enough to compute transposed (conv2d_grad_weight)
-_SMALL_TRANSPOSE = 1 << 18
-
-# Bytes of im2col columns per band of a banded convolution: about a core's L2 cache, with at
-# least _BAND_MIN_COLS columns so that each GEMM is still wide enough to run at full speed
-_BAND_BYTES = 1 << 21
-_BAND_MIN_COLS = 1024
-
-
-def _chunk_rows(K: int, OH: int, row_cols: int, itemsize: int) -> int:
-    """Output rows per im2col band (``OH`` or more: no banding)."""
-    if K == 0 or row_cols == 0:
-        return OH
-    by_cache = _BAND_BYTES // (K * row_cols * itemsize)
-    by_width = -(-_BAND_MIN_COLS // row_cols)
-    return max(1, by_cache, by_width)
-
-
-def _conv_cols(xa: np.ndarray, k: Sequence[int], osz: Sequence[int], stride: Sequence[int],
-               padding: Sequence[int], dilation: Sequence[int]) -> np.ndarray:
-    """im2col in batch-innermost layout: (C*kh*kw, OH*OW*N); outside the input reads 0."""
-    N, C = xa.shape[:2]
-    (kh, kw), (OH, OW) = k, osz
-    v = _conv_taps(xa, k, osz, stride, padding, dilation)
-    cols = _scratch((C, kh, kw, OH, OW, N), xa.dtype)
-    np.copyto(cols, v)
-    return cols.reshape(C * kh * kw, OH * OW * N)
-
-
-def _conv_taps(xa: np.ndarray, k: Sequence[int], osz: Sequence[int], stride: Sequence[int],
-               padding: Sequence[int], dilation: Sequence[int]) -> np.ndarray:
-    """The (C, kh, kw, OH, OW, N) strided view of every window tap of ``xa`` (N, C, H, W),
-    over a batch-innermost, zero-padded copy of it."""
-    N, C, H, W = xa.shape
-    (kh, kw), (OH, OW), (sh, sw), (ph, pw), (dh, dw) = k, osz, stride, padding, dilation
-    Hq, Wq = _padded_extent((H, W), k, osz, stride, padding, dilation)
-    xl = _to_last(xa)  # (C, H, W, N)
-    if (Hq, Wq) != (H, W):
-        xp = _zero_bordered((C, Hq, Wq, N), xa.dtype, (H, W), padding)
-        xp[:, ph:ph + H, pw:pw + W] = xl
-    else:
-        xp = xl
-    a, b, c, e = xp.strides
-    return np.lib.stride_tricks.as_strided(xp, (C, kh, kw, OH, OW, N),
-                                           (a, b * dh, c * dw, b * sh, c * sw, e))

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ... import _dtype
 from ..interface import View
+from .arrays import BFLOAT16, nd
 
 __all__ = ["NormsMixin"]
 
@@ -23,37 +23,19 @@ __all__ = ["NormsMixin"]
 # from this module are noise (as in the backend module)
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
 
-_BF16 = _dtype.bfloat16
-
-
-def _nd(v: View) -> np.ndarray:
-    """The numpy array of a view (memoised in ``View.cache``, as the backend module does)."""
-    a = v.cache
-    if a is None:
-        isz = v.dtype.numpy.itemsize
-        try:
-            a = np.ndarray(v.shape, v.dtype.numpy, v.buffer, v.offset * isz,
-                           tuple([s * isz for s in v.strides]))
-        except ValueError:
-            if 0 not in v.shape:
-                raise
-            a = np.empty(v.shape, v.dtype.numpy)  # an empty region need not fit its buffer
-        v.cache = a
-    return a
-
 
 def _a(v: View | None) -> np.ndarray | None:
     """The array of ``v`` in its computation dtype (bfloat16 read as float32), or ``None``."""
     if v is None:
         return None
-    a = _nd(v)
-    return a.astype(np.float32) if v.dtype is _BF16 else a
+    a = nd(v)
+    return a.astype(np.float32) if v.dtype is BFLOAT16 else a
 
 
 def _put(v: View | None, value: Any) -> None:
     """Write ``value`` into ``v`` (rounding to its dtype), unless ``v`` is ``None``."""
     if v is not None:
-        np.copyto(_nd(v), value, casting="unsafe")
+        np.copyto(nd(v), value, casting="unsafe")
 
 
 def _softmax(x: np.ndarray, axis: int, log: bool) -> np.ndarray:
@@ -76,10 +58,10 @@ class NormsMixin:
             return
         xa = _a(x)
         assert xa is not None
-        if out.dtype is _BF16:
+        if out.dtype is BFLOAT16:
             _put(out, _softmax(xa, axis, log))
             return
-        o = _nd(out)  # computed in place: four passes over the data
+        o = nd(out)  # computed in place: four passes over the data
         # a row holding NaN or +inf, or only -inf, gives NaN through inf - inf, as in PyTorch
         np.subtract(xa, np.max(xa, axis, keepdims=True), out=o)
         if log:
@@ -95,14 +77,14 @@ class NormsMixin:
             return
         ga, ya = _a(g), _a(y)
         assert ga is not None and ya is not None
-        if out.dtype is _BF16:
+        if out.dtype is BFLOAT16:
             if log:
                 r = ga - np.exp(ya) * np.sum(ga, axis, keepdims=True)
             else:
                 r = ya * (ga - np.sum(ga * ya, axis, keepdims=True))
             _put(out, r)
             return
-        o = _nd(out)
+        o = nd(out)
         if log:
             np.exp(ya, out=o)
             np.multiply(o, np.sum(ga, axis, keepdims=True), out=o)
@@ -123,7 +105,7 @@ class NormsMixin:
         if M == 0:
             return
         if N and _in_place(out, xa):
-            _layer_norm_in_place(xa, _nd(out), weight, bias, eps, mean, rstd)
+            _layer_norm_in_place(xa, nd(out), weight, bias, eps, mean, rstd)
             return
         mu = np.mean(xa, 1, keepdims=True) if N else np.zeros((M, 1), xa.dtype)
         xc = xa - mu
@@ -147,7 +129,7 @@ class NormsMixin:
         assert ga is not None and xa is not None and mu is not None and r is not None
         M, N = xa.shape
         if grad_x is not None and M and N and _in_place(grad_x, xa, ga):
-            _layer_norm_backward_in_place(ga, xa, wa, mu, r, _nd(grad_x), grad_weight, grad_bias)
+            _layer_norm_backward_in_place(ga, xa, wa, mu, r, nd(grad_x), grad_weight, grad_bias)
             return
         xhat = (xa - mu[:, None]) * r[:, None]
         if grad_x is not None and M and N:
@@ -169,7 +151,7 @@ class NormsMixin:
         assert xa is not None
         n = xa.shape[0] * xa.shape[2]
         if _in_place(out, xa):
-            _batch_norm_in_place(self, xa, _nd(out), weight, bias, running_mean, running_var,
+            _batch_norm_in_place(self, xa, nd(out), weight, bias, running_mean, running_var,
                                  momentum, eps, mean, rstd)
             return
         mu = np.mean(xa, (0, 2), keepdims=True)
@@ -198,7 +180,7 @@ class NormsMixin:
         assert ga is not None and xa is not None and mu is not None and r is not None
         n = xa.shape[0] * xa.shape[2]
         if grad_x is not None and n and _in_place(grad_x, xa, ga):
-            _batch_norm_backward_in_place(ga, xa, wa, mu, r, _nd(grad_x), grad_weight, grad_bias)
+            _batch_norm_backward_in_place(ga, xa, wa, mu, r, nd(grad_x), grad_weight, grad_bias)
             return
         xhat = (xa - mu[None, :, None]) * r[None, :, None]
         sg = np.sum(ga, (0, 2))
@@ -216,7 +198,7 @@ class NormsMixin:
         """Per-row cross entropy of the (N, C) logits ``x`` against int64 class indices."""
         xa, wa = _a(x), _a(weight)
         assert xa is not None
-        t = _nd(target)
+        t = nd(target)
         n, c = xa.shape
         if n == 0:
             return
@@ -235,7 +217,7 @@ class NormsMixin:
         """``grad_x[i, j] = coef[i] * (softmax(x)[i, j] - [j == target[i]])``."""
         xa, s, k = _a(x), _a(lse), _a(coef)
         assert xa is not None and s is not None and k is not None
-        t = _nd(target)
+        t = nd(target)
         n, c = xa.shape
         if n == 0 or c == 0:
             return
@@ -251,9 +233,9 @@ def _in_place(out: View, xa: np.ndarray, *others: np.ndarray) -> bool:
     on the way out, accumulation in the dtype as the whole-array path does), the output a
     contiguous array of ``xa``'s dtype, and the other inputs of that dtype too; the output
     overlaps none of them (it is overwritten before they are all read)."""
-    if out.dtype is _BF16 or xa.dtype.kind != "f" or xa.dtype.itemsize < 4:
+    if out.dtype is BFLOAT16 or xa.dtype.kind != "f" or xa.dtype.itemsize < 4:
         return False
-    o = _nd(out)
+    o = nd(out)
     ins = (xa,) + others
     return (o.dtype == xa.dtype and o.flags.c_contiguous and
             all(a.dtype == xa.dtype and not np.shares_memory(o, a) for a in ins))

@@ -1,0 +1,109 @@
+"""Views as numpy arrays, scratch buffers and bfloat16-through-float32: what the numpy backend's
+modules share.
+
+:mod:`.backend` (the primitives), :mod:`.norms` and :mod:`.conv` (the optional fast paths) all
+turn a :class:`~portagrad.backends.interface.View` into the numpy array over its buffer with
+:func:`nd`, take large temporaries from :func:`scratch`, and compute bfloat16 in float32 with
+:func:`via_f32` (rounded once per primitive, as PyTorch does).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ... import _dtype
+from ..._shape import contiguous_strides
+from ..interface import View
+from .pool import BufferPool
+
+__all__ = ["BFLOAT16", "BFLOAT16_NP", "SCRATCH_POOL", "nd", "scratch", "is_bf16", "f32_view",
+           "via_f32"]
+
+# bfloat16 (ml_dtypes) is stored as itself but computed in float32 and rounded once per primitive,
+# as PyTorch does: ml_dtypes' own ufuncs would round every intermediate of a composite (sigmoid),
+# accumulate reductions and products in bfloat16, and numpy's sort/argmax don't know the type
+BFLOAT16 = _dtype.bfloat16
+"""portagrad's bfloat16 (compare a view's ``dtype`` with ``is``)."""
+BFLOAT16_NP = _dtype.bfloat16.numpy
+"""bfloat16's numpy dtype (ml_dtypes)."""
+
+# The large temporaries of the kernels come from a pool of their own, with a smaller cap than the
+# device buffers' (backend.py): the pool keeps a freed buffer for the next request of its size,
+# and temporaries come in many sizes (one im2col matrix per layer shape) that all stay held up to
+# the cap
+SCRATCH_POOL = BufferPool(max_bytes=128 << 20)
+"""The pool behind :func:`scratch` (the backend's ``empty_cache`` releases its free buffers)."""
+
+
+def scratch(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """An uninitialised array from the buffer pool: a large temporary reuses memory instead of
+    faulting in fresh pages on every call."""
+    dt = np.dtype(dtype)
+    n = dt.itemsize
+    for d in shape:
+        n *= d
+    return SCRATCH_POOL.allocate(n)[:n].view(dt).reshape(shape)
+
+
+# byte strides per (itemsize, element strides): building the tuple costs more than the ndarray
+_BYTE_STRIDES: dict[int, dict[tuple[int, ...], tuple[int, ...]]] = {}
+
+
+def nd(v: View) -> np.ndarray:
+    """The numpy array for a view, memoised in ``View.cache`` (views are immutable)."""
+    a = v.cache
+    if a is None:
+        np_dtype = v.dtype.numpy
+        isz = np_dtype.itemsize
+        strides = v.strides
+        table = _BYTE_STRIDES.get(isz)
+        if table is None:
+            table = _BYTE_STRIDES[isz] = {}
+        bs = table.get(strides) if strides.__class__ is tuple else None
+        if bs is None:
+            bs = tuple([s * isz for s in strides])
+            if len(table) < 8192 and strides.__class__ is tuple:
+                table[strides] = bs
+        try:
+            a = np.ndarray(v.shape, np_dtype, v.buffer, v.offset * isz, bs)
+        except ValueError:
+            if 0 not in v.shape:
+                raise
+            # no element is read or written, but numpy still checks the view's offset and
+            # strides against the buffer, which an empty region (a zero-size piece of a cat, a
+            # reduction over an empty dim) need not fit; the check stays off the common path
+            try:
+                a = np.empty(v.shape, np_dtype)
+            except ValueError:  # numpy bounds the product of every size but the zero ones
+                raise RuntimeError(f"the numpy backend cannot compute on an empty tensor of shape "
+                                   f"{list(v.shape)}: numpy limits the product of its other "
+                                   f"sizes to 2**63 bytes") from None
+        v.cache = a
+    return a
+
+
+def is_bf16(x: Any) -> bool:
+    """Whether ``x`` (a view or a Python scalar) is a bfloat16 view."""
+    return x.__class__ is View and x.dtype is BFLOAT16
+
+
+def f32_view(v: View) -> View:
+    """A contiguous float32 copy of the bfloat16 view ``v`` (exact: every bfloat16 is a float32)."""
+    # reshape: ascontiguousarray makes a 0-d view 1-d, which a 0-d bool output cannot take
+    a = np.ascontiguousarray(nd(v), np.float32).reshape(v.shape)
+    out = View(a.reshape(-1).view(np.uint8), 0, v.shape, contiguous_strides(v.shape),
+               _dtype.float32)
+    out.cache = a
+    return out
+
+
+def via_f32(fn: Callable[..., None], outs: Sequence[int], *args: Any) -> None:
+    """Run primitive ``fn`` with every bfloat16 view among ``args`` replaced by a float32 copy,
+    then round the float32 results at positions ``outs`` back into their bfloat16 views."""
+    conv = [f32_view(a) if is_bf16(a) else a for a in args]
+    fn(*conv)
+    for i in outs:
+        if conv[i] is not args[i]:
+            np.copyto(nd(args[i]), nd(conv[i]), casting="unsafe")  # round to nearest even
