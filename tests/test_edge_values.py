@@ -348,3 +348,38 @@ def test_erfc_keeps_its_tail(device: Any) -> None:
     np.testing.assert_allclose(x32, [1.5374597944280351e-12, 4.1370317465138102e-37], rtol=1e-5)
     g = pg.tensor([0.3, 1.9, 2.5, 4.], dtype=pg.float64, requires_grad=True, device=device)
     assert gradcheck(pg.special.erfc, (g,)) and gradgradcheck(pg.special.erfc, (g,))
+
+
+# piecewise activations: PyTorch's derivatives are strict at the kinks (clamp's is not)
+_KINKS = {  # name -> (inputs, PyTorch 2.13's gradient of the sum, float64)
+    "hardtanh": ([-1., 1., 0., 2., -3.], [0., 0., 1., 0., 0.]),
+    "relu6": ([0., 6., 3., -1., 7.], [0., 0., 1., 0., 0.]),
+    "hardsigmoid": ([-3., 3., 0., -4., 4.], [0., 0., 0.1666666716337204, 0., 0.]),
+    "hardswish": ([-3., 3., 0., -4., 4., 1.], [0., 1., 0.5, 0., 1., 0.8333333333333333]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_KINKS))
+@pytest.mark.parametrize("inplace", [False, True])
+def test_activation_gradients_at_their_kinks(device: Any, name: str, inplace: bool) -> None:
+    vals, grad = _KINKS[name]
+    x = pg.tensor(vals, dtype=pg.float64, requires_grad=True, device=device)
+    fn = getattr(pg.nn.functional, name)
+    y = fn(x * 1, inplace=True) if inplace else fn(x)
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), grad)
+    assert gradcheck(fn, (pg.tensor([0.3, -0.7, 2.5, -3.5], dtype=pg.float64, requires_grad=True,
+                                     device=device),))
+
+
+def test_hardtanh_bounds_in_order() -> None:
+    with pytest.raises(ValueError, match="min_val cannot be greater than max_val"):
+        pg.nn.functional.hardtanh(pg.ones(2), 2., 1.)
+
+
+@pytest.mark.skipif(torch is None, reason="torch is not installed (an optional reference)")
+def test_kink_literals_are_torchs() -> None:
+    for name, (vals, grad) in _KINKS.items():
+        x = torch.tensor(vals, dtype=torch.float64, requires_grad=True)
+        getattr(torch.nn.functional, name)(x).sum().backward()
+        assert x.grad.tolist() == grad, name

@@ -206,9 +206,11 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
              ) -> Tensor:
-    if inplace:
-        return input.clamp_(min_val, max_val)
-    return input.clamp(min_val, max_val)
+    """``input`` clamped to ``[min_val, max_val]``; its gradient is 0 at the bounds (PyTorch)."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    fn = lambda x: nodes.activation.hardtanh(x, min_val, max_val)  # noqa: E731
+    return unary_inplace(fn, input) if inplace else fn(input)
 
 
 def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
@@ -291,11 +293,11 @@ def tanh(input: Tensor) -> Tensor:
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    return _maybe_inplace(lambda x: (x + 3.0).clamp(0.0, 6.0) / 6.0, input, inplace)
+    return _maybe_inplace(nodes.activation.hardsigmoid, input, inplace)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    return _maybe_inplace(lambda x: x * ((x + 3.0).clamp(0.0, 6.0) / 6.0), input, inplace)
+    return _maybe_inplace(nodes.activation.hardswish, input, inplace)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:

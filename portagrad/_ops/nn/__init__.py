@@ -5,12 +5,13 @@ where the backend has the optional fused primitive) and whose backward is writte
 runs on every backend and can be differentiated again: ``linear`` (one GEMM each way), ``conv``
 (the backend's ``conv2d`` or im2col and one GEMM), ``norm`` (``layer_norm``, training-mode
 ``batch_norm``), ``loss`` (cross entropy against class indices, binary cross entropy),
-``softmax`` and ``pool`` (max over a window axis, 2-D max pooling). ``im2col`` holds the window
+``softmax``, ``pool`` (max over a window axis, 2-D max pooling) and ``activation`` (hardtanh,
+hardsigmoid, hardswish with PyTorch's derivatives at their kinks). ``im2col`` holds the window
 gathers behind conv, pooling, ``pad``, ``interpolate``, ``unfold`` and ``fold``.
 
 ``portagrad.nn.functional`` checks arguments and composes; it reaches the backend only through
 these modules and the rest of the op layer.
 """
-from . import conv, im2col, linear, loss, norm, pool, softmax
+from . import activation, conv, im2col, linear, loss, norm, pool, softmax
 
-__all__ = ["conv", "im2col", "linear", "loss", "norm", "pool", "softmax"]
+__all__ = ["activation", "conv", "im2col", "linear", "loss", "norm", "pool", "softmax"]
