@@ -383,3 +383,20 @@ def test_kink_literals_are_torchs() -> None:
         x = torch.tensor(vals, dtype=torch.float64, requires_grad=True)
         getattr(torch.nn.functional, name)(x).sum().backward()
         assert x.grad.tolist() == grad, name
+
+
+def test_embedding_scale_grad_by_freq(device: Any) -> None:
+    """Each row's gradient is divided by how often its index occurs (it was ignored)."""
+    w = pg.randn(5, 2, dtype=pg.float64, requires_grad=True, device=device)
+    i = pg.tensor([[0, 1, 1], [4, 1, 2]], device=device)
+    pg.nn.functional.embedding(i, w, scale_grad_by_freq=True).sum().backward()
+    np.testing.assert_array_equal(w.grad.cpu().numpy(), [[1, 1], [1, 1], [1, 1], [0, 0], [1, 1]])
+    w.grad = None
+    pg.nn.functional.embedding(i, w, padding_idx=1, scale_grad_by_freq=True).sum().backward()
+    np.testing.assert_array_equal(w.grad.cpu().numpy(), [[1, 1], [0, 0], [1, 1], [0, 0], [1, 1]])
+    e = pg.nn.Embedding(5, 2, scale_grad_by_freq=True).to(device)
+    (e(i) * 3).sum().backward()
+    np.testing.assert_array_equal(e.weight.grad.cpu().numpy(),
+                                  [[3, 3], [3, 3], [3, 3], [0, 0], [3, 3]])
+    with pytest.raises(ValueError, match="max mode does not support scaling the gradient"):
+        pg.nn.functional.embedding_bag(i, w, mode="max", scale_grad_by_freq=True)

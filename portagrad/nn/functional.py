@@ -625,6 +625,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
             weight.data.index_copy_(0, input.reshape((-1,)), new)
     flat = input.reshape((-1,))
     out = weight.index_select(0, flat)
+    if scale_grad_by_freq and out.requires_grad:  # each row's gradient / its index's count
+        out = nodes.embedding.scale_grad(out, flat, n)
     if padding_idx is not None and out.requires_grad:
         keep = flat.ne(padding_idx).unsqueeze(1)
         out = where(keep, out, out.detach())
@@ -679,6 +681,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
                          f"{input.dim()}")
     if mode not in ("sum", "mean", "max"):
         raise ValueError("mode has to be one of sum, mean or max")
+    if scale_grad_by_freq and mode == "max":
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
                                   f"per_sample_weights is only supported for mode='sum' (got "
@@ -697,7 +701,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
                            f"valid range [0, {weight.shape[0]})")
     if padding_idx is not None and padding_idx < 0:
         padding_idx += weight.shape[0]
-    rows = embedding(flat, weight, padding_idx, max_norm, norm_type)  # (n, D)
+    rows = embedding(flat, weight, padding_idx, max_norm, norm_type,
+                     scale_grad_by_freq=scale_grad_by_freq)  # (n, D)
     if per_sample_weights is not None:
         rows = rows * per_sample_weights.reshape((-1,)).unsqueeze(1)
     table = _bag_table(off, n, include_last_offset)  # (B, Lmax), n = no entry

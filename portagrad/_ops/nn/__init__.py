@@ -12,6 +12,7 @@ gathers behind conv, pooling, ``pad``, ``interpolate``, ``unfold`` and ``fold``.
 ``portagrad.nn.functional`` checks arguments and composes; it reaches the backend only through
 these modules and the rest of the op layer.
 """
-from . import activation, conv, im2col, linear, loss, norm, pool, softmax
+from . import activation, conv, embedding, im2col, linear, loss, norm, pool, softmax
 
-__all__ = ["activation", "conv", "im2col", "linear", "loss", "norm", "pool", "softmax"]
+__all__ = ["activation", "conv", "embedding", "im2col", "linear", "loss", "norm", "pool",
+           "softmax"]
