@@ -400,3 +400,39 @@ def test_embedding_scale_grad_by_freq(device: Any) -> None:
                                   [[3, 3], [3, 3], [3, 3], [0, 0], [3, 3]])
     with pytest.raises(ValueError, match="max mode does not support scaling the gradient"):
         pg.nn.functional.embedding_bag(i, w, mode="max", scale_grad_by_freq=True)
+
+
+# activations on integer and bool tensors: PyTorch's kernels refuse them (float-only ones) or keep
+# the integer dtype (hardtanh, relu6, threshold)
+_FLOAT_ONLY = {"elu": "elu_cpu", "selu": "elu_cpu", "celu": "elu_cpu", "gelu": "GeluKernelImpl",
+               "silu": "silu_cpu", "mish": "mish_cpu", "hardsigmoid": "hardsigmoid_cpu",
+               "hardswish": "hardswish_cpu", "softplus": "softplus_cpu",
+               "logsigmoid": "log_sigmoid_cpu", "softshrink": "softshrink_check",
+               "hardshrink": "hardshrink_cpu", "glu": "glu_cpu", "leaky_relu": "leaky_relu_cpu"}
+
+
+@pytest.mark.parametrize("name", sorted(_FLOAT_ONLY))
+def test_float_only_activations_refuse_integers(device: Any, name: str) -> None:
+    with pytest.raises(NotImplementedError, match=f'"{_FLOAT_ONLY[name]}" not implemented for '
+                                                  "'Long'"):
+        getattr(pg.nn.functional, name)(pg.tensor([2, 4], device=device))
+
+
+def test_clamping_activations_keep_integer_dtypes(device: Any) -> None:
+    F = pg.nn.functional
+    i = pg.tensor([-3, 0, 1, 5], device=device)
+    assert F.hardtanh(i, -1.5, 1.5).tolist() == [-1, 0, 1, 1]  # bounds truncated toward zero
+    assert F.relu6(i).dtype == pg.int64 and F.relu6(i).tolist() == [0, 0, 1, 5]
+    assert F.threshold(i, 0.5, -2.5).tolist() == [-2, -2, 1, 5]
+    with pytest.raises(RuntimeError, match="Bool inputs not supported for hardtanh"):
+        F.relu6(pg.tensor([True], device=device))
+    with pytest.raises(NotImplementedError, match="threshold_cpu"):
+        F.threshold(pg.tensor([True], device=device), 0.5, 0.)
+
+
+def test_matrix_exp_of_non_finite_matrices(device: Any) -> None:
+    f = lambda v: pg.linalg.matrix_exp(pg.tensor(v, dtype=pg.float64, device=device))  # noqa: E731
+    assert f([[-INF]]).tolist() == [[0.0]] and f([[INF]]).tolist() == [[INF]]
+    both = f([[[1., INF], [0., 1.]], [[1., 2.], [0., 1.]]]).cpu().numpy()
+    assert np.isnan(both[0]).all()  # PyTorch: NaN for a matrix with inf off the diagonal
+    np.testing.assert_allclose(both[1], [[math.e, 2 * math.e], [0., math.e]], rtol=1e-13)

@@ -443,8 +443,16 @@ def matrix_exp(A: Tensor) -> Tensor:
         raise RuntimeError(f"matrix_exp: Expected a floating point or complex tensor as input. "
                            f"Got {elementwise._type_name(A.dtype)}")
     n = A.shape[-1]
-    with _no_grad():
-        norm = float(reduction.amax(reduction.sum(elementwise.abs(A), -1)).item()) if A.numel() else 0.0
+    if n == 1:  # exp of the one entry: exact, and right for +-inf too
+        return elementwise.exp(A)
+    norm = 0.0
+    if A.numel():
+        with _no_grad():
+            # the largest finite norm of the batch: a matrix with inf or NaN comes out NaN anyway
+            # (as PyTorch's), and must not decide the scaling of the others
+            norms = reduction.amax(reduction.sum(elementwise.abs(A), -1), -1)
+            norms = where(elementwise.isfinite(norms), norms, 0.0)
+            norm = float(reduction.amax(norms).item())
     # scale so that the norm is at most 1/2: the 18-term series is then exact to rounding
     s = max(0, math.ceil(math.log2(norm)) + 1) if norm > 0.5 else 0
     x = elementwise.div(A, float(2 ** s)) if s else A

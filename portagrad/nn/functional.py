@@ -206,9 +206,15 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
              ) -> Tensor:
-    """``input`` clamped to ``[min_val, max_val]``; its gradient is 0 at the bounds (PyTorch)."""
+    """``input`` clamped to ``[min_val, max_val]``; its gradient is 0 at the bounds (PyTorch).
+    Integer tensors keep their dtype, the bounds truncated toward zero (PyTorch)."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if input.dtype is _dtype.bool:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if not input.dtype.is_floating_point:
+        lo, hi = math.trunc(min_val), math.trunc(max_val)
+        return input.clamp_(lo, hi) if inplace else input.clamp(lo, hi)
     fn = lambda x: nodes.activation.hardtanh(x, min_val, max_val)  # noqa: E731
     return unary_inplace(fn, input) if inplace else fn(input)
 
@@ -223,6 +229,12 @@ def _in_float32(fn: Any) -> Any:
     return lambda x: fn(x.to(dtype=_dtype.float32)).to(dtype=x.dtype)
 
 
+def _floating_only(kernel: str, input: Tensor) -> None:
+    """PyTorch's error for an activation kernel it defines for floating types only."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(input.dtype)}'")
+
+
 def _maybe_inplace(fn: Any, input: Tensor, inplace: bool) -> Tensor:
     if input.dtype is _dtype.bfloat16:
         fn = _in_float32(fn)
@@ -233,6 +245,7 @@ def _maybe_inplace(fn: Any, input: Tensor, inplace: bool) -> Tensor:
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """``x`` for ``x > 0`` else ``negative_slope * x``."""
+    _floating_only("leaky_relu_cpu", input)
     return _maybe_inplace(lambda x: where(x > 0, x, x * negative_slope), input, inplace)
 
 
@@ -242,6 +255,7 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` for ``x > 0`` else ``alpha * (exp(x) - 1)``."""
+    _floating_only("elu_cpu", input)
     return _maybe_inplace(lambda x: where(x > 0, x, x.clamp(None, 0.0).expm1() * alpha), input, inplace)
 
 
@@ -254,10 +268,12 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    _floating_only("elu_cpu", input)
     return _maybe_inplace(lambda x: elu(x, _SELU_ALPHA) * _SELU_SCALE, input, inplace)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    _floating_only("elu_cpu", input)
     return _maybe_inplace(
         lambda x: where(x > 0, x, (x.clamp(None, 0.0) / alpha).expm1() * alpha),
         input, inplace)
@@ -265,6 +281,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """``x * Phi(x)`` (``approximate='tanh'``: the tanh approximation)."""
+    _floating_only("GeluKernelImpl", input)
     if input.dtype is _dtype.bfloat16:
         return _in_float32(lambda x: gelu(x, approximate))(input)
     if approximate == "none":
@@ -277,10 +294,12 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * sigmoid(x)``."""
+    _floating_only("silu_cpu", input)
     return _maybe_inplace(lambda x: x * x.sigmoid(), input, inplace)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    _floating_only("mish_cpu", input)
     return _maybe_inplace(lambda x: x * softplus(x).tanh(), input, inplace)
 
 
@@ -293,15 +312,18 @@ def tanh(input: Tensor) -> Tensor:
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    _floating_only("hardsigmoid_cpu", input)
     return _maybe_inplace(nodes.activation.hardsigmoid, input, inplace)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    _floating_only("hardswish_cpu", input)
     return _maybe_inplace(nodes.activation.hardswish, input, inplace)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold``."""
+    _floating_only("softplus_cpu", input)
     if input.dtype is _dtype.bfloat16:
         return _in_float32(lambda x: softplus_raw(x, beta, threshold))(input)
     return softplus_raw(input, beta, threshold)
@@ -313,6 +335,7 @@ def softsign(input: Tensor) -> Tensor:
 
 def logsigmoid(input: Tensor) -> Tensor:
     """``log(sigmoid(x))`` computed stably (``-softplus(-x)``)."""
+    _floating_only("log_sigmoid_cpu", input)
     return -softplus(-input)
 
 
@@ -321,21 +344,32 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    _floating_only("softshrink_check", input)
     return where(input > lambd, input - lambd,
                  where(input < -lambd, input + lambd, input * 0.0))
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    _floating_only("hardshrink_cpu", input)
     return where(input.abs() > lambd, input, input * 0.0)
 
 
+def _threshold(input: Tensor, limit: float, value: float, inplace: bool) -> Tensor:
+    if input.dtype is _dtype.bool:
+        raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
+    if not input.dtype.is_floating_point:
+        value = math.trunc(value)
+    return _maybe_inplace(lambda x: where(x > limit, x, value), input, inplace)
+
+
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    return _maybe_inplace(lambda x: where(x > threshold, x, value), input, inplace)
+    """``x`` where ``x > threshold``, else ``value`` (truncated to an integer input's dtype)."""
+    return _threshold(input, threshold, value, inplace)
 
 
 def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     """In-place :func:`threshold`."""
-    return _maybe_inplace(lambda x: where(x > threshold, x, value), input, True)
+    return _threshold(input, threshold, value, True)
 
 
 def selu_(input: Tensor) -> Tensor:
@@ -368,6 +402,7 @@ def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, traini
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
+    _floating_only("glu_cpu", input)
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     n = input.shape[dim]
