@@ -436,3 +436,23 @@ def test_matrix_exp_of_non_finite_matrices(device: Any) -> None:
     both = f([[[1., INF], [0., 1.]], [[1., 2.], [0., 1.]]]).cpu().numpy()
     assert np.isnan(both[0]).all()  # PyTorch: NaN for a matrix with inf off the diagonal
     np.testing.assert_allclose(both[1], [[math.e, 2 * math.e], [0., math.e]], rtol=1e-13)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_special_functions_round_16_bit_results_once(device: Any, dtype: str) -> None:
+    """Computed in float32 and rounded once (PyTorch), not composed in 16 bits: the result is the
+    16-bit rounding of the float64 value, within one unit in the last place."""
+    dt = getattr(pg, dtype)
+    x64 = pg.tensor([2.5, 0.3, -1.7, 7.25], dtype=pg.float64)
+    ulp = 2.0 ** (-10 if dtype == "float16" else -7)
+    fns = {"lgamma": pg.lgamma, "digamma": pg.digamma, "sinc": pg.special.sinc,
+           "erfc": pg.special.erfc, "logit": lambda t: pg.special.logit(t.abs() / 8)}
+    for name, f in fns.items():
+        try:
+            got = f(x64.to(dt).to(device))
+        except pg.errors.DTypeError:
+            pytest.skip(f"{device} declines {dtype}")
+        assert got.dtype == dt, name
+        want = f(x64.to(dt).double()).numpy()
+        np.testing.assert_allclose(got.double().cpu().numpy(), want, rtol=ulp, atol=ulp,
+                                   err_msg=name)

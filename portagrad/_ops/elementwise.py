@@ -528,6 +528,17 @@ def signbit(input: Tensor) -> Tensor:
 
 
 # ---------------------------------------------------------------------- unary
+_HALF = (_dtype.float16, _dtype.bfloat16)
+
+
+def in_float32(fn: Any, x: Tensor) -> Tensor:
+    """``fn(x)``, computed in float32 and rounded once for a 16-bit ``x`` (PyTorch's kernels for
+    special functions do so; a composition in 16 bits rounds every intermediate)."""
+    if x._v.dtype in _HALF:
+        return to(fn(to(x, dtype=_dtype.float32)), dtype=x._v.dtype)
+    return fn(x)
+
+
 def _float_input(x: Tensor) -> Tensor:
     """Integer inputs of floating functions (exp, sin ...) are promoted to the default dtype."""
     if x._v.dtype.is_floating_point:

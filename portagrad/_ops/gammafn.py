@@ -108,7 +108,8 @@ def _digamma_fwd(x: Tensor) -> Tensor:
     refl = pos - math.pi / elementwise.tan(r * math.pi)
     out = where(small, refl, pos)
     # PyTorch: digamma(+0) = -inf and digamma(-0) = +inf (the limits from each side), other poles NaN
-    out = where(elementwise.eq(x, 0), where(elementwise.signbit(x), math.inf, -math.inf), out)
+    pole = where(elementwise.signbit(x), math.inf, -math.inf).to(x.dtype)
+    out = where(elementwise.eq(x, 0), pole, out)
     out = where(elementwise.logical_and(_nonpos_int(x), elementwise.ne(x, 0)), math.nan, out)
     return where(elementwise.eq(x, math.inf), math.inf, out)
 
@@ -134,7 +135,7 @@ class _Lgamma(Function):
     @staticmethod
     def forward(ctx: Any, x: Tensor) -> Tensor:
         with _no_grad():
-            y = _lgamma_fwd(x)
+            y = elementwise.in_float32(_lgamma_fwd, x)
         ctx.save_for_backward(x)
         return y
 
@@ -150,7 +151,8 @@ class _Polygamma(Function):
     @staticmethod
     def forward(ctx: Any, x: Tensor, n: int) -> Tensor:
         with _no_grad():
-            y = _digamma_fwd(x) if n == 0 else _polygamma_fwd(n, x)
+            y = elementwise.in_float32(
+                _digamma_fwd if n == 0 else (lambda t: _polygamma_fwd(n, t)), x)
         ctx.save_for_backward(x)
         ctx.n = n
         return y

@@ -50,7 +50,7 @@ def _unary(name: str, node: str, fwd: Any, grad: Any, doc: str) -> Any:
         @staticmethod
         def forward(ctx: Any, x: Tensor) -> Tensor:
             with _no_grad():
-                y = fwd(x)
+                y = elementwise.in_float32(fwd, x)
             ctx.save_for_backward(x, y)
             return y
 
@@ -206,11 +206,13 @@ def rad2deg(input: Tensor) -> Tensor:
 def sinc(input: Tensor) -> Tensor:
     """Normalized sinc ``sin(pi x) / (pi x)``, 1 at 0."""
     _check_tensor("sinc", input)
-    x = _float_input(input)
-    zero = elementwise.eq(x, 0)
-    # the quotient is taken at a safe point where x == 0 so that its gradient there is 0, not NaN
-    px = where(zero, 1.0, x) * math.pi
-    return where(zero, 1.0, elementwise.sin(px) / px)
+    def fwd(x: Tensor) -> Tensor:
+        zero = elementwise.eq(x, 0)
+        # the quotient is taken at a safe point where x == 0, so that its gradient there is 0
+        px = where(zero, 1.0, x) * math.pi
+        return where(zero, 1.0, elementwise.sin(px) / px)
+
+    return elementwise.in_float32(fwd, _float_input(input))
 
 
 class _Logit(Function):
@@ -224,9 +226,12 @@ class _Logit(Function):
     def forward(ctx: Any, x: Tensor, eps: float | None) -> Tensor:
         ctx.eps = eps
         ctx.save_for_backward(x)
-        with _no_grad():
-            p = x if eps is None else elementwise.clamp(x, eps, 1.0 - eps)
+        def fwd(t: Tensor) -> Tensor:
+            p = t if eps is None else elementwise.clamp(t, eps, 1.0 - eps)
             return elementwise.log(p / (1.0 - p))
+
+        with _no_grad():
+            return elementwise.in_float32(fwd, x)
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
