@@ -12,7 +12,7 @@ from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _flags
 from ._common import call, check_same_device, is_scalar, prepare_binary, refuse_bool, to_scalar
-from .conversion import fit_result, inplace, to, write_out
+from .conversion import _TYPE_NAMES, fit_result, inplace, to, write_out
 from .indexing import index_fill, masked_fill, where
 
 __all__ = [
@@ -873,9 +873,7 @@ def _can_cast(res: Any, out: Any) -> bool:
 
 
 def _type_name(d: Any) -> str:
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int",
-            "int64": "Long", "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
-            "bfloat16": "BFloat16"}[d.name]
+    return _TYPE_NAMES[d.name]
 
 
 _DIRECT_INPLACE = {add: "add", sub: "sub", mul: "mul", div: "div"}
