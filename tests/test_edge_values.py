@@ -456,3 +456,29 @@ def test_special_functions_round_16_bit_results_once(device: Any, dtype: str) ->
         want = f(x64.to(dt).double()).numpy()
         np.testing.assert_allclose(got.double().cpu().numpy(), want, rtol=ulp, atol=ulp,
                                    err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("op", ["addcmul", "addcdiv", "lerp", "lerp_tensor"])
+def test_16_bit_fused_arithmetic_rounds_once(device: Any, dtype: str, op: str) -> None:
+    """addcmul/addcdiv/lerp of 16-bit floats compute in float32 and round once (PyTorch): within
+    one unit in the last place of the exactly computed value (composed in 16 bits, every
+    intermediate rounded: up to 49 units off)."""
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.normal(size=512) for _ in range(3))
+    c = np.where(np.abs(c) < 0.1, 0.5, c)  # no huge quotients
+    f = {"addcmul": lambda L, x, y, z: L.addcmul(x, y, z, value=0.7),
+         "addcdiv": lambda L, x, y, z: L.addcdiv(x, y, z, value=0.7),
+         "lerp": lambda L, x, y, z: L.lerp(x, y, 0.3),
+         "lerp_tensor": lambda L, x, y, z: L.lerp(x, y, z)}[op]
+    dt = getattr(pg, dtype)
+    if op == "lerp_tensor":
+        c = np.abs(c) / 3  # weights in [0, 1], most of them
+    try:
+        xs = [pg.tensor(v, device=device).to(dt) for v in (a, b, c)]
+    except pg.errors.DTypeError:
+        pytest.skip(f"{device} declines {dtype}")
+    got = f(pg, *xs).double().cpu().numpy()
+    exact = f(pg, *(x.double() for x in xs)).cpu().numpy()  # the same 16-bit inputs, float64
+    ulp = np.abs(exact) * 2.0 ** (-10 if dtype == "float16" else -7)
+    assert (np.abs(got - exact) <= np.maximum(ulp, 1e-6)).all()

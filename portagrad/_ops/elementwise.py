@@ -796,8 +796,22 @@ clip = clamp
 
 
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
-    """``input + weight * (end - input)``."""
-    return add(input, mul(weight, sub(end, input)))
+    """``input + weight * (end - input)``, PyTorch's way: ``end - (end - input) * (1 - weight)``
+    where ``|weight| >= 0.5`` (exact at ``weight == 1``), in float32 for 16-bit floats, rounded
+    once."""
+    dt = _dtype.result_type(input, end, weight) if isinstance(weight, Tensor) else \
+        _dtype.result_type(input, end)
+    if dt in _HALF:
+        up = [to(t, dtype=_dtype.float32) if isinstance(t, Tensor) else t
+              for t in (input, end, weight)]
+        return to(lerp(*up), dtype=dt)
+    diff = sub(end, input)
+    if isinstance(weight, Tensor):
+        near = abs(weight) < 0.5
+        return where(near, add(input, mul(weight, diff)), sub(end, mul(diff, rsub(weight, 1.0))))
+    if -0.5 < weight < 0.5:
+        return add(input, mul(weight, diff))
+    return sub(end, mul(diff, 1.0 - weight))
 
 
 # ------------------------------------------------------------------- in place

@@ -293,8 +293,10 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
     dt = _dtype.result_type(input, tensor1, tensor2)
     if not dt.is_floating_point and dt is not _dtype.bool:  # PyTorch's checked conversion
         value = _dtype.fit_scalar(value, dt.name)
-    prod = tensor1 * tensor2
-    return input + (prod if value == 1 else prod * value)
+    # PyTorch's order, input + (value * tensor1) * tensor2, computed in float32 for 16-bit
+    # floats and rounded once
+    return _rounded_once(lambda i, a, b: i + (a if value == 1 else a * value) * b, dt,
+                         input, tensor1, tensor2)
 
 
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
@@ -307,8 +309,19 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
                            "integer inputs and as (input + value * tensor1 / tensor2) for float "
                            "inputs. The future addcdiv behavior is just the latter implementation: "
                            "(input + value * tensor1 / tensor2), for all dtypes.")
-    q = tensor1 / tensor2
-    return input + (q if value == 1 else q * value)
+    dt = _dtype.result_type(input, tensor1, tensor2)
+    # PyTorch's order, input + (value * tensor1) / tensor2, rounded once for 16-bit floats
+    return _rounded_once(lambda i, a, b: i + (a if value == 1 else a * value) / b, dt,
+                         input, tensor1, tensor2)
+
+
+def _rounded_once(fn: Any, dt: Any, *args: Any) -> Tensor:
+    """``fn(*args)``; when the result dtype ``dt`` is a 16-bit float, computed on float32 copies
+    and rounded once (PyTorch's kernels compute in float32), not rounded after every op."""
+    if dt not in (_dtype.float16, _dtype.bfloat16):
+        return fn(*args)
+    up = [a.to(_dtype.float32) if isinstance(a, Tensor) else a for a in args]
+    return fn(*up).to(dt)
 
 
 def clamp_min(input: Tensor, min: Any) -> Tensor:  # PyTorch's parameter name
