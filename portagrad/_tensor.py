@@ -493,6 +493,10 @@ class Tensor(TensorOps):
         """Nested Python lists of the values (a number for a zero-dim tensor)."""
         return self._host().tolist()
 
+    # numpy defers to the tensor's reflected operators: ``np.float32(2) * t`` is a Tensor (with
+    # autograd history), not an ndarray made through __array__ (PyTorch's value too)
+    __array_priority__ = 1000
+
     def __array__(self, dtype: Any = None, copy: builtins.bool | None = None) -> np.ndarray:
         """``np.asarray(t)``: a CPU tensor's memory, shared (PyTorch's refusals for tensors that
         require grad or live on another device; numpy 2's ``copy``)."""

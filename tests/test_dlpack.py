@@ -188,3 +188,16 @@ def test_pytorch_bfloat16_both_ways():
     copied = pg.from_dlpack(tt, copy=True)
     copied[1] = -1.0
     assert tt[1].item() == 2.0
+
+
+def test_numpy_scalars_on_the_left_give_tensors():
+    """``np.float32(2) * t`` goes to the tensor's reflected operator (``__array_priority__``, as
+    torch): a Tensor with its autograd history, not an ndarray made through ``__array__``."""
+    t = pg.tensor([1.0, 2.0], requires_grad=True)
+    for r, name in ((np.float64(2) * t, "MulBackward0"), (np.float32(3) - t, "SubBackward0"),
+                    (np.int64(1) + t, "AddBackward0"), (np.float32(1) / t, "DivBackward0")):
+        assert isinstance(r, pg.Tensor) and r.grad_fn.name() == name
+    (np.float32(3) - t).sum().backward()
+    assert t.grad.tolist() == [-1.0, -1.0]
+    with pytest.raises(TypeError):
+        np.ones(2) * t  # as torch: an array on the left is neither converted nor broadcast
