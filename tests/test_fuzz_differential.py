@@ -96,6 +96,37 @@ KNOWN: dict[str, str] = {
            "5.77e29",
     "autograd": "x / (w * w + 1) * w with infinite entries and an in-place zero_ of a row: NaN in "
                 "x.grad where torch has finite values (the backward formulas differ at inf)",
+    "gather": "a float index raises 'Expected dtype int32/int64' where torch raises for other reasons "
+              "first, or an out-of-range index is refused where torch's shapes checks come first",
+    "index_select": "an out-of-range index raises IndexError where torch raises RuntimeError",
+    "masked_fill": "a mask that does not broadcast to a smaller input: portagrad refuses, torch "
+                   "broadcasts the result",
+    # the namespaces the fuzzer draws from since the surface grew (the survey lists them)
+    "linalg.cholesky": "an input with inf: NaN where torch's LAPACK returns finite entries",
+    "linalg.cross": "mixed dtypes (float64 with int64 or float16) are promoted where torch raises "
+                    "'expected scalar type'",
+    "linalg.lu_factor": "integer input refused where torch factors it",
+    "linalg.matrix_norm": "float32 entries of 1e30: the norm overflows to inf (torch's CPU kernel "
+                          "accumulates in float64)",
+    "linalg.vector_norm": "as matrix_norm: float32 1e30 overflows (torch CPU accumulates in float64)",
+    "linalg.matrix_power": "negative exponents raise NotImplementedError (no inverse there yet)",
+    "linalg.slogdet": "singular and near-singular matrices: the sign differs where torch's pivoting "
+                      "rounds to a tiny nonzero pivot",
+    "special.logit": "16-bit inputs of logit(sigmoid(x)): the sigmoid rounds differently by one unit",
+    "F.gelu_tanh": "16-bit inputs near zero: one unit apart from torch's fused kernel",
+    "F.bce_with_logits": "integer logits are computed (float64 with a float64 pos_weight) where torch "
+                         "raises 'log_sigmoid_cpu' not implemented for 'Long'",
+    "F.cosine_similarity": "integer inputs computed where torch raises",
+    "F.glu": "a bool input: portagrad's dtype error comes before torch's dim check",
+    "F.huber_loss": "bool inputs: subtraction of bools refused, torch casts",
+    "F.kl_div": "integer inputs computed where torch raises 'Integral inputs not supported'",
+    "F.pad": "circular/reflect padding of empty dimensions raises a reshape error where torch pads",
+    "F.smooth_l1_loss": "integer inputs computed where torch raises NotImplementedError",
+    "F.normalize": "float32 entries of 1e30: the norm overflows (torch CPU accumulates in float64)",
+    "Bernoulli.log_prob": "integer logits computed where torch raises NotImplementedError",
+    "Categorical.log_prob": "zero categories: an index error where torch returns an empty result",
+    "Normal.log_prob": "float32 and float64 parameters mixed: 1e-8 relative apart from torch",
+    "Exponential.log_prob": "float32 and float64 parameters mixed: 1e-9 relative apart from torch",
 }
 
 # Outputs that are unspecified when values tie (the index of a tie); compared by values only.
@@ -163,11 +194,13 @@ def _tol(dtype: str, cross: bool) -> tuple[float, float]:
     return (0.0, 0.0)
 
 
-def _assert_same(a: Any, b: Any, where: str = "", cross: bool = True) -> None:
+def _assert_same(a: Any, b: Any, where: str = "", cross: bool = True, low: bool = False) -> None:
+    """``low``: an input went through a 16-bit cast, so intermediates of any dtype carry 16-bit
+    rounding that backends place differently: bfloat16's tolerance."""
     if isinstance(a, list) or isinstance(b, list):
         assert isinstance(a, list) and isinstance(b, list) and len(a) == len(b), f"{where}: {a} vs {b}"
         for i, (x, y) in enumerate(zip(a, b)):
-            _assert_same(x, y, f"{where}[{i}]", cross)
+            _assert_same(x, y, f"{where}[{i}]", cross, low)
         return
     if not isinstance(a, tuple):
         assert a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b)), f"{where}: {a} vs {b}"
@@ -176,7 +209,7 @@ def _assert_same(a: Any, b: Any, where: str = "", cross: bool = True) -> None:
     assert (da, sa) == (db, sb), f"{where}: dtype/shape {da}{list(sa)} vs {db}{list(sb)}"
     if va.dtype.kind == "f":
         np.testing.assert_array_equal(np.isnan(va), np.isnan(vb), err_msg=f"{where}: NaN positions")
-        rtol, atol = _tol(da, cross)
+        rtol, atol = _tol("bfloat16" if low else da, cross)
         # inf, -inf compare exactly; float32 huge values may overflow differently: atol relative
         np.testing.assert_allclose(va, vb, rtol=rtol, atol=atol, equal_nan=True, err_msg=where)
     else:
@@ -210,7 +243,7 @@ def _outputs(name: str, out: Any, ts: list) -> Any:
     return [res, _norm(ts[0])]  # the first input too: in-place ops (and views of it) write it
 
 
-def _compare(name: str, a: tuple, b: tuple, where: str) -> None:
+def _compare(name: str, a: tuple, b: tuple, where: str, low: bool = False) -> None:
     (oa, ea, ta), (ob, eb, tb) = a, b
     if ea is not None:
         _check_not_leaked(ea, f"portagrad {name}")
@@ -228,7 +261,7 @@ def _compare(name: str, a: tuple, b: tuple, where: str) -> None:
     except Exception as exc:  # reading the result back failed: a broken result, not an error
         raise AssertionError(f"{where}: {name}: reading the result raised {type(exc).__module__}."
                              f"{type(exc).__qualname__}: {exc}") from exc
-    _assert_same(ra, _outputs(name, ob, tb), f"{where}: {name}")
+    _assert_same(ra, _outputs(name, ob, tb), f"{where}: {name}", low=low)
     _count(f"{where}:both-ok")
 
 
@@ -265,7 +298,8 @@ def test_fuzz_vs_torch(call: tuple, device: str) -> None:
         _count(f"{device}:declined")
         return
     theirs = _call(torch, torchF, name, arrs, kw, None)
-    _known(name, lambda: _compare(name, mine, theirs, f"{device} vs torch"), call)
+    low = any(a.cast for a in arrs)
+    _known(name, lambda: _compare(name, mine, theirs, f"{device} vs torch", low), call)
 
 
 @st.composite
@@ -342,7 +376,8 @@ def test_fuzz_device_vs_cpu(call: tuple, device: str) -> None:
             _known(name, lambda: _check_not_leaked(mine[1], f"{device} {name}{kw}"), call)
         return
     ref = _call(pg, pgF, name, arrs, kw, "cpu")
-    _known(name, lambda: _compare(name, mine, ref, f"{device} vs cpu"), call)
+    low = any(a.cast for a in arrs)
+    _known(name, lambda: _compare(name, mine, ref, f"{device} vs cpu", low), call)
 
 
 def test_fuzz_op_list_is_known() -> None:
