@@ -531,12 +531,15 @@ def signbit(input: Tensor) -> Tensor:
 _HALF = (_dtype.float16, _dtype.bfloat16)
 
 
-def in_float32(fn: Any, x: Tensor) -> Tensor:
-    """``fn(x)``, computed in float32 and rounded once for a 16-bit ``x`` (PyTorch's kernels for
-    special functions do so; a composition in 16 bits rounds every intermediate)."""
-    if x._v.dtype in _HALF:
-        return to(fn(to(x, dtype=_dtype.float32)), dtype=x._v.dtype)
-    return fn(x)
+def in_float32(fn: Any, *args: Any, dtype: Any = None) -> Tensor:
+    """``fn(*args)``; when the result dtype (``dtype``, else the first argument's) is a 16-bit
+    float, computed on float32 copies of the tensor arguments and rounded once, as PyTorch's
+    kernels do (a composition in 16 bits rounds every intermediate)."""
+    dt = args[0]._v.dtype if dtype is None else dtype
+    if dt not in _HALF:
+        return fn(*args)
+    up = [to(a, dtype=_dtype.float32) if isinstance(a, Tensor) else a for a in args]
+    return to(fn(*up), dtype=dt)
 
 
 def _float_input(x: Tensor) -> Tensor:
@@ -802,9 +805,7 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     dt = _dtype.result_type(input, end, weight) if isinstance(weight, Tensor) else \
         _dtype.result_type(input, end)
     if dt in _HALF:
-        up = [to(t, dtype=_dtype.float32) if isinstance(t, Tensor) else t
-              for t in (input, end, weight)]
-        return to(lerp(*up), dtype=dt)
+        return in_float32(lerp, input, end, weight, dtype=dt)
     diff = sub(end, input)
     if isinstance(weight, Tensor):
         near = abs(weight) < 0.5

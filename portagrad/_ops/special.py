@@ -295,8 +295,8 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
         value = _dtype.fit_scalar(value, dt.name)
     # PyTorch's order, input + (value * tensor1) * tensor2, computed in float32 for 16-bit
     # floats and rounded once
-    return _rounded_once(lambda i, a, b: i + (a if value == 1 else a * value) * b, dt,
-                         input, tensor1, tensor2)
+    return elementwise.in_float32(lambda i, a, b: i + (a if value == 1 else a * value) * b,
+                                  input, tensor1, tensor2, dtype=dt)
 
 
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
@@ -311,17 +311,8 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
                            "(input + value * tensor1 / tensor2), for all dtypes.")
     dt = _dtype.result_type(input, tensor1, tensor2)
     # PyTorch's order, input + (value * tensor1) / tensor2, rounded once for 16-bit floats
-    return _rounded_once(lambda i, a, b: i + (a if value == 1 else a * value) / b, dt,
-                         input, tensor1, tensor2)
-
-
-def _rounded_once(fn: Any, dt: Any, *args: Any) -> Tensor:
-    """``fn(*args)``; when the result dtype ``dt`` is a 16-bit float, computed on float32 copies
-    and rounded once (PyTorch's kernels compute in float32), not rounded after every op."""
-    if dt not in (_dtype.float16, _dtype.bfloat16):
-        return fn(*args)
-    up = [a.to(_dtype.float32) if isinstance(a, Tensor) else a for a in args]
-    return fn(*up).to(dt)
+    return elementwise.in_float32(lambda i, a, b: i + (a if value == 1 else a * value) / b,
+                                  input, tensor1, tensor2, dtype=dt)
 
 
 def clamp_min(input: Tensor, min: Any) -> Tensor:  # PyTorch's parameter name
