@@ -317,9 +317,11 @@ from .amp.autocast_mode import (clear_autocast_cache, get_autocast_cpu_dtype, ge
                                 set_autocast_cache_enabled, set_autocast_dtype,
                                 set_autocast_enabled)
 from .amp import autocast
+from .amp.autocast_mode import autocast_decrement_nesting, autocast_increment_nesting
 from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 
 globals().update(_toplevel.inplace_functions())
+cpu.amp = amp.cpu  # torch.cpu.amp (deprecated autocast and GradScaler forms)
 
 __all__ += list(_toplevel.INPLACE_METHOD_NAMES)
 __all__ += [
@@ -349,5 +351,6 @@ __all__ += [
     "GradScaler", "clear_autocast_cache", "get_autocast_cpu_dtype", "get_autocast_dtype",
     "get_autocast_gpu_dtype", "is_autocast_cache_enabled", "is_autocast_cpu_enabled",
     "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
-    "set_autocast_enabled", "vmap", "get_device_module", "embedding_renorm_",
+    "set_autocast_enabled", "autocast_increment_nesting", "autocast_decrement_nesting",
+    "vmap", "get_device_module", "embedding_renorm_",
 ]

@@ -13,6 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ._autocast import SKIP as _SKIP
+from ._autocast import STATE as _AUTOCAST
+from ._autocast import autocast_call as _autocast_call
 from ._dtype import bool as bool_
 from ._ops.elementwise import where
 from ._tensor import Tensor
@@ -226,6 +229,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
 def kl_div(input: Tensor, target: Tensor, reduction: int = 1, *, log_target: bool = False
            ) -> Tensor:
     """Kullback-Leibler divergence; ``reduction=1`` is the plain mean over elements."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "kl_div", kl_div, input, target=target, reduction=reduction, log_target=log_target)) is not _SKIP:
+        return _ac_out
     red = _reduction("kl_div", reduction)
     loss = F.kl_div(input, target, reduction="none", log_target=log_target)
     return loss.mean() if red == "mean" else loss.sum() if red == "sum" else loss

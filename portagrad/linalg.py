@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ._autocast import SKIP as _SKIP
+from ._autocast import STATE as _AUTOCAST
+from ._autocast import autocast_call as _autocast_call
 from ._ops import elementwise
 from ._ops import reduction
 from ._ops.contraction import cross as _cross
@@ -34,6 +37,10 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
 def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, *,
                 dtype: Any = None) -> Tensor:
     """The ``ord``-norm of ``x`` as a vector (over ``dim``, or all elements)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "linalg_vector_norm", vector_norm, x, ord=ord, dim=dim, keepdim=keepdim,
+            dtype=dtype)) is not _SKIP:
+        return _ac_out
     return reduction.norm(x, ord, dim, keepdim, dtype)
 
 
@@ -41,6 +48,10 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: Sequence[int] = (-2, -1),
                 keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Frobenius (``"fro"``) or induced 1/inf norms (``1``, ``-1``, ``inf``, ``-inf``) of the
     matrices in ``dim``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "linalg_matrix_norm", matrix_norm, A, ord=ord, dim=dim, keepdim=keepdim,
+            dtype=dtype)) is not _SKIP:
+        return _ac_out
     x = A if dtype is None else A.to(dtype)
     d0, d1 = dim
     if ord == "fro":
@@ -75,11 +86,15 @@ def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *,
 
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """Dot products of the vectors along ``dim`` (broadcasting the rest)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("linalg_vecdot", vecdot, x, y=y, dim=dim)) is not _SKIP:
+        return _ac_out
     return reduction.sum(x * y, dim)
 
 
 def multi_dot(tensors: Sequence[Tensor]) -> Tensor:
     """The product of a chain of matrices (the first and last may be vectors)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("linalg_multi_dot", multi_dot, tensors)) is not _SKIP:
+        return _ac_out
     if len(tensors) < 2:
         raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
     out = tensors[0]

@@ -243,11 +243,9 @@ def test_autocast() -> None:
         return pg.ones(1)
 
     assert f().dtype == pg.float32
-    with pytest.raises(NotImplementedError, match="does not run ops in"):
-        pg.autocast("cpu", dtype=pg.bfloat16)
-    with pytest.warns(UserWarning, match="not available. Disabling"):
+    with pytest.warns(UserWarning, match="CUDA is not available"):
         with pg.autocast("cuda"):
-            pass
+            assert not pg.is_autocast_enabled("cuda")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         pg.autocast("cpu", dtype=pg.float64)  # unsupported dtype: warns and disables
@@ -256,7 +254,7 @@ def test_autocast() -> None:
         pg.autocast("foo")
     with pytest.raises(ValueError, match="device_type"):
         pg.autocast(0)  # type: ignore[arg-type]
-    assert pg.amp.is_autocast_available("cpu") is False
+    assert pg.amp.is_autocast_available("cpu") is True
 
 
 def test_autocast_state_functions() -> None:
@@ -271,14 +269,14 @@ def test_autocast_state_functions() -> None:
         assert pg.get_autocast_gpu_dtype() == pg.float16
     pg.set_autocast_dtype("opencl", pg.bfloat16)
     assert pg.get_autocast_dtype("opencl") == pg.bfloat16
+    pg.set_autocast_dtype("opencl", pg.float16)
     assert pg.is_autocast_cache_enabled()
     pg.set_autocast_cache_enabled(False)
     assert not pg.is_autocast_cache_enabled()
     pg.set_autocast_cache_enabled(True)
     pg.clear_autocast_cache()
     pg.set_autocast_enabled("cpu", False)
-    with pytest.raises(NotImplementedError, match="lower precision"):
-        pg.set_autocast_enabled("cpu", True)
+    assert pg.is_autocast_enabled("cpu") is False
     with pytest.raises(RuntimeError, match="device string: foo"):
         pg.get_autocast_dtype("foo")
 

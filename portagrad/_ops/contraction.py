@@ -11,6 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 
+from .._autocast import SKIP as _SKIP
+from .._autocast import STATE as _AUTOCAST
+from .._autocast import autocast_call as _autocast_call
 from .._shape import wrap_dim
 from .._tensor import Tensor
 from . import reduction
@@ -88,6 +91,8 @@ def _einsum_align(op: Tensor, term: str, letters: str) -> Tensor:
 def einsum(equation: str, *operands: Any) -> Tensor:
     """Einstein summation (``"ij,jk->ik"``; ``...`` for broadcast dimensions). The operands are
     multiplied pairwise from the left, each index summed as soon as no later operand needs it."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("einsum", einsum, equation, *operands)) is not _SKIP:
+        return _ac_out
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     terms, out = _einsum_parse(equation, operands)
@@ -113,6 +118,9 @@ def einsum(equation: str, *operands: Any) -> Tensor:
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) -> Tensor:
     """Sum of products over ``dims`` (the last ``dims`` of ``a`` with the first of ``b``, or
     two lists of dimensions)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "tensordot", tensordot, a, b=b, dims=dims, out=out)) is not _SKIP:
+        return _ac_out
     if isinstance(dims, int):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
@@ -144,6 +152,8 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) ->
 
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     """Cross product of 3-vectors along ``dim`` (default: the first dimension of size 3)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("cross", cross, input, other=other, dim=dim)) is not _SKIP:
+        return _ac_out
     if input.dim() != other.dim():
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     if dim is None:
@@ -165,6 +175,9 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
 # ------------------------------------------------------------------------------- matrix-vector
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * (mat @ vec)``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "addmv", addmv, input, mat=mat, vec=vec, beta=beta, alpha=alpha)) is not _SKIP:
+        return _ac_out
     prod = mv(mat, vec)
     if alpha != 1:
         prod = prod * alpha
@@ -173,6 +186,9 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any 
 
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * outer(vec1, vec2)``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "addr", addr, input, vec1=vec1, vec2=vec2, beta=beta, alpha=alpha)) is not _SKIP:
+        return _ac_out
     prod = outer(vec1, vec2)
     if alpha != 1:
         prod = prod * alpha
@@ -182,6 +198,9 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1
            ) -> Tensor:
     """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "addbmm", addbmm, input, batch1=batch1, batch2=batch2, beta=beta, alpha=alpha)) is not _SKIP:
+        return _ac_out
     if batch1.dim() != 3 or batch2.dim() != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if batch1.dim() != 3 else
                            "batch2 must be a 3D tensor")

@@ -12,6 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from .._autocast import SKIP as _SKIP
+from .._autocast import STATE as _AUTOCAST
+from .._autocast import autocast_call as _autocast_call
 from .. import _creation, _dtype
 from .._shape import wrap_dim
 from .._tensor import Tensor
@@ -86,6 +89,8 @@ def diagflat(input: Tensor, offset: int = 0) -> Tensor:
 
 def trace(input: Tensor) -> Tensor:
     """Sum of the main diagonal of a 2-D tensor (integers summed as int64)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("trace", trace, input)) is not _SKIP:
+        return _ac_out
     if input.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
     return diagonal(input).sum()

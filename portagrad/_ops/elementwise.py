@@ -6,6 +6,9 @@ from typing import Any
 
 import numpy as np
 
+from .._autocast import SKIP as _SKIP
+from .._autocast import STATE as _AUTOCAST
+from .._autocast import autocast_call as _autocast_call
 from .. import _creation, _dtype, _raw
 from .._shape import broadcast_shapes
 from .._tensor import Tensor
@@ -366,6 +369,8 @@ fmod = _modulus("fmod", "FmodBackward0", "trunc",
 
 def pow(input: Any, exponent: Any) -> Tensor:
     """``input ** exponent`` (tensor or scalar on either side)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("pow", pow, input, exponent=exponent)) is not _SKIP:
+        return _ac_out
     a, b, dt = prepare_binary(input, exponent, "pow")
     if dt is _dtype.bool and isinstance(a, Tensor) and not isinstance(b, Tensor):
         # as PyTorch: a bool tensor to a bool scalar power is x (True) or all True (False)
@@ -398,6 +403,8 @@ def minimum(input: Tensor, other: Any) -> Tensor:
 
 
 def atan2(input: Tensor, other: Tensor) -> Tensor:
+    if _AUTOCAST.on and (_ac_out := _autocast_call("atan2", atan2, input, other=other)) is not _SKIP:
+        return _ac_out
     a, b, _ = prepare_binary(input, other, "atan2", float_only=True)
     if not isinstance(a, Tensor):
         a = _creation.full(b.shape, a, dtype=b.dtype, device=b.device)
@@ -590,6 +597,8 @@ def _make_unary(name: str, op: str, grad: Any, save: str = "input", float_only: 
     def fn(input: Tensor) -> Tensor:
         if not isinstance(input, Tensor):
             raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+        if _AUTOCAST.on and (_ac_out := _autocast_call(name, fn, input)) is not _SKIP:
+            return _ac_out
         if input._v.dtype is _dtype.bool:
             if name in _NO_BOOL:
                 raise RuntimeError(_NO_BOOL[name])
@@ -676,10 +685,14 @@ def square(input: Tensor) -> Tensor:
 
 
 def log2(input: Tensor) -> Tensor:
+    if _AUTOCAST.on and (_ac_out := _autocast_call("log2", log2, input)) is not _SKIP:
+        return _ac_out
     return div(log(input), math.log(2.0))
 
 
 def log10(input: Tensor) -> Tensor:
+    if _AUTOCAST.on and (_ac_out := _autocast_call("log10", log10, input)) is not _SKIP:
+        return _ac_out
     return div(log(input), math.log(10.0))
 
 

@@ -14,6 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from .._autocast import SKIP as _SKIP
+from .._autocast import STATE as _AUTOCAST
+from .._autocast import autocast_call as _autocast_call
 from .. import _creation, _dtype, _raw
 from .._shape import broadcast_shapes, dim_size, wrap_dim, wrap_dim_no_scalar
 from .._tensor import Tensor
@@ -150,6 +153,9 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """Out-of-place scatter with accumulation of duplicates."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "scatter_add", scatter_add, input, dim=dim, index=index, src=src)) is not _SKIP:
+        return _ac_out
     return scatter(input, dim, index, src, reduce="add")
 
 
@@ -202,6 +208,9 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
 
 
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "index_copy", index_copy, input, dim=dim, index=index, source=source)) is not _SKIP:
+        return _ac_out
     if input.dim() == 0:
         return _scalar_as_vector(index_copy, input, dim, index, source)
     d, idx = _index_along(input, dim, index, tuple(source.shape))

@@ -6,6 +6,9 @@ from typing import Any
 
 import numpy as np
 
+from .._autocast import SKIP as _SKIP
+from .._autocast import STATE as _AUTOCAST
+from .._autocast import autocast_call as _autocast_call
 from .. import _creation, _dtype, _raw
 from .._shape import require_dims, wrap_dim, wrap_dim_no_scalar
 from .._tensor import Tensor
@@ -50,6 +53,8 @@ class _Cat(Function):
 
 def cat(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -> Tensor:
     """Concatenate along ``dim`` (shapes must match elsewhere; legacy 1-D empty tensors skipped)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("cat", cat, tensors, dim=dim, out=out)) is not _SKIP:
+        return _ac_out
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
         raise TypeError("cat(): argument 'tensors' must be tuple of Tensors, not "
                         f"{type(tensors).__name__}")
@@ -90,6 +95,8 @@ concat = concatenate = cat
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Stack equal-shaped tensors along a new dimension."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("stack", stack, tensors, dim=dim)) is not _SKIP:
+        return _ac_out
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     ref = tensors[0]

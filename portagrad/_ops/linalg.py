@@ -13,6 +13,9 @@ import math
 from collections import namedtuple
 from typing import Any
 
+from .._autocast import SKIP as _SKIP
+from .._autocast import STATE as _AUTOCAST
+from .._autocast import autocast_call as _autocast_call
 from .. import _creation, _dtype
 from .._shape import broadcast_shapes
 from .._tensor import Tensor
@@ -139,6 +142,8 @@ def _gauss_jordan(name: str, a: Tensor, b: Tensor) -> Tensor:
 
 def inv(A: Tensor) -> Tensor:
     """Inverse of a square matrix (or of each of a batch); singular matrices raise."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("inverse", inv, A)) is not _SKIP:
+        return _ac_out
     _square("linalg.inv", A)
     eye = _creation.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape)
     return _gauss_jordan("linalg.inv", A, eye)
@@ -150,6 +155,8 @@ inverse = inv  # torch.inverse, Tensor.inverse
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """``X`` with ``A X = B`` (``B`` a vector or a matrix, batches broadcast); ``left=False``:
     ``X A = B``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("linalg_solve", solve, A, B=B, left=left)) is not _SKIP:
+        return _ac_out
     _square("linalg.solve", A)
     if not left:
         return shape.transpose(solve(shape.transpose(A, -1, -2), shape.transpose(B, -1, -2)), -1, -2)
@@ -202,6 +209,8 @@ def cholesky(A: Tensor, upper: bool = False) -> Tensor:
     """The Cholesky factor ``L`` (lower; ``upper=True``: ``L^H``) of a symmetric positive-definite
     matrix (or of each of a batch); raises when the matrix is not positive-definite. Only the
     lower triangle of ``A`` is read; its gradient is symmetric, as PyTorch's."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("cholesky", cholesky, A, upper=upper)) is not _SKIP:
+        return _ac_out
     _square("linalg.cholesky", A)
     if A.shape[-1] == 0:  # the factor of a 0x0 matrix is 0x0
         return A.clone()
@@ -234,12 +243,18 @@ def _cholesky_lower(A: Tensor) -> Tensor:
 
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
     """``X`` with ``A X = B`` given the Cholesky factor ``L`` of ``A`` (``upper``: ``L^H``)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "cholesky_solve", cholesky_solve, B, L=L, upper=upper)) is not _SKIP:
+        return _ac_out
     a = matmul(shape.transpose(L, -1, -2), L) if upper else matmul(L, shape.transpose(L, -1, -2))
     return solve(a, B)
 
 
 def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     """The inverse of ``A`` given its Cholesky factor ``L`` (``upper``: ``L^H``)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "cholesky_inverse", cholesky_inverse, L, upper=upper)) is not _SKIP:
+        return _ac_out
     a = matmul(shape.transpose(L, -1, -2), L) if upper else matmul(L, shape.transpose(L, -1, -2))
     return inv(a)
 
@@ -252,6 +267,10 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
                      unitriangular: bool = False) -> Any:
     """``(X, A.clone())`` with ``op(T) X = b``, ``T`` the upper (or lower) triangle of ``A``
     (unit diagonal if ``unitriangular``; ``op`` transposes when ``transpose``)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "triangular_solve", triangular_solve, b, A=A, upper=upper, transpose=transpose,
+            unitriangular=unitriangular)) is not _SKIP:
+        return _ac_out
     t = triu(A) if upper else tril(A)
     if unitriangular:
         n = A.shape[-1]
@@ -269,6 +288,8 @@ def qr(A: Tensor, mode: str = "reduced") -> Any:
     """``(Q, R)`` with ``A = Q R``, ``Q`` orthonormal columns, ``R`` upper triangular, by
     Householder reflections (LAPACK's sign convention: ``R[k, k] = -sign(A[k, k]) |column|``);
     ``mode``: ``"reduced"``, ``"complete"`` or ``"r"`` (``Q`` empty)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("linalg_qr", qr, A, mode=mode)) is not _SKIP:
+        return _ac_out
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            f"'reduced' (default), 'r', or 'complete'")
@@ -311,6 +332,8 @@ def qr(A: Tensor, mode: str = "reduced") -> Any:
 
 def qr_some(input: Tensor, some: bool = True) -> Any:
     """``torch.qr``: the reduced (``some``) or complete QR decomposition."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("qr", qr_some, input, some=some)) is not _SKIP:
+        return _ac_out
     return qr(input, "reduced" if some else "complete")
 
 
@@ -406,6 +429,9 @@ def lu_legacy(A: Tensor, pivot: bool = True, get_infos: bool = False) -> Any:
 
 def lu_solve_legacy(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
     """``torch.lu_solve(b, LU_data, LU_pivots)``: ``X`` with ``A X = b``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "lu_solve", lu_solve_legacy, b, LU_data=LU_data, LU_pivots=LU_pivots)) is not _SKIP:
+        return _ac_out
     return lu_solve(LU_data, LU_pivots, b)
 
 

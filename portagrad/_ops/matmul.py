@@ -4,6 +4,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .._autocast import SKIP as _SKIP
+from .._autocast import STATE as _AUTOCAST
+from .._autocast import autocast_call as _autocast_call
 from .. import _dtype, _raw
 from .._shape import broadcast_shapes, check_expandable
 from .._tensor import Tensor
@@ -95,6 +98,8 @@ def _sparse_product(a: Any, b: Any) -> Any:
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with NumPy/PyTorch semantics for 1-D, 2-D and batched (broadcast) inputs."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("matmul", matmul, input, other=other)) is not _SKIP:
+        return _ac_out
     a, b = input, other
     if not (isinstance(a, Tensor) and isinstance(b, Tensor)):
         sparse = _sparse_product(a, b)
@@ -134,6 +139,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """2-D matrix product (no broadcasting)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("mm", mm, input, mat2=mat2)) is not _SKIP:
+        return _ac_out
     if not (isinstance(input, Tensor) and isinstance(mat2, Tensor)):
         sparse = _sparse_product(input, mat2)
         if sparse is not None:
@@ -146,6 +153,8 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
 
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Batched 3-D matrix product (no broadcasting)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("bmm", bmm, input, mat2=mat2)) is not _SKIP:
+        return _ac_out
     _check(input, mat2, "bmm")
     if input.dim() != 3 or mat2.dim() != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if input.dim() != 3
@@ -159,6 +168,8 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
 
 def dot(input: Tensor, other: Tensor) -> Tensor:
     """Inner product of two 1-D tensors of equal length."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("dot", dot, input, other=other)) is not _SKIP:
+        return _ac_out
     if isinstance(input, Tensor) and isinstance(other, Tensor) and input.dtype is not other.dtype:
         raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
                            f"{_dtype_name(input.dtype)} and {_dtype_name(other.dtype)}")
@@ -190,6 +201,8 @@ ger = outer
 
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """Matrix-vector product."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("mv", mv, input, vec=vec)) is not _SKIP:
+        return _ac_out
     if input.dim() != 2 or vec.dim() != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {vec.dim()}")
     return matmul(input, vec)
@@ -223,6 +236,9 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: 
           ) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)`` (``input`` ignored, NaN included, when
     ``beta == 0``)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "addmm", addmm, input, mat1=mat1, mat2=mat2, beta=beta, alpha=alpha)) is not _SKIP:
+        return _ac_out
     prod = mm(mat1, mat2)
     check_expandable(input.shape, prod.shape)  # input broadcasts to the product, never beyond
     if alpha != 1:
@@ -233,6 +249,9 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1
             ) -> Tensor:
     """``beta * input + alpha * (batch1 @ batch2)`` (``input`` ignored when ``beta == 0``)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "baddbmm", baddbmm, input, batch1=batch1, batch2=batch2, beta=beta, alpha=alpha)) is not _SKIP:
+        return _ac_out
     prod = bmm(batch1, batch2)
     check_expandable(input.shape, prod.shape)
     if alpha != 1:

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 
 
+from .._autocast import SKIP as _SKIP
+from .._autocast import STATE as _AUTOCAST
+from .._autocast import autocast_call as _autocast_call
 from .._shape import wrap_dim
 from .._tensor import Tensor
 from . import reduction
@@ -21,6 +24,9 @@ __all__ = ["cdist", "dist", "renorm"]
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = None) -> Tensor:
     """Pairwise ``p``-norm distances between the rows of ``x1`` (``..., P, M``) and ``x2``
     (``..., R, M``): ``(..., P, R)``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "cdist", cdist, x1, x2=x2, p=p, compute_mode=compute_mode)) is not _SKIP:
+        return _ac_out
     if x1.dim() < 2 or x2.dim() < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D"
                            if x1.dim() < 2 else
@@ -36,11 +42,16 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = Non
 
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     """The ``p``-norm of ``input - other``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("dist", dist, input, other=other, p=p)) is not _SKIP:
+        return _ac_out
     return reduction.norm(input - other, p)
 
 
 def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     """Each slice along ``dim`` rescaled so that its ``p``-norm is at most ``maxnorm``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "renorm", renorm, input, p=p, dim=dim, maxnorm=maxnorm)) is not _SKIP:
+        return _ac_out
     if p <= 0:
         raise RuntimeError("renorm: non-positive-norm not supported")
     d = wrap_dim(dim, input.dim())

@@ -5,6 +5,9 @@ import math
 from collections import namedtuple
 from typing import Any
 
+from .._autocast import SKIP as _SKIP
+from .._autocast import STATE as _AUTOCAST
+from .._autocast import autocast_call as _autocast_call
 from .. import _dtype, _raw
 from .._shape import wrap_dim, wrap_dims
 from .._tensor import Tensor
@@ -72,6 +75,9 @@ class _SumAll(_Sum):
 
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Sum over ``dim`` (all dimensions if ``None``)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "sum", sum, input, dim=dim, keepdim=keepdim, dtype=dtype)) is not _SKIP:
+        return _ac_out
     axes = wrap_dims(dim, input.dim())
     return call(_Sum if dim is not None else _SumAll, input, axes, keepdim,
                 _sum_dtype(input, dtype))
@@ -135,6 +141,9 @@ class _Prod(Function):
 
 def prod(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Product over ``dim`` (one dimension, or all if ``None``)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "prod", prod, input, dim=dim, keepdim=keepdim, dtype=dtype)) is not _SKIP:
+        return _ac_out
     axes = wrap_dims(dim, input.dim())
     return call(_Prod, input, axes, keepdim, _sum_dtype(input, dtype))
 
@@ -375,6 +384,9 @@ def std_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool
 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` computed stably (max subtracted first)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "logsumexp", logsumexp, input, dim=dim, keepdim=keepdim)) is not _SKIP:
+        return _ac_out
     x = input if input.dtype.is_floating_point else input.to(_dtype.get_default_dtype())
     axes = wrap_dims(dim, x.dim())
     if x.numel() == 0:
@@ -458,6 +470,9 @@ class _CountNonzero(Function):
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
          dtype: Any = None) -> Tensor:
     """Vector p-norm over ``dim`` (2-norm by default; ``inf``, ``-inf``, 0, 1, any p)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "norm", norm, input, p=p, dim=dim, keepdim=keepdim, dtype=dtype)) is not _SKIP:
+        return _ac_out
     x = input if dtype is None else input.to(dtype)
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "

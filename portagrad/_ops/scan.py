@@ -14,6 +14,9 @@ from collections import namedtuple
 from typing import Any
 from collections.abc import Callable
 
+from .._autocast import SKIP as _SKIP
+from .._autocast import STATE as _AUTOCAST
+from .._autocast import autocast_call as _autocast_call
 from .. import _creation, _dtype, _raw
 from .._shape import wrap_dim
 from .._tensor import Tensor
@@ -55,6 +58,9 @@ def _dim(input: Tensor, dim: int) -> int:
 
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Inclusive prefix products along ``dim`` (integers and bools as int64)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "cumprod", cumprod, input, dim=dim, dtype=dtype)) is not _SKIP:
+        return _ac_out
     x = input
     if dtype is not None:
         x = x.to(dtype)
@@ -158,6 +164,9 @@ class _Cumsum(Function):
 
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Inclusive prefix sums along ``dim``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "cumsum", cumsum, input, dim=dim, dtype=dtype)) is not _SKIP:
+        return _ac_out
     d = wrap_dim(dim, input.dim())
     dt = _sum_dtype(input, dtype)
     if input.dim() == 0:

@@ -10,6 +10,9 @@ from collections.abc import Sequence
 from typing import Any
 
 
+from .._autocast import SKIP as _SKIP
+from .._autocast import STATE as _AUTOCAST
+from .._autocast import autocast_call as _autocast_call
 from .. import _creation, _dtype
 from .._shape import broadcast_shapes, wrap_dim
 from .._tensor import Tensor
@@ -99,6 +102,10 @@ def index_put(input: Tensor, indices: Sequence[Any], values: Any, accumulate: bo
               ) -> Tensor:
     """A copy of ``input`` with ``values`` written at ``input[indices]`` (``indices``: a tuple of
     index tensors for the leading dimensions); duplicates added when ``accumulate``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "index_put", index_put, input, indices=indices, values=values,
+            accumulate=accumulate)) is not _SKIP:
+        return _ac_out
     indices = tuple(indices)
     if len(indices) > input.dim():
         raise IndexError(f"too many indices for tensor of dimension {input.dim()} (got "

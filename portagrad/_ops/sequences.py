@@ -5,6 +5,9 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from .._autocast import SKIP as _SKIP
+from .._autocast import STATE as _AUTOCAST
+from .._autocast import autocast_call as _autocast_call
 from .. import _creation, _dtype
 from .._shape import wrap_dim
 from .._tensor import Tensor
@@ -148,6 +151,8 @@ def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
 
 def pdist(input: Tensor, p: float = 2) -> Tensor:
     """The ``p``-norm distances between all pairs of rows ``i < j`` (row-major order)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("pdist", pdist, input, p=p)) is not _SKIP:
+        return _ac_out
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     n = input.shape[0]
@@ -161,6 +166,8 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
 
 def chain_matmul(*matrices: Tensor) -> Tensor:
     """The product of 2-D matrices, left to right."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("chain_matmul", chain_matmul, *matrices)) is not _SKIP:
+        return _ac_out
     if not matrices:
         raise RuntimeError("chain_matmul(): Expected one or more matrices")
     out = matrices[0]

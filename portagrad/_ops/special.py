@@ -12,6 +12,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .._autocast import SKIP as _SKIP
+from .._autocast import STATE as _AUTOCAST
+from .._autocast import autocast_call as _autocast_call
 from .. import _creation, _dtype
 from .._tensor import Tensor
 from ..autograd.function import Function
@@ -63,6 +66,8 @@ def _unary(name: str, node: str, fwd: Any, grad: Any, doc: str) -> Any:
 
     def fn(input: Tensor) -> Tensor:
         _check_tensor(name, input)
+        if _AUTOCAST.on and (_ac_out := _autocast_call(name, fn, input)) is not _SKIP:
+            return _ac_out
         return call(_U, _float_input(input))  # integers and bools computed in the default dtype
 
     fn.__name__ = fn.__qualname__ = name
@@ -290,6 +295,9 @@ def copysign(input: Any, other: Any) -> Tensor:
 
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """``input + value * tensor1 * tensor2``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "addcmul", addcmul, input, tensor1=tensor1, tensor2=tensor2, value=value)) is not _SKIP:
+        return _ac_out
     dt = _dtype.result_type(input, tensor1, tensor2)
     if not dt.is_floating_point and dt is not _dtype.bool:  # PyTorch's checked conversion
         value = _dtype.fit_scalar(value, dt.name)
@@ -301,6 +309,9 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
 
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """``input + value * tensor1 / tensor2``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "addcdiv", addcdiv, input, tensor1=tensor1, tensor2=tensor2, value=value)) is not _SKIP:
+        return _ac_out
     if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
                            "release addcdiv will perform a true division of tensor1 and tensor2. "

@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any
 
+from .._autocast import SKIP as _SKIP
+from .._autocast import STATE as _AUTOCAST
+from .._autocast import autocast_call as _autocast_call
 from .. import _creation, _dtype
 from .._shape import wrap_dim
 from .._tensor import Tensor
@@ -95,12 +98,20 @@ def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = Fals
              interpolation: str = "linear") -> Tensor:
     """The ``q``-quantiles (a number or a 1-D tensor of them, in ``[0, 1]``) along ``dim`` (of all
     elements if ``None``); NaN where a slice holds NaN."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "quantile", quantile, input, q=q, dim=dim, keepdim=keepdim,
+            interpolation=interpolation)) is not _SKIP:
+        return _ac_out
     return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
 
 
 def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
                 interpolation: str = "linear") -> Tensor:
     """``quantile`` ignoring NaN (NaN only for a slice that is all NaN)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "nanquantile", nanquantile, input, q=q, dim=dim, keepdim=keepdim,
+            interpolation=interpolation)) is not _SKIP:
+        return _ac_out
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
 
 

@@ -38,6 +38,9 @@ class _DeviceContext:
 class DeviceModule:
     """Functions for one device type (``torch.cuda``'s API for ``opencl`` or a plugin's type)."""
 
+    #: ``pg.cpu.amp`` (PyTorch's deprecated ``torch.cpu.amp``), set by the package for ``cpu``
+    amp: Any
+
     def __init__(self, device_type: str) -> None:
         self.device_type = device_type
 

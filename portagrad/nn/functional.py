@@ -15,6 +15,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._autocast import SKIP as _SKIP
+from .._autocast import STATE as _AUTOCAST
+from .._autocast import autocast_call as _autocast_call
 from .. import _creation, _dtype, _random
 from .._ops import elementwise
 from .._ops import nn as nodes
@@ -323,6 +326,9 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "softplus", softplus, input, beta=beta, threshold=threshold)) is not _SKIP:
+        return _ac_out
     _floating_only("softplus_cpu", input)
     if input.dtype is _dtype.bfloat16:
         return _in_float32(lambda x: softplus_raw(x, beta, threshold))(input)
@@ -414,6 +420,8 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    if _AUTOCAST.on and (_ac_out := _autocast_call("prelu", prelu, input, weight=weight)) is not _SKIP:
+        return _ac_out
     w = weight
     if weight.numel() != 1:
         w = _bview(weight, input.dim(), 1 if input.dim() > 1 else 0)
@@ -448,12 +456,18 @@ def _softmax_impl(input: Tensor, dim: Any, dtype: Any, log: bool) -> Tensor:
 
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     """``exp(x) / sum(exp(x))`` along ``dim`` (max-subtracted, so no overflow)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "softmax", softmax, input, dim=dim, _stacklevel=_stacklevel, dtype=dtype)) is not _SKIP:
+        return _ac_out
     return _softmax_impl(input, dim, dtype, False)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
                 ) -> Tensor:
     """``x - logsumexp(x)`` along ``dim`` (max-subtracted)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "log_softmax", log_softmax, input, dim=dim, _stacklevel=_stacklevel, dtype=dtype)) is not _SKIP:
+        return _ac_out
     return _softmax_impl(input, dim, dtype, True)
 
 
@@ -481,6 +495,9 @@ def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: floa
 # ------------------------------------------------------------------ linear
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "linear", linear, input, weight=weight, bias=bias)) is not _SKIP:
+        return _ac_out
     if input.dim() >= 1 and weight.dim() == 2 and input.shape[-1] != weight.shape[1]:
         lead = "x".join(str(s) for s in input.shape[:-1]) or "1"
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({lead}x{input.shape[-1]} "
@@ -496,6 +513,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``y_k = x1^T W_k x2 + b_k``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "bilinear", bilinear, input1, input2=input2, weight=weight, bias=bias)) is not _SKIP:
+        return _ac_out
     O, I1, I2 = weight.shape
     lead = tuple(input1.shape[:-1])
     x1 = input1.reshape((-1, I1))
@@ -865,18 +885,30 @@ def _convnd(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, pad
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """1-D convolution (cross-correlation) over (N, C, L) inputs."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "conv1d", conv1d, input, weight=weight, bias=bias, stride=stride, padding=padding,
+            dilation=dilation, groups=groups)) is not _SKIP:
+        return _ac_out
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 1)
 
 
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """2-D convolution over (N, C, H, W) inputs: im2col (one index gather) and one matmul."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "conv2d", conv2d, input, weight=weight, bias=bias, stride=stride, padding=padding,
+            dilation=dilation, groups=groups)) is not _SKIP:
+        return _ac_out
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 2)
 
 
 def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """3-D convolution over (N, C, D, H, W) inputs (im2col gather and matmul)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "conv3d", conv3d, input, weight=weight, bias=bias, stride=stride, padding=padding,
+            dilation=dilation, groups=groups)) is not _SKIP:
+        return _ac_out
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 3)
 
 
@@ -931,6 +963,10 @@ def _conv_transposend(input: Tensor, weight: Tensor, bias: Tensor | None, stride
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
                      padding: Any = 0, output_padding: Any = 0, groups: int = 1, dilation: Any = 1
                      ) -> Tensor:
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "conv_transpose1d", conv_transpose1d, input, weight=weight, bias=bias, stride=stride,
+            padding=padding, output_padding=output_padding, groups=groups, dilation=dilation)) is not _SKIP:
+        return _ac_out
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups,
                              dilation, 1)
 
@@ -939,6 +975,10 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                      padding: Any = 0, output_padding: Any = 0, groups: int = 1, dilation: Any = 1
                      ) -> Tensor:
     """Transposed 2-D convolution (the gradient of conv2d w.r.t. its input): matmul, then fold."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "conv_transpose2d", conv_transpose2d, input, weight=weight, bias=bias, stride=stride,
+            padding=padding, output_padding=output_padding, groups=groups, dilation=dilation)) is not _SKIP:
+        return _ac_out
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups,
                              dilation, 2)
 
@@ -947,6 +987,10 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                      padding: Any = 0, output_padding: Any = 0, groups: int = 1, dilation: Any = 1
                      ) -> Tensor:
     """Transposed 3-D convolution (the gradient of conv3d w.r.t. its input)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "conv_transpose3d", conv_transpose3d, input, weight=weight, bias=bias, stride=stride,
+            padding=padding, output_padding=output_padding, groups=groups, dilation=dilation)) is not _SKIP:
+        return _ac_out
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups,
                              dilation, 3)
 
@@ -1057,6 +1101,10 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
     """3-D max pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "max_pool3d", max_pool3d, input, kernel_size=kernel_size, stride=stride, padding=padding,
+            dilation=dilation, ceil_mode=ceil_mode, return_indices=return_indices)) is not _SKIP:
+        return _ac_out
     return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3)
 
 
@@ -1140,6 +1188,11 @@ def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> Tensor:
     """3-D average pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "avg_pool3d", avg_pool3d, input, kernel_size=kernel_size, stride=stride, padding=padding,
+            ceil_mode=ceil_mode, count_include_pad=count_include_pad,
+            divisor_override=divisor_override)) is not _SKIP:
+        return _ac_out
     return _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                        divisor_override, 3)
 
@@ -1220,6 +1273,11 @@ def fractional_max_pool2d(input: Tensor, kernel_size: Any, output_size: Any = No
                           _random_samples: Tensor | None = None) -> Any:
     """Max pooling over pseudo-random windows that shrink (N, C, H, W) to ``output_size`` (or
     ``output_ratio`` of the input), one random offset per plane (Graham, 2014)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "fractional_max_pool2d", fractional_max_pool2d, input, kernel_size=kernel_size,
+            output_size=output_size, output_ratio=output_ratio, return_indices=return_indices,
+            _random_samples=_random_samples)) is not _SKIP:
+        return _ac_out
     return _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_indices,
                                 _random_samples, 2)
 
@@ -1228,6 +1286,11 @@ def fractional_max_pool3d(input: Tensor, kernel_size: Any, output_size: Any = No
                           output_ratio: Any = None, return_indices: bool = False,
                           _random_samples: Tensor | None = None) -> Any:
     """3-D :func:`fractional_max_pool2d`."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "fractional_max_pool3d", fractional_max_pool3d, input, kernel_size=kernel_size,
+            output_size=output_size, output_ratio=output_ratio, return_indices=return_indices,
+            _random_samples=_random_samples)) is not _SKIP:
+        return _ac_out
     return _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_indices,
                                 _random_samples, 3)
 
@@ -1348,11 +1411,18 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
 
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     """3-D average pooling to a fixed output size."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "adaptive_avg_pool3d", adaptive_avg_pool3d, input, output_size=output_size)) is not _SKIP:
+        return _ac_out
     return _adaptive_pool(input, output_size, 3, "avg")
 
 
 def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """3-D max pooling to a fixed output size."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "adaptive_max_pool3d", adaptive_max_pool3d, input, output_size=output_size,
+            return_indices=return_indices)) is not _SKIP:
+        return _ac_out
     return _adaptive_pool(input, output_size, 3, "max", return_indices)
 
 
@@ -1446,6 +1516,10 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
 def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise over the last ``len(normalized_shape)`` dimensions."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "layer_norm", layer_norm, input, normalized_shape=normalized_shape, weight=weight, bias=bias,
+            eps=eps)) is not _SKIP:
+        return _ac_out
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     k = len(ns)
     if tuple(input.shape[input.dim() - k:]) != ns or input.dim() < k:
@@ -1482,6 +1556,10 @@ def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | No
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise over groups of channels (and all spatial positions)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "group_norm", group_norm, input, num_groups=num_groups, weight=weight, bias=bias,
+            eps=eps)) is not _SKIP:
+        return _ac_out
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.dim()}")
@@ -1534,6 +1612,10 @@ def _check_same_size(input: Tensor, target: Tensor, stacklevel: int = 3) -> None
 def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
              reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """Mean squared error."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "mse_loss", mse_loss, input, target=target, size_average=size_average, reduce=reduce,
+            reduction=reduction, weight=weight)) is not _SKIP:
+        return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_same_size(input, target)
@@ -1550,6 +1632,10 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
 def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """Mean absolute error."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "l1_loss", l1_loss, input, target=target, size_average=size_average, reduce=reduce,
+            reduction=reduction, weight=weight)) is not _SKIP:
+        return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_same_size(input, target)
@@ -1562,6 +1648,10 @@ def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "smooth_l1_loss", smooth_l1_loss, input, target=target, size_average=size_average, reduce=reduce,
+            reduction=reduction, beta=beta)) is not _SKIP:
+        return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if beta < 0:
@@ -1576,6 +1666,10 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, redu
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "huber_loss", huber_loss, input, target=target, reduction=reduction, delta=delta,
+            weight=weight)) is not _SKIP:
+        return _ac_out
     _check_reduction(reduction)
     _check_same_size(input, target)
     d = (input - target).abs()
@@ -1615,6 +1709,10 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
              ignore_index: int = -100, reduce: Any = None, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of the class indices ``target`` under log-probabilities ``input``
     (N, C, ...)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "nll_loss", nll_loss, input, target=target, weight=weight, size_average=size_average,
+            ignore_index=ignore_index, reduce=reduce, reduction=reduction)) is not _SKIP:
+        return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if input.dim() < 1:
@@ -1659,6 +1757,11 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
     """Cross entropy of logits ``input`` (N, C, ...) against class indices or class
     probabilities ``target``; ``log_softmax`` then ``nll_loss`` (max-subtracted)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "cross_entropy_loss", cross_entropy, input, target=target, weight=weight,
+            size_average=size_average, ignore_index=ignore_index, reduce=reduce, reduction=reduction,
+            label_smoothing=label_smoothing)) is not _SKIP:
+        return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -1721,6 +1824,10 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                          size_average: Any = None, reduce: Any = None, reduction: str = "mean"
                          ) -> Tensor:
     """``-(t log x + (1 - t) log(1 - x))`` with the logs clamped at -100 (as PyTorch)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "binary_cross_entropy", binary_cross_entropy, input, target=target, weight=weight,
+            size_average=size_average, reduce=reduce, reduction=reduction)) is not _SKIP:
+        return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
@@ -1745,6 +1852,11 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
                                      reduction: str = "mean", pos_weight: Tensor | None = None
                                      ) -> Tensor:
     """Sigmoid + binary cross entropy in one stable formula."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "binary_cross_entropy_with_logits", binary_cross_entropy_with_logits, input, target=target,
+            weight=weight, size_average=size_average, reduce=reduce, reduction=reduction,
+            pos_weight=pos_weight)) is not _SKIP:
+        return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
@@ -1765,6 +1877,10 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
 def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
            reduction: str = "mean", log_target: bool = False) -> Tensor:
     """``target * (log target - input)`` (``input`` holds log-probabilities)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "kl_div", kl_div, input, target=target, size_average=size_average, reduce=reduce,
+            reduction=reduction, log_target=log_target)) is not _SKIP:
+        return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if reduction == "mean":
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
@@ -1785,6 +1901,10 @@ def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any 
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
                      size_average: Any = None, eps: float = 1e-8, reduce: Any = None,
                      reduction: str = "mean") -> Tensor:
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "poisson_nll_loss", poisson_nll_loss, input, target=target, log_input=log_input, full=full,
+            size_average=size_average, eps=eps, reduce=reduce, reduction=reduction)) is not _SKIP:
+        return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if log_input:
         loss = input.exp() - target * input
@@ -1812,6 +1932,10 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Any, full: bool = Fals
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                         size_average: Any = None, reduce: Any = None, reduction: str = "mean"
                         ) -> Tensor:
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "margin_ranking_loss", margin_ranking_loss, input1, input2=input2, target=target, margin=margin,
+            size_average=size_average, reduce=reduce, reduction=reduction)) is not _SKIP:
+        return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
     return _reduce((-target * (input1 - input2) + margin).relu(), reduction)
 
@@ -1819,6 +1943,10 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
                          size_average: Any = None, reduce: Any = None, reduction: str = "mean"
                          ) -> Tensor:
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "hinge_embedding_loss", hinge_embedding_loss, input, target=target, margin=margin,
+            size_average=size_average, reduce=reduce, reduction=reduction)) is not _SKIP:
+        return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
     pos = where(target.eq(1), input, 0.0)
     # a call, not ``margin - input``: a NumPy scalar margin would turn the tensor into an ndarray
@@ -1828,6 +1956,10 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
 
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
                      reduction: str = "mean") -> Tensor:
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "soft_margin_loss", soft_margin_loss, input, target=target, size_average=size_average,
+            reduce=reduce, reduction=reduction)) is not _SKIP:
+        return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
     return _reduce(softplus(-target * input), reduction)
 
@@ -1846,6 +1978,10 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | 
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                           size_average: Any = None, reduce: Any = None, reduction: str = "mean"
                           ) -> Tensor:
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "cosine_embedding_loss", cosine_embedding_loss, input1, input2=input2, target=target,
+            margin=margin, size_average=size_average, reduce=reduce, reduction=reduction)) is not _SKIP:
+        return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
     cos = cosine_similarity(input1, input2, dim=-1)
     loss = where(target.eq(1), 1.0 - cos, (cos - margin).relu())
@@ -1856,6 +1992,11 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
                         p: float = 2.0, eps: float = 1e-6, swap: bool = False,
                         size_average: Any = None, reduce: Any = None, reduction: str = "mean"
                         ) -> Tensor:
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "triplet_margin_loss", triplet_margin_loss, anchor, positive=positive, negative=negative,
+            margin=margin, p=p, eps=eps, swap=swap, size_average=size_average, reduce=reduce,
+            reduction=reduction)) is not _SKIP:
+        return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
     dp = pairwise_distance(anchor, positive, p, eps)
     dn = pairwise_distance(anchor, negative, p, eps)
@@ -1909,6 +2050,10 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
                       reduction: str = "mean") -> Tensor:
     """Multi-class hinge loss of (N, C) scores against class indices (N,):
     ``sum_{i != y} w[y] max(0, margin - x[y] + x[i])^p / C``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "multi_margin_loss", multi_margin_loss, input, target=target, p=p, margin=margin, weight=weight,
+            size_average=size_average, reduce=reduce, reduction=reduction)) is not _SKIP:
+        return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if p not in (1, 2):
@@ -1942,6 +2087,10 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = No
                            reduce: Any = None, reduction: str = "mean") -> Tensor:
     """Multi-label hinge loss: ``target`` lists each sample's classes, ended by the first -1;
     ``sum_{j target, i not} max(0, 1 - (x[j] - x[i])) / C``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "multilabel_margin_loss", multilabel_margin_loss, input, target=target, size_average=size_average,
+            reduce=reduce, reduction=reduction)) is not _SKIP:
+        return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _margin_target("multilabel_margin_loss", input, target, True)
@@ -2036,6 +2185,11 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     from differentiable ops, so the gradient is the exact derivative w.r.t. ``log_probs`` (PyTorch
     returns one that differs by ``exp(log_probs)``; through a ``log_softmax`` both give the same
     gradient of the logits)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "ctc_loss", ctc_loss, log_probs, targets=targets, input_lengths=input_lengths,
+            target_lengths=target_lengths, blank=blank, reduction=reduction,
+            zero_infinity=zero_infinity)) is not _SKIP:
+        return _ac_out
     _check_reduction(reduction)
     if log_probs.dim() not in (2, 3):
         raise RuntimeError(f"ctc_loss: expected log_probs to be 2-D (unbatched) or 3-D, got "
@@ -2114,6 +2268,9 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
 # ------------------------------------------------------------------ misc
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """``x1 . x2 / max(||x1|| ||x2||, eps)`` along ``dim``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "cosine_similarity", cosine_similarity, x1, x2=x2, dim=dim, eps=eps)) is not _SKIP:
+        return _ac_out
     num = (x1 * x2).sum(dim)
     n1 = (x1 * x1).sum(dim)
     n2 = (x2 * x2).sum(dim)
@@ -2176,6 +2333,8 @@ def _pad_plan(in_sp: tuple[int, ...], pads: tuple[tuple[int, int], ...], mode: s
 def pdist(input: Tensor, p: float = 2) -> Tensor:
     """The p-norm distances between the rows of an (N, M) input, for each pair i < j in row-major
     order (the upper triangle of the distance matrix, flattened)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("pdist", pdist, input, p=p)) is not _SKIP:
+        return _ac_out
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     if p < 0:
@@ -2250,12 +2409,20 @@ def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any =
 def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
                  padding: Any = 0, output_size: Any = None) -> Tensor:
     """The partial inverse of :func:`max_pool2d`: each value at its index, zeros elsewhere."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "max_unpool2d", max_unpool2d, input, indices=indices, kernel_size=kernel_size, stride=stride,
+            padding=padding, output_size=output_size)) is not _SKIP:
+        return _ac_out
     return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 2)
 
 
 def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
                  padding: Any = 0, output_size: Any = None) -> Tensor:
     """The partial inverse of :func:`max_pool3d`: each value at its index, zeros elsewhere."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "max_unpool3d", max_unpool3d, input, indices=indices, kernel_size=kernel_size, stride=stride,
+            padding=padding, output_size=output_size)) is not _SKIP:
+        return _ac_out
     return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 3)
 
 
@@ -2263,6 +2430,11 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
         ) -> Tensor:
     """Pad the last ``len(pad) // 2`` dimensions (``pad`` lists the last dimension first):
     ``constant``, ``reflect``, ``replicate`` or ``circular`` (negative padding crops)."""
+    if _AUTOCAST.on and mode in ("reflect", "replicate") and 2 <= len(pad) <= 6:
+        # the ATen op F.pad dispatches to, as named in the autocast lists
+        op = f"{'reflection' if mode == 'reflect' else 'replication'}_pad{len(pad) // 2}d"
+        if (_ac_out := _autocast_call(op, pad_fn, input, pad, mode=mode, value=value)) is not _SKIP:
+            return _ac_out
     pad = tuple(int(p) for p in pad)
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
@@ -2296,6 +2468,8 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     out = im2col.unfold_cols(x, p, fill)
     return out.reshape(lead + p.out_spatial)
 
+
+pad_fn = pad  # the function itself: inside ``pad`` the name is its ``pad`` argument
 
 _CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution coefficient
 
@@ -2356,11 +2530,32 @@ def _interp_plan(Cc: int, in_sp: tuple[int, ...], out_sp: tuple[int, ...], scale
     return im2col.plan(("interp", Cc, in_sp, out_sp, scales, mode, align_corners), build)
 
 
+def _upsample_op(mode: str, nd: int, antialias: bool) -> str | None:
+    """The ATen op ``interpolate`` stands for in the autocast lists."""
+    if mode == "area":
+        return f"adaptive_avg_pool{nd}d"
+    base = {"nearest": "upsample_nearest", "nearest-exact": "_upsample_nearest_exact",
+            "linear": "upsample_linear", "bilinear": "upsample_bilinear",
+            "trilinear": "upsample_trilinear", "bicubic": "upsample_bicubic"}.get(mode)
+    if base is None:
+        return None
+    if antialias and mode in ("bilinear", "bicubic"):
+        return f"_{base}{nd}d_aa"
+    return f"{base}{nd}d"
+
+
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Tensor:
     """Resize (N, C, L), (N, C, H, W) or (N, C, D, H, W) inputs: ``nearest``, ``nearest-exact``,
     ``linear``, ``bilinear``, ``trilinear``, ``area`` (gathers of precomputed taps, weighted)."""
+    if _AUTOCAST.on and isinstance(input, Tensor) and (op := _upsample_op(mode, input.dim() - 2,
+                                                                          antialias)):
+        if (_ac_out := _autocast_call(
+                op, interpolate, input, size=size, scale_factor=scale_factor, mode=mode,
+                align_corners=align_corners, recompute_scale_factor=recompute_scale_factor,
+                antialias=antialias)) is not _SKIP:
+            return _ac_out
     nd = input.dim() - 2
     if nd not in (1, 2, 3):
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
@@ -2504,6 +2699,10 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     """Sample (N, C, H, W) (or (N, C, D, H, W)) ``input`` at the [-1, 1] coordinates of ``grid``
     (N, H_out, W_out, 2) (x first): ``bilinear`` (trilinear in 3-D) or ``nearest``; outside
     points read zeros, the border or a reflection. Differentiable in ``input`` and ``grid``."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "grid_sampler", grid_sample, input, grid=grid, mode=mode, padding_mode=padding_mode,
+            align_corners=align_corners)) is not _SKIP:
+        return _ac_out
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' "
                          f"or 'bicubic', but got: '{mode}'")
@@ -2615,6 +2814,11 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  is_causal: bool = False, scale: float | None = None,
                                  enable_gqa: bool = False) -> Tensor:
     """``softmax(q k^T * scale + mask) v`` (bool masks: True = take part; causal: lower triangle)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "scaled_dot_product_attention", scaled_dot_product_attention, query, key=key, value=value,
+            attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+            enable_gqa=enable_gqa)) is not _SKIP:
+        return _ac_out
     Lq, Sk = query.shape[-2], key.shape[-2]
     sc = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
