@@ -2,8 +2,10 @@
 
 ``scale(loss)`` multiplies by the scale; ``step(optimizer)`` divides the gradients by it
 (``unscale_``), skips the step when any gradient is inf or NaN, and ``update()`` halves the scale
-after an overflow or doubles it after ``growth_interval`` clean steps. On ``cuda`` (which
-portagrad does not have) it warns and runs disabled, as PyTorch does without CUDA.
+after an overflow or doubles it after ``growth_interval`` clean steps. The inf/NaN check of all
+gradients is reduced on the device and read back once per step (once per device holding
+gradients), not once per parameter. On ``cuda`` (which portagrad does not have) it warns and runs
+disabled, as PyTorch does without CUDA.
 """
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from typing import Any
 from .._dtype import float16
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
-from .._ops.elementwise import isfinite
+from .._ops.elementwise import isfinite, logical_not
+from .._ops.joining import stack
 from ..plugins.manager import device_types
 
 __all__ = ["GradScaler"]
@@ -48,7 +51,8 @@ class GradScaler:
         self._states: dict[int, dict[str, Any]] = {}
 
     def _state(self, optimizer: Any) -> dict[str, Any]:
-        return self._states.setdefault(id(optimizer), {"stage": _READY, "found_inf": False})
+        return self._states.setdefault(id(optimizer), {"stage": _READY, "found_inf": None,
+                                                       "found_inf_per_device": {}})
 
     def is_enabled(self) -> bool:
         """Whether scaling is on."""
@@ -66,8 +70,9 @@ class GradScaler:
         raise ValueError("outputs must be a Tensor or an iterable of Tensors")
 
     def unscale_(self, optimizer: Any) -> None:
-        """Divide ``optimizer``'s gradients by the scale, in place, and record whether any is
-        inf or NaN. At most once per optimizer between two :meth:`update` calls."""
+        """Divide ``optimizer``'s gradients by the scale, in place, and record, on each device,
+        whether any of them is inf or NaN (nothing is read back here). At most once per optimizer
+        between two :meth:`update` calls."""
         if not self._enabled:
             return
         state = self._state(optimizer)
@@ -77,21 +82,39 @@ class GradScaler:
         if state["stage"] == _STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
         inv = 1.0 / self._scale
-        found = False
+        # one 0-d "all finite" flag per gradient, reduced per device below: the check stays on
+        # the device and step() reads one flag per device instead of one per parameter
+        flags: dict[str, list[Tensor]] = {}
         with no_grad():
             for group in optimizer.param_groups:
                 for p in group["params"]:
-                    if p.grad is None:
+                    g = p.grad
+                    if g is None:
                         continue
-                    if p.grad.dtype == float16:
+                    if g.dtype == float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
-                    p.grad.mul_(inv)
-                    found = found or not bool(isfinite(p.grad).all())
-        state["found_inf"], state["stage"] = found, _UNSCALED
+                    g.mul_(inv)
+                    flags.setdefault(str(g.device), []).append(isfinite(g).all())
+            state["found_inf_per_device"] = {
+                dev: logical_not(f[0] if len(f) == 1 else stack(f).all()).float()
+                for dev, f in flags.items()}
+        state["stage"] = _UNSCALED
+
+    def _found_inf(self, state: dict[str, Any]) -> bool:
+        # the one host read of a step (one per device the gradients live on); update() reuses it
+        if state["found_inf"] is None:
+            state["found_inf"] = any(bool(v.item()) for v in
+                                     state["found_inf_per_device"].values())
+        return bool(state["found_inf"])
 
     def step(self, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
         """Unscale (unless :meth:`unscale_` did) and call ``optimizer.step`` unless a gradient
-        is inf or NaN; returns what ``step`` returned (``None`` when skipped)."""
+        is inf or NaN; returns what ``step`` returned (``None`` when skipped). The inf/NaN check
+        of all gradients costs one host read (per device holding gradients).
+
+        portagrad's optimizers do not take PyTorch's fused-path ``grad_scale``/``found_inf``
+        (``_step_supports_amp_scaling``): the gradients are unscaled here, on the device, and
+        the skip is decided from that one read, so every optimizer works unchanged."""
         if not self._enabled:
             return optimizer.step(*args, **kwargs)
         if "closure" in kwargs:
@@ -102,7 +125,9 @@ class GradScaler:
             raise RuntimeError("step() has already been called since the last update().")
         if state["stage"] == _READY:
             self.unscale_(optimizer)
-        result = None if state["found_inf"] else optimizer.step(*args, **kwargs)
+        if not state["found_inf_per_device"]:
+            raise AssertionError("No inf checks were recorded for this optimizer.")
+        result = None if self._found_inf(state) else optimizer.step(*args, **kwargs)
         state["stage"] = _STEPPED
         return result
 
@@ -119,9 +144,10 @@ class GradScaler:
                 new_scale = float(new_scale.item())
             self._scale = float(new_scale)
         else:
-            if not self._states:
+            checked = [s for s in self._states.values() if s["found_inf_per_device"]]
+            if not checked:
                 raise AssertionError("No inf checks were recorded prior to update.")
-            if any(s["found_inf"] for s in self._states.values()):
+            if any([self._found_inf(s) for s in checked]):
                 self._scale *= self._backoff_factor
                 self._growth_tracker = 0
             else:
