@@ -34,15 +34,25 @@ def test_short_demo_on_each_device(device, tmp_path):
     assert loaded["optimizer"]["param_groups"][0]["momentum"] == 0.9
 
 
+def test_amp_demo_on_each_device(device):
+    out = io.StringIO()
+    res = demo.run(epochs=2, device=device, progress=False, out=out, amp=True)
+    assert res["amp_dtype"] == demo.amp_dtype(pg.device(device))
+    assert res["amp_dtype"] in (pg.bfloat16, pg.float16)
+    assert f"autocast({res['amp_dtype']})" in out.getvalue()
+    assert res["test_accuracy"] > 0.8, out.getvalue()
+
+
 def test_command_line(tmp_path):
     ck = tmp_path / "demo.safetensors"
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, "-m", "portagrad", "demo", "--epochs", "1",
                            "--device", "cpu", "--checkpoint", str(ck), "--batch-size", "64",
-                           "--lr", "0.1", "--seed", "1"],
+                           "--lr", "0.1", "--seed", "1", "--amp"],
                           capture_output=True, text=True, timeout=120, env=env, cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert "device: cpu" in proc.stdout and "epoch  1/1" in proc.stdout
+    assert "mixed precision: autocast(portagrad.bfloat16)" in proc.stdout
     assert ck.exists() and pg.load(ck)["seed"] == 1
     bad = subprocess.run([sys.executable, "-m", "portagrad", "demo", "--epochs", "0"],
                          capture_output=True, text=True, timeout=60, env=env)

@@ -3,7 +3,9 @@
 It exercises the whole stack: tensors on the best device, autograd, ``nn`` layers, ``optim.SGD``
 with momentum, ``utils.data`` (split, shuffled loader), ``pg.save``/``pg.load`` of a checkpoint (the
 test accuracy at the end is measured with the *reloaded* model), and prints the device it used and
-how long it took. A fixed seed gives the same run on every device.
+how long it took. A fixed seed gives the same run on every device. With ``--amp`` the forward
+passes run under ``pg.autocast``: bfloat16 on the CPU, float16 with a ``GradScaler`` on other
+devices that compute in float16 (bfloat16 on those that do not).
 
 Started on several MPI ranks (``mpiexec -n 2 python -m portagrad demo`` or
 ``python -m portagrad.distributed.run --nproc-per-node 2 -m portagrad demo``) it trains with
@@ -25,12 +27,13 @@ from typing import Any
 import portagrad as pg
 from portagrad import distributed as dist, nn, optim
 from portagrad.distributed.run import assign_device
+from portagrad.errors import DTypeError
 from portagrad.nn.parallel import DistributedDataParallel
 from portagrad.utils.data import DataLoader, DistributedSampler, TensorDataset, random_split
 
 from .digits import load_digits
 
-__all__ = ["main", "run", "build_model", "best_device", "load_digits"]
+__all__ = ["main", "run", "build_model", "best_device", "load_digits", "amp_dtype"]
 
 
 def best_device() -> str:
@@ -99,10 +102,24 @@ def _accuracy(model: Any, x: Any, y: Any, batch: int = 512) -> float:
     return correct / x.shape[0]
 
 
+def amp_dtype(dev: pg.device) -> pg.dtype:
+    """The autocast dtype of the demo on ``dev``: bfloat16 on cpu, float16 where the device
+    computes in it, else bfloat16 (PoCL declines float16)."""
+    if dev.type == "cpu":
+        return pg.bfloat16
+    try:
+        (pg.ones(2, device=dev, dtype=pg.float16) * 2.0).sum().item()
+    except DTypeError:
+        return pg.bfloat16
+    return pg.float16
+
+
 def run(epochs: int = 12, batch_size: int = 32, lr: float = 0.05, seed: int = 0,
         device: str | None = None, checkpoint: str | None = None, progress: bool = True,
-        out: Any = None) -> dict[str, Any]:
-    """Train and evaluate; returns ``{"device", "test_accuracy", "seconds", "history", ...}``."""
+        out: Any = None, amp: bool = False) -> dict[str, Any]:
+    """Train and evaluate; returns ``{"device", "test_accuracy", "seconds", "history", ...}``.
+    ``amp``: train under ``pg.autocast`` (:func:`amp_dtype`), with a ``GradScaler`` for
+    float16."""
     out = out or sys.stdout
     distributed = launched_distributed()
     if distributed and not dist.is_initialized():
@@ -146,9 +163,16 @@ def run(epochs: int = 12, batch_size: int = 32, lr: float = 0.05, seed: int = 0,
     opt = optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
     loss_fn = nn.CrossEntropyLoss()
+    fast = amp_dtype(dev) if amp else None
+    # loss scaling keeps float16's small gradients from flushing to zero; bfloat16 has float32's
+    # range and needs none (a disabled scaler passes everything through)
+    scaler = pg.amp.GradScaler(dev.type, enabled=fast == pg.float16)
     name = dev.type if dev.type == "cpu" else getattr(pg, dev.type).get_device_name(dev.index or 0)
     say(f"portagrad demo: CNN on handwritten digits ({len(train_set)} train / {len(test_set)} test"
         f" images, 8x8) on {dev} ({name})")
+    if fast is not None:
+        say(f"mixed precision: autocast({fast})" + (" with a GradScaler" if scaler.is_enabled()
+                                                    else ""))
     if distributed:
         say(f"data parallel on {world} MPI ranks: {len(loader)} batches of {per_rank} per rank "
             f"and epoch (a global batch of {per_rank * world})")
@@ -167,10 +191,12 @@ def run(epochs: int = 12, batch_size: int = 32, lr: float = 0.05, seed: int = 0,
             batches = bar
         for xb, yb in batches:
             opt.zero_grad()
-            logits = model(xb)
-            loss = loss_fn(logits, yb)
-            loss.backward()
-            opt.step()
+            with pg.autocast(dev.type, dtype=fast, enabled=fast is not None):
+                logits = model(xb)
+                loss = loss_fn(logits, yb)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
             n = yb.shape[0]
             total += loss.item() * n
             seen += n
@@ -226,7 +252,8 @@ def run(epochs: int = 12, batch_size: int = 32, lr: float = 0.05, seed: int = 0,
         dist.barrier()
         dist.destroy_process_group()
     return {"device": str(dev), "device_name": name, "test_accuracy": final, "seconds": seconds,
-            "history": history, "checkpoint_bytes": size, "rank": rank, "world_size": world}
+            "history": history, "checkpoint_bytes": size, "rank": rank, "world_size": world,
+            "amp_dtype": fast}
 
 
 def _tqdm() -> Any:
@@ -250,12 +277,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--checkpoint", default=None,
                    help="where to save the checkpoint (default: a temporary file, removed after)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--amp", action="store_true",
+                   help="mixed precision: autocast (bfloat16 on cpu; float16 and a GradScaler "
+                        "on devices with float16, else bfloat16)")
     args = p.parse_args(list(argv) if argv is not None else None)
     if args.epochs < 1:
         p.error("--epochs must be at least 1")
     with single_threaded_blas():
         res = run(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
-                  device=args.device, checkpoint=args.checkpoint, progress=not args.no_progress)
+                  device=args.device, checkpoint=args.checkpoint, progress=not args.no_progress,
+                  amp=args.amp)
     return 0 if res["test_accuracy"] > 0 else 1
 
 
