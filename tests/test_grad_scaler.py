@@ -90,22 +90,30 @@ def test_unscale_then_step_and_several_optimizers(device: str,
     assert scaler.get_scale() == 8.0  # grew: growth_interval=1, no overflow
 
 
-def test_matches_torch_scale_sequence() -> None:
+def test_matches_torch_scale_sequence(monkeypatch: pytest.MonkeyPatch) -> None:
     torch = pytest.importorskip("torch")
     seq = [None, None, float("inf"), None, float("nan"), None, None, None]
     scales = []
+    reads: list[str] = []
     for lib in (torch, pg):
         lib.manual_seed(0)
-        p = lib.nn.Parameter(lib.ones(2))
-        opt = lib.optim.SGD([p], lr=0.1)
+        params = [lib.nn.Parameter(lib.ones(2)) for _ in range(4)]
+        opt = lib.optim.SGD(params, lr=0.1)
         scaler = lib.amp.GradScaler("cpu", init_scale=16.0, growth_interval=2)
         got = []
         for bad in seq:
             opt.zero_grad()
-            loss = (p * p).sum() + (0.0 if bad is None else (p * bad).sum())
+            loss = sum((p * p).sum() for p in params)
+            loss = loss + (0.0 if bad is None else (params[1] * bad).sum())
             scaler.scale(loss).backward()
+            if lib is pg:
+                reads = _count_host_reads(monkeypatch, "cpu")
             scaler.step(opt)
             scaler.update()
-            got.append((scaler.get_scale(), [round(float(v), 5) for v in p.detach().tolist()]))
+            if lib is pg:
+                assert len(reads) == 1, reads  # one per step, whatever the parameter count
+                monkeypatch.undo()
+            got.append((scaler.get_scale(),
+                        [[round(float(v), 5) for v in p.detach().tolist()] for p in params]))
         scales.append(got)
     assert scales[0] == scales[1]
