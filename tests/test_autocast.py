@@ -206,6 +206,13 @@ def test_float64_and_integers_are_not_cast(device: str) -> None:
         assert (i @ i).dtype == pg.int64
         # float64 does not widen a promote op's cast; cat's own promotion then gives float64
         assert pg.cat([a, pg.tensor(_A, device=device)]).dtype == pg.float64
+    torch = pytest.importorskip("torch") if device == "cpu" else None
+    if torch is not None:  # PyTorch's CPU autocast leaves float64 alone the same way
+        t = torch.tensor(_A).double()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            assert (t @ t).dtype == torch.float64
+            assert torch.nn.functional.mse_loss(t, t).dtype == torch.float64
+            assert torch.cat([t, torch.tensor(_A)]).dtype == torch.float64
 
 
 F = pg.nn.functional
