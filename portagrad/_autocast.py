@@ -48,6 +48,8 @@ SKIP: Any = object()
 _INTERNAL = ("portagrad._ops", "portagrad.nn.functional", "portagrad.linalg", "portagrad.special",
              "portagrad.autograd", "portagrad._raw", "portagrad._creation")
 _PASS_ON = ("portagrad._tensor_api", "portagrad._toplevel")
+# nn.functional helpers that PyTorch writes in Python too: the ops they call are cast
+_PASS_ON_FUNCTIONS = frozenset({"multi_head_attention_forward"})
 _lock = threading.Lock()
 _enabled_count = 0  # (thread, device type) pairs enabled, over all threads
 
@@ -139,7 +141,7 @@ def decrement_nesting() -> int:
 def _called_inside_an_op(frame: Any) -> bool:
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
-        if not module.startswith(_PASS_ON):
+        if not module.startswith(_PASS_ON) and frame.f_code.co_name not in _PASS_ON_FUNCTIONS:
             return module.startswith(_INTERNAL)
         frame = frame.f_back
     return False

@@ -86,6 +86,11 @@ GPU_POLICY: dict[str, str] = _table(
             "scatter_add cat stack",
     banned="binary_cross_entropy",
 )
+# Composites in PyTorch whose steps are matmuls (mm, bmm: lower precision on every device
+# type), each one op in portagrad that would otherwise run whole in its inputs' type
+for _name in ("einsum", "linalg_multi_dot", "chain_matmul", "tensordot", "linalg_matrix_power"):
+    CPU_POLICY.setdefault(_name, LOWER)
+GPU_POLICY.setdefault("linalg_matrix_power", LOWER)
 # cross_entropy_loss is a composite in PyTorch (log_softmax, fp32_set_opt_dtype, then nll_loss,
 # fp32), one op in portagrad: running it in float32 gives the composite's result and dtype
 GPU_POLICY["cross_entropy_loss"] = FP32

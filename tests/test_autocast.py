@@ -109,6 +109,40 @@ GPU_FP32_CASES: list[Case] = [
 ]
 # (name, op, result on cpu, result on the GPU lists): "error" where the op is not a promote op
 # there and refuses mixed inputs itself (as PyTorch's does); addcmul and atan2 promote natively
+def _mha(lib: Any, x: Any) -> Any:
+    lib.manual_seed(0)
+    mha = lib.nn.MultiheadAttention(4, 2)
+    if lib is pg:
+        mha = mha.to(x.device)
+    return mha(x, x, x)[0]
+
+
+# in PyTorch's GPU lower-precision list only: float32 stays float32 on cpu
+GPU_LOWER_CASES: list[Case] = [
+    ("mv", lambda m, F, L, t: m.mv(t(_A), t(_A[0])), F32),
+    ("addmv", lambda m, F, L, t: m.addmv(t(_A[0]), t(_A), t(_A[0])), F32),
+    ("addr", lambda m, F, L, t: m.addr(t(_A), t(_A[0]), t(_A[1])), F32),
+]
+# composites of matmuls in PyTorch: lower precision on every device type
+LOWER_CASES += [
+    ("einsum", lambda m, F, L, t: m.einsum("ij,jk->ik", t(_A), t(_A)), F32),
+    ("linalg_multi_dot", lambda m, F, L, t: L.multi_dot([t(_A), t(_A), t(_A)]), F32),
+    ("chain_matmul", lambda m, F, L, t: m.chain_matmul(t(_A), t(_A), t(_A)), F32),
+    ("linalg_matrix_power", lambda m, F, L, t: L.matrix_power(t(_A), 3), F32),
+    ("multi_head_attention", lambda m, F, L, t: _mha(m, t(_B3)), F32),
+]
+# more of the GPU fp32 list (ops PyTorch's CPU lists leave in the input's type)
+GPU_FP32_CASES += [
+    ("expm1", lambda m, F, L, t: m.expm1(t(_A)), BF),
+    ("log1p", lambda m, F, L, t: m.log1p(t(_P)), BF),
+    ("reciprocal", lambda m, F, L, t: m.reciprocal(t(_P)), BF),
+    ("cumprod", lambda m, F, L, t: m.cumprod(t(_P), 1), BF),
+    ("dist", lambda m, F, L, t: m.dist(t(_A), t(_P)), BF),
+    ("group_norm", lambda m, F, L, t: F.group_norm(t(_IMG2), 1), BF),
+    ("cosine_similarity", lambda m, F, L, t: F.cosine_similarity(t(_A), t(_P)), BF),
+    ("upsample_bilinear2d",
+     lambda m, F, L, t: F.interpolate(t(_IMG2), scale_factor=2, mode="bilinear"), BF),
+]
 PROMOTE_CASES: list[tuple[str, Callable[..., Any], str, str]] = [
     ("cat", lambda m, F, L, t: m.cat([t(_A, BF), t(_A, F32)]), F32, F32),
     ("stack", lambda m, F, L, t: m.stack([t(_A, BF), t(_A, F32)]), F32, F32),
@@ -119,12 +153,14 @@ PROMOTE_CASES: list[tuple[str, Callable[..., Any], str, str]] = [
     ("dot", lambda m, F, L, t: m.dot(t(_A[0], BF), t(_A[0], F32)), "error", F32),
 ]
 
+ALL_CASES = LOWER_CASES + FP32_CASES + GPU_FP32_CASES + GPU_LOWER_CASES
+
 #: the output dtype of each case on cpu (PyTorch 2.13's CPU policy), without torch
 EXPECTED_CPU = {**{n: BF for n, _, _ in LOWER_CASES}, **{n: F32 for n, _, _ in FP32_CASES},
-                **{n: BF for n, _, _ in GPU_FP32_CASES}}
+                **{n: BF for n, _, _ in GPU_FP32_CASES}, **{n: F32 for n, _, _ in GPU_LOWER_CASES}}
 #: on the other device types (PyTorch's GPU lists): the cpu-only fp32 ops keep their input type
 EXPECTED_GPU = {**{n: BF for n, _, _ in LOWER_CASES}, **{n: F32 for n, _, _ in GPU_FP32_CASES},
-                **{n: BF for n, _, _ in FP32_CASES}}
+                **{n: BF for n, _, _ in FP32_CASES}, **{n: BF for n, _, _ in GPU_LOWER_CASES}}
 EXPECTED_GPU.update({n: F32 for n in (
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "soft_margin_loss",
     "binary_cross_entropy_with_logits", "nll_loss", "cross_entropy_loss", "cdist", "prod")})
@@ -158,8 +194,8 @@ def _run(lib: Any, device: str, op: Callable[..., Any], in_dtype: str) -> str:
     return _dtype_name(out)
 
 
-@pytest.mark.parametrize("name,op,in_dtype", LOWER_CASES + FP32_CASES + GPU_FP32_CASES,
-                         ids=[c[0] for c in LOWER_CASES + FP32_CASES + GPU_FP32_CASES])
+@pytest.mark.parametrize("name,op,in_dtype", ALL_CASES,
+                         ids=[c[0] for c in ALL_CASES])
 def test_policy_dtype(device: str, name: str, op: Callable[..., Any], in_dtype: str) -> None:
     expected = (EXPECTED_CPU if device == "cpu" else EXPECTED_GPU)[name]
     if expected == "error":  # not cast there, and the op refuses its 16-bit input (as PyTorch)
@@ -171,8 +207,8 @@ def test_policy_dtype(device: str, name: str, op: Callable[..., Any], in_dtype: 
         assert _dtype_name(op(*_ns(pg), _maker(pg, device, in_dtype))) == in_dtype
 
 
-@pytest.mark.parametrize("name,op,in_dtype", LOWER_CASES + FP32_CASES + GPU_FP32_CASES,
-                         ids=[c[0] for c in LOWER_CASES + FP32_CASES + GPU_FP32_CASES])
+@pytest.mark.parametrize("name,op,in_dtype", ALL_CASES,
+                         ids=[c[0] for c in ALL_CASES])
 def test_cpu_policy_matches_torch(name: str, op: Callable[..., Any], in_dtype: str) -> None:
     torch = pytest.importorskip("torch")
     assert _run(torch, "cpu", op, in_dtype) == EXPECTED_CPU[name]  # the table is torch's

@@ -438,6 +438,9 @@ def lu_solve_legacy(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
 def matrix_power(input: Tensor, n: int) -> Tensor:
     """``input`` (a square matrix or a batch of them) multiplied by itself ``n`` times
     (the identity for ``n == 0``)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "linalg_matrix_power", matrix_power, input, n=n)) is not _SKIP:
+        return _ac_out
     if input.dim() < 2 or input.shape[-1] != input.shape[-2]:
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they "
                            f"are {input.shape[-2] if input.dim() >= 2 else 1} by "
