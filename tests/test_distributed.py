@@ -87,6 +87,22 @@ def test_collectives_against_numpy(device, ranks):
     assert n >= 140
 
 
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_overlapping_groups_and_receives_in_posting_order(device, ranks):
+    """An async collective on one group overlapping sync ones on another of the same size; several
+    irecv from one peer (and from any source) posted before any is waited on."""
+    n = _checks(mpirun(ranks, os.path.join(SCRIPTS, "check_p2p_groups.py"), _kind(device)))
+    assert n == 4
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_16_bit_float_collectives(device, ranks):
+    """bfloat16 (and float16 where the device has it): copies bit-exact, reductions in float32
+    rounded once."""
+    n = _checks(mpirun(ranks, os.path.join(SCRIPTS, "check_half.py"), _kind(device)))
+    assert n >= 30
+
+
 def test_ddp_gradients_match_single_process(device):
     """Several buckets, no_sync accumulation, unused parameters, construction broadcast."""
     n = _checks(mpirun(2, os.path.join(SCRIPTS, "check_ddp.py"), _kind(device)))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import datetime
+import itertools
 import sys
 import threading
 import time
@@ -47,6 +48,7 @@ def abort_job(code: int) -> None:
 
 
 _ABORT_GRACE_S = 0.5
+_TAG_LIMIT = 32768  # MPI guarantees tags up to 32767 (MPI_TAG_UB is at least that)
 
 class DistError(RuntimeError):
     """An error of the distributed package (``torch.distributed.DistError``)."""
@@ -149,6 +151,13 @@ class ProcessGroup:
         self._broken: str | None = None
         self.bound_device_id = None
         self._checks = _checks_enabled()  # the header exchange of _checks before each collective
+        # Point to point: a message is a header (on ``comm``, with the caller's tag) and then its
+        # data on this duplicate, tagged with a per-peer sequence number the header carries, so
+        # that several receives from one peer, posted before any completes, each take their own
+        # header's data, in posting order (with one tag for both, the second receive's header
+        # would match the first message's data). Duplicating is collective, as creating a group.
+        self._p2p = comm.Dup()
+        self._p2p_seq: dict[int, Any] = {}  # group rank of the peer -> itertools.count
 
     # ----------------------------------------------------------------- torch API
     def rank(self) -> int:
@@ -164,6 +173,14 @@ class ProcessGroup:
         return f"ProcessGroup(backend='mpi', ranks={self._ranks}, rank={self._rank})"
 
     # ------------------------------------------------------------------ running
+    def _next_p2p_tag(self, peer: int) -> int:
+        """The data tag of the next message to group rank ``peer`` (``next`` on a count is
+        atomic, so threads sending to one peer get distinct numbers)."""
+        counter = self._p2p_seq.get(peer)
+        if counter is None:
+            counter = self._p2p_seq.setdefault(peer, itertools.count())
+        return next(counter) % _TAG_LIMIT
+
     def _describe(self, name: str, seq: int, limit: float) -> str:
         return (f"[rank {self._global_rank}] {name} (collective #{seq} of the group of ranks "
                 f"{self._ranks}) timed out after {limit:g} s: another rank failed, was killed, or "
@@ -268,6 +285,8 @@ class ProcessGroup:
             self._thread.join(timeout=self._timeout)
         self._thread = None
         MPI = mpi()
+        if self._broken is None:
+            self._p2p.Free()
         if self._comm != MPI.COMM_WORLD and self._broken is None:
             self._comm.Free()
 
