@@ -80,6 +80,12 @@ def _prepare(argv0: str, args: list[str]) -> None:
     root = os.path.dirname(os.path.dirname(os.path.dirname(SHIM_DIR)))
     if root not in sys.path:
         sys.path.insert(2, root)
+    # Python processes the program starts (the ranks of `-m torch.distributed.run`, which mpiexec
+    # starts as fresh interpreters; subprocess workers) get the shim and this portagrad as well:
+    # PYTHONPATH precedes site-packages, so their `import torch` is portagrad too.
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [SHIM_DIR, root] + [p for p in inherited if p not in (SHIM_DIR, root)])
     seed = os.environ.get(_shared_rng.ENV_VAR)
     if seed:
         _shared_rng.patch(importlib.import_module("portagrad"), int(seed))
