@@ -103,6 +103,15 @@ def test_16_bit_float_collectives(device, ranks):
     assert n >= 30
 
 
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_sync_batchnorm_is_batchnorm_of_the_whole_batch(device, ranks):
+    """Different (one empty) batch sizes per rank: outputs, input/weight/bias gradients and
+    running statistics equal plain batch norm on the concatenated batch (float64)."""
+    n = _checks(mpirun(ranks, os.path.join(SCRIPTS, "check_syncbn.py"), _kind(device),
+                       timeout=240))
+    assert n == 8
+
+
 def test_ddp_gradients_match_single_process(device):
     """Several buckets, no_sync accumulation, unused parameters, construction broadcast."""
     n = _checks(mpirun(2, os.path.join(SCRIPTS, "check_ddp.py"), _kind(device)))
