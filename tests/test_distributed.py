@@ -130,6 +130,8 @@ def test_mismatched_collectives_raise_on_every_rank():
     ("raise", "[rank 1] aborting the MPI job after an uncaught ValueError on rank 1"),
     ("hang", "[rank 0] all_reduce (collective #2 of the group of ranks [0, 1]) timed out after 3 s"),
     ("kill", "BAD TERMINATION"),
+    ("raise-early", "[rank 0] MPI initialisation did not complete within 3 s (the timeout of "
+                    "init_process_group): another of the 2 ranks failed or exited before"),
 ])
 def test_a_failed_rank_ends_the_job(fault, needle):
     t0 = time.monotonic()

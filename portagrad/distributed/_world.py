@@ -111,7 +111,8 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         raise ValueError("store is not supported: MPI connects the ranks")
     if timeout is not None and not isinstance(timeout, datetime.timedelta):
         raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {timeout!r}")
-    MPI = mpi()
+    # (bounded: under mpiexec, MPI_Init waits for every rank, forever if one failed before here)
+    MPI = mpi(init_timeout=(timeout or default_timeout).total_seconds())
     comm = MPI.COMM_WORLD
     mrank, msize = comm.Get_rank(), comm.Get_size()
     for what, given, actual in (("rank", rank, mrank), ("world_size", world_size, msize),
