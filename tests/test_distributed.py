@@ -128,7 +128,7 @@ def test_mismatched_collectives_raise_on_every_rank():
 
 @pytest.mark.parametrize("fault, needle", [
     ("raise", "[rank 1] aborting the MPI job after an uncaught ValueError on rank 1"),
-    ("hang", "[rank 0] all_reduce (collective #2 of the group of ranks [0, 1]) timed out after 3 s"),
+    ("hang", "[rank 0] all_reduce (collective #3 of the group of ranks [0, 1]) timed out after 3 s"),
     ("kill", "BAD TERMINATION"),
     ("raise-early", "[rank 0] MPI initialisation did not complete within 3 s (the timeout of "
                     "init_process_group): another of the 2 ranks failed or exited before"),
@@ -142,6 +142,32 @@ def test_a_failed_rank_ends_the_job(fault, needle):
     assert needle in out, out
     assert "was not stopped" not in out, out
     assert elapsed < 45, f"the job took {elapsed:.0f} s to end"
+    if fault in ("raise", "hang"):  # an abort removes MPICH's shared-memory files
+        assert _shm_files(proc.stdout), out
+        left = [p for p in _shm_files(proc.stdout) if os.path.exists(p)]
+        assert not left, f"left in /dev/shm: {left}"
+
+
+def _shm_files(stdout: str) -> list[str]:
+    """The files a check script printed on a ``shm files: ...`` line (Linux: from /proc)."""
+    m = re.search(r"^shm files: (.*)$", stdout, re.M)
+    return m.group(1).split() if m else []
+
+
+def test_launcher_names_a_killed_rank_and_removes_its_shared_memory():
+    """mpiexec names a killed rank by PID only, and leaves MPICH's /dev/shm files behind."""
+    proc = launch("--nproc-per-node", "2", "--device-type", "cpu",
+                  os.path.join(SCRIPTS, "check_killed.py"), timeout=90)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert re.search(r"\[portagrad.distributed.run\] rank 1 \(PID \d+ on \S+\) was killed by "
+                     r"signal 9 \(SIGKILL\)", proc.stderr), out
+    assert "was not stopped" not in out, out
+    files = _shm_files(proc.stdout)
+    if sys.platform.startswith("linux"):
+        assert files, out
+    left = [p for p in files if os.path.exists(p)]
+    assert not left, f"left in /dev/shm: {left}"
 
 
 def test_demo_on_two_ranks(device, tmp_path):

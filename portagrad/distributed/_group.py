@@ -27,6 +27,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from . import _shm
 from ._checks import enabled as _checks_enabled, exchange
 from ._mpi import mpi
 
@@ -40,11 +41,14 @@ default_timeout = datetime.timedelta(minutes=30)  # torch.distributed's default 
 def abort_job(code: int) -> None:
     """``MPI_Abort`` the whole job after a short pause. The ranks' stderr reaches the terminal
     through the launcher's proxies, and the abort kills them at once: without the pause the
-    message just written (which rank failed, and why) is sometimes lost."""
+    message just written (which rank failed, and why) is sometimes lost. MPICH's shared-memory
+    files, which an abort leaves in ``/dev/shm``, are removed first (see :mod:`._shm`)."""
     sys.stdout.flush()
     sys.stderr.flush()
+    MPI = mpi()
+    _shm.remove(_shm.mapped_files())
     time.sleep(_ABORT_GRACE_S)
-    mpi().COMM_WORLD.Abort(code)
+    MPI.COMM_WORLD.Abort(code)
 
 
 _ABORT_GRACE_S = 0.5

@@ -10,20 +10,29 @@ per-rank bootstrap, which sets the torchrun environment -- ``RANK``, ``WORLD_SIZ
 ``opencl:{LOCAL_RANK % count}`` when OpenCL devices are visible (``--device-type cpu`` to opt
 out), else ``cpu``; then runs the script. Like torchrun it gives each rank one BLAS/OpenMP thread
 (``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``) unless they are set. An
-exception that escapes a rank aborts the whole job with the rank's traceback.
+exception that escapes a rank aborts the whole job with the rank's traceback. When a rank ends
+abnormally (killed, or an abort) the launcher names it -- mpiexec gives only its PID -- and
+removes the shared-memory files MPICH leaves in ``/dev/shm`` after such an end (the ranks report
+theirs at start-up; files on other hosts of a ``--hostfile`` job stay).
 """
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import runpy
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import traceback
 from collections.abc import Mapping, Sequence
+from typing import IO
 
 from ..accelerator._device_module import DeviceModule
+from . import _shm
 from ._group import abort_job
 from ._mpi import mpi
 
@@ -99,6 +108,9 @@ def _rank_main(argv: list[str]) -> int:
     node = world.Split_type(MPI.COMM_TYPE_SHARED)  # the ranks of this host
     local_rank, local_size = node.Get_rank(), node.Get_size()
     node.Free()
+    run_dir = os.environ.pop(_shm.RUN_DIR_VAR, None)
+    if run_dir:
+        _shm.report(run_dir, world.Get_rank())
     os.environ.update(RANK=str(world.Get_rank()), WORLD_SIZE=str(world.Get_size()),
                       LOCAL_RANK=str(local_rank), LOCAL_WORLD_SIZE=str(local_size))
     try:
@@ -131,7 +143,62 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["--_rank"]:
         return _rank_main(argv[1:])
     cmd = build_command(argv)
-    return subprocess.call(cmd, env=rank_environment(os.environ))
+    run_dir = tempfile.mkdtemp(prefix="portagrad-run-")
+    try:
+        env = rank_environment(os.environ)
+        env[_shm.RUN_DIR_VAR] = run_dir  # where each rank reports its pid and MPICH's files
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE)
+        tail = _forward(proc.stdout)
+        code = proc.wait()
+        if code != 0:
+            _after_failure(run_dir, tail)
+        return code
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _forward(stream: IO[bytes] | None) -> str:
+    """Copy mpiexec's output (the ranks' and its own) to ours as it comes; return the last 64 KiB,
+    where mpiexec's report of a failed rank is."""
+    assert stream is not None
+    out = sys.stdout.buffer
+    tail = b""
+    fd = stream.fileno()
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        out.write(chunk)
+        out.flush()
+        tail = (tail + chunk)[-65536:]
+    return tail.decode(errors="replace")
+
+
+# mpiexec's (MPICH Hydra's) report of a rank that ended abnormally
+_BAD_END = re.compile(r"PID (\d+) RUNNING AT (\S+)\s*\n=\s*EXIT CODE: (\d+)")
+_EXIT_STRING = re.compile(r"EXIT STRING: [^\n]*\(signal (\d+)\)")
+
+
+def _after_failure(run_dir: str, tail: str) -> None:
+    """Name the rank mpiexec reports failed (it gives only a PID), and remove the shared-memory
+    files of MPICH that the ranks of this host reported, which an abnormal end leaves behind."""
+    reports = _shm.read_reports(run_dir)
+    killed = _EXIT_STRING.search(tail)
+    for m in _BAD_END.finditer(tail):
+        pid, host, code = int(m.group(1)), m.group(2), int(m.group(3))
+        who = reports.get(pid)
+        if who is None:
+            continue
+        how = f"ended with exit code {code}"
+        if killed is not None:
+            n = int(killed.group(1))
+            name = signal.Signals(n).name if n in signal.valid_signals() else "?"
+            how = f"was killed by signal {n} ({name})"
+        sys.stderr.write(f"[portagrad.distributed.run] rank {who[0]} (PID {pid} on {host}) {how}"
+                         f"\n")
+    here = socket.gethostname()
+    files = sorted({f for _, host, fs in reports.values() if host == here for f in fs})
+    _shm.remove(files)
 
 
 # BLAS thread pools: one thread per rank unless the user says otherwise (torchrun sets

@@ -22,6 +22,7 @@ import numpy as np
 
 import portagrad as pg
 import portagrad.distributed as dist
+from portagrad.distributed import _shm
 
 
 def mismatch(rank: int) -> list[str]:
@@ -88,6 +89,9 @@ def main() -> int:
             print(f"checks: {len(done)}")
         return 0
     dist.all_reduce(t)  # everyone is up
+    if rank == 0:  # the test checks that an abort removes them
+        print("shm files: " + " ".join(_shm.mapped_files()), flush=True)
+    dist.barrier()
     if rank == 1:
         if mode == "raise":
             raise ValueError("rank 1 fails on purpose")
