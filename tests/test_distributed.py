@@ -115,7 +115,7 @@ def test_sync_batchnorm_is_batchnorm_of_the_whole_batch(device, ranks):
 def test_ddp_gradients_match_single_process(device):
     """Several buckets, no_sync accumulation, unused parameters, construction broadcast."""
     n = _checks(mpirun(2, os.path.join(SCRIPTS, "check_ddp.py"), _kind(device)))
-    assert n == 10
+    assert n == 11
 
 
 def test_mismatched_collectives_raise_on_every_rank():
