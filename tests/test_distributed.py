@@ -143,7 +143,7 @@ def test_a_failed_rank_ends_the_job(fault, needle):
     assert "was not stopped" not in out, out
     assert elapsed < 45, f"the job took {elapsed:.0f} s to end"
     if fault in ("raise", "hang"):  # an abort removes MPICH's shared-memory files
-        assert _shm_files(proc.stdout), out
+        assert _shm_files(proc.stdout) or not sys.platform.startswith("linux"), out
         left = [p for p in _shm_files(proc.stdout) if os.path.exists(p)]
         assert not left, f"left in /dev/shm: {left}"
 

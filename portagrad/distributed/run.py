@@ -147,9 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         env = rank_environment(os.environ)
         env[_shm.RUN_DIR_VAR] = run_dir  # where each rank reports its pid and MPICH's files
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE)
-        tail = _forward(proc.stdout)
-        code = proc.wait()
+        with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE) as proc:  # (waits on exit)
+            tail = _forward(proc.stdout)
+            code = proc.wait()
         if code != 0:
             _after_failure(run_dir, tail)
         return code
@@ -161,15 +161,19 @@ def _forward(stream: IO[bytes] | None) -> str:
     """Copy mpiexec's output (the ranks' and its own) to ours as it comes; return the last 64 KiB,
     where mpiexec's report of a failed rank is."""
     assert stream is not None
-    out = sys.stdout.buffer
+    binary = getattr(sys.stdout, "buffer", None)  # (None: a text stream put in by the caller)
     tail = b""
     fd = stream.fileno()
     while True:
         chunk = os.read(fd, 65536)
         if not chunk:
             break
-        out.write(chunk)
-        out.flush()
+        if binary is not None:
+            binary.write(chunk)
+            binary.flush()
+        else:
+            sys.stdout.write(chunk.decode(errors="replace"))
+            sys.stdout.flush()
         tail = (tail + chunk)[-65536:]
     return tail.decode(errors="replace")
 
