@@ -25,7 +25,7 @@ from .._ops.joining import cat
 from .._ops.nn import im2col
 from .._shape import check_expandable, wrap_dim
 from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import is_grad_enabled, no_grad
 
 __all__ = [
     # activations
@@ -659,6 +659,11 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
             new = rows * scale
             weight.data.index_copy_(0, input.reshape((-1,)), new)
     flat = input.reshape((-1,))
+    if sparse and weight.requires_grad and weight.grad_fn is None and is_grad_enabled():
+        # a leaf table gets a sparse gradient; one computed from other tensors keeps a dense one
+        # (its gradient flows on through dense ops)
+        out = nodes.embedding.sparse_rows(weight, flat, padding_idx, scale_grad_by_freq)
+        return out.reshape(tuple(input.shape) + (weight.shape[1],))
     out = weight.index_select(0, flat)
     if scale_grad_by_freq and out.requires_grad:  # each row's gradient / its index's count
         out = nodes.embedding.scale_grad(out, flat, n)
@@ -718,6 +723,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
         raise ValueError("mode has to be one of sum, mean or max")
     if scale_grad_by_freq and mode == "max":
         raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if sparse and mode == "max":
+        raise ValueError("max mode does not support sparse weights")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
                                   f"per_sample_weights is only supported for mode='sum' (got "
@@ -737,7 +744,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     if padding_idx is not None and padding_idx < 0:
         padding_idx += weight.shape[0]
     rows = embedding(flat, weight, padding_idx, max_norm, norm_type,
-                     scale_grad_by_freq=scale_grad_by_freq)  # (n, D)
+                     scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)  # (n, D)
     if per_sample_weights is not None:
         rows = rows * per_sample_weights.reshape((-1,)).unsqueeze(1)
     table = _bag_table(off, n, include_last_offset)  # (B, Lmax), n = no entry
