@@ -521,3 +521,21 @@ def test_cosine_similarity_in_the_common_dtype(device: Any) -> None:
     a, b = np.array([1.2532104608305352, 0.1]), np.array([1.5992423295974731, 0.3], np.float32)
     b = b.astype(np.float64)
     assert got == pytest.approx(a @ b / np.sqrt((a @ a) * (b @ b)), rel=1e-15)
+
+
+@pytest.mark.parametrize("name", ["erfc", "erfinv", "asin", "acos", "atan", "sinh", "cosh",
+                                  "asinh", "atanh", "i0"])
+def test_editing_an_output_in_place_is_fine_where_only_the_input_is_saved(device: Any,
+                                                                          name: str) -> None:
+    """These derivatives read the input only (as PyTorch's), so ``relu_`` on the output before
+    backward is allowed; ``special.i1``'s reads its result, and the edit is an error there too."""
+    x = pg.tensor([0.3, -0.2], dtype=pg.float64, device=device, requires_grad=True)
+    y = getattr(pg, name)(x * 1)
+    y.relu_()
+    y.sum().backward()
+    assert x.grad is not None
+    x = pg.tensor([0.3, -0.2], dtype=pg.float64, device=device, requires_grad=True)
+    y = pg.special.i1(x * 1)
+    y.relu_()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
