@@ -107,6 +107,12 @@ def _premul(op: Any, t: Tensor, copy: bool) -> tuple[Any, Tensor]:
     return ReduceOp.SUM, t
 
 
+def _noncontiguous(t: Any) -> bool:
+    """Whether ``t`` is a tensor the core collectives refuse for its layout alone (they do so
+    before communicating, so the call can be made again on a contiguous copy)."""
+    return isinstance(t, Tensor) and not t.is_contiguous()
+
+
 def _member(group: Any) -> bool:
     return resolve(group) is not None
 
@@ -116,9 +122,12 @@ def all_reduce(tensor: Tensor, op: Any = ReduceOp.SUM, group: Any = None,
                async_op: bool = False) -> Work | None:
     """Reduce ``tensor`` over the group with ``op``; every rank gets the result in ``tensor``
     (``op`` may be ``_make_nccl_premul_sum(factor)``; ``tensor`` may be non-contiguous)."""
-    if (op.__class__ is ReduceOp and tensor.__class__ is Tensor and not async_op
-            and tensor.is_contiguous()):
-        return _c.all_reduce(tensor, op, group)  # the lean path, unchanged
+    if op.__class__ is ReduceOp and not async_op:
+        try:
+            return _c.all_reduce(tensor, op, group)  # the lean path, unchanged
+        except ValueError:  # raised before any communication
+            if not _noncontiguous(tensor):
+                raise
     _tensor(tensor, "tensor")
     if not _member(group):
         return None
@@ -130,8 +139,12 @@ def all_reduce(tensor: Tensor, op: Any = ReduceOp.SUM, group: Any = None,
 def broadcast(tensor: Tensor, src: int | None = None, group: Any = None, async_op: bool = False,
               group_src: int | None = None) -> Work | None:
     """Copy ``tensor`` of rank ``src`` into ``tensor`` of every rank (non-contiguous allowed)."""
-    if tensor.__class__ is Tensor and not async_op and tensor.is_contiguous():
-        return _c.broadcast(tensor, src, group, group_src=group_src)
+    if not async_op:
+        try:
+            return _c.broadcast(tensor, src, group, group_src=group_src)  # the lean path
+        except ValueError:  # raised before any communication
+            if not _noncontiguous(tensor):
+                raise
     _tensor(tensor, "tensor")
     if not _member(group):
         return None
