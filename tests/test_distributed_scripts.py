@@ -286,3 +286,47 @@ def test_object_bytes_refuse_code():
         loads(dumps(Evil()))
     with pytest.raises(WeightsOnlyError):  # a bare pickle (not the save format) is refused too
         loads(pickle.dumps(Evil()))
+
+
+# ------------------------------------------- one PyTorch script, torchrun vs portagrad's launcher
+def _script_outputs(folder):
+    import json
+
+    return [json.loads((folder / f"{r}.json").read_text()) for r in range(2)]
+
+
+def test_torch_script_as_written_matches_torchrun(tmp_path):
+    """tests/distributed/torch_script.py, written for PyTorch (torch.distributed with gloo,
+    @record, DistributedSampler, DeviceMesh, object collectives, all_to_all...), run by
+    portagrad's launcher under compat: each rank sees what it would under torchrun. Without torch
+    the values are checked against local expectations; with it, against torchrun's own run."""
+    import subprocess
+
+    from test_distributed import SCRIPTS, _env, launch
+
+    script = os.path.join(SCRIPTS, "torch_script.py")
+    mine = tmp_path / "portagrad"
+    mine.mkdir()
+    proc = launch("--standalone", "--nproc_per_node", "2", "--device-type", "cpu", "-m",
+                  "portagrad.compat", script, str(mine), timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = _script_outputs(mine)
+    perm = torch_randperm(23, 7 + 2)
+    padded = perm + perm[:1]
+    for r, out in enumerate(got):
+        assert out["sampler"] == padded[r::2]
+        assert out["all_to_all_single"] == [2 * r, 2 * r + 1, 100 + 2 * r, 101 + 2 * r]
+        assert out["all_gather_object"] == [{"name": f"r{j}", "rank": j, "t": [j, 1.5]}
+                                            for j in range(2)]
+        assert out["batch_isend_irecv"] == [1 - r] * 2 and out["mesh"] == [2, r, 2, [2.0]]
+        assert out["env"]["RANK"] == str(r) and out["launched"] and out["local_rank"] == r
+    torch = pytest.importorskip("torch")
+    theirs = tmp_path / "torch"
+    theirs.mkdir()
+    env = _env()
+    env.pop("PYTHONPATH", None)  # the real torch, not portagrad
+    ref = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                          "--nproc_per_node", "2", script, str(theirs)], env=env,
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=240)
+    assert ref.returncode == 0, ref.stdout[-3000:] + ref.stderr[-3000:]
+    assert got == _script_outputs(theirs), torch.__version__
