@@ -92,7 +92,7 @@ def test_launcher_torchrun_flags_set_torchrun_environment(tmp_path):
             "TORCHELASTIC_RESTART_COUNT": "0", "TORCHELASTIC_MAX_RESTARTS": "0",
             "TORCHELASTIC_USE_AGENT_STORE": "False", "OMP_NUM_THREADS": "1",
             "PORTAGRAD_DEVICE": "cpu", "mpi_rank": r, "launched": True, "node_local_rank": r,
-            "error_file": False}, env
+            "error_file": True}, env
 
 
 def test_launcher_max_restarts_relaunches_the_group(tmp_path):
@@ -330,3 +330,14 @@ def test_torch_script_as_written_matches_torchrun(tmp_path):
                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=240)
     assert ref.returncode == 0, ref.stdout[-3000:] + ref.stderr[-3000:]
     assert got == _script_outputs(theirs), torch.__version__
+
+
+def test_launcher_names_the_failed_rank_without_log_dir(tmp_path):
+    from test_distributed import SCRIPTS, launch
+
+    proc = launch("--nproc-per-node", "2", "--device-type", "cpu",
+                  os.path.join(SCRIPTS, "check_torchrun_env.py"), str(tmp_path), "fail-first")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert "root cause (first failure): rank 1: ValueError: the first attempt fails on purpose" \
+        in out, out

@@ -30,6 +30,7 @@ import runpy
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 import uuid
@@ -81,8 +82,9 @@ TORCHRUN_FLAGS = {
     "--start-method": "recorded: mpiexec starts the ranks",
     "--run-path": "the script runs with runpy.run_path in the rank's interpreter (always so)",
     "--no-python": "the target is an executable, run with the rank's environment",
-    "--log-dir": "each rank's TORCHELASTIC_ERROR_FILE, LOG_DIR/RUN_ID/attempt_K/LOCAL_RANK/"
-                 "error.json, and the first failure reported",
+    "--log-dir": "each rank's TORCHELASTIC_ERROR_FILE, LOG_DIR/RUN_ID/attempt_K/RANK/"
+                 "error.json (default: a temporary folder, removed on success); the first "
+                 "failure is reported",
 }
 
 
@@ -283,12 +285,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd = build_command(argv)
     a = _parser().parse_args(argv)
     run_id = str(uuid.uuid4()) if a.standalone else a.rdzv_id
+    # as torchrun, error files go to a temporary folder without --log-dir (removed on success),
+    # so that the rank that failed first is always named
+    scratch = None if a.log_dir else tempfile.mkdtemp(prefix="portagrad_run_")
+    log_dir = a.log_dir or scratch
     rc = 0
     for attempt in range(a.max_restarts + 1):
         env = rank_environment(os.environ)
-        env.update(job_environment(a, attempt, run_id))
+        env.update(job_environment(a, attempt, run_id, log_dir))
         rc = subprocess.call(cmd, env=env)
         if rc == 0:
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
             return 0
         _report_failure(env.get(_ERROR_DIR))
         if attempt < a.max_restarts:
@@ -302,8 +310,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 _ERROR_DIR = "PORTAGRAD_RUN_ERROR_DIR"  # the launcher tells the ranks where error files go
 
 
-def job_environment(a: argparse.Namespace, restart_count: int, run_id: str) -> dict[str, str]:
-    """The variables torchrun gives every rank of attempt ``restart_count`` of the job."""
+def job_environment(a: argparse.Namespace, restart_count: int, run_id: str,
+                    log_dir: str | None = None) -> dict[str, str]:
+    """The variables torchrun gives every rank of attempt ``restart_count`` of the job; error
+    files go under ``log_dir`` (default ``--log-dir``; none without either)."""
     host, _, port = a.rdzv_endpoint.partition(":")
     addr = a.master_addr or host or _first_host(a.hostfile) or "127.0.0.1"
     env = {"MASTER_ADDR": addr,
@@ -312,8 +322,9 @@ def job_environment(a: argparse.Namespace, restart_count: int, run_id: str) -> d
            "TORCHELASTIC_MAX_RESTARTS": str(a.max_restarts),
            "TORCHELASTIC_USE_AGENT_STORE": "False",  # no store: MPI connects the ranks
            "ROLE_NAME": a.role}
-    if a.log_dir:
-        env[_ERROR_DIR] = os.path.abspath(os.path.join(a.log_dir, run_id,
+    log_dir = log_dir or a.log_dir
+    if log_dir:
+        env[_ERROR_DIR] = os.path.abspath(os.path.join(log_dir, run_id,
                                                        f"attempt_{restart_count}"))
     return env
 
