@@ -3,7 +3,11 @@ shuffle order against PyTorch's, the launcher's torchrun flags and environment, 
 mapping of ``init_process_group`` helpers, and the restricted unpickling of object collectives."""
 from __future__ import annotations
 
+import json
 import os
+import re
+import shutil
+import subprocess
 import sys
 
 import pytest
@@ -66,8 +70,6 @@ def test_sampler_shuffle_matches_torch():
 
 # ------------------------------------------------------------------ the launcher
 def _read_env(folder, rank, restart):
-    import json
-
     with open(os.path.join(folder, f"env{rank}_{restart}.json")) as f:
         return json.load(f)
 
@@ -169,8 +171,6 @@ def test_job_environment_defaults():
 
 # ------------------------------------------------------- helpers scripts call, no MPI needed
 def test_record_writes_the_error_file(tmp_path, monkeypatch):
-    import json
-
     from portagrad.distributed.elastic.multiprocessing.errors import record
 
     path = tmp_path / "error.json"
@@ -290,8 +290,6 @@ def test_object_bytes_refuse_code():
 
 # ------------------------------------------- one PyTorch script, torchrun vs portagrad's launcher
 def _script_outputs(folder):
-    import json
-
     return [json.loads((folder / f"{r}.json").read_text()) for r in range(2)]
 
 
@@ -300,8 +298,6 @@ def test_torch_script_as_written_matches_torchrun(tmp_path):
     @record, DistributedSampler, DeviceMesh, object collectives, all_to_all...), run by
     portagrad's launcher under compat: each rank sees what it would under torchrun. Without torch
     the values are checked against local expectations; with it, against torchrun's own run."""
-    import subprocess
-
     from test_distributed import SCRIPTS, _env, launch
 
     script = os.path.join(SCRIPTS, "torch_script.py")
@@ -341,3 +337,6 @@ def test_launcher_names_the_failed_rank_without_log_dir(tmp_path):
     assert proc.returncode != 0, out
     assert "root cause (first failure): rank 1: ValueError: the first attempt fails on purpose" \
         in out, out
+    where = re.search(r"\(see (\S+)/none/attempt_0/1/error.json\)", out)
+    assert where and os.path.basename(where.group(1)).startswith("portagrad_run_"), out
+    shutil.rmtree(where.group(1))  # kept after a failure, as torchrun keeps its folder
