@@ -185,17 +185,29 @@ def all_gather(tensor_list: list[Tensor], tensor: Tensor, group: Any = None,
 
 def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: Any = None,
                            async_op: bool = False) -> Work | None:
-    """``output_tensor`` gets every rank's ``input_tensor``, in rank order."""
-    return _outputs(_c.all_gather_into_tensor(output_tensor, input_tensor, group, async_op),
-                    [output_tensor])
+    """``output_tensor`` gets every rank's ``input_tensor``, in rank order (either may be
+    non-contiguous)."""
+    if not (_noncontiguous(output_tensor) or _noncontiguous(input_tensor)) or not _member(group):
+        return _outputs(_c.all_gather_into_tensor(output_tensor, input_tensor, group, async_op),
+                        [output_tensor])
+    out = _dense(output_tensor)
+    work = _c.all_gather_into_tensor(out, _dense(input_tensor), group, async_op)
+    return _then(work, lambda: _copy_into(output_tensor, out), [output_tensor])
 
 
 def reduce_scatter_tensor(output: Tensor, input: Tensor, op: Any = ReduceOp.SUM,
                           group: Any = None, async_op: bool = False) -> Work | None:
-    """Reduce ``input`` over the group; rank ``i`` gets the ``i``-th chunk in ``output``."""
-    if isinstance(op, PremulSum) and isinstance(input, Tensor) and _member(group):
+    """Reduce ``input`` over the group; rank ``i`` gets the ``i``-th chunk in ``output`` (either
+    may be non-contiguous; ``op`` may be ``_make_nccl_premul_sum(factor)``)."""
+    if not _member(group):
+        return _c.reduce_scatter_tensor(output, input, op, group, async_op)
+    if isinstance(op, PremulSum) and isinstance(input, Tensor):
         op, input = _premul(op, _dense(input), copy=True)
-    return _outputs(_c.reduce_scatter_tensor(output, input, op, group, async_op), [output])
+    if not (_noncontiguous(output) or _noncontiguous(input)):
+        return _outputs(_c.reduce_scatter_tensor(output, input, op, group, async_op), [output])
+    out = _dense(output)
+    work = _c.reduce_scatter_tensor(out, _dense(input), op, group, async_op)
+    return _then(work, lambda: _copy_into(output, out), [output])
 
 
 def gather(tensor: Tensor, gather_list: list[Tensor] | None = None, dst: int | None = None,
@@ -235,20 +247,21 @@ def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None) -
 
 # ---------------------------------------------------------------- all to all
 def _splits(sizes: Any, rows: int, n: int, what: str) -> list[int]:
+    # (RuntimeError, as PyTorch's "Split sizes doesn't match total dim 0 size")
     if sizes is None or len(sizes) == 0:
         if rows % n:
-            raise ValueError(f"{what} tensor's first dimension ({rows}) must be divisible by the "
-                             f"group size ({n}) when no split sizes are given")
+            raise RuntimeError(f"{what} tensor's first dimension ({rows}) must be divisible by "
+                               f"the group size ({n}) when no split sizes are given")
         return [rows // n] * n
     out = [int(s) for s in sizes]
     if len(out) != n:
-        raise ValueError(f"{what}_split_sizes must have one entry per rank of the group: "
-                         f"expected {n}, got {len(out)}")
+        raise RuntimeError(f"{what}_split_sizes must have one entry per rank of the group: "
+                           f"expected {n}, got {len(out)}")
     if any(s < 0 for s in out):
-        raise ValueError(f"{what}_split_sizes must not be negative, got {out}")
+        raise RuntimeError(f"{what}_split_sizes must not be negative, got {out}")
     if sum(out) != rows:
-        raise ValueError(f"{what}_split_sizes sum to {sum(out)}, but the {what} tensor's first "
-                         f"dimension is {rows}")
+        raise RuntimeError(f"Split sizes doesn't match total dim 0 size: {what}_split_sizes sum "
+                           f"to {sum(out)}, but the {what} tensor's first dimension is {rows}")
     return out
 
 

@@ -124,6 +124,21 @@ def main() -> int:
     dist.all_gather(g, T(np.eye(2) * rank).t())
     for j in range(n):
         check(f"all_gather non-contiguous [{j}]", g[j], np.eye(2) * j)
+    big = T(np.zeros((3, 2 * n)))
+    dist.all_gather_into_tensor(big.t(), T([[rank] * 3, [-rank] * 3]).t().t())
+    check("all_gather_into_tensor non-contiguous output", big.t(),
+          [[j] * 3 if k == 0 else [-j] * 3 for j in range(n) for k in range(2)])
+    small = T(np.zeros((3, 1)))
+    dist.reduce_scatter_tensor(small.t(), T(np.ones((3, n)) * (rank + 1)).t())
+    check("reduce_scatter_tensor non-contiguous", small, np.full((3, 1), sum(range(1, n + 1))))
+    errs = 0
+    for bad in (lambda: dist.all_to_all_single(T(np.zeros(n)), T(np.zeros(n)), None, [n + 1] * n),
+                lambda: dist.all_to_all_single(T(np.zeros(n)), T(np.zeros(n + 1)))):
+        try:
+            bad()
+        except RuntimeError:
+            errs += 1
+    check("all_to_all_single bad split sizes (RuntimeError, as PyTorch)", errs, 2)
     # ---- futures: then() chains, errors are kept
     w = dist.all_reduce(T([1.0, 2.0]), async_op=True)
     chained = w.get_future().then(lambda f: f.value()[0] * 2)
