@@ -206,16 +206,15 @@ def rank_variables(rank: int, world: int, local_rank: int, local_world: int, gro
     return env
 
 
-def _node_ranks(world: Any, MPI: Any) -> tuple[int, int, int, int]:
-    """``(local_rank, local_world, group_rank, group_world)``: this host's ranks, and the index
-    of this host among the hosts, ordered by their first rank (a collective over ``world``)."""
+def _host_index(world: Any, MPI: Any) -> tuple[int, int]:
+    """``(group_rank, group_world)``: the index of this host among the job's hosts, ordered by
+    their first rank, and the number of hosts (collectives over ``world``)."""
     node = world.Split_type(MPI.COMM_TYPE_SHARED)  # the ranks of this host
-    local_rank, local_size = node.Get_rank(), node.Get_size()
-    leader = node.bcast(world.Get_rank() if local_rank == 0 else None, root=0)
+    first = node.bcast(world.Get_rank() if node.Get_rank() == 0 else None, root=0)
     node.Free()
-    leaders = world.allgather(world.Get_rank() if local_rank == 0 else None)
-    firsts = sorted(r for r in leaders if r is not None)
-    return local_rank, local_size, firsts.index(leader), len(firsts)
+    firsts = sorted(r for r in world.allgather(first if first == world.Get_rank() else None)
+                    if r is not None)
+    return firsts.index(first), len(firsts)
 
 
 def _exec_main(device_type: str, target: list[str]) -> int:
@@ -250,9 +249,14 @@ def _rank_main(argv: list[str]) -> int:
     target_args = argv[2:] if module else argv[1:]
     MPI = mpi()
     world = MPI.COMM_WORLD
-    local_rank, local_size, group_rank, group_size = _node_ranks(world, MPI)
+    node = world.Split_type(MPI.COMM_TYPE_SHARED)  # the ranks of this host
+    local_rank, local_size = node.Get_rank(), node.Get_size()
+    node.Free()
+    os.environ.update(RANK=str(world.Get_rank()), WORLD_SIZE=str(world.Get_size()),
+                      LOCAL_RANK=str(local_rank), LOCAL_WORLD_SIZE=str(local_size))
+    # and the rest of torchrun's variables
     os.environ.update(rank_variables(world.Get_rank(), world.Get_size(), local_rank, local_size,
-                                     group_rank, group_size))
+                                     *_host_index(world, MPI)))
     try:
         os.environ["PORTAGRAD_DEVICE"] = assign_device(local_rank, device_type)
         sys.argv = list(target_args)
@@ -293,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for attempt in range(a.max_restarts + 1):
         env = rank_environment(os.environ)
         env.update(job_environment(a, attempt, run_id, log_dir))
-        rc = subprocess.call(cmd, env=env)
+        rc = _launch_once(cmd, env)
         if rc == 0:
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
@@ -305,6 +309,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                              f"{a.max_restarts})\n")
             time.sleep(a.monitor_interval)
     return rc
+
+
+def _launch_once(cmd: list[str], env: dict[str, str]) -> int:
+    """One attempt of the job: mpiexec, to its end; its exit code."""
+    return subprocess.call(cmd, env=env)
 
 
 _ERROR_DIR = "PORTAGRAD_RUN_ERROR_DIR"  # the launcher tells the ranks where error files go
