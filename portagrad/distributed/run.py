@@ -11,15 +11,6 @@ per-rank bootstrap, which sets the torchrun environment -- ``RANK``, ``WORLD_SIZ
 out), else ``cpu``; then runs the script. Like torchrun it gives each rank one BLAS/OpenMP thread
 (``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``) unless they are set. An
 exception that escapes a rank aborts the whole job with the rank's traceback.
-
-torchrun's own flags are accepted too (see :data:`TORCHRUN_FLAGS` and ``docs/distributed.md``):
-``--standalone``, ``--rdzv-*``, ``--master-addr``/``--master-port``, ``--node-rank 0``,
-``--role``, ``--max-restarts N`` (the whole job is started again, up to N times, with
-``TORCHELASTIC_RESTART_COUNT`` counting), ``--monitor-interval``, ``--run-path``,
-``--no-python``, ``--log-dir`` (each rank's ``TORCHELASTIC_ERROR_FILE``, where ``@record``
-writes); each rank gets the environment torchrun gives (``GROUP_RANK``, ``ROLE_*``,
-``MASTER_ADDR``/``MASTER_PORT``, ``TORCHELASTIC_*``...). What MPI cannot do -- elastic node
-ranges, one launcher per node, output redirection -- is refused with the reason.
 """
 from __future__ import annotations
 
@@ -65,6 +56,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("script_args", nargs=argparse.REMAINDER)
     return p
 
+
+# torchrun's own flags are accepted too (the table below; docs/distributed.md):
+# ``--standalone``, ``--rdzv-*``, ``--master-addr``/``--master-port``, ``--node-rank 0``,
+# ``--role``, ``--max-restarts N`` (the whole job is started again, up to N times, with
+# ``TORCHELASTIC_RESTART_COUNT`` counting), ``--monitor-interval``, ``--run-path``,
+# ``--no-python``, ``--log-dir`` (each rank's ``TORCHELASTIC_ERROR_FILE``, where ``@record``
+# writes); each rank gets the environment torchrun gives (``GROUP_RANK``, ``ROLE_*``,
+# ``MASTER_ADDR``/``MASTER_PORT``, ``TORCHELASTIC_*``...). What MPI cannot do -- elastic node
+# ranges, one launcher per node, output redirection -- is refused with the reason.
 
 #: torchrun's flags, each accepted under its two spellings, and what becomes of it here.
 TORCHRUN_FLAGS = {
