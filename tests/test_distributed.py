@@ -203,3 +203,15 @@ def test_launcher_sets_the_torchrun_environment(tmp_path):
         "args=['x', '--flag']",
         "RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 PORTAGRAD_DEVICE=cpu mpi_rank=1 "
         "args=['x', '--flag']"]
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_script_collectives_against_local_values(device, ranks):
+    """What torchrun-style scripts call beyond the core set: backend names on MPI, all_to_all
+    (single, split sizes, list), reduce_scatter, PREMUL_SUM, non-contiguous tensors, futures,
+    coalesced collectives, batch_isend_irecv, object collectives through the restricted
+    unpickler, subgroups and DeviceMesh."""
+    proc = mpirun(ranks, os.path.join(SCRIPTS, "check_scripts.py"), _kind(device), timeout=300)
+    n = _checks(proc)
+    assert n == (38 if ranks == 2 else 37), proc.stdout
+    assert "code from a peer's bytes ran" not in proc.stdout + proc.stderr

@@ -29,6 +29,7 @@ from typing import Any
 
 from . import _shm
 from ._checks import enabled as _checks_enabled, exchange
+from ._future import Future
 from ._mpi import mpi
 
 __all__ = ["ProcessGroup", "abort_job", "Work", "DistBackendError", "DistError", "default_timeout",
@@ -72,6 +73,9 @@ Body = Callable[[], None]
 class Work:
     """The handle of an asynchronous collective (``torch.distributed.Work``): ``wait()`` blocks
     until it is done and its result is in the tensors; ``is_completed()`` asks without blocking."""
+
+    # the tensors a Future of this work holds (set by the public collectives; None: no Future)
+    _outputs: list | None = None
 
     def __init__(self, group: ProcessGroup, name: str, seq: int, finish: Callable[[], Any] | None
                  ) -> None:
@@ -127,6 +131,20 @@ class Work:
     def result(self) -> Any:
         self.wait()
         return self._value
+
+    def get_future(self) -> Future:
+        """A :class:`~portagrad.distributed._future.Future` whose value, once the work is done, is
+        the list of its output tensors (``[tensor]`` for ``all_reduce``), as PyTorch's."""
+        outputs = self._outputs
+        if outputs is None:
+            raise RuntimeError(f"get_future() is not supported for {self._name}: its Work has no "
+                               f"output tensors to resolve a Future with")
+
+        def resolve() -> list:
+            self.wait()
+            return list(outputs)
+
+        return Future._of(resolve, self.is_completed)
 
 
 def _seconds(t: datetime.timedelta | float) -> float:
