@@ -173,7 +173,7 @@ def _erfinv_fwd(y: Tensor) -> Tensor:
     return where(elementwise.eq(elementwise.abs(y), 1.0), elementwise.sign(y) * math.inf, x)
 
 
-erfinv = _unary("erfinv", "ErfinvBackward0", _erfinv_fwd,
+erfinv: Any = _unary("erfinv", "ErfinvBackward0", _erfinv_fwd,
                 lambda g, x, y: g * (erfinv(x) ** 2).exp() * (math.sqrt(math.pi) / 2.0),
                 "Inverse error function on ``(-1, 1)`` (``+-inf`` at ``+-1``, NaN outside).")
 
