@@ -1,0 +1,75 @@
+"""``torch._C``: the few private names of PyTorch's extension module that Python libraries call
+at import or in module code, each with the behaviour it has in PyTorch on a machine without
+CUDA. The list is curated (docs/compat.md, "Private modules"); everything else in ``torch._C``
+is PyTorch's C++ core and raises ``AttributeError`` under compat.
+
+``_log_api_usage_once`` reports to PyTorch's usage logger, which is off unless a C++ handler is
+installed: a no-op. ``_get_tracing_state`` is ``None`` because nothing runs under the JIT tracer
+(:mod:`portagrad.jit`). ``_get_cpu_capability`` names the vector instruction set the CPU backend's
+numpy kernels dispatch to, in PyTorch's words.
+"""
+from __future__ import annotations
+
+import importlib
+import platform
+from typing import Any
+
+from .. import autograd
+from . import _nn
+
+__all__ = ["_nn", "_get_cpu_capability", "_get_privateuse1_backend_name", "_get_tracing_state",
+           "_log_api_usage_once", "_set_grad_enabled", "is_grad_enabled"]
+
+
+def _log_api_usage_once(event: str) -> None:
+    """Record one use of an API with PyTorch's usage logger; without a logger, nothing."""
+    if not isinstance(event, str):
+        raise TypeError("bad argument type for built-in operation")
+
+
+def _get_tracing_state() -> None:
+    """The JIT tracer's state: ``None``, since portagrad never traces (``jit.trace`` runs
+    eagerly)."""
+    return None
+
+
+def _get_privateuse1_backend_name() -> str:
+    """The name of PyTorch's out-of-tree device slot, ``"privateuseone"`` until renamed (portagrad
+    registers its devices through its own plugins, not through that slot)."""
+    return "privateuseone"
+
+
+def _numpy_cpu_features() -> dict[str, bool]:
+    try:
+        umath = importlib.import_module("numpy._core._multiarray_umath")  # numpy >= 2
+    except ImportError:  # numpy 1.x keeps it under numpy.core
+        umath = importlib.import_module("numpy.core._multiarray_umath")
+    return dict(umath.__cpu_features__)
+
+
+def _get_cpu_capability() -> str:
+    """The vector instruction set of the CPU kernels, as PyTorch names it: ``"AVX512"`` (F, BW,
+    VL and DQ), ``"AVX2"``, ``"NO AVX"`` on x86 without AVX2, ``"DEFAULT"`` elsewhere. It is
+    read from numpy's runtime dispatch, which is what the ``cpu`` backend computes with."""
+    features = _numpy_cpu_features()
+    if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686"):
+        return "DEFAULT"
+    if all(features.get(f, False) for f in ("AVX512F", "AVX512BW", "AVX512VL", "AVX512DQ")):
+        return "AVX512"
+    if features.get("AVX2", False):
+        return "AVX2"
+    return "NO AVX"
+
+
+def _set_grad_enabled(enabled: Any) -> None:
+    """Switch gradient recording on or off for this thread (``torch.set_grad_enabled(b)`` as a
+    plain call)."""
+    if not isinstance(enabled, bool):
+        raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not "
+                        f"{type(enabled).__name__}")
+    autograd.set_grad_enabled(enabled)
+
+
+def is_grad_enabled() -> bool:
+    """Whether gradient recording is on in this thread."""
+    return autograd.is_grad_enabled()
