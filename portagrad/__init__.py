@@ -351,3 +351,9 @@ __all__ += [
     "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
     "set_autocast_enabled", "vmap", "get_device_module", "embedding_renorm_",
 ]
+
+# the namespaces libraries touch at import: TorchScript's decorators (eager pass-throughs),
+# torch.compile's public machinery, futures (what jit.fork returns)
+from . import compiler, futures, jit
+
+__all__ += ["compiler", "futures", "jit"]

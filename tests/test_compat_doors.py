@@ -1,0 +1,378 @@
+"""The names PyTorch libraries reach for at import: ``torch.jit``, the curated ``torch._C``,
+``torch._dynamo``/``torch.compiler``, ``torch.utils._pytree``, ``torch.futures``; each against
+PyTorch where it is installed and against literal expectations otherwise."""
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+import textwrap
+import types
+import warnings
+from collections import OrderedDict, defaultdict, deque, namedtuple
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import portagrad as pg
+from portagrad import _C, _dynamo, compat, compiler, futures, jit
+from portagrad.utils import _pytree as pytree
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def hooked() -> Iterator[types.ModuleType]:
+    compat.install()
+    try:
+        yield importlib.import_module("torch")
+    finally:
+        compat.uninstall()
+
+
+# ------------------------------------------------------------------------------------ torch.jit
+def test_jit_script_and_trace_return_the_object_and_warn_once(monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    monkeypatch.setattr(jit, "_warned", False)
+    lin = pg.nn.Linear(2, 3)
+    with pytest.warns(UserWarning, match="no TorchScript compiler"):
+        assert jit.script(lin) is lin
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the second call is silent
+        assert jit.script(lin) is lin
+
+    calls: list[Any] = []
+
+    def f(x: Any, y: Any = 0) -> Any:
+        calls.append((x, y))
+        return x
+
+    assert jit.trace(f, (1, 2)) is f and calls == [(1, 2)]  # the example ran once
+    assert jit.trace(f, 5) is f and calls[-1] == (5, 0)  # a single input is one argument
+    assert jit.trace(f, example_kwarg_inputs={"x": 7}) is f and calls[-1] == (7, 0)
+    with pytest.raises(RuntimeError, match="example_kwarg_inputs or example_inputs"):
+        jit.trace(f)
+    out = jit.trace_module(lin, {"forward": pg.ones(1, 2)})
+    assert out is lin
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):  # fails as eagerly
+        jit.trace(lin, pg.ones(1, 5))
+    with pytest.raises(RuntimeError, match="cannot be compiled"):
+        jit.script(3)
+
+
+def test_jit_flags_and_decorators(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jit, "_warned", True)  # the warning is the test above's subject
+    assert jit.is_scripting() is False and jit.is_tracing() is False
+
+    def f() -> int:
+        return 1
+
+    for deco in (jit.unused, jit.export, jit.interface, jit.ignore, jit._overload_method,
+                 jit._overload, jit.script_if_tracing, jit.script_method):
+        assert deco(f) is f
+    assert jit.ignore(drop=True)(f) is f
+    with pytest.raises(RuntimeError, match="must be a bool or a function"):
+        jit.ignore("x")
+    assert jit.annotate(list[int], [1]) == [1]
+    assert jit.Attribute(3, int) == (3, int) and jit.Attribute(3, int).value == 3
+    assert jit.Final is __import__("typing").Final
+    assert jit.annotations.Optional is __import__("typing").Optional
+    assert issubclass(jit.ScriptModule, pg.nn.Module)
+    with pytest.raises(TypeError, match="No constructor defined"):
+        jit.ScriptFunction()
+    assert not isinstance(jit.script(f), jit.ScriptFunction)
+
+
+def test_jit_save_load_name_torchscript_archives(tmp_path: Path) -> None:
+    with pytest.raises(NotImplementedError, match="TorchScript archives"):
+        jit.save(pg.nn.Linear(1, 1), str(tmp_path / "m.pt"))
+    with pytest.raises(NotImplementedError, match="TorchScript archives"):
+        jit.load(str(tmp_path / "m.pt"))
+
+
+def test_jit_fork_runs_eagerly_and_wait_returns() -> None:
+    fut = jit.fork(lambda a, b=0: a + b, 1, b=2)
+    assert isinstance(fut, futures.Future) and fut.done()
+    assert jit.wait(fut) == 3
+
+    def boom() -> None:
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):  # raised at fork, as in PyTorch's eager mode
+        jit.fork(boom)
+    with pytest.raises(TypeError, match="expected a Future"):
+        jit.wait(3)
+
+
+def test_futures_then_collect_and_errors() -> None:
+    f: futures.Future[int] = futures.Future()
+    chained = f.then(lambda fut: fut.wait() * 10)
+    assert not f.done() and not chained.done()
+    with pytest.raises(RuntimeError, match="not completed"):
+        f.value()
+    f.set_result(4)
+    assert chained.wait() == 40 and f.value() == 4
+    with pytest.raises(RuntimeError, match="only be marked completed once"):
+        f.set_result(5)
+    g: futures.Future[int] = futures.Future()
+    g.set_exception(KeyError("k"))
+    with pytest.raises(KeyError):
+        g.wait()
+    with pytest.raises(KeyError):
+        g.then(lambda fut: fut.wait()).wait()
+    both = futures.collect_all([f, chained])
+    assert both.done() and futures.wait_all(both.wait()) == [4, 40]
+
+
+def test_jit_matches_torch_where_installed() -> None:
+    torch = pytest.importorskip("torch")
+    assert torch.jit.is_scripting() == jit.is_scripting()
+    assert torch.jit.is_tracing() == jit.is_tracing()
+    assert torch.jit.wait(torch.jit.fork(lambda a: a + 1, 1)) == jit.wait(jit.fork(lambda a: a + 1,
+                                                                               1))
+    assert tuple(torch.jit.Attribute(3, int)) == tuple(jit.Attribute(3, int))
+    assert torch.jit.Final is jit.Final
+
+
+# ------------------------------------------------------------------------------------ torch._C
+def test_c_private_names() -> None:
+    assert _C._log_api_usage_once("python.nn_module") is None
+    with pytest.raises(TypeError):
+        _C._log_api_usage_once(3)  # type: ignore[arg-type]
+    assert _C._get_tracing_state() is None
+    assert _C._get_privateuse1_backend_name() == "privateuseone"
+    assert _C._get_cpu_capability() in ("AVX512", "AVX2", "NO AVX", "DEFAULT")
+    try:
+        _C._set_grad_enabled(False)
+        assert not pg.is_grad_enabled() and not _C.is_grad_enabled()
+    finally:
+        _C._set_grad_enabled(True)
+    assert pg.is_grad_enabled()
+    with pytest.raises(TypeError, match="must be bool, not int"):
+        _C._set_grad_enabled(1)
+
+
+def test_parse_to(device: str) -> None:
+    p = _C._nn._parse_to
+    assert p("cpu", pg.float16) == (pg.device("cpu"), pg.float16, False, None)
+    assert p(pg.float64) == (None, pg.float64, False, None)
+    assert p(pg.float64, True) == (None, pg.float64, True, None)
+    assert p() == (None, None, False, None)
+    assert p(dtype=pg.int64, memory_format=pg.channels_last) == (None, pg.int64, False,
+                                                                  pg.channels_last)
+    t = pg.zeros(1, dtype=pg.int32, device=device)
+    assert p(t, non_blocking=True) == (t.device, pg.int32, True, None)
+    with pytest.raises(RuntimeError, match="does not accept copy argument"):
+        p("cpu", pg.float16, True, True)
+    with pytest.raises(TypeError, match="invalid combination of arguments"):
+        p("cpu", "float")
+    with pytest.raises(TypeError, match="invalid combination of arguments"):
+        p(device="cpu", bogus=1)
+    with pytest.raises(RuntimeError, match="Invalid device string"):
+        p("no/pe")
+
+
+def test_c_matches_torch_where_installed() -> None:
+    torch = pytest.importorskip("torch")
+    assert torch._C._get_tracing_state() is _C._get_tracing_state()
+    assert torch._C._get_privateuse1_backend_name() == _C._get_privateuse1_backend_name()
+    assert torch._C._get_cpu_capability() == _C._get_cpu_capability()
+    got = torch._C._nn._parse_to("cpu", torch.float16, True)
+    mine = _C._nn._parse_to("cpu", pg.float16, True)
+    assert (str(got[0]), str(got[1]).split(".")[-1], got[2], got[3]) == (
+        str(mine[0]), str(mine[1]).split(".")[-1], mine[2], mine[3])
+
+
+# --------------------------------------------------------------------- torch._dynamo, .compiler
+def test_dynamo_and_compiler() -> None:
+    def f(x: Any) -> Any:
+        return x
+
+    assert _dynamo.is_compiling() is False and compiler.is_compiling() is False
+    assert compiler.is_dynamo_compiling() is False and compiler.is_exporting() is False
+    assert _dynamo.disable(f) is f and _dynamo.disable(recursive=False)(f) is f
+    assert compiler.disable(f) is f
+    assert _dynamo.allow_in_graph(f) is f and _dynamo.assume_constant_result(f) is f
+    assert _dynamo.reset() is None
+    assert compiler.compile is pg.compile
+    with pytest.raises(TypeError, match="expected a Tensor"):
+        _dynamo.mark_dynamic(3, 0)  # type: ignore[arg-type]
+    assert _dynamo.mark_dynamic(pg.ones(2), 0) is None
+    # compile returns the model itself, so nothing is an OptimizedModule (no _orig_mod to unwrap)
+    lin = pg.nn.Linear(2, 2)
+    assert not isinstance(pg.compile(lin), _dynamo.OptimizedModule)
+    wrapped = _dynamo.OptimizedModule(lin)
+    x = pg.ones(1, 2)
+    assert pg.equal(wrapped(x), lin(x)) and wrapped.in_features == 2
+    assert list(wrapped.state_dict()) == ["_orig_mod.weight", "_orig_mod.bias"]
+
+
+def test_dynamo_config_patch_restores() -> None:
+    cfg = _dynamo.config
+    assert cfg.cache_size_limit == 8 and cfg.suppress_errors is False
+    with cfg.patch(suppress_errors=True, cache_size_limit=64):
+        assert cfg.suppress_errors is True and cfg.cache_size_limit == 64
+    assert cfg.suppress_errors is False and cfg.cache_size_limit == 8
+
+    @cfg.patch("verbose", True)
+    def inside() -> bool:
+        return cfg.verbose
+
+    assert inside() is True and cfg.verbose is False
+    with pytest.raises(AttributeError, match="no setting 'nope'"), cfg.patch(nope=1):
+        pass
+
+
+def test_dynamo_matches_torch_where_installed() -> None:
+    pytest.importorskip("torch")
+    torch = importlib.import_module("torch")
+    importlib.import_module("torch._dynamo")  # a submodule torch does not import eagerly
+
+    assert torch.compiler.is_compiling() == compiler.is_compiling()
+    for name in ("cache_size_limit", "accumulated_cache_size_limit", "recompile_limit",
+                 "suppress_errors", "verbose", "optimize_ddp", "capture_scalar_outputs",
+                 "automatic_dynamic_shapes", "assume_static_by_default"):
+        assert getattr(torch._dynamo.config, name) == getattr(_dynamo.config, name), name
+
+
+# ------------------------------------------------------------------------ torch.utils._pytree
+P = namedtuple("P", "x y")
+
+TREES: list[Any] = [
+    {"b": 1, "a": [2, (3, 4)], "c": None},  # keys in insertion order, None a leaf
+    OrderedDict(b=1, a=2), [1, None, {"x": 2}], P(1, [2]), defaultdict(list, {"k": [1, 2]}),
+    deque([1, (2,)], maxlen=3), 5, (), {"a": {}},
+]
+
+
+@pytest.mark.parametrize("tree", TREES, ids=[type(t).__name__ for t in TREES])
+def test_pytree_round_trip(tree: Any) -> None:
+    leaves, spec = pytree.tree_flatten(tree)
+    back = pytree.tree_unflatten(leaves, spec)
+    assert back == tree and type(back) is type(tree)
+    assert spec.num_leaves == len(leaves) == len(pytree.tree_leaves(tree))
+    assert pytree.tree_structure(tree) == spec
+
+
+def test_pytree_order_and_specs() -> None:
+    leaves, spec = pytree.tree_flatten({"b": 1, "a": [2, (3, 4)], "c": None})
+    assert leaves == [1, 2, 3, 4, None]
+    assert repr(spec) == ("TreeSpec(dict, ['b', 'a', 'c'], [*,\n  TreeSpec(list, None, [*,\n"
+                          "    TreeSpec(tuple, None, [*,\n      *])]),\n  *])")
+    assert pytree.tree_map(lambda x, y: [x] + y, [5, 6], [[7, 9], [1, 2]]) == [[5, 7, 9],
+                                                                              [6, 1, 2]]
+    assert pytree.tree_map_only(int, lambda x: x * 10, {"a": 1, "b": "s"}) == {"a": 10, "b": "s"}
+    assert pytree.tree_map_only((int, str), str, [1, "a", 2.0]) == ["1", "a", 2.0]
+    assert pytree.tree_all(lambda x: x > 0, [1, (2,)]) and not pytree.tree_any(bool, [0, (0,)])
+    assert pytree.tree_leaves([1, [2]], is_leaf=lambda x: isinstance(x, list) and len(x) == 1
+                              ) == [1, [2]]
+
+    class Sub(dict):  # unregistered subclasses are leaves, as in PyTorch
+        pass
+
+    assert pytree.tree_leaves([Sub(a=1)]) == [Sub(a=1)]
+    with pytest.raises(ValueError, match="has length 1"):
+        pytree.tree_unflatten([1], spec)
+    with pytest.raises(ValueError, match="keys mismatch"):
+        pytree.tree_map(lambda a, b: a, {"a": 1}, {"b": 1})
+    assert pytree.treespec_pprint(pytree.tree_structure([1, {"a": 2}])) == "[*, {'a': *}]"
+
+
+def test_pytree_register_node() -> None:
+    class Pair:
+        def __init__(self, a: Any, b: Any) -> None:
+            self.a, self.b = a, b
+
+    pytree.register_pytree_node(Pair, lambda p: ([p.a, p.b], None),
+                                lambda v, c: Pair(*v))
+    try:
+        leaves, spec = pytree.tree_flatten([Pair(1, (2, 3))])
+        assert leaves == [1, 2, 3]
+        back = pytree.tree_unflatten([4, 5, 6], spec)
+        assert back[0].a == 4 and back[0].b == (5, 6)
+        with pytest.raises(ValueError, match="already registered"):
+            pytree.register_pytree_node(Pair, lambda p: ([], None), lambda v, c: Pair(0, 0))
+    finally:
+        del pytree.SUPPORTED_NODES[Pair]
+
+    class Other:
+        pass
+
+    with pytest.warns(FutureWarning, match="deprecated"):
+        pytree._register_pytree_node(Other, lambda o: ([], None), lambda v, c: Other())
+    try:
+        assert Other in pytree.SUPPORTED_NODES
+    finally:
+        del pytree.SUPPORTED_NODES[Other]
+
+
+def test_pytree_matches_torch_where_installed() -> None:
+    pytest.importorskip("torch")
+    import torch.utils._pytree as ref
+
+    for tree in TREES:
+        l1, s1 = pytree.tree_flatten(tree)
+        l2, s2 = ref.tree_flatten(tree)
+        assert l1 == l2 and repr(s1) == repr(s2), tree
+        assert pytree.treespec_pprint(s1) == ref.treespec_pprint(s2)
+
+
+# -------------------------------------------------------------------------- under compat
+def test_private_modules_are_portagrads_under_compat(hooked: types.ModuleType) -> None:
+    assert importlib.import_module("torch._C") is hooked._C
+    assert hooked._C._log_api_usage_once is _C._log_api_usage_once
+    assert importlib.import_module("torch._C._nn")._parse_to is _C._nn._parse_to
+    assert importlib.import_module("torch._dynamo").is_compiling is _dynamo.is_compiling
+    assert importlib.import_module("torch.utils._pytree").tree_flatten is pytree.tree_flatten
+    assert hooked.jit.script is jit.script and hooked.compiler.disable is _dynamo.disable
+    with pytest.raises(AttributeError, match=r"torch\._C\._nope is not implemented"):
+        _ = hooked._C._nope
+    with pytest.raises(ModuleNotFoundError, match="torch._tensor"):
+        importlib.import_module("torch._tensor")
+
+
+def test_library_style_imports_under_python_m_compat(tmp_path: Path) -> None:
+    script = tmp_path / "lib_imports.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        from torch._C import _log_api_usage_once, _get_tracing_state
+        from torch._C._nn import _parse_to
+        import torch._dynamo
+        from torch._dynamo.eval_frame import OptimizedModule
+        import torch.utils._pytree as pytree
+        from torch.jit.annotations import Optional, Tuple
+        _log_api_usage_once("lib")
+
+        class Block(torch.nn.Module):
+            @torch.jit.unused
+            def extra(self):
+                return 1
+
+            def forward(self, x):
+                if torch.jit.is_scripting() or torch.compiler.is_compiling():
+                    raise AssertionError("never compiling")
+                return x * 2
+
+        @torch._dynamo.disable
+        def helper(x):
+            return x + 1
+
+        m = torch.jit.script(Block())
+        t = torch.jit.trace(m, torch.ones(2))
+        print("same", m is t, isinstance(m, OptimizedModule), _get_tracing_state())
+        print("out", m(torch.ones(2)).tolist(), helper(1))
+        print("parse", _parse_to("cpu", torch.float64)[1])
+        print("leaves", pytree.tree_leaves({"b": 1, "a": [2, 3]}))
+    """))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "portagrad.compat", str(script)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "same True False None" in proc.stdout
+    assert "out [2.0, 2.0] 2" in proc.stdout
+    assert "parse portagrad.float64" in proc.stdout
+    assert "leaves [1, 2, 3]" in proc.stdout
+    assert proc.stderr.count("no TorchScript compiler") == 1  # warned once for script + trace
