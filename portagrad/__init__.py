@@ -6,9 +6,9 @@ and ``"opencl:N"`` (pyopencl), or any device type a plugin registers.
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 import builtins as _builtins
+
+from ._version import __version__ as __version__  # (re-exported)
 
 from . import _blas_env
 
@@ -357,3 +357,8 @@ __all__ += [
 from . import compiler, futures, jit
 
 __all__ += ["compiler", "futures", "jit"]
+
+# torch.version: the PyTorch API version implemented, with portagrad's as its local label
+from . import torch_version, version
+
+__all__ += ["torch_version", "version"]

@@ -376,3 +376,71 @@ def test_library_style_imports_under_python_m_compat(tmp_path: Path) -> None:
     assert "parse portagrad.float64" in proc.stdout
     assert "leaves [1, 2, 3]" in proc.stdout
     assert proc.stderr.count("no TorchScript compiler") == 1  # warned once for script + trace
+
+
+# ------------------------------------------------------------------------- versions
+def test_version_module_and_torch_version_compare() -> None:
+    from portagrad import version
+    from portagrad.torch_version import TorchVersion
+
+    v = version.__version__
+    assert v == f"2.13.0+portagrad{pg.__version__}" and isinstance(v, str)
+    assert version.cuda is None and version.hip is None and version.debug is False
+    # version order, not string order: "2.13" is newer than "2.2"
+    assert v >= "2.2" and v > (2, 1) and v >= (2, 13) and v < "2.14.0.dev20250101"
+    assert v > "2.13.0" and v > "2.13.0rc1" and v == "2.13.0+portagrad" + pg.__version__
+    assert TorchVersion("2.13") == "2.13.0" and hash(v) == hash(str(v))
+    assert (TorchVersion("parrot") < "zebra") is True  # not a version: string order
+    assert v.startswith("2.13")
+
+
+def test_version_matches_torchs_comparisons_where_installed() -> None:
+    pytest.importorskip("torch")
+    import operator
+
+    from torch.torch_version import TorchVersion as Ref
+
+    from portagrad.torch_version import TorchVersion
+
+    for text in ("2.13.0+portagrad0.1.0", "2.13.0", "1.10.0a0", "2.1.0.dev3", "2.0.post1"):
+        for other in ("2.1", "2.13", "2.13.0", "2.14.0.dev20250101", "2.13.0rc1", (2, 1),
+                      (2, 13, 0), (3,), "2.13.0+cpu", "parrot", "1.10.0", "2.0"):
+            for op in (operator.lt, operator.le, operator.gt, operator.ge, operator.eq):
+                assert op(TorchVersion(text), other) == op(Ref(text), other), (text, other, op)
+
+
+def test_torch_version_and_metadata_under_compat(tmp_path: Path) -> None:
+    script = tmp_path / "versions.py"
+    script.write_text(textwrap.dedent("""
+        import importlib.metadata, importlib.util
+        import torch
+        import torch.version
+        print("v", torch.__version__, importlib.metadata.version("torch"),
+              torch.version.__version__, torch.version.cuda)
+        print("ge", torch.__version__ >= "2.2", importlib.util.find_spec("torch") is not None)
+        print("dist", importlib.metadata.distribution("torch").metadata["Name"])
+    """))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "portagrad.compat", str(script)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    want = f"2.13.0+portagrad{pg.__version__}"
+    assert f"v {want} {want} {want} None" in proc.stdout
+    assert "ge True True" in proc.stdout and "dist torch" in proc.stdout
+
+
+def test_metadata_finder_leaves_with_uninstall() -> None:
+    import importlib.metadata
+
+    before = [type(f) for f in sys.meta_path]
+    compat.install()
+    try:
+        assert importlib.metadata.version("torch").startswith("2.13.0+portagrad")
+        assert importlib.import_module("torch").__version__ == importlib.metadata.version("torch")
+    finally:
+        compat.uninstall()
+    assert [type(f) for f in sys.meta_path] == before
+    try:
+        assert "portagrad" not in importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        pass  # no PyTorch installed: nothing answers after uninstall

@@ -49,7 +49,8 @@ DEFERRED: dict[tuple[str, str], str] = {
 LAYERS: list[tuple[str, str, list[str]]] = [
     ("base", "dtypes, shapes, storage records, settings, errors, torch.backends-style flags",
      ["_dtype", "_shape", "_storage", "_layout", "_memory_format", "_settings", "_format",
-      "_dlpack", "_blas_env", "errors", "backend_flags", "futures"]),
+      "_dlpack", "_blas_env", "errors", "backend_flags", "futures", "torch_version",
+      "_version", "version"]),
     ("backends", "the backend contract, the built-in backends, the plugin manager that finds them",
      ["backends", "plugins"]),
     ("devices", "device objects and memory statistics, through the plugin manager",
