@@ -444,3 +444,144 @@ def test_metadata_finder_leaves_with_uninstall() -> None:
         assert "portagrad" not in importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
         pass  # no PyTorch installed: nothing answers after uninstall
+
+
+# ------------------------------------------------------------------------------- torch.hub
+def test_hub_dir_rules(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from portagrad import hub
+
+    monkeypatch.setattr(hub, "_hub_dir", None)
+    monkeypatch.delenv("TORCH_HOME", raising=False)
+    monkeypatch.delenv("TORCH_HUB", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert hub.get_dir() == str(tmp_path / "xdg" / "torch" / "hub")
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "th"))
+    assert hub.get_dir() == str(tmp_path / "th" / "hub")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.delenv("TORCH_HOME")
+    assert hub.get_dir() == os.path.expanduser("~/.cache/torch/hub")
+    hub.set_dir("~/elsewhere")
+    assert hub.get_dir() == os.path.expanduser("~/elsewhere")
+
+
+def test_hub_matches_torch_dir_rules_where_installed(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    from portagrad import hub
+
+    monkeypatch.setattr(hub, "_hub_dir", None)
+    monkeypatch.setattr(torch.hub, "_hub_dir", None)
+    for env in ({"XDG_CACHE_HOME": str(tmp_path)}, {"TORCH_HOME": str(tmp_path / "t")}, {}):
+        for k in ("XDG_CACHE_HOME", "TORCH_HOME"):
+            monkeypatch.delenv(k, raising=False)
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        assert hub.get_dir() == torch.hub.get_dir()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A local HTTP server over a fresh directory (no network needed)."""
+    import functools
+    import http.server
+    import threading
+
+    root = tmp_path / "www"
+    root.mkdir()
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", root
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _checkpoint(root: Path, stem: str) -> tuple[str, dict[str, Any]]:
+    import hashlib
+
+    state = {"w": pg.arange(6, dtype=pg.float32).reshape(2, 3), "b": pg.ones(2)}
+    tmp = root / "tmp.pth"
+    pg.save(state, str(tmp), format="pytorch")
+    digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
+    name = f"{stem}-{digest[:8]}.pth"
+    tmp.rename(root / name)
+    return name, state
+
+
+def test_hub_load_state_dict_from_url(served: tuple[str, Path], tmp_path: Path) -> None:
+    from portagrad import hub
+
+    base, root = served
+    name, state = _checkpoint(root, "weights")
+    cache = tmp_path / "cache"
+    got = hub.load_state_dict_from_url(f"{base}/{name}", model_dir=str(cache), progress=False,
+                                       check_hash=True, map_location="cpu")
+    assert set(got) == {"w", "b"} and pg.equal(got["w"], state["w"])
+    assert (cache / name).is_file() and not list(cache.glob("*.partial"))
+    (root / name).unlink()  # cached: a second call does not download
+    again = hub.load_state_dict_from_url(f"{base}/{name}", model_dir=str(cache), progress=False)
+    assert pg.equal(again["b"], state["b"])
+    # file_name picks the cached name; file:// URLs work too
+    other = hub.load_state_dict_from_url((cache / name).as_uri(), model_dir=str(tmp_path / "c2"),
+                                         file_name="renamed.pth", progress=False)
+    assert pg.equal(other["w"], state["w"]) and (tmp_path / "c2" / "renamed.pth").is_file()
+
+
+def test_hub_hash_and_network_errors(served: tuple[str, Path], tmp_path: Path) -> None:
+    from portagrad import hub
+
+    base, root = served
+    name, _ = _checkpoint(root, "weights")
+    bad = name.replace(name.split("-")[1][:8], "00000000")
+    (root / name).rename(root / bad)
+    with pytest.raises(RuntimeError, match='invalid hash value \\(expected "00000000"'):
+        hub.load_state_dict_from_url(f"{base}/{bad}", model_dir=str(tmp_path / "c"),
+                                     check_hash=True, progress=False)
+    assert not list((tmp_path / "c").iterdir())  # nothing left behind
+    with pytest.raises(RuntimeError, match="could not download .*missing.pth"):
+        hub.load_state_dict_from_url(f"{base}/missing.pth", model_dir=str(tmp_path / "c"),
+                                     progress=False)
+    with pytest.raises(RuntimeError, match="could not download"):
+        hub.download_url_to_file("http://127.0.0.1:1/x.pth", str(tmp_path / "x"), progress=False)
+
+
+def test_hub_local_hubconf(tmp_path: Path) -> None:
+    from portagrad import hub
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "helper_mod.py").write_text("SCALE = 3\n")
+    (repo / "hubconf.py").write_text(textwrap.dedent('''
+        dependencies = ["math"]
+        from helper_mod import SCALE  # the repo directory is on sys.path while loading
+
+        def tiny(n=2, scale=1):
+            """A tiny model."""
+            import portagrad as pg
+            return pg.nn.Linear(n, n * SCALE * scale)
+
+        def _private():
+            pass
+    '''))
+    m = hub.load(str(repo), "tiny", 2, source="local", scale=2)
+    assert isinstance(m, pg.nn.Linear) and m.out_features == 12
+    assert hub.list(str(repo), source="local") == ["tiny"]
+    assert hub.help(str(repo), "tiny", source="local") == "A tiny model."
+    with pytest.raises(RuntimeError, match="Cannot find callable nope in hubconf"):
+        hub.load(str(repo), "nope", source="local")
+    with pytest.raises(NotImplementedError, match="GitHub repository .*source='local'"):
+        hub.load("owner/repo", "tiny")
+    with pytest.raises(ValueError, match='Unknown source: "svn"'):
+        hub.load(str(repo), "tiny", source="svn")
+    (repo / "hubconf.py").write_text("dependencies = ['no_such_pkg_xyz']\ndef tiny():\n    pass\n")
+    with pytest.raises(RuntimeError, match="Missing dependencies: no_such_pkg_xyz"):
+        hub.load(str(repo), "tiny", source="local")
+    assert str(repo) not in sys.path
