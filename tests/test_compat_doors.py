@@ -585,3 +585,57 @@ def test_hub_local_hubconf(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="Missing dependencies: no_such_pkg_xyz"):
         hub.load(str(repo), "tiny", source="local")
     assert str(repo) not in sys.path
+
+
+# ------------------------------------------------------------------ smaller module paths
+def test_module_utils_and_paths() -> None:
+    from portagrad.nn.modules import instancenorm
+    from portagrad.nn.modules import utils as mutils
+    from portagrad.utils import hooks
+    from portagrad.utils.data import Sampler
+    from portagrad.utils.data import dataloader as dl
+
+    assert mutils._pair(3) == (3, 3) and mutils._single(2) == (2,)
+    assert mutils._triple([1, 2]) == (1, 2) and mutils._quadruple(0) == (0, 0, 0, 0)
+    assert mutils._ntuple(2, "_p").__name__ == "_p"
+    assert mutils._reverse_repeat_tuple((1, 2), 2) == (2, 2, 1, 1)
+    sd: Any = OrderedDict([("module.w", 1), ("module.b", 2), ("other", 3)])
+    sd._metadata = OrderedDict([("", {}), ("module", {"v": 1}), ("module.sub", {})])
+    mutils.consume_prefix_in_state_dict_if_present(sd, "module.")
+    assert list(sd) == ["other", "w", "b"]
+    # "module" (the prefix without its dot) becomes "" (the wrapper's entry is replaced)
+    assert list(sd._metadata.items()) == [("", {"v": 1}), ("sub", {})]
+    assert instancenorm.InstanceNorm2d is pg.nn.InstanceNorm2d
+    assert isinstance(pg.nn.Linear(1, 1).register_forward_hook(lambda *a: None),
+                      hooks.RemovableHandle)
+    assert Sampler[int] is not None and issubclass(pg.utils.data.RandomSampler, Sampler)
+    loader = pg.utils.data.DataLoader(pg.utils.data.TensorDataset(pg.ones(4)), batch_size=2)
+    assert isinstance(iter(loader), dl._BaseDataLoaderIter)
+    assert isinstance(iter(loader), dl._SingleProcessDataLoaderIter)
+    assert issubclass(dl._MultiProcessingDataLoaderIter, dl._BaseDataLoaderIter)
+    assert pg.backend_flags.cpu.get_cpu_capability() == _C._get_cpu_capability()
+    from portagrad import types as pgtypes
+    assert pgtypes._dtype is pg.dtype and pgtypes._device is pg.device
+    assert isinstance(3, pgtypes._Number)
+
+
+def test_module_utils_match_torch_where_installed() -> None:
+    pytest.importorskip("torch")
+    from torch.nn.modules import utils as ref
+
+    from portagrad.nn.modules import utils as mutils
+
+    for f in ("_single", "_pair", "_triple", "_quadruple"):
+        for x in (3, [1, 2], (4,), "ab"):
+            assert getattr(mutils, f)(x) == getattr(ref, f)(x)
+    for prefix in ("module.", "m."):
+        a: Any = OrderedDict([("module.w", 1), ("m.x", 2), ("other", 3)])
+        a._metadata = OrderedDict([("", {}), ("module", {}), ("module.sub", {}), ("m", {})])
+        b: Any = OrderedDict(a)
+        b._metadata = OrderedDict(a._metadata)
+        mutils.consume_prefix_in_state_dict_if_present(a, prefix)
+        ref.consume_prefix_in_state_dict_if_present(b, prefix)
+        assert list(a.items()) == list(b.items()) and list(a._metadata) == list(b._metadata)
+    import torch
+
+    assert torch.backends.cpu.get_cpu_capability() == pg.backend_flags.cpu.get_cpu_capability()

@@ -10,11 +10,10 @@ numpy kernels dispatch to, in PyTorch's words.
 """
 from __future__ import annotations
 
-import importlib
-import platform
 from typing import Any
 
 from .. import autograd
+from ..backend_flags import cpu
 from . import _nn
 
 __all__ = ["_nn", "_get_cpu_capability", "_get_privateuse1_backend_name", "_get_tracing_state",
@@ -39,26 +38,10 @@ def _get_privateuse1_backend_name() -> str:
     return "privateuseone"
 
 
-def _numpy_cpu_features() -> dict[str, bool]:
-    try:
-        umath = importlib.import_module("numpy._core._multiarray_umath")  # numpy >= 2
-    except ImportError:  # numpy 1.x keeps it under numpy.core
-        umath = importlib.import_module("numpy.core._multiarray_umath")
-    return dict(umath.__cpu_features__)
-
-
 def _get_cpu_capability() -> str:
-    """The vector instruction set of the CPU kernels, as PyTorch names it: ``"AVX512"`` (F, BW,
-    VL and DQ), ``"AVX2"``, ``"NO AVX"`` on x86 without AVX2, ``"DEFAULT"`` elsewhere. It is
-    read from numpy's runtime dispatch, which is what the ``cpu`` backend computes with."""
-    features = _numpy_cpu_features()
-    if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686"):
-        return "DEFAULT"
-    if all(features.get(f, False) for f in ("AVX512F", "AVX512BW", "AVX512VL", "AVX512DQ")):
-        return "AVX512"
-    if features.get("AVX2", False):
-        return "AVX2"
-    return "NO AVX"
+    """The vector instruction set of the CPU kernels, as PyTorch names it (see
+    :func:`portagrad.backend_flags.cpu.get_cpu_capability`)."""
+    return cpu.get_cpu_capability()
 
 
 def _set_grad_enabled(enabled: Any) -> None:
