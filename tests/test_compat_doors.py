@@ -639,3 +639,58 @@ def test_module_utils_match_torch_where_installed() -> None:
     import torch
 
     assert torch.backends.cpu.get_cpu_capability() == pg.backend_flags.cpu.get_cpu_capability()
+
+
+# ----------------------------------------------------------------- torch.utils.checkpoint
+def _block(device: str) -> pg.nn.Module:
+    pg.manual_seed(0)
+    return pg.nn.Sequential(pg.nn.Linear(4, 8), pg.nn.Tanh(), pg.nn.Dropout(0.5),
+                            pg.nn.Linear(8, 3)).to(device)
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_checkpoint_gradients_equal_direct(device: str, reentrant: bool) -> None:
+    from portagrad.utils.checkpoint import checkpoint
+
+    model = _block(device)
+    x = pg.randn(5, 4, device=device, requires_grad=True)
+    pg.manual_seed(7)
+    direct = model(x)
+    direct.sum().backward()
+    want_x, want_w = x.grad.clone(), model[0].weight.grad.clone()
+    x.grad = None
+    model.zero_grad()
+    pg.manual_seed(7)  # the same dropout mask as the direct run, replayed in backward
+    out = checkpoint(model, x, use_reentrant=reentrant)
+    assert pg.equal(out, direct)
+    pg.rand(3)  # draws between forward and backward must not change the recomputation
+    out.sum().backward()
+    assert pg.allclose(x.grad, want_x) and pg.allclose(model[0].weight.grad, want_w)
+
+
+def test_checkpoint_variants_and_errors(device: str) -> None:
+    from portagrad.utils.checkpoint import checkpoint, checkpoint_sequential
+
+    model = _block(device).eval()
+    x = pg.randn(2, 4, device=device)  # no input requires grad
+    with pytest.warns(UserWarning, match="use_reentrant parameter should be passed"):
+        checkpoint(model, x)
+    # non-reentrant: the parameters inside still get gradients
+    checkpoint(model, x, use_reentrant=False).sum().backward()
+    assert model[0].weight.grad is not None
+    with pytest.warns(UserWarning, match="None of the inputs have requires_grad"):
+        out = checkpoint(model, x, use_reentrant=True)
+    assert not out.requires_grad
+    with pytest.raises(ValueError, match="Unexpected keyword arguments: scale"):
+        checkpoint(lambda t, scale: t * scale, x, scale=2, use_reentrant=True)
+    y = checkpoint(lambda t, scale: t * scale, x, scale=2, use_reentrant=False)
+    assert pg.equal(y, x * 2)
+    model.zero_grad()
+    xs = pg.randn(2, 4, device=device, requires_grad=True)
+    seq = checkpoint_sequential(model, 2, xs, use_reentrant=True)
+    assert pg.allclose(seq, model(xs))
+    seq.sum().backward()
+    got = xs.grad.clone()
+    xs.grad = None
+    model(xs).sum().backward()
+    assert pg.allclose(got, xs.grad)
