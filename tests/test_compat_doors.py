@@ -694,3 +694,97 @@ def test_checkpoint_variants_and_errors(device: str) -> None:
     xs.grad = None
     model(xs).sum().backward()
     assert pg.allclose(got, xs.grad)
+
+
+# ------------------------------------------------------------ torch.fx, .library, .ops
+def test_fx_imports_and_refuses_to_trace() -> None:
+    from portagrad import fx
+
+    def f(x: Any) -> Any:
+        return x
+
+    assert fx.wrap(f) is f and fx.wrap("f") == "f"
+
+    class MyTracer(fx.Tracer):  # subclassing at import works (torchvision does)
+        pass
+
+    t = MyTracer()
+    assert t.is_leaf_module(pg.nn.Linear(1, 1), "l")
+    assert not t.is_leaf_module(pg.nn.Sequential(), "s")
+    with pytest.raises(NotImplementedError, match="no FX tracer"):
+        t.trace(pg.nn.Linear(1, 1))
+    with pytest.raises(NotImplementedError, match="symbolic_trace"):
+        fx.symbolic_trace(pg.nn.Linear(1, 1))
+    for cls in (fx.Graph, fx.GraphModule, fx.Proxy, fx.Node, fx.Interpreter):
+        with pytest.raises(NotImplementedError, match="no FX tracer"):
+            cls()
+    assert issubclass(fx.GraphModule, pg.nn.Module)
+
+
+def test_custom_op_runs_and_differentiates(device: str) -> None:
+    from portagrad import library, ops
+
+    @library.custom_op("pgtest::scale", mutates_args=())
+    def scale(x: pg.Tensor, k: float = 2.0) -> pg.Tensor:
+        return x * k
+
+    try:
+        x = pg.arange(3, dtype=pg.float32, device=device)
+        assert pg.equal(scale(x), x * 2) and pg.equal(ops.pgtest.scale(x, 3.0), x * 3)
+        assert ops.pgtest.scale.default(x).tolist() == [0.0, 2.0, 4.0]
+
+        @scale.register_fake
+        def _(x: pg.Tensor, k: float = 2.0) -> pg.Tensor:
+            return pg.empty_like(x)
+
+        def setup(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+            ctx.k = inputs[1]
+
+        def backward(ctx: Any, g: pg.Tensor) -> tuple[Any, None]:
+            return g * ctx.k * 10, None  # deliberately not the true derivative: it must be used
+
+        scale.register_autograd(backward, setup_context=setup)
+        xr = x.clone().requires_grad_()
+        out = scale(xr, k=3.0)
+        assert out.grad_fn is not None
+        out.sum().backward()
+        assert xr.grad.tolist() == [30.0, 30.0, 30.0]
+        with pytest.raises(RuntimeError, match="already defined"):
+            library.custom_op("pgtest::scale", scale._fn, mutates_args=())
+    finally:
+        ops._REGISTRY.pop("pgtest::scale", None)
+    with pytest.raises(AttributeError, match="no attribute 'scale'"):
+        _ = ops.pgtest.scale
+    with pytest.raises(ValueError, match="namespace"):
+        library.custom_op("noscope", lambda x: x, mutates_args=())
+    with pytest.raises(TypeError):
+        library.custom_op("pgtest::y", lambda x: x)  # type: ignore[call-arg]  (required)
+
+
+def test_library_define_impl_and_load_library(tmp_path: Path) -> None:
+    from portagrad import library, ops
+
+    lib = library.Library("pgtest2", "DEF")
+    try:
+        assert lib.define("twice(Tensor x) -> Tensor") == "twice"
+        with pytest.raises(NotImplementedError, match="no implementation"):
+            ops.pgtest2.twice(pg.ones(1))
+        lib.impl("twice", lambda x: x + x, "CPU")
+        assert ops.pgtest2.twice(pg.ones(2)).tolist() == [2.0, 2.0]
+        library.define("pgtest2::thrice", "(Tensor x) -> Tensor")
+
+        @library.impl("pgtest2::thrice", "default")
+        def thrice(x: pg.Tensor) -> pg.Tensor:
+            return x * 3
+
+        assert ops.pgtest2.thrice(pg.ones(1)).tolist() == [3.0]
+        library.register_fake("pgtest2::thrice")(lambda x: x)
+        with pytest.raises(NotImplementedError, match="only operators made with"):
+            library.register_autograd("pgtest2::thrice", lambda ctx, g: g)
+        with pytest.raises(ValueError, match="Unsupported kind"):
+            library.Library("pgtest2", "NOPE")
+    finally:
+        lib._destroy()
+        ops._REGISTRY.pop("pgtest2::thrice", None)
+    with pytest.raises(NotImplementedError, match="compiled PyTorch extensions"):
+        ops.load_library(str(tmp_path / "ext.so"))

@@ -73,7 +73,7 @@ LAYERS: list[tuple[str, str, list[str]]] = [
     ("library", "nn, optim, data, distributions, distributed training, files, step capture",
      ["nn", "optim", "utils", "distributions", "distributed", "multiprocessing", "_toplevel_nn",
       "_toplevel_random", "special", "_torch_format", "serialization", "capture", "_compile",
-      "jit", "_dynamo", "compiler", "hub"]),
+      "jit", "_dynamo", "compiler", "hub", "fx", "library", "ops"]),
     ("package", "the namespace and what runs on it: CLI, demo, conformance kit, torch compat",
      ["portagrad", "_info", "demo", "testing", "compat", "__main__"]),
 ]

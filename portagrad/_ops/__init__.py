@@ -16,7 +16,8 @@ reductions into slots), ``contraction`` (einsum, tensordot ...), ``norms`` (cdis
 (decompositions, solves, matrix functions), ``windows``, ``fills``, ``metadata`` and ``sparse``
 (the sparse COO layout).
 ``sampling`` (differentiable samplers) and the ``nn`` package (the layers' nodes) sit on top, with
-``checkpoint`` (activation checkpointing's recomputing node).
+``checkpoint`` (activation checkpointing's recomputing node) and ``custom`` (the node of
+user-defined operators, ``torch.library``).
 
 This file is the one place an op module is registered: ``Tensor``'s methods reach every module as
 ``_ops.<module>.<function>`` (bound once by ``portagrad/__init__.py``), so a new module needs its
@@ -28,10 +29,10 @@ from . import (bits, contraction, diagonal, fills, gammafn, linalg, metadata, no
                scan, scatter, search, segment, sequences, sparse, special, stacking, stats,
                windows)
 from . import nn, sampling
-from . import checkpoint
+from . import checkpoint, custom
 
 __all__ = ["conversion", "elementwise", "indexing", "joining", "matmul", "reduction", "shape",
            "sorting",
            "bits", "contraction", "diagonal", "fills", "gammafn", "linalg", "metadata", "norms",
            "rearrange", "scan", "scatter", "search", "segment", "sequences", "sparse", "special",
-           "stacking", "stats", "windows", "nn", "sampling", "checkpoint"]
+           "stacking", "stats", "windows", "nn", "sampling", "checkpoint", "custom"]
