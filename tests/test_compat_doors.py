@@ -788,3 +788,38 @@ def test_library_define_impl_and_load_library(tmp_path: Path) -> None:
         ops._REGISTRY.pop("pgtest2::thrice", None)
     with pytest.raises(NotImplementedError, match="compiled PyTorch extensions"):
         ops.load_library(str(tmp_path / "ext.so"))
+
+
+# ------------------------------------------------------------ dtypes named at import
+DECLARED = ["complex64", "complex128", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+            "float8_e5m2fnuz", "float8_e8m0fnu"]
+
+
+def test_declared_dtypes_answer_and_refuse_tensors(device: str) -> None:
+    from portagrad.errors import DTypeError
+
+    assert pg.complex64.is_complex and not pg.complex64.is_floating_point
+    assert pg.cfloat is pg.complex64 and pg.cdouble is pg.complex128
+    assert pg.float8_e4m3fn.is_floating_point and pg.float8_e4m3fn.itemsize == 1
+    assert not pg.float8_e8m0fnu.is_signed and not pg.float32.is_complex
+    assert pg.float32.to_complex() is pg.complex64 and pg.complex128.to_real() is pg.float64
+    assert pg.finfo(pg.complex64).eps == pg.finfo(pg.float32).eps
+    assert pg.finfo(pg.float8_e4m3fn).max == 448.0 and pg.finfo(pg.float8_e5m2).max == 57344.0
+    assert pg.finfo(pg.float8_e4m3fn).resolution == 1.0
+    with pytest.raises(DTypeError, match="no complex tensors"):
+        pg.zeros(2, dtype=pg.complex64, device=device)
+    with pytest.raises(DTypeError, match="no float8 tensors"):
+        pg.ones(2, device=device).to(pg.float8_e4m3fn)
+    with pytest.raises(DTypeError, match="no complex tensors"):
+        pg.promote_types(pg.complex64, pg.float32)
+    with pytest.raises(DTypeError):
+        pg.nn.Linear(1, 1).to(device).to(pg.complex128)
+
+
+def test_declared_dtypes_match_torch_where_installed() -> None:
+    torch = pytest.importorskip("torch")
+    for name in DECLARED + ["float16", "bfloat16", "float32", "float64"]:
+        mine, ref = getattr(pg, name), getattr(torch, name)
+        assert repr(pg.finfo(mine)) == repr(torch.finfo(ref)), name
+        assert (mine.is_complex, mine.is_floating_point, mine.is_signed, mine.itemsize) == (
+            ref.is_complex, ref.is_floating_point, ref.is_signed, ref.itemsize), name
