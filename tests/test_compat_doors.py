@@ -823,3 +823,68 @@ def test_declared_dtypes_match_torch_where_installed() -> None:
         assert repr(pg.finfo(mine)) == repr(torch.finfo(ref)), name
         assert (mine.is_complex, mine.is_floating_point, mine.is_signed, mine.itemsize) == (
             ref.is_complex, ref.is_floating_point, ref.is_signed, ref.itemsize), name
+
+
+# ------------------------------------------------------------ nn.utils.fusion, overrides
+def _trained_bn(bn: pg.nn.Module, shape: tuple[int, ...], device: str) -> None:
+    bn.train()
+    with pg.no_grad():
+        for _ in range(3):
+            bn(pg.randn(*shape, device=device) * 3 + 1)
+        if bn.weight is not None:
+            bn.weight.copy_(pg.rand(bn.num_features, device=device) + 0.5)
+            bn.bias.copy_(pg.randn(bn.num_features, device=device))
+    bn.eval()
+
+
+def test_fusion_matches_the_two_layers(device: str) -> None:
+    from portagrad.nn.utils import fusion
+
+    pg.manual_seed(0)
+    conv = pg.nn.Conv2d(3, 4, 3).to(device).eval()
+    bn = pg.nn.BatchNorm2d(4).to(device)
+    _trained_bn(bn, (2, 4, 5, 5), device)
+    x = pg.randn(2, 3, 7, 7, device=device)
+    fused = fusion.fuse_conv_bn_eval(conv, bn)
+    assert fused is not conv and isinstance(fused.weight, pg.nn.Parameter)
+    assert pg.allclose(fused(x), bn(conv(x)), atol=1e-5)
+    tconv = pg.nn.ConvTranspose2d(4, 2, 3, bias=False).to(device).eval()
+    tbn = pg.nn.BatchNorm2d(2).to(device)
+    _trained_bn(tbn, (2, 2, 5, 5), device)
+    y = pg.randn(1, 4, 4, 4, device=device)
+    assert pg.allclose(fusion.fuse_conv_bn_eval(tconv, tbn, transpose=True)(y), tbn(tconv(y)),
+                       atol=1e-5)
+    lin = pg.nn.Linear(5, 6).to(device).eval()
+    lbn = pg.nn.BatchNorm1d(6).to(device)
+    _trained_bn(lbn, (8, 6), device)
+    z = pg.randn(3, 5, device=device)
+    assert pg.allclose(fusion.fuse_linear_bn_eval(lin, lbn)(z), lbn(lin(z)), atol=1e-5)
+    with pytest.raises(AssertionError, match="Fusion only for eval"):
+        fusion.fuse_linear_bn_eval(lin.train(), lbn)
+    with pytest.raises(AssertionError, match="out_features == bn.num_features"):
+        fusion.fuse_linear_bn_eval(pg.nn.Linear(5, 3).eval(), lbn)
+
+
+def test_overrides_detect_but_do_not_dispatch() -> None:
+    from portagrad import overrides
+
+    class Like:
+        @classmethod
+        def __torch_function__(cls, func: Any, types: Any, args: Any = (),
+                               kwargs: Any = None) -> Any:
+            return "mine"
+
+    t = pg.ones(1)
+    assert not overrides.has_torch_function((t, 1)) and overrides.has_torch_function((t, Like()))
+    assert overrides.has_torch_function_unary(Like()) and not overrides.has_torch_function_unary(t)
+    assert overrides.has_torch_function_variadic(t, Like())
+    assert overrides.is_tensor_like(t) and overrides.is_tensor_like(Like())
+    assert not overrides.is_tensor_like(3)
+    with pytest.raises(NotImplementedError, match="__torch_function__"):
+        overrides.handle_torch_function(pg.add, (Like(),), Like(), 1)
+
+    class Mode(overrides.TorchFunctionMode):  # subclassing at import works
+        pass
+
+    with pytest.raises(NotImplementedError, match="would never be called"), Mode():
+        pass
