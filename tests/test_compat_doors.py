@@ -888,3 +888,63 @@ def test_overrides_detect_but_do_not_dispatch() -> None:
 
     with pytest.raises(NotImplementedError, match="would never be called"), Mode():
         pass
+
+
+# ------------------------------------------------------------------- nn.utils.prune
+def test_prune_masks_reparametrize_and_remove(device: str) -> None:
+    from portagrad.nn.utils import prune
+
+    m = pg.nn.Linear(4, 3).to(device)
+    with pg.no_grad():
+        m.weight.copy_(pg.arange(12, dtype=pg.float32, device=device).reshape(3, 4) - 5.4)
+    prune.l1_unstructured(m, "weight", amount=0.25)  # the 3 smallest |w|: -0.4, 0.6, -1.4
+    assert sorted(n for n, _ in m.named_parameters()) == ["bias", "weight_orig"]
+    assert m.weight_mask.sum().item() == 9 and prune.is_pruned(m)
+    assert m.weight_mask.tolist()[1] == [0.0, 0.0, 0.0, 1.0]
+    x = pg.ones(2, 4, device=device)
+    m(x).sum().backward()  # the gradient reaches weight_orig through the mask
+    assert pg.equal(m.weight_orig.grad, m.weight_mask * 2)
+    prune.ln_structured(m, "weight", amount=1, n=2, dim=0)  # combined: row 1 has the least norm
+    assert isinstance(next(iter(m._forward_pre_hooks.values())), prune.PruningContainer)
+    assert m.weight_mask.sum(dim=1).tolist() == [4.0, 0.0, 4.0]
+    prune.remove(m, "weight")
+    assert isinstance(m.weight, pg.nn.Parameter) and not prune.is_pruned(m)
+    assert m.weight.tolist()[1] == [0.0, 0.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="has to be pruned before"):
+        prune.remove(m, "weight")
+    with pytest.raises(ValueError, match="should be smaller than"):
+        prune.random_unstructured(m, "bias", amount=10)
+    assert "bias" in dict(m.named_parameters())  # a failed prune puts the parameter back
+    with pytest.raises(ValueError, match="float in the range"):
+        prune.L1Unstructured(amount=1.5)
+    with pytest.raises(ValueError, match="multidimensional"):
+        prune.random_structured(m, "bias", amount=1, dim=0)
+    prune.random_unstructured(m, "bias", amount=1)
+    assert m.bias_mask.sum().item() == 2
+    prune.custom_from_mask(m, "bias", pg.tensor([1.0, 0.0, 1.0], device=device))
+    assert m.bias_mask.sum().item() <= 1
+
+
+def test_prune_matches_torch_where_installed() -> None:
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    import torch.nn.utils.prune as ref
+
+    from portagrad.nn.utils import prune
+
+    pg.manual_seed(0)
+    a, b = pg.nn.Linear(4, 3), pg.nn.Linear(3, 2)
+    ta, tb = torch.nn.Linear(4, 3), torch.nn.Linear(3, 2)
+    with torch.no_grad():
+        for mine, theirs in ((a, ta), (b, tb)):
+            theirs.weight.copy_(torch.tensor(mine.weight.detach().numpy()))
+    for fn, kw in ((prune.l1_unstructured, {"amount": 0.5}),
+                   (prune.ln_structured, {"amount": 1, "n": 2, "dim": 0}),
+                   (prune.l1_unstructured, {"amount": 2})):
+        fn(a, "weight", **kw)
+        getattr(ref, fn.__name__)(ta, "weight", **kw)
+        assert np.array_equal(a.weight_mask.numpy(), ta.weight_mask.numpy()), fn.__name__
+    prune.global_unstructured([(a, "weight"), (b, "weight")], prune.L1Unstructured, amount=0.4)
+    ref.global_unstructured([(ta, "weight"), (tb, "weight")], ref.L1Unstructured, amount=0.4)
+    assert np.array_equal(a.weight_mask.numpy(), ta.weight_mask.numpy())
+    assert np.array_equal(b.weight_mask.numpy(), tb.weight_mask.numpy())
