@@ -948,3 +948,19 @@ def test_prune_matches_torch_where_installed() -> None:
     ref.global_unstructured([(ta, "weight"), (tb, "weight")], ref.L1Unstructured, amount=0.4)
     assert np.array_equal(a.weight_mask.numpy(), ta.weight_mask.numpy())
     assert np.array_equal(b.weight_mask.numpy(), tb.weight_mask.numpy())
+
+
+def test_jit_isinstance_refines_containers() -> None:
+    cases: list[tuple[Any, Any, bool]] = [
+        ([1, 2], list[int], True), ([1, "a"], list[int], False), ({"a": 1}, dict[str, int], True),
+        ({"a": "b"}, dict[str, int], False), (None, int | None, True), (1.5, int | None, False),
+        ((1, "x"), tuple[int, str], True), ((1, 2, 3), tuple[int, ...], False),
+        ([pg.ones(1)], list[pg.Tensor], True), (3, int, True), ("3", int, False)]
+    for obj, target, want in cases:
+        assert jit.isinstance(obj, target) is want, (obj, target)
+    torch = pytest.importorskip("torch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for obj, target, want in cases:
+            if "portagrad" not in repr(target):
+                assert torch.jit.isinstance(obj, target) is want, (obj, target)

@@ -12,6 +12,8 @@ compiler. Saving and loading TorchScript archives (:func:`save`, :func:`load`) r
 ``NotImplementedError``.
 """
 # no `from __future__ import annotations`: that name is the submodule torch.jit.annotations here
+import builtins
+import types
 import typing
 import warnings
 from collections.abc import Callable
@@ -23,6 +25,7 @@ from . import annotations
 
 __all__ = ["Attribute", "Final", "Future", "ScriptFunction", "ScriptModule", "annotate",
            "annotations", "export", "fork", "ignore", "interface", "is_scripting", "is_tracing",
+           "isinstance",
            "load", "save", "script", "script_if_tracing", "script_method", "trace",
            "trace_module", "unused", "wait", "_overload", "_overload_method"]
 
@@ -51,6 +54,34 @@ def is_scripting() -> bool:
 def is_tracing() -> bool:
     """``False``: :func:`trace` runs its inputs eagerly, not under a recording tracer."""
     return False
+
+
+def _refine(obj: Any, target: Any) -> bool:
+    origin, args = typing.get_origin(target), typing.get_args(target)
+    if target is Any:
+        return True
+    if origin is None:
+        return builtins.isinstance(obj, target)
+    if origin is typing.Union or (origin is types.UnionType):
+        return any(_refine(obj, a) for a in args)
+    if origin is list:
+        return builtins.isinstance(obj, list) and all(_refine(x, args[0]) for x in obj)
+    if origin is dict:
+        return builtins.isinstance(obj, dict) and all(
+            _refine(k, args[0]) and _refine(v, args[1]) for k, v in obj.items())
+    if origin is tuple:
+        if not builtins.isinstance(obj, tuple):
+            return False
+        # element by element, as PyTorch: Tuple[int, ...] matches only a 2-tuple here too
+        return len(obj) == len(args) and all(_refine(x, a) for x, a in zip(obj, args))
+    return builtins.isinstance(obj, origin)
+
+
+def isinstance(obj: Any, target_type: Any) -> bool:
+    """``torch.jit.isinstance``: ``isinstance`` that also checks the elements of parametrized
+    containers (``List[int]``, ``Dict[str, Tensor]``, ``Tuple[int, str]``, ``Optional[T]``),
+    as TorchScript refines them."""
+    return _refine(obj, target_type)
 
 
 def script(obj: Any, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None,
