@@ -7,6 +7,7 @@ not versions compare as strings.
 """
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -50,14 +51,16 @@ class TorchVersion(str):
             return _key(other)
         if isinstance(other, Iterable):
             return _key(".".join(str(p) for p in other))
-        return _key(str(other))  # packaging's Version prints as its canonical form
+        if hasattr(other, "release"):  # a packaging Version prints as its canonical form
+            return _key(str(other))
+        raise ValueError(f"not a version: {other!r}")
 
     def _cmp(self, other: Any, op: str) -> bool:
         try:
             a, b = _key(self), self._other_key(other)
-        except ValueError:
-            return bool(getattr(str(self), op)(other))
-        return bool(getattr(a, op)(b))
+        except ValueError:  # not a version: compare as the plain strings (or fail as they do)
+            return bool(getattr(operator, op.strip("_"))(str(self), other))
+        return bool(getattr(operator, op.strip("_"))(a, b))
 
     def __lt__(self, other: Any) -> bool:
         return self._cmp(other, "__lt__")

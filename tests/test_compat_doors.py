@@ -964,3 +964,14 @@ def test_jit_isinstance_refines_containers() -> None:
         for obj, target, want in cases:
             if "portagrad" not in repr(target):
                 assert torch.jit.isinstance(obj, target) is want, (obj, target)
+
+
+def test_torch_version_against_non_versions() -> None:
+    from portagrad.torch_version import TorchVersion
+
+    v = TorchVersion("2.13.0")
+    assert (v == None) is False and (v != 5) is True  # noqa: E711  (the operator is the subject)
+    with pytest.raises(TypeError):
+        _ = v < None  # type: ignore[operator]
+    with pytest.raises(TypeError):
+        _ = v > 2  # not a version: string order, which an int does not have
