@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from ..nn.modules.container import Sequential
 from ..nn.modules.module import Module
 
 __all__ = ["Graph", "GraphModule", "Interpreter", "Node", "Proxy", "Tracer", "Transformer",
@@ -57,7 +58,7 @@ class Tracer:
         ``Sequential`` are leaves."""
         mod = type(m).__module__
         return ((mod.startswith("torch.nn") or mod.startswith("portagrad.nn"))
-                and type(m).__name__ != "Sequential")
+                and not isinstance(m, Sequential))
 
     def trace(self, root: Any, concrete_args: dict[str, Any] | None = None) -> Any:
         raise NotImplementedError(f"torch.fx.Tracer.trace: {_WHY}")
