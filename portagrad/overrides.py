@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ._C import _disabled_torch_function_impl
 from ._tensor import Tensor
 
 __all__ = ["TorchFunctionMode", "handle_torch_function", "has_torch_function",
@@ -22,8 +23,10 @@ _WHY = "portagrad does not dispatch calls through __torch_function__"
 
 
 def _overrides(obj: Any) -> bool:
-    # portagrad's Tensor defines no __torch_function__; a subclass or a foreign type may
-    return hasattr(type(obj), "__torch_function__")
+    # portagrad's Tensor defines no __torch_function__; a subclass or a foreign type may, and
+    # the disabled implementation means "none", as in PyTorch
+    impl = getattr(type(obj), "__torch_function__", None)
+    return impl is not None and impl is not _disabled_torch_function_impl
 
 
 def has_torch_function(relevant_args: Iterable[Any]) -> bool:

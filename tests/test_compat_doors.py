@@ -153,6 +153,10 @@ def test_c_private_names() -> None:
     assert pg.is_grad_enabled()
     with pytest.raises(TypeError, match="must be bool, not int"):
         _C._set_grad_enabled(1)
+    a = pg.ones(4)
+    assert _C._is_alias_of(a, a[1:]) and _C._is_alias_of(a.view(2, 2), a)
+    assert not _C._is_alias_of(a, a.clone())
+    assert _C._disabled_torch_function_impl(pg.add, (), (pg.ones(1), 1)).tolist() == [2.0]
 
 
 def test_parse_to(device: str) -> None:
@@ -882,6 +886,11 @@ def test_overrides_detect_but_do_not_dispatch() -> None:
     assert not overrides.is_tensor_like(3)
     with pytest.raises(NotImplementedError, match="__torch_function__"):
         overrides.handle_torch_function(pg.add, (Like(),), Like(), 1)
+
+    class Off:  # PyTorch's way of declaring "no override" in a class body
+        __torch_function__ = _C._disabled_torch_function_impl
+
+    assert not overrides.has_torch_function((Off(),))
 
     class Mode(overrides.TorchFunctionMode):  # subclassing at import works
         pass

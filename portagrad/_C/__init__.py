@@ -13,10 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from .. import autograd
+from .._tensor import Tensor
 from ..backend_flags import cpu
 from . import _nn
 
-__all__ = ["_nn", "_get_cpu_capability", "_get_privateuse1_backend_name", "_get_tracing_state",
+__all__ = ["_nn", "_disabled_torch_function_impl", "_get_cpu_capability",
+           "_get_privateuse1_backend_name", "_get_tracing_state", "_is_alias_of",
            "_log_api_usage_once", "_set_grad_enabled", "is_grad_enabled"]
 
 
@@ -56,3 +58,18 @@ def _set_grad_enabled(enabled: Any) -> None:
 def is_grad_enabled() -> bool:
     """Whether gradient recording is on in this thread."""
     return autograd.is_grad_enabled()
+
+
+def _is_alias_of(a: Tensor, b: Tensor) -> bool:
+    """Whether tensors ``a`` and ``b`` share memory (views of one storage)."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError("_is_alias_of(): arguments must be Tensors")
+    return a._storage is b._storage or a._storage.buffer is b._storage.buffer
+
+
+def _disabled_torch_function_impl(func: Any, types: Any, args: Any = (),
+                                  kwargs: Any = None) -> Any:
+    """The ``__torch_function__`` that turns the protocol off for a class (assigned in class
+    bodies, ``__torch_function__ = torch._C._disabled_torch_function_impl``): calls ``func``
+    plainly. :func:`portagrad.overrides.has_torch_function` ignores classes that use it."""
+    return func(*args, **(kwargs or {}))
