@@ -80,6 +80,7 @@ def test_jit_flags_and_decorators(monkeypatch: pytest.MonkeyPatch) -> None:
     assert jit.Attribute(3, int) == (3, int) and jit.Attribute(3, int).value == 3
     assert jit.Final is __import__("typing").Final
     assert jit.annotations.Optional is __import__("typing").Optional
+    assert jit.annotations.BroadcastingList2[int] is None  # annotation only, as in PyTorch
     assert issubclass(jit.ScriptModule, pg.nn.Module)
     with pytest.raises(TypeError, match="No constructor defined"):
         jit.ScriptFunction()
@@ -135,6 +136,7 @@ def test_jit_matches_torch_where_installed() -> None:
                                                                                1))
     assert tuple(torch.jit.Attribute(3, int)) == tuple(jit.Attribute(3, int))
     assert torch.jit.Final is jit.Final
+    assert torch.jit.annotations.BroadcastingList2[int] is jit.annotations.BroadcastingList2[int]
 
 
 # ------------------------------------------------------------------------------------ torch._C
