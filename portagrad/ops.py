@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["OpOverloadPacket", "load_library", "loaded_libraries"]
+__all__ = ["ExtensionLoadError", "OpOverloadPacket", "load_library", "loaded_libraries"]
 
 
 @dataclass
@@ -82,9 +82,15 @@ def __getattr__(name: str) -> _OpNamespace:
     return _OpNamespace(name)
 
 
+class ExtensionLoadError(OSError, NotImplementedError):
+    """A compiled PyTorch extension cannot be loaded. An ``OSError``, what PyTorch raises for a
+    library it cannot load (so ``except OSError`` fallbacks, torchvision's among them, work),
+    and a ``NotImplementedError``, which is why."""
+
+
 def load_library(path: str | os.PathLike[str]) -> None:
     """``torch.ops.load_library``: compiled extensions link against PyTorch's C++ library, which
-    portagrad is not, so this raises ``NotImplementedError`` naming the file."""
-    raise NotImplementedError(f"torch.ops.load_library({os.fspath(path)!r}): compiled PyTorch "
-                              "extensions (C++/CUDA .so files) cannot be loaded by portagrad; "
-                              "define the operator in Python with torch.library.custom_op")
+    portagrad is not, so this raises :class:`ExtensionLoadError` naming the file."""
+    raise ExtensionLoadError(f"Could not load this library: {os.fspath(path)} (compiled PyTorch "
+                             "extensions, C++/CUDA .so files, cannot be loaded by portagrad; "
+                             "define the operator in Python with torch.library.custom_op)")

@@ -794,6 +794,8 @@ def test_library_define_impl_and_load_library(tmp_path: Path) -> None:
         ops._REGISTRY.pop("pgtest2::thrice", None)
     with pytest.raises(NotImplementedError, match="compiled PyTorch extensions"):
         ops.load_library(str(tmp_path / "ext.so"))
+    with pytest.raises(OSError, match="Could not load this library"):  # PyTorch's failure type
+        ops.load_library(str(tmp_path / "ext.so"))
 
 
 # ------------------------------------------------------------ dtypes named at import
