@@ -41,8 +41,10 @@ def test_jit_script_and_trace_return_the_object_and_warn_once(monkeypatch: pytes
     with pytest.warns(UserWarning, match="no TorchScript compiler"):
         assert jit.script(lin) is lin
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # the second call is silent
+        warnings.simplefilter("error", UserWarning)  # the second call does not say it again
         assert jit.script(lin) is lin
+    with pytest.warns(DeprecationWarning, match="`torch.jit.script` is deprecated"):
+        jit.script(lin)  # as PyTorch 2.13, every call
 
     calls: list[Any] = []
 
@@ -70,9 +72,18 @@ def test_jit_flags_and_decorators(monkeypatch: pytest.MonkeyPatch) -> None:
     def f() -> int:
         return 1
 
-    for deco in (jit.unused, jit.export, jit.interface, jit.ignore, jit._overload_method,
+    for deco in (jit.unused, jit.export, jit.ignore, jit._overload_method,
                  jit._overload, jit.script_if_tracing, jit.script_method):
         assert deco(f) is f
+
+    class Iface:
+        pass
+
+    with pytest.warns(DeprecationWarning, match="interface` is deprecated"):
+        assert jit.interface(Iface) is Iface
+    with pytest.raises(RuntimeError, match="interface must be applied to a class"), \
+            pytest.warns(DeprecationWarning):
+        jit.interface(f)
     assert jit.ignore(drop=True)(f) is f
     with pytest.raises(RuntimeError, match="must be a bool or a function"):
         jit.ignore("x")
@@ -94,6 +105,7 @@ def test_jit_save_load_name_torchscript_archives(tmp_path: Path) -> None:
         jit.load(str(tmp_path / "m.pt"))
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit:DeprecationWarning")
 def test_jit_fork_runs_eagerly_and_wait_returns() -> None:
     fut = jit.fork(lambda a, b=0: a + b, 1, b=2)
     assert isinstance(fut, futures.Future) and fut.done()
@@ -128,6 +140,7 @@ def test_futures_then_collect_and_errors() -> None:
     assert both.done() and futures.wait_all(both.wait()) == [4, 40]
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit:DeprecationWarning")
 def test_jit_matches_torch_where_installed() -> None:
     torch = pytest.importorskip("torch")
     assert torch.jit.is_scripting() == jit.is_scripting()

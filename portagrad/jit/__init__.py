@@ -46,6 +46,12 @@ def _warn_not_compiled(entry: str) -> None:
                   "is compiled). This warning is shown once.", UserWarning, stacklevel=3)
 
 
+def _deprecated(name: str, instead: str = "switch to `torch.compile` or `torch.export`") -> None:
+    # PyTorch 2.13 deprecates TorchScript's entry points with these warnings; so does portagrad
+    warnings.warn(f"`torch.jit.{name}` is deprecated. Please {instead}.", DeprecationWarning,
+                  stacklevel=3)
+
+
 def is_scripting() -> bool:
     """``False``: code never runs under the TorchScript compiler in portagrad."""
     return False
@@ -80,7 +86,7 @@ def _refine(obj: Any, target: Any) -> bool:
 def isinstance(obj: Any, target_type: Any) -> bool:
     """``torch.jit.isinstance``: ``isinstance`` that also checks the elements of parametrized
     containers (``List[int]``, ``Dict[str, Tensor]``, ``Tuple[int, str]``, ``Optional[T]``),
-    as TorchScript refines them."""
+    as TorchScript refines them. (This module's own code calls ``builtins.isinstance``.)"""
     return _refine(obj, target_type)
 
 
@@ -88,6 +94,7 @@ def script(obj: Any, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None
            example_inputs: Any = None) -> Any:
     """``torch.jit.script``: returns ``obj`` (a module, function or class) itself, to run
     eagerly; warns once that nothing is compiled."""
+    _deprecated("script")
     if not callable(obj):
         raise RuntimeError(f"Type '{type(obj).__name__}' cannot be compiled since it is not a "
                            "module, function or class")
@@ -96,7 +103,7 @@ def script(obj: Any, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None
 
 
 def _as_tuple(inputs: Any) -> tuple[Any, ...]:
-    return inputs if isinstance(inputs, tuple) else (inputs,)
+    return inputs if builtins.isinstance(inputs, tuple) else (inputs,)
 
 
 def trace(func: Callable[..., Any], example_inputs: Any = None, optimize: Any = None,
@@ -107,6 +114,7 @@ def trace(func: Callable[..., Any], example_inputs: Any = None, optimize: Any = 
     """``torch.jit.trace``: runs ``func`` once on the example inputs (a tuple, a single value, or
     ``example_kwarg_inputs``), as PyTorch's tracer does, and returns ``func`` itself to run
     eagerly; warns once that nothing is compiled."""
+    _deprecated("trace")
     if not callable(func):
         raise TypeError(f"trace(): func must be a module or a function, got "
                         f"{type(func).__name__}")
@@ -114,7 +122,7 @@ def trace(func: Callable[..., Any], example_inputs: Any = None, optimize: Any = 
         raise RuntimeError("example_kwarg_inputs or example_inputs must be provided to trace")
     _warn_not_compiled("trace")
     if example_kwarg_inputs is not None:
-        if not isinstance(example_kwarg_inputs, dict):
+        if not builtins.isinstance(example_kwarg_inputs, dict):
             raise RuntimeError("example_kwarg_inputs must be a dict")
         func(**example_kwarg_inputs)
     else:
@@ -130,9 +138,9 @@ def trace_module(mod: Module, inputs: dict[str, Any], optimize: Any = None,
                  _store_inputs: bool = True) -> Module:
     """``torch.jit.trace_module``: runs each method named in ``inputs`` once on its example
     inputs and returns ``mod`` itself; warns once that nothing is compiled."""
-    if not isinstance(mod, Module):
+    if not builtins.isinstance(mod, Module):
         raise AttributeError("expected torch.nn.Module as the first argument")
-    if not isinstance(inputs, dict):
+    if not builtins.isinstance(inputs, dict):
         raise AttributeError("expected a dictionary of (method_name, input) pairs")
     _warn_not_compiled("trace_module")
     for name, args in inputs.items():
@@ -159,7 +167,7 @@ def ignore(drop: Any = False, **kwargs: Any) -> Any:
     function itself. Usable as ``@ignore`` and ``@ignore(drop=...)``."""
     if callable(drop):
         return drop
-    if not isinstance(drop, bool):
+    if not builtins.isinstance(drop, bool):
         raise RuntimeError(f"Argument to @torch.jit.ignore must be a bool or a function but got "
                            f"{drop}")
     return lambda fn: fn
@@ -177,7 +185,10 @@ def export(fn: F) -> F:
 
 def interface(obj: F) -> F:
     """``torch.jit.interface``: declares a TorchScript interface type; eagerly the class
-    itself."""
+    itself (a class is required, as in PyTorch)."""
+    _deprecated("interface", "use `torch.compile` instead")
+    if not builtins.isinstance(obj, type):
+        raise RuntimeError("interface must be applied to a class")
     return obj
 
 
@@ -212,7 +223,7 @@ class ScriptModule(Module):
 
 class ScriptFunction:
     """``torch.jit.ScriptFunction``: the type of compiled functions. portagrad compiles none, so
-    there are no instances; ``isinstance(f, ScriptFunction)`` is ``False`` for every function."""
+    there are no instances; ``builtins.isinstance(f, ScriptFunction)`` is ``False`` for every function."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("ScriptFunction: No constructor defined! (portagrad compiles nothing, "
@@ -223,6 +234,7 @@ def fork(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
     """``torch.jit.fork``: in eager mode, runs ``func(*args, **kwargs)`` now and returns a
     completed :class:`~portagrad.futures.Future` (an exception propagates here, as in
     PyTorch)."""
+    _deprecated("fork", "use `torch.compile` instead")
     fut: Future[Any] = Future()
     fut.set_result(func(*args, **kwargs))
     return fut
@@ -230,7 +242,8 @@ def fork(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
 
 def wait(future: Future[Any]) -> Any:
     """``torch.jit.wait``: the value of a future from :func:`fork`."""
-    if not isinstance(future, Future):
+    _deprecated("wait", "use `torch.compile` instead")
+    if not builtins.isinstance(future, Future):
         raise TypeError(f"wait(): expected a Future, got {type(future).__name__}")
     return future.wait()
 
