@@ -109,7 +109,7 @@ def _fill_random(t: Tensor, kind: str, a: float, b: float, generator: Generator 
 def _float_dtype(dtype: Any) -> Any:
     dt = _dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype)
     if not dt.is_floating_point:
-        raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{dt.name}'")
+        raise NotImplementedError(f"\"check_uniform_bounds\" not implemented for '{dt.name}'")
     return dt
 
 

@@ -434,12 +434,15 @@ def test_indexing_cat_gather_scatter(device: str) -> None:
     assert c.dtype is pg.int16 and c.tolist() == [1, 2, -1]
 
 
-def test_bfloat16_scatter_add_rounds_each_sum(device: str) -> None:
+def test_bfloat16_scatter_add_rounds_once_index_add_each_sum(device: str) -> None:
     _need(device, pg.bfloat16)
     z = pg.full((1,), 256.0, dtype=pg.bfloat16, device=device)
-    z.scatter_add_(0, pg.zeros(4, dtype=pg.int64, device=device),
-                   pg.ones(4, dtype=pg.bfloat16, device=device))
-    assert z.item() == 256.0  # 256 + 1 rounds back to 256 each time, as PyTorch
+    idx = pg.zeros(4, dtype=pg.int64, device=device)
+    ones = pg.ones(4, dtype=pg.bfloat16, device=device)
+    # as PyTorch: scatter_add sums in float32 and rounds once (260); index_add into a 1-D tensor
+    # adds one element at a time, and 256 + 1 rounds back to 256 each time
+    assert z.clone().scatter_add_(0, idx, ones).item() == 260.0
+    assert z.clone().index_add_(0, idx, ones).item() == 256.0
 
 
 @pytest.mark.parametrize("d", NEW, ids=lambda d: d.name)

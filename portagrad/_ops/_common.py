@@ -151,8 +151,9 @@ _NO_BOOL_KERNEL = {
 
 
 def refuse_bool(op: str, dt: _dtype.dtype) -> None:
-    """Raise PyTorch's error (a RuntimeError) when ``op`` meets a bool tensor (``dt`` bool)."""
+    """Raise PyTorch's error when ``op`` meets a bool tensor (``dt`` bool): a
+    ``NotImplementedError`` (a ``RuntimeError``) naming the kernel, as PyTorch's dispatch."""
     if dt is _dtype.bool:
         if op == "topk":
             raise RuntimeError("topk does not support bool dtypes on CPU")
-        raise RuntimeError(f"\"{_NO_BOOL_KERNEL[op]}\" not implemented for 'Bool'")
+        raise NotImplementedError(f"\"{_NO_BOOL_KERNEL[op]}\" not implemented for 'Bool'")

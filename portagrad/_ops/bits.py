@@ -30,7 +30,7 @@ def _ints(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
         raise TypeError(f"{name}(): at least one argument must be a Tensor")
     dt = _dtype.result_type(a, b)
     if dt.is_floating_point or dt is _dtype.bool:
-        raise RuntimeError(f"\"{name}_cpu\" not implemented for '{elementwise._type_name(dt)}'")
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{elementwise._type_name(dt)}'")
     ta = a.to(dt) if isinstance(a, Tensor) else _creation.full_like(ref, a, dtype=dt)
     tb = b.to(dt) if isinstance(b, Tensor) else _creation.full_like(ref, b, dtype=dt)
     return ta, tb
@@ -121,7 +121,7 @@ def nextafter(input: Tensor, other: Tensor) -> Tensor:
     """The next representable float after ``input`` towards ``other``."""
     dt = _dtype.result_type(input, other)
     if not dt.is_floating_point:
-        raise RuntimeError(f"\"nextafter_cpu\" not implemented for '{elementwise._type_name(dt)}'")
+        raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{elementwise._type_name(dt)}'")
     idt = {4: _dtype.int32, 8: _dtype.int64}.get(dt.itemsize)
     if idt is None:
         raise NotImplementedError(f"nextafter for {dt} is not implemented")

@@ -121,7 +121,7 @@ def _tri_indices(lower: bool, row: int, col: int, offset: int, dtype: Any, devic
                  ) -> Tensor:
     r, c = np.tril_indices(row, offset, col) if lower else np.triu_indices(row, offset, col)
     if dtype is not _dtype.int64 and dtype is not _dtype.int32:
-        raise RuntimeError(f"\"{'tril' if lower else 'triu'}_indices\" not implemented for "
+        raise NotImplementedError(f"\"{'tril' if lower else 'triu'}_indices\" not implemented for "
                            f"'{dtype}'")
     return _creation.tensor(np.stack([r, c]).reshape(2, -1), dtype=dtype, device=device)
 

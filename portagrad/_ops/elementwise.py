@@ -480,8 +480,8 @@ def logical_xor(input: Any, other: Any) -> Tensor:
 
 def _bitwise(op: str, a: Any, b: Any) -> Tensor:
     a, b, dt = prepare_binary(a, b, op)
-    if dt.is_floating_point:  # PyTorch's NotImplementedError, a RuntimeError
-        raise RuntimeError(f"\"{op}_cpu\" not implemented for '{_type_name(dt)}'")
+    if dt.is_floating_point:  # PyTorch's NotImplementedError (a RuntimeError)
+        raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{_type_name(dt)}'")
     t = a if isinstance(a, Tensor) else b
     return _raw.binary(op, a, b, dt, like=t)
 

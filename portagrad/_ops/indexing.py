@@ -28,7 +28,7 @@ from .shape import as_strided, basic_index, expand, reshape
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "masked_fill", "masked_select",
            "nonzero", "flip", "where", "getitem", "setitem", "strided_region", "take_along_dim",
-           "index_add", "index_fill", "index_copy"]
+           "index_add", "index_fill", "index_copy", "scatter_add_in_order"]
 
 
 def _as_index(index: Any, like: Tensor, name: str = "index") -> Tensor:
@@ -135,6 +135,9 @@ def _scatter_args(input: Tensor, dim: int, index: Any, src: Any) -> tuple[int, T
     return d, index, src
 
 
+_HALF = (_dtype.float16, _dtype.bfloat16)
+
+
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
             reduce: str | None = None) -> Tensor:
     """Out-of-place scatter: a copy of ``input`` with ``src`` (or ``value``) written at ``index``."""
@@ -148,6 +151,11 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
         idx1 = reshape(index, (-1,)) if isinstance(index, Tensor) else index
         return reshape(scatter(reshape(input, (1,)), 0, idx1, src1, reduce=reduce), ())
     d, index, src = _scatter_args(input, dim, index, src)
+    if reduce == "add" and isinstance(src, Tensor) and input.dtype in _HALF:
+        # PyTorch sums a 16-bit scatter-add in float32 and rounds each slot once (summing in 16
+        # bits would round after every element: 300 ones would stop at 256 in bfloat16)
+        f32 = _dtype.float32
+        return call(_Scatter, input.to(f32), d, index, src.to(f32), reduce).to(input.dtype)
     return call(_Scatter, input, d, index, src, reduce)
 
 
@@ -197,7 +205,28 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
     # alpha takes source's dtype by PyTorch's checked conversion (truncated; 300 for uint8 raises)
     alpha = _dtype.fit_scalar(to_scalar(alpha, source.dtype), source.dtype.name)
     src = source * alpha if alpha != 1 else source
+    if input.dtype in _HALF and isinstance(src, Tensor) and src.dtype is input.dtype:
+        if alpha != 1:  # (PyTorch's kernel for a scaled source adds element by element)
+            return call(_Scatter, input, d, idx, src, "add")
+        return _index_add_half(input, d, idx, src)
     return input + scatter_into_zeros(src, d, idx, tuple(input.shape))
+
+
+def _index_add_half(input: Tensor, d: int, idx: Tensor, src: Tensor) -> Tensor:
+    """16-bit ``index_add`` (``alpha`` 1) rounded as PyTorch's CPU kernel: slices of a tensor of
+    two or more dimensions summed in float32 and rounded once; a 1-D tensor element after
+    element in index order, each sum rounded."""
+    if input.dim() == 1:
+        return call(_Scatter, input, d, idx, src, "add")
+    f32 = _dtype.float32
+    return (input.to(f32) + scatter_into_zeros(src.to(f32), d, idx, tuple(input.shape))
+            ).to(input.dtype)
+
+
+def scatter_add_in_order(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """``input`` with ``src`` added at ``index`` one element after another in ``input``'s dtype
+    (in 16 bits each sum is rounded: ``index_put(accumulate=True)``'s rule in PyTorch)."""
+    return call(_Scatter, input, dim, index, src, "add")
 
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:

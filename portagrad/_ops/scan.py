@@ -118,7 +118,7 @@ def _logaddexp_inf(a: Tensor, b: Tensor) -> Tensor:
 def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """``log(cumsum(exp(input)))`` along ``dim``, computed stably."""
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"\"logcumsumexp_out_cpu\" not implemented for "
+        raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for "
                            f"'{elementwise._type_name(input.dtype)}'")
     d = _dim(input, dim)
     if input.dim() == 0:

@@ -22,7 +22,8 @@ from .shape import (
 )
 from .conversion import copy_
 from .diagonal import diagonal
-from .indexing import index_select, nonzero, setitem, where
+from ._gather import check_index_range
+from .indexing import index_select, nonzero, scatter_add_in_order, setitem, where
 
 __all__ = ["take", "masked_scatter", "argwhere", "put", "index_put", "diagonal_scatter",
            "select_scatter", "slice_scatter", "as_strided_scatter"]
@@ -132,7 +133,13 @@ def index_put(input: Tensor, indices: Sequence[Any], values: Any, accumulate: bo
                                                                    device=input.device)
     v = reshape(v.to(input.dtype).expand(tuple(shape) + rest), (-1,) + rest)
     flat = reshape(input, (-1,) + rest)
-    return reshape(flat.index_add(0, reshape(lin, (-1,)), v), input.shape)
+    lin = reshape(lin, (-1,))
+    if input.dtype in (_dtype.float16, _dtype.bfloat16):
+        # PyTorch accumulates 16-bit values one after another, rounding each sum
+        check_index_range(lin, flat.shape[0], 0)
+        full = reshape(lin, (-1,) + (1,) * len(rest)).expand(tuple(v.shape))
+        return reshape(scatter_add_in_order(flat, 0, full, v), input.shape)
+    return reshape(flat.index_add(0, lin, v), input.shape)
 
 
 def _embed(input: Tensor, src: Tensor, view: Any, name: str) -> Tensor:

@@ -100,7 +100,8 @@ def histc(input: Tensor, bins: int = 100, min: Any = 0, max: Any = 0) -> Tensor:
     """Histogram of ``bins`` equal-width bins over ``[min, max]`` (the data's range when both are
     0); elements outside are ignored."""
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"\"histogram_cpu\" not implemented for '{elementwise._type_name(input.dtype)}'")
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for "
+                                  f"'{elementwise._type_name(input.dtype)}'")
     if bins <= 0:
         raise RuntimeError("torch.histc(): bins must be > 0, but got " + str(bins) + " for bins")
     with _no_grad():

@@ -94,6 +94,17 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     if reduce == "amin":
         return neg(scatter_reduce(neg(input), d, index, neg(s), "amax",
                                     include_self=include_self))
+    if input.dtype in (_dtype.float16, _dtype.bfloat16) and reduce != "amax":
+        # PyTorch reduces 16-bit sums and products in float32 and rounds each slot once; a
+        # mean is that rounded sum divided by the count (one more rounding)
+        f32 = _dtype.float32
+        total = scatter_reduce(input.to(f32), d, index, s.to(f32),
+                               "sum" if reduce == "mean" else reduce,
+                               include_self=include_self).to(input.dtype)
+        if reduce != "mean":
+            return total
+        n = add(count, 1) if include_self else maximum(count, 1)
+        return where(hit, div(total, n.to(input.dtype)), input)
     if reduce in ("sum", "mean"):
         total = scatter_add(_creation.zeros(input.shape, dtype=input.dtype, device=input.device),
                             d, index, s)

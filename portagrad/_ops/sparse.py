@@ -28,8 +28,15 @@ from .matmul import mm
 from .search import unique_consecutive
 from .segment import scatter_reduce
 
-__all__ = ["SparseCooTensor", "sparse_coo_tensor", "to_sparse", "sparse_mm", "sparse_sum",
+__all__ = ["SPARSE_GRADS", "SparseCooTensor", "sparse_coo_tensor", "to_sparse", "sparse_mm", "sparse_sum",
            "sparse_addmm", "sparse_softmax", "sparse_log_softmax", "is_sparse"]
+
+
+class SPARSE_GRADS:
+    """``made`` turns true once a backward has produced a sparse gradient (``Embedding(sparse=
+    True)``): until then the optimizers skip looking for sparse ``.grad`` s on each step."""
+
+    made = False
 
 
 def _linear(indices: Tensor, size: Sequence[int]) -> Tensor:
@@ -305,8 +312,17 @@ class SparseCooTensor:
             raise TypeError("len() of a 0-d tensor")
         return self._size[0]
 
+    def zero_(self) -> SparseCooTensor:
+        """Emptied in place (no entries left), as PyTorch's ``zero_`` of a sparse tensor."""
+        self._idx = self._idx.new_zeros((self._idx.shape[0], 0))
+        self._val = self._val.new_zeros((0,) + tuple(self._val.shape[1:]))
+        self._coalesced = True
+        return self
+
     def __getattr__(self, name: str) -> Any:
-        if not name.startswith("__") and hasattr(Tensor, name):
+        # a private name (``_storage``...) is an AttributeError, so that code probing a dense
+        # tensor's internals with getattr(x, name, default) sees "not a dense tensor"
+        if not name.startswith("_") and hasattr(Tensor, name):
             raise NotImplementedError(f"{name} is not supported for tensors with "
                                       f"layout=portagrad.sparse_coo (portagrad's sparse COO "
                                       f"tensors support to_dense, coalesce, indices, values, "

@@ -47,6 +47,8 @@ def _check_nan(node: Any, outs: Any) -> None:
     if not _state.check_nan:
         return
     for i, g in enumerate(outs):
+        if g is not None and g.__class__.is_sparse is True:
+            g = g._values()
         if g is not None and g.is_floating_point() and bool(g.isnan().any()):
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
 

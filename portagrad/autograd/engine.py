@@ -219,14 +219,20 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                     buf = buffers.get(nkey)
                     if buf is None:
                         buf = buffers[nkey] = [None] * nxt._num_outputs()
-                    buf[nr] = g if buf[nr] is None else buf[nr] + g
+                    old = buf[nr]
+                    if old is None:
+                        buf[nr] = g
+                    elif old.__class__.is_sparse is not True:
+                        buf[nr] = old + g
+                    else:  # a sparse gradient first: sparse + sparse, or dense + sparse
+                        buf[nr] = g + old
                 d = deps[nkey] - 1
                 deps[nkey] = d
                 if d == 0:
                     heapq.heappush(heap, (-nxt._seq, nkey, nxt))
             # gradients are freed as soon as they are consumed: the node's incoming ones too,
             # before the next node runs
-            outs = g = first = more = None
+            outs = g = first = more = old = None
             del grads
         # end-of-backward callbacks, in order; one may queue more (they run too)
         queue = _callbacks.queue

@@ -179,6 +179,9 @@ class AccumulateGrad(Node):
         leaf = self._leaf_ref()
         if leaf is None or grad is None:
             return
+        if grad.__class__.is_sparse is True:
+            _accumulate_sparse(leaf, grad)
+            return
         if grad._v.dtype is not leaf._v.dtype:
             grad = grad.to(leaf.dtype)
         old = leaf._grad
@@ -205,6 +208,22 @@ class AccumulateGrad(Node):
                     _raw().binary_("add", old, grad)
                 else:
                     old.add_(grad)
+
+
+def _accumulate_sparse(leaf: Tensor, grad: Any) -> None:
+    """A sparse COO gradient into ``leaf.grad``: it becomes ``.grad`` (values in the leaf's dtype)
+    when there is none, is appended to a sparse ``.grad`` (entries concatenated, uncoalesced, as
+    PyTorch's sparse sum), and is added into a dense one."""
+    if grad.dtype is not leaf._v.dtype:
+        grad = grad.to(leaf.dtype)
+    old = leaf._grad
+    with grad_mode._no_grad():
+        if old is None:
+            leaf._grad = grad.detach()
+        elif old.__class__.is_sparse is True:
+            leaf._grad = old + grad.detach()
+        else:
+            old.add_(grad.to_dense())
 
 
 def _adoptable(grad: Tensor, leaf: Tensor, epoch: int) -> bool:
@@ -347,7 +366,9 @@ class BackwardFunction(FunctionCtx, Node):
                                    f"gradients (expected {n_in}, got {len(result)})")
         i = 0
         for r in result:
-            if r is not None:
+            # (a sparse gradient, ``Embedding(sparse=True)``'s, goes to its leaf unchecked: it
+            # is made for the table it indexes)
+            if r is not None and r.__class__.is_sparse is not True:
                 node, nr = nxt[i]
                 if node is not None:
                     if node.__class__ is AccumulateGrad:

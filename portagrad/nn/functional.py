@@ -28,7 +28,7 @@ from .._ops.joining import cat
 from .._ops.nn import im2col
 from .._shape import check_expandable, wrap_dim
 from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import is_grad_enabled, no_grad
 
 __all__ = [
     # activations
@@ -238,6 +238,19 @@ def _floating_only(kernel: str, input: Tensor) -> None:
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(input.dtype)}'")
 
 
+# the C type names PyTorch's casting errors use for an integer tensor written a float result
+_C_TYPE_NAMES = {_dtype.int64: "long int", _dtype.int32: "int", _dtype.int16: "short int",
+                 _dtype.int8: "signed char", _dtype.uint8: "unsigned char", _dtype.bool: "bool"}
+
+
+def _float_into(what: Tensor, name: str | None = None) -> None:
+    """PyTorch's error where its loss writes a floating result into ``what`` in place (a step of
+    its formula) and ``what`` is integer: ``result type Float can't be cast to ...``."""
+    if not what.dtype.is_floating_point:
+        raise RuntimeError(f"result type {name or 'Float'} can't be cast to the desired output "
+                           f"type {_type_name(what.dtype)}")
+
+
 def _maybe_inplace(fn: Any, input: Tensor, inplace: bool) -> Tensor:
     if input.dtype is _dtype.bfloat16:
         fn = _in_float32(fn)
@@ -365,11 +378,13 @@ def _threshold(input: Tensor, limit: float, value: float, inplace: bool) -> Tens
         raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
     if not input.dtype.is_floating_point:
         value = math.trunc(value)
-    return _maybe_inplace(lambda x: where(x > limit, x, value), input, inplace)
+    # ``x <= limit``, not ``x > limit`` with the branches swapped: NaN stays NaN, as PyTorch's
+    return _maybe_inplace(lambda x: where(x <= limit, value, x), input, inplace)
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    """``x`` where ``x > threshold``, else ``value`` (truncated to an integer input's dtype)."""
+    """``value`` where ``x <= threshold``, else ``x`` (NaN stays NaN; ``value`` truncated to an
+    integer input's dtype)."""
     return _threshold(input, threshold, value, inplace)
 
 
@@ -442,7 +457,7 @@ def _softmax_impl(input: Tensor, dim: Any, dtype: Any, log: bool) -> Tensor:
     if dtype is not None:
         x = x.to(dtype=dtype)
     elif not x.dtype.is_floating_point and x.numel():  # an empty tensor is returned, any dtype
-        raise RuntimeError(f"\"{'log_softmax' if log else 'softmax'}_lastdim_kernel_impl\" not "
+        raise NotImplementedError(f"\"{'log_softmax' if log else 'softmax'}_lastdim_kernel_impl\" not "
                            f"implemented for '{_type_name(x.dtype)}'")
     if x.numel() == 0:
         return x.clone()
@@ -679,6 +694,11 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
             new = rows * scale
             weight.data.index_copy_(0, input.reshape((-1,)), new)
     flat = input.reshape((-1,))
+    if sparse and weight.requires_grad and weight.grad_fn is None and is_grad_enabled():
+        # a leaf table gets a sparse gradient; one computed from other tensors keeps a dense one
+        # (its gradient flows on through dense ops)
+        out = nodes.embedding.sparse_rows(weight, flat, padding_idx, scale_grad_by_freq)
+        return out.reshape(tuple(input.shape) + (weight.shape[1],))
     out = weight.index_select(0, flat)
     if scale_grad_by_freq and out.requires_grad:  # each row's gradient / its index's count
         out = nodes.embedding.scale_grad(out, flat, n)
@@ -738,6 +758,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
         raise ValueError("mode has to be one of sum, mean or max")
     if scale_grad_by_freq and mode == "max":
         raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if sparse and mode == "max":
+        raise ValueError("max mode does not support sparse weights")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
                                   f"per_sample_weights is only supported for mode='sum' (got "
@@ -757,7 +779,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     if padding_idx is not None and padding_idx < 0:
         padding_idx += weight.shape[0]
     rows = embedding(flat, weight, padding_idx, max_norm, norm_type,
-                     scale_grad_by_freq=scale_grad_by_freq)  # (n, D)
+                     scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)  # (n, D)
     if per_sample_weights is not None:
         rows = rows * per_sample_weights.reshape((-1,)).unsqueeze(1)
     table = _bag_table(off, n, include_last_offset)  # (B, Lmax), n = no entry
@@ -1621,7 +1643,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
     _check_same_size(input, target)
     dt = _dtype.result_type(input, target)
     if not dt.is_floating_point:  # as PyTorch: no integer or bool kernel (bool - bool is refused)
-        raise RuntimeError(f"\"mse_cpu\" not implemented for '{_type_name(dt)}'")
+        raise NotImplementedError(f"\"mse_cpu\" not implemented for '{_type_name(dt)}'")
     d = input.to(dtype=dt) - target.to(dtype=dt)
     loss = d * d
     if weight is not None:
@@ -1645,6 +1667,14 @@ def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any
     return _reduce(loss, reduction)
 
 
+def _floating_result(kernel: str, input: Tensor, target: Tensor) -> None:
+    """PyTorch's error for a loss kernel defined for floating types only, named by the result
+    type of ``input`` and ``target``."""
+    dt = _dtype.result_type(input, target)
+    if not dt.is_floating_point:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(dt)}'")
+
+
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta``."""
@@ -1657,7 +1687,9 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, redu
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     _check_same_size(input, target)
-    d = (input - target).abs()
+    _floating_result("smooth_l1_cpu", input, target)
+    dt = _dtype.result_type(input, target)
+    d = (input.to(dtype=dt) - target.to(dtype=dt)).abs()
     if beta == 0:
         return _reduce(d, reduction)
     loss = where(d < beta, d * d * 0.5 / beta, d - 0.5 * beta)
@@ -1672,8 +1704,13 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
         return _ac_out
     _check_reduction(reduction)
     _check_same_size(input, target)
-    d = (input - target).abs()
+    _floating_result("huber_cpu", input, target)
+    _float_into(input)  # PyTorch writes the result into a tensor of the input's dtype
+    dt = _dtype.result_type(input, target)
+    d = (input.to(dtype=dt) - target.to(dtype=dt)).abs()
     loss = where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
+    if loss.dtype is not input.dtype:  # (the input's dtype, as PyTorch's out tensor)
+        loss = loss.to(input.dtype)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
@@ -1730,6 +1767,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     if tuple(input.shape[2:]) != tuple(target.shape[1:]):
         raise RuntimeError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}, got "
                            f"{list(target.shape)}")
+    _floating_only("nll_loss_out_frame" if input.dim() == 2 else "nll_loss2d_forward_out_frame",
+                   input)
     Cc = input.shape[1]
     if weight is not None and weight.numel() != Cc:
         raise RuntimeError(f"weight tensor should be defined either for all {Cc} classes or no "
@@ -1837,7 +1876,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         raise RuntimeError(f"Found dtype {_type_name(target.dtype)} but expected "
                            f"{_type_name(input.dtype)}")
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"\"binary_cross_entropy\" not implemented for "
+        raise NotImplementedError(f"\"binary_cross_entropy\" not implemented for "
                            f"'{_type_name(input.dtype)}'")
     nodes.loss.check_unit_interval(input, "input")  # on every device: else a wrong loss or NaN, silently
     nodes.loss.check_unit_interval(target, "target")
@@ -1862,6 +1901,11 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
+    _floating_only("log_sigmoid_cpu", input)
+    if target.dtype is _dtype.bool:  # PyTorch's ``1 - target``
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    _float_into(target, _type_name(input.dtype))
     # log(1 + exp(-x)) computed as log1p(exp(-|x|)) + max(-x, 0)
     sp = (-input.abs()).exp().log1p() + (-input).relu()
     if pos_weight is not None:
@@ -1871,6 +1915,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
         loss = (1.0 - target) * input + sp
     if weight is not None:
         loss = loss * weight
+    if loss.dtype is not target.dtype:
+        # PyTorch builds the loss in place in ``1 - target``: the target's dtype
+        loss = loss.to(target.dtype)
     return _reduce(loss, reduction)
 
 
@@ -1887,11 +1934,15 @@ def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any 
                       "support size.'batchmean' divides only by the batch size, and aligns with the "
                       "KL div math definition.'mean' will be changed to behave the same as "
                       "'batchmean' in the next major release.", stacklevel=2)
+    if not (input.dtype.is_floating_point and target.dtype.is_floating_point):
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = target.exp() * (target - input)
     else:
-        # xlogy: 0 where target == 0
-        tlog = where(target.eq(0), 0.0, target * where(target > 0, target, 1.0).log())
+        # xlogy(target, target): 0 where target == 0, NaN where it is negative (as PyTorch); the
+        # log of a stand-in 1 where it is 0, so that the gradient there is 0, not NaN
+        zero = target.eq(0)
+        tlog = where(zero, 0.0, target * where(zero, 1.0, target).log())
         loss = tlog - target * input
     if reduction == "batchmean":
         return loss.sum() / input.shape[0] if input.dim() else loss.sum()
@@ -1921,6 +1972,9 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Any, full: bool = Fals
                       eps: float = 1e-6, reduction: str = "mean") -> Tensor:
     if not isinstance(var, Tensor):
         var = _creation.full(tuple(input.shape), float(var), dtype=input.dtype, device=input.device)
+    elif not var.dtype.is_floating_point:  # PyTorch clamps a copy of var in place
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{_C_TYPE_NAMES.get(var.dtype, _type_name(var.dtype))}")
     v = var.clamp(eps, None)
     d = input - target
     loss = (v.log() + d * d / v) * 0.5
@@ -1948,10 +2002,16 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
             size_average=size_average, reduce=reduce, reduction=reduction)) is not _SKIP:
         return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    pos = where(target.eq(1), input, 0.0)
+    # PyTorch's definition: the input where the target is not -1, plus the hinge where it is not
+    # 1 (a target other than +-1 gets both terms, as in PyTorch)
+    pos = where(target.ne(-1), input, 0.0)
     # a call, not ``margin - input``: a NumPy scalar margin would turn the tensor into an ndarray
-    neg = where(target.eq(-1), elementwise.sub(margin, input).relu(), 0.0)
-    return _reduce(pos + neg, reduction)
+    neg = where(target.ne(1), elementwise.sub(margin, input).relu(), 0.0)
+    loss = pos + neg
+    if not input.dtype.is_floating_point:
+        # PyTorch's result keeps an integer input's dtype (and its mean refuses it)
+        loss = loss.to(input.dtype)
+    return _reduce(loss, reduction)
 
 
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
@@ -1961,13 +2021,16 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None, re
             reduce=reduce, reduction=reduction)) is not _SKIP:
         return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    return _reduce(softplus(-target * input), reduction)
+    z = -input * target  # (PyTorch's order: a bool target is fine, a bool input is not)
+    _float_into(input)
+    return _reduce(softplus(z), reduction)
 
 
 def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                 size_average: Any = None, reduce: Any = None,
                                 reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    _floating_only("log_sigmoid_cpu", input)
     loss = -(target * logsigmoid(input) + (1.0 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
@@ -2061,6 +2124,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     if weight is not None and weight.dim() != 1:
         raise ValueError("weight must be one-dimensional")
     _margin_target("multi_margin_loss", input, target, False)
+    _floating_only("multi_margin_loss_cpu_kernel", input)
     x = input if input.dim() == 2 else input.reshape((1, -1))
     Cc = x.shape[1]
     if weight is not None and weight.numel() != Cc:
@@ -2094,6 +2158,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = No
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _margin_target("multilabel_margin_loss", input, target, True)
+    _floating_only("multilabel_margin_loss_forward_out_frame", input)
     x = input if input.dim() == 2 else input.reshape((1, -1))
     Cc = x.shape[1]
     # which target slots count (before the first -1) and which classes are targets: a host
@@ -2271,6 +2336,11 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "cosine_similarity", cosine_similarity, x1, x2=x2, dim=dim, eps=eps)) is not _SKIP:
         return _ac_out
+    dt = _dtype.result_type(x1, x2)
+    if not dt.is_floating_point:
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
+                           f"{_type_name(dt)}")
+    x1, x2 = x1.to(dtype=dt), x2.to(dtype=dt)  # all of it in the common dtype, as PyTorch
     num = (x1 * x2).sum(dim)
     n1 = (x1 * x1).sum(dim)
     n2 = (x2 * x2).sum(dim)

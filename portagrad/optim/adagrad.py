@@ -36,6 +36,8 @@ class Adagrad(Optimizer):
                 st["step"] = _step_counter()
                 st["sum"] = inplace.full_like(p, float(group["initial_accumulator_value"]))
 
+    _sparse_grads = "dense"
+
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient."""
         loss = self._closure_loss(closure)

@@ -41,6 +41,8 @@ class Adam(Optimizer):
             group.setdefault("maximize", False)
             group.setdefault("decoupled_weight_decay", isinstance(self, AdamW))
 
+    _sparse_error = "Adam does not support sparse gradients, please consider SparseAdam instead"
+
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient."""
         loss = self._closure_loss(closure)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import _creation, _dtype
+from .._ops.sparse import SPARSE_GRADS
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.function import RemovableHandle
@@ -126,6 +127,16 @@ class Optimizer:
             self.add_param_group(group)
         _check_implementation_flags(defaults)
 
+    #: How ``step`` takes sparse gradients (``Embedding(sparse=True)``'s), as PyTorch's optimizer
+    #: of the same name: ``"refuse"`` raises ``_sparse_error``; ``"dense"`` runs the step on their
+    #: dense equivalent (SGD, Adagrad: for them PyTorch's sparse path gives the same numbers, as
+    #: the rows without an entry get a zero gradient either way); ``"sparse"``: the step reads
+    #: them itself (SparseAdam).
+    _sparse_grads = "refuse"
+    _sparse_error: str | None = None  # default: "<Name> does not support sparse gradients"
+    #: the error PyTorch raises for sparse gradients with a nonzero ``weight_decay``
+    _sparse_weight_decay_error = "weight_decay option is not compatible with sparse gradients"
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "step" in cls.__dict__:
@@ -219,6 +230,8 @@ class Optimizer:
                     continue
                 if set_to_none:
                     p._grad = None
+                elif g.__class__.is_sparse is True:
+                    g.zero_()  # no entries left, as PyTorch
                 else:
                     if g._grad_fn is not None:
                         g.detach_()
@@ -381,8 +394,14 @@ def _with_hooks(step: Callable) -> Callable:
                         raise RuntimeError(f"{hook} must return None or a tuple of (new_args, "
                                            f"new_kwargs), but got {res}.")
                     args, kwargs = res
-        with grad_mode._no_grad():
-            out = step(self, *args, **kwargs)
+        swapped = _densify_sparse_grads(self) if SPARSE_GRADS.made else None
+        try:
+            with grad_mode._no_grad():
+                out = step(self, *args, **kwargs)
+        finally:
+            if swapped:
+                for p, g in swapped:  # the user's sparse .grad back, untouched
+                    p._grad = g
         if self._optimizer_step_post_hooks or _global_post_hooks:
             for hook in (*self._optimizer_step_post_hooks.values(), *_global_post_hooks.values()):
                 hook(self, args, kwargs)
@@ -390,6 +409,31 @@ def _with_hooks(step: Callable) -> Callable:
 
     wrapper._wrapped_step = True  # type: ignore[attr-defined]
     return wrapper
+
+
+def _densify_sparse_grads(opt: Optimizer) -> list[tuple[Tensor, Any]] | None:
+    """Apply ``opt._sparse_grads`` to the sparse ``.grad`` s of its parameters: raise, or put their
+    dense equivalent in place for the step (returned, to be put back after), or leave them."""
+    if opt._sparse_grads == "sparse":
+        return None
+    swapped: list[tuple[Tensor, Any]] = []
+    for group in opt.param_groups:
+        for p in group["params"]:
+            g = p._grad
+            if g is None or g.__class__.is_sparse is not True:
+                continue
+            if opt._sparse_grads == "refuse":
+                for q, old in swapped:
+                    q._grad = old
+                raise RuntimeError(opt._sparse_error
+                                   or f"{type(opt).__name__} does not support sparse gradients")
+            if group.get("weight_decay", 0) != 0:
+                for q, old in swapped:
+                    q._grad = old
+                raise RuntimeError(opt._sparse_weight_decay_error)
+            swapped.append((p, g))
+            p._grad = g.to_dense()
+    return swapped
 
 
 def register_optimizer_step_pre_hook(hook: Callable) -> RemovableHandle:

@@ -31,6 +31,10 @@ class SGD(Optimizer):
                         differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
 
+    _sparse_grads = "dense"
+    _sparse_weight_decay_error = ("add(sparse, dense) is not supported. Use add(dense, sparse) "
+                                  "instead.")
+
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient."""
         loss = self._closure_loss(closure)
