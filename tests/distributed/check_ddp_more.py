@@ -201,8 +201,11 @@ def main() -> int:
     pg.manual_seed(11)
     jx = [[pg.randn(4, 6) for _ in range(n_batches[r])] for r in range(world)]
     jy = [[pg.randn(4, 3) for _ in range(n_batches[r])] for r in range(world)]
-    for divide in (True, False):
-        ddp = fresh()
+    combined = {"find_unused_parameters": True, "gradient_as_bucket_view": True}
+    for divide, kw in ((True, {}), (False, {}), (True, combined)):
+        ddp = fresh(**kw)
+        if kw:  # joined ranks shadow through the hook, then the unused-parameter mask
+            ddp.register_comm_hook(None, default_hooks.allreduce_hook)
         start = ddp.module.state_dict()
         sim = Net().to(dev)
         sim.load_state_dict(start)
@@ -230,7 +233,8 @@ def main() -> int:
         for got, w in zip(params_np(ddp.module), params_np(sim)):
             np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6,
                                        err_msg=f"[rank {rank}] join divide={divide}")
-        done.append(f"join(divide_by_initial_world_size={divide}): parameters of the uneven run")
+        done.append(f"join(divide_by_initial_world_size={divide}){' with a hook' if kw else ''}: "
+                    f"parameters of the uneven run")
 
     # buffers (BatchNorm statistics) and an evaluation forward inside the context: every rank
     # ends with the last joiner's parameters and buffers
