@@ -77,7 +77,8 @@ def test_missing_attribute_names_module_and_attribute(hooked: types.ModuleType) 
         _ = torch.backends.numpy
 
 
-@pytest.mark.parametrize("name", ["torch.foo", "torch.nn.foo", "torch._C", "torch._dynamo",
+@pytest.mark.parametrize("name", ["torch.foo", "torch.nn.foo", "torch._refs", "torch._tensor",
+                                  "torch._C._foo", "torch._dynamo._foo",
                                   "torch.backends.opencl", "torch.backends.numpy",
                                   "torch.backends.interface", "torch.backend_flags",
                                   "torch.plugins"])
@@ -138,7 +139,17 @@ def test_name_mapping() -> None:
     assert compat.torch_to_portagrad("torch") == "portagrad"
     assert compat.torch_to_portagrad("torch.nn.functional") == "portagrad.nn.functional"
     assert compat.torch_to_portagrad("torchvision") is None
-    assert compat.torch_to_portagrad("torch._C") is None
+    # private modules map only through the documented allow-list, never to portagrad's own
+    # private modules of the same name
+    assert compat.torch_to_portagrad("torch._refs") is None
+    assert compat.torch_to_portagrad("torch._tensor") is None
+    assert compat.torch_to_portagrad("torch._C") == "portagrad._C"
+    assert compat.torch_to_portagrad("torch._C._nn") == "portagrad._C._nn"
+    assert compat.torch_to_portagrad("torch._C._other") is None
+    assert compat.torch_to_portagrad("torch._dynamo.config") == "portagrad._dynamo.config"
+    assert compat.torch_to_portagrad("torch.utils._pytree") == "portagrad.utils._pytree"
+    assert compat.portagrad_to_torch("portagrad._C") == "torch._C"
+    assert compat.portagrad_to_torch("portagrad._tensor") is None
     # torch.backends is the flags package: the array-backend plugins are out of its reach (and
     # test_missing_submodule_is_module_not_found imports torch.backends.numpy to show it)
     for name in ("torch.backends.numpy", "torch.backends.opencl", "torch.backends.interface"):

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["TorchAliasFinder", "AliasModule", "torch_to_portagrad", "portagrad_to_torch",
-           "TORCH", "PORTAGRAD"]
+           "TORCH", "PORTAGRAD", "PRIVATE_ALLOWED"]
 
 TORCH = "torch"
 PORTAGRAD = "portagrad"
@@ -37,18 +37,26 @@ NOT_TORCH = frozenset({"plugins", "demo", "errors", "compat"})
 RENAMED = {"backends": "backend_flags"}
 _RENAMED_BACK = {v: k for k, v in RENAMED.items()}
 
+# The private PyTorch modules that libraries import at load time, each implemented by the
+# portagrad module of the same name (docs/compat.md, "Private modules"). A private part of a
+# dotted name maps only if the name up to it is listed: torch._dynamo.config does, torch._refs
+# and portagrad's own private modules (torch._tensor ...) do not.
+PRIVATE_ALLOWED = frozenset({"_C", "_C._nn", "_dynamo", "utils._pytree"})
+
 
 def torch_to_portagrad(name: str) -> str | None:
     """``torch.nn.functional`` -> ``portagrad.nn.functional``; None for names outside ``torch``
-    and for the submodules portagrad does not provide under that name (private ones included)."""
+    and for the submodules portagrad does not provide under that name (private ones outside
+    :data:`PRIVATE_ALLOWED` included)."""
     if name == TORCH:
         return PORTAGRAD
     if not name.startswith(TORCH + "."):
         return None
     rest = name[len(TORCH) + 1:]
     parts = rest.split(".")
-    if any(p.startswith("_") for p in parts):
-        return None  # torch._C, torch._dynamo ...: private, never portagrad's private modules
+    if any(p.startswith("_") and ".".join(parts[:i + 1]) not in PRIVATE_ALLOWED
+           for i, p in enumerate(parts)):
+        return None  # torch._refs ...: private, never portagrad's private modules
     if any(rest == ex or rest.startswith(ex + ".") for ex in NOT_TORCH):
         return None
     if parts[0] in _RENAMED_BACK:
