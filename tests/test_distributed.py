@@ -215,3 +215,57 @@ def test_script_collectives_against_local_values(device, ranks):
     n = _checks(proc)
     assert n == (38 if ranks == 2 else 37), proc.stdout
     assert "code from a peer's bytes ran" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_ddp_comm_hooks_join_and_zero(device, ranks):
+    """Communication hooks (default hooks against the values they define, a custom hook),
+    static_graph and gradient_as_bucket_view, join() with uneven inputs (either divisor, early
+    termination), ZeroRedundancyOptimizer against unsharded Adam (float64) and its state shards."""
+    proc = mpirun(ranks, os.path.join(SCRIPTS, "check_ddp_more.py"), _kind(device), timeout=300)
+    n = _checks(proc)
+    fp16 = "fp16_compress_hook" in proc.stdout  # float16 only where the device has it (not PoCL)
+    assert n == (18 if fp16 else 17), proc.stdout
+    assert fp16 or device != "cpu"
+
+
+def test_ddp_hooks_join_and_zero_as_torchrun_runs_them(tmp_path):
+    """tests/distributed/torch_ddp_more.py, written for PyTorch (fp16_compress_hook, join() over
+    3 and 5 batches with both divisors, ZeroRedundancyOptimizer with Adam), run by portagrad's
+    launcher under compat: the ranks agree with each other, and with torch installed the values
+    equal torchrun's own run (fp16 gradients bit for bit, float64 parameters to 1e-12)."""
+    import json
+
+    import numpy as np
+
+    script = os.path.join(SCRIPTS, "torch_ddp_more.py")
+    mine = tmp_path / "portagrad"
+    mine.mkdir()
+    proc = launch("--standalone", "--nproc_per_node", "2", "--device-type", "cpu", "-m",
+                  "portagrad.compat", script, str(mine), timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = [json.loads((mine / f"{r}.json").read_text()) for r in range(2)]
+    for key in ("fp16_hook_grads", "join_True", "join_False", "zero_params"):
+        assert got[0][key] == got[1][key], key  # every rank ends with the same model
+    assert got[0]["join_True"] != got[0]["join_False"]
+    assert got[0]["zero_state_entries"] + got[1]["zero_state_entries"] == 4
+    assert sorted(got[0]["zero_state_dict"]) == ["0", "1", "2", "3"]
+    torch = pytest.importorskip("torch")
+    theirs = tmp_path / "torch"
+    theirs.mkdir()
+    env = _env()
+    env.pop("PYTHONPATH", None)  # the real torch, not portagrad
+    ref = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                          "--nproc_per_node", "2", script, str(theirs)], env=env,
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+    assert ref.returncode == 0, ref.stdout[-3000:] + ref.stderr[-3000:]
+    want = [json.loads((theirs / f"{r}.json").read_text()) for r in range(2)]
+    for r in range(2):
+        assert sorted(got[r]) == sorted(want[r])
+        assert got[r]["fp16_hook_grads"] == want[r]["fp16_hook_grads"], torch.__version__
+        assert got[r]["zero_state_entries"] == want[r]["zero_state_entries"]
+        for key in ("join_True", "join_False", "zero_params"):
+            for g, w in zip(got[r][key], want[r][key]):
+                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-13, err_msg=key)
+    for k, w in want[0]["zero_state_dict"].items():
+        np.testing.assert_allclose(got[0]["zero_state_dict"][k], w, rtol=1e-12, atol=1e-15)

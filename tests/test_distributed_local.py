@@ -133,3 +133,35 @@ def test_launcher_command():
     assert cmd[:3] == ["mpiexec", "-n", "3"] and cmd[-3:] == ["-m", "portagrad", "demo"]
     with pytest.raises(SystemExit, match="needs --hostfile"):
         run.build_command(["--nnodes", "2", "x.py"])
+
+
+def test_grad_bucket_join_and_zero_arguments():
+    """GradBucket's views and set_buffer checks; Join's and ZeroRedundancyOptimizer's argument
+    errors, raised before any communication."""
+    from portagrad.distributed.algorithms import Join
+    from portagrad.distributed.algorithms.ddp_comm_hooks import register_ddp_comm_hook
+    from portagrad.distributed.optim import ZeroRedundancyOptimizer
+
+    params = [pg.zeros(2, 3), pg.zeros(4)]
+    buf = pg.arange(10.0)
+    b = dist.GradBucket(1, True, buf, params)
+    assert b.index() == 1 and b.is_last() and b.buffer() is buf
+    assert [tuple(g.shape) for g in b.gradients()] == [(2, 3), (4,)]
+    assert b.gradients()[1].tolist() == [6.0, 7.0, 8.0, 9.0]
+    b.gradients()[0].fill_(-1.0)  # views: written through to the buffer
+    assert buf[:6].tolist() == [-1.0] * 6
+    assert b.parameters() == params and b.parameters() is not b.parameters()
+    with pytest.raises(ValueError, match="10 elements"):
+        b.set_buffer(pg.zeros(3))
+    with pytest.raises(TypeError, match="Tensor"):
+        b.set_buffer([0.0] * 10)
+    b.set_buffer(pg.ones(10, dtype=pg.float16))
+    assert b.gradients()[1].dtype is pg.float16
+    with pytest.raises(ValueError, match="at least one joinable"):
+        Join([])
+    with pytest.raises(TypeError, match="Joinable"):
+        Join([object()])
+    with pytest.raises(TypeError, match="DDPCommHookType"):
+        register_ddp_comm_hook("ALLREDUCE", None)
+    with pytest.raises(TypeError, match="Optimizer subclass"):
+        ZeroRedundancyOptimizer(params, "Adam", lr=0.1)

@@ -9,12 +9,13 @@ calls :func:`init_process_group` -- with any backend name a PyTorch script passe
 """
 from __future__ import annotations
 
-from . import elastic
+from . import algorithms, elastic
 from ._collectives import irecv, isend, monitored_barrier, recv, send
 from ._collectives_more import (P2POp, all_gather, all_gather_coalesced, all_gather_into_tensor,
                                 all_reduce, all_reduce_coalesced, all_to_all, all_to_all_single,
                                 barrier, batch_isend_irecv, broadcast, gather, reduce,
                                 reduce_scatter, reduce_scatter_tensor, scatter)
+from ._grad_bucket import GradBucket
 from ._group import DistBackendError, DistError, ProcessGroup, Work
 from ._launch_env import get_default_backend_for_device, get_node_local_rank, is_torchelastic_launched
 from ._object_collectives import (all_gather_object, broadcast_object_list, gather_object,
@@ -39,5 +40,5 @@ __all__ = [
     "all_gather_object", "gather_object", "scatter_object_list", "send_object_list",
     "recv_object_list", "new_subgroups", "new_subgroups_by_enumeration", "split_group",
     "get_default_backend_for_device", "is_torchelastic_launched", "get_node_local_rank",
-    "elastic", "_make_nccl_premul_sum",
+    "elastic", "_make_nccl_premul_sum", "GradBucket", "algorithms",
 ]

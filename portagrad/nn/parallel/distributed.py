@@ -32,15 +32,18 @@ from typing import Any
 import numpy as np
 
 from ... import _device, _raw
-from ..._creation import empty, zeros
+from ..._creation import empty, from_numpy, zeros
 from ..._tensor import Tensor
 from ...autograd import grad_mode
 from ...autograd.engine import queue_callback
 from ...autograd.function import AccumulateGrad
 from ...distributed import _staging as _st
+from ...distributed._future import Future
+from ...distributed._grad_bucket import GradBucket
 from ...distributed._group import ProcessGroup, Work
 from ...distributed._mpi import mpi
 from ...distributed._world import resolve
+from ...distributed.algorithms.join import Join, Joinable, JoinHook, _JoinConfig
 from ..modules.module import Module
 
 __all__ = ["DistributedDataParallel"]
@@ -68,6 +71,12 @@ class _Bucket:
             self.array = _st.pool.take(self.total * dtype.itemsize, dtype.numpy)
         self.pending = 0
         self.work: Work | None = None
+        self.future: Future | None = None  # what a communication hook returned
+        self.views: list[Tensor] | None = None  # gradient_as_bucket_view: the .grad views
+
+    def tensor(self) -> Tensor:
+        """The bucket as one flat tensor (a host bucket's array shared, not copied)."""
+        return from_numpy(self.array) if self.host else self.flat
 
 
 def _fingerprint(params: Sequence[Tensor]) -> np.ndarray:
@@ -86,14 +95,21 @@ def _tensors_in(obj: Any) -> Iterator[Tensor]:
             yield from _tensors_in(o)
 
 
-class DistributedDataParallel(Module):
+class DistributedDataParallel(Module, Joinable):
     """Data parallelism across processes (``torch.nn.parallel.DistributedDataParallel``).
 
     Every rank wraps a replica of the same model; the gradients ``backward()`` leaves in ``.grad``
     are the average over the ranks. ``no_sync()`` skips the reduction for gradient accumulation;
     ``find_unused_parameters=True`` allows parameters that take no part in a forward pass (they are
     then reduced as zeros, or left alone when no rank used them). ``broadcast_buffers`` copies rank
-    0's buffers (e.g. BatchNorm statistics) to every rank before each forward."""
+    0's buffers (e.g. BatchNorm statistics) to every rank before each forward.
+
+    ``register_comm_hook(state, hook)`` replaces the bucket all-reduce by ``hook`` (see
+    ``portagrad.distributed.algorithms.ddp_comm_hooks``); ``join()`` is a :class:`Join` context
+    for uneven inputs. ``static_graph=True`` declares that every iteration uses the same
+    parameters: accepted, and the reduction is the default one (there is no bucket rebuild here
+    for it to skip). ``gradient_as_bucket_view=True`` makes each ``.grad`` a view into its bucket
+    after the first reduction, saving the copy back and one gradient's worth of memory."""
 
     def __init__(self, module: Module, device_ids: Sequence[Any] | None = None,
                  output_device: Any = None, dim: int = 0, broadcast_buffers: bool = True,
@@ -103,9 +119,8 @@ class DistributedDataParallel(Module):
                  delay_all_reduce_named_params: Any = None, param_to_hook_all_reduce: Any = None,
                  mixed_precision: Any = None, device_mesh: Any = None) -> None:
         super().__init__()
-        for name, val in (("gradient_as_bucket_view", gradient_as_bucket_view),
-                          ("static_graph", static_graph),
-                          ("delay_all_reduce_named_params", delay_all_reduce_named_params),
+        self._join_config = _JoinConfig.construct_disabled_join_config()
+        for name, val in (("delay_all_reduce_named_params", delay_all_reduce_named_params),
                           ("param_to_hook_all_reduce", param_to_hook_all_reduce),
                           ("mixed_precision", mixed_precision), ("device_mesh", device_mesh)):
             if val:
@@ -119,6 +134,11 @@ class DistributedDataParallel(Module):
         self.dim = dim
         self.broadcast_buffers = broadcast_buffers
         self.find_unused_parameters = find_unused_parameters
+        self.static_graph = bool(static_graph)
+        self.gradient_as_bucket_view = bool(gradient_as_bucket_view)
+        self._comm_hook: tuple[Any, Any] | None = None
+        self._divide_by_initial_world_size = True
+        self._div_factor = float(pg.size())
         self.require_backward_grad_sync = True
         self.require_forward_param_sync = True
         params = [p for p in module.parameters() if p.requires_grad]
@@ -189,8 +209,9 @@ class DistributedDataParallel(Module):
                     f"{mine[0]} parameters (shapes and dtypes fingerprint {mine[1]:#x}) while rank "
                     f"{pg._ranks[r]} has {row[0]} (fingerprint {row[1]:#x})")
 
-    def _sync_states(self, tensors: Sequence[Tensor], async_op: bool = False) -> None:
-        """Broadcast ``tensors`` from the group's first rank, one flat buffer per dtype."""
+    def _sync_states(self, tensors: Sequence[Tensor], async_op: bool = False, src: int = 0
+                     ) -> None:
+        """Broadcast ``tensors`` from the group's rank ``src``, one flat buffer per dtype."""
         pg = self.process_group
         if pg.size() == 1 or not tensors:
             return
@@ -199,16 +220,16 @@ class DistributedDataParallel(Module):
             by_dtype.setdefault((t.device, t.dtype), []).append(t)
         for (_dev, dtype), ts in by_dtype.items():
             n = sum(t.numel() for t in ts)
-            if pg.rank() == 0:
+            if pg.rank() == src:
                 buf = np.concatenate([_st.read(t.detach()) for t in ts]) if ts else np.empty(0)
             else:
                 buf = np.empty(n, dtype.numpy)
 
             def body(b: np.ndarray = buf) -> None:
-                pg._comm.Bcast(_st.wire(b), 0)  # (16-bit floats as their bits)
+                pg._comm.Bcast(_st.wire(b), src)  # (16-bit floats as their bits)
 
             pg.run("DistributedDataParallel broadcast", body, None, False)
-            if pg.rank() != 0:
+            if pg.rank() != src:
                 off = 0
                 for t in ts:
                     k = t.numel()
@@ -260,7 +281,9 @@ class DistributedDataParallel(Module):
         if self._pending_error is not None:
             msg, self._pending_error = self._pending_error, None
             raise RuntimeError(msg)
-        if self.broadcast_buffers and self.require_forward_param_sync:
+        if self._join_config.enable:
+            self._join_pre_forward()
+        elif self.broadcast_buffers and self.require_forward_param_sync:
             self._sync_states(list(self.module.buffers()))
         if self.device_ids is not None:
             dev = self.device_ids[0]
@@ -281,6 +304,7 @@ class DistributedDataParallel(Module):
         for b in self._buckets:
             b.pending = len(b.params)
             b.work = None
+            b.future = None
         self._unused = []
         if self.find_unused_parameters:
             reached = self._reachable_params(out)
@@ -343,7 +367,9 @@ class DistributedDataParallel(Module):
         b = self._buckets[b_idx]
         off, n = int(b.offsets[j]), b.numels[j]
         g = self._params[i]._grad
-        if b.host:
+        if b.views is not None and g is b.views[j]:
+            pass  # the gradient already lives in the bucket
+        elif b.host:
             dst = b.array[off:off + n]
             if g is None:
                 dst.fill(0)
@@ -361,9 +387,12 @@ class DistributedDataParallel(Module):
             self._next_bucket += 1
 
     def _launch(self, b: _Bucket) -> None:
+        if self._comm_hook is not None:
+            b.future = self._run_hook(b.index, b.tensor(), [self._params[i] for i in b.params])
+            return
         pg = self.process_group
         MPI = mpi()
-        scale = 1.0 / pg.size()
+        scale = 1.0 / self._div_factor
         dst = b.array
         # the one device-to-host copy of the bucket, here in the calling thread: it overlaps
         # the reduction of the buckets launched before
@@ -389,7 +418,7 @@ class DistributedDataParallel(Module):
         self._armed = False
         sys.setswitchinterval(self._switch)
         t0 = time.perf_counter()
-        launched = [b for b in self._buckets if b.work is not None]
+        launched = [b for b in self._buckets if b.work is not None or b.future is not None]
         globally_used: np.ndarray | None = None
         if self.find_unused_parameters:
             used = np.ones(len(self._params), np.int32)
@@ -402,6 +431,9 @@ class DistributedDataParallel(Module):
             globally_used = used
         comm = hidden = 0.0
         for b in launched:
+            if b.future is not None:
+                self._write_back(b, globally_used, self._hook_result(b))
+                continue
             assert b.work is not None
             b.work.wait()
             w = b.work
@@ -428,9 +460,13 @@ class DistributedDataParallel(Module):
                 f"not receive grad for rank {self.process_group._global_rank}: "
                 f"{' '.join(map(str, missing))}")
 
-    def _write_back(self, b: _Bucket, globally_used: np.ndarray | None) -> None:
-        if not b.host:
+    def _write_back(self, b: _Bucket, globally_used: np.ndarray | None,
+                    flat_is_fresh: bool = False) -> None:
+        if not b.host and not flat_is_fresh:
             b.flat._storage.backend.from_host(b.flat._v, b.array, non_blocking=True)
+        if self.gradient_as_bucket_view:
+            self._point_grads_at_bucket(b, globally_used)
+            return
         with grad_mode._no_grad():
             for j, i in enumerate(b.params):
                 if globally_used is not None and not globally_used[i]:
@@ -453,6 +489,142 @@ class DistributedDataParallel(Module):
                         p._grad = piece.clone()
                     else:
                         _raw.copy_(g, piece)
+
+    def _point_grads_at_bucket(self, b: _Bucket, globally_used: np.ndarray | None) -> None:
+        """gradient_as_bucket_view: each ``.grad`` becomes (stays) its view of the bucket, which
+        holds the reduced values -- no copy back, and backward accumulates into the bucket."""
+        if b.views is None:
+            flat = b.tensor()
+            b.views = [flat[int(off):int(off) + n].view(tuple(self._params[i].shape))
+                       for i, off, n in zip(b.params, b.offsets, b.numels)]
+        for j, i in enumerate(b.params):
+            p = self._params[i]
+            if globally_used is not None and not globally_used[i]:
+                if p._grad is not None and p._grad is not b.views[j]:
+                    _raw.copy_(b.views[j], p._grad)  # keep the unreduced gradient as it was
+                    p._grad = b.views[j]
+                continue
+            if p._grad is not b.views[j]:
+                p._grad = b.views[j]
+            else:
+                _raw.bump(p._grad)  # written by the reduction: autograd must see a new version
+
+    # ----------------------------------------------------------- communication hooks
+    def register_comm_hook(self, state: Any, hook: Any) -> None:
+        """Reduce each bucket with ``hook(state, bucket)`` instead of the built-in all-reduce.
+
+        ``bucket`` is a :class:`portagrad.distributed.GradBucket`; the hook returns a Future
+        whose value is the reduced flat tensor (or ``[tensor]``), which DDP writes into the
+        gradients. Hooks run in bucket order on every rank, in the thread running backward;
+        they must issue the same collectives on every rank. Only one hook may be registered."""
+        if self._comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be "
+                               "called once.")
+        if not callable(hook):
+            raise TypeError("Communication hook must be callable.")
+        self._comm_hook = (state, hook)
+
+    def _run_hook(self, index: int, flat: Tensor, params: list[Tensor]) -> Future:
+        assert self._comm_hook is not None
+        state, hook = self._comm_hook
+        bucket = GradBucket(index, index == len(self._buckets) - 1, flat, params)
+        fut = hook(state, bucket)
+        if not isinstance(fut, Future):
+            raise TypeError(f"the communication hook must return a Future (from "
+                            f"Work.get_future() or Future()), got {type(fut).__name__}")
+        return fut
+
+    def _hook_result(self, b: _Bucket) -> bool:
+        """Put the value of ``b``'s hook future into the bucket; whether ``b.flat`` (device
+        buckets) now holds it, so that the host copy need not be sent back."""
+        assert b.future is not None
+        value = b.future.wait()
+        if isinstance(value, (list, tuple)) and len(value) == 1:
+            value = value[0]
+        if not isinstance(value, Tensor) or value.numel() != b.total:
+            raise RuntimeError(f"the communication hook's future for bucket {b.index} must hold "
+                               f"a tensor of {b.total} elements, got {value!r:.80}")
+        if b.host:
+            np.copyto(b.array, _st.read(value.detach()).reshape(-1), casting="unsafe")
+            return False
+        if value is not b.flat:
+            with grad_mode._no_grad():
+                b.flat.copy_(value.reshape(-1))
+        return True
+
+    # -------------------------------------------------------------------- join
+    def join(self, divide_by_initial_world_size: bool = True, enable: bool = True,
+             throw_on_early_termination: bool = False) -> Join:
+        """A :class:`Join` context for uneven inputs: a rank out of batches shadows the others'
+        reductions with zeros until all are done, then the last rank to join broadcasts its
+        parameters. ``divide_by_initial_world_size``: average over the whole group (True) or
+        over the ranks still training (False)."""
+        return Join([self], enable, throw_on_early_termination,
+                    divide_by_initial_world_size=divide_by_initial_world_size)
+
+    def join_hook(self, **kwargs: Any) -> JoinHook:
+        """The :class:`JoinHook` that shadows this model's collectives."""
+        return _DDPJoinHook(self, bool(kwargs.get("divide_by_initial_world_size", True)))
+
+    @property
+    def join_device(self) -> Any:
+        return self.device
+
+    @property
+    def join_process_group(self) -> Any:
+        return self.process_group
+
+    def _int_allreduce(self, value: int, op: str = "SUM") -> int:
+        pg = self.process_group
+        MPI = mpi()
+        buf = np.array([value], np.int64)
+        pg.run("DistributedDataParallel join all_reduce",
+               lambda: pg._comm.Allreduce(MPI.IN_PLACE, buf, getattr(MPI, op)), None, False)
+        return int(buf[0])
+
+    def _join_collectives(self, joined: bool) -> bool:
+        """The collectives of one iteration's start under Join, the same on training and joined
+        ranks: whether any rank syncs gradients, and the buffers from the highest training
+        rank. Returns whether the backward pass reduces."""
+        # a forward without grad (eval inside the context) is followed by no backward
+        mine = int(self.require_backward_grad_sync and grad_mode.is_grad_enabled())
+        sync = self._int_allreduce(0 if joined else mine) > 0
+        buffers = list(self.module.buffers())
+        if self.broadcast_buffers and buffers:  # the same on every rank: no per-rank state
+            src = self._int_allreduce(-1 if joined else self.process_group.rank(), "MAX")
+            self._sync_states(buffers, src=src)
+        return sync
+
+    def _join_pre_forward(self) -> None:
+        work = Join.notify_join_context(self)
+        active = self.process_group.size()
+        if work is not None:
+            work.wait()
+            active = int(work.result()[0])
+        self._div_factor = float(self.process_group.size() if self._divide_by_initial_world_size
+                                 else active)
+        self._join_collectives(joined=False)
+
+    def _shadow_backward(self) -> None:
+        """A joined rank's share of one backward: every bucket's reduction of zeros (through the
+        hook if one is registered), then the unused-parameter reduction."""
+        pg = self.process_group
+        MPI = mpi()
+        for b in self._buckets:
+            if self._comm_hook is not None:
+                zero = zeros(b.total, dtype=b.dtype, device=self.device)
+                self._run_hook(b.index, zero, [self._params[i] for i in b.params]).wait()
+                continue
+            buf = np.zeros(b.total, np.float32 if _st.is_half(b.array) else b.array.dtype)
+
+            def body(a: np.ndarray = buf) -> None:
+                pg._comm.Allreduce(MPI.IN_PLACE, a, MPI.SUM)
+
+            pg.run("DistributedDataParallel join bucket all_reduce", body, None, False)
+        if self.find_unused_parameters:
+            used = np.zeros(len(self._params), np.int32)
+            pg.run("DistributedDataParallel join unused parameters",
+                   lambda: pg._comm.Allreduce(MPI.IN_PLACE, used, MPI.MAX), None, False)
 
     # ------------------------------------------------------------------- extras
     def _get_ddp_logging_data(self) -> dict[str, Any]:
@@ -479,3 +651,22 @@ class DistributedDataParallel(Module):
         for k in ("iterations", "comm_seconds", "hidden_seconds", "wait_seconds",
                   "backward_seconds"):
             self._stats[k] = 0 if k == "iterations" else 0.0
+
+
+class _DDPJoinHook(JoinHook):
+    """What a joined rank does for DDP (PyTorch's ``_DDPJoinHook``)."""
+
+    def __init__(self, ddp: DistributedDataParallel, divide_by_initial_world_size: bool) -> None:
+        self.ddp = ddp
+        ddp._divide_by_initial_world_size = divide_by_initial_world_size
+
+    def main_hook(self) -> None:
+        ddp = self.ddp
+        if ddp._join_collectives(joined=True):
+            ddp._shadow_backward()
+
+    def post_hook(self, is_last_joiner: bool) -> None:
+        ddp = self.ddp
+        src = ddp._int_allreduce(ddp.process_group.rank() if is_last_joiner else -1, "MAX")
+        ddp._sync_states([*ddp._params, *ddp.module.buffers()], src=src)
+        ddp._div_factor = float(ddp.process_group.size())
