@@ -12,6 +12,12 @@ from ._ops.gammafn import igamma as gammainc
 from ._ops.gammafn import igammac as gammaincc
 from ._ops.gammafn import lgamma as gammaln
 from ._ops.indexing import where as _where
+from ._ops.orthopoly import (chebyshev_polynomial_t, chebyshev_polynomial_u,
+                              chebyshev_polynomial_v, chebyshev_polynomial_w,
+                              hermite_polynomial_h, hermite_polynomial_he, laguerre_polynomial_l,
+                              legendre_polynomial_p, shifted_chebyshev_polynomial_t,
+                              shifted_chebyshev_polynomial_u, shifted_chebyshev_polynomial_v,
+                              shifted_chebyshev_polynomial_w)
 from ._ops.reduction import logsumexp
 from ._ops.special import erfc, erfinv, i0, i1, logit, sinc, xlogy
 from ._toplevel_nn import log_softmax, softmax
@@ -20,7 +26,11 @@ from ._tensor import Tensor
 __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gammaln", "digamma",
            "psi", "polygamma", "multigammaln", "sinc", "entr", "logsumexp", "log_softmax",
            "softmax", "i0", "i1", "ndtr", "ndtri", "log1p", "expm1", "exp2", "round", "gammainc",
-           "gammaincc"]
+           "gammaincc", "chebyshev_polynomial_t", "chebyshev_polynomial_u",
+           "chebyshev_polynomial_v", "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+           "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+           "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+           "laguerre_polynomial_l", "legendre_polynomial_p"]
 
 erf = elementwise.erf
 expit = elementwise.sigmoid

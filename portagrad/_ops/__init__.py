@@ -14,7 +14,7 @@ reductions into slots), ``contraction`` (einsum, tensordot ...), ``norms`` (cdis
 ``stacking`` (meshgrid, atleast_*, *stack, *split), ``scatter`` (take, put, index_put, the
 ``*_scatter`` embeddings), ``rearrange`` (rot90, flips, ravel, unfold), ``sequences``, ``linalg``
 (decompositions, solves, matrix functions), ``windows``, ``fills``, ``metadata`` and ``sparse``
-(the sparse COO layout).
+(the sparse COO layout); ``orthopoly`` (the orthogonal polynomials) is built on ``special``.
 ``sampling`` (differentiable samplers) and the ``nn`` package (the layers' nodes) sit on top.
 
 This file is the one place an op module is registered: ``Tensor``'s methods reach every module as
@@ -26,10 +26,11 @@ from . import conversion, elementwise, indexing, joining, matmul, reduction, sha
 from . import (bits, contraction, diagonal, fills, gammafn, linalg, metadata, norms, rearrange,
                scan, scatter, search, segment, sequences, sparse, special, stacking, stats,
                windows)
+from . import orthopoly
 from . import nn, sampling
 
 __all__ = ["conversion", "elementwise", "indexing", "joining", "matmul", "reduction", "shape",
            "sorting",
            "bits", "contraction", "diagonal", "fills", "gammafn", "linalg", "metadata", "norms",
            "rearrange", "scan", "scatter", "search", "segment", "sequences", "sparse", "special",
-           "stacking", "stats", "windows", "nn", "sampling"]
+           "stacking", "stats", "windows", "orthopoly", "nn", "sampling"]
