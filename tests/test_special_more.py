@@ -1,4 +1,5 @@
-"""The ``torch.special`` functions beyond the gamma family: the orthogonal polynomials.
+"""The ``torch.special`` functions beyond the gamma family: the orthogonal polynomials,
+``erfcx``, ``log_ndtr``, ``i0e``, ``i1e``, ``spherical_bessel_j0``.
 
 Each is checked on every device against values written out from PyTorch 2.13 (so the check holds
 without torch), for its dtype rules and errors, and, where torch is installed, against torch on a
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 import portagrad as pg
+from portagrad.autograd import gradcheck
 
 POLYS = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
          "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
@@ -253,3 +255,134 @@ def test_polynomials_match_torch_densely(device: str, name: str) -> None:
                 _close_rows(got, want, ulps, eps)
             else:  # outside the zeros' interval nothing cancels: relative to each value
                 _close(got, want, 64, eps)
+
+
+UNARY_X = [-30.0, -26.5, -10.0, -5.0, -1.5, -1.0, -0.5, -0.125, 0.0, 0.25, 1.0, 2.5, 6.0, 9.0, 15.0,
+           16.0, 40.0, 100.0, 100000.0, math.inf, -math.inf, math.nan]
+# PyTorch 2.13's values (float64) at UNARY_X
+UNARY_EXPECTED = {
+    "erfcx": [
+        math.inf, 1.924553162418569e+305, 5.376234283632271e+43, 144009798674.66104,
+        18.653886256262734, 5.008980080762283, 1.952360489182557, 1.1582735720912207, 1.0,
+        0.770346547730997, 0.427583576155807, 0.2108063640611436, 0.09277656780053836,
+        0.06230772403777468, 0.03752960638850577, 0.03519337782493084, 0.014100335983377815,
+        0.005641613782989433, 5.6418958351954685e-06, 0.0, math.inf, math.nan],
+    "log_ndtr": [
+        -454.32124395634327, -355.32250222635605, -53.23128515051248, -15.064998393988727,
+        -2.7059444008238898, -1.841021645009264, -1.1759117615936185, -0.7979261427530242,
+        -0.6931471805599453, -0.5129840754094305, -0.17275377902344985, -0.006229025485860001,
+        -9.865876455243713e-10, -1.1285884059538295e-19, -3.6709661993127206e-51,
+        -6.388754400537975e-58, -0.0, -0.0, -0.0, -0.0, -math.inf, math.nan],
+    "i0e": [
+        0.0731459464822373, 0.07787103666050893, 0.1278333371634286, 0.18354081260932834,
+        0.36743360905415834, 0.46575960759364043, 0.6450352704491501, 0.885947524030331, 1.0,
+        0.7910171621397194, 0.46575960759364043, 0.27004644161220276, 0.16665743263981656,
+        0.134959524581723, 0.1038995314488227, 0.10054412736125203, 0.06327827987523532,
+        0.03994437929909668, 0.0012615678379767766, 0.0, 0.0, math.nan],
+    "i1e": [
+        -0.07191633059864755, -0.0763873542440351, -0.1212626813844555, -0.16397226694454234,
+        -0.21903938742092566, -0.2079104153497085, -0.15642080318487173, -0.05526385324160323, 0.0,
+        0.09811262869736825, 0.2079104153497085, 0.20658464953126654, 0.1520514593085058,
+        0.1272249839358912, 0.10037417504516664, 0.09734961475646808, 0.06248222907444206,
+        0.03974415302513025, 0.001261561530121817, 0.0, -0.0, math.nan],
+    "spherical_bessel_j0": [
+        -0.03293438746976206, 0.03695689219260064, -0.05440211108893698, -0.1917848549326277,
+        0.6649966577360363, 0.8414709848078965, 0.958851077208406, 0.9973978670818215, 1.0,
+        0.9896158370180917, 0.8414709848078965, 0.23938885764158263, -0.04656924969982098,
+        0.04579094280463962, 0.04335252267714112, -0.01799395729156658, 0.01862782901198372,
+        -0.005063656411097588, 3.574879797201651e-07, 0.0, 0.0, math.nan],
+}
+
+UNARY = list(UNARY_EXPECTED)
+
+
+def _rel_close(got: np.ndarray, want: np.ndarray, rtol: float) -> None:
+    """Relative agreement, with infinities, zeros and NaN exactly where they are (subnormal
+    values: relative to the smallest normal number, as a device may flush them)."""
+    tiny = float(np.finfo(np.asarray(want).dtype).tiny)
+    got = np.asarray(got, dtype=np.float64)
+    want = np.asarray(want, dtype=np.float64)
+    assert np.array_equal(np.isnan(got), np.isnan(want)), (got, want)
+    exact = ~np.isfinite(want) | (want == 0)
+    assert np.array_equal(got[exact & ~np.isnan(want)], want[exact & ~np.isnan(want)]), (got, want)
+    err = np.abs(got[~exact] - want[~exact]) / np.maximum(np.abs(want[~exact]), tiny)
+    assert err.max(initial=0.0) <= rtol, (err.max(), got, want)
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_match_torch_values(device: str, name: str) -> None:
+    fn = getattr(pg.special, name)
+    want = np.array(UNARY_EXPECTED[name])
+    # float64 within 1e-12 (PyTorch's own erfcx and log_ndtr are off by up to ~700 units of
+    # rounding in the far tails, where portagrad's are within a few); float32 within a few
+    # units of the float64 value rounded to float32 (the grid is exact in float32)
+    got = fn(pg.tensor(UNARY_X, dtype=pg.float64, device=device)).cpu().numpy()
+    _rel_close(got, want, 1e-12)
+    got32 = fn(pg.tensor(UNARY_X, dtype=pg.float32, device=device))
+    assert got32.dtype is pg.float32
+    with np.errstate(over="ignore"):
+        _rel_close(got32.cpu().numpy(), want.astype(np.float32), 8 * 2.0 ** -23)
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_dtypes_errors_and_grad(device: str, name: str) -> None:
+    fn = getattr(pg.special, name)
+    assert fn(pg.tensor([1, 2], device=device)).dtype is pg.float32
+    assert fn(pg.tensor([True], device=device)).dtype is pg.float32
+    assert fn(pg.tensor([], device=device)).shape == (0,)
+    with pytest.raises(TypeError, match="must be Tensor"):
+        fn(0.5)
+    for dt in (pg.float16, pg.bfloat16):
+        try:
+            x = pg.tensor([0.5, 2.0], dtype=dt, device=device)
+        except pg.errors.DTypeError:  # a device without the dtype (PoCL has no cl_khr_fp16)
+            continue
+        if name in ("i0e", "i1e"):  # computed in float32 and rounded once, as PyTorch's kernel
+            want = fn(x.float()).to(dt).float().cpu().numpy()
+            assert np.array_equal(fn(x).float().cpu().numpy(), want)
+        else:
+            with pytest.raises(NotImplementedError, match=f'"{name}" not implemented for'):
+                fn(x)
+    x = pg.tensor([-3.0, -0.5, 0.0, 0.7, 4.0, 20.0], dtype=pg.float64, device=device,
+                  requires_grad=True)
+    if name == "spherical_bessel_j0":  # PyTorch defines no derivative: nothing is recorded
+        assert not fn(x).requires_grad
+        return
+    node = {"erfcx": "SpecialErfcxBackward0", "log_ndtr": "SpecialLogNdtrBackward0",
+            "i0e": "SpecialI0EBackward0", "i1e": "SpecialI1EBackward0"}[name]
+    assert type(fn(x).grad_fn).__name__ == node
+    assert gradcheck(fn, (x,))
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_match_torch_densely(device: str, name: str) -> None:
+    torch = pytest.importorskip("torch")
+    x = np.concatenate([-np.logspace(-8, np.log10(40.0), 400), [0.0, -0.0],
+                        np.logspace(-8, 6, 500), [math.inf, -math.inf, math.nan]])
+    x32 = x.astype(np.float32)
+    for xs, dt, rtol in ((x, pg.float64, 1e-12), (x32, pg.float32, 8 * 2.0 ** -23)):
+        # float32 against PyTorch's float64 value at the same points: PyTorch's float32 kernels
+        # are themselves off by tens of units in the tails
+        want = getattr(torch.special, name)(torch.tensor(xs.astype(np.float64))).numpy()
+        if dt is pg.float32:
+            with np.errstate(over="ignore"):
+                want = want.astype(np.float32)
+        got = getattr(pg.special, name)(pg.tensor(xs, dtype=dt, device=device)).cpu().numpy()
+        _rel_close(got, want, rtol)
+        if name != "spherical_bessel_j0" and dt is pg.float64:
+            fin = xs[np.isfinite(xs)]
+            tx = torch.tensor(fin, requires_grad=True)
+            ty = getattr(torch.special, name)(tx)
+            ty.sum().backward()
+            px = pg.tensor(fin, device=device, requires_grad=True)
+            getattr(pg.special, name)(px).sum().backward()
+            # the derivatives are differences of terms of size |y| (2|x| + 1) (erfcx's
+            # 2 x y - 2/sqrt(pi), i0e's i1e - i0e ...), which cancel in the tails: the error is
+            # measured against that size, for PyTorch's evaluation as for portagrad's
+            want_g, got_g = tx.grad.numpy(), px.grad.cpu().numpy()
+            big = ~np.isfinite(want_g)  # erfcx overflows below -26.6, and its derivative
+            np.testing.assert_array_equal(got_g[big], want_g[big])
+            want_g, got_g, y, fin = want_g[~big], got_g[~big], ty.detach().numpy()[~big], fin[~big]
+            size = np.abs(want_g) + np.abs(y) * (2 * np.abs(fin) + 1)
+            err = np.abs(got_g - want_g) / np.maximum(size, 1e-300)  # both 0 in log_ndtr's tail
+            assert err.max() <= 1e-12, err.max()

@@ -14,7 +14,8 @@ reductions into slots), ``contraction`` (einsum, tensordot ...), ``norms`` (cdis
 ``stacking`` (meshgrid, atleast_*, *stack, *split), ``scatter`` (take, put, index_put, the
 ``*_scatter`` embeddings), ``rearrange`` (rot90, flips, ravel, unfold), ``sequences``, ``linalg``
 (decompositions, solves, matrix functions), ``windows``, ``fills``, ``metadata`` and ``sparse``
-(the sparse COO layout); ``orthopoly`` (the orthogonal polynomials) is built on ``special``.
+(the sparse COO layout); ``orthopoly`` (the orthogonal polynomials), ``scaledfn``
+(``erfcx``, ``log_ndtr``, ``i0e``, ``i1e``) and ``besselfn`` are built on ``special``.
 ``sampling`` (differentiable samplers) and the ``nn`` package (the layers' nodes) sit on top.
 
 This file is the one place an op module is registered: ``Tensor``'s methods reach every module as
@@ -26,11 +27,11 @@ from . import conversion, elementwise, indexing, joining, matmul, reduction, sha
 from . import (bits, contraction, diagonal, fills, gammafn, linalg, metadata, norms, rearrange,
                scan, scatter, search, segment, sequences, sparse, special, stacking, stats,
                windows)
-from . import orthopoly
+from . import besselfn, orthopoly, scaledfn
 from . import nn, sampling
 
 __all__ = ["conversion", "elementwise", "indexing", "joining", "matmul", "reduction", "shape",
            "sorting",
            "bits", "contraction", "diagonal", "fills", "gammafn", "linalg", "metadata", "norms",
            "rearrange", "scan", "scatter", "search", "segment", "sequences", "sparse", "special",
-           "stacking", "stats", "windows", "orthopoly", "nn", "sampling"]
+           "stacking", "stats", "windows", "besselfn", "orthopoly", "scaledfn", "nn", "sampling"]
