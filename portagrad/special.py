@@ -7,7 +7,7 @@ from typing import Any
 
 from ._ops import elementwise
 from ._ops.elementwise import _float_input
-from ._ops.gammafn import digamma, mvlgamma, polygamma
+from ._ops.gammafn import digamma, mvlgamma, polygamma, zeta
 from ._ops.gammafn import igamma as gammainc
 from ._ops.gammafn import igammac as gammaincc
 from ._ops.gammafn import lgamma as gammaln
@@ -33,7 +33,7 @@ __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gamma
            "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
            "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
            "laguerre_polynomial_l", "legendre_polynomial_p", "erfcx", "log_ndtr", "i0e", "i1e",
-           "spherical_bessel_j0"]
+           "spherical_bessel_j0", "zeta"]
 
 erf = elementwise.erf
 expit = elementwise.sigmoid

@@ -386,3 +386,95 @@ def test_unary_match_torch_densely(device: str, name: str) -> None:
             size = np.abs(want_g) + np.abs(y) * (2 * np.abs(fin) + 1)
             err = np.abs(got_g - want_g) / np.maximum(size, 1e-300)  # both 0 in log_ndtr's tail
             assert err.max() <= 1e-12, err.max()
+
+
+ZETA_X = [1.0, 1.5, 2.0, 3.0, 7.0, 30.0, math.inf, math.nan, 0.5, -2.0]
+ZETA_Q = [1.0, 0.25, 2.0, 10.5, 1000000.0, math.inf, 0.0, -1.0, -1.5, math.nan]
+# PyTorch 2.13's zeta(x, q) (float64), a row per q in ZETA_Q, a column per x in ZETA_X
+ZETA_EXPECTED = [
+    [math.inf, 2.612375348685488, 1.6449340668482266, 1.202056903159594, 1.008349277381923,
+     1.0000000009313275, 1.0, math.nan, math.nan, math.nan],
+    [math.inf, 10.213055360466601, 17.197329154507113, 64.66386996876844, 16384.21345519957,
+     1.152921504606847e+18, math.inf, math.nan, math.nan, math.nan],
+    [math.inf, 1.6123753486854886, 0.6449340668482266, 0.2020569031595943, 0.008349277381922829,
+     9.313274324196682e-10, math.nan, math.nan, math.nan, math.nan],
+    [math.inf, 0.6322583908291095, 0.09991695605912673, 0.004987572123857584,
+     1.6380954135592508e-07, 2.4785819851266222e-31, math.nan, math.nan, math.nan, math.nan],
+    [math.inf, 0.002000000500000125, 1.0000005000001667e-06, 5.000005000002501e-13,
+     1.6666716666725e-37, 3.4483258623189654e-176, math.nan, math.nan, math.nan, math.nan],
+    [math.inf, math.nan, math.nan, math.nan, math.nan, math.nan, math.nan, math.nan, math.nan,
+     math.nan],
+    [math.inf, math.inf, math.inf, math.inf, math.inf, math.inf, math.inf, math.inf, math.nan,
+     math.nan],
+    [math.inf, math.inf, math.inf, math.inf, math.inf, math.inf, math.inf, math.inf, math.nan,
+     math.nan],
+    [math.inf, math.nan, 9.379246644989124, 0.11810202582086413, 0.001830564038275255,
+     2147483648.0000105, math.inf, math.nan, math.nan, math.nan],
+    [math.inf, math.nan, math.nan, math.nan, math.nan, math.nan, math.nan, math.nan, math.nan,
+     math.nan],
+]
+
+
+def test_zeta_matches_torch_values(device: str) -> None:
+    want = np.array(ZETA_EXPECTED)
+    x = pg.tensor(ZETA_X, dtype=pg.float64, device=device)
+    q = pg.tensor(ZETA_Q, dtype=pg.float64, device=device)[:, None]
+    _rel_close(pg.special.zeta(x, q).cpu().numpy(), want, 1e-13)
+    # one q at a time (a Python number): the host-read shift depends on the smallest q
+    rows = [pg.special.zeta(x, qv).cpu().numpy() for qv in ZETA_Q]
+    _rel_close(np.stack(rows), want, 1e-13)
+    got32 = pg.special.zeta(x.float(), q.float())
+    assert got32.dtype is pg.float32
+    with np.errstate(over="ignore"):
+        want32 = want.astype(np.float32)
+    want32[4, 5] = 0.0  # 3.4e-176 is 0 in float32 (the grid's one underflow)
+    # q = -1.5 (row 8): the terms +-(1/2)^-x cancel exactly in the sum but leave float32's
+    # rounding of the partial sums, far above the small result (PyTorch's kernel sums in double)
+    keep = np.arange(len(ZETA_Q)) != ZETA_Q.index(-1.5)
+    _rel_close(got32.cpu().numpy()[keep], want32[keep], 8 * 2.0 ** -23)
+
+
+def test_zeta_dtypes_errors_and_grad(device: str) -> None:
+    zeta = pg.special.zeta
+    assert zeta(pg.tensor([2, 3], device=device), 1).dtype is pg.float32
+    assert zeta(2.0, pg.tensor([1, 2], device=device)).dtype is pg.float32
+    assert zeta(pg.tensor([2.0], dtype=pg.float64, device=device), 1.0).dtype is pg.float64
+    assert zeta(pg.tensor([], device=device), 1.0).shape == (0,)
+    with pytest.raises(TypeError, match="at least one of 'input' and 'other'"):
+        zeta(2.0, 1.0)
+    try:
+        half = pg.tensor([2.0], dtype=pg.float16, device=device)
+    except pg.errors.DTypeError:  # PoCL has no cl_khr_fp16
+        half = None
+    if half is not None:
+        with pytest.raises(NotImplementedError, match='"zeta" not implemented for'):
+            zeta(half, 1.0)
+    # PyTorch differentiates in q only: -x zeta(x + 1, q)
+    x = pg.tensor([2.0, 3.5, 1.5], dtype=pg.float64, device=device)
+    q = pg.tensor([0.5, 2.0, 10.0], dtype=pg.float64, device=device, requires_grad=True)
+    y = zeta(x, q)
+    assert type(y.grad_fn).__name__ == "SpecialZetaBackward0"
+    y.sum().backward()
+    np.testing.assert_allclose(q.grad.cpu().numpy(),
+                               [-16.828796644234316, -0.1914762876650899, -0.03409304879180181],
+                               rtol=1e-10)
+    assert gradcheck(lambda t: zeta(x, t), (q.detach().requires_grad_(),))
+    xg = x.detach().requires_grad_()
+    with pytest.raises(NotImplementedError, match="the derivative for 'zeta' is not implemented"):
+        zeta(xg, 1.5).sum().backward()
+
+
+def test_zeta_matches_torch_densely(device: str) -> None:
+    torch = pytest.importorskip("torch")
+    x = np.concatenate([[1.0000001, 1.001, 1.01], np.linspace(1.05, 60.0, 120)])
+    q = np.concatenate([np.logspace(-6, 8, 80), [-0.5, -2.5, -7.25]])[:, None]
+    for dt, rtol in ((np.float64, 8 * 2.0 ** -52), (np.float32, 8 * 2.0 ** -23)):
+        want = torch.special.zeta(torch.tensor(x.astype(dt)), torch.tensor(q.astype(dt))).numpy()
+        got = pg.special.zeta(pg.tensor(x.astype(dt), device=device),
+                              pg.tensor(q.astype(dt), device=device)).cpu().numpy()
+        ok = np.abs(want) > (1e-30 if dt is np.float32 else 1e-300)  # subnormal sums aside
+        if dt is np.float32:
+            # at negative q the terms alternate in sign for odd x and cancel to far below
+            # float32's rounding of the largest term (PyTorch's CPU kernel sums in double)
+            ok &= (q >= 0) | (np.round(x) == x)
+        _rel_close(got[ok], want[ok], rtol)
