@@ -12,7 +12,9 @@ from ._ops.gammafn import igamma as gammainc
 from ._ops.gammafn import igammac as gammaincc
 from ._ops.gammafn import lgamma as gammaln
 from ._ops.indexing import where as _where
-from ._ops.besselfn import spherical_bessel_j0
+from ._ops.besselfn import (modified_bessel_i0, modified_bessel_i1, modified_bessel_k0,
+                            modified_bessel_k1, scaled_modified_bessel_k0,
+                            scaled_modified_bessel_k1, spherical_bessel_j0)
 from ._ops.scaledfn import erfcx, i0e, i1e, log_ndtr
 from ._ops.orthopoly import (chebyshev_polynomial_t, chebyshev_polynomial_u,
                               chebyshev_polynomial_v, chebyshev_polynomial_w,
@@ -33,7 +35,9 @@ __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gamma
            "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
            "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
            "laguerre_polynomial_l", "legendre_polynomial_p", "erfcx", "log_ndtr", "i0e", "i1e",
-           "spherical_bessel_j0", "zeta"]
+           "spherical_bessel_j0", "zeta", "modified_bessel_i0", "modified_bessel_i1",
+           "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
+           "scaled_modified_bessel_k1"]
 
 erf = elementwise.erf
 expit = elementwise.sigmoid
