@@ -12,9 +12,10 @@ from ._ops.gammafn import igamma as gammainc
 from ._ops.gammafn import igammac as gammaincc
 from ._ops.gammafn import lgamma as gammaln
 from ._ops.indexing import where as _where
-from ._ops.besselfn import (bessel_j0, bessel_j1, modified_bessel_i0, modified_bessel_i1, modified_bessel_k0,
-                            modified_bessel_k1, scaled_modified_bessel_k0,
-                            scaled_modified_bessel_k1, spherical_bessel_j0)
+from ._ops.besselfn import (bessel_j0, bessel_j1, bessel_y0, bessel_y1, modified_bessel_i0,
+                            modified_bessel_i1, modified_bessel_k0, modified_bessel_k1,
+                            scaled_modified_bessel_k0, scaled_modified_bessel_k1,
+                            spherical_bessel_j0)
 from ._ops.scaledfn import erfcx, i0e, i1e, log_ndtr
 from ._ops.orthopoly import (chebyshev_polynomial_t, chebyshev_polynomial_u,
                               chebyshev_polynomial_v, chebyshev_polynomial_w,
@@ -37,7 +38,8 @@ __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gamma
            "laguerre_polynomial_l", "legendre_polynomial_p", "erfcx", "log_ndtr", "i0e", "i1e",
            "spherical_bessel_j0", "zeta", "modified_bessel_i0", "modified_bessel_i1",
            "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
-           "scaled_modified_bessel_k1", "bessel_j0", "bessel_j1"]
+           "scaled_modified_bessel_k1", "bessel_j0", "bessel_j1", "bessel_y0",
+           "bessel_y1"]
 
 erf = elementwise.erf
 expit = elementwise.sigmoid

@@ -18,7 +18,7 @@ from .elementwise import _float_input
 from .indexing import where
 from .special import _bessel_i, _check_tensor
 
-__all__ = ["bessel_j0", "bessel_j1", "spherical_bessel_j0", "modified_bessel_i0",
+__all__ = ["bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "spherical_bessel_j0", "modified_bessel_i0",
            "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
            "scaled_modified_bessel_k0", "scaled_modified_bessel_k1"]
 
@@ -193,33 +193,48 @@ def scaled_modified_bessel_k1(input: Tensor) -> Tensor:
         return _bessel_k(1, x, True)
 
 
-def _j_miller(x: Tensor, top: int) -> tuple[Tensor, Tensor]:
-    """``J_0`` and ``J_1`` for ``0 < x < 25`` by Miller's backward recurrence
+def _jy_miller(x: Tensor, top: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """``J_0``, ``J_1``, ``Y_0``, ``Y_1`` for ``0 < x < 25`` by Miller's backward recurrence
     ``J_{k-1} = (2k / x) J_k - J_{k+1}`` from order ``top`` (far above ``x``, where ``J_top`` is
     negligible), normalized by ``J_0 + 2 (J_2 + J_4 + ...) = 1`` (Abramowitz & Stegun 9.1.46,
-    9.12); every step rescales, as the unnormalized values grow without bound."""
+    9.12); every step rescales, as the unnormalized values grow without bound. ``Y_0`` is
+    Neumann's series ``(2/pi) (log(x/2) + gamma) J_0 - (4/pi) sum_k (-1)^k J_2k / k`` (A&S
+    9.1.88) and ``Y_1 = -Y_0'``, the same series differentiated term by term."""
     inv = 2.0 / x
     hi = _creation.zeros_like(x)  # J_{k+1}
     cur = _creation.ones_like(x)  # J_k, k = top
     norm = _creation.zeros_like(x)
+    y0sum = _creation.zeros_like(x)
+    y1sum = _creation.zeros_like(x)
     j1 = _creation.zeros_like(x)
     for k in range(top, 0, -1):
         if k % 2 == 0:
             norm = norm + cur * 2.0
+            y0sum = y0sum + cur * ((-1.0) ** (k // 2) / (k // 2))
+        else:
+            j = (k - 1) // 2
+            # J_k's weight in sum_m (-1)^m (J_{2m-1} - J_{2m+1}) / m (from m = j + 1 and m = j)
+            y1sum = y1sum + cur * ((-1.0) ** (j + 1) * (1.0 / (j + 1) + (1.0 / j if j else 0.0)))
         if k == 1:
             j1 = cur
         hi, cur = cur, cur * (inv * float(k)) - hi  # cur becomes J_{k-1}
         scale = 1.0 / (elementwise.abs(cur) + elementwise.abs(hi))
         hi, cur, norm, j1 = hi * scale, cur * scale, norm * scale, j1 * scale
+        y0sum, y1sum = y0sum * scale, y1sum * scale
     norm = norm + cur
-    return cur / norm, j1 / norm
+    j0, j1 = cur / norm, j1 / norm
+    lg = (elementwise.log(x * 0.5) + _EULER_GAMMA) * (2.0 / math.pi)
+    y0 = lg * j0 - y0sum / norm * (4.0 / math.pi)
+    y1 = lg * j1 - j0 * (2.0 / math.pi) / x + y1sum / norm * (2.0 / math.pi)
+    return j0, j1, y0, y1
 
 
-def _j_hankel(order: int, x: Tensor) -> Tensor:
-    """``J_nu(x) = sqrt(2 / (pi x)) (P cos(chi) - Q sin(chi))``, ``chi = x - (2 nu + 1) pi / 4``,
-    with Hankel's asymptotic series P and Q (Abramowitz & Stegun 9.2.5, 9.2.9, 9.2.10), for
-    ``x >= 25``; ``cos(chi)`` and ``sin(chi)`` from ``cos(x)`` and ``sin(x)`` so that the phase
-    is not rounded by subtracting ``pi / 4``."""
+def _hankel(order: int, x: Tensor, second: bool) -> Tensor:
+    """``J_nu(x) = sqrt(2 / (pi x)) (P cos(chi) - Q sin(chi))`` and ``Y_nu(x) = sqrt(2 / (pi x))
+    (P sin(chi) + Q cos(chi))``, ``chi = x - (2 nu + 1) pi / 4``, with Hankel's asymptotic series
+    P and Q (Abramowitz & Stegun 9.2.5, 9.2.6, 9.2.9, 9.2.10), for ``x >= 25``; ``cos(chi)`` and
+    ``sin(chi)`` from ``cos(x)`` and ``sin(x)`` so that the phase is not rounded by subtracting
+    ``pi / 4``."""
     mu = 4.0 * order * order
     p = _creation.ones_like(x)
     q = _creation.zeros_like(x)
@@ -236,22 +251,34 @@ def _j_hankel(order: int, x: Tensor) -> Tensor:
         cc, ss = (c + s) * r, (s - c) * r
     else:
         cc, ss = (s - c) * r, -(s + c) * r
-    return elementwise.sqrt(2.0 / math.pi / x) * (p * cc - q * ss)
+    amp = elementwise.sqrt(2.0 / math.pi / x)
+    return amp * (p * ss + q * cc) if second else amp * (p * cc - q * ss)
 
 
 def _bessel_j(order: int, input: Tensor) -> Tensor:
     a = elementwise.abs(input)
     far = a >= 25.0
     near = where(elementwise.logical_or(far, elementwise.eq(a, 0)), 1.0, a)
-    j0, j1 = _j_miller(near, 70)
+    j0, j1, _, _ = _jy_miller(near, 70)
     jn = j0 if order == 0 else j1
     af = where(elementwise.logical_and(far, elementwise.isfinite(a)), a, 25.0)
-    out = where(far, _j_hankel(order, af), jn)
+    out = where(far, _hankel(order, af, False), jn)
     out = where(elementwise.eq(a, 0), 1.0 if order == 0 else 0.0, out)
     out = where(elementwise.isinf(a), math.nan, out)  # PyTorch's value (the limit is 0)
     if order == 1:  # J_1 is odd
         out = out * where(input < 0, -1.0, 1.0)
     return where(elementwise.isnan(input), input, out)
+
+
+def _bessel_y(order: int, x: Tensor) -> Tensor:
+    far = x >= 25.0
+    near = where(elementwise.logical_or(far, x <= 0), 1.0, x)
+    _, _, y0, y1 = _jy_miller(near, 70)
+    xf = where(elementwise.logical_and(far, elementwise.isfinite(x)), x, 25.0)
+    out = where(far, _hankel(order, xf, True), y0 if order == 0 else y1)
+    out = where(elementwise.eq(x, 0), -math.inf, out)  # the logarithmic (Y_0), 1/x (Y_1) pole
+    # NaN below 0 and at +inf, as PyTorch (the limit there is 0)
+    return where(elementwise.logical_or(x < 0, elementwise.eq(x, math.inf)), math.nan, out)
 
 
 def bessel_j0(input: Tensor) -> Tensor:
@@ -272,3 +299,19 @@ def bessel_j1(input: Tensor) -> Tensor:
     x = _float_checked("bessel_j1", input)
     with _no_grad():
         return _bessel_j(1, x)
+
+
+def bessel_y0(input: Tensor) -> Tensor:
+    """The Bessel function of the second kind of order 0, ``Y_0`` (``-inf`` at 0, NaN below 0
+    and at inf, as PyTorch)."""
+    x = _float_checked("bessel_y0", input)
+    with _no_grad():
+        return _bessel_y(0, x)
+
+
+def bessel_y1(input: Tensor) -> Tensor:
+    """The Bessel function of the second kind of order 1, ``Y_1`` (``-inf`` at 0, NaN below 0
+    and at inf, as PyTorch)."""
+    x = _float_checked("bessel_y1", input)
+    with _no_grad():
+        return _bessel_y(1, x)
