@@ -215,6 +215,20 @@ def test_polynomials_dtypes_and_degree_rules(device: str, name: str) -> None:
     assert not fn(x.requires_grad_(), 3).requires_grad
 
 
+def test_chebyshev_high_degree_uses_closed_forms(device: str) -> None:
+    # degree 10^6 inside (-1, 1) and at +-1: the trigonometric and edge forms answer, and the
+    # recurrence only runs to the degrees that need it (here none), not to 10^6
+    x = pg.tensor([0.3, -0.9, 1.0, -1.0], dtype=pg.float64, device=device)
+    n = 10 ** 6
+    t = pg.special.chebyshev_polynomial_t(x, n).cpu().numpy()
+    u = pg.special.chebyshev_polynomial_u(x, n).cpu().numpy()
+    theta = np.arccos([0.3, -0.9])
+    # the phase n * acos(x) carries n units of rounding of acos(x)
+    np.testing.assert_allclose(t[:2], np.cos(n * theta), atol=1e-8)
+    np.testing.assert_allclose(u[:2], np.sin((n + 1) * theta) / np.sin(theta), atol=1e-8)
+    assert t[2:].tolist() == [1.0, 1.0] and u[2:].tolist() == [n + 1.0, n + 1.0]
+
+
 @pytest.mark.parametrize("name", POLYS)
 def test_polynomials_errors(device: str, name: str) -> None:
     fn = getattr(pg.special, name)

@@ -56,13 +56,16 @@ def _odd(ni: Tensor) -> Tensor:
     return elementwise.ne(elementwise.remainder(ni, 2.0), 0)
 
 
-def _run(x: Tensor, ni: Tensor, p0: Tensor, p1: Tensor, step: _Step) -> Tensor:
+def _run(x: Tensor, ni: Tensor, p0: Tensor, p1: Tensor, step: _Step,
+         closed: Tensor | None = None) -> Tensor:
     """The recurrence from degrees 0 and 1: ``step(m, x, p, q)`` is degree ``m`` from degrees
-    ``m - 2`` (``p``) and ``m - 1`` (``q``); each element keeps its own degree's value."""
+    ``m - 2`` (``p``) and ``m - 1`` (``q``); each element keeps its own degree's value. It runs
+    to the largest degree among the elements not ``closed`` (those a closed form answers, whose
+    recurrence value is discarded: a high degree there costs nothing)."""
     out = where(elementwise.eq(ni, 0), p0, where(elementwise.eq(ni, 1), p1, 0.0))
     if ni.numel() == 0:
         return out
-    top = int(ni.max().item())
+    top = int((ni if closed is None else where(closed, 0.0, ni)).max().item())
     p, q = p0, p1
     for m in range(2, top + 1):
         r = step(m, x, p, q)
@@ -88,9 +91,16 @@ def _acos(x: Tensor) -> Tensor:
 
 # ------------------------------------------------------------------------ Chebyshev, on [-1, 1]
 
+def _closed(x: Tensor, ni: Tensor, inside: Tensor, trig_above: int) -> Tensor:
+    """Where a Chebyshev polynomial has a closed form: ``|x| == 1``, or the trigonometric form."""
+    return elementwise.logical_or(elementwise.eq(elementwise.abs(x), 1.0),
+                                  elementwise.logical_and(ni > trig_above, inside))
+
+
 def _cheb_t(x: Tensor, ni: Tensor, trig_above: int) -> Tensor:
-    rec = _run(x, ni, _ones(x), x, lambda m, x, p, q: (x + x) * q - p)
     inside = elementwise.abs(x) < 1.0
+    rec = _run(x, ni, _ones(x), x, lambda m, x, p, q: (x + x) * q - p,
+               _closed(x, ni, inside, trig_above))
     trig = elementwise.cos(ni * _acos(where(inside, x, 0.0)))
     out = where(elementwise.logical_and(ni > trig_above, inside), trig, rec)
     # T_n(1) = 1, T_n(-1) = (-1)^n
@@ -99,8 +109,9 @@ def _cheb_t(x: Tensor, ni: Tensor, trig_above: int) -> Tensor:
 
 
 def _cheb_u(x: Tensor, ni: Tensor, trig_above: int) -> Tensor:
-    rec = _run(x, ni, _ones(x), x + x, lambda m, x, p, q: (x + x) * q - p)
     inside = elementwise.abs(x) < 1.0
+    rec = _run(x, ni, _ones(x), x + x, lambda m, x, p, q: (x + x) * q - p,
+               _closed(x, ni, inside, trig_above))
     a = _acos(where(inside, x, 0.0))
     s = elementwise.sin(a)
     n1 = ni + 1.0
@@ -115,8 +126,9 @@ def _cheb_u(x: Tensor, ni: Tensor, trig_above: int) -> Tensor:
 
 
 def _cheb_v(x: Tensor, ni: Tensor, trig_above: int) -> Tensor:
-    rec = _run(x, ni, _ones(x), x + x - 1.0, lambda m, x, p, q: (x + x) * q - p)
     inside = elementwise.abs(x) < 1.0
+    rec = _run(x, ni, _ones(x), x + x - 1.0, lambda m, x, p, q: (x + x) * q - p,
+               _closed(x, ni, inside, trig_above))
     a = _acos(where(inside, x, 0.0))
     h = elementwise.cos(a / 2.0)
     odd_edge = where(_odd(ni), -(ni + ni + 1.0), ni + ni + 1.0)
@@ -129,8 +141,9 @@ def _cheb_v(x: Tensor, ni: Tensor, trig_above: int) -> Tensor:
 
 
 def _cheb_w(x: Tensor, ni: Tensor, trig_above: int) -> Tensor:
-    rec = _run(x, ni, _ones(x), x + x + 1.0, lambda m, x, p, q: (x + x) * q - p)
     inside = elementwise.abs(x) < 1.0
+    rec = _run(x, ni, _ones(x), x + x + 1.0, lambda m, x, p, q: (x + x) * q - p,
+               _closed(x, ni, inside, trig_above))
     a = _acos(where(inside, x, 0.0))
     h = elementwise.sin(a / 2.0)
     # W_n(1) = 2n + 1, W_n(-1) = (-1)^n
