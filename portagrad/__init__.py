@@ -6,9 +6,9 @@ and ``"opencl:N"`` (pyopencl), or any device type a plugin registers.
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 import builtins as _builtins
+
+from ._version import __version__ as __version__  # (re-exported)
 
 from . import _blas_env
 
@@ -265,8 +265,13 @@ __all__ += [
 
 # the dtypes of image data and checkpoints (uint8, int8, int16, bfloat16) and the dtype queries
 from ._dtype import bfloat16, can_cast, finfo, iinfo, int8, int16, short, uint8
+from ._dtype import (cdouble, cfloat, complex64, complex128, float8_e4m3fn, float8_e4m3fnuz,
+                     float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu)
 
 __all__ += ["bfloat16", "can_cast", "finfo", "iinfo", "int8", "int16", "short", "uint8"]
+# named (finfo, is_complex) but without tensors yet: creating one raises DTypeError
+__all__ += ["cdouble", "cfloat", "complex64", "complex128", "float8_e4m3fn", "float8_e4m3fnuz",
+            "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"]
 
 # probability distributions, the profiler, torch.testing's assert_close, DLPack
 from . import distributions, profiler, testing
@@ -351,3 +356,14 @@ __all__ += [
     "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
     "set_autocast_enabled", "vmap", "get_device_module", "embedding_renorm_",
 ]
+
+# the namespaces libraries touch at import: TorchScript's decorators (eager pass-throughs),
+# torch.compile's public machinery, futures (what jit.fork returns)
+from . import compiler, futures, fx, hub, jit, library, ops, overrides, types
+
+__all__ += ["compiler", "futures", "fx", "hub", "jit", "library", "ops", "overrides", "types"]
+
+# torch.version: the PyTorch API version implemented, with portagrad's as its local label
+from . import torch_version, version
+
+__all__ += ["torch_version", "version"]

@@ -4,16 +4,20 @@ from __future__ import annotations
 from typing import Any
 
 import builtins as _builtins
+import math
 
 import ml_dtypes
 import numpy as np
+
+from .errors import DTypeError
 
 __all__ = [
     "dtype", "float16", "float32", "float64", "int32", "int64", "bool", "half", "float", "double",
     "int", "long", "result_type", "promote_types", "get_default_dtype", "set_default_dtype",
     "from_numpy_dtype", "as_dtype", "ALL_DTYPES",
     "uint8", "int8", "int16", "bfloat16", "short", "can_cast", "iinfo", "finfo", "check_storable",
-    "fit_scalar", "INT_LIMITS",
+    "fit_scalar", "INT_LIMITS", "complex64", "complex128", "cfloat", "cdouble", "float8_e4m3fn",
+    "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "DECLARED_ONLY",
 ]
 
 _builtin_bool = bool
@@ -33,14 +37,30 @@ class dtype:
         self.name = name
         self.numpy = np.dtype(np_dtype)
         self.itemsize = self.numpy.itemsize
-        self._kind = kind  # 0 bool, 1 integer, 2 floating: PyTorch's promotion categories
-        self._rank = rank  # position in ALL_DTYPES (PyTorch's ScalarType order)
+        self._kind = kind  # 0 bool, 1 integer, 2 floating, 3 complex: promotion categories
+        # position in ALL_DTYPES (PyTorch's ScalarType order); -1: declared only (DECLARED_ONLY)
+        self._rank = rank
         self.is_floating_point = kind == 2
         self.is_signed = kind != 0 and signed
 
     @property
     def is_complex(self) -> _builtin_bool:
-        return False
+        return self._kind == 3
+
+    def to_complex(self) -> dtype:
+        """The complex dtype with this real dtype's parts (``float32`` -> ``complex64``)."""
+        if self.is_complex:
+            return self
+        try:
+            return _TO_COMPLEX[self.name]
+        except KeyError:
+            raise RuntimeError(f"to_complex is not supported for {self}") from None
+
+    def to_real(self) -> dtype:
+        """The real dtype of this complex dtype's parts (``complex64`` -> ``float32``)."""
+        if not self.is_complex:
+            return self
+        return _BY_NAME[_COMPLEX_PARTS[self.name]]
 
     def __repr__(self) -> str:
         return f"portagrad.{self.name}"
@@ -63,6 +83,22 @@ float64 = dtype("float64", np.float64, 2, 9)
 half, float, double, int, long = float16, float32, float64, int32, int64  # PyTorch's names
 short = int16
 ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+
+# Named so that code mentioning them loads (safetensors maps "C64" and the float8 codes at
+# import) and so that finfo/is_complex answer, but no tensor can have them yet: as_dtype refuses
+# them with a DTypeError, before any factory, cast or promotion uses them.
+complex64 = dtype("complex64", np.complex64, 3, -1)
+complex128 = dtype("complex128", np.complex128, 3, -1)
+cfloat, cdouble = complex64, complex128  # PyTorch's names
+float8_e4m3fn = dtype("float8_e4m3fn", ml_dtypes.float8_e4m3fn, 2, -1)
+float8_e5m2 = dtype("float8_e5m2", ml_dtypes.float8_e5m2, 2, -1)
+float8_e4m3fnuz = dtype("float8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz, 2, -1)
+float8_e5m2fnuz = dtype("float8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz, 2, -1)
+float8_e8m0fnu = dtype("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu, 2, -1, signed=False)
+DECLARED_ONLY = (complex64, complex128, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz,
+                 float8_e5m2fnuz, float8_e8m0fnu)
+_COMPLEX_PARTS = {"complex64": "float32", "complex128": "float64"}
+_TO_COMPLEX = {"float32": complex64, "float64": complex128}
 
 # PyTorch's promote_types over ALL_DTYPES, row by row (computed with torch 2.13). It is not a
 # lattice by rank: uint8 with int8 gives int16, float16 with bfloat16 gives float32.
@@ -120,8 +156,13 @@ def from_numpy_dtype(np_dtype: Any) -> dtype:
 
 
 def as_dtype(d: Any) -> dtype:
-    """Accept a portagrad dtype, a numpy dtype, a name, or Python's ``float``/``int``/``bool``."""
+    """Accept a portagrad dtype, a numpy dtype, a name, or Python's ``float``/``int``/``bool``.
+    A dtype of :data:`DECLARED_ONLY` raises ``DTypeError``: no tensor can have it yet."""
     if isinstance(d, dtype):
+        if d._rank < 0:
+            raise DTypeError(f"{d} is named for code that mentions it, but portagrad has no "
+                             f"{'complex' if d.is_complex else 'float8'} tensors yet (finfo and "
+                             "is_complex work; creating, casting to or computing in it does not)")
         return d
     if d is _py_float:
         return float64
@@ -195,18 +236,26 @@ class finfo:
     dtype."""
 
     def __init__(self, type: Any = None) -> None:
-        d = _default_float if type is None else as_dtype(type)
+        if isinstance(type, dtype):
+            d = type  # declared-only dtypes have limits too
+        else:
+            d = _default_float if type is None else as_dtype(type)
+        if d.is_complex:
+            d = d.to_real()  # as PyTorch: a complex dtype's limits are its parts'
         if not d.is_floating_point:
             raise TypeError(f"finfo() requires a floating point input type, got {d}; use iinfo "
                             "for integer types")
-        info = ml_dtypes.finfo(d.numpy)  # numpy's own finfo for numpy types, bfloat16's too
+        info = ml_dtypes.finfo(d.numpy)  # numpy's own finfo for numpy types, ml_dtypes' too
         self.bits: _py_int = d.itemsize * 8
-        self.eps: _py_float = _py_float(info.eps)
+        # PyTorch's c10 limits give float8_e5m2fnuz an epsilon of 2**-3 (ml_dtypes: 2**-2);
+        # PyTorch is the reference
+        self.eps: _py_float = 0.125 if d.name == "float8_e5m2fnuz" else _py_float(info.eps)
         self.max: _py_float = _py_float(info.max)
         self.min: _py_float = _py_float(info.min)
         self.tiny: _py_float = _py_float(info.smallest_normal)
         self.smallest_normal: _py_float = self.tiny
-        self.resolution: _py_float = 10.0 ** -_py_int(info.precision)  # as PyTorch, in float64
+        # as PyTorch: 10 ** -digits10, digits10 = floor(mantissa bits * log10(2)), in float64
+        self.resolution: _py_float = 10.0 ** -_py_int(info.nmant * math.log10(2))
         self.dtype: str = d.name
 
     def __repr__(self) -> str:

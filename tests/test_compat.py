@@ -77,7 +77,8 @@ def test_missing_attribute_names_module_and_attribute(hooked: types.ModuleType) 
         _ = torch.backends.numpy
 
 
-@pytest.mark.parametrize("name", ["torch.foo", "torch.nn.foo", "torch._C", "torch._dynamo",
+@pytest.mark.parametrize("name", ["torch.foo", "torch.nn.foo", "torch._refs", "torch._tensor",
+                                  "torch._C._foo", "torch._dynamo._foo",
                                   "torch.backends.opencl", "torch.backends.numpy",
                                   "torch.backends.interface", "torch.backend_flags",
                                   "torch.plugins"])
@@ -138,7 +139,17 @@ def test_name_mapping() -> None:
     assert compat.torch_to_portagrad("torch") == "portagrad"
     assert compat.torch_to_portagrad("torch.nn.functional") == "portagrad.nn.functional"
     assert compat.torch_to_portagrad("torchvision") is None
-    assert compat.torch_to_portagrad("torch._C") is None
+    # private modules map only through the documented allow-list, never to portagrad's own
+    # private modules of the same name
+    assert compat.torch_to_portagrad("torch._refs") is None
+    assert compat.torch_to_portagrad("torch._tensor") is None
+    assert compat.torch_to_portagrad("torch._C") == "portagrad._C"
+    assert compat.torch_to_portagrad("torch._C._nn") == "portagrad._C._nn"
+    assert compat.torch_to_portagrad("torch._C._other") is None
+    assert compat.torch_to_portagrad("torch._dynamo.config") == "portagrad._dynamo.config"
+    assert compat.torch_to_portagrad("torch.utils._pytree") == "portagrad.utils._pytree"
+    assert compat.portagrad_to_torch("portagrad._C") == "torch._C"
+    assert compat.portagrad_to_torch("portagrad._tensor") is None
     # torch.backends is the flags package: the array-backend plugins are out of its reach (and
     # test_missing_submodule_is_module_not_found imports torch.backends.numpy to show it)
     for name in ("torch.backends.numpy", "torch.backends.opencl", "torch.backends.interface"):
@@ -300,3 +311,51 @@ def test_coverage_without_pytorch_says_so() -> None:
                        "from portagrad.compat.__main__ import main; sys.exit(main(['--coverage']))"])
     assert proc.returncode == 0, proc.stderr
     assert "PyTorch (the 'torch' package) is not installed" in proc.stdout
+
+
+# ------------------------------------------------------------------ runpy and child processes
+def test_alias_loader_answers_runpy(hooked: types.ModuleType, tmp_path: Path) -> None:
+    """runpy asks the loader for code, source and whether it is a package: running ``torch.X``
+    runs ``portagrad.X`` (its relative imports included) under the caller's name."""
+    import runpy
+
+    spec = importlib.util.find_spec("torch.distributed.run")
+    assert spec is not None and spec.loader is not None
+    assert spec.loader.is_package("torch.distributed.run") is False  # type: ignore[attr-defined]
+    assert importlib.util.find_spec("torch.distributed").loader.is_package(  # type: ignore
+        "torch.distributed") is True
+    source = spec.loader.get_source("torch.distributed.run")  # type: ignore[attr-defined]
+    assert source is not None and "def build_command" in source
+    ns = runpy.run_module("torch.distributed.run", run_name="not_main")
+    assert ns["__name__"] == "not_main"  # the `if __name__ == "__main__"` block did not run
+    run = importlib.import_module("portagrad.distributed.run")
+    assert ns["build_command"].__code__.co_filename == run.build_command.__code__.co_filename
+
+
+def test_launcher_under_compat_runs_a_torch_script(tmp_path: Path) -> None:
+    """``python -m portagrad.compat -m torch.distributed.run`` starts the ranks, whose own
+    ``import torch`` (fresh interpreters under mpiexec) gives portagrad too."""
+    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    if importlib.util.find_spec("mpi4py") is None or not os.path.exists(mpiexec):
+        if os.environ.get("CI") or os.environ.get("PORTAGRAD_REQUIRE_MPI"):
+            pytest.fail("MPI is required here (CI or PORTAGRAD_REQUIRE_MPI set)")
+        pytest.skip("mpi4py or mpiexec is not installed (pip install 'portagrad[mpi]')")
+    script = tmp_path / "allreduce.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        import torch.distributed as dist
+        dist.init_process_group()
+        t = torch.ones(2) * (dist.get_rank() + 1)
+        dist.all_reduce(t)
+        print(f"rank {dist.get_rank()}: {t.tolist()} from {torch.__name__}", flush=True)
+        dist.destroy_process_group()
+    """))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HYDRA_LAUNCHER="fork", HYDRA_IFACE="lo")
+    env.pop("PORTAGRAD_DEVICE", None)
+    proc = subprocess.run([sys.executable, "-m", "portagrad.compat", "-m", "torch.distributed.run",
+                           "--nproc-per-node", "2", "--device-type", "cpu", str(script)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    for r in range(2):
+        assert f"rank {r}: [3.0, 3.0] from torch" in proc.stdout, out

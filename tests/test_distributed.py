@@ -87,10 +87,35 @@ def test_collectives_against_numpy(device, ranks):
     assert n >= 140
 
 
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_overlapping_groups_and_receives_in_posting_order(device, ranks):
+    """An async collective on one group overlapping sync ones on another of the same size; several
+    irecv from one peer (and from any source) posted before any is waited on."""
+    n = _checks(mpirun(ranks, os.path.join(SCRIPTS, "check_p2p_groups.py"), _kind(device)))
+    assert n == 4
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_16_bit_float_collectives(device, ranks):
+    """bfloat16 (and float16 where the device has it): copies bit-exact, reductions in float32
+    rounded once."""
+    n = _checks(mpirun(ranks, os.path.join(SCRIPTS, "check_half.py"), _kind(device)))
+    assert n >= 30
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_sync_batchnorm_is_batchnorm_of_the_whole_batch(device, ranks):
+    """Different (one empty) batch sizes per rank: outputs, input/weight/bias gradients and
+    running statistics equal plain batch norm on the concatenated batch (float64)."""
+    n = _checks(mpirun(ranks, os.path.join(SCRIPTS, "check_syncbn.py"), _kind(device),
+                       timeout=240))
+    assert n == 8
+
+
 def test_ddp_gradients_match_single_process(device):
     """Several buckets, no_sync accumulation, unused parameters, construction broadcast."""
     n = _checks(mpirun(2, os.path.join(SCRIPTS, "check_ddp.py"), _kind(device)))
-    assert n == 10
+    assert n == 11
 
 
 def test_mismatched_collectives_raise_on_every_rank():
@@ -103,8 +128,10 @@ def test_mismatched_collectives_raise_on_every_rank():
 
 @pytest.mark.parametrize("fault, needle", [
     ("raise", "[rank 1] aborting the MPI job after an uncaught ValueError on rank 1"),
-    ("hang", "[rank 0] all_reduce (collective #2 of the group of ranks [0, 1]) timed out after 3 s"),
+    ("hang", "[rank 0] all_reduce (collective #3 of the group of ranks [0, 1]) timed out after 3 s"),
     ("kill", "BAD TERMINATION"),
+    ("raise-early", "[rank 0] MPI initialisation did not complete within 3 s (the timeout of "
+                    "init_process_group): another of the 2 ranks failed or exited before"),
 ])
 def test_a_failed_rank_ends_the_job(fault, needle):
     t0 = time.monotonic()
@@ -115,6 +142,32 @@ def test_a_failed_rank_ends_the_job(fault, needle):
     assert needle in out, out
     assert "was not stopped" not in out, out
     assert elapsed < 45, f"the job took {elapsed:.0f} s to end"
+    if fault in ("raise", "hang"):  # an abort removes MPICH's shared-memory files
+        assert _shm_files(proc.stdout) or not sys.platform.startswith("linux"), out
+        left = [p for p in _shm_files(proc.stdout) if os.path.exists(p)]
+        assert not left, f"left in /dev/shm: {left}"
+
+
+def _shm_files(stdout: str) -> list[str]:
+    """The files a check script printed on a ``shm files: ...`` line (Linux: from /proc)."""
+    m = re.search(r"^shm files: (.*)$", stdout, re.M)
+    return m.group(1).split() if m else []
+
+
+def test_launcher_names_a_killed_rank_and_removes_its_shared_memory():
+    """mpiexec names a killed rank by PID only, and leaves MPICH's /dev/shm files behind."""
+    proc = launch("--nproc-per-node", "2", "--device-type", "cpu",
+                  os.path.join(SCRIPTS, "check_killed.py"), timeout=90)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert re.search(r"\[portagrad.distributed.run\] rank 1 \(PID \d+ on \S+\) was killed by "
+                     r"signal 9 \(SIGKILL\)", proc.stderr), out
+    assert "was not stopped" not in out, out
+    files = _shm_files(proc.stdout)
+    if sys.platform.startswith("linux"):
+        assert files, out
+    left = [p for p in files if os.path.exists(p)]
+    assert not left, f"left in /dev/shm: {left}"
 
 
 def test_demo_on_two_ranks(device, tmp_path):
@@ -150,3 +203,15 @@ def test_launcher_sets_the_torchrun_environment(tmp_path):
         "args=['x', '--flag']",
         "RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 PORTAGRAD_DEVICE=cpu mpi_rank=1 "
         "args=['x', '--flag']"]
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_script_collectives_against_local_values(device, ranks):
+    """What torchrun-style scripts call beyond the core set: backend names on MPI, all_to_all
+    (single, split sizes, list), reduce_scatter, PREMUL_SUM, non-contiguous tensors, futures,
+    coalesced collectives, batch_isend_irecv, object collectives through the restricted
+    unpickler, subgroups and DeviceMesh."""
+    proc = mpirun(ranks, os.path.join(SCRIPTS, "check_scripts.py"), _kind(device), timeout=300)
+    n = _checks(proc)
+    assert n == (38 if ranks == 2 else 37), proc.stdout
+    assert "code from a peer's bytes ran" not in proc.stdout + proc.stderr

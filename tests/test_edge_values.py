@@ -482,3 +482,60 @@ def test_16_bit_fused_arithmetic_rounds_once(device: Any, dtype: str, op: str) -
     exact = f(pg, *(x.double() for x in xs)).cpu().numpy()  # the same 16-bit inputs, float64
     ulp = np.abs(exact) * 2.0 ** (-10 if dtype == "float16" else -7)
     assert (np.abs(got - exact) <= np.maximum(ulp, 1e-6)).all()
+
+
+def test_exactly_singular_matrices_raise(device: Any) -> None:
+    """A matrix with a row equal to another (or a multiple of it by a power of two) is singular
+    to the last bit: elimination clears that row to exact zeros and ``inv``/``solve`` raise
+    LinAlgError, where normalising the pivot row first left residue of 1e-16 and gave an
+    "inverse" with entries near 1e16."""
+    a = [[1.288601804052881, 1.6849502468883302], [1.288601804052881, 1.6849502468883302]]
+    b = [[0.3, -1.7, 2.2], [1.1, 0.9, -0.4], [0.6, -3.4, 4.4]]  # row 2 = 2 * row 0
+    for m in (a, b):
+        x = pg.tensor(m, dtype=pg.float64, device=device)
+        with pytest.raises(pg.linalg.LinAlgError, match="singular"):
+            pg.linalg.inv(x)
+        with pytest.raises(pg.linalg.LinAlgError, match="singular"):
+            pg.linalg.solve(x, pg.ones(len(m), 1, dtype=pg.float64, device=device))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_threshold_keeps_nan(device: Any, dtype: str) -> None:
+    """``threshold`` replaces ``x <= threshold`` by ``value``: NaN is not, so it stays NaN (and
+    gets the gradient), as PyTorch."""
+    try:
+        x = pg.tensor([NAN, 1.0, 0.2], device=device).to(getattr(pg, dtype))
+    except pg.errors.DTypeError:
+        pytest.skip(f"{device} declines {dtype}")
+    out = pg.nn.functional.threshold(x, 0.5, 7.0).float().cpu().numpy()
+    assert np.isnan(out[0]) and out[1:].tolist() == [1.0, 7.0]
+    x = pg.tensor([NAN, 1.0, 0.2], device=device, requires_grad=True)
+    pg.nn.functional.threshold(x, 0.5, 7.0).sum().backward()
+    assert x.grad.cpu().tolist() == [1.0, 1.0, 0.0]
+
+
+def test_cosine_similarity_in_the_common_dtype(device: Any) -> None:
+    x1 = pg.tensor([[1.2532104608305352, 0.1]], dtype=pg.float64, device=device)
+    x2 = pg.tensor([[1.5992423295974731, 0.3]], dtype=pg.float32, device=device)
+    got = pg.nn.functional.cosine_similarity(x1, x2).item()
+    a, b = np.array([1.2532104608305352, 0.1]), np.array([1.5992423295974731, 0.3], np.float32)
+    b = b.astype(np.float64)
+    assert got == pytest.approx(a @ b / np.sqrt((a @ a) * (b @ b)), rel=1e-15)
+
+
+@pytest.mark.parametrize("name", ["erfc", "erfinv", "asin", "acos", "atan", "sinh", "cosh",
+                                  "asinh", "atanh", "i0"])
+def test_editing_an_output_in_place_is_fine_where_only_the_input_is_saved(device: Any,
+                                                                          name: str) -> None:
+    """These derivatives read the input only (as PyTorch's), so ``relu_`` on the output before
+    backward is allowed; ``special.i1``'s reads its result, and the edit is an error there too."""
+    x = pg.tensor([0.3, -0.2], dtype=pg.float64, device=device, requires_grad=True)
+    y = getattr(pg, name)(x * 1)
+    y.relu_()
+    y.sum().backward()
+    assert x.grad is not None
+    x = pg.tensor([0.3, -0.2], dtype=pg.float64, device=device, requires_grad=True)
+    y = pg.special.i1(x * 1)
+    y.relu_()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()

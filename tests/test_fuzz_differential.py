@@ -106,6 +106,9 @@ KNOWN: dict[str, str] = {
     "linalg.cross": "mixed dtypes (float64 with int64 or float16) are promoted where torch raises "
                     "'expected scalar type'",
     "linalg.lu_factor": "integer input refused where torch factors it",
+    "linalg.inv": "exactly singular matrices (a row a power-of-two multiple of another): "
+                  "portagrad's elimination clears the row and raises LinAlgError, torch's LAPACK "
+                  "order can leave a 1e-16 pivot and return entries near 1e16",
     "linalg.matrix_norm": "float32 entries of 1e30: the norm overflows to inf (torch's CPU kernel "
                           "accumulates in float64)",
     "linalg.vector_norm": "as matrix_norm: float32 1e30 overflows (torch CPU accumulates in float64)",
@@ -117,6 +120,10 @@ KNOWN: dict[str, str] = {
     "F.glu": "a bool input: portagrad's dtype error comes before torch's dim check",
     "F.pad": "circular/reflect padding of empty dimensions raises a reshape error where torch pads",
     "F.normalize": "float32 entries of 1e30: the norm overflows (torch CPU accumulates in float64)",
+    "F.layer_norm": "float32 entries of 1e30: torch's variance overflows to NaN, portagrad's "
+                    "(mean-centred first) stays finite",
+    "F.bce_with_logits": "a float32 input with a float64 target: one float32 rounding apart (the "
+                         "log-sigmoid of the float32 input is rounded at a different step)",
     "Bernoulli.log_prob": "integer logits computed where torch raises NotImplementedError",
     "Categorical.log_prob": "zero categories: an index error where torch returns an empty result",
     "Normal.log_prob": "float32 and float64 parameters mixed: 1e-8 relative apart from torch",

@@ -49,7 +49,8 @@ DEFERRED: dict[tuple[str, str], str] = {
 LAYERS: list[tuple[str, str, list[str]]] = [
     ("base", "dtypes, shapes, storage records, settings, errors, torch.backends-style flags",
      ["_dtype", "_shape", "_storage", "_layout", "_memory_format", "_settings", "_format",
-      "_dlpack", "_blas_env", "errors", "backend_flags"]),
+      "_dlpack", "_blas_env", "errors", "backend_flags", "futures", "torch_version",
+      "_version", "version"]),
     ("backends", "the backend contract, the built-in backends, the plugin manager that finds them",
      ["backends", "plugins"]),
     ("devices", "device objects and memory statistics, through the plugin manager",
@@ -68,10 +69,11 @@ LAYERS: list[tuple[str, str, list[str]]] = [
      ["_ops", "_random", "autograd.inplace"]),
     ("api", "the surface composed from ops: autograd's functions, top-level functions, devices",
      ["autograd", "autograd.gradcheck", "_toplevel", "_vmap", "linalg", "sparse", "_legacy",
-      "_safe_globals", "accelerator", "cuda", "mps", "amp", "profiler", "onnx"]),
+      "_safe_globals", "accelerator", "cuda", "mps", "amp", "profiler", "onnx", "_C", "types", "overrides"]),
     ("library", "nn, optim, data, distributions, distributed training, files, step capture",
      ["nn", "optim", "utils", "distributions", "distributed", "multiprocessing", "_toplevel_nn",
-      "_toplevel_random", "special", "_torch_format", "serialization", "capture", "_compile"]),
+      "_toplevel_random", "special", "_torch_format", "serialization", "capture", "_compile",
+      "jit", "_dynamo", "compiler", "hub", "fx", "library", "ops"]),
     ("package", "the namespace and what runs on it: CLI, demo, conformance kit, torch compat",
      ["portagrad", "_info", "demo", "testing", "compat", "__main__"]),
 ]

@@ -30,6 +30,8 @@ CASES = [
     ("huber_loss", "int32", "float32", "mean", "RuntimeError",
      "result type Float can't be cast to the desired output type Int"),
     ("smooth_l1_loss", "float32", "bool", "mean", "ok", ("float32", 0.4375)),
+    ("huber_loss", "float32", "float64", "mean", "ok", ("float32", 0.0)),
+    ("huber_loss", "bfloat16", "float64", "mean", "ok", ("bfloat16", 0.0)),
     ("huber_loss", "float32", "bool", "mean", "ok", ("float32", 0.4375)),
     ("soft_margin_loss", "int64", "int64", "mean", "RuntimeError",
      "result type Float can't be cast to the desired output type Long"),

@@ -372,8 +372,10 @@ def test_sync_batchnorm_is_batchnorm_without_process_group(device):
     np.testing.assert_allclose(H(sb.running_var), H(bn.running_var), rtol=1e-6)
     with pytest.raises(ValueError, match=r"expected at least 2D input \(got 1D input\)"):
         sb(pg.ones(3, device=device))
-    with pytest.raises(NotImplementedError, match="across a process group is not implemented"):
+    with pytest.raises(TypeError, match="process_group must be a ProcessGroup"):
         nn.SyncBatchNorm(3, process_group=object())(x)
+    sb.eval()  # eval mode: the running statistics, whatever the group
+    np.testing.assert_allclose(H(sb(x)), H(bn.eval()(x)), rtol=1e-6)
     m = nn.Sequential(nn.Conv2d(3, 4, 1), nn.BatchNorm2d(4), nn.Sequential(nn.BatchNorm1d(4)))
     c = nn.SyncBatchNorm.convert_sync_batchnorm(m)
     assert type(c[1]) is nn.SyncBatchNorm and type(c[2][0]) is nn.SyncBatchNorm

@@ -16,7 +16,9 @@ reductions into slots), ``contraction`` (einsum, tensordot ...), ``norms`` (cdis
 (decompositions, solves, matrix functions), ``windows``, ``fills``, ``metadata`` and ``sparse``
 (the sparse COO layout); ``orthopoly`` (the orthogonal polynomials), ``scaledfn``
 (``erfcx``, ``log_ndtr``, ``i0e``, ``i1e``) and ``besselfn`` are built on ``special``.
-``sampling`` (differentiable samplers) and the ``nn`` package (the layers' nodes) sit on top.
+``sampling`` (differentiable samplers) and the ``nn`` package (the layers' nodes) sit on top, with
+``checkpoint`` (activation checkpointing's recomputing node) and ``custom`` (the node of
+user-defined operators, ``torch.library``).
 
 This file is the one place an op module is registered: ``Tensor``'s methods reach every module as
 ``_ops.<module>.<function>`` (bound once by ``portagrad/__init__.py``), so a new module needs its
@@ -29,9 +31,11 @@ from . import (bits, contraction, diagonal, fills, gammafn, linalg, metadata, no
                windows)
 from . import besselfn, orthopoly, scaledfn
 from . import nn, sampling
+from . import checkpoint, custom
 
 __all__ = ["conversion", "elementwise", "indexing", "joining", "matmul", "reduction", "shape",
            "sorting",
            "bits", "contraction", "diagonal", "fills", "gammafn", "linalg", "metadata", "norms",
            "rearrange", "scan", "scatter", "search", "segment", "sequences", "sparse", "special",
-           "stacking", "stats", "windows", "besselfn", "orthopoly", "scaledfn", "nn", "sampling"]
+           "stacking", "stats", "windows", "besselfn", "orthopoly", "scaledfn", "nn", "sampling",
+           "checkpoint", "custom"]

@@ -121,9 +121,13 @@ def _gauss_jordan(name: str, a: Tensor, b: Tensor) -> Tensor:
         piv = shape.narrow(row, -1, k, 1)
         pivots.append(piv)
         safe = where(elementwise.eq(piv, 0), 1.0, piv)
-        row = row / safe
-        f = shape.narrow(m, -1, k, 1)  # (..., n, 1): the column to clear
+        # the multipliers column / pivot applied to the pivot row as it is (LAPACK's order): a
+        # row equal to the pivot row then clears to exact zeros, so an exactly singular matrix
+        # shows a zero pivot (normalising the row first left rounding residue of 1e-16 there,
+        # and the "inverse" came out as numbers near 1e16)
+        f = shape.narrow(m, -1, k, 1) / safe  # (..., n, 1): the column to clear
         m = m - f * row
+        row = row / safe
         m = cat([shape.narrow(m, -2, 0, k), row, shape.narrow(m, -2, k + 1, n - k - 1)], -2)
     with _no_grad():
         zero = elementwise.eq(cat(pivots, -1), 0) if pivots else None  # (a 0x0 matrix: none)

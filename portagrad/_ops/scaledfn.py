@@ -3,7 +3,8 @@
 ``i1e`` (``exp(-|x|) I_0(x)``, ``exp(-|x|) I_1(x)``).
 
 Each is a composition of elementwise ops (so it runs on every backend), differentiable with
-PyTorch's closed-form derivative (``SpecialErfcxBackward0`` ...).
+PyTorch's closed-form derivative (``SpecialErfcxBackward0`` ...), which uses the result: it is
+saved for backward, as PyTorch saves it.
 """
 from __future__ import annotations
 
@@ -99,10 +100,10 @@ def _no_half(name: str, input: Tensor) -> None:
 
 
 _erfcx = _unary("erfcx", "SpecialErfcxBackward0", _erfcx_fwd,
-                lambda g, x, y: g * (x * y * 2.0 - 2.0 / _SQRT_PI), "")
+                lambda g, x, y: g * (x * y * 2.0 - 2.0 / _SQRT_PI), "", saves_output=True)
 _log_ndtr = _unary("log_ndtr", "SpecialLogNdtrBackward0", _log_ndtr_fwd,
                    lambda g, x, y: g * (-(y + x * x * 0.5)).exp() * (1.0 / math.sqrt(2 * math.pi)),
-                   "")
+                   "", saves_output=True)
 
 
 def erfcx(input: Tensor) -> Tensor:
@@ -136,11 +137,13 @@ def _i1e_op(x: Tensor) -> Tensor:  # i1e, for i0e's derivative (defined after it
 
 i0e = _unary("i0e", "SpecialI0EBackward0", _i0e_fwd,
              lambda g, x, y: g * (_i1e_op(x) - elementwise.sign(x) * y),
-             "The exponentially scaled modified Bessel function of order 0, ``exp(-|x|) I_0(x)``.")
+             "The exponentially scaled modified Bessel function of order 0, ``exp(-|x|) I_0(x)``.",
+             saves_output=True)
 # i1e'(x) = i0e(x) - i1e(x) (sign(x) + 1/x), 1/2 at 0
 i1e = _unary("i1e", "SpecialI1EBackward0", _i1e_fwd,
              lambda g, x, y: g * where(
                  elementwise.eq(x, 0), 0.5,
                  i0e(x) - y * (elementwise.sign(x)
                                + 1.0 / where(elementwise.eq(x, 0), 1.0, x))),
-             "The exponentially scaled modified Bessel function of order 1, ``exp(-|x|) I_1(x)``.")
+             "The exponentially scaled modified Bessel function of order 1, ``exp(-|x|) I_1(x)``.",
+             saves_output=True)

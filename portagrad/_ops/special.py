@@ -40,9 +40,12 @@ def _check_tensor(name: str, x: Any, arg: str = "input", position: int = 1) -> N
                         f"{type(x).__name__}")
 
 
-def _unary(name: str, node: str, fwd: Any, grad: Any, doc: str) -> Any:
+def _unary(name: str, node: str, fwd: Any, grad: Any, doc: str,
+           saves_output: bool = False) -> Any:
     """A differentiable unary op: ``fwd(x)`` (ops, run unrecorded) and the derivative
-    ``grad(g, x, y)`` (ops, recorded for higher-order gradients)."""
+    ``grad(g, x, y)`` (ops, recorded for higher-order gradients). The output ``y`` is saved only
+    with ``saves_output`` (where PyTorch's derivative saves its result; otherwise ``y`` is None),
+    so that an in-place edit of the output is an error exactly where PyTorch's is."""
 
     class _U(Function):
         _backward_name = node
@@ -51,13 +54,16 @@ def _unary(name: str, node: str, fwd: Any, grad: Any, doc: str) -> Any:
         def forward(ctx: Any, x: Tensor) -> Tensor:
             with _no_grad():
                 y = elementwise.in_float32(fwd, x)
-            ctx.save_for_backward(x, y)
+            if saves_output:
+                ctx.save_for_backward(x, y)
+            else:
+                ctx.save_for_backward(x)
             return y
 
         @staticmethod
         def backward(ctx: Any, g: Tensor) -> Any:
-            x, y = ctx.saved_tensors
-            return grad(g, x, y)
+            saved = ctx.saved_tensors
+            return grad(g, saved[0], saved[1] if saves_output else None)
 
     _U.__name__ = _U.__qualname__ = f"_{name.capitalize()}"
 
@@ -167,8 +173,8 @@ def _erfinv_fwd(y: Tensor) -> Tensor:
     return where(elementwise.eq(elementwise.abs(y), 1.0), elementwise.sign(y) * math.inf, x)
 
 
-erfinv = _unary("erfinv", "ErfinvBackward0", _erfinv_fwd,
-                lambda g, x, y: g * (y * y).exp() * (math.sqrt(math.pi) / 2.0),
+erfinv: Any = _unary("erfinv", "ErfinvBackward0", _erfinv_fwd,
+                lambda g, x, y: g * (erfinv(x) ** 2).exp() * (math.sqrt(math.pi) / 2.0),
                 "Inverse error function on ``(-1, 1)`` (``+-inf`` at ``+-1``, NaN outside).")
 
 
@@ -425,4 +431,4 @@ i0 = _unary("i0", "I0Backward0", lambda x: _bessel_i(0, x), lambda g, x, y: g * 
             "Modified Bessel function of the first kind, order 0.")
 i1 = _unary("i1", "SpecialI1Backward0", _i1,
             lambda g, x, y: g * (i0(x) - _i1(x) / where(elementwise.eq(x, 0), 1.0, x)),
-            "Modified Bessel function of the first kind, order 1.")
+            "Modified Bessel function of the first kind, order 1.", saves_output=True)

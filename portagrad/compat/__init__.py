@@ -13,8 +13,9 @@ import os
 import runpy
 import sys
 import types
+from typing import Any
 
-from . import _shared_rng
+from . import _metadata, _shared_rng
 from ._alias import TORCH, AliasModule, TorchAliasFinder, portagrad_to_torch, torch_to_portagrad
 
 __all__ = ["install", "uninstall", "is_installed", "run_script", "run_module",
@@ -26,6 +27,7 @@ __all__ = ["install", "uninstall", "is_installed", "run_script", "run_module",
 SHIM_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_shim")
 
 _finder: TorchAliasFinder | None = None
+_dist_finder: _metadata.TorchDistributionFinder | None = None
 _stashed: dict[str, types.ModuleType] = {}
 
 
@@ -42,9 +44,10 @@ def install() -> None:
     """Make ``import torch`` (and every ``torch.*`` submodule) resolve to portagrad.
 
     Already imported ``torch`` modules (a real PyTorch) are taken out of ``sys.modules`` and put
-    back by :func:`uninstall`. Installing twice is harmless.
+    back by :func:`uninstall`. Installing twice is harmless. ``torch.__version__`` and
+    ``importlib.metadata.version("torch")`` give :data:`portagrad.version.__version__`.
     """
-    global _finder
+    global _finder, _dist_finder
     if _finder is not None:
         return
     for name in [n for n in sys.modules if _is_torch(n)]:
@@ -52,17 +55,24 @@ def install() -> None:
         if not getattr(mod, "__portagrad_compat_shim__", False):
             _stashed[name] = mod
     _finder = TorchAliasFinder()
+    _dist_finder = _metadata.TorchDistributionFinder()
     sys.meta_path.insert(0, _finder)
+    sys.meta_path.insert(0, _dist_finder)
+    # the version of the API the script gets, kept on the alias: portagrad.__version__ is
+    # portagrad's own release number
+    alias: Any = importlib.import_module(TORCH)
+    alias.__version__ = _metadata.version.__version__
 
 
 def uninstall() -> None:
     """Undo :func:`install`: forget the aliases, restore any real ``torch`` modules."""
-    global _finder
+    global _finder, _dist_finder
     if _finder is None:
         return
-    if _finder in sys.meta_path:
-        sys.meta_path.remove(_finder)
-    _finder = None
+    for finder in (_finder, _dist_finder):
+        if finder in sys.meta_path:
+            sys.meta_path.remove(finder)
+    _finder = _dist_finder = None
     for name in [n for n in sys.modules if _is_torch(n)]:
         if isinstance(sys.modules[name], AliasModule):
             del sys.modules[name]
@@ -80,6 +90,12 @@ def _prepare(argv0: str, args: list[str]) -> None:
     root = os.path.dirname(os.path.dirname(os.path.dirname(SHIM_DIR)))
     if root not in sys.path:
         sys.path.insert(2, root)
+    # Python processes the program starts (the ranks of `-m torch.distributed.run`, which mpiexec
+    # starts as fresh interpreters; subprocess workers) get the shim and this portagrad as well:
+    # PYTHONPATH precedes site-packages, so their `import torch` is portagrad too.
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [SHIM_DIR, root] + [p for p in inherited if p not in (SHIM_DIR, root)])
     seed = os.environ.get(_shared_rng.ENV_VAR)
     if seed:
         _shared_rng.patch(importlib.import_module("portagrad"), int(seed))

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["TorchAliasFinder", "AliasModule", "torch_to_portagrad", "portagrad_to_torch",
-           "TORCH", "PORTAGRAD"]
+           "TORCH", "PORTAGRAD", "PRIVATE_ALLOWED"]
 
 TORCH = "torch"
 PORTAGRAD = "portagrad"
@@ -37,18 +37,26 @@ NOT_TORCH = frozenset({"plugins", "demo", "errors", "compat"})
 RENAMED = {"backends": "backend_flags"}
 _RENAMED_BACK = {v: k for k, v in RENAMED.items()}
 
+# The private PyTorch modules that libraries import at load time, each implemented by the
+# portagrad module of the same name (docs/compat.md, "Private modules"). A private part of a
+# dotted name maps only if the name up to it is listed: torch._dynamo.config does, torch._refs
+# and portagrad's own private modules (torch._tensor ...) do not.
+PRIVATE_ALLOWED = frozenset({"_C", "_C._nn", "_dynamo", "utils._pytree"})
+
 
 def torch_to_portagrad(name: str) -> str | None:
     """``torch.nn.functional`` -> ``portagrad.nn.functional``; None for names outside ``torch``
-    and for the submodules portagrad does not provide under that name (private ones included)."""
+    and for the submodules portagrad does not provide under that name (private ones outside
+    :data:`PRIVATE_ALLOWED` included)."""
     if name == TORCH:
         return PORTAGRAD
     if not name.startswith(TORCH + "."):
         return None
     rest = name[len(TORCH) + 1:]
     parts = rest.split(".")
-    if any(p.startswith("_") for p in parts):
-        return None  # torch._C, torch._dynamo ...: private, never portagrad's private modules
+    if any(p.startswith("_") and ".".join(parts[:i + 1]) not in PRIVATE_ALLOWED
+           for i, p in enumerate(parts)):
+        return None  # torch._refs ...: private, never portagrad's private modules
     if any(rest == ex or rest.startswith(ex + ".") for ex in NOT_TORCH):
         return None
     if parts[0] in _RENAMED_BACK:
@@ -164,17 +172,44 @@ class AliasModule(types.ModuleType):
 _missing = object()
 
 
-class _AliasLoader(importlib.abc.Loader):
-    """Imports the portagrad module and hands out its alias; nothing is executed twice."""
+class _AliasLoader(importlib.abc.InspectLoader):
+    """Imports the portagrad module and hands out its alias; nothing is executed twice.
 
-    def __init__(self, target: str) -> None:
+    For ``runpy`` (``python -m portagrad.compat -m torch.distributed.run``, ``runpy.run_module``)
+    it also answers ``get_code``: the code of ``torch.X`` *run* is that of running ``portagrad.X``
+    under the caller's ``__name__``. The portagrad module's own code object would not do: runpy
+    executes it with ``__package__`` ``torch.X``'s parent, where its relative imports of private
+    modules (``from ._group import ...``) have no ``torch`` name."""
+
+    def __init__(self, target: str, is_package: bool = False) -> None:
         self.target = target
+        self._is_package = is_package
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         return AliasModule(spec.name, importlib.import_module(self.target))
 
     def exec_module(self, module: types.ModuleType) -> None:
         pass  # the portagrad module ran when it was imported
+
+    def is_package(self, fullname: str) -> bool:
+        return self._is_package
+
+    def get_source(self, fullname: str) -> str | None:
+        """The source of the portagrad module (what ``torch.X`` runs)."""
+        spec = importlib.util.find_spec(self.target)
+        loader = getattr(spec, "loader", None)
+        if not isinstance(loader, importlib.abc.InspectLoader):
+            return None
+        return loader.get_source(self.target)
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        """Code that runs the portagrad module as the running module (``__main__`` under runpy)
+        and leaves its globals in the running namespace."""
+        if self._is_package:  # `python -m pkg` runs pkg.__main__: runpy asks for that instead
+            raise ImportError(f"{fullname} is a package", name=fullname)
+        return compile(f"import runpy as _runpy\n"
+                       f"globals().update(_runpy.run_module({self.target!r}, run_name=__name__))\n",
+                       f"<{fullname}: portagrad alias of {self.target}>", "exec")
 
 
 class TorchAliasFinder(importlib.abc.MetaPathFinder):
@@ -192,6 +227,6 @@ class TorchAliasFinder(importlib.abc.MetaPathFinder):
         found = _package_spec(target_name)
         if found is None:
             raise _missing_module(fullname)
-        return importlib.util.spec_from_loader(
-            fullname, _AliasLoader(target_name),
-            is_package=found.submodule_search_locations is not None)
+        package = found.submodule_search_locations is not None
+        return importlib.util.spec_from_loader(fullname, _AliasLoader(target_name, package),
+                                               origin=found.origin, is_package=package)

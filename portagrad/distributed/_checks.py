@@ -10,6 +10,7 @@ once when the model is wrapped. ``PORTAGRAD_DISTRIBUTED_CHECKS=0`` turns it off.
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -80,15 +81,21 @@ def describe(h: np.ndarray) -> str:
     return f"{op}({', '.join(parts)})"
 
 
-_gathered: dict[int, np.ndarray] = {}  # group size -> the receive buffer of exchange()
+# The receive buffers of exchange(), by group size, one set per thread: a collective on the
+# communication thread (async_op) and a synchronous one in the caller, on two groups of the same
+# size, exchange headers at the same time, and a shared buffer would mix their headers up.
+_local = threading.local()
 
 
 def exchange(comm: Any, h: np.ndarray, global_ranks: list[int], me: int) -> None:
     """Allgather the headers; raise ``RuntimeError`` naming each rank's call when they differ."""
     n = comm.Get_size()
-    everyone = _gathered.get(n)
+    mine: dict[int, np.ndarray] | None = getattr(_local, "gathered", None)
+    if mine is None:
+        mine = _local.gathered = {}
+    everyone = mine.get(n)
     if everyone is None:
-        everyone = _gathered[n] = np.empty((n, SIZE), np.int64)
+        everyone = mine[n] = np.empty((n, SIZE), np.int64)
     comm.Allgather(h, everyone)
     if everyone.tobytes() == h.tobytes() * n:  # (faster than numpy's == and all() on 12 ints)
         return

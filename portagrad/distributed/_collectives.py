@@ -121,7 +121,26 @@ def _fast_host(t: Any, pg: ProcessGroup | None, async_op: bool) -> np.ndarray | 
         return None
     arr = t._storage.backend.host_array(t._v)
     # (MPI takes the array in any shape; numpy's flag is cheaper than View.is_contiguous)
-    return arr if arr is not None and arr.flags.c_contiguous else None
+    if arr is None or not arr.flags.c_contiguous or _st.is_half(arr):
+        return None  # (16-bit floats take the general path: see _Half)
+    return arr
+
+
+class _Half:
+    """A reduction of 16-bit floats (float16, bfloat16), which MPI has no arithmetic for: each
+    rank's values are widened to float32, MPI reduces the float32 arrays, ``AVG`` divides them
+    in float32, and the result is rounded to the tensor's dtype once (round to nearest even).
+    gloo reduces 16-bit tensors in their own precision, rounding after every step, so its sum
+    of N ranks is within N-1 roundings of this one; MIN and MAX are exact either way."""
+
+    def __init__(self, src: np.ndarray, out_elems: int) -> None:
+        self.src = src.astype(np.float32)
+        self.out = np.empty(out_elems, np.float32)
+
+    def round_into(self, dst: np.ndarray, avg_by: int = 1) -> None:
+        if avg_by > 1:
+            np.divide(self.out, avg_by, out=self.out)
+        dst.reshape(-1)[...] = self.out.astype(dst.dtype)
 
 
 # ---------------------------------------------------------------- collectives
@@ -152,14 +171,19 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: Any = None,
     mop, avg = mpi_op(MPI, op, tensor.dtype)
     src = _st.read(tensor)
     dst = src if _st.is_host(tensor) else _st.host_out(tensor)
+    half = _Half(src, src.size) if _st.is_half(src) else None
 
     def issue(comm: Any) -> None:
+        if half is not None:
+            return comm.Allreduce(half.src, half.out, mop)
         if dst is src:
             return comm.Allreduce(MPI.IN_PLACE, dst, mop)
         return comm.Allreduce(src, dst, mop)
 
     def finish() -> None:
-        if avg:
+        if half is not None:
+            half.round_into(dst, pg.size() if avg else 1)
+        elif avg:
             _divide(dst, pg.size())
         _st.write_back(tensor, dst)
 
@@ -178,7 +202,7 @@ def broadcast(tensor: Tensor, src: int | None = None, group: Any = None, async_o
         assert pg is not None
         root = _root(pg, src, group_src, "src")
         h = _checks.header("broadcast", tensor, root) if pg._checks else None
-        pg.run_inline("broadcast", h, mpi().Comm.Bcast, (arr, root))
+        pg.run_inline("broadcast", h, mpi().Comm.Bcast, (_st.wire(arr), root))
         if pg._rank != root:
             _raw.bump(tensor)
         return None
@@ -190,7 +214,7 @@ def broadcast(tensor: Tensor, src: int | None = None, group: Any = None, async_o
     buf = _st.read(tensor) if is_root else _st.host_out(tensor)
 
     def issue(comm: Any) -> None:
-        return comm.Bcast(buf, root)
+        return comm.Bcast(_st.wire(buf), root)
 
     def finish() -> None:
         if not is_root:
@@ -213,15 +237,20 @@ def reduce(tensor: Tensor, dst: int | None = None, op: ReduceOp = ReduceOp.SUM, 
     is_root = pg.rank() == root
     src = _st.read(tensor)
     out = (src if _st.is_host(tensor) else _st.host_out(tensor)) if is_root else None
+    half = _Half(src, src.size) if _st.is_half(src) else None
 
     def issue(comm: Any) -> None:
+        if half is not None:
+            return comm.Reduce(half.src, half.out if is_root else None, mop, root)
         if out is src:
             return comm.Reduce(MPI.IN_PLACE, out, mop, root)
         return comm.Reduce(src, out, mop, root)
 
     def finish() -> None:
         if out is not None:
-            if avg:
+            if half is not None:
+                half.round_into(out, pg.size() if avg else 1)
+            elif avg:
                 _divide(out, pg.size())
             _st.write_back(tensor, out)
 
@@ -241,7 +270,7 @@ def all_gather(tensor_list: list[Tensor], tensor: Tensor, group: Any = None,
     rows = _host_rows(tensor, pg.size(), outs)
 
     def issue(comm: Any) -> None:
-        return comm.Allgather(src, rows)
+        return comm.Allgather(_st.wire(src), _st.wire(rows))
 
     return _run(pg, "all_gather", _checks.header("all_gather", tensor), issue,
                 lambda: _write_rows(outs, rows), async_op)
@@ -268,7 +297,7 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: A
         src = src.copy()  # MPI forbids overlapping send and receive buffers
 
     def issue(comm: Any) -> None:
-        return comm.Allgather(src, dst)
+        return comm.Allgather(_st.wire(src), _st.wire(dst))
 
     return _run(pg, "all_gather_into_tensor", _checks.header("all_gather_into_tensor",
                                                              input_tensor), issue,
@@ -294,14 +323,19 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op: ReduceOp = ReduceOp
     mop, avg = mpi_op(MPI, op, output.dtype)
     src = _st.read(input)
     dst = _st.host_out(output)
-    if np.shares_memory(src, dst):
+    half = _Half(src, dst.size) if _st.is_half(src) else None
+    if half is None and np.shares_memory(src, dst):
         src = src.copy()
 
     def issue(comm: Any) -> None:
+        if half is not None:
+            return comm.Reduce_scatter_block(half.src, half.out, mop)
         return comm.Reduce_scatter_block(src, dst, mop)
 
     def finish() -> None:
-        if avg:
+        if half is not None:
+            half.round_into(dst, pg.size() if avg else 1)
+        elif avg:
             _divide(dst, pg.size())
         _st.write_back(output, dst)
 
@@ -331,7 +365,7 @@ def gather(tensor: Tensor, gather_list: list[Tensor] | None = None, dst: int | N
         outs, rows = [], None
 
     def issue(comm: Any) -> None:
-        return comm.Gather(src, rows, root)
+        return comm.Gather(_st.wire(src), None if rows is None else _st.wire(rows), root)
 
     def finish() -> None:
         if rows is not None:
@@ -363,7 +397,7 @@ def scatter(tensor: Tensor, scatter_list: list[Tensor] | None = None, src: int |
         send = send.copy()
 
     def issue(comm: Any) -> None:
-        return comm.Scatter(send, out, root)
+        return comm.Scatter(None if send is None else _st.wire(send), _st.wire(out), root)
 
     return _run(pg, "scatter", _checks.header("scatter", tensor, root), issue,
                 lambda: _st.write_back(tensor, out), async_op)
@@ -453,10 +487,12 @@ def isend(tensor: Tensor, dst: int | None = None, group: Any = None, tag: int = 
     if pg is None:
         return None
     peer = _peer(pg, dst, group_dst, "dst")
-    h = _checks.header("send", tensor, pg.rank())
-    data = _st.read(tensor)
-    comm = pg._comm
-    reqs = [comm.Isend(h, peer, tag), comm.Isend(data, peer, tag)]
+    data_tag = pg._next_p2p_tag(peer)
+    h = np.empty(_checks.SIZE + 1, np.int64)  # the header of _checks, then the data's tag
+    h[:_checks.SIZE] = _checks.header("send", tensor, pg.rank())
+    h[_checks.SIZE] = data_tag
+    data = _st.wire(_st.read(tensor))
+    reqs = [pg._comm.Isend(h, peer, tag), pg._p2p.Isend(data, peer, data_tag)]
     return _P2PWork(pg, "send", reqs, lambda: None, None)
 
 
@@ -470,16 +506,19 @@ def send(tensor: Tensor, dst: int | None = None, group: Any = None, tag: int = 0
 
 def irecv(tensor: Tensor, src: int | None = None, group: Any = None, tag: int = 0,
           group_src: int | None = None) -> Work | None:
-    """Receive into ``tensor`` from rank ``src`` (any rank if ``None``) without waiting."""
+    """Receive into ``tensor`` from rank ``src`` (any rank if ``None``) without waiting.
+
+    The header is received first (MPI matches receives from one peer with one tag in posting
+    order); the data then comes on the group's point-to-point communicator under the tag the
+    header names, so a later receive cannot take this one's data."""
     _check_tensor(tensor)
     pg = resolve(group)
     if pg is None:
         return None
     MPI = mpi()
     peer = MPI.ANY_SOURCE if src is None and group_src is None else _peer(pg, src, group_src, "src")
-    comm = pg._comm
     mine = _checks.header("send", tensor)
-    theirs = np.empty(_checks.SIZE, np.int64)
+    theirs = np.empty(_checks.SIZE + 1, np.int64)
     buf = _st.host_out(tensor)
     state: dict[str, Any] = {}
 
@@ -490,20 +529,22 @@ def irecv(tensor: Tensor, src: int | None = None, group: Any = None, tag: int = 
             return None
         sender = int(theirs[2])
         state["sender"] = sender
-        if (theirs[3:] != mine[3:]).any():
+        data_tag = int(theirs[_checks.SIZE])
+        head = theirs[:_checks.SIZE]
+        if (head[3:] != mine[3:]).any():
             state["error"] = (f"[rank {pg._global_rank}] recv: rank {pg._ranks[sender]} sent "
-                              f"{_checks.describe(theirs).replace('send(', '(')} but this rank "
+                              f"{_checks.describe(head).replace('send(', '(')} but this rank "
                               f"receives into {_checks.describe(mine).replace('send(', '(')}")
-            nbytes = int(theirs[5]) * _dtype_size(int(theirs[3]))
+            nbytes = int(head[5]) * _dtype_size(int(head[3]))
             state["scratch"] = np.empty(nbytes, np.uint8)  # take the message: the sender finishes
-            return [comm.Irecv(state["scratch"], sender, tag)]
-        return [comm.Irecv(buf, sender, tag)]
+            return [pg._p2p.Irecv(state["scratch"], sender, data_tag)]
+        return [pg._p2p.Irecv(_st.wire(buf), sender, data_tag)]
 
     def finish() -> int:
         _st.write_back(tensor, buf)
         return pg._ranks[state["sender"]]
 
-    return _P2PWork(pg, "recv", [comm.Irecv(theirs, peer, tag)], step, finish)
+    return _P2PWork(pg, "recv", [pg._comm.Irecv(theirs, peer, tag)], step, finish)
 
 
 def _dtype_size(code: int) -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import datetime
+import itertools
 import sys
 import threading
 import time
@@ -26,7 +27,9 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from . import _shm
 from ._checks import enabled as _checks_enabled, exchange
+from ._future import Future
 from ._mpi import mpi
 
 __all__ = ["ProcessGroup", "abort_job", "Work", "DistBackendError", "DistError", "default_timeout",
@@ -39,14 +42,18 @@ default_timeout = datetime.timedelta(minutes=30)  # torch.distributed's default 
 def abort_job(code: int) -> None:
     """``MPI_Abort`` the whole job after a short pause. The ranks' stderr reaches the terminal
     through the launcher's proxies, and the abort kills them at once: without the pause the
-    message just written (which rank failed, and why) is sometimes lost."""
+    message just written (which rank failed, and why) is sometimes lost. MPICH's shared-memory
+    files, which an abort leaves in ``/dev/shm``, are removed first (see :mod:`._shm`)."""
     sys.stdout.flush()
     sys.stderr.flush()
+    MPI = mpi()
+    _shm.remove(_shm.mapped_files())
     time.sleep(_ABORT_GRACE_S)
-    mpi().COMM_WORLD.Abort(code)
+    MPI.COMM_WORLD.Abort(code)
 
 
 _ABORT_GRACE_S = 0.5
+_TAG_LIMIT = 32768  # MPI guarantees tags up to 32767 (MPI_TAG_UB is at least that)
 
 class DistError(RuntimeError):
     """An error of the distributed package (``torch.distributed.DistError``)."""
@@ -66,6 +73,9 @@ Body = Callable[[], None]
 class Work:
     """The handle of an asynchronous collective (``torch.distributed.Work``): ``wait()`` blocks
     until it is done and its result is in the tensors; ``is_completed()`` asks without blocking."""
+
+    # the tensors a Future of this work holds (set by the public collectives; None: no Future)
+    _outputs: list | None = None
 
     def __init__(self, group: ProcessGroup, name: str, seq: int, finish: Callable[[], Any] | None
                  ) -> None:
@@ -122,6 +132,20 @@ class Work:
         self.wait()
         return self._value
 
+    def get_future(self) -> Future:
+        """A :class:`~portagrad.distributed._future.Future` whose value, once the work is done, is
+        the list of its output tensors (``[tensor]`` for ``all_reduce``), as PyTorch's."""
+        outputs = self._outputs
+        if outputs is None:
+            raise RuntimeError(f"get_future() is not supported for {self._name}: its Work has no "
+                               f"output tensors to resolve a Future with")
+
+        def resolve() -> list:
+            self.wait()
+            return list(outputs)
+
+        return Future._of(resolve, self.is_completed)
+
 
 def _seconds(t: datetime.timedelta | float) -> float:
     return t.total_seconds() if isinstance(t, datetime.timedelta) else float(t)
@@ -149,6 +173,13 @@ class ProcessGroup:
         self._broken: str | None = None
         self.bound_device_id = None
         self._checks = _checks_enabled()  # the header exchange of _checks before each collective
+        # Point to point: a message is a header (on ``comm``, with the caller's tag) and then its
+        # data on this duplicate, tagged with a per-peer sequence number the header carries, so
+        # that several receives from one peer, posted before any completes, each take their own
+        # header's data, in posting order (with one tag for both, the second receive's header
+        # would match the first message's data). Duplicating is collective, as creating a group.
+        self._p2p = comm.Dup()
+        self._p2p_seq: dict[int, Any] = {}  # group rank of the peer -> itertools.count
 
     # ----------------------------------------------------------------- torch API
     def rank(self) -> int:
@@ -164,6 +195,14 @@ class ProcessGroup:
         return f"ProcessGroup(backend='mpi', ranks={self._ranks}, rank={self._rank})"
 
     # ------------------------------------------------------------------ running
+    def _next_p2p_tag(self, peer: int) -> int:
+        """The data tag of the next message to group rank ``peer`` (``next`` on a count is
+        atomic, so threads sending to one peer get distinct numbers)."""
+        counter = self._p2p_seq.get(peer)
+        if counter is None:
+            counter = self._p2p_seq.setdefault(peer, itertools.count())
+        return next(counter) % _TAG_LIMIT
+
     def _describe(self, name: str, seq: int, limit: float) -> str:
         return (f"[rank {self._global_rank}] {name} (collective #{seq} of the group of ranks "
                 f"{self._ranks}) timed out after {limit:g} s: another rank failed, was killed, or "
@@ -268,6 +307,8 @@ class ProcessGroup:
             self._thread.join(timeout=self._timeout)
         self._thread = None
         MPI = mpi()
+        if self._broken is None:
+            self._p2p.Free()
         if self._comm != MPI.COMM_WORLD and self._broken is None:
             self._comm.Free()
 

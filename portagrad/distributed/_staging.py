@@ -23,7 +23,19 @@ import numpy as np
 from .. import _memory, _raw
 from .._tensor import Tensor
 
-__all__ = ["is_host", "read", "host_out", "write_back", "PinnedPool", "pool"]
+__all__ = ["is_host", "read", "host_out", "write_back", "wire", "is_half", "PinnedPool", "pool"]
+
+
+def is_half(arr: np.ndarray) -> bool:
+    """Whether ``arr`` holds 16-bit floats (float16, or ml_dtypes' bfloat16, which the buffer
+    protocol cannot describe: mpi4py refuses it with "cannot include dtype 'E' in a buffer")."""
+    return arr.dtype.itemsize == 2 and arr.dtype.kind in "fV"
+
+
+def wire(arr: np.ndarray) -> np.ndarray:
+    """``arr`` as MPI moves it: 16-bit floats as their bits (a ``uint16`` view, no copy), so
+    copies (broadcast, gather, send...) carry any 16-bit float format; anything else as is."""
+    return arr.view(np.uint16) if is_half(arr) else arr
 
 
 def is_host(t: Tensor) -> bool:

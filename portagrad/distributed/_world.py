@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime
+import logging
 import os
 from typing import Any
 
@@ -12,7 +13,10 @@ from ._mpi import is_available as _mpi_available, mpi
 __all__ = ["init_process_group", "destroy_process_group", "is_initialized", "is_available",
            "is_mpi_available", "is_gloo_available", "is_nccl_available", "get_rank",
            "get_world_size", "get_backend", "new_group", "GroupMember", "group", "Backend",
-           "get_process_group_ranks", "get_global_rank", "get_group_rank", "resolve"]
+           "get_process_group_ranks", "get_global_rank", "get_group_rank", "resolve",
+           "check_backend"]
+
+_log = logging.getLogger("portagrad.distributed")
 
 
 class Backend(str):
@@ -96,22 +100,26 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
                        pg_options: Any = None, device_id: Any = None) -> None:
     """Join the job's default process group (``torch.distributed.init_process_group``).
 
-    Rank and world size come from MPI (start the program with ``mpiexec -n N`` or
+    Every backend name a PyTorch script passes (``"gloo"``, ``"nccl"``, ``"mpi"``, per-device
+    strings such as ``"cpu:gloo,cuda:nccl"``) and every ``init_method`` (``"env://"``,
+    ``"tcp://host:port"``, ``"file://path"``) runs on the MPI engine; a name other than ``"mpi"``
+    or a rendezvous other than ``"env://"`` is said once in a log line. Rank and world size come
+    from MPI (start the program with ``mpiexec -n N`` or
     ``python -m portagrad.distributed.run``). ``rank``/``world_size`` and torchrun-style ``RANK``/
     ``WORLD_SIZE`` environment variables are accepted when they agree with MPI. ``timeout``
     (default 30 minutes) bounds every wait for a peer; see ``docs/distributed.md`` for faults."""
     if GroupMember.WORLD is not None:
         raise ValueError("trying to initialize the default process group twice!")
-    if backend is not None and str(backend).lower() not in ("mpi", "undefined"):
-        raise ValueError(f"portagrad.distributed supports backend 'mpi' only, got {backend!r}")
-    if init_method not in (None, "env://"):
-        raise ValueError(f"init_method {init_method!r} is not supported: MPI starts and connects "
-                         f"the ranks (use mpiexec, or init_method=None or 'env://')")
+    check_backend(backend)
+    _check_init_method(init_method)
     if store is not None:
-        raise ValueError("store is not supported: MPI connects the ranks")
+        raise ValueError("store is not supported: MPI starts and connects the ranks, and "
+                         "portagrad has no key-value store to give the program (drop store= and "
+                         "start the ranks with mpiexec or python -m portagrad.distributed.run)")
     if timeout is not None and not isinstance(timeout, datetime.timedelta):
         raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {timeout!r}")
-    MPI = mpi()
+    # (bounded: under mpiexec, MPI_Init waits for every rank, forever if one failed before here)
+    MPI = mpi(init_timeout=(timeout or default_timeout).total_seconds())
     comm = MPI.COMM_WORLD
     mrank, msize = comm.Get_rank(), comm.Get_size()
     for what, given, actual in (("rank", rank, mrank), ("world_size", world_size, msize),
@@ -127,6 +135,59 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     _groups.append(pg)
     if msize > 1:
         install_abort_on_error(mrank)
+
+
+# The backends of PyTorch's registry (and the "undefined" default); each runs on MPI here.
+_KNOWN_BACKENDS = ("mpi", "gloo", "nccl", "ucc", "xccl", "undefined")
+_said: set[str] = set()  # what has been logged once
+
+
+def _say_once(key: str, msg: str) -> None:
+    if key not in _said:
+        _said.add(key)
+        _log.warning(msg)
+
+
+def check_backend(backend: Any) -> None:
+    """Accept a PyTorch backend name (or ``"device:name,..."`` list), which the MPI engine runs
+    (logged once when it is not ``"mpi"``); ``ValueError`` for a name PyTorch does not know."""
+    if backend is None:
+        return
+    if not isinstance(backend, str):
+        raise TypeError(f"backend must be a string (such as 'gloo', 'nccl' or 'mpi'), got "
+                        f"{type(backend).__name__}")
+    text = backend.lower().strip()
+    names = []
+    for part in text.split(","):
+        part = part.strip()
+        if ":" in part:
+            device, _, part = part.partition(":")
+            if not device.strip() or not part.strip():
+                raise ValueError(f"Invalid backend string {backend!r}: expected 'name' or "
+                                 f"'device:name,device:name'")
+        names.append(part.strip())
+    for name in names:
+        if name not in _KNOWN_BACKENDS:
+            raise ValueError(f"Invalid backend: {backend!r}; portagrad.distributed runs the "
+                             f"backends {', '.join(_KNOWN_BACKENDS[:-1])} (all on MPI)")
+    if any(n not in ("mpi", "undefined") for n in names):
+        _say_once("backend", f"portagrad.distributed: backend {backend!r} runs on the MPI engine "
+                             f"(collectives through MPI, tensors of every device staged as needed)")
+
+
+def _check_init_method(init_method: Any) -> None:
+    """``None``, ``"env://"``, ``"tcp://..."`` or ``"file://..."``: MPI has already connected the
+    ranks, so a rendezvous address is not needed (logged once)."""
+    if init_method is None or init_method == "env://":
+        return
+    if not isinstance(init_method, str):
+        raise TypeError(f"init_method must be a URL string, got {type(init_method).__name__}")
+    scheme = init_method.partition("://")[0] if "://" in init_method else ""
+    if scheme not in ("tcp", "file", "env"):
+        raise ValueError(f"init_method {init_method!r} is not supported: expected 'env://', "
+                         f"'tcp://host:port' or 'file://path' (MPI connects the ranks)")
+    _say_once("init_method", f"portagrad.distributed: init_method {init_method!r} is not used: "
+                             f"MPI has already connected the ranks")
 
 
 def destroy_process_group(group: ProcessGroup | None = None) -> None:
@@ -151,8 +212,7 @@ def new_group(ranks: list[int] | None = None, timeout: datetime.timedelta | None
     """A group of the given global ``ranks`` (all ranks if ``None``). Every rank of the default
     group must call it, in the same order; ranks outside get ``GroupMember.NON_GROUP_MEMBER``."""
     world = _world()
-    if backend is not None and str(backend).lower() not in ("mpi", "undefined"):
-        raise ValueError(f"portagrad.distributed supports backend 'mpi' only, got {backend!r}")
+    check_backend(backend)
     n = world.size()
     members = list(range(n)) if ranks is None else sorted(int(r) for r in ranks)
     if len(set(members)) != len(members):

@@ -372,11 +372,13 @@ def _threshold(input: Tensor, limit: float, value: float, inplace: bool) -> Tens
         raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
     if not input.dtype.is_floating_point:
         value = math.trunc(value)
-    return _maybe_inplace(lambda x: where(x > limit, x, value), input, inplace)
+    # ``x <= limit``, not ``x > limit`` with the branches swapped: NaN stays NaN, as PyTorch's
+    return _maybe_inplace(lambda x: where(x <= limit, value, x), input, inplace)
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    """``x`` where ``x > threshold``, else ``value`` (truncated to an integer input's dtype)."""
+    """``value`` where ``x <= threshold``, else ``x`` (NaN stays NaN; ``value`` truncated to an
+    integer input's dtype)."""
     return _threshold(input, threshold, value, inplace)
 
 
@@ -1613,6 +1615,8 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     dt = _dtype.result_type(input, target)
     d = (input.to(dtype=dt) - target.to(dtype=dt)).abs()
     loss = where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
+    if loss.dtype is not input.dtype:  # (the input's dtype, as PyTorch's out tensor)
+        loss = loss.to(input.dtype)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
@@ -2179,6 +2183,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     if not dt.is_floating_point:
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
                            f"{_type_name(dt)}")
+    x1, x2 = x1.to(dtype=dt), x2.to(dtype=dt)  # all of it in the common dtype, as PyTorch
     num = (x1 * x2).sum(dim)
     n1 = (x1 * x1).sum(dim)
     n2 = (x2 * x2).sum(dim)

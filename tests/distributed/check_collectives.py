@@ -156,7 +156,8 @@ def main() -> int:
     # argument errors, raised before any communication (so every rank raises the same)
     errs = 0
     for call, exc in [
-            (lambda: dist.all_reduce(t_of(np.zeros((4, 4), np.float32)).t()), ValueError),
+            (lambda: dist.all_reduce(t_of(np.zeros(3, np.float32)), ReduceOp.PREMUL_SUM),
+             ValueError),
             (lambda: dist.all_gather_into_tensor(t_of(np.zeros(3, np.float32)),
                                                  t_of(np.zeros(3, np.float32))), ValueError),
             (lambda: dist.all_reduce(t_of(np.zeros(3, np.float32)), ReduceOp.BAND), ValueError),

@@ -4,6 +4,8 @@
 with the wrong dtype: every rank gets a RuntimeError naming each rank's call, the tensors are left
 untouched, and the group still works afterwards (prints ``ok`` lines, exits 0).
 ``raise``: rank 1 raises before a collective: the job must end (MPI_Abort) naming rank 1.
+``raise-early``: rank 1 raises before init_process_group: rank 0, waiting in MPI's
+initialisation, must give up after the ``timeout`` and end the job.
 ``hang``: rank 1 never arrives: rank 0's collective times out (``timeout`` of
 init_process_group) with an error naming rank 0 and the collective, and the job ends.
 ``kill``: rank 1 is killed by SIGKILL: the job ends.
@@ -20,6 +22,7 @@ import numpy as np
 
 import portagrad as pg
 import portagrad.distributed as dist
+from portagrad.distributed import _shm
 
 
 def mismatch(rank: int) -> list[str]:
@@ -73,6 +76,8 @@ def mismatch(rank: int) -> list[str]:
 def main() -> int:
     mode = sys.argv[1]
     timeout = datetime.timedelta(seconds=float(sys.argv[2]) if len(sys.argv) > 2 else 60)
+    if mode == "raise-early" and os.environ.get("PMI_RANK") == "1":
+        raise ValueError("rank 1 fails before init_process_group")
     dist.init_process_group("mpi", timeout=timeout)
     rank = dist.get_rank()
     t = pg.ones(4)
@@ -84,6 +89,9 @@ def main() -> int:
             print(f"checks: {len(done)}")
         return 0
     dist.all_reduce(t)  # everyone is up
+    if rank == 0:  # the test checks that an abort removes them
+        print("shm files: " + " ".join(_shm.mapped_files()), flush=True)
+    dist.barrier()
     if rank == 1:
         if mode == "raise":
             raise ValueError("rank 1 fails on purpose")

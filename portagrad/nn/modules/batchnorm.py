@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import _creation, _dtype
+from ... import _creation, _dtype, distributed as dist
+from ..._ops.nn import sync_norm
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -158,9 +159,16 @@ class InstanceNorm3d(_InstanceNorm):
 
 
 class SyncBatchNorm(_BatchNorm):
-    """Batch norm whose statistics PyTorch reduces over a process group. Without a process group
-    (single process) it is exactly batch norm over (N, C, *); cross-process synchronisation is not
-    implemented."""
+    """Batch norm whose batch statistics span the processes of ``process_group``
+    (``torch.nn.SyncBatchNorm``).
+
+    In training, with a distributed world initialised (``process_group=None``: the default
+    group) of more than one process, the mean and variance are those of the batches of every
+    process together (per-process batch sizes may differ), the running statistics are updated
+    with them, and the backward exchanges what the input gradient needs, so each process gets
+    the gradients of batch norm on the concatenated batch. Every process of the group must call
+    it, as any collective. In eval mode, without an initialised world, or in a group of one
+    process it is plain batch norm over (N, C, *)."""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True,
@@ -172,14 +180,42 @@ class SyncBatchNorm(_BatchNorm):
         if input.dim() < 2:
             raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
 
+    def _group(self) -> Any:
+        """The process group to synchronise over, or ``None`` for plain batch norm."""
+        if not self.training:
+            return None
+        group = self.process_group
+        if group is None:
+            if not dist.is_initialized():
+                return None
+            group = dist.group.WORLD
+        elif group is dist.GroupMember.NON_GROUP_MEMBER:
+            return None  # this process is outside the group: only its own batch
+        elif not isinstance(group, dist.ProcessGroup):
+            raise TypeError(f"SyncBatchNorm process_group must be a ProcessGroup from "
+                            f"portagrad.distributed.new_group() or None, got {group!r}")
+        return group if group.size() > 1 else None
+
     def forward(self, input: Tensor) -> Tensor:
-        if input.dim() >= 2 and input.shape[1] == 0:
+        self._check_input_dim(input)
+        if input.shape[1] == 0:
             raise ValueError("SyncBatchNorm number of input channels should be non-zero")
-        if self.process_group is not None and self.training:
-            raise NotImplementedError("SyncBatchNorm: synchronising batch statistics across a "
-                                      "process group is not implemented (use it without "
-                                      "process_group for single-process batch norm)")
-        return super().forward(input)
+        group = self._group()
+        if group is None:
+            return super().forward(input)
+        if input.shape[1] != self.num_features:
+            raise ValueError(f"SyncBatchNorm expected input with {self.num_features} channels, "
+                             f"got {input.shape[1]} (input size {tuple(input.shape)})")
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # cumulative moving average
+                factor = 1.0 / float(self.num_batches_tracked)
+        stats = self.track_running_stats
+        return sync_norm.sync_batch_norm(input, self.weight, self.bias,
+                                         self.running_mean if stats else None,
+                                         self.running_var if stats else None, factor, self.eps,
+                                         _gather_over(group))
 
     @classmethod
     def convert_sync_batchnorm(cls, module: Module, process_group: Any = None) -> Module:
@@ -199,6 +235,19 @@ class SyncBatchNorm(_BatchNorm):
         for name, child in module.named_children():
             out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
         return out
+
+
+def _gather_over(group: Any) -> Any:
+    """The ``gather`` of :mod:`portagrad._ops.nn.sync_norm`: every process's ``(k, C)`` statistics
+    stacked ``(world, k, C)``, by one all_gather on ``group``."""
+
+    def gather(t: Tensor) -> Tensor:
+        t = t.contiguous()
+        out = _creation.empty((group.size(),) + tuple(t.shape), dtype=t.dtype, device=t.device)
+        dist.all_gather_into_tensor(out, t, group=group)
+        return out
+
+    return gather
 
 
 class _LazyNormBase(LazyModuleMixin):

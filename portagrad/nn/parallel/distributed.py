@@ -205,7 +205,7 @@ class DistributedDataParallel(Module):
                 buf = np.empty(n, dtype.numpy)
 
             def body(b: np.ndarray = buf) -> None:
-                pg._comm.Bcast(b, 0)
+                pg._comm.Bcast(_st.wire(b), 0)  # (16-bit floats as their bits)
 
             pg.run("DistributedDataParallel broadcast", body, None, False)
             if pg.rank() != 0:
@@ -371,6 +371,14 @@ class DistributedDataParallel(Module):
         comm = pg._comm
 
         def body() -> None:
+            if _st.is_half(dst):
+                # MPI has no 16-bit float arithmetic: the rule of the collectives (reduce in
+                # float32, average there, round once; docs/distributed.md)
+                wide = (dst if src is MPI.IN_PLACE else src).astype(np.float32)
+                comm.Allreduce(MPI.IN_PLACE, wide, MPI.SUM)
+                np.multiply(wide, scale, out=wide)
+                dst[...] = wide.astype(dst.dtype)
+                return
             comm.Allreduce(src, dst, MPI.SUM)
             if scale != 1.0:
                 np.multiply(dst, scale, out=dst, casting="unsafe")

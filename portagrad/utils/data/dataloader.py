@@ -429,3 +429,10 @@ class _MultiProcessIter(_BaseIter):
 
     def __del__(self) -> None:
         self._shutdown_workers()
+
+
+# PyTorch's names of the iterator classes: libraries subclass or type-check them
+# (``_BaseDataLoaderIter`` in Lightning's loops, ``_MultiProcessingDataLoaderIter`` in skorch)
+_BaseDataLoaderIter = _BaseIter
+_SingleProcessDataLoaderIter = _SingleProcessIter
+_MultiProcessingDataLoaderIter = _MultiProcessIter

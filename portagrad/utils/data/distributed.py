@@ -7,6 +7,7 @@ from typing import Any
 
 from ... import _random
 from ...distributed import _world
+from ._torch_randperm import TORCH_SMALL_N, torch_randperm
 from .sampler import Sampler
 
 __all__ = ["DistributedSampler"]
@@ -17,7 +18,10 @@ class DistributedSampler(Sampler):
     (``torch.utils.data.distributed.DistributedSampler``).
 
     With ``shuffle`` the dataset is permuted by a generator seeded with ``seed + epoch`` (the same
-    permutation on every rank: call :meth:`set_epoch` at the start of each epoch for a new one).
+    permutation on every rank: call :meth:`set_epoch` at the start of each epoch for a new one):
+    PyTorch's exact permutation (its CPU ``torch.randperm`` for that seed, reproduced on the host),
+    so a ported script visits the same samples in the same order, for datasets under
+    ``(2**32 - 1) // 20`` items (larger ones get portagrad's own permutation).
     Rank ``r`` takes every ``num_replicas``-th index from ``r``. Unless ``drop_last``, the list is
     padded by repeating its start so that every rank gets ``ceil(len / num_replicas)`` indices;
     with ``drop_last`` the tail that does not divide evenly is dropped."""
@@ -53,9 +57,13 @@ class DistributedSampler(Sampler):
     def __iter__(self) -> Iterator[Any]:
         n = len(self.dataset)
         if self.shuffle:
-            g = _random.Generator()
-            g.manual_seed(self.seed + self.epoch)
-            indices: list[int] = _random.randperm(n, generator=g, device="cpu").tolist()
+            indices: list[int]
+            if n < TORCH_SMALL_N:
+                indices = torch_randperm(n, self.seed + self.epoch)
+            else:
+                g = _random.Generator()
+                g.manual_seed(self.seed + self.epoch)
+                indices = _random.randperm(n, generator=g, device="cpu").tolist()
         else:
             indices = list(range(n))
         if not self.drop_last:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence, Sized
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ... import _creation, _dtype, _random
 
@@ -10,13 +10,17 @@ __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler
            "WeightedRandomSampler", "BatchSampler"]
 
 
-class Sampler:
-    """Base class: ``__iter__`` yields indices (or lists of indices for batch samplers)."""
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+class Sampler(Generic[_T_co]):
+    """Base class: ``__iter__`` yields indices (or lists of indices for batch samplers);
+    subscriptable for annotations (``Sampler[int]``), as PyTorch's."""
 
     def __init__(self, data_source: Any = None) -> None:
         pass
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[_T_co]:
         raise NotImplementedError
 
 
