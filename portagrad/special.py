@@ -7,11 +7,22 @@ from typing import Any
 
 from ._ops import elementwise
 from ._ops.elementwise import _float_input
-from ._ops.gammafn import digamma, mvlgamma, polygamma
+from ._ops.gammafn import digamma, mvlgamma, polygamma, zeta
 from ._ops.gammafn import igamma as gammainc
 from ._ops.gammafn import igammac as gammaincc
 from ._ops.gammafn import lgamma as gammaln
 from ._ops.indexing import where as _where
+from ._ops.besselfn import (bessel_j0, bessel_j1, bessel_y0, bessel_y1, modified_bessel_i0,
+                            modified_bessel_i1, modified_bessel_k0, modified_bessel_k1,
+                            scaled_modified_bessel_k0, scaled_modified_bessel_k1,
+                            spherical_bessel_j0)
+from ._ops.scaledfn import erfcx, i0e, i1e, log_ndtr
+from ._ops.orthopoly import (chebyshev_polynomial_t, chebyshev_polynomial_u,
+                              chebyshev_polynomial_v, chebyshev_polynomial_w,
+                              hermite_polynomial_h, hermite_polynomial_he, laguerre_polynomial_l,
+                              legendre_polynomial_p, shifted_chebyshev_polynomial_t,
+                              shifted_chebyshev_polynomial_u, shifted_chebyshev_polynomial_v,
+                              shifted_chebyshev_polynomial_w)
 from ._ops.reduction import logsumexp
 from ._ops.special import erfc, erfinv, i0, i1, logit, sinc, xlogy
 from ._toplevel_nn import log_softmax, softmax
@@ -20,7 +31,15 @@ from ._tensor import Tensor
 __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gammaln", "digamma",
            "psi", "polygamma", "multigammaln", "sinc", "entr", "logsumexp", "log_softmax",
            "softmax", "i0", "i1", "ndtr", "ndtri", "log1p", "expm1", "exp2", "round", "gammainc",
-           "gammaincc"]
+           "gammaincc", "chebyshev_polynomial_t", "chebyshev_polynomial_u",
+           "chebyshev_polynomial_v", "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+           "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+           "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+           "laguerre_polynomial_l", "legendre_polynomial_p", "erfcx", "log_ndtr", "i0e", "i1e",
+           "spherical_bessel_j0", "zeta", "modified_bessel_i0", "modified_bessel_i1",
+           "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
+           "scaled_modified_bessel_k1", "bessel_j0", "bessel_j1", "bessel_y0",
+           "bessel_y1"]
 
 erf = elementwise.erf
 expit = elementwise.sigmoid

@@ -181,6 +181,11 @@ BINARY_SHAPES = [((2, 3), (2, 3), None), ((2, 3), (3,), None), ((3, 1), (1, 4), 
                  ((2, 3), (1, 3), "step")]
 
 
+
+def _np_erfc(x: np.ndarray) -> np.ndarray:
+    """``erfc`` elementwise through ``math.erfc`` (numpy has none), in float64."""
+    return np.vectorize(math.erfc, otypes=[np.float64])(np.asarray(x, dtype=np.float64))
+
 def unary_samples(domain: str = "any", **kw: Any) -> Callable:
     def gen(dtype: Any, rng: np.random.Generator) -> list[Sample]:
         return [Sample((values(s, dtype, rng, domain),), dict(kw), nc) for s, nc in UNARY_SHAPES]
@@ -2467,6 +2472,17 @@ def _more_methods_rows() -> list[OpInfo]:
                "promote", method="nextafter", rtol=0, atol=0),
         OpInfo("i0", pg.i0, np.i0, unary_samples(), NUMERIC, "float", method="i0", grad=True,
                gradgrad=True),
+        # references from math.erfc (no scipy): the samples are small, exp(x^2) stays finite
+        OpInfo("special.erfcx", pg.special.erfcx,
+               lambda x: np.exp(x.astype(np.float64) ** 2) * _np_erfc(x), unary_samples(),
+               NUMERIC, "float", grad=True),
+        OpInfo("special.log_ndtr", pg.special.log_ndtr,
+               lambda x: np.log(0.5 * _np_erfc(-x / math.sqrt(2.0))), unary_samples(), NUMERIC,
+               "float", grad=True),
+        OpInfo("special.i0e", pg.special.i0e, lambda x: np.i0(x) * np.exp(-np.abs(x)),
+               unary_samples(), NUMERIC, "float", grad=True, gradgrad=True),
+        OpInfo("special.spherical_bessel_j0", pg.special.spherical_bessel_j0,
+               lambda x: np.sinc(x / np.pi), unary_samples(), NUMERIC, "float"),
         OpInfo("quantile", pg.quantile, _np_quantile,
                fixed(S(X((3, 5)), 0.3), S(X((3, 5)), 0.5, 1), S(X((2, 3, 4)), 0.9, 0, True),
                      S(X((3, 4)), 0.25, -1, interpolation="nearest"),

@@ -14,7 +14,8 @@ reductions into slots), ``contraction`` (einsum, tensordot ...), ``norms`` (cdis
 ``stacking`` (meshgrid, atleast_*, *stack, *split), ``scatter`` (take, put, index_put, the
 ``*_scatter`` embeddings), ``rearrange`` (rot90, flips, ravel, unfold), ``sequences``, ``linalg``
 (decompositions, solves, matrix functions), ``windows``, ``fills``, ``metadata`` and ``sparse``
-(the sparse COO layout).
+(the sparse COO layout); ``orthopoly`` (the orthogonal polynomials), ``scaledfn``
+(``erfcx``, ``log_ndtr``, ``i0e``, ``i1e``) and ``besselfn`` are built on ``special``.
 ``sampling`` (differentiable samplers) and the ``nn`` package (the layers' nodes) sit on top, with
 ``checkpoint`` (activation checkpointing's recomputing node) and ``custom`` (the node of
 user-defined operators, ``torch.library``).
@@ -28,6 +29,7 @@ from . import conversion, elementwise, indexing, joining, matmul, reduction, sha
 from . import (bits, contraction, diagonal, fills, gammafn, linalg, metadata, norms, rearrange,
                scan, scatter, search, segment, sequences, sparse, special, stacking, stats,
                windows)
+from . import besselfn, orthopoly, scaledfn
 from . import nn, sampling
 from . import checkpoint, custom
 
@@ -35,4 +37,5 @@ __all__ = ["conversion", "elementwise", "indexing", "joining", "matmul", "reduct
            "sorting",
            "bits", "contraction", "diagonal", "fills", "gammafn", "linalg", "metadata", "norms",
            "rearrange", "scan", "scatter", "search", "segment", "sequences", "sparse", "special",
-           "stacking", "stats", "windows", "nn", "sampling", "checkpoint", "custom"]
+           "stacking", "stats", "windows", "besselfn", "orthopoly", "scaledfn", "nn", "sampling",
+           "checkpoint", "custom"]

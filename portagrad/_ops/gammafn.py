@@ -1,4 +1,5 @@
-"""The gamma function family: ``lgamma``, ``digamma``, ``polygamma``, ``mvlgamma``.
+"""The gamma function family: ``lgamma``, ``digamma``, ``polygamma``, ``mvlgamma`` (and the
+Hurwitz ``zeta``, polygamma's generalization: ``polygamma(n, x) = (-1)^(n+1) n! zeta(n+1, x)``).
 
 No backend has these as primitives, so they are computed with elementwise ops: ``lgamma`` with
 Lanczos' approximation (g = 7, 9 terms), ``digamma``/``polygamma`` by shifting the argument up
@@ -16,12 +17,12 @@ from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _no_grad
-from ._common import call
+from ._common import call, prepare_binary, type_name
 from . import elementwise
 from .elementwise import _float_input
 from .indexing import where
 
-__all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "igamma", "igammac"]
+__all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "igamma", "igammac", "zeta"]
 
 _LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
             -176.61502916214059, 12.507343278686905, -0.13857109526572012,
@@ -292,3 +293,81 @@ def igammac(input: Any, other: Any) -> Tensor:
     """The regularized upper incomplete gamma function ``Q(input, other) = 1 - P``."""
     a, x = _igamma_args("igammac", input, other)
     return call(_Igamma, a, x, True)
+
+
+# Euler-Maclaurin's remainder coefficients (2k)! / B_2k, k = 1..12, of Cephes' zeta.c (Stephen L.
+# Moshier, Cephes Math Library 2.8), which PyTorch's zeta also uses
+_ZETA_A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9,
+           7.47242496e10, -2.950130727918164224e12, 1.1646782814350067249e14,
+           -4.5979787224074726105e15, 1.8152105401943546773e17, -7.1661652561756670113e18)
+
+
+def _zeta_fwd(x: Tensor, q: Tensor) -> Tensor:
+    """The Hurwitz zeta ``sum_k (q + k)^-x``: the first ``n`` terms summed directly (``n`` at least
+    9, and enough that ``q + n >= 9``, read once on the host from ``min(q)``), then the
+    Euler-Maclaurin tail at ``w = q + n``, as Cephes' algorithm."""
+    lo = float(where(elementwise.isfinite(q), q, 1.0).min().item()) if q.numel() else 1.0
+    n = max(9, int(math.ceil(9.0 - lo)))
+    s = _creation.zeros_like(x)
+    for k in range(n + 1):
+        s = s + (q + float(k)) ** -x
+    w = q + float(n)
+    b = w ** -x
+    # x = inf: every term past q^-x is 0 and the tail's x * b would be inf * 0
+    fin = elementwise.isfinite(x)
+    xs = where(fin, x, 2.0)
+    # the tail: b w / (x - 1) - b / 2 + sum_i b x (x + 1) ... (x + 2i) / (w^(2i+1) A_i); the
+    # products kept as one running ratio r (x^24 / w^24 separately would overflow float32)
+    # w^(1-x), not b w: b underflows to a subnormal first for large w (float32, w = 1e8, x = 5)
+    tail = w ** (1.0 - xs) / (xs - 1.0) - b * 0.5
+    r = b * xs / w
+    for i, a in enumerate(_ZETA_A):
+        tail = tail + r / a
+        r = r * (xs + float(2 * i + 1)) * (xs + float(2 * i + 2)) / (w * w)
+    out = s + where(fin, tail, 0.0)
+    # PyTorch's domain: inf at x = 1, NaN below; at q <= 0 an integer q is a pole (inf) and a
+    # non-integer x makes (q + k)^-x non-real (NaN)
+    q_le0 = q <= 0
+    out = where(elementwise.logical_and(q_le0, elementwise.ne(x, elementwise.floor(x))),
+                math.nan, out)
+    out = where(elementwise.logical_and(q_le0, elementwise.eq(q, elementwise.floor(q))),
+                math.inf, out)
+    # at x = inf PyTorch's loop divides 0 by 0 for q > 1, and its tail is 0 * inf at q = inf
+    out = where(elementwise.logical_and(elementwise.logical_not(fin), q > 1.0), math.nan, out)
+    out = where(elementwise.eq(q, math.inf), math.nan, out)
+    out = where(x < 1.0, math.nan, out)
+    return where(elementwise.eq(x, 1.0), math.inf, out)
+
+
+class _Zeta(Function):
+    """PyTorch differentiates zeta in ``q`` only: ``d/dq zeta(x, q) = -x zeta(x + 1, q)``."""
+
+    _backward_name = "SpecialZetaBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, q: Tensor) -> Tensor:
+        with _no_grad():
+            y = _zeta_fwd(x, q)
+        ctx.save_for_backward(x, q)
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        if ctx.needs_input_grad[0]:
+            raise NotImplementedError("the derivative for 'zeta' is not implemented.")
+        x, q = ctx.saved_tensors
+        return None, g * -x * zeta(x + 1.0, q)
+
+
+def zeta(input: Any, other: Any) -> Tensor:
+    """The Hurwitz zeta function ``sum_{k >= 0} (other + k)^-input`` (Riemann's at ``other = 1``;
+    ``inf`` at ``input = 1``, NaN below it)."""
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise TypeError(f"zeta(): expected at least one of 'input' and 'other' to be a Tensor, "
+                        f"got {type(input).__name__} and {type(other).__name__}")
+    x, q, dt = prepare_binary(input, other, "zeta", float_only=True)
+    if dt in (_dtype.float16, _dtype.bfloat16):  # PyTorch has no 16-bit kernel
+        raise NotImplementedError(f'"zeta" not implemented for \'{type_name(dt)}\'')
+    x = x if isinstance(x, Tensor) else _creation.full_like(q, x)
+    q = q if isinstance(q, Tensor) else _creation.full_like(x, q)
+    return call(_Zeta, x, q)

@@ -406,9 +406,10 @@ def angle(input: Tensor) -> Tensor:
     return where(elementwise.isnan(x), x, (x < 0).to(x.dtype) * math.pi)
 
 
-def _bessel_i(nu: int, x: Tensor) -> Tensor:
+def _bessel_i(nu: int, x: Tensor, scaled: bool = False) -> Tensor:
     """The modified Bessel function ``I_nu`` (``nu`` 0 or 1): its power series below 15, the
-    asymptotic expansion above (both accurate to rounding in float64 there)."""
+    asymptotic expansion above (both accurate to rounding in float64 there). ``scaled``: times
+    ``exp(-|x|)`` (``i0e``, ``i1e``), which the expansion gives without overflowing."""
     a = elementwise.abs(x)
     q = x * x * 0.25
     term = _creation.ones_like(x) if nu == 0 else x * 0.5
@@ -416,6 +417,8 @@ def _bessel_i(nu: int, x: Tensor) -> Tensor:
     for k in range(1, 41):
         term = term * q / float(k * (k + nu))
         series = series + term
+    if scaled:
+        series = series * elementwise.exp(-where(a < 15.0, a, 0.0))
     big = a >= 15.0
     z = where(big, a, 15.0)  # the expansion is only evaluated where it converges
     t = _creation.ones_like(x)
@@ -423,7 +426,9 @@ def _bessel_i(nu: int, x: Tensor) -> Tensor:
     for k in range(1, 31):
         t = t * (-(4.0 * nu * nu - (2 * k - 1) ** 2) / (8.0 * k)) / z
         asym = asym + t
-    asym = elementwise.exp(z) / elementwise.sqrt(z * (2 * math.pi)) * asym
+    asym = asym / elementwise.sqrt(z * (2 * math.pi))
+    if not scaled:
+        asym = asym * elementwise.exp(z)
     if nu == 1:
         asym = asym * elementwise.sign(x)
     return where(big, asym, series)
