@@ -89,7 +89,10 @@ def _ids(case):
 @pytest.mark.parametrize("case", CASES, ids=_ids)
 def test_loss_dtype_rules(device, case):
     name, a, b, reduction, what, expected = case
-    args = _args(pg, name, a, b, device)
+    try:
+        args = _args(pg, name, a, b, device)
+    except pg.errors.DTypeError:  # (a backend over array-api-strict has no bfloat16)
+        pytest.skip(f"{device} declines a dtype of this case (DTypeError)")
     fn = getattr(pg.nn.functional, name)
     if what == "ok":
         r = fn(*args, reduction=reduction)

@@ -107,7 +107,11 @@ def main() -> int:
             out.append(pg.tensor(total).to(dtype).float().numpy())
         return out
 
-    hooks = [("bf16", pg.bfloat16, default_hooks.bf16_compress_hook)]
+    try:  # (a backend that stores no bfloat16, e.g. over array-api-strict, has no bf16 hook)
+        (pg.zeros(2, dtype=pg.bfloat16, device=dev) + 1).cpu()
+        hooks = [("bf16", pg.bfloat16, default_hooks.bf16_compress_hook)]
+    except Exception:
+        hooks = []
     if has_fp16:
         hooks.append(("fp16", pg.float16, default_hooks.fp16_compress_hook))
     for name, dtype, hook in hooks:
