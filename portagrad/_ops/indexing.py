@@ -207,7 +207,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
     src = source * alpha if alpha != 1 else source
     if input.dtype in _HALF and isinstance(src, Tensor) and src.dtype is input.dtype:
         if alpha != 1:  # (PyTorch's kernel for a scaled source adds element by element)
-            return call(_Scatter, input, d, idx, src, "add")
+            return scatter_add_in_order(input, d, idx, src)
         return _index_add_half(input, d, idx, src)
     return input + scatter_into_zeros(src, d, idx, tuple(input.shape))
 
@@ -217,7 +217,7 @@ def _index_add_half(input: Tensor, d: int, idx: Tensor, src: Tensor) -> Tensor:
     two or more dimensions summed in float32 and rounded once; a 1-D tensor element after
     element in index order, each sum rounded."""
     if input.dim() == 1:
-        return call(_Scatter, input, d, idx, src, "add")
+        return scatter_add_in_order(input, d, idx, src)
     f32 = _dtype.float32
     return (input.to(f32) + scatter_into_zeros(src.to(f32), d, idx, tuple(input.shape))
             ).to(input.dtype)

@@ -94,22 +94,22 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     if reduce == "amin":
         return neg(scatter_reduce(neg(input), d, index, neg(s), "amax",
                                     include_self=include_self))
-    if input.dtype in (_dtype.float16, _dtype.bfloat16) and reduce != "amax":
-        # PyTorch reduces 16-bit sums and products in float32 and rounds each slot once; a
-        # mean is that rounded sum divided by the count (one more rounding)
+    half = input.dtype in (_dtype.float16, _dtype.bfloat16)
+    if half and reduce == "prod":
+        # PyTorch multiplies 16-bit values in float32 and rounds each slot once
         f32 = _dtype.float32
-        total = scatter_reduce(input.to(f32), d, index, s.to(f32),
-                               "sum" if reduce == "mean" else reduce,
-                               include_self=include_self).to(input.dtype)
-        if reduce != "mean":
-            return total
-        n = add(count, 1) if include_self else maximum(count, 1)
-        return where(hit, div(total, n.to(input.dtype)), input)
+        return scatter_reduce(input.to(f32), d, index, s.to(f32), "prod",
+                              include_self=include_self).to(input.dtype)
     if reduce in ("sum", "mean"):
-        total = scatter_add(_creation.zeros(input.shape, dtype=input.dtype, device=input.device),
-                            d, index, s)
-        if include_self:
-            total = add(total, input)
+        zeros = _creation.zeros(input.shape, dtype=input.dtype, device=input.device)
+        if half:
+            # scatter_add's 16-bit rule (PyTorch's): the slot's own value and everything added
+            # to it summed in float32, rounded once; a mean divides that rounded sum
+            total = scatter_add(input if include_self else zeros, d, index, s)
+        else:
+            total = scatter_add(zeros, d, index, s)
+            if include_self:
+                total = add(total, input)
         if reduce == "sum":
             return total if include_self else where(hit, total, input)
         n = add(count, 1) if include_self else maximum(count, 1)

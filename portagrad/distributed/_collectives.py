@@ -37,19 +37,22 @@ def _check_tensor(t: Any, name: str = "tensor") -> Tensor:
     return t
 
 
-def _check_list(ts: Any, like: Tensor, n: int, name: str) -> list[Tensor]:
+def _check_list(ts: Any, like: Tensor, n: int, name: str,
+                check: Callable[[Any, str], Tensor] = _check_tensor,
+                like_name: str = "the tensor") -> list[Tensor]:
+    """``ts``: one tensor per rank (each passing ``check``), of ``like``'s dtype and size."""
     if not isinstance(ts, (list, tuple)):
         raise TypeError(f"{name} must be a list of tensors, got {type(ts).__name__}")
     if len(ts) != n:
         raise ValueError(f"{name} must have one tensor per rank of the group: expected {n}, got "
                          f"{len(ts)}")
     for i, t in enumerate(ts):
-        _check_tensor(t, f"{name}[{i}]")
+        check(t, f"{name}[{i}]")
         if t.dtype is not like.dtype:
-            raise TypeError(f"{name}[{i}] has dtype {t.dtype}, but the tensor has {like.dtype}")
+            raise TypeError(f"{name}[{i}] has dtype {t.dtype}, but {like_name} has {like.dtype}")
         if t.numel() != like.numel():
             raise ValueError(f"{name}[{i}] has shape {tuple(t.shape)} ({t.numel()} elements), "
-                             f"but the tensor has shape {tuple(like.shape)} ({like.numel()})")
+                             f"but {like_name} has shape {tuple(like.shape)} ({like.numel()})")
     return list(ts)
 
 

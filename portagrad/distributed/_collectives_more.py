@@ -370,16 +370,8 @@ def reduce_scatter(output: Tensor, input_list: list[Tensor], op: Any = ReduceOp.
         raise TypeError(f"input_list must be a list of tensors, got {type(input_list).__name__}")
     if pg is None:
         return None
-    if len(input_list) != pg.size():
-        raise ValueError(f"input_list must have one tensor per rank of the group: expected "
-                         f"{pg.size()}, got {len(input_list)}")
-    for i, t in enumerate(input_list):
-        _tensor(t, f"input_list[{i}]")
-        if t.dtype is not output.dtype:
-            raise TypeError(f"input_list[{i}] has dtype {t.dtype}, but output has {output.dtype}")
-        if t.numel() != output.numel():
-            raise ValueError(f"input_list[{i}] has shape {tuple(t.shape)}, but output has shape "
-                             f"{tuple(output.shape)}")
+    # (any layout: gloo takes non-contiguous inputs)
+    _c._check_list(input_list, output, pg.size(), "input_list", check=_tensor, like_name="output")
     flat = _flat(input_list)
     op, flat = _premul(op, flat, copy=False)  # (a copy already)
     target = _dense(output)

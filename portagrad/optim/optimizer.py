@@ -416,23 +416,17 @@ def _densify_sparse_grads(opt: Optimizer) -> list[tuple[Tensor, Any]] | None:
     dense equivalent in place for the step (returned, to be put back after), or leave them."""
     if opt._sparse_grads == "sparse":
         return None
-    swapped: list[tuple[Tensor, Any]] = []
-    for group in opt.param_groups:
-        for p in group["params"]:
-            g = p._grad
-            if g is None or g.__class__.is_sparse is not True:
-                continue
-            if opt._sparse_grads == "refuse":
-                for q, old in swapped:
-                    q._grad = old
-                raise RuntimeError(opt._sparse_error
-                                   or f"{type(opt).__name__} does not support sparse gradients")
-            if group.get("weight_decay", 0) != 0:
-                for q, old in swapped:
-                    q._grad = old
-                raise RuntimeError(opt._sparse_weight_decay_error)
-            swapped.append((p, g))
-            p._grad = g.to_dense()
+    found = [(group, p) for group in opt.param_groups for p in group["params"]
+             if p._grad is not None and p._grad.__class__.is_sparse is True]
+    for group, _ in found:  # (checked before any .grad is replaced: a refusal changes nothing)
+        if opt._sparse_grads == "refuse":
+            raise RuntimeError(opt._sparse_error
+                               or f"{type(opt).__name__} does not support sparse gradients")
+        if group.get("weight_decay", 0) != 0:
+            raise RuntimeError(opt._sparse_weight_decay_error)
+    swapped = [(p, p._grad) for _, p in found]
+    for p, g in swapped:
+        p._grad = g.to_dense()
     return swapped
 
 
