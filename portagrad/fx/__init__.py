@@ -1,92 +1,50 @@
-"""``torch.fx``'s names, for code that declares things for FX at import.
+"""``torch.fx``: symbolic tracing of modules and functions into graphs, and graphs back into
+modules.
 
-FX traces a module's Python code into a graph by running it on proxies; portagrad has no FX
-tracer. What libraries do at import works: :func:`wrap` (declaring a function a leaf of future
-traces) returns what it is given, as in PyTorch, and :class:`Tracer` can be subclassed (as
-torchvision's feature extraction does). Everything that would trace or build a graph,
-:func:`symbolic_trace`, ``Tracer.trace``, and constructing a :class:`Graph`, :class:`GraphModule`,
-:class:`Node`, :class:`Proxy` or :class:`Interpreter`, raises ``NotImplementedError``.
+:func:`symbolic_trace` runs a module's ``forward`` (or a function) on :class:`Proxy` values and
+records each operation as a :class:`Node` of a :class:`Graph` (``placeholder``, ``get_attr``,
+``call_function``, ``call_method``, ``call_module``, ``output``); modules of ``portagrad.nn``
+(``torch.nn`` under ``python -m portagrad.compat``) other than ``Sequential`` are called as one
+node (:meth:`Tracer.is_leaf_module`), and functions declared with :func:`wrap` too. The result is
+a :class:`GraphModule`: an ``nn.Module`` whose ``forward`` is Python generated from the graph
+(:attr:`GraphModule.code`), which can be edited and :meth:`~GraphModule.recompile`-d.
+:class:`Interpreter` runs a graph node by node, :class:`Transformer` rewrites one.
+
+Differences from PyTorch: calls such as ``torch.exp(proxy)`` are recorded because the tracer
+patches the ``torch`` / ``nn.functional`` / ``special`` / ``linalg`` / ``fft`` namespaces while a
+trace runs (portagrad has no ``__torch_function__`` dispatch, and checking every call for proxies
+would slow every op); a function imported by name into another module than the traced code's is
+therefore not seen (declare it with :func:`wrap`). Generated code names the portagrad namespace
+``torch``, as PyTorch prints it. ``GraphModule.to_folder`` and pickling a ``GraphModule`` are
+not provided.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
-from ..nn.modules.container import Sequential
 from ..nn.modules.module import Module
+from . import passes
+from .graph import Graph
+from .graph_module import GraphModule
+from .interpreter import Interpreter, Transformer
+from .node import Node, map_arg
+from .proxy import Proxy, TraceError
+from .tracer import PH, Tracer, wrap
 
-__all__ = ["Graph", "GraphModule", "Interpreter", "Node", "Proxy", "Tracer", "Transformer",
-           "symbolic_trace", "wrap"]
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-_WHY = "portagrad has no FX tracer (torch.fx graphs cannot be built)"
-
-
-def wrap(fn_or_name: Any) -> Any:
-    """Declare a function (or the name of a module-level function) a leaf for symbolic tracing;
-    returns its argument. There is no tracer here to use the declaration."""
-    if not callable(fn_or_name) and not isinstance(fn_or_name, str):
-        raise NotImplementedError(f"Unsupported type for global function! {type(fn_or_name)}")
-    return fn_or_name
+__all__ = ["Graph", "GraphModule", "Interpreter", "Node", "PH", "Proxy", "TraceError", "Tracer",
+           "Transformer", "map_arg", "passes", "symbolic_trace", "wrap"]
 
 
-def symbolic_trace(root: Any, concrete_args: dict[str, Any] | None = None) -> Any:
-    """``torch.fx.symbolic_trace``: raises ``NotImplementedError`` (no FX tracer)."""
-    raise NotImplementedError(f"torch.fx.symbolic_trace: {_WHY}")
+def symbolic_trace(root: Module | Callable[..., Any],
+                   concrete_args: dict[str, Any] | None = None) -> GraphModule:
+    """Trace ``root`` (a module or a function) into a :class:`GraphModule`.
 
-
-class _Unavailable:
-    """A class of the FX graph machinery: importable and subclassable, not constructible."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise NotImplementedError(f"torch.fx.{type(self).__name__}: {_WHY}")
-
-
-class Tracer:
-    """``torch.fx.Tracer``: subclassable (its hooks ``is_leaf_module``, ``call_module`` ...
-    may be overridden at import); :meth:`trace` raises ``NotImplementedError``."""
-
-    def __init__(self, autowrap_modules: tuple[Any, ...] = (), autowrap_functions: tuple[
-            Callable[..., Any], ...] = (), param_shapes_constant: bool = False) -> None:
-        self.autowrap_modules = autowrap_modules
-        self.autowrap_functions = autowrap_functions
-        self.param_shapes_constant = param_shapes_constant
-
-    def is_leaf_module(self, m: Module, module_qualified_name: str) -> bool:
-        """PyTorch's rule: modules of ``torch.nn`` (here ``portagrad.nn``) other than
-        ``Sequential`` are leaves."""
-        mod = type(m).__module__
-        return ((mod.startswith("torch.nn") or mod.startswith("portagrad.nn"))
-                and not isinstance(m, Sequential))
-
-    def trace(self, root: Any, concrete_args: dict[str, Any] | None = None) -> Any:
-        raise NotImplementedError(f"torch.fx.Tracer.trace: {_WHY}")
-
-
-class Graph(_Unavailable):
-    """``torch.fx.Graph`` (not constructible here)."""
-
-
-class Node(_Unavailable):
-    """``torch.fx.Node`` (not constructible here)."""
-
-
-class Proxy(_Unavailable):
-    """``torch.fx.Proxy`` (not constructible here)."""
-
-
-class Interpreter(_Unavailable):
-    """``torch.fx.Interpreter`` (not constructible here)."""
-
-
-class Transformer(Interpreter):
-    """``torch.fx.Transformer`` (not constructible here)."""
-
-
-class GraphModule(Module):
-    """``torch.fx.GraphModule``: an ``nn.Module`` subclass for ``isinstance`` checks; building
-    one needs a graph, so construction raises ``NotImplementedError``."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise NotImplementedError(f"torch.fx.GraphModule: {_WHY}")
+    ``concrete_args`` fixes some inputs to values, specializing the trace (for example a flag
+    that steers control flow); the generated ``forward`` checks that such an input still has
+    that value. Control flow on traced values raises :class:`TraceError`.
+    """
+    tracer = Tracer()
+    graph = tracer.trace(root, concrete_args)
+    name = type(root).__name__ if isinstance(root, Module) else root.__name__
+    return GraphModule(tracer.root, graph, name)
