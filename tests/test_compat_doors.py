@@ -715,31 +715,7 @@ def test_checkpoint_variants_and_errors(device: str) -> None:
     assert pg.allclose(got, xs.grad)
 
 
-# ------------------------------------------------------------ torch.fx, .library, .ops
-def test_fx_imports_and_refuses_to_trace() -> None:
-    from portagrad import fx
-
-    def f(x: Any) -> Any:
-        return x
-
-    assert fx.wrap(f) is f and fx.wrap("f") == "f"
-
-    class MyTracer(fx.Tracer):  # subclassing at import works (torchvision does)
-        pass
-
-    t = MyTracer()
-    assert t.is_leaf_module(pg.nn.Linear(1, 1), "l")
-    assert not t.is_leaf_module(pg.nn.Sequential(), "s")
-    with pytest.raises(NotImplementedError, match="no FX tracer"):
-        t.trace(pg.nn.Linear(1, 1))
-    with pytest.raises(NotImplementedError, match="symbolic_trace"):
-        fx.symbolic_trace(pg.nn.Linear(1, 1))
-    for cls in (fx.Graph, fx.GraphModule, fx.Proxy, fx.Node, fx.Interpreter):
-        with pytest.raises(NotImplementedError, match="no FX tracer"):
-            cls()
-    assert issubclass(fx.GraphModule, pg.nn.Module)
-
-
+# ------------------------------------------------------------ torch.library, .ops (torch.fx: test_fx.py)
 def test_custom_op_runs_and_differentiates(device: str) -> None:
     from portagrad import library, ops
 

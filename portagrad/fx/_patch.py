@@ -7,7 +7,7 @@ from typing import Any
 
 from .proxy import Proxy
 
-__all__ = ["Patcher", "find_proxy", "traced_function"]
+__all__ = ["Patcher", "TracedFunction", "find_proxy", "traced_function"]
 
 
 def find_proxy(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Proxy | None:
@@ -26,17 +26,39 @@ def find_proxy(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Proxy | None:
     return None
 
 
-def traced_function(orig: Callable[..., Any]) -> Callable[..., Any]:
+class TracedFunction:
     """``orig``, except that a call with a proxy among its arguments records a
-    ``call_function`` node of ``orig`` instead of running it."""
-    @functools.wraps(orig)
-    def patched(*args: Any, **kwargs: Any) -> Any:
+    ``call_function`` node of ``orig`` instead of running it.
+
+    It stands in for ``orig`` in a namespace while a trace (or a ``Transformer``) runs, so code
+    running then that compares a node's target with the namespace's function
+    (``node.target == torch.add``, or a dict lookup) must still match: it compares and hashes
+    equal to ``orig`` (an ``is`` test cannot be made to)."""
+
+    def __init__(self, orig: Callable[..., Any]) -> None:
+        orig = getattr(orig, "__fx_original__", orig)  # never a stand-in for a stand-in
+        self.__fx_original__ = orig
+        functools.update_wrapper(self, orig)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         p = find_proxy(args, kwargs)
         if p is None:
-            return orig(*args, **kwargs)
-        return p.tracer.create_proxy("call_function", orig, args, kwargs)
-    patched.__fx_original__ = orig  # type: ignore[attr-defined]
-    return patched
+            return self.__fx_original__(*args, **kwargs)
+        return p.tracer.create_proxy("call_function", self.__fx_original__, args, kwargs)
+
+    def __eq__(self, other: object) -> bool:
+        return getattr(other, "__fx_original__", other) is self.__fx_original__
+
+    def __hash__(self) -> int:
+        return hash(self.__fx_original__)
+
+    def __repr__(self) -> str:
+        return repr(self.__fx_original__)
+
+
+def traced_function(orig: Callable[..., Any]) -> TracedFunction:
+    """The stand-in of ``orig`` while tracing (:class:`TracedFunction`)."""
+    return TracedFunction(orig)
 
 
 class Patcher:
