@@ -438,3 +438,68 @@ def test_torch_nn_modules_are_leaves_under_compat(device: str, tmp_path: Path) -
     assert "[('call_module', 'conv'), ('call_module', 'body.0'), ('call_module', 'body.1')]" \
         in r.stdout
     assert "same True" in r.stdout
+
+
+def test_replace_pattern_as_in_the_docs(device: str) -> None:
+    class M(nn.Module):
+        def forward(self, x: Any, w1: Any, w2: Any) -> Any:
+            m1 = pg.cat([w1, w2]).sum()
+            m2 = pg.cat([w1, w2]).sum()
+            return x + pg.max(m1) + pg.max(m2)
+
+    def pattern(w1: Any, w2: Any) -> Any:
+        return pg.cat([w1, w2]).sum()
+
+    def replacement(w1: Any, w2: Any) -> Any:
+        return pg.stack([w1, w2])
+
+    gm = fx.symbolic_trace(M())
+    matches = fx.replace_pattern(gm, pattern, replacement)
+    assert len(matches) == 2 and all(m.anchor.target == "sum" for m in matches)
+    assert [(n.op, n.target) for n in gm.graph.nodes] == [
+        ("placeholder", "x"), ("placeholder", "w1"), ("placeholder", "w2"),
+        ("call_function", pg.stack), ("call_function", pg.stack), ("call_function", pg.max),
+        ("call_function", operator.add), ("call_function", pg.max),
+        ("call_function", operator.add), ("output", "output")]
+    x = pg.tensor(1.0, device=device)
+    w1 = pg.tensor([1.0, 5.0], device=device)
+    w2 = pg.tensor([2.0, 3.0], device=device)
+    close(gm(x, w1, w2), pg.tensor(11.0))  # 1 + max(stack) twice
+
+    # an occurrence whose inner value is used elsewhere is left alone
+    def shared(w1: Any, w2: Any) -> Any:
+        c = pg.cat([w1, w2])
+        return c.sum() + c.mean()
+
+    gs = fx.symbolic_trace(shared)
+    assert fx.replace_pattern(gs, pattern, replacement) == []
+    with pytest.raises(ValueError, match="takes 2 inputs and the replacement 1"):
+        fx.replace_pattern(gs, pattern, lambda w: w)
+
+
+def test_custom_tracer_and_graph_module_surgery(device: str) -> None:
+    class TraceThrough(fx.Tracer):
+        """Only Tanh stays a leaf: Linear is traced into F.linear with get_attr weights."""
+
+        def is_leaf_module(self, m: nn.Module, qualname: str) -> bool:
+            return isinstance(m, nn.Tanh)
+
+    m = nn.Sequential(nn.Linear(3, 2), nn.Tanh()).to(device)
+    graph = TraceThrough().trace(m)
+    assert [(n.op, n.target) for n in graph.nodes] == [
+        ("placeholder", "input"), ("get_attr", "0.weight"), ("get_attr", "0.bias"),
+        ("call_function", F.linear), ("call_module", "1"), ("output", "output")]
+    gm = fx.GraphModule(m, graph)
+    x = pg.randn(4, 3, device=device)
+    close(gm(x), m(x))
+    # swap the Tanh for a Sigmoid in place, drop what is unused
+    assert gm.add_submodule("act.sig", nn.Sigmoid())
+    node = graph.find_nodes(op="call_module", target="1")[0]
+    node.target = "act.sig"
+    gm.recompile()
+    close(gm(x), pg.sigmoid(m[0](x)))
+    gm.delete_all_unused_submodules()
+    assert {n for n, _ in gm.named_modules()} == {"", "0", "act", "act.sig"}
+    g2 = copy.deepcopy(gm.graph)
+    assert [n.name for n in g2.nodes] == [n.name for n in gm.graph.nodes]
+    assert all(a is not b for a, b in zip(g2.nodes, gm.graph.nodes))

@@ -24,16 +24,18 @@ from collections.abc import Callable
 from typing import Any
 
 from ..nn.modules.module import Module
-from . import passes
+from . import passes, subgraph_rewriter
 from .graph import Graph
 from .graph_module import GraphModule
 from .interpreter import Interpreter, Transformer
 from .node import Node, map_arg
 from .proxy import Proxy, TraceError
+from .subgraph_rewriter import replace_pattern
 from .tracer import PH, Tracer, wrap
 
 __all__ = ["Graph", "GraphModule", "Interpreter", "Node", "PH", "Proxy", "TraceError", "Tracer",
-           "Transformer", "map_arg", "passes", "symbolic_trace", "wrap"]
+           "Transformer", "map_arg", "passes", "replace_pattern", "subgraph_rewriter",
+           "symbolic_trace", "wrap"]
 
 
 def symbolic_trace(root: Module | Callable[..., Any],

@@ -199,6 +199,15 @@ class Graph:
             val_map[node] = self.node_copy(node, lambda n: val_map[n])
         return None
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Graph:
+        # node by node (the default would recurse along the node links, one frame per node)
+        g = Graph(tracer_cls=self._tracer_cls)
+        out = g.graph_copy(self, {}, return_output_node=True)
+        if out is not None:
+            g.output(out[0], out[1].type)
+        memo[id(self)] = g
+        return g
+
     # ------------------------------------------------------------ editing
     def inserting_before(self, n: Node | None = None) -> _InsertPoint:
         """Context manager: new nodes go just before ``n`` (default: the start)."""
@@ -209,8 +218,9 @@ class Graph:
         return _InsertPoint(self, n.prepend)
 
     def inserting_after(self, n: Node | None = None) -> _InsertPoint:
-        """Context manager: new nodes go just after ``n`` (default: the end); each new node
-        goes after the previous one."""
+        """Context manager: new nodes go just after ``n`` (default: the end). As in PyTorch,
+        each goes right after ``n``, so several made in one block end up in reverse order; to
+        insert a sequence in order, use :meth:`inserting_before` the node that follows."""
         if n is None:
             return self.inserting_before(self._root)
         if n.graph is not self:

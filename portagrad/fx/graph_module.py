@@ -116,6 +116,51 @@ class GraphModule(Module):
         type(self).forward = namespace["forward"]
         return python
 
+    def add_submodule(self, target: str, m: Module) -> bool:
+        """Install ``m`` at qualified name ``target``, making plain modules for missing
+        parents; False if a parent on the path is not a module."""
+        *path, field = target.split(".")
+        mod: Module = self
+        for part in path:
+            nxt = getattr(mod, part, None)
+            if nxt is None:
+                nxt = Module()
+                mod.add_module(part, nxt)
+            if not isinstance(nxt, Module):
+                return False
+            mod = nxt
+        mod.add_module(field, m)
+        return True
+
+    def delete_submodule(self, target: str) -> bool:
+        """Remove the submodule at ``target``; False if there is none."""
+        *path, field = target.split(".")
+        mod: Any = self
+        for part in path:
+            mod = getattr(mod, part, None)
+            if not isinstance(mod, Module):
+                return False
+        if not isinstance(getattr(mod, field, None), Module):
+            return False
+        delattr(mod, field)
+        return True
+
+    def delete_all_unused_submodules(self) -> None:
+        """Remove every submodule no ``call_module`` or ``get_attr`` node reaches (a used
+        module keeps its parents)."""
+        used: set[str] = set()
+        for node in self.graph.nodes:
+            if node.op in ("call_module", "get_attr"):
+                parts = node.target.split(".")
+                used.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+                if node.op == "call_module":
+                    # a called module uses everything inside it
+                    sub = _get_path(self, node.target)
+                    used.update(f"{node.target}.{n}" for n, _ in sub.named_modules() if n)
+        for name, _ in sorted(self.named_modules(), key=lambda nm: -nm[0].count(".")):
+            if name and name not in used:
+                self.delete_submodule(name)
+
     def print_readable(self, print_output: bool = True, include_stride: bool = False,
                        include_device: bool = False, colored: bool = False) -> str:
         """The module as a class definition (its ``forward`` the generated code), printed
