@@ -57,9 +57,9 @@ class Interpreter:
             try:
                 self.env[node] = self.run_node(node)
             except Exception as e:
-                msg = f"While executing {node.format_node()}"
-                if not getattr(e, "_fx_noted", False) and e.args and isinstance(e.args[0], str):
-                    e.args = (f"{e.args[0]}\n\n{msg}",) + e.args[1:]
+                # say which node failed (Python 3.11+ shows notes under the traceback)
+                if hasattr(e, "add_note") and not getattr(e, "_fx_noted", False):
+                    e.add_note(f"While executing {node.format_node()}")
                     e._fx_noted = True  # type: ignore[attr-defined]
                 raise
             if self.garbage_collect_values:
