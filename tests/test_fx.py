@@ -9,6 +9,7 @@ import copy
 import math
 import operator
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -503,3 +504,18 @@ def test_custom_tracer_and_graph_module_surgery(device: str) -> None:
     g2 = copy.deepcopy(gm.graph)
     assert [n.name for n in g2.nodes] == [n.name for n in gm.graph.nodes]
     assert all(a is not b for a, b in zip(g2.nodes, gm.graph.nodes))
+
+
+def test_graph_module_pickles_and_retraces(device: str) -> None:
+    m = CNN().to(device).eval()
+    gm = fx.symbolic_trace(m)
+    x = pg.randn(2, 2, 4, 4, device=device)
+    again = pickle.loads(pickle.dumps(gm))
+    assert type(again).__name__ == "CNN" and again.code == gm.code
+    assert [n.name for n in again.graph.nodes] == [n.name for n in gm.graph.nodes]
+    close(again(x), m(x))
+    # tracing a graph module gives the same program again
+    re_gm = fx.symbolic_trace(gm)
+    assert [(n.op, n.target) for n in re_gm.graph.nodes] == \
+        [(n.op, n.target) for n in gm.graph.nodes]
+    close(re_gm(x), m(x))

@@ -15,8 +15,7 @@ patches the ``torch`` / ``nn.functional`` / ``special`` / ``linalg`` / ``fft`` n
 trace runs (portagrad has no ``__torch_function__`` dispatch, and checking every call for proxies
 would slow every op); a function imported by name into another module than the traced code's is
 therefore not seen (declare it with :func:`wrap`). Generated code names the portagrad namespace
-``torch``, as PyTorch prints it. ``GraphModule.to_folder`` and pickling a ``GraphModule`` are
-not provided.
+``torch``, as PyTorch prints it. ``GraphModule.to_folder`` is not provided.
 """
 from __future__ import annotations
 

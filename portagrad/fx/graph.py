@@ -10,11 +10,19 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .codegen import PythonCode, python_code
-from .node import Argument, Node, Target, _format_arg, _qualified_name, _snake_case, map_arg
+from .node import (Argument, Node, Target, _format_arg, _qualified_name, _snake_case,
+                   map_aggregate, map_arg)
 
 __all__ = ["Graph"]
 
 _EMPTY = inspect.Signature.empty
+
+
+class _NodeRef:
+    """A node argument in a pickled graph: the index of the node it names."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
 
 
 class _NodeList:
@@ -198,6 +206,29 @@ class Graph:
                 return (out, node) if return_output_node else out
             val_map[node] = self.node_copy(node, lambda n: val_map[n])
         return None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the nodes as a flat list (the default would recurse along the node links); a node
+        # argument is stored as the index of that node
+        nodes = list(self.nodes)
+        index = {n: i for i, n in enumerate(nodes)}
+        specs = [(n.name, n.op, n.target, map_arg(n.args, lambda a: _NodeRef(index[a])),
+                  map_arg(n.kwargs, lambda a: _NodeRef(index[a])), n.type, n.meta)
+                 for n in nodes]
+        return {"nodes": specs, "tracer_cls": self._tracer_cls}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(tracer_cls=state["tracer_cls"])  # type: ignore[misc]
+        made: list[Node] = []
+
+        def resolve(a: Any) -> Any:
+            return made[a.index] if isinstance(a, _NodeRef) else a
+
+        for name, op, target, args, kwargs, type_expr, meta in state["nodes"]:
+            node = self.create_node(op, target, map_aggregate(args, resolve),
+                                    map_aggregate(kwargs, resolve), name, type_expr)
+            node.meta = meta
+            made.append(node)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Graph:
         # node by node (the default would recurse along the node links, one frame per node)

@@ -195,7 +195,23 @@ class GraphModule(Module):
             new_graph.output(out[0], out[1].type)
         return GraphModule(holder, new_graph, type(self).__name__)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the class is made per instance and cannot be found by name: rebuild from the module's
+        # state and the graph (forward is generated again)
+        state = {k: v for k, v in self.__dict__.items() if k != "_graph"}
+        return (_rebuild, (state, self._graph, type(self).__name__))
+
     def to_folder(self, folder: str, module_name: str = "FxModule") -> None:
         """Not provided: PyTorch writes the module's code and weights as an importable
         package; use ``state_dict`` with :attr:`code` instead."""
         raise NotImplementedError("GraphModule.to_folder is not implemented in portagrad")
+
+
+def _rebuild(state: dict[str, Any], graph: Graph, class_name: str) -> GraphModule:
+    """Unpickle a :class:`GraphModule`."""
+    holder = Module()
+    holder.__dict__.update(state)
+    gm = GraphModule(holder, graph, class_name)
+    gm.training = holder.training
+    gm.meta = state.get("meta", {})
+    return gm
