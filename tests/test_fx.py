@@ -519,3 +519,35 @@ def test_graph_module_pickles_and_retraces(device: str) -> None:
     assert [(n.op, n.target) for n in re_gm.graph.nodes] == \
         [(n.op, n.target) for n in gm.graph.nodes]
     close(re_gm(x), m(x))
+
+
+def test_free_standing_proxies_decompose_a_graph(device: str) -> None:
+    """The FX tutorial's decomposition: proxies over a new graph (GraphAppendingTracer) record
+    the operators a rule applies to them."""
+    from portagrad.fx.proxy import GraphAppendingTracer
+
+    def relu_decomposition(x: Any) -> Any:
+        return (x > 0) * x
+
+    rules = {F.relu: relu_decomposition}
+
+    class M(nn.Module):
+        def forward(self, x: Any) -> Any:
+            return F.relu(x) + 1
+
+    graph = fx.Tracer().trace(M())
+    new_graph = fx.Graph()
+    env: dict[str, fx.Node] = {}
+    tracer = GraphAppendingTracer(new_graph)
+    for node in graph.nodes:
+        if node.op == "call_function" and node.target in rules:
+            proxy_args = [fx.Proxy(env[a.name], tracer) if isinstance(a, fx.Node) else a
+                          for a in node.args]
+            env[node.name] = rules[node.target](*proxy_args).node
+        else:
+            env[node.name] = new_graph.node_copy(node, lambda a: env[a.name])
+    gm = fx.GraphModule(M(), new_graph)
+    assert [n.target for n in gm.graph.nodes if n.op == "call_function"] == \
+        [operator.gt, operator.mul, operator.add]
+    x = pg.tensor([-1.0, 2.0], device=device)
+    close(gm(x), pg.tensor([1.0, 3.0]))

@@ -139,6 +139,9 @@ class Graph:
         if not isinstance(kwargs, dict):
             raise TypeError("Graph.create_node: kwargs must be a dict, "
                             f"not {type(kwargs).__name__}")
+        if op == "call_function":
+            # a namespace stand-in (installed while tracing) records the function itself
+            target = getattr(target, "__fx_original__", target)
         candidate = name if name is not None else self._target_to_str(op, target)
         node = Node(self, self._namespace.create_name(candidate), op, target, args, kwargs,
                     type_expr)
