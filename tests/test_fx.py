@@ -24,6 +24,7 @@ from conftest import torch_shim_conflict
 import portagrad as pg
 import portagrad.nn.functional as F
 from portagrad import fx, nn
+from portagrad.fx._patch import TracedFunction
 from portagrad.fx.passes.shape_prop import ShapeProp
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,7 +79,7 @@ def test_trace_function_records_ops_methods_and_operators(device: str) -> None:
         else:
             assert g_ == w
     # outside the trace the namespace holds its own functions again
-    assert pg.exp.__module__ != "portagrad.fx._patch"
+    assert not isinstance(pg.exp, TracedFunction)
 
 
 class MLP(nn.Module):
@@ -225,8 +226,12 @@ def test_errors_are_typed() -> None:
             pass
         return x
 
+    call, getattr_ = nn.Module.__call__, nn.Module.__getattr__
     with pytest.raises(fx.TraceError, match="cannot be iterated"):
         fx.symbolic_trace(loop)
+    # a failed trace leaves nothing patched
+    assert not isinstance(pg.exp, TracedFunction) and not isinstance(F.relu, TracedFunction)
+    assert nn.Module.__call__ is call and nn.Module.__getattr__ is getattr_
     with pytest.raises(RuntimeError, match="'len' is not supported"):
         fx.symbolic_trace(lambda x: len(x))
     g = fx.Graph()

@@ -45,6 +45,12 @@ def _assign(to: Module, target: str, value: Any) -> None:
         setattr(mod, field, value)
 
 
+def _copy_attr(from_module: Module, to_module: Module, target: str) -> None:
+    """Copy ``from_module.<target>`` to the same path of ``to_module`` (PyTorch's helper, which
+    subclasses of GraphModule building their own graphs use)."""
+    _assign(to_module, target, _get_path(from_module, target))
+
+
 class GraphModule(Module):
     """``GraphModule(root, graph, class_name='GraphModule')``: a module computing ``graph``.
 
