@@ -80,6 +80,10 @@ def test_trace_function_records_ops_methods_and_operators(device: str) -> None:
             assert g_ == w
     # outside the trace the namespace holds its own functions again
     assert not isinstance(pg.exp, TracedFunction)
+    # a type test answers for the proxy itself, as in PyTorch
+    seen: list[bool] = []
+    fx.symbolic_trace(lambda t: seen.append(pg.is_tensor(t)) or t)
+    assert seen == [False]
 
 
 class MLP(nn.Module):

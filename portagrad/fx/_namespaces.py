@@ -17,6 +17,13 @@ __all__ = ["namespaces", "namespace_functions", "namespace_name"]
 _SPACES = (("torch", ""), ("torch.nn.functional", "nn.functional"), ("torch.special", "special"),
            ("torch.linalg", "linalg"), ("torch.fft", "fft"))
 
+# functions that are not traced even with a proxy argument, as PyTorch does not route them
+# through __torch_function__: type tests answer for the proxy itself (is_tensor(proxy) is False),
+# the rest manage state or files rather than compute
+_NOT_TRACED = frozenset({"is_tensor", "is_storage", "typename", "compile", "save", "load",
+                         "manual_seed", "seed", "set_default_dtype", "set_default_device",
+                         "set_printoptions", "use_deterministic_algorithms"})
+
 _names: dict[int, tuple[Any, str]] | None = None
 
 
@@ -44,7 +51,7 @@ def namespace_functions() -> list[tuple[types.ModuleType, str, Any]]:
     out = []
     for _, mod in namespaces():
         for attr, v in list(vars(mod).items()):
-            if not attr.startswith("_") and _is_function(v):
+            if not attr.startswith("_") and _is_function(v) and attr not in _NOT_TRACED:
                 out.append((mod, attr, v))
     return out
 
