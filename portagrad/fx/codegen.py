@@ -76,8 +76,7 @@ class _Globals:
 def _function_expr(fn: Any, g: _Globals) -> str:
     qual = namespace_name(fn)
     if qual is not None:
-        g.values["torch"] = g.values.get("torch") or sys.modules["portagrad"]
-        return qual
+        return qual  # "torch" is always bound (python_code)
     fname = getattr(fn, "__name__", "")
     if fname and getattr(builtins, fname, None) is fn:
         return str(fname)
@@ -106,7 +105,6 @@ def _arg_expr(a: Any, g: _Globals) -> str:
     if isinstance(a, float):
         return repr(a)  # inf and nan are bound in the globals
     if isinstance(a, _dtype_type):
-        g.values.setdefault("torch", sys.modules["portagrad"])
         return "torch." + str(a).rsplit(".", 1)[-1]
     if isinstance(a, _device_type):
         return repr(a)
