@@ -560,3 +560,16 @@ def test_free_standing_proxies_decompose_a_graph(device: str) -> None:
         [operator.gt, operator.mul, operator.add]
     x = pg.tensor([-1.0, 2.0], device=device)
     close(gm(x), pg.tensor([1.0, 3.0]))
+
+
+def test_private_probes_find_nothing_on_a_proxy() -> None:
+    def f(x: Any) -> Any:
+        return pg.ones(2, 2) @ x
+
+    # a real tensor on the left of @ does not take the proxy for a foreign operand with hooks
+    with pytest.raises(TypeError, match="matmul"):
+        fx.symbolic_trace(f)
+    g = fx.Graph()
+    p = fx.Proxy(g.placeholder("x"))
+    assert not hasattr(p, "_sparse_mm") and not hasattr(p, "__array__")
+    assert len(g.nodes) == 1  # probing recorded nothing

@@ -14,8 +14,10 @@ Differences from PyTorch: calls such as ``torch.exp(proxy)`` are recorded becaus
 patches the ``torch`` / ``nn.functional`` / ``special`` / ``linalg`` / ``fft`` namespaces while a
 trace runs (portagrad has no ``__torch_function__`` dispatch, and checking every call for proxies
 would slow every op); a function imported by name into another module than the traced code's is
-therefore not seen (declare it with :func:`wrap`). Generated code names the portagrad namespace
-``torch``, as PyTorch prints it. ``GraphModule.to_folder`` is not provided.
+therefore not seen (declare it with :func:`wrap`), and a free-standing :class:`Proxy` used
+outside a trace records operators, methods and attributes but not namespace calls. Generated
+code names the portagrad namespace ``torch``, as PyTorch prints it. ``GraphModule.to_folder`` is
+not provided.
 """
 from __future__ import annotations
 

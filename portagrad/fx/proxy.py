@@ -34,8 +34,10 @@ class Proxy:
 
     def __getattr__(self, k: str) -> Attribute:
         # a method call (x.relu()) or an attribute (x.shape); the node is made on first use
-        if k.startswith("__") and k.endswith("__"):
-            raise AttributeError(k)  # protocol probes (copy, pickle, numpy) are not tensor API
+        if k.startswith("_"):
+            # protocol probes (copy, pickle, numpy) and portagrad's private duck-typing hooks
+            # (getattr(x, "_sparse_mm", None)) must find nothing, not record a node
+            raise AttributeError(k)
         return Attribute(self, k)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Proxy:
