@@ -211,6 +211,9 @@ from ._ops.linalg import lu_legacy as lu
 from ._ops.linalg import lu_solve_legacy as lu_solve
 from ._ops.linalg import lu_unpack
 from ._ops.linalg import qr_some as qr
+from ._ops.linalg_ext import householder_product as orgqr
+from ._ops.linalg_ext import pinverse
+from ._ops.spectral import svd_legacy as svd
 from ._ops.gammafn import digamma, igamma, igammac, lgamma, mvlgamma, polygamma
 from ._ops.scan import cummax, cummin, cumprod, cumsum, diff, logcumsumexp
 from ._ops.search import bincount, bucketize, histc, searchsorted, unique, unique_consecutive
@@ -250,6 +253,7 @@ __all__ += [
     "strided", "take", "tensordot", "trace", "tril_indices", "triu_indices", "unique",
     "unique_consecutive", "vsplit", "xlogy", "digamma", "lgamma", "mvlgamma", "polygamma",
     "index_reduce", "scatter_reduce", "cholesky", "det", "inverse", "linalg", "logdet",
+    "orgqr", "pinverse", "svd",
     "slogdet", "addbmm", "as_strided_scatter", "bitwise_left_shift", "bitwise_right_shift",
     "diagonal_scatter", "frexp", "gcd", "histogram", "i0", "lcm", "ldexp", "matrix_exp",
     "nanmedian", "nanquantile", "nextafter", "nonzero_static", "quantile", "select_scatter",
