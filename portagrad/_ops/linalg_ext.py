@@ -56,7 +56,7 @@ def _floating(name: str, A: Any) -> None:
         raise TypeError(f"{name}(): argument 'A' (position 1) must be Tensor, not "
                         f"{type(A).__name__}")
     if A.dim() < 2 or A.dtype.name not in ("float32", "float64"):
-        raise RuntimeError(f"{name}({elementwise._type_name(A.dtype)}{list(A.shape)}): expected "
+        raise RuntimeError(f"{name}({elementwise._type_name(A.dtype)}{{{list(A.shape)}}}): expected "
                            f"a tensor with 2 or more dimensions of float, double, cfloat or "
                            f"cdouble types")
 
@@ -399,7 +399,10 @@ def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     n = x.shape[-1] if isinstance(x, Tensor) and x.dim() >= 1 and N is None else N
     if not isinstance(x, Tensor) or x.dim() < 1 or n is None or n <= 1:
         raise RuntimeError("N must be greater than 1.")
-    base = x if x.dtype is not _dtype.bool else x.to(_dtype.int64)
+    if x.dtype is _dtype.bool:
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, "
+                           "but got Bool")
+    base = x if x.dtype.is_floating_point else x.to(_dtype.int64)  # (cumprod's int64, as torch)
     col = shape.unsqueeze(base, -1)
     ones = _creation.ones(tuple(col.shape), dtype=base.dtype, device=x.device)
     return cumprod(cat([ones, col.expand(tuple(col.shape[:-1]) + (n - 1,))], -1), -1)
