@@ -552,8 +552,9 @@ class Backend:
         eigenvectors, as the columns, into ``v`` (``(..., n, n)``; ``None``: values only).
         Outputs are contiguous, of ``a``'s dtype, computed in it (float32 in float32, as
         LAPACK's ``ssyevd`` and PyTorch). An eigenvector's sign is the backend's choice (the
-        core's derivatives and tests do not depend on it). A matrix with NaN raises
-        :class:`~portagrad.errors.LinAlgError`. ``n`` and the batch may be 0 (nothing to write).
+        core's derivatives and tests do not depend on it). A matrix with a NaN or infinite
+        entry gets NaN eigenvalues and eigenvectors (PyTorch's result), the others of the batch
+        their own; the core never calls with a 0 in ``w``'s shape.
 
         Default (host): reads ``a`` back and calls LAPACK through ``numpy.linalg.eigh``: the
         matrices the core decomposes are small, and LAPACK's accuracy is the reference."""
