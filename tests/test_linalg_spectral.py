@@ -336,3 +336,15 @@ def test_family_rows_exist() -> None:
     """The rows this module runs on torch exist (the table's names did not drift)."""
     names = {r.name for r in ROWS}
     assert {"linalg_eigh", "linalg_svd", "linalg_pinv", "linalg_lstsq", "linalg_cond"} <= names
+
+
+def test_lstsq_of_empty_matrices(device: str) -> None:
+    """Shapes (and the residuals of a matrix without columns: all of B) as PyTorch."""
+    b = pg.ones(4, 2, dtype=F64, device=device)
+    r = pg.linalg.lstsq(pg.zeros(4, 0, dtype=F64, device=device), b, driver="gelsd")
+    assert r.solution.shape == (0, 2) and _np(r.residuals).tolist() == [4.0, 4.0]
+    assert r.rank.item() == 0 and r.singular_values.shape == (0,)
+    r = pg.linalg.lstsq(pg.zeros(2, 0, 3, dtype=F64, device=device),
+                        pg.zeros(2, 0, 1, dtype=F64, device=device), driver="gelsd")
+    assert [tuple(t.shape) for t in r] == [(2, 3, 1), (0,), (2,), (2, 0)]
+    assert not _np(r.solution).any()

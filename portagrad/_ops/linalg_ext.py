@@ -198,7 +198,13 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
         X = matmul(_mT(A), b) + X  # zeros of the broadcast shape, linked to the inputs
         sv = _creation.zeros(A.shape[:-2] + (0,), dtype=A.dtype, device=A.device)
         rank = _creation.zeros(A.shape[:-2], dtype=_dtype.int64, device=A.device)
-        return linalg_lstsq(shape.squeeze(X, -1) if vector else X, empty,
+        res = empty
+        if driver != "gelsy" and m > n:  # no columns: the whole of B is the residual
+            res = reduction.sum(b * b, -2)
+            if driver == "gels":  # (PyTorch's gels path reports zeros here)
+                res = res * 0.0
+            res = shape.squeeze(res, -1) if vector else res
+        return linalg_lstsq(shape.squeeze(X, -1) if vector else X, res,
                             rank if driver != "gels" else empty.to(_dtype.int64),
                             sv if driver in ("gelsd", "gelss") else empty)
     U, S, Vh = svd(A, full_matrices=False)
