@@ -416,8 +416,9 @@ class TensorOps:
 
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: _bool = False, dtype: Any = None
              ) -> Tensor:
-        """Vector p-norm over ``dim`` (2-norm by default; ``inf``, ``-inf``, 0, 1, any p)."""
-        return _ops.reduction.norm(self, p, dim, keepdim, dtype)
+        """Vector p-norm over ``dim`` (2-norm by default; ``inf``, ``-inf``, 0, 1, any p), or
+        ``p="nuc"``: the nuclear norm of the matrices in ``dim``."""
+        return _ops.linalg_ext.norm(self, p, dim, keepdim, dtype)
 
     def any(self, dim: Any = None, keepdim: _bool = False) -> Tensor:
         """Whether any element is nonzero (over ``dim``)."""

@@ -2615,6 +2615,13 @@ def _spectral_rows() -> list[OpInfo]:
         OpInfo("linalg_norm_nuc", lambda x: pg.linalg.norm(x, "nuc"),
                lambda x: np.linalg.norm(x, "nuc"), fixed(S(X((3, 4)))), FLOATS, "same",
                grad=True, rtol=1e-4, atol=1e-5),
+        OpInfo("norm_nuc", lambda x, **kw: pg.norm(x, "nuc", **kw),
+               lambda x, dim=(-2, -1), keepdim=False: np.linalg.norm(x, "nuc", axis=dim,
+                                                                      keepdims=keepdim),
+               fixed(S(X((3, 4))), S(X((2, 3, 4)), dim=(0, 2), keepdim=True)), FLOATS, "same",
+               grad=True, rtol=1e-4, atol=1e-5,
+               errors=[E(lambda d: pg.norm(T((2, 3, 4), d), "nuc"), RuntimeError,
+                         r"linalg.matrix_norm: dim must be a 2-tuple. Got 0 1 2")]),
         OpInfo("linalg_solve_triangular",
                lambda a, b, **kw: pg.linalg.solve_triangular(_tri(a), b, **kw),
                lambda a, b, upper, left=True, unitriangular=False:

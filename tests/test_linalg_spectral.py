@@ -20,7 +20,7 @@ F32, F64 = pg.float32, pg.float64
 
 _FAMILY = ("linalg_eigh", "linalg_eigvalsh", "linalg_svd", "linalg_svdvals", "svd",
            "linalg_pinv", "pinverse", "linalg_matrix_rank", "linalg_lstsq", "linalg_cond",
-           "linalg_matrix_norm_spectral", "linalg_norm_nuc", "linalg_solve_triangular",
+           "linalg_matrix_norm_spectral", "linalg_norm_nuc", "norm_nuc", "linalg_solve_triangular",
            "linalg_inv_ex", "linalg_solve_ex", "linalg_cholesky_ex", "linalg_lu_factor_ex",
            "linalg_householder_product", "orgqr", "linalg_vander", "linalg_tensorinv",
            "linalg_tensorsolve")
@@ -348,3 +348,15 @@ def test_lstsq_of_empty_matrices(device: str) -> None:
                         pg.zeros(2, 0, 1, dtype=F64, device=device), driver="gelsd")
     assert [tuple(t.shape) for t in r] == [(2, 3, 1), (0,), (2,), (2, 0)]
     assert not _np(r.solution).any()
+
+
+def test_nuclear_norm_is_deprecated_matrix_norm(device: str) -> None:
+    x = _t(np.arange(24.0).reshape(2, 3, 4), device)
+    with pytest.warns(UserWarning, match="nuclear_norm is deprecated"):
+        got = pg.nuclear_norm(x, (0, 2), keepdim=True)
+    np.testing.assert_allclose(_np(got), _np(pg.linalg.matrix_norm(x, "nuc", (0, 2), True)))
+    with pytest.warns(UserWarning, match="nuclear_norm is deprecated"):
+        two = pg.nuclear_norm(x[0], True)  # the older (input, keepdim) form
+    assert two.shape == (1, 1)
+    np.testing.assert_allclose(_np(two)[0, 0], np.linalg.norm(_np(x[0]), "nuc"))
+    np.testing.assert_allclose(_np(x[0].norm("nuc")), np.linalg.norm(_np(x[0]), "nuc"))

@@ -10,6 +10,7 @@ gradient is the composition's.
 from __future__ import annotations
 
 import math
+import warnings
 from collections import namedtuple
 from typing import Any
 
@@ -31,7 +32,8 @@ from .matmul import matmul
 from .scan import cumprod
 from .spectral import eigh, eigvalsh, svd, svdvals
 
-__all__ = ["pinv", "pinverse", "matrix_rank", "lstsq", "spectral_norm", "solve_triangular",
+__all__ = ["pinv", "pinverse", "matrix_rank", "lstsq", "spectral_norm", "norm", "nuclear_norm",
+           "solve_triangular",
            "inv_ex", "solve_ex", "cholesky_ex", "lu_factor_ex", "householder_product", "vander",
            "tensorinv", "tensorsolve"]
 
@@ -230,7 +232,10 @@ def spectral_norm(A: Tensor, ord: Any, dim: tuple[int, int], keepdim: bool) -> T
     """``matrix_norm`` for ``ord`` ``"nuc"`` (sum of the singular values), ``2`` (the largest)
     and ``-2`` (the smallest) over the two dimensions ``dim``."""
     nd = A.dim()
-    d0, d1 = (d % nd if nd else d for d in dim)
+    if nd < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
+                           "dimensions.")
+    d0, d1 = (d % nd for d in dim)
     if d0 == d1:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, "
                            f"{dim[1]})")
@@ -246,6 +251,38 @@ def spectral_norm(A: Tensor, ord: Any, dim: tuple[int, int], keepdim: bool) -> T
         for d in sorted((d0, d1)):
             out = shape.unsqueeze(out, d)
     return out
+
+
+def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
+         dtype: Any = None) -> Tensor:
+    """``torch.norm``: :func:`~portagrad._ops.reduction.norm`'s vector norms, and for
+    ``p="nuc"`` the nuclear norm of the matrices in the two dimensions ``dim`` (both of a 2-D
+    input by default)."""
+    if p.__class__ is str and p == "nuc":
+        x = input if dtype is None else input.to(dtype)
+        dims = tuple(range(x.dim())) if dim is None else \
+            ((dim,) if isinstance(dim, int) else tuple(dim))
+        if len(dims) != 2:
+            raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                               f"{' '.join(str(d) for d in dims)}")
+        return spectral_norm(x, "nuc", (dims[0], dims[1]), keepdim)
+    return reduction.norm(input, p, dim, keepdim, dtype)
+
+
+def nuclear_norm(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Deprecated in PyTorch (as there, it warns): ``linalg.matrix_norm(input, "nuc", dim,
+    keepdim)``, ``dim`` the last two dimensions of a 2-D input by default (the older form
+    ``nuclear_norm(input, keepdim)`` is accepted too)."""
+    warnings.warn("at::nuclear_norm is deprecated and it is just left for JIT compatibility. It "
+                  "will be removed in a future PyTorch release. Please use "
+                  "`linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead", UserWarning,
+                  stacklevel=2)
+    if isinstance(dim, bool):  # nuclear_norm(input, keepdim)
+        dim, keepdim = None, dim
+    if dim is None and input.dim() != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                           f"{' '.join(str(d) for d in range(input.dim()))}")
+    return norm(input, "nuc", dim, keepdim)
 
 
 def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
