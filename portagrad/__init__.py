@@ -211,7 +211,7 @@ from ._ops.linalg import lu_legacy as lu
 from ._ops.linalg import lu_solve_legacy as lu_solve
 from ._ops.linalg import lu_unpack
 from ._ops.linalg import qr_some as qr
-from ._ops.linalg_ext import householder_product as orgqr
+from ._ops.linalg_ex import householder_product as orgqr
 from ._ops.linalg_ext import norm, nuclear_norm, pinverse
 from ._ops.spectral import svd_legacy as svd
 from ._ops.gammafn import digamma, igamma, igammac, lgamma, mvlgamma, polygamma

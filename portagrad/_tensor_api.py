@@ -1947,7 +1947,7 @@ class TensorOps:
     def orgqr(self, input2: Tensor) -> Tensor:
         """``torch.orgqr``: :func:`portagrad.linalg.householder_product` of ``self`` and the
         scalar factors ``input2``."""
-        return _ops.linalg_ext.householder_product(self, input2)
+        return _ops.linalg_ex.householder_product(self, input2)
 
     def reinforce(self, reward: Any) -> Any:
         raise RuntimeError("reinforce() was removed. Use torch.distributions instead.")

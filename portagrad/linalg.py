@@ -7,7 +7,9 @@ The symmetric eigendecomposition (``eigh``, ``eigvalsh``) and the SVD (``svd``, 
 need an iterative solver: they are backend primitives (LAPACK on the host by default), with
 their derivatives in the core (``portagrad/_ops/spectral.py``); ``pinv``, ``matrix_rank``,
 ``lstsq``, ``cond`` and the nuclear and spectral norms are composed from them
-(``portagrad/_ops/linalg_ext.py``). ``eig`` and ``eigvals``, complex for a real matrix, raise
+(``portagrad/_ops/linalg_ext.py``); the ``*_ex`` variants, ``solve_triangular``,
+``householder_product``, ``vander``, ``tensorinv`` and ``tensorsolve`` build on the elimination
+(``portagrad/_ops/linalg_ex.py``). ``eig`` and ``eigvals``, complex for a real matrix, raise
 ``NotImplementedError`` until portagrad has complex tensors; so do ``ldl_factor``,
 ``ldl_factor_ex`` and ``ldl_solve``.
 """
@@ -24,9 +26,9 @@ from ._ops import reduction
 from ._ops.contraction import cross as _cross
 from ._ops.indexing import where as _where
 from ._ops.linalg import matrix_exp, matrix_power
-from ._ops.linalg_ext import (cholesky_ex, householder_product, inv_ex, lstsq, lu_factor_ex,
-                              matrix_rank, pinv, solve_ex, solve_triangular, spectral_norm,
-                              tensorinv, tensorsolve, vander)
+from ._ops.linalg_ex import (cholesky_ex, householder_product, inv_ex, lu_factor_ex, solve_ex,
+                             solve_triangular, tensorinv, tensorsolve, vander)
+from ._ops.linalg_ext import lstsq, matrix_rank, pinv, spectral_norm
 from ._ops.spectral import eig, eigh, eigvals, eigvalsh, svd, svdvals
 from ._ops.linalg import cholesky, det, inv, lu, lu_factor, lu_solve, qr, slogdet, solve
 from ._ops.diagonal import diagonal as _diagonal
