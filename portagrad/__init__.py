@@ -213,6 +213,7 @@ from ._ops.linalg import lu_unpack
 from ._ops.linalg import qr_some as qr
 from ._ops.linalg_ex import householder_product as orgqr
 from ._ops.linalg_ext import norm, nuclear_norm, pinverse
+from ._ops.lowrank import pca_lowrank, svd_lowrank
 from ._ops.spectral import svd_legacy as svd
 from ._ops.gammafn import digamma, igamma, igammac, lgamma, mvlgamma, polygamma
 from ._ops.scan import cummax, cummin, cumprod, cumsum, diff, logcumsumexp
@@ -253,7 +254,7 @@ __all__ += [
     "strided", "take", "tensordot", "trace", "tril_indices", "triu_indices", "unique",
     "unique_consecutive", "vsplit", "xlogy", "digamma", "lgamma", "mvlgamma", "polygamma",
     "index_reduce", "scatter_reduce", "cholesky", "det", "inverse", "linalg", "logdet",
-    "orgqr", "pinverse", "svd", "nuclear_norm",
+    "orgqr", "pinverse", "svd", "nuclear_norm", "svd_lowrank", "pca_lowrank",
     "slogdet", "addbmm", "as_strided_scatter", "bitwise_left_shift", "bitwise_right_shift",
     "diagonal_scatter", "frexp", "gcd", "histogram", "i0", "lcm", "ldexp", "matrix_exp",
     "nanmedian", "nanquantile", "nextafter", "nonzero_static", "quantile", "select_scatter",

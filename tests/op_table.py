@@ -2654,6 +2654,22 @@ def _spectral_rows() -> list[OpInfo]:
         OpInfo("linalg_lu_factor_ex", lambda x: pg.linalg.lu_factor_ex(x).LU,
                lambda x: _np_lu_packed(x), fixed(S(X((4, 4))), S(X((4, 2))), S(X((2, 4)))),
                FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5),
+        # randomized, but exact for q >= the rank: the values and U diag(S) V^T do not depend on
+        # the random basis (the vectors' signs do)
+        OpInfo("svd_lowrank", lambda x, **kw: (lambda r: (r[1], (r[0] * r[1].unsqueeze(-2))
+                                                          @ r[2].mT))(pg.svd_lowrank(x, **kw)),
+               lambda x, **kw: (np.linalg.svd(x, compute_uv=False), x),
+               fixed(S(X((5, 3)), q=3), S(X((3, 6)), q=3), S(X((2, 4, 3)), q=3, niter=0),
+                     S(X((4, 3)), q=5)), FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5),
+        OpInfo("pca_lowrank", lambda x, **kw: (lambda r: (r[1], (r[0] * r[1].unsqueeze(-2))
+                                                          @ r[2].mT))(pg.pca_lowrank(x, **kw)),
+               lambda x, center=True, **kw: (lambda c: (np.linalg.svd(c, compute_uv=False), c))(
+                   x - x.mean(-2, keepdims=True) if center else x),
+               fixed(S(X((6, 3))), S(X((3, 4)), center=False)), FLOATS, "same", grad=True,
+               rtol=1e-4, atol=1e-5,
+               errors=[E(lambda d: pg.pca_lowrank(T((5, 4), d), q=9), ValueError,
+                         r"q\(=9\) must be non-negative integer and not greater than "
+                         r"min\(m, n\)=4")]),
         OpInfo("linalg_householder_product", pg.linalg.householder_product, _np_householder,
                fixed(S(X((4, 3)), X((2,))), S(X((3, 3)), X((3,))), S(X((4, 2)), X((0,)))),
                FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5,

@@ -23,7 +23,7 @@ _FAMILY = ("linalg_eigh", "linalg_eigvalsh", "linalg_svd", "linalg_svdvals", "sv
            "linalg_matrix_norm_spectral", "linalg_norm_nuc", "norm_nuc", "linalg_solve_triangular",
            "linalg_inv_ex", "linalg_solve_ex", "linalg_cholesky_ex", "linalg_lu_factor_ex",
            "linalg_householder_product", "orgqr", "linalg_vander", "linalg_tensorinv",
-           "linalg_tensorsolve")
+           "linalg_tensorsolve", "svd_lowrank", "pca_lowrank")
 ROWS = [r for r in OP_TABLE if r.name.startswith(_FAMILY)]
 
 
@@ -360,3 +360,20 @@ def test_nuclear_norm_is_deprecated_matrix_norm(device: str) -> None:
     assert two.shape == (1, 1)
     np.testing.assert_allclose(_np(two)[0, 0], np.linalg.norm(_np(x[0]), "nuc"))
     np.testing.assert_allclose(_np(x[0].norm("nuc")), np.linalg.norm(_np(x[0]), "nuc"))
+
+
+def test_svd_lowrank_approximates(device: str) -> None:
+    """Below the rank the randomized SVD is close to the truncated SVD (power iterations on a
+    decaying spectrum); ``M`` is subtracted first."""
+    rng = np.random.default_rng(9)
+    u, _ = np.linalg.qr(rng.standard_normal((30, 30)))
+    v, _ = np.linalg.qr(rng.standard_normal((20, 20)))
+    s = 2.0 ** -np.arange(20)
+    a = (u[:, :20] * s) @ v.T
+    pg.manual_seed(0)
+    U, S, V = pg.svd_lowrank(_t(a, device), q=5, niter=3)
+    np.testing.assert_allclose(_np(S), s[:5], rtol=1e-4)  # (not exact below the rank)
+    np.testing.assert_allclose(_np(V).T @ _np(V), np.eye(5), atol=1e-12)
+    m = np.ones((30, 20))
+    U, S, V = pg.svd_lowrank(_t(a + m, device), q=20, M=_t(m, device))
+    np.testing.assert_allclose((_np(U) * _np(S)) @ _np(V).T, a, atol=1e-10)

@@ -16,7 +16,8 @@ reductions into slots), ``contraction`` (einsum, tensordot ...), ``norms`` (cdis
 (decompositions, solves, matrix functions), ``spectral`` (``eigh`` and ``svd``, backend
 primitives, with their derivatives), ``linalg_ext`` (``pinv``, ``lstsq``, ``matrix_rank`` ...
 composed from those two), ``linalg_ex`` (the ``*_ex`` variants, ``solve_triangular``,
-``householder_product`` ... on ``linalg``'s elimination), ``windows``, ``fills``, ``metadata`` and ``sparse``
+``householder_product`` ... on ``linalg``'s elimination), ``lowrank`` (the randomized
+``svd_lowrank``/``pca_lowrank``), ``windows``, ``fills``, ``metadata`` and ``sparse``
 (the sparse COO layout); ``orthopoly`` (the orthogonal polynomials), ``scaledfn``
 (``erfcx``, ``log_ndtr``, ``i0e``, ``i1e``) and ``besselfn`` are built on ``special``.
 ``sampling`` (differentiable samplers) and the ``nn`` package (the layers' nodes) sit on top, with
@@ -33,7 +34,7 @@ from . import (bits, contraction, diagonal, fills, gammafn, linalg, metadata, no
                scan, scatter, search, segment, sequences, sparse, special, stacking, stats,
                windows)
 from . import besselfn, orthopoly, scaledfn
-from . import spectral, linalg_ext, linalg_ex
+from . import spectral, linalg_ext, linalg_ex, lowrank
 from . import nn, sampling
 from . import checkpoint, custom
 
@@ -42,4 +43,5 @@ __all__ = ["conversion", "elementwise", "indexing", "joining", "matmul", "reduct
            "bits", "contraction", "diagonal", "fills", "gammafn", "linalg", "metadata", "norms",
            "rearrange", "scan", "scatter", "search", "segment", "sequences", "sparse", "special",
            "stacking", "stats", "windows", "besselfn", "orthopoly", "scaledfn", "nn", "sampling",
-           "checkpoint", "custom", "spectral", "linalg_ext", "linalg_ex"]
+           "checkpoint", "custom", "spectral", "linalg_ext", "linalg_ex",
+           "lowrank"]
