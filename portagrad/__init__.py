@@ -56,7 +56,7 @@ from ._ops.joining import (cat, chunk, concat, concatenate, hstack, repeat, repe
 from ._ops.sorting import argsort, kthvalue, median, mode, msort, nanmedian, sort, topk
 from ._ops.matmul import addmm, baddbmm, bmm, dot, ger, inner, matmul, mm, mv, outer, vdot
 from ._ops.reduction import (all, amax, amin, aminmax, any, argmax, argmin, count_nonzero,
-                             logsumexp, max, mean, min, nansum, norm, prod, std, std_mean, sum,
+                             logsumexp, max, mean, min, nansum, prod, std, std_mean, sum,
                              var, var_mean)
 from ._ops.shape import (as_strided, broadcast_to, flatten, moveaxis, movedim, narrow, permute,
                          reshape, select, squeeze, swapaxes, swapdims, t, transpose, unbind,
@@ -211,6 +211,10 @@ from ._ops.linalg import lu_legacy as lu
 from ._ops.linalg import lu_solve_legacy as lu_solve
 from ._ops.linalg import lu_unpack
 from ._ops.linalg import qr_some as qr
+from ._ops.linalg_ex import householder_product as orgqr
+from ._ops.linalg_ext import norm, nuclear_norm, pinverse
+from ._ops.lowrank import pca_lowrank, svd_lowrank
+from ._ops.spectral import svd_legacy as svd
 from ._ops.gammafn import digamma, igamma, igammac, lgamma, mvlgamma, polygamma
 from ._ops.scan import cummax, cummin, cumprod, cumsum, diff, logcumsumexp
 from ._ops.search import bincount, bucketize, histc, searchsorted, unique, unique_consecutive
@@ -250,6 +254,7 @@ __all__ += [
     "strided", "take", "tensordot", "trace", "tril_indices", "triu_indices", "unique",
     "unique_consecutive", "vsplit", "xlogy", "digamma", "lgamma", "mvlgamma", "polygamma",
     "index_reduce", "scatter_reduce", "cholesky", "det", "inverse", "linalg", "logdet",
+    "orgqr", "pinverse", "svd", "nuclear_norm", "svd_lowrank", "pca_lowrank",
     "slogdet", "addbmm", "as_strided_scatter", "bitwise_left_shift", "bitwise_right_shift",
     "diagonal_scatter", "frexp", "gcd", "histogram", "i0", "lcm", "ldexp", "matrix_exp",
     "nanmedian", "nanquantile", "nextafter", "nonzero_static", "quantile", "select_scatter",

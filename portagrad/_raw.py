@@ -42,7 +42,7 @@ from ._tensor import Tensor
 from .autograd._profiling import STATE as _PROF
 from .autograd._profiling import begin as _prof_begin
 from .autograd._profiling import end as _prof_end
-from .backends.interface import View
+from .backends.interface import Backend, View
 
 __all__ = [
     "new_like", "new_on", "unary", "binary", "binary_views", "where", "cast", "contiguous",
@@ -53,7 +53,7 @@ __all__ = [
     "softmax", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
     "max_pool2d_grad_input", "open_epoch", "close_epoch", "owned", "moved", "disown",
     "softmax_backward", "layer_norm", "layer_norm_backward", "batch_norm", "batch_norm_backward",
-    "cross_entropy", "cross_entropy_backward",
+    "cross_entropy", "cross_entropy_backward", "eigh", "svd",
 ]
 
 
@@ -466,6 +466,39 @@ def random(kind: str, out: Tensor, seed: int, offset: int, a: float, b: float) -
     if out.numel():
         out._storage.backend.random(kind, out._v, seed, offset, a, b)
     return out
+
+
+def _linalg_method(x: Tensor, name: str) -> Any:
+    """The backend's ``eigh``/``svd``, or :class:`Backend`'s host default for a backend object
+    that does not subclass it (the two are not required of one)."""
+    be = x._storage.backend
+    meth = getattr(be, name, None)
+    return meth if meth is not None else functools.partial(getattr(Backend, name), be)
+
+
+def eigh(x: Tensor, uplo: str, vectors: bool) -> tuple[Tensor, Tensor | None]:
+    """``(eigenvalues, eigenvectors or None)`` of the symmetric ``(..., n, n)`` ``x``."""
+    w = new_on(x._storage, x._v.shape[:-1], x._v.dtype)
+    v = new_on(x._storage, x._v.shape, x._v.dtype) if vectors else None
+    if w.numel():
+        _linalg_method(x, "eigh")(x._v, uplo, w._v, None if v is None else v._v)
+    return w, v
+
+
+def svd(x: Tensor, full_matrices: bool, vectors: bool
+        ) -> tuple[Tensor | None, Tensor, Tensor | None]:
+    """``(U or None, S, Vh or None)`` of the ``(..., m, n)`` ``x`` (``min(m, n) > 0``)."""
+    *batch, m, n = x._v.shape
+    k = min(m, n)
+    s = new_on(x._storage, (*batch, k), x._v.dtype)
+    u = vh = None
+    if vectors:
+        u = new_on(x._storage, (*batch, m, m if full_matrices else k), x._v.dtype)
+        vh = new_on(x._storage, (*batch, n if full_matrices else k, n), x._v.dtype)
+    if s.numel():
+        _linalg_method(x, "svd")(x._v, full_matrices, None if u is None else u._v, s._v,
+                                 None if vh is None else vh._v)
+    return u, s, vh
 
 
 # ------------------------------------------------------------------- bare-View scratch

@@ -416,8 +416,9 @@ class TensorOps:
 
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: _bool = False, dtype: Any = None
              ) -> Tensor:
-        """Vector p-norm over ``dim`` (2-norm by default; ``inf``, ``-inf``, 0, 1, any p)."""
-        return _ops.reduction.norm(self, p, dim, keepdim, dtype)
+        """Vector p-norm over ``dim`` (2-norm by default; ``inf``, ``-inf``, 0, 1, any p), or
+        ``p="nuc"``: the nuclear norm of the matrices in ``dim``."""
+        return _ops.linalg_ext.norm(self, p, dim, keepdim, dtype)
 
     def any(self, dim: Any = None, keepdim: _bool = False) -> Tensor:
         """Whether any element is nonzero (over ``dim``)."""
@@ -1924,16 +1925,29 @@ class TensorOps:
 
     def symeig(self, eigenvectors: _bool = False, upper: _bool = True) -> Any:
         raise RuntimeError("This function was deprecated since version 1.9 and is now removed. "
-                           "Use `torch.linalg.eigh` (not implemented by portagrad).")
+                           "Use `torch.linalg.eigh`.")
 
     def eig(self, eigenvectors: _bool = False) -> Any:
         raise RuntimeError("This function was deprecated since version 1.9 and is now removed. "
-                           "Use `torch.linalg.eig` (not implemented by portagrad).")
+                           "Use `torch.linalg.eig` (complex results: not implemented by "
+                           "portagrad; `torch.linalg.eigh` for symmetric matrices).")
 
     def lstsq(self, A: Tensor) -> Any:
         raise RuntimeError("This function was deprecated since version 1.9 and is now removed. "
-                           "`torch.lstsq` is deprecated in favor of `torch.linalg.lstsq` (not "
-                           "implemented by portagrad).")
+                           "`torch.lstsq` is deprecated in favor of `torch.linalg.lstsq`.")
+
+    def svd(self, some: _bool = True, compute_uv: _bool = True) -> Any:
+        """``(U, S, V)`` (``torch.svd``: ``V``, not ``Vh``); ``some``: the reduced form."""
+        return _ops.spectral.svd_legacy(self, some, compute_uv)
+
+    def pinverse(self, rcond: _float = 1e-15) -> Tensor:
+        """The pseudo-inverse (``torch.pinverse``)."""
+        return _ops.linalg_ext.pinverse(self, rcond)
+
+    def orgqr(self, input2: Tensor) -> Tensor:
+        """``torch.orgqr``: :func:`portagrad.linalg.householder_product` of ``self`` and the
+        scalar factors ``input2``."""
+        return _ops.linalg_ex.householder_product(self, input2)
 
     def reinforce(self, reward: Any) -> Any:
         raise RuntimeError("reinforce() was removed. Use torch.distributions instead.")

@@ -1,10 +1,17 @@
-"""``portagrad.linalg``: PyTorch's ``torch.linalg`` for what small training code uses.
+"""``portagrad.linalg``: PyTorch's ``torch.linalg`` for real (float32/float64) matrices.
 
 Determinants, inverses, solves and Cholesky factors come from elimination written with tensor
 ops (``portagrad/_ops/linalg.py``), so they run on every backend and are differentiable; norms are
 the reductions. ``qr`` uses Householder reflections, ``lu``/``lu_factor`` the same elimination.
-Decompositions that need an iterative eigen- or singular-value solver (``svd``, ``eigh``, the
-nuclear and spectral norms) are not implemented.
+The symmetric eigendecomposition (``eigh``, ``eigvalsh``) and the SVD (``svd``, ``svdvals``)
+need an iterative solver: they are backend primitives (LAPACK on the host by default), with
+their derivatives in the core (``portagrad/_ops/spectral.py``); ``pinv``, ``matrix_rank``,
+``lstsq``, ``cond`` and the nuclear and spectral norms are composed from them
+(``portagrad/_ops/linalg_ext.py``); the ``*_ex`` variants, ``solve_triangular``,
+``householder_product``, ``vander``, ``tensorinv`` and ``tensorsolve`` build on the elimination
+(``portagrad/_ops/linalg_ex.py``). ``eig`` and ``eigvals``, complex for a real matrix, raise
+``NotImplementedError`` until portagrad has complex tensors; so do ``ldl_factor``,
+``ldl_factor_ex`` and ``ldl_solve``.
 """
 from __future__ import annotations
 
@@ -17,7 +24,12 @@ from ._autocast import autocast_call as _autocast_call
 from ._ops import elementwise
 from ._ops import reduction
 from ._ops.contraction import cross as _cross
+from ._ops.indexing import where as _where
 from ._ops.linalg import matrix_exp, matrix_power
+from ._ops.linalg_ex import (cholesky_ex, householder_product, inv_ex, lu_factor_ex, solve_ex,
+                             solve_triangular, tensorinv, tensorsolve, vander)
+from ._ops.linalg_ext import lstsq, matrix_rank, pinv, spectral_norm
+from ._ops.spectral import eig, eigh, eigvals, eigvalsh, svd, svdvals
 from ._ops.linalg import cholesky, det, inv, lu, lu_factor, lu_solve, qr, slogdet, solve
 from ._ops.diagonal import diagonal as _diagonal
 from ._ops.matmul import matmul
@@ -26,7 +38,11 @@ from .errors import LinAlgError
 
 __all__ = ["det", "slogdet", "inv", "solve", "cholesky", "matrix_power", "cross", "vector_norm",
            "matrix_norm", "norm", "vecdot", "multi_dot", "diagonal", "qr", "lu", "lu_factor",
-           "lu_solve", "matrix_exp", "LinAlgError"]
+           "lu_solve", "matrix_exp", "LinAlgError", "eigh", "eigvalsh", "svd", "svdvals", "pinv",
+           "matrix_rank", "lstsq", "cond", "solve_triangular", "inv_ex", "solve_ex",
+           "cholesky_ex", "lu_factor_ex", "householder_product", "vander", "tensorinv",
+           "tensorsolve", "matmul", "eig", "eigvals", "ldl_factor", "ldl_factor_ex",
+           "ldl_solve"]
 
 
 def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
@@ -46,7 +62,8 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,
 
 def matrix_norm(A: Tensor, ord: Any = "fro", dim: Sequence[int] = (-2, -1),
                 keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    """Frobenius (``"fro"``) or induced 1/inf norms (``1``, ``-1``, ``inf``, ``-inf``) of the
+    """Frobenius (``"fro"``), nuclear (``"nuc"``), spectral (``2``, ``-2``: the largest and
+    smallest singular values) or induced 1/inf norms (``1``, ``-1``, ``inf``, ``-inf``) of the
     matrices in ``dim``."""
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "linalg_matrix_norm", matrix_norm, A, ord=ord, dim=dim, keepdim=keepdim,
@@ -64,8 +81,7 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: Sequence[int] = (-2, -1),
         out = pick(sums, then, keepdim=True)
         return out if keepdim else reduction.sum(out, (d0, d1))  # drop the two size-1 dimensions
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm(ord={ord!r}) needs singular values, which "
-                                  f"portagrad does not compute; use ord='fro', 1 or inf")
+        return spectral_norm(x, ord, (d0, d1), keepdim)
     raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
 
 
@@ -106,3 +122,52 @@ def multi_dot(tensors: Sequence[Tensor]) -> Tensor:
 def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """The view of the diagonals of the matrices in ``dim1`` x ``dim2``."""
     return _diagonal(A, offset, dim1, dim2)
+
+
+def cond(A: Tensor, p: Any = None) -> Tensor:
+    """The condition number of ``A`` (each of a batch) in the norm ``p``: ``None``/``2``: the
+    largest singular value over the smallest, ``-2`` the inverse ratio (any shape); ``"fro"``,
+    ``"nuc"``, ``inf``, ``-inf``, ``1``, ``-1`` (square matrices): ``norm(A) * norm(A^-1)``,
+    ``inf`` for a singular matrix."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("linalg_cond", cond, A, p=p)) is not _SKIP:
+        return _ac_out
+    inf = float("inf")
+    if p not in (None, 2, -2, "fro", "nuc", 1, -1, inf, -inf):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    if not isinstance(A, Tensor) or A.dim() < 2:
+        raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
+    if p in (None, 2, -2):
+        if A.numel() == 0 and A.dtype.is_floating_point:
+            return reduction.sum(A, (-2, -1))  # zeros of the batch shape
+        s = svdvals(A)
+        big, small = s.select(-1, 0), s.select(-1, s.shape[-1] - 1)
+        return small / big if p == -2 else big / small
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but "
+                           f"they are {A.shape[-2]} by {A.shape[-1]} matrices")
+    if A.numel() == 0 and A.dtype.is_floating_point:
+        return reduction.sum(A, (-2, -1))
+    Ainv, info = inv_ex(A)
+    out = matrix_norm(A, p) * matrix_norm(Ainv, p)
+    return _where(info > 0, inf, out)
+
+
+def _ldl(name: str) -> Any:
+    raise NotImplementedError(f"linalg.{name} is not implemented by portagrad (its LAPACK "
+                              f"Bunch-Kaufman pivoting is not reproduced); use linalg.solve, "
+                              f"linalg.cholesky or linalg.eigh")
+
+
+def ldl_factor(A: Tensor, *, hermitian: bool = False) -> Any:
+    """Not implemented (see the module's docstring)."""
+    _ldl("ldl_factor")
+
+
+def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False) -> Any:
+    """Not implemented (see the module's docstring)."""
+    _ldl("ldl_factor_ex")
+
+
+def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False) -> Any:
+    """Not implemented (see the module's docstring)."""
+    _ldl("ldl_solve")

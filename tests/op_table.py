@@ -2433,6 +2433,289 @@ def _spd_pg(x: pg.Tensor) -> pg.Tensor:
 OP_TABLE += _decomp_rows()
 
 
+# --------------------------------------------------------------- spectral decompositions
+# Eigenvectors and singular vectors are unique only up to sign, so the rows compare (and
+# gradcheck) gauge-invariant functions of them, as PyTorch's OpInfos do: the values, the vectors'
+# absolute values, and products such as V diag(w) V^T. The symmetric routines get x + x^T.
+def _eigh_parts(r: Any) -> tuple:
+    w, v = r
+    return w, v.abs(), v @ pg.diag_embed(w) @ v.mT
+
+
+def _np_eigh_parts(a: np.ndarray, uplo: str = "L") -> tuple:
+    w, v = np.linalg.eigh(a.astype(np.float64), UPLO=uplo)
+    return w, np.abs(v), v @ (w[..., :, None] * np.swapaxes(v, -1, -2))
+
+
+def _svd_parts(r: Any, k: int | None = None) -> tuple:
+    u, s, vh = r
+    k = s.shape[-1] if k is None else k
+    u, vh = u[..., :k], vh[..., :k, :]  # full_matrices: the first k vectors are determined
+    return s, u.abs(), vh.abs(), (u * s.unsqueeze(-2)) @ vh
+
+
+def _np_svd_parts(a: np.ndarray) -> tuple:
+    u, s, vh = np.linalg.svd(a.astype(np.float64), full_matrices=False)
+    return s, np.abs(u), np.abs(vh), (u * s[..., None, :]) @ vh
+
+
+def _np_orthonormal(a: np.ndarray, side: int) -> np.ndarray:
+    """The identity the full ``U U^T`` (``side=-2``) or ``Vh^T Vh`` (``side=-1``) must be."""
+    n = a.shape[side]
+    return np.broadcast_to(np.eye(n), a.shape[:-2] + (n, n))
+
+
+def _np_householder(a: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """LAPACK's orgqr by definition: the first n columns of H_1 ... H_k."""
+    m, n = a.shape[-2:]
+    q = np.eye(m)
+    for i in range(tau.shape[-1]):
+        v = np.zeros(m)
+        v[i] = 1.0
+        v[i + 1:] = a[i + 1:, i]
+        q = q @ (np.eye(m) - tau[i] * np.outer(v, v))
+    return q[:, :n]
+
+
+def _np_lstsq(a: np.ndarray, b: np.ndarray, **kw: Any) -> np.ndarray:
+    """The least-squares (minimum-norm) solution, ``b`` a matrix or a vector."""
+    if b.ndim == a.ndim:
+        return np.linalg.pinv(a) @ b
+    return (np.linalg.pinv(a) @ b[..., None])[..., 0]
+
+
+def _tri(a: pg.Tensor) -> pg.Tensor:
+    """A well-conditioned matrix for the triangular solves (3 added to the diagonal)."""
+    return a + 3 * pg.eye(a.shape[-1], dtype=a.dtype, device=a.device)
+
+
+def _np_tri(a: np.ndarray, upper: bool = True, unit: bool = False) -> np.ndarray:
+    t = a + 3 * np.eye(a.shape[-1])
+    t = np.triu(t) if upper else np.tril(t)
+    if unit:
+        eye = np.eye(a.shape[-1])
+        t = t * (1 - eye) + eye
+    return t
+
+
+def _spectral_rows() -> list[OpInfo]:
+    inf = math.inf
+    sq = fixed(S(X((3, 3))), S(X((2, 4, 4))), S(X((3, 3)), nc="T"), S(X((1, 1))),
+               S(X((0, 0))), S(X((2, 0, 0))))
+    rect = fixed(S(X((4, 3))), S(X((3, 5))), S(X((2, 3, 2))), S(X((3, 3)), nc="T"),
+                 S(X((1, 1))), S(X((0, 3))), S(X((3, 0))))
+    rect_grad = small(rect, limit=15, count=4)
+    sq_grad = small(sq, limit=16, count=3)
+    return [
+        OpInfo("linalg_eigh", lambda x: _eigh_parts(pg.linalg.eigh(x + x.mT)),
+               lambda x: _np_eigh_parts(x + np.swapaxes(x, -1, -2)), sq, FLOATS, "same",
+               grad=True, grad_samples=sq_grad, rtol=1e-4, atol=1e-5,
+               errors=[E(lambda d: pg.linalg.eigh(T((2, 3), d)), RuntimeError,
+                         r"linalg.eigh: A must be batches of square matrices, but they are 2 "
+                         r"by 3 matrices"),
+                       E(lambda d: pg.linalg.eigh(T((3,), d)), RuntimeError,
+                         r"linalg.eigh: The input tensor A must have at least 2 dimensions."),
+                       E(lambda d: pg.linalg.eigh(T((2, 2), d, I64)), NotImplementedError,
+                         r"\"linalg_eigh_\w+\" not implemented for 'Long'"),
+                       E(lambda d: pg.linalg.eigh(T((2, 2), d), UPLO="X"), RuntimeError,
+                         r"Expected UPLO argument to be 'L' or 'U', but got X"),
+                       E(lambda d: pg.linalg.eig(T((2, 2), d)), NotImplementedError,
+                         r"linalg.eig: .*complex tensors"),
+                       E(lambda d: pg.linalg.eigvals(T((2, 2), d)), NotImplementedError,
+                         r"linalg.eigvals: .*complex tensors"),
+                       E(lambda d: pg.linalg.ldl_factor(T((2, 2), d)), NotImplementedError,
+                         r"linalg.ldl_factor is not implemented")]),
+        # only the upper triangle is read: x itself, not symmetrised (forward only, as the
+        # gradient stands for a symmetric input, PyTorch's)
+        OpInfo("linalg_eigh_upper", lambda x: _eigh_parts(pg.linalg.eigh(x, UPLO="U"))[:2],
+               lambda x: _np_eigh_parts(x, "U")[:2], sq, FLOATS, "same", rtol=1e-4, atol=1e-5),
+        OpInfo("linalg_eigvalsh", lambda x: pg.linalg.eigvalsh(x + x.mT),
+               lambda x: np.linalg.eigvalsh(x + np.swapaxes(x, -1, -2)), sq, FLOATS, "same",
+               grad=True, grad_samples=sq_grad, gradgrad=True, rtol=1e-4, atol=1e-5,
+               errors=[E(lambda d: pg.linalg.eigvalsh(T((2, 3), d)), RuntimeError,
+                         r"linalg.eigvalsh: A must be batches of square matrices")]),
+        OpInfo("linalg_svd", lambda x: _svd_parts(pg.linalg.svd(x, full_matrices=False)),
+               _np_svd_parts, rect, FLOATS, "same", grad=True, grad_samples=rect_grad,
+               rtol=1e-4, atol=1e-5,
+               errors=[E(lambda d: pg.linalg.svd(T((2, 2), d, I64)), RuntimeError,
+                         r"linalg.svd: Expected a floating point or complex tensor as input. "
+                         r"Got Long"),
+                       E(lambda d: pg.linalg.svd(T((3,), d)), RuntimeError,
+                         r"linalg.svd: The input tensor A must have at least 2 dimensions."),
+                       E(lambda d: pg.linalg.svd(T((2, 2), d), driver="gesvd"), RuntimeError,
+                         r"keyword argument `driver=` is only supported on CUDA")]),
+        # full_matrices: the first k vectors are determined (and differentiated, as PyTorch);
+        # the rest complete orthonormal bases
+        OpInfo("linalg_svd_full", lambda x: _svd_parts(pg.linalg.svd(x), min(x.shape[-2:])),
+               _np_svd_parts, rect, FLOATS, "same", grad=True, grad_samples=rect_grad,
+               rtol=1e-4, atol=1e-5),
+        OpInfo("linalg_svd_full_bases", lambda x: (lambda r: (r.U @ r.U.mT, r.Vh.mT @ r.Vh))(
+                   pg.linalg.svd(x)),
+               lambda x: (_np_orthonormal(x, -2), _np_orthonormal(x, -1)), rect, FLOATS, "same",
+               rtol=1e-4, atol=1e-5),
+        OpInfo("linalg_svdvals", pg.linalg.svdvals,
+               lambda x: np.linalg.svd(x, compute_uv=False), rect, FLOATS, "same", grad=True,
+               grad_samples=rect_grad, gradgrad=True, rtol=1e-4, atol=1e-5),
+        OpInfo("svd", lambda x, **kw: (lambda r: (r.S, r.U.abs(), r.V.abs()))(pg.svd(x, **kw)),
+               lambda x, **kw: (lambda p: (p[0], p[1], np.swapaxes(p[2], -1, -2)))(
+                   _np_svd_parts(x)),
+               fixed(S(X((4, 3))), S(X((2, 3, 5))), S(X((3, 3)), nc="T")), FLOATS, "same",
+               grad=True, rtol=1e-4, atol=1e-5),
+        OpInfo("linalg_pinv", pg.linalg.pinv, np.linalg.pinv, rect, FLOATS, "same", grad=True,
+               grad_samples=rect_grad, rtol=1e-4, atol=1e-5,
+               errors=[E(lambda d: pg.linalg.pinv(T((2, 3), d, I64)), RuntimeError,
+                         r"linalg.pinv\(Long\{\[2, 3\]\}\): expected a tensor with 2 or more "
+                         r"dimensions of float, double, cfloat or cdouble types")]),
+        OpInfo("linalg_pinv_hermitian", lambda x: pg.linalg.pinv(x + x.mT, hermitian=True),
+               lambda x: np.linalg.pinv(x + np.swapaxes(x, -1, -2), hermitian=True), sq, FLOATS,
+               "same", grad=True, grad_samples=sq_grad, rtol=1e-3, atol=1e-4),
+        OpInfo("pinverse", pg.pinverse, np.linalg.pinv, rect, FLOATS, "same",
+               method="pinverse", grad=True, grad_samples=rect_grad, rtol=1e-4, atol=1e-5),
+        OpInfo("linalg_matrix_rank", lambda a, b, **kw: pg.linalg.matrix_rank(a @ b, **kw),
+               lambda a, b, **kw: np.linalg.matrix_rank(a @ b, hermitian=kw.get("hermitian",
+                                                                               False)),
+               fixed(S(X((4, 2)), X((2, 4))), S(X((2, 3, 1)), X((2, 1, 5))),
+                     S(X((3, 3)), X((3, 3))), S(X((0, 2)), X((2, 3))),
+                     S(X((3, 2)), X((2, 3)), hermitian=False)), FLOATS, "int64"),
+        OpInfo("linalg_lstsq", lambda a, b, **kw: pg.linalg.lstsq(a, b, **kw).solution,
+               _np_lstsq,
+               fixed(S(X((4, 3)), X((4, 2))), S(X((3, 5)), X((3, 2))),
+                     S(X((2, 4, 3)), X((2, 4, 1)), driver="gelsd"), S(X((4, 3)), X((4,))),
+                     S(X((4, 3)), X((4, 2)), driver="gels")), FLOATS, "same", grad=True,
+               rtol=1e-4, atol=1e-5,
+               errors=[E(lambda d: pg.linalg.lstsq(T((3, 2), d), T((3, 1), d), driver="x"),
+                         RuntimeError, r"parameter `driver` should be one of \(gels, gelsy, "
+                         r"gelsd, gelss\)"),
+                       E(lambda d: pg.linalg.lstsq(T((3, 2), d), T((4, 1), d)), RuntimeError,
+                         r"torch.linalg.lstsq: input.size\(-2\) should match other.size\(-2\)"),
+                       E(lambda d: pg.linalg.lstsq(T((3, 2), d), T((3, 1), d, F64)), RuntimeError,
+                         r"Expected input and other to have the same dtype, but got input's "
+                         r"dtype Float and other's dtype Double")]),
+        OpInfo("linalg_cond", lambda x, **kw: pg.linalg.cond(_tri(x), **kw),
+               lambda x, **kw: np.linalg.cond(x + 3 * np.eye(x.shape[-1]), kw.get("p")),
+               fixed(S(X((3, 3))), S(X((2, 3, 3)), p=-2), S(X((3, 3)), p="fro"),
+                     S(X((3, 3)), p="nuc"), S(X((3, 3)), p=1), S(X((3, 3)), p=-1),
+                     S(X((3, 3)), p=inf), S(X((3, 3)), p=-inf), S(X((3, 3)), p=2)),
+               FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5,
+               errors=[E(lambda d: pg.linalg.cond(T((2, 2), d), 3), RuntimeError,
+                         r"linalg.cond got an invalid norm type: 3"),
+                       E(lambda d: pg.linalg.cond(T((2, 3), d), "fro"), RuntimeError,
+                         r"linalg.cond\(ord=fro\): A must be batches of square matrices, but "
+                         r"they are 2 by 3 matrices")]),
+        OpInfo("linalg_matrix_norm_spectral",
+               lambda x, **kw: pg.linalg.matrix_norm(x, **kw),
+               lambda x, ord, dim=(-2, -1), keepdim=False: np.linalg.norm(
+                   x, ord, axis=dim, keepdims=keepdim),
+               fixed(S(X((3, 4)), ord="nuc"), S(X((2, 3, 4)), ord=2),
+                     S(X((2, 3, 4)), ord=-2, dim=(0, 2)), S(X((3, 4)), ord="nuc", keepdim=True),
+                     S(X((3, 3)), ord=2, nc="T")), FLOATS, "same", grad=True, rtol=1e-4,
+               atol=1e-5,
+               errors=[E(lambda d: pg.linalg.matrix_norm(T((3, 3), d), 3), RuntimeError,
+                         r"linalg.matrix_norm: Order 3 not supported.")]),
+        OpInfo("linalg_norm_nuc", lambda x: pg.linalg.norm(x, "nuc"),
+               lambda x: np.linalg.norm(x, "nuc"), fixed(S(X((3, 4)))), FLOATS, "same",
+               grad=True, rtol=1e-4, atol=1e-5),
+        OpInfo("norm_nuc", lambda x, **kw: pg.norm(x, "nuc", **kw),
+               lambda x, dim=(-2, -1), keepdim=False: np.linalg.norm(x, "nuc", axis=dim,
+                                                                      keepdims=keepdim),
+               fixed(S(X((3, 4))), S(X((2, 3, 4)), dim=(0, 2), keepdim=True)), FLOATS, "same",
+               grad=True, rtol=1e-4, atol=1e-5,
+               errors=[E(lambda d: pg.norm(T((2, 3, 4), d), "nuc"), RuntimeError,
+                         r"linalg.matrix_norm: dim must be a 2-tuple. Got 0 1 2")]),
+        OpInfo("linalg_solve_triangular",
+               lambda a, b, **kw: pg.linalg.solve_triangular(_tri(a), b, **kw),
+               lambda a, b, upper, left=True, unitriangular=False:
+                   np.linalg.solve(_np_tri(a, upper, unitriangular), b) if left else
+                   np.swapaxes(np.linalg.solve(np.swapaxes(_np_tri(a, upper, unitriangular),
+                                                           -1, -2), np.swapaxes(b, -1, -2)),
+                               -1, -2),
+               fixed(S(X((3, 3)), X((3, 2)), upper=True), S(X((3, 3)), X((3, 2)), upper=False),
+                     S(X((3, 3)), X((2, 3)), upper=True, left=False),
+                     S(X((2, 3, 3)), X((3, 1)), upper=False, unitriangular=True)), FLOATS,
+               "same", grad=True, rtol=1e-4, atol=1e-5,
+               errors=[E(lambda d: pg.linalg.solve_triangular(T((3, 3), d), T((3,), d),
+                                                              upper=True), RuntimeError,
+                         r"linalg.solve_triangular: The input tensor B must have at least 2 "
+                         r"dimensions."),
+                       E(lambda d: pg.linalg.solve_triangular(T((3, 3), d), T((3, 2), d),
+                                                              upper=True, left=False),
+                         RuntimeError, r"Incompatible shapes of A and B for the equation XA = B "
+                         r"\(3x3 and 3x2\)")]),
+        OpInfo("linalg_inv_ex", lambda x: pg.linalg.inv_ex(_tri(x)).inverse,
+               lambda x: np.linalg.inv(x + 3 * np.eye(x.shape[-1])), sq, FLOATS, "same",
+               grad=True, grad_samples=sq_grad, rtol=1e-4, atol=1e-5),
+        OpInfo("linalg_solve_ex", lambda a, b: pg.linalg.solve_ex(_tri(a), b).result,
+               lambda a, b: np.linalg.solve(a + 3 * np.eye(a.shape[-1]), b),
+               fixed(S(X((3, 3)), X((3, 2))), S(X((2, 3, 3)), X((2, 3, 1)))), FLOATS, "same",
+               grad=True, rtol=1e-4, atol=1e-5),
+        OpInfo("linalg_cholesky_ex", lambda x: pg.linalg.cholesky_ex(_spd_pg(x)).L,
+               lambda x: np.linalg.cholesky(_spd(x)), sq, FLOATS, "same", grad=True,
+               grad_samples=sq_grad, rtol=1e-4, atol=1e-5),
+        OpInfo("linalg_lu_factor_ex", lambda x: pg.linalg.lu_factor_ex(x).LU,
+               lambda x: _np_lu_packed(x), fixed(S(X((4, 4))), S(X((4, 2))), S(X((2, 4)))),
+               FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5),
+        # randomized, but exact for q >= the rank: the values and U diag(S) V^T do not depend on
+        # the random basis (the vectors' signs do)
+        OpInfo("svd_lowrank", lambda x, **kw: (lambda r: (r[1], (r[0] * r[1].unsqueeze(-2))
+                                                          @ r[2].mT))(pg.svd_lowrank(x, **kw)),
+               lambda x, **kw: (np.linalg.svd(x, compute_uv=False), x),
+               fixed(S(X((5, 3)), q=3), S(X((3, 6)), q=3), S(X((2, 4, 3)), q=3, niter=0),
+                     S(X((4, 3)), q=5)), FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5),
+        OpInfo("pca_lowrank", lambda x, **kw: (lambda r: (r[1], (r[0] * r[1].unsqueeze(-2))
+                                                          @ r[2].mT))(pg.pca_lowrank(x, **kw)),
+               lambda x, center=True, **kw: (lambda c: (np.linalg.svd(c, compute_uv=False), c))(
+                   x - x.mean(-2, keepdims=True) if center else x),
+               fixed(S(X((6, 3))), S(X((3, 4)), center=False)), FLOATS, "same", grad=True,
+               rtol=1e-4, atol=1e-5,
+               errors=[E(lambda d: pg.pca_lowrank(T((5, 4), d), q=9), ValueError,
+                         r"q\(=9\) must be non-negative integer and not greater than "
+                         r"min\(m, n\)=4")]),
+        OpInfo("linalg_householder_product", pg.linalg.householder_product, _np_householder,
+               fixed(S(X((4, 3)), X((2,))), S(X((3, 3)), X((3,))), S(X((4, 2)), X((0,)))),
+               FLOATS, "same", grad=True, rtol=1e-4, atol=1e-5,
+               errors=[E(lambda d: pg.linalg.householder_product(T((3, 4), d), T((2,), d)),
+                         RuntimeError, r"torch.linalg.householder_product: input.shape\[-2\] "
+                         r"must be greater than or equal to input.shape\[-1\]"),
+                       E(lambda d: pg.linalg.householder_product(T((4, 3), d), T((4,), d)),
+                         RuntimeError, r"torch.linalg.householder_product: input.shape\[-1\] "
+                         r"must be greater than or equal to tau.shape\[-1\]")]),
+        OpInfo("orgqr", pg.orgqr, _np_householder, fixed(S(X((4, 3)), X((2,)))), FLOATS,
+               "same", method="orgqr", grad=True, rtol=1e-4, atol=1e-5),
+        OpInfo("linalg_vander", lambda x, **kw: pg.linalg.vander(x, **kw),
+               lambda x, N=None: x[..., None] ** np.arange(x.shape[-1] if N is None else N),
+               fixed(S(X((4,))), S(X((2, 3)), N=5), S(X((0,)), N=3),
+                     S(np.array([0.0, 2.0, -1.5]))), FLOATS + INTS, "sum", grad=True,
+               errors=[E(lambda d: pg.linalg.vander(T((3,), d), N=1), RuntimeError,
+                         r"N must be greater than 1."),
+                       E(lambda d: pg.linalg.vander(T((3,), d, B)), RuntimeError,
+                         r"linalg.vander supports floating point, complex, and integer tensors, "
+                         r"but got Bool")]),
+        OpInfo("linalg_tensorinv", lambda x, **kw: pg.linalg.tensorinv(_tri(x.reshape(4, 4))
+                                                                        .reshape(x.shape), **kw),
+               lambda x, ind: np.linalg.tensorinv((x.reshape(4, 4) + 3 * np.eye(4))
+                                                  .reshape(x.shape), ind),
+               fixed(S(X((4, 2, 2)), ind=1), S(X((2, 2, 4)), ind=2)), FLOATS, "same",
+               grad=True, rtol=1e-4, atol=1e-5,
+               errors=[E(lambda d: pg.linalg.tensorinv(T((4, 4), d), ind=0), RuntimeError,
+                         r"Expected a strictly positive integer for 'ind', but got 0"),
+                       E(lambda d: pg.linalg.tensorinv(T((4, 6, 8, 2), d), ind=2),
+                         RuntimeError, r"prod\(self.shape\[ind:\]\) == prod\(self.shape\[:ind\]\), "
+                         r"but got 16 != 24")]),
+        OpInfo("linalg_tensorsolve",
+               lambda a, b, **kw: pg.linalg.tensorsolve(_tri(a.reshape(6, 6)).reshape(a.shape),
+                                                        b, **kw),
+               lambda a, b, dims=None: np.linalg.tensorsolve(
+                   (a.reshape(6, 6) + 3 * np.eye(6)).reshape(a.shape), b, dims),
+               fixed(S(X((2, 3, 6)), X((2, 3))), S(X((6, 2, 3)), X((2, 3)), dims=(0,))), FLOATS,
+               "same", grad=True, rtol=1e-4, atol=1e-5,
+               grad_samples=small(fixed(S(X((2, 3, 6)), X((2, 3))),
+                                        S(X((6, 2, 3)), X((2, 3)), dims=(0,))), limit=42)),
+    ]
+
+
+OP_TABLE += _spectral_rows()
+
+
 def _np_quantile(x: np.ndarray, q: float, dim: Any = None, keepdim: bool = False,
                  interpolation: str = "linear") -> np.ndarray:
     return np.quantile(x, q, axis=dim, keepdims=keepdim, method=interpolation)

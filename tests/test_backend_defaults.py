@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import portagrad as pg
-from portagrad.backends.interface import (DEFAULTED_METHODS, HOST_DEFAULTS, OPTIONAL_METHODS,
-                                          REQUIRED_METHODS, Backend, View)
+from portagrad.backends.interface import (DEFAULTED_METHODS, HOST_DEFAULTS, LINALG_METHODS,
+                                          OPTIONAL_METHODS, REQUIRED_METHODS, Backend, View)
 from portagrad.backends.numpy import NumpyBackend
 from portagrad.errors import UnsupportedOpError
 from portagrad.plugins.manager import missing_methods
@@ -335,3 +335,58 @@ def test_built_in_backends_override_every_default(name: str) -> None:
         cls = NumpyBackend
     inherited = [m for m in DEFAULTED_METHODS if getattr(cls, m) is getattr(Backend, m)]
     assert inherited == []
+
+
+@pytest.mark.parametrize("dtype", [pg.float32, pg.float64], ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_eigh_svd_defaults_are_the_numpy_backends(dtype: Any, layout: str) -> None:
+    """The host defaults of the decompositions give the numpy backend's bits (both run LAPACK on
+    the same host arrays), vectors included; values-only calls write only the values."""
+    assert set(LINALG_METHODS) == {"eigh", "svd"}
+    assert CoreOnly.eigh is Backend.eigh and CoreOnly.svd is Backend.svd
+    for shape in [(4, 4), (2, 3, 3), (1, 1)]:
+        a = RNG.standard_normal(shape).astype(dtype.numpy)
+        outs = [(_out(shape[:-1], dtype), _out(shape, dtype)) for _ in range(2)]
+        BE.eigh(_view(a, layout), "U", *outs[0])
+        REF.eigh(_view(a, layout), "U", *outs[1])
+        for g, w in zip(*outs):
+            _same(g, w)
+        vals = _out(shape[:-1], dtype)
+        BE.eigh(_view(a, layout), "L", vals, None)
+        np.testing.assert_allclose(_host(vals), np.linalg.eigvalsh(a), rtol=1e-5, atol=1e-5)
+    for shape in [(4, 3), (2, 3, 5), (1, 1)]:
+        a = RNG.standard_normal(shape).astype(dtype.numpy)
+        *batch, m, n = shape
+        k = min(m, n)
+        for full in (False, True):
+            us = [(_out((*batch, m, m if full else k), dtype), _out((*batch, k), dtype),
+                   _out((*batch, n if full else k, n), dtype)) for _ in range(2)]
+            BE.svd(_view(a, layout), full, *us[0])
+            REF.svd(_view(a, layout), full, *us[1])
+            for g, w in zip(*us):
+                _same(g, w)
+        s = _out((*batch, k), dtype)
+        BE.svd(_view(a, layout), False, None, s, None)
+        np.testing.assert_allclose(_host(s), np.linalg.svd(a, compute_uv=False), rtol=1e-5)
+
+
+def test_eigh_svd_reach_a_backend_without_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backend object that does not subclass ``Backend`` (so has no ``eigh``/``svd``) gets the
+    host defaults from the core; a core-only subclass inherits them."""
+    from portagrad.plugins import manager
+
+    class Duck:
+        """The required core only, not a ``Backend`` subclass (no eigh or svd at all)."""
+
+        device_type = "coreonly"
+
+        def __getattr__(self, name: str) -> Any:
+            if name in ("eigh", "svd"):
+                raise AttributeError(name)
+            return getattr(BE, name)
+
+    for be in (BE, Duck()):
+        monkeypatch.setitem(manager.get_state().backends, "coreonly", be)
+        a = pg.tensor([[2.0, 1.0], [1.0, 2.0]], dtype=pg.float64, device="coreonly:0")
+        np.testing.assert_allclose(pg.linalg.eigvalsh(a).cpu().numpy(), [1.0, 3.0])
+        np.testing.assert_allclose(pg.linalg.svdvals(a).cpu().numpy(), [3.0, 1.0])

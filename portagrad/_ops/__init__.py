@@ -13,7 +13,11 @@ own): ``special``, ``gammafn``, ``bits`` (more elementwise math), ``diagonal``, 
 reductions into slots), ``contraction`` (einsum, tensordot ...), ``norms`` (cdist, renorm),
 ``stacking`` (meshgrid, atleast_*, *stack, *split), ``scatter`` (take, put, index_put, the
 ``*_scatter`` embeddings), ``rearrange`` (rot90, flips, ravel, unfold), ``sequences``, ``linalg``
-(decompositions, solves, matrix functions), ``windows``, ``fills``, ``metadata`` and ``sparse``
+(decompositions, solves, matrix functions), ``spectral`` (``eigh`` and ``svd``, backend
+primitives, with their derivatives), ``linalg_ext`` (``pinv``, ``lstsq``, ``matrix_rank`` ...
+composed from those two), ``linalg_ex`` (the ``*_ex`` variants, ``solve_triangular``,
+``householder_product`` ... on ``linalg``'s elimination), ``lowrank`` (the randomized
+``svd_lowrank``/``pca_lowrank``), ``windows``, ``fills``, ``metadata`` and ``sparse``
 (the sparse COO layout); ``orthopoly`` (the orthogonal polynomials), ``scaledfn``
 (``erfcx``, ``log_ndtr``, ``i0e``, ``i1e``) and ``besselfn`` are built on ``special``.
 ``sampling`` (differentiable samplers) and the ``nn`` package (the layers' nodes) sit on top, with
@@ -30,6 +34,7 @@ from . import (bits, contraction, diagonal, fills, gammafn, linalg, metadata, no
                scan, scatter, search, segment, sequences, sparse, special, stacking, stats,
                windows)
 from . import besselfn, orthopoly, scaledfn
+from . import spectral, linalg_ext, linalg_ex, lowrank
 from . import nn, sampling
 from . import checkpoint, custom
 
@@ -38,4 +43,5 @@ __all__ = ["conversion", "elementwise", "indexing", "joining", "matmul", "reduct
            "bits", "contraction", "diagonal", "fills", "gammafn", "linalg", "metadata", "norms",
            "rearrange", "scan", "scatter", "search", "segment", "sequences", "sparse", "special",
            "stacking", "stats", "windows", "besselfn", "orthopoly", "scaledfn", "nn", "sampling",
-           "checkpoint", "custom"]
+           "checkpoint", "custom", "spectral", "linalg_ext", "linalg_ex",
+           "lowrank"]

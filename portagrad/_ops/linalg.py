@@ -114,7 +114,36 @@ def logdet(input: Tensor) -> Tensor:
 
 
 def _gauss_jordan(name: str, a: Tensor, b: Tensor) -> Tensor:
-    """``a^-1 b`` by Gauss-Jordan elimination on ``[a | b]`` with partial pivoting."""
+    """``a^-1 b`` by Gauss-Jordan elimination on ``[a | b]`` with partial pivoting; a singular
+    matrix raises :class:`LinAlgError` with PyTorch's message."""
+    x, zero = _gauss_jordan_pivots(a, b)
+    n = a.shape[-1]
+    with _no_grad():
+        if zero is not None and zero.numel() and bool(zero.any().item()):
+            if name == "linalg.solve":
+                raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix "
+                                  "is singular.")
+            first = int(argmax(zero.to(_dtype.int64).reshape(-1, n), -1).max().item()) + 1
+            raise LinAlgError(f"{name}: The diagonal element {first} is zero, the inversion "
+                              f"could not be completed because the input matrix is singular.")
+    return x
+
+
+def singular_info(zero: Tensor | None, batch: tuple[int, ...], device: Any) -> Tensor:
+    """LAPACK's ``info`` (int32, per matrix) from the zero-pivot mask ``(..., n)``: 0, or the
+    1-based index of the first zero pivot."""
+    if zero is None or not zero.numel():
+        return _creation.zeros(batch, dtype=_dtype.int32, device=device)
+    with _no_grad():
+        zero = shape.reshape(zero, tuple(batch) + (-1,))
+        anyz = zero.any(-1)
+        first = argmax(zero.to(_dtype.int64), -1) + 1
+        return where(anyz, first, 0).to(_dtype.int32)
+
+
+def _gauss_jordan_pivots(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor | None]:
+    """``(a^-1 b, mask of the zero pivots (..., n))`` by Gauss-Jordan elimination on ``[a | b]``
+    with partial pivoting, never raising (``None`` for a 0x0 matrix)."""
     n = a.shape[-1]
     m = cat([a, b], -1)
     pivots = []
@@ -134,14 +163,7 @@ def _gauss_jordan(name: str, a: Tensor, b: Tensor) -> Tensor:
         m = cat([shape.narrow(m, -2, 0, k), row, shape.narrow(m, -2, k + 1, n - k - 1)], -2)
     with _no_grad():
         zero = elementwise.eq(cat(pivots, -1), 0) if pivots else None  # (a 0x0 matrix: none)
-        if zero is not None and zero.numel() and bool(zero.any().item()):
-            if name == "linalg.solve":
-                raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix "
-                                  "is singular.")
-            first = int(argmax(zero.to(_dtype.int64).reshape(-1, n), -1).max().item()) + 1
-            raise LinAlgError(f"{name}: The diagonal element {first} is zero, the inversion "
-                              f"could not be completed because the input matrix is singular.")
-    return shape.narrow(m, -1, n, m.shape[-1] - n)
+    return shape.narrow(m, -1, n, m.shape[-1] - n), zero
 
 
 def inv(A: Tensor) -> Tensor:
@@ -190,14 +212,18 @@ class _Cholesky(Function):
     _backward_name = "LinalgCholeskyExBackward0"
 
     @staticmethod
-    def forward(ctx: Any, A: Tensor) -> Tensor:
+    def forward(ctx: Any, A: Tensor, with_info: bool = False) -> Any:
+        info: list[Tensor] | None = [] if with_info else None
         with _no_grad():
-            L = _cholesky_lower(A)
+            L = _cholesky_lower(A, info)
         ctx.save_for_backward(L)
+        if info is not None:  # cholesky_ex: (L, info), info an integer output
+            ctx.mark_non_differentiable(info[0])
+            return L, info[0]
         return L
 
     @staticmethod
-    def backward(ctx: Any, gL: Tensor) -> Any:
+    def backward(ctx: Any, gL: Tensor, *_info: Any) -> Any:
         (L,) = ctx.saved_tensors
         Lh = shape.transpose(L, -1, -2)
         phi = tril(matmul(Lh, gL))
@@ -206,7 +232,8 @@ class _Cholesky(Function):
         phi = phi - phi * eye * 0.5  # the diagonal halved
         x = solve(Lh, phi)  # L^-H phi
         gA = shape.transpose(solve(Lh, shape.transpose(x, -1, -2)), -1, -2)  # (L^-H phi) L^-1
-        return (gA + shape.transpose(gA, -1, -2)) * 0.5
+        gA = (gA + shape.transpose(gA, -1, -2)) * 0.5
+        return (gA, None) if _info else gA
 
 
 def cholesky(A: Tensor, upper: bool = False) -> Tensor:
@@ -222,10 +249,16 @@ def cholesky(A: Tensor, upper: bool = False) -> Tensor:
     return shape.transpose(L, -1, -2) if upper else L
 
 
-def _cholesky_lower(A: Tensor) -> Tensor:
-    """The lower Cholesky factor by columns (ops, run without recording by :class:`_Cholesky`)."""
+def _cholesky_lower(A: Tensor, info: list[Tensor] | None = None) -> Tensor:
+    """The lower Cholesky factor by columns (ops, run without recording by :class:`_Cholesky`).
+    A matrix that is not positive-definite raises, unless ``info`` is given: then LAPACK's
+    ``info`` per matrix (int32: the order of the first leading minor that is not
+    positive-definite, else 0) is appended to it, and the factor of such a matrix holds
+    numbers that mean nothing past that column (LAPACK leaves it partial too)."""
     n = A.shape[-1]
     cols: list[Tensor] = []  # column j of L, (..., n, 1)
+    failed = None if info is None else \
+        _creation.zeros(A.shape[:-2] + (1, 1), dtype=_dtype.int32, device=A.device)
     for j in range(n):
         aj = shape.narrow(A, -1, j, 1)  # (..., n, 1)
         if cols:
@@ -234,7 +267,12 @@ def _cholesky_lower(A: Tensor) -> Tensor:
             aj = aj - rsum(lj * rowj, -1, keepdim=True)
         d = shape.narrow(aj, -2, j, 1)  # (..., 1, 1)
         with _no_grad():
-            if d.numel() and bool(elementwise.logical_not(d > 0).any().item()):
+            bad = elementwise.logical_not(d > 0)
+            if failed is not None:
+                failed = where(elementwise.logical_and(bad, elementwise.eq(failed, 0)),
+                               j + 1, failed).to(_dtype.int32)
+                d = where(bad, 1.0, d)  # carry on (the columns after it are not used)
+            elif d.numel() and bool(bad.any().item()):
                 raise LinAlgError(f"linalg.cholesky: The factorization could not be completed "
                                   f"because the input is not positive-definite (the leading "
                                   f"minor of order {j + 1} is not positive-definite).")
@@ -242,6 +280,8 @@ def _cholesky_lower(A: Tensor) -> Tensor:
         rows = _creation.arange(n, device=A.device)
         col = where(shape.unsqueeze(rows < j, -1), 0.0, col)  # above the diagonal: zero
         cols.append(col.to(A.dtype))
+    if info is not None and failed is not None:
+        info.append(shape.reshape(failed, A.shape[:-2]))
     return cat(cols, -1)
 
 

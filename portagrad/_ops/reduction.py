@@ -481,9 +481,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
         return norm(x.to(_dtype.float32), p, dim, keepdim).to(x.dtype)
     axes = wrap_dims(dim, x.dim())
     if p.__class__ is str and p != "fro":
-        if p == "nuc":
-            raise NotImplementedError("norm(p='nuc') is the sum of singular values, which portagrad "
-                                      "does not compute; use p='fro', 1, 2 or inf")
+        if p == "nuc":  # (the public norm sends it to linalg_ext.norm, built on the SVD)
+            raise NotImplementedError("the vector norm has no p='nuc': use linalg.matrix_norm")
         raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
     if p in ("fro", 2, 2.0, None):
         return call(_Norm2, x, axes, keepdim)

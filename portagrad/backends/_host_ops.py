@@ -1,5 +1,5 @@
-"""The numpy reference of ``where``, ``arg_reduce``, ``cumsum``, ``gather``, ``scatter``, ``sort`` and
-``random``: the numpy backend's primitives and the default methods of
+"""The numpy reference of ``where``, ``arg_reduce``, ``cumsum``, ``gather``, ``scatter``, ``sort``,
+``random``, ``eigh`` and ``svd``: the numpy backend's primitives and the default methods of
 :class:`~portagrad.backends.interface.Backend`.
 
 A backend that implements only the small required core inherits these seven from the base class,
@@ -21,10 +21,11 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype
+from ..errors import LinAlgError
 from . import philox
 from .ufuncs import fit_scalar
 
-__all__ = ["where", "arg_reduce", "cumsum", "gather", "scatter", "sort", "random"]
+__all__ = ["where", "arg_reduce", "cumsum", "gather", "scatter", "sort", "random", "eigh", "svd"]
 
 # IEEE results (inf, nan) are what tensors compute, as in PyTorch: numpy's floating-point warnings
 # from this module (a float16 prefix sum overflowing to inf as it is rounded) are noise, as in the
@@ -193,4 +194,77 @@ def random(kind: str, n: int, np_dtype: np.dtype, seed: int, offset: int, a: flo
         gen(n, seed, offset, a, b, np_dtype, out=out.reshape(-1))
     else:
         out[...] = gen(n, seed, offset, a, b, np_dtype).reshape(out.shape)
+    return out
+
+
+def _lapack_dtype(a: np.ndarray) -> np.ndarray:
+    """``a`` as LAPACK computes it: float32 stays float32 (``ssyevd``/``sgesdd``, as PyTorch),
+    float64 stays float64."""
+    if a.dtype not in (np.float32, np.float64):
+        raise TypeError(f"eigh/svd take float32 or float64 arrays, not {a.dtype}")
+    return a
+
+
+def eigh(a: np.ndarray, uplo: str, vectors: bool = True,
+         out: tuple[np.ndarray, np.ndarray | None] | None = None
+         ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Eigenvalues (ascending) and, if ``vectors``, orthonormal eigenvectors (the columns) of the
+    symmetric matrices in the last two axes of ``a``, reading only the ``uplo`` (``"L"`` or
+    ``"U"``) triangle: LAPACK's ``syevd`` through numpy, in ``a``'s dtype. ``out``: the arrays
+    ``(w, v)`` to write (``v`` ``None`` without vectors). A matrix with a non-finite entry gets
+    NaN eigenvalues and eigenvectors (PyTorch's result; LAPACK itself may fail or loop on one),
+    the others of the batch their decomposition; a failure to converge raises
+    :class:`~portagrad.errors.LinAlgError`."""
+    a = _lapack_dtype(a)
+    bad = None
+    if a.size and not np.isfinite(a).all():
+        bad = ~np.isfinite(a).all(axis=(-2, -1))  # (batch...,): the matrices to give NaN
+        a = np.where(bad[..., None, None], 0, a).astype(a.dtype)
+    try:
+        if vectors:
+            w, v = np.linalg.eigh(a, UPLO=uplo)  # type: ignore[call-overload]
+        else:
+            w, v = np.linalg.eigvalsh(a, UPLO=uplo), None  # type: ignore[call-overload]
+    except np.linalg.LinAlgError as exc:
+        raise LinAlgError("linalg.eigh: The algorithm failed to converge because the input "
+                          "matrix is ill-conditioned or has too many repeated eigenvalues "
+                          f"({exc}).") from None
+    if bad is not None:
+        w = np.where(bad[..., None], np.nan, w).astype(a.dtype)
+        if v is not None:
+            v = np.where(bad[..., None, None], np.nan, v).astype(a.dtype)
+    if out is None:
+        return w, v
+    out[0][...] = w
+    if v is not None and out[1] is not None:
+        out[1][...] = v
+    return out
+
+
+def svd(a: np.ndarray, full_matrices: bool, vectors: bool = True,
+        out: tuple[np.ndarray | None, np.ndarray, np.ndarray | None] | None = None
+        ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray | None]:
+    """``(U, S, Vh)`` of the matrices in the last two axes of ``a`` (``S`` descending, ``A = U
+    diag(S) Vh``; ``full_matrices``: square ``U`` and ``Vh``), LAPACK's ``gesdd`` through numpy,
+    in ``a``'s dtype; without ``vectors`` only ``S`` (``U``/``Vh`` ``None``). ``out``: the arrays
+    to write. Non-finite entries raise :class:`~portagrad.errors.LinAlgError` with PyTorch's
+    message (LAPACK would not converge, or loop)."""
+    a = _lapack_dtype(a)
+    if a.size and not np.isfinite(a).all():
+        raise LinAlgError("linalg.svd: The algorithm failed to converge because the input matrix "
+                          "contained non-finite values.")
+    try:
+        if vectors:
+            u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+        else:
+            u, s, vh = None, np.linalg.svd(a, compute_uv=False), None
+    except np.linalg.LinAlgError as exc:
+        raise LinAlgError(f"linalg.svd: The algorithm failed to converge ({exc}).") from None
+    if out is None:
+        return u, s, vh
+    out[1][...] = s
+    if u is not None and out[0] is not None:
+        out[0][...] = u
+    if vh is not None and out[2] is not None:
+        out[2][...] = vh
     return out

@@ -149,7 +149,7 @@ __all__ = [
     "View", "DeviceProperties", "Backend", "REQUIRED_METHODS", "DEFAULTED_METHODS",
     "HOST_DEFAULTS", "OPTIONAL_METHODS",
     "UNARY_OPS", "BINARY_OPS", "COMPARISON_OPS", "REDUCE_OPS", "ARG_REDUCE_OPS", "RANDOM_KINDS",
-    "EVENT_METHODS", "unknown_op",
+    "EVENT_METHODS", "LINALG_METHODS", "unknown_op",
 ]
 
 UNARY_OPS = (
@@ -544,6 +544,48 @@ class Backend:
             _store(self, out, _host_ops.random(kind, n, out.dtype.numpy, seed, offset, a, b)
                         .reshape(out.shape))
 
+    # ---------------------------------------------------------- linear algebra
+    def eigh(self, a: View, uplo: str, w: View, v: View | None) -> None:
+        """Symmetric eigendecomposition of the float32/float64 matrices in the last two axes
+        of ``a`` (``(..., n, n)``, any strides; only the ``uplo`` triangle, ``"L"`` or ``"U"``,
+        is read): eigenvalues in ascending order into ``w`` (``(..., n)``) and orthonormal
+        eigenvectors, as the columns, into ``v`` (``(..., n, n)``; ``None``: values only).
+        Outputs are contiguous, of ``a``'s dtype, computed in it (float32 in float32, as
+        LAPACK's ``ssyevd`` and PyTorch). An eigenvector's sign is the backend's choice (the
+        core's derivatives and tests do not depend on it). A matrix with a NaN or infinite
+        entry gets NaN eigenvalues and eigenvectors (PyTorch's result), the others of the batch
+        their own; the core never calls with a 0 in ``w``'s shape.
+
+        Default (host): reads ``a`` back and calls LAPACK through ``numpy.linalg.eigh``: the
+        matrices the core decomposes are small, and LAPACK's accuracy is the reference."""
+        if 0 in w.shape:
+            return
+        vals, vecs = _host_ops.eigh(self.to_host(a), uplo, v is not None)
+        _store(self, w, vals)
+        if v is not None and vecs is not None:
+            _store(self, v, vecs)
+
+    def svd(self, a: View, full_matrices: bool, u: View | None, s: View,
+            vh: View | None) -> None:
+        """Singular value decomposition ``A = U diag(S) Vh`` of the float32/float64 ``(..., m,
+        n)`` matrices of ``a`` (any strides), ``k = min(m, n)``: the singular values, descending,
+        into ``s`` (``(..., k)``), the left singular vectors into ``u`` (``(..., m, m)`` with
+        ``full_matrices``, else ``(..., m, k)``) and the right ones, as rows, into ``vh``
+        (``(..., n, n)`` or ``(..., k, n)``); ``u`` and ``vh`` are both ``None`` for values only.
+        Outputs are contiguous, of ``a``'s dtype, computed in it. Singular vectors' signs are
+        the backend's choice. Non-finite entries raise :class:`~portagrad.errors.LinAlgError`.
+        With ``k = 0`` the core builds the (identity) full matrices itself and never calls.
+
+        Default (host): reads ``a`` back and calls LAPACK's ``gesdd`` through
+        ``numpy.linalg.svd`` (PyTorch's CPU driver)."""
+        if 0 in a.shape:
+            return
+        uu, ss, vv = _host_ops.svd(self.to_host(a), full_matrices, u is not None)
+        _store(self, s, ss)
+        if u is not None and vh is not None and uu is not None and vv is not None:
+            _store(self, u, uu)
+            _store(self, vh, vv)
+
     # ----------------------------------------------------------------- events
     # Optional, all four or none (EVENT_METHODS): ``pg.<device_type>.Event`` (``torch.cuda.Event``)
     # needs them and raises portagrad.errors.UnsupportedOpError naming the missing ones when a
@@ -709,6 +751,13 @@ OPTIONAL_METHODS = ("host_array", "wrap_host", "pin_memory", "is_pinned", "softm
                     "softmax_backward", "layer_norm", "layer_norm_backward", "batch_norm", "batch_norm_backward", "cross_entropy", "cross_entropy_backward",  # noqa: E501
                     "record_event", "event_wait", "event_query", "event_elapsed_ms")
 """Methods the core uses when a backend overrides them, composing or skipping otherwise."""
+
+LINALG_METHODS = ("eigh", "svd")
+"""Decompositions that need an iterative solver, with a host default on :class:`Backend`
+(LAPACK through numpy) that a backend overrides only with a solver of its own; the built-in
+OpenCL backend keeps the default (small matrices, LAPACK's accuracy). Not in
+:data:`DEFAULTED_METHODS`: a backend object that does not subclass :class:`Backend` need not have
+them, and the core then uses the default on it."""
 
 EVENT_METHODS = ("record_event", "event_wait", "event_query", "event_elapsed_ms")
 """Optional, as a group: what ``pg.<device_type>.Event`` needs (see the "events" section of

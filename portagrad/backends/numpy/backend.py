@@ -336,6 +336,17 @@ class NumpyBackend(NormsMixin, ConvMixin, Backend):
     def sort(self, x: View, axis: int, descending: bool, values: View, indices: View) -> None:
         _host_ops.sort(nd(x), axis, descending, out=(nd(values), nd(indices)))
 
+    def eigh(self, a: View, uplo: str, w: View, v: View | None) -> None:
+        if 0 not in w.shape:
+            _host_ops.eigh(nd(a), uplo, v is not None, out=(nd(w), None if v is None else nd(v)))
+
+    def svd(self, a: View, full_matrices: bool, u: View | None, s: View,
+            vh: View | None) -> None:
+        if 0 not in a.shape:
+            _host_ops.svd(nd(a), full_matrices, u is not None,
+                          out=(None if u is None else nd(u), nd(s),
+                               None if vh is None else nd(vh)))
+
     def random(self, kind: str, out: View, seed: int, offset: int, a: float, b: float) -> None:
         if kind not in RANDOM_KINDS:
             raise unknown_op("random", kind, self.device_type)

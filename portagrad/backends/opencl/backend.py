@@ -59,3 +59,8 @@ class OpenCLBackend(NormsMixin, ConvMixin, PrimitivesMixin, RuntimeMixin, Backen
             self._fz = Fuser(self, self._unary_eager, self._binary_eager, chunk)
         else:  # straight to the kernels, without the fuser test per call
             self.unary, self.binary = self._unary_eager, self._binary_eager  # type: ignore[method-assign]
+
+    # eigh and svd: the host defaults of Backend (LAPACK's syevd/gesdd through numpy) are kept on
+    # purpose. The matrices the core decomposes are small (covariances, weight matrices of a few
+    # hundred rows), where one read back and LAPACK cost less than iterative kernels would, and
+    # LAPACK's accuracy is the reference PyTorch's CPU results have too.
