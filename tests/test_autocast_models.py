@@ -25,6 +25,7 @@ from portagrad.errors import DTypeError
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/ is not installed
 from benchmarks.model_zoo import GPTConfig, copy_state, gpt, resnet18
+from benchmarks.models import main as bench_main
 
 #: ours within this multiple of PyTorch's bfloat16-vs-float32 distance
 MULTIPLE = 3.0
@@ -158,8 +159,72 @@ def test_norms_keep_a_16bit_input_type(device: str, norm: str) -> None:
     assert got.dtype == pg.bfloat16
     # rounded once: exactly the float32 result rounded to bfloat16
     np.testing.assert_array_equal(got.float().cpu().numpy(), want.bfloat16().float().cpu().numpy())
-    xg = xb.detach().requires_grad_()
-    out = F.batch_norm(xg, None, None, w, b, training=True) if norm == "batch_norm" \
-        else F.group_norm(xg, 2, w, b)
-    out.float().sum().backward()
-    assert xg.grad is not None and xg.grad.dtype == pg.bfloat16
+    # gradients: bfloat16 for the input, float32 for the parameters, each the float32 one (of the
+    # same values) rounded once; also composed (create_graph), the same values
+    # (bfloat16 values: a bfloat16 output's incoming gradient is rounded to bfloat16)
+    g = pg.tensor(rng.standard_normal(x.shape).astype(np.float32), device=device).bfloat16().float()
+
+    def grads(inp: Any, create_graph: bool) -> list[np.ndarray]:
+        xi, wi, bi = (t.detach().requires_grad_() for t in (inp, w, b))
+        out = F.batch_norm(xi, None, None, wi, bi, training=True) if norm == "batch_norm" \
+            else F.group_norm(xi, 2, wi, bi)
+        res = pg.autograd.grad((out.float() * g).sum(), (xi, wi, bi), create_graph=create_graph)
+        assert [r.dtype for r in res] == [inp.dtype, pg.float32, pg.float32]
+        return [r.detach().float().cpu().numpy() for r in res]
+
+    want_g = grads(x32, False)
+    want_g[0] = pg.tensor(want_g[0]).bfloat16().float().numpy()
+    for create_graph in (False, True):
+        for got_g, ref_g in zip(grads(xb, create_graph), want_g):
+            np.testing.assert_allclose(got_g, ref_g, rtol=2.0 ** -7, atol=1e-5)
+
+
+def test_benchmark_amp_table(device: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m benchmarks.models --amp``: one row per library and device with the step time,
+    the step's peak memory and the memory held after forward, without and with autocast, all
+    measured (positive, the forward's within the peak)."""
+    bench_main(["--amp", "--model", "gpt", "--device", device, "--steps", "1", "--warmup", "0",
+                "--batch", "1"])
+    out = capsys.readouterr().out
+    assert "GPT 4x256, seq 128, batch 1" in out and "autocast bfloat16" in out, out
+    rows = [ln.split() for ln in out.splitlines() if ln.strip().startswith("portagrad ")]
+    assert [r[1] for r in rows] == [device], out
+    # fp32, amp, ratio for each of ms/step, step peak MiB, MiB held after forward
+    ms32, ms16, _, peak32, peak16, _, fwd32, fwd16, _ = (float(v) for v in rows[0][2:11])
+    assert min(ms32, ms16, peak32, peak16, fwd32, fwd16) > 0, out
+    assert fwd32 <= peak32 and fwd16 <= peak16, out
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_bfloat16_softmax_backward_from_the_rounded_result(device: str, log: bool) -> None:
+    """A bfloat16 (log-)softmax (attention under CPU autocast) is the float32 one rounded once,
+    and its gradient is computed in float32 from the bfloat16 result, the tensor it keeps for
+    backward, as PyTorch's kernels (so the saved activation is 16-bit)."""
+    rng = np.random.default_rng(6)
+    x = pg.tensor(rng.standard_normal((3, 7)).astype(np.float32) * 4, device=device).bfloat16()
+    g = pg.tensor(rng.standard_normal((3, 7)).astype(np.float32), device=device).bfloat16()
+    F = pg.nn.functional
+    fn = F.log_softmax if log else F.softmax
+    want = fn(x.float(), 1).bfloat16()
+    for create_graph in (False, True):
+        xi = x.detach().requires_grad_()
+        y = fn(xi, 1)
+        assert y.dtype == pg.bfloat16
+        np.testing.assert_array_equal(y.detach().float().cpu().numpy(), want.float().cpu().numpy())
+        (gx,) = pg.autograd.grad(y, xi, g, create_graph=create_graph)
+        assert gx.dtype == pg.bfloat16
+        y32, g32 = want.float(), g.float()  # the float32 formula on the rounded result
+        ref = g32 - y32.exp() * g32.sum(1, keepdim=True) if log \
+            else y32 * (g32 - (g32 * y32).sum(1, keepdim=True))
+        np.testing.assert_allclose(gx.detach().float().cpu().numpy(), ref.bfloat16().float().cpu().numpy(),
+                                   rtol=2.0 ** -7, atol=1e-6)
+    if device == "cpu":
+        torch = pytest.importorskip("torch")
+        tx = torch.tensor(x.float().numpy()).bfloat16().requires_grad_()
+        ty = (torch.log_softmax if log else torch.softmax)(tx, 1)
+        ty.backward(torch.tensor(g.float().numpy()).bfloat16())
+        # (PyTorch's bfloat16 log_softmax rounds an intermediate: one ulp apart at most)
+        np.testing.assert_allclose(ty.detach().float().numpy(), want.float().numpy(),
+                                   rtol=2.0 ** -7, atol=0)
+        np.testing.assert_allclose(tx.grad.float().numpy(), ref.bfloat16().float().numpy(),
+                                   rtol=2.0 ** -7, atol=1e-6)

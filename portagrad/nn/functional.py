@@ -461,8 +461,7 @@ def _softmax_impl(input: Tensor, dim: Any, dtype: Any, log: bool) -> Tensor:
                            f"implemented for '{_type_name(x.dtype)}'")
     if x.numel() == 0:
         return x.clone()
-    if x.dtype is _dtype.bfloat16:  # PyTorch's kernel computes in float32 and rounds once
-        return _softmax_impl(x.to(dtype=_dtype.float32), d, None, log).to(dtype=x.dtype)
+    # (a bfloat16 x: the node computes in float32 and rounds once, as PyTorch's kernel)
     if x.dim() == 0:
         x1 = x.reshape((1,))
         return nodes.softmax.softmax(x1, 0, log).reshape(())
@@ -1479,6 +1478,11 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         # kept in their own type) and round the output once to the input's type, also with
         # float32 weight and bias (what autocast hands it after a bfloat16 convolution)
         w, b = (None if t is None else t.to(dtype=_dtype.float32) for t in (weight, bias))
+        if training and input.numel() // max(input.shape[1], 1) > 1 and \
+                nodes.norm.half_batch_norm_fast_path(input, w, b, running_mean, running_var,
+                                                     shape=(input.shape[1],)):
+            # one node that keeps the 16-bit input for backward, not a float32 copy of it
+            return nodes.norm.batch_norm(input, w, b, running_mean, running_var, momentum, eps)
         return batch_norm(input.to(dtype=_dtype.float32), running_mean, running_var, w, b,
                           training, momentum, eps).to(dtype=input.dtype)
     axes = (0,) + tuple(range(2, input.dim()))
