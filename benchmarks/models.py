@@ -31,16 +31,16 @@ then weighs on both sides of each ratio).
 ``--amp`` instead prints, per model, each library and device without and with autocast
 (``autocast(device_type, dtype=bfloat16)`` around forward and loss; bfloat16 on every device, as
 PoCL has no float16, and PyTorch's CPU autocast default): ms/step, the step's peak memory (the
-most memory held at once during one step) and the memory held when forward and loss end (the
+most memory held at once from the start of forward to the end of the step: activations, the
+gradients, the optimizer's temporaries) and the memory held when forward and loss end (the
 activations saved for backward, plus under autocast the 16-bit copies of the weights), both above
-what was held before the step (weights, optimizer state, the last step's gradients). They are
-measured on one extra step after the timed ones, as the counters slow the step down:
-``pg.opencl.memory_allocated``/``max_memory_allocated`` on OpenCL devices; on portagrad's cpu
-``tracemalloc``, which sees every numpy buffer (the backend's buffer pool is emptied first, so
-the buffers it keeps during the step are counted, as a caching allocator's reserve); on
-PyTorch's CPU the running sum of the allocation events of ``torch.profiler`` with
-``profile_memory=True`` (tracemalloc does not see PyTorch's allocator, and PyTorch has no CPU
-peak counter).
+what was held when forward began (weights, optimizer state; the last step's gradients are
+released by ``zero_grad`` before). They are measured on one extra step after the timed ones, as
+the counters slow the step down: ``pg.opencl.memory_allocated``/``max_memory_allocated`` on
+OpenCL devices; on portagrad's cpu ``tracemalloc``, which sees every numpy buffer (the backend's
+buffer pools keep no freed buffer during that step, so only live buffers count); on PyTorch's
+CPU the running sum of the allocation events of ``torch.profiler`` with ``profile_memory=True``
+(tracemalloc does not see PyTorch's allocator, and PyTorch has no CPU peak counter).
 """
 from __future__ import annotations
 
@@ -279,49 +279,60 @@ def _timed(step: Callable[[], Any], sync: Callable[[], Any], steps: int,
 
 def _step_peak_portagrad(step: Callable[..., Any], sync: Callable[[], Any],
                          dev: str) -> tuple[float, float]:
-    """MiB: (the most memory held at once during one step, the memory held when forward and loss
-    end), each above what was held before the step."""
+    """MiB: (the most memory held at once from the start of forward to the end of the step,
+    the memory held when forward and loss end), each above what was held when forward began."""
     import portagrad as pg
 
     gc.collect()
     held: list[float] = []
     if dev.startswith("opencl"):
         d = pg.device(dev)
-        sync()
-        base = pg.opencl.memory_allocated(d)
 
         @contextlib.contextmanager
-        def mark() -> Any:
+        def counted() -> Any:
+            sync()
+            held.append(pg.opencl.memory_allocated(d))
+            pg.opencl.reset_peak_memory_stats(d)
             yield
             sync()
-            held.append(pg.opencl.memory_allocated(d) - base)
+            held.append(pg.opencl.memory_allocated(d))
 
-        pg.opencl.reset_peak_memory_stats(d)
-        step(mark=mark)
+        step(mark=counted)
         sync()
-        return (pg.opencl.max_memory_allocated(d) - base) / 2**20, held[0] / 2**20
+        base, fwd = held
+        return (pg.opencl.max_memory_allocated(d) - base) / 2**20, (fwd - base) / 2**20
 
     @contextlib.contextmanager
     def traced() -> Any:
+        # numpy reports its buffers to tracemalloc, and only what is allocated after start() is
+        # traced: the figures are the step's own from here on
+        tracemalloc.start()
         yield
         held.append(tracemalloc.get_traced_memory()[0])
 
-    # numpy reports its buffers to tracemalloc; only what is allocated after start() is traced,
-    # so the figures are the step's own. The pool's free buffers are dropped first: the ones it
-    # hands out again during the step are then counted once, as a caching allocator's reserve.
+    # the numpy backend's buffer pools keep freed buffers for reuse: for this step they keep
+    # none, so the figures are live buffers only (PyTorch's CPU allocator caches nothing either)
+    from portagrad.backends.numpy.arrays import SCRATCH_POOL
+    from portagrad.backends.numpy.backend import _POOL
+
+    pools = [(pool, pool.max_bytes) for pool in (_POOL, SCRATCH_POOL)]
     pg.cpu.empty_cache()
-    tracemalloc.start()
     try:
+        for pool, _ in pools:
+            pool.max_bytes = 0
         step(mark=traced)
         return tracemalloc.get_traced_memory()[1] / 2**20, held[0] / 2**20
     finally:
         tracemalloc.stop()
+        for pool, limit in pools:
+            pool.max_bytes = limit
 
 
 def _step_peak_torch(torch: Any, step: Callable[..., Any]) -> tuple[float, float]:
-    """MiB: PyTorch CPU's (peak during one step, memory held when forward and loss end) above
-    the step's start, from the profiler's allocation and free events (``profile_memory=True``)
-    summed in time order; the forward's end is a ``record_function`` range's."""
+    """MiB: PyTorch CPU's (peak from the start of forward to the end of the step, memory held
+    when forward and loss end) above what was held when forward began, from the profiler's
+    allocation and free events (``profile_memory=True``) summed in time order; forward is a
+    ``record_function`` range."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
     gc.collect()
@@ -329,8 +340,10 @@ def _step_peak_torch(torch: Any, step: Callable[..., Any]) -> tuple[float, float
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         step(mark=lambda: record_function(label))
     events = list(prof.profiler.kineto_results.events())
-    end = max(e.start_ns() + e.duration_ns() for e in events if e.name() == label)
-    memory = sorted((e for e in events if e.name() == "[memory]"), key=lambda e: e.start_ns())
+    fwd = [e for e in events if e.name() == label][-1]
+    start, end = fwd.start_ns(), fwd.start_ns() + fwd.duration_ns()
+    memory = sorted((e for e in events if e.name() == "[memory]" and e.start_ns() >= start),
+                    key=lambda e: e.start_ns())
     now = peak = at_end = 0
     for e in memory:
         now += e.nbytes()  # negative for a free
