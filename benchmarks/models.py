@@ -1,7 +1,7 @@
 """Real-size training steps: ResNet-18 (CIFAR) and a GPT-style decoder, portagrad beside PyTorch.
 
 Run: ``python -m benchmarks.models [--model resnet18|gpt|all] [--device DEV ...] [--steps N]
-[--warmup N] [--batch N] [--capture] [--interleave ROUNDS]``, from the repository root.
+[--warmup N] [--batch N] [--capture] [--interleave ROUNDS] [--amp]``, from the repository root.
 
 Both libraries train the model from ``benchmarks/model_zoo.py`` from the same initial weights
 (the PyTorch state_dict copied into portagrad via numpy) on the same random batch:
@@ -27,12 +27,29 @@ Both libraries use one BLAS/intra-op thread (the figures stay comparable on a sh
 then times every library again, one step each in turn for ``ROUNDS`` rounds, and prints the
 medians and the median of the per-round ratios (on a shared machine, load that comes and goes
 then weighs on both sides of each ratio).
+
+``--amp`` instead prints, per model, each library and device without and with autocast
+(``autocast(device_type, dtype=bfloat16)`` around forward and loss; bfloat16 on every device, as
+PoCL has no float16, and PyTorch's CPU autocast default): ms/step, the step's peak memory (the
+most memory held at once from the start of forward to the end of the step: activations, the
+gradients, the optimizer's temporaries) and the memory held when forward and loss end (the
+activations saved for backward, plus under autocast the 16-bit copies of the weights), both above
+what was held when forward began (weights, optimizer state; the last step's gradients are
+released by ``zero_grad`` before). They are measured on one extra step after the timed ones, as
+the counters slow the step down: ``pg.opencl.memory_allocated``/``max_memory_allocated`` on
+OpenCL devices; on portagrad's cpu ``tracemalloc``, which sees every numpy buffer (the backend's
+buffer pools keep no freed buffer during that step, so only live buffers count); on PyTorch's
+CPU the running sum of the allocation events of ``torch.profiler`` with ``profile_memory=True``
+(tracemalloc does not see PyTorch's allocator, and PyTorch has no CPU peak counter).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import resource
 import time
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -117,21 +134,30 @@ def _specs() -> dict[str, _Spec]:
     }
 
 
+def _region(lib: Any, x: Any, amp: bool) -> Any:
+    """The autocast region of a step: bfloat16 on ``x``'s device type, or none."""
+    if not amp:
+        return contextlib.nullcontext()
+    return lib.autocast(x.device.type, dtype=lib.bfloat16)
+
+
 def _step_fn(lib: Any, spec: _Spec, model: Any, x: Any, y: Any,
-             capture: bool = False) -> Callable[[], Any]:
+             capture: bool = False, amp: bool = False) -> Callable[[], Any]:
     opt = spec.make_opt(lib, model)
     model.train()
     if capture:  # the step count on the device: no host read in the step (Adam, AdamW)
         for group in opt.param_groups:
             group["capturable"] = True
 
-    def step(x: Any = x, y: Any = y) -> Any:  # (arguments: the inputs of a captured step)
+    def step(x: Any = x, y: Any = y, mark: Callable[[], Any] | None = None) -> Any:
+        # (x, y: the inputs of a captured step; mark: a context around forward and loss)
         opt.zero_grad()
-        out = model(x)
-        target = y
-        if spec.vocab is not None:
-            out, target = out.reshape(-1, spec.vocab), y.reshape(-1)
-        loss = lib.nn.functional.cross_entropy(out, target)
+        with _region(lib, x, amp), (mark() if mark is not None else contextlib.nullcontext()):
+            out = model(x)
+            target = y
+            if spec.vocab is not None:
+                out, target = out.reshape(-1, spec.vocab), y.reshape(-1)
+            loss = lib.nn.functional.cross_entropy(out, target)
         loss.backward()
         opt.step()
         return loss
@@ -160,7 +186,8 @@ def _measure(step: Callable[[], Any], steps: int, warmup: int, sync: Callable[[]
 
 
 def _portagrad_step(spec: _Spec, dev: str, tmodel: Any, xs: np.ndarray, ys: np.ndarray,
-                    capture: bool = False) -> tuple[Callable[[], Any], Callable[[], Any]]:
+                    capture: bool = False, amp: bool = False
+                    ) -> tuple[Callable[[], Any], Callable[[], Any]]:
     """(step, synchronize) of portagrad on ``dev``, from the PyTorch reference's weights."""
     import portagrad as pg
 
@@ -170,18 +197,18 @@ def _portagrad_step(spec: _Spec, dev: str, tmodel: Any, xs: np.ndarray, ys: np.n
     x, y = pg.tensor(xs, device=dev), pg.tensor(ys, device=dev)
     d = pg.device(dev)
     sync = (lambda: pg.opencl.synchronize(d)) if dev.startswith("opencl") else (lambda: None)
-    return _step_fn(pg, spec, model, x, y, capture), sync
+    return _step_fn(pg, spec, model, x, y, capture, amp), sync
 
 
-def _torch_step(torch: Any, spec: _Spec, dev: str, tmodel: Any, xs: np.ndarray, ys: np.ndarray
-                ) -> tuple[Callable[[], Any], Callable[[], Any]]:
+def _torch_step(torch: Any, spec: _Spec, dev: str, tmodel: Any, xs: np.ndarray, ys: np.ndarray,
+                amp: bool = False) -> tuple[Callable[[], Any], Callable[[], Any]]:
     """(step, synchronize) of PyTorch on ``dev``, from ``tmodel``'s weights."""
     model = spec.build(torch)
     model.load_state_dict(tmodel.state_dict())
     model = model.to(dev)
     x, y = torch.from_numpy(xs).to(dev), torch.from_numpy(ys).to(dev)
-    return _step_fn(torch, spec, model, x, y), (torch.cuda.synchronize if dev == "cuda"
-                                                else (lambda: None))
+    return _step_fn(torch, spec, model, x, y, amp=amp), (
+        torch.cuda.synchronize if dev == "cuda" else (lambda: None))
 
 
 def _run_portagrad(spec: _Spec, dev: str, tmodel: Any, xs: np.ndarray, ys: np.ndarray,
@@ -235,6 +262,142 @@ def _interleaved(spec: _Spec, tmodel: Any, xs: np.ndarray, ys: np.ndarray,
             ratios = [a / r for a, r in zip(ts, ref)]
             line += f"  ratio to torch cpu: median {float(np.median(ratios)):5.2f}"
         print(line, flush=True)
+
+
+def _timed(step: Callable[[], Any], sync: Callable[[], Any], steps: int,
+           warmup: int) -> tuple[float, float]:
+    """(mean ms per step, last loss) of ``steps`` timed steps after ``warmup`` (at least 1)."""
+    for _ in range(max(warmup, 1)):
+        step()
+    sync()
+    t = time.perf_counter()
+    for _ in range(steps):
+        loss = step()
+    sync()
+    return (time.perf_counter() - t) / steps * 1000, float(loss.item())
+
+
+def _step_peak_portagrad(step: Callable[..., Any], sync: Callable[[], Any],
+                         dev: str) -> tuple[float, float]:
+    """MiB: (the most memory held at once from the start of forward to the end of the step,
+    the memory held when forward and loss end), each above what was held when forward began."""
+    import portagrad as pg
+
+    gc.collect()
+    held: list[float] = []
+    if dev.startswith("opencl"):
+        d = pg.device(dev)
+
+        @contextlib.contextmanager
+        def counted() -> Any:
+            sync()
+            held.append(pg.opencl.memory_allocated(d))
+            pg.opencl.reset_peak_memory_stats(d)
+            yield
+            sync()
+            held.append(pg.opencl.memory_allocated(d))
+
+        step(mark=counted)
+        sync()
+        base, fwd = held
+        return (pg.opencl.max_memory_allocated(d) - base) / 2**20, (fwd - base) / 2**20
+
+    @contextlib.contextmanager
+    def traced() -> Any:
+        # numpy reports its buffers to tracemalloc, and only what is allocated after start() is
+        # traced: the figures are the step's own from here on
+        tracemalloc.start()
+        yield
+        held.append(tracemalloc.get_traced_memory()[0])
+
+    # the numpy backend's buffer pools keep freed buffers for reuse: for this step they keep
+    # none, so the figures are live buffers only (PyTorch's CPU allocator caches nothing either)
+    from portagrad.backends.numpy.arrays import SCRATCH_POOL
+    from portagrad.backends.numpy.backend import _POOL
+
+    pools = [(pool, pool.max_bytes) for pool in (_POOL, SCRATCH_POOL)]
+    pg.cpu.empty_cache()
+    try:
+        for pool, _ in pools:
+            pool.max_bytes = 0
+        step(mark=traced)
+        return tracemalloc.get_traced_memory()[1] / 2**20, held[0] / 2**20
+    finally:
+        tracemalloc.stop()
+        for pool, limit in pools:
+            pool.max_bytes = limit
+
+
+def _step_peak_torch(torch: Any, step: Callable[..., Any]) -> tuple[float, float]:
+    """MiB: PyTorch CPU's (peak from the start of forward to the end of the step, memory held
+    when forward and loss end) above what was held when forward began, from the profiler's
+    allocation and free events (``profile_memory=True``) summed in time order; forward is a
+    ``record_function`` range."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    gc.collect()
+    label = "benchmarks.models forward"
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step(mark=lambda: record_function(label))
+    events = list(prof.profiler.kineto_results.events())
+    fwd = [e for e in events if e.name() == label][-1]
+    start, end = fwd.start_ns(), fwd.start_ns() + fwd.duration_ns()
+    memory = sorted((e for e in events if e.name() == "[memory]" and e.start_ns() >= start),
+                    key=lambda e: e.start_ns())
+    now = peak = at_end = 0
+    for e in memory:
+        now += e.nbytes()  # negative for a free
+        peak = max(peak, now)
+        if e.start_ns() <= end:
+            at_end = now
+    return peak / 2**20, at_end / 2**20
+
+
+def bench_amp(model: str, devices: list[str] | None, steps: int, warmup: int,
+              batch: int | None) -> None:
+    """Per model: each library and device without and with autocast (bfloat16): ms/step and the
+    step's peak memory (see the module's docstring), then the ratios with/without."""
+    import portagrad as pg
+
+    torch = _torch()
+    specs = _specs()
+    names = list(specs) if model == "all" else [model]
+    for key in names:
+        spec = specs[key]
+        b = batch or 16
+        xs, ys = spec.make_batch(b)
+        tmodel = None
+        if torch is not None:
+            torch.manual_seed(0)
+            tmodel = spec.build(torch)
+        else:
+            pg.manual_seed(0)
+        print(f"{spec.name}, batch {b}: {max(warmup, 1)} warm-up + {steps} timed steps, "
+              f"autocast bfloat16", flush=True)
+        print(f"  {'library device':<20} {'ms/step':>17} {'':>5} {'step peak MiB':>17} {'':>5} "
+              f"{'after forward MiB':>17} {'':>5}  loss", flush=True)
+        print(f"  {'':<20} " + f"{'fp32':>8} {'amp':>8} {'ratio':>5} " * 3 + " fp32 / amp",
+              flush=True)
+        # (row label, portagrad device or None for PyTorch's CPU)
+        runs: list[tuple[str, str | None]] = [("torch cpu", None)] if torch is not None else []
+        runs += [(f"portagrad {dev}", dev) for dev in _devices(devices)]
+        for who, dev in runs:
+            cols = []
+            for amp in (False, True):
+                if dev is None:
+                    step, sync = _torch_step(torch, spec, "cpu", tmodel, xs, ys, amp)
+                else:
+                    step, sync = _portagrad_step(spec, dev, tmodel, xs, ys, amp=amp)
+                ms, loss = _timed(step, sync, steps, warmup)
+                peak, fwd = (_step_peak_torch(torch, step) if dev is None
+                             else _step_peak_portagrad(step, sync, dev))
+                cols.append((ms, peak, fwd, loss))
+                del step, sync
+            (ms0, peak0, fwd0, l0), (ms1, peak1, fwd1, l1) = cols
+            line = f"  {who:<20} "
+            for a, b in ((ms0, ms1), (peak0, peak1), (fwd0, fwd1)):
+                line += f"{a:8.1f} {b:8.1f} {b / a if a > 0 else float('nan'):5.2f} "
+            print(line + f" {l0:.4f} / {l1:.4f}", flush=True)
 
 
 def _devices(requested: list[str] | None) -> list[str]:
@@ -316,6 +479,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--interleave", type=int, default=0, metavar="ROUNDS",
                    help="then time ROUNDS rounds of one step of each library in turn and print "
                         "medians and the median ratio (steadier on a shared machine)")
+    p.add_argument("--amp", action="store_true",
+                   help="instead: each library and device without and with autocast (bfloat16): "
+                        "ms/step and the step's peak memory")
     args = p.parse_args(argv)
     if args.steps < 1 or args.warmup < 0 or args.interleave < 0:
         p.error("--steps must be >= 1, --warmup and --interleave >= 0")
@@ -328,8 +494,11 @@ def main(argv: list[str] | None = None) -> None:
         print(blas_line())
         if _torch() is None:
             print("torch is not installed: printing portagrad figures only")
-        bench(args.model, args.device, args.steps, args.warmup, args.batch, args.capture,
-              args.interleave)
+        if args.amp:
+            bench_amp(args.model, args.device, args.steps, args.warmup, args.batch)
+        else:
+            bench(args.model, args.device, args.steps, args.warmup, args.batch, args.capture,
+                  args.interleave)
     finally:
         if limiter is not None:
             limiter.restore_original_limits()

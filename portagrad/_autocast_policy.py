@@ -91,6 +91,17 @@ GPU_POLICY: dict[str, str] = _table(
 for _name in ("einsum", "linalg_multi_dot", "chain_matmul", "tensordot", "linalg_matrix_power"):
     CPU_POLICY.setdefault(_name, LOWER)
 GPU_POLICY.setdefault("linalg_matrix_power", LOWER)
+# Recurrent layers. PyTorch's CPU LSTM runs each layer as mkldnn_rnn_layer (lower precision, in
+# the list above; oneDNN is in every standard build), so a whole LSTM comes out in the lower
+# type; its GRU and RNN are composites whose linears are cast (the RNN's tanh/relu then keeps
+# bfloat16, the GRU's blend with the float32 hidden state gives float32), and portagrad's
+# steps are cast the same way, so those are not listed. On GPUs PyTorch's cuDNN RNN kernel
+# (_cudnn_rnn, whose autocast wrapper casts input, hidden state and weights) runs all four
+# kinds in 16 bits; its wrapper always picks float16, here the region's dtype is used (a device
+# without float16, PoCL for one, runs a bfloat16 region's RNN in bfloat16).
+CPU_POLICY["lstm"] = LOWER
+for _name in ("lstm", "gru", "rnn_tanh", "rnn_relu"):
+    GPU_POLICY[_name] = LOWER
 # cross_entropy_loss is a composite in PyTorch (log_softmax, fp32_set_opt_dtype, then nll_loss,
 # fp32), one op in portagrad: running it in float32 gives the composite's result and dtype
 GPU_POLICY["cross_entropy_loss"] = FP32

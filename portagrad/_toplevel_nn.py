@@ -372,6 +372,9 @@ def _gates(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor |
 def lstm_cell(input: Tensor, hx: Sequence[Tensor], w_ih: Tensor, w_hh: Tensor,
               b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """One LSTM step: ``hx = (h, c)`` -> ``(h', c')`` (gate order i, f, g, o)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "lstm_cell", lstm_cell, input, hx, w_ih, w_hh, b_ih, b_hh)) is not _SKIP:
+        return _ac_out  # type: ignore[no-any-return]
     if len(hx) != 2:
         raise RuntimeError(f"lstm_cell: expected hx to hold two tensors (h, c), got {len(hx)}")
     h, c = hx
@@ -384,6 +387,9 @@ def lstm_cell(input: Tensor, hx: Sequence[Tensor], w_ih: Tensor, w_hh: Tensor,
 def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
              b_hh: Tensor | None = None) -> Tensor:
     """One GRU step (gate order r, z, n)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "gru_cell", gru_cell, input, hx, w_ih, w_hh, b_ih, b_hh)) is not _SKIP:
+        return _ac_out  # type: ignore[no-any-return]
     gi, gh = _gates(input, hx, w_ih, w_hh, b_ih, b_hh)
     i_r, i_z, i_n = gi.chunk(3, -1)
     h_r, h_z, h_n = gh.chunk(3, -1)
@@ -395,6 +401,9 @@ def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor
 def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,
                   b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
     """One Elman RNN step with tanh."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "rnn_tanh_cell", rnn_tanh_cell, input, hx, w_ih, w_hh, b_ih, b_hh)) is not _SKIP:
+        return _ac_out  # type: ignore[no-any-return]
     gi, gh = _gates(input, hx, w_ih, w_hh, b_ih, b_hh)
     return (gi + gh).tanh()
 
@@ -402,6 +411,9 @@ def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,
 def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,
                   b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
     """One Elman RNN step with ReLU."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "rnn_relu_cell", rnn_relu_cell, input, hx, w_ih, w_hh, b_ih, b_hh)) is not _SKIP:
+        return _ac_out  # type: ignore[no-any-return]
     gi, gh = _gates(input, hx, w_ih, w_hh, b_ih, b_hh)
     return (gi + gh).relu()
 

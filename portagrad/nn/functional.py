@@ -461,8 +461,7 @@ def _softmax_impl(input: Tensor, dim: Any, dtype: Any, log: bool) -> Tensor:
                            f"implemented for '{_type_name(x.dtype)}'")
     if x.numel() == 0:
         return x.clone()
-    if x.dtype is _dtype.bfloat16:  # PyTorch's kernel computes in float32 and rounds once
-        return _softmax_impl(x.to(dtype=_dtype.float32), d, None, log).to(dtype=x.dtype)
+    # (a bfloat16 x: the node computes in float32 and rounds once, as PyTorch's kernel)
     if x.dim() == 0:
         x1 = x.reshape((1,))
         return nodes.softmax.softmax(x1, 0, log).reshape(())
@@ -1464,6 +1463,9 @@ def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any,
 
 
 # ------------------------------------------------------------------ normalisation
+_HALF_TYPES = (_dtype.bfloat16, _dtype.float16)
+
+
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
                weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
                momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
@@ -1471,6 +1473,18 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     and update the running ones in place (unbiased variance), else use the running ones."""
     if input.dim() < 2:
         raise ValueError(f"expected 2D or higher input (got {input.dim()}D input)")
+    if input.dtype in _HALF_TYPES:
+        # PyTorch's kernels compute 16-bit batch norms in float32 (statistics, the running ones
+        # kept in their own type) and round the output once to the input's type, also with
+        # float32 weight and bias (what autocast hands it after a bfloat16 convolution)
+        w, b = (None if t is None else t.to(dtype=_dtype.float32) for t in (weight, bias))
+        if training and input.numel() // max(input.shape[1], 1) > 1 and \
+                nodes.norm.half_batch_norm_fast_path(input, w, b, running_mean, running_var,
+                                                     shape=(input.shape[1],)):
+            # one node that keeps the 16-bit input for backward, not a float32 copy of it
+            return nodes.norm.batch_norm(input, w, b, running_mean, running_var, momentum, eps)
+        return batch_norm(input.to(dtype=_dtype.float32), running_mean, running_var, w, b,
+                          training, momentum, eps).to(dtype=input.dtype)
     axes = (0,) + tuple(range(2, input.dim()))
     Cc = input.shape[1]
     if training:
@@ -1589,6 +1603,10 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     if Cc % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, "
                            f"but got input of shape {list(input.shape)} and num_groups={num_groups}")
+    if input.dtype in _HALF_TYPES:  # as batch_norm: float32 inside, the input's type out
+        w, b = (None if t is None else t.to(dtype=_dtype.float32) for t in (weight, bias))
+        return group_norm(input.to(dtype=_dtype.float32), num_groups, w, b,
+                          eps).to(dtype=input.dtype)
     x = input.reshape((N, num_groups, -1))
     mu = x.mean(-1, keepdim=True)
     xc = x - mu

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ... import _raw
+from ... import _dtype, _raw
 from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
@@ -17,7 +17,10 @@ from ..shape import reshape
 from .._common import call
 from ._common import NORM_DTYPES, flat, flat_or_none
 
-__all__ = ["norm_fast_path", "layer_norm", "batch_norm"]
+__all__ = ["norm_fast_path", "half_batch_norm_fast_path", "layer_norm", "batch_norm"]
+
+#: 16-bit inputs the batch-norm node takes with float32 parameters (computed in float32)
+_HALF = (_dtype.bfloat16, _dtype.float16)
 
 
 # ------------------------------------------------------------------ normalisation
@@ -35,6 +38,18 @@ def norm_fast_path(x: Tensor, name: str, *others: Tensor | None, shape: tuple) -
                               or t._storage.device != dev or not t._v.is_contiguous()):
             return False
     return True
+
+
+def half_batch_norm_fast_path(x: Tensor, *others: Tensor | None, shape: tuple) -> bool:
+    """Whether a 16-bit ``x`` can run training-mode batch norm as one node in float32: the
+    float32 primitives exist and every operand in ``others`` is ``None`` or a contiguous float32
+    tensor of ``shape`` on ``x``'s device."""
+    if x._v.dtype not in _HALF or not _raw.has_prims(x, "batch_norm", "batch_norm_backward"):
+        return False
+    dev = x._storage.device
+    return all(t is None or (t._v.dtype is _dtype.float32 and tuple(t._v.shape) == tuple(shape)
+                             and t._storage.device == dev and t._v.is_contiguous())
+               for t in others)
 
 
 class _LayerNorm(Function):
@@ -112,7 +127,9 @@ def layer_norm(x: Tensor, ns: tuple, w: Tensor | None, b: Tensor | None, eps: fl
 class _BatchNorm(Function):
     """Training-mode batch norm of (N, C, *) as one node: the backend's ``batch_norm`` (which
     also updates the running statistics) and ``batch_norm_backward``; composed under
-    ``create_graph``."""
+    ``create_graph``. A 16-bit ``x`` (float32 parameters) is widened to float32 for each call and
+    the result rounded once to its type, as PyTorch's kernels do; the node keeps the 16-bit ``x``
+    for backward, not its float32 copy, so autocast's activations stay half the size."""
 
     _backward_name = "NativeBatchNormBackward0"
 
@@ -122,20 +139,24 @@ class _BatchNorm(Function):
         shape = x._v.shape
         c = shape[1]
         s3 = (shape[0], c, math.prod(shape[2:]))
-        out = _raw.new_like(x)
-        mean, rstd = _raw.new_like(x, (c,)), _raw.new_like(x, (c,))
-        _raw.batch_norm(flat(x, s3), w, b, running[0], running[1], momentum, eps,
+        x32 = _raw.cast(x, _dtype.float32) if x._v.dtype in _HALF else x
+        out = _raw.new_like(x32)
+        mean, rstd = _raw.new_like(x32, (c,)), _raw.new_like(x32, (c,))
+        _raw.batch_norm(flat(x32, s3), w, b, running[0], running[1], momentum, eps,
                         flat(out, s3), mean, rstd)
         ctx.eps = eps
         ctx.save_for_backward(x, w, mean, rstd)
-        return out
+        return out if x32 is x else _raw.cast(out, x._v.dtype)
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
         x, w, mean, rstd = ctx.saved_tensors
         need = ctx.needs_input_grad
         nd = x.dim()
+        half = x.dtype if x.dtype in _HALF else None
         if not is_grad_enabled():
+            if half is not None:
+                x, g = _raw.cast(x, _dtype.float32), _raw.cast(g, _dtype.float32)
             shape = tuple(x.shape)
             c = shape[1]
             s3 = (shape[0], c, math.prod(shape[2:]))
@@ -144,11 +165,17 @@ class _BatchNorm(Function):
             gb = _raw.new_like(x, (c,)) if len(need) > 2 and need[2] else None
             _raw.batch_norm_backward(flat(g, s3), flat(x, s3), w, mean, rstd,
                                      None if gx is None else flat(gx, s3), gw, gb)
+            if half is not None and gx is not None:
+                gx = _raw.cast(gx, half)
             return gx, gw, gb, None, None, None
+        if half is not None:  # composed (create_graph): the same float32 arithmetic, recorded
+            x, g = x.to(_dtype.float32), g.to(_dtype.float32)
         axes = (0,) + tuple(range(2, nd))
         xhat, r = _normalised(x, axes, ctx.eps)
         bshape = (1, x.shape[1]) + (1,) * (nd - 2)
         gx, gw, gb = _norm_grads(g, xhat, r, w, axes, axes, lambda t: reshape(t, bshape))
+        if half is not None:
+            gx = gx.to(half)
         return (gx, gw if need[1] else None, gb if len(need) > 2 and need[2] else None, None,
                 None, None)
 

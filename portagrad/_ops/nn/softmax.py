@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import _raw
+from ... import _dtype, _raw
 from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
@@ -17,13 +17,20 @@ __all__ = ["softmax", "softmax_rows"]
 
 
 class _Softmax(Function):
-    """Max-subtracted softmax / log-softmax along one axis (or a backend's fused kernel)."""
+    """Max-subtracted softmax / log-softmax along one axis (or a backend's fused kernel). A
+    bfloat16 ``x`` is computed in float32 and rounded once, as PyTorch's kernels; the node keeps
+    the bfloat16 result for backward (computed in float32 too), not a float32 copy."""
 
     _backward_name = "SoftmaxBackward0"
 
     @staticmethod
     def forward(ctx: Any, x: Tensor, d: int, log: bool) -> Tensor:
         ctx.d, ctx.log = d, log
+        if x._v.dtype is _dtype.bfloat16:
+            y = _Softmax.forward(ctx, _raw.cast(x, _dtype.float32), d, log)
+            y = _raw.cast(y, x._v.dtype)
+            ctx.save_for_backward(y)
+            return y
         if _raw.has_prims(x, "softmax"):
             y = _raw.softmax(_raw.contiguous(x), d, _raw.new_like(x), log)
         else:
@@ -43,13 +50,23 @@ class _Softmax(Function):
     def backward(ctx: Any, g: Tensor) -> Any:
         (y,) = ctx.saved_tensors
         d = ctx.d
+        if y.dtype is _dtype.bfloat16:  # the float32 backward of the rounded result, rounded
+            if not is_grad_enabled():
+                y32, g32 = _raw.cast(y, _dtype.float32), _raw.cast(g, _dtype.float32)
+            else:
+                y32, g32 = y.to(_dtype.float32), g.to(_dtype.float32)
+            gx = _Softmax._grad(ctx, y32, g32, d)
+            return (_raw.cast(gx, y.dtype) if not is_grad_enabled() else gx.to(y.dtype)), None, None
+        return _Softmax._grad(ctx, y, g, d), None, None
+
+    @staticmethod
+    def _grad(ctx: Any, y: Tensor, g: Tensor, d: int) -> Tensor:
         if not is_grad_enabled() and _raw.has_prims(y, "softmax_backward") and g.dtype is y.dtype:
             # nothing records: one backend call (y is the forward's contiguous output)
-            return _raw.softmax_backward(_raw.contiguous(g), y, d, _raw.new_like(y),
-                                         ctx.log), None, None
+            return _raw.softmax_backward(_raw.contiguous(g), y, d, _raw.new_like(y), ctx.log)
         if ctx.log:
-            return g - exp(y) * reduction.sum(g, d, keepdim=True), None, None
-        return y * (g - reduction.sum(g * y, d, keepdim=True)), None, None
+            return g - exp(y) * reduction.sum(g, d, keepdim=True)
+        return y * (g - reduction.sum(g * y, d, keepdim=True))
 
 
 def softmax_rows(x: Tensor) -> Tensor:

@@ -6,6 +6,9 @@ import math
 from typing import Any
 
 from ... import _creation
+from ..._autocast import SKIP as _SKIP
+from ..._autocast import STATE as _AUTOCAST
+from ..._autocast import autocast_call as _autocast_call
 from ..._ops.joining import cat, stack
 from ..._tensor import Tensor
 from .. import functional as F
@@ -16,6 +19,10 @@ from .module import Module
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+# the ATen ops a whole layer stack and one cell step stand for, as the autocast policy names them
+_SEQUENCE_OPS = {"RNN_TANH": "rnn_tanh", "RNN_RELU": "rnn_relu", "LSTM": "lstm", "GRU": "gru"}
+_CELL_OPS = {"RNN_TANH": "rnn_tanh_cell", "RNN_RELU": "rnn_relu_cell", "LSTM": "lstm_cell",
+             "GRU": "gru_cell"}
 
 
 def _cell_step(mode: str, xg: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor,
@@ -112,7 +119,9 @@ class RNNBase(Module):
             s += ", bidirectional={bidirectional}"
         return s.format(**self.__dict__)
 
-    def _run(self, input: Tensor, hx: Any) -> tuple[Tensor, Any]:
+    def _run(self, input: Tensor, hx: Any, weights: list[Tensor]) -> tuple[Tensor, Any]:
+        """The forward pass with the flat weights passed in (``self._flat_weights_names``
+        order), so that autocast can cast them with the input and hidden state."""
         is_lstm = self.mode == "LSTM"
         batched = input.dim() == 3
         if input.dim() not in (2, 3):
@@ -141,16 +150,17 @@ class RNNBase(Module):
             if tuple(h0.shape) != (self.num_layers * D, N, H):
                 raise RuntimeError(f"Expected hidden size {(self.num_layers * D, N, H)}, got "
                                    f"{list(h0.shape)}")
+        per_dir = len(self._all_weights[0])
         h_n: list[Tensor] = []
         c_n: list[Any] = []  # the LSTM's cell states (its steps return them, typed optional)
         layer_in = x
         for layer in range(self.num_layers):
             outs = []
             for direction in range(D):
-                names = self._all_weights[layer * D + direction]
-                w_ih, w_hh = getattr(self, names[0]), getattr(self, names[1])
-                b_ih = getattr(self, names[2]) if self.bias else None
-                b_hh = getattr(self, names[3]) if self.bias else None
+                ws = weights[(layer * D + direction) * per_dir:][:per_dir]
+                w_ih, w_hh = ws[0], ws[1]
+                b_ih = ws[2] if self.bias else None
+                b_hh = ws[3] if self.bias else None
                 xg = F.linear(layer_in, w_ih, b_ih)  # (T, N, G): one matmul for the sequence
                 k = layer * D + direction
                 h = h0[k]
@@ -179,7 +189,14 @@ class RNNBase(Module):
         return out, ((hn, cn) if is_lstm else hn)
 
     def forward(self, input: Tensor, hx: Any = None) -> tuple[Tensor, Any]:
-        return self._run(input, hx)
+        weights = [getattr(self, n) for n in self._flat_weights_names]
+        # under autocast the whole stack is one op (PyTorch's lstm/gru/rnn_tanh/rnn_relu): where
+        # its policy lists it, input, hidden state and weights are cast once and every step runs
+        # in that type; elsewhere the steps' own ops (linear) are cast one by one
+        if _AUTOCAST.on and (_ac_out := _autocast_call(
+                _SEQUENCE_OPS[self.mode], self._run, input, hx, weights)) is not _SKIP:
+            return _ac_out  # type: ignore[no-any-return]
+        return self._run(input, hx, weights)
 
 
 class RNN(RNNBase):
@@ -255,13 +272,24 @@ class RNNCellBase(Module):
         return s.format(**self.__dict__)
 
     def _step(self, input: Tensor, h: Tensor, c: Tensor | None) -> tuple[Tensor, Tensor | None]:
+        # one cell step is one op (PyTorch's lstm_cell, gru_cell, rnn_tanh_cell, rnn_relu_cell),
+        # lower precision in the GPU lists; not listed on cpu, where its linears are cast instead
+        if _AUTOCAST.on and (_ac_out := _autocast_call(
+                _CELL_OPS[self._mode], self._step_impl, input, h, c, self.weight_ih,
+                self.weight_hh, self.bias_ih, self.bias_hh)) is not _SKIP:
+            return _ac_out  # type: ignore[no-any-return]
+        return self._step_impl(input, h, c, self.weight_ih, self.weight_hh, self.bias_ih,
+                               self.bias_hh)
+
+    def _step_impl(self, input: Tensor, h: Tensor, c: Tensor | None, w_ih: Tensor, w_hh: Tensor,
+                   b_ih: Tensor | None, b_hh: Tensor | None) -> tuple[Tensor, Tensor | None]:
         batched = input.dim() == 2
         x = input if batched else input.unsqueeze(0)
         h = h if batched else h.unsqueeze(0)
         if c is not None and not batched:
             c = c.unsqueeze(0)
-        xg = F.linear(x, self.weight_ih, self.bias_ih)
-        h2, c2 = _cell_step(self._mode, xg, h, c, self.weight_hh, self.bias_hh)
+        xg = F.linear(x, w_ih, b_ih)
+        h2, c2 = _cell_step(self._mode, xg, h, c, w_hh, b_hh)
         if not batched:
             h2 = h2.squeeze(0)
             c2 = c2.squeeze(0) if c2 is not None else None
