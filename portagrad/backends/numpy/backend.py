@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -66,13 +66,28 @@ def _relu(x: np.ndarray, out: np.ndarray) -> None:
     np.maximum(x, _zeros_for(x), out=out)
 
 
+def _in_float32(fn: Callable[[np.ndarray, np.ndarray], None], x: np.ndarray,
+                out: np.ndarray) -> None:
+    """``fn`` of a float16 ``x`` computed in float32 and rounded once into ``out`` (PyTorch's CPU
+    kernels; numpy's float16 ufuncs would round each intermediate of a composite)."""
+    t = x.astype(np.float32)
+    fn(t, t)
+    np.copyto(out, t, casting="unsafe")
+
+
 def _rsqrt(x: np.ndarray, out: np.ndarray) -> None:
+    if x.dtype == _F16:
+        _in_float32(_rsqrt, x, out)
+        return
     np.sqrt(x, out=out)
     np.divide(1, out, out=out)
 
 
 def _sigmoid(x: np.ndarray, out: np.ndarray) -> None:
     # exp(-|x|) never overflows; sigmoid = 1/(1+e^-x) for x>=0, e^x/(1+e^x) for x<0
+    if x.dtype == _F16:
+        _in_float32(_sigmoid, x, out)
+        return
     e = np.exp(-np.abs(x))
     np.divide(np.where(x >= 0, 1, e), 1 + e, out=out)
 
