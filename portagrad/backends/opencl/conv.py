@@ -34,7 +34,6 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ... import _dtype
 from ...errors import DTypeError
 from ..interface import View
 from .conv_implicit import launch_implicit
@@ -42,7 +41,7 @@ from .conv_kernels import arg_types, conv_source, pool_source
 from .errors import cl_errors
 from .fusion import flushes
 from .gemm import launch_gemm, tuner
-from .launch import pow2ceil, via_f32
+from .launch import HALF16_DTYPES, pow2ceil, via_f32
 
 if TYPE_CHECKING:
     from .devices import Device
@@ -194,7 +193,7 @@ class ConvMixin:
                dilation: Sequence[int], groups: int) -> None:
         """Cross-correlation of ``x`` (N, C, H, W) with ``w`` (O, C/groups, kh, kw) into ``out``
         (N, O, OH, OW); see the contract in :mod:`portagrad.backends.interface`."""
-        if x.dtype is _dtype.bfloat16:  # in float32, rounded once
+        if x.dtype in HALF16_DTYPES:  # in float32, rounded once
             via_f32(self, self.conv2d, (2,), x, w, out, stride, padding, dilation, groups)
             return
         dev = self._conv_dev(out)
@@ -251,7 +250,7 @@ class ConvMixin:
     def conv2d_grad_input(self, g: View, w: View, out: View, stride: Sequence[int],
                           padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
         """Gradient of ``sum(conv2d(x, w) * g)`` w.r.t. ``x``, into ``out`` (N, C, H, W)."""
-        if g.dtype is _dtype.bfloat16:  # in float32, rounded once
+        if g.dtype in HALF16_DTYPES:  # in float32, rounded once
             via_f32(self, self.conv2d_grad_input, (2,), g, w, out, stride, padding, dilation, groups)
             return
         dev = self._conv_dev(out)
@@ -308,7 +307,7 @@ class ConvMixin:
                            padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
         """Gradient of ``sum(conv2d(x, w) * g)`` w.r.t. ``w``, into ``out``
         (O, C/groups, kh, kw)."""
-        if x.dtype is _dtype.bfloat16:  # in float32, rounded once
+        if x.dtype in HALF16_DTYPES:  # in float32, rounded once
             via_f32(self, self.conv2d_grad_weight, (2,), x, g, out, stride, padding, dilation, groups)
             return
         dev = self._conv_dev(out)
@@ -358,7 +357,7 @@ class ConvMixin:
                    stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int]) -> None:
         """Window maxima of ``x`` (N, C, H, W) into ``out`` and their int64 flat positions
         ``h * W + w`` into ``indices`` (PyTorch's rules for ties, NaN and ``-inf``)."""
-        if x.dtype is _dtype.bfloat16:  # in float32, rounded once
+        if x.dtype in HALF16_DTYPES:  # in float32, rounded once
             via_f32(self, self.max_pool2d, (1,), x, out, indices, kernel_size, stride, padding, dilation)
             return
         dev = self._dev(out)
@@ -379,7 +378,7 @@ class ConvMixin:
                               kernel_size: Sequence[int], stride: Sequence[int],
                               padding: Sequence[int], dilation: Sequence[int]) -> None:
         """``out`` (N, C, H, W) = ``g`` summed at the positions ``indices`` of each plane."""
-        if g.dtype is _dtype.bfloat16:  # in float32, rounded once
+        if g.dtype in HALF16_DTYPES:  # in float32, rounded once
             via_f32(self, self.max_pool2d_grad_input, (2,), g, indices, out, kernel_size, stride, padding,
                     dilation)
             return
