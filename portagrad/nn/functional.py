@@ -226,9 +226,13 @@ def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Ten
     return hardtanh(input, min_val, max_val, True)
 
 
+#: the 16-bit floats, which PyTorch's CPU kernels compute in float32 and round once
+_HALF16 = (_dtype.bfloat16, _dtype.float16)
+
+
 def _in_float32(fn: Any) -> Any:
     """``fn`` computed on a float32 copy and rounded back once: PyTorch's activation kernels
-    compute bfloat16 so, where chaining bfloat16 ops would round every intermediate."""
+    compute 16-bit floats so, where chaining 16-bit ops would round every intermediate."""
     return lambda x: fn(x.to(dtype=_dtype.float32)).to(dtype=x.dtype)
 
 
@@ -252,7 +256,7 @@ def _float_into(what: Tensor, name: str | None = None) -> None:
 
 
 def _maybe_inplace(fn: Any, input: Tensor, inplace: bool) -> Tensor:
-    if input.dtype is _dtype.bfloat16:
+    if input.dtype in _HALF16:
         fn = _in_float32(fn)
     if inplace:
         return unary_inplace(fn, input)
@@ -298,7 +302,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """``x * Phi(x)`` (``approximate='tanh'``: the tanh approximation)."""
     _floating_only("GeluKernelImpl", input)
-    if input.dtype is _dtype.bfloat16:
+    if input.dtype in _HALF16:
         return _in_float32(lambda x: gelu(x, approximate))(input)
     if approximate == "none":
         return gelu_erf(input)
@@ -343,7 +347,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
             "softplus", softplus, input, beta=beta, threshold=threshold)) is not _SKIP:
         return _ac_out
     _floating_only("softplus_cpu", input)
-    if input.dtype is _dtype.bfloat16:
+    if input.dtype in _HALF16:
         return _in_float32(lambda x: softplus_raw(x, beta, threshold))(input)
     return softplus_raw(input, beta, threshold)
 
@@ -1548,7 +1552,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
                            f"[*, {', '.join(map(str, ns))}], but got input of size"
                            f"{list(input.shape)}")
-    if input.dtype is _dtype.bfloat16:  # PyTorch's kernel computes in float32 and rounds once
+    if input.dtype in _HALF16:  # PyTorch's kernel computes in float32 and rounds once
         w, b = (None if t is None else t.to(dtype=_dtype.float32) for t in (weight, bias))
         return layer_norm(input.to(dtype=_dtype.float32), ns, w, b, eps).to(dtype=input.dtype)
     if nodes.norm.norm_fast_path(input, "layer_norm", weight, bias, shape=ns):
