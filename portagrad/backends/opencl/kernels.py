@@ -62,6 +62,7 @@ __all__ = [
     "cast_targets",
     "cumsum_source",
     "elementwise_source",
+    "half16_helpers",
     "fill_source",
     "gather_source",
     "prelude",
@@ -107,13 +108,13 @@ inline ushort pg_f2bf(float f) {
 # keeps its sign and the top of its payload, made quiet; magnitudes from 65520 on overflow to inf
 # (through the carry of the rounding); below 2^-14 the subnormal is rint(|f| * 2^24), exact
 # since scaling by a power of two is. The load of a subnormal half multiplies an integer by 2^-24
-# (exact), so no denormal float is involved either way.
+# (exact), so no denormal float is involved either way; it selects rather than branches, so loops
+# that load (GEMM, elementwise) stay vectorised.
 _F16_HELPERS = """
 inline float pg_h2f(ushort h) {
     uint s = ((uint)h & 0x8000u) << 16, e = ((uint)h >> 10) & 0x1Fu, m = (uint)h & 0x3FFu;
-    if (e == 0u) return as_float(s | as_uint((float)m * 0x1p-24f));
-    if (e == 31u) return as_float(s | 0x7F800000u | (m << 13));
-    return as_float(s | ((e + 112u) << 23) | (m << 13));
+    uint r = e == 31u ? (s | 0x7F800000u | (m << 13)) : (s | ((e + 112u) << 23) | (m << 13));
+    return as_float(e == 0u ? (s | as_uint((float)m * 0x1p-24f)) : r);
 }
 inline ushort pg_f2h(float f) {
     uint x = as_uint(f);
@@ -145,6 +146,30 @@ inline ushort pg_d2h(double d) {
 #: the 16-bit floats stored as bits: dtype -> (load to float, store from float) C functions
 HALF16 = {"bfloat16": ("pg_bf2f", "pg_f2bf"), "float16": ("pg_h2f", "pg_f2h")}
 _HALF16_SRC = {"bfloat16": _BF16_HELPERS, "float16": _F16_HELPERS}
+
+
+def half16_helpers(dtype: str, widths: Sequence[int] = ()) -> str:
+    """The conversion functions of 16-bit float ``dtype`` (see :data:`HALF16`), plus a vector load
+    conversion ``<load>_<w>(ushort<w>) -> float<w>`` per width in ``widths`` (8 or 16), for
+    kernels (GEMM) that read 16-bit operands in vectors. A 16-wide conversion runs as two 8-wide
+    halves: no builtin sees a 64-byte vector (see :mod:`.vectors`)."""
+    ld = HALF16[dtype][0]
+    parts = [_HALF16_SRC[dtype]]
+    if 8 in widths or 16 in widths:
+        if dtype == "bfloat16":
+            body = "return as_float8(convert_uint8(h) << 16);"
+        else:  # pg_h2f's three cases as selects, so the loop stays vectorised
+            body = ("uint8 u = convert_uint8(h);\n"
+                    "    uint8 s = (u & 0x8000u) << 16, e = (u >> 10) & 0x1Fu, m = u & 0x3FFu;\n"
+                    "    uint8 r = s | ((e + 112u) << 23) | (m << 13);\n"
+                    "    r = select(r, s | 0x7F800000u | (m << 13), e == (uint8)31u);\n"
+                    "    r = select(r, s | as_uint8(convert_float8(m) * 0x1p-24f), e == (uint8)0u);\n"
+                    "    return as_float8(r);")
+        parts.append(f"inline float8 {ld}_8(ushort8 h) {{\n    {body}\n}}")
+    if 16 in widths:
+        # a macro: a function returning a 64-byte vector draws clang's ABI warning without AVX-512
+        parts.append(f"#define {ld}_16(h) ((float16)({ld}_8((h).lo), {ld}_8((h).hi)))")
+    return "\n".join(parts) + "\n"
 
 
 def _load(dtype: str, ref: str) -> str:

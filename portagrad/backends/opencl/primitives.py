@@ -32,7 +32,7 @@ from .kernels import (
 )
 from .errors import cl_errors
 from .fusion import flushes
-from .gemm import launch_gemm
+from .gemm import launch_gemm, native_16bit
 from .launch import (
     CONVERT,
     NP_SCALAR,
@@ -407,10 +407,11 @@ class PrimitivesMixin:
     # ----------------------------------------------------------------- matmul
     @flushes
     def matmul(self, a: View, b: View, out: View) -> None:
-        if out.dtype in HALF16_DTYPES:  # accumulates in float32
+        dev = self._dev(out)
+        if out.dtype in HALF16_DTYPES and not native_16bit(dev, self._force_gemm_kind):
+            # the GPU kernel has no 16-bit variant: float32 operands, the result rounded once
             via_f32(self, self.matmul, (2,), a, b, out)
             return
-        dev = self._dev(out)
         dt = out.dtype.name
         if KIND[dt] == "b" or a.dtype is not out.dtype or b.dtype is not out.dtype:
             raise DTypeError(f"matmul on the OpenCL backend needs inputs of one non-bool dtype, got "
