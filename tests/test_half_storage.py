@@ -189,6 +189,28 @@ def test_float16_matmul_and_conv_round_once(device: str) -> None:
     np.testing.assert_array_equal(_bits(got), _rounded(want.numpy()).view(np.uint16))
 
 
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_16bit_conv_and_its_gradients_round_once(device: str, dt: str) -> None:
+    """Grouped, strided convolution forward and both gradients on integer data (exact float32
+    sums, past 2048 / 256): bit for bit the float32 results rounded once."""
+    dtype = getattr(pg, dt)
+    _need(device, dtype)
+    rng = np.random.default_rng(9)
+    x = rng.integers(0, 9, (6, 32, 9, 10)).astype(np.float32)
+    w = rng.integers(0, 9, (6, 16, 3, 3)).astype(np.float32)
+    gout = rng.integers(0, 9, (6, 6, 5, 5)).astype(np.float32)
+    res = {}
+    for name, d, dev in (("half", dtype, device), ("f32", pg.float32, "cpu")):
+        X = pg.tensor(x, dtype=d, device=dev, requires_grad=True)
+        W = pg.tensor(w, dtype=d, device=dev, requires_grad=True)
+        y = F.conv2d(X, W, stride=2, padding=1, groups=2)
+        y.backward(pg.tensor(gout, dtype=d, device=dev))
+        res[name] = [t.detach().float().cpu().numpy() for t in (y, X.grad, W.grad)]
+    assert res["f32"][0].max() > 2048 and res["f32"][2].max() > 2048
+    for got, want in zip(res["half"], res["f32"]):
+        np.testing.assert_array_equal(got, want.astype(dtype.numpy).astype(np.float32))
+
+
 def test_float16_matmul_error_is_float32_accumulation(device: str) -> None:
     """Random operands: the error against the exact product is float32 accumulation error (any
     order) plus one float16 rounding."""
