@@ -40,12 +40,16 @@ def _bits(t: pg.Tensor) -> np.ndarray:
 
 
 def _ulps16(got: np.ndarray, want: np.ndarray) -> int:
-    """The largest distance in float16 ulps (ordered bit patterns) between two float16 arrays."""
+    """The largest distance in ulps (ordered bit patterns) between two arrays of one 16-bit
+    float dtype."""
+    assert got.dtype == want.dtype and got.dtype.itemsize == 2
+
     def ordered(a: np.ndarray) -> np.ndarray:
-        b = a.astype(np.float16).view(np.uint16).astype(np.int32)
+        b = a.view(np.uint16).astype(np.int32)
         return np.where(b & 0x8000, 0x8000 - b, b)  # -0.0 and 0.0 both map to 0
-    assert np.array_equal(np.isnan(got), np.isnan(want))
-    ok = ~np.isnan(want)
+    nan = np.isnan(want.astype(np.float32))
+    assert np.array_equal(np.isnan(got.astype(np.float32)), nan)
+    ok = ~nan
     return int(np.abs(ordered(got[ok]) - ordered(want[ok])).max(initial=0))
 
 
@@ -106,17 +110,26 @@ def test_float16_arithmetic_rounds_once_per_op(device: str) -> None:
     b[0, :5] = [0, -0.0, np.inf, np.nan, 6e-8]
     A, B = pg.tensor(a, device=device), pg.tensor(b, device=device)
     with np.errstate(all="ignore"):
-        # numpy's float16 + - * / compute in float32 and round: the correctly rounded results
+        # numpy's float16 + - * / compute in float32 and round: the correctly rounded results;
+        # a Python scalar takes part as a float32 (PyTorch's rule, not numpy's float16 one)
+        f = a.astype(np.float32)
         cases = [(A + B, a + b), (A - B, a - b), (A * B, a * b), (A / B, a / b),
-                 (A.abs().sqrt(), np.sqrt(np.abs(a))), (A * 0.1, a * np.float16(0.1)),
+                 (A.abs().sqrt(), np.sqrt(np.abs(a))), (A * 0.1, (f * np.float32(0.1)).astype(np.float16)),
+                 (1.7 - A, (np.float32(1.7) - f).astype(np.float16)),
                  (A[:, 3:40:2] + B.t()[1:20, :].t()[:, :19], a[:, 3:40:2] + b[:, 1:20]),
                  (pg.maximum(A, B), np.maximum(a, b)), (A.floor(), np.floor(a))]
         # a chain (one fused group on OpenCL) rounds every node as the eager ops do
-        cases.append((((A * 2 + B) * A - 1.5) / B, ((a * np.float16(2) + b) * a - np.float16(1.5)) / b))
+        cases.append((((A * 2 + B) * A - 1.5) / B,
+                      ((a * np.float16(2) + b) * a - np.float16(1.5)) / b))
+        cases.append((A * 0.1 + 0.3, ((f * np.float32(0.1)).astype(np.float16).astype(np.float32)
+                                      + np.float32(0.3)).astype(np.float16)))
     for got, want in cases:
         assert got.dtype is pg.float16
         np.testing.assert_array_equal(_bits(got), want.view(np.uint16))
     assert ((A > B).cpu().numpy() == (a > b)).all()
+    # a comparison rounds the scalar to float16 first (PyTorch): float16(0.1) == 0.1
+    assert (pg.tensor([0.1], dtype=pg.float16, device=device) == 0.1).tolist() == [True]
+    assert ((A < 0.1).cpu().numpy() == (a < np.float16(0.1))).all()
 
 
 @pytest.mark.parametrize("op", ["exp", "log", "tanh", "sin", "sigmoid", "rsqrt", "erf", "expm1"])
@@ -225,21 +238,23 @@ def test_float16_matmul_error_is_float32_accumulation(device: str) -> None:
     assert (np.abs(got.astype(np.float64) - exact) <= acc + ulp / 2).all()
 
 
-def test_float16_norms_compute_in_float32(device: str) -> None:
-    """Softmax, log-softmax, layer norm and cross-entropy of float16 inputs: computed in float32
-    and rounded once, within one float16 ulp of the float32 result rounded (the float32 sums
-    run in another order than numpy's)."""
-    _need(device, pg.float16)
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_16bit_norms_compute_in_float32(device: str, dt: str) -> None:
+    """Softmax, log-softmax, layer norm and cross-entropy of 16-bit inputs: computed in float32
+    and rounded once, within one ulp of the float32 result rounded (the float32 sums run in
+    another order than numpy's)."""
+    dtype = getattr(pg, dt)
+    _need(device, dtype)
     rng = np.random.default_rng(7)
-    z = (rng.standard_normal((16, 40)) * 4).astype(np.float16)
+    z = (rng.standard_normal((16, 40)) * 4).astype(dtype.numpy)
     Z, Z32 = pg.tensor(z, device=device), pg.tensor(z.astype(np.float32))
     t = rng.integers(0, 40, 16)
     for fn in (lambda v: F.softmax(v, 1), lambda v: F.log_softmax(v, 1),
                lambda v: F.layer_norm(v, (40,)),
                lambda v: F.cross_entropy(v, pg.tensor(t, device=v.device), reduction="none")):
         out = fn(Z)
-        assert out.dtype is pg.float16
-        assert _ulps16(out.cpu().numpy(), _rounded(fn(Z32).numpy())) <= 1
+        assert out.dtype is dtype
+        assert _ulps16(out.cpu().numpy(), fn(Z32).numpy().astype(dtype.numpy)) <= 1
 
 
 def test_16bit_random_is_the_rounded_wider_stream(device: str) -> None:

@@ -465,7 +465,9 @@ def _softmax_impl(input: Tensor, dim: Any, dtype: Any, log: bool) -> Tensor:
                            f"implemented for '{_type_name(x.dtype)}'")
     if x.numel() == 0:
         return x.clone()
-    if x.dtype is _dtype.bfloat16:  # PyTorch's kernel computes in float32 and rounds once
+    if x.dtype in _HALF16 and not nodes.softmax.fused(x):
+        # PyTorch's kernel computes in float32 and rounds once: a backend's softmax primitive
+        # does so itself on the 16-bit input; the composition would round every step
         return _softmax_impl(x.to(dtype=_dtype.float32), d, None, log).to(dtype=x.dtype)
     if x.dim() == 0:
         x1 = x.reshape((1,))

@@ -13,7 +13,7 @@ from ..elementwise import exp
 from .. import reduction
 from .._common import call
 
-__all__ = ["softmax", "softmax_rows"]
+__all__ = ["fused", "softmax", "softmax_rows"]
 
 
 class _Softmax(Function):
@@ -56,6 +56,12 @@ def softmax_rows(x: Tensor) -> Tensor:
     m = reduction.amax(x, 1, keepdim=True).detach()
     e = exp(x - m)
     return e / reduction.sum(e, 1, keepdim=True)
+
+
+def fused(x: Tensor) -> bool:
+    """Whether ``x``'s backend computes softmax as one primitive (which takes 16-bit inputs and
+    computes them in float32, rounding once) rather than composed from elementwise ops."""
+    return _raw.has_prims(x, "softmax")
 
 
 def softmax(x: Tensor, d: int, log: bool) -> Tensor:

@@ -248,6 +248,14 @@ class NumpyBackend(NormsMixin, ConvMixin, Backend):
         elif a.__class__ is int:
             a = _wrap_int(a, b)
         o = nd(out)
+        if o.dtype == _F16:
+            # float16 arithmetic with a Python scalar: the scalar as a float32 and the result
+            # rounded once, as PyTorch (numpy would round the scalar to float16 first); a
+            # comparison writes bool and rounds the scalar to float16, as PyTorch's does
+            if b.__class__ is float or b.__class__ is int:
+                b = np.float32(b)
+            elif a.__class__ is float or a.__class__ is int:
+                a = np.float32(a)
         if a.__class__ is int and b.__class__ is int and o.dtype.kind in "iu":
             # two Python ints: numpy computes them in int64, which it refuses to store into uint8;
             # as 0-d arrays of out's dtype (wrapped into it) the result wraps as PyTorch's does

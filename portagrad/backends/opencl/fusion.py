@@ -87,8 +87,8 @@ MAX_BCAST_TERMS = 3
 #: anyway, and skipping the read-for-ownership of every output line saves memory traffic
 STREAM_MIN = 1 << 22
 
-#: a fused group's scalar operand as its kernel argument (16-bit floats compute in float; a
-#: float16 scalar is rounded to float16 first, as in the unfused kernels)
+#: a fused group's scalar operand as its kernel argument (16-bit floats compute in float with a
+#: float32 scalar, as the unfused kernels)
 _FLOAT_NP: dict[str, Any] = {"float32": np.float32, "float64": np.float64, "bfloat16": np.float32,
                              "float16": CONVERT["float16"]}
 _NP_ARG = {"float32": np.float32, "float64": np.float64, "bfloat16": np.float32,

@@ -39,6 +39,7 @@ __all__ = [
     "remember",
     "scalar_arg",
     "HALF16_DTYPES",
+    "scalar_conv",
     "half_bits",
     "is_half16",
     "via_f32",
@@ -104,8 +105,8 @@ def scalar_arg(value: Any, dt: str) -> Any:
 
 
 def _f16_scalar(value: Any) -> np.float32:
-    """A float16 kernel's scalar: a float holding ``value`` rounded to float16, as numpy's float16
-    arithmetic rounds a Python scalar operand first."""
+    """A float16 kernel's scalar rounded to float16 (held in a float): a comparison's operand, a
+    fill or ``where`` value, a random range, as PyTorch rounds those."""
     with np.errstate(over="ignore"):  # out of range: inf, as numpy's cast
         return np.float32(np.float16(value))
 
@@ -158,7 +159,9 @@ _NARROW = {"uint8": _wrap_uint8, "int8": _wrap_int(8), "int16": _wrap_int(16)}
 #: scalar converters for the hot path (what :func:`scalar_arg` does, one function per dtype)
 CONVERT: dict[str, Callable[[Any], Any]] = {
     "bool": lambda v: 1 if v else 0, "int32": _wrap_int(32), "int64": _wrap_int(64),
-    "float32": np.float32, "float64": float, "float16": _f16_scalar,
+    # float16 arithmetic takes a Python scalar as a float32, as PyTorch (comparisons round it to
+    # float16: :func:`scalar_conv`)
+    "float32": np.float32, "float64": float, "float16": np.float32,
     # pyopencl packs a Python int by the kernel's declared argument type; narrow ones need numpy
     "uint8": lambda v: np.uint8(_wrap_uint8(v)), "int8": lambda v: np.int8(_NARROW["int8"](v)),
     "int16": lambda v: np.int16(_NARROW["int16"](v)),
@@ -284,6 +287,13 @@ def remember(cache: dict, key: tuple, plan: Plan) -> None:
     if len(cache) >= _PLAN_CACHE_MAX:
         cache.clear()
     cache[key] = plan
+
+
+def scalar_conv(dt: str, bool_out: bool) -> Callable[[Any], Any]:
+    """The conversion of a Python scalar operand of a binary op on ``dt`` views: :data:`CONVERT`,
+    except that a float16 comparison (``bool_out``) rounds the scalar to float16 as PyTorch does,
+    where float16 arithmetic computes with it as a float32."""
+    return _f16_scalar if dt == "float16" and bool_out else CONVERT[dt]
 
 
 def is_half16(x: Any) -> bool:

@@ -34,7 +34,6 @@ from .errors import cl_errors
 from .fusion import flushes
 from .gemm import launch_gemm, native_16bit
 from .launch import (
-    CONVERT,
     NP_SCALAR,
     Plan,
     build_plan,
@@ -45,6 +44,7 @@ from .launch import (
     numel,
     remember,
     scalar_arg,
+    scalar_conv,
     via_f32,
 )
 
@@ -198,6 +198,7 @@ class PrimitivesMixin:
                 raise unknown_op("binary", op, "opencl")
             raise DTypeError(f"{op} is not supported for {dt} on the OpenCL backend")
         zero_check = kind == "i" and op in ("floordiv", "remainder", "fmod") and not b_view
+        conv = scalar_conv(dt, out_is_bool(op))
         if zero_check and int(b) == 0:
             raise ZeroDivisionError("ZeroDivisionError: integer division or modulo by zero")
 
@@ -211,7 +212,7 @@ class PrimitivesMixin:
         # cache the view-view and view-scalar signatures the hot path serves (not scalar-view, nor
         # integer division by a scalar, whose zero check depends on the value)
         if a.__class__ is View and (b.__class__ is View or not (b_view or zero_check)):
-            p.conv = CONVERT[dt]
+            p.conv = conv
             remember(self._bplans, (op, a.dtype, out.dtype, out.buffer.device, out.shape,
                                     out.strides, a.strides, b.strides if b_view else None), p)
         if p.kern is None:
@@ -221,7 +222,7 @@ class PrimitivesMixin:
             if isinstance(v, View):
                 args += (v.buffer.mem, v.offset)
             else:
-                args.append(scalar_arg(v, dt))
+                args.append(conv(v) if dt == "float16" else scalar_arg(v, dt))
         p.launch(args)
 
     @flushes
