@@ -112,19 +112,22 @@ def test_float16_arithmetic_rounds_once_per_op(device: str) -> None:
     b[0, :5] = [0, -0.0, np.inf, np.nan, 6e-8]
     A, B = pg.tensor(a, device=device), pg.tensor(b, device=device)
     with np.errstate(all="ignore"):
-        # numpy's float16 + - * / compute in float32 and round: the correctly rounded results;
-        # a Python scalar takes part as a float32 (PyTorch's rule, not numpy's float16 one)
+        # numpy's float16 + - * / compute in float32 and round: the correctly rounded results.
+        # A Python scalar is rounded to float16 first (numpy's rule), except that mul and div
+        # by a scalar take it as a float32 (PyTorch's rule for those two)
         f = a.astype(np.float32)
         cases = [(A + B, a + b), (A - B, a - b), (A * B, a * b), (A / B, a / b),
-                 (A.abs().sqrt(), np.sqrt(np.abs(a))), (A * 0.1, (f * np.float32(0.1)).astype(np.float16)),
-                 (1.7 - A, (np.float32(1.7) - f).astype(np.float16)),
+                 (A.abs().sqrt(), np.sqrt(np.abs(a))),
+                 (A * 0.1, (f * np.float32(0.1)).astype(np.float16)),
+                 (0.1 * A, (f * np.float32(0.1)).astype(np.float16)),
+                 (A / 3.3, (f / np.float32(3.3)).astype(np.float16)),
+                 (1.7 - A, np.float16(1.7) - a), (A + 0.2, a + np.float16(0.2)),
                  (A[:, 3:40:2] + B.t()[1:20, :].t()[:, :19], a[:, 3:40:2] + b[:, 1:20]),
                  (pg.maximum(A, B), np.maximum(a, b)), (A.floor(), np.floor(a))]
         # a chain (one fused group on OpenCL) rounds every node as the eager ops do
         cases.append((((A * 2 + B) * A - 1.5) / B,
                       ((a * np.float16(2) + b) * a - np.float16(1.5)) / b))
-        cases.append((A * 0.1 + 0.3, ((f * np.float32(0.1)).astype(np.float16).astype(np.float32)
-                                      + np.float32(0.3)).astype(np.float16)))
+        cases.append((A * 0.1 + 0.3, (f * np.float32(0.1)).astype(np.float16) + np.float16(0.3)))
     for got, want in cases:
         assert got.dtype is pg.float16
         np.testing.assert_array_equal(_bits(got), want.view(np.uint16))
@@ -306,3 +309,29 @@ def test_float16_training_step_of_a_small_cnn(device: str) -> None:
         opt.step()
         losses.append(float(loss))
     assert all(np.isfinite(losses)) and losses[-1] < losses[0]
+
+
+def test_float16_rules_are_torchs(device: str) -> None:
+    """The rules above are PyTorch 2.13's CPU ones: a scalar operand rounded to float16 except
+    by mul and div (a float32 there), composites (sigmoid, gelu, silu, softplus, layer norm,
+    softmax) computed in float32 and rounded once. Functions within about one ulp (math
+    libraries differ in the last float32 place); arithmetic bit for bit."""
+    torch = pytest.importorskip("torch")
+    _need(device, pg.float16)
+    a = np.linspace(-5, 5, 1001).astype(np.float16)
+    x, t = pg.tensor(a, device=device), torch.from_numpy(a)
+    for mine, theirs in ((x * 0.1, t * 0.1), (0.1 * x, 0.1 * t), (1.7 - x, 1.7 - t),
+                         (x / 3.3 + 0.2, t / 3.3 + 0.2), (x.abs() ** 0.37, t.abs() ** 0.37),
+                         (x * 0.37 - 0.37, t * 0.37 - 0.37)):
+        np.testing.assert_array_equal(_bits(mine), theirs.numpy().view(np.uint16))
+    assert ((x < 0.1).cpu().numpy() == (t < 0.1).numpy()).all()
+    x2, t2 = x.reshape(7, 143), t.reshape(7, 143)
+    for mine, theirs in ((x.sigmoid(), t.sigmoid()), (F.gelu(x), torch.nn.functional.gelu(t)),
+                         (F.silu(x), torch.nn.functional.silu(t)),
+                         (F.softplus(x), torch.nn.functional.softplus(t)),
+                         (F.softmax(x2, 1), torch.softmax(t2, 1)),
+                         (F.layer_norm(x2, (143,)), torch.nn.functional.layer_norm(t2, (143,)))):
+        # one float16 ulp (2^-10 relative), or a few subnormal steps near 0 (gelu's tail)
+        np.testing.assert_allclose(mine.detach().cpu().numpy().astype(np.float32),
+                                   theirs.numpy().astype(np.float32), rtol=2.0 ** -10,
+                                   atol=2.0 ** -22)

@@ -22,7 +22,7 @@ from ...errors import OutOfMemoryError
 from .. import _host_ops
 from ..interface import (ARG_REDUCE_OPS, RANDOM_KINDS, REDUCE_OPS, Backend, DeviceProperties, View,
                          unknown_op)
-from ..ufuncs import BINARY_UFUNCS, fit_scalar
+from ..ufuncs import BINARY_UFUNCS, f16_scalar_is_float32, fit_scalar, is_scalar
 from . import host_malloc, special
 from .arrays import BFLOAT16, BFLOAT16_NP, SCRATCH_POOL, is_bf16, nd, scratch, via_f32
 from .conv import ConvMixin
@@ -249,13 +249,14 @@ class NumpyBackend(NormsMixin, ConvMixin, Backend):
             a = _wrap_int(a, b)
         o = nd(out)
         if o.dtype == _F16:
-            # float16 arithmetic with a Python scalar: the scalar as a float32 and the result
-            # rounded once, as PyTorch (numpy would round the scalar to float16 first); a
-            # comparison writes bool and rounds the scalar to float16, as PyTorch's does
-            if b.__class__ is float or b.__class__ is int:
-                b = np.float32(b)
-            elif a.__class__ is float or a.__class__ is int:
-                a = np.float32(a)
+            # PyTorch multiplies (and divides by) a scalar as a float32, and rounds it to
+            # float16 for the other ops (numpy's rule for a Python scalar, not for a numpy one)
+            to = np.float32 if f16_scalar_is_float32(op, a, b) else np.float16
+            with np.errstate(over="ignore"):
+                if is_scalar(b):
+                    b = to(b)
+                elif is_scalar(a):
+                    a = to(a)
         if a.__class__ is int and b.__class__ is int and o.dtype.kind in "iu":
             # two Python ints: numpy computes them in int64, which it refuses to store into uint8;
             # as 0-d arrays of out's dtype (wrapped into it) the result wraps as PyTorch's does

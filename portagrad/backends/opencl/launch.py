@@ -159,8 +159,7 @@ _NARROW = {"uint8": _wrap_uint8, "int8": _wrap_int(8), "int16": _wrap_int(16)}
 #: scalar converters for the hot path (what :func:`scalar_arg` does, one function per dtype)
 CONVERT: dict[str, Callable[[Any], Any]] = {
     "bool": lambda v: 1 if v else 0, "int32": _wrap_int(32), "int64": _wrap_int(64),
-    # float16 arithmetic takes a Python scalar as a float32, as PyTorch (comparisons round it to
-    # float16: :func:`scalar_conv`)
+    # float16: a scalar of mul and div as a float32 (others round it to float16: scalar_conv)
     "float32": np.float32, "float64": float, "float16": np.float32,
     # pyopencl packs a Python int by the kernel's declared argument type; narrow ones need numpy
     "uint8": lambda v: np.uint8(_wrap_uint8(v)), "int8": lambda v: np.int8(_NARROW["int8"](v)),
@@ -289,11 +288,11 @@ def remember(cache: dict, key: tuple, plan: Plan) -> None:
     cache[key] = plan
 
 
-def scalar_conv(dt: str, bool_out: bool) -> Callable[[Any], Any]:
+def scalar_conv(dt: str, as_float32: bool) -> Callable[[Any], Any]:
     """The conversion of a Python scalar operand of a binary op on ``dt`` views: :data:`CONVERT`,
-    except that a float16 comparison (``bool_out``) rounds the scalar to float16 as PyTorch does,
-    where float16 arithmetic computes with it as a float32."""
-    return _f16_scalar if dt == "float16" and bool_out else CONVERT[dt]
+    except that float16 rounds the scalar to float16 unless ``as_float32`` (see
+    :func:`~portagrad.backends.ufuncs.f16_scalar_is_float32`: PyTorch's rule)."""
+    return _f16_scalar if dt == "float16" and not as_float32 else CONVERT[dt]
 
 
 def is_half16(x: Any) -> bool:

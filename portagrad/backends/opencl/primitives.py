@@ -24,7 +24,7 @@ from ...errors import DTypeError
 from ..interface import (ARG_REDUCE_OPS, BINARY_OPS, COMPARISON_OPS, RANDOM_KINDS, REDUCE_OPS,
                          UNARY_OPS, View, unknown_op)
 from ..philox import slots as philox_slots
-from ..ufuncs import BINARY_UFUNCS, fit_scalar
+from ..ufuncs import BINARY_UFUNCS, f16_scalar_is_float32, fit_scalar
 from .kernels import (
     BINARY_VALID, KIND, UNARY_VALID, argreduce_source, binary_expr, cast_expr, cast_targets,
     cumsum_source, fill_source, gather_source, out_is_bool, random_source, reduce_source,
@@ -198,7 +198,7 @@ class PrimitivesMixin:
                 raise unknown_op("binary", op, "opencl")
             raise DTypeError(f"{op} is not supported for {dt} on the OpenCL backend")
         zero_check = kind == "i" and op in ("floordiv", "remainder", "fmod") and not b_view
-        conv = scalar_conv(dt, out_is_bool(op))
+        conv = scalar_conv(dt, f16_scalar_is_float32(op, a, b))
         if zero_check and int(b) == 0:
             raise ZeroDivisionError("ZeroDivisionError: integer division or modulo by zero")
 
