@@ -97,8 +97,8 @@ GPU_POLICY.setdefault("linalg_matrix_power", LOWER)
 # bfloat16, the GRU's blend with the float32 hidden state gives float32), and portagrad's
 # steps are cast the same way, so those are not listed. On GPUs PyTorch's cuDNN RNN kernel
 # (_cudnn_rnn, whose autocast wrapper casts input, hidden state and weights) runs all four
-# kinds in 16 bits; its wrapper always picks float16, here the region's dtype is used (a device
-# without float16, PoCL for one, runs a bfloat16 region's RNN in bfloat16).
+# kinds in 16 bits; its wrapper always picks float16, here the region's dtype is used (a bfloat16
+# region runs its RNN in bfloat16).
 CPU_POLICY["lstm"] = LOWER
 for _name in ("lstm", "gru", "rnn_tanh", "rnn_relu"):
     GPU_POLICY[_name] = LOWER

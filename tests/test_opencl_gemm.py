@@ -28,6 +28,7 @@ from portagrad import _dtype as D  # noqa: E402
 from portagrad.backends.interface import View  # noqa: E402
 from portagrad.backends.opencl import gemm  # noqa: E402
 from portagrad.backends.opencl.backend import OpenCLBackend  # noqa: E402
+from portagrad.backends.opencl.gemm_packed import PACKED_TILES  # noqa: E402
 from portagrad.backends.opencl.gemm import (  # noqa: E402
     GEMM_KINDS, GPU3_CONFIG, GPU3_SWEEP, Gpu3Config, gpu3_layout, launch_gemm)
 
@@ -187,3 +188,51 @@ def test_gpu3_bad_tile_raises(be):
         Gpu3Config(128, 128, 12).validate()
     with pytest.raises(ValueError, match="local memory"):  # checked before building
         run_gpu3(be, Gpu3Config(128, 128, 1024), 4, 4, 4, "row", "row", aligned=True)
+
+
+def _int_operands(np_dt, *shapes):
+    """Small non-negative integers: every product and partial sum is exact in float32 whatever
+    the order, so the product rounded once to the 16-bit dtype is one value; the sums pass 2048
+    (float16) and 256 (bfloat16), where a kernel rounding partial sums would differ."""
+    return [RNG.integers(0, 9, s).astype(np_dt) for s in shapes]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("kind", GEMM_KINDS)
+@pytest.mark.parametrize("a_layout,b_layout", [("row", "row"), ("col", "col"), ("row", "col")])
+def test_16bit_gemm_accumulates_in_float32(be, dtype, kind, a_layout, b_layout):
+    """16-bit operands, float32 accumulation, the output rounded once. The "cpu" and "packed"
+    kernels read the 16-bit operands themselves: no float32 temporaries ("gpu3" has no 16-bit
+    variant and converts)."""
+    np_dt = getattr(D, dtype).numpy
+    m, k, n, bsz = 37, 300, 70, 2
+    a, b = _int_operands(np_dt, (bsz, m, k), (bsz, k, n))
+    av = layout_view(be, a, a_layout, 3)
+    bv = layout_view(be, b, b_layout, 1)
+    ov = View(be.allocate(0, 2 * bsz * m * n), 0, (bsz, m, n), (m * n, n, 1), av.dtype)
+    be.device(0).queue.finish()
+    be.reset_peak_memory_stats(0)
+    before = be.memory_stats(0)
+    run(be, kind, av, bv, ov)
+    extra = be.memory_stats(0)["peak_allocated"] - before["allocated"]
+    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np_dt)
+    np.testing.assert_array_equal(be.to_host(ov).view(np.uint16), want.view(np.uint16))
+    if kind == "cpu":
+        assert extra == 0
+    elif kind == "packed":  # the panels only: float16 widened as packed, bfloat16 as its bits
+        per = 4 if dtype == "float16" else 2
+        assert extra <= per * bsz * (-(-m // 8) * 8 * k + -(-n // 16) * 16 * k) + 4096
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_16bit_packed_tiles(be, dtype):
+    np_dt = getattr(D, dtype).numpy
+    for tile in PACKED_TILES[dtype]:
+        assert tile.kc == 0  # one pass: out is rounded once
+        m, k, n = 29, 170, 45
+        a, b = _int_operands(np_dt, (1, m, k), (1, k, n))
+        av, bv = layout_view(be, a, "row", 0), layout_view(be, b, "col", 0)
+        ov = View(be.allocate(0, 2 * m * n), 0, (1, m, n), (m * n, 1, m), av.dtype)
+        launch_gemm(be.device(0), av, bv, ov, config=tile)
+        want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np_dt)
+        np.testing.assert_array_equal(be.to_host(ov).view(np.uint16), want.view(np.uint16))

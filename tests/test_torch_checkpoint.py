@@ -74,8 +74,8 @@ def _check_checkpoint(ck, device):
 
 
 def _declined(device):
-    """The 16-bit float dtypes ``device`` cannot store (PoCL has no float16, array_api_strict
-    neither float16 nor bfloat16)."""
+    """The 16-bit float dtypes ``device`` cannot store (array_api_strict stores neither float16
+    nor bfloat16)."""
     out = set()
     for dt in (pg.float16, pg.bfloat16):
         try:

@@ -7,7 +7,7 @@ a few to the widest input type; every other op runs in its inputs' types. Region
 on ``cpu`` (PyTorch's CPU lists, bfloat16 by default), ``opencl`` and plugin device types
 (PyTorch's GPU lists, float16 by default); a ``cuda`` region warns and disables itself as PyTorch
 does without CUDA. The state is thread-local. A device that cannot compute in the region's dtype
-(PoCL declines float16) raises :class:`~portagrad.errors.DTypeError` at the first cast.
+(a backend that declines the 16-bit dtype) raises :class:`~portagrad.errors.DTypeError` at the first cast.
 """
 from __future__ import annotations
 

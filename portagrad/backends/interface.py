@@ -44,7 +44,7 @@ computation dtype by the core (it calls :meth:`Backend.copy` to cast), except wh
 (comparisons write ``bool``; ``where``'s condition is ``bool``; index tensors are ``int64``).
 A backend that cannot store a dtype declines it: its :meth:`Backend.from_host` (and
 :meth:`Backend.to_host`) raise :class:`portagrad.errors.DTypeError` for views of that dtype (the
-OpenCL backend does for float16 without ``cl_khr_fp16``); the conformance kit then skips the
+Array API example over array-api-strict does for the 16-bit floats); the conformance kit then skips the
 dtype and lists it in its summary. :meth:`Backend.to_host` of a dtype it stores returns that
 dtype's numpy type with the stored bits, never a wider type (bfloat16 comes back as
 ``ml_dtypes.bfloat16``, not float32).

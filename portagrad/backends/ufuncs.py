@@ -18,7 +18,20 @@ import numpy as np
 # backend, defined beside the dtypes
 from .._dtype import fit_scalar
 
-__all__ = ["BINARY_UFUNCS", "fit_scalar"]
+__all__ = ["BINARY_UFUNCS", "f16_scalar_is_float32", "fit_scalar", "is_scalar"]
+
+
+def f16_scalar_is_float32(op: str, a: object, b: object) -> bool:
+    """Whether binary ``op`` of a float16 tensor with a Python scalar (``a`` or ``b``) computes with
+    the scalar as a float32 rather than rounded to float16, as PyTorch 2.13's CPU kernels do:
+    ``mul`` (either side) and ``div`` by a scalar take it at float32 (their scalar fast path);
+    every other op (``add``, ``sub``, ``pow``, comparisons, ...) rounds it to float16 first."""
+    return op == "mul" or (op == "div" and is_scalar(b))
+
+
+def is_scalar(x: object) -> bool:
+    """Whether a binary op's operand ``x`` is a scalar (Python or numpy), not a view."""
+    return isinstance(x, (int, float, np.integer, np.floating, np.bool_))
 
 BINARY_UFUNCS: dict[str, np.ufunc] = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,

@@ -103,8 +103,9 @@ def _accuracy(model: Any, x: Any, y: Any, batch: int = 512) -> float:
 
 
 def amp_dtype(dev: pg.device) -> pg.dtype:
-    """The autocast dtype of the demo on ``dev``: bfloat16 on cpu, float16 where the device
-    computes in it, else bfloat16 (PoCL declines float16)."""
+    """The autocast dtype of the demo on ``dev``: bfloat16 on cpu; float16 (trained with a
+    ``GradScaler``) where the device stores it, which every OpenCL device does (computed in
+    float32, with or without ``cl_khr_fp16``); else bfloat16 (a backend that declines float16)."""
     if dev.type == "cpu":
         return pg.bfloat16
     try:

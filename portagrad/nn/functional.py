@@ -226,9 +226,13 @@ def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Ten
     return hardtanh(input, min_val, max_val, True)
 
 
+#: the 16-bit floats, which PyTorch's CPU kernels compute in float32 and round once
+_HALF16 = (_dtype.bfloat16, _dtype.float16)
+
+
 def _in_float32(fn: Any) -> Any:
     """``fn`` computed on a float32 copy and rounded back once: PyTorch's activation kernels
-    compute bfloat16 so, where chaining bfloat16 ops would round every intermediate."""
+    compute 16-bit floats so, where chaining 16-bit ops would round every intermediate."""
     return lambda x: fn(x.to(dtype=_dtype.float32)).to(dtype=x.dtype)
 
 
@@ -252,7 +256,7 @@ def _float_into(what: Tensor, name: str | None = None) -> None:
 
 
 def _maybe_inplace(fn: Any, input: Tensor, inplace: bool) -> Tensor:
-    if input.dtype is _dtype.bfloat16:
+    if input.dtype in _HALF16:
         fn = _in_float32(fn)
     if inplace:
         return unary_inplace(fn, input)
@@ -298,7 +302,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """``x * Phi(x)`` (``approximate='tanh'``: the tanh approximation)."""
     _floating_only("GeluKernelImpl", input)
-    if input.dtype is _dtype.bfloat16:
+    if input.dtype in _HALF16:
         return _in_float32(lambda x: gelu(x, approximate))(input)
     if approximate == "none":
         return gelu_erf(input)
@@ -343,7 +347,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
             "softplus", softplus, input, beta=beta, threshold=threshold)) is not _SKIP:
         return _ac_out
     _floating_only("softplus_cpu", input)
-    if input.dtype is _dtype.bfloat16:
+    if input.dtype in _HALF16:
         return _in_float32(lambda x: softplus_raw(x, beta, threshold))(input)
     return softplus_raw(input, beta, threshold)
 
@@ -461,7 +465,7 @@ def _softmax_impl(input: Tensor, dim: Any, dtype: Any, log: bool) -> Tensor:
                            f"implemented for '{_type_name(x.dtype)}'")
     if x.numel() == 0:
         return x.clone()
-    # (a bfloat16 x: the node computes in float32 and rounds once, as PyTorch's kernel)
+    # (a 16-bit x: the node computes in float32 and rounds once, as PyTorch's kernel)
     if x.dim() == 0:
         x1 = x.reshape((1,))
         return nodes.softmax.softmax(x1, 0, log).reshape(())
@@ -1463,9 +1467,6 @@ def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any,
 
 
 # ------------------------------------------------------------------ normalisation
-_HALF_TYPES = (_dtype.bfloat16, _dtype.float16)
-
-
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
                weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
                momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
@@ -1473,7 +1474,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     and update the running ones in place (unbiased variance), else use the running ones."""
     if input.dim() < 2:
         raise ValueError(f"expected 2D or higher input (got {input.dim()}D input)")
-    if input.dtype in _HALF_TYPES:
+    if input.dtype in _HALF16:
         # PyTorch's kernels compute 16-bit batch norms in float32 (statistics, the running ones
         # kept in their own type) and round the output once to the input's type, also with
         # float32 weight and bias (what autocast hands it after a bfloat16 convolution)
@@ -1562,7 +1563,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
                            f"[*, {', '.join(map(str, ns))}], but got input of size"
                            f"{list(input.shape)}")
-    if input.dtype is _dtype.bfloat16:  # PyTorch's kernel computes in float32 and rounds once
+    if input.dtype in _HALF16:  # PyTorch's kernel computes in float32 and rounds once
         w, b = (None if t is None else t.to(dtype=_dtype.float32) for t in (weight, bias))
         return layer_norm(input.to(dtype=_dtype.float32), ns, w, b, eps).to(dtype=input.dtype)
     if nodes.norm.norm_fast_path(input, "layer_norm", weight, bias, shape=ns):
@@ -1603,7 +1604,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     if Cc % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, "
                            f"but got input of shape {list(input.shape)} and num_groups={num_groups}")
-    if input.dtype in _HALF_TYPES:  # as batch_norm: float32 inside, the input's type out
+    if input.dtype in _HALF16:  # as batch_norm: float32 inside, the input's type out
         w, b = (None if t is None else t.to(dtype=_dtype.float32) for t in (weight, bias))
         return group_norm(input.to(dtype=_dtype.float32), num_groups, w, b,
                           eps).to(dtype=input.dtype)

@@ -15,18 +15,21 @@ from .._common import call
 
 __all__ = ["softmax", "softmax_rows"]
 
+_HALF16 = (_dtype.bfloat16, _dtype.float16)
+
 
 class _Softmax(Function):
     """Max-subtracted softmax / log-softmax along one axis (or a backend's fused kernel). A
-    bfloat16 ``x`` is computed in float32 and rounded once, as PyTorch's kernels; the node keeps
-    the bfloat16 result for backward (computed in float32 too), not a float32 copy."""
+    16-bit ``x`` is computed in float32 and rounded once, as PyTorch's kernels: by the backend's
+    primitive, which takes 16-bit inputs, or else composed on a float32 copy; the node keeps the
+    16-bit result for backward (computed in float32 too), not a float32 copy."""
 
     _backward_name = "SoftmaxBackward0"
 
     @staticmethod
     def forward(ctx: Any, x: Tensor, d: int, log: bool) -> Tensor:
         ctx.d, ctx.log = d, log
-        if x._v.dtype is _dtype.bfloat16:
+        if x._v.dtype in _HALF16 and not _raw.has_prims(x, "softmax"):
             y = _Softmax.forward(ctx, _raw.cast(x, _dtype.float32), d, log)
             y = _raw.cast(y, x._v.dtype)
             ctx.save_for_backward(y)
@@ -50,7 +53,10 @@ class _Softmax(Function):
     def backward(ctx: Any, g: Tensor) -> Any:
         (y,) = ctx.saved_tensors
         d = ctx.d
-        if y.dtype is _dtype.bfloat16:  # the float32 backward of the rounded result, rounded
+        if y.dtype in _HALF16 and not (not is_grad_enabled() and _raw.has_prims(
+                y, "softmax_backward") and g.dtype is y.dtype):
+            # the float32 backward of the rounded result, rounded once (a backend's 16-bit
+            # softmax_backward primitive does the same itself)
             if not is_grad_enabled():
                 y32, g32 = _raw.cast(y, _dtype.float32), _raw.cast(g, _dtype.float32)
             else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,7 @@ from ...errors import OutOfMemoryError
 from .. import _host_ops
 from ..interface import (ARG_REDUCE_OPS, RANDOM_KINDS, REDUCE_OPS, Backend, DeviceProperties, View,
                          unknown_op)
-from ..ufuncs import BINARY_UFUNCS, fit_scalar
+from ..ufuncs import BINARY_UFUNCS, f16_scalar_is_float32, fit_scalar, is_scalar
 from . import host_malloc, special
 from .arrays import BFLOAT16, BFLOAT16_NP, SCRATCH_POOL, is_bf16, nd, scratch, via_f32
 from .conv import ConvMixin
@@ -66,13 +66,28 @@ def _relu(x: np.ndarray, out: np.ndarray) -> None:
     np.maximum(x, _zeros_for(x), out=out)
 
 
+def _in_float32(fn: Callable[[np.ndarray, np.ndarray], None], x: np.ndarray,
+                out: np.ndarray) -> None:
+    """``fn`` of a float16 ``x`` computed in float32 and rounded once into ``out`` (PyTorch's CPU
+    kernels; numpy's float16 ufuncs would round each intermediate of a composite)."""
+    t = x.astype(np.float32)
+    fn(t, t)
+    np.copyto(out, t, casting="unsafe")
+
+
 def _rsqrt(x: np.ndarray, out: np.ndarray) -> None:
+    if x.dtype == _F16:
+        _in_float32(_rsqrt, x, out)
+        return
     np.sqrt(x, out=out)
     np.divide(1, out, out=out)
 
 
 def _sigmoid(x: np.ndarray, out: np.ndarray) -> None:
     # exp(-|x|) never overflows; sigmoid = 1/(1+e^-x) for x>=0, e^x/(1+e^x) for x<0
+    if x.dtype == _F16:
+        _in_float32(_sigmoid, x, out)
+        return
     e = np.exp(-np.abs(x))
     np.divide(np.where(x >= 0, 1, e), 1 + e, out=out)
 
@@ -233,6 +248,15 @@ class NumpyBackend(NormsMixin, ConvMixin, Backend):
         elif a.__class__ is int:
             a = _wrap_int(a, b)
         o = nd(out)
+        if o.dtype == _F16:
+            # PyTorch multiplies (and divides by) a scalar as a float32, and rounds it to
+            # float16 for the other ops (numpy's rule for a Python scalar, not for a numpy one)
+            to = np.float32 if f16_scalar_is_float32(op, a, b) else np.float16
+            with np.errstate(over="ignore"):
+                if is_scalar(b):
+                    b = to(b)
+                elif is_scalar(a):
+                    a = to(a)
         if a.__class__ is int and b.__class__ is int and o.dtype.kind in "iu":
             # two Python ints: numpy computes them in int64, which it refuses to store into uint8;
             # as 0-d arrays of out's dtype (wrapped into it) the result wraps as PyTorch's does

@@ -4,8 +4,8 @@ Mixed into :class:`~portagrad.backends.numpy.backend.NumpyBackend`. The contract
 outputs may be ``None``, what the core guarantees) is in :mod:`portagrad.backends.interface`,
 section "normalisation fast paths". Each method is a handful of whole-array numpy calls (no
 Python loop over rows), with the row or channel statistics kept as small keepdim arrays and, where
-the dtype allows, the output computed in place; bfloat16 computes in float32 and rounds once (as
-the other primitives).
+the dtype allows, the output computed in place; bfloat16 and float16 compute in float32 and round
+once (as the other primitives).
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import _dtype
 from ..interface import View
 from .arrays import BFLOAT16, nd
 
@@ -24,12 +25,17 @@ __all__ = ["NormsMixin"]
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
 
 
+#: the 16-bit floats, computed in float32 and rounded once into their outputs
+_HALF16 = (BFLOAT16, _dtype.float16)
+
+
 def _a(v: View | None) -> np.ndarray | None:
-    """The array of ``v`` in its computation dtype (bfloat16 read as float32), or ``None``."""
+    """The array of ``v`` in its computation dtype (16-bit floats read as float32, as PyTorch's
+    kernels compute them), or ``None``."""
     if v is None:
         return None
     a = nd(v)
-    return a.astype(np.float32) if v.dtype is BFLOAT16 else a
+    return a.astype(np.float32) if v.dtype in _HALF16 else a
 
 
 def _put(v: View | None, value: Any) -> None:
@@ -58,7 +64,7 @@ class NormsMixin:
             return
         xa = _a(x)
         assert xa is not None
-        if out.dtype is BFLOAT16:
+        if out.dtype in _HALF16:
             _put(out, _softmax(xa, axis, log))
             return
         o = nd(out)  # computed in place: four passes over the data
@@ -77,7 +83,7 @@ class NormsMixin:
             return
         ga, ya = _a(g), _a(y)
         assert ga is not None and ya is not None
-        if out.dtype is BFLOAT16:
+        if out.dtype in _HALF16:
             if log:
                 r = ga - np.exp(ya) * np.sum(ga, axis, keepdims=True)
             else:
@@ -233,7 +239,7 @@ def _in_place(out: View, xa: np.ndarray, *others: np.ndarray) -> bool:
     on the way out, accumulation in the dtype as the whole-array path does), the output a
     contiguous array of ``xa``'s dtype, and the other inputs of that dtype too; the output
     overlaps none of them (it is overwritten before they are all read)."""
-    if out.dtype is BFLOAT16 or xa.dtype.kind != "f" or xa.dtype.itemsize < 4:
+    if out.dtype in _HALF16 or xa.dtype.kind != "f" or xa.dtype.itemsize < 4:
         return False
     o = nd(out)
     ins = (xa,) + others

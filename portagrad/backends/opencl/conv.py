@@ -34,15 +34,14 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ... import _dtype
 from ...errors import DTypeError
 from ..interface import View
 from .conv_implicit import launch_implicit
 from .conv_kernels import arg_types, conv_source, pool_source
 from .errors import cl_errors
 from .fusion import flushes
-from .gemm import launch_gemm, tuner
-from .launch import pow2ceil, via_f32
+from .gemm import launch_gemm, native_16bit, tuner
+from .launch import HALF16_DTYPES, pow2ceil, via_f32
 
 if TYPE_CHECKING:
     from .devices import Device
@@ -116,11 +115,18 @@ class ConvMixin:
         """The device of ``out``, after checking the dtype has a GEMM (float32/float64)."""
         dev = self._dev(out)
         dt = out.dtype.name
-        if dt not in ("float32", "float64"):
-            raise DTypeError(f"convolution on the OpenCL backend needs float32 or float64 tensors, "
+        if dt not in ("float32", "float64", "float16", "bfloat16"):
+            raise DTypeError(f"convolution on the OpenCL backend needs floating tensors, "
                              f"got {out.dtype}")
         dev.require_dtypes([dt])
         return dev
+
+    def _native16(self, out: View) -> bool:
+        """Whether a 16-bit convolution into ``out`` runs on its 16-bit operands: the im2col path
+        (columns hold the 16-bit values; the GEMM loads them into float32 accumulators and rounds
+        each output once), unless implicit GEMM is forced or the GEMM has no 16-bit kernel."""
+        forced = self._force_conv_kind if self._force_conv_kind is not None else _ENV_CONV
+        return forced != "implicit" and native_16bit(self._dev(out), self._force_gemm_kind)
 
     def _contiguous(self, dev: Device, v: View) -> View:
         """``v`` itself when contiguous, else a contiguous copy."""
@@ -154,6 +160,7 @@ class ConvMixin:
         """Sum the column gradients ``cols`` (strides ``cst`` as in :meth:`_im2col`) into the
         (N, C, H, W) ``out``: per plane on CPU devices, per element elsewhere."""
         dt = out.dtype.name
+        assert out.dtype not in HALF16_DTYPES  # summing 16-bit columns would round twice
         N, C, H, W = out.shape
         planes = dev.ew_style == "loop"
         name = "col2im_planes" if planes else "col2im"
@@ -194,7 +201,8 @@ class ConvMixin:
                dilation: Sequence[int], groups: int) -> None:
         """Cross-correlation of ``x`` (N, C, H, W) with ``w`` (O, C/groups, kh, kw) into ``out``
         (N, O, OH, OW); see the contract in :mod:`portagrad.backends.interface`."""
-        if x.dtype is _dtype.bfloat16:  # in float32, rounded once
+        half = x.dtype in HALF16_DTYPES
+        if half and not self._native16(out):  # in float32, rounded once
             via_f32(self, self.conv2d, (2,), x, w, out, stride, padding, dilation, groups)
             return
         dev = self._conv_dev(out)
@@ -214,6 +222,9 @@ class ConvMixin:
         geom = _geom(C, H, W, OH, OW, (kh, kw), stride, padding, dilation)
         gm = _gdict(N, C, H, W, O, OH, OW, kh, kw, stride, padding, dilation, G)
         with cl_errors(dev.label, "conv2d"):
+            if half:  # im2col only: implicit GEMM has no 16-bit kernels
+                self._conv2d_im2col(dev, x, w, out, geom, G)
+                return
             self._conv_path(dev, "fwd", gm, dt.name, {
                 "implicit": lambda: launch_implicit(dev, "fwd", x, w, out, gm),
                 "im2col": lambda: self._conv2d_im2col(dev, x, w, out, geom, G)})
@@ -251,7 +262,9 @@ class ConvMixin:
     def conv2d_grad_input(self, g: View, w: View, out: View, stride: Sequence[int],
                           padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
         """Gradient of ``sum(conv2d(x, w) * g)`` w.r.t. ``x``, into ``out`` (N, C, H, W)."""
-        if g.dtype is _dtype.bfloat16:  # in float32, rounded once
+        if g.dtype in HALF16_DTYPES:
+            # in float32, rounded once: the column gradients are summed by col2im, so 16-bit
+            # columns would round twice (a GEMM writing float32 from 16-bit operands is missing)
             via_f32(self, self.conv2d_grad_input, (2,), g, w, out, stride, padding, dilation, groups)
             return
         dev = self._conv_dev(out)
@@ -308,7 +321,8 @@ class ConvMixin:
                            padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
         """Gradient of ``sum(conv2d(x, w) * g)`` w.r.t. ``w``, into ``out``
         (O, C/groups, kh, kw)."""
-        if x.dtype is _dtype.bfloat16:  # in float32, rounded once
+        half = x.dtype in HALF16_DTYPES
+        if half and not self._native16(out):  # in float32, rounded once
             via_f32(self, self.conv2d_grad_weight, (2,), x, g, out, stride, padding, dilation, groups)
             return
         dev = self._conv_dev(out)
@@ -328,6 +342,9 @@ class ConvMixin:
         geom = _geom(C, H, W, OH, OW, (kh, kw), stride, padding, dilation)
         gm = _gdict(N, C, H, W, O, OH, OW, kh, kw, stride, padding, dilation, G)
         with cl_errors(dev.label, "conv2d_grad_weight"):
+            if half:  # im2col only, as the forward
+                self._grad_weight_im2col(dev, x, g, out, geom, G)
+                return
             self._conv_path(dev, "wgrad", gm, dt.name, {
                 "implicit": lambda: launch_implicit(dev, "wgrad", x, g, out, gm),
                 "im2col": lambda: self._grad_weight_im2col(dev, x, g, out, geom, G)})
@@ -358,7 +375,7 @@ class ConvMixin:
                    stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int]) -> None:
         """Window maxima of ``x`` (N, C, H, W) into ``out`` and their int64 flat positions
         ``h * W + w`` into ``indices`` (PyTorch's rules for ties, NaN and ``-inf``)."""
-        if x.dtype is _dtype.bfloat16:  # in float32, rounded once
+        if x.dtype in HALF16_DTYPES:  # in float32, rounded once
             via_f32(self, self.max_pool2d, (1,), x, out, indices, kernel_size, stride, padding, dilation)
             return
         dev = self._dev(out)
@@ -379,7 +396,7 @@ class ConvMixin:
                               kernel_size: Sequence[int], stride: Sequence[int],
                               padding: Sequence[int], dilation: Sequence[int]) -> None:
         """``out`` (N, C, H, W) = ``g`` summed at the positions ``indices`` of each plane."""
-        if g.dtype is _dtype.bfloat16:  # in float32, rounded once
+        if g.dtype in HALF16_DTYPES:  # in float32, rounded once
             via_f32(self, self.max_pool2d_grad_input, (2,), g, indices, out, kernel_size, stride, padding,
                     dilation)
             return

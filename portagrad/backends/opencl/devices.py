@@ -168,8 +168,7 @@ class Device:
         if "float64" in dtypes and not self.fp64:
             raise DTypeError(f"{self.label} does not support float64 (no cl_khr_fp64); "
                              "use float32 tensors on this device")
-        if "float16" in dtypes and not self.fp16:
-            raise DTypeError(f"{self.label} does not support float16 (no cl_khr_fp16)")
+        # float16 needs nothing: it is stored as bits and computed in float on every device
 
     def program(self, key: Any, source: Callable[[], str], dtypes: Sequence[str], what: str) -> Any:
         """The built program for ``key``, generating ``source()`` and building it on first use.

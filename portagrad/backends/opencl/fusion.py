@@ -64,6 +64,8 @@ from ..interface import View
 from .kernels import BINARY_VALID, UNARY_VALID, out_is_bool
 from .allocator import DeviceBuffer
 from .fusion_kernels import VEC_OPS, VEC_WIDTH, fused_source
+from ..ufuncs import f16_scalar_is_float32
+from .launch import CONVERT
 
 __all__ = [
     "MAX_BCAST_TERMS",
@@ -86,7 +88,21 @@ MAX_BCAST_TERMS = 3
 #: anyway, and skipping the read-for-ownership of every output line saves memory traffic
 STREAM_MIN = 1 << 22
 
-_FLOAT_NP = {"float32": np.float32, "float64": np.float64, "bfloat16": np.float32}
+#: a fused group's scalar operand as its kernel argument (16-bit floats compute in float; a
+#: float16 scalar is rounded to float16 first where the unfused kernels round it)
+_FLOAT_NP: dict[str, Any] = {"float32": np.float32, "float64": np.float64, "bfloat16": np.float32,
+                             "float16": CONVERT["float16"]}
+_F16 = _dtype.float16
+
+
+def _round16(v: Any) -> Any:
+    """A Python scalar rounded to float16 (as a Python float; bools and ints past float16 too)."""
+    with np.errstate(over="ignore"):
+        return float(np.float16(v))
+
+
+_NP_ARG = {"float32": np.float32, "float64": np.float64, "bfloat16": np.float32,
+           "float16": np.float32}
 # ops whose output dtype is the input dtype (comparisons and tests write bool: not fused)
 _UNARY_OK = frozenset(op for op in UNARY_VALID["f"] if not out_is_bool(op))
 _BINARY_OK = frozenset(op for op in BINARY_VALID["f"] if not out_is_bool(op))
@@ -283,7 +299,7 @@ class Fuser:
         ok = self._ok.get(dev)
         if ok is None:
             fp64 = self._be.device(dev).fp64  # float64 fuses only where the device has it
-            ok = self._ok[dev] = frozenset([_dtype.float32, _dtype.bfloat16]
+            ok = self._ok[dev] = frozenset([_dtype.float32, _dtype.bfloat16, _dtype.float16]
                                            + ([_dtype.float64] if fp64 else []))
         c = out.cache
         if c is None:
@@ -299,6 +315,12 @@ class Fuser:
             self.flush()
             nodes = self.nodes
         gen = self._gen
+        if dt is _F16 and not unary and not f16_scalar_is_float32(op, a, b):
+            # a float16 scalar operand rounded to float16 first, as in the unfused kernels
+            if a.__class__ is not View:
+                a = _round16(a)
+            elif b.__class__ is not View:
+                b = _round16(b)
         x = self._operand(a, dt, shape, n)
         if x is None:
             return self._decline()
@@ -499,7 +521,7 @@ class Fuser:
         dev = self._be.device(dev_index)
         style = "cl" if dev.ew_style == "loop" else "g"
         dtn = dt.name
-        npt = _FLOAT_NP[dtn]
+        npt = _NP_ARG[dtn]
         nout, nleaf, nscal = len(live), len(leaf_map), len(scal_map)
         order = sorted(leaf_map, key=leaf_map.__getitem__)
         bc = tuple([None if nterms[k] < 0 else nterms[k] for k in order]) if nterms else ()

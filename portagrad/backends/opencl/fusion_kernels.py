@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .kernels import CTYPE, binary_expr, prelude, unary_expr
+from .kernels import CTYPE, HALF16, binary_expr, prelude, unary_expr
 
 __all__ = ["VEC_OPS", "VEC_WIDTH", "fused_source"]
 
@@ -43,9 +43,10 @@ def fused_source(dtype: str, style: str, prog: tuple | list, nout: int, nleaf: i
     group never streams."""
     t = CTYPE[dtype]
     bc = list(bcast) + [None] * (nleaf - len(bcast))
-    # bfloat16: loaded into floats, every node rounded to bfloat16 as the unfused kernels round
-    # it, stored as bits; scalars are floats
-    bf = dtype == "bfloat16"
+    # 16-bit floats: loaded into floats, every node rounded to the dtype as the unfused kernels
+    # round it, stored as bits; scalars are floats
+    bf = dtype in HALF16
+    ld16, st16 = HALF16.get(dtype, ("", ""))
     et = "float32" if bf else dtype
     st = "float" if bf else t
     params = ["long n"] + (["long ch"] if style == "cl" else [])
@@ -82,7 +83,7 @@ def fused_source(dtype: str, style: str, prog: tuple | list, nout: int, nleaf: i
         for i, (op, args, slot) in enumerate(prog):
             expr = unary_expr(op, et) if len(args) == 1 else binary_expr(op, et)
             if bf:
-                expr = f"pg_bf2f(pg_f2bf({expr}))"
+                expr = f"{ld16}({st16}({expr}))"
             binds = f"{vt} a = {operand(args[0])};" + (
                 f" {vt} b = {operand(args[1])};" if len(args) == 2 else "")
             # a block per node: the op's expression is written over variables a and b
@@ -91,7 +92,7 @@ def fused_source(dtype: str, style: str, prog: tuple | list, nout: int, nleaf: i
                 stores.append(store.format(v=f"v{i}", p=f"O{slot} + o{slot}"))
         return "\n        ".join(lines + stores)
 
-    scalar = (body("float", "pg_bf2f(({p})[j])", "({p})[j] = pg_f2bf({v});") if bf
+    scalar = (body("float", ld16 + "(({p})[j])", "({p})[j] = " + st16 + "({v});") if bf
               else body(t, "({p})[j]", "({p})[j] = {v};"))
     if style == "cl" and stream and not any(b is not None for b in bc):
         w = VEC_WIDTH[dtype]

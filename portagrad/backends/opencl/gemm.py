@@ -41,7 +41,7 @@ import numpy as np
 
 from .gemm_packed import PACKED_TILES, PackedTile, launch_packed
 from .gemm_tune import Choice, Tuner, size_class
-from .kernels import CTYPE, UTYPE
+from .kernels import CTYPE, HALF16, UTYPE, half16_helpers
 
 __all__ = [
     "CPU_BLOCK",
@@ -55,11 +55,14 @@ __all__ = [
     "gemm_source",
     "gpu3_layout",
     "launch_gemm",
+    "native_16bit",
     "tuner",
 ]
 
-#: CPU register block: (rows per work-item, vectors per row) and vector width by dtype
-CPU_BLOCK = {"float32": (8, 2, 8), "float64": (8, 2, 4)}
+#: CPU register block: (rows per work-item, vectors per row) and vector width by dtype (16-bit
+#: floats accumulate in float32 blocks)
+CPU_BLOCK = {"float32": (8, 2, 8), "float64": (8, 2, 4), "bfloat16": (8, 2, 8),
+             "float16": (8, 2, 8)}
 #: GEMM kernel families: "cpu" (barrier-free register blocks on the operands in place), "gpu3"
 #: (double-buffered, unchecked interior tiles, vector global access; tile in GPU3_CONFIG; the
 #: default on GPUs) and "packed" (:mod:`.gemm_packed`, CPU devices). ``PORTAGRAD_OPENCL_GEMM`` (or
@@ -86,18 +89,28 @@ class GemmPlan:
         self.dtype = dtype
 
 
-def _edge_kernel(t: str) -> str:
+def _conv16(dtype: str) -> tuple[str, str, str]:
+    """``(compute type, load, store)`` of ``dtype``'s GEMM: a 16-bit float is loaded into float
+    (``load`` names the conversion function, "" for none) and stored rounded once (``store``)."""
+    if dtype in HALF16:
+        return "float", HALF16[dtype][0], HALF16[dtype][1]
+    return CTYPE[dtype], "", ""
+
+
+def _edge_kernel(dtype: str) -> str:
     # one element per work-item over the rectangle [r0, r0 + rows) x [c0, c0 + cols) given by
-    # the global size; accumulates in the output type
+    # the global size; accumulates in the output type (16-bit floats: in float, rounded once)
+    t = CTYPE[dtype]
+    ct, ld, st = _conv16(dtype)
     return f"""
 __kernel void gemm_edge({_ARGS.format(t=t)}, long r0, long c0)
 {{
     long n = c0 + get_global_id(0), m = r0 + get_global_id(1), bt = get_global_id(2);
     __global const {t}* a = A + ao + bt * sab + m * sam;
     __global const {t}* b = B + bo + bt * sbb + n * sbn;
-    {t} acc = 0;
-    for (long k = 0; k < K; ++k) acc += a[k * sak] * b[k * sbk];
-    C[co + bt * scb + m * scm + n * scn] = acc;
+    {ct} acc = 0;
+    for (long k = 0; k < K; ++k) acc += {ld}(a[k * sak]) * {ld}(b[k * sbk]);
+    C[co + bt * scb + m * scm + n * scn] = {st}(acc);
 }}
 """
 
@@ -122,20 +135,25 @@ __kernel void gemm_int({_ARGS.format(t=t)})
 
 def _cpu_kernel(t: str, dtype: str, b_unit: bool, c_unit: bool) -> str:
     rm, v, w = CPU_BLOCK[dtype]
-    vt = f"{t}{w}"
+    ct, ld, st = _conv16(dtype)  # 16-bit operands: loaded into float vectors, stored rounded
+    vt = f"{ct}{w}"
     acc = "\n    ".join(f"{vt} c{i}_{j} = 0;" for i in range(rm) for j in range(v))
     if b_unit:
-        bl = "".join(f"{vt} b{j} = vload{w}(0, bk + {j * w});\n        " for j in range(v))
+        vld = f"{ld}_{w}" if ld else ""
+        bl = "".join(f"{vt} b{j} = {vld}(vload{w}(0, bk + {j * w}));\n        " for j in range(v))
     else:
         bl = "".join(
-            f"{vt} b{j} = ({vt})(" + ", ".join(f"bk[{j * w + l} * sbn]" for l in range(w)) + ");\n        "
-            for j in range(v))
-    al = "".join(f"{t} a{i} = ak[{i} * sam];\n        " for i in range(rm))
+            f"{vt} b{j} = ({vt})(" + ", ".join(f"{ld}(bk[{j * w + l} * sbn])" for l in range(w))
+            + ");\n        " for j in range(v))
+    al = "".join(f"{ct} a{i} = {ld}(ak[{i} * sam]);\n        " for i in range(rm))
     fma = "\n        ".join(f"c{i}_{j} += a{i} * b{j};" for i in range(rm) for j in range(v))
-    stores = []
+    stores: list[str] = []
     for i in range(rm):
         for j in range(v):
-            if c_unit:
+            if ld:
+                stores.extend(f"cp[{i} * scm + {j * w + l} * scn] = {st}(c{i}_{j}.s{_LANES[l]});"
+                              for l in range(w))
+            elif c_unit:
                 stores.append(f"vstore{w}(c{i}_{j}, 0, cp + {i} * scm + {j * w});")
             else:
                 stores.extend(f"cp[{i} * scm + {j * w + l} * scn] = c{i}_{j}.s{_LANES[l]};"
@@ -482,6 +500,10 @@ def gemm_source(dtype: str, kind: str, b_unit: bool, c_unit: bool, a_kfast: bool
     head = "#pragma OPENCL FP_CONTRACT ON\n"  # let a*b+c fuse: GEMM is not bit-exact anyway
     if dtype == "float64":
         head += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    if dtype in HALF16:
+        if kind == "gpu3":
+            raise ValueError(f"the gpu3 GEMM kernel has no {dtype} variant")
+        head += half16_helpers(dtype, [CPU_BLOCK[dtype][2]])
     if kind == "gpu3":
         cfg = config or GPU3_CONFIG[dtype]
         if layout is None:
@@ -491,7 +513,7 @@ def gemm_source(dtype: str, kind: str, b_unit: bool, c_unit: bool, a_kfast: bool
     else:
         body = _cpu_kernel(t, dtype, b_unit, c_unit)
         key = ("gemm", dtype, "cpu", b_unit, c_unit)
-    return GemmPlan(key, head + body + _edge_kernel(t), dtype)
+    return GemmPlan(key, head + body + _edge_kernel(dtype), dtype)
 
 
 def _kind(dev: Any, forced: str | None) -> str | None:
@@ -540,6 +562,14 @@ def candidates(dev: Any, dtype: str) -> list[Choice]:
                 if c != GPU3_CONFIG[dtype] and c.local_bytes(itemsize) <= have]
         return out
     return [("packed", t) for t in PACKED_TILES[dtype]] + [("cpu", None)]
+
+
+def native_16bit(dev: Any, kind: str | None) -> bool:
+    """Whether a 16-bit float GEMM on ``dev`` runs on its operands as they are ("cpu" and
+    "packed" load 16-bit values into float accumulators); the "gpu3" kernel (GPUs, or forced)
+    has no 16-bit variant, so the caller converts to float32 for it."""
+    forced = _kind(dev, kind)
+    return forced != "gpu3" and (forced is not None or not dev.is_gpu)
 
 
 def _overlaps(x: Any, out: Any) -> bool:

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .kernels import CTYPE
+from .kernels import CTYPE, HALF16, half16_helpers
 from .vectors import vload, vstore
 
 __all__ = ["PACKED_TILES", "PackedTile", "launch_packed", "packed_source"]
@@ -62,26 +62,54 @@ class PackedTile(NamedTuple):
 #: candidate tiles by dtype, best guess first (the first is the default when nothing is timed).
 #: 16 float32 lanes fill one AVX-512 register (two AVX2 ones); 256-deep passes keep a panel of
 #: ``b`` (16 KiB) in L1 and the pass's panels of ``a`` in L2
-PACKED_TILES = {
+PACKED_TILES: dict[str, tuple[PackedTile, ...]] = {
     "float32": (PackedTile(8, 1, 16, 0, True), PackedTile(8, 1, 16, 256, False),
                 PackedTile(8, 2, 8, 256, True), PackedTile(4, 2, 16, 256, True)),
     "float64": (PackedTile(8, 1, 8, 0, True), PackedTile(8, 1, 8, 128, False),
                 PackedTile(8, 2, 4, 128, True), PackedTile(4, 2, 8, 128, True)),
 }
+# 16-bit floats: float32's blocks over 16-bit panels, each product in one pass over k (a pass
+# adds into ``out``, which would round a 16-bit output once per pass)
+for _dt in HALF16:
+    PACKED_TILES[_dt] = (PackedTile(8, 1, 16, 0, True), PackedTile(8, 2, 8, 0, True),
+                         PackedTile(4, 2, 16, 0, True))
 _LANES = "0123456789abcdef"
 
 
-def _tile_kernel(t: str, tile: PackedTile, c_unit: bool, name: str) -> str:
+#: the panel element of a 16-bit float: bfloat16 panels hold its bits (widened to float by a shift
+#: as the tile kernel loads them); float16 is widened as it is packed, since its conversion in the
+#: inner loop costs more than the multiply-adds (2.5x slower than float32 at 1024^3 on PoCL)
+_PANEL = {"bfloat16": "ushort", "float16": "float"}
+
+
+def _tile_kernel(dtype: str, tile: PackedTile, c_unit: bool, name: str) -> str:
     rm, v, w = tile.rm, tile.v, tile.w
     nb = v * w
-    vt = f"{t}{w}"
+    ot = CTYPE[dtype]
+    t = _PANEL.get(dtype, ot)
+    # 16-bit floats: float accumulators, each output rounded once (16-bit tiles make one pass,
+    # so beta is 0); bfloat16 panels are converted as loaded
+    st = HALF16[dtype][1] if dtype in HALF16 else ""
+    ld = HALF16[dtype][0] if t == "ushort" else ""
+    ct = "float" if st else t
+    vt = f"{ct}{w}"
     acc = "\n    ".join(f"{vt} c{i}_{j} = 0;" for i in range(rm) for j in range(v))
-    bl = "".join(f"{vt} b{j} = *(__global const {vt}*)(bk + {j * w});\n        " for j in range(v))
-    al = "".join(f"{t} a{i} = ak[{i}];\n        " for i in range(rm))
+    vld = f"{ld}_{w}" if ld else ""
+    bl = "".join(f"{vt} b{j} = {vld}(*(__global const {t}{w}*)(bk + {j * w}));\n        "
+                 for j in range(v))
+    al = "".join(f"{ct} a{i} = {ld}(ak[{i}]);\n        " for i in range(rm))
     fma = "\n        ".join(f"c{i}_{j} += a{i} * b{j};" for i in range(rm) for j in range(v))
     full, edge = [], []
     for i in range(rm):
         for j in range(v):
+            if st:
+                for lane in range(w):
+                    col = j * w + lane
+                    dst = f"cp[{i} * scm + {col} * scn]"
+                    val = f"{st}(c{i}_{j}.s{_LANES[lane]})"
+                    full.append(f"{dst} = {val};")
+                    edge.append(f"if ({i} < mr && {col} < nr) {dst} = {val};")
+                continue
             if c_unit:
                 p = f"cp + {i} * scm + {j * w}"
                 # at most 32-byte vload/vstore calls (see .vectors: PoCL's kernel cache)
@@ -98,7 +126,7 @@ def _tile_kernel(t: str, tile: PackedTile, c_unit: bool, name: str) -> str:
            else "long jp = get_global_id(0), ip = get_global_id(1);")
     return f"""
 __kernel void {name}(__global const {t}* restrict Ap, long apb, __global const {t}* restrict Bp,
-                     long bpb, __global {t}* C, long co, long scb, long scm, long scn,
+                     long bpb, __global {ot}* C, long co, long scb, long scm, long scn,
                      long M, long N, long K, long k0, long kc, int beta)
 {{
     {ids}
@@ -111,7 +139,7 @@ __kernel void {name}(__global const {t}* restrict Ap, long apb, __global const {
         ak += {rm}; bk += {nb};
     }}
     long row = ip * {rm}, col = jp * {nb};
-    __global {t}* cp = C + co + bt * scb + row * scm + col * scn;
+    __global {ot}* cp = C + co + bt * scb + row * scm + col * scn;
     if (row + {rm} <= M && col + {nb} <= N) {{
         {chr(10).join('        ' + x for x in full).lstrip()}
     }} else {{
@@ -133,29 +161,35 @@ def packed_source(dtype: str, c_unit: bool) -> str:
     head = "#pragma OPENCL FP_CONTRACT ON\n"  # a*b+c as one FMA: GEMM is not bit-exact anyway
     if dtype == "float64":
         head += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    pt = _PANEL.get(dtype, t)  # the panels' element type
+    # the packing copy: bits, or float16 widened to float (x() reads element i of X)
+    px = "pg_h2f(x[{i}])" if dtype == "float16" else "x[{i}]"
+    if dtype in HALF16:
+        head += half16_helpers(dtype, sorted({tile.w for tile in PACKED_TILES[dtype]}
+                                             if pt == "ushort" else ()))
     widths = sorted({w for tile in PACKED_TILES[dtype] for w in (tile.rm, tile.nb)})
     pack = "".join(f"""
 /* P[bt][p][k][r] = X[bt][p*{r} + r][k] (0 past E rows): the panel layout of either operand, with
    (sx, sk) the strides of X along its panel axis (m of a, n of b) and along k; the width is a
    constant so that whole panels copy as unrolled (vectorisable) loops */
 __kernel void gemm_pack{r}(__global const {t}* restrict X, long xo, long sb, long sx, long sk,
-                        __global {t}* restrict P, long E, long K)
+                        __global {pt}* restrict P, long E, long K)
 {{
     long k = get_global_id(0), p = get_global_id(1), bt = get_global_id(2);
     long np = get_global_size(1);
     __global const {t}* x = X + xo + bt * sb + p * {r} * sx + k * sk;
-    __global {t}* d = P + ((bt * np + p) * K + k) * {r};
+    __global {pt}* d = P + ((bt * np + p) * K + k) * {r};
     long r1 = E - p * {r};
     if (r1 >= {r}) {{
         if (sx == 1) {{
             #pragma unroll
-            for (int r = 0; r < {r}; ++r) d[r] = x[r];
+            for (int r = 0; r < {r}; ++r) d[r] = {px.format(i='r')};
         }} else {{
             #pragma unroll
-            for (int r = 0; r < {r}; ++r) d[r] = x[r * sx];
+            for (int r = 0; r < {r}; ++r) d[r] = {px.format(i='r * sx')};
         }}
     }} else {{
-        for (long r = 0; r < {r}; ++r) d[r] = r < r1 ? x[r * sx] : ({t})0;
+        for (long r = 0; r < {r}; ++r) d[r] = r < r1 ? {px.format(i='r * sx')} : ({pt})0;
     }}
 }}
 
@@ -164,20 +198,20 @@ __kernel void gemm_pack{r}(__global const {t}* restrict X, long xo, long sb, lon
    streams and writing one contiguous {r * _KRUN}-element block, instead of gathering {r} values
    far apart per k */
 __kernel void gemm_packk{r}(__global const {t}* restrict X, long xo, long sb, long sx, long sk,
-                         __global {t}* restrict P, long E, long K)
+                         __global {pt}* restrict P, long E, long K)
 {{
     long k0 = get_global_id(0) * {_KRUN}, p = get_global_id(1), bt = get_global_id(2);
     long np = get_global_size(1), k1 = min(K, k0 + {_KRUN});
     __global const {t}* x = X + xo + bt * sb + p * {r} * sx;
-    __global {t}* d = P + (bt * np + p) * K * {r};
+    __global {pt}* d = P + (bt * np + p) * K * {r};
     long r1 = min((long){r}, E - p * {r});
     for (long r = 0; r < r1; ++r)
-        for (long k = k0; k < k1; ++k) d[k * {r} + r] = x[r * sx + k];
+        for (long k = k0; k < k1; ++k) d[k * {r} + r] = {px.format(i='r * sx + k')};
     for (long r = r1; r < {r}; ++r)
-        for (long k = k0; k < k1; ++k) d[k * {r} + r] = ({t})0;
+        for (long k = k0; k < k1; ++k) d[k * {r} + r] = ({pt})0;
 }}
 """ for r in widths)
-    tiles = "".join(_tile_kernel(t, tile, c_unit, _kernel_name(i))
+    tiles = "".join(_tile_kernel(dtype, tile, c_unit, _kernel_name(i))
                     for i, tile in enumerate(PACKED_TILES[dtype]))
     return head + pack + tiles
 
@@ -196,14 +230,15 @@ def _pack(dev: Any, key: tuple, src: Any, x: Any, bsz: int, sb: int, sx: int, sk
     nbat = 1 if sb == 0 else bsz
     npan = -(-ext // r)
     per = npan * k * r
-    buf = dev.allocator.allocate(max(1, nbat * per) * x.dtype.itemsize)
+    buf = dev.allocator.allocate(max(1, nbat * per) * (4 if x.dtype.name == "float16"
+                                                         else x.dtype.itemsize))
     gs = (-(-k // _KRUN) if krun else k, npan, nbat)
     kern(dev.queue, gs, None, x.buffer.mem, x.offset, sb, sx, sk, buf.mem, ext, k)
     return buf, (0 if nbat == 1 else per)
 
 
 def launch_packed(dev: Any, a: Any, b: Any, out: Any, tile: PackedTile) -> None:
-    """Enqueue ``out = a @ b`` (views (B, M, K), (B, K, N), (B, M, N), float32/float64, ``K > 0``)
+    """Enqueue ``out = a @ b`` (views (B, M, K), (B, K, N), (B, M, N), floating, ``K > 0``)
     with ``tile``, one of :data:`PACKED_TILES` for the dtype. The packed copies are temporaries of
     the device's caching allocator: they go back to it on return, which is safe on the in-order
     queue (their next user is enqueued after these kernels)."""

@@ -24,14 +24,19 @@ vectorises; an N-D range lies in between.
 For strided layouts each operand passes its offset, then the ``R`` strides of every view and the
 ``R`` sizes follow as the last arguments (plus ``nrows, ch`` for loops).
 
-bfloat16
---------
-A bfloat16 is stored as its 16 bits (``ushort``) and computed in float32, as PyTorch does.
-Elementwise kernels (unary, binary, ``where``, casts) convert on load and store (``pg_bf2f`` /
-``pg_f2bf``: round to nearest even, NaN made quiet) and compute the float32 expression; a
-bfloat16 scalar argument is a float. Copies, fill, gather and scatter move the bits;
-``scatter_add`` rounds after each addition, as PyTorch's CPU kernel does. Reductions, scans, sort,
-GEMM and random numbers run on float32 copies and round the result once (see ``primitives.py``).
+16-bit floats (bfloat16, float16)
+---------------------------------
+Both are stored as their 16 bits (``ushort``) and computed in float32, as PyTorch and numpy do,
+on every device: float16 needs no ``cl_khr_fp16`` (that extension is about ``half`` arithmetic;
+this backend never computes in ``half``). Elementwise kernels (unary, binary, ``where``, casts)
+convert on load and store (:data:`HALF16`: ``pg_bf2f``/``pg_f2bf`` and ``pg_h2f``/``pg_f2h``,
+software conversions rounding to nearest even, bit-exact with ml_dtypes' and numpy's casts) and
+compute the float32 expression; a scalar argument is a float (for float16 already rounded to
+float16, as numpy treats a Python scalar). A float64 source converts to float16 directly
+(``pg_d2h``: one rounding, as numpy) and to bfloat16 through float32 (as PyTorch). Copies, fill,
+gather and scatter move the bits; ``scatter_add`` rounds after each addition, as PyTorch's CPU
+kernel does; reductions, ``cumsum`` and sort work in float, rounding each output once. Random
+numbers are drawn straight into the 16-bit buffer, rounded as the numpy backend rounds them.
 
 Integer division by zero
 ------------------------
@@ -45,6 +50,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "HALF16",
     "BINARY_VALID",
     "CTYPE",
     "KIND",
@@ -56,6 +62,7 @@ __all__ = [
     "cast_targets",
     "cumsum_source",
     "elementwise_source",
+    "half16_helpers",
     "fill_source",
     "gather_source",
     "prelude",
@@ -68,7 +75,7 @@ __all__ = [
 
 #: portagrad dtype name -> OpenCL C type (bool is stored as one byte holding 0 or 1)
 CTYPE = {"bool": "uchar", "int32": "int", "int64": "long", "float32": "float", "float64": "double",
-         "float16": "half", "uint8": "uchar", "int8": "char", "int16": "short",
+         "float16": "ushort", "uint8": "uchar", "int8": "char", "int16": "short",
          "bfloat16": "ushort"}
 #: unsigned twin, used for wrapping integer arithmetic (signed overflow is undefined in C). The
 #: 8- and 16-bit types take ``uint``: C promotes them to (signed) int before arithmetic, where
@@ -76,7 +83,7 @@ CTYPE = {"bool": "uchar", "int32": "int", "int64": "long", "float32": "float", "
 UTYPE = {"bool": "uchar", "int32": "uint", "int64": "ulong", "uint8": "uint", "int8": "uint",
          "int16": "uint"}
 #: 'b' bool, 'i' integer, 'f' floating
-KIND = {"bool": "b", "int32": "i", "int64": "i", "float32": "f", "float64": "f", "float16": "f",
+KIND = {"bool": "b", "int32": "i", "int64": "i", "float32": "f", "float64": "f", "float16": "s",
         "uint8": "i", "int8": "i", "int16": "i", "bfloat16": "s"}  # 's': 16-bit storage only
 
 #: identities of max and min reductions over integers
@@ -96,20 +103,90 @@ inline ushort pg_f2bf(float f) {
     return (ushort)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }"""
 
+# float16 <-> float32 in integer arithmetic, so that no device needs cl_khr_fp16 and every device
+# rounds alike (to nearest even, as numpy's npy_floatbits_to_halfbits and F16C hardware): NaN
+# keeps its sign and the top of its payload, made quiet; magnitudes from 65520 on overflow to inf
+# (through the carry of the rounding); below 2^-14 the subnormal is rint(|f| * 2^24), exact
+# since scaling by a power of two is. The load of a subnormal half multiplies an integer by 2^-24
+# (exact), so no denormal float is involved either way; it selects rather than branches, so loops
+# that load (GEMM, elementwise) stay vectorised.
+_F16_HELPERS = """
+inline float pg_h2f(ushort h) {
+    uint s = ((uint)h & 0x8000u) << 16, e = ((uint)h >> 10) & 0x1Fu, m = (uint)h & 0x3FFu;
+    uint r = e == 31u ? (s | 0x7F800000u | (m << 13)) : (s | ((e + 112u) << 23) | (m << 13));
+    return as_float(e == 0u ? (s | as_uint((float)m * 0x1p-24f)) : r);
+}
+inline ushort pg_f2h(float f) {
+    uint x = as_uint(f);
+    uint s = (x >> 16) & 0x8000u, a = x & 0x7FFFFFFFu;
+    if (a > 0x7F800000u) return (ushort)(s | 0x7E00u | ((a >> 13) & 0x3FFu));
+    if (a >= 0x47800000u) return (ushort)(s | 0x7C00u);
+    if (a >= 0x38800000u) {
+        uint r = a - 0x38000000u;
+        return (ushort)(s | ((r + 0xFFFu + ((r >> 13) & 1u)) >> 13));
+    }
+    return (ushort)(s | (uint)rint(as_float(a) * 0x1p24f));
+}"""
+
+# float64 -> float16 in one rounding (numpy's npy_doublebits_to_halfbits), the same scheme
+_D2H_HELPER = """
+inline ushort pg_d2h(double d) {
+    ulong x = as_ulong(d);
+    uint s = (uint)(x >> 48) & 0x8000u;
+    ulong a = x & 0x7FFFFFFFFFFFFFFFul;
+    if (a > 0x7FF0000000000000ul) return (ushort)(s | 0x7E00u | (uint)((a >> 42) & 0x3FFul));
+    if (a >= 0x40F0000000000000ul) return (ushort)(s | 0x7C00u);
+    if (a >= 0x3F10000000000000ul) {
+        ulong r = a - 0x3F00000000000000ul;
+        return (ushort)(s | (uint)((r + 0x1FFFFFFFFFFul + ((r >> 42) & 1ul)) >> 42));
+    }
+    return (ushort)(s | (uint)rint(as_double(a) * 0x1p24));
+}"""
+
+#: the 16-bit floats stored as bits: dtype -> (load to float, store from float) C functions
+HALF16 = {"bfloat16": ("pg_bf2f", "pg_f2bf"), "float16": ("pg_h2f", "pg_f2h")}
+_HALF16_SRC = {"bfloat16": _BF16_HELPERS, "float16": _F16_HELPERS}
+
+
+def half16_helpers(dtype: str, widths: Sequence[int] = ()) -> str:
+    """The conversion functions of 16-bit float ``dtype`` (see :data:`HALF16`), plus a vector load
+    conversion ``<load>_<w>(ushort<w>) -> float<w>`` per width in ``widths`` (8 or 16), for
+    kernels (GEMM) that read 16-bit operands in vectors. A 16-wide conversion runs as two 8-wide
+    halves: no builtin sees a 64-byte vector (see :mod:`.vectors`)."""
+    ld = HALF16[dtype][0]
+    parts = [_HALF16_SRC[dtype]]
+    if 8 in widths or 16 in widths:
+        if dtype == "bfloat16":
+            body = "return as_float8(convert_uint8(h) << 16);"
+        else:  # pg_h2f's three cases as selects, so the loop stays vectorised
+            body = ("uint8 u = convert_uint8(h);\n"
+                    "    uint8 s = (u & 0x8000u) << 16, e = (u >> 10) & 0x1Fu, m = u & 0x3FFu;\n"
+                    "    uint8 r = s | ((e + 112u) << 23) | (m << 13);\n"
+                    "    r = select(r, s | 0x7F800000u | (m << 13), e == (uint8)31u);\n"
+                    "    r = select(r, s | as_uint8(convert_float8(m) * 0x1p-24f), e == (uint8)0u);\n"
+                    "    return as_float8(r);")
+        parts.append(f"inline float8 {ld}_8(ushort8 h) {{\n    {body}\n}}")
+    if 16 in widths:
+        # a macro: a function returning a 64-byte vector draws clang's ABI warning without AVX-512
+        parts.append(f"#define {ld}_16(h) ((float16)({ld}_8((h).lo), {ld}_8((h).hi)))")
+    return "\n".join(parts) + "\n"
+
 
 def _load(dtype: str, ref: str) -> str:
-    """The value of element ``ref`` of ``dtype`` as computed with (bfloat16: as a float)."""
-    return f"pg_bf2f({ref})" if dtype == "bfloat16" else ref
+    """The value of element ``ref`` of ``dtype`` as computed with (16-bit floats: as a float)."""
+    h = HALF16.get(dtype)
+    return f"{h[0]}({ref})" if h else ref
 
 
 def _vtype(dtype: str) -> str:
-    """The C type a ``dtype`` value is computed in (bfloat16: float)."""
-    return "float" if dtype == "bfloat16" else CTYPE[dtype]
+    """The C type a ``dtype`` value is computed in (16-bit floats: float)."""
+    return "float" if dtype in HALF16 else CTYPE[dtype]
 
 
 def _store(dtype: str, expr: str) -> str:
     """``expr`` (of :func:`_vtype`) as stored in a ``dtype`` buffer."""
-    return f"pg_f2bf({expr})" if dtype == "bfloat16" else expr
+    h = HALF16.get(dtype)
+    return f"{h[1]}({expr})" if h else expr
 
 
 def prelude(dtypes: Sequence[str]) -> str:
@@ -117,12 +194,13 @@ def prelude(dtypes: Sequence[str]) -> str:
     parts = ["#pragma OPENCL FP_CONTRACT OFF"]
     if "float64" in dtypes:
         parts.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
-    if "float16" in dtypes:
-        parts.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
     names = set(dtypes)
-    if "bfloat16" in names:
-        parts.append(_BF16_HELPERS)
-        names.add("float32")  # bfloat16 computes with float's helpers
+    for h in sorted(names & HALF16.keys()):
+        parts.append(_HALF16_SRC[h])
+        names.discard(h)
+        names.add("float32")  # 16-bit floats compute with float's helpers
+    if "float16" in dtypes and "float64" in dtypes:
+        parts.append(_D2H_HELPER)
     for name in sorted(names):
         t = CTYPE[name]
         k = KIND[name]
@@ -261,17 +339,17 @@ def binary_expr(op: str, dtype: str) -> str:
     return _unsigned_fix(dtype, _subst(_BINARY_BY_KIND[KIND[dtype]][op], dtype))
 
 
-def cast_targets(fp16: bool, fp64: bool) -> list[str]:
+def cast_targets(fp64: bool) -> list[str]:
     """The dtypes one cast program converts to (those the device supports): a program per source
     dtype rather than per pair, so the first casts among ten dtypes cost ten builds, not 90."""
-    return [d for d in CTYPE if (fp16 or d != "float16") and (fp64 or d != "float64")]
+    return [d for d in CTYPE if fp64 or d != "float64"]
 
 
 def cast_expr(src: str, dst: str) -> str:
     """C expression converting ``a`` of dtype ``src`` to ``dst`` (float->int truncates; ->bool is != 0)."""
-    if src == dst or dst == "bfloat16":  # elementwise kernels store bfloat16 rounded from float
-        return "a"                      # (from float64 through float32, as PyTorch)
-    if src == "bfloat16":  # loaded as float
+    if src == dst or dst in HALF16:  # elementwise kernels store 16-bit floats rounded from float
+        return "a"                   # (float64 -> bfloat16 through float32, as PyTorch)
+    if src in HALF16:  # loaded as float
         src = "float32"
     if dst == "bool":
         return f"(uchar)(a != ({CTYPE[src]})0)"
@@ -352,16 +430,20 @@ def elementwise_source(kernels: dict[str, str], in_types: Sequence[tuple[str, bo
     rank = layout[1] if isinstance(layout, tuple) else 0
     for kname, expr in kernels.items():
         ot = out_types[kname]
-        # bfloat16 is loaded into a float and stored rounded from one, except by a plain copy
-        raw = expr == "a" and ot == "bfloat16" and all(d == "bfloat16" for d, _ in in_types)
-        if ot == "bfloat16" and not raw:
-            expr = f"pg_f2bf((float)({expr}))"
+        # a 16-bit float is loaded into a float and stored rounded from one, except by a plain
+        # copy; float64 -> float16 rounds once, from the double
+        raw = expr == "a" and ot in HALF16 and all(d == ot for d, _ in in_types)
+        if ot in HALF16 and not raw:
+            if ot == "float16" and any(d == "float64" for d, _ in in_types):
+                expr = f"pg_d2h((double)({expr}))"
+            else:
+                expr = f"{HALF16[ot][1]}((float)({expr}))"
         args = [f"__global {CTYPE[ot]}* O, long oo"]
         loads = []
         for i, (dt, scalar) in enumerate(in_types):
             nm = names[i]
             t = CTYPE[dt]
-            conv = dt == "bfloat16" and not raw
+            conv = dt in HALF16 and not raw
             vt = "float" if conv else t
             if scalar:
                 args.append(f"{vt} {nm}")
@@ -375,7 +457,7 @@ def elementwise_source(kernels: dict[str, str], in_types: Sequence[tuple[str, bo
                     ref = f"{nm.upper()}[{nm}i + j * {nm}s{rank - 1}]"
                 else:
                     ref = f"{nm.upper()}[{nm}i]"
-                loads.append(f"{vt} {nm} = {f'pg_bf2f({ref})' if conv else ref};")
+                loads.append(f"{vt} {nm} = {_load(dt, ref) if conv else ref};")
         ld = "\n        ".join(loads)
         if layout == "c":
             body = f"long gi = get_global_id(0);\n    {ld}\n    O[oo + gi] = {expr};"
@@ -464,8 +546,8 @@ def reduce_source(in_dtype: str, out_dtype: str, kr: int, rr: int, wg: int) -> s
     A launch may split the reduced range in chunks (partials written ``chunk stride`` apart) and
     reduce the partials in a second launch."""
     it, ot = CTYPE[in_dtype], CTYPE[out_dtype]
-    # the accumulator: bfloat16 sums in float (also in local memory), rounded once when stored
-    acc = "float32" if out_dtype == "bfloat16" else out_dtype
+    # the accumulator: 16-bit floats sum in float (also in local memory), rounded once when stored
+    acc = "float32" if out_dtype in HALF16 else out_dtype
     at = CTYPE[acc]
     kind = KIND[acc]
     src = [prelude([in_dtype, out_dtype])]
@@ -551,7 +633,7 @@ def argreduce_source(dtype: str, kr: int) -> str:
     src = [prelude([dtype])]
     params = _line_params(kr, [("o", "long", False), ("x", t, True)])
     for op, cmp in (("argmax", ">"), ("argmin", "<")):
-        nan_v = "isnan(v)" if KIND[dtype] == "f" or dtype == "bfloat16" else "0"
+        nan_v = "isnan(v)" if KIND[dtype] in "fs" else "0"
         src.append(f"""__kernel void pg_{op}({params})
 {{
     {_line_kernel_head(kr, ["o", "x"])}
@@ -574,7 +656,7 @@ def cumsum_source(in_dtype: str, out_dtype: str, kr: int) -> str:
     """Kernel ``cumsum``: one work-item per line, sequential (bit-identical to numpy's loop)."""
     it, ot, at = CTYPE[in_dtype], CTYPE[out_dtype], _vtype(out_dtype)
     u = UTYPE.get(out_dtype)
-    x = _load(in_dtype, "X[xi + j * xa]")  # bfloat16 accumulates in float, each sum rounded
+    x = _load(in_dtype, "X[xi + j * xa]")  # 16-bit floats accumulate in float, each sum rounded
     add = f"({ot})(({u})acc + ({u})({ot}){x})" if u else f"acc + ({at}){x}"
     params = _line_params(kr, [("o", ot, False), ("x", it, True)])
     return prelude([in_dtype, out_dtype]) + f"""
@@ -618,8 +700,8 @@ def scatter_source(dtype: str, rank: int) -> str:
     add = f"({t})(({u})O[p] + ({u})S[si + j * sa])" if u else "O[p] + S[si + j * sa]"
     if dtype == "bool":
         add = "(uchar)(O[p] | S[si + j * sa])"
-    elif dtype == "bfloat16":  # each sum rounded, in order
-        add = "pg_f2bf(pg_bf2f(O[p]) + pg_bf2f(S[si + j * sa]))"
+    elif dtype in HALF16:  # each sum rounded, in order
+        add = _store(dtype, f"{_load(dtype, 'O[p]')} + {_load(dtype, 'S[si + j * sa]')}")
     src = [prelude([dtype])]
     params = (f"__global {t}* O, long oo{_params('os', rank)}, long oa, "
               f"__global const long* I, long io{_params('is', rank)}, long ia, "
@@ -641,8 +723,8 @@ def scatter_source(dtype: str, rank: int) -> str:
 def sort_source(dtype: str, kr: int) -> str:
     """Kernels ``sort_asc``/``sort_desc``: one work-item per line, bottom-up stable merge sort in a
     global scratch area (``2 * L`` keys and indices per line). NaN is larger than every number."""
-    t, kt = CTYPE[dtype], _vtype(dtype)  # keys: bfloat16 sorts as float (the scratch too)
-    f = KIND[dtype] == "f" or dtype == "bfloat16"
+    t, kt = CTYPE[dtype], _vtype(dtype)  # keys: 16-bit floats sort as float (the scratch too)
+    f = KIND[dtype] in "fs"
     src = [prelude([dtype])]
     # before(p, q): p must come strictly before q
     lt = "(isnan(q) ? !isnan(p) : (p < q))" if f else "(p < q)"
@@ -737,8 +819,17 @@ __kernel void uniform(__global double* O, long oo, ulong seed, ulong off, long n
 }
 """
     else:
+        vt = _vtype(dtype)
+        if dtype == "float16":
+            # numpy's float16 arithmetic: u, span * u and lo + span * u each rounded to float16
+            # (lo and span arrive rounded)
+            u = "pg_h2f(pg_f2h((float)(v[k] >> 8) * 0x1p-24f))"
+            put = "pg_f2h(lo + pg_h2f(pg_f2h(span * u)))"
+        else:  # float32 (bfloat16: its float32 stream, rounded once), float64 handled above
+            u = f"({vt})((float)(v[k] >> 8) * 0x1p-24f)"
+            put = _store(dtype, "lo + span * u")
         uni = f"""
-__kernel void uniform(__global {t}* O, long oo, ulong seed, ulong off, long n, {t} lo, {t} span)
+__kernel void uniform(__global {t}* O, long oo, ulong seed, ulong off, long n, {vt} lo, {vt} span)
 {{
     long j = get_global_id(0);
     long skip = (long)(off & 3ul);
@@ -747,12 +838,16 @@ __kernel void uniform(__global {t}* O, long oo, ulong seed, ulong off, long n, {
     for (int k = 0; k < 4; ++k) {{
         long e = 4 * j + k - skip;
         if (e >= 0 && e < n) {{
-            {t} u = ({t})((float)(v[k] >> 8) * 0x1p-24f);
-            O[oo + e] = lo + span * u;
+            {vt} u = {u};
+            O[oo + e] = {put};
         }}
     }}
 }}
 """
+    if dtype == "float16":  # from the double (numpy: one rounding); without fp64 from a float
+        put = "pg_d2h(mean_ + std_ * z)" if fp64 else "pg_f2h(mean_ + std_ * z)"
+    else:  # bfloat16: its float32 stream rounded
+        put = _store(dtype, f"({'float' if dtype in HALF16 else t})(mean_ + std_ * z)")
     return head + uni + f"""
 __kernel void normal(__global {t}* O, long oo, ulong seed, ulong off, long n, {w} mean_, {w} std_)
 {{
@@ -763,6 +858,6 @@ __kernel void normal(__global {t}* O, long oo, ulong seed, ulong off, long n, {w
     {w} u2 = (({w})(v[s + 2] >> 5) * ({w})67108864.0 + ({w})(v[s + 3] >> 6)) * 0x1p-53{sfx};
     /* numpy evaluates (2.0 * pi) * u2 */
     {w} z = sqrt(({w})-2.0 * log(u1)) * cos(6.283185307179586{sfx} * u2);
-    O[oo + gi] = ({t})(mean_ + std_ * z);
+    O[oo + gi] = {put};
 }}
 """

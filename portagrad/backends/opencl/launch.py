@@ -38,17 +38,22 @@ __all__ = [
     "pow2ceil",
     "remember",
     "scalar_arg",
-    "bf16_bits",
-    "is_bf16",
+    "HALF16_DTYPES",
+    "scalar_conv",
+    "half_bits",
+    "is_half16",
     "via_f32",
 ]
 
 #: portagrad dtype name -> numpy scalar type of the matching kernel argument
 NP_SCALAR: dict[str, Any] = {"bool": np.uint8, "int32": np.int32, "int64": np.int64, "float32": np.float32,
              "float64": np.float64, "float16": np.float16, "uint8": np.uint8, "int8": np.int8,
-             "int16": np.int16, "bfloat16": np.float32}  # bfloat16 kernels take float scalars
+             "int16": np.int16, "bfloat16": np.float32}  # 16-bit float kernels take float scalars
+NP_SCALAR["float16"] = np.float32
 _I64 = np.int64
 _BF16 = np.dtype(ml_dtypes.bfloat16)
+#: the 16-bit floats this backend stores as bits and computes in float32
+HALF16_DTYPES = (_dtype.bfloat16, _dtype.float16)
 
 
 def contig(v: View) -> bool:
@@ -94,7 +99,16 @@ def scalar_arg(value: Any, dt: str) -> Any:
         return np.int64(v - (1 << 64) if v >= 1 << 63 else v)
     if dt in _NARROW:  # wraps, as PyTorch does with a Python int operand (uint8 + 1000)
         return NP_SCALAR[dt](_NARROW[dt](int(value)))
+    if dt == "float16":
+        return _f16_scalar(value)
     return NP_SCALAR[dt](value)
+
+
+def _f16_scalar(value: Any) -> np.float32:
+    """A float16 kernel's scalar rounded to float16 (held in a float): a comparison's operand, a
+    fill or ``where`` value, a random range, as PyTorch rounds those."""
+    with np.errstate(over="ignore"):  # out of range: inf, as numpy's cast
+        return np.float32(np.float16(value))
 
 
 def numel(shape: Sequence[int]) -> int:
@@ -127,9 +141,13 @@ def _wrap_int(bits: int) -> Callable[[Any], int]:
     return conv
 
 
-def bf16_bits(value: Any) -> np.uint16:
-    """The bits of ``value`` rounded to bfloat16 (a fill pattern)."""
-    return np.uint16(np.asarray(value, np.float32).astype(_BF16).view(np.uint16)[()])
+def half_bits(value: Any, dt: str) -> np.uint16:
+    """The bits of ``value`` rounded to 16-bit float ``dt`` (a fill pattern): bfloat16 through
+    float32 (as PyTorch), float16 in one rounding (as numpy)."""
+    with np.errstate(over="ignore"):
+        if dt == "bfloat16":
+            return np.uint16(np.asarray(value, np.float32).astype(_BF16).view(np.uint16)[()])
+        return np.uint16(np.asarray(value, np.float64).astype(np.float16).view(np.uint16)[()])
 
 
 def _wrap_uint8(value: Any) -> int:
@@ -141,7 +159,8 @@ _NARROW = {"uint8": _wrap_uint8, "int8": _wrap_int(8), "int16": _wrap_int(16)}
 #: scalar converters for the hot path (what :func:`scalar_arg` does, one function per dtype)
 CONVERT: dict[str, Callable[[Any], Any]] = {
     "bool": lambda v: 1 if v else 0, "int32": _wrap_int(32), "int64": _wrap_int(64),
-    "float32": np.float32, "float64": float, "float16": np.float16,
+    # float16: a scalar of mul and div as a float32 (others round it to float16: scalar_conv)
+    "float32": np.float32, "float64": float, "float16": np.float32,
     # pyopencl packs a Python int by the kernel's declared argument type; narrow ones need numpy
     "uint8": lambda v: np.uint8(_wrap_uint8(v)), "int8": lambda v: np.int8(_NARROW["int8"](v)),
     "int16": lambda v: np.int16(_NARROW["int16"](v)),
@@ -269,20 +288,27 @@ def remember(cache: dict, key: tuple, plan: Plan) -> None:
     cache[key] = plan
 
 
-def is_bf16(x: Any) -> bool:
-    """Whether ``x`` is a bfloat16 view."""
-    return x.__class__ is View and x.dtype is _dtype.bfloat16
+def scalar_conv(dt: str, as_float32: bool) -> Callable[[Any], Any]:
+    """The conversion of a Python scalar operand of a binary op on ``dt`` views: :data:`CONVERT`,
+    except that float16 rounds the scalar to float16 unless ``as_float32`` (see
+    :func:`~portagrad.backends.ufuncs.f16_scalar_is_float32`: PyTorch's rule)."""
+    return _f16_scalar if dt == "float16" and not as_float32 else CONVERT[dt]
+
+
+def is_half16(x: Any) -> bool:
+    """Whether ``x`` is a bfloat16 or float16 view."""
+    return x.__class__ is View and x.dtype in HALF16_DTYPES
 
 
 def via_f32(backend: Any, fn: Callable[..., None], outs: Sequence[int], *args: Any) -> None:
-    """Run primitive ``fn`` of ``backend`` with every bfloat16 view among ``args`` replaced by a
+    """Run primitive ``fn`` of ``backend`` with every 16-bit float view among ``args`` replaced by a
     float32 temporary (loaded unless its position is in ``outs``), then round the temporaries at
-    ``outs`` back into their bfloat16 views: PyTorch computes bfloat16 in float32 and rounds once
+    ``outs`` back into their 16-bit views: PyTorch computes 16-bit floats in float32 and rounds once
     per op. The temporaries return to the allocator's cache on the way out; the in-order queue
     runs any later user after these kernels."""
     conv = list(args)
     for i, a in enumerate(args):
-        if is_bf16(a):
+        if is_half16(a):
             dev = backend._dev(a)
             conv[i] = backend._empty_like(dev, a.shape, _dtype.float32)
             if i not in outs:

@@ -13,7 +13,7 @@ passed in ``A``. Absent operands (``None`` in the contract) come with a flag of 
 """
 from __future__ import annotations
 
-from .kernels import CTYPE, prelude
+from .kernels import CTYPE, HALF16, prelude
 from .vectors import SAFE_VECTOR_BYTES
 
 __all__ = ["norm_source"]
@@ -348,10 +348,8 @@ def norm_source(dtype: str, wg: int) -> str:
     """Every normalisation kernel for storage ``dtype`` with work-groups of ``wg`` items (a power
     of two)."""
     s = CTYPE[dtype]
-    if dtype == "bfloat16":
-        a, ld, st = "float", "pg_bf2f(v)", "pg_f2bf(v)"
-    elif dtype == "float16":
-        a, ld, st = "float", "((float)(v))", "((half)(v))"
+    if dtype in HALF16:  # stored as bits, computed in float
+        a, ld, st = "float", f"{HALF16[dtype][0]}(v)", f"{HALF16[dtype][1]}(v)"
     else:
         a, ld, st = s, "(v)", "(v)"
     vec = dtype in ("float32", "float64")  # vector loads where storage and computation agree

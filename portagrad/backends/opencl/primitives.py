@@ -24,7 +24,7 @@ from ...errors import DTypeError
 from ..interface import (ARG_REDUCE_OPS, BINARY_OPS, COMPARISON_OPS, RANDOM_KINDS, REDUCE_OPS,
                          UNARY_OPS, View, unknown_op)
 from ..philox import slots as philox_slots
-from ..ufuncs import BINARY_UFUNCS, fit_scalar
+from ..ufuncs import BINARY_UFUNCS, f16_scalar_is_float32, fit_scalar
 from .kernels import (
     BINARY_VALID, KIND, UNARY_VALID, argreduce_source, binary_expr, cast_expr, cast_targets,
     cumsum_source, fill_source, gather_source, out_is_bool, random_source, reduce_source,
@@ -32,18 +32,19 @@ from .kernels import (
 )
 from .errors import cl_errors
 from .fusion import flushes
-from .gemm import launch_gemm
+from .gemm import launch_gemm, native_16bit
 from .launch import (
-    CONVERT,
     NP_SCALAR,
     Plan,
     build_plan,
     coalesce,
-    bf16_bits,
+    HALF16_DTYPES,
+    half_bits,
     contig,
     numel,
     remember,
     scalar_arg,
+    scalar_conv,
     via_f32,
 )
 
@@ -54,10 +55,9 @@ if TYPE_CHECKING:
 __all__ = ["PrimitivesMixin"]
 
 _I64 = np.int64
-_BF16 = _dtype.bfloat16
 _F32 = _dtype.float32
-#: the dtype whose C expressions a dtype's elementwise kernels compute in (bfloat16: float)
-_COMPUTE = {"bfloat16": "float32"}
+#: the dtype whose C expressions a dtype's elementwise kernels compute in (16-bit floats: float)
+_COMPUTE = {"bfloat16": "float32", "float16": "float32"}
 
 
 def _line_arg_types(kr: int) -> list[Any]:
@@ -198,6 +198,7 @@ class PrimitivesMixin:
                 raise unknown_op("binary", op, "opencl")
             raise DTypeError(f"{op} is not supported for {dt} on the OpenCL backend")
         zero_check = kind == "i" and op in ("floordiv", "remainder", "fmod") and not b_view
+        conv = scalar_conv(dt, f16_scalar_is_float32(op, a, b))
         if zero_check and int(b) == 0:
             raise ZeroDivisionError("ZeroDivisionError: integer division or modulo by zero")
 
@@ -211,7 +212,7 @@ class PrimitivesMixin:
         # cache the view-view and view-scalar signatures the hot path serves (not scalar-view, nor
         # integer division by a scalar, whose zero check depends on the value)
         if a.__class__ is View and (b.__class__ is View or not (b_view or zero_check)):
-            p.conv = CONVERT[dt]
+            p.conv = conv
             remember(self._bplans, (op, a.dtype, out.dtype, out.buffer.device, out.shape,
                                     out.strides, a.strides, b.strides if b_view else None), p)
         if p.kern is None:
@@ -221,7 +222,7 @@ class PrimitivesMixin:
             if isinstance(v, View):
                 args += (v.buffer.mem, v.offset)
             else:
-                args.append(scalar_arg(v, dt))
+                args.append(conv(v) if dt == "float16" else scalar_arg(v, dt))
         p.launch(args)
 
     @flushes
@@ -265,7 +266,7 @@ class PrimitivesMixin:
         p = self._cplans.get(key)
         if p is None:
             dev = self._dev(dst)
-            targets = cast_targets(dev.fp16, dev.fp64)
+            targets = cast_targets(dev.fp64)
             p = build_plan(dev, ("cast", sdt), "pg_cast_" + ddt,
                            lambda: {"pg_cast_" + d: cast_expr(sdt, d) for d in targets},
                            [(sdt, False)], [src], dst, {"pg_cast_" + d: d for d in targets})
@@ -279,7 +280,8 @@ class PrimitivesMixin:
             return
         dev = self._dev(out)
         dt = out.dtype.name
-        v: Any = bf16_bits(value) if dt == "bfloat16" else scalar_arg(fit_scalar(value, dt), dt)
+        v: Any = (half_bits(value, dt) if out.dtype in HALF16_DTYPES
+                  else scalar_arg(fit_scalar(value, dt), dt))
         if contig(out):
             import pyopencl as cl
 
@@ -334,8 +336,9 @@ class PrimitivesMixin:
             return
         chunk = -(-total // nchunk)
         nchunk = -(-total // chunk)
-        # bfloat16 partials stay float32: rounded once, at the end
-        part = self._empty_like(dev, (outer, nchunk), _F32 if out.dtype is _BF16 else out.dtype)
+        # 16-bit float partials stay float32: rounded once, at the end
+        part = self._empty_like(dev, (outer, nchunk),
+                                _F32 if out.dtype in HALF16_DTYPES else out.dtype)
         pdt = part.dtype.name
         # partials: contiguous (kept..., chunk) with kept strides in C order over ksz
         pst, acc = [], nchunk
@@ -405,10 +408,11 @@ class PrimitivesMixin:
     # ----------------------------------------------------------------- matmul
     @flushes
     def matmul(self, a: View, b: View, out: View) -> None:
-        if out.dtype is _BF16:  # accumulates in float32
+        dev = self._dev(out)
+        if out.dtype in HALF16_DTYPES and not native_16bit(dev, self._force_gemm_kind):
+            # the GPU kernel has no 16-bit variant: float32 operands, the result rounded once
             via_f32(self, self.matmul, (2,), a, b, out)
             return
-        dev = self._dev(out)
         dt = out.dtype.name
         if KIND[dt] == "b" or a.dtype is not out.dtype or b.dtype is not out.dtype:
             raise DTypeError(f"matmul on the OpenCL backend needs inputs of one non-bool dtype, got "
@@ -479,7 +483,9 @@ class PrimitivesMixin:
         ksz, (vs, is_, xs) = self._line_setup(x, axis, [values, indices, x])
         kr = len(ksz)
         outer = n // L
-        scratch_k = dev.allocator.allocate(2 * n * (4 if x.dtype is _BF16 else x.dtype.itemsize))
+        # the keys of 16-bit floats are floats
+        scratch_k = dev.allocator.allocate(
+            2 * n * (4 if x.dtype in HALF16_DTYPES else x.dtype.itemsize))
         scratch_p = dev.allocator.allocate(2 * n * 8)
         kern = dev.kernel(("sort", dt, kr), "sort_desc" if descending else "sort_asc",
                           lambda: sort_source(dt, kr), [dt],
@@ -496,15 +502,12 @@ class PrimitivesMixin:
     def random(self, kind: str, out: View, seed: int, offset: int, a: float, b: float) -> None:
         if kind not in RANDOM_KINDS:
             raise unknown_op("random", kind, "opencl")
-        if out.dtype is _BF16:
-            via_f32(self, self.random, (1,), kind, out, seed, offset, a, b)
-            return
         dev = self._dev(out)
         n = out.numel
         if n == 0:
             return
         dt = out.dtype.name
-        if KIND[dt] != "f":
+        if KIND[dt] not in "fs":
             raise DTypeError(f"random {kind} needs a floating output, got {out.dtype}")
         if not contig(out):
             tmp = self._empty_like(dev, out.shape, out.dtype)
@@ -518,7 +521,8 @@ class PrimitivesMixin:
                           types)
         if kind == "uniform":
             # numpy reference: dtype(low) + dtype(high - low) * u, the difference in Python floats
-            p, q = st(a), st(b - a)
+            # (bfloat16: its float32 stream; float16 scalars rounded to float16, as floats)
+            p, q = scalar_arg(a, dt), scalar_arg(b - a, dt)
         elif kind == "normal":
             p, q = w(a), w(b)
         else:
