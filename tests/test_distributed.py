@@ -134,6 +134,16 @@ def test_ddp_gradients_match_single_process(device):
     assert n == 11 - _declines(device, "bfloat16"), proc.stdout
 
 
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_fully_shard_trains_as_ddp(device, ranks):
+    """fully_shard per block then root (uneven row counts, a 0-d parameter): 3 Adam steps give
+    DDP's losses and parameters (float32 and float64); shards, gradients and Adam state add up
+    to the model; gradient accumulation without sync; the FullyShardedDataParallel wrapper."""
+    n = _checks(mpirun(ranks, os.path.join(SCRIPTS, "check_fsdp.py"), _kind(device),
+                       timeout=240))
+    assert n == 7
+
+
 def test_mismatched_collectives_raise_on_every_rank():
     proc = mpirun(2, os.path.join(SCRIPTS, "check_faults.py"), "mismatch")
     assert _checks(proc) == 6

@@ -1,0 +1,66 @@
+"""fully sharded data parallelism's pieces in one process: the ``unshard`` node (gradcheck in
+float64, with the collectives played by concatenation and slicing), the row split (as
+``torch.chunk`` splits dim 0), and argument errors. The multi-process behaviour is checked under
+mpiexec by tests/distributed/check_fsdp.py."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import portagrad as pg
+from portagrad import nn
+from portagrad._ops.nn.unshard import unshard
+from portagrad.autograd import gradcheck
+from portagrad.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy, fully_shard
+from portagrad.distributed.fsdp._param import shard_rows
+
+
+def test_unshard_gradcheck(device):
+    """Two "ranks'" rows of a (3, 2) weight and a (2,) bias, gathered whole: the backward gives
+    each shard its rows of the whole gradient (here, one process plays every rank)."""
+    gen = np.random.default_rng(0)
+    shards = [pg.tensor(gen.standard_normal(s), dtype=pg.float64, device=device,
+                        requires_grad=True) for s in ((2, 2), (1, 2), (1,), (1,))]
+
+    def gatherer(s):
+        return lambda: [pg.cat([s[0].detach(), s[1].detach()]),
+                        pg.cat([s[2].detach(), s[3].detach()])]
+
+    def reduce(grads):
+        w, b = grads
+        return [w[:2], w[2:], b[:1], b[1:]]
+
+    x = pg.tensor(gen.standard_normal((4, 2)), dtype=pg.float64, device=device)
+
+    def fn(*s):
+        w, b = unshard(s, gatherer(s), reduce)
+        return pg.tanh(x @ w.t() + b.sum())
+
+    assert gradcheck(fn, tuple(shards), eps=1e-6, atol=1e-5, rtol=1e-3)
+    w, b = unshard(shards, gatherer(shards), reduce)
+    np.testing.assert_array_equal(w.detach().cpu().numpy(), np.concatenate(
+        [shards[0].detach().cpu().numpy(), shards[1].detach().cpu().numpy()]))
+
+
+@pytest.mark.parametrize("rows", [0, 1, 5, 7, 12])
+@pytest.mark.parametrize("world", [1, 2, 3, 4])
+def test_rows_split_as_chunk(rows, world):
+    """ceil(rows / world) rows per rank, the last ranks holding fewer (or none); the pieces tile
+    the rows in rank order."""
+    chunk = max(1, -(-rows // world))
+    got = [shard_rows(rows, world, r) for r in range(world)]
+    assert all(c == chunk for c, _, _ in got)
+    assert [lo for _, lo, _ in got] == [min(r * chunk, rows) for r in range(world)]
+    assert sum(hi - lo for _, lo, hi in got) == rows and got[-1][2] == rows
+    torch = pytest.importorskip("torch")
+    sizes = [len(c) for c in torch.arange(rows).chunk(world)] if rows else []
+    assert [hi - lo for _, lo, hi in got if hi > lo] == sizes
+
+
+def test_argument_errors():
+    with pytest.raises(TypeError, match="nn.Module"):
+        fully_shard(pg.zeros(3))
+    with pytest.raises(NotImplementedError, match="shard_placement_fn"):
+        fully_shard(nn.Linear(2, 2), shard_placement_fn=lambda p: None)
+    with pytest.raises(NotImplementedError, match="sharding_strategy"):
+        FullyShardedDataParallel(nn.Linear(2, 2), sharding_strategy=ShardingStrategy.NO_SHARD)
