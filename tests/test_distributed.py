@@ -144,6 +144,16 @@ def test_fully_shard_trains_as_ddp(device, ranks):
     assert n == 7
 
 
+def test_sharded_checkpoint_loads_on_other_world_sizes(device, tmp_path):
+    """distributed.checkpoint: saved by 3 ranks (each its shards, rank 0 the index and the
+    buffers), loaded onto 2 ranks, 1 rank, and a plain model."""
+    folder = str(tmp_path / "ckpt")
+    script = os.path.join(SCRIPTS, "check_dcp.py")
+    assert _checks(mpirun(3, script, _kind(device), "save", folder)) == 1
+    for n in (2, 1):
+        assert _checks(mpirun(n, script, _kind(device), "load", folder)) == 2
+
+
 def test_mismatched_collectives_raise_on_every_rank():
     proc = mpirun(2, os.path.join(SCRIPTS, "check_faults.py"), "mismatch")
     assert _checks(proc) == 6

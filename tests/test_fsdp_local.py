@@ -64,3 +64,35 @@ def test_argument_errors():
         fully_shard(nn.Linear(2, 2), shard_placement_fn=lambda p: None)
     with pytest.raises(NotImplementedError, match="sharding_strategy"):
         FullyShardedDataParallel(nn.Linear(2, 2), sharding_strategy=ShardingStrategy.NO_SHARD)
+
+
+def test_checkpoint_in_one_process_and_bad_folders(tmp_path):
+    """save/load without a process group (a plain model: rank 0's whole tensors); a folder that
+    is not a checkpoint, an index naming a file outside its folder, and a shape that differs are
+    refused with typed errors."""
+    import json
+
+    import portagrad.distributed.checkpoint as dcp
+
+    pg.manual_seed(0)
+    a = nn.Linear(4, 3)
+    folder = tmp_path / "c"
+    dcp.save({"m": a.state_dict(), "epoch": 2}, checkpoint_id=folder, no_dist=True)
+    pg.manual_seed(1)
+    b = nn.Linear(4, 3)
+    sd = {"m": b.state_dict(), "epoch": 0}
+    dcp.load(sd, storage_reader=dcp.FileSystemReader(folder), no_dist=True)
+    assert sd["epoch"] == 2
+    np.testing.assert_array_equal(b.weight.detach().numpy(), a.weight.detach().numpy())
+    with pytest.raises(ValueError, match="shape|float32"):
+        dcp.load({"m": nn.Linear(5, 3).state_dict()}, checkpoint_id=folder, no_dist=True)
+    with pytest.raises(KeyError, match="other"):
+        dcp.load({"other": pg.zeros(2)}, checkpoint_id=folder, no_dist=True)
+    index = json.loads((folder / "index.json").read_text())
+    index["tensors"]["m.weight"]["pieces"][0]["file"] = "../evil.safetensors"
+    (folder / "index.json").write_text(json.dumps(index))
+    with pytest.raises(ValueError, match="outside the checkpoint"):
+        dcp.load({"m": b.state_dict()}, checkpoint_id=folder, no_dist=True)
+    (folder / "index.json").write_text("{}")
+    with pytest.raises(ValueError, match="not a portagrad distributed checkpoint"):
+        dcp.load({"m": b.state_dict()}, checkpoint_id=folder, no_dist=True)
