@@ -141,7 +141,7 @@ def test_fully_shard_trains_as_ddp(device, ranks):
     to the model; gradient accumulation without sync; the FullyShardedDataParallel wrapper."""
     n = _checks(mpirun(ranks, os.path.join(SCRIPTS, "check_fsdp.py"), _kind(device),
                        timeout=240))
-    assert n == 7
+    assert n == 8
 
 
 def test_sharded_checkpoint_loads_on_other_world_sizes(device, tmp_path):
@@ -152,6 +152,23 @@ def test_sharded_checkpoint_loads_on_other_world_sizes(device, tmp_path):
     assert _checks(mpirun(3, script, _kind(device), "save", folder)) == 1
     for n in (2, 1):
         assert _checks(mpirun(n, script, _kind(device), "load", folder)) == 2
+
+
+def test_fully_shard_fits_under_a_per_rank_memory_cap(device):
+    """A cap below parameters + Adam state: one process training the model unsharded runs out of
+    memory; fully_shard on 2 and on 3 ranks trains, with a lower peak per rank on 3."""
+    if _kind(device) != "opencl":
+        pytest.skip(f"{device} has no per-process memory cap or peak statistics (numpy's "
+                    f"memory is Python's); the shard sizes are checked by check_fsdp.py")
+    script = os.path.join(SCRIPTS, "check_fsdp_memory.py")
+    proc = mpirun(1, script, "opencl", "plain", timeout=240)
+    assert proc.returncode == 0 and "OutOfMemoryError" in proc.stdout, proc.stdout + proc.stderr
+    peaks = {}
+    for n in (2, 3):
+        proc = mpirun(n, script, "opencl", "fsdp", timeout=240)
+        assert _checks(proc) == 1
+        peaks[n] = int(re.search(r"peak: (\d+)", proc.stdout).group(1))
+    assert peaks[3] < peaks[2], peaks
 
 
 def test_mismatched_collectives_raise_on_every_rank():

@@ -96,3 +96,29 @@ def test_checkpoint_in_one_process_and_bad_folders(tmp_path):
     (folder / "index.json").write_text("{}")
     with pytest.raises(ValueError, match="not a portagrad distributed checkpoint"):
         dcp.load({"m": b.state_dict()}, checkpoint_id=folder, no_dist=True)
+
+
+def test_per_process_memory_fraction(device):
+    """The cap the memory test uses: past it an allocation raises OutOfMemoryError, and lifting
+    it allows the allocation again; bad fractions are refused as torch.cuda refuses them."""
+    kind = device.split(":")[0]
+    mod = getattr(pg, kind, None)
+    if mod is None or not hasattr(mod, "set_per_process_memory_fraction"):
+        pytest.skip(f"no device module for {kind}")
+    with pytest.raises(ValueError, match="Allowed range: 0~1"):
+        mod.set_per_process_memory_fraction(1.5, device)
+    with pytest.raises(TypeError, match="fraction"):
+        mod.set_per_process_memory_fraction("half", device)
+    if kind != "opencl":
+        with pytest.raises(NotImplementedError, match="no memory cap"):
+            mod.set_per_process_memory_fraction(0.5, device)
+        return
+    total = mod.get_device_properties(device).total_memory
+    now = mod.memory_reserved(device)
+    mod.set_per_process_memory_fraction((now + (1 << 20)) / total, device)
+    try:
+        with pytest.raises(pg.OutOfMemoryError, match="out of memory"):
+            pg.empty(4 << 20, dtype=pg.uint8, device=device)
+    finally:
+        mod.set_per_process_memory_fraction(1.0, device)
+    assert pg.empty(4 << 20, dtype=pg.uint8, device=device).numel() == 4 << 20
