@@ -188,6 +188,21 @@ def main() -> int:
     np.testing.assert_allclose(b, ref(x).detach().cpu().numpy(), rtol=1e-5, atol=1e-6)
     done.append("unshard/reshard, and a no-grad forward, give the unsharded model's outputs")
 
+    # .to(dtype) after sharding keeps the shards (the same parameter objects, cast)
+    late = Net().to(dev)
+    late.load_state_dict(ref.state_dict())
+    shard(late)
+    late.to(pg.float64)
+    assert all(isinstance(p, ShardedParameter) and p.dtype is pg.float64
+               for p in late.parameters())
+    with pg.no_grad():
+        got64 = late(x.double()).cpu().numpy()
+    np.testing.assert_allclose(got64, ref.double()(x.double()).detach().cpu().numpy(),
+                               rtol=1e-12, atol=1e-12)
+    loss_fn(late(x[mine].double()), y[mine]).backward()
+    assert all(p.grad is not None and p.grad.dtype is pg.float64 for p in late.parameters())
+    done.append("module.to(float64) after sharding: shards cast, forward and backward in float64")
+
     # the wrapper name: blocks wrapped by the policy; keys without the wrapper's prefix
     plain = Net().to(dev)
     plain.load_state_dict(ref.state_dict())

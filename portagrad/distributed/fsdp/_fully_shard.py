@@ -68,10 +68,16 @@ class _Unit:
             owner._parameters[name] = self.shards[k]
             self.slots.append((owner, name))
             self._slot_shard.append(k)
-        self.by_dtype: dict[Any, list[int]] = {}
-        for i, s in enumerate(self.shards):
-            self.by_dtype.setdefault(s.dtype, []).append(i)
         self.unsharded = False
+
+    @property
+    def by_dtype(self) -> dict[Any, list[int]]:
+        """The shards' indices by dtype, in order: one collective each. Computed per call, since
+        ``module.to(dtype)`` may change the shards' dtype after sharding."""
+        groups: dict[Any, list[int]] = {}
+        for i, s in enumerate(self.shards):
+            groups.setdefault(s.dtype, []).append(i)
+        return groups
 
     # ------------------------------------------------------------ collectives
     def gather(self) -> list[Tensor]:
