@@ -32,9 +32,9 @@ MINGPT_ARGS = ("data_config.path=input.txt", "data_config.block_size=16",
                "trainer_config.batch_size=32", "trainer_config.data_loader_workers=0",
                "trainer_config.save_every=1", "trainer_config.log_every=5")
 CASES = {
-    "multigpu_torchrun": ("multigpu_torchrun.py", ("2", "1", "--batch_size", "256"), TUTORIAL,
+    "multigpu_torchrun": ("multigpu_torchrun.py", ("1", "1", "--batch_size", "256"), TUTORIAL,
                           r"RuntimeError: device index 0 given but no accelerator backend"),
-    "multinode": ("multinode.py", ("2", "1", "--batch_size", "256"), TUTORIAL,
+    "multinode": ("multinode.py", ("1", "1", "--batch_size", "256"), TUTORIAL,
                   r"RuntimeError: device index 0 given but no accelerator backend"),
     "ddp_example": ("ddp_example.py", ("--local_world_size", "2", "--steps", "3"),
                     r"\[rank (\d)\] loss ([0-9.]+)",

@@ -42,7 +42,10 @@ def main() -> int:
     done = []
     if phase == "save":
         model = shard(make(5, dev))
-        index = dcp.save({"model": model.state_dict(), "step": 3}, checkpoint_id=folder)
+        offloaded = get_model_state_dict(model, options=StateDictOptions(cpu_offload=True))
+        assert all(v.device.type == "cpu" for v in offloaded.values())
+        # (the cpu copies keep their rows' placement: the same index as the model's own tensors)
+        index = dcp.save({"model": offloaded, "step": 3}, checkpoint_id=folder)
         files = sorted(f for f in os.listdir(folder) if f.endswith(".safetensors"))
         assert files == [f"__{r}_0.safetensors" for r in range(world)], files
         with open(os.path.join(folder, "index.json")) as fh:

@@ -9,7 +9,7 @@ from typing import Any
 from ..._tensor import Tensor
 from ...autograd import grad_mode
 from ...nn.modules.module import Module
-from ..fsdp._param import ShardedParameter
+from ..fsdp._param import ShardedParameter, shard_info
 
 __all__ = ["StateDictOptions", "get_model_state_dict", "set_model_state_dict"]
 
@@ -48,7 +48,10 @@ def get_model_state_dict(model: Module, *, submodules: Any = None,
             elif isinstance(v, Tensor):
                 v = v.detach()
             if opts.cpu_offload and isinstance(v, Tensor):
+                info = shard_info(v)
                 v = v.cpu()
+                if info is not None:  # still this rank's rows: keep the placement for saving
+                    v.__dict__["_shard_info"] = info
             out[k] = v
     return out
 
