@@ -5,7 +5,8 @@ written under ``python -m portagrad.compat`` and portagrad's launcher on 2 ranks
 ``PORTAGRAD_COMPAT_SHARED_RNG`` both frameworks draw the same weights and data, so where PyTorch
 is installed every printed loss must equal the one the same script prints under torchrun (gloo).
 The unedited forms (the marked lines put back) must fail as they fail under PyTorch on a machine
-without a GPU, with the error naming the GPU call, not an assertion inside portagrad."""
+without a GPU, with the error naming the GPU call, not an assertion inside portagrad. Last, an
+FSDP2 script written for PyTorch (tests/distributed/torch_fsdp2.py) against torchrun."""
 from __future__ import annotations
 
 import math
@@ -128,3 +129,40 @@ def test_unedited_example_fails_naming_the_gpu_call(name, tmp_path):
     out = proc.stdout + proc.stderr
     assert re.search(expected, out), out[-4000:]
     assert "AssertionError" not in out, out[-4000:]
+
+
+def test_fsdp2_script_as_written_matches_torchrun(tmp_path):
+    """tests/distributed/torch_fsdp2.py, a PyTorch FSDP2 script (fully_shard on a DeviceMesh,
+    Adam, get_model_state_dict, distributed.checkpoint.save), under the launcher and compat: the
+    ranks agree on the gathered weights, write their checkpoint shards, and where PyTorch is
+    installed print the losses and weights that torchrun (gloo) prints."""
+    script = os.path.join(SCRIPTS, "torch_fsdp2.py")
+    pattern = r"\[rank (\d)\] (step \d|weight sum) (?:loss )?(-?[0-9.]+)"
+    work = _workdir(tmp_path, "portagrad")
+    proc = _portagrad(script, (os.path.join(work, "ckpt"),), work)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    mine = _losses(pattern, out)
+    assert len(mine) == 10, out[-3000:]
+    sums = {m[2] for m in mine if m[1] == "weight sum"}
+    assert len(sums) == 1, mine  # every rank gathered the same whole weight
+    for rank in "01":
+        losses = [float(m[2]) for m in mine if m[0] == rank and m[1].startswith("step")]
+        assert losses[-1] < losses[0], losses
+    assert sorted(os.listdir(os.path.join(work, "ckpt"))) == [
+        "__0_0.safetensors", "__1_0.safetensors", "index.json"]
+    pytest.importorskip("torch")
+    theirs_dir = _workdir(tmp_path, "torch")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           os.path.join(ROOT, "tests", "compat", "_run_torch.py"), script,
+           os.path.join(theirs_dir, "ckpt")]
+    proc = _run(cmd, theirs_dir)
+    if proc.returncode != 0:  # gloo aborted once in several runs at teardown here: retry once
+        shutil.rmtree(os.path.join(theirs_dir, "ckpt"), ignore_errors=True)
+        proc = _run(cmd, theirs_dir)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    theirs = _losses(pattern, out)
+    assert [m[:2] for m in mine] == [m[:2] for m in theirs]
+    for a, b in zip(mine, theirs):
+        assert float(a[2]) == pytest.approx(float(b[2]), rel=1e-5, abs=1e-5), (a, b)
