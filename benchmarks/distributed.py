@@ -15,6 +15,9 @@ Run: ``python -m benchmarks.distributed [--quick]`` from the repository root (it
    per rank): one process alone (the other rank sleeping) against DDP on 2 ranks, and DDP's counters
    (``_get_ddp_logging_data``): the time the communication thread spent reducing buckets during
    backward, the time backward waited at its end, and so the share of the communication hidden.
+4. The same MLP trained with Adam under ``fully_shard`` (each Linear a unit, then the root)
+   against DDP on 2 ranks: the step time, and the parameter plus Adam-state elements each rank
+   holds.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ import numpy as np
 def _args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
-    p.add_argument("--part", choices=["all", "allreduce", "opencl", "ddp"], default="all",
+    p.add_argument("--part", choices=["all", "allreduce", "opencl", "ddp", "fsdp"], default="all",
                    help="run one part only")
     return p.parse_args(argv)
 
@@ -102,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         _opencl(comm, say, rank, args.quick, repeat)
     if args.part in ("all", "ddp"):
         _ddp(comm, say, lead, args.quick, repeat)
+    if args.part in ("all", "fsdp"):
+        _fsdp(comm, say, args.quick, repeat)
     dist.destroy_process_group()
     return 0
 
@@ -224,6 +229,52 @@ def _ddp(comm: Any, say: Any, lead: bool, quick: bool, repeat: int) -> None:
             f"{info['avg_backward_compute_comm_overlap_time'] * 1e3:.1f} ms during the computation "
             f"({info['comm_hidden_fraction'] * 100:.0f} % hidden), then waiting "
             f"{info['avg_backward_wait_time'] * 1e3:.1f} ms")
+
+
+def _fsdp(comm: Any, say: Any, quick: bool, repeat: int) -> None:
+    """An Adam step under fully_shard against DDP on the same per-rank batch."""
+    import portagrad as pg
+    from portagrad import nn, optim
+    from portagrad.distributed.fsdp import fully_shard
+    from portagrad.nn.parallel import DistributedDataParallel as DDP
+
+    def model() -> Any:
+        pg.manual_seed(0)
+        layers: list[Any] = [nn.Linear(256, 512), nn.ReLU()]
+        for _ in range(6):
+            layers += [nn.Linear(512, 512), nn.ReLU()]
+        return nn.Sequential(*layers, nn.Linear(512, 10))
+
+    batch = 512
+    x = pg.randn(batch, 256)
+    y = pg.randint(0, 10, (batch,))
+    loss_fn = nn.CrossEntropyLoss()
+    steps = 10 if quick else 30
+
+    def timed(m: Any) -> tuple[float, int]:
+        opt = optim.Adam(m.parameters(), lr=1e-3)
+
+        def step() -> None:
+            opt.zero_grad()
+            loss_fn(m(x), y).backward()
+            opt.step()
+
+        step()
+        t = _timed(comm, lambda: [step() for _ in range(steps)], 1, repeat) / steps
+        held = sum(p.numel() for p in m.parameters()) + sum(
+            v.numel() for st in opt.state.values() for k, v in st.items() if k != "step")
+        return t, held
+
+    ddp_t, ddp_held = timed(DDP(model()))
+    sharded = model()
+    for layer in sharded:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)
+    fsdp_t, fsdp_held = timed(fully_shard(sharded))
+    say(f"\nAdam step of the same MLP on {comm.Get_size()} ranks, batch {batch} per rank: DDP "
+        f"{ddp_t * 1e3:.1f} ms, fully_shard {fsdp_t * 1e3:.1f} ms "
+        f"({(fsdp_t / ddp_t - 1) * 100:+.0f} %); parameter + Adam-state elements per rank: DDP "
+        f"{ddp_held / 1e6:.2f} M, fully_shard {fsdp_held / 1e6:.2f} M")
 
 
 if __name__ == "__main__":

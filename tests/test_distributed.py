@@ -124,7 +124,7 @@ def test_sync_batchnorm_is_batchnorm_of_the_whole_batch(device, ranks):
     running statistics equal plain batch norm on the concatenated batch (float64)."""
     n = _checks(mpirun(ranks, os.path.join(SCRIPTS, "check_syncbn.py"), _kind(device),
                        timeout=240))
-    assert n == 8
+    assert n == 9
 
 
 def test_ddp_gradients_match_single_process(device):
@@ -132,6 +132,43 @@ def test_ddp_gradients_match_single_process(device):
     proc = mpirun(2, os.path.join(SCRIPTS, "check_ddp.py"), _kind(device))
     n = _checks(proc)
     assert n == 11 - _declines(device, "bfloat16"), proc.stdout
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_fully_shard_trains_as_ddp(device, ranks):
+    """fully_shard per block then root (uneven row counts, a 0-d parameter): 3 Adam steps give
+    DDP's losses and parameters (float32 and float64); shards, gradients and Adam state add up
+    to the model; gradient accumulation without sync; the FullyShardedDataParallel wrapper."""
+    n = _checks(mpirun(ranks, os.path.join(SCRIPTS, "check_fsdp.py"), _kind(device),
+                       timeout=240))
+    assert n == 9
+
+
+def test_sharded_checkpoint_loads_on_other_world_sizes(device, tmp_path):
+    """distributed.checkpoint: saved by 3 ranks (each its shards, rank 0 the index and the
+    buffers), loaded onto 2 ranks, 1 rank, and a plain model."""
+    folder = str(tmp_path / "ckpt")
+    script = os.path.join(SCRIPTS, "check_dcp.py")
+    assert _checks(mpirun(3, script, _kind(device), "save", folder)) == 1
+    for n in (2, 1):
+        assert _checks(mpirun(n, script, _kind(device), "load", folder)) == 2
+
+
+def test_fully_shard_fits_under_a_per_rank_memory_cap(device):
+    """A cap below parameters + Adam state: one process training the model unsharded runs out of
+    memory; fully_shard on 2 and on 3 ranks trains, with a lower peak per rank on 3."""
+    if _kind(device) != "opencl":
+        pytest.skip(f"{device}'s backend has no per-process memory cap (the OpenCL "
+                    f"allocator's); the shard sizes are checked by check_fsdp.py")
+    script = os.path.join(SCRIPTS, "check_fsdp_memory.py")
+    proc = mpirun(1, script, "opencl", "plain", timeout=240)
+    assert proc.returncode == 0 and "OutOfMemoryError" in proc.stdout, proc.stdout + proc.stderr
+    peaks = {}
+    for n in (2, 3):
+        proc = mpirun(n, script, "opencl", "fsdp", timeout=240)
+        assert _checks(proc) == 1
+        peaks[n] = int(re.search(r"peak: (\d+)", proc.stdout).group(1))
+    assert peaks[3] < peaks[2], peaks
 
 
 def test_mismatched_collectives_raise_on_every_rank():

@@ -118,6 +118,23 @@ class DeviceModule:
     def reset_peak_memory_stats(self, d: Any = None) -> None:
         self._backend().reset_peak_memory_stats(self._index(d))
 
+    def set_per_process_memory_fraction(self, fraction: float, device: Any = None) -> None:
+        """Let this process allocate at most ``fraction`` (0 to 1) of the device's memory;
+        past it allocations raise :class:`portagrad.OutOfMemoryError`
+        (``torch.cuda.set_per_process_memory_fraction``). A backend without a cap (its
+        ``set_memory_fraction``) raises ``NotImplementedError``."""
+        if not isinstance(fraction, (int, float)) or isinstance(fraction, bool):
+            raise TypeError(f"Invalid type for fraction argument, must be `float`, got "
+                            f"{type(fraction).__name__}")
+        if not 0 <= fraction <= 1:
+            raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+        backend = self._backend()
+        cap = getattr(backend, "set_memory_fraction", None)
+        if cap is None:
+            raise NotImplementedError(f"set_per_process_memory_fraction: the "
+                                      f"{self.device_type!r} backend has no memory cap")
+        cap(self._index(device), float(fraction))
+
     def manual_seed(self, seed: int) -> None:
         _random.manual_seed(seed)
 

@@ -25,6 +25,7 @@ the corpus tests on the PyTorch side; see ``docs/compat.md``.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -59,7 +60,7 @@ def patch(m: Any, seed: int) -> SharedStream:
     """Make the random entry points of torch-like module ``m`` draw from one numpy stream."""
     stream = SharedStream(seed)
     float_default: Callable[[], Any] = m.get_default_dtype
-    originals = {name: getattr(m, name) for name in ("manual_seed",)}
+    originals = {name: getattr(m, name) for name in ("manual_seed", "randperm")}
 
     def make(arr: np.ndarray, dtype: Any, device: Any, requires_grad: bool = False) -> Any:
         out = m.tensor(arr, dtype=dtype if dtype is not None else float_default(), device=device)
@@ -149,6 +150,26 @@ def patch(m: Any, seed: int) -> SharedStream:
         internal = getattr(m, "_random", None)  # portagrad's samplers call its _random module
         if internal is not None and hasattr(internal, name):
             setattr(internal, name, fn)
+    # DistributedSampler keeps its seeded order: PyTorch's exact permutation for its seed, which
+    # portagrad's sampler reproduces without drawing, so both runs shard the data alike
+    sampler_module = sys.modules.get(f"{m.__name__}.utils.data.distributed")
+    sampler = getattr(sampler_module, "DistributedSampler", None)
+    if sampler is not None and not getattr(sampler.__iter__, "_keeps_order", False):
+        original_randperm, original_iter = originals["randperm"], sampler.__iter__
+
+        def sampler_iter(self: Any) -> Any:
+            shared, m.randperm = m.randperm, original_randperm
+            try:
+                return original_iter(self)
+            finally:
+                m.randperm = shared
+
+        sampler_iter._keeps_order = True  # type: ignore[attr-defined]
+        sampler.__iter__ = sampler_iter
+    # torch's random_split calls the randperm its module imported by name, not torch.randperm
+    dataset_module = sys.modules.get(f"{m.__name__}.utils.data.dataset")
+    if dataset_module is not None and hasattr(dataset_module, "randperm"):
+        vars(dataset_module)["randperm"] = randperm
     for name, fn in {"uniform_": uniform_, "normal_": normal_, "bernoulli_": bernoulli_,
                      "random_": random_}.items():
         setattr(m.Tensor, name, fn)

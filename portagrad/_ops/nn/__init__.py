@@ -5,7 +5,8 @@ where the backend has the optional fused primitive) and whose backward is writte
 runs on every backend and can be differentiated again: ``linear`` (one GEMM each way), ``conv``
 (the backend's ``conv2d`` or im2col and one GEMM), ``norm`` (``layer_norm``, training-mode
 ``batch_norm``; ``sync_norm``: batch norm over the batches of several processes, given a
-gather function by ``nn.SyncBatchNorm``), ``loss`` (cross entropy against class indices, binary
+gather function by ``nn.SyncBatchNorm``; ``unshard``: sharded parameters gathered whole,
+given the collectives by ``distributed.fsdp``), ``loss`` (cross entropy against class indices, binary
 cross entropy),
 ``softmax``, ``pool`` (max over a window axis, 2-D max pooling) and ``activation`` (hardtanh,
 hardsigmoid, hardswish with PyTorch's derivatives at their kinks). ``im2col`` holds the window
@@ -14,7 +15,7 @@ gathers behind conv, pooling, ``pad``, ``interpolate``, ``unfold`` and ``fold``.
 ``portagrad.nn.functional`` checks arguments and composes; it reaches the backend only through
 these modules and the rest of the op layer.
 """
-from . import activation, conv, embedding, im2col, linear, loss, norm, pool, softmax, sync_norm
+from . import activation, conv, embedding, im2col, linear, loss, norm, pool, softmax, sync_norm, unshard
 
 __all__ = ["activation", "conv", "embedding", "im2col", "linear", "loss", "norm", "pool",
-           "softmax", "sync_norm"]
+           "softmax", "sync_norm", "unshard"]

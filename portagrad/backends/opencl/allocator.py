@@ -85,6 +85,9 @@ class CachingAllocator:
         self._label = device_label
         self._index = index
         self.total_memory = total_memory
+        #: what the device reports; ``total_memory`` is the cap, lowered by
+        #: :meth:`set_memory_fraction`
+        self.device_memory = total_memory
         self.max_alloc = max_alloc
         #: guards the cache and the statistics (see the module doc); the fuser also holds it
         #: while it claims the outputs of a group it flushes (see :meth:`_release`)
@@ -137,6 +140,12 @@ class CachingAllocator:
             return {"allocated": self.allocated, "reserved": self.reserved,
                     "peak_allocated": self.peak_allocated, "cached": self.cached,
                     "num_allocs": self.num_allocs, "num_reuses": self.num_reuses}
+
+    def set_memory_fraction(self, fraction: float) -> None:
+        """Cap the bytes reserved on the device at ``fraction`` of its memory: a request past it
+        empties the cache and then raises :class:`OutOfMemoryError`."""
+        with self.lock:
+            self.total_memory = int(fraction * self.device_memory)
 
     def reset_peak(self) -> None:
         with self.lock:

@@ -126,6 +126,10 @@ class RuntimeMixin:
     def memory_stats(self, index: int) -> dict[str, int]:
         return self.device(index).allocator.stats()
 
+    def set_memory_fraction(self, index: int, fraction: float) -> None:
+        """Cap this process's allocations on device ``index`` (see ``CachingAllocator``)."""
+        self.device(index).allocator.set_memory_fraction(fraction)
+
     @flushes
     def reset_peak_memory_stats(self, index: int) -> None:
         self.device(index).allocator.reset_peak()

@@ -1,0 +1,16 @@
+"""The random dataset of the PyTorch examples' ddp-tutorial-series (``datautils.py`` there):
+``size`` pairs of a 20-vector and a 1-vector, drawn once with ``torch.rand``."""
+import torch
+from torch.utils.data import Dataset
+
+
+class MyTrainDataset(Dataset):
+    def __init__(self, size):
+        self.size = size
+        self.data = [(torch.rand(20), torch.rand(1)) for _ in range(size)]
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, index):
+        return self.data[index]
