@@ -16,8 +16,9 @@ from .. import autograd
 from .._tensor import Tensor
 from ..backend_flags import cpu
 from . import _nn
+from ._dispatch import DispatchKey, DispatchKeySet
 
-__all__ = ["_nn", "_disabled_torch_function_impl", "_get_cpu_capability",
+__all__ = ["_nn", "DispatchKey", "DispatchKeySet", "_disabled_torch_function_impl", "_get_cpu_capability",
            "_get_privateuse1_backend_name", "_get_tracing_state", "_is_alias_of",
            "_log_api_usage_once", "_set_grad_enabled", "is_grad_enabled"]
 
