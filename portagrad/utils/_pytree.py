@@ -96,6 +96,9 @@ def _node_type(tree: Any) -> Any:
     return namedtuple if is_namedtuple_instance(tree) else type(tree)
 
 
+_get_node_type = _node_type  # PyTorch's private name, which libraries (Lightning) import
+
+
 def tree_is_leaf(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None) -> bool:
     """Whether ``tree`` is a leaf: not a registered container, or picked by ``is_leaf``."""
     if is_leaf is not None and is_leaf(tree):
