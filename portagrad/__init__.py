@@ -271,12 +271,16 @@ __all__ += [
 # the dtypes of image data and checkpoints (uint8, int8, int16, bfloat16) and the dtype queries
 from ._dtype import bfloat16, can_cast, finfo, iinfo, int8, int16, short, uint8
 from ._dtype import (cdouble, cfloat, complex64, complex128, float8_e4m3fn, float8_e4m3fnuz,
-                     float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu)
+                     float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, uint16, uint32, uint64)
 
 __all__ += ["bfloat16", "can_cast", "finfo", "iinfo", "int8", "int16", "short", "uint8"]
+from .jit import ScriptModule
+from .storage import TypedStorage, UntypedStorage
+from ._file_reader import PyTorchFileReader
+__all__ += ["TypedStorage", "UntypedStorage", "PyTorchFileReader", "ScriptModule"]
 # named (finfo, is_complex) but without tensors yet: creating one raises DTypeError
 __all__ += ["cdouble", "cfloat", "complex64", "complex128", "float8_e4m3fn", "float8_e4m3fnuz",
-            "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"]
+            "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "uint16", "uint32", "uint64"]
 
 # probability distributions, the profiler, torch.testing's assert_close, DLPack
 from . import distributions, profiler, testing

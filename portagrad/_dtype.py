@@ -18,6 +18,7 @@ __all__ = [
     "uint8", "int8", "int16", "bfloat16", "short", "can_cast", "iinfo", "finfo", "check_storable",
     "fit_scalar", "INT_LIMITS", "complex64", "complex128", "cfloat", "cdouble", "float8_e4m3fn",
     "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "DECLARED_ONLY",
+    "uint16", "uint32", "uint64",
 ]
 
 _builtin_bool = bool
@@ -95,8 +96,12 @@ float8_e5m2 = dtype("float8_e5m2", ml_dtypes.float8_e5m2, 2, -1)
 float8_e4m3fnuz = dtype("float8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz, 2, -1)
 float8_e5m2fnuz = dtype("float8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz, 2, -1)
 float8_e8m0fnu = dtype("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu, 2, -1, signed=False)
+# PyTorch's "shell" unsigned dtypes (few of its own ops take them); checkpoints name them
+uint16 = dtype("uint16", np.uint16, 1, -1, signed=False)
+uint32 = dtype("uint32", np.uint32, 1, -1, signed=False)
+uint64 = dtype("uint64", np.uint64, 1, -1, signed=False)
 DECLARED_ONLY = (complex64, complex128, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz,
-                 float8_e5m2fnuz, float8_e8m0fnu)
+                 float8_e5m2fnuz, float8_e8m0fnu, uint16, uint32, uint64)
 _COMPLEX_PARTS = {"complex64": "float32", "complex128": "float64"}
 _TO_COMPLEX = {"float32": complex64, "float64": complex128}
 
@@ -160,9 +165,11 @@ def as_dtype(d: Any) -> dtype:
     A dtype of :data:`DECLARED_ONLY` raises ``DTypeError``: no tensor can have it yet."""
     if isinstance(d, dtype):
         if d._rank < 0:
+            kind = ("complex" if d.is_complex else "float8" if d.is_floating_point
+                    else d.name)
             raise DTypeError(f"{d} is named for code that mentions it, but portagrad has no "
-                             f"{'complex' if d.is_complex else 'float8'} tensors yet (finfo and "
-                             "is_complex work; creating, casting to or computing in it does not)")
+                             f"{kind} tensors yet (finfo/iinfo and is_complex work; creating, "
+                             "casting to or computing in it does not)")
         return d
     if d is _py_float:
         return float64
@@ -268,7 +275,7 @@ class iinfo:
     """Limits of an integer dtype, as ``torch.iinfo`` (``bits``, ``min``, ``max``, ``dtype``)."""
 
     def __init__(self, type: Any) -> None:
-        d = as_dtype(type)
+        d = type if isinstance(type, dtype) else as_dtype(type)  # declared-only ones too
         if d is bool:
             raise TypeError("portagrad.bool is not supported by iinfo")
         if d._kind != 1:

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _dlpack, _dtype
 from ._format import format_tensor
+from .storage import UntypedStorage
 from ._storage import Size, Storage
 from ._tensor_api import TensorOps
 from .autograd import grad_mode
@@ -273,6 +274,10 @@ class Tensor(TensorOps):
 
     def is_shared(self) -> bool:
         return self._storage.shared
+
+    def untyped_storage(self) -> Any:
+        """The memory this tensor is a view of (shared by all its views)."""
+        return UntypedStorage._wrap(self._storage)
 
     @property
     def _version(self) -> int:

@@ -1614,6 +1614,24 @@ class TensorOps:
         """Which output of its ``grad_fn`` this tensor is."""
         return self._output_nr  # type: ignore[attr-defined]
 
+    def as_subclass(self, cls: type) -> Any:
+        """This tensor's data as an instance of ``cls`` (a subclass of Tensor): same memory, and
+        still in the autograd graph (a view of ``self`` when it requires grad)."""
+        if not isinstance(cls, type) or not issubclass(cls, type(self).__mro__[-2]):
+            raise TypeError(f"as_subclass: expected a subclass of Tensor, got {cls!r}")
+        out = self.view_as(self) if self.requires_grad else self._alias()  # type: ignore[attr-defined]
+        out.__class__ = cls
+        return out
+
+    @staticmethod
+    def _make_subclass(cls: type, data: Any, require_grad: _bool = False, **kwargs: Any) -> Any:
+        """A detached alias of ``data`` as an instance of ``cls`` with ``requires_grad`` set to
+        ``require_grad`` (how subclasses build themselves in ``__new__``)."""
+        out = data._alias()
+        out.__class__ = cls
+        out.requires_grad_(require_grad)
+        return out
+
     # device kinds and representations portagrad tensors never have (PyTorch's flags)
     is_sparse = property(lambda self: False, doc="Always ``False`` for a dense tensor.")
     is_sparse_csr = property(lambda self: False, doc="Always ``False``.")

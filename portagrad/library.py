@@ -129,13 +129,20 @@ def register_autograd(op: Any, backward: Callable[..., Any], /, *,
                       setup_context: Callable[..., Any] | None = None, lib: Any = None) -> None:
     """Give operator ``op`` a backward (see :meth:`CustomOpDef.register_autograd`); only
     operators made with :func:`custom_op` are differentiable this way here."""
-    if not isinstance(op, CustomOpDef):
+    if isinstance(op, CustomOpDef):
+        entry = op._entry
+    else:
         qual = _qualname(op)
-        raise NotImplementedError(f"register_autograd({qual}): only operators made with "
-                                  "torch.library.custom_op take a backward in portagrad")
+        found = _REGISTRY.get(qual)
+        # named by its string: the operator custom_op made under that name
+        made = found.impls.get("CompositeExplicitAutograd") if found is not None else None
+        if found is None or not isinstance(getattr(made, "__self__", None), CustomOpDef):
+            raise NotImplementedError(f"register_autograd({qual}): only operators made with "
+                                      "torch.library.custom_op take a backward in portagrad")
+        entry = found
     if not callable(backward):
         raise TypeError("register_autograd: backward must be callable")
-    op._entry.autograd = (backward, setup_context)
+    entry.autograd = (backward, setup_context)
 
 
 class Library:

@@ -48,7 +48,7 @@ DEFERRED: dict[tuple[str, str], str] = {
 #: ``"portagrad"`` is the package's ``__init__`` alone, not a prefix of everything.
 LAYERS: list[tuple[str, str, list[str]]] = [
     ("base", "dtypes, shapes, storage records, settings, errors, torch.backends-style flags",
-     ["_dtype", "_shape", "_storage", "_layout", "_memory_format", "_settings", "_format",
+     ["_dtype", "_shape", "_storage", "storage", "_file_reader", "_layout", "_memory_format", "_settings", "_format",
       "_dlpack", "_blas_env", "errors", "backend_flags", "futures", "torch_version",
       "_version", "version", "_autocast_policy"]),
     ("backends", "the backend contract, the built-in backends, the plugin manager that finds them",
@@ -57,7 +57,7 @@ LAYERS: list[tuple[str, str, list[str]]] = [
      ["_device", "_memory"]),
     ("nodes", "what a Tensor points at: graph nodes, Function, grad mode, anomaly and profiling flags",
      ["autograd.grad_mode", "autograd.anomaly", "autograd._profiling", "autograd.function",
-      "autograd.variable", "autograd.profiler"]),
+      "autograd.variable", "autograd.profiler", "autograd._saved_hooks"]),
     ("tensor", "Tensor and its declared methods; the autocast state the op entry points test",
      ["_tensor", "_tensor_api", "_autocast"]),
     ("door", "the one door to the backend (_raw) and the factories that allocate through it",
@@ -68,12 +68,12 @@ LAYERS: list[tuple[str, str, list[str]]] = [
      "nodes), random numbers, the in-place rule",
      ["_ops", "_random", "autograd.inplace"]),
     ("api", "the surface composed from ops: autograd's functions, top-level functions, devices",
-     ["autograd", "autograd.gradcheck", "_toplevel", "_vmap", "linalg", "sparse", "_legacy",
+     ["autograd", "autograd.gradcheck", "autograd.graph", "_toplevel", "_vmap", "linalg", "sparse", "_legacy",
       "_safe_globals", "accelerator", "cuda", "mps", "amp", "profiler", "onnx", "_C", "types", "overrides"]),
     ("library", "nn, optim, data, distributions, distributed training, files, step capture",
      ["nn", "optim", "utils", "distributions", "distributed", "multiprocessing", "_toplevel_nn",
       "_toplevel_random", "special", "_torch_format", "serialization", "capture", "_compile",
-      "jit", "_dynamo", "compiler", "hub", "fx", "library", "ops"]),
+      "jit", "_dynamo", "compiler", "hub", "fx", "library", "ops", "_custom_ops", "ao"]),
     ("package", "the namespace and what runs on it: CLI, demo, conformance kit, torch compat",
      ["portagrad", "_info", "demo", "testing", "compat", "__main__"]),
 ]

@@ -16,8 +16,10 @@ from .. import autograd
 from .._tensor import Tensor
 from ..backend_flags import cpu
 from . import _nn
+from ._dispatch import DispatchKey, DispatchKeySet
 
-__all__ = ["_nn", "_disabled_torch_function_impl", "_get_cpu_capability",
+__all__ = ["_nn", "_TensorMeta", "DispatchKey", "DispatchKeySet", "DisableTorchFunctionSubclass",
+           "DisableTorchFunction", "_disabled_torch_function_impl", "_get_cpu_capability",
            "_get_privateuse1_backend_name", "_get_tracing_state", "_is_alias_of",
            "_log_api_usage_once", "_set_grad_enabled", "is_grad_enabled"]
 
@@ -65,6 +67,25 @@ def _is_alias_of(a: Tensor, b: Tensor) -> bool:
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError("_is_alias_of(): arguments must be Tensors")
     return a._storage is b._storage or a._storage.buffer is b._storage.buffer
+
+
+class DisableTorchFunctionSubclass:
+    """Inside the block, ``__torch_function__`` overrides of Tensor subclasses are not called.
+    portagrad never calls them (see :mod:`portagrad.overrides`), so the block changes nothing."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class DisableTorchFunction(DisableTorchFunctionSubclass):
+    """As :class:`DisableTorchFunctionSubclass`, for every ``__torch_function__`` (modes too)."""
+
+
+# the metaclass of Tensor (PyTorch's C type); libraries subclass it for lazy-tensor placeholders
+_TensorMeta = type(Tensor)
 
 
 def _disabled_torch_function_impl(func: Any, types: Any, args: Any = (),

@@ -15,12 +15,12 @@ from typing import Any, TypeVar
 
 from .._compile import list_backends
 from .._tensor import Tensor
-from . import config, eval_frame
+from . import config, eval_frame, exc, utils
 from .eval_frame import OptimizedModule
 
 __all__ = ["OptimizedModule", "allow_in_graph", "assume_constant_result", "config", "disable",
-           "eval_frame", "is_compiling", "list_backends", "mark_dynamic", "mark_static",
-           "maybe_mark_dynamic", "reset"]
+           "eval_frame", "exc", "is_compiling", "list_backends", "mark_dynamic", "mark_static",
+           "mark_static_address", "maybe_mark_dynamic", "reset", "utils"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -71,6 +71,12 @@ def maybe_mark_dynamic(t: Tensor, index: int | list[int]) -> None:
 
 def mark_static(t: Any, index: int | list[int] | None = None) -> None:
     """Hint that a dimension (or a module) is static; changes nothing here."""
+
+
+def mark_static_address(t: Any, guard: bool = True) -> None:
+    """Hint that ``t``'s memory stays where it is between calls (for captured graphs); nothing
+    is specialised on addresses here, so nothing changes."""
+    _check_tensor(t, "mark_static_address")
 
 
 def reset() -> None:

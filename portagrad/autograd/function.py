@@ -19,6 +19,7 @@ from ._profiling import STATE as _PROF
 from ._profiling import op_name
 from ._profiling import record as _prof_record
 from .anomaly import _record_trace, _state as _anomaly_state
+from . import _saved_hooks
 from .grad_mode import _flags
 
 if TYPE_CHECKING:
@@ -299,6 +300,12 @@ class FunctionCtx:
             if entry is None:
                 out.append(None)
                 continue
+            if entry[1] is _saved_hooks.UNPACK:  # packed by a saved_tensors_hooks pack hook
+                t = entry[4](entry[0])
+                if entry[2]:
+                    t = t._alias_with_grad_fn(self, entry[3])
+                out.append(t)
+                continue
             t, version, is_output, nr = entry
             if t._vc[0] != version:
                 raise RuntimeError(
@@ -575,6 +582,8 @@ def _wrap_outputs(ctx: BackwardFunction, args: tuple, outputs: Any, T: Any) -> A
             outputs._view_ver = outputs._vc[0]
         if _anomaly_state.enabled:
             ctx._anomaly = _record_trace()
+        if _saved_hooks.ACTIVE[0] and saved:
+            ctx._saved = _saved_hooks.pack_saved(saved)
         return outputs
     dirty_ids = {id(t) for t in ctx._dirty}
     non_diff_ids = {id(t) for t in ctx._non_diff}
@@ -617,6 +626,8 @@ def _wrap_outputs(ctx: BackwardFunction, args: tuple, outputs: Any, T: Any) -> A
                     entry = (t._alias(), t._vc[0], True, nr)
             fixed.append(entry)
         ctx._saved = fixed
+        if _saved_hooks.ACTIVE[0]:
+            ctx._saved = _saved_hooks.pack_saved(fixed)
     if _anomaly_state.enabled:
         ctx._anomaly = _record_trace()
     return new_outs[0] if single else tuple(new_outs)

@@ -18,7 +18,8 @@ from typing import Any
 from . import _profiling
 from ._profiling import STATE, Collector, OpRecord
 
-__all__ = ["profile", "record_function", "FunctionEvent", "FunctionEventAvg", "EventList"]
+__all__ = ["profile", "record_function", "FunctionEvent", "FunctionEventAvg", "EventList",
+           "emit_nvtx", "emit_itt"]
 
 # the sort keys of ``EventList.table`` (PyTorch's, with its ``cuda``/``device`` spellings)
 _SORT_KEYS = ("cpu_time", "cuda_time", "device_time", "cpu_time_total", "cuda_time_total",
@@ -442,3 +443,32 @@ class record_function:
         wrapped.__name__ = getattr(fn, "__name__", "wrapped")
         wrapped.__doc__ = fn.__doc__
         return wrapped
+
+
+class emit_nvtx:
+    """Mark each operator with an NVTX range for NVIDIA's profilers: needs CUDA, so entering
+    the block with ``enabled=True`` raises (``enabled=False`` changes nothing)."""
+
+    def __init__(self, enabled: bool = True, record_shapes: bool = False) -> None:
+        self.enabled = enabled
+        self.record_shapes = record_shapes
+
+    def __enter__(self) -> emit_nvtx:
+        if self.enabled:
+            raise RuntimeError("emit_nvtx: NVTX ranges need CUDA (portagrad has no CUDA "
+                               "backend); use portagrad.profiler.profile")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class emit_itt(emit_nvtx):
+    """Mark each operator with an Intel ITT range: not available, so entering the block with
+    ``enabled=True`` raises."""
+
+    def __enter__(self) -> emit_itt:
+        if self.enabled:
+            raise RuntimeError("emit_itt: portagrad emits no ITT ranges; use "
+                               "portagrad.profiler.profile")
+        return self

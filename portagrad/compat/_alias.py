@@ -41,7 +41,8 @@ _RENAMED_BACK = {v: k for k, v in RENAMED.items()}
 # portagrad module of the same name (docs/compat.md, "Private modules"). A private part of a
 # dotted name maps only if the name up to it is listed: torch._dynamo.config does, torch._refs
 # and portagrad's own private modules (torch._tensor ...) do not.
-PRIVATE_ALLOWED = frozenset({"_C", "_C._nn", "_dynamo", "utils._pytree"})
+PRIVATE_ALLOWED = frozenset({"_C", "_C._nn", "_custom_ops", "_dynamo",
+                             "_dynamo._trace_wrapped_higher_order_op", "utils._pytree"})
 
 
 def torch_to_portagrad(name: str) -> str | None:

@@ -25,7 +25,8 @@ __all__ = [
     "empty_cache", "memory_allocated", "max_memory_allocated", "memory_reserved",
     "max_memory_reserved", "memory_stats", "synchronize", "current_device", "set_device",
     "get_device_name", "get_device_properties", "get_device_capability", "mem_get_info",
-    "ipc_collect", "current_stream", "device", "Event", "Stream", "NOT_COMPILED",
+    "ipc_collect", "current_stream", "device", "Event", "Stream", "NOT_COMPILED", "CUDAGraph",
+    "graph", "graph_pool_handle", "make_graphed_callables", "StreamContext", "stream",
 ]
 
 #: PyTorch's message for CUDA calls on a build without CUDA.
@@ -238,3 +239,52 @@ class Stream:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("pg.cuda.Stream requires CUDA support (portagrad has no CUDA backend)")
+
+
+class CUDAGraph:
+    """Raises on creation: CUDA graphs need CUDA (``pg.compile(mode="reduce-overhead")`` captures
+    steps on portagrad's own devices)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("pg.cuda.CUDAGraph requires CUDA support (portagrad has no CUDA "
+                           "backend)")
+
+
+class graph:
+    """``with pg.cuda.graph(g):`` raises on creation, as PyTorch without CUDA support."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("pg.cuda.graph requires CUDA support (portagrad has no CUDA backend)")
+
+
+def graph_pool_handle() -> Any:
+    """Raises: CUDA graph memory pools need CUDA."""
+    raise RuntimeError("pg.cuda.graph_pool_handle requires CUDA support (portagrad has no CUDA "
+                       "backend)")
+
+
+def make_graphed_callables(callables: Any, sample_args: Any, *args: Any, **kwargs: Any) -> Any:
+    """Raises: CUDA graph capture needs CUDA."""
+    raise RuntimeError("pg.cuda.make_graphed_callables requires CUDA support (portagrad has no "
+                       "CUDA backend)")
+
+
+class StreamContext:
+    """``with pg.cuda.StreamContext(s):`` — with ``None`` (no stream) a context that changes
+    nothing, as in PyTorch; a stream cannot exist without CUDA."""
+
+    def __init__(self, stream: Any) -> None:
+        if stream is not None:
+            _no_cuda("StreamContext")
+        self.stream = stream
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def stream(stream: Any) -> StreamContext:
+    """The :class:`StreamContext` of ``stream`` (``None``: changes nothing)."""
+    return StreamContext(stream)

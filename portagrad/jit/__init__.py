@@ -157,6 +157,10 @@ def script_if_tracing(fn: F) -> F:
     return fn
 
 
+# the private name torchvision decorates with (PyTorch's script_if_tracing is an alias of it)
+_script_if_tracing = script_if_tracing
+
+
 def script_method(fn: F) -> F:
     """``torch.jit.script_method`` (for :class:`ScriptModule` subclasses): ``fn`` itself."""
     return fn

@@ -2659,8 +2659,9 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
                                   f"{linear_nd[mode] + 2}D input")
     if mode == "bicubic" and nd != 2:
         raise NotImplementedError(f"Got {input.dim()}D input, but bicubic mode needs 4D input")
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not implemented")
+    if antialias and mode not in ("bilinear", "bicubic"):
+        raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and "
+                         "requires a 4-D tensor as input")
     if mode not in ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "bicubic",
                     "area"):
         raise NotImplementedError(f"interpolate mode {mode!r} is not implemented")
@@ -2677,6 +2678,8 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
         scales = (None,) * nd if recompute_scale_factor else sf
     if mode == "area":
         return _adaptive_pool(input, out_sp, nd, "avg")
+    if antialias:
+        return _interpolate_aa(input, out_sp, scales, mode, bool(align_corners))
     N, Cc = input.shape[0], input.shape[1]
     p = _interp_plan(Cc, in_sp, out_sp, scales, "linear" if mode in linear_nd else mode,
                      bool(align_corners))
@@ -2687,6 +2690,63 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
         w = p.float_table("w", None, input)
         out = (cols.reshape((N, p.L, Cc, p.K)) * w).sum(-1)
     return _nchw(out, (N,) + out_sp + (Cc,))
+
+
+def _aa_filter(mode: str, x: np.ndarray) -> np.ndarray:
+    x = np.abs(x)
+    if mode == "bilinear":
+        return np.where(x < 1.0, 1.0 - x, 0.0)
+    a = -0.5  # PyTorch's (and PIL's) antialiased bicubic uses a = -0.5, not -0.75
+    return np.where(x < 1.0, ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0,
+                    np.where(x < 2.0, (((x - 5.0) * x + 8.0) * x - 4.0) * a, 0.0))
+
+
+def _aa_weights(n_in: int, n_out: int, scale_factor: float | None, mode: str,
+                align_corners: bool) -> np.ndarray:
+    """The (n_out, n_in) matrix of one dimension of an antialiased resize, as PyTorch's
+    ``_upsample_*_aa`` kernels compute it: the filter is stretched by the downscale factor so
+    every input pixel under an output pixel contributes, and each row sums to one."""
+    if align_corners:
+        scale = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    else:
+        scale = 1.0 / scale_factor if scale_factor else n_in / n_out
+    interp = 2 if mode == "bilinear" else 4
+    support = interp * 0.5 * scale if scale >= 1.0 else interp * 0.5
+    invscale = 1.0 / scale if scale >= 1.0 else 1.0
+    w = np.zeros((n_out, n_in))
+    for i in range(n_out):
+        center = scale * (i + 0.5)
+        lo = max(int(center - support + 0.5), 0)
+        hi = min(int(center + support + 0.5), n_in)
+        taps = _aa_filter(mode, (np.arange(lo, hi) - center + 0.5) * invscale)
+        total = taps.sum()
+        w[i, lo:hi] = taps / total if total != 0 else taps
+    return w
+
+
+def _interpolate_aa(input: Tensor, out_sp: tuple[int, ...], scales: tuple, mode: str,
+                    align_corners: bool) -> Tensor:
+    """``interpolate(..., antialias=True)`` of a 4-D input: one weight matrix per spatial
+    dimension, applied as two matrix products (differentiable through them)."""
+    if input.dim() != 4:
+        raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and "
+                         "requires a 4-D tensor as input")
+    byte = input.dtype is _dtype.uint8  # images: PyTorch's CPU kernel takes uint8 too
+    if not input.dtype.is_floating_point and not byte:
+        raise NotImplementedError(f"\"upsample_{mode}2d_aa_out_frame\" not implemented for "
+                                  f"'{_type_name(input.dtype)}'")
+    x = input.to(_dtype.float32) if byte else input
+    (h, w), (oh, ow) = input.shape[2:], out_sp
+    wh = _creation.tensor(_aa_weights(h, oh, scales[0], mode, align_corners),
+                          dtype=x.dtype, device=x.device)
+    ww = _creation.tensor(_aa_weights(w, ow, scales[1], mode, align_corners).T,
+                          dtype=x.dtype, device=x.device)
+    if not byte:
+        return (wh @ x) @ ww
+    # PyTorch's uint8 kernel resizes the width, stores that pass as uint8 (rounded to nearest,
+    # saturated), then resizes the height and stores again
+    mid = ((x @ ww) + 0.5).floor().clamp(0, 255)
+    return ((wh @ mid) + 0.5).floor().clamp(0, 255).to(_dtype.uint8)
 
 
 def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",

@@ -20,8 +20,7 @@ from ..autograd.profiler import profile as _autograd_profile
 from ..autograd.profiler import record_function
 
 __all__ = ["ProfilerActivity", "ProfilerAction", "profile", "record_function", "schedule",
-           "supported_activities", "tensorboard_trace_handler"]
-
+           "supported_activities", "tensorboard_trace_handler", "kineto_available"]
 
 class ProfilerActivity(enum.Enum):
     """What to record: host ops (``CPU``) and/or accelerator time (any other member)."""
@@ -34,11 +33,9 @@ class ProfilerActivity(enum.Enum):
     PrivateUse1 = 5
     OPENCL = 6
 
-
 def supported_activities() -> set[ProfilerActivity]:
     """The activities this build can record: the CPU, and the accelerator through events."""
     return {ProfilerActivity.CPU, ProfilerActivity.OPENCL}
-
 
 class ProfilerAction(enum.Enum):
     """What the profiler does at a step (given by a ``schedule``)."""
@@ -47,7 +44,6 @@ class ProfilerAction(enum.Enum):
     WARMUP = 1
     RECORD = 2
     RECORD_AND_SAVE = 3
-
 
 def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first: int = 0,
              skip_first_wait: int = 0) -> Callable[[int], ProfilerAction]:
@@ -81,10 +77,8 @@ def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first
 
     return schedule_fn
 
-
 def _default_schedule_fn(_: int) -> ProfilerAction:
     return ProfilerAction.RECORD
-
 
 def tensorboard_trace_handler(dir_name: str, worker_name: str | None = None,
                               use_gzip: bool = False) -> Callable[[profile], None]:
@@ -100,7 +94,6 @@ def tensorboard_trace_handler(dir_name: str, worker_name: str | None = None,
         prof.export_chrome_trace(path)
 
     return handler
-
 
 class profile:
     """``torch.profiler.profile``: record ops, as a context manager or with ``start``/``stop``,
@@ -209,3 +202,7 @@ class profile:
 
     def total_average(self) -> FunctionEventAvg:
         return self._done().total_average()
+
+def kineto_available() -> bool:
+    """Whether PyTorch's Kineto tracer is built in: no (portagrad records its own events)."""
+    return False

@@ -9,6 +9,7 @@ is a leaf); ``None`` is a leaf. More container types join with :func:`register_p
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 import warnings
 from collections import OrderedDict, defaultdict, deque, namedtuple
@@ -19,7 +20,9 @@ __all__ = ["PyTree", "Context", "FlattenFunc", "UnflattenFunc", "NodeDef", "SUPP
            "TreeSpec", "LeafSpec", "register_pytree_node", "_register_pytree_node",
            "tree_flatten", "tree_unflatten", "tree_iter", "tree_leaves", "tree_structure",
            "tree_map", "tree_map_", "tree_map_only", "tree_all", "tree_any", "tree_is_leaf",
-           "is_namedtuple", "is_namedtuple_instance", "treespec_pprint"]
+           "is_namedtuple", "is_namedtuple_instance", "treespec_pprint", "KeyEntry", "KeyPath",
+           "MappingKey", "SequenceKey", "GetAttrKey", "keystr", "key_get",
+           "tree_flatten_with_path", "tree_leaves_with_path", "tree_map_with_path"]
 
 PyTree = Any
 Context = Any
@@ -93,11 +96,17 @@ def _node_type(tree: Any) -> Any:
     return namedtuple if is_namedtuple_instance(tree) else type(tree)
 
 
+_get_node_type = _node_type  # PyTorch's private name, which libraries (Lightning) import
+
+
 def tree_is_leaf(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None) -> bool:
     """Whether ``tree`` is a leaf: not a registered container, or picked by ``is_leaf``."""
     if is_leaf is not None and is_leaf(tree):
         return True
     return _node_type(tree) not in SUPPORTED_NODES
+
+
+_is_leaf = tree_is_leaf  # the private name libraries (Lightning) wrap
 
 
 class TreeSpec:
@@ -324,6 +333,132 @@ def treespec_pprint(treespec: TreeSpec) -> str:
     """A one-line picture of ``treespec`` with ``*`` for each leaf (``([*, *], {'a': *})``)."""
     dummy = tree_unflatten([_Star()] * treespec.num_leaves, treespec)
     return repr(dummy)
+
+
+@dataclasses.dataclass(frozen=True)
+class MappingKey:
+    """The key of a child in a mapping (printed ``[key]``)."""
+
+    key: Any
+
+    def __str__(self) -> str:
+        return f"[{self.key!r}]"
+
+    def get(self, mapping: Any) -> Any:
+        return mapping[self.key]
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceKey:
+    """The index of a child in a sequence (printed ``[idx]``)."""
+
+    idx: int
+
+    def __str__(self) -> str:
+        return f"[{self.idx!r}]"
+
+    def get(self, sequence: Any) -> Any:
+        return sequence[self.idx]
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey:
+    """The attribute name of a child (printed ``.name``)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f".{self.name}"
+
+    def get(self, obj: Any) -> Any:
+        return getattr(obj, self.name)
+
+
+KeyEntry = Any
+KeyPath = tuple[Any, ...]
+
+
+def keystr(kp: KeyPath) -> str:
+    """A key path as the Python accessor it stands for (``[0]['a'].b``)."""
+    return "".join(str(k) for k in kp)
+
+
+def key_get(obj: Any, kp: KeyPath) -> Any:
+    """The subtree of ``obj`` at key path ``kp``."""
+    for k in kp:
+        obj = k.get(obj)
+    return obj
+
+
+def _dict_flatten(d: dict[Any, Any]) -> tuple[list[Any], Context]:
+    return list(d.values()), list(d.keys())
+
+
+def _dict_unflatten(values: Iterable[Any], context: Context) -> dict[Any, Any]:
+    return dict(zip(context, values))
+
+
+def _dict_flatten_with_keys(d: dict[Any, Any]) -> tuple[list[tuple[KeyEntry, Any]], Context]:
+    values, context = _dict_flatten(d)
+    return [(MappingKey(k), v) for k, v in zip(context, values)], context
+
+
+def _seq_flatten_with_keys(flatten: FlattenFunc) -> Callable[[Any], Any]:
+    def with_keys(node: Any) -> tuple[list[tuple[KeyEntry, Any]], Context]:
+        children, context = flatten(node)
+        return [(SequenceKey(i), c) for i, c in enumerate(children)], context
+    return with_keys
+
+
+def _namedtuple_flatten_with_keys(t: Any) -> tuple[list[tuple[KeyEntry, Any]], Context]:
+    return [(GetAttrKey(f), v) for f, v in zip(t._fields, t)], type(t)
+
+
+def _children_with_keys(node: Any) -> list[tuple[KeyEntry, Any]]:
+    kind = _node_type(node)
+    nd = SUPPORTED_NODES[kind]
+    if nd.flatten_with_keys_fn is not None:
+        return list(nd.flatten_with_keys_fn(node)[0])
+    if kind in (dict, OrderedDict):
+        return _dict_flatten_with_keys(node)[0]
+    if kind is defaultdict:
+        return [(MappingKey(k), v) for k, v in node.items()]
+    if kind is namedtuple:
+        return _namedtuple_flatten_with_keys(node)[0]
+    if kind in (tuple, list, deque):
+        return _seq_flatten_with_keys(nd.flatten_fn)(node)[0]
+    raise ValueError(f"Did not find a flatten_with_keys_fn for type: {kind}. Please pass a "
+                     f"flatten_with_keys_fn argument to register_pytree_node.")
+
+
+def tree_flatten_with_path(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None
+                           ) -> tuple[list[tuple[KeyPath, Any]], TreeSpec]:
+    """:func:`tree_flatten` with each leaf's key path: ``([(path, leaf), ...], spec)``."""
+    out: list[tuple[KeyPath, Any]] = []
+
+    def walk(node: PyTree, path: KeyPath) -> None:
+        if tree_is_leaf(node, is_leaf):
+            out.append((path, node))
+            return
+        for k, c in _children_with_keys(node):
+            walk(c, path + (k,))
+    walk(tree, ())
+    return out, tree_structure(tree, is_leaf)
+
+
+def tree_leaves_with_path(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None
+                          ) -> list[tuple[KeyPath, Any]]:
+    """The ``(key path, leaf)`` pairs of ``tree`` in :func:`tree_flatten`'s order."""
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_map_with_path(func: Callable[..., Any], tree: PyTree, *rests: PyTree,
+                       is_leaf: Callable[[PyTree], bool] | None = None) -> PyTree:
+    """:func:`tree_map` whose ``func`` takes each leaf's key path first."""
+    pairs, spec = tree_flatten_with_path(tree, is_leaf)
+    flat = [spec.flatten_up_to(r) for r in rests]
+    return spec.unflatten([func(kp, leaf, *others)
+                           for (kp, leaf), *others in zip(pairs, *flat)])
 
 
 class _Star:
