@@ -48,8 +48,8 @@ DEFERRED: dict[tuple[str, str], str] = {
 #: ``"portagrad"`` is the package's ``__init__`` alone, not a prefix of everything.
 LAYERS: list[tuple[str, str, list[str]]] = [
     ("base", "dtypes, shapes, storage records, settings, errors, torch.backends-style flags",
-     ["_dtype", "_shape", "_storage", "storage", "_file_reader", "_layout", "_memory_format", "_settings", "_format",
-      "_dlpack", "_blas_env", "errors", "backend_flags", "futures", "torch_version",
+     ["_dtype", "_shape", "_storage", "storage", "_file_reader", "_layout", "_memory_format",
+      "_settings", "_format", "_dlpack", "_blas_env", "errors", "backend_flags", "futures", "torch_version",
       "_version", "version", "_autocast_policy"]),
     ("backends", "the backend contract, the built-in backends, the plugin manager that finds them",
      ["backends", "plugins"]),

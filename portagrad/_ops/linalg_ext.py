@@ -242,6 +242,11 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
     """``torch.norm``: :func:`~portagrad._ops.reduction.norm`'s vector norms, and for
     ``p="nuc"`` the nuclear norm of the matrices in the two dimensions ``dim`` (both of a 2-D
     input by default)."""
+    # the public entry point is here, so autocast's policy for "norm" is applied here (the
+    # reduction's own check sees a call from inside an op and stands aside)
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            "norm", norm, input, p=p, dim=dim, keepdim=keepdim, dtype=dtype)) is not _SKIP:
+        return _ac_out
     if p.__class__ is str and p == "nuc":
         x = input if dtype is None else input.to(dtype)
         dims = tuple(range(x.dim())) if dim is None else \
