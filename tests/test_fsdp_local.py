@@ -114,6 +114,9 @@ def test_per_process_memory_fraction(device):
             mod.set_per_process_memory_fraction(0.5, device)
         return
     total = mod.get_device_properties(device).total_memory
+    # the cap bounds what is reserved: a cached free block left by earlier tests would serve the
+    # request below without reserving more, so the cache is emptied first
+    mod.empty_cache()
     now = mod.memory_reserved(device)
     mod.set_per_process_memory_fraction((now + (1 << 20)) / total, device)
     try:
