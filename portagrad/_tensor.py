@@ -198,6 +198,16 @@ class Tensor(TensorOps):
         """Offset of the first element in the storage, in elements."""
         return self._v.offset
 
+    def data_ptr(self) -> int:
+        """A number naming the first element's memory (``torch.Tensor.data_ptr``): the storage's
+        :meth:`~portagrad.UntypedStorage.data_ptr` plus the offset in bytes, so tensors and views
+        that start at the same element of the same memory give the same number, and others
+        different ones. It identifies memory; it is not an address to hand to C code (device
+        buffers have none on the host)."""
+        from .storage import buffer_address  # (storage imports this module's siblings)
+        return buffer_address(self._storage.buffer, self._storage.nbytes) + \
+            self._v.offset * self._v.dtype.itemsize
+
     @property
     def dtype(self) -> _dtype.dtype:
         return self._v.dtype

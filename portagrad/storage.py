@@ -7,11 +7,35 @@ storage cannot be created free-standing or resized here; those raise ``NotImplem
 """
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any
 
 from ._storage import Storage
 
-__all__ = ["UntypedStorage", "TypedStorage"]
+__all__ = ["UntypedStorage", "TypedStorage", "buffer_address"]
+
+# Each buffer gets a range of its own in a virtual address space, handed out in increasing order
+# with a gap, so the numbers of distinct buffers' bytes never coincide (as real addresses of
+# live allocations do not); the ranges are not reused while a buffer lives.
+_PAGE = 1 << 12
+_BASES: dict[int, int] = {}  # id(buffer) -> base, dropped when the buffer is freed
+_LOCK = threading.Lock()
+_top = _PAGE
+
+
+def buffer_address(buffer: Any, nbytes: int) -> int:
+    """The virtual address of ``buffer``'s first byte (what ``data_ptr()`` reports): stable for
+    the buffer's life, and distinct buffers' ranges of ``nbytes`` never overlap."""
+    global _top
+    with _LOCK:
+        base = _BASES.get(id(buffer))
+        if base is None:
+            base = _top
+            _top += (nbytes + 2 * _PAGE - 1) // _PAGE * _PAGE  # at least one page of gap
+            _BASES[id(buffer)] = base
+            weakref.finalize(buffer, _BASES.pop, id(buffer), None)
+        return base
 
 
 class UntypedStorage:
@@ -62,8 +86,10 @@ class UntypedStorage:
         return bool(self._storage.shared)
 
     def data_ptr(self) -> int:
-        """A number that identifies the memory: equal for tensors that share it."""
-        return id(self._storage.buffer)
+        """A number that identifies the memory: equal for tensors that share it, and the
+        ranges of different storages never overlap. It is not an address to hand to C code
+        (device buffers have none on the host)."""
+        return buffer_address(self._storage.buffer, self._storage.nbytes)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, UntypedStorage) and (

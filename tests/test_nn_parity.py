@@ -581,8 +581,11 @@ def test_interpolate_bicubic_against_torch_literals(device):
     assert pg.autograd.gradcheck(lambda t: F.interpolate(t, size=(4, 5), mode="bicubic"), (xd,))
     with pytest.raises(NotImplementedError, match="bicubic mode needs 4D input"):
         F.interpolate(x[0], size=3, mode="bicubic")
-    with pytest.raises(NotImplementedError, match="antialias=True is not implemented"):
-        F.interpolate(x, scale_factor=0.5, mode="bilinear", antialias=True)
+    for mode in ("bilinear", "bicubic"):  # antialiased downsampling (torchvision's resize)
+        assert pg.autograd.gradcheck(
+            lambda t, mode=mode: F.interpolate(t, size=(2, 2), mode=mode, antialias=True), (xd,))
+    with pytest.raises(ValueError, match="Anti-alias option is restricted to bilinear and bicubic"):
+        F.interpolate(x, scale_factor=0.5, mode="nearest", antialias=True)
 
 
 def test_linear_cross_entropy_loss_module(device):
