@@ -27,6 +27,15 @@ def _need(device: str, dt: pg.dtype) -> None:
         pytest.skip(f"{device} declines {dt.name} (DTypeError)")
 
 
+def _builtin_rules(device: str) -> None:
+    """Skip on plugin devices: how a Python scalar meets a float16 tensor and whether a
+    signalling NaN stays signalling when widened are each backend's (an Array API library
+    applies its own rules); the built-in backends follow PyTorch's CPU kernels bit for bit."""
+    if device.split(":")[0] not in ("cpu", "opencl"):
+        pytest.skip(f"{device}: float16 scalar and NaN-payload rules are the backend's own; "
+                    "the bit-exact rules are the built-in backends'")
+
+
 def _has_fp64(device: str) -> bool:
     try:
         pg.zeros(1, dtype=pg.float64, device=device) + 1
@@ -71,6 +80,7 @@ def _floats_around_half_ties(rng: np.random.Generator) -> np.ndarray:
 
 def test_float16_casts_round_as_numpy(device: str) -> None:
     _need(device, pg.float16)
+    _builtin_rules(device)
     everything = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
     x = pg.tensor(everything, device=device)
     # every float16 (NaN payloads, subnormals, infinities) widens exactly ...
@@ -106,6 +116,7 @@ def test_float16_casts_round_as_numpy(device: str) -> None:
 
 def test_float16_arithmetic_rounds_once_per_op(device: str) -> None:
     _need(device, pg.float16)
+    _builtin_rules(device)
     rng = np.random.default_rng(2)
     a = (rng.standard_normal((67, 45)) * 40).astype(np.float16)
     b = (rng.standard_normal((67, 45)) * 3).astype(np.float16)
@@ -318,6 +329,7 @@ def test_float16_rules_are_torchs(device: str) -> None:
     libraries differ in the last float32 place); arithmetic bit for bit."""
     torch = pytest.importorskip("torch")
     _need(device, pg.float16)
+    _builtin_rules(device)
     a = np.linspace(-5, 5, 1001).astype(np.float16)
     x, t = pg.tensor(a, device=device), torch.from_numpy(a)
     for mine, theirs in ((x * 0.1, t * 0.1), (0.1 * x, 0.1 * t), (1.7 - x, 1.7 - t),
