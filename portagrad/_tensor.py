@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _dlpack, _dtype
 from ._format import format_tensor
-from .storage import UntypedStorage
+from .storage import UntypedStorage, buffer_address
 from ._storage import Size, Storage
 from ._tensor_api import TensorOps
 from .autograd import grad_mode
@@ -204,7 +204,6 @@ class Tensor(TensorOps):
         that start at the same element of the same memory give the same number, and others
         different ones. It identifies memory; it is not an address to hand to C code (device
         buffers have none on the host)."""
-        from .storage import buffer_address  # (storage imports this module's siblings)
         return buffer_address(self._storage.buffer, self._storage.nbytes) + \
             self._v.offset * self._v.dtype.itemsize
 

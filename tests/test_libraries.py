@@ -4,7 +4,7 @@ torchvision, Lightning, torchmetrics, skorch, stable-baselines3, einops.
 
 Each script prints one ``RESULT {json}`` line: outputs, losses, generated tokens, metrics. Where
 the real PyTorch is installed beside the library, the script also runs under it
-(``tests/libraries/_reference.py``) and the two results must agree; both runs draw every random
+(``tests/compat/_run_torch.py``) and the two results must agree; both runs draw every random
 number (initial weights, data, sampling) from one numpy stream (``PORTAGRAD_COMPAT_SHARED_RNG``),
 so they start from the same weights. Where the library cannot import beside the real PyTorch here
 (PyPI's torchvision wheel does not load beside PyTorch's CPU build, and timm imports torchvision),
@@ -68,7 +68,7 @@ LIBS = [
     Lib("sb3_ppo", ("stable_baselines3", "gymnasium")),
     Lib("einops_check", ("einops",)),
 ]
-HIDE = "torchvision"  # hidden from the real-PyTorch runs (see tests/libraries/_reference.py)
+HIDE = "torchvision"  # hidden from the real-PyTorch runs (see tests/compat/_run_torch.py)
 
 
 def _env(device: str | None) -> dict[str, str]:
@@ -100,7 +100,8 @@ def _start(lib: Lib, device: str | None) -> Future[subprocess.CompletedProcess[s
     key = (lib.script, device)
     if key not in _RUNS:
         script = str(SCRIPTS / f"{lib.script}.py")
-        cmd = ([sys.executable, str(SCRIPTS / "_reference.py"), script] if device is None
+        cmd = ([sys.executable, str(ROOT / "tests" / "compat" / "_run_torch.py"), script]
+               if device is None
                else [sys.executable, "-m", "portagrad.compat", script])
         _RUNS[key] = _POOL.submit(_run, cmd, _env(device))
     return _RUNS[key]

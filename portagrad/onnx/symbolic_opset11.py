@@ -5,18 +5,8 @@ own symbolic functions, which run during an export).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NoReturn
+from ._symbolic import missing_symbolics
 
 __all__: list[str] = []
 
-
-def __getattr__(name: str) -> Callable[..., NoReturn]:
-    if name.startswith("__"):
-        raise AttributeError(name)
-
-    def symbolic(*args: Any, **kwargs: Any) -> NoReturn:
-        raise NotImplementedError(f"torch.onnx.symbolic_opset11.{name}: portagrad has no ONNX "
-                                  "exporter, so there is no graph to add the operator to")
-    symbolic.__name__ = name
-    return symbolic
+__getattr__ = missing_symbolics("torch.onnx.symbolic_opset11")

@@ -14,25 +14,21 @@ from ...nn.modules.module import Module
 __all__ = ["QuantStub", "DeQuantStub"]
 
 
-class QuantStub(Module):
+class _FloatMarker(Module):
+    """A marker that is the identity until a model is converted (which portagrad cannot do)."""
+
+    def __init__(self, qconfig: Any = None) -> None:
+        super().__init__()
+        if qconfig is not None:
+            self.qconfig = qconfig
+
+    def forward(self, x: Any) -> Any:
+        return x
+
+
+class QuantStub(_FloatMarker):
     """Where a quantized model would quantize its input; in float mode, the identity."""
 
-    def __init__(self, qconfig: Any = None) -> None:
-        super().__init__()
-        if qconfig is not None:
-            self.qconfig = qconfig
 
-    def forward(self, x: Any) -> Any:
-        return x
-
-
-class DeQuantStub(Module):
+class DeQuantStub(_FloatMarker):
     """Where a quantized model would dequantize its output; in float mode, the identity."""
-
-    def __init__(self, qconfig: Any = None) -> None:
-        super().__init__()
-        if qconfig is not None:
-            self.qconfig = qconfig
-
-    def forward(self, x: Any) -> Any:
-        return x
