@@ -257,13 +257,11 @@ class ConvMixin:
                           padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
         """Gradient of ``sum(conv2d(x, w) * g)`` w.r.t. ``x``, into ``out`` (N, C, H, W).
 
-        16-bit floats take the implicit-GEMM kernel, which reads ``g`` and ``w`` as they are and
-        rounds each sum once. The im2col path would sum 16-bit column gradients in col2im,
-        rounding twice, so when it is forced a 16-bit gradient runs on float32 copies."""
-        half = g.dtype in HALF16_DTYPES
-        if half and self._forced_conv() == "im2col":  # in float32, rounded once
-            via_f32(self, self.conv2d_grad_input, (2,), g, w, out, stride, padding, dilation, groups)
-            return
+        16-bit floats: the implicit-GEMM kernel reads ``g`` and ``w`` as they are and rounds each
+        sum once. The im2col path would sum 16-bit column gradients in col2im, rounding twice, so
+        it runs on float32 copies of ``g`` and ``w`` (and a float32 result rounded once); on CPU
+        devices it is still the faster of the two for most shapes, and its column buffer dwarfs
+        the copies."""
         dev = self._conv_dev(out)
         if out.numel == 0:
             return
@@ -280,13 +278,18 @@ class ConvMixin:
             return
         geom = _geom(C, H, W, OH, OW, (kh, kw), stride, padding, dilation)
         gm = _gdict(N, C, H, W, O, OH, OW, kh, kw, stride, padding, dilation, G)
+
+        def im2col() -> None:
+            if dt in HALF16_DTYPES:  # in float32, rounded once
+                via_f32(self, lambda g_, w_, o_: self._grad_input_im2col(dev, g_, w_, o_, geom, G),
+                        (2,), g, w, out)
+            else:
+                self._grad_input_im2col(dev, g, w, out, geom, G)
+
         with cl_errors(dev.label, "conv2d_grad_input"):
-            if half:
-                launch_implicit(dev, "dgrad", g, w, out, gm)
-                return
             self._conv_path(dev, "dgrad", gm, dt.name, {
                 "implicit": lambda: launch_implicit(dev, "dgrad", g, w, out, gm),
-                "im2col": lambda: self._grad_input_im2col(dev, g, w, out, geom, G)})
+                "im2col": im2col})
 
     def _grad_input_im2col(self, dev: Device, g: View, w: View, out: View, geom: list[int],
                            G: int) -> None:
