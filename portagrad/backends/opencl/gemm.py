@@ -22,6 +22,9 @@ PoCL, and on a GPU through ``benchmarks/gpu_check.sh``, at ragged sizes and ever
 * **packed** (CPU devices, :mod:`.gemm_packed`): the operands copied into contiguous panels first,
   then register blocks as in "cpu"; several tiles.
 
+Every family reads bfloat16/float16 operands as they are (16-bit loads widened to float in
+registers, float32 accumulators, each output rounded once): no float32 copies.
+
 Unless a family is forced, :mod:`.gemm_tune` picks the family and tile per device and size class by
 timing a few candidates (products too small to matter take a heuristic choice). The family can be
 forced with ``PORTAGRAD_OPENCL_GEMM=cpu|gpu3|packed`` (its default tile, nothing timed).
