@@ -78,6 +78,7 @@ def implicit_source(dtype: str) -> str:
 
     def st(expr: str) -> str:
         return f"{half[1]}({expr})" if half else expr
+
     xld = ld("xc[ih * Xh + iw * Xw]")
     X, Wt, O, G = _s4("X"), _s4("Wt"), _s4("Y"), _s4("Gr")
     fwd = f"""
