@@ -190,6 +190,40 @@ def test_gpu3_bad_tile_raises(be):
         run_gpu3(be, Gpu3Config(128, 128, 1024), 4, 4, 4, "row", "row", aligned=True)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("cfg", [GPU3_CONFIG["float32"], Gpu3Config(128, 128, 8, warp8x4=True),
+                                 Gpu3Config(128, 128, 16, vec=False)], ids=lambda c: c.name)
+@pytest.mark.parametrize("aligned", [True, False], ids=["aligned", "unaligned"])
+def test_gpu3_16bit_tiles(be, dtype, cfg, aligned):
+    """"gpu3" on 16-bit operands: 4-vectors of ``ushort`` wherever a 4-vector of elements is
+    aligned to its 8 bytes (offsets and strides multiples of 4 elements), scalar loads and bounds
+    checks elsewhere. Integer operands: the float32 sums are exact, so the result rounded once is
+    one value whatever the order."""
+    np_dt = getattr(D, dtype).numpy
+    m, k, n = (2 * cfg.tm + 4, 3 * cfg.tk + 4, cfg.tn + 36) if aligned else \
+        (cfg.tm + 1, 2 * cfg.tk + 3, cfg.tn + 31)
+    a, b = _int_operands(np_dt, (2, m, k), (2, k, n))
+    b[1:] = b[:1]
+    av = layout_view(be, a, "row" if aligned else "col", 4 if aligned else 3)
+    bv = layout_view(be, b, "col", 4 if aligned else 1, broadcast=True)
+    off = 4 if aligned else 2
+    ov = View(be.allocate(0, 2 * (2 * m * n + off)), off, (2, m, n), (m * n, n, 1), av.dtype)
+    launch_gemm(be.device(0), av, bv, ov, kind="gpu3", config=cfg)
+    lay = gpu3_layout(av, bv, ov, cfg)
+    assert (lay.a_vec, lay.b_vec, lay.c_vec) == ((cfg.vec and aligned),) * 3
+    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np_dt)
+    np.testing.assert_array_equal(be.to_host(ov).view(np.uint16), want.view(np.uint16))
+
+
+def test_gpu3_2byte_alignment_rule(be):
+    """A 16-bit 4-vector is 8 bytes: an offset of 2 elements (4 bytes) is not aligned, 4 is."""
+    cfg = GPU3_CONFIG["bfloat16"]
+    x = np.zeros((1, 8, 8), D.bfloat16.numpy)
+    for off, vec in ((2, False), (4, True), (8, True)):
+        v = layout_view(be, x, "row", off)
+        assert gpu3_layout(v, v, v, cfg).a_vec is vec
+
+
 def _int_operands(np_dt, *shapes):
     """Small non-negative integers: every product and partial sum is exact in float32 whatever
     the order, so the product rounded once to the 16-bit dtype is one value; the sums pass 2048
@@ -201,9 +235,8 @@ def _int_operands(np_dt, *shapes):
 @pytest.mark.parametrize("kind", GEMM_KINDS)
 @pytest.mark.parametrize("a_layout,b_layout", [("row", "row"), ("col", "col"), ("row", "col")])
 def test_16bit_gemm_accumulates_in_float32(be, dtype, kind, a_layout, b_layout):
-    """16-bit operands, float32 accumulation, the output rounded once. The "cpu" and "packed"
-    kernels read the 16-bit operands themselves: no float32 temporaries ("gpu3" has no 16-bit
-    variant and converts)."""
+    """16-bit operands, float32 accumulation, the output rounded once. Every kernel reads the
+    16-bit operands themselves: no float32 temporaries ("packed" allocates its panels only)."""
     np_dt = getattr(D, dtype).numpy
     m, k, n, bsz = 37, 300, 70, 2
     a, b = _int_operands(np_dt, (bsz, m, k), (bsz, k, n))
@@ -217,7 +250,7 @@ def test_16bit_gemm_accumulates_in_float32(be, dtype, kind, a_layout, b_layout):
     extra = be.memory_stats(0)["peak_allocated"] - before["allocated"]
     want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np_dt)
     np.testing.assert_array_equal(be.to_host(ov).view(np.uint16), want.view(np.uint16))
-    if kind == "cpu":
+    if kind in ("cpu", "gpu3"):
         assert extra == 0
     elif kind == "packed":  # the panels only: float16 widened as packed, bfloat16 as its bits
         per = 4 if dtype == "float16" else 2

@@ -40,7 +40,7 @@ from .conv_implicit import launch_implicit
 from .conv_kernels import arg_types, conv_source, pool_source
 from .errors import cl_errors
 from .fusion import flushes
-from .gemm import launch_gemm, native_16bit, tuner
+from .gemm import launch_gemm, tuner
 from .launch import HALF16_DTYPES, pow2ceil, via_f32
 
 if TYPE_CHECKING:
@@ -121,12 +121,15 @@ class ConvMixin:
         dev.require_dtypes([dt])
         return dev
 
-    def _native16(self, out: View) -> bool:
-        """Whether a 16-bit convolution into ``out`` runs on its 16-bit operands: the im2col path
-        (columns hold the 16-bit values; the GEMM loads them into float32 accumulators and rounds
-        each output once), unless implicit GEMM is forced or the GEMM has no 16-bit kernel."""
+    def _forced_conv(self) -> str | None:
+        """The convolution path forced by ``_force_conv_kind`` or ``PORTAGRAD_OPENCL_CONV``
+        (``None``: none); an unknown name raises ``ValueError`` naming the valid ones."""
         forced = self._force_conv_kind if self._force_conv_kind is not None else _ENV_CONV
-        return forced != "implicit" and native_16bit(self._dev(out), self._force_gemm_kind)
+        if forced is not None and forced not in CONV_KINDS:
+            where = "" if self._force_conv_kind is not None else " (from PORTAGRAD_OPENCL_CONV)"
+            raise ValueError(f"unknown convolution path {forced!r}{where}; expected one of "
+                             f"{', '.join(CONV_KINDS)}")
+        return forced
 
     def _contiguous(self, dev: Device, v: View) -> View:
         """``v`` itself when contiguous, else a contiguous copy."""
@@ -179,12 +182,8 @@ class ConvMixin:
                    paths: dict[str, Callable[[], None]]) -> None:
         """Run the convolution path (a key of ``paths``, see :data:`CONV_KINDS`) that is forced,
         else the one measured fastest for this device and shape (timed on first use)."""
-        forced = self._force_conv_kind if self._force_conv_kind is not None else _ENV_CONV
+        forced = self._forced_conv()
         if forced is not None:
-            if forced not in CONV_KINDS:
-                where = "" if self._force_conv_kind is not None else " (from PORTAGRAD_OPENCL_CONV)"
-                raise ValueError(f"unknown convolution path {forced!r}{where}; expected one of "
-                                 f"{', '.join(CONV_KINDS)}")
             paths[forced]()
             return
         order = ("implicit", "im2col") if dev.is_gpu else ("im2col", "implicit")
@@ -200,11 +199,9 @@ class ConvMixin:
     def conv2d(self, x: View, w: View, out: View, stride: Sequence[int], padding: Sequence[int],
                dilation: Sequence[int], groups: int) -> None:
         """Cross-correlation of ``x`` (N, C, H, W) with ``w`` (O, C/groups, kh, kw) into ``out``
-        (N, O, OH, OW); see the contract in :mod:`portagrad.backends.interface`."""
-        half = x.dtype in HALF16_DTYPES
-        if half and not self._native16(out):  # in float32, rounded once
-            via_f32(self, self.conv2d, (2,), x, w, out, stride, padding, dilation, groups)
-            return
+        (N, O, OH, OW); see the contract in :mod:`portagrad.backends.interface`. 16-bit floats
+        take either path on their 16-bit operands (float32 accumulation, each output rounded
+        once)."""
         dev = self._conv_dev(out)
         if out.numel == 0:
             return
@@ -222,9 +219,6 @@ class ConvMixin:
         geom = _geom(C, H, W, OH, OW, (kh, kw), stride, padding, dilation)
         gm = _gdict(N, C, H, W, O, OH, OW, kh, kw, stride, padding, dilation, G)
         with cl_errors(dev.label, "conv2d"):
-            if half:  # im2col only: implicit GEMM has no 16-bit kernels
-                self._conv2d_im2col(dev, x, w, out, geom, G)
-                return
             self._conv_path(dev, "fwd", gm, dt.name, {
                 "implicit": lambda: launch_implicit(dev, "fwd", x, w, out, gm),
                 "im2col": lambda: self._conv2d_im2col(dev, x, w, out, geom, G)})
@@ -261,12 +255,13 @@ class ConvMixin:
     @flushes
     def conv2d_grad_input(self, g: View, w: View, out: View, stride: Sequence[int],
                           padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
-        """Gradient of ``sum(conv2d(x, w) * g)`` w.r.t. ``x``, into ``out`` (N, C, H, W)."""
-        if g.dtype in HALF16_DTYPES:
-            # in float32, rounded once: the column gradients are summed by col2im, so 16-bit
-            # columns would round twice (a GEMM writing float32 from 16-bit operands is missing)
-            via_f32(self, self.conv2d_grad_input, (2,), g, w, out, stride, padding, dilation, groups)
-            return
+        """Gradient of ``sum(conv2d(x, w) * g)`` w.r.t. ``x``, into ``out`` (N, C, H, W).
+
+        16-bit floats: the implicit-GEMM kernel reads ``g`` and ``w`` as they are and rounds each
+        sum once. The im2col path would sum 16-bit column gradients in col2im, rounding twice, so
+        it runs on float32 copies of ``g`` and ``w`` (and a float32 result rounded once). Which of
+        the two runs is chosen per shape as for float32: on PoCL im2col ran 5x faster for a
+        64-channel 32x32 layer, and its column buffer dwarfs the copies."""
         dev = self._conv_dev(out)
         if out.numel == 0:
             return
@@ -283,10 +278,18 @@ class ConvMixin:
             return
         geom = _geom(C, H, W, OH, OW, (kh, kw), stride, padding, dilation)
         gm = _gdict(N, C, H, W, O, OH, OW, kh, kw, stride, padding, dilation, G)
+
+        def im2col() -> None:
+            if dt in HALF16_DTYPES:  # in float32, rounded once
+                via_f32(self, lambda g_, w_, o_: self._grad_input_im2col(dev, g_, w_, o_, geom, G),
+                        (2,), g, w, out)
+            else:
+                self._grad_input_im2col(dev, g, w, out, geom, G)
+
         with cl_errors(dev.label, "conv2d_grad_input"):
             self._conv_path(dev, "dgrad", gm, dt.name, {
                 "implicit": lambda: launch_implicit(dev, "dgrad", g, w, out, gm),
-                "im2col": lambda: self._grad_input_im2col(dev, g, w, out, geom, G)})
+                "im2col": im2col})
 
     def _grad_input_im2col(self, dev: Device, g: View, w: View, out: View, geom: list[int],
                            G: int) -> None:
@@ -320,11 +323,8 @@ class ConvMixin:
     def conv2d_grad_weight(self, x: View, g: View, out: View, stride: Sequence[int],
                            padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
         """Gradient of ``sum(conv2d(x, w) * g)`` w.r.t. ``w``, into ``out``
-        (O, C/groups, kh, kw)."""
-        half = x.dtype in HALF16_DTYPES
-        if half and not self._native16(out):  # in float32, rounded once
-            via_f32(self, self.conv2d_grad_weight, (2,), x, g, out, stride, padding, dilation, groups)
-            return
+        (O, C/groups, kh, kw). 16-bit floats take either path on their 16-bit operands, as the
+        forward."""
         dev = self._conv_dev(out)
         if out.numel == 0:
             return
@@ -342,9 +342,6 @@ class ConvMixin:
         geom = _geom(C, H, W, OH, OW, (kh, kw), stride, padding, dilation)
         gm = _gdict(N, C, H, W, O, OH, OW, kh, kw, stride, padding, dilation, G)
         with cl_errors(dev.label, "conv2d_grad_weight"):
-            if half:  # im2col only, as the forward
-                self._grad_weight_im2col(dev, x, g, out, geom, G)
-                return
             self._conv_path(dev, "wgrad", gm, dt.name, {
                 "implicit": lambda: launch_implicit(dev, "wgrad", x, g, out, gm),
                 "im2col": lambda: self._grad_weight_im2col(dev, x, g, out, geom, G)})

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .kernels import CTYPE, prelude
+from .kernels import CTYPE, HALF16, prelude
 from .vectors import vload, vstore
 
 __all__ = ["RM", "RN", "implicit_source", "launch_implicit"]
@@ -64,8 +64,22 @@ def implicit_source(dtype: str) -> str:
     """Kernels ``conv_fwd``, ``conv_dgrad`` and ``conv_wgrad`` for ``dtype``.
 
     Arguments: each tensor as buffer, offset and four (N, C, H, W)-order strides (the weight as
-    (O, C/G, kh, kw)), then the geometry :data:`_GEOM` (``G`` the groups)."""
-    t = CTYPE[dtype]
+    (O, C/G, kh, kw)), then the geometry :data:`_GEOM` (``G`` the groups).
+
+    A 16-bit float is read as its 16 bits and widened to ``float`` on load, the blocks accumulate
+    in ``float`` and each output element is rounded once when stored (no float32 copies of the
+    operands, and one rounding per element as PyTorch's)."""
+    t = CTYPE[dtype]  # the C type in global memory
+    half = HALF16.get(dtype)  # (widen, round) function names of a 16-bit float
+    ct = "float" if half else t  # the type computed in
+
+    def ld(ref: str) -> str:
+        return f"{half[0]}({ref})" if half else ref
+
+    def st(expr: str) -> str:
+        return f"{half[1]}({expr})" if half else expr
+
+    xld = ld("xc[ih * Xh + iw * Xw]")
     X, Wt, O, G = _s4("X"), _s4("Wt"), _s4("Y"), _s4("Gr")
     fwd = f"""
 /* out[n, o, l]: rows o of group g, columns l = oh*OW + ow */
@@ -83,29 +97,29 @@ __kernel void conv_fwd({X.format(t=f"const {t}")}, {Wt.format(t=f"const {t}")}, 
     }}
     long orow[{RM}];
     for (int i = 0; i < {RM}; ++i) orow[i] = Wto + (g * Og + min(ob + i, Og - 1)) * Wtn;
-    {_acc(t)}
+    {_acc(ct)}
     for (long c = 0; c < Cg; ++c) {{
         __global const {t}* xc = X + Xo + n * Xn + (g * Cg + c) * Xc;
         for (long u = 0; u < kh; ++u) {{
             for (long v = 0; v < kw; ++v) {{
-                {t} av[{RM}], bv[{RN}];
+                {ct} av[{RM}], bv[{RN}];
                 long wk = c * Wtc + u * Wth + v * Wtw;
-                for (int i = 0; i < {RM}; ++i) av[i] = Wt[orow[i] + wk];
+                for (int i = 0; i < {RM}; ++i) av[i] = {ld('Wt[orow[i] + wk]')};
                 for (int j = 0; j < {RN}; ++j) {{
                     long ih = ih0[j] + u * dh, iw = iw0[j] + v * dw;
-                    bv[j] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? xc[ih * Xh + iw * Xw] : ({t})0;
+                    bv[j] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? {xld} : ({ct})0;
                 }}
-                {_fma(t)}
+                {_fma(ct)}
             }}
         }}
     }}
     for (int i = 0; i < {RM}; ++i) {{
         if (ob + i >= Og) break;
         long yb = Yo + n * Yn + (g * Og + ob + i) * Yc;
-        {_row(t)}
+        {_row(ct)}
         for (int j = 0; j < {RN}; ++j) {{
             long l = l0 + j;
-            if (l < L) Y[yb + (l / OW) * Yh + (l % OW) * Yw] = ar[j];
+            if (l < L) Y[yb + (l / OW) * Yh + (l % OW) * Yw] = {st('ar[j]')};
         }}
     }}
 }}
@@ -127,31 +141,31 @@ __kernel void conv_dgrad({G.format(t=f"const {t}")}, {Wt.format(t=f"const {t}")}
     }}
     long crow[{RM}];
     for (int i = 0; i < {RM}; ++i) crow[i] = min(cb + i, Cg - 1) * Wtc;
-    {_acc(t)}
+    {_acc(ct)}
     for (long o = g * Og; o < (g + 1) * Og; ++o) {{
         __global const {t}* go = Gr + Gro + n * Grn + o * Grc;
         for (long u = 0; u < kh; ++u) {{
             for (long v = 0; v < kw; ++v) {{
-                {t} av[{RM}], bv[{RN}];
+                {ct} av[{RM}], bv[{RN}];
                 long wk = Wto + o * Wtn + u * Wth + v * Wtw;
-                for (int i = 0; i < {RM}; ++i) av[i] = Wt[wk + crow[i]];
+                for (int i = 0; i < {RM}; ++i) av[i] = {ld('Wt[wk + crow[i]]')};
                 for (int j = 0; j < {RN}; ++j) {{
                     long th = hh[j] - u * dh, tw = ww[j] - v * dw;
                     long oh = th / sh, ow = tw / sw;
                     int ok = th >= 0 && tw >= 0 && oh * sh == th && ow * sw == tw && oh < OH && ow < OW;
-                    bv[j] = ok ? go[oh * Grh + ow * Grw] : ({t})0;
+                    bv[j] = ok ? {ld('go[oh * Grh + ow * Grw]')} : ({ct})0;
                 }}
-                {_fma(t)}
+                {_fma(ct)}
             }}
         }}
     }}
     for (int i = 0; i < {RM}; ++i) {{
         if (cb + i >= Cg) break;
         long yb = Yo + n * Yn + (g * Cg + cb + i) * Yc;
-        {_row(t)}
+        {_row(ct)}
         for (int j = 0; j < {RN}; ++j) {{
             long p = p0 + j;
-            if (p < HW) Y[yb + (p / W) * Yh + (p % W) * Yw] = ar[j];
+            if (p < HW) Y[yb + (p / W) * Yh + (p % W) * Yw] = {st('ar[j]')};
         }}
     }}
 }}
@@ -171,33 +185,33 @@ __kernel void conv_wgrad({X.format(t=f"const {t}")}, {G.format(t=f"const {t}")},
     }}
     long orow[{RM}];
     for (int i = 0; i < {RM}; ++i) orow[i] = (g * Og + min(ob + i, Og - 1)) * Grc;
-    {_acc(t)}
+    {_acc(ct)}
     for (long n = 0; n < N; ++n) {{
         __global const {t}* xn = X + Xo + n * Xn;
         __global const {t}* gn = Gr + Gro + n * Grn;
         for (long oh = 0; oh < OH; ++oh) {{
             for (long ow = 0; ow < OW; ++ow) {{
-                {t} av[{RM}], bv[{RN}];
+                {ct} av[{RM}], bv[{RN}];
                 long gk = oh * Grh + ow * Grw, ih0 = oh * sh, iw0 = ow * sw;
-                for (int i = 0; i < {RM}; ++i) av[i] = gn[orow[i] + gk];
+                for (int i = 0; i < {RM}; ++i) av[i] = {ld('gn[orow[i] + gk]')};
                 for (int j = 0; j < {RN}; ++j) {{
                     long ih = ih0 + du[j], iw = iw0 + dv[j];
                     int ok = ih >= 0 && ih < H && iw >= 0 && iw < W;
-                    bv[j] = ok ? xn[xoff[j] + ih * Xh + iw * Xw] : ({t})0;
+                    bv[j] = ok ? {ld('xn[xoff[j] + ih * Xh + iw * Xw]')} : ({ct})0;
                 }}
-                {_fma(t)}
+                {_fma(ct)}
             }}
         }}
     }}
     for (int i = 0; i < {RM}; ++i) {{
         if (ob + i >= Og) break;
         long yb = Yo + (g * Og + ob + i) * Yn;
-        {_row(t)}
+        {_row(ct)}
         for (int j = 0; j < {RN}; ++j) {{
             long q = q0 + j;
             if (q < CK) {{
                 long c = q / kk, r = q % kk;
-                Y[yb + c * Yc + (r / kw) * Yh + (r % kw) * Yw] = ar[j];
+                Y[yb + c * Yc + (r / kw) * Yh + (r % kw) * Yw] = {st('ar[j]')};
             }}
         }}
     }}

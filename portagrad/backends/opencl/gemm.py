@@ -22,13 +22,16 @@ PoCL, and on a GPU through ``benchmarks/gpu_check.sh``, at ragged sizes and ever
 * **packed** (CPU devices, :mod:`.gemm_packed`): the operands copied into contiguous panels first,
   then register blocks as in "cpu"; several tiles.
 
+Every family reads bfloat16/float16 operands as they are (16-bit loads widened to float in
+registers, float32 accumulators, each output rounded once): no float32 copies.
+
 Unless a family is forced, :mod:`.gemm_tune` picks the family and tile per device and size class by
 timing a few candidates (products too small to matter take a heuristic choice). The family can be
 forced with ``PORTAGRAD_OPENCL_GEMM=cpu|gpu3|packed`` (its default tile, nothing timed).
 
 Strides (in elements) and offsets are kernel arguments, so a transposed operand (swapped strides)
 or a broadcast batch (batch stride 0) needs no copy. Variants are keyed by dtype and by the
-operands' layout (which strides are 1, and for "gpu3" 16-byte alignment), never by sizes.
+operands' layout (which strides are 1, and for "gpu3" 4-vector alignment), never by sizes.
 """
 from __future__ import annotations
 
@@ -55,7 +58,6 @@ __all__ = [
     "gemm_source",
     "gpu3_layout",
     "launch_gemm",
-    "native_16bit",
     "tuner",
 ]
 
@@ -222,7 +224,7 @@ class Gpu3Config(NamedTuple):
 class Gpu3Layout(NamedTuple):
     """Operand layout a "gpu3" program is specialised for (see :func:`gpu3_layout`):
     ``a_kfast``/``b_nfast``: which axis of A/B neighbouring work-items walk when loading (the
-    unit-stride one); ``*_vec``: that axis has unit stride and every 4-vector is 16-byte aligned,
+    unit-stride one); ``*_vec``: that axis has unit stride and every 4-vector is aligned to its size,
     so full tiles use 4-vector global loads (A, B) or stores (C)."""
 
     a_kfast: bool = True
@@ -237,6 +239,8 @@ class Gpu3Layout(NamedTuple):
 #: NVIDIA's OpenCL gives a work-group (its speed has not been measured)
 GPU3_CONFIG = {"float32": Gpu3Config(64, 128, 16, 16, 8, True),
                "float64": Gpu3Config(128, 128, 8, 16, 16, True)}
+# 16-bit floats: float32's tile, since local memory and the accumulators hold float (untuned)
+GPU3_CONFIG.update(bfloat16=GPU3_CONFIG["float32"], float16=GPU3_CONFIG["float32"])
 #: "gpu3" tiles ``benchmarks/gemm_sweep.py`` times by default (``tests/test_opencl_gemm.py`` checks
 #: each): the default, its slice depths, scalar global access, 8x4 warps, and narrower tiles, whose
 #: extra work-groups fill the GPU's multiprocessors on smaller matrices
@@ -260,8 +264,10 @@ def _gpu3_key(dtype: str, cfg: Gpu3Config, layout: Gpu3Layout) -> tuple:
 
 
 def _aligned4(bsz: int, offset: int, batch_stride: int, slow_stride: int) -> bool:
-    """Whether every 4-vector starting at a multiple of 4 along the unit-stride axis is 16-byte
-    aligned (buffers themselves are at least 128-byte aligned)."""
+    """Whether every 4-vector starting at a multiple of 4 along the unit-stride axis is aligned to
+    its size, ``4 * itemsize`` bytes (16 for float32, 8 for 16-bit floats, 32 for float64): that
+    is, the offset and the other strides are multiples of 4 elements, whatever the element size,
+    since buffers themselves are at least 128-byte aligned."""
     return offset % 4 == 0 and slow_stride % 4 == 0 and (bsz == 1 or batch_stride % 4 == 0)
 
 
@@ -299,8 +305,14 @@ def _load_map(to: int, tk: int, nt: int, kfast: bool, vec: bool) -> tuple[int, i
     return fe, slow // step, step
 
 
-def _operand_loads(t: str, x: str, to: int, tk: int, nt: int, kfast: bool, vec: bool) -> dict:
+def _operand_loads(t: str, x: str, to: int, tk: int, nt: int, kfast: bool, vec: bool,
+                   ld: str = "") -> dict:
     """Code fragments moving operand ``x`` ("a" or "b") from global memory to local memory.
+
+    ``t`` is the operand's C type in global memory; ``ld`` names the function widening a 16-bit
+    float (its 16-bit pattern, ``ushort``) to ``float`` ("" for none): such operands are read as
+    16 bits, converted in registers and kept as ``float`` in local memory (``ld + "_4"`` widens a
+    ``ushort4``, see :func:`.kernels.half16_helpers`).
 
     The slice is ``to`` rows (m for A, n for B) by ``tk``; in local memory it is stored k-major
     (``Xs[k * P + o]``, ``P = to + 4``) whatever the global layout, so the multiply reads both A and
@@ -317,7 +329,12 @@ def _operand_loads(t: str, x: str, to: int, tk: int, nt: int, kfast: bool, vec: 
     fe, slots, step = _load_map(to, tk, nt, kfast, vec)
     v = 4 if vec else 1
     X = x.upper()
-    t4 = f"{t}4"
+    lt = "float" if ld else t  # type of the registers and of local memory
+    lt4 = f"{lt}4"
+
+    def cv(e: str) -> str:  # a loaded element as ``lt``
+        return f"{ld}({e})" if ld else e
+
     o_stride, k_stride = ("sam", "sak") if x == "a" else ("sbn", "sbk")
     origin, ext = ("gm", "M") if x == "a" else ("gn", "N")
     pad = to + 4
@@ -333,7 +350,7 @@ def _operand_loads(t: str, x: str, to: int, tk: int, nt: int, kfast: bool, vec: 
             f"const long {x}ds = {step}L * {slow_stride}, {x}adv = {tk}L * {k_stride};\n    "
             f"const int {x}st = {x}k * {pad} + {x}o;  /* local offset of the first element */\n    "
             f"const int {x}rem = (int)min({ext} - {origin}, (long){to});  /* rows of the tile inside */")
-    regs = f"{t4 if vec else t} " + ", ".join(f"r{x}{i}" for i in range(slots)) + ";"
+    regs = f"{lt4 if vec else lt} " + ", ".join(f"r{x}{i}" for i in range(slots)) + ";"
 
     def addr(i: int) -> str:
         return f"{x}p" if i == 0 else f"{x}p + {i} * {x}ds"
@@ -346,27 +363,33 @@ def _operand_loads(t: str, x: str, to: int, tk: int, nt: int, kfast: bool, vec: 
     store: list[str] = []
     for i in range(slots):
         if vec:
-            fast.append(f"r{x}{i} = *(__global const {t4}*)({addr(i)});")
+            v4 = f"*(__global const {t}4*)({addr(i)})"
+            fast.append(f"r{x}{i} = {ld + '_4(' + v4 + ')' if ld else v4};")
             for c in range(4):
                 checked.append(f"r{x}{i}.s{c} = ({o_of(i, c)} < {x}rem && {k_of(i, c)} < kr) ? "
-                               f"({addr(i)})[{c}] : ({t})0;")
+                               f"{cv(f'({addr(i)})[{c}]')} : ({lt})0;")
         else:
-            fast.append(f"r{x}{i} = *({addr(i)});")
+            fast.append(f"r{x}{i} = {cv(f'*({addr(i)})')};")
             checked.append(f"r{x}{i} = ({o_of(i, 0)} < {x}rem && {k_of(i, 0)} < kr) ? "
-                           f"*({addr(i)}) : ({t})0;")
+                           f"{cv(f'*({addr(i)})')} : ({lt})0;")
         disp = i * step if kfast else i * step * pad  # local displacement of slot i
         if vec and kfast:  # four k values of one row: transposed into four local rows
             store.extend(f"{X}s[{x}nxt + {x}st + {disp + c * pad}] = r{x}{i}.s{c};" for c in range(4))
         elif vec:
-            store.append(f"*(__local {t4}*)({X}s + {x}nxt + {x}st + {disp}) = r{x}{i};")
+            store.append(f"*(__local {lt4}*)({X}s + {x}nxt + {x}st + {disp}) = r{x}{i};")
         else:
             store.append(f"{X}s[{x}nxt + {x}st + {disp}] = r{x}{i};")
     return {"init": init, "regs": regs, "fast": fast, "checked": checked, "store": store,
             "advance": f"{x}p += {x}adv;", "pad": pad}
 
 
-def _gpu3_kernel(t: str, layout: Gpu3Layout, cfg: Gpu3Config) -> str:
+def _gpu3_kernel(t: str, layout: Gpu3Layout, cfg: Gpu3Config, ld: str = "", st: str = "") -> str:
     """The GPU kernel (kind "gpu3"), built for fast SGEMM on NVIDIA GPUs.
+
+    ``t`` is the C type of the operands in global memory. For a 16-bit float, ``ld``/``st`` name
+    its conversions to and from ``float``: the operands are loaded as 16 bits (4-vectors of
+    ``ushort`` where the layout allows) and widened in registers, local memory and the
+    accumulators are ``float``, and each output element is rounded once when stored.
 
     * Tile ``cfg.tm x cfg.tn`` per work-group of ``cfg.lx x cfg.ly``; each work-item owns
       ``RM x RN`` accumulators as ``RM/4 x RN/4`` blocks of 4x4 spread ``4*ly`` rows / ``4*lx``
@@ -385,9 +408,10 @@ def _gpu3_kernel(t: str, layout: Gpu3Layout, cfg: Gpu3Config) -> str:
     nt = lx * ly
     rm, rn = tm // ly, tn // lx
     qa, qb = rm // 4, rn // 4  # 4-vectors of A and of B per k step
-    t4 = f"{t}4"
-    A = _operand_loads(t, "a", tm, tk, nt, layout.a_kfast, layout.a_vec)
-    B = _operand_loads(t, "b", tn, tk, nt, not layout.b_nfast, layout.b_vec)
+    ct = "float" if ld else t  # local memory and accumulators
+    t4 = f"{ct}4"
+    A = _operand_loads(t, "a", tm, tk, nt, layout.a_kfast, layout.a_vec, ld)
+    B = _operand_loads(t, "b", tn, tk, nt, not layout.b_nfast, layout.b_vec, ld)
     pa4, pb4 = A["pad"] // 4, B["pad"] // 4
     acc = "\n    ".join(f"{t4} c{r}_{h} = 0;" for r in range(rm) for h in range(qb))
     reads = ([f"{t4} a{q} = ar[k * {pa4} + {q * ly}];" for q in range(qa)]
@@ -400,11 +424,13 @@ def _gpu3_kernel(t: str, layout: Gpu3Layout, cfg: Gpu3Config) -> str:
         ro = (r // 4) * 4 * ly + r % 4
         for h in range(qb):
             co = h * 4 * lx
-            vstores.append(f"*(__global {t4}*)(cp + {ro}L * scm + {co}) = c{r}_{h};")
+            val = [f"{st}(c{r}_{h}.s{j})" if st else f"c{r}_{h}.s{j}" for j in range(4)]
+            vval = f"({t}4)({', '.join(val)})" if st else f"c{r}_{h}"  # each rounded once
+            vstores.append(f"*(__global {t}4*)(cp + {ro}L * scm + {co}) = {vval};")
             for j in range(4):
                 dst = f"cp[{ro}L * scm + {co + j}L * scn]"
-                sstores.append(f"{dst} = c{r}_{h}.s{j};")
-                cstores.append(f"if ({ro} < crows && {co + j} < ccols) {dst} = c{r}_{h}.s{j};")
+                sstores.append(f"{dst} = {val[j]};")
+                cstores.append(f"if ({ro} < crows && {co + j} < ccols) {dst} = {val[j]};")
     fast_store = "\n        ".join(vstores if layout.c_vec else sstores)
     checked_store = "\n        ".join(cstores)
 
@@ -427,8 +453,8 @@ void gemm_main(__global const {t}* restrict A, long aoff, long sab, long sam, lo
     /* two slices each; rows padded by 4: 4-vector reads stay aligned, k-major stores spread banks */
     __local {t4} As4[2 * {tk * pa4}];
     __local {t4} Bs4[2 * {tk * pb4}];
-    __local {t}* As = (__local {t}*)As4;
-    __local {t}* Bs = (__local {t}*)Bs4;
+    __local {ct}* As = (__local {ct}*)As4;
+    __local {ct}* Bs = (__local {ct}*)Bs4;
     const int tid = get_local_id(1) * {lx} + get_local_id(0);  /* loads are mapped by tid */
     {_compute_ids(cfg)}
     const long gm = get_group_id(1) * {tm}L, gn = get_group_id(0) * {tn}L, bt = get_group_id(2);
@@ -493,22 +519,20 @@ def gemm_source(dtype: str, kind: str, b_unit: bool, c_unit: bool, a_kfast: bool
                 config: Gpu3Config | None = None, layout: Gpu3Layout | None = None) -> GemmPlan:
     """Source of GEMM family ``kind`` (see :data:`GEMM_KINDS`) for ``dtype``. "gpu3" takes its
     tile from ``config`` (default ``GPU3_CONFIG[dtype]``) and its operand layout from ``layout``;
-    without one, ``a_kfast``, ``b_unit`` and ``c_unit`` describe 16-byte-aligned operands whose
+    without one, ``a_kfast``, ``b_unit`` and ``c_unit`` describe 4-vector-aligned operands whose
     walked axis has unit stride (contiguous or transposed tensors: what :func:`gpu3_layout` finds
     for them). "cpu" is specialised on ``b_unit`` and ``c_unit`` only."""
     t = CTYPE[dtype]
     head = "#pragma OPENCL FP_CONTRACT ON\n"  # let a*b+c fuse: GEMM is not bit-exact anyway
     if dtype == "float64":
         head += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-    if dtype in HALF16:
-        if kind == "gpu3":
-            raise ValueError(f"the gpu3 GEMM kernel has no {dtype} variant")
-        head += half16_helpers(dtype, [CPU_BLOCK[dtype][2]])
+    if dtype in HALF16:  # 16-bit operands read in place, widened to float on load
+        head += half16_helpers(dtype, [4 if kind == "gpu3" else CPU_BLOCK[dtype][2]])
     if kind == "gpu3":
         cfg = config or GPU3_CONFIG[dtype]
         if layout is None:
             layout = Gpu3Layout(a_kfast, cfg.vec, b_unit, cfg.vec, cfg.vec and c_unit)
-        body = _gpu3_kernel(t, layout, cfg)
+        body = _gpu3_kernel(t, layout, cfg, *HALF16.get(dtype, ("", "")))
         key = _gpu3_key(dtype, cfg, layout)
     else:
         body = _cpu_kernel(t, dtype, b_unit, c_unit)
@@ -562,14 +586,6 @@ def candidates(dev: Any, dtype: str) -> list[Choice]:
                 if c != GPU3_CONFIG[dtype] and c.local_bytes(itemsize) <= have]
         return out
     return [("packed", t) for t in PACKED_TILES[dtype]] + [("cpu", None)]
-
-
-def native_16bit(dev: Any, kind: str | None) -> bool:
-    """Whether a 16-bit float GEMM on ``dev`` runs on its operands as they are ("cpu" and
-    "packed" load 16-bit values into float accumulators); the "gpu3" kernel (GPUs, or forced)
-    has no 16-bit variant, so the caller converts to float32 for it."""
-    forced = _kind(dev, kind)
-    return forced != "gpu3" and (forced is not None or not dev.is_gpu)
 
 
 def _overlaps(x: Any, out: Any) -> bool:
@@ -637,8 +653,8 @@ def _run(dev: Any, a: Any, b: Any, out: Any, choice: Choice) -> None:
             out.buffer.mem, out.offset, scb, scm, scn, m, n, k]
 
     def src() -> str:  # generated on a cache miss only
-        if cfg is not None:
-            _check_local_memory(dev, cfg, out.dtype.itemsize)
+        if cfg is not None:  # 16-bit floats are kept as float in local memory
+            _check_local_memory(dev, cfg, 4 if dt in HALF16 else out.dtype.itemsize)
         return gemm_source(dt, "gpu3" if cfg is not None else "cpu", b_unit, c_unit, config=cfg,
                            layout=layout).source
 

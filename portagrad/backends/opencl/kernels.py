@@ -150,26 +150,32 @@ _HALF16_SRC = {"bfloat16": _BF16_HELPERS, "float16": _F16_HELPERS}
 
 def half16_helpers(dtype: str, widths: Sequence[int] = ()) -> str:
     """The conversion functions of 16-bit float ``dtype`` (see :data:`HALF16`), plus a vector load
-    conversion ``<load>_<w>(ushort<w>) -> float<w>`` per width in ``widths`` (8 or 16), for
+    conversion ``<load>_<w>(ushort<w>) -> float<w>`` per width in ``widths`` (4, 8 or 16), for
     kernels (GEMM) that read 16-bit operands in vectors. A 16-wide conversion runs as two 8-wide
     halves: no builtin sees a 64-byte vector (see :mod:`.vectors`)."""
     ld = HALF16[dtype][0]
     parts = [_HALF16_SRC[dtype]]
-    if 8 in widths or 16 in widths:
-        if dtype == "bfloat16":
-            body = "return as_float8(convert_uint8(h) << 16);"
-        else:  # pg_h2f's three cases as selects, so the loop stays vectorised
-            body = ("uint8 u = convert_uint8(h);\n"
-                    "    uint8 s = (u & 0x8000u) << 16, e = (u >> 10) & 0x1Fu, m = u & 0x3FFu;\n"
-                    "    uint8 r = s | ((e + 112u) << 23) | (m << 13);\n"
-                    "    r = select(r, s | 0x7F800000u | (m << 13), e == (uint8)31u);\n"
-                    "    r = select(r, s | as_uint8(convert_float8(m) * 0x1p-24f), e == (uint8)0u);\n"
-                    "    return as_float8(r);")
-        parts.append(f"inline float8 {ld}_8(ushort8 h) {{\n    {body}\n}}")
+    for w in (4, 8):
+        if w in widths or (w == 8 and 16 in widths):
+            parts.append(_vector_load16(dtype, ld, w))
     if 16 in widths:
         # a macro: a function returning a 64-byte vector draws clang's ABI warning without AVX-512
         parts.append(f"#define {ld}_16(h) ((float16)({ld}_8((h).lo), {ld}_8((h).hi)))")
     return "\n".join(parts) + "\n"
+
+
+def _vector_load16(dtype: str, ld: str, w: int) -> str:
+    """``<ld>_<w>(ushort<w>) -> float<w>``: ``w`` 16-bit values of ``dtype`` widened at once."""
+    if dtype == "bfloat16":
+        body = f"return as_float{w}(convert_uint{w}(h) << 16);"
+    else:  # pg_h2f's three cases as selects, so the loop stays vectorised
+        body = (f"uint{w} u = convert_uint{w}(h);\n"
+                f"    uint{w} s = (u & 0x8000u) << 16, e = (u >> 10) & 0x1Fu, m = u & 0x3FFu;\n"
+                f"    uint{w} r = s | ((e + 112u) << 23) | (m << 13);\n"
+                f"    r = select(r, s | 0x7F800000u | (m << 13), e == (uint{w})31u);\n"
+                f"    r = select(r, s | as_uint{w}(convert_float{w}(m) * 0x1p-24f), e == (uint{w})0u);\n"
+                f"    return as_float{w}(r);")
+    return f"inline float{w} {ld}_{w}(ushort{w} h) {{\n    {body}\n}}"
 
 
 def _load(dtype: str, ref: str) -> str:

@@ -32,7 +32,7 @@ from .kernels import (
 )
 from .errors import cl_errors
 from .fusion import flushes
-from .gemm import launch_gemm, native_16bit
+from .gemm import launch_gemm
 from .launch import (
     NP_SCALAR,
     Plan,
@@ -45,7 +45,6 @@ from .launch import (
     remember,
     scalar_arg,
     scalar_conv,
-    via_f32,
 )
 
 if TYPE_CHECKING:
@@ -409,10 +408,7 @@ class PrimitivesMixin:
     @flushes
     def matmul(self, a: View, b: View, out: View) -> None:
         dev = self._dev(out)
-        if out.dtype in HALF16_DTYPES and not native_16bit(dev, self._force_gemm_kind):
-            # the GPU kernel has no 16-bit variant: float32 operands, the result rounded once
-            via_f32(self, self.matmul, (2,), a, b, out)
-            return
+        # 16-bit floats: every GEMM family reads them in place and accumulates in float32
         dt = out.dtype.name
         if KIND[dt] == "b" or a.dtype is not out.dtype or b.dtype is not out.dtype:
             raise DTypeError(f"matmul on the OpenCL backend needs inputs of one non-bool dtype, got "
