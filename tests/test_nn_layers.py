@@ -215,6 +215,8 @@ ACTS = {
     "leaky": (nn.LeakyReLU(0.2), lambda x: np.where(x > 0, x, 0.2 * x)),
     "elu": (nn.ELU(), lambda x: np.where(x > 0, x, np.expm1(x))),
     "gelu": (nn.GELU(), None),
+    "gelu_tanh": (nn.GELU(approximate="tanh"), lambda x: 0.5 * x * (1 + np.tanh(
+        np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))),
     "silu": (nn.SiLU(), lambda x: x / (1 + np.exp(-x))),
     "sigmoid": (nn.Sigmoid(), lambda x: 1 / (1 + np.exp(-x))),
     "tanh": (nn.Tanh(), np.tanh),

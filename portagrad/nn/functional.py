@@ -22,7 +22,7 @@ from .. import _creation, _dtype, _random
 from .._ops import elementwise
 from .._ops import nn as nodes
 from .._ops.conversion import unaliased
-from .._ops.elementwise import _type_name, gelu_erf, softplus_raw, unary_inplace
+from .._ops.elementwise import _type_name, softplus_raw, unary_inplace
 from .._ops.indexing import where
 from .._ops.joining import cat
 from .._ops.nn import im2col
@@ -302,14 +302,9 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """``x * Phi(x)`` (``approximate='tanh'``: the tanh approximation)."""
     _floating_only("GeluKernelImpl", input)
-    if input.dtype in _HALF16:
-        return _in_float32(lambda x: gelu(x, approximate))(input)
-    if approximate == "none":
-        return gelu_erf(input)
-    if approximate == "tanh":
-        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
-        return input * 0.5 * (inner.tanh() + 1.0)
-    raise RuntimeError("approximate argument must be either none or tanh.")
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    return nodes.activation.gelu(input, approximate)
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:

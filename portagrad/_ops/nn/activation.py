@@ -1,24 +1,33 @@
-"""Piecewise-linear activations as single nodes with PyTorch's derivatives at their kinks.
+"""Activations as single nodes: the piecewise-linear ones with PyTorch's derivatives at their
+kinks, and GELU, which keeps only its input for backward.
 
 Composed from ``clamp``, their gradient at a boundary would be ``clamp``'s (which passes the
 gradient at ``min`` and ``max`` inclusive); PyTorch's ``hardtanh`` (and ``relu6``), ``hardsigmoid``
 and ``hardswish`` have their own backward formulas, strict at the kinks: ``hardtanh``'s gradient
 is 0 at ``min_val`` and ``max_val``, ``hardsigmoid``'s 0 at -3 and 3, ``hardswish``'s 0 at -3 and 1
 at 3.
+
+``gelu`` composed from elementwise ops would keep several intermediates for backward (and, for a
+16-bit input computed in float32, a float32 copy of it); PyTorch's kernel keeps the input alone,
+in its own dtype, and so does this node: 16-bit inputs are computed in float32 and rounded once,
+forward and backward.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
+from ... import _dtype
 from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...autograd.grad_mode import _no_grad
 from .._common import call
+from ..elementwise import erf, exp, gelu_erf, tanh
 from ..indexing import where
 
-__all__ = ["hardtanh", "hardsigmoid", "hardswish"]
+__all__ = ["hardtanh", "hardsigmoid", "hardswish", "gelu"]
 
 # PyTorch's hardsigmoid derivative is the float32 constant 1/6 in every dtype (float64 included)
 _ONE_SIXTH = float(np.float32(1.0) / np.float32(6.0))
@@ -85,3 +94,52 @@ def hardsigmoid(x: Tensor) -> Tensor:
 def hardswish(x: Tensor) -> Tensor:
     """``x * clamp(x + 3, 0, 6) / 6``; gradient 0 up to -3, ``x/3 + 1/2`` below 3, 1 from 3."""
     return call(_Hardswish, x)
+
+
+_HALF16 = (_dtype.bfloat16, _dtype.float16)
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_BETA = math.sqrt(2.0 / math.pi)
+_KAPPA = 0.044715
+_PDF = 1.0 / math.sqrt(2.0 * math.pi)  # the normal density's constant
+
+
+def _gelu_value(x: Tensor, approximate: str) -> Tensor:
+    if approximate == "none":
+        return gelu_erf(x)
+    inner = (x + x * x * x * _KAPPA) * _BETA
+    return x * 0.5 * (tanh(inner) + 1.0)
+
+
+def _gelu_slope(x: Tensor, approximate: str) -> Tensor:
+    """d gelu / dx, PyTorch's GeluBackward formulas."""
+    if approximate == "none":
+        return (erf(x * _SQRT1_2) + 1.0) * 0.5 + x * (exp(x * x * -0.5) * _PDF)
+    t = tanh((x + x * x * x * _KAPPA) * _BETA)
+    return (t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * ((x * x * (3.0 * _KAPPA) + 1.0) * _BETA)
+
+
+class _Gelu(Function):
+    _backward_name = "GeluBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, approximate: str) -> Tensor:
+        ctx.approximate = approximate
+        ctx.save_for_backward(x)
+        with _no_grad():
+            if x.dtype in _HALF16:
+                return _gelu_value(x.to(_dtype.float32), approximate).to(x.dtype)
+            return _gelu_value(x, approximate)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        (x,) = ctx.saved_tensors
+        if x.dtype in _HALF16:  # in float32, rounded once
+            x32, g32 = x.to(_dtype.float32), g.to(_dtype.float32)
+            return (g32 * _gelu_slope(x32, ctx.approximate)).to(x.dtype), None
+        return g * _gelu_slope(x, ctx.approximate), None
+
+
+def gelu(x: Tensor, approximate: str) -> Tensor:
+    """GELU (``approximate`` "none": ``x * Phi(x)``; "tanh": the tanh approximation) as one node
+    that keeps only ``x`` for backward."""
+    return call(_Gelu, x, approximate)
