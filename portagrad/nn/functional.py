@@ -310,7 +310,9 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * sigmoid(x)``."""
     _floating_only("silu_cpu", input)
-    return _maybe_inplace(lambda x: x * x.sigmoid(), input, inplace)
+    if inplace:
+        return _maybe_inplace(lambda x: x * x.sigmoid(), input, inplace)
+    return nodes.activation.silu(input)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:

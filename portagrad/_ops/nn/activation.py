@@ -1,5 +1,5 @@
 """Activations as single nodes: the piecewise-linear ones with PyTorch's derivatives at their
-kinks, and GELU, which keeps only its input for backward.
+kinks, and GELU and SiLU, which keep only their input for backward.
 
 Composed from ``clamp``, their gradient at a boundary would be ``clamp``'s (which passes the
 gradient at ``min`` and ``max`` inclusive); PyTorch's ``hardtanh`` (and ``relu6``), ``hardsigmoid``
@@ -24,10 +24,10 @@ from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...autograd.grad_mode import _no_grad
 from .._common import call
-from ..elementwise import erf, exp, gelu_erf, tanh
+from ..elementwise import erf, exp, gelu_erf, sigmoid, tanh
 from ..indexing import where
 
-__all__ = ["hardtanh", "hardsigmoid", "hardswish", "gelu"]
+__all__ = ["hardtanh", "hardsigmoid", "hardswish", "gelu", "silu"]
 
 # PyTorch's hardsigmoid derivative is the float32 constant 1/6 in every dtype (float64 included)
 _ONE_SIXTH = float(np.float32(1.0) / np.float32(6.0))
@@ -118,28 +118,61 @@ def _gelu_slope(x: Tensor, approximate: str) -> Tensor:
     return (t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * ((x * x * (3.0 * _KAPPA) + 1.0) * _BETA)
 
 
-class _Gelu(Function):
-    _backward_name = "GeluBackward0"
+class _Smooth(Function):
+    """An activation ``value(x)`` with derivative ``slope(x)`` as one node keeping only ``x``;
+    16-bit inputs are computed in float32 and rounded once, forward and backward."""
 
     @staticmethod
-    def forward(ctx: Any, x: Tensor, approximate: str) -> Tensor:
-        ctx.approximate = approximate
+    def _value(x: Tensor, arg: Any) -> Tensor:
+        raise NotImplementedError
+
+    @staticmethod
+    def _slope(x: Tensor, arg: Any) -> Tensor:
+        raise NotImplementedError
+
+    @classmethod
+    def forward(cls, ctx: Any, x: Tensor, arg: Any) -> Tensor:
+        ctx.arg = arg
         ctx.save_for_backward(x)
         with _no_grad():
             if x.dtype in _HALF16:
-                return _gelu_value(x.to(_dtype.float32), approximate).to(x.dtype)
-            return _gelu_value(x, approximate)
+                return cls._value(x.to(_dtype.float32), arg).to(x.dtype)
+            return cls._value(x, arg)
 
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> Any:
+    @classmethod
+    def backward(cls, ctx: Any, g: Tensor) -> Any:
         (x,) = ctx.saved_tensors
         if x.dtype in _HALF16:  # in float32, rounded once
             x32, g32 = x.to(_dtype.float32), g.to(_dtype.float32)
-            return (g32 * _gelu_slope(x32, ctx.approximate)).to(x.dtype), None
-        return g * _gelu_slope(x, ctx.approximate), None
+            return (g32 * cls._slope(x32, ctx.arg)).to(x.dtype), None
+        return g * cls._slope(x, ctx.arg), None
+
+
+class _Gelu(_Smooth):
+    _backward_name = "GeluBackward0"
+    _value = staticmethod(_gelu_value)
+    _slope = staticmethod(_gelu_slope)
+
+
+class _Silu(_Smooth):
+    _backward_name = "SiluBackward0"
+
+    @staticmethod
+    def _value(x: Tensor, arg: Any) -> Tensor:
+        return x * sigmoid(x)
+
+    @staticmethod
+    def _slope(x: Tensor, arg: Any) -> Tensor:
+        s = sigmoid(x)
+        return s * (x * (1.0 - s) + 1.0)
 
 
 def gelu(x: Tensor, approximate: str) -> Tensor:
     """GELU (``approximate`` "none": ``x * Phi(x)``; "tanh": the tanh approximation) as one node
     that keeps only ``x`` for backward."""
     return call(_Gelu, x, approximate)
+
+
+def silu(x: Tensor) -> Tensor:
+    """``x * sigmoid(x)`` as one node that keeps only ``x`` for backward."""
+    return call(_Silu, x, None)
