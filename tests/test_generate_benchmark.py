@@ -101,7 +101,7 @@ def test_run_config_without_torch(device: str, capsys: pytest.CaptureFixture[str
 def test_run_config_bfloat16(device: str) -> None:
     """bfloat16: the captured step still gives eager's tokens (checked inside run_config)."""
     try:
-        pg.zeros(1, device=device, dtype=pg.bfloat16)
+        pg.zeros(1, device=device, dtype=pg.bfloat16) + 1
     except pg.errors.DTypeError:
         pytest.skip(f"{device} declines bfloat16 (DTypeError)")
     rows = run_config([device], "bfloat16", B, CFG, T, NEW, 1, None)
