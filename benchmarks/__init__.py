@@ -1,9 +1,10 @@
 """Benchmarks of portagrad's OpenCL backend through the public API, run as ``python -m benchmarks.<name>``.
 
 Run: ``python -m benchmarks.<name> [--device opencl:0] [--quick]``, from the repository root, for
-``<name>`` in ``copy``, ``elementwise``, ``gemm``, ``gemm_sweep``, ``half16``, ``models``,
-``train_step`` (each module's docstring lists its own flags; ``--help`` prints them). Figures
-measured with them are collected, with the command that made them, in ``docs/performance.md``.
+``<name>`` in ``copy``, ``elementwise``, ``gemm``, ``gemm_sweep``, ``generate``, ``half16``,
+``models``, ``train_step`` (each module's docstring lists its own flags; ``--help`` prints
+them). Figures measured with them are collected, with the command that made them, in
+``docs/performance.md``.
 
 Every figure is printed next to numpy's, measured in the same run, with the ratio ours/numpy
 (``x`` > 1: we are faster). Common flags: ``--device`` (default ``opencl:0``) and ``--quick``

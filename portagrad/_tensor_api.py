@@ -881,7 +881,7 @@ class TensorOps:
         return _ops.elementwise.unary_inplace(_ops.indexing.index_fill, self, dim, index, value)
 
     def index_copy_(self, dim: _int, index: Tensor, source: Tensor) -> Tensor:
-        return _ops.elementwise.unary_inplace(_ops.indexing.index_copy, self, dim, index, source)
+        return _ops.elementwise.index_copy_inplace(self, dim, index, source)
 
     def tril_(self, diagonal: _int = 0) -> Tensor:
         return _ops.elementwise.unary_inplace(_ops.joining.tril, self, diagonal)

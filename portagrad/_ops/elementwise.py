@@ -16,7 +16,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import _flags
 from ._common import call, check_same_device, is_scalar, prepare_binary, refuse_bool, to_scalar
 from .conversion import _TYPE_NAMES, fit_result, inplace, to, write_out
-from .indexing import index_fill, masked_fill, where
+from .indexing import _index_along, check_index_copy, index_copy, index_fill, masked_fill, where
 
 __all__ = [
     "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow",
@@ -25,7 +25,8 @@ __all__ = [
     "floor", "ceil", "round", "trunc", "frac", "reciprocal", "clamp", "clip", "lerp",
     "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isnan", "isinf", "isfinite",
-    "unary_inplace", "binary_inplace", "rsub", "positive", "sgn", "nan_to_num", "softplus_raw",
+    "unary_inplace", "binary_inplace", "index_copy_inplace", "rsub", "positive", "sgn",
+    "nan_to_num", "softplus_raw",
     "signbit", "exp2", "logaddexp", "hypot", "gelu_erf", "subtract", "multiply", "divide",
     "negative", "absolute", "greater", "greater_equal", "less", "less_equal", "not_equal",
 ]
@@ -886,6 +887,25 @@ def unary_inplace(fn: Any, x: Tensor, *args: Any, **kw: Any) -> Tensor:
 
     return inplace(x, lambda old: fn(old, *args, **kw), raw_into,
                    tuple(a for a in args if isinstance(a, Tensor)), fn in _ONE_VALUE_WRITES)
+
+
+def index_copy_inplace(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """``x.index_copy_(dim, index, source)``. When autograd does not record it, ``source`` is
+    scattered straight into a contiguous ``x`` of its dtype: the general in-place path computes
+    the result out of place and copies it back, two passes over all of ``x``, where a KV cache
+    written one position per decode step needs only the positions written."""
+    def raw_into(t: Tensor) -> None:
+        if (t.dim() and isinstance(source, Tensor) and source._v.dtype is t._v.dtype
+                and source._storage.device is t._storage.device and t._v.is_contiguous()
+                and not _AUTOCAST.on):
+            check_index_copy(t, dim, index, source)
+            d, idx = _index_along(t, dim, index, tuple(source.shape))  # checks the indices
+            _raw.scatter(t, d, idx, source, None)  # (inplace() bumps the version)
+            return
+        _raw.copy_into(t, fit_result(index_copy(t._alias(), dim, index, source), t))
+
+    return inplace(x, lambda old: index_copy(old, dim, index, source), raw_into,
+                   tuple(a for a in (index, source) if isinstance(a, Tensor)))
 
 
 # in-place ops that write one value to every element they touch: PyTorch lets them write into a

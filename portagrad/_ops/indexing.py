@@ -28,7 +28,7 @@ from .shape import as_strided, basic_index, expand, reshape
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "masked_fill", "masked_select",
            "nonzero", "flip", "where", "getitem", "setitem", "strided_region", "take_along_dim",
-           "index_add", "index_fill", "index_copy", "scatter_add_in_order"]
+           "index_add", "index_fill", "index_copy", "check_index_copy", "scatter_add_in_order"]
 
 
 def _as_index(index: Any, like: Tensor, name: str = "index") -> Tensor:
@@ -242,8 +242,36 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
         return _ac_out
     if input.dim() == 0:
         return _scalar_as_vector(index_copy, input, dim, index, source)
+    check_index_copy(input, dim, index, source)
     d, idx = _index_along(input, dim, index, tuple(source.shape))
     return scatter(input, d, idx, source)
+
+
+def check_index_copy(input: Tensor, dim: int, index: Any, source: Any) -> None:
+    """PyTorch's shape checks of ``index_copy`` (``input`` not 0-d): without them a source wider
+    than the destination's slices would be written out of bounds on some backends."""
+    d = wrap_dim(dim, input.dim())
+    if isinstance(index, Tensor) and index.dim() > 1:
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index.dim()})")
+    if not isinstance(source, Tensor) or source.dim() == 0:
+        return
+    if source.dim() != input.dim():
+        raise IndexError(f"index_copy_(): When source and destination are not scalars, their "
+                         f"dimensionality must match. Source dimensionality ({source.dim()}), "
+                         f"destination dimensionality ({input.dim()})")
+    j = 0
+    for i, (a, b) in enumerate(zip(input.shape, source.shape)):
+        if i == d:
+            continue
+        if a != b:
+            raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice "
+                               f"shapes. Destination slice shape: {a} at dimension {j} and "
+                               f"source slice shape: {b} at dimension {j}.")
+        j += 1
+    n = index.numel() if isinstance(index, Tensor) else len(np.atleast_1d(np.asarray(index)))
+    if n != source.shape[d]:
+        raise IndexError(f"index_copy_(): Number of indices ({n}) should be equal to "
+                         f"source.size(dim) ({source.shape[d]})")
 
 
 def _scalar_as_vector(op: Any, input: Tensor, dim: int, index: Any, source: Any, **kw: Any
