@@ -103,14 +103,14 @@ _KAPPA = 0.044715
 _PDF = 1.0 / math.sqrt(2.0 * math.pi)  # the normal density's constant
 
 
-def _gelu_value(x: Tensor, approximate: str) -> Tensor:
+def _gelu_value(x: Tensor, approximate: Any) -> Tensor:
     if approximate == "none":
         return gelu_erf(x)
     inner = (x + x * x * x * _KAPPA) * _BETA
     return x * 0.5 * (tanh(inner) + 1.0)
 
 
-def _gelu_slope(x: Tensor, approximate: str) -> Tensor:
+def _gelu_slope(x: Tensor, approximate: Any) -> Tensor:
     """d gelu / dx, PyTorch's GeluBackward formulas."""
     if approximate == "none":
         return (erf(x * _SQRT1_2) + 1.0) * 0.5 + x * (exp(x * x * -0.5) * _PDF)
