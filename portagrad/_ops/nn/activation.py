@@ -103,14 +103,14 @@ _KAPPA = 0.044715
 _PDF = 1.0 / math.sqrt(2.0 * math.pi)  # the normal density's constant
 
 
-def _gelu_value(x: Tensor, approximate: Any) -> Tensor:
+def _gelu_value(x: Tensor, approximate: str) -> Tensor:
     if approximate == "none":
         return gelu_erf(x)
     inner = (x + x * x * x * _KAPPA) * _BETA
     return x * 0.5 * (tanh(inner) + 1.0)
 
 
-def _gelu_slope(x: Tensor, approximate: Any) -> Tensor:
+def _gelu_slope(x: Tensor, approximate: str) -> Tensor:
     """d gelu / dx, PyTorch's GeluBackward formulas."""
     if approximate == "none":
         return (erf(x * _SQRT1_2) + 1.0) * 0.5 + x * (exp(x * x * -0.5) * _PDF)
@@ -150,8 +150,14 @@ class _Smooth(Function):
 
 class _Gelu(_Smooth):
     _backward_name = "GeluBackward0"
-    _value = staticmethod(_gelu_value)
-    _slope = staticmethod(_gelu_slope)
+
+    @staticmethod
+    def _value(x: Tensor, arg: Any) -> Tensor:
+        return _gelu_value(x, arg)
+
+    @staticmethod
+    def _slope(x: Tensor, arg: Any) -> Tensor:
+        return _gelu_slope(x, arg)
 
 
 class _Silu(_Smooth):
