@@ -12,6 +12,7 @@ from ._ops.gammafn import igamma as gammainc
 from ._ops.gammafn import igammac as gammaincc
 from ._ops.gammafn import lgamma as gammaln
 from ._ops.indexing import where as _where
+from ._ops.airyfn import airy_ai
 from ._ops.besselfn import (bessel_j0, bessel_j1, bessel_y0, bessel_y1, modified_bessel_i0,
                             modified_bessel_i1, modified_bessel_k0, modified_bessel_k1,
                             scaled_modified_bessel_k0, scaled_modified_bessel_k1,
@@ -39,7 +40,7 @@ __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gamma
            "spherical_bessel_j0", "zeta", "modified_bessel_i0", "modified_bessel_i1",
            "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
            "scaled_modified_bessel_k1", "bessel_j0", "bessel_j1", "bessel_y0",
-           "bessel_y1"]
+           "bessel_y1", "airy_ai"]
 
 erf = elementwise.erf
 expit = elementwise.sigmoid

@@ -1,5 +1,5 @@
 """The ``torch.special`` functions beyond the gamma family: the orthogonal polynomials,
-``erfcx``, ``log_ndtr``, ``i0e``, ``i1e``, ``zeta`` and the Bessel functions.
+``erfcx``, ``log_ndtr``, ``i0e``, ``i1e``, ``zeta``, the Bessel functions and ``airy_ai``.
 
 Each is checked on every device against values written out from PyTorch 2.13 (so the check holds
 without torch), for its dtype rules and errors, and, where torch is installed, against torch on a
@@ -611,3 +611,137 @@ def test_bessel_jy_matches_torch_densely(device: str, name: str) -> None:
         got = getattr(pg.special, name)(pg.tensor(xs, device=device)).cpu().numpy()
         scale = np.maximum(_envelope(x), np.abs(want))
         assert (np.abs(got.astype(np.float64) - want) / scale).max() <= 4e-6
+
+
+# Ai at these points (float64), from mpmath at 40 digits: the branch limits +-2.09 with their
+# float64 neighbours, the first zero -2.338..., and both tails. PyTorch 2.13's kernel agrees to a
+# few units of rounding above -2.09 only: below, it drops the leading 1 of Cephes' monic
+# denominators AFD and AGD and is off by up to ~6e-6 (of |x|^-1/4) just below -2.09
+AIRY_X = [-30.0, -10.0, -5.0, -2.5, -2.338107410459767, -2.0900000000000003, -2.09,
+          -2.0899999999999994, -1.0, -0.125, 0.0, 0.25, 1.0, 2.0899999999999994, 2.09,
+          2.0900000000000003, 2.5, 5.0, 8.5, 25.0, 100.0]
+AIRY_EXPECTED = [
+    -0.08796818845684216, 0.04024123848644319, 0.35076100902411433, -0.11232506769296609,
+    2.743319340666283e-17, 0.17005055173202974, 0.17005055173203004, 0.17005055173203032,
+    0.5355608832923521, 0.38725965240839577, 0.3550280538878172, 0.2911639543485452,
+    0.13529241631288141, 0.0304203183631984, 0.03042031836319838, 0.03042031836319836,
+    0.01572592338047049, 0.00010834442813607442, 1.0997009755195506e-08, 8.116026824691387e-38,
+    2.6344821520881846e-291]
+# PyTorch 2.13's values where the result is set by rounding rather than by the function: the
+# phase 2/3 |x|^3/2 rounded to the working precision (so sin and cos of that number; in float32
+# at -1e10 it is off by ~1e8), underflow, NaN at +-inf and where |x|^3/2 overflows
+AIRY_EDGE_X = [-1e12, -1e10, -1e3, 25.77, 103.89, 103.9, 1e3, -1e300, math.inf, -math.inf,
+               math.nan]
+AIRY_EDGE_EXPECTED = [-0.0005554674547258886, 3.640010458529e-05, 0.05597189577328696,
+                      1.6642658723814637e-39, 2.2869371930472944e-308, 0.0, 0.0, math.nan,
+                      math.nan, math.nan, math.nan]
+AIRY_EDGE32_X = [-1e10, -1e3, -3e25, -5e25, 25.77, 25.78]
+AIRY_EDGE32_EXPECTED = [0.0014745231019333005, 0.05611339583992958, 2.4081901983663556e-07,
+                        math.nan, 1.6642633315430836e-39, 0.0]
+
+
+def _airy_err(x: np.ndarray, got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """The error relative to Ai's size: ``|x|^-1/4 / sqrt(pi)`` (at most 1/sqrt(pi)) where it
+    oscillates (x < 0; its values cancel to 0 at its zeros), its value where it decays; and
+    relative to ``zeta = 2/3 |x|^3/2`` beyond 1, since the asymptotic forms take the sine or the
+    exponential of ``zeta`` rounded, which moves them by up to ``zeta`` units of rounding."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        size = np.where(x < 0, np.minimum(1.0, np.abs(x) ** -0.25) / math.sqrt(math.pi),
+                        np.abs(want))
+    zeta = np.maximum(1.0, np.abs(x) ** 1.5 * (2.0 / 3.0))
+    return np.abs(np.asarray(got, dtype=np.float64) - want) / (size * zeta)
+
+
+def test_airy_ai_values(device: str) -> None:
+    x = np.array(AIRY_X)
+    want = np.array(AIRY_EXPECTED)
+    for dt, eps in ((pg.float64, 2.0 ** -52), (pg.float32, 2.0 ** -23)):
+        got = pg.special.airy_ai(pg.tensor(x, dtype=dt, device=device))
+        assert got.dtype is dt
+        got = got.cpu().numpy()
+        if dt is pg.float32:  # Ai(100) = 2.6e-291 is 0 in float32
+            assert got[-1] == 0.0
+            got, x, want = got[:-1], x[:-1], want[:-1]
+        assert _airy_err(x, got, want).max() <= 8 * eps
+    # -0.0 is 0; a 0-d tensor and an empty one keep their shapes
+    zero = pg.special.airy_ai(pg.tensor(-0.0, dtype=pg.float64, device=device))
+    assert zero.shape == () and zero.item() == 0.3550280538878172
+    assert pg.special.airy_ai(pg.tensor([], device=device)).shape == (0,)
+    assert pg.special.airy_ai(pg.zeros(2, 0, 3, device=device)).shape == (2, 0, 3)
+
+
+def test_airy_ai_edges_match_torch_values(device: str) -> None:
+    for xs, ws, dt, eps in ((AIRY_EDGE_X, AIRY_EDGE_EXPECTED, pg.float64, 2.0 ** -52),
+                            (AIRY_EDGE32_X, AIRY_EDGE32_EXPECTED, pg.float32, 2.0 ** -23)):
+        x, want = np.array(xs), np.array(ws)
+        got = pg.special.airy_ai(pg.tensor(x, dtype=dt, device=device)).cpu().numpy()
+        if dt is pg.float32:
+            want = want.astype(np.float32)
+        assert np.array_equal(np.isnan(got), np.isnan(want)), (got, want)
+        # 0 exactly where it underflows; subnormal results against the smallest normal number
+        assert np.array_equal(got == 0, want == 0), (got, want)
+        ok = ~np.isnan(want) & (want != 0)
+        tiny = float(np.finfo(got.dtype).tiny)
+        err = _airy_err(x[ok], got[ok], want[ok].astype(np.float64))
+        err = np.minimum(err, np.abs(got[ok] - want[ok]) / tiny)
+        assert err.max() <= 16 * eps, (err, got, want)
+
+
+def test_airy_ai_dtypes_errors_and_no_grad(device: str) -> None:
+    airy_ai = pg.special.airy_ai
+    # integer and bool inputs compute in the default dtype, as PyTorch's
+    ints = airy_ai(pg.tensor([-3, 0, 2], device=device))
+    assert ints.dtype is pg.float32
+    np.testing.assert_allclose(ints.cpu().numpy(),
+                               airy_ai(pg.tensor([-3.0, 0.0, 2.0], device=device)).cpu().numpy())
+    assert airy_ai(pg.tensor([True], device=device)).dtype is pg.float32
+    with pytest.raises(TypeError, match=r"special_airy_ai\(\): argument 'x' \(position 1\) must "
+                                        r"be Tensor, not float"):
+        airy_ai(0.5)
+    for dt in (pg.float16, pg.bfloat16):
+        try:
+            h = pg.tensor([0.5], dtype=dt, device=device)
+        except pg.errors.DTypeError:  # PoCL has no cl_khr_fp16
+            continue
+        with pytest.raises(NotImplementedError, match='"airy_ai" not implemented for'):
+            airy_ai(h)
+    # PyTorch defines no derivative: nothing is recorded, and backward finds nothing to follow
+    x = pg.tensor([-3.0, 0.5, 4.0], dtype=pg.float64, device=device, requires_grad=True)
+    y = airy_ai(x)
+    assert not y.requires_grad and y.grad_fn is None
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        y.sum().backward()
+
+
+def test_airy_ai_matches_torch_densely(device: str) -> None:
+    torch = pytest.importorskip("torch")
+    x = np.concatenate([np.linspace(-40.0, 40.0, 4001), -np.logspace(-8, 8, 300),
+                        np.logspace(-8, 3, 300), [0.0, -0.0, 2.09, -2.09, 103.892, 103.9]])
+    for dt, eps in ((np.float64, 2.0 ** -52), (np.float32, 2.0 ** -23)):
+        xs = x.astype(dt)
+        want = torch.special.airy_ai(torch.tensor(xs)).numpy()
+        got = pg.special.airy_ai(pg.tensor(xs, device=device)).cpu().numpy()
+        assert got.dtype == dt
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        assert np.array_equal(got == 0, want == 0)
+        ok = ~np.isnan(want) & (want != 0)
+        xo = xs[ok].astype(np.float64)
+        err = _airy_err(xo, got[ok], want[ok].astype(np.float64))
+        tiny = float(np.finfo(dt).tiny)  # float32's subnormal tail near x = 25.8
+        err = np.minimum(err, np.abs(got[ok] - want[ok]).astype(np.float64) / tiny)
+        # the same algorithm in the same order of operations: a few units of rounding apart
+        # (PyTorch's kernel is compiled with fused multiply-adds), except below -2.09, where
+        # PyTorch's rational functions lack their leading term (see AIRY_EXPECTED)
+        assert err[xo >= -2.09].max() <= 16 * eps, err[xo >= -2.09].max()
+        assert err[xo < -2.09].max() <= 1e-5, err[xo < -2.09].max()
+
+
+def test_airy_ai_matches_mpmath_densely(device: str) -> None:
+    mpmath = pytest.importorskip("mpmath")
+    x = np.concatenate([np.linspace(-12.0, 12.0, 481), [-2.09, 2.09]])
+    with mpmath.workdps(40):
+        want = np.array([float(mpmath.airyai(mpmath.mpf(float(v)))) for v in x])
+    got = pg.special.airy_ai(pg.tensor(x, dtype=pg.float64, device=device)).cpu().numpy()
+    # Cephes' accuracy: the rounding of the series' two sums, which cancel as x nears 2.09
+    assert _airy_err(x, got, want).max() <= 64 * 2.0 ** -52

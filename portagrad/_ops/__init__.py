@@ -19,7 +19,8 @@ composed from those two), ``linalg_ex`` (the ``*_ex`` variants, ``solve_triangul
 ``householder_product`` ... on ``linalg``'s elimination), ``lowrank`` (the randomized
 ``svd_lowrank``/``pca_lowrank``), ``windows``, ``fills``, ``metadata`` and ``sparse``
 (the sparse COO layout); ``orthopoly`` (the orthogonal polynomials), ``scaledfn``
-(``erfcx``, ``log_ndtr``, ``i0e``, ``i1e``) and ``besselfn`` are built on ``special``.
+(``erfcx``, ``log_ndtr``, ``i0e``, ``i1e``) and ``besselfn`` are built on ``special``,
+``airyfn`` on ``besselfn``.
 ``sampling`` (differentiable samplers) and the ``nn`` package (the layers' nodes) sit on top, with
 ``checkpoint`` (activation checkpointing's recomputing node) and ``custom`` (the node of
 user-defined operators, ``torch.library``).
@@ -34,6 +35,7 @@ from . import (bits, contraction, diagonal, fills, gammafn, linalg, metadata, no
                scan, scatter, search, segment, sequences, sparse, special, stacking, stats,
                windows)
 from . import besselfn, orthopoly, scaledfn
+from . import airyfn
 from . import spectral, linalg_ext, linalg_ex, lowrank
 from . import nn, sampling
 from . import checkpoint, custom
@@ -42,6 +44,6 @@ __all__ = ["conversion", "elementwise", "indexing", "joining", "matmul", "reduct
            "sorting",
            "bits", "contraction", "diagonal", "fills", "gammafn", "linalg", "metadata", "norms",
            "rearrange", "scan", "scatter", "search", "segment", "sequences", "sparse", "special",
-           "stacking", "stats", "windows", "besselfn", "orthopoly", "scaledfn", "nn", "sampling",
+           "stacking", "stats", "windows", "besselfn", "airyfn", "orthopoly", "scaledfn", "nn", "sampling",
            "checkpoint", "custom", "spectral", "linalg_ext", "linalg_ex",
            "lowrank"]
