@@ -621,6 +621,16 @@ def test_sdpa_fully_masked_rows_give_zeros(device):
         q.grad = None
 
 
+def test_sdpa_mask_needs_two_dimensions(device):
+    """PyTorch reads the mask's size(-2): a 1-d or 0-d mask raises IndexError (torch 2.13's
+    messages), rather than broadcasting over the keys."""
+    q = pg.randn(1, 2, 4, 8, device=device)
+    with pytest.raises(IndexError, match=r"expected to be in range of \[-1, 0\], but got -2"):
+        F.scaled_dot_product_attention(q, q, q, attn_mask=pg.ones(4, dtype=pg.bool, device=device))
+    with pytest.raises(IndexError, match="Dimension specified as -2 but tensor has no dimensions"):
+        F.scaled_dot_product_attention(q, q, q, attn_mask=pg.tensor(True, device=device))
+
+
 def test_cross_map_lrn2d_against_torch_literals(device):
     x = pg.arange(1.0, 7.0, device=device).reshape(1, 6, 1, 1)
     np.testing.assert_allclose(

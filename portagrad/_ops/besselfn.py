@@ -29,10 +29,11 @@ _J0_SERIES = (1.0 / 6227020800.0, -1.0 / 39916800.0, 1.0 / 362880.0, -1.0 / 5040
 
 
 def _float_checked(name: str, input: Tensor) -> Tensor:
-    _check_tensor(name, input)
+    # PyTorch's messages name the ATen function (special_*) and the CPU kernel (*_cpu)
+    _check_tensor(f"special_{name}", input, "x" if name == "spherical_bessel_j0" else "input")
     x = _float_input(input)
     if x.dtype in (_dtype.float16, _dtype.bfloat16):  # PyTorch has no 16-bit kernel
-        raise NotImplementedError(f'"{name}" not implemented for \'{type_name(x.dtype)}\'')
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{type_name(x.dtype)}\'')
     return x
 
 

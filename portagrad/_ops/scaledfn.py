@@ -96,7 +96,7 @@ def _log_ndtr_fwd(x: Tensor) -> Tensor:
 
 def _no_half(name: str, input: Tensor) -> None:
     if input.dtype in (_dtype.float16, _dtype.bfloat16):  # PyTorch has no 16-bit kernel
-        raise NotImplementedError(f'"{name}" not implemented for \'{type_name(input.dtype)}\'')
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{type_name(input.dtype)}\'')
 
 
 _erfcx = _unary("erfcx", "SpecialErfcxBackward0", _erfcx_fwd,
@@ -110,7 +110,7 @@ def erfcx(input: Tensor) -> Tensor:
     """The scaled complementary error function ``exp(x^2) erfc(x)``, accurate in both tails
     (``erfcx(30)`` is ``0.0188``; it overflows to ``inf`` only where ``exp(x^2)`` does, for
     negative ``x``)."""
-    _check_tensor("erfcx", input)
+    _check_tensor("special_erfcx", input)
     _no_half("erfcx", input)
     return _erfcx(input)
 
@@ -118,7 +118,7 @@ def erfcx(input: Tensor) -> Tensor:
 def log_ndtr(input: Tensor) -> Tensor:
     """The log of the standard normal CDF, accurate in both tails (``log_ndtr(-40)`` is
     ``-804.6``, ``log_ndtr(10)`` is ``-7.6e-24``)."""
-    _check_tensor("log_ndtr", input)
+    _check_tensor("special_log_ndtr", input)
     _no_half("log_ndtr", input)
     return _log_ndtr(input)
 

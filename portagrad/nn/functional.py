@@ -2966,6 +2966,12 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
             enable_gqa=enable_gqa)) is not _SKIP:
         return _ac_out
     Lq, Sk = query.shape[-2], key.shape[-2]
+    if attn_mask is not None and attn_mask.dim() < 2:
+        # PyTorch's kernel reads the mask's size(-2): a 0-d or 1-d mask is an IndexError there
+        # (broadcasting it would silently mask keys where the caller may have meant queries)
+        raise IndexError("Dimension specified as -2 but tensor has no dimensions"
+                         if attn_mask.dim() == 0 else
+                         "Dimension out of range (expected to be in range of [-1, 0], but got -2)")
     sc = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
         rep = query.shape[-3] // key.shape[-3]
