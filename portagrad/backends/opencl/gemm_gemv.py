@@ -47,6 +47,8 @@ _LANES = "0123456789abcdef"
 _KF_COLS = {1: 16, 2: 8, 3: 4, 4: 4, 5: 2, 6: 2, 7: 2, 8: 2}
 #: vectors of ``w`` columns per work-item of the n-fast kernel
 _NF_VECS = 2
+#: work-group size of every launch: the driver's choice (a fixed 1, as "cpu" uses, was no faster
+#: on PoCL and would starve a GPU)
 _LOCAL = None
 
 
