@@ -29,11 +29,11 @@ Every family reads bfloat16/float16 operands as they are (16-bit loads widened t
 registers, float32 accumulators, each output rounded once): no float32 copies.
 
 Unless a family is forced, products of at most :data:`GEMV_MAX_M` rows take "gemv" when ``b`` is
-k-fast or the product is too small to time, and are timed against the others otherwise (it was
-faster than "cpu" and "packed" on PoCL at the shapes of ``docs/performance.md``; GPUs follow the same rule,
-where "gpu3" would compute a 128-row tile for 1..7 useful rows); :mod:`.gemm_tune` picks the
-family and tile of the others per device and size class by timing a few candidates (products too
-small to matter take a heuristic choice). The family can be
+k-fast or the product is too small to time, and are timed against the others otherwise ("gemv"
+was faster than "cpu" and "packed" on PoCL at the shapes of ``docs/performance.md``; GPUs follow
+the same rule, where "gpu3" would compute a 128-row tile for 1..7 useful rows).
+:mod:`.gemm_tune` picks the family and tile of the other products per device and size class by
+timing a few candidates (products too small to matter take a heuristic choice). The family can be
 forced with ``PORTAGRAD_OPENCL_GEMM=cpu|gpu3|packed|gemv`` (its default tile, nothing timed).
 
 Strides (in elements) and offsets are kernel arguments, so a transposed operand (swapped strides)
