@@ -19,7 +19,7 @@ import portagrad as pg
 NP16 = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
 RNG = np.random.default_rng(7)
 SIZES = [(1, 1, 1), (1, 768, 3072), (2, 33, 17), (3, 1, 9), (3, 40, 1), (8, 19, 37),
-         (11, 70, 21)]
+         (2, 33, 70), (11, 70, 21)]
 
 
 @pytest.fixture
