@@ -21,13 +21,20 @@ Kernel families, chosen by device type:
 PoCL, and on a GPU through ``benchmarks/gpu_check.sh``, at ragged sizes and every operand layout.
 * **packed** (CPU devices, :mod:`.gemm_packed`): the operands copied into contiguous panels first,
   then register blocks as in "cpu"; several tiles.
+* **gemv** (every device, :mod:`.gemm_gemv`): products of at most :data:`GEMV_MAX_M` rows (a
+  decoding step's activations times a weight), which the families above leave to scalar edge
+  kernels or pack first: ``b`` streamed once along its unit-stride axis with vector loads.
 
 Every family reads bfloat16/float16 operands as they are (16-bit loads widened to float in
 registers, float32 accumulators, each output rounded once): no float32 copies.
 
-Unless a family is forced, :mod:`.gemm_tune` picks the family and tile per device and size class by
+Unless a family is forced, products of at most :data:`GEMV_MAX_M` rows take "gemv" when ``b`` is
+k-fast or the product is too small to time, and are timed against the others otherwise ("gemv"
+was faster than "cpu" and "packed" on PoCL at the shapes of ``docs/performance.md``; GPUs follow
+the same rule, where "gpu3" would compute a 128-row tile for 1..7 useful rows).
+:mod:`.gemm_tune` picks the family and tile of the other products per device and size class by
 timing a few candidates (products too small to matter take a heuristic choice). The family can be
-forced with ``PORTAGRAD_OPENCL_GEMM=cpu|gpu3|packed`` (its default tile, nothing timed).
+forced with ``PORTAGRAD_OPENCL_GEMM=cpu|gpu3|packed|gemv`` (its default tile, nothing timed).
 
 Strides (in elements) and offsets are kernel arguments, so a transposed operand (swapped strides)
 or a broadcast batch (batch stride 0) needs no copy. Variants are keyed by dtype and by the
@@ -42,13 +49,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .gemm_gemv import launch_gemv
 from .gemm_packed import PACKED_TILES, PackedTile, launch_packed
-from .gemm_tune import Choice, Tuner, size_class
+from .gemm_tune import TUNE_MIN_FLOPS, Choice, Tuner, size_class
 from .kernels import CTYPE, HALF16, UTYPE, half16_helpers
 
 __all__ = [
     "CPU_BLOCK",
     "GEMM_KINDS",
+    "GEMV_MAX_M",
     "GPU3_CONFIG",
     "GPU3_SWEEP",
     "GemmPlan",
@@ -69,8 +78,13 @@ CPU_BLOCK = {"float32": (8, 2, 8), "float64": (8, 2, 4), "bfloat16": (8, 2, 8),
 #: (double-buffered, unchecked interior tiles, vector global access; tile in GPU3_CONFIG; the
 #: default on GPUs) and "packed" (:mod:`.gemm_packed`, CPU devices). ``PORTAGRAD_OPENCL_GEMM`` (or
 #: the backend's ``_force_gemm_kind``) picks one on any device, so the GPU kernel is tested on PoCL
-#: too; otherwise :mod:`.gemm_tune` chooses per size class.
-GEMM_KINDS = ("cpu", "gpu3", "packed")
+#: too; otherwise :mod:`.gemm_tune` chooses per size class. "gemv" (:mod:`.gemm_gemv`, any
+#: device) streams ``b`` once for products of few rows; forced, it runs any ``M`` in 8-row strips.
+GEMM_KINDS = ("cpu", "gpu3", "packed", "gemv")
+#: products with at most this many rows of ``out`` take "gemv" unless a family is forced: fewer
+#: rows than a "cpu" block, which that family leaves to its scalar edge kernel (at 8 rows its
+#: register block beat "gemv" on PoCL)
+GEMV_MAX_M = CPU_BLOCK["float32"][0] - 1
 
 _LANES = "0123456789abcdef"
 _ARGS = ("__global const {t}* A, long ao, long sab, long sam, long sak, "
@@ -618,8 +632,14 @@ def launch_gemm(dev: Any, a: Any, b: Any, out: Any, kind: str | None = None,
         choice = ("packed", PACKED_TILES[dt][0])
     elif forced is not None:
         choice = (forced, GPU3_CONFIG[dt] if forced == "gpu3" else None)
+    elif m <= GEMV_MAX_M and (b.strides[1] == 1 or 2 * bsz * m * n * k < TUNE_MIN_FLOPS):
+        # bound by reading b, which "gemv" does once, in vectors: always so along k (a Linear's
+        # weight); along a long n its strided walk can lose to "packed", so large ones are timed
+        choice = ("gemv", None)
     else:
         cands = candidates(dev, dt)
+        if m <= GEMV_MAX_M:
+            cands = [*cands, ("gemv", None)]
         flops = 2 * bsz * m * n * k
         choice = tuner(dev).choose(
             size_class(a, b, out), cands, flops, m, n,
@@ -631,6 +651,9 @@ def launch_gemm(dev: Any, a: Any, b: Any, out: Any, kind: str | None = None,
 def _run(dev: Any, a: Any, b: Any, out: Any, choice: Choice) -> None:
     """Enqueue ``out = a @ b`` (floating) with the ``(kind, tile)`` ``choice``."""
     kind, tile = choice
+    if kind == "gemv":
+        launch_gemv(dev, a, b, out)
+        return
     if kind == "packed" and a.shape[2] > 0:  # an empty sum goes to "cpu", which writes zeros
         launch_packed(dev, a, b, out, tile)
         return
