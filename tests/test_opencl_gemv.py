@@ -100,7 +100,8 @@ def test_gemv_matches_numpy(device, backend, kind, dt, m, k, n, layout, integer)
         bt = _tensor(np.ascontiguousarray(w.T), dt, device, pad=2)
     got = _host(at @ bt)
     _check(got, a, w, dt, integer)
-    if kind == "auto" and layout == "linear" and m < 8 and k > 1:
+    on_gpu = backend.device(int(device.split(":")[1])).is_gpu  # (GPUs time it against gpu3)
+    if kind == "auto" and layout == "linear" and m < 8 and k > 1 and not on_gpu:
         assert backend._gemv_calls, "the k-fast few-row product did not take gemv"
     if kind == "gemv":
         assert backend._gemv_calls

@@ -30,8 +30,9 @@ registers, float32 accumulators, each output rounded once): no float32 copies.
 
 Unless a family is forced, products of at most :data:`GEMV_MAX_M` rows take "gemv" when ``b`` is
 k-fast or the product is too small to time, and are timed against the others otherwise ("gemv"
-was faster than "cpu" and "packed" on PoCL at the shapes of ``docs/performance.md``; GPUs follow
-the same rule, where "gpu3" would compute a 128-row tile for 1..7 useful rows).
+was faster than "cpu" and "packed" on PoCL at the shapes of ``docs/performance.md``). On GPUs,
+where it is unmeasured (its k-fast kernel has no work-group reduction, so its reads may coalesce
+poorly), "gemv" is one more candidate the tuner times against "gpu3".
 :mod:`.gemm_tune` picks the family and tile of the other products per device and size class by
 timing a few candidates (products too small to matter take a heuristic choice). The family can be
 forced with ``PORTAGRAD_OPENCL_GEMM=cpu|gpu3|packed|gemv`` (its default tile, nothing timed).
@@ -632,7 +633,8 @@ def launch_gemm(dev: Any, a: Any, b: Any, out: Any, kind: str | None = None,
         choice = ("packed", PACKED_TILES[dt][0])
     elif forced is not None:
         choice = (forced, GPU3_CONFIG[dt] if forced == "gpu3" else None)
-    elif m <= GEMV_MAX_M and (b.strides[1] == 1 or 2 * bsz * m * n * k < TUNE_MIN_FLOPS):
+    elif m <= GEMV_MAX_M and not dev.is_gpu and (b.strides[1] == 1 or
+                                                 2 * bsz * m * n * k < TUNE_MIN_FLOPS):
         # bound by reading b, which "gemv" does once, in vectors: always so along k (a Linear's
         # weight); along a long n its strided walk can lose to "packed", so large ones are timed
         choice = ("gemv", None)
