@@ -14,9 +14,10 @@ NVIDIA GPU (see the script's header).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")
@@ -25,7 +26,21 @@ os.environ.setdefault("POCL_DEVICES", "pthread pthread")
 # BLAS kernels where that matters (portagrad._blas_env); blas_line() says which ran
 import portagrad  # noqa: F401
 
-__all__ = ["parse_args", "sync", "best_time", "report", "device_label", "backend_device", "blas_line"]
+__all__ = ["parse_args", "sync", "best_time", "report", "device_label", "backend_device", "blas_line",
+           "one_blas_thread"]
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """Limit BLAS to one thread (both libraries' matrix products, so ratios compare one core with
+    one core) while the block runs, when threadpoolctl is installed."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - optional
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 def blas_line() -> str:

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import blas_line, device_label
+from benchmarks import blas_line, device_label, one_blas_thread
 from benchmarks.gpt2 import GPT2Config, StaticKVCache, greedy_generate, gpt2, make_step
 from benchmarks.model_zoo import copy_state
 
@@ -208,35 +208,28 @@ def main(argv: list[str] | None = None) -> None:
         p.error(f"need --new >= 2, --prompt >= 1, --rounds >= 1 and prompt + new <= {cfg.ctx}")
     devices = args.device or ["cpu"]
     torch = _torch(not args.no_torch)
-    try:
-        from threadpoolctl import threadpool_limits
-        limiter: Any = threadpool_limits(limits=1, user_api="blas")
-    except ImportError:  # pragma: no cover - optional
-        limiter = None
-    try:
-        print(blas_line())
-        for dev in devices:
-            print(device_label(dev))
-        if torch is None:
-            print("no PyTorch (--no-torch or not installed): portagrad figures only")
-        print(f"GPT-2 small shape, {args.layers} layers; prompt {args.prompt}, {args.new} new "
-              f"tokens (greedy), static KV cache; medians of {args.rounds} interleaved rounds",
-              flush=True)
-        for dtype in args.dtype or ["float32"]:
-            for batch in args.batch or [1, 8]:
-                print(f"{dtype}, batch {batch}:", flush=True)
-                rows = run_config(devices, dtype, batch, cfg, args.prompt, args.new,
-                                  args.rounds, torch, not args.no_capture)
-                if torch is not None and dtype == "float32":
-                    print("  correctness: portagrad's greedy tokens (eager and captured) equal "
-                          "PyTorch's on every round", flush=True)
-                _print(rows, batch, args.prompt, args.new)
-    except Mismatch as e:
-        print(f"TOKEN MISMATCH: {e}", file=sys.stderr, flush=True)
-        raise SystemExit(1) from e
-    finally:
-        if limiter is not None:
-            limiter.restore_original_limits()
+    with one_blas_thread():
+        try:
+            print(blas_line())
+            for dev in devices:
+                print(device_label(dev))
+            if torch is None:
+                print("no PyTorch (--no-torch or not installed): portagrad figures only")
+            print(f"GPT-2 small shape, {args.layers} layers; prompt {args.prompt}, {args.new} new "
+                  f"tokens (greedy), static KV cache; medians of {args.rounds} interleaved rounds",
+                  flush=True)
+            for dtype in args.dtype or ["float32"]:
+                for batch in args.batch or [1, 8]:
+                    print(f"{dtype}, batch {batch}:", flush=True)
+                    rows = run_config(devices, dtype, batch, cfg, args.prompt, args.new,
+                                      args.rounds, torch, not args.no_capture)
+                    if torch is not None and dtype == "float32":
+                        print("  correctness: portagrad's greedy tokens (eager and captured) equal "
+                              "PyTorch's on every round", flush=True)
+                    _print(rows, batch, args.prompt, args.new)
+        except Mismatch as e:
+            print(f"TOKEN MISMATCH: {e}", file=sys.stderr, flush=True)
+            raise SystemExit(1) from e
 
 
 if __name__ == "__main__":

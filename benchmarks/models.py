@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import blas_line
+from benchmarks import blas_line, one_blas_thread
 from benchmarks.model_zoo import GPTConfig, copy_state, gpt, resnet18
 
 __all__ = ["main"]
@@ -485,12 +485,7 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     if args.steps < 1 or args.warmup < 0 or args.interleave < 0:
         p.error("--steps must be >= 1, --warmup and --interleave >= 0")
-    try:
-        from threadpoolctl import threadpool_limits
-        limiter: Any = threadpool_limits(limits=1, user_api="blas")
-    except ImportError:  # pragma: no cover - optional
-        limiter = None
-    try:
+    with one_blas_thread():
         print(blas_line())
         if _torch() is None:
             print("torch is not installed: printing portagrad figures only")
@@ -499,9 +494,6 @@ def main(argv: list[str] | None = None) -> None:
         else:
             bench(args.model, args.device, args.steps, args.warmup, args.batch, args.capture,
                   args.interleave)
-    finally:
-        if limiter is not None:
-            limiter.restore_original_limits()
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import blas_line
+from benchmarks import blas_line, one_blas_thread
 
 
 def _torch() -> Any:
@@ -250,12 +250,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--device", action="append", default=None,
                    help="portagrad device to time (repeatable; default cpu and opencl:0 if present)")
     args = p.parse_args(argv)
-    try:
-        from threadpoolctl import threadpool_limits
-        limiter: Any = threadpool_limits(limits=1, user_api="blas")
-    except ImportError:  # pragma: no cover - optional
-        limiter = None
-    try:
+    with one_blas_thread():
         print(blas_line())
         if _torch() is None:
             print("torch is not installed: printing portagrad figures only")
@@ -263,9 +258,6 @@ def main(argv: list[str] | None = None) -> None:
         bench_tiny_add(args.device)
         if not args.no_memory:
             bench_memory()
-    finally:
-        if limiter is not None:
-            limiter.restore_original_limits()
 
 
 if __name__ == "__main__":
