@@ -14,7 +14,7 @@ from .errors import DTypeError
 __all__ = [
     "dtype", "float16", "float32", "float64", "int32", "int64", "bool", "half", "float", "double",
     "int", "long", "result_type", "promote_types", "get_default_dtype", "set_default_dtype",
-    "from_numpy_dtype", "as_dtype", "ALL_DTYPES",
+    "from_numpy_dtype", "as_dtype", "ALL_DTYPES", "HALF_FLOATS",
     "uint8", "int8", "int16", "bfloat16", "short", "can_cast", "iinfo", "finfo", "check_storable",
     "fit_scalar", "INT_LIMITS", "complex64", "complex128", "cfloat", "cdouble", "float8_e4m3fn",
     "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "DECLARED_ONLY",
@@ -84,6 +84,8 @@ float64 = dtype("float64", np.float64, 2, 9)
 half, float, double, int, long = float16, float32, float64, int32, int64  # PyTorch's names
 short = int16
 ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+#: the 16-bit floats: stored in 16 bits, computed in float32 and rounded once per op
+HALF_FLOATS = (float16, bfloat16)
 
 # Named so that code mentioning them loads (safetensors maps "C64" and the float8 codes at
 # import) and so that finfo/is_complex answer, but no tensor can have them yet: as_dtype refuses

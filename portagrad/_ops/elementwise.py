@@ -536,7 +536,7 @@ def signbit(input: Tensor) -> Tensor:
 
 
 # ---------------------------------------------------------------------- unary
-_HALF = (_dtype.float16, _dtype.bfloat16)
+_HALF = _dtype.HALF_FLOATS
 
 
 def in_float32(fn: Any, *args: Any, dtype: Any = None) -> Tensor:

@@ -135,7 +135,7 @@ def _scatter_args(input: Tensor, dim: int, index: Any, src: Any) -> tuple[int, T
     return d, index, src
 
 
-_HALF = (_dtype.float16, _dtype.bfloat16)
+_HALF = _dtype.HALF_FLOATS
 
 
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,

@@ -103,7 +103,7 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
 
 
 #: the 16-bit floating dtypes, whose statistics PyTorch accumulates in float32
-_HALF_TYPES = (_dtype.bfloat16, _dtype.float16)
+_HALF_TYPES = _dtype.HALF_FLOATS
 
 
 def _dtype_name(d: Any) -> str:

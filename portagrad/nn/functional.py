@@ -227,7 +227,7 @@ def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Ten
 
 
 #: the 16-bit floats, which PyTorch's CPU kernels compute in float32 and round once
-_HALF16 = (_dtype.bfloat16, _dtype.float16)
+_HALF16 = _dtype.HALF_FLOATS
 
 
 def _in_float32(fn: Any) -> Any:

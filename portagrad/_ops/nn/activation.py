@@ -96,7 +96,7 @@ def hardswish(x: Tensor) -> Tensor:
     return call(_Hardswish, x)
 
 
-_HALF16 = (_dtype.bfloat16, _dtype.float16)
+_HALF16 = _dtype.HALF_FLOATS
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _BETA = math.sqrt(2.0 / math.pi)
 _KAPPA = 0.044715

@@ -20,7 +20,7 @@ from ._common import NORM_DTYPES, flat, flat_or_none
 __all__ = ["norm_fast_path", "half_batch_norm_fast_path", "layer_norm", "batch_norm"]
 
 #: 16-bit inputs the batch-norm node takes with float32 parameters (computed in float32)
-_HALF = (_dtype.bfloat16, _dtype.float16)
+_HALF = _dtype.HALF_FLOATS
 
 
 # ------------------------------------------------------------------ normalisation

@@ -15,7 +15,7 @@ from .._common import call
 
 __all__ = ["softmax", "softmax_rows"]
 
-_HALF16 = (_dtype.bfloat16, _dtype.float16)
+_HALF16 = _dtype.HALF_FLOATS
 
 
 class _Softmax(Function):
