@@ -357,8 +357,6 @@ def bench_amp(model: str, devices: list[str] | None, steps: int, warmup: int,
               batch: int | None) -> None:
     """Per model: each library and device without and with autocast (bfloat16): ms/step and the
     step's peak memory (see the module's docstring), then the ratios with/without."""
-    import portagrad as pg
-
     torch = _torch()
     specs = _specs()
     names = list(specs) if model == "all" else [model]
@@ -366,12 +364,7 @@ def bench_amp(model: str, devices: list[str] | None, steps: int, warmup: int,
         spec = specs[key]
         b = batch or 16
         xs, ys = spec.make_batch(b)
-        tmodel = None
-        if torch is not None:
-            torch.manual_seed(0)
-            tmodel = spec.build(torch)
-        else:
-            pg.manual_seed(0)
+        tmodel = _reference_model(torch, spec)
         print(f"{spec.name}, batch {b}: {max(warmup, 1)} warm-up + {steps} timed steps, "
               f"autocast bfloat16", flush=True)
         print(f"  {'library device':<20} {'ms/step':>17} {'':>5} {'step peak MiB':>17} {'':>5} "
@@ -400,6 +393,18 @@ def bench_amp(model: str, devices: list[str] | None, steps: int, warmup: int,
             print(line + f" {l0:.4f} / {l1:.4f}", flush=True)
 
 
+def _reference_model(torch: Any, spec: Any) -> Any:
+    """PyTorch's model from seed 0 (the weights portagrad's copies), or None without PyTorch
+    (portagrad's generator is seeded instead)."""
+    if torch is None:
+        import portagrad as pg
+
+        pg.manual_seed(0)
+        return None
+    torch.manual_seed(0)
+    return spec.build(torch)
+
+
 def _devices(requested: list[str] | None) -> list[str]:
     import portagrad as pg
 
@@ -414,8 +419,6 @@ def _devices(requested: list[str] | None) -> list[str]:
 def bench(model: str, devices: list[str] | None, steps: int, warmup: int,
           batch: int | None, capture: bool = False, interleave: int = 0) -> None:
     """Print one line per (library, device) for each model asked for."""
-    import portagrad as pg
-
     torch = _torch()
     cuda = torch is not None and torch.cuda.is_available()
     if cuda:
@@ -427,12 +430,7 @@ def bench(model: str, devices: list[str] | None, steps: int, warmup: int,
         spec = specs[key]
         b = batch or (128 if cuda and key == "resnet18" else 16)
         xs, ys = spec.make_batch(b)
-        tmodel = None
-        if torch is not None:
-            torch.manual_seed(0)
-            tmodel = spec.build(torch)
-        else:
-            pg.manual_seed(0)
+        tmodel = _reference_model(torch, spec)
         print(f"{spec.name}, batch {b}: {warmup} warm-up + {steps} timed steps, mean", flush=True)
         rows: list[tuple[str, float, float, float]] = []
         ref = None
