@@ -1,8 +1,9 @@
 """Language-model inference with a static KV cache: portagrad eager, captured, and PyTorch CPU.
 
 Run: ``python -m benchmarks.generate [--device DEV ...] [--dtype float32|bfloat16 ...]
-[--batch N ...] [--prompt 128] [--new 32] [--layers 12] [--rounds 3] [--no-torch]``, from the
-repository root (defaults: ``cpu``, float32, batch 1 and 8).
+[--batch N ...] [--prompt 128] [--new 32] [--layers 12] [--rounds 3] [--no-torch]
+[--torch-device cpu|cuda]``, from the repository root (defaults: ``cpu``, float32, batch 1 and 8,
+PyTorch on the CPU).
 
 The model is :func:`benchmarks.gpt2.gpt2`, GPT-2 small's shape (12 layers, d_model 768, 12
 heads, vocab 50257, context 1024, untied head), random weights made by PyTorch (seed 0) and
@@ -16,15 +17,17 @@ a random prompt of ``--prompt`` tokens, the cache sized ``prompt + new``. Per co
 for portagrad eager, portagrad with the decode step captured
 (``pg.compile(step, mode="reduce-overhead")``: replayed after one eager and two recorded calls;
 the row says how many steps were replays and why it fell back if it did) and PyTorch on the CPU
-(``torch.inference_mode``). Both libraries use one BLAS / intra-op thread. Each round runs one
-whole generation of every row in turn (after one untimed generation each), and the figures are
-medians over ``--rounds`` rounds, the ratio the median of the per-round ratios to PyTorch
-(``x`` > 1: portagrad is faster): load that comes and goes on a shared machine falls on both.
+or, with ``--torch-device cuda``, on a CUDA GPU (fp32 with TF32 off; ``torch.inference_mode``).
+Both libraries use one BLAS / intra-op thread. Each round runs one whole generation of every
+row in turn (after one untimed generation each), and the figures are medians over ``--rounds``
+rounds, the ratio the median of the per-round ratios to PyTorch (``x`` > 1: portagrad is
+faster): load that comes and goes on a shared machine falls on both.
 
 Correctness, checked on every generation: the captured step's tokens equal portagrad eager's
-(a replay is bit-identical to eager), and for float32 portagrad's tokens equal PyTorch's; for
-bfloat16 (other summation orders, rounded differently, so greedy paths part) the fraction of
-equal tokens is printed. A mismatch that must not happen aborts with exit status 1.
+(a replay is bit-identical to eager), and for float32 portagrad's tokens on a CPU device equal
+PyTorch CPU's; for bfloat16, for GPUs and against CUDA (other summation orders, rounded
+differently, so greedy paths may part) the fraction of equal tokens is printed. A mismatch that
+must not happen aborts with exit status 1.
 """
 from __future__ import annotations
 
@@ -52,6 +55,8 @@ class Row:
         self.decode: list[float] = []
         self.tokens: np.ndarray | None = None
         self.note = ""
+        #: float32 tokens must equal PyTorch CPU's (both sum in the same orders on a CPU)
+        self.exact = True
 
     def run(self) -> np.ndarray:
         tokens, t_prefill, t_decode = self.gen()
@@ -99,20 +104,25 @@ def _pg_rows(dev: str, dtype: str, tmodel: Any, pg_state: Any, cfg: GPT2Config,
     if capture:
         rows.append(Row(f"portagrad {dev} captured", gen(
             lambda m, c: pg.compile(make_step(m, c), mode="reduce-overhead"))))
+    d = pg.device(dev)
+    on_cpu = d.type == "cpu" or \
+        getattr(pg, d.type).get_device_properties(d.index or 0).type.upper() == "CPU"
+    for r in rows:
+        r.exact = on_cpu
     return rows
 
 
 def _torch_row(torch: Any, dtype: str, tmodel: Any, cfg: GPT2Config, prompt: np.ndarray,
-               new: int) -> Row:
-    model = tmodel.to(getattr(torch, dtype))
+               new: int, tdev: str = "cpu") -> Row:
+    model = tmodel.to(device=tdev, dtype=getattr(torch, dtype))
     B, T = prompt.shape
-    x = torch.tensor(prompt)
-    cache = StaticKVCache(torch, cfg, B, T + new, "cpu", getattr(torch, dtype))
+    x = torch.tensor(prompt, device=tdev)
+    cache = StaticKVCache(torch, cfg, B, T + new, tdev, getattr(torch, dtype))
 
     def run() -> Any:
         with torch.inference_mode():
             return greedy_generate(torch, model, x, new, cache)
-    return Row("torch cpu", run)
+    return Row(f"torch {tdev}", run)
 
 
 def _check(rows: list[Row], ref: Row, tokens: dict[str, np.ndarray], dtype: str) -> None:
@@ -126,7 +136,8 @@ def _check(rows: list[Row], ref: Row, tokens: dict[str, np.ndarray], dtype: str)
                                f"({int((t != eager).sum())} of {t.size})")
         if r is ref:
             continue
-        if dtype == "float32" and ref.who == "torch cpu" and not np.array_equal(t, tokens[ref.who]):
+        if dtype == "float32" and ref.who == "torch cpu" and r.exact and \
+                not np.array_equal(t, tokens[ref.who]):
             raise Mismatch(f"{r.who}: float32 greedy tokens differ from PyTorch's "
                            f"({int((t != tokens[ref.who]).sum())} of {t.size}): first rows\n"
                            f"{t[:2]}\nvs\n{tokens[ref.who][:2]}")
@@ -135,7 +146,7 @@ def _check(rows: list[Row], ref: Row, tokens: dict[str, np.ndarray], dtype: str)
 
 def run_config(devices: list[str], dtype: str, batch: int, cfg: GPT2Config, prompt_len: int,
                new: int, rounds: int, torch: Any, capture: bool = True,
-               seed: int = 0) -> list[Row]:
+               seed: int = 0, torch_device: str = "cpu") -> list[Row]:
     """Build every row of one (dtype, batch) configuration, run ``rounds`` interleaved rounds
     after one warm-up round, check the tokens each round and return the rows (torch first when
     present)."""
@@ -154,7 +165,7 @@ def run_config(devices: list[str], dtype: str, batch: int, cfg: GPT2Config, prom
     for dev in devices:
         rows += _pg_rows(dev, dtype, tmodel, pg_state, cfg, prompt, new, capture)
     if torch is not None:
-        rows.insert(0, _torch_row(torch, dtype, tmodel, cfg, prompt, new))
+        rows.insert(0, _torch_row(torch, dtype, tmodel, cfg, prompt, new, torch_device))
     ref = rows[0]
     for i in range(rounds + 1):
         tokens = {r.who: r.run() for r in rows}
@@ -163,8 +174,9 @@ def run_config(devices: list[str], dtype: str, batch: int, cfg: GPT2Config, prom
             for r in rows:
                 r.prefill.clear()
                 r.decode.clear()
-    if torch is not None and dtype == "float32":
-        ref.note = "portagrad's float32 tokens equal these"
+    if torch is not None and dtype == "float32" and ref.who == "torch cpu" and \
+            any(r.exact for r in rows[1:]):
+        ref.note = "portagrad's float32 tokens on CPU devices equal these"
     for r in rows:
         st = getattr(r.gen, "step", None)
         if st is not None and hasattr(st, "stats"):
@@ -176,7 +188,7 @@ def run_config(devices: list[str], dtype: str, batch: int, cfg: GPT2Config, prom
 
 
 def _print(rows: list[Row], batch: int, prompt_len: int, new: int) -> None:
-    ref = rows[0] if rows[0].who == "torch cpu" else None
+    ref = rows[0] if rows[0].who.startswith("torch ") else None
     for r in rows:
         pf = batch * prompt_len / statistics.median(r.prefill)
         ms = statistics.median(r.decode) / (new - 1) * 1000
@@ -202,12 +214,19 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rounds", type=int, default=3, help="timed rounds (after one warm-up)")
     p.add_argument("--no-torch", action="store_true", help="portagrad only")
     p.add_argument("--no-capture", action="store_true", help="no captured-step rows")
+    p.add_argument("--torch-device", choices=["cpu", "cuda"], default="cpu",
+                   help="where PyTorch's reference runs (cuda: fp32 with TF32 off)")
     args = p.parse_args(argv)
     cfg = GPT2Config(layers=args.layers)
     if args.new < 2 or args.prompt < 1 or args.rounds < 1 or args.prompt + args.new > cfg.ctx:
         p.error(f"need --new >= 2, --prompt >= 1, --rounds >= 1 and prompt + new <= {cfg.ctx}")
     devices = args.device or ["cpu"]
     torch = _torch(not args.no_torch)
+    if torch is not None and args.torch_device == "cuda":
+        if not torch.cuda.is_available():
+            p.error("--torch-device cuda: PyTorch sees no CUDA device")
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     with one_blas_thread():
         try:
             print(blas_line())
@@ -222,10 +241,11 @@ def main(argv: list[str] | None = None) -> None:
                 for batch in args.batch or [1, 8]:
                     print(f"{dtype}, batch {batch}:", flush=True)
                     rows = run_config(devices, dtype, batch, cfg, args.prompt, args.new,
-                                      args.rounds, torch, not args.no_capture)
-                    if torch is not None and dtype == "float32":
-                        print("  correctness: portagrad's greedy tokens (eager and captured) equal "
-                              "PyTorch's on every round", flush=True)
+                                      args.rounds, torch, not args.no_capture,
+                                      torch_device=args.torch_device)
+                    if torch is not None and dtype == "float32" and rows[0].note:
+                        print("  correctness: portagrad's greedy tokens (eager and captured) on "
+                              "CPU devices equal PyTorch's on every round", flush=True)
                     _print(rows, batch, args.prompt, args.new)
         except Mismatch as e:
             print(f"TOKEN MISMATCH: {e}", file=sys.stderr, flush=True)

@@ -16,16 +16,20 @@
 #                                               # fills .whl/ (kept out of git via .git/info/exclude)
 #     bash benchmarks/gpu_check.sh              # on the GPU machine, with .whl/ copied along
 #
-# The whole run stays under about 8 minutes. It installs the wheels into /tmp/site, registers
-# NVIDIA's OpenCL ICD, prints the platforms, runs the test suite on opencl:0 (time-limited, in
-# parallel shards: benchmarks/_shard.py), then the GEMM benchmark (our "gpu3" kernel, numpy, the
-# 16x16 tiled kernel, torch cuBLAS fp32 with TF32 off), the GEMM variant sweep, the elementwise,
-# copy and training-step benchmarks and `python -m portagrad demo`. Everything is teed to
-# $OUT/gpu_check.log (./gpu_check.log when $OUT is unset). Each step has its own time limit, so
-# one stuck step cannot eat the others' time; the exit status is that of the test step.
-# GPU_CHECK_STEPS="tests gemm" picks steps, SHARDS and TEST_LIMIT size the test step, and
-# GPU_CHECK_TESTS picks the tests. `GPU_CHECK_LOCAL=1 bash benchmarks/gpu_check.sh` is a dry run
-# on a machine that already has pyopencl (PoCL, for example).
+# All steps together stay under about 12 minutes; pick steps to fit a shorter lease. It installs
+# the wheels into /tmp/site, registers NVIDIA's OpenCL ICD, prints the platforms, runs the test
+# suite on opencl:0 (time-limited, in parallel shards: benchmarks/_shard.py), then the GEMM
+# benchmark (our kernels as the tuner picks them per size, numpy, the 16x16 tiled kernel, torch
+# cuBLAS fp32 with TF32 off), the GEMM variant sweep, the elementwise and copy benchmarks, the
+# small training steps (eager and captured, beside torch CPU and CUDA), ResNet-18 and GPT
+# training steps beside torch CUDA, language-model decoding beside torch CUDA, 16-bit
+# GEMM/convolution and `python -m portagrad demo`. Everything is teed to $OUT/gpu_check.log
+# (./gpu_check.log when $OUT is unset). Each step has its own time limit, so one stuck step
+# cannot eat the others' time; the exit status is that of the test step. GPU_CHECK_STEPS picks
+# steps (all of them: tests gemm sweep elementwise copy train models generate half16 demo),
+# SHARDS and TEST_LIMIT size the test step, GPU_CHECK_TESTS picks the tests and GEMM_SIZES the
+# GEMM sizes. `GPU_CHECK_LOCAL=1 bash benchmarks/gpu_check.sh` is a dry run on a machine that
+# already has pyopencl (PoCL, for example).
 set -u
 cd "$(dirname "$0")/.."
 
@@ -68,7 +72,7 @@ print("portagrad devices:", pg.opencl.device_count(), pg.opencl.get_device_name(
 EOF
     [ $? -eq 0 ] || exit 1
 
-    want() { case " ${GPU_CHECK_STEPS:-tests gemm sweep elementwise copy train demo} " in *" $1 "*) return 0;; esac; return 1; }
+    want() { case " ${GPU_CHECK_STEPS:-tests gemm sweep elementwise copy train models generate half16 demo} " in *" $1 "*) return 0;; esac; return 1; }
     test_rc=0
     if want tests; then
     step "tests on opencl:0: ${SHARDS:=8} parallel shards (limit ${TEST_LIMIT:=240} s)"
@@ -95,8 +99,8 @@ EOF
     fi
 
     if want gemm; then
-    step "GEMM: our gpu3 kernel vs numpy, 16x16 tiled, torch cuBLAS fp32 TF32 off (limit 150 s)"
-    timeout -k 5 150 python3 -m benchmarks.gemm --sizes 256,1024,2048,4096 --kinds gpu3
+    step "GEMM: our kernels (tuned per size) vs numpy, 16x16 tiled, torch cuBLAS fp32 TF32 off (limit 120 s)"
+    timeout -k 5 120 python3 -m benchmarks.gemm --sizes "${GEMM_SIZES:-1024,2048,4096,8192}"
     fi
     if want sweep; then
     step "GEMM kernel variants: gpu3 tiles (limit 75 s)"
@@ -111,12 +115,24 @@ EOF
     timeout -k 5 60 python3 -m benchmarks.copy
     fi
     if want train; then
-    step "training steps: MLP and demo CNN, portagrad cpu / opencl:0 beside torch CPU (limit 90 s)"
-    timeout -k 5 90 python3 -m benchmarks.train_step --no-memory --steps 20
+    step "training steps: MLP and demo CNN on opencl:0, eager and captured, beside torch CPU and CUDA (limit 75 s)"
+    timeout -k 5 75 python3 -m benchmarks.train_step --no-memory --steps 20 --rounds 3 --capture --device opencl:0
+    fi
+    if want models; then
+    step "ResNet-18 and GPT training steps on opencl:0 beside torch CUDA fp32, TF32 off (limit 150 s)"
+    timeout -k 5 150 python3 -m benchmarks.models --model all --device opencl:0 --torch-device cuda --steps 5 --warmup 2
+    fi
+    if want generate; then
+    step "GPT-2-small greedy decoding on opencl:0 beside torch CUDA fp32 (limit 90 s)"
+    timeout -k 5 90 python3 -m benchmarks.generate --device opencl:0 --torch-device cuda --prompt 128 --new 32 --rounds 2
+    fi
+    if want half16; then
+    step "16-bit GEMM and convolution beside float32 (limit 45 s)"
+    timeout -k 5 45 python3 -m benchmarks.half16 --quick
     fi
     if want demo; then
-    step "python -m portagrad demo (limit 90 s)"
-    timeout -k 5 90 python3 -m portagrad demo
+    step "python -m portagrad demo (limit 60 s)"
+    timeout -k 5 60 python3 -m portagrad demo
     fi
 
     step "done"

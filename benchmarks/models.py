@@ -417,7 +417,8 @@ def _devices(requested: list[str] | None) -> list[str]:
 
 
 def bench(model: str, devices: list[str] | None, steps: int, warmup: int,
-          batch: int | None, capture: bool = False, interleave: int = 0) -> None:
+          batch: int | None, capture: bool = False, interleave: int = 0,
+          torch_devices: list[str] | None = None) -> None:
     """Print one line per (library, device) for each model asked for."""
     torch = _torch()
     cuda = torch is not None and torch.cuda.is_available()
@@ -433,12 +434,12 @@ def bench(model: str, devices: list[str] | None, steps: int, warmup: int,
         tmodel = _reference_model(torch, spec)
         print(f"{spec.name}, batch {b}: {warmup} warm-up + {steps} timed steps, mean", flush=True)
         rows: list[tuple[str, float, float, float]] = []
-        ref = None
+        ref: tuple[str, float] | None = None
         if torch is not None:
-            for tdev in ["cpu"] + (["cuda"] if cuda else []):
+            for tdev in torch_devices or ["cpu"] + (["cuda"] if cuda else []):
                 r = _run_torch(torch, spec, tdev, tmodel, xs, ys, steps, warmup)
                 rows.append((f"torch {tdev}", *r))
-                ref = r[0] if tdev == "cpu" else ref
+                ref = ref or (rows[-1][0], r[0])  # ratios are to the first torch row
                 _print_row(rows[-1], spec, b, ref)
         for dev in _devices(devices):
             r = _run_portagrad(spec, dev, tmodel, xs, ys, steps, warmup)
@@ -452,14 +453,14 @@ def bench(model: str, devices: list[str] | None, steps: int, warmup: int,
             _interleaved(spec, tmodel, xs, ys, _devices(devices), interleave, warmup)
 
 
-def _print_row(row: tuple[str, float, float, float], spec: _Spec, b: int, ref: float | None
-               ) -> None:
+def _print_row(row: tuple[str, float, float, float], spec: _Spec, b: int,
+               ref: tuple[str, float] | None) -> None:
     who, ms, mem, loss = row
     mem_kind = "device" if ("opencl" in who or "cuda" in who) else "RSS peak growth"
     line = (f"  {who:<18} {ms:10.1f} ms/step {spec.items(b) / ms * 1000:10.1f} {spec.unit:<9} "
             f"peak {mem:8.1f} MiB ({mem_kind})  loss {loss:.4f}")
     if ref is not None:
-        line += f"  ratio to torch cpu {ms / ref:6.2f}"
+        line += f"  ratio to {ref[0]} {ms / ref[1]:6.2f}"
     print(line, flush=True)
 
 
@@ -480,6 +481,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--amp", action="store_true",
                    help="instead: each library and device without and with autocast (bfloat16): "
                         "ms/step and the step's peak memory")
+    p.add_argument("--torch-device", action="append", choices=["cpu", "cuda"], default=None,
+                   help="where torch's reference runs (repeatable; default cpu, and cuda when "
+                        "present); ratios are to the first")
     args = p.parse_args(argv)
     if args.steps < 1 or args.warmup < 0 or args.interleave < 0:
         p.error("--steps must be >= 1, --warmup and --interleave >= 0")
@@ -491,7 +495,7 @@ def main(argv: list[str] | None = None) -> None:
             bench_amp(args.model, args.device, args.steps, args.warmup, args.batch)
         else:
             bench(args.model, args.device, args.steps, args.warmup, args.batch, args.capture,
-                  args.interleave)
+                  args.interleave, args.torch_device)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@ sides of each ratio); then a one-element ``a + b``; then the peak resident memor
 training the demo model for a few steps in each library. Both libraries use one BLAS/intra-op
 thread (small matrices; this keeps the figures stable on a shared machine). ``--capture`` adds,
 for each portagrad device, the same step captured (``pg.compile(step, mode="reduce-overhead")``,
-see ``portagrad.capture``) and its speed-up over the eager step.
+see ``portagrad.capture``) and its speed-up over the eager step. Where torch sees a CUDA GPU, each
+model is also timed eagerly on it (``torch cuda``, synchronised) and the captured rows say how they
+compare with that.
 """
 from __future__ import annotations
 
@@ -131,10 +133,19 @@ def bench_steps(steps: int, devices: list[str] | None = None, capture: bool = Fa
         xs = rng.standard_normal(_SHAPES[name]).astype(np.float32)
         ys = rng.integers(0, 10, 64)
         tstep = None
+        cuda_ms = None
         if torch is not None:
             torch.manual_seed(0)
             tm = _models(torch)[name]()
             tstep = _step_fn(torch, tm, torch.from_numpy(xs), torch.from_numpy(ys))
+            if torch.cuda.is_available():
+                torch.manual_seed(0)
+                tmc = _models(torch)[name]().cuda()
+                cuda_ms = _time(_step_fn(torch, tmc, torch.from_numpy(xs).cuda(),
+                                         torch.from_numpy(ys).cuda()), steps,
+                                torch.cuda.synchronize)
+                print(f"  {name:<20} torch     cuda      {cuda_ms:8.2f} ms/step (eager)",
+                      flush=True)
         for dev in devices:
             pg.manual_seed(0)
             m = make().to(dev)
@@ -155,8 +166,11 @@ def bench_steps(steps: int, devices: list[str] | None = None, capture: bool = Fa
                 m = make().to(dev)
                 cstep = pg.compile(_step_fn(pg, m, x, y), mode="reduce-overhead")
                 cap = _time(lambda c=cstep, a=x, b=y: c(a, b), steps, sync)
+                vs_cuda = "" if cuda_ms is None else \
+                    f", torch cuda eager/captured {cuda_ms / cap:5.2f}"
                 print(f"  {name:<20} portagrad {dev:<9} {cap:8.2f} ms/step captured "
-                      f"(replays {cstep.replays}, eager/captured {ours / cap:5.2f})", flush=True)
+                      f"(replays {cstep.replays}, eager/captured {ours / cap:5.2f}{vs_cuda})",
+                      flush=True)
 
 
 def bench_tiny_add(devices: list[str] | None = None) -> None:
