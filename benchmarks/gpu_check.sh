@@ -23,10 +23,11 @@
 # cuBLAS fp32 with TF32 off), the GEMM variant sweep, the elementwise and copy benchmarks, the
 # small training steps (eager and captured, beside torch CPU and CUDA), ResNet-18 and GPT
 # training steps beside torch CUDA, language-model decoding beside torch CUDA, 16-bit
-# GEMM/convolution and `python -m portagrad demo`. Everything is teed to $OUT/gpu_check.log
+# GEMM/convolution, a profile of one training step of each model and `python -m portagrad demo`. Everything is teed to $OUT/gpu_check.log
 # (./gpu_check.log when $OUT is unset). Each step has its own time limit, so one stuck step
 # cannot eat the others' time; the exit status is that of the test step. GPU_CHECK_STEPS picks
-# steps (all of them: tests gemm sweep elementwise copy train models generate half16 demo),
+# steps (all of them: tests gemm sweep elementwise copy train models generate half16 profile
+# demo),
 # SHARDS and TEST_LIMIT size the test step, GPU_CHECK_TESTS picks the tests and GEMM_SIZES the
 # GEMM sizes. `GPU_CHECK_LOCAL=1 bash benchmarks/gpu_check.sh` is a dry run on a machine that
 # already has pyopencl (PoCL, for example).
@@ -72,7 +73,7 @@ print("portagrad devices:", pg.opencl.device_count(), pg.opencl.get_device_name(
 EOF
     [ $? -eq 0 ] || exit 1
 
-    want() { case " ${GPU_CHECK_STEPS:-tests gemm sweep elementwise copy train models generate half16 demo} " in *" $1 "*) return 0;; esac; return 1; }
+    want() { case " ${GPU_CHECK_STEPS:-tests gemm sweep elementwise copy train models generate half16 profile demo} " in *" $1 "*) return 0;; esac; return 1; }
     test_rc=0
     if want tests; then
     step "tests on opencl:0: ${SHARDS:=8} parallel shards (limit ${TEST_LIMIT:=240} s)"
@@ -94,7 +95,7 @@ EOF
     done
     # the first shard's failures in full (the short summary above names them all)
     grep -q -E '^(FAILED|ERROR)' /tmp/shard_*.log && sed -n '/= FAILURES =/,/short test summary/p' \
-        $(grep -l -E '^(FAILED|ERROR)' /tmp/shard_*.log | head -1) | head -150
+        $(grep -l -E '^(FAILED|ERROR)' /tmp/shard_*.log | head -1) | head -300
     echo "pytest exit status (any shard failing: 1): $test_rc"
     fi
 
@@ -129,6 +130,10 @@ EOF
     if want half16; then
     step "16-bit GEMM and convolution beside float32 (limit 45 s)"
     timeout -k 5 45 python3 -m benchmarks.half16 --quick
+    fi
+    if want profile; then
+    step "one training step of each model under the profiler, ops by device time (limit 150 s)"
+    timeout -k 5 150 python3 -m benchmarks.profile_step --rows 22
     fi
     if want demo; then
     step "python -m portagrad demo (limit 60 s)"
