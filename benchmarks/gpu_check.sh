@@ -133,7 +133,7 @@ EOF
     fi
     if want profile; then
     step "one training step of each model under the profiler, ops by device time (limit 150 s)"
-    timeout -k 5 150 python3 -m benchmarks.profile_step --rows 22
+    timeout -k 5 150 python3 -m benchmarks.profile_step --rows 22 --kernels
     fi
     if want demo; then
     step "python -m portagrad demo (limit 60 s)"
