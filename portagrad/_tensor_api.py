@@ -1054,9 +1054,15 @@ class TensorOps:
     __ge__ = _binop(ge)
 
     def __matmul__(self, other: Tensor) -> Tensor:
+        if not isinstance(other, Tensor):
+            # as torch: Python then tries other.__rmatmul__ (a user's operator class), else
+            # raises its own "unsupported operand type(s) for @"
+            return NotImplemented  # type: ignore[return-value]
         return _ops.matmul.matmul(self, other)
 
     def __rmatmul__(self, other: Tensor) -> Tensor:
+        if not isinstance(other, Tensor):
+            return NotImplemented  # type: ignore[return-value]
         return _ops.matmul.matmul(other, self)
 
     def __neg__(self) -> Tensor:
