@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
 
 import numpy as np
-from numpy.polynomial import chebyshev
+
+from ..erf32 import END as _END32
+from ..erf32 import coefficients as _coefs32
 
 __all__ = ["erf"]
 
@@ -30,18 +31,6 @@ _CHUNK = 32768  # elements per pass: the temporaries of a chunk stay in the L2 c
 
 # float64 layout: intervals of width 1/_K64 on [0, _END64)
 _K64, _END64, _DEG64 = 8, 6.0, 14
-# float32 layout: small branch below 1, the large one on [1, _END32]
-_END32, _DEG32_SMALL, _DEG32_LARGE = 4.0, 6, 8
-
-
-def _fit(f: Callable[[float], float], lo: float, hi: float, deg: int) -> tuple[np.float32, ...]:
-    """float32 power-basis coefficients (constant first) of a degree-``deg`` Chebyshev
-    least-squares fit of ``f`` on ``[lo, hi]``, in the variable ``u = (v - mid) / half``."""
-    u = np.cos(np.pi * (np.arange(8 * deg) + 0.5) / (8 * deg))
-    v = (lo + hi) / 2 + (hi - lo) / 2 * u
-    c = chebyshev.chebfit(u, np.array([f(t) for t in v.tolist()]), deg)
-    p = chebyshev.cheb2poly(c)
-    return tuple(np.float32(x) for x in p) + (np.float32(0),) * (deg + 1 - len(p))
 
 
 @functools.cache
@@ -68,19 +57,6 @@ def _centres64() -> np.ndarray:
     c = (np.arange(int(_END64 * _K64)) + 0.5) / _K64
     c[0] = 0.0
     return c
-
-
-@functools.cache
-def _coefs32() -> tuple[tuple[np.float32, ...], tuple[np.float32, ...]]:
-    def small(z: float) -> float:  # erf(x)/x as a function of z = x^2 on [0, 1]
-        x = math.sqrt(z)
-        return math.erf(x) / x if x else 2 / math.sqrt(math.pi)
-
-    def large(t: float) -> float:  # a * erfcx(a) as a function of t = 1/a on [1/4, 1]
-        a = 1 / t
-        return a * math.erfc(a) * math.exp(a * a)
-
-    return _fit(small, 0.0, 1.0, _DEG32_SMALL), _fit(large, 1 / _END32, 1.0, _DEG32_LARGE)
 
 
 def _horner(coefs: tuple[np.float32, ...], u: np.ndarray, acc: np.ndarray) -> np.ndarray:
