@@ -61,8 +61,10 @@ def _centres64() -> np.ndarray:
 
 def _horner(coefs: tuple[np.float32, ...], u: np.ndarray, acc: np.ndarray) -> np.ndarray:
     """``sum_j coefs[j] * u**j`` into ``acc`` (same shape and dtype as ``u``)."""
-    acc.fill(coefs[-1])
-    for c in coefs[-2::-1]:
+    # the first step as u * c_n (the product of c_n filled in and u, without the fill pass)
+    np.multiply(u, coefs[-1], out=acc)
+    np.add(acc, coefs[-2], out=acc)
+    for c in coefs[-3::-1]:
         np.multiply(acc, u, out=acc)
         np.add(acc, c, out=acc)
     return acc
