@@ -9,12 +9,8 @@ at 3.
 
 ``gelu`` composed from elementwise ops would keep several intermediates for backward (and, for a
 16-bit input computed in float32, a float32 copy of it); PyTorch's kernel keeps the input alone,
-in its own dtype, and so does this node for 16-bit inputs: they are computed in float32 and
-rounded once, forward and backward. For float32 and float64 inputs the exact GELU also keeps
-``1 + erf(x / sqrt(2))`` from forward (one more tensor of the input's size): backward's slope needs
-that same value, and ``erf`` is most of the cost of both passes where it is not a compiled
-builtin (several numpy passes per element on the cpu, a polynomial on OpenCL devices). A backward
-that records (``create_graph``) computes it again from ``x``, so that it is differentiable.
+in its own dtype, and so does this node: 16-bit inputs are computed in float32 and rounded once,
+forward and backward.
 """
 from __future__ import annotations
 
@@ -26,7 +22,7 @@ import numpy as np
 from ... import _dtype
 from ..._tensor import Tensor
 from ...autograd.function import Function
-from ...autograd.grad_mode import _no_grad, is_grad_enabled
+from ...autograd.grad_mode import _no_grad
 from .._common import call
 from ..elementwise import erf, exp, gelu_erf, sigmoid, tanh
 from ..indexing import where
@@ -135,35 +131,20 @@ class _Smooth(Function):
         raise NotImplementedError
 
     @classmethod
-    def _value_kept(cls, x: Tensor, arg: Any) -> tuple[Tensor, Tensor | None]:
-        """The value, and a tensor that :meth:`_slope_kept` takes instead of recomputing it
-        (``None``: keep only ``x``)."""
-        return cls._value(x, arg), None
-
-    @staticmethod
-    def _slope_kept(x: Tensor, kept: Tensor, arg: Any) -> Tensor:
-        raise NotImplementedError
-
-    @classmethod
     def forward(cls, ctx: Any, x: Tensor, arg: Any) -> Tensor:
         ctx.arg = arg
+        ctx.save_for_backward(x)
         with _no_grad():
             if x.dtype in _HALF16:
-                ctx.save_for_backward(x)
                 return cls._value(x.to(_dtype.float32), arg).to(x.dtype)
-            y, kept = cls._value_kept(x, arg)
-        ctx.save_for_backward(x, kept)
-        return y
+            return cls._value(x, arg)
 
     @classmethod
     def backward(cls, ctx: Any, g: Tensor) -> Any:
-        x, *rest = ctx.saved_tensors
+        (x,) = ctx.saved_tensors
         if x.dtype in _HALF16:  # in float32, rounded once
             x32, g32 = x.to(_dtype.float32), g.to(_dtype.float32)
             return (g32 * cls._slope(x32, ctx.arg)).to(x.dtype), None
-        kept = rest[0] if rest else None
-        if kept is not None and not is_grad_enabled():
-            return g * cls._slope_kept(x, kept, ctx.arg), None
         return g * cls._slope(x, ctx.arg), None
 
 
@@ -177,19 +158,6 @@ class _Gelu(_Smooth):
     @staticmethod
     def _slope(x: Tensor, arg: Any) -> Tensor:
         return _gelu_slope(x, arg)
-
-    @classmethod
-    def _value_kept(cls, x: Tensor, arg: Any) -> tuple[Tensor, Tensor | None]:
-        if arg != "none":
-            return _gelu_value(x, arg), None
-        # gelu_erf's operations, its 1 + erf(x / sqrt(2)) kept for the slope
-        e1 = erf(x * _SQRT1_2) + 1.0
-        return x * 0.5 * e1, e1
-
-    @staticmethod
-    def _slope_kept(x: Tensor, kept: Tensor, arg: Any) -> Tensor:
-        # _gelu_slope's operations from the kept 1 + erf(x / sqrt(2)): the same values
-        return kept * 0.5 + x * (exp(x * x * -0.5) * _PDF)
 
 
 class _Silu(_Smooth):
