@@ -322,6 +322,14 @@ from ._toplevel import (cond, conj_physical, frobenius_norm, init_num_threads, i
                         unsafe_split_with_sizes)
 from ._toplevel import get_device_module
 from ._toplevel_nn import embedding_renorm_
+from ._ops.finite_diff import gradient
+from ._ops.shape import adjoint
+from ._toplevel_native import (affine_grid_generator, conv_tbc, grid_sampler, grid_sampler_2d,
+                               grid_sampler_3d, native_batch_norm, native_dropout,
+                               native_group_norm, native_layer_norm, norm_except_dim)
+from ._toplevel_sym import (has_lapack, has_openmp, has_spectral, sym_constrain_range,
+                            sym_constrain_range_for_size, sym_float, sym_fresh_size, sym_int,
+                            sym_ite, sym_max, sym_min, sym_not, sym_sqrt, sym_sum)
 from ._toplevel_random import binomial, poisson
 from ._vmap import vmap
 from .amp import GradScaler
@@ -367,6 +375,12 @@ __all__ += [
     "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
     "set_autocast_enabled", "autocast_increment_nesting", "autocast_decrement_nesting",
     "vmap", "get_device_module", "embedding_renorm_",
+    "gradient", "adjoint", "affine_grid_generator", "conv_tbc", "grid_sampler",
+    "grid_sampler_2d", "grid_sampler_3d", "native_batch_norm", "native_dropout",
+    "native_group_norm", "native_layer_norm", "norm_except_dim", "has_lapack", "has_openmp",
+    "has_spectral", "sym_constrain_range", "sym_constrain_range_for_size", "sym_float",
+    "sym_fresh_size", "sym_int", "sym_ite", "sym_max", "sym_min", "sym_not", "sym_sqrt",
+    "sym_sum",
 ]
 
 # the namespaces libraries touch at import: TorchScript's decorators (eager pass-throughs),

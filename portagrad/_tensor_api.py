@@ -1890,7 +1890,7 @@ class TensorOps:
         return _ops.shape.transpose(self, -2, -1)
 
     def adjoint(self) -> Tensor:
-        return _ops.shape.transpose(self, -2, -1)
+        return _ops.shape.adjoint(self)
 
     def to_sparse_csr(self, dense_dim: _int | None = None) -> Any:
         raise NotImplementedError("to_sparse_csr: layout=torch.sparse_csr is not supported; "

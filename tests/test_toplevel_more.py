@@ -1,0 +1,306 @@
+"""The smaller top-level names: ``sym_*`` shape arithmetic, the build flags, ``adjoint``,
+``gradient``, ATen's ``native_*`` norms and dropout, ``grid_sampler`` / ``affine_grid_generator`` /
+``conv_tbc``, ``norm_except_dim`` and ``testing.assert_allclose``. Values are checked against
+closed forms and numpy here (the op table rows check them on every device with gradcheck), and
+against PyTorch where it is installed."""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import portagrad as pg
+from portagrad.autograd import gradcheck
+
+F = pg.nn.functional
+
+
+def _np(t: pg.Tensor) -> np.ndarray:
+    return t.detach().numpy(force=True)
+
+
+# --- sym_*: the arithmetic PyTorch does on plain numbers
+def test_sym_arithmetic() -> None:
+    assert pg.sym_int(3.7) == 3 and pg.sym_int(-3.7) == -3 and type(pg.sym_int(2.0)) is int
+    assert pg.sym_float(3) == 3.0 and type(pg.sym_float(3)) is float
+    # a float on either side makes the result a float (unlike max/min)
+    assert pg.sym_max(2, 3) == 3 and type(pg.sym_max(2, 3)) is int
+    assert pg.sym_max(2, 3.0) == 3.0 and type(pg.sym_max(3, 2.0)) is float
+    assert pg.sym_min(2, 3.0) == 2.0 and type(pg.sym_min(2, 3.0)) is float
+    assert pg.sym_max(np.int64(4), 1) == 4
+    assert pg.sym_not(True) is False and pg.sym_not(0) is True
+    assert pg.sym_sqrt(4) == 2.0 and pg.sym_sqrt(2) == math.sqrt(2)
+    assert pg.sym_sum([1, 2, 3]) == 6 and pg.sym_sum(1, 2.5) == 3.5 and pg.sym_sum() == 0
+    assert pg.sym_ite(True, 1, 2) == 1 and pg.sym_ite(False, "a", "b") == "b"
+    assert pg.sym_fresh_size(5) == 5 and pg.sym_fresh_size(3.5) == 3.5
+
+
+def test_sym_errors() -> None:
+    with pytest.raises(AssertionError, match="expected .* got <class 'str'>"):
+        pg.sym_max("a", 1)
+    with pytest.raises(AssertionError, match="expected SymBool or bool"):
+        pg.sym_ite(1, 2, 3)
+    with pytest.raises(AssertionError, match="type mismatch"):
+        pg.sym_ite(True, 1, 2.0)
+    with pytest.raises(ValueError):
+        pg.sym_int("x")
+
+
+def test_sym_constrain_range() -> None:
+    assert pg.sym_constrain_range(3, min=0, max=5) is None
+    assert pg.sym_constrain_range(-(2 ** 62)) is None
+    with pytest.raises(RuntimeError, match=r"Invalid value range for 7 between \[0, 5\]\."):
+        pg.sym_constrain_range(7, min=0, max=5)
+    with pytest.raises(RuntimeError,
+                       match=r"Invalid value range for -5 between \[-9223372036854775808, -10\]"):
+        pg.sym_constrain_range(-5, max=-10)
+    with pytest.raises(TypeError, match="argument 'min' must be int, not float"):
+        pg.sym_constrain_range(1, min=1.5)
+    with pytest.raises(TypeError, match=r"argument 'size' \(position 1\) must be Number, not str"):
+        pg.sym_constrain_range("a")
+    with pytest.raises(TypeError):
+        pg.sym_constrain_range(3, 1)  # the bounds are keyword-only
+    # sizes: at least 0 by default, max above 2
+    assert pg.sym_constrain_range_for_size(0) is None
+    with pytest.raises(RuntimeError, match=r"Invalid value range for -1 between \[0, 9223372036854775807\]"):
+        pg.sym_constrain_range_for_size(-1)
+    with pytest.raises(RuntimeError, match="must be greater than 2. got: -10"):
+        pg.sym_constrain_range_for_size(-5, max=-10)
+
+
+def test_build_flags() -> None:
+    assert pg.has_lapack is True and pg.has_spectral is True and pg.has_openmp is True
+
+
+# --- adjoint
+def test_adjoint_is_a_transposed_view(device: str) -> None:
+    x = pg.arange(24.0, device=device).reshape(2, 3, 4)
+    a = pg.adjoint(x)
+    assert a.shape == (2, 4, 3) and a._storage is x._storage
+    np.testing.assert_array_equal(_np(a), np.swapaxes(np.arange(24.0).reshape(2, 3, 4), 1, 2))
+    np.testing.assert_array_equal(_np(x.adjoint()), _np(a))
+
+
+def test_adjoint_of_a_scalar_warns_and_of_a_vector_raises(device: str) -> None:
+    s = pg.tensor(2.0, device=device)
+    with pytest.warns(UserWarning, match="adjoint\\(\\) is deprecated on 0-D tensors"):
+        a = s.adjoint()
+    assert a.shape == () and a.item() == 2.0 and a._storage is s._storage
+    with pytest.raises(RuntimeError, match="Got 1-D tensor"):
+        pg.arange(3.0, device=device).adjoint()
+
+
+# --- gradient
+def test_gradient_closed_forms(device: str) -> None:
+    # a quadratic: second-order differences are exact everywhere with edge_order=2
+    xs = np.array([0.0, 0.5, 1.5, 2.0, 3.5, 4.0])
+    f = pg.tensor(xs ** 2, dtype=pg.float64, device=device)
+    (g,) = pg.gradient(f, spacing=(pg.tensor(xs, device=device),), edge_order=2)
+    np.testing.assert_allclose(_np(g), 2 * xs, rtol=1e-12)
+    # uniform spacing 0.5 on a cubic: centred differences have error h^2 f'''/6 = 0.25 inside
+    t = np.arange(6) * 0.5
+    (g,) = pg.gradient(pg.tensor(t ** 3, dtype=pg.float64, device=device), spacing=0.5)
+    np.testing.assert_allclose(_np(g)[1:-1], 3 * t[1:-1] ** 2 + 0.25, rtol=1e-12)
+    # integers differentiate in the default dtype; a 0-d input has no dimension to differentiate
+    (g,) = pg.gradient(pg.tensor([1, 2, 4, 8], device=device), dim=0)
+    assert g.dtype is pg.float32
+    np.testing.assert_array_equal(_np(g), [1.0, 1.5, 3.0, 4.0])
+    assert pg.gradient(pg.tensor(1.0, device=device)) == ()
+    (g,) = pg.gradient(pg.tensor([1.0, 3.0], device=device), spacing=pg.tensor(2.0))
+    np.testing.assert_array_equal(_np(g), [1.0, 1.0])
+
+
+def test_gradient_spacing_errors(device: str) -> None:
+    x = pg.zeros(3, 4, device=device)
+    with pytest.raises(RuntimeError, match="coordinates of dimension 1 to have 4 elements"):
+        pg.gradient(x, spacing=[pg.arange(3.0, device=device)], dim=1)
+    with pytest.raises(RuntimeError, match="got an element with 2 dimensions"):
+        pg.gradient(x, spacing=[pg.zeros(1, 4, device=device)], dim=1)
+    with pytest.raises(TypeError, match="not a 1-d tensor"):
+        pg.gradient(x, spacing=pg.zeros(2, device=device))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        pg.gradient(x, dim=2)
+
+
+# --- native norms and dropout
+def test_native_layer_norm_statistics(device: str) -> None:
+    a = np.random.default_rng(0).normal(size=(2, 3, 4))
+    x = pg.tensor(a, device=device, requires_grad=True)
+    out, mean, rstd = pg.native_layer_norm(x, [3, 4], None, None, 1e-5)
+    assert mean.shape == rstd.shape == (2, 1, 1)
+    np.testing.assert_allclose(_np(mean), a.mean((1, 2), keepdims=True), rtol=1e-12)
+    np.testing.assert_allclose(_np(rstd), 1 / np.sqrt(a.var((1, 2), keepdims=True) + 1e-5),
+                               rtol=1e-12)
+    # the statistics are not differentiable, the output is: (x - mean) * rstd
+    assert out.requires_grad and not mean.requires_grad and not rstd.requires_grad
+    np.testing.assert_allclose(_np(out), (a - _np(mean)) * _np(rstd), rtol=1e-10, atol=1e-12)
+
+
+def test_native_group_norm_gradcheck(device: str) -> None:
+    x = pg.randn(2, 4, 3, dtype=pg.float64, device=device, requires_grad=True)
+    w = pg.randn(4, dtype=pg.float64, device=device, requires_grad=True)
+    assert gradcheck(lambda x, w: pg.native_group_norm(x, w, None, 2, 4, 3, 2, 1e-5)[0], (x, w))
+    with pytest.raises(RuntimeError, match="expected an input of N=2, C=4 and HxW=4"):
+        pg.native_group_norm(x, None, None, 2, 4, 4, 2, 1e-5)
+
+
+def test_native_batch_norm_training_and_eval(device: str) -> None:
+    a = np.random.default_rng(1).normal(size=(4, 3, 5))
+    x = pg.tensor(a, device=device)
+    rm, rv = pg.zeros(3, dtype=pg.float64, device=device), pg.ones(3, dtype=pg.float64,
+                                                                   device=device)
+    out, mean, invstd = pg.native_batch_norm(x, None, None, rm, rv, True, 0.1, 1e-5)
+    np.testing.assert_allclose(_np(mean), a.mean((0, 2)), rtol=1e-12)
+    np.testing.assert_allclose(_np(invstd), 1 / np.sqrt(a.var((0, 2)) + 1e-5), rtol=1e-12)
+    # running statistics updated as batch_norm does (unbiased variance)
+    np.testing.assert_allclose(_np(rm), 0.1 * a.mean((0, 2)), rtol=1e-12)
+    np.testing.assert_allclose(_np(rv), 0.9 + 0.1 * a.var((0, 2), ddof=1), rtol=1e-12)
+    out, mean, invstd = pg.native_batch_norm(x, None, None, rm, rv, False, 0.1, 1e-5)
+    assert mean.shape == invstd.shape == (0,)
+    expect = (a - _np(rm)[:, None]) / np.sqrt(_np(rv)[:, None] + 1e-5)
+    np.testing.assert_allclose(_np(out), expect, rtol=1e-10)
+    with pytest.raises(RuntimeError, match="running_mean and running_var must be defined"):
+        pg.native_batch_norm(x, None, None, None, None, False, 0.1, 1e-5)
+
+
+def test_native_dropout(device: str) -> None:
+    x = pg.ones(2000, dtype=pg.float64, device=device, requires_grad=True)
+    out, mask = pg.native_dropout(x, 0.25, True)
+    assert mask.dtype is pg.bool and mask.shape == x.shape
+    m = _np(mask)
+    np.testing.assert_array_equal(_np(out), np.where(m, 1 / 0.75, 0.0))
+    assert 0.7 < m.mean() < 0.8  # 1500 kept in expectation, sd ~19
+    out.sum().backward()
+    np.testing.assert_array_equal(_np(x.grad), np.where(m, 1 / 0.75, 0.0))
+    out, mask = pg.native_dropout(x, 0.25, False)
+    assert bool(mask.all()) and pg.equal(out, x)
+    out, mask = pg.native_dropout(x, 1.0, None)  # None trains
+    assert not bool(mask.any()) and not bool(out.any())
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        pg.native_dropout(x, 1.5, True)
+
+
+# --- grid sampling and the TBC convolution
+def test_grid_sampler_integer_modes(device: str) -> None:
+    rng = np.random.default_rng(2)
+    x = pg.tensor(rng.normal(size=(1, 2, 4, 5)), device=device)
+    g = pg.tensor(rng.uniform(-1.2, 1.2, size=(1, 3, 3, 2)), device=device)
+    for mi, mode in enumerate(("bilinear", "nearest")):
+        for pi, pad in enumerate(("zeros", "border", "reflection")):
+            for ac in (False, True):
+                np.testing.assert_array_equal(
+                    _np(pg.grid_sampler_2d(x, g, mi, pi, ac)),
+                    _np(F.grid_sample(x, g, mode, pad, ac)))
+    x3 = pg.tensor(rng.normal(size=(1, 1, 2, 3, 3)), device=device)
+    g3 = pg.tensor(rng.uniform(-1, 1, size=(1, 2, 2, 2, 3)), device=device)
+    np.testing.assert_array_equal(_np(pg.grid_sampler_3d(x3, g3, 0, 1, False)),
+                                  _np(F.grid_sample(x3, g3, "bilinear", "border", False)))
+    with pytest.raises(NotImplementedError, match="mode='bicubic' is not implemented"):
+        pg.grid_sampler(x, g, 2, 0, False)  # as nn.functional.grid_sample
+    with pytest.raises(RuntimeError, match="invalid padding_mode 5"):
+        pg.grid_sampler(x, g, 0, 5, False)
+    with pytest.raises(TypeError, match="'align_corners' \\(position 5\\) must be bool"):
+        pg.grid_sampler(x, g, 0, 0, None)  # type: ignore[arg-type]
+
+
+def test_conv_tbc_is_a_sequence_convolution(device: str) -> None:
+    # a kernel of ones over a ramp with no bias: each output sums `kernel` consecutive inputs
+    t = pg.arange(6.0, device=device).reshape(6, 1, 1)
+    out = pg.conv_tbc(t, pg.ones(3, 1, 1, device=device), pg.zeros(1, device=device))
+    np.testing.assert_array_equal(_np(out).ravel(), [3.0, 6.0, 9.0, 12.0])
+    out = pg.conv_tbc(t, pg.ones(3, 1, 1, device=device), pg.zeros(1, device=device), 1)
+    np.testing.assert_array_equal(_np(out).ravel(), [1.0, 3.0, 6.0, 9.0, 12.0, 9.0])
+    with pytest.raises(RuntimeError, match="Input must have 3 dims"):
+        pg.conv_tbc(t[0], pg.ones(3, 1, 1, device=device), pg.zeros(1, device=device))
+
+
+def test_norm_except_dim_is_weight_norms_divisor(device: str) -> None:
+    a = np.random.default_rng(4).normal(size=(4, 3, 2))
+    v = pg.tensor(a, device=device)
+    # weight_norm's g * v / norm_except_dim(v, 2, dim): one norm per slice along dim
+    np.testing.assert_allclose(_np(pg.norm_except_dim(v, 2, 0)),
+                               np.sqrt((a ** 2).sum((1, 2), keepdims=True)), rtol=1e-12)
+    np.testing.assert_allclose(_np(pg.norm_except_dim(v, 1, 2)),
+                               np.abs(a).sum((0, 1), keepdims=True), rtol=1e-12)
+    assert pg.norm_except_dim(v, 2, -1).shape == ()
+    np.testing.assert_allclose(pg.norm_except_dim(v, 2, -1).item(), np.sqrt((a ** 2).sum()))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        pg.norm_except_dim(v, 2, 3)
+
+
+# --- testing.assert_allclose
+def test_assert_allclose_is_deprecated_and_looser() -> None:
+    with pytest.warns(FutureWarning, match="assert_allclose\\(\\)` is deprecated since 1.12"):
+        # float32 defaults are rtol 1e-4 (assert_close's: 1.3e-6); other dtypes are not compared
+        pg.testing.assert_allclose(pg.tensor([1.0, 2.0]), [1.00005, 2.0001])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        pg.testing.assert_allclose(pg.tensor([1.0, float("nan")]), [1.0, float("nan")])
+        pg.testing.assert_allclose(pg.tensor([1, 2]), pg.tensor([1.0, 2.0]))
+        with pytest.raises(AssertionError, match="Tensor-likes are not close"):
+            pg.testing.assert_allclose(pg.tensor([1.0, 2.0]), [1.001, 2.0])
+        with pytest.raises(AssertionError, match="custom"):
+            pg.testing.assert_allclose(pg.tensor([1.0]), [2.0], msg="custom")
+
+
+# --- PyTorch parity
+def _torch_and_pg(fn_name: str, *arrays: np.ndarray, **kw: Any) -> tuple[Any, Any]:
+    torch = pytest.importorskip("torch")
+    t_args = [torch.tensor(a) for a in arrays]
+    p_args = [pg.tensor(a) for a in arrays]
+    return getattr(torch, fn_name)(*t_args, **kw), getattr(pg, fn_name)(*p_args, **kw)
+
+
+def _same(t_out: Any, p_out: Any, rtol: float = 1e-6) -> None:
+    if isinstance(t_out, (tuple, list)):
+        assert len(t_out) == len(p_out)
+        for a, b in zip(t_out, p_out):
+            _same(a, b, rtol)
+        return
+    assert tuple(t_out.shape) == tuple(p_out.shape)
+    assert str(t_out.dtype).split(".")[-1] == str(p_out.dtype).split(".")[-1]
+    np.testing.assert_allclose(_np(p_out), t_out.detach().numpy(), rtol=rtol, atol=1e-6)
+
+
+def test_torch_parity() -> None:
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(3, 5)).astype(np.float32)
+    for kw in ({}, {"spacing": 2.0, "dim": 1}, {"spacing": [0.5, 2.0], "edge_order": 2},
+               {"dim": [1, 0]}):
+        _same(*_torch_and_pg("gradient", a, **kw))
+    coords = np.array([0.0, 0.5, 2.0, 2.5, 4.0])
+    _same(torch.gradient(torch.tensor(a), spacing=(torch.tensor(coords),), dim=1, edge_order=2),
+          pg.gradient(pg.tensor(a), spacing=(pg.tensor(coords),), dim=1, edge_order=2))
+    _same(*_torch_and_pg("adjoint", a))
+    _same(torch.native_layer_norm(torch.tensor(a), [5], None, None, 1e-5),
+          pg.native_layer_norm(pg.tensor(a), [5], None, None, 1e-5), rtol=1e-5)
+    b = rng.normal(size=(2, 4, 3)).astype(np.float32)
+    _same(torch.native_group_norm(torch.tensor(b), None, None, 2, 4, 3, 2, 1e-5),
+          pg.native_group_norm(pg.tensor(b), None, None, 2, 4, 3, 2, 1e-5), rtol=1e-5)
+    _same(torch.native_batch_norm(torch.tensor(b), None, None, None, None, True, 0.1, 1e-5),
+          pg.native_batch_norm(pg.tensor(b), None, None, None, None, True, 0.1, 1e-5),
+          rtol=1e-5)
+    for dim in (0, 1, -1, -2):
+        _same(torch.norm_except_dim(torch.tensor(b), 2, dim),
+              pg.norm_except_dim(pg.tensor(b), 2, dim), rtol=1e-5)
+    w, bias = rng.normal(size=(3, 3, 2)).astype(np.float32), rng.normal(size=2).astype(np.float32)
+    _same(torch.conv_tbc(torch.tensor(b.transpose(1, 0, 2).copy()), torch.tensor(w),
+                         torch.tensor(bias), 1),
+          pg.conv_tbc(pg.tensor(b.transpose(1, 0, 2).copy()), pg.tensor(w), pg.tensor(bias), 1),
+          rtol=1e-5)
+    theta = rng.normal(size=(1, 2, 3)).astype(np.float32)
+    tg = torch.affine_grid_generator(torch.tensor(theta), [1, 1, 3, 4], False)
+    pgg = pg.affine_grid_generator(pg.tensor(theta), [1, 1, 3, 4], False)
+    _same(tg, pgg, rtol=1e-5)
+    img = rng.normal(size=(1, 1, 3, 4)).astype(np.float32)
+    _same(torch.grid_sampler(torch.tensor(img), tg, 0, 1, False),
+          pg.grid_sampler(pg.tensor(img), pgg, 0, 1, False), rtol=1e-5)
+    for name, args in (("sym_max", (2, 3.0)), ("sym_min", (4, 1)), ("sym_int", (-2.5,)),
+                       ("sym_sum", ([1, 2.0],)), ("sym_sqrt", (9,))):
+        got, want = getattr(pg, name)(*args), getattr(torch, name)(*args)
+        assert got == want and type(got) is type(want), name
+    assert (pg.has_lapack, pg.has_spectral) == (torch.has_lapack, torch.has_spectral)
