@@ -276,8 +276,12 @@ from ._dtype import (cdouble, cfloat, complex64, complex128, float8_e4m3fn, floa
 __all__ += ["bfloat16", "can_cast", "finfo", "iinfo", "int8", "int16", "short", "uint8"]
 from .jit import ScriptModule
 from .storage import TypedStorage, UntypedStorage
+from .storage import (BFloat16Storage, BoolStorage, ByteStorage, CharStorage, DoubleStorage,
+                      FloatStorage, HalfStorage, IntStorage, LongStorage, ShortStorage)
 from ._file_reader import PyTorchFileReader
 __all__ += ["TypedStorage", "UntypedStorage", "PyTorchFileReader", "ScriptModule"]
+__all__ += ["BFloat16Storage", "BoolStorage", "ByteStorage", "CharStorage", "DoubleStorage",
+            "FloatStorage", "HalfStorage", "IntStorage", "LongStorage", "ShortStorage"]
 # named (finfo, is_complex) but without tensors yet: creating one raises DTypeError
 __all__ += ["cdouble", "cfloat", "complex64", "complex128", "float8_e4m3fn", "float8_e4m3fnuz",
             "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "uint16", "uint32", "uint64"]

@@ -7,6 +7,7 @@ entry points and ``repr``.
 from __future__ import annotations
 
 import builtins
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, SupportsIndex, TypeVar
@@ -15,7 +16,7 @@ import numpy as np
 
 from . import _dlpack, _dtype
 from ._format import format_tensor
-from .storage import UntypedStorage, buffer_address
+from .storage import LEGACY_STORAGE_CLASSES, TypedStorage, UntypedStorage, buffer_address
 from ._storage import Size, Storage
 from ._tensor_api import TensorOps
 from .autograd import grad_mode
@@ -207,6 +208,25 @@ class Tensor(TensorOps):
         return buffer_address(self._storage.buffer, self._storage.nbytes) + \
             self._v.offset * self._v.dtype.itemsize
 
+    def const_data_ptr(self) -> int:
+        """:meth:`data_ptr` (PyTorch's read-only form of it; the number is the same)."""
+        return self.data_ptr()
+
+    def record_stream(self, stream: Any) -> None:
+        """Raises ``NotImplementedError``, as PyTorch does for CPU tensors: portagrad's devices
+        have no side streams (each runs its work in order on one queue, so memory is never
+        reused while queued work still reads it) and no stream objects to pass here."""
+        raise NotImplementedError(f"record_stream: {self.device} tensors have no streams to "
+                                  f"record (portagrad devices run in order on one queue)")
+
+    def module_load(self, other: Tensor, assign: bool = False) -> Tensor:
+        """How ``Module.load_state_dict`` turns the state dict's ``other`` into this parameter's
+        new value when swapping tensors: ``other.detach()`` if ``assign``, else
+        ``self.copy_(other).detach()``; a subclass may override it."""
+        if assign:
+            return other.detach()
+        return self.copy_(other).detach()
+
     @property
     def dtype(self) -> _dtype.dtype:
         return self._v.dtype
@@ -287,6 +307,23 @@ class Tensor(TensorOps):
     def untyped_storage(self) -> Any:
         """The memory this tensor is a view of (shared by all its views)."""
         return UntypedStorage._wrap(self._storage)
+
+    def storage(self) -> Any:
+        """The memory this tensor is a view of, as elements of its dtype (a
+        :class:`~portagrad.TypedStorage`); deprecated in PyTorch, which warns as here."""
+        warnings.warn("TypedStorage is deprecated. It will be removed in the future and "
+                      "UntypedStorage will be the only storage class. This should only matter to "
+                      "you if you are using storages directly.  To access UntypedStorage "
+                      "directly, use tensor.untyped_storage() instead of tensor.storage()",
+                      UserWarning, stacklevel=2)
+        return TypedStorage._wrap(self._storage, self.dtype)
+
+    def storage_type(self) -> Any:
+        """The legacy storage class of this tensor's dtype (``portagrad.FloatStorage`` for
+        float32)."""
+        if self.dtype.name not in LEGACY_STORAGE_CLASSES:
+            raise TypeError(f"storage_type(): no storage class for {self.dtype}")
+        return LEGACY_STORAGE_CLASSES[self.dtype.name]
 
     @property
     def _version(self) -> int:

@@ -304,3 +304,49 @@ def test_torch_parity() -> None:
         got, want = getattr(pg, name)(*args), getattr(torch, name)(*args)
         assert got == want and type(got) is type(want), name
     assert (pg.has_lapack, pg.has_spectral) == (torch.has_lapack, torch.has_spectral)
+
+
+# --- storages, pointers, streams, module_load
+@pytest.mark.parametrize("dt, legacy", [("float32", "FloatStorage"), ("float64", "DoubleStorage"),
+                                        ("int64", "LongStorage"), ("bool", "BoolStorage"),
+                                        ("uint8", "ByteStorage")])
+def test_typed_storage(device: str, dt: str, legacy: str) -> None:
+    x = pg.zeros(6, dtype=getattr(pg, dt), device=device)
+    with pytest.warns(UserWarning, match="TypedStorage is deprecated"):
+        s = x[2:].storage()  # the whole memory, whichever view asks
+    itemsize = getattr(pg, dt).itemsize
+    assert isinstance(s, pg.TypedStorage) and not isinstance(s, pg.UntypedStorage)
+    assert len(s) == s.size() == 6 and s.element_size() == itemsize
+    assert s.nbytes() == 6 * itemsize and s.dtype is getattr(pg, dt)
+    assert s.device == x.device and s.data_ptr() == x.data_ptr()
+    assert s.untyped() == x.untyped_storage()
+    assert x.storage_type() is getattr(pg, legacy)
+    assert isinstance(s, getattr(pg, legacy)) and not isinstance(s, pg.ShortStorage)
+    assert s.pickle_storage_type() == legacy
+    with pytest.raises(NotImplementedError):
+        pg.FloatStorage(3)
+
+
+def test_const_data_ptr_record_stream_module_load(device: str) -> None:
+    x = pg.arange(6.0, device=device)
+    assert x[2:].const_data_ptr() == x[2:].data_ptr() == x.data_ptr() + 2 * 4
+    with pytest.raises(NotImplementedError, match="no streams"):
+        x.record_stream(None)
+    dst, src = pg.zeros(3, device=device), pg.ones(3, device=device, requires_grad=True)
+    new = dst.module_load(src)  # copies into dst, returns a detached alias of it
+    assert new is not dst and new._storage is dst._storage and not new.requires_grad
+    np.testing.assert_array_equal(_np(dst), [1.0, 1.0, 1.0])
+    new = dst.module_load(src, assign=True)  # the state dict's tensor itself, detached
+    assert new._storage is src._storage and not new.requires_grad
+
+
+def test_storage_parity_with_torch() -> None:
+    torch = pytest.importorskip("torch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        for dt in ("float32", "int16", "bool", "uint8"):
+            t = torch.zeros(5, dtype=getattr(torch, dt))
+            p = pg.zeros(5, dtype=getattr(pg, dt))
+            assert p.storage_type().__name__ == t.storage_type().__name__
+            assert (len(p.storage()), p.storage().nbytes()) == (len(t.storage()),
+                                                                t.storage().nbytes())
