@@ -2978,6 +2978,90 @@ def _toplevel_rows() -> list[OpInfo]:
 OP_TABLE += _toplevel_rows()
 
 
+# whole recurrent stacks (torch.lstm / gru / rnn_tanh / rnn_relu): the cells above, looped
+def _np_rnn_stack(mode: str, x: np.ndarray, h0: np.ndarray, c0: Any, params: list,
+                  has_biases: bool, layers: int, bidirectional: bool, batch_first: bool) -> tuple:
+    if batch_first:
+        x = np.swapaxes(x, 0, 1)
+    D, per = (2 if bidirectional else 1), (4 if has_biases else 2)
+    hn, cn, inp = [], [], x
+    for layer in range(layers):
+        outs = []
+        for d in range(D):
+            k = layer * D + d
+            w = list(params[k * per:(k + 1) * per])
+            if not has_biases:
+                w += [np.zeros(w[0].shape[0], x.dtype)] * 2
+            h, c = h0[k], (c0[k] if c0 is not None else None)
+            seq = [None] * len(inp)
+            for t in (range(len(inp) - 1, -1, -1) if d else range(len(inp))):
+                if mode == "lstm":
+                    h, c = _np_lstm_cell(inp[t], (h, c), *w)
+                elif mode == "gru":
+                    h = _np_gru_cell(inp[t], h, *w)
+                else:
+                    pre = inp[t] @ w[0].T + w[2] + h @ w[1].T + w[3]
+                    h = np.tanh(pre) if mode == "rnn_tanh" else np.maximum(pre, 0)
+                seq[t] = h
+            outs.append(np.stack(seq))
+            hn.append(h)
+            cn.append(c)
+        inp = np.concatenate(outs, -1)
+    out = np.swapaxes(inp, 0, 1) if batch_first else inp
+    return (out, np.stack(hn)) + ((np.stack(cn),) if mode == "lstm" else ())
+
+
+def _rnn_stack_rows() -> list[OpInfo]:
+    def params(gates: int, feat: int, hid: int, layers: int, D: int, bias: bool) -> list:
+        out = []
+        for layer in range(layers):
+            for _ in range(D):
+                fin = feat if layer == 0 else hid * D
+                out += [X((gates * hid, fin)), X((gates * hid, hid))]
+                out += [X((gates * hid,)), X((gates * hid,))] if bias else []
+        return out
+
+    rows = []
+    for name, gates in (("lstm", 4), ("gru", 3), ("rnn_tanh", 1), ("rnn_relu", 1)):
+        fn = getattr(pg, name)
+        lstm = name == "lstm"
+
+        def op(x: Any, h: Any, *rest: Any, fn: Any = fn, lstm: bool = lstm, **kw: Any) -> Any:
+            hx, ps = ((h, rest[0]), rest[1:]) if lstm else (h, rest)
+            return fn(x, hx, list(ps), kw["bias"], kw["layers"], 0.0, False, kw["bidir"],
+                      kw["batch_first"])
+
+        def ref(x: Any, h: Any, *rest: Any, name: str = name, lstm: bool = lstm,
+                **kw: Any) -> Any:
+            c, ps = (rest[0], rest[1:]) if lstm else (None, rest)
+            return _np_rnn_stack(name, x, h, c, list(ps), kw["bias"], kw["layers"], kw["bidir"],
+                                 kw["batch_first"])
+
+        def sample(T: int, N: int, F_: int, H: int, layers: int, bidir: bool, bias: bool,
+                   batch_first: bool, gates: int = gates, lstm: bool = lstm) -> Callable:
+            D = 2 if bidir else 1
+            states = [X((layers * D, N, H))] * (2 if lstm else 1)
+            x = X((N, T, F_) if batch_first else (T, N, F_))
+            return S(x, *states, *params(gates, F_, H, layers, D, bias), bias=bias, layers=layers,
+                     bidir=bidir, batch_first=batch_first)
+
+        rows.append(OpInfo(
+            name, op, ref,
+            fixed(sample(4, 2, 3, 2, 1, False, True, False), sample(3, 2, 2, 2, 2, True, True, True),
+                  sample(3, 1, 2, 3, 1, True, False, False)),
+            FLOATS, "same", grad=True, rtol=1e-4,
+            grad_samples=fixed(sample(2, 1, 2, 1, 1, False, True, False),
+                               sample(2, 1, 1, 1, 2, True, False, True)),
+            errors=[E(lambda d, fn=fn, lstm=lstm: fn(
+                T((3, 1, 2), d), [T((1, 1, 2), d)] * (2 if lstm else 1) if lstm else
+                T((1, 1, 2), d), [T((2, 2), d)], True, 1, 0.0, False, False, False),
+                RuntimeError, "incorrect number of RNN parameters")]))
+    return rows
+
+
+OP_TABLE += _rnn_stack_rows()
+
+
 # ----------------------------------------------------------------------------- normalisation
 # softmax, layer/batch norm and cross-entropy: backend primitives where a backend has them
 # (forward and backward), composed from the required primitives where not

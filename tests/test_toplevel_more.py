@@ -350,3 +350,53 @@ def test_storage_parity_with_torch() -> None:
             assert p.storage_type().__name__ == t.storage_type().__name__
             assert (len(p.storage()), p.storage().nbytes()) == (len(t.storage()),
                                                                 t.storage().nbytes())
+
+
+# --- whole recurrent stacks
+@pytest.mark.parametrize("name, cls", [("lstm", "LSTM"), ("gru", "GRU"), ("rnn_tanh", "RNN"),
+                                       ("rnn_relu", "RNN")])
+def test_recurrent_stack_is_what_the_module_runs(device: str, name: str, cls: str) -> None:
+    kw = {"nonlinearity": "relu"} if name == "rnn_relu" else {}
+    m = getattr(pg.nn, cls)(3, 4, 2, bidirectional=True, batch_first=True, device=device, **kw)
+    x = pg.randn(2, 5, 3, device=device)
+    h = pg.randn(4, 2, 4, device=device)
+    hx = (h, pg.randn(4, 2, 4, device=device)) if name == "lstm" else h
+    weights = [getattr(m, n) for n in m._flat_weights_names]
+    got = getattr(pg, name)(x, list(hx) if name == "lstm" else hx, weights, True, 2, 0.0, False,
+                            True, True)
+    want = m(x, hx)
+    want_flat = (want[0],) + (tuple(want[1]) if name == "lstm" else (want[1],))
+    assert len(got) == len(want_flat)
+    for g, w in zip(got, want_flat):
+        np.testing.assert_array_equal(_np(g), _np(w))
+
+
+def test_recurrent_stack_errors(device: str) -> None:
+    x, h = pg.zeros(3, 1, 2, device=device), pg.zeros(1, 1, 2, device=device)
+    ps = [pg.zeros(2, 2, device=device), pg.zeros(2, 2, device=device)]
+    with pytest.raises(RuntimeError, match="lstm expects two hidden states"):
+        pg.lstm(x, [h], [pg.zeros(8, 2, device=device)] * 2, False, 1, 0.0, False, False, False)
+    with pytest.raises(RuntimeError, match="Expected more hidden states"):
+        pg.rnn_tanh(x, h, ps * 2, False, 2, 0.0, False, False, False)
+    with pytest.raises(RuntimeError, match="expected a 3-D input"):
+        pg.gru(x[0], h, ps, False, 1, 0.0, False, False, False)
+    with pytest.raises(NotImplementedError, match="packed-sequence form"):
+        pg.rnn_tanh(x, pg.tensor([1, 1, 1]), h, ps, False, 1, 0.0, False,  # type: ignore
+                    False)
+
+
+def test_recurrent_stacks_match_torch() -> None:
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    for name, gates in (("lstm", 4), ("gru", 3), ("rnn_tanh", 1), ("rnn_relu", 1)):
+        x = rng.normal(size=(4, 2, 3)).astype(np.float32)
+        h = rng.normal(size=(2, 2, 5)).astype(np.float32)
+        ps = [rng.normal(size=s).astype(np.float32) * 0.5 for s in
+              ((gates * 5, 3), (gates * 5, 5), (gates * 5,), (gates * 5,))]
+        args = (True, 1, 0.0, False, True, False)  # one bidirectional layer: two weight sets
+        t_hx: Any = [torch.tensor(h), torch.tensor(h)] if name == "lstm" else torch.tensor(h)
+        p_hx: Any = [pg.tensor(h), pg.tensor(h)] if name == "lstm" else pg.tensor(h)
+        want = getattr(torch, name)(torch.tensor(x), t_hx, [torch.tensor(p) for p in ps * 2],
+                                    *args)
+        got = getattr(pg, name)(pg.tensor(x), p_hx, [pg.tensor(p) for p in ps * 2], *args)
+        _same(want, got, rtol=1e-5)
