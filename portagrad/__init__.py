@@ -345,6 +345,8 @@ from .amp.autocast_mode import (clear_autocast_cache, get_autocast_cpu_dtype, ge
                                 set_autocast_enabled)
 from .amp import autocast
 from .amp.autocast_mode import autocast_decrement_nesting, autocast_increment_nesting
+from .amp.autocast_mode import (set_autocast_cpu_dtype, set_autocast_cpu_enabled,
+                                set_autocast_gpu_dtype)
 from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 
 globals().update(_toplevel.inplace_functions())
@@ -385,7 +387,8 @@ __all__ += [
     "native_group_norm", "native_layer_norm", "norm_except_dim", "has_lapack", "has_openmp",
     "has_spectral", "sym_constrain_range", "sym_constrain_range_for_size", "sym_float",
     "sym_fresh_size", "sym_int", "sym_ite", "sym_max", "sym_min", "sym_not", "sym_sqrt",
-    "sym_sum", "gru", "lstm", "rnn_relu", "rnn_tanh",
+    "sym_sum", "gru", "lstm", "rnn_relu", "rnn_tanh", "set_autocast_cpu_dtype",
+    "set_autocast_cpu_enabled", "set_autocast_gpu_dtype",
 ]
 
 # the namespaces libraries touch at import: TorchScript's decorators (eager pass-throughs),
