@@ -156,22 +156,5 @@ def affine_grid_generator(theta: Tensor, size: Sequence[int], align_corners: boo
     return F.affine_grid(theta, list(size), align_corners=align_corners)
 
 
-def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
-    """1-d convolution of a ``(time, batch, in_channels)`` sequence with a
-    ``(kernel, in_channels, out_channels)`` weight, padded by ``pad`` steps on both sides:
-    ``(time + 2 pad - kernel + 1, batch, out_channels)``."""
-    if input.dim() != 3:
-        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
-    if weight.dim() != 3:
-        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, "
-                           "out_channels.")
-    if bias.dim() != 1:
-        raise RuntimeError("Bias must be 1-D")
-    if input.shape[2] != weight.shape[1]:
-        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
-    if weight.shape[2] != bias.shape[0]:
-        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
-    # as conv1d over (batch, channels, time) with the weight as (out, in, kernel)
-    out = F.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
-    return out.permute(2, 0, 1)
-
+# the same function as nn.functional's (time, batch, channels) convolution
+conv_tbc = F.conv_tbc

@@ -400,3 +400,28 @@ def test_recurrent_stacks_match_torch() -> None:
                                     *args)
         got = getattr(pg, name)(pg.tensor(x), p_hx, [pg.tensor(p) for p in ps * 2], *args)
         _same(want, got, rtol=1e-5)
+
+
+# --- nn.functional's helpers
+def test_boolean_dispatch_and_assert_int_or_pair() -> None:
+    def with_idx(x: int, flag: bool = False) -> tuple:
+        """Doubles x."""
+        return ("with", 2 * x)
+
+    def without(x: int, flag: bool = False) -> tuple:
+        return ("without", 2 * x)
+
+    fn = F.boolean_dispatch("flag", 1, False, with_idx, without, "mymod", "double")
+    assert fn(3) == ("without", 6) and fn(3, True) == ("with", 6) and fn(3, flag=True)[0] == "with"
+    assert fn.__name__ == "double" and fn.__module__ == "mymod"
+    assert fn.__doc__ == without.__doc__ == "Doubles x."  # the one docstring, shared
+    assert pg.nn._dispatch.boolean_dispatched[fn]["if_true"] is with_idx
+    with pytest.raises(RuntimeError, match="only one function can have a docstring"):
+        F.boolean_dispatch("flag", 1, False, with_idx, without, None, None)
+    F.assert_int_or_pair(3, "kernel_size", "{} must be int or pair")
+    F.assert_int_or_pair((1, 2), "kernel_size", "{} must be int or pair")
+    with pytest.raises(AssertionError, match="^kernel_size must be int or pair$"):
+        F.assert_int_or_pair((1, 2, 3), "kernel_size", "{} must be int or pair")
+    assert F.has_torch_function is pg.overrides.has_torch_function
+    assert not F.has_torch_function_unary(pg.ones(1))
+    assert not F.has_torch_function_variadic(pg.ones(1), 2)
