@@ -1967,6 +1967,13 @@ class TensorOps:
         scalar factors ``input2``."""
         return _ops.linalg_ex.householder_product(self, input2)
 
+    def geqrf(self) -> Any:
+        return _ops.linalg_ex.geqrf(self)
+
+    def ormqr(self, input2: Tensor, input3: Tensor, left: _bool = True,
+              transpose: _bool = False) -> Tensor:
+        return _ops.linalg_ex.ormqr(self, input2, input3, left, transpose)
+
     def reinforce(self, reward: Any) -> Any:
         raise RuntimeError("reinforce() was removed. Use torch.distributions instead.")
 

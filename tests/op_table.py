@@ -3325,6 +3325,56 @@ def _coverage_rows() -> list[OpInfo]:
 
 OP_TABLE += _coverage_rows()
 
+
+# LAPACK's compact QR: numpy's qr(mode="raw") is geqrf itself (its h is a transposed)
+def _np_geqrf(a: np.ndarray) -> tuple:
+    h, tau = np.linalg.qr(a.astype(np.float64), mode="raw")
+    return np.swapaxes(h, -1, -2), tau
+
+
+def _np_ormqr(a: np.ndarray, tau: np.ndarray, other: np.ndarray, left: bool = True,
+              transpose: bool = False) -> np.ndarray:
+    """``Q`` as the product of the reflectors written out one by one, then applied."""
+    mn = a.shape[-2]
+    q = np.eye(mn)
+    for i in range(tau.shape[-1]):
+        v = np.where(np.arange(mn) > i, a[:, i], 0.0)
+        v[i] = 1.0
+        q = q @ (np.eye(mn) - tau[i] * np.outer(v, v))
+    q = q.T if transpose else q
+    return q @ other if left else other @ q
+
+
+def _qr_rows() -> list[OpInfo]:
+    return [
+        OpInfo("geqrf", pg.geqrf, lambda a: tuple(x.astype(a.dtype) for x in _np_geqrf(a)),
+               fixed(S(X((5, 3))), S(X((3, 5))), S(X((2, 4, 4))), S(X((4, 3)), nc="T"),
+                     S(X((1, 1)))),
+               FLOATS, "same", method="geqrf", rtol=1e-4, atol=1e-5,
+               errors=[E(lambda d: pg.geqrf(T((3,), d)), RuntimeError,
+                         r"input must have at least 2 dimensions"),
+                       E(lambda d: pg.geqrf(T((3, 3), d, I64)), RuntimeError,
+                         r"Expected a floating point or complex tensor as input. Got Long")]),
+        # ormqr as a function of all three: any matrix holds reflectors, any tau scales them
+        OpInfo("ormqr", pg.ormqr, _np_ormqr,
+               fixed(S(X((5, 3)), X((3,), "unit"), X((5, 2))),
+                     S(X((5, 3)), X((3,), "unit"), X((2, 5)), False),
+                     S(X((4, 4)), X((4,), "unit"), X((4, 3)), True, True),
+                     S(X((3, 5)), X((3,), "unit"), X((2, 3)), False, True)),
+               FLOATS, "same", method="ormqr", grad=True, rtol=1e-4, atol=1e-5,
+               grad_samples=fixed(S(X((3, 2)), X((2,), "unit"), X((3, 2))),
+                                  S(X((3, 3)), X((3,), "unit"), X((2, 3)), False, True)),
+               errors=[E(lambda d: pg.ormqr(T((5, 3), d, F64), T((3,), d, F64), T((4, 4), d, F64)),
+                         RuntimeError, r"other.shape\[-2\] must be equal to input.shape\[-2\]"),
+                       E(lambda d: pg.ormqr(T((5, 3), d, F64), T((2,), d, F64), T((5, 4), d, F64)),
+                         RuntimeError, r"tau.shape\[-1\] must be equal to min"),
+                       E(lambda d: pg.ormqr(T((5, 3), d), T((3,), d, F64), T((5, 4), d, F64)),
+                         RuntimeError, r"Expected input and tau to have the same dtype")]),
+    ]
+
+
+OP_TABLE += _qr_rows()
+
 _names = [r.name for r in OP_TABLE]
 assert len(set(_names)) == len(_names), [n for n in _names if _names.count(n) > 1]
 

@@ -425,3 +425,35 @@ def test_boolean_dispatch_and_assert_int_or_pair() -> None:
     assert F.has_torch_function is pg.overrides.has_torch_function
     assert not F.has_torch_function_unary(pg.ones(1))
     assert not F.has_torch_function_variadic(pg.ones(1), 2)
+
+
+# --- LAPACK's compact QR
+def test_geqrf_then_ormqr_rebuilds_the_matrix(device: str) -> None:
+    a = np.random.default_rng(6).normal(size=(2, 5, 3))
+    f, tau = pg.geqrf(pg.tensor(a, device=device))
+    r = pg.triu(f)  # (5, 3): R on top of zeros
+    np.testing.assert_allclose(_np(pg.ormqr(f, tau, r)), a, rtol=1e-10, atol=1e-12)
+    # Q is orthogonal: Q^T (Q x) = x, and its first columns are linalg.qr's Q up to the signs
+    x = pg.tensor(np.eye(5), device=device).expand(2, 5, 5)
+    q = pg.ormqr(f, tau, x)
+    np.testing.assert_allclose(_np(pg.ormqr(f, tau, q, True, True)), _np(x), atol=1e-12)
+    np.testing.assert_allclose(_np(pg.linalg.householder_product(f, tau)), _np(q)[..., :3],
+                               atol=1e-12)
+    np.testing.assert_allclose(np.abs(_np(q)[..., :3]), np.abs(np.linalg.qr(a)[0]), atol=1e-10)
+    assert not f.requires_grad  # geqrf is not differentiable (nor in PyTorch)
+    assert pg.geqrf(pg.tensor(a, device=device))._fields == ("a", "tau")
+
+
+def test_geqrf_ormqr_match_torch() -> None:
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    for shape in ((5, 3), (3, 5), (2, 4, 4)):
+        a = rng.normal(size=shape)
+        _same(torch.geqrf(torch.tensor(a)), pg.geqrf(pg.tensor(a)), rtol=1e-10)
+    a = rng.normal(size=(5, 3))
+    ft, tt = torch.geqrf(torch.tensor(a))
+    fp, tp = pg.geqrf(pg.tensor(a))
+    for left, other in ((True, rng.normal(size=(5, 2))), (False, rng.normal(size=(4, 5)))):
+        for tr in (False, True):
+            _same(torch.ormqr(ft, tt, torch.tensor(other), left, tr),
+                  pg.ormqr(fp, tp, pg.tensor(other), left, tr), rtol=1e-10)

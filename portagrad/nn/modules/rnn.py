@@ -16,8 +16,9 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
-           "rnn_stack"]
+# rnn_stack (the recurrence itself, also torch.lstm ...) is imported by name, not exported with
+# the layers
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 # the ATen ops a whole layer stack and one cell step stand for, as the autocast policy names them
