@@ -328,6 +328,7 @@ from ._toplevel import get_device_module
 from ._toplevel_nn import embedding_renorm_
 from ._ops.finite_diff import gradient
 from ._ops.linalg_ex import geqrf, ormqr
+from ._ops.stats import histogramdd
 from ._toplevel_nn import gru, lstm, rnn_relu, rnn_tanh
 from ._ops.shape import adjoint
 from ._toplevel_native import (affine_grid_generator, conv_tbc, grid_sampler, grid_sampler_2d,
@@ -390,6 +391,7 @@ __all__ += [
     "sym_fresh_size", "sym_int", "sym_ite", "sym_max", "sym_min", "sym_not", "sym_sqrt",
     "sym_sum", "gru", "lstm", "rnn_relu", "rnn_tanh", "set_autocast_cpu_dtype",
     "set_autocast_cpu_enabled", "set_autocast_gpu_dtype", "geqrf", "ormqr",
+    "histogramdd",
 ]
 
 # the namespaces libraries touch at import: TorchScript's decorators (eager pass-throughs),

@@ -457,3 +457,52 @@ def test_geqrf_ormqr_match_torch() -> None:
         for tr in (False, True):
             _same(torch.ormqr(ft, tt, torch.tensor(other), left, tr),
                   pg.ormqr(fp, tp, pg.tensor(other), left, tr), rtol=1e-10)
+
+
+# --- histogramdd
+@pytest.mark.parametrize("kw", [{"bins": 4}, {"bins": [2, 3, 4]},
+                                {"bins": [2, 3, 4], "range": [-1.0, 1.0, -2.0, 2.0, 0.0, 3.0]},
+                                {"bins": 3, "density": True}])
+def test_histogramdd_against_numpy(device: str, kw: dict) -> None:
+    x = np.random.default_rng(8).normal(size=(2, 25, 3))  # leading dimensions flatten
+    w = np.random.default_rng(9).uniform(size=(2, 25))
+    hist, edges = pg.histogramdd(pg.tensor(x, device=device), weight=pg.tensor(w, device=device),
+                                 **kw)
+    rng = None if "range" not in kw else np.reshape(kw["range"], (3, 2))
+    want, want_edges = np.histogramdd(x.reshape(-1, 3), bins=kw["bins"], range=rng,
+                                      weights=w.reshape(-1), density=kw.get("density", False))
+    np.testing.assert_allclose(_np(hist), want, rtol=1e-12)
+    assert len(edges) == 3
+    for e, we in zip(edges, want_edges):
+        np.testing.assert_allclose(_np(e), we, rtol=1e-12)
+
+
+def test_histogramdd_edges_and_errors(device: str) -> None:
+    x = pg.tensor([[0.0, 0.0], [1.0, 1.0], [2.0, 0.5], [1.0, 2.0]], device=device)
+    hist, edges = pg.histogramdd(x, bins=[pg.tensor([0.0, 1.0, 2.0], device=device),
+                                          pg.tensor([0.0, 1.5, 3.0], device=device)])
+    # bins are [0,1) [1,2] by [0,1.5) [1.5,3]: the last bin of each dimension includes its edge
+    np.testing.assert_array_equal(_np(hist), [[1.0, 0.0], [2.0, 1.0]])
+    hist, edges = pg.histogramdd(pg.zeros(0, 2, device=device), bins=2)  # numpy's [0, 1]
+    np.testing.assert_array_equal(_np(edges[0]), [0.0, 0.5, 1.0])
+    with pytest.raises(RuntimeError, match="size of bins must be equal to the innermost"):
+        pg.histogramdd(x, bins=[2, 2, 2])
+    with pytest.raises(RuntimeError, match="range should have 4 elements, but got 2"):
+        pg.histogramdd(x, bins=2, range=[0.0, 1.0])
+    with pytest.raises(RuntimeError, match="bins must be > 0, but got 0 for dimension 0"):
+        pg.histogramdd(x, bins=0)
+    with pytest.raises(RuntimeError, match="should have at least 2 dimensions"):
+        pg.histogramdd(x[0], bins=2)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        pg.histogramdd(x.long(), bins=2)
+
+
+def test_histogramdd_matches_torch() -> None:
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(10).normal(size=(40, 2)).astype(np.float32)
+    for kw in ({"bins": 3}, {"bins": [2, 5], "density": True}):
+        t, p = torch.histogramdd(torch.tensor(a), **kw), pg.histogramdd(pg.tensor(a), **kw)
+        _same(t.hist, p.hist, rtol=1e-5)
+        _same(t.bin_edges, p.bin_edges, rtol=1e-6)
+    t, p = torch.histogram(torch.zeros(0), 2), pg.histogram(pg.zeros(0), 2)
+    _same(t.bin_edges, p.bin_edges)
