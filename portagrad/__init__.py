@@ -337,7 +337,7 @@ from ._toplevel_native import (affine_grid_generator, conv_tbc, grid_sampler, gr
 from ._toplevel_sym import (has_lapack, has_openmp, has_spectral, sym_constrain_range,
                             sym_constrain_range_for_size, sym_float, sym_fresh_size, sym_int,
                             sym_ite, sym_max, sym_min, sym_not, sym_sqrt, sym_sum)
-from ._toplevel_random import binomial, poisson
+from ._toplevel_random import binomial, poisson, thread_safe_generator
 from ._vmap import vmap
 from .amp import GradScaler
 from .amp.autocast_mode import (clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,
@@ -391,7 +391,7 @@ __all__ += [
     "sym_fresh_size", "sym_int", "sym_ite", "sym_max", "sym_min", "sym_not", "sym_sqrt",
     "sym_sum", "gru", "lstm", "rnn_relu", "rnn_tanh", "set_autocast_cpu_dtype",
     "set_autocast_cpu_enabled", "set_autocast_gpu_dtype", "geqrf", "ormqr",
-    "histogramdd",
+    "histogramdd", "thread_safe_generator",
 ]
 
 # the namespaces libraries touch at import: TorchScript's decorators (eager pass-throughs),

@@ -506,3 +506,20 @@ def test_histogramdd_matches_torch() -> None:
         _same(t.bin_edges, p.bin_edges, rtol=1e-6)
     t, p = torch.histogram(torch.zeros(0), 2), pg.histogram(pg.zeros(0), 2)
     _same(t.bin_edges, p.bin_edges)
+
+
+class _AsksForAGenerator(pg.utils.data.Dataset):
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, i: int) -> Any:
+        gen = pg.thread_safe_generator()
+        # what a random transform does with it: pass it on (None draws from the default)
+        return pg.tensor([float(gen is None), float(pg.utils.data.get_worker_info() is not None)])
+
+
+def test_thread_safe_generator_is_the_default_in_process_workers() -> None:
+    assert pg.thread_safe_generator() is None
+    loader = pg.utils.data.DataLoader(_AsksForAGenerator(), batch_size=2, num_workers=1)
+    (batch,) = list(loader)
+    np.testing.assert_array_equal(_np(batch), [[1.0, 1.0], [1.0, 1.0]])  # in a worker, None
