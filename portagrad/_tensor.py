@@ -419,9 +419,17 @@ class Tensor(TensorOps):
             if value.shape != self.shape:
                 raise RuntimeError(f"assigned grad has data of a different size: {value.shape} "
                                    f"vs {self.shape}")
-            if value.dtype is not self.dtype:
-                raise RuntimeError(f"assigned grad has data of a different type: {value.dtype} "
-                                   f"vs {self.dtype}")
+            expected = self.dtype if self._grad_fn is not None else self.grad_dtype
+            if expected is not None and value.dtype is not expected:
+                names = _dtype.SCALAR_TYPE_NAMES
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype "
+                    f"'{names[value.dtype.name].lower()}' to a tensor with grad_dtype "
+                    f"'{names[expected.name]}'. The gradient must match the tensor's grad_dtype "
+                    f"(defaults to the tensor's dtype). You can set the tensor's grad_dtype "
+                    f"attribute with a specific dtype, or None to allow any dtype. Set grad_dtype "
+                    f"with caution. Diverging the dtypes of a tensor and its gradient may break "
+                    f"downstream systems that assume they match.")
             if value.device != self.device:
                 raise RuntimeError(f"assigned grad has data located on a different device: "
                                    f"{value.device} vs {self.device}")
@@ -430,6 +438,24 @@ class Tensor(TensorOps):
     @grad.deleter
     def grad(self) -> None:
         self._grad = None
+
+    @property
+    def grad_dtype(self) -> Any:
+        """The dtype gradients accumulated into this leaf's ``.grad`` are cast to (its dtype by
+        default; ``None``: kept as they arrive), and that an assigned ``.grad`` must have. Leaves
+        only."""
+        if self._grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be accessed on leaf tensors.")
+        return self.__dict__.get("_grad_dtype", self.dtype)
+
+    @grad_dtype.setter
+    def grad_dtype(self, value: Any) -> None:
+        if self._grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+        if value is not None and not isinstance(value, _dtype.dtype):
+            raise TypeError(f"grad_dtype must be a torch.dtype or None, but got "
+                            f"{type(value).__name__}")
+        self.__dict__["_grad_dtype"] = value
 
     @property
     def data(self) -> Tensor:

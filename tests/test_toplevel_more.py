@@ -523,3 +523,41 @@ def test_thread_safe_generator_is_the_default_in_process_workers() -> None:
     loader = pg.utils.data.DataLoader(_AsksForAGenerator(), batch_size=2, num_workers=1)
     (batch,) = list(loader)
     np.testing.assert_array_equal(_np(batch), [[1.0, 1.0], [1.0, 1.0]])  # in a worker, None
+
+
+# --- Tensor.grad_dtype
+def test_grad_dtype_casts_accumulated_gradients(device: str) -> None:
+    z = pg.zeros(2, requires_grad=True, device=device)
+    assert z.grad_dtype is pg.float32
+    z.grad_dtype = pg.float64
+    (z * 2).sum().backward()
+    (z * 3).sum().backward()  # accumulates in float64 too
+    assert z.grad.dtype is pg.float64
+    np.testing.assert_array_equal(_np(z.grad), [5.0, 5.0])
+    z.grad = pg.ones(2, dtype=pg.float64, device=device)  # an assigned .grad must match it
+    with pytest.raises(RuntimeError, match="dtype 'float' to a tensor with grad_dtype 'Double'"):
+        z.grad = pg.ones(2, device=device)
+    # None: any dtype may be assigned, and gradients keep the dtype they arrive in
+    z.grad_dtype = None
+    z.grad = pg.ones(2, dtype=pg.int64, device=device)
+    assert z.grad.dtype is pg.int64
+    w = pg.zeros(2, requires_grad=True, device=device)
+    with pytest.raises(RuntimeError, match="dtype 'double' to a tensor with grad_dtype 'Float'"):
+        w.grad = pg.ones(2, dtype=pg.float64, device=device)
+    y = w * 2
+    with pytest.raises(RuntimeError, match="grad_dtype can only be accessed on leaf tensors"):
+        _ = y.grad_dtype
+    with pytest.raises(RuntimeError, match="grad_dtype can only be set on leaf tensors"):
+        y.grad_dtype = pg.float64
+    with pytest.raises(TypeError, match="grad_dtype must be a torch.dtype or None, but got str"):
+        w.grad_dtype = "float64"
+
+
+def test_grad_dtype_matches_torch() -> None:
+    torch = pytest.importorskip("torch")
+    for lib in (torch, pg):
+        z = lib.zeros(3, requires_grad=True)
+        z.grad_dtype = lib.float64
+        (z * lib.arange(3.0)).sum().backward()
+        assert str(z.grad.dtype).endswith("float64")
+        np.testing.assert_array_equal(z.grad.numpy(), [0.0, 1.0, 2.0])
