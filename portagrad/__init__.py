@@ -338,6 +338,7 @@ from ._toplevel_sym import (has_lapack, has_openmp, has_spectral, sym_constrain_
                             sym_constrain_range_for_size, sym_float, sym_fresh_size, sym_int,
                             sym_ite, sym_max, sym_min, sym_not, sym_sqrt, sym_sum)
 from ._toplevel_random import binomial, poisson, thread_safe_generator
+from ._toplevel import from_file
 from ._vmap import vmap
 from .amp import GradScaler
 from .amp.autocast_mode import (clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,
@@ -391,7 +392,7 @@ __all__ += [
     "sym_fresh_size", "sym_int", "sym_ite", "sym_max", "sym_min", "sym_not", "sym_sqrt",
     "sym_sum", "gru", "lstm", "rnn_relu", "rnn_tanh", "set_autocast_cpu_dtype",
     "set_autocast_cpu_enabled", "set_autocast_gpu_dtype", "geqrf", "ormqr",
-    "histogramdd", "thread_safe_generator",
+    "histogramdd", "thread_safe_generator", "from_file",
 ]
 
 # the namespaces libraries touch at import: TorchScript's decorators (eager pass-throughs),

@@ -561,3 +561,44 @@ def test_grad_dtype_matches_torch() -> None:
         (z * lib.arange(3.0)).sum().backward()
         assert str(z.grad.dtype).endswith("float64")
         np.testing.assert_array_equal(z.grad.numpy(), [0.0, 1.0, 2.0])
+
+
+# --- from_file
+def test_from_file(tmp_path: Any, device: str) -> None:
+    path = str(tmp_path / "values.bin")
+    np.arange(10, dtype=np.float32).tofile(path)
+    t = pg.from_file(path, size=4, device=device)
+    assert t.device == pg.device(device)
+    np.testing.assert_array_equal(_np(t), [0.0, 1.0, 2.0, 3.0])
+    assert pg.from_file(path).shape == (0,)  # size 0 by default
+    as_int = pg.from_file(path, size=2, dtype=pg.int32)
+    np.testing.assert_array_equal(_np(as_int), np.arange(2, dtype=np.float32).view(np.int32))
+    t[0] = 7.0  # a copy: the file is unchanged
+    assert np.fromfile(path, np.float32)[0] == 0.0
+    with pytest.raises(RuntimeError, match=r"size <40> is smaller than the required mapping "
+                                           r"size <44>"):
+        pg.from_file(path, size=11)
+    with pytest.raises(RuntimeError, match="unable to open file .* No such file"):
+        pg.from_file(str(tmp_path / "missing.bin"), size=1)
+
+
+def test_from_file_shared_writes_through(tmp_path: Any) -> None:
+    path = str(tmp_path / "values.bin")
+    np.arange(4, dtype=np.float64).tofile(path)
+    t = pg.from_file(path, shared=True, size=3, dtype=pg.float64)
+    t[0] = 42.0
+    t.mul_(2)
+    del t
+    np.testing.assert_array_equal(np.fromfile(path, np.float64), [84.0, 2.0, 4.0, 3.0])
+    with pytest.raises(RuntimeError, match="shared=True maps the file into host memory"):
+        pg.from_file(path, shared=True, size=1, device="opencl:0")
+
+
+def test_from_file_matches_torch(tmp_path: Any) -> None:
+    torch = pytest.importorskip("torch")
+    path = str(tmp_path / "values.bin")
+    np.random.default_rng(11).normal(size=12).tofile(path)
+    for kw in ({"size": 5}, {"size": 12, "dtype": "float64"}, {"size": 3, "dtype": "int16"}):
+        t_kw = {k: getattr(torch, v) if k == "dtype" else v for k, v in kw.items()}
+        p_kw = {k: getattr(pg, v) if k == "dtype" else v for k, v in kw.items()}
+        _same(torch.from_file(path, **t_kw), pg.from_file(path, **p_kw), rtol=0)
