@@ -602,3 +602,28 @@ def test_from_file_matches_torch(tmp_path: Any) -> None:
         t_kw = {k: getattr(torch, v) if k == "dtype" else v for k, v in kw.items()}
         p_kw = {k: getattr(pg, v) if k == "dtype" else v for k, v in kw.items()}
         _same(torch.from_file(path, **t_kw), pg.from_file(path, **p_kw), rtol=0)
+
+
+# --- autograd.set_multithreading_enabled
+def test_set_multithreading_enabled(device: str) -> None:
+    from portagrad.autograd.grad_mode import is_multithreading_enabled
+    import threading
+
+    x = pg.tensor([1.0, 2.0], device=device, requires_grad=True)
+    assert is_multithreading_enabled()
+    with pg.autograd.set_multithreading_enabled(False):
+        assert not is_multithreading_enabled()
+        seen: list[bool] = []
+        t = threading.Thread(target=lambda: seen.append(is_multithreading_enabled()))
+        t.start()
+        t.join()
+        assert seen == [True]  # thread-local
+        (x * x).sum().backward()  # backward on this thread, as asked
+    assert is_multithreading_enabled()
+    np.testing.assert_array_equal(_np(x.grad), [2.0, 4.0])
+    pg.autograd.set_multithreading_enabled(False)  # as a function: acts at once
+    try:
+        assert not is_multithreading_enabled()
+    finally:
+        pg.autograd.set_multithreading_enabled(True)
+    assert is_multithreading_enabled()
