@@ -1,7 +1,7 @@
 """Top-level ``torch.*`` names that are not ops of their own: the math constants, the function
 forms of the in-place methods (``pg.abs_(x)`` is ``x.abs_()``), the ``*_copy`` forms of the view
 ops (a fresh contiguous tensor instead of a view), and a few helpers (``typename``,
-``is_storage``, ``fill``, ``frombuffer``, ``empty_permuted``).
+``is_storage``, ``fill``, ``frombuffer``, ``from_file``, ``empty_permuted``).
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from ._ops.stacking import split_with_sizes
 from ._ops.conversion import clone
 from ._ops.joining import chunk, split
 from ._tensor import Tensor
+from .storage import TypedStorage, UntypedStorage
 
 __all__ = ["pi", "e", "inf", "nan", "newaxis", "INPLACE_METHOD_NAMES", "inplace_functions",
            "typename", "is_storage", "fill", "frombuffer", "from_file", "empty_permuted", "alias_copy",
@@ -94,8 +95,8 @@ def typename(obj: Any) -> str:
 
 
 def is_storage(obj: Any) -> bool:
-    """``False``: portagrad has no public storage objects (tensors own backend buffers)."""
-    return False
+    """Whether ``obj`` is a storage: what ``untyped_storage()`` or ``storage()`` return."""
+    return isinstance(obj, (UntypedStorage, TypedStorage))
 
 
 def fill(input: Tensor, value: Any) -> Tensor:
