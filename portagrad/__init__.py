@@ -276,8 +276,12 @@ from ._dtype import (cdouble, cfloat, complex64, complex128, float8_e4m3fn, floa
 __all__ += ["bfloat16", "can_cast", "finfo", "iinfo", "int8", "int16", "short", "uint8"]
 from .jit import ScriptModule
 from .storage import TypedStorage, UntypedStorage
+from .storage import (BFloat16Storage, BoolStorage, ByteStorage, CharStorage, DoubleStorage,
+                      FloatStorage, HalfStorage, IntStorage, LongStorage, ShortStorage)
 from ._file_reader import PyTorchFileReader
 __all__ += ["TypedStorage", "UntypedStorage", "PyTorchFileReader", "ScriptModule"]
+__all__ += ["BFloat16Storage", "BoolStorage", "ByteStorage", "CharStorage", "DoubleStorage",
+            "FloatStorage", "HalfStorage", "IntStorage", "LongStorage", "ShortStorage"]
 # named (finfo, is_complex) but without tensors yet: creating one raises DTypeError
 __all__ += ["cdouble", "cfloat", "complex64", "complex128", "float8_e4m3fn", "float8_e4m3fnuz",
             "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "uint16", "uint32", "uint64"]
@@ -322,7 +326,19 @@ from ._toplevel import (cond, conj_physical, frobenius_norm, init_num_threads, i
                         unsafe_split_with_sizes)
 from ._toplevel import get_device_module
 from ._toplevel_nn import embedding_renorm_
-from ._toplevel_random import binomial, poisson
+from ._ops.finite_diff import gradient
+from ._ops.linalg_ex import geqrf, ormqr
+from ._ops.stats import histogramdd
+from ._toplevel_nn import gru, lstm, rnn_relu, rnn_tanh
+from ._ops.shape import adjoint
+from ._toplevel_native import (affine_grid_generator, conv_tbc, grid_sampler, grid_sampler_2d,
+                               grid_sampler_3d, native_batch_norm, native_dropout,
+                               native_group_norm, native_layer_norm, norm_except_dim)
+from ._toplevel_sym import (has_lapack, has_openmp, has_spectral, sym_constrain_range,
+                            sym_constrain_range_for_size, sym_float, sym_fresh_size, sym_int,
+                            sym_ite, sym_max, sym_min, sym_not, sym_sqrt, sym_sum)
+from ._toplevel_random import binomial, poisson, thread_safe_generator
+from ._toplevel import from_file
 from ._vmap import vmap
 from .amp import GradScaler
 from .amp.autocast_mode import (clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,
@@ -332,6 +348,8 @@ from .amp.autocast_mode import (clear_autocast_cache, get_autocast_cpu_dtype, ge
                                 set_autocast_enabled)
 from .amp import autocast
 from .amp.autocast_mode import autocast_decrement_nesting, autocast_increment_nesting
+from .amp.autocast_mode import (set_autocast_cpu_dtype, set_autocast_cpu_enabled,
+                                set_autocast_gpu_dtype)
 from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 
 globals().update(_toplevel.inplace_functions())
@@ -367,6 +385,14 @@ __all__ += [
     "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
     "set_autocast_enabled", "autocast_increment_nesting", "autocast_decrement_nesting",
     "vmap", "get_device_module", "embedding_renorm_",
+    "gradient", "adjoint", "affine_grid_generator", "conv_tbc", "grid_sampler",
+    "grid_sampler_2d", "grid_sampler_3d", "native_batch_norm", "native_dropout",
+    "native_group_norm", "native_layer_norm", "norm_except_dim", "has_lapack", "has_openmp",
+    "has_spectral", "sym_constrain_range", "sym_constrain_range_for_size", "sym_float",
+    "sym_fresh_size", "sym_int", "sym_ite", "sym_max", "sym_min", "sym_not", "sym_sqrt",
+    "sym_sum", "gru", "lstm", "rnn_relu", "rnn_tanh", "set_autocast_cpu_dtype",
+    "set_autocast_cpu_enabled", "set_autocast_gpu_dtype", "geqrf", "ormqr",
+    "histogramdd", "thread_safe_generator", "from_file",
 ]
 
 # the namespaces libraries touch at import: TorchScript's decorators (eager pass-throughs),

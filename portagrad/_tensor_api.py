@@ -1896,7 +1896,7 @@ class TensorOps:
         return _ops.shape.transpose(self, -2, -1)
 
     def adjoint(self) -> Tensor:
-        return _ops.shape.transpose(self, -2, -1)
+        return _ops.shape.adjoint(self)
 
     def to_sparse_csr(self, dense_dim: _int | None = None) -> Any:
         raise NotImplementedError("to_sparse_csr: layout=torch.sparse_csr is not supported; "
@@ -1972,6 +1972,13 @@ class TensorOps:
         """``torch.orgqr``: :func:`portagrad.linalg.householder_product` of ``self`` and the
         scalar factors ``input2``."""
         return _ops.linalg_ex.householder_product(self, input2)
+
+    def geqrf(self) -> Any:
+        return _ops.linalg_ex.geqrf(self)
+
+    def ormqr(self, input2: Tensor, input3: Tensor, left: _bool = True,
+              transpose: _bool = False) -> Tensor:
+        return _ops.linalg_ex.ormqr(self, input2, input3, left, transpose)
 
     def reinforce(self, reward: Any) -> Any:
         raise RuntimeError("reinforce() was removed. Use torch.distributions instead.")

@@ -347,6 +347,9 @@ def test_typename_and_is_storage() -> None:
     assert pg.typename(collections.OrderedDict) == "collections.OrderedDict"
     assert pg.typename(pg.nn.Linear) == "portagrad.nn.modules.linear.Linear"
     assert pg.is_storage(pg.ones(1)) is False
+    assert pg.is_storage(pg.ones(1).untyped_storage()) is True
+    with pytest.warns(UserWarning, match="TypedStorage is deprecated"):
+        assert pg.is_storage(pg.ones(1).storage()) is True
 
 
 def test_torch_parity_of_aliases() -> None:

@@ -39,6 +39,7 @@ from . import airyfn
 from . import spectral, linalg_ext, linalg_ex, lowrank
 from . import nn, sampling
 from . import checkpoint, custom
+from . import finite_diff
 
 __all__ = ["conversion", "elementwise", "indexing", "joining", "matmul", "reduction", "shape",
            "sorting",
@@ -46,4 +47,4 @@ __all__ = ["conversion", "elementwise", "indexing", "joining", "matmul", "reduct
            "rearrange", "scan", "scatter", "search", "segment", "sequences", "sparse", "special",
            "stacking", "stats", "windows", "besselfn", "airyfn", "orthopoly", "scaledfn", "nn", "sampling",
            "checkpoint", "custom", "spectral", "linalg_ext", "linalg_ex",
-           "lowrank"]
+           "lowrank", "finite_diff"]
