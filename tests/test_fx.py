@@ -566,9 +566,11 @@ def test_private_probes_find_nothing_on_a_proxy() -> None:
     def f(x: Any) -> Any:
         return pg.ones(2, 2) @ x
 
-    # a real tensor on the left of @ does not take the proxy for a foreign operand with hooks
-    with pytest.raises(TypeError, match="matmul"):
-        fx.symbolic_trace(f)
+    # a real tensor on the left of @ hands the proxy its turn (NotImplemented, as torch's
+    # tensors): the constant is traced as an attribute and the product recorded, as torch.fx does
+    gm = fx.symbolic_trace(f)
+    np.testing.assert_array_equal(gm(pg.ones(2, 3)).numpy(), np.full((2, 3), 2.0, np.float32))
+    assert "_tensor_constant0" in gm.code
     g = fx.Graph()
     p = fx.Proxy(g.placeholder("x"))
     assert not hasattr(p, "_sparse_mm") and not hasattr(p, "__array__")
