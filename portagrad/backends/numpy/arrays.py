@@ -55,6 +55,14 @@ def nd(v: View) -> np.ndarray:
     a = v.cache
     if a is None:
         np_dtype = v.dtype.numpy
+        if v.offset == 0 and v.strides == (1,):
+            # one dimension from the buffer's start (every fresh 1-D result): numpy's defaults,
+            # without parsing an offset and strides
+            try:
+                a = v.cache = np.ndarray(v.shape, np_dtype, v.buffer)
+                return a
+            except ValueError:
+                pass  # an empty region: the general path below handles it
         isz = np_dtype.itemsize
         strides = v.strides
         table = _BYTE_STRIDES.get(isz)
