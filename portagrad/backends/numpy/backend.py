@@ -284,20 +284,7 @@ class NumpyBackend(NormsMixin, ConvMixin, Backend):
             if f is not None:
                 o = out.cache
                 if o is None:
-                    buf = out.buffer
-                    if out.offset == 0 and out.strides == (1,) and buf.__class__ is np.ndarray:
-                        # a fresh 1-D result over all of its byte buffer: a typed view of it is
-                        # a third of the cost of the strided ndarray nd() makes in general
-                        try:
-                            o = buf.view(od.numpy)
-                        except ValueError:  # (a buffer that is not contiguous)
-                            o = None
-                        if o is None or o.shape != out.shape:
-                            o = nd(out)
-                        else:
-                            out.cache = o
-                    else:
-                        o = nd(out)
+                    o = nd(out)
                 if a.__class__ is View:
                     a = a.cache if a.cache is not None else nd(a)
                 if b.__class__ is View:
