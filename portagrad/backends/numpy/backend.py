@@ -284,7 +284,16 @@ class NumpyBackend(NormsMixin, ConvMixin, Backend):
             if f is not None:
                 o = out.cache
                 if o is None:
-                    o = nd(out)
+                    buf = out.buffer
+                    # a fresh 1-D result: nd()'s first case, inlined (this is every operator's)
+                    if out.offset == 0 and out.strides == (1,) and buf.__class__ is np.ndarray \
+                            and buf.size == out.shape[0] * od.itemsize:
+                        try:
+                            o = out.cache = buf.view(od.numpy)
+                        except ValueError:  # (a byte buffer that is not contiguous)
+                            o = nd(out)
+                    else:
+                        o = nd(out)
                 if a.__class__ is View:
                     a = a.cache if a.cache is not None else nd(a)
                 if b.__class__ is View:
