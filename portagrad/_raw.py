@@ -57,10 +57,18 @@ __all__ = [
 ]
 
 
-@functools.lru_cache(maxsize=4096)
+# C-order strides by shape: a dict read inline on the operators' path is cheaper than a call
+_STRIDES: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+
 def strides_for(shape: tuple[int, ...]) -> tuple[int, ...]:
     """Cached C-order strides for ``shape``."""
-    return contiguous_strides(shape)
+    strides = _STRIDES.get(shape)
+    if strides is None:
+        strides = contiguous_strides(shape)
+        if len(_STRIDES) < 4096:  # a bounded cache: shapes of a program repeat
+            _STRIDES[shape] = strides
+    return strides
 
 
 def new_on(st: Storage, shape: tuple[int, ...], dtype: _dtype.dtype) -> Tensor:
@@ -73,7 +81,7 @@ def new_on(st: Storage, shape: tuple[int, ...], dtype: _dtype.dtype) -> Tensor:
     index = st.index
     # (the storage and tensor are built by setters without __init__: this runs for every result)
     return _fresh(_allocated(backend.allocate(index, nbytes), nbytes, st.device, backend, index,
-                             _epoch.now), shape, strides_for(shape), dtype)
+                             _epoch.now if _OPEN else 0), shape, strides_for(shape), dtype)
 
 
 _fresh = Tensor._fresh
@@ -105,6 +113,10 @@ class _Epoch(threading.local):
 
 
 _epoch = _Epoch()
+# One entry per epoch open now, in any thread (list append and pop are atomic). While it is empty
+# every thread's epoch is 0, and new_on does not read the thread-local (a third of a one-element
+# op's Python time went to thread-local reads)
+_OPEN: list[None] = []
 _epochs = itertools.count(1)  # next() on it is atomic: no two runs get one epoch
 
 
@@ -113,6 +125,7 @@ def open_epoch() -> tuple[int, int]:
     allocates from now on carry it. Returns ``(epoch, previous)``; ``previous`` goes to
     :func:`close_epoch`.
     """
+    _OPEN.append(None)  # before the thread-local changes: _OPEN empty implies epoch 0
     prev = _epoch.now
     now = _epoch.now = next(_epochs)  # never reused: a stale stamp can never match a later run
     return now, prev
@@ -122,6 +135,7 @@ def close_epoch(prev: int) -> None:
     """End the epoch :func:`open_epoch` started in this thread, making ``prev`` current again (a
     backward run inside a hook of another one hands the outer run its epoch back)."""
     _epoch.now = prev
+    _OPEN.pop()
 
 
 def owned(t: Tensor, epoch: int) -> bool:
@@ -216,8 +230,18 @@ def binary_views(op: str, st: Storage, a: Any, b: Any, shape: tuple[int, ...],
         st.backend.binary(op, a, b, out._v)
         _prof_end(rec, out)
         return out
-    out = new_on(st, shape, dtype)
-    st.backend.binary(op, a, b, out._v)
+    # new_on, inlined: this is every operator's result, and a call costs as much as its body
+    nbytes = dtype.itemsize
+    for s in shape:
+        nbytes *= s
+    backend = st.backend
+    index = st.index
+    strides = _STRIDES.get(shape)
+    if strides is None:
+        strides = strides_for(shape)
+    out = _fresh(_allocated(backend.allocate(index, nbytes), nbytes, st.device, backend, index,
+                            _epoch.now if _OPEN else 0), shape, strides, dtype)
+    backend.binary(op, a, b, out._v)
     return out
 
 

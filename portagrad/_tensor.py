@@ -30,6 +30,7 @@ __all__ = ["Tensor"]
 
 _new = object.__new__
 _flags = grad_mode._flags  # the thread-local grad-mode flags (one object, bound once)
+_INFERENCE_ACTIVE = grad_mode._inference_blocks  # empty: no thread is in inference mode
 
 _T = TypeVar("_T", bound="Tensor")
 
@@ -94,7 +95,15 @@ class Tensor(TensorOps):
         ``_raw.new_on`` does not need. Sets every slot, as ``_make`` (a test holds them equal)."""
         self = _new(Tensor)
         self._storage = storage
-        self._v = View(storage.buffer, 0, shape, strides, dtype)
+        # the View by its setters too (View.__init__ reached through type.__call__ costs a third
+        # of this method)
+        self._v = v = _new(View)
+        v.buffer = storage.buffer
+        v.offset = 0
+        v.shape = shape
+        v.strides = strides
+        v.dtype = dtype
+        v.cache = None
         self._vc = [0]
         self._requires_grad = False
         self._grad = None
@@ -104,7 +113,7 @@ class Tensor(TensorOps):
         self._hooks = None
         self._retains_grad = False
         self._accum = None
-        self._inference = _flags.inference
+        self._inference = _flags.inference if _INFERENCE_ACTIVE else False
         self._view_ver = None
         self._views = None
         return self

@@ -81,7 +81,7 @@ def _fast_binop(fn: Callable[[Any, Any], Tensor], prim: str, float_only: _bool =
             ov = other._v
             st = self._storage
             if (not reflected and sv.dtype is ov.dtype and st.device is other._storage.device
-                    and not (_flags.grad and (self._requires_grad or other._requires_grad))
+                    and not ((self._requires_grad or other._requires_grad) and _flags.grad)
                     and (not float_only or sv.dtype.is_floating_point)
                     and not (prim == "sub" and sv.dtype is _dtype.bool)):  # sub raises on bools
                 if sv.shape == ov.shape:
@@ -93,7 +93,7 @@ def _fast_binop(fn: Callable[[Any, Any], Tensor], prim: str, float_only: _bool =
                 return _binary_views(prim, st, a, b, shape, sv.dtype)
         elif ((cls is float and sv.dtype.is_floating_point)
               or (cls is int and sv.dtype._kind == 1 and not float_only)) \
-                and not (_flags.grad and self._requires_grad):
+                and not (self._requires_grad and _flags.grad):
             if reflected:
                 return _binary_views(prim, self._storage, other, sv, sv.shape, sv.dtype)
             return _binary_views(prim, self._storage, sv, other, sv.shape, sv.dtype)

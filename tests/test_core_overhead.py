@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 import portagrad as pg
 from portagrad import _raw
 from portagrad._tensor import Tensor
+from portagrad.autograd import grad_mode
 
 
 def _slots(t: Tensor) -> dict:
@@ -48,6 +50,80 @@ def test_new_on_under_inference_mode_makes_inference_tensors(device):
     with pg.inference_mode():
         y = x + x
     assert y.is_inference() and not (x + x).is_inference()
+
+
+def test_inference_flag_is_read_per_thread_and_per_block(device):
+    # fresh results skip the thread-local read while no inference block is open anywhere: one
+    # open in another thread, or an inference_mode(False) inside one, must still be honoured
+    x = pg.ones(2, device=device)
+    with pg.inference_mode():
+        with pg.inference_mode(False):
+            assert not (x + x).is_inference()
+        assert (x + x).is_inference()
+        seen = []
+        worker = threading.Thread(target=lambda: seen.append((x + x).is_inference()))
+        worker.start()
+        worker.join()
+        assert seen == [False]
+    assert not (x + x).is_inference() and not grad_mode._inference_blocks
+    with pytest.raises(ZeroDivisionError):
+        with pg.inference_mode():
+            raise ZeroDivisionError
+    assert not grad_mode._inference_blocks and not (x + x).is_inference()
+
+
+def test_epoch_of_another_thread_does_not_stamp_this_one(device):
+    x = pg.ones(2, device=device)
+    opened, release, stamps = threading.Event(), threading.Event(), []
+
+    def run() -> None:
+        epoch, prev = _raw.open_epoch()
+        try:
+            stamps.append(_raw.new_on(x._storage, (2,), pg.float32)._storage._epoch == epoch)
+            opened.set()
+            release.wait(10)
+        finally:
+            _raw.close_epoch(prev)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    try:
+        assert opened.wait(10)
+        assert (x + x)._storage._epoch == 0  # this thread has no backward run open
+    finally:
+        release.set()
+        worker.join()
+    assert stamps == [True] and not _raw._OPEN
+    y = pg.ones(2, device=device, requires_grad=True)
+    (y * y).sum().backward()
+    assert not _raw._OPEN  # the engine closed its epoch
+
+
+@pytest.mark.parametrize("dtype", [pg.float32, pg.float64])
+def test_float_binary_fast_path_matches_numpy(device, dtype):
+    # the backends' float32/float64 binary path: fresh 1-D and n-D results, broadcasting, a
+    # Python scalar on either side, and outputs that are prefixes, offsets or strided parts of a
+    # larger storage (which must stay untouched outside the output)
+    rng = np.random.default_rng(0)
+    npd = np.float32 if dtype is pg.float32 else np.float64
+    an, bn = rng.standard_normal((3, 5)).astype(npd), rng.standard_normal(5).astype(npd)
+    a, b = pg.tensor(an, device=device), pg.tensor(bn, device=device)
+    for got, want in [(a + b, an + bn), (a[0] * b, an[0] * bn), (b - 2.5, bn - npd(2.5)),
+                      (2.5 - b, npd(2.5) - bn), (a / b, an / bn), (a[:, 1] + a[:, 2], an[:, 1] + an[:, 2]),
+                      (pg.maximum(a, b), np.maximum(an, bn))]:
+        assert got.dtype is dtype
+        np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-6)
+    for part in (slice(0, 3), slice(2, 5), slice(0, 6, 2)):
+        big = pg.zeros(6, dtype=dtype, device=device)
+        n = len(range(6)[part])
+        pg.add(b[:n], b[:n], out=big[part])
+        want = np.zeros(6, npd)
+        want[part] = bn[:n] + bn[:n]
+        np.testing.assert_allclose(big.cpu().numpy(), want, rtol=1e-6)
+    empty = pg.ones(0, dtype=dtype, device=device)
+    assert (empty + empty).shape == (0,)
+    z = pg.tensor(1.5, dtype=dtype, device=device)
+    assert (z * z).shape == () and float(z * z) == 2.25
 
 
 # ------------------------------------------------------------------ memory in backward

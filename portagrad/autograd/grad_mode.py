@@ -27,6 +27,11 @@ class _Flags(threading.local):
 
 _flags = _Flags()
 
+# One entry per ``inference_mode(True)`` block active now, in any thread (list append and pop are
+# atomic). While it is empty no thread is in inference mode, and code making a tensor per op
+# (``Tensor._fresh``) skips the thread-local read of ``_flags.inference``.
+_inference_blocks: list[None] = []
+
 
 def is_grad_enabled() -> bool:
     """Whether operations are recorded for autograd in this thread."""
@@ -172,12 +177,15 @@ class inference_mode(_DecoratorContextManager):
     def __enter__(self) -> None:
         self.prev = (_flags.grad, _flags.inference)
         if self.mode:
+            _inference_blocks.append(None)  # before the flag: an empty list implies no inference
             _flags.grad, _flags.inference = False, True
         else:
             _flags.inference = False
 
     def __exit__(self, *exc: object) -> None:
         _flags.grad, _flags.inference = self.prev
+        if self.mode:
+            _inference_blocks.pop()
 
     def clone(self) -> inference_mode:
         return self.__class__(self.mode)

@@ -55,6 +55,24 @@ def nd(v: View) -> np.ndarray:
     a = v.cache
     if a is None:
         np_dtype = v.dtype.numpy
+        if v.offset == 0 and v.strides == (1,):
+            # one dimension from the buffer's start (every fresh 1-D result): the byte buffer
+            # viewed as the dtype when the view covers all of it (a third of the strided
+            # constructor's cost below), else numpy's defaults without an offset and strides
+            buf = v.buffer
+            if buf.__class__ is np.ndarray:
+                try:
+                    a = buf.view(np_dtype)
+                except ValueError:  # a buffer that is not contiguous, or not whole elements
+                    a = None
+                if a is not None and a.shape == v.shape:
+                    v.cache = a
+                    return a
+            try:
+                a = v.cache = np.ndarray(v.shape, np_dtype, buf)
+                return a
+            except ValueError:
+                pass  # an empty region: the general path below handles it
         isz = np_dtype.itemsize
         strides = v.strides
         table = _BYTE_STRIDES.get(isz)

@@ -113,6 +113,8 @@ _UNARY_FN = {"relu": _relu, "rsqrt": _rsqrt, "sigmoid": _sigmoid, "erf": special
 _REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 
 _F16 = np.dtype(np.float16)
+_F32, _F64 = _dtype.float32, _dtype.float64
+_U8 = np.dtype(np.uint8)  # a dtype object: np.empty converts a scalar type on every call
 _BOOLD = _dtype.bool  # a module constant: cheaper than an attribute lookup (bfloat16: arrays.py)
 
 # PyTorch wraps a Python int operand into the tensor's integer dtype (uint8 + 1000 == uint8 + 232);
@@ -210,6 +212,8 @@ class NumpyBackend(NormsMixin, ConvMixin, Backend):
     # ----------------------------------------------------------------- memory
     def allocate(self, index: int, nbytes: int) -> np.ndarray:
         try:
+            if nbytes < self._pool.min_bytes:  # small: a plain array (the pool would return one)
+                return np.empty(nbytes, _U8)
             return self._pool.allocate(nbytes)
         except (MemoryError, ValueError, OverflowError):  # (numpy: "Maximum allowed dimension
             # exceeded" past its index type)
@@ -272,6 +276,32 @@ class NumpyBackend(NormsMixin, ConvMixin, Backend):
 
     def binary(self, op: str, a: Any, b: Any, out: View) -> None:
         od = out.dtype  # bfloat16 operands write bfloat16, or bool (comparisons, logical ops)
+        if od is _F32 or od is _F64:
+            # a float32/float64 result (the common case) needs none of the rules below: no
+            # bfloat16/float16 rounding, no integer wrapping or division; on a one-element op
+            # they cost as much as numpy's call itself
+            f = BINARY_UFUNCS.get(op)
+            if f is not None:
+                o = out.cache
+                if o is None:
+                    buf = out.buffer
+                    # a fresh 1-D result: nd()'s first case, inlined (this is every operator's)
+                    if out.offset == 0 and out.strides == (1,) and buf.__class__ is np.ndarray \
+                            and buf.size == out.shape[0] * od.itemsize:
+                        try:
+                            o = out.cache = buf.view(od.numpy)
+                        except ValueError:  # (a byte buffer that is not contiguous)
+                            o = nd(out)
+                    else:
+                        o = nd(out)
+                if a.__class__ is View:
+                    a = a.cache if a.cache is not None else nd(a)
+                if b.__class__ is View:
+                    b = b.cache if b.cache is not None else nd(b)
+                if o.size >= _DENSE_MIN:
+                    a, b = _dense_inner(a, o), _dense_inner(b, o)
+                f(a, b, out=o)
+                return
         if od is BFLOAT16 or (od is _BOOLD and (is_bf16(a) or is_bf16(b))):
             via_f32(self.binary, (3,), op, a, b, out)
             return

@@ -39,6 +39,7 @@ def _calibrate() -> int | None:
 
 
 _FREE = _calibrate()
+_U8 = np.dtype(np.uint8)  # a dtype object: np.empty converts a scalar type on every call
 
 
 class BufferPool:
@@ -58,7 +59,7 @@ class BufferPool:
     def allocate(self, nbytes: int) -> np.ndarray:
         """An uninitialised buffer of ``nbytes`` bytes: a free pooled one when there is one."""
         if nbytes < self.min_bytes or _FREE is None:
-            return np.empty(nbytes, np.uint8)
+            return np.empty(nbytes, _U8)
         with self._lock:
             blocks = self._blocks.get(nbytes)
             if blocks is None:
