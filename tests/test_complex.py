@@ -183,6 +183,27 @@ def test_real_imag_are_writable_views(cdevice: str) -> None:
         _ = x.imag
 
 
+def test_recorded_inplace_on_a_part_raises(cdevice: str) -> None:
+    """Autograd does not rebase a complex tensor's history when its parts change in place (the
+    documented limit in _ops/complexnum): where it would record, the change raises instead of
+    leaving a wrong gradient; unrecorded changes go through."""
+    leaf = pg.tensor([1 + 1j, 2 - 1j], dtype=pg.complex128, device=cdevice, requires_grad=True)
+    z = leaf * 1
+    for change in (lambda: z.real.mul_(2), lambda: z.imag.__setitem__(0, 5.0),
+                   lambda: pg.view_as_real(z).add_(1)):
+        with pytest.raises(RuntimeError, match="in-place change of a view_as_real"):
+            change()
+    with pg.no_grad():
+        z.imag.zero_()
+    np.testing.assert_array_equal(z.detach().cpu().numpy(), [1, 2])
+    # the complex tensor itself changes in place with its history (PyTorch's gradient)
+    w = leaf * 1
+    w.mul_(1j)
+    w.real.sum().backward()
+    assert leaf.grad is not None
+    np.testing.assert_array_equal(leaf.grad.cpu().numpy(), [-1j, -1j])
+
+
 def test_view_errors_as_torch(cdevice: str) -> None:
     d = cdevice
     cases: list[tuple[Callable[[], Any], str]] = [

@@ -15,6 +15,14 @@ conjugate (PyTorch returns a lazy view with its conjugate bit set). ``is_conj()`
 always ``False``, ``resolve_conj()`` returns its input, and ``conj_physical()`` is ``conj()``;
 values and gradients are PyTorch's, only the aliasing differs (writing into ``x.conj()`` does not
 change ``x``).
+
+The views in another dtype share storage and version counter with their source, but autograd
+does not treat them as views of it (its view machinery re-derives a view from its base in the
+base's dtype). So an in-place change of ``x.real``/``x.imag``/``view_as_real(x)`` is allowed where
+nothing records it (values are right), and raises ``RuntimeError`` where autograd would record it
+(:data:`portagrad.autograd.inplace.DTYPE_VIEWS`); PyTorch rebases ``x``'s history there. Likewise,
+a ``view_as_real(x)`` taken before an in-place change of ``x`` itself keeps ``x``'s earlier history
+for its gradient.
 """
 from __future__ import annotations
 
@@ -24,6 +32,7 @@ from .. import _dtype, _raw
 from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.function import Function
+from ..autograd.inplace import DTYPE_VIEWS
 from ..backends.interface import decline_complex
 from ._common import call, check_same_device
 from .conversion import _TYPE_NAMES
@@ -80,7 +89,9 @@ def view_as_real(input: Tensor) -> Tensor:
     parts), sharing its storage."""
     if not input._v.dtype.is_complex:
         raise RuntimeError("view_as_real is only supported for complex tensors")
-    return call(_ViewAsReal, input)
+    out = call(_ViewAsReal, input)
+    DTYPE_VIEWS[id(out)] = out
+    return out
 
 
 def view_as_complex(input: Tensor) -> Tensor:
@@ -101,7 +112,9 @@ def view_as_complex(input: Tensor) -> Tensor:
     if v.offset % 2:
         raise RuntimeError("Tensor must have a storage_offset divisible by 2")
     decline_complex(input._storage.backend, v.dtype.to_complex(), input.device)
-    return call(_ViewAsComplex, input)
+    out = call(_ViewAsComplex, input)
+    DTYPE_VIEWS[id(out)] = out
+    return out
 
 
 def view_as_real_copy(input: Tensor) -> Tensor:
