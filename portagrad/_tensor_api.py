@@ -781,6 +781,8 @@ class TensorOps:
     negative_ = neg_
 
     def abs_(self) -> Tensor:
+        if self.dtype.is_complex:  # the result is real: it cannot be stored in place
+            raise RuntimeError("In-place abs is not supported for complex tensors.")
         return _ops.elementwise.unary_inplace(_ops.elementwise.abs, self)
 
     def sign_(self) -> Tensor:

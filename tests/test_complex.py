@@ -335,6 +335,14 @@ def test_comparisons_and_predicates(cdevice: str) -> None:
                     (lambda: pg.maximum(t, t), "not implemented")):
         with pytest.raises(NotImplementedError, match=msg):
             fn()
+    for fn, exc, msg in ((lambda: t.clamp(0, 1), NotImplementedError, "clamp is not supported"),
+                         (lambda: t.floor(), NotImplementedError, "floor is not supported"),
+                         (lambda: t.round(), NotImplementedError, "round is not supported"),
+                         (lambda: pg.relu(t), NotImplementedError, "clamp is not supported"),
+                         (lambda: t.sort(), RuntimeError, "Sort does not support complex"),
+                         (lambda: t.clone().abs_(), RuntimeError, "In-place abs is not supported")):
+        with pytest.raises(exc, match=msg):
+            fn()
     w = pg.where(t.real > 1, t, 0.5)
     np.testing.assert_array_equal(w.cpu().numpy(), np.where(z.real > 1, z, 0.5))
     u = pg.tensor(_z((5,), 6), device=cdevice)

@@ -590,6 +590,16 @@ _NO_BOOL = {  # PyTorch's errors for unary ops undefined on bool tensors
 }
 
 
+_NO_COMPLEX = {  # PyTorch's errors for unary ops undefined on complex tensors
+    "floor": "floor is not supported for complex inputs",
+    "ceil": "ceil is not supported for complex inputs",
+    "trunc": "trunc is not supported for complex inputs",
+    "round": "round is not supported for complex inputs",
+    "relu": "clamp is not supported for complex types",
+    "erf": "\"erf_vml_cpu\" not implemented for 'ComplexFloat'",
+}
+
+
 def _make_unary(name: str, op: str, grad: Any, save: str = "input", float_only: bool = True,
                 node: str | None = None) -> Any:
     """Build a unary op from a derivative rule ``grad(g, x, y) -> dx`` (``x`` input, ``y`` output)."""
@@ -630,6 +640,8 @@ def _make_unary(name: str, op: str, grad: Any, save: str = "input", float_only: 
             raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
         if _AUTOCAST.on and (_ac_out := _autocast_call(name, fn, input)) is not _SKIP:
             return _ac_out
+        if input._v.dtype.is_complex and name in _NO_COMPLEX:
+            raise NotImplementedError(_NO_COMPLEX[name])
         if input._v.dtype is _dtype.bool:
             if name in _NO_BOOL:
                 raise RuntimeError(_NO_BOOL[name])
@@ -715,6 +727,8 @@ _round0 = _make_unary("round", "round", _zero_grad, save="none", float_only=Fals
 def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # PyTorch's name
     """Round half to even (``decimals`` digits)."""
     refuse_bool("round", input.dtype)
+    if input.dtype.is_complex:
+        raise NotImplementedError(_NO_COMPLEX["round"])
     if not input.dtype.is_floating_point:
         return input.clone()
     if decimals == 0:
@@ -831,6 +845,8 @@ class _Clamp(Function):
 
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # PyTorch's parameter names
     """Limit values to ``[min, max]`` (either may be ``None``; tensors broadcast)."""
+    if isinstance(input, Tensor) and input._v.dtype.is_complex:
+        raise NotImplementedError("clamp is not supported for complex types")
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     x = input
