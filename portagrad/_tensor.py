@@ -528,13 +528,26 @@ class Tensor(TensorOps):
         return _dlpack.dlpack_device(self)
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._real_item("double"))
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._real_item("int64_t"))
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def _real_item(self, ctype: str) -> Any:
+        """The element as a real number: a complex one only when its imaginary part is 0
+        (PyTorch's checked conversion, whose message names the C type)."""
+        v = self.item()
+        if isinstance(v, complex):
+            if v.imag != 0:
+                raise RuntimeError(f"value cannot be converted to type {ctype} without overflow")
+            return v.real
+        return v
 
     def __index__(self) -> int:
-        if self.dtype.is_floating_point or self.numel() != 1:
+        if self.dtype.is_floating_point or self.dtype.is_complex or self.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 

@@ -101,6 +101,11 @@ def test_creation_and_host_round_trips(cdevice: str) -> None:
         np.testing.assert_array_equal(t.cpu().numpy(), z.astype(dt.numpy))
         assert t[1, 2].item() == complex(z.astype(dt.numpy)[1, 2])
         assert isinstance(t[0, 0].item(), complex)
+        assert complex(t[0, 1]) == t[0, 1].item()
+        with pytest.raises(RuntimeError, match="cannot be converted to type double"):
+            float(t[0, 1])
+        assert float(pg.tensor(2.5 + 0j, dtype=dt, device=d)) == 2.5
+        assert int(pg.tensor(-3 + 0j, dtype=dt, device=d)) == -3
         assert t.tolist() == z.astype(dt.numpy).tolist()
     assert pg.from_numpy(z).dtype is pg.complex128
     np.testing.assert_array_equal(pg.zeros(2, dtype=pg.complex64, device=d).cpu().numpy(),
