@@ -549,3 +549,20 @@ def test_save_load_round_trip(cdevice: str, tmp_path: Any) -> None:
         np.testing.assert_array_equal(r["x"].numpy(), x.cpu().numpy())
         np.testing.assert_array_equal(r["y"].numpy(), y.cpu().numpy())
         np.testing.assert_array_equal(r["v"].numpy(), pg.view_as_real(y).cpu().numpy())
+
+
+# ------------------------------------------------------------------------ testing helpers
+def test_assert_close_and_make_tensor(cdevice: str) -> None:
+    a = pg.testing.make_tensor((4,), dtype=pg.complex64, device=cdevice, low=-1, high=1)
+    assert a.dtype is pg.complex64 and a.shape == (4,)
+    parts = pg.view_as_real(a).cpu().numpy()
+    assert parts.min() >= -1 and parts.max() < 1 and np.any(parts[:, 1] != 0)
+    pg.testing.assert_close(a, a.clone())
+    with pytest.raises(AssertionError, match="not close"):
+        pg.testing.assert_close(a, a + 1e-3j)
+    pg.testing.assert_close(1 + 2j, 1 + 2j + 1e-9)
+    with pytest.raises(AssertionError):
+        pg.testing.assert_close(1 + 2j, 1 + 3j)
+    nan = pg.tensor([complex(math.nan, 0)], device=cdevice)
+    pg.testing.assert_close(nan, nan, equal_nan=True)
+
