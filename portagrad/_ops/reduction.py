@@ -482,6 +482,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
             "norm", norm, input, p=p, dim=dim, keepdim=keepdim, dtype=dtype)) is not _SKIP:
         return _ac_out
     x = input if dtype is None else input.to(dtype)
+    if x.dtype.is_complex:  # the norm of the magnitudes, in the real dtype (PyTorch's)
+        x = x.abs()
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {_dtype_name(x.dtype)}")
