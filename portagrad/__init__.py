@@ -221,7 +221,7 @@ from ._ops.scan import cummax, cummin, cumprod, cumsum, diff, logcumsumexp
 from ._ops.search import bincount, bucketize, histc, searchsorted, unique, unique_consecutive
 from ._ops.segment import index_reduce, scatter_reduce
 from ._ops.scatter import index_put, put
-from ._ops.complexnum import (adjoint, complex, imag, polar, view_as_complex,
+from ._ops.complexnum import (complex, imag, polar, view_as_complex,
                               view_as_complex_copy, view_as_real, view_as_real_copy)
 from ._ops.metadata import (conj, get_device, is_complex, is_conj, is_inference, is_neg,
                             is_same_size, is_signed, narrow_copy, nonzero_static, real,
@@ -279,9 +279,13 @@ from ._dtype import (cdouble, cfloat, complex64, complex128, float8_e4m3fn, floa
 __all__ += ["bfloat16", "can_cast", "finfo", "iinfo", "int8", "int16", "short", "uint8"]
 from .jit import ScriptModule
 from .storage import TypedStorage, UntypedStorage
+from .storage import (BFloat16Storage, BoolStorage, ByteStorage, CharStorage, DoubleStorage,
+                      FloatStorage, HalfStorage, IntStorage, LongStorage, ShortStorage)
 from ._file_reader import PyTorchFileReader
 __all__ += ["TypedStorage", "UntypedStorage", "PyTorchFileReader", "ScriptModule"]
-__all__ += ["adjoint", "complex", "imag", "polar", "view_as_complex", "view_as_complex_copy",
+__all__ += ["BFloat16Storage", "BoolStorage", "ByteStorage", "CharStorage", "DoubleStorage",
+            "FloatStorage", "HalfStorage", "IntStorage", "LongStorage", "ShortStorage"]
+__all__ += ["complex", "imag", "polar", "view_as_complex", "view_as_complex_copy",
             "view_as_real", "view_as_real_copy"]
 # complex64/complex128 (tensors on backends that store them), and the dtypes named (finfo) but
 # without tensors yet: creating one raises DTypeError
@@ -328,7 +332,19 @@ from ._toplevel import (cond, conj_physical, frobenius_norm, init_num_threads, i
                         unsafe_split_with_sizes)
 from ._toplevel import get_device_module
 from ._toplevel_nn import embedding_renorm_
-from ._toplevel_random import binomial, poisson
+from ._ops.finite_diff import gradient
+from ._ops.linalg_ex import geqrf, ormqr
+from ._ops.stats import histogramdd
+from ._toplevel_nn import gru, lstm, rnn_relu, rnn_tanh
+from ._ops.complexnum import adjoint
+from ._toplevel_native import (affine_grid_generator, conv_tbc, grid_sampler, grid_sampler_2d,
+                               grid_sampler_3d, native_batch_norm, native_dropout,
+                               native_group_norm, native_layer_norm, norm_except_dim)
+from ._toplevel_sym import (has_lapack, has_openmp, has_spectral, sym_constrain_range,
+                            sym_constrain_range_for_size, sym_float, sym_fresh_size, sym_int,
+                            sym_ite, sym_max, sym_min, sym_not, sym_sqrt, sym_sum)
+from ._toplevel_random import binomial, poisson, thread_safe_generator
+from ._toplevel import from_file
 from ._vmap import vmap
 from .amp import GradScaler
 from .amp.autocast_mode import (clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,
@@ -338,6 +354,8 @@ from .amp.autocast_mode import (clear_autocast_cache, get_autocast_cpu_dtype, ge
                                 set_autocast_enabled)
 from .amp import autocast
 from .amp.autocast_mode import autocast_decrement_nesting, autocast_increment_nesting
+from .amp.autocast_mode import (set_autocast_cpu_dtype, set_autocast_cpu_enabled,
+                                set_autocast_gpu_dtype)
 from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 
 globals().update(_toplevel.inplace_functions())
@@ -373,6 +391,14 @@ __all__ += [
     "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
     "set_autocast_enabled", "autocast_increment_nesting", "autocast_decrement_nesting",
     "vmap", "get_device_module", "embedding_renorm_",
+    "gradient", "adjoint", "affine_grid_generator", "conv_tbc", "grid_sampler",
+    "grid_sampler_2d", "grid_sampler_3d", "native_batch_norm", "native_dropout",
+    "native_group_norm", "native_layer_norm", "norm_except_dim", "has_lapack", "has_openmp",
+    "has_spectral", "sym_constrain_range", "sym_constrain_range_for_size", "sym_float",
+    "sym_fresh_size", "sym_int", "sym_ite", "sym_max", "sym_min", "sym_not", "sym_sqrt",
+    "sym_sum", "gru", "lstm", "rnn_relu", "rnn_tanh", "set_autocast_cpu_dtype",
+    "set_autocast_cpu_enabled", "set_autocast_gpu_dtype", "geqrf", "ormqr",
+    "histogramdd", "thread_safe_generator", "from_file",
 ]
 
 # the namespaces libraries touch at import: TorchScript's decorators (eager pass-throughs),

@@ -14,7 +14,7 @@ from .errors import DTypeError
 __all__ = [
     "dtype", "float16", "float32", "float64", "int32", "int64", "bool", "half", "float", "double",
     "int", "long", "result_type", "promote_types", "get_default_dtype", "set_default_dtype",
-    "from_numpy_dtype", "as_dtype", "ALL_DTYPES", "HALF_FLOATS",
+    "from_numpy_dtype", "as_dtype", "ALL_DTYPES", "HALF_FLOATS", "SCALAR_TYPE_NAMES",
     "uint8", "int8", "int16", "bfloat16", "short", "can_cast", "iinfo", "finfo", "check_storable",
     "fit_scalar", "INT_LIMITS", "complex64", "complex128", "cfloat", "cdouble", "float8_e4m3fn",
     "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "DECLARED_ONLY",
@@ -387,3 +387,10 @@ def check_storable(values: np.ndarray, d: dtype) -> None:
         ok = values.min() >= (-hi if lo == 0 else lo) and values.max() <= hi
     if not ok:
         raise RuntimeError(f"value cannot be converted to type {d.name} without overflow")
+
+
+#: PyTorch's C++ ScalarType names of the dtypes, as its error messages spell them
+SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int",
+                     "int64": "Long", "bool": "Bool", "uint8": "Byte", "int8": "Char",
+                     "int16": "Short", "bfloat16": "BFloat16", "complex64": "ComplexFloat",
+                     "complex128": "ComplexDouble"}

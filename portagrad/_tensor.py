@@ -7,6 +7,7 @@ entry points and ``repr``.
 from __future__ import annotations
 
 import builtins
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, SupportsIndex, TypeVar
@@ -15,7 +16,7 @@ import numpy as np
 
 from . import _dlpack, _dtype
 from ._format import format_tensor
-from .storage import UntypedStorage, buffer_address
+from .storage import LEGACY_STORAGE_CLASSES, TypedStorage, UntypedStorage, buffer_address
 from ._storage import Size, Storage
 from ._tensor_api import TensorOps
 from .autograd import grad_mode
@@ -207,6 +208,25 @@ class Tensor(TensorOps):
         return buffer_address(self._storage.buffer, self._storage.nbytes) + \
             self._v.offset * self._v.dtype.itemsize
 
+    def const_data_ptr(self) -> int:
+        """:meth:`data_ptr` (PyTorch's read-only form of it; the number is the same)."""
+        return self.data_ptr()
+
+    def record_stream(self, stream: Any) -> None:
+        """Raises ``NotImplementedError``, as PyTorch does for CPU tensors: portagrad's devices
+        have no side streams (each runs its work in order on one queue, so memory is never
+        reused while queued work still reads it) and no stream objects to pass here."""
+        raise NotImplementedError(f"record_stream: {self.device} tensors have no streams to "
+                                  f"record (portagrad devices run in order on one queue)")
+
+    def module_load(self, other: Tensor, assign: bool = False) -> Tensor:
+        """How ``Module.load_state_dict`` turns the state dict's ``other`` into this parameter's
+        new value when swapping tensors: ``other.detach()`` if ``assign``, else
+        ``self.copy_(other).detach()``; a subclass may override it."""
+        if assign:
+            return other.detach()
+        return self.copy_(other).detach()
+
     @property
     def dtype(self) -> _dtype.dtype:
         return self._v.dtype
@@ -287,6 +307,23 @@ class Tensor(TensorOps):
     def untyped_storage(self) -> Any:
         """The memory this tensor is a view of (shared by all its views)."""
         return UntypedStorage._wrap(self._storage)
+
+    def storage(self) -> Any:
+        """The memory this tensor is a view of, as elements of its dtype (a
+        :class:`~portagrad.TypedStorage`); deprecated in PyTorch, which warns as here."""
+        warnings.warn("TypedStorage is deprecated. It will be removed in the future and "
+                      "UntypedStorage will be the only storage class. This should only matter to "
+                      "you if you are using storages directly.  To access UntypedStorage "
+                      "directly, use tensor.untyped_storage() instead of tensor.storage()",
+                      UserWarning, stacklevel=2)
+        return TypedStorage._wrap(self._storage, self.dtype)
+
+    def storage_type(self) -> Any:
+        """The legacy storage class of this tensor's dtype (``portagrad.FloatStorage`` for
+        float32)."""
+        if self.dtype.name not in LEGACY_STORAGE_CLASSES:
+            raise TypeError(f"storage_type(): no storage class for {self.dtype}")
+        return LEGACY_STORAGE_CLASSES[self.dtype.name]
 
     @property
     def _version(self) -> int:
@@ -382,9 +419,17 @@ class Tensor(TensorOps):
             if value.shape != self.shape:
                 raise RuntimeError(f"assigned grad has data of a different size: {value.shape} "
                                    f"vs {self.shape}")
-            if value.dtype is not self.dtype:
-                raise RuntimeError(f"assigned grad has data of a different type: {value.dtype} "
-                                   f"vs {self.dtype}")
+            expected = self.dtype if self._grad_fn is not None else self.grad_dtype
+            if expected is not None and value.dtype is not expected:
+                names = _dtype.SCALAR_TYPE_NAMES
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype "
+                    f"'{names[value.dtype.name].lower()}' to a tensor with grad_dtype "
+                    f"'{names[expected.name]}'. The gradient must match the tensor's grad_dtype "
+                    f"(defaults to the tensor's dtype). You can set the tensor's grad_dtype "
+                    f"attribute with a specific dtype, or None to allow any dtype. Set grad_dtype "
+                    f"with caution. Diverging the dtypes of a tensor and its gradient may break "
+                    f"downstream systems that assume they match.")
             if value.device != self.device:
                 raise RuntimeError(f"assigned grad has data located on a different device: "
                                    f"{value.device} vs {self.device}")
@@ -393,6 +438,24 @@ class Tensor(TensorOps):
     @grad.deleter
     def grad(self) -> None:
         self._grad = None
+
+    @property
+    def grad_dtype(self) -> Any:
+        """The dtype gradients accumulated into this leaf's ``.grad`` are cast to (its dtype by
+        default; ``None``: kept as they arrive), and that an assigned ``.grad`` must have. Leaves
+        only."""
+        if self._grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be accessed on leaf tensors.")
+        return self.__dict__.get("_grad_dtype", self.dtype)
+
+    @grad_dtype.setter
+    def grad_dtype(self, value: Any) -> None:
+        if self._grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+        if value is not None and not isinstance(value, _dtype.dtype):
+            raise TypeError(f"grad_dtype must be a torch.dtype or None, but got "
+                            f"{type(value).__name__}")
+        self.__dict__["_grad_dtype"] = value
 
     @property
     def data(self) -> Tensor:

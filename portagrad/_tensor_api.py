@@ -1067,9 +1067,15 @@ class TensorOps:
     __ge__ = _binop(ge)
 
     def __matmul__(self, other: Tensor) -> Tensor:
+        if not isinstance(other, Tensor):
+            # as torch: Python then tries other.__rmatmul__ (a user's operator class), else
+            # raises its own "unsupported operand type(s) for @"
+            return NotImplemented  # type: ignore[return-value]
         return _ops.matmul.matmul(self, other)
 
     def __rmatmul__(self, other: Tensor) -> Tensor:
+        if not isinstance(other, Tensor):
+            return NotImplemented  # type: ignore[return-value]
         return _ops.matmul.matmul(other, self)
 
     def __neg__(self) -> Tensor:
@@ -1917,7 +1923,7 @@ class TensorOps:
         return _ops.complexnum.conj(_ops.shape.transpose(self, -2, -1))
 
     def adjoint(self) -> Tensor:
-        return _ops.complexnum.conj(_ops.shape.transpose(self, -2, -1))
+        return _ops.complexnum.adjoint(self)
 
     def to_sparse_csr(self, dense_dim: _int | None = None) -> Any:
         raise NotImplementedError("to_sparse_csr: layout=torch.sparse_csr is not supported; "
@@ -1993,6 +1999,13 @@ class TensorOps:
         """``torch.orgqr``: :func:`portagrad.linalg.householder_product` of ``self`` and the
         scalar factors ``input2``."""
         return _ops.linalg_ex.householder_product(self, input2)
+
+    def geqrf(self) -> Any:
+        return _ops.linalg_ex.geqrf(self)
+
+    def ormqr(self, input2: Tensor, input3: Tensor, left: _bool = True,
+              transpose: _bool = False) -> Tensor:
+        return _ops.linalg_ex.ormqr(self, input2, input3, left, transpose)
 
     def reinforce(self, reward: Any) -> Any:
         raise RuntimeError("reinforce() was removed. Use torch.distributions instead.")

@@ -1,12 +1,13 @@
 """Top-level ``torch.*`` names that are not ops of their own: the math constants, the function
 forms of the in-place methods (``pg.abs_(x)`` is ``x.abs_()``), the ``*_copy`` forms of the view
 ops (a fresh contiguous tensor instead of a view), and a few helpers (``typename``,
-``is_storage``, ``fill``, ``frombuffer``, ``empty_permuted``).
+``is_storage``, ``fill``, ``frombuffer``, ``from_file``, ``empty_permuted``).
 """
 from __future__ import annotations
 
 import builtins
 import math
+import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -23,9 +24,10 @@ from ._ops.stacking import split_with_sizes
 from ._ops import complexnum as _complexnum
 from ._ops.joining import chunk, split
 from ._tensor import Tensor
+from .storage import TypedStorage, UntypedStorage
 
 __all__ = ["pi", "e", "inf", "nan", "newaxis", "INPLACE_METHOD_NAMES", "inplace_functions",
-           "typename", "is_storage", "fill", "frombuffer", "empty_permuted", "alias_copy",
+           "typename", "is_storage", "fill", "frombuffer", "from_file", "empty_permuted", "alias_copy",
            "as_strided_copy", "detach_copy", "diagonal_copy", "expand_copy", "permute_copy",
            "select_copy", "slice_copy", "split_copy", "split_with_sizes_copy", "squeeze_copy",
            "t_copy", "transpose_copy", "unbind_copy", "unfold_copy", "unsqueeze_copy",
@@ -93,8 +95,8 @@ def typename(obj: Any) -> str:
 
 
 def is_storage(obj: Any) -> bool:
-    """``False``: portagrad has no public storage objects (tensors own backend buffers)."""
-    return False
+    """Whether ``obj`` is a storage: what ``untyped_storage()`` or ``storage()`` return."""
+    return isinstance(obj, (UntypedStorage, TypedStorage))
 
 
 def fill(input: Tensor, value: Any) -> Tensor:
@@ -142,6 +144,43 @@ def frombuffer(buffer: Any, *, dtype: _dtype_cls, count: int = -1, offset: int =
         warnings.warn("The given buffer is not writable; writing to the tensor is undefined "
                       "behaviour.", UserWarning, stacklevel=2)
     return out.requires_grad_(requires_grad) if requires_grad else out
+
+
+def from_file(filename: str, shared: bool | None = None, size: int = 0, *, dtype: Any = None,
+              layout: Any = None, device: Any = None, pin_memory: bool = False) -> Tensor:
+    """A 1-D tensor of the first ``size`` elements of ``dtype`` (default: the default dtype)
+    stored in the file. ``shared=True`` maps the file, so that writes to the (cpu) tensor change
+    the file; otherwise the elements are read into a tensor of its own (on ``device``)."""
+    dt = get_default_dtype() if dtype is None else dtype
+    if not isinstance(dt, _dtype_cls):
+        raise TypeError(f"from_file(): argument 'dtype' must be portagrad.dtype, not "
+                        f"{type(dt).__name__}")
+    if layout not in (None, strided):
+        raise NotImplementedError(f"from_file(): layout={layout} is not supported")
+    nbytes = int(size) * dt.itemsize
+    if nbytes < 0:
+        raise RuntimeError(f"unable to mmap {nbytes} bytes from file <{filename}>: size must "
+                           f"not be negative")
+    mode = "read-write" if shared else "read-only"
+    try:
+        have = os.path.getsize(filename)
+    except OSError as exc:
+        raise RuntimeError(f"unable to open file <{filename}> in {mode} mode: "
+                           f"{exc.strerror} ({exc.errno})") from None
+    if have < nbytes:
+        raise RuntimeError(f"file <{filename}> size <{have}> is smaller than the required "
+                           f"mapping size <{nbytes}>")
+    if shared:
+        target = "cpu" if device is None else str(device)
+        if target != "cpu":
+            raise RuntimeError(f"from_file(): shared=True maps the file into host memory; it "
+                               f"cannot back a tensor on {target} (read it with shared=False)")
+        if size == 0:
+            return empty(0, dtype=dt)
+        # a writable mapping: the tensor's memory is the file's pages
+        return from_numpy(np.memmap(filename, dtype=dt.numpy, mode="r+", shape=(int(size),)))
+    arr = np.fromfile(filename, dtype=dt.numpy, count=int(size))
+    return from_numpy(arr).to(device=device) if device is not None else from_numpy(arr)
 
 
 def empty_permuted(size: Sequence[int], physical_layout: Sequence[int], *, dtype: Any = None,

@@ -21,6 +21,7 @@ from ._ops.elementwise import where
 from ._tensor import Tensor
 from .autograd.grad_mode import no_grad
 from .nn import functional as F
+from .nn.modules.rnn import rnn_stack
 
 __all__ = [
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
@@ -33,7 +34,7 @@ __all__ = [
     "bilinear", "rrelu", "rrelu_", "celu_", "selu_", "threshold_", "dropout_", "alpha_dropout",
     "alpha_dropout_", "feature_alpha_dropout", "feature_alpha_dropout_", "feature_dropout",
     "feature_dropout_", "constant_pad_nd", "lstm_cell", "gru_cell", "rnn_tanh_cell",
-    "rnn_relu_cell", "embedding_renorm_",
+    "rnn_relu_cell", "embedding_renorm_", "lstm", "gru", "rnn_tanh", "rnn_relu",
     # the activations and distances whose top-level signatures equal nn.functional's but for a
     # required dim (softmax) or a positional train flag (dropout)
     "softmax", "log_softmax", "dropout", "hardshrink", "prelu", "threshold", "selu", "celu",
@@ -416,6 +417,82 @@ def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,
         return _ac_out  # type: ignore[no-any-return]
     gi, gh = _gates(input, hx, w_ih, w_hh, b_ih, b_hh)
     return (gi + gh).relu()
+
+
+# --- whole recurrent stacks (ATen's lstm / gru / rnn_tanh / rnn_relu, what nn.LSTM ... run)
+def _rnn_stack(fn: str, mode: str, input: Tensor, hx: Any, params: Sequence[Tensor],
+               has_biases: bool, num_layers: int, dropout: float, train: bool,
+               bidirectional: bool, batch_first: bool) -> tuple[Tensor, ...]:
+    packed = isinstance(hx, Tensor) if mode == "LSTM" else not isinstance(params, (list, tuple))
+    if packed:
+        # ATen's other overload, (data, batch_sizes, hx, params, ...), runs packed sequences
+        raise NotImplementedError(f"{fn}: the packed-sequence form (data, batch_sizes, ...) is "
+                                  f"not supported; pass a padded (T, N, F) input")
+    if input.dim() != 3:
+        raise RuntimeError(f"{fn}: expected a 3-D input ((seq, batch, feature), or (batch, seq, "
+                           f"feature) with batch_first), got {input.dim()}-D")
+    per_dir = 4 if has_biases else 2
+    D = 2 if bidirectional else 1
+    if len(params) != num_layers * D * per_dir:
+        raise RuntimeError("got an incorrect number of RNN parameters")
+    if mode == "LSTM":
+        if len(hx) != 2:
+            raise RuntimeError("lstm expects two hidden states")
+        h0, c0 = hx
+    else:
+        h0, c0 = hx, None
+    if h0.shape[0] < num_layers * D:
+        raise RuntimeError("Expected more hidden states in stacked_rnn")
+    x = input.transpose(0, 1) if batch_first else input
+    out, hn, cn = rnn_stack(mode, x, h0, c0, list(params), has_biases, num_layers, dropout,
+                            train, bidirectional)
+    if batch_first:
+        out = out.transpose(0, 1)
+    return (out, hn) if cn is None else (out, hn, cn)
+
+
+def _stack_entry(fn: str, mode: str, input: Tensor, hx: Any, params: Sequence[Tensor],
+                 *args: Any) -> tuple[Tensor, ...]:
+    # under autocast the whole stack is one op, cast once as nn.LSTM ... are
+    if _AUTOCAST.on and (_ac_out := _autocast_call(
+            fn, lambda i, h, p: _rnn_stack(fn, mode, i, h, p, *args), input, hx,
+            list(params) if isinstance(params, (list, tuple)) else params)) is not _SKIP:
+        return _ac_out  # type: ignore[no-any-return]
+    return _rnn_stack(fn, mode, input, hx, params, *args)
+
+
+def lstm(input: Tensor, hx: Sequence[Tensor], params: Sequence[Tensor], has_biases: bool,
+         num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool
+         ) -> tuple[Tensor, Tensor, Tensor]:
+    """A stack of LSTM layers: ``hx = (h0, c0)``, each ``(num_layers * directions, N, H)``;
+    ``params`` per layer and direction ``w_ih, w_hh[, b_ih, b_hh]`` (``nn.LSTM``'s flat weights).
+    Returns ``(output, h_n, c_n)``."""
+    return _stack_entry("lstm", "LSTM", input, hx, params, has_biases,  # type: ignore[return-value]
+                        num_layers, dropout, train, bidirectional, batch_first)
+
+
+def gru(input: Tensor, hx: Tensor, params: Sequence[Tensor], has_biases: bool, num_layers: int,
+        dropout: float, train: bool, bidirectional: bool, batch_first: bool
+        ) -> tuple[Tensor, Tensor]:
+    """A stack of GRU layers (arguments as :func:`lstm`, one hidden state): ``(output, h_n)``."""
+    return _stack_entry("gru", "GRU", input, hx, params, has_biases,  # type: ignore[return-value]
+                        num_layers, dropout, train, bidirectional, batch_first)
+
+
+def rnn_tanh(input: Tensor, hx: Tensor, params: Sequence[Tensor], has_biases: bool,
+             num_layers: int, dropout: float, train: bool, bidirectional: bool,
+             batch_first: bool) -> tuple[Tensor, Tensor]:
+    """A stack of Elman layers with tanh (arguments as :func:`gru`): ``(output, h_n)``."""
+    return _stack_entry("rnn_tanh", "RNN_TANH", input, hx, params,  # type: ignore[return-value]
+                        has_biases, num_layers, dropout, train, bidirectional, batch_first)
+
+
+def rnn_relu(input: Tensor, hx: Tensor, params: Sequence[Tensor], has_biases: bool,
+             num_layers: int, dropout: float, train: bool, bidirectional: bool,
+             batch_first: bool) -> tuple[Tensor, Tensor]:
+    """A stack of Elman layers with ReLU (arguments as :func:`gru`): ``(output, h_n)``."""
+    return _stack_entry("rnn_relu", "RNN_RELU", input, hx, params,  # type: ignore[return-value]
+                        has_biases, num_layers, dropout, train, bidirectional, batch_first)
 
 
 # ----------------------------------------------------------------------------- activations

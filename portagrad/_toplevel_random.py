@@ -1,5 +1,6 @@
 """``pg.poisson`` and ``pg.binomial``: elementwise samples drawn from portagrad's generator
-(through :mod:`portagrad.distributions`, so ``manual_seed`` makes them reproducible)."""
+(through :mod:`portagrad.distributions`, so ``manual_seed`` makes them reproducible); and
+``thread_safe_generator``, the generator a data-loading worker should draw from."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,7 +10,7 @@ from .autograd.grad_mode import no_grad
 from .distributions.binomial import Binomial
 from .distributions.poisson import Poisson
 
-__all__ = ["poisson", "binomial"]
+__all__ = ["poisson", "binomial", "thread_safe_generator"]
 
 
 def _no_generator(fn: str, generator: Any) -> None:
@@ -39,3 +40,12 @@ def binomial(count: Tensor, prob: Tensor, generator: Any = None) -> Tensor:
                          f"{count.dtype}")
     with no_grad():
         return Binomial(count, probs=prob, validate_args=False).sample().to(count.dtype)
+
+
+def thread_safe_generator() -> Any:
+    """The generator random transforms should pass as ``generator=`` in a data-loading worker:
+    PyTorch gives thread workers their own and answers ``None`` (the default generator) in the
+    main process and in process workers. portagrad's ``DataLoader`` workers are processes, each
+    seeded on its own (``worker_init_fn``, ``get_worker_info().seed``), so the answer is always
+    ``None``."""
+    return None

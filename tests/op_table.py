@@ -2978,6 +2978,90 @@ def _toplevel_rows() -> list[OpInfo]:
 OP_TABLE += _toplevel_rows()
 
 
+# whole recurrent stacks (torch.lstm / gru / rnn_tanh / rnn_relu): the cells above, looped
+def _np_rnn_stack(mode: str, x: np.ndarray, h0: np.ndarray, c0: Any, params: list,
+                  has_biases: bool, layers: int, bidirectional: bool, batch_first: bool) -> tuple:
+    if batch_first:
+        x = np.swapaxes(x, 0, 1)
+    D, per = (2 if bidirectional else 1), (4 if has_biases else 2)
+    hn, cn, inp = [], [], x
+    for layer in range(layers):
+        outs = []
+        for d in range(D):
+            k = layer * D + d
+            w = list(params[k * per:(k + 1) * per])
+            if not has_biases:
+                w += [np.zeros(w[0].shape[0], x.dtype)] * 2
+            h, c = h0[k], (c0[k] if c0 is not None else None)
+            seq = [None] * len(inp)
+            for t in (range(len(inp) - 1, -1, -1) if d else range(len(inp))):
+                if mode == "lstm":
+                    h, c = _np_lstm_cell(inp[t], (h, c), *w)
+                elif mode == "gru":
+                    h = _np_gru_cell(inp[t], h, *w)
+                else:
+                    pre = inp[t] @ w[0].T + w[2] + h @ w[1].T + w[3]
+                    h = np.tanh(pre) if mode == "rnn_tanh" else np.maximum(pre, 0)
+                seq[t] = h
+            outs.append(np.stack(seq))
+            hn.append(h)
+            cn.append(c)
+        inp = np.concatenate(outs, -1)
+    out = np.swapaxes(inp, 0, 1) if batch_first else inp
+    return (out, np.stack(hn)) + ((np.stack(cn),) if mode == "lstm" else ())
+
+
+def _rnn_stack_rows() -> list[OpInfo]:
+    def params(gates: int, feat: int, hid: int, layers: int, D: int, bias: bool) -> list:
+        out = []
+        for layer in range(layers):
+            for _ in range(D):
+                fin = feat if layer == 0 else hid * D
+                out += [X((gates * hid, fin)), X((gates * hid, hid))]
+                out += [X((gates * hid,)), X((gates * hid,))] if bias else []
+        return out
+
+    rows = []
+    for name, gates in (("lstm", 4), ("gru", 3), ("rnn_tanh", 1), ("rnn_relu", 1)):
+        fn = getattr(pg, name)
+        lstm = name == "lstm"
+
+        def op(x: Any, h: Any, *rest: Any, fn: Any = fn, lstm: bool = lstm, **kw: Any) -> Any:
+            hx, ps = ((h, rest[0]), rest[1:]) if lstm else (h, rest)
+            return fn(x, hx, list(ps), kw["bias"], kw["layers"], 0.0, False, kw["bidir"],
+                      kw["batch_first"])
+
+        def ref(x: Any, h: Any, *rest: Any, name: str = name, lstm: bool = lstm,
+                **kw: Any) -> Any:
+            c, ps = (rest[0], rest[1:]) if lstm else (None, rest)
+            return _np_rnn_stack(name, x, h, c, list(ps), kw["bias"], kw["layers"], kw["bidir"],
+                                 kw["batch_first"])
+
+        def sample(T: int, N: int, F_: int, H: int, layers: int, bidir: bool, bias: bool,
+                   batch_first: bool, gates: int = gates, lstm: bool = lstm) -> Callable:
+            D = 2 if bidir else 1
+            states = [X((layers * D, N, H))] * (2 if lstm else 1)
+            x = X((N, T, F_) if batch_first else (T, N, F_))
+            return S(x, *states, *params(gates, F_, H, layers, D, bias), bias=bias, layers=layers,
+                     bidir=bidir, batch_first=batch_first)
+
+        rows.append(OpInfo(
+            name, op, ref,
+            fixed(sample(4, 2, 3, 2, 1, False, True, False), sample(3, 2, 2, 2, 2, True, True, True),
+                  sample(3, 1, 2, 3, 1, True, False, False)),
+            FLOATS, "same", grad=True, rtol=1e-4,
+            grad_samples=fixed(sample(2, 1, 2, 1, 1, False, True, False),
+                               sample(2, 1, 1, 1, 2, True, False, True)),
+            errors=[E(lambda d, fn=fn, lstm=lstm: fn(
+                T((3, 1, 2), d), [T((1, 1, 2), d)] * (2 if lstm else 1) if lstm else
+                T((1, 1, 2), d), [T((2, 2), d)], True, 1, 0.0, False, False, False),
+                RuntimeError, "incorrect number of RNN parameters")]))
+    return rows
+
+
+OP_TABLE += _rnn_stack_rows()
+
+
 # ----------------------------------------------------------------------------- normalisation
 # softmax, layer/batch norm and cross-entropy: backend primitives where a backend has them
 # (forward and backward), composed from the required primitives where not
@@ -3046,6 +3130,250 @@ def _norm_rows() -> list[OpInfo]:
 
 
 OP_TABLE += _norm_rows()
+
+
+# ----------------------------------------------------------------------------- smaller torch names
+# numerical gradient, adjoint, ATen's native_* norms and its grid/convolution aliases
+def _np_gradient(x: np.ndarray, spacing: Any = 1, dim: Any = None,
+                 edge_order: int = 1) -> tuple:
+    dims = list(range(x.ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    steps = list(spacing) if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)
+    out = np.gradient(x.astype(np.float64), *steps, axis=tuple(dims), edge_order=edge_order)
+    return tuple(out) if isinstance(out, (list, tuple)) else (out,)
+
+
+def _np_conv_tbc(x: np.ndarray, w: np.ndarray, b: np.ndarray, pad: int = 0) -> np.ndarray:
+    xp = np.pad(x, ((pad, pad), (0, 0), (0, 0)))
+    k = w.shape[0]
+    steps = xp.shape[0] - k + 1
+    return np.stack([sum(xp[t + j] @ w[j] for j in range(k)) + b for t in range(steps)])
+
+
+def _np_base(n: int, align_corners: bool) -> np.ndarray:
+    """The normalised pixel-centre coordinates of ``affine_grid`` along one axis."""
+    if align_corners:
+        return np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(1)
+    return (2.0 * np.arange(n) + 1.0) / n - 1.0
+
+
+def _np_affine_grid(theta: np.ndarray, size: list, align_corners: bool) -> np.ndarray:
+    n, _, h, w = size
+    ys, xs = np.meshgrid(_np_base(h, align_corners), _np_base(w, align_corners), indexing="ij")
+    base = np.stack([xs, ys, np.ones_like(xs)], -1)  # (h, w, 3)
+    return np.einsum("hwk,njk->nhwj", base, theta).astype(theta.dtype)
+
+
+def _np_grid_sample(x: np.ndarray, grid: np.ndarray, mode: int, padding: int,
+                    align_corners: bool) -> np.ndarray:
+    """Bilinear (0) or nearest (1) sampling of (N, C, H, W) with zero padding (0)."""
+    assert padding == 0
+    n, c, h, w = x.shape
+    def unnorm(g: np.ndarray, size: int) -> np.ndarray:
+        return (g + 1) / 2 * (size - 1) if align_corners else ((g + 1) * size - 1) / 2
+    ix, iy = unnorm(grid[..., 0], w), unnorm(grid[..., 1], h)
+    out = np.zeros((n, c) + grid.shape[1:3])
+
+    def tap(b: int, yy: np.ndarray, xx: np.ndarray) -> np.ndarray:
+        ok = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
+        v = x[b][:, np.clip(yy, 0, h - 1), np.clip(xx, 0, w - 1)]
+        return np.where(ok, v, 0.0)
+
+    for b in range(n):
+        if mode == 1:
+            out[b] = tap(b, np.rint(iy[b]).astype(int), np.rint(ix[b]).astype(int))
+            continue
+        x0, y0 = np.floor(ix[b]).astype(int), np.floor(iy[b]).astype(int)
+        fx, fy = ix[b] - x0, iy[b] - y0
+        out[b] = (tap(b, y0, x0) * (1 - fx) * (1 - fy) + tap(b, y0, x0 + 1) * fx * (1 - fy)
+                  + tap(b, y0 + 1, x0) * (1 - fx) * fy + tap(b, y0 + 1, x0 + 1) * fx * fy)
+    return out.astype(x.dtype)
+
+
+def _np_mean_rstd(x: np.ndarray, axes: tuple) -> tuple:
+    return x.mean(axes, keepdims=True), 1 / np.sqrt(x.var(axes, keepdims=True) + 1e-5)
+
+
+def _np_native_layer_norm(x: np.ndarray, ns: list, w: Any = None, b: Any = None) -> tuple:
+    axes = tuple(range(x.ndim - len(ns), x.ndim))
+    return (_np_layer_norm(x, tuple(ns), w, b),) + _np_mean_rstd(x, axes)
+
+
+def _np_native_group_norm(x: np.ndarray, w: Any, b: Any, n: int, c: int, hw: int,
+                          g: int) -> tuple:
+    mean, rstd = _np_mean_rstd(x.reshape(n, g, -1), (2,))
+    y = ((x.reshape(n, g, -1) - mean) * rstd).reshape(x.shape)
+    bs = (1, c) + (1,) * (x.ndim - 2)
+    y = y * (1 if w is None else w.reshape(bs)) + (0 if b is None else b.reshape(bs))
+    return y, mean.reshape(n, g), rstd.reshape(n, g)
+
+
+def _np_native_batch_norm(x: np.ndarray, w: Any = None, b: Any = None) -> tuple:
+    mean, rstd = _np_mean_rstd(x, (0,) + tuple(range(2, x.ndim)))
+    return _np_batch_norm_train(x, w, b), mean.reshape(-1), rstd.reshape(-1)
+
+
+def _np_norm_except_dim(v: np.ndarray, p: float = 2, dim: int = 0) -> np.ndarray:
+    if dim == -1:
+        return np.asarray((np.abs(v) ** p).sum() ** (1 / p))
+    axes = tuple(a for a in range(v.ndim) if a != dim % v.ndim)
+    return (np.abs(v) ** p).sum(axes, keepdims=True) ** (1 / p)
+
+
+def _coverage_rows() -> list[OpInfo]:
+    theta = lambda n: np.array([[[0.8, -0.3, 0.1], [0.2, 1.1, -0.2]]] * n)  # noqa: E731
+    return [
+        OpInfo("gradient", lambda x, **kw: pg.gradient(x, **kw), _np_gradient,
+               fixed(S(X((4, 5))), S(X((4, 5)), spacing=0.5, dim=1),
+                     S(X((3, 6)), spacing=[2.0, 0.25], edge_order=2),
+                     S(X((2, 3, 4)), spacing=[1.5], dim=[-1], edge_order=2),
+                     S(X((5,))), S(X((4, 3)), dim=[1, 0]), S(X((3, 4)), nc="T")),
+               NUMERIC, "float", grad=True,
+               errors=[E(lambda d: pg.gradient(T((3,), d), edge_order=3), RuntimeError,
+                         r"only supports edge_order=1 and edge_order=2"),
+                       E(lambda d: pg.gradient(T((2, 4), d), edge_order=2), RuntimeError,
+                         r"each dimension size to be at least edge_order\+1"),
+                       E(lambda d: pg.gradient(T((2, 4), d), spacing=[1.0]), RuntimeError,
+                         r"list of length equal to 'self.dim\(\) = 2'"),
+                       E(lambda d: pg.gradient(T((2, 4), d), dim=[0, 0]), RuntimeError,
+                         r"dim 0 appears multiple times"),
+                       E(lambda d: pg.gradient(T((2, 4), d), spacing=(T((), d),), dim=0),
+                         RuntimeError, r"one dimension, but got an element with 0 dimensions")]),
+        # sample coordinates: cumulative sums of positive steps, so strictly increasing
+        OpInfo("gradient_coordinates",
+               lambda x, *steps, **kw: pg.gradient(x, spacing=[s.cumsum(0) for s in steps],
+                                                   **kw),
+               lambda x, *steps, **kw: _np_gradient(x, [np.cumsum(s) for s in steps], **kw),
+               fixed(S(X((4, 5)), X((4,), "positive"), X((5,), "positive")),
+                     S(X((3, 6)), X((6,), "positive"), dim=1, edge_order=2),
+                     S(X((2, 5)), X((5,), "positive"), dim=-1),
+                     S(X((4, 3)), X((4,), "positive"), X((3,), "positive"), edge_order=2)),
+               FLOATS, "same", grad=True, rtol=1e-4),
+        OpInfo("adjoint", pg.adjoint, lambda x: np.swapaxes(x, -1, -2),
+               fixed(S(X((2, 3))), S(X((2, 3, 4))), S(X((3, 4)), nc="T"), S(X((0, 2)))),
+               ALL, "same", method="adjoint", view=True, grad=True,
+               errors=[E(lambda d: pg.adjoint(T((3,), d)), RuntimeError,
+                         r"only supported on matrices or batches of matrices. Got 1-D tensor")]),
+        OpInfo("native_layer_norm",
+               lambda x, ns, w=None, b=None: pg.native_layer_norm(x, ns, w, b, 1e-5),
+               _np_native_layer_norm,
+               fixed(S(X((3, 5)), [5], X((5,)), X((5,))), S(X((2, 3, 4)), [3, 4]),
+                     S(X((4, 3)), [3], X((3,)), nc="T")),
+               FLOATS, "same", rtol=1e-4, atol=1e-5,
+               errors=[E(lambda d: pg.native_layer_norm(T((2, 3), d), [4], None, None, 1e-5),
+                         RuntimeError, r"Given normalized_shape=\[4\], expected input with "
+                         r"shape \[\*, 4\], but got input of size\[2, 3\]")]),
+        OpInfo("native_layer_norm_output",
+               lambda x, w, b: pg.native_layer_norm(x, [4], w, b, 1e-5)[0],
+               lambda x, w, b: _np_layer_norm(x, (4,), w, b),
+               fixed(S(X((2, 4)), X((4,)), X((4,)))), FLOATS, "same", grad=True, rtol=1e-4,
+               atol=1e-5),
+        OpInfo("native_group_norm",
+               lambda x, w, b, *dims: pg.native_group_norm(x, w, b, *dims, 1e-5),
+               _np_native_group_norm,
+               fixed(S(X((2, 4, 3)), X((4,)), X((4,)), 2, 4, 3, 2),
+                     S(X((2, 6, 2, 2)), None, None, 2, 6, 4, 3)),
+               FLOATS, "same", rtol=1e-4, atol=1e-5,
+               errors=[E(lambda d: pg.native_group_norm(T((2, 4, 3), d), None, None, 2, 4, 3, 3,
+                                                        1e-5), RuntimeError,
+                         r"channels in input to be divisible by num_groups")]),
+        OpInfo("native_group_norm_output",
+               lambda x, w, b: pg.native_group_norm(x, w, b, 1, 4, 2, 2, 1e-5)[0],
+               lambda x, w, b: _np_native_group_norm(x, w, b, 1, 4, 2, 2)[0],
+               fixed(S(X((1, 4, 2)), X((4,)), X((4,)))), FLOATS, "same", grad=True, rtol=1e-4,
+               atol=1e-5),
+        OpInfo("native_batch_norm",
+               lambda x, w=None, b=None: pg.native_batch_norm(x, w, b, None, None, True, 0.1,
+                                                              1e-5),
+               _np_native_batch_norm,
+               fixed(S(X((4, 3, 2)), X((3,)), X((3,))), S(X((5, 3)))),
+               FLOATS, "same", rtol=1e-4, atol=1e-5),
+        OpInfo("native_batch_norm_output",
+               lambda x, w, b: pg.native_batch_norm(x, w, b, None, None, True, 0.1, 1e-5)[0],
+               lambda x, w, b: _np_batch_norm_train(x, w, b),
+               fixed(S(X((3, 2, 2)), X((2,)), X((2,)))), FLOATS, "same", grad=True, rtol=1e-4,
+               atol=1e-5),
+        OpInfo("norm_except_dim", pg.norm_except_dim, _np_norm_except_dim,
+               fixed(S(X((3, 4, 2))), S(X((3, 4, 2)), 2, 1), S(X((3, 4)), 3, -1),
+                     S(X((2, 3, 4)), 2, -2), S(X((4,)), 2, 0)),
+               FLOATS, "same", grad=True, rtol=1e-4),
+        OpInfo("conv_tbc", pg.conv_tbc, _np_conv_tbc,
+               fixed(S(X((6, 2, 3)), X((3, 3, 4)), X((4,)), 1), S(X((5, 1, 2)), X((2, 2, 3)),
+                                                                  X((3,)))),
+               FLOATS, "same", grad=True, rtol=1e-4,
+               errors=[E(lambda d: pg.conv_tbc(T((5, 2, 3), d), T((3, 4, 4), d), T((4,), d)),
+                         RuntimeError, r"Input dim 2 \(input channels\) is not == dim 1"),
+                       E(lambda d: pg.conv_tbc(T((5, 2, 3), d), T((3, 3, 4), d), T((5,), d)),
+                         RuntimeError, r"Bias size must equal dim 2 in the weight tensor")]),
+        OpInfo("affine_grid_generator", pg.affine_grid_generator, _np_affine_grid,
+               fixed(S(theta(2), [2, 3, 4, 5], False), S(theta(1), [1, 1, 3, 3], True)),
+               FLOATS, "same", grad=True),
+        OpInfo("grid_sampler", pg.grid_sampler, _np_grid_sample,
+               fixed(S(X((2, 3, 4, 5)), X((2, 3, 2, 2), "unit"), 0, 0, False),
+                     S(X((1, 2, 3, 4)), X((1, 2, 3, 2), "unit"), 0, 0, True),
+                     S(X((1, 2, 3, 4)), X((1, 2, 3, 2), "unit"), 1, 0, False)),
+               FLOATS, "same", rtol=1e-4, atol=1e-5,
+               grad_samples=fixed(S(X((1, 1, 3, 3)), X((1, 2, 2, 2), "unit"), 0, 0, False)),
+               grad=True,
+               errors=[E(lambda d: pg.grid_sampler(T((1, 1, 3, 3), d), T((1, 2, 2, 2), d), 3, 0,
+                                                   False), RuntimeError,
+                         r"invalid interpolation_mode 3"),
+                       E(lambda d: pg.grid_sampler_3d(T((1, 1, 3, 3), d), T((1, 2, 2, 2), d), 0,
+                                                      0, False), RuntimeError,
+                         r"expected 5D input and grid with same number of dimensions")]),
+    ]
+
+
+OP_TABLE += _coverage_rows()
+
+
+# LAPACK's compact QR: numpy's qr(mode="raw") is geqrf itself (its h is a transposed)
+def _np_geqrf(a: np.ndarray) -> tuple:
+    h, tau = np.linalg.qr(a.astype(np.float64), mode="raw")
+    return np.swapaxes(h, -1, -2), tau
+
+
+def _np_ormqr(a: np.ndarray, tau: np.ndarray, other: np.ndarray, left: bool = True,
+              transpose: bool = False) -> np.ndarray:
+    """``Q`` as the product of the reflectors written out one by one, then applied."""
+    mn = a.shape[-2]
+    q = np.eye(mn)
+    for i in range(tau.shape[-1]):
+        v = np.where(np.arange(mn) > i, a[:, i], 0.0)
+        v[i] = 1.0
+        q = q @ (np.eye(mn) - tau[i] * np.outer(v, v))
+    q = q.T if transpose else q
+    return q @ other if left else other @ q
+
+
+def _qr_rows() -> list[OpInfo]:
+    return [
+        OpInfo("geqrf", pg.geqrf, lambda a: tuple(x.astype(a.dtype) for x in _np_geqrf(a)),
+               fixed(S(X((5, 3))), S(X((3, 5))), S(X((2, 4, 4))), S(X((4, 3)), nc="T"),
+                     S(X((1, 1)))),
+               FLOATS, "same", method="geqrf", rtol=1e-4, atol=1e-5,
+               errors=[E(lambda d: pg.geqrf(T((3,), d)), RuntimeError,
+                         r"input must have at least 2 dimensions"),
+                       E(lambda d: pg.geqrf(T((3, 3), d, I64)), RuntimeError,
+                         r"Expected a floating point or complex tensor as input. Got Long")]),
+        # ormqr as a function of all three: any matrix holds reflectors, any tau scales them
+        OpInfo("ormqr", pg.ormqr, _np_ormqr,
+               fixed(S(X((5, 3)), X((3,), "unit"), X((5, 2))),
+                     S(X((5, 3)), X((3,), "unit"), X((2, 5)), False),
+                     S(X((4, 4)), X((4,), "unit"), X((4, 3)), True, True),
+                     S(X((3, 5)), X((3,), "unit"), X((2, 3)), False, True)),
+               FLOATS, "same", method="ormqr", grad=True, rtol=1e-4, atol=1e-5,
+               grad_samples=fixed(S(X((3, 2)), X((2,), "unit"), X((3, 2))),
+                                  S(X((3, 3)), X((3,), "unit"), X((2, 3)), False, True)),
+               errors=[E(lambda d: pg.ormqr(T((5, 3), d, F64), T((3,), d, F64), T((4, 4), d, F64)),
+                         RuntimeError, r"other.shape\[-2\] must be equal to input.shape\[-2\]"),
+                       E(lambda d: pg.ormqr(T((5, 3), d, F64), T((2,), d, F64), T((5, 4), d, F64)),
+                         RuntimeError, r"tau.shape\[-1\] must be equal to min"),
+                       E(lambda d: pg.ormqr(T((5, 3), d), T((3,), d, F64), T((5, 4), d, F64)),
+                         RuntimeError, r"Expected input and tau to have the same dtype")]),
+    ]
+
+
+OP_TABLE += _qr_rows()
 
 _names = [r.name for r in OP_TABLE]
 assert len(set(_names)) == len(_names), [n for n in _names if _names.count(n) > 1]

@@ -270,6 +270,31 @@ def test_cross_entropy_matches_composed(device: str, dtype: Any, reduction: str,
     np.testing.assert_allclose(out, want, **_tol(dtype))
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(64, 10), (5, 1), (1, 300)])
+def test_cross_entropy_plain_rows_as_weighted_ones(device: str, dtype: Any, shape: tuple) -> None:
+    """No class weights and no ignored row (a backend may skip its selects then) give the bits
+    of the general path: class weights of one, and an ignored row elsewhere in the batch."""
+    n, c = shape
+    x = RNG.normal(size=(n + 1, c)) * 4
+    t = RNG.integers(0, c, n + 1)
+    t[-1] = -100
+
+    def run(rows: slice, weight: bool) -> tuple[np.ndarray, ...]:
+        xt = pg.tensor(x[rows], dtype=dtype, device=device, requires_grad=True)
+        w = pg.ones(c, dtype=dtype, device=device) if weight else None
+        loss = F.cross_entropy(xt, pg.tensor(t[rows], device=device), weight=w, reduction="none")
+        loss.backward(pg.ones_like(loss))
+        assert xt.grad is not None
+        return loss.detach().cpu().numpy(), xt.grad.cpu().numpy()
+
+    plain = run(slice(0, n), False)
+    for got in (run(slice(0, n), True), run(slice(0, n + 1), False)):
+        got = (got[0][:n], got[1][:n])
+        for a, b in zip(plain, got):
+            assert a.tobytes() == b.tobytes()
+
+
 def test_cross_entropy_all_ignored_is_nan(device: str) -> None:
     x = pg.randn(3, 4, device=device, requires_grad=True)
     t = pg.tensor([-100, -100, -100], device=device)

@@ -57,6 +57,23 @@ def test_erf_special_values(dt: type) -> None:
     assert out[0] == dt(tiny * (2 / math.sqrt(math.pi)))  # subnormals are not flushed
 
 
+@pytest.mark.parametrize("scale", [0.1, 0.7, 2.0, 10.0])
+def test_erf32_value_does_not_depend_on_its_neighbours(scale: float) -> None:
+    """float32 erf runs each branch on the elements that take it, the more common branch on the
+    whole chunk: every element must get what it gets alone (the same bits), whatever the mix of
+    the chunk (mostly below 1, mostly above, and NaN, infinities, zeros, the branch point)."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(3000) * scale).astype(np.float32)
+    x[::97] = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, np.nextafter(1, 0),
+                        4.0, 1e-40, -1e-3], np.float32)[np.arange(x[::97].size) % 11]
+    out = np.empty_like(x)
+    erf(x, out)
+    alone = np.empty(1, np.float32)
+    for i, v in enumerate(x):
+        erf(x[i:i + 1], alone)
+        assert alone.tobytes() == out[i:i + 1].tobytes(), (v, alone[0], out[i])
+
+
 def test_erf_strided_in_place_and_other_dtype_out() -> None:
     x = np.linspace(-3, 3, 24, dtype=np.float32).reshape(4, 6)
     want = np.array([[math.erf(v) for v in row] for row in x.tolist()])

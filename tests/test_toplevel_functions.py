@@ -347,6 +347,9 @@ def test_typename_and_is_storage() -> None:
     assert pg.typename(collections.OrderedDict) == "collections.OrderedDict"
     assert pg.typename(pg.nn.Linear) == "portagrad.nn.modules.linear.Linear"
     assert pg.is_storage(pg.ones(1)) is False
+    assert pg.is_storage(pg.ones(1).untyped_storage()) is True
+    with pytest.warns(UserWarning, match="TypedStorage is deprecated"):
+        assert pg.is_storage(pg.ones(1).storage()) is True
 
 
 def test_torch_parity_of_aliases() -> None:
@@ -413,7 +416,8 @@ def test_small_toplevel_helpers(device: str) -> None:
     assert pg.unsafe_chunk is pg.chunk and pg.unsafe_split is pg.split
     assert pg.unsafe_split_with_sizes is pg.split_with_sizes
     assert [p.shape for p in pg.unsafe_split(x, 2)] == [(2,), (2,), (1,)]
-    assert pg.conj_physical is pg.clone
+    cp = pg.conj_physical(x)  # a real tensor's conjugate: a copy (tests/test_complex.py: complex)
+    assert cp._storage is not x._storage and pg.equal(cp, x)
     assert pg.is_distributed(x) is False
     assert pg.set_flush_denormal(True) is False
     assert pg.init_num_threads() is None

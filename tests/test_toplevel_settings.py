@@ -281,6 +281,30 @@ def test_autocast_state_functions() -> None:
         pg.get_autocast_dtype("foo")
 
 
+def test_deprecated_autocast_setters() -> None:
+    # the per-device setters PyTorch deprecated: they set the same state, and warn as it does
+    with pytest.warns(DeprecationWarning, match="set_autocast_dtype\\('cpu', dtype\\)"):
+        pg.set_autocast_cpu_dtype(pg.float16)
+    assert pg.get_autocast_dtype("cpu") == pg.float16
+    with pytest.warns(DeprecationWarning):
+        pg.set_autocast_cpu_dtype(pg.bfloat16)
+    with pytest.warns(DeprecationWarning, match="set_autocast_dtype\\('cuda', dtype\\)"):
+        pg.set_autocast_gpu_dtype(pg.bfloat16)
+    assert pg.get_autocast_dtype("cuda") == pg.bfloat16
+    with pytest.warns(DeprecationWarning):
+        pg.set_autocast_gpu_dtype(pg.float16)
+    with pytest.warns(DeprecationWarning, match="set_autocast_enabled\\('cpu', enabled\\)"):
+        pg.set_autocast_cpu_enabled(True)
+    try:
+        assert pg.is_autocast_enabled("cpu") is True
+    finally:
+        with pytest.warns(DeprecationWarning):
+            pg.set_autocast_cpu_enabled(False)
+    assert pg.is_autocast_enabled("cpu") is False
+    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="must be a bool"):
+        pg.set_autocast_cpu_enabled(1)  # type: ignore[arg-type]
+
+
 _TRAINING_SCRIPT = textwrap.dedent("""
     import sys
     import torch

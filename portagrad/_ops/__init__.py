@@ -42,6 +42,7 @@ from . import airyfn
 from . import spectral, linalg_ext, linalg_ex, lowrank
 from . import nn, sampling
 from . import checkpoint, custom
+from . import finite_diff
 
 __all__ = ["complexnum", "conversion", "elementwise", "indexing", "joining", "matmul", "reduction", "shape",
            "sorting",
@@ -49,4 +50,4 @@ __all__ = ["complexnum", "conversion", "elementwise", "indexing", "joining", "ma
            "rearrange", "scan", "scatter", "search", "segment", "sequences", "sparse", "special",
            "stacking", "stats", "windows", "besselfn", "airyfn", "orthopoly", "scaledfn", "nn", "sampling",
            "checkpoint", "custom", "spectral", "linalg_ext", "linalg_ex",
-           "lowrank"]
+           "lowrank", "finite_diff"]

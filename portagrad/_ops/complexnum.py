@@ -36,6 +36,7 @@ from ..autograd.inplace import DTYPE_VIEWS
 from ..backends.interface import decline_complex
 from ._common import call, check_same_device
 from .conversion import _TYPE_NAMES
+from .shape import adjoint as shape_adjoint
 
 __all__ = ["view_as_real", "view_as_complex", "real", "imag", "conj", "conj_physical",
            "resolve_conj", "is_conj", "complex", "polar", "angle", "abs_complex", "sgn",
@@ -128,8 +129,9 @@ def view_as_complex_copy(input: Tensor) -> Tensor:
 
 
 def adjoint(input: Tensor) -> Tensor:
-    """The conjugate transpose of the last two dimensions (the transpose for real tensors)."""
-    return conj(input.transpose(-2, -1))
+    """The conjugate transpose of the last two dimensions (for real tensors the transposed view,
+    with ``shape.adjoint``'s rules for 0-d and 1-d inputs)."""
+    return conj(shape_adjoint(input))
 
 
 def real(input: Tensor) -> Tensor:

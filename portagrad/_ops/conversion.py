@@ -183,10 +183,7 @@ def contiguous(x: Tensor, memory_format: Any = None) -> Tensor:
     return call(_Clone, x)
 
 
-_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int",
-               "int64": "Long", "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
-               "bfloat16": "BFloat16", "complex64": "ComplexFloat",
-               "complex128": "ComplexDouble"}
+_TYPE_NAMES = _dtype.SCALAR_TYPE_NAMES
 
 
 def _caller_level() -> int:

@@ -968,7 +968,8 @@ def index_copy_inplace(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Te
                 and source._storage.device is t._storage.device and t._v.is_contiguous()
                 and not _AUTOCAST.on):
             check_index_copy(t, dim, index, source)
-            d, idx = _index_along(t, dim, index, tuple(source.shape))  # checks the indices
+            d, idx = _index_along(t, dim, index, tuple(source.shape),  # checks the indices
+                                  "index_copy_(): index")
             _raw.scatter(t, d, idx, source, None)  # (inplace() bumps the version)
             return
         _raw.copy_into(t, fit_result(index_copy(t._alias(), dim, index, source), t))

@@ -243,7 +243,7 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     if input.dim() == 0:
         return _scalar_as_vector(index_copy, input, dim, index, source)
     check_index_copy(input, dim, index, source)
-    d, idx = _index_along(input, dim, index, tuple(source.shape))
+    d, idx = _index_along(input, dim, index, tuple(source.shape), "index_copy_(): index")
     return scatter(input, d, idx, source)
 
 
@@ -283,13 +283,14 @@ def _scalar_as_vector(op: Any, input: Tensor, dim: int, index: Any, source: Any,
     return reshape(op(reshape(input, (1,)), 0, index, src, **kw), ())
 
 
-def _index_along(input: Tensor, dim: int, index: Any, target: tuple | None
-                 ) -> tuple[int, Tensor]:
+def _index_along(input: Tensor, dim: int, index: Any, target: tuple | None,
+                 what: str = "index") -> tuple[int, Tensor]:
     """Check a 1-D ``index`` into ``dim`` of ``input`` and broadcast it (stride 0) to ``target``
-    (default: ``input``'s shape with ``dim`` of the index's length), for gather/scatter."""
+    (default: ``input``'s shape with ``dim`` of the index's length), for gather/scatter;
+    ``what`` begins the out-of-range message."""
     d = wrap_dim(dim, input.dim())
     index = reshape(_as_index(index, input), (-1,))
-    check_index_range(index, input.shape[d], d)
+    check_index_range(index, input.shape[d], d, what)
     shape = [1] * input.dim()
     shape[d] = index.shape[0]
     if target is None:

@@ -27,7 +27,8 @@ from .scan import cumprod
 
 __all__ = ["solve_triangular", "inv_ex", "solve_ex", "cholesky_ex", "lu_factor_ex",
            "householder_product", "vander", "tensorinv", "tensorsolve", "linalg_inv_ex",
-           "linalg_solve_ex", "linalg_cholesky_ex", "linalg_lu_factor_ex"]
+           "linalg_solve_ex", "linalg_cholesky_ex", "linalg_lu_factor_ex", "geqrf", "ormqr",
+           "geqrf_result"]
 
 linalg_inv_ex = namedtuple("linalg_inv_ex", ["inverse", "info"])
 linalg_solve_ex = namedtuple("linalg_solve_ex", ["result", "info"])
@@ -188,6 +189,94 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
         t = shape.unsqueeze(shape.narrow(tau, -1, i, 1), -1)  # (..., 1, 1)
         Q = Q - matmul(v * t, matmul(_mT(v), Q))
     return Q
+
+
+geqrf_result = namedtuple("geqrf_result", ["a", "tau"])
+
+
+def geqrf(input: Tensor) -> Any:
+    """LAPACK's compact QR (``geqrf``): ``(a, tau)`` with ``R`` on and above ``a``'s diagonal and
+    the Householder vectors below it (their leading 1 implied), ``Q = H_1 ... H_k``,
+    ``H_i = I - tau_i v_i v_i^T``, ``k = min(m, n)`` (what :func:`householder_product` and
+    :func:`ormqr` take). The reflections are LAPACK's ``dlarfg`` (``R[i, i] = -sign(a_ii) |x|``;
+    none when nothing lies below the diagonal). Not differentiable, as in PyTorch."""
+    if not isinstance(input, Tensor) or input.dim() < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"torch.geqrf: Expected a floating point or complex tensor as input. "
+                           f"Got {elementwise._type_name(input.dtype)}")
+    m, n = input.shape[-2], input.shape[-1]
+    k = min(m, n)
+    with _no_grad():
+        r = input.detach()
+        rows = shape.unsqueeze(_creation.arange(m, device=input.device), -1)  # (m, 1)
+        vs: list[Tensor] = []
+        taus: list[Tensor] = []
+        for i in range(k):
+            col = shape.narrow(r, -1, i, 1)  # (..., m, 1)
+            below = where(rows > i, col, 0.0)
+            xnorm2 = reduction.sum(below * below, -2, keepdim=True)  # (..., 1, 1)
+            alpha = shape.narrow(col, -2, i, 1)  # (..., 1, 1)
+            norm = elementwise.sqrt(alpha * alpha + xnorm2)
+            beta = where(alpha < 0, norm, -norm)
+            skip = elementwise.eq(xnorm2, 0)  # H = I: tau 0, v = e_i
+            denom = where(skip, 1.0, alpha - beta)
+            v = where(elementwise.eq(rows, i), 1.0, below / denom)
+            tau = where(skip, 0.0, (beta - alpha) / where(skip, 1.0, beta))
+            r = r - v * tau * matmul(_mT(v), r)
+            vs.append(v)
+            taus.append(shape.reshape(tau, tuple(tau.shape[:-2]) + (1,)))
+        # R on and above the diagonal, the vectors below it (column by column)
+        a = triu(r) if k else r.clone()
+        for i, v in enumerate(vs):
+            sel = elementwise.logical_and(rows > i, elementwise.eq(
+                _creation.arange(n, device=input.device), i))
+            a = where(sel, v, a)
+        tau_all = cat(taus, -1) if taus else _creation.empty(
+            tuple(input.shape[:-2]) + (0,), dtype=input.dtype, device=input.device)
+    return geqrf_result(a, tau_all)
+
+
+def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,
+          transpose: bool = False) -> Tensor:
+    """``other`` multiplied by the ``Q`` of a :func:`geqrf` factorisation (``input``, ``tau``):
+    ``op(Q) @ other`` when ``left``, else ``other @ op(Q)``, ``op`` transposing when
+    ``transpose``; ``Q`` is the full square product of the reflectors (LAPACK's ``ormqr``).
+    Differentiable in all three tensors (through :func:`householder_product`)."""
+    name = "torch.ormqr"
+    if not isinstance(input, Tensor) or input.dim() < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    if not isinstance(other, Tensor) or other.dim() < 2:
+        raise RuntimeError(f"{name}: other must have at least 2 dimensions.")
+    if tau.dim() != input.dim() - 1:
+        raise RuntimeError(f"{name}: Expected tau to have one dimension less than input, but got "
+                           f"tau.ndim equal to {tau.dim()} and input.ndim is equal to "
+                           f"{input.dim()}")
+    if other.dim() != input.dim():
+        raise RuntimeError(f"{name}: Expected other to have the same number of dimensions as "
+                           f"input, but got other.ndim equal to {other.dim()} and input.ndim is "
+                           f"equal to {input.dim()}")
+    mn = input.shape[-2]
+    side = -2 if left else -1
+    if other.shape[side] != mn:
+        raise RuntimeError(f"{name}: other.shape[{side}] must be equal to input.shape[-2]")
+    if tau.shape[-1] != min(other.shape[side], input.shape[-1]):
+        raise RuntimeError(f"{name}: tau.shape[-1] must be equal to min(other.shape[{side}], "
+                           f"input.shape[-1])")
+    for what, t in (("tau", tau), ("other", other)):
+        if t.dtype is not input.dtype:
+            raise RuntimeError(f"{name}: Expected input and {what} to have the same dtype, but "
+                               f"input has dtype{elementwise._type_name(input.dtype)} and {what} "
+                               f"has dtype {elementwise._type_name(t.dtype)}")
+    t = tau.shape[-1]
+    # the full (mn, mn) Q: the t reflector columns, padded with zero columns (no reflection)
+    refl = shape.narrow(input, -1, 0, t)
+    pad = _creation.zeros(tuple(refl.shape[:-1]) + (mn - t,), dtype=input.dtype,
+                          device=input.device)
+    q = householder_product(cat([refl, pad], -1) if mn > t else refl, tau)
+    if transpose:
+        q = _mT(q)
+    return matmul(q, other) if left else matmul(other, q)
 
 
 def vander(x: Tensor, *, N: int | None = None) -> Tensor:

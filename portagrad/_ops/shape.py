@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +20,7 @@ from ._gather import as_strided_scatter_add, linear_index
 
 __all__ = [
     "view", "reshape", "expand", "expand_as", "broadcast_to", "transpose", "swapaxes", "swapdims",
-    "t", "permute", "movedim", "moveaxis", "squeeze", "unsqueeze", "flatten", "unflatten",
+    "t", "adjoint", "permute", "movedim", "moveaxis", "squeeze", "unsqueeze", "flatten", "unflatten",
     "narrow", "select", "basic_index", "unbind", "as_strided", "sum_to_shape", "view_as",
     "reshape_as", "view_dtype", "index_basic_key", "StridedView", "StridedViewScatter",
     "strided_view",
@@ -196,6 +197,19 @@ def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     dims = list(range(n))
     dims[d0], dims[d1] = dims[d1], dims[d0]
     return call(_Permute, x, tuple(dims))
+
+
+def adjoint(x: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dimensions, a view (for real dtypes the transpose).
+    A 1-d tensor raises; a 0-d one is returned as a view with PyTorch's deprecation warning."""
+    if x.dim() == 0:
+        warnings.warn("adjoint() is deprecated on 0-D tensors. Consider using x.conj().",
+                      UserWarning, stacklevel=2)
+        return call(_Permute, x, ())
+    if x.dim() == 1:
+        raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of "
+                           "matrices. Got 1-D tensor.")
+    return transpose(x, -2, -1)
 
 
 swapaxes = transpose

@@ -6,6 +6,7 @@ the NaN-ignoring variants count each slice's non-NaN elements and index within t
 """
 from __future__ import annotations
 
+import builtins
 from collections import namedtuple
 from typing import Any
 
@@ -26,7 +27,7 @@ from .joining import stack
 from .sorting import sort
 from .search import searchsorted
 
-__all__ = ["quantile", "nanquantile", "histogram", "cov", "corrcoef", "nanmean"]
+__all__ = ["quantile", "nanquantile", "histogram", "histogramdd", "cov", "corrcoef", "nanmean"]
 
 histogram_result = namedtuple("histogram_result", ["hist", "bin_edges"])
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
@@ -115,6 +116,29 @@ def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = F
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
 
 
+def _even_edges(x: Tensor, bins: int, range: Any) -> Tensor:
+    """``bins + 1`` equally spaced edges over ``range`` or the range of the 1-d ``x`` (numpy's
+    rule: ``[0, 1]`` for no data, one unit wide around a single value)."""
+    if range is not None:
+        lo, hi = float(range[0]), float(range[1])
+    elif x.numel():
+        lo, hi = float(x.min().item()), float(x.max().item())
+    else:
+        lo, hi = 0.0, 1.0
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    return _creation.linspace(lo, hi, bins + 1, dtype=x.dtype, device=x.device)
+
+
+def _bin_index(x: Tensor, edges: Tensor) -> tuple[Tensor, Tensor]:
+    """The bin of each value of the 1-d ``x`` among ``edges`` (the last bin closed on the right)
+    and whether it falls in any."""
+    nb = edges.shape[0] - 1
+    k = searchsorted(edges, x, right=True) - 1
+    k = where(elementwise.eq(x, narrow(edges, 0, nb, 1)), nb - 1, k)
+    return k, elementwise.logical_and(k >= 0, k < nb)
+
+
 def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Tensor | None = None,
               density: bool = False) -> Any:
     """``(hist, bin_edges)``: counts (or summed ``weight``) of ``input`` in ``bins`` equal bins
@@ -131,20 +155,9 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Tens
             if bins <= 0:
                 raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for "
                                    f"bins")
-            if range is not None:
-                lo, hi = float(range[0]), float(range[1])
-            elif x.numel():
-                lo, hi = float(x.min().item()), float(x.max().item())
-            else:
-                lo, hi = 0.0, 0.0
-            if lo == hi:
-                lo, hi = lo - 0.5, hi + 0.5
-            edges = _creation.linspace(lo, hi, bins + 1, dtype=input.dtype, device=input.device)
+            edges = _even_edges(x, bins, range)
         nb = edges.shape[0] - 1
-        k = searchsorted(edges, x, right=True) - 1
-        last = narrow(edges, 0, nb, 1)
-        k = where(elementwise.eq(x, last), nb - 1, k)
-        valid = elementwise.logical_and(k >= 0, k < nb)
+        k, valid = _bin_index(x, edges)
         w = _creation.ones_like(x) if weight is None else reshape(weight, (-1,)).to(x.dtype)
         hist = scatter_add(_creation.zeros(nb, dtype=x.dtype, device=x.device), 0,
                            where(valid, k, 0), where(valid, w, 0.0))
@@ -152,6 +165,73 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Tens
             widths = narrow(edges, 0, 1, nb) - narrow(edges, 0, 0, nb)
             hist = hist / (reduction.sum(hist) * widths)
     return histogram_result(hist, edges)
+
+
+histogramdd_result = namedtuple("histogramdd_result", ["hist", "bin_edges"])
+
+
+def histogramdd(input: Tensor, bins: Any = 10, *, range: Any = None,
+                weight: Tensor | None = None, density: bool = False) -> Any:
+    """``(hist, bin_edges)`` of the points in the rows of ``input`` (``(..., D)``, flattened to
+    ``(N, D)``) in a ``D``-dimensional grid of bins: ``bins`` is a count for every dimension, one
+    count per dimension, or one tensor of edges per dimension; ``range`` gives ``D`` pairs
+    ``(lo, hi)`` flattened (default: each dimension's data range). Each dimension's last bin
+    includes its right edge; ``density`` divides by the total and the bin volumes."""
+    if input.dim() < 2:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"histogramdd" not implemented for '
+                                  f"'{elementwise._type_name(input.dtype)}'")
+    D = input.shape[-1]
+    spec = list(bins) if isinstance(bins, (list, tuple)) else [bins] * D
+    if len(spec) != D:
+        raise RuntimeError("histogramdd: The size of bins must be equal to the innermost "
+                           "dimension of the input.")
+    if range is not None and len(range) != 2 * D:
+        raise RuntimeError(f"torch.histogramdd: for a {D}-dimensional histogram range should "
+                           f"have {2 * D} elements, but got {len(range)}")
+    with _no_grad():
+        pts = reshape(input, (-1, D))
+        edges: list[Tensor] = []
+        for d, b in enumerate(spec):
+            if isinstance(b, Tensor):
+                if b.dtype is not input.dtype:
+                    raise RuntimeError(
+                        f"torch.histogramdd: input tensor and bins tensors should have the same "
+                        f"dtype, but got input with dtype "
+                        f"{elementwise._type_name(input.dtype).lower()} and bins for dimension "
+                        f"{d} with dtype {elementwise._type_name(b.dtype).lower()}")
+                edges.append(b)
+                continue
+            if b <= 0:
+                raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {b} for "
+                                   f"dimension {d}")
+            col = narrow(pts, 1, d, 1).reshape(-1)
+            edges.append(_even_edges(col, int(b),
+                                     None if range is None else range[2 * d:2 * d + 2]))
+        sizes = [e.shape[0] - 1 for e in edges]
+        flat = _creation.zeros(pts.shape[0], dtype=_dtype.int64, device=input.device)
+        valid = _creation.ones(pts.shape[0], dtype=_dtype.bool, device=input.device)
+        for d, e in enumerate(edges):
+            k, ok = _bin_index(narrow(pts, 1, d, 1).reshape(-1), e)
+            flat = flat * sizes[d] + where(ok, k, 0)  # row-major index into the grid
+            valid = elementwise.logical_and(valid, ok)
+        total = 1
+        for n in sizes:
+            total *= n
+        w = _creation.ones(pts.shape[0], dtype=input.dtype, device=input.device) \
+            if weight is None else reshape(weight, (-1,)).to(input.dtype)
+        hist = scatter_add(_creation.zeros(total, dtype=input.dtype, device=input.device), 0,
+                           flat, where(valid, w, 0.0))
+        hist = reshape(hist, tuple(sizes))
+        if density:
+            volume: Any = 1.0
+            for d, e in enumerate(edges):
+                width = narrow(e, 0, 1, sizes[d]) - narrow(e, 0, 0, sizes[d])
+                volume = volume * reshape(width, tuple(sizes[d] if i == d else 1
+                                                       for i in builtins.range(D)))
+            hist = hist / (reduction.sum(hist) * volume)
+    return histogramdd_result(hist, tuple(edges))
 
 
 # ------------------------------------------------------------------------------- statistics

@@ -24,6 +24,7 @@ from ..plugins.manager import device_types
 __all__ = ["autocast", "is_autocast_available", "is_autocast_enabled", "get_autocast_dtype",
            "set_autocast_dtype", "set_autocast_enabled", "is_autocast_cache_enabled",
            "set_autocast_cache_enabled", "clear_autocast_cache", "get_autocast_cpu_dtype",
+           "set_autocast_cpu_dtype", "set_autocast_gpu_dtype", "set_autocast_cpu_enabled",
            "get_autocast_gpu_dtype", "is_autocast_cpu_enabled", "autocast_increment_nesting",
            "autocast_decrement_nesting", "custom_fwd", "custom_bwd"]
 
@@ -159,6 +160,32 @@ def get_autocast_gpu_dtype() -> dtype:
     warnings.warn("get_autocast_gpu_dtype() is deprecated. Please use "
                   "get_autocast_dtype('cuda') instead.", DeprecationWarning, stacklevel=2)
     return get_autocast_dtype("cuda")
+
+
+def set_autocast_cpu_dtype(dtype: dtype) -> None:
+    """Deprecated form of ``set_autocast_dtype("cpu", dtype)``."""
+    warnings.warn("torch.set_autocast_cpu_dtype(dtype) is deprecated. Please use "
+                  "torch.set_autocast_dtype('cpu', dtype) instead.", DeprecationWarning,
+                  stacklevel=2)
+    set_autocast_dtype("cpu", dtype)
+
+
+def set_autocast_gpu_dtype(dtype: dtype) -> None:
+    """Deprecated form of ``set_autocast_dtype("cuda", dtype)``."""
+    warnings.warn("torch.set_autocast_gpu_dtype(dtype) is deprecated. Please use "
+                  "torch.set_autocast_dtype('cuda', dtype) instead.", DeprecationWarning,
+                  stacklevel=2)
+    set_autocast_dtype("cuda", dtype)
+
+
+def set_autocast_cpu_enabled(enabled: bool) -> None:
+    """Deprecated form of ``set_autocast_enabled("cpu", enabled)``."""
+    warnings.warn("torch.set_autocast_cpu_enabled(enabled) is deprecated. Please use "
+                  "torch.set_autocast_enabled('cpu', enabled) instead.", DeprecationWarning,
+                  stacklevel=2)
+    if not isinstance(enabled, bool):
+        raise TypeError(f"enabled must be a bool (got {type(enabled).__name__})")
+    set_autocast_enabled("cpu", enabled)
 
 
 def is_autocast_cache_enabled() -> bool:

@@ -183,8 +183,10 @@ class AccumulateGrad(Node):
         if grad.__class__.is_sparse is True:
             _accumulate_sparse(leaf, grad)
             return
-        if grad._v.dtype is not leaf._v.dtype:
-            grad = grad.to(leaf.dtype)
+        # the leaf's grad_dtype: its dtype unless set (None: keep the gradient's own dtype)
+        target = leaf.__dict__.get("_grad_dtype", leaf._v.dtype)
+        if target is not None and grad._v.dtype is not target:
+            grad = grad.to(target)
         old = leaf._grad
         if create_graph:
             leaf._grad = grad.clone() if old is None else old + grad

@@ -11,7 +11,8 @@ from typing import Any, TypeVar
 from collections.abc import Callable
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
-           "is_inference_mode_enabled"]
+           "is_inference_mode_enabled", "set_multithreading_enabled",
+           "is_multithreading_enabled"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -20,6 +21,8 @@ class _Flags(threading.local):
     def __init__(self) -> None:
         self.grad = True
         self.inference = False
+        # set_multithreading_enabled's setting (recorded; backward runs on the caller's thread)
+        self.multithreading = True
 
 
 _flags = _Flags()
@@ -125,6 +128,33 @@ class set_grad_enabled(_DecoratorContextManager):
         _flags.grad = prev
         obj.prev = prev
         return obj
+
+
+def is_multithreading_enabled() -> bool:
+    """This thread's :class:`set_multithreading_enabled` setting (``True`` unless turned off)."""
+    return bool(_flags.multithreading)
+
+
+class set_multithreading_enabled(_DecoratorContextManager):
+    """PyTorch's switch between running backward on per-device worker threads (``True``, its
+    default) and on the calling thread (``False``): acts at once, and as a context manager
+    restores the previous setting on exit; thread-local. portagrad's engine always runs
+    backward on the calling thread, which is what ``False`` asks for, so the setting is recorded
+    (:func:`is_multithreading_enabled`) and either value computes the same gradients."""
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = _flags.multithreading
+        _flags.multithreading = bool(mode)
+        self.mode = mode
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        _flags.multithreading = self.prev
+
+    def clone(self) -> set_multithreading_enabled:
+        return self.__class__(self.mode)
 
 
 class inference_mode(_DecoratorContextManager):

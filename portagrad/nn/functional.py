@@ -29,6 +29,8 @@ from .._ops.nn import im2col
 from .._shape import check_expandable, wrap_dim
 from .._tensor import Tensor
 from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ._dispatch import (assert_int_or_pair, boolean_dispatch, handle_torch_function,
+                        has_torch_function, has_torch_function_unary, has_torch_function_variadic)
 
 __all__ = [
     # activations
@@ -67,6 +69,9 @@ __all__ = [
     "embedding_bag", "conv_tbc", "native_channel_shuffle", "pdist", "max_unpool1d",
     "max_unpool2d", "max_unpool3d", "affine_grid", "grid_sample", "multi_head_attention_forward",
     "GRID_SAMPLE_INTERPOLATION_MODES", "GRID_SAMPLE_PADDING_MODES",
+    # helpers for code written against nn.functional
+    "boolean_dispatch", "assert_int_or_pair", "handle_torch_function", "has_torch_function",
+    "has_torch_function_unary", "has_torch_function_variadic",
 ]
 
 
@@ -816,6 +821,11 @@ def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tenso
                            "out_channels.")
     if bias.dim() != 1:
         raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    # as conv1d over (batch, channels, time) with the weight as (out, in, kernel)
     out = conv1d(input.permute((1, 2, 0)), weight.permute((2, 1, 0)), bias, padding=pad)
     return out.permute((2, 0, 1))
 

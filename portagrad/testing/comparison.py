@@ -1,4 +1,4 @@
-"""``assert_close`` and ``make_tensor`` (``torch.testing``).
+"""``assert_close``, ``make_tensor`` and the deprecated ``assert_allclose`` (``torch.testing``).
 
 The comparison is done on host copies with numpy: ``|actual - expected| <= atol + rtol *
 |expected|`` elementwise (equal infinities match; NaNs match only with ``equal_nan``), after
@@ -10,18 +10,19 @@ import cmath
 import collections.abc
 import math
 import numbers
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .. import _dtype
-from .._creation import from_numpy
+from .._creation import from_numpy, tensor
 from .._ops.complexnum import view_as_complex
 from .._random import rand, randint
 from .._tensor import Tensor
 
-__all__ = ["assert_close", "make_tensor"]
+__all__ = ["assert_allclose", "assert_close", "make_tensor"]
 
 # (rtol, atol) per dtype, PyTorch's defaults; dtypes not listed (integers, bool) compare exactly
 _DEFAULT_TOLERANCES = {
@@ -255,6 +256,32 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True,
         elif f.path:
             message += "\n\nThe failure occurred for item " + "".join(f"[{p!r}]" for p in f.path)
         raise f.exc_type(message) from None
+
+
+# assert_allclose's own defaults (looser than assert_close's for float32 and float64)
+_ALLCLOSE_TOLERANCES = {"float16": (1e-3, 1e-3), "float32": (1e-4, 1e-5), "float64": (1e-5, 1e-8)}
+
+
+def assert_allclose(actual: Any, expected: Any, rtol: float | None = None,
+                    atol: float | None = None, equal_nan: bool = True, msg: str = "") -> None:
+    """The deprecated predecessor of :func:`assert_close` (warns ``FutureWarning``, as PyTorch):
+    non-tensors become tensors (``expected`` in ``actual``'s dtype), dtypes and strides are not
+    compared, NaNs match by default, and the default tolerances are its own (float32:
+    1e-4 / 1e-5, float64: 1e-5 / 1e-8, float16: 1e-3 / 1e-3, others exact)."""
+    warnings.warn("`torch.testing.assert_allclose()` is deprecated since 1.12 and will be removed "
+                  "in a future release. Please use `torch.testing.assert_close()` instead. You "
+                  "can find detailed upgrade instructions in "
+                  "https://github.com/pytorch/pytorch/issues/61844.", FutureWarning, stacklevel=2)
+    if not isinstance(actual, Tensor):
+        actual = tensor(actual)
+    if not isinstance(expected, Tensor):
+        expected = tensor(expected, dtype=actual.dtype)
+    if rtol is None and atol is None:
+        pairs = [_ALLCLOSE_TOLERANCES.get(d.name, (0.0, 0.0))
+                 for d in (actual.dtype, expected.dtype)]
+        rtol, atol = max(p[0] for p in pairs), max(p[1] for p in pairs)
+    assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan, check_device=True,
+                 check_dtype=False, check_stride=False, msg=msg or None)
 
 
 def make_tensor(*shape: Any, dtype: Any, device: Any, low: float | None = None,

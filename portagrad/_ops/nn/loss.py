@@ -158,10 +158,14 @@ def _ce_backward_prims(ctx: Any, g: Tensor) -> Tensor:
     """The gradient of :func:`_ce_forward_prims` w.r.t. the logits: one backend call while
     nothing records, else composed from public ops (differentiable again)."""
     x, target, lse, coef = ctx.saved_tensors
+    if not is_grad_enabled() and _ce_prims(x) and g._v.dtype is coef._v.dtype:
+        # nothing records: the per-row factor by one primitive call (g is 0-d, or (N,) for
+        # reduction="none"), the gradient by one backend call
+        gv = g if g._v.shape else _raw.expand_view(g, coef._v.shape)
+        k = _raw.binary("mul", _raw.contiguous(coef), gv, coef._v.dtype)
+        return _raw.cross_entropy_backward(_raw.contiguous(x), _raw.contiguous(target), lse, k,
+                                           _raw.new_like(x))
     coef = coef * g  # (N,): g is 0-d, or (N,) for reduction="none"
-    if not is_grad_enabled() and _ce_prims(x):
-        return _raw.cross_entropy_backward(_raw.contiguous(x), _raw.contiguous(target), lse,
-                                           _raw.contiguous(coef), _raw.new_like(x))
     c = x.shape[1]
     onehot = eq(unsqueeze(target, 1), unsqueeze(_class_ids(c, x), 0)).to(x.dtype)
     return (softmax_rows(x) - onehot) * unsqueeze(coef, 1)

@@ -24,7 +24,7 @@ from ..interface import (ARG_REDUCE_OPS, RANDOM_KINDS, REDUCE_OPS, Backend, Devi
                          unknown_op)
 from ..ufuncs import BINARY_UFUNCS, f16_scalar_is_float32, fit_scalar, is_scalar
 from . import host_malloc, special
-from .arrays import BFLOAT16, BFLOAT16_NP, SCRATCH_POOL, is_bf16, nd, scratch, via_f32
+from .arrays import BFLOAT16, BFLOAT16_NP, SCRATCH_POOL, is_bf16, nd, scratch, via_f32, widen
 from .conv import ConvMixin
 from .norms import NormsMixin
 from .pool import BufferPool
@@ -151,6 +151,38 @@ _FEW_ROWS_MIN_FLOPS = 1 << 20
 def _few_rows(M: int, K: int, N: int, dtype: np.dtype) -> bool:
     return (M <= _FEW_ROWS_MAX and N >= 2 * M and M * K * N >= _FEW_ROWS_MIN_FLOPS
             and dtype in (np.float32, np.float64))
+
+
+#: a bfloat16 product of at most this many rows widens its large operand block by block
+_BF16_BLOCK_ROWS_MAX = 16
+#: ... when that operand has at least this many elements
+_BF16_BLOCK_MIN = 1 << 20
+#: float32 elements of one widened block (1 MiB: stays in cache until the product reads it)
+_BF16_BLOCK = 1 << 18
+
+
+def _bf16_few_rows(a: View, b: View, out: View) -> bool:
+    """``out = a @ b`` for bfloat16 ``(1, M, K) @ (1, K, N)`` with few rows ``M`` and a large
+    ``b`` (a decoder's weights, one token at a time): ``b`` is widened to float32 a block of
+    columns at a time and each block's product is rounded into ``out``, so the float32 copy of
+    the weights is never written to memory whole (it was 2 bytes read and 8 moved per weight,
+    against 4 for a float32 model). Every output element is still one float32 dot product over
+    all of ``K``, rounded once. False (nothing done) for other shapes."""
+    if a.shape[0] != 1 or b.shape[0] != 1 or a.shape[1] > _BF16_BLOCK_ROWS_MAX:
+        return False
+    K, N = b.shape[1], b.shape[2]
+    if K * N < _BF16_BLOCK_MIN or K == 0:
+        return False
+    am = widen(nd(a)[0])
+    bm, om = nd(b)[0], nd(out)[0]
+    nb = max(16, _BF16_BLOCK // K)
+    o32 = np.empty((om.shape[0], min(nb, N)), np.float32)
+    for n0 in range(0, N, nb):
+        blk = widen(bm[:, n0:n0 + nb])
+        w = blk.shape[1]
+        np.matmul(am, blk, out=o32[:, :w])
+        np.copyto(om[:, n0:n0 + w], o32[:, :w], casting="unsafe")  # round to nearest even
+    return True
 
 
 class NumpyBackend(NormsMixin, ConvMixin, Backend):
@@ -344,7 +376,8 @@ class NumpyBackend(NormsMixin, ConvMixin, Backend):
 
     def matmul(self, a: View, b: View, out: View) -> None:
         if a.dtype is BFLOAT16:  # accumulates in float32
-            via_f32(self.matmul, (2,), a, b, out)
+            if not _bf16_few_rows(a, b, out):
+                via_f32(self.matmul, (2,), a, b, out)
             return
         aa, bb, oo = nd(a), nd(b), nd(out)
         if oo.shape[0] == 1:

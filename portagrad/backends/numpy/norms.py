@@ -208,11 +208,24 @@ class NormsMixin:
         n, c = xa.shape
         if n == 0:
             return
-        m = np.max(xa, 1, keepdims=True)
-        s = np.log(np.sum(np.exp(xa - m), 1)) + m[:, 0]
+        # (N, C) is small in a training step (a batch of class scores): the cost is numpy calls,
+        # so the row sums run on a temporary used in place, and the usual case (no class
+        # weights, no ignored row) skips the selects; the values are those of the general path
+        m = np.maximum.reduce(xa, axis=1)
+        z = np.subtract(xa, m[:, None])
+        np.exp(z, out=z)
+        s = np.add.reduce(z, axis=1)
+        np.log(s, out=s)
+        s += m
         valid = t != ignore_index
+        if wa is None and valid.all():
+            picked = xa[_rows(n), t]
+            _put(lse, s)
+            _put(row_weight, 1)
+            _put(loss, np.subtract(s, picked, out=picked))
+            return
         ti = np.where(valid, t, 0)
-        picked = xa[np.arange(n), ti]
+        picked = xa[_rows(n), ti]
         rw = np.where(valid, 1 if wa is None else wa[ti], 0).astype(xa.dtype)
         _put(lse, s)
         _put(row_weight, rw)
@@ -227,11 +240,34 @@ class NormsMixin:
         n, c = xa.shape
         if n == 0 or c == 0:
             return
-        p = np.exp(xa - s[:, None])
-        rows = np.nonzero((t >= 0) & (t < c))[0]
-        p[rows, t[rows]] -= 1
+        o = nd(grad_x)
+        p = o if o.dtype == xa.dtype and o.flags.c_contiguous else np.empty_like(xa)
+        np.subtract(xa, s[:, None], out=p)
+        np.exp(p, out=p)
+        # rows whose target is a class (not an ignored one): one unsigned comparison for both
+        # bounds (negative values wrap above every class count)
+        ok = t.view(np.uint64) < c
+        if ok.all():
+            p[_rows(n), t] -= 1
+        else:
+            rows = np.flatnonzero(ok)
+            p[rows, t[rows]] -= 1
         p *= k[:, None]
-        _put(grad_x, p)
+        if p is not o:
+            _put(grad_x, p)
+
+
+_ROWS: dict[int, np.ndarray] = {}
+
+
+def _rows(n: int) -> np.ndarray:
+    """``arange(n)`` (int64), kept per length: the row index of a gather by class."""
+    r = _ROWS.get(n)
+    if r is None:
+        if len(_ROWS) > 64:
+            _ROWS.clear()
+        r = _ROWS[n] = np.arange(n)
+    return r
 
 
 def _in_place(out: View, xa: np.ndarray, *others: np.ndarray) -> bool:

@@ -10,7 +10,8 @@ The approximations are polynomials built once, on first use, from ``math.erf`` /
 - float32 (and float16, computed in float32): two branches evaluated in float32 without per-element
   table lookups: ``x * P(x^2)`` for ``|x| < 1`` and ``1 - exp(-x^2) * erfcx(|x|)`` for
   ``|x| >= 1``, with ``|x| * erfcx(|x|)`` a polynomial in ``1/|x|`` (``|x|`` clamped to 4, past which
-  erf rounds to 1 in float32). The polynomials are Chebyshev least-squares fits.
+  erf rounds to 1 in float32). The polynomials are Chebyshev least-squares fits. Each branch is
+  evaluated only on the elements that take it (GELU's inputs are mostly below 1).
 
 The maximum errors against ``math.erf`` are pinned by ``tests/test_numpy_kernels.py``.
 """
@@ -18,10 +19,11 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
 
 import numpy as np
-from numpy.polynomial import chebyshev
+
+from ..erf32 import END as _END32
+from ..erf32 import coefficients as _coefs32
 
 __all__ = ["erf"]
 
@@ -29,18 +31,6 @@ _CHUNK = 32768  # elements per pass: the temporaries of a chunk stay in the L2 c
 
 # float64 layout: intervals of width 1/_K64 on [0, _END64)
 _K64, _END64, _DEG64 = 8, 6.0, 14
-# float32 layout: small branch below 1, the large one on [1, _END32]
-_END32, _DEG32_SMALL, _DEG32_LARGE = 4.0, 6, 8
-
-
-def _fit(f: Callable[[float], float], lo: float, hi: float, deg: int) -> tuple[np.float32, ...]:
-    """float32 power-basis coefficients (constant first) of a degree-``deg`` Chebyshev
-    least-squares fit of ``f`` on ``[lo, hi]``, in the variable ``u = (v - mid) / half``."""
-    u = np.cos(np.pi * (np.arange(8 * deg) + 0.5) / (8 * deg))
-    v = (lo + hi) / 2 + (hi - lo) / 2 * u
-    c = chebyshev.chebfit(u, np.array([f(t) for t in v.tolist()]), deg)
-    p = chebyshev.cheb2poly(c)
-    return tuple(np.float32(x) for x in p) + (np.float32(0),) * (deg + 1 - len(p))
 
 
 @functools.cache
@@ -69,23 +59,12 @@ def _centres64() -> np.ndarray:
     return c
 
 
-@functools.cache
-def _coefs32() -> tuple[tuple[np.float32, ...], tuple[np.float32, ...]]:
-    def small(z: float) -> float:  # erf(x)/x as a function of z = x^2 on [0, 1]
-        x = math.sqrt(z)
-        return math.erf(x) / x if x else 2 / math.sqrt(math.pi)
-
-    def large(t: float) -> float:  # a * erfcx(a) as a function of t = 1/a on [1/4, 1]
-        a = 1 / t
-        return a * math.erfc(a) * math.exp(a * a)
-
-    return _fit(small, 0.0, 1.0, _DEG32_SMALL), _fit(large, 1 / _END32, 1.0, _DEG32_LARGE)
-
-
 def _horner(coefs: tuple[np.float32, ...], u: np.ndarray, acc: np.ndarray) -> np.ndarray:
     """``sum_j coefs[j] * u**j`` into ``acc`` (same shape and dtype as ``u``)."""
-    acc.fill(coefs[-1])
-    for c in coefs[-2::-1]:
+    # the first step as u * c_n (the product of c_n filled in and u, without the fill pass)
+    np.multiply(u, coefs[-1], out=acc)
+    np.add(acc, coefs[-2], out=acc)
+    for c in coefs[-3::-1]:
         np.multiply(acc, u, out=acc)
         np.add(acc, c, out=acc)
     return acc
@@ -106,31 +85,57 @@ def _erf64_chunk(x: np.ndarray, out: np.ndarray) -> None:
     np.copysign(acc, x, out=out)
 
 
-def _erf32_chunk(x: np.ndarray, out: np.ndarray) -> None:
-    small, large = _coefs32()
-    one, two = np.float32(1), np.float32(2)
-    a = np.abs(x)
-    z = a * a
-    # |x| < 1: x * P(x^2), P in u = 2 z - 1
-    u = z * two
-    u -= one
-    s = _horner(small, u, np.empty_like(a))
-    s *= a
-    # |x| >= 1: 1 - exp(-x^2) * t * Q(t), t = 1/|x| with |x| clamped to 4 (np.maximum keeps NaN)
+def _erf32_large(a: np.ndarray) -> np.ndarray:
+    """``1 - exp(-a^2) * t * Q(t)``, ``t = 1/a``, for ``a = |x| >= 1`` (``a`` clamped to 4 through
+    ``t``; ``np.minimum``/``np.clip`` keep NaN), a new array."""
+    _, large = _coefs32()
+    one = np.float32(1)
     lo = np.float32(1 / _END32)
     mid, half = np.float32((1 + 1 / _END32) / 2), np.float32((1 - 1 / _END32) / 2)
-    t = np.divide(one, a, out=u)
+    t = np.divide(one, a)
     np.clip(t, lo, one, out=t)
     v = t - mid
     v /= half
     g = _horner(large, v, np.empty_like(a))
     g *= t
+    z = a * a
     np.minimum(z, np.float32(_END32 * _END32), out=z)
     np.negative(z, out=z)
     np.exp(z, out=z)
     g *= z
     np.subtract(one, g, out=g)
-    np.copyto(s, g, where=a >= one)
+    return g
+
+
+def _erf32_small(a: np.ndarray) -> np.ndarray:
+    """``a * P(a^2)`` (``P`` in ``u = 2 a^2 - 1``) for ``a = |x| < 1``, a new array."""
+    small, _ = _coefs32()
+    u = a * a
+    u *= np.float32(2)
+    u -= np.float32(1)
+    s = _horner(small, u, np.empty_like(a))
+    s *= a
+    return s
+
+
+def _erf32_chunk(x: np.ndarray, out: np.ndarray) -> None:
+    a = np.abs(x)
+    # Each branch runs only on its elements (packed together: the ops are elementwise, so the
+    # values are the same): the branch of most elements on the whole chunk (cheaper than
+    # selecting them), the other on the selected rest. Activations are mostly below 1, where
+    # the long branch (a division, an exponential, a longer polynomial) is not needed.
+    big = a >= np.float32(1)  # NaN is not: it takes the short branch
+    n_big = int(np.count_nonzero(big))
+    if 2 * n_big <= a.size:
+        s = _erf32_small(a)
+        if n_big:
+            idx = np.flatnonzero(big)
+            s[idx] = _erf32_large(a[idx])
+    else:
+        s = _erf32_large(a)
+        if n_big < a.size:
+            idx = np.flatnonzero(~big)
+            s[idx] = _erf32_small(a[idx])
     np.copysign(s, x, out=out)
 
 

@@ -49,6 +49,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .. import erf32
+
 __all__ = [
     "HALF16",
     "BINARY_VALID",
@@ -234,6 +236,8 @@ inline {t} pg_sigmoid_{t}({t} a) {{
     {t} e = exp(-fabs(a));
     return (a >= ({t})0 ? ({t})1 : e) / (({t})1 + e);
 }}""")
+            if t == "float":
+                parts.append(erf32.opencl_source())
         elif k == "i":
             u = UTYPE[name]
             parts.append(_unsigned_fix(name, f"""
@@ -264,7 +268,7 @@ _F_UNARY = {
     "neg": "-a", "abs": "fabs(a)", "sign": "(a > (T)0 ? (T)1 : (a < (T)0 ? (T)-1 : (T)0))",  # nan: 0
     "exp": "exp(a)", "expm1": "expm1(a)", "log": "log(a)", "log1p": "log1p(a)", "sqrt": "sqrt(a)",
     "rsqrt": "(T)1 / sqrt(a)", "sin": "sin(a)", "cos": "cos(a)", "tan": "tan(a)", "tanh": "tanh(a)",
-    "sigmoid": "pg_sigmoid_T(a)", "relu": "((isnan(a) || a > (T)0) ? a : (T)0)", "erf": "erf(a)",
+    "sigmoid": "pg_sigmoid_T(a)", "relu": "((isnan(a) || a > (T)0) ? a : (T)0)", "erf": "pg_erf_T(a)",
     "floor": "floor(a)", "ceil": "ceil(a)", "round": "rint(a)", "trunc": "trunc(a)",
     "reciprocal": "(T)1 / a", "logical_not": "(uchar)(a == (T)0)", "isnan": "(uchar)(isnan(a) != 0)",
     "isinf": "(uchar)(isinf(a) != 0)",
@@ -330,13 +334,16 @@ def out_is_bool(op: str) -> bool:
 
 def _subst(expr: str, dtype: str) -> str:
     t = CTYPE[dtype]
-    return expr.replace("pg_sigmoid_T", f"pg_sigmoid_{t}").replace("pg_floordiv_T", f"pg_floordiv_{t}") \
+    return expr.replace("pg_sigmoid_T", f"pg_sigmoid_{t}").replace("pg_erf_T", f"pg_erf_{t}") \
+        .replace("pg_floordiv_T", f"pg_floordiv_{t}") \
         .replace("pg_remainder_T", f"pg_remainder_{t}").replace("pg_pow_T", f"pg_pow_{t}") \
         .replace("(T)", f"({t})").replace("(U)", f"({UTYPE.get(dtype, t)})")
 
 
 def unary_expr(op: str, dtype: str) -> str:
     """C expression of ``op`` on variable ``a`` of ``dtype``."""
+    if op == "erf" and dtype == "float64":
+        return "erf(a)"  # float (and 16-bit floats): the shared polynomials (backends/erf32.py)
     return _subst(_UNARY_BY_KIND[KIND[dtype]][op], dtype)
 
 

@@ -16,6 +16,8 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
+# rnn_stack (the recurrence itself, also torch.lstm ...) is imported by name, not exported with
+# the layers
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
@@ -42,6 +44,46 @@ def _cell_step(mode: str, xg: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor,
         return (1.0 - z) * n + z * h, None
     pre = xg + hg
     return (pre.tanh() if mode == "RNN_TANH" else pre.relu()), None
+
+
+def rnn_stack(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, weights: list[Tensor],
+              has_biases: bool, num_layers: int, dropout: float, train: bool,
+              bidirectional: bool) -> tuple[Tensor, Tensor, Tensor | None]:
+    """A whole stack of recurrent layers over a time-major ``(T, N, F)`` input from the initial
+    states ``h0`` (and ``c0`` for an LSTM), each ``(num_layers * directions, N, H)``:
+    ``(output, h_n, c_n)`` (``c_n`` ``None`` but for an LSTM). ``weights`` are flat, per layer
+    and direction ``w_ih, w_hh[, b_ih, b_hh]``; ``dropout`` applies between layers when
+    ``train``. The computation of ``nn.RNN``/``LSTM``/``GRU`` and of ``torch.rnn_tanh`` ...."""
+    D = 2 if bidirectional else 1
+    per_dir = 4 if has_biases else 2
+    T = x.shape[0]
+    h_n: list[Tensor] = []
+    c_n: list[Any] = []  # the LSTM's cell states (its steps return them, typed optional)
+    layer_in = x
+    for layer in range(num_layers):
+        outs = []
+        for direction in range(D):
+            ws = weights[(layer * D + direction) * per_dir:][:per_dir]
+            w_ih, w_hh = ws[0], ws[1]
+            b_ih = ws[2] if has_biases else None
+            b_hh = ws[3] if has_biases else None
+            xg = F.linear(layer_in, w_ih, b_ih)  # (T, N, G): one matmul for the sequence
+            k = layer * D + direction
+            h = h0[k]
+            c = c0[k] if c0 is not None else None  # c0 is set exactly for LSTMs
+            steps = range(T - 1, -1, -1) if direction == 1 else range(T)
+            seq: list[Tensor | None] = [None] * T
+            for t in steps:
+                h, c = _cell_step(mode, xg[t], h, c, w_hh, b_hh)
+                seq[t] = h
+            outs.append(stack(seq, 0))  # type: ignore[arg-type]
+            h_n.append(h)
+            if mode == "LSTM":
+                c_n.append(c)
+        layer_in = outs[0] if D == 1 else cat(outs, -1)
+        if dropout and train and layer < num_layers - 1:
+            layer_in = F.dropout(layer_in, dropout, True)
+    return layer_in, stack(h_n, 0), (stack(c_n, 0) if mode == "LSTM" else None)
 
 
 class RNNBase(Module):
@@ -130,7 +172,7 @@ class RNNBase(Module):
         x = input if batched else input.unsqueeze(1)
         if batched and self.batch_first:
             x = x.transpose(0, 1)
-        T, N = x.shape[0], x.shape[1]
+        N = x.shape[1]
         if x.shape[2] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
                                f"{self.input_size}, got {x.shape[2]}")
@@ -150,36 +192,8 @@ class RNNBase(Module):
             if tuple(h0.shape) != (self.num_layers * D, N, H):
                 raise RuntimeError(f"Expected hidden size {(self.num_layers * D, N, H)}, got "
                                    f"{list(h0.shape)}")
-        per_dir = len(self._all_weights[0])
-        h_n: list[Tensor] = []
-        c_n: list[Any] = []  # the LSTM's cell states (its steps return them, typed optional)
-        layer_in = x
-        for layer in range(self.num_layers):
-            outs = []
-            for direction in range(D):
-                ws = weights[(layer * D + direction) * per_dir:][:per_dir]
-                w_ih, w_hh = ws[0], ws[1]
-                b_ih = ws[2] if self.bias else None
-                b_hh = ws[3] if self.bias else None
-                xg = F.linear(layer_in, w_ih, b_ih)  # (T, N, G): one matmul for the sequence
-                k = layer * D + direction
-                h = h0[k]
-                c = c0[k] if c0 is not None else None  # c0 is set exactly for LSTMs
-                steps = range(T - 1, -1, -1) if direction == 1 else range(T)
-                seq: list[Tensor | None] = [None] * T
-                for t in steps:
-                    h, c = _cell_step(self.mode, xg[t], h, c, w_hh, b_hh)
-                    seq[t] = h
-                outs.append(stack(seq, 0))  # type: ignore[arg-type]
-                h_n.append(h)
-                if is_lstm:
-                    c_n.append(c)
-            layer_in = outs[0] if D == 1 else cat(outs, -1)
-            if self.dropout and self.training and layer < self.num_layers - 1:
-                layer_in = F.dropout(layer_in, self.dropout, True)
-        out = layer_in
-        hn = stack(h_n, 0)
-        cn = stack(c_n, 0) if is_lstm else None
+        out, hn, cn = rnn_stack(self.mode, x, h0, c0, weights, self.bias, self.num_layers,
+                                self.dropout, self.training, self.bidirectional)
         if batched and self.batch_first:
             out = out.transpose(0, 1)
         if not batched:

@@ -1,0 +1,96 @@
+"""The numpy backend's bfloat16 products: operands widened to float32 by shifting the 16-bit
+patterns (layout kept), and few-row products against a large operand widened block by block.
+
+Both must give exactly what widening everything with ml_dtypes' cast and one float32 product
+gives (each output a float32 dot product over all of K, rounded once to bfloat16).
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import portagrad as pg
+from portagrad import _dtype as D
+from portagrad.backends.interface import View
+from portagrad.backends.numpy import arrays, backend
+
+pytestmark = pytest.mark.backend_independent
+
+BF16 = ml_dtypes.bfloat16
+
+
+def _view(a: np.ndarray, base: np.ndarray) -> View:
+    off = (a.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // 2
+    return View(base.reshape(-1).view(np.uint8), off, a.shape,
+                tuple(s // 2 for s in a.strides), D.bfloat16)
+
+
+def test_widen_is_exact_for_every_bit_pattern_and_layout() -> None:
+    bits = np.arange(65536, dtype=np.uint16)
+    a = bits.view(BF16).reshape(256, 256)
+    for arr in (a, a.T, a[::2, 1::3], a.reshape(16, 16, 256).transpose(2, 0, 1), a[:1],
+                a.reshape(-1)[7:8].reshape(())):
+        got = arrays.nd(arrays.f32_view(_view(arr, a)))
+        assert got.shape == arr.shape
+        # the float32 whose top half is the bfloat16 (NaN payloads kept)
+        np.testing.assert_array_equal(got.view(np.uint32),
+                                      arr.view(np.uint16).astype(np.uint32) << 16)
+        want = arr.astype(np.float32)
+        ok = ~np.isnan(want)
+        np.testing.assert_array_equal(got[ok], want[ok])
+    # a transposed dense block keeps its memory order (BLAS takes it transposed)
+    t = arrays.nd(arrays.f32_view(_view(a.T, a)))
+    assert t.strides == (4, 1024)
+
+
+@pytest.mark.parametrize("M,K,N,layout", [
+    (1, 768, 5000, "linear"),  # x @ W.T: the weight's transpose, a dense block
+    (3, 300, 4099, "linear"),  # a ragged last block
+    (16, 1024, 1100, "linear"),
+    (2, 512, 2100, "rowmajor"),  # b itself C-contiguous: its column blocks are gathered
+])
+def test_few_rows_blocked_equals_one_product(monkeypatch, M, K, N, layout) -> None:
+    rng = np.random.default_rng(M * N)
+    x = rng.standard_normal((M, K)).astype(BF16)
+    if layout == "linear":
+        w = rng.standard_normal((N, K)).astype(BF16)
+        b = w.T
+    else:
+        w = rng.standard_normal((K, N)).astype(BF16)
+        b = w
+    want = (x.astype(np.float32) @ b.astype(np.float32)).astype(BF16)
+    monkeypatch.setattr(backend, "_BF16_BLOCK", 1 << 16)  # several blocks even for small N
+    o = np.empty((1, M, N), BF16)
+    av = _view(x[None], x)
+    bv = _view(b[None], w)
+    ov = _view(o, o)
+    assert backend._bf16_few_rows(av, bv, ov)
+    np.testing.assert_array_equal(o[0].view(np.uint16), want.view(np.uint16))
+
+
+def test_other_shapes_take_the_general_path() -> None:
+    x = np.ones((1, 17, 64), BF16)  # 17 rows: more than few
+    w = np.ones((1, 64, 1 << 15), BF16)
+    o = np.empty((1, 17, 1 << 15), BF16)
+    assert not backend._bf16_few_rows(_view(x, x), _view(w, w), _view(o, o))
+    small = np.ones((1, 64, 64), BF16)  # a small operand: widened whole
+    o2 = np.empty((1, 1, 64), BF16)
+    assert not backend._bf16_few_rows(_view(x[:, :1], x), _view(small, small), _view(o2, o2))
+
+
+def test_x_at_w_t_through_the_public_api() -> None:
+    """``x @ W.T`` of bfloat16 tensors (what linear layers compute): the float32 product of the
+    bfloat16 values, rounded once, whichever path the backend takes (the blocked one for 1 and
+    2 rows: the same float32 products, bit for bit; 40 rows: one batched product, whose float32
+    summation order may differ from numpy's 2-D one by a bfloat16 rounding)."""
+    rng = np.random.default_rng(1)
+    for rows in (1, 2, 40):
+        x = pg.tensor(rng.standard_normal((rows, 256)), dtype=pg.bfloat16)
+        w = pg.tensor(rng.standard_normal((5000, 256)), dtype=pg.bfloat16)
+        got = (x @ w.T).float().numpy()
+        want = (x.float().numpy() @ w.float().numpy().T).astype(BF16).astype(np.float32)
+        if rows <= 2:
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=2.0 ** -7, atol=0)  # one bfloat16 step
