@@ -109,7 +109,8 @@ def allclose(input: Tensor, other: Tensor, rtol: _float = 1e-05, atol: _float = 
 def isclose(input: Tensor, other: Tensor, rtol: _float = 1e-05, atol: _float = 1e-08,
             equal_nan: _bool = False) -> Tensor:
     d = abs(sub(input, other))
-    ok = le(d, add(mul(abs(other), rtol), atol))
+    # equal values are close even where the difference is NaN (equal infinities, as PyTorch)
+    ok = logical_or(eq(input, other), le(d, add(mul(abs(other), rtol), atol)))
     if equal_nan:
         ok = logical_or(ok, logical_and(isnan(input), isnan(other)))
     return ok
@@ -220,6 +221,8 @@ from ._ops.scan import cummax, cummin, cumprod, cumsum, diff, logcumsumexp
 from ._ops.search import bincount, bucketize, histc, searchsorted, unique, unique_consecutive
 from ._ops.segment import index_reduce, scatter_reduce
 from ._ops.scatter import index_put, put
+from ._ops.complexnum import (complex, imag, polar, view_as_complex,
+                              view_as_complex_copy, view_as_real, view_as_real_copy)
 from ._ops.metadata import (conj, get_device, is_complex, is_conj, is_inference, is_neg,
                             is_same_size, is_signed, narrow_copy, nonzero_static, real,
                             resolve_conj, resolve_neg)
@@ -282,7 +285,10 @@ from ._file_reader import PyTorchFileReader
 __all__ += ["TypedStorage", "UntypedStorage", "PyTorchFileReader", "ScriptModule"]
 __all__ += ["BFloat16Storage", "BoolStorage", "ByteStorage", "CharStorage", "DoubleStorage",
             "FloatStorage", "HalfStorage", "IntStorage", "LongStorage", "ShortStorage"]
-# named (finfo, is_complex) but without tensors yet: creating one raises DTypeError
+__all__ += ["complex", "imag", "polar", "view_as_complex", "view_as_complex_copy",
+            "view_as_real", "view_as_real_copy"]
+# complex64/complex128 (tensors on backends that store them), and the dtypes named (finfo) but
+# without tensors yet: creating one raises DTypeError
 __all__ += ["cdouble", "cfloat", "complex64", "complex128", "float8_e4m3fn", "float8_e4m3fnuz",
             "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "uint16", "uint32", "uint64"]
 
@@ -330,7 +336,7 @@ from ._ops.finite_diff import gradient
 from ._ops.linalg_ex import geqrf, ormqr
 from ._ops.stats import histogramdd
 from ._toplevel_nn import gru, lstm, rnn_relu, rnn_tanh
-from ._ops.shape import adjoint
+from ._ops.complexnum import adjoint
 from ._toplevel_native import (affine_grid_generator, conv_tbc, grid_sampler, grid_sampler_2d,
                                grid_sampler_3d, native_batch_norm, native_dropout,
                                native_group_norm, native_layer_norm, norm_except_dim)

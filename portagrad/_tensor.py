@@ -297,7 +297,7 @@ class Tensor(TensorOps):
         return self._v.dtype.is_floating_point
 
     def is_complex(self) -> bool:
-        return False
+        return self._v.dtype.is_complex
 
     def is_signed(self) -> bool:
         return self._v.dtype.is_signed
@@ -385,7 +385,7 @@ class Tensor(TensorOps):
                                    "you want to use a computed variable in a subgraph that doesn't "
                                    "require differentiation use var_no_grad = var.detach().")
             return self
-        if requires_grad and not self._v.dtype.is_floating_point:
+        if requires_grad and not (self._v.dtype.is_floating_point or self._v.dtype.is_complex):
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
                                "gradients")
         if requires_grad and self._inference:
@@ -600,13 +600,26 @@ class Tensor(TensorOps):
         return _dlpack.dlpack_device(self)
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._real_item("double"))
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._real_item("int64_t"))
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def _real_item(self, ctype: str) -> Any:
+        """The element as a real number: a complex one only when its imaginary part is 0
+        (PyTorch's checked conversion, whose message names the C type)."""
+        v = self.item()
+        if isinstance(v, complex):
+            if v.imag != 0:
+                raise RuntimeError(f"value cannot be converted to type {ctype} without overflow")
+            return v.real
+        return v
 
     def __index__(self) -> int:
-        if self.dtype.is_floating_point or self.numel() != 1:
+        if self.dtype.is_floating_point or self.dtype.is_complex or self.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 

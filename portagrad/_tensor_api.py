@@ -198,7 +198,8 @@ class TensorOps:
     def sign(self) -> Tensor:
         return _ops.elementwise.sign(self)
 
-    sgn = sign
+    def sgn(self) -> Tensor:
+        return _ops.elementwise.sgn(self)
 
     def exp(self) -> Tensor:
         return _ops.elementwise.exp(self)
@@ -452,7 +453,9 @@ class TensorOps:
         """Inner product of two 1-D tensors of equal length."""
         return _ops.matmul.dot(self, other)
 
-    vdot = dot
+    def vdot(self, other: Tensor) -> Tensor:
+        return _ops.matmul.vdot(self, other)
+
     inner = dot
 
     def outer(self, vec2: Tensor) -> Tensor:
@@ -778,6 +781,8 @@ class TensorOps:
     negative_ = neg_
 
     def abs_(self) -> Tensor:
+        if self.dtype.is_complex:  # the result is real: it cannot be stored in place
+            raise RuntimeError("In-place abs is not supported for complex tensors.")
         return _ops.elementwise.unary_inplace(_ops.elementwise.abs, self)
 
     def sign_(self) -> Tensor:
@@ -938,6 +943,14 @@ class TensorOps:
     def double(self, memory_format: Any = None) -> Tensor:
         """``self.to(portagrad.float64)``."""
         return _ops.conversion.to(self, dtype=_dtype.float64)
+
+    def cfloat(self, memory_format: Any = None) -> Tensor:
+        """``self.to(portagrad.complex64)``."""
+        return _ops.conversion.to(self, dtype=_dtype.complex64)
+
+    def cdouble(self, memory_format: Any = None) -> Tensor:
+        """``self.to(portagrad.complex128)``."""
+        return _ops.conversion.to(self, dtype=_dtype.complex128)
 
     def half(self, memory_format: Any = None) -> Tensor:
         """``self.to(portagrad.float16)``."""
@@ -1327,7 +1340,10 @@ class TensorOps:
         return _ops.elementwise.unary_inplace(_ops.scan.cumsum, self, dim, dtype=dtype)
 
     absolute_ = abs_
-    sgn_ = sign_
+
+    def sgn_(self) -> Tensor:
+        return _ops.elementwise.unary_inplace(_ops.elementwise.sgn, self)
+
     greater_ = gt_
     greater_equal_ = ge_
     less_ = lt_
@@ -1654,15 +1670,15 @@ class TensorOps:
     is_nested = property(lambda self: False, doc="Always ``False``.")
 
     def is_conj(self) -> _bool:
-        """``False``: portagrad has no complex dtypes, so no lazy conjugation."""
+        """``False``: ``conj`` materialises (no lazy conjugate bit; see ``_ops/complexnum``)."""
         return False
 
     def is_neg(self) -> _bool:
         return False
 
     def conj(self) -> Tensor:
-        """``self``: the conjugate of a real tensor (PyTorch returns the tensor itself too)."""
-        return self  # type: ignore[return-value]
+        """The complex conjugate (a new tensor); ``self`` for a real tensor (as PyTorch)."""
+        return _ops.complexnum.conj(self)
 
     def resolve_conj(self) -> Tensor:
         return self  # type: ignore[return-value]
@@ -1671,19 +1687,30 @@ class TensorOps:
         return self  # type: ignore[return-value]
 
     def conj_physical(self) -> Tensor:
-        return _ops.conversion.clone(self)
+        return _ops.complexnum.conj_physical(self)
 
     def conj_physical_(self) -> Tensor:
+        if self.dtype.is_complex:
+            _ops.complexnum.imag(self).neg_()
         return self  # type: ignore[return-value]
 
     @property
     def real(self) -> Tensor:
-        """``self`` (real dtypes only)."""
-        return self  # type: ignore[return-value]
+        """The real part, a view (``self`` for a real tensor)."""
+        return _ops.complexnum.real(self)
+
+    @real.setter
+    def real(self, value: Any) -> None:
+        _ops.complexnum.real(self).copy_(value)
 
     @property
     def imag(self) -> Tensor:
-        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+        """The imaginary part of a complex tensor, a view."""
+        return _ops.complexnum.imag(self)
+
+    @imag.setter
+    def imag(self, value: Any) -> None:
+        _ops.complexnum.imag(self).copy_(value)
 
     def angle(self) -> Tensor:
         """Argument of each element: 0 for non-negative, pi for negative (NaN stays NaN)."""
@@ -1893,10 +1920,10 @@ class TensorOps:
     @property
     def mH(self) -> Tensor:
         """The conjugate transpose of the last two dimensions (``mT`` for real tensors)."""
-        return _ops.shape.transpose(self, -2, -1)
+        return _ops.complexnum.conj(_ops.shape.transpose(self, -2, -1))
 
     def adjoint(self) -> Tensor:
-        return _ops.shape.adjoint(self)
+        return _ops.complexnum.adjoint(self)
 
     def to_sparse_csr(self, dense_dim: _int | None = None) -> Any:
         raise NotImplementedError("to_sparse_csr: layout=torch.sparse_csr is not supported; "

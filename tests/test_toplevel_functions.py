@@ -416,7 +416,8 @@ def test_small_toplevel_helpers(device: str) -> None:
     assert pg.unsafe_chunk is pg.chunk and pg.unsafe_split is pg.split
     assert pg.unsafe_split_with_sizes is pg.split_with_sizes
     assert [p.shape for p in pg.unsafe_split(x, 2)] == [(2,), (2,), (1,)]
-    assert pg.conj_physical is pg.clone
+    cp = pg.conj_physical(x)  # a real tensor's conjugate: a copy (tests/test_complex.py: complex)
+    assert cp._storage is not x._storage and pg.equal(cp, x)
     assert pg.is_distributed(x) is False
     assert pg.set_flush_denormal(True) is False
     assert pg.init_num_threads() is None

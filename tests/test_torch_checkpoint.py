@@ -207,8 +207,8 @@ def test_hostile_pickle_is_refused_and_runs_nothing(tmp_path, monkeypatch, recor
     ({"a/data.pkl": _storage_pickle(size=(2, 1)), "a/data/0": b"\0" * 8}, "has strides"),
     ({"a/data.pkl": _storage_pickle(key="../../etc/passwd"), "a/data/0": b"\0" * 8},
      r"no record for storage '\.\./\.\./etc/passwd'"),
-    ({"a/data.pkl": _storage_pickle(storage="ComplexFloatStorage"), "a/data/0": b"\0" * 16},
-     "torch.ComplexFloatStorage, a dtype portagrad does not have"),
+    ({"a/data.pkl": _storage_pickle(storage="ComplexHalfStorage"), "a/data/0": b"\0" * 16},
+     "torch.ComplexHalfStorage, a dtype portagrad does not have"),
     ({"a/data.pkl": b"\x80\x02(X\x01"}, "cannot be unpickled"),
     ({"x.txt": b"hello"}, "not a PyTorch checkpoint"),
     ({"a/data.pkl": _storage_pickle(), "b/data.pkl": _storage_pickle()}, "not a PyTorch checkpoint"),
@@ -217,6 +217,13 @@ def test_hostile_pickle_is_refused_and_runs_nothing(tmp_path, monkeypatch, recor
 def test_malformed_archive_raises_load_error(records, message):
     with pytest.raises(LoadError, match=message):
         pg.load(io.BytesIO(_archive(records)))
+
+
+def test_complex_storages_load():
+    data = _archive({"a/data.pkl": _storage_pickle(storage="ComplexFloatStorage"),
+                     "a/data/0": np.array([1 + 2j, -3j], np.complex64).tobytes()})
+    t = pg.load(io.BytesIO(data))
+    assert t.dtype is pg.complex64 and t.tolist() == [1 + 2j, -3j]
 
 
 def test_compressed_records_are_refused():

@@ -22,7 +22,7 @@ from .._tensor import Tensor
 from ..errors import LinAlgError
 from ..autograd.function import Function
 from ..autograd.grad_mode import _no_grad
-from ._common import call
+from ._common import call, refuse_complex_linalg
 from . import elementwise, reduction
 from . import shape
 from .indexing import gather, where
@@ -46,6 +46,7 @@ def _square(name: str, a: Any) -> None:
     if a.shape[-1] != a.shape[-2]:
         raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
                            f"{a.shape[-2]} by {a.shape[-1]} matrices")
+    refuse_complex_linalg(name, a.dtype)
     if not a.dtype.is_floating_point:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{elementwise._type_name(a.dtype)}")
@@ -339,6 +340,7 @@ def qr(A: Tensor, mode: str = "reduced") -> Any:
                            f"'reduced' (default), 'r', or 'complete'")
     if not isinstance(A, Tensor) or A.dim() < 2:
         raise RuntimeError("linalg.qr: The input tensor A must have at least 2 dimensions.")
+    refuse_complex_linalg("linalg.qr", A.dtype)
     if not A.dtype.is_floating_point:
         raise RuntimeError(f"linalg.qr: Expected a floating point or complex tensor as input. "
                            f"Got {elementwise._type_name(A.dtype)}")
@@ -391,6 +393,7 @@ def lu_factor(A: Tensor, *, pivot: bool = True) -> Any:
     if not isinstance(A, Tensor) or A.dim() < 2:
         raise RuntimeError("linalg.lu_factor: The input tensor A must have at least 2 "
                            "dimensions.")
+    refuse_complex_linalg("linalg.lu_factor", A.dtype)
     if not A.dtype.is_floating_point:
         raise RuntimeError(f"linalg.lu_factor: Expected a floating point or complex tensor as "
                            f"input. Got {elementwise._type_name(A.dtype)}")
@@ -512,6 +515,7 @@ def matrix_exp(A: Tensor) -> Tensor:
     series, with matrix products only."""
     if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
         raise RuntimeError("matrix_exp: expected a tensor of squares matrices")
+    refuse_complex_linalg("matrix_exp", A.dtype)
     if not A.dtype.is_floating_point:
         raise RuntimeError(f"matrix_exp: Expected a floating point or complex tensor as input. "
                            f"Got {elementwise._type_name(A.dtype)}")

@@ -16,7 +16,7 @@ from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
 from ..errors import LinAlgError
 from . import elementwise, reduction, shape
-from ._common import call
+from ._common import call, refuse_complex_linalg
 from .diagonal import diagonal
 from .indexing import where
 from .joining import cat, tril, triu
@@ -175,6 +175,7 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     if A.dtype is not tau.dtype:
         raise RuntimeError(f"{name}: tau dtype {elementwise._type_name(tau.dtype)} does not "
                            f"match input dtype {elementwise._type_name(A.dtype)}")
+    refuse_complex_linalg(name, A.dtype)
     if not A.dtype.is_floating_point:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{elementwise._type_name(A.dtype)}")

@@ -27,6 +27,8 @@ topk_result = namedtuple("topk_result", ["values", "indices"])
 
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
     """Sorted values and their indices along ``dim`` (stable)."""
+    if input.dtype.is_complex:  # PyTorch's message, leading space included
+        raise RuntimeError(" Sort does not support complex dtypes on CPU")
     if input.dim() == 0:
         return sort_result(input.clone(), _raw.fill(_raw.new_like(input, (), _dtype.int64), 0))
     d = wrap_dim(dim, input.dim())

@@ -19,7 +19,7 @@ from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _flags
 from . import elementwise, shape
-from ._common import call
+from ._common import call, refuse_complex_linalg
 from .diagonal import diag_embed
 from .matmul import matmul
 
@@ -51,6 +51,7 @@ def _check(name: str, kernel: str, A: Any, square: bool) -> None:
     if A.dtype.name in ("float32", "float64"):
         return
     tname = elementwise._type_name(A.dtype)
+    refuse_complex_linalg(name, A.dtype)
     if not A.dtype.is_floating_point and not square:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{tname}")
@@ -270,7 +271,8 @@ def svd_legacy(input: Tensor, some: bool = True, compute_uv: bool = True) -> Any
 def _complex(name: str) -> Any:
     raise NotImplementedError(
         f"linalg.{name}: the eigenvalues of a general real matrix are complex, and portagrad has "
-        f"no complex tensors yet; for a symmetric matrix use linalg.eigh / linalg.eigvalsh")
+        f"no complex eigen-decomposition yet; for a symmetric matrix use linalg.eigh / "
+        f"linalg.eigvalsh")
 
 
 def eig(A: Tensor) -> Any:

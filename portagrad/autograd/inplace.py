@@ -15,6 +15,7 @@ layer above); the few ops the rule itself needs (``to``, ``clone``, ``expand``, 
 """
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
@@ -27,7 +28,15 @@ from .grad_mode import _flags
 if TYPE_CHECKING:
     from .._tensor import Tensor
 
-__all__ = ["check_inplace", "check_no_overlap", "check_operand_overlap", "inplace"]
+__all__ = ["check_inplace", "check_no_overlap", "check_operand_overlap", "inplace", "DTYPE_VIEWS"]
+
+#: The tensors made by ``view_as_real``/``view_as_complex`` (``.real`` and ``.imag`` are views of
+#: the first): views in another dtype, which autograd does not rebase onto their source when
+#: changed in place. A recorded in-place change of one (or of a view of one) raises rather than
+#: leave the source's history stale (a silently wrong gradient).
+#: Keyed by ``id`` (a tensor's ``==`` is elementwise, so a WeakSet cannot compare them); an entry
+#: goes with its tensor, before the id can be reused.
+DTYPE_VIEWS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 _Tensor: Any = None  # portagrad.Tensor and portagrad._raw, bound on first use (they import
 _raw: Any = None  # the autograd package, so it cannot import them when it loads)
@@ -201,6 +210,12 @@ def inplace(x: Tensor, compute: Callable[[Tensor], Tensor], raw_into: Callable[[
         _raw.bump(x)
         return x
     check_inplace(x)
+    if DTYPE_VIEWS and (DTYPE_VIEWS.get(id(x)) is x or (
+            x._base is not None and DTYPE_VIEWS.get(id(x._base)) is x._base)):
+        raise RuntimeError("an in-place change of a view_as_real/view_as_complex view (.real, "
+                           ".imag) is not supported while autograd records it: portagrad does not "
+                           "rebase the complex tensor's history yet. Change the complex tensor "
+                           "itself, or build a new one (pg.complex(re, im)).")
     result = fit_result(_compute_from_old(x, compute), x)
     base = x._base
     base_was_constant = base is not None and not base._requires_grad

@@ -6,6 +6,7 @@ checking the shape, device and dtype. Default tolerances depend on the dtype, as
 """
 from __future__ import annotations
 
+import cmath
 import collections.abc
 import math
 import numbers
@@ -17,6 +18,7 @@ import numpy as np
 
 from .. import _dtype
 from .._creation import from_numpy, tensor
+from .._ops.complexnum import view_as_complex
 from .._random import rand, randint
 from .._tensor import Tensor
 
@@ -28,6 +30,8 @@ _DEFAULT_TOLERANCES = {
     "bfloat16": (1.6e-2, 1e-5),
     "float32": (1.3e-6, 1e-5),
     "float64": (1e-7, 1e-7),
+    "complex64": (1.3e-6, 1e-5),  # a complex dtype takes its parts' (PyTorch's)
+    "complex128": (1e-7, 1e-7),
 }
 
 
@@ -148,13 +152,19 @@ def _compare_scalars(actual: Any, expected: Any, rtol: float | None, atol: float
         raise _Failure(AssertionError, f"The values for attribute 'dtype' do not match: "
                                        f"{type(actual).__name__} != {type(expected).__name__}.")
     if rtol is None:
-        floating = isinstance(actual, float) or isinstance(expected, float)
+        floating = isinstance(actual, (float, complex)) or isinstance(expected, (float, complex))
         rtol, atol = _DEFAULT_TOLERANCES["float64"] if floating else (0.0, 0.0)
     assert atol is not None
     if actual == expected:
         return
     if isinstance(actual, complex) or isinstance(expected, complex):
-        raise _Failure(TypeError, "complex scalars are not supported by portagrad")
+        # PyTorch compares complex numbers as one value: |actual - expected| and NaN anywhere
+        a, e = complex(actual), complex(expected)
+        if equal_nan and cmath.isnan(a) and cmath.isnan(e):
+            return
+        if cmath.isfinite(a) and cmath.isfinite(e) and abs(a - e) <= atol + rtol * abs(e):
+            return
+        raise _Failure(AssertionError, _scalar_msg(actual, expected, rtol, atol))
     if equal_nan and math.isnan(actual) and math.isnan(expected):
         return
     if not (math.isinf(actual) or math.isinf(expected) or math.isnan(actual)
@@ -290,6 +300,11 @@ def make_tensor(*shape: Any, dtype: Any, device: Any, low: float | None = None,
                          f"high={high}")
     if dt is _dtype.bool:
         t = randint(0, 2, tuple(shape), device=device).to(dt)
+    elif dt.is_complex:  # real and imaginary parts each uniform in [low, high), as PyTorch
+        flo = -9.0 if low is None else float(low)
+        fhi = 9.0 if high is None else float(high)
+        parts = rand(tuple(shape) + (2,), dtype=dt.to_real(), device=device) * (fhi - flo) + flo
+        t = view_as_complex(parts)
     elif not dt.is_floating_point:
         ilo = -9 if low is None else math.ceil(low)
         ihi = 10 if high is None else math.ceil(high)  # exclusive, as in PyTorch
@@ -299,7 +314,7 @@ def make_tensor(*shape: Any, dtype: Any, device: Any, low: float | None = None,
         fhi = 9.0 if high is None else float(high)
         t = rand(tuple(shape), dtype=dt, device=device) * (fhi - flo) + flo
     if exclude_zero:
-        replacement = 1 if dt is _dtype.bool or not dt.is_floating_point else (
+        replacement = 1 if dt is _dtype.bool or not (dt.is_floating_point or dt.is_complex) else (
             1e-3 if dt.itemsize >= 4 else 1e-2)
         t = t.masked_fill(t == 0, replacement)
     if noncontiguous and t.numel() > 1:
