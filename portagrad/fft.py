@@ -330,11 +330,15 @@ def _freq(name: str, n: Any, d: float, count: int, values: np.ndarray, out: Tens
         raise RuntimeError(f"Trying to create tensor with negative dimension {count}: [{count}]")
     if layout is not None and str(layout) not in ("torch.strided", "portagrad.strided"):
         raise RuntimeError(f"fft_{name}(): only the strided layout is supported, got {layout}")
-    dt = _dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype)
+    # (with out= and no dtype, PyTorch computes in out's dtype)
+    dt = _dtype.as_dtype(dtype) if dtype is not None else out.dtype if out is not None \
+        else _dtype.get_default_dtype()
     if not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError(f"{name} requires a floating point or complex dtype")
     grid = _creation.from_host(values.astype(dt.numpy), device=device)
-    res = _elementwise.mul(grid, 1.0 / (n * d))
+    with np.errstate(divide="ignore"):  # n * d == 0: an infinite scale, as in C++
+        scale = float(np.float64(1.0) / np.float64(n * d))
+    res = _elementwise.mul(grid, scale)
     if out is not None:
         return _write_out(f"fft_{name}", res, out)
     return res.requires_grad_(requires_grad) if requires_grad else res
