@@ -330,9 +330,11 @@ def _freq(name: str, n: Any, d: float, count: int, values: np.ndarray, out: Tens
         raise RuntimeError(f"Trying to create tensor with negative dimension {count}: [{count}]")
     if layout is not None and str(layout) not in ("torch.strided", "portagrad.strided"):
         raise RuntimeError(f"fft_{name}(): only the strided layout is supported, got {layout}")
-    # (with out= and no dtype, PyTorch computes in out's dtype)
+    # (with out= and no dtype or device, PyTorch computes in out's, on its device)
     dt = _dtype.as_dtype(dtype) if dtype is not None else out.dtype if out is not None \
         else _dtype.get_default_dtype()
+    if device is None and out is not None:
+        device = out.device
     if not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError(f"{name} requires a floating point or complex dtype")
     grid = _creation.from_host(values.astype(dt.numpy), device=device)
