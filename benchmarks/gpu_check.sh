@@ -22,15 +22,15 @@
 # benchmark (our kernels as the tuner picks them per size, numpy, the 16x16 tiled kernel, torch
 # cuBLAS fp32 with TF32 off), the GEMM variant sweep, the elementwise and copy benchmarks, the
 # small training steps (eager and captured, beside torch CPU and CUDA), ResNet-18 and GPT
-# training steps beside torch CUDA, language-model decoding beside torch CUDA, 16-bit
-# GEMM/convolution, a profile of one training step of each model and `python -m portagrad demo`. Everything is teed to $OUT/gpu_check.log
-# (./gpu_check.log when $OUT is unset). Each step has its own time limit, so one stuck step
-# cannot eat the others' time; the exit status is that of the test step. GPU_CHECK_STEPS picks
-# steps (all of them: tests gemm sweep elementwise copy train models generate half16 profile
-# demo),
-# SHARDS and TEST_LIMIT size the test step, GPU_CHECK_TESTS picks the tests and GEMM_SIZES the
-# GEMM sizes. `GPU_CHECK_LOCAL=1 bash benchmarks/gpu_check.sh` is a dry run on a machine that
-# already has pyopencl (PoCL, for example).
+# training steps (eager and captured) beside torch CUDA, language-model decoding beside torch
+# CUDA, 16-bit GEMM/convolution, a profile of one training step of each model (ops, then
+# kernels, by device time) and `python -m portagrad demo`. Everything is teed to
+# $OUT/gpu_check.log (./gpu_check.log when $OUT is unset). Each step has its own time limit, so
+# one stuck step cannot eat the others' time; the exit status is that of the test step.
+# GPU_CHECK_STEPS picks steps (all of them: tests gemm sweep elementwise copy train models
+# generate half16 profile demo), SHARDS and TEST_LIMIT size the test step, GPU_CHECK_TESTS picks
+# the tests and GEMM_SIZES the GEMM sizes. `GPU_CHECK_LOCAL=1 bash benchmarks/gpu_check.sh` is a
+# dry run on a machine that already has pyopencl (PoCL, for example).
 set -u
 cd "$(dirname "$0")/.."
 
@@ -121,7 +121,7 @@ EOF
     fi
     if want models; then
     step "ResNet-18 and GPT training steps on opencl:0 beside torch CUDA fp32, TF32 off (limit 150 s)"
-    timeout -k 5 150 python3 -m benchmarks.models --model all --device opencl:0 --torch-device cuda --steps 5 --warmup 2
+    timeout -k 5 150 python3 -m benchmarks.models --model all --device opencl:0 --torch-device cuda --steps 5 --warmup 3 --capture
     fi
     if want generate; then
     step "GPT-2-small greedy decoding on opencl:0 beside torch CUDA fp32 (limit 90 s)"
@@ -133,7 +133,7 @@ EOF
     fi
     if want profile; then
     step "one training step of each model under the profiler, ops by device time (limit 150 s)"
-    timeout -k 5 150 python3 -m benchmarks.profile_step --rows 22
+    timeout -k 5 150 python3 -m benchmarks.profile_step --rows 22 --kernels
     fi
     if want demo; then
     step "python -m portagrad demo (limit 60 s)"

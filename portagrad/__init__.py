@@ -220,6 +220,7 @@ from ._ops.scan import cummax, cummin, cumprod, cumsum, diff, logcumsumexp
 from ._ops.search import bincount, bucketize, histc, searchsorted, unique, unique_consecutive
 from ._ops.segment import index_reduce, scatter_reduce
 from ._ops.scatter import index_put, put
+from ._ops.complexnum import complex, polar, view_as_complex, view_as_real
 from ._ops.metadata import (conj, get_device, is_complex, is_conj, is_inference, is_neg,
                             is_same_size, is_signed, narrow_copy, nonzero_static, real,
                             resolve_conj, resolve_neg)
@@ -278,7 +279,9 @@ from .jit import ScriptModule
 from .storage import TypedStorage, UntypedStorage
 from ._file_reader import PyTorchFileReader
 __all__ += ["TypedStorage", "UntypedStorage", "PyTorchFileReader", "ScriptModule"]
-# named (finfo, is_complex) but without tensors yet: creating one raises DTypeError
+__all__ += ["complex", "polar", "view_as_complex", "view_as_real"]
+# complex64/complex128 (tensors on backends that store them), and the dtypes named (finfo) but
+# without tensors yet: creating one raises DTypeError
 __all__ += ["cdouble", "cfloat", "complex64", "complex128", "float8_e4m3fn", "float8_e4m3fnuz",
             "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "uint16", "uint32", "uint64"]
 

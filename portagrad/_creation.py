@@ -11,6 +11,7 @@ from . import _device, _dtype, _raw
 from ._memory import pinned_buffer, pinning_backend
 from ._memory_format import check_memory_format
 from ._storage import Storage
+from .backends.interface import decline_complex
 from ._tensor import Tensor
 
 __all__ = [
@@ -56,6 +57,8 @@ def _target(device: Any, pin_memory: bool = False) -> tuple[Any, Any, int]:
 def _alloc(shape: tuple[int, ...], dtype: _dtype.dtype, device: Any, pin_memory: bool = False
            ) -> Tensor:
     concrete, backend, index = _target(device)
+    if dtype._kind == 3:
+        decline_complex(backend, dtype, concrete)
     n = math.prod(shape)
     nbytes = n * dtype.itemsize
     if nbytes >= 1 << 63:  # PyTorch's check, before any backend sees a size it cannot index
@@ -109,7 +112,7 @@ def _infer_array(data: Any) -> tuple[np.ndarray, bool]:
         raise TypeError(f"can't convert object of type {type(data).__name__} to a tensor")
     if arr.dtype.kind in "US":
         raise TypeError(f"new(): invalid data type '{arr.dtype.kind == 'U' and 'str'}'")
-    return arr, arr.dtype.kind == "f"
+    return arr, arr.dtype.kind in "fc"
 
 
 def _flatten_tensors(data: Any) -> Any:
@@ -144,8 +147,10 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         return _finish(out, requires_grad)
     arr, from_floats = _infer_array(data)
     if dtype is None:
-        if from_floats or (arr.dtype == np.float64
-                           and not isinstance(data, (np.ndarray, np.generic))):
+        if arr.dtype.kind == "c" and not isinstance(data, (np.ndarray, np.generic)):
+            dt = _dtype.default_complex()  # Python complex numbers: the default's complex type
+        elif from_floats or (arr.dtype == np.float64
+                             and not isinstance(data, (np.ndarray, np.generic))):
             dt = _dtype.get_default_dtype()
         elif arr.dtype.kind in "iu" and arr.dtype not in _dtype._BY_NUMPY:
             dt = _dtype.int64  # integer types without a portagrad dtype (uint16 ...) widen

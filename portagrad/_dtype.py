@@ -18,7 +18,7 @@ __all__ = [
     "uint8", "int8", "int16", "bfloat16", "short", "can_cast", "iinfo", "finfo", "check_storable",
     "fit_scalar", "INT_LIMITS", "complex64", "complex128", "cfloat", "cdouble", "float8_e4m3fn",
     "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "DECLARED_ONLY",
-    "uint16", "uint32", "uint64",
+    "uint16", "uint32", "uint64", "COMPLEX_DTYPES", "default_complex",
 ]
 
 _builtin_bool = bool
@@ -87,12 +87,16 @@ ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32
 #: the 16-bit floats: stored in 16 bits, computed in float32 and rounded once per op
 HALF_FLOATS = (float16, bfloat16)
 
-# Named so that code mentioning them loads (safetensors maps "C64" and the float8 codes at
-# import) and so that finfo/is_complex answer, but no tensor can have them yet: as_dtype refuses
-# them with a DTypeError, before any factory, cast or promotion uses them.
-complex64 = dtype("complex64", np.complex64, 3, -1)
-complex128 = dtype("complex128", np.complex128, 3, -1)
+# complex tensors: pairs of float32/float64 (numpy's layout, and PyTorch's). A backend that does
+# not store them declines with DTypeError (backends/interface.py, "Complex").
+complex64 = dtype("complex64", np.complex64, 3, 10)
+complex128 = dtype("complex128", np.complex128, 3, 11)
 cfloat, cdouble = complex64, complex128  # PyTorch's names
+COMPLEX_DTYPES = (complex64, complex128)
+
+# Named so that code mentioning them loads (safetensors maps the float8 codes at import) and so
+# that finfo answers, but no tensor can have them yet: as_dtype refuses them with a DTypeError,
+# before any factory, cast or promotion uses them.
 float8_e4m3fn = dtype("float8_e4m3fn", ml_dtypes.float8_e4m3fn, 2, -1)
 float8_e5m2 = dtype("float8_e5m2", ml_dtypes.float8_e5m2, 2, -1)
 float8_e4m3fnuz = dtype("float8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz, 2, -1)
@@ -102,7 +106,7 @@ float8_e8m0fnu = dtype("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu, 2, -1, signed
 uint16 = dtype("uint16", np.uint16, 1, -1, signed=False)
 uint32 = dtype("uint32", np.uint32, 1, -1, signed=False)
 uint64 = dtype("uint64", np.uint64, 1, -1, signed=False)
-DECLARED_ONLY = (complex64, complex128, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz,
+DECLARED_ONLY = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz,
                  float8_e5m2fnuz, float8_e8m0fnu, uint16, uint32, uint64)
 _COMPLEX_PARTS = {"complex64": "float32", "complex128": "float64"}
 _TO_COMPLEX = {"float32": complex64, "float64": complex128}
@@ -130,8 +134,8 @@ _PROMOTE_NAMES = {
     "float64": ("float64",) * 10,
 }
 
-_BY_NUMPY = {d.numpy: d for d in ALL_DTYPES}
-_BY_NAME = {d.name: d for d in ALL_DTYPES}
+_BY_NUMPY = {d.numpy: d for d in ALL_DTYPES + COMPLEX_DTYPES}
+_BY_NAME = {d.name: d for d in ALL_DTYPES + COMPLEX_DTYPES}
 _PROMOTE = {(a, b): _BY_NAME[_PROMOTE_NAMES[a.name][b._rank]]
             for a in ALL_DTYPES for b in ALL_DTYPES}
 _default_float = float32
@@ -151,6 +155,12 @@ def set_default_dtype(d: dtype) -> None:
     _default_float = d
 
 
+def default_complex() -> dtype:
+    """The dtype of complex tensors made from Python complex numbers: the complex dtype of the
+    default float (``complex64``, or ``complex128`` after ``set_default_dtype(float64)``)."""
+    return complex128 if _default_float is float64 else complex64
+
+
 def from_numpy_dtype(np_dtype: Any) -> dtype:
     """Map a numpy dtype to a portagrad dtype, with a clear error for unsupported ones."""
     try:
@@ -158,7 +168,8 @@ def from_numpy_dtype(np_dtype: Any) -> dtype:
     except (KeyError, TypeError):
         raise TypeError(
             f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types are: "
-            "float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool."
+            "float64, float32, float16, complex64, complex128, bfloat16, int64, int32, int16, int8, "
+            "uint8, and bool."
         ) from None
 
 
@@ -179,8 +190,13 @@ def as_dtype(d: Any) -> dtype:
         return int64
     if d is _builtin_bool:
         return bool
-    if isinstance(d, str) and d in _BY_NAME:
-        return _BY_NAME[d]
+    if d is _builtins.complex:
+        return default_complex()
+    if isinstance(d, str):
+        if d in _BY_NAME:
+            return _BY_NAME[d]
+        if d.startswith("complex"):  # numpy's "complex" aliases: not a portagrad dtype name
+            raise TypeError(f"{d!r} is not a portagrad dtype")
     try:
         return from_numpy_dtype(d)
     except TypeError:
@@ -191,7 +207,12 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     """The smallest dtype both ``a`` and ``b`` convert to (PyTorch's ``promote_types``)."""
     if a is b:
         return a
-    return _PROMOTE[(as_dtype(a), as_dtype(b))]
+    a, b = as_dtype(a), as_dtype(b)
+    if a._kind == 3 or b._kind == 3:
+        # as PyTorch: the complex dtype whose parts are the promotion of both sides' (real) parts
+        parts = promote_types(a.to_real(), b.to_real())
+        return complex128 if parts is float64 else complex64
+    return _PROMOTE[(a, b)]
 
 
 def can_cast(from_: dtype, to: dtype) -> _builtin_bool:
@@ -205,7 +226,27 @@ def _scalar_kind(x: Any) -> _py_int:
         return 0
     if isinstance(x, _py_int):
         return 1
+    if isinstance(x, (_builtins.complex, np.complexfloating)):
+        return 3
     return 2
+
+
+def _to_complex_of(d: dtype) -> dtype:
+    """PyTorch's toComplexType for promotion; float16/bfloat16 give complex64 (PyTorch's float16
+    gives complex32, which portagrad has no tensors of)."""
+    return complex128 if d is float64 else complex64
+
+
+def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
+    """PyTorch's combine_categories: ``higher`` (the operand class with priority) wins unless
+    ``lower`` is of a higher category; a complex ``lower`` keeps a floating ``higher``'s width."""
+    if higher is None:
+        return lower
+    if lower is None or higher._kind >= lower._kind:
+        return higher
+    if lower._kind == 3 and higher._kind == 2:
+        return _to_complex_of(higher)
+    return lower
 
 
 def result_type(*operands: Any) -> dtype:
@@ -223,13 +264,15 @@ def result_type(*operands: Any) -> dtype:
             scalar_kind = max(scalar_kind, _scalar_kind(x))
     result = dim_t
     if zero_t is not None:
-        if result is None or zero_t._kind > result._kind:
-            result = zero_t
+        result = _combine(result, zero_t)
     if scalar_kind >= 0:
         if result is None:
-            result = (bool, int64, _default_float)[scalar_kind]
+            result = (bool, int64, _default_float, default_complex())[scalar_kind]
         elif scalar_kind > result._kind:
-            result = int64 if scalar_kind == 1 else _default_float
+            if scalar_kind == 3:
+                result = _to_complex_of(result) if result._kind == 2 else default_complex()
+            else:
+                result = int64 if scalar_kind == 1 else _default_float
     if result is None:
         raise TypeError("result_type needs at least one operand")
     return result

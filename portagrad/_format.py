@@ -52,6 +52,19 @@ def _padded(formatter: dict, kind: str, arr: np.ndarray) -> dict:
     return {kind: lambda v: f(v).rjust(width)}
 
 
+def _complex_formatter(arr: np.ndarray) -> dict:
+    """PyTorch's complex elements: the real parts formatted (and right-aligned) together, the
+    imaginary parts formatted together with a sign always shown, then ``j``."""
+    real = _padded(_float_formatter(arr.real), "float_kind", arr.real)["float_kind"]
+    imag = _float_formatter(arr.imag)["float_kind"]
+
+    def fmt(v: complex) -> str:
+        im = imag(v.imag).strip()
+        return real(v.real) + (im if im[0] in "+-" else "+" + im) + "j"
+
+    return {"complex_kind": fmt}
+
+
 def format_tensor(t: Tensor) -> str:
     """``tensor([...], device='opencl:0', dtype=..., requires_grad=True)``."""
     try:
@@ -63,6 +76,8 @@ def format_tensor(t: Tensor) -> str:
         arr = arr.astype(np.float32)
     if arr.dtype.kind == "f":
         kw["formatter"] = _padded(_float_formatter(arr), "float_kind", arr)
+    elif arr.dtype.kind == "c":
+        kw["formatter"] = _complex_formatter(arr)
     elif arr.dtype == np.bool_:
         kw["formatter"] = _padded({"bool": lambda v: "True" if v else "False"}, "bool", arr)
     body = np.array2string(arr, separator=", ", prefix="tensor(", threshold=_opts["threshold"],
@@ -71,7 +86,7 @@ def format_tensor(t: Tensor) -> str:
     if t.device.type != "cpu":
         suffix.append(f"device='{t.device}'")
     default_for_data = (t.dtype is _dtype.get_default_dtype() or t.dtype is _dtype.int64
-                        or t.dtype is _dtype.bool)
+                        or t.dtype is _dtype.bool or t.dtype is _dtype.default_complex())
     if not default_for_data or (t.numel() == 0 and t.dtype is not _dtype.get_default_dtype()):
         suffix.append(f"dtype={t.dtype!r}".replace("portagrad.", "portagrad."))
     if t.numel() == 0 and t.dim() != 1:

@@ -9,6 +9,7 @@ float64, 4 for ``normal``) uses the words ``offset .. offset+w*n-1`` and advance
 """
 from __future__ import annotations
 
+import math
 import os
 import threading
 from typing import Any
@@ -18,6 +19,7 @@ import numpy as np
 from . import _creation, _device, _dtype, _raw
 from ._memory_format import check_memory_format
 from ._ops._common import broadcast_shapes
+from ._ops.complexnum import view_as_real
 from ._ops.conversion import bump, check_no_overlap, copy_
 from ._ops.elementwise import add, div, floor, log1p, lt, mul, neg
 from ._tensor import Tensor
@@ -124,9 +126,16 @@ def rand(*args: Any, size: Any = None, generator: Generator | None = None, dtype
 
 def randn(*args: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None,
           device: Any = None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
-    """Standard normal numbers (``randn(2, 3)``, ``randn((2, 3))``, ``randn(size=(2, 3))``)."""
-    t = _creation.empty(_creation.size_arg(args, size, "randn"), dtype=_float_dtype(dtype),
+    """Standard normal numbers (``randn(2, 3)``, ``randn((2, 3))``, ``randn(size=(2, 3))``); for
+    a complex dtype, real and imaginary parts each normal with variance 1/2 (as PyTorch), so
+    that ``E|z|^2 = 1``."""
+    dt = _dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype)
+    t = _creation.empty(_creation.size_arg(args, size, "randn"),
+                        dtype=dt if dt.is_complex else _float_dtype(dtype),
                         device=device, pin_memory=pin_memory)
+    if dt.is_complex:
+        _fill_random(view_as_real(t), "normal", 0.0, math.sqrt(0.5), generator)
+        return t.requires_grad_(requires_grad) if requires_grad else t
     _fill_random(t, "normal", 0.0, 1.0, generator)
     return t.requires_grad_(requires_grad) if requires_grad else t
 

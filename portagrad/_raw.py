@@ -42,7 +42,7 @@ from ._tensor import Tensor
 from .autograd._profiling import STATE as _PROF
 from .autograd._profiling import begin as _prof_begin
 from .autograd._profiling import end as _prof_end
-from .backends.interface import Backend, View
+from .backends.interface import Backend, View, decline_complex
 
 __all__ = [
     "new_like", "new_on", "unary", "binary", "binary_views", "where", "cast", "contiguous",
@@ -229,6 +229,8 @@ def where(cond: Tensor, a: Any, b: Any, dtype: _dtype.dtype, like: Tensor) -> Te
 
 def cast(x: Tensor, dtype: _dtype.dtype) -> Tensor:
     """A contiguous copy of ``x`` converted to ``dtype``."""
+    if dtype._kind == 3 and dtype is not x._v.dtype:
+        decline_complex(x._storage.backend, dtype, x._storage.device)
     out = new_on(x._storage, x._v.shape, dtype)
     x._storage.backend.copy(x._v, out._v)
     return out

@@ -268,7 +268,7 @@ class Tensor(TensorOps):
         return self._v.dtype.is_floating_point
 
     def is_complex(self) -> bool:
-        return False
+        return self._v.dtype.is_complex
 
     def is_signed(self) -> bool:
         return self._v.dtype.is_signed
@@ -339,7 +339,7 @@ class Tensor(TensorOps):
                                    "you want to use a computed variable in a subgraph that doesn't "
                                    "require differentiation use var_no_grad = var.detach().")
             return self
-        if requires_grad and not self._v.dtype.is_floating_point:
+        if requires_grad and not (self._v.dtype.is_floating_point or self._v.dtype.is_complex):
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
                                "gradients")
         if requires_grad and self._inference:

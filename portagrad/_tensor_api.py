@@ -198,7 +198,8 @@ class TensorOps:
     def sign(self) -> Tensor:
         return _ops.elementwise.sign(self)
 
-    sgn = sign
+    def sgn(self) -> Tensor:
+        return _ops.elementwise.sgn(self)
 
     def exp(self) -> Tensor:
         return _ops.elementwise.exp(self)
@@ -1321,7 +1322,10 @@ class TensorOps:
         return _ops.elementwise.unary_inplace(_ops.scan.cumsum, self, dim, dtype=dtype)
 
     absolute_ = abs_
-    sgn_ = sign_
+
+    def sgn_(self) -> Tensor:
+        return _ops.elementwise.unary_inplace(_ops.elementwise.sgn, self)
+
     greater_ = gt_
     greater_equal_ = ge_
     less_ = lt_
@@ -1648,15 +1652,15 @@ class TensorOps:
     is_nested = property(lambda self: False, doc="Always ``False``.")
 
     def is_conj(self) -> _bool:
-        """``False``: portagrad has no complex dtypes, so no lazy conjugation."""
+        """``False``: ``conj`` materialises (no lazy conjugate bit; see ``_ops/complexnum``)."""
         return False
 
     def is_neg(self) -> _bool:
         return False
 
     def conj(self) -> Tensor:
-        """``self``: the conjugate of a real tensor (PyTorch returns the tensor itself too)."""
-        return self  # type: ignore[return-value]
+        """The complex conjugate (a new tensor); ``self`` for a real tensor (as PyTorch)."""
+        return _ops.complexnum.conj(self)
 
     def resolve_conj(self) -> Tensor:
         return self  # type: ignore[return-value]
@@ -1665,19 +1669,30 @@ class TensorOps:
         return self  # type: ignore[return-value]
 
     def conj_physical(self) -> Tensor:
-        return _ops.conversion.clone(self)
+        return _ops.complexnum.conj_physical(self)
 
     def conj_physical_(self) -> Tensor:
+        if self.dtype.is_complex:
+            _ops.complexnum.imag(self).neg_()
         return self  # type: ignore[return-value]
 
     @property
     def real(self) -> Tensor:
-        """``self`` (real dtypes only)."""
-        return self  # type: ignore[return-value]
+        """The real part, a view (``self`` for a real tensor)."""
+        return _ops.complexnum.real(self)
+
+    @real.setter
+    def real(self, value: Any) -> None:
+        _ops.complexnum.real(self).copy_(value)
 
     @property
     def imag(self) -> Tensor:
-        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+        """The imaginary part of a complex tensor, a view."""
+        return _ops.complexnum.imag(self)
+
+    @imag.setter
+    def imag(self, value: Any) -> None:
+        _ops.complexnum.imag(self).copy_(value)
 
     def angle(self) -> Tensor:
         """Argument of each element: 0 for non-negative, pi for negative (NaN stays NaN)."""

@@ -20,7 +20,7 @@ from ._dtype import float64, get_default_dtype
 from ._layout import strided
 from ._memory_format import contiguous_format
 from ._ops.stacking import split_with_sizes
-from ._ops.conversion import clone
+from ._ops import complexnum as _complexnum
 from ._ops.joining import chunk, split
 from ._tensor import Tensor
 
@@ -337,9 +337,8 @@ def cond(pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any],
     return true_fn(*operands) if pred else false_fn(*operands)
 
 
-# the complex conjugate, materialised: for portagrad's real dtypes a copy, the very function
-# Tensor.conj_physical calls
-conj_physical = clone
+# the complex conjugate, materialised (a copy for real dtypes)
+conj_physical = _complexnum.conj_physical
 
 
 def get_device_module(device: Any = None) -> Any:

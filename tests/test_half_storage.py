@@ -48,6 +48,16 @@ def _bits(t: pg.Tensor) -> np.ndarray:
     return t.cpu().numpy().view(np.uint16)
 
 
+def _assert_bits_nan_any(got: pg.Tensor, want: np.ndarray) -> None:
+    """Bit for bit, except that a NaN may carry any payload: NVIDIA's float -> half conversion
+    writes 0x7fff where numpy's writes 0x7e00 (PyTorch's CUDA kernels do as the GPU); which NaN
+    is not a value."""
+    g = got.cpu().numpy()
+    gn, wn = np.isnan(g.astype(np.float32)), np.isnan(want.astype(np.float32))
+    np.testing.assert_array_equal(gn, wn)
+    np.testing.assert_array_equal(g.view(np.uint16)[~gn], want.view(np.uint16)[~wn])
+
+
 def _ulps16(got: np.ndarray, want: np.ndarray) -> int:
     """The largest distance in ulps (ordered bit patterns) between two arrays of one 16-bit
     float dtype."""
@@ -141,7 +151,7 @@ def test_float16_arithmetic_rounds_once_per_op(device: str) -> None:
         cases.append((A * 0.1 + 0.3, (f * np.float32(0.1)).astype(np.float16) + np.float16(0.3)))
     for got, want in cases:
         assert got.dtype is pg.float16
-        np.testing.assert_array_equal(_bits(got), want.view(np.uint16))
+        _assert_bits_nan_any(got, want)
     assert ((A > B).cpu().numpy() == (a > b)).all()
     # a comparison rounds the scalar to float16 first (PyTorch): float16(0.1) == 0.1
     assert (pg.tensor([0.1], dtype=pg.float16, device=device) == 0.1).tolist() == [True]
@@ -343,7 +353,10 @@ def test_float16_rules_are_torchs(device: str) -> None:
                          (F.softplus(x), torch.nn.functional.softplus(t)),
                          (F.softmax(x2, 1), torch.softmax(t2, 1)),
                          (F.layer_norm(x2, (143,)), torch.nn.functional.layer_norm(t2, (143,)))):
-        # one float16 ulp (2^-10 relative), or a few subnormal steps near 0 (gelu's tail)
+        # one float16 ulp (2^-10 relative), or a few subnormal steps near 0: in gelu's tail
+        # 1 + erf(x / sqrt(2)) cancels in float32 and leaves an absolute error of a few x * 2^-24
+        # in each implementation (seen: 5 steps of 2^-24 apart at x = -5 on an NVIDIA GPU, where
+        # ours was 1 step from the exact value and PyTorch's CPU 4)
         np.testing.assert_allclose(mine.detach().cpu().numpy().astype(np.float32),
                                    theirs.numpy().astype(np.float32), rtol=2.0 ** -10,
-                                   atol=2.0 ** -22)
+                                   atol=2.0 ** -20)

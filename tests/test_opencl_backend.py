@@ -605,6 +605,46 @@ def test_pinned_memory_non_blocking(be):
     np.testing.assert_array_equal(be.to_host(dst), np.arange(n, dtype=np.float32))
 
 
+def test_small_writes_do_not_wait_and_keep_their_values(be, monkeypatch):
+    """A small host->device write is enqueued without blocking (it would wait for every kernel
+    queued before it), from a private copy: the caller's array may change at once, and the
+    device still receives the values it had at the call. A large pageable one blocks."""
+    import pyopencl as cl
+
+    from portagrad.backends.opencl import runtime
+
+    blocking = []
+    orig = cl.enqueue_copy
+
+    def spy(queue, dst, src, **kw):
+        if isinstance(src, np.ndarray):
+            blocking.append(kw.get("is_blocking", True))
+        return orig(queue, dst, src, **kw)
+
+    monkeypatch.setattr(cl, "enqueue_copy", spy)
+    rng = np.random.default_rng(0)
+    src = rng.standard_normal(1000).astype(np.float32)
+    want = []
+    dsts = []
+    for _ in range(20):  # writes between kernels, the source overwritten after each call
+        d = empty(be, (1000,), D.float32)[0]
+        be.from_host(d, src)
+        want.append(src.copy())
+        src += 1.0
+        out = empty(be, (1000,), D.float32)[0]
+        be.unary("neg", d, out)
+        dsts.append(out)
+    assert len(blocking) >= 20 and not any(blocking)
+    for d, w in zip(dsts, want):
+        np.testing.assert_array_equal(be.to_host(d), -w)
+    n = runtime._ASYNC_WRITE_MAX // 4 + 1
+    big = empty(be, (n,), D.float32)[0]
+    blocking.clear()
+    be.from_host(big, np.ones(n, np.float32))
+    assert blocking == [True]
+    assert be.to_host(big).sum() == n
+
+
 @pytest.mark.parametrize("dtype", [D.float64, D.int64, D.bool], ids=lambda d: d.name)
 def test_two_devices_copy_between(be, dtype):
     # the values (both ways) are the conformance kit's check; the OpenCL part: the buffer really

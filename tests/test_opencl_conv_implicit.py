@@ -119,3 +119,69 @@ def test_small_convolutions_are_not_timed(fresh):
     x, w = pg.randn(1, 2, 4, 4, device=DEV), pg.randn(3, 2, 3, 3, device=DEV)
     F.conv2d(x, w).cpu()
     assert gemm.tuner(be.device(0)).timed == 0
+
+
+@pytest.mark.parametrize("splits", [2, 3, 8])
+@pytest.mark.parametrize("case", CONV_CASES, ids=[str(i) for i in range(len(CONV_CASES))])
+def test_implicit_weight_gradient_split_over_the_batch(implicit, monkeypatch, case, splits):
+    """The weight gradient with the batch split into parts (what GPUs run for long reductions:
+    partial sums in a scratch buffer, added in order by a second kernel) equals the numpy
+    backend's; more parts than samples fall back to one per sample."""
+    monkeypatch.setattr(_backend(), "_force_wgrad_splits", splits, raising=False)
+    got = _conv_run(DEV, case, pg.float32, False)
+    want = _conv_run("cpu", case, pg.float32, False)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, **_tol(pg.float32))
+
+
+@pytest.mark.parametrize("dtype", [pg.float64, pg.bfloat16, pg.float16],
+                         ids=["f64", "bf16", "f16"])
+def test_implicit_split_weight_gradient_dtypes(implicit, monkeypatch, dtype):
+    """float64 parts sum in float64; 16-bit ones in float32, each weight rounded once: the
+    split result equals the unsplit one up to float32 summation order, i.e. to within one
+    16-bit rounding."""
+    if dtype == pg.float64:
+        _need_fp64(DEV)
+    x = pg.randn(6, 5, 9, 9, dtype=pg.float64)
+    w = pg.randn(7, 5, 3, 3, dtype=pg.float64)
+    g = pg.randn(6, 7, 9, 9, dtype=pg.float64)
+    ref = pg.nn.grad.conv2d_weight(x, w.shape, g, 1, 1).numpy()
+    res = {}
+    for s in (1, 4):
+        monkeypatch.setattr(_backend(), "_force_wgrad_splits", s, raising=False)
+        got = pg.nn.grad.conv2d_weight(x.to(DEV, dtype), w.shape, g.to(DEV, dtype), 1, 1)
+        assert got.dtype is dtype
+        res[s] = got.cpu().double().numpy()
+    tol = {pg.float64: 1e-12, pg.bfloat16: 2e-2, pg.float16: 3e-3}[dtype]
+    scale = np.abs(ref).max()
+    for s in (1, 4):
+        np.testing.assert_allclose(res[s], ref, rtol=tol, atol=tol * scale)
+    np.testing.assert_allclose(res[4], res[1], rtol=tol, atol=tol * scale)
+
+
+def test_weight_gradient_split_count():
+    """wgrad_splits: one part on CPU devices and where blocks fill the GPU; else enough for
+    the GPU, at most one per sample, within the scratch budget."""
+    from types import SimpleNamespace
+
+    from portagrad.backends.opencl.conv_implicit import SPLIT_BYTES, wgrad_splits
+
+    def dev(gpu: bool) -> SimpleNamespace:
+        return SimpleNamespace(is_gpu=gpu, properties=SimpleNamespace(compute_units=132))
+
+    def geom(N: int, C: int, O: int, k: int = 3, G: int = 1) -> dict[str, int]:
+        return {"N": N, "C": C, "O": O, "kh": k, "kw": k, "G": G}
+
+    resnet_layer1 = geom(128, 64, 64)  # 64 x 576 weights, 8 x 72 blocks of 8 x 8
+    assert wgrad_splits(dev(False), resnet_layer1, 4) == 1
+    s = wgrad_splits(dev(True), resnet_layer1, 4)
+    assert 8 <= s <= 128
+    assert s * 8 * 72 >= 132 * 256 or s == 128
+    assert wgrad_splits(dev(True), geom(1, 64, 64), 4) == 1  # nothing to split
+    assert wgrad_splits(dev(True), geom(4, 64, 64), 4) == 4  # one part per sample at most
+    big = geom(512, 2048, 2048)  # 2048 x 18432 weights: blocks alone fill the GPU
+    assert wgrad_splits(dev(True), big, 4) == 1
+    for shape in (geom(512, 1024, 256, k=7), geom(64, 256, 64, k=5), geom(32, 3, 64, k=7)):
+        s = wgrad_splits(dev(True), shape, 8)
+        ck = shape["C"] * shape["kh"] * shape["kw"]
+        assert s == 1 or s * shape["O"] * ck * 8 <= SPLIT_BYTES

@@ -373,7 +373,7 @@ def _with_header(header, data=b"", raw_len=None):
     (_with_header({"__metadata__": {"portagrad.format": "tree",
                                     "portagrad.structure": '{"$d": [[1]]}'}}), "pair"),
     (_with_header({"__metadata__": {"portagrad.format": "tree",
-                                    "portagrad.structure": '{"$dtype": "complex128"}'}}),
+                                    "portagrad.structure": '{"$dtype": "complex32"}'}}),
      "invalid \\$dtype"),
     (_with_header({"__metadata__": {"portagrad.format": "tree",
                                     "portagrad.structure": "[" * 5000 + "]" * 5000}}),

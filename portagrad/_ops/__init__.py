@@ -4,8 +4,9 @@ Each module groups one family; every differentiable op is a ``Function`` whose b
 with operators and ``Tensor`` methods (``-g * a / (b * b)``, ``g.sum(dim)``). The modules import
 each other only downwards, in this order (bottom first): ``_common``, ``_gather`` (the two
 recorded indexing primitives), ``shape``, ``_advanced``, ``indexing``, ``conversion``,
-``elementwise``, ``reduction``, then ``joining``, ``sorting`` and ``matmul``; a module calls into
-one above it through ``Tensor`` methods.
+``complexnum`` (complex tensors' views and parts), ``elementwise``, ``reduction``, then
+``joining``, ``sorting`` and ``matmul``; a module calls into one above it through ``Tensor``
+methods.
 
 Above those, and built only from them (``scan``'s ``cumsum`` aside, no backend primitive of their
 own): ``special``, ``gammafn``, ``bits`` (more elementwise math), ``diagonal``, ``scan``,
@@ -30,6 +31,8 @@ This file is the one place an op module is registered: ``Tensor``'s methods reac
 import here, its methods in ``_tensor_api.py`` and its public names in ``portagrad/__init__.py``.
 """
 from . import conversion, elementwise, indexing, joining, matmul, reduction, shape, sorting
+# complex tensors' views and parts (conversion below it, elementwise above it)
+from . import complexnum
 # composed from those above; fills and sampling use portagrad._random, which needs the ones above
 from . import (bits, contraction, diagonal, fills, gammafn, linalg, metadata, norms, rearrange,
                scan, scatter, search, segment, sequences, sparse, special, stacking, stats,
@@ -40,7 +43,7 @@ from . import spectral, linalg_ext, linalg_ex, lowrank
 from . import nn, sampling
 from . import checkpoint, custom
 
-__all__ = ["conversion", "elementwise", "indexing", "joining", "matmul", "reduction", "shape",
+__all__ = ["complexnum", "conversion", "elementwise", "indexing", "joining", "matmul", "reduction", "shape",
            "sorting",
            "bits", "contraction", "diagonal", "fills", "gammafn", "linalg", "metadata", "norms",
            "rearrange", "scan", "scatter", "search", "segment", "sequences", "sparse", "special",

@@ -63,7 +63,15 @@ def check_same_device(a: Tensor, b: Tensor, op: str = "") -> None:
 
 
 def is_scalar(x: Any) -> bool:
-    return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, complex)
+    return isinstance(x, (numbers.Number, np.generic))
+
+
+def refuse_complex(kernel: str, dt: _dtype.dtype) -> None:
+    """PyTorch's ``NotImplementedError`` for an op with no complex kernel (ordering comparisons,
+    max/min, ...): ``kernel`` is the kernel name its message gives (``lt_cpu``, ``max_all``)."""
+    if dt.is_complex:
+        name = "ComplexFloat" if dt is _dtype.complex64 else "ComplexDouble"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
 
 
 def to_scalar(x: Any, dtype: _dtype.dtype) -> Any:
@@ -72,6 +80,11 @@ def to_scalar(x: Any, dtype: _dtype.dtype) -> Any:
     range)."""
     if isinstance(x, np.generic):
         x = x.item()
+    if dtype.is_complex:
+        return complex(x)
+    if isinstance(x, complex):
+        # as PyTorch (a complex number into a real tensor)
+        raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
     if dtype.is_floating_point:
         return float(x)
     if dtype is _dtype.bool:
@@ -110,7 +123,7 @@ def prepare_binary(a: Any, b: Any, op: str, float_only: bool = False
         dt = _dtype.result_type(a, b)
     else:
         raise TypeError(f"{op}(): expected at least one Tensor operand")
-    if float_only and not dt.is_floating_point:
+    if float_only and not (dt.is_floating_point or dt.is_complex):
         dt = _dtype.get_default_dtype()
     if ta:
         if a._v.dtype is not dt:

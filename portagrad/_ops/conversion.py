@@ -18,6 +18,7 @@ from .. import _creation, _device, _dtype, _raw
 from .._storage import Storage
 from .._tensor import Tensor
 from ..autograd.function import Function
+from ..backends.interface import decline_complex
 from ..autograd.grad_mode import _flags, _no_grad
 from ..autograd.inplace import check_inplace, check_no_overlap, fit_result, inplace
 from ._common import call, to_scalar
@@ -36,14 +37,25 @@ class _ToCopy(Function):
     @staticmethod
     def forward(ctx: Any, x: Tensor, dev: Any, dtype: Any, non_blocking: bool) -> Tensor:
         ctx.src = (x.device, x.dtype)
+        warn_complex_to_real(x._v.dtype, dtype)
         return _copy_to(x, dev, dtype, non_blocking)
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
         dev, dt = ctx.src
-        if not dt.is_floating_point:
+        if not (dt.is_floating_point or dt.is_complex):
             return None, None, None, None
+        if g._v.dtype.is_complex and not dt.is_complex:
+            # a real input made complex: its gradient is the real part (PyTorch's rule)
+            g = g.real
         return to(g, dev, dt), None, None, None
+
+
+def warn_complex_to_real(src: _dtype.dtype, dst: _dtype.dtype) -> None:
+    """PyTorch's warning when a cast from a complex dtype to a real one drops the imaginary part."""
+    if src.is_complex and not dst.is_complex:
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
+                      stacklevel=4)
 
 
 def _copy_to(x: Tensor, dev: Any, dtype: _dtype.dtype, non_blocking: bool) -> Tensor:
@@ -51,6 +63,8 @@ def _copy_to(x: Tensor, dev: Any, dtype: _dtype.dtype, non_blocking: bool) -> Te
     if dev == src_dev:
         return _raw.cast(x, dtype)
     concrete, backend, index = _device.resolve(dev)
+    if dtype._kind == 3:
+        decline_complex(backend, dtype, concrete)
     if src_dev.type == concrete.type:
         # same backend, another device: device-to-device copy of a contiguous, converted source
         y = _raw.contiguous(x) if x._v.dtype is dtype else _raw.cast(x, dtype)
@@ -119,7 +133,8 @@ def to(x: Tensor, *args: Any, device: Any = None, dtype: Any = None, non_blockin
             dev = _device.resolve(dev)[0]
     if not copy and dt is x._v.dtype and dev == x._storage.device:
         return x
-    if x._requires_grad and not dt.is_floating_point and _flags.grad:
+    if x._requires_grad and not (dt.is_floating_point or dt.is_complex) and _flags.grad:
+        warn_complex_to_real(x._v.dtype, dt)
         with _no_grad():
             return _copy_to(x, dev, dt, non_blocking)
     return call(_ToCopy, x, dev, dt, non_blocking)
@@ -170,7 +185,8 @@ def contiguous(x: Tensor, memory_format: Any = None) -> Tensor:
 
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int",
                "int64": "Long", "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
-               "bfloat16": "BFloat16"}
+               "bfloat16": "BFloat16", "complex64": "ComplexFloat",
+               "complex128": "ComplexDouble"}
 
 
 def _caller_level() -> int:
@@ -224,6 +240,7 @@ def copy_(dst: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
         src = to(src, dst.device, non_blocking=non_blocking)
     if src._v.shape != dst._v.shape:
         src = expand(src, dst._v.shape)
+    warn_complex_to_real(src._v.dtype, dst._v.dtype)
 
     def raw_into(x: Tensor) -> None:
         s = src

@@ -1,6 +1,7 @@
 """Elementwise math with broadcasting and type promotion, and its derivatives."""
 from __future__ import annotations
 
+import cmath
 import math
 from typing import Any
 
@@ -14,7 +15,9 @@ from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _flags
-from ._common import call, check_same_device, is_scalar, prepare_binary, refuse_bool, to_scalar
+from ._common import (call, check_same_device, is_scalar, prepare_binary, refuse_bool,
+                      refuse_complex, to_scalar)
+from . import complexnum
 from .conversion import _TYPE_NAMES, fit_result, inplace, to, write_out
 from .indexing import _index_along, check_index_copy, index_copy, index_fill, masked_fill, where
 
@@ -57,6 +60,21 @@ class _Binary(Function):
         return _raw.binary(cls.op, a, b, dt)
 
 
+def _conj_operands(ctx: Any) -> tuple[Any, Any]:
+    """The saved operands, conjugated when complex: a product rule's ``g * f'`` becomes PyTorch's
+    ``g * conj(f')`` for complex inputs (real ones come back unchanged)."""
+    a, b = _Binary._operands(ctx)
+    if isinstance(a, Tensor):
+        a = complexnum.conj(a)
+    elif isinstance(a, (complex, np.complexfloating)):
+        a = a.conjugate()
+    if isinstance(b, Tensor):
+        b = complexnum.conj(b)
+    elif isinstance(b, (complex, np.complexfloating)):
+        b = b.conjugate()
+    return a, b
+
+
 class _Add(_Binary):
     _backward_name = "AddBackward0"
 
@@ -96,7 +114,7 @@ class _Mul(_Binary):
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
-        a, b = _Binary._operands(ctx)
+        a, b = _conj_operands(ctx)
         ga = g * b if ctx.needs_input_grad[0] else None
         gb = g * a if ctx.needs_input_grad[1] else None
         return ga, gb
@@ -120,9 +138,9 @@ class _Div(_Binary):
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
-        a, b = _Binary._operands(ctx)
+        a, b = _conj_operands(ctx)
         if b is None:  # number / tensor
-            out = ctx.saved_tensors[2]
+            out = complexnum.conj(ctx.saved_tensors[2])
             return None, (g * 0.0 if a == 0 else -g * (out * out) / a)
         ga = g / b if ctx.needs_input_grad[0] else None
         gb = -g * a / (b * b) if ctx.needs_input_grad[1] else None
@@ -146,7 +164,7 @@ class _Pow(_Binary):
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
-        a, b = _Binary._operands(ctx)
+        a, b = _conj_operands(ctx)
         ga = gb = None
         if ctx.needs_input_grad[0]:
             if not isinstance(b, Tensor) and b == 0:
@@ -158,7 +176,11 @@ class _Pow(_Binary):
                     ga = where(b == 0, 0.0, ga)
         if ctx.needs_input_grad[1]:
             # d/db a^b = a^b log(a); where a == 0 and b >= 0 the limit is 0
-            out = ctx.saved_tensors[2]
+            out = complexnum.conj(ctx.saved_tensors[2])
+            if g._v.dtype.is_complex:
+                # complex: the principal log (and no limit rule: a^b is not continuous at 0)
+                loga = log(a) if isinstance(a, Tensor) else cmath.log(a) if a != 0 else math.nan
+                return ga, g * (out * loga)
             loga = log(a) if isinstance(a, Tensor) else math.log(a) if a > 0 else float("nan")
             gb = g * (out * loga)
             if isinstance(a, Tensor):
@@ -379,7 +401,7 @@ def pow(input: Any, exponent: Any) -> Tensor:
     refuse_bool("pow", dt)
     if not isinstance(b, Tensor):  # the exponent must fit a narrow integer dtype (PyTorch)
         _dtype.check_storable(np.asarray(b), dt)
-    if not dt.is_floating_point:
+    if not (dt.is_floating_point or dt.is_complex):
         bad = (isinstance(b, Tensor) and bool(_raw.reduce("min", b, range(b.dim()), False).item() < 0)
                if isinstance(b, Tensor) and b.numel() else (not isinstance(b, Tensor) and b < 0))
         if bad:
@@ -389,7 +411,8 @@ def pow(input: Any, exponent: Any) -> Tensor:
 
 def maximum(input: Tensor, other: Any) -> Tensor:
     """Elementwise maximum (NaN propagates)."""
-    a, b, _ = prepare_binary(input, other, "maximum")
+    a, b, dt = prepare_binary(input, other, "maximum")
+    refuse_complex("maximum", dt)
     if not isinstance(a, Tensor):
         a, b = b, a
     return call(_Maximum, a, b)
@@ -397,7 +420,8 @@ def maximum(input: Tensor, other: Any) -> Tensor:
 
 def minimum(input: Tensor, other: Any) -> Tensor:
     """Elementwise minimum (NaN propagates)."""
-    a, b, _ = prepare_binary(input, other, "minimum")
+    a, b, dt = prepare_binary(input, other, "minimum")
+    refuse_complex("minimum", dt)
     if not isinstance(a, Tensor):
         a, b = b, a
     return call(_Minimum, a, b)
@@ -421,6 +445,8 @@ def _out(res: Tensor, out: Tensor | None, name: str = "", inputs: tuple = ()) ->
 # ---------------------------------------------------------------- comparisons
 def _compare(op: str, a: Any, b: Any) -> Tensor:
     a, b, dt = prepare_binary(a, b, op)
+    if op not in ("eq", "ne"):
+        refuse_complex(f"{op}_cpu", dt)  # complex numbers have no order
     t = a if isinstance(a, Tensor) else b
     return _raw.binary(op, a, b, _dtype.bool, like=t)
 
@@ -552,7 +578,7 @@ def in_float32(fn: Any, *args: Any, dtype: Any = None) -> Tensor:
 
 def _float_input(x: Tensor) -> Tensor:
     """Integer inputs of floating functions (exp, sin ...) are promoted to the default dtype."""
-    if x._v.dtype.is_floating_point:
+    if x._v.dtype.is_floating_point or x._v.dtype.is_complex:
         return x
     return to(x, dtype=_dtype.get_default_dtype())
 
@@ -585,6 +611,10 @@ def _make_unary(name: str, op: str, grad: Any, save: str = "input", float_only: 
         @staticmethod
         def backward(ctx: Any, g: Tensor) -> Any:
             saved = ctx.saved_tensors
+            if g._v.dtype.is_complex:
+                # PyTorch's convention for holomorphic f: g * conj(f'(z)), which is the real
+                # rule evaluated at conj(z) (f has real Taylor coefficients)
+                saved = tuple(complexnum.conj(t) for t in saved)
             if save == "input":
                 return grad(g, saved[0], None)
             if save == "output":
@@ -619,9 +649,32 @@ def _zero_grad(g: Tensor, x: Any, y: Any) -> Tensor:
 
 
 neg = _make_unary("neg", "neg", lambda g, x, y: -g, save="none", float_only=False)
-abs = _make_unary("abs", "abs", lambda g, x, y: g * x.sign(), float_only=False)  # PyTorch's name
-sign = _make_unary("sign", "sign", _zero_grad, save="none", float_only=False)
-sgn = sign
+_abs_real = _make_unary("abs", "abs", lambda g, x, y: g * x.sign(), float_only=False)
+_sign_real = _make_unary("sign", "sign", _zero_grad, save="none", float_only=False)
+
+
+def abs(input: Tensor) -> Tensor:  # PyTorch's name
+    """Elementwise ``abs``; ``|z|`` in the real dtype for a complex tensor."""
+    if isinstance(input, Tensor) and input._v.dtype.is_complex:
+        return complexnum.abs_complex(input)
+    return _abs_real(input)
+
+
+def sign(input: Tensor) -> Tensor:
+    """Elementwise ``sign`` (-1, 0, 1; 0 for NaN); complex tensors take :func:`sgn`."""
+    if isinstance(input, Tensor) and input._v.dtype.is_complex:
+        raise RuntimeError("Unlike NumPy, torch.sign is not intended to support complex numbers. "
+                           "Please use torch.sgn instead.")
+    return _sign_real(input)
+
+
+def sgn(input: Tensor) -> Tensor:
+    """``sign`` for real tensors; ``z / |z|`` (0 at 0) for complex ones."""
+    if isinstance(input, Tensor) and input._v.dtype.is_complex:
+        return complexnum.sgn(input)
+    return _sign_real(input)
+
+
 absolute = abs
 negative = neg
 exp = _make_unary("exp", "exp", lambda g, x, y: g * y, save="output")

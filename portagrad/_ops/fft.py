@@ -18,6 +18,7 @@ from typing import Any
 from .. import _creation, _dtype, _raw
 from .._shape import wrap_dim_no_scalar
 from .._tensor import Tensor
+from ..backends.interface import decline_complex
 from ..autograd.function import Function
 from . import elementwise, metadata, shape
 from ._common import call
@@ -153,9 +154,9 @@ def promote(x: Tensor, require_complex: bool) -> Tensor:
         dt = _dtype.get_default_dtype()
     if dt not in (_dtype.float32, _dtype.float64):
         raise RuntimeError(f"Unsupported dtype {elementwise._type_name(dt)}")
-    # every transform has a complex input or result: asked for here, so that a build or a
-    # backend without complex tensors declines (DTypeError) before anything is computed
-    _dtype.as_dtype(dt.to_complex())
+    # every transform has a complex input or result: asked for here, so that a backend without
+    # complex tensors declines (DTypeError) before anything is computed
+    decline_complex(x._storage.backend, dt.to_complex(), x._storage.device)
     if require_complex:
         dt = dt.to_complex()
     return x if dt is x.dtype else x.to(dt)

@@ -12,6 +12,7 @@ from .._shape import broadcast_shapes, check_expandable
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ._common import call, check_same_device
+from .complexnum import conj
 from .elementwise import add, mul
 from .reduction import _dtype_name
 from .shape import expand, reshape, squeeze, transpose, unsqueeze
@@ -34,7 +35,7 @@ class _BMM(Function):
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
-        a, b = ctx.saved_tensors
+        a, b = (conj(t) for t in ctx.saved_tensors)  # Wirtinger: a^H, b^H
         ga = call(_BMM, g, transpose(b, 1, 2)) if ctx.needs_input_grad[0] else None
         gb = call(_BMM, transpose(a, 1, 2), g) if ctx.needs_input_grad[1] else None
         return ga, gb
@@ -58,7 +59,7 @@ class _MM(Function):
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
-        a, b = ctx.saved_tensors
+        a, b = (conj(t) for t in ctx.saved_tensors)  # Wirtinger: a^H, b^H
         ga = call(_MM, g, transpose(b, 0, 1)) if ctx.needs_input_grad[0] else None
         gb = call(_MM, transpose(a, 0, 1), g) if ctx.needs_input_grad[1] else None
         return ga, gb

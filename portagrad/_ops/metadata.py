@@ -12,6 +12,7 @@ import numpy as np
 from .. import _creation, _dtype
 from .._tensor import Tensor
 from ..autograd.grad_mode import _flags, _no_grad
+from .complexnum import conj, is_conj, real, resolve_conj
 from .conversion import copy_
 from .shape import as_strided, narrow, reshape
 from .indexing import nonzero
@@ -84,31 +85,13 @@ def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     return narrow(input, dim, start, length).clone()
 
 
-def conj(input: Tensor) -> Tensor:
-    """``input``: the conjugate of a real tensor is the tensor itself (as PyTorch returns it)."""
-    return input
-
-
-def resolve_conj(input: Tensor) -> Tensor:
-    return input
-
-
 def resolve_neg(input: Tensor) -> Tensor:
     return input
 
 
-def real(input: Tensor) -> Tensor:
-    """``input`` (real dtypes only)."""
-    return input
-
-
 def is_complex(input: Tensor) -> bool:
-    """``False``: portagrad has no complex dtypes."""
-    return False
-
-
-def is_conj(input: Tensor) -> bool:
-    return False
+    """Whether ``input`` has a complex dtype."""
+    return input._v.dtype.is_complex
 
 
 def is_neg(input: Tensor) -> bool:

@@ -13,7 +13,7 @@ from .._shape import wrap_dim, wrap_dims
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _flags
-from ._common import call, to_scalar
+from ._common import call, refuse_complex, to_scalar
 from ._gather import scatter_into_zeros
 from .indexing import where
 from .shape import expand, reshape
@@ -48,7 +48,7 @@ def _unsqueeze_axes(g: Tensor, in_shape: tuple[int, ...], axes: tuple[int, ...],
 def _sum_dtype(x: Tensor, dtype: Any) -> Any:
     if dtype is not None:
         return _dtype.as_dtype(dtype)
-    if x.dtype.is_floating_point:
+    if x.dtype.is_floating_point or x.dtype.is_complex:
         return x.dtype
     return _dtype.int64
 
@@ -91,7 +91,7 @@ def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any 
 def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Arithmetic mean over ``dim``."""
     dt = _dtype.as_dtype(dtype) if dtype is not None else input.dtype
-    if not dt.is_floating_point:
+    if not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
                            f"floating point or complex dtype. Got: {_dtype_name(input.dtype)}")
     if dt in _HALF_TYPES:  # PyTorch's kernel sums and divides in float32, then rounds once
@@ -109,7 +109,8 @@ _HALF_TYPES = _dtype.HALF_FLOATS
 def _dtype_name(d: Any) -> str:
     return {"float32": "Float", "float64": "Double", "int32": "Int", "int64": "Long",
             "bool": "Bool", "float16": "Half", "uint8": "Byte", "int8": "Char", "int16": "Short",
-            "bfloat16": "BFloat16"}[d.name]
+            "bfloat16": "BFloat16", "complex64": "ComplexFloat",
+            "complex128": "ComplexDouble"}[d.name]
 
 
 class _Prod(Function):
@@ -136,6 +137,8 @@ class _Prod(Function):
         nzeros = _unsqueeze_axes(sum(is_zero, axes, keepdim=True), shape, axes, True)
         others = where(is_zero, where(nzeros == 1, p_nz, 0.0),
                        where(nzeros == 0, p_nz / x_nz, 0.0))
+        if others._v.dtype.is_complex:
+            others = others.conj()  # Wirtinger: g times the conjugate derivative
         return g * others, None, None, None
 
 
@@ -184,6 +187,7 @@ class _AMax(Function):
 
 def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """Maximum over ``dim`` (all dims when empty)."""
+    refuse_complex("max_all", input.dtype)
     axes = wrap_dims(None if dim == () or dim is None else dim, input.dim())
     _check_nonempty(input, axes, "amax", not (dim == () or dim is None))
     return call(_AMax, input, axes, keepdim, "max")
@@ -191,6 +195,7 @@ def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
 
 def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """Minimum over ``dim`` (all dims when empty)."""
+    refuse_complex("min_all", input.dtype)
     axes = wrap_dims(None if dim == () or dim is None else dim, input.dim())
     _check_nonempty(input, axes, "amin", not (dim == () or dim is None))
     return call(_AMax, input, axes, keepdim, "min")
@@ -213,6 +218,7 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 
 
 def _arg(op: str, x: Tensor, dim: Any, keepdim: bool) -> Tensor:
+    refuse_complex(f"{op}_cpu", x.dtype)
     if x.dtype is _dtype.bool:  # checked first, as PyTorch
         raise RuntimeError(f"{op}(): does not support bool input")
     if dim is None:
@@ -273,11 +279,13 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool, other: Any) -> Any
 def max(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:
     """Maximum of all elements, or ``(values, indices)`` along ``dim``, or elementwise with a
     tensor."""
+    refuse_complex("max_all", input.dtype)
     return _max_min("max", input, dim, keepdim, other)
 
 
 def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:
     """Minimum of all elements, or ``(values, indices)`` along ``dim``."""
+    refuse_complex("min_all", input.dtype)
     return _max_min("min", input, dim, keepdim, other)
 
 

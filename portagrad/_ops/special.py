@@ -20,7 +20,7 @@ from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _no_grad
 from ._common import call
-from . import elementwise
+from . import complexnum, elementwise
 from .elementwise import _float_input
 from .indexing import where
 
@@ -389,8 +389,10 @@ def isneginf(input: Tensor) -> Tensor:
 
 
 def isreal(input: Tensor) -> Tensor:
-    """Whether each element is real: always true (portagrad has no complex dtypes)."""
+    """Whether each element is real: a zero imaginary part (always true for real dtypes)."""
     _check_tensor("isreal", input)
+    if input.dtype.is_complex:
+        return complexnum.imag(input) == 0
     return _creation.ones_like(input, dtype=_dtype.bool)
 
 
@@ -400,8 +402,11 @@ def fix(input: Tensor) -> Tensor:
 
 
 def angle(input: Tensor) -> Tensor:
-    """Argument of each (real) element: 0 for non-negative, pi for negative; NaN stays NaN."""
+    """Argument of each element: ``atan2(imag, real)`` for complex tensors; for real ones 0 for
+    non-negative, pi for negative, NaN stays NaN."""
     _check_tensor("angle", input)
+    if input.dtype.is_complex:
+        return complexnum.angle(input)
     x = _float_input(input)
     return where(elementwise.isnan(x), x, (x < 0).to(x.dtype) * math.pi)
 

@@ -49,6 +49,35 @@ dtype and lists it in its summary. :meth:`Backend.to_host` of a dtype it stores 
 dtype's numpy type with the stored bits, never a wider type (bfloat16 comes back as
 ``ml_dtypes.bfloat16``, not float32).
 
+Complex
+-------
+``complex64`` and ``complex128`` are stored as pairs ``(real, imag)`` of ``float32``/``float64``
+(numpy's and PyTorch's layout): the core views a complex buffer as its real dtype with a last
+dimension of 2 (``view_as_real``, ``.real``, ``.imag``, ``conj``, ``angle`` and ``complex`` are
+built that way, from real primitives only). A backend opts in by setting
+:attr:`Backend.supports_complex` to ``True``; it then accepts complex views in:
+
+* the storage methods: ``from_host``, ``to_host``, ``host_array``, ``copy_between``, ``fill``
+  (a Python ``complex``) and ``copy`` (complex to complex; real or integer or bool to complex;
+  complex to real keeps the real part, complex to ``bool`` is "either part nonzero");
+* ``unary`` for ``neg``, ``exp``, ``log``, ``sqrt``, ``sin``, ``cos``, ``tan``, ``tanh``,
+  ``sigmoid``, ``reciprocal`` (complex in, complex out), ``abs`` (complex in, the *real* dtype
+  out: ``|z|``), ``isnan``/``isinf`` (``bool`` out: either part);
+* ``binary`` for ``add``, ``sub``, ``mul``, ``div``, ``pow`` (operands may be Python
+  ``complex`` scalars) and ``eq``/``ne`` (``bool`` out);
+* ``where``, ``reduce`` for ``sum`` and ``prod``, ``cumsum``, ``matmul``, ``gather`` and
+  ``scatter`` (they move or add elements; numpy's complex semantics are the reference).
+
+The core never sends a complex view to an ordering op (``lt``, ``maximum``, ``reduce`` ``max``,
+``arg_reduce``, ``sort``): it raises PyTorch's ``NotImplementedError`` first. Gradients are the
+core's (PyTorch's Wirtinger convention); a backend computes forward values only.
+
+A backend that leaves ``supports_complex`` false (the default, and the OpenCL backend today)
+*declines*: the core raises :class:`portagrad.errors.DTypeError` naming the dtype and the backend
+when a complex tensor would be made on its device (factories, ``to``/casts, ``from_numpy``-style
+uploads, ``view_as_complex``, promotion with a Python ``complex``), so no complex view ever reaches
+its kernels. :func:`decline_complex` is that check. The conformance kit checks either path.
+
 Asynchrony
 ----------
 Primitives may return before the work is done (enqueue). Work on one device is ordered: a
@@ -138,7 +167,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import UnsupportedOpError
+from ..errors import DTypeError, UnsupportedOpError
 from . import _host_fft, _host_ops
 from ._memory_counter import MemoryCounter
 
@@ -149,7 +178,7 @@ __all__ = [
     "View", "DeviceProperties", "Backend", "REQUIRED_METHODS", "DEFAULTED_METHODS",
     "HOST_DEFAULTS", "OPTIONAL_METHODS",
     "UNARY_OPS", "BINARY_OPS", "COMPARISON_OPS", "REDUCE_OPS", "ARG_REDUCE_OPS", "RANDOM_KINDS",
-    "EVENT_METHODS", "LINALG_METHODS", "FFT_METHODS", "unknown_op",
+    "EVENT_METHODS", "LINALG_METHODS", "FFT_METHODS", "unknown_op", "decline_complex",
 ]
 
 UNARY_OPS = (
@@ -259,6 +288,10 @@ class Backend:
 
     #: the device-type string users write: ``pg.device("<device_type>:<index>")``
     device_type: str = ""
+
+    #: whether the backend stores and computes complex64/complex128 (see "Complex" above);
+    #: false: the core declines complex tensors on its devices with a ``DTypeError``
+    supports_complex: bool = False
 
     @property
     def memory_counter(self) -> MemoryCounter:
@@ -846,3 +879,13 @@ def _store(backend: Backend, out: View, result: np.ndarray) -> None:
 def _host_value(backend: Backend, x: View | int | float | bool) -> Any:
     """A view's contents as a host array (a Python scalar is returned as it is)."""
     return backend.to_host(x) if isinstance(x, View) else x
+
+
+def decline_complex(backend: object, dtype: Any, device: object) -> None:
+    """Raise :class:`~portagrad.errors.DTypeError` when ``dtype`` is complex and ``backend`` does
+    not store complex tensors (its ``supports_complex`` is false): the core calls this where a
+    complex tensor would be made on a device, before any kernel sees a complex view."""
+    if dtype._kind == 3 and not getattr(backend, "supports_complex", False):
+        raise DTypeError(f"{dtype} tensors are not supported by the "
+                         f"{getattr(backend, 'device_type', '') or type(backend).__name__} "
+                         f"backend (device {device}): it declines complex dtypes")

@@ -31,7 +31,8 @@ def f16_scalar_is_float32(op: str, a: object, b: object) -> bool:
 
 def is_scalar(x: object) -> bool:
     """Whether a binary op's operand ``x`` is a scalar (Python or numpy), not a view."""
-    return isinstance(x, (int, float, np.integer, np.floating, np.bool_))
+    return isinstance(x, (int, float, complex, np.integer, np.floating, np.complexfloating,
+                          np.bool_))
 
 BINARY_UFUNCS: dict[str, np.ufunc] = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,

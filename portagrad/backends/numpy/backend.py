@@ -88,6 +88,9 @@ def _sigmoid(x: np.ndarray, out: np.ndarray) -> None:
     if x.dtype == _F16:
         _in_float32(_sigmoid, x, out)
         return
+    if x.dtype.kind == "c":  # no |x| trick for complex: 1 / (1 + e^-x), as PyTorch
+        np.divide(1, 1 + np.exp(-x), out=out)
+        return
     e = np.exp(-np.abs(x))
     np.divide(np.where(x >= 0, 1, e), 1 + e, out=out)
 
@@ -155,6 +158,7 @@ class NumpyBackend(NormsMixin, ConvMixin, Backend):
     them through :mod:`portagrad.backends._host_ops`, writing into the arrays over the buffers)."""
 
     device_type = "cpu"
+    supports_complex = True  # numpy's complex64/complex128: the reference semantics
 
     def __init__(self) -> None:
         self._pool = _POOL  # large buffers are reused: no page faults on each first write
@@ -288,6 +292,12 @@ class NumpyBackend(NormsMixin, ConvMixin, Backend):
 
     def copy(self, src: View, dst: View) -> None:
         s, d = nd(src), nd(dst)
+        if s.dtype.kind == "c" and d.dtype.kind != "c":
+            # complex to real keeps the real part (the core warns); to bool: either part nonzero
+            if d.dtype == np.bool_:
+                np.not_equal(s, 0, out=d)
+                return
+            s = s.real
         if s.dtype is BFLOAT16_NP and d.dtype.kind in "iub":  # as float32 (truncation, != 0 for bool)
             s = s.astype(np.float32)
         if d.dtype.kind in "iub" and s.dtype.kind == "f":

@@ -34,9 +34,10 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ... import _dtype
 from ...errors import DTypeError
 from ..interface import View
-from .conv_implicit import launch_implicit
+from .conv_implicit import launch_implicit, wgrad_splits
 from .conv_kernels import arg_types, conv_source, pool_source
 from .errors import cl_errors
 from .fusion import flushes
@@ -109,6 +110,8 @@ class ConvMixin:
     fill: Any
     #: forces a convolution path ("im2col" or "implicit"); None: PORTAGRAD_OPENCL_CONV, else measured
     _force_conv_kind: str | None = None
+    #: forces the parts the implicit weight gradient's batch is split into (None: by the device)
+    _force_wgrad_splits: int | None = None
 
     # ------------------------------------------------------------- helpers
     def _conv_dev(self, out: View) -> Device:
@@ -343,8 +346,22 @@ class ConvMixin:
         gm = _gdict(N, C, H, W, O, OH, OW, kh, kw, stride, padding, dilation, G)
         with cl_errors(dev.label, "conv2d_grad_weight"):
             self._conv_path(dev, "wgrad", gm, dt.name, {
-                "implicit": lambda: launch_implicit(dev, "wgrad", x, g, out, gm),
+                "implicit": lambda: self._grad_weight_implicit(dev, x, g, out, gm),
                 "im2col": lambda: self._grad_weight_im2col(dev, x, g, out, geom, G)})
+
+    def _grad_weight_implicit(self, dev: Device, x: View, g: View, out: View,
+                              gm: dict[str, int]) -> None:
+        """The implicit weight gradient, its batch split into parts on GPUs (see
+        :func:`~.conv_implicit.wgrad_splits`): partial sums in the type computed in (float32
+        for 16-bit floats), added in order by a second kernel."""
+        acc = _dtype.float64 if out.dtype is _dtype.float64 else _dtype.float32
+        S = self._force_wgrad_splits or wgrad_splits(dev, gm, acc.itemsize)
+        S = max(1, min(S, gm["N"]))
+        partial = None
+        if S > 1:
+            ck = gm["C"] // gm["G"] * gm["kh"] * gm["kw"]
+            partial = self._empty_like(dev, (S, gm["O"], ck), acc)
+        launch_implicit(dev, "wgrad", x, g, out, gm, partial)
 
     def _grad_weight_im2col(self, dev: Device, x: View, g: View, out: View, geom: list[int],
                             G: int) -> None:

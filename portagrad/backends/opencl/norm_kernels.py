@@ -209,19 +209,41 @@ __kernel void layer_norm_grad_x(__global const S* G, long go, __global const S* 
     }}
 }}
 
-/* one work-item per column j: sums over the M rows of g * xhat (weight) and g (bias) */
+/* one work-item per column j and part r of the rows: sums over rows [r*MR, (r+1)*MR) of
+   g * xhat (weight) and g (bias); with one part (R == 1) the sums are stored, else written
+   unrounded to P[r, 0, j] and P[r, 1, j] for layer_norm_grad_wb_sum */
 __kernel void layer_norm_grad_wb(__global const S* G, long go, __global const S* X, long xo,
                                  __global const S* MU, long mo, __global const S* RS, long ro,
                                  __global S* GW, long gwo, __global S* GB, long gbo, long M,
-                                 long N, int hgw, int hgb)
+                                 long N, int hgw, int hgb, __global A* P, long R, long MR)
+{{
+    long j = get_global_id(0), r = get_global_id(1);
+    if (j >= N) return;
+    A sw = 0, sb = 0;
+    for (long i = r * MR; i < min(M, (r + 1) * MR); ++i) {{
+        A gv = LD(G[go + i * N + j]);
+        sw += gv * ((LD(X[xo + i * N + j]) - LD(MU[mo + i])) * LD(RS[ro + i]));
+        sb += gv;
+    }}
+    if (R > 1) {{
+        P[(2 * r) * N + j] = sw;
+        P[(2 * r + 1) * N + j] = sb;
+        return;
+    }}
+    if (hgw) GW[gwo + j] = ST(sw);
+    if (hgb) GB[gbo + j] = ST(sb);
+}}
+
+/* the R parts of layer_norm_grad_wb added in order, each column rounded once */
+__kernel void layer_norm_grad_wb_sum(__global const A* P, __global S* GW, long gwo,
+                                     __global S* GB, long gbo, long N, long R, int hgw, int hgb)
 {{
     long j = get_global_id(0);
     if (j >= N) return;
     A sw = 0, sb = 0;
-    for (long i = 0; i < M; ++i) {{
-        A gv = LD(G[go + i * N + j]);
-        sw += gv * ((LD(X[xo + i * N + j]) - LD(MU[mo + i])) * LD(RS[ro + i]));
-        sb += gv;
+    for (long r = 0; r < R; ++r) {{
+        sw += P[(2 * r) * N + j];
+        sb += P[(2 * r + 1) * N + j];
     }}
     if (hgw) GW[gwo + j] = ST(sw);
     if (hgb) GB[gbo + j] = ST(sb);

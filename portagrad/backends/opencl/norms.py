@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ... import _dtype
 from ...errors import DTypeError
 from ..interface import View
 from .errors import cl_errors
@@ -41,12 +42,30 @@ _TYPES: dict[str, list[Any]] = {
     "softmax_backward_c": _B * 3 + [_I64, _I32],
     "layer_norm": _B * 6 + [_I64, "A", _I32, _I32, _I32],
     "layer_norm_grad_x": _B * 6 + [_I64, _I32],
-    "layer_norm_grad_wb": _B * 6 + [_I64, _I64, _I32, _I32],
+    "layer_norm_grad_wb": _B * 6 + [_I64, _I64, _I32, _I32, None, _I64, _I64],
+    "layer_norm_grad_wb_sum": [None] + _B * 2 + [_I64, _I64, _I32, _I32],
     "batch_norm": _B * 8 + [_I64, _I64, _I64, "A", "A", _I32, _I32, _I32, _I32],
     "batch_norm_backward": _B * 8 + [_I64, _I64, _I64, _I32, _I32, _I32, _I32],
     "cross_entropy": _B * 6 + [_I64, _I64, _I32],
     "cross_entropy_backward": _B * 5 + [_I64],
 }
+
+
+#: a GPU is kept busy by about this many work-items per compute unit
+_ITEMS_PER_CU = 256
+#: rows per part at least, when a column reduction is split into parts
+_MIN_ROWS_PER_PART = 16
+
+
+def _row_parts(dev: Device, M: int, N: int) -> int:
+    """Parts the rows of a column reduction (layer norm's weight and bias gradients: N columns
+    summed over M rows) are split into: 1 on CPU devices and where the columns alone fill the
+    GPU, else enough for about :data:`_ITEMS_PER_CU` work-items per compute unit, each part
+    at least :data:`_MIN_ROWS_PER_PART` rows."""
+    if not dev.is_gpu or N <= 0:
+        return 1
+    want = -(-dev.properties.compute_units * _ITEMS_PER_CU // N)
+    return int(max(1, min(want, M // _MIN_ROWS_PER_PART)))
 
 
 def _wg(dev: Device) -> int:
@@ -67,6 +86,8 @@ class NormsMixin:
     _dev: Any
     _empty_like: Any
     copy: Any
+    #: forces the parts layer norm's weight/bias gradient rows are split into (None: by device)
+    _force_norm_parts: int | None = None
 
     # ------------------------------------------------------------- helpers
     def _norm_kernel(self, v: View, name: str) -> tuple[Device, Any, int]:
@@ -191,11 +212,24 @@ class NormsMixin:
             if (grad_weight is not None or grad_bias is not None) and N:
                 _, kwb, _ = self._norm_kernel(x, "layer_norm_grad_wb")
                 (gw, b1), (gb, b2) = self._out(dev, grad_weight), self._out(dev, grad_bias)
+                R = self._force_norm_parts or _row_parts(dev, M, N)
+                R = max(1, min(R, M))
+                MR = -(-M // R) if M else 0
+                R = -(-M // MR) if M else 1  # no empty part
+                scratch = None
+                if R > 1:
+                    acc_dt = _dtype.float64 if x.dtype is _dtype.float64 else _dtype.float32
+                    scratch = self._empty_like(dev, (R, 2, N), acc_dt)
+                flags = [int(gw is not None), int(gb is not None)]
                 args = [*self._arg(gc, xc), *self._arg(xc, xc), *self._arg(mu, xc),
                         *self._arg(rs, xc), *self._arg(gw, xc), *self._arg(gb, xc), M, N,
-                        int(gw is not None), int(gb is not None)]
+                        *flags, (scratch or xc).buffer.mem, R, MR]
                 ls = min(dev.local_size, 64)
-                kwb(dev.queue, (-(-N // ls) * ls,), (ls,), *args)
+                kwb(dev.queue, (-(-N // ls) * ls, R), (ls, 1), *args)
+                if scratch is not None:
+                    _, ksum, _ = self._norm_kernel(x, "layer_norm_grad_wb_sum")
+                    ksum(dev.queue, (-(-N // ls) * ls,), (ls,), scratch.buffer.mem,
+                         *self._arg(gw, xc), *self._arg(gb, xc), N, R, *flags)
                 pend += [b1, b2]
             self._finish(pend)
 

@@ -37,6 +37,8 @@ __all__ = ["RuntimeMixin"]
 
 _STAGE_BYTES = 8 << 20  # each of the two pinned staging buffers of a device
 _STAGE_MIN = 8 << 20  # smaller reads go straight: one driver copy costs less than the pipeline
+#: host->device writes up to this size are enqueued without waiting, from a private copy
+_ASYNC_WRITE_MAX = 1 << 20
 
 
 class RuntimeMixin:
@@ -159,7 +161,14 @@ class RuntimeMixin:
             src = np.ascontiguousarray(src)
         off = dst.offset * dst.dtype.itemsize
         with cl_errors(dev.label, f"copying {src.nbytes} bytes host->device"):
-            if non_blocking and _is_pinned(src):
+            pinned = non_blocking and _is_pinned(src)
+            if pinned or src.nbytes <= _ASYNC_WRITE_MAX:
+                # A blocking write waits for every kernel queued before it (one in-order
+                # queue): a small one (positions from arange, a new scalar tensor) made each
+                # step wait for the device mid-forward. Small sources are copied, and the copy
+                # is kept alive until the write completes, so the caller may reuse its array.
+                if not pinned:
+                    src = src.copy()
                 ev = cl.enqueue_copy(dev.queue, dst.buffer.mem, src, dst_offset=off, is_blocking=False)
                 if len(self._pending[dev.index]) > 64:
                     self._forget_done(dev.index)
