@@ -286,6 +286,22 @@ def test_grad_of_real_input_is_real(name: str, device: str) -> None:
     assert x.grad is not None and x.grad.dtype == pg.float64
 
 
+def test_autocast_computes_in_float32(device: str) -> None:
+    """Under autocast the transforms run in float32 (PyTorch's fp32 list): a bfloat16 input
+    gives complex64 (float32 for the complex-to-real ones)."""
+    _need_complex(device)
+    try:
+        x = pg.ones((4, 8), dtype=pg.bfloat16, device=device)
+    except DTypeError:
+        pytest.skip(f"{device} declines bfloat16 (DTypeError)")
+    with pg.autocast(pg.device(device).type, dtype=pg.bfloat16):
+        assert pg.fft.rfft(x).dtype == pg.complex64
+        assert pg.fft.fft2(x).dtype == pg.complex64
+        assert pg.fft.irfft(x).dtype == pg.float32
+    with pytest.raises(RuntimeError, match="Unsupported dtype BFloat16"):
+        pg.fft.rfft(x)
+
+
 # ------------------------------------------------------------------------------ errors
 def _real(lib: Any, shape: tuple = (4, 6)) -> Any:
     return lib.ones(shape, dtype=lib.float64)
