@@ -109,7 +109,8 @@ def allclose(input: Tensor, other: Tensor, rtol: _float = 1e-05, atol: _float = 
 def isclose(input: Tensor, other: Tensor, rtol: _float = 1e-05, atol: _float = 1e-08,
             equal_nan: _bool = False) -> Tensor:
     d = abs(sub(input, other))
-    ok = le(d, add(mul(abs(other), rtol), atol))
+    # equal values are close even where the difference is NaN (equal infinities, as PyTorch)
+    ok = logical_or(eq(input, other), le(d, add(mul(abs(other), rtol), atol)))
     if equal_nan:
         ok = logical_or(ok, logical_and(isnan(input), isnan(other)))
     return ok

@@ -453,7 +453,9 @@ class TensorOps:
         """Inner product of two 1-D tensors of equal length."""
         return _ops.matmul.dot(self, other)
 
-    vdot = dot
+    def vdot(self, other: Tensor) -> Tensor:
+        return _ops.matmul.vdot(self, other)
+
     inner = dot
 
     def outer(self, vec2: Tensor) -> Tensor:
@@ -1902,10 +1904,10 @@ class TensorOps:
     @property
     def mH(self) -> Tensor:
         """The conjugate transpose of the last two dimensions (``mT`` for real tensors)."""
-        return _ops.shape.transpose(self, -2, -1)
+        return _ops.complexnum.conj(_ops.shape.transpose(self, -2, -1))
 
     def adjoint(self) -> Tensor:
-        return _ops.shape.transpose(self, -2, -1)
+        return _ops.complexnum.conj(_ops.shape.transpose(self, -2, -1))
 
     def to_sparse_csr(self, dense_dim: _int | None = None) -> Any:
         raise NotImplementedError("to_sparse_csr: layout=torch.sparse_csr is not supported; "

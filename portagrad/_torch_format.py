@@ -49,13 +49,15 @@ _STORAGE_DTYPES: dict[str, _dtype.dtype] = {
     "HalfStorage": _dtype.float16, "BFloat16Storage": _dtype.bfloat16,
     "LongStorage": _dtype.int64, "IntStorage": _dtype.int32, "ShortStorage": _dtype.int16,
     "CharStorage": _dtype.int8, "ByteStorage": _dtype.uint8, "BoolStorage": _dtype.bool,
+    "ComplexFloatStorage": _dtype.complex64, "ComplexDoubleStorage": _dtype.complex128,
 }
 _STORAGE_NAMES = {d: name for name, d in _STORAGE_DTYPES.items()}
 
 # the dtype names PyTorch pickles as globals of module ``torch``
 _TORCH_DTYPES: dict[str, _dtype.dtype] = {d.name: d for d in _STORAGE_DTYPES.values()}
 _TORCH_DTYPES.update(half=_dtype.float16, float=_dtype.float32, double=_dtype.float64,
-                     long=_dtype.int64, int=_dtype.int32, short=_dtype.int16)
+                     long=_dtype.int64, int=_dtype.int32, short=_dtype.int16,
+                     cfloat=_dtype.complex64, cdouble=_dtype.complex128)
 
 _FOLDER = "archive"  # the records' folder in the archives written here (torch uses the file's stem)
 _ALIGNMENT = 64  # storages start at multiples of this many bytes, as torch writes (for mmap)

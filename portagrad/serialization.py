@@ -72,8 +72,12 @@ _MAX_HEADER = 100 * 1024 * 1024  # the safetensors library's own limit
 _MAX_DEPTH = 256
 _ST_DTYPES = {"F16": "float16", "F32": "float32", "F64": "float64", "I32": "int32",
               "I64": "int64", "BOOL": "bool",
-              "U8": "uint8", "I8": "int8", "I16": "int16", "BF16": "bfloat16"}  # ml_dtypes' name
-_ST_OTHER = {"F8_E4M3", "F8_E5M2", "U16", "U32", "U64", "C64"}
+              "U8": "uint8", "I8": "int8", "I16": "int16", "BF16": "bfloat16",  # ml_dtypes' name
+              "C64": "complex64"}
+_ST_OTHER = {"F8_E4M3", "F8_E5M2", "U16", "U32", "U64"}
+# safetensors has no complex128: such a tensor is stored as float64 pairs (its view_as_real), and
+# the metadata key below lists those arrays (a JSON list of names) so that load views them back
+_C128_KEY = "portagrad.complex128"
 
 
 class LoadError(RuntimeError):
@@ -93,6 +97,7 @@ class _Encoder:
     def __init__(self) -> None:
         self.arrays: dict[str, np.ndarray] = {}
         self.by_view: dict[tuple, str] = {}
+        self.complex128: list[str] = []  # arrays stored as float64 pairs
 
     def _name(self, path: str) -> str:
         base = path or "tensor"
@@ -109,6 +114,9 @@ class _Encoder:
         if name is None:
             name = self._name(path)
             arr = t.detach().numpy(force=True)
+            if arr.dtype == np.complex128:
+                arr = np.stack([arr.real, arr.imag], axis=-1)
+                self.complex128.append(name)
             self.arrays[name] = np.require(arr, requirements="C")  # keeps 0-d arrays 0-d
             self.by_view[key] = name
         node: dict[str, Any] = {"$t": name, "dev": str(t.device)}
@@ -300,6 +308,8 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
         meta = {"portagrad.version": _FORMAT_VERSION, "portagrad.format": "pickle",
                 "portagrad.pickle": base64.b64encode(
                     _pickle_dumps(obj, enc, pickle_module or pickle, pickle_protocol)).decode()}
+    if enc.complex128:
+        meta[_C128_KEY] = json.dumps(enc.complex128)
     _write(f, stnp.save(enc.arrays, metadata=meta))
 
 
@@ -452,10 +462,12 @@ def _parse_header(src: _Source) -> tuple[dict[str, Any], dict[str, str], int]:
 class _Arrays:
     """The tensors of a checked header, each read from the file when first asked for."""
 
-    def __init__(self, src: _Source, header: dict[str, Any], start: int) -> None:
+    def __init__(self, src: _Source, header: dict[str, Any], start: int,
+                 meta: dict[str, str] | None = None) -> None:
         self.src = src
         self.header = header
         self.start = start
+        self.complex128 = _complex128_names(meta or {}, header)
 
     def __contains__(self, name: object) -> bool:
         return name in self.header
@@ -474,7 +486,30 @@ class _Arrays:
         if dt.kind == "b" and arr.size and buf.translate(None, b"\x00\x01"):
             raise LoadError(f"corrupted file: tensor {name!r} of dtype BOOL holds bytes other "
                             f"than 0 and 1")
-        return arr.astype(dt, copy=False)
+        arr = arr.astype(dt, copy=False)
+        if name in self.complex128:
+            arr = np.ascontiguousarray(arr).view(np.complex128)[..., 0]
+        return arr
+
+
+def _complex128_names(meta: dict[str, str], header: dict[str, Any]) -> set[str]:
+    """The arrays the metadata lists as complex128 stored as float64 pairs (checked)."""
+    text = meta.get(_C128_KEY)
+    if text is None:
+        return set()
+    try:
+        names = json.loads(text)
+    except ValueError:
+        names = None
+    if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        raise LoadError(f"corrupted file: {_C128_KEY} metadata is not a list of names")
+    for n in names:
+        e = header.get(n)
+        if not (isinstance(e, dict) and e.get("dtype") == "F64" and isinstance(e.get("shape"), list)
+                and e["shape"] and e["shape"][-1] == 2):
+            raise LoadError(f"corrupted file: {_C128_KEY} names {n!r}, which is not a float64 "
+                            "tensor with a last dimension of 2")
+    return set(names)
 
 
 def _reject_constant(name: str) -> Any:
@@ -652,7 +687,7 @@ def _load(src: _Source, map_location: Any, pickle_module: Any, weights_only: boo
                 "If you trust its source, call pg.load(f, weights_only=False).")
         raise LoadError(f"not a portagrad/safetensors file: {foreign}")
     header, meta, start = _parse_header(src)
-    arrays = _Arrays(src, header, start)
+    arrays = _Arrays(src, header, start, meta)
     place = _Placer(map_location)
     kind = meta.get("portagrad.format")
     if kind is None:  # a plain safetensors file: a dict of tensors
@@ -699,7 +734,7 @@ class _Decoder:
             if param:
                 t = Parameter(t, requires_grad=rg)
             elif rg:
-                if not t.dtype.is_floating_point:
+                if not (t.dtype.is_floating_point or t.dtype.is_complex):
                     raise LoadError(f"corrupted file: tensor {name!r} of dtype {t.dtype} cannot "
                                     f"require grad")
                 t.requires_grad_(True)

@@ -538,13 +538,13 @@ def logical_not(input: Tensor) -> Tensor:
 
 
 def isnan(input: Tensor) -> Tensor:
-    if not input.dtype.is_floating_point:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         return _raw.fill(_raw.new_like(input, dtype=_dtype.bool), False)
     return _raw.unary("isnan", input, _dtype.bool)
 
 
 def isinf(input: Tensor) -> Tensor:
-    if not input.dtype.is_floating_point:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         return _raw.fill(_raw.new_like(input, dtype=_dtype.bool), False)
     return _raw.unary("isinf", input, _dtype.bool)
 

@@ -185,7 +185,11 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
     return reshape(out, ())
 
 
-vdot = dot
+def vdot(input: Tensor, other: Tensor) -> Tensor:
+    """``sum(conj(input) * other)`` of two 1-D tensors (``dot`` for real ones)."""
+    return dot(conj(input), other)
+
+
 inner = dot
 
 

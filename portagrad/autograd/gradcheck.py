@@ -32,28 +32,43 @@ def _outputs(fn: Callable[..., Any], inputs: tuple) -> tuple:
     return (out,) if isinstance(out, Tensor) else tuple(o for o in out if isinstance(o, Tensor))
 
 
+def _components(arr: np.ndarray) -> np.ndarray:
+    """``arr`` flattened into float64 real components: a complex element gives two, its real and
+    imaginary parts, side by side (the layout of ``view_as_real``)."""
+    if arr.dtype.kind == "c":
+        return np.ascontiguousarray(arr, dtype=np.complex128).reshape(-1).view(np.float64)
+    return arr.astype(np.float64).reshape(-1)
+
+
+def _ncomp(x: Any) -> int:
+    return x.numel() * (2 if x.dtype.is_complex else 1)
+
+
 def _numerical_jacobian(fn: Callable[..., Any], inputs: tuple, eps: float) -> list[list[np.ndarray]]:
-    """J[i][j] = d out_j / d in_i as (in_numel, out_numel) arrays, by central differences."""
+    """J[i][j] = d out_j / d in_i as (in_components, out_components) arrays, by central
+    differences; a complex input or output counts as its real and imaginary parts (each input
+    part is perturbed on its own, as PyTorch's gradcheck does)."""
     from .._tensor import Tensor
 
     outs = _outputs(fn, inputs)
-    jac: list[Any] = [[np.zeros((x.numel(), o.numel())) for o in outs] if isinstance(x, Tensor) and
-           x.requires_grad else None for x in inputs]
+    jac: list[Any] = [[np.zeros((_ncomp(x), _ncomp(o))) for o in outs] if isinstance(x, Tensor) and
+                      x.requires_grad else None for x in inputs]
     for i, x in enumerate(inputs):
         if jac[i] is None:
             continue
-        base = x.detach().numpy(force=True).astype(np.float64).copy()
-        flat = base.reshape(-1)
+        host = x.detach().numpy(force=True)
+        flat = _components(host).copy()
         for k in range(flat.size):
             vals = []
             for delta in (eps, -eps):
                 pert = flat.copy()
                 pert[k] += delta
-                xp = _replace(x, pert.reshape(base.shape))
+                values = pert.view(np.complex128) if host.dtype.kind == "c" else pert
+                xp = _replace(x, values.reshape(host.shape))
                 args = list(inputs)
                 args[i] = xp
                 # not under no_grad: gradgradcheck's function differentiates inside
-                vals.append([o.detach().numpy(force=True).astype(np.float64).reshape(-1)
+                vals.append([_components(o.detach().numpy(force=True))
                              for o in _outputs(fn, tuple(args))])
             for j in range(len(outs)):
                 jac[i][j][k] = (vals[0][j] - vals[1][j]) / (2 * eps)
@@ -68,43 +83,54 @@ def _replace(x: Any, values: np.ndarray) -> Any:
 
 
 def _analytical_jacobian(fn: Callable[..., Any], inputs: tuple) -> tuple[list, tuple]:
+    """The Jacobians from backward passes. For a complex output element, a gradient of 1 gives
+    the derivatives of its real part and a gradient of ``1j`` those of its imaginary part; the
+    gradient of a complex input is ``dL/dRe + i dL/dIm`` (PyTorch's convention), so its two
+    parts are the rows of the input's real and imaginary components."""
     from .. import _creation
     from .._tensor import Tensor
 
     outs = _outputs(fn, inputs)
     diff_in = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]
-    jac: list[Any] = [[np.zeros((x.numel(), o.numel())) for o in outs] if isinstance(x, Tensor) and
-           x.requires_grad else None for x in inputs]
+    jac: list[Any] = [[np.zeros((_ncomp(x), _ncomp(o))) for o in outs] if isinstance(x, Tensor) and
+                      x.requires_grad else None for x in inputs]
     for j, o in enumerate(outs):
         if not o.requires_grad:
             continue
+        parts = (1, 1j) if o.dtype.is_complex else (1,)
         for k in range(o.numel()):
-            seed = np.zeros(o.numel(), dtype=o.dtype.numpy)
-            seed[k] = 1
-            g = _creation.from_host(seed.reshape(tuple(o.shape)), device=o.device)
-            grads = grad((o,), diff_in, (g,), retain_graph=True, allow_unused=True)
-            it = iter(grads)
-            for i, x in enumerate(inputs):
-                if jac[i] is None:
-                    continue
-                gi = next(it)
-                if gi is not None:
-                    if gi.shape != x.shape:
-                        raise GradcheckError(f"Gradient of input {i} has shape {tuple(gi.shape)}, "
-                                             f"expected {tuple(x.shape)}")
-                    jac[i][j][:, k] = gi.detach().numpy(force=True).astype(np.float64).reshape(-1)
+            for p, unit in enumerate(parts):
+                seed = np.zeros(o.numel(), dtype=o.dtype.numpy)
+                seed[k] = unit
+                g = _creation.from_host(seed.reshape(tuple(o.shape)), device=o.device)
+                grads = grad((o,), diff_in, (g,), retain_graph=True, allow_unused=True)
+                it = iter(grads)
+                for i, x in enumerate(inputs):
+                    if jac[i] is None:
+                        continue
+                    gi = next(it)
+                    if gi is not None:
+                        if gi.shape != x.shape:
+                            raise GradcheckError(f"Gradient of input {i} has shape "
+                                                 f"{tuple(gi.shape)}, expected {tuple(x.shape)}")
+                        jac[i][j][:, len(parts) * k + p] = _components(
+                            gi.detach().numpy(force=True))
     return jac, outs
 
 
 def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: float = 1e-5,
               rtol: float = 1e-3, raise_exception: bool = True, nondet_tol: float = 0.0,
               check_undefined_grad: bool = True, fast_mode: bool = False, **kwargs: Any) -> bool:
-    """Check gradients of ``func`` at ``inputs`` (use float64 inputs with ``requires_grad``)."""
+    """Check gradients of ``func`` at ``inputs`` (use float64 or complex128 inputs with
+    ``requires_grad``). Complex inputs and outputs are checked part by part: the real Jacobian of
+    the outputs' real and imaginary parts with respect to the inputs' (PyTorch's convention for
+    the gradient of a complex input, ``dL/dRe + i dL/dIm``)."""
     from .._tensor import Tensor
 
     inputs = _tensors(inputs)
     for i, x in enumerate(inputs):
-        if isinstance(x, Tensor) and x.requires_grad and x.dtype.name != "float64":
+        if isinstance(x, Tensor) and x.requires_grad and x.dtype.name not in ("float64",
+                                                                               "complex128"):
             import warnings
 
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating "

@@ -94,6 +94,10 @@ def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
     if x.dtype is not w.dtype or (b is not None and b.dtype is not w.dtype):
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {x.dtype} and "
                            f"{w.dtype}")
+    if w.dtype.is_complex:
+        # composed: matmul's node has the complex (conjugating) gradients
+        y = x.matmul(w.t())
+        return y if b is None else y + b
     if not w.dtype.is_floating_point:
         raise RuntimeError(f"linear: integer and bool tensors are not supported (got {w.dtype})")
     if b is not None:

@@ -9,6 +9,7 @@ The modules, one per family of primitives (select one with ``-k``): ``test_contr
 contract, devices, memory, pinned memory, events, several devices), ``test_elementwise`` (unary,
 binary, where, copy, fill), ``test_reductions`` (reduce, arg_reduce, cumsum, sort),
 ``test_indexing`` (matmul, gather, scatter), ``test_random`` (the Philox streams),
+``test_complex`` (complex64/complex128 in the primitives, or the backend's clean decline),
 ``test_fast_paths`` (softmax, conv2d, max_pool2d and their gradients), ``test_norms``
 (softmax_backward, layer_norm, batch_norm, cross_entropy and their gradients), ``test_linalg``
 (eigh, svd) and ``test_autograd``

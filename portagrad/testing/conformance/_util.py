@@ -27,7 +27,8 @@ REF = NumpyBackend()
 """The reference backend every result is compared with."""
 
 SENTINEL = {"bool": True, "uint8": 77, "int8": -77, "int16": -777, "int32": -7777,
-            "int64": -77777, "float16": -7.5, "bfloat16": -7.5, "float32": -7.5, "float64": -7.5}
+            "int64": -77777, "float16": -7.5, "bfloat16": -7.5, "float32": -7.5, "float64": -7.5,
+            "complex64": -7.5 + 3.25j, "complex128": -7.5 + 3.25j}
 
 
 class Pair:
