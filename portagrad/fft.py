@@ -157,6 +157,12 @@ def _c2c_nd(name: str, input: Any, s: Any, dim: Any, norm: Any, forward: bool) -
     _f.check_tensor(name, input)
     sizes, dims = _f.shape_and_dims(name, input, s, dim)
     _f.check_norm(norm)
+    if dims and not input.dtype.is_complex:
+        # real input: the full real-to-complex transform, without a complex copy of the input
+        # (PyTorch's kernels do the same; the backward one is the forward one's conjugate)
+        x = _f.resize(_f.promote(input, False), dims, sizes)
+        res = _f.apply_norm(_f.r2c(x, dims, False), norm, _prod(sizes), forward)
+        return res if forward else _metadata.conj(res)
     x = _f.resize(_f.promote(input, True), dims, sizes)
     return _f.apply_norm(_f.c2c(x, dims, forward), norm, _prod(sizes), forward)
 
