@@ -221,7 +221,8 @@ from ._ops.scan import cummax, cummin, cumprod, cumsum, diff, logcumsumexp
 from ._ops.search import bincount, bucketize, histc, searchsorted, unique, unique_consecutive
 from ._ops.segment import index_reduce, scatter_reduce
 from ._ops.scatter import index_put, put
-from ._ops.complexnum import complex, polar, view_as_complex, view_as_real
+from ._ops.complexnum import (adjoint, complex, imag, polar, view_as_complex,
+                              view_as_complex_copy, view_as_real, view_as_real_copy)
 from ._ops.metadata import (conj, get_device, is_complex, is_conj, is_inference, is_neg,
                             is_same_size, is_signed, narrow_copy, nonzero_static, real,
                             resolve_conj, resolve_neg)
@@ -280,7 +281,8 @@ from .jit import ScriptModule
 from .storage import TypedStorage, UntypedStorage
 from ._file_reader import PyTorchFileReader
 __all__ += ["TypedStorage", "UntypedStorage", "PyTorchFileReader", "ScriptModule"]
-__all__ += ["complex", "polar", "view_as_complex", "view_as_real"]
+__all__ += ["adjoint", "complex", "imag", "polar", "view_as_complex", "view_as_complex_copy",
+            "view_as_real", "view_as_real_copy"]
 # complex64/complex128 (tensors on backends that store them), and the dtypes named (finfo) but
 # without tensors yet: creating one raises DTypeError
 __all__ += ["cdouble", "cfloat", "complex64", "complex128", "float8_e4m3fn", "float8_e4m3fnuz",

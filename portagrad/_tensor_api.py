@@ -942,6 +942,14 @@ class TensorOps:
         """``self.to(portagrad.float64)``."""
         return _ops.conversion.to(self, dtype=_dtype.float64)
 
+    def cfloat(self, memory_format: Any = None) -> Tensor:
+        """``self.to(portagrad.complex64)``."""
+        return _ops.conversion.to(self, dtype=_dtype.complex64)
+
+    def cdouble(self, memory_format: Any = None) -> Tensor:
+        """``self.to(portagrad.complex128)``."""
+        return _ops.conversion.to(self, dtype=_dtype.complex128)
+
     def half(self, memory_format: Any = None) -> Tensor:
         """``self.to(portagrad.float16)``."""
         return _ops.conversion.to(self, dtype=_dtype.float16)

@@ -230,6 +230,12 @@ def test_conj_is_materialised(cdevice: str) -> None:
     assert x.conj() is x and pg.conj(x) is x
     m = pg.tensor(_z((2, 3)), device=cdevice)
     np.testing.assert_array_equal(m.mH.cpu().numpy(), m.cpu().numpy().conj().T)
+    np.testing.assert_array_equal(pg.adjoint(m).cpu().numpy(), m.cpu().numpy().conj().T)
+    np.testing.assert_array_equal(pg.imag(m).cpu().numpy(), m.cpu().numpy().imag)
+    cp = pg.view_as_real_copy(m)
+    assert cp._storage is not m._storage
+    np.testing.assert_array_equal(pg.view_as_complex_copy(cp).cpu().numpy(), m.cpu().numpy())
+    assert x.cfloat().dtype is pg.complex64 and x.cdouble().dtype is pg.complex128
 
 
 def test_abs_angle_sgn_complex_polar(cdevice: str) -> None:

@@ -30,7 +30,7 @@ from .conversion import _TYPE_NAMES
 
 __all__ = ["view_as_real", "view_as_complex", "real", "imag", "conj", "conj_physical",
            "resolve_conj", "is_conj", "complex", "polar", "angle", "abs_complex", "sgn",
-           ]
+           "view_as_real_copy", "view_as_complex_copy", "adjoint"]
 
 
 def _dtype_view(x: Tensor, offset: int, shape: tuple[int, ...], strides: tuple[int, ...],
@@ -102,6 +102,21 @@ def view_as_complex(input: Tensor) -> Tensor:
         raise RuntimeError("Tensor must have a storage_offset divisible by 2")
     decline_complex(input._storage.backend, v.dtype.to_complex(), input.device)
     return call(_ViewAsComplex, input)
+
+
+def view_as_real_copy(input: Tensor) -> Tensor:
+    """:func:`view_as_real` in new memory."""
+    return view_as_real(input).clone()
+
+
+def view_as_complex_copy(input: Tensor) -> Tensor:
+    """:func:`view_as_complex` in new memory."""
+    return view_as_complex(input).clone()
+
+
+def adjoint(input: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dimensions (the transpose for real tensors)."""
+    return conj(input.transpose(-2, -1))
 
 
 def real(input: Tensor) -> Tensor:
