@@ -191,7 +191,7 @@ __all__ += ["accelerator", "cuda", "mps", "onnx", "BFloat16Tensor", "BoolTensor"
             "memory_format", "preserve_format", "set_default_tensor_type"]
 
 # More math, diagonals, scans, searching, compositions and sparse COO tensors
-from . import linalg, sparse, special
+from . import fft, linalg, sparse, special
 from ._layout import layout, sparse_coo, strided
 from ._ops.bits import (bitwise_left_shift, bitwise_right_shift, frexp, gcd, lcm, ldexp,
                         nextafter)
@@ -256,7 +256,7 @@ __all__ += [
     "softmax", "sparse", "sparse_coo", "sparse_coo_tensor", "split_with_sizes", "spmm",
     "strided", "take", "tensordot", "trace", "tril_indices", "triu_indices", "unique",
     "unique_consecutive", "vsplit", "xlogy", "digamma", "lgamma", "mvlgamma", "polygamma",
-    "index_reduce", "scatter_reduce", "cholesky", "det", "inverse", "linalg", "logdet",
+    "index_reduce", "scatter_reduce", "cholesky", "det", "inverse", "linalg", "fft", "logdet",
     "orgqr", "pinverse", "svd", "nuclear_norm", "svd_lowrank", "pca_lowrank",
     "slogdet", "addbmm", "as_strided_scatter", "bitwise_left_shift", "bitwise_right_shift",
     "diagonal_scatter", "frexp", "gcd", "histogram", "i0", "lcm", "ldexp", "matrix_exp",

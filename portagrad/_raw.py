@@ -53,7 +53,7 @@ __all__ = [
     "softmax", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
     "max_pool2d_grad_input", "open_epoch", "close_epoch", "owned", "moved", "disown",
     "softmax_backward", "layer_norm", "layer_norm_backward", "batch_norm", "batch_norm_backward",
-    "cross_entropy", "cross_entropy_backward", "eigh", "svd",
+    "cross_entropy", "cross_entropy_backward", "eigh", "svd", "fft_c2c", "fft_r2c", "fft_c2r",
 ]
 
 
@@ -495,8 +495,8 @@ def random(kind: str, out: Tensor, seed: int, offset: int, a: float, b: float) -
 
 
 def _linalg_method(x: Tensor, name: str) -> Any:
-    """The backend's ``eigh``/``svd``, or :class:`Backend`'s host default for a backend object
-    that does not subclass it (the two are not required of one)."""
+    """The backend's ``eigh``/``svd``/``fft_*``, or :class:`Backend`'s host default for a backend
+    object that does not subclass it (these are not required of one)."""
     be = x._storage.backend
     meth = getattr(be, name, None)
     return meth if meth is not None else functools.partial(getattr(Backend, name), be)
@@ -525,6 +525,36 @@ def svd(x: Tensor, full_matrices: bool, vectors: bool
         _linalg_method(x, "svd")(x._v, full_matrices, None if u is None else u._v, s._v,
                                  None if vh is None else vh._v)
     return u, s, vh
+
+
+def fft_c2c(x: Tensor, axes: tuple[int, ...], forward: bool) -> Tensor:
+    """Unnormalised complex-to-complex transform of the complex ``x`` over ``axes``."""
+    out = new_on(x._storage, x._v.shape, x._v.dtype)
+    if out.numel():
+        _linalg_method(x, "fft_c2c")(x._v, axes, forward, out._v)
+    return out
+
+
+def fft_r2c(x: Tensor, axes: tuple[int, ...], onesided: bool) -> Tensor:
+    """Unnormalised forward transform of the real ``x`` over ``axes`` (complex result)."""
+    shape = list(x._v.shape)
+    if onesided:
+        shape[axes[-1]] = shape[axes[-1]] // 2 + 1
+    out = new_on(x._storage, tuple(shape), x._v.dtype.to_complex())
+    if out.numel():  # then x has elements too: the core pads every axis to at least one
+        _linalg_method(x, "fft_r2c")(x._v, axes, onesided, out._v)
+    return out
+
+
+def fft_c2r(x: Tensor, axes: tuple[int, ...], last_dim_size: int) -> Tensor:
+    """Unnormalised backward transform of the one-sided complex ``x`` over ``axes`` (real
+    result with ``last_dim_size`` entries along the last of ``axes``)."""
+    shape = list(x._v.shape)
+    shape[axes[-1]] = last_dim_size
+    out = new_on(x._storage, tuple(shape), x._v.dtype.to_real())
+    if out.numel():  # then x has elements too: the core pads every axis to at least one
+        _linalg_method(x, "fft_c2r")(x._v, axes, last_dim_size, out._v)
+    return out
 
 
 # ------------------------------------------------------------------- bare-View scratch

@@ -69,7 +69,7 @@ LAYERS: list[tuple[str, str, list[str]]] = [
      ["_ops", "_random", "autograd.inplace"]),
     ("api", "the surface composed from ops: autograd's functions, top-level functions, devices",
      ["autograd", "autograd.gradcheck", "autograd.graph", "_toplevel", "_toplevel_sym", "_vmap",
-      "linalg", "sparse", "_legacy", "_safe_globals", "accelerator", "cuda", "mps", "amp",
+      "linalg", "fft", "sparse", "_legacy", "_safe_globals", "accelerator", "cuda", "mps", "amp",
       "profiler", "onnx", "_C", "types", "overrides"]),
     ("library", "nn, optim, data, distributions, distributed training, files, step capture",
      ["nn", "optim", "utils", "distributions", "distributed", "multiprocessing", "_toplevel_nn",

@@ -168,7 +168,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import DTypeError, UnsupportedOpError
-from . import _host_ops
+from . import _host_fft, _host_ops
 from ._memory_counter import MemoryCounter
 
 if TYPE_CHECKING:
@@ -178,7 +178,7 @@ __all__ = [
     "View", "DeviceProperties", "Backend", "REQUIRED_METHODS", "DEFAULTED_METHODS",
     "HOST_DEFAULTS", "OPTIONAL_METHODS",
     "UNARY_OPS", "BINARY_OPS", "COMPARISON_OPS", "REDUCE_OPS", "ARG_REDUCE_OPS", "RANDOM_KINDS",
-    "EVENT_METHODS", "LINALG_METHODS", "unknown_op", "decline_complex",
+    "EVENT_METHODS", "LINALG_METHODS", "FFT_METHODS", "unknown_op", "decline_complex",
 ]
 
 UNARY_OPS = (
@@ -619,6 +619,37 @@ class Backend:
             _store(self, u, uu)
             _store(self, vh, vv)
 
+    # ------------------------------------------------------------- Fourier transforms
+    def fft_c2c(self, x: View, axes: Sequence[int], forward: bool, out: View) -> None:
+        """Unnormalised complex-to-complex discrete Fourier transform of the complex64/
+        complex128 ``x`` (any strides) over ``axes`` (distinct, non-negative, possibly none)
+        into ``out`` (``x``'s shape and dtype, contiguous): ``forward`` is ``sum_j x[j]
+        exp(-2 pi i j k / n)`` per axis, backward the same with ``+`` and no ``1 / n`` (the
+        core applies PyTorch's ``norm``). The core never calls with a 0 in ``out``'s shape.
+
+        Default (host): reads ``x`` back and calls pocketfft through ``numpy.fft``, in ``x``'s
+        precision (PyTorch's CPU library)."""
+        _store(self, out, _host_fft.fft_c2c(self.to_host(x), axes, forward))
+
+    def fft_r2c(self, x: View, axes: Sequence[int], onesided: bool, out: View) -> None:
+        """Unnormalised forward transform of the float32/float64 ``x`` over ``axes`` (non-empty)
+        into the complex ``out`` of the matching precision: ``x``'s shape, or with ``onesided``
+        the last of ``axes`` cut to ``n // 2 + 1`` (the rest of the spectrum is the reflected
+        complex conjugate).
+
+        Default (host): pocketfft through ``numpy.fft``, as :meth:`fft_c2c`."""
+        _store(self, out, _host_fft.fft_r2c(self.to_host(x), axes, onesided))
+
+    def fft_c2r(self, x: View, axes: Sequence[int], last_dim_size: int, out: View) -> None:
+        """Unnormalised backward transform of the one-sided Hermitian complex ``x`` over
+        ``axes`` (non-empty; ``x`` holds ``last_dim_size // 2 + 1`` entries along the last)
+        into the real ``out`` of the matching precision, of ``last_dim_size`` entries along the
+        last of ``axes``. The imaginary parts of the zero (and, for an even size, the Nyquist)
+        frequency are ignored.
+
+        Default (host): pocketfft through ``numpy.fft``, as :meth:`fft_c2c`."""
+        _store(self, out, _host_fft.fft_c2r(self.to_host(x), axes, last_dim_size))
+
     # ----------------------------------------------------------------- events
     # Optional, all four or none (EVENT_METHODS): ``pg.<device_type>.Event`` (``torch.cuda.Event``)
     # needs them and raises portagrad.errors.UnsupportedOpError naming the missing ones when a
@@ -791,6 +822,13 @@ LINALG_METHODS = ("eigh", "svd")
 OpenCL backend keeps the default (small matrices, LAPACK's accuracy). Not in
 :data:`DEFAULTED_METHODS`: a backend object that does not subclass :class:`Backend` need not have
 them, and the core then uses the default on it."""
+
+FFT_METHODS = ("fft_c2c", "fft_r2c", "fft_c2r")
+"""The discrete Fourier transforms (complex input or output), with a host default on
+:class:`Backend` (pocketfft through numpy) that a backend overrides with a device FFT of its own.
+As :data:`LINALG_METHODS`, not required of a backend object that does not subclass
+:class:`Backend`: the core uses the default on it. A backend that declines complex storage
+declines these with it (``to_host``/``from_host`` raise its ``DTypeError``)."""
 
 EVENT_METHODS = ("record_event", "event_wait", "event_query", "event_elapsed_ms")
 """Optional, as a group: what ``pg.<device_type>.Event`` needs (see the "events" section of

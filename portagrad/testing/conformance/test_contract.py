@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import portagrad as pg
-from portagrad.backends.interface import (EVENT_METHODS, LINALG_METHODS, OPTIONAL_METHODS,
-                                          REQUIRED_METHODS, Backend, View)
+from portagrad.backends.interface import (EVENT_METHODS, FFT_METHODS, LINALG_METHODS,
+                                          OPTIONAL_METHODS, REQUIRED_METHODS, Backend, View)
 from portagrad.errors import OutOfMemoryError, UnsupportedOpError
 from portagrad.plugins.manager import missing_methods
 
@@ -44,6 +44,7 @@ COVERED = {
     "layer_norm_backward": "test_norms", "batch_norm": "test_norms",
     "batch_norm_backward": "test_norms", "cross_entropy": "test_norms",
     "cross_entropy_backward": "test_norms", "eigh": "test_linalg", "svd": "test_linalg",
+    "fft_c2c": "test_fft", "fft_r2c": "test_fft", "fft_c2r": "test_fft",
 }
 
 
@@ -70,7 +71,7 @@ def test_method_is_checked_by_the_kit(conformance_backend: Any, name: str) -> No
 
 def test_kit_covers_the_contract() -> None:
     """Every method of the contract has conformance tests in this kit."""
-    assert set(REQUIRED_METHODS + OPTIONAL_METHODS + LINALG_METHODS) <= set(COVERED)
+    assert set(REQUIRED_METHODS + OPTIONAL_METHODS + LINALG_METHODS + FFT_METHODS) <= set(COVERED)
 
 
 def test_events_are_all_or_none(conformance_backend: Any) -> None:
