@@ -208,3 +208,17 @@ def test_errors_unchanged(device):
         F.scaled_dot_product_attention(q, q, q, attn_mask=pg.ones(4, 4, dtype=pg.bool,
                                                                     device=device),
                                        is_causal=True)
+
+
+@pytest.mark.parametrize("kind", ["none", "causal", "bool", "float"])
+def test_small_cases(device, kind):
+    # small enough for the Oclgrind simulator (tox -e oclgrind): ragged blocks, every mask kind,
+    # a row with nothing to attend to
+    q, k, v, rng = _data(10, (2,), 5, 7, 4, Dv=3)
+    mask = None
+    if kind in ("bool", "float"):
+        mask = rng.random((2, 5, 7)) > 0.4
+        mask[1, 2] = False
+        if kind == "float":
+            mask = np.where(mask, rng.standard_normal(mask.shape), -np.inf)
+    _check(device, q, k, v, mask=mask, causal=kind == "causal", dtype=pg.float32, tol=1e-5)
