@@ -41,7 +41,7 @@ def _scores(qb: np.ndarray, kt: np.ndarray, mask: np.ndarray | None, causal: boo
     s *= scale
     if causal:
         rows = np.arange(r0, r0 + qb.shape[-2])[:, None]
-        s[..., np.arange(kt.shape[-1])[None, :] > rows] = -np.inf
+        np.putmask(s, np.broadcast_to(np.arange(kt.shape[-1])[None, :] > rows, s.shape), -np.inf)
     if mask is not None:
         mb = mask[..., r0:r0 + qb.shape[-2], :]
         if mb.dtype == np.bool_:
@@ -49,6 +49,11 @@ def _scores(qb: np.ndarray, kt: np.ndarray, mask: np.ndarray | None, causal: boo
         else:
             s += mb
     return s
+
+
+def _cols(mask: np.ndarray | None, c: int) -> np.ndarray | None:
+    """The first ``c`` key columns of the mask (or ``None``)."""
+    return None if mask is None else mask[..., :c]
 
 
 class AttentionMixin:
@@ -62,18 +67,20 @@ class AttentionMixin:
         if ma is not None and ma.dtype != np.bool_:
             ma = ma.astype(qa.dtype, copy=False)
         o, la = nd(out), nd(lse)
-        L = qa.shape[-2]
+        L, S = qa.shape[-2], ka.shape[-2]
         kt = np.swapaxes(ka, -1, -2)
         for r0 in range(0, L, _BLOCK):
             r1 = min(L, r0 + _BLOCK)
-            s = _scores(qa[..., r0:r1, :], kt, ma, causal, scale, r0)
+            # causal: keys from r1 on are masked for every row of the block, so are not computed
+            c = min(r1, S) if causal else S
+            s = _scores(qa[..., r0:r1, :], kt[..., :c], _cols(ma, c), causal, scale, r0)
             m = np.max(s, -1, keepdims=True) if s.shape[-1] else np.full(
                 s.shape[:-1] + (1,), -np.inf, s.dtype)
             m[m == -np.inf] = 0  # a row with nothing to attend to: exp(-inf - 0) = 0
             np.subtract(s, m, out=s)
             np.exp(s, out=s)
             ssum = np.sum(s, -1, keepdims=True)
-            ob = np.matmul(s, va)
+            ob = np.matmul(s, va[..., :c, :])
             with np.errstate(divide="ignore", invalid="ignore"):
                 ob = np.where(ssum > 0, ob / ssum, 0)
                 lb = (m + np.log(ssum))[..., 0]
@@ -91,7 +98,7 @@ class AttentionMixin:
             ma = ma.astype(qa.dtype, copy=False)
         # lse = -inf (nothing attended): +inf makes every exp(s - lse) exactly 0
         la = np.where(la == -np.inf, np.inf, la)
-        L = qa.shape[-2]
+        L, S = qa.shape[-2], ka.shape[-2]
         kt, vt = np.swapaxes(ka, -1, -2), np.swapaxes(va, -1, -2)
         gk = np.zeros(ka.shape, qa.dtype)
         gv = np.zeros(va.shape, qa.dtype)
@@ -100,15 +107,16 @@ class AttentionMixin:
         for r0 in range(0, L, _BLOCK):
             r1 = min(L, r0 + _BLOCK)
             qb, gb = qa[..., r0:r1, :], ga[..., r0:r1, :]
-            p = _scores(qb, kt, ma, causal, scale, r0)
+            c = min(r1, S) if causal else S  # as in the forward: later keys take no part
+            p = _scores(qb, kt[..., :c], _cols(ma, c), causal, scale, r0)
             np.subtract(p, la[..., r0:r1, None], out=p)
             np.exp(p, out=p)
-            gv += np.matmul(np.swapaxes(p, -1, -2), gb)
-            dp = np.matmul(gb, vt)
+            gv[..., :c, :] += np.matmul(np.swapaxes(p, -1, -2), gb)
+            dp = np.matmul(gb, vt[..., :c])
             np.subtract(dp, delta[..., r0:r1, None], out=dp)
             np.multiply(dp, p, out=dp)
             dp *= scale
-            gq[..., r0:r1, :] = np.matmul(dp, ka)
-            gk += np.matmul(np.swapaxes(dp, -1, -2), qb)
+            gq[..., r0:r1, :] = np.matmul(dp, ka[..., :c, :])
+            gk[..., :c, :] += np.matmul(np.swapaxes(dp, -1, -2), qb)
         for view, val in ((dq, gq), (dk, gk), (dv, gv)):
             np.copyto(nd(view), val, casting="unsafe")
