@@ -32,6 +32,7 @@ def _peak_mib(dev: str, fn: Any) -> float:
     if d.type == "cpu":  # numpy memory has no device accounting: Python's tracemalloc sees it
         import tracemalloc
 
+        pg.cpu.empty_cache()  # pooled buffers would hide what a run allocates
         tracemalloc.start()
         try:
             fn()
