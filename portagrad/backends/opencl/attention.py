@@ -69,6 +69,8 @@ class AttentionMixin:
     _dev: Any
     _empty_like: Any
     copy: Any
+    #: forces the rows per work-group (None: by device; for measurements and tests)
+    _force_attn_wg: int | None = None
 
     def _attn_kernel(self, q: View, v: View, mask: View | None, name: str) -> tuple[Any, Any, int]:
         dev = self._dev(q)
@@ -78,7 +80,7 @@ class AttentionMixin:
                              f"{q.dtype}")
         mk = 0 if mask is None else (1 if mask.dtype.name == "bool" else 2)
         d, dv = q.shape[-1], v.shape[-1]
-        wg = _wg(dev, d, dv)
+        wg = self._force_attn_wg or _wg(dev, d, dv)
         acc = _ACC[dt]
         kern = dev.kernel(("attention", dt, mk, d, dv, wg), name,
                           lambda: attention_source(dt, mk, d, dv, wg), [dt],

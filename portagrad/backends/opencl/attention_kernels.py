@@ -48,7 +48,7 @@ __kernel void attn_fwd(__global const S* Q, long qo, __global const S* K, long k
     long i = get_group_id(0) * WG + l;
     __local A kt[WG * D];
     __local A vt[WG * DV];
-    A q[D], acc[DV];
+    A q[D], acc[DV], sc[WG];
     bool live = i < L;
     for (int d = 0; d < D; ++d) q[d] = live ? LD(Q[qo + (n * L + i) * D + d]) : 0;
     for (int d = 0; d < DV; ++d) acc[d] = 0;
@@ -65,16 +65,23 @@ __kernel void attn_fwd(__global const S* Q, long qo, __global const S* K, long k
         barrier(CLK_LOCAL_MEM_FENCE);
         if (!live) continue;
         int tn = (int)min((long)WG, SN - j0);
+        // the tile's scores first, then one rescale per tile (not per key) and branch-free
+        // accumulation loops, which CPU compilers vectorise across work-items
+        A tm = -INFINITY;
         for (int t = 0; t < tn; ++t) {{
             long jj = j0 + t;{score}
-            if (!ok) continue;
-            if (x > m) {{  // a new maximum: rescale what was summed so far
-                A c = exp(m - x);
-                s *= c;
-                for (int d = 0; d < DV; ++d) acc[d] *= c;
-                m = x;
-            }}
-            A p = exp(x - m);
+            sc[t] = ok ? x : -INFINITY;
+            tm = fmax(tm, sc[t]);
+        }}
+        if (tm == -INFINITY) continue;  // nothing in this tile for this row
+        if (tm > m) {{  // a new maximum: rescale what was summed so far
+            A c = exp(m - tm);
+            s *= c;
+            for (int d = 0; d < DV; ++d) acc[d] *= c;
+            m = tm;
+        }}
+        for (int t = 0; t < tn; ++t) {{
+            A p = exp(sc[t] - m);
             s += p;
             for (int d = 0; d < DV; ++d) acc[d] += p * vt[t * DV + d];
         }}
