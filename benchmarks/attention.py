@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"B={args.batch} H=12 L=S={L} D=64 causal float32 {name}: fwd+bwd "
                       f"{t * 1e3:.1f} ms, peak extra {mib:.1f} MiB")
             (tf, mf), (tc, mc) = res["fused"], res["composed"]
-            print(f"  fused/composed: time x{tc / tf:.2f} faster, memory {mf:.1f} vs {mc:.1f} MiB")
+            print(f"  composed/fused time {tc / tf:.2f} (> 1: fused faster), peak memory fused "
+                  f"{mf:.1f} vs composed {mc:.1f} MiB")
 
 
 if __name__ == "__main__":
