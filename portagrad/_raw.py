@@ -53,7 +53,8 @@ __all__ = [
     "softmax", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
     "max_pool2d_grad_input", "open_epoch", "close_epoch", "owned", "moved", "disown",
     "softmax_backward", "layer_norm", "layer_norm_backward", "batch_norm", "batch_norm_backward",
-    "cross_entropy", "cross_entropy_backward", "eigh", "svd", "fft_c2c", "fft_r2c", "fft_c2r",
+    "cross_entropy", "cross_entropy_backward", "attention", "attention_backward", "eigh", "svd",
+    "fft_c2c", "fft_r2c", "fft_c2r",
 ]
 
 
@@ -704,6 +705,22 @@ def cross_entropy(x: Tensor, target: Tensor, weight: Tensor | None, ignore_index
     x._storage.backend.cross_entropy(x._v, target._v, _ov(weight), ignore_index, loss._v, lse._v,
                                      row_weight._v)
     return loss
+
+
+def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool, scale: float,
+              out: Tensor, lse: Tensor) -> Tensor:
+    """The backend's fused scaled dot-product attention into ``out`` (row log-sum-exps into
+    ``lse``); ``mask`` already broadcast to ``(*batch, L, S)``."""
+    q._storage.backend.attention(q._v, k._v, v._v, _ov(mask), causal, scale, out._v, lse._v)
+    return out
+
+
+def attention_backward(g: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
+                       mask: Tensor | None, causal: bool, scale: float, dq: Tensor, dk: Tensor,
+                       dv: Tensor) -> None:
+    """The backend's gradients of :func:`attention` into ``dq``, ``dk``, ``dv``."""
+    q._storage.backend.attention_backward(g._v, q._v, k._v, v._v, out._v, lse._v, _ov(mask),
+                                          causal, scale, dq._v, dk._v, dv._v)
 
 
 def cross_entropy_backward(x: Tensor, target: Tensor, lse: Tensor, coef: Tensor,

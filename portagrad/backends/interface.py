@@ -775,6 +775,28 @@ class Backend:
     #     """``grad_x`` (N, C) = ``coef[i] * (exp(x[i, j] - lse[i]) - [j == target[i]])`` from the
     #     saved ``lse`` and the per-row factor ``coef`` (N,) (the core folds the incoming
     #     gradient, the row weight and the ``mean`` divisor into it)."""
+    #
+    # Fused scaled dot-product attention (used by ``scaled_dot_product_attention`` only in the
+    # pair, without dropout, for q/k/v of ONE dtype among float32, float64, float16, bfloat16;
+    # the core composes otherwise). ``q`` is (*B, L, D), ``k`` (*B, S, D), ``v`` (*B, S, Dv),
+    # all contiguous, with the same batch dimensions ``*B`` (zero or more). ``mask`` is ``None``
+    # or a view of shape (*B, L, S), possibly expanded (zero strides), either bool (True = may
+    # attend) or of q's dtype (added to the scores). ``causal``: query i attends to keys
+    # j <= i (PyTorch's top-left alignment, ``tril`` of an (L, S) matrix), combined with no mask.
+    # ``lse`` (*B, L) is float32 for 16-bit inputs, else q's dtype. The (L, S) score matrix
+    # need not (and should not) be materialised whole: its rows may be recomputed blockwise.
+    # 16-bit inputs compute in float32 and round once. A row that may attend to nothing gets
+    # output 0, ``lse = -inf`` and zero gradients.
+    #
+    # def attention(self, q, k, v, mask, causal: bool, scale: float, out, lse) -> None:
+    #     """``out`` (*B, L, Dv) = ``softmax(s) v`` and ``lse`` (*B, L) = ``log(sum(exp(s)))``
+    #     per row, ``s = q k^T * scale`` (+ mask, -inf where masked out)."""
+    # def attention_backward(self, g, q, k, v, out, lse, mask, causal: bool, scale: float, dq,
+    #                        dk, dv) -> None:
+    #     """Gradients of :meth:`attention` for the incoming ``g`` (*B, L, Dv), with ``p =
+    #     exp(s - lse)`` recomputed (0 where ``lse`` is -inf): ``dv = p^T g``, ``ds = p * (g v^T -
+    #     rowsum(g * out))``, ``dq = scale * ds k``, ``dk = scale * ds^T q``; all three fully
+    #     overwritten."""
 
 
 REQUIRED_METHODS = (
@@ -813,6 +835,7 @@ OPTIONAL_METHODS = ("host_array", "wrap_host", "pin_memory", "is_pinned", "softm
                     "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
                     "max_pool2d_grad_input",
                     "softmax_backward", "layer_norm", "layer_norm_backward", "batch_norm", "batch_norm_backward", "cross_entropy", "cross_entropy_backward",  # noqa: E501
+                    "attention", "attention_backward",
                     "record_event", "event_wait", "event_query", "event_elapsed_ms")
 """Methods the core uses when a backend overrides them, composing or skipping otherwise."""
 

@@ -2987,11 +2987,14 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         rep = query.shape[-3] // key.shape[-3]
         key = key.repeat_interleave(rep, -3)
         value = value.repeat_interleave(rep, -3)
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
+                           "when is_causal=True")
+    if nodes.attention.fused_ok(query, key, value, attn_mask, dropout_p):
+        # one node: the L x S weights are neither kept for backward nor materialised whole
+        return nodes.attention.attention(query, key, value, attn_mask, is_causal, sc)
     attn = (query @ key.transpose(-2, -1)) * sc
     if is_causal:
-        if attn_mask is not None:
-            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
-                               "when is_causal=True")
         causal = _creation.ones((Lq, Sk), dtype=_dtype.bool, device=query.device).tril()
         attn = where(causal, attn, -math.inf)
     if attn_mask is not None:

@@ -8,14 +8,16 @@ runs on every backend and can be differentiated again: ``linear`` (one GEMM each
 gather function by ``nn.SyncBatchNorm``; ``unshard``: sharded parameters gathered whole,
 given the collectives by ``distributed.fsdp``), ``loss`` (cross entropy against class indices, binary
 cross entropy),
-``softmax``, ``pool`` (max over a window axis, 2-D max pooling) and ``activation`` (hardtanh,
-hardsigmoid, hardswish with PyTorch's derivatives at their kinks). ``im2col`` holds the window
+``softmax``, ``attention`` (fused scaled dot-product attention), ``pool`` (max over a window
+axis, 2-D max pooling) and ``activation`` (hardtanh, hardsigmoid, hardswish with PyTorch's
+derivatives at their kinks). ``im2col`` holds the window
 gathers behind conv, pooling, ``pad``, ``interpolate``, ``unfold`` and ``fold``.
 
 ``portagrad.nn.functional`` checks arguments and composes; it reaches the backend only through
 these modules and the rest of the op layer.
 """
-from . import activation, conv, embedding, im2col, linear, loss, norm, pool, softmax, sync_norm, unshard
+from . import (activation, attention, conv, embedding, im2col, linear, loss, norm, pool, softmax,
+               sync_norm, unshard)
 
-__all__ = ["activation", "conv", "embedding", "im2col", "linear", "loss", "norm", "pool",
+__all__ = ["activation", "attention", "conv", "embedding", "im2col", "linear", "loss", "norm", "pool",
            "softmax", "sync_norm", "unshard"]

@@ -25,6 +25,7 @@ from ..interface import (ARG_REDUCE_OPS, RANDOM_KINDS, REDUCE_OPS, Backend, Devi
 from ..ufuncs import BINARY_UFUNCS, f16_scalar_is_float32, fit_scalar, is_scalar
 from . import host_malloc, special
 from .arrays import BFLOAT16, BFLOAT16_NP, SCRATCH_POOL, is_bf16, nd, scratch, via_f32, widen
+from .attention import AttentionMixin
 from .conv import ConvMixin
 from .norms import NormsMixin
 from .pool import BufferPool
@@ -187,7 +188,7 @@ def _bf16_few_rows(a: View, b: View, out: View) -> bool:
     return True
 
 
-class NumpyBackend(NormsMixin, ConvMixin, Backend):
+class NumpyBackend(NormsMixin, ConvMixin, AttentionMixin, Backend):
     """The ``cpu`` device: buffers are 1-D ``uint8`` numpy arrays; primitives call numpy (seven of
     them through :mod:`portagrad.backends._host_ops`, writing into the arrays over the buffers)."""
 

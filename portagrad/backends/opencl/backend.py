@@ -27,6 +27,7 @@ from .conv import ConvMixin
 from .devices import Device, make_devices
 from .fusion import Fuser, fusion_enabled
 from .launch import Plan, chunk
+from .attention import AttentionMixin
 from .norms import NormsMixin
 from .primitives import PrimitivesMixin
 from .runtime import RuntimeMixin
@@ -34,7 +35,8 @@ from .runtime import RuntimeMixin
 __all__ = ["OpenCLBackend"]
 
 
-class OpenCLBackend(NormsMixin, ConvMixin, PrimitivesMixin, RuntimeMixin, Backend):
+class OpenCLBackend(NormsMixin, AttentionMixin, ConvMixin, PrimitivesMixin, RuntimeMixin,
+                    Backend):
     """Backend for the ``opencl`` device type."""
 
     device_type = "opencl"

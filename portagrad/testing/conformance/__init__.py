@@ -11,8 +11,9 @@ binary, where, copy, fill), ``test_reductions`` (reduce, arg_reduce, cumsum, sor
 ``test_indexing`` (matmul, gather, scatter), ``test_random`` (the Philox streams),
 ``test_complex`` (complex64/complex128 in the primitives, or the backend's clean decline),
 ``test_fast_paths`` (softmax, conv2d, max_pool2d and their gradients), ``test_norms``
-(softmax_backward, layer_norm, batch_norm, cross_entropy and their gradients), ``test_linalg``
-(eigh, svd) and ``test_autograd``
+(softmax_backward, layer_norm, batch_norm, cross_entropy and their gradients),
+``test_attention`` (fused attention and its gradients), ``test_linalg`` (eigh, svd) and
+``test_autograd``
 (gradcheck and optimizer steps through the public API against the cpu device).
 
 Each primitive runs on twin views (same offset, shape and strides) of the backend under test and

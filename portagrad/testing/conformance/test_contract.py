@@ -43,7 +43,8 @@ COVERED = {
     "softmax_backward": "test_norms", "layer_norm": "test_norms",
     "layer_norm_backward": "test_norms", "batch_norm": "test_norms",
     "batch_norm_backward": "test_norms", "cross_entropy": "test_norms",
-    "cross_entropy_backward": "test_norms", "eigh": "test_linalg", "svd": "test_linalg",
+    "cross_entropy_backward": "test_norms", "attention": "test_attention",
+    "attention_backward": "test_attention", "eigh": "test_linalg", "svd": "test_linalg",
     "fft_c2c": "test_fft", "fft_r2c": "test_fft", "fft_c2r": "test_fft",
 }
 
