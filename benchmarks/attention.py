@@ -64,6 +64,10 @@ def main(argv: list[str] | None = None) -> None:
     print(device_label(dev))
     print(blas_line())
     fused_ok = node.fused_ok
+    # the fused kernels themselves, also where the backend prefers to compose (CPU OpenCL devices)
+    be = pg.empty(1, device=dev)._storage.backend
+    if hasattr(be, "_force_fused_attention"):
+        be._force_fused_attention = True
     with one_blas_thread():
         for L in lengths:
             shape = (args.batch, 12, L, 64)

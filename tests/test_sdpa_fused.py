@@ -42,6 +42,36 @@ def _ref(q, k, v, mask=None, causal=False, scale=None):
     return out, grads
 
 
+@pytest.fixture(autouse=True)
+def _fused_everywhere(monkeypatch):
+    """The OpenCL backend runs its fused kernels on GPUs only (the composition is faster on CPU
+    devices); these tests check the kernels on whatever OpenCL device there is."""
+    from portagrad.plugins.manager import get_backend
+
+    try:
+        be = get_backend("opencl")
+    except Exception:  # no OpenCL backend in this run
+        return
+    monkeypatch.setattr(be, "_force_fused_attention", True, raising=False)
+
+
+def test_opencl_cpu_devices_compose_by_default(monkeypatch):
+    """Without forcing, a CPU OpenCL device takes the composition, a GPU the fused kernels."""
+    from portagrad.plugins.manager import get_backend
+
+    try:
+        be = get_backend("opencl")
+    except Exception as exc:
+        pytest.skip(f"no OpenCL backend: {exc}")
+    if be.device_count() == 0:
+        pytest.skip("no OpenCL device")
+    monkeypatch.setattr(be, "_force_fused_attention", None, raising=False)
+    for i in range(be.device_count()):
+        assert be.fused_attention(i) == be.device(i).is_gpu
+    q = pg.ones(1, 4, 8, device="opencl:0")
+    assert nodes.attention.fused_ok(q, q, q, None, 0.0) == be.device(0).is_gpu
+
+
 def _fused(device):
     return _raw.has_prims(pg.zeros(1, device=device), "attention", "attention_backward")
 

@@ -788,6 +788,10 @@ class Backend:
     # 16-bit inputs compute in float32 and round once. A row that may attend to nothing gets
     # output 0, ``lse = -inf`` and zero gradients.
     #
+    # A backend whose fused kernels are slower than the composition on some of its devices
+    # (the OpenCL backend on CPU devices) may also define ``fused_attention(index) -> bool``:
+    # False for device ``index`` makes the core compose there.
+    #
     # def attention(self, q, k, v, mask, causal: bool, scale: float, out, lse) -> None:
     #     """``out`` (*B, L, Dv) = ``softmax(s) v`` and ``lse`` (*B, L) = ``log(sum(exp(s)))``
     #     per row, ``s = q k^T * scale`` (+ mask, -inf where masked out)."""
@@ -835,7 +839,7 @@ OPTIONAL_METHODS = ("host_array", "wrap_host", "pin_memory", "is_pinned", "softm
                     "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
                     "max_pool2d_grad_input",
                     "softmax_backward", "layer_norm", "layer_norm_backward", "batch_norm", "batch_norm_backward", "cross_entropy", "cross_entropy_backward",  # noqa: E501
-                    "attention", "attention_backward",
+                    "attention", "attention_backward", "fused_attention",
                     "record_event", "event_wait", "event_query", "event_elapsed_ms")
 """Methods the core uses when a backend overrides them, composing or skipping otherwise."""
 

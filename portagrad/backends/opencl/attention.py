@@ -71,6 +71,16 @@ class AttentionMixin:
     copy: Any
     #: forces the rows per work-group (None: by device; for measurements and tests)
     _force_attn_wg: int | None = None
+    #: forces the fused kernels on (True) or off (False) on every device; None: GPUs only
+    _force_fused_attention: bool | None = None
+
+    def fused_attention(self, index: int) -> bool:
+        """Whether ``scaled_dot_product_attention`` runs these kernels on device ``index``: on
+        GPUs. On CPU devices (PoCL) they were 3.7-8.5x slower than the composition's GEMMs
+        (scalar dot products per work-item), so there the core composes unless forced."""
+        if self._force_fused_attention is not None:
+            return self._force_fused_attention
+        return bool(self._devices[index].is_gpu)  # type: ignore[attr-defined]
 
     def _attn_kernel(self, q: View, v: View, mask: View | None, name: str) -> tuple[Any, Any, int]:
         dev = self._dev(q)

@@ -106,3 +106,17 @@ def test_attention_and_backward(conformance_backend: Any, dtype: Any, shape: tup
                               dv.dev)
     for p, what in ((dq, "dq"), (dk, "dk"), (dv, "dv")):
         _close(be, p, f"attention_backward {what} {shape} {kind}")
+
+
+def test_fused_attention_preference(conformance_backend: Any) -> None:
+    """``fused_attention(index)``, where a backend defines it, answers a bool for every device
+    (False: the core composes attention there)."""
+    be = conformance_backend
+    pref = getattr(be, "fused_attention", None)
+    if pref is None:
+        pytest.skip("the backend has no fused_attention (optional: fused wherever it has the "
+                    "primitives)")
+    if getattr(be, "attention", None) is None:
+        pytest.fail("fused_attention without the attention primitives", pytrace=False)
+    for i in range(be.device_count()):
+        assert isinstance(pref(i), bool), f"fused_attention({i}) is not a bool"

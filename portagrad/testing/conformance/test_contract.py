@@ -44,7 +44,8 @@ COVERED = {
     "layer_norm_backward": "test_norms", "batch_norm": "test_norms",
     "batch_norm_backward": "test_norms", "cross_entropy": "test_norms",
     "cross_entropy_backward": "test_norms", "attention": "test_attention",
-    "attention_backward": "test_attention", "eigh": "test_linalg", "svd": "test_linalg",
+    "attention_backward": "test_attention", "fused_attention": "test_attention",
+    "eigh": "test_linalg", "svd": "test_linalg",
     "fft_c2c": "test_fft", "fft_r2c": "test_fft", "fft_c2r": "test_fft",
 }
 
