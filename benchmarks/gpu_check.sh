@@ -28,7 +28,7 @@
 # $OUT/gpu_check.log (./gpu_check.log when $OUT is unset). Each step has its own time limit, so
 # one stuck step cannot eat the others' time; the exit status is that of the test step.
 # GPU_CHECK_STEPS picks steps (all of them: tests gemm sweep elementwise copy train models
-# generate half16 profile demo), SHARDS and TEST_LIMIT size the test step, GPU_CHECK_TESTS picks
+# generate half16 attention profile demo), SHARDS and TEST_LIMIT size the test step, GPU_CHECK_TESTS picks
 # the tests and GEMM_SIZES the GEMM sizes. `GPU_CHECK_LOCAL=1 bash benchmarks/gpu_check.sh` is a
 # dry run on a machine that already has pyopencl (PoCL, for example).
 set -u
@@ -73,7 +73,7 @@ print("portagrad devices:", pg.opencl.device_count(), pg.opencl.get_device_name(
 EOF
     [ $? -eq 0 ] || exit 1
 
-    want() { case " ${GPU_CHECK_STEPS:-tests gemm sweep elementwise copy train models generate half16 profile demo} " in *" $1 "*) return 0;; esac; return 1; }
+    want() { case " ${GPU_CHECK_STEPS:-tests gemm sweep elementwise copy train models generate half16 attention profile demo} " in *" $1 "*) return 0;; esac; return 1; }
     test_rc=0
     if want tests; then
     step "tests on opencl:0: ${SHARDS:=8} parallel shards (limit ${TEST_LIMIT:=240} s)"
@@ -130,6 +130,10 @@ EOF
     if want half16; then
     step "16-bit GEMM and convolution beside float32 (limit 45 s)"
     timeout -k 5 45 python3 -m benchmarks.half16 --quick
+    fi
+    if want attention; then
+    step "fused attention against the composition (limit 60 s)"
+    timeout -k 5 60 python3 -m benchmarks.attention --device opencl:0 --lengths 256,1024
     fi
     if want profile; then
     step "one training step of each model under the profiler, ops by device time (limit 150 s)"
