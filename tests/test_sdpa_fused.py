@@ -55,8 +55,10 @@ def _fused_everywhere(monkeypatch):
     monkeypatch.setattr(be, "_force_fused_attention", True, raising=False)
 
 
-def test_opencl_cpu_devices_compose_by_default(monkeypatch):
-    """Without forcing, a CPU OpenCL device takes the composition, a GPU the fused kernels."""
+def test_opencl_fuses_only_large_attention(monkeypatch):
+    """Without forcing, the OpenCL backend composes attention (faster where measured) and runs
+    its fused kernels where the scores would take FUSED_MIN_BYTES in float32."""
+    from portagrad.backends.opencl.attention import FUSED_MIN_BYTES
     from portagrad.plugins.manager import get_backend
 
     try:
@@ -66,10 +68,15 @@ def test_opencl_cpu_devices_compose_by_default(monkeypatch):
     if be.device_count() == 0:
         pytest.skip("no OpenCL device")
     monkeypatch.setattr(be, "_force_fused_attention", None, raising=False)
-    for i in range(be.device_count()):
-        assert be.fused_attention(i) == be.device(i).is_gpu
+    big = FUSED_MIN_BYTES // 4
+    assert be.fused_attention(0, big) and not be.fused_attention(0, big - 1)
     q = pg.ones(1, 4, 8, device="opencl:0")
-    assert nodes.attention.fused_ok(q, q, q, None, 0.0) == be.device(0).is_gpu
+    assert not nodes.attention.fused_ok(q, q, q, None, 0.0)
+    seen = []
+    monkeypatch.setattr(be, "fused_attention", lambda i, n: seen.append(n) or True)
+    assert nodes.attention.fused_ok(q, pg.ones(1, 6, 8, device="opencl:0"),
+                                    pg.ones(1, 6, 8, device="opencl:0"), None, 0.0)
+    assert seen == [1 * 4 * 6]
 
 
 def _fused(device):

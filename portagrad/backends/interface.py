@@ -788,9 +788,10 @@ class Backend:
     # 16-bit inputs compute in float32 and round once. A row that may attend to nothing gets
     # output 0, ``lse = -inf`` and zero gradients.
     #
-    # A backend whose fused kernels are slower than the composition on some of its devices
-    # (the OpenCL backend on CPU devices) may also define ``fused_attention(index) -> bool``:
-    # False for device ``index`` makes the core compose there.
+    # A backend whose fused kernels are slower than the composition for some devices or sizes
+    # (the OpenCL backend's, except where the L x S scores would crowd the device) may also
+    # define ``fused_attention(index, scores) -> bool``: False for device ``index`` and
+    # ``scores`` attention scores (batch x L x S) makes the core compose.
     #
     # def attention(self, q, k, v, mask, causal: bool, scale: float, out, lse) -> None:
     #     """``out`` (*B, L, Dv) = ``softmax(s) v`` and ``lse`` (*B, L) = ``log(sum(exp(s)))``

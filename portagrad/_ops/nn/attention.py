@@ -28,12 +28,17 @@ def fused_ok(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: fl
     shape and at least 2-D, ``k``/``v`` of one length, ``q``/``k`` of one head size, and a mask
     that is ``None``, bool or of that dtype, not requiring grad, and broadcastable to
     ``(*batch, L, S)`` (anything else composes, which also reports errors as PyTorch does); and
-    the backend's ``fused_attention(index)``, where it has one, True for the device."""
+    the backend's ``fused_attention(index, scores)``, where it has one, True for the device and
+    the number of scores (batch x L x S)."""
     if dropout_p > 0.0 or not _raw.has_prims(q, "attention", "attention_backward"):
         return False
     pref = getattr(q._storage.backend, "fused_attention", None)
-    if pref is not None and not pref(q._storage.index):
-        return False  # the backend composes faster on this device
+    if pref is not None:
+        n = 1
+        for d in q.shape[:-1]:
+            n *= d
+        if not pref(q._storage.index, n * k.shape[-2]):
+            return False  # the backend composes faster here
     dt = q._v.dtype
     if dt not in _DTYPES or k._v.dtype is not dt or v._v.dtype is not dt:
         return False

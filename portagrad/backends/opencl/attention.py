@@ -63,6 +63,11 @@ def _flat_strides(v: View, nb: int) -> tuple[int, ...] | None:
     return (dims[-1][1],)
 
 
+#: the float32 size of an attention's scores from which the fused kernels run (see
+#: ``AttentionMixin.fused_attention``): the composition keeps several tensors of that size
+FUSED_MIN_BYTES = 1 << 30
+
+
 class AttentionMixin:
     """attention / attention_backward as flash-attention style kernels."""
 
@@ -71,16 +76,19 @@ class AttentionMixin:
     copy: Any
     #: forces the rows per work-group (None: by device; for measurements and tests)
     _force_attn_wg: int | None = None
-    #: forces the fused kernels on (True) or off (False) on every device; None: GPUs only
+    #: forces the fused kernels on (True) or off (False); None: by the size of the scores
     _force_fused_attention: bool | None = None
 
-    def fused_attention(self, index: int) -> bool:
-        """Whether ``scaled_dot_product_attention`` runs these kernels on device ``index``: on
-        GPUs. On CPU devices (PoCL) they were 3.7-8.5x slower than the composition's GEMMs
-        (scalar dot products per work-item), so there the core composes unless forced."""
+    def fused_attention(self, index: int, scores: int) -> bool:
+        """Whether ``scaled_dot_product_attention`` runs these kernels on device ``index`` for
+        ``scores`` attention scores (batch x L x S): where the composition's scores would take
+        :data:`FUSED_MIN_BYTES` or more. The kernels were slower than the composition's GEMMs
+        wherever measured (H200, causal (8, 12, L, 64) forward and backward: 1.4x at L = 256,
+        3.6x at L = 1024; PoCL 3.7-8.5x) but keep a tenth of the memory, so they are the
+        choice when the L x S matrices would crowd the device."""
         if self._force_fused_attention is not None:
             return self._force_fused_attention
-        return bool(self._devices[index].is_gpu)  # type: ignore[attr-defined]
+        return scores * 4 >= FUSED_MIN_BYTES
 
     def _attn_kernel(self, q: View, v: View, mask: View | None, name: str) -> tuple[Any, Any, int]:
         dev = self._dev(q)

@@ -109,8 +109,8 @@ def test_attention_and_backward(conformance_backend: Any, dtype: Any, shape: tup
 
 
 def test_fused_attention_preference(conformance_backend: Any) -> None:
-    """``fused_attention(index)``, where a backend defines it, answers a bool for every device
-    (False: the core composes attention there)."""
+    """``fused_attention(index, scores)``, where a backend defines it, answers a bool for every
+    device (False: the core composes attention there)."""
     be = conformance_backend
     pref = getattr(be, "fused_attention", None)
     if pref is None:
@@ -119,4 +119,5 @@ def test_fused_attention_preference(conformance_backend: Any) -> None:
     if getattr(be, "attention", None) is None:
         pytest.fail("fused_attention without the attention primitives", pytrace=False)
     for i in range(be.device_count()):
-        assert isinstance(pref(i), bool), f"fused_attention({i}) is not a bool"
+        for scores in (1, 1 << 20, 1 << 40):
+            assert isinstance(pref(i, scores), bool), f"fused_attention({i}, {scores}): not a bool"
