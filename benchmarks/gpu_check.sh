@@ -23,14 +23,15 @@
 # cuBLAS fp32 with TF32 off), the GEMM variant sweep, the elementwise and copy benchmarks, the
 # small training steps (eager and captured, beside torch CPU and CUDA), ResNet-18 and GPT
 # training steps (eager and captured) beside torch CUDA, language-model decoding beside torch
-# CUDA, 16-bit GEMM/convolution, a profile of one training step of each model (ops, then
-# kernels, by device time) and `python -m portagrad demo`. Everything is teed to
-# $OUT/gpu_check.log (./gpu_check.log when $OUT is unset). Each step has its own time limit, so
-# one stuck step cannot eat the others' time; the exit status is that of the test step.
-# GPU_CHECK_STEPS picks steps (all of them: tests gemm sweep elementwise copy train models
-# generate half16 attention profile demo), SHARDS and TEST_LIMIT size the test step, GPU_CHECK_TESTS picks
-# the tests and GEMM_SIZES the GEMM sizes. `GPU_CHECK_LOCAL=1 bash benchmarks/gpu_check.sh` is a
-# dry run on a machine that already has pyopencl (PoCL, for example).
+# CUDA, 16-bit GEMM/convolution, fused attention against its composition, a profile of one
+# training step of each model (ops, then kernels, by device time) and `python -m portagrad demo`.
+# Everything is teed to $OUT/gpu_check.log (./gpu_check.log when $OUT is unset). Each step has
+# its own time limit, so one stuck step cannot eat the others' time; the exit status is that of
+# the test step. GPU_CHECK_STEPS picks steps (all of them: tests gemm sweep elementwise copy
+# train models generate half16 attention profile demo), SHARDS and TEST_LIMIT size the test
+# step, GPU_CHECK_TESTS picks the tests and GEMM_SIZES the GEMM sizes.
+# `GPU_CHECK_LOCAL=1 bash benchmarks/gpu_check.sh` is a dry run on a machine that already has
+# pyopencl (PoCL, for example).
 set -u
 cd "$(dirname "$0")/.."
 
