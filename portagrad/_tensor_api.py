@@ -1067,16 +1067,22 @@ class TensorOps:
     __ge__ = _binop(ge)
 
     def __matmul__(self, other: Tensor) -> Tensor:
-        if not isinstance(other, Tensor):
+        if isinstance(other, Tensor):
+            return _ops.matmul.matmul(self, other)
+        try:  # operands matmul knows besides tensors (sparse COO tensors)
+            return _ops.matmul.matmul(self, other)
+        except TypeError:
             # as torch: Python then tries other.__rmatmul__ (a user's operator class), else
             # raises its own "unsupported operand type(s) for @"
             return NotImplemented  # type: ignore[return-value]
-        return _ops.matmul.matmul(self, other)
 
     def __rmatmul__(self, other: Tensor) -> Tensor:
-        if not isinstance(other, Tensor):
+        if isinstance(other, Tensor):
+            return _ops.matmul.matmul(other, self)
+        try:
+            return _ops.matmul.matmul(other, self)
+        except TypeError:
             return NotImplemented  # type: ignore[return-value]
-        return _ops.matmul.matmul(other, self)
 
     def __neg__(self) -> Tensor:
         return _ops.elementwise.neg(self)
