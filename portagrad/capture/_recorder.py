@@ -40,8 +40,10 @@ __all__ = ["Recorder", "Recording", "HostRead", "Launch"]
 _HOST_READS = frozenset({"to_host", "host_array", "wrap_host", "pin_memory", "record_event",
                          "event_wait", "event_query", "event_elapsed_ms"})
 # calls that change no device memory: run, never recorded
+# (fused_attention answers from the device and the sizes, which a captured step keeps fixed)
 _QUERIES = frozenset({"device_count", "get_device_properties", "memory_stats",
-                      "reset_peak_memory_stats", "empty_cache", "is_pinned", "synchronize"})
+                      "reset_peak_memory_stats", "empty_cache", "is_pinned", "synchronize",
+                      "fused_attention"})
 
 
 class HostRead(Exception):
