@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from .kernels import CTYPE, HALF16, prelude
+from .launch import gpu_parts
 from .vectors import vload, vstore
 
 __all__ = ["RM", "RN", "implicit_source", "launch_implicit", "wgrad_splits"]
@@ -263,23 +264,19 @@ __kernel void {name}({G.format(t=f"const {t}")}, {Wt.format(t=f"const {t}")}, {O
 _TYPES = ([None] + [_I64] * 5) * 3 + [_I64] * len(_GEOM)
 _WGRAD_TYPES = _TYPES + [None, _I64, _I64]
 _SUM_TYPES = [None] + [None] + [_I64] * 5 + [_I64] * 5
-#: a GPU is kept busy by about this many work-items per compute unit
-_ITEMS_PER_CU = 256
 #: the weight gradient's scratch buffer of partial sums stays under this many bytes
 SPLIT_BYTES = 64 << 20
 
 
 def wgrad_splits(dev: Any, geom: dict[str, int], itemsize: int) -> int:
-    """Parts the weight gradient's batch is split into: 1 on CPU devices (a work-group per
-    core is already there) and where the blocks alone fill the GPU; else enough parts for
-    about :data:`_ITEMS_PER_CU` work-items per compute unit, at most one per sample and within
-    :data:`SPLIT_BYTES` of partial sums (``itemsize``: the type computed in)."""
+    """Parts the weight gradient's batch is split into: :func:`~.launch.gpu_parts` for its
+    blocks (1 on CPU devices and where the blocks alone fill the GPU), at most one per sample
+    and within :data:`SPLIT_BYTES` of partial sums (``itemsize``: the type computed in)."""
     gm = geom
-    if not dev.is_gpu or gm["N"] < 2:
-        return 1
     og, ck = gm["O"] // gm["G"], gm["C"] // gm["G"] * gm["kh"] * gm["kw"]
-    items = -(-ck // RN) * -(-og // RM) * gm["G"]
-    want = -(-dev.properties.compute_units * _ITEMS_PER_CU // items)
+    want = gpu_parts(dev, -(-ck // RN) * -(-og // RM) * gm["G"])
+    if want == 1:
+        return 1
     cap = SPLIT_BYTES // max(1, gm["O"] * ck * itemsize)
     return int(max(1, min(want, gm["N"], cap)))
 

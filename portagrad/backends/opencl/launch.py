@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONVERT",
+    "ITEMS_PER_CU",
+    "gpu_parts",
     "NP_SCALAR",
     "Plan",
     "build_plan",
@@ -124,6 +126,20 @@ def chunk(n: int, dev: Device) -> int:
     a few work-items), else enough chunks for 16 per compute unit; a multiple of 64."""
     per = -(-n // (16 * dev.properties.compute_units))
     return max(1024, -(-per // 64) * 64)
+
+
+#: a GPU is kept busy by about this many work-items per compute unit
+ITEMS_PER_CU = 256
+
+
+def gpu_parts(dev: Any, items: int) -> int:
+    """Parts to split a long reduction into when its outputs give only ``items`` work-items:
+    enough for about :data:`ITEMS_PER_CU` per compute unit on a GPU; 1 on CPU devices (a
+    work-group per core is already there) and where the items alone fill the GPU. Callers bound
+    it by what their reduction can be split into."""
+    if not dev.is_gpu or items <= 0:
+        return 1
+    return int(max(1, -(-dev.properties.compute_units * ITEMS_PER_CU // items)))
 
 
 def pow2ceil(n: int) -> int:

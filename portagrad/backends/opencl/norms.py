@@ -19,6 +19,7 @@ from ...errors import DTypeError
 from ..interface import View
 from .errors import cl_errors
 from .fusion import flushes
+from .launch import gpu_parts
 from .norm_kernels import norm_source
 
 if TYPE_CHECKING:
@@ -51,21 +52,16 @@ _TYPES: dict[str, list[Any]] = {
 }
 
 
-#: a GPU is kept busy by about this many work-items per compute unit
-_ITEMS_PER_CU = 256
 #: rows per part at least, when a column reduction is split into parts
 _MIN_ROWS_PER_PART = 16
 
 
 def _row_parts(dev: Device, M: int, N: int) -> int:
     """Parts the rows of a column reduction (layer norm's weight and bias gradients: N columns
-    summed over M rows) are split into: 1 on CPU devices and where the columns alone fill the
-    GPU, else enough for about :data:`_ITEMS_PER_CU` work-items per compute unit, each part
-    at least :data:`_MIN_ROWS_PER_PART` rows."""
-    if not dev.is_gpu or N <= 0:
-        return 1
-    want = -(-dev.properties.compute_units * _ITEMS_PER_CU // N)
-    return int(max(1, min(want, M // _MIN_ROWS_PER_PART)))
+    summed over M rows) are split into: :func:`~.launch.gpu_parts` for its N columns (1 on
+    CPU devices and where the columns alone fill the GPU), each part at least
+    :data:`_MIN_ROWS_PER_PART` rows."""
+    return int(max(1, min(gpu_parts(dev, N), M // _MIN_ROWS_PER_PART)))
 
 
 def _wg(dev: Device) -> int:
