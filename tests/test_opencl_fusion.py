@@ -83,6 +83,23 @@ def test_a_times_b_plus_c_is_one_kernel_storing_only_the_result(be, no_gc):
     np.testing.assert_array_equal(got, ref)
 
 
+def test_a_discarded_intermediate_is_not_stored(be, no_gc):
+    # a captured step's replay keeps its temporaries alive and says when one is dead
+    a, b, c = _rand(257, seed=1), _rand(257, seed=2), _rand(257, seed=3)
+    stores = be._fz.stores
+    t = a * b
+    y = t + c
+    be.discard(t._v.buffer)
+    got = y.cpu().numpy()
+    assert be._fz.stores == stores + 1  # t is alive but dead to everyone: never written
+    np.testing.assert_array_equal(got, a.cpu().numpy() * b.cpu().numpy() + c.cpu().numpy())
+    # the buffer is no longer the pending node's: written by another primitive (a copy that
+    # flushes) and then read by a fused one, it holds the new value, not an inlined stale one
+    t.copy_(c)
+    z = t * 2.0
+    np.testing.assert_array_equal(z.cpu().numpy(), c.cpu().numpy() * np.float32(2))
+
+
 def test_a_live_intermediate_is_stored_too(be, no_gc):
     a, b, c = _rand(257, seed=1), _rand(257, seed=2), _rand(257, seed=3)
     stores = be._fz.stores
@@ -291,10 +308,10 @@ def test_events_and_synchronize_flush(be):
 #: the public backend methods that touch no device memory (or record into the group), so need not
 #: flush: every other public method must carry @flushes. eigh, svd and the fft_* are the
 #: interface's host defaults, which reach the device only through to_host and the copies (which flush);
-#: fused_attention only answers a question.
+#: fused_attention only answers a question; discard edits the pending group itself.
 _NO_FLUSH = {"unary", "binary", "allocate", "device", "device_count", "get_device_properties",
              "memory_stats", "is_pinned", "pin_memory", "set_memory_fraction", "eigh", "svd",
-             "fft_c2c", "fft_r2c", "fft_c2r", "fused_attention"}
+             "fft_c2c", "fft_r2c", "fft_c2r", "fused_attention", "discard"}
 
 
 def test_every_public_method_but_a_few_flushes_first(be):

@@ -793,6 +793,13 @@ class Backend:
     # define ``fused_attention(index, scores) -> bool``: False for device ``index`` and
     # ``scores`` attention scores (batch x L x S) makes the core compose.
     #
+    # A backend that defers work (the OpenCL backend's elementwise fusion keeps a group of
+    # pending writes, and stores only the outputs someone can still read) may define
+    # ``discard(buffer)``: the contents ``buffer`` (an object :meth:`allocate` returned) holds
+    # now will never be read, so a pending write into it may be skipped. A captured step's replay
+    # calls it for each temporary after its last launch: the replay keeps every temporary's
+    # memory alive, so liveness cannot be told from the buffers as in an eager step.
+    #
     # def attention(self, q, k, v, mask, causal: bool, scale: float, out, lse) -> None:
     #     """``out`` (*B, L, Dv) = ``softmax(s) v`` and ``lse`` (*B, L) = ``log(sum(exp(s)))``
     #     per row, ``s = q k^T * scale`` (+ mask, -inf where masked out)."""
@@ -840,7 +847,7 @@ OPTIONAL_METHODS = ("host_array", "wrap_host", "pin_memory", "is_pinned", "softm
                     "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
                     "max_pool2d_grad_input",
                     "softmax_backward", "layer_norm", "layer_norm_backward", "batch_norm", "batch_norm_backward", "cross_entropy", "cross_entropy_backward",  # noqa: E501
-                    "attention", "attention_backward", "fused_attention",
+                    "attention", "attention_backward", "fused_attention", "discard",
                     "record_event", "event_wait", "event_query", "event_elapsed_ms")
 """Methods the core uses when a backend overrides them, composing or skipping otherwise."""
 

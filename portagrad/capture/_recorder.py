@@ -55,7 +55,7 @@ class Launch:
     ``rng``: for a ``random`` launch, ``(generator, offset relative to the step start)``;
     ``check``: for an index check's host read, the closed range its two values must lie in."""
 
-    __slots__ = ("fn", "name", "args", "kwargs", "rng", "check")
+    __slots__ = ("fn", "name", "args", "kwargs", "rng", "check", "dead")
 
     def __init__(self, fn: Callable[..., Any], name: str, args: tuple, kwargs: dict) -> None:
         self.fn = fn
@@ -64,6 +64,8 @@ class Launch:
         self.kwargs = kwargs
         self.rng: tuple[Generator, int] | None = None
         self.check: tuple[Any, Any] | None = None
+        # (discard, buffer) of each temporary this launch is the last to touch (see replay)
+        self.dead: tuple[tuple[Callable[[Any], None], Any], ...] = ()
 
 
 class Recording:
@@ -153,9 +155,17 @@ class Recording:
         def to_view(s: _Slot) -> View:
             return View(phys[s.k], s.offset, s.shape, s.strides, s.dtype)
 
-        for la in self.launches:
+        for i, la in enumerate(self.launches):
             la.args = _map_views(la.args, to_view, _Slot)
             la.kwargs = _map_views(la.kwargs, to_view, _Slot)
+            # the replay holds every temporary, so a backend that skips writes nobody reads (the
+            # OpenCL fusion) is told when a temporary's contents are dead: after its last launch
+            dead = []
+            for k in ends.get(i, ()):
+                discard = getattr(self.sizes[k][0].__self__, "discard", None)  # type: ignore[attr-defined]
+                if discard is not None:
+                    dead.append((discard, phys[k]))
+            la.dead = tuple(dead)
         self.buffers = list({id(b): b for b in phys.values()}.values())
         self.refs = []
 
@@ -387,3 +397,5 @@ def replay(launches: list[Launch], advance: list[tuple[Generator, int]]) -> None
                                  "would have raised")
         else:
             la.fn(*la.args, **la.kwargs)
+        for discard, buf in la.dead:
+            discard(buf)

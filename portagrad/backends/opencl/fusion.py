@@ -358,6 +358,18 @@ class Fuser:
             self.flush()
         return True
 
+    def discard(self, buf: Any) -> None:
+        """The contents ``buf`` holds now will never be read: a pending node writing it need not
+        store (as when its tensor dies before the flush; a captured step's replay says so of a
+        temporary after its last launch, since the replay keeps every buffer alive)."""
+        with self._lock:
+            nd = getattr(buf, "lazy", None)
+            if nd is not None:
+                # not stored, and no longer the buffer's pending write: nothing reads this value
+                # again, so no later node may inline it (a flush clears only stored outputs' links)
+                nd.store = False
+                buf.lazy = None
+
     # --------------------------------------------------------------- flushing
     @property
     def pending(self) -> bool:

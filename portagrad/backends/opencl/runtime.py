@@ -82,6 +82,13 @@ class RuntimeMixin:
         # array must stay alive
         self._forget_done(index)
 
+    def discard(self, buffer: Any) -> None:
+        """What ``buffer`` holds now will not be read again (see the contract's ``discard``):
+        a pending fused node writing it computes its value in a register only."""
+        fz = getattr(self, "_fz", None)
+        if fz is not None and fz.pending:
+            fz.discard(buffer)
+
     def _forget_done(self, index: int) -> None:
         """Drop the entries of ``_pending[index]`` whose copy has completed."""
         import pyopencl as cl

@@ -477,3 +477,22 @@ def test_fill_value_literal(conformance_backend: Any, value: int) -> None:
     out = strided_out(be, (2, 3), pg.int64)
     be.fill(out.dev, value)
     assert be.to_host(out.dev).tolist() == [[value] * 3] * 2, f"fill int64 with {value}"
+
+
+def test_discard(conformance_backend: Any) -> None:
+    """``discard(buffer)`` (optional): the buffer's contents may be dropped, nothing else. A value
+    computed from it before the call, written elsewhere, stays right, and the buffer can be
+    written and read again afterwards."""
+    be = conformance_backend
+    if getattr(be, "discard", None) is None:
+        pytest.skip("the backend has no discard (optional)")
+    a = np.linspace(-2, 2, 145, dtype=np.float32)
+    x = contiguous(be, a.reshape(SHAPE), pg.float32)
+    t = empty(be, SHAPE, pg.float32)
+    u = empty(be, SHAPE, pg.float32)
+    run_both(be, "binary", "mul", x, x, t)  # t = x * x: a temporary
+    run_both(be, "binary", "add", t, x, u)  # u = x * x + x reads it
+    be.discard(t.dev.buffer)  # t is never read again
+    check(be, u)
+    run_both(be, "binary", "sub", x, 1.0, t)  # the buffer written again, then read
+    check(be, t)
