@@ -3,6 +3,7 @@ replays are bit-identical to eager steps, and every reason a replay would be wro
 run eagerly instead, with one warning naming it."""
 from __future__ import annotations
 
+import gc
 import sys
 import warnings
 from collections.abc import Callable
@@ -14,6 +15,7 @@ import pytest
 
 import portagrad as pg
 from portagrad.capture import CapturedStep, capture
+from portagrad.plugins import manager
 
 # ``benchmarks`` is not installed with the package: reach it from the repository root (appended,
 # so ``portagrad`` still resolves to the installed package under tox)
@@ -548,6 +550,42 @@ def test_temporaries_share_memory_in_a_replay(device: str) -> None:
     # what outlives a step keeps its own memory: the gradients the parameters hold
     ids = {id(b) for b in rec.buffers}
     assert all(id(p.grad._storage.buffer) in ids for p in model.parameters())
+
+
+@pytest.mark.parametrize("kind", ["gpt", "cnn"])
+def test_a_replay_writes_no_more_than_the_eager_step(device: str, kind: str) -> None:
+    """A replay keeps every temporary alive; the backend is told when one is dead (``discard``),
+    so the OpenCL fusion stores and launches no more than in the eager step (it stored every
+    temporary, and the capturable Adam's one-element terms split each parameter's update)."""
+    if not device.startswith("opencl"):
+        pytest.skip("elementwise fusion (stores and fused launches) is the OpenCL backend's")
+    be = manager.get_state().backends["opencl"]
+    fz = be._fz
+    if fz is None:
+        pytest.skip("PORTAGRAD_OPENCL_FUSION=0: nothing is fused")
+    data = _batches(kind, device, 6)
+    model, _, step = _setup(kind, device)
+    gc.disable()  # (a finalizer flushing half-way would move the counts)
+    try:
+        def counts(fn: Callable[[], Any]) -> tuple[int, int]:
+            pg.opencl.synchronize(device)
+            s, n = fz.stores, fz.launches
+            fn()
+            pg.opencl.synchronize(device)
+            return fz.stores - s, fz.launches - n
+
+        for x, y in data[:2]:
+            step(x, y)
+        eager = counts(lambda: step(*data[2]))
+        cstep = capture(step)
+        for x, y in data[3:6]:  # a warm-up call and two recordings
+            cstep(x, y)
+        cstep(*data[5])  # the first replay
+        replayed = counts(lambda: cstep(*data[5]))
+    finally:
+        gc.enable()
+    assert cstep.stats["replays"] == 2
+    assert replayed[0] <= eager[0] and replayed[1] <= eager[1], (replayed, eager)
 
 
 def test_any_backend_method_is_recorded_and_results_refused(monkeypatch: Any) -> None:
