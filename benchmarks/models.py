@@ -170,12 +170,16 @@ def _step_fn(lib: Any, spec: _Spec, model: Any, x: Any, y: Any,
 
 def _measure(step: Callable[[], Any], steps: int, warmup: int, sync: Callable[[], Any],
              reset_peak: Callable[[], Any], peak: Callable[[], float]) -> tuple[float, float, float]:
-    """Return (ms per step, peak MiB, last loss) of ``steps`` timed steps after ``warmup``."""
+    """Return (ms per step, peak MiB, last loss) of ``steps`` timed steps after ``warmup``.
+    The device peak counts the timed steps only: warm-up steps build kernels and let the GEMM
+    tuner time its candidates on scratch buffers of the real sizes, which a steady step does
+    not hold (the RSS growth of a host library is counted from before the warm-up, so that it
+    includes the optimizer's state made by the first step)."""
     base = _reset_rss_peak()
-    reset_peak()
     for _ in range(warmup):
         step()
     sync()
+    reset_peak()
     t = time.perf_counter()
     for _ in range(steps):
         loss = step()
