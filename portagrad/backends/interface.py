@@ -800,6 +800,16 @@ class Backend:
     # calls it for each temporary after its last launch: the replay keeps every temporary's
     # memory alive, so liveness cannot be told from the buffers as in an eager step.
     #
+    # A backend whose calls cost more host time than their kernels may define
+    # ``begin_trace() -> token`` and ``end_trace(token) -> trace | None``: between the two, this
+    # thread's calls run as usual and what they enqueue is noted; ``trace.run()`` then enqueues
+    # the same work again without the calls (a captured step's replay uses it for the runs of
+    # launches between random draws and host reads). ``end_trace`` returns ``None`` when the run
+    # cannot be repeated that way (it read device memory on the host, waited, or another thread
+    # was tracing); the caller then makes the calls every time. Work pending inside the backend
+    # is flushed at both ends and before ``run``; memory the calls allocated for themselves
+    # stays the trace's.
+    #
     # def attention(self, q, k, v, mask, causal: bool, scale: float, out, lse) -> None:
     #     """``out`` (*B, L, Dv) = ``softmax(s) v`` and ``lse`` (*B, L) = ``log(sum(exp(s)))``
     #     per row, ``s = q k^T * scale`` (+ mask, -inf where masked out)."""
@@ -848,6 +858,7 @@ OPTIONAL_METHODS = ("host_array", "wrap_host", "pin_memory", "is_pinned", "softm
                     "max_pool2d_grad_input",
                     "softmax_backward", "layer_norm", "layer_norm_backward", "batch_norm", "batch_norm_backward", "cross_entropy", "cross_entropy_backward",  # noqa: E501
                     "attention", "attention_backward", "fused_attention", "discard",
+                    "begin_trace", "end_trace",
                     "record_event", "event_wait", "event_query", "event_elapsed_ms")
 """Methods the core uses when a backend overrides them, composing or skipping otherwise."""
 

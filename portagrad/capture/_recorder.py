@@ -82,6 +82,7 @@ class Recording:
         self.takes: list[tuple[Generator, int, int]] = []  # (generator, start, count)
         self.advance: list[tuple[Generator, int]] = []  # offset consumed, per generator
         self.violation: str | None = None
+        self.runs: list[_Run] | None = None  # made by the first replay (see replay)
 
     def signature(self) -> list[Any]:
         """The launch sequence with each buffer named by where it comes from (allocation number
@@ -374,14 +375,72 @@ class Recorder:
                     "random numbers drawn without a portagrad Generator inside the step")
 
 
-def replay(launches: list[Launch], advance: list[tuple[Generator, int]]) -> None:
-    """Run ``launches`` again on their buffers, drawing random numbers from the generators'
-    current state (which then advance as the eager step would advance them)."""
+#: launches that are never traced (see :class:`_Run`): an upload's host data may be another
+#: array's contents at each call
+_UNTRACED = frozenset({"from_host"})
+
+
+class _Run:
+    """Consecutive launches replayed together. A run of one backend that can trace
+    (``begin_trace``/``end_trace``, optional in the contract) is traced by its first replay and
+    then enqueued from the trace; random draws (their seed and offset change), index checks
+    (host reads) and uploads run as calls every time, each in a run of its own."""
+
+    __slots__ = ("launches", "backend", "trace")
+
+    def __init__(self, launches: list[Launch], backend: Any) -> None:
+        self.launches = launches
+        self.backend = backend  # None: run the calls every time
+        self.trace: Any = None
+
+
+def _runs(launches: list[Launch]) -> list[_Run]:
+    runs: list[_Run] = []
+    for la in launches:
+        be = getattr(la.fn, "__self__", None)
+        if (la.rng is not None or la.check is not None or la.name in _UNTRACED
+                or getattr(be, "begin_trace", None) is None):
+            be = None
+        last = runs[-1] if runs else None
+        if last is not None and be is not None and last.backend is be:
+            last.launches.append(la)
+        elif last is not None and be is None and last.backend is None:
+            last.launches.append(la)
+        else:
+            runs.append(_Run([la], be))
+    return runs
+
+
+def replay(rec: Recording) -> None:
+    """Run the recorded launches again on their buffers, drawing random numbers from the
+    generators' current state (which then advance as the eager step would advance them)."""
     bases = {}
-    for gen, n in advance:
+    for gen, n in rec.advance:
         with gen._lock:
             bases[id(gen)] = gen._offset
             gen._offset += n
+    if rec.runs is None:
+        rec.runs = _runs(rec.launches)
+        first = True
+    else:
+        first = False
+    for run in rec.runs:
+        if run.trace is not None:
+            run.trace.run()
+        elif first and run.backend is not None:
+            token = run.backend.begin_trace()
+            done = False
+            try:
+                _calls(run.launches, bases)
+                done = True
+            finally:
+                trace = run.backend.end_trace(token)
+                run.trace = trace if done else None  # (a run cut short is not repeated)
+        else:
+            _calls(run.launches, bases)
+
+
+def _calls(launches: list[Launch], bases: dict[int, int]) -> None:
     for la in launches:
         if la.rng is not None:
             gen, rel = la.rng

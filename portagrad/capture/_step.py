@@ -314,7 +314,7 @@ class CapturedStep:
                 dst = inputs[i]
                 dst._storage.backend.copy(a._v, dst._v)
                 i += 1
-        replay(self._rec.launches, self._rec.advance)
+        replay(self._rec)
         self._guard.restore_grads()
         self.replays += 1
         return _build(self._spec, [_copy(t) for t in self._outputs])

@@ -31,12 +31,13 @@ from .attention import AttentionMixin
 from .norms import NormsMixin
 from .primitives import PrimitivesMixin
 from .runtime import RuntimeMixin
+from .trace import TracingMixin
 
 __all__ = ["OpenCLBackend"]
 
 
 class OpenCLBackend(NormsMixin, AttentionMixin, ConvMixin, PrimitivesMixin, RuntimeMixin,
-                    Backend):
+                    TracingMixin, Backend):
     """Backend for the ``opencl`` device type."""
 
     device_type = "opencl"

@@ -45,7 +45,7 @@ COVERED = {
     "batch_norm_backward": "test_norms", "cross_entropy": "test_norms",
     "cross_entropy_backward": "test_norms", "attention": "test_attention",
     "attention_backward": "test_attention", "fused_attention": "test_attention",
-    "discard": "test_elementwise",
+    "discard": "test_elementwise", "begin_trace": "test_contract", "end_trace": "test_contract",
     "eigh": "test_linalg", "svd": "test_linalg",
     "fft_c2c": "test_fft", "fft_r2c": "test_fft", "fft_c2r": "test_fft",
 }
@@ -415,3 +415,30 @@ def test_visible_devices(conformance_device: str, conformance_origin: tuple[str,
     if device_type == "cpu":
         pytest.skip("PORTAGRAD_VISIBLE_DEVICES does not apply to the cpu device")
     device_checks.check_visible_devices(*conformance_origin, device_type)
+
+
+def test_trace(conformance_backend: Any) -> None:
+    """``begin_trace``/``end_trace`` (optional): a traced run of calls, enqueued again by
+    ``trace.run()``, does the same work on the buffers' current contents; a run that reads device
+    memory on the host is refused (``None``)."""
+    be = conformance_backend
+    if getattr(be, "begin_trace", None) is None:
+        pytest.skip("the backend has no begin_trace (optional)")
+    a = np.arange(12, dtype=np.float32)
+    x = contiguous(be, a, pg.float32)
+    out = empty(be, (12,), pg.float32)
+    tmp = be.allocate(0, 12 * 4)
+    t = View(tmp, 0, (12,), (1,), pg.float32)
+    token = be.begin_trace()
+    be.binary("mul", x.dev, 2.0, t)
+    be.binary("add", t, 1.0, out.dev)
+    trace = be.end_trace(token)
+    assert trace is not None
+    np.testing.assert_array_equal(be.to_host(out.dev), a * 2 + 1)
+    be.from_host(x.dev, np.full(12, 5, np.float32))  # new input, outside the trace
+    trace.run()
+    np.testing.assert_array_equal(be.to_host(out.dev), np.full(12, 11, np.float32))
+    token = be.begin_trace()
+    be.binary("add", x.dev, 1.0, out.dev)
+    be.to_host(out.dev)  # a host read: the run's choices could depend on the data
+    assert be.end_trace(token) is None
