@@ -175,3 +175,18 @@ def test_tiled_weight_gradient_split_count():
         ks = -(-per // SMALL.tk) * SMALL.tk
         assert 1 <= S <= min(forced, -(-K // SMALL.tk))
         assert (S - 1) * ks < K <= S * ks  # every part has a slice
+
+
+def test_conv_benchmark_times_a_forced_kind(capsys, monkeypatch):
+    """``python -m benchmarks.conv --kinds tiled`` runs one layer (tiny batch) and prints its
+    three directions and the per-step total."""
+    from benchmarks import conv as bench
+
+    monkeypatch.setenv("PORTAGRAD_OPENCL_GEMM_TUNE", "0")  # what main() sets; restored after
+
+    bench.main(["--device", DEV, "--kinds", "tiled", "--batch", "1", "--layers", "l4sc",
+                "--no-torch"])
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("l4sc"))
+    assert "tiled" in line and all(f"{op} " in line for op in ("fwd", "dgrad", "wgrad"))
+    assert "per training step" in out and "total" in out
