@@ -137,7 +137,7 @@ def test_tile_rules():
     """A tile parses from ``tm,tn,tk,lx,ly``; tiles whose gathers do not map evenly onto the
     work-items, and malformed text, raise ``ValueError``; the sources build their kernels."""
     assert TiledConfig.parse("64,128,16,16,8") == TiledConfig()
-    assert TiledConfig().local_bytes(4) == 2 * 16 * (65 + 129) * 4
+    assert TiledConfig().local_bytes(4) == 2 * 16 * (68 + 132) * 4
     for bad in ("64,128,16,16", "a,b,c,d,e"):
         with pytest.raises(ValueError, match="expected five integers"):
             TiledConfig.parse(bad)

@@ -51,8 +51,8 @@ _INT_MAX = 2**31 - 1
 @dataclass(frozen=True)
 class TiledConfig:
     """Tile of the tiled kernels: ``tm x tn`` results per work-group of ``lx x ly`` work-items
-    (each owning ``tm/ly x tn/lx`` of them, rows ``ly`` apart and columns ``lx`` apart, so the
-    local reads of a row of work-items are consecutive), ``tk`` reduction steps per slice."""
+    (each owning ``tm/ly x tn/lx`` of them as blocks of 4x4, ``4*ly`` rows and ``4*lx`` columns
+    apart, read from local memory as 4-vectors), ``tk`` reduction steps per slice."""
 
     tm: int = 64
     tn: int = 128
@@ -69,20 +69,20 @@ class TiledConfig:
         return self.lx * self.ly
 
     def local_bytes(self, itemsize: int) -> int:
-        """Local memory of a work-group: two slices of each operand (rows padded by one)."""
-        return 2 * self.tk * ((self.tm + 1) + (self.tn + 1)) * itemsize
+        """Local memory of a work-group: two slices of each operand (rows padded by four)."""
+        return 2 * self.tk * ((self.tm + 4) + (self.tn + 4)) * itemsize
 
     def validate(self) -> None:
         """Raise ``ValueError`` unless the gathers map evenly onto the work-items: ``tk`` and
-        ``tn`` divide the work-items' count, and ``tm`` and ``tn`` are multiples of ``ly`` and
-        ``lx`` and of the rows one pass of the work-items covers."""
+        ``tn`` divide the work-items' count, and ``tm`` and ``tn`` are multiples of ``4*ly`` and
+        ``4*lx`` (blocks of 4x4) and of the rows one pass of the work-items covers."""
         nt = self.nt
-        ok = (min(self.tm, self.tn, self.tk, self.lx, self.ly) > 0 and self.tm % self.ly == 0
-              and self.tn % self.lx == 0 and nt % self.tk == 0 and nt % self.tn == 0
+        ok = (min(self.tm, self.tn, self.tk, self.lx, self.ly) > 0 and self.tm % (4 * self.ly) == 0
+              and self.tn % (4 * self.lx) == 0 and nt % self.tk == 0 and nt % self.tn == 0
               and self.tm % (nt // self.tk) == 0 and self.tn % (nt // self.tk) == 0
               and (self.tn * self.tk) % nt == 0)
         if not ok:
-            raise ValueError(f"convolution tile {self.name}: tm, tn must be multiples of ly, lx; "
+            raise ValueError(f"convolution tile {self.name}: tm, tn must be multiples of 4*ly, 4*lx; "
                              f"lx*ly a multiple of tk and of tn; tm, tn multiples of lx*ly/tk")
 
     @classmethod
@@ -286,7 +286,8 @@ def tiled_source(dtype: str, which: str, cfg: TiledConfig, win: tuple[int, ...])
     kd = _Kind(which, win, ld, ct)
     tm, tn, tk, lx, ly = cfg.tm, cfg.tn, cfg.tk, cfg.lx, cfg.ly
     rm, rn = tm // ly, tn // lx
-    PA, PB = tm + 1, tn + 1  # k-major rows padded by one: k-fast stores fall in different banks
+    # k-major rows padded by 4: 4-vector reads stay aligned, k-fast stores spread over the banks
+    PA, PB = tm + 4, tn + 4
     amap, bmap = _mapping(cfg, tm, kd.a_kfast), _mapping(cfg, tn, kd.b_kfast)
 
     def gathers(x: str, mp: list[tuple[str, str]], kfast: bool) -> tuple[list[str], list[str], list[str]]:
@@ -319,10 +320,20 @@ def tiled_source(dtype: str, which: str, cfg: TiledConfig, win: tuple[int, ...])
     regs = ([f"{ct} ra{e};" for e in range(len(amap))]
             + [f"{ct} rb{e};" for e in range(len(bmap))])
     acc = [f"{ct} c{i}_{j} = 0;" for i in range(rm) for j in range(rn)]
-    reads = ([f"const {ct} a{i} = ap[k * {PA} + {i * ly}];" for i in range(rm)]
-             + [f"const {ct} b{j} = bp[k * {PB} + {j * lx}];" for j in range(rn)])
-    fma = [f"c{i}_{j} += a{i} * b{j};" for i in range(rm) for j in range(rn)]
-    cpre = [kd.c_pre(j, f"gn + tx + {j * lx}") for j in range(rn)]
+    # as gpu3: a work-item's rows are 4*ty + q*4*ly + (0..3), its columns 4*tx + h*4*lx + (0..3),
+    # so a k step reads rm/4 + rn/4 4-vectors from local memory
+    t4 = f"{ct}4"
+    reads = ([f"const {t4} a{q} = ap[k * {PA // 4} + {q * ly}];" for q in range(rm // 4)]
+             + [f"const {t4} b{h} = bp[k * {PB // 4} + {h * lx}];" for h in range(rn // 4)])
+    fma = [f"c{i}_{j} += a{i // 4}.s{i % 4} * b{j // 4}.s{j % 4};"
+           for i in range(rm) for j in range(rn)]
+
+    def row(i: int) -> str:
+        return f"4 * ty + {(i // 4) * 4 * ly + i % 4}"
+
+    def col(j: int) -> str:
+        return f"4 * tx + {(j // 4) * 4 * lx + j % 4}"
+    cpre = [kd.c_pre(j, f"gn + {col(j)}") for j in range(rn)]
     if which == "wgrad":
         geo_extra = f", __global {ct}* P, long S, long KS"
         head = ("const long g = get_group_id(2) / S, s = get_group_id(2) % S;\n"
@@ -334,7 +345,7 @@ def tiled_source(dtype: str, which: str, cfg: TiledConfig, win: tuple[int, ...])
                 f"    const long M = {mn[0]}, N = {mn[1]}, kbeg = 0, kend = {mn[2]};")
     stores = []
     for i in range(rm):
-        stores.append(f"{{ const long cm = gm + ty + {i * ly}; if (cm < M) {{")
+        stores.append(f"{{ const long cm = gm + {row(i)}; if (cm < M) {{")
         if which == "wgrad":
             stores.append(f"    __global {t}* yr = {kd.c_row}; "
                           f"__global {ct}* pr = P + (s * O + g * Og + cm) * N;")
@@ -358,8 +369,10 @@ __kernel __attribute__((reqd_work_group_size({lx}, {ly}, 1)))
 void conv_tiled_{which}({_s4(ops[0], f"const {t}")}, {_s4(ops[1], f"const {t}")}, {_s4("Y", t)},
                         {", ".join(f"long {k}" for k in _GEOM)}{geo_extra})
 {{
-    __local {ct} As[2 * {tk * PA}];
-    __local {ct} Bs[2 * {tk * PB}];
+    __local {t4} As4[2 * {tk * PA // 4}];
+    __local {t4} Bs4[2 * {tk * PB // 4}];
+    __local {ct}* As = (__local {ct}*)As4;
+    __local {ct}* Bs = (__local {ct}*)Bs4;
     const int tx = get_local_id(0), ty = get_local_id(1), tid = ty * {lx} + tx;
     const long gm = (long)get_group_id(1) * {tm}, gn = (long)get_group_id(0) * {tn};
     const long Og = O / G, Cg = C / G, L = OH * OW, HW = H * W;
@@ -382,8 +395,8 @@ void conv_tiled_{which}({_s4(ops[0], f"const {t}")}, {_s4(ops[1], f"const {t}")}
             k0 = kn;
             {lines(aload + bload, 12)}
         }}
-        __local const {ct}* ap = As + sel * {tk * PA} + ty;
-        __local const {ct}* bp = Bs + sel * {tk * PB} + tx;
+        __local const {t4}* ap = As4 + sel * {tk * PA // 4} + ty;
+        __local const {t4}* bp = Bs4 + sel * {tk * PB // 4} + tx;
         #pragma unroll
         for (int k = 0; k < {tk}; ++k) {{
             {lines(reads + fma, 12)}
