@@ -3,11 +3,13 @@ weight gradient, each convolution path forced in turn, in GFLOP/s; beside torch 
 (CUDA with TF32 off if available, else its CPU).
 
 Run: ``python -m benchmarks.conv [--device opencl:0] [--kinds im2col,implicit,tiled]
-[--batch 128] [--dtype float32] [--tile 64,128,16,16,8] [--layers stem,l1,...] [--quick]``, from
+[--batch 128] [--dtype float32] [--tile 64,128,16,16,8] [--layers stem,l1,...] [--bn] [--quick]``, from
 the repository root. ``--kinds`` lists the ``PORTAGRAD_OPENCL_CONV`` paths to force (default: all
 of them); ``--tile`` sets the tiled kernels' tile (as ``PORTAGRAD_OPENCL_CONV_TILE``). Each layer
 line gives milliseconds and GFLOP/s per call; the last lines weigh each layer by how often a
-training step of ResNet-18 runs it (milliseconds per step, all three directions).
+training step of ResNet-18 runs it (milliseconds per step, all three directions). ``--bn`` adds
+training-mode batch norm on each layer's output, a work-group per channel against the channels
+split into parts (the GPU default); its "dgrad" column in the per-step lines is the backward.
 
 The GEMM tuner is off (``PORTAGRAD_OPENCL_GEMM_TUNE=0``) so that the im2col path's GEMM is not
 timed inside the measurement (it takes its default kernel).
@@ -45,6 +47,9 @@ def _extra(p: Any) -> None:
     p.add_argument("--tile", default=None, help="tiled kernels' tile tm,tn,tk,lx,ly")
     p.add_argument("--layers", default=None, help="layer names, comma-separated (default: all)")
     p.add_argument("--no-torch", action="store_true", help="skip the torch reference")
+    p.add_argument("--bn", action="store_true",
+                   help="also time batch norm on each layer's output, one work-group per channel "
+                        "against channels split into parts (GPUs' default)")
 
 
 def _shapes(name: str, batch: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...],
@@ -75,6 +80,40 @@ def _ours(dev: str, kind: str, name: str, batch: int, dtype: Any, repeat: int) -
         return [best_time(f, lambda: sync(dev), repeat) for f in fns]
     finally:
         be._force_conv_kind = old
+
+
+def _bn(dev: str, name: str, batch: int, dtype: Any, repeat: int) -> list[tuple[str, float, float]]:
+    """(label, forward seconds, forward + backward seconds) of training-mode batch norm on
+    layer ``name``'s output, with ``_force_bn_parts`` 0 (a work-group per channel) and None (the
+    device's choice)."""
+    import portagrad as pg
+    import portagrad.nn.functional as F
+
+    be = pg.empty(1, device=dev)._storage.backend
+    ys = _shapes(name, batch)[2]
+    C = ys[1]
+    x = pg.randn(*ys, device=dev, dtype=dtype, requires_grad=True)
+    w = pg.ones(C, device=dev, dtype=dtype, requires_grad=True)
+    b = pg.zeros(C, device=dev, dtype=dtype, requires_grad=True)
+    rm, rv = pg.zeros(C, device=dev, dtype=dtype), pg.ones(C, device=dev, dtype=dtype)
+    gy = pg.randn(*ys, device=dev, dtype=dtype)
+
+    def fwd() -> Any:
+        return F.batch_norm(x, rm, rv, w, b, training=True)
+
+    def both() -> Any:
+        return pg.autograd.grad(fwd(), [x, w, b], gy)
+
+    old = be._force_bn_parts
+    res = []
+    try:
+        for label, parts in (("bn-channel", 0), ("bn-default", None)):
+            be._force_bn_parts = parts
+            res.append((label, best_time(fwd, lambda: sync(dev), repeat),
+                        best_time(both, lambda: sync(dev), repeat)))
+    finally:
+        be._force_bn_parts = old
+    return res
 
 
 def _torch(name: str, batch: int, dtype: str, repeat: int) -> tuple[list[float], str] | None:
@@ -134,6 +173,14 @@ def main(argv: list[str] | None = None) -> None:
             tot = step.setdefault(who, [0.0, 0.0, 0.0])
             for i, t in enumerate(secs):
                 tot[i] += uses * t
+        if args.bn:
+            # a batch norm follows every convolution of ResNet-18 (the shortcuts' too)
+            for who, tf, tb in _bn(args.device, name, batch, dtype, repeat):
+                print(f"{head}  {who:<10} fwd {tf * 1e3:8.3f} ms  fwd+bwd {tb * 1e3:8.3f} ms",
+                      flush=True)
+                tot = step.setdefault(who, [0.0, 0.0, 0.0])
+                tot[0] += uses * tf
+                tot[1] += uses * (tb - tf)
     print("per training step (layers weighted by their uses):")
     for who, tot in step.items():
         print(f"  {who:<10} " + "  ".join(f"{op} {t * 1e3:8.2f} ms" for op, t in zip(OPS, tot))

@@ -134,7 +134,7 @@ EOF
     fi
     if want conv; then
     step "convolution paths on ResNet-18's layers, batch 128, beside torch CUDA (limit 150 s)"
-    timeout -k 5 150 python3 -m benchmarks.conv --device opencl:0 --kinds implicit,tiled,im2col
+    timeout -k 5 150 python3 -m benchmarks.conv --device opencl:0 --kinds implicit,tiled,im2col --bn
     fi
     if want attention; then
     step "fused attention against the composition (limit 60 s)"
