@@ -3,13 +3,15 @@ weight gradient, each convolution path forced in turn, in GFLOP/s; beside torch 
 (CUDA with TF32 off if available, else its CPU).
 
 Run: ``python -m benchmarks.conv [--device opencl:0] [--kinds im2col,implicit,tiled]
-[--batch 128] [--dtype float32] [--tile 64,128,16,16,8] [--layers stem,l1,...] [--bn] [--quick]``, from
-the repository root. ``--kinds`` lists the ``PORTAGRAD_OPENCL_CONV`` paths to force (default: all
-of them); ``--tile`` sets the tiled kernels' tile (as ``PORTAGRAD_OPENCL_CONV_TILE``). Each layer
-line gives milliseconds and GFLOP/s per call; the last lines weigh each layer by how often a
-training step of ResNet-18 runs it (milliseconds per step, all three directions). ``--bn`` adds
-training-mode batch norm on each layer's output, a work-group per channel against the channels
-split into parts (the GPU default); its "dgrad" column in the per-step lines is the backward.
+[--batch 128] [--dtype float32] [--tile 64,128,16,16,8] [--layers stem,l1,...]
+[--bn [--bn-parts 0,auto,8]] [--quick]``, from the repository root. ``--kinds`` lists the
+``PORTAGRAD_OPENCL_CONV`` paths to force (default: all of them); ``--tile`` sets the tiled
+kernels' tile (as ``PORTAGRAD_OPENCL_CONV_TILE``). Each layer line gives milliseconds and
+GFLOP/s per call; the last lines weigh each layer by how often a training step of ResNet-18 runs
+it (milliseconds per step, all three directions). ``--bn`` adds training-mode batch norm on each
+layer's output, a work-group per channel against the channels split into parts (the GPU
+default; ``--bn-parts`` lists counts to force); its "dgrad" column in the per-step lines is the
+backward.
 
 The GEMM tuner is off (``PORTAGRAD_OPENCL_GEMM_TUNE=0``) so that the im2col path's GEMM is not
 timed inside the measurement (it takes its default kernel).
@@ -50,6 +52,9 @@ def _extra(p: Any) -> None:
     p.add_argument("--bn", action="store_true",
                    help="also time batch norm on each layer's output, one work-group per channel "
                         "against channels split into parts (GPUs' default)")
+    p.add_argument("--bn-parts", default="0,auto",
+                   help="with --bn: parts per channel to force, comma-separated; 0 = a work-group "
+                        "per channel, auto = the device's choice (default 0,auto)")
 
 
 def _shapes(name: str, batch: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...],
@@ -82,10 +87,11 @@ def _ours(dev: str, kind: str, name: str, batch: int, dtype: Any, repeat: int) -
         be._force_conv_kind = old
 
 
-def _bn(dev: str, name: str, batch: int, dtype: Any, repeat: int) -> list[tuple[str, float, float]]:
+def _bn(dev: str, name: str, batch: int, dtype: Any, repeat: int,
+        parts: list[str]) -> list[tuple[str, float, float]]:
     """(label, forward seconds, forward + backward seconds) of training-mode batch norm on
-    layer ``name``'s output, with ``_force_bn_parts`` 0 (a work-group per channel) and None (the
-    device's choice)."""
+    layer ``name``'s output, for each of ``parts`` ("auto" or a count for ``_force_bn_parts``:
+    0 is a work-group per channel)."""
     import portagrad as pg
     import portagrad.nn.functional as F
 
@@ -107,9 +113,9 @@ def _bn(dev: str, name: str, batch: int, dtype: Any, repeat: int) -> list[tuple[
     old = be._force_bn_parts
     res = []
     try:
-        for label, parts in (("bn-channel", 0), ("bn-default", None)):
-            be._force_bn_parts = parts
-            res.append((label, best_time(fwd, lambda: sync(dev), repeat),
+        for p in parts:
+            be._force_bn_parts = None if p == "auto" else int(p)
+            res.append((f"bn-{p}", best_time(fwd, lambda: sync(dev), repeat),
                         best_time(both, lambda: sync(dev), repeat)))
     finally:
         be._force_bn_parts = old
@@ -175,7 +181,8 @@ def main(argv: list[str] | None = None) -> None:
                 tot[i] += uses * t
         if args.bn:
             # a batch norm follows every convolution of ResNet-18 (the shortcuts' too)
-            for who, tf, tb in _bn(args.device, name, batch, dtype, repeat):
+            for who, tf, tb in _bn(args.device, name, batch, dtype, repeat,
+                                   args.bn_parts.split(",")):
                 print(f"{head}  {who:<10} fwd {tf * 1e3:8.3f} ms  fwd+bwd {tb * 1e3:8.3f} ms",
                       flush=True)
                 tot = step.setdefault(who, [0.0, 0.0, 0.0])

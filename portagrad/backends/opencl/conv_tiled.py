@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from .conv_implicit import SPLIT_BYTES
 from .kernels import CTYPE, HALF16, prelude
 from .launch import gpu_parts
 
@@ -138,8 +139,6 @@ def tiled_wgrad_splits(dev: Any, gm: dict[str, int], cfg: TiledConfig, itemsize:
     work-items for the GPU (:func:`~.launch.gpu_parts`), at most one per slice and within
     :data:`~.conv_implicit.SPLIT_BYTES` of partial sums; ``forced`` (if given) bounded the same
     way. Every part gets at least one slice (no empty parts)."""
-    from .conv_implicit import SPLIT_BYTES
-
     M, N, K = _dims("wgrad", gm)
     groups = -(-M // cfg.tm) * -(-N // cfg.tn) * gm["G"]
     want = forced if forced is not None else gpu_parts(dev, groups * cfg.nt)
