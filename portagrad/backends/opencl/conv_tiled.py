@@ -76,12 +76,13 @@ class TiledConfig:
     def validate(self) -> None:
         """Raise ``ValueError`` unless the gathers map evenly onto the work-items: ``tk`` and
         ``tn`` divide the work-items' count, and ``tm`` and ``tn`` are multiples of ``4*ly`` and
-        ``4*lx`` (blocks of 4x4) and of the rows one pass of the work-items covers."""
+        ``4*lx`` (blocks of 4x4) and of the rows one pass of the work-items covers; at most 32
+        gathers of an operand per work-item (their rows' bounds are bits of an ``int``)."""
         nt = self.nt
         ok = (min(self.tm, self.tn, self.tk, self.lx, self.ly) > 0 and self.tm % (4 * self.ly) == 0
               and self.tn % (4 * self.lx) == 0 and nt % self.tk == 0 and nt % self.tn == 0
               and self.tm % (nt // self.tk) == 0 and self.tn % (nt // self.tk) == 0
-              and (self.tn * self.tk) % nt == 0)
+              and (self.tn * self.tk) % nt == 0 and max(self.tm, self.tn) * self.tk <= 32 * nt)
         if not ok:
             raise ValueError(f"convolution tile {self.name}: tm, tn must be multiples of 4*ly, 4*lx; "
                              f"lx*ly a multiple of tk and of tn; tm, tn multiples of lx*ly/tk")
@@ -184,7 +185,7 @@ class _Kind:
                                         f"(g * Og + min(am{r}, Og - 1)) * Wtn;")
             self.a_k = lambda k, kg: f"const long ak{k} = {kg}; " + _decomp3(f"a{k}", f"ak{k}", KK, KW)
             self.a_val = lambda r, k: (
-                f"(am{r} < M && ak{k} < kend) ? "
+                f"(AOK({r}) && ak{k} < kend) ? "
                 f"{ld(f'Wt[ar{r} + a{k}c * Wtc + a{k}u * Wth + a{k}v * Wtw]')} : {z}")
             self.b_pre = lambda r, rg: (
                 f"const long bn{r} = {rg}, bm{r} = min(bn{r}, N - 1), bnb{r} = bm{r} / L; "
@@ -195,7 +196,7 @@ class _Kind:
             self.b_k = lambda k, kg: f"const long bk{k} = {kg}; " + _decomp3(f"b{k}", f"bk{k}", KK, KW)
             self.b_val = lambda r, k: (
                 f"const int ih = bh{r} + b{k}u * {DH}, iw = bw{r} + b{k}v * {DW}; "
-                f"V = (bn{r} < N && bk{k} < kend && ih >= 0 && ih < H && iw >= 0 && iw < W) ? "
+                f"V = (BOK({r}) && bk{k} < kend && ih >= 0 && ih < H && iw >= 0 && iw < W) ? "
                 f"{ld(f'X[bb{r} + b{k}c * Xc + ih * Xh + iw * Xw]')} : {z};")
             self.c_pre = lambda j, ng: (
                 f"const long cn{j} = {ng}, cq{j} = min(cn{j}, N - 1), cnb{j} = cq{j} / L, "
@@ -208,7 +209,7 @@ class _Kind:
                                         f"const long ar{r} = Wto + min(am{r}, Cg - 1) * Wtc;")
             self.a_k = lambda k, kg: f"const long ak{k} = {kg}; " + _decomp3(f"a{k}", f"ak{k}", KK, KW)
             self.a_val = lambda r, k: (
-                f"(am{r} < M && ak{k} < kend) ? "
+                f"(AOK({r}) && ak{k} < kend) ? "
                 f"{ld(f'Wt[ar{r} + (g * Og + a{k}c) * Wtn + a{k}u * Wth + a{k}v * Wtw]')} : {z}")
             self.b_pre = lambda r, rg: (
                 f"const long bn{r} = {rg}, bm{r} = min(bn{r}, N - 1), bnb{r} = bm{r} / HW; "
@@ -223,7 +224,7 @@ class _Kind:
                         f"tw >= 0 && th % {SH} == 0 && tw % {SW} == 0")
             self.b_val = lambda r, k: (
                 f"const int th = bh{r} - b{k}u * {DH}, tw = bw{r} - b{k}v * {DW}; {taps}; "
-                f"V = (ok && oh < OH && ow < OW && bn{r} < N && bk{k} < kend) ? "
+                f"V = (ok && oh < OH && ow < OW && BOK({r}) && bk{k} < kend) ? "
                 f"{ld(f'Gr[bb{r} + b{k}c * Grc + oh * Grh + ow * Grw]')} : {z};")
             self.c_pre = lambda j, ng: (
                 f"const long cn{j} = {ng}, cq{j} = min(cn{j}, N - 1), cnb{j} = cq{j} / HW, "
@@ -241,7 +242,7 @@ class _Kind:
                                         f"(g * Og + min(am{r}, Og - 1)) * Grc;")
             self.a_k = lambda k, kg: kpos("a", k, kg)
             self.a_val = lambda r, k: (
-                f"(am{r} < M && ak{k} < kend) ? "
+                f"(AOK({r}) && ak{k} < kend) ? "
                 f"{ld(f'Gr[ar{r} + a{k}n * Grn + a{k}h * Grh + a{k}w * Grw]')} : {z}")
             self.b_pre = lambda r, rg: (
                 f"const long bn{r} = {rg}; " + _decomp3(f"b{r}", f"min(bn{r}, N - 1)", KK, KW)
@@ -250,7 +251,7 @@ class _Kind:
             self.b_k = lambda k, kg: kpos("b", k, kg)
             self.b_val = lambda r, k: (
                 f"const int ih = b{k}h * {SH} + bdu{r}, iw = b{k}w * {SW} + bdv{r}; "
-                f"V = (bn{r} < N && bk{k} < kend && ih >= 0 && ih < H && iw >= 0 && iw < W) ? "
+                f"V = (BOK({r}) && bk{k} < kend && ih >= 0 && ih < H && iw >= 0 && iw < W) ? "
                 f"{ld(f'X[bb{r} + b{k}n * Xn + ih * Xh + iw * Xw]')} : {z};")
             self.c_pre = lambda j, ng: (
                 f"const long cn{j} = {ng}; " + _decomp3(f"c{j}", f"min(cn{j}, N - 1)", KK, KW)
@@ -303,6 +304,9 @@ def tiled_source(dtype: str, which: str, cfg: TiledConfig, win: tuple[int, ...])
             k = 0 if kfast else e
             if e == 0 or kfast:
                 pre.append(pre_f(r, f"{origin} + {rl}"))
+                # whether the row exists, as a bit: the row index itself is then dead in the loop
+                lim, idx = ("M", f"am{r}") if x == "a" else ("N", f"bn{r}")
+                pre.append(f"{x}mask |= ({idx} < {lim}) << {r};")
             pre.append(f"const int {x}st{e} = {kl} * {P} + {rl};")
             if e == 0 or not kfast:
                 load.append(k_f(k, f"k0 + {kl}"))
@@ -364,6 +368,8 @@ def tiled_source(dtype: str, which: str, cfg: TiledConfig, win: tuple[int, ...])
 
     src = f"""
 #define KK {KK}
+#define AOK(r) ((amask >> (r)) & 1)
+#define BOK(r) ((bmask >> (r)) & 1)
 __kernel __attribute__((reqd_work_group_size({lx}, {ly}, 1)))
 void conv_tiled_{which}({_s4(ops[0], f"const {t}")}, {_s4(ops[1], f"const {t}")}, {_s4("Y", t)},
                         {", ".join(f"long {k}" for k in _GEOM)}{geo_extra})
@@ -376,6 +382,7 @@ void conv_tiled_{which}({_s4(ops[0], f"const {t}")}, {_s4(ops[1], f"const {t}")}
     const long gm = (long)get_group_id(1) * {tm}, gn = (long)get_group_id(0) * {tn};
     const long Og = O / G, Cg = C / G, L = OH * OW, HW = H * W;
     {head}
+    int amask = 0, bmask = 0;  /* bit r: gather row r of the operand lies inside it */
     {lines(apre, 4)}
     {lines(bpre, 4)}
     {lines(regs, 4)}
