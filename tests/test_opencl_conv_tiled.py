@@ -190,3 +190,48 @@ def test_conv_benchmark_times_a_forced_kind(capsys, monkeypatch):
     line = next(ln for ln in out.splitlines() if ln.startswith("l4sc"))
     assert "tiled" in line and all(f"{op} " in line for op in ("fwd", "dgrad", "wgrad"))
     assert "per training step" in out and "total" in out
+
+
+def test_tiled_is_a_candidate_on_gpus_only(monkeypatch):
+    """The tuner is offered "tiled" on GPUs (not first: untimed shapes keep implicit GEMM) and
+    never on CPU devices; a shape past the kernels' 32-bit indices is not offered, and forcing
+    "tiled" on it runs the implicit kernel instead."""
+    from portagrad.backends.opencl import conv as conv_mod
+
+    be = _backend()
+    monkeypatch.setattr(be, "_force_conv_kind", None, raising=False)
+    monkeypatch.setattr(conv_mod, "_ENV_CONV", None)
+    offered: dict[bool, list[str]] = {}
+
+    class Tuner:
+        """Records the candidates it is offered per kind of device; takes the first."""
+
+        def __init__(self, gpu: bool) -> None:
+            self.gpu = gpu
+
+        def choose(self, cls, cands, *args, **kwargs):
+            offered[self.gpu] = [c[0] for c in cands]
+            return cands[0]
+
+    monkeypatch.setattr(conv_mod, "tuner", lambda d: Tuner(d.is_gpu))
+    gm = {"N": 128, "C": 64, "H": 32, "W": 32, "O": 64, "OH": 32, "OW": 32, "kh": 3, "kw": 3,
+          "sh": 1, "sw": 1, "ph": 1, "pw": 1, "dh": 1, "dw": 1, "G": 1}
+    ran: list[str] = []
+    paths = {k: (lambda k=k: ran.append(k)) for k in conv_mod.CONV_KINDS}
+
+    def dev(gpu: bool) -> SimpleNamespace:
+        return SimpleNamespace(is_gpu=gpu, queue=SimpleNamespace(finish=lambda: None))
+
+    for gpu in (True, False):
+        be._conv_path(dev(gpu), "fwd", gm, "float32", paths)
+    assert offered[True] == ["implicit", "tiled", "im2col"]
+    assert offered[False] == ["im2col", "implicit"]
+    assert ran == ["implicit", "im2col"]
+    huge = dict(gm, N=2**18, OH=128, OW=128)  # 2**32 output positions
+    be._conv_path(dev(True), "fwd", huge, "float32", paths)
+    assert "tiled" not in offered[True]
+    monkeypatch.setattr(be, "_force_conv_kind", "tiled", raising=False)
+    ran.clear()
+    be._conv_path(dev(True), "fwd", huge, "float32", paths)
+    be._conv_path(dev(True), "fwd", gm, "float32", paths)
+    assert ran == ["implicit", "tiled"]
