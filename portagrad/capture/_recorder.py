@@ -46,6 +46,9 @@ _QUERIES = frozenset({"device_count", "get_device_properties", "memory_stats",
                       "fused_attention"})
 
 
+_NOT_OWN = object()  # (a patched name that was not the backend instance's own attribute)
+
+
 class HostRead(Exception):
     """Why a recorded step cannot be replayed (the reason is the message)."""
 
@@ -229,7 +232,7 @@ class Recorder:
     def __init__(self) -> None:
         self.recording = Recording()
         self._depth = 0
-        self._patched: list[tuple[Any, str]] = []
+        self._patched: list[tuple[Any, str, Any]] = []
         self._checks: dict[int, tuple[Any, Any]] = {}
         self._take: Any = None
         self._thread = threading.get_ident()
@@ -274,9 +277,12 @@ class Recorder:
         if self._take is not None:
             Generator._take = self._take  # type: ignore[method-assign]
             self._take = None
-        for be, name in reversed(self._patched):
+        for be, name, own in reversed(self._patched):
             try:
-                delattr(be, name)
+                if own is _NOT_OWN:
+                    delattr(be, name)
+                else:
+                    setattr(be, name, own)
             except AttributeError:
                 pass
         self._patched.clear()
@@ -284,13 +290,17 @@ class Recorder:
     def _patch(self, be: Any) -> None:
         cls = type(be)
         for name in dir(cls):
-            if name.startswith("_") or name in vars(be):
+            if name.startswith("_"):
                 continue
             attr = getattr(cls, name, None)
             if not callable(attr) or isinstance(attr, type):
                 continue
+            # a method the backend replaced on the instance (the OpenCL backend's unfused
+            # unary/binary with fusion off) is recorded too, and put back afterwards: skipping it
+            # would leave those calls out of the replays
+            own = vars(be).get(name, _NOT_OWN)
             setattr(be, name, self._wrap(name, getattr(be, name)))
-            self._patched.append((be, name))
+            self._patched.append((be, name, own))
 
     # ------------------------------------------------------------------- the calls
     def _wrap(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
