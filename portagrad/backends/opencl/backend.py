@@ -41,6 +41,9 @@ class OpenCLBackend(NormsMixin, AttentionMixin, ConvMixin, PrimitivesMixin, Runt
     """Backend for the ``opencl`` device type."""
 
     device_type = "opencl"
+    #: complex64/complex128 stored as float2/double2 pairs (see .complex_kernels); complex128
+    #: only where the device has cl_khr_fp64, as float64
+    supports_complex = True
 
     def __init__(self) -> None:
         # runtime (see .runtime)
