@@ -52,6 +52,8 @@ inline {V} pg_crecip_{T}({V} a) {{
 inline {T} pg_cabs_{T}({V} a) {{ return hypot(a.x, a.y); }}
 inline {V} pg_cexp_{T}({V} a) {{
     if (a.y == ({T})0) return ({V})(exp(a.x), a.y);  /* exp of a real: exact imaginary zero */
+    if (isinf(a.x) && !isfinite(a.y))  /* C99: +inf + i nan, or a zero, for an infinite x */
+        return a.x > ({T})0 ? ({V})(a.x, a.y - a.y) : ({V})(({T})0, ({T})0);
     {T} e = exp(a.x), c = cos(a.y), s = sin(a.y);
     if (isinf(e) && isfinite(a.x)) {{  /* exp(x) overflows but exp(x) * cos(y) may not */
         e = exp(a.x * ({T})0.5);
@@ -90,11 +92,19 @@ inline {V} pg_csqrt_{T}({V} z) {{
     }}
     return scale ? r * ({T})2 : r;
 }}
+/* a zero real part: the exact zero and sinh(y), not 0 * inf; an infinite or NaN one: C99's
+   values (with glibc's signs where C99 leaves them open) */
 inline {V} pg_csin_{T}({V} a) {{
+    if (a.x == ({T})0) return ({V})(a.x, sinh(a.y));
+    if (!isfinite(a.x) && a.y == ({T})0) return ({V})(a.x - a.x, a.y);
+    if (!isfinite(a.x) && isinf(a.y)) return ({V})(a.x - a.x, fabs(a.y));
     return ({V})(sin(a.x) * cosh(a.y), cos(a.x) * sinh(a.y));
 }}
 /* ccos(z) = ccosh(iz): cos(0) = 1 - 0i, as C99 and numpy */
 inline {V} pg_ccos_{T}({V} a) {{
+    if (a.x == ({T})0) return ({V})(cosh(a.y), copysign(({T})0, -a.y) * a.x);
+    if (!isfinite(a.x) && a.y == ({T})0) return ({V})(a.x - a.x, ({T})0);
+    if (!isfinite(a.x) && isinf(a.y)) return ({V})(INFINITY, a.x - a.x);
     return ({V})(cosh(-a.y) * cos(a.x), sinh(-a.y) * sin(a.x));
 }}
 /* C99 ctanh (Kahan's formula, as FreeBSD): no overflow for large |x| */
