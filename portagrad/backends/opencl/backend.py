@@ -13,7 +13,8 @@ cache of built kernels. Primitives only *enqueue*; :meth:`OpenCLBackend.to_host`
   cross-entropy), with the launch plans of :mod:`.launch` and the
   elementwise fusion of :mod:`.fusion`;
 * code generation: :mod:`.kernels`, :mod:`.gemm`, :mod:`.conv_kernels`, :mod:`.fusion_kernels`,
-  :mod:`.norm_kernels`.
+  :mod:`.norm_kernels`; complex dtypes: :mod:`.complex_kernels` (the arithmetic helpers) and
+  :mod:`.gemm_complex` (matmul through the real GEMM).
 """
 from __future__ import annotations
 
