@@ -359,3 +359,30 @@ def test_complex128_declined_without_fp64(be) -> None:
         dev._kernels.clear()
         dev._programs.update(saved[1])
         dev._kernels.update(saved[2])
+
+
+def test_complex128_declined_through_the_public_api() -> None:
+    """Without fp64 the factories, casts and uploads of complex128 raise DTypeError naming the
+    device and dtype, as float64's do; complex64 tensors keep working."""
+    backend = pg.empty(1, device="opencl:0")._storage.backend
+    dev = backend.device(0)
+    saved = dev.fp64, dict(dev._programs), dict(dev._kernels)
+    try:
+        dev.fp64 = False
+        dev._programs.clear()
+        dev._kernels.clear()
+        for make in (lambda: pg.zeros(2, dtype=pg.complex128, device="opencl:0"),
+                     lambda: pg.tensor(np.array([1j, 2])).to("opencl:0"),
+                     lambda: pg.ones(2, dtype=pg.complex64, device="opencl:0").to(pg.complex128)):
+            with pytest.raises(DTypeError, match="opencl:0.*complex128"):
+                make()
+                backend.synchronize(0)
+        z = pg.tensor([1 + 2j, -3j], device="opencl:0")
+        assert z.dtype is pg.complex64
+        np.testing.assert_allclose((z * z.conj()).cpu().numpy(), [5, 9], rtol=1e-6)
+    finally:
+        dev.fp64 = saved[0]
+        dev._programs.clear()
+        dev._kernels.clear()
+        dev._programs.update(saved[1])
+        dev._kernels.update(saved[2])
