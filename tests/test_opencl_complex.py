@@ -83,7 +83,7 @@ def _unary(be, op: str, x: Pair, odt) -> tuple[np.ndarray, np.ndarray]:
 
 # ------------------------------------------------------------------ elementwise
 @pytest.mark.parametrize("op", ["exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid",
-                                "reciprocal"])
+                                "reciprocal", "rsqrt", "expm1", "log1p"])
 @pytest.mark.parametrize("dtype", COMPLEX, ids=IDS)
 def test_functions_on_special_values(be, dtype, op: str) -> None:
     x = contiguous(be, _specials(dtype), dtype, offset=1)
@@ -92,12 +92,12 @@ def test_functions_on_special_values(be, dtype, op: str) -> None:
 
 
 @pytest.mark.parametrize("dtype", COMPLEX, ids=IDS)
-def test_abs_isnan_isinf_on_special_values(be, dtype) -> None:
+def test_abs_and_predicates_on_special_values(be, dtype) -> None:
     x = contiguous(be, _specials(dtype), dtype)
     got, want = _unary(be, "abs", x, dtype.to_real())
     assert got.dtype == dtype.to_real().numpy
     np.testing.assert_allclose(got, want, rtol=RTOL[dtype.name], equal_nan=True)
-    for op in ("isnan", "isinf"):
+    for op in ("isnan", "isinf", "logical_not"):
         got, want = _unary(be, op, x, pg.bool)
         np.testing.assert_array_equal(got, want, err_msg=op)
 

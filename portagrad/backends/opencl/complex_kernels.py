@@ -131,6 +131,14 @@ inline {V} pg_ctan_{T}({V} a) {{
 inline {V} pg_csigmoid_{T}({V} a) {{
     return pg_cdiv_{T}(({V})(({T})1, ({T})0), ({V})(({T})1, ({T})0) + pg_cexp_{T}(-a));
 }}
+/* numpy's complex expm1 and log1p (nc_expm1, nc_log1p) */
+inline {V} pg_cexpm1_{T}({V} a) {{
+    {T} h = sin(a.y * ({T})0.5);
+    return ({V})(expm1(a.x) * cos(a.y) - ({T})2 * h * h, exp(a.x) * sin(a.y));
+}}
+inline {V} pg_clog1p_{T}({V} a) {{
+    return ({V})(log(hypot(a.x + ({T})1, a.y)), atan2(a.y, a.x + ({T})1));
+}}
 /* numpy's npy_cpow */
 inline {V} pg_cpow_{T}({V} a, {V} b) {{
     if (b.x == ({T})0 && b.y == ({T})0) return ({V})(({T})1, ({T})0);

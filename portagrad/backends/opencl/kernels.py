@@ -288,11 +288,16 @@ _B_UNARY = {
     "abs": "a", "sign": "a", "relu": "a", "floor": "a", "ceil": "a", "round": "a", "trunc": "a",
     "logical_not": "(uchar)(a == 0)", "isnan": "(uchar)0", "isinf": "(uchar)0",
 }
-# complex (T: the real C type, V: float2/double2); abs writes the real dtype, isnan/isinf bool
+# complex (_T: the helpers of the real C type R, V: float2/double2); abs writes the real dtype,
+# isnan/isinf/logical_not bool
 _C_UNARY = {
     "neg": "-a", "abs": "pg_cabs_T(a)", "exp": "pg_cexp_T(a)", "log": "pg_clog_T(a)",
     "sqrt": "pg_csqrt_T(a)", "sin": "pg_csin_T(a)", "cos": "pg_ccos_T(a)", "tan": "pg_ctan_T(a)",
     "tanh": "pg_ctanh_T(a)", "sigmoid": "pg_csigmoid_T(a)", "reciprocal": "pg_crecip_T(a)",
+    # beyond the contract's list, what the core also sends for complex (sinh, atanh and
+    # rsqrt's own entry point), as the numpy backend computes them
+    "rsqrt": "pg_cdiv_T((V)((R)1, (R)0), pg_csqrt_T(a))", "expm1": "pg_cexpm1_T(a)",
+    "log1p": "pg_clog1p_T(a)", "logical_not": "(uchar)(a.x == (R)0 && a.y == (R)0)",
     "isnan": "(uchar)(isnan(a.x) || isnan(a.y))", "isinf": "(uchar)(isinf(a.x) || isinf(a.y))",
 }
 _UNARY_BY_KIND = {"f": _F_UNARY, "i": _I_UNARY, "b": _B_UNARY, "c": _C_UNARY}
@@ -362,7 +367,8 @@ def unary_out(op: str, dtype: str) -> str:
 def _subst(expr: str, dtype: str) -> str:
     if dtype in COMPLEX_REAL:
         rt = CTYPE[COMPLEX_REAL[dtype]]
-        return expr.replace("_T(", f"_{rt}(")
+        return expr.replace("_T(", f"_{rt}(").replace("(V)", f"({CTYPE[dtype]})") \
+            .replace("(R)", f"({rt})")
     t = CTYPE[dtype]
     return expr.replace("pg_sigmoid_T", f"pg_sigmoid_{t}").replace("pg_erf_T", f"pg_erf_{t}") \
         .replace("pg_floordiv_T", f"pg_floordiv_{t}") \
