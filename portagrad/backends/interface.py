@@ -72,11 +72,14 @@ The core never sends a complex view to an ordering op (``lt``, ``maximum``, ``re
 ``arg_reduce``, ``sort``): it raises PyTorch's ``NotImplementedError`` first. Gradients are the
 core's (PyTorch's Wirtinger convention); a backend computes forward values only.
 
-A backend that leaves ``supports_complex`` false (the default, and the OpenCL backend today)
-*declines*: the core raises :class:`portagrad.errors.DTypeError` naming the dtype and the backend
-when a complex tensor would be made on its device (factories, ``to``/casts, ``from_numpy``-style
-uploads, ``view_as_complex``, promotion with a Python ``complex``), so no complex view ever reaches
-its kernels. :func:`decline_complex` is that check. The conformance kit checks either path.
+Both built-in backends store complex: numpy's own, and OpenCL's ``float2``/``double2`` pairs
+(``complex128`` only where the device has ``cl_khr_fp64``: without it the OpenCL backend raises
+:class:`portagrad.errors.DTypeError` as it does for ``float64``). A backend that leaves
+``supports_complex`` false (the default; the Array API example backend) *declines*: the core
+raises :class:`portagrad.errors.DTypeError` naming the dtype and the backend when a complex
+tensor would be made on its device (factories, ``to``/casts, ``from_numpy``-style uploads,
+``view_as_complex``, promotion with a Python ``complex``), so no complex view ever reaches its
+kernels. :func:`decline_complex` is that check. The conformance kit checks either path.
 
 Asynchrony
 ----------

@@ -13,7 +13,8 @@ cache of built kernels. Primitives only *enqueue*; :meth:`OpenCLBackend.to_host`
   cross-entropy), with the launch plans of :mod:`.launch` and the
   elementwise fusion of :mod:`.fusion`;
 * code generation: :mod:`.kernels`, :mod:`.gemm`, :mod:`.conv_kernels`, :mod:`.fusion_kernels`,
-  :mod:`.norm_kernels`.
+  :mod:`.norm_kernels`; complex dtypes: :mod:`.complex_kernels` (the arithmetic helpers) and
+  :mod:`.gemm_complex` (matmul through the real GEMM).
 """
 from __future__ import annotations
 
@@ -41,6 +42,9 @@ class OpenCLBackend(NormsMixin, AttentionMixin, ConvMixin, PrimitivesMixin, Runt
     """Backend for the ``opencl`` device type."""
 
     device_type = "opencl"
+    #: complex64/complex128 stored as float2/double2 pairs (see .complex_kernels); complex128
+    #: only where the device has cl_khr_fp64, as float64
+    supports_complex = True
 
     def __init__(self) -> None:
         # runtime (see .runtime)

@@ -166,9 +166,12 @@ class Device:
     # ------------------------------------------------------------ programs
     def require_dtypes(self, dtypes: Sequence[str]) -> None:
         """Raise :class:`DTypeError` when the device lacks a capability ``dtypes`` need."""
-        if "float64" in dtypes and not self.fp64:
-            raise DTypeError(f"{self.label} does not support float64 (no cl_khr_fp64); "
-                             "use float32 tensors on this device")
+        if not self.fp64:
+            for dt in ("float64", "complex128"):  # complex128: pairs of float64
+                if dt in dtypes:
+                    alt = "complex64" if dt == "complex128" else "float32"
+                    raise DTypeError(f"{self.label} does not support {dt} (no cl_khr_fp64); "
+                                     f"use {alt} tensors on this device")
         # float16 needs nothing: it is stored as bits and computed in float on every device
 
     def program(self, key: Any, source: Callable[[], str], dtypes: Sequence[str], what: str) -> Any:

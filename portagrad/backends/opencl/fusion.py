@@ -298,7 +298,10 @@ class Fuser:
         dev = buf.device
         ok = self._ok.get(dev)
         if ok is None:
-            fp64 = self._be.device(dev).fp64  # float64 fuses only where the device has it
+            # float64 fuses only where the device has it; complex never does (the fused
+            # codegen computes real scalars: a complex output, or a complex input of abs into a
+            # real output, fails the dtype tests here and in _operand, so the op runs unfused)
+            fp64 = self._be.device(dev).fp64
             ok = self._ok[dev] = frozenset([_dtype.float32, _dtype.bfloat16, _dtype.float16]
                                            + ([_dtype.float64] if fp64 else []))
         c = out.cache

@@ -38,6 +38,14 @@ gather and scatter move the bits; ``scatter_add`` rounds after each addition, as
 kernel does; reductions, ``cumsum`` and sort work in float, rounding each output once. Random
 numbers are drawn straight into the 16-bit buffer, rounded as the numpy backend rounds them.
 
+Complex (complex64, complex128)
+-------------------------------
+Stored as ``float2``/``double2`` (numpy's layout), so loads, stores, ``where``, gather, scatter,
+sums and negation are the generic code on vectors; products, quotients and the functions are
+the helpers of :mod:`.complex_kernels` (``KIND`` ``"c"``). ``abs`` writes the real dtype; casts
+take the real part (bool: either part nonzero). Ordering ops have no complex kernels: the
+primitives raise :class:`~portagrad.errors.DTypeError` before one could compare a pair.
+
 Integer division by zero
 ------------------------
 The numpy backend raises :class:`ZeroDivisionError` for integer ``floordiv``/``remainder`` by zero.
@@ -50,6 +58,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import erf32
+from .complex_kernels import COMPLEX_REAL, complex_helpers
 
 __all__ = [
     "HALF16",
@@ -63,6 +72,7 @@ __all__ = [
     "cast_expr",
     "cast_targets",
     "cumsum_source",
+    "unary_out",
     "elementwise_source",
     "half16_helpers",
     "fill_source",
@@ -78,15 +88,16 @@ __all__ = [
 #: portagrad dtype name -> OpenCL C type (bool is stored as one byte holding 0 or 1)
 CTYPE = {"bool": "uchar", "int32": "int", "int64": "long", "float32": "float", "float64": "double",
          "float16": "ushort", "uint8": "uchar", "int8": "char", "int16": "short",
-         "bfloat16": "ushort"}
+         "bfloat16": "ushort", "complex64": "float2", "complex128": "double2"}
 #: unsigned twin, used for wrapping integer arithmetic (signed overflow is undefined in C). The
 #: 8- and 16-bit types take ``uint``: C promotes them to (signed) int before arithmetic, where
 #: 0xFFFF * 0xFFFF would overflow; the cast back to the narrow type keeps the low bits
 UTYPE = {"bool": "uchar", "int32": "uint", "int64": "ulong", "uint8": "uint", "int8": "uint",
          "int16": "uint"}
-#: 'b' bool, 'i' integer, 'f' floating
+#: 'b' bool, 'i' integer, 'f' floating, 'c' complex (stored as float2/double2, see .complex_kernels)
 KIND = {"bool": "b", "int32": "i", "int64": "i", "float32": "f", "float64": "f", "float16": "s",
-        "uint8": "i", "int8": "i", "int16": "i", "bfloat16": "s"}  # 's': 16-bit storage only
+        "uint8": "i", "int8": "i", "int16": "i", "bfloat16": "s",  # 's': 16-bit storage only
+        "complex64": "c", "complex128": "c"}
 
 #: identities of max and min reductions over integers
 _INT_MIN = {"int32": "INT_MIN", "int64": "LONG_MIN", "uint8": "0", "int8": "CHAR_MIN",
@@ -200,19 +211,21 @@ def _store(dtype: str, expr: str) -> str:
 def prelude(dtypes: Sequence[str]) -> str:
     """Pragmas and per-dtype helper functions needed by kernels using ``dtypes``."""
     parts = ["#pragma OPENCL FP_CONTRACT OFF"]
-    if "float64" in dtypes:
+    if "float64" in dtypes or "complex128" in dtypes:
         parts.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
     names = set(dtypes)
     for h in sorted(names & HALF16.keys()):
         parts.append(_HALF16_SRC[h])
         names.discard(h)
         names.add("float32")  # 16-bit floats compute with float's helpers
-    if "float16" in dtypes and "float64" in dtypes:
+    if "float16" in dtypes and ("float64" in dtypes or "complex128" in dtypes):
         parts.append(_D2H_HELPER)
     for name in sorted(names):
         t = CTYPE[name]
         k = KIND[name]
-        if k == "f":
+        if k == "c":
+            parts.append(complex_helpers(name))
+        elif k == "f":
             # numpy's npy_divmod: fmod, then adjust toward Python's floor semantics
             parts.append(f"""
 inline {t} pg_floordiv_{t}({t} a, {t} b) {{
@@ -283,7 +296,19 @@ _B_UNARY = {
     "abs": "a", "sign": "a", "relu": "a", "floor": "a", "ceil": "a", "round": "a", "trunc": "a",
     "logical_not": "(uchar)(a == 0)", "isnan": "(uchar)0", "isinf": "(uchar)0",
 }
-_UNARY_BY_KIND = {"f": _F_UNARY, "i": _I_UNARY, "b": _B_UNARY}
+# complex (_T: the helpers of the real C type R, V: float2/double2); abs writes the real dtype,
+# isnan/isinf/logical_not bool
+_C_UNARY = {
+    "neg": "-a", "abs": "pg_cabs_T(a)", "exp": "pg_cexp_T(a)", "log": "pg_clog_T(a)",
+    "sqrt": "pg_csqrt_T(a)", "sin": "pg_csin_T(a)", "cos": "pg_ccos_T(a)", "tan": "pg_ctan_T(a)",
+    "tanh": "pg_ctanh_T(a)", "sigmoid": "pg_csigmoid_T(a)", "reciprocal": "pg_crecip_T(a)",
+    # beyond the contract's list, what the core also sends for complex (sinh, atanh and
+    # rsqrt's own entry point), as the numpy backend computes them
+    "rsqrt": "pg_cdiv_T((V)((R)1, (R)0), pg_csqrt_T(a))", "expm1": "pg_cexpm1_T(a)",
+    "log1p": "pg_clog1p_T(a)", "logical_not": "(uchar)(a.x == (R)0 && a.y == (R)0)",
+    "isnan": "(uchar)(isnan(a.x) || isnan(a.y))", "isinf": "(uchar)(isinf(a.x) || isinf(a.y))",
+}
+_UNARY_BY_KIND = {"f": _F_UNARY, "i": _I_UNARY, "b": _B_UNARY, "c": _C_UNARY}
 _BOOL_OUT = {"logical_not", "isnan", "isinf", "logical_and", "logical_or", "logical_xor",
              "eq", "ne", "lt", "le", "gt", "ge"}
 
@@ -312,7 +337,12 @@ _B_BINARY = {
     "add": "(a | b)", "mul": "(a & b)", "maximum": "max(a, b)", "minimum": "min(a, b)",
     "bitwise_and": "(a & b)", "bitwise_or": "(a | b)", "bitwise_xor": "(a ^ b)", **_COMMON_BINARY,
 }
-_BINARY_BY_KIND = {"f": _F_BINARY, "i": _I_BINARY, "b": _B_BINARY}
+_C_BINARY = {
+    "add": "a + b", "sub": "a - b", "mul": "pg_cmul_T(a, b)", "div": "pg_cdiv_T(a, b)",
+    "pow": "pg_cpow_T(a, b)",
+    "eq": "(uchar)(a.x == b.x && a.y == b.y)", "ne": "(uchar)(a.x != b.x || a.y != b.y)",
+}
+_BINARY_BY_KIND = {"f": _F_BINARY, "i": _I_BINARY, "b": _B_BINARY, "c": _C_BINARY}
 
 #: which ops each dtype kind supports (others raise DTypeError, as numpy refuses them too)
 UNARY_VALID = {k: frozenset(v) for k, v in _UNARY_BY_KIND.items()}
@@ -332,7 +362,21 @@ def out_is_bool(op: str) -> bool:
     return op in _BOOL_OUT
 
 
+def unary_out(op: str, dtype: str) -> str:
+    """The dtype ``op`` writes for an input of ``dtype``: bool for tests, the real dtype for
+    ``abs`` of a complex, else ``dtype``."""
+    if op in _BOOL_OUT:
+        return "bool"
+    if op == "abs" and dtype in COMPLEX_REAL:
+        return COMPLEX_REAL[dtype]
+    return dtype
+
+
 def _subst(expr: str, dtype: str) -> str:
+    if dtype in COMPLEX_REAL:
+        rt = CTYPE[COMPLEX_REAL[dtype]]
+        return expr.replace("_T(", f"_{rt}(").replace("(V)", f"({CTYPE[dtype]})") \
+            .replace("(R)", f"({rt})")
     t = CTYPE[dtype]
     return expr.replace("pg_sigmoid_T", f"pg_sigmoid_{t}").replace("pg_erf_T", f"pg_erf_{t}") \
         .replace("pg_floordiv_T", f"pg_floordiv_{t}") \
@@ -355,20 +399,34 @@ def binary_expr(op: str, dtype: str) -> str:
 def cast_targets(fp64: bool) -> list[str]:
     """The dtypes one cast program converts to (those the device supports): a program per source
     dtype rather than per pair, so the first casts among ten dtypes cost ten builds, not 90."""
-    return [d for d in CTYPE if fp64 or d != "float64"]
+    return [d for d in CTYPE if fp64 or d not in ("float64", "complex128")]
 
 
-def cast_expr(src: str, dst: str) -> str:
-    """C expression converting ``a`` of dtype ``src`` to ``dst`` (float->int truncates; ->bool is != 0)."""
-    if src == dst or dst in HALF16:  # elementwise kernels store 16-bit floats rounded from float
-        return "a"                   # (float64 -> bfloat16 through float32, as PyTorch)
+def cast_expr(src: str, dst: str, a: str = "a") -> str:
+    """C expression converting ``a`` of dtype ``src`` to ``dst`` (float->int truncates; ->bool is
+    != 0). Complex: a real becomes ``(a, 0)``; a complex keeps its real part, or for bool "either
+    part nonzero" (numpy)."""
+    if src == dst:
+        return a
+    if dst in HALF16:  # elementwise kernels store 16-bit floats rounded from float
+        return f"({a}).x" if src in COMPLEX_REAL else a  # (float64 -> bfloat16 through float32)
     if src in HALF16:  # loaded as float
         src = "float32"
+    if dst in COMPLEX_REAL:
+        if src in COMPLEX_REAL:
+            return f"convert_{CTYPE[dst]}({a})"
+        rt = CTYPE[COMPLEX_REAL[dst]]
+        return f"({CTYPE[dst]})(({rt})({a}), ({rt})0)"
+    if src in COMPLEX_REAL:
+        rt = CTYPE[COMPLEX_REAL[src]]
+        if dst == "bool":
+            return f"(uchar)(({a}).x != ({rt})0 || ({a}).y != ({rt})0)"
+        a, src = f"({a}).x", COMPLEX_REAL[src]
     if dst == "bool":
-        return f"(uchar)(a != ({CTYPE[src]})0)"
+        return f"(uchar)({a} != ({CTYPE[src]})0)"
     if KIND[src] == "f" and dst in ("uint8", "int8", "int16"):
-        return f"({CTYPE[dst]})(int)a"  # truncate, then keep the low bits (numpy, PyTorch on CPU)
-    return f"({CTYPE[dst]})a"
+        return f"({CTYPE[dst]})(int){a}"  # truncate, then keep the low bits (numpy, PyTorch on CPU)
+    return f"({CTYPE[dst]}){a}"
 
 
 # ------------------------------------------------------------------ index helpers
@@ -447,7 +505,7 @@ def elementwise_source(kernels: dict[str, str], in_types: Sequence[tuple[str, bo
         # copy; float64 -> float16 rounds once, from the double
         raw = expr == "a" and ot in HALF16 and all(d == ot for d, _ in in_types)
         if ot in HALF16 and not raw:
-            if ot == "float16" and any(d == "float64" for d, _ in in_types):
+            if ot == "float16" and any(d in ("float64", "complex128") for d, _ in in_types):
                 expr = f"pg_d2h((double)({expr}))"
             else:
                 expr = f"{HALF16[ot][1]}((float)({expr}))"
@@ -535,13 +593,26 @@ _RED_IDENT = {
     ("prod", "f"): "1", ("prod", "i"): "1", ("prod", "b"): "1",
     ("max", "f"): "-INFINITY", ("min", "f"): "INFINITY",
     ("max", "b"): "0", ("min", "b"): "1",
+    ("sum", "c"): "0", ("prod", "c"): "(T2)(1, 0)",  # complex: sum and prod only
 }
+
+
+def _acc_load(in_dtype: str, acc_dtype: str, ref: str) -> str:
+    """Element ``ref`` of ``in_dtype`` as a value of the accumulator's dtype (no cast where they
+    agree: OpenCL C has no casts between vector types, ``convert_*`` converts complex pairs)."""
+    if KIND[acc_dtype] == "c" or KIND[in_dtype] == "c":
+        src = "float32" if in_dtype in HALF16 else in_dtype
+        return cast_expr(src, acc_dtype, _load(in_dtype, ref))
+    return f"({CTYPE[acc_dtype]}){_load(in_dtype, ref)}"
 
 
 def _red_combine(op: str, kind: str, acc_t: str, acc_dtype: str) -> str:
     """C expression combining accumulator ``x`` with value ``y`` (NaN propagates for max/min)."""
     if op == "sum":
-        return f"({acc_t})((({UTYPE[acc_dtype]})x) + (({UTYPE[acc_dtype]})y))" if kind != "f" else "x + y"
+        return f"({acc_t})((({UTYPE[acc_dtype]})x) + (({UTYPE[acc_dtype]})y))" if kind not in "fc" \
+            else "x + y"
+    if op == "prod" and kind == "c":
+        return f"pg_cmul_{CTYPE[COMPLEX_REAL[acc_dtype]]}(x, y)"
     if op == "prod":
         return f"({acc_t})((({UTYPE[acc_dtype]})x) * (({UTYPE[acc_dtype]})y))" if kind != "f" else "x * y"
     if kind == "f":
@@ -565,9 +636,9 @@ def reduce_source(in_dtype: str, out_dtype: str, kr: int, rr: int, wg: int) -> s
     kind = KIND[acc]
     src = [prelude([in_dtype, out_dtype])]
     okr = max(kr, 1)
-    for op in ("sum", "prod", "max", "min"):
+    for op in ("sum", "prod") if kind == "c" else ("sum", "prod", "max", "min"):
         if (op, kind) in _RED_IDENT:
-            ident = _RED_IDENT[(op, kind)]
+            ident = _RED_IDENT[(op, kind)].replace("T2", at)
         elif op == "max":
             ident = _INT_MIN[acc]
         else:
@@ -595,7 +666,7 @@ def reduce_source(in_dtype: str, out_dtype: str, kr: int, rr: int, wg: int) -> s
     {at} x = {ident};
     for (long j = j0; j < j1; ++j) {{
         {red_dec_s}
-        {at} y = ({at}){_load(in_dtype, "X[xi]")};
+        {at} y = {_acc_load(in_dtype, acc, "X[xi]")};
         x = {comb};
     }}
     O[oi] = {_store(out_dtype, "x")};"""
@@ -609,7 +680,7 @@ def reduce_source(in_dtype: str, out_dtype: str, kr: int, rr: int, wg: int) -> s
     {at} x = {ident};
     for (long j = j0 + l; j < j1; j += {lsz}) {{
         {red_dec_s}
-        {at} y = ({at}){_load(in_dtype, "X[xi]")};
+        {at} y = {_acc_load(in_dtype, acc, "X[xi]")};
         x = {comb};
     }}
     s[l] = x;
@@ -670,7 +741,11 @@ def cumsum_source(in_dtype: str, out_dtype: str, kr: int) -> str:
     it, ot, at = CTYPE[in_dtype], CTYPE[out_dtype], _vtype(out_dtype)
     u = UTYPE.get(out_dtype)
     x = _load(in_dtype, "X[xi + j * xa]")  # 16-bit floats accumulate in float, each sum rounded
-    add = f"({ot})(({u})acc + ({u})({ot}){x})" if u else f"acc + ({at}){x}"
+    if u:
+        add = f"({ot})(({u})acc + ({u})({ot}){x})"
+    else:
+        acc_dt = "float32" if out_dtype in HALF16 else out_dtype
+        add = f"acc + {_acc_load(in_dtype, acc_dt, 'X[xi + j * xa]')}"
     params = _line_params(kr, [("o", ot, False), ("x", it, True)])
     return prelude([in_dtype, out_dtype]) + f"""
 __kernel void cumsum({params})

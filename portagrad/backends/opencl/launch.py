@@ -41,6 +41,7 @@ __all__ = [
     "remember",
     "scalar_arg",
     "HALF16_DTYPES",
+    "complex_arg",
     "scalar_conv",
     "half_bits",
     "is_half16",
@@ -52,6 +53,10 @@ NP_SCALAR: dict[str, Any] = {"bool": np.uint8, "int32": np.int32, "int64": np.in
              "float64": np.float64, "float16": np.float16, "uint8": np.uint8, "int8": np.int8,
              "int16": np.int16, "bfloat16": np.float32}  # 16-bit float kernels take float scalars
 NP_SCALAR["float16"] = np.float32
+# complex scalars travel as the raw bytes of a float2/double2 (numpy's complex layout): pyopencl
+# packs a numpy complex argument as a struct, and for complex128 on PoCL as two separate doubles
+NP_SCALAR["complex64"] = np.dtype("V8")
+NP_SCALAR["complex128"] = np.dtype("V16")
 _I64 = np.int64
 _BF16 = np.dtype(ml_dtypes.bfloat16)
 #: the 16-bit floats this backend stores as bits and computes in float32
@@ -103,7 +108,17 @@ def scalar_arg(value: Any, dt: str) -> Any:
         return NP_SCALAR[dt](_NARROW[dt](int(value)))
     if dt == "float16":
         return _f16_scalar(value)
+    if dt in _COMPLEX_NP:
+        return complex_arg(value, dt)
     return NP_SCALAR[dt](value)
+
+
+_COMPLEX_NP = {"complex64": np.complex64, "complex128": np.complex128}
+
+
+def complex_arg(value: Any, dt: str) -> np.void:
+    """A Python (or numpy) scalar as the bytes of a ``float2``/``double2`` kernel argument."""
+    return np.array(value, _COMPLEX_NP[dt]).view(NP_SCALAR[dt])[()]
 
 
 def _f16_scalar(value: Any) -> np.float32:
@@ -181,6 +196,8 @@ CONVERT: dict[str, Callable[[Any], Any]] = {
     "uint8": lambda v: np.uint8(_wrap_uint8(v)), "int8": lambda v: np.int8(_NARROW["int8"](v)),
     "int16": lambda v: np.int16(_NARROW["int16"](v)),
     "bfloat16": np.float32,
+    "complex64": lambda v: complex_arg(v, "complex64"),
+    "complex128": lambda v: complex_arg(v, "complex128"),
 }
 
 

@@ -28,11 +28,12 @@ from ..ufuncs import BINARY_UFUNCS, f16_scalar_is_float32, fit_scalar
 from .kernels import (
     BINARY_VALID, KIND, UNARY_VALID, argreduce_source, binary_expr, cast_expr, cast_targets,
     cumsum_source, fill_source, gather_source, out_is_bool, random_source, reduce_source,
-    scatter_source, sort_source, unary_expr,
+    scatter_source, sort_source, unary_expr, unary_out,
 )
 from .errors import cl_errors
 from .fusion import flushes
 from .gemm import launch_gemm
+from .gemm_complex import launch_complex_gemm
 from .launch import (
     NP_SCALAR,
     Plan,
@@ -57,6 +58,13 @@ _I64 = np.int64
 _F32 = _dtype.float32
 #: the dtype whose C expressions a dtype's elementwise kernels compute in (16-bit floats: float)
 _COMPUTE = {"bfloat16": "float32", "float16": "float32"}
+
+
+def _no_complex(what: str, v: View) -> None:
+    """Raise for a complex view reaching an ordering primitive (the core raises first; this keeps
+    a complex pair from ever being compared as a vector)."""
+    if KIND[v.dtype.name] == "c":
+        raise DTypeError(f"{what} is not supported for {v.dtype.name} on the OpenCL backend")
 
 
 def _line_arg_types(kr: int) -> list[Any]:
@@ -112,7 +120,7 @@ class PrimitivesMixin:
 
             def bundle() -> dict[str, str]:
                 return {"pg_" + o: unary_expr(o, et) for o in sorted(UNARY_VALID[kind])
-                        if ("bool" if out_is_bool(o) else dt) == odt}
+                        if unary_out(o, dt) == odt}
 
             p = build_plan(self._dev(out), ("unary", dt, odt), "pg_" + op, bundle, [(dt, False)],
                            [x], out)
@@ -291,8 +299,9 @@ class PrimitivesMixin:
             return
         sizes, (st,) = coalesce(out.shape, [out.strides])
         r = len(sizes)
+        vt = NP_SCALAR[dt] if KIND[dt] == "c" else type(v)  # complex: the bytes of a pair
         kern = dev.kernel(("fill", dt, r), "fill", lambda: fill_source(dt, r), [dt],
-                          lambda: [None] + [_I64] * (1 + r) + [type(v)] + [_I64] * r)
+                          lambda: [None] + [_I64] * (1 + r) + [vt] + [_I64] * r)
         dev.launch1d(kern, n, [out.buffer.mem, out.offset, *st, v, *sizes])
 
     # ------------------------------------------------------------- reductions
@@ -300,6 +309,8 @@ class PrimitivesMixin:
     def reduce(self, op: str, x: View, axes: Sequence[int], out: View) -> None:
         if op not in REDUCE_OPS:
             raise unknown_op("reduce", op, "opencl")
+        if op not in ("sum", "prod"):
+            _no_complex(f"reduce {op}", x)
         dev = self._dev(out)
         outer = out.numel
         if outer == 0:
@@ -378,6 +389,7 @@ class PrimitivesMixin:
     def arg_reduce(self, op: str, x: View, axis: int, out: View) -> None:
         if op not in ARG_REDUCE_OPS:
             raise unknown_op("arg_reduce", op, "opencl")
+        _no_complex(op, x)
         dev = self._dev(out)
         outer = out.numel
         if outer == 0:
@@ -417,6 +429,9 @@ class PrimitivesMixin:
             return
         if a.shape[2] == 0:
             self.fill(out, 0)
+            return
+        if KIND[dt] == "c":
+            launch_complex_gemm(self, dev, a, b, out, self._force_gemm_kind)
             return
         launch_gemm(dev, a, b, out, self._force_gemm_kind)
 
@@ -466,6 +481,7 @@ class PrimitivesMixin:
 
     @flushes
     def sort(self, x: View, axis: int, descending: bool, values: View, indices: View) -> None:
+        _no_complex("sort", x)
         dev = self._dev(values)
         n = x.numel
         if n == 0:

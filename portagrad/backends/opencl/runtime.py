@@ -153,7 +153,7 @@ class RuntimeMixin:
 
     def _check_dtype(self, dev: Device, *views: Any) -> None:
         for v in views:
-            if isinstance(v, View) and v.dtype.name == "float64":
+            if isinstance(v, View) and v.dtype.name in ("float64", "complex128"):
                 dev.require_dtypes([v.dtype.name])
 
     @flushes

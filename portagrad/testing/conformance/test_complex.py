@@ -151,9 +151,13 @@ def test_complex_where_reduce_matmul(conformance_backend: Any, dtype: Any) -> No
             r = empty(be, shape, dtype)
             run_both(be, "reduce", op, a, axes, r)
             _close(be, r, dtype, f"reduce {op} over {axes}")
-    b = reversed_axes(be, _z((7, 4), 7, dtype), dtype)
-    m = empty(be, (3, 4), dtype)
-    run_both(be, "matmul", a, b, m)
+    # matmul takes (B, M, K) @ (B, K, N) views (the contract): a batch of two against a transposed
+    # b broadcast over the batch (stride 0)
+    a3 = contiguous(be, _z((2, 3, 7), 9, dtype), dtype, 1)
+    b2 = reversed_axes(be, _z((7, 4), 7, dtype), dtype)
+    b = b2.twin.view(b2.dev.offset, (2, 7, 4), (0, *b2.dev.strides))
+    m = empty(be, (2, 3, 4), dtype)
+    run_both(be, "matmul", a3, b, m)
     _close(be, m, dtype, "matmul")
 
 
