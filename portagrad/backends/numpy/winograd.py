@@ -15,8 +15,8 @@ that the transformed band and its products stay in the cache.
 
 Only float32 takes this path (float64 keeps im2col's summation, which gradient checks rely on).
 F(2x2, 3x3)'s transforms have entries 0, +-1 and +-1/2, so the rounding stays close to a direct
-sum's (measured: at most ~1.5x im2col's largest error against a float64 reference at ResNet
-sizes); results differ from im2col's in the last bits, not bit for bit.
+sum's (measured: largest errors against a float64 reference within 1.7x of im2col's at ResNet
+sizes, some smaller); results differ from im2col's in the last bits, not bit for bit.
 """
 from __future__ import annotations
 
@@ -45,16 +45,24 @@ _GG = np.kron(_G, _G).astype(np.float32)  # exact in float32 (entries 0, +-1/4, 
 _MIN_CHANNELS = 64
 _MIN_OUT_CHANNELS = 16
 
-# Bytes of transformed input per band of tile rows: V and M of a band stay in the L2 cache
-# between the transforms and the GEMMs (2 MiB measured best among 0.5-64 MiB at ResNet sizes)
+# Bytes of transformed input per band of tile rows: V and M of a band stay in the cache between
+# the transforms and the GEMMs (0.5-2 MiB measured alike at ResNet's sizes, and faster than one
+# band for the whole batch at its first stage, where V is 17 MiB)
 _BAND_BYTES = 1 << 21
 
 
 def _build() -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """Compile the two transforms (numba imported here: the module imports without it)."""
+    """The two transforms as numba functions (numba imported here, so that this module imports
+    without it; numba compiles them on their first call, then reads its on-disk cache)."""
     import numba  # optional dependency, imported on first use
 
-    @numba.njit(cache=True, boundscheck=False, nogil=True)
+    def jit(f: Callable[..., Any]) -> Callable[..., Any]:
+        try:
+            return numba.njit(cache=True, boundscheck=False)(f)
+        except RuntimeError:  # no writable cache location (a read-only install): compile each run
+            return numba.njit(cache=False, boundscheck=False)(f)
+
+    @jit
     def input_transform(x: Any, V: Any, ph: int, pw: int, ty0: int, ty1: int, tw: int,
                         A: Any, zero: Any) -> None:
         # x: (C, H, W, N), batch innermost. V[4i + j, c, ((ty - ty0) * tw + tx) * N + n] =
@@ -98,7 +106,7 @@ def _build() -> tuple[Callable[..., Any], Callable[..., Any]]:
                             v2[t + n] = a[q + 2, n] - a[q + 1, n]
                             v3[t + n] = a[q + 1, n] - a[q + 3, n]
 
-    @numba.njit(cache=True, boundscheck=False, nogil=True)
+    @jit
     def output_transform(M: Any, out: Any, ty0: int, ty1: int, tw: int, S: Any) -> None:
         # out: (O, OH, OW, N), batch innermost; its 2x2 block of tile (ty, tx) = A^T m A,
         # A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]: the row combinations into S (8, tw * N), then
