@@ -149,9 +149,11 @@ def test_benchmark_script_runs(device: str, capsys: pytest.CaptureFixture[str]) 
     for label in ("ResNet-18 (CIFAR), batch 1", "GPT 4x256, seq 128, batch 1"):
         assert label in out
     rows = [ln for ln in out.splitlines() if ln.strip().startswith(f"portagrad {device}")]
-    # per model: the sequential row (with peak memory), then the interleaved one
-    assert len(rows) == 4 and all("ms/step" in r for r in rows), out
-    assert sum("peak" in r for r in rows) == 2 and out.count("interleaved, 1 rounds") == 2, out
+    # per model: the sequential row (with peak memory), then the interleaved ones (wall clock,
+    # then process CPU time)
+    assert len(rows) == 6 and all("ms/step" in r for r in rows), out
+    assert sum("peak" in r for r in rows) == 2 and out.count("interleaved, 1 rounds") == 4, out
+    assert out.count("median process CPU ms/step") == 2, out
 
 
 def test_benchmark_script_rejects_bad_steps() -> None:

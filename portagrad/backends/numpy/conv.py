@@ -29,6 +29,9 @@ import numpy as np
 
 from ..interface import View
 from .arrays import BFLOAT16, nd, scratch, via_f32
+from .layout import from_last as _from_last
+from .layout import to_last as _to_last
+from .winograd import conv3x3_winograd, use_winograd
 
 __all__ = ["ConvMixin"]
 
@@ -330,55 +333,13 @@ def _max_pool_2x2(xa: np.ndarray, o: np.ndarray, ind: np.ndarray) -> None:
         np.copyto(ind, pos.reshape(ind.shape))
 
 
-# Elements per block of a transposing copy between (N, R) and (R, N) with a small N (a batch):
-# a block of R-columns stays in the L2 cache while the other side is written, where an unblocked
-# copy fetches each cache line of the strided side once per element it holds, from memory once
-# the array outgrows the cache.
-_TBLOCK = 1 << 16
-
-
-def _to_last(a: np.ndarray) -> np.ndarray:
-    """``a`` (N, ...) as a contiguous (..., N) array."""
-    N = a.shape[0]
-    rest = a.shape[1:]
-    R = a.size // N if N else 0
-    a2 = a.reshape(N, R)
-    out = scratch((R, N), a.dtype)
-    step = _TBLOCK // max(N, 1)
-    if 0 < N <= 64 and step < R and a.nbytes > _TBLOCK * 16:
-        for b in range(0, R, step):
-            np.copyto(out[b:b + step], a2[:, b:b + step].T)
-        return out.reshape(rest + (N,))
-    if N >= 8 and (R * a.itemsize) % 512 == 0:
-        # a direct transposing copy reads with a stride of the row length, which at multiples of
-        # 1 KiB thrashes the cache; going through a row-padded copy avoids the aliasing
-        padded = scratch((N, R + 16), a.dtype)
-        padded[:, :R] = a2
-        a2 = padded[:, :R]
-    np.copyto(out, a2.T)
-    return out.reshape(rest + (N,))
-
-
-def _from_last(r: np.ndarray, o: np.ndarray) -> None:
-    """Write ``r`` (R, N) (batch innermost) into ``o`` (N, ...)."""
-    R, N = r.shape
-    step = _TBLOCK // max(N, 1)
-    if 0 < N <= 64 and step < R and o.flags.c_contiguous and r.nbytes > _TBLOCK * 16:
-        o2 = o.reshape(N, R)
-        for b in range(0, R, step):
-            np.copyto(o2[:, b:b + step], r[b:b + step].T)
-        return
-    if N >= 64 and (N * r.itemsize) % 512 == 0:  # the row-padded copy of _to_last, mirrored
-        padded = scratch((R, N + 16), r.dtype)
-        padded[:, :N] = r
-        r = padded[:, :N]
-    np.copyto(o, r.T.reshape(o.shape))  # splitting the strided axis is a view
-
-
 def _conv_forward(xa: np.ndarray, wa: np.ndarray, o: np.ndarray, stride: Sequence[int],
                   padding: Sequence[int], dilation: Sequence[int], groups: int) -> None:
     """``o`` (N, O, OH, OW) = the convolution of ``xa`` (N, C, H, W) with ``wa``: im2col, then
-    one GEMM per group."""
+    one GEMM per group (or Winograd F(2x2, 3x3) for float32 3x3 stride-1 kernels, with numba)."""
+    if use_winograd(xa, wa, stride, padding, dilation, groups):
+        conv3x3_winograd(xa, wa, o, padding)
+        return
     N = xa.shape[0]
     O, Cg, kh, kw = wa.shape
     OH, OW = o.shape[2:]

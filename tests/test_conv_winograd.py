@@ -1,0 +1,154 @@
+"""The numpy backend's Winograd F(2x2, 3x3) convolution (float32, 3x3, stride 1, with numba).
+
+Checked against float64 im2col convolutions (the default path, itself checked against direct sums
+in test_numpy_kernels.py) at odd and even plane sizes, every padding it takes, bands of tile rows
+and non-contiguous operands; through ``conv2d`` and its input gradient on the cpu device; and the
+routing: which convolutions take the path, and that without numba (or with
+``PORTAGRAD_WINOGRAD=0``) none does.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from portagrad.backends.numpy import conv as nc
+from portagrad.backends.numpy import winograd as wg
+
+needs_numba = pytest.mark.skipif(not wg.available(), reason="numba not installed (or "
+                                 "PORTAGRAD_WINOGRAD=0): the Winograd path is off")
+
+
+def _im2col(x: np.ndarray, w: np.ndarray, padding: tuple[int, int]) -> np.ndarray:
+    """The float64 stride-1 convolution by the im2col path."""
+    N, _, H, W = x.shape
+    out = np.empty((N, w.shape[0], H + 2 * padding[0] - 2, W + 2 * padding[1] - 2))
+    nc._conv_forward(x.astype(np.float64), w.astype(np.float64), out, (1, 1), padding, (1, 1), 1)
+    return out
+
+
+def _case(N: int, C: int, O: int, H: int, W: int, seed: int = 0
+          ) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w = (rng.standard_normal((O, C, 3, 3)) / np.sqrt(9 * C)).astype(np.float32)
+    return x, w
+
+
+def _check(got: np.ndarray, ref: np.ndarray) -> None:
+    # float32 sums of 9*C products of unit-variance terms: im2col itself is off by ~1e-6 here
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, ref, rtol=0, atol=2e-5 * max(1.0, float(np.abs(ref).max())))
+
+
+_SHAPES = [(2, 64, 16, 5, 7), (3, 64, 17, 8, 8), (1, 65, 64, 3, 4), (4, 64, 32, 9, 1),
+           (2, 64, 16, 2, 2)]  # (N, C, O, H, W)
+_PADDINGS = [(0, 0), (1, 1), (2, 2), (1, 0), (0, 2)]
+
+
+@needs_numba
+@pytest.mark.parametrize(("shape", "padding"), [
+    (s, p) for s in _SHAPES for p in _PADDINGS if s[3] + 2 * p[0] >= 3 and s[4] + 2 * p[1] >= 3])
+def test_winograd_matches_im2col(shape: tuple[int, ...], padding: tuple[int, int]) -> None:
+    """Odd and even planes (a last tile row or column half outside the output), single rows
+    and columns, every padding from 0 to 2 on each side."""
+    N, C, O, H, W = shape
+    x, w = _case(N, C, O, H, W)
+    ref = _im2col(x, w, padding)
+    got = np.full(ref.shape, np.nan, np.float32)
+    wg.conv3x3_winograd(x, w, got, padding)
+    _check(got, ref)
+
+
+@needs_numba
+def test_winograd_bands_and_strided_operands(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bands of one tile row (and a last, shorter band), a non-contiguous input and kernel (views
+    of larger arrays) and a non-contiguous output."""
+    x, w = _case(3, 64, 24, 11, 10, seed=1)
+    ref = _im2col(x, w, (1, 1))
+    whole = np.empty(ref.shape, np.float32)
+    wg.conv3x3_winograd(x, w, whole, (1, 1))
+    _check(whole, ref)
+    monkeypatch.setattr(wg, "_BAND_BYTES", 1)  # one row of tiles per band
+    banded = np.empty(ref.shape, np.float32)
+    wg.conv3x3_winograd(x, w, banded, (1, 1))
+    _check(banded, ref)  # (not bit for bit: BLAS may sum narrower products in another order)
+    xs = np.zeros((3, 128, 11, 20), np.float32)[:, ::2, :, ::2]
+    xs[...] = x
+    ws = np.zeros((48, 64, 3, 3), np.float32)[::2]
+    ws[...] = w
+    out = np.zeros((3, 24, 11, 10, 2), np.float32)[..., 0]  # every last index skipped
+    wg.conv3x3_winograd(xs, ws, out, (1, 1))
+    _check(out, ref)
+
+
+def test_winograd_routing() -> None:
+    """Only float32, 3x3, stride 1, undilated, ungrouped convolutions with padding 0-2 and 64
+    input channels or more take the path (with numba); the others keep im2col."""
+    x = np.zeros((2, 64, 8, 8), np.float32)
+    w = np.zeros((32, 64, 3, 3), np.float32)
+    one = (1, 1)
+    assert wg.use_winograd(x, w, one, one, one, 1) == wg.available()
+    assert not wg.use_winograd(x.astype(np.float64), w.astype(np.float64), one, one, one, 1)
+    assert not wg.use_winograd(x, w, (2, 2), one, one, 1)
+    assert not wg.use_winograd(x, w, one, one, (2, 2), 1)
+    assert not wg.use_winograd(x, w, one, (3, 3), one, 1)
+    assert not wg.use_winograd(x, w[:, :32], one, one, one, 2)
+    assert not wg.use_winograd(x, np.zeros((32, 64, 5, 5), np.float32), one, one, one, 1)
+    assert not wg.use_winograd(x[:, :32], w[:, :32], one, one, one, 1)  # too shallow
+    assert not wg.use_winograd(x[:0], w, one, one, one, 1)
+    assert not wg.use_winograd(x[:, :, :1, :1], w, one, (0, 0), one, 1)  # no output position
+
+
+def test_winograd_off_without_numba_or_by_variable() -> None:
+    """``PORTAGRAD_WINOGRAD=0``, or numba failing to import, turns the path off: the
+    convolution then runs im2col and still computes the convolution."""
+    code = (
+        "import sys, numpy as np\n"
+        "if sys.argv[1] == 'hide': sys.modules['numba'] = None  # import numba fails\n"
+        "from portagrad.backends.numpy import conv as nc, winograd as wg\n"
+        "x = np.ones((1, 64, 4, 4), np.float32); w = np.ones((16, 64, 3, 3), np.float32)\n"
+        "o = np.empty((1, 16, 4, 4), np.float32)\n"
+        "nc._conv_forward(x, w, o, (1, 1), (1, 1), (1, 1), 1)\n"
+        "assert not wg.available() and o[0, 0, 1, 1] == 576 and o[0, 0, 0, 0] == 256\n"
+    )
+    for mode, extra in (("hide", {}), ("variable", {"PORTAGRAD_WINOGRAD": "0"})):
+        env = dict(os.environ, **extra)
+        subprocess.run([sys.executable, "-c", code, mode], check=True, env=env, timeout=120)
+
+
+@needs_numba
+@pytest.mark.parametrize("padding", [1, 0])
+def test_conv2d_and_input_gradient_through_winograd(padding: int) -> None:
+    """``conv2d`` on the cpu device and its input gradient (a convolution of the output gradient
+    with the flipped kernels, channels swapped: Winograd again) against float64."""
+    import portagrad as pg
+
+    calls: list[tuple[int, ...]] = []
+    real = wg.conv3x3_winograd
+
+    def counted(xa: np.ndarray, *a: object) -> None:
+        calls.append(xa.shape)
+        real(xa, *a)  # type: ignore[arg-type]
+
+    x, w = _case(2, 64, 64, 7, 6, seed=2)
+    gshape = (2, 64, 7 + 2 * padding - 2, 6 + 2 * padding - 2)
+    g = np.random.default_rng(3).standard_normal(gshape)
+    results = {}
+    orig = nc.conv3x3_winograd
+    nc.conv3x3_winograd = counted
+    try:
+        for dt in (pg.float32, pg.float64):
+            xt = pg.tensor(x, dtype=dt, requires_grad=True)
+            y = pg.nn.functional.conv2d(xt, pg.tensor(w, dtype=dt), padding=padding)
+            y.backward(pg.tensor(g, dtype=dt))
+            assert xt.grad is not None
+            results[dt] = (y.detach().numpy().astype(np.float64), xt.grad.numpy().astype(np.float64))
+    finally:
+        nc.conv3x3_winograd = orig
+    assert calls == [x.shape, gshape]  # float32's forward and input gradient; float64 neither
+    for got, ref in zip(results[pg.float32], results[pg.float64], strict=True):
+        _check(got, ref)
