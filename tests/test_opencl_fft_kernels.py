@@ -2,7 +2,8 @@
 
 Complex-to-complex transforms of every size 1..70 and chosen larger ones up to 4096 (powers of
 two, of 3, 5, 7, mixed, and primes and other sizes with a factor above 7, which go through
-Bluestein's algorithm), forward and backward, in complex64 and complex128, against
+Bluestein's algorithm), forward and backward, in complex64 and complex128, with the passes of
+a line in one launch (local memory) and one launch per pass, against
 ``numpy.fft`` computed in complex128: within ``1e-5`` (complex64) and ``1e-12`` (complex128) of
 the largest magnitude of the result. Then batches along every axis of 3-D arrays (the axis in
 the middle: strided lines), several axes at once, real-to-complex (one-sided and full) and
@@ -21,6 +22,19 @@ TOL = {"float32": 1e-5, "float64": 1e-12}
 CDT = {"float32": np.complex64, "float64": np.complex128}
 SIZES = [*range(1, 71), 97, 121, 127, 128, 210, 243, 256, 343, 625, 840, 1000, 1024, 1031, 2048,
          2310, 4093, 4096]
+
+
+@pytest.fixture(params=["local", "global"])
+def passes(request, monkeypatch) -> str:
+    """Where the Stockham passes run: "local", every pass of a line of up to the device's
+    longest in one launch (``fft_local``), or "global", one launch per pass (forced by a longest
+    local line of 1; the path of longer lines)."""
+    from portagrad.backends.opencl import fft
+
+    if request.param == "global":
+        real = fft.local_shape
+        monkeypatch.setattr(fft, "local_shape", lambda dev, dt: (real(dev, dt)[0], 1))
+    return request.param
 
 
 @pytest.fixture
@@ -108,7 +122,7 @@ def test_factor():
 
 @pytest.mark.parametrize("dt", ["float32", "float64"])
 @pytest.mark.parametrize("forward", [True, False], ids=["forward", "backward"])
-def test_c2c_sizes(dev, dt, forward):
+def test_c2c_sizes(dev, dt, forward, passes):
     _need(dev, dt)
     for n in SIZES:
         x = _crandn((2, n), dt)
@@ -132,7 +146,7 @@ def test_c2c_large(dev, dt):
                                         ((4, 6, 5), [0, 2]), ((3, 17, 2), [1, 0, 2]),
                                         ((5, 31, 7), [1]), ((2, 3, 0), [1]), ((3, 1, 4), [1]),
                                         ((6, 8), [])])
-def test_c2c_axes(dev, dt, shape, axes):
+def test_c2c_axes(dev, dt, shape, axes, passes):
     _need(dev, dt)
     x = _crandn(shape, dt)
     for forward in (True, False):
@@ -155,7 +169,7 @@ def test_c2c_offsets(dev):
 @pytest.mark.parametrize("dt", ["float32", "float64"])
 @pytest.mark.parametrize("shape,axes", [((7,), [0]), ((4, 6, 5), [1]), ((4, 6, 5), [2, 0]),
                                         ((2, 13, 3), [1]), ((3, 64), [1]), ((5, 1), [1])])
-def test_r2c(dev, dt, shape, axes):
+def test_r2c(dev, dt, shape, axes, passes):
     from portagrad.backends.opencl import fft
 
     _need(dev, dt)
@@ -174,7 +188,7 @@ def test_r2c(dev, dt, shape, axes):
 @pytest.mark.parametrize("dt", ["float32", "float64"])
 @pytest.mark.parametrize("shape,axes", [((4, 6, 5), [1]), ((4, 6, 5), [0, 2]), ((2, 9, 3), [1]),
                                         ((3, 40), [1]), ((0, 4), [1])])
-def test_c2r(dev, dt, shape, axes):
+def test_c2r(dev, dt, shape, axes, passes):
     """Output sizes even, odd and 1 along the last axis; the imaginary parts of the zero and
     Nyquist frequencies are ignored (the inputs have them)."""
     from portagrad.backends.opencl import fft
@@ -220,3 +234,16 @@ def test_pg_fft_runs_the_kernels(dev, device, monkeypatch):
     back = pg.fft.irfft(spec, n=11, dim=0)
     assert calls[0] == "c2r"
     np.testing.assert_allclose(back.cpu().numpy(), x.T, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_local_shape(dev, dt):
+    """The one-launch kernel's lines fit half the local memory, and every device (OpenCL
+    guarantees 32 KiB of it) takes lines of 512 entries or more that way."""
+    from portagrad.backends.opencl.fft import local_shape
+
+    wg, nmax = local_shape(dev, dt)
+    item = np.dtype(CDT[dt]).itemsize
+    assert wg & (wg - 1) == 0 and 1 <= wg <= dev.max_wg
+    assert nmax & (nmax - 1) == 0 and 512 <= nmax <= 4096
+    assert 2 * nmax * item <= int(dev.properties.extra["local_mem_size"]) // 2

@@ -6,10 +6,12 @@ in elements, and enqueue without waiting. A transform over several axes is one a
 
 Per axis of size ``n``:
 
-* ``n`` whose prime factors are all in 2, 3, 5, 7: Stockham autosort passes, one launch per
-  radix (8, 4 and 2 for the powers of two, then 3, 5, 7), reading and writing the whole array
-  (out of place, ping-ponging between the output and one scratch buffer, arranged so the last
-  pass lands in the output);
+* ``n`` whose prime factors are all in 2, 3, 5, 7: Stockham autosort passes of radix 8, 4 and 2
+  for the powers of two, then 3, 5, 7. Up to :func:`local_shape`'s longest line (4096 on CPU
+  devices) every pass of a line runs in local memory in ONE launch (``fft_local``, a work-group
+  per line); longer lines take one launch per pass, reading and writing the whole array (out
+  of place, ping-ponging between the output and one scratch buffer, arranged so the last pass
+  lands in the output);
 * any other ``n``: Bluestein's chirp-z algorithm, a circular convolution of length
   ``M = 2^ceil(log2(2n - 1))`` done with two power-of-two transforms and a pointwise product.
 
@@ -34,7 +36,7 @@ from .fft_kernels import fft_source
 if TYPE_CHECKING:
     from .devices import Device, Kernel
 
-__all__ = ["c2c", "r2c", "c2r", "factor", "bluestein_size"]
+__all__ = ["c2c", "r2c", "c2r", "factor", "bluestein_size", "local_shape"]
 
 Ref = tuple[Any, int]
 """A ``(pyopencl.Buffer, offset in elements)`` pair."""
@@ -43,6 +45,7 @@ _I64, _I32 = np.int64, np.int32
 _B = [None, _I64]
 _TYPES: dict[str, list[Any]] = {
     "pass": _B * 2 + [None, _I64, _I64, _I64, _I64, _I32, _I64],
+    "local": _B * 2 + [None, _I64, _I64, _I32, _I64, _I32],
     "blue_pre": _B + [None, None, _I64, _I64, _I64, _I64],
     "cmul_rows": [None, None, _I64, _I64],
     "blue_post": [None] + _B + [None, _I64, _I64, _I64, _I64],
@@ -77,8 +80,21 @@ def bluestein_size(n: int) -> int:
     return 1 << max(0, (2 * n - 2).bit_length())
 
 
+def local_shape(dev: Device, dt: str) -> tuple[int, int]:
+    """``(work-group size, longest line)`` of the one-launch kernel ``fft_local``: its two
+    line buffers take at most half the device's local memory, and at most 4096 entries (a
+    line then stays in a CPU core's cache). CPU devices run a work-group as a loop over its
+    items, so a few items suffice there."""
+    wg = min(256 if dev.is_gpu else 16, 1 << (dev.max_wg.bit_length() - 1))
+    item = np.dtype(_COMPLEX[dt]).itemsize
+    room = int(dev.properties.extra.get("local_mem_size", 0)) // (4 * item)
+    return wg, min(4096, 1 << max(0, room.bit_length() - 1))
+
+
 def _kernel(dev: Device, dt: str, name: str, types: str) -> Kernel:
-    return dev.kernel(("fft", dt), name, lambda: fft_source(dt), [dt], _TYPES[types])
+    wg, nmax = local_shape(dev, dt)
+    return dev.kernel(("fft", dt, wg, nmax), name, lambda: fft_source(dt, wg, nmax), [dt],
+                      _TYPES[types])
 
 
 def _launch(dev: Device, kern: Kernel, total: int, args: list[Any]) -> None:
@@ -148,11 +164,28 @@ def _stockham(dev: Device, dt: str, src: Ref, dst: Ref, lines: int, n: int, inne
             [src[0], src[1], dst[0], dst[1], w, n, p, inner, n // (p * r), int(inv)])
 
 
+def _local_fft(dev: Device, dt: str, src: Ref, dst: Ref, lines: int, n: int, inner: int,
+               radices: Sequence[int], inv: bool) -> None:
+    """Every pass of size ``n`` (at most :func:`local_shape`'s line) in one launch, one
+    work-group per line of ``(lines, n, inner)``."""
+    wg, _ = local_shape(dev, dt)
+    kern = _kernel(dev, dt, "fft_local", "local")
+    rad = 0
+    for i, r in enumerate(radices):  # 4 bits each: at most 12 passes fit 4096 entries
+        rad |= r << (4 * i)
+    groups = lines * inner
+    kern(dev.queue, (groups * wg,), (wg,), src[0], src[1], dst[0], dst[1],
+         _twiddles(dev, dt, n), n, inner, len(radices), rad, int(inv))
+
+
 def _pow2_fft(dev: Device, dt: str, a: Ref, b: Ref, lines: int, n: int, inv: bool) -> Ref:
     """Transform the ``(lines, n)`` array in ``a`` (``n`` a power of two), ping-ponging with
     ``b``; returns the one holding the result."""
     radices = factor(n)
     assert radices is not None
+    if n <= local_shape(dev, dt)[1]:
+        _local_fft(dev, dt, a, b, lines, n, 1, radices, inv)
+        return b
     p = 1
     for r in radices:
         _stockham(dev, dt, a, b, lines, n, 1, p, r, inv)
@@ -202,7 +235,9 @@ def c2c(dev: Device, dt: str, x: Ref, out: Ref, shape: Sequence[int], axes: Sequ
         total *= s
     item = np.dtype(_COMPLEX[dt]).itemsize
     inv = not forward
-    # (lines, n, inner, p, r) per Stockham pass; r = 0 for a Bluestein step
+    nmax = local_shape(dev, dt)[1]
+    # (lines, n, inner, p, r) per Stockham pass; r = 0 for a Bluestein step (p = 1) or for all
+    # the passes in local memory (p = -1)
     steps: list[tuple[int, int, int, int, int]] = []
     for ax in axes:
         n = shape[ax]
@@ -213,6 +248,9 @@ def c2c(dev: Device, dt: str, x: Ref, out: Ref, shape: Sequence[int], axes: Sequ
         radices = factor(n)
         if radices is None:
             steps.append((lines, n, inner, 1, 0))
+            continue
+        if n <= nmax:
+            steps.append((lines, n, inner, -1, 0))
             continue
         p = 1
         for r in radices:
@@ -229,6 +267,10 @@ def c2c(dev: Device, dt: str, x: Ref, out: Ref, shape: Sequence[int], axes: Sequ
         dst = out if tmp is None or (len(steps) - i) % 2 == 1 else (tmp.mem, 0)
         if r:
             _stockham(dev, dt, cur, dst, lines, n, inner, p, r, inv)
+        elif p < 0:
+            radices = factor(n)
+            assert radices is not None
+            _local_fft(dev, dt, cur, dst, lines, n, inner, radices, inv)
         else:
             _bluestein(dev, dt, cur, dst, lines, n, inner, inv)
         cur = dst

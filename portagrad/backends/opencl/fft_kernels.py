@@ -87,12 +87,30 @@ def _dft(r: int) -> str:
     return _dft_generic(r)
 
 
-def _pass(r: int) -> str:
-    loads = "\n    ".join(f"T x{j} = x[(i + {j} * m) * inner];" for j in range(r))
+def _butterfly(r: int, load: str, store: str) -> str:
+    """Statements of one radix-``r`` butterfly of a Stockham pass: element ``j`` is read from
+    ``load.format(j=j)`` (an lvalue of ``i + j m``), twiddled by ``W[j k wstep]`` (conjugated
+    when ``inv``), transformed, and output ``j`` stored to ``store.format(j=j)`` (at
+    ``o + j p``, ``o = (i - k) r + k``). Needs ``i, m, p, k, wstep, inv, s`` in scope."""
+    loads = "\n    ".join(f"T x{j} = {load.format(j=j)};" for j in range(r))
     tw = "\n        ".join(
         f"{{ T w = W[{j} * k * wstep]; x{j} = cmul(x{j}, inv ? cconj(w) : w); }}"
         for j in range(1, r))
-    stores = "\n    ".join(f"y[(o + {j} * p) * inner] = y{j};" for j in range(r))
+    stores = "\n    ".join(f"{store.format(j=j)} = y{j};" for j in range(r))
+    return f"""
+    {loads}
+    if (k != 0) {{
+        {tw}
+    }}
+    {{
+        {_dft(r)}
+        long o = (i - k) * {r} + k;
+        {stores}
+    }}"""
+
+
+def _pass(r: int) -> str:
+    body = _butterfly(r, "x[(i + {j} * m) * inner]", "y[(o + {j} * p) * inner]")
     return f"""
 __kernel void fft_r{r}(__global const T* X, long xo, __global T* Y, long yo,
                        __global const T* W, long n, long p, long inner, long wstep, int inv,
@@ -110,15 +128,62 @@ __kernel void fft_r{r}(__global const T* X, long xo, __global T* Y, long yo,
     __global T* y = Y + yo + base;
     R s = inv ? (R)1 : (R)-1;
     long k = i % p;
-    {loads}
-    if (k != 0) {{
-        {tw}
+    {body}
+}}
+"""
+
+
+def _local() -> str:
+    """``fft_local``: every pass of one line in local memory, one work-group per line. The
+    radices (``npass`` of them, 4 bits each in ``rad``, first pass lowest) and ``n <= NMAX``
+    are arguments; work-items stride over the butterflies of each pass, a barrier between
+    passes (uniform: every work-item runs every pass).
+
+    Oclgrind 19.10 returns zeros from this kernel for two passes or more when it optimises the
+    program, and the right values with ``-cl-opt-disable``, with no access or race report either
+    way; PoCL agrees with numpy at every size. Its ``tox -e oclgrind`` selection therefore runs
+    the one-launch-per-pass path (``fft_r*``)."""
+    funcs = "".join(
+        f"""
+/* one radix-{r} pass of fft_local: work-item l strides over the butterflies */
+void lpass{r}(__local T* buf, long so, long dq, long n, long p, long l,
+              __global const T* W, int inv, R s)
+{{
+    long m = n / {r}, wstep = n / (p * {r});
+    for (long i = l; i < m; i += WG) {{
+        long k = i % p;
+        {_butterfly(r, "buf[so + i + {j} * m]", "buf[dq + o + {j} * p]")}
     }}
-    {{
-        {_dft(r)}
-        long o = (i - k) * {r} + k;
-        {stores}
+}}
+""" for r in RADICES)
+    cases = "".join(f"""
+            case {r}: lpass{r}(buf, so, dq, n, p, l, W, inv, s); break;""" for r in RADICES)
+    return funcs + f"""
+__kernel void fft_local(__global const T* X, long xo, __global T* Y, long yo,
+                        __global const T* W, long n, long inner, int npass, long rad, int inv)
+{{
+    __local T buf[2 * NMAX];  /* two halves, ping-pong */
+    long line = get_group_id(0);
+    long l = get_local_id(0);
+    long q = line % inner;
+    long base = (line / inner) * n * inner + q;
+    __global const T* x = X + xo + base;
+    __global T* y = Y + yo + base;
+    R s = inv ? (R)1 : (R)-1;
+    for (long j = l; j < n; j += WG) buf[j] = x[j * inner];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    long p = 1;
+    for (int pass = 0; pass < npass; pass++) {{
+        /* offsets of the halves read and written */
+        long so = (pass & 1) * NMAX, dq = NMAX - so;
+        int r = (int)((rad >> (4 * pass)) & 15);
+        switch (r) {{{cases}
+        }}
+        barrier(CLK_LOCAL_MEM_FENCE);
+        p *= r;
     }}
+    long ro = (npass & 1) * NMAX;
+    for (long j = l; j < n; j += WG) y[j * inner] = buf[ro + j];
 }}
 """
 
@@ -200,8 +265,10 @@ __kernel void hermitian(__global const T* X, long xo, __global T* Y, long yo, lo
 """
 
 
-def fft_source(dt: str) -> str:
-    """The program of every FFT kernel for the real dtype ``dt`` (``"float32"``/``"float64"``)."""
+def fft_source(dt: str, wg: int, nmax: int) -> str:
+    """The program of every FFT kernel for the real dtype ``dt`` (``"float32"``/``"float64"``),
+    ``fft_local`` with work-groups of ``wg`` and lines of at most ``nmax`` entries."""
     r = {"float32": "float", "float64": "double"}[dt]
-    head = prelude([dt]) + f"\ntypedef {r} R;\ntypedef {r}2 R2;\n" + _COMMON
-    return head + "".join(_pass(k) for k in RADICES) + _OTHERS
+    head = (prelude([dt]) + f"\ntypedef {r} R;\ntypedef {r}2 R2;\n#define WG {wg}\n"
+            f"#define NMAX {nmax}\n" + _COMMON)
+    return head + "".join(_pass(k) for k in RADICES) + _local() + _OTHERS
