@@ -1,0 +1,56 @@
+"""1-D complex FFTs (``pg.fft.fft``) on the device against ``numpy.fft.fft`` on the host.
+
+Run: ``python -m benchmarks.fft [--device opencl:0] [--quick] [--dtype complex64]``, from the
+repository root.
+
+Sizes ``2^10 .. 2^20`` (``2^10, 2^14, 2^18`` with ``--quick``) of one transform, a prime size
+(65537, through Bluestein's algorithm: a convolution of ``2^18``) and a batch of 64 rows of 1024.
+The input already lives on the device; the time is the transform and a synchronisation. numpy
+transforms the same array (the same dtype: numpy 2's pocketfft computes complex64 in single
+precision) on the host. Figures are GFLOP/s by the usual ``5 n log2 n`` per transform, the same
+count for both, so the ratio is the ratio of the times.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import best_time, device_label, parse_args, report, sync
+
+
+def _extra(p: object) -> None:
+    p.add_argument("--dtype", default="complex64", choices=["complex64", "complex128"],  # type: ignore[attr-defined]
+                   help="complex dtype of the transforms (default complex64)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(__doc__.splitlines()[0], argv, _extra)
+    import portagrad as pg
+
+    dev = args.device
+    print(f"device: {device_label(dev)}")
+    print(f"dtype: {args.dtype}")
+    exps = [10, 14, 18] if args.quick else list(range(10, 21))
+    cases = [(f"n = 2^{e}", 1, 1 << e) for e in exps]
+    cases += [("n = 65537 (prime, Bluestein)", 1, 65537), ("64 x 1024 (batch of rows)", 64, 1024)]
+    repeat = 3 if args.quick else 5
+    rng = np.random.default_rng(0)
+    for what, batch, n in cases:
+        host = (rng.standard_normal((batch, n)) + 1j * rng.standard_normal((batch, n)))
+        host = host.astype(args.dtype)
+        x = pg.from_numpy(host).to(dev)
+        sync(dev)
+        number = max(1, (1 << 18) // (batch * n))
+        t_ours = best_time(lambda: pg.fft.fft(x), lambda: sync(dev), repeat, number)  # noqa: B023 - timed within this iteration
+        t_np = best_time(lambda: np.fft.fft(host), repeat=repeat, number=number)  # noqa: B023 - timed within this iteration
+        gflop = 5 * n * math.log2(n) * batch / 1e9
+        report(f"{what}, GFLOP/s", gflop / t_ours, gflop / t_np, "GFLOP/s")
+        got = pg.fft.fft(x).cpu().numpy()
+        ref = np.fft.fft(host.astype(np.complex128))
+        err = np.abs(got - ref).max() / np.abs(ref).max()
+        assert err < (1e-5 if args.dtype == "complex64" else 1e-12), (what, err)
+
+
+if __name__ == "__main__":
+    main()
