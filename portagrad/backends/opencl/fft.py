@@ -55,7 +55,8 @@ _TYPES: dict[str, list[Any]] = {
     "hermitian": _B * 2 + [_I64, _I64, _I64, _I64],
 }
 _COMPLEX = {"float32": np.complex64, "float64": np.complex128}
-#: tables kept per device before the cache is emptied (each is at most a few MiB)
+#: tables kept per device before the cache is emptied (each is at most a few MiB; the cache
+#: also holds fft_local's work-group size per dtype)
 _TABLE_LIMIT = 64
 _tables: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
 _tables_lock = threading.Lock()
@@ -92,9 +93,21 @@ def local_shape(dev: Device, dt: str) -> tuple[int, int]:
 
 
 def _kernel(dev: Device, dt: str, name: str, types: str) -> Kernel:
-    wg, nmax = local_shape(dev, dt)
-    return dev.kernel(("fft", dt, wg, nmax), name, lambda: fft_source(dt, wg, nmax), [dt],
+    nmax = local_shape(dev, dt)[1]
+    return dev.kernel(("fft", dt, nmax), name, lambda: fft_source(dt, nmax), [dt],
                       _TYPES[types])
+
+
+def _group_size(dev: Device, kern: Kernel, want: int) -> int:
+    """``want``, or the largest power of two below it the compiled kernel allows (a kernel
+    using many registers may allow fewer work-items per group than the device)."""
+    import pyopencl as cl
+
+    most = int(kern.cl.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
+                                           dev.cl_device))
+    while want > max(1, most):
+        want //= 2
+    return want
 
 
 def _launch(dev: Device, kern: Kernel, total: int, args: list[Any]) -> None:
@@ -168,8 +181,14 @@ def _local_fft(dev: Device, dt: str, src: Ref, dst: Ref, lines: int, n: int, inn
                radices: Sequence[int], inv: bool) -> None:
     """Every pass of size ``n`` (at most :func:`local_shape`'s line) in one launch, one
     work-group per line of ``(lines, n, inner)``."""
-    wg, _ = local_shape(dev, dt)
     kern = _kernel(dev, dt, "fft_local", "local")
+    key = ("wg", dt)
+    cache = _tables.get(dev)
+    wg = cache.get(key) if cache is not None else None
+    if wg is None:
+        wg = _group_size(dev, kern, local_shape(dev, dt)[0])
+        with _tables_lock:
+            _tables.setdefault(dev, {})[key] = wg
     rad = 0
     for i, r in enumerate(radices):  # 4 bits each: at most 12 passes fit 4096 entries
         rad |= r << (4 * i)

@@ -146,31 +146,31 @@ def _local() -> str:
     funcs = "".join(
         f"""
 /* one radix-{r} pass of fft_local: work-item l strides over the butterflies */
-void lpass{r}(__local T* buf, long so, long dq, long n, long p, long l,
+void lpass{r}(__local T* buf, long so, long dq, long n, long p, long l, long ls,
               __global const T* W, int inv, R s)
 {{
     long m = n / {r}, wstep = n / (p * {r});
-    for (long i = l; i < m; i += WG) {{
+    for (long i = l; i < m; i += ls) {{
         long k = i % p;
         {_butterfly(r, "buf[so + i + {j} * m]", "buf[dq + o + {j} * p]")}
     }}
 }}
 """ for r in RADICES)
     cases = "".join(f"""
-            case {r}: lpass{r}(buf, so, dq, n, p, l, W, inv, s); break;""" for r in RADICES)
+            case {r}: lpass{r}(buf, so, dq, n, p, l, ls, W, inv, s); break;""" for r in RADICES)
     return funcs + f"""
 __kernel void fft_local(__global const T* X, long xo, __global T* Y, long yo,
                         __global const T* W, long n, long inner, int npass, long rad, int inv)
 {{
     __local T buf[2 * NMAX];  /* two halves, ping-pong */
     long line = get_group_id(0);
-    long l = get_local_id(0);
+    long l = get_local_id(0), ls = get_local_size(0);
     long q = line % inner;
     long base = (line / inner) * n * inner + q;
     __global const T* x = X + xo + base;
     __global T* y = Y + yo + base;
     R s = inv ? (R)1 : (R)-1;
-    for (long j = l; j < n; j += WG) buf[j] = x[j * inner];
+    for (long j = l; j < n; j += ls) buf[j] = x[j * inner];
     barrier(CLK_LOCAL_MEM_FENCE);
     long p = 1;
     for (int pass = 0; pass < npass; pass++) {{
@@ -183,7 +183,7 @@ __kernel void fft_local(__global const T* X, long xo, __global T* Y, long yo,
         p *= r;
     }}
     long ro = (npass & 1) * NMAX;
-    for (long j = l; j < n; j += WG) y[j * inner] = buf[ro + j];
+    for (long j = l; j < n; j += ls) y[j * inner] = buf[ro + j];
 }}
 """
 
@@ -265,10 +265,10 @@ __kernel void hermitian(__global const T* X, long xo, __global T* Y, long yo, lo
 """
 
 
-def fft_source(dt: str, wg: int, nmax: int) -> str:
+def fft_source(dt: str, nmax: int) -> str:
     """The program of every FFT kernel for the real dtype ``dt`` (``"float32"``/``"float64"``),
-    ``fft_local`` with work-groups of ``wg`` and lines of at most ``nmax`` entries."""
+    ``fft_local`` with lines of at most ``nmax`` entries (any work-group size)."""
     r = {"float32": "float", "float64": "double"}[dt]
-    head = (prelude([dt]) + f"\ntypedef {r} R;\ntypedef {r}2 R2;\n#define WG {wg}\n"
-            f"#define NMAX {nmax}\n" + _COMMON)
+    head = (prelude([dt]) + f"\ntypedef {r} R;\ntypedef {r}2 R2;\n#define NMAX {nmax}\n"
+            + _COMMON)
     return head + "".join(_pass(k) for k in RADICES) + _local() + _OTHERS
