@@ -7,7 +7,8 @@ a line in one launch (local memory) and one launch per pass, against
 ``numpy.fft`` computed in complex128: within ``1e-5`` (complex64) and ``1e-12`` (complex128) of
 the largest magnitude of the result. Then batches along every axis of 3-D arrays (the axis in
 the middle: strided lines), several axes at once, real-to-complex (one-sided and full) and
-complex-to-real transforms (even, odd and unit output sizes). The planner's factorisation is
+complex-to-real transforms (even, odd and unit sizes; an even size along the last dimension
+takes the half-length transform, the others the complex one). The planner's factorisation is
 checked against its definition. Only OpenCL devices run these.
 """
 from __future__ import annotations
@@ -168,7 +169,9 @@ def test_c2c_offsets(dev):
 
 @pytest.mark.parametrize("dt", ["float32", "float64"])
 @pytest.mark.parametrize("shape,axes", [((7,), [0]), ((4, 6, 5), [1]), ((4, 6, 5), [2, 0]),
-                                        ((2, 13, 3), [1]), ((3, 64), [1]), ((5, 1), [1])])
+                                        ((2, 13, 3), [1]), ((3, 64), [1]), ((5, 1), [1]),
+                                        ((2,), [0]), ((3, 4, 8), [0, 2]), ((2, 3, 74), [2]),
+                                        ((4, 8192), [1])])
 def test_r2c(dev, dt, shape, axes, passes):
     from portagrad.backends.opencl import fft
 
@@ -187,7 +190,8 @@ def test_r2c(dev, dt, shape, axes, passes):
 
 @pytest.mark.parametrize("dt", ["float32", "float64"])
 @pytest.mark.parametrize("shape,axes", [((4, 6, 5), [1]), ((4, 6, 5), [0, 2]), ((2, 9, 3), [1]),
-                                        ((3, 40), [1]), ((0, 4), [1])])
+                                        ((3, 40), [1]), ((0, 4), [1]), ((3, 4, 8), [0, 2]),
+                                        ((2, 37), [1]), ((2, 4096), [1])])
 def test_c2r(dev, dt, shape, axes, passes):
     """Output sizes even, odd and 1 along the last axis; the imaginary parts of the zero and
     Nyquist frequencies are ignored (the inputs have them)."""
@@ -270,3 +274,26 @@ def test_captured_fft_step_is_bit_identical(dev, device):
             captured = [cstep(x).cpu().numpy().tobytes() for x in data]
         assert captured == eager, shape
         assert any(r.trace is not None for r in cstep._rec.runs), shape
+
+
+def test_even_last_dimension_takes_the_half_length_transform(dev, monkeypatch):
+    """rfft/irfft along an even last dimension pack the reals in pairs (one complex transform
+    of half the length); an odd one or another axis complexify (covered by the tests above)."""
+    from portagrad.backends.opencl import fft
+
+    calls: list[str] = []
+    for name in ("_r2c_even", "_c2r_even"):
+        real = getattr(fft, name)
+        monkeypatch.setattr(fft, name, lambda *a, _r=real, _n=name: (calls.append(_n), _r(*a))[1])
+    x = RNG.standard_normal((3, 10)).astype(np.float32)
+    out = _empty(dev, (3, 6), np.complex64)
+    fft.r2c(dev, "float32", (_up(dev, x), 0), (out, 0), x.shape, [1], True)
+    other = _empty(dev, (2, 10), np.complex64)
+    fft.r2c(dev, "float32", (_up(dev, x), 0), (other, 0), x.shape, [0], True)  # not the last
+    assert calls == ["_r2c_even"]
+    spec = _down(dev, out, (3, 6), np.complex64)
+    _check(spec, np.fft.rfft(x.astype(np.float64), axis=1), "float32")
+    back = _empty(dev, (3, 10), np.float32)
+    fft.c2r(dev, "float32", (_up(dev, spec), 0), (back, 0), (3, 6), [1], 10)
+    assert calls == ["_r2c_even", "_c2r_even"]
+    _check(_down(dev, back, (3, 10), np.float32), 10 * x.astype(np.float64), "float32")

@@ -19,8 +19,9 @@ Twiddles and chirps are tabled on the host in float64 (``w^t`` for ``t < n``; th
 ``j^2`` reduced mod ``2n`` before the multiplication by ``pi / n`` so large ``j`` keep their
 precision), then stored in the transform's precision and cached per device, so the kernels
 evaluate no trigonometric function. Real transforms complexify their input (``r2c``) or
-rebuild the Hermitian spectrum (``c2r``) and use the complex passes: correct, not the fastest
-(a half-length packing would halve the work).
+rebuild the Hermitian spectrum (``c2r``) and use the complex passes, or, along an even last
+dimension, pack the ``n`` reals into ``n / 2`` complex values and transform those (half the
+work).
 """
 from __future__ import annotations
 
@@ -53,6 +54,10 @@ _TYPES: dict[str, list[Any]] = {
     "real_part": _B * 2 + [_I64],
     "crop": _B * 2 + [_I64, _I64, _I64, _I64],
     "hermitian": _B * 2 + [_I64, _I64, _I64, _I64],
+    "pack_real": _B + [None, _I64],
+    "unpack_real": [None] + _B + [_I64],
+    "r2c_post": [None] + _B + [None, _I64, _I64],
+    "c2r_pre": _B + [None, None, _I64, _I64],
 }
 _COMPLEX = {"float32": np.complex64, "float64": np.complex128}
 #: tables kept per device before the cache is emptied (each is at most a few MiB; the cache
@@ -308,21 +313,21 @@ def r2c(dev: Device, dt: str, x: Ref, out: Ref, shape: Sequence[int], axes: Sequ
     """Forward transform of the contiguous real array ``x`` (dtype ``dt``) of ``shape`` over
     ``axes`` (non-empty) into the contiguous complex ``out``: ``shape``, or with ``onesided``
     the last of ``axes`` cut to ``n // 2 + 1``. The last axis is transformed first, then cut,
-    so the other axes transform only the kept half."""
+    so the other axes transform only the kept half; an even ``n`` along the array's last
+    dimension takes the half-length transform (:func:`_r2c_even`), other cases transform the
+    complexified input."""
     shape = [int(s) for s in shape]
     total = _prod(shape)
     if total == 0:
         return
     citem = np.dtype(_COMPLEX[dt]).itemsize
-    cx = _scratch(dev, total * citem)
-    _launch(dev, _kernel(dev, dt, "complexify", "complexify"), total,
-            [x[0], x[1], cx.mem, 0])
     last = axes[-1]
     if not onesided:
+        cx = _scratch(dev, total * citem)
+        _launch(dev, _kernel(dev, dt, "complexify", "complexify"), total,
+                [x[0], x[1], cx.mem, 0])
         c2c(dev, dt, (cx.mem, 0), out, shape, axes, True)
         return
-    full = _scratch(dev, total * citem)
-    c2c(dev, dt, (cx.mem, 0), (full.mem, 0), shape, [last], True)
     n = shape[last]
     h = n // 2 + 1
     inner = _prod(shape[last + 1:])
@@ -331,11 +336,47 @@ def r2c(dev: Device, dt: str, x: Ref, out: Ref, shape: Sequence[int], axes: Sequ
     rest = list(axes[:-1])
     cut = _scratch(dev, _prod(half) * citem) if rest else None
     cut_ref: Ref = (cut.mem, 0) if cut is not None else out
-    _launch(dev, _kernel(dev, dt, "crop", "crop"), _prod(half),
-            [full.mem, 0, cut_ref[0], cut_ref[1], n, h, inner])
+    if inner == 1 and n % 2 == 0:
+        _r2c_even(dev, dt, x, cut_ref, total // n, n)
+    else:
+        cx = _scratch(dev, total * citem)
+        _launch(dev, _kernel(dev, dt, "complexify", "complexify"), total,
+                [x[0], x[1], cx.mem, 0])
+        full = _scratch(dev, total * citem)
+        c2c(dev, dt, (cx.mem, 0), (full.mem, 0), shape, [last], True)
+        _launch(dev, _kernel(dev, dt, "crop", "crop"), _prod(half),
+                [full.mem, 0, cut_ref[0], cut_ref[1], n, h, inner])
+        del cx, full
     if rest:
         c2c(dev, dt, cut_ref, out, half, rest, True)
-    del cx, full, cut
+    del cut
+
+
+def _r2c_even(dev: Device, dt: str, x: Ref, out: Ref, lines: int, n: int) -> None:
+    """One-sided forward transform of the ``(lines, n)`` real ``x`` (``n`` even) into the
+    ``(lines, n / 2 + 1)`` complex ``out`` by one complex transform of length ``n / 2``."""
+    h = n // 2
+    citem = np.dtype(_COMPLEX[dt]).itemsize
+    z, zf = _scratch(dev, lines * h * citem), _scratch(dev, lines * h * citem)
+    _launch(dev, _kernel(dev, dt, "pack_real", "pack_real"), lines * h, [x[0], x[1], z.mem])
+    c2c(dev, dt, (z.mem, 0), (zf.mem, 0), [lines, h], [1], True)
+    _launch(dev, _kernel(dev, dt, "r2c_post", "r2c_post"), lines * (h + 1),
+            [zf.mem, out[0], out[1], _twiddles(dev, dt, n), h])
+    del z, zf
+
+
+def _c2r_even(dev: Device, dt: str, x: Ref, out: Ref, lines: int, L: int) -> None:
+    """Backward transform of the ``(lines, L / 2 + 1)`` one-sided ``x`` (``L`` even) into the
+    ``(lines, L)`` real ``out`` by one complex transform of length ``L / 2``."""
+    h = L // 2
+    citem = np.dtype(_COMPLEX[dt]).itemsize
+    z, zb = _scratch(dev, lines * h * citem), _scratch(dev, lines * h * citem)
+    _launch(dev, _kernel(dev, dt, "c2r_pre", "c2r_pre"), lines * h,
+            [x[0], x[1], z.mem, _twiddles(dev, dt, L), h])
+    c2c(dev, dt, (z.mem, 0), (zb.mem, 0), [lines, h], [1], False)
+    _launch(dev, _kernel(dev, dt, "unpack_real", "unpack_real"), lines * h,
+            [zb.mem, out[0], out[1]])
+    del z, zb
 
 
 def c2r(dev: Device, dt: str, x: Ref, out: Ref, shape: Sequence[int], axes: Sequence[int],
@@ -343,9 +384,10 @@ def c2r(dev: Device, dt: str, x: Ref, out: Ref, shape: Sequence[int], axes: Sequ
     """Backward transform (no ``1 / n``) of the contiguous one-sided Hermitian complex ``x`` of
     ``shape`` (``last_dim_size // 2 + 1`` entries along the last of ``axes``) over ``axes`` into
     the contiguous real ``out`` (dtype ``dt``), ``last_dim_size`` entries along that axis. The
-    other axes go first, on the half spectrum; then the full spectrum is rebuilt by symmetry
-    and transformed, and its real part kept (which ignores the imaginary parts of the zero and
-    Nyquist frequencies, as pocketfft does)."""
+    other axes go first, on the half spectrum. An even ``last_dim_size`` along the array's last
+    dimension then takes the half-length transform (:func:`_c2r_even`); otherwise the full
+    spectrum is rebuilt by symmetry and transformed, and its real part kept. Both ignore the
+    imaginary parts of the zero and Nyquist frequencies, as pocketfft does."""
     shape = [int(s) for s in shape]
     last = axes[-1]
     L = int(last_dim_size)
@@ -364,6 +406,10 @@ def c2r(dev: Device, dt: str, x: Ref, out: Ref, shape: Sequence[int], axes: Sequ
         c2c(dev, dt, x, half, shape, rest, False)
     h = shape[last]
     inner = _prod(shape[last + 1:])
+    if inner == 1 and L % 2 == 0:
+        _c2r_even(dev, dt, half, out, ftotal // L, L)
+        del hbuf
+        return
     ext = _scratch(dev, ftotal * citem)
     _launch(dev, _kernel(dev, dt, "hermitian", "hermitian"), ftotal,
             [half[0], half[1], ext.mem, 0, h, L, inner])

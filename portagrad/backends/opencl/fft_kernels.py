@@ -231,6 +231,55 @@ __kernel void complexify(__global const R* X, long xo, __global T* Y, long yo, l
     Y[yo + g] = (T)(X[xo + g], 0);
 }
 
+/* real transforms of an even length n = 2h along a contiguous last axis, by one complex
+   transform of length h: z[j] = x[2j] + i x[2j+1] (pack), then X[k] for k <= h from Z[k] and
+   conj(Z[h - k]) with the twiddles w^k of the length-n table (r2c_post); backward, the
+   reverse (c2r_pre, a backward length-h transform, unpack) */
+__kernel void pack_real(__global const R* X, long xo, __global T* Y, long total)
+{
+    long g = get_global_id(0);
+    if (g >= total) return;
+    Y[g] = (T)(X[xo + 2 * g], X[xo + 2 * g + 1]);
+}
+
+__kernel void unpack_real(__global const T* X, __global R* Y, long yo, long total)
+{
+    long g = get_global_id(0);
+    if (g >= total) return;
+    T v = X[g];
+    Y[yo + 2 * g] = v.x;
+    Y[yo + 2 * g + 1] = v.y;
+}
+
+/* Z: (lines, h) -> Y: (lines, h + 1); X[k] = (Zk + conj Z(h-k)) / 2 - i w^k (Zk - conj Z(h-k)) / 2 */
+__kernel void r2c_post(__global const T* Z, __global T* Y, long yo, __global const T* W, long h,
+                       long total)
+{
+    long g = get_global_id(0);
+    if (g >= total) return;
+    long k = g % (h + 1), line = g / (h + 1);
+    __global const T* z = Z + line * h;
+    T a = z[k == h ? 0 : k], b = cconj(z[k == 0 ? 0 : h - k]);
+    T e = (R)0.5 * (a + b), d = (R)0.5 * (a - b);
+    T o = cmul(W[k], (T)(d.y, -d.x));  /* w^k * (-i d) */
+    Y[yo + g] = e + o;
+}
+
+/* X: (lines, h + 1) one-sided -> Z: (lines, h), Z[k] = (Xk + conj X(h-k))
+   + i conj(w^k) (Xk - conj X(h-k)), the imaginary parts of X[0] and X[h] ignored */
+__kernel void c2r_pre(__global const T* X, long xo, __global T* Z, __global const T* W, long h,
+                      long total)
+{
+    long g = get_global_id(0);
+    if (g >= total) return;
+    long k = g % h, line = g / h;
+    __global const T* x = X + xo + line * (h + 1);
+    T a = x[k], b = cconj(x[h - k]);
+    if (k == 0) { a.y = 0; b.y = 0; }
+    T e = a + b, d = cmul(cconj(W[k]), a - b);
+    Z[g] = e + (T)(-d.y, d.x);
+}
+
 /* real part, contiguous */
 __kernel void real_part(__global const T* X, long xo, __global R* Y, long yo, long total)
 {
