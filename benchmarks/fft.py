@@ -4,7 +4,8 @@ Run: ``python -m benchmarks.fft [--device opencl:0] [--quick] [--dtype complex64
 repository root.
 
 Sizes ``2^10 .. 2^20`` (``2^10, 2^14, 2^18`` with ``--quick``) of one transform, a prime size
-(65537, through Bluestein's algorithm: a convolution of ``2^18``) and a batch of 64 rows of 1024.
+(65537, through Bluestein's algorithm: a convolution of ``2^18``), a batch of 64 rows of 1024,
+and ``rfft`` of real 64 x 1024 and ``2^18`` (against ``numpy.fft.rfft``).
 The input already lives on the device; the time is the transform and a synchronisation. numpy
 transforms the same array (the same dtype: numpy 2's pocketfft computes complex64 in single
 precision) on the host. Figures are GFLOP/s by the usual ``5 n log2 n`` per transform, the same
@@ -36,18 +37,25 @@ def main(argv: list[str] | None = None) -> None:
     cases += [("n = 65537 (prime, Bluestein)", 1, 65537), ("64 x 1024 (batch of rows)", 64, 1024)]
     repeat = 3 if args.quick else 5
     rng = np.random.default_rng(0)
+    cases += [("rfft 64 x 1024 (real input)", 64, 1024), ("rfft n = 2^18 (real input)", 1, 1 << 18)]
     for what, batch, n in cases:
-        host = (rng.standard_normal((batch, n)) + 1j * rng.standard_normal((batch, n)))
-        host = host.astype(args.dtype)
+        real = what.startswith("rfft")
+        host = rng.standard_normal((batch, n))
+        if real:
+            host = host.astype(np.float32 if args.dtype == "complex64" else np.float64)
+        else:
+            host = (host + 1j * rng.standard_normal((batch, n))).astype(args.dtype)
+        ours, theirs = (pg.fft.rfft, np.fft.rfft) if real else (pg.fft.fft, np.fft.fft)
         x = pg.from_numpy(host).to(dev)
         sync(dev)
         number = max(1, (1 << 18) // (batch * n))
-        t_ours = best_time(lambda: pg.fft.fft(x), lambda: sync(dev), repeat, number)  # noqa: B023 - timed within this iteration
-        t_np = best_time(lambda: np.fft.fft(host), repeat=repeat, number=number)  # noqa: B023 - timed within this iteration
+        t_ours = best_time(lambda: ours(x), lambda: sync(dev), repeat, number)  # noqa: B023 - timed within this iteration
+        t_np = best_time(lambda: theirs(host), repeat=repeat, number=number)  # noqa: B023 - timed within this iteration
+        # the complex count for both (a real transform does about half that work)
         gflop = 5 * n * math.log2(n) * batch / 1e9
         report(f"{what}, GFLOP/s", gflop / t_ours, gflop / t_np, "GFLOP/s")
-        got = pg.fft.fft(x).cpu().numpy()
-        ref = np.fft.fft(host.astype(np.complex128))
+        got = ours(x).cpu().numpy()
+        ref = theirs(host.astype(np.float64 if real else np.complex128))
         err = np.abs(got - ref).max() / np.abs(ref).max()
         assert err < (1e-5 if args.dtype == "complex64" else 1e-12), (what, err)
 
