@@ -9,9 +9,10 @@ sums ``ar*bi + ai*br``. So complex matmul costs the real GEMM of 2M x 2K x 2N fl
 real GEMMs on the planes cost) and reuses the tuned kernels of every device, with one small kernel
 writing ``B'`` and no copy of ``A`` or the output (where their rows are contiguous).
 
-Measured on PoCL (2 CPU cores), 512^3: complex64 37 ms this way against 868 ms for a direct
-complex kernel (one work-item per output, a loop over k), complex128 128 ms against 936 ms
-(numpy: 80 and 112 ms); and it needs no complex tiles per device.
+Measured on PoCL (2 shared CPU cores, best of 5, two runs), 512^3: complex64 37-52 ms this way
+against 650-870 ms for a direct complex kernel (one work-item per output, a loop over k),
+complex128 108-128 ms against 620-940 ms (numpy's BLAS: 48-80 and 91-112 ms); and it needs no
+complex tiles per device.
 """
 from __future__ import annotations
 

@@ -38,6 +38,14 @@ gather and scatter move the bits; ``scatter_add`` rounds after each addition, as
 kernel does; reductions, ``cumsum`` and sort work in float, rounding each output once. Random
 numbers are drawn straight into the 16-bit buffer, rounded as the numpy backend rounds them.
 
+Complex (complex64, complex128)
+-------------------------------
+Stored as ``float2``/``double2`` (numpy's layout), so loads, stores, ``where``, gather, scatter,
+sums and negation are the generic code on vectors; products, quotients and the functions are
+the helpers of :mod:`.complex_kernels` (``KIND`` ``"c"``). ``abs`` writes the real dtype; casts
+take the real part (bool: either part nonzero). Ordering ops have no complex kernels: the
+primitives raise :class:`~portagrad.errors.DTypeError` before one could compare a pair.
+
 Integer division by zero
 ------------------------
 The numpy backend raises :class:`ZeroDivisionError` for integer ``floordiv``/``remainder`` by zero.
