@@ -23,12 +23,12 @@
 # cuBLAS fp32 with TF32 off), the GEMM variant sweep, the elementwise and copy benchmarks, the
 # small training steps (eager and captured, beside torch CPU and CUDA), ResNet-18 and GPT
 # training steps (eager and captured) beside torch CUDA, language-model decoding beside torch
-# CUDA, 16-bit GEMM/convolution, fused attention against its composition, a profile of one
-# training step of each model (ops, then kernels, by device time) and `python -m portagrad demo`.
+# CUDA, 16-bit GEMM/convolution, the convolution paths on ResNet-18's layers (each forced, beside
+# torch CUDA), fused attention against its composition, a profile of one training step of each model (ops, then kernels, by device time) and `python -m portagrad demo`.
 # Everything is teed to $OUT/gpu_check.log (./gpu_check.log when $OUT is unset). Each step has
 # its own time limit, so one stuck step cannot eat the others' time; the exit status is that of
 # the test step. GPU_CHECK_STEPS picks steps (all of them: tests gemm sweep elementwise copy
-# train models generate half16 attention profile demo), SHARDS and TEST_LIMIT size the test
+# train models generate half16 conv attention profile demo), SHARDS and TEST_LIMIT size the test
 # step, GPU_CHECK_TESTS picks the tests and GEMM_SIZES the GEMM sizes.
 # `GPU_CHECK_LOCAL=1 bash benchmarks/gpu_check.sh` is a dry run on a machine that already has
 # pyopencl (PoCL, for example).
@@ -74,7 +74,7 @@ print("portagrad devices:", pg.opencl.device_count(), pg.opencl.get_device_name(
 EOF
     [ $? -eq 0 ] || exit 1
 
-    want() { case " ${GPU_CHECK_STEPS:-tests gemm sweep elementwise copy train models generate half16 attention profile demo} " in *" $1 "*) return 0;; esac; return 1; }
+    want() { case " ${GPU_CHECK_STEPS:-tests gemm sweep elementwise copy train models generate half16 conv attention profile demo} " in *" $1 "*) return 0;; esac; return 1; }
     test_rc=0
     if want tests; then
     step "tests on opencl:0: ${SHARDS:=8} parallel shards (limit ${TEST_LIMIT:=240} s)"
@@ -131,6 +131,10 @@ EOF
     if want half16; then
     step "16-bit GEMM and convolution beside float32 (limit 45 s)"
     timeout -k 5 45 python3 -m benchmarks.half16 --quick
+    fi
+    if want conv; then
+    step "convolution paths on ResNet-18's layers, batch 128, beside torch CUDA (limit 150 s)"
+    timeout -k 5 150 python3 -m benchmarks.conv --device opencl:0 --kinds implicit,tiled,im2col --bn
     fi
     if want attention; then
     step "fused attention against the composition (limit 60 s)"

@@ -19,10 +19,11 @@ operands, so transposed weights need no copy):
   copied to (N*L, O) order, so the batch and the positions are the GEMM's reduction dimension.
 
 Each of the three may instead run as one implicit-GEMM kernel that reads its operands in place
-(:mod:`.conv_implicit`, no column buffer). Which one runs is measured per device and shape on
-first use (timed like the GEMM tiles, :mod:`.gemm_tune`; small convolutions take im2col on CPU
-devices and implicit GEMM on GPUs without timing); ``PORTAGRAD_OPENCL_CONV=im2col|implicit`` or
-the backend's ``_force_conv_kind`` picks one.
+(:mod:`.conv_implicit`, no column buffer), and on GPUs as a local-memory-tiled implicit GEMM
+(:mod:`.conv_tiled`). Which one runs is measured per device and shape on first use (timed like
+the GEMM tiles, :mod:`.gemm_tune`; "tiled" is a candidate on GPUs only; small convolutions take
+im2col on CPU devices and implicit GEMM on GPUs without timing);
+``PORTAGRAD_OPENCL_CONV=im2col|implicit|tiled`` or the backend's ``_force_conv_kind`` picks one.
 
 Max pooling is one kernel each way. No kernel uses atomics: every output element has one owner.
 
@@ -39,6 +40,7 @@ from ...errors import DTypeError
 from ..interface import View
 from .conv_implicit import launch_implicit, wgrad_splits
 from .conv_kernels import arg_types, conv_source, pool_source
+from .conv_tiled import launch_tiled, tiled_config, tiled_supports, tiled_wgrad_splits
 from .errors import cl_errors
 from .fusion import flushes
 from .gemm import launch_gemm, tuner
@@ -49,8 +51,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CONV_KINDS", "ConvMixin"]
 
-#: convolution paths: "im2col" (columns + the backend's GEMM) and "implicit" (:mod:`.conv_implicit`)
-CONV_KINDS = ("im2col", "implicit")
+#: convolution paths: "im2col" (columns + the backend's GEMM), "implicit" (:mod:`.conv_implicit`)
+#: and "tiled" (:mod:`.conv_tiled`, local-memory tiles for GPUs)
+CONV_KINDS = ("im2col", "implicit", "tiled")
 _ENV_CONV = os.environ.get("PORTAGRAD_OPENCL_CONV") or None
 
 
@@ -108,7 +111,7 @@ class ConvMixin:
     _force_gemm_kind: str | None
     copy: Any
     fill: Any
-    #: forces a convolution path ("im2col" or "implicit"); None: PORTAGRAD_OPENCL_CONV, else measured
+    #: forces a convolution path (one of :data:`CONV_KINDS`); None: PORTAGRAD_OPENCL_CONV, else measured
     _force_conv_kind: str | None = None
     #: forces the parts the implicit weight gradient's batch is split into (None: by the device)
     _force_wgrad_splits: int | None = None
@@ -186,10 +189,19 @@ class ConvMixin:
         """Run the convolution path (a key of ``paths``, see :data:`CONV_KINDS`) that is forced,
         else the one measured fastest for this device and shape (timed on first use)."""
         forced = self._forced_conv()
+        if forced == "tiled" and not tiled_supports(which, gm):
+            forced = "implicit"  # the tiled kernels' 32-bit indices do not reach this far
         if forced is not None:
             paths[forced]()
             return
-        order = ("implicit", "im2col") if dev.is_gpu else ("im2col", "implicit")
+        # the tiled kernels are built for GPUs (local memory, barriers); on CPU devices PoCL
+        # keeps what lives across a barrier in per-work-item memory, so only when forced there.
+        # Untimed (small) shapes keep the first candidate: implicit GEMM on GPUs.
+        order: tuple[str, ...] = ("implicit", "im2col")
+        if dev.is_gpu:
+            order = ("implicit", "tiled", "im2col") if tiled_supports(which, gm) else order
+        else:
+            order = ("im2col", "implicit")
         cands = [(k, None) for k in order]
         flops = 2 * gm["N"] * gm["O"] * gm["OH"] * gm["OW"] * (gm["C"] // gm["G"]) * gm["kh"] * gm["kw"]
         cls = f"conv_{which}/{dt}/" + ",".join(str(v) for v in gm.values())
@@ -224,6 +236,7 @@ class ConvMixin:
         with cl_errors(dev.label, "conv2d"):
             self._conv_path(dev, "fwd", gm, dt.name, {
                 "implicit": lambda: launch_implicit(dev, "fwd", x, w, out, gm),
+                "tiled": lambda: launch_tiled(dev, "fwd", x, w, out, gm),
                 "im2col": lambda: self._conv2d_im2col(dev, x, w, out, geom, G)})
 
     def _conv2d_im2col(self, dev: Device, x: View, w: View, out: View, geom: list[int],
@@ -292,6 +305,7 @@ class ConvMixin:
         with cl_errors(dev.label, "conv2d_grad_input"):
             self._conv_path(dev, "dgrad", gm, dt.name, {
                 "implicit": lambda: launch_implicit(dev, "dgrad", g, w, out, gm),
+                "tiled": lambda: launch_tiled(dev, "dgrad", g, w, out, gm),
                 "im2col": im2col})
 
     def _grad_input_im2col(self, dev: Device, g: View, w: View, out: View, geom: list[int],
@@ -347,6 +361,7 @@ class ConvMixin:
         with cl_errors(dev.label, "conv2d_grad_weight"):
             self._conv_path(dev, "wgrad", gm, dt.name, {
                 "implicit": lambda: self._grad_weight_implicit(dev, x, g, out, gm),
+                "tiled": lambda: self._grad_weight_tiled(dev, x, g, out, gm),
                 "im2col": lambda: self._grad_weight_im2col(dev, x, g, out, geom, G)})
 
     def _grad_weight_implicit(self, dev: Device, x: View, g: View, out: View,
@@ -362,6 +377,20 @@ class ConvMixin:
             ck = gm["C"] // gm["G"] * gm["kh"] * gm["kw"]
             partial = self._empty_like(dev, (S, gm["O"], ck), acc)
         launch_implicit(dev, "wgrad", x, g, out, gm, partial)
+
+    def _grad_weight_tiled(self, dev: Device, x: View, g: View, out: View,
+                           gm: dict[str, int]) -> None:
+        """The tiled weight gradient, its reduction over the batch and positions split into
+        parts on GPUs (:func:`~.conv_tiled.tiled_wgrad_splits`; ``_force_wgrad_splits`` forces
+        a count): partial sums in the type computed in, added in order by a second kernel."""
+        acc = _dtype.float64 if out.dtype is _dtype.float64 else _dtype.float32
+        cfg = tiled_config(out.dtype.name)
+        S = tiled_wgrad_splits(dev, gm, cfg, acc.itemsize, self._force_wgrad_splits)
+        partial = None
+        if S > 1:
+            ck = gm["C"] // gm["G"] * gm["kh"] * gm["kw"]
+            partial = self._empty_like(dev, (S, gm["O"], ck), acc)
+        launch_tiled(dev, "wgrad", x, g, out, gm, partial, cfg)
 
     def _grad_weight_im2col(self, dev: Device, x: View, g: View, out: View, geom: list[int],
                             G: int) -> None:

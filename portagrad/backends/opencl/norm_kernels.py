@@ -4,8 +4,10 @@ One program per (storage dtype, work-group size ``WG``) holds every kernel. Each
 work-group per *row* (softmax, layer norm, cross entropy: a row of the reduced axis; batch norm: a
 channel), whose ``WG`` work-items stride over the row and combine their partial results with a
 tree reduction in local memory, so a whole row (statistics, then the outputs) is one launch. The
-exception is the column sums of ``layer_norm_backward`` (weight and bias gradients), one
-work-item per column in a second kernel.
+exceptions: the column sums of ``layer_norm_backward`` (weight and bias gradients), one
+work-item per column in a second kernel; and batch norm on GPUs, whose channels are split into
+parts (``batch_norm_part*``): a work-group per (part, channel), partial sums to a scratch buffer,
+and each later kernel adds a channel's parts in order (so every group sees the same sums).
 
 Values are computed in ``A``: the storage type for float32/float64, float for float16 and
 bfloat16 (loaded with ``LD`` and rounded once by ``ST``). Scalars (``eps``, ``momentum``) are
@@ -316,6 +318,112 @@ __kernel void batch_norm_backward(__global const S* G, long go, __global const S
 """
 
 
+# the elements of part p of channel c of a contiguous (N, C, L) tensor: the channel's NB*L
+# elements in (n, k) order cut into parts of PL, the work-items striding over the part's flat
+# index (so a short L, ResNet's last layers' 4x4, still occupies every work-item)
+_PART = """
+    long c = get_group_id(1), p = get_group_id(0);
+    int l = get_local_id(0);
+    __local A sh[WG];
+    long cnt = NB * L, e0 = p * PL, e1 = min(cnt, e0 + PL);"""
+_PLOOP = "for (long e = e0 + l; e < e1; e += WG)"
+_PAT = "long n = e / L; long at = (n * C + c) * L + (e - n * L);"
+
+
+def _sum_parts(var: str, row: str) -> str:
+    """``var`` = the ``P`` partial sums ``SC[row * P + q]`` added in order: every work-group of
+    the channel computes the same value, bit for bit."""
+    return f"A {var} = 0; for (long q = 0; q < P; ++q) {var} += SC[({row}) * P + q];"
+
+
+def _batch_norm_parts() -> str:
+    return f"""
+/* stage 0: SC[c, p] = sum of x over part p of channel c; stage 1: SC[C + c, p] = sum of
+   (x - mean)^2, the mean from stage 0's sums */
+__kernel void batch_norm_part(__global const S* X, long xo, __global A* SC, long NB, long C,
+                              long L, long P, long PL, int stage)
+{{{_PART}
+    __global const S* x = X + xo;
+    A mu = 0;
+    if (stage) {{ {_sum_parts("s0", "c")} mu = s0 / (A)cnt; }}
+    A s = 0;
+    {_PLOOP} {{ {_PAT} A d = LD(x[at]) - mu; s += stage ? d * d : d; }}
+    {_reduce("s", _SUM)}
+    if (l == 0) SC[(stage * C + c) * P + p] = s;
+}}
+
+/* the output of part p of channel c; part 0 also stores the statistics and running ones */
+__kernel void batch_norm_part_out(__global const S* X, long xo, __global const S* W, long wo,
+                                  __global const S* B, long bo, __global S* RM, long rmo,
+                                  __global S* RV, long rvo, __global S* O, long oo,
+                                  __global S* MU, long mo, __global S* RS, long ro,
+                                  __global const A* SC, long NB, long C, long L, long P, long PL,
+                                  A momentum, A eps, int hw, int hb, int hrm, int hrv)
+{{
+    long c = get_group_id(1), p = get_group_id(0);
+    int l = get_local_id(0);
+    long cnt = NB * L, e0 = p * PL, e1 = min(cnt, e0 + PL);
+    {_sum_parts("s", "c")}
+    {_sum_parts("v", "C + c")}
+    A mu = s / (A)cnt, var = v / (A)cnt;
+    A rs = (A)1 / sqrt(var + eps);
+    A wv = hw ? LD(W[wo + c]) : (A)1, bv = hb ? LD(B[bo + c]) : (A)0;
+    __global const S* x = X + xo;
+    {_PLOOP} {{ {_PAT} O[oo + at] = ST(((LD(x[at]) - mu) * rs) * wv + bv); }}
+    if (p == 0 && l == 0) {{
+        MU[mo + c] = ST(mu);
+        RS[ro + c] = ST(rs);
+        if (hrm) RM[rmo + c] = ST(LD(RM[rmo + c]) * ((A)1 - momentum) + mu * momentum);
+        if (hrv) RV[rvo + c] = ST(LD(RV[rvo + c]) * ((A)1 - momentum)
+                                  + var * ((A)cnt / (A)max(cnt - 1, (long)1)) * momentum);
+    }}
+}}
+
+/* SC[c, p] = sum of g, SC[C + c, p] = sum of g * xhat over part p of channel c */
+__kernel void batch_norm_backward_part(__global const S* G, long go, __global const S* X, long xo,
+                                       __global const S* MU, long mo, __global const S* RS,
+                                       long ro, __global A* SC, long NB, long C, long L, long P,
+                                       long PL)
+{{{_PART}
+    __global const S* g = G + go;
+    __global const S* x = X + xo;
+    A mu = LD(MU[mo + c]), rs = LD(RS[ro + c]);
+    A sg = 0, sgx = 0;
+    {_PLOOP} {{ {_PAT} A gv = LD(g[at]); sg += gv; sgx += gv * ((LD(x[at]) - mu) * rs); }}
+    {_reduce("sg", _SUM)}
+    {_reduce("sgx", _SUM)}
+    if (l == 0) {{ SC[c * P + p] = sg; SC[(C + c) * P + p] = sgx; }}
+}}
+
+/* the input gradient of part p of channel c; part 0 also stores the weight and bias ones */
+__kernel void batch_norm_backward_part_gx(__global const S* G, long go, __global const S* X,
+                                          long xo, __global const S* W, long wo,
+                                          __global const S* MU, long mo, __global const S* RS,
+                                          long ro, __global S* GX, long gxo, __global S* GW,
+                                          long gwo, __global S* GB, long gbo,
+                                          __global const A* SC, long NB, long C, long L, long P,
+                                          long PL, int hw, int hgx, int hgw, int hgb)
+{{
+    long c = get_group_id(1), p = get_group_id(0);
+    int l = get_local_id(0);
+    long cnt = NB * L, e0 = p * PL, e1 = min(cnt, e0 + PL);
+    {_sum_parts("sg", "c")}
+    {_sum_parts("sgx", "C + c")}
+    if (p == 0 && l == 0) {{
+        if (hgw) GW[gwo + c] = ST(sgx);
+        if (hgb) GB[gbo + c] = ST(sg);
+    }}
+    if (!hgx || cnt == 0) return;
+    __global const S* g = G + go;
+    __global const S* x = X + xo;
+    A mu = LD(MU[mo + c]), rs = LD(RS[ro + c]);
+    A sc = hw ? rs * LD(W[wo + c]) : rs;
+    A m1 = sg / (A)cnt, m2 = sgx / (A)cnt;
+    {_PLOOP} {{ {_PAT} GX[gxo + at] = ST((LD(g[at]) - m1 - ((LD(x[at]) - mu) * rs) * m2) * sc); }}
+}}
+"""
+
+
 def _cross_entropy(vec: bool) -> str:
     return f"""
 __kernel void cross_entropy(__global const S* X, long xo, __global const long* T, long to,
@@ -386,4 +494,5 @@ def norm_source(dtype: str, wg: int) -> str:
             lanes = [f"({lanes[i]} + {lanes[i + 1]})" for i in range(0, len(lanes), 2)]
         head += (f"typedef {s}{vw} V;\n#define VSUM(v) {lanes[0]}\n"
                  f"#define VLD(p) vload{vw}(0, p)\n#define VST(v, p) vstore{vw}(v, 0, p)\n")
-    return head + _softmax() + _softmax_c(vec) + _layer_norm() + _batch_norm() + _cross_entropy(vec)
+    return (head + _softmax() + _softmax_c(vec) + _layer_norm() + _batch_norm() + _batch_norm_parts()
+            + _cross_entropy(vec))

@@ -5,8 +5,9 @@ Mixed into :class:`~portagrad.backends.opencl.backend.OpenCLBackend`, whose ``_d
 :mod:`portagrad.backends.interface` (section "normalisation fast paths"). Every method is one
 launch of a kernel of :mod:`.norm_kernels` with one work-group per row (or channel): the row
 statistics, then the outputs, without temporaries; ``layer_norm_backward`` adds a second launch
-for the column sums of the weight and bias gradients. Non-contiguous operands (which the core
-never passes) are copied first; nothing waits.
+for the column sums of the weight and bias gradients, and batch norm on GPUs splits each channel
+into parts (a few launches, partial sums in a scratch buffer added in a fixed order).
+Non-contiguous operands (which the core never passes) are copied first; nothing waits.
 """
 from __future__ import annotations
 
@@ -47,6 +48,10 @@ _TYPES: dict[str, list[Any]] = {
     "layer_norm_grad_wb_sum": [None] + _B * 2 + [_I64, _I64, _I32, _I32],
     "batch_norm": _B * 8 + [_I64, _I64, _I64, "A", "A", _I32, _I32, _I32, _I32],
     "batch_norm_backward": _B * 8 + [_I64, _I64, _I64, _I32, _I32, _I32, _I32],
+    "batch_norm_part": _B + [None] + [_I64] * 5 + [_I32],
+    "batch_norm_part_out": _B * 8 + [None] + [_I64] * 5 + ["A", "A"] + [_I32] * 4,
+    "batch_norm_backward_part": _B * 4 + [None] + [_I64] * 5,
+    "batch_norm_backward_part_gx": _B * 8 + [None] + [_I64] * 5 + [_I32] * 4,
     "cross_entropy": _B * 6 + [_I64, _I64, _I32],
     "cross_entropy_backward": _B * 5 + [_I64],
 }
@@ -62,6 +67,20 @@ def _row_parts(dev: Device, M: int, N: int) -> int:
     CPU devices and where the columns alone fill the GPU), each part at least
     :data:`_MIN_ROWS_PER_PART` rows."""
     return int(max(1, min(gpu_parts(dev, N), M // _MIN_ROWS_PER_PART)))
+
+
+#: elements per work-item at least, when a batch norm channel is split into parts
+_MIN_PER_ITEM = 4
+
+
+def _bn_parts(dev: Device, NB: int, C: int, L: int, wg: int) -> int:
+    """Parts each batch norm channel (``NB * L`` elements) is split into on a GPU: enough
+    work-groups of ``wg`` for :func:`~.launch.gpu_parts` over the ``C`` channels, each part at
+    least :data:`_MIN_PER_ITEM` elements per work-item; 0 on CPU devices (the one-group-per-
+    channel kernels)."""
+    if not dev.is_gpu:
+        return 0
+    return int(max(1, min(gpu_parts(dev, C * wg), NB * L // (wg * _MIN_PER_ITEM))))
 
 
 def _wg(dev: Device) -> int:
@@ -84,6 +103,9 @@ class NormsMixin:
     copy: Any
     #: forces the parts layer norm's weight/bias gradient rows are split into (None: by device)
     _force_norm_parts: int | None = None
+    #: forces the parts each batch norm channel is split into (None: by device; 0: one
+    #: work-group per channel, the CPU devices' kernels)
+    _force_bn_parts: int | None = None
 
     # ------------------------------------------------------------- helpers
     def _norm_kernel(self, v: View, name: str) -> tuple[Device, Any, int]:
@@ -235,7 +257,9 @@ class NormsMixin:
                    running_mean: View | None, running_var: View | None, momentum: float,
                    eps: float, out: View, mean: View, rstd: View) -> None:
         """Training-mode batch norm of the (N, C, L) ``x``: one work-group per channel, which
-        also updates the running statistics."""
+        also updates the running statistics. On GPUs each channel is split into parts
+        (:meth:`_bn_split`): a kernel for the parts' sums, one for their squared deviations
+        from the mean, one for the outputs, each adding a channel's parts in order."""
         NB, C, L = x.shape
         dev, kern, wg = self._norm_kernel(out, "batch_norm")
         acc = _ACC[out.dtype.name]
@@ -248,18 +272,44 @@ class NormsMixin:
             if running_var is not None and outs[1][1] is not None:
                 self.copy(running_var, outs[1][0])
             rm, rv, o, mu, rs = (p[0] for p in outs)
-            args = [*self._arg(xc, xc), *self._arg(w, xc), *self._arg(b, xc), *self._arg(rm, xc),
-                    *self._arg(rv, xc), *self._arg(o, xc), *self._arg(mu, xc), *self._arg(rs, xc),
-                    NB, C, L, acc(momentum), acc(eps), int(w is not None), int(b is not None),
+            head = [*self._arg(xc, xc), *self._arg(w, xc), *self._arg(b, xc), *self._arg(rm, xc),
+                    *self._arg(rv, xc), *self._arg(o, xc), *self._arg(mu, xc), *self._arg(rs, xc)]
+            tail = [acc(momentum), acc(eps), int(w is not None), int(b is not None),
                     int(rm is not None), int(rv is not None)]
-            self._launch(dev, kern, C, wg, args)
+            P, PL, sc = self._bn_split(dev, x, NB, C, L, wg)
+            if sc is None:
+                self._launch(dev, kern, C, wg, head + [NB, C, L] + tail)
+            elif C:
+                _, kp, _ = self._norm_kernel(out, "batch_norm_part")
+                _, ko, _ = self._norm_kernel(out, "batch_norm_part_out")
+                gs, ls = (P * wg, C), (wg, 1)
+                for stage in (0, 1):  # the sums, then the squared deviations from the mean
+                    kp(dev.queue, gs, ls, *self._arg(xc, xc), sc.buffer.mem, NB, C, L, P, PL,
+                       stage)
+                ko(dev.queue, gs, ls, *head, sc.buffer.mem, NB, C, L, P, PL, *tail)
             self._finish([p[1] for p in outs])
+
+    def _bn_split(self, dev: Device, x: View, NB: int, C: int, L: int,
+                  wg: int) -> tuple[int, int, View | None]:
+        """(parts, elements per part, scratch) of a batch norm channel: parts from
+        ``_force_bn_parts`` or :func:`_bn_parts`; the (2, C, parts) scratch of partial sums in
+        the computation type, or ``None`` for the one-group-per-channel kernels."""
+        P = self._force_bn_parts if self._force_bn_parts is not None else _bn_parts(dev, NB, C, L, wg)
+        if P <= 0:
+            return 0, 0, None
+        cnt = NB * L
+        P = max(1, min(P, cnt))
+        PL = -(-cnt // P) if cnt else 0
+        P = -(-cnt // PL) if cnt else 1  # no empty part
+        acc_dt = _dtype.float64 if x.dtype is _dtype.float64 else _dtype.float32
+        return P, PL, self._empty_like(dev, (2, max(C, 1), P), acc_dt)
 
     @flushes
     def batch_norm_backward(self, g: View, x: View, weight: View | None, mean: View, rstd: View,
                             grad_x: View | None, grad_weight: View | None,
                             grad_bias: View | None) -> None:
-        """Gradients of training-mode :meth:`batch_norm`: one work-group per channel."""
+        """Gradients of training-mode :meth:`batch_norm`: one work-group per channel, or on GPUs
+        per part of a channel (the parts' sums, then the input gradient from their totals)."""
         NB, C, L = x.shape
         dev, kern, wg = self._norm_kernel(x, "batch_norm_backward")
         with cl_errors(dev.label, "batch_norm_backward"):
@@ -268,11 +318,21 @@ class NormsMixin:
             assert xc is not None
             outs = [self._out(dev, v) for v in (grad_x, grad_weight, grad_bias)]
             gx, gw, gb = (p[0] for p in outs)
-            args = [*self._arg(gc, xc), *self._arg(xc, xc), *self._arg(w, xc), *self._arg(mu, xc),
+            head = [*self._arg(gc, xc), *self._arg(xc, xc), *self._arg(w, xc), *self._arg(mu, xc),
                     *self._arg(rs, xc), *self._arg(gx, xc), *self._arg(gw, xc),
-                    *self._arg(gb, xc), NB, C, L, int(w is not None), int(gx is not None),
-                    int(gw is not None), int(gb is not None)]
-            self._launch(dev, kern, C, wg, args)
+                    *self._arg(gb, xc)]
+            flags = [int(w is not None), int(gx is not None), int(gw is not None),
+                     int(gb is not None)]
+            P, PL, sc = self._bn_split(dev, x, NB, C, L, wg)
+            if sc is None:
+                self._launch(dev, kern, C, wg, head + [NB, C, L] + flags)
+            elif C:
+                _, kp, _ = self._norm_kernel(x, "batch_norm_backward_part")
+                _, kg, _ = self._norm_kernel(x, "batch_norm_backward_part_gx")
+                gs, ls = (P * wg, C), (wg, 1)
+                kp(dev.queue, gs, ls, *self._arg(gc, xc), *self._arg(xc, xc), *self._arg(mu, xc),
+                   *self._arg(rs, xc), sc.buffer.mem, NB, C, L, P, PL)
+                kg(dev.queue, gs, ls, *head, sc.buffer.mem, NB, C, L, P, PL, *flags)
             self._finish([p[1] for p in outs])
 
     # ------------------------------------------------------- cross entropy

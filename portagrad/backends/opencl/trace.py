@@ -27,6 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from .allocator import CachingAllocator
+from .devices import Device
+
 __all__ = ["Trace", "TracingMixin"]
 
 _MISSING = object()
@@ -75,9 +78,6 @@ class _Tracer:
 
     def install(self) -> None:
         import pyopencl as cl
-
-        from .allocator import CachingAllocator
-        from .devices import Device
 
         tr, me, locks = self.trace, self.thread, self.locks
         kcall = cl.Kernel.__call__
