@@ -1,7 +1,7 @@
 """1-D complex FFTs (``pg.fft.fft``) on the device against ``numpy.fft.fft`` on the host.
 
-Run: ``python -m benchmarks.fft [--device opencl:0] [--quick] [--dtype complex64]``, from the
-repository root.
+Run: ``python -m benchmarks.fft [--device opencl:0] [--quick] [--dtype complex64] [--exps 10,12]``,
+from the repository root.
 
 Sizes ``2^10 .. 2^20`` (``2^10, 2^14, 2^18`` with ``--quick``) of one transform, a prime size
 (65537, through Bluestein's algorithm: a convolution of ``2^18``), a batch of 64 rows of 1024,
@@ -23,6 +23,9 @@ from . import best_time, device_label, parse_args, report, sync
 def _extra(p: object) -> None:
     p.add_argument("--dtype", default="complex64", choices=["complex64", "complex128"],  # type: ignore[attr-defined]
                    help="complex dtype of the transforms (default complex64)")
+    p.add_argument("--exps", default=None,  # type: ignore[attr-defined]
+                   help="comma-separated exponents e of the sizes 2^e of one transform "
+                        "(default 10..20; 10,14,18 with --quick)")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -32,7 +35,10 @@ def main(argv: list[str] | None = None) -> None:
     dev = args.device
     print(f"device: {device_label(dev)}")
     print(f"dtype: {args.dtype}")
-    exps = [10, 14, 18] if args.quick else list(range(10, 21))
+    if args.exps:
+        exps = [int(e) for e in args.exps.split(",")]
+    else:
+        exps = [10, 14, 18] if args.quick else list(range(10, 21))
     cases = [(f"n = 2^{e}", 1, 1 << e) for e in exps]
     cases += [("n = 65537 (prime, Bluestein)", 1, 65537), ("64 x 1024 (batch of rows)", 64, 1024)]
     repeat = 3 if args.quick else 5

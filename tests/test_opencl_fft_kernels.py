@@ -297,3 +297,14 @@ def test_even_last_dimension_takes_the_half_length_transform(dev, monkeypatch):
     fft.c2r(dev, "float32", (_up(dev, spec), 0), (back, 0), (3, 6), [1], 10)
     assert calls == ["_r2c_even", "_c2r_even"]
     _check(_down(dev, back, (3, 10), np.float32), 10 * x.astype(np.float64), "float32")
+
+
+def test_benchmark_runs(dev, device, capsys):
+    """``python -m benchmarks.fft`` runs (one small size) and prints every case; it checks its
+    own results against numpy."""
+    from benchmarks import fft as bench
+
+    bench.main(["--device", device, "--quick", "--exps", "10"])
+    out = capsys.readouterr().out
+    for case in ("n = 2^10", "n = 65537", "64 x 1024", "rfft 64 x 1024", "rfft n = 2^18"):
+        assert any(line.startswith(case) and "ratio" in line for line in out.splitlines()), case
