@@ -1,8 +1,8 @@
 """Benchmarks of portagrad's OpenCL backend through the public API, run as ``python -m benchmarks.<name>``.
 
 Run: ``python -m benchmarks.<name> [--device opencl:0] [--quick]``, from the repository root, for
-``<name>`` in ``conv``, ``copy``, ``elementwise``, ``gemm``, ``gemm_sweep``, ``generate``, ``half16``,
-``models``, ``train_step`` (each module's docstring lists its own flags; ``--help`` prints
+``<name>`` in ``conv``, ``copy``, ``elementwise``, ``fft``, ``gemm``, ``gemm_sweep``, ``generate``,
+``half16``, ``models``, ``train_step`` (each module's docstring lists its own flags; ``--help`` prints
 them). Figures measured with them are collected, with the command that made them, in
 ``docs/performance.md``.
 

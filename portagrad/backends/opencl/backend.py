@@ -10,11 +10,12 @@ cache of built kernels. Primitives only *enqueue*; :meth:`OpenCLBackend.to_host`
   :mod:`.allocator`, :mod:`.pinned`, :mod:`.errors`;
 * the primitives: :mod:`.primitives` (elementwise, reductions, GEMM, index ops, sort, random),
   :mod:`.conv` (convolution and max pooling), :mod:`.norms` (softmax, layer/batch norm,
-  cross-entropy), with the launch plans of :mod:`.launch` and the
+  cross-entropy), :mod:`.fft_methods` (discrete Fourier transforms, kernels driven by
+  :mod:`.fft`), with the launch plans of :mod:`.launch` and the
   elementwise fusion of :mod:`.fusion`;
 * code generation: :mod:`.kernels`, :mod:`.gemm`, :mod:`.conv_kernels`, :mod:`.fusion_kernels`,
-  :mod:`.norm_kernels`; complex dtypes: :mod:`.complex_kernels` (the arithmetic helpers) and
-  :mod:`.gemm_complex` (matmul through the real GEMM).
+  :mod:`.norm_kernels`, :mod:`.fft_kernels`; complex dtypes: :mod:`.complex_kernels` (the
+  arithmetic helpers) and :mod:`.gemm_complex` (matmul through the real GEMM).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ import numpy as np
 from ..interface import Backend
 from .conv import ConvMixin
 from .devices import Device, make_devices
+from .fft_methods import FFTMixin
 from .fusion import Fuser, fusion_enabled
 from .launch import Plan, chunk
 from .attention import AttentionMixin
@@ -37,8 +39,8 @@ from .trace import TracingMixin
 __all__ = ["OpenCLBackend"]
 
 
-class OpenCLBackend(NormsMixin, AttentionMixin, ConvMixin, PrimitivesMixin, RuntimeMixin,
-                    TracingMixin, Backend):
+class OpenCLBackend(FFTMixin, NormsMixin, AttentionMixin, ConvMixin, PrimitivesMixin,
+                    RuntimeMixin, TracingMixin, Backend):
     """Backend for the ``opencl`` device type."""
 
     device_type = "opencl"
