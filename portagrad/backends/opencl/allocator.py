@@ -232,6 +232,26 @@ class CachingAllocator:
         finally:
             lock.release()
 
+    def claim(self, mem: Any, size: int) -> DeviceBuffer | None:
+        """``mem`` (of size class ``size``) out of the cache again, as a new buffer, if it is
+        there; ``None`` if not (someone else holds it). A trace keeps the memory its calls used
+        for themselves this way (see :mod:`.trace`)."""
+        with self.lock:
+            bucket = self._free.get(size)
+            if not bucket:
+                return None
+            for i, m in enumerate(bucket):
+                if m is mem:
+                    del bucket[i]
+                    break
+            else:
+                return None
+            self.cached -= size
+            self.allocated += size
+            if self.allocated > self.peak_allocated:
+                self.peak_allocated = self.allocated
+        return DeviceBuffer(mem, size, size, self._index, self._release)
+
     def put_back(self, mem: Any, size: int) -> None:
         """``mem`` (of size class ``size``), which nothing uses any more, into the cache."""
         with self.lock:

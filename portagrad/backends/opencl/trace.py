@@ -11,9 +11,10 @@ That is right only when a second run of the same calls would enqueue the same th
 is refused (:meth:`TracingMixin.end_trace` returns ``None``, and the caller runs the calls
 themselves every time) when the run reads device memory on the host (its choices could depend on
 the data), maps memory or records events. Memory the calls allocate for themselves (packed GEMM
-operands, partial sums, im2col columns) is kept by the trace for its lifetime, so that the
-caching allocator never hands it to a tensor a replay would then overwrite. Host data a launch
-uploads is copied into the trace when traced. The caller keeps calls whose arguments change
+operands, partial sums, im2col columns) comes and goes while tracing as in any run (a later
+call's scratch may reuse an earlier one's), and what the run used is then kept by the trace for
+its lifetime, so that the caching allocator never hands it to a tensor a replay would overwrite.
+Host data a launch uploads is copied into the trace when traced. The caller keeps calls whose arguments change
 from run to run (random seeds and offsets) out of traces.
 
 Pending fused work (see :mod:`.fusion`) is flushed when a trace starts, when it ends and before
@@ -23,6 +24,7 @@ enqueued again by the fuser.
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any
 
 import numpy as np
@@ -75,6 +77,8 @@ class _Tracer:
         self.thread = threading.get_ident()
         self.locks = locks
         self.saved: list[tuple[Any, str, Any]] = []
+        # (allocator, memory, size class, the buffer) of every allocation made while tracing
+        self.seen: list[tuple[Any, Any, int, Any]] = []
 
     def install(self) -> None:
         import pyopencl as cl
@@ -115,11 +119,12 @@ class _Tracer:
             return call
 
         allocate = CachingAllocator.allocate
+        seen = self.seen
 
-        def keeping_allocate(alloc: Any, *args: Any, **kwargs: Any) -> Any:
+        def noting_allocate(alloc: Any, *args: Any, **kwargs: Any) -> Any:
             buf = allocate(alloc, *args, **kwargs)
             if threading.get_ident() == me:
-                tr.keep.append(buf)
+                seen.append((alloc, buf.mem, buf.size, weakref.ref(buf)))
             return buf
 
         self._set(cl.Kernel, "__call__", kernel_call)
@@ -130,7 +135,7 @@ class _Tracer:
             real = getattr(cl, name, None)
             if real is not None:
                 self._set(cl, name, refusing(name, real))
-        self._set(CachingAllocator, "allocate", keeping_allocate)
+        self._set(CachingAllocator, "allocate", noting_allocate)
         # a wait inside a call (the GEMM tuner timing its candidates) means work a replay need not
         # repeat, or a choice made from the clock: not traced
         self._set(Device, "finish", refusing("finish", Device.finish))
@@ -141,6 +146,31 @@ class _Tracer:
         saved = vars(owner).get(name, _MISSING) if isinstance(owner, type) else getattr(owner, name)
         self.saved.append((owner, name, saved))
         setattr(owner, name, value)
+
+    def keep_memory(self) -> None:
+        """Make the memory the traced calls allocated the trace's own. While tracing, buffers
+        came and went as usual (a call's scratch could reuse an earlier call's), so the trace
+        needs what the run needed at once, no more. Each piece still held by a buffer is kept
+        through that buffer; one back in the cache is taken out of it; one that is neither was
+        handed to someone else meanwhile (another thread), and the trace is refused."""
+        tr = self.trace
+        held: dict[int, Any] = {}
+        for _, mem, _, ref in self.seen:
+            buf = ref()
+            if buf is not None:
+                held[id(mem)] = buf
+        done: set[int] = set()
+        for alloc, mem, size, _ in self.seen:
+            if id(mem) in done:
+                continue
+            done.add(id(mem))
+            buf = held.get(id(mem))
+            if buf is None:
+                buf = alloc.claim(mem, size)
+            if buf is None:
+                tr.refuse("memory the run used went to another allocation")
+                return
+            tr.keep.append(buf)
 
     def remove(self) -> None:
         for owner, name, value in reversed(self.saved):
@@ -188,5 +218,6 @@ class TracingMixin:
         finally:
             tracer.remove()
             _Tracer.lock.release()
+        tracer.keep_memory()
         trace = tracer.trace
         return trace if trace.valid else None
