@@ -1986,8 +1986,7 @@ class TensorOps:
 
     def eig(self, eigenvectors: _bool = False) -> Any:
         raise RuntimeError("This function was deprecated since version 1.9 and is now removed. "
-                           "Use `torch.linalg.eig` (complex results: not implemented by "
-                           "portagrad; `torch.linalg.eigh` for symmetric matrices).")
+                           "Use `torch.linalg.eig`.")
 
     def lstsq(self, A: Tensor) -> Any:
         raise RuntimeError("This function was deprecated since version 1.9 and is now removed. "

@@ -1,4 +1,4 @@
-"""``portagrad.linalg``: PyTorch's ``torch.linalg`` for real (float32/float64) matrices.
+"""``portagrad.linalg``: PyTorch's ``torch.linalg``.
 
 Determinants, inverses, solves and Cholesky factors come from elimination written with tensor
 ops (``portagrad/_ops/linalg.py``), so they run on every backend and are differentiable; norms are
@@ -9,9 +9,9 @@ their derivatives in the core (``portagrad/_ops/spectral.py``); ``pinv``, ``matr
 ``lstsq``, ``cond`` and the nuclear and spectral norms are composed from them
 (``portagrad/_ops/linalg_ext.py``); the ``*_ex`` variants, ``solve_triangular``,
 ``householder_product``, ``vander``, ``tensorinv`` and ``tensorsolve`` build on the elimination
-(``portagrad/_ops/linalg_ex.py``). ``eig`` and ``eigvals``, complex for a real matrix, raise
-``NotImplementedError`` until portagrad has complex tensors; so do ``ldl_factor``,
-``ldl_factor_ex`` and ``ldl_solve``.
+(``portagrad/_ops/linalg_ex.py``). ``eig`` and ``eigvals`` (general matrices, complex results)
+are a backend primitive too (LAPACK's ``geev`` by default), on devices that store complex
+tensors. ``ldl_factor``, ``ldl_factor_ex`` and ``ldl_solve`` raise ``NotImplementedError``.
 """
 from __future__ import annotations
 

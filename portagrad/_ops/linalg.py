@@ -46,8 +46,7 @@ def _square(name: str, a: Any) -> None:
     if a.shape[-1] != a.shape[-2]:
         raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
                            f"{a.shape[-2]} by {a.shape[-1]} matrices")
-    refuse_complex_linalg(name, a.dtype)
-    if not a.dtype.is_floating_point:
+    if not (a.dtype.is_floating_point or a.dtype.is_complex):
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{elementwise._type_name(a.dtype)}")
 

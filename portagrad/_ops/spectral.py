@@ -17,17 +17,19 @@ from .._autocast import STATE as _AUTOCAST
 from .._autocast import autocast_call as _autocast_call
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ..autograd.grad_mode import _flags
-from . import elementwise, shape
+from ..autograd.grad_mode import _flags, _no_grad
+from . import complexnum, elementwise, shape
 from ._common import call, refuse_complex_linalg
-from .diagonal import diag_embed
+from .diagonal import diag_embed, diagonal
+from .linalg import solve
 from .matmul import matmul
 
 __all__ = ["eigh", "eigvalsh", "svd", "svdvals", "svd_legacy", "eig", "eigvals",
-           "linalg_eigh", "linalg_svd", "svd_legacy_result"]
+           "linalg_eigh", "linalg_svd", "linalg_eig", "svd_legacy_result"]
 
 linalg_eigh = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
 linalg_svd = namedtuple("linalg_svd", ["U", "S", "Vh"])
+linalg_eig = namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
 svd_legacy_result = namedtuple("svd_legacy_result", ["U", "S", "V"])
 
 
@@ -268,20 +270,99 @@ def svd_legacy(input: Tensor, some: bool = True, compute_uv: bool = True) -> Any
 
 
 # --------------------------------------------------------------- general (complex) spectra
-def _complex(name: str) -> Any:
-    raise NotImplementedError(
-        f"linalg.{name}: the eigenvalues of a general real matrix are complex, and portagrad has "
-        f"no complex eigen-decomposition yet; for a symmetric matrix use linalg.eigh / "
-        f"linalg.eigvalsh")
+class _Eig(Function):
+    """``(L, V)`` with ``A V = V diag(L)``, complex, eigenvectors of unit norm; the derivative of
+    PyTorch's ``linalg_eig_backward``: ``gA = V^-H (diag(gL) + P(V^H gV) / conj(E)) V^H`` with
+    ``E[i, j] = L[j] - L[i]`` off the diagonal (the diagonal of the quotient is dropped), where
+    ``P(X) = X - V^H V diag(re diag(X))`` projects out the change of each eigenvector along
+    itself (the norm is fixed at 1). An eigenvector is determined only up to a phase
+    ``e^{i phi}``: a loss that depends on it has no gradient, and (as PyTorch) the backward
+    raises when ``im diag(V^H gV)``, the loss's derivative along the phases, is not ~0. A real
+    ``A`` gets the real part of ``gA``."""
+
+    _backward_name = "LinalgEigBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, A: Tensor) -> Any:
+        L, V = _raw.eig(A, True)
+        assert V is not None
+        ctx.save_for_backward(L, V)
+        ctx.real_input = not A.dtype.is_complex
+        ctx.set_materialize_grads(False)
+        return L, V
+
+    @staticmethod
+    def backward(ctx: Any, gL: Any, gV: Any) -> Any:
+        L, V = ctx.saved_tensors
+        if gL is None and gV is None:
+            return None
+        Vh = complexnum.adjoint(V)
+        n = L.shape[-1]
+        eye = _creation.eye(n, dtype=L.dtype.to_real(), device=L.device)
+        if gV is None:
+            inner = diag_embed(gL)
+        else:
+            VhgV = matmul(Vh, gV)
+            d = diagonal(VhgV, 0, -2, -1)
+            with _no_grad():
+                phase = elementwise.abs(complexnum.imag(d))
+                if phase.numel() and bool((phase > 1e-2).any().item()):
+                    raise RuntimeError(
+                        "linalg_eig_backward: The eigenvectors in the complex case are specified "
+                        "up to multiplication by e^{i phi}. The specified loss function depends "
+                        "on this quantity, so it is ill-defined.")
+            VhgV = VhgV - matmul(Vh, V * shape.unsqueeze(complexnum.real(d), -2))
+            Lc = complexnum.conj(L)
+            E = shape.unsqueeze(Lc, -2) - shape.unsqueeze(Lc, -1) + eye  # 1 on the diagonal
+            inner = (VhgV / E) * (1.0 - eye)
+            if gL is not None:
+                inner = inner + diag_embed(gL)
+        gA = solve(Vh, matmul(inner, Vh))  # V^-H inner V^H
+        return complexnum.real(gA) if ctx.real_input else gA
+
+
+def _check_eig(name: str, A: Any) -> None:
+    """PyTorch's checks for ``eig``/``eigvals``: square matrices of float32, float64, complex64
+    or complex128 (integers: PyTorch's ``RuntimeError``; 16-bit floats, which LAPACK has no
+    routine for, its ``NotImplementedError``)."""
+    if not isinstance(A, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(A).__name__}")
+    if A.dim() < 2:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    if A.dtype.name in ("float32", "float64", "complex64", "complex128"):
+        return
+    tname = elementwise._type_name(A.dtype)
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"Unknown Complex ScalarType for {tname}")
+    raise NotImplementedError(f'"linalg_eig_out_{A.device.type}" not implemented for '
+                              f"'{tname}'")
 
 
 def eig(A: Tensor) -> Any:
-    """Not available: the eigen-decomposition of a general matrix is complex (see
-    :func:`eigh` for symmetric matrices)."""
-    _complex("eig")
+    """``(eigenvalues, eigenvectors)`` of the general square matrix ``A`` (or each of a batch),
+    both complex (float32 gives complex64, float64 complex128): ``A V = V diag(L)``, each
+    eigenvector of unit norm with LAPACK's phase (its largest component real), eigenvalues in
+    LAPACK's order. Gradients are defined for losses that do not depend on the eigenvectors'
+    phases (see :class:`_Eig`). A device that declines complex tensors raises its
+    :class:`~portagrad.errors.DTypeError`."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("linalg_eig", eig, A)) is not _SKIP:
+        return _ac_out
+    _check_eig("linalg.eig", A)
+    L, V = call(_Eig, A)
+    return linalg_eig(L, V)
 
 
-def eigvals(A: Tensor) -> Any:
-    """Not available: the eigenvalues of a general matrix are complex (see :func:`eigvalsh`
-    for symmetric matrices)."""
-    _complex("eigvals")
+def eigvals(A: Tensor) -> Tensor:
+    """The (complex) eigenvalues of the general square matrix ``A`` (or each of a batch), in
+    :func:`eig`'s order; the eigenvectors are computed only when a gradient will be asked for
+    (it is ``V^-H diag(gL) V^H``)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("linalg_eigvals", eigvals, A)) is not _SKIP:
+        return _ac_out
+    _check_eig("linalg.eigvals", A)
+    if A.requires_grad and _grad_enabled():
+        return call(_Eig, A)[0]
+    return _raw.eig(A.detach(), False)[0]

@@ -622,6 +622,27 @@ class Backend:
             _store(self, u, uu)
             _store(self, vh, vv)
 
+    def eig(self, a: View, w: View, v: View | None) -> None:
+        """Eigendecomposition of the general square matrices in the last two axes of ``a``
+        (``(..., n, n)``, any strides; float32, float64 or, on a backend that stores complex,
+        complex64/complex128): eigenvalues into the complex ``w`` (``(..., n)``, the complex
+        dtype of ``a``'s precision) and right eigenvectors, as the columns, into ``v`` (``(...,
+        n, n)``, same dtype; ``None``: values only), ``A V = V diag(w)``. Eigenvectors have unit
+        2-norm (LAPACK's ``geev``; any other phase is the backend's choice: the core's
+        derivatives and tests use only phase-invariant functions of them). The order of the
+        eigenvalues is the backend's. Non-finite entries raise
+        :class:`~portagrad.errors.LinAlgError`. The core never calls with a 0 in ``w``'s shape;
+        a backend that declines complex never gets the call (the core refuses first).
+
+        Default (host): reads ``a`` back and calls LAPACK's ``geev`` through
+        ``numpy.linalg.eig`` (PyTorch's CPU routine)."""
+        if 0 in w.shape:
+            return
+        vals, vecs = _host_ops.eig(self.to_host(a), v is not None)
+        _store(self, w, vals)
+        if v is not None and vecs is not None:
+            _store(self, v, vecs)
+
     # ------------------------------------------------------------- Fourier transforms
     def fft_c2c(self, x: View, axes: Sequence[int], forward: bool, out: View) -> None:
         """Unnormalised complex-to-complex discrete Fourier transform of the complex64/
@@ -865,7 +886,7 @@ OPTIONAL_METHODS = ("host_array", "wrap_host", "pin_memory", "is_pinned", "softm
                     "record_event", "event_wait", "event_query", "event_elapsed_ms")
 """Methods the core uses when a backend overrides them, composing or skipping otherwise."""
 
-LINALG_METHODS = ("eigh", "svd")
+LINALG_METHODS = ("eigh", "svd", "eig")
 """Decompositions that need an iterative solver, with a host default on :class:`Backend`
 (LAPACK through numpy) that a backend overrides only with a solver of its own; the built-in
 OpenCL backend keeps the default (small matrices, LAPACK's accuracy). Not in
