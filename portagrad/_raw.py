@@ -504,8 +504,9 @@ def _linalg_method(x: Tensor, name: str) -> Any:
 
 
 def eigh(x: Tensor, uplo: str, vectors: bool) -> tuple[Tensor, Tensor | None]:
-    """``(eigenvalues, eigenvectors or None)`` of the symmetric ``(..., n, n)`` ``x``."""
-    w = new_on(x._storage, x._v.shape[:-1], x._v.dtype)
+    """``(eigenvalues, eigenvectors or None)`` of the symmetric (Hermitian) ``(..., n, n)``
+    ``x``; the eigenvalues are real (of ``x``'s real dtype)."""
+    w = new_on(x._storage, x._v.shape[:-1], x._v.dtype.to_real())
     v = new_on(x._storage, x._v.shape, x._v.dtype) if vectors else None
     if w.numel():
         _linalg_method(x, "eigh")(x._v, uplo, w._v, None if v is None else v._v)
@@ -514,10 +515,11 @@ def eigh(x: Tensor, uplo: str, vectors: bool) -> tuple[Tensor, Tensor | None]:
 
 def svd(x: Tensor, full_matrices: bool, vectors: bool
         ) -> tuple[Tensor | None, Tensor, Tensor | None]:
-    """``(U or None, S, Vh or None)`` of the ``(..., m, n)`` ``x`` (``min(m, n) > 0``)."""
+    """``(U or None, S, Vh or None)`` of the ``(..., m, n)`` ``x`` (``min(m, n) > 0``); ``S`` is
+    real (of ``x``'s real dtype)."""
     *batch, m, n = x._v.shape
     k = min(m, n)
-    s = new_on(x._storage, (*batch, k), x._v.dtype)
+    s = new_on(x._storage, (*batch, k), x._v.dtype.to_real())
     u = vh = None
     if vectors:
         u = new_on(x._storage, (*batch, m, m if full_matrices else k), x._v.dtype)

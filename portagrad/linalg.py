@@ -23,6 +23,7 @@ from ._autocast import STATE as _AUTOCAST
 from ._autocast import autocast_call as _autocast_call
 from ._ops import elementwise
 from ._ops import reduction
+from ._ops.complexnum import conj as _conj
 from ._ops.contraction import cross as _cross
 from ._ops.indexing import where as _where
 from ._ops.linalg import matrix_exp, matrix_power
@@ -101,10 +102,11 @@ def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *,
 
 
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
-    """Dot products of the vectors along ``dim`` (broadcasting the rest)."""
+    """Dot products of the vectors along ``dim`` (broadcasting the rest); ``x`` is conjugated
+    (``sum(conj(x) * y)``, as PyTorch)."""
     if _AUTOCAST.on and (_ac_out := _autocast_call("linalg_vecdot", vecdot, x, y=y, dim=dim)) is not _SKIP:
         return _ac_out
-    return reduction.sum(x * y, dim)
+    return reduction.sum(_conj(x) * y, dim)
 
 
 def multi_dot(tensors: Sequence[Tensor]) -> Tensor:

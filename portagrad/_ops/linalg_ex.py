@@ -289,7 +289,8 @@ def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     if x.dtype is _dtype.bool:
         raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, "
                            "but got Bool")
-    base = x if x.dtype.is_floating_point else x.to(_dtype.int64)  # (cumprod's int64, as torch)
+    # (integers: cumprod's int64, as torch)
+    base = x if x.dtype.is_floating_point or x.dtype.is_complex else x.to(_dtype.int64)
     col = shape.unsqueeze(base, -1)
     ones = _creation.ones(tuple(col.shape), dtype=base.dtype, device=x.device)
     return cumprod(cat([ones, col.expand(tuple(col.shape[:-1]) + (n - 1,))], -1), -1)

@@ -199,9 +199,10 @@ def random(kind: str, n: int, np_dtype: np.dtype, seed: int, offset: int, a: flo
 
 def _lapack_dtype(a: np.ndarray) -> np.ndarray:
     """``a`` as LAPACK computes it: float32 stays float32 (``ssyevd``/``sgesdd``, as PyTorch),
-    float64 stays float64."""
-    if a.dtype not in (np.float32, np.float64):
-        raise TypeError(f"eigh/svd take float32 or float64 arrays, not {a.dtype}")
+    float64 stays float64, complex64/complex128 likewise (``cheevd``/``zgesdd`` ...)."""
+    if a.dtype not in (np.float32, np.float64, np.complex64, np.complex128):
+        raise TypeError(f"eigh/svd take float32, float64, complex64 or complex128 arrays, not "
+                        f"{a.dtype}")
     return a
 
 
@@ -230,7 +231,7 @@ def eigh(a: np.ndarray, uplo: str, vectors: bool = True,
                           "matrix is ill-conditioned or has too many repeated eigenvalues "
                           f"({exc}).") from None
     if bad is not None:
-        w = np.where(bad[..., None], np.nan, w).astype(a.dtype)
+        w = np.where(bad[..., None], np.nan, w).astype(w.dtype)
         if v is not None:
             v = np.where(bad[..., None, None], np.nan, v).astype(a.dtype)
     if out is None:

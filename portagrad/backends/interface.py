@@ -582,12 +582,13 @@ class Backend:
 
     # ---------------------------------------------------------- linear algebra
     def eigh(self, a: View, uplo: str, w: View, v: View | None) -> None:
-        """Symmetric eigendecomposition of the float32/float64 matrices in the last two axes
-        of ``a`` (``(..., n, n)``, any strides; only the ``uplo`` triangle, ``"L"`` or ``"U"``,
-        is read): eigenvalues in ascending order into ``w`` (``(..., n)``) and orthonormal
-        eigenvectors, as the columns, into ``v`` (``(..., n, n)``; ``None``: values only).
-        Outputs are contiguous, of ``a``'s dtype, computed in it (float32 in float32, as
-        LAPACK's ``ssyevd`` and PyTorch). An eigenvector's sign is the backend's choice (the
+        """Symmetric (Hermitian) eigendecomposition of the float32/float64 (on a backend that
+        stores complex, also complex64/complex128) matrices in the last two axes of ``a``
+        (``(..., n, n)``, any strides; only the ``uplo`` triangle, ``"L"`` or ``"U"``, is read):
+        eigenvalues in ascending order into ``w`` (``(..., n)``, of ``a``'s real dtype) and
+        orthonormal eigenvectors, as the columns, into ``v`` (``(..., n, n)``, ``a``'s dtype;
+        ``None``: values only). Outputs are contiguous, computed in ``a``'s precision (float32 in
+        float32, as LAPACK's ``ssyevd`` and PyTorch). An eigenvector's sign is the backend's choice (the
         core's derivatives and tests do not depend on it). A matrix with a NaN or infinite
         entry gets NaN eigenvalues and eigenvectors (PyTorch's result), the others of the batch
         their own; the core never calls with a 0 in ``w``'s shape.
@@ -603,13 +604,14 @@ class Backend:
 
     def svd(self, a: View, full_matrices: bool, u: View | None, s: View,
             vh: View | None) -> None:
-        """Singular value decomposition ``A = U diag(S) Vh`` of the float32/float64 ``(..., m,
-        n)`` matrices of ``a`` (any strides), ``k = min(m, n)``: the singular values, descending,
-        into ``s`` (``(..., k)``), the left singular vectors into ``u`` (``(..., m, m)`` with
+        """Singular value decomposition ``A = U diag(S) Vh`` of the float32/float64 (on a backend
+        that stores complex, also complex64/complex128) ``(..., m, n)`` matrices of ``a`` (any
+        strides), ``k = min(m, n)``: the singular values, descending, into ``s`` (``(..., k)``,
+        of ``a``'s real dtype), the left singular vectors into ``u`` (``(..., m, m)`` with
         ``full_matrices``, else ``(..., m, k)``) and the right ones, as rows, into ``vh``
         (``(..., n, n)`` or ``(..., k, n)``); ``u`` and ``vh`` are both ``None`` for values only.
-        Outputs are contiguous, of ``a``'s dtype, computed in it. Singular vectors' signs are
-        the backend's choice. Non-finite entries raise :class:`~portagrad.errors.LinAlgError`.
+        Outputs are contiguous, computed in ``a``'s precision. Singular vectors' signs (phases)
+        are the backend's choice. Non-finite entries raise :class:`~portagrad.errors.LinAlgError`.
         With ``k = 0`` the core builds the (identity) full matrices itself and never calls.
 
         Default (host): reads ``a`` back and calls LAPACK's ``gesdd`` through
