@@ -1870,6 +1870,23 @@ class TensorOps:
         return _ops.elementwise.unary_inplace(_ops.contraction.addbmm, self, batch1, batch2, beta=beta,
                                               alpha=alpha)
 
+    def stft(self, n_fft: _int, hop_length: _int | None = None, win_length: _int | None = None,
+             window: Tensor | None = None, center: _bool = True, pad_mode: str = "reflect",
+             normalized: _bool = False, onesided: _bool | None = None,
+             return_complex: _bool | None = None, align_to_window: _bool | None = None
+             ) -> Tensor:
+        """The short-time Fourier transform (``torch.stft``)."""
+        return _ops.stft.stft(self, n_fft, hop_length, win_length, window, center, pad_mode,
+                              normalized, onesided, return_complex, align_to_window)
+
+    def istft(self, n_fft: _int, hop_length: _int | None = None, win_length: _int | None = None,
+              window: Tensor | None = None, center: _bool = True, normalized: _bool = False,
+              onesided: _bool | None = None, length: _int | None = None,
+              return_complex: _bool = False) -> Tensor:
+        """The inverse short-time Fourier transform (``torch.istft``)."""
+        return _ops.stft.istft(self, n_fft, hop_length, win_length, window, center, normalized,
+                               onesided, length, return_complex)
+
     def matrix_exp(self) -> Tensor:
         return _ops.linalg.matrix_exp(self)
 
