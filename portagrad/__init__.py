@@ -274,8 +274,9 @@ __all__ += [
 
 # the dtypes of image data and checkpoints (uint8, int8, int16, bfloat16) and the dtype queries
 from ._dtype import bfloat16, can_cast, finfo, iinfo, int8, int16, short, uint8
-from ._dtype import (cdouble, cfloat, complex64, complex128, float8_e4m3fn, float8_e4m3fnuz,
-                     float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, uint16, uint32, uint64)
+from ._dtype import (cdouble, cfloat, chalf, complex32, complex64, complex128, float8_e4m3fn,
+                     float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, uint16, uint32,
+                     uint64)
 
 __all__ += ["bfloat16", "can_cast", "finfo", "iinfo", "int8", "int16", "short", "uint8"]
 from .jit import ScriptModule
@@ -291,7 +292,8 @@ __all__ += ["complex", "imag", "polar", "view_as_complex", "view_as_complex_copy
 # complex64/complex128 (tensors on backends that store them), and the dtypes named (finfo) but
 # without tensors yet: creating one raises DTypeError
 __all__ += ["cdouble", "cfloat", "complex64", "complex128", "float8_e4m3fn", "float8_e4m3fnuz",
-            "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "uint16", "uint32", "uint64"]
+            "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "uint16", "uint32", "uint64",
+            "complex32", "chalf"]
 
 # probability distributions, the profiler, torch.testing's assert_close, DLPack
 from . import distributions, profiler, testing

@@ -948,6 +948,11 @@ class TensorOps:
         """``self.to(portagrad.complex64)``."""
         return _ops.conversion.to(self, dtype=_dtype.complex64)
 
+    def chalf(self, memory_format: Any = None) -> Tensor:
+        """``self.to(portagrad.complex32)``: raises ``DTypeError`` (portagrad names complex32
+        but has no tensors of it)."""
+        return _ops.conversion.to(self, dtype=_dtype.complex32)
+
     def cdouble(self, memory_format: Any = None) -> Tensor:
         """``self.to(portagrad.complex128)``."""
         return _ops.conversion.to(self, dtype=_dtype.complex128)
