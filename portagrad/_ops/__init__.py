@@ -42,6 +42,8 @@ from . import airyfn
 from . import spectral, linalg_ext, linalg_ex, lowrank
 # the short-time Fourier transforms, on the fft module's transforms (imported by portagrad.fft)
 from . import stft
+# lobpcg: an iterative eigensolver on qr, eigh and cholesky
+from . import lobpcg
 from . import nn, sampling
 from . import checkpoint, custom
 from . import finite_diff
@@ -52,4 +54,4 @@ __all__ = ["complexnum", "conversion", "elementwise", "indexing", "joining", "ma
            "rearrange", "scan", "scatter", "search", "segment", "sequences", "sparse", "special",
            "stacking", "stats", "windows", "besselfn", "airyfn", "orthopoly", "scaledfn", "nn", "sampling",
            "checkpoint", "custom", "spectral", "linalg_ext", "linalg_ex",
-           "lowrank", "finite_diff", "stft"]
+           "lowrank", "finite_diff", "stft", "lobpcg"]
