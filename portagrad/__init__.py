@@ -63,7 +63,7 @@ from ._ops.shape import (as_strided, broadcast_to, flatten, moveaxis, movedim, n
                          unflatten, unsqueeze)
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
-from .errors import OutOfMemoryError
+from .errors import AcceleratorError, FatalError, OutOfMemoryError
 from .plugins.manager import device_types as _device_types
 
 
@@ -279,6 +279,7 @@ from ._dtype import (cdouble, cfloat, chalf, complex32, complex64, complex128, f
                      float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, uint16, uint32,
                      uint64)
 
+__all__ += ["AcceleratorError", "FatalError"]  # (named for code that catches them)
 __all__ += ["bfloat16", "can_cast", "finfo", "iinfo", "int8", "int16", "short", "uint8"]
 from .jit import ScriptModule
 from .storage import TypedStorage, UntypedStorage

@@ -1924,6 +1924,11 @@ class TensorOps:
         """``-1`` on ``cpu``, else the device index."""
         return _ops.metadata.get_device(self)
 
+    def set_(self, source: Any = None, storage_offset: _int = 0, size: Any = None,
+             stride: Any = None) -> Tensor:
+        """Re-point this tensor at ``source``'s memory (a tensor or a storage), in place."""
+        return _ops.metadata.set_(self, source, storage_offset, size, stride)
+
     def is_set_to(self, tensor: Tensor) -> _bool:
         return _ops.metadata.is_set_to(self, tensor)
 
