@@ -218,6 +218,7 @@ from ._ops.lowrank import pca_lowrank, svd_lowrank
 from ._ops.spectral import svd_legacy as svd
 from ._ops.stft import istft, stft
 from ._ops.lobpcg import lobpcg
+from ._ops.scatter import slice_inverse
 from ._ops.gammafn import digamma, igamma, igammac, lgamma, mvlgamma, polygamma
 from ._ops.scan import cummax, cummin, cumprod, cumsum, diff, logcumsumexp
 from ._ops.search import bincount, bucketize, histc, searchsorted, unique, unique_consecutive
@@ -270,7 +271,8 @@ __all__ += [
     "is_complex", "is_conj", "is_inference", "is_neg", "is_same_size", "is_signed", "isin",
     "kaiser_window", "narrow_copy", "pairwise_distance", "pdist", "prelu", "put", "real",
     "resolve_conj", "resolve_neg", "selu", "threshold", "trapezoid", "trapz", "unravel_index",
-    "vander", "stft", "istft", "lobpcg", "igamma", "igammac", "qr", "lu", "lu_solve", "lu_unpack",
+    "vander", "stft", "istft", "lobpcg", "slice_inverse", "igamma", "igammac", "qr", "lu",
+    "lu_solve", "lu_unpack",
 ]
 
 # the dtypes of image data and checkpoints (uint8, int8, int16, bfloat16) and the dtype queries

@@ -1924,6 +1924,11 @@ class TensorOps:
         """``-1`` on ``cpu``, else the device index."""
         return _ops.metadata.get_device(self)
 
+    def slice_inverse(self, src: Tensor, dim: _int = 0, start: _int | None = None,
+                      end: _int | None = None, step: _int = 1) -> Tensor:
+        """``src``'s geometry over this tensor's memory (``torch.slice_inverse``)."""
+        return _ops.scatter.slice_inverse(self, src, dim, start, end, step)
+
     def set_(self, source: Any = None, storage_offset: _int = 0, size: Any = None,
              stride: Any = None) -> Tensor:
         """Re-point this tensor at ``source``'s memory (a tensor or a storage), in place."""

@@ -1,6 +1,7 @@
-"""``Tensor.set_`` (re-pointing a tensor at another tensor's memory or at a storage, in place) and
-the exception classes ``AcceleratorError`` / ``FatalError``: values, sharing, the geometry
-arguments, PyTorch's errors (and PyTorch's own results where it is installed)."""
+"""``Tensor.set_`` (re-pointing a tensor at another tensor's memory or at a storage, in place),
+``slice_inverse`` (a slice's base geometry over the slice's memory) and the exception classes
+``AcceleratorError`` / ``FatalError``: values, sharing, the geometry arguments, gradients,
+PyTorch's errors (and PyTorch's own results where it is installed)."""
 from __future__ import annotations
 
 import warnings
@@ -86,3 +87,48 @@ def test_error_classes() -> None:
         [c.__name__ for c in torch.AcceleratorError.__mro__[1:]]
     assert [c.__name__ for c in pg.FatalError.__mro__[1:]] == \
         [c.__name__ for c in torch.FatalError.__mro__[1:]]
+
+
+def test_slice_inverse_values_and_gradients(device: str) -> None:
+    """The base's geometry over the slice's memory (the base again), and PyTorch's gradient: the
+    slice gets the gradient's slice, the base the rest."""
+    a = pg.arange(6.0, device=device, requires_grad=True)
+    b = a * 2
+    c = b[1:5:2]
+    b.retain_grad()
+    c.retain_grad()
+    r = pg.slice_inverse(c, b, 0, 1, 5, 2)
+    assert r.shape == b.shape and r.data_ptr() == b.data_ptr()
+    np.testing.assert_array_equal(r.detach().cpu().numpy(), np.arange(6.0) * 2)
+    w = np.arange(10.0, 16.0)
+    (r * pg.tensor(w, device=device)).sum().backward()
+    assert c.grad is not None and b.grad is not None and a.grad is not None
+    np.testing.assert_array_equal(c.grad.cpu().numpy(), w[1:5:2])
+    # b's own share is w with the slice zeroed; c's share lands on the slice: w in total
+    np.testing.assert_array_equal(b.grad.cpu().numpy(), w)
+    np.testing.assert_array_equal(a.grad.cpu().numpy(), 2 * w)
+    x = pg.arange(12.0, device=device).reshape(3, 4)
+    m = x[:, 1:3].slice_inverse(x, 1, 1, 3)
+    assert m.shape == (3, 4) and m.stride() == (4, 1)
+    with pytest.raises(RuntimeError, match=r"setStorage: sizes \[6\], strides \[1\], storage "
+                                           r"offset 0, and itemsize 4 requiring a storage size "
+                                           r"of 24 are out of bounds for storage of size 8"):
+        pg.slice_inverse(pg.ones(2, device=device), pg.zeros(6, device=device), 0, 1, 5, 2)
+
+
+def test_slice_inverse_matches_torch() -> None:
+    torch = pytest.importorskip("torch")
+    grads = []
+    for lib in (torch, pg):
+        x = lib.arange(12.0, requires_grad=True)
+        B = (x * 1).reshape(3, 4)
+        C = B[:, 1:3]
+        R = lib.slice_inverse(C, B, 1, 1, 3)
+        (R * lib.arange(12.0).reshape(3, 4) ** 2).sum().backward()
+        grads.append(x.grad.tolist())
+    assert grads[0] == grads[1]
+    for lib in (torch, pg):
+        with pytest.raises(RuntimeError) as info:
+            lib.slice_inverse(lib.ones(2), lib.zeros(6), 0, 1, 5, 2)
+        grads.append(str(info.value))
+    assert grads[2] == grads[3]
