@@ -2554,6 +2554,14 @@ def _spectral_rows() -> list[OpInfo]:
         # gradient stands for a symmetric input, PyTorch's)
         OpInfo("linalg_eigh_upper", lambda x: _eigh_parts(pg.linalg.eigh(x, UPLO="U"))[:2],
                lambda x: _np_eigh_parts(x, "U")[:2], sq, FLOATS, "same", rtol=1e-4, atol=1e-5),
+        # the two largest eigenvalues by LOBPCG (its random start block: the converged values
+        # are the same each run); float64 iterates to a tight tolerance for gradcheck
+        OpInfo("lobpcg", lambda x: pg.lobpcg(_spd_pg(x), k=2, tol=1e-12 if x.dtype is F64
+                                             else None, niter=500)[0],
+               lambda x: np.linalg.eigvalsh(x @ np.swapaxes(x, -1, -2) + 3 * np.eye(
+                   x.shape[-1]))[..., ::-1][..., :2],
+               fixed(S(X((6, 6))), S(X((2, 7, 7)))), FLOATS, "same", grad=True, rtol=1e-3,
+               atol=1e-4),
         OpInfo("linalg_eigvalsh", lambda x: pg.linalg.eigvalsh(x + x.mT),
                lambda x: np.linalg.eigvalsh(x + np.swapaxes(x, -1, -2)), sq, FLOATS, "same",
                grad=True, grad_samples=sq_grad, gradgrad=True, rtol=1e-4, atol=1e-5,
@@ -2819,6 +2827,11 @@ def _more_methods_rows() -> list[OpInfo]:
                lambda x, s, d, i: _np_set(x, (slice(None),) * d + (i,), s),
                fixed(S(X((3, 4)), X((4,)), 0, 1), S(X((3, 4)), X((3,)), 1, -1)), NUMERIC, "same",
                method="select_scatter", grad=True),
+        # the slice of a fresh tensor turned back into that tensor: x itself, with the gradient
+        # split between the slice and the rest
+        OpInfo("slice_inverse", lambda x: (lambda y: pg.slice_inverse(y[:, 1:3], y, 1, 1, 3))(
+                   x * 1), lambda x: x, fixed(S(X((3, 4))), S(X((2, 5)))), NUMERIC, "same",
+               grad=True),
         OpInfo("slice_scatter", pg.slice_scatter,
                lambda x, s, d=0, a=None, b=None, st=1: _np_set(
                    x, (slice(None),) * d + (slice(a, b, st),), s),
