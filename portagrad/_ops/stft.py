@@ -173,10 +173,8 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
                                           device=x.device)], -1)
     else:
         frames = unfold(xb, -1, n_fft, hop) * _padded_window(window, win, n_fft, wdt, x.device)
-    if frames.dtype.is_complex:
+    if frames.dtype.is_complex:  # (then onesided is False: refused above)
         spec = c2c(frames, (frames.dim() - 1,), True)
-        if onesided:  # (never: complex input cannot be one-sided)
-            spec = shape.narrow(spec, -1, 0, n_fft // 2 + 1)
     else:
         spec = r2c(frames, (frames.dim() - 1,), bool(onesided))
     if normalized:
