@@ -41,8 +41,9 @@ def _herm(x: Any) -> Any:
 
 
 def _eye(x: Any) -> Any:
-    lib = pg if isinstance(x, pg.Tensor) else __import__("torch")
-    return lib.eye(x.shape[-1], dtype=x.dtype)
+    if isinstance(x, pg.Tensor):
+        return pg.eye(x.shape[-1], dtype=x.dtype, device=x.device)
+    return __import__("torch").eye(x.shape[-1], dtype=x.dtype)
 
 
 def _svd_parts(r: Any) -> tuple:
