@@ -63,7 +63,7 @@ from ._ops.shape import (as_strided, broadcast_to, flatten, moveaxis, movedim, n
                          unflatten, unsqueeze)
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
-from .errors import OutOfMemoryError
+from .errors import AcceleratorError, FatalError, OutOfMemoryError
 from .plugins.manager import device_types as _device_types
 
 
@@ -216,6 +216,9 @@ from ._ops.linalg_ex import householder_product as orgqr
 from ._ops.linalg_ext import norm, nuclear_norm, pinverse
 from ._ops.lowrank import pca_lowrank, svd_lowrank
 from ._ops.spectral import svd_legacy as svd
+from ._ops.stft import istft, stft
+from ._ops.lobpcg import lobpcg
+from ._ops.scatter import slice_inverse
 from ._ops.gammafn import digamma, igamma, igammac, lgamma, mvlgamma, polygamma
 from ._ops.scan import cummax, cummin, cumprod, cumsum, diff, logcumsumexp
 from ._ops.search import bincount, bucketize, histc, searchsorted, unique, unique_consecutive
@@ -268,14 +271,17 @@ __all__ += [
     "is_complex", "is_conj", "is_inference", "is_neg", "is_same_size", "is_signed", "isin",
     "kaiser_window", "narrow_copy", "pairwise_distance", "pdist", "prelu", "put", "real",
     "resolve_conj", "resolve_neg", "selu", "threshold", "trapezoid", "trapz", "unravel_index",
-    "vander", "igamma", "igammac", "qr", "lu", "lu_solve", "lu_unpack",
+    "vander", "stft", "istft", "lobpcg", "slice_inverse", "igamma", "igammac", "qr", "lu",
+    "lu_solve", "lu_unpack",
 ]
 
 # the dtypes of image data and checkpoints (uint8, int8, int16, bfloat16) and the dtype queries
 from ._dtype import bfloat16, can_cast, finfo, iinfo, int8, int16, short, uint8
-from ._dtype import (cdouble, cfloat, complex64, complex128, float8_e4m3fn, float8_e4m3fnuz,
-                     float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, uint16, uint32, uint64)
+from ._dtype import (cdouble, cfloat, chalf, complex32, complex64, complex128, float8_e4m3fn,
+                     float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, uint16, uint32,
+                     uint64)
 
+__all__ += ["AcceleratorError", "FatalError"]  # (named for code that catches them)
 __all__ += ["bfloat16", "can_cast", "finfo", "iinfo", "int8", "int16", "short", "uint8"]
 from .jit import ScriptModule
 from .storage import TypedStorage, UntypedStorage
@@ -290,7 +296,8 @@ __all__ += ["complex", "imag", "polar", "view_as_complex", "view_as_complex_copy
 # complex64/complex128 (tensors on backends that store them), and the dtypes named (finfo) but
 # without tensors yet: creating one raises DTypeError
 __all__ += ["cdouble", "cfloat", "complex64", "complex128", "float8_e4m3fn", "float8_e4m3fnuz",
-            "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "uint16", "uint32", "uint64"]
+            "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "uint16", "uint32", "uint64",
+            "complex32", "chalf"]
 
 # probability distributions, the profiler, torch.testing's assert_close, DLPack
 from . import distributions, profiler, testing

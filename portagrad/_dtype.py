@@ -18,7 +18,7 @@ __all__ = [
     "uint8", "int8", "int16", "bfloat16", "short", "can_cast", "iinfo", "finfo", "check_storable",
     "fit_scalar", "INT_LIMITS", "complex64", "complex128", "cfloat", "cdouble", "float8_e4m3fn",
     "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "DECLARED_ONLY",
-    "uint16", "uint32", "uint64", "COMPLEX_DTYPES", "default_complex",
+    "uint16", "uint32", "uint64", "COMPLEX_DTYPES", "default_complex", "complex32", "chalf",
 ]
 
 _builtin_bool = bool
@@ -106,9 +106,13 @@ float8_e8m0fnu = dtype("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu, 2, -1, signed
 uint16 = dtype("uint16", np.uint16, 1, -1, signed=False)
 uint32 = dtype("uint32", np.uint32, 1, -1, signed=False)
 uint64 = dtype("uint64", np.uint64, 1, -1, signed=False)
+# PyTorch's complex32 (pairs of float16; few of its own kernels take it): named, its parts float16
+# (finfo, to_real), no tensors; float16 with a complex scalar promotes to complex64 here
+complex32 = dtype("complex32", np.dtype([("real", np.float16), ("imag", np.float16)]), 3, -1)
+chalf = complex32
 DECLARED_ONLY = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz,
-                 float8_e5m2fnuz, float8_e8m0fnu, uint16, uint32, uint64)
-_COMPLEX_PARTS = {"complex64": "float32", "complex128": "float64"}
+                 float8_e5m2fnuz, float8_e8m0fnu, uint16, uint32, uint64, complex32)
+_COMPLEX_PARTS = {"complex64": "float32", "complex128": "float64", "complex32": "float16"}
 _TO_COMPLEX = {"float32": complex64, "float64": complex128}
 
 # PyTorch's promote_types over ALL_DTYPES, row by row (computed with torch 2.13). It is not a
@@ -178,8 +182,8 @@ def as_dtype(d: Any) -> dtype:
     A dtype of :data:`DECLARED_ONLY` raises ``DTypeError``: no tensor can have it yet."""
     if isinstance(d, dtype):
         if d._rank < 0:
-            kind = ("complex" if d.is_complex else "float8" if d.is_floating_point
-                    else d.name)
+            kind = ("complex32 (complex half)" if d.is_complex else "float8"
+                    if d.is_floating_point else d.name)
             raise DTypeError(f"{d} is named for code that mentions it, but portagrad has no "
                              f"{kind} tensors yet (finfo/iinfo and is_complex work; creating, "
                              "casting to or computing in it does not)")

@@ -53,7 +53,7 @@ __all__ = [
     "softmax", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
     "max_pool2d_grad_input", "open_epoch", "close_epoch", "owned", "moved", "disown",
     "softmax_backward", "layer_norm", "layer_norm_backward", "batch_norm", "batch_norm_backward",
-    "cross_entropy", "cross_entropy_backward", "attention", "attention_backward", "eigh", "svd",
+    "cross_entropy", "cross_entropy_backward", "attention", "attention_backward", "eigh", "svd", "eig",
     "fft_c2c", "fft_r2c", "fft_c2r",
 ]
 
@@ -504,8 +504,9 @@ def _linalg_method(x: Tensor, name: str) -> Any:
 
 
 def eigh(x: Tensor, uplo: str, vectors: bool) -> tuple[Tensor, Tensor | None]:
-    """``(eigenvalues, eigenvectors or None)`` of the symmetric ``(..., n, n)`` ``x``."""
-    w = new_on(x._storage, x._v.shape[:-1], x._v.dtype)
+    """``(eigenvalues, eigenvectors or None)`` of the symmetric (Hermitian) ``(..., n, n)``
+    ``x``; the eigenvalues are real (of ``x``'s real dtype)."""
+    w = new_on(x._storage, x._v.shape[:-1], x._v.dtype.to_real())
     v = new_on(x._storage, x._v.shape, x._v.dtype) if vectors else None
     if w.numel():
         _linalg_method(x, "eigh")(x._v, uplo, w._v, None if v is None else v._v)
@@ -514,10 +515,11 @@ def eigh(x: Tensor, uplo: str, vectors: bool) -> tuple[Tensor, Tensor | None]:
 
 def svd(x: Tensor, full_matrices: bool, vectors: bool
         ) -> tuple[Tensor | None, Tensor, Tensor | None]:
-    """``(U or None, S, Vh or None)`` of the ``(..., m, n)`` ``x`` (``min(m, n) > 0``)."""
+    """``(U or None, S, Vh or None)`` of the ``(..., m, n)`` ``x`` (``min(m, n) > 0``); ``S`` is
+    real (of ``x``'s real dtype)."""
     *batch, m, n = x._v.shape
     k = min(m, n)
-    s = new_on(x._storage, (*batch, k), x._v.dtype)
+    s = new_on(x._storage, (*batch, k), x._v.dtype.to_real())
     u = vh = None
     if vectors:
         u = new_on(x._storage, (*batch, m, m if full_matrices else k), x._v.dtype)
@@ -526,6 +528,18 @@ def svd(x: Tensor, full_matrices: bool, vectors: bool
         _linalg_method(x, "svd")(x._v, full_matrices, None if u is None else u._v, s._v,
                                  None if vh is None else vh._v)
     return u, s, vh
+
+
+def eig(x: Tensor, vectors: bool) -> tuple[Tensor, Tensor | None]:
+    """``(eigenvalues, eigenvectors or None)``, complex, of the general ``(..., n, n)`` ``x``;
+    a backend that declines complex raises its :class:`~portagrad.errors.DTypeError` first."""
+    cdt = x._v.dtype.to_complex()
+    decline_complex(x._storage.backend, cdt, x._storage.device)
+    w = new_on(x._storage, x._v.shape[:-1], cdt)
+    v = new_on(x._storage, x._v.shape, cdt) if vectors else None
+    if w.numel():
+        _linalg_method(x, "eig")(x._v, w._v, None if v is None else v._v)
+    return w, v
 
 
 def fft_c2c(x: Tensor, axes: tuple[int, ...], forward: bool) -> Tensor:

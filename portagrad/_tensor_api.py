@@ -948,6 +948,11 @@ class TensorOps:
         """``self.to(portagrad.complex64)``."""
         return _ops.conversion.to(self, dtype=_dtype.complex64)
 
+    def chalf(self, memory_format: Any = None) -> Tensor:
+        """``self.to(portagrad.complex32)``: raises ``DTypeError`` (portagrad names complex32
+        but has no tensors of it)."""
+        return _ops.conversion.to(self, dtype=_dtype.complex32)
+
     def cdouble(self, memory_format: Any = None) -> Tensor:
         """``self.to(portagrad.complex128)``."""
         return _ops.conversion.to(self, dtype=_dtype.complex128)
@@ -1870,6 +1875,23 @@ class TensorOps:
         return _ops.elementwise.unary_inplace(_ops.contraction.addbmm, self, batch1, batch2, beta=beta,
                                               alpha=alpha)
 
+    def stft(self, n_fft: _int, hop_length: _int | None = None, win_length: _int | None = None,
+             window: Tensor | None = None, center: _bool = True, pad_mode: str = "reflect",
+             normalized: _bool = False, onesided: _bool | None = None,
+             return_complex: _bool | None = None, align_to_window: _bool | None = None
+             ) -> Tensor:
+        """The short-time Fourier transform (``torch.stft``)."""
+        return _ops.stft.stft(self, n_fft, hop_length, win_length, window, center, pad_mode,
+                              normalized, onesided, return_complex, align_to_window)
+
+    def istft(self, n_fft: _int, hop_length: _int | None = None, win_length: _int | None = None,
+              window: Tensor | None = None, center: _bool = True, normalized: _bool = False,
+              onesided: _bool | None = None, length: _int | None = None,
+              return_complex: _bool = False) -> Tensor:
+        """The inverse short-time Fourier transform (``torch.istft``)."""
+        return _ops.stft.istft(self, n_fft, hop_length, win_length, window, center, normalized,
+                               onesided, length, return_complex)
+
     def matrix_exp(self) -> Tensor:
         return _ops.linalg.matrix_exp(self)
 
@@ -1901,6 +1923,16 @@ class TensorOps:
     def get_device(self) -> _int:
         """``-1`` on ``cpu``, else the device index."""
         return _ops.metadata.get_device(self)
+
+    def slice_inverse(self, src: Tensor, dim: _int = 0, start: _int | None = None,
+                      end: _int | None = None, step: _int = 1) -> Tensor:
+        """``src``'s geometry over this tensor's memory (``torch.slice_inverse``)."""
+        return _ops.scatter.slice_inverse(self, src, dim, start, end, step)
+
+    def set_(self, source: Any = None, storage_offset: _int = 0, size: Any = None,
+             stride: Any = None) -> Tensor:
+        """Re-point this tensor at ``source``'s memory (a tensor or a storage), in place."""
+        return _ops.metadata.set_(self, source, storage_offset, size, stride)
 
     def is_set_to(self, tensor: Tensor) -> _bool:
         return _ops.metadata.is_set_to(self, tensor)
@@ -1986,8 +2018,7 @@ class TensorOps:
 
     def eig(self, eigenvectors: _bool = False) -> Any:
         raise RuntimeError("This function was deprecated since version 1.9 and is now removed. "
-                           "Use `torch.linalg.eig` (complex results: not implemented by "
-                           "portagrad; `torch.linalg.eigh` for symmetric matrices).")
+                           "Use `torch.linalg.eig`.")
 
     def lstsq(self, A: Tensor) -> Any:
         raise RuntimeError("This function was deprecated since version 1.9 and is now removed. "

@@ -4,12 +4,24 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 __all__ = ["OutOfMemoryError", "DeviceMismatchError", "ShapeError", "DTypeError",
-           "raise_device_mismatch", "UnsupportedOpError", "LinAlgError"]
+           "raise_device_mismatch", "UnsupportedOpError", "LinAlgError", "AcceleratorError",
+           "FatalError"]
 
 
 class OutOfMemoryError(RuntimeError):
     """A device could not satisfy an allocation (``torch.OutOfMemoryError``). The message names the
     device and the sizes; after ``empty_cache()`` work can go on."""
+
+
+class AcceleratorError(RuntimeError):
+    """``torch.AcceleratorError``: an error raised while executing on an accelerator (a kernel
+    that faulted). Nothing in portagrad raises it yet (device failures surface as the backend's
+    own errors); it is here so that code catching it loads and runs."""
+
+
+class FatalError(Exception):
+    """``torch.FatalError``: an unrecoverable internal error (PyTorch's C++ ``FatalError``, not a
+    ``RuntimeError``). Nothing in portagrad raises it; named for code that catches it."""
 
 
 class DeviceMismatchError(RuntimeError):

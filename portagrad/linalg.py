@@ -1,4 +1,4 @@
-"""``portagrad.linalg``: PyTorch's ``torch.linalg`` for real (float32/float64) matrices.
+"""``portagrad.linalg``: PyTorch's ``torch.linalg``.
 
 Determinants, inverses, solves and Cholesky factors come from elimination written with tensor
 ops (``portagrad/_ops/linalg.py``), so they run on every backend and are differentiable; norms are
@@ -9,9 +9,9 @@ their derivatives in the core (``portagrad/_ops/spectral.py``); ``pinv``, ``matr
 ``lstsq``, ``cond`` and the nuclear and spectral norms are composed from them
 (``portagrad/_ops/linalg_ext.py``); the ``*_ex`` variants, ``solve_triangular``,
 ``householder_product``, ``vander``, ``tensorinv`` and ``tensorsolve`` build on the elimination
-(``portagrad/_ops/linalg_ex.py``). ``eig`` and ``eigvals``, complex for a real matrix, raise
-``NotImplementedError`` until portagrad has complex tensors; so do ``ldl_factor``,
-``ldl_factor_ex`` and ``ldl_solve``.
+(``portagrad/_ops/linalg_ex.py``). ``eig`` and ``eigvals`` (general matrices, complex results)
+are a backend primitive too (LAPACK's ``geev`` by default), on devices that store complex
+tensors. ``ldl_factor``, ``ldl_factor_ex`` and ``ldl_solve`` raise ``NotImplementedError``.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from ._autocast import STATE as _AUTOCAST
 from ._autocast import autocast_call as _autocast_call
 from ._ops import elementwise
 from ._ops import reduction
+from ._ops.complexnum import conj as _conj
 from ._ops.contraction import cross as _cross
 from ._ops.indexing import where as _where
 from ._ops.linalg import matrix_exp, matrix_power
@@ -101,10 +102,11 @@ def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *,
 
 
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
-    """Dot products of the vectors along ``dim`` (broadcasting the rest)."""
+    """Dot products of the vectors along ``dim`` (broadcasting the rest); ``x`` is conjugated
+    (``sum(conj(x) * y)``, as PyTorch)."""
     if _AUTOCAST.on and (_ac_out := _autocast_call("linalg_vecdot", vecdot, x, y=y, dim=dim)) is not _SKIP:
         return _ac_out
-    return reduction.sum(x * y, dim)
+    return reduction.sum(_conj(x) * y, dim)
 
 
 def multi_dot(tensors: Sequence[Tensor]) -> Tensor:

@@ -2250,10 +2250,11 @@ def _more_math_rows() -> list[OpInfo]:
                NUMERIC, "same", method="masked_scatter", grad=True),
         OpInfo("matrix_power", lambda x, n: x.matrix_power(n),
                lambda x, n: np.linalg.matrix_power(x, n),
-               fixed(S(X((3, 3)), 0), S(X((3, 3)), 1), S(X((2, 3, 3)), 3), S(X((3, 3)), 5)),
+               fixed(S(X((3, 3)), 0), S(X((3, 3)), 1), S(X((2, 3, 3)), 3), S(X((3, 3)), 5),
+                     S(X((2, 2, 2)), -1)),
                FLOATS, "same", grad=True, rtol=1e-4,
-               errors=[E(lambda d: pg.matrix_power(T((3, 3), d), -1), NotImplementedError,
-                         r"matrix_power with a negative exponent")]),
+               errors=[E(lambda d: pg.matrix_power(pg.zeros((2, 2), device=d), -1),
+                         pg.linalg.LinAlgError, r"linalg.inv: The diagonal element 1 is zero")]),
         OpInfo("addmv", lambda x, m, v: pg.addmv(x, m, v, beta=0.5, alpha=2),
                lambda x, m, v: 0.5 * x + 2 * (m @ v),
                fixed(S(X((2,)), X((2, 3)), X((3,))), S(X(()), X((3, 3)), X((3,)), nc="T")),
@@ -2543,16 +2544,24 @@ def _spectral_rows() -> list[OpInfo]:
                          r"\"linalg_eigh_\w+\" not implemented for 'Long'"),
                        E(lambda d: pg.linalg.eigh(T((2, 2), d), UPLO="X"), RuntimeError,
                          r"Expected UPLO argument to be 'L' or 'U', but got X"),
-                       E(lambda d: pg.linalg.eig(T((2, 2), d)), NotImplementedError,
-                         r"linalg.eig: .*complex eigen-decomposition"),
-                       E(lambda d: pg.linalg.eigvals(T((2, 2), d)), NotImplementedError,
-                         r"linalg.eigvals: .*complex eigen-decomposition"),
+                       E(lambda d: pg.linalg.eig(T((2, 3), d)), RuntimeError,
+                         r"linalg.eig: A must be batches of square matrices"),
+                       E(lambda d: pg.linalg.eigvals(T((2, 2), d, I64)), RuntimeError,
+                         r"Unknown Complex ScalarType for Long"),
                        E(lambda d: pg.linalg.ldl_factor(T((2, 2), d)), NotImplementedError,
                          r"linalg.ldl_factor is not implemented")]),
         # only the upper triangle is read: x itself, not symmetrised (forward only, as the
         # gradient stands for a symmetric input, PyTorch's)
         OpInfo("linalg_eigh_upper", lambda x: _eigh_parts(pg.linalg.eigh(x, UPLO="U"))[:2],
                lambda x: _np_eigh_parts(x, "U")[:2], sq, FLOATS, "same", rtol=1e-4, atol=1e-5),
+        # the two largest eigenvalues by LOBPCG (its random start block: the converged values
+        # are the same each run); float64 iterates to a tight tolerance for gradcheck
+        OpInfo("lobpcg", lambda x: pg.lobpcg(_spd_pg(x), k=2, tol=1e-12 if x.dtype is F64
+                                             else None, niter=500)[0],
+               lambda x: np.linalg.eigvalsh(x @ np.swapaxes(x, -1, -2) + 3 * np.eye(
+                   x.shape[-1]))[..., ::-1][..., :2],
+               fixed(S(X((6, 6))), S(X((2, 7, 7)))), FLOATS, "same", grad=True, rtol=1e-3,
+               atol=1e-4),
         OpInfo("linalg_eigvalsh", lambda x: pg.linalg.eigvalsh(x + x.mT),
                lambda x: np.linalg.eigvalsh(x + np.swapaxes(x, -1, -2)), sq, FLOATS, "same",
                grad=True, grad_samples=sq_grad, gradgrad=True, rtol=1e-4, atol=1e-5,
@@ -2818,6 +2827,11 @@ def _more_methods_rows() -> list[OpInfo]:
                lambda x, s, d, i: _np_set(x, (slice(None),) * d + (i,), s),
                fixed(S(X((3, 4)), X((4,)), 0, 1), S(X((3, 4)), X((3,)), 1, -1)), NUMERIC, "same",
                method="select_scatter", grad=True),
+        # the slice of a fresh tensor turned back into that tensor: x itself, with the gradient
+        # split between the slice and the rest
+        OpInfo("slice_inverse", lambda x: (lambda y: pg.slice_inverse(y[:, 1:3], y, 1, 1, 3))(
+                   x * 1), lambda x: x, fixed(S(X((3, 4))), S(X((2, 5)))), NUMERIC, "same",
+               grad=True),
         OpInfo("slice_scatter", pg.slice_scatter,
                lambda x, s, d=0, a=None, b=None, st=1: _np_set(
                    x, (slice(None),) * d + (slice(a, b, st),), s),

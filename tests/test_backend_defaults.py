@@ -342,8 +342,9 @@ def test_built_in_backends_override_every_default(name: str) -> None:
 def test_eigh_svd_defaults_are_the_numpy_backends(dtype: Any, layout: str) -> None:
     """The host defaults of the decompositions give the numpy backend's bits (both run LAPACK on
     the same host arrays), vectors included; values-only calls write only the values."""
-    assert set(LINALG_METHODS) == {"eigh", "svd"}
+    assert set(LINALG_METHODS) == {"eigh", "svd", "eig"}
     assert CoreOnly.eigh is Backend.eigh and CoreOnly.svd is Backend.svd
+    assert CoreOnly.eig is Backend.eig
     for shape in [(4, 4), (2, 3, 3), (1, 1)]:
         a = RNG.standard_normal(shape).astype(dtype.numpy)
         outs = [(_out(shape[:-1], dtype), _out(shape, dtype)) for _ in range(2)]
@@ -368,6 +369,28 @@ def test_eigh_svd_defaults_are_the_numpy_backends(dtype: Any, layout: str) -> No
         s = _out((*batch, k), dtype)
         BE.svd(_view(a, layout), False, None, s, None)
         np.testing.assert_allclose(_host(s), np.linalg.svd(a, compute_uv=False), rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [pg.float32, pg.float64, pg.complex64, pg.complex128],
+                         ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_eig_default_is_the_numpy_backends(dtype: Any, layout: str) -> None:
+    """The host default of ``eig`` (through ``to_host``/``from_host``) gives the numpy backend's
+    own bits (both run LAPACK's geev on the same host array); values-only writes the values."""
+    cdt = dtype.to_complex()
+    for shape in [(4, 4), (2, 3, 3), (1, 1)]:
+        a = RNG.standard_normal(shape)
+        if dtype.is_complex:
+            a = a + 1j * RNG.standard_normal(shape)
+        a = a.astype(dtype.numpy)
+        outs = [(_out(shape[:-1], cdt), _out(shape, cdt)) for _ in range(2)]
+        Backend.eig(REF, _view(a, layout), *outs[0])
+        REF.eig(_view(a, layout), *outs[1])
+        for g, w in zip(*outs):
+            _same(g, w)
+        vals = _out(shape[:-1], cdt)
+        REF.eig(_view(a, layout), vals, None)
+        np.testing.assert_array_equal(_host(vals), _host(outs[1][0]))
 
 
 def test_eigh_svd_reach_a_backend_without_them(monkeypatch: pytest.MonkeyPatch) -> None:

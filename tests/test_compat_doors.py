@@ -789,7 +789,7 @@ def test_library_define_impl_and_load_library(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------ dtypes named at import
 DECLARED = ["complex64", "complex128", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
-            "float8_e5m2fnuz", "float8_e8m0fnu"]
+            "float8_e5m2fnuz", "float8_e8m0fnu", "complex32"]
 
 
 def test_declared_dtypes_answer_and_refuse_tensors(device: str) -> None:
@@ -811,6 +811,15 @@ def test_declared_dtypes_answer_and_refuse_tensors(device: str) -> None:
         pg.nn.Linear(1, 1).to(device).to(pg.float8_e4m3fn)
     # complex64/complex128 are real tensor dtypes now: tests/test_complex.py
     assert pg.promote_types(pg.complex64, pg.float64) is pg.complex128
+    # complex32 (chalf) is named, with float16 parts, but has no tensors
+    assert pg.chalf is pg.complex32 and pg.complex32.is_complex and pg.complex32.itemsize == 4
+    assert pg.complex32.to_real() is pg.float16
+    assert pg.finfo(pg.complex32).eps == pg.finfo(pg.float16).eps
+    for make in (lambda: pg.ones(2, device=device).chalf(),
+                 lambda: pg.zeros(2, dtype=pg.complex32, device=device),
+                 lambda: pg.ones(2, device=device).to(pg.chalf)):
+        with pytest.raises(DTypeError, match="no complex32"):
+            make()
 
 
 def test_declared_dtypes_match_torch_where_installed() -> None:

@@ -18,10 +18,10 @@ reductions into slots), ``contraction`` (einsum, tensordot ...), ``norms`` (cdis
 primitives, with their derivatives), ``linalg_ext`` (``pinv``, ``lstsq``, ``matrix_rank`` ...
 composed from those two), ``linalg_ex`` (the ``*_ex`` variants, ``solve_triangular``,
 ``householder_product`` ... on ``linalg``'s elimination), ``lowrank`` (the randomized
-``svd_lowrank``/``pca_lowrank``), ``windows``, ``fills``, ``metadata`` and ``sparse``
-(the sparse COO layout); ``orthopoly`` (the orthogonal polynomials), ``scaledfn``
-(``erfcx``, ``log_ndtr``, ``i0e``, ``i1e``) and ``besselfn`` are built on ``special``,
-``airyfn`` on ``besselfn``.
+``svd_lowrank``/``pca_lowrank``), ``stft`` (``stft``/``istft`` on ``fft``'s transforms),
+``windows``, ``fills``, ``metadata`` and ``sparse`` (the sparse COO layout); ``orthopoly``
+(the orthogonal polynomials), ``scaledfn`` (``erfcx``, ``log_ndtr``, ``i0e``, ``i1e``) and
+``besselfn`` are built on ``special``, ``airyfn`` on ``besselfn``.
 ``sampling`` (differentiable samplers) and the ``nn`` package (the layers' nodes) sit on top, with
 ``checkpoint`` (activation checkpointing's recomputing node) and ``custom`` (the node of
 user-defined operators, ``torch.library``).
@@ -40,6 +40,10 @@ from . import (bits, contraction, diagonal, fills, gammafn, linalg, metadata, no
 from . import besselfn, orthopoly, scaledfn
 from . import airyfn
 from . import spectral, linalg_ext, linalg_ex, lowrank
+# the short-time Fourier transforms, on the fft module's transforms (imported by portagrad.fft)
+from . import stft
+# lobpcg: an iterative eigensolver on qr, eigh and cholesky
+from . import lobpcg
 from . import nn, sampling
 from . import checkpoint, custom
 from . import finite_diff
@@ -50,4 +54,4 @@ __all__ = ["complexnum", "conversion", "elementwise", "indexing", "joining", "ma
            "rearrange", "scan", "scatter", "search", "segment", "sequences", "sparse", "special",
            "stacking", "stats", "windows", "besselfn", "airyfn", "orthopoly", "scaledfn", "nn", "sampling",
            "checkpoint", "custom", "spectral", "linalg_ext", "linalg_ex",
-           "lowrank", "finite_diff"]
+           "lowrank", "finite_diff", "stft", "lobpcg"]

@@ -74,13 +74,6 @@ def refuse_complex(kernel: str, dt: _dtype.dtype) -> None:
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
 
 
-def refuse_complex_linalg(name: str, dt: _dtype.dtype) -> None:
-    """``NotImplementedError`` for a complex input of a linear-algebra op (real only so far)."""
-    if dt.is_complex:
-        raise NotImplementedError(f"{name}: complex inputs are not supported yet (portagrad's "
-                                  f"decompositions and solvers are real)")
-
-
 def to_scalar(x: Any, dtype: _dtype.dtype) -> Any:
     """A Python scalar converted to ``dtype``'s kind (a float into an integer dtype by PyTorch's
     checked conversion: truncated, and ``RuntimeError`` for NaN, infinities and values out of

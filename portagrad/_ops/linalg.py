@@ -5,7 +5,8 @@ Gaussian elimination with partial pivoting, written with whole-tensor ops on bat
 (one step per column: pick the pivot, swap rows with ``gather``, eliminate below or around it), so
 it runs on every backend and its gradient comes from those ops. The cost is ``n`` steps of
 ``O(n^2)`` work each, meant for the small matrices training code inverts (covariances, Jacobians),
-not for large solves.
+not for large solves. Complex matrices take the same paths (the pivot is the entry of largest
+modulus; Cholesky and QR use conjugate transposes and LAPACK's real diagonals).
 """
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ from .._tensor import Tensor
 from ..errors import LinAlgError
 from ..autograd.function import Function
 from ..autograd.grad_mode import _no_grad
-from ._common import call, refuse_complex_linalg
-from . import elementwise, reduction
+from ._common import call
+from . import complexnum, elementwise, reduction
 from . import shape
 from .indexing import gather, where
 from .joining import cat, tril, triu
@@ -37,6 +38,11 @@ __all__ = ["det", "slogdet", "logdet", "inv", "inverse", "solve", "cholesky", "c
 slogdet_result = namedtuple("slogdet_result", ["sign", "logabsdet"])
 
 
+def _mH(x: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dimensions (the transpose for real ``x``)."""
+    return complexnum.conj(shape.transpose(x, -1, -2))
+
+
 def _square(name: str, a: Any) -> None:
     if not isinstance(a, Tensor):
         raise TypeError(f"{name}(): argument 'A' (position 1) must be Tensor, not "
@@ -46,8 +52,7 @@ def _square(name: str, a: Any) -> None:
     if a.shape[-1] != a.shape[-2]:
         raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
                            f"{a.shape[-2]} by {a.shape[-1]} matrices")
-    refuse_complex_linalg(name, a.dtype)
-    if not a.dtype.is_floating_point:
+    if not (a.dtype.is_floating_point or a.dtype.is_complex):
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{elementwise._type_name(a.dtype)}")
 
@@ -104,13 +109,17 @@ def slogdet(A: Tensor) -> Any:
         one = _creation.ones(A.shape[:-2], dtype=A.dtype, device=A.device)
         return slogdet_result(one, one * 0.0)
     d, sign = _lu_diag(A)
-    s = prod(elementwise.sign(d), -1) * sign
+    # complex: the sign is the determinant's phase, |det| / det's unit complex number
+    s = prod((complexnum.sgn if A.dtype.is_complex else elementwise.sign)(d), -1) * sign
     return slogdet_result(s, rsum(elementwise.log(elementwise.abs(d)), -1))
 
 
 def logdet(input: Tensor) -> Tensor:
-    """``log(det(input))``: NaN for a negative determinant, ``-inf`` for zero."""
+    """``log(det(input))``: NaN for a negative determinant, ``-inf`` for zero; for a complex
+    matrix the complex logarithm ``log(sign) + log|det|``."""
     s, la = slogdet(input)
+    if input.dtype.is_complex:
+        return elementwise.log(s) + la
     return where(s < 0, float("nan"), la)
 
 
@@ -226,14 +235,14 @@ class _Cholesky(Function):
     @staticmethod
     def backward(ctx: Any, gL: Tensor, *_info: Any) -> Any:
         (L,) = ctx.saved_tensors
-        Lh = shape.transpose(L, -1, -2)
+        Lh = _mH(L)
         phi = tril(matmul(Lh, gL))
         n = L.shape[-1]
-        eye = _creation.eye(n, dtype=L.dtype, device=L.device)
+        eye = _creation.eye(n, dtype=L.dtype.to_real(), device=L.device)
         phi = phi - phi * eye * 0.5  # the diagonal halved
         x = solve(Lh, phi)  # L^-H phi
-        gA = shape.transpose(solve(Lh, shape.transpose(x, -1, -2)), -1, -2)  # (L^-H phi) L^-1
-        gA = (gA + shape.transpose(gA, -1, -2)) * 0.5
+        gA = _mH(solve(Lh, _mH(x)))  # (L^-H phi) L^-1
+        gA = (gA + _mH(gA)) * 0.5
         return (gA, None) if _info else gA
 
 
@@ -247,7 +256,7 @@ def cholesky(A: Tensor, upper: bool = False) -> Tensor:
     if A.shape[-1] == 0:  # the factor of a 0x0 matrix is 0x0
         return A.clone()
     L = call(_Cholesky, A)
-    return shape.transpose(L, -1, -2) if upper else L
+    return _mH(L) if upper else L
 
 
 def _cholesky_lower(A: Tensor, info: list[Tensor] | None = None) -> Tensor:
@@ -264,9 +273,10 @@ def _cholesky_lower(A: Tensor, info: list[Tensor] | None = None) -> Tensor:
         aj = shape.narrow(A, -1, j, 1)  # (..., n, 1)
         if cols:
             lj = cat(cols, -1)  # (..., n, j)
-            rowj = shape.narrow(lj, -2, j, 1)  # (..., 1, j)
+            rowj = complexnum.conj(shape.narrow(lj, -2, j, 1))  # (..., 1, j)
             aj = aj - rsum(lj * rowj, -1, keepdim=True)
-        d = shape.narrow(aj, -2, j, 1)  # (..., 1, 1)
+        # the diagonal of a Hermitian matrix is real: its imaginary part is not read (LAPACK)
+        d = complexnum.real(shape.narrow(aj, -2, j, 1))  # (..., 1, 1)
         with _no_grad():
             bad = elementwise.logical_not(d > 0)
             if failed is not None:
@@ -279,6 +289,8 @@ def _cholesky_lower(A: Tensor, info: list[Tensor] | None = None) -> Tensor:
                                   f"minor of order {j + 1} is not positive-definite).")
         col = aj / elementwise.sqrt(d)
         rows = _creation.arange(n, device=A.device)
+        if A.dtype.is_complex:  # the diagonal entry is the real sqrt(d) (no rounding residue)
+            col = where(shape.unsqueeze(elementwise.eq(rows, j), -1), elementwise.sqrt(d), col)
         col = where(shape.unsqueeze(rows < j, -1), 0.0, col)  # above the diagonal: zero
         cols.append(col.to(A.dtype))
     if info is not None and failed is not None:
@@ -291,7 +303,7 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "cholesky_solve", cholesky_solve, B, L=L, upper=upper)) is not _SKIP:
         return _ac_out
-    a = matmul(shape.transpose(L, -1, -2), L) if upper else matmul(L, shape.transpose(L, -1, -2))
+    a = matmul(_mH(L), L) if upper else matmul(L, _mH(L))
     return solve(a, B)
 
 
@@ -300,7 +312,7 @@ def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "cholesky_inverse", cholesky_inverse, L, upper=upper)) is not _SKIP:
         return _ac_out
-    a = matmul(shape.transpose(L, -1, -2), L) if upper else matmul(L, shape.transpose(L, -1, -2))
+    a = matmul(_mH(L), L) if upper else matmul(L, _mH(L))
     return inv(a)
 
 
@@ -340,7 +352,8 @@ def qr(A: Tensor, mode: str = "reduced") -> Any:
                            f"'reduced' (default), 'r', or 'complete'")
     if not isinstance(A, Tensor) or A.dim() < 2:
         raise RuntimeError("linalg.qr: The input tensor A must have at least 2 dimensions.")
-    refuse_complex_linalg("linalg.qr", A.dtype)
+    if A.dtype.is_complex:
+        return _qr_complex(A, mode)
     if not A.dtype.is_floating_point:
         raise RuntimeError(f"linalg.qr: Expected a floating point or complex tensor as input. "
                            f"Got {elementwise._type_name(A.dtype)}")
@@ -376,6 +389,51 @@ def qr(A: Tensor, mode: str = "reduced") -> Any:
     return qr_result(shape.narrow(q, -1, 0, k_max), shape.narrow(upper, -2, 0, k_max))
 
 
+def _qr_complex(A: Tensor, mode: str) -> Any:
+    """:func:`qr` of a complex matrix, with LAPACK's ``zgeqrf`` reflectors ``H = I - c w w^H``
+    (not Hermitian): ``w = x - beta e_k`` with the real ``beta = -sign(re x_k) |x|``, so that
+    ``H^H x = beta e_k`` and ``R`` has a real diagonal (as LAPACK's and PyTorch's), and
+    ``c = 1 / (beta conj(beta - x_k))``; ``R = ... H_2^H H_1^H A``, ``Q = H_1 H_2 ...``."""
+    m, n = A.shape[-2], A.shape[-1]
+    k_max = min(m, n)
+    r = A
+    q = _creation.eye(m, dtype=A.dtype, device=A.device).expand(A.shape[:-2] + (m, m))
+    rows = _creation.arange(m, device=A.device)
+    cols = _creation.arange(n, device=A.device)
+    # (unlike the real case the last row of a square or wide matrix is reflected too, to make
+    # its diagonal entry real)
+    for k in range(k_max):
+        col = shape.narrow(r, -1, k, 1)  # (..., m, 1)
+        x = where(shape.unsqueeze(rows >= k, -1), col, 0.0)
+        sq = complexnum.real(x * complexnum.conj(x))
+        norm = elementwise.sqrt(rsum(sq, -2, keepdim=True))  # (..., 1, 1)
+        xk = shape.narrow(x, -2, k, 1)
+        beta = -(where(complexnum.real(xk) < 0, -1.0, 1.0) * norm)
+        ek = shape.unsqueeze(elementwise.eq(rows, k), -1).to(A.dtype)
+        w = x - ek * beta
+        # nothing below the diagonal and a real x_k: no reflection (H = I, as LAPACK's zlarfg)
+        rest = rsum(where(shape.unsqueeze(rows > k, -1), sq, 0.0), -2, keepdim=True)
+        skip = elementwise.logical_and(elementwise.eq(rest, 0),
+                                       elementwise.eq(complexnum.imag(xk), 0))
+        denom = beta * complexnum.conj(beta - xk)
+        c = where(skip, 0.0, 1.0 / where(skip, 1.0, denom))
+        wh = complexnum.conj(shape.transpose(w, -1, -2))
+        r = r - w * complexnum.conj(c) * matmul(wh, r)
+        # R[k, k] is beta exactly (LAPACK stores it; the update leaves rounding in its
+        # imaginary part), or x_k where nothing was reflected
+        at_kk = elementwise.logical_and(shape.unsqueeze(elementwise.eq(rows, k), -1),
+                                        elementwise.eq(cols, k))
+        r = where(at_kk, where(skip, xk, beta.to(A.dtype)), r)
+        q = q - matmul(q, w) * (wh * c)
+    upper = triu(r)
+    if mode == "r":
+        return qr_result(_creation.empty(0, dtype=A.dtype, device=A.device),
+                         shape.narrow(upper, -2, 0, k_max))
+    if mode == "complete":
+        return qr_result(q, upper)
+    return qr_result(shape.narrow(q, -1, 0, k_max), shape.narrow(upper, -2, 0, k_max))
+
+
 def qr_some(input: Tensor, some: bool = True) -> Any:
     """``torch.qr``: the reduced (``some``) or complete QR decomposition."""
     if _AUTOCAST.on and (_ac_out := _autocast_call("qr", qr_some, input, some=some)) is not _SKIP:
@@ -393,8 +451,7 @@ def lu_factor(A: Tensor, *, pivot: bool = True) -> Any:
     if not isinstance(A, Tensor) or A.dim() < 2:
         raise RuntimeError("linalg.lu_factor: The input tensor A must have at least 2 "
                            "dimensions.")
-    refuse_complex_linalg("linalg.lu_factor", A.dtype)
-    if not A.dtype.is_floating_point:
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError(f"linalg.lu_factor: Expected a floating point or complex tensor as "
                            f"input. Got {elementwise._type_name(A.dtype)}")
     if not pivot:
@@ -462,7 +519,7 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
     P, L, U = lu_unpack(LU, pivots)
     a = matmul(P, matmul(L, U))
     if adjoint:
-        a = shape.transpose(a, -1, -2)
+        a = _mH(a)
     return solve(a, B, left=left)
 
 
@@ -492,9 +549,8 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they "
                            f"are {input.shape[-2] if input.dim() >= 2 else 1} by "
                            f"{input.shape[-1] if input.dim() else 1} matrices")
-    if n < 0:
-        raise NotImplementedError("matrix_power with a negative exponent needs a matrix inverse, "
-                                  "which portagrad does not implement")
+    if n < 0:  # the inverse's power (a singular matrix raises, as PyTorch)
+        return matrix_power(inv(input), -n)
     if n == 0:
         eye = _creation.eye(input.shape[-1], dtype=input.dtype, device=input.device)
         return eye.expand(input.shape).clone()
@@ -515,8 +571,7 @@ def matrix_exp(A: Tensor) -> Tensor:
     series, with matrix products only."""
     if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
         raise RuntimeError("matrix_exp: expected a tensor of squares matrices")
-    refuse_complex_linalg("matrix_exp", A.dtype)
-    if not A.dtype.is_floating_point:
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError(f"matrix_exp: Expected a floating point or complex tensor as input. "
                            f"Got {elementwise._type_name(A.dtype)}")
     n = A.shape[-1]

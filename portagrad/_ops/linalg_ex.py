@@ -15,8 +15,8 @@ from .._autocast import autocast_call as _autocast_call
 from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
 from ..errors import LinAlgError
-from . import elementwise, reduction, shape
-from ._common import call, refuse_complex_linalg
+from . import complexnum, elementwise, reduction, shape
+from ._common import call
 from .diagonal import diagonal
 from .indexing import where
 from .joining import cat, tril, triu
@@ -34,6 +34,11 @@ linalg_inv_ex = namedtuple("linalg_inv_ex", ["inverse", "info"])
 linalg_solve_ex = namedtuple("linalg_solve_ex", ["result", "info"])
 linalg_cholesky_ex = namedtuple("linalg_cholesky_ex", ["L", "info"])
 linalg_lu_factor_ex = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+
+
+def _mH(x: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dimensions (the transpose of a real ``x``)."""
+    return complexnum.conj(shape.transpose(x, -1, -2))
 
 
 def _mT(x: Tensor) -> Tensor:
@@ -122,7 +127,7 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -
         info = _creation.zeros(A.shape[:-2], dtype=_dtype.int32, device=A.device)
     else:
         L, info = call(_Cholesky, A, True)
-    return linalg_cholesky_ex(_mT(L) if upper else L, info)
+    return linalg_cholesky_ex(_mH(L) if upper else L, info)
 
 
 def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -> Any:
@@ -150,7 +155,7 @@ def _diag(x: Tensor) -> Tensor:
 
 def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     """The first ``n`` columns of ``H_1 ... H_k`` for the ``(m, n)`` ``A`` (``m >= n >= k``),
-    ``H_i = I - tau_i v_i v_i^T`` with ``v_i`` the ``i``-th column of ``A`` below the
+    ``H_i = I - tau_i v_i v_i^H`` with ``v_i`` the ``i``-th column of ``A`` below the
     diagonal, 1 on it and 0 above (LAPACK's ``orgqr``; ``torch.orgqr``)."""
     if _AUTOCAST.on and (_ac_out := _autocast_call("linalg_householder_product",
                                                    householder_product, A, tau)) is not _SKIP:
@@ -175,8 +180,7 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     if A.dtype is not tau.dtype:
         raise RuntimeError(f"{name}: tau dtype {elementwise._type_name(tau.dtype)} does not "
                            f"match input dtype {elementwise._type_name(A.dtype)}")
-    refuse_complex_linalg(name, A.dtype)
-    if not A.dtype.is_floating_point:
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{elementwise._type_name(A.dtype)}")
     rows = shape.unsqueeze(_creation.arange(m, device=A.device), -1)  # (m, 1)
@@ -187,7 +191,7 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
         col = shape.narrow(A, -1, i, 1)  # (..., m, 1)
         v = where(rows > i, col, where(elementwise.eq(rows, i), 1.0, 0.0))
         t = shape.unsqueeze(shape.narrow(tau, -1, i, 1), -1)  # (..., 1, 1)
-        Q = Q - matmul(v * t, matmul(_mT(v), Q))
+        Q = Q - matmul(v * t, matmul(_mH(v), Q))
     return Q
 
 
@@ -202,7 +206,7 @@ def geqrf(input: Tensor) -> Any:
     none when nothing lies below the diagonal). Not differentiable, as in PyTorch."""
     if not isinstance(input, Tensor) or input.dim() < 2:
         raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
-    if not input.dtype.is_floating_point:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(f"torch.geqrf: Expected a floating point or complex tensor as input. "
                            f"Got {elementwise._type_name(input.dtype)}")
     m, n = input.shape[-2], input.shape[-1]
@@ -212,18 +216,28 @@ def geqrf(input: Tensor) -> Any:
         rows = shape.unsqueeze(_creation.arange(m, device=input.device), -1)  # (m, 1)
         vs: list[Tensor] = []
         taus: list[Tensor] = []
+        cplx = input.dtype.is_complex
         for i in range(k):
             col = shape.narrow(r, -1, i, 1)  # (..., m, 1)
             below = where(rows > i, col, 0.0)
-            xnorm2 = reduction.sum(below * below, -2, keepdim=True)  # (..., 1, 1)
+            xnorm2 = reduction.sum(_abs2(below), -2, keepdim=True)  # (..., 1, 1)
             alpha = shape.narrow(col, -2, i, 1)  # (..., 1, 1)
-            norm = elementwise.sqrt(alpha * alpha + xnorm2)
-            beta = where(alpha < 0, norm, -norm)
+            norm = elementwise.sqrt(_abs2(alpha) + xnorm2)
+            # (complex: zlarfg's real beta, -sign(re alpha) |x|; no reflection only when
+            # nothing lies below and alpha is real)
+            beta = where(complexnum.real(alpha) < 0, norm, -norm)
             skip = elementwise.eq(xnorm2, 0)  # H = I: tau 0, v = e_i
+            if cplx:
+                skip = elementwise.logical_and(skip, elementwise.eq(complexnum.imag(alpha), 0))
             denom = where(skip, 1.0, alpha - beta)
             v = where(elementwise.eq(rows, i), 1.0, below / denom)
             tau = where(skip, 0.0, (beta - alpha) / where(skip, 1.0, beta))
-            r = r - v * tau * matmul(_mT(v), r)
+            # R = H_k^H ... H_1^H A (H^H = H for real reflectors)
+            r = r - v * complexnum.conj(tau) * matmul(_mH(v), r)
+            if cplx:  # R[i, i] is beta exactly (no rounding residue in its imaginary part)
+                at_ii = elementwise.logical_and(elementwise.eq(rows, i), elementwise.eq(
+                    _creation.arange(n, device=input.device), i))
+                r = where(at_ii, where(skip, alpha, beta.to(input.dtype)), r)
             vs.append(v)
             taus.append(shape.reshape(tau, tuple(tau.shape[:-2]) + (1,)))
         # R on and above the diagonal, the vectors below it (column by column)
@@ -241,7 +255,8 @@ def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,
           transpose: bool = False) -> Tensor:
     """``other`` multiplied by the ``Q`` of a :func:`geqrf` factorisation (``input``, ``tau``):
     ``op(Q) @ other`` when ``left``, else ``other @ op(Q)``, ``op`` transposing when
-    ``transpose``; ``Q`` is the full square product of the reflectors (LAPACK's ``ormqr``).
+    ``transpose`` (the conjugate transpose for complex ``Q``, LAPACK's ``unmqr``); ``Q`` is the
+    full square product of the reflectors (LAPACK's ``ormqr``).
     Differentiable in all three tensors (through :func:`householder_product`)."""
     name = "torch.ormqr"
     if not isinstance(input, Tensor) or input.dim() < 2:
@@ -275,8 +290,13 @@ def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,
                           device=input.device)
     q = householder_product(cat([refl, pad], -1) if mn > t else refl, tau)
     if transpose:
-        q = _mT(q)
+        q = _mH(q)
     return matmul(q, other) if left else matmul(other, q)
+
+
+def _abs2(x: Tensor) -> Tensor:
+    """``|x|^2`` elementwise (real)."""
+    return complexnum.real(x * complexnum.conj(x)) if x.dtype.is_complex else x * x
 
 
 def vander(x: Tensor, *, N: int | None = None) -> Tensor:
@@ -289,7 +309,8 @@ def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     if x.dtype is _dtype.bool:
         raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, "
                            "but got Bool")
-    base = x if x.dtype.is_floating_point else x.to(_dtype.int64)  # (cumprod's int64, as torch)
+    # (integers: cumprod's int64, as torch)
+    base = x if x.dtype.is_floating_point or x.dtype.is_complex else x.to(_dtype.int64)
     col = shape.unsqueeze(base, -1)
     ones = _creation.ones(tuple(col.shape), dtype=base.dtype, device=x.device)
     return cumprod(cat([ones, col.expand(tuple(col.shape[:-1]) + (n - 1,))], -1), -1)

@@ -17,7 +17,7 @@ from .._autocast import STATE as _AUTOCAST
 from .._autocast import autocast_call as _autocast_call
 from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
-from . import elementwise, reduction, shape
+from . import complexnum, elementwise, reduction, shape
 from .indexing import where
 from .matmul import matmul
 from .spectral import eigh, eigvalsh, svd, svdvals
@@ -30,18 +30,24 @@ linalg_lstsq = namedtuple("linalg_lstsq", ["solution", "residuals", "rank",
 
 
 def _mT(x: Tensor) -> Tensor:
-    return shape.transpose(x, -1, -2)
+    """The conjugate transpose of the last two dimensions (the transpose of a real ``x``)."""
+    return complexnum.conj(shape.transpose(x, -1, -2))
 
 
 def _eps(dtype: Any) -> float:
-    return 1.1920928955078125e-07 if dtype is _dtype.float32 else 2.220446049250313e-16
+    return 1.1920928955078125e-07 if dtype.to_real() is _dtype.float32 else 2.220446049250313e-16
+
+
+def _abs2(x: Tensor) -> Tensor:
+    """``|x|^2`` elementwise (``x * x`` for real ``x``)."""
+    return complexnum.real(x * complexnum.conj(x)) if x.dtype.is_complex else x * x
 
 
 def _floating(name: str, A: Any) -> None:
     if not isinstance(A, Tensor):
         raise TypeError(f"{name}(): argument 'A' (position 1) must be Tensor, not "
                         f"{type(A).__name__}")
-    if A.dim() < 2 or A.dtype.name not in ("float32", "float64"):
+    if A.dim() < 2 or A.dtype.name not in ("float32", "float64", "complex64", "complex128"):
         raise RuntimeError(f"{name}({elementwise._type_name(A.dtype)}{{{list(A.shape)}}}): expected "
                            f"a tensor with 2 or more dimensions of float, double, cfloat or "
                            f"cdouble types")
@@ -62,9 +68,9 @@ def _tolerances(A: Tensor, atol: Any, rtol: Any) -> tuple[Any, Any]:
     if atol is None:
         atol = 0.0
     if isinstance(atol, Tensor):
-        atol = shape.unsqueeze(atol.to(A.dtype), -1)
+        atol = shape.unsqueeze(atol.to(A.dtype.to_real()), -1)
     if isinstance(rtol, Tensor):
-        rtol = shape.unsqueeze(rtol.to(A.dtype), -1)
+        rtol = shape.unsqueeze(rtol.to(A.dtype.to_real()), -1)
     return atol, rtol
 
 
@@ -129,7 +135,7 @@ def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: An
     if not isinstance(A, Tensor) or A.dim() < 2:
         raise RuntimeError("linalg.matrix_rank: The input tensor input must have at least 2 "
                            "dimensions.")
-    if not A.dtype.is_floating_point:
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError(f"linalg.matrix_rank: Expected a floating point or complex tensor as "
                            f"input. Got {elementwise._type_name(A.dtype)}")
     if A.numel() == 0:
@@ -182,11 +188,11 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     if A.numel() == 0:
         X = _creation.zeros(A.shape[:-2] + (n, b.shape[-1]), dtype=A.dtype, device=A.device)
         X = matmul(_mT(A), b) + X  # zeros of the broadcast shape, linked to the inputs
-        sv = _creation.zeros(A.shape[:-2] + (0,), dtype=A.dtype, device=A.device)
+        sv = _creation.zeros(A.shape[:-2] + (0,), dtype=A.dtype.to_real(), device=A.device)
         rank = _creation.zeros(A.shape[:-2], dtype=_dtype.int64, device=A.device)
         res = empty
         if driver != "gelsy" and m > n:  # no columns: the whole of B is the residual
-            res = reduction.sum(b * b, -2)
+            res = reduction.sum(_abs2(b), -2)
             if driver == "gels":  # (PyTorch's gels path reports zeros here)
                 res = res * 0.0
             res = shape.squeeze(res, -1) if vector else res
@@ -204,7 +210,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
         full = driver == "gels" or bool(elementwise.eq(rank, n).all().item())
         if full:
             r = matmul(A, X) - b
-            residuals = reduction.sum(r * r, -2)
+            residuals = reduction.sum(_abs2(r), -2)
             if vector:
                 residuals = shape.squeeze(residuals, -1)
     return linalg_lstsq(shape.squeeze(X, -1) if vector else X, residuals,

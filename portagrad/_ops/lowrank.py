@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .._random import randn
 from .._tensor import Tensor
-from . import reduction, shape
+from . import complexnum, reduction, shape
 from .linalg import qr
 from .matmul import matmul
 from .spectral import svd
@@ -18,7 +18,8 @@ __all__ = ["svd_lowrank", "pca_lowrank"]
 
 
 def _mT(x: Tensor) -> Tensor:
-    return shape.transpose(x, -1, -2)
+    """The conjugate transpose of the last two dimensions (the transpose of a real ``x``)."""
+    return complexnum.conj(shape.transpose(x, -1, -2))
 
 
 def _minus(a: Tensor, M: Tensor | None, right: Tensor, left: bool = True) -> Tensor:

@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import _creation, _dtype
+from .. import _creation, _dtype, _raw
+from ..backends.interface import View
 from .._tensor import Tensor
 from ..autograd.grad_mode import _flags, _no_grad
 from .complexnum import conj, is_conj, real, resolve_conj
@@ -20,7 +21,8 @@ from .joining import cat
 
 __all__ = ["inplace_view", "dim_order", "get_device", "is_set_to", "nonzero_static", "can_cast",
            "is_same_size", "narrow_copy", "conj", "resolve_conj", "resolve_neg", "real",
-           "is_complex", "is_conj", "is_neg", "is_signed", "is_inference", "apply_", "map_", "resize_"]
+           "is_complex", "is_conj", "is_neg", "is_signed", "is_inference", "apply_", "map_", "resize_",
+           "set_"]
 
 
 def inplace_view(x: Tensor, name: str, fn: Callable[[Tensor], Tensor]) -> Tensor:
@@ -53,6 +55,84 @@ def is_set_to(x: Tensor, tensor: Tensor) -> bool:
     """Whether both tensors view the same storage with the same offset, shape and strides."""
     return (x._storage is tensor._storage and x.storage_offset() == tensor.storage_offset()
             and x.shape == tensor.shape and x.stride() == tensor.stride())
+
+
+# the C++ element type names PyTorch's set_ error uses
+_CPP_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
+              "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+              "bool": "bool", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+              "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+
+
+def set_(x: Tensor, source: Any = None, storage_offset: int = 0, size: Any = None,
+         stride: Any = None) -> Tensor:
+    """Re-point ``x`` at other memory, in place (``Tensor.set_``): with no ``source`` an empty
+    storage (shape ``(0,)``); a tensor: its storage, and its offset, shape and strides unless
+    ``size`` is given (then ``storage_offset``, ``size`` and ``stride``, contiguous by default);
+    a storage (``untyped_storage()``/``storage()``): that memory from ``storage_offset``, all of
+    it by default. ``x`` and ``source`` then share memory (a write to one shows in the other).
+    Storages are not resized here: a geometry past the end raises PyTorch's ``setStorage``
+    error (PyTorch grows a tensor's storage instead). PyTorch defines no derivative of
+    ``set_``; where one would be recorded (``source`` or ``x`` requiring grad, grad mode on) it
+    raises ``NotImplementedError`` at once rather than at backward."""
+    dt = x._v.dtype
+    st: Any
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    if x.requires_grad and _flags.grad:
+        if x._grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+        raise NotImplementedError("the derivative for 'set_' is not implemented.")
+    if source is None:
+        st = _creation.empty((0,), dtype=dt, device=x.device)._storage
+        offset, shape, strides = 0, (0,), (1,)
+    elif isinstance(source, Tensor):
+        if source.dtype is not dt:
+            raise RuntimeError(f"Could not set tensor of type {_CPP_NAMES.get(source.dtype.name)} "
+                               f"to a tensor of type {_CPP_NAMES.get(dt.name)}")
+        if source.requires_grad and _flags.grad:
+            raise NotImplementedError("the derivative for 'set_' is not implemented.")
+        st = source._storage
+        if size is None and storage_offset == 0 and stride is None:
+            offset, shape, strides = source._v.offset, source._v.shape, source._v.strides
+        else:
+            offset, shape = storage_offset, tuple(size if size is not None else source.shape)
+            strides = tuple(stride) if stride else _contiguous(shape)
+    else:
+        untyped = getattr(source, "_untyped", source)  # a TypedStorage wraps an untyped one
+        st = getattr(untyped, "_storage", None)
+        if st is None:
+            raise TypeError(f"set_(): argument 'source' must be Tensor or Storage, not "
+                            f"{type(source).__name__}")
+        offset = storage_offset
+        shape = tuple(size) if size is not None else (st.nbytes // dt.itemsize - offset,)
+        strides = tuple(stride) if stride else _contiguous(shape)
+    if st.device != x.device:
+        raise RuntimeError(f"Attempted to set the storage of a tensor on device \"{x.device}\" "
+                           f"to a storage on different device \"{st.device}\".  This is no "
+                           f"longer allowed; the devices must match.")
+    need = 0 if 0 in shape else offset + sum((n - 1) * s for n, s in zip(shape, strides)) + 1
+    if need * dt.itemsize > st.nbytes:
+        raise RuntimeError(f"setStorage: sizes {list(shape)}, strides {list(strides)}, storage "
+                           f"offset {offset}, and itemsize {dt.itemsize} requiring a storage size "
+                           f"of {need * dt.itemsize} are out of bounds for storage of size "
+                           f"{st.nbytes}")
+    st._epoch = None  # shared from now on
+    x._storage = st
+    x._v = View(st.buffer, offset, tuple(shape), tuple(strides), dt)
+    x._base = None  # no longer a view of what it viewed
+    x._view_ver = None
+    _raw.bump(x)
+    return x
+
+
+def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(out))
 
 
 def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:

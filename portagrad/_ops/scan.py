@@ -64,7 +64,7 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     x = input
     if dtype is not None:
         x = x.to(dtype)
-    elif not x.dtype.is_floating_point:
+    elif not (x.dtype.is_floating_point or x.dtype.is_complex):
         x = x.to(_dtype.int64)
     d = _dim(x, dim)
     if x.dim() == 0:

@@ -16,7 +16,9 @@ from .._autocast import autocast_call as _autocast_call
 from .. import _creation, _dtype
 from .._shape import broadcast_shapes, wrap_dim
 from .._tensor import Tensor
+from ..autograd.function import Function
 from . import elementwise
+from ._common import call
 from .shape import (
     as_strided, narrow, reshape, select,
 )
@@ -26,7 +28,7 @@ from ._gather import check_index_range
 from .indexing import index_select, nonzero, scatter_add_in_order, setitem, where
 
 __all__ = ["take", "masked_scatter", "argwhere", "put", "index_put", "diagonal_scatter",
-           "select_scatter", "slice_scatter", "as_strided_scatter"]
+           "select_scatter", "slice_scatter", "as_strided_scatter", "slice_inverse"]
 
 
 # ------------------------------------------------------------------------------- indexing
@@ -171,6 +173,54 @@ def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = 
     d = wrap_dim(dim, input.dim())
     key = (slice(None),) * d + (slice(start, end, step),)
     return _embed(input, src, lambda t: t[key], "slice_scatter")
+
+
+class _SliceInverse(Function):
+    """``src``'s geometry over ``input``'s memory (an alias of ``input``); PyTorch's derivative:
+    ``input`` gets the gradient's slice, ``src`` the rest (the slice zeroed)."""
+
+    _backward_name = "SliceInverseBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, input: Tensor, src: Tensor, dim: int, start: Any, end: Any,
+                step: int) -> Tensor:
+        ctx.key = (slice(None),) * dim + (slice(start, end, step),)
+        ctx.dims = (dim, start, end, step)
+        ctx.input_shape = tuple(input.shape)
+        return Tensor._make(input._storage, src._v.offset, src._v.shape, src._v.strides,
+                            input._v.dtype, input._vc)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        dim, start, end, step = ctx.dims
+        g_input = g[ctx.key].contiguous()
+        zeros = _creation.zeros(ctx.input_shape, dtype=g.dtype, device=g.device)
+        g_src = slice_scatter(g, zeros, dim, start, end, step)
+        return g_input, g_src, None, None, None, None
+
+
+def slice_inverse(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None,
+                  end: int | None = None, step: int = 1) -> Tensor:
+    """The inverse of slicing (``torch.slice_inverse``, functionalization's view replay):
+    ``input`` is ``src[..., start:end:step, ...]`` along ``dim`` (or a tensor standing for it);
+    the result has ``src``'s shape, strides and offset over ``input``'s memory (so it is ``src``
+    again when ``input`` is a slice of it). Its gradient reaches ``input`` (the gradient's
+    slice) and ``src`` (the rest), as PyTorch's. ``input``'s memory must hold that geometry.
+    The result shares ``input``'s memory and version counter but is not a differentiable view
+    of it: an in-place change of it is not replayed into ``input``'s history."""
+    if not isinstance(input, Tensor) or not isinstance(src, Tensor):
+        raise TypeError("slice_inverse(): arguments 'input' and 'src' must be Tensors")
+    d = wrap_dim(dim, src.dim())
+    v = src._v
+    need = 0 if 0 in v.shape else v.offset + sum((n - 1) * st for n, st in
+                                                 zip(v.shape, v.strides)) + 1
+    isz = input.dtype.itemsize
+    if need * isz > input._storage.nbytes:
+        raise RuntimeError(f"setStorage: sizes {list(v.shape)}, strides {list(v.strides)}, "
+                           f"storage offset {v.offset}, and itemsize {isz} requiring a storage "
+                           f"size of {need * isz} are out of bounds for storage of size "
+                           f"{input._storage.nbytes}")
+    return call(_SliceInverse, input, src, d, start, end, step)  # type: ignore[no-any-return]
 
 
 def as_strided_scatter(input: Tensor, src: Tensor, size: Sequence[int], stride: Sequence[int],

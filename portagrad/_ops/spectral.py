@@ -1,4 +1,5 @@
-"""Spectral decompositions: ``eigh``, ``eigvalsh``, ``svd``, ``svdvals`` (and ``torch.svd``).
+"""Spectral decompositions: ``eigh``, ``eigvalsh``, ``svd``, ``svdvals`` (and ``torch.svd``),
+``eig`` and ``eigvals``; real or complex matrices.
 
 The decompositions themselves need an iterative solver, so they are backend primitives
 (:meth:`~portagrad.backends.interface.Backend.eigh` and ``svd``, whose default runs LAPACK on the
@@ -17,22 +18,35 @@ from .._autocast import STATE as _AUTOCAST
 from .._autocast import autocast_call as _autocast_call
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ..autograd.grad_mode import _flags
-from . import elementwise, shape
-from ._common import call, refuse_complex_linalg
-from .diagonal import diag_embed
+from ..autograd.grad_mode import _flags, _no_grad
+from . import complexnum, elementwise, shape
+from ._common import call
+from .diagonal import diag_embed, diagonal
+from .linalg import solve
 from .matmul import matmul
 
 __all__ = ["eigh", "eigvalsh", "svd", "svdvals", "svd_legacy", "eig", "eigvals",
-           "linalg_eigh", "linalg_svd", "svd_legacy_result"]
+           "linalg_eigh", "linalg_svd", "linalg_eig", "svd_legacy_result"]
 
 linalg_eigh = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
 linalg_svd = namedtuple("linalg_svd", ["U", "S", "Vh"])
+linalg_eig = namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
 svd_legacy_result = namedtuple("svd_legacy_result", ["U", "S", "V"])
 
 
 def _mT(x: Tensor) -> Tensor:
-    return shape.transpose(x, -1, -2)
+    """The conjugate transpose of the last two dimensions (the transpose of a real ``x``)."""
+    return complexnum.conj(shape.transpose(x, -1, -2))
+
+
+def _phase_check(name: str, imdiag: Tensor, what: str) -> None:
+    """PyTorch's refusal of a loss that depends on the vectors' phases: ``imdiag`` (the loss's
+    derivative along them) must be ~0 (``allclose(..., 0, 1e-2, 1e-2)``)."""
+    with _no_grad():
+        if imdiag.numel() and bool((elementwise.abs(imdiag) > 1e-2).any().item()):
+            raise RuntimeError(f"{name}: The {what} in the complex case are specified up to "
+                               f"multiplication by e^{{i phi}}. The specified loss function "
+                               f"depends on this quantity, so it is ill-defined.")
 
 
 def _check(name: str, kernel: str, A: Any, square: bool) -> None:
@@ -48,10 +62,9 @@ def _check(name: str, kernel: str, A: Any, square: bool) -> None:
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
-    if A.dtype.name in ("float32", "float64"):
+    if A.dtype.name in ("float32", "float64", "complex64", "complex128"):
         return
     tname = elementwise._type_name(A.dtype)
-    refuse_complex_linalg(name, A.dtype)
     if not A.dtype.is_floating_point and not square:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{tname}")
@@ -66,9 +79,10 @@ def _driver(name: str, driver: Any) -> None:
 
 # ------------------------------------------------------------------------------------ eigh
 class _Eigh(Function):
-    """``(L, V)`` with ``A = V diag(L) V^T``; the derivative of PyTorch's ``linalg_eig_backward``
-    for symmetric input: ``gA = V (diag(gL) + skew(V^T gV) / E) V^T`` with ``E[i, j] = L[j] -
-    L[i]`` off the diagonal, where ``skew(X) = (X - X^T) / 2``. A repeated eigenvalue divides by
+    """``(L, V)`` with ``A = V diag(L) V^H``; the derivative of PyTorch's ``linalg_eig_backward``
+    for symmetric (Hermitian) input: ``gA = V (diag(gL) + skew(V^H gV) / E) V^H`` with ``E[i, j]
+    = L[j] - L[i]`` off the diagonal, where ``skew(X) = (X - X^H) / 2``. A complex eigenvector is
+    determined up to a phase: a loss depending on it raises PyTorch's error. A repeated eigenvalue divides by
     zero when the eigenvectors' gradient is used (inf/NaN, as PyTorch: the vectors of a repeated
     eigenvalue are not unique)."""
 
@@ -90,11 +104,16 @@ class _Eigh(Function):
                 return None, None
             return matmul(V * shape.unsqueeze(gL, -2), _mT(V)), None
         VtgV = matmul(_mT(V), gV)
+        if V.dtype.is_complex:
+            _phase_check("linalg_eig_backward", complexnum.imag(diagonal(VtgV, 0, -2, -1)),
+                         "eigenvectors")
         inner = (VtgV - _mT(VtgV)) * 0.5
         E = shape.unsqueeze(L, -2) - shape.unsqueeze(L, -1)  # E[i, j] = L[j] - L[i]
         n = L.shape[-1]
         eye = _creation.eye(n, dtype=L.dtype, device=L.device)
-        inner = inner / (E + eye)  # the diagonal of inner is 0: divided by 1 there
+        inner = inner / (E + eye)  # the diagonal of inner is 0 (real), ~0 (complex): divided by 1
+        if V.dtype.is_complex:
+            inner = inner * (1.0 - eye)
         if gL is not None:
             inner = inner + diag_embed(gL)
         return matmul(V, matmul(inner, _mT(V))), None
@@ -135,9 +154,9 @@ def _grad_enabled() -> bool:
 
 # ------------------------------------------------------------------------------------- svd
 class _Svd(Function):
-    """``(U, S, Vh)`` with ``A = U diag(S) Vh``; the derivative of PyTorch's ``svd_backward``
-    (real case). With ``full_matrices`` only the first ``k = min(m, n)`` columns of ``U`` (rows
-    of ``Vh``) are differentiated, the rest being an arbitrary completion of the basis, as
+    """``(U, S, Vh)`` with ``A = U diag(S) Vh``; the derivative of PyTorch's ``svd_backward``.
+    With ``full_matrices`` only the first ``k = min(m, n)`` columns of ``U`` (rows of ``Vh``) are
+    differentiated, the rest being an arbitrary completion of the basis, as
     PyTorch does. Repeated (or, for ``m != n``, zero) singular values divide by zero when the
     singular vectors' gradient is used, as PyTorch."""
 
@@ -163,7 +182,9 @@ class _Svd(Function):
 
 
 def _svd_backward(gU: Any, gS: Any, gVh: Any, U: Tensor, S: Tensor, Vh: Tensor) -> Any:
-    """PyTorch's ``svd_backward`` for real matrices, ``U`` (m, k), ``Vh`` (k, n)."""
+    """PyTorch's ``svd_backward``, ``U`` (m, k), ``Vh`` (k, n). For complex matrices the
+    transposes are conjugate transposes, a loss that depends on the vectors' phases raises
+    PyTorch's error, and the diagonal gets PyTorch's extra ``i im(U^H gU)_ii / S_i``."""
     if gU is None and gS is None and gVh is None:
         return None
     m, n = U.shape[-2], Vh.shape[-1]
@@ -180,6 +201,13 @@ def _svd_backward(gU: Any, gS: Any, gVh: Any, U: Tensor, S: Tensor, Vh: Tensor) 
         UtgU = UtgU - _mT(UtgU)
     if VtgV is not None:
         VtgV = VtgV - _mT(VtgV)
+    imdiag_U = None
+    if U.dtype.is_complex and (UtgU is not None or VtgV is not None):
+        # the phases: (u_i, v_i) -> e^{i phi} (u_i, v_i) leaves A; a loss may not see them
+        zero = _creation.zeros(S.shape, dtype=S.dtype, device=S.device)
+        imdiag_U = zero if UtgU is None else complexnum.imag(diagonal(UtgU, 0, -2, -1))
+        imdiag_V = zero if VtgV is None else complexnum.imag(diagonal(VtgV, 0, -2, -1))
+        _phase_check("svd_backward", imdiag_U + imdiag_V, "singular vectors")
     if UtgU is not None and VtgV is not None:
         gA = (UtgU * row + col * VtgV) / E
     elif UtgU is not None:
@@ -189,14 +217,18 @@ def _svd_backward(gU: Any, gS: Any, gVh: Any, U: Tensor, S: Tensor, Vh: Tensor) 
         gA = col * (VtgV / E)
     if gS is not None:
         gA = gA + diag_embed(gS)
+    if imdiag_U is not None and UtgU is not None:
+        # the imaginary part of U^H dA V on the diagonal turns u_i's phase against v_i's:
+        # i im(U^H gU)_ii / S_i (the skew part's diagonal holds 2i im(U^H gU)_ii)
+        gA = gA + diag_embed(diagonal(UtgU, 0, -2, -1) / (S * 2.0))
     if m > n and gU is not None:
-        # gA = [U gA + (I - U U^T) gU S^-1] Vh
+        # gA = [U gA + (I - U U^H) gU S^-1] Vh
         gA = matmul(U, gA)
         gUSinv = gU / row
         gA = gA + gUSinv - matmul(U, matmul(_mT(U), gUSinv))
         return matmul(gA, Vh)
     if m < n and gVh is not None:
-        # gA = U [gA Vh + S^-1 gVh (I - V Vh)]
+        # gA = U [gA Vh + S^-1 gVh (I - V Vh)] (V = Vh^H)
         gA = matmul(gA, Vh)
         SinvgVh = gVh / col
         gA = gA + SinvgVh - matmul(matmul(SinvgVh, _mT(Vh)), Vh)
@@ -209,7 +241,7 @@ def _svd_values(A: Tensor, full_matrices: bool, vectors: bool) -> tuple[Any, Ten
     and, for ``full_matrices``, identity bases."""
     *batch, m, n = A.shape
     if min(m, n) == 0:
-        S = _creation.zeros(tuple(batch) + (0,), dtype=A.dtype, device=A.device)
+        S = _creation.zeros(tuple(batch) + (0,), dtype=A.dtype.to_real(), device=A.device)
         if not vectors:
             return None, S, None
 
@@ -268,20 +300,99 @@ def svd_legacy(input: Tensor, some: bool = True, compute_uv: bool = True) -> Any
 
 
 # --------------------------------------------------------------- general (complex) spectra
-def _complex(name: str) -> Any:
-    raise NotImplementedError(
-        f"linalg.{name}: the eigenvalues of a general real matrix are complex, and portagrad has "
-        f"no complex eigen-decomposition yet; for a symmetric matrix use linalg.eigh / "
-        f"linalg.eigvalsh")
+class _Eig(Function):
+    """``(L, V)`` with ``A V = V diag(L)``, complex, eigenvectors of unit norm; the derivative of
+    PyTorch's ``linalg_eig_backward``: ``gA = V^-H (diag(gL) + P(V^H gV) / conj(E)) V^H`` with
+    ``E[i, j] = L[j] - L[i]`` off the diagonal (the diagonal of the quotient is dropped), where
+    ``P(X) = X - V^H V diag(re diag(X))`` projects out the change of each eigenvector along
+    itself (the norm is fixed at 1). An eigenvector is determined only up to a phase
+    ``e^{i phi}``: a loss that depends on it has no gradient, and (as PyTorch) the backward
+    raises when ``im diag(V^H gV)``, the loss's derivative along the phases, is not ~0. A real
+    ``A`` gets the real part of ``gA``."""
+
+    _backward_name = "LinalgEigBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, A: Tensor) -> Any:
+        L, V = _raw.eig(A, True)
+        assert V is not None
+        ctx.save_for_backward(L, V)
+        ctx.real_input = not A.dtype.is_complex
+        ctx.set_materialize_grads(False)
+        return L, V
+
+    @staticmethod
+    def backward(ctx: Any, gL: Any, gV: Any) -> Any:
+        L, V = ctx.saved_tensors
+        if gL is None and gV is None:
+            return None
+        Vh = complexnum.adjoint(V)
+        n = L.shape[-1]
+        eye = _creation.eye(n, dtype=L.dtype.to_real(), device=L.device)
+        if gV is None:
+            inner = diag_embed(gL)
+        else:
+            VhgV = matmul(Vh, gV)
+            d = diagonal(VhgV, 0, -2, -1)
+            with _no_grad():
+                phase = elementwise.abs(complexnum.imag(d))
+                if phase.numel() and bool((phase > 1e-2).any().item()):
+                    raise RuntimeError(
+                        "linalg_eig_backward: The eigenvectors in the complex case are specified "
+                        "up to multiplication by e^{i phi}. The specified loss function depends "
+                        "on this quantity, so it is ill-defined.")
+            VhgV = VhgV - matmul(Vh, V * shape.unsqueeze(complexnum.real(d), -2))
+            Lc = complexnum.conj(L)
+            E = shape.unsqueeze(Lc, -2) - shape.unsqueeze(Lc, -1) + eye  # 1 on the diagonal
+            inner = (VhgV / E) * (1.0 - eye)
+            if gL is not None:
+                inner = inner + diag_embed(gL)
+        gA = solve(Vh, matmul(inner, Vh))  # V^-H inner V^H
+        return complexnum.real(gA) if ctx.real_input else gA
+
+
+def _check_eig(name: str, A: Any) -> None:
+    """PyTorch's checks for ``eig``/``eigvals``: square matrices of float32, float64, complex64
+    or complex128 (integers: PyTorch's ``RuntimeError``; 16-bit floats, which LAPACK has no
+    routine for, its ``NotImplementedError``)."""
+    if not isinstance(A, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(A).__name__}")
+    if A.dim() < 2:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    if A.dtype.name in ("float32", "float64", "complex64", "complex128"):
+        return
+    tname = elementwise._type_name(A.dtype)
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"Unknown Complex ScalarType for {tname}")
+    raise NotImplementedError(f'"linalg_eig_out_{A.device.type}" not implemented for '
+                              f"'{tname}'")
 
 
 def eig(A: Tensor) -> Any:
-    """Not available: the eigen-decomposition of a general matrix is complex (see
-    :func:`eigh` for symmetric matrices)."""
-    _complex("eig")
+    """``(eigenvalues, eigenvectors)`` of the general square matrix ``A`` (or each of a batch),
+    both complex (float32 gives complex64, float64 complex128): ``A V = V diag(L)``, each
+    eigenvector of unit norm with LAPACK's phase (its largest component real), eigenvalues in
+    LAPACK's order. Gradients are defined for losses that do not depend on the eigenvectors'
+    phases (see :class:`_Eig`). A device that declines complex tensors raises its
+    :class:`~portagrad.errors.DTypeError`."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("linalg_eig", eig, A)) is not _SKIP:
+        return _ac_out
+    _check_eig("linalg.eig", A)
+    L, V = call(_Eig, A)
+    return linalg_eig(L, V)
 
 
-def eigvals(A: Tensor) -> Any:
-    """Not available: the eigenvalues of a general matrix are complex (see :func:`eigvalsh`
-    for symmetric matrices)."""
-    _complex("eigvals")
+def eigvals(A: Tensor) -> Tensor:
+    """The (complex) eigenvalues of the general square matrix ``A`` (or each of a batch), in
+    :func:`eig`'s order; the eigenvectors are computed only when a gradient will be asked for
+    (it is ``V^-H diag(gL) V^H``)."""
+    if _AUTOCAST.on and (_ac_out := _autocast_call("linalg_eigvals", eigvals, A)) is not _SKIP:
+        return _ac_out
+    _check_eig("linalg.eigvals", A)
+    if A.requires_grad and _grad_enabled():
+        return call(_Eig, A)[0]
+    return _raw.eig(A.detach(), False)[0]

@@ -25,7 +25,7 @@ from ..errors import LinAlgError
 from . import philox
 from .ufuncs import fit_scalar
 
-__all__ = ["where", "arg_reduce", "cumsum", "gather", "scatter", "sort", "random", "eigh", "svd"]
+__all__ = ["where", "arg_reduce", "cumsum", "gather", "scatter", "sort", "random", "eigh", "svd", "eig"]
 
 # IEEE results (inf, nan) are what tensors compute, as in PyTorch: numpy's floating-point warnings
 # from this module (a float16 prefix sum overflowing to inf as it is rounded) are noise, as in the
@@ -199,9 +199,10 @@ def random(kind: str, n: int, np_dtype: np.dtype, seed: int, offset: int, a: flo
 
 def _lapack_dtype(a: np.ndarray) -> np.ndarray:
     """``a`` as LAPACK computes it: float32 stays float32 (``ssyevd``/``sgesdd``, as PyTorch),
-    float64 stays float64."""
-    if a.dtype not in (np.float32, np.float64):
-        raise TypeError(f"eigh/svd take float32 or float64 arrays, not {a.dtype}")
+    float64 stays float64, complex64/complex128 likewise (``cheevd``/``zgesdd`` ...)."""
+    if a.dtype not in (np.float32, np.float64, np.complex64, np.complex128):
+        raise TypeError(f"eigh/svd take float32, float64, complex64 or complex128 arrays, not "
+                        f"{a.dtype}")
     return a
 
 
@@ -230,7 +231,7 @@ def eigh(a: np.ndarray, uplo: str, vectors: bool = True,
                           "matrix is ill-conditioned or has too many repeated eigenvalues "
                           f"({exc}).") from None
     if bad is not None:
-        w = np.where(bad[..., None], np.nan, w).astype(a.dtype)
+        w = np.where(bad[..., None], np.nan, w).astype(w.dtype)
         if v is not None:
             v = np.where(bad[..., None, None], np.nan, v).astype(a.dtype)
     if out is None:
@@ -268,3 +269,24 @@ def svd(a: np.ndarray, full_matrices: bool, vectors: bool = True,
     if vh is not None and out[2] is not None:
         out[2][...] = vh
     return out
+
+
+def eig(a: np.ndarray, vectors: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """Eigenvalues and, if ``vectors``, right eigenvectors (the columns, each of unit 2-norm,
+    LAPACK's ``geev`` normalisation: its largest component real) of the general square matrices
+    in the last two axes of ``a`` (float32/float64/complex64/complex128), through
+    ``numpy.linalg.eig``. Both are complex, of ``a``'s precision (float32 gives complex64, as
+    PyTorch), whether or not the eigenvalues happen to be real. Non-finite entries raise
+    :class:`~portagrad.errors.LinAlgError` with PyTorch's message (LAPACK would fail or loop)."""
+    if a.dtype not in (np.float32, np.float64, np.complex64, np.complex128):
+        raise TypeError(f"eig takes float32/float64/complex64/complex128 arrays, not {a.dtype}")
+    cdt = np.result_type(a.dtype, np.complex64)
+    if a.size and not np.isfinite(a).all():
+        raise LinAlgError("torch.linalg.eig: input tensor should not contain infs or NaNs.")
+    try:
+        if vectors:
+            w, v = np.linalg.eig(a)
+            return w.astype(cdt, copy=False), v.astype(cdt, copy=False)
+        return np.linalg.eigvals(a).astype(cdt, copy=False), None
+    except np.linalg.LinAlgError as exc:
+        raise LinAlgError(f"linalg.eig: The algorithm failed to converge ({exc}).") from None

@@ -582,12 +582,13 @@ class Backend:
 
     # ---------------------------------------------------------- linear algebra
     def eigh(self, a: View, uplo: str, w: View, v: View | None) -> None:
-        """Symmetric eigendecomposition of the float32/float64 matrices in the last two axes
-        of ``a`` (``(..., n, n)``, any strides; only the ``uplo`` triangle, ``"L"`` or ``"U"``,
-        is read): eigenvalues in ascending order into ``w`` (``(..., n)``) and orthonormal
-        eigenvectors, as the columns, into ``v`` (``(..., n, n)``; ``None``: values only).
-        Outputs are contiguous, of ``a``'s dtype, computed in it (float32 in float32, as
-        LAPACK's ``ssyevd`` and PyTorch). An eigenvector's sign is the backend's choice (the
+        """Symmetric (Hermitian) eigendecomposition of the float32/float64 (on a backend that
+        stores complex, also complex64/complex128) matrices in the last two axes of ``a``
+        (``(..., n, n)``, any strides; only the ``uplo`` triangle, ``"L"`` or ``"U"``, is read):
+        eigenvalues in ascending order into ``w`` (``(..., n)``, of ``a``'s real dtype) and
+        orthonormal eigenvectors, as the columns, into ``v`` (``(..., n, n)``, ``a``'s dtype;
+        ``None``: values only). Outputs are contiguous, computed in ``a``'s precision (float32 in
+        float32, as LAPACK's ``ssyevd`` and PyTorch). An eigenvector's sign is the backend's choice (the
         core's derivatives and tests do not depend on it). A matrix with a NaN or infinite
         entry gets NaN eigenvalues and eigenvectors (PyTorch's result), the others of the batch
         their own; the core never calls with a 0 in ``w``'s shape.
@@ -603,13 +604,14 @@ class Backend:
 
     def svd(self, a: View, full_matrices: bool, u: View | None, s: View,
             vh: View | None) -> None:
-        """Singular value decomposition ``A = U diag(S) Vh`` of the float32/float64 ``(..., m,
-        n)`` matrices of ``a`` (any strides), ``k = min(m, n)``: the singular values, descending,
-        into ``s`` (``(..., k)``), the left singular vectors into ``u`` (``(..., m, m)`` with
+        """Singular value decomposition ``A = U diag(S) Vh`` of the float32/float64 (on a backend
+        that stores complex, also complex64/complex128) ``(..., m, n)`` matrices of ``a`` (any
+        strides), ``k = min(m, n)``: the singular values, descending, into ``s`` (``(..., k)``,
+        of ``a``'s real dtype), the left singular vectors into ``u`` (``(..., m, m)`` with
         ``full_matrices``, else ``(..., m, k)``) and the right ones, as rows, into ``vh``
         (``(..., n, n)`` or ``(..., k, n)``); ``u`` and ``vh`` are both ``None`` for values only.
-        Outputs are contiguous, of ``a``'s dtype, computed in it. Singular vectors' signs are
-        the backend's choice. Non-finite entries raise :class:`~portagrad.errors.LinAlgError`.
+        Outputs are contiguous, computed in ``a``'s precision. Singular vectors' signs (phases)
+        are the backend's choice. Non-finite entries raise :class:`~portagrad.errors.LinAlgError`.
         With ``k = 0`` the core builds the (identity) full matrices itself and never calls.
 
         Default (host): reads ``a`` back and calls LAPACK's ``gesdd`` through
@@ -621,6 +623,27 @@ class Backend:
         if u is not None and vh is not None and uu is not None and vv is not None:
             _store(self, u, uu)
             _store(self, vh, vv)
+
+    def eig(self, a: View, w: View, v: View | None) -> None:
+        """Eigendecomposition of the general square matrices in the last two axes of ``a``
+        (``(..., n, n)``, any strides; float32, float64 or, on a backend that stores complex,
+        complex64/complex128): eigenvalues into the complex ``w`` (``(..., n)``, the complex
+        dtype of ``a``'s precision) and right eigenvectors, as the columns, into ``v`` (``(...,
+        n, n)``, same dtype; ``None``: values only), ``A V = V diag(w)``. Eigenvectors have unit
+        2-norm (LAPACK's ``geev``; any other phase is the backend's choice: the core's
+        derivatives and tests use only phase-invariant functions of them). The order of the
+        eigenvalues is the backend's. Non-finite entries raise
+        :class:`~portagrad.errors.LinAlgError`. The core never calls with a 0 in ``w``'s shape;
+        a backend that declines complex never gets the call (the core refuses first).
+
+        Default (host): reads ``a`` back and calls LAPACK's ``geev`` through
+        ``numpy.linalg.eig`` (PyTorch's CPU routine)."""
+        if 0 in w.shape:
+            return
+        vals, vecs = _host_ops.eig(self.to_host(a), v is not None)
+        _store(self, w, vals)
+        if v is not None and vecs is not None:
+            _store(self, v, vecs)
 
     # ------------------------------------------------------------- Fourier transforms
     def fft_c2c(self, x: View, axes: Sequence[int], forward: bool, out: View) -> None:
@@ -865,7 +888,7 @@ OPTIONAL_METHODS = ("host_array", "wrap_host", "pin_memory", "is_pinned", "softm
                     "record_event", "event_wait", "event_query", "event_elapsed_ms")
 """Methods the core uses when a backend overrides them, composing or skipping otherwise."""
 
-LINALG_METHODS = ("eigh", "svd")
+LINALG_METHODS = ("eigh", "svd", "eig")
 """Decompositions that need an iterative solver, with a host default on :class:`Backend`
 (LAPACK through numpy) that a backend overrides only with a solver of its own; the built-in
 OpenCL backend keeps the default (small matrices, LAPACK's accuracy). Not in

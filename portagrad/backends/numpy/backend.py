@@ -438,6 +438,13 @@ class NumpyBackend(NormsMixin, ConvMixin, AttentionMixin, Backend):
         if 0 not in w.shape:
             _host_ops.eigh(nd(a), uplo, v is not None, out=(nd(w), None if v is None else nd(v)))
 
+    def eig(self, a: View, w: View, v: View | None) -> None:
+        if 0 not in w.shape:
+            vals, vecs = _host_ops.eig(nd(a), v is not None)
+            nd(w)[...] = vals
+            if v is not None and vecs is not None:
+                nd(v)[...] = vecs
+
     def svd(self, a: View, full_matrices: bool, u: View | None, s: View,
             vh: View | None) -> None:
         if 0 not in a.shape:

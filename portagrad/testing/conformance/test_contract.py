@@ -46,7 +46,7 @@ COVERED = {
     "cross_entropy_backward": "test_norms", "attention": "test_attention",
     "attention_backward": "test_attention", "fused_attention": "test_attention",
     "discard": "test_elementwise", "begin_trace": "test_contract", "end_trace": "test_contract",
-    "eigh": "test_linalg", "svd": "test_linalg",
+    "eigh": "test_linalg", "svd": "test_linalg", "eig": "test_linalg",
     "fft_c2c": "test_fft", "fft_r2c": "test_fft", "fft_c2r": "test_fft",
 }
 

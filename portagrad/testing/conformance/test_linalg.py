@@ -1,4 +1,4 @@
-"""The decompositions: ``eigh`` and ``svd``, called directly on views of the backend under test.
+"""The decompositions: ``eigh``, ``svd`` and ``eig``, called directly on views of the backend under test.
 
 Both have a host default on ``Backend`` (LAPACK through numpy); a backend that overrides them
 with a solver of its own is checked here. Eigenvectors and singular vectors are unique only up
@@ -8,7 +8,9 @@ matrix (``A V = V diag(w)``, ``A = U diag(S) Vh``). Inputs sit at an offset, tra
 batched; ``eigh`` reads only the ``uplo`` triangle (the other holds numbers that must be
 ignored); values-only calls pass ``None`` for the vectors; a matrix with NaN gives NaN
 eigenvalues (and only that matrix of the batch), a non-finite SVD input raises
-:class:`~portagrad.errors.LinAlgError`.
+:class:`~portagrad.errors.LinAlgError`. ``eig`` (complex results) runs on a backend that stores
+complex64/complex128: its values are compared as sets (their order is the backend's), its unit
+eigenvectors must satisfy ``A V = V diag(w)``.
 """
 from __future__ import annotations
 
@@ -129,6 +131,41 @@ def test_svd(conformance_backend: Any, dtype: Any, full: bool) -> None:
         s2 = _out(be, bt + (k,), dtype)
         be.svd(x.dev, full, None, s2.dev, None)
         np.testing.assert_allclose(_host(be, s2), ref, atol=tol, err_msg=f"{what} (values only)")
+
+
+@pytest.mark.parametrize("dtype", _DTYPES + [pg.complex64, pg.complex128],
+                         ids=["float32", "float64", "complex64", "complex128"])
+def test_eig(conformance_backend: Any, dtype: Any) -> None:
+    be = conformance_backend
+    _need(be, dtype)
+    cdt = dtype.to_complex()
+    _need(be, cdt)
+    tol = _TOL[cdt.to_real().name]
+    for name, shape, layout in (("offset", (5, 5), "offset"), ("batched", (3, 4, 4), "offset"),
+                                ("transposed", (6, 6), "transposed"), ("1x1", (1, 1), "offset")):
+        a = _RNG.standard_normal(shape)
+        if dtype.is_complex:
+            a = a + 1j * _RNG.standard_normal(shape)
+        x = contiguous(be, a, dtype, offset=3) if layout == "offset" else \
+            reversed_axes(be, a, dtype)
+        w, v = _out(be, shape[:-1], cdt), _out(be, shape, cdt)
+        be.eig(x.dev, w.dev, v.dev)
+        exact = a.astype(dtype.numpy).astype(np.complex128)
+        ref = np.linalg.eigvals(exact)
+        scale = max(float(np.abs(ref).max()), 1.0)
+        what = f"eig {dtype.name} {name}"
+        gw = be.to_host(w.dev).astype(np.complex128)
+        gv = be.to_host(v.dev).astype(np.complex128)
+        assert np.abs(ref[..., :, None] - gw[..., None, :]).min(-1).max() < tol * scale * 10, \
+            f"{what}: eigenvalues"
+        np.testing.assert_allclose(np.linalg.norm(gv, axis=-2), 1.0, atol=tol * 10,
+                                   err_msg=f"{what}: eigenvectors not of unit norm")
+        np.testing.assert_allclose(exact @ gv, gv * gw[..., None, :], atol=tol * scale * 10,
+                                   err_msg=f"{what}: A V != V diag(w)")
+        w2 = _out(be, shape[:-1], cdt)
+        be.eig(x.dev, w2.dev, None)
+        np.testing.assert_allclose(be.to_host(w2.dev), gw, atol=tol * scale,
+                                   err_msg=f"{what} (values only)")
 
 
 def test_svd_non_finite_raises(conformance_backend: Any) -> None:
