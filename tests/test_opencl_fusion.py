@@ -306,12 +306,12 @@ def test_events_and_synchronize_flush(be):
 
 
 #: the public backend methods that touch no device memory (or record into the group), so need not
-#: flush: every other public method must carry @flushes. eigh and svd are the interface's host
+#: flush: every other public method must carry @flushes. eigh, svd and eig are the interface's host
 #: defaults, which reach the device only through to_host and the copies (which flush);
 #: fused_attention only answers a question; discard edits the pending group itself; the tracing
 #: methods flush themselves.
 _NO_FLUSH = {"unary", "binary", "allocate", "device", "device_count", "get_device_properties",
-             "memory_stats", "is_pinned", "pin_memory", "set_memory_fraction", "eigh", "svd",
+             "memory_stats", "is_pinned", "pin_memory", "set_memory_fraction", "eigh", "svd", "eig",
              "fused_attention", "discard", "begin_trace", "end_trace"}
 
 
