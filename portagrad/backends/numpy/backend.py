@@ -230,6 +230,17 @@ class NumpyBackend(NormsMixin, ConvMixin, AttentionMixin, Backend):
             raise OutOfMemoryError(
                 f"cpu: failed to allocate {nbytes} bytes of host memory") from None
 
+    def allocate_array(self, index: int, nbytes: int, shape: tuple[int, ...], dtype: Any
+                       ) -> np.ndarray:
+        # the result's array itself (the contract's optional typed allocation): the core also
+        # takes it as the View's cache, so no primitive views the bytes as the dtype again
+        if nbytes < self._pool.min_bytes:
+            try:
+                return np.empty(shape, dtype.numpy)
+            except (MemoryError, ValueError, OverflowError):
+                pass  # allocate's errors and retry after releasing the pool
+        return self.allocate(index, nbytes).view(dtype.numpy).reshape(shape)
+
     def memory_stats(self, index: int) -> dict[str, int]:
         # numpy memory is owned by Python's allocator; it has no device-side accounting
         return {"allocated": 0, "reserved": 0, "peak_allocated": 0}
@@ -287,18 +298,9 @@ class NumpyBackend(NormsMixin, ConvMixin, AttentionMixin, Backend):
             # they cost as much as numpy's call itself
             f = BINARY_UFUNCS.get(op)
             if f is not None:
-                o = out.cache
+                o = out.cache  # a fresh result's array (allocate_array), or an earlier nd()
                 if o is None:
-                    buf = out.buffer
-                    # a fresh 1-D result: nd()'s first case, inlined (this is every operator's)
-                    if out.offset == 0 and out.strides == (1,) and buf.__class__ is np.ndarray \
-                            and buf.size == out.shape[0] * od.itemsize:
-                        try:
-                            o = out.cache = buf.view(od.numpy)
-                        except ValueError:  # (a byte buffer that is not contiguous)
-                            o = nd(out)
-                    else:
-                        o = nd(out)
+                    o = nd(out)
                 if a.__class__ is View:
                     a = a.cache if a.cache is not None else nd(a)
                 if b.__class__ is View:
