@@ -189,7 +189,8 @@ def _bf16_few_rows(a: View, b: View, out: View) -> bool:
 
 
 class NumpyBackend(NormsMixin, ConvMixin, AttentionMixin, Backend):
-    """The ``cpu`` device: buffers are 1-D ``uint8`` numpy arrays; primitives call numpy (seven of
+    """The ``cpu`` device: buffers are numpy arrays (1-D ``uint8`` from ``allocate``, an op's
+    result of its own shape and dtype from ``allocate_array``); primitives call numpy (seven of
     them through :mod:`portagrad.backends._host_ops`, writing into the arrays over the buffers)."""
 
     device_type = "cpu"
@@ -197,6 +198,7 @@ class NumpyBackend(NormsMixin, ConvMixin, AttentionMixin, Backend):
 
     def __init__(self) -> None:
         self._pool = _POOL  # large buffers are reused: no page faults on each first write
+        self._small = _POOL.min_bytes  # (below it: plain arrays, read for every allocation)
         host_malloc.tune()  # and so are numpy's own temporaries (freed heap memory, not munmap)
 
     # ---------------------------------------------------------------- devices
@@ -234,7 +236,7 @@ class NumpyBackend(NormsMixin, ConvMixin, AttentionMixin, Backend):
                        ) -> np.ndarray:
         # the result's array itself (the contract's optional typed allocation): the core also
         # takes it as the View's cache, so no primitive views the bytes as the dtype again
-        if nbytes < self._pool.min_bytes:
+        if nbytes < self._small:
             try:
                 return np.empty(shape, dtype.numpy)
             except (MemoryError, ValueError, OverflowError):
@@ -302,9 +304,11 @@ class NumpyBackend(NormsMixin, ConvMixin, AttentionMixin, Backend):
                 if o is None:
                     o = nd(out)
                 if a.__class__ is View:
-                    a = a.cache if a.cache is not None else nd(a)
+                    c = a.cache
+                    a = c if c is not None else nd(a)
                 if b.__class__ is View:
-                    b = b.cache if b.cache is not None else nd(b)
+                    c = b.cache
+                    b = c if c is not None else nd(b)
                 if o.size >= _DENSE_MIN:
                     a, b = _dense_inner(a, o), _dense_inner(b, o)
                 f(a, b, out=o)
