@@ -37,7 +37,6 @@ from collections.abc import Sequence
 from . import _dtype
 from ._shape import contiguous_strides
 from ._storage import Storage
-from ._storage import allocated as _allocated
 from ._tensor import Tensor
 from .autograd._profiling import STATE as _PROF
 from .autograd._profiling import begin as _prof_begin
@@ -51,7 +50,7 @@ __all__ = [
     "sort", "random", "strides_for", "view", "expand_view", "bare_view", "bare_expand", "bump",
     "binary_", "binary_into", "fill_", "copy_", "axpy_", "lerp_", "addc_", "Scratch", "has_prims",
     "softmax", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
-    "max_pool2d_grad_input", "open_epoch", "close_epoch", "owned", "moved", "disown",
+    "max_pool2d_grad_input", "forget_allocators", "open_epoch", "close_epoch", "owned", "moved", "disown",
     "softmax_backward", "layer_norm", "layer_norm_backward", "batch_norm", "batch_norm_backward",
     "cross_entropy", "cross_entropy_backward", "attention", "attention_backward", "eigh", "svd", "eig",
     "fft_c2c", "fft_r2c", "fft_c2r",
@@ -80,9 +79,52 @@ def new_on(st: Storage, shape: tuple[int, ...], dtype: _dtype.dtype) -> Tensor:
         nbytes *= s
     backend = st.backend
     index = st.index
-    # (the storage and tensor are built by setters without __init__: this runs for every result)
-    return _fresh(_allocated(backend.allocate(index, nbytes), nbytes, st.device, backend, index,
-                             _epoch.now if _OPEN else 0), shape, strides_for(shape), dtype)
+    try:
+        alloc = _ARRAYS[backend]
+    except (KeyError, TypeError):
+        alloc = _array_allocator(backend)
+    if alloc is not None:  # the backend's array is both the buffer and the view's handle
+        buf = cache = alloc(index, nbytes, shape, dtype)
+    else:
+        buf = backend.allocate(index, nbytes)
+        cache = None
+    return _fresh(buf, nbytes, st.device, backend, index, _epoch.now if _OPEN else 0, shape,
+                  strides_for(shape), dtype, cache)
+
+
+# backend -> its bound ``allocate_array`` (an optional method of the contract: see
+# ``backends.interface``), else None: read for every result, so one dict read, not a getattr
+_ARRAYS: dict[Any, Any] = {}
+
+
+def _array_allocator(backend: Any) -> Any:
+    """``backend``'s ``allocate_array`` if it has one, else None (remembered in ``_ARRAYS``).
+
+    None too where ``allocate`` was redefined below the ``allocate_array`` it would get: a
+    subclass of the numpy backend with an ``allocate`` of its own that counts or limits memory,
+    or an ``allocate`` shadowed on the object itself (the capture recorder notes allocations
+    that way); that ``allocate`` must see every allocation."""
+    fn = getattr(backend, "allocate_array", None)
+    if fn is not None:
+        own = getattr(backend, "__dict__", {})
+        levels = [vars(c) for c in type(backend).__mro__]
+
+        def level(name: str) -> int:
+            return next((i for i, d in enumerate(levels) if name in d), len(levels))
+
+        if "allocate" in own or level("allocate_array") > level("allocate"):
+            fn = None
+    try:
+        _ARRAYS[backend] = fn
+    except TypeError:  # an unhashable backend object: asked on every allocation
+        pass
+    return fn
+
+
+def forget_allocators() -> None:
+    """Drop what :func:`new_on` remembers of each backend's allocation methods: for code that
+    shadows them on a live backend object (the capture recorder, on entry and on exit)."""
+    _ARRAYS.clear()
 
 
 _fresh = Tensor._fresh
@@ -240,8 +282,17 @@ def binary_views(op: str, st: Storage, a: Any, b: Any, shape: tuple[int, ...],
     strides = _STRIDES.get(shape)
     if strides is None:
         strides = strides_for(shape)
-    out = _fresh(_allocated(backend.allocate(index, nbytes), nbytes, st.device, backend, index,
-                            _epoch.now if _OPEN else 0), shape, strides, dtype)
+    try:
+        alloc = _ARRAYS[backend]
+    except (KeyError, TypeError):
+        alloc = _array_allocator(backend)
+    if alloc is not None:
+        buf = cache = alloc(index, nbytes, shape, dtype)
+    else:
+        buf = backend.allocate(index, nbytes)
+        cache = None
+    out = _fresh(buf, nbytes, st.device, backend, index, _epoch.now if _OPEN else 0, shape,
+                 strides, dtype, cache)
     backend.binary(op, a, b, out._v)
     return out
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Storage", "AllocatedStorage", "Size", "allocated"]
+__all__ = ["Storage", "AllocatedStorage", "Size"]
 
 
 class Storage:
@@ -36,30 +36,11 @@ class Storage:
 
 
 class AllocatedStorage(Storage):
-    """A storage whose buffer ``_raw.new_on`` got from ``Backend.allocate`` for it alone (outputs
-    of ops); it carries the allocation epoch (``_epoch``)."""
+    """A storage whose buffer ``_raw.new_on`` got from ``Backend.allocate`` (or
+    ``allocate_array``) for it alone (outputs of ops); it carries the allocation epoch
+    (``_epoch``). Made by ``Tensor._fresh``, by setters."""
 
     __slots__ = ()
-
-
-_new = object.__new__
-
-
-def allocated(buffer: Any, nbytes: int, device: Any, backend: Any, index: int, epoch: int | None
-              ) -> AllocatedStorage:
-    """An :class:`AllocatedStorage` stamped with ``epoch``: the constructor without the cost of
-    ``__init__`` (a Python ``__init__`` reached through ``type.__call__`` is not inlined by the
-    interpreter), for ``_raw.new_on``, which makes one per op result. Sets every slot."""
-    st = _new(AllocatedStorage)
-    st.buffer = buffer
-    st.nbytes = nbytes
-    st.device = device
-    st.backend = backend
-    st.index = index
-    st.pinned = False
-    st.shared = False
-    st._epoch = epoch
-    return st
 
 
 class Size(tuple):

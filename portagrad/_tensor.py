@@ -17,7 +17,7 @@ import numpy as np
 from . import _dlpack, _dtype
 from ._format import format_tensor
 from .storage import LEGACY_STORAGE_CLASSES, TypedStorage, UntypedStorage, buffer_address
-from ._storage import Size, Storage
+from ._storage import AllocatedStorage, Size, Storage
 from ._tensor_api import TensorOps
 from .autograd import grad_mode
 from .autograd.function import AccumulateGrad, RemovableHandle, _HookDict
@@ -88,22 +88,33 @@ class Tensor(TensorOps):
         return self
 
     @staticmethod
-    def _fresh(storage: Storage, shape: tuple[int, ...], strides: tuple[int, ...],
-               dtype: _dtype.dtype) -> Tensor:
-        """A plain tensor over all of a storage nothing else views yet (an op's new result):
-        :meth:`_make` without its class argument, its defaults and its ownership check, which
-        ``_raw.new_on`` does not need. Sets every slot, as ``_make`` (a test holds them equal)."""
+    def _fresh(buffer: Any, nbytes: int, device: Any, backend: Any, index: int, epoch: int | None,
+               shape: tuple[int, ...], strides: tuple[int, ...], dtype: _dtype.dtype,
+               cache: Any) -> Tensor:
+        """A plain tensor over all of a new buffer (an op's result, for ``_raw.new_on``): its
+        :class:`AllocatedStorage` stamped with ``epoch``, its View and the tensor, in one call
+        and by setters (a Python ``__init__`` reached through ``type.__call__`` is not inlined
+        by the interpreter, and each call here runs for every result). Sets every slot, as
+        :meth:`_make` (a test holds them equal). ``cache``: the View's backend handle where the
+        backend's ``allocate_array`` made the buffer (the array itself), else None."""
+        st = _new(AllocatedStorage)
+        st.buffer = buffer
+        st.nbytes = nbytes
+        st.device = device
+        st.backend = backend
+        st.index = index
+        st.pinned = False
+        st.shared = False
+        st._epoch = epoch
         self = _new(Tensor)
-        self._storage = storage
-        # the View by its setters too (View.__init__ reached through type.__call__ costs a third
-        # of this method)
+        self._storage = st
         self._v = v = _new(View)
-        v.buffer = storage.buffer
+        v.buffer = buffer
         v.offset = 0
         v.shape = shape
         v.strides = strides
         v.dtype = dtype
-        v.cache = None
+        v.cache = cache
         self._vc = [0]
         self._requires_grad = False
         self._grad = None

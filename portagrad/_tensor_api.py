@@ -73,6 +73,7 @@ def _fast_binop(fn: Callable[[Any, Any], Tensor], prim: str, float_only: _bool =
     a floating tensor, an int with an integer tensor). It goes straight to the backend primitive
     through ``_raw.binary_views``; everything else takes the general path, ``_binop(fn)``."""
     slow = _binop(fn, reflected)
+    is_sub = prim == "sub"  # (sub raises on bools): decided once, not compared per call
 
     def op(self: Tensor, other: Any) -> Tensor:
         cls = other.__class__
@@ -80,17 +81,19 @@ def _fast_binop(fn: Callable[[Any, Any], Tensor], prim: str, float_only: _bool =
         if cls is Tensor:
             ov = other._v
             st = self._storage
-            if (not reflected and sv.dtype is ov.dtype and st.device is other._storage.device
+            dt = sv.dtype
+            if (dt is ov.dtype and st.device is other._storage.device and not reflected
                     and not ((self._requires_grad or other._requires_grad) and _flags.grad)
-                    and (not float_only or sv.dtype.is_floating_point)
-                    and not (prim == "sub" and sv.dtype is _dtype.bool)):  # sub raises on bools
-                if sv.shape == ov.shape:
-                    return _binary_views(prim, st, sv, ov, sv.shape, sv.dtype)
+                    and (not float_only or dt.is_floating_point)
+                    and not (is_sub and dt is _dtype.bool)):
+                shape = sv.shape
+                if shape == ov.shape:
+                    return _binary_views(prim, st, sv, ov, shape, dt)
                 # broadcasting: stride-0 views straight to the primitive (no recorded expand)
-                shape = broadcast_shapes(sv.shape, ov.shape)
+                shape = broadcast_shapes(shape, ov.shape)
                 a = sv if sv.shape == shape else _bare_expand(sv, shape)
                 b = ov if ov.shape == shape else _bare_expand(ov, shape)
-                return _binary_views(prim, st, a, b, shape, sv.dtype)
+                return _binary_views(prim, st, a, b, shape, dt)
         elif ((cls is float and sv.dtype.is_floating_point)
               or (cls is int and sv.dtype._kind == 1 and not float_only)) \
                 and not (self._requires_grad and _flags.grad):

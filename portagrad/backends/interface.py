@@ -348,6 +348,26 @@ class Backend:
         """
         raise NotImplementedError
 
+    # Optional: typed allocation (the core allocates every result of an op with it when the
+    # backend has it, and with ``allocate`` otherwise):
+    #
+    # def allocate_array(self, index: int, nbytes: int, shape: tuple[int, ...], dtype: dtype
+    #                    ) -> Any:
+    #     """A new buffer of ``nbytes`` bytes on device ``index`` (``dtype.itemsize`` times the
+    #     product of ``shape``) for a new contiguous tensor, that is at once the native handle
+    #     of that tensor's View."""
+    #
+    # The core keeps the one object both as the buffer (``View.buffer`` of every View over this
+    # memory, of any offset, strides and dtype, as for ``allocate``'s buffers) and as
+    # ``View.cache`` of the View ``(buffer, 0, shape, C-contiguous strides, dtype)`` it makes
+    # with it: the backend finds that View's handle made already. Everything ``allocate``
+    # promises holds for the buffer (``nbytes`` may be 0, alignment, release on the last
+    # reference, ``OutOfMemoryError``). Why: the numpy backend returns ``np.empty(shape,
+    # dtype)``, one array per result instead of a byte buffer and its typed view, which on a
+    # one-element op cost as much as numpy's arithmetic. A backend whose native handle is the
+    # buffer itself (the OpenCL one) has nothing to gain and leaves it out. The core asks once
+    # per backend object whether it has the method (``getattr``); the conformance kit checks it.
+
     def memory_stats(self, index: int) -> dict[str, int]:
         """``{"allocated": bytes in live buffers, "reserved": bytes held incl. cache,
         "peak_allocated": max of allocated since the last reset}``.
@@ -879,7 +899,7 @@ asynchronous device), computes with numpy and uploads the result (``random`` onl
 core calls ``where`` and ``gather`` most (masks, activations' gradients, indexing, embedding,
 cross-entropy), so they are the first to replace."""
 
-OPTIONAL_METHODS = ("host_array", "wrap_host", "pin_memory", "is_pinned", "softmax",
+OPTIONAL_METHODS = ("allocate_array", "host_array", "wrap_host", "pin_memory", "is_pinned", "softmax",
                     "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
                     "max_pool2d_grad_input",
                     "softmax_backward", "layer_norm", "layer_norm_backward", "batch_norm", "batch_norm_backward", "cross_entropy", "cross_entropy_backward",  # noqa: E501

@@ -246,6 +246,7 @@ class Recorder:
         try:
             for be in manager.get_state().backends.values():
                 self._patch(be)
+            _raw.forget_allocators()  # the shadowed allocate sees every allocation from now on
             rec = self.recording
             take = self._take = Generator._take
 
@@ -286,6 +287,7 @@ class Recorder:
             except AttributeError:
                 pass
         self._patched.clear()
+        _raw.forget_allocators()
 
     def _patch(self, be: Any) -> None:
         cls = type(be)

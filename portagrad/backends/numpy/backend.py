@@ -189,7 +189,8 @@ def _bf16_few_rows(a: View, b: View, out: View) -> bool:
 
 
 class NumpyBackend(NormsMixin, ConvMixin, AttentionMixin, Backend):
-    """The ``cpu`` device: buffers are 1-D ``uint8`` numpy arrays; primitives call numpy (seven of
+    """The ``cpu`` device: buffers are numpy arrays (1-D ``uint8`` from ``allocate``, an op's
+    result of its own shape and dtype from ``allocate_array``); primitives call numpy (seven of
     them through :mod:`portagrad.backends._host_ops`, writing into the arrays over the buffers)."""
 
     device_type = "cpu"
@@ -197,6 +198,7 @@ class NumpyBackend(NormsMixin, ConvMixin, AttentionMixin, Backend):
 
     def __init__(self) -> None:
         self._pool = _POOL  # large buffers are reused: no page faults on each first write
+        self._small = _POOL.min_bytes  # (below it: plain arrays, read for every allocation)
         host_malloc.tune()  # and so are numpy's own temporaries (freed heap memory, not munmap)
 
     # ---------------------------------------------------------------- devices
@@ -229,6 +231,17 @@ class NumpyBackend(NormsMixin, ConvMixin, AttentionMixin, Backend):
                 pass
             raise OutOfMemoryError(
                 f"cpu: failed to allocate {nbytes} bytes of host memory") from None
+
+    def allocate_array(self, index: int, nbytes: int, shape: tuple[int, ...], dtype: Any
+                       ) -> np.ndarray:
+        # the result's array itself (the contract's optional typed allocation): the core also
+        # takes it as the View's cache, so no primitive views the bytes as the dtype again
+        if nbytes < self._small:
+            try:
+                return np.empty(shape, dtype.numpy)
+            except (MemoryError, ValueError, OverflowError):
+                pass  # allocate's errors and retry after releasing the pool
+        return self.allocate(index, nbytes).view(dtype.numpy).reshape(shape)
 
     def memory_stats(self, index: int) -> dict[str, int]:
         # numpy memory is owned by Python's allocator; it has no device-side accounting
@@ -287,22 +300,15 @@ class NumpyBackend(NormsMixin, ConvMixin, AttentionMixin, Backend):
             # they cost as much as numpy's call itself
             f = BINARY_UFUNCS.get(op)
             if f is not None:
-                o = out.cache
+                o = out.cache  # a fresh result's array (allocate_array), or an earlier nd()
                 if o is None:
-                    buf = out.buffer
-                    # a fresh 1-D result: nd()'s first case, inlined (this is every operator's)
-                    if out.offset == 0 and out.strides == (1,) and buf.__class__ is np.ndarray \
-                            and buf.size == out.shape[0] * od.itemsize:
-                        try:
-                            o = out.cache = buf.view(od.numpy)
-                        except ValueError:  # (a byte buffer that is not contiguous)
-                            o = nd(out)
-                    else:
-                        o = nd(out)
+                    o = nd(out)
                 if a.__class__ is View:
-                    a = a.cache if a.cache is not None else nd(a)
+                    c = a.cache
+                    a = c if c is not None else nd(a)
                 if b.__class__ is View:
-                    b = b.cache if b.cache is not None else nd(b)
+                    c = b.cache
+                    b = c if c is not None else nd(b)
                 if o.size >= _DENSE_MIN:
                     a, b = _dense_inner(a, o), _dense_inner(b, o)
                 f(a, b, out=o)

@@ -28,6 +28,7 @@ ALL_METHODS = tuple(dict.fromkeys(
 COVERED = {
     "device_count": "test_contract", "get_device_properties": "test_contract",
     "synchronize": "test_contract", "allocate": "test_contract", "memory_stats": "test_contract",
+    "allocate_array": "test_contract",
     "reset_peak_memory_stats": "test_contract", "empty_cache": "test_contract",
     "from_host": "test_contract", "to_host": "test_contract", "copy_between": "test_contract",
     "host_array": "test_contract", "wrap_host": "test_contract", "pin_memory": "test_contract",
@@ -144,6 +145,40 @@ def test_host_roundtrip(conformance_backend: Any, dtype: Any, shape: tuple) -> N
     REF.from_host(pair.ref, arr)
     be.from_host(pair.dev, arr)
     check(be, pair, what=f"from_host of {dtype.name} {shape} at offset 4")
+
+
+@pytest.mark.parametrize("dtype", _ALL_DTYPES, ids=_dtype_ids(_ALL_DTYPES))
+@pytest.mark.parametrize("shape", [(), (0,), (1,), (7,), (3, 5), (2, 0, 3)])
+def test_allocate_array(conformance_backend: Any, dtype: Any, shape: tuple) -> None:
+    """The optional typed allocation: the one object is the buffer of every View over its bytes
+    (another shape, an offset, another dtype of the same size) and the handle (``View.cache``) of
+    the View the core makes with it; both read what was written through either."""
+    be = conformance_backend
+    if getattr(be, "allocate_array", None) is None:
+        pytest.skip("the backend has no allocate_array (optional)")
+    _need(be, dtype)
+    arr = sample(dtype, shape)
+    buf = be.allocate_array(0, arr.nbytes, shape, dtype)
+    strides = contiguous_strides(shape)
+    first = View(buf, 0, shape, strides, dtype)
+    first.cache = buf  # as the core sets it
+    be.from_host(first, arr)
+    assert be.to_host(first).tobytes() == arr.tobytes()
+    again = View(buf, 0, shape, strides, dtype)  # a later View, no handle yet
+    assert be.to_host(again).tobytes() == arr.tobytes()
+    if arr.size < 2:
+        return
+    flat = arr.reshape(-1)
+    tail = View(buf, 1, (flat.size - 1,), (1,), dtype)
+    assert be.to_host(tail).tobytes() == flat[1:].tobytes()
+    twin = {pg.float32: pg.int32, pg.float64: pg.int64, pg.int32: pg.float32}.get(dtype)
+    if twin is not None and twin in supported_dtypes(be):
+        other = View(buf, 0, (flat.size,), (1,), twin)
+        assert be.to_host(other).tobytes() == arr.tobytes()
+        be.from_host(View(buf, 2, (1,), (1,), twin), np.zeros(1, twin.numpy))
+        flat = flat.copy()
+        flat.view(twin.numpy)[2] = 0
+        assert be.to_host(first).tobytes() == flat.tobytes()
 
 
 def test_allocate_zero_bytes(conformance_backend: Any) -> None:
