@@ -2829,9 +2829,8 @@ def _more_methods_rows() -> list[OpInfo]:
                method="select_scatter", grad=True),
         # the slice of a fresh tensor turned back into that tensor: x itself, with the gradient
         # split between the slice and the rest
-        OpInfo("slice_inverse", lambda x: (lambda y: pg.slice_inverse(y[:, 1:3], y, 1, 1, 3))(
-                   x * 1), lambda x: x, fixed(S(X((3, 4))), S(X((2, 5)))), NUMERIC, "same",
-               grad=True),
+        OpInfo("slice_inverse", _slice_inverse_of_a_fresh_tensor, lambda x: x,
+               fixed(S(X((3, 4))), S(X((2, 5)))), NUMERIC, "same", grad=True),
         OpInfo("slice_scatter", pg.slice_scatter,
                lambda x, s, d=0, a=None, b=None, st=1: _np_set(
                    x, (slice(None),) * d + (slice(a, b, st),), s),
@@ -2860,6 +2859,13 @@ def _np_lower_nanmedian(x: np.ndarray) -> np.ndarray:
         v = np.sort(row[~np.isnan(row)])
         out.append(v[(len(v) - 1) // 2] if len(v) else np.nan)
     return np.array(out, dtype=x.dtype)
+
+
+def _slice_inverse_of_a_fresh_tensor(x: Any) -> Any:
+    """``slice_inverse`` of a slice of a fresh tensor ``y``: ``y`` itself (a module-level
+    function, not a nested lambda, so that the torch comparison can translate it)."""
+    y = x * 1
+    return pg.slice_inverse(y[:, 1:3], y, 1, 1, 3)
 
 
 def _np_set(x: np.ndarray, key: Any, s: np.ndarray) -> np.ndarray:
