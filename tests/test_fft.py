@@ -19,6 +19,8 @@ from portagrad.autograd import gradcheck
 from portagrad.backends import _host_fft
 from portagrad.errors import DTypeError
 
+from complex_support import complex_ok, need_complex
+
 NORMS = (None, "backward", "ortho", "forward")
 C2C = ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn")
 R2C = ("rfft", "ihfft", "rfft2", "ihfft2", "rfftn", "ihfftn")
@@ -37,19 +39,6 @@ def _args(name: str) -> tuple[dict, ...]:
     if name in ONE_D:
         return ARGS_1D
     return ARGS_2D if name.endswith("2") else ARGS_ND
-
-
-def _complex_ok(device: str) -> bool:
-    try:
-        pg.zeros(2, dtype=pg.complex128, device=device).sum().item()
-    except DTypeError:
-        return False
-    return True
-
-
-def _need_complex(device: str) -> None:
-    if not _complex_ok(device):
-        pytest.skip(f"{device} declines complex tensors (DTypeError)")
 
 
 # ------------------------------------------------------------------- the numpy reference
@@ -128,7 +117,7 @@ def _expected_dtype(name: str, dtype: Any) -> Any:
 def test_transform_matches_numpy(name: str, norm: str | None, device: str) -> None:
     """Every call form of every transform (sizes, dims, norms) against ``numpy.fft``, from
     complex and real input, in single and double precision, with PyTorch's result dtype."""
-    _need_complex(device)
+    need_complex(device)
     for kw in _args(name):
         kw = {**kw, "norm": norm}
         for real in (False, True) if name not in R2C else (True,):
@@ -144,7 +133,7 @@ def test_transform_matches_numpy(name: str, norm: str | None, device: str) -> No
 
 @pytest.mark.parametrize("name", TRANSFORMS)
 def test_integer_input_computes_in_default_float(name: str, device: str) -> None:
-    _need_complex(device)
+    need_complex(device)
     x = np.arange(24).reshape(2, 3, 4) % 5
     got = getattr(pg.fft, name)(pg.tensor(x, device=device))
     assert got.dtype == _expected_dtype(name, pg.float32)
@@ -162,7 +151,7 @@ ROUND_TRIPS = (("fft", "ifft", False, {}), ("fftn", "ifftn", False, {}),
 def test_inverse_round_trip(pair: tuple, device: str) -> None:
     """Each transform followed by its inverse gives the signal back, for every norm (the pair
     applies ``1/n`` once between them), odd last sizes included."""
-    _need_complex(device)
+    need_complex(device)
     name, inverse, real, kw = pair
     x = _input(name, real)
     for norm in NORMS:
@@ -174,7 +163,7 @@ def test_inverse_round_trip(pair: tuple, device: str) -> None:
 @pytest.mark.parametrize("name", TRANSFORMS)
 def test_transform_matches_torch(name: str, device: str) -> None:
     torch = pytest.importorskip("torch")
-    _need_complex(device)
+    need_complex(device)
     for kw in _args(name):
         for norm in NORMS:
             x = _input(name, False)
@@ -186,7 +175,7 @@ def test_transform_matches_torch(name: str, device: str) -> None:
 
 @pytest.mark.parametrize("name", TRANSFORMS)
 def test_out(name: str, device: str) -> None:
-    _need_complex(device)
+    need_complex(device)
     x = pg.tensor(_input(name, False), device=device)
     want = getattr(pg.fft, name)(x)
     out = pg.empty(0, dtype=want.dtype, device=device)
@@ -215,7 +204,7 @@ _GRAD_ARGS = {1: ({}, {"n": 3, "norm": "ortho"}, {"n": 7, "dim": 0, "norm": "for
 @pytest.mark.parametrize("name", TRANSFORMS)
 def test_gradcheck(name: str, device: str) -> None:
     """Every transform is differentiable (float64 / complex128): sizes, dims and norms."""
-    _need_complex(device)
+    need_complex(device)
     group = 1 if name in ONE_D else 2 if name.endswith("2") else 3
     fn = getattr(pg.fft, name)
     for kw in _GRAD_ARGS[group]:
@@ -232,7 +221,7 @@ def test_grad_matches_finite_differences_of_numpy(name: str, device: str) -> Non
     """The gradient of ``L = Re(sum(conj(g) * f(x)))``, PyTorch's convention for complex
     inputs (``dL/dRe(x) + i dL/dIm(x)``), against central differences of ``numpy.fft``
     (the reference, independent of portagrad's autograd)."""
-    _need_complex(device)
+    need_complex(device)
     group = 1 if name in ONE_D else 2 if name.endswith("2") else 3
     rng = np.random.default_rng(5)
     for kw in _GRAD_ARGS[group]:
@@ -261,7 +250,7 @@ def test_grad_matches_finite_differences_of_numpy(name: str, device: str) -> Non
 @pytest.mark.parametrize("name", TRANSFORMS)
 def test_grad_matches_torch(name: str, device: str) -> None:
     torch = pytest.importorskip("torch")
-    _need_complex(device)
+    need_complex(device)
     group = 1 if name in ONE_D else 2 if name.endswith("2") else 3
     rng = np.random.default_rng(6)
     for kw in _GRAD_ARGS[group]:
@@ -278,7 +267,7 @@ def test_grad_matches_torch(name: str, device: str) -> None:
 @pytest.mark.parametrize("name", ("fft", "rfft", "irfft", "hfft", "fftn", "irfftn"))
 def test_grad_of_real_input_is_real(name: str, device: str) -> None:
     """A real input's gradient is real, as PyTorch's (the real part of the complex one)."""
-    _need_complex(device)
+    need_complex(device)
     x = pg.tensor(np.random.default_rng(2).standard_normal((3, 4)), device=device,
                   requires_grad=True)
     y = getattr(pg.fft, name)(x)
@@ -290,7 +279,7 @@ def test_autocast_computes_in_float32(device: str) -> None:
     """Under CPU autocast the transforms run in float32 (PyTorch's CPU fp32 list): a bfloat16
     input gives complex64 (float32 for the complex-to-real ones). The GPU lists, which every
     other device type follows, leave the transforms out: bfloat16 raises there, as on CUDA."""
-    _need_complex(device)
+    need_complex(device)
     try:
         x = pg.ones((4, 8), dtype=pg.bfloat16, device=device)
     except DTypeError:
@@ -411,7 +400,7 @@ def test_errors_are_torchs(case: tuple) -> None:
 
 
 def test_complex_input_errors(device: str) -> None:
-    _need_complex(device)
+    need_complex(device)
     z = pg.ones((3, 3), dtype=pg.complex64, device=device)
     for fn, msg in ((pg.fft.rfft, "rfft expects a real input tensor, but got ComplexFloat"),
                     (pg.fft.ihfft, "ihfft expects a real input tensor, but got ComplexFloat"),
@@ -428,7 +417,7 @@ def test_complex_input_errors(device: str) -> None:
 def test_transforms_decline_without_complex(name: str, device: str) -> None:
     """Where complex tensors are declined, every transform (whose input or result is complex)
     raises the same ``DTypeError``, before computing anything."""
-    if _complex_ok(device):
+    if complex_ok(device):
         pytest.skip(f"{device} has complex tensors: the transforms run")
     with pytest.raises(DTypeError, match="complex"):
         getattr(pg.fft, name)(pg.ones((4, 6), device=device))

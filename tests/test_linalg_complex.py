@@ -15,6 +15,8 @@ import portagrad as pg
 from portagrad.autograd import gradcheck
 from portagrad.errors import DTypeError
 
+from complex_support import complex_ok, need_complex
+
 RNG = np.random.default_rng(11)
 
 
@@ -138,19 +140,6 @@ def _flat(x: Any) -> list:
     return [y for v in x for y in _flat(v)] if isinstance(x, tuple) else [x]
 
 
-def _complex_ok(device: str) -> bool:
-    try:
-        pg.zeros(2, dtype=pg.complex128, device=device).sum().item()
-    except DTypeError:
-        return False
-    return True
-
-
-def _need_complex(device: str) -> None:
-    if not _complex_ok(device):
-        pytest.skip(f"{device} declines complex tensors (DTypeError)")
-
-
 def _tol(dtype: Any) -> float:
     return 1e-4 if dtype is pg.complex64 else 1e-10
 
@@ -158,7 +147,7 @@ def _tol(dtype: Any) -> float:
 @pytest.mark.parametrize("name", [n for n, c in CASES.items() if c[2] is not None])
 @pytest.mark.parametrize("dtype", [pg.complex64, pg.complex128], ids=["c64", "c128"])
 def test_matches_numpy(name: str, dtype: Any, device: str) -> None:
-    _need_complex(device)
+    need_complex(device)
     fn, args, ref, _ = CASES[name]
     got = _to_np(fn(pg, *(pg.tensor(a, dtype=dtype, device=device) for a in args)))
     want = ref(*(a.astype(dtype.numpy).astype(np.complex128) for a in args))
@@ -173,7 +162,7 @@ def test_matches_torch(name: str, device: str) -> None:
     the decompositions with LAPACK's conventions (QR's real diagonal of ``R``, LU's pivots)
     equal PyTorch's entry for entry."""
     torch = pytest.importorskip("torch")
-    _need_complex(device)
+    need_complex(device)
     fn, args, _, _ = CASES[name]
     if name == "svd_lowrank_exact":
         pytest.skip("random projections differ between the libraries (compared with numpy)")
@@ -187,7 +176,7 @@ def test_matches_torch(name: str, device: str) -> None:
 
 @pytest.mark.parametrize("name", [n for n, c in CASES.items() if c[3]])
 def test_gradcheck(name: str, device: str) -> None:
-    _need_complex(device)
+    need_complex(device)
     fn, args, _, _ = CASES[name]
     xs = tuple(pg.tensor(a, dtype=pg.complex128, device=device, requires_grad=True)
                for a in args)
@@ -203,7 +192,7 @@ def test_grad_matches_torch(device: str) -> None:
     """The conjugate-transposing derivatives (Cholesky's, the SVD's diagonal phase term,
     ``eigh``'s) give PyTorch's gradients."""
     torch = pytest.importorskip("torch")
-    _need_complex(device)
+    need_complex(device)
     for name in ("cholesky", "svd", "svd_wide", "eigh", "qr", "slogdet", "pinv"):
         fn, args, _, _ = CASES[name]
         xs = [pg.tensor(a, device=device, requires_grad=True) for a in args]
@@ -222,7 +211,7 @@ def test_closed_forms(device: str) -> None:
     """``det`` of a diagonal matrix is the product of its entries; ``slogdet``'s sign is the
     determinant's phase; the Cholesky factor of a diagonal matrix is its square root; a unitary
     matrix has singular values 1."""
-    _need_complex(device)
+    need_complex(device)
     d = pg.tensor(np.diag([1j, 2.0, -1 + 1j]), device=device)
     np.testing.assert_allclose(pg.linalg.det(d).item(), 1j * 2 * (-1 + 1j))
     sign, logabs = pg.linalg.slogdet(d)
@@ -239,7 +228,7 @@ def test_closed_forms(device: str) -> None:
 
 
 def test_phase_dependent_losses_raise(device: str) -> None:
-    _need_complex(device)
+    need_complex(device)
     x = pg.tensor(R, device=device, requires_grad=True)
     with pytest.raises(RuntimeError, match=r"svd_backward: The singular vectors in the complex "
                                            r"case are specified up to multiplication by "
@@ -252,7 +241,7 @@ def test_phase_dependent_losses_raise(device: str) -> None:
 
 
 def test_declined_without_complex(device: str) -> None:
-    if _complex_ok(device):
+    if complex_ok(device):
         pytest.skip(f"{device} has complex tensors")
     with pytest.raises(DTypeError, match="complex"):
         pg.linalg.inv(pg.tensor(A, device=device))

@@ -15,20 +15,9 @@ import portagrad as pg
 from portagrad.autograd import gradcheck
 from portagrad.errors import DTypeError, LinAlgError
 
+from complex_support import complex_ok, need_complex
+
 RNG = np.random.default_rng(7)
-
-
-def _complex_ok(device: str) -> bool:
-    try:
-        pg.zeros(2, dtype=pg.complex128, device=device).sum().item()
-    except DTypeError:
-        return False
-    return True
-
-
-def _need_complex(device: str) -> None:
-    if not _complex_ok(device):
-        pytest.skip(f"{device} declines complex tensors (DTypeError)")
 
 
 def _np(t: pg.Tensor) -> np.ndarray:
@@ -52,7 +41,7 @@ def _gauge_free(L: pg.Tensor, V: pg.Tensor) -> pg.Tensor:
                                            (pg.complex64, pg.complex64),
                                            (pg.complex128, pg.complex128)])
 def test_decomposition(dtype: Any, cdtype: Any, device: str) -> None:
-    _need_complex(device)
+    need_complex(device)
     a = RNG.standard_normal((2, 4, 4))
     if dtype.is_complex:
         a = a + 1j * RNG.standard_normal((2, 4, 4))
@@ -71,7 +60,7 @@ def test_decomposition(dtype: Any, cdtype: Any, device: str) -> None:
 
 def test_closed_forms(device: str) -> None:
     """A rotation has eigenvalues +-i; a triangular matrix its diagonal."""
-    _need_complex(device)
+    need_complex(device)
     rot = pg.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=pg.float64, device=device)
     np.testing.assert_allclose(_sorted(_np(pg.linalg.eigvals(rot))), [-1j, 1j], atol=1e-14)
     tri = pg.tensor([[2.0, 1.0, 5.0], [0.0, 3.0, -1.0], [0.0, 0.0, -4.0]], dtype=pg.float64,
@@ -82,7 +71,7 @@ def test_closed_forms(device: str) -> None:
 
 
 def test_strided_batched_and_empty(device: str) -> None:
-    _need_complex(device)
+    need_complex(device)
     a = RNG.standard_normal((3, 5, 5))
     At = pg.tensor(a, dtype=pg.float64, device=device).transpose(-1, -2)
     L = pg.linalg.eigvals(At)
@@ -105,13 +94,13 @@ def test_errors(device: str) -> None:
             f(pg.ones(3, device=device))
         with pytest.raises(RuntimeError, match="Unknown Complex ScalarType for Long"):
             f(pg.ones((2, 2), dtype=pg.int64, device=device))
-    if _complex_ok(device):
+    if complex_ok(device):
         with pytest.raises(LinAlgError, match="input tensor should not contain infs or NaNs"):
             pg.linalg.eig(pg.full((2, 2), float("nan"), device=device))
 
 
 def test_declined_without_complex(device: str) -> None:
-    if _complex_ok(device):
+    if complex_ok(device):
         pytest.skip(f"{device} has complex tensors")
     for f in (pg.linalg.eig, pg.linalg.eigvals):
         with pytest.raises(DTypeError, match="complex"):
@@ -122,7 +111,7 @@ def test_declined_without_complex(device: str) -> None:
 def test_gradcheck(complex_input: bool, device: str) -> None:
     """Phase-invariant functions of ``eig``: the values, ``|V|``, ``V diag(L) V^-1`` (which is
     ``A``), and ``eigvals``."""
-    _need_complex(device)
+    need_complex(device)
     a = RNG.standard_normal((2, 3, 3))
     if complex_input:
         a = a + 1j * RNG.standard_normal((2, 3, 3))
@@ -140,7 +129,7 @@ def test_gradcheck(complex_input: bool, device: str) -> None:
 def test_gradient_closed_forms(device: str) -> None:
     """``sum(L) = trace(A)``: gradient the identity; ``prod(L) = det(A)``: gradient
     ``det(A) A^-T`` (real input, real parts)."""
-    _need_complex(device)
+    need_complex(device)
     a = RNG.standard_normal((4, 4))
     A = pg.tensor(a, device=device, requires_grad=True)
     pg.linalg.eigvals(A).sum().real.backward()
@@ -153,7 +142,7 @@ def test_gradient_closed_forms(device: str) -> None:
 
 def test_phase_dependent_loss_raises(device: str) -> None:
     """``V.real.sum()`` changes with an eigenvector's phase: no gradient, PyTorch's error."""
-    _need_complex(device)
+    need_complex(device)
     A = pg.tensor([[1.0, -2.0], [3.0, 0.5]], dtype=pg.float64, device=device,
                   requires_grad=True)  # eigenvalues 0.75 +- 2.44i
     L, V = pg.linalg.eig(A)
@@ -166,7 +155,7 @@ def test_phase_dependent_loss_raises(device: str) -> None:
 @pytest.mark.parametrize("complex_input", [False, True])
 def test_matches_torch(complex_input: bool, device: str) -> None:
     torch = pytest.importorskip("torch")
-    _need_complex(device)
+    need_complex(device)
     a = RNG.standard_normal((2, 4, 4))
     if complex_input:
         a = a + 1j * RNG.standard_normal((2, 4, 4))

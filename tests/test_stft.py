@@ -18,22 +18,11 @@ import portagrad as pg
 from portagrad.autograd import gradcheck
 from portagrad.errors import DTypeError
 
+from complex_support import complex_ok, need_complex
+
 RNG = np.random.default_rng(3)
 X = RNG.standard_normal((2, 40))
 XC = X + 1j * RNG.standard_normal((2, 40))
-
-
-def _complex_ok(device: str) -> bool:
-    try:
-        pg.zeros(2, dtype=pg.complex128, device=device).sum().item()
-    except DTypeError:
-        return False
-    return True
-
-
-def _need_complex(device: str) -> None:
-    if not _complex_ok(device):
-        pytest.skip(f"{device} declines complex tensors (DTypeError)")
 
 
 def _np(t: pg.Tensor) -> np.ndarray:
@@ -98,7 +87,7 @@ def _call(lib: Any, kw: dict, x: np.ndarray, w: np.ndarray | None, device: str =
 
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_stft_matches_definition(case: int, device: str) -> None:
-    _need_complex(device)
+    need_complex(device)
     kw, x, w = CASES[case]
     got = _call(pg, kw, x, w, device)
     want = np_stft(x, window=w, **kw)
@@ -109,7 +98,7 @@ def test_stft_matches_definition(case: int, device: str) -> None:
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_stft_matches_torch(case: int, device: str) -> None:
     torch = pytest.importorskip("torch")
-    _need_complex(device)
+    need_complex(device)
     kw, x, w = CASES[case]
     got = _call(pg, kw, x, w, device)
     want = _call(torch, kw, x, w)
@@ -118,7 +107,7 @@ def test_stft_matches_torch(case: int, device: str) -> None:
 
 
 def test_float32_gives_complex64_and_methods(device: str) -> None:
-    _need_complex(device)
+    need_complex(device)
     x = pg.tensor(X[0], dtype=pg.float32, device=device)
     w = pg.hann_window(8, device=device)
     s = x.stft(8, window=w, return_complex=True)
@@ -131,7 +120,7 @@ def test_float32_gives_complex64_and_methods(device: str) -> None:
 
 
 def test_return_complex_false_is_view_as_real(device: str) -> None:
-    _need_complex(device)
+    need_complex(device)
     x = pg.tensor(X, device=device)
     with pytest.warns(UserWarning, match="stft with return_complex=False is deprecated"):
         r = pg.stft(x, 8, return_complex=False)
@@ -148,7 +137,7 @@ def test_round_trip(kw: dict, device: str) -> None:
     part where the envelope is non-zero: a periodic Hann window's first sample is 0, so the
     first and last samples are not recoverable and PyTorch's check refuses; the test uses a
     shifted window there)."""
-    _need_complex(device)
+    need_complex(device)
     n_fft = 12
     win = kw.get("win_length", n_fft)
     w = np.hanning(win + 2)[1:-1]  # no zero at either end
@@ -161,7 +150,7 @@ def test_round_trip(kw: dict, device: str) -> None:
 
 
 def test_istft_length_trims_and_pads(device: str) -> None:
-    _need_complex(device)
+    need_complex(device)
     w = pg.tensor(np.hanning(10)[1:-1], device=device)
     s = pg.stft(pg.tensor(X[0], device=device), 8, window=w, return_complex=True)
     np.testing.assert_allclose(_np(pg.istft(s, 8, window=w, length=25)), X[0][:25], atol=1e-12)
@@ -177,7 +166,7 @@ def test_istft_length_trims_and_pads(device: str) -> None:
 
 def test_istft_matches_torch(device: str) -> None:
     torch = pytest.importorskip("torch")
-    _need_complex(device)
+    need_complex(device)
     for kw, inp in (({"n_fft": 8}, X), ({"n_fft": 12, "hop_length": 3, "win_length": 10,
                                          "normalized": True}, X),
                     ({"n_fft": 8, "length": 45}, X), ({"n_fft": 8, "center": False}, X),
@@ -212,7 +201,7 @@ GRAD_CASES = [
 @pytest.mark.parametrize("case", range(len(GRAD_CASES)))
 def test_stft_gradcheck(case: int, device: str) -> None:
     """Gradients with respect to the signal and the window."""
-    _need_complex(device)
+    need_complex(device)
     kw, x, w = GRAD_CASES[case]
     args: tuple = (pg.tensor(x, device=device, requires_grad=True),)
     if w is not None:
@@ -224,7 +213,7 @@ def test_stft_gradcheck(case: int, device: str) -> None:
 @pytest.mark.parametrize("kw", [{}, {"onesided": False, "return_complex": True},
                                 {"normalized": True, "hop_length": 3, "length": 30}])
 def test_istft_gradcheck(kw: dict, device: str) -> None:
-    _need_complex(device)
+    need_complex(device)
     n_fft = 8
     w = np.hanning(n_fft + 2)[1:-1]
     onesided = kw.get("onesided", True)
@@ -278,7 +267,7 @@ def _errors(lib: Any) -> list:
 
 
 def test_errors(device: str) -> None:
-    _need_complex(device)
+    need_complex(device)
     for i, (fn, msg) in enumerate(_errors(pg)):
         with pytest.raises(RuntimeError) as info:
             fn()
@@ -301,7 +290,7 @@ def test_errors_are_torchs() -> None:
 
 
 def test_declined_without_complex(device: str) -> None:
-    if _complex_ok(device):
+    if complex_ok(device):
         pytest.skip(f"{device} has complex tensors")
     with pytest.raises(DTypeError, match="complex"):
         pg.stft(pg.ones(16, device=device), 8, return_complex=True)
