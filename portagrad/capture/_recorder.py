@@ -413,11 +413,8 @@ def _runs(launches: list[Launch]) -> list[_Run]:
         if (la.rng is not None or la.check is not None or la.name in _UNTRACED
                 or getattr(be, "begin_trace", None) is None):
             be = None
-        last = runs[-1] if runs else None
-        if last is not None and be is not None and last.backend is be:
-            last.launches.append(la)
-        elif last is not None and be is None and last.backend is None:
-            last.launches.append(la)
+        if runs and runs[-1].backend is be:  # (untraced launches, be None, gather too)
+            runs[-1].launches.append(la)
         else:
             runs.append(_Run([la], be))
     return runs

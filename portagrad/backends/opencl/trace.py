@@ -14,8 +14,8 @@ the data), maps memory or records events. Memory the calls allocate for themselv
 operands, partial sums, im2col columns) comes and goes while tracing as in any run (a later
 call's scratch may reuse an earlier one's), and what the run used is then kept by the trace for
 its lifetime, so that the caching allocator never hands it to a tensor a replay would overwrite.
-Host data a launch uploads is copied into the trace when traced. The caller keeps calls whose arguments change
-from run to run (random seeds and offsets) out of traces.
+Host data a launch uploads is copied into the trace when traced. The caller keeps calls whose
+arguments change from run to run (random seeds and offsets) out of traces.
 
 Pending fused work (see :mod:`.fusion`) is flushed when a trace starts, when it ends and before
 it runs, so that no group straddles the edge of a trace: its kernel would be in the trace and
@@ -40,24 +40,17 @@ _MISSING = object()
 class Trace:
     """The enqueues of one traced run; :meth:`run` enqueues them again, in order."""
 
-    __slots__ = ("backend", "calls", "keep", "valid", "why")
+    __slots__ = ("backend", "calls", "keep", "valid")
 
     def __init__(self, backend: Any) -> None:
         self.backend = backend
         # (lock or None, function, positional arguments, keyword arguments)
         self.calls: list[tuple[Any, Any, tuple, dict]] = []
         self.keep: list[Any] = []  # buffers allocated while tracing, held for the trace's life
-        self.valid = True
-        self.why = ""
-
-    def refuse(self, why: str) -> None:
-        if self.valid:
-            self.valid, self.why = False, why
+        self.valid = True  # False: the run cannot be enqueued again as it was (see end_trace)
 
     def run(self) -> None:
-        fz = self.backend._fz
-        if fz is not None and fz.pending:
-            fz.flush()
+        self.backend._flush_pending()
         for lock, fn, args, kwargs in self.calls:
             if lock is None:
                 fn(*args, **kwargs)
@@ -95,8 +88,8 @@ class _Tracer:
 
         def enqueue_copy(queue: Any, dest: Any, src: Any, **kwargs: Any) -> Any:
             if threading.get_ident() == me:
-                if not isinstance(dest, cl.MemoryObjectHolder):
-                    tr.refuse("a read of device memory on the host")
+                if not isinstance(dest, cl.MemoryObjectHolder):  # a read on the host
+                    tr.valid = False
                 elif isinstance(src, cl.MemoryObjectHolder):
                     tr.calls.append((None, copy, (queue, dest, src), kwargs))
                 else:  # an upload: the data as it is now
@@ -111,10 +104,10 @@ class _Tracer:
                 tr.calls.append((None, fill, (queue,) + args, kwargs))
             return fill(queue, *args, **kwargs)
 
-        def refusing(name: str, real: Any) -> Any:
+        def refusing(real: Any) -> Any:
             def call(*args: Any, **kwargs: Any) -> Any:
                 if threading.get_ident() == me:
-                    tr.refuse(f"pyopencl.{name}")
+                    tr.valid = False
                 return real(*args, **kwargs)
             return call
 
@@ -134,11 +127,11 @@ class _Tracer:
                      "enqueue_read_buffer", "enqueue_write_buffer", "wait_for_events"):
             real = getattr(cl, name, None)
             if real is not None:
-                self._set(cl, name, refusing(name, real))
+                self._set(cl, name, refusing(real))
         self._set(CachingAllocator, "allocate", noting_allocate)
         # a wait inside a call (the GEMM tuner timing its candidates) means work a replay need not
         # repeat, or a choice made from the clock: not traced
-        self._set(Device, "finish", refusing("finish", Device.finish))
+        self._set(Device, "finish", refusing(Device.finish))
 
     def _set(self, owner: Any, name: str, value: Any) -> None:
         # (a class's own attribute is saved from its __dict__: getattr would give a bound or
@@ -167,8 +160,8 @@ class _Tracer:
             buf = held.get(id(mem))
             if buf is None:
                 buf = alloc.claim(mem, size)
-            if buf is None:
-                tr.refuse("memory the run used went to another allocation")
+            if buf is None:  # memory the run used went to another allocation
+                tr.valid = False
                 return
             tr.keep.append(buf)
 
@@ -187,12 +180,16 @@ class TracingMixin:
     _fz: Any
     _devices: list[Any]
 
-    def begin_trace(self) -> Any:
-        """Start tracing this thread's enqueues; returns the token :meth:`end_trace` takes.
-        Pending fused work is flushed first (it belongs to what ran before)."""
+    def _flush_pending(self) -> None:
+        """Enqueue the pending fused group, if any: no group may straddle a trace's edge."""
         fz = self._fz
         if fz is not None and fz.pending:
             fz.flush()
+
+    def begin_trace(self) -> Any:
+        """Start tracing this thread's enqueues; returns the token :meth:`end_trace` takes.
+        Pending fused work is flushed first (it belongs to what ran before)."""
+        self._flush_pending()
         if not _Tracer.lock.acquire(blocking=False):
             return None  # another thread is tracing: this run is not traced
         locks = {id(d.queue): d.launch_lock for d in self._devices}
@@ -212,9 +209,7 @@ class TracingMixin:
             return None
         tracer: _Tracer = token
         try:
-            fz = self._fz
-            if fz is not None and fz.pending:
-                fz.flush()
+            self._flush_pending()
         finally:
             tracer.remove()
             _Tracer.lock.release()
