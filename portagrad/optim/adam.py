@@ -56,7 +56,8 @@ class Adam(Optimizer):
             decoupled = group.get("decoupled_weight_decay", False)
             capturable = group.get("capturable", False)
             if capturable:
-                self._capturable_group(group, maximize, decoupled)
+                self._capturable_group(group["params"], lr, beta1, beta2, eps, wd, amsgrad,
+                                       maximize, decoupled)
                 continue
             for p in group["params"]:
                 g = p._grad
@@ -96,26 +97,28 @@ class Adam(Optimizer):
         if amsgrad:
             st["max_exp_avg_sq"] = inplace.zeros_like(p)
 
-    def _capturable_group(self, group: dict[str, Any], maximize: bool, decoupled: bool) -> None:
+    def _capturable_group(self, params: Iterable[Tensor], lr: float, beta1: float, beta2: float,
+                          eps: float, wd: float, amsgrad: bool, maximize: bool,
+                          decoupled: bool) -> None:
         """The updates of a ``capturable`` group, in two passes: first every parameter's step
         count and bias-correction terms (one-element tensors), then the parameters' own updates.
         Interleaved, each parameter's one-element work would split the elementwise chain of its
         update into several fused kernels (each storing what the chain would keep in registers);
         the values are those of one pass, parameter by parameter."""
-        beta1, beta2 = (float(b) for b in group["betas"])
         terms = []
-        for p in group["params"]:
+        for p in params:
             if p._grad is None:
                 continue
             st = self.state[p]
             if not st:
-                self._init_state(p, st, True, group["amsgrad"])
+                self._init_state(p, st, True, amsgrad)
             step_t = st["step"]
             inplace.add_scalar_(step_t, 1.0)
             terms.append((p, st, inplace.adam_denominator_terms(
-                step_t, p._v.dtype, float(group["lr"]), beta1, beta2, float(group["eps"]))))
+                step_t, p._v.dtype, lr, beta1, beta2, eps)))
         for p, st, (scale, shift) in terms:
-            _capturable_update(p, st, group, maximize, decoupled, scale, shift)
+            _capturable_update(p, st, lr, beta1, beta2, wd, amsgrad, maximize, decoupled,
+                               scale, shift)
 
 
 def _device_step_counter(p: Tensor) -> Tensor:
@@ -124,17 +127,15 @@ def _device_step_counter(p: Tensor) -> Tensor:
     return inplace.device_zero(p)
 
 
-def _capturable_update(p: Tensor, st: dict[str, Any], group: dict[str, Any], maximize: bool,
-                       decoupled: bool, scale: Tensor, shift: Tensor) -> None:
+def _capturable_update(p: Tensor, st: dict[str, Any], lr: float, beta1: float, beta2: float,
+                       wd: float, amsgrad: bool, maximize: bool, decoupled: bool, scale: Tensor,
+                       shift: Tensor) -> None:
     """One Adam update with the step count kept on the device (``capturable=True``): the bias
     corrections (``scale``, ``shift``: see :func:`~._inplace.adam_denominator_terms`) were
     computed by the device from ``state["step"]``, following PyTorch's capturable formula, so a
     step has the same launches and scalars every time and a captured step
     (:mod:`portagrad.capture`) can replay it. Values agree with the default path up to the
     rounding of the bias corrections (float32 here, Python floats there)."""
-    lr = float(group["lr"])
-    beta1, beta2 = (float(b) for b in group["betas"])
-    wd = float(group["weight_decay"])
     if wd != 0 and decoupled:
         inplace.scale_(p, 1 - lr * wd)
     g = inplace.update_grad(p, maximize, 0.0 if decoupled else wd)
@@ -142,7 +143,7 @@ def _capturable_update(p: Tensor, st: dict[str, Any], group: dict[str, Any], max
     inplace.lerp_(exp_avg, g, 1 - beta1)
     inplace.scale_(exp_avg_sq, beta2)
     inplace.addcmul_(exp_avg_sq, g, g, 1 - beta2)
-    if group["amsgrad"]:
+    if amsgrad:
         vmax = st["max_exp_avg_sq"]
         inplace.maximum_(vmax, exp_avg_sq)
         denom = inplace.sqrt(vmax)
