@@ -9,15 +9,12 @@ first, and so is one sharing ``out``'s buffer (the transforms are out of place).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..interface import View
 from . import fft
 from .errors import cl_errors
 from .fusion import flushes
-
-if TYPE_CHECKING:
-    from .devices import Device
 
 __all__ = ["FFTMixin"]
 
@@ -35,54 +32,38 @@ class FFTMixin:
     _empty_like: Any
     copy: Any
 
-    def _fft_operands(self, x: View, out: View) -> tuple[Device, str, View, View, Any]:
-        """The device, the real dtype, a contiguous ``x`` not sharing ``out``'s buffer, a
-        contiguous stand-in for ``out`` and what to copy back into ``out`` (or ``None``)."""
+    def _fft(self, what: str, transform: Any, x: View, out: View, axes: Sequence[int],
+             arg: Any) -> None:
+        """Run ``transform`` (``fft.c2c``, ``fft.r2c`` or ``fft.c2r``, whose last argument is
+        ``arg``) from ``x`` into ``out``: on a contiguous ``x`` that does not share ``out``'s
+        buffer (copied first otherwise), into a contiguous stand-in copied back to a strided
+        ``out``."""
+        if out.numel == 0:
+            return
         dev = self._dev(out)
         dev.require_dtypes([x.dtype.name, out.dtype.name])  # complex128 / float64 need fp64
-        dt = _REAL[out.dtype.name]
         if not x.is_contiguous() or x.buffer is out.buffer:
             tmp = self._empty_like(dev, x.shape, x.dtype)
             self.copy(x, tmp)
             x = tmp
-        back = None
-        if not out.is_contiguous():
-            back = out
-            out = self._empty_like(dev, out.shape, out.dtype)
-        return dev, dt, x, out, back
+        o = out if out.is_contiguous() else self._empty_like(dev, out.shape, out.dtype)
+        with cl_errors(dev.label, what):
+            transform(dev, _REAL[out.dtype.name], (x.buffer.mem, x.offset),
+                      (o.buffer.mem, o.offset), x.shape, list(axes), arg)
+        if o is not out:
+            self.copy(o, out)
 
     @flushes
     def fft_c2c(self, x: View, axes: Sequence[int], forward: bool, out: View) -> None:
         """Complex-to-complex transform over ``axes`` (Stockham passes or Bluestein per axis)."""
-        if out.numel == 0:
-            return
-        dev, dt, xc, o, back = self._fft_operands(x, out)
-        with cl_errors(dev.label, "fft_c2c"):
-            fft.c2c(dev, dt, (xc.buffer.mem, xc.offset), (o.buffer.mem, o.offset), xc.shape,
-                    list(axes), forward)
-        if back is not None:
-            self.copy(o, back)
+        self._fft("fft_c2c", fft.c2c, x, out, axes, forward)
 
     @flushes
     def fft_r2c(self, x: View, axes: Sequence[int], onesided: bool, out: View) -> None:
         """Real-to-complex forward transform (complexified input, complex passes)."""
-        if out.numel == 0:
-            return
-        dev, dt, xc, o, back = self._fft_operands(x, out)
-        with cl_errors(dev.label, "fft_r2c"):
-            fft.r2c(dev, dt, (xc.buffer.mem, xc.offset), (o.buffer.mem, o.offset), xc.shape,
-                    list(axes), onesided)
-        if back is not None:
-            self.copy(o, back)
+        self._fft("fft_r2c", fft.r2c, x, out, axes, onesided)
 
     @flushes
     def fft_c2r(self, x: View, axes: Sequence[int], last_dim_size: int, out: View) -> None:
         """Complex-to-real backward transform (Hermitian extension, complex passes)."""
-        if out.numel == 0:
-            return
-        dev, dt, xc, o, back = self._fft_operands(x, out)
-        with cl_errors(dev.label, "fft_c2r"):
-            fft.c2r(dev, dt, (xc.buffer.mem, xc.offset), (o.buffer.mem, o.offset), xc.shape,
-                    list(axes), last_dim_size)
-        if back is not None:
-            self.copy(o, back)
+        self._fft("fft_c2r", fft.c2r, x, out, axes, last_dim_size)
