@@ -105,6 +105,34 @@ def test_cross_entropy_stable_and_grad(device):
     assert gradcheck(lambda a: F.nll_loss(F.log_softmax(a, 1), tg, reduction="sum"), (xg,))
 
 
+def test_cross_entropy_mean_every_row_a_class(device):
+    """Mean cross entropy whose targets are all classes (none ignored, no class weights): the loss
+    is the row sum over n and each row's gradient factor g / n, as PyTorch's nll_loss; first and
+    second derivatives by finite differences, and the same values as with one ignored row
+    removed from a batch that has it (the general path)."""
+    from portagrad.autograd import gradgradcheck
+    x = RNG.standard_normal((6, 5)) * 2
+    t = np.array([4, 0, 3, 1, 1, 2])
+    nll = -log_softmax(x)[np.arange(6), t]
+    xt = T(x, device, True)
+    loss = F.cross_entropy(xt, T(t, device))
+    np.testing.assert_allclose(H(loss), nll.mean(), rtol=1e-12)
+    (g,) = pg.autograd.grad(loss * 3.0, xt)
+    p = np.exp(log_softmax(x))
+    np.testing.assert_allclose(H(g), 3.0 * (p - np.eye(5)[t]) / 6, rtol=1e-12, atol=1e-15)
+    tt = T(t, device)
+    assert gradcheck(lambda a: F.cross_entropy(a, tt), (T(x, device, True),))
+    assert gradgradcheck(lambda a: F.cross_entropy(a, tt), (T(x, device, True),))
+    # the same rows beside an ignored one: the general path gives the same mean and gradient
+    x7 = np.concatenate([x, RNG.standard_normal((1, 5))])
+    x7t = T(x7, device, True)
+    loss7 = F.cross_entropy(x7t, T(np.append(t, -100), device))
+    np.testing.assert_allclose(H(loss7), H(loss), rtol=1e-12)
+    (g7,) = pg.autograd.grad(loss7 * 3.0, x7t)
+    np.testing.assert_allclose(H(g7)[:6], H(g), rtol=1e-12, atol=1e-15)
+    assert not H(g7)[6].any()
+
+
 def test_nll_errors():
     x = pg.randn(3, 4)
     with pytest.raises(ValueError, match=r"Expected input batch_size \(3\) to match target "

@@ -38,11 +38,11 @@ class _CrossEntropy(Function):
 
     @staticmethod
     def forward(ctx: Any, x: Tensor, target: Tensor, ignore_index: int, reduction: str,
-                weight: Tensor | None = None) -> Tensor:
+                weight: Tensor | None = None, all_valid: bool = False) -> Tensor:
         ctx.reduction = reduction
         ctx.fast = fast = weight is not None or _ce_prims(x)
         if fast:
-            return _ce_forward_prims(ctx, x, target, ignore_index, reduction, weight)
+            return _ce_forward_prims(ctx, x, target, ignore_index, reduction, weight, all_valid)
         # ~17 primitive calls on small (N, C) arrays: temporaries are bare Views (no Storage or
         # Tensor objects), which halves the Python cost per call; only results become tensors
         n, c = x._v.shape
@@ -105,7 +105,7 @@ class _CrossEntropy(Function):
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
         if ctx.fast:
-            return _ce_backward_prims(ctx, g), None, None, None, None
+            return _ce_backward_prims(ctx, g), None, None, None, None, None
         x, logp, onehot, wcol = ctx.saved_tensors
         # d loss_i / d x_ij = (softmax_ij - [j == t_i]) * valid_i (/ n_valid for "mean")
         if not is_grad_enabled():
@@ -118,10 +118,10 @@ class _CrossEntropy(Function):
             gcol = _raw.view(g, (n, 1), (0, 0) if ctx.reduction != "none" else (gv.strides[0], 0))
             coef = _raw.binary("mul", wcol, gcol, dt)  # (N, 1)
             return (_raw.binary("mul", p, _raw.expand_view(coef, (n, c)), dt, out=p), None, None,
-                    None, None)
+                    None, None, None)
         p = softmax_rows(x)
         coef = wcol * (g if ctx.reduction != "none" else unsqueeze(g, 1))  # (N, 1)
-        return (p - onehot) * coef, None, None, None, None
+        return (p - onehot) * coef, None, None, None, None, None
 
 
 def _ce_prims(x: Tensor) -> bool:
@@ -131,9 +131,10 @@ def _ce_prims(x: Tensor) -> bool:
 
 
 def _ce_forward_prims(ctx: Any, x: Tensor, target: Tensor, ignore_index: int, reduction: str,
-                      weight: Tensor | None) -> Tensor:
+                      weight: Tensor | None, all_valid: bool = False) -> Tensor:
     """Cross entropy through the backend's ``cross_entropy``: per-row losses, log-sum-exps and
-    row weights in one call, then the reduction."""
+    row weights in one call, then the reduction. ``all_valid``: every target is known to be a
+    class (checked, none ignored), so that without class weights every row weighs 1."""
     n = x._v.shape[0]
     dt = x._v.dtype
     st = x._storage
@@ -143,6 +144,14 @@ def _ce_forward_prims(ctx: Any, x: Tensor, target: Tensor, ignore_index: int, re
                        rows, lse, rw)
     if reduction == "none":
         loss, coef = rows, rw
+    elif reduction == "mean" and weight is None and all_valid:
+        # every row weighs 1: the mean is the sum over n, and each row's factor in backward is
+        # g / n (as PyTorch's nll_loss: grad_output / total_weight), with no reduction of the
+        # row weights nor a per-row division here
+        loss = _raw.binary("div", _raw.reduce("sum", rows, (0,), False), float(n), dt)
+        ctx.save_for_backward(x, target, lse, None)
+        ctx.rows = n
+        return loss
     else:
         loss = _raw.reduce("sum", rows, (0,), False)
         coef = rw
@@ -158,20 +167,29 @@ def _ce_backward_prims(ctx: Any, g: Tensor) -> Tensor:
     """The gradient of :func:`_ce_forward_prims` w.r.t. the logits: one backend call while
     nothing records, else composed from public ops (differentiable again)."""
     x, target, lse, coef = ctx.saved_tensors
-    if not is_grad_enabled() and _ce_prims(x) and g._v.dtype is coef._v.dtype:
+    prims = not is_grad_enabled() and _ce_prims(x)
+    if coef is None:  # "mean", every row weighing 1: each row's factor is g / n
+        n = ctx.rows
+        if prims and g._v.dtype is x._v.dtype:
+            k = _raw.binary("div", _raw.expand_view(g, (n,)), float(n), g._v.dtype)
+            return _raw.cross_entropy_backward(_raw.contiguous(x), _raw.contiguous(target), lse,
+                                               k, _raw.new_like(x))
+        coef = (g / n).expand(n)
+    elif prims and g._v.dtype is coef._v.dtype:
         # nothing records: the per-row factor by one primitive call (g is 0-d, or (N,) for
         # reduction="none"), the gradient by one backend call
         gv = g if g._v.shape else _raw.expand_view(g, coef._v.shape)
         k = _raw.binary("mul", _raw.contiguous(coef), gv, coef._v.dtype)
         return _raw.cross_entropy_backward(_raw.contiguous(x), _raw.contiguous(target), lse, k,
                                            _raw.new_like(x))
-    coef = coef * g  # (N,): g is 0-d, or (N,) for reduction="none"
+    else:
+        coef = coef * g  # (N,): g is 0-d, or (N,) for reduction="none"
     c = x.shape[1]
     onehot = eq(unsqueeze(target, 1), unsqueeze(_class_ids(c, x), 0)).to(x.dtype)
     return (softmax_rows(x) - onehot) * unsqueeze(coef, 1)
 
 
-def check_class_targets(target: Tensor, c: int, ignore_index: int) -> None:
+def check_class_targets(target: Tensor, c: int, ignore_index: int) -> bool:
     """Raise PyTorch's ``IndexError: Target T is out of bounds.`` when a class index of ``target``
     other than ``ignore_index`` lies outside ``[0, c)``.
 
@@ -180,9 +198,12 @@ def check_class_targets(target: Tensor, c: int, ignore_index: int) -> None:
     one small reduction and one host read (``_raw.min_max``, with the valid range so that a
     captured step checks it again on replay). Only on error is the whole target read back, to
     name the first bad value in order, as PyTorch does.
+
+    True when every target is known to be a class, none ignored (eager only: a captured step's
+    replay may see other targets), else False.
     """
     if not target.numel():
-        return
+        return False
     t = target.detach()
     if not 0 <= ignore_index < c:
         if _raw.CHECK_HOOK is None:
@@ -190,15 +211,16 @@ def check_class_targets(target: Tensor, c: int, ignore_index: int) -> None:
             # captured step keeps the one check below, which its replay repeats
             lo, hi = _raw.min_max(t)
             if lo >= 0 and hi < c:
-                return
+                return True
         t = t * ne(t, ignore_index)  # ignored entries -> class 0, which is in range
     lo, hi = _raw.min_max(t, (0, c - 1))
     if lo >= 0 and hi < c:
-        return
+        return False
     h = target.detach()._host()
     bad = h[(h != ignore_index) & ((h < 0) | (h >= c))]
     if bad.size:
         raise IndexError(f"Target {int(bad.reshape(-1)[0])} is out of bounds.")
+    return False
 
 
 def cross_entropy_indices(x: Tensor, target: Tensor, ignore_index: int, reduction: str,
@@ -206,8 +228,8 @@ def cross_entropy_indices(x: Tensor, target: Tensor, ignore_index: int, reductio
     """Cross entropy of (N, C) logits against int64 class indices (N,), as one recorded node.
     Class ``weight`` only where :func:`ce_weight_fast` says so."""
     check_same_device(x, target, "cross_entropy")
-    check_class_targets(target, x.shape[1], ignore_index)
-    return call(_CrossEntropy, x, target, ignore_index, reduction, weight)
+    all_valid = check_class_targets(target, x.shape[1], ignore_index)
+    return call(_CrossEntropy, x, target, ignore_index, reduction, weight, all_valid)
 
 
 def ce_weight_fast(x: Tensor, weight: Tensor) -> bool:
