@@ -1,0 +1,196 @@
+"""numba kernels of the numpy backend, for work numpy would do in many passes (optional).
+
+With numba installed (the ``fast`` extra) and ``PORTAGRAD_NUMBA`` not ``0``, these single-threaded
+loops replace whole-array numpy compositions on the cpu device:
+
+- :func:`erf32`: the float32 error function of ``backends/erf32.py`` (the same polynomials, in the
+  same order) in one pass. Both branches are computed and one is kept per element, so that the
+  loop vectorises; the exponential is :func:`_exp_neg` below (Cody-Waite reduction, a degree-5
+  polynomial, the power of two built from its bits), within an ulp of numpy's ``exp`` (which
+  LLVM cannot vectorise without a vector maths library), so the results may differ from the
+  numpy path's in the last bit (both are pinned against ``math.erf`` by the tests).
+- :func:`gelu32` / :func:`gelu32_backward`: exact GELU and its gradient, the operations of the
+  core's composition in its order, in one pass each.
+- :func:`index_add_rows`: ``out[index[i]] += src[i]`` row by row, in the order of ``index`` (as
+  ``np.add.at``, so the sums are the same), for embedding gradients.
+
+Without numba each caller keeps its numpy composition: :func:`available` says which.
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..erf32 import END as _END
+from ..erf32 import coefficients
+
+__all__ = ["available", "erf32", "gelu32", "gelu32_backward", "index_add_rows"]
+
+_STATE: list[Any] = []  # [kernels or None] once looked up
+
+_F = np.float32
+
+
+def _build() -> dict[str, Callable[..., Any]]:
+    """The kernels as numba functions (numba imported here, so that this module imports without
+    it; numba compiles them on their first call, then reads its on-disk cache)."""
+    import numba  # optional dependency, imported on first use
+
+    def jit(f: Callable[..., Any]) -> Callable[..., Any]:
+        try:
+            return numba.njit(cache=True, boundscheck=False, error_model="numpy")(f)
+        except RuntimeError:  # no writable cache location (a read-only install): compile each run
+            return numba.njit(cache=False, boundscheck=False, error_model="numpy")(f)
+
+    inline = numba.njit(inline="always", error_model="numpy")
+    small, large = coefficients()
+    s0, s1, s2, s3, s4, s5, s6 = (_F(c) for c in small)
+    l0, l1, l2, l3, l4, l5, l6, l7, l8 = (_F(c) for c in large)
+    one, two, half_ = _F(1), _F(2), _F(0.5)
+    lo, mid, half = _F(1 / _END), _F((1 + 1 / _END) / 2), _F((1 - 1 / _END) / 2)
+    end2 = _F(_END * _END)
+    # exp: x = n ln2 + r, |r| <= ln2 / 2, ln2 split in two so that n * ln2_hi is exact (Cephes'
+    # expf constants); 1.5 * 2^23 rounds to the nearest integer by addition
+    log2e, ln2_hi, ln2_lo = _F(1.44269504088896341), _F(0.693359375), _F(-2.12194440e-4)
+    magic = _F(12582912.0)
+    e0, e1, e2, e3, e4, e5 = (_F(1.9875691500e-4), _F(1.3981999507e-3), _F(8.3334519073e-3),
+                              _F(4.1665795894e-2), _F(1.6666665459e-1), _F(5.0000001201e-1))
+    floor_ = _F(-110.0)  # exp is 0 in float32 below about -103.97
+    c_sqrt1_2 = _F(1.0 / math.sqrt(2.0))
+    c_pdf = _F(1.0 / math.sqrt(2.0 * math.pi))
+    c_mhalf = _F(-0.5)
+
+    @inline
+    def exp_neg(z: Any) -> Any:
+        # exp(z) for float32 z <= 0 (or NaN): -inf gives 0, subnormal results are rounded once
+        # (the power of two applied in two halves, each a normal float32)
+        z = floor_ if z < floor_ else z  # NaN stays NaN
+        n = (z * log2e + magic) - magic
+        r = z - n * ln2_hi
+        r = r - n * ln2_lo
+        p = e0 * r + e1
+        p = p * r + e2
+        p = p * r + e3
+        p = p * r + e4
+        p = p * r + e5
+        p = p * (r * r) + r + one
+        ni = np.int32(n) if n == n else np.int32(0)
+        n1 = ni >> 1
+        n2 = ni - n1
+        return (p * np.int32((n1 + 127) << 23).view(np.float32)) \
+            * np.int32((n2 + 127) << 23).view(np.float32)
+
+    @inline
+    def erf_one(x: Any) -> Any:
+        # the two branches of backends/erf32.py, both computed (a select keeps the loop
+        # vectorisable); NaN takes the short one and propagates
+        a = abs(x)
+        t = one / a
+        t = lo if t < lo else t
+        t = one if t > one else t
+        v = (t - mid) / half
+        g = l8 * v + l7
+        g = g * v + l6
+        g = g * v + l5
+        g = g * v + l4
+        g = g * v + l3
+        g = g * v + l2
+        g = g * v + l1
+        g = g * v + l0
+        g = g * t
+        z = a * a
+        z = end2 if z > end2 else z
+        g = g * exp_neg(-z)
+        big = one - g
+        u = a * a
+        u = u * two
+        u = u - one
+        s = s6 * u + s5
+        s = s * u + s4
+        s = s * u + s3
+        s = s * u + s2
+        s = s * u + s1
+        s = s * u + s0
+        s = s * a
+        return math.copysign(big if a >= one else s, x)
+
+    @jit
+    def erf32(x: Any, out: Any) -> None:
+        for i in range(x.size):
+            out[i] = erf_one(x[i])
+
+    @jit
+    def gelu32(x: Any, out: Any) -> None:
+        # (x * 0.5) * (erf(x * (1/sqrt 2)) + 1), the core's order
+        for i in range(x.size):
+            xi = x[i]
+            out[i] = (xi * half_) * (erf_one(xi * c_sqrt1_2) + one)
+
+    @jit
+    def gelu32_backward(g: Any, x: Any, out: Any) -> None:
+        # g * ((erf(x / sqrt 2) + 1) * 0.5 + x * (exp(x * x * -0.5) * pdf)), the core's order
+        for i in range(x.size):
+            xi = x[i]
+            cdf = (erf_one(xi * c_sqrt1_2) + one) * half_
+            out[i] = g[i] * (cdf + xi * (exp_neg((xi * xi) * c_mhalf) * c_pdf))
+
+    @jit
+    def index_add_rows(out: Any, index: Any, src: Any) -> None:
+        for i in range(index.size):
+            row = out[index[i]]
+            s = src[i]
+            for j in range(s.size):
+                row[j] += s[j]
+
+    return {"erf32": erf32, "gelu32": gelu32, "gelu32_backward": gelu32_backward,
+            "index_add_rows": index_add_rows}
+
+
+def _kernels() -> dict[str, Callable[..., Any]] | None:
+    if not _STATE:
+        k = None
+        if os.environ.get("PORTAGRAD_NUMBA", "1") != "0":
+            try:
+                k = _build()  # numba imported here; compiling waits for the first call
+            except ImportError:  # not installed, or a numba that refuses this numpy
+                k = None
+        _STATE.append(k)
+    return _STATE[0]
+
+
+def available() -> bool:
+    """Whether the kernels can run: numba importable and ``PORTAGRAD_NUMBA`` not ``0`` (looked
+    up once, on first use)."""
+    return _kernels() is not None
+
+
+def _kernel(name: str) -> Callable[..., Any]:
+    k = _kernels()
+    if k is None:
+        raise RuntimeError("the numba kernels are not available (see jit.available())")
+    return k[name]
+
+
+def erf32(x: np.ndarray, out: np.ndarray) -> None:
+    """``out = erf(x)``, both 1-D contiguous float32 arrays of one size."""
+    _kernel("erf32")(x, out)
+
+
+def gelu32(x: np.ndarray, out: np.ndarray) -> None:
+    """``out = x * Phi(x)`` (exact GELU), both 1-D contiguous float32 arrays of one size."""
+    _kernel("gelu32")(x, out)
+
+
+def gelu32_backward(g: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
+    """``out = g * gelu'(x)``, all 1-D contiguous float32 arrays of one size."""
+    _kernel("gelu32_backward")(g, x, out)
+
+
+def index_add_rows(out: np.ndarray, index: np.ndarray, src: np.ndarray) -> None:
+    """``out[index[i]] += src[i]`` for each ``i`` in order: ``out`` (R, C) and ``src`` (N, C) of
+    one floating dtype, ``index`` (N,) integers in ``[0, R)``."""
+    _kernel("index_add_rows")(out, index, src)
