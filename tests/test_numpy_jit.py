@@ -229,3 +229,28 @@ def test_kernels_off_by_variable_or_without_numba() -> None:
     for mode, extra in (("hide", {}), ("variable", {"PORTAGRAD_NUMBA": "0"})):
         env = dict(os.environ, **extra)
         subprocess.run([sys.executable, "-c", code, mode], check=True, env=env, timeout=120)
+
+
+@pytest.mark.skipif(not _NUMBA, reason="numba not installed (or PORTAGRAD_NUMBA=0)")
+@pytest.mark.parametrize(("n", "seed", "offset"), [
+    (0, 0, 0), (1, 0, 0), (7, 5, 3), (70001, 2**40 + 17, 2**64 - 5),
+    (5000, 9, (2**62 - 3) * 4 + 1)])  # counters and slots wrapping
+def test_philox_uniform32_is_the_reference(n: int, seed: int, offset: int) -> None:
+    from portagrad.backends import philox
+    ref = philox.uniform(n, seed, offset, -1.5, 2.5, np.float32)
+    out = np.empty(n, np.float32)
+    jit.philox_uniform32(out, seed, offset, -1.5, 2.5)
+    assert out.tobytes() == ref.tobytes()
+
+
+def test_rand_and_dropout_same_either_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """float32 ``rand`` and dropout's masks draw the same numbers with and without numba."""
+    def draw() -> tuple[bytes, bytes]:
+        pg.manual_seed(11)
+        r = pg.rand(3, 1001)
+        d = pg.nn.functional.dropout(pg.ones(5, 77), 0.3, True)
+        return r.numpy().tobytes(), d.numpy().tobytes()
+
+    first = draw()
+    monkeypatch.setattr(jit, "_STATE", [None])
+    assert draw() == first

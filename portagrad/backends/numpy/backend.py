@@ -466,6 +466,10 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
         if kind not in RANDOM_KINDS:
             raise unknown_op("random", kind, self.device_type)
         o = nd(out)
+        if kind == "uniform" and o.dtype == np.float32 and o.flags.c_contiguous \
+                and jit.available():  # dropout's masks: the same words in one compiled pass
+            jit.philox_uniform32(o.reshape(-1), seed, offset, a, b)
+            return
         _host_ops.random(kind, o.size, o.dtype, seed, offset, a, b, out=o)
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from ..erf32 import END as _END
 from ..erf32 import coefficients
 
-__all__ = ["available", "erf32", "gelu32", "gelu32_backward", "index_add_rows"]
+__all__ = ["available", "erf32", "gelu32", "gelu32_backward", "index_add_rows", "philox_uniform32"]
 
 _STATE: list[Any] = []  # [kernels or None] once looked up
 
@@ -146,8 +146,40 @@ def _build() -> dict[str, Callable[..., Any]]:
             for j in range(s.size):
                 row[j] += s[j]
 
+    u64 = np.uint64
+    m0, m1, mask32, s32, s8 = u64(0xD2511F53), u64(0xCD9E8D57), u64(0xFFFFFFFF), u64(32), u64(8)
+    w0, w1, c62, three, two_u = u64(0x9E3779B9), u64(0xBB67AE85), u64((1 << 62) - 1), u64(3), u64(2)
+    scale24 = _F(2.0 ** -24)
+
+    @jit
+    def philox_uniform32(out: Any, seed: Any, offset: Any, lo: Any, span: Any) -> None:
+        # backends/philox.py's uniform for float32, one Philox4x32-10 block per four slots: slot
+        # g = offset + e (mod 2**64) is word g & 3 of the block of counter (g >> 2) mod 2**62
+        n = out.size
+        skip = offset & three
+        first = offset >> two_u
+        blocks = (skip + u64(n) + three) >> two_u
+        ka, kb = seed & mask32, seed >> s32
+        for b in range(blocks):
+            ctr = (first + u64(b)) & c62
+            c0, c1, c2, c3 = ctr & mask32, ctr >> s32, u64(0), u64(0)
+            k0, k1 = ka, kb
+            for r in range(10):
+                if r:
+                    k0 = (k0 + w0) & mask32
+                    k1 = (k1 + w1) & mask32
+                p0 = c0 * m0
+                p1 = c2 * m1
+                c0, c1, c2, c3 = (p1 >> s32) ^ c1 ^ k0, p1 & mask32, (p0 >> s32) ^ c3 ^ k1, \
+                    p0 & mask32
+            e = 4 * b - np.int64(skip)
+            for j in range(4):
+                if 0 <= e + j < n:
+                    w = c0 if j == 0 else (c1 if j == 1 else (c2 if j == 2 else c3))
+                    out[e + j] = lo + (np.float32(w >> s8) * scale24) * span
+
     return {"erf32": erf32, "gelu32": gelu32, "gelu32_backward": gelu32_backward,
-            "index_add_rows": index_add_rows}
+            "index_add_rows": index_add_rows, "philox_uniform32": philox_uniform32}
 
 
 def _kernels() -> dict[str, Callable[..., Any]] | None:
@@ -194,3 +226,10 @@ def index_add_rows(out: np.ndarray, index: np.ndarray, src: np.ndarray) -> None:
     """``out[index[i]] += src[i]`` for each ``i`` in order: ``out`` (R, C) and ``src`` (N, C) of
     one floating dtype, ``index`` (N,) integers in ``[0, R)``."""
     _kernel("index_add_rows")(out, index, src)
+
+
+def philox_uniform32(out: np.ndarray, seed: int, offset: int, low: float, high: float) -> None:
+    """``out`` (1-D contiguous float32) = the stream's uniform numbers in ``[low, high)`` from slot
+    ``offset`` on, bit for bit ``backends/philox.py``'s ``uniform`` (one slot an element)."""
+    _kernel("philox_uniform32")(out, np.uint64(seed & 0xFFFFFFFFFFFFFFFF),
+                                np.uint64(offset & 0xFFFFFFFFFFFFFFFF), _F(low), _F(high - low))
