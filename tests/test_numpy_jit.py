@@ -254,3 +254,94 @@ def test_rand_and_dropout_same_either_way(monkeypatch: pytest.MonkeyPatch) -> No
     first = draw()
     monkeypatch.setattr(jit, "_STATE", [None])
     assert draw() == first
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_rows_against_float64(mode: str, dt: type, affine: bool) -> None:
+    """Layer norm forward and backward (the backend's rows path) against a float64 reference,
+    with and without weight and bias, rows of odd length, a row of one constant value."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((5, 9, 37)) * 3 + 1).astype(dt)
+    x[1, 2] = 4.0  # a constant row: variance 0, rstd = 1/sqrt(eps)
+    w, b = rng.standard_normal(37).astype(dt), rng.standard_normal(37).astype(dt)
+    g = rng.standard_normal(x.shape).astype(dt)
+    xt, wt, bt = (pg.tensor(a, requires_grad=True) for a in (x, w, b))
+    y = pg.nn.functional.layer_norm(xt, (37,), wt if affine else None, bt if affine else None,
+                                    eps=1e-5)
+    y.backward(pg.tensor(g))
+    xd, gd = x.astype(np.float64), g.astype(np.float64)
+    mu = xd.mean(-1, keepdims=True)
+    r = 1 / np.sqrt(((xd - mu) ** 2).mean(-1, keepdims=True) + 1e-5)
+    xhat = (xd - mu) * r
+    wd = w.astype(np.float64) if affine else np.ones(37)
+    want = xhat * wd + (b.astype(np.float64) if affine else 0)
+    gw = gd * wd
+    gx = r * (gw - gw.mean(-1, keepdims=True) - xhat * (gw * xhat).mean(-1, keepdims=True))
+    tol = dict(rtol=1e-4, atol=1e-4) if dt == np.float32 else dict(rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(y.detach().numpy(), want, **tol)
+    np.testing.assert_allclose(xt.grad.numpy(), gx, **tol)
+    if affine:
+        np.testing.assert_allclose(wt.grad.numpy(), (gd * xhat).sum((0, 1)), **tol)
+        np.testing.assert_allclose(bt.grad.numpy(), gd.sum((0, 1)), **tol)
+    else:
+        assert wt.grad is None and bt.grad is None
+
+
+def test_layer_norm_float64_gradcheck(mode: str) -> None:
+    rng = np.random.default_rng(8)
+    x, w, b = (pg.tensor(a, requires_grad=True) for a in (
+        rng.standard_normal((3, 4, 6)), rng.standard_normal(6), rng.standard_normal(6)))
+    assert pg.autograd.gradcheck(lambda x, w, b: pg.nn.functional.layer_norm(x, (6,), w, b),
+                                 (x, w, b))
+    assert pg.autograd.gradcheck(lambda x: pg.nn.functional.layer_norm(x, (4, 6)), (x,))
+
+
+@pytest.mark.skipif(not _NUMBA, reason="numba not installed (or PORTAGRAD_NUMBA=0)")
+def test_layer_norm_rows_close_to_the_numpy_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal((64, 256)) * 2).astype(np.float32)
+    w, b = rng.standard_normal(256).astype(np.float32), rng.standard_normal(256).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+
+    def run() -> list[np.ndarray]:
+        xt, wt, bt = (pg.tensor(a, requires_grad=True) for a in (x, w, b))
+        y = pg.nn.functional.layer_norm(xt, (256,), wt, bt)
+        y.backward(pg.tensor(g))
+        return [y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy(), bt.grad.numpy()]
+
+    fast = run()
+    monkeypatch.setattr(jit, "_STATE", [None])
+    for a, c in zip(fast, run()):
+        np.testing.assert_allclose(a, c, rtol=1e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_softmax_rows_specials_and_gradient(mode: str, dt: type) -> None:
+    """Softmax over the last axis (the rows path) against float64, with rows holding NaN, +inf,
+    only -inf and some -inf (masked attention), and its gradient."""
+    rng = np.random.default_rng(10)
+    x = (rng.standard_normal((6, 5, 33)) * 4).astype(dt)
+    x[0, 0, 3], x[0, 1, 5] = np.nan, np.inf
+    x[0, 2, :] = -np.inf
+    x[0, 3, 4:] = -np.inf
+    g = rng.standard_normal(x.shape).astype(dt)
+    xt = pg.tensor(x, requires_grad=True)
+    y = pg.nn.functional.softmax(xt, dim=-1)
+    y.backward(pg.tensor(g))
+    xd = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(xd - xd.max(-1, keepdims=True))
+        want = e / e.sum(-1, keepdims=True)
+    gd = g.astype(np.float64)
+    gwant = want * (gd - (gd * want).sum(-1, keepdims=True))
+    got, ggot = y.detach().numpy(), xt.grad.numpy()
+    assert np.isnan(got[0, :3]).all() and np.isnan(ggot[0, :3]).all()
+    np.testing.assert_array_equal(got[0, 3, 4:], 0.0)
+    tol = dict(rtol=1e-5, atol=1e-6) if dt == np.float32 else dict(rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got[1:], want[1:], **tol)
+    np.testing.assert_allclose(ggot[1:], gwant[1:], **tol)
+    np.testing.assert_allclose(got[0, 3:], want[0, 3:], **tol)
+    if dt == np.float64:
+        x64 = pg.tensor(rng.standard_normal((3, 7)), requires_grad=True)
+        assert pg.autograd.gradcheck(lambda t: pg.nn.functional.softmax(t, dim=-1), (x64,))

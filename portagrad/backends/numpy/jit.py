@@ -28,7 +28,8 @@ import numpy as np
 from ..erf32 import END as _END
 from ..erf32 import coefficients
 
-__all__ = ["available", "erf32", "gelu32", "gelu32_backward", "index_add_rows", "philox_uniform32"]
+__all__ = ["available", "erf32", "gelu32", "gelu32_backward", "index_add_rows", "layer_norm_backward_rows",
+           "layer_norm_rows", "philox_uniform32", "softmax_backward_rows", "softmax_rows32"]
 
 _STATE: list[Any] = []  # [kernels or None] once looked up
 
@@ -40,11 +41,11 @@ def _build() -> dict[str, Callable[..., Any]]:
     it; numba compiles them on their first call, then reads its on-disk cache)."""
     import numba  # optional dependency, imported on first use
 
-    def jit(f: Callable[..., Any]) -> Callable[..., Any]:
+    def jit(f: Callable[..., Any], **options: Any) -> Callable[..., Any]:
         try:
-            return numba.njit(cache=True, boundscheck=False, error_model="numpy")(f)
+            return numba.njit(cache=True, boundscheck=False, error_model="numpy", **options)(f)
         except RuntimeError:  # no writable cache location (a read-only install): compile each run
-            return numba.njit(cache=False, boundscheck=False, error_model="numpy")(f)
+            return numba.njit(cache=False, boundscheck=False, error_model="numpy", **options)(f)
 
     inline = numba.njit(inline="always", error_model="numpy")
     small, large = coefficients()
@@ -178,8 +179,123 @@ def _build() -> dict[str, Callable[..., Any]]:
                     w = c0 if j == 0 else (c1 if j == 1 else (c2 if j == 2 else c3))
                     out[e + j] = lo + (np.float32(w >> s8) * scale24) * span
 
+    # Row sums of layer norm: the only functions allowed to reassociate (so that they vectorise);
+    # NaN and infinities keep their IEEE meaning (no nnan/ninf)
+    def sums(f: Callable[..., Any]) -> Callable[..., Any]:
+        return jit(f, fastmath={"reassoc"})
+
+    @sums
+    def rsum(a: Any) -> Any:  # a.size >= 1
+        s = a[0]
+        for j in range(1, a.size):
+            s += a[j]
+        return s
+
+    @sums
+    def rdot(a: Any, b: Any) -> Any:
+        s = a[0] * b[0]
+        for j in range(1, a.size):
+            s += a[j] * b[j]
+        return s
+
+    @sums
+    def rdot3(a: Any, b: Any, c: Any) -> Any:
+        s = (a[0] * b[0]) * c[0]
+        for j in range(1, a.size):
+            s += (a[j] * b[j]) * c[j]
+        return s
+
+    @jit
+    def layer_norm_rows(x: Any, w: Any, b: Any, eps: Any, n: Any, one: Any, out: Any, mean: Any,
+                        rstd: Any, has_w: bool, has_b: bool, stats: bool) -> None:
+        # out = (x - mean) * rstd * w + b per row, the numpy path's order (mean and variance as
+        # sums divided by n = N); eps, n and one in x's dtype
+        M, N = x.shape
+        for i in range(M):
+            xi = x[i]
+            oi = out[i]
+            mu = rsum(xi) / n
+            for j in range(N):
+                oi[j] = xi[j] - mu
+            r = one / np.sqrt(rdot(oi, oi) / n + eps)
+            for j in range(N):
+                v = oi[j] * r
+                if has_w:
+                    v = v * w[j]
+                if has_b:
+                    v = v + b[j]
+                oi[j] = v
+            if stats:
+                mean[i] = mu
+                rstd[i] = r
+
+    @jit
+    def layer_norm_backward_rows(g: Any, x: Any, w: Any, mean: Any, rstd: Any, n: Any, gx: Any,
+                                 gw: Any, gb: Any, has_w: bool, want_gw: bool,
+                                 want_gb: bool) -> None:
+        # gx = r * (gw - mean(gw) - xhat * mean(gw * xhat)), gw = g * w, as
+        # (xhat * -c2 + gw - c1) * r (the numpy path's order); gw/gb: column sums over the rows
+        # in row order; n = N in x's dtype
+        M, N = x.shape
+        if want_gw:
+            gw[:] = 0
+        if want_gb:
+            gb[:] = 0
+        for i in range(M):
+            xi, gi, oi = x[i], g[i], gx[i]
+            mu, r = mean[i], rstd[i]
+            for j in range(N):
+                oi[j] = (xi[j] - mu) * r  # xhat
+            if want_gw:
+                for j in range(N):
+                    gw[j] += gi[j] * oi[j]
+            if want_gb:
+                for j in range(N):
+                    gb[j] += gi[j]
+            if has_w:
+                c1 = rdot(gi, w) / n
+                c2 = rdot3(gi, w, oi) / n
+                for j in range(N):
+                    oi[j] = ((oi[j] * -c2 + gi[j] * w[j]) - c1) * r
+            else:
+                c1 = rsum(gi) / n
+                c2 = rdot(gi, oi) / n
+                for j in range(N):
+                    oi[j] = ((oi[j] * -c2 + gi[j]) - c1) * r
+
+    @jit
+    def softmax_rows32(x: Any, out: Any) -> None:
+        # softmax of each row of x (M, N): exp(x - max) / sum, the numpy path's operations. The
+        # maximum skips NaN (a comparison with NaN is false), but a row holding NaN, +inf or
+        # only -inf still gives NaN everywhere, as in PyTorch: through the sum, or inf - inf
+        M, N = x.shape
+        for i in range(M):
+            xi, oi = x[i], out[i]
+            mi = xi[0]
+            for j in range(1, N):
+                v = xi[j]
+                mi = v if v > mi else mi
+            for j in range(N):
+                oi[j] = exp_neg(xi[j] - mi)
+            t = rsum(oi)
+            for j in range(N):
+                oi[j] = oi[j] / t
+
+    @jit
+    def softmax_backward_rows(g: Any, y: Any, out: Any) -> None:
+        # y * (g - sum(g * y)) per row
+        M, N = y.shape
+        for i in range(M):
+            gi, yi, oi = g[i], y[i], out[i]
+            t = rdot(gi, yi)
+            for j in range(N):
+                oi[j] = (gi[j] - t) * yi[j]
+
     return {"erf32": erf32, "gelu32": gelu32, "gelu32_backward": gelu32_backward,
-            "index_add_rows": index_add_rows, "philox_uniform32": philox_uniform32}
+            "index_add_rows": index_add_rows, "philox_uniform32": philox_uniform32,
+            "layer_norm_rows": layer_norm_rows,
+            "layer_norm_backward_rows": layer_norm_backward_rows,
+            "softmax_rows32": softmax_rows32, "softmax_backward_rows": softmax_backward_rows}
 
 
 def _kernels() -> dict[str, Callable[..., Any]] | None:
@@ -233,3 +349,39 @@ def philox_uniform32(out: np.ndarray, seed: int, offset: int, low: float, high: 
     ``offset`` on, bit for bit ``backends/philox.py``'s ``uniform`` (one slot an element)."""
     _kernel("philox_uniform32")(out, np.uint64(seed & 0xFFFFFFFFFFFFFFFF),
                                 np.uint64(offset & 0xFFFFFFFFFFFFFFFF), _F(low), _F(high - low))
+
+
+def layer_norm_rows(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: float,
+                    out: np.ndarray, mean: np.ndarray | None, rstd: np.ndarray | None) -> None:
+    """Layer norm of the rows of the C-contiguous (M, N) ``x`` (N >= 1) into ``out``, float32 or
+    float64 throughout; ``w``/``b`` (N,) or ``None``; the row statistics into ``mean``/``rstd``
+    (M,) when both are given."""
+    t = x.dtype.type
+    empty = np.empty(0, x.dtype)
+    stats = mean is not None and rstd is not None
+    _kernel("layer_norm_rows")(x, empty if w is None else w, empty if b is None else b, t(eps),
+                               t(x.shape[1]), t(1), out, mean if stats else empty,
+                               rstd if stats else empty, w is not None, b is not None, stats)
+
+
+def layer_norm_backward_rows(g: np.ndarray, x: np.ndarray, w: np.ndarray | None,
+                             mean: np.ndarray, rstd: np.ndarray, gx: np.ndarray,
+                             gw: np.ndarray | None, gb: np.ndarray | None) -> None:
+    """The gradients of :func:`layer_norm_rows` for the (M, N) ``g`` (M, N >= 1): ``gx``, and the
+    column sums ``gw`` = sum(g * xhat), ``gb`` = sum(g) when given; all C-contiguous, one dtype."""
+    empty = np.empty(0, x.dtype)
+    _kernel("layer_norm_backward_rows")(g, x, empty if w is None else w, mean, rstd,
+                                        x.dtype.type(x.shape[1]), gx,
+                                        empty if gw is None else gw, empty if gb is None else gb,
+                                        w is not None, gw is not None, gb is not None)
+
+
+def softmax_rows32(x: np.ndarray, out: np.ndarray) -> None:
+    """Softmax of the rows of the C-contiguous float32 (M, N) ``x`` (N >= 1) into ``out``."""
+    _kernel("softmax_rows32")(x, out)
+
+
+def softmax_backward_rows(g: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
+    """``out = y * (g - sum(g * y))`` per row of the C-contiguous (M, N) arrays (N >= 1), one
+    float dtype."""
+    _kernel("softmax_backward_rows")(g, y, out)
