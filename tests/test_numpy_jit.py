@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 
 import portagrad as pg
-from portagrad.backends.interface import View
 from portagrad.backends.numpy import jit
 from portagrad.backends.numpy.backend import _add_rows
 from portagrad.backends.numpy.special import erf
@@ -84,13 +83,10 @@ def _gelu_ref64(x: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return xd * cdf, g.astype(np.float64) * (cdf + xd * pdf)
 
 
-def _views(*arrays: np.ndarray) -> list[View]:
-    return [pg.tensor(a)._v for a in arrays]
-
-
-def _nd(v: View) -> np.ndarray:
-    from portagrad.backends.numpy.arrays import nd
-    return nd(v)
+def _tensors(*arrays: np.ndarray) -> list[pg.Tensor]:
+    """Tensors over copies of ``arrays`` (kept alive by the caller while their views are used:
+    a dropped tensor's memory may be handed out again)."""
+    return [pg.tensor(a) for a in arrays]
 
 
 def test_gelu_backend_methods(mode: str) -> None:
@@ -99,21 +95,21 @@ def test_gelu_backend_methods(mode: str) -> None:
                         [0.0, -0.0, 1e-40, -1e-40, 5.0, -5.0, 13.3, -13.3, 14.0, -14.0, 40.0,
                          -40.0, 1e30, -1e30]]).astype(np.float32)
     g = rng.standard_normal(x.size).astype(np.float32)
-    be = pg.tensor(x)._storage.backend
-    xv, gv, ov, bv = _views(x, g, np.empty_like(x), np.empty_like(x))
-    be.gelu(xv, ov)
-    be.gelu_backward(gv, xv, bv)
-    y, gx = _nd(ov), _nd(bv)
+    xt, gt, ot, bt = _tensors(x, g, np.empty_like(x), np.empty_like(x))
+    be = xt._storage.backend
+    be.gelu(xt._v, ot._v)
+    be.gelu_backward(gt._v, xt._v, bt._v)
+    y, gx = ot.numpy(), bt.numpy()
     y64, gx64 = _gelu_ref64(x, g)
     np.testing.assert_allclose(y, y64, rtol=2e-6, atol=2e-7)
     np.testing.assert_allclose(gx, gx64, rtol=2e-6, atol=2e-7 * float(np.abs(g).max()))
     # infinities and NaN as the composition gives them
     s = np.array([np.inf, -np.inf, np.nan], np.float32)
-    sv, so, sb = _views(s, np.empty_like(s), np.empty_like(s))
-    be.gelu(sv, so)
-    be.gelu_backward(_views(np.ones(3, np.float32))[0], sv, sb)
-    assert _nd(so)[0] == np.inf and np.isnan(_nd(so)[1:]).all()  # -inf * 0 is NaN, as torch
-    assert np.isnan(_nd(sb)).all()  # inf * 0 in the slope, as the composition
+    st, so, sb, ones = _tensors(s, np.empty_like(s), np.empty_like(s), np.ones(3, np.float32))
+    be.gelu(st._v, so._v)
+    be.gelu_backward(ones._v, st._v, sb._v)
+    assert so.numpy()[0] == np.inf and np.isnan(so.numpy()[1:]).all()  # -inf * 0 is NaN
+    assert np.isnan(sb.numpy()).all()  # inf * 0 in the slope, as the composition
 
 
 def test_gelu_fallback_is_the_core_composition(monkeypatch: pytest.MonkeyPatch) -> None:
