@@ -52,7 +52,8 @@ __all__ = [
     "softmax", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
     "max_pool2d_grad_input", "forget_allocators", "open_epoch", "close_epoch", "owned", "moved", "disown",
     "softmax_backward", "layer_norm", "layer_norm_backward", "batch_norm", "batch_norm_backward",
-    "cross_entropy", "cross_entropy_backward", "attention", "attention_backward", "eigh", "svd", "eig",
+    "cross_entropy", "cross_entropy_backward", "gelu", "gelu_backward", "attention",
+    "attention_backward", "eigh", "svd", "eig",
     "fft_c2c", "fft_r2c", "fft_c2r",
 ]
 
@@ -760,6 +761,18 @@ def batch_norm_backward(g: Tensor, x: Tensor, weight: Tensor | None, mean: Tenso
     """The backend's gradients of :func:`batch_norm`, into the outputs that are not ``None``."""
     x._storage.backend.batch_norm_backward(g._v, x._v, _ov(weight), mean._v, rstd._v, _ov(grad_x),
                                            _ov(grad_weight), _ov(grad_bias))
+
+
+def gelu(x: Tensor, out: Tensor) -> Tensor:
+    """The backend's exact GELU of the contiguous float32 ``x`` into ``out``."""
+    x._storage.backend.gelu(x._v, out._v)
+    return out
+
+
+def gelu_backward(g: Tensor, x: Tensor, out: Tensor) -> Tensor:
+    """The backend's gradient of :func:`gelu` for the incoming ``g`` into ``out``."""
+    x._storage.backend.gelu_backward(g._v, x._v, out._v)
+    return out
 
 
 def cross_entropy(x: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,

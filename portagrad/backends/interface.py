@@ -822,6 +822,18 @@ class Backend:
     #     saved ``lse`` and the per-row factor ``coef`` (N,) (the core folds the incoming
     #     gradient, the row weight and the ``mean`` divisor into it)."""
     #
+    # GELU, exact (``approximate="none"``), used by ``gelu`` of float32 tensors only in the pair,
+    # the backward while nothing records (the core composes otherwise, and for other dtypes).
+    # Every view is contiguous, all of one shape and float32. The values are those of the core's
+    # composition (``erf`` the backend's own, as its ``unary("erf")``), in its order of
+    # operations; a backend may round differently within an ulp of each step.
+    #
+    # def gelu(self, x, out) -> None:
+    #     """``out = (x * 0.5) * (erf(x * (1/sqrt(2))) + 1)``."""
+    # def gelu_backward(self, g, x, out) -> None:
+    #     """``out = g * ((erf(x * (1/sqrt(2))) + 1) * 0.5 + x * (exp(x * x * -0.5) *
+    #     (1/sqrt(2 pi))))``."""
+    #
     # Fused scaled dot-product attention (used by ``scaled_dot_product_attention`` only in the
     # pair, without dropout, for q/k/v of ONE dtype among float32, float64, float16, bfloat16;
     # the core composes otherwise). ``q`` is (*B, L, D), ``k`` (*B, S, D), ``v`` (*B, S, Dv),
@@ -903,6 +915,7 @@ OPTIONAL_METHODS = ("allocate_array", "host_array", "wrap_host", "pin_memory", "
                     "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
                     "max_pool2d_grad_input",
                     "softmax_backward", "layer_norm", "layer_norm_backward", "batch_norm", "batch_norm_backward", "cross_entropy", "cross_entropy_backward",  # noqa: E501
+                    "gelu", "gelu_backward",
                     "attention", "attention_backward", "fused_attention", "discard",
                     "begin_trace", "end_trace",
                     "record_event", "event_wait", "event_query", "event_elapsed_ms")

@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from ... import _dtype
+from ... import _dtype, _raw
 from ..._tensor import Tensor
 from ...autograd.function import Function
-from ...autograd.grad_mode import _no_grad
+from ...autograd.grad_mode import _no_grad, is_grad_enabled
 from .._common import call
 from ..elementwise import erf, exp, gelu_erf, sigmoid, tanh
 from ..indexing import where
@@ -148,8 +148,35 @@ class _Smooth(Function):
         return g * cls._slope(x, ctx.arg), None
 
 
+def _gelu_prims(x: Tensor, approximate: Any) -> bool:
+    """Whether exact GELU of ``x`` runs as the backend's ``gelu``/``gelu_backward``: float32
+    and contiguous, on a backend that has both."""
+    return (approximate == "none" and x._v.dtype is _dtype.float32 and x._v.is_contiguous()
+            and _raw.has_prims(x, "gelu", "gelu_backward"))
+
+
 class _Gelu(_Smooth):
+    """GELU; exact GELU of a contiguous float32 tensor is one backend call each way where the
+    backend has ``gelu``/``gelu_backward`` (the backward composed under ``create_graph``)."""
+
     _backward_name = "GeluBackward0"
+
+    @classmethod
+    def forward(cls, ctx: Any, x: Tensor, arg: Any) -> Tensor:
+        if not _gelu_prims(x, arg):
+            return super().forward(ctx, x, arg)
+        ctx.arg = arg
+        ctx.save_for_backward(x)
+        return _raw.gelu(x, _raw.new_like(x))
+
+    @classmethod
+    def backward(cls, ctx: Any, g: Tensor) -> Any:
+        (x,) = ctx.saved_tensors
+        if (is_grad_enabled() or not _gelu_prims(x, ctx.arg) or g._v.dtype is not _dtype.float32
+                or tuple(g._v.shape) != tuple(x._v.shape)):
+            return super().backward(ctx, g)
+        g = _raw.contiguous(g)
+        return _raw.gelu_backward(g, x, _raw.new_like(x)), None
 
     @staticmethod
     def _value(x: Tensor, arg: Any) -> Tensor:

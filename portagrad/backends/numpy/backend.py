@@ -23,8 +23,9 @@ from .. import _host_ops
 from ..interface import (ARG_REDUCE_OPS, RANDOM_KINDS, REDUCE_OPS, Backend, DeviceProperties, View,
                          unknown_op)
 from ..ufuncs import BINARY_UFUNCS, f16_scalar_is_float32, fit_scalar, is_scalar
-from . import host_malloc, special
+from . import host_malloc, jit, special
 from .arrays import BFLOAT16, BFLOAT16_NP, SCRATCH_POOL, is_bf16, nd, scratch, via_f32, widen
+from .activations import ActivationsMixin
 from .attention import AttentionMixin
 from .conv import ConvMixin
 from .norms import NormsMixin
@@ -188,7 +189,7 @@ def _bf16_few_rows(a: View, b: View, out: View) -> bool:
     return True
 
 
-class NumpyBackend(NormsMixin, ConvMixin, AttentionMixin, Backend):
+class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Backend):
     """The ``cpu`` device: buffers are numpy arrays (1-D ``uint8`` from ``allocate``, an op's
     result of its own shape and dtype from ``allocate_array``); primitives call numpy (seven of
     them through :mod:`portagrad.backends._host_ops`, writing into the arrays over the buffers)."""
@@ -435,7 +436,10 @@ class NumpyBackend(NormsMixin, ConvMixin, AttentionMixin, Backend):
         _host_ops.gather(nd(x), axis, nd(index), out=nd(out))
 
     def scatter(self, out: View, axis: int, index: View, src: View, reduce: str | None) -> None:
-        _host_ops.scatter(nd(out), axis, nd(index), nd(src), reduce)
+        o, idx, s = nd(out), nd(index), nd(src)
+        if reduce == "add" and _add_rows(o, axis, idx, s):
+            return
+        _host_ops.scatter(o, axis, idx, s, reduce)
 
     def sort(self, x: View, axis: int, descending: bool, values: View, indices: View) -> None:
         _host_ops.sort(nd(x), axis, descending, out=(nd(values), nd(indices)))
@@ -462,7 +466,29 @@ class NumpyBackend(NormsMixin, ConvMixin, AttentionMixin, Backend):
         if kind not in RANDOM_KINDS:
             raise unknown_op("random", kind, self.device_type)
         o = nd(out)
+        if kind == "uniform" and o.dtype == np.float32 and o.flags.c_contiguous \
+                and jit.available():  # dropout's masks: the same words in one compiled pass
+            jit.philox_uniform32(o.reshape(-1), seed, offset, a, b)
+            return
         _host_ops.random(kind, o.size, o.dtype, seed, offset, a, b, out=o)
+
+
+def _add_rows(o: np.ndarray, axis: int, idx: np.ndarray, s: np.ndarray) -> bool:
+    """``o[idx[i, 0]] += s[i]`` row by row when the index picks whole rows (2-D, ``axis`` 0, the
+    index repeated along the row: ``index_select``'s and embedding's gradient), floating ``o``;
+    False for every other form. Each element receives its terms in the order of the rows, as
+    the element-wise ``np.add.at`` adds them, so the sums are the same: only the per-element
+    indexing goes (numba's loop, or ``np.add.at`` with the 1-D row index)."""
+    if (axis != 0 or o.ndim != 2 or idx.ndim != 2 or idx.strides[1] != 0
+            or s.shape != idx.shape or s.dtype != o.dtype or o.dtype.kind != "f"
+            or o.shape[1] != s.shape[1]):
+        return False
+    rows = idx[:, 0]
+    if jit.available() and o.dtype in (np.float32, np.float64) and o.flags.c_contiguous:
+        jit.index_add_rows(o, np.ascontiguousarray(rows, np.int64), np.ascontiguousarray(s))
+    else:
+        np.add.at(o, rows, s)
+    return True
 
 
 # Outputs from this many elements on: a broadcast operand repeated along inner axes is worth a

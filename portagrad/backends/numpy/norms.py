@@ -16,6 +16,7 @@ import numpy as np
 
 from ... import _dtype
 from ..interface import View
+from . import jit
 from .arrays import BFLOAT16, nd
 
 __all__ = ["NormsMixin"]
@@ -68,6 +69,10 @@ class NormsMixin:
             _put(out, _softmax(xa, axis, log))
             return
         o = nd(out)  # computed in place: four passes over the data
+        if not log and axis == xa.ndim - 1 and _jit_rows(xa, o) and xa.dtype == np.float32:
+            # with numba: one pass per row (in the cache)
+            jit.softmax_rows32(xa.reshape(-1, xa.shape[-1]), o.reshape(-1, xa.shape[-1]))
+            return
         # a row holding NaN or +inf, or only -inf, gives NaN through inf - inf, as in PyTorch
         np.subtract(xa, np.max(xa, axis, keepdims=True), out=o)
         if log:
@@ -95,6 +100,9 @@ class NormsMixin:
             np.exp(ya, out=o)
             np.multiply(o, np.sum(ga, axis, keepdims=True), out=o)
             np.subtract(ga, o, out=o)
+        elif axis == ya.ndim - 1 and _jit_rows(ya, o, ga):
+            n = ya.shape[-1]
+            jit.softmax_backward_rows(ga.reshape(-1, n), ya.reshape(-1, n), o.reshape(-1, n))
         else:
             np.multiply(ga, ya, out=o)
             np.subtract(ga, np.sum(o, axis, keepdims=True), out=o)
@@ -336,17 +344,32 @@ def _batch_norm_backward_in_place(ga: np.ndarray, xa: np.ndarray, wa: np.ndarray
     _put(grad_bias, sg)
 
 
+def _nd_or_none(v: View | None) -> np.ndarray | None:
+    return None if v is None else nd(v)
+
+
+def _jit_rows(xa: np.ndarray, *others: np.ndarray | None) -> bool:
+    """Whether layer norm's numba kernels take ``xa`` and the other operands (``None``: absent):
+    numba there, every array C-contiguous and of ``xa``'s dtype."""
+    return jit.available() and all(
+        a is None or (a.dtype == xa.dtype and a.flags.c_contiguous) for a in (xa,) + others)
+
+
 def _layer_norm_in_place(xa: np.ndarray, o: np.ndarray, weight: View | None, bias: View | None,
                          eps: float, mean: View | None, rstd: View | None) -> None:
     """:meth:`NormsMixin.layer_norm` for float32/float64: the centred rows built in ``out`` and
-    scaled there (no full-size temporary)."""
+    scaled there (no full-size temporary); with numba one pass per row (``jit.layer_norm_rows``)."""
+    wa, ba = _a(weight), _a(bias)
+    ma, ra = _nd_or_none(mean), _nd_or_none(rstd)  # written: their own arrays, never a copy
+    if _jit_rows(xa, o, wa, ba, ma, ra):
+        jit.layer_norm_rows(xa, wa, ba, eps, o, ma, ra)
+        return
     N = xa.shape[1]
     mu = np.vecdot(xa, np.ones(N, xa.dtype)) / xa.dtype.type(N)
     np.subtract(xa, mu[:, None], out=o)
     var = np.vecdot(o, o) / xa.dtype.type(N)
     r = 1 / np.sqrt(var + np.asarray(eps, xa.dtype))
     np.multiply(o, r[:, None], out=o)
-    wa, ba = _a(weight), _a(bias)
     if wa is not None:
         np.multiply(o, wa, out=o)
     if ba is not None:
@@ -360,7 +383,11 @@ def _layer_norm_backward_in_place(ga: np.ndarray, xa: np.ndarray, wa: np.ndarray
                                   grad_weight: View | None, grad_bias: View | None) -> None:
     """:meth:`NormsMixin.layer_norm_backward` for float32/float64 with ``grad_x``, computed in
     ``grad_x``'s memory: ``grad_x = r * (gw - mean(gw) - xhat * mean(gw * xhat))`` with
-    ``gw = g * weight``."""
+    ``gw = g * weight``; with numba one pass per row (``jit.layer_norm_backward_rows``)."""
+    gwa, gba = _nd_or_none(grad_weight), _nd_or_none(grad_bias)
+    if _jit_rows(xa, o, ga, wa, mu, r, gwa, gba):
+        jit.layer_norm_backward_rows(ga, xa, wa, mu, r, o, gwa, gba)
+        return
     N = xa.shape[1]
     n = xa.dtype.type(N)
     np.subtract(xa, mu[:, None], out=o)

@@ -1,0 +1,286 @@
+"""The numba kernels behind :mod:`.jit` (this module imports numba: :mod:`.jit` imports it only
+when numba is installed). Module-level functions, so that numba's on-disk cache finds them again
+in the next process (a closure's free variables would make a new cache entry every time)."""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numba
+import numpy as np
+
+from ..erf32 import END as _END
+from ..erf32 import coefficients
+
+__all__ = ["erf32", "gelu32", "gelu32_backward", "index_add_rows", "philox_uniform32",
+           "layer_norm_rows", "layer_norm_backward_rows", "softmax_rows32",
+           "softmax_backward_rows"]
+
+_F = np.float32
+
+
+def _jit(**options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def deco(f: Callable[..., Any]) -> Callable[..., Any]:
+        try:
+            return numba.njit(cache=True, boundscheck=False, error_model="numpy", **options)(f)
+        except RuntimeError:  # no writable cache location (a read-only install): compile each run
+            return numba.njit(cache=False, boundscheck=False, error_model="numpy", **options)(f)
+    return deco
+
+# the constants, frozen into the kernels when numba compiles them (float32 throughout)
+small, large = coefficients()
+s0, s1, s2, s3, s4, s5, s6 = (_F(c) for c in small)
+l0, l1, l2, l3, l4, l5, l6, l7, l8 = (_F(c) for c in large)
+one, two, half_ = _F(1), _F(2), _F(0.5)
+lo, mid, half = _F(1 / _END), _F((1 + 1 / _END) / 2), _F((1 - 1 / _END) / 2)
+end2 = _F(_END * _END)
+# exp: x = n ln2 + r, |r| <= ln2 / 2, ln2 split in two so that n * ln2_hi is exact (Cephes'
+# expf constants); 1.5 * 2^23 rounds to the nearest integer by addition
+log2e, ln2_hi, ln2_lo = _F(1.44269504088896341), _F(0.693359375), _F(-2.12194440e-4)
+magic = _F(12582912.0)
+e0, e1, e2, e3, e4, e5 = (_F(1.9875691500e-4), _F(1.3981999507e-3), _F(8.3334519073e-3),
+                          _F(4.1665795894e-2), _F(1.6666665459e-1), _F(5.0000001201e-1))
+floor_ = _F(-110.0)  # exp is 0 in float32 below about -103.97
+c_sqrt1_2 = _F(1.0 / math.sqrt(2.0))
+c_pdf = _F(1.0 / math.sqrt(2.0 * math.pi))
+c_mhalf = _F(-0.5)
+
+
+@numba.njit(inline="always", error_model="numpy")
+def exp_neg(z: Any) -> Any:
+    # exp(z) for float32 z <= 0 (or NaN): -inf gives 0, subnormal results are rounded once
+    # (the power of two applied in two halves, each a normal float32)
+    z = floor_ if z < floor_ else z  # NaN stays NaN
+    n = (z * log2e + magic) - magic
+    r = z - n * ln2_hi
+    r = r - n * ln2_lo
+    p = e0 * r + e1
+    p = p * r + e2
+    p = p * r + e3
+    p = p * r + e4
+    p = p * r + e5
+    p = p * (r * r) + r + one
+    ni = np.int32(n) if n == n else np.int32(0)
+    n1 = ni >> 1
+    n2 = ni - n1
+    return (p * np.int32((n1 + 127) << 23).view(np.float32)) \
+        * np.int32((n2 + 127) << 23).view(np.float32)
+
+
+@numba.njit(inline="always", error_model="numpy")
+def erf_one(x: Any) -> Any:
+    # the two branches of backends/erf32.py, both computed (a select keeps the loop
+    # vectorisable); NaN takes the short one and propagates
+    a = abs(x)
+    t = one / a
+    t = lo if t < lo else t
+    t = one if t > one else t
+    v = (t - mid) / half
+    g = l8 * v + l7
+    g = g * v + l6
+    g = g * v + l5
+    g = g * v + l4
+    g = g * v + l3
+    g = g * v + l2
+    g = g * v + l1
+    g = g * v + l0
+    g = g * t
+    z = a * a
+    z = end2 if z > end2 else z
+    g = g * exp_neg(-z)
+    big = one - g
+    u = a * a
+    u = u * two
+    u = u - one
+    s = s6 * u + s5
+    s = s * u + s4
+    s = s * u + s3
+    s = s * u + s2
+    s = s * u + s1
+    s = s * u + s0
+    s = s * a
+    return math.copysign(big if a >= one else s, x)
+
+
+@_jit()
+def erf32(x: Any, out: Any) -> None:
+    for i in range(x.size):
+        out[i] = erf_one(x[i])
+
+
+@_jit()
+def gelu32(x: Any, out: Any) -> None:
+    # (x * 0.5) * (erf(x * (1/sqrt 2)) + 1), the core's order
+    for i in range(x.size):
+        xi = x[i]
+        out[i] = (xi * half_) * (erf_one(xi * c_sqrt1_2) + one)
+
+
+@_jit()
+def gelu32_backward(g: Any, x: Any, out: Any) -> None:
+    # g * ((erf(x / sqrt 2) + 1) * 0.5 + x * (exp(x * x * -0.5) * pdf)), the core's order
+    for i in range(x.size):
+        xi = x[i]
+        cdf = (erf_one(xi * c_sqrt1_2) + one) * half_
+        out[i] = g[i] * (cdf + xi * (exp_neg((xi * xi) * c_mhalf) * c_pdf))
+
+
+@_jit()
+def index_add_rows(out: Any, index: Any, src: Any) -> None:
+    for i in range(index.size):
+        row = out[index[i]]
+        s = src[i]
+        for j in range(s.size):
+            row[j] += s[j]
+
+u64 = np.uint64
+m0, m1, mask32, s32, s8 = u64(0xD2511F53), u64(0xCD9E8D57), u64(0xFFFFFFFF), u64(32), u64(8)
+w0, w1, c62, three, two_u = u64(0x9E3779B9), u64(0xBB67AE85), u64((1 << 62) - 1), u64(3), u64(2)
+scale24 = _F(2.0 ** -24)
+
+
+@_jit()
+def philox_uniform32(out: Any, seed: Any, offset: Any, lo: Any, span: Any) -> None:
+    # backends/philox.py's uniform for float32, one Philox4x32-10 block per four slots: slot
+    # g = offset + e (mod 2**64) is word g & 3 of the block of counter (g >> 2) mod 2**62
+    n = out.size
+    skip = offset & three
+    first = offset >> two_u
+    blocks = (skip + u64(n) + three) >> two_u
+    ka, kb = seed & mask32, seed >> s32
+    for b in range(blocks):
+        ctr = (first + u64(b)) & c62
+        c0, c1, c2, c3 = ctr & mask32, ctr >> s32, u64(0), u64(0)
+        k0, k1 = ka, kb
+        for r in range(10):
+            if r:
+                k0 = (k0 + w0) & mask32
+                k1 = (k1 + w1) & mask32
+            p0 = c0 * m0
+            p1 = c2 * m1
+            c0, c1, c2, c3 = (p1 >> s32) ^ c1 ^ k0, p1 & mask32, (p0 >> s32) ^ c3 ^ k1, \
+                p0 & mask32
+        e = 4 * b - np.int64(skip)
+        for j in range(4):
+            if 0 <= e + j < n:
+                w = c0 if j == 0 else (c1 if j == 1 else (c2 if j == 2 else c3))
+                out[e + j] = lo + (np.float32(w >> s8) * scale24) * span
+
+# Row sums of layer norm: the only functions allowed to reassociate (so that they vectorise);
+# NaN and infinities keep their IEEE meaning (no nnan/ninf)
+
+
+@_jit(fastmath={"reassoc"})
+def rsum(a: Any) -> Any:  # a.size >= 1
+    s = a[0]
+    for j in range(1, a.size):
+        s += a[j]
+    return s
+
+
+@_jit(fastmath={"reassoc"})
+def rdot(a: Any, b: Any) -> Any:
+    s = a[0] * b[0]
+    for j in range(1, a.size):
+        s += a[j] * b[j]
+    return s
+
+
+@_jit(fastmath={"reassoc"})
+def rdot3(a: Any, b: Any, c: Any) -> Any:
+    s = (a[0] * b[0]) * c[0]
+    for j in range(1, a.size):
+        s += (a[j] * b[j]) * c[j]
+    return s
+
+
+@_jit()
+def layer_norm_rows(x: Any, w: Any, b: Any, eps: Any, n: Any, one: Any, out: Any, mean: Any,
+                    rstd: Any, has_w: bool, has_b: bool, stats: bool) -> None:
+    # out = (x - mean) * rstd * w + b per row, the numpy path's order (mean and variance as
+    # sums divided by n = N); eps, n and one in x's dtype
+    M, N = x.shape
+    for i in range(M):
+        xi = x[i]
+        oi = out[i]
+        mu = rsum(xi) / n
+        for j in range(N):
+            oi[j] = xi[j] - mu
+        r = one / np.sqrt(rdot(oi, oi) / n + eps)
+        for j in range(N):
+            v = oi[j] * r
+            if has_w:
+                v = v * w[j]
+            if has_b:
+                v = v + b[j]
+            oi[j] = v
+        if stats:
+            mean[i] = mu
+            rstd[i] = r
+
+
+@_jit()
+def layer_norm_backward_rows(g: Any, x: Any, w: Any, mean: Any, rstd: Any, n: Any, gx: Any,
+                             gw: Any, gb: Any, has_w: bool, want_gw: bool,
+                             want_gb: bool) -> None:
+    # gx = r * (gw - mean(gw) - xhat * mean(gw * xhat)), gw = g * w, as
+    # (xhat * -c2 + gw - c1) * r (the numpy path's order); gw/gb: column sums over the rows
+    # in row order; n = N in x's dtype
+    M, N = x.shape
+    if want_gw:
+        gw[:] = 0
+    if want_gb:
+        gb[:] = 0
+    for i in range(M):
+        xi, gi, oi = x[i], g[i], gx[i]
+        mu, r = mean[i], rstd[i]
+        for j in range(N):
+            oi[j] = (xi[j] - mu) * r  # xhat
+        if want_gw:
+            for j in range(N):
+                gw[j] += gi[j] * oi[j]
+        if want_gb:
+            for j in range(N):
+                gb[j] += gi[j]
+        if has_w:
+            c1 = rdot(gi, w) / n
+            c2 = rdot3(gi, w, oi) / n
+            for j in range(N):
+                oi[j] = ((oi[j] * -c2 + gi[j] * w[j]) - c1) * r
+        else:
+            c1 = rsum(gi) / n
+            c2 = rdot(gi, oi) / n
+            for j in range(N):
+                oi[j] = ((oi[j] * -c2 + gi[j]) - c1) * r
+
+
+@_jit()
+def softmax_rows32(x: Any, out: Any) -> None:
+    # softmax of each row of x (M, N): exp(x - max) / sum, the numpy path's operations. The
+    # maximum skips NaN (a comparison with NaN is false), but a row holding NaN, +inf or
+    # only -inf still gives NaN everywhere, as in PyTorch: through the sum, or inf - inf
+    M, N = x.shape
+    for i in range(M):
+        xi, oi = x[i], out[i]
+        mi = xi[0]
+        for j in range(1, N):
+            v = xi[j]
+            mi = v if v > mi else mi
+        for j in range(N):
+            oi[j] = exp_neg(xi[j] - mi)
+        t = rsum(oi)
+        for j in range(N):
+            oi[j] = oi[j] / t
+
+
+@_jit()
+def softmax_backward_rows(g: Any, y: Any, out: Any) -> None:
+    # y * (g - sum(g * y)) per row
+    M, N = y.shape
+    for i in range(M):
+        gi, yi, oi = g[i], y[i], out[i]
+        t = rdot(gi, yi)
+        for j in range(N):
+            oi[j] = (gi[j] - t) * yi[j]
+

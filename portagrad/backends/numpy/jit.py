@@ -1,0 +1,136 @@
+"""numba kernels of the numpy backend, for work numpy would do in many passes (optional).
+
+With numba installed (the ``fast`` extra) and ``PORTAGRAD_NUMBA`` not ``0``, these single-threaded
+loops replace whole-array numpy compositions on the cpu device:
+
+- :func:`erf32`: the float32 error function of ``backends/erf32.py`` (the same polynomials, in the
+  same order) in one pass. Both branches are computed and one is kept per element, so that the
+  loop vectorises; the exponential is ``exp_neg`` of :mod:`._jit_kernels` (Cody-Waite reduction,
+  a degree-5 polynomial, the power of two built from its bits), within an ulp of numpy's ``exp``
+  (which LLVM cannot vectorise without a vector maths library), so the results may differ from
+  the numpy path's in the last bit (both are pinned against ``math.erf`` by the tests).
+- :func:`gelu32` / :func:`gelu32_backward`: exact GELU and its gradient, the operations of the
+  core's composition in its order, in one pass each.
+- :func:`layer_norm_rows` / :func:`layer_norm_backward_rows`, :func:`softmax_rows32` /
+  :func:`softmax_backward_rows`: one pass per row (in the cache) instead of four to six numpy
+  passes over the whole array; the row sums may be reassociated (vectorised), so the last bits
+  differ from numpy's sums.
+- :func:`philox_uniform32`: float32 uniform numbers of the Philox stream, bit for bit
+  ``backends/philox.py``'s (dropout's masks).
+- :func:`index_add_rows`: ``out[index[i]] += src[i]`` row by row, in the order of ``index`` (as
+  ``np.add.at``, so the sums are the same), for embedding gradients.
+
+Without numba each caller keeps its numpy composition: :func:`available` says which.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = ["available", "erf32", "gelu32", "gelu32_backward", "index_add_rows",
+           "layer_norm_backward_rows", "layer_norm_rows", "philox_uniform32",
+           "softmax_backward_rows", "softmax_rows32"]
+
+_STATE: list[Any] = []  # [kernels or None] once looked up
+
+_F = np.float32
+
+
+def _build() -> dict[str, Callable[..., Any]]:
+    """The kernels as numba functions (numba imported here, so that this module imports without
+    it; numba compiles them on their first call, then reads its on-disk cache)."""
+    from . import _jit_kernels as k  # imports numba: ImportError without it
+
+    return {name: getattr(k, name) for name in k.__all__}
+
+
+def _kernels() -> dict[str, Callable[..., Any]] | None:
+    if not _STATE:
+        k = None
+        if os.environ.get("PORTAGRAD_NUMBA", "1") != "0":
+            try:
+                k = _build()  # numba imported here; compiling waits for the first call
+            except ImportError:  # not installed, or a numba that refuses this numpy
+                k = None
+        _STATE.append(k)
+    return _STATE[0]
+
+
+def available() -> bool:
+    """Whether the kernels can run: numba importable and ``PORTAGRAD_NUMBA`` not ``0`` (looked
+    up once, on first use)."""
+    return _kernels() is not None
+
+
+def _kernel(name: str) -> Callable[..., Any]:
+    k = _kernels()
+    if k is None:
+        raise RuntimeError("the numba kernels are not available (see jit.available())")
+    return k[name]
+
+
+def erf32(x: np.ndarray, out: np.ndarray) -> None:
+    """``out = erf(x)``, both 1-D contiguous float32 arrays of one size."""
+    _kernel("erf32")(x, out)
+
+
+def gelu32(x: np.ndarray, out: np.ndarray) -> None:
+    """``out = x * Phi(x)`` (exact GELU), both 1-D contiguous float32 arrays of one size."""
+    _kernel("gelu32")(x, out)
+
+
+def gelu32_backward(g: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
+    """``out = g * gelu'(x)``, all 1-D contiguous float32 arrays of one size."""
+    _kernel("gelu32_backward")(g, x, out)
+
+
+def index_add_rows(out: np.ndarray, index: np.ndarray, src: np.ndarray) -> None:
+    """``out[index[i]] += src[i]`` for each ``i`` in order: ``out`` (R, C) and ``src`` (N, C) of
+    one floating dtype, ``index`` (N,) integers in ``[0, R)``."""
+    _kernel("index_add_rows")(out, index, src)
+
+
+def philox_uniform32(out: np.ndarray, seed: int, offset: int, low: float, high: float) -> None:
+    """``out`` (1-D contiguous float32) = the stream's uniform numbers in ``[low, high)`` from slot
+    ``offset`` on, bit for bit ``backends/philox.py``'s ``uniform`` (one slot an element)."""
+    _kernel("philox_uniform32")(out, np.uint64(seed & 0xFFFFFFFFFFFFFFFF),
+                                np.uint64(offset & 0xFFFFFFFFFFFFFFFF), _F(low), _F(high - low))
+
+
+def layer_norm_rows(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: float,
+                    out: np.ndarray, mean: np.ndarray | None, rstd: np.ndarray | None) -> None:
+    """Layer norm of the rows of the C-contiguous (M, N) ``x`` (N >= 1) into ``out``, float32 or
+    float64 throughout; ``w``/``b`` (N,) or ``None``; the row statistics into ``mean``/``rstd``
+    (M,) when both are given."""
+    t = x.dtype.type
+    empty = np.empty(0, x.dtype)
+    stats = mean is not None and rstd is not None
+    _kernel("layer_norm_rows")(x, empty if w is None else w, empty if b is None else b, t(eps),
+                               t(x.shape[1]), t(1), out, mean if stats else empty,
+                               rstd if stats else empty, w is not None, b is not None, stats)
+
+
+def layer_norm_backward_rows(g: np.ndarray, x: np.ndarray, w: np.ndarray | None,
+                             mean: np.ndarray, rstd: np.ndarray, gx: np.ndarray,
+                             gw: np.ndarray | None, gb: np.ndarray | None) -> None:
+    """The gradients of :func:`layer_norm_rows` for the (M, N) ``g`` (M, N >= 1): ``gx``, and the
+    column sums ``gw`` = sum(g * xhat), ``gb`` = sum(g) when given; all C-contiguous, one dtype."""
+    empty = np.empty(0, x.dtype)
+    _kernel("layer_norm_backward_rows")(g, x, empty if w is None else w, mean, rstd,
+                                        x.dtype.type(x.shape[1]), gx,
+                                        empty if gw is None else gw, empty if gb is None else gb,
+                                        w is not None, gw is not None, gb is not None)
+
+
+def softmax_rows32(x: np.ndarray, out: np.ndarray) -> None:
+    """Softmax of the rows of the C-contiguous float32 (M, N) ``x`` (N >= 1) into ``out``."""
+    _kernel("softmax_rows32")(x, out)
+
+
+def softmax_backward_rows(g: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
+    """``out = y * (g - sum(g * y))`` per row of the C-contiguous (M, N) arrays (N >= 1), one
+    float dtype."""
+    _kernel("softmax_backward_rows")(g, y, out)

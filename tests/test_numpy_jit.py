@@ -1,0 +1,343 @@
+"""The numpy backend's numba kernels (``backends/numpy/jit.py``) and the paths that use them:
+float32 ``erf``, exact GELU forward and backward, and the row scatter-add of embedding gradients.
+
+Each path is run both ways, with the numba kernel and with its numpy fallback (the kernels turned
+off in the process, as without numba): float32 erf against ``math.erf`` and the fallback's bits
+(within an ulp: the kernel has its own exponential), GELU's backend methods against the core's
+composition (the fallback bit for bit) and PyTorch's formulas in float64, the scatter-add bit for
+bit against the element-wise ``np.add.at`` it replaces; plus float64 gradchecks of the ops
+whose backward now runs there, and ``PORTAGRAD_NUMBA=0`` / numba missing in a subprocess.
+"""
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+import portagrad as pg
+from portagrad.backends.numpy import jit
+from portagrad.backends.numpy.backend import _add_rows
+from portagrad.backends.numpy.special import erf
+
+_NUMBA = jit.available()
+
+
+@pytest.fixture(params=["numba", "numpy"])
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Each test twice: with the numba kernels, and with them off (the numpy fallbacks)."""
+    if request.param == "numba":
+        if not _NUMBA:
+            pytest.skip("numba not installed (or PORTAGRAD_NUMBA=0)")
+    else:
+        monkeypatch.setattr(jit, "_STATE", [None])
+        assert not jit.available()
+    yield request.param
+
+
+def _erf_grid() -> np.ndarray:
+    rng = np.random.default_rng(0)
+    tiny = float(np.finfo(np.float32).smallest_subnormal)
+    x = np.concatenate([np.linspace(-7, 7, 40001), rng.standard_normal(20000) * 2,
+                        np.geomspace(tiny, 1.0, 4000), np.geomspace(1.0, 1e30, 200)])
+    return np.concatenate([x, -x, [0.0, -0.0, tiny, -tiny, 1.0, -1.0, 4.0, -4.0]]).astype(
+        np.float32)
+
+
+def test_erf32_accuracy_and_specials(mode: str) -> None:
+    x = _erf_grid()
+    out = np.empty_like(x)
+    erf(x, out)
+    ref = np.array([math.erf(v) for v in x.astype(np.float64).tolist()])
+    ulp = np.abs(out.astype(np.float64) - ref) / np.spacing(np.abs(ref).astype(np.float32))
+    assert ulp.max() <= 2.0
+    s = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 6.5, -40.0, 1e-40], np.float32)
+    o = np.empty_like(s)
+    erf(s, o)
+    np.testing.assert_array_equal(o[[0, 1, 3, 4, 5, 6]], np.array([1, -1, 0, 0, 1, -1], np.float32))
+    assert np.isnan(o[2]) and np.signbit(o[4]) and not np.signbit(o[3])
+    assert o[7] == np.float32(float(s[7]) * (2 / math.sqrt(math.pi)))  # not flushed
+
+
+@pytest.mark.skipif(not _NUMBA, reason="numba not installed (or PORTAGRAD_NUMBA=0)")
+def test_erf32_kernel_within_an_ulp_of_the_numpy_evaluation(monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    x = _erf_grid()
+    fast, slow = np.empty_like(x), np.empty_like(x)
+    erf(x, fast)
+    monkeypatch.setattr(jit, "_STATE", [None])
+    erf(x, slow)
+    d = np.abs(fast.view(np.int32).astype(np.int64) - slow.view(np.int32))
+    assert d.max() <= 1
+
+
+def _gelu_ref64(x: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact GELU and ``g * gelu'`` in float64 (PyTorch's formulas)."""
+    xd = x.astype(np.float64)
+    cdf = np.array([0.5 * (1 + math.erf(v / math.sqrt(2))) for v in xd.tolist()])
+    pdf = np.exp(-0.5 * xd * xd) / math.sqrt(2 * math.pi)
+    return xd * cdf, g.astype(np.float64) * (cdf + xd * pdf)
+
+
+def _tensors(*arrays: np.ndarray) -> list[pg.Tensor]:
+    """Tensors over copies of ``arrays`` (kept alive by the caller while their views are used:
+    a dropped tensor's memory may be handed out again)."""
+    return [pg.tensor(a) for a in arrays]
+
+
+def test_gelu_backend_methods(mode: str) -> None:
+    rng = np.random.default_rng(1)
+    x = np.concatenate([rng.standard_normal(70001) * 3,
+                        [0.0, -0.0, 1e-40, -1e-40, 5.0, -5.0, 13.3, -13.3, 14.0, -14.0, 40.0,
+                         -40.0, 1e30, -1e30]]).astype(np.float32)
+    g = rng.standard_normal(x.size).astype(np.float32)
+    xt, gt, ot, bt = _tensors(x, g, np.empty_like(x), np.empty_like(x))
+    be = xt._storage.backend
+    be.gelu(xt._v, ot._v)
+    be.gelu_backward(gt._v, xt._v, bt._v)
+    y, gx = ot.numpy(), bt.numpy()
+    y64, gx64 = _gelu_ref64(x, g)
+    np.testing.assert_allclose(y, y64, rtol=2e-6, atol=2e-7)
+    np.testing.assert_allclose(gx, gx64, rtol=2e-6, atol=2e-7 * float(np.abs(g).max()))
+    # infinities and NaN as the composition gives them
+    s = np.array([np.inf, -np.inf, np.nan], np.float32)
+    st, so, sb, ones = _tensors(s, np.empty_like(s), np.empty_like(s), np.ones(3, np.float32))
+    be.gelu(st._v, so._v)
+    be.gelu_backward(ones._v, st._v, sb._v)
+    assert so.numpy()[0] == np.inf and np.isnan(so.numpy()[1:]).all()  # -inf * 0 is NaN
+    assert np.isnan(sb.numpy()).all()  # inf * 0 in the slope, as the composition
+
+
+def test_gelu_fallback_is_the_core_composition(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without numba the backend's chunked GELU makes the composition's operations in its order:
+    the same bits as the composed node (routed there by hiding the primitives)."""
+    monkeypatch.setattr(jit, "_STATE", [None])
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal((3, 50000)) * 2).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+
+    def run() -> tuple[np.ndarray, np.ndarray]:
+        t = pg.tensor(x, requires_grad=True)
+        pg.nn.functional.gelu(t).backward(pg.tensor(g))
+        return pg.nn.functional.gelu(pg.tensor(x)).numpy(), t.grad.numpy()
+
+    y_fast, g_fast = run()
+    from portagrad._ops.nn import activation
+    monkeypatch.setattr(activation, "_gelu_prims", lambda x, a: False)
+    y_comp, g_comp = run()
+    assert y_fast.tobytes() == y_comp.tobytes()
+    assert g_fast.tobytes() == g_comp.tobytes()
+
+
+def test_gelu_node_float32_routes_and_grads(mode: str) -> None:
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((4, 33, 17)) * 2).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    t = pg.tensor(x, requires_grad=True)
+    y = pg.nn.functional.gelu(t)
+    y.backward(pg.tensor(g))
+    y64, gx64 = _gelu_ref64(x.reshape(-1), g.reshape(-1))
+    np.testing.assert_allclose(y.detach().numpy().reshape(-1), y64, rtol=2e-6, atol=2e-7)
+    np.testing.assert_allclose(t.grad.numpy().reshape(-1), gx64, rtol=2e-6, atol=1e-6)
+    # a non-contiguous incoming gradient, and a non-contiguous input (composed)
+    t.grad = None
+    y = pg.nn.functional.gelu(t)
+    gt = pg.tensor(np.ascontiguousarray(g.transpose(2, 1, 0))).permute(2, 1, 0)
+    y.backward(gt)
+    np.testing.assert_allclose(t.grad.numpy().reshape(-1), gx64, rtol=2e-6, atol=1e-6)
+    tt = pg.tensor(np.ascontiguousarray(x.transpose(0, 2, 1)), requires_grad=True)
+    yt = pg.nn.functional.gelu(tt.transpose(1, 2))
+    np.testing.assert_allclose(yt.detach().numpy().reshape(-1), y64, rtol=2e-6, atol=2e-7)
+
+
+def test_gelu_create_graph_and_float64_gradcheck(mode: str) -> None:
+    """Under ``create_graph`` the float32 node composes its backward (second derivatives
+    exist); float64 (composed) passes gradcheck and gradgradcheck."""
+    x = pg.tensor(np.linspace(-4, 4, 41, dtype=np.float32), requires_grad=True)
+    (gx,) = pg.autograd.grad(pg.nn.functional.gelu(x).sum(), x, create_graph=True)
+    (ggx,) = pg.autograd.grad(gx.sum(), x)
+    xd = np.linspace(-4, 4, 41)
+    pdf = np.exp(-0.5 * xd * xd) / math.sqrt(2 * math.pi)
+    np.testing.assert_allclose(ggx.numpy(), pdf * (2 - xd * xd), rtol=1e-5, atol=1e-6)
+    x64 = pg.tensor(np.random.default_rng(4).standard_normal((3, 5)), requires_grad=True)
+    assert pg.autograd.gradcheck(pg.nn.functional.gelu, (x64,))
+    assert pg.autograd.gradgradcheck(pg.nn.functional.gelu, (x64,))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_add_rows_matches_elementwise_add_at(mode: str, dt: type) -> None:
+    rng = np.random.default_rng(5)
+    idx = rng.integers(0, 7, 300)
+    idx[:20] = 3  # many duplicates
+    src = rng.standard_normal((300, 9)).astype(dt)
+    want = np.zeros((7, 9), dt)
+    ix = np.broadcast_to(idx[:, None], src.shape)
+    grids = list(np.indices(ix.shape, sparse=True))
+    grids[0] = ix
+    np.add.at(want, tuple(grids), src)
+    for index in (ix, np.broadcast_to(idx.astype(np.int32)[:, None], src.shape)):
+        got = np.zeros((7, 9), dt)
+        assert _add_rows(got, 0, index, src)
+        assert got.tobytes() == want.tobytes()
+    # forms it leaves to the general scatter
+    assert not _add_rows(np.zeros((7, 9), dt), 1, ix, src)
+    assert not _add_rows(np.zeros((7, 9), dt), 0, np.ascontiguousarray(ix), src)
+    assert not _add_rows(np.zeros((7, 9), np.int64), 0, ix, src.astype(np.int64))
+
+
+def test_embedding_gradient_and_gradcheck(mode: str) -> None:
+    rng = np.random.default_rng(6)
+    idx = rng.integers(0, 11, (4, 13))
+    w = rng.standard_normal((11, 5)).astype(np.float32)
+    g = rng.standard_normal((4, 13, 5)).astype(np.float32)
+    t = pg.tensor(w, requires_grad=True)
+    pg.nn.functional.embedding(pg.tensor(idx), t).backward(pg.tensor(g))
+    want = np.zeros_like(w)
+    np.add.at(want, idx.reshape(-1), g.reshape(-1, 5))
+    assert t.grad.numpy().tobytes() == want.tobytes()
+    w64 = pg.tensor(rng.standard_normal((11, 3)), requires_grad=True)
+    it = pg.tensor(idx)
+    assert pg.autograd.gradcheck(lambda w: pg.nn.functional.embedding(it, w), (w64,))
+    assert pg.autograd.gradcheck(lambda w: w.index_select(0, it.reshape(-1)), (w64,))
+
+
+def test_kernels_off_by_variable_or_without_numba() -> None:
+    """``PORTAGRAD_NUMBA=0``, or numba failing to import, leaves the numpy paths: the results
+    are still GELU and the embedding gradient."""
+    code = (
+        "import sys, math, numpy as np\n"
+        "if sys.argv[1] == 'hide': sys.modules['numba'] = None  # import numba fails\n"
+        "import portagrad as pg\n"
+        "from portagrad.backends.numpy import jit\n"
+        "x = pg.tensor([-1.0, 0.5, 2.0], requires_grad=True)\n"
+        "pg.nn.functional.gelu(x).sum().backward()\n"
+        "w = pg.ones(3, 2, requires_grad=True)\n"
+        "pg.nn.functional.embedding(pg.tensor([0, 2, 0]), w).sum().backward()\n"
+        "assert not jit.available()\n"
+        "v = [0.5 * (1 + math.erf(a / math.sqrt(2))) for a in (-1.0, 0.5, 2.0)]\n"
+        "assert abs(float(x.grad[2]) - (v[2] + 2 * math.exp(-2) / math.sqrt(2 * math.pi))) < 1e-6\n"
+        "assert w.grad.tolist() == [[2.0, 2.0], [0.0, 0.0], [1.0, 1.0]]\n"
+    )
+    for mode, extra in (("hide", {}), ("variable", {"PORTAGRAD_NUMBA": "0"})):
+        env = dict(os.environ, **extra)
+        subprocess.run([sys.executable, "-c", code, mode], check=True, env=env, timeout=120)
+
+
+@pytest.mark.skipif(not _NUMBA, reason="numba not installed (or PORTAGRAD_NUMBA=0)")
+@pytest.mark.parametrize(("n", "seed", "offset"), [
+    (0, 0, 0), (1, 0, 0), (7, 5, 3), (70001, 2**40 + 17, 2**64 - 5),
+    (5000, 9, (2**62 - 3) * 4 + 1)])  # counters and slots wrapping
+def test_philox_uniform32_is_the_reference(n: int, seed: int, offset: int) -> None:
+    from portagrad.backends import philox
+    ref = philox.uniform(n, seed, offset, -1.5, 2.5, np.float32)
+    out = np.empty(n, np.float32)
+    jit.philox_uniform32(out, seed, offset, -1.5, 2.5)
+    assert out.tobytes() == ref.tobytes()
+
+
+def test_rand_and_dropout_same_either_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """float32 ``rand`` and dropout's masks draw the same numbers with and without numba."""
+    def draw() -> tuple[bytes, bytes]:
+        pg.manual_seed(11)
+        r = pg.rand(3, 1001)
+        d = pg.nn.functional.dropout(pg.ones(5, 77), 0.3, True)
+        return r.numpy().tobytes(), d.numpy().tobytes()
+
+    first = draw()
+    monkeypatch.setattr(jit, "_STATE", [None])
+    assert draw() == first
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_rows_against_float64(mode: str, dt: type, affine: bool) -> None:
+    """Layer norm forward and backward (the backend's rows path) against a float64 reference,
+    with and without weight and bias, rows of odd length, a row of one constant value."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((5, 9, 37)) * 3 + 1).astype(dt)
+    x[1, 2] = 4.0  # a constant row: variance 0, rstd = 1/sqrt(eps)
+    w, b = rng.standard_normal(37).astype(dt), rng.standard_normal(37).astype(dt)
+    g = rng.standard_normal(x.shape).astype(dt)
+    xt, wt, bt = (pg.tensor(a, requires_grad=True) for a in (x, w, b))
+    y = pg.nn.functional.layer_norm(xt, (37,), wt if affine else None, bt if affine else None,
+                                    eps=1e-5)
+    y.backward(pg.tensor(g))
+    xd, gd = x.astype(np.float64), g.astype(np.float64)
+    mu = xd.mean(-1, keepdims=True)
+    r = 1 / np.sqrt(((xd - mu) ** 2).mean(-1, keepdims=True) + 1e-5)
+    xhat = (xd - mu) * r
+    wd = w.astype(np.float64) if affine else np.ones(37)
+    want = xhat * wd + (b.astype(np.float64) if affine else 0)
+    gw = gd * wd
+    gx = r * (gw - gw.mean(-1, keepdims=True) - xhat * (gw * xhat).mean(-1, keepdims=True))
+    tol = dict(rtol=1e-4, atol=1e-4) if dt == np.float32 else dict(rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(y.detach().numpy(), want, **tol)
+    np.testing.assert_allclose(xt.grad.numpy(), gx, **tol)
+    if affine:
+        np.testing.assert_allclose(wt.grad.numpy(), (gd * xhat).sum((0, 1)), **tol)
+        np.testing.assert_allclose(bt.grad.numpy(), gd.sum((0, 1)), **tol)
+    else:
+        assert wt.grad is None and bt.grad is None
+
+
+def test_layer_norm_float64_gradcheck(mode: str) -> None:
+    rng = np.random.default_rng(8)
+    x, w, b = (pg.tensor(a, requires_grad=True) for a in (
+        rng.standard_normal((3, 4, 6)), rng.standard_normal(6), rng.standard_normal(6)))
+    assert pg.autograd.gradcheck(lambda x, w, b: pg.nn.functional.layer_norm(x, (6,), w, b),
+                                 (x, w, b))
+    assert pg.autograd.gradcheck(lambda x: pg.nn.functional.layer_norm(x, (4, 6)), (x,))
+
+
+@pytest.mark.skipif(not _NUMBA, reason="numba not installed (or PORTAGRAD_NUMBA=0)")
+def test_layer_norm_rows_close_to_the_numpy_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal((64, 256)) * 2).astype(np.float32)
+    w, b = rng.standard_normal(256).astype(np.float32), rng.standard_normal(256).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+
+    def run() -> list[np.ndarray]:
+        xt, wt, bt = (pg.tensor(a, requires_grad=True) for a in (x, w, b))
+        y = pg.nn.functional.layer_norm(xt, (256,), wt, bt)
+        y.backward(pg.tensor(g))
+        return [y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy(), bt.grad.numpy()]
+
+    fast = run()
+    monkeypatch.setattr(jit, "_STATE", [None])
+    for a, c in zip(fast, run()):
+        np.testing.assert_allclose(a, c, rtol=1e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_softmax_rows_specials_and_gradient(mode: str, dt: type) -> None:
+    """Softmax over the last axis (the rows path) against float64, with rows holding NaN, +inf,
+    only -inf and some -inf (masked attention), and its gradient."""
+    rng = np.random.default_rng(10)
+    x = (rng.standard_normal((6, 5, 33)) * 4).astype(dt)
+    x[0, 0, 3], x[0, 1, 5] = np.nan, np.inf
+    x[0, 2, :] = -np.inf
+    x[0, 3, 4:] = -np.inf
+    g = rng.standard_normal(x.shape).astype(dt)
+    xt = pg.tensor(x, requires_grad=True)
+    y = pg.nn.functional.softmax(xt, dim=-1)
+    y.backward(pg.tensor(g))
+    xd = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(xd - xd.max(-1, keepdims=True))
+        want = e / e.sum(-1, keepdims=True)
+    gd = g.astype(np.float64)
+    gwant = want * (gd - (gd * want).sum(-1, keepdims=True))
+    got, ggot = y.detach().numpy(), xt.grad.numpy()
+    assert np.isnan(got[0, :3]).all() and np.isnan(ggot[0, :3]).all()
+    np.testing.assert_array_equal(got[0, 3, 4:], 0.0)
+    tol = dict(rtol=1e-5, atol=1e-6) if dt == np.float32 else dict(rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got[1:], want[1:], **tol)
+    np.testing.assert_allclose(ggot[1:], gwant[1:], **tol)
+    np.testing.assert_allclose(got[0, 3:], want[0, 3:], **tol)
+    if dt == np.float64:
+        x64 = pg.tensor(rng.standard_normal((3, 7)), requires_grad=True)
+        assert pg.autograd.gradcheck(lambda t: pg.nn.functional.softmax(t, dim=-1), (x64,))
