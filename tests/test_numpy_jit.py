@@ -341,3 +341,33 @@ def test_softmax_rows_specials_and_gradient(mode: str, dt: type) -> None:
     if dt == np.float64:
         x64 = pg.tensor(rng.standard_normal((3, 7)), requires_grad=True)
         assert pg.autograd.gradcheck(lambda t: pg.nn.functional.softmax(t, dim=-1), (x64,))
+
+
+@pytest.mark.parametrize("rows", [1, 3, 8])
+@pytest.mark.parametrize("layout", ["w_t", "row_major"])
+def test_bfloat16_few_rows_product(mode: str, rows: int, layout: str,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bfloat16 product with few rows and large weights (a decoder step): the numba loop over
+    the weights' bit patterns (both layouts of ``b``: ``W.T`` and row-major) and the blockwise
+    widening give every output as one float32 dot product rounded once to bfloat16: within a
+    bfloat16 rounding of the float64 product of the same bfloat16 values."""
+    calls = []
+    kernel = jit.bf16_matmul_rows
+    monkeypatch.setattr(jit, "bf16_matmul_rows", lambda *a: calls.append(1) or kernel(*a))
+    rng = np.random.default_rng(rows)
+    K, N = 384, 2880  # K * N >= the blockwise path's threshold; N not a multiple of the blocks
+    x = pg.tensor(rng.standard_normal((rows, K)).astype(np.float32)).to(pg.bfloat16)
+    if layout == "w_t":
+        w = pg.tensor((rng.standard_normal((N, K)) * 0.05).astype(np.float32)).to(pg.bfloat16)
+        y, wb = x @ w.T, w.float().numpy().astype(np.float64).T
+    else:
+        w = pg.tensor((rng.standard_normal((K, N)) * 0.05).astype(np.float32)).to(pg.bfloat16)
+        y, wb = x @ w, w.float().numpy().astype(np.float64)
+    assert y.dtype is pg.bfloat16 and tuple(y.shape) == (rows, N)
+    ref = x.float().numpy().astype(np.float64) @ wb
+    got = y.float().numpy().astype(np.float64)
+    # float32 sums of K terms (reordered) then one bfloat16 rounding: half a bfloat16 ulp of the
+    # result plus the float32 error, which is far below it
+    tol = np.abs(ref) * 2.0 ** -8 + 1e-6 * np.abs(x.float().numpy()).max() * K
+    assert (np.abs(got - ref) <= tol).all()
+    assert len(calls) == (mode == "numba")  # the path under test was the one taken

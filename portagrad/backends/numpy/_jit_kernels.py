@@ -15,7 +15,7 @@ from ..erf32 import coefficients
 
 __all__ = ["erf32", "gelu32", "gelu32_backward", "index_add_rows", "philox_uniform32",
            "layer_norm_rows", "layer_norm_backward_rows", "softmax_rows32",
-           "softmax_backward_rows"]
+           "softmax_backward_rows", "bf16_rows_nt", "bf16_rows_nn"]
 
 _F = np.float32
 
@@ -284,3 +284,70 @@ def softmax_backward_rows(g: Any, y: Any, out: Any) -> None:
         for j in range(N):
             oi[j] = (gi[j] - t) * yi[j]
 
+
+
+# bfloat16 weights of a product with few rows (a decoder's step): widened into a small float32
+# block in the cache (a bfloat16 is the top half of its float32), never whole in memory
+_BF16_ROWS = 16  # rows of w (N, K) widened at a time: (16, K) float32 stays in L1/L2
+_BF16_COLS = 1024  # columns of b (K, N) per block of the n-fast kernel: out's block stays in L1
+
+
+@_jit(fastmath={"reassoc"})
+def bf16_rows_nt(a: Any, w: Any, out: Any) -> None:
+    # out (M, N) float32 = a (M, K) float32 @ w.T, w (N, K) the bfloat16 bit patterns (uint16),
+    # every array C-contiguous: each output one float32 dot product over all of K (reassociated
+    # so that it vectorises), four rows of w at a time sharing the loads of a's row
+    M, K = a.shape
+    N = w.shape[0]
+    buf = np.empty((_BF16_ROWS, K), np.uint32)
+    fb = buf.view(np.float32)
+    zero = _F(0)
+    for j0 in range(0, N, _BF16_ROWS):
+        nb = min(_BF16_ROWS, N - j0)
+        for r in range(nb):
+            for k in range(K):
+                buf[r, k] = np.uint32(w[j0 + r, k]) << 16
+        for m in range(M):
+            r = 0
+            while r + 4 <= nb:
+                s0_ = s1_ = s2_ = s3_ = zero
+                for k in range(K):
+                    x = a[m, k]
+                    s0_ += x * fb[r, k]
+                    s1_ += x * fb[r + 1, k]
+                    s2_ += x * fb[r + 2, k]
+                    s3_ += x * fb[r + 3, k]
+                out[m, j0 + r] = s0_
+                out[m, j0 + r + 1] = s1_
+                out[m, j0 + r + 2] = s2_
+                out[m, j0 + r + 3] = s3_
+                r += 4
+            while r < nb:
+                acc = zero
+                for k in range(K):
+                    acc += a[m, k] * fb[r, k]
+                out[m, j0 + r] = acc
+                r += 1
+
+
+@_jit()
+def bf16_rows_nn(a: Any, b: Any, out: Any) -> None:
+    # out (M, N) float32 = a (M, K) float32 @ b, b (K, N) the bfloat16 bit patterns (uint16), every
+    # array C-contiguous: a block of columns at a time, each of b's rows widened once and added
+    # into the block of every output row (k in order: each output a float32 sum in order of k)
+    M, K = a.shape
+    N = b.shape[1]
+    row = np.empty(_BF16_COLS, np.uint32)
+    fr = row.view(np.float32)
+    for n0 in range(0, N, _BF16_COLS):
+        nb = min(_BF16_COLS, N - n0)
+        for m in range(M):
+            for n in range(nb):
+                out[m, n0 + n] = 0
+        for k in range(K):
+            for n in range(nb):
+                row[n] = np.uint32(b[k, n0 + n]) << 16
+            for m in range(M):
+                x = a[m, k]
+                for n in range(nb):
+                    out[m, n0 + n] += x * fr[n]

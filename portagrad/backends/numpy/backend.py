@@ -161,6 +161,9 @@ def _few_rows(M: int, K: int, N: int, dtype: np.dtype) -> bool:
 _BF16_BLOCK_ROWS_MAX = 16
 #: ... when that operand has at least this many elements
 _BF16_BLOCK_MIN = 1 << 20
+#: ... and with numba, from at most this many rows the product loops over bfloat16 weights itself
+#: (from 16 rows BLAS on the widened blocks is as fast: measured in docs/performance.md)
+_BF16_JIT_ROWS_MAX = 8
 #: float32 elements of one widened block (1 MiB: stays in cache until the product reads it)
 _BF16_BLOCK = 1 << 18
 
@@ -179,6 +182,12 @@ def _bf16_few_rows(a: View, b: View, out: View) -> bool:
         return False
     am = widen(nd(a)[0])
     bm, om = nd(b)[0], nd(out)[0]
+    if am.shape[0] <= _BF16_JIT_ROWS_MAX and jit.available():
+        # numba: the weights widened a cache-sized block at a time inside the product loop
+        o32 = np.empty(om.shape, np.float32)
+        if jit.bf16_matmul_rows(np.ascontiguousarray(am), bm.view(np.uint16), o32):
+            np.copyto(om, o32, casting="unsafe")  # round to nearest even
+            return True
     nb = max(16, _BF16_BLOCK // K)
     o32 = np.empty((om.shape[0], min(nb, N)), np.float32)
     for n0 in range(0, N, nb):
