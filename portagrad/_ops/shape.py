@@ -56,11 +56,44 @@ def _shape_arg(shape: Sequence[Any]) -> tuple[int, ...]:
 
 
 def view_dtype(x: Tensor, dtype: Any) -> Tensor:
+    """``x``'s memory read as ``dtype`` (``Tensor.view(dtype)``), PyTorch's rules: with another
+    element size the last dimension must be contiguous and is scaled by the size ratio, and
+    (for a larger element) its size, the storage offset and the other strides must divide by
+    the ratio."""
     dt = _dtype.as_dtype(dtype)
-    if dt.itemsize != x._v.dtype.itemsize:
-        raise RuntimeError(f"view(dtype): {x.dtype} -> {dt} with a different element size is not "
-                           f"supported")
-    return Tensor._make(x._storage, x._v.offset, x._v.shape, x._v.strides, dt, x._vc, x)
+    v = x._v
+    old, new = v.dtype.itemsize, dt.itemsize
+    if new == old:
+        return Tensor._make(x._storage, v.offset, v.shape, v.strides, dt, x._vc, x)
+    names = _dtype.SCALAR_TYPE_NAMES
+    what = (f"to view {names.get(v.dtype.name, v.dtype.name)} as {names.get(dt.name, dt.name)} "
+            f"(different element sizes)")
+    if not v.shape:
+        raise RuntimeError(f"self.dim() cannot be 0 {what}")
+    if v.strides[-1] != 1:
+        raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {v.strides[-1]}")
+    shape, strides, offset = list(v.shape), list(v.strides), v.offset
+    if old > new:  # a smaller element: the last dimension grows by the ratio
+        r = old // new
+        shape[-1] *= r
+        strides = [s * r for s in strides[:-1]] + [1]
+        offset *= r
+    else:
+        r = new // old
+        if shape[-1] % r:
+            raise RuntimeError(f"self.size(-1) must be divisible by {r} {what}, but got "
+                               f"{shape[-1]}")
+        if offset % r:
+            raise RuntimeError(f"self.storage_offset() must be divisible by {r} {what}, but got "
+                               f"{offset}")
+        for i, s in enumerate(strides[:-1]):
+            if s % r:
+                raise RuntimeError(f"self.stride({i}) must be divisible by {r} {what}, but got "
+                                   f"{s}")
+        shape[-1] //= r
+        strides = [s // r for s in strides[:-1]] + [1]
+        offset //= r
+    return Tensor._make(x._storage, offset, tuple(shape), tuple(strides), dt, x._vc, x)
 
 
 def view(x: Tensor, *shape: Any) -> Tensor:
