@@ -66,7 +66,13 @@ def _unary(name: str, node: str, fwd: Any, grad: Any, doc: str,
         @staticmethod
         def backward(ctx: Any, g: Tensor) -> Any:
             saved = ctx.saved_tensors
-            return grad(g, saved[0], saved[1] if saves_output else None)
+            x = saved[0]
+            if x.dtype.is_complex:
+                # these functions are holomorphic: PyTorch's (conjugate Wirtinger) gradient is
+                # g * conj(f'(z)), and grad() is g * f'(z), linear in g
+                return complexnum.conj_physical(
+                    grad(complexnum.conj_physical(g), x, saved[1] if saves_output else None))
+            return grad(g, x, saved[1] if saves_output else None)
 
     _U.__name__ = _U.__qualname__ = f"_{name.capitalize()}"
 
@@ -87,14 +93,20 @@ def _one_minus_sq(x: Tensor) -> Tensor:
 
 
 def _asin_fwd(x: Tensor) -> Tensor:
+    if x.dtype.is_complex:  # asin(z) = -i asinh(i z)
+        return _asinh_fwd(x * 1j) * -1j
     return elementwise.atan2(x, elementwise.sqrt(_one_minus_sq(x)))
 
 
 def _acos_fwd(x: Tensor) -> Tensor:
+    if x.dtype.is_complex:  # acos(z) = pi/2 - asin(z)
+        return math.pi / 2 - _asin_fwd(x)
     return elementwise.atan2(elementwise.sqrt(_one_minus_sq(x)), x)
 
 
 def _atan_fwd(x: Tensor) -> Tensor:
+    if x.dtype.is_complex:  # atan(z) = -i atanh(i z)
+        return _atanh_fwd(x * 1j) * -1j
     return elementwise.atan2(x, _creation.ones_like(x))
 
 
@@ -107,6 +119,13 @@ def _cosh_fwd(x: Tensor) -> Tensor:
 
 
 def _asinh_fwd(x: Tensor) -> Tensor:
+    if x.dtype.is_complex:
+        # log(w + sqrt(w^2 + 1)) on the half plane Re(w) >= 0 (no cancellation there), odd:
+        # asinh(-z) = -asinh(z)
+        neg = complexnum.real(x) < 0
+        w = where(neg, -x, x)
+        r = elementwise.log(w + elementwise.sqrt(w * w + 1.0))
+        return where(neg, -r, r)
     a = elementwise.abs(x)
     a2 = a * a
     # log1p(a + a^2 / (1 + sqrt(1 + a^2))): accurate near 0; log(2a) where a^2 would overflow
@@ -115,7 +134,15 @@ def _asinh_fwd(x: Tensor) -> Tensor:
     return where(a > _BIG, big, small) * elementwise.sign(x)
 
 
+def _acosh_slope(x: Tensor) -> Tensor:
+    if x.dtype.is_complex:  # 1 / (sqrt(z - 1) sqrt(z + 1)): 1 / sqrt(z^2 - 1) has the wrong sign
+        return (elementwise.sqrt(x - 1.0) * elementwise.sqrt(x + 1.0)).reciprocal()
+    return ((x - 1.0) * (x + 1.0)).rsqrt()
+
+
 def _acosh_fwd(x: Tensor) -> Tensor:
+    if x.dtype.is_complex:  # the principal value, log(z + sqrt(z + 1) sqrt(z - 1)) (Kahan)
+        return elementwise.log(x + elementwise.sqrt(x + 1.0) * elementwise.sqrt(x - 1.0))
     t = x - 1.0
     # log1p(t + sqrt(2t + t^2)) with t = x - 1: accurate near 1; log(2x) for large x
     small = elementwise.log1p(t + elementwise.sqrt(t * (t + 2.0)))
@@ -143,8 +170,7 @@ def _cosh_op(x: Tensor) -> Tensor:  # cosh, for sinh's derivative (defined after
 asinh = _unary("asinh", "AsinhBackward0", _asinh_fwd,
                lambda g, x, y: g * (x * x + 1.0).rsqrt(), "Elementwise inverse hyperbolic sine.")
 acosh = _unary("acosh", "AcoshBackward0", _acosh_fwd,
-               lambda g, x, y: g * ((x - 1.0) * (x + 1.0)).rsqrt(),
-               "Elementwise inverse hyperbolic cosine.")
+               lambda g, x, y: g * _acosh_slope(x), "Elementwise inverse hyperbolic cosine.")
 atanh = _unary("atanh", "AtanhBackward0", _atanh_fwd,
                lambda g, x, y: g / (1.0 - x * x), "Elementwise inverse hyperbolic tangent.")
 

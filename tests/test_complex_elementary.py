@@ -1,0 +1,45 @@
+"""Complex inverse trigonometric and hyperbolic functions (composed in ``_ops/special.py``):
+values against numpy's principal branches, and PyTorch's conjugate Wirtinger gradients by
+float64 gradcheck, on every device that stores complex tensors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import portagrad as pg
+from portagrad.autograd import gradcheck, gradgradcheck
+
+from complex_support import need_complex
+
+# points in every quadrant, near the branch points +-1 and +-i, and with large parts
+Z = np.array([0.3 + 0.4j, -2 + 1j, 1.5 - 3j, -0.1 - 0.2j, 0.7 - 0.6j, -0.9 + 0.05j,
+              0.05 + 1.2j, -1.3 - 0.02j, 4 + 7j, -6 - 5j], np.complex128)
+
+FUNCS = {"asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
+         "cosh": np.cosh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh}
+
+
+@pytest.mark.parametrize("name", sorted(FUNCS))
+def test_values_are_the_principal_branch(device, name):
+    need_complex(device)
+    for dt, tol in ((pg.complex128, 1e-12), (pg.complex64, 2e-6)):
+        out = getattr(pg, name)(pg.tensor(Z, dtype=dt, device=device))
+        assert out.dtype is dt
+        ref = FUNCS[name](Z)
+        np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCS))
+def test_gradients_are_conjugate_wirtinger(device, name):
+    """The gradient of a holomorphic f is g * conj(f'(z)) (PyTorch's convention): checked by
+    finite differences, and once by value against the closed form."""
+    need_complex(device)
+    fn = getattr(pg, name)
+    z = pg.tensor(Z[:6], device=device, requires_grad=True)
+    assert gradcheck(fn, (z,))
+    assert gradgradcheck(fn, (z,))
+    w = np.array([0.5 + 1j, -1 + 0.2j, 0.3 - 0.7j, 1 + 1j, -0.4 - 0.9j, 0.2 + 0.1j])
+    (g,) = pg.autograd.grad((fn(z) * pg.tensor(w, device=device)).real.sum(), z)
+    h = 1e-7
+    slope = (FUNCS[name](Z[:6] + h) - FUNCS[name](Z[:6] - h)) / (2 * h)  # f'(z), holomorphic
+    np.testing.assert_allclose(g.cpu().numpy(), np.conj(w * slope), rtol=1e-6, atol=1e-7)
