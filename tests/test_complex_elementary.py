@@ -43,3 +43,27 @@ def test_gradients_are_conjugate_wirtinger(device, name):
     h = 1e-7
     slope = (FUNCS[name](Z[:6] + h) - FUNCS[name](Z[:6] - h)) / (2 * h)  # f'(z), holomorphic
     np.testing.assert_allclose(g.cpu().numpy(), np.conj(w * slope), rtol=1e-6, atol=1e-7)
+
+
+def test_logsumexp_var_std_addcdiv_on_complex(device):
+    """Complex ``logsumexp`` (the largest real part subtracted: it used to drop the imaginary
+    parts), ``var``/``std`` (real, of |z - mean|^2: they raised) and ``addcdiv`` (it raised the
+    integer-division error), by value against numpy and by gradcheck."""
+    need_complex(device)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 5)) + 1j * rng.standard_normal((3, 5))
+    t = pg.tensor(a, device=device)
+    m = a.real.max(1, keepdims=True)
+    np.testing.assert_allclose(pg.logsumexp(t, 1).cpu().numpy(),
+                               (np.log(np.exp(a - m).sum(1, keepdims=True)) + m)[:, 0], rtol=1e-12)
+    v = t.var(1)
+    assert v.dtype is pg.float64
+    np.testing.assert_allclose(v.cpu().numpy(), np.var(a, 1, ddof=1), rtol=1e-12)
+    np.testing.assert_allclose(t.std(0, correction=0).cpu().numpy(), np.std(a, 0), rtol=1e-12)
+    np.testing.assert_allclose(pg.addcdiv(t, t, t * 2 + 1, value=0.3).cpu().numpy(),
+                               a + 0.3 * a / (a * 2 + 1), rtol=1e-12)
+    x = pg.tensor(a, device=device, requires_grad=True)
+    assert gradcheck(lambda z: pg.logsumexp(z, 1), (x,))
+    assert gradcheck(lambda z: z.var(1), (x,))
+    assert gradcheck(lambda z: z.std(), (x,))
+    assert gradcheck(lambda z: pg.addcdiv(z, z, z * 2 + 1, value=0.3), (x,))

@@ -300,7 +300,7 @@ def _var_args(input: Tensor, dim: Any, unbiased: Any, correction: Any
     elif unbiased is not None and dim is None:
         dim, unbiased = unbiased, None
     correction = 1 if correction is None else correction
-    if not input.dtype.is_floating_point:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError("std and var only support floating point and complex dtypes")
     return wrap_dims(dim, input.dim()), correction, dim is None or input.dim() == 0
 
@@ -308,7 +308,11 @@ def _var_args(input: Tensor, dim: Any, unbiased: Any, correction: Any
 def _var_value(x: Tensor, axes: tuple[int, ...], correction: Any, keepdim: bool) -> Tensor:
     n = math.prod(x.shape[a] for a in axes)
     d = x - mean(x, axes, keepdim=True)
-    ss = sum(d * d, axes, keepdim=keepdim)
+    if d.dtype.is_complex:  # |z - mean|^2: a real variance, as PyTorch's
+        re, im = d.real, d.imag
+        ss = sum(re * re + im * im, axes, keepdim=keepdim)
+    else:
+        ss = sum(d * d, axes, keepdim=keepdim)
     return ss / (n - correction) if n - correction > 0 else ss / 0.0
 
 
@@ -395,11 +399,13 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "logsumexp", logsumexp, input, dim=dim, keepdim=keepdim)) is not _SKIP:
         return _ac_out
-    x = input if input.dtype.is_floating_point else input.to(_dtype.get_default_dtype())
+    x = input if input.dtype.is_floating_point or input.dtype.is_complex else \
+        input.to(_dtype.get_default_dtype())
     axes = wrap_dims(dim, x.dim())
     if x.numel() == 0:
         return sum(x.exp(), axes, keepdim).log()
-    m = amax(x, axes, keepdim=True).detach()
+    # complex: the largest real part is subtracted (PyTorch's rule; exp(i y) has modulus 1)
+    m = amax(x.real if x.dtype.is_complex else x, axes, keepdim=True).detach()
     m = where(m.isinf(), 0.0, m)  # all -inf (or inf) rows: keep the formula NaN-free
     s = sum((x - m).exp(), axes, keepdim=True).log()
     out = s + m

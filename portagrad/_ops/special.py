@@ -344,7 +344,8 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "addcdiv", addcdiv, input, tensor1=tensor1, tensor2=tensor2, value=value)) is not _SKIP:
         return _ac_out
-    if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point):
+    if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point
+            or tensor1.dtype.is_complex or tensor2.dtype.is_complex):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
                            "release addcdiv will perform a true division of tensor1 and tensor2. "
                            "The historic addcdiv behavior can be implemented as "
