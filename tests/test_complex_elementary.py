@@ -67,3 +67,20 @@ def test_logsumexp_var_std_addcdiv_on_complex(device):
     assert gradcheck(lambda z: z.var(1), (x,))
     assert gradcheck(lambda z: z.std(), (x,))
     assert gradcheck(lambda z: pg.addcdiv(z, z, z * 2 + 1, value=0.3), (x,))
+
+
+@pytest.mark.parametrize("dims", [1, 2])
+def test_complex_convolution_gradients(device, dims):
+    """A complex convolution's gradients correlate with conj(w) and conj(x) (they used the
+    unconjugated operands: silently wrong); checked by gradcheck, and once by gradgradcheck."""
+    need_complex(device)
+    rng = np.random.default_rng(dims)
+    sp = (5,) * dims
+    x = rng.standard_normal((2, 3) + sp) + 1j * rng.standard_normal((2, 3) + sp)
+    w = rng.standard_normal((2, 3) + (2,) * dims) + 1j * rng.standard_normal((2, 3) + (2,) * dims)
+    b = rng.standard_normal(2) + 1j * rng.standard_normal(2)
+    conv = getattr(pg.nn.functional, f"conv{dims}d")
+    X, Wt, B = (pg.tensor(v, device=device, requires_grad=True) for v in (x, w, b))
+    assert gradcheck(lambda x, w, b: conv(x, w, b, padding=1, stride=2), (X, Wt, B))
+    if dims == 1:
+        assert gradgradcheck(lambda x, w: conv(x, w), (X, Wt))

@@ -9,7 +9,7 @@ from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
 from ..matmul import matmul
-from .. import reduction
+from .. import complexnum, reduction
 from .._common import call, check_same_device
 from .im2col import fold_cols, unfold_cols, unfold_raw
 
@@ -101,6 +101,11 @@ class _Conv(Function):
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
         x, w, cols = ctx.saved_tensors
+        if x.dtype.is_complex:
+            # bilinear: PyTorch's (conjugate Wirtinger) gradients correlate g with conj(w) and
+            # conj(x)
+            x, w = complexnum.conj_physical(x), complexnum.conj_physical(w)
+            cols = None if cols is None else complexnum.conj_physical(cols)
         p = ctx.plan
         nd = len(p.in_spatial)
         need = ctx.needs_input_grad
