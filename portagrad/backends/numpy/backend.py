@@ -294,13 +294,26 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
             via_f32(self.unary, (2,), op, x, out)
             return
         f = _UNARY.get(op)
-        if f is not None:
-            f(nd(x), out=nd(out))
-            return
-        fn = _UNARY_FN.get(op)
-        if fn is None:
+        fn = _UNARY_FN.get(op) if f is None else None
+        if f is None and fn is None:
             raise unknown_op("unary", op, self.device_type)
-        fn(nd(x), nd(out))
+        o = nd(out)
+        if o.ndim and not o.flags.c_contiguous and o.size > 1:
+            # numpy's SIMD loops of some unary ufuncs write wrong values through a strided out
+            # (measured on AVX-512: negative with some input strides, isnan/isinf/isfinite/
+            # signbit from 16 elements; numpy 2.3 and 2.4): a strided result is computed into
+            # a contiguous array first, then copied
+            t = np.empty(o.shape, o.dtype)
+            if f is not None:
+                f(nd(x), out=t)
+            else:
+                fn(nd(x), t)
+            np.copyto(o, t)
+            return
+        if f is not None:
+            f(nd(x), out=o)
+        else:
+            fn(nd(x), o)
 
     def binary(self, op: str, a: Any, b: Any, out: View) -> None:
         od = out.dtype  # bfloat16 operands write bfloat16, or bool (comparisons, logical ops)
