@@ -13,7 +13,7 @@ import pytest
 import portagrad as pg
 from portagrad import _dtype as D
 from portagrad.backends.interface import View
-from portagrad.backends.numpy import arrays, backend
+from portagrad.backends.numpy import arrays, backend, jit
 
 pytestmark = pytest.mark.backend_independent
 
@@ -79,18 +79,24 @@ def test_other_shapes_take_the_general_path() -> None:
     assert not backend._bf16_few_rows(_view(x[:, :1], x), _view(small, small), _view(o2, o2))
 
 
-def test_x_at_w_t_through_the_public_api() -> None:
+@pytest.mark.parametrize("numba", [True, False])
+def test_x_at_w_t_through_the_public_api(numba: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """``x @ W.T`` of bfloat16 tensors (what linear layers compute): the float32 product of the
-    bfloat16 values, rounded once, whichever path the backend takes (the blocked one for 1 and
-    2 rows: the same float32 products, bit for bit; 40 rows: one batched product, whose float32
-    summation order may differ from numpy's 2-D one by a bfloat16 rounding)."""
+    bfloat16 values, rounded once, whichever path the backend takes (without numba the blocked
+    one for 1 and 2 rows: the same float32 products, bit for bit; with numba those rows take the
+    loop over the bit patterns, and 40 rows one batched product: float32 sums in another order,
+    so within a bfloat16 rounding of numpy's 2-D one)."""
+    if numba and not jit.available():
+        pytest.skip("numba not installed (or PORTAGRAD_NUMBA=0)")
+    if not numba:
+        monkeypatch.setattr(jit, "_STATE", [None])
     rng = np.random.default_rng(1)
     for rows in (1, 2, 40):
         x = pg.tensor(rng.standard_normal((rows, 256)), dtype=pg.bfloat16)
         w = pg.tensor(rng.standard_normal((5000, 256)), dtype=pg.bfloat16)
         got = (x @ w.T).float().numpy()
         want = (x.float().numpy() @ w.float().numpy().T).astype(BF16).astype(np.float32)
-        if rows <= 2:
+        if rows <= 2 and not numba:
             np.testing.assert_array_equal(got, want)
         else:
             np.testing.assert_allclose(got, want, rtol=2.0 ** -7, atol=0)  # one bfloat16 step

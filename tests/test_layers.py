@@ -128,8 +128,9 @@ def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
 # Function-local imports of package modules, at most (226 before the layers were drawn). Most left
 # are the deferred imports above, autograd's entry points (autograd is loaded by _tensor, before
 # Tensor exists), the in-place rule's call-time access to _raw and the op layer, and plugins and CLI
-# subcommands loaded on demand.
-MAX_LOCAL_IMPORTS = 29
+# subcommands loaded on demand, and the numpy backend's numba kernels (their module imports numba,
+# an optional dependency, so it is loaded on first use).
+MAX_LOCAL_IMPORTS = 30
 
 
 def _module_names() -> dict[str, Path]:
