@@ -36,11 +36,14 @@ from collections.abc import Sequence
 
 from . import _dtype
 from ._shape import contiguous_strides
+from ._storage import AllocatedStorage as _AllocatedStorage
 from ._storage import Storage
 from ._tensor import Tensor
 from .autograd._profiling import STATE as _PROF
 from .autograd._profiling import begin as _prof_begin
 from .autograd._profiling import end as _prof_end
+from .autograd.grad_mode import _flags
+from .autograd.grad_mode import _inference_blocks as _INFERENCE_ACTIVE
 from .backends.interface import Backend, View, decline_complex
 
 __all__ = [
@@ -72,12 +75,29 @@ def strides_for(shape: tuple[int, ...]) -> tuple[int, ...]:
     return strides
 
 
+# shape -> (C-order strides, number of elements): the operators' path reads both in one lookup
+_LAYOUTS: dict[tuple[int, ...], tuple[tuple[int, ...], int]] = {}
+
+
+def _layout(shape: tuple[int, ...]) -> tuple[tuple[int, ...], int]:
+    """``(strides_for(shape), numel)``, cached as :func:`strides_for` is."""
+    numel = 1
+    for s in shape:
+        numel *= s
+    layout = (strides_for(shape), numel)
+    if len(_LAYOUTS) < 4096:
+        _LAYOUTS[shape] = layout
+    return layout
+
+
 def new_on(st: Storage, shape: tuple[int, ...], dtype: _dtype.dtype) -> Tensor:
     """A new contiguous, uninitialised tensor on the device of storage ``st`` (its storage stamped
     with the current allocation epoch: see :func:`open_epoch`)."""
-    nbytes = dtype.itemsize
-    for s in shape:
-        nbytes *= s
+    layout = _LAYOUTS.get(shape)
+    if layout is None:
+        layout = _layout(shape)
+    strides, nbytes = layout
+    nbytes *= dtype.itemsize
     backend = st.backend
     index = st.index
     try:
@@ -90,45 +110,62 @@ def new_on(st: Storage, shape: tuple[int, ...], dtype: _dtype.dtype) -> Tensor:
         buf = backend.allocate(index, nbytes)
         cache = None
     return _fresh(buf, nbytes, st.device, backend, index, _epoch.now if _OPEN else 0, shape,
-                  strides_for(shape), dtype, cache)
+                  strides, dtype, cache)
 
 
 # backend -> its bound ``allocate_array`` (an optional method of the contract: see
 # ``backends.interface``), else None: read for every result, so one dict read, not a getattr
 _ARRAYS: dict[Any, Any] = {}
+# backend -> its bound ``binary_array`` (optional too), else None: read by every operator
+_BINARY_ARRAYS: dict[Any, Any] = {}
 
 
-def _array_allocator(backend: Any) -> Any:
-    """``backend``'s ``allocate_array`` if it has one, else None (remembered in ``_ARRAYS``).
-
-    None too where ``allocate`` was redefined below the ``allocate_array`` it would get: a
-    subclass of the numpy backend with an ``allocate`` of its own that counts or limits memory,
-    or an ``allocate`` shadowed on the object itself (the capture recorder notes allocations
-    that way); that ``allocate`` must see every allocation."""
-    fn = getattr(backend, "allocate_array", None)
+def _usable(backend: Any, name: str, beneath: tuple[str, ...], cache: dict[Any, Any]) -> Any:
+    """``backend``'s method ``name`` if it has one and it sees what the methods ``beneath`` would,
+    else None (remembered in ``cache``): None where one of them is shadowed on the object itself
+    (the capture recorder notes allocations and launches that way), or redefined below ``name``
+    (a subclass of the numpy backend with an ``allocate`` of its own that counts or limits
+    memory): ``name`` would go around it."""
+    fn = getattr(backend, name, None)
     if fn is not None:
         own = getattr(backend, "__dict__", {})
         levels = [vars(c) for c in type(backend).__mro__]
 
-        def level(name: str) -> int:
-            return next((i for i, d in enumerate(levels) if name in d), len(levels))
+        def level(method: str) -> int:
+            return next((i for i, d in enumerate(levels) if method in d), len(levels))
 
-        if "allocate" in own or level("allocate_array") > level("allocate"):
+        if any(m in own or level(name) > level(m) for m in beneath):
             fn = None
     try:
-        _ARRAYS[backend] = fn
+        cache[backend] = fn
     except TypeError:  # an unhashable backend object: asked on every allocation
         pass
     return fn
+
+
+def _array_allocator(backend: Any) -> Any:
+    """``backend``'s ``allocate_array`` if it has one and may use it, else None: ``allocate``
+    must see every allocation where it is redefined or shadowed (see :func:`_usable`)."""
+    return _usable(backend, "allocate_array", ("allocate",), _ARRAYS)
+
+
+def _binary_array(backend: Any) -> Any:
+    """``backend``'s ``binary_array`` (``allocate_array`` and ``binary`` in one call) if it has
+    one and may use it, else None: not where ``allocate``, ``allocate_array`` or ``binary`` is
+    redefined below it or shadowed on the object (see :func:`_usable`)."""
+    return _usable(backend, "binary_array", ("allocate", "allocate_array", "binary"),
+                   _BINARY_ARRAYS)
 
 
 def forget_allocators() -> None:
     """Drop what :func:`new_on` remembers of each backend's allocation methods: for code that
     shadows them on a live backend object (the capture recorder, on entry and on exit)."""
     _ARRAYS.clear()
+    _BINARY_ARRAYS.clear()
 
 
 _fresh = Tensor._fresh
+_new = object.__new__
 
 
 def new_like(t: Tensor, shape: tuple[int, ...] | None = None, dtype: Any = None) -> Tensor:
@@ -266,8 +303,10 @@ def binary(op: str, a: Any, b: Any, out_dtype: _dtype.dtype, like: Tensor | None
 def binary_views(op: str, st: Storage, a: Any, b: Any, shape: tuple[int, ...],
                  dtype: _dtype.dtype) -> Tensor:
     """``op(a, b)`` into a new contiguous tensor of ``shape`` and ``dtype`` on ``st``'s device,
-    for operands that are already Views (or scalars) of that shape: the operators' fast path,
-    with nothing to look up but the backend."""
+    for operands that are already Views (or scalars) of that shape and dtype: the operators'
+    fast path, with nothing to look up but the backend. The backend's optional
+    ``binary_array`` computes the result in one call where it has one and takes the case;
+    else ``allocate_array`` (or ``allocate``) and ``binary``."""
     if _PROF.on:  # a profiler is recording (the one check on this path)
         rec = _prof_begin(op, "op", (a, b), st)
         out = new_on(st, shape, dtype)
@@ -275,14 +314,52 @@ def binary_views(op: str, st: Storage, a: Any, b: Any, shape: tuple[int, ...],
         _prof_end(rec, out)
         return out
     # new_on, inlined: this is every operator's result, and a call costs as much as its body
-    nbytes = dtype.itemsize
-    for s in shape:
-        nbytes *= s
+    layout = _LAYOUTS.get(shape)
+    if layout is None:
+        layout = _layout(shape)
+    strides, nbytes = layout
+    nbytes *= dtype.itemsize
     backend = st.backend
     index = st.index
-    strides = _STRIDES.get(shape)
-    if strides is None:
-        strides = strides_for(shape)
+    try:
+        fused = _BINARY_ARRAYS[backend]
+    except (KeyError, TypeError):
+        fused = _binary_array(backend)
+    if fused is not None:  # allocate_array and binary in one call, unless the backend declines
+        buf = fused(index, nbytes, shape, dtype, op, a, b)
+        if buf is not None:
+            # Tensor._fresh, inlined: its call (ten arguments, a frame) is a measurable part
+            # of a one-element op. Keep the two in step (tests/test_core_overhead.py holds the
+            # slots of both kinds of result equal)
+            fst = _AllocatedStorage()
+            fst.buffer = buf
+            fst.nbytes = nbytes
+            fst.device = st.device
+            fst.backend = backend
+            fst.index = index
+            fst._epoch = _epoch.now if _OPEN else 0
+            out = _new(Tensor)
+            out._storage = fst
+            out._v = v = _new(View)
+            v.buffer = buf
+            v.offset = 0
+            v.shape = shape
+            v.strides = strides
+            v.dtype = dtype
+            v.cache = buf
+            out._vc = [0]
+            out._requires_grad = False
+            out._grad = None
+            out._grad_fn = None
+            out._output_nr = 0
+            out._base = None
+            out._hooks = None
+            out._retains_grad = False
+            out._accum = None
+            out._inference = _flags.inference if _INFERENCE_ACTIVE else False
+            out._view_ver = None
+            out._views = None
+            return out
     try:
         alloc = _ARRAYS[backend]
     except (KeyError, TypeError):

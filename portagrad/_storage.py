@@ -38,9 +38,28 @@ class Storage:
 class AllocatedStorage(Storage):
     """A storage whose buffer ``_raw.new_on`` got from ``Backend.allocate`` (or
     ``allocate_array``) for it alone (outputs of ops); it carries the allocation epoch
-    (``_epoch``). Made by ``Tensor._fresh``, by setters."""
+    (``_epoch``). Made by ``Tensor._fresh`` and ``_raw.binary_views``: ``AllocatedStorage()``,
+    then setters.
+
+    Such memory is never pinned nor shared: ``pinned`` and ``shared`` are class-level ``False``
+    (read-only on the instance), so a result costs no store for them. Code that makes the memory
+    shared (``multiprocessing.reductions.share_storage``) first turns the object into a plain
+    :class:`Storage` (``__class__`` assignment: the layouts are the same), whose slots then
+    hold the flags."""
 
     __slots__ = ()
+    pinned = False  # shadows Storage's slot: nothing sets it on this class
+    shared = False
+    # no arguments, no Python __init__: ``AllocatedStorage()`` runs in C only (cheaper than
+    # ``object.__new__(AllocatedStorage)``, a call through a generic wrapper)
+    __init__ = object.__init__
+
+    def __getstate__(self) -> tuple[None, dict[str, Any]]:
+        # (copy.copy) the slots' state without the flags: they are the class's, and read-only
+        return None, {k: getattr(self, k) for k in _STATE}
+
+
+_STATE = ("buffer", "nbytes", "device", "backend", "index", "_epoch")
 
 
 class Size(tuple):

@@ -95,16 +95,15 @@ class Tensor(TensorOps):
         :class:`AllocatedStorage` stamped with ``epoch``, its View and the tensor, in one call
         and by setters (a Python ``__init__`` reached through ``type.__call__`` is not inlined
         by the interpreter, and each call here runs for every result). Sets every slot, as
-        :meth:`_make` (a test holds them equal). ``cache``: the View's backend handle where the
+        :meth:`_make` (a test holds them equal; ``_raw.binary_views`` has an inlined copy of
+        this body, kept in step by the same test). ``cache``: the View's backend handle where the
         backend's ``allocate_array`` made the buffer (the array itself), else None."""
-        st = _new(AllocatedStorage)
+        st = AllocatedStorage()  # (its pinned and shared are class-level False)
         st.buffer = buffer
         st.nbytes = nbytes
         st.device = device
         st.backend = backend
         st.index = index
-        st.pinned = False
-        st.shared = False
         st._epoch = epoch
         self = _new(Tensor)
         self._storage = st

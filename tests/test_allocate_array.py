@@ -164,6 +164,60 @@ def test_backends_without_allocate_array_allocate_bytes():
     assert _raw._array_allocator(pg.ones(1)._storage.backend) is not None
 
 
+# ------------------------------------------------- operator results in one call (binary_array)
+def test_numpy_backend_computes_small_float_operator_results_in_one_call():
+    be = pg.ones(1)._storage.backend
+    assert _raw._binary_array(be) is not None
+    x = pg.tensor([1.0, 2.0])
+    assert be.binary_array(0, 8, (2,), pg.float32, "add", x._v, 1.0) is not None
+    # declined: other dtypes, other ops, large results (the pool's), scalars of other types
+    i = pg.tensor([1, 2])
+    assert be.binary_array(0, 16, (2,), pg.int64, "add", i._v, i._v) is None
+    assert be.binary_array(0, 8, (2,), pg.float32, "maximum", x._v, x._v) is None
+    assert be.binary_array(0, 8, (2,), pg.float32, "add", x._v, 1) is None
+    big = pg.ones(1 << 18)
+    assert be.binary_array(0, 1 << 20, (1 << 18,), pg.float32, "add", big._v, big._v) is None
+
+
+class _CountingBinary(NumpyBackend):
+    """The numpy backend with a ``binary`` of its own (it counts launches)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def binary(self, op, a, b, out):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        super().binary(op, a, b, out)
+
+
+@pytest.mark.parametrize("kind", ["subclass", "shadowed"])
+def test_a_binary_redefined_or_shadowed_sees_every_operator(kind):
+    be = _CountingBinary() if kind == "subclass" else NumpyBackend()
+    if kind == "shadowed":
+        seen = []
+        plain = be.binary
+        be.binary = lambda op, a, b, out: seen.append(op) or plain(op, a, b, out)
+    assert _raw._binary_array(be) is None and _raw._array_allocator(be) is not None
+    t = _raw.binary_views("add", _storage_of(be), 1.0, 2.0, (2,), pg.float32)
+    assert t._v.cache.tolist() == [3.0, 3.0]
+    assert (be.calls if kind == "subclass" else len(seen)) == 1
+
+
+@pytest.mark.parametrize("shape", [(), (5,), (2, 3), (64, 80)])
+def test_operator_results_of_binary_array_are_contiguous_arrays(shape):
+    xn = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    x = pg.tensor(xn)
+    xt = x.t() if x.dim() == 2 else x  # a transposed operand: the result is still C-ordered
+    for y, want in ((x + x, xn + xn), (xt * 2.0, (xn.T if x.dim() == 2 else xn) * 2.0),
+                    (1.0 - x, 1.0 - xn)):
+        arr = y._v.cache
+        assert arr is y._storage.buffer and arr.dtype == np.float32
+        assert arr.shape == want.shape and arr.flags.c_contiguous and arr.base is None
+        assert y.stride() == tuple(s // 4 for s in np.empty(want.shape, np.float32).strides)
+        np.testing.assert_array_equal(y.numpy(), want)
+
+
 def test_capture_records_the_allocations_and_restores_typed_allocation():
     """The capture recorder shadows ``allocate`` on the backend object: while it records, results
     are allocated through it (and so belong to the step); afterwards arrays again."""

@@ -2,6 +2,7 @@
 ``__init__``, saved tensors and gradients freed as soon as backward no longer needs them."""
 from __future__ import annotations
 
+import copy
 import gc
 import threading
 import weakref
@@ -20,9 +21,12 @@ def _slots(t: Tensor) -> dict:
 
 
 # ----------------------------------------------------------------- fresh results
-def test_new_on_sets_every_slot_as_make_does(device):
-    x = pg.ones(3, device=device)
-    fresh = _raw.new_on(x._storage, (2, 3), pg.float32)
+@pytest.mark.parametrize("via", ["new_on", "operator"])
+def test_fresh_results_set_every_slot_as_make_does(device, via):
+    # new_on builds with Tensor._fresh; the operators' path with its own inlined copy of it
+    # (binary_views, where the backend's binary_array computes the result)
+    x = pg.ones(2, 3, device=device)
+    fresh = _raw.new_on(x._storage, (2, 3), pg.float32) if via == "new_on" else x + x
     made = Tensor._make(fresh._storage, 0, (2, 3), (3, 1), pg.float32)
     a, b = _slots(fresh), _slots(made)  # every slot is set (getattr raises otherwise)
     for name in ("_storage", "_v", "_vc"):
@@ -32,6 +36,23 @@ def test_new_on_sets_every_slot_as_make_does(device):
     assert fresh._v.shape == (2, 3) and fresh._v.strides == (3, 1) and fresh._v.offset == 0
     st = fresh._storage
     assert st.nbytes == 24 and st.device == x.device and not st.pinned and not st.shared
+
+
+def test_result_storages_are_never_pinned_nor_shared_until_shared():
+    # an op result's AllocatedStorage has class-level False flags (no store per result), read-only
+    # on the instance; share_memory_() turns it into a plain Storage whose slots hold them
+    from portagrad._storage import AllocatedStorage, Storage
+
+    y = pg.ones(3) + 1.0
+    st = y._storage
+    assert type(st) is AllocatedStorage and not st.pinned and not st.shared
+    with pytest.raises(AttributeError):
+        st.shared = True
+    twin = copy.copy(st)  # (the generic protocol copies the slots, not the flags)
+    assert type(twin) is AllocatedStorage and twin.buffer is st.buffer and not twin.shared
+    y.share_memory_()
+    assert type(y._storage) is Storage and y.is_shared() and not y.is_pinned()
+    assert y.tolist() == [2.0, 2.0, 2.0]
 
 
 def test_new_on_stamps_the_allocation_epoch(device):

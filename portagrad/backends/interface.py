@@ -367,6 +367,24 @@ class Backend:
     # one-element op cost as much as numpy's arithmetic. A backend whose native handle is the
     # buffer itself (the OpenCL one) has nothing to gain and leaves it out. The core asks once
     # per backend object whether it has the method (``getattr``); the conformance kit checks it.
+    #
+    # Optional: an operator's result in one call (the core calls it on the operators' fast path,
+    # ``a + b``, ``x * 2.0`` and the like, when the backend has it):
+    #
+    # def binary_array(self, index: int, nbytes: int, shape: tuple[int, ...], dtype: dtype,
+    #                  op: str, a: View | float, b: View | float) -> Any:
+    #     """``op(a, b)`` as a new buffer: what ``allocate_array(index, nbytes, shape, dtype)``
+    #     and then ``binary(op, a, b, View(buffer, 0, shape, C-contiguous strides, dtype))``
+    #     would give, or None to decline (the core then makes those two calls)."""
+    #
+    # The core keeps the object as ``allocate_array``'s (the buffer, and the ``cache`` of the
+    # result's View). ``a`` and ``b`` are Views of ``shape`` and ``dtype`` (stride 0 along
+    # broadcast dimensions) or Python scalars. Why: on a one-element op a Python call costs
+    # about as much as numpy's arithmetic, and numpy computes into an array of its own faster
+    # than into one it is given (the numpy backend takes float32/float64 ``add``, ``sub``,
+    # ``mul`` and ``div`` under 1 MiB this way and declines the rest). The core uses the two
+    # calls instead where ``allocate``, ``allocate_array`` or ``binary`` is redefined below
+    # ``binary_array`` or shadowed on the object; the conformance kit checks it against them.
 
     def memory_stats(self, index: int) -> dict[str, int]:
         """``{"allocated": bytes in live buffers, "reserved": bytes held incl. cache,
@@ -911,7 +929,8 @@ asynchronous device), computes with numpy and uploads the result (``random`` onl
 core calls ``where`` and ``gather`` most (masks, activations' gradients, indexing, embedding,
 cross-entropy), so they are the first to replace."""
 
-OPTIONAL_METHODS = ("allocate_array", "host_array", "wrap_host", "pin_memory", "is_pinned", "softmax",
+OPTIONAL_METHODS = ("allocate_array", "binary_array", "host_array", "wrap_host", "pin_memory",
+                    "is_pinned", "softmax",
                     "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
                     "max_pool2d_grad_input",
                     "softmax_backward", "layer_norm", "layer_norm_backward", "batch_norm", "batch_norm_backward", "cross_entropy", "cross_entropy_backward",  # noqa: E501

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from .. import _creation, _device, _dtype
-from .._storage import Storage
+from .._storage import AllocatedStorage, Storage
 from .._tensor import Tensor
 from ..backends.interface import View
 from ..nn.parameter import Parameter
@@ -139,6 +139,9 @@ def share_storage(t: Tensor) -> None:
     if st.shared:
         return
     shm = _new_block(max(st.nbytes, 1))
+    if st.__class__ is AllocatedStorage:  # its flags are class-level, read-only False
+        st.__class__ = Storage  # (same layout): a plain Storage, whose slots hold them
+        st.pinned = st.shared = False
     buf = np.ndarray((st.nbytes,), np.uint8, shm.buf)
     old = st.buffer
     if st.nbytes:

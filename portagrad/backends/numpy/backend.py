@@ -119,8 +119,15 @@ _REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.mini
 
 _F16 = np.dtype(np.float16)
 _F32, _F64 = _dtype.float32, _dtype.float64
+# the operators' ops (binary_array): operands of one float dtype give a result of that dtype,
+# and so does a Python float with one, unless numpy promotes by value (numpy 1.x: float32 and
+# 1e300 give float64): there binary_array declines scalars
+_ARITH = {op: BINARY_UFUNCS[op] for op in ("add", "sub", "mul", "div")}
+_VALUE_BASED = np.result_type(np.float32, 1e300) != np.float32
 _U8 = np.dtype(np.uint8)  # a dtype object: np.empty converts a scalar type on every call
 _BOOLD = _dtype.bool  # a module constant: cheaper than an attribute lookup (bfloat16: arrays.py)
+# read for every small result: an attribute of the numpy module is not a cached read
+_empty = np.empty
 
 # PyTorch wraps a Python int operand into the tensor's integer dtype (uint8 + 1000 == uint8 + 232);
 # numpy refuses one that does not fit
@@ -248,10 +255,47 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
         # takes it as the View's cache, so no primitive views the bytes as the dtype again
         if nbytes < self._small:
             try:
-                return np.empty(shape, dtype.numpy)
+                return _empty(shape, dtype.numpy)
             except (MemoryError, ValueError, OverflowError):
                 pass  # allocate's errors and retry after releasing the pool
         return self.allocate(index, nbytes).view(dtype.numpy).reshape(shape)
+
+    def binary_array(self, index: int, nbytes: int, shape: tuple[int, ...], dtype: Any, op: str,
+                     a: Any, b: Any) -> np.ndarray | None:
+        # allocate_array and binary in one call (the contract's optional fused result), for the
+        # arithmetic operators' small float32/float64 results: one frame instead of two per op.
+        # None for everything else (the core then allocates and calls binary), large results
+        # included (allocate_array's pool)
+        if (dtype is _F32 or dtype is _F64) and nbytes < self._small:
+            f = _ARITH.get(op)
+            if f is not None:
+                if a.__class__ is View:
+                    c = a.cache
+                    a = c if c is not None else nd(a)
+                elif a.__class__ is not float or _VALUE_BASED:
+                    return None
+                if b.__class__ is View:
+                    c = b.cache
+                    b = c if c is not None else nd(b)
+                elif b.__class__ is not float or _VALUE_BASED:
+                    return None
+                try:
+                    # numpy's own result where it is an array (not 0-d): operands of the result's
+                    # dtype (or Python floats) give it that dtype, and it is C-contiguous (a new
+                    # 1-D array always is); no np.empty, no check that the output overlaps an
+                    # operand. Past the size of binary's dense copies they need the output first.
+                    if len(shape) == 1:
+                        return f(a, b)
+                    if shape and nbytes < (_DENSE_F32 if dtype is _F32 else _DENSE_F64):
+                        return f(a, b, order="C")
+                    o = _empty(shape, dtype.numpy)
+                except MemoryError:
+                    return None  # allocate_array's errors and retry
+                if shape:  # (not 0-d here: past binary's size for dense copies)
+                    a, b = _dense_inner(a, o), _dense_inner(b, o)
+                f(a, b, o)
+                return o
+        return None
 
     def memory_stats(self, index: int) -> dict[str, int]:
         # numpy memory is owned by Python's allocator; it has no device-side accounting
@@ -334,7 +378,7 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
                     b = c if c is not None else nd(b)
                 if o.size >= _DENSE_MIN:
                     a, b = _dense_inner(a, o), _dense_inner(b, o)
-                f(a, b, out=o)
+                f(a, b, o)  # out as the third argument: no keyword for numpy to parse
                 return
         if od is BFLOAT16 or (od is _BOOLD and (is_bf16(a) or is_bf16(b))):
             via_f32(self.binary, (3,), op, a, b, out)
@@ -516,6 +560,7 @@ def _add_rows(o: np.ndarray, axis: int, idx: np.ndarray, s: np.ndarray) -> bool:
 # Outputs from this many elements on: a broadcast operand repeated along inner axes is worth a
 # small dense copy (below this the check would cost more than it saves)
 _DENSE_MIN = 4096
+_DENSE_F32, _DENSE_F64 = _DENSE_MIN * 4, _DENSE_MIN * 8  # the same in bytes (binary_array)
 
 
 def _dense_inner(x: Any, o: np.ndarray) -> Any:

@@ -17,7 +17,8 @@ from portagrad.plugins.manager import missing_methods
 
 from ...backends.helpers import contiguous_strides
 from . import device_checks
-from ._util import REF, check, contiguous, declined_dtypes, empty, sample, supported_dtypes
+from ._util import (REF, broadcast, check, contiguous, declined_dtypes, empty, reversed_axes,
+                    sample, supported_dtypes)
 
 # every method a backend can have: the contract's, and any the base class defines for all
 ALL_METHODS = tuple(dict.fromkeys(
@@ -28,7 +29,7 @@ ALL_METHODS = tuple(dict.fromkeys(
 COVERED = {
     "device_count": "test_contract", "get_device_properties": "test_contract",
     "synchronize": "test_contract", "allocate": "test_contract", "memory_stats": "test_contract",
-    "allocate_array": "test_contract",
+    "allocate_array": "test_contract", "binary_array": "test_contract",
     "reset_peak_memory_stats": "test_contract", "empty_cache": "test_contract",
     "from_host": "test_contract", "to_host": "test_contract", "copy_between": "test_contract",
     "host_array": "test_contract", "wrap_host": "test_contract", "pin_memory": "test_contract",
@@ -180,6 +181,47 @@ def test_allocate_array(conformance_backend: Any, dtype: Any, shape: tuple) -> N
         flat = flat.copy()
         flat.view(twin.numpy)[2] = 0
         assert be.to_host(first).tobytes() == flat.tobytes()
+
+
+@pytest.mark.parametrize("dtype", _ALL_DTYPES, ids=_dtype_ids(_ALL_DTYPES))
+@pytest.mark.parametrize("shape", [(), (0,), (1,), (7,), (3, 5), (2, 0, 3), (64, 80)])
+def test_binary_array(conformance_backend: Any, dtype: Any, shape: tuple) -> None:
+    """The optional operator result in one call: None, or what ``binary`` writes into a new
+    contiguous result, read through the result's View (with the returned object as its
+    ``cache``, as the core sets it) and through a later View of the buffer. Operands as the
+    core passes them: Views of the result's shape and dtype (at an offset, transposed,
+    broadcast with stride 0) or Python scalars."""
+    be = conformance_backend
+    if getattr(be, "binary_array", None) is None:
+        pytest.skip("the backend has no binary_array (optional)")
+    _need(be, dtype)
+    ops = ("add", "mul", "sub", "div") if dtype.is_floating_point else ("add", "mul")
+    x = contiguous(be, sample(dtype, shape), dtype, 1)
+    other = [contiguous(be, sample(dtype, shape), dtype, 2),
+             reversed_axes(be, sample(dtype, shape), dtype)]
+    if shape:
+        other.append(broadcast(be, sample(dtype, shape[-1:]), shape, dtype))
+    scalar = 2.5 if dtype.is_floating_point else None if dtype is pg.bool else 3
+    pairs = [(x.dev, y.dev) for y in other]
+    if scalar is not None:
+        pairs += [(x.dev, scalar), (scalar, other[1].dev)]
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    strides = contiguous_strides(shape)
+    for op in ops:
+        for a, b in pairs:
+            with np.errstate(all="ignore"):
+                got = be.binary_array(0, nbytes, shape, dtype, op, a, b)
+                if got is None:
+                    continue
+                want = empty(be, shape, dtype)
+                be.binary(op, a, b, want.dev)
+            first = View(got, 0, shape, strides, dtype)
+            first.cache = got  # as the core sets it
+            expect = be.to_host(want.dev)
+            what = f"binary_array {op} of {dtype.name} {shape}, operands {a!r}, {b!r}"
+            np.testing.assert_array_equal(be.to_host(first), expect, err_msg=what)
+            again = View(got, 0, shape, strides, dtype)  # a later View, no handle yet
+            np.testing.assert_array_equal(be.to_host(again), expect, err_msg=what)
 
 
 def test_allocate_zero_bytes(conformance_backend: Any) -> None:
