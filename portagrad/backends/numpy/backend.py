@@ -337,10 +337,12 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
         if x.dtype is BFLOAT16:
             via_f32(self.unary, (2,), op, x, out)
             return
-        f = _UNARY.get(op)
-        fn = _UNARY_FN.get(op) if f is None else None
-        if f is None and fn is None:
-            raise unknown_op("unary", op, self.device_type)
+        f: Any = _UNARY.get(op)  # a ufunc, called with out=; else fn(x, out)
+        fn: Any = None
+        if f is None:
+            fn = _UNARY_FN.get(op)
+            if fn is None:
+                raise unknown_op("unary", op, self.device_type)
         o = nd(out)
         if o.ndim and not o.flags.c_contiguous and o.size > 1:
             # numpy's SIMD loops of some unary ufuncs write wrong values through a strided out
@@ -348,13 +350,13 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
             # signbit from 16 elements; numpy 2.3 and 2.4): a strided result is computed into
             # a contiguous array first, then copied
             t = np.empty(o.shape, o.dtype)
-            if f is not None:
+            if fn is None:
                 f(nd(x), out=t)
             else:
                 fn(nd(x), t)
             np.copyto(o, t)
             return
-        if f is not None:
+        if fn is None:
             f(nd(x), out=o)
         else:
             fn(nd(x), o)

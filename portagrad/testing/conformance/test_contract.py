@@ -202,7 +202,7 @@ def test_binary_array(conformance_backend: Any, dtype: Any, shape: tuple) -> Non
     if shape:
         other.append(broadcast(be, sample(dtype, shape[-1:]), shape, dtype))
     scalar = 2.5 if dtype.is_floating_point else None if dtype is pg.bool else 3
-    pairs = [(x.dev, y.dev) for y in other]
+    pairs: list[tuple[Any, Any]] = [(x.dev, y.dev) for y in other]
     if scalar is not None:
         pairs += [(x.dev, scalar), (scalar, other[1].dev)]
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
