@@ -84,3 +84,19 @@ def test_complex_convolution_gradients(device, dims):
     assert gradcheck(lambda x, w, b: conv(x, w, b, padding=1, stride=2), (X, Wt, B))
     if dims == 1:
         assert gradgradcheck(lambda x, w: conv(x, w), (X, Wt))
+
+
+def test_complex_silu_nansum_nanmean_as_torch(device):
+    """PyTorch computes silu of a complex tensor but refuses its gradient, and refuses nansum and
+    nanmean of complex inputs: the same results and messages here."""
+    need_complex(device)
+    z = pg.tensor(np.array([1 + 2j, 0.5 - 1j, -2 + 0.1j]), device=device)
+    w = np.array([1 + 2j, 0.5 - 1j, -2 + 0.1j])
+    ref = w / (1 + np.exp(-w))
+    np.testing.assert_allclose(pg.nn.functional.silu(z).cpu().numpy(), ref, rtol=1e-12)
+    with pytest.raises(RuntimeError, match="silu does not support automatic differentiation for "
+                                           "outputs with complex dtype."):
+        pg.nn.functional.silu(z.clone().requires_grad_())
+    for fn in (pg.nansum, pg.nanmean, lambda t: pg.nansum(t, 0)):
+        with pytest.raises(RuntimeError, match="nansum on CPU does not support complex inputs"):
+            fn(z)

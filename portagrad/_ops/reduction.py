@@ -84,6 +84,8 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = N
 
 
 def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    if input.dtype.is_complex:
+        raise RuntimeError("nansum on CPU does not support complex inputs")
     # the zero takes input's dtype (to_scalar), so integers keep sum's int64 accumulation
     return sum(where(input.isnan(), to_scalar(0, input.dtype), input), dim, keepdim, dtype=dtype)
 

@@ -314,6 +314,11 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * sigmoid(x)``."""
+    if input.dtype.is_complex:  # PyTorch computes it, and refuses to differentiate it
+        if input.requires_grad and is_grad_enabled():
+            raise RuntimeError("silu does not support automatic differentiation for outputs "
+                               "with complex dtype.")
+        return _maybe_inplace(lambda x: x * x.sigmoid(), input, inplace)
     _floating_only("silu_cpu", input)
     if inplace:
         return _maybe_inplace(lambda x: x * x.sigmoid(), input, inplace)
