@@ -40,7 +40,7 @@ from .shape import adjoint as shape_adjoint
 
 __all__ = ["view_as_real", "view_as_complex", "real", "imag", "conj", "conj_physical",
            "resolve_conj", "is_conj", "complex", "polar", "angle", "abs_complex", "sgn",
-           "view_as_real_copy", "view_as_complex_copy", "adjoint"]
+           "view_as_real_copy", "view_as_complex_copy", "adjoint", "abs2"]
 
 
 def _dtype_view(x: Tensor, offset: int, shape: tuple[int, ...], strides: tuple[int, ...],
@@ -171,6 +171,11 @@ def conj(input: Tensor) -> Tensor:
     if input is None or not input._v.dtype.is_complex:  # (None: an operand a node did not save)
         return input
     return call(_Conj, input)
+
+
+def abs2(x: Tensor) -> Tensor:
+    """``|x|^2`` elementwise, real (``x * x`` for a real ``x``)."""
+    return real(x * conj(x)) if x.dtype.is_complex else x * x
 
 
 def conj_physical(input: Tensor) -> Tensor:

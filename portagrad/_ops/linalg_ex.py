@@ -220,9 +220,9 @@ def geqrf(input: Tensor) -> Any:
         for i in range(k):
             col = shape.narrow(r, -1, i, 1)  # (..., m, 1)
             below = where(rows > i, col, 0.0)
-            xnorm2 = reduction.sum(_abs2(below), -2, keepdim=True)  # (..., 1, 1)
+            xnorm2 = reduction.sum(complexnum.abs2(below), -2, keepdim=True)  # (..., 1, 1)
             alpha = shape.narrow(col, -2, i, 1)  # (..., 1, 1)
-            norm = elementwise.sqrt(_abs2(alpha) + xnorm2)
+            norm = elementwise.sqrt(complexnum.abs2(alpha) + xnorm2)
             # (complex: zlarfg's real beta, -sign(re alpha) |x|; no reflection only when
             # nothing lies below and alpha is real)
             beta = where(complexnum.real(alpha) < 0, norm, -norm)
@@ -292,11 +292,6 @@ def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,
     if transpose:
         q = _mH(q)
     return matmul(q, other) if left else matmul(other, q)
-
-
-def _abs2(x: Tensor) -> Tensor:
-    """``|x|^2`` elementwise (real)."""
-    return complexnum.real(x * complexnum.conj(x)) if x.dtype.is_complex else x * x
 
 
 def vander(x: Tensor, *, N: int | None = None) -> Tensor:

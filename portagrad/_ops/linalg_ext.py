@@ -38,11 +38,6 @@ def _eps(dtype: Any) -> float:
     return 1.1920928955078125e-07 if dtype.to_real() is _dtype.float32 else 2.220446049250313e-16
 
 
-def _abs2(x: Tensor) -> Tensor:
-    """``|x|^2`` elementwise (``x * x`` for real ``x``)."""
-    return complexnum.real(x * complexnum.conj(x)) if x.dtype.is_complex else x * x
-
-
 def _floating(name: str, A: Any) -> None:
     if not isinstance(A, Tensor):
         raise TypeError(f"{name}(): argument 'A' (position 1) must be Tensor, not "
@@ -192,7 +187,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
         rank = _creation.zeros(A.shape[:-2], dtype=_dtype.int64, device=A.device)
         res = empty
         if driver != "gelsy" and m > n:  # no columns: the whole of B is the residual
-            res = reduction.sum(_abs2(b), -2)
+            res = reduction.sum(complexnum.abs2(b), -2)
             if driver == "gels":  # (PyTorch's gels path reports zeros here)
                 res = res * 0.0
             res = shape.squeeze(res, -1) if vector else res
@@ -210,7 +205,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
         full = driver == "gels" or bool(elementwise.eq(rank, n).all().item())
         if full:
             r = matmul(A, X) - b
-            residuals = reduction.sum(_abs2(r), -2)
+            residuals = reduction.sum(complexnum.abs2(r), -2)
             if vector:
                 residuals = shape.squeeze(residuals, -1)
     return linalg_lstsq(shape.squeeze(X, -1) if vector else X, residuals,

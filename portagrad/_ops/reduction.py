@@ -15,6 +15,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import _flags
 from ._common import call, refuse_complex, to_scalar
 from ._gather import scatter_into_zeros
+from . import complexnum
 from .indexing import where
 from .shape import expand, reshape
 
@@ -83,9 +84,14 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = N
                 _sum_dtype(input, dtype))
 
 
-def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+def refuse_complex_nansum(input: Tensor) -> None:
+    """PyTorch's error for ``nansum`` of a complex tensor (its ``nanmean`` too: a nansum)."""
     if input.dtype.is_complex:
         raise RuntimeError("nansum on CPU does not support complex inputs")
+
+
+def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    refuse_complex_nansum(input)
     # the zero takes input's dtype (to_scalar), so integers keep sum's int64 accumulation
     return sum(where(input.isnan(), to_scalar(0, input.dtype), input), dim, keepdim, dtype=dtype)
 
@@ -310,11 +316,7 @@ def _var_args(input: Tensor, dim: Any, unbiased: Any, correction: Any
 def _var_value(x: Tensor, axes: tuple[int, ...], correction: Any, keepdim: bool) -> Tensor:
     n = math.prod(x.shape[a] for a in axes)
     d = x - mean(x, axes, keepdim=True)
-    if d.dtype.is_complex:  # |z - mean|^2: a real variance, as PyTorch's
-        re, im = d.real, d.imag
-        ss = sum(re * re + im * im, axes, keepdim=keepdim)
-    else:
-        ss = sum(d * d, axes, keepdim=keepdim)
+    ss = sum(complexnum.abs2(d), axes, keepdim=keepdim)  # |z - mean|^2: real, as PyTorch's
     return ss / (n - correction) if n - correction > 0 else ss / 0.0
 
 

@@ -285,8 +285,7 @@ def corrcoef(input: Tensor) -> Tensor:
 def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None
             ) -> Tensor:
     """Mean over ``dim`` of the non-NaN elements."""
-    if input.dtype.is_complex:  # (PyTorch's message: its nanmean is a nansum)
-        raise RuntimeError("nansum on CPU does not support complex inputs")
+    reduction.refuse_complex_nansum(input)
     if not input.dtype.is_floating_point and dtype is None:
         raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got "
                            f"{elementwise._type_name(input.dtype)}")
