@@ -85,6 +85,24 @@ def test_winograd_bands_and_strided_operands(monkeypatch: pytest.MonkeyPatch) ->
     _check(out, ref)
 
 
+@needs_numba
+@pytest.mark.parametrize(("shape", "padding"), [
+    ((2, 64, 80, 5, 7), (1, 1)), ((3, 96, 64, 8, 8), (0, 2)), ((1, 64, 70, 3, 4), (2, 2)),
+    ((2, 64, 16, 4, 9), (1, 0))])
+def test_winograd_flipped_kernels(shape: tuple[int, ...], padding: tuple[int, int]) -> None:
+    """``flipped=True`` (an input gradient): the kernels are the forward ones' transposes over
+    channels with rows and columns reversed, taken from the forward (C, O, 3, 3) weights by a
+    permutation of the transform (no flipped copy). Channel counts differ, so a transpose
+    mixed up anywhere shows."""
+    N, C, O, H, W = shape  # g: (N, C, H, W); the result has O channels
+    g, w = _case(N, C, O, H, W, seed=4)  # w: the (O, C, 3, 3) kernels applied
+    wfwd = np.ascontiguousarray(w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))  # forward (C, O, 3, 3)
+    ref = _im2col(g, np.ascontiguousarray(w), padding)
+    got = np.full(ref.shape, np.nan, np.float32)
+    wg.conv3x3_winograd(g, wfwd, got, padding, flipped=True)
+    _check(got, ref)
+
+
 def test_winograd_routing() -> None:
     """Only float32, 3x3, stride 1, undilated, ungrouped convolutions with padding 0-2 and 64
     input channels or more take the path (with numba); the others keep im2col."""
@@ -130,9 +148,9 @@ def test_conv2d_and_input_gradient_through_winograd(padding: int) -> None:
     calls: list[tuple[int, ...]] = []
     real = wg.conv3x3_winograd
 
-    def counted(xa: np.ndarray, *a: object) -> None:
+    def counted(xa: np.ndarray, *a: object, **k: object) -> None:
         calls.append(xa.shape)
-        real(xa, *a)  # type: ignore[arg-type]
+        real(xa, *a, **k)  # type: ignore[arg-type]
 
     x, w = _case(2, 64, 64, 7, 6, seed=2)
     gshape = (2, 64, 7 + 2 * padding - 2, 6 + 2 * padding - 2)

@@ -67,8 +67,13 @@ class ConvMixin:
             # flipped kernel, channels in and out swapped per group: im2col of g and one GEMM,
             # no scatter-add of a (C*kh*kw, OH*OW*N) column matrix
             wf = wa.reshape(G, O // G, Cg, kh, kw).transpose(0, 2, 1, 3, 4)[..., ::-1, ::-1]
-            _conv_forward(ga, wf.reshape(C, O // G, kh, kw), o, (1, 1),
-                          (dh * (kh - 1) - ph, dw * (kw - 1) - pw), (dh, dw), G)
+            wf = wf.reshape(C, O // G, kh, kw)
+            pad = (dh * (kh - 1) - ph, dw * (kw - 1) - pw)
+            if use_winograd(ga, wf, (1, 1), pad, (dh, dw), G):
+                # Winograd transforms the forward kernels itself (no flipped copy of them)
+                conv3x3_winograd(ga, wa, o, pad, flipped=True)
+                return
+            _conv_forward(ga, wf, o, (1, 1), pad, (dh, dw), G)
             return
         gr = _to_last(ga).reshape(G, O // G, OH * OW * N)
         wt = np.ascontiguousarray(wa).reshape(G, O // G, Cg * kh * kw).transpose(0, 2, 1)

@@ -37,6 +37,13 @@ _STATE: list[bool] = []  # [available] once looked up
 # G (4x3): the kernel transform U = G g G^T; U's 16 entries are kron(G, G) @ vec(g)
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
 _GG = np.kron(_G, _G).astype(np.float32)  # exact in float32 (entries 0, +-1/4, +-1/2, 1)
+# Reversing a kernel's rows (or columns) swaps G's first and last rows (the middle two are
+# symmetric), so the transform of the flipped kernel is U with positions 0 and 3 of each axis
+# swapped: the input gradient's kernels come from the forward weights by a permutation of the 16
+# rows of _GG, without a flipped, channel-transposed copy of the weights
+_FLIP = [4 * (3 - i if i in (0, 3) else i) + (3 - j if j in (0, 3) else j)
+         for i in range(4) for j in range(4)]
+_GG_FLIPPED = np.ascontiguousarray(_GG[_FLIP])
 
 # The fewest input and output channels worth the path: the 16 GEMMs have the input channels as
 # their depth, and shallow GEMMs run well below BLAS speed (measured, one BLAS thread: 32 -> 32
@@ -179,25 +186,33 @@ def use_winograd(x: np.ndarray, w: np.ndarray, stride: Sequence[int],
 
 
 def conv3x3_winograd(xa: np.ndarray, wa: np.ndarray, o: np.ndarray,
-                     padding: Sequence[int]) -> None:
+                     padding: Sequence[int], flipped: bool = False) -> None:
     """``o`` (N, O, OH, OW) = the stride-1 convolution of ``xa`` (N, C, H, W), float32, with the
-    3x3 kernels ``wa`` (O, C, 3, 3), by Winograd F(2x2, 3x3) (numba must be importable)."""
+    3x3 kernels ``wa`` (O, C, 3, 3), by Winograd F(2x2, 3x3) (numba must be importable).
+
+    ``flipped``: ``wa`` is (C, O, 3, 3) and the kernels are its transpose over channels with
+    rows and columns reversed (a stride-1 input gradient: ``xa`` is then the output gradient)."""
     global _KERNELS
     if _KERNELS is None:
         _KERNELS = _build()
-    input_transform, output_transform = _KERNELS
     N, C, H, W = xa.shape
-    O = wa.shape[0]
+    O = wa.shape[1] if flipped else wa.shape[0]
     OH, OW = o.shape[2:]
     ph, pw = padding
     th, tw = (OH + 1) // 2, (OW + 1) // 2
-    # U[k] (O, C): the transformed kernels, one (16, 9) x (9, O*C) product
-    U = np.matmul(_GG, np.ascontiguousarray(wa).reshape(O * C, 9).T).reshape(16, O, C)
-    xl = to_last(xa)  # (C, H, W, N)
-    out = scratch((O, OH, OW, N), np.float32)
+    # U[k] (O, C): the transformed kernels, one (16, 9) x (9, O*C) product; flipped, the
+    # transposes of the forward kernels' (C, O) ones, permuted (a transposed view: BLAS reads it)
+    wk = np.ascontiguousarray(wa).reshape(O * C, 9).T
+    if flipped:
+        U = np.matmul(_GG_FLIPPED, wk).reshape(16, C, O).transpose(0, 2, 1)
+    else:
+        U = np.matmul(_GG, wk).reshape(16, O, C)
     # a band of tile rows at a time, so that its transformed input V and products M stay in the
     # cache between the transforms and the GEMMs
     rows = max(1, min(th, _BAND_BYTES // (16 * max(C, O) * tw * N * 4)))
+    input_transform, output_transform = _KERNELS
+    xl = to_last(xa)  # (C, H, W, N)
+    out = scratch((O, OH, OW, N), np.float32)
     A = np.empty((4, 2 * tw + 2, N), np.float32)
     S = np.empty((8, tw * N), np.float32)
     zero = np.zeros((W, N), np.float32)
