@@ -17,7 +17,8 @@ __all__ = ["main", "collect"]
 
 _ENV_VARS = ("PORTAGRAD_DEVICE", "PORTAGRAD_VISIBLE_DEVICES", "PORTAGRAD_DISABLE_PLUGINS",
              "POCL_DEVICES", "POCL_CACHE_DIR", "PYOPENCL_CTX", "OCL_ICD_VENDORS",
-             "PYOPENCL_CACHE_DIR", "OPENBLAS_CORETYPE", "PORTAGRAD_HOST_MALLOC", "PORTAGRAD_WINOGRAD")
+             "PYOPENCL_CACHE_DIR", "OPENBLAS_CORETYPE", "PORTAGRAD_HOST_MALLOC", "PORTAGRAD_WINOGRAD",
+             "PORTAGRAD_NUMBA")
 _DISTS = ("numpy", "numba", "pluggy", "safetensors", "tqdm", "pyopencl", "pocl-binary-distribution")
 
 

@@ -122,8 +122,9 @@ def test_winograd_routing() -> None:
 
 
 def test_winograd_off_without_numba_or_by_variable() -> None:
-    """``PORTAGRAD_WINOGRAD=0``, or numba failing to import, turns the path off: the
-    convolution then runs im2col and still computes the convolution."""
+    """``PORTAGRAD_WINOGRAD=0``, ``PORTAGRAD_NUMBA=0`` (every numba path), or numba failing to
+    import, turns the path off: the convolution then runs im2col and still computes the
+    convolution."""
     code = (
         "import sys, numpy as np\n"
         "if sys.argv[1] == 'hide': sys.modules['numba'] = None  # import numba fails\n"
@@ -133,7 +134,8 @@ def test_winograd_off_without_numba_or_by_variable() -> None:
         "nc._conv_forward(x, w, o, (1, 1), (1, 1), (1, 1), 1)\n"
         "assert not wg.available() and o[0, 0, 1, 1] == 576 and o[0, 0, 0, 0] == 256\n"
     )
-    for mode, extra in (("hide", {}), ("variable", {"PORTAGRAD_WINOGRAD": "0"})):
+    for mode, extra in (("hide", {}), ("variable", {"PORTAGRAD_WINOGRAD": "0"}),
+                        ("numba-off", {"PORTAGRAD_NUMBA": "0"})):
         env = dict(os.environ, **extra)
         subprocess.run([sys.executable, "-c", code, mode], check=True, env=env, timeout=120)
 

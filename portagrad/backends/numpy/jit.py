@@ -29,15 +29,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["available", "bf16_matmul_rows", "erf32", "gelu32", "gelu32_backward", "index_add_rows",
-           "layer_norm_backward_rows", "layer_norm_rows", "philox_uniform32",
-           "softmax_backward_rows", "softmax_rows32"]
+__all__ = ["available", "bf16_matmul_rows", "build_once", "erf32", "gelu32", "gelu32_backward",
+           "index_add_rows", "layer_norm_backward_rows", "layer_norm_rows", "numba_allowed",
+           "philox_uniform32", "softmax_backward_rows", "softmax_rows32"]
 
 _STATE: list[Any] = []  # [kernels or None] once looked up
+_T = TypeVar("_T")
 
 _F = np.float32
 
@@ -50,16 +51,29 @@ def _build() -> dict[str, Callable[..., Any]]:
     return {name: getattr(k, name) for name in k.__all__}
 
 
-def _kernels() -> dict[str, Callable[..., Any]] | None:
-    if not _STATE:
+def numba_allowed(*switches: str) -> bool:
+    """Whether the environment leaves a numba path on: neither ``PORTAGRAD_NUMBA`` (every numba
+    path of the backend) nor any of the path's own ``switches`` (variable names) is ``0``."""
+    return all(os.environ.get(v, "1") != "0" for v in ("PORTAGRAD_NUMBA", *switches))
+
+
+def build_once(state: list[Any], build: Callable[[], _T], *switches: str) -> _T | None:
+    """A numba path's kernels, looked up once into ``state`` (an empty list at first):
+    ``build()`` (which imports numba) when :func:`numba_allowed` says so and numba imports, else
+    None; every later call returns the first answer."""
+    if not state:
         k = None
-        if os.environ.get("PORTAGRAD_NUMBA", "1") != "0":
+        if numba_allowed(*switches):
             try:
-                k = _build()  # numba imported here; compiling waits for the first call
+                k = build()  # numba imported here; compiling waits for the first call
             except ImportError:  # not installed, or a numba that refuses this numpy
                 k = None
-        _STATE.append(k)
-    return _STATE[0]
+        state.append(k)
+    return state[0]
+
+
+def _kernels() -> dict[str, Callable[..., Any]] | None:
+    return build_once(_STATE, _build)
 
 
 def available() -> bool:

@@ -7,7 +7,8 @@ Convolutional Neural Networks", 2016): the input tiles and the kernels are trans
 ``M[k] = U[k] @ V[k]`` over the channels, and each output block is ``A^T M A``. The GEMMs are 2.25x
 smaller than im2col's; the transforms are loops over tiles that numpy cannot run at speed (one
 strided pass per term), so they are compiled with numba, an optional dependency (the ``fast``
-extra): without it, or with ``PORTAGRAD_WINOGRAD=0``, convolutions stay im2col + GEMM.
+extra): without it, or with ``PORTAGRAD_WINOGRAD=0`` (or ``PORTAGRAD_NUMBA=0``, every numba path),
+convolutions stay im2col + GEMM.
 
 The transforms work in the batch-innermost layout (C, H, W, N) of the im2col path (every inner
 loop runs over the batch, contiguous, which LLVM vectorises), a band of tile rows at a time so
@@ -20,19 +21,18 @@ sizes, some smaller); results differ from im2col's in the last bits, not bit for
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .arrays import scratch
+from .jit import build_once
 from .layout import from_last, to_last
 
 __all__ = ["available", "conv3x3_winograd", "use_winograd"]
 
-_KERNELS: tuple[Callable[..., Any], Callable[..., Any]] | None = None
-_STATE: list[bool] = []  # [available] once looked up
+_STATE: list[Any] = []  # [the two transforms, or None] once looked up
 
 # G (4x3): the kernel transform U = G g G^T; U's 16 entries are kron(G, G) @ vec(g)
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
@@ -156,17 +156,13 @@ def _build() -> tuple[Callable[..., Any], Callable[..., Any]]:
 
 def available() -> bool:
     """Whether the Winograd path can run: numba importable and the path not turned off by
-    ``PORTAGRAD_WINOGRAD=0`` (looked up once, on the first convolution that could take it)."""
-    global _KERNELS
-    if not _STATE:
-        ok = os.environ.get("PORTAGRAD_WINOGRAD", "1") != "0"
-        if ok:
-            try:
-                _KERNELS = _build()  # numba imported here; compiling waits for the first call
-            except ImportError:  # not installed, or a numba that refuses this numpy
-                ok = False
-        _STATE.append(ok)
-    return _STATE[0]
+    ``PORTAGRAD_WINOGRAD=0`` or ``PORTAGRAD_NUMBA=0`` (looked up once, on the first convolution
+    that could take it)."""
+    return _kernels() is not None
+
+
+def _kernels() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
+    return build_once(_STATE, _build, "PORTAGRAD_WINOGRAD")
 
 
 def use_winograd(x: np.ndarray, w: np.ndarray, stride: Sequence[int],
@@ -192,9 +188,7 @@ def conv3x3_winograd(xa: np.ndarray, wa: np.ndarray, o: np.ndarray,
 
     ``flipped``: ``wa`` is (C, O, 3, 3) and the kernels are its transpose over channels with
     rows and columns reversed (a stride-1 input gradient: ``xa`` is then the output gradient)."""
-    global _KERNELS
-    if _KERNELS is None:
-        _KERNELS = _build()
+    kernels = _kernels() or _build()  # (called directly, switched off: numba must import)
     N, C, H, W = xa.shape
     O = wa.shape[1] if flipped else wa.shape[0]
     OH, OW = o.shape[2:]
@@ -210,7 +204,7 @@ def conv3x3_winograd(xa: np.ndarray, wa: np.ndarray, o: np.ndarray,
     # a band of tile rows at a time, so that its transformed input V and products M stay in the
     # cache between the transforms and the GEMMs
     rows = max(1, min(th, _BAND_BYTES // (16 * max(C, O) * tw * N * 4)))
-    input_transform, output_transform = _KERNELS
+    input_transform, output_transform = kernels
     xl = to_last(xa)  # (C, H, W, N)
     out = scratch((O, OH, OW, N), np.float32)
     A = np.empty((4, 2 * tw + 2, N), np.float32)
