@@ -107,6 +107,32 @@ class UntypedStorage:
         """Not supported: a storage's size is fixed by the tensors that own it here."""
         raise NotImplementedError("UntypedStorage.resize_: portagrad storages cannot be resized")
 
+    def clone(self) -> UntypedStorage:
+        """A new storage on the same device holding a copy of these bytes."""
+        from . import _raw
+
+        b = self._bytes()
+        return UntypedStorage._wrap(_raw.cast(b, b._v.dtype)._storage)  # (cast: a fresh copy)
+
+    def _bytes(self) -> Any:
+        """A uint8 tensor over the whole storage (a view: writes show in the storage)."""
+        from . import _creation, _dtype
+
+        t = _creation.empty(0, dtype=_dtype.uint8, device=self.device)
+        return t.set_(self, 0, (self.nbytes(),), (1,))
+
+    def __copy__(self) -> UntypedStorage:  # as PyTorch's storages: a copy of the memory
+        return self.clone()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> UntypedStorage:
+        # one copy per storage, however many wrappers of it the copied object holds
+        seen = memo.setdefault(id(UntypedStorage), {})
+        new = seen.get(id(self._storage))
+        if new is None:
+            new = seen[id(self._storage)] = self.clone()
+            memo.setdefault(id(memo), []).append(self._storage)  # keep the id alive (copy's rule)
+        return new
+
     def __repr__(self) -> str:
         return f"UntypedStorage(nbytes={self.nbytes()}, device={self.device})"
 
@@ -176,6 +202,16 @@ class TypedStorage:
     def resize_(self, size: int) -> TypedStorage:
         """Not supported: a storage's size is fixed by the tensors that own it here."""
         raise NotImplementedError("TypedStorage.resize_: portagrad storages cannot be resized")
+
+    def clone(self) -> TypedStorage:
+        """A new storage of the same dtype and device holding a copy of this memory."""
+        return TypedStorage._wrap(self._untyped.clone()._storage, self.dtype)
+
+    def __copy__(self) -> TypedStorage:
+        return self.clone()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> TypedStorage:
+        return TypedStorage._wrap(self._untyped.__deepcopy__(memo)._storage, self.dtype)
 
     def __repr__(self) -> str:
         return f"TypedStorage(size={self.size()}, dtype={self.dtype}, device={self.device})"

@@ -42,6 +42,27 @@ def test_set_with_geometry_and_storages(device: str) -> None:
     assert e.shape == (0,) and e.untyped_storage().nbytes() == 0
 
 
+def test_storage_copies(device: str) -> None:
+    """``copy.copy`` / ``copy.deepcopy`` / ``clone()`` of a storage copy its memory, as
+    PyTorch's do (deepcopy used to fail pickling a lock); a deepcopy copies each storage once."""
+    import copy
+
+    t = pg.arange(6.0, device=device)
+    u = t.untyped_storage()
+    for new in (copy.copy(u), copy.deepcopy(u), u.clone()):
+        assert new.nbytes() == u.nbytes() and new.data_ptr() != u.data_ptr()
+        assert str(new.device) == str(u.device)
+    d = copy.deepcopy(u)
+    t.add_(1.0)  # the copy keeps the values it was made with
+    np.testing.assert_array_equal(pg.zeros(1, device=device).set_(d).cpu().numpy(), np.arange(6.0))
+    pair = copy.deepcopy([u, t[2:].untyped_storage()])
+    assert pair[0] is pair[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # storage() is deprecated, as in PyTorch
+        ts = copy.deepcopy(t.storage())
+    assert ts.dtype == pg.float32 and ts.size() == 6 and ts.data_ptr() != u.data_ptr()
+
+
 def test_set_errors(device: str) -> None:
     y = pg.arange(6.0, device=device)
     with pytest.raises(RuntimeError, match="Could not set tensor of type long int to a tensor "
