@@ -69,6 +69,24 @@ def test_few_rows_blocked_equals_one_product(monkeypatch, M, K, N, layout) -> No
     np.testing.assert_array_equal(o[0].view(np.uint16), want.view(np.uint16))
 
 
+@pytest.mark.parametrize("M,K,N", [(4, 300, 1001), (5, 257, 1003), (7, 512, 260), (8, 96, 1000)])
+def test_jit_register_blocks(M: int, K: int, N: int) -> None:
+    """With numba, 4 to 8 rows run in blocks of four rows of x times three of W, the rows left
+    over one at a time: ragged blocks of W's rows (N not a multiple of 3 or 4) and rows of x (M
+    not a multiple of 4), each output within a bfloat16 rounding of the float64 product."""
+    if not jit.available():
+        pytest.skip("numba not installed (or PORTAGRAD_NUMBA=0)")
+    rng = np.random.default_rng(M + N)
+    x = rng.standard_normal((M, K)).astype(BF16)
+    w = rng.standard_normal((N, K)).astype(BF16)
+    want = x.astype(np.float64) @ w.astype(np.float64).T
+    o = np.full((1, M, N), np.nan, BF16)
+    assert backend._bf16_few_rows(_view(x[None], x), _view(w.T[None], w), _view(o, o))
+    got = o[0].astype(np.float64)
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, want, rtol=2.0 ** -7, atol=1e-6 * np.abs(want).max())
+
+
 def test_other_shapes_take_the_general_path() -> None:
     x = np.ones((1, 17, 64), BF16)  # 17 rows: more than few
     w = np.ones((1, 64, 1 << 15), BF16)

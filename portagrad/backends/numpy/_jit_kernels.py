@@ -288,7 +288,7 @@ def softmax_backward_rows(g: Any, y: Any, out: Any) -> None:
 
 # bfloat16 weights of a product with few rows (a decoder's step): widened into a small float32
 # block in the cache (a bfloat16 is the top half of its float32), never whole in memory
-_BF16_ROWS = 16  # rows of w (N, K) widened at a time: (16, K) float32 stays in L1/L2
+_BF16_ROWS = 12  # rows of w (N, K) widened at a time: (12, K) float32 stays in L1/L2
 _BF16_COLS = 1024  # columns of b (K, N) per block of the n-fast kernel: out's block stays in L1
 
 
@@ -296,7 +296,9 @@ _BF16_COLS = 1024  # columns of b (K, N) per block of the n-fast kernel: out's b
 def bf16_rows_nt(a: Any, w: Any, out: Any) -> None:
     # out (M, N) float32 = a (M, K) float32 @ w.T, w (N, K) the bfloat16 bit patterns (uint16),
     # every array C-contiguous: each output one float32 dot product over all of K (reassociated
-    # so that it vectorises), four rows of w at a time sharing the loads of a's row
+    # so that it vectorises). Register blocks: four rows of a times three rows of w (twelve
+    # accumulators sharing seven loads per step), the rows of a left over one at a time times
+    # four rows of w; a block of w's rows (a multiple of 3 and of 4) widened once for all of a
     M, K = a.shape
     N = w.shape[0]
     buf = np.empty((_BF16_ROWS, K), np.uint32)
@@ -307,20 +309,73 @@ def bf16_rows_nt(a: Any, w: Any, out: Any) -> None:
         for r in range(nb):
             for k in range(K):
                 buf[r, k] = np.uint32(w[j0 + r, k]) << 16
-        for m in range(M):
+        m = 0
+        while m + 4 <= M:
+            r = 0
+            while r + 3 <= nb:
+                s00 = s01 = s02 = s10 = s11 = s12 = s20 = s21 = s22 = s30 = s31 = s32 = zero
+                for k in range(K):
+                    f0 = fb[r, k]
+                    f1 = fb[r + 1, k]
+                    f2 = fb[r + 2, k]
+                    x = a[m, k]
+                    s00 += x * f0
+                    s01 += x * f1
+                    s02 += x * f2
+                    x = a[m + 1, k]
+                    s10 += x * f0
+                    s11 += x * f1
+                    s12 += x * f2
+                    x = a[m + 2, k]
+                    s20 += x * f0
+                    s21 += x * f1
+                    s22 += x * f2
+                    x = a[m + 3, k]
+                    s30 += x * f0
+                    s31 += x * f1
+                    s32 += x * f2
+                j = j0 + r
+                out[m, j] = s00
+                out[m, j + 1] = s01
+                out[m, j + 2] = s02
+                out[m + 1, j] = s10
+                out[m + 1, j + 1] = s11
+                out[m + 1, j + 2] = s12
+                out[m + 2, j] = s20
+                out[m + 2, j + 1] = s21
+                out[m + 2, j + 2] = s22
+                out[m + 3, j] = s30
+                out[m + 3, j + 1] = s31
+                out[m + 3, j + 2] = s32
+                r += 3
+            while r < nb:
+                s00 = s10 = s20 = s30 = zero
+                for k in range(K):
+                    f0 = fb[r, k]
+                    s00 += a[m, k] * f0
+                    s10 += a[m + 1, k] * f0
+                    s20 += a[m + 2, k] * f0
+                    s30 += a[m + 3, k] * f0
+                out[m, j0 + r] = s00
+                out[m + 1, j0 + r] = s10
+                out[m + 2, j0 + r] = s20
+                out[m + 3, j0 + r] = s30
+                r += 1
+            m += 4
+        while m < M:
             r = 0
             while r + 4 <= nb:
-                s0_ = s1_ = s2_ = s3_ = zero
+                s00 = s01 = s02 = s03 = zero
                 for k in range(K):
                     x = a[m, k]
-                    s0_ += x * fb[r, k]
-                    s1_ += x * fb[r + 1, k]
-                    s2_ += x * fb[r + 2, k]
-                    s3_ += x * fb[r + 3, k]
-                out[m, j0 + r] = s0_
-                out[m, j0 + r + 1] = s1_
-                out[m, j0 + r + 2] = s2_
-                out[m, j0 + r + 3] = s3_
+                    s00 += x * fb[r, k]
+                    s01 += x * fb[r + 1, k]
+                    s02 += x * fb[r + 2, k]
+                    s03 += x * fb[r + 3, k]
+                out[m, j0 + r] = s00
+                out[m, j0 + r + 1] = s01
+                out[m, j0 + r + 2] = s02
+                out[m, j0 + r + 3] = s03
                 r += 4
             while r < nb:
                 acc = zero
@@ -328,6 +383,7 @@ def bf16_rows_nt(a: Any, w: Any, out: Any) -> None:
                     acc += a[m, k] * fb[r, k]
                 out[m, j0 + r] = acc
                 r += 1
+            m += 1
 
 
 @_jit()

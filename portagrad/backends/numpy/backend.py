@@ -171,6 +171,8 @@ _BF16_BLOCK_MIN = 1 << 20
 #: ... and with numba, from at most this many rows the product loops over bfloat16 weights itself
 #: (from 16 rows BLAS on the widened blocks is as fast: measured in docs/performance.md)
 _BF16_JIT_ROWS_MAX = 8
+#: ... for a large operand of at least this many elements (smaller ones widen it whole)
+_BF16_JIT_MIN = 1 << 16
 #: float32 elements of one widened block (1 MiB: stays in cache until the product reads it)
 _BF16_BLOCK = 1 << 18
 
@@ -185,11 +187,12 @@ def _bf16_few_rows(a: View, b: View, out: View) -> bool:
     if a.shape[0] != 1 or b.shape[0] != 1 or a.shape[1] > _BF16_BLOCK_ROWS_MAX:
         return False
     K, N = b.shape[1], b.shape[2]
-    if K * N < _BF16_BLOCK_MIN or K == 0:
+    jitted = a.shape[1] <= _BF16_JIT_ROWS_MAX and K * N >= _BF16_JIT_MIN and jit.available()
+    if (K * N < _BF16_BLOCK_MIN and not jitted) or K == 0:
         return False
     am = widen(nd(a)[0])
     bm, om = nd(b)[0], nd(out)[0]
-    if am.shape[0] <= _BF16_JIT_ROWS_MAX and jit.available():
+    if jitted:
         # numba: the weights widened a cache-sized block at a time inside the product loop
         o32 = np.empty(om.shape, np.float32)
         if jit.bf16_matmul_rows(np.ascontiguousarray(am), bm.view(np.uint16), o32):
