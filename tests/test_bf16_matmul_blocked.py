@@ -69,9 +69,10 @@ def test_few_rows_blocked_equals_one_product(monkeypatch, M, K, N, layout) -> No
     np.testing.assert_array_equal(o[0].view(np.uint16), want.view(np.uint16))
 
 
-@pytest.mark.parametrize("M,K,N", [(4, 300, 1001), (5, 257, 1003), (7, 512, 260), (8, 96, 1000)])
+@pytest.mark.parametrize("M,K,N", [(4, 300, 1001), (5, 257, 1003), (7, 512, 260), (8, 96, 1000),
+                                   (42, 128, 1030)])
 def test_jit_register_blocks(M: int, K: int, N: int) -> None:
-    """With numba, 4 to 8 rows run in blocks of four rows of x times three of W, the rows left
+    """With numba, 4 to 64 rows run in blocks of four rows of x times three of W, the rows left
     over one at a time: ragged blocks of W's rows (N not a multiple of 3 or 4) and rows of x (M
     not a multiple of 4), each output within a bfloat16 rounding of the float64 product."""
     if not jit.available():
@@ -102,8 +103,9 @@ def test_x_at_w_t_through_the_public_api(numba: bool, monkeypatch: pytest.Monkey
     """``x @ W.T`` of bfloat16 tensors (what linear layers compute): the float32 product of the
     bfloat16 values, rounded once, whichever path the backend takes (without numba the blocked
     one for 1 and 2 rows: the same float32 products, bit for bit; with numba those rows take the
-    loop over the bit patterns, and 40 rows one batched product: float32 sums in another order,
-    so within a bfloat16 rounding of numpy's 2-D one)."""
+    loop over the bit patterns, 40 rows too (without numba one batched product): float32 sums in
+    another order, so within a bfloat16 rounding of numpy's 2-D one, or a float32 summation error
+    where terms cancel)."""
     if numba and not jit.available():
         pytest.skip("numba not installed (or PORTAGRAD_NUMBA=0)")
     if not numba:
@@ -117,4 +119,5 @@ def test_x_at_w_t_through_the_public_api(numba: bool, monkeypatch: pytest.Monkey
         if rows <= 2 and not numba:
             np.testing.assert_array_equal(got, want)
         else:
-            np.testing.assert_allclose(got, want, rtol=2.0 ** -7, atol=0)  # one bfloat16 step
+            # one bfloat16 step, or float32 sums in another order where terms cancel
+            np.testing.assert_allclose(got, want, rtol=2.0 ** -7, atol=1e-6 * np.abs(want).max())

@@ -169,8 +169,11 @@ _BF16_BLOCK_ROWS_MAX = 16
 #: ... when that operand has at least this many elements
 _BF16_BLOCK_MIN = 1 << 20
 #: ... and with numba, from at most this many rows the product loops over bfloat16 weights itself
-#: (from 16 rows BLAS on the widened blocks is as fast: measured in docs/performance.md)
+#: (its n-fast loop, ``x @ b``; from 16 rows BLAS on the widened blocks is as fast)
 _BF16_JIT_ROWS_MAX = 8
+#: ... and its k-fast loop (``x @ W.T``, register-blocked) up to this many rows (a short prompt's
+#: prefill): faster than BLAS on widened weights up to 64 rows, even at 256 (docs/performance.md)
+_BF16_JIT_NT_ROWS_MAX = 64
 #: ... for a large operand of at least this many elements (smaller ones widen it whole)
 _BF16_JIT_MIN = 1 << 16
 #: float32 elements of one widened block (1 MiB: stays in cache until the product reads it)
@@ -184,11 +187,13 @@ def _bf16_few_rows(a: View, b: View, out: View) -> bool:
     the weights is never written to memory whole (it was 2 bytes read and 8 moved per weight,
     against 4 for a float32 model). Every output element is still one float32 dot product over
     all of ``K``, rounded once. False (nothing done) for other shapes."""
-    if a.shape[0] != 1 or b.shape[0] != 1 or a.shape[1] > _BF16_BLOCK_ROWS_MAX:
+    if a.shape[0] != 1 or b.shape[0] != 1:
         return False
-    K, N = b.shape[1], b.shape[2]
-    jitted = a.shape[1] <= _BF16_JIT_ROWS_MAX and K * N >= _BF16_JIT_MIN and jit.available()
-    if (K * N < _BF16_BLOCK_MIN and not jitted) or K == 0:
+    M, K, N = a.shape[1], b.shape[1], b.shape[2]
+    kfast = b.strides[1] == 1 and b.strides[2] == K  # W.T of a C-contiguous W
+    jitted = (M <= (_BF16_JIT_NT_ROWS_MAX if kfast else _BF16_JIT_ROWS_MAX)
+              and K * N >= _BF16_JIT_MIN and jit.available())
+    if K == 0 or not (jitted or (M <= _BF16_BLOCK_ROWS_MAX and K * N >= _BF16_BLOCK_MIN)):
         return False
     am = widen(nd(a)[0])
     bm, om = nd(b)[0], nd(out)[0]
