@@ -106,3 +106,32 @@ def test_gradcheck(device: str) -> None:
     idx = pg.tensor([3, 0], device=device)
     assert pg.autograd.gradcheck(lambda a, b: a.index_copy(0, idx, b), (x, src))
     assert pg.autograd.gradcheck(lambda a, b: (a * 1).index_copy_(0, idx, b), (x, src))
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_whole_slice_writes_by_one_index(device: str, dim: int) -> None:
+    """An index that varies along ``dim`` only (what index_copy_ and index_fill_ build, or a
+    user's ``expand``-ed index for scatter) writes whole slices by one 1-D index on the cpu
+    device: non-contiguous destinations, a source larger than the index (scatter reads its
+    head), repeated index values (each slice then holds one of the written values)."""
+    rng = np.random.default_rng(dim)
+    base = rng.standard_normal((4, 5, 6)).astype(np.float32)
+    shape = list(base.shape)
+    shape[dim] = 2
+    idx1 = np.array([3, 1])
+    idx = np.broadcast_to(idx1.reshape([-1 if k == dim else 1 for k in range(3)]), shape)
+    src = rng.standard_normal([s + 1 for s in shape]).astype(np.float32)
+    want = base.copy()
+    np.put_along_axis(want, idx, src[tuple(slice(0, n) for n in shape)], dim)
+    x = pg.tensor(base, device=device)
+    got = x.scatter(dim, pg.tensor(idx1, device=device).view(
+        [-1 if k == dim else 1 for k in range(3)]).expand(shape), pg.tensor(src, device=device))
+    np.testing.assert_array_equal(got.cpu().numpy(), want)
+    # a transposed (non-contiguous) destination, index_fill_ through it
+    t = pg.tensor(np.ascontiguousarray(base.transpose(2, 1, 0)), device=device).transpose(0, 2)
+    t.index_fill_(dim, pg.tensor([1, 3, 1], device=device), 7.0)
+    fill = base.copy()
+    np.put_along_axis(fill, np.broadcast_to(np.array([1, 3]).reshape(
+        [-1 if k == dim else 1 for k in range(3)]), [2 if k == dim else n for k, n in
+                                                     enumerate(base.shape)]), 7.0, dim)
+    np.testing.assert_array_equal(t.cpu().numpy(), fill)

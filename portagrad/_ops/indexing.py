@@ -289,13 +289,22 @@ def _index_along(input: Tensor, dim: int, index: Any, target: tuple | None,
     (default: ``input``'s shape with ``dim`` of the index's length), for gather/scatter;
     ``what`` begins the out-of-range message."""
     d = wrap_dim(dim, input.dim())
-    index = reshape(_as_index(index, input), (-1,))
+    index = _as_index(index, input)
+    if index.dim() != 1:
+        index = reshape(index, (-1,))
     check_index_range(index, input.shape[d], d, what)
-    shape = [1] * input.dim()
-    shape[d] = index.shape[0]
+    n = index.shape[0]
     if target is None:
-        target = tuple(index.shape[0] if i == d else n for i, n in enumerate(input.shape))
-    return d, expand(reshape(index, tuple(shape)), target)
+        target = tuple(n if i == d else s for i, s in enumerate(input.shape))
+    if target[d] != n:  # (callers check this; expand's own error otherwise)
+        shape = [1] * input.dim()
+        shape[d] = n
+        return d, expand(reshape(index, tuple(shape)), target)
+    # the index along d, broadcast (stride 0) over the other dimensions: one raw view, where
+    # reshape and expand made two recorded ops (an int64 index has no gradient)
+    step = index._v.strides[0]
+    return d, _raw.view(index, tuple(target), tuple(step if i == d else 0
+                                                    for i in range(len(target))))
 
 
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:

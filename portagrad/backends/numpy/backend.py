@@ -180,6 +180,13 @@ _BF16_JIT_MIN = 1 << 16
 _BF16_BLOCK = 1 << 18
 
 
+def _along_one_axis(o: np.ndarray, axis: int, idx: np.ndarray) -> bool:
+    """Whether ``idx`` (of ``o``'s rank) varies along ``axis`` only (stride 0 elsewhere) and
+    spans every other dimension of ``o``: then a scatter by it writes whole slices."""
+    return o.ndim > 0 and all(st == 0 and n == m for k, (st, n, m) in
+                              enumerate(zip(idx.strides, idx.shape, o.shape)) if k != axis)
+
+
 def _bf16_few_rows(a: View, b: View, out: View) -> bool:
     """``out = a @ b`` for bfloat16 ``(1, M, K) @ (1, K, N)`` with few rows ``M`` and a large
     ``b`` (a decoder's weights, one token at a time): ``b`` is widened to float32 a block of
@@ -514,6 +521,13 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
     def scatter(self, out: View, axis: int, index: View, src: View, reduce: str | None) -> None:
         o, idx, s = nd(out), nd(index), nd(src)
         if reduce == "add" and _add_rows(o, axis, idx, s):
+            return
+        if reduce is None and _along_one_axis(o, axis, idx):
+            # one index per position along axis, the same across the other dimensions
+            # (index_copy_, index_fill_: a KV cache written each decode step): one slice
+            # assignment by a 1-D index, not a full grid of indices per element
+            vec = idx[(0,) * axis + (slice(None),) + (0,) * (idx.ndim - axis - 1)]
+            o[(slice(None),) * axis + (vec,)] = s[tuple(slice(0, n) for n in idx.shape)]
             return
         _host_ops.scatter(o, axis, idx, s, reduce)
 
