@@ -133,6 +133,38 @@ def test_gelu_fallback_is_the_core_composition(monkeypatch: pytest.MonkeyPatch) 
     assert g_fast.tobytes() == g_comp.tobytes()
 
 
+@pytest.mark.parametrize("dt", ["bfloat16", "float16"])
+def test_gelu_16bit_through_the_primitives(monkeypatch: pytest.MonkeyPatch, dt: str) -> None:
+    """16-bit exact GELU runs the float32 primitives on a float32 copy and rounds once, forward
+    and backward: the bits of the composed node's float32 route (numpy path, where the two are
+    the same float32 operations), and the primitives do run."""
+    monkeypatch.setattr(jit, "_STATE", [None])
+    from portagrad._ops.nn import activation
+    from portagrad.backends.numpy.backend import NumpyBackend
+
+    calls: list[str] = []
+    real_fwd, real_bwd = NumpyBackend.gelu, NumpyBackend.gelu_backward
+    monkeypatch.setattr(NumpyBackend, "gelu", lambda self, *a: (calls.append("f"),
+                                                                real_fwd(self, *a))[1])
+    monkeypatch.setattr(NumpyBackend, "gelu_backward", lambda self, *a: (calls.append("b"),
+                                                                         real_bwd(self, *a))[1])
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal((7, 300)) * 3).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    dtype = getattr(pg, dt)
+
+    def run() -> tuple[bytes, bytes]:
+        t = pg.tensor(x).to(dtype).requires_grad_()
+        y = pg.nn.functional.gelu(t)
+        y.backward(pg.tensor(g).to(dtype))
+        return y.detach().float().numpy().tobytes(), t.grad.float().numpy().tobytes()
+
+    fast = run()
+    assert calls == ["f", "b"]
+    monkeypatch.setattr(activation, "_gelu_prims", lambda x, a: False)
+    assert run() == fast and calls == ["f", "b"]
+
+
 def test_gelu_node_float32_routes_and_grads(mode: str) -> None:
     rng = np.random.default_rng(3)
     x = (rng.standard_normal((4, 33, 17)) * 2).astype(np.float32)

@@ -150,14 +150,27 @@ class _Smooth(Function):
 
 def _gelu_prims(x: Tensor, approximate: Any) -> bool:
     """Whether exact GELU of ``x`` runs as the backend's ``gelu``/``gelu_backward``: float32
-    and contiguous, on a backend that has both."""
-    return (approximate == "none" and x._v.dtype is _dtype.float32 and x._v.is_contiguous()
+    and contiguous, or 16-bit (computed on a float32 copy, rounded once), on a backend that has
+    both."""
+    dt = x._v.dtype
+    return (approximate == "none" and (dt is _dtype.float32 and x._v.is_contiguous()
+                                       or dt in _HALF16)
             and _raw.has_prims(x, "gelu", "gelu_backward"))
 
 
+def _f32(t: Tensor) -> Tensor:
+    """``t`` itself when contiguous float32, else a contiguous float32 copy of it."""
+    return _raw.contiguous(t) if t._v.dtype is _dtype.float32 else _raw.cast(t, _dtype.float32)
+
+
+def _rounded(t: Tensor, dt: Any) -> Tensor:
+    return t if dt is _dtype.float32 else _raw.cast(t, dt)
+
+
 class _Gelu(_Smooth):
-    """GELU; exact GELU of a contiguous float32 tensor is one backend call each way where the
-    backend has ``gelu``/``gelu_backward`` (the backward composed under ``create_graph``)."""
+    """GELU; exact GELU of a float32 or 16-bit tensor is one backend call each way where the
+    backend has ``gelu``/``gelu_backward`` (16-bit: on a float32 copy, rounded once; the backward
+    composed under ``create_graph``)."""
 
     _backward_name = "GeluBackward0"
 
@@ -167,16 +180,17 @@ class _Gelu(_Smooth):
             return super().forward(ctx, x, arg)
         ctx.arg = arg
         ctx.save_for_backward(x)
-        return _raw.gelu(x, _raw.new_like(x))
+        x32 = _f32(x)
+        return _rounded(_raw.gelu(x32, _raw.new_like(x32)), x._v.dtype)
 
     @classmethod
     def backward(cls, ctx: Any, g: Tensor) -> Any:
         (x,) = ctx.saved_tensors
-        if (is_grad_enabled() or not _gelu_prims(x, ctx.arg) or g._v.dtype is not _dtype.float32
+        if (is_grad_enabled() or not _gelu_prims(x, ctx.arg) or g._v.dtype is not x._v.dtype
                 or tuple(g._v.shape) != tuple(x._v.shape)):
             return super().backward(ctx, g)
-        g = _raw.contiguous(g)
-        return _raw.gelu_backward(g, x, _raw.new_like(x)), None
+        x32 = _f32(x)
+        return _rounded(_raw.gelu_backward(_f32(g), x32, _raw.new_like(x32)), x._v.dtype), None
 
     @staticmethod
     def _value(x: Tensor, arg: Any) -> Tensor:

@@ -180,6 +180,24 @@ _BF16_JIT_MIN = 1 << 16
 _BF16_BLOCK = 1 << 18
 
 
+# bfloat16 ops whose ml_dtypes loop computes in float32 and rounds once (bit for bit the result
+# of float32 copies, measured faster from one element to millions)
+_BF16_UFUNCS = {op: BINARY_UFUNCS[op] for op in ("add", "sub", "mul", "div", "maximum", "minimum")}
+
+
+def _bf16_exact(x: Any) -> bool:
+    """Whether the operand ``x`` is a bfloat16 view, or a Python number that is exactly a
+    bfloat16 (a loop on bfloat16 arrays rounds a scalar operand to bfloat16 first)."""
+    if x.__class__ is View:
+        return x.dtype is BFLOAT16
+    if x.__class__ is float or x.__class__ is int:
+        try:
+            return float(BFLOAT16_NP.type(x)) == x
+        except OverflowError:  # an int too large for a float
+            return False
+    return False
+
+
 def _along_one_axis(o: np.ndarray, axis: int, idx: np.ndarray) -> bool:
     """Whether ``idx`` (of ``o``'s rank) varies along ``axis`` only (stride 0 elsewhere) and
     spans every other dimension of ``o``: then a scatter by it writes whole slices."""
@@ -398,6 +416,12 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
                 f(a, b, o)  # out as the third argument: no keyword for numpy to parse
                 return
         if od is BFLOAT16 or (od is _BOOLD and (is_bf16(a) or is_bf16(b))):
+            f = _BF16_UFUNCS.get(op)
+            if f is not None and od is BFLOAT16 and _bf16_exact(a) and _bf16_exact(b):
+                # ml_dtypes' own loops: each element computed in float32 and rounded once, as
+                # the float32 copies below would, without the copies
+                f(_arg(a), _arg(b), out=nd(out))
+                return
             via_f32(self.binary, (3,), op, a, b, out)
             return
         if b.__class__ is int:

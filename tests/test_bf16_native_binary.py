@@ -1,0 +1,68 @@
+"""bfloat16 add/sub/mul/div/maximum/minimum on the cpu device run ml_dtypes' own loops instead of
+float32 copies: bit for bit the float32 result rounded once (NaN for NaN), over every bfloat16
+bit pattern against random partners and with Python scalars that are exactly bfloat16 (others
+keep the float32 path: a bfloat16 loop would round the scalar first)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import portagrad as pg
+from portagrad.backends.numpy import backend as nb
+from portagrad.backends.numpy.arrays import BFLOAT16_NP
+
+_OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+        "maximum": np.maximum, "minimum": np.minimum}
+
+
+def _reference(op: str, a: np.ndarray, b: object) -> np.ndarray:
+    b32 = b.astype(np.float32) if isinstance(b, np.ndarray) else np.float32(b)
+    with np.errstate(all="ignore"):
+        return _OPS[op](a.astype(np.float32), b32).astype(BFLOAT16_NP)
+
+
+def _same(got: np.ndarray, want: np.ndarray) -> None:
+    g, w = got.astype(np.float32), want.astype(np.float32)
+    nan = np.isnan(w)
+    np.testing.assert_array_equal(np.isnan(g), nan)
+    np.testing.assert_array_equal(got.view(np.uint16)[~nan], want.view(np.uint16)[~nan])
+
+
+@pytest.mark.parametrize("op", sorted(_OPS))
+def test_every_bit_pattern(op: str) -> None:
+    a = np.arange(1 << 16, dtype=np.uint16).view(BFLOAT16_NP)
+    b = np.random.default_rng(1).permutation(a)
+    got = pg.tensor(a.astype(np.float32)).to(pg.bfloat16)
+    other = pg.tensor(b.astype(np.float32)).to(pg.bfloat16)
+    with np.errstate(all="ignore"):
+        res = getattr(pg, op if op in ("maximum", "minimum") else op)(got, other)
+    _same(res.view(pg.int16).numpy().view(BFLOAT16_NP), _reference(op, a, b))
+
+
+@pytest.mark.parametrize("scalar", [0.5, 3, -2.0, 0.1, 1e-40, 65504.0])
+def test_python_scalars(scalar: float) -> None:
+    a = np.random.default_rng(2).standard_normal(1000).astype(BFLOAT16_NP)
+    x = pg.tensor(a.astype(np.float32)).to(pg.bfloat16)
+    for op, fn in (("add", lambda t: t + scalar), ("mul", lambda t: t * scalar),
+                   ("div", lambda t: t / scalar), ("sub", lambda t: scalar - t)):
+        want = _reference(op, a, scalar) if op != "sub" else (
+            np.float32(scalar) - a.astype(np.float32)).astype(BFLOAT16_NP)
+        _same(fn(x).view(pg.int16).numpy().view(BFLOAT16_NP), want)
+
+
+def test_routing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two bfloat16 tensors, or one and an exact scalar, take the native loops; an inexact
+    scalar (0.1 is not a bfloat16) keeps the float32 copies."""
+    assert nb._bf16_exact(0.5) and nb._bf16_exact(3) and not nb._bf16_exact(0.1)
+    assert not nb._bf16_exact(float("nan")) and not nb._bf16_exact(10 ** 400)
+    calls: list[str] = []
+
+    def spy(*a: object, **k: object) -> object:
+        calls.append("add")
+        return np.add(*a, **k)
+
+    monkeypatch.setitem(nb._BF16_UFUNCS, "add", spy)
+    x = pg.ones(8, dtype=pg.bfloat16)
+    assert (x + x).float().tolist() == [2.0] * 8 and calls == ["add"]
+    assert (x + 0.5).float().tolist() == [1.5] * 8 and calls == ["add", "add"]
+    assert (x + 0.1).float().tolist() == [1.1015625] * 8 and calls == ["add", "add"]
