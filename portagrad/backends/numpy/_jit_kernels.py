@@ -47,6 +47,17 @@ c_pdf = _F(1.0 / math.sqrt(2.0 * math.pi))
 c_mhalf = _F(-0.5)
 
 
+@numba.extending.intrinsic
+def _bits_as_f32(typingctx: Any, bits: Any) -> Any:
+    # the float32 whose bit pattern is the uint32 ``bits`` (a bfloat16 shifted into the top
+    # half is its float32): one LLVM bitcast, which vectorises with the loads around it
+    from llvmlite import ir
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], ir.FloatType())
+    return numba.types.float32(numba.types.uint32), codegen
+
+
 @numba.njit(inline="always", error_model="numpy")
 def exp_neg(z: Any) -> Any:
     # exp(z) for float32 z <= 0 (or NaN): -inf gives 0, subnormal results are rounded once
@@ -289,6 +300,9 @@ def softmax_backward_rows(g: Any, y: Any, out: Any) -> None:
 # bfloat16 weights of a product with few rows (a decoder's step): widened into a small float32
 # block in the cache (a bfloat16 is the top half of its float32), never whole in memory
 _BF16_ROWS = 12  # rows of w (N, K) widened at a time: (12, K) float32 stays in L1/L2
+# from at most this many rows of a, the weights are widened in registers as they are loaded
+# (each row of a then streams w once: cheaper than a widened block up to 4 rows, measured)
+_BF16_STREAM_ROWS_MAX = 4
 _BF16_COLS = 1024  # columns of b (K, N) per block of the n-fast kernel: out's block stays in L1
 
 
@@ -301,6 +315,9 @@ def bf16_rows_nt(a: Any, w: Any, out: Any) -> None:
     # four rows of w; a block of w's rows (a multiple of 3 and of 4) widened once for all of a
     M, K = a.shape
     N = w.shape[0]
+    if M <= _BF16_STREAM_ROWS_MAX:
+        _bf16_rows_nt_streamed(a, w, out)
+        return
     buf = np.empty((_BF16_ROWS, K), np.uint32)
     fb = buf.view(np.float32)
     zero = _F(0)
@@ -384,6 +401,77 @@ def bf16_rows_nt(a: Any, w: Any, out: Any) -> None:
                 out[m, j0 + r] = acc
                 r += 1
             m += 1
+
+
+@_jit(fastmath={"reassoc"})
+def _bf16_rows_nt_streamed(a: Any, w: Any, out: Any) -> None:
+    # bf16_rows_nt for at most _BF16_STREAM_ROWS_MAX rows: each weight widened in registers as
+    # it is loaded, no widened block written and read back (a block of four rows of a times
+    # three rows of w, else one row of a times four rows of w: every row of a streams w once)
+    M, K = a.shape
+    N = w.shape[0]
+    zero = _F(0)
+    if M == 4:
+        r = 0
+        while r + 3 <= N:
+            s00 = s01 = s02 = s10 = s11 = s12 = s20 = s21 = s22 = s30 = s31 = s32 = zero
+            for k in range(K):
+                f0 = _bits_as_f32(np.uint32(w[r, k]) << 16)
+                f1 = _bits_as_f32(np.uint32(w[r + 1, k]) << 16)
+                f2 = _bits_as_f32(np.uint32(w[r + 2, k]) << 16)
+                x = a[0, k]
+                s00 += x * f0
+                s01 += x * f1
+                s02 += x * f2
+                x = a[1, k]
+                s10 += x * f0
+                s11 += x * f1
+                s12 += x * f2
+                x = a[2, k]
+                s20 += x * f0
+                s21 += x * f1
+                s22 += x * f2
+                x = a[3, k]
+                s30 += x * f0
+                s31 += x * f1
+                s32 += x * f2
+            out[0, r] = s00
+            out[0, r + 1] = s01
+            out[0, r + 2] = s02
+            out[1, r] = s10
+            out[1, r + 1] = s11
+            out[1, r + 2] = s12
+            out[2, r] = s20
+            out[2, r + 1] = s21
+            out[2, r + 2] = s22
+            out[3, r] = s30
+            out[3, r + 1] = s31
+            out[3, r + 2] = s32
+            r += 3
+        first = r  # the last rows of w (fewer than 3): one row of a at a time below
+    else:
+        first = 0
+    for m in range(M):
+        r = first
+        while r + 4 <= N:
+            s00 = s01 = s02 = s03 = zero
+            for k in range(K):
+                x = a[m, k]
+                s00 += x * _bits_as_f32(np.uint32(w[r, k]) << 16)
+                s01 += x * _bits_as_f32(np.uint32(w[r + 1, k]) << 16)
+                s02 += x * _bits_as_f32(np.uint32(w[r + 2, k]) << 16)
+                s03 += x * _bits_as_f32(np.uint32(w[r + 3, k]) << 16)
+            out[m, r] = s00
+            out[m, r + 1] = s01
+            out[m, r + 2] = s02
+            out[m, r + 3] = s03
+            r += 4
+        while r < N:
+            acc = zero
+            for k in range(K):
+                acc += a[m, k] * _bits_as_f32(np.uint32(w[r, k]) << 16)
+            out[m, r] = acc
+            r += 1
 
 
 @_jit()
