@@ -47,8 +47,7 @@ c_pdf = _F(1.0 / math.sqrt(2.0 * math.pi))
 c_mhalf = _F(-0.5)
 
 
-@numba.extending.intrinsic
-def _bits_as_f32(typingctx: Any, bits: Any) -> Any:
+def _bits_as_f32_typing(typingctx: Any, bits: Any) -> Any:
     # the float32 whose bit pattern is the uint32 ``bits`` (a bfloat16 shifted into the top
     # half is its float32): one LLVM bitcast, which vectorises with the loads around it
     from llvmlite import ir
@@ -56,6 +55,9 @@ def _bits_as_f32(typingctx: Any, bits: Any) -> Any:
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         return builder.bitcast(args[0], ir.FloatType())
     return numba.types.float32(numba.types.uint32), codegen
+
+
+_bits_as_f32: Any = numba.extending.intrinsic(_bits_as_f32_typing)
 
 
 @numba.njit(inline="always", error_model="numpy")
