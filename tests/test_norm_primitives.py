@@ -419,3 +419,24 @@ def test_softmax_low_precision(device: str, dtype: Any) -> None:
     want /= want.sum(1, keepdims=True)
     assert y.dtype is dtype
     np.testing.assert_allclose(y.float().cpu().numpy(), want, rtol=1e-2, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", [pg.float16, pg.bfloat16], ids=str)
+def test_layer_norm_16bit_inference_equals_recorded(device: str, dtype: Any) -> None:
+    """16-bit layer norm when nothing records (raw float32 copies around the float32 node) gives
+    the bits of the recorded path (public float32 conversions), and keeps PyTorch's errors."""
+    x = RNG.normal(size=(3, 5, 40)).astype(np.float32)
+    try:
+        xt = pg.tensor(x, dtype=dtype, device=device)
+    except pg.errors.DTypeError as exc:  # a device without cl_khr_fp16
+        pytest.skip(str(exc))
+    w = pg.tensor(RNG.normal(size=40), dtype=dtype, device=device)
+    b = pg.tensor(RNG.normal(size=40), dtype=dtype, device=device)
+    with pg.no_grad():
+        fast = F.layer_norm(xt, (40,), w, b)
+    recorded = F.layer_norm(xt.clone().requires_grad_(), (40,), w, b)
+    assert fast.dtype is dtype and recorded.grad_fn is not None
+    np.testing.assert_array_equal(fast.float().cpu().numpy(),
+                                  recorded.detach().float().cpu().numpy())
+    with pg.no_grad(), pytest.raises(RuntimeError, match="normalized_shape"):
+        F.layer_norm(xt, (41,), None, None)

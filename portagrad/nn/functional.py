@@ -1576,6 +1576,9 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
                            f"[*, {', '.join(map(str, ns))}], but got input of size"
                            f"{list(input.shape)}")
     if input.dtype in _HALF16:  # PyTorch's kernel computes in float32 and rounds once
+        y = nodes.norm.half_layer_norm_unrecorded(input, ns, weight, bias, eps)
+        if y is not None:
+            return y
         w, b = (None if t is None else t.to(dtype=_dtype.float32) for t in (weight, bias))
         return layer_norm(input.to(dtype=_dtype.float32), ns, w, b, eps).to(dtype=input.dtype)
     if nodes.norm.norm_fast_path(input, "layer_norm", weight, bias, shape=ns):

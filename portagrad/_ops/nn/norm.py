@@ -17,7 +17,8 @@ from ..shape import reshape
 from .._common import call
 from ._common import NORM_DTYPES, flat, flat_or_none
 
-__all__ = ["norm_fast_path", "half_batch_norm_fast_path", "layer_norm", "batch_norm"]
+__all__ = ["norm_fast_path", "half_batch_norm_fast_path", "layer_norm", "batch_norm",
+           "half_layer_norm_unrecorded"]
 
 #: 16-bit inputs the batch-norm node takes with float32 parameters (computed in float32)
 _HALF = _dtype.HALF_FLOATS
@@ -122,6 +123,23 @@ def layer_norm(x: Tensor, ns: tuple, w: Tensor | None, b: Tensor | None, eps: fl
     """Layer norm over the trailing dimensions ``ns`` as one node (after
     :func:`norm_fast_path`)."""
     return call(_LayerNorm, x, w, b, tuple(ns), float(eps))
+
+
+def half_layer_norm_unrecorded(x: Tensor, ns: tuple, w: Tensor | None, b: Tensor | None,
+                               eps: float) -> Tensor | None:
+    """Layer norm of a 16-bit ``x`` when nothing records (inference): float32 copies of the
+    operands, the float32 node, one rounding, as PyTorch's kernel computes it, with raw casts
+    where each public ``.to()`` is an op of its own (several times the norm's cost on a decode
+    step's rows). None when autograd records or the primitives do not apply (the caller then
+    composes, with PyTorch's errors)."""
+    if x._v.dtype not in _HALF or (is_grad_enabled() and any(
+            t is not None and t._requires_grad for t in (x, w, b))):
+        return None
+    x32, w32, b32 = (None if t is None else _raw.cast(t, _dtype.float32) for t in (x, w, b))
+    assert x32 is not None
+    if not norm_fast_path(x32, "layer_norm", w32, b32, shape=tuple(ns)):
+        return None
+    return _raw.cast(call(_LayerNorm, x32, w32, b32, tuple(ns), float(eps)), x._v.dtype)
 
 
 class _BatchNorm(Function):
