@@ -109,17 +109,11 @@ class UntypedStorage:
 
     def clone(self) -> UntypedStorage:
         """A new storage on the same device holding a copy of these bytes."""
-        from . import _raw
-
-        b = self._bytes()
-        return UntypedStorage._wrap(_raw.cast(b, b._v.dtype)._storage)  # (cast: a fresh copy)
-
-    def _bytes(self) -> Any:
-        """A uint8 tensor over the whole storage (a view: writes show in the storage)."""
-        from . import _creation, _dtype
+        # a storage record cannot allocate: a uint8 tensor over these bytes is cloned
+        from . import _creation
 
         t = _creation.empty(0, dtype=_dtype.uint8, device=self.device)
-        return t.set_(self, 0, (self.nbytes(),), (1,))
+        return t.set_(self, 0, (self.nbytes(),), (1,)).clone().untyped_storage()
 
     def __copy__(self) -> UntypedStorage:  # as PyTorch's storages: a copy of the memory
         return self.clone()

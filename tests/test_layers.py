@@ -38,6 +38,9 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("portagrad.autograd.function", "portagrad._raw"):
         "AccumulateGrad adds into leaf.grad through the one door to the backend (_raw), and _raw "
         "makes Tensors, which hold autograd nodes",
+    ("portagrad.storage", "portagrad._creation"):
+        "a storage's clone (copy.copy, copy.deepcopy) copies its bytes through a tensor made over "
+        "them: a storage record cannot allocate",
     ("portagrad._tensor", "portagrad.multiprocessing.reductions"):
         "pickling a tensor loads Python's multiprocessing machinery only when it is needed",
     ("portagrad._tensor_api", "portagrad.multiprocessing.reductions"):

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ... import _creation
+from ... import _creation, _dtype
 from ..._ops import elementwise, indexing, reduction
 from ..._ops.special import isneginf
 from ..._ops.matmul import matmul
@@ -53,7 +53,6 @@ def noop_mask(batch: Tensor, head: Tensor, token_q: Tensor, token_kv: Tensor) ->
 
 
 def _bool() -> Any:
-    from ... import _dtype
     return _dtype.bool
 
 
