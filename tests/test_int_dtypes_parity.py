@@ -69,7 +69,10 @@ def _same(fn: Any, device: str, *inputs: Any, layouts: str = "c", inplace: bool 
     for w, g in zip(want, got):
         assert str(g.dtype).split(".")[-1] == str(w.dtype).split(".")[-1]
         assert tuple(g.shape) == tuple(w.shape)
-        np.testing.assert_array_equal(g.detach().cpu().numpy(), w.numpy())
+        if w.dtype.is_floating_point:  # (float results: summation orders may differ)
+            np.testing.assert_allclose(g.detach().cpu().numpy(), w.numpy(), rtol=1e-6)
+        else:
+            np.testing.assert_array_equal(g.detach().cpu().numpy(), w.numpy())
 
 
 # ------------------------------------------------------------------------------- shifts
@@ -188,3 +191,15 @@ def test_copy_of_a_number_wraps_as_a_cast(device: str) -> None:
     _same(lambda m, a: (a.copy_(300), a.clone().copy_(2.7), a.clone().copy_(-1)), device, U8,
           inplace=True)
     _same(lambda m, a: a.copy_(300), device, I8, layouts="T", inplace=True)
+
+
+# ------------------------------------------------------------------------------- empty dim lists
+@pytest.mark.parametrize("arr", [I8, U8, I16.astype(np.float32)], ids=["int8", "uint8", "float32"])
+def test_an_empty_dim_list_reduces_every_dimension(device: str, arr: np.ndarray) -> None:
+    # PyTorch: x.sum([]) is x.sum() (any/all, whose empty dims reduce nothing, are not of this kind)
+    _same(lambda m, a: (a.sum([]), a.sum((), keepdim=True), m.count_nonzero(a, []), a.amax([]),
+                        a.amin(()), a.any(()), a.sum([], dtype=m.int16)), device, arr, layouts="T")
+    f = arr.astype(np.float64)
+    _same(lambda m, a: (a.mean([]), a.var(()), a.std([], keepdim=True), m.nansum(a, []),
+                        m.nanmean(a, ()), a.norm(dim=[]), m.linalg.vector_norm(a, 1, dim=())),
+          device, f, layouts="s")
