@@ -203,3 +203,18 @@ def test_an_empty_dim_list_reduces_every_dimension(device: str, arr: np.ndarray)
     _same(lambda m, a: (a.mean([]), a.var(()), a.std([], keepdim=True), m.nansum(a, []),
                         m.nanmean(a, ()), a.norm(dim=[]), m.linalg.vector_norm(a, 1, dim=())),
           device, f, layouts="s")
+
+
+# ------------------------------------------------------------------------------- scatter_reduce
+@pytest.mark.parametrize("arr", [I8, U8, I64, np.array(I8 > 0)], ids=["int8", "uint8", "int64",
+                                                                    "bool"])
+@pytest.mark.parametrize("reduce", ["amin", "amax", "mean"])
+def test_scatter_reduce_integer_dtypes(device: str, arr: np.ndarray, reduce: str) -> None:
+    # amin at the dtype's minimum and on uint8 (not the amax of -x, which wraps); mean stays int8
+    if reduce == "mean" and arr.dtype == bool:
+        return  # (PyTorch refuses a bool mean)
+    index = np.array([[0, 1, 2, 0], [2, 2, 1, 0], [1, 0, 0, 2]])
+    for include_self in (True, False):
+        _same(lambda m, a, i, inc=include_self: a.scatter_reduce(0, i, a.flip(0), reduce,
+                                                                 include_self=inc),
+              device, arr, index, layouts="Tc")
