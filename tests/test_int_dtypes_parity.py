@@ -218,3 +218,20 @@ def test_scatter_reduce_integer_dtypes(device: str, arr: np.ndarray, reduce: str
         _same(lambda m, a, i, inc=include_self: a.scatter_reduce(0, i, a.flip(0), reduce,
                                                                  include_self=inc),
               device, arr, index, layouts="Tc")
+
+
+# ------------------------------------------------------------------------------- 0-d uint8 keys
+def test_zero_dim_uint8_index_is_a_mask(device: str) -> None:
+    # PyTorch reads a uint8 index as a (deprecated) mask, a 0-d one too: a new dimension of size
+    # 1 or 0, never the element at that position; int8/int16/int32 0-d keys are integers
+    x = np.array([[0, 1, 2], [3, 4, 5]], np.int64)
+
+    def write(m: Any, a: Any, k: Any) -> Any:
+        a[k] = 7
+        return a
+
+    _same(lambda m, a: (a[m.tensor(1, dtype=m.uint8)], a[m.tensor(0, dtype=m.uint8)],
+                        a[1, m.tensor(1, dtype=m.uint8)], a[m.tensor(1, dtype=m.int8)],
+                        write(m, a.clone(), m.tensor(1, dtype=m.uint8)),
+                        write(m, a.clone(), m.tensor(0, dtype=m.uint8)),
+                        write(m, a.clone(), m.tensor(1, dtype=m.int16))), device, x, layouts="T")
