@@ -186,13 +186,6 @@ def test_gcd_lcm_at_the_dtype_limits(device: str, arr: np.ndarray) -> None:
     _same(lambda m, a, b: (m.gcd(a, b), m.lcm(a, b)), device, arr, other, layouts="sT")
 
 
-# ------------------------------------------------------------------------------- copy_ of a number
-def test_copy_of_a_number_wraps_as_a_cast(device: str) -> None:
-    _same(lambda m, a: (a.copy_(300), a.clone().copy_(2.7), a.clone().copy_(-1)), device, U8,
-          inplace=True)
-    _same(lambda m, a: a.copy_(300), device, I8, layouts="T", inplace=True)
-
-
 # ------------------------------------------------------------------------------- empty dim lists
 @pytest.mark.parametrize("arr", [I8, U8, I16.astype(np.float32)], ids=["int8", "uint8", "float32"])
 def test_an_empty_dim_list_reduces_every_dimension(device: str, arr: np.ndarray) -> None:
@@ -235,3 +228,11 @@ def test_zero_dim_uint8_index_is_a_mask(device: str) -> None:
                         write(m, a.clone(), m.tensor(1, dtype=m.uint8)),
                         write(m, a.clone(), m.tensor(0, dtype=m.uint8)),
                         write(m, a.clone(), m.tensor(1, dtype=m.int16))), device, x, layouts="T")
+
+
+def test_setitem_of_a_number_outside_the_dtype_raises(device: str) -> None:
+    # PyTorch's checked conversion for a stored number (x[0] = 300 on int8), every key kind
+    x = pg.tensor([1, 2, 3], dtype=pg.int8, device=device)
+    for key in (0, slice(None), pg.tensor([0, 1], device=device), x > 1):
+        with pytest.raises(RuntimeError, match="value cannot be converted to type int8"):
+            x[key] = 300

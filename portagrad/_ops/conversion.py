@@ -231,10 +231,7 @@ def write_out(name: str, res: Tensor, out: Tensor, inputs: tuple = ()) -> Tensor
 def copy_(dst: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     """Copy ``src`` into ``dst`` in place (broadcasting, casting, across devices)."""
     if not isinstance(src, Tensor):
-        # as PyTorch: a number is a 0-d tensor of its own kind (a float: float64), then cast as a
-        # tensor is (300 into int8 wraps to 44; ``fill_`` is the one that refuses it)
-        kind = _dtype.float64 if isinstance(src, float) else None
-        src = _creation.tensor(src, dtype=kind, device=dst.device)
+        src = _creation.tensor(src, dtype=dst.dtype, device=dst.device)
     given = src  # the overlap rule looks at the source as given, before it is broadcast
     if src._storage.device != dst._storage.device:
         src = to(src, dst.device, non_blocking=non_blocking)

@@ -279,7 +279,7 @@ def _alpha(input: Any, other: Any, alpha: Any) -> tuple[Any, Any]:
                                "point number.")
         alpha = bool(alpha) if dt is _dtype.bool else _dtype.fit_scalar(alpha, dt.name)
     if isinstance(other, Tensor):  # scaled in the result's dtype: int8 * 2 into int16 must not wrap
-        return alpha, mul(to(other, dtype=dt) if other._v.dtype is not dt else other, alpha)
+        return alpha, mul(to(other, dtype=dt) if other.dtype is not dt else other, alpha)
     # a bool number times a bool alpha stays a bool (Python's True * True is the int 1)
     return alpha, (bool(other and alpha) if dt is _dtype.bool else other * alpha)
 
