@@ -686,12 +686,12 @@ class TensorOps:
     # Computed by the out-of-place op and written into self (see _ops.conversion.inplace).
     # Keyword arguments are passed only when given: binary_inplace's one-pass path needs none.
     def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
-        if alpha != 1:
+        if alpha != 1 or isinstance(alpha, _bool):  # (True is 1, but PyTorch checks a bool alpha)
             return _ops.elementwise.binary_inplace(_ops.elementwise.add, self, other, alpha=alpha)
         return _ops.elementwise.binary_inplace(_ops.elementwise.add, self, other)
 
     def sub_(self, other: Any, *, alpha: Any = 1) -> Tensor:
-        if alpha != 1:
+        if alpha != 1 or isinstance(alpha, _bool):  # (True is 1, but PyTorch checks a bool alpha)
             return _ops.elementwise.binary_inplace(_ops.elementwise.sub, self, other, alpha=alpha)
         return _ops.elementwise.binary_inplace(_ops.elementwise.sub, self, other)
 
@@ -1804,6 +1804,18 @@ class TensorOps:
 
     def bitwise_right_shift_(self, other: Any) -> Tensor:
         return _ops.elementwise.binary_inplace(_ops.bits.bitwise_right_shift, self, other)
+
+    # the shift operators (PyTorch's ``x << n``, ``1 << x``, ``x >>= n``): the functions above
+    __lshift__ = _binop(bitwise_left_shift)
+    __rlshift__ = _binop(bitwise_left_shift, reflected=True)
+    __rshift__ = _binop(bitwise_right_shift)
+    __rrshift__ = _binop(bitwise_right_shift, reflected=True)
+
+    def __ilshift__(self, other: Any) -> Tensor:
+        return self.bitwise_left_shift_(other)
+
+    def __irshift__(self, other: Any) -> Tensor:
+        return self.bitwise_right_shift_(other)
 
     def gcd(self, other: Tensor) -> Tensor:
         return _ops.bits.gcd(self, other)

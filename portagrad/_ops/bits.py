@@ -31,8 +31,11 @@ def _ints(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
     dt = _dtype.result_type(a, b)
     if dt.is_floating_point or dt is _dtype.bool:
         raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{elementwise._type_name(dt)}'")
-    ta = a.to(dt) if isinstance(a, Tensor) else _creation.full_like(ref, a, dtype=dt)
-    tb = b.to(dt) if isinstance(b, Tensor) else _creation.full_like(ref, b, dtype=dt)
+    # a number is wrapped into dt as PyTorch converts it (int8 << 300 shifts by 44: all bits out)
+    ta = a.to(dt) if isinstance(a, Tensor) else _creation.full_like(
+        ref, elementwise._wrap_int(a, dt), dtype=dt)
+    tb = b.to(dt) if isinstance(b, Tensor) else _creation.full_like(
+        ref, elementwise._wrap_int(b, dt), dtype=dt)
     return ta, tb
 
 
@@ -52,7 +55,8 @@ def bitwise_left_shift(input: Any, other: Any) -> Tensor:
 
 
 def bitwise_right_shift(input: Any, other: Any) -> Tensor:
-    """``input >> other`` (arithmetic: negative numbers round toward minus infinity)."""
+    """``input >> other`` (arithmetic: negative numbers round toward minus infinity; a count past
+    the width or negative fills with the sign bit, as PyTorch's kernel does)."""
     a, b = _ints("rshift", input, other)
     bits = a.dtype.itemsize * 8
     with _no_grad():
@@ -60,30 +64,35 @@ def bitwise_right_shift(input: Any, other: Any) -> Tensor:
         big = b >= bits - 1
         part = elementwise.floor_divide(a, _pow2(where(big, bits - 2, b), bits))
         part = where(big, elementwise.floor_divide(part, 2), part)
-        out = where(b >= bits, where(a < 0, -1, 0), where(b < 0, 0, part))
+        out = where(elementwise.logical_or(b >= bits, b < 0), where(a < 0, -1, 0), part)
         return out.to(a.dtype)
 
 
 def gcd(input: Tensor, other: Tensor) -> Tensor:
-    """Greatest common divisor (non-negative; ``gcd(0, 0) == 0``)."""
+    """Greatest common divisor (non-negative; ``gcd(0, 0) == 0``). Euclid's steps take C's
+    remainder (``fmod``) as PyTorch's kernel does: they differ from the floored one only where
+    ``abs`` wrapped (the dtype's minimum), and there PyTorch's result is the one given."""
     a, b = _ints("gcd", input, other)
     shape = broadcast_shapes(a.shape, b.shape)
     with _no_grad():
         a, b = elementwise.abs(a).expand(shape).clone(), elementwise.abs(b).expand(shape).clone()
         while b.numel() and bool(elementwise.ne(b, 0).any().item()):
             nz = elementwise.ne(b, 0)
-            r = elementwise.remainder(a, where(nz, b, 1))
+            r = elementwise.fmod(a, where(nz, b, 1))
             a, b = where(nz, b, a), where(nz, r, 0)
         return a
 
 
 def lcm(input: Tensor, other: Tensor) -> Tensor:
-    """Least common multiple (non-negative; 0 when either is 0)."""
+    """Least common multiple (non-negative; 0 when either is 0). PyTorch's ``abs(a / g * b)``:
+    for 8 and 16 bit integers C computes it in ``int`` and the result wraps after ``abs``."""
     a, b = _ints("lcm", input, other)
     with _no_grad():
         g = gcd(a, b)
-        q = elementwise.floor_divide(elementwise.abs(a), where(elementwise.eq(g, 0), 1, g))
-        return elementwise.abs(q * b)
+        q = elementwise.div(a, where(elementwise.eq(g, 0), 1, g), rounding_mode="trunc")
+        if a.dtype.itemsize < 4:
+            q, b = q.to(_dtype.int32), b.to(_dtype.int32)
+        return elementwise.abs(q * b).to(a.dtype)
 
 
 def ldexp(input: Tensor, other: Tensor) -> Tensor:

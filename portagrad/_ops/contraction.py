@@ -14,6 +14,7 @@ from typing import Any
 from .._autocast import SKIP as _SKIP
 from .._autocast import STATE as _AUTOCAST
 from .._autocast import autocast_call as _autocast_call
+from .. import _dtype
 from .._shape import wrap_dim
 from .._tensor import Tensor
 from . import reduction
@@ -98,6 +99,19 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     terms, out = _einsum_parse(equation, operands)
     letters = "".join(dict.fromkeys(out + "".join(terms)))
     aligned = [_einsum_align(op, t, letters) for op, t in zip(operands, terms)]
+    keep = None  # the dtype the products are summed in (None: sum's own, int64 for integers)
+    if len(aligned) > 1 and all(isinstance(op, Tensor) for op in aligned):
+        dt = _dtype.result_type(*aligned)
+        if not (dt.is_floating_point or dt.is_complex or dt is _dtype.bool):
+            # PyTorch's integer results: an index only one operand has is summed in that operand
+            # first (a sum: int64), indices shared by operands are contracted by its batched
+            # matmul in the operands' dtype (int8 stays int8 and wraps)
+            keep = dt
+            for k, t in enumerate(terms):
+                own = [i for i, c in enumerate(letters) if c in t and c not in out
+                       and sum(c in u for u in terms) == 1]
+                if own:
+                    aligned[k] = reduction.sum(aligned[k], own, keepdim=True)
     acc = aligned[0]
     for k in range(1, len(aligned)):
         acc = acc * aligned[k]
@@ -105,10 +119,10 @@ def einsum(equation: str, *operands: Any) -> Tensor:
         dims = [i for i, c in enumerate(letters) if c not in later and acc.shape[i] != 1
                 and c not in out]
         if dims:
-            acc = reduction.sum(acc, dims, keepdim=True)
+            acc = reduction.sum(acc, dims, keepdim=True, dtype=acc.dtype if keep else None)
     rest = [i for i, c in enumerate(letters) if c not in out]
     if rest:
-        acc = reduction.sum(acc, rest, keepdim=True)
+        acc = reduction.sum(acc, rest, keepdim=True, dtype=acc.dtype if keep else None)
     acc = reshape(acc, [acc.shape[i] for i, c in enumerate(letters) if c in out]) \
         if out else reshape(acc, ())
     present = [c for c in letters if c in out]

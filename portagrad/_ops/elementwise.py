@@ -240,9 +240,8 @@ class _Atan2(_Binary):
 
 def add(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) -> Tensor:
     """``input + alpha * other`` with broadcasting."""
-    if alpha != 1:
-        alpha = _alpha(input, other, alpha)
-        other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+    if alpha != 1 or isinstance(alpha, (bool, np.bool_)):
+        alpha, other = _alpha(input, other, alpha)
     a, b, _ = prepare_binary(input, other, "add")
     return _out(call(_Add, a, b), out, "add", (input, other))
 
@@ -257,9 +256,8 @@ def sub(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) ->
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If "
                            "you are trying to invert a mask, use the `~` or `logical_not()` "
                            "operator instead.")
-    if alpha != 1:
-        alpha = _alpha(input, other, alpha)
-        other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+    if alpha != 1 or isinstance(alpha, (bool, np.bool_)):
+        alpha, other = _alpha(input, other, alpha)
     a, b, _ = prepare_binary(input, other, "sub")
     return _out(call(_Sub, a, b), out, "sub", (input, other))
 
@@ -267,16 +265,23 @@ def sub(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) ->
 subtract = sub
 
 
-def _alpha(input: Any, other: Any, alpha: Any) -> Any:
+def _alpha(input: Any, other: Any, alpha: Any) -> tuple[Any, Any]:
     """``alpha`` of ``add``/``sub`` as PyTorch takes it: no float for an integer result, and
-    stored into the result's dtype by the checked conversion (``alpha=2**40`` for int32 raises)."""
+    stored into the result's dtype by the checked conversion (``alpha=2**40`` for int32 raises);
+    a bool alpha only for a bool result, and for a bool result any alpha is taken as a bool (the
+    sum stays bool: ``True + 2 * True`` is ``True``). Returns ``alpha`` and ``alpha * other``."""
     dt = _dtype.result_type(input, other)
-    if dt.is_floating_point or dt is _dtype.bool:
-        return alpha
-    if isinstance(alpha, (float, np.floating)):
-        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point "
-                           "number.")
-    return _dtype.fit_scalar(alpha, dt.name)
+    if isinstance(alpha, (bool, np.bool_)) and dt is not _dtype.bool:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if not (dt.is_floating_point or dt.is_complex):
+        if isinstance(alpha, (float, np.floating, complex, np.complexfloating)):
+            raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                               "point number.")
+        alpha = bool(alpha) if dt is _dtype.bool else _dtype.fit_scalar(alpha, dt.name)
+    if isinstance(other, Tensor):  # scaled in the result's dtype: int8 * 2 into int16 must not wrap
+        return alpha, mul(to(other, dtype=dt) if other.dtype is not dt else other, alpha)
+    # a bool number times a bool alpha stays a bool (Python's True * True is the int 1)
+    return alpha, (bool(other and alpha) if dt is _dtype.bool else other * alpha)
 
 
 def _is_bool(x: Any) -> bool:
@@ -311,6 +316,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Tensor
     a, b, dt = prepare_binary(input, other, "div")
     refuse_bool("floor_divide" if rounding_mode == "floor" else "div_trunc", dt)
     if not dt.is_floating_point:
+        a, b = _wrap_int(a, dt), _wrap_int(b, dt)
         _check_int_divisor(b)
     if dt.is_floating_point and rounding_mode == "trunc":
         res = _raw.unary("trunc", _raw.binary("div", a, b, dt))
@@ -336,6 +342,17 @@ divide = div
 
 def floor_divide(input: Any, other: Any) -> Tensor:
     return div(input, other, rounding_mode="floor")
+
+
+def _wrap_int(x: Any, dt: _dtype.dtype) -> Any:
+    """A Python integer operand wrapped into the integer dtype ``dt`` as PyTorch converts it
+    (``int8 // 200`` divides by -56, ``// 256`` by 0), so that signs and zero divisors are judged
+    on the number the kernel uses; tensors unchanged."""
+    if isinstance(x, Tensor):
+        return x
+    span = 1 << (8 * dt.itemsize)
+    low = -(span >> 1) if dt.is_signed else 0
+    return (x - low) % span + low
 
 
 def _check_int_divisor(b: Any) -> None:
@@ -375,6 +392,7 @@ def _modulus(prim: str, node: str, rounding: str, doc: str) -> Any:
         a, b, dt = prepare_binary(input, other, prim)
         refuse_bool(prim, dt)
         if not dt.is_floating_point:
+            a, b = _wrap_int(a, dt), _wrap_int(b, dt)
             _check_int_divisor(b)
         return call(_Mod, a, b)
 
@@ -402,11 +420,24 @@ def pow(input: Any, exponent: Any) -> Tensor:
     if not isinstance(b, Tensor):  # the exponent must fit a narrow integer dtype (PyTorch)
         _dtype.check_storable(np.asarray(b), dt)
     if not (dt.is_floating_point or dt.is_complex):
-        bad = (isinstance(b, Tensor) and bool(_raw.reduce("min", b, range(b.dim()), False).item() < 0)
-               if isinstance(b, Tensor) and b.numel() else (not isinstance(b, Tensor) and b < 0))
-        if bad:
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        if not isinstance(b, Tensor):
+            if b < 0:  # PyTorch refuses only a negative number as the exponent
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+        elif b.numel() and bool(_raw.reduce("min", b, range(b.dim()), False).item() < 0):
+            return _int_pow_negative(a, b, dt)
     return call(_Pow, a, b)
+
+
+def _int_pow_negative(a: Any, b: Tensor, dt: _dtype.dtype) -> Tensor:
+    """Integer ``a ** b`` where some exponents of the tensor ``b`` are negative: PyTorch's integer
+    kernel gives ``1 / a**-b`` truncated there (1 for a base of 1, -1 or 1 by the exponent's parity
+    for -1, else 0, also for 0), and the usual power elsewhere."""
+    neg = lt(b, 0)
+    ta = a if isinstance(a, Tensor) else _creation.full_like(b, a, dtype=dt)
+    res = call(_Pow, ta, where(neg, 0, b).to(dt))
+    minus_one = where(ne(remainder(b, 2), 0), -1, 1)
+    small = where(eq(ta, 1), 1, where(eq(ta, -1), minus_one, 0))
+    return where(neg, small, res).to(dt)
 
 
 def maximum(input: Tensor, other: Any) -> Tensor:
@@ -852,6 +883,9 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # PyTorch
     x = input
     lo, hi = min, max
     if isinstance(lo, Tensor) or isinstance(hi, Tensor):
+        # the dtype from the operands as given: a 0-d bound does not widen an int8 input, and
+        # would once broadcast to the input's shape
+        dt = _dtype.result_type(x, *(v for v in (lo, hi) if v is not None))
         shapes = [x.shape] + [t.shape for t in (lo, hi) if isinstance(t, Tensor)]
         shape = broadcast_shapes(*shapes)
         x = x.expand(shape) if x.shape != shape else x
@@ -860,7 +894,6 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # PyTorch
         for bound in (lo, hi):
             if isinstance(bound, Tensor):
                 check_same_device(x, bound, "clamp")
-        dt = _dtype.result_type(x, *(v for v in (lo, hi) if v is not None))
         x = to(x, dtype=dt) if x.dtype is not dt else x
         lo = to(lo, dtype=dt) if isinstance(lo, Tensor) else to_scalar(lo, dt) if lo is not None \
             else None
@@ -921,7 +954,8 @@ def binary_inplace(fn: Any, x: Tensor, other: Any, **kw: Any) -> Tensor:
     def raw_into(t: Tensor) -> None:
         prim = _DIRECT_INPLACE.get(fn)
         if prim is not None and res_dtype is t._v.dtype and not kw and _direct_operand(t, other) \
-                and (prim != "div" or t._v.dtype.is_floating_point):
+                and (prim != "div" or t._v.dtype.is_floating_point) \
+                and (prim != "sub" or t._v.dtype is not _dtype.bool):  # sub raises PyTorch's error
             # one pass, straight into t (the contract allows out == an input view)
             b = other
             if isinstance(other, Tensor):

@@ -436,6 +436,13 @@ def _key_tuple(key: Any) -> tuple:
     return tuple(list(k) if isinstance(k, (range, tuple)) else k for k in key)
 
 
+def _zero_dim_ints(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """0-d integer tensors of a key read as Python ints; not bool and uint8 ones, which PyTorch
+    reads as (0-d) masks: ``x[tensor(1, dtype=uint8)]`` adds a dimension, as ``x[True]``."""
+    return tuple(int(k) if isinstance(k, Tensor) and k.dim() == 0 and not k.dtype.is_floating_point
+                 and k.dtype not in (_dtype.bool, _dtype.uint8) else k for k in key)
+
+
 def getitem(x: Tensor, key: Any) -> Tensor:
     """``x[key]``: basic keys give views; integer/bool tensors or lists give copies."""
     key = _key_tuple(key)
@@ -447,8 +454,7 @@ def getitem(x: Tensor, key: Any) -> Tensor:
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
                              "Variables are valid indices (got str)")
     key = tuple(int(k) if isinstance(k, np.integer) else k for k in key)
-    key = tuple(int(k) if isinstance(k, Tensor) and k.dim() == 0 and not k.dtype.is_floating_point
-                and k.dtype is not _dtype.bool else k for k in key)
+    key = _zero_dim_ints(key)
     if not any(_is_advanced(k) for k in key):
         return basic_index(x, key)
     return advanced_getitem(x, key)
@@ -458,8 +464,7 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
     """``x[key] = value`` in place (broadcasting ``value``)."""
     key = _key_tuple(key)
     key = tuple(int(k) if isinstance(k, np.integer) else k for k in key)
-    key = tuple(int(k) if isinstance(k, Tensor) and k.dim() == 0 and not k.dtype.is_floating_point
-                and k.dtype is not _dtype.bool else k for k in key)
+    key = _zero_dim_ints(key)
     if not any(_is_advanced(k) for k in key):
         view = basic_index(x, key)
         view.copy_(value)  # rebases the history of the view's base (CopySlices) if recording

@@ -74,11 +74,18 @@ class _SumAll(_Sum):
     _backward_name = "SumBackward0"  # torch's name for a full reduction (``x.sum()``)
 
 
+def _all_if_empty(dim: Any) -> Any:
+    """``dim`` of ``sum``/``mean``/``var``/``std``/``amax``/``amin``/vector norms: an empty list or
+    tuple reduces every dimension in PyTorch (``x.sum([])`` is ``x.sum()``), as ``None`` does."""
+    return None if isinstance(dim, (list, tuple)) and len(dim) == 0 else dim
+
+
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    """Sum over ``dim`` (all dimensions if ``None``)."""
+    """Sum over ``dim`` (all dimensions if ``None`` or empty)."""
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "sum", sum, input, dim=dim, keepdim=keepdim, dtype=dtype)) is not _SKIP:
         return _ac_out
+    dim = _all_if_empty(dim)
     axes = wrap_dims(dim, input.dim())
     return call(_Sum if dim is not None else _SumAll, input, axes, keepdim,
                 _sum_dtype(input, dtype))
@@ -104,7 +111,7 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
                            f"floating point or complex dtype. Got: {_dtype_name(input.dtype)}")
     if dt in _HALF_TYPES:  # PyTorch's kernel sums and divides in float32, then rounds once
         return mean(input, dim, keepdim, dtype=_dtype.float32).to(dt)
-    axes = wrap_dims(dim, input.dim())
+    axes = wrap_dims(_all_if_empty(dim), input.dim())
     n = math.prod(input.shape[a] for a in axes)
     s = call(_Sum, input, axes, keepdim, dt)
     return s / n if n else s / 0.0  # mean of nothing is nan (0/0), as PyTorch
@@ -196,16 +203,18 @@ class _AMax(Function):
 def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """Maximum over ``dim`` (all dims when empty)."""
     refuse_complex("max_all", input.dtype)
-    axes = wrap_dims(None if dim == () or dim is None else dim, input.dim())
-    _check_nonempty(input, axes, "amax", not (dim == () or dim is None))
+    dim = _all_if_empty(dim)
+    axes = wrap_dims(dim, input.dim())
+    _check_nonempty(input, axes, "amax", dim is not None)
     return call(_AMax, input, axes, keepdim, "max")
 
 
 def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """Minimum over ``dim`` (all dims when empty)."""
     refuse_complex("min_all", input.dtype)
-    axes = wrap_dims(None if dim == () or dim is None else dim, input.dim())
-    _check_nonempty(input, axes, "amin", not (dim == () or dim is None))
+    dim = _all_if_empty(dim)
+    axes = wrap_dims(dim, input.dim())
+    _check_nonempty(input, axes, "amin", dim is not None)
     return call(_AMax, input, axes, keepdim, "min")
 
 
@@ -310,6 +319,7 @@ def _var_args(input: Tensor, dim: Any, unbiased: Any, correction: Any
     correction = 1 if correction is None else correction
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError("std and var only support floating point and complex dtypes")
+    dim = _all_if_empty(dim)
     return wrap_dims(dim, input.dim()), correction, dim is None or input.dim() == 0
 
 
@@ -499,7 +509,7 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
                            f"input. Got {_dtype_name(x.dtype)}")
     if x.dtype in _HALF_TYPES:  # in float32, rounded once (PyTorch's kernel)
         return norm(x.to(_dtype.float32), p, dim, keepdim).to(x.dtype)
-    axes = wrap_dims(dim, x.dim())
+    axes = wrap_dims(_all_if_empty(dim), x.dim())
     if p.__class__ is str and p != "fro":
         if p == "nuc":  # (the public norm sends it to linalg_ext.norm, built on the SVD)
             raise NotImplementedError("the vector norm has no p='nuc': use linalg.matrix_norm")

@@ -17,7 +17,7 @@ from .. import _creation, _dtype
 from .._shape import wrap_dim
 from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
-from .elementwise import add, div, gt, logical_or, maximum, mul, ne, neg
+from .elementwise import add, bitwise_not, div, gt, logical_or, maximum, mul, ne, neg
 from .shape import narrow, reshape
 from .indexing import gather, scatter_add, where
 from .joining import cat
@@ -54,7 +54,7 @@ def _grouped(index: Tensor, src: Tensor, d: int, by_value: bool) -> tuple[Tensor
 def _one_per_slot(input: Tensor, d: int, idx: Tensor, vals: Tensor, last: Tensor) -> Tensor:
     """Each slot's single marked value added into zeros shaped like ``input``."""
     zeros = _creation.zeros(input.shape, dtype=vals.dtype, device=input.device)
-    return scatter_add(zeros, d, idx, where(last, vals, 0))
+    return scatter_add(zeros, d, idx, where(last, vals, _creation.zeros_like(vals)))  # bool: bool
 
 
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
@@ -92,8 +92,11 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
                                             device=input.device), d, index, ones)
         hit = gt(count, 0)
     if reduce == "amin":
-        return neg(scatter_reduce(neg(input), d, index, neg(s), "amax",
-                                    include_self=include_self))
+        # the amax of order-reversed values: -x for floats, ~x for integers and bools (-x wraps
+        # for uint8 and at the most negative integer, ~x never does)
+        rev = neg if input.dtype.is_floating_point else bitwise_not
+        return rev(scatter_reduce(rev(input), d, index, rev(s), "amax",
+                                  include_self=include_self))
     half = input.dtype in (_dtype.float16, _dtype.bfloat16)
     if half and reduce == "prod":
         # PyTorch multiplies 16-bit values in float32 and rounds each slot once
@@ -116,7 +119,8 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         if input.dtype.is_floating_point:
             mean = div(total, n.to(input.dtype))
         else:
-            mean = div(total, n, rounding_mode="floor")
+            # floored in int64, then back to the input's dtype (PyTorch's mean keeps int8 int8)
+            mean = div(total, n, rounding_mode="floor").to(input.dtype)
         return where(hit, mean, input)
     if reduce == "amax":
         idx, vals, last = _grouped(index, s, d, by_value=True)

@@ -333,6 +333,10 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
     dt = _dtype.result_type(input, tensor1, tensor2)
     if not dt.is_floating_point and dt is not _dtype.bool:  # PyTorch's checked conversion
         value = _dtype.fit_scalar(value, dt.name)
+    if dt not in _dtype.HALF_FLOATS:  # the product in the result's dtype (int8 factors of an int16
+        # input do not wrap at 8 bits); 16-bit floats: in_float32 casts
+        tensor1, tensor2 = (t.to(dt) if isinstance(t, Tensor) and t.dtype is not dt else t
+                            for t in (tensor1, tensor2))
     # PyTorch's order, input + (value * tensor1) * tensor2, computed in float32 for 16-bit
     # floats and rounded once
     return elementwise.in_float32(lambda i, a, b: i + (a if value == 1 else a * value) * b,
