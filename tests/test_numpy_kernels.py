@@ -726,3 +726,18 @@ def test_few_rows_matmul_matches_float64_product(dt: type, layout: str,
     tol = 1e-4 if dt == np.float32 else 1e-12
     np.testing.assert_allclose(buf[4:4 + M * N].reshape(M, N), a64 @ b64, rtol=tol, atol=tol)
     assert np.isnan(buf[:4]).all() and np.isnan(buf[4 + M * N:]).all()
+
+
+def test_maximum_minimum_clamp_without_numpy_deprecations() -> None:
+    """float32 maximum/minimum (and clamp, built on them) pass ``out`` by keyword: numpy 2.4
+    deprecates a third positional argument to np.maximum/np.minimum."""
+    import warnings
+
+    import portagrad as pg
+
+    x = pg.tensor([1.0, -2.0, 3.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        assert pg.maximum(x, x * 2).tolist() == [2.0, -2.0, 6.0]
+        assert pg.minimum(x, x * 2).tolist() == [1.0, -4.0, 3.0]
+        assert x.clamp(-1.0, 2.0).tolist() == [1.0, -1.0, 2.0]

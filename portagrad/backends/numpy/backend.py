@@ -124,6 +124,7 @@ _F32, _F64 = _dtype.float32, _dtype.float64
 # 1e300 give float64): there binary_array declines scalars
 _ARITH = {op: BINARY_UFUNCS[op] for op in ("add", "sub", "mul", "div")}
 _VALUE_BASED = np.result_type(np.float32, 1e300) != np.float32
+_MAXIMUM, _MINIMUM = np.maximum, np.minimum
 _U8 = np.dtype(np.uint8)  # a dtype object: np.empty converts a scalar type on every call
 _BOOLD = _dtype.bool  # a module constant: cheaper than an attribute lookup (bfloat16: arrays.py)
 # read for every small result: an attribute of the numpy module is not a cached read
@@ -413,7 +414,10 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
                     b = c if c is not None else nd(b)
                 if o.size >= _DENSE_MIN:
                     a, b = _dense_inner(a, o), _dense_inner(b, o)
-                f(a, b, o)  # out as the third argument: no keyword for numpy to parse
+                if f is _MAXIMUM or f is _MINIMUM:  # (a positional out is deprecated for them)
+                    f(a, b, out=o)
+                else:
+                    f(a, b, o)  # out as the third argument: no keyword for numpy to parse
                 return
         if od is BFLOAT16 or (od is _BOOLD and (is_bf16(a) or is_bf16(b))):
             f = _BF16_UFUNCS.get(op)
