@@ -1047,13 +1047,19 @@ class TensorOps:
     # ------------------------------------------------------------------------- operators
     # ``add``, ``sub`` ... here are the functions defined above in this class body; a reflected
     # operator calls them with the number first (``2.0 - x`` is ``sub(2.0, x)``)
+    # (as PyTorch: ``2.0 + x`` and ``2.0 * x`` are ``x.add(2.0)`` and ``x.mul(2.0)``, which
+    # matters where a 16-bit float kernel takes the second operand's scalar at float32.
+    # ``2.0 / x`` stays one correctly rounded division, ``div(2.0, x)``: PyTorch's operator is
+    # ``x.reciprocal() * 2.0``, rounded twice, but the special functions composed here rely on
+    # one rounding, where PyTorch's are kernels)
     __add__ = _fast_binop(add, "add")
-    __radd__ = _fast_binop(add, "add", reflected=True)
+    __radd__ = _fast_binop(add, "add")
     __sub__ = _fast_binop(sub, "sub")
     __rsub__ = _fast_binop(sub, "sub", reflected=True)
     __mul__ = _fast_binop(mul, "mul")
-    __rmul__ = _fast_binop(mul, "mul", reflected=True)
+    __rmul__ = _fast_binop(mul, "mul")
     __truediv__ = _fast_binop(div, "div", float_only=True)
+
     __rtruediv__ = _binop(div, reflected=True)
     __floordiv__ = _binop(floor_divide)
     __rfloordiv__ = _binop(floor_divide, reflected=True)

@@ -39,20 +39,33 @@ def test_every_bit_pattern(op: str) -> None:
     _same(res.view(pg.int16).numpy().view(BFLOAT16_NP), _reference(op, a, b))
 
 
-@pytest.mark.parametrize("scalar", [0.5, 3, -2.0, 0.1, 1e-40, 65504.0])
+@pytest.mark.parametrize("scalar", [0.5, 3, -2.0, 0.1, 1e-40, 65504.0, 19945])
 def test_python_scalars(scalar: float) -> None:
+    """PyTorch's rule for a scalar operand of a 16-bit float op: the second operand of mul and
+    div is taken at float32, any other scalar is rounded to bfloat16 (through float32) first."""
     a = np.random.default_rng(2).standard_normal(1000).astype(BFLOAT16_NP)
     x = pg.tensor(a.astype(np.float32)).to(pg.bfloat16)
-    for op, fn in (("add", lambda t: t + scalar), ("mul", lambda t: t * scalar),
-                   ("div", lambda t: t / scalar), ("sub", lambda t: scalar - t)):
-        want = _reference(op, a, scalar) if op != "sub" else (
-            np.float32(scalar) - a.astype(np.float32)).astype(BFLOAT16_NP)
+    rounded = float(np.float32(scalar).astype(BFLOAT16_NP))
+    af = a.astype(np.float32)
+    cases = (
+        (lambda t: t + scalar, lambda: af + np.float32(rounded)),
+        (lambda t: scalar - t, lambda: np.float32(rounded) - af),
+        (lambda t: pg.mul(scalar, t), lambda: np.float32(rounded) * af),
+        (lambda t: t * scalar, lambda: af * np.float32(scalar)),
+        (lambda t: scalar * t, lambda: af * np.float32(scalar)),  # x.mul(scalar), as PyTorch
+        (lambda t: t / scalar, lambda: af / np.float32(scalar)),
+        (lambda t: scalar / t, lambda: np.float32(rounded) / af),
+    )
+    for fn, ref in cases:
+        with np.errstate(all="ignore"):
+            want = ref().astype(BFLOAT16_NP)
         _same(fn(x).view(pg.int16).numpy().view(BFLOAT16_NP), want)
 
 
 def test_routing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two bfloat16 tensors, or one and an exact scalar, take the native loops; an inexact
-    scalar (0.1 is not a bfloat16) keeps the float32 copies."""
+    """Two bfloat16 tensors, or one and a scalar that is (or is rounded to) a bfloat16, take the
+    native loops; a scalar multiplier kept at float32 (0.1 is not a bfloat16) keeps the float32
+    copies."""
     assert nb._bf16_exact(0.5) and nb._bf16_exact(3) and not nb._bf16_exact(0.1)
     assert not nb._bf16_exact(float("nan")) and not nb._bf16_exact(10 ** 400)
     calls: list[str] = []
@@ -65,4 +78,7 @@ def test_routing(monkeypatch: pytest.MonkeyPatch) -> None:
     x = pg.ones(8, dtype=pg.bfloat16)
     assert (x + x).float().tolist() == [2.0] * 8 and calls == ["add"]
     assert (x + 0.5).float().tolist() == [1.5] * 8 and calls == ["add", "add"]
-    assert (x + 0.1).float().tolist() == [1.1015625] * 8 and calls == ["add", "add"]
+    # 0.1 is rounded to bfloat16 for add (PyTorch's rule), then exact: the native loop again
+    assert (x + 0.1).float().tolist() == [1.1015625] * 8 and calls == ["add"] * 3
+    monkeypatch.setitem(nb._BF16_UFUNCS, "mul", lambda *a, **k: calls.append("mul"))
+    assert (x * 0.1).float().tolist() == [0.10009765625] * 8 and "mul" not in calls

@@ -587,7 +587,9 @@ def test_bfloat16_softmax_and_layer_norm_round_once(device: str) -> None:
 
 def test_bfloat16_elementwise_chain_rounds_every_op(device: str) -> None:
     """A chain of elementwise ops (fused on OpenCL) rounds each result to bfloat16, as the eager
-    ops and PyTorch do: the same bits as a numpy reference rounding after every op."""
+    ops and PyTorch do: the same bits as a numpy reference rounding after every op. As in
+    PyTorch's CPU kernels, a scalar multiplier stays float32 while a scalar added or subtracted
+    is rounded to bfloat16 first (1.7 is 1.703125 there)."""
     _need(device, pg.bfloat16)
     xs = np.linspace(-3, 3, 3000).astype(np.float32).astype(BF16)
     x = pg.tensor(xs, device=device)
@@ -597,8 +599,9 @@ def test_bfloat16_elementwise_chain_rounds_every_op(device: str) -> None:
         return a.astype(np.float32).astype(BF16).astype(np.float32)
 
     xf = xs.astype(np.float32)
-    s = r(1 / (1 + np.exp(-r(r(xf * np.float32(0.3)) + np.float32(1.7)))))
-    want = r(np.exp(r(r(s * xf) - np.float32(0.1))))
+    c17, c01 = (np.float32(v).astype(BF16).astype(np.float32) for v in (1.7, 0.1))
+    s = r(1 / (1 + np.exp(-r(r(xf * np.float32(0.3)) + c17))))
+    want = r(np.exp(r(r(s * xf) - c01)))
     assert np.array_equal(_np(y).astype(np.float32), want)
 
 
@@ -631,3 +634,24 @@ def test_module_bfloat16_casts_floating_parameters(device: str) -> None:
     y.sum().backward()
     assert lin.weight.grad is not None and lin.weight.grad.dtype is pg.bfloat16
     assert lin.weight.grad.tolist() == [[3.0] * 4] * 2
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_16bit_scalar_operands_as_pytorch(device: str, dt: str) -> None:
+    """PyTorch's CPU kernels take the second operand of mul and div at float32 when it is a
+    scalar and round every other scalar operand to the 16-bit type first: ``2.5 * x`` is
+    ``x.mul(2.5)``, ``torch.mul(2.5, x)`` rounds. The same bits as PyTorch on every device."""
+    torch = pytest.importorskip("torch")
+    _need(device, getattr(pg, dt))
+    vals = np.random.default_rng(5).standard_normal(3000).astype(np.float32) * 100
+    x = pg.tensor(vals, device=device).to(getattr(pg, dt))
+    tx = torch.tensor(vals).to(getattr(torch, dt))
+    for s in (0.1, 19945, 2.5):
+        for name, f in (("x+s", lambda m, t, s: t + s), ("s-x", lambda m, t, s: s - t),
+                        ("mul(s,x)", lambda m, t, s: m.mul(s, t)),
+                        ("x*s", lambda m, t, s: t * s), ("s*x", lambda m, t, s: s * t),
+                        ("x/s", lambda m, t, s: t / s), ("div(s,x)", lambda m, t, s: m.div(s, t))):
+            got = f(pg, x, s).float().cpu().numpy()
+            want = f(torch, tx, s).float().numpy()
+            same = (got == want) | (np.isnan(got) & np.isnan(want))
+            assert same.all(), (name, s, int((~same).sum()))

@@ -22,11 +22,13 @@ __all__ = ["BINARY_UFUNCS", "f16_scalar_is_float32", "fit_scalar", "is_scalar"]
 
 
 def f16_scalar_is_float32(op: str, a: object, b: object) -> bool:
-    """Whether binary ``op`` of a float16 tensor with a Python scalar (``a`` or ``b``) computes with
-    the scalar as a float32 rather than rounded to float16, as PyTorch 2.13's CPU kernels do:
-    ``mul`` (either side) and ``div`` by a scalar take it at float32 (their scalar fast path);
-    every other op (``add``, ``sub``, ``pow``, comparisons, ...) rounds it to float16 first."""
-    return op == "mul" or (op == "div" and is_scalar(b))
+    """Whether binary ``op`` of a 16-bit float (float16 or bfloat16) tensor with a Python scalar
+    (``a`` or ``b``) computes with the scalar as a float32 rather than rounded to the 16-bit type
+    first, as PyTorch 2.13's CPU kernels do: ``mul`` and ``div`` with the scalar as the second
+    operand take it at float32 (their scalar fast path; ``2.5 * x`` is ``x.mul(2.5)``, while
+    ``torch.mul(2.5, x)`` rounds); every other op and position (``add``, ``sub``, ``pow``,
+    comparisons, a scalar numerator, ...) rounds it to the 16-bit type first."""
+    return (op == "mul" or op == "div") and is_scalar(b)
 
 
 def is_scalar(x: object) -> bool:

@@ -186,6 +186,15 @@ _BF16_BLOCK = 1 << 18
 _BF16_UFUNCS = {op: BINARY_UFUNCS[op] for op in ("add", "sub", "mul", "div", "maximum", "minimum")}
 
 
+def _round_bf16(x: Any) -> Any:
+    """A real Python scalar rounded to bfloat16 through float32 (as a Python float); others
+    (complex) unchanged."""
+    if x.__class__ is complex or isinstance(x, np.complexfloating):
+        return x
+    with np.errstate(over="ignore"):
+        return float(np.float32(x).astype(BFLOAT16_NP))
+
+
 def _bf16_exact(x: Any) -> bool:
     """Whether the operand ``x`` is a bfloat16 view, or a Python number that is exactly a
     bfloat16 (a loop on bfloat16 arrays rounds a scalar operand to bfloat16 first)."""
@@ -420,6 +429,13 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
                     f(a, b, o)  # out as the third argument: no keyword for numpy to parse
                 return
         if od is BFLOAT16 or (od is _BOOLD and (is_bf16(a) or is_bf16(b))):
+            if od is BFLOAT16 and not f16_scalar_is_float32(op, a, b):
+                # PyTorch rounds a scalar operand to bfloat16 first (through float32), except as
+                # the second operand of mul and div
+                if a.__class__ is not View:
+                    a = _round_bf16(a)
+                elif b.__class__ is not View:
+                    b = _round_bf16(b)
             f = _BF16_UFUNCS.get(op)
             if f is not None and od is BFLOAT16 and _bf16_exact(a) and _bf16_exact(b):
                 # ml_dtypes' own loops: each element computed in float32 and rounded once, as

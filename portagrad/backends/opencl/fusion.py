@@ -93,12 +93,20 @@ STREAM_MIN = 1 << 22
 _FLOAT_NP: dict[str, Any] = {"float32": np.float32, "float64": np.float64, "bfloat16": np.float32,
                              "float16": CONVERT["float16"]}
 _F16 = _dtype.float16
+_BF16 = _dtype.bfloat16
+_BF16_NP = _dtype.bfloat16.numpy
 
 
 def _round16(v: Any) -> Any:
     """A Python scalar rounded to float16 (as a Python float; bools and ints past float16 too)."""
     with np.errstate(over="ignore"):
         return float(np.float16(v))
+
+
+def _round_bf16(v: Any) -> Any:
+    """A Python scalar rounded to bfloat16 through float32 (as PyTorch), as a Python float."""
+    with np.errstate(over="ignore"):
+        return float(np.float32(v).astype(_BF16_NP))
 
 
 _NP_ARG = {"float32": np.float32, "float64": np.float64, "bfloat16": np.float32,
@@ -318,12 +326,13 @@ class Fuser:
             self.flush()
             nodes = self.nodes
         gen = self._gen
-        if dt is _F16 and not unary and not f16_scalar_is_float32(op, a, b):
-            # a float16 scalar operand rounded to float16 first, as in the unfused kernels
+        if (dt is _F16 or dt is _BF16) and not unary and not f16_scalar_is_float32(op, a, b):
+            # a 16-bit float's scalar operand rounded to its type first, as in the unfused kernels
+            rnd = _round16 if dt is _F16 else _round_bf16
             if a.__class__ is not View:
-                a = _round16(a)
+                a = rnd(a)
             elif b.__class__ is not View:
-                b = _round16(b)
+                b = rnd(b)
         x = self._operand(a, dt, shape, n)
         if x is None:
             return self._decline()

@@ -128,6 +128,13 @@ def _f16_scalar(value: Any) -> np.float32:
         return np.float32(np.float16(value))
 
 
+def _bf16_scalar(value: Any) -> np.float32:
+    """A bfloat16 kernel's scalar rounded to bfloat16 through float32, as PyTorch converts a
+    Python number (held in a float)."""
+    with np.errstate(over="ignore"):
+        return np.float32(np.float32(value).astype(_BF16))
+
+
 def numel(shape: Sequence[int]) -> int:
     """Number of elements of ``shape``."""
     n = 1
@@ -323,9 +330,14 @@ def remember(cache: dict, key: tuple, plan: Plan) -> None:
 
 def scalar_conv(dt: str, as_float32: bool) -> Callable[[Any], Any]:
     """The conversion of a Python scalar operand of a binary op on ``dt`` views: :data:`CONVERT`,
-    except that float16 rounds the scalar to float16 unless ``as_float32`` (see
+    except that float16 and bfloat16 round the scalar to their type unless ``as_float32`` (see
     :func:`~portagrad.backends.ufuncs.f16_scalar_is_float32`: PyTorch's rule)."""
-    return _f16_scalar if dt == "float16" and not as_float32 else CONVERT[dt]
+    if not as_float32:
+        if dt == "float16":
+            return _f16_scalar
+        if dt == "bfloat16":
+            return _bf16_scalar
+    return CONVERT[dt]
 
 
 def is_half16(x: Any) -> bool:
