@@ -650,8 +650,31 @@ def test_16bit_scalar_operands_as_pytorch(device: str, dt: str) -> None:
         for name, f in (("x+s", lambda m, t, s: t + s), ("s-x", lambda m, t, s: s - t),
                         ("mul(s,x)", lambda m, t, s: m.mul(s, t)),
                         ("x*s", lambda m, t, s: t * s), ("s*x", lambda m, t, s: s * t),
-                        ("x/s", lambda m, t, s: t / s), ("div(s,x)", lambda m, t, s: m.div(s, t))):
+                        ("x/s", lambda m, t, s: t / s), ("div(s,x)", lambda m, t, s: m.div(s, t)),
+                        ("x//s", lambda m, t, s: t // s), ("s//x", lambda m, t, s: s // t),
+                        ("x<=s", lambda m, t, s: t <= s)):
             got = f(pg, x, s).float().cpu().numpy()
             want = f(torch, tx, s).float().numpy()
             same = (got == want) | (np.isnan(got) & np.isnan(want))
             assert same.all(), (name, s, int((~same).sum()))
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_16bit_floor_divide_as_pytorch(device: str, dt: str) -> None:
+    """16-bit floor division of two tensors rounds every step of PyTorch's ``div_floor`` to the
+    type (80.5 // -0.0489 is -1648 in float16, where the float32 quotient rounded once gives
+    -1647), with its signed zeros, infinities and NaNs."""
+    torch = pytest.importorskip("torch")
+    _need(device, getattr(pg, dt))
+    rng = np.random.default_rng(6)
+    a = (rng.standard_normal(4000) * 100).astype(np.float32)
+    b = (rng.standard_normal(4000) * 10).astype(np.float32)
+    a[:8] = [0.0, -0.0, np.inf, -np.inf, np.nan, 5.0, -5.0, 1.0]
+    b[:8] = [3.0, -3.0, 2.0, 2.0, 1.0, 0.0, 0.0, -np.inf]
+    x = pg.tensor(a, device=device).to(getattr(pg, dt))
+    y = pg.tensor(b, device=device).to(getattr(pg, dt))
+    got = pg.floor_divide(x, y).float().cpu().numpy()
+    want = torch.floor_divide(torch.tensor(a).to(getattr(torch, dt)),
+                              torch.tensor(b).to(getattr(torch, dt))).float().numpy()
+    same = ((got == want) & (np.signbit(got) == np.signbit(want))) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), int((~same).sum())

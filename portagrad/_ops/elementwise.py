@@ -320,9 +320,15 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Tensor
         _check_int_divisor(b)
     if dt.is_floating_point and rounding_mode == "trunc":
         res = _raw.unary("trunc", _raw.binary("div", a, b, dt))
+    elif rounding_mode == "floor" and dt in _dtype.HALF_FLOATS and isinstance(b, Tensor):
+        # (a scalar numerator is rounded to the type first; a scalar divisor takes the float32
+        # path below, as PyTorch's kernel does)
+        if not isinstance(a, Tensor):
+            a = _creation.full_like(b, float(np.float32(a)) if dt is _dtype.bfloat16 else a,
+                                    dtype=dt)
+        res = _floor_div_16(a, b, dt)
     elif rounding_mode == "floor":  # floats: PyTorch's div_floor (fmod based: -4 // inf is -1,
         res = _raw.binary("floordiv", a, b, dt)  # -inf // 2 is NaN), as numpy's floor_divide
-        res = _raw.binary("floordiv", a, b, dt)
     else:
         # truncation for integers: floor division corrected where the signs differ
         fl = _raw.binary("floordiv", a, b, dt)
@@ -334,6 +340,27 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Tensor
         fix = _raw.binary("logical_and", nz, diff, _dtype.bool)
         res = _raw.binary("add", fl, _raw.cast(fix, dt), dt)
     return _out(res, out, "div", (input, other))
+
+
+def _floor_div_16(a: Tensor, b: Tensor, dt: _dtype.dtype) -> Tensor:
+    """Floor division of two 16-bit float tensors as PyTorch's ``div_floor_floating`` computes it
+    in that type: every step rounded to it (its Half/BFloat16 arithmetic), which can differ from
+    the float32 quotient rounded once (80.5 // -0.0489 in float16: -1648, not -1647)."""
+    bin_, bool_ = _raw.binary, _dtype.bool
+    mod = bin_("fmod", a, b, dt)
+    quo = bin_("div", bin_("sub", a, mod, dt), b, dt)
+    # the quotient of a - mod is exact in real numbers; one less where mod and b differ in sign
+    wrong_sign = bin_("logical_xor", bin_("lt", b, 0, bool_), bin_("lt", mod, 0, bool_), bool_,
+                      like=quo)
+    fix = bin_("logical_and", bin_("ne", mod, 0, bool_), wrong_sign, bool_)
+    quo = bin_("sub", quo, _raw.cast(fix, dt), dt)
+    fl = _raw.unary("floor", quo)
+    up = bin_("gt", bin_("sub", quo, fl, dt), 0.5, bool_)  # (rounding error past one half)
+    fl = bin_("add", fl, _raw.cast(up, dt), dt)
+    q = bin_("div", a, b, dt)
+    zero = bin_("mul", q, 0.0, dt)  # a zero quotient takes a / b's sign (finite there)
+    res = _raw.where(bin_("eq", quo, 0, bool_), zero, fl, dt, like=fl)
+    return _raw.where(bin_("eq", b, 0, bool_), q, res, dt, like=fl)  # x // 0 is x / 0
 
 
 true_divide = div

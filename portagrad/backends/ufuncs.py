@@ -24,11 +24,11 @@ __all__ = ["BINARY_UFUNCS", "f16_scalar_is_float32", "fit_scalar", "is_scalar"]
 def f16_scalar_is_float32(op: str, a: object, b: object) -> bool:
     """Whether binary ``op`` of a 16-bit float (float16 or bfloat16) tensor with a Python scalar
     (``a`` or ``b``) computes with the scalar as a float32 rather than rounded to the 16-bit type
-    first, as PyTorch 2.13's CPU kernels do: ``mul`` and ``div`` with the scalar as the second
-    operand take it at float32 (their scalar fast path; ``2.5 * x`` is ``x.mul(2.5)``, while
-    ``torch.mul(2.5, x)`` rounds); every other op and position (``add``, ``sub``, ``pow``,
-    comparisons, a scalar numerator, ...) rounds it to the 16-bit type first."""
-    return (op == "mul" or op == "div") and is_scalar(b)
+    first, as PyTorch 2.13's CPU kernels do: ``mul``, ``div`` and ``floordiv`` with the scalar as
+    the second operand take it at float32 (their scalar fast path; ``2.5 * x`` is ``x.mul(2.5)``,
+    while ``torch.mul(2.5, x)`` rounds); every other op and position (``add``, ``sub``, ``pow``,
+    ``remainder``, comparisons, a scalar numerator, ...) rounds it to the 16-bit type first."""
+    return (op == "mul" or op == "div" or op == "floordiv") and is_scalar(b)
 
 
 def is_scalar(x: object) -> bool:

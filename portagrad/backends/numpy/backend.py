@@ -429,9 +429,9 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
                     f(a, b, o)  # out as the third argument: no keyword for numpy to parse
                 return
         if od is BFLOAT16 or (od is _BOOLD and (is_bf16(a) or is_bf16(b))):
-            if od is BFLOAT16 and not f16_scalar_is_float32(op, a, b):
+            if not f16_scalar_is_float32(op, a, b):
                 # PyTorch rounds a scalar operand to bfloat16 first (through float32), except as
-                # the second operand of mul and div
+                # the second operand of mul, div and floordiv (comparisons round it too)
                 if a.__class__ is not View:
                     a = _round_bf16(a)
                 elif b.__class__ is not View:

@@ -229,7 +229,7 @@ class PrimitivesMixin:
             if isinstance(v, View):
                 args += (v.buffer.mem, v.offset)
             else:
-                args.append(conv(v) if dt == "float16" else scalar_arg(v, dt))
+                args.append(conv(v) if dt == "float16" or dt == "bfloat16" else scalar_arg(v, dt))
         p.launch(args)
 
     @flushes
