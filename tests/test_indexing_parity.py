@@ -100,6 +100,20 @@ def test_setitem_with_integers_and_advanced_indices(device: str) -> None:
     _compare(put, device, X, np.arange(30, dtype=np.float32).reshape(3, 2, 5))
 
 
+@pytest.mark.parametrize("key, shape", [
+    (lambda m: 0, (1, 4, 5)),  # basic: the value has more dimensions than x[0]
+    (lambda m: (0, 0, 0), (1, 1)),
+    (lambda m: m.tensor([0, 2]), (1, 1, 2, 4, 5)),  # advanced
+    (lambda m: (m.tensor([0, 1]), 1), (1, 1, 5)),
+])
+def test_setitem_drops_leading_ones_of_the_value(key: Any, shape: tuple, device: str) -> None:
+    def put(m: Any, x: Any, v: Any) -> Any:
+        y = x * 1
+        y[key(m)] = v
+        return y
+    _compare(put, device, X[0], np.arange(math.prod(shape), dtype=np.float32).reshape(shape))
+
+
 def test_advanced_index_out_of_range_message(device: str) -> None:
     torch = _torch()
     x, tx = pg.zeros(2, 3, 4, 5, device=device), torch.zeros(2, 3, 4, 5)

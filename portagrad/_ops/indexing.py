@@ -494,6 +494,11 @@ def getitem(x: Tensor, key: Any) -> Tensor:
 
 def setitem(x: Tensor, key: Any, value: Any) -> None:
     """``x[key] = value`` in place (broadcasting ``value``)."""
+    if isinstance(value, Tensor) and value.dim() and value.shape[0] == 1:
+        # PyTorch drops the value's leading size-1 dimensions first (slicePrefix1sSize), so
+        # x[0] = y[None] works although the value has more dimensions than x[0]
+        k = next((i for i, n in enumerate(value.shape) if n != 1), value.dim())
+        value = reshape(value, tuple(value.shape[k:]))
     key = _key_tuple(key)
     key = tuple(int(k) if isinstance(k, np.integer) else k for k in key)
     key = tuple(int(k) if isinstance(k, Tensor) and k.dim() == 0 and not k.dtype.is_floating_point
