@@ -160,6 +160,19 @@ def test_searchsorted_nan(right: bool, device: str) -> None:
         _compare(lambda m, b, v: m.bucketize(v, b, right=right), device, b, values)
 
 
+def test_searchsorted_number_in_the_common_type(device: str) -> None:
+    torch = _torch()
+    cases = [(lambda m, d: m.searchsorted(m.tensor([1, 2, 3], device=d), 2.5)),
+             (lambda m, d: m.bucketize(2.5, m.tensor([1, 2, 3], device=d))),
+             (lambda m, d: m.searchsorted(m.tensor([0.1, 0.2, 0.3], dtype=m.float64, device=d),
+                                          0.2)),
+             (lambda m, d: m.searchsorted(m.tensor([1.0, 2.0], device=d), 2, right=True))]
+    for case in cases:
+        ref, ours = case(torch, "cpu"), case(pg, device)
+        assert ours.dtype == pg.int64 and ours.shape == ()
+        assert ours.item() == ref.item()
+
+
 # ------------------------------------------------------------------------------ scatter_reduce
 _SR_SELF = np.array([[1., 2., 0., 3.], [5., 5., 2., np.nan], [0., 4., 4., 1.]])
 _SR_SRC = np.array([[2., 2., 0., 1., 3.], [5., 0., 5., 3., 1.], [4., 0., 0., 4., 2.]])

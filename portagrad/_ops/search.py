@@ -41,7 +41,10 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
         if sorter is not None:
             seq = seq.gather(-1, sorter)
         scalar = not isinstance(input, Tensor)
-        vals = _creation.tensor(input, dtype=seq.dtype, device=seq.device) if scalar else input
+        # a number is compared in PyTorch's common type of the two (2.5 cast to int64
+        # boundaries' dtype would be searched as 2)
+        vals = _creation.tensor(input, dtype=_dtype.result_type(seq, input),
+                                device=seq.device) if scalar else input
         if seq.dim() > 1 and (vals.dim() != seq.dim() or vals.shape[:-1] != seq.shape[:-1]):
             raise RuntimeError(
                 f"torch.searchsorted(): boundaries tensor should be 1 dimension or the first "
