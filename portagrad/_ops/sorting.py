@@ -93,8 +93,8 @@ def _median_all(x: Tensor) -> Tensor:
     if flat.shape[0] == 0 and x.dtype.is_floating_point:  # PyTorch: the median of nothing
         return _raw.fill(_raw.new_like(x, ()), math.nan)
     v = kthvalue(flat, (flat.shape[0] + 1) // 2, 0)[0]
-    if x.dtype.is_floating_point and bool(reduction.any(elementwise.isnan(flat))):
-        return _raw.fill(_raw.new_like(x, ()), math.nan)
+    if x.dtype.is_floating_point:
+        return where(reduction.any(elementwise.isnan(flat)), math.nan, v)
     return v
 
 
@@ -111,9 +111,8 @@ def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     with _no_grad():
         i = kthvalue(input.detach(), (input.shape[d] + 1) // 2, d, True)[1]
         nan = elementwise.isnan(input.detach())
-        if bool(reduction.any(nan)):
-            first = reduction.argmax(nan.to(_dtype.uint8), d, keepdim=True)
-            i = where(reduction.any(nan, d, keepdim=True), first, i)
+        first = reduction.argmax(nan.to(_dtype.uint8), d, keepdim=True)
+        i = where(reduction.any(nan, d, keepdim=True), first, i)
     v = gather(input, d, i)
     if not keepdim:
         v, i = squeeze(v, d), squeeze(i, d)
