@@ -970,8 +970,9 @@ def _indexing_rows() -> list[OpInfo]:
                ALL, "same", grad=True,
                errors=[E(lambda d: T((3, 2), d)[[0.5, 1.0]], IndexError,
                          r"tensors used as indices must be long, int, byte or bool tensors"),
+                       # PyTorch's "dimension" counts the key's index tensors, not the dims
                        E(lambda d: T((3, 2), d)[:, [0, 2]], IndexError,
-                         r"index 2 is out of bounds for dimension 1 with size 2")]),
+                         r"index 2 is out of bounds for dimension 0 with size 2")]),
         OpInfo("getitem_mask", lambda x, m: x[m], lambda x, m: x[m],
                fixed(S(X((2, 3)), MASK([[True, False, True], [False, False, True]])),
                      S(X((2, 3)), MASK([False, True])),

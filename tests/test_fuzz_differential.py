@@ -85,8 +85,6 @@ KNOWN: dict[str, str] = {
     "mul_": "as add_: float32.mul_(0-d float64 tensor) raises where torch succeeds",
     "nll_loss": "an int64 input is accepted where torch raises NotImplementedError ('nll_loss_out_frame' "
                 "for Long)",
-    "take_along_dim": "an out-of-range index raises (as gather) where torch 2.13 wraps it around: "
-                      "take_along_dim(float32[1], int64[1] = [1], 0) returns the element (not emulated)",
     "mm": "int64/bool matrices raise 'integer and bool tensors are not supported' where torch multiplies",
     "matmul": "as mm: integer/bool operands raise where torch multiplies",
     "linear": "as mm: integer operands raise where torch computes",

@@ -47,9 +47,78 @@ def _host_key(x: Tensor, key: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def _is_int(k: Any) -> bool:
+    return isinstance(k, int) and not isinstance(k, bool)
+
+
+def _consumed(k: Any) -> int:
+    """How many dimensions of the indexed tensor the (host) key entry ``k`` takes."""
+    if k is None or k is Ellipsis or isinstance(k, bool):
+        return 0
+    if isinstance(k, np.ndarray) and k.dtype == np.bool_:
+        return k.ndim
+    return 1
+
+
+def _selects_first(shape: tuple[int, ...], key: tuple[Any, ...]
+                   ) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """``key`` split in two: its integers as selects (slices elsewhere), then the rest.
+
+    PyTorch applies an integer entry as a select before the advanced indexing, so it does not
+    count as an advanced index (NumPy counts it as one: ``x[1, :, idx]`` would then put the
+    index's dimensions first, as for separated advanced indices)."""
+    rest = len(shape) - sum(_consumed(k) for k in key if k is not Ellipsis)
+    first: list[Any] = []
+    for k in key:
+        if _is_int(k):
+            first.append(k)
+        elif k is Ellipsis:
+            first.extend([slice(None)] * max(rest, 0))
+        else:
+            first.extend([slice(None)] * _consumed(k))
+    return tuple(first), tuple(k for k in key if not _is_int(k))
+
+
+def _check_bounds(shape: tuple[int, ...], key: tuple[Any, ...]) -> None:
+    """PyTorch's ``IndexError`` for an out-of-range index array: the first bad element (in the
+    broadcast order), naming the index's place among the key's index tensors (a mask counts
+    one per dimension) as its "dimension"."""
+    arrays, dim, ordinal = [], 0, 0
+    rest = len(shape) - sum(_consumed(k) for k in key if k is not Ellipsis)
+    for k in key:
+        if k is Ellipsis:
+            dim += max(rest, 0)
+        elif isinstance(k, np.ndarray) and k.dtype != np.bool_:
+            if dim < len(shape):
+                arrays.append((k, ordinal, shape[dim]))
+            ordinal, dim = ordinal + 1, dim + 1
+        else:
+            n = _consumed(k)
+            if isinstance(k, np.ndarray):
+                ordinal += n
+            dim += n
+    if not arrays:
+        return
+    try:
+        b = np.broadcast_arrays(*(a for a, _, _ in arrays))
+    except ValueError:
+        return  # NumPy reports the shape mismatch
+    bad = [(a < -n) | (a >= n) for a, (_, _, n) in zip(b, arrays)]
+    hit = np.flatnonzero(np.logical_or.reduce(bad) if len(bad) > 1 else bad[0])
+    if hit.size:
+        e = hit[0]
+        j = next(j for j, m in enumerate(bad) if m.reshape(-1)[e])
+        raise IndexError(f"index {b[j].reshape(-1)[e]} is out of bounds for dimension "
+                         f"{arrays[j][1]} with size {arrays[j][2]}")
+
+
 def _positions(x: Tensor, key: tuple[Any, ...]) -> np.ndarray:
     pos = np.arange(x.numel(), dtype=np.int64).reshape(tuple(x.shape))
     try:
+        if any(_is_int(k) for k in key):
+            first, key = _selects_first(pos.shape, key)
+            pos = pos[first]
+        _check_bounds(pos.shape, key)
         return np.require(pos[key], requirements="C")
     except IndexError as exc:
         msg = str(exc).replace("axis", "dimension")

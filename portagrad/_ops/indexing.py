@@ -28,7 +28,8 @@ from .shape import as_strided, basic_index, expand, reshape
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "masked_fill", "masked_select",
            "nonzero", "flip", "where", "getitem", "setitem", "strided_region", "take_along_dim",
-           "index_add", "index_fill", "index_copy", "check_index_copy", "scatter_add_in_order"]
+           "index_add", "index_fill", "index_copy", "check_index_copy", "scatter_add_in_order",
+           "wrap_negative"]
 
 
 def _as_index(index: Any, like: Tensor, name: str = "index") -> Tensor:
@@ -67,6 +68,9 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
     """``input`` read at ``indices`` along ``dim`` (both broadcast except along ``dim``); with
     ``dim=None``, both flattened first (PyTorch)."""
+    if isinstance(indices, Tensor) and indices.dtype is not _dtype.int64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{type_name(indices.dtype)}")
     if dim is None:
         return gather(reshape(input, (-1,)), 0, reshape(indices, (-1,)))
     if input.dim() != indices.dim():
@@ -74,6 +78,10 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
                            f"of dimensions, but got {input.dim()} dimensions for input, and "
                            f"{indices.dim()} dimensions for indices")
     d = wrap_dim_no_scalar(dim, input.dim())
+    if input.shape[d] and indices.numel():
+        # PyTorch (2.13) takes the indices modulo the size along dim: -1 is the last, size the
+        # first; not so with dim=None (an out-of-range index raises there, as gather's)
+        indices = indices % input.shape[d]
     shape_i = list(indices.shape)
     shape_x = list(input.shape)
     shape_i[d] = shape_x[d] = 1
@@ -143,14 +151,20 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
     """Out-of-place scatter: a copy of ``input`` with ``src`` (or ``value``) written at ``index``."""
     if src is None:
         src = value
-    if reduce not in (None, "add"):
-        raise RuntimeError(f"reduce argument must be either add or None, got {reduce}")
+    if reduce not in (None, "add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
     if input.dim() == 0:  # a scalar is a 1-element vector here (PyTorch)
         wrap_dim(dim, 0)
         src1 = reshape(src, (-1,)) if isinstance(src, Tensor) else src
         idx1 = reshape(index, (-1,)) if isinstance(index, Tensor) else index
         return reshape(scatter(reshape(input, (1,)), 0, idx1, src1, reduce=reduce), ())
     d, index, src = _scatter_args(input, dim, index, src)
+    if reduce == "multiply":  # (PyTorch's deprecated spelling of scatter_reduce "prod")
+        from .segment import scatter_reduce  # (segment builds on this module)
+        if not isinstance(src, Tensor):
+            src = _creation.full(tuple(index.shape), to_scalar(src, input.dtype),
+                                 dtype=input.dtype, device=input.device)
+        return scatter_reduce(input, d, index, src, "prod")
     if reduce == "add" and isinstance(src, Tensor) and input.dtype in _HALF:
         # PyTorch sums a 16-bit scatter-add in float32 and rounds each slot once (summing in 16
         # bits would round after every element: 300 ones would stop at 256 in bfloat16)
@@ -201,7 +215,8 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
                                f"specified dimension. Got self.shape = [] source.shape = "
                                f"{list(source.shape)}")
         return _scalar_as_vector(index_add, input, dim, index, source, alpha=alpha)
-    d, idx = _index_along(input, dim, index, tuple(source.shape))
+    check_same_device(input, source, "index_add")  # (the backend would get another's buffer)
+    d, idx = _index_along(input, dim, index, tuple(source.shape), exc=RuntimeError)  # PyTorch's
     # alpha takes source's dtype by PyTorch's checked conversion (truncated; 300 for uint8 raises)
     alpha = _dtype.fit_scalar(to_scalar(alpha, source.dtype), source.dtype.name)
     src = source * alpha if alpha != 1 else source
@@ -230,10 +245,37 @@ def scatter_add_in_order(input: Tensor, dim: int, index: Tensor, src: Tensor) ->
 
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    """``input`` with the slices ``index`` (negative ones counted from the end, as PyTorch)
+    along ``dim`` set to ``value`` (a number or a 0-d tensor, which gets the gradient)."""
+    if isinstance(index, Tensor) and index.dtype is not _dtype.int64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    if isinstance(index, Tensor) and index.dim() > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
+    if isinstance(value, Tensor) and value.dim() != 0:
+        raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
+                           f"tensor with {value.dim()} dimension(s).")
     if input.dim() == 0:
         return _scalar_as_vector(index_fill, input, dim, index, value)
-    d, idx = _index_along(input, dim, index, None)
-    return scatter(input, d, idx, value=value)
+    d = wrap_dim(dim, input.dim())
+    index = wrap_negative(reshape(_as_index(index, input), (-1,)), input.shape[d], d)
+    d, idx = _index_along(input, d, index, None)
+    if not isinstance(value, Tensor):
+        return scatter(input, d, idx, value=value)
+    mask = _creation.zeros(input.shape, dtype=_dtype.bool, device=input.device)
+    mask = scatter(mask, d, idx, value=True)
+    return where(mask, value.to(device=input.device, dtype=input.dtype), input)
+
+
+def wrap_negative(index: Tensor, size: int, dim: int) -> Tensor:
+    """The int64 ``index`` with values in ``[-size, 0)`` counted from the end; PyTorch's
+    ``IndexError`` for any outside ``[-size, size)``."""
+    if not index.numel():
+        return index
+    lo, hi = _raw.min_max(index)
+    if lo < -size or hi >= size:
+        bad = lo if lo < -size else hi
+        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+    return where(index < 0, index + size, index) if lo < 0 else index
 
 
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
@@ -284,7 +326,7 @@ def _scalar_as_vector(op: Any, input: Tensor, dim: int, index: Any, source: Any,
 
 
 def _index_along(input: Tensor, dim: int, index: Any, target: tuple | None,
-                 what: str = "index") -> tuple[int, Tensor]:
+                 what: str = "index", exc: type = IndexError) -> tuple[int, Tensor]:
     """Check a 1-D ``index`` into ``dim`` of ``input`` and broadcast it (stride 0) to ``target``
     (default: ``input``'s shape with ``dim`` of the index's length), for gather/scatter;
     ``what`` begins the out-of-range message."""
@@ -292,7 +334,7 @@ def _index_along(input: Tensor, dim: int, index: Any, target: tuple | None,
     index = _as_index(index, input)
     if index.dim() != 1:
         index = reshape(index, (-1,))
-    check_index_range(index, input.shape[d], d, what)
+    check_index_range(index, input.shape[d], d, what, exc)
     n = index.shape[0]
     if target is None:
         target = tuple(n if i == d else s for i, s in enumerate(input.shape))
@@ -374,6 +416,11 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
         return nonzero(condition, as_tuple=True)
     if not isinstance(condition, Tensor):
         raise TypeError("where(): argument 'condition' must be Tensor")
+    if condition.dtype is _dtype.uint8:  # still taken by PyTorch, with this warning
+        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and "
+                      "will be removed in a future version of PyTorch. Use a boolean condition "
+                      "instead.", UserWarning, stacklevel=2)
+        condition = condition != 0
     if condition.dtype is not _dtype.bool:  # PyTorch's error (it takes no other dtype)
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {type_name(condition.dtype)}")
@@ -462,6 +509,11 @@ def getitem(x: Tensor, key: Any) -> Tensor:
 
 def setitem(x: Tensor, key: Any, value: Any) -> None:
     """``x[key] = value`` in place (broadcasting ``value``)."""
+    if isinstance(value, Tensor) and value.dim() and value.shape[0] == 1:
+        # PyTorch drops the value's leading size-1 dimensions first (slicePrefix1sSize), so
+        # x[0] = y[None] works although the value has more dimensions than x[0]
+        k = next((i for i, n in enumerate(value.shape) if n != 1), value.dim())
+        value = reshape(value, tuple(value.shape[k:]))
     key = _key_tuple(key)
     key = tuple(int(k) if isinstance(k, np.integer) else k for k in key)
     key = _zero_dim_ints(key)

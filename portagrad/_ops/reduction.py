@@ -200,6 +200,34 @@ class _AMax(Function):
         return mask / count * _unsqueeze_axes(g, shape, axes, keepdim), None, None, None
 
 
+class EvenlyDistributed(Function):
+    """A whole-tensor ``max()``/``min()`` (and ``median()``/``nanmedian()``): the value
+    ``value_of(x)``, its gradient split evenly among the elements equal to it, or among the NaN
+    elements when it is NaN (PyTorch's ``evenly_distribute_backward``; ``amax``'s rule would
+    give every element NaN there). Subclasses name the backward node."""
+
+    _backward_name = "MaxBackward1"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, value_of: Any) -> Tensor:
+        out = value_of(x)
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        x, out = ctx.saved_tensors
+        mask = x == out
+        if out.dtype.is_floating_point:  # (no host read: PyTorch's formula for devices)
+            mask = mask.logical_or((x != x).logical_and(out != out))
+        count = sum(mask.to(g.dtype))
+        return where(mask, g / count, 0.0), None
+
+
+class MinAll(EvenlyDistributed):
+    _backward_name = "MinBackward1"
+
+
 def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """Maximum over ``dim`` (all dims when empty)."""
     refuse_complex("max_all", input.dtype)
@@ -283,8 +311,9 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool, other: Any) -> Any
     if dim is None:
         axes = tuple(range(input.dim()))
         _check_nonempty(input, axes, op, False)
-        # full reduction: gradient split among ties, as torch.max() without dim
-        return call(_AMax, input, axes, False, op)
+        # full reduction: gradient split among ties (NaN ones if NaN), as torch.max() without dim
+        fn = EvenlyDistributed if op == "max" else MinAll
+        return call(fn, input, lambda x: _raw.reduce(op, x, axes, False))
     d = wrap_dim(dim, input.dim())
     if input.dim() == 0:
         return values_indices(input.clone(), _raw.fill(_raw.new_like(input, (), _dtype.int64), 0))

@@ -18,14 +18,15 @@ from .._shape import broadcast_shapes, wrap_dim
 from .._tensor import Tensor
 from ..autograd.function import Function
 from . import elementwise
-from ._common import call
+from ._common import call, check_same_device
 from .shape import (
     as_strided, narrow, reshape, select,
 )
 from .conversion import copy_
 from .diagonal import diagonal
 from ._gather import check_index_range
-from .indexing import index_select, nonzero, scatter_add_in_order, setitem, where
+from .indexing import (index_select, nonzero, scatter_add_in_order, setitem, where,
+                       wrap_negative)
 
 __all__ = ["take", "masked_scatter", "argwhere", "put", "index_put", "diagonal_scatter",
            "select_scatter", "slice_scatter", "as_strided_scatter", "slice_inverse"]
@@ -128,11 +129,18 @@ def index_put(input: Tensor, indices: Sequence[Any], values: Any, accumulate: bo
     lead, rest = tuple(input.shape[:k]), tuple(input.shape[k:])
     shape = broadcast_shapes(*(t.shape for t in idx))
     lin = _creation.zeros(shape, dtype=_dtype.int64, device=input.device)
-    for t, n in zip(idx, lead):
-        t = t.to(_dtype.int64)
-        lin = lin * n + where(t < 0, t + n, t)
+    for j, (t, n) in enumerate(zip(idx, lead)):
+        # each index checked on its own (PyTorch's message names it, not the linear index);
+        # CPU indices serve a tensor on any device, as in PyTorch
+        if t.device != input.device and t.device.type != "cpu":
+            check_same_device(input, t, "index_put_")
+        lin = lin * n + wrap_negative(t.to(device=input.device, dtype=_dtype.int64), n, j)
     v = values if isinstance(values, Tensor) else _creation.tensor(values, dtype=input.dtype,
                                                                    device=input.device)
+    if v.device != input.device:
+        if v.dim() or v.device.type != "cpu":  # (a 0-d CPU value serves any device)
+            check_same_device(input, v, "index_put_")
+        v = v.to(input.device)
     v = reshape(v.to(input.dtype).expand(tuple(shape) + rest), (-1,) + rest)
     flat = reshape(input, (-1,) + rest)
     lin = reshape(lin, (-1,))

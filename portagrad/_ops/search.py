@@ -7,6 +7,7 @@ that size back to the host once, as PyTorch does.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .. import _creation, _dtype
@@ -40,7 +41,10 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
         if sorter is not None:
             seq = seq.gather(-1, sorter)
         scalar = not isinstance(input, Tensor)
-        vals = _creation.tensor(input, dtype=seq.dtype, device=seq.device) if scalar else input
+        # a number is compared in PyTorch's common type of the two (2.5 cast to int64
+        # boundaries' dtype would be searched as 2)
+        vals = _creation.tensor(input, dtype=_dtype.result_type(seq, input),
+                                device=seq.device) if scalar else input
         if seq.dim() > 1 and (vals.dim() != seq.dim() or vals.shape[:-1] != seq.shape[:-1]):
             raise RuntimeError(
                 f"torch.searchsorted(): boundaries tensor should be 1 dimension or the first "
@@ -59,7 +63,9 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
                 v_mid = reshape(index_select(flat_seq, 0, reshape(safe, (-1,))), vals.shape)
             else:
                 v_mid = gather(seq, -1, safe)
-            go_right = v_mid <= vals if right else v_mid < vals
+            # PyTorch's tests, "not (mid >= value)" ("not (mid > value)" for right): a NaN
+            # value goes past every boundary, and a NaN boundary is passed
+            go_right = elementwise.logical_not(v_mid > vals if right else v_mid >= vals)
             go_right = elementwise.logical_and(go_right, mid < hi)
             lo = where(go_right, mid + 1, lo)
             hi = where(go_right, hi, mid)
@@ -159,8 +165,11 @@ def _slices(input: Tensor, dim: int) -> tuple[Tensor, int]:
     d = wrap_dim(dim, max(input.dim(), 1))
     if input.dim() == 0:
         raise IndexError("unique(dim=...) needs a tensor with at least one dimension")
+    if any(n == 0 for i, n in enumerate(input.shape) if i != d):
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique "
+                           "cannot be applied")
     rows = movedim(input, d, 0)
-    return reshape(rows, (rows.shape[0], -1)), d
+    return reshape(rows, (rows.shape[0], math.prod(rows.shape[1:]))), d
 
 
 def _from_rows(values: Tensor, input: Tensor, d: int) -> Tensor:

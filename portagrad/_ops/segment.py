@@ -5,21 +5,24 @@ The backend contract scatters only with ``=`` and ``+=``. ``amax``/``prod`` are 
 by grouping: the elements of each slice along ``dim`` are stably sorted by value (for ``amax``) and
 then by their target slot, so each slot's elements are consecutive; a segmented scan combines
 them (``prod``) or the last one is the extremum (``amax``), and exactly one element per slot is
-added into zeros, so duplicates never race. Everything is composed of recorded ops, so the
-gradient reaches the elements that produced each slot's value (one of them when values tie:
-PyTorch spreads it over all tied elements).
+added into zeros, so duplicates never race. That value is not recorded: the derivative is
+PyTorch's formula (``_ScatterReduce``), which spreads an extremum's gradient over all the tied
+elements and treats zero factors of a product apart.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from .. import _creation, _dtype
+from .. import _creation, _dtype, _raw
 from .._shape import wrap_dim
 from .._tensor import Tensor
+from ..autograd.function import Function
 from ..autograd.grad_mode import _no_grad
-from .elementwise import add, bitwise_not, div, gt, logical_or, maximum, mul, ne, neg
+from ._common import call
+from .elementwise import (add, bitwise_not, div, eq, gt, logical_and, logical_or, maximum, mul, ne,
+                          neg)
 from .shape import narrow, reshape
-from .indexing import gather, scatter_add, where
+from .indexing import gather, scatter, scatter_add, where
 from .joining import cat
 from .sorting import sort
 from .scan import _scan
@@ -86,6 +89,66 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     for k in range(src.dim()):  # only the part of src that index covers takes part
         if s.shape[k] != index.shape[k]:
             s = narrow(s, k, 0, index.shape[k])
+    return call(_ScatterReduce, input, d, index, s, reduce, include_self)
+
+
+class _ScatterReduce(Function):
+    """The value composed by :func:`_reduced` (not recorded); PyTorch's derivative
+    (``scatter_reduce_backward``): ``amax``/``amin`` split the gradient evenly among all the
+    elements equal to the slot's result (the slot's own value counted even without
+    ``include_self``, as PyTorch), ``prod`` divides out each factor (zeros handled apart)."""
+
+    _backward_name = "ScatterReduceBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, input: Tensor, d: int, index: Tensor, src: Tensor, reduce: str,
+                include_self: bool) -> Tensor:
+        out = _reduced(input, d, index, src, reduce, include_self)
+        ctx.args = (d, reduce, include_self)
+        ctx.save_for_backward(input, index, src, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        input, index, src, out = ctx.saved_tensors
+        d, reduce, include_self = ctx.args
+        if reduce == "sum":
+            g_self, g_src = g, gather(g, d, index)
+        elif reduce == "mean":
+            n = _creation.ones(input.shape, dtype=g.dtype, device=g.device) if include_self \
+                else _creation.zeros(input.shape, dtype=g.dtype, device=g.device)
+            n = scatter_add(n, d, index, _creation.ones(index.shape, dtype=g.dtype,
+                                                        device=g.device))
+            n = where(eq(n, 0), 1.0, n)
+            g_self, g_src = div(g, n), div(gather(g, d, index), gather(n, d, index))
+        elif reduce == "prod":
+            masked_self = where(eq(input, 0), 1.0, input)
+            g_self = div(mul(g, scatter_reduce(masked_self, d, index, src, "prod",
+                                               include_self=include_self)), masked_self)
+            src_zero = eq(src, 0)
+            zeros = _creation.zeros(input.shape, dtype=g.dtype, device=g.device)
+            n_zeros = gather(scatter_add(zeros, d, index, src_zero.to(g.dtype)), d, index)
+            single = logical_and(src_zero, eq(n_zeros, 1))
+            masked_src = where(single, 1.0, src)
+            without = scatter_reduce(input, d, index, masked_src, "prod",
+                                     include_self=include_self)
+            g_src = where(single, gather(mul(g, without), d, index),
+                          div(gather(mul(g, out), d, index), where(src_zero, 1.0, src)))
+        else:  # amax, amin
+            value = gather(out, d, index)
+            self_is = eq(input, out).to(g.dtype)
+            src_is = eq(src, value).to(g.dtype)
+            share = div(g, scatter_add(self_is, d, index, src_is))
+            g_self = mul(self_is, share)
+            g_src = mul(src_is, gather(share, d, index))
+        if not include_self:
+            g_self = scatter(g_self, d, index, value=0)
+        return g_self, None, None, g_src, None, None
+
+
+def _reduced(input: Tensor, d: int, index: Tensor, s: Tensor, reduce: str,
+             include_self: bool) -> Tensor:
+    """The value of :func:`scatter_reduce` (``s``: the part of ``src`` that ``index`` covers)."""
     with _no_grad():
         ones = _creation.ones(index.shape, dtype=_dtype.int64, device=input.device)
         count = scatter_add(_creation.zeros(input.shape, dtype=_dtype.int64,
@@ -95,14 +158,12 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         # the amax of order-reversed values: -x for floats, ~x for integers and bools (-x wraps
         # for uint8 and at the most negative integer, ~x never does)
         rev = neg if input.dtype.is_floating_point else bitwise_not
-        return rev(scatter_reduce(rev(input), d, index, rev(s), "amax",
-                                  include_self=include_self))
+        return rev(_reduced(rev(input), d, index, rev(s), "amax", include_self))
     half = input.dtype in (_dtype.float16, _dtype.bfloat16)
     if half and reduce == "prod":
         # PyTorch multiplies 16-bit values in float32 and rounds each slot once
         f32 = _dtype.float32
-        return scatter_reduce(input.to(f32), d, index, s.to(f32), "prod",
-                              include_self=include_self).to(input.dtype)
+        return _reduced(input.to(f32), d, index, s.to(f32), "prod", include_self).to(input.dtype)
     if reduce in ("sum", "mean"):
         zeros = _creation.zeros(input.shape, dtype=input.dtype, device=input.device)
         if half:
@@ -163,5 +224,9 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     shape = [1] * source.dim()
     if source.dim():
         shape[d] = index.numel()
+    if index.numel() and input.dim():
+        lo, hi = _raw.min_max(index)
+        if lo < 0 or hi >= input.shape[d]:  # (PyTorch's message and type)
+            raise IndexError("index out of range in self")
     idx = reshape(index, shape).expand(source.shape)
     return scatter_reduce(input, d, idx, source, reduce, include_self=include_self)

@@ -14,8 +14,8 @@ from .._shape import wrap_dim
 from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
 from . import elementwise, reduction
-from ._common import refuse_bool
-from .indexing import gather, scatter_add
+from ._common import call, refuse_bool
+from .indexing import gather, scatter_add, where
 from .joining import cat
 from .shape import narrow, reshape, squeeze
 
@@ -79,17 +79,44 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any
     return sort_result(v, i)
 
 
+class _MedianAll(reduction.EvenlyDistributed):
+    _backward_name = "MedianBackward0"
+
+
+class _NanmedianAll(reduction.EvenlyDistributed):
+    _backward_name = "NanmedianBackward0"
+
+
+def _median_all(x: Tensor) -> Tensor:
+    """The lower median of all elements of ``x``, NaN if any is NaN (PyTorch's)."""
+    flat = reshape(x, (-1,))
+    if flat.shape[0] == 0 and x.dtype.is_floating_point:  # PyTorch: the median of nothing
+        return _raw.fill(_raw.new_like(x, ()), math.nan)
+    v = kthvalue(flat, (flat.shape[0] + 1) // 2, 0)[0]
+    if x.dtype.is_floating_point:
+        return where(reduction.any(elementwise.isnan(flat)), math.nan, v)
+    return v
+
+
 def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
-    """Lower median (of all elements, or ``(values, indices)`` along ``dim``)."""
+    """Lower median (of all elements, or ``(values, indices)`` along ``dim``); NaN where the
+    elements hold a NaN, indexed at the first NaN (PyTorch's; ``nanmedian`` skips them)."""
     if dim is None:
-        flat = reshape(input, (-1,))
-        if flat.shape[0] == 0 and input.dtype.is_floating_point:  # PyTorch: the median of nothing
-            return _raw.fill(_raw.new_like(input, ()), math.nan)
-        return kthvalue(flat, (flat.shape[0] + 1) // 2, 0)[0]
+        return call(_MedianAll, input, _median_all)
     d = wrap_dim(dim, input.dim())
     if input.dim() and input.shape[d] == 0:
         raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
-    return kthvalue(input, (input.shape[d] + 1) // 2 if input.dim() else 1, d, keepdim)
+    if input.dim() == 0 or not input.dtype.is_floating_point:
+        return kthvalue(input, (input.shape[d] + 1) // 2 if input.dim() else 1, d, keepdim)
+    with _no_grad():
+        i = kthvalue(input.detach(), (input.shape[d] + 1) // 2, d, True)[1]
+        nan = elementwise.isnan(input.detach())
+        first = reduction.argmax(nan.to(_dtype.uint8), d, keepdim=True)
+        i = where(reduction.any(nan, d, keepdim=True), first, i)
+    v = gather(input, d, i)
+    if not keepdim:
+        v, i = squeeze(v, d), squeeze(i, d)
+    return sort_result(v, i)
 
 
 median_result = namedtuple("median_result", ["values", "indices"])
@@ -100,10 +127,7 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
     """The lower median of the non-NaN elements (of all, or ``(values, indices)`` along
     ``dim``)."""
     if dim is None:
-        flat = reshape(input, (-1,))
-        if flat.numel() == 0:
-            return _creation.full((), float("nan"), dtype=input.dtype, device=input.device)
-        return nanmedian(flat, 0).values
+        return call(_NanmedianAll, input, _nanmedian_all)
     d = wrap_dim(dim, max(input.dim(), 1))
     x = reshape(input, (1,)) if input.dim() == 0 else input
     if x.shape[d] == 0:
@@ -119,6 +143,13 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
     if not keepdim or input.dim() == 0:
         v, i = squeeze(v, d), squeeze(i, d)
     return median_result(v, i)
+
+
+def _nanmedian_all(x: Tensor) -> Tensor:
+    flat = reshape(x, (-1,))
+    if flat.numel() == 0:
+        return _creation.full((), float("nan"), dtype=x.dtype, device=x.device)
+    return nanmedian(flat, 0).values
 
 
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
