@@ -11,6 +11,7 @@ import sys
 
 import portagrad
 
+from . import _blas_env
 from .plugins.manager import get_backend, get_state
 
 __all__ = ["main", "collect"]
@@ -87,8 +88,6 @@ def _blas() -> list[dict]:
     """numpy's BLAS libraries (threadpoolctl): library, version, kernels, threads; and whether
     portagrad chose OpenBLAS's kernels (``portagrad._blas_env``)."""
     from threadpoolctl import threadpool_info
-
-    from . import _blas_env
 
     return [{"library": d.get("internal_api"), "version": d.get("version"),
              "architecture": d.get("architecture"), "threads": d.get("num_threads"),

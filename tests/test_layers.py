@@ -38,6 +38,9 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("portagrad.autograd.function", "portagrad._raw"):
         "AccumulateGrad adds into leaf.grad through the one door to the backend (_raw), and _raw "
         "makes Tensors, which hold autograd nodes",
+    ("portagrad._ops.indexing", "portagrad._ops.segment"):
+        "scatter(reduce='multiply') is PyTorch's deprecated spelling of scatter_reduce('prod'), "
+        "which segment builds on indexing's scatter",
     ("portagrad.storage", "portagrad._creation"):
         "a storage's clone (copy.copy, copy.deepcopy) copies its bytes through a tensor made over "
         "them: a storage record cannot allocate",
