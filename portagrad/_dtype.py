@@ -15,6 +15,7 @@ __all__ = [
     "dtype", "float16", "float32", "float64", "int32", "int64", "bool", "half", "float", "double",
     "int", "long", "result_type", "promote_types", "get_default_dtype", "set_default_dtype",
     "from_numpy_dtype", "as_dtype", "ALL_DTYPES", "HALF_FLOATS", "SCALAR_TYPE_NAMES",
+    "CPP_TYPE_NAMES",
     "uint8", "int8", "int16", "bfloat16", "short", "can_cast", "iinfo", "finfo", "check_storable",
     "fit_scalar", "INT_LIMITS", "complex64", "complex128", "cfloat", "cdouble", "float8_e4m3fn",
     "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "DECLARED_ONLY",
@@ -398,3 +399,9 @@ SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
                      "int64": "Long", "bool": "Bool", "uint8": "Byte", "int8": "Char",
                      "int16": "Short", "bfloat16": "BFloat16", "complex64": "ComplexFloat",
                      "complex128": "ComplexDouble"}
+
+#: the C++ element type names of the dtypes, as other PyTorch error messages spell them
+CPP_TYPE_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
+                  "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+                  "bool": "bool", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+                  "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}

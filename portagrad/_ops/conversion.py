@@ -184,6 +184,7 @@ def contiguous(x: Tensor, memory_format: Any = None) -> Tensor:
 
 
 _TYPE_NAMES = _dtype.SCALAR_TYPE_NAMES
+_CPP_NAMES = _dtype.CPP_TYPE_NAMES
 
 
 def _caller_level() -> int:
@@ -197,18 +198,35 @@ def _caller_level() -> int:
     return level
 
 
-def write_out(name: str, res: Tensor, out: Tensor, inputs: tuple = ()) -> Tensor:
+def write_out(name: str, res: Tensor, out: Tensor, inputs: tuple = (), *, dtype_rule: str = "cast",
+              differentiable: bool = True) -> Tensor:
     """``out=``: write the result ``res`` of op ``name`` into ``out`` with PyTorch's rules, and
-    return ``out``. Refused: an input that requires grad while grad mode is on (``out=`` is not
-    differentiable), a result dtype ``out`` cannot hold without changing category (floating into
-    integer, integer into bool), another device, and an ``out`` whose elements share memory.
-    An ``out`` of another shape is resized (with PyTorch's warning unless it was empty)."""
-    if _flags.grad and any(isinstance(t, Tensor) and t._requires_grad for t in inputs):
+    return ``out``. Refused: for a differentiable op, an input or ``out`` that requires grad while
+    grad mode is on (``out=`` is not differentiable; ops with no derivative, such as comparisons
+    and ``argmax``, write even then), a dtype ``out`` cannot take (``dtype_rule`` below), another
+    device, and an ``out`` whose elements share memory. An ``out`` of another shape is resized
+    (with PyTorch's warning unless it was empty).
+
+    ``dtype_rule`` is the op's check of ``out``'s dtype, as PyTorch's kernels differ:
+    ``"cast"`` (most ops): the result dtype castable into ``out``'s without changing category
+    (floating into integer, integer into bool are refused); ``"same"`` (ops that keep their
+    input's dtype: ``abs``, ``neg``, ``floor``, ``round``, ``clamp`` with number bounds ...):
+    exactly the result's dtype; ``"exact"`` (``matmul``, ``argmax``, reductions given ``dtype=``):
+    exactly the result's dtype, with that kernel's message."""
+    if differentiable and _flags.grad and any(isinstance(t, Tensor) and t._requires_grad
+                                              for t in (*inputs, out)):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
                            f"differentiation, but one of the arguments requires grad.")
-    if not _dtype.can_cast(res.dtype, out.dtype):
-        raise RuntimeError(f"result type {_TYPE_NAMES[res.dtype.name]} can't be cast to the "
-                           f"desired output type {_TYPE_NAMES[out.dtype.name]}")
+    if dtype_rule == "cast":
+        if not _dtype.can_cast(res.dtype, out.dtype):
+            raise RuntimeError(f"result type {_TYPE_NAMES[res.dtype.name]} can't be cast to the "
+                               f"desired output type {_TYPE_NAMES[out.dtype.name]}")
+    elif out.dtype is not res.dtype:
+        if dtype_rule == "same":
+            raise RuntimeError(f"Found dtype {_TYPE_NAMES[out.dtype.name]} but expected "
+                               f"{_TYPE_NAMES[res.dtype.name]}")
+        raise RuntimeError(f"Expected out tensor to have dtype {_CPP_NAMES[res.dtype.name]}, but "
+                           f"got {_CPP_NAMES[out.dtype.name]} instead")
     if out._storage.device != res._storage.device:
         raise RuntimeError(f"Expected out tensor to have device {res.device}, but got "
                            f"{out.device} instead")

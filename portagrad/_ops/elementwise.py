@@ -367,8 +367,10 @@ true_divide = div
 divide = div
 
 
-def floor_divide(input: Any, other: Any) -> Tensor:
-    return div(input, other, rounding_mode="floor")
+def floor_divide(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
+    # no derivative in PyTorch: out= is allowed while an input requires grad
+    return _out(div(input, other, rounding_mode="floor"), out, "floor_divide", (input, other),
+                differentiable=False)
 
 
 def _wrap_int(x: Any, dt: _dtype.dtype) -> Any:
@@ -415,13 +417,13 @@ def _modulus(prim: str, node: str, rounding: str, doc: str) -> Any:
                 gb = -g * getattr(a / b, rounding)()
             return g, gb
 
-    def op(input: Any, other: Any) -> Tensor:
+    def op(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
         a, b, dt = prepare_binary(input, other, prim)
         refuse_bool(prim, dt)
         if not dt.is_floating_point:
             a, b = _wrap_int(a, dt), _wrap_int(b, dt)
             _check_int_divisor(b)
-        return call(_Mod, a, b)
+        return _out(call(_Mod, a, b), out, prim, (input, other))
 
     op.__name__ = op.__qualname__ = prim
     op.__doc__ = doc
@@ -435,8 +437,10 @@ fmod = _modulus("fmod", "FmodBackward0", "trunc",
                 "which is NaN for an infinite ``b`` (``fmod(x, inf)`` is ``x``).")
 
 
-def pow(input: Any, exponent: Any) -> Tensor:
+def pow(input: Any, exponent: Any, *, out: Tensor | None = None) -> Tensor:
     """``input ** exponent`` (tensor or scalar on either side)."""
+    if out is not None:
+        return _out(pow(input, exponent), out, "pow", (input, exponent))
     if _AUTOCAST.on and (_ac_out := _autocast_call("pow", pow, input, exponent=exponent)) is not _SKIP:
         return _ac_out
     a, b, dt = prepare_binary(input, exponent, "pow")
@@ -467,22 +471,24 @@ def _int_pow_negative(a: Any, b: Tensor, dt: _dtype.dtype) -> Tensor:
     return where(neg, small, res).to(dt)
 
 
-def maximum(input: Tensor, other: Any) -> Tensor:
+def maximum(input: Tensor, other: Any, *, out: Tensor | None = None) -> Tensor:
     """Elementwise maximum (NaN propagates)."""
     a, b, dt = prepare_binary(input, other, "maximum")
     refuse_complex("maximum", dt)
+    operands = (input, other)
     if not isinstance(a, Tensor):
         a, b = b, a
-    return call(_Maximum, a, b)
+    return _out(call(_Maximum, a, b), out, "maximum", operands)
 
 
-def minimum(input: Tensor, other: Any) -> Tensor:
+def minimum(input: Tensor, other: Any, *, out: Tensor | None = None) -> Tensor:
     """Elementwise minimum (NaN propagates)."""
     a, b, dt = prepare_binary(input, other, "minimum")
     refuse_complex("minimum", dt)
+    operands = (input, other)
     if not isinstance(a, Tensor):
         a, b = b, a
-    return call(_Minimum, a, b)
+    return _out(call(_Minimum, a, b), out, "minimum", operands)
 
 
 def atan2(input: Tensor, other: Tensor) -> Tensor:
@@ -496,41 +502,44 @@ def atan2(input: Tensor, other: Tensor) -> Tensor:
     return call(_Atan2, a, b)
 
 
-def _out(res: Tensor, out: Tensor | None, name: str = "", inputs: tuple = ()) -> Tensor:
-    return res if out is None else write_out(name, res, out, inputs)
+def _out(res: Tensor, out: Tensor | None, name: str = "", inputs: tuple = (), **rules: Any) -> Tensor:
+    """``res``, or with ``out=`` given ``res`` written into ``out`` (``rules``: write_out's)."""
+    return res if out is None else write_out(name, res, out, inputs, **rules)
 
 
 # ---------------------------------------------------------------- comparisons
-def _compare(op: str, a: Any, b: Any) -> Tensor:
-    a, b, dt = prepare_binary(a, b, op)
+def _compare(op: str, input: Any, other: Any, out: Tensor | None = None) -> Tensor:
+    a, b, dt = prepare_binary(input, other, op)
     if op not in ("eq", "ne"):
         refuse_complex(f"{op}_cpu", dt)  # complex numbers have no order
     t = a if isinstance(a, Tensor) else b
-    return _raw.binary(op, a, b, _dtype.bool, like=t)
+    # comparisons have no derivative: out= is allowed while an input requires grad (PyTorch)
+    return _out(_raw.binary(op, a, b, _dtype.bool, like=t), out, op, (input, other),
+                differentiable=False)
 
 
-def eq(input: Any, other: Any) -> Tensor:
-    return _compare("eq", input, other)
+def eq(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
+    return _compare("eq", input, other, out)
 
 
-def ne(input: Any, other: Any) -> Tensor:
-    return _compare("ne", input, other)
+def ne(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
+    return _compare("ne", input, other, out)
 
 
-def lt(input: Any, other: Any) -> Tensor:
-    return _compare("lt", input, other)
+def lt(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
+    return _compare("lt", input, other, out)
 
 
-def le(input: Any, other: Any) -> Tensor:
-    return _compare("le", input, other)
+def le(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
+    return _compare("le", input, other, out)
 
 
-def gt(input: Any, other: Any) -> Tensor:
-    return _compare("gt", input, other)
+def gt(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
+    return _compare("gt", input, other, out)
 
 
-def ge(input: Any, other: Any) -> Tensor:
-    return _compare("ge", input, other)
+def ge(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
+    return _compare("ge", input, other, out)
 
 
 greater = gt
@@ -540,50 +549,54 @@ less_equal = le
 not_equal = ne
 
 
-def _logical(op: str, a: Any, b: Any) -> Tensor:
-    a, b, dt = prepare_binary(a, b, op)
+def _logical(op: str, input: Any, other: Any, out: Tensor | None = None) -> Tensor:
+    a, b, dt = prepare_binary(input, other, op)
     if isinstance(a, Tensor) and a.dtype is not _dtype.bool:
         a = _raw.binary("ne", a, 0, _dtype.bool)
     if isinstance(b, Tensor) and b.dtype is not _dtype.bool:
         b = _raw.binary("ne", b, 0, _dtype.bool)
     t = a if isinstance(a, Tensor) else b
-    return _raw.binary(op, bool(a) if not isinstance(a, Tensor) else a,
-                       bool(b) if not isinstance(b, Tensor) else b, _dtype.bool, like=t)
+    res = _raw.binary(op, bool(a) if not isinstance(a, Tensor) else a,
+                      bool(b) if not isinstance(b, Tensor) else b, _dtype.bool, like=t)
+    return _out(res, out, op, (input, other), differentiable=False)
 
 
-def logical_and(input: Any, other: Any) -> Tensor:
-    return _logical("logical_and", input, other)
+def logical_and(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
+    return _logical("logical_and", input, other, out)
 
 
-def logical_or(input: Any, other: Any) -> Tensor:
-    return _logical("logical_or", input, other)
+def logical_or(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
+    return _logical("logical_or", input, other, out)
 
 
-def logical_xor(input: Any, other: Any) -> Tensor:
-    return _logical("logical_xor", input, other)
+def logical_xor(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
+    return _logical("logical_xor", input, other, out)
 
 
-def _bitwise(op: str, a: Any, b: Any) -> Tensor:
-    a, b, dt = prepare_binary(a, b, op)
+def _bitwise(op: str, input: Any, other: Any, out: Tensor | None = None) -> Tensor:
+    a, b, dt = prepare_binary(input, other, op)
     if dt.is_floating_point:  # PyTorch's NotImplementedError (a RuntimeError)
         raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{_type_name(dt)}'")
     t = a if isinstance(a, Tensor) else b
-    return _raw.binary(op, a, b, dt, like=t)
+    return _out(_raw.binary(op, a, b, dt, like=t), out, op, (input, other), differentiable=False)
 
 
-def bitwise_and(input: Any, other: Any) -> Tensor:
-    return _bitwise("bitwise_and", input, other)
+def bitwise_and(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
+    return _bitwise("bitwise_and", input, other, out)
 
 
-def bitwise_or(input: Any, other: Any) -> Tensor:
-    return _bitwise("bitwise_or", input, other)
+def bitwise_or(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
+    return _bitwise("bitwise_or", input, other, out)
 
 
-def bitwise_xor(input: Any, other: Any) -> Tensor:
-    return _bitwise("bitwise_xor", input, other)
+def bitwise_xor(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
+    return _bitwise("bitwise_xor", input, other, out)
 
 
-def bitwise_not(input: Tensor) -> Tensor:
+def bitwise_not(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    if out is not None:  # the input's dtype exactly (PyTorch)
+        return _out(bitwise_not(input), out, "bitwise_not", (input,), dtype_rule="same",
+                    differentiable=False)
     if input.dtype is _dtype.bool:
         return logical_not(input)
     if input.dtype.is_floating_point:
@@ -591,8 +604,9 @@ def bitwise_not(input: Tensor) -> Tensor:
     return _raw.binary("bitwise_xor", input, -1, input.dtype)
 
 
-def logical_not(input: Tensor) -> Tensor:
-    return _raw.unary("logical_not", input, _dtype.bool)
+def logical_not(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    return _out(_raw.unary("logical_not", input, _dtype.bool), out, "logical_not", (input,),
+                differentiable=False)
 
 
 def isnan(input: Tensor) -> Tensor:
@@ -659,8 +673,12 @@ _NO_COMPLEX = {  # PyTorch's errors for unary ops undefined on complex tensors
 
 
 def _make_unary(name: str, op: str, grad: Any, save: str = "input", float_only: bool = True,
-                node: str | None = None) -> Any:
-    """Build a unary op from a derivative rule ``grad(g, x, y) -> dx`` (``x`` input, ``y`` output)."""
+                node: str | None = None, takes_out: bool = True) -> Any:
+    """Build a unary op from a derivative rule ``grad(g, x, y) -> dx`` (``x`` input, ``y`` output).
+
+    ``takes_out``: whether PyTorch's function takes ``out=``. Its dtype must then be the result's
+    for the ops that keep their input's dtype (not ``float_only``: ``neg``, ``floor`` ...),
+    castable from it for the floating ones (``exp`` of an integer tensor into float64 ...)."""
 
     class _U(Function):
         _backward_name = node or f"{name.capitalize()}Backward0"
@@ -693,7 +711,12 @@ def _make_unary(name: str, op: str, grad: Any, save: str = "input", float_only: 
 
     _U.__name__ = _U.__qualname__ = f"_{name.capitalize()}"
 
-    def fn(input: Tensor) -> Tensor:
+    def fn(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+        if out is not None:
+            if not takes_out:
+                raise TypeError(f"{name}() got an unexpected keyword argument 'out'")
+            return _out(fn(input), out, name, (input,),
+                        dtype_rule="cast" if float_only else "same")
         if not isinstance(input, Tensor):
             raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
         if _AUTOCAST.on and (_ac_out := _autocast_call(name, fn, input)) is not _SKIP:
@@ -723,8 +746,10 @@ _abs_real = _make_unary("abs", "abs", lambda g, x, y: g * x.sign(), float_only=F
 _sign_real = _make_unary("sign", "sign", _zero_grad, save="none", float_only=False)
 
 
-def abs(input: Tensor) -> Tensor:  # PyTorch's name
+def abs(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # PyTorch's name
     """Elementwise ``abs``; ``|z|`` in the real dtype for a complex tensor."""
+    if out is not None:
+        return _out(abs(input), out, "abs", (input,), dtype_rule="same")
     if isinstance(input, Tensor) and input._v.dtype.is_complex:
         return complexnum.abs_complex(input)
     return _abs_real(input)
@@ -771,7 +796,7 @@ def _relu_grad(g: Tensor, x: Any, y: Tensor) -> Tensor:
     return g * (y != 0).to(g.dtype)
 
 
-relu = _make_unary("relu", "relu", _relu_grad, save="output", float_only=False)
+relu = _make_unary("relu", "relu", _relu_grad, save="output", float_only=False, takes_out=False)
 erf = _make_unary("erf", "erf",
                   lambda g, x, y: g * ((-(x * x)).exp() * (2.0 / math.sqrt(math.pi))))
 floor = _make_unary("floor", "floor", _zero_grad, save="none", float_only=False)
@@ -782,8 +807,11 @@ reciprocal = _make_unary("reciprocal", "reciprocal", lambda g, x, y: g * -(y * y
 _round0 = _make_unary("round", "round", _zero_grad, save="none", float_only=False)
 
 
-def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # PyTorch's name
+# (PyTorch's name, shadowing the builtin)
+def round(input: Tensor, *, decimals: int = 0, out: Tensor | None = None) -> Tensor:
     """Round half to even (``decimals`` digits)."""
+    if out is not None:
+        return _out(round(input, decimals=decimals), out, "round", (input,), dtype_rule="same")
     refuse_bool("round", input.dtype)
     if input.dtype.is_complex:
         raise NotImplementedError(_NO_COMPLEX["round"])
@@ -901,8 +929,12 @@ class _Clamp(Function):
         return gx, glo, ghi
 
 
-def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # PyTorch's parameter names
+def clamp(input: Tensor, min: Any = None, max: Any = None, *,  # PyTorch's parameter names
+          out: Tensor | None = None) -> Tensor:
     """Limit values to ``[min, max]`` (either may be ``None``; tensors broadcast)."""
+    if out is not None:  # PyTorch's kernel with number bounds keeps the dtype exactly
+        rule = "cast" if isinstance(min, Tensor) or isinstance(max, Tensor) else "same"
+        return _out(clamp(input, min, max), out, "clamp", (input, min, max), dtype_rule=rule)
     if isinstance(input, Tensor) and input._v.dtype.is_complex:
         raise NotImplementedError("clamp is not supported for complex types")
     if min is None and max is None:

@@ -82,9 +82,8 @@ def cat(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected "
                                    f"size {ref.shape[j]} but got size {t.shape[j]} for tensor "
                                    f"number {i} in the list.")
-    if out is not None and not _dtype.can_cast(dt, out.dtype):
-        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
-                        f"{_TYPE_NAMES[out.dtype.name]}")
+    if out is not None:
+        _check_cat_out(dt, out)
     ts = [t if t.dtype is dt else t.to(dt) for t in ts]
     res = call(_Cat, d, *ts)
     return res if out is None else write_out("cat", res, out, tuple(tensors))
@@ -93,8 +92,19 @@ def cat(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -
 concat = concatenate = cat
 
 
-def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+def _check_cat_out(dt: _dtype.dtype, out: Tensor) -> None:
+    """cat's (and stack's) refusal of an ``out`` the promoted inputs cannot be cast into."""
+    if not _dtype.can_cast(dt, out.dtype):
+        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
+                        f"{_TYPE_NAMES[out.dtype.name]}")
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -> Tensor:
     """Stack equal-shaped tensors along a new dimension."""
+    if out is not None:
+        res = stack(tensors, dim)
+        _check_cat_out(res.dtype, out)
+        return write_out("stack", res, out, tuple(tensors))
     if _AUTOCAST.on and (_ac_out := _autocast_call("stack", stack, tensors, dim=dim)) is not _SKIP:
         return _ac_out
     if not tensors:

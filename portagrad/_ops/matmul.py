@@ -13,6 +13,7 @@ from .._tensor import Tensor
 from ..autograd.function import Function
 from ._common import call, check_same_device
 from .complexnum import conj
+from .conversion import write_out
 from .elementwise import add, mul
 from .reduction import _dtype_name
 from .shape import expand, reshape, squeeze, transpose, unsqueeze
@@ -97,8 +98,15 @@ def _sparse_product(a: Any, b: Any) -> Any:
     return None
 
 
-def matmul(input: Tensor, other: Tensor) -> Tensor:
+def _product_out(name: str, res: Tensor, out: Tensor | None, inputs: tuple) -> Tensor:
+    # PyTorch's matrix products write only into an out of the result's dtype
+    return res if out is None else write_out(name, res, out, inputs, dtype_rule="exact")
+
+
+def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix product with NumPy/PyTorch semantics for 1-D, 2-D and batched (broadcast) inputs."""
+    if out is not None:
+        return _product_out("matmul", matmul(input, other), out, (input, other))
     if _AUTOCAST.on and (_ac_out := _autocast_call("matmul", matmul, input, other=other)) is not _SKIP:
         return _ac_out
     a, b = input, other
@@ -138,8 +146,10 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     return out
 
 
-def mm(input: Tensor, mat2: Tensor) -> Tensor:
+def mm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """2-D matrix product (no broadcasting)."""
+    if out is not None:
+        return _product_out("mm", mm(input, mat2), out, (input, mat2))
     if _AUTOCAST.on and (_ac_out := _autocast_call("mm", mm, input, mat2=mat2)) is not _SKIP:
         return _ac_out
     if not (isinstance(input, Tensor) and isinstance(mat2, Tensor)):
@@ -152,8 +162,10 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     return matmul(input, mat2)
 
 
-def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+def bmm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Batched 3-D matrix product (no broadcasting)."""
+    if out is not None:
+        return _product_out("bmm", bmm(input, mat2), out, (input, mat2))
     if _AUTOCAST.on and (_ac_out := _autocast_call("bmm", bmm, input, mat2=mat2)) is not _SKIP:
         return _ac_out
     _check(input, mat2, "bmm")

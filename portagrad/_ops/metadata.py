@@ -58,10 +58,7 @@ def is_set_to(x: Tensor, tensor: Tensor) -> bool:
 
 
 # the C++ element type names PyTorch's set_ error uses
-_CPP_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
-              "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-              "bool": "bool", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-              "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+_CPP_NAMES = _dtype.CPP_TYPE_NAMES
 
 
 def set_(x: Tensor, source: Any = None, storage_offset: int = 0, size: Any = None,

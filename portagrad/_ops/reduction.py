@@ -16,6 +16,7 @@ from ..autograd.grad_mode import _flags
 from ._common import call, refuse_complex, to_scalar
 from ._gather import scatter_into_zeros
 from . import complexnum
+from .conversion import write_out
 from .indexing import where
 from .shape import expand, reshape
 
@@ -80,8 +81,11 @@ def _all_if_empty(dim: Any) -> Any:
     return None if isinstance(dim, (list, tuple)) and len(dim) == 0 else dim
 
 
-def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None,
+        out: Tensor | None = None) -> Tensor:
     """Sum over ``dim`` (all dimensions if ``None`` or empty)."""
+    if out is not None:
+        return reduce_out("sum", sum, input, (dim, keepdim), dtype, out)
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "sum", sum, input, dim=dim, keepdim=keepdim, dtype=dtype)) is not _SKIP:
         return _ac_out
@@ -103,8 +107,12 @@ def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any 
     return sum(where(input.isnan(), to_scalar(0, input.dtype), input), dim, keepdim, dtype=dtype)
 
 
-def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None,
+         out: Tensor | None = None) -> Tensor:
     """Arithmetic mean over ``dim``."""
+    if out is not None:  # unlike sum's, mean's out does not choose the dtype computed in
+        return write_out("mean", mean(input, dim, keepdim, dtype=dtype), out, (input,),
+                         dtype_rule="cast" if dtype is None else "exact")
     dt = _dtype.as_dtype(dtype) if dtype is not None else input.dtype
     if not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
@@ -157,8 +165,11 @@ class _Prod(Function):
         return g * others, None, None, None
 
 
-def prod(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+def prod(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None,
+         out: Tensor | None = None) -> Tensor:
     """Product over ``dim`` (one dimension, or all if ``None``)."""
+    if out is not None:
+        return reduce_out("prod", prod, input, (dim, keepdim), dtype, out)
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "prod", prod, input, dim=dim, keepdim=keepdim, dtype=dtype)) is not _SKIP:
         return _ac_out
@@ -228,8 +239,29 @@ class MinAll(EvenlyDistributed):
     _backward_name = "MinBackward1"
 
 
-def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+def reduce_out(name: str, fn: Any, input: Tensor, args: tuple, dtype: Any, out: Tensor) -> Tensor:
+    """``fn(input, *args, dtype=...)`` written into ``out`` as PyTorch's ``sum``, ``prod``,
+    ``cumsum`` and ``cumprod`` do: with no ``dtype``, ``out``'s dtype is the one computed in (the
+    input is converted first: a float input summed into an integer ``out`` sums truncated values);
+    a ``dtype`` given must be ``out``'s."""
+    res = fn(input, *args, dtype=out.dtype if dtype is None else dtype)
+    return write_out(name, res, out, (input,), dtype_rule="exact")
+
+
+def _same_dtype_out(name: str, input: Tensor, res: Tensor, out: Tensor) -> Tensor:
+    """``res`` written into ``out``, whose dtype must be the input's (``amax``, ``amin``)."""
+    if out.dtype is not input.dtype:
+        raise RuntimeError(f"Expected the dtype for input and out to match, but got "
+                           f"{_dtype_name(input.dtype)} for input's dtype and "
+                           f"{_dtype_name(out.dtype)} for out's dtype.")
+    return write_out(name, res, out, (input,))
+
+
+def amax(input: Tensor, dim: Any = (), keepdim: bool = False, *,
+         out: Tensor | None = None) -> Tensor:
     """Maximum over ``dim`` (all dims when empty)."""
+    if out is not None:
+        return _same_dtype_out("amax", input, amax(input, dim, keepdim), out)
     refuse_complex("max_all", input.dtype)
     dim = _all_if_empty(dim)
     axes = wrap_dims(dim, input.dim())
@@ -237,8 +269,11 @@ def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     return call(_AMax, input, axes, keepdim, "max")
 
 
-def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+def amin(input: Tensor, dim: Any = (), keepdim: bool = False, *,
+         out: Tensor | None = None) -> Tensor:
     """Minimum over ``dim`` (all dims when empty)."""
+    if out is not None:
+        return _same_dtype_out("amin", input, amin(input, dim, keepdim), out)
     refuse_complex("min_all", input.dtype)
     dim = _all_if_empty(dim)
     axes = wrap_dims(dim, input.dim())
@@ -252,14 +287,23 @@ def aminmax(input: Tensor, *, dim: Any = None, keepdim: bool = False) -> Any:
               amax(input, () if dim is None else dim, keepdim))
 
 
-def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
+           out: Tensor | None = None) -> Tensor:
     """Index of the (first) maximum, over the flattened tensor if ``dim`` is ``None``."""
-    return _arg("argmax", input, dim, keepdim)
+    return _arg_out("argmax", _arg("argmax", input, dim, keepdim), input, out)
 
 
-def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
+           out: Tensor | None = None) -> Tensor:
     """Index of the (first) minimum."""
-    return _arg("argmin", input, dim, keepdim)
+    return _arg_out("argmin", _arg("argmin", input, dim, keepdim), input, out)
+
+
+def _arg_out(name: str, res: Tensor, input: Tensor, out: Tensor | None) -> Tensor:
+    # an int64 out only; no derivative, so out= is allowed while the input requires grad
+    if out is None:
+        return res
+    return write_out(name, res, out, (input,), dtype_rule="exact", differentiable=False)
 
 
 def _arg(op: str, x: Tensor, dim: Any, keepdim: bool) -> Tensor:

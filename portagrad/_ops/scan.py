@@ -23,7 +23,7 @@ from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _no_grad
 from ._common import call
-from .reduction import _sum_dtype
+from .reduction import _sum_dtype, reduce_out
 from . import elementwise
 from .shape import narrow, reshape
 from .conversion import unaliased
@@ -56,8 +56,10 @@ def _dim(input: Tensor, dim: int) -> int:
     return wrap_dim(dim, max(input.dim(), 1))
 
 
-def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+def cumprod(input: Tensor, dim: int, *, dtype: Any = None, out: Tensor | None = None) -> Tensor:
     """Inclusive prefix products along ``dim`` (integers and bools as int64)."""
+    if out is not None:
+        return reduce_out("cumprod", cumprod, input, (dim,), dtype, out)
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "cumprod", cumprod, input, dim=dim, dtype=dtype)) is not _SKIP:
         return _ac_out
@@ -162,8 +164,10 @@ class _Cumsum(Function):
         return cumsum(g.flip((d,)), d).flip((d,)), None, None
 
 
-def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+def cumsum(input: Tensor, dim: int, *, dtype: Any = None, out: Tensor | None = None) -> Tensor:
     """Inclusive prefix sums along ``dim``."""
+    if out is not None:
+        return reduce_out("cumsum", cumsum, input, (dim,), dtype, out)
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "cumsum", cumsum, input, dim=dim, dtype=dtype)) is not _SKIP:
         return _ac_out
