@@ -221,8 +221,8 @@ def test_methods_and_out_less_functions_take_no_out(device):
     tx = torch.tensor(_INPUTS["f"])
     for lib, t in ((torch, tx), (pg, x)):
         kw = {"device": device} if lib is pg else {}
-        for call in (lambda o: t.sum(1, out=o), lambda o: t.maximum(t, out=o),
-                     lambda o: lib.relu(t, out=o)):
+        for call in (lambda o, t=t: t.sum(1, out=o), lambda o, t=t: t.maximum(t, out=o),
+                     lambda o, t=t, lib=lib: lib.relu(t, out=o)):
             with pytest.raises(TypeError):
                 call(lib.empty(2, **kw))
         with pytest.raises(TypeError):  # out= is keyword-only

@@ -369,8 +369,9 @@ divide = div
 
 def floor_divide(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
     # no derivative in PyTorch: out= is allowed while an input requires grad
-    return _out(div(input, other, rounding_mode="floor"), out, "floor_divide", (input, other),
-                differentiable=False)
+    res = div(input, other, rounding_mode="floor")
+    return res if out is None else write_out("floor_divide", res, out, (input, other),
+                                             differentiable=False)
 
 
 def _wrap_int(x: Any, dt: _dtype.dtype) -> Any:
@@ -514,8 +515,8 @@ def _compare(op: str, input: Any, other: Any, out: Tensor | None = None) -> Tens
         refuse_complex(f"{op}_cpu", dt)  # complex numbers have no order
     t = a if isinstance(a, Tensor) else b
     # comparisons have no derivative: out= is allowed while an input requires grad (PyTorch)
-    return _out(_raw.binary(op, a, b, _dtype.bool, like=t), out, op, (input, other),
-                differentiable=False)
+    res = _raw.binary(op, a, b, _dtype.bool, like=t)
+    return res if out is None else write_out(op, res, out, (input, other), differentiable=False)
 
 
 def eq(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
@@ -558,7 +559,7 @@ def _logical(op: str, input: Any, other: Any, out: Tensor | None = None) -> Tens
     t = a if isinstance(a, Tensor) else b
     res = _raw.binary(op, bool(a) if not isinstance(a, Tensor) else a,
                       bool(b) if not isinstance(b, Tensor) else b, _dtype.bool, like=t)
-    return _out(res, out, op, (input, other), differentiable=False)
+    return res if out is None else write_out(op, res, out, (input, other), differentiable=False)
 
 
 def logical_and(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
@@ -578,7 +579,8 @@ def _bitwise(op: str, input: Any, other: Any, out: Tensor | None = None) -> Tens
     if dt.is_floating_point:  # PyTorch's NotImplementedError (a RuntimeError)
         raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{_type_name(dt)}'")
     t = a if isinstance(a, Tensor) else b
-    return _out(_raw.binary(op, a, b, dt, like=t), out, op, (input, other), differentiable=False)
+    res = _raw.binary(op, a, b, dt, like=t)
+    return res if out is None else write_out(op, res, out, (input, other), differentiable=False)
 
 
 def bitwise_and(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
@@ -605,8 +607,9 @@ def bitwise_not(input: Tensor, *, out: Tensor | None = None) -> Tensor:
 
 
 def logical_not(input: Tensor, *, out: Tensor | None = None) -> Tensor:
-    return _out(_raw.unary("logical_not", input, _dtype.bool), out, "logical_not", (input,),
-                differentiable=False)
+    res = _raw.unary("logical_not", input, _dtype.bool)
+    return res if out is None else write_out("logical_not", res, out, (input,),
+                                             differentiable=False)
 
 
 def isnan(input: Tensor) -> Tensor:
