@@ -227,3 +227,15 @@ def test_methods_and_out_less_functions_take_no_out(device):
                 call(lib.empty(2, **kw))
         with pytest.raises(TypeError):  # out= is keyword-only
             lib.maximum(t, t, lib.empty(2, 3, **kw))
+
+
+def test_out_calls_are_not_autocast():
+    # PyTorch's autocast casts only the functional forms: mm(out=float32) computes in float32
+    a = pg.ones(2, 2)
+    with pg.autocast("cpu"):
+        assert pg.mm(a, a).dtype == pg.bfloat16
+        out = pg.empty(2, 2)
+        assert pg.mm(a, a, out=out) is out and out.dtype == pg.float32
+        with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float, but got "
+                                               "c10::BFloat16 instead"):
+            pg.mm(a, a, out=pg.empty(2, 2, dtype=pg.bfloat16))
