@@ -63,6 +63,9 @@ CASES = [
     ("cos", ("f",), {}, "float32"),
     ("tanh", ("f",), {}, "float32"),
     ("sigmoid", ("i",), {}, "float32"),
+    ("log2", ("i",), {}, "float64"),
+    ("exp2", ("f",), {}, "float32"),
+    ("sign", ("f",), {}, "float32"),
     ("round", ("f",), {}, "float32"),
     ("round", ("f",), {"decimals": 1}, "float32"),
     ("floor", ("f",), {}, "float32"),
@@ -96,6 +99,7 @@ DTYPE_ERRORS = [
     ("sqrt", ("i",), {}, "int64"),
     ("mean", ("f", 1), {}, "int64"),
     ("abs", ("f",), {}, "float64"),  # the input's dtype exactly
+    ("sign", ("i",), {}, "float32"),
     ("clamp", ("i", 1.5, 2), {}, "int64"),
     ("bitwise_not", ("i",), {}, "int32"),
     ("matmul", ("f", "q"), {}, "float64"),  # the result's dtype exactly, another message
@@ -145,7 +149,7 @@ def test_out_matches_torch(device, name, args, kwargs, dt):
     assert t_res is t_out
     out = _out(dt, tuple(t_out.shape), device)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # an out of the right shape is not resized
+        warnings.simplefilter("error", UserWarning)  # an out of the right shape: no resize
         res = _call(pg, device, name, args, kwargs, out)
     assert res is out
     assert res.dtype == getattr(pg, dt) and tuple(res.shape) == tuple(t_out.shape)

@@ -758,16 +758,20 @@ def abs(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # PyTorch's nam
     return _abs_real(input)
 
 
-def sign(input: Tensor) -> Tensor:
+def sign(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Elementwise ``sign`` (-1, 0, 1; 0 for NaN); complex tensors take :func:`sgn`."""
+    if out is not None:
+        return _out(sign(input), out, "sign", (input,), dtype_rule="same")
     if isinstance(input, Tensor) and input._v.dtype.is_complex:
         raise RuntimeError("Unlike NumPy, torch.sign is not intended to support complex numbers. "
                            "Please use torch.sgn instead.")
     return _sign_real(input)
 
 
-def sgn(input: Tensor) -> Tensor:
+def sgn(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``sign`` for real tensors; ``z / |z|`` (0 at 0) for complex ones."""
+    if out is not None:
+        return _out(sgn(input), out, "sgn", (input,), dtype_rule="same")
     if isinstance(input, Tensor) and input._v.dtype.is_complex:
         return complexnum.sgn(input)
     return _sign_real(input)
@@ -841,19 +845,25 @@ def square(input: Tensor) -> Tensor:
     return mul(x, x)
 
 
-def log2(input: Tensor) -> Tensor:
+def log2(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return _out(log2(input), out, "log2", (input,))
     if _AUTOCAST.on and (_ac_out := _autocast_call("log2", log2, input)) is not _SKIP:
         return _ac_out
     return div(log(input), math.log(2.0))
 
 
-def log10(input: Tensor) -> Tensor:
+def log10(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return _out(log10(input), out, "log10", (input,))
     if _AUTOCAST.on and (_ac_out := _autocast_call("log10", log10, input)) is not _SKIP:
         return _ac_out
     return div(log(input), math.log(10.0))
 
 
-def exp2(input: Tensor) -> Tensor:
+def exp2(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return _out(exp2(input), out, "exp2", (input,))
     return exp(mul(input, math.log(2.0)))
 
 
