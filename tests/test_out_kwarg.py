@@ -106,6 +106,7 @@ DTYPE_ERRORS = [
     ("argmax", ("f", 1), {}, "float32"),
     ("sum", ("f", 1), {"dtype": "float64"}, "float32"),
     ("cumsum", ("f", 1), {"dtype": "float64"}, "float32"),
+    ("cumprod", ("f", 1), {}, "bool"),  # no bool accumulator
     ("amax", ("f", 1), {}, "float64"),  # the input's dtype
     ("stack", (["f", "g"],), {}, "int64"),  # cat's TypeError
 ]

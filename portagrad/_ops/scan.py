@@ -56,6 +56,12 @@ def _dim(input: Tensor, dim: int) -> int:
     return wrap_dim(dim, max(input.dim(), 1))
 
 
+def _refuse_bool_scan(name: str, dtype: Any) -> None:
+    # PyTorch's kernels have no bool accumulator (dtype=torch.bool, or a bool out=)
+    if _dtype.as_dtype(dtype) is _dtype.bool:
+        raise NotImplementedError(f"\"{name}_out_cpu\" not implemented for 'Bool'")
+
+
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None, out: Tensor | None = None) -> Tensor:
     """Inclusive prefix products along ``dim`` (integers and bools as int64)."""
     if out is not None:
@@ -65,6 +71,7 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None, out: Tensor | None = 
         return _ac_out
     x = input
     if dtype is not None:
+        _refuse_bool_scan("cumprod", dtype)
         x = x.to(dtype)
     elif not (x.dtype.is_floating_point or x.dtype.is_complex):
         x = x.to(_dtype.int64)
@@ -173,6 +180,7 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None, out: Tensor | None = N
         return _ac_out
     d = wrap_dim(dim, input.dim())
     dt = _sum_dtype(input, dtype)
+    _refuse_bool_scan("cumsum", dt)
     if input.dim() == 0:
         return input.to(dt, copy=True)
     return call(_Cumsum, input, d, dt)
