@@ -678,3 +678,18 @@ def test_16bit_floor_divide_as_pytorch(device: str, dt: str) -> None:
                               torch.tensor(b).to(getattr(torch, dt))).float().numpy()
     same = ((got == want) & (np.signbit(got) == np.signbit(want))) | (np.isnan(got) & np.isnan(want))
     assert same.all(), int((~same).sum())
+
+
+def test_half_scalar_operands_helper() -> None:
+    """The public helper backends share for PyTorch's 16-bit scalar rule: float32 for the second
+    operand of mul/div/floordiv, else rounded to the type (bfloat16 through float32)."""
+    from portagrad.backends.helpers import half_scalar_operands
+
+    v = object()  # stands for a view: left as it is
+    a, b = half_scalar_operands("mul", v, 0.1, "bfloat16")
+    assert a is v and isinstance(b, np.float32) and b == np.float32(0.1)
+    assert half_scalar_operands("mul", 0.1, v, "bfloat16")[0] == 0.10009765625
+    assert half_scalar_operands("add", v, 0.1, "float16")[1] == float(np.float16(0.1))
+    assert half_scalar_operands("floordiv", v, 0.1, "float16")[1] == np.float32(0.1)
+    assert half_scalar_operands("add", v, 0.1, "float32") == (v, 0.1)
+    assert half_scalar_operands("add", v, 1 + 2j, "bfloat16") == (v, 1 + 2j)

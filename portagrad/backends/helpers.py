@@ -21,7 +21,9 @@ Import them from here (the one public, documented place)::
   :func:`unknown_op` (the typed error for an op name outside the contract) and
   :data:`BINARY_UFUNCS` (the numpy ufunc that defines each binary/comparison op) with
   :func:`fit_scalar` (PyTorch's checked conversion of a Python scalar stored into a narrow
-  integer tensor, for ``fill`` and ``where``).
+  integer tensor, for ``fill`` and ``where``), and :func:`half_scalar_operands` (how PyTorch takes a
+  Python scalar operand of a float16/bfloat16 binary op: at float32 as the second operand of
+  ``mul``/``div``/``floordiv``, else rounded to the 16-bit type first).
 * **Memory statistics** -- :class:`MemoryCounter`: per-device byte counts that go down as buffers
   are freed. Every :class:`~portagrad.backends.interface.Backend` has one
   (``self.memory_counter``); calling ``self.memory_counter.track(index, buffer, nbytes)`` in
@@ -46,13 +48,13 @@ from .philox import philox4x32
 from .philox import slots as philox_slots
 from .philox import uniform as philox_uniform
 from .philox import words as philox_words
-from .ufuncs import BINARY_UFUNCS, fit_scalar
+from .ufuncs import BINARY_UFUNCS, fit_scalar, half_scalar_operands
 
 __all__ = [
     "visible_indices", "philox4x32", "philox_words", "philox_slots", "philox_uniform", "philox_normal",
     "DTYPES", "NUMPY_DTYPES",
     "FLOATING_DTYPES", "INTEGER_DTYPES", "from_numpy_dtype", "contiguous_strides", "unknown_op",
-    "BINARY_UFUNCS", "fit_scalar", "MemoryCounter",
+    "BINARY_UFUNCS", "fit_scalar", "half_scalar_operands", "MemoryCounter",
 ]
 
 DTYPES: MappingProxyType[str, dtype] = MappingProxyType({d.name: d for d in _dtype.ALL_DTYPES})

@@ -12,13 +12,15 @@ backend's ``binary`` does, checks the divisor itself.
 """
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 # PyTorch's checked conversion of a scalar stored into a tensor: one rule for the core and every
 # backend, defined beside the dtypes
 from .._dtype import fit_scalar
 
-__all__ = ["BINARY_UFUNCS", "f16_scalar_is_float32", "fit_scalar", "is_scalar"]
+__all__ = ["BINARY_UFUNCS", "f16_scalar_is_float32", "fit_scalar", "half_scalar_operands",
+           "is_scalar"]
 
 
 def f16_scalar_is_float32(op: str, a: object, b: object) -> bool:
@@ -29,6 +31,29 @@ def f16_scalar_is_float32(op: str, a: object, b: object) -> bool:
     while ``torch.mul(2.5, x)`` rounds); every other op and position (``add``, ``sub``, ``pow``,
     ``remainder``, comparisons, a scalar numerator, ...) rounds it to the 16-bit type first."""
     return (op == "mul" or op == "div" or op == "floordiv") and is_scalar(b)
+
+
+def half_scalar_operands(op: str, a: object, b: object, dtype: str) -> tuple[object, object]:
+    """``(a, b)`` of binary ``op`` on ``dtype`` views (``"float16"``/``"bfloat16"``; others
+    unchanged) with a real Python scalar operand as PyTorch's CPU kernels take it: a
+    ``numpy.float32`` where :func:`f16_scalar_is_float32` holds (numpy then computes in float32
+    and rounds the result once), else rounded to ``dtype`` first (bfloat16 through float32, as
+    PyTorch converts a Python number) and returned as a Python float."""
+    if dtype not in ("float16", "bfloat16"):
+        return a, b
+    keep = f16_scalar_is_float32(op, a, b)
+
+    def conv(x: object) -> object:
+        if not is_scalar(x) or isinstance(x, (complex, np.complexfloating)):
+            return x
+        with np.errstate(over="ignore"):
+            if keep:
+                return np.float32(x)  # type: ignore[arg-type]
+            if dtype == "float16":
+                return float(np.float16(x))  # type: ignore[arg-type]
+            return float(np.float32(x).astype(ml_dtypes.bfloat16))  # type: ignore[arg-type]
+
+    return conv(a), conv(b)
 
 
 def is_scalar(x: object) -> bool:

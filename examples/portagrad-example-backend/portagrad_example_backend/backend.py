@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from portagrad.backends.helpers import (BINARY_UFUNCS, DTYPES, fit_scalar, unknown_op,
-                                        visible_indices)
+from portagrad.backends.helpers import (BINARY_UFUNCS, DTYPES, fit_scalar,
+                                        half_scalar_operands, unknown_op, visible_indices)
 from portagrad.backends.interface import REDUCE_OPS, Backend, DeviceProperties, View
 from portagrad.errors import OutOfMemoryError
 
@@ -209,6 +209,9 @@ class ExampleBackend(Backend):
         if f is None:
             raise unknown_op("binary", op, self.device_type)
         a, b = _wrap(a, b), _wrap(b, a)
+        view = a if isinstance(a, View) else b
+        if isinstance(view, View):  # a 16-bit float's scalar operand, as PyTorch takes it
+            a, b = half_scalar_operands(op, a, b, view.dtype.name)
         o = _dst(out)
         if a.__class__ is int and b.__class__ is int and o.dtype.kind in "iu":
             # two Python ints: numpy would compute them in int64 and refuse to store into uint8
