@@ -481,7 +481,11 @@ class Backend:
         scalar's Python type matches the views' dtype category: ``float``
         for floating views (the core converted ``int_tensor * 2.5`` to float first), ``int`` for
         integer views, ``bool`` for bool views. An ``int`` outside a narrow integer dtype
-        (``uint8 + 1000``) wraps into it, as PyTorch does. ``out`` has the views' dtype, except for
+        (``uint8 + 1000``) wraps into it, as PyTorch does. With float16/bfloat16 views a scalar is
+        taken as PyTorch's CPU kernels take it: at float32 as the second operand of ``mul``,
+        ``div`` and ``floordiv``, else rounded to the 16-bit type first
+        (:func:`portagrad.backends.helpers.half_scalar_operands` does both); the arithmetic itself
+        is float32, rounded once. ``out`` has the views' dtype, except for
         comparisons and logical ops (``bool``). An op name outside the contract raises
         :func:`unknown_op` (:class:`portagrad.errors.UnsupportedOpError`), never ``KeyError``.
 
