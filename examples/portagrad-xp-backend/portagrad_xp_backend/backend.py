@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from portagrad.backends.helpers import (DTYPES, NUMPY_DTYPES, fit_scalar, philox_normal,
-                                        philox_uniform, unknown_op, visible_indices)
+from portagrad.backends.helpers import (DTYPES, NUMPY_DTYPES, fit_scalar, half_scalar_operands,
+                                        philox_normal, philox_uniform, unknown_op,
+                                        visible_indices)
 from portagrad.backends.interface import (ARG_REDUCE_OPS, RANDOM_KINDS, REDUCE_OPS, Backend,
                                           DeviceProperties, View)
 from portagrad.errors import DTypeError, OutOfMemoryError
@@ -458,6 +459,9 @@ class XpBackend(Backend):
             r = self._binary(op, self._scalar(a, d), self._scalar(b, d), d)
             self._write(out, xp.broadcast_to(r, out.shape), fresh=False)
             return
+        view = a if isinstance(a, View) else b
+        # a 16-bit float's scalar operand as PyTorch takes it (float32 or rounded first)
+        a, b = half_scalar_operands(op, a, b, view.dtype.name)
         x, y, d = self._operands(a, b)
         self._write(out, self._binary(op, x, y, d))
 
