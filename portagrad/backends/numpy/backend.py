@@ -22,7 +22,8 @@ from ...errors import OutOfMemoryError
 from .. import _host_ops
 from ..interface import (ARG_REDUCE_OPS, RANDOM_KINDS, REDUCE_OPS, Backend, DeviceProperties, View,
                          unknown_op)
-from ..ufuncs import BINARY_UFUNCS, f16_scalar_is_float32, fit_scalar, is_scalar
+from ..ufuncs import (BINARY_UFUNCS, f16_scalar_is_float32, fit_scalar, half_scalar_operands,
+                      is_scalar)
 from . import host_malloc, jit, special
 from .arrays import BFLOAT16, BFLOAT16_NP, SCRATCH_POOL, is_bf16, nd, scratch, via_f32, widen
 from .activations import ActivationsMixin
@@ -184,15 +185,6 @@ _BF16_BLOCK = 1 << 18
 # bfloat16 ops whose ml_dtypes loop computes in float32 and rounds once (bit for bit the result
 # of float32 copies, measured faster from one element to millions)
 _BF16_UFUNCS = {op: BINARY_UFUNCS[op] for op in ("add", "sub", "mul", "div", "maximum", "minimum")}
-
-
-def _round_bf16(x: Any) -> Any:
-    """A real Python scalar rounded to bfloat16 through float32 (as a Python float); others
-    (complex) unchanged."""
-    if x.__class__ is complex or isinstance(x, np.complexfloating):
-        return x
-    with np.errstate(over="ignore"):
-        return float(np.float32(x).astype(BFLOAT16_NP))
 
 
 def _bf16_exact(x: Any) -> bool:
@@ -429,13 +421,10 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
                     f(a, b, o)  # out as the third argument: no keyword for numpy to parse
                 return
         if od is BFLOAT16 or (od is _BOOLD and (is_bf16(a) or is_bf16(b))):
-            if not f16_scalar_is_float32(op, a, b):
-                # PyTorch rounds a scalar operand to bfloat16 first (through float32), except as
-                # the second operand of mul, div and floordiv (comparisons round it too)
-                if a.__class__ is not View:
-                    a = _round_bf16(a)
-                elif b.__class__ is not View:
-                    b = _round_bf16(b)
+            # a scalar operand as PyTorch takes it: rounded to bfloat16 first (comparisons too),
+            # except as the second operand of mul, div and floordiv (float32)
+            if a.__class__ is not View or b.__class__ is not View:
+                a, b = half_scalar_operands(op, a, b, "bfloat16")
             f = _BF16_UFUNCS.get(op)
             if f is not None and od is BFLOAT16 and _bf16_exact(a) and _bf16_exact(b):
                 # ml_dtypes' own loops: each element computed in float32 and rounded once, as
