@@ -64,7 +64,7 @@ from ..interface import View
 from .kernels import BINARY_VALID, UNARY_VALID, out_is_bool
 from .allocator import DeviceBuffer
 from .fusion_kernels import VEC_OPS, VEC_WIDTH, fused_source
-from ..ufuncs import f16_scalar_is_float32
+from ..ufuncs import half_scalar_operands
 from .launch import CONVERT
 
 __all__ = [
@@ -89,24 +89,11 @@ MAX_BCAST_TERMS = 3
 STREAM_MIN = 1 << 22
 
 #: a fused group's scalar operand as its kernel argument (16-bit floats compute in float; a
-#: float16 scalar is rounded to float16 first where the unfused kernels round it)
+#: 16-bit float's scalar is rounded to its type first where the unfused kernels round it)
 _FLOAT_NP: dict[str, Any] = {"float32": np.float32, "float64": np.float64, "bfloat16": np.float32,
                              "float16": CONVERT["float16"]}
 _F16 = _dtype.float16
 _BF16 = _dtype.bfloat16
-_BF16_NP = _dtype.bfloat16.numpy
-
-
-def _round16(v: Any) -> Any:
-    """A Python scalar rounded to float16 (as a Python float; bools and ints past float16 too)."""
-    with np.errstate(over="ignore"):
-        return float(np.float16(v))
-
-
-def _round_bf16(v: Any) -> Any:
-    """A Python scalar rounded to bfloat16 through float32 (as PyTorch), as a Python float."""
-    with np.errstate(over="ignore"):
-        return float(np.float32(v).astype(_BF16_NP))
 
 
 _NP_ARG = {"float32": np.float32, "float64": np.float64, "bfloat16": np.float32,
@@ -326,13 +313,9 @@ class Fuser:
             self.flush()
             nodes = self.nodes
         gen = self._gen
-        if (dt is _F16 or dt is _BF16) and not unary and not f16_scalar_is_float32(op, a, b):
-            # a 16-bit float's scalar operand rounded to its type first, as in the unfused kernels
-            rnd = _round16 if dt is _F16 else _round_bf16
-            if a.__class__ is not View:
-                a = rnd(a)
-            elif b.__class__ is not View:
-                b = rnd(b)
+        if (dt is _F16 or dt is _BF16) and not unary:
+            # a 16-bit float's scalar operand as the unfused kernels take it (PyTorch's rule)
+            a, b = half_scalar_operands(op, a, b, dt.name)
         x = self._operand(a, dt, shape, n)
         if x is None:
             return self._decline()
