@@ -396,11 +396,50 @@ def _var_args(input: Tensor, dim: Any, unbiased: Any, correction: Any
     return wrap_dims(dim, input.dim()), correction, dim is None or input.dim() == 0
 
 
-def _var_value(x: Tensor, axes: tuple[int, ...], correction: Any, keepdim: bool) -> Tensor:
+def _var_value(x: Tensor, axes: tuple[int, ...], correction: Any, keepdim: bool,
+               root: bool = False) -> Tensor:
+    """The variance (its square root when ``root``) over ``axes``."""
     n = math.prod(x.shape[a] for a in axes)
+    if x._v.dtype is _dtype.float32 and n > 1:
+        return _var_f32(x, axes, n - correction, keepdim, root)
     d = x - mean(x, axes, keepdim=True)
     ss = sum(complexnum.abs2(d), axes, keepdim=keepdim)  # |z - mean|^2: real, as PyTorch's
-    return ss / (n - correction) if n - correction > 0 else ss / 0.0
+    v = ss / (n - correction) if n - correction > 0 else ss / 0.0
+    return v.sqrt() if root else v
+
+
+# the smallest normal float32: the floor of the scale below, whose reciprocal stays finite
+_F32_TINY = 2.0 ** -126
+
+
+def _var_f32(x: Tensor, axes: tuple[int, ...], dof: Any, keepdim: bool, root: bool) -> Tensor:
+    """:func:`_var_value` of a float32 ``x`` (``dof``: the count less the correction).
+
+    PyTorch's CPU kernel sums float32 squares in float64, where a deviation beyond 1.8e19 would
+    overflow float32 when squared (and one below 1e-19 underflow): its std of such data is
+    finite (and its variance, where that fits float32). Float64 arrays would double the memory
+    traffic; instead the deviations are divided by the largest of them (each square is then in
+    [0, 1]) and the scale is multiplied back into the result, which overflows only where the
+    result itself does. Raw primitives, in place where possible: a Python op per step would
+    cost more than the extra passes."""
+    shape, f32 = x._v.shape, x._v.dtype
+    d = _raw.binary("sub", x, _raw.bare_expand(mean(x, axes, keepdim=True)._v, shape), f32)
+    top = _raw.reduce("max", d, axes, True)
+    low = _raw.reduce("min", d, axes, True)
+    _raw.binary_into("mul", low, -1.0)
+    _raw.binary_into("maximum", top, low._v)  # (NaN propagates: a row with NaN stays NaN)
+    _raw.binary_into("maximum", top, _F32_TINY)  # a constant row (0): any scale will do
+    inv = _raw.binary("div", 1.0, top, f32)
+    _raw.binary_into("mul", d, _raw.bare_expand(inv._v, shape))
+    _raw.binary_into("mul", d, d._v)  # the squares, in place
+    v = _raw.reduce("sum", d, axes, True)
+    _raw.binary_into("div", v, float(dof) if dof > 0 else 0.0)
+    if root:
+        v = _raw.unary("sqrt", v)
+    _raw.binary_into("mul", v, top._v)
+    if not root:
+        _raw.binary_into("mul", v, top._v)
+    return v if keepdim else _raw._drop_axes(v, axes)
 
 
 def _var_backward(g: Tensor, x: Tensor, axes: tuple[int, ...], correction: Any, keepdim: bool,
@@ -437,7 +476,7 @@ class _Std(Function):
     def forward(ctx: Any, x: Tensor, axes: tuple[int, ...], correction: Any, keepdim: bool,
                 whole: bool) -> Tensor:
         ctx.meta = (axes, correction, keepdim, whole)
-        out = _var_value(x, axes, correction, keepdim).sqrt()
+        out = _var_value(x, axes, correction, keepdim, root=True)
         ctx.save_for_backward(x, out)
         return out
 
