@@ -540,14 +540,23 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     return out
 
 
+def _one_element(x: Tensor, axes: tuple[int, ...]) -> bool:
+    """Whether a norm over ``axes`` reduces single elements (every reduced size is 1, or ``x`` is
+    0-d): PyTorch's ``linalg_vector_norm`` then returns ``|x|`` without its norm kernel."""
+    shape = x._v.shape
+    return _builtin_all(shape[a] == 1 for a in axes)
+
+
 class _Norm2(Function):
     _backward_name = "NormBackward1"
 
     @staticmethod
     def forward(ctx: Any, x: Tensor, axes: tuple[int, ...], keepdim: bool) -> Tensor:
-        sq = _raw.binary("mul", x, x, x._v.dtype)
-        s = _raw.reduce("sum", sq, axes, keepdim)
-        out = _raw.unary("sqrt", s)
+        if _one_element(x, axes):  # |x| itself, as PyTorch: x * x would overflow from 1.8e19
+            out = _raw.reduce("sum", _raw.unary("abs", x), axes, keepdim)
+        else:
+            sq = _raw.binary("mul", x, x, x._v.dtype)
+            out = _raw.unary("sqrt", _raw.reduce("sum", sq, axes, keepdim))
         ctx.meta = (x._v.shape, axes, keepdim)
         ctx.save_for_backward(x, out)
         return out
@@ -572,7 +581,10 @@ class _NormP(Function):
 
     @staticmethod
     def forward(ctx: Any, x: Tensor, p: float, axes: tuple[int, ...], keepdim: bool) -> Tensor:
-        out = sum(x.abs() ** p, axes, keepdim) ** (1.0 / p)
+        if _one_element(x, axes):  # |x| itself, as PyTorch (|x| ** p may overflow or underflow)
+            out = sum(x.abs(), axes, keepdim)
+        else:
+            out = sum(x.abs() ** p, axes, keepdim) ** (1.0 / p)
         ctx.meta = (x._v.shape, p, axes, keepdim)
         ctx.save_for_backward(x, out)
         return out
@@ -607,6 +619,19 @@ class _CountNonzero(Function):
         return None, None, None
 
 
+def _check_norm_identity(x: Tensor, p: Any, dim: Any, axes: tuple[int, ...]) -> None:
+    """PyTorch's refusal of a norm with no identity (a max, a min, or a negative ``p``, whose
+    value over nothing is undefined) over an empty dimension of the empty ``x``."""
+    if _all_if_empty(dim) is None:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {p} norm on an empty tensor "
+                           f"because the operation does not have an identity")
+    for a in axes:
+        if x.shape[a] == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {p} norm on the dimension "
+                               f"{a}because this dimension is empty and the operation does not "
+                               f"have an identity")
+
+
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
          dtype: Any = None) -> Tensor:
     """Vector p-norm over ``dim`` (2-norm by default; ``inf``, ``-inf``, 0, 1, any p)."""
@@ -626,6 +651,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
         if p == "nuc":  # (the public norm sends it to linalg_ext.norm, built on the SVD)
             raise NotImplementedError("the vector norm has no p='nuc': use linalg.matrix_norm")
         raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+    if x.numel() == 0 and p.__class__ is not str and p is not None and (p < 0 or p == math.inf):
+        _check_norm_identity(x, p, dim, axes)
     if p in ("fro", 2, 2.0, None):
         return call(_Norm2, x, axes, keepdim)
     if p == float("inf"):
