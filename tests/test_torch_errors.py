@@ -251,6 +251,9 @@ CASES: dict[str, tuple[Callable, Any]] = {
         raises_text(RT, "cannot compute the -1 norm on the dimension 1")),
     "vector_norm_inf_nonempty_dim": (
         lambda m, F, d: m.linalg.vector_norm(m.zeros(0, 3, device=d), math.inf, 1), ([], "float32")),
+    "vector_norm_int_with_dtype": (
+        lambda m, F, d: m.linalg.vector_norm(m.ones(2, dtype=m.int64, device=d), dtype=m.float32),
+        raises_text(RT, "Expected a floating point or complex tensor as input. Got Long")),
     "matrix_norm_int_empty": (
         lambda m, F, d: m.linalg.matrix_norm(m.zeros(0, 0, dtype=m.int64, device=d), -1),
         raises_text(RT, "Expected a floating point or complex tensor as input. Got Long")),

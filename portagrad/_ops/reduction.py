@@ -638,12 +638,12 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "norm", norm, input, p=p, dim=dim, keepdim=keepdim, dtype=dtype)) is not _SKIP:
         return _ac_out
-    x = input if dtype is None else input.to(dtype)
-    if x.dtype.is_complex:  # the norm of the magnitudes, in the real dtype (PyTorch's)
-        x = x.abs()
-    if not x.dtype.is_floating_point:
-        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
-                           f"input. Got {_dtype_name(x.dtype)}")
+    # the input's dtype is checked, as PyTorch does, before dtype= converts it
+    for t in (input, input if dtype is None else input.to(dtype)):
+        if not (t.dtype.is_floating_point or t.dtype.is_complex):
+            raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
+                               f"as input. Got {_dtype_name(t.dtype)}")
+    x = t.abs() if t.dtype.is_complex else t  # complex: the norm of the magnitudes (PyTorch's)
     if x.dtype in _HALF_TYPES:  # in float32, rounded once (PyTorch's kernel)
         return norm(x.to(_dtype.float32), p, dim, keepdim).to(x.dtype)
     axes = wrap_dims(_all_if_empty(dim), x.dim())
