@@ -652,6 +652,11 @@ def reduce_source(in_dtype: str, out_dtype: str, kr: int, rr: int, wg: int) -> s
                 red_dec.append("c = r;" if d == 0 else f"c = r % m{d}; r /= m{d};")
                 red_dec.append(f"xi += c * xr{d};")
             red_dec_s = "\n        ".join(red_dec)
+            # two reduced dimensions (a bias gradient of a convolution: batch and positions):
+            # counters stepped along the loop instead of a 64-bit division per element
+            pair = rr == 2
+            if pair:
+                red_dec_s = "long xi = xb + c0 * xr0 + c1 * xr1;"
             # kept-index decomposition for the output and the input base
             kd = ["long r = g / nchunk; long c; long oi = oo + (g % nchunk) * ocs; long xb = xo;"]
             for d in range(okr - 1, -1, -1):
@@ -664,10 +669,12 @@ def reduce_source(in_dtype: str, out_dtype: str, kr: int, rr: int, wg: int) -> s
     {kd_s}
     long j0 = (g % nchunk) * chunk, j1 = min(total, j0 + chunk);
     {at} x = {ident};
+    {"long c1 = j0 % m1, c0 = j0 / m1;" if pair else ""}
     for (long j = j0; j < j1; ++j) {{
         {red_dec_s}
         {at} y = {_acc_load(in_dtype, acc, "X[xi]")};
         x = {comb};
+        {"if (++c1 == m1) { c1 = 0; ++c0; }" if pair else ""}
     }}
     O[oi] = {_store(out_dtype, "x")};"""
             else:
@@ -678,10 +685,12 @@ def reduce_source(in_dtype: str, out_dtype: str, kr: int, rr: int, wg: int) -> s
     {kd_s}
     long j0 = (g % nchunk) * chunk, j1 = min(total, j0 + chunk);
     {at} x = {ident};
+    {"long c1 = (j0 + l) % m1, c0 = (j0 + l) / m1;" if pair else ""}
     for (long j = j0 + l; j < j1; j += {lsz}) {{
         {red_dec_s}
         {at} y = {_acc_load(in_dtype, acc, "X[xi]")};
         x = {comb};
+        {f"c1 += {lsz}; if (c1 >= m1) {{ long q = c1 / m1; c0 += q; c1 -= q * m1; }}" if pair else ""}
     }}
     s[l] = x;
     barrier(CLK_LOCAL_MEM_FENCE);

@@ -336,7 +336,9 @@ class PrimitivesMixin:
         # one work-item per output when there is enough parallelism or little work per output;
         # otherwise one work-group per output (and per chunk of the reduced range when the
         # outputs are too few to fill the device; the partials are then reduced again)
-        if total <= 2 * wg or outer >= 16 * cus * (1 if not dev.is_gpu else 32):
+        # (on CPU devices a work-item's sequential loop is the fast form, and a work-group's
+        # barriers are slow: one work-item per output once every core has a few)
+        if total <= 2 * wg or outer >= (4 * cus if not dev.is_gpu else 16 * cus * 32):
             self._reduce_launch(dev, op, idt, odt, out.buffer.mem, out.offset, ks_o, 0, x, ks_x,
                                 rs_x, ksz, rsz, total, total, 1, serial=True, outer=outer)
             return
