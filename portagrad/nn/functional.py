@@ -529,7 +529,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                            f"and {weight.shape[1]}x{weight.shape[0]})")
     if weight.dim() == 2 and input.dim() >= 1 and (bias is None or bias.dim() == 1):
         return nodes.linear.linear(input, weight, bias)  # one recorded node instead of ~7
-    out = input @ (weight.t() if weight.dim() == 2 else weight)
+    out = input @ weight.t()  # (t() refuses a weight of more than 2 dimensions, as PyTorch's)
     if bias is not None:
         check_expandable(bias.shape, out.shape)  # the bias never broadcasts the output
         out = out + bias
