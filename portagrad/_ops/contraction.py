@@ -23,6 +23,7 @@ from .shape import (
     narrow, permute, reshape,
 )
 from .diagonal import diagonal
+from .elementwise import _type_name
 from .joining import cat
 from .matmul import scaled_input, matmul, mm, mv, outer
 
@@ -200,6 +201,12 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     if input.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
                            f"{input.shape[d]} and {other.shape[d]}")
+    # PyTorch's kernel takes one dtype (no promotion) and no bool, whatever the sizes
+    if input.dtype is _dtype.bool:
+        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"expected scalar type {_type_name(input.dtype)} but found "
+                           f"{_type_name(other.dtype)}")
     a0, a1, a2 = (narrow(input, d, k, 1) for k in range(3))
     b0, b1, b2 = (narrow(other, d, k, 1) for k in range(3))
     return cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2,
