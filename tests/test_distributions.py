@@ -71,6 +71,38 @@ def test_categorical_values(device):
     assert repr(c2.support) == "IntegerInterval(lower_bound=0, upper_bound=3)"
 
 
+
+def test_categorical_with_no_categories_gives_an_empty_log_prob(device):
+    # PyTorch gathers value[..., :1] of the broadcast value: nothing to read, an empty last dim
+    for shape in [(0,), (0, 0), (2, 0), (0, 3, 0)]:
+        c = D.Categorical(logits=pg.zeros(shape, device=device), validate_args=False)
+        lp = c.log_prob(pg.zeros(shape[:-1], dtype=pg.int64, device=device))
+        assert lp.shape == shape and lp.dtype == pg.float32
+
+
+@pytest.mark.parametrize("dtype, logit", [("float16", 6.9296875), ("bfloat16", 4.84375),
+                                          ("float32", 15.942384719848633),
+                                          ("float64", 36.04365338911715)])
+def test_probs_of_zero_and_one_clamped_by_their_dtypes_eps(device, dtype, logit):
+    """A 16-bit float's probabilities clamp to its own eps (PyTorch's finfo(dtype).eps): with a
+    float64 eps 1 - eps rounds to 1 and the logits were infinite."""
+    dt = getattr(pg, dtype)
+    try:
+        p = pg.tensor([0.0, 1.0], device=device).to(dt)
+    except pg.errors.DTypeError:
+        pytest.skip(f"{device} declines {dtype}")
+    b = D.Bernoulli(probs=p)
+    close(b.logits.float(), [-logit, logit], tol=1e-6)
+    close(b.log_prob(pg.tensor([1.0, 0.0], device=device).to(dt)).float(), [-logit, -logit],
+          tol=1e-6)
+    assert math.isfinite(D.Categorical(probs=p).logits[0].item())
+
+
+def test_integer_probs_raise_finfos_type_error(device):
+    b = D.Bernoulli(probs=pg.tensor([1, 0], device=device), validate_args=False)
+    with pytest.raises(TypeError, match="finfo"):
+        b.log_prob(pg.tensor([1, 0], device=device))
+
 def test_other_distributions_values(device):
     u = D.Uniform(t([0., -1.], device), t([2., 3.], device))
     close(u.log_prob(t([1., 2.5], device)), [-0.6931472, -1.3862944])
