@@ -114,3 +114,16 @@ def test_matrix_power_of_negative_exponents(device: str, n: int) -> None:
 def test_matrix_power_of_a_singular_matrix_with_a_negative_exponent(device: str) -> None:
     mine, theirs = _both(lambda m, x: m.linalg.matrix_power(x, -2), device, np.zeros((2, 2)))
     assert isinstance(mine, pg.linalg.LinAlgError) and isinstance(theirs, RuntimeError)
+
+
+def test_matrix_power_places_nan_from_infinite_entries_as_pytorch(device: str) -> None:
+    # inf - inf gives NaN where the products meet: the order of the products decides where
+    # (PyTorch's cube is (A A) A; other powers square and multiply from the lowest bit up)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        a = rng.standard_normal((3, 3))
+        u = rng.random((3, 3))
+        a[u < 0.15], a[(u >= 0.15) & (u < 0.25)], a[(u >= 0.25) & (u < 0.3)] = np.inf, -np.inf, 0
+        for n in range(8):
+            mine, theirs = _both(lambda m, x, n=n: m.linalg.matrix_power(x, n), device, a)
+            np.testing.assert_array_equal(np.isnan(mine.cpu().numpy()), np.isnan(theirs.numpy()))

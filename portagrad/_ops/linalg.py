@@ -597,6 +597,8 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
     if n == 0:
         eye = _creation.eye(input.shape[-1], dtype=input.dtype, device=input.device)
         return eye.expand(input.shape).clone()
+    if n == 3:  # PyTorch's order for the cube ((A A) A): it places NaN from inf entries
+        return matmul(matmul(input, input), input)
     result: Tensor | None = None
     base = input
     while n:  # binary exponentiation: log2(n) squarings
