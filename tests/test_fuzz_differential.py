@@ -99,6 +99,9 @@ KNOWN: dict[str, str] = {
     "linalg.inv": "exactly singular matrices (a row a power-of-two multiple of another): "
                   "portagrad's elimination clears the row and raises LinAlgError, torch's LAPACK "
                   "order can leave a 1e-16 pivot and return entries near 1e16",
+    "linalg.lu_factor": "equal rows of large entries ([[1e30, x], [1e30, x]]): torch's MKL kernel "
+                        "leaves an exact 0 in U and raises, where LAPACK's reciprocal multiplier "
+                        "(portagrad's, and MKL's own for other sizes) leaves 1e-16: build-dependent",
     "linalg.matrix_norm": "float32 entries of 1e30: the norm overflows to inf (torch's CPU kernel "
                           "accumulates in float64)",
     "linalg.vector_norm": "as matrix_norm: float32 1e30 overflows (torch CPU accumulates in float64)",

@@ -127,3 +127,24 @@ def test_matrix_power_places_nan_from_infinite_entries_as_pytorch(device: str) -
         for n in range(8):
             mine, theirs = _both(lambda m, x, n=n: m.linalg.matrix_power(x, n), device, a)
             np.testing.assert_array_equal(np.isnan(mine.cpu().numpy()), np.isnan(theirs.numpy()))
+
+
+def test_lu_factor_multipliers_as_lapacks(device: str) -> None:
+    # LAPACK scales the column below a pivot by the pivot's reciprocal: x * (1 / x) is one unit
+    # below 1 for this x, so equal rows leave U a 1e-16 entry and lu_factor does not raise
+    r = [0.37810676358706613, -1.0454968829614948, -0.8261270867837869]
+    _same_values(lambda m, x: tuple(m.linalg.lu_factor(x)), device, np.array([r, r]))
+    _same_values(lambda m, x: tuple(m.linalg.lu_factor_ex(x)), device, np.array([r, r]))
+
+
+@pytest.mark.parametrize("a", [
+    [[4.538222667428284, -0.9036742346658434, 2.4524292853027845],
+     [0.5337385062896451, -0.9507547576193606, 2.0454605912926844],
+     [np.nan, -1.0483501217495832, -0.0]],  # a NaN below: never the pivot
+    [[np.nan, 1.0], [3.0, 2.0]],  # a NaN first: LAPACK's running maximum stays there
+    [[4.2, 2.3], [np.nan, -0.0]],
+], ids=["nan-below", "nan-first", "nan-2x2"])
+def test_lu_factor_pivots_past_nan_as_lapack(device: str, a: list) -> None:
+    mine, theirs = _both(lambda m, x: m.linalg.lu_factor_ex(x), device, np.array(a))
+    np.testing.assert_array_equal(mine.pivots.cpu().numpy(), theirs.pivots.numpy())
+    np.testing.assert_array_equal(np.isnan(mine.LU.cpu().numpy()), np.isnan(theirs.LU.numpy()))

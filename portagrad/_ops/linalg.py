@@ -58,13 +58,22 @@ def _square(name: str, a: Any) -> None:
                            f"{elementwise._type_name(a.dtype)}")
 
 
+def lapack_pivot(col: Tensor) -> Tensor:
+    """The pivot row (..., 1) among the magnitudes ``col`` (..., r) as LAPACK's ``i?amax``: the
+    first largest, where a NaN is never larger (its running maximum compares with ``>``), so a
+    NaN is the pivot only when it comes first (argmax alone would take any NaN)."""
+    nan = elementwise.isnan(col)
+    p = argmax(where(nan, -1.0, col), -1, keepdim=True)
+    return where(shape.narrow(nan, -1, 0, 1), 0, p)
+
+
 def _pivot(m: Tensor, k: int) -> tuple[Tensor, Tensor]:
     """Rows ``k`` and the best pivot row (largest ``|m[..., i, k]|``, ``i >= k``) swapped, and
     whether a swap happened (per matrix)."""
     n = m.shape[-2]
     with _no_grad():
         col = elementwise.abs(shape.narrow(shape.select(m, -1, k), -1, k, n - k))
-        p = argmax(col, -1, keepdim=True) + k  # (..., 1)
+        p = lapack_pivot(col) + k  # (..., 1)
         rows = _creation.arange(n, device=m.device)
         perm = where(elementwise.eq(rows, k), p, where(elementwise.eq(rows, p), k, rows))  # (..., n)
         swapped = shape.squeeze(elementwise.ne(p, k), -1)
@@ -483,6 +492,16 @@ def check_lu_info(info: Tensor, name: str) -> None:
                       f"consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
 
 
+def _multipliers(col: Tensor, pivot: Tensor) -> Tensor:
+    """``col / pivot`` as LAPACK's ``getf2``/``getrf2`` scale the column below a pivot: times the
+    pivot's reciprocal unless the pivot is below the smallest normal number (then divided), and
+    left as it is by an exactly zero pivot. (``x * (1 / x)`` can be one unit below 1: equal rows
+    then leave LAPACK's ``U`` a 1e-16 entry, not an exact zero.)"""
+    p = where(elementwise.eq(pivot, 0), 1.0, pivot)
+    tiny = _dtype.finfo(elementwise.abs(p).dtype).tiny
+    return where(elementwise.abs(p) >= tiny, col * elementwise.reciprocal(p), col / p)
+
+
 def lu_eliminate(A: Tensor, pivot: bool = True) -> lu_factor_result:
     """``lu_factor`` without its check of ``U``'s diagonal (the elimination ``lu``,
     ``lu_factor_ex`` and ``torch.lu`` share)."""
@@ -506,14 +525,14 @@ def lu_eliminate(A: Tensor, pivot: bool = True) -> lu_factor_result:
     for k in range(min(m, n)):
         with _no_grad():
             col = elementwise.abs(shape.narrow(shape.select(lu, -1, k), -1, k, m - k))
-            p = argmax(col, -1, keepdim=True) + k
+            p = lapack_pivot(col) + k
         piv.append(p)
         lu, _ = _pivot(lu, k)
         if k + 1 < m:
             row = shape.narrow(lu, -2, k, 1)
             p_kk = shape.narrow(row, -1, k, 1)
             below = shape.narrow(lu, -2, k + 1, m - k - 1)
-            f = shape.narrow(below, -1, k, 1) / where(elementwise.eq(p_kk, 0), 1.0, p_kk)
+            f = _multipliers(shape.narrow(below, -1, k, 1), p_kk)
             updated = below - f * row
             # columns after k are eliminated, column k keeps the multipliers (L), the columns
             # before it hold earlier multipliers
