@@ -442,3 +442,23 @@ def test_reinforce_through_categorical_log_prob(device):
     expected = -2.0 * (np.eye(3)[1] - p)
     close(logits.grad, expected)
     assert dist.sample().requires_grad is False
+
+
+@pytest.mark.parametrize("dtype, expected", [
+    ("bfloat16", [0.3984375, 0.474609375, 3.046875, 5.0, 1.015625]),
+    ("float16", [0.40185546875, 0.47412109375, 3.048828125, 5.0078125, 1.017578125]),
+])
+def test_16_bit_bernoulli_log_prob_and_bce_with_logits_as_torch(device, dtype, expected):
+    """Literals from PyTorch 2.13: its loss is (1 - t) x - log_sigmoid(x), the log-sigmoid of a
+    16-bit input computed in float32 and rounded once (rounded at every step, bfloat16's first
+    value was 0.40625)."""
+    dt = getattr(pg, dtype)
+    try:
+        x = pg.tensor([-0.7025383114814758, 0.5, 3.0, -5.0, 1.7], device=device).to(dt)
+    except pg.errors.DTypeError:
+        pytest.skip(f"{device} declines {dtype}")
+    t = pg.tensor([0.0, 1.0, 0.0, 1.0, 0.5], device=device).to(dt)
+    loss = pg.nn.functional.binary_cross_entropy_with_logits(x, t, reduction="none")
+    assert loss.dtype == dt and loss.float().tolist() == expected
+    lp = D.Bernoulli(logits=x, validate_args=False).log_prob(t)
+    assert lp.float().tolist() == [-v for v in expected]

@@ -877,14 +877,35 @@ def hypot(input: Tensor, other: Tensor) -> Tensor:
     return sqrt(add(mul(input, input), mul(other, other)))
 
 
+class _Softplus(Function):
+    """``softplus`` as one node whose derivative is PyTorch's ``sigmoid(beta x)`` (1 above the
+    threshold): the composed value's kinks (``|bx|`` and ``relu``) had a zero derivative at
+    ``x == 0``, where softplus's is 1/2."""
+
+    _backward_name = "SoftplusBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, beta: float, threshold: float) -> Tensor:
+        ctx.save_for_backward(x)
+        ctx.args = (beta, threshold)
+        bx = mul(x, beta) if beta != 1 else x
+        # log1p(exp(-|bx|)) + max(bx, 0) never overflows
+        soft = add(log1p(exp(neg(abs(bx)))), relu(bx))
+        if beta != 1:
+            soft = div(soft, beta)
+        return _where(gt(bx, threshold), x, soft)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        (x,) = ctx.saved_tensors
+        beta, threshold = ctx.args
+        bx = mul(x, beta) if beta != 1 else x
+        return _where(gt(bx, threshold), g, mul(g, sigmoid(bx))), None, None
+
+
 def softplus_raw(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta x)) / beta``, linear above ``threshold`` (numerically stable)."""
-    bx = mul(x, beta) if beta != 1 else x
-    # log1p(exp(-|bx|)) + max(bx, 0) never overflows
-    soft = add(log1p(exp(neg(abs(bx)))), relu(bx))
-    if beta != 1:
-        soft = div(soft, beta)
-    return _where(gt(bx, threshold), x, soft)
+    return call(_Softplus, x, beta, threshold)
 
 
 def gelu_erf(x: Tensor) -> Tensor:

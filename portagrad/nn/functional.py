@@ -1940,8 +1940,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
     _float_into(target, _type_name(input.dtype))
-    # log(1 + exp(-x)) computed as log1p(exp(-|x|)) + max(-x, 0)
-    sp = (-input.abs()).exp().log1p() + (-input).relu()
+    # log(1 + exp(-x)) as PyTorch's: -log_sigmoid(x), which a 16-bit input computes in float32
+    # and rounds once (each step rounded to 16 bits was a few units off)
+    sp = -logsigmoid(input)
     if pos_weight is not None:
         lw = (pos_weight - 1.0) * target + 1.0
         loss = (1.0 - target) * input + lw * sp
