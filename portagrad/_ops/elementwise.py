@@ -15,7 +15,7 @@ from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _flags
-from ._common import (call, check_same_device, is_scalar, prepare_binary, refuse_bool,
+from ._common import (NULL_CTX, call, check_same_device, is_scalar, prepare_binary, refuse_bool,
                       refuse_complex, to_scalar)
 from . import complexnum
 from .conversion import _TYPE_NAMES, fit_result, inplace, to, write_out
@@ -880,31 +880,40 @@ def hypot(input: Tensor, other: Tensor) -> Tensor:
 class _Softplus(Function):
     """``softplus`` as one node whose derivative is PyTorch's ``sigmoid(beta x)`` (1 above the
     threshold): the composed value's kinks (``|bx|`` and ``relu``) had a zero derivative at
-    ``x == 0``, where softplus's is 1/2."""
+    ``x == 0``, where softplus's is 1/2. ``threshold`` None: none (``-log_sigmoid(-x)``)."""
 
     _backward_name = "SoftplusBackward0"
 
     @staticmethod
-    def forward(ctx: Any, x: Tensor, beta: float, threshold: float) -> Tensor:
-        ctx.save_for_backward(x)
-        ctx.args = (beta, threshold)
+    def forward(ctx: Any, x: Tensor, beta: float, threshold: float | None) -> Tensor:
+        ctx.beta = beta
         bx = mul(x, beta) if beta != 1 else x
         # log1p(exp(-|bx|)) + max(bx, 0) never overflows
-        soft = add(log1p(exp(neg(abs(bx)))), relu(bx))
+        y = add(log1p(exp(neg(abs(bx)))), relu(bx))
         if beta != 1:
-            soft = div(soft, beta)
-        return _where(gt(bx, threshold), x, soft)
+            y = div(y, beta)
+        linear = None
+        if threshold is not None:
+            linear = gt(bx, threshold)
+            y = _where(linear, x, y)
+            if ctx is not NULL_CTX:  # recorded: 1 where linear, 0 elsewhere, for backward
+                linear = linear.to(y.dtype)
+        ctx.save_for_backward(y, linear)
+        return y
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
-        (x,) = ctx.saved_tensors
-        beta, threshold = ctx.args
-        bx = mul(x, beta) if beta != 1 else x
-        return _where(gt(bx, threshold), g, mul(g, sigmoid(bx))), None, None
+        y, linear = ctx.saved_tensors
+        # sigmoid(bx) = 1 - exp(-log(1 + exp(bx))) from the output, and 1 where softplus is
+        # linear: elementwise ops that fuse (no where, no sigmoid kernel), smooth everywhere (so
+        # differentiable again)
+        s = neg(expm1(mul(y, -ctx.beta)))
+        return mul(g, s if linear is None else maximum(s, linear)), None, None
 
 
-def softplus_raw(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """``log(1 + exp(beta x)) / beta``, linear above ``threshold`` (numerically stable)."""
+def softplus_raw(x: Tensor, beta: float = 1.0, threshold: float | None = 20.0) -> Tensor:
+    """``log(1 + exp(beta x)) / beta``, linear above ``threshold`` (numerically stable; no
+    threshold when None)."""
     return call(_Softplus, x, beta, threshold)
 
 

@@ -363,10 +363,18 @@ def softsign(input: Tensor) -> Tensor:
     return input / (input.abs() + 1.0)
 
 
+def _log1p_exp(x: Tensor) -> Tensor:
+    """``log(1 + exp(x))`` with no threshold (PyTorch's ``-log_sigmoid(-x)``), a 16-bit input
+    computed in float32 and rounded once, as PyTorch's log_sigmoid kernel."""
+    if x.dtype in _HALF16:
+        return _in_float32(lambda t: softplus_raw(t, 1.0, None))(x)
+    return softplus_raw(x, 1.0, None)
+
+
 def logsigmoid(input: Tensor) -> Tensor:
-    """``log(sigmoid(x))`` computed stably (``-softplus(-x)``)."""
+    """``log(sigmoid(x))`` computed stably (``-log(1 + exp(-x))``)."""
     _floating_only("log_sigmoid_cpu", input)
-    return -softplus(-input)
+    return -_log1p_exp(-input)
 
 
 def tanhshrink(input: Tensor) -> Tensor:
@@ -1940,9 +1948,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
     _float_into(target, _type_name(input.dtype))
-    # log(1 + exp(-x)) as PyTorch's: -log_sigmoid(x), which a 16-bit input computes in float32
+    # log(1 + exp(-x)) as PyTorch's -log_sigmoid(x), which a 16-bit input computes in float32
     # and rounds once (each step rounded to 16 bits was a few units off)
-    sp = -logsigmoid(input)
+    sp = _log1p_exp(-input)
     if pos_weight is not None:
         lw = (pos_weight - 1.0) * target + 1.0
         loss = (1.0 - target) * input + lw * sp
