@@ -15,9 +15,11 @@ tensors. ``ldl_factor``, ``ldl_factor_ex`` and ``ldl_solve`` raise ``NotImplemen
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
+from . import _dtype
 from ._autocast import SKIP as _SKIP
 from ._autocast import STATE as _AUTOCAST
 from ._autocast import autocast_call as _autocast_call
@@ -70,16 +72,30 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: Sequence[int] = (-2, -1),
             "linalg_matrix_norm", matrix_norm, A, ord=ord, dim=dim, keepdim=keepdim,
             dtype=dtype)) is not _SKIP:
         return _ac_out
+    # PyTorch's order of checks: the order, the rank, then the dtype
+    if ord not in ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if A.dim() < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
+                           "dimensions.")
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
+        raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {_dtype.SCALAR_TYPE_NAMES[A.dtype.name]}")
+    if ord in ("nuc", 2, -2) and A.dtype in _dtype.HALF_FLOATS:  # (they need an SVD)
+        raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got "
+                           f"{_dtype.SCALAR_TYPE_NAMES[A.dtype.name]}")
     x = A if dtype is None else A.to(dtype)
     d0, d1 = dim
     if ord == "fro":
         return reduction.norm(x, 2, (d0, d1), keepdim)
-    if ord in (1, -1, float("inf"), float("-inf")):
+    if ord in (1, -1, math.inf, -math.inf):
         # 1: the largest absolute column sum (summed over rows, d0); inf: the largest row sum
         over, then = (d0, d1) if ord in (1, -1) else (d1, d0)
         sums = reduction.sum(elementwise.abs(x), over, keepdim=True)
-        pick = reduction.amax if ord in (1, float("inf")) else reduction.amin
-        out = pick(sums, then, keepdim=True)
+        if ord > 0 and sums.shape[then] == 0:  # the largest of no sums: 0, as PyTorch
+            out = reduction.sum(sums, then, keepdim=True)
+        else:  # (the smallest of none raises amin's error, as PyTorch's)
+            out = (reduction.amax if ord > 0 else reduction.amin)(sums, then, keepdim=True)
         return out if keepdim else reduction.sum(out, (d0, d1))  # drop the two size-1 dimensions
     if ord in ("nuc", 2, -2):
         return spectral_norm(x, ord, (d0, d1), keepdim)

@@ -250,7 +250,7 @@ def test_16bit_gemm_accumulates_in_float32(be, dtype, kind, a_layout, b_layout):
     extra = be.memory_stats(0)["peak_allocated"] - before["allocated"]
     want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np_dt)
     np.testing.assert_array_equal(be.to_host(ov).view(np.uint16), want.view(np.uint16))
-    if kind in ("cpu", "gpu3"):
+    if kind in ("cpu", "gpu3", "dot", "gemv"):
         assert extra == 0
     elif kind == "packed":  # the panels only: float16 widened as packed, bfloat16 as its bits
         per = 4 if dtype == "float16" else 2
@@ -269,3 +269,34 @@ def test_16bit_packed_tiles(be, dtype):
         launch_gemm(be.device(0), av, bv, ov, config=tile)
         want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np_dt)
         np.testing.assert_array_equal(be.to_host(ov).view(np.uint16), want.view(np.uint16))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_direct_vector_sources_call_no_vector_builtin(dtype):
+    """With ``direct`` (PoCL), the CPU families read and write vectors through pointers: PoCL
+    calls ``vloadn``/``vstoren`` out of line, which spilled the accumulators on every k step."""
+    from portagrad.backends.opencl.gemm_dot import dot_source
+    from portagrad.backends.opencl.gemm_gemv import gemv_source
+
+    sources = [gemm.gemm_source(dtype, "cpu", True, True, direct=True).source,
+               dot_source(dtype, True, True, True),
+               gemv_source(dtype, 3, True, True, True, True, direct=True),
+               gemv_source(dtype, 3, False, True, True, True, direct=True)]
+    for src in sources:
+        assert "vload" not in src and "vstore" not in src, src
+    # without it, the builtins (the portable form other drivers inline)
+    assert "vload" in gemm.gemm_source(dtype, "cpu", True, True).source
+
+
+def test_linear_layout_takes_dot_on_cpu_devices(be):
+    """``x @ W.T`` (both operands contiguous along k) takes "dot" on CPU devices unless timed."""
+    dev = be.device(0)
+    if dev.is_gpu:
+        pytest.skip("dot is a CPU-device family; GPUs choose among gpu3 tiles")
+    from portagrad.backends.opencl import gemm_tune
+
+    cands = gemm.candidates(dev, "float32", kfast=True)
+    assert cands[0] == ("dot", None)
+    assert gemm_tune.default_choice(cands, 1 << 30, 512, 512) == ("dot", None)
+    assert gemm_tune.default_choice(cands, 1000, 3, 5) == ("dot", None)
+    assert ("dot", None) not in gemm.candidates(dev, "float32")

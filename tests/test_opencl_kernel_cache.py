@@ -33,6 +33,8 @@ import sys
 import pyopencl as cl
 from portagrad.backends.opencl.conv_implicit import implicit_source
 from portagrad.backends.opencl.fusion_kernels import fused_source
+from portagrad.backends.opencl.gemm import gemm_source
+from portagrad.backends.opencl.gemm_dot import dot_source
 from portagrad.backends.opencl.gemm_packed import packed_source
 from portagrad.backends.opencl.norm_kernels import norm_source
 
@@ -46,6 +48,9 @@ for dt in ("float32", "float64") if fp64 else ("float32",):
     for c_unit in (True, False):
         sources[f"packed-{dt}-{c_unit}"] = packed_source(dt, c_unit)
     sources[f"norm-{dt}"] = norm_source(dt, 64)
+    sources[f"norm-direct-{dt}"] = norm_source(dt, 64, direct=True)
+    sources[f"dot-direct-{dt}"] = dot_source(dt, True, True, True)
+    sources[f"cpu-direct-{dt}"] = gemm_source(dt, "cpu", True, True, direct=True).source
     sources[f"implicit-{dt}"] = implicit_source(dt)
     sources[f"stream-{dt}"] = fused_source(dt, "cl", stream, 1, 2, 1, stream=True)
 for name, src in sources.items():

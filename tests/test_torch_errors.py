@@ -18,7 +18,7 @@ import pytest
 import portagrad as pg
 import portagrad.nn.functional as pgF
 
-from torch_cases import check, raises_text, torch, torchF
+from torch_cases import Raises, check, raises_text, torch, torchF
 
 NAN = math.nan
 
@@ -169,6 +169,106 @@ CASES: dict[str, tuple[Callable, Any]] = {
     "gather_index_smaller_dim0": (
         lambda m, F, d: m.gather(_x(m, d, 3, 4), 0, _t(m, d, [[2], [1]])),
         ([[8.], [4.]], "float32")),
+    # empty views whose offset is past the end of their empty buffer are read back
+    "getitem_slice_empty_offset": (lambda m, F, d: m.zeros(4, 4, 0, dtype=m.int64, device=d)[2::1],
+                                   ([[[], [], [], []], [[], [], [], []]], "int64")),
+    "chunk_empty_offset": (lambda m, F, d: m.zeros(3, 0, device=d).chunk(2)[1], ([[]], "float32")),
+    "cat_empty_transposed": (lambda m, F, d: _shapes([m.cat([m.zeros(3, 0, device=d),
+                                                             m.zeros(0, 3, device=d).t()])]),
+                             [[6, 0]]),
+    "stack_empty_views": (lambda m, F, d: m.stack([m.zeros(3, 0, device=d).chunk(2)[1]] * 2),
+                          ([[[]], [[]]], "float32")),
+    # cat of legacy 1-D empty tensors only: the dim is never checked; stack checks it first
+    "cat_legacy_empty_dim_out_of_range": (
+        lambda m, F, d: m.cat([m.zeros(0, dtype=m.int64, device=d)] * 2, 2), ([], "int64")),
+    "stack_bad_dim_before_sizes": (lambda m, F, d: m.stack([m.zeros(2, device=d),
+                                                            m.zeros(3, device=d)], 2),
+                                   raises_text(IndexError, "Dimension out of range")),
+    # in place on an expanded empty tensor: no element is written twice
+    "add__expanded_empty": (lambda m, F, d: _shapes([m.zeros(1, 4, 0, device=d).expand(2, 4, 0)
+                                                     .add_(1)]), [[2, 4, 0]]),
+    # a 0-d float64 tensor does not promote a float32 tensor (as a Python float would not)
+    "add__0d_float64": (lambda m, F, d: _x(m, d, 2, 2, 1).add_(_t(m, d, 0.5, dtype=m.float64)),
+                        ([[[0.5], [1.5]], [[2.5], [3.5]]], "float32")),
+    "mul__0d_float64": (lambda m, F, d: _x(m, d, 2).mul_(_t(m, d, 3., dtype=m.float64)),
+                        ([0., 3.], "float32")),
+    "sub__0d_float64": (lambda m, F, d: _x(m, d, 2).sub_(_t(m, d, 1., dtype=m.float64)),
+                        ([-1., 0.], "float32")),
+    "div__0d_float64": (lambda m, F, d: _x(m, d, 2).div_(_t(m, d, 2., dtype=m.float64)),
+                        ([0., 0.5], "float32")),
+    "add_0d_float64": (lambda m, F, d: _x(m, d, 2) + _t(m, d, 0.5, dtype=m.float64),
+                       ([0.5, 1.5], "float32")),
+    # masked_fill: a mask of a larger shape broadcasts the result; in place, that is refused
+    "masked_fill_larger_mask": (lambda m, F, d: _x(m, d, 2).masked_fill(
+        _t(m, d, [[True], [False]]), 5.), ([[5., 5.], [0., 1.]], "float32")),
+    "masked_fill__larger_mask": (lambda m, F, d: _x(m, d, 2).masked_fill_(
+        _t(m, d, [[True], [False]]), 5.), raises_text(RT, "doesn't match the broadcast shape")),
+    # index_select's out-of-range index: PyTorch's CPU kernel raises RuntimeError along dim 1 and
+    # for an empty input, IndexError elsewhere
+    "index_select_out_of_range_dim0": (
+        lambda m, F, d: m.index_select(_x(m, d, 3, 2), 0, _t(m, d, [3])), Raises(IndexError, "index")),
+    "index_select_out_of_range_dim1": (
+        lambda m, F, d: m.index_select(_x(m, d, 3, 2), 1, _t(m, d, [2])),
+        raises_text(RT, "INDICES element is out of DATA bounds, id=2 axis_dim=2")),
+    "index_select_out_of_range_1d": (
+        lambda m, F, d: m.index_select(_x(m, d, 3), 0, _t(m, d, [-1])), Raises(IndexError, "index")),
+    "index_select_empty_input": (
+        lambda m, F, d: m.index_select(m.zeros(0, 2, 2, device=d), 0, _t(m, d, 2)),
+        raises_text(RT, "self indexing axis dim should be positive")),
+    "index_select_empty_input_other_dim": (
+        lambda m, F, d: m.index_select(m.zeros(0, 2, 2, device=d), 2, _t(m, d, [5])),
+        raises_text(RT, "INDICES element is out of DATA bounds, id=5 axis_dim=2")),
+    # float32 std and var: PyTorch sums the squares in float64, so squares beyond float32's range
+    # (deviations of 2**70, 2**65) or below it (2**-80) do not decide the result
+    "std_float32_huge": (lambda m, F, d: _t(m, d, [2.**70, -2.**70, 0.]).std(), (2.**70, "float32")),
+    "std_float32_tiny": (lambda m, F, d: _t(m, d, [2.**-80, -2.**-80, 0.]).std(),
+                         (2.**-80, "float32")),
+    "std_dim_float32_huge": (lambda m, F, d: _t(m, d, [[2.**70, -2.**70], [1., 3.]]).std(1,
+                                                                                     correction=0),
+                             ([2.**70, 1.], "float32")),
+    "var_float32_squares_overflow": (
+        lambda m, F, d: _t(m, d, [2.**65, -2.**65] + [0.] * 15).var(), (2.**127, "float32")),
+    "var_float32_overflows": (lambda m, F, d: _t(m, d, [2.**70, -2.**70, 0.]).var(),
+                              (math.inf, "float32")),
+    "std_mean_float32_huge": (lambda m, F, d: [v.item() for v in m.std_mean(
+        _t(m, d, [2.**70, -2.**70, 0.]))], [2.**70, 0.]),
+    # a norm over dimensions of size 1 is |x| (PyTorch skips its kernel), never x * x's overflow
+    "vector_norm_size1_dims": (lambda m, F, d: m.linalg.vector_norm(
+        _t(m, d, [[2.**70], [-2.**-80]]), dim=1), ([2.**70, 2.**-80], "float32")),
+    "vector_norm_p3_size1_dims": (lambda m, F, d: m.linalg.vector_norm(
+        _t(m, d, [[-2.**70]]), 3), (2.**70, "float32")),
+    "matrix_norm_1x1": (lambda m, F, d: m.linalg.matrix_norm(_t(m, d, [[2.**100]])),
+                        (2.**100, "float32")),
+    "normalize_size1_dim": (lambda m, F, d: F.normalize(_t(m, d, [[2.**100], [-1.]]), dim=1),
+                            ([[1.], [-1.]], "float32")),
+    "vector_norm_over_many_overflows": (lambda m, F, d: m.linalg.vector_norm(
+        _t(m, d, [2.**100, 1.])), (math.inf, "float32")),
+    # norms with no identity over an empty dimension; matrix_norm's checks in PyTorch's order
+    "vector_norm_inf_empty": (lambda m, F, d: m.linalg.vector_norm(m.zeros(0, 3, device=d), math.inf),
+                              raises_text(RT, "cannot compute the inf norm on an empty tensor")),
+    "vector_norm_negative_empty_dim": (
+        lambda m, F, d: m.linalg.vector_norm(m.zeros(2, 0, device=d), -1, 1),
+        raises_text(RT, "cannot compute the -1 norm on the dimension 1")),
+    "vector_norm_inf_nonempty_dim": (
+        lambda m, F, d: m.linalg.vector_norm(m.zeros(0, 3, device=d), math.inf, 1), ([], "float32")),
+    "vector_norm_int_with_dtype": (
+        lambda m, F, d: m.linalg.vector_norm(m.ones(2, dtype=m.int64, device=d), dtype=m.float32),
+        raises_text(RT, "Expected a floating point or complex tensor as input. Got Long")),
+    "matrix_norm_int_empty": (
+        lambda m, F, d: m.linalg.matrix_norm(m.zeros(0, 0, dtype=m.int64, device=d), -1),
+        raises_text(RT, "Expected a floating point or complex tensor as input. Got Long")),
+    "matrix_norm_1d": (lambda m, F, d: m.linalg.matrix_norm(_x(m, d, 3), 1),
+                       raises_text(RT, "The input tensor A must have at least 2 dimensions")),
+    "matrix_norm_1_empty": (lambda m, F, d: m.linalg.matrix_norm(m.zeros(2, 0, device=d), 1),
+                            (0., "float32")),
+    "matrix_norm_inf_empty": (lambda m, F, d: m.linalg.matrix_norm(m.zeros(0, 2, device=d),
+                                                                   math.inf), (0., "float32")),
+    "matrix_norm_minus2_empty": (
+        lambda m, F, d: m.linalg.matrix_norm(m.zeros(2, 0, device=d), -2),
+        raises_text(IndexError, "Expected reduction dim -1 to have non-zero size")),
+    "matrix_norm_nuc_half": (
+        lambda m, F, d: m.linalg.matrix_norm(m.ones(2, 2, dtype=m.bfloat16, device=d), "nuc"),
+        raises_text(RT, "Low precision dtypes not supported. Got BFloat16")),
 }
 
 

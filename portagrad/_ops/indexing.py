@@ -199,7 +199,17 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
                              f"{index.shape[0]} value(s)")
         check_index_range(index, size, d)
         return reshape(index_select(reshape(input, (1,)), 0, index), ())  # 0-d in, 0-d out
-    check_index_range(index, size, d)
+    if input.dim() > 1 and index.shape[0] and (d == 1 or input.numel() == 0):
+        # PyTorch's CPU kernel checks an empty input, and dim 1 (a loop of its own), with these
+        # RuntimeErrors; every other case with an IndexError
+        if size == 0:
+            raise RuntimeError("index_select(): self indexing axis dim should be positive")
+        lo, hi = _raw.min_max(index, (0, size - 1))
+        if lo < 0 or hi >= size:
+            raise RuntimeError(f"INDICES element is out of DATA bounds, id={lo if lo < 0 else hi} "
+                               f"axis_dim={size}")
+    else:
+        check_index_range(index, size, d)
     shape = [1] * input.dim()
     shape[d] = index.shape[0]
     idx = reshape(index, tuple(shape))
@@ -350,7 +360,7 @@ def _index_along(input: Tensor, dim: int, index: Any, target: tuple | None,
 
 
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
-    """``input`` with ``value`` where the bool ``mask`` (broadcast) is true."""
+    """``input`` with ``value`` where the bool ``mask`` is true, both broadcast."""
     if not isinstance(mask, Tensor) or mask.dtype is not _dtype.bool:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{getattr(mask, 'dtype', type(mask).__name__)}")
@@ -361,11 +371,9 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
         value = value.to(input.dtype)
     else:
         value = to_scalar(value, input.dtype)
-    out = where(mask, value, input)
-    if out.shape != input.shape:
-        raise RuntimeError(f"masked_fill: mask of shape {list(mask.shape)} does not broadcast to "
-                           f"the input's shape {list(input.shape)}")
-    return out
+    # the result takes the broadcast shape, larger than input's when mask's is (PyTorch expands
+    # both); the in-place masked_fill_ refuses that shape when it writes the result back
+    return where(mask, value, input)
 
 
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:

@@ -68,10 +68,12 @@ def cat(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -
     for t in tensors[1:]:
         dt = _dtype.promote_types(dt, t.dtype)
     kept = [(i, t) for i, t in enumerate(tensors) if not (t.dim() == 1 and t.shape[0] == 0)]
-    kept = kept or [(0, tensors[0])]
+    if kept:
+        d = wrap_dim(dim, kept[0][1].dim())
+    else:  # only legacy empty tensors: PyTorch never checks dim against them, the result is [0]
+        kept, d = [(0, tensors[0])], 0
     ts = [t for _, t in kept]
     ref = ts[0]
-    d = wrap_dim(dim, ref.dim())
     for i, t in kept:
         check_same_device(ref, t, "cat")
         if t.dim() != ref.dim():
@@ -110,11 +112,11 @@ def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     ref = tensors[0]
+    d = wrap_dim(dim, ref.dim() + 1)  # before the sizes, as PyTorch checks them
     for i, t in enumerate(tensors):
         if t.shape != ref.shape:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(ref.shape)} at entry 0 and {list(t.shape)} at entry {i}")
-    d = wrap_dim(dim, ref.dim() + 1)
     return cat([unsqueeze(t, d) for t in tensors], d)
 
 

@@ -226,6 +226,8 @@ def spectral_norm(A: Tensor, ord: Any, dim: tuple[int, int], keepdim: bool) -> T
                            f"{dim[1]})")
     x = shape.movedim(A, (d0, d1), (-2, -1))
     s = svdvals(x)
+    if s.shape[-1] == 0 and ord == -2:  # the smallest of none: PyTorch's amin error
+        raise IndexError("amin(): Expected reduction dim -1 to have non-zero size.")
     if s.shape[-1] == 0:  # no singular values: a norm of 0 (as PyTorch)
         out = reduction.sum(s, -1)
     elif ord == "nuc":

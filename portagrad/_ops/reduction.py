@@ -424,11 +424,50 @@ def _var_args(input: Tensor, dim: Any, unbiased: Any, correction: Any
     return wrap_dims(dim, input.dim()), correction, dim is None or input.dim() == 0
 
 
-def _var_value(x: Tensor, axes: tuple[int, ...], correction: Any, keepdim: bool) -> Tensor:
+def _var_value(x: Tensor, axes: tuple[int, ...], correction: Any, keepdim: bool,
+               root: bool = False) -> Tensor:
+    """The variance (its square root when ``root``) over ``axes``."""
     n = math.prod(x.shape[a] for a in axes)
+    if x._v.dtype is _dtype.float32 and n > 1:
+        return _var_f32(x, axes, n - correction, keepdim, root)
     d = x - mean(x, axes, keepdim=True)
     ss = sum(complexnum.abs2(d), axes, keepdim=keepdim)  # |z - mean|^2: real, as PyTorch's
-    return ss / (n - correction) if n - correction > 0 else ss / 0.0
+    v = ss / (n - correction) if n - correction > 0 else ss / 0.0
+    return v.sqrt() if root else v
+
+
+# the smallest normal float32: the floor of the scale below, whose reciprocal stays finite
+_F32_TINY = 2.0 ** -126
+
+
+def _var_f32(x: Tensor, axes: tuple[int, ...], dof: Any, keepdim: bool, root: bool) -> Tensor:
+    """:func:`_var_value` of a float32 ``x`` (``dof``: the count less the correction).
+
+    PyTorch's CPU kernel sums float32 squares in float64, where a deviation beyond 1.8e19 would
+    overflow float32 when squared (and one below 1e-19 underflow): its std of such data is
+    finite (and its variance, where that fits float32). Float64 arrays would double the memory
+    traffic; instead the deviations are divided by the largest of them (each square is then in
+    [0, 1]) and the scale is multiplied back into the result, which overflows only where the
+    result itself does. Raw primitives, in place where possible: a Python op per step would
+    cost more than the extra passes."""
+    shape, f32 = x._v.shape, x._v.dtype
+    d = _raw.binary("sub", x, _raw.bare_expand(mean(x, axes, keepdim=True)._v, shape), f32)
+    top = _raw.reduce("max", d, axes, True)
+    low = _raw.reduce("min", d, axes, True)
+    _raw.binary_into("mul", low, -1.0)
+    _raw.binary_into("maximum", top, low._v)  # (NaN propagates: a row with NaN stays NaN)
+    _raw.binary_into("maximum", top, _F32_TINY)  # a constant row (0): any scale will do
+    inv = _raw.binary("div", 1.0, top, f32)
+    _raw.binary_into("mul", d, _raw.bare_expand(inv._v, shape))
+    _raw.binary_into("mul", d, d._v)  # the squares, in place
+    v = _raw.reduce("sum", d, axes, True)
+    _raw.binary_into("div", v, float(dof) if dof > 0 else 0.0)
+    if root:
+        v = _raw.unary("sqrt", v)
+    _raw.binary_into("mul", v, top._v)
+    if not root:
+        _raw.binary_into("mul", v, top._v)
+    return v if keepdim else _raw._drop_axes(v, axes)
 
 
 def _var_backward(g: Tensor, x: Tensor, axes: tuple[int, ...], correction: Any, keepdim: bool,
@@ -465,7 +504,7 @@ class _Std(Function):
     def forward(ctx: Any, x: Tensor, axes: tuple[int, ...], correction: Any, keepdim: bool,
                 whole: bool) -> Tensor:
         ctx.meta = (axes, correction, keepdim, whole)
-        out = _var_value(x, axes, correction, keepdim).sqrt()
+        out = _var_value(x, axes, correction, keepdim, root=True)
         ctx.save_for_backward(x, out)
         return out
 
@@ -529,14 +568,23 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     return out
 
 
+def _one_element(x: Tensor, axes: tuple[int, ...]) -> bool:
+    """Whether a norm over ``axes`` reduces single elements (every reduced size is 1, or ``x`` is
+    0-d): PyTorch's ``linalg_vector_norm`` then returns ``|x|`` without its norm kernel."""
+    shape = x._v.shape
+    return _builtin_all(shape[a] == 1 for a in axes)
+
+
 class _Norm2(Function):
     _backward_name = "NormBackward1"
 
     @staticmethod
     def forward(ctx: Any, x: Tensor, axes: tuple[int, ...], keepdim: bool) -> Tensor:
-        sq = _raw.binary("mul", x, x, x._v.dtype)
-        s = _raw.reduce("sum", sq, axes, keepdim)
-        out = _raw.unary("sqrt", s)
+        if _one_element(x, axes):  # |x| itself, as PyTorch: x * x would overflow from 1.8e19
+            out = _raw.reduce("sum", _raw.unary("abs", x), axes, keepdim)
+        else:
+            sq = _raw.binary("mul", x, x, x._v.dtype)
+            out = _raw.unary("sqrt", _raw.reduce("sum", sq, axes, keepdim))
         ctx.meta = (x._v.shape, axes, keepdim)
         ctx.save_for_backward(x, out)
         return out
@@ -561,7 +609,10 @@ class _NormP(Function):
 
     @staticmethod
     def forward(ctx: Any, x: Tensor, p: float, axes: tuple[int, ...], keepdim: bool) -> Tensor:
-        out = sum(x.abs() ** p, axes, keepdim) ** (1.0 / p)
+        if _one_element(x, axes):  # |x| itself, as PyTorch (|x| ** p may overflow or underflow)
+            out = sum(x.abs(), axes, keepdim)
+        else:
+            out = sum(x.abs() ** p, axes, keepdim) ** (1.0 / p)
         ctx.meta = (x._v.shape, p, axes, keepdim)
         ctx.save_for_backward(x, out)
         return out
@@ -596,18 +647,31 @@ class _CountNonzero(Function):
         return None, None, None
 
 
+def _check_norm_identity(x: Tensor, p: Any, dim: Any, axes: tuple[int, ...]) -> None:
+    """PyTorch's refusal of a norm with no identity (a max, a min, or a negative ``p``, whose
+    value over nothing is undefined) over an empty dimension of the empty ``x``."""
+    if _all_if_empty(dim) is None:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {p} norm on an empty tensor "
+                           f"because the operation does not have an identity")
+    for a in axes:
+        if x.shape[a] == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {p} norm on the dimension "
+                               f"{a}because this dimension is empty and the operation does not "
+                               f"have an identity")
+
+
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
          dtype: Any = None) -> Tensor:
     """Vector p-norm over ``dim`` (2-norm by default; ``inf``, ``-inf``, 0, 1, any p)."""
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "norm", norm, input, p=p, dim=dim, keepdim=keepdim, dtype=dtype)) is not _SKIP:
         return _ac_out
-    x = input if dtype is None else input.to(dtype)
-    if x.dtype.is_complex:  # the norm of the magnitudes, in the real dtype (PyTorch's)
-        x = x.abs()
-    if not x.dtype.is_floating_point:
-        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
-                           f"input. Got {_dtype_name(x.dtype)}")
+    # the input's dtype is checked, as PyTorch does, before dtype= converts it
+    for t in (input, input if dtype is None else input.to(dtype)):
+        if not (t.dtype.is_floating_point or t.dtype.is_complex):
+            raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
+                               f"as input. Got {_dtype_name(t.dtype)}")
+    x = t.abs() if t.dtype.is_complex else t  # complex: the norm of the magnitudes (PyTorch's)
     if x.dtype in _HALF_TYPES:  # in float32, rounded once (PyTorch's kernel)
         return norm(x.to(_dtype.float32), p, dim, keepdim).to(x.dtype)
     axes = wrap_dims(_all_if_empty(dim), x.dim())
@@ -615,6 +679,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
         if p == "nuc":  # (the public norm sends it to linalg_ext.norm, built on the SVD)
             raise NotImplementedError("the vector norm has no p='nuc': use linalg.matrix_norm")
         raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+    if x.numel() == 0 and p.__class__ is not str and p is not None and (p < 0 or p == math.inf):
+        _check_norm_identity(x, p, dim, axes)
     if p in ("fro", 2, 2.0, None):
         return call(_Norm2, x, axes, keepdim)
     if p == float("inf"):

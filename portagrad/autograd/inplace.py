@@ -75,9 +75,11 @@ def check_no_overlap(x: Tensor) -> None:
     (an expanded view): the result would depend on the order of the writes (on OpenCL, a race).
     Free for the common case: a contiguous layout is never searched. Overlap means a dimension of
     size > 1 with stride 0 (an ``expand``); as in PyTorch, other layouts that may overlap
-    (``as_strided`` tricks) are not searched, and pass."""
+    (``as_strided`` tricks) are not searched, and pass; nor does an empty tensor, which has no
+    element to write (PyTorch counts it as contiguous)."""
     v = x._v
-    if not v.is_contiguous() and any(st == 0 and n > 1 for n, st in zip(v.shape, v.strides)):
+    if not v.is_contiguous() and any(st == 0 and n > 1 for n, st in zip(v.shape, v.strides)) \
+            and 0 not in v.shape:
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
                            "refers to a single memory location. Please clone() the tensor before "
                            "performing the operation.")

@@ -71,16 +71,21 @@ def opencl_source() -> str:
     float32 erf, one branch per element (NaN takes the short one and propagates)."""
     small, large = coefficients()
     lo, mid, half = 1 / END, (1 + 1 / END) / 2, (1 - 1 / END) / 2
+    # fabs, fmin, fmax and copysign spelled as bit operations and compares (the same values: the
+    # clamps see no NaN, since a NaN takes the other branch): PoCL calls those builtins out of line
     return f"""
 inline float pg_erf_float(float x) {{
-    float a = fabs(x);
+    float a = as_float(as_uint(x) & 0x7FFFFFFFu);
     float r;
     if (a >= 1.0f) {{
-        float t = fmin(fmax(1.0f / a, {_lit(lo)}), 1.0f);
+        float t = 1.0f / a;
+        t = t < {_lit(lo)} ? {_lit(lo)} : t;
+        t = t > 1.0f ? 1.0f : t;
         float v = (t - {_lit(mid)}) / {_lit(half)};
         {_horner(large, "v", "g")}
         g = g * t;
-        float z = fmin(a * a, {_lit(END * END)});
+        float z = a * a;
+        z = z < {_lit(END * END)} ? z : {_lit(END * END)};
         g = g * exp(-z);
         r = 1.0f - g;
     }} else {{
@@ -88,5 +93,5 @@ inline float pg_erf_float(float x) {{
         {_horner(small, "u", "s")}
         r = s * a;
     }}
-    return copysign(r, x);
+    return as_float((as_uint(r) & 0x7FFFFFFFu) | (as_uint(x) & 0x80000000u));
 }}"""

@@ -53,6 +53,14 @@ def discover() -> list[Any]:
     return gpus + others
 
 
+#: PoCL 3.0 compiles each call of these builtins as a call into its kernel library, even
+#: ``isnan`` (in every ReLU, maximum, max-reduction and softmax element), and a call inside a loop
+#: also makes LLVM spill the loop's vector registers around it. ``x != x`` is the same test (true
+#: for NaN only, without fast-math options), 1 for scalars and -1 per lane for vectors as
+#: ``isnan`` returns, and compiles to one compare.
+_POCL_INLINE = "#define isnan(x) ((x) != (x))\n"
+
+
 class Kernel:
     """A built kernel of one device that any thread may launch: ``kernel(queue, global_size,
     local_size, *args, global_offset=None)`` as a ``pyopencl.Kernel``.
@@ -118,6 +126,12 @@ class Device:
         self.is_gpu = self.type == "gpu"
         #: PoCL compiles with clang, so clang builtins (non-temporal stores) are available
         self.is_pocl = "Portable Computing Language" in d.platform.name
+        #: generated kernels read and write vectors through pointers instead of vloadn/vstoren,
+        #: which PoCL calls out of line, spilling a loop's vector registers (see .vectors)
+        self.direct_vectors = self.is_pocl
+        #: text put before every program's source: on PoCL, inline forms of builtins it calls
+        #: out of line (see _POCL_INLINE)
+        self.source_prefix = _POCL_INLINE if self.is_pocl else ""
         #: alignment of every buffer's start, in bytes
         self.mem_align = int(d.mem_base_addr_align) // 8
         with cl_errors(self.label, "creating the context and queue"):
@@ -188,7 +202,7 @@ class Device:
             import pyopencl as cl
 
             self.require_dtypes(dtypes)
-            src = source()
+            src = self.source_prefix + source()
             try:
                 with warnings.catch_warnings():
                     # a successful build's log is the driver's notes on our own kernels (NVIDIA's:

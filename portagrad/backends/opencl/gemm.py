@@ -50,10 +50,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .gemm_dot import launch_dot
 from .gemm_gemv import launch_gemv
 from .gemm_packed import PACKED_TILES, PackedTile, launch_packed
 from .gemm_tune import TUNE_MIN_FLOPS, Choice, Tuner, size_class
 from .kernels import CTYPE, HALF16, UTYPE, half16_helpers
+from .vectors import direct_typedefs, vload, vstore
 
 __all__ = [
     "CPU_BLOCK",
@@ -61,6 +63,7 @@ __all__ = [
     "GEMV_MAX_M",
     "GPU3_CONFIG",
     "GPU3_SWEEP",
+    "TUNED_KERNELS",
     "GemmPlan",
     "Gpu3Config",
     "Gpu3Layout",
@@ -72,20 +75,23 @@ __all__ = [
 ]
 
 #: CPU register block: (rows per work-item, vectors per row) and vector width by dtype (16-bit
-#: floats accumulate in float32 blocks)
-CPU_BLOCK = {"float32": (8, 2, 8), "float64": (8, 2, 4), "bfloat16": (8, 2, 8),
-             "float16": (8, 2, 8)}
+#: floats accumulate in float32 blocks). Eight accumulators, with the operands, fit the 16
+#: vector registers of AVX2 (PoCL 3.0 compiles for AVX2 even on AVX-512 CPUs); 8 x 2 spilled and
+#: ran at half the speed of 4 x 2 on PoCL once its loads were direct (see .vectors)
+CPU_BLOCK = {"float32": (4, 2, 8), "float64": (4, 2, 4), "bfloat16": (4, 2, 8),
+             "float16": (4, 2, 8)}
 #: GEMM kernel families: "cpu" (barrier-free register blocks on the operands in place), "gpu3"
 #: (double-buffered, unchecked interior tiles, vector global access; tile in GPU3_CONFIG; the
 #: default on GPUs) and "packed" (:mod:`.gemm_packed`, CPU devices). ``PORTAGRAD_OPENCL_GEMM`` (or
 #: the backend's ``_force_gemm_kind``) picks one on any device, so the GPU kernel is tested on PoCL
 #: too; otherwise :mod:`.gemm_tune` chooses per size class. "gemv" (:mod:`.gemm_gemv`, any
 #: device) streams ``b`` once for products of few rows; forced, it runs any ``M`` in 8-row strips.
-GEMM_KINDS = ("cpu", "gpu3", "packed", "gemv")
-#: products with at most this many rows of ``out`` take "gemv" unless a family is forced: fewer
-#: rows than a "cpu" block, which that family leaves to its scalar edge kernel (at 8 rows its
-#: register block beat "gemv" on PoCL)
-GEMV_MAX_M = CPU_BLOCK["float32"][0] - 1
+#: "dot" (:mod:`.gemm_dot`, CPU devices) takes operands contiguous along ``k`` (``x @ W.T``);
+#: forced, it gathers any other layout.
+GEMM_KINDS = ("cpu", "gpu3", "packed", "gemv", "dot")
+#: products with at most this many rows of ``out`` take "gemv" unless a family is forced (at 8
+#: rows the register-blocked families beat it on PoCL)
+GEMV_MAX_M = 7
 
 _LANES = "0123456789abcdef"
 _ARGS = ("__global const {t}* A, long ao, long sab, long sam, long sak, "
@@ -150,14 +156,15 @@ __kernel void gemm_int({_ARGS.format(t=t)})
 """
 
 
-def _cpu_kernel(t: str, dtype: str, b_unit: bool, c_unit: bool) -> str:
+def _cpu_kernel(t: str, dtype: str, b_unit: bool, c_unit: bool, direct: bool = False) -> str:
     rm, v, w = CPU_BLOCK[dtype]
     ct, ld, st = _conv16(dtype)  # 16-bit operands: loaded into float vectors, stored rounded
     vt = f"{ct}{w}"
     acc = "\n    ".join(f"{vt} c{i}_{j} = 0;" for i in range(rm) for j in range(v))
     if b_unit:
         vld = f"{ld}_{w}" if ld else ""
-        bl = "".join(f"{vt} b{j} = {vld}(vload{w}(0, bk + {j * w}));\n        " for j in range(v))
+        bl = "".join(f"{vt} b{j} = {vld}({vload(t, w, f'bk + {j * w}', direct)});\n        "
+                     for j in range(v))
     else:
         bl = "".join(
             f"{vt} b{j} = ({vt})(" + ", ".join(f"{ld}(bk[{j * w + l} * sbn])" for l in range(w))
@@ -171,7 +178,7 @@ def _cpu_kernel(t: str, dtype: str, b_unit: bool, c_unit: bool) -> str:
                 stores.extend(f"cp[{i} * scm + {j * w + l} * scn] = {st}(c{i}_{j}.s{_LANES[l]});"
                               for l in range(w))
             elif c_unit:
-                stores.append(f"vstore{w}(c{i}_{j}, 0, cp + {i} * scm + {j * w});")
+                stores.append(vstore(t, w, f"c{i}_{j}", f"cp + {i} * scm + {j * w}", direct))
             else:
                 stores.extend(f"cp[{i} * scm + {j * w + l} * scn] = c{i}_{j}.s{_LANES[l]};"
                               for l in range(w))
@@ -531,12 +538,14 @@ def _compute_ids(cfg: Gpu3Config) -> str:
 
 
 def gemm_source(dtype: str, kind: str, b_unit: bool, c_unit: bool, a_kfast: bool = True,
-                config: Gpu3Config | None = None, layout: Gpu3Layout | None = None) -> GemmPlan:
+                config: Gpu3Config | None = None, layout: Gpu3Layout | None = None,
+                direct: bool = False) -> GemmPlan:
     """Source of GEMM family ``kind`` (see :data:`GEMM_KINDS`) for ``dtype``. "gpu3" takes its
     tile from ``config`` (default ``GPU3_CONFIG[dtype]``) and its operand layout from ``layout``;
     without one, ``a_kfast``, ``b_unit`` and ``c_unit`` describe 4-vector-aligned operands whose
     walked axis has unit stride (contiguous or transposed tensors: what :func:`gpu3_layout` finds
-    for them). "cpu" is specialised on ``b_unit`` and ``c_unit`` only."""
+    for them). "cpu" is specialised on ``b_unit`` and ``c_unit`` only, and with ``direct`` reads
+    and writes vectors through pointers (see :mod:`.vectors`; PoCL)."""
     t = CTYPE[dtype]
     head = "#pragma OPENCL FP_CONTRACT ON\n"  # let a*b+c fuse: GEMM is not bit-exact anyway
     if dtype == "float64":
@@ -550,8 +559,10 @@ def gemm_source(dtype: str, kind: str, b_unit: bool, c_unit: bool, a_kfast: bool
         body = _gpu3_kernel(t, layout, cfg, *HALF16.get(dtype, ("", "")))
         key = _gpu3_key(dtype, cfg, layout)
     else:
-        body = _cpu_kernel(t, dtype, b_unit, c_unit)
-        key = ("gemm", dtype, "cpu", b_unit, c_unit)
+        if direct:
+            head += direct_typedefs(t, [CPU_BLOCK[dtype][2]])
+        body = _cpu_kernel(t, dtype, b_unit, c_unit, direct)
+        key = ("gemm", dtype, "cpu", b_unit, c_unit, direct)
     return GemmPlan(key, head + body + _edge_kernel(dtype), dtype)
 
 
@@ -571,13 +582,16 @@ def _kind(dev: Any, forced: str | None) -> str | None:
 #: "gpu3" tiles the tuner times on GPUs besides the default: a wide one for large products and a
 #: narrow one whose extra work-groups fill the multiprocessors on smaller ones
 _GPU3_TUNE = (Gpu3Config(128, 128, 16), Gpu3Config(64, 64, 16))
+#: the generation of the candidate kernels, part of the key of remembered choices: a choice timed
+#: against an earlier set of kernels is not trusted for the current one
+TUNED_KERNELS = "k2"
 _TUNERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _TUNERS_LOCK = threading.Lock()  # one Tuner per device, whichever threads ask first
 
 
 def tuner(dev: Any) -> Tuner:
     """The :class:`~.gemm_tune.Tuner` of ``dev`` (created on first use), keyed on disk by the
-    device's name, platform and driver version."""
+    device's name, platform and driver version and :data:`TUNED_KERNELS`."""
     t = _TUNERS.get(dev)
     if t is None:
         with _TUNERS_LOCK:
@@ -585,14 +599,16 @@ def tuner(dev: Any) -> Tuner:
             if t is None:
                 ex = dev.properties.extra
                 t = _TUNERS[dev] = Tuner(
-                    f"{dev.name}|{ex.get('platform', '')}|{ex.get('driver_version', '')}")
+                    f"{dev.name}|{ex.get('platform', '')}|{ex.get('driver_version', '')}"
+                    f"|{TUNED_KERNELS}")
     return t
 
 
-def candidates(dev: Any, dtype: str) -> list[Choice]:
+def candidates(dev: Any, dtype: str, kfast: bool = False) -> list[Choice]:
     """The ``(kind, tile)`` pairs the tuner may choose from on ``dev`` for ``dtype``, in order of
     preference: on GPUs the "gpu3" tiles whose local memory fits, elsewhere the "packed" tiles
-    and the plain "cpu" kernel."""
+    and the plain "cpu" kernel, after "dot" when ``kfast`` (both operands contiguous along
+    ``k``)."""
     if dev.is_gpu:
         out: list[Choice] = [("gpu3", GPU3_CONFIG[dtype])]
         itemsize = 8 if dtype == "float64" else 4
@@ -600,7 +616,8 @@ def candidates(dev: Any, dtype: str) -> list[Choice]:
         out += [("gpu3", c) for c in _GPU3_TUNE
                 if c != GPU3_CONFIG[dtype] and c.local_bytes(itemsize) <= have]
         return out
-    return [("packed", t) for t in PACKED_TILES[dtype]] + [("cpu", None)]
+    dot: list[Choice] = [("dot", None)] if kfast else []
+    return dot + [("packed", t) for t in PACKED_TILES[dtype]] + [("cpu", None)]
 
 
 def _overlaps(x: Any, out: Any) -> bool:
@@ -639,7 +656,7 @@ def launch_gemm(dev: Any, a: Any, b: Any, out: Any, kind: str | None = None,
         # weight); along a long n its strided walk can lose to "packed", so large ones are timed
         choice = ("gemv", None)
     else:
-        cands = candidates(dev, dt)
+        cands = candidates(dev, dt, a.strides[2] == 1 and b.strides[1] == 1)
         if m <= GEMV_MAX_M:
             cands = [*cands, ("gemv", None)]
         flops = 2 * bsz * m * n * k
@@ -655,6 +672,9 @@ def _run(dev: Any, a: Any, b: Any, out: Any, choice: Choice) -> None:
     kind, tile = choice
     if kind == "gemv":
         launch_gemv(dev, a, b, out)
+        return
+    if kind == "dot":
+        launch_dot(dev, a, b, out)
         return
     if kind == "packed" and a.shape[2] > 0:  # an empty sum goes to "cpu", which writes zeros
         launch_packed(dev, a, b, out, tile)
@@ -673,7 +693,7 @@ def _run(dev: Any, a: Any, b: Any, out: Any, choice: Choice) -> None:
         layout = gpu3_layout(a, b, out, cfg)
         key = _gpu3_key(dt, cfg, layout)
     else:
-        key = ("gemm", dt, "cpu", b_unit, c_unit)
+        key = ("gemm", dt, "cpu", b_unit, c_unit, dev.direct_vectors)
     args = [a.buffer.mem, a.offset, sab, sam, sak, b.buffer.mem, b.offset, sbb, sbk, sbn,
             out.buffer.mem, out.offset, scb, scm, scn, m, n, k]
 
@@ -681,7 +701,7 @@ def _run(dev: Any, a: Any, b: Any, out: Any, choice: Choice) -> None:
         if cfg is not None:  # 16-bit floats are kept as float in local memory
             _check_local_memory(dev, cfg, 4 if dt in HALF16 else out.dtype.itemsize)
         return gemm_source(dt, "gpu3" if cfg is not None else "cpu", b_unit, c_unit, config=cfg,
-                           layout=layout).source
+                           layout=layout, direct=dev.direct_vectors).source
 
     main = dev.kernel(key, "gemm_main", src, [dt], _ARG_TYPES)
     q = dev.queue

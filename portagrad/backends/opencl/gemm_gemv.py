@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .kernels import CTYPE, HALF16, half16_helpers
+from .vectors import direct_typedefs, vload, vstore
 
 __all__ = ["GEMV_ROWS", "gemv_source", "launch_gemv"]
 
@@ -71,7 +72,7 @@ def _hsum(v: str, w: int) -> str:
     return f"({v}.s0 + {v}.s1 + {v}.s2 + {v}.s3)"
 
 
-def _kfast_kernel(dtype: str, rm: int, a_unit: bool) -> str:
+def _kfast_kernel(dtype: str, rm: int, a_unit: bool, direct: bool) -> str:
     t, ct, ld, st = _types(dtype)
     w = _width(dtype)
     nc = _KF_COLS[rm]
@@ -79,9 +80,10 @@ def _kfast_kernel(dtype: str, rm: int, a_unit: bool) -> str:
     vld = f"{ld}_{w}" if ld else ""
     rows, cols = range(rm), range(nc)
     acc = " ".join(f"{vt} c{i}_{j} = 0;" for i in rows for j in cols)
-    bl = " ".join(f"{vt} b{j} = {vld}(vload{w}(0, b{j}p + k));" for j in cols)
+    bl = " ".join(f"{vt} b{j} = {vld}({vload(t, w, f'b{j}p + k', direct)});" for j in cols)
     if a_unit:
-        al = " ".join(f"{vt} a{i} = {vld}(vload{w}(0, ap + {i} * sam + k));" for i in rows)
+        al = " ".join(f"{vt} a{i} = {vld}({vload(t, w, f'ap + {i} * sam + k', direct)});"
+                      for i in rows)
     else:
         al = " ".join(f"{vt} a{i} = ({vt})(" + ", ".join(
             f"{ld}(ap[{i} * sam + (k + {l}) * sak])" for l in range(w)) + ");" for i in rows)
@@ -118,7 +120,7 @@ __kernel void gemv_kfast({_ARGS.format(t=t)})
 """
 
 
-def _nfast_kernel(dtype: str, rm: int, b_unit: bool, c_unit: bool) -> str:
+def _nfast_kernel(dtype: str, rm: int, b_unit: bool, c_unit: bool, direct: bool) -> str:
     t, ct, ld, st = _types(dtype)
     w = _width(dtype)
     v = _NF_VECS
@@ -128,7 +130,7 @@ def _nfast_kernel(dtype: str, rm: int, b_unit: bool, c_unit: bool) -> str:
     rows, vecs = range(rm), range(v)
     acc = " ".join(f"{vt} c{i}_{j} = 0;" for i in rows for j in vecs)
     if b_unit:
-        bl = " ".join(f"{vt} b{j} = {vld}(vload{w}(0, bk + {j * w}));" for j in vecs)
+        bl = " ".join(f"{vt} b{j} = {vld}({vload(t, w, f'bk + {j * w}', direct)});" for j in vecs)
     else:
         bl = " ".join(f"{vt} b{j} = ({vt})(" + ", ".join(
             f"{ld}(bk[{j * w + l} * sbn])" for l in range(w)) + ");" for j in vecs)
@@ -138,7 +140,7 @@ def _nfast_kernel(dtype: str, rm: int, b_unit: bool, c_unit: bool) -> str:
     for i in rows:
         for j in vecs:
             if c_unit and not ld:
-                stores.append(f"vstore{w}(c{i}_{j}, 0, cp + {i} * scm + {j * w});")
+                stores.append(vstore(t, w, f"c{i}_{j}", f"cp + {i} * scm + {j * w}", direct))
             else:
                 stores.extend(f"cp[{i} * scm + {j * w + l} * scn] = {st}(c{i}_{j}.s{_LANES[l]});"
                               for l in range(w))
@@ -177,20 +179,22 @@ __kernel void gemv_nfast({_ARGS.format(t=t)})
 
 
 def gemv_source(dtype: str, rm: int, kfast: bool, a_unit: bool, b_unit: bool,
-                c_unit: bool) -> str:
+                c_unit: bool, direct: bool = False) -> str:
     """Source of the few-row kernel for ``dtype`` with ``rm`` (1..:data:`GEMV_ROWS`) rows: the
     k-fast kernel ``gemv_kfast`` (``b`` read along ``k``; specialised on ``a_unit``) when
     ``kfast``, else ``gemv_nfast`` (``b`` read along ``n``; specialised on ``b_unit`` and
-    ``c_unit``)."""
+    ``c_unit``). ``direct``: vector loads and stores through pointers (see :mod:`.vectors`)."""
     if not 1 <= rm <= GEMV_ROWS:
         raise ValueError(f"gemv kernels take 1 to {GEMV_ROWS} rows, got {rm}")
     head = "#pragma OPENCL FP_CONTRACT ON\n"  # a*b+c may fuse: GEMM is not bit-exact anyway
     if dtype == "float64":
         head += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    if direct:
+        head += direct_typedefs(CTYPE[dtype], [_width(dtype)])
     if dtype in HALF16:
         head += half16_helpers(dtype, [_width(dtype)])
-    body = (_kfast_kernel(dtype, rm, a_unit) if kfast
-            else _nfast_kernel(dtype, rm, b_unit, c_unit))
+    body = (_kfast_kernel(dtype, rm, a_unit, direct) if kfast
+            else _nfast_kernel(dtype, rm, b_unit, c_unit, direct))
     return head + body
 
 
@@ -209,18 +213,19 @@ def launch_gemv(dev: Any, a: Any, b: Any, out: Any) -> None:
     kfast = sbk == 1 and k > 1 and (sbn != 1 or n == 1)
     a_unit, b_unit, c_unit = sak == 1, sbn == 1, scn == 1
     q = dev.queue
+    direct = dev.direct_vectors
     for r0 in range(0, m, GEMV_ROWS):
         rm = min(GEMV_ROWS, m - r0)
         if kfast:
-            key: tuple = ("gemm", dt, "gemv", "kfast", rm, a_unit)
+            key: tuple = ("gemm", dt, "gemv", "kfast", rm, a_unit, direct)
             name = "gemv_kfast"
             gx = -(-n // _KF_COLS[rm])
         else:
-            key = ("gemm", dt, "gemv", "nfast", rm, b_unit, c_unit)
+            key = ("gemm", dt, "gemv", "nfast", rm, b_unit, c_unit, direct)
             name = "gemv_nfast"
             gx = -(-n // (_NF_VECS * _width(dt)))
         kern = dev.kernel(key, name, lambda rm=rm: gemv_source(dt, rm, kfast, a_unit, b_unit,
-                                                               c_unit), [dt], _ARG_TYPES)
+                                                               c_unit, direct), [dt], _ARG_TYPES)
         kern(q, (gx, 1, bsz), _LOCAL, a.buffer.mem, a.offset + r0 * sam, sab, sam, sak,
              b.buffer.mem, b.offset, sbb, sbk, sbn, out.buffer.mem, out.offset + r0 * scm,
              scb, scm, scn, n, k)

@@ -61,18 +61,23 @@ class PackedTile(NamedTuple):
 
 #: candidate tiles by dtype, best guess first (the first is the default when nothing is timed).
 #: 16 float32 lanes fill one AVX-512 register (two AVX2 ones); 256-deep passes keep a panel of
-#: ``b`` (16 KiB) in L1 and the pass's panels of ``a`` in L2
+#: ``b`` (16 KiB) in L1 and the pass's panels of ``a`` in L2. The first tile, 4 x 2 vectors of
+#: 32 bytes, is the one whose eight accumulators stay in the 16 registers of AVX2 (what PoCL 3.0
+#: compiles for, even on AVX-512 CPUs): the tile the heuristic takes, and the tuner's usual pick
+#: on PoCL; the wider ones are for drivers that use AVX-512.
 PACKED_TILES: dict[str, tuple[PackedTile, ...]] = {
-    "float32": (PackedTile(8, 1, 16, 0, True), PackedTile(8, 1, 16, 256, False),
+    "float32": (PackedTile(4, 2, 8, 256, True), PackedTile(4, 2, 8, 0, True),
+                PackedTile(8, 1, 16, 0, True), PackedTile(8, 1, 16, 256, False),
                 PackedTile(8, 2, 8, 256, True), PackedTile(4, 2, 16, 256, True)),
-    "float64": (PackedTile(8, 1, 8, 0, True), PackedTile(8, 1, 8, 128, False),
-                PackedTile(8, 2, 4, 128, True), PackedTile(4, 2, 8, 128, True)),
+    "float64": (PackedTile(4, 2, 4, 128, True), PackedTile(8, 1, 8, 0, True),
+                PackedTile(8, 1, 8, 128, False), PackedTile(8, 2, 4, 128, True),
+                PackedTile(4, 2, 8, 128, True)),
 }
 # 16-bit floats: float32's blocks over 16-bit panels, each product in one pass over k (a pass
 # adds into ``out``, which would round a 16-bit output once per pass)
 for _dt in HALF16:
-    PACKED_TILES[_dt] = (PackedTile(8, 1, 16, 0, True), PackedTile(8, 2, 8, 0, True),
-                         PackedTile(4, 2, 16, 0, True))
+    PACKED_TILES[_dt] = (PackedTile(4, 2, 8, 0, True), PackedTile(8, 1, 16, 0, True),
+                         PackedTile(8, 2, 8, 0, True), PackedTile(4, 2, 16, 0, True))
 _LANES = "0123456789abcdef"
 
 

@@ -88,9 +88,10 @@ def size_class(a: Any, b: Any, out: Any) -> str:
 
 
 def default_choice(cands: Sequence[Choice], flops: int, m: int, n: int) -> Choice:
-    """The heuristic choice, without timing: on CPU devices the plain kernel for small products
-    or thin matrices (packing would cost more than it saves), else the first candidate."""
-    if cands[0][0] == "cpu" or len(cands) == 1:
+    """The heuristic choice, without timing: on CPU devices "dot" where it is a candidate
+    (operands contiguous along ``k``), else the plain kernel for small products or thin matrices
+    (packing would cost more than it saves), else the first candidate."""
+    if cands[0][0] in ("cpu", "dot") or len(cands) == 1:
         return cands[0]
     packed = [c for c in cands if c[0] == "packed"]
     if packed and (flops < TUNE_MIN_FLOPS or m < packed[0][1].rm or n < packed[0][1].nb):

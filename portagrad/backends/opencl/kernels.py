@@ -861,8 +861,11 @@ inline uint4 pg_philox(ulong ctr, ulong seed) {
     uint c0 = (uint)ctr, c1 = (uint)(ctr >> 32), c2 = 0, c3 = 0;
     uint k0 = (uint)seed, k1 = (uint)(seed >> 32);
     for (int r = 0; r < 10; ++r) {
-        uint hi0 = mul_hi(PG_M0, c0), lo0 = PG_M0 * c0;
-        uint hi1 = mul_hi(PG_M1, c2), lo1 = PG_M1 * c2;
+        /* the 64-bit products, not mul_hi: PoCL calls that builtin out of line, which made
+           every round a pair of calls */
+        ulong p0 = (ulong)PG_M0 * c0, p1 = (ulong)PG_M1 * c2;
+        uint hi0 = (uint)(p0 >> 32), lo0 = (uint)p0;
+        uint hi1 = (uint)(p1 >> 32), lo1 = (uint)p1;
         uint n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
         c0 = n0; c1 = lo1; c2 = n2; c3 = lo0;
         k0 += PG_W0; k1 += PG_W1;

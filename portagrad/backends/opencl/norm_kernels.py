@@ -16,7 +16,7 @@ passed in ``A``. Absent operands (``None`` in the contract) come with a flag of 
 from __future__ import annotations
 
 from .kernels import CTYPE, HALF16, prelude
-from .vectors import SAFE_VECTOR_BYTES
+from .vectors import SAFE_VECTOR_BYTES, direct_typedefs, vload, vstore
 
 __all__ = ["norm_source"]
 
@@ -474,9 +474,9 @@ __kernel void cross_entropy_backward(__global const S* X, long xo, __global cons
 """
 
 
-def norm_source(dtype: str, wg: int) -> str:
+def norm_source(dtype: str, wg: int, direct: bool = False) -> str:
     """Every normalisation kernel for storage ``dtype`` with work-groups of ``wg`` items (a power
-    of two)."""
+    of two); ``direct``: vector loads and stores through pointers (see :mod:`.vectors`)."""
     s = CTYPE[dtype]
     if dtype in HALF16:  # stored as bits, computed in float
         a, ld, st = "float", f"{HALF16[dtype][0]}(v)", f"{HALF16[dtype][1]}(v)"
@@ -493,6 +493,8 @@ def norm_source(dtype: str, wg: int) -> str:
         while len(lanes) > 1:  # a pairwise tree, as for eight lanes before
             lanes = [f"({lanes[i]} + {lanes[i + 1]})" for i in range(0, len(lanes), 2)]
         head += (f"typedef {s}{vw} V;\n#define VSUM(v) {lanes[0]}\n"
-                 f"#define VLD(p) vload{vw}(0, p)\n#define VST(v, p) vstore{vw}(v, 0, p)\n")
+                 + (direct_typedefs(s, [vw]) if direct else "")
+                 + f"#define VLD(p) {vload(s, vw, '(p)', direct)}\n"
+                 f"#define VST(v, p) {vstore(s, vw, '(v)', '(p)', direct)}\n")
     return (head + _softmax() + _softmax_c(vec) + _layer_norm() + _batch_norm() + _batch_norm_parts()
             + _cross_entropy(vec))

@@ -116,7 +116,8 @@ class NormsMixin:
             raise DTypeError(f"{name} on the OpenCL backend needs a floating tensor, got {v.dtype}")
         wg = _wg(dev)
         acc = _ACC[dt]
-        kern = dev.kernel(("norms", dt, wg), name, lambda: norm_source(dt, wg), [dt],
+        direct = dev.direct_vectors
+        kern = dev.kernel(("norms", dt, wg, direct), name, lambda: norm_source(dt, wg, direct), [dt],
                           lambda: [acc if t == "A" else t for t in _TYPES[name]])
         return dev, kern, wg
 

@@ -34,6 +34,7 @@ from .errors import cl_errors
 from .fusion import flushes
 from .gemm import launch_gemm
 from .gemm_complex import launch_complex_gemm
+from .reduce_columns import launch_colsum, takes_colsum
 from .launch import (
     NP_SCALAR,
     Plan,
@@ -327,6 +328,9 @@ class PrimitivesMixin:
         if total == 0:
             rsz, rs_x = [1], [0]
         idt, odt = x.dtype.name, out.dtype.name
+        if takes_colsum(dev, op, idt, odt, ksz, ks_x, rsz, total):
+            launch_colsum(dev, idt, out.buffer.mem, out.offset, ks_o[0], x, rs_x[0], ksz[0], total)
+            return
         wg = dev.reduce_wg
         cus = dev.properties.compute_units
         # one work-item per output when there is enough parallelism or little work per output;
