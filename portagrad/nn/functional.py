@@ -1809,12 +1809,12 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     if tuple(input.shape[2:]) != tuple(target.shape[1:]):
         raise RuntimeError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}, got "
                            f"{list(target.shape)}")
-    _floating_only("nll_loss_out_frame" if input.dim() == 2 else "nll_loss2d_forward_out_frame",
-                   input)
     Cc = input.shape[1]
-    if weight is not None and weight.numel() != Cc:
+    if weight is not None and weight.numel() != Cc:  # (PyTorch checks it before the dtype)
         raise RuntimeError(f"weight tensor should be defined either for all {Cc} classes or no "
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
+    _floating_only("nll_loss_out_frame" if input.dim() == 2 else "nll_loss2d_forward_out_frame",
+                   input)
     _check_targets(target, Cc, ignore_index)
     mask = _class_mask(target, Cc, input.dim())
     picked = where(mask, input, 0.0).sum(1)  # (N, ...)
