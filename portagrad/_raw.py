@@ -585,11 +585,14 @@ def cumsum(x: Tensor, axis: int, dtype: _dtype.dtype) -> Tensor:
 
 
 def bmm(a: Tensor, b: Tensor) -> Tensor:
-    """(B, M, K) @ (B, K, N) -> (B, M, N), strided inputs. An empty sum (K == 0) is zeros: the
-    backend's matmul is not called then, as a GEMM kernel over K == 0 may leave ``out`` unwritten."""
+    """(B, M, K) @ (B, K, N) -> (B, M, N), strided inputs. An empty sum (K == 0) is zeros and an
+    empty result is left as it is: the backend's matmul is not called then, as a GEMM kernel over
+    K == 0 may leave ``out`` unwritten (and the front end lets bool through only there)."""
     B, M, K = a._v.shape
     N = b._v.shape[2]
     out = new_on(a._storage, (B, M, N), a._v.dtype)
+    if B * M * N == 0:
+        return out
     if K == 0:
         return fill(out, 0)
     a._storage.backend.matmul(a._v, b._v, out._v)

@@ -71,6 +71,38 @@ def test_categorical_values(device):
     assert repr(c2.support) == "IntegerInterval(lower_bound=0, upper_bound=3)"
 
 
+
+def test_categorical_with_no_categories_gives_an_empty_log_prob(device):
+    # PyTorch gathers value[..., :1] of the broadcast value: nothing to read, an empty last dim
+    for shape in [(0,), (0, 0), (2, 0), (0, 3, 0)]:
+        c = D.Categorical(logits=pg.zeros(shape, device=device), validate_args=False)
+        lp = c.log_prob(pg.zeros(shape[:-1], dtype=pg.int64, device=device))
+        assert lp.shape == shape and lp.dtype == pg.float32
+
+
+@pytest.mark.parametrize("dtype, logit", [("float16", 6.9296875), ("bfloat16", 4.84375),
+                                          ("float32", 15.942384719848633),
+                                          ("float64", 36.04365338911715)])
+def test_probs_of_zero_and_one_clamped_by_their_dtypes_eps(device, dtype, logit):
+    """A 16-bit float's probabilities clamp to its own eps (PyTorch's finfo(dtype).eps): with a
+    float64 eps 1 - eps rounds to 1 and the logits were infinite."""
+    dt = getattr(pg, dtype)
+    try:
+        p = pg.tensor([0.0, 1.0], device=device).to(dt)
+    except pg.errors.DTypeError:
+        pytest.skip(f"{device} declines {dtype}")
+    b = D.Bernoulli(probs=p)
+    close(b.logits.float(), [-logit, logit], tol=1e-6)
+    close(b.log_prob(pg.tensor([1.0, 0.0], device=device).to(dt)).float(), [-logit, -logit],
+          tol=1e-6)
+    assert math.isfinite(D.Categorical(probs=p).logits[0].item())
+
+
+def test_integer_probs_raise_finfos_type_error(device):
+    b = D.Bernoulli(probs=pg.tensor([1, 0], device=device), validate_args=False)
+    with pytest.raises(TypeError, match="finfo"):
+        b.log_prob(pg.tensor([1, 0], device=device))
+
 def test_other_distributions_values(device):
     u = D.Uniform(t([0., -1.], device), t([2., 3.], device))
     close(u.log_prob(t([1., 2.5], device)), [-0.6931472, -1.3862944])
@@ -410,3 +442,23 @@ def test_reinforce_through_categorical_log_prob(device):
     expected = -2.0 * (np.eye(3)[1] - p)
     close(logits.grad, expected)
     assert dist.sample().requires_grad is False
+
+
+@pytest.mark.parametrize("dtype, expected", [
+    ("bfloat16", [0.3984375, 0.474609375, 3.046875, 5.0, 1.015625]),
+    ("float16", [0.40185546875, 0.47412109375, 3.048828125, 5.0078125, 1.017578125]),
+])
+def test_16_bit_bernoulli_log_prob_and_bce_with_logits_as_torch(device, dtype, expected):
+    """Literals from PyTorch 2.13: its loss is (1 - t) x - log_sigmoid(x), the log-sigmoid of a
+    16-bit input computed in float32 and rounded once (rounded at every step, bfloat16's first
+    value was 0.40625)."""
+    dt = getattr(pg, dtype)
+    try:
+        x = pg.tensor([-0.7025383114814758, 0.5, 3.0, -5.0, 1.7], device=device).to(dt)
+    except pg.errors.DTypeError:
+        pytest.skip(f"{device} declines {dtype}")
+    t = pg.tensor([0.0, 1.0, 0.0, 1.0, 0.5], device=device).to(dt)
+    loss = pg.nn.functional.binary_cross_entropy_with_logits(x, t, reduction="none")
+    assert loss.dtype == dt and loss.float().tolist() == expected
+    lp = D.Bernoulli(logits=x, validate_args=False).log_prob(t)
+    assert lp.float().tolist() == [-v for v in expected]

@@ -1,4 +1,5 @@
-"""Gradients of ``std``, ``var`` and the norms where they are not differentiable: zero variance,
+"""Gradients of ``std``, ``var``, the norms and softplus where they are not differentiable (or
+where their stable formulas are not, as softplus at 0): zero variance,
 a zero norm (``dist`` of equal points, ``pdist``/``cdist`` of equal rows, ``normalize`` of a
 zero row), and ``var``/``std`` without degrees of freedom (``correction >= N``).
 
@@ -100,6 +101,14 @@ def _cases(L: Any) -> dict[str, tuple[Any, Callable[[Any], Any], Any]]:
         # the incoming gradient (inf here) reaches a zero norm's input as PyTorch's formula
         # multiplies it: inf * 0 = nan
         "divide_by_a_zero_norm": ([0.0, 0.0], lambda x: x / x.norm(), [NAN, NAN]),
+        # softplus's derivative is sigmoid(beta x): 1/2 at 0 (the kinks of |x| and relu in its
+        # stable formula are no kinks of softplus), and so for logsigmoid and logit losses
+        "softplus_zero": ([0.0, -3.0], lambda x: F.softplus(x), [0.5, 0.04742587317756679]),
+        "softplus_beta_threshold_zero": ([0.0, 3.0], lambda x: F.softplus(x, 2, 5),
+                                         [0.5, 1.0]),
+        "logsigmoid_zero": ([0.0, 2.0], lambda x: F.logsigmoid(x), [0.5, 0.11920292202211757]),
+        "bce_with_logits_zero": ([0.0, 0.0], lambda x: F.binary_cross_entropy_with_logits(
+            x, t([0.25, 1.0], x), reduction="none", pos_weight=t([3.0], x)), [0.0, -1.5]),
     }
 
 

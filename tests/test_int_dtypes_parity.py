@@ -181,6 +181,53 @@ def test_einsum_integer_result_dtypes(device: str, arr: np.ndarray) -> None:
                         m.einsum("ii->i", a)), device, sq, layouts="T")
 
 
+# ------------------------------------------------------------------------------- matrix products
+@pytest.mark.parametrize("arr", [I8, I16, I32, I64, U8], ids=["int8", "int16", "int32", "int64",
+                                                              "uint8"])
+@pytest.mark.parametrize("layouts", ["ccc", "TTT", "sTs"])
+def test_integer_linear_wraps_as_pytorch(device: str, arr: np.ndarray, layouts: str) -> None:
+    # PyTorch's CPU addmm multiplies integers in their own dtype, wrapping
+    _same(lambda m, x, w, b: (m.nn.functional.linear(x, w), m.nn.functional.linear(x, w, b),
+                              m.nn.functional.linear(x[0], w, b), m.nn.functional.linear(x, w[0]),
+                              x @ w.t(), m.addmm(b, x, w.t())),
+          device, arr, np.ascontiguousarray(arr[:2, ::-1]), np.ascontiguousarray(arr[2, :2]),
+          layouts=layouts)
+
+
+def _both_raise(fn: Any, device: str, *inputs: np.ndarray) -> None:
+    for m in (torch, pg):
+        ts = [_make(m, x, "c", device) for x in inputs]
+        with pytest.raises(RuntimeError):
+            fn(m, *ts)
+
+
+def test_bool_products_with_nothing_to_multiply(device: str) -> None:
+    """PyTorch refuses bool matrix products, but returns an empty or all-False result without
+    looking at the dtype when the result is empty or the inner size is 0 (dot excepted)."""
+    def b(*shape: int) -> np.ndarray:
+        return np.ones(shape, bool)
+
+    _same(lambda m, x, y: (m.mm(x, y), x @ y, m.nn.functional.linear(x, y.t())), device, b(2, 0),
+          b(0, 3))
+    _same(lambda m, x, y: (m.mm(x, y), x @ y, m.nn.functional.linear(x, y.t())), device, b(0, 2),
+          b(2, 3))
+    _same(lambda m, x, y: (m.bmm(x, y), x @ y), device, b(2, 3, 0), b(2, 0, 1))
+    _same(lambda m, x, y: (m.mv(x, y), x @ y), device, b(2, 0), b(0))
+    _same(lambda m, x, y: (m.einsum("ij,jk->ik", x, y), m.einsum("ij,jk->ik", y.t(), x.t()),
+                           m.einsum("ij,ij->ij", x, x), m.einsum("ij->", x)), device, b(2, 0),
+          b(0, 3))
+    _both_raise(lambda m, x, y: m.mm(x, y), device, b(2, 3), b(3, 2))
+    _both_raise(lambda m, x, y: m.bmm(x, y), device, b(1, 2, 3), b(1, 3, 2))
+    _both_raise(lambda m, x, y: m.nn.functional.linear(x, y), device, b(2, 3), b(2, 3))
+    _both_raise(lambda m, x, y: m.einsum("ij,jk->ik", x, y), device, b(2, 3), b(3, 2))
+    _both_raise(lambda m, x, y: m.dot(x, y), device, b(0), b(0))
+
+
+def test_linear_refuses_a_weight_of_more_than_two_dimensions(device: str) -> None:
+    # (x @ w would broadcast: PyTorch transposes the weight first, which refuses 3-D)
+    _both_raise(lambda m, x, w: m.nn.functional.linear(x, w), device, np.ones(1), np.ones((1, 1, 3)))
+
+
 # ------------------------------------------------------------------------------- gcd, lcm
 @pytest.mark.parametrize("arr", [I8, I16, I32, U8], ids=["int8", "int16", "int32", "uint8"])
 def test_gcd_lcm_at_the_dtype_limits(device: str, arr: np.ndarray) -> None:

@@ -132,3 +132,15 @@ def test_the_table_is_torchs():
                 fn(*args, reduction=reduction)
             assert type(info.value).__name__ == what, name
             assert str(info.value).startswith(expected), name
+
+
+def test_nll_loss_checks_the_weight_before_the_dtype(device):
+    # PyTorch's nll_loss checks the weight's size first, then refuses an integer input
+    x = pg.zeros(2, 3, dtype=pg.int64, device=device)
+    t = pg.tensor([1, 1], device=device)
+    with pytest.raises(RuntimeError, match="^weight tensor should be defined either for all 3 "
+                                           "classes or no classes"):
+        pg.nn.functional.nll_loss(x, t, weight=pg.ones(2, device=device))
+    with pytest.raises(NotImplementedError, match="\"nll_loss_out_frame\" not implemented for "
+                                                  "'Long'"):
+        pg.nn.functional.nll_loss(x, t, weight=pg.ones(3, device=device))

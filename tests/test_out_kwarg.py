@@ -1,7 +1,8 @@
 """``out=`` on the top-level functions, against PyTorch: the values and dtype written, the returned
 tensor being ``out`` itself, the resize of an ``out`` of another shape (with PyTorch's warning
 unless it was empty), and PyTorch's error for each refusal: a dtype the op cannot write into (its
-kernel's rule and message), autograd, another device; and Tensor methods taking no ``out=``."""
+kernel's rule and message), autograd, another device; and Tensor methods taking no ``out=``.
+Ops returning a pair (``max(dim)``, ``sort``, ``topk`` ...) take ``out=(values, indices)``."""
 from __future__ import annotations
 
 import re
@@ -244,3 +245,144 @@ def test_out_calls_are_not_autocast():
         with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float, but got "
                                                "c10::BFloat16 instead"):
             pg.mm(a, a, out=pg.empty(2, 2, dtype=pg.bfloat16))
+
+
+# ------------------------------------------------------------------- out=(values, indices)
+# (function, positional arguments, keywords, out's dtypes): ops returning a pair
+PAIR_CASES = [
+    ("max", ("f", 1), {}, ("float32", "int64")),
+    ("min", ("i", 0), {"keepdim": True}, ("int64", "int64")),
+    ("sort", ("f", 1), {"descending": True}, ("float32", "int64")),
+    ("topk", ("f", 2), {}, ("float32", "int64")),
+    ("kthvalue", ("f", 2, 1), {}, ("float32", "int64")),
+    ("mode", ("i", 1), {}, ("int64", "int64")),
+    ("median", ("f", 1), {}, ("float32", "int64")),
+    ("nanmedian", ("f", 0), {"keepdim": True}, ("float32", "int64")),
+    ("cummax", ("f", 1), {}, ("float32", "int64")),
+    ("cummin", ("i", 0), {}, ("int64", "int64")),
+    ("aminmax", ("f",), {"dim": 1}, ("float32", "float32")),
+    ("aminmax", ("i",), {}, ("int64", "int64")),
+]
+_PAIR_IDS = [f"{c[0]}-{i}" for i, c in enumerate(PAIR_CASES)]
+
+
+def _pair(lib, dts, shape, device):
+    kw = {"device": device} if lib is pg else {}
+    return tuple(lib.empty(shape, dtype=getattr(lib, dt), **kw) for dt in dts)
+
+
+def _record(fn):
+    """``fn()``'s result and the UserWarnings it gave (PyTorch's C++ ones without their origin)."""
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        res = fn()
+    return res, [str(x.message).split(" (Triggered internally")[0] for x in w
+                 if issubclass(x.category, UserWarning)]
+
+
+@pytest.mark.parametrize("name,args,kwargs,dts", PAIR_CASES, ids=_PAIR_IDS)
+def test_out_pair_matches_torch(device, name, args, kwargs, dts):
+    for shape in ((0,), (7,)):  # an empty out resized silently, a wrong-sized one with a warning
+        t_out = _pair(torch, dts, shape, None)
+        t_res, t_warn = _record(lambda o=t_out: _call(torch, None, name, args, kwargs, o))
+        out = _pair(pg, dts, shape, device)
+        res, warn = _record(lambda o=out: _call(pg, device, name, args, kwargs, list(o)))
+        assert res[0] is out[0] and res[1] is out[1]
+        assert res._fields == type(t_res).__match_args__  # (values, indices) or (min, max)
+        assert warn == t_warn and len(warn) == (2 if shape == (7,) else 0)
+        for a, b in zip(out, t_out):
+            assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
+            assert tuple(a.shape) == tuple(b.shape)
+            np.testing.assert_array_equal(a.cpu().numpy(), b.numpy())
+
+
+@pytest.mark.parametrize("name,args,kwargs,dts", PAIR_CASES, ids=_PAIR_IDS)
+def test_out_pair_dtype_and_arguments_refused_as_torch(device, name, args, kwargs, dts):
+    wrong = {"float32": "float64", "int64": "int32"}
+    for k in (0, 1):  # values, then indices, of another dtype
+        bad = tuple(wrong[d] if i == k else d for i, d in enumerate(dts))
+        with pytest.raises(RuntimeError) as t_exc:
+            _call(torch, None, name, args, kwargs, _pair(torch, bad, (0,), None))
+        with pytest.raises(RuntimeError, match=f"^{re.escape(str(t_exc.value))}$"):
+            _call(pg, device, name, args, kwargs, _pair(pg, bad, (0,), device))
+    for lib, dev in ((torch, None), (pg, device)):
+        three = _pair(lib, dts + dts[:1], (0,), dev)
+        with pytest.raises(TypeError, match="expected tuple of 2 elements but got 3"):
+            _call(lib, dev, name, args, kwargs, three)
+        with pytest.raises(TypeError):  # one tensor: not a tuple
+            _call(lib, dev, name, args, kwargs, _pair(lib, dts, (0,), dev)[0])
+
+
+def test_out_pair_autograd_rules(device):
+    x = pg.tensor(_INPUTS["f"], device=device, requires_grad=True)
+    msg = "functions with out=... arguments don't support automatic differentiation"
+    for name, call in (("max", lambda o: pg.max(x, 1, out=o)), ("sort", lambda o: pg.sort(x, out=o)),
+                       ("cummin", lambda o: pg.cummin(x, 0, out=o))):
+        with pytest.raises(RuntimeError, match=re.escape(f"{name}(): {msg}")):
+            call((pg.empty(0, device=device), pg.empty(0, dtype=pg.int64, device=device)))
+    y = pg.tensor(_INPUTS["f"], device=device)
+    with pytest.raises(RuntimeError, match=re.escape(f"topk(): {msg}")):  # values out requiring grad
+        pg.topk(y, 1, out=(pg.empty(0, device=device, requires_grad=True),
+                           pg.empty(0, dtype=pg.int64, device=device)))
+    with pg.no_grad():
+        v, i = pg.empty(0, device=device), pg.empty(0, dtype=pg.int64, device=device)
+        assert pg.max(x, 1, out=(v, i)).values is v and not v.requires_grad
+        assert i.tolist() == [2, 1]
+
+
+def test_out_of_max_min_over_all_elements_and_with_another_tensor(device):
+    for dt in ("float32", "float64", "float16", "int64", "bool"):
+        for name, args in (("max", ("f",)), ("min", ("i",)), ("max", ("f", "g")),
+                           ("min", ("i", "j"))):
+            try:
+                t_res = _call(torch, None, name, args, {}, torch.empty(0, dtype=getattr(torch, dt)))
+            except RuntimeError as exc:
+                with pytest.raises(RuntimeError, match=f"^{re.escape(str(exc))}$"):
+                    _call(pg, device, name, args, {}, _out(dt, (0,), device))
+                continue
+            out = _out(dt, (0,), device)
+            assert _call(pg, device, name, args, {}, out) is out
+            assert out.dtype == getattr(pg, dt) and tuple(out.shape) == tuple(t_res.shape)
+            np.testing.assert_array_equal(out.float().cpu().numpy(), t_res.float().numpy())
+
+
+def test_median_of_all_elements_takes_no_out(device):
+    for lib, dev in ((torch, None), (pg, device)):
+        x = _value(lib, "f", dev)
+        for fn in (lib.median, lib.nanmedian):
+            with pytest.raises(TypeError):
+                fn(x, out=_out("float32", (0,), device) if lib is pg else torch.empty(0))
+
+
+# ------------------------------------------------------------------- where
+def test_where_out_matches_torch(device):
+    cond = np.array([[True, False, True], [False, True, False]])
+    for lib, dev in ((torch, None), (pg, device)):
+        kw = {"device": dev} if lib is pg else {}
+        c, x, y = lib.tensor(cond, **kw), _value(lib, "f", dev), _value(lib, "g", dev)
+        out = lib.empty(2, 3, **kw)
+        assert lib.where(c, x, y, out=out) is out
+        np.testing.assert_array_equal(out.cpu().numpy() if lib is pg else out.numpy(),
+                                      np.where(cond, _INPUTS["f"], _INPUTS["g"]))
+        out = lib.empty(0, **kw)  # broadcast condition, an empty out resized without a warning
+        _, warn = _record(lambda w=lib.where, a=(c[0], x, y), o=out: w(*a, out=o))
+        assert tuple(out.shape) == (2, 3) and not warn
+    # out's dtype must be the result's (not castable into); numbers and no values take no out
+    for dt, args in (("float64", ("f", "g")), ("int64", ("f", "g")), ("float32", ("i", "j")),
+                     ("bool", ("f", "g"))):
+        with pytest.raises(RuntimeError) as t_exc:
+            torch.where(torch.tensor(cond), *(_value(torch, a, None) for a in args),
+                        out=torch.empty(0, dtype=getattr(torch, dt)))
+        with pytest.raises(RuntimeError, match=f"^{re.escape(str(t_exc.value))}$"):
+            pg.where(pg.tensor(cond, device=device), *(_value(pg, a, device) for a in args),
+                     out=_out(dt, (0,), device))
+    for lib, dev in ((torch, None), (pg, device)):
+        kw = {"device": dev} if lib is pg else {}
+        c, x = lib.tensor(cond, **kw), _value(lib, "f", dev)
+        for args in ((c, x, 0.0), (c, 1.0, x), (c,)):
+            with pytest.raises(TypeError):
+                lib.where(*args, out=lib.empty(0, **kw))
+    x = pg.tensor(_INPUTS["f"], device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match=re.escape("where(): functions with out=... arguments "
+                                                     "don't support automatic differentiation")):
+        pg.where(pg.tensor(cond, device=device), x, x, out=pg.empty(0, device=device))

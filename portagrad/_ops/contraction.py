@@ -5,6 +5,7 @@ Each is written with ops that already have derivatives, so gradients come from t
 """
 from __future__ import annotations
 
+import math
 import string
 import warnings
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ from .shape import (
     narrow, permute, reshape,
 )
 from .diagonal import diagonal
+from .elementwise import _type_name
 from .joining import cat
 from .matmul import scaled_input, matmul, mm, mv, outer
 
@@ -100,8 +102,11 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     letters = "".join(dict.fromkeys(out + "".join(terms)))
     aligned = [_einsum_align(op, t, letters) for op, t in zip(operands, terms)]
     keep = None  # the dtype the products are summed in (None: sum's own, int64 for integers)
+    as_bool = False
     if len(aligned) > 1 and all(isinstance(op, Tensor) for op in aligned):
         dt = _dtype.result_type(*aligned)
+        # (an empty bool contraction sums to int64 below: PyTorch's result stays bool)
+        as_bool = dt is _dtype.bool and _einsum_check_bool(aligned, terms, letters, out)
         if not (dt.is_floating_point or dt.is_complex or dt is _dtype.bool):
             # PyTorch's integer results: an index only one operand has is summed in that operand
             # first (a sum: int64), indices shared by operands are contracted by its batched
@@ -126,7 +131,23 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     acc = reshape(acc, [acc.shape[i] for i, c in enumerate(letters) if c in out]) \
         if out else reshape(acc, ())
     present = [c for c in letters if c in out]
-    return permute(acc, [present.index(c) for c in out]) if out else acc
+    acc = permute(acc, [present.index(c) for c in out]) if out else acc
+    return acc.to(_dtype.bool) if as_bool else acc
+
+
+def _einsum_check_bool(aligned: list, terms: list, letters: str, out: str) -> bool:
+    """PyTorch contracts an index that two operands share with its batched matmul, which refuses
+    bool unless there is nothing to multiply (then its result is bool): raises, or says whether
+    the result is such an empty contraction. Products and one operand's sums take bool."""
+    shared = [i for i, c in enumerate(letters) if c not in out and sum(c in t for t in terms) > 1]
+    if not shared:
+        return False
+    size = [math.prod(op.shape[i] for op in aligned) for i in range(len(letters))]  # 0 if empty
+    work = math.prod(size[i] for i, c in enumerate(letters) if c in out or i in shared)
+    if work:
+        raise RuntimeError("einsum: bool tensors are not supported when an index shared by two "
+                           "operands is summed; convert with .float() or .long() first")
+    return True
 
 
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) -> Tensor:
@@ -180,6 +201,12 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     if input.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
                            f"{input.shape[d]} and {other.shape[d]}")
+    # PyTorch's kernel takes one dtype (no promotion) and no bool, whatever the sizes
+    if input.dtype is _dtype.bool:
+        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"expected scalar type {_type_name(input.dtype)} but found "
+                           f"{_type_name(other.dtype)}")
     a0, a1, a2 = (narrow(input, d, k, 1) for k in range(3))
     b0, b1, b2 = (narrow(other, d, k, 1) for k in range(3))
     return cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2,

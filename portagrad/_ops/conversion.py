@@ -199,7 +199,7 @@ def _caller_level() -> int:
 
 
 def write_out(name: str, res: Tensor, out: Tensor, inputs: tuple = (), *, dtype_rule: str = "cast",
-              differentiable: bool = True) -> Tensor:
+              differentiable: bool = True, warn_dim: int | None = None) -> Tensor:
     """``out=``: write the result ``res`` of op ``name`` into ``out`` with PyTorch's rules, and
     return ``out``. Refused: for a differentiable op, an input or ``out`` that requires grad while
     grad mode is on (``out=`` is not differentiable; ops with no derivative, such as comparisons
@@ -212,11 +212,11 @@ def write_out(name: str, res: Tensor, out: Tensor, inputs: tuple = (), *, dtype_
     (floating into integer, integer into bool are refused); ``"same"`` (ops that keep their
     input's dtype: ``abs``, ``neg``, ``floor``, ``round``, ``clamp`` with number bounds ...):
     exactly the result's dtype; ``"exact"`` (``matmul``, ``argmax``, reductions given ``dtype=``):
-    exactly the result's dtype, with that kernel's message."""
-    if differentiable and _flags.grad and any(isinstance(t, Tensor) and t._requires_grad
-                                              for t in (*inputs, out)):
-        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
-                           f"differentiation, but one of the arguments requires grad.")
+    exactly the result's dtype, with that kernel's message. ``warn_dim``: the dimension that
+    PyTorch's kernel (``kthvalue``, ``mode`` without ``keepdim``) inserts into ``out`` and the
+    result before resizing, so that its resize warning shows both shapes with it."""
+    if differentiable:
+        _refuse_grad(name, (*inputs, out))
     if dtype_rule == "cast":
         if not _dtype.can_cast(res.dtype, out.dtype):
             raise RuntimeError(f"result type {_TYPE_NAMES[res.dtype.name]} can't be cast to the "
@@ -233,9 +233,13 @@ def write_out(name: str, res: Tensor, out: Tensor, inputs: tuple = (), *, dtype_
     check_no_overlap(out)  # (before a resize, as PyTorch: an expanded out is refused)
     if tuple(out.shape) != tuple(res.shape):
         if out.numel():
+            shown, wanted = list(out.shape), list(res.shape)
+            if warn_dim is not None:
+                shown.insert(min(warn_dim, len(shown)), 1)
+                wanted.insert(warn_dim, 1)
             warnings.warn(f"An output with one or more elements was resized since it had shape "
-                          f"{list(out.shape)}, which does not match the required output shape "
-                          f"{list(res.shape)}. This behavior is deprecated, and in a future "
+                          f"{shown}, which does not match the required output shape "
+                          f"{wanted}. This behavior is deprecated, and in a future "
                           f"PyTorch release outputs will not be resized unless they have zero "
                           f"elements. You can explicitly reuse an out tensor t by resizing it, "
                           f"inplace, to zero elements with t.resize_(0).", UserWarning,
@@ -244,6 +248,54 @@ def write_out(name: str, res: Tensor, out: Tensor, inputs: tuple = (), *, dtype_
     with _no_grad():
         copy_(out, res)
     return out
+
+
+def _refuse_grad(name: str, tensors: tuple) -> None:
+    if _flags.grad and any(isinstance(t, Tensor) and t._requires_grad for t in tensors):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
+                           f"differentiation, but one of the arguments requires grad.")
+
+
+# PyTorch's messages for a (values, indices) out of the wrong dtype, by kernel (values' first):
+# fields want/got (Float) and cwant/cgot (C++ names: float)
+_PAIR_DTYPE_ERRORS = {
+    "exact": ("Expected out tensor to have dtype {cwant}, but got {cgot} instead",) * 2,
+    "kthvalue": ("output values must be of same type as input",
+                 "output indices must be of scalar type Long"),
+    "mode": ("expected scalar type '{want}' but got '{got}' for values output",
+             "expected scalar type '{want}' but got '{got}' for indices output"),
+    "median": ("Expected tensor for 'values' to have the same type as tensor for argument #2 "
+               "'self'; but type torch.{got}Tensor does not equal torch.{want}Tensor (while "
+               "checking arguments for median)",
+               "Expected tensor for argument #1 'indices' to have scalar type Long; but got "
+               "torch.{got}Tensor instead (while checking arguments for median)"),
+    "cummax": ("expected scalar_type {want} but found {got}",) * 2,
+}
+
+
+def write_out_pair(name: str, res: tuple, out: Any, inputs: tuple = (), *,
+                   dtype_errors: str = "exact", warn_dim: int | None = None) -> Any:
+    """``out=(values, indices)`` of an op returning a pair (``max(dim)``, ``sort``, ``topk`` ...):
+    write each of ``res`` into the tensor of ``out`` at its place with :func:`write_out`'s rules
+    and return ``res``'s named tuple type holding ``out``'s tensors. ``out`` is a tuple or list
+    of two tensors (a TypeError else, as PyTorch's argument parser); both dtypes must be the
+    result's exactly (``dtype_errors``: the kernel's messages, ``_PAIR_DTYPE_ERRORS``); refused
+    when an input or ``out`` requires grad while grad mode is on (``warn_dim``: write_out's)."""
+    if not isinstance(out, (tuple, list)) or not all(isinstance(t, Tensor) for t in out):
+        raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors, not "
+                        f"{type(out).__name__}")
+    if len(out) != 2:
+        raise TypeError(f"expected tuple of 2 elements but got {len(out)}")
+    _refuse_grad(name, (*inputs, *out))
+    for msg, r, o in zip(_PAIR_DTYPE_ERRORS[dtype_errors], res, out):
+        if o.dtype is not r.dtype:
+            raise RuntimeError(msg.format(want=_TYPE_NAMES[r.dtype.name],
+                                          got=_TYPE_NAMES[o.dtype.name],
+                                          cwant=_CPP_NAMES[r.dtype.name],
+                                          cgot=_CPP_NAMES[o.dtype.name]))
+    for r, o in zip(res, out):  # (resized with PyTorch's warning, one per tensor)
+        write_out(name, r, o, dtype_rule="exact", differentiable=False, warn_dim=warn_dim)
+    return type(res)(*out)
 
 
 def copy_(dst: Tensor, src: Any, non_blocking: bool = False) -> Tensor:

@@ -15,11 +15,12 @@ from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _flags
-from ._common import (call, check_same_device, is_scalar, prepare_binary, refuse_bool,
+from ._common import (NULL_CTX, call, check_same_device, is_scalar, prepare_binary, refuse_bool,
                       refuse_complex, to_scalar)
 from . import complexnum
 from .conversion import _TYPE_NAMES, fit_result, inplace, to, write_out
-from .indexing import _index_along, check_index_copy, index_copy, index_fill, masked_fill, where
+from .indexing import _index_along, check_index_copy, index_copy, index_fill, masked_fill
+from .indexing import where as _where
 
 __all__ = [
     "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow",
@@ -31,7 +32,7 @@ __all__ = [
     "unary_inplace", "binary_inplace", "index_copy_inplace", "rsub", "positive", "sgn",
     "nan_to_num", "softplus_raw",
     "signbit", "exp2", "logaddexp", "hypot", "gelu_erf", "subtract", "multiply", "divide",
-    "negative", "absolute", "greater", "greater_equal", "less", "less_equal", "not_equal",
+    "negative", "absolute", "greater", "greater_equal", "less", "less_equal", "not_equal", "where",
 ]
 
 
@@ -173,7 +174,7 @@ class _Pow(_Binary):
                 # b * a^(b-1); where b == 0 the derivative is 0 (torch masks it the same way)
                 ga = g * (a ** (b - 1) * b)
                 if isinstance(b, Tensor):
-                    ga = where(b == 0, 0.0, ga)
+                    ga = _where(b == 0, 0.0, ga)
         if ctx.needs_input_grad[1]:
             # d/db a^b = a^b log(a); where a == 0 and b >= 0 the limit is 0
             out = complexnum.conj(ctx.saved_tensors[2])
@@ -184,9 +185,9 @@ class _Pow(_Binary):
             loga = log(a) if isinstance(a, Tensor) else math.log(a) if a > 0 else float("nan")
             gb = g * (out * loga)
             if isinstance(a, Tensor):
-                gb = where(logical_and(a == 0, b >= 0), 0.0, gb)
+                gb = _where(logical_and(a == 0, b >= 0), 0.0, gb)
             elif a == 0:
-                gb = where(b >= 0, 0.0, gb)
+                gb = _where(b >= 0, 0.0, gb)
         return ga, gb
 
 
@@ -466,10 +467,10 @@ def _int_pow_negative(a: Any, b: Tensor, dt: _dtype.dtype) -> Tensor:
     for -1, else 0, also for 0), and the usual power elsewhere."""
     neg = lt(b, 0)
     ta = a if isinstance(a, Tensor) else _creation.full_like(b, a, dtype=dt)
-    res = call(_Pow, ta, where(neg, 0, b).to(dt))
-    minus_one = where(ne(remainder(b, 2), 0), -1, 1)
-    small = where(eq(ta, 1), 1, where(eq(ta, -1), minus_one, 0))
-    return where(neg, small, res).to(dt)
+    res = call(_Pow, ta, _where(neg, 0, b).to(dt))
+    minus_one = _where(ne(remainder(b, 2), 0), -1, 1)
+    small = _where(eq(ta, 1), 1, _where(eq(ta, -1), minus_one, 0))
+    return _where(neg, small, res).to(dt)
 
 
 def maximum(input: Tensor, other: Any, *, out: Tensor | None = None) -> Tensor:
@@ -876,14 +877,44 @@ def hypot(input: Tensor, other: Tensor) -> Tensor:
     return sqrt(add(mul(input, input), mul(other, other)))
 
 
-def softplus_raw(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """``log(1 + exp(beta x)) / beta``, linear above ``threshold`` (numerically stable)."""
-    bx = mul(x, beta) if beta != 1 else x
-    # log1p(exp(-|bx|)) + max(bx, 0) never overflows
-    soft = add(log1p(exp(neg(abs(bx)))), relu(bx))
-    if beta != 1:
-        soft = div(soft, beta)
-    return where(gt(bx, threshold), x, soft)
+class _Softplus(Function):
+    """``softplus`` as one node whose derivative is PyTorch's ``sigmoid(beta x)`` (1 above the
+    threshold): the composed value's kinks (``|bx|`` and ``relu``) had a zero derivative at
+    ``x == 0``, where softplus's is 1/2. ``threshold`` None: none (``-log_sigmoid(-x)``)."""
+
+    _backward_name = "SoftplusBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, beta: float, threshold: float | None) -> Tensor:
+        ctx.beta = beta
+        bx = mul(x, beta) if beta != 1 else x
+        # log1p(exp(-|bx|)) + max(bx, 0) never overflows
+        y = add(log1p(exp(neg(abs(bx)))), relu(bx))
+        if beta != 1:
+            y = div(y, beta)
+        linear = None
+        if threshold is not None:
+            linear = gt(bx, threshold)
+            y = _where(linear, x, y)
+            if ctx is not NULL_CTX:  # recorded: 1 where linear, 0 elsewhere, for backward
+                linear = linear.to(y.dtype)
+        ctx.save_for_backward(y, linear)
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        y, linear = ctx.saved_tensors
+        # sigmoid(bx) = 1 - exp(-log(1 + exp(bx))) from the output, and 1 where softplus is
+        # linear: elementwise ops that fuse (no where, no sigmoid kernel), smooth everywhere (so
+        # differentiable again)
+        s = neg(expm1(mul(y, -ctx.beta)))
+        return mul(g, s if linear is None else maximum(s, linear)), None, None
+
+
+def softplus_raw(x: Tensor, beta: float = 1.0, threshold: float | None = 20.0) -> Tensor:
+    """``log(1 + exp(beta x)) / beta``, linear above ``threshold`` (numerically stable; no
+    threshold when None)."""
+    return call(_Softplus, x, beta, threshold)
 
 
 def gelu_erf(x: Tensor) -> Tensor:
@@ -897,9 +928,9 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
         return input.clone()
     posinf = float(info.max) if posinf is None else posinf
     neginf = float(info.min) if neginf is None else neginf
-    out = where(isnan(input), nan, input)
-    out = where(logical_and(isinf(out), gt(out, 0)), posinf, out)
-    return where(logical_and(isinf(out), lt(out, 0)), neginf, out)
+    out = _where(isnan(input), nan, input)
+    out = _where(logical_and(isinf(out), gt(out, 0)), posinf, out)
+    return _where(logical_and(isinf(out), lt(out, 0)), neginf, out)
 
 
 # ---------------------------------------------------------------------- clamp
@@ -930,15 +961,15 @@ class _Clamp(Function):
             m2 = le(x, hi)
             mask = m2 if mask is None else logical_and(mask, m2)
         assert mask is not None  # clamp has at least one bound
-        gx = where(mask, g, 0.0)
+        gx = _where(mask, g, 0.0)
         glo = ghi = None
         # min(max(x, lo), hi): where lo > hi the result is hi, so lo gets nothing there
         if isinstance(lo, Tensor) and ctx.needs_input_grad[1]:
             lo_wins = lt(x, lo) if hi is None else logical_and(lt(x, lo), le(lo, hi))
-            glo = where(lo_wins, g, 0.0)
+            glo = _where(lo_wins, g, 0.0)
         if isinstance(hi, Tensor) and ctx.needs_input_grad[2]:
             hi_wins = gt(x, hi) if lo is None else logical_or(gt(x, hi), gt(lo, hi))
-            ghi = where(hi_wins, g, 0.0)
+            ghi = _where(hi_wins, g, 0.0)
         return gx, glo, ghi
 
 
@@ -997,7 +1028,7 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     diff = sub(end, input)
     if isinstance(weight, Tensor):
         near = abs(weight) < 0.5
-        return where(near, add(input, mul(weight, diff)), sub(end, mul(diff, rsub(weight, 1.0))))
+        return _where(near, add(input, mul(weight, diff)), sub(end, mul(diff, rsub(weight, 1.0))))
     if -0.5 < weight < 0.5:
         return add(input, mul(weight, diff))
     return sub(end, mul(diff, 1.0 - weight))
@@ -1094,6 +1125,26 @@ def _can_cast(res: Any, out: Any) -> bool:
     a category or to a higher one (float64 into float32, int64 into int32, int into float), never
     floating into integer or bool, nor integer into bool."""
     return res._kind <= out._kind
+
+
+def where(condition: Tensor, input: Any = None, other: Any = None, *,
+          out: Tensor | None = None) -> Any:
+    """``input`` where ``condition`` holds, else ``other`` (broadcasting; scalars allowed), or
+    ``nonzero(condition, as_tuple=True)`` with neither. ``out=`` takes tensors only, and its dtype
+    must be the result's, as PyTorch's overloads."""
+    if out is None:
+        return _where(condition, input, other)
+    if input is None and other is None:
+        raise TypeError("where(): out= is taken only with input and other tensors")
+    for pos, (arg, v) in enumerate((("input", input), ("other", other)), 2):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"where(): argument '{arg}' (position {pos}) must be Tensor, not "
+                            f"{type(v).__name__}")
+    res = _where(condition, input, other)
+    if out.dtype is not res.dtype:
+        raise RuntimeError(f"Expected out type to be {_type_name(res.dtype)} but got "
+                           f"{_type_name(out.dtype)}")
+    return write_out("where", res, out, (condition, input, other), dtype_rule="exact")
 
 
 def _type_name(d: Any) -> str:

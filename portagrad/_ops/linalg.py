@@ -26,6 +26,7 @@ from ..autograd.grad_mode import _no_grad
 from ._common import call
 from . import complexnum, elementwise, reduction
 from . import shape
+from .diagonal import diagonal
 from .indexing import gather, where
 from .joining import cat, tril, triu
 from .matmul import matmul
@@ -57,13 +58,22 @@ def _square(name: str, a: Any) -> None:
                            f"{elementwise._type_name(a.dtype)}")
 
 
+def lapack_pivot(col: Tensor) -> Tensor:
+    """The pivot row (..., 1) among the magnitudes ``col`` (..., r) as LAPACK's ``i?amax``: the
+    first largest, where a NaN is never larger (its running maximum compares with ``>``), so a
+    NaN is the pivot only when it comes first (argmax alone would take any NaN)."""
+    nan = elementwise.isnan(col)
+    p = argmax(where(nan, -1.0, col), -1, keepdim=True)
+    return where(shape.narrow(nan, -1, 0, 1), 0, p)
+
+
 def _pivot(m: Tensor, k: int) -> tuple[Tensor, Tensor]:
     """Rows ``k`` and the best pivot row (largest ``|m[..., i, k]|``, ``i >= k``) swapped, and
     whether a swap happened (per matrix)."""
     n = m.shape[-2]
     with _no_grad():
         col = elementwise.abs(shape.narrow(shape.select(m, -1, k), -1, k, n - k))
-        p = argmax(col, -1, keepdim=True) + k  # (..., 1)
+        p = lapack_pivot(col) + k  # (..., 1)
         rows = _creation.arange(n, device=m.device)
         perm = where(elementwise.eq(rows, k), p, where(elementwise.eq(rows, p), k, rows))  # (..., n)
         swapped = shape.squeeze(elementwise.ne(p, k), -1)
@@ -447,30 +457,82 @@ lu_unpack_result = namedtuple("lu_unpack_result", ["P", "L", "U"])
 
 def lu_factor(A: Tensor, *, pivot: bool = True) -> Any:
     """``(LU, pivots)``: ``L`` (unit diagonal, below) and ``U`` packed in one matrix and LAPACK's
-    1-based row interchanges (``int32``), by Gaussian elimination with partial pivoting."""
+    1-based row interchanges (``int32``), by Gaussian elimination with partial pivoting. An exactly
+    zero diagonal element of ``U`` raises :class:`LinAlgError`, as PyTorch's (``lu_factor_ex``
+    and ``lu`` do not)."""
+    LU, pivots = lu_eliminate(A, pivot)
+    check_lu_info(lu_info(LU), "torch.linalg.lu_factor")
+    return lu_factor_result(LU, pivots)
+
+
+def lu_info(LU: Tensor) -> Tensor:
+    """LAPACK's ``info`` of a packed ``LU`` (int32 per matrix): the 1-based index of the first
+    exactly zero diagonal element of ``U``, else 0."""
+    k = min(LU.shape[-2], LU.shape[-1])
+    with _no_grad():
+        d = shape.narrow(shape.narrow(LU, -2, 0, k), -1, 0, k)
+        zero = elementwise.eq(diagonal(d, 0, -2, -1), 0) if k else None
+        return singular_info(zero, LU.shape[:-2], LU.device)
+
+
+def check_lu_info(info: Tensor, name: str) -> None:
+    """Raise PyTorch's error for the first matrix (in batch order) whose ``info`` is nonzero."""
+    if not info.numel():
+        return
+    flat = shape.reshape(info, (-1,))
+    with _no_grad():
+        bad = flat > 0
+        if not bool(bad.any().item()):
+            return
+        b = int(argmax(bad.to(_dtype.int32), 0).item())
+    i = int(flat[b].item())
+    where_ = f"(Batch element {b}): " if info.dim() else ""
+    raise LinAlgError(f"{name}: {where_}U[{i},{i}] is zero and using it on lu_solve would result "
+                      f"in a division by zero. If you still want to perform the factorization, "
+                      f"consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
+
+
+def _multipliers(col: Tensor, pivot: Tensor) -> Tensor:
+    """``col / pivot`` as LAPACK's ``getf2``/``getrf2`` scale the column below a pivot: times the
+    pivot's reciprocal unless the pivot is below the smallest normal number (then divided), and
+    left as it is by an exactly zero pivot. (``x * (1 / x)`` can be one unit below 1: equal rows
+    then leave LAPACK's ``U`` a 1e-16 entry, not an exact zero.)"""
+    p = where(elementwise.eq(pivot, 0), 1.0, pivot)
+    tiny = _dtype.finfo(elementwise.abs(p).dtype).tiny
+    return where(elementwise.abs(p) >= tiny, col * elementwise.reciprocal(p), col / p)
+
+
+def lu_eliminate(A: Tensor, pivot: bool = True) -> lu_factor_result:
+    """``lu_factor`` without its check of ``U``'s diagonal (the elimination ``lu``,
+    ``lu_factor_ex`` and ``torch.lu`` share)."""
     if not isinstance(A, Tensor) or A.dim() < 2:
         raise RuntimeError("linalg.lu_factor: The input tensor A must have at least 2 "
                            "dimensions.")
+    m, n = A.shape[-2], A.shape[-1]
     if not (A.dtype.is_floating_point or A.dtype.is_complex):
-        raise RuntimeError(f"linalg.lu_factor: Expected a floating point or complex tensor as "
-                           f"input. Got {elementwise._type_name(A.dtype)}")
+        if A.numel():  # PyTorch's kernel refuses the dtype; an empty input never reaches it
+            raise NotImplementedError(f"linalg.lu_factor: \"lu\" not implemented for "
+                                      f"'{elementwise._type_name(A.dtype)}' (a floating point or "
+                                      f"complex tensor is expected)")
+        return lu_factor_result(_creation.zeros(A.shape, dtype=A.dtype, device=A.device),
+                                _creation.zeros(A.shape[:-2] + (min(m, n),), dtype=_dtype.int32,
+                                                device=A.device))
     if not pivot:
         raise NotImplementedError("lu_factor(pivot=False) is not implemented")
-    m, n = A.shape[-2], A.shape[-1]
     lu = A
     cols = _creation.arange(n, device=A.device)
     piv = []
     for k in range(min(m, n)):
         with _no_grad():
             col = elementwise.abs(shape.narrow(shape.select(lu, -1, k), -1, k, m - k))
-            p = argmax(col, -1, keepdim=True) + k
+            p = lapack_pivot(col) + k
         piv.append(p)
         lu, _ = _pivot(lu, k)
         if k + 1 < m:
             row = shape.narrow(lu, -2, k, 1)
             p_kk = shape.narrow(row, -1, k, 1)
             below = shape.narrow(lu, -2, k + 1, m - k - 1)
-            f = shape.narrow(below, -1, k, 1) / where(elementwise.eq(p_kk, 0), 1.0, p_kk)
+            f = _multipliers(shape.narrow(below, -1, k, 1), p_kk)
             updated = below - f * row
             # columns after k are eliminated, column k keeps the multipliers (L), the columns
             # before it hold earlier multipliers
@@ -510,7 +572,7 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
 
 def lu(A: Tensor, *, pivot: bool = True) -> Any:
     """``(P, L, U)`` with ``A = P L U`` (``torch.linalg.lu``)."""
-    return lu_unpack(*lu_factor(A, pivot=pivot))
+    return lu_unpack(*lu_eliminate(A, pivot))
 
 
 def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
@@ -525,7 +587,7 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
 
 def lu_legacy(A: Tensor, pivot: bool = True, get_infos: bool = False) -> Any:
     """``torch.lu``: ``(LU, pivots)``, plus zero ``infos`` when ``get_infos``."""
-    LU, pivots = lu_factor(A, pivot=pivot)
+    LU, pivots = lu_eliminate(A, pivot)
     if get_infos:
         return LU, pivots, _creation.zeros(A.shape[:-2], dtype=_dtype.int32, device=A.device)
     return LU, pivots
@@ -554,6 +616,8 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
     if n == 0:
         eye = _creation.eye(input.shape[-1], dtype=input.dtype, device=input.device)
         return eye.expand(input.shape).clone()
+    if n == 3:  # PyTorch's order for the cube ((A A) A): it places NaN from inf entries
+        return matmul(matmul(input, input), input)
     result: Tensor | None = None
     base = input
     while n:  # binary exponentiation: log2(n) squarings

@@ -14,14 +14,13 @@ from .._autocast import STATE as _AUTOCAST
 from .._autocast import autocast_call as _autocast_call
 from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
-from ..errors import LinAlgError
 from . import complexnum, elementwise, reduction, shape
 from ._common import call
 from .diagonal import diagonal
 from .indexing import where
 from .joining import cat, tril, triu
-from .linalg import (_Cholesky, _gauss_jordan_pivots, _square, inv, lu_factor, singular_info,
-                     solve)
+from .linalg import (_Cholesky, _gauss_jordan_pivots, _square, check_lu_info, inv, lu_eliminate,
+                     lu_info, singular_info, solve)
 from .matmul import matmul
 from .scan import cumprod
 
@@ -134,18 +133,10 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -
     """``(LU, pivots, info)``: :func:`lu_factor` and LAPACK's ``info`` (int32 per matrix: the
     1-based index of the first exactly zero diagonal element of ``U``, else 0); with
     ``check_errors`` a nonzero ``info`` raises."""
-    LU, pivots = lu_factor(A, pivot=pivot)
-    k = min(A.shape[-2], A.shape[-1])
-    with _no_grad():
-        d = shape.narrow(shape.narrow(LU, -2, 0, k), -1, 0, k)
-        zero = elementwise.eq(_diag(d), 0) if k else None
-        info = singular_info(zero, A.shape[:-2], A.device)
-        if check_errors and info.numel() and bool((info > 0).any().item()):
-            first = int(reduction.amax(info).item())
-            raise LinAlgError(f"torch.linalg.lu_factor_ex: U[{first},{first}] is zero and using "
-                              f"it on lu_solve would result in a division by zero. If you still "
-                              f"want to perform the factorization, consider calling "
-                              f"linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
+    LU, pivots = lu_eliminate(A, pivot)
+    info = lu_info(LU)
+    if check_errors:
+        check_lu_info(info, "torch.linalg.lu_factor_ex")
     return linalg_lu_factor_ex(LU, pivots, info)
 
 

@@ -74,7 +74,14 @@ def _check(a: Tensor, b: Tensor, name: str) -> None:
     if a.dtype is not b.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != "
                            f"{b.dtype}")
-    if a.dtype is _dtype.bool:  # integers are fine (PyTorch's CPU matmul takes them), bool not
+
+
+def _check_bool(a: Tensor, name: str, work: int) -> None:
+    """Refuse bool operands of a product with ``work`` (output elements times the inner size)
+    multiply-adds. Integers are fine (PyTorch's CPU matmul takes them); bool is not, except that
+    PyTorch returns an empty or all-False result without looking at the dtype when there is
+    nothing to multiply."""
+    if a.dtype is _dtype.bool and work:
         raise RuntimeError(f"{name}: bool tensors are not supported; convert with .float() or "
                            f".long() first")
 
@@ -120,6 +127,7 @@ def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {da}D "
                            f"and {db}D")
     if da == 1 and db == 1:
+        _check_bool(a, "matmul", 1)  # PyTorch's dot refuses bool even when empty
         return dot(a, b)
     a2 = unsqueeze(a, 0) if da == 1 else a
     b2 = unsqueeze(b, -1) if db == 1 else b
@@ -131,6 +139,7 @@ def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor
         raise RuntimeError(f"matmul: inner dimensions do not match: {list(a.shape)} @ "
                            f"{list(b.shape)} ({k} != {k2})")
     batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    _check_bool(a, "matmul", math.prod(batch) * m * n * k)
     if not batch and b2.dim() == 2 and a2.dim() == 2:
         out = call(_MM, a2, b2)
     elif b2.dim() == 2 and a2.dim() > 2 and a2.is_contiguous():
@@ -176,6 +185,7 @@ def bmm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{input.shape[0]}, {input.shape[2]}] but got: "
                            f"[{mat2.shape[0]}, {mat2.shape[1]}].")
+    _check_bool(input, "bmm", math.prod(input.shape) * mat2.shape[2])
     return call(_BMM, input, mat2)
 
 
@@ -187,6 +197,7 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
         raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
                            f"{_dtype_name(input.dtype)} and {_dtype_name(other.dtype)}")
     _check(input, other, "dot")
+    _check_bool(input, "dot", 1)
     if input.dim() != 1 or other.dim() != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
     if input.shape[0] != other.shape[0]:

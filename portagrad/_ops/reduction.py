@@ -16,7 +16,7 @@ from ..autograd.grad_mode import _flags
 from ._common import call, refuse_complex, to_scalar
 from ._gather import scatter_into_zeros
 from . import complexnum
-from .conversion import write_out
+from .conversion import write_out, write_out_pair
 from .indexing import where
 from .shape import expand, reshape
 
@@ -281,7 +281,12 @@ def amin(input: Tensor, dim: Any = (), keepdim: bool = False, *,
     return call(_AMax, input, axes, keepdim, "min")
 
 
-def aminmax(input: Tensor, *, dim: Any = None, keepdim: bool = False) -> Any:
+def aminmax(input: Tensor, *, dim: Any = None, keepdim: bool = False,
+            out: Any = None) -> Any:
+    """``(min, max)`` over ``dim`` (all elements when ``None``); ``out=(min, max)`` of the
+    input's dtype."""
+    if out is not None:
+        return write_out_pair("aminmax", aminmax(input, dim=dim, keepdim=keepdim), out, (input,))
     mm = namedtuple("aminmax", ["min", "max"])  # type: ignore[name-match]  # PyTorch's type name
     return mm(amin(input, () if dim is None else dim, keepdim),
               amax(input, () if dim is None else dim, keepdim))
@@ -366,16 +371,39 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool, other: Any) -> Any
     return values_indices(v, i)
 
 
-def max(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:
+def _max_min_out(op: str, input: Tensor, dim: Any, keepdim: bool, other: Any, out: Any) -> Any:
+    """``out=`` of ``max``/``min``, each form with its PyTorch rule: ``(values, indices)`` of
+    exact dtypes along ``dim``; one tensor the result casts into for all elements; with another
+    tensor, ``maximum``/``minimum``'s rule."""
+    res = _max_min(op, input, dim, keepdim, other)
+    if other is not None or isinstance(dim, Tensor):
+        return write_out(op, res, out, (input, other if other is not None else dim))
+    if dim is not None:
+        return write_out_pair(op, res, out, (input,))
+    if isinstance(out, Tensor) and not _dtype.can_cast(res.dtype, out.dtype):
+        raise RuntimeError("Expected canCast( typeMetaToScalarType(self.dtype()), "
+                           "typeMetaToScalarType(out.dtype())) to be true, but got false.  (Could "
+                           "this error message be improved?  If so, please report an enhancement "
+                           "request to PyTorch.)")
+    return write_out(op, res, out, (input,))
+
+
+def max(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None,
+        out: Any = None) -> Any:
     """Maximum of all elements, or ``(values, indices)`` along ``dim``, or elementwise with a
     tensor."""
     refuse_complex("max_all", input.dtype)
+    if out is not None:
+        return _max_min_out("max", input, dim, keepdim, other, out)
     return _max_min("max", input, dim, keepdim, other)
 
 
-def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:
+def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None,
+        out: Any = None) -> Any:
     """Minimum of all elements, or ``(values, indices)`` along ``dim``."""
     refuse_complex("min_all", input.dtype)
+    if out is not None:
+        return _max_min_out("min", input, dim, keepdim, other, out)
     return _max_min("min", input, dim, keepdim, other)
 
 

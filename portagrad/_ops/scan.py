@@ -26,7 +26,7 @@ from ._common import call
 from .reduction import _sum_dtype, reduce_out
 from . import elementwise
 from .shape import narrow, reshape
-from .conversion import unaliased
+from .conversion import unaliased, write_out_pair
 from .indexing import gather, where
 from .joining import cat
 
@@ -107,14 +107,18 @@ def _cumext(name: str, better: Callable[[Tensor, Tensor], Tensor], input: Tensor
     return cummax_result(gather(input, d, idx), idx)
 
 
-def cummax(input: Tensor, dim: int) -> Any:
+def cummax(input: Tensor, dim: int, *, out: Any = None) -> Any:
     """``(values, indices)`` of the running maximum along ``dim`` (NaN propagates)."""
-    return _cumext("cummax", elementwise.gt, input, dim)
+    res = _cumext("cummax", elementwise.gt, input, dim)
+    return res if out is None else write_out_pair("cummax", res, out, (input,),
+                                                  dtype_errors="cummax")
 
 
-def cummin(input: Tensor, dim: int) -> Any:
+def cummin(input: Tensor, dim: int, *, out: Any = None) -> Any:
     """``(values, indices)`` of the running minimum along ``dim`` (NaN propagates)."""
-    return _cumext("cummin", elementwise.lt, input, dim)
+    res = _cumext("cummin", elementwise.lt, input, dim)
+    return res if out is None else write_out_pair("cummin", res, out, (input,),
+                                                  dtype_errors="cummax")
 
 
 def _logaddexp_inf(a: Tensor, b: Tensor) -> Tensor:

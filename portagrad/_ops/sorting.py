@@ -16,6 +16,7 @@ from ..autograd.grad_mode import _no_grad
 from . import elementwise, reduction
 from ._common import call, refuse_bool
 from .indexing import gather, scatter_add, where
+from .conversion import write_out_pair
 from .joining import cat
 from .shape import narrow, reshape, squeeze
 
@@ -25,8 +26,11 @@ sort_result = namedtuple("sort_result", ["values", "indices"])
 topk_result = namedtuple("topk_result", ["values", "indices"])
 
 
-def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *,
+         out: Any = None) -> Any:
     """Sorted values and their indices along ``dim`` (stable)."""
+    if out is not None:
+        return write_out_pair("sort", sort(input, dim, descending, stable), out, (input,))
     if input.dtype.is_complex:  # PyTorch's message, leading space included
         raise RuntimeError(" Sort does not support complex dtypes on CPU")
     if input.dim() == 0:
@@ -49,8 +53,11 @@ def msort(input: Tensor) -> Tensor:
     return sort(input, 0)[0]
 
 
-def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *,
+         out: Any = None) -> Any:
     """The ``k`` largest (or smallest) values and their indices along ``dim``."""
+    if out is not None:
+        return write_out_pair("topk", topk(input, k, dim, largest, sorted), out, (input,))
     d = wrap_dim(dim, input.dim()) if input.dim() else 0
     n = input.shape[d] if input.dim() else 1
     if not 0 <= k <= n:
@@ -63,7 +70,12 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     return topk_result(gather(input, d, idx), idx)
 
 
-def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any:
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
+             out: Any = None) -> Any:
+    """``(values, indices)`` of the ``k``-th smallest element along ``dim``."""
+    if out is not None:
+        return write_out_pair("kthvalue", kthvalue(input, k, dim, keepdim), out, (input,),
+                              dtype_errors="kthvalue", warn_dim=_dropped(input, dim, keepdim))
     d = wrap_dim(dim, input.dim())
     n = input.shape[d] if input.dim() else 1
     if not 1 <= k <= n:  # (k == 0 would narrow at -1: the largest value)
@@ -98,9 +110,24 @@ def _median_all(x: Tensor) -> Tensor:
     return v
 
 
-def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+def _dropped(input: Tensor, dim: int, keepdim: bool) -> int | None:
+    """The reduced dimension that PyTorch's kthvalue and mode keep in ``out`` while resizing it
+    (write_out's ``warn_dim``), or None."""
+    return None if keepdim or input.dim() == 0 else wrap_dim(dim, input.dim())
+
+
+def _needs_dim(name: str, dim: Any, out: Any) -> None:
+    if out is not None and dim is None:  # (PyTorch's median of all elements takes no out=)
+        raise TypeError(f'{name}() missing 1 required positional arguments: "dim"')
+
+
+def median(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
     """Lower median (of all elements, or ``(values, indices)`` along ``dim``); NaN where the
     elements hold a NaN, indexed at the first NaN (PyTorch's; ``nanmedian`` skips them)."""
+    if out is not None:
+        _needs_dim("median", dim, out)
+        return write_out_pair("median", median(input, dim, keepdim), out, (input,),
+                              dtype_errors="median")
     if dim is None:
         return call(_MedianAll, input, _median_all)
     d = wrap_dim(dim, input.dim())
@@ -123,9 +150,14 @@ median_result = namedtuple("median_result", ["values", "indices"])
 mode_result = namedtuple("mode_result", ["values", "indices"])
 
 
-def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
+              out: Any = None) -> Any:
     """The lower median of the non-NaN elements (of all, or ``(values, indices)`` along
     ``dim``)."""
+    if out is not None:
+        _needs_dim("nanmedian", dim, out)
+        return write_out_pair("nanmedian", nanmedian(input, dim, keepdim), out, (input,),
+                              dtype_errors="median")
     if dim is None:
         return call(_NanmedianAll, input, _nanmedian_all)
     d = wrap_dim(dim, max(input.dim(), 1))
@@ -152,9 +184,12 @@ def _nanmedian_all(x: Tensor) -> Tensor:
     return nanmedian(flat, 0).values
 
 
-def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None) -> Any:
     """``(values, indices)``: the most frequent value along ``dim`` (the smallest among equally
     frequent ones) and the index of its last occurrence."""
+    if out is not None:
+        return write_out_pair("mode", mode(input, dim, keepdim), out, (input,),
+                              dtype_errors="mode", warn_dim=_dropped(input, dim, keepdim))
     x = reshape(input, (1,)) if input.dim() == 0 else input
     d = wrap_dim(dim, x.dim())
     n = x.shape[d]

@@ -107,7 +107,9 @@ class Categorical(Distribution):
             self._validate_sample(value)
         value = value.long().unsqueeze(-1)
         shape = _bshape(tuple(value.shape), tuple(self.logits.shape))
-        value = value.expand(shape[:-1] + (1,))
+        # (PyTorch's value[..., :1] of the broadcast value: with no categories the gather
+        # reads nothing and the result keeps an empty last dimension)
+        value = value.expand(shape[:-1] + (min(shape[-1], 1),))
         log_pmf = self.logits.expand(shape)
         return log_pmf.gather(-1, value).squeeze(-1)
 

@@ -6,7 +6,7 @@ from typing import Any, Generic, TypeVar
 from collections.abc import Callable
 
 from .._creation import tensor as _tensor
-from .._dtype import get_default_dtype
+from .._dtype import finfo, get_default_dtype
 from .._ops.elementwise import clamp, log, log1p, sigmoid
 from .._tensor import Tensor
 from ..nn.functional import softmax
@@ -49,8 +49,9 @@ def _broadcast(*shapes: Any) -> tuple[int, ...]:
 
 
 def clamp_probs(probs: Tensor) -> Tensor:
-    """``probs`` clamped to ``[eps, 1 - eps]`` (eps of its dtype)."""
-    eps = 1.1920928955078125e-07 if probs.dtype.itemsize == 4 else 2.220446049250313e-16
+    """``probs`` clamped to ``[eps, 1 - eps]`` (eps of its dtype: a 16-bit float's 1 - eps must
+    stay below 1; an integer dtype raises ``finfo``'s TypeError, as PyTorch)."""
+    eps = finfo(probs.dtype).eps
     return clamp(probs, eps, 1.0 - eps)
 
 

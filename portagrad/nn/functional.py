@@ -363,10 +363,18 @@ def softsign(input: Tensor) -> Tensor:
     return input / (input.abs() + 1.0)
 
 
+def _log1p_exp(x: Tensor) -> Tensor:
+    """``log(1 + exp(x))`` with no threshold (PyTorch's ``-log_sigmoid(-x)``), a 16-bit input
+    computed in float32 and rounded once, as PyTorch's log_sigmoid kernel."""
+    if x.dtype in _HALF16:
+        return _in_float32(lambda t: softplus_raw(t, 1.0, None))(x)
+    return softplus_raw(x, 1.0, None)
+
+
 def logsigmoid(input: Tensor) -> Tensor:
-    """``log(sigmoid(x))`` computed stably (``-softplus(-x)``)."""
+    """``log(sigmoid(x))`` computed stably (``-log(1 + exp(-x))``)."""
     _floating_only("log_sigmoid_cpu", input)
-    return -softplus(-input)
+    return -_log1p_exp(-input)
 
 
 def tanhshrink(input: Tensor) -> Tensor:
@@ -529,7 +537,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                            f"and {weight.shape[1]}x{weight.shape[0]})")
     if weight.dim() == 2 and input.dim() >= 1 and (bias is None or bias.dim() == 1):
         return nodes.linear.linear(input, weight, bias)  # one recorded node instead of ~7
-    out = input @ (weight.t() if weight.dim() == 2 else weight)
+    out = input @ weight.t()  # (t() refuses a weight of more than 2 dimensions, as PyTorch's)
     if bias is not None:
         check_expandable(bias.shape, out.shape)  # the bias never broadcasts the output
         out = out + bias
@@ -1801,12 +1809,12 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     if tuple(input.shape[2:]) != tuple(target.shape[1:]):
         raise RuntimeError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}, got "
                            f"{list(target.shape)}")
-    _floating_only("nll_loss_out_frame" if input.dim() == 2 else "nll_loss2d_forward_out_frame",
-                   input)
     Cc = input.shape[1]
-    if weight is not None and weight.numel() != Cc:
+    if weight is not None and weight.numel() != Cc:  # (PyTorch checks it before the dtype)
         raise RuntimeError(f"weight tensor should be defined either for all {Cc} classes or no "
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
+    _floating_only("nll_loss_out_frame" if input.dim() == 2 else "nll_loss2d_forward_out_frame",
+                   input)
     _check_targets(target, Cc, ignore_index)
     mask = _class_mask(target, Cc, input.dim())
     picked = where(mask, input, 0.0).sum(1)  # (N, ...)
@@ -1940,8 +1948,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
     _float_into(target, _type_name(input.dtype))
-    # log(1 + exp(-x)) computed as log1p(exp(-|x|)) + max(-x, 0)
-    sp = (-input.abs()).exp().log1p() + (-input).relu()
+    # log(1 + exp(-x)) as PyTorch's -log_sigmoid(x), which a 16-bit input computes in float32
+    # and rounds once (each step rounded to 16 bits was a few units off)
+    sp = _log1p_exp(-input)
     if pos_weight is not None:
         lw = (pos_weight - 1.0) * target + 1.0
         loss = (1.0 - target) * input + lw * sp

@@ -94,12 +94,12 @@ def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
     if x.dtype is not w.dtype or (b is not None and b.dtype is not w.dtype):
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {x.dtype} and "
                            f"{w.dtype}")
-    if w.dtype.is_complex:
-        # composed: matmul's node has the complex (conjugating) gradients
+    if not w.dtype.is_floating_point:
+        # composed: matmul's node has the complex (conjugating) gradients; integers multiply
+        # with wrapping as PyTorch's CPU addmm does (they never require grad), and bool is
+        # refused by matmul unless the product is empty
         y = x.matmul(w.t())
         return y if b is None else y + b
-    if not w.dtype.is_floating_point:
-        raise RuntimeError(f"linear: integer and bool tensors are not supported (got {w.dtype})")
     if b is not None:
         check_expandable(b.shape, tuple(x.shape[:-1]) + (w.shape[0],))
     return call(_Linear, x, w, b)
