@@ -246,8 +246,7 @@ inline {t} pg_remainder_{t}({t} a, {t} b) {{
     return mod;
 }}
 inline {t} pg_sigmoid_{t}({t} a) {{
-    {t} e = exp(-fabs(a));
-    return (a >= ({t})0 ? ({t})1 : e) / (({t})1 + e);
+    return ({t})1 / (({t})1 + exp(-a));  /* PyTorch's formula (0 where exp(-a) overflows) */
 }}""")
             if t == "float":
                 parts.append(erf32.opencl_source())
