@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .gemm_gemv import lane_sum, vector_width
 from .kernels import CTYPE, HALF16, half16_helpers
 from .vectors import direct_typedefs, vload
 
@@ -36,17 +37,6 @@ _ARGS = ("__global const {t}* A, long ao, long sab, long sam, long sak, "
 _ARG_TYPES = [None] + [_I64] * 4 + [None] + [_I64] * 4 + [None] + [_I64] * 7
 
 
-def _width(dtype: str) -> int:
-    return 4 if dtype == "float64" else 8  # 32-byte vectors of the compute type
-
-
-def _hsum(v: str, w: int) -> str:
-    """OpenCL C summing the ``w`` lanes of vector ``v`` (halves folded pairwise)."""
-    if w == 8:
-        v = f"({v}.lo + {v}.hi)"
-    return f"(({v}.s0 + {v}.s1) + ({v}.s2 + {v}.s3))"
-
-
 def dot_source(dtype: str, a_unit: bool, b_unit: bool, direct: bool) -> str:
     """Source of kernel ``gemm_dot`` for ``dtype``: vector loads along ``k`` of ``a`` when
     ``a_unit`` (``a.strides[k] == 1``) and of ``b`` when ``b_unit`` (``b.strides[k] == 1``), else
@@ -56,7 +46,7 @@ def dot_source(dtype: str, a_unit: bool, b_unit: bool, direct: bool) -> str:
     ct = "float" if half else t
     ld = HALF16[dtype][0] if half else ""
     st = HALF16[dtype][1] if half else ""
-    w = _width(dtype)
+    w = vector_width(dtype)
     vt = f"{ct}{w}"
     rm, rn = DOT_BLOCK
     rows, cols = range(rm), range(rn)
@@ -78,7 +68,7 @@ def dot_source(dtype: str, a_unit: bool, b_unit: bool, direct: bool) -> str:
     bl = " ".join(f"{vt} vb{j} = {load(f'b{j} + k' if b_unit else f'b{j} + k * sbk', b_unit, 'sbk')};"
                   for j in cols)
     fma = " ".join(f"c{i}_{j} += va{i} * vb{j};" for i in rows for j in cols)
-    sums = " ".join(f"{ct} s{i}_{j} = {_hsum(f'c{i}_{j}', w)};" for i in rows for j in cols)
+    sums = " ".join(f"{ct} s{i}_{j} = {lane_sum(f'c{i}_{j}', w)};" for i in rows for j in cols)
     ta = " ".join(f"{ct} ta{i} = {ld}(a{i}[k * sak]);" for i in rows)
     tb = " ".join(f"{ct} tb{j} = {ld}(b{j}[k * sbk]);" for j in cols)
     tf = " ".join(f"s{i}_{j} += ta{i} * tb{j};" for i in rows for j in cols)

@@ -31,7 +31,7 @@ import numpy as np
 from .kernels import CTYPE, HALF16, half16_helpers
 from .vectors import direct_typedefs, vload, vstore
 
-__all__ = ["GEMV_ROWS", "gemv_source", "launch_gemv"]
+__all__ = ["GEMV_ROWS", "gemv_source", "lane_sum", "launch_gemv", "vector_width"]
 
 #: the most rows of ``out`` one launch computes (the row count is compiled into the kernel)
 GEMV_ROWS = 8
@@ -54,8 +54,9 @@ _NF_VECS = 4
 _LOCAL = None
 
 
-def _width(dtype: str) -> int:
-    return 4 if dtype == "float64" else 8  # 32-byte vectors of the compute type
+def vector_width(dtype: str) -> int:
+    """Lanes of the 32-byte vectors of ``dtype``'s compute type (16-bit floats compute in float)."""
+    return 4 if dtype == "float64" else 8
 
 
 def _types(dtype: str) -> tuple[str, str, str, str]:
@@ -65,7 +66,7 @@ def _types(dtype: str) -> tuple[str, str, str, str]:
     return CTYPE[dtype], CTYPE[dtype], "", ""
 
 
-def _hsum(v: str, w: int) -> str:
+def lane_sum(v: str, w: int) -> str:
     """OpenCL C summing the ``w`` lanes of vector ``v`` (halves folded pairwise)."""
     if w == 8:
         v = f"({v}.lo + {v}.hi)"
@@ -74,7 +75,7 @@ def _hsum(v: str, w: int) -> str:
 
 def _kfast_kernel(dtype: str, rm: int, a_unit: bool, direct: bool) -> str:
     t, ct, ld, st = _types(dtype)
-    w = _width(dtype)
+    w = vector_width(dtype)
     nc = _KF_COLS[rm]
     vt = f"{ct}{w}"
     vld = f"{ld}_{w}" if ld else ""
@@ -88,7 +89,7 @@ def _kfast_kernel(dtype: str, rm: int, a_unit: bool, direct: bool) -> str:
         al = " ".join(f"{vt} a{i} = ({vt})(" + ", ".join(
             f"{ld}(ap[{i} * sam + (k + {l}) * sak])" for l in range(w)) + ");" for i in rows)
     fma = " ".join(f"c{i}_{j} += a{i} * b{j};" for i in rows for j in cols)
-    sums = " ".join(f"{ct} s{i}_{j} = {_hsum(f'c{i}_{j}', w)};" for i in rows for j in cols)
+    sums = " ".join(f"{ct} s{i}_{j} = {lane_sum(f'c{i}_{j}', w)};" for i in rows for j in cols)
     tb = " ".join(f"{ct} b{j} = {ld}(b{j}p[k]);" for j in cols)
     ta = " ".join(f"{ct} a{i} = {ld}(ap[{i} * sam + k * sak]);" for i in rows)
     tf = " ".join(f"s{i}_{j} += a{i} * b{j};" for i in rows for j in cols)
@@ -122,7 +123,7 @@ __kernel void gemv_kfast({_ARGS.format(t=t)})
 
 def _nfast_kernel(dtype: str, rm: int, b_unit: bool, c_unit: bool, direct: bool) -> str:
     t, ct, ld, st = _types(dtype)
-    w = _width(dtype)
+    w = vector_width(dtype)
     v = _NF_VECS
     nb = v * w
     vt = f"{ct}{w}"
@@ -190,9 +191,9 @@ def gemv_source(dtype: str, rm: int, kfast: bool, a_unit: bool, b_unit: bool,
     if dtype == "float64":
         head += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
     if direct:
-        head += direct_typedefs(CTYPE[dtype], [_width(dtype)])
+        head += direct_typedefs(CTYPE[dtype], [vector_width(dtype)])
     if dtype in HALF16:
-        head += half16_helpers(dtype, [_width(dtype)])
+        head += half16_helpers(dtype, [vector_width(dtype)])
     body = (_kfast_kernel(dtype, rm, a_unit, direct) if kfast
             else _nfast_kernel(dtype, rm, b_unit, c_unit, direct))
     return head + body
@@ -223,7 +224,7 @@ def launch_gemv(dev: Any, a: Any, b: Any, out: Any) -> None:
         else:
             key = ("gemm", dt, "gemv", "nfast", rm, b_unit, c_unit, direct)
             name = "gemv_nfast"
-            gx = -(-n // (_NF_VECS * _width(dt)))
+            gx = -(-n // (_NF_VECS * vector_width(dt)))
         kern = dev.kernel(key, name, lambda rm=rm: gemv_source(dt, rm, kfast, a_unit, b_unit,
                                                                c_unit, direct), [dt], _ARG_TYPES)
         kern(q, (gx, 1, bsz), _LOCAL, a.buffer.mem, a.offset + r0 * sam, sab, sam, sak,
