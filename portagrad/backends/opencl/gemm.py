@@ -51,7 +51,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .gemm_dot import launch_dot
-from .gemm_gemv import launch_gemv
+from .gemm_gemv import GEMV_ROWS, launch_gemv
 from .gemm_packed import PACKED_TILES, PackedTile, launch_packed
 from .gemm_tune import TUNE_MIN_FLOPS, Choice, Tuner, size_class
 from .kernels import CTYPE, HALF16, UTYPE, half16_helpers
@@ -584,7 +584,7 @@ def _kind(dev: Any, forced: str | None) -> str | None:
 _GPU3_TUNE = (Gpu3Config(128, 128, 16), Gpu3Config(64, 64, 16))
 #: the generation of the candidate kernels, part of the key of remembered choices: a choice timed
 #: against an earlier set of kernels is not trusted for the current one
-TUNED_KERNELS = "k2"
+TUNED_KERNELS = "k3"
 _TUNERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _TUNERS_LOCK = threading.Lock()  # one Tuner per device, whichever threads ask first
 
@@ -657,7 +657,7 @@ def launch_gemm(dev: Any, a: Any, b: Any, out: Any, kind: str | None = None,
         choice = ("gemv", None)
     else:
         cands = candidates(dev, dt, a.strides[2] == 1 and b.strides[1] == 1)
-        if m <= GEMV_MAX_M:
+        if m <= GEMV_ROWS:  # (8 rows: one gemv launch reads b once, which wins on wide b)
             cands = [*cands, ("gemv", None)]
         flops = 2 * bsz * m * n * k
         choice = tuner(dev).choose(
