@@ -113,8 +113,10 @@ def _scalar_in(s: Any, dt: np.dtype) -> np.ndarray:
 
 
 def _sigmoid(x: np.ndarray, out: np.ndarray) -> None:
-    e = np.exp(-np.abs(x))  # never overflows
-    np.divide(np.where(x >= 0, 1, e), 1 + e, out=out)
+    if x.dtype == np.float16:  # in float32, rounded once (PyTorch's half kernels)
+        x = x.astype(np.float32)
+    with np.errstate(over="ignore"):  # PyTorch's formula: 0 where e^-x overflows to inf
+        np.divide(1, 1 + np.exp(-x), out=out)
 
 
 def _sign(x: np.ndarray, out: np.ndarray) -> None:

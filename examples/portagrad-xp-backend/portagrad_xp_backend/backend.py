@@ -426,9 +426,9 @@ class XpBackend(Backend):
         elif op == "reciprocal":
             r = 1.0 / a
         elif op == "sigmoid":
-            # exp(-|x|) never overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below
-            e = xp.exp(-xp.abs(a))
-            r = xp.where(a >= 0, xp.ones_like(e), e) / (1.0 + e)
+            # PyTorch's formula: 0 where e^-x overflows to inf (not the subnormal of the
+            # exp(-|x|) form)
+            r = 1.0 / (1.0 + xp.exp(-a))
         elif op == "relu":
             if d is _BOOL:
                 r, fresh = a, False
