@@ -285,6 +285,10 @@ def _gpu3_key(dtype: str, cfg: Gpu3Config, layout: Gpu3Layout) -> tuple:
     return ("gemm", dtype, "gpu3", cfg.tm, cfg.tn, cfg.tk, cfg.lx, cfg.ly, cfg.warp8x4, *layout)
 
 
+def _cpu_key(dtype: str, b_unit: bool, c_unit: bool, direct: bool) -> tuple:
+    return ("gemm", dtype, "cpu", b_unit, c_unit, direct)
+
+
 def _aligned4(bsz: int, offset: int, batch_stride: int, slow_stride: int) -> bool:
     """Whether every 4-vector starting at a multiple of 4 along the unit-stride axis is aligned to
     its size, ``4 * itemsize`` bytes (16 for float32, 8 for 16-bit floats, 32 for float64): that
@@ -562,7 +566,7 @@ def gemm_source(dtype: str, kind: str, b_unit: bool, c_unit: bool, a_kfast: bool
         if direct:
             head += direct_typedefs(t, [CPU_BLOCK[dtype][2]])
         body = _cpu_kernel(t, dtype, b_unit, c_unit, direct)
-        key = ("gemm", dtype, "cpu", b_unit, c_unit, direct)
+        key = _cpu_key(dtype, b_unit, c_unit, direct)
     return GemmPlan(key, head + body + _edge_kernel(dtype), dtype)
 
 
@@ -693,7 +697,7 @@ def _run(dev: Any, a: Any, b: Any, out: Any, choice: Choice) -> None:
         layout = gpu3_layout(a, b, out, cfg)
         key = _gpu3_key(dt, cfg, layout)
     else:
-        key = ("gemm", dt, "cpu", b_unit, c_unit, dev.direct_vectors)
+        key = _cpu_key(dt, b_unit, c_unit, dev.direct_vectors)
     args = [a.buffer.mem, a.offset, sab, sam, sak, b.buffer.mem, b.offset, sbb, sbk, sbn,
             out.buffer.mem, out.offset, scb, scm, scn, m, n, k]
 

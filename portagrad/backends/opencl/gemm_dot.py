@@ -22,9 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from .gemm_gemv import lane_sum, vector_width
-from .kernels import CTYPE, HALF16, half16_helpers
-from .vectors import direct_typedefs, vload
+from .gemm_gemv import kernel_head, lane_sum, operand_types, vector_width
+from .vectors import vload
 
 __all__ = ["DOT_BLOCK", "dot_source", "launch_dot"]
 
@@ -41,11 +40,7 @@ def dot_source(dtype: str, a_unit: bool, b_unit: bool, direct: bool) -> str:
     """Source of kernel ``gemm_dot`` for ``dtype``: vector loads along ``k`` of ``a`` when
     ``a_unit`` (``a.strides[k] == 1``) and of ``b`` when ``b_unit`` (``b.strides[k] == 1``), else
     lane-by-lane gathers; ``direct``: vector loads through pointers (see :mod:`.vectors`)."""
-    t = CTYPE[dtype]
-    half = dtype in HALF16
-    ct = "float" if half else t
-    ld = HALF16[dtype][0] if half else ""
-    st = HALF16[dtype][1] if half else ""
+    t, ct, ld, st = operand_types(dtype)
     w = vector_width(dtype)
     vt = f"{ct}{w}"
     rm, rn = DOT_BLOCK
@@ -76,14 +71,7 @@ def dot_source(dtype: str, a_unit: bool, b_unit: bool, direct: bool) -> str:
         f"if (row + {i} < M && col + {j} < N) "
         f"C[co + bt * scb + (row + {i}) * scm + (col + {j}) * scn] = {st}(s{i}_{j});"
         for i in rows for j in cols)
-    head = "#pragma OPENCL FP_CONTRACT ON\n"  # a*b+c may fuse: GEMM is not bit-exact anyway
-    if dtype == "float64":
-        head += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-    if direct:
-        head += direct_typedefs(t, [w])
-    if half:
-        head += half16_helpers(dtype, [w])
-    return head + f"""
+    return kernel_head(dtype, direct) + f"""
 __kernel void gemm_dot({_ARGS.format(t=t)})
 {{
     long col = get_global_id(0) * {rn}, row = get_global_id(1) * {rm}, bt = get_global_id(2);

@@ -31,7 +31,8 @@ import numpy as np
 from .kernels import CTYPE, HALF16, half16_helpers
 from .vectors import direct_typedefs, vload, vstore
 
-__all__ = ["GEMV_ROWS", "gemv_source", "lane_sum", "launch_gemv", "vector_width"]
+__all__ = ["GEMV_ROWS", "gemv_source", "kernel_head", "lane_sum", "launch_gemv", "operand_types",
+           "vector_width"]
 
 #: the most rows of ``out`` one launch computes (the row count is compiled into the kernel)
 GEMV_ROWS = 8
@@ -59,11 +60,25 @@ def vector_width(dtype: str) -> int:
     return 4 if dtype == "float64" else 8
 
 
-def _types(dtype: str) -> tuple[str, str, str, str]:
+def operand_types(dtype: str) -> tuple[str, str, str, str]:
     """``(storage type, compute type, load, store)``; load/store are "" unless 16-bit."""
     if dtype in HALF16:
         return CTYPE[dtype], "float", HALF16[dtype][0], HALF16[dtype][1]
     return CTYPE[dtype], CTYPE[dtype], "", ""
+
+
+def kernel_head(dtype: str, direct: bool) -> str:
+    """The start of a program of 32-byte vector kernels for ``dtype`` (this family's and
+    :mod:`.gemm_dot`'s): contraction on, fp64 enabled for float64, the direct vector typedefs
+    (``direct``, see :mod:`.vectors`) and the 16-bit conversion helpers."""
+    head = "#pragma OPENCL FP_CONTRACT ON\n"  # a*b+c may fuse: GEMM is not bit-exact anyway
+    if dtype == "float64":
+        head += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    if direct:
+        head += direct_typedefs(CTYPE[dtype], [vector_width(dtype)])
+    if dtype in HALF16:
+        head += half16_helpers(dtype, [vector_width(dtype)])
+    return head
 
 
 def lane_sum(v: str, w: int) -> str:
@@ -74,7 +89,7 @@ def lane_sum(v: str, w: int) -> str:
 
 
 def _kfast_kernel(dtype: str, rm: int, a_unit: bool, direct: bool) -> str:
-    t, ct, ld, st = _types(dtype)
+    t, ct, ld, st = operand_types(dtype)
     w = vector_width(dtype)
     nc = _KF_COLS[rm]
     vt = f"{ct}{w}"
@@ -122,7 +137,7 @@ __kernel void gemv_kfast({_ARGS.format(t=t)})
 
 
 def _nfast_kernel(dtype: str, rm: int, b_unit: bool, c_unit: bool, direct: bool) -> str:
-    t, ct, ld, st = _types(dtype)
+    t, ct, ld, st = operand_types(dtype)
     w = vector_width(dtype)
     v = _NF_VECS
     nb = v * w
@@ -187,16 +202,9 @@ def gemv_source(dtype: str, rm: int, kfast: bool, a_unit: bool, b_unit: bool,
     ``c_unit``). ``direct``: vector loads and stores through pointers (see :mod:`.vectors`)."""
     if not 1 <= rm <= GEMV_ROWS:
         raise ValueError(f"gemv kernels take 1 to {GEMV_ROWS} rows, got {rm}")
-    head = "#pragma OPENCL FP_CONTRACT ON\n"  # a*b+c may fuse: GEMM is not bit-exact anyway
-    if dtype == "float64":
-        head += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-    if direct:
-        head += direct_typedefs(CTYPE[dtype], [vector_width(dtype)])
-    if dtype in HALF16:
-        head += half16_helpers(dtype, [vector_width(dtype)])
     body = (_kfast_kernel(dtype, rm, a_unit, direct) if kfast
             else _nfast_kernel(dtype, rm, b_unit, c_unit, direct))
-    return head + body
+    return kernel_head(dtype, direct) + body
 
 
 def launch_gemv(dev: Any, a: Any, b: Any, out: Any) -> None:

@@ -646,16 +646,17 @@ def reduce_source(in_dtype: str, out_dtype: str, kr: int, rr: int, wg: int) -> s
         for suffix, lsz in (("", wg), ("_1", 1)):
             kept_params = _params("os", okr) + ", long ocs, __global const " + it + "* X, long xo" + \
                 _params("xs", okr) + _params("xr", rr) + _params("n", okr) + _params("m", rr)
-            red_dec = ["long r = j; long c; long xi = xb;"]
-            for d in range(rr - 1, -1, -1):
-                red_dec.append("c = r;" if d == 0 else f"c = r % m{d}; r /= m{d};")
-                red_dec.append(f"xi += c * xr{d};")
-            red_dec_s = "\n        ".join(red_dec)
             # two reduced dimensions (a bias gradient of a convolution: batch and positions):
             # counters stepped along the loop instead of a 64-bit division per element
             pair = rr == 2
             if pair:
                 red_dec_s = "long xi = xb + c0 * xr0 + c1 * xr1;"
+            else:
+                red_dec = ["long r = j; long c; long xi = xb;"]
+                for d in range(rr - 1, -1, -1):
+                    red_dec.append("c = r;" if d == 0 else f"c = r % m{d}; r /= m{d};")
+                    red_dec.append(f"xi += c * xr{d};")
+                red_dec_s = "\n        ".join(red_dec)
             # kept-index decomposition for the output and the input base
             kd = ["long r = g / nchunk; long c; long oi = oo + (g % nchunk) * ocs; long xb = xo;"]
             for d in range(okr - 1, -1, -1):
