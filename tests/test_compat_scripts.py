@@ -93,6 +93,7 @@ def _env(device: str | None) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.pop("PORTAGRAD_COMPAT_SHARED_RNG", None)
+    env["PYTHONFAULTHANDLER"] = "1"  # a crash shows the Python stack in the failure
     if device is not None:
         env["PORTAGRAD_DEVICE"] = device
         if device == "cpu":

@@ -6,8 +6,10 @@ them (:func:`portagrad.backends._visible.visible_indices`).
 """
 from __future__ import annotations
 
+import atexit
 import os
 import threading
+import weakref
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -122,13 +124,18 @@ class Device:
         exts = d.extensions.split()
         self.fp64 = "cl_khr_fp64" in exts or bool(getattr(d, "double_fp_config", 0))
         self.fp16 = "cl_khr_fp16" in exts
-        self.type = _type_name(cl, d.type)
+        #: "cpu", "gpu", "accelerator"...; ``PORTAGRAD_OPENCL_DEVICE_TYPE`` overrides it, which
+        #: picks the kernels of that kind of device: the CPU kernel families are checked on
+        #: Oclgrind (a simulator that reports itself a GPU) that way
+        self.type = os.environ.get("PORTAGRAD_OPENCL_DEVICE_TYPE") or _type_name(cl, d.type)
         self.is_gpu = self.type == "gpu"
         #: PoCL compiles with clang, so clang builtins (non-temporal stores) are available
         self.is_pocl = "Portable Computing Language" in d.platform.name
         #: generated kernels read and write vectors through pointers instead of vloadn/vstoren,
-        #: which PoCL calls out of line, spilling a loop's vector registers (see .vectors)
-        self.direct_vectors = self.is_pocl
+        #: which PoCL calls out of line, spilling a loop's vector registers (see .vectors);
+        #: ``PORTAGRAD_OPENCL_DIRECT_VECTORS=0|1`` overrides it (to check those kernels elsewhere)
+        env_direct = os.environ.get("PORTAGRAD_OPENCL_DIRECT_VECTORS")
+        self.direct_vectors = self.is_pocl if not env_direct else env_direct == "1"
         #: text put before every program's source: on PoCL, inline forms of builtins it calls
         #: out of line (see _POCL_INLINE)
         self.source_prefix = _POCL_INLINE if self.is_pocl else ""
@@ -276,8 +283,33 @@ class Device:
             self.queue.finish()
 
 
+#: every Device made, for the wait at interpreter exit
+_LIVE: weakref.WeakSet[Device] = weakref.WeakSet()
+
+
+def _finish_at_exit() -> None:
+    """Wait for the commands still queued on every device before the process exits.
+
+    A program may end with work in flight (its last result never read). Without this wait the
+    exit runs the shared libraries' destructors while a driver thread still executes it: PoCL
+    compiles a kernel at its first launch with the LLVM in its library, and that LLVM's static
+    objects are destroyed under the compiling thread (a segfault after the program's last line).
+    Runs from :mod:`atexit`, so before any module is torn down; forked children leave with
+    ``os._exit`` and never get here."""
+    for dev in list(_LIVE):
+        try:
+            dev.finish()
+        except Exception:  # a lost device cannot be waited for; exiting is all that is left
+            pass
+
+
 def make_devices() -> list[Device]:
     """Create :class:`Device` objects for the visible devices, in logical order."""
     phys = discover()
-    return [Device(i, phys[p]) for i, p in enumerate(visible_indices("opencl", len(phys)))]
+    devices = [Device(i, phys[p]) for i, p in enumerate(visible_indices("opencl", len(phys)))]
+    # registered after pyopencl's own exit hooks, so it runs before them
+    atexit.unregister(_finish_at_exit)
+    atexit.register(_finish_at_exit)
+    _LIVE.update(devices)
+    return devices
 
