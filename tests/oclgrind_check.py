@@ -9,7 +9,11 @@ may pass. Oclgrind 19.10 has no option to abort on an error, so this script runs
 output capture off (Oclgrind writes straight to file descriptor 2), keeps stderr, echoes it and
 fails when it holds an Oclgrind report, whatever pytest's own result.
 
-    python tests/oclgrind_check.py [pytest args ...]
+    python tests/oclgrind_check.py [--as-cpu-device] [pytest args ...]
+
+Oclgrind reports itself a GPU, so the backend picks its GPU kernels there; ``--as-cpu-device``
+makes it pick those of a CPU device like PoCL's (``PORTAGRAD_OPENCL_DEVICE_TYPE=cpu``, vectors
+read and written through pointers as on PoCL), so that they are checked too.
 """
 from __future__ import annotations
 
@@ -39,6 +43,9 @@ def main(argv: list[str]) -> int:
     for k, v in CHECKS.items():
         env.setdefault(k, v)
     env.setdefault("PORTAGRAD_TEST_DEVICES", "opencl:0")
+    if argv[:1] == ["--as-cpu-device"]:
+        argv = argv[1:]
+        env.update(PORTAGRAD_OPENCL_DEVICE_TYPE="cpu", PORTAGRAD_OPENCL_DIRECT_VECTORS="1")
     cmd = [sys.executable, "-m", "pytest", "-s", "-p", "no:cacheprovider", *argv]
     proc = subprocess.run(cmd, env=env, stderr=subprocess.PIPE, text=True, errors="replace")
     sys.stderr.write(proc.stderr)
