@@ -32,7 +32,7 @@ import functools
 import itertools
 import threading
 from typing import Any
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from . import _dtype
 from ._shape import contiguous_strides
@@ -48,7 +48,8 @@ from .backends.interface import Backend, View, decline_complex
 
 __all__ = [
     "new_like", "new_on", "unary", "binary", "binary_views", "where", "cast", "contiguous",
-    "copy_into", "copy_region", "fill", "reduce", "min_max", "arg_reduce", "cumsum", "bmm",
+    "copy_into", "copy_region", "fill", "reduce", "min_max", "min_max_later", "defers_checks",
+    "arg_reduce", "cumsum", "bmm",
     "gather", "scatter",
     "sort", "random", "strides_for", "view", "expand_view", "bare_view", "bare_expand", "bump",
     "binary_", "binary_into", "fill_", "copy_", "axpy_", "lerp_", "addc_", "Scratch", "has_prims",
@@ -545,6 +546,15 @@ def min_max(x: Tensor, valid: tuple[Any, Any] | None = None) -> tuple[Any, Any]:
     reductions write into one two-element buffer (on a device every read is a synchronisation;
     index checks run this on every gather and cross-entropy). ``valid``: the closed range an index
     check accepts, for a captured step (:mod:`portagrad.capture`) to check again on replay."""
+    out = _min_max_into(x)
+    if valid is not None and CHECK_HOOK is not None:
+        CHECK_HOOK(out._v, valid)
+    lo, hi = out._host().tolist()
+    return lo, hi
+
+
+def _min_max_into(x: Tensor) -> Tensor:
+    """A fresh two-element tensor holding ``(min, max)`` of non-empty ``x``: two reductions."""
     v = x._v
     if not v.shape:  # 0-d: reduce a one-element view
         v = bare_view(v, (1,), (1,))
@@ -555,10 +565,27 @@ def min_max(x: Tensor, valid: tuple[Any, Any] | None = None) -> tuple[Any, Any]:
     be = x._storage.backend
     for i, op in enumerate(("min", "max")):
         be.reduce(op, v, axes, bare_view(ov, (1,) * nd, (1,) * nd, i))
-    if valid is not None and CHECK_HOOK is not None:
-        CHECK_HOOK(ov, valid)
-    lo, hi = out._host().tolist()
-    return lo, hi
+    return out
+
+
+def defers_checks(x: Tensor) -> bool:
+    """Whether :func:`min_max_later` defers a check of ``x`` (see there)."""
+    return CHECK_HOOK is None and hasattr(x._storage.backend, "defer_check")
+
+
+def min_max_later(x: Tensor, check: Callable[[Any, Any], None]) -> bool:
+    """Check ``(min, max)`` of non-empty ``x`` later, where its backend reads asynchronously.
+
+    On a backend with ``defer_check`` (the OpenCL backend) the two reductions and the read are
+    enqueued without waiting and ``check(lo, hi)`` runs at the device's next host read or
+    synchronisation, where it may raise (as a CUDA device-side assert surfaces); returns True.
+    Elsewhere (a host backend, whose read costs nothing, or inside a captured step) nothing
+    is done and False says so: the caller checks now, with :func:`min_max`. The kernels that
+    consume what is checked must stay in bounds whatever the values (the check only reports)."""
+    if not defers_checks(x):
+        return False
+    x._storage.backend.defer_check(_min_max_into(x)._v, lambda values: check(*values.tolist()))
+    return True
 
 
 def _drop_axes(t: Tensor, axes: Sequence[int]) -> Tensor:

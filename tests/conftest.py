@@ -13,6 +13,8 @@ they are deselected, and the header says how many and why.
 from __future__ import annotations
 
 import os
+import sys
+from typing import Any
 
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")  # two PoCL devices for multi-device tests
 # OpenCL GEMM tiles and convolution paths chosen by size, not timed: results then depend neither on
@@ -138,3 +140,20 @@ def torch_shim_ok(device: str) -> None:
     if why:
         pytest.skip(why)
 
+
+
+@pytest.fixture(autouse=True)
+def _no_deferred_error_left() -> Any:
+    """A test that leaves an OpenCL device's deferred check failing (an out-of-range target it
+    never read back) fails itself, instead of the next test reading that device."""
+    yield
+    devices = sys.modules.get("portagrad.backends.opencl.devices")
+    if devices is None:
+        return
+    for dev in list(devices._LIVE):
+        if dev.checks:
+            try:
+                dev.run_checks()
+            except Exception as exc:
+                pytest.fail(f"the test left a deferred check's error unread on {dev.label}: "
+                            f"{type(exc).__name__}: {exc}")

@@ -4,6 +4,7 @@ PyTorch's derivative; and the range checks that keep a bad target from giving a 
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -197,7 +198,10 @@ def check_class_targets(target: Tensor, c: int, ignore_index: int) -> bool:
     wrong loss silently. Ignored values outside the range are zeroed first, then the range costs
     one small reduction and one host read (``_raw.min_max``, with the valid range so that a
     captured step checks it again on replay). Only on error is the whole target read back, to
-    name the first bad value in order, as PyTorch does.
+    name the first bad value in order, as PyTorch does. On a device that reads asynchronously
+    (``_raw.defers_checks``: OpenCL) the read is not waited for: the error comes at the device's
+    next read or synchronisation (the fused loss kernel gives NaN for a bad target meanwhile,
+    the composed forms pick no class; neither reads out of bounds).
 
     True when every target is known to be a class, none ignored (eager only: a captured step's
     replay may see other targets), else False.
@@ -205,6 +209,12 @@ def check_class_targets(target: Tensor, c: int, ignore_index: int) -> bool:
     if not target.numel():
         return False
     t = target.detach()
+    # a device that reads asynchronously: the check is enqueued and reports at the next read
+    # of the device (waiting for it would stall the host on the forward pass every step)
+    if _raw.defers_checks(t):
+        late = t if 0 <= ignore_index < c else t * ne(t, ignore_index)
+        _raw.min_max_later(late, functools.partial(_late_class_check, t, c, ignore_index))
+        return False
     if not 0 <= ignore_index < c:
         if _raw.CHECK_HOOK is None:
             # eager: targets all in range (no ignored entry among them) pass at once; a
@@ -221,6 +231,18 @@ def check_class_targets(target: Tensor, c: int, ignore_index: int) -> bool:
     if bad.size:
         raise IndexError(f"Target {int(bad.reshape(-1)[0])} is out of bounds.")
     return False
+
+
+def _late_class_check(target: Tensor, c: int, ignore_index: int, lo: int, hi: int) -> None:
+    """The deferred form of :func:`check_class_targets`' range check: ``lo``/``hi`` bound the
+    targets with ignored entries as class 0. On error, names the first bad target in order as
+    PyTorch does (the target read now: if it was changed since, the bound that failed)."""
+    if lo >= 0 and hi < c:
+        return
+    h = target._host()
+    bad = h[(h != ignore_index) & ((h < 0) | (h >= c))]
+    first = int(bad.reshape(-1)[0]) if bad.size else (lo if lo < 0 else hi)
+    raise IndexError(f"Target {first} is out of bounds.")
 
 
 def cross_entropy_indices(x: Tensor, target: Tensor, ignore_index: int, reduction: str,

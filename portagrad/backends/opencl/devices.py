@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import threading
 import weakref
 import warnings
@@ -180,6 +181,10 @@ class Device:
         self.build_options = ["-cl-fp32-correctly-rounded-divide-sqrt"] if single_cfg & (1 << 7) else []
         self._programs: dict[Any, Any] = {}
         self._kernels: dict[Any, Kernel] = {}
+        #: deferred checks (see ``RuntimeMixin.defer_check``): (event of the read, host array,
+        #: check), run at the device's next host read or synchronisation; guarded by checks_lock
+        self.checks: list[tuple[Any, Any, Callable[[Any], None]]] = []
+        self.checks_lock = threading.Lock()
         self.launch_lock = threading.RLock()
         self._build_lock = threading.RLock()
         self.stage_lock = threading.Lock()
@@ -282,6 +287,36 @@ class Device:
         with cl_errors(self.label, "synchronize"):
             self.queue.finish()
 
+    def run_checks(self, done_only: bool = False) -> None:
+        """Run the deferred checks (see ``RuntimeMixin.defer_check``), each once, waiting for its
+        read (``done_only``: only those whose read has completed, without waiting); the first
+        exception one of them raises is raised after all have run."""
+        if not self.checks:
+            return
+        with self.checks_lock:
+            if done_only:
+                import pyopencl as cl
+
+                complete = cl.command_execution_status.COMPLETE
+                todo: list[Any] = []
+                keep: list[Any] = []
+                for c in self.checks:
+                    (todo if c[0].command_execution_status == complete else keep).append(c)
+                self.checks[:] = keep
+            else:
+                todo = list(self.checks)
+                self.checks.clear()
+        first: BaseException | None = None
+        for ev, values, check in todo:
+            try:
+                with cl_errors(self.label, "reading a check's values"):
+                    ev.wait()
+                check(values)
+            except Exception as exc:
+                first = first or exc
+        if first is not None:
+            raise first
+
 
 #: every Device made, for the wait at interpreter exit
 _LIVE: weakref.WeakSet[Device] = weakref.WeakSet()
@@ -300,7 +335,13 @@ def _finish_at_exit() -> None:
         try:
             dev.finish()
         except Exception:  # a lost device cannot be waited for; exiting is all that is left
-            pass
+            continue
+        try:
+            dev.run_checks()
+        except Exception as exc:  # nothing is left to raise it in: say it
+            print(f"portagrad: {type(exc).__name__}: {exc} (a check of an operation on "
+                  f"{dev.label} found it at exit; no later read of the device raised it)",
+                  file=sys.stderr)
 
 
 def make_devices() -> list[Device]:

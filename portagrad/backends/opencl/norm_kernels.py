@@ -445,9 +445,13 @@ __kernel void cross_entropy(__global const S* X, long xo, __global const long* T
         A lse = log(s) + m;
         long t = T[to + r];
         A w = 0, loss = 0;
-        if (t != ignore_index) {{
+        if (t != ignore_index && t >= 0 && t < Cn) {{
             w = hw ? LD(W[wo + t]) : (A)1;
             loss = w * (lse - LD(x[t]));
+        }} else if (t != ignore_index) {{  /* not a class: NaN, never a read out of bounds
+                                               (the target check reports it, maybe later) */
+            w = (A)NAN;
+            loss = (A)NAN;
         }}
         LSE[so + r] = ST(lse);
         RW[rwo + r] = ST(w);

@@ -16,7 +16,7 @@ same two buffers).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -77,7 +77,9 @@ class RuntimeMixin:
 
     @flushes
     def synchronize(self, index: int) -> None:
-        self.device(index).finish()
+        dev = self.device(index)
+        dev.finish()
+        dev.run_checks()
         # not clear(): another thread may have enqueued a copy since the finish, whose host
         # array must stay alive
         self._forget_done(index)
@@ -204,7 +206,34 @@ class RuntimeMixin:
                 self._staged_read(dev, src.buffer.mem, off, out.reshape(-1).view(np.uint8))
             else:
                 cl.enqueue_copy(dev.queue, out, src.buffer.mem, src_offset=off, is_blocking=True)
+        dev.run_checks()
         return out
+
+    @flushes
+    def defer_check(self, src: View, check: Callable[[np.ndarray], None]) -> None:
+        """Read the (few) elements of ``src`` without waiting for the queue; ``check`` gets them
+        as a numpy array at the device's next host read (:meth:`to_host`) or synchronisation,
+        in that caller's thread, and may raise there, as a CUDA device-side assert surfaces at
+        the next synchronisation. Index checks use it (see ``portagrad._raw.min_max_later``):
+        waiting for their two numbers would stall the host on everything queued before them
+        (the forward pass, for a training step's cross-entropy)."""
+        import pyopencl as cl
+
+        dev = self._dev(src)
+        out = np.empty(src.shape, src.dtype.numpy)
+        if not contig(src):
+            tmp = self._empty_like(dev, src.shape, src.dtype)
+            self.copy(src, tmp)
+            src = tmp
+        with cl_errors(dev.label, f"copying {out.nbytes} bytes device->host"):
+            ev = cl.enqueue_copy(dev.queue, out, src.buffer.mem,
+                                 src_offset=src.offset * src.dtype.itemsize, is_blocking=False)
+        with dev.checks_lock:
+            dev.checks.append((ev, out, check))
+        # a program that never reads: the checks (and the targets they hold) must not pile up;
+        # those whose read is done run from 64 on, and all (waiting) from 256
+        if len(dev.checks) > 64:
+            dev.run_checks(done_only=len(dev.checks) <= 256)
 
     def _staged_read(self, dev: Device, mem: Any, offset: int, out: np.ndarray) -> None:
         """Device->host copy of ``out.nbytes`` bytes at ``offset`` of ``mem`` through two pinned
