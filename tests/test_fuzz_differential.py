@@ -196,6 +196,14 @@ class Declined(Exception):
     on an OpenCL device without ``cl_khr_fp16``): nothing to compare."""
 
 
+def _synced(m: Any, out: Any, device: Any) -> Any:
+    """``out``, after waiting for portagrad's OpenCL device: a check the call deferred to the
+    device's next read (cross-entropy's targets) raises here, inside the call being compared."""
+    if m is pg and isinstance(device, str) and device.startswith("opencl"):
+        pg.opencl.synchronize(pg.device(device).index)
+    return out
+
+
 def _call(m: Any, F: Any, name: str, arrs: list[Arr], kw: dict, device: Any) -> tuple:
     """Run one call; returns (result, error, the tensor arguments after the call)."""
     fn = OPS[name][2]
@@ -203,7 +211,7 @@ def _call(m: Any, F: Any, name: str, arrs: list[Arr], kw: dict, device: Any) -> 
         ts = [build(m, a, device) for a in arrs]
     except pg.errors.DTypeError as exc:
         raise Declined(str(exc)) from exc
-    out, exc = _run(lambda: fn(m, F, *ts, **dict(kw)))
+    out, exc = _run(lambda: _synced(m, fn(m, F, *ts, **dict(kw)), device))
     if isinstance(exc, pg.errors.DTypeError) and any(a.cast for a in arrs):
         # an empty 16-bit tensor is made without a kernel; the device declines the dtype at the
         # op's first kernel instead

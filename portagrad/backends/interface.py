@@ -890,6 +890,12 @@ class Backend:
     # is flushed at both ends and before ``run``; memory the calls allocated for themselves
     # stays the trace's.
     #
+    # A backend whose reads wait for queued work may define ``defer_check(view, check)``: read
+    # the few elements of ``view`` (as they are in queue order now) without waiting, and call
+    # ``check(values)`` (a numpy array) once, at the device's next ``to_host`` or
+    # ``synchronize``, letting what it raises out of that call. The core's index checks of
+    # cross-entropy targets use it, so that a training step does not wait for its forward pass.
+    #
     # def attention(self, q, k, v, mask, causal: bool, scale: float, out, lse) -> None:
     #     """``out`` (*B, L, Dv) = ``softmax(s) v`` and ``lse`` (*B, L) = ``log(sum(exp(s)))``
     #     per row, ``s = q k^T * scale`` (+ mask, -inf where masked out)."""
@@ -940,7 +946,7 @@ OPTIONAL_METHODS = ("allocate_array", "binary_array", "host_array", "wrap_host",
                     "softmax_backward", "layer_norm", "layer_norm_backward", "batch_norm", "batch_norm_backward", "cross_entropy", "cross_entropy_backward",  # noqa: E501
                     "gelu", "gelu_backward",
                     "attention", "attention_backward", "fused_attention", "discard",
-                    "begin_trace", "end_trace",
+                    "begin_trace", "end_trace", "defer_check",
                     "record_event", "event_wait", "event_query", "event_elapsed_ms")
 """Methods the core uses when a backend overrides them, composing or skipping otherwise."""
 

@@ -49,6 +49,7 @@ COVERED = {
     "gelu_backward": "test_activations", "attention": "test_attention",
     "attention_backward": "test_attention", "fused_attention": "test_attention",
     "discard": "test_elementwise", "begin_trace": "test_contract", "end_trace": "test_contract",
+    "defer_check": "test_contract",
     "eigh": "test_linalg", "svd": "test_linalg", "eig": "test_linalg",
     "fft_c2c": "test_fft", "fft_r2c": "test_fft", "fft_c2r": "test_fft",
 }
@@ -520,3 +521,28 @@ def test_trace(conformance_backend: Any) -> None:
     be.binary("add", x.dev, 1.0, out.dev)
     be.to_host(out.dev)  # a host read: the run's choices could depend on the data
     assert be.end_trace(token) is None
+
+
+def test_defer_check(conformance_backend: Any) -> None:
+    """``defer_check(view, check)`` (optional): ``check`` gets the view's values as they were in
+    queue order when it was called, once, at the next ``to_host`` or ``synchronize``, and what it
+    raises comes out of that call; reads work again afterwards."""
+    be = conformance_backend
+    if getattr(be, "defer_check", None) is None:
+        pytest.skip("the backend has no defer_check (optional)")
+    x = contiguous(be, np.array([3, -1], np.int64), pg.int64)
+    seen: list[list[int]] = []
+    be.defer_check(x.dev, lambda v: seen.append(np.asarray(v).tolist()))
+    be.from_host(x.dev, np.array([7, 7], np.int64))  # a later write is not what it checks
+    be.synchronize(0)
+    assert seen == [[3, -1]]
+    be.synchronize(0)
+    assert seen == [[3, -1]]  # once
+
+    def fail(values: Any) -> None:
+        raise IndexError(f"bad value {int(values[0])}")
+
+    be.defer_check(x.dev, fail)
+    with pytest.raises(IndexError, match="bad value 7"):
+        be.to_host(x.dev)
+    np.testing.assert_array_equal(be.to_host(x.dev), [7, 7])
