@@ -573,19 +573,17 @@ def defers_checks(x: Tensor) -> bool:
     return CHECK_HOOK is None and hasattr(x._storage.backend, "defer_check")
 
 
-def min_max_later(x: Tensor, check: Callable[[Any, Any], None]) -> bool:
-    """Check ``(min, max)`` of non-empty ``x`` later, where its backend reads asynchronously.
+def min_max_later(x: Tensor, check: Callable[[Any, Any], None]) -> None:
+    """Check ``(min, max)`` of non-empty ``x`` later, on a backend that reads asynchronously
+    (only where :func:`defers_checks` says so; elsewhere, a host backend whose read costs
+    nothing or inside a captured step, the caller checks now with :func:`min_max`).
 
-    On a backend with ``defer_check`` (the OpenCL backend) the two reductions and the read are
-    enqueued without waiting and ``check(lo, hi)`` runs at the device's next host read or
-    synchronisation, where it may raise (as a CUDA device-side assert surfaces); returns True.
-    Elsewhere (a host backend, whose read costs nothing, or inside a captured step) nothing
-    is done and False says so: the caller checks now, with :func:`min_max`. The kernels that
-    consume what is checked must stay in bounds whatever the values (the check only reports)."""
-    if not defers_checks(x):
-        return False
+    The two reductions and the read are enqueued through the backend's ``defer_check`` (the
+    OpenCL backend) without waiting, and ``check(lo, hi)`` runs at the device's next host read
+    or synchronisation, where it may raise (as a CUDA device-side assert surfaces). The kernels
+    that consume what is checked must stay in bounds whatever the values (the check only
+    reports)."""
     x._storage.backend.defer_check(_min_max_into(x)._v, lambda values: check(*values.tolist()))
-    return True
 
 
 def _drop_axes(t: Tensor, axes: Sequence[int]) -> Tensor:

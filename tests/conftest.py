@@ -141,7 +141,6 @@ def torch_shim_ok(device: str) -> None:
         pytest.skip(why)
 
 
-
 @pytest.fixture(autouse=True)
 def _no_deferred_error_left() -> Any:
     """A test that leaves an OpenCL device's deferred check failing (an out-of-range target it

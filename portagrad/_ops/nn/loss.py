@@ -226,11 +226,18 @@ def check_class_targets(target: Tensor, c: int, ignore_index: int) -> bool:
     lo, hi = _raw.min_max(t, (0, c - 1))
     if lo >= 0 and hi < c:
         return False
+    bad = _first_bad_target(target, c, ignore_index)
+    if bad is not None:
+        raise IndexError(f"Target {bad} is out of bounds.")
+    return False
+
+
+def _first_bad_target(target: Tensor, c: int, ignore_index: int) -> int | None:
+    """The first target in memory order that is neither a class nor ignored (PyTorch names it),
+    read from the device; None if there is none."""
     h = target.detach()._host()
     bad = h[(h != ignore_index) & ((h < 0) | (h >= c))]
-    if bad.size:
-        raise IndexError(f"Target {int(bad.reshape(-1)[0])} is out of bounds.")
-    return False
+    return int(bad.reshape(-1)[0]) if bad.size else None
 
 
 def _late_class_check(target: Tensor, c: int, ignore_index: int, lo: int, hi: int) -> None:
@@ -239,10 +246,8 @@ def _late_class_check(target: Tensor, c: int, ignore_index: int, lo: int, hi: in
     PyTorch does (the target read now: if it was changed since, the bound that failed)."""
     if lo >= 0 and hi < c:
         return
-    h = target._host()
-    bad = h[(h != ignore_index) & ((h < 0) | (h >= c))]
-    first = int(bad.reshape(-1)[0]) if bad.size else (lo if lo < 0 else hi)
-    raise IndexError(f"Target {first} is out of bounds.")
+    bad = _first_bad_target(target, c, ignore_index)
+    raise IndexError(f"Target {(lo if lo < 0 else hi) if bad is None else bad} is out of bounds.")
 
 
 def cross_entropy_indices(x: Tensor, target: Tensor, ignore_index: int, reduction: str,

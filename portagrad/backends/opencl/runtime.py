@@ -195,10 +195,7 @@ class RuntimeMixin:
         out = np.empty(src.shape, src.dtype.numpy)
         if out.size == 0:
             return out
-        if not contig(src):
-            tmp = self._empty_like(dev, src.shape, src.dtype)
-            self.copy(src, tmp)
-            src = tmp
+        src = self._readable(dev, src)
         with cl_errors(dev.label, f"copying {out.nbytes} bytes device->host"):
             off = src.offset * src.dtype.itemsize
             staged = dev.is_gpu if self._staged_reads is None else self._staged_reads
@@ -221,10 +218,7 @@ class RuntimeMixin:
 
         dev = self._dev(src)
         out = np.empty(src.shape, src.dtype.numpy)
-        if not contig(src):
-            tmp = self._empty_like(dev, src.shape, src.dtype)
-            self.copy(src, tmp)
-            src = tmp
+        src = self._readable(dev, src)
         with cl_errors(dev.label, f"copying {out.nbytes} bytes device->host"):
             ev = cl.enqueue_copy(dev.queue, out, src.buffer.mem,
                                  src_offset=src.offset * src.dtype.itemsize, is_blocking=False)
@@ -234,6 +228,14 @@ class RuntimeMixin:
         # those whose read is done run from 64 on, and all (waiting) from 256
         if len(dev.checks) > 64:
             dev.run_checks(done_only=len(dev.checks) <= 256)
+
+    def _readable(self, dev: Device, src: View) -> View:
+        """``src``, or a contiguous copy of it: what one device->host copy can read."""
+        if contig(src):
+            return src
+        tmp = self._empty_like(dev, src.shape, src.dtype)
+        self.copy(src, tmp)
+        return tmp
 
     def _staged_read(self, dev: Device, mem: Any, offset: int, out: np.ndarray) -> None:
         """Device->host copy of ``out.nbytes`` bytes at ``offset`` of ``mem`` through two pinned
