@@ -221,6 +221,10 @@ ACTS = {
     "sigmoid": (nn.Sigmoid(), lambda x: 1 / (1 + np.exp(-x))),
     "tanh": (nn.Tanh(), np.tanh),
     "softplus": (nn.Softplus(), lambda x: np.log1p(np.exp(x))),
+    "mish": (nn.Mish(), lambda x: x * np.tanh(np.log1p(np.exp(x)))),
+    "hardshrink": (nn.Hardshrink(), lambda x: np.where(np.abs(x) > 0.5, x, 0.0)),
+    "softshrink": (nn.Softshrink(), lambda x: np.where(x > 0.5, x - 0.5,
+                                                        np.where(x < -0.5, x + 0.5, 0.0))),
     "softmax": (nn.Softmax(dim=1), lambda x: np.exp(np_log_softmax(x, 1))),
     "logsoftmax": (nn.LogSoftmax(dim=1), lambda x: np_log_softmax(x, 1)),
 }

@@ -14,11 +14,12 @@ from .. import _creation, _dtype, _raw
 from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ..autograd.grad_mode import _flags
+from ..autograd.grad_mode import _flags, _no_grad
 from ._common import (NULL_CTX, call, check_same_device, is_scalar, prepare_binary, refuse_bool,
                       refuse_complex, to_scalar)
 from . import complexnum
 from .conversion import _TYPE_NAMES, fit_result, inplace, to, write_out
+from .shape import sum_to_shape
 from .indexing import _index_along, check_index_copy, index_copy, index_fill, masked_fill
 from .indexing import where as _where
 
@@ -742,7 +743,8 @@ def _make_unary(name: str, op: str, grad: Any, save: str = "input", float_only: 
 
 
 def _zero_grad(g: Tensor, x: Any, y: Any) -> Tensor:
-    return g * 0.0
+    # zeros, as PyTorch's zeros_like(grad): ``g * 0`` would turn an infinite or NaN g into NaN
+    return _creation.zeros_like(g)
 
 
 neg = _make_unary("neg", "neg", lambda g, x, y: -g, save="none", float_only=False)
@@ -792,16 +794,15 @@ tan = _make_unary("tan", "tan", lambda g, x, y: g * (y * y + 1.0), save="output"
 tanh = _make_unary("tanh", "tanh", lambda g, x, y: g * (1.0 - y * y), save="output")
 sigmoid = _make_unary("sigmoid", "sigmoid", lambda g, x, y: g * (y * (1.0 - y)), save="output")
 def _relu_grad(g: Tensor, x: Any, y: Tensor) -> Tensor:
-    """PyTorch's threshold_backward masks where the result is <= 0: a NaN result passes g.
+    """PyTorch's threshold_backward: 0 where the result is <= 0, else g (a NaN result passes g).
 
     ``y`` is relu's output, never negative: ``y != 0`` is ``not (y <= 0)`` (NaN included) in one
-    comparison."""
-    if not _flags.grad:  # nothing records: the same three primitives without the op layer
+    comparison. A select, not ``g * mask``: an infinite or NaN g gives exactly 0 where masked,
+    as in PyTorch (a product would give NaN there)."""
+    if not _flags.grad:  # nothing records: the same two primitives without the op layer
         keep = _raw.binary("ne", y, to_scalar(0, y._v.dtype), _dtype.bool)
-        dt = g._v.dtype
-        out = _raw.cast(keep, dt)
-        return _raw.binary("mul", g, out, dt, out=out)
-    return g * (y != 0).to(g.dtype)
+        return _raw.where(keep, g, to_scalar(0, g._v.dtype), g._v.dtype, g)
+    return _where(y != 0, g, 0.0)
 
 
 relu = _make_unary("relu", "relu", _relu_grad, save="output", float_only=False, takes_out=False)
@@ -1025,6 +1026,12 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
         _dtype.result_type(input, end)
     if dt in _HALF:
         return in_float32(lerp, input, end, weight, dtype=dt)
+    if isinstance(weight, Tensor):
+        return call(_LerpTensor, input, end, weight)
+    return call(_LerpScalar, input, end, weight)
+
+
+def _lerp_value(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     diff = sub(end, input)
     if isinstance(weight, Tensor):
         near = abs(weight) < 0.5
@@ -1032,6 +1039,37 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     if -0.5 < weight < 0.5:
         return add(input, mul(weight, diff))
     return sub(end, mul(diff, 1.0 - weight))
+
+
+class _LerpScalar(Function):
+    """``lerp`` as one node with PyTorch's derivatives: ``g * (1 - w)`` for ``input``, ``g * w``
+    for ``end`` and ``g * (end - input)`` for a tensor ``w`` (the composition's chain rule gave
+    ``g - g * w`` for ``input``: NaN for an infinite ``g``)."""
+
+    _backward_name = "LerpBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, input: Tensor, end: Tensor, weight: Any) -> Tensor:
+        ctx.save_for_backward(input, end, weight if isinstance(weight, Tensor) else None)
+        ctx.weight = weight
+        with _no_grad():
+            return _lerp_value(input, end, weight)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        input, end, wt = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        w = ctx.weight if wt is None else wt
+        gi = sum_to_shape(mul(g, rsub(w, 1.0) if wt is not None else 1.0 - w),
+                          tuple(input.shape)) if need[0] else None
+        ge = sum_to_shape(mul(g, w), tuple(end.shape)) if need[1] else None
+        gw = sum_to_shape(mul(g, sub(end, input)), tuple(wt.shape)) \
+            if wt is not None and len(need) > 2 and need[2] else None
+        return gi, ge, gw
+
+
+class _LerpTensor(_LerpScalar):
+    _backward_name = "LerpBackward1"
 
 
 # ------------------------------------------------------------------- in place

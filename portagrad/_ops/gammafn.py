@@ -192,10 +192,33 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
         raise RuntimeError("p has to be greater than or equal to 1")
     if x.numel() and not bool((x > (p - 1) / 2).all().item()):
         raise RuntimeError("All elements must be greater than (p-1)/2")
-    out = lgamma(x)
-    for j in range(1, p):
-        out = out + lgamma(x - j / 2)
-    return out + p * (p - 1) / 4 * math.log(math.pi)
+    return call(_Mvlgamma, x, p)
+
+
+class _Mvlgamma(Function):
+    """mvlgamma with PyTorch's derivative ``g * sum_j digamma(x - j/2)``: the sum first, then one
+    product with ``g`` (a sum of ``p`` products of ``g`` gave inf - inf = NaN for an infinite
+    ``g`` where the digammas differ in sign)."""
+
+    _backward_name = "MvlgammaBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, p: int) -> Tensor:
+        ctx.p = p
+        ctx.save_for_backward(x)
+        with _no_grad():
+            out = lgamma(x)
+            for j in range(1, p):
+                out = out + lgamma(x - j / 2)
+            return out + p * (p - 1) / 4 * math.log(math.pi)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        (x,) = ctx.saved_tensors
+        s = digamma(x)
+        for j in range(1, ctx.p):
+            s = s + digamma(x - j / 2)
+        return g * s, None
 
 
 

@@ -552,4 +552,6 @@ def strided_region(g: Tensor, base_geometry: tuple, view_geometry: tuple) -> tup
     keep = _raw.fill(_raw.new_like(g, (span,), g.dtype), 1)
     _raw.scatter(keep, 0, v_idx, _raw.fill(_raw.new_like(g, v_idx._v.shape), 0), None)
     keep_b = reshape(_raw.gather(keep, 0, b_idx), b_shape)
-    return g * keep_b, g_view
+    # a select, not g * keep: the overwritten region's gradient is exactly 0 even where g is
+    # infinite or NaN (a product gives NaN there), as PyTorch's CopySlices
+    return where(keep_b != 0, g, 0.0), g_view

@@ -240,16 +240,43 @@ def rad2deg(input: Tensor) -> Tensor:
     return _float_input(input) * (180.0 / math.pi)
 
 
+def _sinc_value(x: Tensor) -> Tensor:
+    zero = elementwise.eq(x, 0)
+    # the quotient is taken at a safe point where x == 0
+    px = where(zero, 1.0, x) * math.pi
+    return where(zero, 1.0, elementwise.sin(px) / px)
+
+
+class _Sinc(Function):
+    """Normalized sinc with PyTorch's derivative ``g * (pi x cos(pi x) - sin(pi x)) / (pi x^2)``,
+    0 at 0 (whatever ``g`` is): the slope first, then one product with ``g`` (the quotient's
+    chain rule added two products of ``g``, and an infinite ``g`` gave inf - inf = NaN)."""
+
+    _backward_name = "SincBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor) -> Tensor:
+        ctx.save_for_backward(x)
+        with _no_grad():
+            return elementwise.in_float32(_sinc_value, x)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        (x,) = ctx.saved_tensors
+
+        def slope(t: Tensor) -> Tensor:
+            s = where(elementwise.eq(t, 0), 1.0, t)  # (a safe point at 0, masked below)
+            ps = s * math.pi
+            return (ps * elementwise.cos(ps) - elementwise.sin(ps)) / (ps * s)
+
+        # 0 at 0 after the product, as PyTorch's masked_fill (whatever g is there)
+        return where(elementwise.eq(x, 0), 0.0, g * elementwise.in_float32(slope, x))
+
+
 def sinc(input: Tensor) -> Tensor:
     """Normalized sinc ``sin(pi x) / (pi x)``, 1 at 0."""
     _check_tensor("sinc", input)
-    def fwd(x: Tensor) -> Tensor:
-        zero = elementwise.eq(x, 0)
-        # the quotient is taken at a safe point where x == 0, so that its gradient there is 0
-        px = where(zero, 1.0, x) * math.pi
-        return where(zero, 1.0, elementwise.sin(px) / px)
-
-    return elementwise.in_float32(fwd, _float_input(input))
+    return call(_Sinc, _float_input(input))
 
 
 class _Logit(Function):

@@ -327,7 +327,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     _floating_only("mish_cpu", input)
-    return _maybe_inplace(lambda x: x * softplus(x).tanh(), input, inplace)
+    return _maybe_inplace(nodes.activation.mish, input, inplace)
 
 
 def sigmoid(input: Tensor) -> Tensor:
@@ -383,13 +383,18 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     _floating_only("softshrink_check", input)
-    return where(input > lambd, input - lambd,
-                 where(input < -lambd, input + lambd, input * 0.0))
+    # PyTorch's values (x * 0 inside the band: -0.0 for a negative x; NaN stays NaN) with its
+    # gradient, exactly 0 inside the band (a detached x * 0: an infinite g must not become NaN)
+    band = (input >= -lambd).logical_and(input <= lambd)
+    return where(band, input.detach() * 0.0,
+                 where(input > lambd, input - lambd, input + lambd))
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     _floating_only("hardshrink_cpu", input)
-    return where(input.abs() > lambd, input, input * 0.0)
+    # 0 inside the band (NaN stays NaN), its gradient exactly 0 there, as PyTorch's
+    band = (input >= -lambd).logical_and(input <= lambd)
+    return where(band, 0.0, input)
 
 
 def _threshold(input: Tensor, limit: float, value: float, inplace: bool) -> Tensor:
@@ -815,7 +820,10 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     if mode == "max":
         if lmax == 0:
             return _creation.zeros((B, weight.shape[1]), dtype=weight.dtype, device=weight.device)
-        out = bags.amax(1)
+        # the gradient goes to the first maximum of each bag and column only (PyTorch's
+        # max_indices), exactly 0 elsewhere: max(dim) routes it by index, where amax would split
+        # it among ties and multiply it by a 0/1 mask (an infinite g becoming NaN)
+        out = bags.max(1).values
         empty = _creation.tensor(count == 0, device=weight.device)
         return where(empty, 0.0, out)
     out = bags.sum(1)

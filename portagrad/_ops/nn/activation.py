@@ -24,10 +24,10 @@ from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...autograd.grad_mode import _no_grad, is_grad_enabled
 from .._common import call
-from ..elementwise import erf, exp, gelu_erf, sigmoid, tanh
+from ..elementwise import erf, exp, gelu_erf, sigmoid, softplus_raw, tanh
 from ..indexing import where
 
-__all__ = ["hardtanh", "hardsigmoid", "hardswish", "gelu", "silu"]
+__all__ = ["hardtanh", "hardsigmoid", "hardswish", "gelu", "mish", "silu"]
 
 # PyTorch's hardsigmoid derivative is the float32 constant 1/6 in every dtype (float64 included)
 _ONE_SIXTH = float(np.float32(1.0) / np.float32(6.0))
@@ -212,6 +212,28 @@ class _Silu(_Smooth):
     def _slope(x: Tensor, arg: Any) -> Tensor:
         s = sigmoid(x)
         return s * (x * (1.0 - s) + 1.0)
+
+
+class _Mish(_Smooth):
+    """``x * tanh(softplus(x))`` with PyTorch's MishBackward formula: the slope is computed,
+    then multiplied by the incoming gradient (the composition's chain rule adds two products
+    of it, and an infinite gradient gave inf - inf = NaN)."""
+
+    _backward_name = "MishBackward0"
+
+    @staticmethod
+    def _value(x: Tensor, arg: Any) -> Tensor:
+        return x * tanh(softplus_raw(x, 1.0, 20.0))
+
+    @staticmethod
+    def _slope(x: Tensor, arg: Any) -> Tensor:
+        t = tanh(softplus_raw(x, 1.0, 20.0))
+        return t + x * sigmoid(x) * (1.0 - t * t)
+
+
+def mish(x: Tensor) -> Tensor:
+    """``x * tanh(softplus(x))`` as one node that keeps only ``x`` for backward."""
+    return call(_Mish, x, None)
 
 
 def gelu(x: Tensor, approximate: str) -> Tensor:
