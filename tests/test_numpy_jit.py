@@ -375,6 +375,78 @@ def test_softmax_rows_specials_and_gradient(mode: str, dt: type) -> None:
         assert pg.autograd.gradcheck(lambda t: pg.nn.functional.softmax(t, dim=-1), (x64,))
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("ignore_index", [-100, 2])
+def test_cross_entropy_rows_against_float64(mode: str, dt: type, ignore_index: int,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cross entropy of class scores through the backend's ``cross_entropy`` and
+    ``cross_entropy_backward`` (the numba row kernels, or numpy): losses and gradients against
+    float64 for every reduction, ignored rows, rows holding NaN, +inf and -inf, and the kernels
+    taken where numba is there."""
+    calls = []
+    for name in ("cross_entropy_rows", "cross_entropy_backward_rows"):
+        kernel = getattr(jit, name)
+        monkeypatch.setattr(jit, name, lambda *a, _k=kernel: calls.append(1) or _k(*a))
+    rng = np.random.default_rng(12)
+    n, c = 9, 7
+    x = (rng.standard_normal((n, c)) * 3).astype(dt)
+    x[5, 1] = -np.inf
+    t = rng.integers(0, c, n)
+    t[[1, 4]] = ignore_index
+    t[5] = 1  # the target's score is -inf: an infinite loss
+    xd = x.astype(np.float64)
+    m = xd.max(1, keepdims=True)
+    lse = np.log(np.exp(xd - m).sum(1)) + m[:, 0]
+    valid = t != ignore_index
+    rows = np.where(valid, lse - xd[np.arange(n), np.where(valid, t, 0)], 0.0)
+    p = np.exp(xd - lse[:, None])
+    onehot = np.zeros((n, c))
+    onehot[np.arange(n)[valid], t[valid]] = 1
+    tol = dict(rtol=2e-6, atol=1e-6) if dt == np.float32 else dict(rtol=1e-12, atol=1e-13)
+    for reduction in ("none", "sum", "mean"):
+        xt = pg.tensor(x, requires_grad=True)
+        loss = pg.nn.functional.cross_entropy(xt, pg.tensor(t), ignore_index=ignore_index,
+                                              reduction=reduction)
+        g = rng.standard_normal(n) if reduction == "none" else np.float64(1.7)
+        loss.backward(pg.tensor(np.asarray(g, dt)))
+        k = valid * (g if reduction == "none" else g / (valid.sum() if reduction == "mean"
+                                                         else 1))
+        want = {"none": rows, "sum": rows.sum(), "mean": rows.sum() / valid.sum()}[reduction]
+        got = loss.detach().numpy().astype(np.float64)
+        if reduction == "none":
+            assert got[5] == np.inf and np.isfinite(np.delete(got, 5)).all()
+            np.testing.assert_allclose(np.delete(got, 5), np.delete(want, 5), **tol)
+        else:
+            assert got == np.inf
+        gwant = (p - onehot) * np.asarray(k)[..., None] * np.ones((n, 1))
+        np.testing.assert_allclose(xt.grad.numpy(), gwant, **tol)
+    # a row holding NaN or +inf gives NaN (its loss and its gradient)
+    x2 = x.copy()
+    x2[0, 3], x2[2, 0] = np.nan, np.inf
+    xt = pg.tensor(x2, requires_grad=True)
+    loss = pg.nn.functional.cross_entropy(xt, pg.tensor(t), ignore_index=ignore_index,
+                                          reduction="none")
+    loss.backward(pg.ones(n, dtype=xt.dtype))
+    got = loss.detach().numpy()
+    assert np.isnan(got[[0, 2]]).all() and np.isnan(xt.grad.numpy()[[0, 2]]).all()
+    assert len(calls) == (0 if mode == "numpy" else 8)  # the path under test was taken
+
+
+def test_cross_entropy_kernel_gives_nan_for_a_target_out_of_range() -> None:
+    """The row kernel never reads outside a row: a target that is not a class (the core raises
+    for it before any loss is read) gives NaN and row weight 0."""
+    if not _NUMBA:
+        pytest.skip("numba not installed (or PORTAGRAD_NUMBA=0)")
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    loss, lse, rw = (np.full(3, 7.0, np.float32) for _ in range(3))
+    jit.cross_entropy_rows(x, np.array([1, 4, -3]), None, -100, loss, lse, rw)
+    assert loss[0] == pytest.approx(lse[0] - 1) and np.isnan(loss[1:]).all()
+    np.testing.assert_array_equal(rw, [1, 0, 0])
+    g = np.full((3, 4), 9.0, np.float32)
+    jit.cross_entropy_backward_rows(x, np.array([1, 4, -3]), lse, np.ones(3, np.float32), g)
+    np.testing.assert_allclose(g[1:], np.exp(x[1:] - lse[1:, None]), rtol=1e-6)  # no -1
+
+
 @pytest.mark.parametrize("rows", [1, 3, 8])
 @pytest.mark.parametrize("layout", ["w_t", "row_major"])
 def test_bfloat16_few_rows_product(mode: str, rows: int, layout: str,

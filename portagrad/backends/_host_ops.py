@@ -15,6 +15,7 @@ temporary of the result's size where numpy allows, and returns it.
 """
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -56,11 +57,42 @@ def where(cond: np.ndarray, a: Any, b: Any, np_dtype: np.dtype, dtype_name: str,
     elif a is out:  # (copying b first would overwrite a)
         np.copyto(out, b, where=~cond)
         return out
-    # two masked copies straight into out, no temporary (np.where allocates its result); a Python
-    # scalar never changes the result dtype
+    if _keeps_or_zeros(cond, a, b, out):
+        return out
+    if _native(a, out.dtype) and _native(b, out.dtype):
+        # np.where then one copy: numpy's masked copy (copyto with where=) runs about five times
+        # slower than both together. Only where a and b are of out's dtype (or Python scalars,
+        # which never change it): mixed dtypes would be promoted, then rounded twice.
+        np.copyto(out, np.where(cond, a, b), casting="unsafe")
+        return out
+    # two masked copies straight into out, each operand rounded once into out's dtype
     np.copyto(out, b, casting="unsafe")
     np.copyto(out, a, casting="unsafe", where=cond)
     return out
+
+
+_BITS = {2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def _native(v: Any, dt: np.dtype) -> bool:
+    return not isinstance(v, np.ndarray) or v.dtype == dt
+
+
+def _keeps_or_zeros(cond: np.ndarray, a: Any, b: Any, out: np.ndarray) -> bool:
+    """``out = cond ? a : +0.0`` for a floating ``a`` of out's dtype and shape (a ReLU's or a
+    mask's gradient) as a bitwise and of ``a``'s bits with an all-ones-or-zero mask: two
+    vectorised passes, and ``a``'s values kept bit for bit (NaN and infinities included, where a
+    product with a 0/1 mask would make NaN). False (nothing done) for other operands."""
+    if (b.__class__ is not float or b != 0.0 or math.copysign(1.0, b) < 0
+            or not isinstance(a, np.ndarray) or a.dtype != out.dtype or out.dtype.kind != "f"
+            or a.shape != out.shape or cond.shape != out.shape or cond.dtype != np.bool_):
+        return False
+    bits = _BITS.get(out.dtype.itemsize)
+    if bits is None:
+        return False
+    mask = np.negative(cond.view(np.int8), dtype=bits)  # 0 or -1 (all bits set)
+    np.bitwise_and(a.view(bits), mask, out=out.view(bits))
+    return True
 
 
 def arg_reduce(op: str, x: np.ndarray, axis: int, out: np.ndarray | None = None) -> np.ndarray:

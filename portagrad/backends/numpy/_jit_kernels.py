@@ -15,7 +15,9 @@ from ..erf32 import coefficients
 
 __all__ = ["erf32", "gelu32", "gelu32_backward", "index_add_rows", "philox_uniform32",
            "layer_norm_rows", "layer_norm_backward_rows", "softmax_rows32",
-           "softmax_backward_rows", "bf16_rows_nt", "bf16_rows_nn"]
+           "softmax_backward_rows", "cross_entropy_rows", "cross_entropy_backward_rows",
+           "keep_or_zero", "plane_scatter_add",
+           "bf16_rows_nt", "bf16_rows_nn"]
 
 _F = np.float32
 
@@ -297,6 +299,97 @@ def softmax_backward_rows(g: Any, y: Any, out: Any) -> None:
         for j in range(N):
             oi[j] = (gi[j] - t) * yi[j]
 
+
+
+def exp_le0(z: Any) -> Any:
+    """exp of a non-positive float (or NaN): :func:`exp_neg` for float32, ``math.exp`` else."""
+    return math.exp(z)
+
+
+@numba.extending.overload(exp_le0)
+def _exp_le0_overload(z):  # type: ignore[no-untyped-def]  # numba matches its signature
+    # to the implementations' (unannotated lambdas)
+    if z == numba.types.float32:
+        return lambda z: exp_neg(z)
+    return lambda z: math.exp(z)
+
+
+@_jit()
+def cross_entropy_rows(x: Any, t: Any, w: Any, weighted: Any, ignore: Any, loss: Any, lse: Any,
+                       rw: Any, tmp: Any) -> None:
+    # per row of x (N, C), C >= 1: lse = log(sum(exp(x - max))) + max, and against the class
+    # index t: row weight w[t] (1 unless weighted), loss = weight * (lse - x[t]) (unweighted:
+    # lse - x[t], the same bits); an ignored row 0 and 0; a target that is not a class NaN and
+    # 0, with no read outside the row (the core raises for it). tmp: C scratch
+    N, C = x.shape
+    for i in range(N):
+        xi = x[i]
+        m = xi[0]
+        for j in range(1, C):
+            v = xi[j]
+            m = v if v > m else m
+        for j in range(C):
+            tmp[j] = exp_le0(xi[j] - m)
+        s = math.log(rsum(tmp))
+        s += m
+        lse[i] = s
+        ti = t[i]
+        if ti == ignore:
+            rw[i] = 0
+            loss[i] = 0
+        elif 0 <= ti < C:
+            if weighted:
+                wi = w[ti]
+                rw[i] = wi
+                loss[i] = wi * (s - xi[ti])
+            else:
+                rw[i] = 1
+                loss[i] = s - xi[ti]
+        else:
+            rw[i] = 0
+            loss[i] = math.nan
+
+
+@_jit()
+def cross_entropy_backward_rows(x: Any, t: Any, lse: Any, k: Any, out: Any) -> None:
+    # out[i, j] = (exp(x[i, j] - lse[i]) - [j == t[i]]) * k[i]; a row whose target is not a
+    # class (an ignored one) subtracts nothing
+    N, C = x.shape
+    for i in range(N):
+        xi, oi = x[i], out[i]
+        s, ki = lse[i], k[i]
+        for j in range(C):
+            oi[j] = exp_le0(xi[j] - s) * ki
+        ti = t[i]
+        if 0 <= ti < C:
+            oi[ti] = (exp_le0(xi[ti] - s) - 1) * ki
+
+
+@_jit()
+def keep_or_zero(cond: Any, a: Any, out: Any) -> None:
+    # out = cond ? a : 0 over 1-D arrays of one size (a select: a's NaN and infinities where
+    # masked give 0, as PyTorch's threshold_backward)
+    zero = a.dtype.type(0)
+    for i in range(a.size):
+        out[i] = a[i] if cond[i] else zero
+
+
+@_jit()
+def plane_scatter_add(g: Any, ind: Any, out: Any) -> None:
+    # out (R, P) = 0, then out[r, ind[r, l]] += g[r, l] for each plane r in order (a max
+    # pooling's input gradient: ind holds positions within each plane); an index outside
+    # [0, P) is skipped (never written out of bounds)
+    R, L = g.shape
+    P = out.shape[1]
+    for r in range(R):
+        o = out[r]
+        for p in range(P):
+            o[p] = 0
+        gr, ir = g[r], ind[r]
+        for k in range(L):
+            j = ir[k]
+            if 0 <= j < P:
+                o[j] += gr[k]
 
 
 # bfloat16 weights of a product with few rows (a decoder's step): widened into a small float32

@@ -47,6 +47,20 @@ def _arg(x: Any) -> Any:
     return nd(x) if isinstance(x, View) else x
 
 
+_F32_F64 = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _keep_or_zero(c: np.ndarray, a: np.ndarray, o: np.ndarray) -> bool:
+    """``o = c ? a : 0`` by the numba kernel (one pass) for contiguous float32/float64 operands
+    of one shape; False (nothing done) otherwise or without numba."""
+    if not (o.dtype in _F32_F64 and a.dtype == o.dtype and c.dtype == np.bool_
+            and a.shape == o.shape == c.shape and jit.available() and o.flags.c_contiguous
+            and a.flags.c_contiguous and c.flags.c_contiguous):
+        return False
+    jit.keep_or_zero(c.reshape(-1), a.reshape(-1), o.reshape(-1))
+    return True
+
+
 _ZEROS: dict[Any, np.ndarray] = {}
 
 
@@ -473,6 +487,9 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
             a, b, out=o)
 
     def where(self, cond: View, a: Any, b: Any, out: View) -> None:
+        if b.__class__ is float and b == 0.0 and a.__class__ is View and _keep_or_zero(
+                nd(cond), nd(a), nd(out)):
+            return
         # a is out itself for masked_fill_: nd(a) is then nd(out) (the array memoised on the
         # view), of which _host_ops.where writes only b's positions
         _host_ops.where(nd(cond), _arg(a), _arg(b), out.dtype.numpy, out.dtype.name,

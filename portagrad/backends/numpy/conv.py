@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..interface import View
+from . import jit
 from .arrays import BFLOAT16, nd, scratch, via_f32
 from .layout import from_last as _from_last
 from .layout import to_last as _to_last
@@ -193,6 +194,14 @@ class ConvMixin:
         N, C, H, W = o.shape
         P = H * W
         L = ga.shape[2] * ga.shape[3]
+        if (o.dtype == ga.dtype and o.dtype.kind == "f" and o.dtype.itemsize >= 4
+                and ia.dtype == np.int64 and o.flags.c_contiguous and ga.flags.c_contiguous
+                and ia.flags.c_contiguous and jit.available()):
+            # with numba: zero and scatter-add each plane in one pass (overlapping windows
+            # add up as below; PyTorch's kernel also adds into zeros)
+            jit.plane_scatter_add(ga.reshape(N * C, L), ia.reshape(N * C, L),
+                                  o.reshape(N * C, P))
+            return
         flat = np.add(ia.reshape(-1), _plane_offsets(N * C, L, P))
         gf = ga.reshape(-1)
         apart = all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel_size, stride, dilation))

@@ -15,6 +15,13 @@ loops replace whole-array numpy compositions on the cpu device:
   :func:`softmax_backward_rows`: one pass per row (in the cache) instead of four to six numpy
   passes over the whole array; the row sums may be reassociated (vectorised), so the last bits
   differ from numpy's sums.
+- :func:`cross_entropy_rows` / :func:`cross_entropy_backward_rows`: the per-row losses and
+  log-sum-exps of class logits and their gradient, one pass per row (a training step's (N, C)
+  scores are small: numpy's per-call cost was most of the loss's time).
+- :func:`plane_scatter_add`: a max pooling's input gradient, each plane's gradients added at
+  their recorded positions in one pass (numpy zero-filled, offset the indices and scattered).
+- :func:`keep_or_zero`: ``cond ? a : 0`` in one pass (a ReLU's gradient; numpy's masked copy
+  runs at a fraction of that speed).
 - :func:`philox_uniform32`: float32 uniform numbers of the Philox stream, bit for bit
   ``backends/philox.py``'s (dropout's masks).
 - :func:`bf16_matmul_rows`: a float32 ``(M, K)`` times a bfloat16 ``(K, N)`` (a decoder's weights,
@@ -33,7 +40,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["available", "bf16_matmul_rows", "build_once", "erf32", "gelu32", "gelu32_backward",
+__all__ = ["available", "bf16_matmul_rows", "build_once", "cross_entropy_backward_rows",
+           "cross_entropy_rows", "erf32", "gelu32", "gelu32_backward", "keep_or_zero",
+           "plane_scatter_add",
            "index_add_rows", "layer_norm_backward_rows", "layer_norm_rows", "numba_allowed",
            "philox_uniform32", "softmax_backward_rows", "softmax_rows32"]
 
@@ -151,6 +160,39 @@ def softmax_backward_rows(g: np.ndarray, y: np.ndarray, out: np.ndarray) -> None
     """``out = y * (g - sum(g * y))`` per row of the C-contiguous (M, N) arrays (N >= 1), one
     float dtype."""
     _kernel("softmax_backward_rows")(g, y, out)
+
+
+def cross_entropy_rows(x: np.ndarray, t: np.ndarray, weight: np.ndarray | None,
+                       ignore_index: int, loss: np.ndarray, lse: np.ndarray,
+                       row_weight: np.ndarray) -> None:
+    """Per row of the C-contiguous (N, C) float32 or float64 ``x`` (C >= 1) against the int64
+    class indices ``t`` (N,): ``lse`` = log-sum-exp, ``row_weight`` = ``weight[t]`` (1 without
+    class weights), ``loss`` = ``row_weight * (lse - x[t])``; a row whose target is
+    ``ignore_index`` 0 and 0, one whose target is not a class NaN and 0 (no read out of bounds).
+    ``weight`` (C,) contiguous; outputs (N,) contiguous; all of ``x``'s dtype."""
+    _kernel("cross_entropy_rows")(x, t, x[0] if weight is None else weight, weight is not None,
+                                  int(ignore_index), loss, lse, row_weight,
+                                  np.empty(x.shape[1], x.dtype))
+
+
+def cross_entropy_backward_rows(x: np.ndarray, t: np.ndarray, lse: np.ndarray, k: np.ndarray,
+                                out: np.ndarray) -> None:
+    """``out[i, j] = (exp(x[i, j] - lse[i]) - [j == t[i]]) * k[i]``, nothing subtracted in a
+    row whose target is not a class; arrays as in :func:`cross_entropy_rows`."""
+    _kernel("cross_entropy_backward_rows")(x, t, lse, k, out)
+
+
+def keep_or_zero(cond: np.ndarray, a: np.ndarray, out: np.ndarray) -> None:
+    """``out = cond ? a : 0`` for 1-D contiguous arrays of one size (``cond`` bool, ``a`` and
+    ``out`` of one dtype): one vectorised pass (a ReLU's gradient)."""
+    _kernel("keep_or_zero")(cond, a, out)
+
+
+def plane_scatter_add(g: np.ndarray, ind: np.ndarray, out: np.ndarray) -> None:
+    """``out`` (R, P) zeroed, then ``out[r, ind[r, l]] += g[r, l]`` in order: C-contiguous ``g``
+    (R, L) and ``out`` of one float dtype, int64 ``ind`` (R, L); indices outside ``[0, P)`` are
+    skipped."""
+    _kernel("plane_scatter_add")(g, ind, out)
 
 
 def bf16_matmul_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:

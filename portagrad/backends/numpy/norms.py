@@ -216,6 +216,12 @@ class NormsMixin:
         n, c = xa.shape
         if n == 0:
             return
+        if c and xa.dtype.kind == "f" and _jit_rows(xa, wa, *(nd(v) for v in (
+                loss, lse, row_weight))) and t.dtype == np.int64 and t.flags.c_contiguous:
+            # with numba: one pass per row, no temporaries (a target that is not a class gives
+            # NaN there; the core raises for it before any value is read)
+            jit.cross_entropy_rows(xa, t, wa, ignore_index, nd(loss), nd(lse), nd(row_weight))
+            return
         # (N, C) is small in a training step (a batch of class scores): the cost is numpy calls,
         # so the row sums run on a temporary used in place, and the usual case (no class
         # weights, no ignored row) skips the selects; the values are those of the general path
@@ -249,6 +255,10 @@ class NormsMixin:
         if n == 0 or c == 0:
             return
         o = nd(grad_x)
+        if xa.dtype.kind == "f" and _jit_rows(xa, o, s, k) and t.dtype == np.int64 and \
+                t.flags.c_contiguous:
+            jit.cross_entropy_backward_rows(xa, t, s, k, o)
+            return
         p = o if o.dtype == xa.dtype and o.flags.c_contiguous else np.empty_like(xa)
         np.subtract(xa, s[:, None], out=p)
         np.exp(p, out=p)
