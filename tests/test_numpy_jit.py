@@ -447,6 +447,52 @@ def test_cross_entropy_kernel_gives_nan_for_a_target_out_of_range() -> None:
     np.testing.assert_allclose(g[1:], np.exp(x[1:] - lse[1:, None]), rtol=1e-6)  # no -1
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_where_keep_or_zero(mode: str, dt: type, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``where(cond, x, 0)`` (a ReLU's gradient): numba's one pass, or the bitwise and of
+    ``x``'s bits without numba; either keeps NaN, infinities and -0.0 where ``cond`` holds and
+    gives +0.0 elsewhere, as ``np.where``."""
+    from portagrad.backends import _host_ops
+
+    taken = []
+    bitwise = _host_ops._keeps_or_zeros
+    monkeypatch.setattr(_host_ops, "_keeps_or_zeros", lambda *a: taken.append(1) or bitwise(*a))
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((7, 9, 5)).astype(dt)
+    x.reshape(-1)[:6] = [np.nan, np.inf, -np.inf, -0.0, np.nan, -np.inf]
+    cond = rng.random(x.shape) < 0.5
+    cond.reshape(-1)[:6] = [True, True, True, True, False, False]
+    got = pg.where(pg.tensor(cond), pg.tensor(x), 0.0).numpy()
+    want = np.where(cond, x, dt(0.0))
+    assert got.tobytes() == want.tobytes()
+    # a ReLU's gradient goes through it: 0 where the output is 0, whatever g is there
+    y = pg.tensor(np.array([0.0, 1.5, 0.0, 2.0], dt), requires_grad=True)
+    z = pg.relu(y * 1 - 0.5)
+    z.backward(pg.tensor(np.array([np.inf, np.nan, -np.inf, -0.0], dt)))
+    assert y.grad.numpy().tobytes() == np.array([0.0, np.nan, 0.0, -0.0], dt).tobytes()
+    assert len(taken) == (0 if mode == "numba" else 2)
+
+
+@pytest.mark.parametrize(("k", "s"), [(2, 2), (3, 2), (3, 1)])
+def test_max_pool_gradient_both_ways(mode: str, k: int, s: int) -> None:
+    """A max pooling's input gradient (the numba zero-and-scatter-add pass, or numpy's scatter
+    / bincount) against the float64 sum of the output gradients at each recorded position;
+    overlapping windows add up, and a -0.0 gradient lands as +0.0 (added into zeros, as
+    PyTorch's kernel)."""
+    rng = np.random.default_rng(14)
+    x = pg.tensor(rng.standard_normal((2, 3, 7, 8)).astype(np.float32), requires_grad=True)
+    y, idx = pg.nn.functional.max_pool2d(x, k, s, return_indices=True)
+    g = rng.standard_normal(tuple(y.shape)).astype(np.float32)
+    g.reshape(-1)[0] = -0.0
+    y.backward(pg.tensor(g))
+    want = np.zeros((2 * 3, 7 * 8))
+    for r, (ir, gr) in enumerate(zip(idx.numpy().reshape(6, -1), g.reshape(6, -1))):
+        np.add.at(want[r], ir, gr.astype(np.float64))
+    got = x.grad.numpy().reshape(6, -1)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    assert not (np.signbit(got) & (got == 0)).any()  # no -0.0
+
+
 @pytest.mark.parametrize("rows", [1, 3, 8])
 @pytest.mark.parametrize("layout", ["w_t", "row_major"])
 def test_bfloat16_few_rows_product(mode: str, rows: int, layout: str,

@@ -208,11 +208,11 @@ class ConvMixin:
         if apart and o.flags.c_contiguous:  # no overlap: each input position is hit at most once
             of = o.reshape(-1)  # a view: scatter straight into the output
             of.fill(0)
-            of[flat] = gf
+            of[flat] = gf + 0  # (+ 0: a -0.0 gradient lands as 0 + -0.0 = +0.0, as PyTorch's)
             return
         if apart:
             res = np.zeros(N * C * P, o.dtype)
-            res[flat] = gf
+            res[flat] = gf + 0
         else:
             res = np.bincount(flat, weights=gf, minlength=N * C * P)
         np.copyto(o, res.reshape(o.shape), casting="unsafe")
