@@ -473,6 +473,39 @@ def test_where_keep_or_zero(mode: str, dt: type, monkeypatch: pytest.MonkeyPatch
     assert len(taken) == (0 if mode == "numba" else 2)
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_backward_both_ways(mode: str, dt: type, affine: bool,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Training-mode batch norm's input, weight and bias gradients (the numba two-pass kernel,
+    or numpy's seven passes) against the float64 formula, and the kernel taken with numba."""
+    calls = []
+    kernel = jit.batch_norm_backward_planes
+    monkeypatch.setattr(jit, "batch_norm_backward_planes",
+                        lambda *a: calls.append(1) or kernel(*a))
+    rng = np.random.default_rng(15)
+    x = (rng.standard_normal((4, 5, 6, 7)) * 3 + 1).astype(dt)
+    g = rng.standard_normal(x.shape).astype(dt)
+    w = rng.standard_normal(5).astype(dt)
+    xt = pg.tensor(x, requires_grad=True)
+    wt = pg.tensor(w, requires_grad=True) if affine else None
+    bt = pg.tensor(np.zeros(5, dt), requires_grad=True) if affine else None
+    pg.nn.functional.batch_norm(xt, None, None, wt, bt, training=True).backward(pg.tensor(g))
+    xd, gd = x.astype(np.float64), g.astype(np.float64)
+    mu = xd.mean((0, 2, 3), keepdims=True)
+    r = 1 / np.sqrt(((xd - mu) ** 2).mean((0, 2, 3), keepdims=True) + 1e-5)
+    xhat = (xd - mu) * r
+    k = r * (w.astype(np.float64)[None, :, None, None] if affine else 1.0)
+    gx = k * (gd - gd.mean((0, 2, 3), keepdims=True)
+              - xhat * (gd * xhat).mean((0, 2, 3), keepdims=True))
+    tol = dict(rtol=1e-4, atol=1e-5) if dt == np.float32 else dict(rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(xt.grad.numpy(), gx, **tol)
+    if affine:
+        np.testing.assert_allclose(wt.grad.numpy(), (gd * xhat).sum((0, 2, 3)), **tol)
+        np.testing.assert_allclose(bt.grad.numpy(), gd.sum((0, 2, 3)), **tol)
+    assert len(calls) == (mode == "numba")
+
+
 @pytest.mark.parametrize(("k", "s"), [(2, 2), (3, 2), (3, 1)])
 def test_max_pool_gradient_both_ways(mode: str, k: int, s: int) -> None:
     """A max pooling's input gradient (the numba zero-and-scatter-add pass, or numpy's scatter

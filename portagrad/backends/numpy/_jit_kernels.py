@@ -16,7 +16,7 @@ from ..erf32 import coefficients
 __all__ = ["erf32", "gelu32", "gelu32_backward", "index_add_rows", "philox_uniform32",
            "layer_norm_rows", "layer_norm_backward_rows", "softmax_rows32",
            "softmax_backward_rows", "cross_entropy_rows", "cross_entropy_backward_rows",
-           "keep_or_zero", "plane_scatter_add",
+           "keep_or_zero", "plane_scatter_add", "batch_norm_backward_planes",
            "bf16_rows_nt", "bf16_rows_nn"]
 
 _F = np.float32
@@ -209,6 +209,41 @@ def rdot3(a: Any, b: Any, c: Any) -> Any:
         s += (a[j] * b[j]) * c[j]
     return s
 
+
+@_jit(fastmath={"reassoc"})
+def rdot_centred(a: Any, b: Any, m: Any) -> Any:
+    s = a[0] * (b[0] - m)
+    for j in range(1, a.size):
+        s += a[j] * (b[j] - m)
+    return s
+
+
+@_jit()
+def batch_norm_backward_planes(g: Any, x: Any, w: Any, weighted: Any, mu: Any, r: Any, n: Any,
+                               o: Any, sg: Any, sgx: Any) -> None:
+    # training-mode batch norm's gradients of (N, C, L) g and x (L >= 1): per channel c,
+    # sg = sum(g), sgx = sum(g * (x - mu)) * r over its N planes (each plane's sum vectorised,
+    # then the planes in order), then o = (((x - mu) * -(sgx * r / n) + g) - sg / n) * k with
+    # k = r * w[c] (r unweighted): the numpy path's operations in its order
+    N, C, L = x.shape
+    for c in range(C):
+        m = mu[c]
+        rc = r[c]
+        s1 = rsum(g[0, c])
+        s2 = rdot_centred(g[0, c], x[0, c], m)
+        for i in range(1, N):
+            s1 += rsum(g[i, c])
+            s2 += rdot_centred(g[i, c], x[i, c], m)
+        s2 = s2 * rc
+        sg[c] = s1
+        sgx[c] = s2
+        a = -(s2 * rc) / n
+        b = s1 / n
+        k = rc * w[c] if weighted else rc
+        for i in range(N):
+            gi, xi, oi = g[i, c], x[i, c], o[i, c]
+            for j in range(L):
+                oi[j] = (((xi[j] - m) * a + gi[j]) - b) * k
 
 @_jit()
 def layer_norm_rows(x: Any, w: Any, b: Any, eps: Any, n: Any, one: Any, out: Any, mean: Any,

@@ -20,6 +20,8 @@ loops replace whole-array numpy compositions on the cpu device:
   scores are small: numpy's per-call cost was most of the loss's time).
 - :func:`plane_scatter_add`: a max pooling's input gradient, each plane's gradients added at
   their recorded positions in one pass (numpy zero-filled, offset the indices and scattered).
+- :func:`batch_norm_backward_planes`: batch norm's input, weight and bias gradients in two
+  passes over the data (numpy: seven).
 - :func:`keep_or_zero`: ``cond ? a : 0`` in one pass (a ReLU's gradient; numpy's masked copy
   runs at a fraction of that speed).
 - :func:`philox_uniform32`: float32 uniform numbers of the Philox stream, bit for bit
@@ -40,7 +42,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["available", "bf16_matmul_rows", "build_once", "cross_entropy_backward_rows",
+__all__ = ["available", "batch_norm_backward_planes", "bf16_matmul_rows", "build_once",
+           "cross_entropy_backward_rows",
            "cross_entropy_rows", "erf32", "gelu32", "gelu32_backward", "keep_or_zero",
            "plane_scatter_add",
            "index_add_rows", "layer_norm_backward_rows", "layer_norm_rows", "numba_allowed",
@@ -193,6 +196,18 @@ def plane_scatter_add(g: np.ndarray, ind: np.ndarray, out: np.ndarray) -> None:
     (R, L) and ``out`` of one float dtype, int64 ``ind`` (R, L); indices outside ``[0, P)`` are
     skipped."""
     _kernel("plane_scatter_add")(g, ind, out)
+
+
+def batch_norm_backward_planes(g: np.ndarray, x: np.ndarray, w: np.ndarray | None,
+                               mu: np.ndarray, r: np.ndarray, o: np.ndarray, sg: np.ndarray,
+                               sgx: np.ndarray) -> None:
+    """Training-mode batch norm's gradients of the C-contiguous (N, C, L) ``g`` and ``x``
+    (N, L >= 1) into ``o``: per channel ``sg = sum(g)``, ``sgx = sum(g * xhat)`` and
+    ``o = k * (g - sg/n - xhat * sgx/n)``, ``k = r * w``; two passes over the data (the sums of
+    each plane reassociated, vectorised). All arrays of one float dtype; ``w`` (C,) or None."""
+    t = x.dtype.type
+    _kernel("batch_norm_backward_planes")(g, x, x[0, 0] if w is None else w, w is not None, mu,
+                                          r, t(x.shape[0] * x.shape[2]), o, sg, sgx)
 
 
 def bf16_matmul_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
