@@ -186,12 +186,11 @@ def polygamma(n: int, input: Tensor) -> Tensor:
 
 def mvlgamma(input: Tensor, p: int) -> Tensor:
     """The multivariate log-gamma of dimension ``p``: ``p(p-1)/4 log(pi) + sum_j
-    lgamma(x - j/2)``; every element must exceed ``(p - 1) / 2``."""
+    lgamma(x - j/2)``. As PyTorch 2.13, elements at or below ``(p - 1) / 2`` are not refused:
+    the sum of the log-gammas there (``inf`` at their poles, NaN stays NaN)."""
     x = _check("mvlgamma", input)
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
-    if x.numel() and not bool((x > (p - 1) / 2).all().item()):
-        raise RuntimeError("All elements must be greater than (p-1)/2")
     return call(_Mvlgamma, x, p)
 
 

@@ -2186,7 +2186,9 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         raise RuntimeError("target out of range")
     t1 = t.unsqueeze(1)
     # a call, not ``margin - ...``: a NumPy scalar margin would turn the tensor into an ndarray
-    m = (elementwise.sub(margin, x.gather(1, t1)) + x).relu()
+    z = elementwise.sub(margin, x.gather(1, t1)) + x
+    # PyTorch's kernel adds a term only where z > 0: a NaN term is left out (not relu's NaN)
+    m = where(z > 0, z, 0.0)
     if p == 2:
         m = m * m
     if weight is not None:
@@ -2225,7 +2227,8 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = No
     ok = _creation.tensor(pair_ok, device=x.device)
     tt = _creation.tensor(np.where(valid, t, 0), device=x.device)
     xy = x.gather(1, tt)  # (N, slot)
-    pair = (1.0 - xy.unsqueeze(2) + x.unsqueeze(1)).relu()
+    pair = 1.0 - xy.unsqueeze(2) + x.unsqueeze(1)
+    pair = where(pair > 0, pair, 0.0)  # (as PyTorch's kernel: a NaN term is left out)
     loss = where(ok, pair, 0.0).sum((1, 2)) / Cc
     if input.dim() < 2:
         loss = loss.reshape(())
@@ -2872,6 +2875,10 @@ def _grid_coord(g: Tensor, n: int, padding_mode: str, align_corners: bool) -> Te
     elif padding_mode == "reflection":
         x = _reflect(x, 0.0, 2.0 * (n - 1)) if align_corners else _reflect(x, -1.0, 2.0 * n - 1)
         x = x.clamp(0.0, n - 1.0)
+    if padding_mode != "zeros":
+        # PyTorch's clipping takes a NaN coordinate (a NaN in the grid, or an infinite one
+        # reflected) to 0
+        x = where(x.isnan(), 0.0, x)
     return x
 
 
@@ -2931,7 +2938,10 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
         for i, (pos, wt) in enumerate(corner):
             inside = (pos >= 0).logical_and(pos <= sp[i] - 1)
             ok = inside if ok is None else ok.logical_and(inside)
-            p = pos.detach().clamp(0, sp[i] - 1)
+            # (a NaN coordinate, never inside, reads index 0: the read is masked out above,
+            # and the output is NaN through the bilinear weight, 0 when nearest, as PyTorch's)
+            p = pos.detach()
+            p = where(p.isnan(), 0.0, p).clamp(0, sp[i] - 1)
             idx = p if idx is None else idx * sp[i] + p
             if wt is not None:
                 w = wt if w is None else w * wt
