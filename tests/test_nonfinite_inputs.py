@@ -113,3 +113,38 @@ def test_margin_losses_leave_nan_terms_out_is_torchs(name: str) -> None:
     loss, grad = _margin(torch, name, None)
     np.testing.assert_allclose(loss, MARGIN[name][1], rtol=1e-6)
     np.testing.assert_allclose(grad, MARGIN[name][2], rtol=1e-6)
+
+
+# log-space sums: equal infinities give themselves (two -inf: a sum of nothing), as PyTorch
+LOGADDEXP_A = [INF, -INF, INF, -INF, 1.0, NAN, 0.5]
+LOGADDEXP_B = [INF, -INF, -INF, INF, INF, 1.0, 0.25]
+LOGADDEXP = {
+    "logaddexp": ([INF, -INF, INF, INF, INF, NAN, 1.0759394198788437],
+                  [NAN, NAN, 1.0, 0.0, 0.0, NAN, 0.5621765008857981]),
+    "logaddexp2": ([INF, -INF, INF, INF, INF, NAN, 1.380408450476996],
+                   [NAN, NAN, 1.0, 0.0, 0.0, NAN, 0.5432136168629449]),
+}
+
+
+def _logaddexp(L: Any, name: str, device: str | None) -> tuple[np.ndarray, np.ndarray]:
+    kw = {} if device is None else {"device": device}
+    a = L.tensor(LOGADDEXP_A, dtype=L.float64, requires_grad=True, **kw)
+    b = L.tensor(LOGADDEXP_B, dtype=L.float64, **kw)
+    r = getattr(L, name)(a, b)
+    r.backward(L.ones(len(LOGADDEXP_A), dtype=L.float64, **kw))
+    return r.detach().cpu().numpy(), a.grad.cpu().numpy()
+
+
+@pytest.mark.parametrize("name", sorted(LOGADDEXP))
+def test_logaddexp_infinities(name: str, device: str) -> None:
+    value, grad = _logaddexp(pg, name, device)
+    np.testing.assert_allclose(value, LOGADDEXP[name][0], rtol=1e-12, equal_nan=True)
+    np.testing.assert_allclose(grad, LOGADDEXP[name][1], rtol=1e-12, equal_nan=True)
+
+
+@pytest.mark.skipif(torch is None, reason="torch is not installed (an optional reference)")
+@pytest.mark.parametrize("name", sorted(LOGADDEXP))
+def test_logaddexp_infinities_is_torchs(name: str) -> None:
+    value, grad = _logaddexp(torch, name, None)
+    np.testing.assert_allclose(value, LOGADDEXP[name][0], rtol=1e-12, equal_nan=True)
+    np.testing.assert_allclose(grad, LOGADDEXP[name][1], rtol=1e-12, equal_nan=True)

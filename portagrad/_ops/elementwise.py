@@ -870,8 +870,68 @@ def exp2(input: Tensor, *, out: Tensor | None = None) -> Tensor:
 
 
 def logaddexp(input: Tensor, other: Tensor) -> Tensor:
-    m = maximum(input, other).detach()
-    return add(m, log(add(exp(sub(input, m)), exp(sub(other, m)))))
+    """``log(exp(input) + exp(other))``, PyTorch's way: ``max + log1p(exp(-|input - other|))``,
+    and equal infinities give themselves (``-inf`` for two ``-inf``: a log-space sum of nothing,
+    where the composition gave ``inf - inf = nan``); 16-bit floats in float32, rounded once."""
+    dt = _dtype.result_type(input, other)
+    if dt in _HALF:
+        return in_float32(logaddexp, input, other, dtype=dt)
+    return call(_LogAddExp, input, other)
+
+
+def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
+    """``log2(2**input + 2**other)``, PyTorch's way: ``max + log1p(2**-|input - other|) / ln 2``
+    (equal infinities give themselves); 16-bit floats in float32, rounded once."""
+    dt = _dtype.result_type(input, other)
+    if dt in _HALF:
+        return in_float32(logaddexp2, input, other, dtype=dt)
+    return call(_LogAddExp2, input, other)
+
+
+class _LogAddExp(Function):
+    """logaddexp with PyTorch's derivatives ``g / (1 + exp(other - input))`` and
+    ``g / (1 + exp(input - other))``; :class:`_LogAddExp2` the same in base 2."""
+
+    _backward_name = "LogaddexpBackward0"
+
+    @staticmethod
+    def _pow(x: Tensor) -> Tensor:
+        return exp(x)
+
+    @staticmethod
+    def _log1p(x: Tensor) -> Tensor:
+        return log1p(x)
+
+    @classmethod
+    def forward(cls, ctx: Any, a: Tensor, b: Tensor) -> Tensor:
+        ctx.save_for_backward(a, b)
+        with _no_grad():
+            m = maximum(a, b)
+            r = add(m, cls._log1p(cls._pow(neg(abs(sub(a, b))))))
+            same_inf = isinf(a).logical_and(eq(a, b))
+            return _where(same_inf, m, r)
+
+    @classmethod
+    def backward(cls, ctx: Any, g: Tensor) -> Any:
+        a, b = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        ga = sum_to_shape(div(g, add(cls._pow(sub(b, a)), 1.0)), tuple(a.shape)) \
+            if need[0] else None
+        gb = sum_to_shape(div(g, add(cls._pow(sub(a, b)), 1.0)), tuple(b.shape)) \
+            if need[1] else None
+        return ga, gb
+
+
+class _LogAddExp2(_LogAddExp):
+    _backward_name = "Logaddexp2Backward0"
+
+    @staticmethod
+    def _pow(x: Tensor) -> Tensor:
+        return exp2(x)
+
+    @staticmethod
+    def _log1p(x: Tensor) -> Tensor:
+        return mul(log1p(x), 1.0 / math.log(2.0))
 
 
 def hypot(input: Tensor, other: Tensor) -> Tensor:

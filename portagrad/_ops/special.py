@@ -410,8 +410,8 @@ def float_power(input: Any, exponent: Any) -> Tensor:
 
 
 def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
-    """``log2(2**input + 2**other)``, computed stably."""
-    return elementwise.logaddexp(input * _LN2, other * _LN2) / _LN2
+    """``log2(2**input + 2**other)``, computed stably (equal infinities give themselves)."""
+    return elementwise.logaddexp2(input, other)
 
 
 def _fmaxmin(op: Any, input: Tensor, other: Tensor) -> Tensor:
