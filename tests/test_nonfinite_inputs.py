@@ -148,3 +148,21 @@ def test_logaddexp_infinities_is_torchs(name: str) -> None:
     value, grad = _logaddexp(torch, name, None)
     np.testing.assert_allclose(value, LOGADDEXP[name][0], rtol=1e-12, equal_nan=True)
     np.testing.assert_allclose(grad, LOGADDEXP[name][1], rtol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("lib", ["pg", "torch"])
+def test_polygamma_at_poles(lib: str, device: str) -> None:
+    """At the poles (0 and the negative integers) PyTorch's polygamma of even order is -inf
+    (the limit from the right), not NaN; of odd order inf (at 0; PyTorch's value at the
+    negative integers is a large finite number, not compared)."""
+    if lib == "torch":
+        if torch is None:
+            pytest.skip("torch is not installed (an optional reference)")
+        L, kw = torch, {}
+    else:
+        L, kw = pg, {"device": device}
+    x = L.tensor([0.0, -1.0, -2.0, -0.0], dtype=L.float64, **kw)
+    for n in (2, 4):
+        assert L.polygamma(n, x).cpu().tolist() == [-INF] * 4
+    for n in (1, 3):
+        assert L.polygamma(n, x[:1]).cpu().tolist() == [INF]

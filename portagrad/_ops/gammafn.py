@@ -127,7 +127,8 @@ def _polygamma_fwd(n: int, x: Tensor) -> Tensor:
         out = _psi_n(n, x + float(m)) + acc * (sign * math.factorial(n))
     else:
         out = _psi_n(n, x)
-    return where(_nonpos_int(x), math.inf if n % 2 else math.nan, out)
+    # at the poles PyTorch gives inf for odd n and -inf for even n (the limit from the right)
+    return where(_nonpos_int(x), math.inf if n % 2 else -math.inf, out)
 
 
 class _Lgamma(Function):
