@@ -166,3 +166,12 @@ def test_polygamma_at_poles(lib: str, device: str) -> None:
         assert L.polygamma(n, x).cpu().tolist() == [-INF] * 4
     for n in (1, 3):
         assert L.polygamma(n, x[:1]).cpu().tolist() == [INF]
+
+
+def test_einsum_sums_an_operand_alone_first(device: str) -> None:
+    """``einsum("ii,j->j", a, v)`` is ``trace(a) * v`` (PyTorch sums an index one operand has
+    alone before the product): an infinite trace times an infinite element is infinite, where
+    the sum of the products ``inf * inf + x * inf + -inf * inf`` was NaN."""
+    a = pg.tensor([[INF, 1.0], [2.0, 3.0]], device=device)
+    v = pg.tensor([INF, -0.5, -INF, 2.0], device=device)
+    assert pg.einsum("ii,j->j", a, v).cpu().tolist() == [INF, -INF, -INF, INF]

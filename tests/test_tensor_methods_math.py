@@ -444,3 +444,25 @@ def test_lu_and_qr_methods(device: str) -> None:
     np.testing.assert_allclose(_np(q @ r), a, atol=1e-12)
     np.testing.assert_allclose(_np(q.t() @ q), np.eye(3), atol=1e-12)
     assert _np(pg.linalg.qr(t, "r").R).shape == (3, 3)
+
+
+def test_einsum_contracts_by_batched_matmul(device, monkeypatch):
+    """Floating einsum contracts each pair of operands by one batched matmul (PyTorch's way),
+    never a broadcast product over every index: "bhqd,bhkd->bhqk" made a (b, h, q, k, d)
+    temporary. Indices one operand has alone are summed in it first."""
+    from portagrad._ops import contraction
+
+    calls = []
+    mm = contraction.matmul
+    monkeypatch.setattr(contraction, "matmul", lambda a, b: calls.append(
+        (tuple(a.shape), tuple(b.shape))) or mm(a, b))
+    rng = np.random.default_rng(3)
+    q, k = rng.standard_normal((2, 3, 4, 5)), rng.standard_normal((2, 3, 6, 5))
+    out = pg.einsum("bhqd,bhkd->bhqk", pg.tensor(q, device=device), pg.tensor(k, device=device))
+    np.testing.assert_allclose(_np(out), np.einsum("bhqd,bhkd->bhqk", q, k), rtol=1e-10)
+    assert calls == [((6, 4, 5), (6, 5, 6))]
+    calls.clear()
+    a, v = rng.standard_normal((3, 3)), rng.standard_normal(4)
+    out = pg.einsum("ii,j->j", pg.tensor(a, device=device), pg.tensor(v, device=device))
+    np.testing.assert_allclose(_np(out), np.trace(a) * v, rtol=1e-10)
+    assert calls == [((1, 1, 1), (1, 1, 4))]  # the trace summed first, then scaled

@@ -31,8 +31,7 @@ FORMULA_ORDER: dict[str, str] = {
     **{name: "linear algebra: a long composition of products and solves" for name in (
         "det", "inverse", "linalg_solve", "linalg_solve_ex", "linalg_solve_triangular",
         "triangular_solve", "lu_factor", "linalg_lu_factor_ex", "lu_solve", "linalg_lstsq",
-        "linalg_eigh", "linalg_cholesky_ex", "linalg_vander", "ormqr", "chain_matmul",
-        "einsum_trace_outer")},
+        "linalg_eigh", "linalg_cholesky_ex", "linalg_vander", "ormqr", "chain_matmul")},
     **{name: "a loss: PyTorch multiplies the incoming gradient in, portagrad selects first"
        for name in ("nn.functional.cross_entropy", "nn.functional.cross_entropy_weighted",
                     "nn.functional.linear_cross_entropy", "nn.functional.multi_margin_loss",

@@ -93,7 +93,9 @@ def _einsum_align(op: Tensor, term: str, letters: str) -> Tensor:
 
 def einsum(equation: str, *operands: Any) -> Tensor:
     """Einstein summation (``"ij,jk->ik"``; ``...`` for broadcast dimensions). The operands are
-    multiplied pairwise from the left, each index summed as soon as no later operand needs it."""
+    contracted pairwise from the left, each index summed as soon as no later operand needs it:
+    floating operands by one batched matmul per pair (:func:`_contract_pair`), integer and bool
+    ones by products and sums (PyTorch's integer rules)."""
     if _AUTOCAST.on and (_ac_out := _autocast_call("einsum", einsum, equation, *operands)) is not _SKIP:
         return _ac_out
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
@@ -118,14 +120,24 @@ def einsum(equation: str, *operands: Any) -> Tensor:
                 if own:
                     aligned[k] = reduction.sum(aligned[k], own, keepdim=True)
     acc = aligned[0]
+    by_matmul = all(isinstance(op, Tensor) for op in aligned) and (
+        dt.is_floating_point or dt.is_complex) if len(aligned) > 1 else False
     for k in range(1, len(aligned)):
-        acc = acc * aligned[k]
         later = set(out + "".join(terms[k + 1:]))
+        if by_matmul:
+            # as PyTorch: indices one operand alone has are summed in it first, shared ones
+            # contracted by a batched matmul (no broadcast product of every index: an
+            # "bhqd,bhkd->bhqk" made a (b, h, q, k, d) temporary; and a sum taken before the
+            # product keeps the infinities' order of PyTorch's, where inf * x + -inf * y = nan)
+            acc = _contract_pair(acc, aligned[k], [c in later for c in letters])
+            continue
+        acc = acc * aligned[k]
         dims = [i for i, c in enumerate(letters) if c not in later and acc.shape[i] != 1
                 and c not in out]
         if dims:
             acc = reduction.sum(acc, dims, keepdim=True, dtype=acc.dtype if keep else None)
-    rest = [i for i, c in enumerate(letters) if c not in out]
+    rest = [i for i, c in enumerate(letters) if c not in out
+            and not (by_matmul and acc.shape[i] == 1)]  # (contracted already)
     if rest:
         acc = reduction.sum(acc, rest, keepdim=True, dtype=acc.dtype if keep else None)
     acc = reshape(acc, [acc.shape[i] for i, c in enumerate(letters) if c in out]) \
@@ -133,6 +145,47 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     present = [c for c in letters if c in out]
     acc = permute(acc, [present.index(c) for c in out]) if out else acc
     return acc.to(_dtype.bool) if as_bool else acc
+
+
+def _contract_pair(a: Tensor, b: Tensor, needed: list[bool]) -> Tensor:
+    """``(a * b)`` summed over the indices not ``needed`` later, for ``a`` and ``b`` aligned to
+    one letter order (a size-1 dimension: the index absent, or broadcast), as one batched
+    matmul: indices both have and later need are its batch, indices both have and nobody needs
+    its inner dimension; an index one of them has alone is summed there first when not needed,
+    else it is that operand's free dimension. The result is aligned the same way."""
+    n = len(needed)
+    a_own = [i for i in range(n) if a.shape[i] != 1 and b.shape[i] == 1]
+    b_own = [i for i in range(n) if b.shape[i] != 1 and a.shape[i] == 1]
+    sa = [i for i in a_own if not needed[i]]
+    sb = [i for i in b_own if not needed[i]]
+    if sa:
+        a = reduction.sum(a, sa, keepdim=True)
+    if sb:
+        b = reduction.sum(b, sb, keepdim=True)
+    both = [i for i in range(n) if a.shape[i] != 1 and b.shape[i] != 1]
+    batch = [i for i in both if needed[i]]
+    inner = [i for i in both if not needed[i]]
+    af = [i for i in a_own if needed[i]]
+    bf = [i for i in b_own if needed[i]]
+    rest_a = [i for i in range(n) if i not in batch + af + inner]  # size 1 in a
+    rest_b = [i for i in range(n) if i not in batch + inner + bf]  # size 1 in b
+
+    def size(t: Tensor, dims: list[int]) -> int:
+        return math.prod(t.shape[i] for i in dims)
+
+    dt = _dtype.result_type(a, b)
+    a3 = reshape(permute(a.to(dt), batch + af + inner + rest_a),
+                 (size(a, batch), size(a, af), size(a, inner)))
+    b3 = reshape(permute(b.to(dt), batch + inner + bf + rest_b),
+                 (size(b, batch), size(b, inner), size(b, bf)))
+    r = matmul(a3, b3)  # (batch, a's free, b's free)
+    kept = batch + af + bf
+    r = reshape(r, [a.shape[i] for i in batch + af] + [b.shape[i] for i in bf])
+    r = permute(r, sorted(range(len(kept)), key=lambda j: kept[j]))
+    shape = [1] * n
+    for i in kept:
+        shape[i] = a.shape[i] if i not in bf else b.shape[i]
+    return reshape(r, shape)
 
 
 def _einsum_check_bool(aligned: list, terms: list, letters: str, out: str) -> bool:
