@@ -339,7 +339,7 @@ def _batch_norm_backward_in_place(ga: np.ndarray, xa: np.ndarray, wa: np.ndarray
     ``grad_x``'s memory: ``grad_x = k * (g - sum(g)/n - (x - mu) * r**2 * sum(g * (x - mu))/n)``
     with ``k = r * weight``."""
     N, C, L = xa.shape
-    if L and _jit_rows(xa, ga, wa, mu, r, o):
+    if L and C and _jit_rows(xa, ga, wa, mu, r, o):
         # with numba: the sums and the gradient in two passes (the sums reassociated)
         sg, sgx = np.empty(C, xa.dtype), np.empty(C, xa.dtype)
         jit.batch_norm_backward_planes(ga, xa, wa, mu, r, o, sg, sgx)
