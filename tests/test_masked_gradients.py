@@ -141,3 +141,13 @@ def test_gradcheck_rewritten(name: str, device: str) -> None:
     fn = GRADCHECK[name]
     assert pg.autograd.gradcheck(fn, (x,), eps=1e-6, atol=1e-5, rtol=1e-3)
     assert pg.autograd.gradgradcheck(fn, (x,), eps=1e-6, atol=1e-5, rtol=1e-3)
+
+
+def test_copysign_gives_other_a_zero_gradient(device: str) -> None:
+    """PyTorch's copysign derivative: ``g * result / input`` (0 where the input is 0) for the
+    input and a tensor of zeros for ``other`` (whose ``.grad`` the composition left None)."""
+    a = pg.tensor([1.0, -2.0, 0.0], requires_grad=True, device=device)
+    b = pg.tensor([-1.0, 2.0, -3.0], requires_grad=True, device=device)
+    pg.copysign(a, b).backward(pg.tensor([2.0, INF, 5.0], device=device))
+    assert a.grad.cpu().tolist() == [-2.0, -INF, 0.0]
+    assert b.grad is not None and b.grad.cpu().tolist() == [0.0, 0.0, 0.0]

@@ -44,7 +44,6 @@ FORMULA_ORDER: dict[str, str] = {
     "grid_sampler": "the grid's gradient: interpolation weights' terms in another order",
     "nn.functional.grid_sample": "the grid's gradient: interpolation weights' terms in another "
                                  "order",
-    "copysign": "PyTorch returns zeros for `other`; portagrad leaves its .grad None",
     "logcumsumexp": "PyTorch's backward takes logs of the incoming gradient (NaN in: 0 out)",
 }
 

@@ -23,6 +23,7 @@ from ._common import call
 from . import complexnum, elementwise
 from .elementwise import _float_input
 from .indexing import where
+from .shape import sum_to_shape
 
 __all__ = [
     "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos",
@@ -349,7 +350,35 @@ def copysign(input: Any, other: Any) -> Tensor:
         dt = _dtype.get_default_dtype()
     a = input.to(dt) if isinstance(input, Tensor) else _creation.full_like(ref, input, dtype=dt)
     b = other.to(dt) if isinstance(other, Tensor) else _creation.full_like(ref, other, dtype=dt)
-    return elementwise.abs(a) * where(elementwise.signbit(b), -1.0, 1.0).to(dt)
+    return call(_Copysign, a, b)
+
+
+class _Copysign(Function):
+    """``|a|`` with the sign of ``b``, with PyTorch's derivatives: ``g * result / a`` (0 where
+    ``a`` is 0) for ``a``, and zeros for ``b`` (a tensor of them, where the composition left
+    ``b.grad`` None)."""
+
+    _backward_name = "CopysignBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Tensor, b: Tensor) -> Tensor:
+        with _no_grad():
+            out = elementwise.abs(a) * where(elementwise.signbit(b), -1.0, 1.0).to(a.dtype)
+        ctx.save_for_backward(a, out)
+        ctx.b_shape = tuple(b.shape)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        a, out = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        ga = gb = None
+        if need[0]:
+            ratio = where(elementwise.eq(a, 0), 0.0, out / a)
+            ga = sum_to_shape(g * ratio, tuple(a.shape))
+        if need[1]:
+            gb = _creation.zeros(ctx.b_shape, dtype=g.dtype, device=g.device)
+        return ga, gb
 
 
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
