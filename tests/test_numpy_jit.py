@@ -456,7 +456,13 @@ def test_where_keep_or_zero(mode: str, dt: type, monkeypatch: pytest.MonkeyPatch
 
     taken = []
     bitwise = _host_ops._keeps_or_zeros
-    monkeypatch.setattr(_host_ops, "_keeps_or_zeros", lambda *a: taken.append(1) or bitwise(*a))
+
+    def counted(*a: object) -> bool:  # (counts the calls that took the bitwise path)
+        done = bitwise(*a)
+        taken.extend([1] if done else [])
+        return done
+
+    monkeypatch.setattr(_host_ops, "_keeps_or_zeros", counted)
     rng = np.random.default_rng(13)
     x = rng.standard_normal((7, 9, 5)).astype(dt)
     x.reshape(-1)[:6] = [np.nan, np.inf, -np.inf, -0.0, np.nan, -np.inf]
@@ -465,6 +471,9 @@ def test_where_keep_or_zero(mode: str, dt: type, monkeypatch: pytest.MonkeyPatch
     got = pg.where(pg.tensor(cond), pg.tensor(x), 0.0).numpy()
     want = np.where(cond, x, dt(0.0))
     assert got.tobytes() == want.tobytes()
+    # a -0.0 in place of 0 is no zero select: it lands as -0.0
+    got = pg.where(pg.tensor(cond), pg.tensor(x), -0.0).numpy()
+    assert got.tobytes() == np.where(cond, x, dt(-0.0)).tobytes()
     # a ReLU's gradient goes through it: 0 where the output is 0, whatever g is there
     y = pg.tensor(np.array([0.0, 1.5, 0.0, 2.0], dt), requires_grad=True)
     z = pg.relu(y * 1 - 0.5)

@@ -78,13 +78,18 @@ def _native(v: Any, dt: np.dtype) -> bool:
     return not isinstance(v, np.ndarray) or v.dtype == dt
 
 
+def is_plus_zero(b: Any) -> bool:
+    """Whether ``b`` is the Python float ``+0.0`` (the ``b`` of a ``cond ? a : 0`` select: a
+    ``-0.0`` must land as ``-0.0``)."""
+    return b.__class__ is float and b == 0.0 and math.copysign(1.0, b) > 0
+
+
 def _keeps_or_zeros(cond: np.ndarray, a: Any, b: Any, out: np.ndarray) -> bool:
     """``out = cond ? a : +0.0`` for a floating ``a`` of out's dtype and shape (a ReLU's or a
     mask's gradient) as a bitwise and of ``a``'s bits with an all-ones-or-zero mask: two
     vectorised passes, and ``a``'s values kept bit for bit (NaN and infinities included, where a
     product with a 0/1 mask would make NaN). False (nothing done) for other operands."""
-    if (b.__class__ is not float or b != 0.0 or math.copysign(1.0, b) < 0
-            or not isinstance(a, np.ndarray) or a.dtype != out.dtype or out.dtype.kind != "f"
+    if (not is_plus_zero(b) or not isinstance(a, np.ndarray) or a.dtype != out.dtype or out.dtype.kind != "f"
             or a.shape != out.shape or cond.shape != out.shape or cond.dtype != np.bool_):
         return False
     bits = _BITS.get(out.dtype.itemsize)

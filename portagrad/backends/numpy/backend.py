@@ -487,7 +487,7 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
             a, b, out=o)
 
     def where(self, cond: View, a: Any, b: Any, out: View) -> None:
-        if b.__class__ is float and b == 0.0 and a.__class__ is View and _keep_or_zero(
+        if _host_ops.is_plus_zero(b) and a.__class__ is View and _keep_or_zero(
                 nd(cond), nd(a), nd(out)):
             return
         # a is out itself for masked_fill_: nd(a) is then nd(out) (the array memoised on the
