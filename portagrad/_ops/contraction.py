@@ -105,8 +105,10 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     aligned = [_einsum_align(op, t, letters) for op, t in zip(operands, terms)]
     keep = None  # the dtype the products are summed in (None: sum's own, int64 for integers)
     as_bool = False
+    by_matmul = False  # floating operands: each pair contracted by one batched matmul
     if len(aligned) > 1 and all(isinstance(op, Tensor) for op in aligned):
         dt = _dtype.result_type(*aligned)
+        by_matmul = dt.is_floating_point or dt.is_complex
         # (an empty bool contraction sums to int64 below: PyTorch's result stays bool)
         as_bool = dt is _dtype.bool and _einsum_check_bool(aligned, terms, letters, out)
         if not (dt.is_floating_point or dt.is_complex or dt is _dtype.bool):
@@ -120,8 +122,6 @@ def einsum(equation: str, *operands: Any) -> Tensor:
                 if own:
                     aligned[k] = reduction.sum(aligned[k], own, keepdim=True)
     acc = aligned[0]
-    by_matmul = all(isinstance(op, Tensor) for op in aligned) and (
-        dt.is_floating_point or dt.is_complex) if len(aligned) > 1 else False
     for k in range(1, len(aligned)):
         later = set(out + "".join(terms[k + 1:]))
         if by_matmul:

@@ -194,6 +194,16 @@ def rsum(a: Any) -> Any:  # a.size >= 1
     return s
 
 
+@_jit()
+def rmax(a: Any) -> Any:  # a.size >= 1
+    # the largest element, NaN skipped (a comparison with NaN is false) unless a[0] is NaN
+    m = a[0]
+    for j in range(1, a.size):
+        v = a[j]
+        m = v if v > m else m
+    return m
+
+
 @_jit(fastmath={"reassoc"})
 def rdot(a: Any, b: Any) -> Any:
     s = a[0] * b[0]
@@ -313,10 +323,7 @@ def softmax_rows32(x: Any, out: Any) -> None:
     M, N = x.shape
     for i in range(M):
         xi, oi = x[i], out[i]
-        mi = xi[0]
-        for j in range(1, N):
-            v = xi[j]
-            mi = v if v > mi else mi
+        mi = rmax(xi)
         for j in range(N):
             oi[j] = exp_neg(xi[j] - mi)
         t = rsum(oi)
@@ -359,10 +366,7 @@ def cross_entropy_rows(x: Any, t: Any, w: Any, weighted: Any, ignore: Any, loss:
     N, C = x.shape
     for i in range(N):
         xi = x[i]
-        m = xi[0]
-        for j in range(1, C):
-            v = xi[j]
-            m = v if v > m else m
+        m = rmax(xi)
         for j in range(C):
             tmp[j] = exp_le0(xi[j] - m)
         s = math.log(rsum(tmp))
