@@ -2056,6 +2056,8 @@ def _more_math_rows() -> list[OpInfo]:
                method="fmax"),
         OpInfo("fmin", pg.fmin, np.fmin, binary_samples(scalars=False), NUMERIC, "promote",
                method="fmin"),
+        OpInfo("logaddexp", pg.logaddexp, np.logaddexp, binary_samples(scalars=False), FLOATS,
+               "promote", method="logaddexp", grad=True),
         OpInfo("logaddexp2", pg.logaddexp2, np.logaddexp2, binary_samples(scalars=False), FLOATS,
                "promote", method="logaddexp2", grad=True),
         OpInfo("float_power", pg.float_power,
