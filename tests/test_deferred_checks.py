@@ -1,8 +1,9 @@
-"""Class-target checks on a device that reads asynchronously (OpenCL): ``cross_entropy`` enqueues
-its range check with the loss instead of waiting for it, and the error, PyTorch's
-``IndexError: Target T is out of bounds.``, comes at the device's next read or synchronisation
-(as a CUDA device-side assert, but typed and naming the target). Waiting for the check stalled
-every training step on the forward pass."""
+"""Index checks on a device that reads asynchronously (OpenCL): ``cross_entropy`` enqueues
+its range check of the class targets with the loss instead of waiting for it, and ``embedding``
+(``index_select``) its check of the rows; the error, PyTorch's ``IndexError: Target T is out of
+bounds.`` or the index's, comes at the device's next read or synchronisation (as a CUDA
+device-side assert, but typed and naming the value). Waiting for the checks stalled every
+training step on the forward pass, and a GPT's embeddings on the previous step's optimizer."""
 from __future__ import annotations
 
 import os
@@ -97,3 +98,33 @@ def test_checks_do_not_pile_up_without_reads(ocl):
     assert len(dev.checks) <= 257  # without reads: completed ones run from 64, all from 256
     pg.opencl.synchronize(pg.device(ocl).index)
     assert dev.checks == []
+
+
+def test_embedding_reads_nothing_from_the_device(ocl, monkeypatch):
+    w = pg.randn(10, 4, device=ocl, requires_grad=True)
+    i = pg.tensor([[3, 9, 0], [3, 1, 1]], device=ocl)
+    reads = _count_reads(ocl, monkeypatch)
+    out = F.embedding(i, w)
+    (out * out).sum().backward()
+    assert reads == []
+    monkeypatch.undo()
+    wh = w.detach().cpu()
+    assert pg.equal(out.detach().cpu(), wh[i.cpu()])
+    want = pg.zeros(10, 4).index_add_(0, i.cpu().reshape(-1), 2 * wh[i.cpu().reshape(-1)])
+    pg.testing.assert_close(w.grad.cpu(), want)
+
+
+@pytest.mark.parametrize("bad", [10, -1])
+def test_embedding_error_at_the_next_read_and_the_table_is_untouched(ocl, bad):
+    w = pg.randn(10, 4, device=ocl, requires_grad=True)
+    before = w.detach().cpu().clone()
+    out = F.embedding(pg.tensor([2, bad, 5], device=ocl), w)  # enqueued, not raised
+    out.sum().backward()  # the gradient of the bad row goes nowhere
+    with pytest.raises(IndexError, match=rf"^index {bad} is out of bounds for dimension 0 with "
+                                         rf"size 10$"):
+        pg.opencl.synchronize(pg.device(ocl).index)
+    assert pg.equal(w.detach().cpu(), before)
+    grad = w.grad.cpu()
+    assert grad[[2, 5]].eq(1).all().item() and grad.sum().item() == 8  # nothing written elsewhere
+    good = F.embedding(pg.tensor([9, 0], device=ocl), w)
+    assert pg.equal(good.detach().cpu(), before[[9, 0]])

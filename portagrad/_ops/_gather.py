@@ -2,6 +2,7 @@
 derivative, and what views and indexing build from them (the derivative of ``as_strided``)."""
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -16,13 +17,27 @@ __all__ = ["as_strided_scatter_add", "check_index_range", "linear_index", "scatt
 
 
 def check_index_range(index: Tensor, size: int, dim: int, what: str = "index",
-                      exc: type = IndexError) -> None:
+                      exc: type = IndexError, late: bool = False) -> None:
     """Raise ``exc`` (``IndexError``; PyTorch's gather/scatter raise ``RuntimeError``) if any value
     of the int64 ``index`` is outside ``[0, size)`` (negative values must already have been
-    wrapped where allowed)."""
+    wrapped where allowed).
+
+    ``late``: the caller consumes ``index`` only through ``_Gather`` and its derivatives (the
+    backend's ``gather`` and ``scatter``). On a device that reads asynchronously
+    (``_raw.defers_checks``) the check is then enqueued and raises at the device's next read or
+    synchronisation, as a CUDA device-side assert does, instead of stalling the host on the work
+    queued before it (an embedding at the start of a forward pass would wait for the last step's
+    optimizer); such a backend's gather and scatter stay in bounds for any index meanwhile."""
     if index.numel() == 0:
         return
+    if late and _raw.defers_checks(index):
+        _raw.min_max_later(index, functools.partial(_late_index_check, size, dim, what, exc))
+        return
     lo, hi = _raw.min_max(index, (0, size - 1))
+    _late_index_check(size, dim, what, exc, lo, hi)
+
+
+def _late_index_check(size: int, dim: int, what: str, exc: type, lo: int, hi: int) -> None:
     if lo < 0 or hi >= size:
         bad = lo if lo < 0 else hi
         raise exc(f"{what} {bad} is out of bounds for dimension {dim} with size {size}")

@@ -208,8 +208,8 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
         if lo < 0 or hi >= size:
             raise RuntimeError(f"INDICES element is out of DATA bounds, id={lo if lo < 0 else hi} "
                                f"axis_dim={size}")
-    else:
-        check_index_range(index, size, d)
+    else:  # (consumed by _Gather alone: checked late where the device reads asynchronously)
+        check_index_range(index, size, d, late=True)
     shape = [1] * input.dim()
     shape[d] = index.shape[0]
     idx = reshape(index, tuple(shape))

@@ -894,7 +894,10 @@ class Backend:
     # the few elements of ``view`` (as they are in queue order now) without waiting, and call
     # ``check(values)`` (a numpy array) once, at the device's next ``to_host`` or
     # ``synchronize``, letting what it raises out of that call. The core's index checks of
-    # cross-entropy targets use it, so that a training step does not wait for its forward pass.
+    # cross-entropy targets and of ``index_select`` (embeddings) use it, so that a training step
+    # does not wait for its forward pass. Such a backend's ``gather`` and ``scatter`` must then stay
+    # in bounds for any index (one outside the axis gathers an unspecified value and scatters
+    # nothing): they may run before the check reports.
     #
     # def attention(self, q, k, v, mask, causal: bool, scale: float, out, lse) -> None:
     #     """``out`` (*B, L, Dv) = ``softmax(s) v`` and ``lse`` (*B, L) = ``log(sum(exp(s)))``

@@ -772,16 +772,19 @@ __kernel void cumsum({params})
 def gather_source(dtype: str, rank: int) -> str:
     """Kernel ``gather``: per output element, ``x``'s index along the axis comes from ``index``.
 
-    ``x``'s strides are passed with the axis stride zeroed, plus ``xa`` the real axis stride."""
+    ``x``'s strides are passed with the axis stride zeroed, plus ``xa`` the real axis stride and
+    ``xl`` the axis length. An index outside ``[0, xl)`` reads nothing and gives 0: the core may
+    check the indices after the kernel is queued (``defer_check``), so it must stay in bounds."""
     t = CTYPE[dtype]
     return prelude([dtype]) + f"""
 __kernel void gather(__global {t}* O, long oo{_params("os", rank)},
-                     __global const {t}* X, long xo{_params("xs", rank)}, long xa,
+                     __global const {t}* X, long xo{_params("xs", rank)}, long xa, long xl,
                      __global const long* I, long io{_params("is", rank)}{_params("n", rank)})
 {{
     long gi = get_global_id(0);
     {_decompose(rank, ["o", "x", "i"])}
-    O[oi] = X[xi + I[ii] * xa];
+    long k = I[ii];
+    O[oi] = (k >= 0 && k < xl) ? X[xi + k * xa] : ({t})0;
 }}
 """
 
@@ -790,8 +793,9 @@ def scatter_source(dtype: str, rank: int) -> str:
     """Kernels ``scatter``/``scatter_add``: one work-item per position off the axis, looping along
     the axis in order, so duplicates accumulate without atomics and in numpy's order.
 
-    Sizes ``n*`` have the axis set to 1; ``L`` is the axis length; ``*a`` are the axis strides and
-    ``os*`` has the axis stride zeroed."""
+    Sizes ``n*`` have the axis set to 1; ``L`` is the index's axis length and ``ol`` the output's;
+    ``*a`` are the axis strides and ``os*`` has the axis stride zeroed. An index outside ``[0, ol)``
+    writes nothing (its check may come after the kernel is queued, as in ``gather``)."""
     t = CTYPE[dtype]
     u = UTYPE.get(dtype)
     add = f"({t})(({u})O[p] + ({u})S[si + j * sa])" if u else "O[p] + S[si + j * sa]"
@@ -800,7 +804,7 @@ def scatter_source(dtype: str, rank: int) -> str:
     elif dtype in HALF16:  # each sum rounded, in order
         add = _store(dtype, f"{_load(dtype, 'O[p]')} + {_load(dtype, 'S[si + j * sa]')}")
     src = [prelude([dtype])]
-    params = (f"__global {t}* O, long oo{_params('os', rank)}, long oa, "
+    params = (f"__global {t}* O, long oo{_params('os', rank)}, long oa, long ol, "
               f"__global const long* I, long io{_params('is', rank)}, long ia, "
               f"__global const {t}* S, long so{_params('ss', rank)}, long sa{_params('n', rank)}, long L")
     for name, stmt in (("scatter", "O[p] = S[si + j * sa];"), ("scatter_add", f"O[p] = {add};")):
@@ -809,7 +813,9 @@ def scatter_source(dtype: str, rank: int) -> str:
     long gi = get_global_id(0);
     {_decompose(rank, ["o", "i", "s"])}
     for (long j = 0; j < L; ++j) {{
-        long p = oi + I[ii + j * ia] * oa;
+        long k = I[ii + j * ia];
+        if (k < 0 || k >= ol) continue;
+        long p = oi + k * oa;
         {stmt}
     }}
 }}

@@ -453,13 +453,14 @@ class PrimitivesMixin:
         shape = list(out.shape) or [1]
         xs = list(x.strides) or [0]
         xa = xs[axis] if out.shape else 0
+        xl = x.shape[axis] if x.shape else 1
         if out.shape:
             xs[axis] = 0
         kern = dev.kernel(("gather", dt, r), "gather", lambda: gather_source(dt, r), [dt],
-                          lambda: [None, _I64] + [_I64] * r + [None, _I64] + [_I64] * (r + 1) +
+                          lambda: [None, _I64] + [_I64] * r + [None, _I64] + [_I64] * (r + 2) +
                           [None, _I64] + [_I64] * (2 * r))
         dev.launch1d(kern, n, [out.buffer.mem, out.offset, *(out.strides or (0,)), x.buffer.mem,
-                               x.offset, *xs, xa, index.buffer.mem, index.offset,
+                               x.offset, *xs, xa, xl, index.buffer.mem, index.offset,
                                *(index.strides or (0,)), *shape])
 
     @flushes
@@ -468,6 +469,7 @@ class PrimitivesMixin:
         if index.numel == 0:
             return
         dt = out.dtype.name
+        ol = out.shape[axis] if out.shape else 1
         if not index.shape:  # 0-d: one element
             shape, L, os_, oa, is_, ia, ss, sa = [1], 1, [0], 0, [0], 0, [0], 0
         else:
@@ -480,9 +482,10 @@ class PrimitivesMixin:
         r = len(shape)
         name = "scatter_add" if reduce == "add" else "scatter"
         kern = dev.kernel(("scatter", dt, r), name, lambda: scatter_source(dt, r), [dt],
-                          lambda: ([None, _I64] + [_I64] * (r + 1)) * 3 + [_I64] * (r + 1))
+                          lambda: [None, _I64] + [_I64] * (r + 2) +
+                          ([None, _I64] + [_I64] * (r + 1)) * 2 + [_I64] * (r + 1))
         outer = index.numel // L
-        dev.launch1d(kern, outer, [out.buffer.mem, out.offset, *os_, oa, index.buffer.mem, index.offset,
+        dev.launch1d(kern, outer, [out.buffer.mem, out.offset, *os_, oa, ol, index.buffer.mem, index.offset,
                                    *is_, ia, src.buffer.mem, src.offset, *ss, sa, *shape, L])
 
     @flushes

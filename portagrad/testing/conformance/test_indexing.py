@@ -165,3 +165,34 @@ def test_scatter_add_accumulates_duplicates(conformance_backend: Any) -> None:
     be.scatter(out.dev, 0, idx.dev, src.dev, "add")
     np.testing.assert_array_equal(be.to_host(out.dev), [[0, 6], [0, 0], [4, 0]],
                                   err_msg="scatter along axis 0")
+
+
+@pytest.mark.parametrize("reduce", [None, "add"], ids=["assign", "add"])
+def test_indices_out_of_range_stay_in_bounds(conformance_backend: Any, reduce: Any) -> None:
+    """A backend with ``defer_check`` lets the core check some indices after the kernels that use
+    them are queued (an embedding's rows, the gradient added back into its table), so its
+    ``gather`` and ``scatter`` must stay in bounds whatever the index: an index outside the axis
+    gathers an unspecified value and scatters nothing; the in-range ones work as usual."""
+    be = conformance_backend
+    if getattr(be, "defer_check", None) is None:
+        pytest.skip("the backend has no defer_check (optional): the core checks every index first")
+    f32 = pg.float32
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    idx = np.array([[0, 5, -1, 2], [-7, 1, 3, 0]])  # axis 0 of size 3
+    ok = (idx >= 0) & (idx < 3)
+    out = empty(be, (2, 4), f32)
+    be.gather(contiguous(be, x, f32, 2).dev, 0, contiguous(be, idx, pg.int64, 1).dev, out.dev)
+    got = be.to_host(out.dev)
+    want = x[np.where(ok, idx, 0), np.arange(4)]
+    np.testing.assert_array_equal(got[ok], want[ok], err_msg="gather: the in-range indices")
+    # scatter into rows 1-3 of a 5-row buffer: rows 0 and 4 lie outside the view and must not move
+    buf = contiguous(be, np.full((5, 4), 7.0, np.float32), f32)
+    view = buf.twin.view(4, (3, 4), (4, 1))
+    src = np.arange(1.0, 9.0, dtype=np.float32).reshape(2, 4)
+    be.scatter(view.dev, 0, contiguous(be, idx, pg.int64, 1).dev, contiguous(be, src, f32).dev, reduce)
+    want_all = np.full((5, 4), 7.0, np.float32)
+    for (r, c), k in np.ndenumerate(idx):
+        if ok[r, c]:
+            want_all[1 + k, c] = want_all[1 + k, c] + src[r, c] if reduce else src[r, c]
+    np.testing.assert_array_equal(be.to_host(buf.dev).reshape(5, 4), want_all,
+                                  err_msg=f"scatter ({reduce}) with indices outside the axis")
