@@ -523,6 +523,72 @@ def test_cosine_similarity_in_the_common_dtype(device: Any) -> None:
     assert got == pytest.approx(a @ b / np.sqrt((a @ a) * (b @ b)), rel=1e-15)
 
 
+
+# cosine_similarity as PyTorch computes it: the inputs broadcast first, each divided by its own
+# norm clamped at eps (a gradient through the norm as if unclamped); cosine_embedding_loss by its
+# own formula (squared norms + 1e-12), targets other than 1 and -1 contributing 0
+def _cosine_cases(L: Any, d: Any) -> dict[str, Callable[[], Any]]:
+    F = L.nn.functional
+    def t(v: Any, dt: Any = None, **kw: Any) -> Any:
+        return L.tensor(v, dtype=dt or L.float64, device=d, **kw)
+
+    def grads_through_clamped_norm() -> list:
+        a, b = t([1e-9, 0.0], requires_grad=True), t([1.0, 1.0], requires_grad=True)
+        F.cosine_similarity(a, b, dim=0).backward()
+        return a.grad.tolist() + b.grad.tolist()
+
+    return {
+        "each_norm_clamped_alone": lambda: F.cosine_similarity(t([1e-5, 0.0]), t([1e-5, 0.0]), dim=0),
+        "one_norm_clamped": lambda: F.cosine_similarity(t([1e-9, 0.0]), t([1.0, 1.0]), dim=0),
+        "broadcast_along_dim": lambda: F.cosine_similarity(t([[1.0, 2.0], [3.0, 4.0]]), t([[1.0], [2.0]])),
+        "broadcast_a_missing_dim": lambda: F.cosine_similarity(t([[1.0, 2.0]]), t([3.0, 1.0])),
+        "float16_squares_overflow": lambda: F.cosine_similarity(t([3.0, 4.0], L.float16),
+                                                                t([300.0, 400.0], L.float16), dim=0),
+        "gradient_through_clamped_norm": grads_through_clamped_norm,
+        "embedding_loss_eps": lambda: F.cosine_embedding_loss(
+            t([[1e-5, 0.0], [300.0, 400.0]]), t([[1e-5, 0.0], [3.0, 4.0]]), t([1.0, -1.0]),
+            reduction="none"),
+        "embedding_loss_float16": lambda: F.cosine_embedding_loss(
+            t([[300.0, 400.0]], L.float16), t([[3.0, 4.0]], L.float16), t([1.0], L.float16),
+            reduction="none"),
+        "embedding_loss_other_targets": lambda: F.cosine_embedding_loss(
+            t([[1.0, 2.0], [3.0, 4.0]]), t([[-1.0, -2.0], [-3.0, -4.0]]), t([0.5, -1.0]), margin=-2.0,
+            reduction="none"),
+    }
+
+
+_COSINE_WANT = {
+    "each_norm_clamped_alone": 1.0,
+    "one_norm_clamped": 0.07071067811865475,
+    "broadcast_along_dim": [0.9486832980505137, 0.9899494936611665],
+    "broadcast_a_missing_dim": [0.7071067811865475],
+    "float16_squares_overflow": 1.0,
+    "gradient_through_clamped_norm": [63639610.306789264, 70710678.11865474, 0.03535533905932738,
+                                      -0.03535533905932737],
+    "embedding_loss_eps": [0.009900990059839243, 0.99999999999998],
+    "embedding_loss_float16": [1.0],
+    "embedding_loss_other_targets": [0.0, 1.00000000000004],
+}
+
+
+def _listed(r: Any) -> Any:
+    return r if isinstance(r, list) else r.tolist()
+
+
+@pytest.mark.parametrize("name", sorted(_COSINE_WANT))
+def test_cosine_similarity_as_pytorch(device: Any, name: str) -> None:
+    try:
+        got = _listed(_cosine_cases(pg, device)[name]())
+    except pg.errors.DTypeError:
+        pytest.skip(f"{device} declines float16")
+    np.testing.assert_allclose(got, _COSINE_WANT[name], rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.skipif(torch is None, reason="torch is not installed (an optional reference)")
+def test_cosine_literals_are_torchs() -> None:
+    for name, case in _cosine_cases(torch, "cpu").items():
+        assert _listed(case()) == _COSINE_WANT[name], name
+
 @pytest.mark.parametrize("name", ["erfc", "erfinv", "asin", "acos", "atan", "sinh", "cosh",
                                   "asinh", "atanh", "i0"])
 def test_editing_an_output_in_place_is_fine_where_only_the_input_is_saved(device: Any,

@@ -26,6 +26,7 @@ from .._ops.elementwise import _type_name, softplus_raw, unary_inplace
 from .._ops.indexing import where
 from .._ops.joining import cat
 from .._ops.nn import im2col
+from .._shape import broadcast_shapes as _broadcast_shapes
 from .._shape import check_expandable, wrap_dim
 from .._tensor import Tensor
 from ..autograd.grad_mode import is_grad_enabled, no_grad
@@ -2089,6 +2090,9 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | 
     return _reduce(loss, reduction)
 
 
+_COSINE_EPS = float(np.float32(1e-12))
+
+
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                           size_average: Any = None, reduce: Any = None, reduction: str = "mean"
                           ) -> Tensor:
@@ -2097,8 +2101,22 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
             margin=margin, size_average=size_average, reduce=reduce, reduction=reduction)) is not _SKIP:
         return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    cos = cosine_similarity(input1, input2, dim=-1)
-    loss = where(target.eq(1), 1.0 - cos, (cos - margin).relu())
+    td = target.dim()
+    if td > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input1.dim() != td + 1 or input2.dim() != td + 1:
+        raise RuntimeError(f"{td}D target tensor expects {td + 1}D input tensors, but found inputs "
+                           f"with sizes {list(input1.shape)} and {list(input2.shape)}.")
+    # PyTorch's own formula (not cosine_similarity's): the squared norms, each + 1e-12 (a float
+    # constant in PyTorch's kernel: 1e-12 rounded to float32)
+    prod = (input1 * input2).sum(td)
+    mag1 = (input1 * input1).sum(td) + _COSINE_EPS
+    mag2 = (input2 * input2).sum(td) + _COSINE_EPS
+    cos = prod / (mag1 * mag2).sqrt()
+    zeros = cos.new_zeros(())
+    # a target other than 1 and -1 contributes 0
+    loss = where(target.eq(1), 1.0 - cos, zeros) + where(target.eq(-1), (cos - margin).clamp_min(0),
+                                                         zeros)
     return _reduce(loss, reduction)
 
 
@@ -2386,7 +2404,10 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
 
 # ------------------------------------------------------------------ misc
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    """``x1 . x2 / max(||x1|| ||x2||, eps)`` along ``dim``."""
+    """``sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps))`` along ``dim`` of the broadcast
+    inputs, as PyTorch: each input divided by its own norm first (the squared norms of 16-bit or
+    large inputs overflow), each norm clamped at ``eps`` separately, the gradient flowing through
+    the norms as if unclamped."""
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "cosine_similarity", cosine_similarity, x1, x2=x2, dim=dim, eps=eps)) is not _SKIP:
         return _ac_out
@@ -2395,10 +2416,17 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
                            f"{_type_name(dt)}")
     x1, x2 = x1.to(dtype=dt), x2.to(dtype=dt)  # all of it in the common dtype, as PyTorch
-    num = (x1 * x2).sum(dim)
-    n1 = (x1 * x1).sum(dim)
-    n2 = (x2 * x2).sum(dim)
-    return num / (n1 * n2).clamp(eps * eps, None).sqrt()
+    if tuple(x1.shape) != tuple(x2.shape):  # a dimension one input lacks (or has 1) broadcasts
+        shape = _broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
+        x1, x2 = x1.expand(shape), x2.expand(shape)
+
+    def unit(x: Tensor) -> Tensor:
+        n = x.norm(2, dim, True).clone()
+        with no_grad():  # clamped in place: the gradient reaches the norm unclamped (PyTorch's)
+            n.clamp_min_(eps)
+        return x / n
+
+    return (unit(x1) * unit(x2)).sum(dim)
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
