@@ -25,6 +25,7 @@ from ._ops.orthopoly import (chebyshev_polynomial_t, chebyshev_polynomial_u,
                               shifted_chebyshev_polynomial_u, shifted_chebyshev_polynomial_v,
                               shifted_chebyshev_polynomial_w)
 from ._ops.reduction import logsumexp
+from ._ops import special as _special_ops
 from ._ops.special import erfc, erfinv, i0, i1, logit, sinc, xlogy
 from ._toplevel_nn import log_softmax, softmax
 from ._tensor import Tensor
@@ -58,10 +59,7 @@ def multigammaln(input: Tensor, p: int) -> Tensor:
 
 def xlog1py(input: Any, other: Any) -> Tensor:
     """``input * log1p(other)``, 0 where ``input == 0`` (unless ``other`` is NaN)."""
-    x = input if isinstance(input, Tensor) else other * 0 + input
-    y = other if isinstance(other, Tensor) else input * 0 + other
-    zero = elementwise.logical_and(elementwise.eq(x, 0), elementwise.logical_not(elementwise.isnan(y)))
-    return _where(zero, 0.0, x * elementwise.log1p(y))
+    return _special_ops.xlog1py(input, other)
 
 
 def entr(input: Tensor) -> Tensor:

@@ -11,6 +11,7 @@ from .._autocast import STATE as _AUTOCAST
 from .._autocast import autocast_call as _autocast_call
 from .._shape import wrap_dim
 from .._tensor import Tensor
+from ..autograd.grad_mode import _no_grad, is_grad_enabled
 from . import reduction
 from .shape import (
     unsqueeze,
@@ -56,7 +57,14 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
         raise RuntimeError("renorm: non-positive-norm not supported")
     d = wrap_dim(dim, input.dim())
     others = [k for k in range(input.dim()) if k != d]
-    norms = reduction.norm(input, p, others, keepdim=True)
+    with _no_grad():
+        norms = reduction.norm(input, p, others, keepdim=True)
+    over = norms > maxnorm
+    if input.requires_grad and is_grad_enabled():
+        # the gradient reaches the norms of the rescaled slices only, as PyTorch's select: a
+        # slice left as it is (a NaN norm among them) passes g unchanged, where the norm's own
+        # derivative would turn 0 * NaN into NaN
+        norms = reduction.norm(where(over, input, 0.0), p, others, keepdim=True)
     # PyTorch's scale: maxnorm / (norm + 1e-7) where the norm exceeds maxnorm
-    scale = where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+    scale = where(over, maxnorm / (norms + 1e-7), 1.0)
     return input * scale.to(input.dtype)

@@ -28,7 +28,7 @@ from .shape import sum_to_shape
 __all__ = [
     "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos",
     "arctan", "arcsinh", "arccosh", "arctanh", "arctan2", "deg2rad", "rad2deg", "sinc", "logit",
-    "xlogy", "erfc", "erfinv", "heaviside", "copysign", "addcmul", "addcdiv", "clamp_min",
+    "xlogy", "xlog1py", "erfc", "erfinv", "heaviside", "copysign", "addcmul", "addcdiv", "clamp_min",
     "clamp_max", "float_power", "logaddexp2", "fmax", "fmin", "isposinf", "isneginf", "isreal",
     "fix", "angle", "i0", "i1",
 ]
@@ -282,8 +282,8 @@ def sinc(input: Tensor) -> Tensor:
 
 class _Logit(Function):
     """``log(p / (1 - p))`` with PyTorch's derivative ``g / (p (1 - p))``: infinite at 0 and 1
-    (the chain rule through ``log`` and the quotient gives ``0 * inf = nan`` there) and, when
-    ``eps`` clamps the input, 0 outside ``[eps, 1 - eps]``."""
+    (the chain rule through ``log`` and the quotient gives ``0 * inf = nan`` there), NaN outside
+    ``[0, 1]`` and, when ``eps`` clamps the input, 0 outside ``[eps, 1 - eps]``."""
 
     _backward_name = "LogitBackward0"
 
@@ -302,7 +302,10 @@ class _Logit(Function):
     def backward(ctx: Any, g: Tensor) -> Any:
         (x,) = ctx.saved_tensors
         gx = g / (x * (1.0 - x))
-        if ctx.eps is not None:
+        if ctx.eps is None:  # outside [0, 1] the value is NaN, and so is PyTorch's derivative
+            outside = elementwise.logical_or(x < 0.0, x > 1.0)
+            gx = where(outside, math.nan, gx)
+        else:
             outside = elementwise.logical_or(x < ctx.eps, x > 1.0 - ctx.eps)
             gx = where(outside, 0.0, gx)
         return gx, None
@@ -316,16 +319,61 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
 
 def xlogy(input: Any, other: Any) -> Tensor:
     """``input * log(other)``, 0 where ``input == 0`` (unless ``other`` is NaN)."""
+    return _xlog(input, other, False)
+
+
+def xlog1py(input: Any, other: Any) -> Tensor:
+    """``input * log1p(other)``, 0 where ``input == 0`` (unless ``other`` is NaN)."""
+    return _xlog(input, other, True)
+
+
+def _xlog(input: Any, other: Any, one: bool) -> Tensor:
+    name = "xlog1py" if one else "xlogy"
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-        raise TypeError("xlogy(): at least one of 'input' and 'other' must be a Tensor")
+        raise TypeError(f"{name}(): at least one of 'input' and 'other' must be a Tensor")
     ref = input if isinstance(input, Tensor) else other
     dt = _dtype.result_type(input, other)
     if not dt.is_floating_point:
         dt = _dtype.get_default_dtype()
     x = input.to(dt) if isinstance(input, Tensor) else _creation.full_like(ref, input, dtype=dt)
     y = other.to(dt) if isinstance(other, Tensor) else _creation.full_like(ref, other, dtype=dt)
+    return call(_Xlog1py if one else _Xlogy, x, y, one)
+
+
+def _xlog_value(x: Tensor, y: Tensor, one: bool) -> Tensor:
     zero = elementwise.logical_and(elementwise.eq(x, 0), elementwise.logical_not(elementwise.isnan(y)))
-    return where(zero, 0.0, x * elementwise.log(y))
+    return where(zero, 0.0, x * (elementwise.log1p(y) if one else elementwise.log(y)))
+
+
+class _Xlogy(Function):
+    """``x * log(y)`` (``log1p`` for ``xlog1py``), 0 where ``x == 0`` unless ``y`` is NaN, with
+    PyTorch's derivatives: ``xlogy(g, y)`` for ``x`` (the slope ``log(y)`` at ``x == 0`` too, 0
+    only where also ``y <= 0``, or ``y <= -1``), ``g * x / y`` (``/ (y + 1)``) for ``y``."""
+
+    _backward_name = "XlogyBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, y: Tensor, one: bool) -> Tensor:
+        ctx.one = one
+        ctx.save_for_backward(x, y)
+        with _no_grad():
+            return _xlog_value(x, y, one)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        x, y = ctx.saved_tensors
+        one = ctx.one
+        gx = gy = None
+        if ctx.needs_input_grad[0]:
+            edge = elementwise.logical_and(elementwise.eq(x, 0), y <= (-1.0 if one else 0.0))
+            gx = sum_to_shape(where(edge, 0.0, _xlog(g, y, one)), tuple(x.shape))
+        if ctx.needs_input_grad[1]:
+            gy = sum_to_shape(g * x / (y + 1.0 if one else y), tuple(y.shape))
+        return gx, gy, None
+
+
+class _Xlog1py(_Xlogy):
+    _backward_name = "SpecialXlog1PyBackward0"
 
 
 def heaviside(input: Tensor, values: Tensor) -> Tensor:
@@ -447,12 +495,46 @@ def _fmaxmin(op: Any, input: Tensor, other: Tensor) -> Tensor:
     name = "fmax" if op is elementwise.maximum else "fmin"
     _check_tensor(name, input)  # PyTorch takes no Python number here
     _check_tensor(name, other, "other", 2)
-    m = op(input, other)
-    if not m.dtype.is_floating_point:
+    dt = _dtype.result_type(input, other)
+    if not dt.is_floating_point:
+        return op(input, other)
+    is_max = op is elementwise.maximum
+    return call(_FMax if is_max else _FMin, input.to(dt), other.to(dt), is_max)
+
+
+class _FMaxMin(Function):
+    """``fmax``/``fmin`` of same-dtype floating tensors (broadcast): NaN only where both are NaN.
+    PyTorch's derivative gives the whole gradient to ``input`` where it is chosen (ties
+    included, and where ``other`` is NaN), else to ``other`` (``maximum`` splits ties)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, o: Tensor, is_max: bool) -> Tensor:
+        with _no_grad():
+            m = elementwise.maximum(x, o) if is_max else elementwise.minimum(x, o)
+            # NaN only where both are NaN: take the other operand where one is NaN
+            m = where(elementwise.isnan(x), o, m)
+            m = where(elementwise.isnan(o), x, m)
+        ctx.is_max = is_max
+        ctx.save_for_backward(x, o)
         return m
-    # NaN only where both are NaN: take the other operand where one is NaN
-    m = where(elementwise.isnan(input), other, m)
-    return where(elementwise.isnan(other), input, m)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        x, o = ctx.saved_tensors
+        pick = (x >= o) if ctx.is_max else (x <= o)
+        pick = elementwise.logical_or(pick, elementwise.isnan(o))
+        zero = _creation.zeros((), dtype=g.dtype, device=g.device)
+        gx = sum_to_shape(where(pick, g, zero), tuple(x.shape)) if ctx.needs_input_grad[0] else None
+        go = sum_to_shape(where(pick, zero, g), tuple(o.shape)) if ctx.needs_input_grad[1] else None
+        return gx, go, None
+
+
+class _FMax(_FMaxMin):
+    _backward_name = "FmaxBackward0"
+
+
+class _FMin(_FMaxMin):
+    _backward_name = "FminBackward0"
 
 
 def fmax(input: Tensor, other: Tensor) -> Tensor:
@@ -494,8 +576,23 @@ def angle(input: Tensor) -> Tensor:
     _check_tensor("angle", input)
     if input.dtype.is_complex:
         return complexnum.angle(input)
-    x = _float_input(input)
-    return where(elementwise.isnan(x), x, (x < 0).to(x.dtype) * math.pi)
+    return call(_AngleReal, _float_input(input))
+
+
+class _AngleReal(Function):
+    """``angle`` of a real tensor: 0 or pi, NaN kept; PyTorch's gradient is zeros everywhere
+    (a NaN input's included, which a select would pass through)."""
+
+    _backward_name = "AngleBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor) -> Tensor:
+        with _no_grad():
+            return where(elementwise.isnan(x), x, (x < 0).to(x.dtype) * math.pi)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        return _creation.zeros_like(g)
 
 
 def _bessel_i(nu: int, x: Tensor, scaled: bool = False) -> Tensor:

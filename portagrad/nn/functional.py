@@ -1743,7 +1743,9 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, redu
     d = (input.to(dtype=dt) - target.to(dtype=dt)).abs()
     if beta == 0:
         return _reduce(d, reduction)
-    loss = where(d < beta, d * d * 0.5 / beta, d - 0.5 * beta)
+    small = d < beta
+    ds = where(small, d, 0.0)  # the square's gradient stays finite where it is not taken (d = inf)
+    loss = where(small, ds * ds * 0.5 / beta, d - 0.5 * beta)
     return _reduce(loss, reduction)
 
 
@@ -1759,7 +1761,9 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     _float_into(input)  # PyTorch writes the result into a tensor of the input's dtype
     dt = _dtype.result_type(input, target)
     d = (input.to(dtype=dt) - target.to(dtype=dt)).abs()
-    loss = where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
+    small = d < delta
+    ds = where(small, d, 0.0)  # the square's gradient stays finite where it is not taken (d = inf)
+    loss = where(small, ds * ds * 0.5, (d - 0.5 * delta) * delta)
     if loss.dtype is not input.dtype:  # (the input's dtype, as PyTorch's out tensor)
         loss = loss.to(input.dtype)
     if weight is not None:
