@@ -1,7 +1,8 @@
 """Gradients at the edges of their domains where PyTorch's derivative is the exact one (or its
 own documented rule), once different in portagrad: ``fmax``/``fmin`` ties, ``xlogy``/``xlog1py`` at
 ``x == 0``, the smooth L1 and Huber losses at infinite differences, ``renorm`` of a slice with a
-NaN norm, ``logit`` outside ``[0, 1]`` and ``angle`` of real tensors.
+NaN norm, ``logit`` outside ``[0, 1]``, ``angle`` of real tensors, rounded division (recorded, zeros)
+and ``frexp``'s mantissa (its slope ``2**-e``, once missing from the gradient).
 
 Each case runs backward with the incoming gradient ``0.5, 1.5, 2.5 ...`` and compares every input's
 gradient with PyTorch 2.13's, written out; where torch is installed the literals are checked
@@ -52,6 +53,12 @@ CASES: dict[str, tuple[Callable[..., Any], tuple]] = {
     "logit": (lambda L, x: L.logit(x), ([-0.5, 0.25, 1.5, 0.0, 1.0],)),
     # angle of a real tensor: zeros, NaN included
     "angle": (lambda L, x: L.angle(x), ([NAN, -1.0, 2.0],)),
+    # rounded division: recorded, with a zero derivative (a loss through it alone runs backward)
+    "div_floor": (lambda L, x, y: L.div(x, y, rounding_mode="floor"),
+                  ([1.5, -2.5, 7.0], [2.0, 2.0, 0.5])),
+    "div_trunc": (lambda L, x: L.div(3.0, x, rounding_mode="trunc"), ([1.5, -2.5, 0.0],)),
+    # frexp's mantissa x / 2**e: the slope 1 / 2**e (zero, inf and NaN: e = 0)
+    "frexp": (lambda L, x: L.frexp(x).mantissa, ([1.5, -2.5, 0.0, 7.0, INF, 0.001],)),
 }
 
 WANT: dict[str, list] = {
@@ -67,6 +74,9 @@ WANT: dict[str, list] = {
     "renorm": [[[0.5, 1.5], [-0.01599998936000044, 0.012000013519999546], [4.5, 5.5]]],
     "logit": [[NAN, 8.0, NAN, INF, INF]],
     "angle": [[0.0, 0.0, 0.0]],
+    "div_floor": [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]],
+    "div_trunc": [[0.0, 0.0, 0.0]],
+    "frexp": [[0.25, 0.375, 2.5, 0.4375, 4.5, 2816.0]],
 }
 
 
@@ -104,6 +114,7 @@ def test_backward_names_are_torchs() -> None:
     x = pg.tensor([1.0, 2.0], requires_grad=True)
     names = [pg.fmax(x, x).grad_fn.name(), pg.fmin(x, x).grad_fn.name(),
              pg.xlogy(x, x).grad_fn.name(), pg.special.xlog1py(x, x).grad_fn.name(),
-             pg.angle(x).grad_fn.name()]
+             pg.angle(x).grad_fn.name(), pg.div(x, 2, rounding_mode="floor").grad_fn.name(),
+             pg.frexp(x).mantissa.grad_fn.name()]
     assert names == ["FmaxBackward0", "FminBackward0", "XlogyBackward0", "SpecialXlog1PyBackward0",
-                     "AngleBackward0"]
+                     "AngleBackward0", "DivBackward2", "FrexpBackward0"]

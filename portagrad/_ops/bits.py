@@ -13,7 +13,9 @@ from typing import Any
 from .. import _creation, _dtype
 from .._shape import broadcast_shapes
 from .._tensor import Tensor
-from ..autograd.grad_mode import _no_grad
+from ..autograd.function import Function
+from ..autograd.grad_mode import _no_grad, is_grad_enabled
+from ._common import call
 from . import elementwise
 from .shape import view_dtype
 from .indexing import where
@@ -123,7 +125,26 @@ def frexp(input: Tensor) -> Any:
         m = where(hi, m * 0.5, where(lo, m * 2.0, m))
         m = where(finite, m * elementwise.sign(input), input)
         exp = where(finite, e, 0.0).to(_dtype.int32)
+    if input.requires_grad and is_grad_enabled():
+        m = call(_FrexpMantissa, input, m, exp)
     return frexp_result(m, exp)
+
+
+class _FrexpMantissa(Function):
+    """The mantissa ``input / 2**exponent`` (computed already), with PyTorch's derivative
+    ``g / 2**exponent``; the exponent has none."""
+
+    _backward_name = "FrexpBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, m: Tensor, exp: Tensor) -> Tensor:
+        ctx.save_for_backward(exp)
+        return m * 1  # (a new tensor: the node's output)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        (exp,) = ctx.saved_tensors
+        return g / elementwise.pow(2.0, exp.to(g.dtype)), None, None
 
 
 def nextafter(input: Tensor, other: Tensor) -> Tensor:

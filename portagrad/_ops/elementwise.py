@@ -14,7 +14,7 @@ from .. import _creation, _dtype, _raw
 from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ..autograd.grad_mode import _flags, _no_grad
+from ..autograd.grad_mode import _flags, _no_grad, is_grad_enabled
 from ._common import (NULL_CTX, call, check_same_device, is_scalar, prepare_binary, refuse_bool,
                       refuse_complex, to_scalar)
 from . import complexnum
@@ -306,8 +306,8 @@ def mul(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
 multiply = mul
 
 
-def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Tensor | None = None
-        ) -> Tensor:
+def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Tensor | None = None,
+        _differentiable: bool = True) -> Tensor:
     """Division: true (``None``), ``"trunc"`` or ``"floor"`` rounding."""
     if rounding_mode is None:
         a, b, _ = prepare_binary(input, other, "div", float_only=True)
@@ -320,6 +320,31 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Tensor
     if not dt.is_floating_point:
         a, b = _wrap_int(a, dt), _wrap_int(b, dt)
         _check_int_divisor(b)
+    elif _differentiable and is_grad_enabled() and any(
+            isinstance(t, Tensor) and t.requires_grad for t in (a, b)):
+        # PyTorch records it (DivBackward2) with a zero derivative: a loss through it alone
+        # backpropagates zeros instead of refusing
+        return _out(call(_RoundedDiv, a, b, rounding_mode, dt), out, "div", (input, other))
+    return _out(_rounded_div(a, b, rounding_mode, dt), out, "div", (input, other))
+
+
+class _RoundedDiv(Function):
+    """Division rounded to an integral value (``trunc``/``floor``): derivative zeros."""
+
+    _backward_name = "DivBackward2"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any, rounding_mode: str, dt: _dtype.dtype) -> Tensor:
+        ctx.shapes = [tuple(t.shape) if isinstance(t, Tensor) else None for t in (a, b)]
+        return _rounded_div(a, b, rounding_mode, dt)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        return tuple(None if s is None else _creation.zeros(s, dtype=g.dtype, device=g.device)
+                     for s in ctx.shapes) + (None, None)
+
+
+def _rounded_div(a: Any, b: Any, rounding_mode: str, dt: _dtype.dtype) -> Tensor:
     if dt.is_floating_point and rounding_mode == "trunc":
         res = _raw.unary("trunc", _raw.binary("div", a, b, dt))
     elif rounding_mode == "floor" and dt in _dtype.HALF_FLOATS and isinstance(b, Tensor):
@@ -341,7 +366,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Tensor
         diff = _raw.binary("logical_xor", sa, sb, _dtype.bool, like=fl)
         fix = _raw.binary("logical_and", nz, diff, _dtype.bool)
         res = _raw.binary("add", fl, _raw.cast(fix, dt), dt)
-    return _out(res, out, "div", (input, other))
+    return res
 
 
 def _floor_div_16(a: Tensor, b: Tensor, dt: _dtype.dtype) -> Tensor:
@@ -371,7 +396,7 @@ divide = div
 
 def floor_divide(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
     # no derivative in PyTorch: out= is allowed while an input requires grad
-    res = div(input, other, rounding_mode="floor")
+    res = div(input, other, rounding_mode="floor", _differentiable=False)
     return res if out is None else write_out("floor_divide", res, out, (input, other),
                                              differentiable=False)
 
