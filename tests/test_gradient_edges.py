@@ -2,7 +2,8 @@
 own documented rule), once different in portagrad: ``fmax``/``fmin`` ties, ``xlogy``/``xlog1py`` at
 ``x == 0``, the smooth L1 and Huber losses at infinite differences, ``renorm`` of a slice with a
 NaN norm, ``logit`` outside ``[0, 1]``, ``angle`` of real tensors, rounded division (recorded, zeros)
-and ``frexp``'s mantissa (its slope ``2**-e``, once missing from the gradient).
+``frexp``'s mantissa (its slope ``2**-e``, once missing from the gradient) and ``logcumsumexp``
+after -inf entries.
 
 Each case runs backward with the incoming gradient ``0.5, 1.5, 2.5 ...`` and compares every input's
 gradient with PyTorch 2.13's, written out; where torch is installed the literals are checked
@@ -57,6 +58,9 @@ CASES: dict[str, tuple[Callable[..., Any], tuple]] = {
     "div_floor": (lambda L, x, y: L.div(x, y, rounding_mode="floor"),
                   ([1.5, -2.5, 7.0], [2.0, 2.0, 0.5])),
     "div_trunc": (lambda L, x: L.div(3.0, x, rounding_mode="trunc"), ([1.5, -2.5, 0.0],)),
+    # -inf entries (masked log-probabilities) after a finite one: zero slopes, not NaN
+    "logcumsumexp_masked": (lambda L, x: x.logcumsumexp(0), ([0.2, -INF, -INF, -INF],)),
+    "logcumsumexp_tail": (lambda L, x: x.logcumsumexp(0), ([-800.0, -750.0, 0.5, -INF],)),
     # frexp's mantissa x / 2**e: the slope 1 / 2**e (zero, inf and NaN: e = 0)
     "frexp": (lambda L, x: L.frexp(x).mantissa, ([1.5, -2.5, 0.0, 7.0, INF, 0.001],)),
 }
@@ -77,7 +81,20 @@ WANT: dict[str, list] = {
     "div_floor": [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]],
     "div_trunc": [[0.0, 0.0, 0.0]],
     "frexp": [[0.25, 0.375, 2.5, 0.4375, 4.5, 2816.0]],
+    "logcumsumexp_masked": [[8.000000000000002, 0.0, 0.0, 0.0]],
+    "logcumsumexp_tail": [[0.5000000000000275, 1.4999999999999938, 6.0, 0.0]],
 }
+
+
+def test_logcumsumexp_gradient_where_pytorchs_is_not_the_derivative(device: Any) -> None:
+    """Two cases where PyTorch's signed log-space formula gives something else than the
+    derivative, and portagrad the derivative: a leading -inf is its own prefix (``y0 = x0``,
+    slope 1; PyTorch NaN), and two equal entries of 1e308 split each prefix's weight in half
+    (PyTorch [1, 1, 0, 0], its ``exp(x - y)`` rounding to 1 for both)."""
+    got = _grads(pg, device, lambda L, x: x.logcumsumexp(0), [-INF, 0.5, -INF, 1.0])[0]
+    assert got[0] == 0.5 and got[2] == 0.0
+    got = _grads(pg, device, lambda L, x: x.logcumsumexp(0), [1e308, 1e308, 0.0, 1.0])[0]
+    _close(got, [0.5 + (1.5 + 2.5 + 3.5) / 2, (1.5 + 2.5 + 3.5) / 2, 0.0, 0.0])
 
 
 def _close(got: Any, want: Any) -> None:

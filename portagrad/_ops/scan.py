@@ -122,10 +122,34 @@ def cummin(input: Tensor, dim: int, *, out: Any = None) -> Any:
 
 
 def _logaddexp_inf(a: Tensor, b: Tensor) -> Tensor:
-    # the max is subtracted only where it is finite: -inf + -inf stays -inf instead of NaN
-    m = elementwise.maximum(a, b).detach()
-    m = where(elementwise.isinf(m), 0.0, m)
-    return m + elementwise.log(elementwise.exp(a - m) + elementwise.exp(b - m))
+    return call(_LogAddExpScan, a, b)
+
+
+class _LogAddExpScan(Function):
+    """One combining step of ``logcumsumexp``'s scan: ``log(exp(a) + exp(b))``, the max
+    subtracted only where it is finite (-inf + -inf stays -inf instead of NaN).
+
+    Its derivative is the pair's softmax weights, ``sigmoid(a - b)`` and ``sigmoid(b - a)``,
+    1/2 each at a tie: defined where the composition's chain rule is not, where both are -inf
+    (a prefix of masked entries), so that the zero gradient reaching such a step stays 0
+    (``log``'s slope at 0 times 0 gave NaN: a -inf after a finite entry turned the whole
+    gradient NaN, where PyTorch's is 0)."""
+
+    _backward_name = "LogcumsumexpBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Tensor, b: Tensor) -> Tensor:
+        m = elementwise.maximum(a, b)
+        m = where(elementwise.isinf(m), 0.0, m)
+        ctx.save_for_backward(a, b)
+        return m + elementwise.log(elementwise.exp(a - m) + elementwise.exp(b - m))
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        a, b = ctx.saved_tensors
+        tie = elementwise.eq(a, b)  # (equal infinities: a - b would be NaN)
+        return (g * where(tie, 0.5, elementwise.sigmoid(a - b)),
+                g * where(tie, 0.5, elementwise.sigmoid(b - a)))
 
 
 def logcumsumexp(input: Tensor, dim: int) -> Tensor:
