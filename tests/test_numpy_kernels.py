@@ -611,6 +611,7 @@ def test_per_sample_convolution_against_direct_sums(case: tuple, dt: type,
     from portagrad.backends.numpy import conv as nc
 
     monkeypatch.setattr(nc, "_PER_SAMPLE_MIN_POSITIONS", 1)
+    monkeypatch.setattr(nc, "_BATCHED_MAX_COLS", 0)  # (the batched path comes first)
     for limit in (1 << 18, 0):
         monkeypatch.setattr(nc, "_SMALL_TRANSPOSE", limit)
         test_conv_kernels_against_direct_sums(case, dt)
@@ -631,8 +632,38 @@ def test_positions_major_convolution_against_direct_sums(case: tuple, dt: type,
                         lambda *a: calls.append(a[0].shape) or real(*a))
     monkeypatch.setattr(nc, "_POSITIONS_MAJOR_MIN_K", 1)
     monkeypatch.setattr(nc, "_POSITIONS_MAJOR_MIN_ROWS", 1)
+    monkeypatch.setattr(nc, "_BATCHED_MAX_COLS", 0)
     test_conv_kernels_against_direct_sums(case, dt)
     assert calls, "the positions-major path was not taken"
+
+
+@pytest.mark.parametrize("case", [c for c in _CONV_CASES if c[-1] == 1])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_batched_convolution_against_direct_sums(case: tuple, dt: type,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Convolutions with few taps per output run as one batched GEMM over every image's copied
+    taps, written straight into the output; forced onto every case here (strides, dilation,
+    padding wider than the kernel, a 1x1 kernel)."""
+    from portagrad.backends.numpy import conv as nc
+
+    calls = []
+    real = nc._conv_forward_batched
+    monkeypatch.setattr(nc, "_conv_forward_batched", lambda *a: calls.append(a[0].shape) or real(*a))
+    monkeypatch.setattr(nc, "_BATCHED_MAX_K", 1 << 20)
+    test_conv_kernels_against_direct_sums(case, dt)
+    assert calls or case[0] == 1, "the batched path was not taken"
+
+
+def test_batched_path_serves_first_layers() -> None:
+    """One channel in (the demo CNN's and MNIST's first layers, 3x3 and 5x5), or three on images
+    below 256 positions, take the batched path; three channels on 32x32 images do not (one image
+    at a time is as fast there), nor a batch of one."""
+    from portagrad.backends.numpy import conv as nc
+
+    assert nc._batched_small(64, 64, 9) and nc._batched_small(64, 784, 9)
+    assert nc._batched_small(16, 576, 25) and nc._batched_small(64, 64, 27)
+    assert not nc._batched_small(64, 1024, 27) and not nc._batched_small(1, 64, 9)
+    assert not nc._batched_small(64, 64, 144)
 
 
 def test_positions_major_path_serves_small_channel_convolutions() -> None:

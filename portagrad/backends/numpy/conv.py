@@ -359,6 +359,9 @@ def _conv_forward(xa: np.ndarray, wa: np.ndarray, o: np.ndarray, stride: Sequenc
     OH, OW = o.shape[2:]
     g = groups
     wm = np.ascontiguousarray(wa).reshape(g, O // g, Cg * kh * kw)
+    if g == 1 and o.flags.c_contiguous and _batched_small(N, OH * OW, Cg * kh * kw):
+        _conv_forward_batched(xa, wm[0], o, (kh, kw), stride, padding, dilation)
+        return
     if g == 1 and _per_sample(N, OH * OW, Cg * kh * kw):
         _conv_forward_per_sample(xa, wm[0], o, (kh, kw), stride, padding, dilation)
         return
@@ -485,6 +488,43 @@ def _sample_pad(xa: np.ndarray, k: Sequence[int], osz: Sequence[int], stride: Se
     if (Hq, Wq) == (H, W):
         return None
     return _zero_bordered((C, Hq, Wq), xa.dtype, (H, W), padding)
+
+
+# Few input taps per output (K = C*kh*kw: a first layer on one channel, or three on small
+# images): one batched GEMM (O, K) x (N, K, OH*OW) writes every image's output in place, where the
+# batch-innermost im2col's GEMM result needs a transposing copy into (N, O, OH, OW) (half the
+# call's time for the demo CNN's first layer, 64 images of 8x8) and one image at a time pays a
+# GEMM call per image for little work each (figures in docs/performance.md)
+_BATCHED_MAX_K = 25  # any image size: one channel up to 5x5
+_BATCHED_SMALL_MAX_K = 32  # images below _PER_SAMPLE_MIN_POSITIONS: three channels, 3x3
+_BATCHED_MAX_COLS = 1 << 21  # elements of the copied taps (8 MiB of float32)
+
+
+def _batched_small(N: int, positions: int, K: int) -> bool:
+    return N > 1 and 0 < K and N * K * positions <= _BATCHED_MAX_COLS and (
+        K <= _BATCHED_MAX_K or (K <= _BATCHED_SMALL_MAX_K and positions < _PER_SAMPLE_MIN_POSITIONS))
+
+
+def _conv_forward_batched(xa: np.ndarray, wm: np.ndarray, o: np.ndarray, k: Sequence[int],
+                          stride: Sequence[int], padding: Sequence[int],
+                          dilation: Sequence[int]) -> None:
+    """``o`` (N, O, OH, OW), contiguous = the convolution of ``xa`` (N, C, H, W) with the
+    (O, C*kh*kw) ``wm``: the window taps of every image copied from a zero-bordered copy of the
+    batch into (N, C*kh*kw, OH*OW), then one batched GEMM into ``o``."""
+    N, C, H, W = xa.shape
+    OH, OW = o.shape[2:]
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = k, stride, padding, dilation
+    Hq, Wq = _padded_extent((H, W), k, (OH, OW), stride, padding, dilation)
+    if (Hq, Wq) != (H, W):
+        xp = _zero_bordered((N * C, Hq, Wq), xa.dtype, (H, W), padding)
+        xp[:, ph:ph + H, pw:pw + W] = xa.reshape(N * C, H, W)
+        xa = xp.reshape(N, C, Hq, Wq)
+    a, b, c, e = xa.strides
+    taps = np.lib.stride_tricks.as_strided(xa, (N, C, kh, kw, OH, OW),
+                                           (a, b, c * dh, e * dw, c * sh, e * sw))
+    cols = scratch((N, C, kh, kw, OH, OW), xa.dtype)
+    np.copyto(cols, taps)
+    np.matmul(wm, cols.reshape(N, C * kh * kw, OH * OW), out=o.reshape(N, wm.shape[0], OH * OW))
 
 
 def _conv_forward_per_sample(xa: np.ndarray, wm: np.ndarray, o: np.ndarray, k: Sequence[int],
