@@ -101,6 +101,10 @@ class ConvMixin:
         O, Cg, kh, kw = o.shape
         OH, OW = ga.shape[2:]
         G = groups
+        if G == 1 and o.flags.c_contiguous and _batched_small(N, OH * OW, Cg * kh * kw):
+            _conv_grad_weight_batched(xa, ga, o.reshape(O, Cg * kh * kw), (kh, kw), stride,
+                                      padding, dilation)
+            return
         if G == 1 and o.flags.c_contiguous and _per_sample(N, OH * OW, Cg * kh * kw):
             _conv_grad_weight_per_sample(xa, ga, o.reshape(O, Cg * kh * kw), (kh, kw), stride,
                                          padding, dilation)
@@ -511,10 +515,32 @@ def _conv_forward_batched(xa: np.ndarray, wm: np.ndarray, o: np.ndarray, k: Sequ
     """``o`` (N, O, OH, OW), contiguous = the convolution of ``xa`` (N, C, H, W) with the
     (O, C*kh*kw) ``wm``: the window taps of every image copied from a zero-bordered copy of the
     batch into (N, C*kh*kw, OH*OW), then one batched GEMM into ``o``."""
-    N, C, H, W = xa.shape
+    N = xa.shape[0]
     OH, OW = o.shape[2:]
-    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = k, stride, padding, dilation
-    Hq, Wq = _padded_extent((H, W), k, (OH, OW), stride, padding, dilation)
+    cols = _batched_taps(xa, k, (OH, OW), stride, padding, dilation)
+    np.matmul(wm, cols, out=o.reshape(N, wm.shape[0], OH * OW))
+
+
+def _conv_grad_weight_batched(xa: np.ndarray, ga: np.ndarray, om: np.ndarray,
+                              k: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+                              dilation: Sequence[int]) -> None:
+    """``om`` (O, C*kh*kw) = the weight gradient summed over the images: every image's taps
+    copied at once (as :func:`_conv_forward_batched`), one batched GEMM (N, O, P) x (N, P, K),
+    then the sum over the images (in order, as one image at a time accumulates)."""
+    N, O = ga.shape[:2]
+    OH, OW = ga.shape[2:]
+    cols = _batched_taps(xa, k, (OH, OW), stride, padding, dilation)
+    gm = np.ascontiguousarray(ga).reshape(N, O, OH * OW)
+    np.add.reduce(np.matmul(gm, cols.transpose(0, 2, 1)), axis=0, out=om)
+
+
+def _batched_taps(xa: np.ndarray, k: Sequence[int], osz: Sequence[int], stride: Sequence[int],
+                  padding: Sequence[int], dilation: Sequence[int]) -> np.ndarray:
+    """(N, C*kh*kw, OH*OW): the window taps of every image of ``xa`` (N, C, H, W), copied from
+    a zero-bordered copy of the batch where it is padded."""
+    N, C, H, W = xa.shape
+    (kh, kw), (OH, OW), (sh, sw), (ph, pw), (dh, dw) = k, osz, stride, padding, dilation
+    Hq, Wq = _padded_extent((H, W), k, osz, stride, padding, dilation)
     if (Hq, Wq) != (H, W):
         xp = _zero_bordered((N * C, Hq, Wq), xa.dtype, (H, W), padding)
         xp[:, ph:ph + H, pw:pw + W] = xa.reshape(N * C, H, W)
@@ -524,7 +550,7 @@ def _conv_forward_batched(xa: np.ndarray, wm: np.ndarray, o: np.ndarray, k: Sequ
                                            (a, b, c * dh, e * dw, c * sh, e * sw))
     cols = scratch((N, C, kh, kw, OH, OW), xa.dtype)
     np.copyto(cols, taps)
-    np.matmul(wm, cols.reshape(N, C * kh * kw, OH * OW), out=o.reshape(N, wm.shape[0], OH * OW))
+    return cols.reshape(N, C * kh * kw, OH * OW)
 
 
 def _conv_forward_per_sample(xa: np.ndarray, wm: np.ndarray, o: np.ndarray, k: Sequence[int],
