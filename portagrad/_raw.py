@@ -541,14 +541,17 @@ def reduce(op: str, x: Tensor, axes: Sequence[int], keepdim: bool, out_dtype: An
 CHECK_HOOK: Any = None
 
 
-def min_max(x: Tensor, valid: tuple[Any, Any] | None = None) -> tuple[Any, Any]:
+def min_max(x: Tensor, valid: tuple[Any, Any] | None = None, late: bool = False
+            ) -> tuple[Any, Any]:
     """``(min, max)`` of all elements of non-empty ``x`` as Python numbers, with ONE host read: both
     reductions write into one two-element buffer (on a device every read is a synchronisation;
     index checks run this on every gather and cross-entropy). ``valid``: the closed range an index
-    check accepts, for a captured step (:mod:`portagrad.capture`) to check again on replay."""
+    check accepts, for a captured step (:mod:`portagrad.capture`) to check again on replay;
+    ``late``: a check the eager step defers (:func:`min_max_later`), which a replay may defer
+    too."""
     out = _min_max_into(x)
     if valid is not None and CHECK_HOOK is not None:
-        CHECK_HOOK(out._v, valid)
+        CHECK_HOOK(out._v, valid, late)
     lo, hi = out._host().tolist()
     return lo, hi
 

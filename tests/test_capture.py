@@ -3,6 +3,8 @@ replays are bit-identical to eager steps, and every reason a replay would be wro
 run eagerly instead, with one warning naming it."""
 from __future__ import annotations
 
+import math
+
 import gc
 import sys
 import warnings
@@ -508,6 +510,51 @@ def test_replayed_index_check_raises() -> None:
     bad = pg.tensor([0, 1, 2, 3, 4, 5])  # class 5 of 5
     with pytest.raises(IndexError, match="index 5 is out of bounds"):
         cstep(data[0][0], bad)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "gpt"])
+def test_replays_defer_their_index_checks_where_the_device_reads_late(device: str,
+                                                                     kind: str) -> None:
+    """On a device with ``defer_check`` (OpenCL) a replay enqueues the checks that the eager step
+    defers (class targets, embedding rows) and reads nothing from the device; a bad index
+    raises at the next read (as CUDA's device-side assert: the step has run by then, its
+    kernels in bounds, the NaN of the bad row in the parameters), and the device works on."""
+    backend = type(pg.empty(1, device=device)._storage.backend)
+    if getattr(backend, "defer_check", None) is None:
+        pytest.skip(f"{device}'s backend checks indices in the call (no defer_check)")
+    data = _batches(kind, device, 4)
+    _, _, step = _setup(kind, device)
+    cstep = capture(step)
+    for x, y in data:
+        cstep(x, y)
+    assert cstep.captured
+    import pyopencl as cl
+
+    reads: list[int] = []
+    real = cl.enqueue_copy
+
+    def enqueue_copy(queue: Any, dest: Any, src: Any, **kw: Any) -> Any:
+        if isinstance(dest, np.ndarray) and kw.get("is_blocking", True):
+            reads.append(1)  # a device -> host copy the host waits for
+        return real(queue, dest, src, **kw)
+
+    cl.enqueue_copy = enqueue_copy
+    try:
+        loss = cstep(*data[1])
+    finally:
+        cl.enqueue_copy = real
+    assert reads == []
+    assert math.isfinite(loss.item())
+    x, y = data[0]
+    bad = y.clone()
+    bad.view(-1)[1] = _GPT.vocab if kind == "gpt" else 5  # one class past the last
+    if kind == "gpt":  # an embedding row past the table as well
+        x = x.clone()
+        x.view(-1)[0] = _GPT.vocab + 3
+    cstep(x, bad)  # enqueued, not raised
+    with pytest.raises(IndexError, match="captured step: index .* is out of bounds"):
+        pg.opencl.synchronize(pg.device(device).index)
+    assert pg.ones(3, device=device).sum().item() == 3.0
 
 
 def test_recording_leaves_backends_and_generators_as_they_were(device: str) -> None:

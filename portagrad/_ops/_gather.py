@@ -33,7 +33,7 @@ def check_index_range(index: Tensor, size: int, dim: int, what: str = "index",
     if late and _raw.defers_checks(index):
         _raw.min_max_later(index, functools.partial(_late_index_check, size, dim, what, exc))
         return
-    lo, hi = _raw.min_max(index, (0, size - 1))
+    lo, hi = _raw.min_max(index, (0, size - 1), late=late)
     _late_index_check(size, dim, what, exc, lo, hi)
 
 

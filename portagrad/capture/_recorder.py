@@ -56,9 +56,11 @@ class HostRead(Exception):
 class Launch:
     """One recorded backend call: the bound method of the real backend and its arguments.
     ``rng``: for a ``random`` launch, ``(generator, offset relative to the step start)``;
-    ``check``: for an index check's host read, the closed range its two values must lie in."""
+    ``check``: for an index check's host read, the closed range its two values must lie in;
+    ``late``: the backend, where that check may report at the device's next read (see
+    :func:`_calls`), else None."""
 
-    __slots__ = ("fn", "name", "args", "kwargs", "rng", "check", "dead")
+    __slots__ = ("fn", "name", "args", "kwargs", "rng", "check", "late", "dead")
 
     def __init__(self, fn: Callable[..., Any], name: str, args: tuple, kwargs: dict) -> None:
         self.fn = fn
@@ -67,6 +69,7 @@ class Launch:
         self.kwargs = kwargs
         self.rng: tuple[Generator, int] | None = None
         self.check: tuple[Any, Any] | None = None
+        self.late: Any = None
         # (discard, buffer) of each temporary this launch is the last to touch (see replay)
         self.dead: tuple[tuple[Callable[[Any], None], Any], ...] = ()
 
@@ -344,18 +347,19 @@ class Recorder:
 
         return call
 
-    def _check(self, view: View, valid: tuple[Any, Any]) -> None:
-        self._checks[id(view.buffer)] = valid
+    def _check(self, view: View, valid: tuple[Any, Any], late: bool = False) -> None:
+        self._checks[id(view.buffer)] = (valid, late)
 
     def _host_read(self, name: str, real: Callable[..., Any], args: tuple, kwargs: dict) -> None:
         rec = self.recording
         src = args[0] if args else None
-        valid = self._checks.pop(id(src.buffer), None) if isinstance(src, View) else None
-        if valid is not None and isinstance(src, View) and name in ("to_host", "host_array"):
+        check = self._checks.pop(id(src.buffer), None) if isinstance(src, View) else None
+        if check is not None and isinstance(src, View) and name in ("to_host", "host_array"):
             # an index check: replayed as a read of its two values, checked against the range
             la = Launch(real.__self__.to_host, "to_host",  # type: ignore[attr-defined]
                         (rec._to_slot(src),), {})
-            la.check = valid
+            la.check, late = check
+            la.late = real.__self__ if late else None  # type: ignore[attr-defined]
             rec.launches.append(la)
             return
         if rec.violation is None:
@@ -449,6 +453,20 @@ def replay(rec: Recording) -> None:
             _calls(run.launches, bases)
 
 
+def _replay_check(valid: tuple[Any, Any], lo: Any, hi: Any, where: str) -> None:
+    vlo, vhi = valid
+    if not (vlo <= lo and hi <= vhi):
+        bad = lo if lo < vlo else hi
+        raise IndexError(f"captured step: index {bad} is out of bounds (valid range "
+                         f"[{vlo}, {vhi}]); {where}")
+
+
+def _late_replay_check(valid: tuple[Any, Any], values: Any) -> None:
+    lo, hi = values.tolist()
+    _replay_check(valid, lo, hi, "reported at the device's first read after the step, as the "
+                                 "eager step reports it")
+
+
 def _calls(launches: list[Launch], bases: dict[int, int]) -> None:
     for la in launches:
         if la.rng is not None:
@@ -456,13 +474,16 @@ def _calls(launches: list[Launch], bases: dict[int, int]) -> None:
             a = la.args
             la.fn(a[0], a[1], gen._seed, bases[id(gen)] + rel, *a[4:], **la.kwargs)
         elif la.check is not None:
-            lo, hi = la.fn(*la.args).tolist()
-            vlo, vhi = la.check
-            if not (vlo <= lo and hi <= vhi):
-                bad = lo if lo < vlo else hi
-                raise IndexError(f"captured step: index {bad} is out of bounds (valid range "
-                                 f"[{vlo}, {vhi}]); the step stopped where the eager step "
-                                 "would have raised")
+            defer = getattr(la.late, "defer_check", None)
+            if defer is not None:
+                # a check the eager step defers too (class targets, embedding rows: their
+                # kernels stay in bounds): enqueued, reported at the device's next read, so
+                # that a replay does not wait for the work queued before it
+                defer(la.args[0], functools.partial(_late_replay_check, la.check))
+            else:
+                lo, hi = la.fn(*la.args).tolist()
+                _replay_check(la.check, lo, hi, "the step stopped where the eager step would "
+                                                "have raised")
         else:
             la.fn(*la.args, **la.kwargs)
         for discard, buf in la.dead:

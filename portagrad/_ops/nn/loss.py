@@ -223,7 +223,7 @@ def check_class_targets(target: Tensor, c: int, ignore_index: int) -> bool:
             if lo >= 0 and hi < c:
                 return True
         t = t * ne(t, ignore_index)  # ignored entries -> class 0, which is in range
-    lo, hi = _raw.min_max(t, (0, c - 1))
+    lo, hi = _raw.min_max(t, (0, c - 1), late=True)
     if lo >= 0 and hi < c:
         return False
     bad = _first_bad_target(target, c, ignore_index)
