@@ -605,3 +605,10 @@ def test_editing_an_output_in_place_is_fine_where_only_the_input_is_saved(device
     y.relu_()
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_asinh_is_odd_at_signed_zero(device: Any) -> None:
+    """``asinh(-0.0)`` is ``-0.0`` (PyTorch's and IEEE's: an odd function keeps the sign bit)."""
+    for dt in (pg.float32, pg.float64):
+        got = pg.asinh(pg.tensor([-0.0, 0.0, -2.0], dtype=dt, device=device)).cpu().numpy()
+        assert np.signbit(got).tolist() == [True, False, True]

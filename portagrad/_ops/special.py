@@ -132,7 +132,8 @@ def _asinh_fwd(x: Tensor) -> Tensor:
     # log1p(a + a^2 / (1 + sqrt(1 + a^2))): accurate near 0; log(2a) where a^2 would overflow
     small = elementwise.log1p(a + a2 / (elementwise.sqrt(a2 + 1.0) + 1.0))
     big = elementwise.log(a) + _LN2
-    return where(a > _BIG, big, small) * elementwise.sign(x)
+    # odd: the sign of x, -0.0's included (a product with sign(x) gave +0.0 for it)
+    return copysign(where(a > _BIG, big, small), x)
 
 
 def _acosh_slope(x: Tensor) -> Tensor:
