@@ -698,6 +698,39 @@ def test_nn_grad_conv_gradients(device):
         nn.factory_kwargs({"dtype": pg.float32, "factory_kwargs": {"dtype": pg.float64}})
 
 
+def test_nn_grad_conv_gradients_skip_the_forward(device, monkeypatch):
+    """Where nothing records, ``nn.grad``'s 1-D and 2-D gradients are the backend's one call (no
+    forward convolution), the same values as the autograd route; a ``grad_output`` that
+    requires grad keeps the route through autograd, recorded, so the result is differentiable
+    (as PyTorch's ``convolution_backward``)."""
+    from portagrad._ops.nn import conv as nconv
+
+    rng = np.random.default_rng(1)
+    x, w = T(rng.standard_normal((2, 4, 7, 6)), device), T(rng.standard_normal((6, 2, 3, 2)), device)
+    go = T(rng.standard_normal((2, 6, 4, 4)), device)
+    geom = dict(stride=2, padding=1, groups=2)
+    with pg.enable_grad():  # the route through autograd: the reference
+        ref_i = H(nn.grad.conv2d_input(x.shape, w, go.requires_grad_(), **geom))
+        ref_w = H(nn.grad.conv2d_weight(x, w.shape, go, **geom))
+    go = go.detach()
+    forwards = []
+    real = nconv._Conv.forward
+    monkeypatch.setattr(nconv._Conv, "forward",
+                        staticmethod(lambda *a: forwards.append(1) or real(*a)))
+    gi = nn.grad.conv2d_input(x.shape, w, go, **geom)
+    gw = nn.grad.conv2d_weight(x, w.shape, go, **geom)
+    if nconv.conv_fast_path(x):
+        assert forwards == []
+    np.testing.assert_allclose(H(gi), ref_i, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(H(gw), ref_w, rtol=1e-12, atol=1e-12)
+    go = go.requires_grad_()
+    gi = nn.grad.conv2d_input(x.shape, w, go, **geom)
+    assert gi.requires_grad
+    gi.sum().backward()  # gi is conv_transpose2d(go, w): d sum / d go = conv2d(ones, w)
+    want = F.conv2d(pg.ones(x.shape, dtype=x.dtype, device=device), w, **geom)
+    np.testing.assert_allclose(H(go.grad), H(want), rtol=1e-12, atol=1e-12)
+
+
 def test_sdpa_kernel_selection_runs_the_one_implementation(device):
     from portagrad.nn.attention import SDPBackend, sdpa_kernel
 
