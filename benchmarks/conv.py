@@ -18,10 +18,11 @@ timed inside the measurement (it takes its default kernel).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
-from . import best_time, device_label, parse_args, sync
+from . import best_time, device_label, one_blas_thread, parse_args, sync
 
 #: name: (C, O, input size, kernel, stride, padding, uses per training step)
 LAYERS: dict[str, tuple[int, int, int, int, int, int, int]] = {
@@ -76,15 +77,18 @@ def _ours(dev: str, kind: str, name: str, batch: int, dtype: Any, repeat: int) -
     x = pg.randn(*xs, device=dev, dtype=dtype)
     w = pg.randn(*ws, device=dev, dtype=dtype)
     gy = pg.randn(*ys, device=dev, dtype=dtype)
-    old = be._force_conv_kind
-    be._force_conv_kind = kind
+    forcing = hasattr(be, "_force_conv_kind")  # (OpenCL; other backends choose their own path)
+    old = be._force_conv_kind if forcing else None
+    if forcing:
+        be._force_conv_kind = kind
     try:
         fns = [lambda: F.conv2d(x, w, None, s, p),
                lambda: pg.nn.grad.conv2d_input(xs, w, gy, s, p),
                lambda: pg.nn.grad.conv2d_weight(x, ws, gy, s, p)]
         return [best_time(f, lambda: sync(dev), repeat) for f in fns]
     finally:
-        be._force_conv_kind = old
+        if forcing:
+            be._force_conv_kind = old
 
 
 def _bn(dev: str, name: str, batch: int, dtype: Any, repeat: int,
@@ -148,12 +152,29 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args("convolution paths on ResNet-18's layers", argv, _extra)
     os.environ.setdefault("PORTAGRAD_OPENCL_GEMM_TUNE", "0")  # read when a GEMM is chosen
     import portagrad as pg
+
+    with contextlib.ExitStack() as stack:
+        if pg.device(args.device).type == "cpu":
+            # one core each, as the other cpu benchmarks (numpy's BLAS, torch's intra-op threads)
+            stack.enter_context(one_blas_thread())
+            try:
+                import torch
+                torch.set_num_threads(1)
+            except ImportError:
+                pass
+        _run(args)
+
+
+def _run(args: Any) -> None:
+    import portagrad as pg
     from portagrad.backends.opencl import conv_tiled
 
     if args.tile:
         conv_tiled.TiledConfig.parse(args.tile)  # a bad tile fails here, with its reason
         conv_tiled._ENV_TILE = args.tile
     kinds = [args.kind] if args.kind else args.kinds.split(",")
+    if not hasattr(pg.empty(1, device=args.device)._storage.backend, "_force_conv_kind"):
+        kinds = ["backend"]  # no paths to force (the numpy backend): its own choice, once
     batch = 4 if args.quick and args.batch == 128 else args.batch
     repeat = 2 if args.quick else 5
     names = args.layers.split(",") if args.layers else list(LAYERS)
