@@ -612,3 +612,44 @@ def test_asinh_is_odd_at_signed_zero(device: Any) -> None:
     for dt in (pg.float32, pg.float64):
         got = pg.asinh(pg.tensor([-0.0, 0.0, -2.0], dtype=dt, device=device)).cpu().numpy()
         assert np.signbit(got).tolist() == [True, False, True]
+
+
+def _gnll(L: Any, d: Any, v: Any, **kw: Any) -> list:
+    x = L.tensor([[0.5, 1.0], [2.0, -1.0]], dtype=L.float64, device=d)
+    var = L.tensor(v, dtype=L.float64, device=d, requires_grad=True)
+    loss = L.nn.functional.gaussian_nll_loss(x, L.zeros_like(x), var, **kw)
+    loss.backward()
+    return [loss.item(), var.grad.tolist()]
+
+
+# PyTorch 2.13's: a var one dimension short of the input is one variance per row; var is
+# clamped at eps in place under no_grad, so its gradient is the unclamped one
+_GNLL_WANT = {
+    "row_var": ([0.5, 2.0], dict(reduction="sum"), [2.5, [-0.5, -0.125]]),
+    "clamped": ([[1e-8], [0.5]], dict(full=True), [156248.54177409856, [[-156249750000.0], [-2.0]]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_GNLL_WANT))
+def test_gaussian_nll_loss_as_pytorch(device: Any, name: str) -> None:
+    v, kw, want = _GNLL_WANT[name]
+    got = _gnll(pg, device, v, **kw)
+    assert got[0] == pytest.approx(want[0], rel=1e-12)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-9)
+    if torch is not None:
+        ref = _gnll(torch, "cpu", v, **kw)
+        assert ref[0] == pytest.approx(want[0], rel=1e-12)
+        np.testing.assert_allclose(ref[1], want[1], rtol=1e-9)
+
+
+def test_gaussian_nll_loss_refuses_as_pytorch(device: Any) -> None:
+    x = pg.ones(2, 2, device=device)
+    gnll = pg.nn.functional.gaussian_nll_loss
+    with pytest.raises(ValueError, match="^var is of incorrect size$"):
+        gnll(x, x, pg.ones(3, device=device))
+    with pytest.raises(ValueError, match="^var has negative entry/entries$"):
+        gnll(x, x, pg.tensor([-1.0, 2.0], device=device))
+    with pytest.raises(ValueError, match="^var has negative entry/entries$"):
+        gnll(x, x, -1.0)
+    with pytest.raises(ValueError, match="^bad is not valid$"):
+        gnll(x, x, pg.ones(2, 2, device=device), reduction="bad")

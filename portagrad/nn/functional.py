@@ -2026,12 +2026,29 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
 
 def gaussian_nll_loss(input: Tensor, target: Tensor, var: Any, full: bool = False,
                       eps: float = 1e-6, reduction: str = "mean") -> Tensor:
+    """``0.5 * (log(var) + (input - target)**2 / var)`` (+ ``0.5 * log(2 pi)`` with ``full``), as
+    PyTorch: ``var`` of the input's shape, or one dimension short of it, or of size 1 along one
+    dimension; clamped at ``eps`` in place under no_grad (the gradient reaches it unclamped)."""
     if not isinstance(var, Tensor):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
         var = _creation.full(tuple(input.shape), float(var), dtype=input.dtype, device=input.device)
-    elif not var.dtype.is_floating_point:  # PyTorch clamps a copy of var in place
+    elif var.numel() and bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):  # homoscedastic: one value per row
+            var = var.unsqueeze(-1)
+        elif not (input.dim() == var.dim() and sum(
+                y for x, y in zip(input.shape, var.shape) if x != y) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    if not var.dtype.is_floating_point:  # PyTorch clamps a copy of var in place
         raise RuntimeError(f"result type Float can't be cast to the desired output type "
                            f"{_C_TYPE_NAMES.get(var.dtype, _type_name(var.dtype))}")
-    v = var.clamp(eps, None)
+    v = var.clone()
+    with no_grad():
+        v.clamp_(min=eps)
     d = input - target
     loss = (v.log() + d * d / v) * 0.5
     if full:
