@@ -450,6 +450,13 @@ def test_ctc_loss_module_against_torch_literals(device):
     zl = nn.CTCLoss(zero_infinity=True)(lp, tg, [3, 3], [3, 3])
     zl.backward()
     assert zl.item() == 0 and (H(lp.grad) == 0).all()
+    # without zero_infinity, PyTorch's gradient of an impossible alignment is NaN for every
+    # log-probability of that sequence within its input length (the other sequence's is finite)
+    lp.grad = None
+    tg2 = T([[1, 1, 1], [1, 2, 1]], device)
+    F.ctc_loss(lp, tg2, [2, 3], [3, 3], reduction="sum").backward()
+    g = H(lp.grad)
+    assert np.isnan(g[:2, 0]).all() and (g[2, 0] == 0).all() and np.isfinite(g[:, 1]).all()
 
 
 # ------------------------------------------------------------------ lazy modules

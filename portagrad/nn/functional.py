@@ -2342,7 +2342,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     (sum(target_lengths),). The forward (alpha) recursion runs in log space over time, composed
     from differentiable ops, so the gradient is the exact derivative w.r.t. ``log_probs`` (PyTorch
     returns one that differs by ``exp(log_probs)``; through a ``log_softmax`` both give the same
-    gradient of the logits)."""
+    gradient of the logits). An impossible alignment (an infinite loss) has NaN gradients, as in
+    PyTorch, unless ``zero_infinity`` zeroes both."""
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "ctc_loss", ctc_loss, log_probs, targets=targets, input_lengths=input_lengths,
             target_lengths=target_lengths, blank=blank, reduction=reduction,
@@ -2416,6 +2417,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     loss = -_logaddexp(a_last, a_before)
     if zero_infinity:
         loss = where(loss.eq(math.inf), 0.0, loss)
+    elif loss.requires_grad:  # PyTorch's: an impossible alignment's gradients are NaN
+        loss = nodes.loss.ctc_infinite_nan(lp, loss, t_((np.arange(Tn)[:, None] < il[None, :])[..., None]))
     if reduction == "mean":
         return (loss / t_(np.maximum(tl, 1)).to(loss.dtype)).mean()
     if reduction == "sum":

@@ -14,13 +14,14 @@ from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
 from ..elementwise import clamp, eq, log, ne
+from ..indexing import where
 from ..shape import unsqueeze
 from .._common import call, check_same_device
 from ._common import NORM_DTYPES, tensor_like
 from .softmax import softmax_rows
 
 __all__ = ["cross_entropy_indices", "check_class_targets", "ce_weight_fast", "check_unit_interval",
-           "binary_cross_entropy", "value_range"]
+           "binary_cross_entropy", "value_range", "ctc_infinite_nan"]
 
 
 _ARANGE: dict = {}
@@ -311,3 +312,33 @@ def binary_cross_entropy(x: Tensor, t: Tensor) -> Tensor:
 def value_range(t: Tensor) -> tuple[Any, Any]:
     """The smallest and largest element of a non-empty ``t`` as Python numbers (one host read)."""
     return _raw.min_max(t)
+
+
+
+class _CtcInfiniteNan(Function):
+    """``loss`` (N,) as it is, with PyTorch's gradient for an impossible alignment (an infinite
+    loss, ``zero_infinity`` off): NaN for every log-probability of that sequence within its
+    input length (whatever the incoming gradient), nothing through the loss itself."""
+
+    _backward_name = "CtcLossBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, lp: Tensor, loss: Tensor, within: Tensor) -> Tensor:
+        inf = _raw.unary("isinf", loss, _dtype.bool)
+        ctx.save_for_backward(inf, within)
+        ctx.lp_shape = tuple(lp._v.shape)
+        out = _raw.new_like(loss)
+        _raw.copy_into(out, loss)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        inf, within = ctx.saved_tensors
+        mask = within.logical_and(unsqueeze(unsqueeze(inf, 0), 2))  # (T, N, 1)
+        glp = where(mask, float("nan"), 0.0).to(g.dtype).expand(ctx.lp_shape)
+        return glp, where(inf, 0.0, g), None
+
+
+def ctc_infinite_nan(lp: Tensor, loss: Tensor, within: Tensor) -> Tensor:
+    """See :class:`_CtcInfiniteNan`; ``within`` (T, N, 1) bool: ``t < input_length``."""
+    return call(_CtcInfiniteNan, lp, loss, within)
