@@ -204,6 +204,15 @@ CASES: dict[str, tuple[Callable, Any]] = {
         _t(m, d, [[True], [False]]), 5.), ([[5., 5.], [0., 1.]], "float32")),
     "masked_fill__larger_mask": (lambda m, F, d: _x(m, d, 2).masked_fill_(
         _t(m, d, [[True], [False]]), 5.), raises_text(RT, "doesn't match the broadcast shape")),
+    # the selections PyTorch has no bool kernel for
+    "median_bool": (lambda m, F, d: _t(m, d, [True, False]).median(),
+                    raises_text(NotImplementedError, '"median_cpu" not implemented for \'Bool\'')),
+    "median_dim_bool": (lambda m, F, d: _t(m, d, [[True, False]]).median(1),
+                        raises_text(NotImplementedError, '"median_out" not implemented for \'Bool\'')),
+    "nanmedian_bool": (lambda m, F, d: _t(m, d, [True, False]).nanmedian(),
+                       raises_text(NotImplementedError, '"median_cpu" not implemented for \'Bool\'')),
+    "kthvalue_bool": (lambda m, F, d: _t(m, d, [[True, False]]).kthvalue(1, 1),
+                      raises_text(NotImplementedError, '"kthvalue_cpu" not implemented for \'Bool\'')),
     # index_select's out-of-range index: PyTorch's CPU kernel raises RuntimeError along dim 1 and
     # for an empty input, IndexError elsewhere
     "index_select_out_of_range_dim0": (

@@ -76,6 +76,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
     if out is not None:
         return write_out_pair("kthvalue", kthvalue(input, k, dim, keepdim), out, (input,),
                               dtype_errors="kthvalue", warn_dim=_dropped(input, dim, keepdim))
+    _no_bool("kthvalue_cpu", input)
     d = wrap_dim(dim, input.dim())
     n = input.shape[d] if input.dim() else 1
     if not 1 <= k <= n:  # (k == 0 would narrow at -1: the largest value)
@@ -121,6 +122,12 @@ def _needs_dim(name: str, dim: Any, out: Any) -> None:
         raise TypeError(f'{name}() missing 1 required positional arguments: "dim"')
 
 
+def _no_bool(kernel: str, input: Tensor) -> None:
+    # PyTorch's kernels for these selections have no bool version
+    if isinstance(input, Tensor) and input.dtype is _dtype.bool:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+
+
 def median(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
     """Lower median (of all elements, or ``(values, indices)`` along ``dim``); NaN where the
     elements hold a NaN, indexed at the first NaN (PyTorch's; ``nanmedian`` skips them)."""
@@ -128,6 +135,7 @@ def median(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = 
         _needs_dim("median", dim, out)
         return write_out_pair("median", median(input, dim, keepdim), out, (input,),
                               dtype_errors="median")
+    _no_bool("median_cpu" if dim is None else "median_out", input)
     if dim is None:
         return call(_MedianAll, input, _median_all)
     d = wrap_dim(dim, input.dim())
@@ -158,6 +166,7 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
         _needs_dim("nanmedian", dim, out)
         return write_out_pair("nanmedian", nanmedian(input, dim, keepdim), out, (input,),
                               dtype_errors="median")
+    _no_bool("median_cpu" if dim is None else "median_out", input)
     if dim is None:
         return call(_NanmedianAll, input, _nanmedian_all)
     d = wrap_dim(dim, max(input.dim(), 1))
