@@ -102,12 +102,23 @@ def allclose(input: Tensor, other: Tensor, rtol: _float = 1e-05, atol: _float = 
     """Whether all elements are close (``|a - b| <= atol + rtol * |b|``)."""
     import numpy as _np
 
+    _same_dtype(input, other)
+
     return _bool(_np.allclose(input.detach().numpy(force=True), other.detach().numpy(force=True),
                               rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
+def _same_dtype(input: Tensor, other: Tensor) -> None:
+    if input.dtype is not other.dtype:  # PyTorch compares tensors of one dtype only
+        raise RuntimeError(f"{_ops.elementwise._type_name(input.dtype)} did not match "
+                           f"{_ops.elementwise._type_name(other.dtype)}")
+
+
 def isclose(input: Tensor, other: Tensor, rtol: _float = 1e-05, atol: _float = 1e-08,
             equal_nan: _bool = False) -> Tensor:
+    _same_dtype(input, other)
+    if input.dtype is bool:  # (no difference of bools: equal is close)
+        return eq(input, other)
     d = abs(sub(input, other))
     # equal values are close even where the difference is NaN (equal infinities, as PyTorch)
     ok = logical_or(eq(input, other), le(d, add(mul(abs(other), rtol), atol)))

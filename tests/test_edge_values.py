@@ -653,3 +653,20 @@ def test_gaussian_nll_loss_refuses_as_pytorch(device: Any) -> None:
         gnll(x, x, -1.0)
     with pytest.raises(ValueError, match="^bad is not valid$"):
         gnll(x, x, pg.ones(2, 2, device=device), reduction="bad")
+
+
+def test_hypot_neither_overflows_nor_underflows(device: Any) -> None:
+    """C's ``hypot`` (PyTorch's): the squares of 1e200 overflowed to inf and those of 1e-30 in
+    float32 underflowed to 0; an infinity beside a NaN gives inf."""
+    cases = (("float64", [1e200, -1e-300, INF, NAN, 3.0], [1e200, 1e-300, NAN, INF, -4.0],
+              [1.414213562373095e200, 1.4142135623730952e-300, INF, INF, 5.0]),
+             ("float32", [1e20, 1e-30], [1e20, 1e-30], [1.414213581995256e20, 1.4142135555081815e-30]))
+    for dt, a, b, want in cases:
+        rtol = 1e-15 if dt == "float64" else 1e-7
+        got = pg.hypot(pg.tensor(a, dtype=getattr(pg, dt), device=device),
+                       pg.tensor(b, dtype=getattr(pg, dt), device=device))
+        np.testing.assert_allclose(got.cpu().numpy(), want, rtol=rtol)
+        if torch is not None:
+            ref = torch.hypot(torch.tensor(a, dtype=getattr(torch, dt)),
+                              torch.tensor(b, dtype=getattr(torch, dt)))
+            np.testing.assert_allclose(ref.numpy(), want, rtol=rtol)

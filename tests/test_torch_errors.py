@@ -204,6 +204,27 @@ CASES: dict[str, tuple[Callable, Any]] = {
         _t(m, d, [[True], [False]]), 5.), ([[5., 5.], [0., 1.]], "float32")),
     "masked_fill__larger_mask": (lambda m, F, d: _x(m, d, 2).masked_fill_(
         _t(m, d, [[True], [False]]), 5.), raises_text(RT, "doesn't match the broadcast shape")),
+    # logaddexp, logaddexp2 and hypot compute in a floating dtype only (a bool beside a float is
+    # promoted); ldexp in the operands' common dtype; isclose/allclose of one dtype only
+    "logaddexp_int": (lambda m, F, d: m.logaddexp(_t(m, d, [1]), _t(m, d, [2])),
+                      raises_text(NotImplementedError, '"logaddexp_cpu" not implemented for \'Long\'')),
+    "logaddexp_bool_float": (lambda m, F, d: m.logaddexp(_t(m, d, [True]), _t(m, d, [1.0])),
+                             ([1.6931471824645996], "float32")),
+    "logaddexp2_int": (lambda m, F, d: m.logaddexp2(_t(m, d, [1]), _t(m, d, [2])),
+                       raises_text(NotImplementedError, '"logaddexp2_cpu" not implemented for \'Long\'')),
+    "hypot_int": (lambda m, F, d: m.hypot(_t(m, d, [3]), _t(m, d, [4])),
+                  raises_text(NotImplementedError, '"hypot_cpu" not implemented for \'Long\'')),
+    "hypot_bool_float": (lambda m, F, d: m.hypot(_t(m, d, [True]), _t(m, d, [1.0])),
+                         ([1.4142135381698608], "float32")),
+    "ldexp_ints": (lambda m, F, d: m.ldexp(_t(m, d, [1, 2]), _t(m, d, [1, 2])), ([2.0, 8.0], "float32")),
+    "ldexp_float32_float64": (lambda m, F, d: m.ldexp(_t(m, d, [1.0]), _t(m, d, [1.0], dtype=m.float64)),
+                              ([2.0], "float64")),
+    "isclose_dtypes": (lambda m, F, d: m.isclose(_t(m, d, [1.0]), _t(m, d, [1.0], dtype=m.float64)),
+                       raises_text(RT, "Float did not match Double")),
+    "isclose_bool": (lambda m, F, d: m.isclose(_t(m, d, [True, False]), _t(m, d, [True, True])),
+                     ([True, False], "bool")),
+    "allclose_dtypes": (lambda m, F, d: [m.allclose(_t(m, d, [1.0]), _t(m, d, [1.0], dtype=m.float64))],
+                        raises_text(RT, "Float did not match Double")),
     # the selections PyTorch has no bool kernel for
     "median_bool": (lambda m, F, d: _t(m, d, [True, False]).median(),
                     raises_text(NotImplementedError, '"median_cpu" not implemented for \'Bool\'')),

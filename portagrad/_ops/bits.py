@@ -103,9 +103,12 @@ def ldexp(input: Tensor, other: Tensor) -> Tensor:
         if not isinstance(t, Tensor):  # PyTorch takes no Python number here
             raise TypeError(f"ldexp(): argument '{arg}' (position {position}) must be Tensor, not "
                             f"{type(t).__name__}")
-    x = input if input.dtype.is_floating_point else input.to(_dtype.get_default_dtype())
-    e = other.to(x.dtype) if isinstance(other, Tensor) else float(other)
-    return x * (2.0 ** e if isinstance(e, Tensor) else 2.0 ** e)
+    # the operands' common dtype (the default float for two integer tensors), as PyTorch
+    dt = _dtype.result_type(input, other)
+    if not dt.is_floating_point:
+        dt = _dtype.get_default_dtype()
+    x = input.to(dt)
+    return x * 2.0 ** other.to(dt)
 
 
 def frexp(input: Tensor) -> Any:
@@ -152,9 +155,7 @@ def nextafter(input: Tensor, other: Tensor) -> Tensor:
     dt = _dtype.result_type(input, other)
     if not dt.is_floating_point:
         raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{elementwise._type_name(dt)}'")
-    idt = {4: _dtype.int32, 8: _dtype.int64}.get(dt.itemsize)
-    if idt is None:
-        raise NotImplementedError(f"nextafter for {dt} is not implemented")
+    idt = {2: _dtype.int16, 4: _dtype.int32, 8: _dtype.int64}[dt.itemsize]
     with _no_grad():
         x = input.to(dt).expand(broadcast_shapes(input.shape, other.shape)).contiguous()
         y = other.to(dt).expand(x.shape).contiguous()

@@ -898,19 +898,28 @@ def logaddexp(input: Tensor, other: Tensor) -> Tensor:
     """``log(exp(input) + exp(other))``, PyTorch's way: ``max + log1p(exp(-|input - other|))``,
     and equal infinities give themselves (``-inf`` for two ``-inf``: a log-space sum of nothing,
     where the composition gave ``inf - inf = nan``); 16-bit floats in float32, rounded once."""
-    dt = _dtype.result_type(input, other)
+    dt = _log_add_dtype("logaddexp", input, other)
     if dt in _HALF:
         return in_float32(logaddexp, input, other, dtype=dt)
-    return call(_LogAddExp, input, other)
+    return call(_LogAddExp, to(input, dtype=dt), to(other, dtype=dt))
+
+
+def _log_add_dtype(name: str, input: Tensor, other: Tensor) -> _dtype.dtype:
+    """The computation dtype of logaddexp/logaddexp2: the operands' common one, which must be
+    floating (PyTorch has no integer kernel; a bool beside a float is promoted)."""
+    dt = _dtype.result_type(input, other)
+    if not dt.is_floating_point:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_type_name(dt)}'")
+    return dt
 
 
 def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     """``log2(2**input + 2**other)``, PyTorch's way: ``max + log1p(2**-|input - other|) / ln 2``
     (equal infinities give themselves); 16-bit floats in float32, rounded once."""
-    dt = _dtype.result_type(input, other)
+    dt = _log_add_dtype("logaddexp2", input, other)
     if dt in _HALF:
         return in_float32(logaddexp2, input, other, dtype=dt)
-    return call(_LogAddExp2, input, other)
+    return call(_LogAddExp2, to(input, dtype=dt), to(other, dtype=dt))
 
 
 class _LogAddExp(Function):
@@ -960,7 +969,40 @@ class _LogAddExp2(_LogAddExp):
 
 
 def hypot(input: Tensor, other: Tensor) -> Tensor:
-    return sqrt(add(mul(input, input), mul(other, other)))
+    """``sqrt(input**2 + other**2)`` without overflow or underflow in the squares (as C's
+    ``hypot``, which PyTorch calls: 1e200 and 1e200 give 1.41e200, not inf); an infinite
+    operand gives inf even beside a NaN; 16-bit floats in float32, rounded once."""
+    dt = _dtype.result_type(input, other)
+    if not dt.is_floating_point:
+        raise NotImplementedError(f"\"hypot_cpu\" not implemented for '{_type_name(dt)}'")
+    if dt in _HALF:
+        return in_float32(hypot, input, other, dtype=dt)
+    return call(_Hypot, to(input, dtype=dt), to(other, dtype=dt))
+
+
+class _Hypot(Function):
+    """:func:`hypot` with PyTorch's derivatives ``g * input / out`` and ``g * other / out``."""
+
+    _backward_name = "HypotBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, y: Tensor) -> Tensor:
+        with _no_grad():
+            a, b = abs(x), abs(y)
+            big, small = maximum(a, b), minimum(a, b)
+            safe = _where(eq(big, 0), 1.0, big)  # (0 / 0 where both are 0)
+            ratio = div(small, safe)
+            out = mul(big, sqrt(add(mul(ratio, ratio), 1.0)))
+            out = _where(logical_or(isinf(a), isinf(b)), math.inf, out)
+        ctx.save_for_backward(x, y, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        x, y, out = ctx.saved_tensors
+        gx = sum_to_shape(g * x / out, tuple(x.shape)) if ctx.needs_input_grad[0] else None
+        gy = sum_to_shape(g * y / out, tuple(y.shape)) if ctx.needs_input_grad[1] else None
+        return gx, gy
 
 
 class _Softplus(Function):
