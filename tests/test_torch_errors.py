@@ -225,6 +225,12 @@ CASES: dict[str, tuple[Callable, Any]] = {
                      ([True, False], "bool")),
     "allclose_dtypes": (lambda m, F, d: [m.allclose(_t(m, d, [1.0]), _t(m, d, [1.0], dtype=m.float64))],
                         raises_text(RT, "Float did not match Double")),
+    "frac_int": (lambda m, F, d: m.frac(_t(m, d, [1, 2])),
+                 raises_text(NotImplementedError, '"frac_cpu" not implemented for \'Long\'')),
+    "frac_bool": (lambda m, F, d: m.frac(_t(m, d, [True])),
+                  raises_text(NotImplementedError, '"frac_cpu" not implemented for \'Bool\'')),
+    "positive_bool": (lambda m, F, d: m.positive(_t(m, d, [True])),
+                      raises_text(RT, "The `+` operator, on a bool tensor is not supported.")),
     # the selections PyTorch has no bool kernel for
     "median_bool": (lambda m, F, d: _t(m, d, [True, False]).median(),
                     raises_text(NotImplementedError, '"median_cpu" not implemented for \'Bool\'')),

@@ -858,10 +858,14 @@ def round(input: Tensor, *, decimals: int = 0, out: Tensor | None = None) -> Ten
 
 
 def frac(input: Tensor) -> Tensor:
+    if not input.dtype.is_floating_point:  # PyTorch's kernel is floating only
+        raise NotImplementedError(f"\"frac_cpu\" not implemented for '{_type_name(input.dtype)}'")
     return sub(input, trunc(input))
 
 
 def positive(input: Tensor) -> Tensor:
+    if input.dtype is _dtype.bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return input
 
 
