@@ -338,14 +338,34 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None, device: An
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dt = _dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype)
-    arr = np.linspace(start, end, steps, dtype=np.float64)
+    if _integral(dt) and steps > 1:
+        arr = np.trunc(_int_endpoints_range(start, end, steps))
+    else:
+        arr = np.linspace(start, end, steps, dtype=np.float64)
     return from_host(arr.astype(dt.numpy), device, dt, requires_grad)
+
+
+def _integral(dt: _dtype.dtype) -> bool:
+    return not (dt.is_floating_point or dt.is_complex or dt is _dtype.bool)
+
+
+def _int_endpoints_range(start: Any, end: Any, steps: int) -> np.ndarray:
+    """PyTorch's linspace (and logspace's exponents) for an integer dtype: the endpoints
+    converted to the integer type first (truncated), then ``start + step * i`` over the first
+    half and ``end - step * (steps - 1 - i)`` over the second, in double."""
+    s, e = float(math.trunc(start)), float(math.trunc(end))
+    step = (e - s) / (steps - 1)
+    i = np.arange(steps, dtype=np.float64)
+    return np.where(i < steps // 2, s + step * i, e - step * (steps - 1 - i))
 
 
 def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype: Any = None,
              device: Any = None, requires_grad: bool = False) -> Tensor:
     dt = _dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype)
-    arr = np.logspace(start, end, steps, base=base, dtype=np.float64)
+    if _integral(dt) and steps > 1:
+        arr = np.trunc(np.power(float(base), _int_endpoints_range(start, end, steps)))
+    else:
+        arr = np.logspace(start, end, steps, base=base, dtype=np.float64)
     return from_host(arr.astype(dt.numpy), device, dt, requires_grad)
 
 

@@ -225,6 +225,15 @@ CASES: dict[str, tuple[Callable, Any]] = {
                      ([True, False], "bool")),
     "allclose_dtypes": (lambda m, F, d: [m.allclose(_t(m, d, [1.0]), _t(m, d, [1.0], dtype=m.float64))],
                         raises_text(RT, "Float did not match Double")),
+    # linspace/logspace of an integer dtype: the endpoints truncated first, halves from each end
+    "linspace_int_fractional_ends": (lambda m, F, d: m.linspace(0.5, 9.7, 5, dtype=m.int64, device=d),
+                                     ([0, 2, 4, 6, 9], "int64")),
+    "linspace_int_negative_ends": (lambda m, F, d: m.linspace(-1.5, -3.3, 7, dtype=m.int64, device=d),
+                                   ([-1, -1, -1, -2, -2, -2, -3], "int64")),
+    "logspace_int_fractional_ends": (lambda m, F, d: m.logspace(2, -3.3, 7, dtype=m.int64, device=d),
+                                     ([100, 14, 2, 0, 0, 0, 0], "int64")),
+    "logspace_int_one_step": (lambda m, F, d: m.logspace(0.5, 9.7, 1, dtype=m.int64, device=d),
+                              ([3], "int64")),
     # lerp of one dtype only, with PyTorch's C++ type names
     "lerp_end_dtype": (lambda m, F, d: m.lerp(_t(m, d, [1.0]), _t(m, d, [2.0], dtype=m.float64), 0.5),
                        raises_text(RT, "expected dtype float for `end` but got dtype double")),
