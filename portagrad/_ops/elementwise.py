@@ -1155,8 +1155,9 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     once."""
     for what, t in (("end", end), ("weight", weight)):
         if isinstance(t, Tensor) and isinstance(input, Tensor) and t.dtype is not input.dtype:
-            raise RuntimeError(f"expected dtype {_c_type(input.dtype)} for `{what}` but got dtype "
-                               f"{_c_type(t.dtype)}")  # (PyTorch's lerp takes one dtype)
+            cpp = _dtype.CPP_TYPE_NAMES  # (PyTorch's lerp takes one dtype)
+            raise RuntimeError(f"expected dtype {cpp.get(input.dtype.name, input.dtype.name)} for "
+                               f"`{what}` but got dtype {cpp.get(t.dtype.name, t.dtype.name)}")
     dt = _dtype.result_type(input, end, weight) if isinstance(weight, Tensor) else \
         _dtype.result_type(input, end)
     if dt in _HALF:
@@ -1164,17 +1165,6 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     if isinstance(weight, Tensor):
         return call(_LerpTensor, input, end, weight)
     return call(_LerpScalar, input, end, weight)
-
-
-_C_TYPES = {"float32": "float", "float64": "double", "float16": "c10::Half",
-            "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int", "int16": "short int",
-            "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
-            "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
-
-
-def _c_type(d: _dtype.dtype) -> str:
-    """The C++ type name PyTorch's dtype checks print (``float``, ``c10::Half``, ``long int``)."""
-    return _C_TYPES.get(d.name, d.name)
 
 
 def _lerp_value(input: Tensor, end: Tensor, weight: Any) -> Tensor:

@@ -314,7 +314,6 @@ def value_range(t: Tensor) -> tuple[Any, Any]:
     return _raw.min_max(t)
 
 
-
 class _CtcInfiniteNan(Function):
     """``loss`` (N,) as it is, with PyTorch's gradient for an impossible alignment (an infinite
     loss, ``zero_infinity`` off): NaN for every log-probability of that sequence within its
