@@ -1654,8 +1654,40 @@ def np_mha(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int, w: np.ndarra
     return out @ ow.T + ob
 
 
+def _np_cosine_similarity(a: np.ndarray, b: np.ndarray, dim: int = 1, eps: float = 1e-8
+                          ) -> np.ndarray:
+    a, b = np.broadcast_arrays(a, b)
+    na = np.maximum(np.sqrt((a * a).sum(dim, keepdims=True)), eps)
+    nb = np.maximum(np.sqrt((b * b).sum(dim, keepdims=True)), eps)
+    return ((a / na) * (b / nb)).sum(dim)
+
+
+def _np_cosine_embedding_loss(a: np.ndarray, b: np.ndarray, t: np.ndarray, margin: float = 0.0,
+                              reduction: str = "mean") -> np.ndarray:
+    eps = float(np.float32(1e-12))
+    cos = (a * b).sum(-1) / np.sqrt(((a * a).sum(-1) + eps) * ((b * b).sum(-1) + eps))
+    loss = np.where(t == 1, 1 - cos, 0.0) + np.where(t == -1, np.maximum(cos - margin, 0), 0.0)
+    return loss.mean() if reduction == "mean" else loss
+
+
+def _np_gaussian_nll_loss(x: np.ndarray, t: np.ndarray, var: np.ndarray, full: bool = False,
+                          eps: float = 1e-6, reduction: str = "mean") -> np.ndarray:
+    if var.shape != x.shape and var.shape == x.shape[:-1]:
+        var = var[..., None]
+    var = np.maximum(var, eps)
+    loss = 0.5 * (np.log(var) + (x - t) ** 2 / var) + (0.5 * math.log(2 * math.pi) if full else 0)
+    return loss.mean() if reduction == "mean" else loss
+
+
 def _nn_functional_rows() -> list[OpInfo]:
     F = pg.nn.functional
+    cos_s = fixed(S(X((3, 4)), X((3, 4))), S(X((3, 4)), X((3, 1)), dim=1),
+                  S(X((2, 3, 4)), X((4,)), dim=-1), S(X((3, 4)), X((1, 4)), dim=0, nc="T"))
+    cos_emb_s = fixed(S(X((3, 4)), X((3, 4)), np.array([1.0, -1.0, 1.0]), margin=0.2),
+                      S(X((4,)), X((4,)), np.array(-1.0), reduction="none"))
+    gnll_s = fixed(S(X((3, 4)), X((3, 4)), X((3, 4), "positive")),
+                   S(X((3, 4)), X((3, 4)), X((3, 1), "positive"), full=True, reduction="none"),
+                   S(X((3, 4)), X((3, 4)), X((3,), "positive"), reduction="none"))
     conv3_s = fixed(S(X((2, 4, 3, 4, 5)), X((6, 2, 2, 3, 2)), X((6,)), stride=(1, 2, 1),
                       padding=(1, 0, 2), dilation=(1, 1, 2), groups=2),
                     S(X((2, 3, 4, 3)), X((2, 2, 1, 2, 2)), None, padding=1),
@@ -1685,6 +1717,12 @@ def _nn_functional_rows() -> list[OpInfo]:
         return lambda *a, **k: fn(*a, **k)[0]
 
     return [
+        OpInfo("nn.functional.cosine_similarity", F.cosine_similarity, _np_cosine_similarity,
+               cos_s, FLOATS, "same", grad=True),
+        OpInfo("nn.functional.cosine_embedding_loss", F.cosine_embedding_loss,
+               _np_cosine_embedding_loss, cos_emb_s, FLOATS, "same", grad=True),
+        OpInfo("nn.functional.gaussian_nll_loss", F.gaussian_nll_loss, _np_gaussian_nll_loss,
+               gnll_s, FLOATS, "same", grad=True),
         OpInfo("nn.functional.conv3d", F.conv3d, np_conv(3), conv3_s, FLOATS, "same", grad=True,
                grad_samples=conv3_g, rtol=1e-4, atol=1e-5, errors=[
                    E(lambda d: F.conv3d(T((4, 4), d), T((1, 1, 1, 1, 1), d)), RuntimeError,
@@ -2053,9 +2091,14 @@ def _more_math_rows() -> list[OpInfo]:
         OpInfo("copysign", pg.copysign, np.copysign, binary_samples(("nonzero", "nonzero")),
                NUMERIC, "float", method="copysign", grad=True),
         OpInfo("fmax", pg.fmax, np.fmax, binary_samples(scalars=False), NUMERIC, "promote",
-               method="fmax"),
+               method="fmax", grad=True),
         OpInfo("fmin", pg.fmin, np.fmin, binary_samples(scalars=False), NUMERIC, "promote",
-               method="fmin"),
+               method="fmin", grad=True),
+        OpInfo("hypot", pg.hypot, np.hypot, binary_samples(("nonzero", "nonzero"), scalars=False),
+               FLOATS, "promote", method="hypot", grad=True),
+        OpInfo("special.xlog1py", pg.special.xlog1py,
+               lambda a, b: np.where(a == 0, 0.0, a * np.log1p(b)),
+               binary_samples(("any", "positive")), NUMERIC, "float", grad=True),
         OpInfo("logaddexp", pg.logaddexp, np.logaddexp, binary_samples(scalars=False), FLOATS,
                "promote", method="logaddexp", grad=True),
         OpInfo("logaddexp2", pg.logaddexp2, np.logaddexp2, binary_samples(scalars=False), FLOATS,
@@ -2784,7 +2827,7 @@ def _more_methods_rows() -> list[OpInfo]:
                fixed(S(X((2, 3)), IDX([[1, -2, 0], [3, 0, 1]]))), FLOATS, "same", method="ldexp",
                grad=True),
         OpInfo("frexp_mantissa", lambda x: pg.frexp(x).mantissa, lambda x: np.frexp(x)[0],
-               unary_samples(), FLOATS, "same"),
+               unary_samples(), FLOATS, "same", grad=True),
         OpInfo("frexp_exponent", lambda x: pg.frexp(x).exponent, lambda x: np.frexp(x)[1],
                unary_samples(), FLOATS, I32),
         OpInfo("nextafter", pg.nextafter, np.nextafter, binary_samples(scalars=False), FLOATS,
