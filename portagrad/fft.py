@@ -52,7 +52,7 @@ def _done(name: str, res: Tensor, out: Tensor | None, input: Tensor) -> Tensor:
 # ------------------------------------------------------------------ one-dimensional transforms
 def _c2c_1d(name: str, input: Any, n: Any, dim: Any, norm: Any, forward: bool) -> Tensor:
     _f.check_tensor(name, input)
-    _f.check_n(name, n, dim)
+    n, dim = _f.check_n(name, n, dim, norm)
     if not input.dtype.is_complex:
         return _r2c_1d(name, input, n, dim, norm, forward, onesided=False)
     d = _f.canonical_dim(input, dim)
@@ -66,7 +66,7 @@ def _c2c_1d(name: str, input: Any, n: Any, dim: Any, norm: Any, forward: bool) -
 def _r2c_1d(name: str, input: Any, n: Any, dim: Any, norm: Any, forward: bool,
             onesided: bool) -> Tensor:
     _f.check_tensor(name, input)
-    _f.check_n(name, n, dim)
+    n, dim = _f.check_n(name, n, dim, norm)
     if input.dtype.is_complex:
         raise RuntimeError(f"{name} expects a real input tensor, but got "
                            f"{_elementwise._type_name(input.dtype)}")
@@ -82,7 +82,7 @@ def _r2c_1d(name: str, input: Any, n: Any, dim: Any, norm: Any, forward: bool,
 
 def _c2r_1d(name: str, input: Any, n: Any, dim: Any, norm: Any, forward: bool) -> Tensor:
     _f.check_tensor(name, input)
-    _f.check_n(name, n, dim)
+    n, dim = _f.check_n(name, n, dim, norm)
     d = _f.canonical_dim(input, dim)
     last = 2 * (input.shape[d] - 1) if n is None else n
     _f.check_points(last)
@@ -155,6 +155,7 @@ def ihfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None =
 # ---------------------------------------------------------------- n-dimensional transforms
 def _c2c_nd(name: str, input: Any, s: Any, dim: Any, norm: Any, forward: bool) -> Tensor:
     _f.check_tensor(name, input)
+    _f.check_nd_types(name, s, dim, norm)
     sizes, dims = _f.shape_and_dims(name, input, s, dim)
     _f.check_norm(norm)
     if dims and not input.dtype.is_complex:
@@ -181,6 +182,7 @@ def _real_only(name: str, input: Tensor) -> None:
 
 def _rfftn(name: str, input: Any, s: Any, dim: Any, norm: Any) -> Tensor:
     _f.check_tensor(name, input)
+    _f.check_nd_types(name, s, dim, norm)
     _real_only(name, input)
     sizes, dims = _f.shape_and_dims(name, input, s, dim)
     if not dims:
@@ -192,6 +194,7 @@ def _rfftn(name: str, input: Any, s: Any, dim: Any, norm: Any) -> Tensor:
 
 def _irfftn(name: str, input: Any, s: Any, dim: Any, norm: Any) -> Tensor:
     _f.check_tensor(name, input)
+    _f.check_nd_types(name, s, dim, norm)
     sizes, dims, last = _f.c2r_shape_and_dims(name, input, s, dim)
     _f.check_norm(norm)
     x = _f.resize(_f.promote(input, True), dims, sizes)
@@ -201,6 +204,7 @@ def _irfftn(name: str, input: Any, s: Any, dim: Any, norm: Any) -> Tensor:
 
 def _hfftn(name: str, input: Any, s: Any, dim: Any, norm: Any) -> Tensor:
     _f.check_tensor(name, input)
+    _f.check_nd_types(name, s, dim, norm)
     sizes, dims, last = _f.c2r_shape_and_dims(name, input, s, dim)
     _f.check_norm(norm)
     x = _f.resize(_f.promote(input, True), dims, sizes)
@@ -213,8 +217,9 @@ def _hfftn(name: str, input: Any, s: Any, dim: Any, norm: Any) -> Tensor:
 
 def _ihfftn(name: str, input: Any, s: Any, dim: Any, norm: Any) -> Tensor:
     _f.check_tensor(name, input)
-    _real_only(name, input)
+    _f.check_nd_types(name, s, dim, norm)
     sizes, dims = _f.shape_and_dims(name, input, s, dim)
+    _real_only(name, input)  # (after the dims: PyTorch's ihfftn checks them first)
     if not dims:
         raise RuntimeError(f"{name} must transform at least one axis")
     _f.check_norm(norm)
@@ -329,9 +334,6 @@ def _freq(name: str, n: Any, d: float, count: int, values: np.ndarray, out: Tens
           dtype: Any, layout: Any, device: Any, requires_grad: bool) -> Tensor:
     """``values / (n * d)`` in ``dtype``, as PyTorch computes it: the integer grid in the dtype,
     then one multiplication by ``1 / (n * d)``."""
-    if not isinstance(n, int) or isinstance(n, bool):
-        raise TypeError(f"fft_{name}(): argument 'n' (position 1) must be int, not "
-                        f"{type(n).__name__}")
     if count < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {count}: [{count}]")
     if layout is not None and str(layout) not in ("torch.strided", "portagrad.strided"):
@@ -352,16 +354,26 @@ def _freq(name: str, n: Any, d: float, count: int, values: np.ndarray, out: Tens
     return res.requires_grad_(requires_grad) if requires_grad else res
 
 
-def _trunc_half(n: Any) -> int:
+def _trunc_half(n: int) -> int:
     """``n / 2`` rounded toward zero (C++'s integer division, which PyTorch's sizes use)."""
-    return int(n / 2) if isinstance(n, int) else 0
+    return int(n / 2)
+
+
+def _freq_n(name: str, n: Any) -> int:
+    """``n`` of ``fftfreq``/``rfftfreq`` as an int (Python or numpy integer, one-element integer
+    tensor), else PyTorch's ``TypeError``."""
+    m = _f.int_arg(n)
+    if m is None:
+        raise TypeError(f"fft_{name}(): argument 'n' (position 1) must be int, not "
+                        f"{type(n).__name__}")
+    return m
 
 
 def fftfreq(n: int, d: float = 1.0, *, out: Tensor | None = None, dtype: Any = None,
             layout: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """The sample frequencies of :func:`fft` of a signal of ``n`` samples spaced ``d`` apart:
     ``[0, 1, ..., (n - 1) // 2, -(n // 2), ..., -1] / (n * d)``."""
-    m = n if isinstance(n, int) else 0
+    n = m = _freq_n("fftfreq", n)
     values = np.concatenate([np.arange((m + 1) // 2), np.arange(-(m // 2), 0)]) if m > 0 \
         else np.zeros(0)
     return _freq("fftfreq", n, d, m, values, out, dtype, layout, device, requires_grad)
@@ -371,6 +383,7 @@ def rfftfreq(n: int, d: float = 1.0, *, out: Tensor | None = None, dtype: Any = 
              layout: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """The sample frequencies of :func:`rfft` of a signal of ``n`` samples spaced ``d`` apart:
     ``[0, 1, ..., n // 2] / (n * d)``."""
+    n = _freq_n("rfftfreq", n)
     count = _trunc_half(n) + 1
     return _freq("rfftfreq", n, d, count, np.arange(max(count, 0)), out, dtype, layout, device,
                  requires_grad)

@@ -346,6 +346,18 @@ ERRORS: list[tuple[str, Callable[[Any], Any], type, str]] = [
      "fft_fft(): argument 'dim' must be int, not tuple"),
     ("float n", lambda m: m.fft.irfft(_real(m), n=3.0), TypeError,
      "fft_irfft(): argument 'n' must be int, not float"),
+    ("norm int", lambda m: m.fft.fft(_real(m), norm=1), TypeError,
+     "fft_fft(): argument 'norm' must be str, not int"),
+    ("fftn norm int", lambda m: m.fft.fftn(_real(m), norm=1), TypeError,
+     "fft_fftn(): argument 'norm' must be str, not int"),
+    ("float in s", lambda m: m.fft.fftn(_real(m), s=(3.0, 4)), TypeError,
+     "fft_fftn(): argument 's' must be tuple of ints, not tuple"),
+    ("tensor s", lambda m: m.fft.fftn(_real(m), s=m.tensor([3, 4])), TypeError,
+     "fft_fftn(): argument 's' must be tuple of ints, not Tensor"),
+    ("float tensor n", lambda m: m.fft.fft(_real(m), n=m.tensor(5.0)), TypeError,
+     "fft_fft(): argument 'n' must be int, not Tensor"),
+    ("bool n", lambda m: m.fft.fft(_real(m), n=True), TypeError,
+     "fft_fft(): argument 'n' must be int, not bool"),
     ("list input", lambda m: m.fft.fft([1.0, 2.0]), TypeError,
      "fft_fft(): argument 'input' (position 1) must be Tensor, not list"),
     ("fftfreq int dtype", lambda m: m.fft.fftfreq(4, dtype=m.int64), RuntimeError,
@@ -411,6 +423,40 @@ def test_complex_input_errors(device: str) -> None:
         with pytest.raises(RuntimeError) as info:
             fn(z)
         assert str(info.value) == msg
+
+
+def test_integer_arguments_as_pytorch_parses_them(device: str) -> None:
+    """``n``, ``dim`` and the entries of ``s``/``dim`` may be numpy integers or one-element
+    integer tensors, as PyTorch's argument parser reads an int (shapes are PyTorch 2.13's)."""
+    x = pg.ones((4, 4), device=device)
+    one = pg.tensor(5, device=device)
+    assert pg.fft.fft(x, n=np.int64(5)).shape == (4, 5)
+    assert pg.fft.fft(x, n=one).shape == (4, 5)
+    assert pg.fft.fft(x, n=pg.tensor([5], device=device)).shape == (4, 5)
+    assert pg.fft.rfft(x, dim=np.int64(0)).shape == (3, 4)
+    assert pg.fft.irfft(x, n=np.int32(6), dim=pg.tensor(0)).shape == (6, 4)
+    assert pg.fft.fftn(x, s=(np.int64(3), 5)).shape == (3, 5)
+    assert pg.fft.fftn(x, s=[pg.tensor(3), 5]).shape == (3, 5)
+    assert pg.fft.irfftn(x, s=(3, np.int64(6))).shape == (3, 6)
+    assert pg.fft.fftfreq(np.int64(4), device=device).tolist() == [0.0, 0.25, -0.5, -0.25]
+    assert pg.fft.rfftfreq(pg.tensor(4), device=device).tolist() == [0.0, 0.25, 0.5]
+
+
+def test_dims_checked_before_dtype_where_pytorch_does(device: str) -> None:
+    """PyTorch's ihfftn checks the dims before the dtype (rfftn the other way round), and the
+    argument types before either."""
+    need_complex(device)
+    z = pg.ones((4, 4), dtype=pg.complex64, device=device)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        pg.fft.ihfftn(z, dim=(3,))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        pg.fft.ihfft2(z[0])
+    with pytest.raises(RuntimeError, match="rfftn expects a real-valued input"):
+        pg.fft.rfftn(z, dim=(3,))
+    with pytest.raises(TypeError, match="argument 'dim' must be tuple of ints, not float"):
+        pg.fft.rfftn(z, dim=0.0)
+    with pytest.raises(TypeError, match="argument 's' must be tuple of ints"):
+        pg.fft.rfft2(z, s=(3.0, 4))
 
 
 @pytest.mark.parametrize("name", TRANSFORMS)

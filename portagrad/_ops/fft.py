@@ -12,8 +12,11 @@ these as PyTorch's reference decompositions (``torch/_refs/fft.py``) do.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from .. import _creation, _dtype, _raw
 from .._shape import wrap_dim_no_scalar
@@ -25,7 +28,8 @@ from ._common import call
 from .joining import cat
 
 __all__ = ["c2c", "r2c", "c2r", "apply_norm", "resize", "promote", "check_tensor", "check_n",
-           "canonical_dim", "shape_and_dims", "c2r_shape_and_dims", "check_norm", "check_points", "NORMS"]
+           "canonical_dim", "shape_and_dims", "c2r_shape_and_dims", "check_norm", "check_norm_type",
+           "check_nd_types", "check_points", "int_arg", "NORMS"]
 
 NORMS = (None, "backward", "ortho", "forward")
 
@@ -124,6 +128,12 @@ def apply_norm(x: Tensor, norm: str | None, signal_numel: int, forward: bool) ->
     return x
 
 
+def check_norm_type(name: str, norm: Any) -> None:
+    """PyTorch's argument parser: ``norm`` is None or a string (before any other check)."""
+    if norm is not None and not isinstance(norm, str):
+        raise TypeError(f"fft_{name}(): argument 'norm' must be str, not {type(norm).__name__}")
+
+
 def check_norm(norm: Any) -> None:
     if norm not in NORMS:
         raise RuntimeError(f'Invalid normalization mode: "{norm}"')
@@ -168,16 +178,46 @@ def check_tensor(name: str, x: Any) -> None:
                         f"{type(x).__name__}")
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+def int_arg(v: Any) -> int | None:
+    """``v`` as PyTorch's argument parser reads an ``int``: a Python or numpy integer (anything
+    with ``__index__``), or an integer tensor of one element; None for anything else (bool,
+    floats, other tensors)."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, Tensor):
+        dt = v.dtype
+        if v.numel() != 1 or dt.is_floating_point or dt.is_complex or dt is _dtype.bool:
+            return None
+        return int(v.item())
+    if isinstance(v, np.bool_):
+        return None
+    try:
+        return operator.index(v)
+    except TypeError:
+        return None
 
 
-def check_n(name: str, n: Any, dim: Any) -> None:
-    """The types of a one-dimensional transform's ``n`` and ``dim``."""
-    if n is not None and not _is_int(n):
+def check_n(name: str, n: Any, dim: Any, norm: Any) -> tuple[int | None, int]:
+    """A one-dimensional transform's ``n`` and ``dim`` as ints, their types and ``norm``'s
+    checked first, as PyTorch's argument parser does."""
+    n_int = None if n is None else int_arg(n)
+    if n is not None and n_int is None:
         raise TypeError(f"fft_{name}(): argument 'n' must be int, not {type(n).__name__}")
-    if not _is_int(dim):
+    dim_int = int_arg(dim)
+    if dim_int is None:
         raise TypeError(f"fft_{name}(): argument 'dim' must be int, not {type(dim).__name__}")
+    check_norm_type(name, norm)
+    return n_int, dim_int
+
+
+def check_nd_types(name: str, s: Any, dim: Any, norm: Any) -> None:
+    """The types of an n-dimensional transform's ``s``, ``dim`` and ``norm`` (PyTorch's argument
+    parser, before any check of the input's dtype or of the values)."""
+    if s is not None:
+        _int_tuple(name, "s", s)
+    if dim is not None:
+        _int_tuple(name, "dim", dim)
+    check_norm_type(name, norm)
 
 
 def check_points(n: int) -> None:
@@ -191,10 +231,13 @@ def canonical_dim(x: Tensor, dim: int) -> int:
 
 def _int_tuple(name: str, arg: str, v: Any) -> tuple[int, ...]:
     """An int or a sequence of ints as a tuple (PyTorch's ``int[]`` arguments)."""
-    if _is_int(v):
-        return (v,)
-    if isinstance(v, (list, tuple)) and all(_is_int(e) for e in v):
-        return tuple(v)
+    one = None if isinstance(v, Tensor) else int_arg(v)  # (a whole tensor is not an int[])
+    if one is not None:
+        return (one,)
+    if isinstance(v, (list, tuple)):
+        ints = [int_arg(e) for e in v]
+        if None not in ints:
+            return tuple(ints)  # type: ignore[arg-type]
     raise TypeError(f"fft_{name}(): argument '{arg}' must be tuple of ints, not "
                     f"{type(v).__name__}")
 
