@@ -49,7 +49,7 @@ from .backends.interface import Backend, View, decline_complex
 __all__ = [
     "new_like", "new_on", "unary", "binary", "binary_views", "where", "cast", "contiguous",
     "copy_into", "copy_region", "fill", "reduce", "min_max", "min_max_later", "defers_checks",
-    "arg_reduce", "cumsum", "bmm",
+    "arg_reduce", "cumsum", "bmm", "mm",
     "gather", "scatter",
     "sort", "random", "strides_for", "view", "expand_view", "bare_view", "bare_expand", "bump",
     "binary_", "binary_into", "fill_", "copy_", "axpy_", "lerp_", "addc_", "Scratch", "has_prims",
@@ -624,6 +624,30 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
     if K == 0:
         return fill(out, 0)
     a._storage.backend.matmul(a._v, b._v, out._v)
+    return out
+
+
+def mm(a: Tensor, b: Tensor, av: View | None = None, bv: View | None = None) -> Tensor:
+    """(M, K) @ (K, N) -> a new contiguous (M, N) tensor, for 2-D ``a`` and ``b``; ``av``/``bv``:
+    2-D Views of ``a``'s/``b``'s buffers to multiply instead (a transpose is swapped strides).
+    The backend's (1, M, K) @ (1, K, N) is called on bare Views: no tensor is made for the
+    operands (each costs more than the rest of a small product's Python), and ``a``'s and
+    ``b``'s storages keep their ownership stamps. Empty sums and results as :func:`bmm`."""
+    if av is None:
+        av = a._v
+    if bv is None:
+        bv = b._v
+    m, k = av.shape
+    n = bv.shape[1]
+    out = new_on(a._storage, (m, n), av.dtype)
+    if m * n == 0:
+        return out
+    if k == 0:
+        return fill(out, 0)
+    ov = out._v
+    a._storage.backend.matmul(View(av.buffer, av.offset, (1, m, k), (0,) + av.strides, av.dtype),
+                              View(bv.buffer, bv.offset, (1, k, n), (0,) + bv.strides, bv.dtype),
+                              View(ov.buffer, ov.offset, (1, m, n), (0, n, 1), ov.dtype))
     return out
 
 

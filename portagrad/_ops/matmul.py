@@ -51,12 +51,7 @@ class _MM(Function):
     def forward(ctx: Any, a: Tensor, b: Tensor) -> Tensor:
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None,
                               b if ctx.needs_input_grad[0] else None)  # as _BMM
-        m, k = a._v.shape
-        n = b._v.shape[1]
-        a3 = _raw.view(a, (1, m, k), (0,) + a._v.strides)
-        b3 = _raw.view(b, (1, k, n), (0,) + b._v.strides)
-        out = _raw.bmm(a3, b3)
-        return _raw.moved(out, (m, n), (n, 1))
+        return _raw.mm(a, b)
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:

@@ -34,14 +34,15 @@ class _Linear(Function):
         ctx.shapes = (x._v.shape, w._v.shape)
         x2 = as_rows(x)
         n, k = x2._v.shape
-        o = w._v.shape[0]
-        a3 = _raw.view(x2, (1, n, k), (0,) + x2._v.strides)
-        w3 = _raw.view(w, (1, k, o), (0, w._v.strides[1], w._v.strides[0]))  # w.T without a copy
-        out = _raw.bmm(a3, w3)  # zeros when k == 0
+        wv = w._v
+        o = wv.shape[0]
+        out = _raw.mm(x2, w, bv=_raw.bare_view(wv, (k, o), (wv.strides[1], wv.strides[0])))
         if b is not None:  # (the bias broadcast as a bare View: no tensor outlives the call)
-            _raw.binary("add", out, _raw.bare_expand(b._v, (1, n, o)), out._v.dtype, out=out)
+            _raw.binary("add", out, _raw.bare_expand(b._v, (n, o)), out._v.dtype, out=out)
+        if len(x._v.shape) == 2:
+            return out
         shape = tuple(x._v.shape[:-1]) + (o,)
-        return _raw.view(out, shape, _raw.strides_for(shape))
+        return _raw.moved(out, shape, _raw.strides_for(shape))
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
@@ -79,11 +80,7 @@ class _Linear(Function):
 def _mm(a: Tensor, shape: tuple[int, int], strides: tuple[int, ...], b: Tensor) -> Tensor:
     """``a'' @ b`` for ``a''`` the 2-D raw view ``(shape, strides)`` of ``a`` (a transpose is
     swapped strides) and 2-D ``b``: a new contiguous (M, N) tensor."""
-    m, k = shape
-    n = b._v.shape[1]
-    out = _raw.bmm(_raw.view(a, (1, m, k), (0,) + tuple(strides)),
-                   _raw.view(b, (1, k, n), (0,) + b._v.strides))  # zeros when k == 0
-    return _raw.moved(out, (m, n), (n, 1))
+    return _raw.mm(a, b, av=_raw.bare_view(a._v, shape, tuple(strides)))
 
 
 def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
