@@ -479,8 +479,13 @@ def test_lazy_modules_materialize_on_first_call(device):
     t = nn.LazyConvTranspose3d(2, 2, stride=2, groups=1).to(device)
     assert t(pg.randn(3, 2, 2, 2, device=device)).shape == (2, 4, 4, 4)  # unbatched: C from dim 0
     assert t.weight.shape == (3, 2, 2, 2, 2)
-    inst = nn.LazyInstanceNorm1d()
-    assert inst.affine is False and inst(pg.randn(2, 3, 5, device=device)).shape == (2, 3, 5)
+    inst = nn.LazyInstanceNorm1d().to(device)  # PyTorch 2.13's defaults: affine, statistics
+    assert inst.affine is True and inst.track_running_stats is True
+    assert inst(pg.randn(2, 3, 5, device=device)).shape == (2, 3, 5)
+    assert type(inst) is nn.InstanceNorm1d and inst.weight.shape == (3,)
+    assert inst.running_mean.shape == (3,)
+    assert repr(inst) == ("InstanceNorm1d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, "
+                          "track_running_stats=True)")
     with pytest.raises(RuntimeError, match=r"Expected 3D \(unbatched\) or 4D \(batched\) input to "
                                            r"LazyConv2d"):
         nn.LazyConv2d(2, 1)(pg.randn(2, 3, device=device))

@@ -23,7 +23,7 @@ class _NormBase(Module):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device: Any = None,
-                 dtype: Any = None) -> None:
+                 dtype: Any = None, *, bias: bool = True) -> None:
         super().__init__()
         kw = {"device": device, "dtype": dtype}
         self.num_features = num_features
@@ -33,7 +33,10 @@ class _NormBase(Module):
         self.track_running_stats = track_running_stats
         if self.affine:
             self.weight = Parameter(_creation.empty(num_features, **kw))
-            self.bias = Parameter(_creation.empty(num_features, **kw))
+            if bias:
+                self.bias = Parameter(_creation.empty(num_features, **kw))
+            else:  # bias=False: a scale without a shift
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -58,14 +61,16 @@ class _NormBase(Module):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def _check_input_dim(self, input: Tensor) -> None:
         raise NotImplementedError
 
     def extra_repr(self) -> str:
         return ("{num_features}, eps={eps}, momentum={momentum}, affine={affine}, "
-                "track_running_stats={track_running_stats}".format(**self.__dict__))
+                "bias={use_bias}, track_running_stats={track_running_stats}".format(
+                    **self.__dict__, use_bias=self.bias is not None))
 
     def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict,
                               strict: bool, missing_keys: list, unexpected_keys: list,
@@ -126,8 +131,9 @@ class _InstanceNorm(_NormBase):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
                  affine: bool = False, track_running_stats: bool = False, device: Any = None,
-                 dtype: Any = None) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+                 dtype: Any = None, *, bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype,
+                         bias=bias)
 
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() not in (self._nd + 1, self._nd + 2):
@@ -172,8 +178,10 @@ class SyncBatchNorm(_BatchNorm):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True,
-                 process_group: Any = None, device: Any = None, dtype: Any = None) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+                 process_group: Any = None, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype,
+                         bias=bias)
         self.process_group = process_group
 
     def _check_input_dim(self, input: Tensor) -> None:
@@ -224,7 +232,7 @@ class SyncBatchNorm(_BatchNorm):
         out = module
         if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
             out = cls(module.num_features, module.eps, module.momentum, module.affine,
-                      module.track_running_stats, process_group)
+                      module.track_running_stats, process_group, bias=module.bias is not None)
             if module.affine:
                 out.weight = module.weight
                 out.bias = module.bias
@@ -261,12 +269,14 @@ class _LazyNormBase(LazyModuleMixin):
     running_mean: Any
     running_var: Any
 
-    def _lazy_init(self, affine: bool, track_running_stats: bool, device: Any, dtype: Any) -> None:
+    def _lazy_init(self, affine: bool, track_running_stats: bool, device: Any, dtype: Any,
+                   bias: bool = True) -> None:
         self.affine = affine
         self.track_running_stats = track_running_stats
         if affine:
             self.weight = UninitializedParameter(device=device, dtype=dtype)
-            self.bias = UninitializedParameter(device=device, dtype=dtype)
+            if bias:  # else bias stays the None the base class registered
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
         if track_running_stats:
             self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
             self.running_var = UninitializedBuffer(device=device, dtype=dtype)
@@ -282,7 +292,8 @@ class _LazyNormBase(LazyModuleMixin):
             with no_grad():
                 if self.affine:
                     self.weight.materialize((self.num_features,))
-                    self.bias.materialize((self.num_features,))
+                    if self.bias is not None:
+                        self.bias.materialize((self.num_features,))
                 if self.track_running_stats:
                     self.running_mean.materialize((self.num_features,))
                     self.running_var.materialize((self.num_features,))
@@ -290,13 +301,15 @@ class _LazyNormBase(LazyModuleMixin):
 
 
 def _lazy_norm(base: Any) -> type:
-    batch = not issubclass(base, _InstanceNorm)  # PyTorch's defaults differ: affine, statistics
-
+    # (PyTorch's lazy instance norms default to affine=True, track_running_stats=True as well,
+    # unlike InstanceNorm*d itself)
     def __init__(self: Any, eps: float = 1e-5, momentum: float | None = 0.1,
-                 affine: bool = batch, track_running_stats: bool = batch, device: Any = None,
-                 dtype: Any = None) -> None:
-        base.__init__(self, 0, eps, momentum, False, False, device=device, dtype=dtype)
-        self._lazy_init(affine, track_running_stats, device, dtype)
+                 affine: bool = True, track_running_stats: bool = True, device: Any = None,
+                 dtype: Any = None, *, bias: bool = True) -> None:
+        # no tensors yet: affine, bias and statistics come with _lazy_init (as PyTorch)
+        base.__init__(self, 0, eps, momentum, False, False, device=device, dtype=dtype,
+                      bias=False)
+        self._lazy_init(affine, track_running_stats, device, dtype, bias)
         self._register_lazy_hook()
 
     doc = f"A :class:`{base.__name__}` whose ``num_features`` comes from its first input."

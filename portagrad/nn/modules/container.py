@@ -5,7 +5,7 @@ import operator
 import warnings
 from collections import OrderedDict
 from itertools import chain, islice
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from ..._tensor import Tensor
@@ -277,6 +277,24 @@ class ModuleDict(Module):
                                   f'"forward" function')
 
 
+def _entries_repr(items: Iterable[tuple[Any, Any]], type_str: Callable[[Tensor], str]) -> str:
+    """The lines of ParameterList's and ParameterDict's reprs: ``(key): Parameter containing:
+    [<type> of size 2x3]`` (with the device after the size when not on the CPU, as PyTorch shows
+    its accelerators'), ``(key): Object of type: str`` for anything else."""
+    lines = []
+    for k, p in items:
+        if isinstance(p, Tensor):
+            size_str = "x".join(str(size) for size in p.size())
+            device_str = f" ({p.device})" if p.device.type not in ("cpu", "meta") else ""
+            parastr = "{} containing: [{} of size {}{}]".format(
+                "Parameter" if isinstance(p, Parameter) else "Tensor", type_str(p), size_str,
+                device_str)
+            lines.append("  (" + str(k) + "): " + parastr)
+        else:
+            lines.append("  (" + str(k) + "): Object of type: " + type(p).__name__)
+    return "\n".join(lines)
+
+
 class ParameterList(Module):
     """A list of parameters (plain tensors are wrapped in ``Parameter``)."""
 
@@ -323,17 +341,11 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
-        lines = []
-        for k, p in enumerate(self):
-            if isinstance(p, Tensor):
-                size_str = "x".join(str(size) for size in p.size())
-                parastr = "{} containing: [{} of size {}{}]".format(
-                    "Parameter" if isinstance(p, Parameter) else "Tensor", p.type(), size_str,
-                    f" ({p.device})" if p.device.type != "cpu" else "")
-                lines.append("  (" + str(k) + "): " + parastr)
-            else:
-                lines.append("  (" + str(k) + "): Object of type: " + type(p).__name__)
-        return "\n".join(lines)
+        # PyTorch prints the dtype here (``[torch.float32 of size 2]``)
+        return _entries_repr(enumerate(self), lambda p: str(p.dtype))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("ParameterList should not be called.")
 
 
 class ParameterDict(Module):
@@ -380,6 +392,14 @@ class ParameterDict(Module):
         items = parameters.items() if hasattr(parameters, "items") else parameters
         for k, v in items:
             self[k] = v
+
+    def extra_repr(self) -> str:
+        # PyTorch prints the legacy type name here (``[torch.FloatTensor of size 2]``), unlike
+        # ParameterList's dtype
+        return _entries_repr(self.items(), lambda p: p.type())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("ParameterDict should not be called.")
 
 
 class Container(Module):

@@ -17,6 +17,7 @@ __all__ = ["ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "Reflecti
 class _PadNd(Module):
     _n = 2
     _mode = "constant"
+    _with_value = False  # ConstantPad*d: its fill value is an argument and in the repr
 
     def __init__(self, padding: Any, value: float = 0.0) -> None:
         super().__init__()
@@ -31,7 +32,8 @@ class _PadNd(Module):
         return F.pad(input, self.padding, self._mode)
 
     def extra_repr(self) -> str:
-        if self._mode == "constant":
+        # ZeroPad*d pads with constant 0 but prints only its padding, as PyTorch's
+        if self._with_value:
             return f"padding={self.padding}, value={self.value}"
         return f"{self.padding}"
 
@@ -43,8 +45,8 @@ def _pad_cls(name: str, n: int, mode: str, with_value: bool) -> type:
     else:
         def __init__(self: Any, padding: Any) -> None:  # type: ignore[misc]
             _PadNd.__init__(self, padding, 0.0)
-    return type(name, (_PadNd,), {"_n": n, "_mode": mode, "__init__": __init__,
-                                  "__module__": __name__})
+    return type(name, (_PadNd,), {"_n": n, "_mode": mode, "_with_value": with_value,
+                                  "__init__": __init__, "__module__": __name__})
 
 
 ZeroPad1d = _pad_cls("ZeroPad1d", 1, "constant", False)

@@ -2,7 +2,10 @@
 ``state_dict`` (the semantics, names and error messages of ``torch.nn.Module``)."""
 from __future__ import annotations
 
+import functools
 import itertools
+import warnings
+import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -17,6 +20,9 @@ __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forwar
 
 _global_forward_pre_hooks: _HookDict = _HookDict()
 _global_forward_hooks: _HookDict = _HookDict()
+
+# the state_dict key (after the module's prefix) of what ``get_extra_state`` returns
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 
 
 def register_module_forward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
@@ -80,6 +86,42 @@ class _ModuleHandle(RemovableHandle):
         super().remove()
         for d in self._extra:
             d.pop(self.id, None)
+
+
+class _WrappedHook:
+    """A load_state_dict pre-hook, called with the module it was registered on first when
+    ``with_module`` (held by a weak reference, as PyTorch's, so the hook does not keep the
+    module alive)."""
+
+    def __init__(self, hook: Callable[..., Any], module: Module | None = None) -> None:
+        self.hook: Callable[..., Any] = hook
+        functools.update_wrapper(self, hook)
+        self.with_module = module is not None
+        if module is not None:
+            self.module: weakref.ReferenceType[Module] = weakref.ref(module)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.with_module:
+            module = self.module()
+            if module is None:
+                raise RuntimeError("You are trying to call the hook of a dead Module!")
+            return self.hook(module, *args, **kwargs)
+        return self.hook(*args, **kwargs)
+
+    # a weak reference cannot be pickled or deep-copied: the module itself travels instead
+    def __getstate__(self) -> dict:
+        result: dict[str, Any] = {"hook": self.hook, "with_module": self.with_module}
+        if self.with_module:
+            result["module"] = self.module()
+        return result
+
+    def __setstate__(self, state: dict) -> None:
+        self.hook = state["hook"]
+        self.with_module = state["with_module"]
+        if self.with_module:
+            if state["module"] is None:
+                raise RuntimeError("You are trying to revive the hook of a dead Module!")
+            self.module = weakref.ref(state["module"])
 
 
 # ------------------------------------------------------------------ full backward hooks
@@ -228,6 +270,7 @@ class Module:
         setattr_(self, "_forward_pre_hooks", _HookDict())
         setattr_(self, "_forward_pre_hooks_with_kwargs", {})
         setattr_(self, "_state_dict_hooks", _HookDict())
+        setattr_(self, "_state_dict_pre_hooks", _HookDict())
         setattr_(self, "_load_state_dict_pre_hooks", _HookDict())
         setattr_(self, "_load_state_dict_post_hooks", _HookDict())
         setattr_(self, "_modules", {})
@@ -427,6 +470,7 @@ class Module:
         self.__dict__.update(state)
         for k, default in (("_forward_hooks_with_kwargs", {}), ("_forward_hooks_always_called", {}),
                            ("_forward_pre_hooks_with_kwargs", {}), ("_state_dict_hooks", _HookDict()),
+                           ("_state_dict_pre_hooks", _HookDict()),
                            ("_load_state_dict_pre_hooks", _HookDict()),
                            ("_load_state_dict_post_hooks", _HookDict()),
                            ("_non_persistent_buffers_set", set()),
@@ -591,15 +635,24 @@ class Module:
                                 f"({type(a).__name__})")
         if dtype is not None:
             dtype = _dtype.as_dtype(dtype)
-            if not dtype.is_floating_point:
+            if not (dtype.is_floating_point or dtype.is_complex):
                 raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
                                 f"got desired dtype={dtype}")
+            if dtype.is_complex:
+                warnings.warn(
+                    "Complex modules are a new feature under active development whose design may "
+                    "change, and some modules might not work as expected when using complex "
+                    "tensors as parameters or buffers. Please file an issue at "
+                    "https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml if a "
+                    "complex module does not work as expected.", stacklevel=2)
         if device is not None:
             device = _device.as_device(device)
 
         def convert(t: Tensor) -> Tensor:
-            dt = dtype if (dtype is not None and t.is_floating_point()) else None
-            return t.to(device, dt, non_blocking=non_blocking)
+            # floating and complex tensors take the dtype (complex -> real warns in the cast, as
+            # PyTorch's); integer and bool ones only move
+            cast = dtype is not None and (t.is_floating_point() or t.is_complex())
+            return t.to(device, dtype if cast else None, non_blocking=non_blocking)
 
         return self._apply(convert)
 
@@ -675,11 +728,43 @@ class Module:
         return self.register_full_backward_hook(hook)
 
     def register_state_dict_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
-        if "_state_dict_pre_hooks" not in self.__dict__:
-            object.__setattr__(self, "_state_dict_pre_hooks", _HookDict())
-        return _add_hook(self.__dict__["_state_dict_pre_hooks"], hook)
+        """``hook(module, prefix, keep_vars)`` before ``state_dict`` saves this module."""
+        return _add_hook(self._state_dict_pre_hooks, hook)
+
+    def _register_state_dict_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """The old, private form of :meth:`register_state_dict_post_hook`: a value ``hook``
+        returns replaces the ``state_dict`` (only honoured on the root module, as PyTorch)."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError("Cannot register the same function as the state dict post hook "
+                               "that was previously registered via register_state_dict_post_hook")
+        return _add_hook(self._state_dict_hooks, hook)
+
+    def register_state_dict_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata)`` after ``state_dict`` saved this
+        module and its submodules; it may change ``state_dict`` in place and must return
+        ``None``."""
+        # the flag tells state_dict to check the return value (PyTorch marks the hook the same)
+        hook._from_public_api = True  # type: ignore[attr-defined]
+        return _add_hook(self._state_dict_hooks, hook)
+
+    def _register_load_state_dict_pre_hook(self, hook: Callable[..., Any],
+                                           with_module: bool = False) -> RemovableHandle:
+        """``hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs)`` before this module loads its entries (``module`` first when
+        ``with_module``); see :meth:`register_load_state_dict_pre_hook`."""
+        return _add_hook(self._load_state_dict_pre_hooks,
+                         _WrappedHook(hook, self if with_module else None))
+
+    def register_load_state_dict_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` before ``load_state_dict`` loads this module's entries
+        (it may edit ``state_dict``, which is ``load_state_dict``'s own copy)."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
 
     def register_load_state_dict_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """``hook(module, incompatible_keys)`` after ``load_state_dict`` loaded this module and
+        its submodules; it may edit ``incompatible_keys``' lists in place and must return
+        ``None``."""
         return _add_hook(self._load_state_dict_post_hooks, hook)
 
     # ------------------------------------------------------------ call
@@ -722,6 +807,22 @@ class Module:
     __call__: Callable[..., Any] = _call_impl
 
     # ------------------------------------------------------------ state dict
+    def get_extra_state(self) -> Any:
+        """The extra (non-tensor) state a module stores in its ``state_dict`` under
+        ``prefix + "_extra_state"``: override it together with :meth:`set_extra_state`. Only an
+        override is called; this base method is never reached."""
+        raise RuntimeError(
+            "Reached a code path in Module.get_extra_state() that should never be called. "
+            "Please file an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
+            "to report this bug.")
+
+    def set_extra_state(self, state: Any) -> None:
+        """Restore what :meth:`get_extra_state` returned, from a loaded ``state_dict``."""
+        raise RuntimeError(
+            "Reached a code path in Module.set_extra_state() that should never be called. "
+            "Please file an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
+            "to report this bug.")
+
     def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
         for name, param in self._parameters.items():
             if param is not None:
@@ -729,23 +830,33 @@ class Module:
         for name, buf in self._buffers.items():
             if buf is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = buf if keep_vars else buf.detach()
+        # extra state only where a class overrides get_extra_state (PyTorch's test)
+        if getattr(self.__class__, "get_extra_state", Module.get_extra_state) \
+                is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
     def state_dict(self, *args: Any, destination: Any = None, prefix: str = "",
                    keep_vars: bool = False) -> OrderedDict[str, Tensor]:
         """An ordered dict of parameters and persistent buffers by dotted name (detached tensors
-        sharing storage with the module's, unless ``keep_vars``)."""
+        sharing storage with the module's, unless ``keep_vars``), and the extra state of
+        modules that define :meth:`get_extra_state`."""
         if args:  # the deprecated positional form (destination, prefix, keep_vars)
-            destination = args[0]
-            if len(args) > 1:
+            warnings.warn(
+                "Positional args are being deprecated, use kwargs instead. Refer to "
+                "https://pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module.state_dict"
+                " for details.", FutureWarning, stacklevel=2)
+            if destination is None:
+                destination = args[0]
+            if len(args) > 1 and prefix == "":
                 prefix = args[1]
-            if len(args) > 2:
+            if len(args) > 2 and keep_vars is False:
                 keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
-        meta = getattr(destination, "_metadata", None)
-        if meta is not None:
-            meta[prefix[:-1]] = {"version": self._version}
+        local_metadata = {"version": self._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
         for hook in self.__dict__.get("_state_dict_pre_hooks", {}).values():
             hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
@@ -754,14 +865,22 @@ class Module:
                 module.state_dict(destination=destination, prefix=prefix + name + ".",
                                   keep_vars=keep_vars)
         for hook in self._state_dict_hooks.values():
-            res = hook(self, destination, prefix, {})
-            if res is not None:
+            res = hook(self, destination, prefix, local_metadata)
+            if getattr(hook, "_from_public_api", False):
+                if res is not None:
+                    raise RuntimeError("state_dict post-hook must return None")
+            elif res is not None:
                 destination = res
         return destination
 
     def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict,
                               strict: bool, missing_keys: list, unexpected_keys: list,
                               error_msgs: list) -> None:
+        """Load this module's own parameters, buffers and extra state from ``state_dict`` (not
+        its submodules'), reporting into the lists; the load_state_dict pre-hooks run first."""
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                 error_msgs)
         assign = local_metadata.get("assign_to_params_buffers", False)
         persistent_buffers = {k: v for k, v in self._buffers.items()
                               if k not in self._non_persistent_buffers_set}
@@ -770,7 +889,8 @@ class Module:
         for name, param in local_state.items():
             key = prefix + name
             if key not in state_dict:
-                missing_keys.append(key)
+                if strict:
+                    missing_keys.append(key)
                 continue
             input_param = state_dict[key]
             if not isinstance(input_param, Tensor):
@@ -778,7 +898,12 @@ class Module:
                                   f' or Tensor-like object from checkpoint but received '
                                   f'{type(input_param)}')
                 continue
-            if tuple(input_param.shape) != tuple(param.shape):
+            is_param_lazy = isinstance(param, UninitializedTensorMixin)
+            # backward compatibility (PyTorch 0.3 checkpoints): a (1,) tensor loads into a 0-d one
+            if (not is_param_lazy and len(param.shape) == 0 and len(input_param.shape) == 1
+                    and input_param.shape[0] == 1):
+                input_param = input_param[0]
+            if not is_param_lazy and tuple(input_param.shape) != tuple(param.shape):
                 error_msgs.append(f"size mismatch for {key}: copying a param with shape "
                                   f"{input_param.shape} from checkpoint, the shape in current "
                                   f"model is {param.shape}.")
@@ -786,12 +911,15 @@ class Module:
             try:
                 with grad_mode.no_grad():
                     if assign:
+                        # the tensor itself is assigned, but a parameter keeps the module's
+                        # requires_grad (PyTorch's rule for assign=True)
                         if isinstance(param, Parameter):
-                            new = input_param if isinstance(input_param, Parameter) else \
-                                Parameter(input_param, requires_grad=param.requires_grad)
-                            setattr(self, name, new)
-                        else:
-                            setattr(self, name, input_param)
+                            if not isinstance(input_param, Parameter):
+                                input_param = Parameter(input_param,
+                                                        requires_grad=param.requires_grad)
+                            else:
+                                input_param.requires_grad_(param.requires_grad)
+                        setattr(self, name, input_param)
                     else:
                         param.copy_(input_param)
             except Exception as ex:  # reported like PyTorch
@@ -799,16 +927,31 @@ class Module:
                                   f"the model are {param.shape} and whose dimensions in the "
                                   f"checkpoint are {input_param.shape}, an exception occurred : "
                                   f"{ex.args}.")
+        extra_state_key = prefix + _EXTRA_STATE_KEY_SUFFIX
+        if getattr(self.__class__, "set_extra_state", Module.set_extra_state) \
+                is not Module.set_extra_state:
+            if extra_state_key in state_dict:
+                self.set_extra_state(state_dict[extra_state_key])
+            elif strict:
+                missing_keys.append(extra_state_key)
+        elif strict and extra_state_key in state_dict:
+            unexpected_keys.append(extra_state_key)
         if strict:
             for key in state_dict:
-                if key.startswith(prefix):
+                if key.startswith(prefix) and key != extra_state_key:
                     input_name = key[len(prefix):].split(".", 1)
-                    if input_name[0] not in self._modules and input_name[0] not in local_state:
+                    # a dotted name must reach a submodule; a plain one a parameter or buffer
+                    if len(input_name) > 1:
+                        if input_name[0] not in self._modules:
+                            unexpected_keys.append(key)
+                    elif input_name[0] not in local_state:
                         unexpected_keys.append(key)
 
     def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False
                         ) -> _IncompatibleKeys:
-        """Copy parameters and buffers from ``state_dict`` (across devices and dtypes).
+        """Copy parameters and buffers (and extra state) from ``state_dict`` (across devices and
+        dtypes); with ``assign`` the module takes the tensors themselves (parameters keep the
+        module's ``requires_grad``).
 
         With ``strict`` missing or unexpected keys raise ``RuntimeError``; the return value
         lists them either way (``missing_keys``, ``unexpected_keys``)."""
@@ -817,29 +960,38 @@ class Module:
         missing_keys: list[str] = []
         unexpected_keys: list[str] = []
         error_msgs: list[str] = []
+        # a copy, which _load_from_state_dict and the pre-hooks may modify
         metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)
+        if metadata is not None:
+            state_dict._metadata = metadata  # type: ignore[attr-defined]
 
-        def load(module: Module, prefix: str = "") -> None:
+        def load(module: Module, local_state_dict: dict, prefix: str = "") -> None:
             local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
             if assign:
                 local_metadata["assign_to_params_buffers"] = True
-            for hook in module._load_state_dict_pre_hooks.values():
-                hook(state_dict, prefix, local_metadata, True, missing_keys, unexpected_keys,
-                     error_msgs)
             # unexpected keys are always collected (strict=True here) and reported per strict
-            module._load_from_state_dict(state_dict, prefix, local_metadata, True, missing_keys,
-                                         unexpected_keys, error_msgs)
+            module._load_from_state_dict(local_state_dict, prefix, local_metadata, True,
+                                         missing_keys, unexpected_keys, error_msgs)
             for name, child in module._modules.items():
                 if child is not None:
+                    # each child sees only its own entries (as PyTorch)
+                    child_prefix = prefix + name + "."
+                    child_state_dict = {k: v for k, v in local_state_dict.items()
+                                        if k.startswith(child_prefix)}
                     # bound while load(self) below runs; `del load` after it only breaks the
                     # closure's reference cycle (ruff reads the del as making the name undefined)
-                    load(child, prefix + name + ".")  # noqa: F821
+                    load(child, child_state_dict, child_prefix)  # noqa: F821
+            # the post-hooks may edit the key lists in place (the strict check sees the edits)
             incompatible = _IncompatibleKeys(missing_keys, unexpected_keys)
             for hook in module._load_state_dict_post_hooks.values():
-                hook(module, incompatible)
+                if hook(module, incompatible) is not None:
+                    raise AssertionError(
+                        "Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                        "expected to return new values, if incompatible_keys need to be "
+                        "modified, it should be done inplace.")
 
-        load(self)
+        load(self, state_dict)
         del load
         if strict:
             if unexpected_keys:

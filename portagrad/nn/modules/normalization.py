@@ -48,18 +48,19 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return ("{normalized_shape}, eps={eps}, "
-                "elementwise_affine={elementwise_affine}".format(**self.__dict__))
+        return ("{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}, "
+                "bias={use_bias}".format(**self.__dict__, use_bias=self.bias is not None))
 
 
 class GroupNorm(Module):
     """Normalise over groups of channels."""
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
-                 device: Any = None, dtype: Any = None) -> None:
+                 device: Any = None, dtype: Any = None, *, bias: bool = True) -> None:
         super().__init__()
         if num_channels % num_groups != 0:
-            raise ValueError("num_channels must be divisible by num_groups")
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
         self.num_groups = num_groups
         self.num_channels = num_channels
         self.eps = eps
@@ -67,7 +68,10 @@ class GroupNorm(Module):
         kw = {"device": device, "dtype": dtype}
         if self.affine:
             self.weight = Parameter(_creation.empty(num_channels, **kw))
-            self.bias = Parameter(_creation.empty(num_channels, **kw))
+            if bias:
+                self.bias = Parameter(_creation.empty(num_channels, **kw))
+            else:  # bias=False: a scale without a shift
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -76,13 +80,15 @@ class GroupNorm(Module):
     def reset_parameters(self) -> None:
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return "{num_groups}, {num_channels}, eps={eps}, affine={affine}".format(**self.__dict__)
+        return ("{num_groups}, {num_channels}, eps={eps}, affine={affine}, "
+                "bias={use_bias}".format(**self.__dict__, use_bias=self.bias is not None))
 
 
 class RMSNorm(Module):

@@ -28,13 +28,15 @@ _CELL_OPS = {"RNN_TANH": "rnn_tanh_cell", "RNN_RELU": "rnn_relu_cell", "LSTM": "
 
 
 def _cell_step(mode: str, xg: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor,
-               b_hh: Tensor | None) -> tuple[Tensor, Tensor | None]:
-    """One time step given the input projection ``xg`` (N, G*H) (input bias included)."""
+               b_hh: Tensor | None, w_hr: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+    """One time step given the input projection ``xg`` (N, G*H) (input bias included);
+    ``w_hr`` (an LSTM with ``proj_size``) projects the new hidden state to ``proj_size``."""
     hg = F.linear(h, w_hh, b_hh)
     if mode == "LSTM":
         i, f, g, o = (xg + hg).chunk(4, -1)
         c2 = f.sigmoid() * c + i.sigmoid() * g.tanh()
-        return o.sigmoid() * c2.tanh(), c2
+        h2 = o.sigmoid() * c2.tanh()
+        return (h2 if w_hr is None else F.linear(h2, w_hr)), c2
     if mode == "GRU":
         xr, xz, xn = xg.chunk(3, -1)
         hr, hz, hn = hg.chunk(3, -1)
@@ -48,14 +50,16 @@ def _cell_step(mode: str, xg: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor,
 
 def rnn_stack(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, weights: list[Tensor],
               has_biases: bool, num_layers: int, dropout: float, train: bool,
-              bidirectional: bool) -> tuple[Tensor, Tensor, Tensor | None]:
+              bidirectional: bool, has_proj: bool = False) -> tuple[Tensor, Tensor, Tensor | None]:
     """A whole stack of recurrent layers over a time-major ``(T, N, F)`` input from the initial
     states ``h0`` (and ``c0`` for an LSTM), each ``(num_layers * directions, N, H)``:
     ``(output, h_n, c_n)`` (``c_n`` ``None`` but for an LSTM). ``weights`` are flat, per layer
-    and direction ``w_ih, w_hh[, b_ih, b_hh]``; ``dropout`` applies between layers when
-    ``train``. The computation of ``nn.RNN``/``LSTM``/``GRU`` and of ``torch.rnn_tanh`` ...."""
+    and direction ``w_ih, w_hh[, b_ih, b_hh]`` (then ``w_hr`` with ``has_proj``: an LSTM
+    whose hidden state is projected, ``h0`` then ``(..., proj_size)``); ``dropout`` applies
+    between layers when ``train``. The computation of ``nn.RNN``/``LSTM``/``GRU`` and of
+    ``torch.rnn_tanh`` ...."""
     D = 2 if bidirectional else 1
-    per_dir = 4 if has_biases else 2
+    per_dir = (4 if has_biases else 2) + (1 if has_proj else 0)
     T = x.shape[0]
     h_n: list[Tensor] = []
     c_n: list[Any] = []  # the LSTM's cell states (its steps return them, typed optional)
@@ -67,6 +71,7 @@ def rnn_stack(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, weights: list
             w_ih, w_hh = ws[0], ws[1]
             b_ih = ws[2] if has_biases else None
             b_hh = ws[3] if has_biases else None
+            w_hr = ws[-1] if has_proj else None
             xg = F.linear(layer_in, w_ih, b_ih)  # (T, N, G): one matmul for the sequence
             k = layer * D + direction
             h = h0[k]
@@ -74,7 +79,7 @@ def rnn_stack(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, weights: list
             steps = range(T - 1, -1, -1) if direction == 1 else range(T)
             seq: list[Tensor | None] = [None] * T
             for t in steps:
-                h, c = _cell_step(mode, xg[t], h, c, w_hh, b_hh)
+                h, c = _cell_step(mode, xg[t], h, c, w_hh, b_hh, w_hr)
                 seq[t] = h
             outs.append(stack(seq, 0))  # type: ignore[arg-type]
             h_n.append(h)
@@ -111,24 +116,34 @@ class RNNBase(Module):
             raise ValueError("hidden_size must be greater than zero")
         if num_layers <= 0:
             raise ValueError("num_layers must be greater than zero")
-        if proj_size:
-            raise NotImplementedError("proj_size is not supported")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable "
+                             "projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
         num_directions = 2 if bidirectional else 1
         G = _GATES[mode] * hidden_size
+        # with proj_size the hidden state (the output, h_n, the recurrent input) has that size;
+        # the cell state keeps hidden_size
+        real_hidden = proj_size if proj_size > 0 else hidden_size
         kw = {"device": device, "dtype": dtype}
         self._flat_weights_names: list[str] = []
         self._all_weights: list[list[str]] = []
         for layer in range(num_layers):
             for direction in range(num_directions):
-                layer_input = input_size if layer == 0 else hidden_size * num_directions
+                layer_input = input_size if layer == 0 else real_hidden * num_directions
                 suffix = "_reverse" if direction == 1 else ""
                 names = [f"weight_ih_l{layer}{suffix}", f"weight_hh_l{layer}{suffix}"]
                 setattr(self, names[0], Parameter(_creation.empty((G, layer_input), **kw)))
-                setattr(self, names[1], Parameter(_creation.empty((G, hidden_size), **kw)))
+                setattr(self, names[1], Parameter(_creation.empty((G, real_hidden), **kw)))
                 if bias:
                     names += [f"bias_ih_l{layer}{suffix}", f"bias_hh_l{layer}{suffix}"]
                     setattr(self, names[2], Parameter(_creation.empty(G, **kw)))
                     setattr(self, names[3], Parameter(_creation.empty(G, **kw)))
+                if proj_size > 0:  # after the biases, as PyTorch's names and flat order
+                    names.append(f"weight_hr_l{layer}{suffix}")
+                    setattr(self, names[-1],
+                            Parameter(_creation.empty((proj_size, hidden_size), **kw)))
                 self._flat_weights_names.extend(names)
                 self._all_weights.append(names)
         self.reset_parameters()
@@ -149,6 +164,8 @@ class RNNBase(Module):
 
     def extra_repr(self) -> str:
         s = "{input_size}, {hidden_size}"
+        if self.proj_size != 0:
+            s += ", proj_size={proj_size}"
         if self.num_layers != 1:
             s += ", num_layers={num_layers}"
         if self.bias is not True:
@@ -178,9 +195,11 @@ class RNNBase(Module):
                                f"{self.input_size}, got {x.shape[2]}")
         D = 2 if self.bidirectional else 1
         H = self.hidden_size
+        H_out = self.proj_size if self.proj_size > 0 else H  # h's size; the cell state's is H
         if hx is None:
-            h0 = _creation.zeros((self.num_layers * D, N, H), dtype=x.dtype, device=x.device)
-            c0 = h0 if is_lstm else None
+            h0 = _creation.zeros((self.num_layers * D, N, H_out), dtype=x.dtype, device=x.device)
+            c0 = (_creation.zeros((self.num_layers * D, N, H), dtype=x.dtype, device=x.device)
+                  if is_lstm else None)
         else:
             if is_lstm:
                 h0, c0 = hx
@@ -189,11 +208,16 @@ class RNNBase(Module):
             else:
                 h0 = hx if batched else hx.unsqueeze(1)
                 c0 = None
-            if tuple(h0.shape) != (self.num_layers * D, N, H):
-                raise RuntimeError(f"Expected hidden size {(self.num_layers * D, N, H)}, got "
-                                   f"{list(h0.shape)}")
+            if tuple(h0.shape) != (self.num_layers * D, N, H_out):
+                msg = "Expected hidden[0] size {}, got {}" if is_lstm else \
+                    "Expected hidden size {}, got {}"
+                raise RuntimeError(msg.format((self.num_layers * D, N, H_out), list(h0.shape)))
+            if c0 is not None and tuple(c0.shape) != (self.num_layers * D, N, H):
+                raise RuntimeError(f"Expected hidden[1] size {(self.num_layers * D, N, H)}, got "
+                                   f"{list(c0.shape)}")
         out, hn, cn = rnn_stack(self.mode, x, h0, c0, weights, self.bias, self.num_layers,
-                                self.dropout, self.training, self.bidirectional)
+                                self.dropout, self.training, self.bidirectional,
+                                has_proj=self.proj_size > 0)
         if batched and self.batch_first:
             out = out.transpose(0, 1)
         if not batched:
