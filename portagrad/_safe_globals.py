@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import _dtype
+from . import _dtype, _layout
 from ._device import device
 from ._storage import Size
 from ._tensor import Tensor
@@ -50,7 +50,21 @@ def _default_globals() -> dict[str, Any]:
     for dt in vars(_dtype).values():  # a dtype pickles as its module-level name
         if isinstance(dt, _dtype.dtype):
             out[f"portagrad._dtype.{dt.name}"] = dt
+    for lay in (_layout.strided, _layout.sparse_coo):  # constants, pickled by name as dtypes
+        out[f"portagrad._layout.{lay.name}"] = lay
+    # protocol 2 (torch.save's, and save's default) pickles bytes as _codecs.encode(str,
+    # "latin1"); PyTorch allows _codecs.encode for that. Only a stand-in for that one form is
+    # allowed here: another codec could do more than copy characters to bytes
+    out["_codecs.encode"] = _latin1_encode
     return out
+
+
+def _latin1_encode(obj: Any, encoding: Any = "utf-8", errors: Any = "strict") -> bytes:
+    """``_codecs.encode(text, "latin1")``, as a protocol-2 pickle writes ``bytes``."""
+    if type(obj) is not str or encoding not in ("latin1", "latin-1") or errors != "strict":
+        raise Refused(f"_codecs.encode is allowed only as encode(str, 'latin1') (the form "
+                      f"pickle writes bytes in), got encode({type(obj).__name__}, {encoding!r})")
+    return obj.encode("latin1")
 
 
 _DEFAULT_NAMES = {

@@ -10,9 +10,12 @@ one storage name the same key.
 Reading never imports torch and never builds an object the caller did not allow: the restricted
 unpickler (``weights_only=True``, the default) maps PyTorch's tensor, parameter, dtype, device and
 ``Size`` globals to portagrad's and resolves everything else through the ``safe_globals``
-allow-list, as ``torch.load(weights_only=True)`` does. Each storage's record is checked against the
-size its reference claims before it is read, every view against its storage, and records are
-looked up by name only (nothing is extracted), so a hostile archive raises a typed error.
+allow-list, as ``torch.load(weights_only=True)`` does. Each storage's record is checked against
+the size its reference claims before it is read, every view against its storage, and records are
+looked up by name only (nothing is extracted), so a hostile archive raises a typed error. The
+dtypes PyTorch gave no storage class (uint16/32/64, the float8s, complex32) are written as
+``_rebuild_tensor_v3`` over a ``torch.storage.UntypedStorage`` (its numel counts bytes) with the
+dtype as its last argument.
 
 Writing produces what ``torch.save`` writes, so ``torch.load(f, weights_only=True)`` reads it:
 tensors are copied to the host and saved with location ``"cpu"``.
@@ -28,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _dtype, _safe_globals
+from . import _dtype, _layout, _safe_globals
 from ._device import device
 from ._storage import Size
 from ._tensor import Tensor
@@ -58,6 +61,11 @@ _TORCH_DTYPES: dict[str, _dtype.dtype] = {d.name: d for d in _STORAGE_DTYPES.val
 _TORCH_DTYPES.update(half=_dtype.float16, float=_dtype.float32, double=_dtype.float64,
                      long=_dtype.int64, int=_dtype.int32, short=_dtype.int16,
                      cfloat=_dtype.complex64, cdouble=_dtype.complex128)
+# the dtypes portagrad names without having tensors of them (uint16, float8_e4m3fn, complex32...)
+# carry PyTorch's names: a checkpoint may hold them as values (torch.load(weights_only=True)
+# allows them), and a portagrad dtype value is written as that torch global
+_TORCH_DTYPES.update({d.name: d for d in _dtype.DECLARED_ONLY})
+_UNTYPED = "UntypedStorage"  # torch.storage.UntypedStorage: raw bytes, the dtype comes later
 
 _FOLDER = "archive"  # the records' folder in the archives written here (torch uses the file's stem)
 _ALIGNMENT = 64  # storages start at multiples of this many bytes, as torch writes (for mmap)
@@ -70,21 +78,33 @@ def is_torch_zip(head: bytes) -> bool:
 
 # ----------------------------------------------------------------------------------- reading
 class _StorageType:
-    """What a ``torch.<Type>Storage`` global unpickles to: the element dtype."""
+    """What a ``torch.<Type>Storage`` global unpickles to: the element dtype (bytes, as uint8,
+    for ``UntypedStorage``, whose numel counts bytes)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.dtype = _STORAGE_DTYPES[name]
+        self.untyped = name == _UNTYPED
+        self.dtype = _dtype.uint8 if self.untyped else _STORAGE_DTYPES[name]
 
 
 class _LoadedStorage:
     """One storage of the archive, read once and placed once: every view of it shares it."""
 
     def __init__(self, archive: _Archive, key: str, dtype: _dtype.dtype, location: str,
-                 numel: int) -> None:
+                 numel: int, untyped: bool = False) -> None:
         self.archive, self.key, self.dtype = archive, key, dtype
-        self.location, self.numel = location, numel
+        self.location, self.numel, self.untyped = location, numel, untyped
         self._flat: Tensor | None = None
+        self._typed: dict[_dtype.dtype, _LoadedStorage] = {}
+
+    def as_dtype(self, dt: _dtype.dtype) -> _LoadedStorage:
+        """This untyped storage's bytes read as ``dt`` elements (``_rebuild_tensor_v3``): one
+        storage per dtype, so views of one dtype share it (views of two dtypes get a copy each)."""
+        typed = self._typed.get(dt)
+        if typed is None:
+            typed = self._typed[dt] = _LoadedStorage(self.archive, self.key, dt, self.location,
+                                                     self.numel // dt.itemsize)
+        return typed
 
     def read(self, name: str) -> np.ndarray:  # the reader _Placer expects
         return self.archive.storage_array(self.key, self.dtype, self.numel)
@@ -93,6 +113,8 @@ class _LoadedStorage:
         if self._flat is None:
             try:
                 self._flat = self.archive.place(self, self.key, self.location)
+            except TorchFormatError:  # the file's own error (a record failing its CRC check)
+                raise
             except Exception as exc:  # the device's own error, not the file's: raised as it is
                 raise PlacementError(exc) from None
         return self._flat
@@ -133,7 +155,7 @@ def _rebuild_tensor(storage: Any, storage_offset: Any, size: Any, stride: Any,
                 f"and offset {offset} reaches past its storage of {storage.numel} elements")
     flat = storage.flat()
     t = Tensor._make(flat._storage, flat._v.offset + offset, shape, strides, flat.dtype)
-    if requires_grad is True and t.dtype.is_floating_point:
+    if requires_grad is True and (t.dtype.is_floating_point or t.dtype.is_complex):
         t.requires_grad_(True)
     return t
 
@@ -141,7 +163,14 @@ def _rebuild_tensor(storage: Any, storage_offset: Any, size: Any, stride: Any,
 def _rebuild_tensor_v3(storage: Any, storage_offset: Any, size: Any, stride: Any,
                        requires_grad: Any, backward_hooks: Any, dtype: Any,
                        metadata: Any = None) -> Tensor:
-    """``torch._utils._rebuild_tensor_v3`` (a dtype without a storage class of its own)."""
+    """``torch._utils._rebuild_tensor_v3`` (a dtype without a storage class of its own): a view
+    of an ``UntypedStorage``'s bytes as ``dtype`` elements (offset and strides count elements)."""
+    if isinstance(dtype, _dtype.dtype) and dtype in _dtype.DECLARED_ONLY:
+        raise TorchFormatError(f"this PyTorch file holds a tensor of dtype torch.{dtype.name}; "
+                               f"portagrad names that dtype but has no {dtype.name} tensors yet")
+    if isinstance(dtype, _dtype.dtype) and isinstance(storage, _LoadedStorage) and \
+            storage.untyped:
+        storage = storage.as_dtype(dtype)
     if not isinstance(dtype, _dtype.dtype) or not isinstance(storage, _LoadedStorage) or \
             dtype is not storage.dtype:
         raise TorchFormatError(f"corrupted PyTorch file: a tensor of dtype {dtype!r} on a "
@@ -167,6 +196,19 @@ def _torch_device(spec: Any, index: Any = None) -> device:
     return device(spec) if index is None else device(spec, index)
 
 
+_LAYOUTS = {f"torch.{lay.name}": lay for lay in (_layout.strided, _layout.sparse_coo)}
+
+
+def _torch_layout(name: Any) -> _layout.layout:
+    """``torch.serialization._get_layout("torch.strided")``, how torch pickles a layout: a
+    lookup among portagrad's layout constants, nothing else."""
+    lay = _LAYOUTS.get(name) if isinstance(name, str) else None
+    if lay is None:
+        raise TorchFormatError(f"this PyTorch file holds the layout {name!r}, which portagrad "
+                               f"does not have")
+    return lay
+
+
 _TORCH_GLOBALS: dict[str, Any] = {
     "torch._utils._rebuild_tensor_v2": _rebuild_tensor,
     "torch._utils._rebuild_tensor_v3": _rebuild_tensor_v3,
@@ -174,7 +216,9 @@ _TORCH_GLOBALS: dict[str, Any] = {
     "torch._utils._rebuild_parameter_with_state": _rebuild_parameter,
     "torch.device": _torch_device,
     "torch.Size": Size,
+    "torch.serialization._get_layout": _torch_layout,
     "collections.OrderedDict": collections.OrderedDict,
+    f"torch.storage.{_UNTYPED}": _StorageType(_UNTYPED),
 }
 _TORCH_GLOBALS.update({f"torch.{name}": _StorageType(name) for name in _STORAGE_DTYPES})
 _TORCH_GLOBALS.update({f"torch.{name}": d for name, d in _TORCH_DTYPES.items()})
@@ -245,7 +289,8 @@ class _Archive:
             raise TorchFormatError(
                 f"corrupted PyTorch file: storage {key!r} of {numel} {stype.dtype.name} elements "
                 f"has a record of {record.file_size} bytes")
-        s = self.storages[key] = _LoadedStorage(self, key, stype.dtype, location, numel)
+        s = self.storages[key] = _LoadedStorage(self, key, stype.dtype, location, numel,
+                                                stype.untyped)
         return s
 
     def storage_array(self, key: str, dt: _dtype.dtype, numel: int) -> np.ndarray:
@@ -309,6 +354,7 @@ _REBUILD_TENSOR = _Global("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
 _TORCH_DEVICE = _Global("torch", "device")
 _TORCH_SIZE = _Global("torch", "Size")
+_TORCH_LAYOUT = _Global("torch.serialization", "_get_layout")
 _GLOBAL_OF: dict[Any, _Global] = {}
 
 
@@ -330,6 +376,7 @@ class _Pickler(_PurePickler):
     def __init__(self, file: Any) -> None:
         super().__init__(file, protocol=2)
         self.storage_refs: dict[tuple[int, Any], _StorageRef] = {}
+        self.storage_dtypes: dict[int, _dtype.dtype] = {}  # id(storage) -> the dtype written
 
     def _save_torch_global(self, obj: _Global) -> None:
         self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode())
@@ -370,6 +417,8 @@ class _Pickler(_PurePickler):
             return (_TORCH_DEVICE, (str(obj),))
         if isinstance(obj, Size):
             return (_TORCH_SIZE, (tuple(obj),))
+        if isinstance(obj, _layout.layout):  # as torch pickles a layout
+            return (_TORCH_LAYOUT, (f"torch.{obj.name}",))
         return NotImplemented
 
     def _storage_ref(self, t: Tensor) -> _StorageRef:
@@ -377,6 +426,12 @@ class _Pickler(_PurePickler):
         ref = self.storage_refs.get(k)
         if ref is None:
             dt = t._v.dtype
+            # a storage record has one dtype: torch.save refuses views of one storage as two
+            # dtypes (loading them could not share it) rather than silently writing two copies;
+            # like torch, an empty storage (no data pointer) is not checked
+            if t._storage.nbytes and self.storage_dtypes.setdefault(id(t._storage), dt) is not dt:
+                raise RuntimeError("Cannot save multiple tensors or storages that view the same "
+                                   "data as different types")
             whole = Tensor._make(t._storage, 0, (t._storage.nbytes // dt.itemsize,), (1,), dt)
             data = np.ascontiguousarray(whole.detach().cpu().numpy())
             ref = self.storage_refs[k] = _StorageRef(str(len(self.storage_refs)), dt, data)

@@ -142,6 +142,11 @@ class _Encoder:
         if isinstance(obj, np.generic) and obj.dtype.kind in "biuf":
             return self.encode(obj.item(), path, depth)
         if isinstance(obj, _dtype.dtype):
+            if obj in _dtype.DECLARED_ONLY:
+                # the tree's "$dtype" names only dtypes of tensors (as_dtype refuses the others,
+                # uint16, float8_e4m3fn...): such a value goes to the pickle form, whose
+                # restricted unpickler allows every portagrad dtype
+                raise _NotSafe(f"dtype {obj.name}")
             return {"$dtype": obj.name}
         if isinstance(obj, device):
             return {"$device": str(obj)}
@@ -282,6 +287,12 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
     by default: state dicts, optimizer state dicts, checkpoints. Any other object (a whole
     ``nn.Module``) is pickled -- readable only with ``load(f, weights_only=False)``, which can run
     code; save ``state_dict()`` instead where you can.
+
+    Storage sharing: in the native format, tensors that are the *same* view of one storage (tied
+    weights) are stored once and load as one tensor, but different views of one storage (a slice,
+    a transpose, a ``view(dtype)``) are stored as separate tensors and no longer share memory
+    once loaded. ``format="pytorch"`` keeps the sharing, as ``torch.save``, and like it raises
+    ``RuntimeError`` for views of one storage as two different dtypes.
 
     A path is written atomically: to a temporary file in the same directory, flushed to disk, then
     renamed over the target, so a crash or kill during the save leaves the previous file intact
