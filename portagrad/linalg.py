@@ -23,6 +23,7 @@ from . import _dtype
 from ._autocast import SKIP as _SKIP
 from ._autocast import STATE as _AUTOCAST
 from ._autocast import autocast_call as _autocast_call
+from ._shape import wrap_dim
 from ._ops import elementwise
 from ._ops import reduction
 from ._ops.complexnum import conj as _conj
@@ -60,6 +61,23 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,
             "linalg_vector_norm", vector_norm, x, ord=ord, dim=dim, keepdim=keepdim,
             dtype=dtype)) is not _SKIP:
         return _ac_out
+    if isinstance(ord, bool) or not isinstance(ord, (int, float)):
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not "
+                        f"{type(ord).__name__}")
+    if dtype is not None and (x.dtype.is_floating_point or x.dtype.is_complex):
+        name = _dtype.SCALAR_TYPE_NAMES[dtype.name]
+        if not (dtype.is_floating_point or dtype.is_complex):
+            raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex, "
+                               f"but got {name}")
+        if dtype.is_complex != x.dtype.is_complex:
+            raise RuntimeError(f"linalg.vector_norm: dtype should be "
+                               f"{'complex' if x.dtype.is_complex else 'real'} for "
+                               f"{'complex' if x.dtype.is_complex else 'real'} inputs, but got "
+                               f"{name}")
+        if _dtype.promote_types(x.dtype, dtype) != dtype:
+            raise RuntimeError(f"linalg.vector_norm: the dtype of the input "
+                               f"({_dtype.SCALAR_TYPE_NAMES[x.dtype.name]}) should be "
+                               f"convertible without narrowing to the specified dtype ({name})")
     return reduction.norm(x, ord, dim, keepdim, dtype)
 
 
@@ -84,8 +102,14 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: Sequence[int] = (-2, -1),
     if ord in ("nuc", 2, -2) and A.dtype in _dtype.HALF_FLOATS:  # (they need an SVD)
         raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got "
                            f"{_dtype.SCALAR_TYPE_NAMES[A.dtype.name]}")
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                           f"{' '.join(str(d) for d in dim)}")
+    d0, d1 = (wrap_dim(d, A.dim()) for d in dim)  # out of range: IndexError, as PyTorch
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, "
+                           f"{dim[1]})")
     x = A if dtype is None else A.to(dtype)
-    d0, d1 = dim
     if ord == "fro":
         return reduction.norm(x, 2, (d0, d1), keepdim)
     if ord in (1, -1, math.inf, -math.inf):
@@ -108,6 +132,11 @@ def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *,
     else a vector norm (2-norm of all elements by default)."""
     if isinstance(dim, int):
         dim = (dim,)
+    if dim is not None and len(dim) not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got "
+                           f"{list(dim)}")
+    if isinstance(ord, str):  # a matrix norm, whatever dim and the rank (as PyTorch)
+        return matrix_norm(A, ord, (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
     if (dim is not None and len(dim) == 2) or (dim is None and ord is not None and A.dim() == 2):
         return matrix_norm(A, "fro" if ord is None else ord, dim or (-2, -1), keepdim,
                            dtype=dtype)
@@ -122,6 +151,13 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     (``sum(conj(x) * y)``, as PyTorch)."""
     if _AUTOCAST.on and (_ac_out := _autocast_call("linalg_vecdot", vecdot, x, y=y, dim=dim)) is not _SKIP:
         return _ac_out
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. "
+                           f"Got {_dtype.SCALAR_TYPE_NAMES[x.dtype.name]}")
+    if x.dtype is not y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x "
+                           f"of type {_dtype.SCALAR_TYPE_NAMES[x.dtype.name]} and y of type "
+                           f"{_dtype.SCALAR_TYPE_NAMES[y.dtype.name]} instead")
     return reduction.sum(_conj(x) * y, dim)
 
 
@@ -131,6 +167,26 @@ def multi_dot(tensors: Sequence[Tensor]) -> Tensor:
         return _ac_out
     if len(tensors) < 2:
         raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    n = len(tensors)
+    for i, what in ((0, "the first"), (n - 1, "the last")):
+        if tensors[i].dim() not in (1, 2):
+            raise RuntimeError(f"multi_dot(): {what} tensor must be 1D or 2D but got "
+                               f"{tensors[i].dim()}D")
+    for i in range(1, n - 1):
+        if tensors[i].dim() != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {tensors[i].dim()}D")
+    c10 = {"float32": "float", "float64": "double"}  # (c10's names in this message)
+    for i in range(1, n):
+        if tensors[i].dtype is not tensors[0].dtype:
+            n0, ni = (c10.get(t.dtype.name, _dtype.SCALAR_TYPE_NAMES[t.dtype.name])
+                      for t in (tensors[0], tensors[i]))
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor "
+                               f"0 is {n0} and tensor {i} {ni}")
+    for i in range(n - 1):
+        a, b = tensors[i], tensors[i + 1]
+        if a.shape[-1] != b.shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {list(a.shape)} "
+                               f"and {list(b.shape)} cannot be multiplied")
     out = tensors[0]
     for t in tensors[1:]:
         out = matmul(out, t)

@@ -67,12 +67,19 @@ def lapack_pivot(col: Tensor) -> Tensor:
     return where(shape.narrow(nan, -1, 0, 1), 0, p)
 
 
+def _cabs1(x: Tensor) -> Tensor:
+    """The pivot magnitude of LAPACK's ``i?amax``: ``|x|``, and ``|re| + |im|`` for complex."""
+    if x.dtype.is_complex:
+        return elementwise.abs(complexnum.real(x)) + elementwise.abs(complexnum.imag(x))
+    return elementwise.abs(x)
+
+
 def _pivot(m: Tensor, k: int) -> tuple[Tensor, Tensor]:
-    """Rows ``k`` and the best pivot row (largest ``|m[..., i, k]|``, ``i >= k``) swapped, and
+    """Rows ``k`` and the best pivot row (largest ``cabs1(m[..., i, k])``, ``i >= k``) swapped, and
     whether a swap happened (per matrix)."""
     n = m.shape[-2]
     with _no_grad():
-        col = elementwise.abs(shape.narrow(shape.select(m, -1, k), -1, k, n - k))
+        col = _cabs1(shape.narrow(shape.select(m, -1, k), -1, k, n - k))
         p = lapack_pivot(col) + k  # (..., 1)
         rows = _creation.arange(n, device=m.device)
         perm = where(elementwise.eq(rows, k), p, where(elementwise.eq(rows, p), k, rows))  # (..., n)
@@ -105,8 +112,8 @@ def _lu_diag(a: Tensor) -> tuple[Tensor, Tensor]:
 def det(A: Tensor) -> Tensor:
     """Determinant of a square matrix (or of each of a batch)."""
     _square("linalg.det", A)
-    if A.shape[-1] == 0:
-        return _creation.ones(A.shape[:-2], dtype=A.dtype, device=A.device)
+    if A.shape[-1] == 0:  # 1, in the graph (a zero gradient, as PyTorch)
+        return rsum(A, (-2, -1)) + 1
     d, sign = _lu_diag(A)
     return prod(d, -1) * sign
 
@@ -115,9 +122,10 @@ def slogdet(A: Tensor) -> Any:
     """``(sign, log|det|)`` of a square matrix (or of each of a batch); ``(0, -inf)`` when
     singular."""
     _square("linalg.slogdet", A)
-    if A.shape[-1] == 0:
+    if A.shape[-1] == 0:  # (1, 0), log|det| real and in the graph (a zero gradient)
         one = _creation.ones(A.shape[:-2], dtype=A.dtype, device=A.device)
-        return slogdet_result(one, one * 0.0)
+        zero = rsum(A, (-2, -1))
+        return slogdet_result(one, complexnum.real(zero) if A.dtype.is_complex else zero)
     d, sign = _lu_diag(A)
     # complex: the sign is the determinant's phase, |det| / det's unit complex number
     s = prod((complexnum.sgn if A.dtype.is_complex else elementwise.sign)(d), -1) * sign
@@ -127,6 +135,7 @@ def slogdet(A: Tensor) -> Any:
 def logdet(input: Tensor) -> Tensor:
     """``log(det(input))``: NaN for a negative determinant, ``-inf`` for zero; for a complex
     matrix the complex logarithm ``log(sign) + log|det|``."""
+    _square("logdet", input)
     s, la = slogdet(input)
     if input.dtype.is_complex:
         return elementwise.log(s) + la
@@ -198,6 +207,13 @@ def inv(A: Tensor) -> Tensor:
 inverse = inv  # torch.inverse, Tensor.inverse
 
 
+def _no_vector_xa(A: Tensor, B: Tensor) -> None:
+    """``left=False`` takes no vector ``B`` (PyTorch's error)."""
+    if B.dim() == 1 or (B.dim() == A.dim() - 1 and B.shape == A.shape[:-1]):
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                           f"XA = B ({A.shape[-2]}x{A.shape[-1]} and {B.shape[-1]}x1)")
+
+
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """``X`` with ``A X = B`` (``B`` a vector or a matrix, batches broadcast); ``left=False``:
     ``X A = B``."""
@@ -205,6 +221,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
         return _ac_out
     _square("linalg.solve", A)
     if not left:
+        _no_vector_xa(A, B)
         return shape.transpose(solve(shape.transpose(A, -1, -2), shape.transpose(B, -1, -2)), -1, -2)
     if A.dtype is not B.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
@@ -224,49 +241,51 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
 
 
 class _Cholesky(Function):
-    """The lower Cholesky factor as one node, with PyTorch's symmetric derivative: only the lower
-    triangle of ``A`` is read, but ``A`` stands for a symmetric matrix, so its gradient is
-    ``sym(L^-H Phi(L^H gL) L^-1)`` (``Phi``: the lower triangle with the diagonal halved), not the
-    one-triangle gradient of the elimination's ops."""
+    """The Cholesky factor as one node, with PyTorch's derivative: only one triangle of ``A`` is
+    read (``upper``: the upper one, the factor then ``U = L^H`` of ``A^H``), but ``A`` stands for
+    a Hermitian matrix, so its gradient is ``L^-H Phi L^-1`` with ``P = tril(L^H gL)`` and
+    ``Phi = (P + tril(P, -1)^H) / 2`` (``gL = gU^H`` when ``upper``), not the one-triangle
+    gradient of the elimination's ops."""
 
     _backward_name = "LinalgCholeskyExBackward0"
 
     @staticmethod
-    def forward(ctx: Any, A: Tensor, with_info: bool = False) -> Any:
+    def forward(ctx: Any, A: Tensor, with_info: bool = False, upper: bool = False) -> Any:
         info: list[Tensor] | None = [] if with_info else None
         with _no_grad():
-            L = _cholesky_lower(A, info)
+            L = _cholesky_lower(_mH(A) if upper else A, info)
         ctx.save_for_backward(L)
+        ctx.upper = upper
+        out = _mH(L) if upper else L
         if info is not None:  # cholesky_ex: (L, info), info an integer output
             ctx.mark_non_differentiable(info[0])
-            return L, info[0]
-        return L
+            return out, info[0]
+        return out
 
     @staticmethod
     def backward(ctx: Any, gL: Tensor, *_info: Any) -> Any:
         (L,) = ctx.saved_tensors
+        if ctx.upper:
+            gL = _mH(gL)
         Lh = _mH(L)
-        phi = tril(matmul(Lh, gL))
-        n = L.shape[-1]
-        eye = _creation.eye(n, dtype=L.dtype.to_real(), device=L.device)
-        phi = phi - phi * eye * 0.5  # the diagonal halved
+        p = tril(matmul(Lh, gL))
+        phi = (p + _mH(tril(p, -1))) * 0.5
         x = solve(Lh, phi)  # L^-H phi
         gA = _mH(solve(Lh, _mH(x)))  # (L^-H phi) L^-1
-        gA = (gA + _mH(gA)) * 0.5
-        return (gA, None) if _info else gA
+        return gA, None, None
 
 
 def cholesky(A: Tensor, upper: bool = False) -> Tensor:
     """The Cholesky factor ``L`` (lower; ``upper=True``: ``L^H``) of a symmetric positive-definite
     matrix (or of each of a batch); raises when the matrix is not positive-definite. Only the
-    lower triangle of ``A`` is read; its gradient is symmetric, as PyTorch's."""
+    lower (``upper``: upper) triangle of ``A`` is read; its gradient is symmetric, as PyTorch's."""
     if _AUTOCAST.on and (_ac_out := _autocast_call("cholesky", cholesky, A, upper=upper)) is not _SKIP:
         return _ac_out
     _square("linalg.cholesky", A)
     if A.shape[-1] == 0:  # the factor of a 0x0 matrix is 0x0
         return A.clone()
-    L = call(_Cholesky, A)
-    return _mH(L) if upper else L
+    # upper: LAPACK's uplo='U' reads the upper triangle, i.e. the lower one of A^H
+    return call(_Cholesky, A, False, upper)
 
 
 def _cholesky_lower(A: Tensor, info: list[Tensor] | None = None) -> Tensor:
@@ -322,6 +341,7 @@ def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "cholesky_inverse", cholesky_inverse, L, upper=upper)) is not _SKIP:
         return _ac_out
+    _square("cholesky_inverse", L)
     a = matmul(_mH(L), L) if upper else matmul(L, _mH(L))
     return inv(a)
 
@@ -524,7 +544,7 @@ def lu_eliminate(A: Tensor, pivot: bool = True) -> lu_factor_result:
     piv = []
     for k in range(min(m, n)):
         with _no_grad():
-            col = elementwise.abs(shape.narrow(shape.select(lu, -1, k), -1, k, m - k))
+            col = _cabs1(shape.narrow(shape.select(lu, -1, k), -1, k, m - k))
             p = lapack_pivot(col) + k
         piv.append(p)
         lu, _ = _pivot(lu, k)
@@ -613,9 +633,10 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
                            f"{input.shape[-1] if input.dim() else 1} matrices")
     if n < 0:  # the inverse's power (a singular matrix raises, as PyTorch)
         return matrix_power(inv(input), -n)
-    if n == 0:
+    if n == 0:  # the identity, in the graph with a zero gradient (as PyTorch)
         eye = _creation.eye(input.shape[-1], dtype=input.dtype, device=input.device)
-        return eye.expand(input.shape).clone()
+        take = _creation.ones(tuple(input.shape), dtype=_dtype.bool, device=input.device)
+        return where(take, eye.expand(input.shape), input)
     if n == 3:  # PyTorch's order for the cube ((A A) A): it places NaN from inf entries
         return matmul(matmul(input, input), input)
     result: Tensor | None = None

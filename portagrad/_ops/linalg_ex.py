@@ -19,8 +19,8 @@ from ._common import call
 from .diagonal import diagonal
 from .indexing import where
 from .joining import cat, tril, triu
-from .linalg import (_Cholesky, _gauss_jordan_pivots, _square, check_lu_info, inv, lu_eliminate,
-                     lu_info, singular_info, solve)
+from .linalg import (_Cholesky, _gauss_jordan_pivots, _no_vector_xa, _square, check_lu_info, inv,
+                     lu_eliminate, lu_info, singular_info, solve)
 from .matmul import matmul
 from .scan import cumprod
 
@@ -100,6 +100,8 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
         return linalg_solve_ex(X, _creation.zeros(A.shape[:-2], dtype=_dtype.int32,
                                                   device=A.device))
     _square("linalg.solve_ex", A)
+    if not left:
+        _no_vector_xa(A, B)
     Ainv, info = inv_ex(A)
     if not left:
         return linalg_solve_ex(matmul(B, Ainv), info)
@@ -121,12 +123,13 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -
     if A.shape[-1] == 0:
         return linalg_cholesky_ex(A.clone(), _creation.zeros(A.shape[:-2], dtype=_dtype.int32,
                                                              device=A.device))
+    # upper: the upper triangle is read (LAPACK's uplo='U')
     if check_errors:
-        L = call(_Cholesky, A)
+        L = call(_Cholesky, A, False, upper)
         info = _creation.zeros(A.shape[:-2], dtype=_dtype.int32, device=A.device)
     else:
-        L, info = call(_Cholesky, A, True)
-    return linalg_cholesky_ex(_mH(L) if upper else L, info)
+        L, info = call(_Cholesky, A, True, upper)
+    return linalg_cholesky_ex(L, info)
 
 
 def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -> Any:

@@ -15,6 +15,7 @@ from .. import _creation, _dtype
 from .._autocast import SKIP as _SKIP
 from .._autocast import STATE as _AUTOCAST
 from .._autocast import autocast_call as _autocast_call
+from .._shape import wrap_dim
 from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
 from . import complexnum, elementwise, reduction, shape
@@ -88,9 +89,8 @@ def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = Fal
             raise RuntimeError("linalg.pinv: cannot specify both rtol and rcond")
         rtol = rcond
     _floating("linalg.pinv", A)
-    if A.numel() == 0:
-        return _creation.zeros(A.shape[:-2] + (A.shape[-1], A.shape[-2]), dtype=A.dtype,
-                               device=A.device)
+    if A.numel() == 0:  # (no entries: in the graph, as PyTorch)
+        return _mT(A).clone()
     atol, rtol = _tolerances(A, atol, rtol)
     if hermitian:
         w, V = eigh(A)
@@ -179,18 +179,19 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     m, n = A.shape[-2], A.shape[-1]
     if rcond is None:
         rcond = _eps(A.dtype) * max(m, n)
-    empty = _creation.zeros(0, dtype=A.dtype, device=A.device)
+    empty = _creation.zeros(0, dtype=A.dtype.to_real(), device=A.device)  # (real, as PyTorch)
     if A.numel() == 0:
         X = _creation.zeros(A.shape[:-2] + (n, b.shape[-1]), dtype=A.dtype, device=A.device)
         X = matmul(_mT(A), b) + X  # zeros of the broadcast shape, linked to the inputs
-        sv = _creation.zeros(A.shape[:-2] + (0,), dtype=A.dtype.to_real(), device=A.device)
+        sv = _creation.zeros(A.shape[:-2] + (min(m, n),), dtype=A.dtype.to_real(),
+                             device=A.device)
         rank = _creation.zeros(A.shape[:-2], dtype=_dtype.int64, device=A.device)
         res = empty
         if driver != "gelsy" and m > n:  # no columns: the whole of B is the residual
             res = reduction.sum(complexnum.abs2(b), -2)
             if driver == "gels":  # (PyTorch's gels path reports zeros here)
                 res = res * 0.0
-            res = shape.squeeze(res, -1) if vector else res
+            # (a vector B keeps its residual's trailing dimension of 1, as PyTorch)
         return linalg_lstsq(shape.squeeze(X, -1) if vector else X, res,
                             rank if driver != "gels" else empty.to(_dtype.int64),
                             sv if driver in ("gelsd", "gelss") else empty)
@@ -205,9 +206,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
         full = driver == "gels" or bool(elementwise.eq(rank, n).all().item())
         if full:
             r = matmul(A, X) - b
-            residuals = reduction.sum(complexnum.abs2(r), -2)
-            if vector:
-                residuals = shape.squeeze(residuals, -1)
+            residuals = reduction.sum(complexnum.abs2(r), -2)  # (vector B: (..., 1), as PyTorch)
     return linalg_lstsq(shape.squeeze(X, -1) if vector else X, residuals,
                         rank if driver != "gels" else empty.to(_dtype.int64),
                         S if driver in ("gelsd", "gelss") else empty)
@@ -220,7 +219,7 @@ def spectral_norm(A: Tensor, ord: Any, dim: tuple[int, int], keepdim: bool) -> T
     if nd < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
                            "dimensions.")
-    d0, d1 = (d % nd for d in dim)
+    d0, d1 = (wrap_dim(d, nd) for d in dim)  # out of range: IndexError, as PyTorch
     if d0 == d1:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, "
                            f"{dim[1]})")

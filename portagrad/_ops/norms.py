@@ -6,6 +6,7 @@ from __future__ import annotations
 
 
 
+from .. import _creation, _dtype
 from .._autocast import SKIP as _SKIP
 from .._autocast import STATE as _AUTOCAST
 from .._autocast import autocast_call as _autocast_call
@@ -38,7 +39,12 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = Non
     if p < 0:
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
     diff = unsqueeze(x1, -2) - unsqueeze(x2, -3)
-    return reduction.norm(diff, p, -1)
+    out = reduction.norm(diff, p, -1)
+    if p == 0 and diff.requires_grad and is_grad_enabled():
+        # the count of nonzeros is flat: a zero gradient (not none), as PyTorch
+        take = _creation.ones(tuple(out.shape), dtype=_dtype.bool, device=out.device)
+        out = where(take, out, reduction.sum(diff, -1))
+    return out
 
 
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:

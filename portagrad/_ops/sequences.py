@@ -138,7 +138,7 @@ def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     n = x.shape[0] if N is None else N
     if n < 0:
         raise RuntimeError("N must be non-negative.")
-    base = x if x.dtype.is_floating_point else x.to(_dtype.int64)
+    base = x if x.dtype.is_floating_point or x.dtype.is_complex else x.to(_dtype.int64)
     powers = _creation.arange(n, device=x.device)
     if not increasing:
         powers = n - 1 - powers
