@@ -156,13 +156,21 @@ def require_dims(ndim: int, message: str) -> None:
         raise RuntimeError(message)
 
 
+def check_unique_dims(axes: Sequence[int]) -> None:
+    """PyTorch's ``RuntimeError`` naming the first wrapped dimension given twice."""
+    seen: set[int] = set()
+    for a in axes:
+        if a in seen:
+            raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
+        seen.add(a)
+
+
 def wrap_dims(dim: Any, ndim: int) -> tuple[int, ...]:
     """Normalise ``dim`` (None, int or sequence) to a sorted tuple of axes; None means all."""
     if dim is None:
         return tuple(range(ndim))
     if isinstance(dim, (list, tuple)):
         axes = tuple(wrap_dim(d, ndim) for d in dim)
-        if len(set(axes)) != len(axes):
-            raise RuntimeError(f"dim {axes} appears multiple times in the list of dims")
+        check_unique_dims(axes)
         return tuple(sorted(axes)) if ndim else ()
     return (wrap_dim(dim, ndim),) if ndim else ()

@@ -610,8 +610,9 @@ class TensorOps:
         """Split into ``chunks`` nearly equal views (fewer if the size is small)."""
         return _ops.joining.chunk(self, chunks, dim)
 
-    def tensor_split(self, indices_or_sections: Any, dim: _int = 0) -> tuple[Tensor, ...]:
-        return _ops.joining.tensor_split(self, indices_or_sections, dim)
+    def tensor_split(self, *args: Any, **kwargs: Any) -> tuple[Tensor, ...]:
+        """Views split into sections or at indices along ``dim`` (see ``portagrad.tensor_split``)."""
+        return _ops.joining.tensor_split(self, *args, **kwargs)
 
     def sort(self, dim: _int = -1, descending: _bool = False, stable: _bool = False) -> Any:
         """Sorted values and their indices along ``dim`` (stable)."""

@@ -20,7 +20,7 @@ from .._tensor import Tensor
 from ..autograd.function import Function
 from ..backends.interface import decline_complex
 from ..autograd.grad_mode import _flags, _no_grad
-from ..autograd.inplace import check_inplace, check_no_overlap, fit_result, inplace
+from ..autograd.inplace import check_inplace, check_no_overlap, fit_result, inplace, overwritten
 from ._common import call, to_scalar
 from .shape import expand
 
@@ -319,7 +319,9 @@ def copy_(dst: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
         _raw.copy_into(x, s)
 
     def compute(old: Tensor) -> Tensor:
-        return clone(to(src, dtype=dst.dtype))
+        new = clone(to(src, dtype=dst.dtype))
+        # (a new value without history is recorded as overwriting old by inplace itself)
+        return overwritten(old, new) if old._requires_grad and new._requires_grad else new
 
     return inplace(dst, compute, raw_into, (given,))
 

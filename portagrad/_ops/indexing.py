@@ -18,7 +18,7 @@ from .._autocast import SKIP as _SKIP
 from .._autocast import STATE as _AUTOCAST
 from .._autocast import autocast_call as _autocast_call
 from .. import _creation, _dtype, _raw
-from .._shape import broadcast_shapes, dim_size, wrap_dim, wrap_dim_no_scalar
+from .._shape import broadcast_shapes, check_unique_dims, dim_size, wrap_dim, wrap_dim_no_scalar
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ._advanced import advanced_getitem, advanced_setitem
@@ -459,9 +459,10 @@ def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
     """Reverse the order along ``dims`` (a copy, as PyTorch)."""
     if isinstance(dims, int):
         dims = (dims,)
+    axes = [wrap_dim(d, input.dim()) for d in dims]
+    check_unique_dims(axes)
     out = input
-    for d in dims:
-        d = wrap_dim(d, input.dim())
+    for d in axes:
         n = dim_size(input.shape, d)
         if n <= 1:
             continue

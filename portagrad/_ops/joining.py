@@ -169,20 +169,56 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     return split(input, size, d)
 
 
-def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+_NO_ARG: Any = object()
+
+
+def tensor_split(input: Tensor, indices_or_sections: Any = _NO_ARG, dim: int = 0, *,
+                 sections: Any = _NO_ARG, indices: Any = _NO_ARG,
+                 tensor_indices_or_sections: Any = _NO_ARG) -> tuple[Tensor, ...]:
+    """Views of ``input`` split along ``dim`` into ``sections`` nearly equal parts, or at
+    ``indices`` (each counted from the end when negative, clamped to the size, as Python
+    slices: a part whose end comes before its start is empty). A tensor argument is a number
+    of sections when 0-d, indices when 1-D (int64). PyTorch's keyword forms ``sections=``,
+    ``indices=`` and ``tensor_indices_or_sections=`` are taken too."""
+    given = [a for a in (indices_or_sections, sections, indices, tensor_indices_or_sections)
+             if a is not _NO_ARG]
+    if len(given) != 1:
+        raise TypeError("tensor_split() missing required argument 'indices_or_sections'"
+                        if not given else "tensor_split() got multiple values for argument "
+                        "'indices_or_sections'")
+    arg = given[0]
     require_dims(input.dim(), f"tensor_split expected at least a 1-dimensional tensor, but got a "
                               f"tensor with {input.dim()} dims")
     d = wrap_dim(dim, input.dim())
     n = input.shape[d]
-    if isinstance(indices_or_sections, int):
-        k = indices_or_sections
+    if isinstance(arg, Tensor):
+        if arg.dim() > 1:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a "
+                               f"zero-dimensional or one-dimensional tensor, but got a tensor "
+                               f"with {arg.dim()} dims")
+        if arg.dtype is not _dtype.int64:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have dtype "
+                               f"of long, but got {_TYPE_NAMES[arg.dtype.name]}")
+        arg = int(arg.item()) if arg.dim() == 0 else [int(i) for i in arg.tolist()]
+    elif isinstance(arg, (bool, float)) or not isinstance(arg, (int, np.integer, list, tuple)):
+        raise TypeError(f"tensor_split(): argument 'indices_or_sections' must be int, tuple of "
+                        f"ints or Tensor, not {type(arg).__name__}")
+    if not isinstance(arg, (list, tuple)):
+        k = int(arg)
         if k <= 0:
             raise RuntimeError(f"number of sections must be larger than 0, got {k}")
         base, extra = divmod(n, k)
         sizes = [base + 1] * extra + [base] * (k - extra)
         return split(input, sizes, d)
-    bounds = [0] + [min(max(int(i), 0), n) for i in indices_or_sections] + [n]
+    bounds = [0] + [_slice_bound(int(i), n) for i in arg] + [n]
     return tuple(narrow(input, d, a, max(b - a, 0)) for a, b in zip(bounds[:-1], bounds[1:]))
+
+
+def _slice_bound(i: int, n: int) -> int:
+    """A split index as a Python slice bound: from the end when negative, clamped to [0, n]."""
+    if i < 0:
+        i += n
+    return min(max(i, 0), n)
 
 
 def repeat(input: Tensor, *sizes: Any) -> Tensor:
@@ -238,10 +274,17 @@ def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     """Shift the elements along ``dims`` (of the flattened tensor without ``dims``), wrapping
     around; always a copy, as PyTorch, even when every shift is a multiple of its size."""
     if dims is None:
+        if isinstance(shifts, (list, tuple)) and len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
         flat = reshape(input, (-1,))
         return unaliased(reshape(roll(flat, shifts, 0), tuple(input.shape)), input)
     shifts = shifts if isinstance(shifts, (list, tuple)) else (shifts,)
     dims = dims if isinstance(dims, (list, tuple)) else (dims,)
+    if not shifts and not dims:
+        raise RuntimeError("`shifts` required")
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
     out = input
     for s, d in zip(shifts, dims):
         d = wrap_dim_no_scalar(d, input.dim())

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import _dtype, _raw
-from .._shape import (compute_view_strides, infer_size, maybe_overlapping, wrap_dim,
-                      wrap_dim_no_scalar)
+from .._shape import (check_unique_dims, compute_view_strides, infer_size, maybe_overlapping,
+                      wrap_dim, wrap_dim_no_scalar)
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ._common import call
@@ -285,8 +285,9 @@ def squeeze(x: Tensor, dim: Any = None) -> Tensor:
         axes = {i for i, s in enumerate(x._v.shape) if s == 1}
     else:
         dims = dim if isinstance(dim, (list, tuple)) else [dim]
-        axes = {wrap_dim(d, n) for d in dims}  # checks the range on 0-dim tensors too
-        axes = axes if n else set()
+        wrapped = [wrap_dim(d, n) for d in dims]  # checks the range on 0-dim tensors too
+        check_unique_dims(wrapped)
+        axes = set(wrapped) if n else set()
         axes = {a for a in axes if x._v.shape[a] == 1}
     shape = tuple(s for i, s in enumerate(x._v.shape) if i not in axes)
     if shape == x._v.shape:

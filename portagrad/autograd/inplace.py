@@ -28,7 +28,8 @@ from .grad_mode import _flags
 if TYPE_CHECKING:
     from .._tensor import Tensor
 
-__all__ = ["check_inplace", "check_no_overlap", "check_operand_overlap", "inplace", "DTYPE_VIEWS"]
+__all__ = ["check_inplace", "check_no_overlap", "check_operand_overlap", "inplace", "overwritten",
+           "DTYPE_VIEWS"]
 
 #: The tensors made by ``view_as_real``/``view_as_complex`` (``.real`` and ``.imag`` are views of
 #: the first): views in another dtype, which autograd does not rebase onto their source when
@@ -145,7 +146,9 @@ def fit_result(result: Tensor, x: Tensor) -> Tensor:
 
 
 class _Overwrite(Function):
-    """``old`` is overwritten by ``new``: gradient flows to ``new`` only (``CopyBackwards``)."""
+    """``old`` is overwritten by ``new``: the gradient flows to ``new``, and ``old`` gets zeros
+    (``CopyBackwards``: PyTorch's ``zeros_like(grad)``, so that a leaf under a fully overwritten
+    tensor gets a zero ``.grad``, not None, and ``autograd.grad`` finds it used)."""
 
     _backward_name = "CopyBackwards"
 
@@ -155,7 +158,18 @@ class _Overwrite(Function):
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
-        return None, g
+        if not ctx.needs_input_grad[0]:
+            return None, g
+        _Tensor or _bind()
+        zeros = _raw.fill(_raw.new_on(g._storage, g._v.shape, g._v.dtype), 0)  # (a constant)
+        return zeros, g
+
+
+def overwritten(old: Tensor, new: Tensor) -> Tensor:
+    """``new`` recorded as overwriting ``old`` (both with histories): for an in-place op whose
+    result does not depend on the old value (``copy_`` of a tensor that requires grad), so that
+    the old value's history still receives its zero gradient, as in PyTorch."""
+    return _Overwrite.apply(old, new)  # type: ignore[no-any-return]
 
 
 class _CopySlices(Function):
