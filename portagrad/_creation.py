@@ -337,12 +337,47 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None, device: An
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    dt = _dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype)
-    if _integral(dt) and steps > 1:
+    dt = _space_dtype("linspace", start, end, dtype)
+    if dt.is_complex and steps > 1:
+        arr = _complex_range(start, end, steps, dt)
+    elif _integral(dt) and steps > 1:
         arr = np.trunc(_int_endpoints_range(start, end, steps))
     else:
-        arr = np.linspace(start, end, steps, dtype=np.float64)
+        arr = np.linspace(start, end, steps, dtype=np.complex128 if dt.is_complex else np.float64)
     return from_host(arr.astype(dt.numpy), device, dt, requires_grad)
+
+
+def _space_dtype(name: str, start: Any, end: Any, dtype: Any) -> _dtype.dtype:
+    """linspace's/logspace's dtype: ``dtype``, else the default float, or the default complex
+    dtype when an endpoint is complex (PyTorch infers it from the endpoints, and refuses a real
+    ``dtype`` then)."""
+    dt = _dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype)
+    if any(isinstance(v, (complex, np.complexfloating)) for v in (start, end)):
+        inferred = _dtype.default_complex()
+        if dtype is None:
+            return inferred
+        if not dt.is_complex:
+            raise RuntimeError(
+                f"torch.{name}(): inferred dtype {_dtype.CPP_TYPE_NAMES[inferred.name]} can't be "
+                f"safely cast to passed dtype {_dtype.SCALAR_TYPE_NAMES.get(dt.name, dt.name)}")
+    return dt
+
+
+def _complex_range(start: Any, end: Any, steps: int, dt: _dtype.dtype) -> np.ndarray:
+    """PyTorch's complex linspace in ``dt``'s precision, part by part: ``step = (end - start) /
+    (steps - 1)`` (c10's quotient of a complex by a real number divides each part), then
+    ``start + step * i`` over the first half and ``end - step * (steps - 1 - i)`` over the
+    second (each endpoint exact)."""
+    real = np.float32 if dt is _dtype.complex64 else np.float64
+    s, e = complex(start), complex(end)
+    i = np.arange(steps, dtype=real)
+    first = i < steps // 2
+    parts = []
+    for a, b in ((s.real, e.real), (s.imag, e.imag)):
+        a, b = real(a), real(b)
+        step = (b - a) / real(steps - 1)
+        parts.append(np.where(first, a + step * i, b - step * (real(steps - 1) - i)))
+    return parts[0] + 1j * parts[1].astype(np.complex128 if real is np.float64 else np.complex64)
 
 
 def _integral(dt: _dtype.dtype) -> bool:
@@ -361,8 +396,13 @@ def _int_endpoints_range(start: Any, end: Any, steps: int) -> np.ndarray:
 
 def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype: Any = None,
              device: Any = None, requires_grad: bool = False) -> Tensor:
-    dt = _dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype)
-    if _integral(dt) and steps > 1:
+    dt = _space_dtype("logspace", start, end, dtype)
+    if dt.is_complex:
+        # base ** (linspace's exponents), in complex (PyTorch's pow of complex numbers)
+        exps = _complex_range(start, end, steps, dt) if steps > 1 else \
+            np.linspace(complex(start), complex(end), steps, dtype=np.complex128)
+        arr = np.power(complex(base), exps.astype(np.complex128))
+    elif _integral(dt) and steps > 1:
         arr = np.trunc(np.power(float(base), _int_endpoints_range(start, end, steps)))
     else:
         arr = np.logspace(start, end, steps, base=base, dtype=np.float64)

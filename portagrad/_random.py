@@ -19,7 +19,7 @@ import numpy as np
 from . import _creation, _device, _dtype, _raw
 from ._memory_format import check_memory_format
 from ._ops._common import broadcast_shapes
-from ._ops.complexnum import view_as_real
+from ._ops.complexnum import _as_real, view_as_real
 from ._ops.conversion import bump, check_no_overlap, copy_
 from ._ops.elementwise import add, div, floor, log1p, lt, mul, neg
 from ._tensor import Tensor
@@ -252,16 +252,27 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator 
 
 def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Generator | None = None
              ) -> Tensor:
-    """Fill ``t`` in place with uniform numbers in ``[a, b)``."""
-    _fill_random(t, "uniform", float(a), float(b), generator)
+    """Fill ``t`` in place with uniform numbers in ``[a, b)`` (a complex ``t``: its real and
+    imaginary parts each, as PyTorch, drawn as the real numbers of its (real, imag) view)."""
+    _fill_random(_as_real(t) if t.dtype.is_complex else t, "uniform", float(a), float(b),
+                 generator)
     bump(t)
     return t
 
 
 def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Generator | None = None
             ) -> Tensor:
-    """Fill ``t`` in place with normal numbers."""
-    _fill_random(t, "normal", float(mean), float(std), generator)
+    """Fill ``t`` in place with normal numbers; for a complex ``t``, real and imaginary parts
+    each with mean ``mean`` and std ``std / sqrt(2)`` (as PyTorch: ``E|z - mean|^2 = std^2``),
+    drawn as the real numbers of its (real, imag) view (the backends draw real dtypes only)."""
+    if isinstance(mean, (complex, np.complexfloating)) or \
+            isinstance(std, (complex, np.complexfloating)):
+        name, pos = ("mean", 1) if isinstance(mean, (complex, np.complexfloating)) else ("std", 2)
+        raise TypeError(f"normal_(): argument '{name}' (position {pos}) must be float, not complex")
+    if t.dtype.is_complex:
+        _fill_random(_as_real(t), "normal", float(mean), float(std) / math.sqrt(2.0), generator)
+    else:
+        _fill_random(t, "normal", float(mean), float(std), generator)
     bump(t)
     return t
 

@@ -1157,7 +1157,21 @@ class TensorOps:
         """Last two dimensions swapped."""
         return _ops.shape.transpose(self, -2, -1)
 
-    H = T
+    @property
+    def H(self) -> Tensor:
+        """The conjugate transpose of a matrix (PyTorch's ``numpy_H``: 2-D only; a 0-d tensor's
+        conjugate, deprecated there)."""
+        d = self.dim()
+        if d == 0:
+            import warnings
+            warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().",
+                          UserWarning, stacklevel=2)
+            return _ops.complexnum.conj(self)
+        if d != 2:
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {d}-D "
+                               "tensor." + (" For batches of matrices, consider using tensor.mH"
+                                            if d > 2 else ""))
+        return _ops.complexnum.conj(_ops.shape.transpose(self, 0, 1))
 
     # -------------------------------------------- more math, diagonals, scans, search, sparse
     # (bound by _bind: special, diagonal, scan, search, combine, sparse, the package)

@@ -703,8 +703,12 @@ _NO_COMPLEX = {  # PyTorch's errors for unary ops undefined on complex tensors
 
 
 def _make_unary(name: str, op: str, grad: Any, save: str = "input", float_only: bool = True,
-                node: str | None = None, takes_out: bool = True) -> Any:
+                node: str | None = None, takes_out: bool = True,
+                complex_fwd: Any = None) -> Any:
     """Build a unary op from a derivative rule ``grad(g, x, y) -> dx`` (``x`` input, ``y`` output).
+
+    ``complex_fwd``: the value for a complex input, computed from ops here instead of the
+    backend's primitive (whose complex version is not PyTorch's, as numpy's ``log1p``).
 
     ``takes_out``: whether PyTorch's function takes ``out=``. Its dtype must then be the result's
     for the ops that keep their input's dtype (not ``float_only``: ``neg``, ``floor`` ...),
@@ -715,7 +719,11 @@ def _make_unary(name: str, op: str, grad: Any, save: str = "input", float_only: 
 
         @staticmethod
         def forward(ctx: Any, x: Tensor) -> Tensor:
-            y = _raw.unary(op, x)
+            if complex_fwd is not None and x._v.dtype.is_complex:
+                with _no_grad():
+                    y = complex_fwd(x)
+            else:
+                y = _raw.unary(op, x)
             if save == "input":
                 ctx.save_for_backward(x)
             elif save == "output":
@@ -810,7 +818,26 @@ negative = neg
 exp = _make_unary("exp", "exp", lambda g, x, y: g * y, save="output")
 expm1 = _make_unary("expm1", "expm1", lambda g, x, y: g * (y + 1.0), save="output")
 log = _make_unary("log", "log", lambda g, x, y: g / x)
-log1p = _make_unary("log1p", "log1p", lambda g, x, y: g / (x + 1.0))
+
+
+def _clog1p(z: Tensor) -> Tensor:
+    """Complex log1p from the parts (c10's formula, PyTorch's on CUDA; its CPU kernel agrees to
+    rounding): ``atan2(y, 1 + x)`` and, for ``|z| < 0.5``, ``log1p(x (2 + x) + y^2) / 2`` (``x``
+    itself where that underflows to 0), else ``log(hypot(1 + x, y))``. (numpy's is
+    ``log(1 + z)``: 1e-7 + 1e-7i lost half its digits.)"""
+    x, y = complexnum.real(z), complexnum.imag(z)
+    theta = atan2(y, add(x, 1.0))
+    r = add(mul(x, add(x, 2.0)), mul(y, y))
+    small = _where(eq(r, 0), x, mul(log1p(r), 0.5))
+    big = log(hypot(add(x, 1.0), y))
+    re = _where(lt(hypot(x, y), 0.5), small, big)
+    # a NaN part makes both NaN (as PyTorch: log1p(inf + nanj) is nan + nanj, not inf + nanj)
+    nan = logical_or(isnan(x), isnan(y))
+    return complexnum.complex(_where(nan, math.nan, re).contiguous(),
+                              _where(nan, math.nan, theta).contiguous())
+
+
+log1p = _make_unary("log1p", "log1p", lambda g, x, y: g / (x + 1.0), complex_fwd=_clog1p)
 sqrt = _make_unary("sqrt", "sqrt", lambda g, x, y: g / (y * 2.0), save="output")
 rsqrt = _make_unary("rsqrt", "rsqrt", lambda g, x, y: g * (y ** 3 * -0.5), save="output")
 sin = _make_unary("sin", "sin", lambda g, x, y: g * x.cos())
@@ -881,7 +908,7 @@ def log2(input: Tensor, *, out: Tensor | None = None) -> Tensor:
         return _out(log2(input), out, "log2", (input,))
     if _AUTOCAST.on and (_ac_out := _autocast_call("log2", log2, input)) is not _SKIP:
         return _ac_out
-    return div(log(input), math.log(2.0))
+    return _div_real(log(input), math.log(2.0))
 
 
 def log10(input: Tensor, *, out: Tensor | None = None) -> Tensor:
@@ -889,7 +916,17 @@ def log10(input: Tensor, *, out: Tensor | None = None) -> Tensor:
         return _out(log10(input), out, "log10", (input,))
     if _AUTOCAST.on and (_ac_out := _autocast_call("log10", log10, input)) is not _SKIP:
         return _ac_out
-    return div(log(input), math.log(10.0))
+    return _div_real(log(input), math.log(10.0))
+
+
+def _div_real(z: Tensor, c: float) -> Tensor:
+    """``z / c`` for a real number ``c``; a complex ``z`` part by part (as PyTorch's complex
+    log2/log10): a complex division by ``c + 0i`` makes ``inf * 0`` cross terms, and
+    ``log2(0j)`` came out ``-inf + nanj`` instead of ``-inf + 0j``."""
+    if not z._v.dtype.is_complex:
+        return div(z, c)
+    return complexnum.complex(div(complexnum.real(z), c).contiguous(),
+                              div(complexnum.imag(z), c).contiguous())
 
 
 def exp2(input: Tensor, *, out: Tensor | None = None) -> Tensor:
@@ -1054,7 +1091,23 @@ def gelu_erf(x: Tensor) -> Tensor:
 
 
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
-               neginf: float | None = None) -> Tensor:
+               neginf: float | None = None, *, out: Tensor | None = None) -> Tensor:
+    """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (the dtype's finite
+    extremes by default); a complex tensor's real and imaginary parts each so (as PyTorch)."""
+    for name, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
+        if isinstance(v, (complex, np.complexfloating)):
+            raise TypeError(f"nan_to_num(): argument '{name}' must be float, not complex")
+    if out is not None:
+        if out.dtype is not input.dtype:  # (PyTorch's kernel takes no other dtype)
+            raise RuntimeError(f"nan_to_num: dtype of out: {_TYPE_NAMES[out.dtype.name]} should "
+                               f"be same as input: {_TYPE_NAMES[input.dtype.name]}")
+        return _out(nan_to_num(input, nan, posinf, neginf), out, "nan_to_num", (input,))
+    if input.dtype.is_complex:
+        if is_grad_enabled() and input.requires_grad:
+            raise RuntimeError("nan_to_num does not support automatic differentiation for "
+                               "outputs with complex dtype.")
+        return complexnum.complex(nan_to_num(complexnum.real(input), nan, posinf, neginf),
+                                  nan_to_num(complexnum.imag(input), nan, posinf, neginf))
     info = _dtype.finfo(input.dtype) if input.dtype.is_floating_point else None
     if info is None:
         return input.clone()
@@ -1160,6 +1213,12 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
                                f"`{what}` but got dtype {cpp.get(t.dtype.name, t.dtype.name)}")
     dt = _dtype.result_type(input, end, weight) if isinstance(weight, Tensor) else \
         _dtype.result_type(input, end)
+    if isinstance(weight, (complex, np.complexfloating)) and not dt.is_complex:
+        # PyTorch's checked conversion of the Scalar weight into the real dtype
+        if weight.imag != 0:
+            raise RuntimeError(f"value cannot be converted to type "
+                               f"{_dtype.CPP_TYPE_NAMES.get(dt.name, dt.name)} without overflow")
+        weight = float(weight.real)
     if dt in _HALF:
         return in_float32(lerp, input, end, weight, dtype=dt)
     if isinstance(weight, Tensor):
@@ -1172,7 +1231,7 @@ def _lerp_value(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     if isinstance(weight, Tensor):
         near = abs(weight) < 0.5
         return _where(near, add(input, mul(weight, diff)), sub(end, mul(diff, rsub(weight, 1.0))))
-    if -0.5 < weight < 0.5:
+    if math.hypot(weight.real, weight.imag) < 0.5:  # |weight|, a complex one's included
         return add(input, mul(weight, diff))
     return sub(end, mul(diff, 1.0 - weight))
 
@@ -1196,10 +1255,15 @@ class _LerpScalar(Function):
         input, end, wt = ctx.saved_tensors
         need = ctx.needs_input_grad
         w = ctx.weight if wt is None else wt
-        gi = sum_to_shape(mul(g, rsub(w, 1.0) if wt is not None else 1.0 - w),
-                          tuple(input.shape)) if need[0] else None
+        # lerp is linear in each argument: PyTorch's g * conj(d lerp / d arg) for complex ones
+        if wt is not None:
+            w, one_minus_w = complexnum.conj(w), complexnum.conj(rsub(w, 1.0))
+        else:
+            one_minus_w = (1.0 - w).conjugate()
+            w = w.conjugate()
+        gi = sum_to_shape(mul(g, one_minus_w), tuple(input.shape)) if need[0] else None
         ge = sum_to_shape(mul(g, w), tuple(end.shape)) if need[1] else None
-        gw = sum_to_shape(mul(g, sub(end, input)), tuple(wt.shape)) \
+        gw = sum_to_shape(mul(g, complexnum.conj(sub(end, input))), tuple(wt.shape)) \
             if wt is not None and len(need) > 2 and need[2] else None
         return gi, ge, gw
 

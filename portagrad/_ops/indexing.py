@@ -29,7 +29,7 @@ from .shape import as_strided, basic_index, expand, reshape
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "masked_fill", "masked_select",
            "nonzero", "flip", "where", "getitem", "setitem", "strided_region", "take_along_dim",
            "index_add", "index_fill", "index_copy", "check_index_copy", "scatter_add_in_order",
-           "wrap_negative"]
+           "wrap_negative", "check_complex_source", "scalar_ctype"]
 
 
 def _as_index(index: Any, like: Tensor, name: str = "index") -> Tensor:
@@ -264,6 +264,11 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     if isinstance(value, Tensor) and value.dim() != 0:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {value.dim()} dimension(s).")
+    complex_value = value.dtype.is_complex if isinstance(value, Tensor) else \
+        isinstance(value, (complex, np.complexfloating))
+    if complex_value and not input.dtype.is_complex:  # (even with a zero imaginary part)
+        raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is not "
+                           "supported")
     if input.dim() == 0:
         return _scalar_as_vector(index_fill, input, dim, index, value)
     d = wrap_dim(dim, input.dim())
@@ -526,6 +531,7 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
     key = _key_tuple(key)
     key = tuple(int(k) if isinstance(k, np.integer) else k for k in key)
     key = _zero_dim_ints(key)
+    value = check_complex_source(x, key, value)
     if not any(_is_advanced(k) for k in key):
         view = basic_index(x, key)
         view.copy_(value)  # rebases the history of the view's base (CopySlices) if recording
@@ -537,6 +543,52 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
             x._grad_fn, x._output_nr, x._requires_grad = fresh._grad_fn, 0, True
         return
     advanced_setitem(x, key, value)
+
+
+def scalar_ctype(dt: _dtype.dtype) -> str:
+    """The C type that PyTorch's checked conversion of a Scalar into ``dt`` names (16-bit floats
+    convert through double)."""
+    if dt is _dtype.float32:
+        return "float"
+    if dt.is_floating_point:
+        return "double"
+    limits = _dtype.INT_LIMITS.get(dt.name)
+    return limits[2] if limits else dt.name
+
+
+def check_complex_source(x: Tensor, key: tuple, value: Any) -> Any:
+    """PyTorch's refusals of complex values written into a real tensor ``x[key] = value``
+    (``RuntimeError``; the imaginary part was dropped silently): a complex number with an
+    imaginary part (a bool ``x`` takes it as its truth); a complex tensor under an advanced key
+    (index_put_: dtypes must match), except a one-element value under a lone mask, which PyTorch
+    writes as the number ``value.item()``. Under a basic key a tensor value is copied (``copy_``
+    drops the imaginary part with a warning, as PyTorch). Returns the value to write: a complex
+    number that converts, as the real number (or truth) it converts to."""
+    if x.dtype.is_complex:
+        return value
+    if isinstance(value, Tensor):
+        if not value.dtype.is_complex or not any(_is_advanced(k) for k in key):
+            return value
+        mask = len(key) == 1 and isinstance(key[0], Tensor) and \
+            key[0].dtype in (_dtype.bool, _dtype.uint8)
+        if not (mask and value.numel() == 1):
+            raise RuntimeError(
+                f"Index put requires the source and destination dtypes match, got "
+                f"{_dtype.SCALAR_TYPE_NAMES.get(x.dtype.name, x.dtype.name)} for the destination "
+                f"and {_dtype.SCALAR_TYPE_NAMES.get(value.dtype.name, value.dtype.name)} for the "
+                f"source.")
+        number = value.item()
+        if number.imag == 0:
+            return value  # (written as a tensor: the same values)
+        value = number
+    if not isinstance(value, (complex, np.complexfloating)):
+        return value
+    if x.dtype is _dtype.bool:
+        return bool(value)
+    if value.imag != 0:
+        raise RuntimeError(f"value cannot be converted to type {scalar_ctype(x.dtype)} without "
+                           "overflow")
+    return float(value.real)
 
 
 # ---------------------------------------------------------- in-place rebase helper

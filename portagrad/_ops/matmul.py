@@ -262,6 +262,15 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: 
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "addmm", addmm, input, mat1=mat1, mat2=mat2, beta=beta, alpha=alpha)) is not _SKIP:
         return _ac_out
+    from .indexing import scalar_ctype
+    if not mat1.dtype.is_complex:
+        # PyTorch converts the Scalars to the real dtype, checked: a complex one is refused
+        # unless its imaginary part is 0 (the result stays real)
+        for scale in (beta, alpha):
+            if isinstance(scale, complex) and scale.imag != 0:
+                raise RuntimeError(f"value cannot be converted to type "
+                                   f"{scalar_ctype(mat1.dtype)} without overflow")
+        beta, alpha = (v.real if isinstance(v, complex) else v for v in (beta, alpha))
     prod = mm(mat1, mat2)
     check_expandable(input.shape, prod.shape)  # input broadcasts to the product, never beyond
     if alpha != 1:

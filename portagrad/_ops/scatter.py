@@ -25,8 +25,8 @@ from .shape import (
 from .conversion import copy_
 from .diagonal import diagonal
 from ._gather import check_index_range
-from .indexing import (index_select, nonzero, scatter_add_in_order, setitem, where,
-                       wrap_negative)
+from .indexing import (check_complex_source, index_select, nonzero, scatter_add_in_order,
+                       setitem, where, wrap_negative)
 
 __all__ = ["take", "masked_scatter", "argwhere", "put", "index_put", "diagonal_scatter",
            "select_scatter", "slice_scatter", "as_strided_scatter", "slice_inverse"]
@@ -118,6 +118,7 @@ def index_put(input: Tensor, indices: Sequence[Any], values: Any, accumulate: bo
         out = input.clone()
         setitem(out, indices, values)
         return out
+    check_complex_source(input, indices, values)  # (setitem checks the other branch)
     idx: list[Tensor] = []
     for t in indices:
         if isinstance(t, Tensor) and t.dtype is _dtype.bool:

@@ -93,40 +93,214 @@ def _one_minus_sq(x: Tensor) -> Tensor:
     return (1.0 - x) * (x + 1.0)
 
 
+# ------------------------------------------------- complex inverse functions, from real parts
+# PyTorch's complex asin ... atanh are the C library's (C99 Annex G: branch cuts, signed zeros,
+# special values). Built here from real ops on the parts, never with a complex product by +-i:
+# i * (x + 0i) is exactly -0 + xi, but the product's real part 0*x - 1*0 is +0, which puts the
+# result on the other side of a branch cut. Multiplying by +-i is swapping the parts and
+# negating one (exact, signed zeros kept).
+def _parts(z: Tensor) -> tuple[Tensor, Tensor]:
+    return complexnum.real(z), complexnum.imag(z)
+
+
+def _join(re: Tensor, im: Tensor) -> Tensor:
+    return complexnum.complex(re.contiguous(), im.contiguous())
+
+
+def _signed(mag: Any, like: Tensor) -> Tensor:
+    """``mag`` (>= 0, a number or a tensor) with the sign bit of ``like`` (-0.0 counts)."""
+    return _times_sign(mag if isinstance(mag, Tensor) else _creation.full_like(like, mag), like)
+
+
+def _times_sign(v: Tensor, like: Tensor) -> Tensor:
+    """``v`` negated where ``like``'s sign bit is set (-0.0 included)."""
+    return where(elementwise.signbit(like), -v, v)
+
+
+def _csqrt(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    """The principal square root of finite ``x + iy``, as parts: ``t = sqrt((|x| + |z|) / 2)``,
+    then ``(t, y / 2t)`` for ``x >= 0`` and ``(|y| / 2t, t with y's sign)`` else, so the side of
+    the cut along the negative reals is the sign of ``y``'s zero (``sqrt(-4 - 0i) = -2i``)."""
+    t = elementwise.sqrt(elementwise.abs(x) * 0.5 + elementwise.hypot(x, y) * 0.5)
+    two_t = where(elementwise.eq(t, 0), 1.0, t * 2.0)  # (z == 0: y / 1 is the signed zero y)
+    right = elementwise.ge(x, 0)
+    return where(right, t, elementwise.abs(y) / two_t), where(right, y / two_t, _signed(t, y))
+
+
+def _any_inf(x: Tensor, y: Tensor) -> Tensor:
+    return elementwise.logical_or(elementwise.isinf(x), elementwise.isinf(y))
+
+
+def _casin(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    """asin of finite ``x + iy`` (Kahan, "Branch cuts for complex elementary functions"):
+    ``atan2(x, Re(sqrt(1 - z) sqrt(1 + z)))`` and ``asinh(Im(conj(sqrt(1 - z)) sqrt(1 + z)))``,
+    accurate for small and large ``|z|`` alike (no cancellation: both terms of each part have
+    the same sign)."""
+    ar, ai = _csqrt(1.0 - x, -y)
+    br, bi = _csqrt(x + 1.0, y)
+    return elementwise.atan2(x, ar * br - ai * bi), _asinh_fwd(ar * bi - ai * br)
+
+
+def _casinh(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    """asinh(x + iy) = -i asin(i z) (parts swapped, one negated), with C99's special values."""
+    a, b = _casin(-y, x)
+    re, im = b, -a
+    # an infinite part: |asinh| is infinite, at the angle of z in the right half-plane (odd)
+    inf = _any_inf(x, y)
+    re = where(inf, _signed(math.inf, x), re)
+    im = where(inf, elementwise.atan2(y, elementwise.abs(x)), im)
+    # asinh(NaN +- 0i) = NaN +- 0i: the zero imaginary part is kept (the C library's choice)
+    keep = elementwise.logical_and(elementwise.isnan(x), elementwise.eq(y, 0))
+    return re, where(keep, y, im)
+
+
+def _cacos(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    """acos(x + iy) (Kahan): ``2 atan2(Re sqrt(1 - z), Re sqrt(1 + z))`` and
+    ``asinh(Im(conj(sqrt(1 + z)) sqrt(1 - z)))``, with C99's special values."""
+    ar, ai = _csqrt(1.0 - x, -y)
+    br, bi = _csqrt(x + 1.0, y)
+    re = elementwise.atan2(ar, br) * 2.0
+    im = _asinh_fwd(br * ai - bi * ar)
+    inf = _any_inf(x, y)
+    re = where(inf, elementwise.atan2(elementwise.abs(y), x), re)
+    im = where(inf, -_signed(math.inf, y), im)
+    # acos(+-0 + NaN i) = pi/2 + NaN i
+    keep = elementwise.logical_and(elementwise.eq(x, 0), elementwise.isnan(y))
+    return where(keep, math.pi / 2, re), im
+
+
+def _cacosh(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    """acosh(x + iy) (Kahan): ``asinh(Re(conj(sqrt(z - 1)) sqrt(z + 1)))`` and
+    ``2 atan2(Im sqrt(z - 1), Re sqrt(z + 1))``, with C99's special values."""
+    ar, ai = _csqrt(x - 1.0, y)
+    br, bi = _csqrt(x + 1.0, y)
+    re = _asinh_fwd(ar * br + ai * bi)
+    im = elementwise.atan2(ai, br) * 2.0
+    inf = _any_inf(x, y)
+    re = where(inf, math.inf, re)
+    im = where(inf, _signed(elementwise.atan2(elementwise.abs(y), x), y), im)
+    # acosh(+-0 + NaN i) = NaN + i pi/2 (the C library's choice)
+    keep = elementwise.logical_and(elementwise.eq(x, 0), elementwise.isnan(y))
+    return re, where(keep, math.pi / 2, im)
+
+
+def _catanh(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    """atanh(x + iy) (after Kahan): the real part odd in ``x``, ``log1p(4|x| / h^2) / 4`` with
+    ``h = |1 - |x| + iy|``, as ``(log(4|x| + h^2) - 2 log h) / 4`` near ``+-1`` (``h < 1/2``:
+    ``4|x| / h^2`` would round ``1 + `` away, or overflow); the imaginary part
+    ``atan2(2y, (1 - x)(1 + x) - y^2) / 2``. No cancellation near 0 or +-1 (where
+    ``(log1p(z) - log1p(-z)) / 2`` loses digits); beyond ``|z| = 1/eps``, where the squares
+    could overflow, ``atanh(z) = 1/z +- i pi/2`` to working precision; C99's special values."""
+    eps = _dtype.finfo(x.dtype).eps
+    r = elementwise.hypot(x, y)
+    big = r > 1.0 / eps
+    xs, ys = where(big, 0.0, x), where(big, 0.0, y)  # (the small formula, at a safe point)
+    ax = elementwise.abs(xs)
+    h = elementwise.hypot(1.0 - ax, ys)
+    near = h < 0.5
+    h_far = where(near, 1.0, h)
+    re_far = elementwise.log1p(ax * 4.0 / (h_far * h_far)) * 0.25
+    h_near = where(near, h, 1.0)
+    re_near = (elementwise.log(ax * 4.0 + h_near * h_near) - elementwise.log(h_near) * 2.0) * 0.25
+    re = _signed(where(near, re_near, re_far), xs)
+    im = elementwise.atan2(ys * 2.0, (1.0 - xs) * (xs + 1.0) - ys * ys) * 0.5
+    # |z| huge or infinite: Re(1/z) = x / |z|^2 (a zero of x's sign once |z| is infinite)
+    re_big = where(elementwise.isinf(r), _signed(0.0, x), x / where(big, r, 1.0) / r)
+    re = where(big, re_big, re)
+    im = where(big, where(elementwise.isnan(y), y, _signed(math.pi / 2, y)), im)
+    # atanh(+-0 + NaN i) = +-0 + NaN i
+    keep = elementwise.logical_and(elementwise.eq(x, 0), elementwise.isnan(y))
+    return where(keep, x, re), im
+
+
 def _asin_fwd(x: Tensor) -> Tensor:
-    if x.dtype.is_complex:  # asin(z) = -i asinh(i z)
-        return _asinh_fwd(x * 1j) * -1j
+    if x.dtype.is_complex:  # asin(z) = -i asinh(i z): asinh's parts at (-y, x), swapped
+        re, im = _parts(x)
+        a, b = _casinh(-im, re)
+        # asin(+-inf + NaN i) = NaN + inf i (the C library's sign, not the swap's)
+        up = elementwise.logical_and(elementwise.isinf(re), elementwise.isnan(im))
+        return _join(b, where(up, math.inf, -a))
     return elementwise.atan2(x, elementwise.sqrt(_one_minus_sq(x)))
 
 
 def _acos_fwd(x: Tensor) -> Tensor:
-    if x.dtype.is_complex:  # acos(z) = pi/2 - asin(z)
-        return math.pi / 2 - _asin_fwd(x)
+    if x.dtype.is_complex:
+        return _join(*_cacos(*_parts(x)))
     return elementwise.atan2(elementwise.sqrt(_one_minus_sq(x)), x)
 
 
 def _atan_fwd(x: Tensor) -> Tensor:
-    if x.dtype.is_complex:  # atan(z) = -i atanh(i z)
-        return _atanh_fwd(x * 1j) * -1j
+    if x.dtype.is_complex:  # atan(z) = -i atanh(i z): atanh's parts at (-y, x), swapped
+        re, im = _parts(x)
+        a, b = _catanh(-im, re)
+        # atan(+-inf + NaN i) = +-pi/2 + 0i (the C library's sign, not the swap's)
+        zero = elementwise.logical_and(elementwise.isinf(re), elementwise.isnan(im))
+        return _join(b, where(zero, 0.0, -a))
     return elementwise.atan2(x, _creation.ones_like(x))
 
 
+def _csinh_cosh(x: Tensor, sinh: bool) -> Tensor:
+    """sinh or cosh of a complex ``x + iy`` from the real functions, as the C library:
+    ``sinh(x) cos(y) + i cosh(x) sin(y)``, ``cosh(x) cos(y) + i sinh(x) sin(y)``; beyond
+    ``|x| = t`` (the largest integer whose ``exp`` fits) both are
+    ``+-exp(|x|) / 2``, applied to cos and sin in steps of ``exp(t)`` (``sinh(-100 + 1e-14i)`` in
+    complex64 has the finite imaginary part -1.6e29, not inf); C99's values where a product
+    would be ``inf * 0`` or take a NaN from ``cos(inf)``."""
+    re, im = _parts(x)
+    c, s = elementwise.cos(im), elementwise.sin(im)
+    a = elementwise.abs(re)
+    # an integer (exact in the dtype, so a - t and exp(t) agree): 88 (float32), 709 (float64)
+    t = float(math.floor(math.log(_dtype.finfo(re.dtype).max)))
+    big = a > t
+    a1 = where(big, a - t, 0.0)
+    f1 = where(big, _creation.full_like(a, math.exp(t) / 2), 0.5)  # (in a's dtype)
+    big2 = a1 > t
+    f2 = where(big2, _creation.full_like(a, math.exp(t)), 1.0)
+    e = elementwise.exp(where(big2, a1 - t, a1))  # (inf past 3t: the result overflows)
+
+    def half_exp(trig: Tensor) -> Tensor:  # trig * exp(|x|) / 2, for |x| > t
+        return trig * f1 * f2 * e
+
+    xs = where(big, 0.0, re)  # (the real functions at a safe point where |x| > t)
+    sh, ch = _sinh_fwd(xs), _cosh_fwd(xs)
+    if sinh:
+        out_re = where(big, _times_sign(half_exp(c), re), sh * c)
+        out_im = where(big, half_exp(s), ch * s)
+    else:
+        out_re = where(big, half_exp(c), ch * c)
+        out_im = where(big, _times_sign(half_exp(s), re), sh * s)
+    # a real argument (y == +-0): the zero's sign (cosh: y * sign(x)); sinh(1000 + 0i) is
+    # inf + 0i, not inf + (inf * 0)i
+    real_arg = elementwise.eq(im, 0)
+    out_im = where(real_arg, im if sinh else _times_sign(im, re), out_im)
+    # y infinite or NaN: the zero stays where x is 0 (sinh's real part, cosh's imaginary
+    # part), an infinite x gives +inf + NaN i, anything else NaN + NaN i
+    bad_y = elementwise.logical_not(elementwise.isfinite(im))
+    zero_x = elementwise.logical_and(bad_y, elementwise.eq(re, 0))
+    inf_x = elementwise.logical_and(bad_y, elementwise.isinf(re))
+    nan = _creation.full_like(re, math.nan)
+    zero = re if sinh else _creation.zeros_like(re)
+    out_re = where(inf_x, math.inf, out_re)
+    out_re, out_im = (where(zero_x, zero, out_re), where(zero_x, nan, out_im)) if sinh else \
+        (where(zero_x, nan, out_re), where(zero_x, zero, out_im))
+    return _join(out_re, out_im)
+
+
 def _sinh_fwd(x: Tensor) -> Tensor:
+    if x.dtype.is_complex:
+        return _csinh_cosh(x, sinh=True)
     return (elementwise.expm1(x) - elementwise.expm1(-x)) * 0.5
 
 
 def _cosh_fwd(x: Tensor) -> Tensor:
+    if x.dtype.is_complex:
+        return _csinh_cosh(x, sinh=False)
     return (elementwise.exp(x) + elementwise.exp(-x)) * 0.5
 
 
 def _asinh_fwd(x: Tensor) -> Tensor:
     if x.dtype.is_complex:
-        # log(w + sqrt(w^2 + 1)) on the half plane Re(w) >= 0 (no cancellation there), odd:
-        # asinh(-z) = -asinh(z)
-        neg = complexnum.real(x) < 0
-        w = where(neg, -x, x)
-        r = elementwise.log(w + elementwise.sqrt(w * w + 1.0))
-        return where(neg, -r, r)
+        return _join(*_casinh(*_parts(x)))
     a = elementwise.abs(x)
     a2 = a * a
     # log1p(a + a^2 / (1 + sqrt(1 + a^2))): accurate near 0; log(2a) where a^2 would overflow
@@ -143,8 +317,8 @@ def _acosh_slope(x: Tensor) -> Tensor:
 
 
 def _acosh_fwd(x: Tensor) -> Tensor:
-    if x.dtype.is_complex:  # the principal value, log(z + sqrt(z + 1) sqrt(z - 1)) (Kahan)
-        return elementwise.log(x + elementwise.sqrt(x + 1.0) * elementwise.sqrt(x - 1.0))
+    if x.dtype.is_complex:
+        return _join(*_cacosh(*_parts(x)))
     t = x - 1.0
     # log1p(t + sqrt(2t + t^2)) with t = x - 1: accurate near 1; log(2x) for large x
     small = elementwise.log1p(t + elementwise.sqrt(t * (t + 2.0)))
@@ -152,6 +326,8 @@ def _acosh_fwd(x: Tensor) -> Tensor:
 
 
 def _atanh_fwd(x: Tensor) -> Tensor:
+    if x.dtype.is_complex:
+        return _join(*_catanh(*_parts(x)))
     return elementwise.log1p(x * 2.0 / (1.0 - x)) * 0.5
 
 
@@ -271,8 +447,10 @@ class _Sinc(Function):
             ps = s * math.pi
             return (ps * elementwise.cos(ps) - elementwise.sin(ps)) / (ps * s)
 
-        # 0 at 0 after the product, as PyTorch's masked_fill (whatever g is there)
-        return where(elementwise.eq(x, 0), 0.0, g * elementwise.in_float32(slope, x))
+        # 0 at 0 after the product, as PyTorch's masked_fill (whatever g is there); sinc is
+        # holomorphic: a complex x's gradient is g * conj(sinc'(x)) (conj: no-op for real x)
+        d = complexnum.conj(elementwise.in_float32(slope, x))
+        return where(elementwise.eq(x, 0), 0.0, g * d)
 
 
 def sinc(input: Tensor) -> Tensor:
