@@ -93,7 +93,7 @@ def test_range_indices(device: str) -> None:
         x[range(5, 0, -2)].tolist()  # (raised at the read on a device that checks late)
     x[range(0, 4, 2)] = 7
     x[range(0)] = 8  # an empty range writes nothing
-    x[1, range(2)] = pg.tensor([-1.0, -2.0], device=device)
+    x[1, range(2)] = pg.tensor([-1.0, -2.0], dtype=pg.float64, device=device)  # (index_put_)
     assert x.tolist() == [[7, 7], [-1, -2], [7, 7], [6, 7], [8, 9]]
     g = pg.zeros(4, device=device, requires_grad=True)
     (g[range(1, 4, 2)] * 3).sum().backward()

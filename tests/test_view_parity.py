@@ -102,3 +102,35 @@ def test_copy_into_a_view_of_a_graph_tensor(device: str) -> None:
     (y * pg.tensor([1.0, 10.0, 100.0], device=device)).sum().backward()
     np.testing.assert_array_equal(x.grad.cpu().numpy(), [2.0, 0.0, 0.0])
     np.testing.assert_array_equal(z.grad.cpu().numpy(), [30.0, 300.0])
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, d: x.__setitem__(pg.tensor([1], device=d), pg.tensor([5], device=d)),
+    lambda x, d: x.__setitem__(pg.tensor([1], device=d), pg.tensor(5, device=d)),
+    lambda x, d: x.__setitem__([0, 1], pg.tensor([5.0, 6.0], dtype=pg.float64, device=d)),
+    lambda x, d: x.__setitem__(pg.tensor([True, False, True], device=d),
+                               pg.tensor([5, 6], device=d)),
+    lambda x, d: x.index_put_((pg.tensor([1], device=d),), pg.tensor([5], device=d)),
+    lambda x, d: x.index_put_((pg.tensor([1], device=d),),
+                              pg.tensor([5.0], dtype=pg.float64, device=d), accumulate=True),
+])
+def test_index_put_requires_matching_dtypes(call, device: str) -> None:
+    """PyTorch's index_put_ (advanced-key assignment) takes a source of the destination's dtype
+    only (the value was cast)."""
+    x = pg.zeros(3, device=device)
+    with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes "
+                                           "match, got Float for the destination and "):
+        call(x, device)
+    assert x.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_assignments_that_cast_as_pytorch(device: str) -> None:
+    """A basic key copies with a cast, a lone mask writes a one-element value as a number, and a
+    Python number converts: each as PyTorch."""
+    x = pg.zeros(3, device=device)
+    x[0:2] = pg.tensor([5, 6], device=device)
+    x[pg.tensor([False, False, True], device=device)] = pg.tensor(7, device=device)
+    assert x.tolist() == [5.0, 6.0, 7.0]
+    x[pg.tensor([True, False, False], device=device)] = pg.tensor([8], device=device)
+    x[pg.tensor([1], device=device)] = 9
+    assert x.tolist() == [8.0, 9.0, 7.0]

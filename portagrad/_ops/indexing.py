@@ -557,31 +557,31 @@ def scalar_ctype(dt: _dtype.dtype) -> str:
 
 
 def check_complex_source(x: Tensor, key: tuple, value: Any) -> Any:
-    """PyTorch's refusals of complex values written into a real tensor ``x[key] = value``
-    (``RuntimeError``; the imaginary part was dropped silently): a complex number with an
-    imaginary part (a bool ``x`` takes it as its truth); a complex tensor under an advanced key
-    (index_put_: dtypes must match), except a one-element value under a lone mask, which PyTorch
-    writes as the number ``value.item()``. Under a basic key a tensor value is copied (``copy_``
+    """PyTorch's refusals for ``x[key] = value`` (``RuntimeError``): a tensor of another dtype
+    under an advanced key (index_put_: dtypes must match; a complex value's imaginary part was
+    dropped silently), except a one-element value under a lone mask, which PyTorch writes as
+    the number ``value.item()``; a complex number with an imaginary part into a real tensor (a
+    bool ``x`` takes it as its truth). Under a basic key a tensor value is copied (``copy_``
     drops the imaginary part with a warning, as PyTorch). Returns the value to write: a complex
     number that converts, as the real number (or truth) it converts to."""
-    if x.dtype.is_complex:
-        return value
     if isinstance(value, Tensor):
-        if not value.dtype.is_complex or not any(_is_advanced(k) for k in key):
+        if value.dtype is x.dtype or not any(_is_advanced(k) for k in key):
             return value
         mask = len(key) == 1 and isinstance(key[0], Tensor) and \
             key[0].dtype in (_dtype.bool, _dtype.uint8)
-        if not (mask and value.numel() == 1):
+        if not (mask and value.numel() == 1):  # (index_put_: a tensor value of x's dtype only)
             raise RuntimeError(
                 f"Index put requires the source and destination dtypes match, got "
                 f"{_dtype.SCALAR_TYPE_NAMES.get(x.dtype.name, x.dtype.name)} for the destination "
                 f"and {_dtype.SCALAR_TYPE_NAMES.get(value.dtype.name, value.dtype.name)} for the "
                 f"source.")
+        if x.dtype.is_complex or not value.dtype.is_complex:
+            return value
         number = value.item()
         if number.imag == 0:
             return value  # (written as a tensor: the same values)
         value = number
-    if not isinstance(value, (complex, np.complexfloating)):
+    if x.dtype.is_complex or not isinstance(value, (complex, np.complexfloating)):
         return value
     if x.dtype is _dtype.bool:
         return bool(value)
