@@ -769,3 +769,26 @@ def test_lazy_modules_copy_and_pickle(device):
     assert m.weight.shape == (3, 5) and c.weight.shape == (3, 4)
     p = pickle.loads(pickle.dumps(nn.LazyConv1d(2, 1)))
     assert p(pg.randn(1, 3, 4)).shape == (1, 2, 4) and type(p) is nn.Conv1d
+
+
+def test_conv_transpose_output_padding_past_the_stride(device):
+    """PyTorch allows an output padding at or past the stride when it is under the dilation; the
+    window sweep then counted windows past the input (values read out of bounds, a backward of
+    the wrong shape). Expected values are PyTorch 2.13's."""
+    F = nn.functional
+    x = pg.tensor([[[1.0, 2.0, 3.0]]], requires_grad=True, device=device)
+    w = pg.tensor([[[1.0, 10.0, 100.0]]], requires_grad=True, device=device)
+    y = F.conv_transpose1d(x, w, stride=1, dilation=2, output_padding=1)
+    assert y.tolist() == [[[1.0, 2.0, 13.0, 20.0, 130.0, 200.0, 300.0, 0.0]]]
+    (y * pg.arange(8.0, device=device)).sum().backward()
+    assert x.grad.tolist() == [[[420.0, 531.0, 642.0]]]
+    assert w.grad.tolist() == [[[8.0, 20.0, 32.0]]]
+    y = F.conv_transpose1d(x.detach(), w.detach(), stride=2, dilation=3, output_padding=2,
+                           padding=1)
+    assert y.tolist() == [[[0.0, 2.0, 10.0, 3.0, 20.0, 100.0, 30.0, 200.0, 0.0, 300.0, 0.0]]]
+    x2 = pg.arange(4.0, device=device).reshape(1, 1, 2, 2)
+    y2 = F.conv_transpose2d(x2, pg.ones(1, 1, 2, 2, device=device), stride=1, dilation=2,
+                            output_padding=1)
+    assert y2.tolist() == [[[[0.0, 1.0, 0.0, 1.0, 0.0], [2.0, 3.0, 2.0, 3.0, 0.0],
+                             [0.0, 1.0, 0.0, 1.0, 0.0], [2.0, 3.0, 2.0, 3.0, 0.0],
+                             [0.0, 0.0, 0.0, 0.0, 0.0]]]]

@@ -997,7 +997,11 @@ def _conv_transposend(input: Tensor, weight: Tensor, bias: Tensor | None, stride
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, lead + in_sp))})."
                            f" Calculated output size per channel: "
                            f"({' x '.join(map(str, lead + out_sp))}). Output size is too small")
-    p = im2col.window_plan(Cout, out_sp, k, s, pd, pd, d)
+    # one window per input position: the padding after the output is reduced by the output
+    # padding (which may reach past the stride when under the dilation: PyTorch allows it, and
+    # the sweep over out_sp with the full padding counted extra windows, beyond the input)
+    hi = tuple(pd[i] - op[i] for i in range(nd))
+    p = im2col.window_plan(Cout, out_sp, k, s, pd, hi, d)
     K = math.prod(k)
     Lx = math.prod(in_sp)
     xs = x.movedim(1, -1).reshape((N * Lx, Cin))
