@@ -140,3 +140,24 @@ def test_warns_when_scheduler_steps_before_optimizer():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         sched2.step()
+
+
+@pytest.mark.parametrize("make, expected", [
+    (lambda o: L.ExponentialLR(o, 0.5, last_epoch=4),
+     [0.1, 0.05, 0.025, 0.0125, 0.00625]),
+    (lambda o: L.CosineAnnealingLR(o, T_max=10, last_epoch=4),
+     [0.1, 0.0690983, 0.04122147, 0.0190983, 0.00489435]),
+])
+def test_resumed_schedules_start_at_the_current_lr(make, expected) -> None:
+    """A scheduler built with ``last_epoch >= 0`` (resuming) leaves the lr as it is until its
+    first step, as PyTorch 2.13 (``_is_initial``); it decayed once more on construction.
+    Expected values are PyTorch's."""
+    p = pg.zeros(1, requires_grad=True)
+    o = pg.optim.SGD([{"params": [p], "lr": 0.1, "initial_lr": 0.1}], lr=0.1)
+    s = make(o)
+    got = [s.get_last_lr()[0]]
+    for _ in range(4):
+        o.step()
+        s.step()
+        got.append(s.get_last_lr()[0])
+    assert got == pytest.approx(expected, rel=1e-6)

@@ -128,7 +128,7 @@ class ExponentialLR(LRScheduler):
 
     def get_lr(self) -> list[float]:
         _warn_get_lr_called_within_step(self)
-        if self.last_epoch == 0:
+        if self._is_initial:  # (not last_epoch == 0: a resumed schedule starts at its lr too)
             return self._lrs()
         return [lr * self.gamma for lr in self._lrs()]
 
@@ -149,7 +149,7 @@ class CosineAnnealingLR(LRScheduler):
     def get_lr(self) -> list[float]:
         _warn_get_lr_called_within_step(self)
         groups = self.optimizer.param_groups
-        if self.last_epoch == 0:
+        if self._is_initial:  # (as ExponentialLR: also when resumed with last_epoch >= 0)
             return self._lrs()
         if self._step_count == 1 and self.last_epoch > 0:
             return [self.eta_min + (base_lr - self.eta_min)
