@@ -534,3 +534,18 @@ def test_conv_and_pool_outputs_are_contiguous_as_in_pytorch(device, make):
     y = m(x)
     assert y.is_contiguous()
     assert y.view(-1).shape == (y.numel(),)
+
+
+def test_init_sparse_zeros_each_column_repeatably(device):
+    """``sparse_`` zeroes ``ceil(sparsity * rows)`` entries of each column, chosen with the global
+    generator as PyTorch, so ``manual_seed`` repeats it (the rows came from an unseeded rng)."""
+    w = pg.empty(6, 4, device=device)
+    pg.manual_seed(0)
+    nn.init.sparse_(w, 0.5)
+    first = (w == 0).tolist()
+    pg.manual_seed(0)
+    nn.init.sparse_(w, 0.5)
+    assert (w == 0).tolist() == first
+    assert (w == 0).sum(0).tolist() == [3, 3, 3, 3]
+    with pytest.raises(ValueError, match="Only tensors with 2 dimensions are supported"):
+        nn.init.sparse_(pg.empty(3, device=device), 0.5)

@@ -207,11 +207,10 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Any =
     num_zeros = int(math.ceil(sparsity * rows))
     with _no_grad():
         tensor.normal_(0, std, generator=generator)
-        arr = tensor.detach().cpu().numpy().copy()
-        rng = np.random.default_rng()
+        # the zeroed rows of each column from the global generator, as PyTorch (its randperm
+        # takes no generator here): repeatable under manual_seed
         for c in range(cols):
-            arr[rng.permutation(rows)[:num_zeros], c] = 0
-        tensor.copy_(_creation.from_host(arr, device=tensor.device))
+            tensor[_random.randperm(rows)[:num_zeros].to(tensor.device), c] = 0
     return tensor
 
 
