@@ -573,8 +573,14 @@ def test_multi_head_attention_forward_against_torch_literals(device):
                                          [0.0143165527, 0.940501078738, 0.045182368562]],
                                rtol=1e-9, atol=1e-12)
     causal, _ = F.multi_head_attention_forward(q, q, q, 4, 2, w, b, None, None, False, 0.0, ow, ob,
-                                               is_causal=True, need_weights=False)
+                                               attn_mask=mask, is_causal=True, need_weights=False)
     np.testing.assert_allclose(H(causal), H(out), rtol=1e-12)
+    # is_causal is a hint about the mask, not a mask (PyTorch's error without one)
+    with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint"):
+        F.multi_head_attention_forward(q, q, q, 4, 2, w, b, None, None, False, 0.0, ow, ob,
+                                       is_causal=True, need_weights=False)
+    with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint"):
+        nn.TransformerEncoderLayer(4, 2).to(device)(q, is_causal=True)
     with pytest.raises(AssertionError, match="was expecting embedding dimension of 8, but got 4"):
         F.multi_head_attention_forward(q, q, q, 8, 2, w, b, None, None, False, 0.0, ow, ob)
 

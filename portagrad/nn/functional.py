@@ -3126,6 +3126,10 @@ def multi_head_attention_forward(
     (or unbatched (L, E), (S, E)); what ``MultiheadAttention`` computes. Returns the output
     (L, N, E) and, with ``need_weights``, the attention weights (N, L, S) (per head (N, H, L, S)
     unless ``average_attn_weights``). Bool masks: True = not allowed."""
+    if is_causal and attn_mask is None:  # (a hint about the mask, not a mask: PyTorch's error)
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
+                           "Transformer module method `generate_square_subsequent_mask` to create "
+                           "this mask.")
     unbatched = query.dim() == 2
     if unbatched:
         query, key, value = (t.unsqueeze(1) for t in (query, key, value))
@@ -3179,8 +3183,6 @@ def multi_head_attention_forward(
             key_padding_mask = pad(key_padding_mask, (0, 1))
     s_len = k.shape[2]
     # one additive float mask broadcast to (N, H, L, S)
-    if is_causal and attn_mask is None:
-        attn_mask = _creation.ones((tgt_len, s_len), dtype=_dtype.bool, device=q.device).triu(1)
     mask = None
     if attn_mask is not None:
         mask = _additive_mask(attn_mask, q.dtype)
