@@ -85,6 +85,11 @@ def test_cross_entropy_label_smoothing_and_probs(device):
     p /= p.sum(1, keepdims=True)
     np.testing.assert_allclose(H(F.cross_entropy(T(x, device), T(p, device))),
                                (-(p * lp).sum(1)).mean(), rtol=1e-7)
+    # no class index to ignore among probabilities: PyTorch refuses ignore_index >= 0
+    np.testing.assert_allclose(H(F.cross_entropy(T(x, device), T(p, device), ignore_index=-1)),
+                               (-(p * lp).sum(1)).mean(), rtol=1e-7)
+    with pytest.raises(RuntimeError, match="ignore_index is not supported for floating point"):
+        F.cross_entropy(T(x, device), T(p, device), ignore_index=1)
     # spatial (N, C, d) inputs
     xs = RNG.standard_normal((2, 3, 4))
     ts = RNG.integers(0, 3, (2, 4))

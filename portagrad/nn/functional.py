@@ -1877,6 +1877,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         if tuple(target.shape) != tuple(input.shape):
             raise RuntimeError(f"Expected target size {list(input.shape)}, got "
                                f"{list(target.shape)}")
+        if ignore_index >= 0:  # (PyTorch's check: no class index to ignore among probabilities)
+            raise RuntimeError("ignore_index is not supported for floating point target")
         x = logp
         if weight is not None:
             x = x * _bview(weight, input.dim(), class_dim)
