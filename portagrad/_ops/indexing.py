@@ -219,14 +219,47 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    # PyTorch's checks, in its order: the index a vector of int32/int64, one dtype for self and
+    # source, one index per slice of source, source's other dimensions those of self
+    if isinstance(index, Tensor):
+        if index.dim() > 1:
+            raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: "
+                             f"{index.dim()} with type: {type_name(index.dtype)} and size: "
+                             f"{list(index.shape)}")
+        if index.dtype not in (_dtype.int32, _dtype.int64):
+            raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: "
+                               f"{type_name(index.dtype)}")
+    if isinstance(source, Tensor) and source.dtype is not input.dtype:
+        raise RuntimeError(f"index_add_(): self ({type_name(input.dtype)}) and source "
+                           f"({type_name(source.dtype)}) must have the same scalar type")
     if input.dim() == 0:
         if source.dim() != 0:
             raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
                                f"specified dimension. Got self.shape = [] source.shape = "
                                f"{list(source.shape)}")
         return _scalar_as_vector(index_add, input, dim, index, source, alpha=alpha)
+    d = wrap_dim(dim, input.dim())
+    n_index = index.numel() if isinstance(index, Tensor) else len(np.atleast_1d(index))
+    if d < source.dim() and n_index != source.shape[d]:
+        raise RuntimeError(f"index_add_(): Number of indices ({n_index}) should be equal to "
+                           f"source.size(dim): ({source.shape[d]}), for dim: {d}")
+    if source.dim() != input.dim() or any(s != t for i, (s, t) in
+                                          enumerate(zip(source.shape, input.shape)) if i != d):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(input.shape)} "
+                           f"source.shape = {list(source.shape)}")
     check_same_device(input, source, "index_add")  # (the backend would get another's buffer)
-    d, idx = _index_along(input, dim, index, tuple(source.shape), exc=RuntimeError)  # PyTorch's
+    raw_alpha = alpha.item() if isinstance(alpha, Tensor) else alpha
+    unit = not isinstance(raw_alpha, (bool, np.bool_)) and raw_alpha == 1
+    if not unit or input.dim() == 1:
+        # PyTorch's slice-by-slice kernel (a 1-D self, or a scaled source) checks each index
+        # with an IndexError; its scatter path below, a RuntimeError naming the index
+        idx1 = _as_index(index, input)
+        if idx1.numel():
+            lo, hi = _raw.min_max(reshape(idx1, (-1,)), (0, input.shape[d] - 1))
+            if lo < 0 or hi >= input.shape[d]:
+                raise IndexError("index out of range in self")
+    d, idx = _index_along(input, d, index, tuple(source.shape), exc=RuntimeError)  # PyTorch's
     # alpha takes source's dtype by PyTorch's checked conversion (truncated; 300 for uint8 raises)
     alpha = _dtype.fit_scalar(to_scalar(alpha, source.dtype), source.dtype.name)
     src = source * alpha if alpha != 1 else source
@@ -394,6 +427,8 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
 
 
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    if not isinstance(mask, Tensor) or mask.dtype is not _dtype.bool:  # (uint8 too, in 2.13)
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
     shape = broadcast_shapes(input.shape, mask.shape)
     x = expand(input, shape)
     m = expand(mask, shape)

@@ -167,12 +167,26 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
          append: Tensor | None = None) -> Tensor:
     """``n``-th forward difference along ``dim`` (``logical_xor`` for bools), after
     concatenating ``prepend`` and ``append``."""
+    for name, p in (("prepend", prepend), ("append", append)):
+        if p is not None and not isinstance(p, Tensor):  # (PyTorch's argument parser)
+            raise TypeError(f"diff(): argument '{name}' must be Tensor, not {type(p).__name__}")
     if input.dim() == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     d = wrap_dim(dim, input.dim())
     x = input
+    for p in (prepend, append):
+        if p is None:
+            continue
+        if p.dim() != input.dim():
+            raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+        for i in range(input.dim()):
+            if i != d and p.shape[i] != input.shape[i]:
+                raise RuntimeError(f"diff expects the shape of tensor to prepend or append to "
+                                   f"match that of input except along the differencing dimension;"
+                                   f" input.size({i}) = {input.shape[i]}, but got tensor.size({i})"
+                                   f" = {p.shape[i]}")
     if prepend is not None or append is not None:
         parts = [p for p in (prepend, x, append) if p is not None]
         x = cat(parts, d)

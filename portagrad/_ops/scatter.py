@@ -91,10 +91,19 @@ def _flat_index(index: Tensor, n: int, what: str) -> Tensor:
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """A copy of ``input`` with ``source`` written at the flat positions ``index`` (added when
     ``accumulate``)."""
+    # PyTorch's checks, in its order: a long index, source of self's dtype, one index per
+    # element of source (an IndexError)
+    if index.dtype is not _dtype.int64:
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
+                           f"{elementwise._type_name(index.dtype)}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
+                           f"self.dtype = {elementwise._type_name(input.dtype)} and "
+                           f"source.dtype = {elementwise._type_name(source.dtype)}")
     if index.numel() != source.numel():
-        raise RuntimeError(f"put_(): Expected source and index to have the same number of "
-                           f"elements, but got source.numel() = {source.numel()}, index.numel() = "
-                           f"{index.numel()}")
+        raise IndexError(f"put_(): Expected source and index to have the same number of "
+                         f"elements, but got source.numel() = {source.numel()}, index.numel() = "
+                         f"{index.numel()}")
     flat = reshape(input, (-1,))
     idx = _flat_index(index, flat.shape[0], "put_")
     src = reshape(source, (-1,)).to(input.dtype)

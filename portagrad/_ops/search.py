@@ -36,10 +36,27 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
             raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, "
                                "got side of left while right was True")
         right = side == "right"
+    # PyTorch's checks, in its order: sorter's shape, a scalar input only for 1-D boundaries,
+    # boundaries of at least one dimension, sorter's dtype, (boundaries' leading dimensions and
+    # sorter's values, below)
+    if sorter is not None and sorter.shape != sorted_sequence.shape:
+        raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same size, "
+                           f"but got boundary tensor {list(sorted_sequence.shape)}and got sorter "
+                           f"tensor {list(sorter.shape)}")
+    in_dim, in_numel = (input.dim(), input.numel()) if isinstance(input, Tensor) else (0, 1)
+    if in_dim == 0 and sorted_sequence.dim() != 1:
+        raise RuntimeError(f"torch.searchsorted(): input value can be a scalar only when "
+                           f"boundaries tensor dimension is 1, but we got boundaries tensor dim("
+                           f"{sorted_sequence.dim()}) and input value's dim({in_dim}) numel("
+                           f"{in_numel})")
+    if sorted_sequence.dim() == 0:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive "
+                           "dimension, but got 0 dimension")
+    if sorter is not None and sorter.dtype is not _dtype.int64:
+        raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype but got "
+                           f"dtype {elementwise._type_name(sorter.dtype)}")
     with _no_grad():
         seq = sorted_sequence
-        if sorter is not None:
-            seq = seq.gather(-1, sorter)
         scalar = not isinstance(input, Tensor)
         # a number is compared in PyTorch's common type of the two (2.5 cast to int64
         # boundaries' dtype would be searched as 2)
@@ -51,6 +68,12 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
                 f"N-1 dimensions of boundaries tensor and input value tensor must match, but "
                 f"we got boundaries tensor {list(seq.shape)} and input value tensor "
                 f"{list(vals.shape)}")
+        if sorter is not None:
+            if sorter.numel():
+                lo_s, hi_s = int(sorter.min().item()), int(sorter.max().item())
+                if lo_s < 0 or hi_s >= seq.shape[-1]:
+                    raise RuntimeError("torch.searchsorted(): sorter index out of range")
+            seq = seq.gather(-1, sorter)
         m = seq.shape[-1] if seq.dim() else 1
         # binary search on whole tensors: ceil(log2(m + 1)) rounds of gather and compare
         lo = _creation.zeros(vals.shape, dtype=_dtype.int64, device=vals.device)
@@ -84,20 +107,27 @@ def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False, right:
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
     """Count of each value of a 1-D non-negative integer tensor (weighted sums with
     ``weights``); length ``max(input.max() + 1, minlength)``."""
-    if input.dim() != 1 or input.dtype.is_floating_point or input.dtype is _dtype.bool:
+    if input.dtype.is_floating_point or input.dtype.is_complex or input.dtype is _dtype.bool:
+        raise NotImplementedError(f"\"bincount_cpu\" not implemented for "
+                                  f"'{elementwise._type_name(input.dtype)}'")
+    if input.dim() != 1:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
     if weights is not None and weights.shape != input.shape:
         raise RuntimeError("weights should be 1-d and have the same length as input")
     n = input.shape[0]
-    if n and int(input.min().item()) < 0:
+    if n == 0:  # (PyTorch's early return: int64 even with weights)
+        return _creation.zeros(minlength, dtype=_dtype.int64, device=input.device)
+    if int(input.min().item()) < 0:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     size = max(int(input.max().item()) + 1 if n else 0, minlength)
     if weights is None:
         src = _creation.ones(n, dtype=_dtype.int64, device=input.device)
     else:
-        src = weights if weights.dtype.is_floating_point else weights.to(_dtype.float64)
+        # PyTorch keeps float32 and float64 weights' dtype and sums any other in float64
+        src = weights if weights.dtype in (_dtype.float32, _dtype.float64) else \
+            weights.to(_dtype.float64)
     zeros = _creation.zeros(size, dtype=src.dtype, device=input.device)
     return scatter_add(zeros, 0, input.to(_dtype.int64), src)
 
@@ -114,11 +144,12 @@ def histc(input: Tensor, bins: int = 100, min: Any = 0, max: Any = 0) -> Tensor:
         lo, hi = float(min), float(max)
         if lo == hi and input.numel():
             lo, hi = float(input.min().item()), float(input.max().item())
+        if not (math.isfinite(lo) and math.isfinite(hi)):  # (NaN or an infinity in the data)
+            raise RuntimeError(f"torch.histc: range of [{lo:g}, {hi:g}] is not finite")
         if lo == hi:
             lo, hi = lo - 1.0, hi + 1.0
         if lo > hi:
-            raise RuntimeError(f"torch.histc(): max must be larger than min, but got min {lo} "
-                               f"max {hi}")
+            raise RuntimeError("torch.histc: max must be larger than min")
         x = reshape(input, (-1,))
         inside = elementwise.logical_and(x >= lo, x <= hi)
         k = elementwise.floor((x - lo) * (bins / (hi - lo))).to(_dtype.int64)

@@ -7,6 +7,7 @@ the NaN-ignoring variants count each slice's non-NaN elements and index within t
 from __future__ import annotations
 
 import builtins
+import math
 from collections import namedtuple
 from typing import Any
 
@@ -116,15 +117,23 @@ def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = F
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
 
 
-def _even_edges(x: Tensor, bins: int, range: Any) -> Tensor:
+def _even_edges(x: Tensor, bins: int, range: Any, dim: int = 0) -> Tensor:
     """``bins + 1`` equally spaced edges over ``range`` or the range of the 1-d ``x`` (numpy's
-    rule: ``[0, 1]`` for no data, one unit wide around a single value)."""
+    rule: ``[0, 1]`` for no data, one unit wide around a single value); PyTorch's errors for a
+    range (given, or the data's) that is not finite or runs backwards (``dim``: the dimension
+    its messages name)."""
     if range is not None:
         lo, hi = float(range[0]), float(range[1])
     elif x.numel():
         lo, hi = float(x.min().item()), float(x.max().item())
     else:
         lo, hi = 0.0, 1.0
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histogramdd: dimension {dim}'s range [{lo:g}, {hi:g}] is not "
+                           f"finite")
+    if lo > hi:
+        raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {lo:g} "
+                           f"max {hi:g} for dimension {dim}")
     if lo == hi:
         lo, hi = lo - 0.5, hi + 0.5
     return _creation.linspace(lo, hi, bins + 1, dtype=x.dtype, device=x.device)
@@ -144,18 +153,29 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Tens
     """``(hist, bin_edges)``: counts (or summed ``weight``) of ``input`` in ``bins`` equal bins
     over ``range`` (the data's range by default), or in the bins whose edges ``bins`` gives; the
     last bin includes its right edge."""
+    # PyTorch's checks, in its order: the bins' dtype, a floating input, the range, the weight's
+    # dtype
+    if isinstance(bins, Tensor) and bins.dtype is not input.dtype:
+        raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have the same "
+                           f"dtype, but got input with dtype {_c_type(input.dtype)} and bins for "
+                           f"dimension 0 with dtype {_c_type(bins.dtype)}")
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the same "
-                           f"dtype, but got input {elementwise._type_name(input.dtype).lower()}")
+        raise NotImplementedError(f'"histogramdd" not implemented for '
+                                  f"'{elementwise._type_name(input.dtype)}'")
     with _no_grad():
         x = reshape(input, (-1,))
         if isinstance(bins, Tensor):
-            edges = bins.to(input.dtype)
+            edges = bins
         else:
             if bins <= 0:
                 raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for "
                                    f"bins")
             edges = _even_edges(x, bins, range)
+        if weight is not None and weight.dtype is not input.dtype:
+            raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor "
+                               f"and weight tensor should have the same dtype, but got "
+                               f"input({_c_type(input.dtype)}), and "
+                               f"weight({_c_type(weight.dtype)})")
         nb = edges.shape[0] - 1
         k, valid = _bin_index(x, edges)
         w = _creation.ones_like(x) if weight is None else reshape(weight, (-1,)).to(x.dtype)
@@ -165,6 +185,13 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Tens
             widths = narrow(edges, 0, 1, nb) - narrow(edges, 0, 0, nb)
             hist = hist / (reduction.sum(hist) * widths)
     return histogram_result(hist, edges)
+
+
+def _c_type(d: Any) -> str:
+    """The C++ name PyTorch's histogram messages give a dtype (``float``, ``long int``)."""
+    return {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
+            "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+            "bool": "bool", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}.get(d.name, d.name)
 
 
 histogramdd_result = namedtuple("histogramdd_result", ["hist", "bin_edges"])
@@ -208,7 +235,7 @@ def histogramdd(input: Tensor, bins: Any = 10, *, range: Any = None,
                                    f"dimension {d}")
             col = narrow(pts, 1, d, 1).reshape(-1)
             edges.append(_even_edges(col, int(b),
-                                     None if range is None else range[2 * d:2 * d + 2]))
+                                     None if range is None else range[2 * d:2 * d + 2], d))
         sizes = [e.shape[0] - 1 for e in edges]
         flat = _creation.zeros(pts.shape[0], dtype=_dtype.int64, device=input.device)
         valid = _creation.ones(pts.shape[0], dtype=_dtype.bool, device=input.device)
