@@ -15,6 +15,7 @@ from ._common import call, check_same_device
 from .complexnum import conj
 from .conversion import write_out
 from .elementwise import add, mul
+from .indexing import scalar_ctype
 from .reduction import _dtype_name
 from .shape import expand, reshape, squeeze, transpose, unsqueeze
 
@@ -262,7 +263,6 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: 
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "addmm", addmm, input, mat1=mat1, mat2=mat2, beta=beta, alpha=alpha)) is not _SKIP:
         return _ac_out
-    from .indexing import scalar_ctype
     if not mat1.dtype.is_complex:
         # PyTorch converts the Scalars to the real dtype, checked: a complex one is refused
         # unless its imaginary part is 0 (the result stays real)

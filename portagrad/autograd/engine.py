@@ -32,7 +32,7 @@ from . import grad_mode
 from ._profiling import STATE as _PROF
 from ._profiling import record_backward
 from .anomaly import _check_nan, _state as _anomaly_state
-from .function import AccumulateGrad, Node, _edge
+from .function import AccumulateGrad, GradientEdge, Node, _edge
 
 if TYPE_CHECKING:
     from .._tensor import Tensor
@@ -83,15 +83,19 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
     root_grads = _make_root_grads(tensors, grad_tensors)
 
     roots = [_edge(t) for t in tensors]
-    # targets: where to capture gradients (autograd.grad, backward(inputs=...))
-    targets: dict[tuple[int, int], int] = {}
+    # targets: where to capture gradients (autograd.grad, backward(inputs=...)): the slots of
+    # ``captured`` each (node, output_nr) fills (an input listed twice fills two)
+    targets: dict[tuple[int, int], list[int]] = {}
     target_ids: set[int] = set()
     if inputs is not None:
         for k, t in enumerate(inputs):
-            if not t._requires_grad:
-                raise RuntimeError("One of the differentiated Tensors does not require grad")
-            node, nr = _edge(t)
-            targets[(id(node), nr)] = k
+            if t.__class__ is GradientEdge:
+                node, nr = t.node, t.output_nr
+            else:
+                if not t._requires_grad:
+                    raise RuntimeError("One of the differentiated Tensors does not require grad")
+                node, nr = _edge(t)
+            targets.setdefault((id(node), nr), []).append(k)
             target_ids.add(id(node))
     captured: list[Any] = [None] * (len(inputs) if inputs is not None else 0)
 
@@ -124,14 +128,26 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
         buf[nr] = g if buf[nr] is None else buf[nr] + g
     del root_grads  # the buffers hold them now: once consumed, they are freed
     g = None
+    # with ``inputs`` only the nodes on a path to an input run (``needed``; as torch, a node
+    # no input can be reached from is never queued: its hooks do not fire); an input's own node
+    # that leads to no other input only has its tensor hooks run and its gradient captured
+    # (``capture_only``: it is not executed, nor freed)
+    needed: set[int] | None = None
+    capture_only: set[int] | None = None
+    if inputs is not None:
+        needed = _nodes_reaching(nodes, target_ids)
+        if accumulate:
+            needed |= target_ids  # backward(inputs=...) runs the inputs' nodes (accumulates)
+            capture_only = set()
+        else:
+            capture_only = target_ids - needed
     heap: list[tuple[int, int, Node]] = []
     for node, _ in roots:
         if node is not None and deps.get(id(node), 0) == 0 and id(node) in buffers:
+            if needed is not None and id(node) not in needed and id(node) not in target_ids:
+                continue
             heapq.heappush(heap, (-node._seq, id(node), node))
             deps[id(node)] = -1  # queued
-
-    # with ``inputs`` only the nodes from which an input can be reached run
-    needed = None if inputs is None else _nodes_reaching(nodes, target_ids)
     anomaly = _anomaly_state.enabled
     outer_callbacks = _callbacks.queue
     _callbacks.queue = []  # queue_callback() during this run appends here
@@ -144,7 +160,22 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
         while heap:
             _, key, node = heapq.heappop(heap)
             grads = buffers.pop(key, None) or [None] * node._num_outputs()
-            if node._tensor_hooks or node._retained:
+            if targets and key in target_ids:
+                # autograd.grad captures an input whose node runs (another input lies beyond it)
+                # before its tensor hooks, one whose node does not run after them (as torch)
+                if accumulate or key in capture_only:  # type: ignore[operator]
+                    if node._tensor_hooks or node._retained:
+                        grads = _run_tensor_hooks(node, grads, create_graph)
+                    _capture(grads, key, targets, captured)
+                    if not accumulate:
+                        del grads
+                        g = None
+                        continue
+                else:
+                    _capture(grads, key, targets, captured)
+                    if node._tensor_hooks or node._retained:
+                        grads = _run_tensor_hooks(node, grads, create_graph)
+            elif node._tensor_hooks or node._retained:
                 grads = _run_tensor_hooks(node, grads, create_graph)
             if node._pre_hooks:
                 for hook in list(node._pre_hooks.values()):
@@ -153,12 +184,6 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                     if res is not None:
                         grads = list(res)
                 _disown_all(grads)
-            if targets:
-                for nr, g in enumerate(grads):
-                    slot = targets.get((key, nr))
-                    if slot is not None:
-                        captured[slot] = g
-                        _disown_all((g,))  # returned to the caller or stored as a .grad
             if node.__class__ is AccumulateGrad:
                 if accumulate and (inputs is None or key in target_ids):
                     node._accumulate(grads[0], create_graph, own)
@@ -172,7 +197,7 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                     break
             else:
                 g = _NOTHING
-            if (needed is not None and key not in needed) or g is _NOTHING:
+            if g is _NOTHING:
                 outs: Any = (None,) * len(node._next)  # nothing flows through: just pass on
             else:
                 trusted = node._trusted
@@ -211,6 +236,8 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
                 if nxt is None:
                     continue
                 nkey = id(nxt)
+                if needed is not None and nkey not in needed and nkey not in target_ids:
+                    continue  # leads to no input: never runs (its count never reaches zero)
                 if g is not None:
                     if first is None:
                         first = g
@@ -248,7 +275,7 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_
     if inputs is not None and accumulate:
         # backward(inputs=[non_leaf]) accumulates into the non-leaf's .grad too
         for t, g in zip(inputs, captured):
-            if g is not None and t._grad_fn is not None:
+            if g is not None and t.__class__ is not GradientEdge and t._grad_fn is not None:
                 _store_grad(t, g, create_graph)
     if inputs is not None and not accumulate and not allow_unused:
         for g in captured:
@@ -341,8 +368,20 @@ def _store_grad(t: Tensor, g: Any, create_graph: bool) -> None:
             t._grad = g.detach().clone() if t._grad is None else t._grad + g
 
 
+def _capture(grads: list[Any], key: int, targets: dict[tuple[int, int], list[int]],
+             captured: list[Any]) -> None:
+    """Store the gradients of a node's outputs that are inputs of ``grad``/``backward``."""
+    for nr, g in enumerate(grads):
+        slots = targets.get((key, nr))
+        if slots is not None:
+            for slot in slots:
+                captured[slot] = g
+            _disown_all((g,))  # returned to the caller or stored as a .grad
+
+
 def _nodes_reaching(nodes: dict[int, Node], target_ids: set[int]) -> set[int]:
-    """Ids of the nodes from which a target can be reached (``autograd.grad`` runs only those)."""
+    """Ids of the nodes from which a target can be reached through one edge or more
+    (``autograd.grad`` runs only those; a target is in it only if another target lies beyond)."""
     reach: dict[int, bool] = {}
     for start in nodes.values():
         if id(start) in reach:
@@ -352,8 +391,9 @@ def _nodes_reaching(nodes: dict[int, Node], target_ids: set[int]) -> set[int]:
             n, done = stack.pop()
             key = id(n)
             if done:
-                reach[key] = key in target_ids or any(
-                    nxt is not None and reach.get(id(nxt), False) for nxt, _ in n._next)
+                reach[key] = any(
+                    nxt is not None and (id(nxt) in target_ids or reach.get(id(nxt), False))
+                    for nxt, _ in n._next)
                 continue
             if key in reach:
                 continue
@@ -375,9 +415,20 @@ def _run_tensor_hooks(node: Node, grads: list[Any], create_graph: bool) -> list[
                 _disown_all((g,))  # the hook sees it (and may keep it, or return it)
                 res = hook(g)
                 if res is not None:
+                    if not isinstance(res, _Late.Tensor):
+                        raise TypeError(f"expected Variable, but hook returned "
+                                        f"'{type(res).__name__}'")
                     if res._v.shape != g._v.shape:
                         name = getattr(hook, "__name__", repr(hook))
                         raise RuntimeError(f"hook '{name}' has changed the size of value")
+                    if res._v.dtype is not g._v.dtype:
+                        name = getattr(hook, "__name__", repr(hook))
+                        raise RuntimeError(f"hook '{name}' has changed the type of value (was "
+                                           f"{g.type()} got {res.type()})")
+                    if res._storage.device != g._storage.device:
+                        name = getattr(hook, "__name__", repr(hook))
+                        raise RuntimeError(f"hook '{name}' has changed the device of value (was "
+                                           f"{g.device} got {res.device})")
                     _disown_all((res,))
                     grads[nr] = res
     retained = node._retained
@@ -401,7 +452,7 @@ def _annotate(exc: Exception, node: Node) -> None:
 def _as_tuple(x: Any) -> tuple:
     if x is None:
         return ()
-    if isinstance(x, _Late.Tensor or _late().Tensor):
+    if isinstance(x, _Late.Tensor or _late().Tensor) or x.__class__ is GradientEdge:
         return (x,)
     return tuple(x)
 
@@ -427,6 +478,8 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     """Return the gradients of ``outputs`` w.r.t. ``inputs`` (``.grad`` fields are not touched)."""
     outs = _as_tuple(outputs)
     ins = _as_tuple(inputs)
+    if not ins:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     gouts = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outs)
     if len(gouts) != len(outs):
         raise RuntimeError(f"grad requires one grad_output per output: got {len(gouts)} for "
@@ -436,9 +489,68 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True")
     allow = bool(allow_unused) or materialize_grads
-    res = run_backward(outs, gouts, retain_graph, create_graph, inputs=ins, allow_unused=allow,
-                       accumulate=False)
+    if is_grads_batched:
+        res = _grad_batched(outs, gouts, ins, retain_graph, create_graph, allow)
+    else:
+        res = run_backward(outs, gouts, retain_graph, create_graph, inputs=ins,
+                           allow_unused=allow, accumulate=False)
     if materialize_grads:
-        zeros_like = _late().creation.zeros_like
-        res = [g if g is not None else zeros_like(i) for g, i in zip(res, ins)]
+        res = [g if g is not None else _zeros_of(i) for g, i in zip(res, ins)]
     return tuple(res)
+
+
+def _zeros_of(t: Any) -> Any:
+    """Zeros like an input of ``grad``: a tensor or a :class:`GradientEdge`."""
+    creation = _late().creation
+    if t.__class__ is not GradientEdge:
+        return creation.zeros_like(t)
+    node = t.node
+    meta: Any = (node._leaf_meta() if node.__class__ is AccumulateGrad
+                 else node._out_meta[t.output_nr])
+    shape, dtype, device = meta
+    return creation.zeros(tuple(shape), dtype=dtype, device=device)
+
+
+def _grad_batched(outs: tuple, gouts: tuple, ins: tuple, retain_graph: bool, create_graph: bool,
+                  allow_unused: bool) -> list[Any]:
+    """``grad(..., is_grads_batched=True)``: the first dimension of each grad_output is a batch;
+    one backward per batch entry (the graph is kept until the last), results stacked."""
+    Tensor = _late().Tensor
+    n = None
+    for i, (o, g) in enumerate(zip(outs, gouts)):
+        if g is None:
+            if o.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            continue
+        if not isinstance(g, Tensor) or g.dim() == 0 or g.shape[1:] != o.shape:
+            shape = g.shape if isinstance(g, Tensor) else "[]"
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each grad_output "
+                "as the batch dimension. The sizes of the remaining dimensions are expected to "
+                "match the shape of corresponding output, but a mismatch was detected: "
+                f"grad_output[{i}] has a shape of {shape} and output[{i}] has a shape of "
+                f"{o.shape}. If you only want some tensors in `grad_output` to be considered "
+                "batched, consider using vmap.")
+        if n is None:
+            n = g.shape[0]
+    if n is None:  # no batched grad_output: nothing to loop over
+        return run_backward(outs, gouts, retain_graph, create_graph, inputs=ins,
+                            allow_unused=allow_unused, accumulate=False)
+    per: list[list[Any]] = []
+    for b in range(n):
+        gs = [g if g is None else g[b] for g in gouts]
+        per.append(run_backward(outs, gs, retain_graph or b < n - 1, create_graph, inputs=ins,
+                                allow_unused=allow_unused, accumulate=False))
+    res: list[Any] = []
+    for k in range(len(ins)):
+        col = [r[k] for r in per]
+        if any(c is None for c in col):
+            res.append(None)
+            continue
+        # stacked by assignment (recorded when create_graph made the entries differentiable)
+        out = _late().creation.zeros((n,) + tuple(col[0].shape), dtype=col[0].dtype,
+                                     device=col[0].device)
+        for b, c in enumerate(col):
+            out[b] = c
+        res.append(out)
+    return res

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import weakref
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from collections.abc import Callable
 
 from . import grad_mode
@@ -25,7 +25,8 @@ from .grad_mode import _flags
 if TYPE_CHECKING:
     from .._tensor import Tensor
 
-__all__ = ["Node", "Function", "FunctionCtx", "AccumulateGrad", "RemovableHandle", "once_differentiable"]
+__all__ = ["Node", "Function", "FunctionCtx", "AccumulateGrad", "RemovableHandle", "once_differentiable",
+           "GradientEdge"]
 
 _seq = itertools.count()
 _new = object.__new__
@@ -69,6 +70,14 @@ def _weakrefable(obj: Any) -> bool:
 
 class _HookDict(OrderedDict):
     """An OrderedDict that can be weakly referenced by handles."""
+
+
+class GradientEdge(NamedTuple):
+    """An edge of the backward graph: the node that receives a gradient and which of its inputs
+    (``torch.autograd.graph.GradientEdge``; defined here, below the engine, which takes it)."""
+
+    node: Any
+    output_nr: int
 
 
 class Node:
@@ -276,11 +285,16 @@ class FunctionCtx:
     def save_for_backward(self, *tensors: Tensor | None) -> None:
         """Save tensors for ``backward``; their versions are checked when they are read back."""
         saved: list[tuple[Tensor, int, bool, int] | None] = []
-        for t in tensors:
+        for i, t in enumerate(tensors):
             if t is None:
                 saved.append(None)
                 continue
-            if t._inference and not _flags.inference:
+            try:
+                inference = t._inference
+            except AttributeError:
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} is "
+                                f"of type {type(t).__name__}") from None
+            if inference and not _flags.inference:
                 raise RuntimeError(
                     "Inference tensors cannot be saved for backward. Please do not use Tensors "
                     "created in inference mode in computation tracked by autograd. To work around "
@@ -424,7 +438,10 @@ class BackwardFunction(FunctionCtx, Node):
         from .. import _creation
 
         assert self._out_meta is not None  # set by Function.apply for nodes that zero-fill
-        shape, dtype, device = self._out_meta[i]
+        meta = self._out_meta[i]
+        if meta is None:  # an output that is not a tensor (an int...): it has no gradient
+            return None
+        shape, dtype, device = meta
         return _creation.zeros(shape, dtype=dtype, device=device)
 
     def _release(self) -> None:
@@ -462,6 +479,9 @@ class _FunctionMeta(type):
         cls._backward_cls = type(node_name, (BackwardFunction,), {
             "_fn_cls": cls, "_name": node_name,
             "_trusted": (cls.__module__ or "").startswith(_TRUSTED)})
+        # a new-style Function: ``forward(*args)`` without ctx, then ``setup_context``
+        sc = getattr(cls, "setup_context", None)
+        cls._setup_ctx = sc is not None and not getattr(sc, "_pg_default", False)
 
 
 _Tensor: Any = None  # portagrad.Tensor, bound on first use (it imports this module)
@@ -503,8 +523,25 @@ class Function(metaclass=_FunctionMeta):
         raise NotImplementedError("You must implement either the backward or vjp method for your "
                                   "custom autograd.Function to use it with backward mode AD.")
 
+    @staticmethod
+    def setup_context(ctx: FunctionCtx, inputs: tuple[Any, ...], output: Any) -> Any:
+        """Overridden by a new-style Function: ``forward(*args)`` then takes no ``ctx`` and this
+        saves what backward needs (``inputs``: forward's arguments, defaults included)."""
+        raise NotImplementedError("setup_context is not implemented.")
+
+    setup_context.__func__._pg_default = True  # type: ignore[attr-defined]
+    _setup_ctx = False
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. Please use "
+            "new-style autograd function with static forward method. (Example: "
+            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls._setup_ctx:
+            return _apply_setup_context(cls, args, kwargs)
         T = _Tensor or _tensor_cls()
         ctx: BackwardFunction = _new(cls._backward_cls)  # (no __init__ call through type())
         ctx._seq = next(_seq)
@@ -542,6 +579,36 @@ class Function(metaclass=_FunctionMeta):
             return outputs
         return _wrap_outputs(ctx, args, outputs, T)
 
+
+def _apply_setup_context(cls: type[Function], args: tuple, kwargs: dict) -> Any:
+    """``Function.apply`` of a new-style Function (one that overrides ``setup_context``): as
+    PyTorch, ``forward(*args, **kwargs)`` runs without ``ctx`` (and without recording), then
+    ``setup_context(ctx, inputs, output)`` (``inputs`` with forward's defaults filled in)."""
+    import inspect
+
+    bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+    bound.apply_defaults()
+    args, kwargs = bound.args, bound.kwargs
+    T = _Tensor or _tensor_cls()
+    ctx: BackwardFunction = _new(cls._backward_cls)
+    ctx._seq = next(_seq)
+    needs = tuple(isinstance(a, T) and a._requires_grad for a in args)
+    record = _flags.grad and any(needs)
+    ctx.needs_input_grad = needs if _flags.grad else (False,) * len(args)
+
+    def run(ctx: Any, *a: Any, **k: Any) -> Any:
+        out = cls.forward(*a, **k)
+        cls.setup_context(ctx, a, out)
+        return out
+
+    with grad_mode._no_grad():
+        if _PROF.on:
+            outputs = _prof_record(op_name(cls), args, run, ctx, *args, **kwargs)
+        else:
+            outputs = run(ctx, *args, **kwargs)
+    if not record:
+        return outputs
+    return _wrap_outputs(ctx, args, outputs, T)
 
 
 def _wrap_outputs(ctx: BackwardFunction, args: tuple, outputs: Any, T: Any) -> Any:

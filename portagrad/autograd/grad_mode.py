@@ -166,10 +166,10 @@ class inference_mode(_DecoratorContextManager):
     """Like ``no_grad`` and stricter: nothing is recorded or saved, and tensors created inside are
     inference tensors (``is_inference()``) that cannot later be saved for backward."""
 
-    def __new__(cls, mode_or_orig_func: Any = True) -> Any:
-        if isinstance(mode_or_orig_func, bool):
+    def __new__(cls, mode: Any = True) -> Any:
+        if isinstance(mode, bool):
             return super().__new__(cls)
-        return cls()(mode_or_orig_func)
+        return cls()(mode)  # used bare as a decorator: ``mode`` is the function
 
     def __init__(self, mode: Any = True) -> None:
         self.mode = mode if isinstance(mode, bool) else True

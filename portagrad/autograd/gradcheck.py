@@ -15,18 +15,27 @@ from .engine import grad
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
 
+def _late() -> tuple[Any, Any, Any]:
+    """``Tensor`` and the factory modules, imported on first use (this module loads before
+    they exist)."""
+    from .. import _creation, _random
+    from .._tensor import Tensor
+
+    return Tensor, _creation, _random
+
+
 class GradcheckError(RuntimeError):
     """Analytical and numerical gradients differ (the message shows both Jacobians)."""
 
 
 def _tensors(inputs: Any) -> tuple:
-    from .._tensor import Tensor
+    Tensor = _late()[0]
 
     return (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
 
 
 def _outputs(fn: Callable[..., Any], inputs: tuple) -> tuple:
-    from .._tensor import Tensor
+    Tensor = _late()[0]
 
     out = fn(*inputs)
     return (out,) if isinstance(out, Tensor) else tuple(o for o in out if isinstance(o, Tensor))
@@ -48,7 +57,7 @@ def _numerical_jacobian(fn: Callable[..., Any], inputs: tuple, eps: float) -> li
     """J[i][j] = d out_j / d in_i as (in_components, out_components) arrays, by central
     differences; a complex input or output counts as its real and imaginary parts (each input
     part is perturbed on its own, as PyTorch's gradcheck does)."""
-    from .._tensor import Tensor
+    Tensor = _late()[0]
 
     outs = _outputs(fn, inputs)
     jac: list[Any] = [[np.zeros((_ncomp(x), _ncomp(o))) for o in outs] if isinstance(x, Tensor) and
@@ -76,7 +85,7 @@ def _numerical_jacobian(fn: Callable[..., Any], inputs: tuple, eps: float) -> li
 
 
 def _replace(x: Any, values: np.ndarray) -> Any:
-    from .. import _creation
+    _creation = _late()[1]
 
     t = _creation.from_host(values.astype(x.dtype.numpy), device=x.device)
     return t.requires_grad_(x.requires_grad)
@@ -87,8 +96,7 @@ def _analytical_jacobian(fn: Callable[..., Any], inputs: tuple) -> tuple[list, t
     the derivatives of its real part and a gradient of ``1j`` those of its imaginary part; the
     gradient of a complex input is ``dL/dRe + i dL/dIm`` (PyTorch's convention), so its two
     parts are the rows of the input's real and imaginary components."""
-    from .. import _creation
-    from .._tensor import Tensor
+    Tensor, _creation, _ = _late()
 
     outs = _outputs(fn, inputs)
     diff_in = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]
@@ -125,7 +133,7 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
     ``requires_grad``). Complex inputs and outputs are checked part by part: the real Jacobian of
     the outputs' real and imaginary parts with respect to the inputs' (PyTorch's convention for
     the gradient of a complex input, ``dL/dRe + i dL/dIm``)."""
-    from .._tensor import Tensor
+    Tensor = _late()[0]
 
     inputs = _tensors(inputs)
     for i, x in enumerate(inputs):
@@ -159,8 +167,7 @@ def gradgradcheck(func: Callable[..., Any], inputs: Any, grad_outputs: Any = Non
                   gen_non_contig_grad_outputs: bool = False, raise_exception: bool = True,
                   **kwargs: Any) -> bool:
     """Check second derivatives: gradcheck of the function ``(inputs, v) -> J^T v``."""
-    from .. import _creation, _random
-    from .._tensor import Tensor
+    Tensor, _creation, _random = _late()
 
     inputs = _tensors(inputs)
     outs = _outputs(func, inputs)

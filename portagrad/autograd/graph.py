@@ -9,10 +9,10 @@ keeps saved tensors in host memory. The hooks are per thread and nest (the inner
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from . import _saved_hooks
-from .function import Node
+from .function import GradientEdge, Node, _edge
 
 if TYPE_CHECKING:
     from .._tensor import Tensor
@@ -77,20 +77,11 @@ class disable_saved_tensors_hooks:
         _saved_hooks.disabled_message().pop()
 
 
-class GradientEdge(NamedTuple):
-    """An edge of the backward graph: the node that receives a gradient and which of its inputs."""
-
-    node: Any
-    output_nr: int
-
-
 def get_gradient_edge(tensor: Tensor) -> GradientEdge:
-    """The edge through which ``tensor``'s gradient flows: its ``grad_fn`` and output number; a
-    leaf that requires grad has no node to name here (raises)."""
+    """The edge through which ``tensor``'s gradient flows: its ``grad_fn`` and output number, or
+    a leaf's ``AccumulateGrad`` node (``autograd.grad`` accepts it in place of the tensor)."""
     if not tensor.requires_grad:
         raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does "
                            "not require gradients")
-    if tensor.grad_fn is None:
-        raise NotImplementedError("get_gradient_edge of a leaf tensor: portagrad creates a "
-                                  "leaf's AccumulateGrad node only during backward")
-    return GradientEdge(tensor.grad_fn, tensor.output_nr)
+    node, nr = _edge(tensor)
+    return GradientEdge(node, nr)
