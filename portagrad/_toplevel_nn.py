@@ -22,6 +22,7 @@ from ._tensor import Tensor
 from .autograd.grad_mode import no_grad
 from .nn import functional as F
 from .nn.modules.rnn import rnn_stack
+from .nn.utils.rnn import _packed_to_padded, _padded_to_packed
 
 __all__ = [
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
@@ -424,11 +425,19 @@ def _rnn_stack(fn: str, mode: str, input: Tensor, hx: Any, params: Sequence[Tens
                has_biases: bool, num_layers: int, dropout: float, train: bool,
                bidirectional: bool, batch_first: bool) -> tuple[Tensor, ...]:
     packed = isinstance(hx, Tensor) if mode == "LSTM" else not isinstance(params, (list, tuple))
+    batch_sizes: list[int] | None = None
     if packed:
-        # ATen's other overload, (data, batch_sizes, hx, params, ...), runs packed sequences
-        raise NotImplementedError(f"{fn}: the packed-sequence form (data, batch_sizes, ...) is "
-                                  f"not supported; pass a padded (T, N, F) input")
-    if input.dim() != 3:
+        # ATen's other overload, (data, batch_sizes, hx, params, has_biases, num_layers, dropout,
+        # train, bidirectional): the same nine places, so the names shift by one. The states
+        # are in the packed (sorted) order, as ATen's
+        batch_sizes = [int(n) for n in hx.tolist()]
+        shifted: tuple[Any, ...] = (params, has_biases, num_layers, dropout, train,
+                                    bidirectional, batch_first, False)
+        hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first = shifted
+        if input.dim() != 2:
+            raise RuntimeError(f"input must have 2 dimensions, got {input.dim()}")
+        input = _packed_to_padded(input, batch_sizes, len(batch_sizes), 0.0)
+    elif input.dim() != 3:
         raise RuntimeError(f"{fn}: expected a 3-D input ((seq, batch, feature), or (batch, seq, "
                            f"feature) with batch_first), got {input.dim()}-D")
     per_dir = 4 if has_biases else 2
@@ -445,7 +454,9 @@ def _rnn_stack(fn: str, mode: str, input: Tensor, hx: Any, params: Sequence[Tens
         raise RuntimeError("Expected more hidden states in stacked_rnn")
     x = input.transpose(0, 1) if batch_first else input
     out, hn, cn = rnn_stack(mode, x, h0, c0, list(params), has_biases, num_layers, dropout,
-                            train, bidirectional)
+                            train, bidirectional, batch_sizes=batch_sizes)
+    if batch_sizes is not None:
+        out = _padded_to_packed(out, batch_sizes)
     if batch_first:
         out = out.transpose(0, 1)
     return (out, hn) if cn is None else (out, hn, cn)
@@ -454,7 +465,15 @@ def _rnn_stack(fn: str, mode: str, input: Tensor, hx: Any, params: Sequence[Tens
 def _stack_entry(fn: str, mode: str, input: Tensor, hx: Any, params: Sequence[Tensor],
                  *args: Any) -> tuple[Tensor, ...]:
     # under autocast the whole stack is one op, cast once as nn.LSTM ... are
-    if _AUTOCAST.on and (_ac_out := _autocast_call(
+    packed = isinstance(hx, Tensor) if mode == "LSTM" else not isinstance(params, (list, tuple))
+    if packed and _AUTOCAST.on:
+        # packed form: (data, batch_sizes, hx, params, ...); cast data, hx and the weights
+        batch_sizes, hx, params, *rest = hx, params, *args
+        if (_ac_out := _autocast_call(
+                fn, lambda i, h, p: _rnn_stack(fn, mode, i, batch_sizes, h, p, *rest), input, hx,
+                list(params))) is not _SKIP:
+            return _ac_out  # type: ignore[no-any-return]
+    elif _AUTOCAST.on and (_ac_out := _autocast_call(
             fn, lambda i, h, p: _rnn_stack(fn, mode, i, h, p, *args), input, hx,
             list(params) if isinstance(params, (list, tuple)) else params)) is not _SKIP:
         return _ac_out  # type: ignore[no-any-return]

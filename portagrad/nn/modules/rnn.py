@@ -2,6 +2,7 @@
 their cells. The input projection of a whole sequence is one matmul; the recurrence loops in time."""
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -14,6 +15,7 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence, _packed_to_padded, _padded_to_packed
 from .module import Module
 
 # rnn_stack (the recurrence itself, also torch.lstm ...) is imported by name, not exported with
@@ -50,19 +52,32 @@ def _cell_step(mode: str, xg: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor,
 
 def rnn_stack(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, weights: list[Tensor],
               has_biases: bool, num_layers: int, dropout: float, train: bool,
-              bidirectional: bool, has_proj: bool = False) -> tuple[Tensor, Tensor, Tensor | None]:
+              bidirectional: bool, has_proj: bool = False,
+              batch_sizes: list[int] | None = None) -> tuple[Tensor, Tensor, Tensor | None]:
     """A whole stack of recurrent layers over a time-major ``(T, N, F)`` input from the initial
     states ``h0`` (and ``c0`` for an LSTM), each ``(num_layers * directions, N, H)``:
     ``(output, h_n, c_n)`` (``c_n`` ``None`` but for an LSTM). ``weights`` are flat, per layer
     and direction ``w_ih, w_hh[, b_ih, b_hh]`` (then ``w_hr`` with ``has_proj``: an LSTM
     whose hidden state is projected, ``h0`` then ``(..., proj_size)``); ``dropout`` applies
     between layers when ``train``. The computation of ``nn.RNN``/``LSTM``/``GRU`` and of
-    ``torch.rnn_tanh`` ...."""
+    ``torch.rnn_tanh`` ....
+
+    ``batch_sizes`` (a packed batch, ``x`` then padded in sorted order: decreasing lengths) says
+    how many sequences run at each step: the others keep their state (``where``), so that
+    ``h_n``/``c_n`` hold each sequence's state at its own last step and the reverse direction
+    starts each sequence at its own last step (from ``h0``). Outputs past a sequence's end are
+    left unspecified (the caller packs only the valid ones)."""
     D = 2 if bidirectional else 1
     per_dir = (4 if has_biases else 2) + (1 if has_proj else 0)
     T = x.shape[0]
     h_n: list[Tensor] = []
     c_n: list[Any] = []  # the LSTM's cell states (its steps return them, typed optional)
+    N = x.shape[1]
+    # one (N, 1) mask per distinct partial batch size: the first n (sorted) sequences run
+    masks: dict[int, Tensor] = {}
+    for n in set(batch_sizes or ()):
+        if n < N:
+            masks[n] = _creation.tensor([[b < n] for b in range(N)], device=x.device)
     layer_in = x
     for layer in range(num_layers):
         outs = []
@@ -79,7 +94,13 @@ def rnn_stack(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, weights: list
             steps = range(T - 1, -1, -1) if direction == 1 else range(T)
             seq: list[Tensor | None] = [None] * T
             for t in steps:
-                h, c = _cell_step(mode, xg[t], h, c, w_hh, b_hh, w_hr)
+                h2, c2 = _cell_step(mode, xg[t], h, c, w_hh, b_hh, w_hr)
+                mask = masks.get(batch_sizes[t]) if batch_sizes is not None else None
+                if mask is not None:
+                    # finished (or, reversed, not yet started) sequences keep their state
+                    h2 = h2.where(mask, h)
+                    c2 = c2.where(mask, c) if c2 is not None else None  # type: ignore[arg-type]
+                h, c = h2, c2
                 seq[t] = h
             outs.append(stack(seq, 0))  # type: ignore[arg-type]
             h_n.append(h)
@@ -178,17 +199,35 @@ class RNNBase(Module):
             s += ", bidirectional={bidirectional}"
         return s.format(**self.__dict__)
 
-    def _run(self, input: Tensor, hx: Any, weights: list[Tensor]) -> tuple[Tensor, Any]:
+    def _run(self, input: Tensor, hx: Any, weights: list[Tensor],
+             packed: PackedSequence | None = None) -> tuple[Any, Any]:
         """The forward pass with the flat weights passed in (``self._flat_weights_names``
-        order), so that autocast can cast them with the input and hidden state."""
+        order), so that autocast can cast them with the input and hidden state. With
+        ``packed`` (a packed batch), ``input`` is its ``data`` (perhaps cast by autocast) and
+        the output is packed alike; ``hx`` and the returned states are in the original batch
+        order, as PyTorch's."""
         is_lstm = self.mode == "LSTM"
-        batched = input.dim() == 3
-        if input.dim() not in (2, 3):
-            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
-                             f"{input.dim()}D instead")
-        x = input if batched else input.unsqueeze(1)
-        if batched and self.batch_first:
-            x = x.transpose(0, 1)
+        batch_sizes: list[int] | None = None
+        if packed is not None:
+            if input.dim() != 2:
+                raise RuntimeError(f"input must have 2 dimensions, got {input.dim()}")
+            batch_sizes = [int(n) for n in packed.batch_sizes.tolist()]
+            # padded in sorted order (batch_first does not apply to a packed batch)
+            x = _packed_to_padded(input, batch_sizes, len(batch_sizes), 0.0)
+            batched = True
+            if hx is not None and packed.sorted_indices is not None:
+                # the states given in the original order, run in the sorted one
+                idx = packed.sorted_indices
+                hx = ((hx[0].index_select(1, idx), hx[1].index_select(1, idx)) if is_lstm
+                      else hx.index_select(1, idx))
+        else:
+            batched = input.dim() == 3
+            if input.dim() not in (2, 3):
+                raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
+                                 f"{input.dim()}D instead")
+            x = input if batched else input.unsqueeze(1)
+            if batched and self.batch_first:
+                x = x.transpose(0, 1)
         N = x.shape[1]
         if x.shape[2] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
@@ -217,7 +256,14 @@ class RNNBase(Module):
                                    f"{list(c0.shape)}")
         out, hn, cn = rnn_stack(self.mode, x, h0, c0, weights, self.bias, self.num_layers,
                                 self.dropout, self.training, self.bidirectional,
-                                has_proj=self.proj_size > 0)
+                                has_proj=self.proj_size > 0, batch_sizes=batch_sizes)
+        if packed is not None and batch_sizes is not None:
+            out_packed = PackedSequence(_padded_to_packed(out, batch_sizes), packed.batch_sizes,
+                                        packed.sorted_indices, packed.unsorted_indices)
+            if packed.unsorted_indices is not None:
+                hn = hn.index_select(1, packed.unsorted_indices)
+                cn = cn.index_select(1, packed.unsorted_indices) if cn is not None else None
+            return out_packed, ((hn, cn) if is_lstm else hn)
         if batched and self.batch_first:
             out = out.transpose(0, 1)
         if not batched:
@@ -226,8 +272,18 @@ class RNNBase(Module):
             cn = cn.squeeze(1) if cn is not None else None
         return out, ((hn, cn) if is_lstm else hn)
 
-    def forward(self, input: Tensor, hx: Any = None) -> tuple[Tensor, Any]:
+    def forward(self, input: Any, hx: Any = None) -> tuple[Any, Any]:
+        """``(output, h_n)`` (an LSTM's ``(output, (h_n, c_n))``) for a ``(T, N, F)`` input
+        (``(N, T, F)`` with ``batch_first``, ``(T, F)`` unbatched) or a :class:`PackedSequence`
+        (whose output is then packed too)."""
         weights = [getattr(self, n) for n in self._flat_weights_names]
+        if isinstance(input, PackedSequence):
+            # the packed data goes through autocast as a tensor; the layout rides along
+            run = functools.partial(self._run, packed=input)
+            if _AUTOCAST.on and (_ac_out := _autocast_call(
+                    _SEQUENCE_OPS[self.mode], run, input.data, hx, weights)) is not _SKIP:
+                return _ac_out  # type: ignore[no-any-return]
+            return run(input.data, hx, weights)
         # under autocast the whole stack is one op (PyTorch's lstm/gru/rnn_tanh/rnn_relu): where
         # its policy lists it, input, hidden state and weights are cast once and every step runs
         # in that type; elsewhere the steps' own ops (linear) are cast one by one
@@ -333,6 +389,17 @@ class RNNCellBase(Module):
             c2 = c2.squeeze(0) if c2 is not None else None
         return h2, c2
 
+    def _check_dims(self, input: Tensor, hidden: dict[str, Tensor | None]) -> None:
+        """PyTorch's checks: a cell takes one step of a batch (2-D) or of one sequence (1-D)."""
+        name = type(self).__name__
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D "
+                             f"instead")
+        for label, h in hidden.items():
+            if h is not None and h.dim() not in (1, 2):
+                raise ValueError(f"{name}: Expected {label} to be 1D or 2D, got {h.dim()}D "
+                                 f"instead")
+
     def _zeros(self, input: Tensor) -> Tensor:
         shape = (input.shape[0], self.hidden_size) if input.dim() == 2 else (self.hidden_size,)
         return _creation.zeros(shape, dtype=input.dtype, device=input.device)
@@ -342,10 +409,20 @@ class RNNCell(RNNCellBase):
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
                  nonlinearity: str = "tanh", device: Any = None, dtype: Any = None) -> None:
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
+        # as PyTorch, an unknown nonlinearity is accepted here and refused at forward (which
+        # reads the attribute again: it may be changed after construction)
         self.nonlinearity = nonlinearity
-        self._mode = "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
+        self._mode = "RNN_RELU" if nonlinearity == "relu" else "RNN_TANH"
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        """One step: the new hidden state ``(N, H)`` (``(H,)`` for a 1-D input)."""
+        self._check_dims(input, {"hidden": hx})
+        if self.nonlinearity == "tanh":
+            self._mode = "RNN_TANH"
+        elif self.nonlinearity == "relu":
+            self._mode = "RNN_RELU"
+        else:
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
         h = self._zeros(input) if hx is None else hx
         return self._step(input, h, None)[0]
 
@@ -358,6 +435,8 @@ class LSTMCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
     def forward(self, input: Tensor, hx: Any = None) -> tuple[Tensor, Tensor]:
+        """One step: the new ``(h, c)``."""
+        self._check_dims(input, {} if hx is None else {"hx[0]": hx[0], "hx[1]": hx[1]})
         if hx is None:
             hx = (self._zeros(input), self._zeros(input))
         h, c = self._step(input, hx[0], hx[1])
@@ -372,5 +451,7 @@ class GRUCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        """One step: the new hidden state."""
+        self._check_dims(input, {"hidden": hx})
         h = self._zeros(input) if hx is None else hx
         return self._step(input, h, None)[0]
