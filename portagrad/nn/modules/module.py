@@ -2,7 +2,6 @@
 ``state_dict`` (the semantics, names and error messages of ``torch.nn.Module``)."""
 from __future__ import annotations
 
-import functools
 import itertools
 import warnings
 import weakref
@@ -88,40 +87,27 @@ class _ModuleHandle(RemovableHandle):
             d.pop(self.id, None)
 
 
-class _WrappedHook:
-    """A load_state_dict pre-hook, called with the module it was registered on first when
-    ``with_module`` (held by a weak reference, as PyTorch's, so the hook does not keep the
-    module alive)."""
+class _LoadPreHook:
+    """A ``load_state_dict`` pre-hook as stored: called ``fn(module, *args)`` when registered
+    with its module (which it holds weakly, so that registering does not keep the module alive),
+    else ``fn(*args)``. Copying or pickling it carries the module itself instead of the weak
+    reference."""
 
-    def __init__(self, hook: Callable[..., Any], module: Module | None = None) -> None:
-        self.hook: Callable[..., Any] = hook
-        functools.update_wrapper(self, hook)
-        self.with_module = module is not None
-        if module is not None:
-            self.module: weakref.ReferenceType[Module] = weakref.ref(module)
+    def __init__(self, fn: Callable[..., Any], module: Module | None = None) -> None:
+        self.fn = fn
+        self._owner = None if module is None else weakref.ref(module)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.with_module:
-            module = self.module()
-            if module is None:
-                raise RuntimeError("You are trying to call the hook of a dead Module!")
-            return self.hook(module, *args, **kwargs)
-        return self.hook(*args, **kwargs)
+    def __call__(self, *args: Any) -> Any:
+        if self._owner is None:
+            return self.fn(*args)
+        module = self._owner()
+        if module is None:
+            raise RuntimeError("a load_state_dict pre-hook was called after its module was "
+                               "garbage-collected")
+        return self.fn(module, *args)
 
-    # a weak reference cannot be pickled or deep-copied: the module itself travels instead
-    def __getstate__(self) -> dict:
-        result: dict[str, Any] = {"hook": self.hook, "with_module": self.with_module}
-        if self.with_module:
-            result["module"] = self.module()
-        return result
-
-    def __setstate__(self, state: dict) -> None:
-        self.hook = state["hook"]
-        self.with_module = state["with_module"]
-        if self.with_module:
-            if state["module"] is None:
-                raise RuntimeError("You are trying to revive the hook of a dead Module!")
-            self.module = weakref.ref(state["module"])
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (_LoadPreHook, (self.fn, None if self._owner is None else self._owner()))
 
 
 # ------------------------------------------------------------------ full backward hooks
@@ -753,7 +739,7 @@ class Module:
         error_msgs)`` before this module loads its entries (``module`` first when
         ``with_module``); see :meth:`register_load_state_dict_pre_hook`."""
         return _add_hook(self._load_state_dict_pre_hooks,
-                         _WrappedHook(hook, self if with_module else None))
+                         _LoadPreHook(hook, self if with_module else None))
 
     def register_load_state_dict_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
