@@ -421,9 +421,10 @@ __all__ += [
 
 # the namespaces libraries touch at import: TorchScript's decorators (eager pass-throughs),
 # torch.compile's public machinery, futures (what jit.fork returns)
-from . import compiler, futures, fx, hub, jit, library, ops, overrides, types
+from . import compiler, func, futures, fx, hub, jit, library, ops, overrides, types
 
-__all__ += ["compiler", "futures", "fx", "hub", "jit", "library", "ops", "overrides", "types"]
+__all__ += ["compiler", "func", "futures", "fx", "hub", "jit", "library", "ops", "overrides",
+            "types"]
 
 # torch.version: the PyTorch API version implemented, with portagrad's as its local label
 from . import torch_version, version

@@ -81,7 +81,7 @@ LAYERS: list[tuple[str, str, list[str]]] = [
      ["nn", "optim", "utils", "distributions", "distributed", "multiprocessing", "_toplevel_nn",
       "_toplevel_native", "_toplevel_random", "special", "_torch_format", "serialization",
       "capture", "_compile", "jit", "_dynamo", "compiler", "hub", "fx", "library", "ops",
-      "_custom_ops", "ao"]),
+      "_custom_ops", "ao", "func"]),
     ("package", "the namespace and what runs on it: CLI, demo, conformance kit, torch compat",
      ["portagrad", "_info", "demo", "testing", "compat", "__main__"]),
 ]

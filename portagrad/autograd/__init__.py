@@ -8,6 +8,7 @@ from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inferen
                         no_grad, set_grad_enabled, set_multithreading_enabled)
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from . import graph, profiler
+from . import functional as functional  # torch.autograd.functional (not in torch's __all__)
 from .anomaly import is_anomaly_check_nan_enabled, set_anomaly_enabled
 from .variable import Variable, variable
 
