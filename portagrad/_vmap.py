@@ -1,9 +1,10 @@
 """``pg.vmap``: map a function over a batch dimension of its inputs.
 
 PyTorch vectorises the function with batching rules; portagrad calls it once per batch element
-on the slices and stacks the results, which gives the same values and gradients (slower for
-large batches). Random ops inside the function draw independently per element (PyTorch's
-``randomness="different"``).
+on the slices (of every tensor in a mapped argument, which may be a dict/list/tuple of tensors)
+and stacks the results (leaf by leaf for outputs of the same structure), which gives the same
+values and gradients (slower for large batches). Random ops inside the function draw
+independently per element (PyTorch's ``randomness="different"``).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 
 from ._ops.joining import stack
 from ._tensor import Tensor
+from .utils._pytree import tree_flatten, tree_unflatten
 
 __all__ = ["vmap"]
 
@@ -60,22 +62,30 @@ def vmap(func: Callable, in_dims: int | Sequence[int | None] | None = 0,
         where = f"vmap({_name(func)}, in_dims={in_dims}, ...)(<inputs>)"
         dims = _flat_dims(in_dims, len(args), "in_dims", where)
         size = None
+        # each mapped argument as a pytree (a tensor, or dicts/lists/tuples of them): every leaf
+        # is sliced along the argument's in_dim
+        trees: list[Any] = []
         for a, d in zip(args, dims):
             if d is None:
+                trees.append(None)
                 continue
-            if not isinstance(a, Tensor):
-                raise ValueError(f"{where}: Got in_dim={d} for an input but the input is of type "
-                                 f"{type(a)}. We cannot vmap over non-Tensor arguments, please "
-                                 "use None as the respective in_dim")
-            if not -a.dim() <= d < a.dim():
-                raise ValueError(f"{where}: Got in_dim={d} for some input, but that input is a "
-                                 f"Tensor of dimensionality {a.dim()} so expected in_dim to "
-                                 f"satisfy {-a.dim()} <= in_dim < {a.dim()}.")
-            n = a.shape[d]
-            if size is not None and n != size:
-                raise ValueError("vmap: Expected all tensors to have the same size in the mapped "
-                                 f"dimension, got sizes {[size, n]} for the mapped dimension")
-            size = n
+            leaves, spec = tree_flatten(a)
+            trees.append((leaves, spec))
+            for leaf in leaves:
+                if not isinstance(leaf, Tensor):
+                    raise ValueError(f"{where}: Got in_dim={d} for an input but the input is of "
+                                     f"type {type(leaf)}. We cannot vmap over non-Tensor "
+                                     "arguments, please use None as the respective in_dim")
+                if not -leaf.dim() <= d < leaf.dim():
+                    raise ValueError(f"{where}: Got in_dim={d} for some input, but that input is "
+                                     f"a Tensor of dimensionality {leaf.dim()} so expected in_dim "
+                                     f"to satisfy {-leaf.dim()} <= in_dim < {leaf.dim()}.")
+                n = leaf.shape[d]
+                if size is not None and n != size:
+                    raise ValueError("vmap: Expected all tensors to have the same size in the "
+                                     f"mapped dimension, got sizes {[size, n]} for the mapped "
+                                     "dimension")
+                size = n
         if size is None:
             raise ValueError("vmap: Expected at least one Tensor to vmap over")
         if size == 0:
@@ -83,7 +93,9 @@ def vmap(func: Callable, in_dims: int | Sequence[int | None] | None = 0,
                                       "element and cannot infer the output shape")
         results = []
         for i in range(size):
-            sliced = [a if d is None else a.select(d, i) for a, d in zip(args, dims)]
+            sliced = [a if t is None else
+                      tree_unflatten([leaf.select(d, i) for leaf in t[0]], t[1])
+                      for a, d, t in zip(args, dims, trees)]
             results.append(func(*sliced, **kwargs))
         return _stack_outputs(results, out_dims, func)
 
@@ -101,9 +113,15 @@ def _stack_outputs(results: list[Any], out_dims: Any, func: Callable) -> Any:
         if d is None:
             outs.append(column[0])  # an unbatched output: the same for every element
             continue
-        if not all(isinstance(c, Tensor) for c in column):
-            raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` must only return "
-                             f"Tensors, got type {type(column[0])}. Did you mean to set "
-                             "out_dims= to None for output?")
-        outs.append(stack(column, d))
+        # an output may be a pytree of tensors (a dict of per-sample gradients): leaf by leaf
+        flat = [tree_flatten(c) for c in column]
+        leaves0, spec = flat[0]
+        for leaves, _ in flat:
+            for leaf in leaves:
+                if not isinstance(leaf, Tensor):
+                    raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` must only "
+                                     f"return Tensors, got type {type(leaf)}. Did you mean to "
+                                     "set out_dims= to None for output?")
+        outs.append(tree_unflatten([stack([f[0][k] for f in flat], d)
+                                    for k in range(len(leaves0))], spec))
     return outs[0] if single else tuple(outs)

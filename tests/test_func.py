@@ -187,6 +187,19 @@ def test_per_sample_grads_with_vmap(device: str) -> None:
         _close(gw[i, 0], [4 * r * v for v in xi])
         _close(gb[i], [4 * r])
     assert F.vmap is pg.vmap
+    # the torch.func tutorial's form: parameters as a dict, per-sample gradients as a dict
+    pdict = {n: p.detach() for n, p in net.named_parameters()}
+
+    def loss_d(p: dict, x: Any, y: Any) -> Any:
+        return ((F.functional_call(net, p, (x.unsqueeze(0),)) - y) ** 2).mean()
+
+    gd = F.vmap(F.grad(loss_d), in_dims=(None, 0, 0))(pdict, xs, ys)
+    assert isinstance(gd, dict) and sorted(gd) == sorted(names)
+    _close(gd[names[0]], gw.cpu().numpy())
+    _close(gd[names[1]], gb.cpu().numpy())
+    # a dict argument mapped along dim 0, leaf by leaf
+    doubled = F.vmap(lambda d: d["a"] * 2 + d["b"])({"a": xs, "b": xs})
+    _close(doubled, (xs * 3).cpu().numpy())
 
 
 def test_stack_module_state(device: str) -> None:
