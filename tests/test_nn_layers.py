@@ -503,8 +503,13 @@ def test_clip_grad_and_vectors(device):
     assert float(m.weight.grad.abs().max()) <= 0.1 + 1e-7
     vec = nn.utils.parameters_to_vector(m.parameters())
     assert vec.shape == (8,)
-    nn.utils.vector_to_parameters(pg.arange(8.0, device=device), m.parameters())
+    src = pg.arange(8.0, device=device)
+    nn.utils.vector_to_parameters(src, m.parameters())
     assert H(m.bias).tolist() == [6.0, 7.0]
+    # the parameters' data now views the vector, as PyTorch's param.data = slice
+    src.add_(10)
+    assert H(m.bias).tolist() == [16.0, 17.0]
+    assert isinstance(m.bias, nn.Parameter) and m.bias.requires_grad
 
 
 def test_pad_sequence(device):

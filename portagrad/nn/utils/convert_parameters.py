@@ -5,7 +5,6 @@ from collections.abc import Iterable
 
 from ..._ops.joining import cat
 from ..._tensor import Tensor
-from ...autograd.grad_mode import no_grad
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
@@ -30,7 +29,8 @@ def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
 
 
 def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
-    """Copy consecutive slices of ``vec`` into the parameters (in place)."""
+    """Point each parameter's data at its consecutive slice of ``vec`` (PyTorch's ``param.data
+    = slice``: the parameters then share ``vec``'s memory and dtype)."""
     if not isinstance(vec, Tensor):
         raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
     param_device = None
@@ -38,6 +38,5 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
     for param in parameters:
         param_device = _check_param_device(param, param_device)
         num_param = param.numel()
-        with no_grad():
-            param.copy_(vec[pointer:pointer + num_param].reshape(tuple(param.shape)))
+        param.data = vec[pointer:pointer + num_param].view_as(param).data
         pointer += num_param
