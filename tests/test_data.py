@@ -63,7 +63,7 @@ def test_collate_dicts_tuples_namedtuples_and_numbers():
              {"a": 3, "b": (4.0, "t"), "c": np.array([3, 4]), "p": Point(2, pg.zeros(2))}]
     out = default_collate(batch)
     assert out["a"].tolist() == [1, 3] and out["a"].dtype == pg.int64
-    assert out["b"][0].dtype == pg.float64 and out["b"][1] == ["s", "t"]
+    assert out["b"][0].dtype == pg.float64 and out["b"][1] == ("s", "t")  # (as PyTorch)
     assert isinstance(out["b"], list)
     assert out["c"].tolist() == [[1, 2], [3, 4]]
     assert isinstance(out["p"], Point) and out["p"].y.shape == (2, 2)
@@ -181,11 +181,11 @@ class _WhoAmI(Dataset):
 def test_worker_info_init_fn_and_persistent_workers():
     dl = DataLoader(_WhoAmI(), batch_size=1, num_workers=2, worker_init_fn=_init,
                     persistent_workers=True)
-    first = [tuple(x if isinstance(x, (str, list)) else x.tolist() for x in b) for b in dl]
+    first = [tuple(x if isinstance(x, (str, list, tuple)) else x.tolist() for x in b) for b in dl]
     ids = [f[0][0] for f in first]
     assert ids == [0, 1, 0, 1]
     assert all(str(f[0][0]) == f[2][0] and f[1][0] == 2 for f in first)
-    second = [tuple(x if isinstance(x, (str, list)) else x.tolist() for x in b) for b in dl]
+    second = [tuple(x if isinstance(x, (str, list, tuple)) else x.tolist() for x in b) for b in dl]
     assert {f[3][0] for f in first} == {f[3][0] for f in second}  # the same processes
     assert get_worker_info() is None
 
@@ -239,3 +239,43 @@ def test_pin_memory_returns_pinned_batches_or_warns_once():
         with pytest.warns(UserWarning, match="pin_memory"):
             batches = list(dl)
         assert batches[1][1].tolist() == [3, 4, 5]
+
+
+def test_default_collate_numbers_and_strings_as_pytorch():
+    """PyTorch infers the dtype of a batch of numbers from the whole batch unless its first
+    number is a float (float64); strings come back as given. Values are PyTorch 2.13's."""
+    from portagrad.utils.data import default_collate
+
+    b = default_collate([1, 2.5])
+    assert b.dtype is pg.float32 and b.tolist() == [1.0, 2.5]  # (it was int64 [1, 2])
+    b = default_collate([True, 2])
+    assert b.dtype is pg.int64 and b.tolist() == [1, 2]  # (it was bool)
+    assert default_collate([True, False]).dtype is pg.bool
+    assert default_collate([2.5, 1]).dtype is pg.float64
+    assert default_collate([(1, "x"), (2, "y")])[1] == ("x", "y")
+    assert default_collate(["a", "b"]) == ["a", "b"]
+    dd = default_collate([collections.defaultdict(int, a=1)] * 2)
+    assert type(dd) is collections.defaultdict and dd["a"].tolist() == [1, 1] and dd["z"] == 0
+    assert [b.tolist() for b in DataLoader([1, 2.5, 3], batch_size=3)] == [[1.0, 2.5, 3.0]]
+
+
+def test_dataloader_fixed_after_init():
+    d = DataLoader(list(range(6)), batch_size=3)
+    for name, value in (("batch_size", 5), ("drop_last", True), ("sampler", [1]),
+                        ("batch_sampler", None), ("dataset", [1])):
+        with pytest.raises(ValueError, match=f"{name} attribute should not be set after "
+                                             "DataLoader is initialized"):
+            setattr(d, name, value)
+    assert [b.tolist() for b in d] == [[0, 1, 2], [3, 4, 5]]
+    # an iterator knows its length without its loader (torch: len(iter(DataLoader(...))))
+    assert len(iter(DataLoader(list(range(6)), batch_size=4))) == 2
+
+
+def test_sampler_and_split_argument_checks():
+    from portagrad.utils.data import WeightedRandomSampler, random_split
+
+    with pytest.raises(ValueError, match="replacement should be a boolean value"):
+        WeightedRandomSampler([1.0, 1.0], 2, replacement=1)
+    with pytest.raises(TypeError, match="lengths must be ints"):
+        random_split(range(10), [3.0, 7.0])
+    assert [len(s) for s in random_split(range(10), [0.3, 0.7])] == [3, 7]

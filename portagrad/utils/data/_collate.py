@@ -3,6 +3,7 @@ memory."""
 from __future__ import annotations
 
 import collections.abc
+import copy
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -44,8 +45,9 @@ def default_convert(data: Any) -> Any:
 
 def default_collate(batch: Sequence[Any]) -> Any:
     """Stack a list of samples into a batch, as PyTorch: tensors are stacked along a new first
-    dimension, numbers become 1-D tensors (int64/float64... as PyTorch: float -> float64),
-    strings stay lists, and dicts/tuples/named tuples/lists are collated element-wise."""
+    dimension; numbers become 1-D tensors (float64 when the first is a float, else the dtype
+    inferred from the whole batch); strings stay as given; dicts, tuples, named tuples and
+    lists are collated element-wise."""
     elem = batch[0]
     if isinstance(elem, Tensor):
         return stack(list(batch), 0)
@@ -55,18 +57,22 @@ def default_collate(batch: Sequence[Any]) -> Any:
         if isinstance(elem, np.ndarray) and elem.ndim > 0:
             return default_collate([_creation.as_tensor(b) for b in batch])
         return _creation.as_tensor(np.array(batch))
-    if isinstance(elem, bool):
-        return _creation.tensor(list(batch), dtype=_dtype.bool)
     if isinstance(elem, float):
         return _creation.tensor(list(batch), dtype=_dtype.float64)
-    if isinstance(elem, int):
-        return _creation.tensor(list(batch), dtype=_dtype.int64)
+    if isinstance(elem, int):  # (bool included) the dtype inferred from the whole batch, as
+        return _creation.tensor(list(batch))  # PyTorch: [1, 2.5] is float32, [True, 2] int64
     if isinstance(elem, (str, bytes)):
-        return list(batch)
+        return batch  # as given (a tuple of strings from a transposed sample stays a tuple)
     if isinstance(elem, collections.abc.Mapping):
         out = {key: default_collate([d[key] for d in batch]) for key in elem}
+        if isinstance(elem, collections.abc.MutableMapping):
+            # a copy of the first sample's mapping, updated: keeps its type and its state
+            # (a defaultdict's factory, an OrderedDict's order)
+            merged = copy.copy(elem)
+            merged.update(out)
+            return merged
         try:
-            return type(elem)(out) if type(elem) is not dict else out  # type: ignore[call-arg]
+            return type(elem)(out)  # type: ignore[call-arg]
         except TypeError:
             return out
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):

@@ -139,6 +139,18 @@ class DataLoader:
         self.collate_fn = collate_fn
         self.persistent_workers = persistent_workers
         self._iterator: Any = None
+        self._frozen = True  # (see __setattr__)
+
+    # what decides the batches is fixed once built, as in PyTorch: assigning it later raised
+    # nothing and the old value went on being used
+    _FIXED = frozenset(("batch_size", "batch_sampler", "sampler", "drop_last", "dataset",
+                        "persistent_workers"))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in DataLoader._FIXED and self.__dict__.get("_frozen", False):
+            raise ValueError(f"{name} attribute should not be set after "
+                             f"{type(self).__name__} is initialized")
+        super().__setattr__(name, value)
 
     @property
     def _auto_collation(self) -> bool:
@@ -232,15 +244,19 @@ class _BaseIter:
         # a shuffled order is the same with and without workers)
         self._base_seed = loader._base_seed()
         self._num_yielded = 0
+        # the length now (the loader is held weakly and may be gone when it is asked for)
+        try:
+            self._length: int | Exception = len(loader)
+        except Exception as exc:  # (no __len__: raised when asked, as PyTorch)
+            self._length = exc
 
     def __iter__(self) -> _BaseIter:
         return self
 
     def __len__(self) -> int:
-        loader = self._loader_ref()
-        if loader is None:
-            raise TypeError("the DataLoader of this iterator no longer exists")
-        return len(loader)
+        if isinstance(self._length, Exception):
+            raise self._length
+        return self._length
 
     def _next_index(self) -> Any:
         return next(self._sampler_iter)

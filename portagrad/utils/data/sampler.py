@@ -105,6 +105,9 @@ class WeightedRandomSampler(Sampler):
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
             raise ValueError(f"num_samples should be a positive integer value, but got "
                              f"num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got "
+                             f"replacement={replacement}")
         # host-side, as the indices it yields (never on the default device)
         self.weights = _creation.as_tensor(weights, dtype=_dtype.float64, device="cpu")
         if self.weights.dim() != 1:
