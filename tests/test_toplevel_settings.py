@@ -224,13 +224,36 @@ def test_grad_scaler_errors_and_disabled() -> None:
         scaler.step(opt)
     with pytest.raises(RuntimeError, match="Closure"):
         pg.amp.GradScaler("cpu").step(opt, closure=lambda: 0.0)
-    with pytest.raises(AssertionError, match="No inf checks"):
+    with pytest.raises(AssertionError, match="_scale is None"):  # (before any scale(), torch's)
         pg.amp.GradScaler("cpu").update()
+    fresh = pg.amp.GradScaler("cpu")
+    fresh.scale(pg.ones(1))
+    with pytest.raises(AssertionError, match="No inf checks"):
+        fresh.update()
+    with pytest.raises(AssertionError, match="1-element"):
+        fresh.update(new_scale=pg.ones(2))
+    with pytest.raises(AssertionError, match="requires_grad=False"):
+        fresh.update(new_scale=pg.tensor(2.0, requires_grad=True))
     with pytest.warns(UserWarning, match="cuda is not available"):
         off = pg.amp.GradScaler()
     assert not off.is_enabled() and off.get_scale() == 1.0 and off.state_dict() == {}
     t = pg.ones(1)
     assert off.scale(t) is t
+
+
+def test_grad_scaler_scales_a_half_loss_in_float32() -> None:
+    """PyTorch multiplies by a 0-d float32 scale: a 0-d float16 loss comes out float32 (as a
+    float16 number 5 * 65536 is inf, and every step would be skipped); the scale is a float32
+    value. Figures are PyTorch 2.13's."""
+    s = pg.amp.GradScaler("cpu")
+    out = s.scale(pg.tensor(5.0).half())
+    assert out.dtype is pg.float32 and out.item() == 327680.0
+    assert s.scale(pg.ones(3).half()).dtype is pg.float16  # (a dimensioned half tensor stays)
+    assert s.scale(pg.tensor(1.0).bfloat16()).dtype is pg.float32
+    s = pg.amp.GradScaler("cpu", init_scale=0.1)
+    assert s.get_scale() == 0.1  # (before the first scale())
+    s.scale(pg.tensor(1.0))
+    assert s.get_scale() == 0.10000000149011612 and s.state_dict()["scale"] == s.get_scale()
 
 
 def test_autocast() -> None:

@@ -13,7 +13,10 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-from .._dtype import float16
+import numpy as np
+
+from .._creation import tensor as _tensor
+from .._dtype import float16, float32
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from .._ops.elementwise import isfinite, logical_not
@@ -23,6 +26,11 @@ from ..plugins.manager import device_types
 __all__ = ["GradScaler"]
 
 _READY, _UNSCALED, _STEPPED = 0, 1, 2
+
+
+def _f32(x: float) -> float:
+    """``x`` rounded to float32: PyTorch keeps the scale in a float32 tensor."""
+    return float(np.float32(x))
 
 
 class GradScaler:
@@ -43,7 +51,9 @@ class GradScaler:
             if backoff_factor >= 1.0:
                 raise AssertionError("The backoff factor must be < 1.0.")
         self._init_scale = float(init_scale)
-        self._scale = float(init_scale)
+        # (made on the first scale(), as PyTorch's lazily created scale tensor: update() before
+        # it is an error)
+        self._scale: float | None = None
         self._growth_factor = float(growth_factor)
         self._backoff_factor = float(backoff_factor)
         self._growth_interval = int(growth_interval)
@@ -63,7 +73,11 @@ class GradScaler:
         if not self._enabled:
             return outputs
         if isinstance(outputs, Tensor):
-            return outputs * self._scale
+            if self._scale is None:
+                self._scale = _f32(self._init_scale)
+            # times a 0-d float32 tensor, as PyTorch: a 0-d float16 loss is scaled in float32
+            # (as a float16 number, 5 * 65536 overflows to inf and every step is skipped)
+            return outputs * _tensor(self._scale, dtype=float32, device=outputs.device)
         if isinstance(outputs, Iterable) and not isinstance(outputs, (str, bytes)):
             scaled = [self.scale(o) for o in outputs]
             return type(outputs)(scaled) if isinstance(outputs, (list, tuple)) else scaled
@@ -81,7 +95,11 @@ class GradScaler:
                                "last update().")
         if state["stage"] == _STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
-        inv = 1.0 / self._scale
+        if self._scale is None:
+            raise AssertionError("Attempted unscale_ but _scale is None.  This may indicate your "
+                                 "script did not use scaler.scale(loss or outputs) earlier in the "
+                                 "iteration.")
+        inv = _f32(1.0 / self._scale)
         # one 0-d "all finite" flag per gradient, reduced per device below: the check stays on
         # the device and step() reads one flag per device instead of one per parameter
         flags: dict[str, list[Tensor]] = {}
@@ -137,29 +155,37 @@ class GradScaler:
         iterations."""
         if not self._enabled:
             return
+        if self._scale is None:
+            raise AssertionError("Attempted update but _scale is None.  This may indicate your "
+                                 "script did not use scaler.scale(loss or outputs) earlier in the "
+                                 "iteration.")
         if new_scale is not None:
             if isinstance(new_scale, Tensor):
-                if new_scale.numel() != 1:
-                    raise ValueError("new_scale should be a float or a 1-element tensor.")
+                if new_scale.numel() != 1 or new_scale.requires_grad:
+                    raise AssertionError("new_scale should be a float or a 1-element "
+                                         "torch.cuda.FloatTensor or torch.FloatTensor with "
+                                         "requires_grad=False.")
                 new_scale = float(new_scale.item())
-            self._scale = float(new_scale)
+            self._scale = _f32(new_scale)
         else:
             checked = [s for s in self._states.values() if s["found_inf_per_device"]]
             if not checked:
                 raise AssertionError("No inf checks were recorded prior to update.")
             if any([self._found_inf(s) for s in checked]):
-                self._scale *= self._backoff_factor
+                self._scale = _f32(self._scale * self._backoff_factor)
                 self._growth_tracker = 0
             else:
                 self._growth_tracker += 1
                 if self._growth_tracker == self._growth_interval:
-                    self._scale *= self._growth_factor
+                    self._scale = _f32(self._scale * self._growth_factor)
                     self._growth_tracker = 0
         self._states = {}
 
     def get_scale(self) -> float:
         """The current scale (1.0 when disabled)."""
-        return self._scale if self._enabled else 1.0
+        if not self._enabled:
+            return 1.0
+        return self._init_scale if self._scale is None else self._scale
 
     def get_growth_factor(self) -> float:
         """The factor the scale grows by."""
@@ -189,7 +215,7 @@ class GradScaler:
         """The scaler's state (empty when disabled), as PyTorch's keys."""
         if not self._enabled:
             return {}
-        return {"scale": self._scale, "growth_factor": self._growth_factor,
+        return {"scale": self.get_scale(), "growth_factor": self._growth_factor,
                 "backoff_factor": self._backoff_factor,
                 "growth_interval": self._growth_interval,
                 "_growth_tracker": self._growth_tracker}
@@ -201,7 +227,9 @@ class GradScaler:
         if len(state_dict) == 0:
             raise RuntimeError("The source state dict is empty, possibly because it was saved "
                                "from a disabled instance of GradScaler.")
-        self._scale = float(state_dict["scale"])
+        self._init_scale = float(state_dict["scale"])
+        if self._scale is not None:
+            self._scale = _f32(state_dict["scale"])
         self._growth_factor = float(state_dict["growth_factor"])
         self._backoff_factor = float(state_dict["backoff_factor"])
         self._growth_interval = int(state_dict["growth_interval"])
