@@ -1,6 +1,7 @@
 """Tensor factories: ``tensor``, ``from_numpy``, ``zeros``, ``arange``, ``*_like`` ..."""
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -117,12 +118,35 @@ def _infer_array(data: Any) -> tuple[np.ndarray, bool]:
 
 def _flatten_tensors(data: Any) -> Any:
     if isinstance(data, Tensor):
-        if data.dim() == 0:
+        # a one-element tensor in a sequence is a number, as PyTorch (a (1,) tensor included:
+        # [t([1.]), t([2.])] is shape (2,)); a bigger one is nested (PyTorch raises there)
+        if data.numel() == 1:
             return data.item()
         return data.tolist()
     if isinstance(data, (list, tuple)):
         return [_flatten_tensors(d) for d in data]
     return data
+
+
+def _float_leaf_dtypes(data: Any, out: list[Any]) -> bool:
+    """Collect into ``out`` the dtypes of the floating/complex numpy scalars and tensors among the
+    leaves of nested sequences ``data``; True if a Python float or complex is among them. PyTorch
+    infers such a sequence's dtype by promoting those dtypes with the default dtype where a
+    Python float appears: ``[np.float64(1.5), 2.0]`` is float64, ``[np.float16(1)]`` float16."""
+    weak = False
+    stack = [data]
+    while stack:
+        d = stack.pop()
+        if isinstance(d, (list, tuple)):
+            stack.extend(d)
+        elif isinstance(d, Tensor):
+            if d.dtype.is_floating_point or d.dtype.is_complex:
+                out.append(d.dtype)
+        elif isinstance(d, (np.floating, np.complexfloating)):
+            out.append(_dtype.from_numpy_dtype(d.dtype))
+        elif isinstance(d, (float, complex)):
+            weak = True
+    return weak
 
 
 def _check_ragged(data: Sequence[Any], dim: int = 1) -> None:
@@ -146,6 +170,16 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
                       dtype=dtype if dtype is not None else src.dtype, copy=True)
         return _finish(out, requires_grad)
     arr, from_floats = _infer_array(data)
+    strong: list[Any] = []
+    if dtype is None and from_floats and isinstance(data, (list, tuple)):
+        weak = _float_leaf_dtypes(data, strong)
+        if strong:  # numpy float scalars or float tensors among the leaves: their dtypes count
+            if weak:
+                strong.append(_dtype.default_complex() if arr.dtype.kind == "c"
+                              else _dtype.get_default_dtype())
+            dtype = functools.reduce(_dtype.promote_types, strong)
+            if arr.dtype.kind == "c" and not dtype.is_complex:
+                dtype = _dtype.promote_types(dtype, _dtype.default_complex())
     if dtype is None:
         if arr.dtype.kind == "c" and not isinstance(data, (np.ndarray, np.generic)):
             dt = _dtype.default_complex()  # Python complex numbers: the default's complex type
@@ -154,6 +188,11 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
             dt = _dtype.get_default_dtype()
         elif arr.dtype.kind in "iu" and arr.dtype not in _dtype._BY_NUMPY:
             dt = _dtype.int64  # integer types without a portagrad dtype (uint16 ...) widen
+            if arr.dtype == np.uint64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+                # (widening would wrap it to a negative number)
+                raise RuntimeError(f"the uint64 value {int(arr.max())} does not fit in int64, "
+                                   f"the dtype portagrad widens uint64 arrays to (it has no "
+                                   f"uint64 tensors)")
         else:
             dt = _dtype.from_numpy_dtype(arr.dtype)
     else:

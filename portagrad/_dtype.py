@@ -229,8 +229,8 @@ def can_cast(from_: dtype, to: dtype) -> _builtin_bool:
 def _scalar_kind(x: Any) -> _py_int:
     if isinstance(x, _builtin_bool):
         return 0
-    if isinstance(x, _py_int):
-        return 1
+    if isinstance(x, (_py_int, np.integer)):  # (a numpy integer is an int to PyTorch too;
+        return 1  # np.bool_ is not a bool there: it promotes as a float, as below)
     if isinstance(x, (_builtins.complex, np.complexfloating)):
         return 3
     return 2

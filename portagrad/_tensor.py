@@ -610,13 +610,21 @@ class Tensor(TensorOps):
         return _dlpack.dlpack_device(self)
 
     def __float__(self) -> float:
+        self._one_element()
         return float(self._real_item("double"))
 
     def __int__(self) -> int:
+        self._one_element()
         return int(self._real_item("int64_t"))
 
     def __complex__(self) -> complex:
+        self._one_element()
         return complex(self.item())
+
+    def _one_element(self) -> None:
+        # Python's number protocols raise ValueError in PyTorch (item() a RuntimeError)
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
 
     def _real_item(self, ctype: str) -> Any:
         """The element as a real number: a complex one only when its imaginary part is 0
