@@ -363,7 +363,8 @@ class Tensor(TensorOps):
         names = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
                  "int32": "IntTensor", "int64": "LongTensor", "bool": "BoolTensor",
                  "uint8": "ByteTensor", "int8": "CharTensor", "int16": "ShortTensor",
-                 "bfloat16": "BFloat16Tensor"}
+                 "bfloat16": "BFloat16Tensor", "complex64": "ComplexFloatTensor",
+                 "complex128": "ComplexDoubleTensor"}
         return f"{self.device} {names[self.dtype.name]} [{', '.join(map(str, self.shape))}]"
 
     def type(self, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:

@@ -56,3 +56,13 @@ def test_number_protocols_of_several_elements(device: str) -> None:
     assert int(pg.ones(1, device=device)) == 1
     with pytest.raises(RuntimeError, match="cannot be converted to Scalar"):
         pg.ones(2, device=device).item()
+
+
+def test_type_names_and_tri_indices_checks() -> None:
+    assert pg.ones(1, dtype=pg.complex64).type() == "portagrad.ComplexFloatTensor"
+    assert pg.ones(1, dtype=pg.complex128).type() == "portagrad.ComplexDoubleTensor"
+    with pytest.raises(RuntimeError, match="row must be non-negative, got-1"):
+        pg.tril_indices(-1, 3)
+    with pytest.raises(RuntimeError, match="col must be non-negative, got-1"):
+        pg.triu_indices(3, -1)
+    assert pg.tril_indices(2, 2).tolist() == [[0, 1, 1], [0, 0, 1]]

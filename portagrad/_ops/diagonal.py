@@ -119,6 +119,9 @@ def fill_diagonal_(input: Tensor, fill_value: Any, wrap: bool = False) -> Tensor
 
 def _tri_indices(lower: bool, row: int, col: int, offset: int, dtype: Any, device: Any
                  ) -> Tensor:
+    for name, n in (("row", row), ("col", col)):
+        if n < 0:  # (numpy would give an empty result)
+            raise RuntimeError(f"{name} must be non-negative, got{n}")
     r, c = np.tril_indices(row, offset, col) if lower else np.triu_indices(row, offset, col)
     if dtype is not _dtype.int64 and dtype is not _dtype.int32:
         raise NotImplementedError(f"\"{'tril' if lower else 'triu'}_indices\" not implemented for "
