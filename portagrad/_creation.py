@@ -197,6 +197,11 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
             dt = _dtype.from_numpy_dtype(arr.dtype)
     else:
         dt = _dtype.as_dtype(dtype)
+        if arr.dtype.kind == "c" and not dt.is_complex and \
+                not isinstance(data, (np.ndarray, np.generic)):
+            # Python complex numbers into a real dtype: PyTorch's TypeError (the imaginary part
+            # was dropped with numpy's warning)
+            raise TypeError("must be real number, not complex")
     if not isinstance(data, (np.ndarray, np.generic)):  # numpy arrays wrap, as in PyTorch
         _dtype.check_storable(arr, dt)
     return from_host(arr, device, dt, requires_grad, pin_memory)

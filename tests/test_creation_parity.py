@@ -66,3 +66,9 @@ def test_type_names_and_tri_indices_checks() -> None:
     with pytest.raises(RuntimeError, match="col must be non-negative, got-1"):
         pg.triu_indices(3, -1)
     assert pg.tril_indices(2, 2).tolist() == [[0, 1, 1], [0, 0, 1]]
+
+
+def test_complex_numbers_into_a_real_dtype_raise() -> None:
+    with pytest.raises(TypeError, match="must be real number, not complex"):
+        pg.tensor([1 + 2j], dtype=pg.float32)
+    assert pg.tensor([1 + 0j], dtype=pg.complex64).dtype is pg.complex64

@@ -168,10 +168,10 @@ def random_split(dataset: Dataset[T_co], lengths: Sequence[int | float],
                               f"dataset.", stacklevel=2)
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    for length in lengths:  # (float lengths that are not fractions: PyTorch's randperm refuses)
-        if not isinstance(length, int) or isinstance(length, bool):
+    for size in lengths:  # (float lengths that are not fractions: PyTorch's randperm refuses)
+        if not isinstance(size, int) or isinstance(size, bool):
             raise TypeError(f"random_split(): lengths must be ints, or fractions summing to 1; "
-                            f"got {type(length).__name__} {length!r}")
+                            f"got {type(size).__name__} {size!r}")
     indices = _random.randperm(n, generator=generator).tolist()  # n == sum(lengths), checked above
     out, offset = [], 0
     for size in lengths:
