@@ -188,7 +188,8 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
             dt = _dtype.get_default_dtype()
         elif arr.dtype.kind in "iu" and arr.dtype not in _dtype._BY_NUMPY:
             dt = _dtype.int64  # integer types without a portagrad dtype (uint16 ...) widen
-            if arr.dtype == np.uint64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+            if isinstance(data, (np.ndarray, np.generic)) and arr.dtype == np.uint64 and \
+                    arr.size and int(arr.max()) > np.iinfo(np.int64).max:
                 # (widening would wrap it to a negative number)
                 raise RuntimeError(f"the uint64 value {int(arr.max())} does not fit in int64, "
                                    f"the dtype portagrad widens uint64 arrays to (it has no "
