@@ -1,4 +1,4 @@
-"""Complex parity with PyTorch 2.13 (the sweep's findings): ``Tensor.H``, ``nan_to_num``,
+"""Complex tensors as PyTorch 2.13 computes them: ``Tensor.H``, ``nan_to_num``,
 complex ``linspace``/``logspace``, the complex inverse trigonometric and hyperbolic functions at
 their branch cuts, infinities and NaNs (and ``log2``/``log10``/``log1p``/``sinh``/``cosh``),
 ``sinc``'s and ``lerp``'s complex gradients, complex ``normal_``/``uniform_``, complex values
