@@ -32,7 +32,11 @@ def test_numpy_integers_promote_as_python_ints(device: str) -> None:
     (lambda d: pg.tensor([1.5, 2], device=d), "float32"),
 ])
 def test_sequence_dtype_from_numpy_scalars_and_tensors(make, dtype: str, device: str) -> None:
-    assert make(device).dtype is getattr(pg, dtype)
+    try:
+        t = make(device)
+    except pg.errors.DTypeError:  # (a backend over array-api-strict has no float16)
+        pytest.skip(f"{device} declines {dtype} (DTypeError)")
+    assert t.dtype is getattr(pg, dtype)
 
 
 def test_one_element_tensors_in_a_sequence_are_numbers(device: str) -> None:

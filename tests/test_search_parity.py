@@ -194,7 +194,10 @@ def test_histogram_dtype_checks(device: str) -> None:
     ("float64", "float64"), ("int64", "float64"), ("bool", "float64"),
 ])
 def test_bincount_weights_dtype(device: str, wdtype: str, expect: str) -> None:
-    w = t(device, [1, 1, 1]).to(getattr(pg, wdtype))
+    try:
+        w = t(device, [1, 1, 1]).to(getattr(pg, wdtype))
+    except pg.errors.DTypeError:  # (a backend over array-api-strict has no 16-bit floats)
+        pytest.skip(f"{device} declines {wdtype} (DTypeError)")
     out = pg.bincount(t(device, [0, 1, 1]), weights=w)
     assert out.dtype is getattr(pg, expect)
     assert out.tolist() == [1., 2.]
@@ -203,9 +206,13 @@ def test_bincount_weights_dtype(device: str, wdtype: str, expect: str) -> None:
 def test_bincount_checks(device: str) -> None:
     for data, dtype, name in (([0., 1.], None, "Float"), ([0., 1.], pg.float16, "Half"),
                               ([True, False], None, "Bool"), ([[0., 1.]], None, "Float")):
+        try:
+            x = t(device, data, dtype)
+        except pg.errors.DTypeError:  # (a backend over array-api-strict has no float16)
+            continue
         with pytest.raises(NotImplementedError,
                            match=f"^\"bincount_cpu\" not implemented for '{name}'$"):
-            pg.bincount(t(device, data, dtype))
+            pg.bincount(x)
     with pytest.raises(RuntimeError, match="bincount only supports 1-d non-negative integral"):
         pg.bincount(t(device, [[0, 1]]))
     out = pg.bincount(t(device, [], pg.int64), weights=t(device, [], pg.float32))
