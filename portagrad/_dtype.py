@@ -17,8 +17,8 @@ __all__ = [
     "from_numpy_dtype", "as_dtype", "ALL_DTYPES", "HALF_FLOATS", "SCALAR_TYPE_NAMES",
     "CPP_TYPE_NAMES",
     "uint8", "int8", "int16", "bfloat16", "short", "can_cast", "iinfo", "finfo", "check_storable",
-    "fit_scalar", "INT_LIMITS", "complex64", "complex128", "cfloat", "cdouble", "float8_e4m3fn",
-    "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "DECLARED_ONLY",
+    "fit_scalar", "INT_LIMITS", "scalar_ctype", "complex64", "complex128", "cfloat", "cdouble",
+    "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "DECLARED_ONLY",
     "uint16", "uint32", "uint64", "COMPLEX_DTYPES", "default_complex", "complex32", "chalf",
 ]
 
@@ -351,6 +351,17 @@ INT_LIMITS: dict[str, tuple[_py_int, _py_int, str]] = {
     "int32": (-(1 << 31), (1 << 31) - 1, "int"), "int64": (-(1 << 63), (1 << 63) - 1, "int64_t"),
 }
 """Integer dtype name -> (lowest, highest, the C type PyTorch's overflow message names)."""
+
+
+def scalar_ctype(d: dtype) -> str:
+    """The C type PyTorch's checked conversion of a Scalar into ``d`` names in its overflow
+    message (16-bit floats convert through double)."""
+    if d is float32:
+        return "float"
+    if d.is_floating_point:
+        return "double"
+    r = INT_LIMITS.get(d.name)
+    return r[2] if r else d.name
 
 
 def fit_scalar(value: object, dtype_name: str) -> object:

@@ -29,7 +29,7 @@ from .shape import as_strided, basic_index, expand, reshape
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "masked_fill", "masked_select",
            "nonzero", "flip", "where", "getitem", "setitem", "strided_region", "take_along_dim",
            "index_add", "index_fill", "index_copy", "check_index_copy", "scatter_add_in_order",
-           "wrap_negative", "check_complex_source", "scalar_ctype"]
+           "wrap_negative", "check_complex_source"]
 
 
 def _as_index(index: Any, like: Tensor, name: str = "index") -> Tensor:
@@ -580,17 +580,6 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
     advanced_setitem(x, key, value)
 
 
-def scalar_ctype(dt: _dtype.dtype) -> str:
-    """The C type that PyTorch's checked conversion of a Scalar into ``dt`` names (16-bit floats
-    convert through double)."""
-    if dt is _dtype.float32:
-        return "float"
-    if dt.is_floating_point:
-        return "double"
-    limits = _dtype.INT_LIMITS.get(dt.name)
-    return limits[2] if limits else dt.name
-
-
 def check_complex_source(x: Tensor, key: tuple, value: Any) -> Any:
     """PyTorch's refusals for ``x[key] = value`` (``RuntimeError``): a tensor of another dtype
     under an advanced key (index_put_: dtypes must match; a complex value's imaginary part was
@@ -621,7 +610,7 @@ def check_complex_source(x: Tensor, key: tuple, value: Any) -> Any:
     if x.dtype is _dtype.bool:
         return bool(value)
     if value.imag != 0:
-        raise RuntimeError(f"value cannot be converted to type {scalar_ctype(x.dtype)} without "
+        raise RuntimeError(f"value cannot be converted to type {_dtype.scalar_ctype(x.dtype)} without "
                            "overflow")
     return float(value.real)
 

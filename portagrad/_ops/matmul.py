@@ -15,7 +15,6 @@ from ._common import call, check_same_device
 from .complexnum import conj
 from .conversion import write_out
 from .elementwise import add, mul
-from .indexing import scalar_ctype
 from .reduction import _dtype_name
 from .shape import expand, reshape, squeeze, transpose, unsqueeze
 
@@ -269,7 +268,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: 
         for scale in (beta, alpha):
             if isinstance(scale, complex) and scale.imag != 0:
                 raise RuntimeError(f"value cannot be converted to type "
-                                   f"{scalar_ctype(mat1.dtype)} without overflow")
+                                   f"{_dtype.scalar_ctype(mat1.dtype)} without overflow")
         beta, alpha = (v.real if isinstance(v, complex) else v for v in (beta, alpha))
     prod = mm(mat1, mat2)
     check_expandable(input.shape, prod.shape)  # input broadcasts to the product, never beyond
