@@ -54,6 +54,7 @@ class GradScaler:
         # (made on the first scale(), as PyTorch's lazily created scale tensor: update() before
         # it is an error)
         self._scale: float | None = None
+        self._scale_tensors: dict[str, tuple[float, Tensor]] = {}  # (see _scale_on)
         self._growth_factor = float(growth_factor)
         self._backoff_factor = float(backoff_factor)
         self._growth_interval = int(growth_interval)
@@ -77,11 +78,23 @@ class GradScaler:
                 self._scale = _f32(self._init_scale)
             # times a 0-d float32 tensor, as PyTorch: a 0-d float16 loss is scaled in float32
             # (as a float16 number, 5 * 65536 overflows to inf and every step is skipped)
-            return outputs * _tensor(self._scale, dtype=float32, device=outputs.device)
+            return outputs * self._scale_on(outputs.device)
         if isinstance(outputs, Iterable) and not isinstance(outputs, (str, bytes)):
             scaled = [self.scale(o) for o in outputs]
             return type(outputs)(scaled) if isinstance(outputs, (list, tuple)) else scaled
         raise ValueError("outputs must be a Tensor or an iterable of Tensors")
+
+    def _scale_on(self, device: Any) -> Tensor:
+        """The scale as a 0-d float32 tensor on ``device``, made again only when the scale
+        changed (one upload per change, not one per step)."""
+        scale = self._scale
+        assert scale is not None  # (set by scale() before it asks)
+        key = str(device)
+        held = self._scale_tensors.get(key)
+        if held is None or held[0] != scale:
+            held = (scale, _tensor(scale, dtype=float32, device=device))
+            self._scale_tensors[key] = held
+        return held[1]
 
     def unscale_(self, optimizer: Any) -> None:
         """Divide ``optimizer``'s gradients by the scale, in place, and record, on each device,
