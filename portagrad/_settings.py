@@ -160,6 +160,10 @@ def set_float32_matmul_precision(precision: str) -> None:
                       "setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)
         return
     _state["matmul_precision"] = precision
+    from .backend_flags import mkldnn  # the flag modules import after this one
+
+    # PyTorch mirrors the setting into the CPU products' own flag
+    mkldnn.matmul.fp32_precision = {"highest": "ieee", "high": "tf32", "medium": "bf16"}[precision]
 
 
 def get_float32_matmul_precision() -> str:

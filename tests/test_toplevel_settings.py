@@ -23,8 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def restore_settings() -> Iterator[None]:
     saved = dict(_settings._state)
+    matmul = pg.backends.mkldnn.matmul.fp32_precision  # set_float32_matmul_precision sets it
     yield
     _settings._state.update(saved)
+    pg.backends.mkldnn.matmul.fp32_precision = matmul
 
 
 def test_num_threads_limits_the_blas_pool() -> None:
@@ -96,6 +98,38 @@ def test_matmul_precision_and_warn_always(restore_settings: None) -> None:
     assert pg.is_warn_always_enabled() is False
     pg.set_warn_always(True)
     assert pg.is_warn_always_enabled() is True
+
+
+def test_mkldnn_precision_flags(restore_settings: None) -> None:
+    """``torch.backends.mkldnn``: oneDNN is not what runs portagrad's cpu kernels; the flags and
+    the float32 precision per op family are kept and checked as PyTorch 2.13 checks them, and
+    ``set_float32_matmul_precision`` sets the products' one as PyTorch's does."""
+    mk = pg.backends.mkldnn
+    assert mk is pg.backend_flags.mkldnn
+    assert mk.is_available() is False and mk.enabled is True and mk.deterministic is False
+    saved = (mk.fp32_precision, mk.conv.fp32_precision, mk.matmul.fp32_precision)
+    try:
+        assert saved == ("none", "none", "none") and not mk.conv_allows_reduced_fp32()  # defaults
+        assert (mk.conv.backend, mk.conv.op, mk.rnn.op) == ("mkldnn", "conv", "rnn")
+        for name, expected in (("medium", "bf16"), ("highest", "ieee"), ("high", "tf32")):
+            pg.set_float32_matmul_precision(name)
+            assert mk.matmul.fp32_precision == expected
+        assert mk.conv.fp32_precision == "none" and not mk.conv_allows_reduced_fp32()
+        mk.conv.fp32_precision = "tf32"
+        assert mk.conv_allows_reduced_fp32()
+        with pytest.raises(RuntimeError, match="^Unknown precision: TF32$"):
+            mk.conv.fp32_precision = "TF32"
+        with pytest.raises(RuntimeError, match="^Unknown precision: bogus$"):
+            mk.fp32_precision = "bogus"
+        with pytest.raises(TypeError):
+            mk.conv.fp32_precision = 3
+        assert mk.conv.fp32_precision == "tf32" and mk.fp32_precision == "none"
+        with pytest.raises(RuntimeError, match="set_enabled_mkldnn expects a bool, but got int"):
+            mk.enabled = 3
+        with pytest.raises(RuntimeError, match="set_deterministic_mkldnn expects a bool"):
+            mk.deterministic = 3
+    finally:
+        mk.fp32_precision, mk.conv.fp32_precision, mk.matmul.fp32_precision = saved
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy computing 0/0 and x/0
