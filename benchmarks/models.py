@@ -495,11 +495,24 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--torch-device", action="append", choices=["cpu", "cuda"], default=None,
                    help="where torch's reference runs (repeatable; default cpu, and cuda when "
                         "present); ratios are to the first")
+    p.add_argument("--conv-precision", choices=["ieee", "tf32", "bf16"], default=None,
+                   help="set torch.backends.mkldnn.conv.fp32_precision in both libraries: "
+                        "'tf32' lets portagrad's cpu take Winograd F(4x4, 3x3) for 3x3 "
+                        "convolutions (default: neither library's setting is touched)")
     args = p.parse_args(argv)
     if args.steps < 1 or args.warmup < 0 or args.interleave < 0:
         p.error("--steps must be >= 1, --warmup and --interleave >= 0")
+    if args.conv_precision is not None:
+        import portagrad as pg
+
+        pg.backends.mkldnn.conv.fp32_precision = args.conv_precision
+        torch = _torch()
+        if torch is not None:
+            torch.backends.mkldnn.conv.fp32_precision = args.conv_precision
     with one_blas_thread():
         print(blas_line())
+        if args.conv_precision is not None:
+            print(f"mkldnn.conv.fp32_precision = {args.conv_precision!r} in both libraries")
         if _torch() is None:
             print("torch is not installed: printing portagrad figures only")
         if args.amp:

@@ -1,4 +1,5 @@
-"""The numpy backend's Winograd F(2x2, 3x3) convolution (float32, 3x3, stride 1, with numba).
+"""The numpy backend's Winograd F(2x2, 3x3) and F(4x4, 3x3) convolutions (float32, 3x3, stride 1,
+with numba).
 
 Checked against float64 im2col convolutions (the default path, itself checked against direct sums
 in test_numpy_kernels.py) at odd and even plane sizes, every padding it takes, bands of tile rows
@@ -38,10 +39,16 @@ def _case(N: int, C: int, O: int, H: int, W: int, seed: int = 0
     return x, w
 
 
-def _check(got: np.ndarray, ref: np.ndarray) -> None:
-    # float32 sums of 9*C products of unit-variance terms: im2col itself is off by ~1e-6 here
+def _check(got: np.ndarray, ref: np.ndarray, tile: int = 2) -> None:
+    # float32 sums of 9*C products of unit-variance terms: im2col itself is off by ~1e-6 here,
+    # F(4x4, 3x3) by up to ~2e-5 (its transforms' larger coefficients); a wrong transform entry
+    # is off by the size of the terms
     assert np.isfinite(got).all()
-    np.testing.assert_allclose(got, ref, rtol=0, atol=2e-5 * max(1.0, float(np.abs(ref).max())))
+    atol = (2e-5 if tile == 2 else 1e-4) * max(1.0, float(np.abs(ref).max()))
+    np.testing.assert_allclose(got, ref, rtol=0, atol=atol)
+
+
+_TILES = pytest.mark.parametrize("tile", [2, 4])
 
 
 _SHAPES = [(2, 64, 16, 5, 7), (3, 64, 17, 8, 8), (1, 65, 64, 3, 4), (4, 64, 32, 9, 1),
@@ -49,47 +56,56 @@ _SHAPES = [(2, 64, 16, 5, 7), (3, 64, 17, 8, 8), (1, 65, 64, 3, 4), (4, 64, 32, 
 _PADDINGS = [(0, 0), (1, 1), (2, 2), (1, 0), (0, 2)]
 
 
+_SHAPES4 = [(2, 64, 16, 9, 11), (3, 64, 17, 8, 8), (1, 65, 64, 13, 6), (2, 64, 16, 7, 10),
+            (2, 64, 16, 6, 6)]  # planes whose last 4x4 block is cut at 1, 2 and 3 outputs
+
+
 @needs_numba
-@pytest.mark.parametrize(("shape", "padding"), [
-    (s, p) for s in _SHAPES for p in _PADDINGS if s[3] + 2 * p[0] >= 3 and s[4] + 2 * p[1] >= 3])
-def test_winograd_matches_im2col(shape: tuple[int, ...], padding: tuple[int, int]) -> None:
-    """Odd and even planes (a last tile row or column half outside the output), single rows
-    and columns, every padding from 0 to 2 on each side."""
+@pytest.mark.parametrize(("shape", "padding", "tile"), [
+    (s, p, t) for t, shapes in ((2, _SHAPES), (4, _SHAPES + _SHAPES4)) for s in shapes
+    for p in _PADDINGS if s[3] + 2 * p[0] >= 3 and s[4] + 2 * p[1] >= 3])
+def test_winograd_matches_im2col(shape: tuple[int, ...], padding: tuple[int, int],
+                                 tile: int) -> None:
+    """Odd and even planes (a last tile row or column partly outside the output), single rows
+    and columns, every padding from 0 to 2 on each side, both output block sizes."""
     N, C, O, H, W = shape
     x, w = _case(N, C, O, H, W)
     ref = _im2col(x, w, padding)
     got = np.full(ref.shape, np.nan, np.float32)
-    wg.conv3x3_winograd(x, w, got, padding)
-    _check(got, ref)
+    wg.conv3x3_winograd(x, w, got, padding, tile=tile)
+    _check(got, ref, tile)
 
 
 @needs_numba
-def test_winograd_bands_and_strided_operands(monkeypatch: pytest.MonkeyPatch) -> None:
+@_TILES
+def test_winograd_bands_and_strided_operands(monkeypatch: pytest.MonkeyPatch, tile: int) -> None:
     """Bands of one tile row (and a last, shorter band), a non-contiguous input and kernel (views
     of larger arrays) and a non-contiguous output."""
     x, w = _case(3, 64, 24, 11, 10, seed=1)
     ref = _im2col(x, w, (1, 1))
     whole = np.empty(ref.shape, np.float32)
-    wg.conv3x3_winograd(x, w, whole, (1, 1))
-    _check(whole, ref)
+    wg.conv3x3_winograd(x, w, whole, (1, 1), tile=tile)
+    _check(whole, ref, tile)
     monkeypatch.setattr(wg, "_BAND_BYTES", 1)  # one row of tiles per band
     banded = np.empty(ref.shape, np.float32)
-    wg.conv3x3_winograd(x, w, banded, (1, 1))
-    _check(banded, ref)  # (not bit for bit: BLAS may sum narrower products in another order)
+    wg.conv3x3_winograd(x, w, banded, (1, 1), tile=tile)
+    _check(banded, ref, tile)  # (not bit for bit: BLAS may sum narrower products in another order)
     xs = np.zeros((3, 128, 11, 20), np.float32)[:, ::2, :, ::2]
     xs[...] = x
     ws = np.zeros((48, 64, 3, 3), np.float32)[::2]
     ws[...] = w
     out = np.zeros((3, 24, 11, 10, 2), np.float32)[..., 0]  # every last index skipped
-    wg.conv3x3_winograd(xs, ws, out, (1, 1))
-    _check(out, ref)
+    wg.conv3x3_winograd(xs, ws, out, (1, 1), tile=tile)
+    _check(out, ref, tile)
 
 
 @needs_numba
+@_TILES
 @pytest.mark.parametrize(("shape", "padding"), [
     ((2, 64, 80, 5, 7), (1, 1)), ((3, 96, 64, 8, 8), (0, 2)), ((1, 64, 70, 3, 4), (2, 2)),
-    ((2, 64, 16, 4, 9), (1, 0))])
-def test_winograd_flipped_kernels(shape: tuple[int, ...], padding: tuple[int, int]) -> None:
+    ((2, 64, 16, 4, 9), (1, 0)), ((2, 64, 48, 9, 7), (1, 1))])
+def test_winograd_flipped_kernels(shape: tuple[int, ...], padding: tuple[int, int],
+                                  tile: int) -> None:
     """``flipped=True`` (an input gradient): the kernels are the forward ones' transposes over
     channels with rows and columns reversed, taken from the forward (C, O, 3, 3) weights by a
     permutation of the transform (no flipped copy). Channel counts differ, so a transpose
@@ -99,8 +115,8 @@ def test_winograd_flipped_kernels(shape: tuple[int, ...], padding: tuple[int, in
     wfwd = np.ascontiguousarray(w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))  # forward (C, O, 3, 3)
     ref = _im2col(g, np.ascontiguousarray(w), padding)
     got = np.full(ref.shape, np.nan, np.float32)
-    wg.conv3x3_winograd(g, wfwd, got, padding, flipped=True)
-    _check(got, ref)
+    wg.conv3x3_winograd(g, wfwd, got, padding, flipped=True, tile=tile)
+    _check(got, ref, tile)
 
 
 def test_winograd_routing() -> None:
@@ -172,3 +188,51 @@ def test_conv2d_and_input_gradient_through_winograd(padding: int) -> None:
     assert calls == [x.shape, gshape]  # float32's forward and input gradient; float64 neither
     for got, ref in zip(results[pg.float32], results[pg.float64], strict=True):
         _check(got, ref)
+
+
+@needs_numba
+def test_block_size_follows_the_conv_precision_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    """F(4x4, 3x3) only where ``torch.backends.mkldnn.conv.fp32_precision`` (or, when that is
+    ``"none"``, ``mkldnn.fp32_precision``) allows less than float32's precision, and only on
+    output planes of 6x6 or more; ``tile=`` other than 2 or 4 is refused."""
+    import portagrad as pg
+
+    flags = pg.backends.mkldnn
+    tiles: list[int] = []
+
+    def run(h: int) -> None:
+        x, w = _case(1, 64, 16, h, h)
+        out = np.empty((1, 16, h, h), np.float32)
+        u_shapes: list[int] = []
+        orig = np.matmul
+
+        def spy(a: object, b: object, *args: object, **kw: object) -> object:
+            if isinstance(a, np.ndarray) and a.shape[1:] == (9,):  # the kernel transform
+                u_shapes.append(a.shape[0])
+            return orig(a, b, *args, **kw)
+
+        monkeypatch.setattr(wg.np, "matmul", spy)
+        try:
+            wg.conv3x3_winograd(x, w, out, (1, 1))
+        finally:
+            monkeypatch.setattr(wg.np, "matmul", orig)
+        tiles.append({16: 2, 36: 4}[u_shapes[0]])
+        _check(out, _im2col(x, w, (1, 1)), tiles[-1])
+
+    saved = (flags.conv.fp32_precision, flags.fp32_precision)
+    try:
+        run(8)  # defaults: "none" -> full float32
+        flags.conv.fp32_precision = "tf32"
+        run(8)
+        run(5)  # planes under 6x6 keep F(2x2, 3x3)
+        flags.conv.fp32_precision = "ieee"
+        flags.fp32_precision = "bf16"
+        run(8)  # the op's own "ieee" wins
+        flags.conv.fp32_precision = "none"
+        run(8)  # "none" defers to mkldnn.fp32_precision
+    finally:
+        flags.conv.fp32_precision, flags.fp32_precision = saved
+    assert tiles == [2, 4, 2, 2, 4]
+    x, w = _case(1, 64, 16, 4, 4)
+    with pytest.raises(ValueError, match="tile must be 2 or 4, got 3"):
+        wg.conv3x3_winograd(x, w, np.empty((1, 16, 4, 4), np.float32), (1, 1), tile=3)

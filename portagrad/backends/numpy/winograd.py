@@ -18,6 +18,15 @@ Only float32 takes this path (float64 keeps im2col's summation, which gradient c
 F(2x2, 3x3)'s transforms have entries 0, +-1 and +-1/2, so the rounding stays close to a direct
 sum's (measured: largest errors against a float64 reference within 1.7x of im2col's at ResNet
 sizes, some smaller); results differ from im2col's in the last bits, not bit for bit.
+
+Where float32 convolutions may compute below float32's precision
+(``torch.backends.mkldnn.conv.fp32_precision = "tf32"`` or ``"bf16"``, PyTorch's opt-in) and the
+output planes are at least 6x6, the path takes F(4x4, 3x3) instead: 4x4 output blocks from 6x6
+input tiles, 36 GEMMs 1.78x smaller in all than F(2x2, 3x3)'s 16, and fewer transform passes per
+output. Its interpolation points are 0, 1, -1, 1/2, -2 and infinity (the set with the smallest
+errors among those tried: 0, +-1, +-2 gives twice the error), and its errors against a float64
+reference are about 10x F(2x2, 3x3)'s (relative 1e-5 at ResNet sizes), which is why it waits for
+that opt-in.
 """
 from __future__ import annotations
 
@@ -26,13 +35,14 @@ from typing import Any
 
 import numpy as np
 
+from ...backend_flags import mkldnn
 from .arrays import scratch
 from .jit import build_once
 from .layout import from_last, to_last
 
 __all__ = ["available", "conv3x3_winograd", "use_winograd"]
 
-_STATE: list[Any] = []  # [the two transforms, or None] once looked up
+_STATE: list[Any] = []  # [the transforms, or None] once looked up
 
 # G (4x3): the kernel transform U = G g G^T; U's 16 entries are kron(G, G) @ vec(g)
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
@@ -44,6 +54,17 @@ _GG = np.kron(_G, _G).astype(np.float32)  # exact in float32 (entries 0, +-1/4, 
 _FLIP = [4 * (3 - i if i in (0, 3) else i) + (3 - j if j in (0, 3) else j)
          for i in range(4) for j in range(4)]
 _GG_FLIPPED = np.ascontiguousarray(_GG[_FLIP])
+
+# F(4x4, 3x3) on the points 0, 1, -1, 1/2, -2, infinity: the kernel transform G (6x3). Its input
+# transform B^T and output transform A^T are written out in the kernels below. A flipped kernel's
+# transform is G with its columns reversed
+_G4 = np.array([[1.0, 0.0, 0.0], [1 / 3, 1 / 3, 1 / 3], [-1 / 3, 1 / 3, -1 / 3],
+                [-16 / 15, -8 / 15, -4 / 15], [1 / 15, -2 / 15, 4 / 15], [0.0, 0.0, 1.0]])
+_GG4 = np.kron(_G4, _G4).astype(np.float32)
+_GG4_FLIPPED = np.kron(_G4[:, ::-1], _G4[:, ::-1]).astype(np.float32)
+# the smallest output planes F(4x4, 3x3) takes: on 4x4 planes one tile per image leaves the
+# kernel transform (36 rows per channel pair) a large share of the work, and it measured slower
+_MIN_PLANE_4X4 = 6
 
 # The fewest input and output channels worth the path: the 16 GEMMs have the input channels as
 # their depth, and shallow GEMMs run well below BLAS speed (measured, one BLAS thread: 32 -> 32
@@ -58,9 +79,10 @@ _MIN_OUT_CHANNELS = 16
 _BAND_BYTES = 1 << 21
 
 
-def _build() -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """The two transforms as numba functions (numba imported here, so that this module imports
-    without it; numba compiles them on their first call, then reads its on-disk cache)."""
+def _build() -> tuple[Callable[..., Any], ...]:
+    """The transforms (F(2x2, 3x3)'s two, then F(4x4, 3x3)'s) as numba functions (numba
+    imported here, so that this module imports without it; numba compiles them on their first
+    call, then reads its on-disk cache)."""
     import numba  # optional dependency, imported on first use
 
     def jit(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -151,7 +173,132 @@ def _build() -> tuple[Callable[..., Any], Callable[..., Any]]:
                             for n in range(N):
                                 row[xo + 1, n] = a1[t + n] - a2[t + n] - a3[t + n]
 
-    return input_transform, output_transform
+    @jit
+    def input_transform4(x: Any, V: Any, ph: int, pw: int, ty0: int, ty1: int, tw: int,
+                         A: Any, zero: Any) -> None:
+        # F(4x4, 3x3)'s B^T d B, as input_transform: V[6i + j, c, ((ty - ty0) * tw + tx) * N + n]
+        # for the 6x6 tile (ty, tx) whose top-left input is (4 ty - ph, 4 tx - pw); the rows are
+        # combined into A (6, Wp, N) first, then the columns
+        C, H, W, N = x.shape
+        Wp = A.shape[1]
+        for c in range(C):
+            for ty in range(ty0, ty1):
+                y = 4 * ty - ph
+                r0 = x[c, y] if 0 <= y < H else zero
+                r1 = x[c, y + 1] if 0 <= y + 1 < H else zero
+                r2 = x[c, y + 2] if 0 <= y + 2 < H else zero
+                r3 = x[c, y + 3] if 0 <= y + 3 < H else zero
+                r4 = x[c, y + 4] if 0 <= y + 4 < H else zero
+                r5 = x[c, y + 5] if 0 <= y + 5 < H else zero
+                for q in range(Wp):
+                    xx = q - pw
+                    if 0 <= xx < W:
+                        for n in range(N):
+                            d0 = r0[xx, n]
+                            d1 = r1[xx, n]
+                            d2 = r2[xx, n]
+                            d3 = r3[xx, n]
+                            d4 = r4[xx, n]
+                            d5 = r5[xx, n]
+                            A[0, q, n] = d0 - 1.5 * d1 - 2.0 * d2 + 1.5 * d3 + d4
+                            A[1, q, n] = 0.5 * d2 - d1 + 2.5 * d3 + d4
+                            A[2, q, n] = d1 - 2.5 * d2 + 0.5 * d3 + d4
+                            A[3, q, n] = 2.0 * (d3 - d1) - d2 + d4
+                            A[4, q, n] = 0.5 * (d1 - d3) - d2 + d4
+                            A[5, q, n] = d1 - 1.5 * d2 - 2.0 * d3 + 1.5 * d4 + d5
+                    else:
+                        for i in range(6):
+                            for n in range(N):
+                                A[i, q, n] = 0.0
+                base = (ty - ty0) * tw * N
+                for i in range(6):
+                    a = A[i]
+                    v0 = V[6 * i, c]
+                    v1 = V[6 * i + 1, c]
+                    v2 = V[6 * i + 2, c]
+                    v3 = V[6 * i + 3, c]
+                    v4 = V[6 * i + 4, c]
+                    v5 = V[6 * i + 5, c]
+                    for tx in range(tw):
+                        t = base + tx * N
+                        q = 4 * tx
+                        for n in range(N):
+                            d0 = a[q, n]
+                            d1 = a[q + 1, n]
+                            d2 = a[q + 2, n]
+                            d3 = a[q + 3, n]
+                            d4 = a[q + 4, n]
+                            d5 = a[q + 5, n]
+                            v0[t + n] = d0 - 1.5 * d1 - 2.0 * d2 + 1.5 * d3 + d4
+                            v1[t + n] = 0.5 * d2 - d1 + 2.5 * d3 + d4
+                            v2[t + n] = d1 - 2.5 * d2 + 0.5 * d3 + d4
+                            v3[t + n] = 2.0 * (d3 - d1) - d2 + d4
+                            v4[t + n] = 0.5 * (d1 - d3) - d2 + d4
+                            v5[t + n] = d1 - 1.5 * d2 - 2.0 * d3 + 1.5 * d4 + d5
+
+    @jit
+    def output_transform4(M: Any, out: Any, ty0: int, ty1: int, tw: int, S: Any) -> None:
+        # F(4x4, 3x3)'s A^T m A into the 4x4 block of tile (ty, tx), A^T = [[1, 1, 1, 1, 1, 0],
+        # [0, 1, -1, 1/2, -2, 0], [0, 1, 1, 1/4, 4, 0], [0, 1, -1, 1/8, -8, 1]]: the rows into S
+        # (24, tw * N), then the columns
+        O, OH, OW, N = out.shape
+        L = tw * N
+        for k in range(O):
+            for ty in range(ty0, ty1):
+                base = (ty - ty0) * L
+                for j in range(6):
+                    m0 = M[j, k]
+                    m1 = M[6 + j, k]
+                    m2 = M[12 + j, k]
+                    m3 = M[18 + j, k]
+                    m4 = M[24 + j, k]
+                    m5 = M[30 + j, k]
+                    s0 = S[j]
+                    s1 = S[6 + j]
+                    s2 = S[12 + j]
+                    s3 = S[18 + j]
+                    for u in range(L):
+                        p = base + u
+                        s12 = m1[p] + m2[p]
+                        d12 = m1[p] - m2[p]
+                        s0[u] = m0[p] + s12 + m3[p] + m4[p]
+                        s1[u] = d12 + 0.5 * m3[p] - 2.0 * m4[p]
+                        s2[u] = s12 + 0.25 * m3[p] + 4.0 * m4[p]
+                        s3[u] = d12 + 0.125 * m3[p] - 8.0 * m4[p] + m5[p]
+                for r in range(4):
+                    y = 4 * ty + r
+                    if y >= OH:
+                        break
+                    a0 = S[6 * r]
+                    a1 = S[6 * r + 1]
+                    a2 = S[6 * r + 2]
+                    a3 = S[6 * r + 3]
+                    a4 = S[6 * r + 4]
+                    a5 = S[6 * r + 5]
+                    row = out[k, y]
+                    for tx in range(tw):
+                        xo = 4 * tx
+                        t = tx * N
+                        if xo + 3 < OW:
+                            for n in range(N):
+                                s12 = a1[t + n] + a2[t + n]
+                                d12 = a1[t + n] - a2[t + n]
+                                row[xo, n] = a0[t + n] + s12 + a3[t + n] + a4[t + n]
+                                row[xo + 1, n] = d12 + 0.5 * a3[t + n] - 2.0 * a4[t + n]
+                                row[xo + 2, n] = s12 + 0.25 * a3[t + n] + 4.0 * a4[t + n]
+                                row[xo + 3, n] = (d12 + 0.125 * a3[t + n] - 8.0 * a4[t + n]
+                                                  + a5[t + n])
+                        else:  # the last, partial block of a row
+                            for n in range(N):
+                                s12 = a1[t + n] + a2[t + n]
+                                d12 = a1[t + n] - a2[t + n]
+                                row[xo, n] = a0[t + n] + s12 + a3[t + n] + a4[t + n]
+                                if xo + 1 < OW:
+                                    row[xo + 1, n] = d12 + 0.5 * a3[t + n] - 2.0 * a4[t + n]
+                                if xo + 2 < OW:
+                                    row[xo + 2, n] = s12 + 0.25 * a3[t + n] + 4.0 * a4[t + n]
+
+    return input_transform, output_transform, input_transform4, output_transform4
 
 
 def available() -> bool:
@@ -161,7 +308,7 @@ def available() -> bool:
     return _kernels() is not None
 
 
-def _kernels() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
+def _kernels() -> tuple[Callable[..., Any], ...] | None:
     return build_once(_STATE, _build, "PORTAGRAD_WINOGRAD")
 
 
@@ -182,40 +329,55 @@ def use_winograd(x: np.ndarray, w: np.ndarray, stride: Sequence[int],
 
 
 def conv3x3_winograd(xa: np.ndarray, wa: np.ndarray, o: np.ndarray,
-                     padding: Sequence[int], flipped: bool = False) -> None:
+                     padding: Sequence[int], flipped: bool = False,
+                     tile: int | None = None) -> None:
     """``o`` (N, O, OH, OW) = the stride-1 convolution of ``xa`` (N, C, H, W), float32, with the
-    3x3 kernels ``wa`` (O, C, 3, 3), by Winograd F(2x2, 3x3) (numba must be importable).
+    3x3 kernels ``wa`` (O, C, 3, 3), by Winograd F(2x2, 3x3) or F(4x4, 3x3) (numba must be
+    importable).
 
     ``flipped``: ``wa`` is (C, O, 3, 3) and the kernels are its transpose over channels with
-    rows and columns reversed (a stride-1 input gradient: ``xa`` is then the output gradient)."""
+    rows and columns reversed (a stride-1 input gradient: ``xa`` is then the output gradient).
+    ``tile``: the output block, 2 or 4; by default 4 where float32 convolutions may compute below
+    float32's precision (:func:`portagrad.backend_flags.mkldnn.conv_allows_reduced_fp32`) and
+    the output planes are at least 6x6, else 2."""
     kernels = _kernels() or _build()  # (called directly, switched off: numba must import)
     N, C, H, W = xa.shape
     O = wa.shape[1] if flipped else wa.shape[0]
     OH, OW = o.shape[2:]
+    if tile is None:
+        tile = 4 if (min(OH, OW) >= _MIN_PLANE_4X4 and mkldnn.conv_allows_reduced_fp32()) else 2
+    if tile == 4:
+        gg, input_transform, output_transform = (_GG4_FLIPPED if flipped else _GG4,
+                                                 kernels[2], kernels[3])
+    elif tile == 2:
+        gg, input_transform, output_transform = (_GG_FLIPPED if flipped else _GG,
+                                                 kernels[0], kernels[1])
+    else:
+        raise ValueError(f"tile must be 2 or 4, got {tile}")
+    P = (tile + 2) ** 2  # transformed positions: 16 or 36 GEMMs
     ph, pw = padding
-    th, tw = (OH + 1) // 2, (OW + 1) // 2
-    # U[k] (O, C): the transformed kernels, one (16, 9) x (9, O*C) product; flipped, the
-    # transposes of the forward kernels' (C, O) ones, permuted (a transposed view: BLAS reads it)
+    th, tw = -(-OH // tile), -(-OW // tile)
+    # U[k] (O, C): the transformed kernels, one (P, 9) x (9, O*C) product; flipped, the
+    # transposes of the forward kernels' (C, O) ones (a transposed view: BLAS reads it)
     wk = np.ascontiguousarray(wa).reshape(O * C, 9).T
     if flipped:
-        U = np.matmul(_GG_FLIPPED, wk).reshape(16, C, O).transpose(0, 2, 1)
+        U = np.matmul(gg, wk).reshape(P, C, O).transpose(0, 2, 1)
     else:
-        U = np.matmul(_GG, wk).reshape(16, O, C)
+        U = np.matmul(gg, wk).reshape(P, O, C)
     # a band of tile rows at a time, so that its transformed input V and products M stay in the
     # cache between the transforms and the GEMMs
-    rows = max(1, min(th, _BAND_BYTES // (16 * max(C, O) * tw * N * 4)))
-    input_transform, output_transform = kernels
+    rows = max(1, min(th, _BAND_BYTES // (P * max(C, O) * tw * N * 4)))
     xl = to_last(xa)  # (C, H, W, N)
     out = scratch((O, OH, OW, N), np.float32)
-    A = np.empty((4, 2 * tw + 2, N), np.float32)
-    S = np.empty((8, tw * N), np.float32)
+    A = np.empty((tile + 2, tile * tw + 2, N), np.float32)
+    S = np.empty((tile * (tile + 2), tw * N), np.float32)
     zero = np.zeros((W, N), np.float32)
     for ty0 in range(0, th, rows):
         ty1 = min(th, ty0 + rows)
         T = (ty1 - ty0) * tw * N
-        V = scratch((16, C, T), np.float32)
+        V = scratch((P, C, T), np.float32)
         input_transform(xl, V, ph, pw, ty0, ty1, tw, A, zero)
-        M = scratch((16, O, T), np.float32)
+        M = scratch((P, O, T), np.float32)
         np.matmul(U, V, out=M)
         output_transform(M, out, ty0, ty1, tw, S)
     from_last(out.reshape(O * OH * OW, N), o)
