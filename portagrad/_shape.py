@@ -173,4 +173,5 @@ def wrap_dims(dim: Any, ndim: int) -> tuple[int, ...]:
         axes = tuple(wrap_dim(d, ndim) for d in dim)
         check_unique_dims(axes)
         return tuple(sorted(axes)) if ndim else ()
-    return (wrap_dim(dim, ndim),) if ndim else ()
+    axis = wrap_dim(dim, ndim)  # (checked for a 0-d tensor too: only 0 and -1 are its dims)
+    return (axis,) if ndim else ()

@@ -95,14 +95,17 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = N
                 _sum_dtype(input, dtype))
 
 
-def refuse_complex_nansum(input: Tensor) -> None:
-    """PyTorch's error for ``nansum`` of a complex tensor (its ``nanmean`` too: a nansum)."""
+def refuse_complex_nansum(input: Tensor, dtype: Any = None) -> None:
+    """PyTorch's errors for ``nansum`` of a complex tensor, or into a complex ``dtype`` (its
+    ``nanmean`` too: a nansum)."""
     if input.dtype.is_complex:
         raise RuntimeError("nansum on CPU does not support complex inputs")
+    if dtype is not None and input.dtype.is_floating_point:  # (integers: a plain sum)
+        refuse_complex("nansum_cpu", _dtype.as_dtype(dtype))
 
 
 def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    refuse_complex_nansum(input)
+    refuse_complex_nansum(input, dtype)
     # the zero takes input's dtype (to_scalar), so integers keep sum's int64 accumulation
     return sum(where(input.isnan(), to_scalar(0, input.dtype), input), dim, keepdim, dtype=dtype)
 
@@ -115,8 +118,9 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
                          dtype_rule="cast" if dtype is None else "exact")
     dt = _dtype.as_dtype(dtype) if dtype is not None else input.dtype
     if not (dt.is_floating_point or dt.is_complex):
-        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
-                           f"floating point or complex dtype. Got: {_dtype_name(input.dtype)}")
+        which = "Input" if dtype is None else "Optional"  # (PyTorch names the one it checked)
+        raise RuntimeError(f"mean(): could not infer output dtype. {which} dtype must be either a "
+                           f"floating point or complex dtype. Got: {_dtype_name(dt)}")
     if dt in _HALF_TYPES:  # PyTorch's kernel sums and divides in float32, then rounds once
         return mean(input, dim, keepdim, dtype=_dtype.float32).to(dt)
     axes = wrap_dims(_all_if_empty(dim), input.dim())
@@ -262,7 +266,7 @@ def amax(input: Tensor, dim: Any = (), keepdim: bool = False, *,
     """Maximum over ``dim`` (all dims when empty)."""
     if out is not None:
         return _same_dtype_out("amax", input, amax(input, dim, keepdim), out)
-    refuse_complex("max_all", input.dtype)
+    refuse_complex("max_values_cpu", input.dtype)
     dim = _all_if_empty(dim)
     axes = wrap_dims(dim, input.dim())
     _check_nonempty(input, axes, "amax", dim is not None)
@@ -274,7 +278,7 @@ def amin(input: Tensor, dim: Any = (), keepdim: bool = False, *,
     """Minimum over ``dim`` (all dims when empty)."""
     if out is not None:
         return _same_dtype_out("amin", input, amin(input, dim, keepdim), out)
-    refuse_complex("min_all", input.dtype)
+    refuse_complex("min_values_cpu", input.dtype)
     dim = _all_if_empty(dim)
     axes = wrap_dims(dim, input.dim())
     _check_nonempty(input, axes, "amin", dim is not None)
@@ -288,8 +292,25 @@ def aminmax(input: Tensor, *, dim: Any = None, keepdim: bool = False,
     if out is not None:
         return write_out_pair("aminmax", aminmax(input, dim=dim, keepdim=keepdim), out, (input,))
     mm = namedtuple("aminmax", ["min", "max"])  # type: ignore[name-match]  # PyTorch's type name
+    _check_aminmax(input, dim)
     return mm(amin(input, () if dim is None else dim, keepdim),
               amax(input, () if dim is None else dim, keepdim))
+
+
+def _check_aminmax(input: Tensor, dim: Any) -> None:
+    """PyTorch's own checks and messages for ``aminmax`` (one ``int`` dim, no complex, a
+    non-empty reduction), ahead of the ``amin``/``amax`` it is computed with."""
+    if dim is not None and (not isinstance(dim, int) or isinstance(dim, bool)):
+        raise TypeError(f"aminmax(): argument 'dim' must be int, not {type(dim).__name__}")
+    refuse_complex("aminmax_cpu", input.dtype)
+    if input.numel():
+        return
+    if dim is None:
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                           "operation has no identity.")
+    d = wrap_dim(dim, input.dim())
+    if input.dim() and input.shape[d] == 0:
+        raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
 
 
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
@@ -407,10 +428,12 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = N
     return _max_min("min", input, dim, keepdim, other)
 
 
-def _var_args(input: Tensor, dim: Any, unbiased: Any, correction: Any
+def _var_args(input: Tensor, dim: Any, unbiased: Any, correction: Any, name: str = "std and var"
               ) -> tuple[tuple[int, ...], Any, bool]:
     """``(axes, correction, all)`` of a ``var``/``std`` call; ``all``: no ``dim`` was given
     (PyTorch's derivative treats that case apart when there are no degrees of freedom)."""
+    if isinstance(dim, bool) and unbiased is None:  # var(x, False): the unbiased= overload
+        dim, unbiased = None, dim
     if isinstance(unbiased, bool):
         if correction is not None:
             raise RuntimeError("var(): cannot pass both unbiased and correction")
@@ -419,7 +442,7 @@ def _var_args(input: Tensor, dim: Any, unbiased: Any, correction: Any
         dim, unbiased = unbiased, None
     correction = 1 if correction is None else correction
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
-        raise RuntimeError("std and var only support floating point and complex dtypes")
+        raise RuntimeError(f"{name} only support floating point and complex dtypes")
     dim = _all_if_empty(dim)
     return wrap_dims(dim, input.dim()), correction, dim is None or input.dim() == 0
 
@@ -517,8 +540,8 @@ class _Std(Function):
 
 
 def _moment(fn: Any, input: Tensor, dim: Any, unbiased: Any, keepdim: bool,
-            correction: Any) -> Tensor:
-    axes, correction, whole = _var_args(input, dim, unbiased, correction)
+            correction: Any, name: str = "std and var") -> Tensor:
+    axes, correction, whole = _var_args(input, dim, unbiased, correction, name)
     if input.dtype in _HALF_TYPES:  # in float32, rounded once (PyTorch's kernel)
         return call(fn, input.to(_dtype.float32), axes, correction, keepdim, whole).to(input.dtype)
     return call(fn, input, axes, correction, keepdim, whole)
@@ -538,14 +561,14 @@ def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
 
 def var_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
              correction: Any = None) -> tuple[Tensor, Tensor]:
-    return (var(input, dim, unbiased, keepdim, correction=correction),
-            mean(input, dim, keepdim))
+    v = _moment(_Var, input, dim, unbiased, keepdim, correction, "var_mean")
+    return v, mean(input, None if isinstance(dim, bool) else dim, keepdim)
 
 
 def std_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
              correction: Any = None) -> tuple[Tensor, Tensor]:
-    return (std(input, dim, unbiased, keepdim, correction=correction),
-            mean(input, dim, keepdim))
+    s = _moment(_Std, input, dim, unbiased, keepdim, correction, "std_mean")
+    return s, mean(input, None if isinstance(dim, bool) else dim, keepdim)
 
 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:

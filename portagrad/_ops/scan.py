@@ -22,7 +22,7 @@ from .._shape import wrap_dim
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _no_grad
-from ._common import call
+from ._common import call, refuse_complex
 from .reduction import _sum_dtype, reduce_out
 from . import elementwise
 from .shape import narrow, reshape
@@ -83,6 +83,9 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None, out: Tensor | None = 
 
 def _cumext(name: str, better: Callable[[Tensor, Tensor], Tensor], input: Tensor, dim: int
             ) -> Any:
+    refuse_complex(f"{name}_cpu", input.dtype)
+    if input.dim() == 0 and dim not in (0, -1) and isinstance(dim, int):  # PyTorch's own message
+        raise IndexError(f"{name}(): Expected reduction dim -1 or 0 for scalar but got {dim}")
     d = _dim(input, dim)
     if input.dim() == 0:
         return cummax_result(input.clone(), _creation.zeros((), dtype=_dtype.int64,

@@ -16,8 +16,9 @@ from ..autograd.grad_mode import _no_grad
 from . import elementwise
 from .shape import movedim, narrow, reshape, select
 from .indexing import gather, index_select, masked_select, nonzero, scatter_add, where
-from .._shape import wrap_dim
+from .._shape import wrap_dim_no_scalar
 from .joining import cat
+from ._common import refuse_complex
 from .sorting import sort
 
 __all__ = ["searchsorted", "bucketize", "bincount", "histc", "unique", "unique_consecutive"]
@@ -193,9 +194,7 @@ def _runs(s: Tensor, return_inverse: bool, return_counts: bool, order: Tensor | 
 
 def _slices(input: Tensor, dim: int) -> tuple[Tensor, int]:
     """The slices of ``input`` along ``dim`` as the rows of a 2-D tensor, and ``dim`` wrapped."""
-    d = wrap_dim(dim, max(input.dim(), 1))
-    if input.dim() == 0:
-        raise IndexError("unique(dim=...) needs a tensor with at least one dimension")
+    d = wrap_dim_no_scalar(dim, input.dim())
     if any(n == 0 for i, n in enumerate(input.shape) if i != d):
         raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique "
                            "cannot be applied")
@@ -218,6 +217,7 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
            return_counts: bool = False, dim: int | None = None) -> Any:
     """The sorted unique elements, or the unique slices along ``dim`` in lexicographic order
     (and the inverse indices / counts when asked)."""
+    refuse_complex("unique" if dim is None else "unique_dim", input.dtype)
     with _no_grad():
         if dim is None:
             flat = reshape(input, (-1,))
@@ -238,6 +238,7 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False, return_count
                        dim: int | None = None) -> Any:
     """Collapse each run of equal consecutive elements (or slices along ``dim``) to one (and
     inverse / counts)."""
+    refuse_complex("unique" if dim is None else "unique_dim", input.dtype)
     with _no_grad():
         if dim is None:
             return _runs(reshape(input, (-1,)), return_inverse, return_counts, None,

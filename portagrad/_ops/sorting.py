@@ -14,7 +14,7 @@ from .._shape import wrap_dim
 from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
 from . import elementwise, reduction
-from ._common import call, refuse_bool
+from ._common import call, refuse_bool, refuse_complex
 from .indexing import gather, scatter_add, where
 from .conversion import write_out_pair
 from .joining import cat
@@ -31,21 +31,26 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = 
     """Sorted values and their indices along ``dim`` (stable)."""
     if out is not None:
         return write_out_pair("sort", sort(input, dim, descending, stable), out, (input,))
-    if input.dtype.is_complex:  # PyTorch's message, leading space included
-        raise RuntimeError(" Sort does not support complex dtypes on CPU")
+    _no_complex_sort(input)
+    d = wrap_dim(dim, input.dim())  # (a 0-d tensor's dim is checked too: 0 or -1)
     if input.dim() == 0:
         return sort_result(input.clone(), _raw.fill(_raw.new_like(input, (), _dtype.int64), 0))
-    d = wrap_dim(dim, input.dim())
     _, idx = _raw.sort(input.detach(), d, bool(descending))
     values = gather(input, d, idx) if input._requires_grad else _raw.gather(input, d, idx)
     return sort_result(values, idx)
 
 
+def _no_complex_sort(input: Tensor) -> None:
+    if input.dtype.is_complex:  # PyTorch's message, leading space included
+        raise RuntimeError(" Sort does not support complex dtypes on CPU")
+
+
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
     """Indices that sort ``input`` along ``dim``."""
+    _no_complex_sort(input)
+    d = wrap_dim(dim, input.dim())
     if input.dim() == 0:
         return _raw.fill(_raw.new_like(input, (), _dtype.int64), 0)
-    d = wrap_dim(dim, input.dim())
     return _raw.sort(input.detach(), d, bool(descending))[1]
 
 
@@ -58,11 +63,13 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     """The ``k`` largest (or smallest) values and their indices along ``dim``."""
     if out is not None:
         return write_out_pair("topk", topk(input, k, dim, largest, sorted), out, (input,))
-    d = wrap_dim(dim, input.dim()) if input.dim() else 0
+    d = wrap_dim(dim, input.dim())
     n = input.shape[d] if input.dim() else 1
     if not 0 <= k <= n:
-        raise RuntimeError(f"selected index k out of range (k={k}, size {n} at dimension {d})")
+        raise RuntimeError("selected index k out of range")
     refuse_bool("topk", input.dtype)
+    if input.dtype.is_complex:  # PyTorch's message, leading space included
+        raise RuntimeError(" topk does not support complex dtypes on CPU")
     if input.dim() == 0:
         return topk_result(input.clone(), _raw.fill(_raw.new_like(input, (), _dtype.int64), 0))
     _, idx = _raw.sort(input.detach(), d, bool(largest))
@@ -79,6 +86,8 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
     _no_bool("kthvalue_cpu", input)
     d = wrap_dim(dim, input.dim())
     n = input.shape[d] if input.dim() else 1
+    if n == 0:
+        raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
     if not 1 <= k <= n:  # (k == 0 would narrow at -1: the largest value)
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     if input.dim() == 0:  # a 0-d tensor is its own (only) value, index 0
@@ -123,9 +132,11 @@ def _needs_dim(name: str, dim: Any, out: Any) -> None:
 
 
 def _no_bool(kernel: str, input: Tensor) -> None:
-    # PyTorch's kernels for these selections have no bool version
+    # PyTorch's kernels for these selections have no bool version, nor a complex one
     if isinstance(input, Tensor) and input.dtype is _dtype.bool:
         raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+    if isinstance(input, Tensor):
+        refuse_complex(kernel, input.dtype)
 
 
 def median(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
@@ -172,7 +183,7 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
     d = wrap_dim(dim, max(input.dim(), 1))
     x = reshape(input, (1,)) if input.dim() == 0 else input
     if x.shape[d] == 0:
-        raise IndexError(f"nanmedian(): Expected reduction dim {d} to have non-zero size.")
+        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
     vals, idx = sort(x, d)
     with _no_grad():
         nonnan = reduction.sum(elementwise.logical_not(elementwise.isnan(x)), d, keepdim=True) \
@@ -199,6 +210,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None
     if out is not None:
         return write_out_pair("mode", mode(input, dim, keepdim), out, (input,),
                               dtype_errors="mode", warn_dim=_dropped(input, dim, keepdim))
+    refuse_complex("mode_cpu", input.dtype)  # (bool has a mode; complex has none)
     x = reshape(input, (1,)) if input.dim() == 0 else input
     d = wrap_dim(dim, x.dim())
     n = x.shape[d]

@@ -34,13 +34,14 @@ histogram_result = namedtuple("histogram_result", ["hist", "bin_edges"])
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
-def _quantile(name: str, input: Tensor, q: Any, dim: int | None, keepdim: bool,
-              interpolation: str, ignore_nan: bool) -> Tensor:
+def _quantile(input: Tensor, q: Any, dim: int | None, keepdim: bool, interpolation: str,
+              ignore_nan: bool) -> Tensor:
+    name = "quantile"  # (PyTorch's messages say quantile() for nanquantile too)
     if input.dtype not in (_dtype.float32, _dtype.float64):
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, "
-                           f"midpoint or nearest. Got {interpolation}")
+                           f"midpoint or nearest, but got {interpolation}")
     if isinstance(q, Tensor) and q.dtype is not input.dtype:
         raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
     qs = q.tolist() if isinstance(q, Tensor) else q
@@ -54,9 +55,12 @@ def _quantile(name: str, input: Tensor, q: Any, dim: int | None, keepdim: bool,
     if input.numel() == 0:
         raise RuntimeError(f"{name}() input tensor must be non-empty")
     x = reshape(input, (-1,)) if dim is None else input
-    d = 0 if dim is None else wrap_dim(dim, max(input.dim(), 1))
+    d = 0 if dim is None else wrap_dim(dim, input.dim())
     if x.dim() == 0:
         x = reshape(x, (1,))
+    if not qlist:  # an empty q tensor: no quantiles, of the shape one would have
+        one = _quantile(input, 0.5, dim, keepdim, interpolation, ignore_nan)
+        return _creation.empty((0,) + tuple(one.shape), dtype=input.dtype, device=input.device)
     s = movedim(sort(x, d)[0], d, -1)  # (..., n), NaN last
     n = s.shape[-1]
     with _no_grad():
@@ -81,15 +85,17 @@ def _quantile(name: str, input: Tensor, q: Any, dim: int | None, keepdim: bool,
             frac = pos - lo
         vlo = gather(s, -1, lo.to(_dtype.int64))
         vhi = gather(s, -1, hi.to(_dtype.int64))
+        # lerp, PyTorch's formula: its NaN and infinities (lerp(-inf, -inf, 0) is NaN, lerp(-inf,
+        # 1, 0.5) is -inf) are those of PyTorch's quantiles
         if interpolation == "midpoint":
-            out = (vlo + vhi) * 0.5
+            out = elementwise.lerp(vlo, vhi, 0.5)
         elif interpolation == "linear":
-            out = vlo + (vhi - vlo) * frac
+            out = elementwise.lerp(vlo, vhi, frac)
         else:
             out = vlo
         out = where(bad, float("nan"), out)
         out = squeeze(out, -1)
-        if keepdim:
+        if keepdim and input.dim():  # (a 0-d input stays 0-d)
             out = unsqueeze(out, d) if dim is not None else \
                 reshape(out, (1,) * input.dim())
         outs.append(out)
@@ -104,7 +110,7 @@ def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = Fals
             "quantile", quantile, input, q=q, dim=dim, keepdim=keepdim,
             interpolation=interpolation)) is not _SKIP:
         return _ac_out
-    return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
+    return _quantile(input, q, dim, keepdim, interpolation, False)
 
 
 def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
@@ -114,7 +120,7 @@ def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = F
             "nanquantile", nanquantile, input, q=q, dim=dim, keepdim=keepdim,
             interpolation=interpolation)) is not _SKIP:
         return _ac_out
-    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
+    return _quantile(input, q, dim, keepdim, interpolation, True)
 
 
 def _even_edges(x: Tensor, bins: int, range: Any, dim: int = 0) -> Tensor:
@@ -312,10 +318,14 @@ def corrcoef(input: Tensor) -> Tensor:
 def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None
             ) -> Tensor:
     """Mean over ``dim`` of the non-NaN elements."""
-    reduction.refuse_complex_nansum(input)
-    if not input.dtype.is_floating_point and dtype is None:
-        raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got "
-                           f"{elementwise._type_name(input.dtype)}")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):  # (whatever dtype= is)
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype "
+                           f"but got {elementwise._type_name(input.dtype)}")
+    reduction.refuse_complex_nansum(input, dtype)
+    if dtype is not None and not _dtype.as_dtype(dtype).is_floating_point:
+        raise RuntimeError(f"nanmean(): could not infer output dtype. Optional dtype must be "
+                           f"either a floating point or complex dtype. Got: "
+                           f"{elementwise._type_name(_dtype.as_dtype(dtype))}")
     x = input if dtype is None else input.to(dtype)
     ok = elementwise.logical_not(elementwise.isnan(x))
     n = reduction.sum(ok, dim, keepdim).to(x.dtype)
