@@ -236,3 +236,87 @@ def test_block_size_follows_the_conv_precision_flag(monkeypatch: pytest.MonkeyPa
     x, w = _case(1, 64, 16, 4, 4)
     with pytest.raises(ValueError, match="tile must be 2 or 4, got 3"):
         wg.conv3x3_winograd(x, w, np.empty((1, 16, 4, 4), np.float32), (1, 1), tile=3)
+
+
+def _grad_weight64(x: np.ndarray, g: np.ndarray, padding: tuple[int, int]) -> np.ndarray:
+    """The float64 weight gradient, summed directly: dW[o, c, i, j] = sum over n, y, x of
+    g[n, o, y, x] * x_padded[n, c, y + i, x + j]."""
+    ph, pw = padding
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    OH, OW = g.shape[2:]
+    out = np.empty((g.shape[1], x.shape[1], 3, 3))
+    for i in range(3):
+        for j in range(3):
+            out[:, :, i, j] = np.einsum("noyx,ncyx->oc", g.astype(np.float64),
+                                        xp[:, :, i:i + OH, j:j + OW])
+    return out
+
+
+@needs_numba
+@pytest.mark.parametrize(("shape", "padding"), [
+    ((2, 64, 16, 8, 8), (1, 1)), ((3, 64, 17, 9, 7), (1, 1)), ((2, 65, 24, 7, 10), (0, 0)),
+    ((1, 64, 16, 6, 6), (2, 2)), ((2, 64, 16, 11, 8), (1, 0)), ((4, 96, 70, 8, 9), (0, 2))])
+def test_winograd_weight_gradient(shape: tuple[int, ...], padding: tuple[int, int]) -> None:
+    """F(3x3, 2x2) weight gradients against float64 im2col's: odd output planes (a last tile
+    row and column half past the edge, whose gradient must count as zero), every padding, more
+    and fewer output channels than input ones (a transpose mixed up shows)."""
+    N, C, O, H, W = shape
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    OH, OW = H + 2 * padding[0] - 2, W + 2 * padding[1] - 2
+    g = rng.standard_normal((N, O, OH, OW)).astype(np.float32)
+    ref = _grad_weight64(x, g, padding)
+    got = np.full((O, C, 3, 3), np.nan, np.float32)
+    wg.conv3x3_winograd_grad_weight(x, g, got, padding)
+    # sums of N*OH*OW products of unit-variance terms: scale the bound by the largest entry
+    _check(got, ref)
+    strided = np.zeros((O, C, 3, 3, 2), np.float32)[..., 0]  # a non-contiguous result
+    wg.conv3x3_winograd_grad_weight(x, g, strided, padding)
+    _check(strided, ref)
+
+
+def test_winograd_weight_gradient_routing() -> None:
+    """The weight gradient takes Winograd on the forward's conditions and output planes of 6x6
+    or more; through ``conv2d``'s backward on the cpu device it is called, and agrees with
+    float64."""
+    import portagrad as pg
+
+    one = (1, 1)
+    x = np.zeros((2, 64, 8, 8), np.float32)
+    g = np.zeros((2, 32, 8, 8), np.float32)
+    assert wg.use_winograd_grad_weight(x, g, (3, 3), one, one, one, 1) == wg.available()
+    assert not wg.use_winograd_grad_weight(x.astype(np.float64), g.astype(np.float64), (3, 3),
+                                           one, one, one, 1)
+    assert not wg.use_winograd_grad_weight(x, g[:, :, :4, :4], (3, 3), one, one, one, 1)
+    assert not wg.use_winograd_grad_weight(x, g, (3, 3), (2, 2), one, one, 1)
+    assert not wg.use_winograd_grad_weight(x, g, (3, 3), one, (3, 3), one, 1)
+    assert not wg.use_winograd_grad_weight(x, g, (3, 3), one, one, (2, 2), 1)
+    assert not wg.use_winograd_grad_weight(x, g, (5, 5), one, one, one, 1)
+    assert not wg.use_winograd_grad_weight(x, g, (3, 3), one, one, one, 2)
+    assert not wg.use_winograd_grad_weight(x[:, :32], g, (3, 3), one, one, one, 1)
+    if not wg.available():
+        return
+    calls: list[tuple[int, ...]] = []
+    real = nc.conv3x3_winograd_grad_weight
+
+    def counted(xa: np.ndarray, *a: object) -> None:
+        calls.append(xa.shape)
+        real(xa, *a)  # type: ignore[arg-type]
+
+    rng = np.random.default_rng(6)
+    xn = rng.standard_normal((2, 64, 9, 7))
+    wn = rng.standard_normal((24, 64, 3, 3)) / 24
+    gn = rng.standard_normal((2, 24, 9, 7))
+    grads = {}
+    nc.conv3x3_winograd_grad_weight = counted
+    try:
+        for dt in (pg.float32, pg.float64):
+            w = pg.tensor(wn, dtype=dt, requires_grad=True)
+            y = pg.nn.functional.conv2d(pg.tensor(xn, dtype=dt), w, padding=1)
+            y.backward(pg.tensor(gn, dtype=dt))
+            assert w.grad is not None
+            grads[dt] = w.grad.numpy().astype(np.float64)
+    finally:
+        nc.conv3x3_winograd_grad_weight = real
+    assert calls == [(2, 64, 9, 7)]  # float32's; float64 keeps im2col
+    _check(grads[pg.float32], grads[pg.float64])

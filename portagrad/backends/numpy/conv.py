@@ -32,7 +32,8 @@ from . import jit
 from .arrays import BFLOAT16, nd, scratch, via_f32
 from .layout import from_last as _from_last
 from .layout import to_last as _to_last
-from .winograd import conv3x3_winograd, use_winograd
+from .winograd import (conv3x3_winograd, conv3x3_winograd_grad_weight, use_winograd,
+                       use_winograd_grad_weight)
 
 __all__ = ["ConvMixin"]
 
@@ -101,6 +102,9 @@ class ConvMixin:
         O, Cg, kh, kw = o.shape
         OH, OW = ga.shape[2:]
         G = groups
+        if use_winograd_grad_weight(xa, ga, (kh, kw), stride, padding, dilation, G):
+            conv3x3_winograd_grad_weight(xa, ga, o, padding)
+            return
         if G == 1 and o.flags.c_contiguous and _batched_small(N, OH * OW, Cg * kh * kw):
             _conv_grad_weight_batched(xa, ga, o.reshape(O, Cg * kh * kw), (kh, kw), stride,
                                       padding, dilation)

@@ -27,6 +27,14 @@ output. Its interpolation points are 0, 1, -1, 1/2, -2 and infinity (the set wit
 errors among those tried: 0, +-1, +-2 gives twice the error), and its errors against a float64
 reference are about 10x F(2x2, 3x3)'s (relative 1e-5 at ResNet sizes), which is why it waits for
 that opt-in.
+
+A weight gradient is a correlation too, of each 4x4 input tile with the 2x2 block of output
+gradient it feeds, giving a 3x3 kernel: Winograd F(3x3, 2x2) on the same points (0, 1, -1,
+infinity), whose input transform is F(2x2, 3x3)'s (up to signs carried by the gradient's
+transform). The 16 transformed positions are then 16 GEMMs ``(O, T) @ (T, C)`` summed over the
+tiles, as deep as the band of tiles is long, and ``A^T m A`` of the sums gives the 3x3 kernels:
+2.25x fewer products than im2col's ``(O, N*OH*OW) @ (N*OH*OW, C*9)``, with errors at im2col's
+(the transforms' entries are 0, +-1 and +-1/2).
 """
 from __future__ import annotations
 
@@ -40,7 +48,8 @@ from .arrays import scratch
 from .jit import build_once
 from .layout import from_last, to_last
 
-__all__ = ["available", "conv3x3_winograd", "use_winograd"]
+__all__ = ["available", "conv3x3_winograd", "conv3x3_winograd_grad_weight", "use_winograd",
+           "use_winograd_grad_weight"]
 
 _STATE: list[Any] = []  # [the transforms, or None] once looked up
 
@@ -62,6 +71,15 @@ _G4 = np.array([[1.0, 0.0, 0.0], [1 / 3, 1 / 3, 1 / 3], [-1 / 3, 1 / 3, -1 / 3],
                 [-16 / 15, -8 / 15, -4 / 15], [1 / 15, -2 / 15, 4 / 15], [0.0, 0.0, 1.0]])
 _GG4 = np.kron(_G4, _G4).astype(np.float32)
 _GG4_FLIPPED = np.kron(_G4[:, ::-1], _G4[:, ::-1]).astype(np.float32)
+# F(3x3, 2x2) for weight gradients: its output transform A^T (3x4) on both axes, (9, 16). Its
+# gradient transform is G = [[1, 0], [1/2, 1/2], [1/2, -1/2], [0, -1]] (written out in the
+# kernel), and its input transform F(2x2, 3x3)'s B^T (G's signs in rows 0 and 3 make it so)
+_AT3 = np.array([[1.0, 1.0, 1.0, 0.0], [0.0, 1.0, -1.0, 0.0], [0.0, 1.0, 1.0, 1.0]])
+_AA3 = np.kron(_AT3, _AT3).astype(np.float32)
+# the smallest output planes whose weight gradient takes Winograd: on 4x4 planes (one tile row
+# per two output rows, 16 GEMMs over few tiles) im2col measured as fast
+_MIN_PLANE_GRAD_WEIGHT = 6
+
 # the smallest output planes F(4x4, 3x3) takes: on 4x4 planes one tile per image leaves the
 # kernel transform (36 rows per channel pair) a large share of the work, and it measured slower
 _MIN_PLANE_4X4 = 6
@@ -80,7 +98,8 @@ _BAND_BYTES = 1 << 21
 
 
 def _build() -> tuple[Callable[..., Any], ...]:
-    """The transforms (F(2x2, 3x3)'s two, then F(4x4, 3x3)'s) as numba functions (numba
+    """The transforms (F(2x2, 3x3)'s two, F(4x4, 3x3)'s two, then the weight gradient's) as
+    numba functions (numba
     imported here, so that this module imports without it; numba compiles them on their first
     call, then reads its on-disk cache)."""
     import numba  # optional dependency, imported on first use
@@ -298,7 +317,50 @@ def _build() -> tuple[Callable[..., Any], ...]:
                                 if xo + 2 < OW:
                                     row[xo + 2, n] = s12 + 0.25 * a3[t + n] + 4.0 * a4[t + n]
 
-    return input_transform, output_transform, input_transform4, output_transform4
+    @jit
+    def grad_transform(g: Any, D: Any, ty0: int, ty1: int, tw: int, A: Any, zero: Any) -> None:
+        # g: the output gradient (O, OH, OW, N), batch innermost. D[4i + j, o, ((ty - ty0) * tw
+        # + tx) * N + n] = (G dy G^T)[i, j] of the 2x2 block (ty, tx), zero past the output's
+        # edge; G's rows are (1, 0), (1/2, 1/2), (1/2, -1/2), (0, -1): rows first into A
+        # (4, 2 tw, N), then columns
+        O, OH, OW, N = g.shape
+        for o in range(O):
+            for ty in range(ty0, ty1):
+                y = 2 * ty
+                r0 = g[o, y]
+                r1 = g[o, y + 1] if y + 1 < OH else zero
+                for q in range(2 * tw):
+                    if q < OW:
+                        for n in range(N):
+                            p0 = r0[q, n]
+                            p1 = r1[q, n]
+                            A[0, q, n] = p0
+                            A[1, q, n] = 0.5 * (p0 + p1)
+                            A[2, q, n] = 0.5 * (p0 - p1)
+                            A[3, q, n] = -p1
+                    else:
+                        for i in range(4):
+                            for n in range(N):
+                                A[i, q, n] = 0.0
+                base = (ty - ty0) * tw * N
+                for i in range(4):
+                    a = A[i]
+                    d0 = D[4 * i, o]
+                    d1 = D[4 * i + 1, o]
+                    d2 = D[4 * i + 2, o]
+                    d3 = D[4 * i + 3, o]
+                    for tx in range(tw):
+                        t = base + tx * N
+                        q = 2 * tx
+                        for n in range(N):
+                            p0 = a[q, n]
+                            p1 = a[q + 1, n]
+                            d0[t + n] = p0
+                            d1[t + n] = 0.5 * (p0 + p1)
+                            d2[t + n] = 0.5 * (p0 - p1)
+                            d3[t + n] = -p1
+
+    return input_transform, output_transform, input_transform4, output_transform4, grad_transform
 
 
 def available() -> bool:
@@ -326,6 +388,55 @@ def use_winograd(x: np.ndarray, w: np.ndarray, stride: Sequence[int],
         return False
     OH, OW = x.shape[2] + 2 * padding[0] - 2, x.shape[3] + 2 * padding[1] - 2
     return OH > 0 and OW > 0 and available()
+
+
+def use_winograd_grad_weight(x: np.ndarray, g: np.ndarray, kernel_size: Sequence[int],
+                             stride: Sequence[int], padding: Sequence[int],
+                             dilation: Sequence[int], groups: int) -> bool:
+    """Whether the weight gradient of ``conv2d(x, w)`` (``g`` the output gradient) takes the
+    Winograd path: the forward's conditions, and output planes of 6x6 or more."""
+    if x.dtype != np.float32 or g.dtype != np.float32 or groups != 1:
+        return False
+    if tuple(kernel_size) != (3, 3) or tuple(stride) != (1, 1) or tuple(dilation) != (1, 1):
+        return False
+    if not all(0 <= p <= 2 for p in padding):
+        return False
+    if x.shape[1] < _MIN_CHANNELS or g.shape[1] < _MIN_OUT_CHANNELS or x.shape[0] == 0:
+        return False
+    return min(g.shape[2:]) >= _MIN_PLANE_GRAD_WEIGHT and available()
+
+
+def conv3x3_winograd_grad_weight(xa: np.ndarray, ga: np.ndarray, o: np.ndarray,
+                                 padding: Sequence[int]) -> None:
+    """``o`` (O, C, 3, 3) = the weight gradient of the stride-1 3x3 convolution of ``xa``
+    (N, C, H, W), float32, whose output gradient is ``ga`` (N, O, OH, OW), by Winograd
+    F(3x3, 2x2) (numba must be importable)."""
+    kernels = _kernels() or _build()
+    input_transform, grad_transform = kernels[0], kernels[4]
+    N, C, H, W = xa.shape
+    O, OH, OW = ga.shape[1:]
+    ph, pw = padding
+    th, tw = (OH + 1) // 2, (OW + 1) // 2
+    rows = max(1, min(th, _BAND_BYTES // (16 * max(C, O) * tw * N * 4)))
+    xl = to_last(xa)  # (C, H, W, N)
+    gl = to_last(ga)  # (O, OH, OW, N)
+    A = np.empty((4, 2 * tw + 2, N), np.float32)
+    Ag = np.empty((4, 2 * tw, N), np.float32)
+    zero = np.zeros((W, N), np.float32)
+    zero_g = np.zeros((OW, N), np.float32)
+    M = np.zeros((16, O, C), np.float32)  # the products summed over every tile
+    part = np.empty((16, O, C), np.float32)
+    for ty0 in range(0, th, rows):
+        ty1 = min(th, ty0 + rows)
+        T = (ty1 - ty0) * tw * N
+        V = scratch((16, C, T), np.float32)
+        input_transform(xl, V, ph, pw, ty0, ty1, tw, A, zero)
+        D = scratch((16, O, T), np.float32)
+        grad_transform(gl, D, ty0, ty1, tw, Ag, zero_g)
+        np.matmul(D, V.transpose(0, 2, 1), out=part)
+        M += part
+    r = np.matmul(_AA3, M.reshape(16, O * C))  # (9, O*C): A^T m A for every channel pair
+    np.copyto(o, r.reshape(3, 3, O, C).transpose(2, 3, 0, 1))
 
 
 def conv3x3_winograd(xa: np.ndarray, wa: np.ndarray, o: np.ndarray,
