@@ -257,7 +257,71 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     return tensor(data, dtype=dtype, device=device)
 
 
-asarray = as_tensor
+_UNSET: Any = object()  # requires_grad not given: the result keeps the input's
+
+
+def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: bool | None = None,
+            requires_grad: Any = _UNSET) -> Tensor:
+    """``obj`` as a tensor (``torch.asarray``): a tensor, numpy array or buffer (``bytes``,
+    ``bytearray``, ``memoryview``, its bytes read as ``dtype``) is shared where ``copy`` is
+    ``None`` or ``False`` and nothing needs converting; ``copy=True`` always copies (a tensor's
+    copy stays in the graph, as ``clone``); ``copy=False`` refuses what would need a copy
+    (another dtype or device, a sequence, a number) with PyTorch's ``ValueError``.
+    ``requires_grad`` given sets the flag on the result (on ``obj`` itself when it is returned,
+    as PyTorch does); not given, a tensor's result keeps ``obj``'s."""
+    if copy is not None and not isinstance(copy, bool):
+        raise TypeError(f"asarray(): argument 'copy' must be bool, not {type(copy).__name__}")
+    dt = None if dtype is None else _dtype.as_dtype(dtype)
+    dev = None if device is None else _device.as_device(device)
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        # the buffer protocol: the bytes as they are, read as dtype (the default dtype if none)
+        # whatever a memoryview's own format says, as PyTorch reads them
+        obj = np.frombuffer(obj, dtype=(dt or _dtype.get_default_dtype()).numpy)
+        dt = None
+    if isinstance(obj, Tensor):
+        out = _asarray_tensor(obj, dt, dev, copy)
+    elif isinstance(obj, np.ndarray):
+        out = _asarray_numpy(obj, dt, dev, copy)
+    else:
+        if copy is False:
+            raise ValueError("can't alias arbitrary sequence into a tensor.")
+        out = tensor(obj, dtype=dt, device=dev)
+    if requires_grad is not _UNSET and bool(requires_grad) != out.requires_grad:
+        out.requires_grad_(bool(requires_grad))
+    return out
+
+
+def _alias_check(src_dtype: _dtype.dtype, src_device: Any, dt: Any, dev: Any) -> None:
+    """PyTorch's ``ValueError`` for ``copy=False`` where the dtype or the device differs."""
+    if dt is not None and dt is not src_dtype:
+        names = _dtype.SCALAR_TYPE_NAMES
+        raise ValueError(f"can't alias tensor with dtype '{names.get(src_dtype.name)}' into "
+                         f"dtype '{names.get(dt.name)}'.")
+    if dev is not None and dev != src_device:
+        raise ValueError(f"can't alias tensor from device '{src_device}' to '{dev}'.")
+
+
+def _asarray_tensor(obj: Tensor, dt: Any, dev: Any, copy: bool | None) -> Tensor:
+    converts = (dt is not None and dt is not obj.dtype) or (dev is not None and dev != obj.device)
+    if copy is False:
+        _alias_check(obj.dtype, obj.device, dt, dev)
+    if not converts:
+        return obj.clone() if copy else obj
+    return obj.to(device=dev if dev is not None else obj.device,
+                  dtype=dt if dt is not None else obj.dtype)  # recorded: the graph goes on
+
+
+def _asarray_numpy(obj: np.ndarray, dt: Any, dev: Any, copy: bool | None) -> Tensor:
+    src = _dtype.from_numpy_dtype(obj.dtype)
+    if copy is False:
+        _alias_check(src, _device.as_device("cpu"), dt, dev)
+    if copy is not True and (dev is None or dev.type == "cpu") and (dt is None or dt is src):
+        try:
+            return from_numpy(obj)
+        except (TypeError, ValueError):  # strides numpy has and tensors do not: a copy
+            if copy is False:
+                raise
+    return tensor(obj, dtype=dt, device=dev)
 
 
 def empty(*args: Any, size: Any = None, dtype: Any = None, device: Any = None,
@@ -273,6 +337,13 @@ def empty_strided(size: Sequence[int], stride: Sequence[int], dtype: Any = None,
                   requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor with the given strides."""
     shape = parse_size((size,), "empty_strided")
+    stride = tuple(int(s) for s in stride)
+    if len(stride) != len(shape):
+        raise RuntimeError(f"dimensionality of sizes ({len(shape)}) must match dimensionality of "
+                           f"strides ({len(stride)})")
+    if any(s < 0 for s in stride):  # (PyTorch's words: the storage size comes out negative)
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)} and "
+                           f"strides={list(stride)}")
     span = 1 + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else 0
     flat = empty(span, dtype=dtype, device=device)
     t = Tensor._make(flat._storage, 0, shape, tuple(stride), flat.dtype)

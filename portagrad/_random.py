@@ -158,7 +158,10 @@ def randint(*args: Any, size: Any = None, low: Any = None, high: Any = None,
     dt = _dtype.int64 if dtype is None else _dtype.as_dtype(dtype)
     out = _raw.cast(vals, dt)
     # rounding at the top edge of float32 could give `high`: clamp it back
-    return _raw.binary("minimum", out, high - 1, dt)
+    out = _raw.binary("minimum", out, high - 1, dt)
+    if requires_grad:  # (an integer dtype refuses it, as PyTorch's does)
+        out.requires_grad_(True)
+    return out
 
 
 def _randint_args(args: tuple, low: Any, high: Any, size: Any) -> tuple[int, int, Any]:
@@ -234,7 +237,8 @@ def randint_like(input: Tensor, low: Any = None, high: Any = None, *, dtype: Any
     if high is None:
         raise TypeError("randint_like() missing required argument: 'high'")
     return randint(0 if low is None else low, high, input.shape, dtype=dtype or input.dtype,
-                   device=device or input.device, generator=generator)
+                   device=device or input.device, generator=generator,
+                   requires_grad=requires_grad)
 
 
 def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator | None = None,

@@ -76,3 +76,95 @@ def test_complex_numbers_into_a_real_dtype_raise() -> None:
     with pytest.raises(TypeError, match="must be real number, not complex"):
         pg.tensor([1 + 2j], dtype=pg.float32)
     assert pg.tensor([1 + 0j], dtype=pg.complex64).dtype is pg.complex64
+
+
+# ------------------------------------------------------------------------------------ asarray
+def test_asarray_shares_or_copies_numpy_as_copy_says() -> None:
+    """``copy=None``/``False`` share a CPU numpy array of the same dtype, ``copy=True`` copies;
+    ``copy=False`` refuses another dtype or a sequence with PyTorch's ValueError."""
+    a = np.ones(3, np.float32)
+    shared, alias, copied = pg.asarray(a), pg.asarray(a, copy=False), pg.asarray(a, copy=True)
+    a[0] = 5.0
+    assert shared[0].item() == 5.0 and alias[0].item() == 5.0 and copied[0].item() == 1.0
+    converted = pg.asarray(a, dtype=pg.float64)
+    a[1] = 7.0
+    assert converted.dtype is pg.float64 and converted[1].item() == 1.0
+    with pytest.raises(ValueError, match=r"^can't alias tensor with dtype 'Float' into dtype "
+                       r"'Double'\.$"):
+        pg.asarray(a, dtype=pg.float64, copy=False)
+    with pytest.raises(ValueError, match=r"^can't alias arbitrary sequence into a tensor\.$"):
+        pg.asarray([1, 2], copy=False)
+    with pytest.raises(ValueError, match="arbitrary sequence"):
+        pg.asarray(3.5, copy=False)
+    with pytest.raises(TypeError, match="argument 'copy' must be bool, not str"):
+        pg.asarray([1], copy="x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        pg.asarray(a, pg.float64)  # type: ignore[misc]  # dtype is keyword-only
+    assert pg.asarray(np.array([1, 2])).dtype is pg.int64
+    assert pg.asarray([1, 2.5]).tolist() == [1.0, 2.5] and pg.asarray(3.5).dim() == 0
+
+
+def test_asarray_of_tensors(device: str) -> None:
+    """A tensor comes back itself unless ``copy=True`` (a recorded clone) or a conversion (a
+    recorded ``to``); ``requires_grad`` given sets the flag on what is returned (the input
+    itself, as PyTorch does), not given keeps the input's."""
+    t = pg.ones(3, device=device)
+    assert pg.asarray(t) is t and pg.asarray(t, copy=False) is t
+    assert pg.asarray(t, dtype=pg.float32) is t
+    c = pg.asarray(t, copy=True)
+    assert c is not t and c.tolist() == [1.0, 1.0, 1.0]
+    with pytest.raises(ValueError, match=r"can't alias tensor with dtype 'Float' into dtype "
+                       r"'Int'\."):
+        pg.asarray(t, dtype=pg.int32, copy=False)
+    leaf = pg.ones(3, device=device, requires_grad=True)
+    same = pg.asarray(leaf)
+    assert same is leaf and same.requires_grad
+    cl = pg.asarray(leaf, copy=True)
+    assert cl.requires_grad and type(cl.grad_fn).__name__ == "CloneBackward0"
+    f64 = pg.asarray(leaf, dtype=pg.float64)
+    assert f64.dtype is pg.float64 and type(f64.grad_fn).__name__ == "ToCopyBackward0"
+    (cl.sum() + f64.sum()).backward()
+    assert leaf.grad is not None and leaf.grad.tolist() == [2.0, 2.0, 2.0]
+    plain = pg.ones(2, device=device)
+    assert pg.asarray(plain, requires_grad=True) is plain and plain.requires_grad
+    with pytest.raises(RuntimeError, match="floating point and complex dtype can require"):
+        pg.asarray([1, 2], requires_grad=True)
+
+
+def test_asarray_reads_buffers_as_the_dtype() -> None:
+    """The buffer protocol: the bytes as they are, read as ``dtype`` (the default dtype when
+    none is given, whatever a memoryview's format says, as PyTorch reads them)."""
+    assert pg.asarray(bytearray(b"\x01\x02"), dtype=pg.uint8).tolist() == [1, 2]
+    assert pg.asarray(bytearray(8), dtype=pg.float32).tolist() == [0.0, 0.0]
+    ints = np.arange(3, dtype=np.int32)
+    got = pg.asarray(memoryview(ints))
+    assert got.dtype is pg.float32 and got.view(pg.int32).tolist() == [0, 1, 2]
+    buf = bytearray(4)
+    shared = pg.asarray(buf, dtype=pg.uint8)
+    buf[2] = 9
+    assert shared.tolist() == [0, 0, 9, 0]
+
+
+# ------------------------------------------------------------- empty_strided, randint flags
+def test_empty_strided_checks(device: str) -> None:
+    with pytest.raises(RuntimeError, match=r"^dimensionality of sizes \(2\) must match "
+                       r"dimensionality of strides \(1\)$"):
+        pg.empty_strided((2, 3), (1,), device=device)
+    with pytest.raises(RuntimeError, match=r"Storage size calculation overflowed with "
+                       r"sizes=\[2, 3\] and strides=\[-1, 1\]"):
+        pg.empty_strided((2, 3), (-1, 1), device=device)
+    with pytest.raises(RuntimeError, match="negative dimension -2"):
+        pg.empty_strided((-2, 3), (3, 1), device=device)
+    t = pg.empty_strided((2, 3), (1, 2), device=device)
+    assert t.shape == (2, 3) and t.stride() == (1, 2)
+
+
+def test_randint_requires_grad(device: str) -> None:
+    """``randint``/``randint_like`` honour ``requires_grad`` (they dropped it): a float result
+    requires grad, an integer one refuses."""
+    x = pg.ones(3, device=device)
+    assert pg.randint_like(x, 5, requires_grad=True).requires_grad
+    assert pg.randint(0, 5, (2,), dtype=pg.float32, device=device, requires_grad=True).requires_grad
+    assert not pg.randint_like(x, 5).requires_grad
+    with pytest.raises(RuntimeError, match="floating point and complex dtype can require"):
+        pg.randint(0, 5, (2,), device=device, requires_grad=True)
