@@ -25,7 +25,7 @@ from ._tensor import Tensor
 
 __all__ = ["STATE", "SKIP", "autocast_call", "is_enabled", "set_enabled", "get_dtype", "set_dtype",
            "is_cache_enabled", "set_cache_enabled", "clear_cache", "increment_nesting",
-           "decrement_nesting", "cache_size", "default_dtype"]
+           "decrement_nesting", "cache_size", "default_dtype", "snapshot", "restore"]
 
 
 class _State:
@@ -104,6 +104,20 @@ def get_dtype(device_type: str) -> dtype:
 def set_dtype(device_type: str, value: dtype) -> None:
     """Set this thread's autocast dtype for ``device_type``."""
     _tls.dtypes[device_type] = value
+
+
+def snapshot() -> tuple[frozenset[str], dict[str, dtype]]:
+    """This thread's autocast state (enabled device types, their dtypes), for :func:`restore`:
+    a recomputation (activation checkpointing) runs under the state its forward saw."""
+    return frozenset(_tls.enabled), dict(_tls.dtypes)
+
+
+def restore(state: tuple[frozenset[str], dict[str, dtype]]) -> None:
+    """Set this thread's autocast state to one :func:`snapshot` returned."""
+    enabled, dtypes = state
+    for device_type in set(_tls.enabled) | set(enabled):
+        set_enabled(device_type, device_type in enabled)
+    _tls.dtypes = dict(dtypes)
 
 
 def is_cache_enabled() -> bool:

@@ -715,6 +715,87 @@ def test_checkpoint_variants_and_errors(device: str) -> None:
     assert pg.allclose(got, xs.grad)
 
 
+def test_checkpoint_non_reentrant_keeps_no_intermediates_and_acts_as_a_graph(device: str
+                                                                              ) -> None:
+    """Non-reentrant checkpointing records ``fn`` but keeps none of the tensors its ops save (a
+    tensor made inside is freed after the forward); backward recomputes them. Second
+    derivatives (PyTorch 2.13's values), dict outputs, and ``autograd.grad`` leaving the
+    parameters' ``.grad`` alone, as without checkpointing."""
+    import gc
+    import weakref
+
+    from portagrad.utils.checkpoint import checkpoint
+
+    inner: list[weakref.ref[pg.Tensor]] = []
+
+    def f(t: pg.Tensor) -> pg.Tensor:
+        h = t ** 3
+        inner.append(weakref.ref(h))
+        return h.sin()
+
+    x = pg.tensor([0.5, 1.0], device=device, requires_grad=True)
+    y = checkpoint(f, x, use_reentrant=False)
+    gc.collect()
+    assert inner[0]() is None  # sin's saved input was not kept
+    direct = f(x)
+    assert inner[1]() is not None  # (without checkpointing it is)
+    (g,) = pg.autograd.grad(y.sum(), x, create_graph=True)
+    (g2,) = pg.autograd.grad(g.sum(), x)
+    assert pg.allclose(g, pg.tensor([0.7441482543945312, 1.6209070682525635], device=device))
+    assert pg.allclose(g2, pg.tensor([2.906463384628296, -4.331424236297607], device=device))
+    assert pg.equal(y, direct)
+
+    out = checkpoint(lambda t: {"a": t * 2, "b": [t.sin(), "tag"]}, x, use_reentrant=False)
+    assert out["b"][1] == "tag"
+    (out["a"].sum() + out["b"][0].sum()).backward()
+    assert pg.allclose(x.grad, 2 + x.detach().cos())
+
+    model = _block(device).eval()
+    xi = pg.randn(3, 4, device=device, requires_grad=True)
+    (gx,) = pg.autograd.grad(checkpoint(model, xi, use_reentrant=False).sum(), xi)
+    assert model[0].weight.grad is None  # grad() of the input only
+    (want,) = pg.autograd.grad(model(xi).sum(), xi)
+    assert pg.allclose(gx, want)
+
+
+def test_checkpoint_recomputation_must_match(device: str) -> None:
+    """A function that saves fewer tensors when recomputed is refused at backward, not
+    differentiated with the wrong tensors."""
+    from portagrad.utils.checkpoint import checkpoint
+
+    calls = [0]
+
+    def f(t: pg.Tensor) -> pg.Tensor:
+        calls[0] += 1
+        return (t * t).exp() if calls[0] == 1 else t * 1.0
+
+    x = pg.tensor([0.5], device=device, requires_grad=True)
+    y = checkpoint(f, x, use_reentrant=False)
+    with pytest.raises(RuntimeError, match="recomputation saved 0 tensors for backward where "
+                       "the forward saved"):
+        y.sum().backward()
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_checkpoint_recomputes_under_the_forwards_autocast(device: str, reentrant: bool) -> None:
+    """The recomputation runs in the autocast state of the forward, whatever is in force at
+    backward: the saved values are the forward's (bfloat16 products here)."""
+    from portagrad.utils.checkpoint import checkpoint
+
+    dev_type = pg.device(device).type
+    lin = pg.nn.Linear(4, 4).to(device)
+    x = pg.randn(3, 4, device=device, requires_grad=True)
+    try:
+        with pg.autocast(dev_type, dtype=pg.bfloat16):
+            direct = lin(x).float().tanh()
+            y = checkpoint(lambda t: lin(t).float().tanh(), x, use_reentrant=reentrant)
+    except pg.errors.DTypeError:
+        pytest.skip("this backend has no bfloat16")
+    (want,) = pg.autograd.grad(direct.sum(), x)
+    (got,) = pg.autograd.grad(y.sum(), x)  # autocast off here
+    assert pg.equal(got, want)
+
+
 # ------------------------------------------------------------ torch.library, .ops (torch.fx: test_fx.py)
 def test_custom_op_runs_and_differentiates(device: str) -> None:
     from portagrad import library, ops

@@ -3,7 +3,7 @@ again in backward to differentiate it (``torch.utils.checkpoint``, user-facing i
 :mod:`portagrad.utils.checkpoint`).
 
 The forward runs under ``no_grad``, so only the inputs are kept. Backward restores the random
-state the forward saw (so dropout draws the same masks), reruns the function with recording on
+and autocast state the forward saw (so dropout draws the same masks), reruns the function with recording on
 detached copies of the inputs, and differentiates the recomputed outputs against the incoming
 gradients; parameters used inside get their gradients accumulated by that inner backward, and
 the inputs' gradients are returned to the outer graph.
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .. import _random
+from .. import _autocast, _random
 from .._tensor import Tensor
 from ..autograd.function import Function, FunctionCtx
 from ..autograd.grad_mode import enable_grad, no_grad
@@ -33,6 +33,7 @@ class CheckpointFunction(Function):
         ctx.run_function = run_function  # type: ignore[attr-defined]
         ctx.rng_state = (_random.get_rng_state()  # type: ignore[attr-defined]
                          if preserve_rng_state else None)
+        ctx.autocast_state = _autocast.snapshot()  # type: ignore[attr-defined]
         ctx.tensor_pos = [i for i, a in enumerate(args)  # type: ignore[attr-defined]
                           if isinstance(a, Tensor)]
         ctx.others = [None if isinstance(a, Tensor) else a  # type: ignore[attr-defined]
@@ -58,12 +59,15 @@ class CheckpointFunction(Function):
             detached.append(d)
         saved_state = ctx.rng_state  # type: ignore[attr-defined]
         now = _random.get_rng_state() if saved_state is not None else None
+        autocast_now = _autocast.snapshot()
         try:
             if saved_state is not None:
                 _random.set_rng_state(saved_state)  # the forward's draws, again
+            _autocast.restore(ctx.autocast_state)  # type: ignore[attr-defined]  # its casts too
             with enable_grad():
                 out = ctx.run_function(*inputs)  # type: ignore[attr-defined]
         finally:
+            _autocast.restore(autocast_now)
             if now is not None:
                 _random.set_rng_state(now)
         outs = out if isinstance(out, tuple) else (out,)

@@ -1,15 +1,26 @@
 """``torch.utils.checkpoint``: trade compute for memory by recomputing a block in backward.
 
 ``checkpoint(fn, *args)`` returns ``fn(*args)`` without keeping the block's intermediate
-tensors; backward runs ``fn`` again (with the random state of the forward, unless
-``preserve_rng_state=False``, so dropout masks match) and differentiates the recomputation.
-Gradients equal those of running ``fn`` directly. Both of PyTorch's variants are accepted:
-``use_reentrant=True`` (PyTorch's old default; gradients flow only if an input requires grad,
-no keyword arguments) and ``use_reentrant=False`` (keyword arguments allowed, and parameters
-inside ``fn`` get gradients even when no input requires grad). Not passing ``use_reentrant``
-warns and means ``True``, as in PyTorch 2.13. Here both recompute through one node, and
-``fn`` must return a tensor or a tuple of tensors; ``context_fn``, ``determinism_check`` and
-``debug`` are PyTorch's non-reentrant options and are accepted with their defaults only.
+tensors; backward runs ``fn`` again (with the random state and autocast state of the forward,
+unless ``preserve_rng_state=False``, so dropout masks match) and differentiates through the
+recomputed values. Gradients equal those of running ``fn`` directly. Both of PyTorch's variants:
+
+- ``use_reentrant=False`` (recommended): ``fn`` is recorded as usual, but every tensor its ops
+  save for backward goes through a :class:`~portagrad.autograd.graph.saved_tensors_hooks` pack
+  hook that keeps only its position; the first time backward reads one, ``fn`` runs again on the
+  same inputs, recording, and the tensors that run saves are handed out in order. So ``fn`` may
+  return anything (dicts, lists, non-tensors), take keyword arguments, be differentiated twice
+  (``create_graph=True``: the recomputation is connected to the inputs) and be differentiated by
+  ``autograd.grad`` (parameters inside get no ``.grad`` unless asked, as without checkpointing).
+  ``fn`` must run the same recorded ops each time (a recomputation that saves fewer tensors is
+  refused).
+- ``use_reentrant=True`` (PyTorch's old default; not passing ``use_reentrant`` warns and means
+  it, as in PyTorch 2.13): one node that runs ``fn`` under ``no_grad`` and, in backward, reruns it
+  and backpropagates through it; ``fn`` returns a tensor or a tuple of tensors, gradients flow
+  only if an input requires grad, and keyword arguments are refused.
+
+``context_fn``, ``determinism_check`` and ``debug`` are PyTorch's non-reentrant options and are
+accepted with their defaults only.
 """
 from __future__ import annotations
 
@@ -17,9 +28,10 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import _creation
+from .. import _autocast, _random
 from .._ops.checkpoint import CheckpointFunction
-from ..autograd.grad_mode import is_grad_enabled
+from ..autograd.grad_mode import enable_grad, is_grad_enabled
+from ..autograd.graph import saved_tensors_hooks
 from ..nn.modules.container import Sequential
 
 __all__ = ["checkpoint", "checkpoint_sequential"]
@@ -65,13 +77,69 @@ def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool | N
                           UserWarning, stacklevel=2)
         return CheckpointFunction.apply(function, preserve, *args)
 
-    def run(*a: Any) -> Any:
-        return function(*a[:-1], **kwargs)  # the last argument is the anchor below
+    if not is_grad_enabled():  # nothing is recorded, so nothing is saved
+        return function(*args, **kwargs)
+    frame = _Recomputation(function, args, kwargs, preserve)
+    with saved_tensors_hooks(frame.pack, frame.unpack):
+        return function(*args, **kwargs)
 
-    # an empty tensor that requires grad, so the node is recorded (and the parameters inside
-    # reached) whether or not an input requires grad, as with PyTorch's non-reentrant variant
-    anchor = _creation.empty(0, requires_grad=is_grad_enabled())
-    return CheckpointFunction.apply(run, preserve, *args, anchor)
+
+class _Recomputation:
+    """One non-reentrant checkpointed call: the pack hook numbers the tensors the forward saves
+    (and keeps none of them); the first unpack reruns the call, recording, and keeps what that
+    run saves, in the same order, for every unpack after it."""
+
+    def __init__(self, function: Callable[..., Any], args: tuple[Any, ...],
+                 kwargs: dict[str, Any], preserve_rng_state: bool) -> None:
+        self.function = function
+        self.args = args
+        self.kwargs = kwargs
+        self.rng_state = _random.get_rng_state() if preserve_rng_state else None
+        self.autocast_state = _autocast.snapshot()
+        self.count = 0
+        self.values: list[Any] | None = None
+
+    def pack(self, tensor: Any) -> int:
+        i = self.count
+        self.count += 1
+        return i
+
+    def unpack(self, i: int) -> Any:
+        if self.values is None:
+            self.values = self._recompute()
+        if i >= len(self.values):
+            raise RuntimeError(
+                f"torch.utils.checkpoint: the recomputation saved {len(self.values)} tensors for "
+                f"backward where the forward saved {self.count}: the checkpointed function must "
+                "run the same operations each time it is called")
+        return self.values[i]
+
+    def _recompute(self) -> list[Any]:
+        saved: list[Any] = []
+
+        def keep(t: Any) -> Any:
+            saved.append(t)
+            return t
+
+        now = _random.get_rng_state() if self.rng_state is not None else None
+        autocast_now = _autocast.snapshot()
+        try:
+            if self.rng_state is not None:
+                _random.set_rng_state(self.rng_state)  # the forward's draws, again
+            _autocast.restore(self.autocast_state)
+            # on the inputs themselves, recording: what it saves is connected to them, so a
+            # second differentiation (create_graph=True) goes through the recomputed ops
+            with enable_grad(), saved_tensors_hooks(keep, _identity):
+                self.function(*self.args, **self.kwargs)
+        finally:
+            _autocast.restore(autocast_now)
+            if now is not None:
+                _random.set_rng_state(now)
+        return saved
+
+
+def _identity(t: Any) -> Any:
+    return t
 
 
 def checkpoint_sequential(functions: Sequential | Sequence[Callable[[Any], Any]], segments: int,
