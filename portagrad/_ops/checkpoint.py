@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import _autocast, _random
 from .._tensor import Tensor
+from ..autograd.engine import in_restricted_backward
 from ..autograd.function import Function, FunctionCtx
 from ..autograd.grad_mode import enable_grad, no_grad
 
@@ -49,6 +50,14 @@ class CheckpointFunction(Function):
 
     @staticmethod
     def backward(ctx: FunctionCtx, *grads: Any) -> Any:
+        if in_restricted_backward():
+            # the inner backward below accumulates into every leaf inside the function: it
+            # cannot return only the asked-for gradients (PyTorch's refusal)
+            raise RuntimeError(
+                "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or "
+                "passing an `inputs` parameter to .backward(). To resolve this error, you can "
+                "either set use_reentrant=False, or call .backward() without passing the "
+                "`inputs` argument.")
         inputs = list(ctx.others)  # type: ignore[attr-defined]
         detached = []
         for pos, t in zip(ctx.tensor_pos, ctx.saved_tensors):  # type: ignore[attr-defined]

@@ -37,7 +37,7 @@ from .function import AccumulateGrad, GradientEdge, Node, _edge
 if TYPE_CHECKING:
     from .._tensor import Tensor
 
-__all__ = ["backward", "grad", "run_backward", "queue_callback"]
+__all__ = ["backward", "grad", "run_backward", "queue_callback", "in_restricted_backward"]
 
 
 def _check_root(i: int, t: Tensor) -> None:
@@ -73,11 +73,43 @@ def _make_root_grads(tensors: Sequence[Tensor], grads: Sequence[Any], is_grads_b
     return out
 
 
+class _Runs(threading.local):
+    """Per thread, for each backward run in progress (innermost last): whether it was given
+    ``inputs`` (``autograd.grad``, ``backward(inputs=...)``)."""
+
+    restricted: list[bool]
+
+    def __init__(self) -> None:
+        self.restricted = []
+
+
+_runs = _Runs()
+
+
+def in_restricted_backward() -> bool:
+    """Whether the innermost backward run on this thread differentiates toward given inputs
+    (``autograd.grad`` or ``backward(inputs=...)``) rather than every leaf: a node whose backward
+    runs a backward of its own (the reentrant checkpoint) cannot honour that restriction."""
+    r = _runs.restricted
+    return bool(r) and r[-1]
+
+
 def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_graph: bool,
                  create_graph: bool, inputs: Sequence[Tensor] | None = None,
                  allow_unused: bool = True, accumulate: bool = True) -> list[Any]:
     """Run backward from ``tensors``. With ``accumulate`` leaves' ``.grad`` are updated (restricted
     to ``inputs`` if given); otherwise the gradients of ``inputs`` are returned (``autograd.grad``)."""
+    _runs.restricted.append(inputs is not None)
+    try:
+        return _run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs,
+                             allow_unused, accumulate)
+    finally:
+        _runs.restricted.pop()
+
+
+def _run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Any], retain_graph: bool,
+                  create_graph: bool, inputs: Sequence[Tensor] | None,
+                  allow_unused: bool, accumulate: bool) -> list[Any]:
     for i, t in enumerate(tensors):
         _check_root(i, t)
     root_grads = _make_root_grads(tensors, grad_tensors)
