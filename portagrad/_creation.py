@@ -129,8 +129,8 @@ def _flatten_tensors(data: Any) -> Any:
 
 
 def _float_leaf_dtypes(data: Any, out: list[Any]) -> bool:
-    """Collect into ``out`` the dtypes of the floating/complex numpy scalars and tensors among the
-    leaves of nested sequences ``data``; True if a Python float or complex is among them. PyTorch
+    """Collect into ``out`` the dtypes of the floating/complex numpy scalars, numpy arrays and
+    tensors among the leaves of nested sequences ``data``; True if a Python float or complex is among them. PyTorch
     infers such a sequence's dtype by promoting those dtypes with the default dtype where a
     Python float appears: ``[np.float64(1.5), 2.0]`` is float64, ``[np.float16(1)]`` float16."""
     weak = False
@@ -142,7 +142,10 @@ def _float_leaf_dtypes(data: Any, out: list[Any]) -> bool:
         elif isinstance(d, Tensor):
             if d.dtype.is_floating_point or d.dtype.is_complex:
                 out.append(d.dtype)
-        elif isinstance(d, (np.floating, np.complexfloating)):
+        elif isinstance(d, (np.floating, np.complexfloating)) or \
+                (isinstance(d, np.ndarray) and d.dtype.kind in "fc"):
+            # a numpy array inside a sequence counts with its dtype, as a tensor does:
+            # [np.array([0.1, 0.2])] is float64 (it was rounded to the default float32)
             out.append(_dtype.from_numpy_dtype(d.dtype))
         elif isinstance(d, (float, complex)):
             weak = True

@@ -168,3 +168,36 @@ def test_randint_requires_grad(device: str) -> None:
     assert not pg.randint_like(x, 5).requires_grad
     with pytest.raises(RuntimeError, match="floating point and complex dtype can require"):
         pg.randint(0, 5, (2,), device=device, requires_grad=True)
+
+
+@pytest.mark.parametrize("make, dtype", [
+    (lambda: [np.ones(2), np.zeros(2)], "float64"),
+    (lambda: [np.ones(2, np.float32)], "float32"),
+    (lambda: [np.ones(2, np.int32)], "int32"),
+    (lambda: [np.ones(2, np.int32), [1.5, 2.0]], "float32"),
+    (lambda: [np.ones(2), np.ones(2, np.float32)], "float64"),
+    (lambda: [np.ones(2, np.uint8)], "uint8"),
+    (lambda: [np.ones(2, bool)], "bool"),
+    (lambda: [np.ones(2, np.float16)], "float16"),
+    (lambda: [[np.ones(2)], [np.zeros(2)]], "float64"),
+    (lambda: [np.ones(2), [1, 2]], "float64"),
+    (lambda: [np.ones(2, np.complex64)], "complex64"),
+])
+def test_numpy_arrays_in_sequences_keep_their_dtype(device: str, make, dtype: str) -> None:
+    """PyTorch 2.13's dtypes: a numpy array inside a list counts with its own dtype (float64
+    data was rounded to float32 before)."""
+    try:
+        t = pg.tensor(make(), device=device)
+    except pg.errors.DTypeError:
+        pytest.skip(f"{device} has no {dtype}")
+    assert t.dtype is getattr(pg, dtype)
+    if dtype == "float64":
+        assert pg.as_tensor(make(), device=device).dtype is pg.float64
+
+
+def test_float64_arrays_in_a_list_keep_their_values(device: str) -> None:
+    try:
+        t = pg.tensor([np.array([0.1, 0.2])], device=device)
+    except pg.errors.DTypeError:
+        pytest.skip(f"{device} has no float64")
+    assert t.tolist() == [[0.1, 0.2]]
