@@ -110,10 +110,32 @@ def _infer_array(data: Any) -> tuple[np.ndarray, bool]:
     if arr.dtype == object:
         if isinstance(data, (list, tuple)):
             _check_ragged(data)
-        raise TypeError(f"can't convert object of type {type(data).__name__} to a tensor")
+        _refuse_leaf(data)
     if arr.dtype.kind in "US":
-        raise TypeError(f"new(): invalid data type '{arr.dtype.kind == 'U' and 'str'}'")
+        raise TypeError(f"new(): invalid data type '{'str' if arr.dtype.kind == 'U' else 'bytes'}'")
     return arr, arr.dtype.kind in "fc"
+
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _refuse_leaf(data: Any) -> None:
+    """PyTorch's error for the first leaf of ``data`` that is not a number: a Python int outside
+    int64 (``ValueError``), text (``TypeError``), anything else (``RuntimeError``, "Could not
+    infer dtype")."""
+    stack = [data]
+    while stack:
+        d = stack.pop(0)
+        if isinstance(d, (list, tuple)):
+            stack[:0] = list(d)
+        elif isinstance(d, int) and not isinstance(d, bool):
+            if not _INT64_MIN <= d <= _INT64_MAX:
+                raise ValueError("Overflow when unpacking long long")
+        elif isinstance(d, (str, bytes)):
+            raise TypeError(f"new(): invalid data type '{type(d).__name__}'")
+        elif not isinstance(d, (float, complex, bool, np.generic, np.ndarray)):
+            raise RuntimeError(f"Could not infer dtype of {type(d).__name__}")
+    raise TypeError(f"can't convert object of type {type(data).__name__} to a tensor")
 
 
 def _flatten_tensors(data: Any) -> Any:
@@ -130,9 +152,9 @@ def _flatten_tensors(data: Any) -> Any:
 
 def _float_leaf_dtypes(data: Any, out: list[Any]) -> bool:
     """Collect into ``out`` the dtypes of the floating/complex numpy scalars, numpy arrays and
-    tensors among the leaves of nested sequences ``data``; True if a Python float or complex is among them. PyTorch
-    infers such a sequence's dtype by promoting those dtypes with the default dtype where a
-    Python float appears: ``[np.float64(1.5), 2.0]`` is float64, ``[np.float16(1)]`` float16."""
+    tensors among the leaves of nested sequences ``data``; True if a Python float or complex is
+    among them. PyTorch infers such a sequence's dtype by promoting those dtypes with the default
+    dtype where a Python float appears: ``[np.float64(1.5), 2.0]`` is float64, ``[np.float16(1)]`` float16."""
     weak = False
     stack = [data]
     while stack:
@@ -190,6 +212,8 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
                              and not isinstance(data, (np.ndarray, np.generic))):
             dt = _dtype.get_default_dtype()
         elif arr.dtype.kind in "iu" and arr.dtype not in _dtype._BY_NUMPY:
+            if arr.dtype == np.uint64 and not isinstance(data, (np.ndarray, np.generic)):
+                _refuse_leaf(data)  # Python ints past int64's range (numpy took uint64)
             dt = _dtype.int64  # integer types without a portagrad dtype (uint16 ...) widen
             if isinstance(data, (np.ndarray, np.generic)) and arr.dtype == np.uint64 and \
                     arr.size and int(arr.max()) > np.iinfo(np.int64).max:
@@ -427,7 +451,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device
     if step == 0 or step != step:
         raise RuntimeError("step must be nonzero")
     if (end - start) / step < 0:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         is_float = any(isinstance(v, float) for v in vals)
         dtype = _dtype.get_default_dtype() if is_float else _dtype.int64

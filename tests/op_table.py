@@ -1245,7 +1245,7 @@ def _creation_rows() -> list[OpInfo]:
                        E(lambda d: pg.arange(0, 2.5, 0.5, dtype=I64, device=d), RuntimeError,
                          r"step must be nonzero"),
                        E(lambda d: pg.arange(5, 0, 1, device=d), RuntimeError,
-                         r"upper bound and larger bound inconsistent with step sign")]),
+                         r"upper bound and lower bound inconsistent with step sign")]),
         OpInfo("linspace", lambda *a, device, **k: pg.linspace(*a, device=device, **k),
                lambda *a, **k: np.linspace(*a),
                lambda dtype, rng: [Sample((0.0, 1.0, 5), {"dtype": dtype}),

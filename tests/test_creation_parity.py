@@ -201,3 +201,32 @@ def test_float64_arrays_in_a_list_keep_their_values(device: str) -> None:
     except pg.errors.DTypeError:
         pytest.skip(f"{device} has no float64")
     assert t.tolist() == [[0.1, 0.2]]
+
+
+@pytest.mark.parametrize("data, exc, msg", [
+    (None, RuntimeError, "^Could not infer dtype of NoneType$"),
+    ([1, None], RuntimeError, "^Could not infer dtype of NoneType$"),
+    ([[1], [None]], RuntimeError, "^Could not infer dtype of NoneType$"),
+    ({"a": 1}, RuntimeError, "^Could not infer dtype of dict$"),
+    ({1, 2}, RuntimeError, "^Could not infer dtype of set$"),
+    ((x for x in range(2)), RuntimeError, "^Could not infer dtype of generator$"),
+    ([object()], RuntimeError, "^Could not infer dtype of object$"),
+    ([2**63], ValueError, "^Overflow when unpacking long long$"),
+    (2**63, ValueError, "^Overflow when unpacking long long$"),
+    ([1, 2**64], ValueError, "^Overflow when unpacking long long$"),
+    ([-2**63 - 1], ValueError, "^Overflow when unpacking long long$"),
+    ([1, "a"], TypeError, "^new\\(\\): invalid data type 'str'$"),
+    ([b"a"], TypeError, "^new\\(\\): invalid data type 'bytes'$"),
+])
+def test_tensor_refuses_what_is_not_a_number(device: str, data, exc, msg) -> None:
+    """PyTorch 2.13's exception types and words for data that is not numbers."""
+    with pytest.raises(exc, match=msg):
+        pg.tensor(data, device=device)
+
+
+def test_int64_edges_and_arange_sign(device: str) -> None:
+    assert pg.tensor([2**63 - 1, -2**63], device=device).tolist() == [2**63 - 1, -2**63]
+    assert pg.tensor([2**63], dtype=pg.float32, device=device).item() == 2.0**63
+    with pytest.raises(RuntimeError, match="^upper bound and lower bound inconsistent with "
+                       "step sign$"):
+        pg.arange(0, 5, -1, device=device)
