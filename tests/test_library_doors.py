@@ -101,7 +101,7 @@ def test_interpolate_antialias_as_torch(device: str) -> None:
     got8 = F.interpolate(x8, size=(3, 3), mode="bilinear", antialias=True)
     assert got8.dtype == pg.uint8
     assert got8.flatten().tolist() == _AA_U8
-    with pytest.raises(ValueError, match="restricted to bilinear and bicubic"):
+    with pytest.raises(ValueError, match="restricted to bilinear, bicubic, and lanczos"):
         F.interpolate(x, size=(3, 2), mode="nearest", antialias=True)
 
 

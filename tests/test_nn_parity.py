@@ -504,22 +504,23 @@ def test_lazy_modules_load_a_checkpoint(device):
 # ------------------------------------------------------------------ sampling grids
 def test_grid_sample_reflection_and_3d_against_torch_literals(device):
     x = pg.arange(12.0, device=device).reshape(1, 1, 3, 4)
-    g = T([[[[-1.3, 0.2], [0.9, -1.6], [0.1, 1.7]]]], device)  # (1, 1, 3, 2)
+    g = T([[[[-1.3, 0.2], [0.9, -1.6], [0.1, 1.7]]]], device, dtype=pg.float32)  # (1, 1, 3, 2)
     out = F.grid_sample(x, g, padding_mode="reflection", align_corners=False)
     np.testing.assert_allclose(H(out).ravel(), [5.3, 4.6, 7.5], rtol=1e-5)
     out = F.grid_sample(x, g, padding_mode="reflection", align_corners=True)
     np.testing.assert_allclose(H(out).ravel(), [5.25, 5.25, 6.85], rtol=1e-5)
     v = pg.arange(8.0, device=device).reshape(1, 1, 2, 2, 2)
-    g3 = T([[[[[0.5, -0.5, 0.0]]]]], device)  # x, y, z
+    g3 = T([[[[[0.5, -0.5, 0.0]]]]], device, dtype=pg.float32)  # x, y, z
     np.testing.assert_allclose(H(F.grid_sample(v, g3, align_corners=True)).ravel(), [3.25],
                                rtol=1e-6)
-    theta = T([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], device)
+    theta = T([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], device, dtype=pg.float32)
     ident = F.affine_grid(theta, [1, 1, 3, 4], align_corners=False)
     np.testing.assert_allclose(H(F.grid_sample(x, ident, align_corners=False)), H(x), rtol=1e-6)
     with pytest.warns(UserWarning, match="Default grid_sample and affine_grid behavior"):
         F.affine_grid(theta, [1, 1, 3, 4])
-    with pytest.raises(NotImplementedError, match="mode='bicubic' is not implemented"):
-        F.grid_sample(x, ident, "bicubic", align_corners=False)
+    # bicubic at the pixel centres reads the pixels
+    np.testing.assert_allclose(H(F.grid_sample(x, ident, "bicubic", align_corners=False)), H(x),
+                               rtol=1e-6, atol=1e-6)
 
 
 def test_grid_sample_against_torch(device):
@@ -597,12 +598,12 @@ def test_interpolate_bicubic_against_torch_literals(device):
         rtol=1e-5, atol=1e-6)
     xd = pg.randn(1, 2, 3, 3, device=device, dtype=pg.float64, requires_grad=True)
     assert pg.autograd.gradcheck(lambda t: F.interpolate(t, size=(4, 5), mode="bicubic"), (xd,))
-    with pytest.raises(NotImplementedError, match="bicubic mode needs 4D input"):
+    with pytest.raises(NotImplementedError, match=r"Only 3D, 4D and 5D input .*\(got bicubic\)"):
         F.interpolate(x[0], size=3, mode="bicubic")
     for mode in ("bilinear", "bicubic"):  # antialiased downsampling (torchvision's resize)
         assert pg.autograd.gradcheck(
             lambda t, mode=mode: F.interpolate(t, size=(2, 2), mode=mode, antialias=True), (xd,))
-    with pytest.raises(ValueError, match="Anti-alias option is restricted to bilinear and bicubic"):
+    with pytest.raises(ValueError, match="Anti-alias option is restricted to bilinear, bicubic, and lanczos"):
         F.interpolate(x, scale_factor=0.5, mode="nearest", antialias=True)
 
 

@@ -198,8 +198,8 @@ def test_grid_sampler_integer_modes(device: str) -> None:
     g3 = pg.tensor(rng.uniform(-1, 1, size=(1, 2, 2, 2, 3)), device=device)
     np.testing.assert_array_equal(_np(pg.grid_sampler_3d(x3, g3, 0, 1, False)),
                                   _np(F.grid_sample(x3, g3, "bilinear", "border", False)))
-    with pytest.raises(NotImplementedError, match="mode='bicubic' is not implemented"):
-        pg.grid_sampler(x, g, 2, 0, False)  # as nn.functional.grid_sample
+    np.testing.assert_array_equal(_np(pg.grid_sampler(x, g, 2, 0, False)),  # mode 2: bicubic
+                                  _np(F.grid_sample(x, g, "bicubic", "zeros", False)))
     with pytest.raises(RuntimeError, match="invalid padding_mode 5"):
         pg.grid_sampler(x, g, 0, 5, False)
     with pytest.raises(TypeError, match="'align_corners' \\(position 5\\) must be bool"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 from .._autocast import SKIP as _SKIP
@@ -44,7 +45,11 @@ def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False,
         if m == 0:
             found = _creation.zeros(e.shape, dtype=_dtype.bool, device=e.device)
         else:
-            pos = elementwise.clamp(searchsorted(s, e), 0, m - 1)
+            # NaNs sort last but break the binary search (1.0 in [1.0, nan] was not found):
+            # searched as inf; they still match nothing, being compared as NaN below
+            key = where(elementwise.isnan(s), math.inf, s) \
+                if dt.is_floating_point else s
+            pos = elementwise.clamp(searchsorted(key, e), 0, m - 1)
             found = elementwise.eq(reshape(index_select(s, 0, reshape(pos, (-1,))), e.shape), e)
         return elementwise.logical_not(found) if invert else found
 

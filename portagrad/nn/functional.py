@@ -699,7 +699,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
               max_norm: float | None = None, norm_type: float = 2.0,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
     """Rows of ``weight`` picked by the integer ``input`` (``padding_idx``'s row gets no gradient)."""
-    if input.dtype.is_floating_point or input.dtype is _dtype.bool:
+    if input.dtype not in (_dtype.int64, _dtype.int32):
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following "
                            f"scalar types: Long, Int; but got {input.type()} instead (while "
                            f"checking arguments for embedding)")
@@ -707,8 +707,21 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         raise RuntimeError("'weight' must be 2-D")
     n = weight.shape[0]
     if padding_idx is not None:
+        if not -n <= padding_idx < n:
+            raise AssertionError("Padding_idx must be within num_embeddings")
         if padding_idx < 0:
             padding_idx += n
+    try:
+        return _embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq,
+                          sparse)
+    except IndexError:  # an index outside the table, in PyTorch's words
+        raise IndexError("index out of range in self") from None
+
+
+def _embedding(input: Tensor, weight: Tensor, padding_idx: int | None, max_norm: float | None,
+               norm_type: float, scale_grad_by_freq: bool, sparse: bool) -> Tensor:
+    """:func:`embedding` of checked arguments (``padding_idx`` non-negative)."""
+    n = weight.shape[0]
     if max_norm is not None:
         with no_grad():
             rows = weight.index_select(0, input.reshape((-1,)))
@@ -788,6 +801,11 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
                                   f"per_sample_weights is only supported for mode='sum' (got "
                                   f"mode='{mode}'). Please open a feature request on GitHub.")
+    if per_sample_weights is not None and per_sample_weights.dtype is not weight.dtype:
+        raise RuntimeError(f"Expected tensor for argument #1 'weight' to have the same type as "
+                           f"tensor for argument #1 'per_sample_weights'; but type {weight.type()} "
+                           f"does not equal {per_sample_weights.type()} (while checking arguments "
+                           f"for embedding_bag)")
     if len(off) and off[0] != 0:
         raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has "
                            f"to start from position 0. However, got {off[0]}")
@@ -1053,16 +1071,72 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                              dilation, 3)
 
 
+def _im2col_arg(fn: str, value: Any, name: str, pos: int) -> tuple[int, int]:
+    """One of ``unfold``/``fold``'s size arguments as a pair: an int, or a sequence of exactly
+    two (PyTorch's im2col takes no single-element lists either)."""
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    for i, v in enumerate(items):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be tuple of ints, but "
+                            f"found element of type {type(v).__name__} at pos {i}")
+    if not isinstance(value, (list, tuple)):
+        return (int(value), int(value))
+    if len(items) != 2:
+        raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(items)}")
+    return (int(items[0]), int(items[1]))
+
+
+def _check_im2col_values(k: tuple[int, int], s: tuple[int, int], d: tuple[int, int],
+                         pd: tuple[int, int], order: str) -> None:
+    """PyTorch's checks of im2col/col2im's kernel (k), stride (s), dilation (d) and padding (p),
+    in the order given."""
+    checks = {"k": (min(k) <= 0, f"kernel size should be greater than zero, but got kernel_height: "
+                                 f"{k[0]} kernel_width: {k[1]}"),
+              "s": (min(s) <= 0, f"stride should be greater than zero, but got stride_height: "
+                                 f"{s[0]} stride_width: {s[1]}"),
+              "d": (min(d) <= 0, f"dilation should be greater than zero, but got dilation_height: "
+                                 f"{d[0]} dilation_width: {d[1]}"),
+              "p": (min(pd) < 0, f"padding should be non-negative, but got pad_height: {pd[0]} "
+                                 f"pad_width: {pd[1]}")}
+    for c in order:
+        bad, msg = checks[c]
+        if bad:
+            raise RuntimeError(msg)
+
+
+def _blocks(n: int, k: int, d: int, pd: int, s: int) -> int:
+    """The number of sliding blocks along one axis (C++'s division, truncating toward zero)."""
+    span = n + 2 * pd - (d * (k - 1) + 1)
+    return int(span / s) + 1
+
+
 def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1
            ) -> Tensor:
-    """Sliding local blocks: (N, C, H, W) -> (N, C*kh*kw, L)."""
-    if input.dim() not in (3, 4):
-        raise RuntimeError(f"Input Error: Only 3D or 4D input Tensors are supported (got "
-                           f"{input.dim()}D)")
+    """Sliding local blocks: (N, C, H, W) -> (N, C*kh*kw, L) (or the same without N)."""
+    k = _im2col_arg("im2col", kernel_size, "kernel_size", 2)
+    d = _im2col_arg("im2col", dilation, "dilation", 3)
+    pd = _im2col_arg("im2col", padding, "padding", 4)
+    s = _im2col_arg("im2col", stride, "stride", 5)
+    _check_im2col_values(k, s, d, pd, "kdps")
+    if input.dim() < 3:  # PyTorch reads the size of dimension 2 first
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.dim()}, "
+                         f"{input.dim() - 1}], but got 2)")
+    if input.dim() not in (3, 4) or 0 in input.shape[input.dim() - 3:]:
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and "
+                           f"other non-zero dimensions for input, but got: {list(input.shape)}")
+    in_sp = tuple(input.shape[-2:])
+    blocks = [_blocks(in_sp[i], k[i], d[i], pd[i], s[i]) for i in range(2)]
+    if min(blocks) < 1:
+        raise RuntimeError(f"Given input with spatial size {in_sp}, kernel_size={k}, dilation={d}, "
+                           f"padding={pd}, calculated shape of the array of sliding blocks as "
+                           f"{tuple(blocks)}, but its components must be at least one.")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex
+            or input.dtype is _dtype.bool):
+        raise NotImplementedError(f"\"im2col_out_cpu\" not implemented for "
+                                  f"'{_type_name(input.dtype)}'")
     unbatched = input.dim() == 3
     x = input.unsqueeze(0) if unbatched else input
-    k, d, pd, s = (_pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))
-    p = im2col.window_plan(x.shape[1], tuple(x.shape[2:]), k, s, pd, pd, d)
+    p = im2col.window_plan(x.shape[1], in_sp, k, s, pd, pd, d)
     out = im2col.unfold_cols(x, p).transpose(1, 2)
     return out.squeeze(0) if unbatched else out
 
@@ -1070,23 +1144,34 @@ def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
 def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
          stride: Any = 1) -> Tensor:
     """Combine sliding blocks (N, C*kh*kw, L) into (N, C, H, W), summing overlaps."""
+    osz = _im2col_arg("col2im", output_size, "output_size", 2)
+    k = _im2col_arg("col2im", kernel_size, "kernel_size", 3)
+    d = _im2col_arg("col2im", dilation, "dilation", 4)
+    pd = _im2col_arg("col2im", padding, "padding", 5)
+    s = _im2col_arg("col2im", stride, "stride", 6)
+    _check_im2col_values(k, s, d, pd, "ksdp")
+    if input.dim() not in (2, 3) or 0 in input.shape[input.dim() - 2:]:
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch "
+                           f"size and non-zero dimensions for input, but got: {list(input.shape)}")
     unbatched = input.dim() == 2
     x = input.unsqueeze(0) if unbatched else input
-    k, d, pd, s = (_pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))
-    osz = _pair(output_size)
     K = k[0] * k[1]
     if x.shape[1] % K:
         raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of "
                            f"kernel_size, but got input.size(1)={x.shape[1]} and kernel_size="
-                           f"{tuple(k)}")
-    Cc = x.shape[1] // K
-    p = im2col.window_plan(Cc, osz, k, s, pd, pd, d)
-    if p.L != x.shape[2]:
+                           f"{tuple(k)}.")
+    blocks = [_blocks(osz[i], k[i], d[i], pd[i], s[i]) for i in range(2)]
+    if blocks[0] * blocks[1] != x.shape[2]:
         raise RuntimeError(f"Given output_size={tuple(osz)}, kernel_size={tuple(k)}, dilation="
                            f"{tuple(d)}, padding={tuple(pd)}, stride={tuple(s)}, expected size of "
                            f"input's dimension 2 to match the calculated number of sliding blocks "
-                           f"{p.out_spatial[0]} * {p.out_spatial[1]} = {p.L}, but got "
+                           f"{blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got "
                            f"input.size(2)={x.shape[2]}.")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex
+            or input.dtype is _dtype.bool):
+        raise NotImplementedError(f"\"col2im_out_cpu\" not implemented for "
+                                  f"'{_type_name(input.dtype)}'")
+    p = im2col.window_plan(x.shape[1] // K, osz, k, s, pd, pd, d)
     out = im2col.fold_cols(x.transpose(1, 2), p)
     return out.squeeze(0) if unbatched else out
 
@@ -1671,11 +1756,9 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out: Tensor | None = None) -> Tensor:
     """``input / max(||input||_p, eps)`` along ``dim``."""
     denom = input.norm(p, dim, keepdim=True).clamp(eps, None)
-    res = input / denom
-    if out is not None:
-        out.copy_(res)
-        return out
-    return res
+    if out is not None:  # a division into ``out``: resized (with a warning) when its shape differs
+        return elementwise.div(input, denom, out=out)
+    return input / denom
 
 
 # ------------------------------------------------------------------ losses
@@ -2466,6 +2549,9 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot encoding along a new last dimension."""
+    if not isinstance(num_classes, (int, np.integer)) or isinstance(num_classes, bool):
+        raise TypeError(f"one_hot(): argument 'num_classes' (position 2) must be int, not "
+                        f"{type(num_classes).__name__}")
     if tensor.dtype is not _dtype.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if tensor.numel():
@@ -2476,7 +2562,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
             num_classes = hi + 1
         elif hi >= num_classes:
             raise RuntimeError("Class values must be smaller than num_classes.")
-    elif num_classes == -1:
+    elif num_classes <= 0:  # (an empty input needs a positive count, not just an explicit one)
         raise RuntimeError("Can not infer total number of classes from empty tensor.")
     ar = _creation.arange(num_classes, device=tensor.device)
     return tensor.unsqueeze(-1).eq(ar).to(dtype=_dtype.int64)
@@ -2489,7 +2575,7 @@ def _pad_plan(in_sp: tuple[int, ...], pads: tuple[tuple[int, int], ...], mode: s
         # grows one axis per spatial dimension (n-d index arithmetic by broadcasting)
         pix: np.ndarray = np.zeros((), np.int64)
         valid: np.ndarray = np.ones((), bool)
-        for n, (lo, _), o in zip(in_sp, pads, out_sp):
+        for n, (lo, hi), o in zip(in_sp, pads, out_sp):
             src = np.arange(o) - lo
             if mode == "constant":
                 ok = (src >= 0) & (src < n)
@@ -2503,7 +2589,10 @@ def _pad_plan(in_sp: tuple[int, ...], pads: tuple[tuple[int, int], ...], mode: s
                 elif mode == "replicate":
                     src = np.clip(src, 0, n - 1)
                 elif mode == "circular":
-                    src = np.mod(src, n)
+                    # PyTorch crops first, then wraps around what is left: a negative pad on
+                    # one side changes what the other side's positive pad repeats
+                    start, kept = max(-lo, 0), n - max(-lo, 0) - max(-hi, 0)
+                    src = np.mod(np.arange(o) - max(lo, 0), max(kept, 1)) + start
             pix = pix[..., None] * n + src
             valid = valid[..., None] & ok
         pix = np.where(valid, pix, -1).reshape(-1, 1)
@@ -2519,12 +2608,23 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
         return _ac_out
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("pdist only supports floating-point dtypes")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
+    if input.dtype not in (_dtype.float32, _dtype.float64) and input.device.type == "cpu":
+        # PyTorch's CPU kernel has no 16-bit version (its CUDA one has, as OpenCL here)
+        raise NotImplementedError(f"\"pdist\" not implemented for '{_type_name(input.dtype)}'")
     i, j = np.triu_indices(input.shape[0], 1)
     a = input.index_select(0, _creation.tensor(i, dtype=_dtype.int64, device=input.device))
     b = input.index_select(0, _creation.tensor(j, dtype=_dtype.int64, device=input.device))
-    return (a - b).norm(p, 1)
+    diff = a - b
+    out = diff.norm(p, 1)
+    if p == 0 and diff.requires_grad and is_grad_enabled():
+        # the count of nonzeros is flat: a zero gradient (not none), as PyTorch
+        take = _creation.ones(tuple(out.shape), dtype=_dtype.bool, device=out.device)
+        out = where(take, out, diff.sum(1))
+    return out
 
 
 def _unpool_output_size(in_sp: tuple[int, ...], k: tuple[int, ...], s: tuple[int, ...],
@@ -2608,16 +2708,82 @@ def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any =
     return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 3)
 
 
+def _pad_ints(pad: Sequence[int]) -> tuple[int, ...]:
+    """``pad`` as a tuple of ints, refusing floats and bools as PyTorch's argument parser does."""
+    out = []
+    for i, p in enumerate(pad):
+        if isinstance(p, bool) or not isinstance(p, (int, np.integer, Tensor)):
+            raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, but found "
+                            f"element of type {type(p).__name__} at pos {i}")
+        out.append(int(p))
+    return tuple(out)
+
+
+_SPATIAL = ("D", "H", "W")  # the names of the last three dimensions in messages
+_PAD_SUPPORTED = ("Supported combinations for non-constant padding:\n"
+                  "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+                  "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+                  "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+
+
+def _check_pad_nonconstant(input: Tensor, pads: tuple[tuple[int, int], ...], mode: str) -> None:
+    """PyTorch's checks of reflect/replicate/circular padding: the ranks its kernels take (the
+    pads and one or two leading dimensions), non-empty inputs, and pads the mode can honour."""
+    k, dim = len(pads), input.dim()
+    if not 1 <= k <= 3 or dim not in (k + 1, k + 2):
+        raise NotImplementedError(f"Padding size {2 * k} is not supported for {dim}D input "
+                                  f"tensor.\n{_PAD_SUPPORTED}")
+    in_sp = tuple(input.shape[dim - k:])
+    if mode != "circular":
+        # only a batch dimension (there when the input has both leading dimensions) may be empty
+        if any(s == 0 for s in input.shape[dim - k - 1:]):
+            raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 "
+                               f"batch size and other non-zero dimensions for input, but got: "
+                               f"{list(input.shape)}")
+        if input.dtype is _dtype.bool:
+            kernel = "reflection" if mode == "reflect" else "replication"
+            raise NotImplementedError(f"\"{kernel}_pad{k}d\" not implemented for 'Bool'")
+    for j, ((lo, hi), n) in enumerate(zip(pads, in_sp)):
+        d = dim - k + j
+        if mode == "reflect" and (lo >= n or hi >= n):
+            raise RuntimeError(f"Argument #{2 * (k - j) + 2}: Padding size should be less than the "
+                               f"corresponding input dimension, but got: padding ({lo}, {hi}) at "
+                               f"dimension {d} of input {list(input.shape)}")
+        if mode == "circular":
+            if lo > n or hi > n:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            if n + lo + hi < 0:
+                raise RuntimeError("Negative padding value is resulting in an empty dimension")
+    out_sp = [n + lo + hi for n, (lo, hi) in zip(in_sp, pads)]
+    if mode != "circular" and max(out_sp) < 1:  # (the kernels refuse only all-empty outputs)
+        ins = [f"{a}: {n}" for a, n in zip(_SPATIAL[3 - k:], in_sp)]
+        outs = " ".join(f"{a}: {o}" for a, o in zip(_SPATIAL[3 - k:], out_sp))
+        # PyTorch's spacing: "(W: 3)", "(H: 2, W: 2)" ("(H: 2, W: 2 )" replicating),
+        # "(D: 5 H: 3, W: 2)"
+        if k == 1:
+            sizes = ins[0]
+        elif k == 2:
+            sizes = ", ".join(ins) + (" " if mode == "replicate" else "")
+        else:
+            sizes = f"{ins[0]} {ins[1]}, {ins[2]}"
+        raise RuntimeError(f"input ({sizes}) is too small. Calculated output {outs}")
+    if mode != "circular" and min(out_sp) < 0:
+        shape = list(input.shape[:dim - k]) + out_sp
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(out_sp)}: "
+                           f"{shape}")
+
+
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None
         ) -> Tensor:
     """Pad the last ``len(pad) // 2`` dimensions (``pad`` lists the last dimension first):
-    ``constant``, ``reflect``, ``replicate`` or ``circular`` (negative padding crops)."""
+    ``constant`` (any number of dimensions), or ``reflect``, ``replicate`` or ``circular`` (one to
+    three dimensions of a batched or unbatched input); negative padding crops."""
     if _AUTOCAST.on and mode in ("reflect", "replicate") and 2 <= len(pad) <= 6:
         # the ATen op F.pad dispatches to, as named in the autocast lists
         op = f"{'reflection' if mode == 'reflect' else 'replication'}_pad{len(pad) // 2}d"
         if (_ac_out := _autocast_call(op, pad_fn, input, pad, mode=mode, value=value)) is not _SKIP:
             return _ac_out
-    pad = tuple(int(p) for p in pad)
+    pad = _pad_ints(pad)
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
     k = len(pad) // 2
@@ -2631,21 +2797,14 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
         raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
     pads = tuple((pad[2 * i], pad[2 * i + 1]) for i in reversed(range(k)))
     in_sp = tuple(input.shape[input.dim() - k:])
-    for j, ((lo, hi), n) in enumerate(zip(pads, in_sp)):
-        dim = input.dim() - k + j
-        if mode == "reflect" and (lo >= n or hi >= n):
-            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
-                               f"input dimension, but got: padding ({lo}, {hi}) at dimension {dim} "
-                               f"of input {list(input.shape)}")
-        if mode == "circular" and (lo > n or hi > n):
-            raise RuntimeError("Padding value causes wrapping around more than once.")
-        if n + lo + hi < 0:
-            raise RuntimeError(f"The input size {n}, plus negative padding {lo} and {hi} resulted in "
-                               f"a negative output size, which is invalid. Check dimension {dim} of "
-                               f"your input.")
+    if mode == "constant":
+        if any(n + lo + hi < 0 for (lo, hi), n in zip(pads, in_sp)):
+            raise RuntimeError("narrow(): length must be non-negative.")
+    else:
+        _check_pad_nonconstant(input, pads, mode)
     lead = tuple(input.shape[:input.dim() - k])
     p = _pad_plan(in_sp, pads, mode)
-    x = input.reshape((max(math.prod(lead), 1) if lead else 1, 1, math.prod(in_sp)))
+    x = input.reshape((math.prod(lead), 1, math.prod(in_sp)))
     fill = 0.0 if value is None else value
     out = im2col.unfold_cols(x, p, fill)
     return out.reshape(lead + p.out_spatial)
@@ -2726,11 +2885,92 @@ def _upsample_op(mode: str, nd: int, antialias: bool) -> str | None:
     return f"{base}{nd}d"
 
 
+_INTERP_MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
+
+
+def _interp_size(size: Any, in_sp: tuple[int, ...]) -> tuple[int, ...]:
+    """``interpolate``'s ``size``: an int for every spatial dimension or one per dimension."""
+    nd = len(in_sp)
+    if not isinstance(size, (list, tuple)):
+        if isinstance(size, float):
+            raise TypeError(f"expected size to be one of int or Tuple[int] or Tuple[int, int] or "
+                            f"Tuple[int, int, int], but got size with types {[float]}")
+        return (int(size),) * nd
+    if len(size) != nd:
+        raise ValueError(f"Input and output must have the same number of spatial dimensions, but "
+                         f"got input with spatial dimensions of {list(in_sp)} and output size of "
+                         f"{size}. Please provide input tensor in (N, C, d1, d2, ...,dK) format "
+                         f"and output size in (o1, o2, ...,oK) format.")
+    if any(isinstance(v, float) for v in size):
+        raise TypeError(f"expected size to be one of int or Tuple[int] or Tuple[int, int] or "
+                        f"Tuple[int, int, int], but got size with types {[type(v) for v in size]}")
+    return tuple(int(v) for v in size)
+
+
+def _interp_scales(scale_factor: Any, in_sp: tuple[int, ...]) -> tuple[float, ...]:
+    nd = len(in_sp)
+    if not isinstance(scale_factor, (list, tuple)):
+        return (float(scale_factor),) * nd
+    if len(scale_factor) != nd:
+        raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, "
+                         f"but got input with spatial dimensions of {list(in_sp)} and scale_factor "
+                         f"of shape {scale_factor}. Please provide input tensor in (N, C, d1, d2, "
+                         f"...,dK) format and scale_factor in (s1, s2, ...,sK) format.")
+    return tuple(float(v) for v in scale_factor)
+
+
+def _check_interp_mode(input: Tensor, mode: str) -> None:
+    """The (rank, mode) pairs ``interpolate`` has kernels for, with PyTorch's messages."""
+    nd = input.dim() - 2
+    ranks = {"nearest": (1, 2, 3), "nearest-exact": (1, 2, 3), "area": (1, 2, 3), "linear": (1,),
+             "bilinear": (2,), "trilinear": (3,), "bicubic": (2,), "lanczos": (2,)}
+    if nd in ranks.get(mode, ()):
+        return
+    if nd in (1, 2, 3) and mode in ("linear", "bilinear", "trilinear"):
+        needs = {"linear": 3, "bilinear": 4, "trilinear": 5}[mode]
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {needs}D input")
+    raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+                              f"{input.dim()}D) for the modes: {_INTERP_MODES} (got {mode})")
+
+
+def _check_interp_sizes(input: Tensor, out_sp: tuple[int, ...]) -> None:
+    """The resampling kernels' checks: positive sizes, and data in every non-batch dimension."""
+    in_sp = tuple(input.shape[2:])
+    if min(in_sp) <= 0 or min(out_sp) <= 0:
+        names = _SPATIAL[3 - len(in_sp):]
+        ins = ", ".join(f"{k}: {v}" for k, v in zip(names, in_sp))
+        outs = ", ".join(f"{k}: {v}" for k, v in zip(names, out_sp))
+        sep = " and " if len(in_sp) == 1 else " "  # (PyTorch's 1-D message has an "and")
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                           f"({ins}){sep}output ({outs})")
+    if input.shape[1] == 0:
+        raise RuntimeError(f"Non-empty {input.dim()}D data tensor expected but got a tensor with "
+                           f"sizes {list(input.shape)}")
+
+
+def _check_interp_dtype(input: Tensor, mode: str) -> None:
+    """Floating inputs everywhere; uint8 (images) for nearest, bilinear and bicubic only."""
+    dt = input.dtype
+    if dt.is_floating_point or (dt is _dtype.uint8 and mode in ("nearest", "nearest-exact",
+                                                                "bilinear", "bicubic")):
+        return
+    nd = input.dim() - 2
+    if mode == "area":
+        kernel = f"adaptive_avg_pool{nd}d"
+    elif mode in ("nearest", "nearest-exact", "bilinear") and nd == 2:
+        kernel = f"upsample_{'bilinear' if mode == 'bilinear' else 'nearest'}2d_channels_last"
+    else:
+        kernel = "compute_indices_weights_" + {"bicubic": "cubic", "linear": "linear",
+                                               "trilinear": "linear"}.get(mode, "nearest")
+    raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(dt)}'")
+
+
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Tensor:
     """Resize (N, C, L), (N, C, H, W) or (N, C, D, H, W) inputs: ``nearest``, ``nearest-exact``,
-    ``linear``, ``bilinear``, ``trilinear``, ``area`` (gathers of precomputed taps, weighted)."""
+    ``linear``, ``bilinear``, ``trilinear``, ``bicubic``, ``area`` (gathers of precomputed taps,
+    weighted), and antialiased ``bilinear``, ``bicubic`` and ``lanczos`` of 4-D inputs."""
     if _AUTOCAST.on and isinstance(input, Tensor) and (op := _upsample_op(mode, input.dim() - 2,
                                                                           antialias)):
         if (_ac_out := _autocast_call(
@@ -2738,44 +2978,56 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
                 align_corners=align_corners, recompute_scale_factor=recompute_scale_factor,
                 antialias=antialias)) is not _SKIP:
             return _ac_out
-    nd = input.dim() - 2
-    if nd not in (1, 2, 3):
-        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
-                                  f"{input.dim()}D) for the modes: nearest | linear | bilinear | "
-                                  f"bicubic | trilinear | area | nearest-exact (got {mode})")
+    # the checks in PyTorch's order
     if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
-    linear_nd = {"linear": 1, "bilinear": 2, "trilinear": 3}
-    if mode in linear_nd and nd != linear_nd[mode]:
-        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
-                                  f"{linear_nd[mode] + 2}D input")
-    if mode == "bicubic" and nd != 2:
-        raise NotImplementedError(f"Got {input.dim()}D input, but bicubic mode needs 4D input")
-    if antialias and mode not in ("bilinear", "bicubic"):
-        raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and "
-                         "requires a 4-D tensor as input")
-    if mode not in ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "bicubic",
-                    "area"):
-        raise NotImplementedError(f"interpolate mode {mode!r} is not implemented")
-    in_sp = tuple(input.shape[2:])
-    if (size is None) == (scale_factor is None):
+    if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
+    if size is None and scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    nd = input.dim() - 2
+    in_sp = tuple(input.shape[2:])
     if size is not None:
-        out_sp = _pair(size, nd, "size")
+        out_sp = _interp_size(size, in_sp)
+        if recompute_scale_factor:
+            raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
         scales: tuple = (None,) * nd
     else:
-        sf = tuple(float(v) for v in (scale_factor if isinstance(scale_factor, (list, tuple))
-                                      else (scale_factor,) * nd))
+        sf = _interp_scales(scale_factor, in_sp)
         out_sp = tuple(int(math.floor(n * f)) for n, f in zip(in_sp, sf))
         scales = (None,) * nd if recompute_scale_factor else sf
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.dim() == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes "
+                         "and requires a 4-D tensor as input")
+    if mode == "lanczos" and input.dim() == 4:
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+    _check_interp_mode(input, mode)
     if mode == "area":
+        _check_interp_dtype(input, mode)
+        if min(out_sp, default=1) == 0 and min(in_sp) > 0:  # an empty result, as PyTorch's
+            return _creation.zeros(tuple(input.shape[:2]) + out_sp, dtype=input.dtype,
+                                   device=input.device) + input.sum() * 0
         return _adaptive_pool(input, out_sp, nd, "avg")
+    _check_interp_sizes(input, out_sp)
     if antialias:
         return _interpolate_aa(input, out_sp, scales, mode, bool(align_corners))
+    _check_interp_dtype(input, mode)
+    linear_nd = {"linear": 1, "bilinear": 2, "trilinear": 3}
+    kind = "linear" if mode in linear_nd else mode
+    if input.dtype is _dtype.uint8 and kind in ("linear", "bicubic"):
+        return _interpolate_byte(input, out_sp, scales, kind, bool(align_corners))
+    return _interpolate_float(input, out_sp, scales, kind, bool(align_corners))
+
+
+def _interpolate_float(input: Tensor, out_sp: tuple[int, ...], scales: tuple, kind: str,
+                       align_corners: bool) -> Tensor:
+    """Each output pixel as a weighted sum of its taps (one tap for the nearest modes)."""
     N, Cc = input.shape[0], input.shape[1]
-    p = _interp_plan(Cc, in_sp, out_sp, scales, "linear" if mode in linear_nd else mode,
-                     bool(align_corners))
+    p = _interp_plan(Cc, tuple(input.shape[2:]), out_sp, scales, kind, align_corners)
     cols = im2col.unfold_cols(input, p, 0.0)  # (N, L, C*K)
     if p.K == 1:
         out = cols
@@ -2785,10 +3037,25 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
     return _nchw(out, (N,) + out_sp + (Cc,))
 
 
+def _interpolate_byte(input: Tensor, out_sp: tuple[int, ...], scales: tuple, kind: str,
+                      align_corners: bool) -> Tensor:
+    """Bilinear or bicubic resizing of a uint8 image as PyTorch's uint8 kernel does it: the width
+    first, that pass stored as uint8 (rounded to nearest, saturated), then the height (PyTorch
+    uses fixed-point weights, which can differ from these by one in the last place)."""
+    x = input.to(_dtype.float32)
+    (h, _), (oh, ow) = input.shape[2:], out_sp
+    mid = _interpolate_float(x, (h, ow), (None, scales[1]), kind, align_corners)
+    mid = (mid + 0.5).floor().clamp(0, 255)
+    out = _interpolate_float(mid, (oh, ow), (scales[0], None), kind, align_corners)
+    return (out + 0.5).floor().clamp(0, 255).to(_dtype.uint8)
+
+
 def _aa_filter(mode: str, x: np.ndarray) -> np.ndarray:
     x = np.abs(x)
     if mode == "bilinear":
         return np.where(x < 1.0, 1.0 - x, 0.0)
+    if mode == "lanczos":  # sinc(x) sinc(x / 3) on |x| < 3, as PIL's
+        return np.where(x < 3.0, np.sinc(x) * np.sinc(x / 3.0), 0.0)
     a = -0.5  # PyTorch's (and PIL's) antialiased bicubic uses a = -0.5, not -0.75
     return np.where(x < 1.0, ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0,
                     np.where(x < 2.0, (((x - 5.0) * x + 8.0) * x - 4.0) * a, 0.0))
@@ -2803,7 +3070,7 @@ def _aa_weights(n_in: int, n_out: int, scale_factor: float | None, mode: str,
         scale = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
     else:
         scale = 1.0 / scale_factor if scale_factor else n_in / n_out
-    interp = 2 if mode == "bilinear" else 4
+    interp = {"bilinear": 2, "bicubic": 4, "lanczos": 6}[mode]  # the filter's width
     support = interp * 0.5 * scale if scale >= 1.0 else interp * 0.5
     invscale = 1.0 / scale if scale >= 1.0 else 1.0
     w = np.zeros((n_out, n_in))
@@ -2822,11 +3089,12 @@ def _interpolate_aa(input: Tensor, out_sp: tuple[int, ...], scales: tuple, mode:
     """``interpolate(..., antialias=True)`` of a 4-D input: one weight matrix per spatial
     dimension, applied as two matrix products (differentiable through them)."""
     if input.dim() != 4:
-        raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and "
-                         "requires a 4-D tensor as input")
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
+                         "modes and requires a 4-D tensor as input")
     byte = input.dtype is _dtype.uint8  # images: PyTorch's CPU kernel takes uint8 too
-    if not input.dtype.is_floating_point and not byte:
-        raise NotImplementedError(f"\"upsample_{mode}2d_aa_out_frame\" not implemented for "
+    if not byte and input.dtype not in (_dtype.float32, _dtype.float64):
+        # PyTorch's CPU kernel has no 16-bit float (nor integer but uint8) variant either
+        raise NotImplementedError(f"\"compute_index_ranges_weights\" not implemented for "
                                   f"'{_type_name(input.dtype)}'")
     x = input.to(_dtype.float32) if byte else input
     (h, w), (oh, ow) = input.shape[2:], out_sp
@@ -2888,21 +3156,22 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, stacklevel=2)
         align_corners = False
+    given = size  # the messages print it as it came (a tuple, mostly)
     size = list(size)
     if not theta.dtype.is_floating_point:
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
     nd = len(size) - 2
     if nd not in (2, 3):
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
-                                  f"affine transforms, respectively. Got size {size}.")
+                                  f"affine transforms, respectively. Got size {given}.")
     if theta.dim() != 3 or tuple(theta.shape[1:]) != (nd, nd + 1):
         raise ValueError(f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} for "
-                         f"size {size}. Got {theta.shape}.")
+                         f"size {given}. Got {theta.shape}.")
     if theta.shape[0] != size[0]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{size[0]}, {nd + 1}] but got: [{theta.shape[0]}, {nd + 1}].")
     if min(size) <= 0:
-        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+        raise ValueError(f"Expected non-zero, positive output size. Got {given}")
     sp = size[2:]
     axes = [_linspace_grid(n, align_corners) for n in sp]  # D, H, W order
     mesh = np.meshgrid(*axes, indexing="ij")
@@ -2925,9 +3194,14 @@ def _reflect(x: Tensor, lo2: float, hi2: float) -> Tensor:
     return where(even, extra + mn, span - extra + mn)
 
 
-def _grid_coord(g: Tensor, n: int, padding_mode: str, align_corners: bool) -> Tensor:
+def _grid_unnormalize(g: Tensor, n: int, align_corners: bool) -> Tensor:
     """A normalised coordinate in [-1, 1] as a (fractional) index along a size-``n`` axis."""
-    x = (g + 1.0) * ((n - 1) / 2) if align_corners else ((g + 1.0) * n - 1.0) / 2
+    return (g + 1.0) * ((n - 1) / 2) if align_corners else ((g + 1.0) * n - 1.0) / 2
+
+
+def _grid_pad(x: Tensor, n: int, padding_mode: str, align_corners: bool) -> Tensor:
+    """An index along a size-``n`` axis moved inside it as ``padding_mode`` says (``zeros``
+    leaves it: points outside read zeros)."""
     if padding_mode == "border":
         x = x.clamp(0.0, n - 1.0)
     elif padding_mode == "reflection":
@@ -2940,11 +3214,59 @@ def _grid_coord(g: Tensor, n: int, padding_mode: str, align_corners: bool) -> Te
     return x
 
 
+def _grid_coord(g: Tensor, n: int, padding_mode: str, align_corners: bool) -> Tensor:
+    """A normalised coordinate as an index along a size-``n`` axis, padded."""
+    return _grid_pad(_grid_unnormalize(g, n, align_corners), n, padding_mode, align_corners)
+
+
+def _cubic_tap_weights(t: Tensor) -> list[Tensor]:
+    """The four cubic-convolution weights (``a = -0.75``) of the taps at ``floor(x) - 1`` ..
+    ``floor(x) + 2`` for the fraction ``t = x - floor(x)``."""
+    a = _CUBIC_A
+
+    def near(v: Tensor) -> Tensor:  # |v| <= 1
+        return ((a + 2) * v - (a + 3)) * v * v + 1
+
+    def far(v: Tensor) -> Tensor:  # 1 < |v| < 2
+        return ((a * v - 5 * a) * v + 8 * a) * v - 4 * a
+
+    return [far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)]
+
+
+def _check_grid_sample(input: Tensor, grid: Tensor, mode: str) -> None:
+    """PyTorch's checks of ``grid_sampler``'s tensors, in its order."""
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but "
+                           f"got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
+    if grid.shape[-1] != input.dim() - 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {input.dim() - 2} in last "
+                           f"dimension, but got grid with sizes {list(grid.shape)}")
+    if input.dim() != grid.dim() or input.dim() not in (4, 5):
+        raise RuntimeError(f"grid_sampler(): expected {4 if input.dim() == 4 else 5}D input and "
+                           f"grid with same number of dimensions, but got input with sizes "
+                           f"{list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if not input.dtype.is_floating_point:
+        kernel = "grid_sampler_2d_cpu_kernel_impl" if input.dim() == 4 else "grid_sampler3d_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(input.dtype)}'")
+    if grid.dtype is not input.dtype:
+        raise RuntimeError(f"expected scalar type {_type_name(input.dtype)} but found "
+                           f"{_type_name(grid.dtype)}")
+    for d in range(2, input.dim()):
+        if input.shape[d] == 0:
+            raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial "
+                               f"dimensions, but input has sizes {list(input.shape)} with "
+                               f"dimension {d} being empty")
+    if mode == "bicubic" and input.dim() != 4:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+
+
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
                 align_corners: bool | None = None) -> Tensor:
     """Sample (N, C, H, W) (or (N, C, D, H, W)) ``input`` at the [-1, 1] coordinates of ``grid``
-    (N, H_out, W_out, 2) (x first): ``bilinear`` (trilinear in 3-D) or ``nearest``; outside
-    points read zeros, the border or a reflection. Differentiable in ``input`` and ``grid``."""
+    (N, H_out, W_out, 2) (x first): ``bilinear`` (trilinear in 3-D), ``nearest`` or ``bicubic``
+    (4-D only); outside points read zeros, the border or a reflection. Differentiable in
+    ``input`` and ``grid``."""
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "grid_sampler", grid_sample, input, grid=grid, mode=mode, padding_mode=padding_mode,
             align_corners=align_corners)) is not _SKIP:
@@ -2958,36 +3280,44 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, stacklevel=2)
         align_corners = False
+    _check_grid_sample(input, grid, mode)
     nd = input.dim() - 2
-    if input.dim() != grid.dim() or nd not in (2, 3) or input.shape[0] != grid.shape[0]:
-        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but "
-                           f"got input with sizes {list(input.shape)} and grid with sizes "
-                           f"{list(grid.shape)}")
-    if grid.shape[-1] != nd:
-        raise RuntimeError(f"grid_sampler(): expected grid to have size {nd} in last dimension, "
-                           f"but got grid with sizes {list(grid.shape)}")
-    if mode == "bicubic":
-        if nd != 2:
-            raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
-        raise NotImplementedError("grid_sample: mode='bicubic' is not implemented (bilinear and "
-                                  "nearest are)")
     N, Cc = input.shape[0], input.shape[1]
     sp = tuple(input.shape[2:])  # (D,) H, W
     out_sp = tuple(grid.shape[1:-1])
     Pout = math.prod(out_sp)
     g = grid.reshape((N, Pout, nd))
     # per axis in (D,) H, W order: grid component nd - 1 - i (x is the last spatial axis)
-    coords = [_grid_coord(g.select(2, nd - 1 - i), sp[i], padding_mode, align_corners)
-              for i in range(nd)]
-    flat = input.reshape((N, Cc, math.prod(sp)))
+    comps = [g.select(2, nd - 1 - i) for i in range(nd)]
     corners: list[list[tuple[Tensor, Tensor | None]]]
-    if mode == "nearest":
-        corners = [[(c.round(), None) for c in coords]]
+    if mode == "bicubic":
+        # the 4 x 4 taps around the unpadded point, each tap's index padded on its own
+        raw = [_grid_unnormalize(c, sp[i], align_corners) for i, c in enumerate(comps)]
+        lo = [r.floor().detach() for r in raw]
+        taps = [[(_grid_pad(lo[i] + (k - 1), sp[i], padding_mode, align_corners), w)
+                 for k, w in enumerate(_cubic_tap_weights(raw[i] - lo[i]))] for i in range(nd)]
+        corners = [[taps[i][k] for i, k in enumerate(ks)] for ks in np.ndindex(*(4,) * nd)]
     else:
-        lo = [c.floor().detach() for c in coords]
-        corners = [[(lo[i] + b, c - lo[i] if b else 1.0 - (c - lo[i]))
-                    for i, (c, b) in enumerate(zip(coords, bits))]
-                   for bits in np.ndindex(*(2,) * nd)]
+        coords = [_grid_coord(c, sp[i], padding_mode, align_corners) for i, c in enumerate(comps)]
+        if mode == "nearest":
+            corners = [[(c.round(), None) for c in coords]]
+        else:
+            lo = [c.floor().detach() for c in coords]
+            corners = [[(lo[i] + b, c - lo[i] if b else 1.0 - (c - lo[i]))
+                        for i, (c, b) in enumerate(zip(coords, bits))]
+                       for bits in np.ndindex(*(2,) * nd)]
+    out = _grid_gather(input.reshape((N, Cc, math.prod(sp))), corners, sp, N, Cc, Pout)
+    if mode == "nearest" and grid.requires_grad and is_grad_enabled():
+        # PyTorch's nearest sampling gives the grid a gradient of zeros, not none
+        out = out + where(_creation.zeros((N, 1, Pout), dtype=_dtype.bool, device=out.device),
+                          g.select(2, 0).unsqueeze(1), 0.0)
+    return out.reshape((N, Cc) + out_sp)
+
+
+def _grid_gather(flat: Tensor, corners: list[list[tuple[Tensor, Tensor | None]]],
+                 sp: tuple[int, ...], N: int, Cc: int, Pout: int) -> Tensor:
+    """The sum over ``corners`` (per axis: an index and a weight, or none) of the input values
+    there, weighted; indices outside the input read zeros."""
     out: Tensor | None = None
     for corner in corners:
         idx: Tensor | None = None
@@ -3011,7 +3341,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
             v = v * w.unsqueeze(1)
         out = v if out is None else out + v
     assert out is not None
-    return out.reshape((N, Cc) + out_sp)
+    return out
 
 
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
@@ -3052,7 +3382,19 @@ def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:
     """Interleave the channels of ``groups`` groups: ``(N, g * k, *) -> (N, k * g, *)``; a copy
     (a view of the input when ``groups`` is 1 or the number of channels, hence the check)."""
+    if not isinstance(groups, (int, np.integer)) or isinstance(groups, bool):
+        raise TypeError(f"channel_shuffle(): argument 'groups' (position 2) must be int, not "
+                        f"{type(groups).__name__}")
+    if input.dim() <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes "
+                           f"{list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of "
+                           f"groups:{groups}")
     N, Cc = input.shape[:2]
+    if Cc % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {Cc} channels and "
+                           f"{groups} groups.")
     rest = tuple(input.shape[2:])
     x = input.reshape((N, groups, Cc // groups) + rest)
     return unaliased(x.transpose(1, 2).reshape((N, Cc) + rest), input)

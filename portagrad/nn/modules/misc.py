@@ -27,6 +27,10 @@ class _PadNd(Module):
         self.value = value
 
     def forward(self, input: Tensor) -> Tensor:
+        if self._mode == "circular" and input.dim() not in (self._n + 1, self._n + 2):
+            # CircularPad*d checks the rank itself (F.pad would raise NotImplementedError)
+            raise ValueError(f"expected {self._n + 1}D or {self._n + 2}D input (got "
+                             f"{input.dim()}D input)")
         if self._mode == "constant":
             return F.pad(input, self.padding, "constant", self.value)
         return F.pad(input, self.padding, self._mode)
@@ -45,6 +49,7 @@ def _pad_cls(name: str, n: int, mode: str, with_value: bool) -> type:
     else:
         def __init__(self: Any, padding: Any) -> None:  # type: ignore[misc]
             _PadNd.__init__(self, padding, 0.0)
+    __init__.__qualname__ = f"{name}.__init__"  # as in the messages of argument errors
     return type(name, (_PadNd,), {"_n": n, "_mode": mode, "_with_value": with_value,
                                   "__init__": __init__, "__module__": __name__})
 
