@@ -100,12 +100,8 @@ def is_floating_point(input: Tensor) -> _bool:
 def allclose(input: Tensor, other: Tensor, rtol: _float = 1e-05, atol: _float = 1e-08,
              equal_nan: _bool = False) -> _bool:
     """Whether all elements are close (``|a - b| <= atol + rtol * |b|``)."""
-    import numpy as _np
-
-    _same_dtype(input, other)
-
-    return _bool(_np.allclose(input.detach().numpy(force=True), other.detach().numpy(force=True),
-                              rtol=rtol, atol=atol, equal_nan=equal_nan))
+    # (isclose's rules: numpy's allclose warned about an infinite atol)
+    return _bool(all(isclose(input.detach(), other.detach(), rtol, atol, equal_nan)).item())
 
 
 def _same_dtype(input: Tensor, other: Tensor) -> None:
@@ -114,14 +110,27 @@ def _same_dtype(input: Tensor, other: Tensor) -> None:
                            f"{_ops.elementwise._type_name(other.dtype)}")
 
 
+def _check_tolerances(rtol: _float, atol: _float) -> None:
+    for name, tol in (("rtol", rtol), ("atol", atol)):
+        if not tol >= 0:  # (NaN too)
+            raise RuntimeError(f"{name} must be greater than or equal to zero, but got {tol:g}")
+
+
 def isclose(input: Tensor, other: Tensor, rtol: _float = 1e-05, atol: _float = 1e-08,
             equal_nan: _bool = False) -> Tensor:
     _same_dtype(input, other)
-    if input.dtype is bool:  # (no difference of bools: equal is close)
+    _check_tolerances(rtol, atol)
+    if input.dtype is bool or (rtol == 0 and atol == 0):  # (equal is close)
         return eq(input, other)
-    d = abs(sub(input, other))
-    # equal values are close even where the difference is NaN (equal infinities, as PyTorch)
-    ok = logical_or(eq(input, other), le(d, add(mul(abs(other), rtol), atol)))
+    a, b = input, other
+    if not (a.dtype.is_floating_point or a.dtype.is_complex):
+        # integers compared in float64, as PyTorch: their difference must not wrap (uint8 1 - 2)
+        a, b = a.to(float64), b.to(float64)
+    d = abs(sub(a, b))
+    # equal values are close (equal infinities, as PyTorch); an infinite one is close to
+    # nothing else, even within an infinite tolerance
+    near = logical_and(le(d, add(mul(abs(b), rtol), atol)), isfinite(d))
+    ok = logical_or(eq(input, other), near)
     if equal_nan:
         ok = logical_or(ok, logical_and(isnan(input), isnan(other)))
     return ok
@@ -362,6 +371,7 @@ from ._toplevel_sym import (has_lapack, has_openmp, has_spectral, sym_constrain_
                             sym_constrain_range_for_size, sym_float, sym_fresh_size, sym_int,
                             sym_ite, sym_max, sym_min, sym_not, sym_sqrt, sym_sum)
 from ._toplevel_random import binomial, poisson, thread_safe_generator
+from . import random as random  # torch.random (a module, as in PyTorch)
 from ._toplevel import from_file
 from ._vmap import vmap
 from .amp import GradScaler

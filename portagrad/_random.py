@@ -41,10 +41,14 @@ class Generator:
         self._lock = threading.Lock()
 
     def manual_seed(self, seed: int) -> Generator:
-        """Restart the stream from ``seed``."""
+        """Restart the stream from ``seed`` (an int from -2**63 to 2**64 - 1; a negative one
+        is taken modulo 2**64, as PyTorch takes it)."""
         if not isinstance(seed, (int, np.integer)):
-            raise TypeError(f"manual_seed expected an int, got {type(seed).__name__}")
-        self._seed = int(seed) & 0xFFFFFFFFFFFFFFFF
+            raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
+        seed = int(seed)
+        if not -(1 << 63) <= seed < (1 << 64):
+            raise ValueError("Overflow when unpacking long long")
+        self._seed = seed & 0xFFFFFFFFFFFFFFFF
         self._offset = 0
         return self
 
@@ -58,13 +62,22 @@ class Generator:
         return self._seed
 
     def get_state(self) -> Tensor:
-        """The state as a uint8-compatible int64 tensor ``[seed, offset]``."""
-        return _creation.tensor([self._seed & 0x7FFFFFFFFFFFFFFF, self._offset], dtype=_dtype.int64,
-                                device="cpu")  # a CPU tensor whatever the default device, as PyTorch
+        """The state as a CPU byte tensor (uint8, as PyTorch's): the seed and the offset, 8
+        little-endian bytes each."""
+        raw = np.array([self._seed, self._offset & 0xFFFFFFFFFFFFFFFF], dtype="<u8")
+        return _creation.tensor(raw.view(np.uint8), dtype=_dtype.uint8, device="cpu")
 
     def set_state(self, state: Tensor) -> None:
-        seed_, offset = (int(v) for v in state.tolist())
-        self._seed, self._offset = seed_, offset
+        """Restore a state :meth:`get_state` returned."""
+        if not isinstance(state, Tensor) or state.dtype is not _dtype.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        if state.numel() != _STATE_BYTES:
+            raise RuntimeError(f"Expected a Philox generator state of size {_STATE_BYTES} but "
+                               f"found the input RNG state size to be {state.numel()}")
+        seed_, offset = (int(v) for v in
+                         state.detach().cpu().numpy().reshape(-1).view("<u8"))
+        with self._lock:
+            self._seed, self._offset = seed_, offset
 
     def _take(self, n: int) -> tuple[int, int]:
         with self._lock:
@@ -73,12 +86,15 @@ class Generator:
         return self._seed, start
 
 
+_STATE_BYTES = 16  # a state's bytes: the seed and the offset, 8 each
+
 default_generator = Generator()
 
 
-def manual_seed(seed: int) -> Generator:
-    """Seed the default generator (all devices share it, so results match across devices)."""
-    return default_generator.manual_seed(seed)
+def manual_seed(seed: Any) -> Generator:
+    """Seed the default generator (all devices share it, so results match across devices);
+    ``seed`` is taken through ``int()``, as PyTorch takes it (``1.5``, ``"3"``, a 0-d tensor)."""
+    return default_generator.manual_seed(int(seed))
 
 
 def seed() -> int:
@@ -108,11 +124,22 @@ def _fill_random(t: Tensor, kind: str, a: float, b: float, generator: Generator 
     return t
 
 
-def _float_dtype(dtype: Any) -> Any:
+def _float_dtype(dtype: Any, kernel: str = "check_uniform_bounds") -> Any:
+    """``dtype`` (the default dtype for None) if floating, else PyTorch's error naming the CPU
+    kernel that has no version for it."""
     dt = _dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype)
     if not dt.is_floating_point:
-        raise NotImplementedError(f"\"check_uniform_bounds\" not implemented for '{dt.name}'")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(dt)}'")
     return dt
+
+
+def _type_name(dt: Any) -> str:
+    return _dtype.SCALAR_TYPE_NAMES.get(dt.name, dt.name)
+
+
+def _g(v: float) -> str:
+    """A number as PyTorch's messages print it (``2``, ``-1``, ``0.5``)."""
+    return f"{float(v):g}"
 
 
 def rand(*args: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None,
@@ -131,7 +158,7 @@ def randn(*args: Any, size: Any = None, generator: Generator | None = None, dtyp
     that ``E|z|^2 = 1``."""
     dt = _dtype.get_default_dtype() if dtype is None else _dtype.as_dtype(dtype)
     t = _creation.empty(_creation.size_arg(args, size, "randn"),
-                        dtype=dt if dt.is_complex else _float_dtype(dtype),
+                        dtype=dt if dt.is_complex else _float_dtype(dtype, "normal_kernel_cpu"),
                         device=device, pin_memory=pin_memory)
     if dt.is_complex:
         _fill_random(view_as_real(t), "normal", 0.0, math.sqrt(0.5), generator)
@@ -202,10 +229,19 @@ def _fp64(device: Any) -> bool:
 def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
     """A random permutation of ``0..n-1`` (argsort of uniform keys)."""
+    dt = _dtype.int64 if dtype is None else _dtype.as_dtype(dtype)
+    if dt is _dtype.bool:
+        raise NotImplementedError("\"randperm\" not implemented for 'Bool'")
+    limits = _dtype.INT_LIMITS.get(dt.name)
+    if limits is not None and n - 1 > limits[1]:  # (the indices would wrap)
+        raise RuntimeError(f"value cannot be converted to type {dt.name}_t without overflow")
+    if dt.is_floating_point and n > 0:
+        exact = {"float16": 2049, "bfloat16": 257}.get(dt.name)
+        if exact is not None and n > exact:
+            raise RuntimeError(f"n cannot be greater than {exact} for {_type_name(dt)} type.")
     keys = rand(n, generator=generator, dtype=_dtype.float64 if _fp64(device) else None,
                 device=device)
     _, idx = _raw.sort(keys, 0, False)
-    dt = _dtype.int64 if dtype is None else _dtype.as_dtype(dtype)
     return idx if dt is _dtype.int64 else _raw.cast(idx, dt)
 
 
@@ -244,6 +280,11 @@ def randint_like(input: Tensor, low: Any = None, high: Any = None, *, dtype: Any
 def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator | None = None,
            dtype: Any = None, device: Any = None) -> Tensor:
     """Normal numbers with the given mean and std (tensors broadcast, or floats with ``size``)."""
+    if isinstance(std, Tensor):
+        if std.numel() and std.detach().min().item() < 0:  # (a host read, as PyTorch's)
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+    elif float(std) < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_g(std)}")
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         like = mean if isinstance(mean, Tensor) else std
 
@@ -258,6 +299,12 @@ def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Generator 
              ) -> Tensor:
     """Fill ``t`` in place with uniform numbers in ``[a, b)`` (a complex ``t``: its real and
     imaginary parts each, as PyTorch, drawn as the real numbers of its (real, imag) view)."""
+    if not (t.dtype.is_floating_point or t.dtype.is_complex):
+        raise NotImplementedError(f"\"check_uniform_bounds\" not implemented for "
+                                  f"'{_type_name(t.dtype)}'")
+    if float(a) > float(b):
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={_g(a)} > to={_g(b)}")
     _fill_random(_as_real(t) if t.dtype.is_complex else t, "uniform", float(a), float(b),
                  generator)
     bump(t)
@@ -273,6 +320,11 @@ def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Genera
             isinstance(std, (complex, np.complexfloating)):
         name, pos = ("mean", 1) if isinstance(mean, (complex, np.complexfloating)) else ("std", 2)
         raise TypeError(f"normal_(): argument '{name}' (position {pos}) must be float, not complex")
+    if not (t.dtype.is_floating_point or t.dtype.is_complex):
+        raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for "
+                                  f"'{_type_name(t.dtype)}'")
+    if float(std) < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_g(std)}")
     if t.dtype.is_complex:
         _fill_random(_as_real(t), "normal", float(mean), float(std) / math.sqrt(2.0), generator)
     else:
@@ -281,16 +333,85 @@ def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Genera
     return t
 
 
-def random_(t: Tensor, low: int = 0, high: int | None = None, *,
-            generator: Generator | None = None) -> Tensor:
-    """Fill ``t`` in place with integers in ``[low, high)`` (``[0, 2**31)`` by default)."""
-    vals = randint(low, high if high is not None else 2 ** 31, t.shape, generator=generator,
-                   device=t.device)
+# the default range of random_() on floating dtypes: [0, 2**digits], every integer exact
+_FLOAT_DIGITS = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
+# PyTorch's C names of the integer types in random_'s range errors
+_C_NAMES = {"uint8": "unsigned char", "int8": "signed char", "int16": "short", "int32": "int",
+            "int64": "long", "bool": "bool"}
+
+
+def random_(t: Tensor, *args: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
+    """Fill ``t`` in place with integers drawn uniformly: ``random_()`` over ``[0, 2**m]`` for a
+    float dtype of ``m`` mantissa bits (every integer exact) or ``[0, max]`` of an integer dtype;
+    ``random_(to)`` over ``[0, to)``; ``random_(from, to)`` (``to=None``: to the default top)."""
+    low, high = _random_args(args, kwargs)
+    dt = t.dtype
+    if low is None:
+        low = 0
+    if high is None:
+        if dt.is_floating_point:
+            top = (1 << _FLOAT_DIGITS.get(dt.name, 24)) + 1
+        elif dt is _dtype.bool:
+            top = 2
+        else:
+            top = _dtype.INT_LIMITS[dt.name][1] + 1
+        high = max(top, low + 1)
+    low, high = int(low), int(high)
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
+                           f"to={high}")
+    limits: tuple[int, int] | None = None
+    if dt is _dtype.bool:
+        limits = (0, 1)
+    elif not dt.is_floating_point and dt.name in _dtype.INT_LIMITS:
+        limits = _dtype.INT_LIMITS[dt.name][:2]
+    if limits is not None:
+        lo, hi = limits
+        if not lo <= low <= hi:
+            raise RuntimeError(f"from is out of bounds for {_C_NAMES.get(dt.name, dt.name)}")
+        if not lo <= high - 1 <= hi:
+            raise RuntimeError(f"to - 1 is out of bounds for {_C_NAMES.get(dt.name, dt.name)}")
+    vals = randint(low, high, t.shape, generator=generator, device=t.device)
     return copy_(t, vals)
 
 
+def _random_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    """``(from, to)`` of PyTorch's ``random_()``, ``random_(to)``, ``random_(from, to)`` and
+    their keywords."""
+    unknown = set(kwargs) - {"from", "to"}
+    if unknown or len(args) > 2:
+        raise TypeError("random_() received an invalid combination of arguments: expected (), "
+                        "(to), or (from, to)")
+    if len(args) == 2:
+        return args[0], args[1]
+    if len(args) == 1:
+        if "to" in kwargs:
+            return args[0], kwargs["to"]
+        return (kwargs.get("from"), args[0]) if "from" not in kwargs else (kwargs["from"], args[0])
+    return kwargs.get("from"), kwargs.get("to")
+
+
+def _check_probabilities(p: Tensor) -> None:
+    """PyTorch's check that tensor probabilities lie in [0, 1] (NaN refused too)."""
+    if not p.numel():
+        return
+    d = p.detach()
+    if not bool(((d >= 0) & (d <= 1)).all().item()):  # (a host read; NaN fails both tests)
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could "
+                           "this error message be improved?  If so, please report an "
+                           "enhancement request to PyTorch.)")
+
+
+def _check_p(p: Any) -> None:
+    if isinstance(p, Tensor):
+        _check_probabilities(p)
+    elif not 0 <= float(p) <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_g(p)}")
+
+
 def bernoulli_(t: Tensor, p: Any = 0.5, *, generator: Generator | None = None) -> Tensor:
-    """Fill ``t`` in place with 0/1 draws of probability ``p``."""
+    """Fill ``t`` in place with 0/1 draws of probability ``p`` (a number or a tensor)."""
+    _check_p(p)
     u = rand(t.shape, dtype=t.dtype if t.dtype.is_floating_point else None, device=t.device,
              generator=generator)
     return copy_(t, lt(u, p).to(t.dtype))
@@ -298,13 +419,22 @@ def bernoulli_(t: Tensor, p: Any = 0.5, *, generator: Generator | None = None) -
 
 def exponential_(t: Tensor, lambd: float = 1.0, *, generator: Generator | None = None) -> Tensor:
     """Fill ``t`` in place with exponentially distributed numbers of rate ``lambd``."""
+    if not t.dtype.is_floating_point:
+        raise RuntimeError(f"Exponential distribution is a continuous probability distribution. "
+                           f"dtype must be a floating point but you specified {_type_name(t.dtype)}")
+    if not float(lambd) > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_g(lambd)}")
     u = rand(t.shape, dtype=t.dtype, device=t.device, generator=generator)
     return copy_(t, div(neg(log1p(neg(u))), lambd))
 
 
 def bernoulli(input: Tensor, p: Any = None, *, generator: Generator | None = None) -> Tensor:
     """0/1 draws with probabilities ``input`` (or the scalar ``p``)."""
+    if p is None and not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for "
+                                  f"'{_type_name(input.dtype)}'")
     prob = input if p is None else p
+    _check_p(prob)
     u = rand(input.shape, generator=generator, dtype=input.dtype if input.dtype.is_floating_point
              else None, device=input.device)
     return lt(u, prob.detach() if isinstance(prob, Tensor) else prob).to(input.dtype)
@@ -313,6 +443,13 @@ def bernoulli(input: Tensor, p: Any = None, *, generator: Generator | None = Non
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
                 generator: Generator | None = None) -> Tensor:
     """Sample indices from (unnormalised) probabilities, row-wise (done on the host)."""
+    if input.dim() not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
+                           f"{_type_name(input.dtype)}")
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
     probs = input.detach().to("cpu").numpy().astype(np.float64)
     two_d = probs.ndim == 2
     probs = probs if two_d else probs[None]

@@ -921,10 +921,11 @@ class TensorOps:
         """Fill in place with normal numbers."""
         return _random.normal_(self, mean, std, generator=generator)
 
-    def random_(self, low: _int = 0, high: _int | None = None, *,
-                generator: _random.Generator | None = None) -> Tensor:
-        """Fill in place with integers in ``[low, high)`` (``[0, 2**31)`` by default)."""
-        return _random.random_(self, low, high, generator=generator)
+    def random_(self, *args: Any, generator: _random.Generator | None = None, **kwargs: Any
+                ) -> Tensor:
+        """Fill in place with integers: ``random_()`` over the dtype's exact range,
+        ``random_(to)`` over ``[0, to)``, ``random_(from, to)`` over ``[from, to)``."""
+        return _random.random_(self, *args, generator=generator, **kwargs)
 
     def bernoulli_(self, p: Any = 0.5, *, generator: _random.Generator | None = None) -> Tensor:
         """Fill in place with 0/1 draws of probability ``p``."""
