@@ -434,11 +434,12 @@ class Tensor(TensorOps):
     def grad(self, value: Tensor | None) -> None:
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad expected to be a Tensor or None but got "
-                                f"{type(value).__name__}")
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
+                                f"type {type(value).__name__}")
             if value.shape != self.shape:
-                raise RuntimeError(f"assigned grad has data of a different size: {value.shape} "
-                                   f"vs {self.shape}")
+                raise RuntimeError(f"attempting to assign a gradient of size '{list(value.shape)}' "
+                                   f"to a tensor of size '{list(self.shape)}'. Please ensure that "
+                                   f"the gradient and the tensor are the same size")
             expected = self.dtype if self._grad_fn is not None else self.grad_dtype
             if expected is not None and value.dtype is not expected:
                 names = _dtype.SCALAR_TYPE_NAMES
@@ -488,6 +489,10 @@ class Tensor(TensorOps):
     def data(self, value: Tensor) -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        if self._requires_grad and not (value.dtype.is_floating_point or value.dtype.is_complex):
+            # (an integer tensor that requires grad is a state autograd cannot use)
+            raise RuntimeError("data set to a tensor that requires gradients must be floating "
+                               "point or complex dtype")
         value._storage._epoch = None  # shared with ``value`` from now on
         self._storage = value._storage
         self._v = View(value._storage.buffer, value._v.offset, value._v.shape, value._v.strides,
@@ -644,7 +649,9 @@ class Tensor(TensorOps):
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
-            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous"
+                               if self.numel() == 0 else
+                               "Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __len__(self) -> int:
@@ -698,6 +705,8 @@ class Tensor(TensorOps):
     def __format__(self, spec: str) -> str:
         if self.dim() == 0:
             return format(self.item(), spec)
+        if spec:  # PyTorch formats only one-element (0-d) tensors with a spec
+            raise TypeError("unsupported format string passed to Tensor.__format__")
         return repr(self)
 
 

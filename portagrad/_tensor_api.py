@@ -14,6 +14,7 @@ That call is the one place where ``Tensor`` and the layers above it are tied tog
 from __future__ import annotations
 
 import builtins
+import numbers as _numbers
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -1102,6 +1103,14 @@ class TensorOps:
 
     def __neg__(self) -> Tensor:
         return _ops.elementwise.neg(self)
+
+    def __contains__(self, element: Any) -> _bool:
+        """``element in t``: whether any element of ``t`` equals ``element`` (a number or a
+        tensor, broadcast), as PyTorch's."""
+        if not isinstance(element, (Tensor, _numbers.Number)):
+            raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you "
+                               f"passed in a {type(element)}.")
+        return _bool(_ops.elementwise.eq(self, element).any().item())
 
     def __pos__(self) -> Tensor:
         return _ops.elementwise.positive(self)

@@ -109,10 +109,15 @@ def to(x: Tensor, *args: Any, device: Any = None, dtype: Any = None, non_blockin
     """``x`` on another device and/or dtype (``x`` itself when nothing changes and not ``copy``).
 
     Accepts ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other_tensor)``."""
+    n_dtypes = 0
     for a in args:
         if isinstance(a, Tensor):
             device, dtype = a.device, a.dtype
         elif isinstance(a, _dtype.dtype):
+            n_dtypes += 1
+            if n_dtypes > 1:  # to(float64, float16): no form of PyTorch's takes two dtypes
+                raise TypeError("to() received an invalid combination of arguments - got "
+                                "(dtype, dtype)")
             dtype = a
         elif isinstance(a, (str, _device.device)) or (isinstance(a, int) and not isinstance(a, bool)):
             device = a
