@@ -17,7 +17,8 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import _no_grad, is_grad_enabled
 from ._common import call
 from . import elementwise
-from .shape import view_dtype
+from .conversion import write_out
+from .shape import sum_to_shape, view_dtype
 from .indexing import where
 
 __all__ = ["bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm", "ldexp", "frexp",
@@ -97,12 +98,19 @@ def lcm(input: Tensor, other: Tensor) -> Tensor:
         return elementwise.abs(q * b).to(a.dtype)
 
 
-def ldexp(input: Tensor, other: Tensor) -> Tensor:
-    """``input * 2 ** other``."""
+def _check_tensors(name: str, input: Any, other: Any) -> None:
+    """PyTorch's TypeError for a Python number where ``name`` takes only tensors."""
     for arg, position, t in (("input", 1, input), ("other", 2, other)):
-        if not isinstance(t, Tensor):  # PyTorch takes no Python number here
-            raise TypeError(f"ldexp(): argument '{arg}' (position {position}) must be Tensor, not "
-                            f"{type(t).__name__}")
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, "
+                            f"not {type(t).__name__}")
+
+
+def ldexp(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """``input * 2 ** other``."""
+    if out is not None:
+        return write_out("ldexp", ldexp(input, other), out, (input, other))
+    _check_tensors("ldexp", input, other)
     # the operands' common dtype (the default float for two integer tensors), as PyTorch
     dt = _dtype.result_type(input, other)
     if not dt.is_floating_point:
@@ -121,7 +129,7 @@ def frexp(input: Tensor) -> Any:
         finite = elementwise.logical_and(elementwise.isfinite(input), elementwise.ne(input, 0))
         safe = where(finite, a, 1.0)
         e = elementwise.floor(elementwise.log2(safe)) + 1.0
-        m = safe / 2.0 ** e  # pow is exact for integral exponents, exp2 is not
+        m = _scale_down(safe, e)
         # log2 may round across a power of two: bring the mantissa into [0.5, 1)
         hi, lo = m >= 1.0, m < 0.5
         e = where(hi, e + 1.0, where(lo, e - 1.0, e))
@@ -131,6 +139,14 @@ def frexp(input: Tensor) -> Any:
     if input.requires_grad and is_grad_enabled():
         m = call(_FrexpMantissa, input, m, exp)
     return frexp_result(m, exp)
+
+
+def _scale_down(x: Tensor, e: Tensor) -> Tensor:
+    """``x / 2**e`` exactly, for ``|x|`` near ``2**e``: in two halves, as ``2**e`` alone overflows
+    at the largest exponents (3e38 in float32: 2**128) and ``2**-e`` at the subnormal ones (pow is
+    exact for integral exponents, exp2 is not)."""
+    half = elementwise.floor(e * 0.5)
+    return x / 2.0 ** half / 2.0 ** (e - half)
 
 
 class _FrexpMantissa(Function):
@@ -150,11 +166,35 @@ class _FrexpMantissa(Function):
         return g / elementwise.pow(2.0, exp.to(g.dtype)), None, None
 
 
-def nextafter(input: Tensor, other: Tensor) -> Tensor:
-    """The next representable float after ``input`` towards ``other``."""
+def nextafter(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """The next representable float after ``input`` towards ``other``; PyTorch's derivative
+    passes the gradient to ``input`` and gives ``other`` zeros."""
+    if out is not None:
+        return write_out("nextafter", nextafter(input, other), out, (input, other))
+    _check_tensors("nextafter", input, other)
     dt = _dtype.result_type(input, other)
     if not dt.is_floating_point:
         raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{elementwise._type_name(dt)}'")
+    return call(_NextAfter, input, other, dt)
+
+
+class _NextAfter(Function):
+    _backward_name = "NextafterBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, input: Tensor, other: Tensor, dt: Any) -> Tensor:
+        ctx.shapes = (tuple(input.shape), tuple(other.shape))
+        return _next_after(input, other, dt)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        gi = sum_to_shape(g, ctx.shapes[0]) if ctx.needs_input_grad[0] else None
+        go = _creation.zeros(ctx.shapes[1], dtype=g.dtype, device=g.device) \
+            if ctx.needs_input_grad[1] else None
+        return gi, go, None
+
+
+def _next_after(input: Tensor, other: Tensor, dt: Any) -> Tensor:
     idt = {2: _dtype.int16, 4: _dtype.int32, 8: _dtype.int64}[dt.itemsize]
     with _no_grad():
         x = input.to(dt).expand(broadcast_shapes(input.shape, other.shape)).contiguous()

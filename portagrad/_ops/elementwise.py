@@ -19,7 +19,7 @@ from ._common import (NULL_CTX, call, check_same_device, is_scalar, prepare_bina
                       refuse_complex, to_scalar)
 from . import complexnum
 from .conversion import _TYPE_NAMES, fit_result, inplace, to, write_out
-from .shape import sum_to_shape
+from .shape import sum_to_shape, view_dtype
 from .indexing import _index_along, check_index_copy, index_copy, index_fill, masked_fill
 from .indexing import where as _where
 
@@ -149,13 +149,22 @@ class _Div(_Binary):
         return ga, gb
 
 
+# the dtypes whose number exponent of +-0.5 PyTorch computes as a root (float16 uses pow)
+_ROOT_POW = (_dtype.float32, _dtype.float64, _dtype.bfloat16)
+
+
 class _Pow(_Binary):
     _backward_name = "PowBackward0"
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Tensor:
         t = a if isinstance(a, Tensor) else b
-        out = _raw.binary("pow", a, b, t._v.dtype)
+        if not isinstance(b, Tensor) and b in (0.5, -0.5) and t._v.dtype in _ROOT_POW:
+            # PyTorch's kernel takes a number exponent of +-0.5 as sqrt / rsqrt: -0.0 ** -0.5
+            # is -inf (and the derivative of -0.0 ** 0.5 too), -inf ** 0.5 is NaN
+            out = _raw.unary("sqrt" if b > 0 else "rsqrt", a)
+        else:
+            out = _raw.binary("pow", a, b, t._v.dtype)
         # the result only for the exponent's gradient (a^b log a); with a scalar exponent only
         # the base is saved, so changing the result in place is allowed (as PyTorch)
         if ctx.needs_input_grad[1]:
@@ -183,7 +192,8 @@ class _Pow(_Binary):
                 # complex: the principal log (and no limit rule: a^b is not continuous at 0)
                 loga = log(a) if isinstance(a, Tensor) else cmath.log(a) if a != 0 else math.nan
                 return ga, g * (out * loga)
-            loga = log(a) if isinstance(a, Tensor) else math.log(a) if a > 0 else float("nan")
+            loga = log(a) if isinstance(a, Tensor) else math.log(a) if a > 0 else \
+                -math.inf if a == 0 else math.nan  # (0 ** -2 * log 0 is -inf, as PyTorch)
             gb = g * (out * loga)
             if isinstance(a, Tensor):
                 gb = _where(logical_and(a == 0, b >= 0), 0.0, gb)
@@ -237,7 +247,9 @@ class _Atan2(_Binary):
     def backward(ctx: Any, g: Tensor) -> Any:
         a, b = ctx.saved_tensors
         denom = a * a + b * b
-        return g * (b / denom), g * (-a / denom)
+        # PyTorch's derivative is 0 at the origin (not 0 / 0)
+        recip = _where(denom == 0, 0.0, 1.0 / denom)
+        return g * b * recip, g * -a * recip
 
 
 def add(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) -> Tensor:
@@ -280,10 +292,37 @@ def _alpha(input: Any, other: Any, alpha: Any) -> tuple[Any, Any]:
             raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
                                "point number.")
         alpha = bool(alpha) if dt is _dtype.bool else _dtype.fit_scalar(alpha, dt.name)
+    elif dt.is_floating_point:
+        if isinstance(alpha, (complex, np.complexfloating)):
+            raise RuntimeError("For non-complex input tensors, argument alpha must not be a "
+                               "complex number.")
+        check_float_scalar(alpha, dt)
     if isinstance(other, Tensor):  # scaled in the result's dtype: int8 * 2 into int16 must not wrap
         return alpha, mul(to(other, dtype=dt) if other.dtype is not dt else other, alpha)
     # a bool number times a bool alpha stays a bool (Python's True * True is the int 1)
     return alpha, (bool(other and alpha) if dt is _dtype.bool else other * alpha)
+
+
+# the largest finite value of each floating dtype (PyTorch's checked Scalar conversion)
+_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
+              "float32": float(np.finfo(np.float32).max), "float64": math.inf}
+
+
+def check_float_scalar(value: Any, dt: _dtype.dtype) -> None:
+    """PyTorch's checked conversion of a number argument (``alpha=``, ``value=``) into the real
+    floating dtype ``dt``: a finite value beyond the dtype's range, or a complex one with an
+    imaginary part, cannot be converted (inf and NaN can)."""
+    if isinstance(value, (complex, np.complexfloating)):
+        bad = value.imag != 0
+        value = value.real
+    else:
+        bad = False
+    if not bad:
+        v = float(value)  # (OverflowError for a huge int, as PyTorch's argument parser)
+        bad = math.isfinite(v) and math.fabs(v) > _FLOAT_MAX.get(dt.name, math.inf)
+    if bad:
+        raise RuntimeError(f"value cannot be converted to type "
+                           f"{_dtype.CPP_TYPE_NAMES.get(dt.name, dt.name)} without overflow")
 
 
 def _is_bool(x: Any) -> bool:
@@ -418,9 +457,9 @@ def _check_int_divisor(b: Any) -> None:
     if isinstance(b, Tensor):
         if b.numel() and not bool(_raw.reduce("min", _raw.binary("ne", b, 0, _dtype.bool),
                                               range(b.dim()), False).item()):
-            raise RuntimeError("ZeroDivisionError: integer division or modulo by zero")
+            raise RuntimeError("ZeroDivisionError")  # PyTorch's whole message
     elif b == 0:
-        raise RuntimeError("ZeroDivisionError: integer division or modulo by zero")
+        raise RuntimeError("ZeroDivisionError")
 
 
 def _modulus(prim: str, node: str, rounding: str, doc: str) -> Any:
@@ -477,7 +516,7 @@ def pow(input: Any, exponent: Any, *, out: Tensor | None = None) -> Tensor:
         return a.clone() if b else _raw.fill(_raw.new_like(a), True)
     refuse_bool("pow", dt)
     if not isinstance(b, Tensor):  # the exponent must fit a narrow integer dtype (PyTorch)
-        _dtype.check_storable(np.asarray(b), dt)
+        _dtype.check_storable(np.asarray(b), dt, c_name=True)
     if not (dt.is_floating_point or dt.is_complex):
         if not isinstance(b, Tensor):
             if b < 0:  # PyTorch refuses only a negative number as the exponent
@@ -519,7 +558,9 @@ def minimum(input: Tensor, other: Any, *, out: Tensor | None = None) -> Tensor:
     return _out(call(_Minimum, a, b), out, "minimum", operands)
 
 
-def atan2(input: Tensor, other: Tensor) -> Tensor:
+def atan2(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return write_out("atan2", atan2(input, other), out, (input, other))
     if _AUTOCAST.on and (_ac_out := _autocast_call("atan2", atan2, input, other=other)) is not _SKIP:
         return _ac_out
     a, b, _ = prepare_binary(input, other, "atan2", float_only=True)
@@ -628,8 +669,9 @@ def bitwise_not(input: Tensor, *, out: Tensor | None = None) -> Tensor:
                     differentiable=False)
     if input.dtype is _dtype.bool:
         return logical_not(input)
-    if input.dtype.is_floating_point:
-        raise TypeError(f"bitwise_not: expected an integer or bool tensor, got {input.dtype}")
+    if input.dtype.is_floating_point:  # PyTorch's NotImplementedError (a RuntimeError)
+        raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for "
+                                  f"'{_type_name(input.dtype)}'")
     return _raw.binary("bitwise_xor", input, -1, input.dtype)
 
 
@@ -656,11 +698,13 @@ def isfinite(input: Tensor) -> Tensor:
 
 
 def signbit(input: Tensor) -> Tensor:
+    """Whether the sign bit is set: true for -0.0 and for a NaN with its sign bit set (as
+    PyTorch; no comparison sees the sign of a NaN, so the bits are read as an integer)."""
     if not input._v.dtype.is_floating_point:
         return lt(input, 0)
-    # -0.0 has its sign bit set: it is the zero whose reciprocal is -inf
-    neg_zero = logical_and(eq(input, 0), lt(reciprocal(input), 0))
-    return logical_or(lt(input, 0), neg_zero)
+    bits = {2: _dtype.int16, 4: _dtype.int32, 8: _dtype.int64}[input._v.dtype.itemsize]
+    with _no_grad():
+        return lt(view_dtype(input.detach().contiguous(), bits), 0)
 
 
 # ---------------------------------------------------------------------- unary
@@ -880,6 +924,8 @@ def round(input: Tensor, *, decimals: int = 0, out: Tensor | None = None) -> Ten
         return input.clone()
     if decimals == 0:
         return _round0(input)
+    if input.dtype in _HALF:  # scaled in float32, as PyTorch (1234.5 * 100 overflows float16)
+        return in_float32(lambda x: round(x, decimals=decimals), input)
     scale = 10.0 ** decimals
     return div(_round0(mul(input, scale)), scale)
 
@@ -932,17 +978,33 @@ def _div_real(z: Tensor, c: float) -> Tensor:
 def exp2(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     if out is not None:
         return _out(exp2(input), out, "exp2", (input,))
-    return exp(mul(input, math.log(2.0)))
+    if input.dtype.is_complex:
+        return exp(mul(input, math.log(2.0)))
+    if input.dtype in _HALF:  # in float32, rounded once (as PyTorch)
+        return in_float32(exp2, input)
+    # 2 ** x, not exp(x ln 2): exact at integers (2 ** 100 was 20 float32 ulps off)
+    return pow(2.0, input)
 
 
-def logaddexp(input: Tensor, other: Tensor) -> Tensor:
+def logaddexp(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``log(exp(input) + exp(other))``, PyTorch's way: ``max + log1p(exp(-|input - other|))``,
     and equal infinities give themselves (``-inf`` for two ``-inf``: a log-space sum of nothing,
     where the composition gave ``inf - inf = nan``); 16-bit floats in float32, rounded once."""
+    if out is not None:
+        return write_out("logaddexp", logaddexp(input, other), out, (input, other))
+    _tensors_only("logaddexp", input, other)
     dt = _log_add_dtype("logaddexp", input, other)
     if dt in _HALF:
         return in_float32(logaddexp, input, other, dtype=dt)
     return call(_LogAddExp, to(input, dtype=dt), to(other, dtype=dt))
+
+
+def _tensors_only(name: str, input: Any, other: Any) -> None:
+    """PyTorch's TypeError for a Python number given to a binary op that takes tensors only."""
+    for arg, position, t in (("input", 1, input), ("other", 2, other)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, "
+                            f"not {type(t).__name__}")
 
 
 def _log_add_dtype(name: str, input: Tensor, other: Tensor) -> _dtype.dtype:
@@ -954,9 +1016,12 @@ def _log_add_dtype(name: str, input: Tensor, other: Tensor) -> _dtype.dtype:
     return dt
 
 
-def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
+def logaddexp2(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``log2(2**input + 2**other)``, PyTorch's way: ``max + log1p(2**-|input - other|) / ln 2``
     (equal infinities give themselves); 16-bit floats in float32, rounded once."""
+    if out is not None:
+        return write_out("logaddexp2", logaddexp2(input, other), out, (input, other))
+    _tensors_only("logaddexp2", input, other)
     dt = _log_add_dtype("logaddexp2", input, other)
     if dt in _HALF:
         return in_float32(logaddexp2, input, other, dtype=dt)
@@ -1009,10 +1074,13 @@ class _LogAddExp2(_LogAddExp):
         return mul(log1p(x), 1.0 / math.log(2.0))
 
 
-def hypot(input: Tensor, other: Tensor) -> Tensor:
+def hypot(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``sqrt(input**2 + other**2)`` without overflow or underflow in the squares (as C's
     ``hypot``, which PyTorch calls: 1e200 and 1e200 give 1.41e200, not inf); an infinite
     operand gives inf even beside a NaN; 16-bit floats in float32, rounded once."""
+    if out is not None:
+        return write_out("hypot", hypot(input, other), out, (input, other))
+    _tensors_only("hypot", input, other)
     dt = _dtype.result_type(input, other)
     if not dt.is_floating_point:
         raise NotImplementedError(f"\"hypot_cpu\" not implemented for '{_type_name(dt)}'")
@@ -1193,7 +1261,7 @@ def clamp(input: Tensor, min: Any = None, max: Any = None, *,  # PyTorch's param
             x = to(x, dtype=dt)
         for bound in (lo, hi):  # a bound must fit a narrow integer dtype (PyTorch checks it)
             if bound is not None:
-                _dtype.check_storable(np.asarray(bound), x.dtype)
+                _dtype.check_storable(np.asarray(bound), x.dtype, c_name=True)
         lo = to_scalar(lo, x.dtype) if lo is not None else None
         hi = to_scalar(hi, x.dtype) if hi is not None else None
     return call(_Clamp, x, lo, hi)
@@ -1207,12 +1275,22 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     where ``|weight| >= 0.5`` (exact at ``weight == 1``), in float32 for 16-bit floats, rounded
     once."""
     for what, t in (("end", end), ("weight", weight)):
-        if isinstance(t, Tensor) and isinstance(input, Tensor) and t.dtype is not input.dtype:
+        if isinstance(t, Tensor) and isinstance(input, Tensor) and t.dtype is not input.dtype \
+                and not (what == "weight" and t.dim() == 0):
             cpp = _dtype.CPP_TYPE_NAMES  # (PyTorch's lerp takes one dtype)
             raise RuntimeError(f"expected dtype {cpp.get(input.dtype.name, input.dtype.name)} for "
                                f"`{what}` but got dtype {cpp.get(t.dtype.name, t.dtype.name)}")
+    if isinstance(weight, Tensor) and weight.dim() == 0 and isinstance(input, Tensor) \
+            and weight.dtype is not input.dtype:
+        # a 0-dim weight of another dtype takes part in the type promotion, as a 0-dim operand
+        # does (PyTorch: a bool input with a float weight gives a float result)
+        dt = _dtype.result_type(input, end, weight)
+        input, end, weight = (t if t.dtype is dt else to(t, dtype=dt) for t in (input, end, weight))
     dt = _dtype.result_type(input, end, weight) if isinstance(weight, Tensor) else \
         _dtype.result_type(input, end)
+    if not (dt.is_floating_point or dt.is_complex):  # PyTorch's kernels are floating only
+        kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(dt)}'")
     if isinstance(weight, (complex, np.complexfloating)) and not dt.is_complex:
         # PyTorch's checked conversion of the Scalar weight into the real dtype
         if weight.imag != 0:

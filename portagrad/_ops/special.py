@@ -23,6 +23,7 @@ from ._common import call
 from . import complexnum, elementwise
 from .elementwise import _float_input
 from .indexing import where
+from .conversion import write_out
 from .shape import sum_to_shape
 
 __all__ = [
@@ -471,7 +472,9 @@ class _Logit(Function):
         ctx.eps = eps
         ctx.save_for_backward(x)
         def fwd(t: Tensor) -> Tensor:
-            p = t if eps is None else elementwise.clamp(t, eps, 1.0 - eps)
+            # PyTorch's clamp tests the low bound first: with eps > 0.5 (bounds crossed) values
+            # below eps become eps, the others 1 - eps (clamp() would give 1 - eps everywhere)
+            p = t if eps is None else where(t < eps, eps, where(t > 1.0 - eps, 1.0 - eps, t))
             return elementwise.log(p / (1.0 - p))
 
         with _no_grad():
@@ -496,8 +499,10 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
     return call(_Logit, _float_input(input), eps)
 
 
-def xlogy(input: Any, other: Any) -> Tensor:
+def xlogy(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
     """``input * log(other)``, 0 where ``input == 0`` (unless ``other`` is NaN)."""
+    if out is not None:
+        return write_out("xlogy", xlogy(input, other), out, (input, other))
     return _xlog(input, other, False)
 
 
@@ -555,20 +560,28 @@ class _Xlog1py(_Xlogy):
     _backward_name = "SpecialXlog1PyBackward0"
 
 
-def heaviside(input: Tensor, values: Tensor) -> Tensor:
+def heaviside(input: Tensor, values: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Step function: 0 below 0, 1 above, ``values`` at 0 (not differentiable, as PyTorch)."""
+    if out is not None:
+        res = heaviside(input, values)
+        if isinstance(out, Tensor) and out.dtype is not res.dtype:  # (one dtype, as the inputs)
+            raise RuntimeError("heaviside is not yet implemented for tensors with different "
+                               "dtypes.")
+        return write_out("heaviside", res, out, (input, values))
     _check_tensor("heaviside", input)
     if not isinstance(values, Tensor):
         raise TypeError(f"heaviside(): argument 'values' (position 2) must be Tensor, not "
                         f"{type(values).__name__}")
     if input.dtype is not values.dtype:
-        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes")
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     with _no_grad():
         return where(elementwise.eq(input, 0), values, (input > 0).to(input.dtype))
 
 
-def copysign(input: Any, other: Any) -> Tensor:
+def copysign(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
     """``|input|`` with the sign of ``other`` (its sign bit: ``-0.0`` counts as negative)."""
+    if out is not None:
+        return write_out("copysign", copysign(input, other), out, (input, other))
     ref = input if isinstance(input, Tensor) else other
     if not isinstance(ref, Tensor):
         raise TypeError("copysign(): at least one of 'input' and 'other' must be a Tensor")
@@ -614,8 +627,12 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
             "addcmul", addcmul, input, tensor1=tensor1, tensor2=tensor2, value=value)) is not _SKIP:
         return _ac_out
     dt = _dtype.result_type(input, tensor1, tensor2)
-    if not dt.is_floating_point and dt is not _dtype.bool:  # PyTorch's checked conversion
+    if dt is _dtype.bool:  # PyTorch's kernel has no bool
+        raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'")
+    if not dt.is_floating_point and not dt.is_complex:  # PyTorch's checked conversion
         value = _dtype.fit_scalar(value, dt.name)
+    elif dt.is_floating_point:
+        elementwise.check_float_scalar(value, dt)
     if dt not in _dtype.HALF_FLOATS:  # the product in the result's dtype (int8 factors of an int16
         # input do not wrap at 8 bits); 16-bit floats: in_float32 casts
         tensor1, tensor2 = (t.to(dt) if isinstance(t, Tensor) and t.dtype is not dt else t
@@ -633,7 +650,8 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
         return _ac_out
     if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point
             or tensor1.dtype.is_complex or tensor2.dtype.is_complex):
-        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
+        # (PyTorch's message, its double space included)
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future  "
                            "release addcdiv will perform a true division of tensor1 and tensor2. "
                            "The historic addcdiv behavior can be implemented as "
                            "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
@@ -641,6 +659,8 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
                            "inputs. The future addcdiv behavior is just the latter implementation: "
                            "(input + value * tensor1 / tensor2), for all dtypes.")
     dt = _dtype.result_type(input, tensor1, tensor2)
+    if dt.is_floating_point:
+        elementwise.check_float_scalar(value, dt)
     # PyTorch's order, input + (value * tensor1) / tensor2, rounded once for 16-bit floats
     return elementwise.in_float32(lambda i, a, b: i + (a if value == 1 else a * value) / b,
                                   input, tensor1, tensor2, dtype=dt)
@@ -656,18 +676,28 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:  # PyTorch's parameter name
     return elementwise.clamp(input, None, max)
 
 
-def float_power(input: Any, exponent: Any) -> Tensor:
+def float_power(input: Any, exponent: Any, *, out: Tensor | None = None) -> Tensor:
     """``input ** exponent`` computed in float64."""
-    a = input.to(_dtype.float64) if isinstance(input, Tensor) else float(input)
-    b = exponent.to(_dtype.float64) if isinstance(exponent, Tensor) else float(exponent)
-    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+    if out is not None:
+        res = float_power(input, exponent)
+        if isinstance(out, Tensor) and out.dtype is not res.dtype:  # exactly the result's dtype
+            names = elementwise._type_name
+            raise RuntimeError(f"the output given to float_power has dtype {names(out.dtype)} but "
+                               f"the operation's result requires dtype {names(res.dtype)}")
+        return write_out("float_power", res, out, (input, exponent))
+    if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
         raise TypeError("float_power(): at least one of 'input' and 'exponent' must be a Tensor")
+    # complex128 when either operand is complex (a Python complex number too), else float64
+    cplx = any(x.dtype.is_complex if isinstance(x, Tensor) else isinstance(x, complex)
+               for x in (input, exponent))
+    dt, num = (_dtype.complex128, complex) if cplx else (_dtype.float64, float)
+    a, b = (x.to(dt) if isinstance(x, Tensor) else num(x) for x in (input, exponent))
     return a ** b
 
 
-def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
+def logaddexp2(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``log2(2**input + 2**other)``, computed stably (equal infinities give themselves)."""
-    return elementwise.logaddexp2(input, other)
+    return elementwise.logaddexp2(input, other, out=out)
 
 
 def _fmaxmin(op: Any, input: Tensor, other: Tensor) -> Tensor:
