@@ -352,6 +352,14 @@ INT_LIMITS: dict[str, tuple[_py_int, _py_int, str]] = {
 }
 """Integer dtype name -> (lowest, highest, the C type PyTorch's overflow message names)."""
 
+# 16- and 32-bit float dtype name -> (largest finite value, the C type of the overflow message):
+# a finite number past it is refused when stored as a scalar (fill_, masked_fill, where)
+_FLOAT_LIMITS: dict[str, tuple[float, str]] = {
+    "float32": (_py_float(np.finfo(np.float32).max), "float"),
+    "float16": (65504.0, "c10::Half"),
+    "bfloat16": (3.3895313892515355e38, "c10::BFloat16"),
+}
+
 
 def scalar_ctype(d: dtype) -> str:
     """The C type PyTorch's checked conversion of a Scalar into ``d`` names in its overflow
@@ -370,6 +378,15 @@ def fit_scalar(value: object, dtype_name: str) -> object:
     truncated, with ``RuntimeError`` like PyTorch's when it cannot be stored; unchanged otherwise."""
     r = INT_LIMITS.get(dtype_name)
     if r is None or isinstance(value, (_builtin_bool, np.bool_)):
+        f_limit = _FLOAT_LIMITS.get(dtype_name)
+        if f_limit is not None and isinstance(value, (_py_float, _py_int, np.floating, np.integer)) \
+                and not isinstance(value, (_builtin_bool, np.bool_)):
+            top, cname = f_limit
+            f = _py_float(value) if not isinstance(value, (_py_int, np.integer)) else None
+            if (f is not None and f == f and abs(f) != _py_float("inf") and abs(f) > top) or \
+                    (f is None and abs(_py_int(value)) > top):
+                # a finite number past the dtype's largest: PyTorch refuses it (inf is stored)
+                raise RuntimeError(f"value cannot be converted to type {cname} without overflow")
         return value
     lo, hi, cname = r
     if isinstance(value, (_py_int, np.integer)):
@@ -387,7 +404,7 @@ def fit_scalar(value: object, dtype_name: str) -> object:
     raise RuntimeError(f"value cannot be converted to type {cname} without overflow")
 
 
-def check_storable(values: np.ndarray, d: dtype) -> None:
+def check_storable(values: np.ndarray, d: dtype, c_name: bool = False) -> None:
     """Raise PyTorch's ``RuntimeError`` when Python numbers ``values`` cannot be stored into the
     integer dtype ``d`` by :func:`fit_scalar`'s rule (``tensor([300], dtype=uint8)``, ``tensor([nan],
     dtype=int64)``, ``tensor([-1.5], dtype=uint8)``); other dtypes are not checked."""
@@ -401,8 +418,9 @@ def check_storable(values: np.ndarray, d: dtype) -> None:
             _py_float(values.max()) <= hi
     else:
         ok = values.min() >= (-hi if lo == 0 else lo) and values.max() <= hi
-    if not ok:
-        raise RuntimeError(f"value cannot be converted to type {d.name} without overflow")
+    if not ok:  # (PyTorch's tensor() names the dtype, its ops the C type: c_name)
+        raise RuntimeError(f"value cannot be converted to type {r[2] if c_name else d.name} "
+                           f"without overflow")
 
 
 #: PyTorch's C++ ScalarType names of the dtypes, as its error messages spell them

@@ -230,3 +230,33 @@ def test_int64_edges_and_arange_sign(device: str) -> None:
     with pytest.raises(RuntimeError, match="^upper bound and lower bound inconsistent with "
                        "step sign$"):
         pg.arange(0, 5, -1, device=device)
+
+
+@pytest.mark.parametrize("dtype, value, cname", [
+    ("float32", 1e40, "float"), ("float32", 3.5e38, "float"), ("float16", 1e5, "c10::Half"),
+    ("bfloat16", 1e39, "c10::BFloat16"), ("float32", 10**40, "float")])
+def test_scalars_past_a_float_dtype_are_refused(device: str, dtype: str, value, cname: str
+                                                ) -> None:
+    """PyTorch refuses to store a finite number past the dtype's largest (fill_, full,
+    masked_fill, where, x[i] = v); infinities are stored; arithmetic overflows to inf."""
+    dt = getattr(pg, dtype)
+    try:
+        x = pg.ones(2, dtype=dt, device=device)
+    except pg.errors.DTypeError:
+        pytest.skip(f"{device} has no {dtype}")
+    msg = f"^value cannot be converted to type {cname} without overflow$"
+    mask = pg.tensor([True, False], device=device)
+    for store in (lambda: x.fill_(value), lambda: pg.full((2,), value, dtype=dt, device=device),
+                  lambda: x.masked_fill(mask, value), lambda: pg.where(mask, x, value),
+                  lambda: x.__setitem__(0, value)):
+        with pytest.raises(RuntimeError, match=msg):
+            store()
+    assert x.fill_(float("inf")).tolist() == [float("inf")] * 2
+    assert (pg.ones(2, dtype=dt, device=device) * value).tolist() == [float("inf")] * 2
+
+
+def test_integer_overflow_names_the_c_type(device: str) -> None:
+    x = pg.ones(2, dtype=pg.int64, device=device)
+    with pytest.raises(RuntimeError, match="^value cannot be converted to type int64_t without "
+                       "overflow$"):
+        x[0] = float("nan")

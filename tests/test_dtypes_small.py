@@ -302,9 +302,9 @@ def test_stored_scalars_are_checked_as_pytorch(device: str) -> None:
     assert pg.full((1,), -32768, dtype=pg.int16, device=device).tolist() == [-32768]
     assert pg.tensor([-1, -200], dtype=pg.uint8, device=device).tolist() == [255, 56]
     v = pg.tensor([250, 3], dtype=pg.uint8, device=device)
-    with pytest.raises(RuntimeError, match="type uint8 without overflow"):
+    with pytest.raises(RuntimeError, match="type uint8_t without overflow"):
         v.clamp(0, 1000)  # would clamp to the wrapped 232 otherwise
-    with pytest.raises(RuntimeError, match="type uint8 without overflow"):
+    with pytest.raises(RuntimeError, match="type uint8_t without overflow"):
         v ** 300
     assert v.clamp(1, 100).tolist() == [100, 3] and v.clamp(-1, 5).tolist() == [5, 5]
     assert pg.tensor(np.array([300]), dtype=pg.uint8, device=device).tolist() == [44]

@@ -567,6 +567,10 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
     key = tuple(int(k) if isinstance(k, np.integer) else k for k in key)
     key = _zero_dim_ints(key)
     value = check_complex_source(x, key, value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and \
+            x.dtype is not _dtype.bool and not x.dtype.is_complex:
+        # a number the dtype cannot hold is refused, naming the C type (int64_t, float)
+        _dtype.fit_scalar(value, x.dtype.name)
     if not any(_is_advanced(k) for k in key):
         view = basic_index(x, key)
         view.copy_(value)  # rebases the history of the view's base (CopySlices) if recording

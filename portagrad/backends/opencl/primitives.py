@@ -288,7 +288,7 @@ class PrimitivesMixin:
             return
         dev = self._dev(out)
         dt = out.dtype.name
-        v: Any = (half_bits(value, dt) if out.dtype in HALF16_DTYPES
+        v: Any = (half_bits(fit_scalar(value, dt), dt) if out.dtype in HALF16_DTYPES
                   else scalar_arg(fit_scalar(value, dt), dt))
         if contig(out):
             import pyopencl as cl
