@@ -316,7 +316,17 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 def unflatten(x: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     d = wrap_dim_no_scalar(dim, x.dim())
-    sizes = infer_size(sizes, x._v.shape[d])
+    sizes = list(sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    n = x._v.shape[d]
+    known = 1
+    for s in sizes:
+        known *= s if s != -1 else 1
+    if sizes.count(-1) <= 1 and (known == 0 or n % known if -1 in sizes else known != n):
+        raise RuntimeError(f"unflatten: Provided sizes {sizes} don't multiply up to the size of "
+                           f"dim {dim} ({n}) in the input tensor")
+    sizes = infer_size(sizes, n)
     return reshape(x, x._v.shape[:d] + tuple(sizes) + x._v.shape[d + 1:])
 
 

@@ -142,8 +142,8 @@ class Hardtanh(Module):
         self.min_val = min_val
         self.max_val = max_val
         self.inplace = inplace
-        if max_val <= min_val:
-            raise ValueError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
+        if max_val <= min_val:  # (an assert in PyTorch: AssertionError)
+            raise AssertionError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
 
     def forward(self, input: Tensor) -> Tensor:
         return F.hardtanh(input, self.min_val, self.max_val, self.inplace)

@@ -182,9 +182,11 @@ class _ConvTransposeNd(_ConvNd):
                         self.dilation[d] * (self.kernel_size[d] - 1) + 1)
             max_size = min_size + self.stride[d] - 1
             if not min_size <= output_size[d] <= max_size:
+                mins = [((spatial[i] - 1) * self.stride[i] - 2 * self.padding[i] +
+                         self.dilation[i] * (self.kernel_size[i] - 1) + 1) for i in range(n)]
+                maxs = [m + self.stride[i] - 1 for i, m in enumerate(mins)]
                 raise ValueError(f"requested an output size of {output_size}, but valid sizes range "
-                                 f"from {min_size} to {max_size} (for an input of "
-                                 f"{list(spatial)})")
+                                 f"from {mins} to {maxs} (for an input of {spatial})")
             pads.append(output_size[d] - min_size)
         return tuple(pads)
 

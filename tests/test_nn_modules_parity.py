@@ -1,0 +1,39 @@
+"""nn layers' argument checks as PyTorch 2.13 has them (messages written out): unflatten's
+sizes, ConvTranspose's output_size, Hardtanh's bounds, CELU's alpha, PReLU's channels and
+adaptive pooling to an empty output."""
+from __future__ import annotations
+
+import pytest
+
+import portagrad as pg
+
+nn = pg.nn
+F = pg.nn.functional
+
+
+def test_unflatten_sizes(device: str) -> None:
+    x = pg.ones(2, 3, device=device)
+    with pytest.raises(RuntimeError, match=r"^unflatten: Provided sizes \[2, 2\] don't multiply "
+                       r"up to the size of dim 1 \(3\) in the input tensor$"):
+        nn.Unflatten(1, (2, 2))(x)
+    with pytest.raises(RuntimeError, match=r"Provided sizes \[2, -1\] don't multiply up"):
+        x.unflatten(1, (2, -1))
+    with pytest.raises(RuntimeError, match="^unflatten: sizes must be non-empty$"):
+        x.unflatten(1, ())
+    assert x.unflatten(1, (3, -1)).shape == (2, 3, 1)
+    assert x.unflatten(-1, (1, 3)).shape == (2, 1, 3)
+
+
+def test_conv_transpose_output_size_range(device: str) -> None:
+    m = nn.ConvTranspose2d(3, 2, 3, stride=2).to(device)
+    x = pg.ones(2, 3, 7, 7, device=device)
+    assert m(x, output_size=[16, 16]).shape == (2, 2, 16, 16)
+    with pytest.raises(ValueError, match=r"^requested an output size of \[20, 20\], but valid "
+                       r"sizes range from \[15, 15\] to \[16, 16\] \(for an input of "
+                       r"(portagrad|torch)\.Size\(\[7, 7\]\)\)$"):
+        m(x, output_size=[20, 20])
+
+
+def test_hardtanh_bounds() -> None:
+    with pytest.raises(AssertionError, match=r"max_val \(-1\) must be greater than min_val \(1\)"):
+        nn.Hardtanh(1, -1)
