@@ -139,6 +139,8 @@ class LBFGS(Optimizer):
     ``lr``) or ``"strong_wolfe"``. Memory: ``history_size`` pairs of flat parameter-sized vectors.
     """
 
+    _complex_as_real = False  # (its closure sets the gradients mid-step; it flattens them itself)
+
     def __init__(self, params: Iterable[Any], lr: float = 1, max_iter: int = 20,
                  max_eval: int | None = None, tolerance_grad: float = 1e-7,
                  tolerance_change: float = 1e-9, history_size: int = 100,

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import _creation, _dtype
+from .._ops.complexnum import view_as_complex, view_as_real
 from .._ops.sparse import SPARSE_GRADS
 from .._tensor import Tensor
 from ..autograd import grad_mode
@@ -134,6 +135,11 @@ class Optimizer:
     #: them itself (SparseAdam).
     _sparse_grads = "refuse"
     _sparse_error: str | None = None  # default: "<Name> does not support sparse gradients"
+    #: Whether ``step`` sees a complex parameter (and its gradient and state) as its real view
+    #: (``view_as_real``, a trailing dimension of 2), as PyTorch's optimizers do: each of the real
+    #: and imaginary parts then gets its own adaptive scale (Adam's second moment of ``1+2j`` is
+    #: ``(1, 4)``, not ``(1+2j)**2``). Off for the ones that flatten parameters themselves.
+    _complex_as_real = True
     #: the error PyTorch raises for sparse gradients with a nonzero ``weight_decay``
     _sparse_weight_decay_error = "weight_decay option is not compatible with sparse gradients"
 
@@ -395,10 +401,17 @@ def _with_hooks(step: Callable) -> Callable:
                                            f"new_kwargs), but got {res}.")
                     args, kwargs = res
         swapped = _densify_sparse_grads(self) if SPARSE_GRADS.made else None
+        realified = None
+        if self._complex_as_real and any(p.dtype.is_complex for g in self.param_groups
+                                         for p in g["params"]):
+            args, kwargs = _closure_first(self, args, kwargs)
+            realified = _complex_as_real(self)
         try:
             with grad_mode._no_grad():
                 out = step(self, *args, **kwargs)
         finally:
+            if realified:
+                _complex_back(self, realified)
             if swapped:
                 for p, g in swapped:  # the user's sparse .grad back, untouched
                     p._grad = g
@@ -409,6 +422,55 @@ def _with_hooks(step: Callable) -> Callable:
 
     wrapper._wrapped_step = True  # type: ignore[attr-defined]
     return wrapper
+
+
+def _closure_first(opt: Optimizer, args: tuple[Any, ...], kwargs: dict[str, Any]
+                   ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Run ``step``'s closure now (it is the first thing every such ``step`` does), so that the
+    gradients it computes are the ones seen as real views; the step gets its loss back."""
+    closure = args[0] if args else kwargs.get("closure")
+    if closure is None:
+        return args, kwargs
+    loss = opt._closure_loss(closure)
+
+    def done() -> Any:
+        return loss
+
+    return ((done,) + args[1:], kwargs) if args else (args, {**kwargs, "closure": done})
+
+
+def _complex_as_real(opt: Optimizer) -> list[tuple[dict[str, Any], int, Tensor, Tensor]]:
+    """For the step, put each complex parameter that has a gradient into its group as its real
+    view, with the gradient's real view as ``.grad`` and its state's parameter-shaped tensors as
+    real views too (keyed by the view); :func:`_complex_back` undoes it. The views share memory
+    with the originals, so the step's in-place updates land in them."""
+    done: list[tuple[dict[str, Any], int, Tensor, Tensor]] = []
+    for group in opt.param_groups:
+        params = group["params"]
+        for i, p in enumerate(params):
+            if not p.dtype.is_complex or p._grad is None or p._grad.__class__.is_sparse is True:
+                continue
+            pr = view_as_real(p)
+            pr._grad = view_as_real(p._grad)
+            st = opt.state.pop(p, None)
+            if st:
+                opt.state[pr] = {k: (view_as_real(v) if isinstance(v, Tensor) and v.dtype.is_complex
+                                     and v.shape == p.shape else v) for k, v in st.items()}
+            params[i] = pr
+            done.append((group, i, p, pr))
+    return done
+
+
+def _complex_back(opt: Optimizer, done: list[tuple[dict[str, Any], int, Tensor, Tensor]]) -> None:
+    """Undo :func:`_complex_as_real`: the complex parameters back in their groups, their state
+    keyed by them again, the tensors the step made in the real view's shape as complex views
+    (PyTorch's state holds tensors of the parameter's shape and dtype)."""
+    for group, i, p, pr in done:
+        group["params"][i] = p
+        st = opt.state.pop(pr, None)
+        if st:
+            opt.state[p] = {k: (view_as_complex(v) if isinstance(v, Tensor) and not v.dtype.is_complex
+                                and v.shape == pr.shape else v) for k, v in st.items()}
 
 
 def _densify_sparse_grads(opt: Optimizer) -> list[tuple[Tensor, Any]] | None:
