@@ -2410,9 +2410,9 @@ def _gamma_rows() -> list[OpInfo]:
                 lambda x, d, i, s, r=reduce, inc=inc: _np_scatter_reduce(x, d, i, s, r, inc),
                 red_s, FLOATS if reduce == "mean" else NUMERIC, "same", grad=True,
                 errors=[E(lambda d: pg.scatter_reduce(T((2,), d), 0, pg.tensor([0], device=d),
-                                                      T((1,), d), "max"), RuntimeError,
+                                                      T((1,), d), "maximum"), RuntimeError,
                           r"reduce argument must be either sum, prod, mean, amax or amin, got "
-                          r"max")] if reduce == "sum" and inc else []))
+                          r"maximum")] if reduce == "sum" and inc else []))
     rows.append(OpInfo(
         "index_reduce", lambda x, i, s: x.index_reduce(0, i, s, "amax", include_self=False),
         lambda x, i, s: _np_scatter_reduce(x, 0, np.broadcast_to(i[:, None], s.shape), s,

@@ -287,3 +287,45 @@ def test_diff_prepend_append_checks(device: str) -> None:
                   prepend=t(device, [[1.], [2.]]), append=t(device, [[0.], [0.]]))
     assert out.tolist() == [[1., 1., -6.], [2., 1., -2.]]
     assert pg.diff(t(device, [1., 4.]), prepend=t(device, [1])).tolist() == [0., 3.]
+
+
+# --------------------------------------------------------- scatter/gather family messages
+def test_scatter_family_messages(device: str) -> None:
+    """PyTorch 2.13's words for the scatter/gather family's shape errors, and its 'max'/'min'
+    aliases of scatter_reduce's amax/amin."""
+    z = pg.zeros(2, 2, device=device)
+    bad = pg.zeros(3, 1, dtype=pg.int64, device=device)
+    with pytest.raises(RuntimeError, match=r"^Size does not match at dimension 0 expected index "
+                       r"\[3, 1\] to be no larger than self \[2, 2\] apart from dimension 1$"):
+        z.gather(1, bad)
+    with pytest.raises(RuntimeError, match=r"^Expected index \[3, 1\] to be no larger than self "
+                       r"\[2, 2\] apart from dimension 1 and to be no larger size than src "
+                       r"\[3, 1\]$"):
+        z.scatter_reduce(1, bad, pg.ones(3, 1, device=device), "sum")
+    with pytest.raises(RuntimeError, match=r"^Number of elements of source < number of ones in "
+                       r"mask$"):
+        pg.zeros(4, device=device).masked_scatter(t(device, [True, True, True, False]),
+                                                  t(device, [7.0, 8.0]))
+    with pytest.raises(RuntimeError, match=r"^expected src to have a size equal to the slice of "
+                       r"self\. src size = \[3\], slice size = \[2\]$"):
+        pg.zeros(4, device=device).slice_scatter(pg.ones(3, device=device), start=1, step=2)
+    idx = t(device, [0, 1, 0, 1, 2, 1])
+    src = t(device, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    assert pg.zeros(4, device=device).scatter_reduce(0, idx, src, "max").tolist() == \
+        [3.0, 6.0, 5.0, 0.0]
+    assert pg.zeros(4, device=device).scatter_reduce(0, t(device, [0, 1]), t(device, [-1.0, 2.0]),
+                                                     "min").tolist() == [-1.0, 0.0, 0.0, 0.0]
+
+
+def test_scatter_index_larger_than_self(device: str) -> None:
+    """An index larger than self off the scatter dimension was read out of bounds (numpy's
+    IndexError); PyTorch names both shapes."""
+    z = pg.zeros(2, 2, device=device)
+    bad = pg.zeros(3, 1, dtype=pg.int64, device=device)
+    msg = r"^Expected index \[3, 1\] to be no larger than self \[2, 2\] apart from dimension 1"
+    with pytest.raises(RuntimeError, match=msg + r" and to be no larger size than src \[3, 1\]$"):
+        z.scatter_add(1, bad, pg.ones(3, 1, device=device))
+    with pytest.raises(RuntimeError, match=msg + "$"):
+        z.scatter(1, bad, 1.0)
+    with pytest.raises(RuntimeError, match=r"to be no larger size than src \[2, 2\]$"):
+        z.scatter(1, pg.zeros(2, 3, dtype=pg.int64, device=device), pg.ones(2, 2, device=device))

@@ -59,8 +59,8 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     for i, (si, sx) in enumerate(zip(index.shape, input.shape)):
         if i != d and si > sx:
             raise RuntimeError(f"Size does not match at dimension {i} expected index "
-                               f"{list(index.shape)} to be smaller than self {list(input.shape)} "
-                               f"apart from dimension {d}")
+                               f"{list(index.shape)} to be no larger than self "
+                               f"{list(input.shape)} apart from dimension {d}")
     check_index_range(index, input.shape[d] if input.dim() else 1, d, exc=RuntimeError)
     return call(_Gather, input, d, index)
 
@@ -130,14 +130,18 @@ def _scatter_args(input: Tensor, dim: int, index: Any, src: Any) -> tuple[int, T
     index = _as_index(index, input)
     if index.dim() != input.dim():
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    is_src = isinstance(src, Tensor)
+    if any(k != d and n > input.shape[k] for k, n in enumerate(index.shape)) or \
+            (is_src and any(si > ss for si, ss in zip(index.shape, src.shape))):
+        raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self "
+                           f"{list(input.shape)} apart from dimension {d}" +
+                           (f" and to be no larger size than src {list(src.shape)}" if is_src
+                            else ""))
     check_index_range(index, input.shape[d], d, exc=RuntimeError)
     if isinstance(src, Tensor):
         check_same_device(input, src, "scatter")
         if src.dtype is not input.dtype:
             raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
-        if any(si > ss for si, ss in zip(index.shape, src.shape)):
-            raise RuntimeError(f"Expected index {list(index.shape)} to be smaller than src "
-                               f"{list(src.shape)} in every dimension")
         if tuple(src.shape) != tuple(index.shape):
             src = basic_index(src, tuple(slice(0, n) for n in index.shape))
     return d, index, src

@@ -61,8 +61,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     pos = reshape(nonzero(m), (-1,))
     k = pos.shape[0]
     if source.numel() < k:
-        raise RuntimeError("masked_scatter: expected source to have at least as many elements as "
-                           "the ones selected by the mask")
+        raise RuntimeError("Number of elements of source < number of ones in mask")
     flat = reshape(input, (-1,))
     src = narrow(reshape(source, (-1,)), 0, 0, k).to(input.dtype)
     out = flat.index_copy(0, pos, src)
@@ -167,7 +166,7 @@ def _embed(input: Tensor, src: Tensor, view: Any, name: str) -> Tensor:
     out = input.clone()
     target = view(out)
     if tuple(target.shape) != tuple(src.shape):
-        raise RuntimeError(f"{name}: expected src to have a size equal to the slice of self. src "
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src "
                            f"size = {list(src.shape)}, slice size = {list(target.shape)}")
     copy_(target, src)
     return out

@@ -65,6 +65,7 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     """``input`` with the elements of ``src`` reduced (``sum``, ``prod``, ``mean``, ``amax``,
     ``amin``) into the slots ``index`` names along ``dim``; ``include_self``: the slot's own
     value takes part. Slots no index names keep their value."""
+    reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)  # (PyTorch's aliases)
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
@@ -81,10 +82,9 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
                                         include_self=include_self), ())
     for k in range(index.dim()):
         if index.shape[k] > src.shape[k] or (k != d and index.shape[k] > input.shape[k]):
-            raise RuntimeError(f"Size does not match at dimension {k} expected index "
-                               f"{list(index.shape)} to be smaller than self "
-                               f"{list(input.shape)} apart from dimension {d} and to be "
-                               f"smaller size than src {list(src.shape)}")
+            raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self "
+                               f"{list(input.shape)} apart from dimension {d} and to be no "
+                               f"larger size than src {list(src.shape)}")
     s = src
     for k in range(src.dim()):  # only the part of src that index covers takes part
         if s.shape[k] != index.shape[k]:
