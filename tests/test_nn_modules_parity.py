@@ -37,3 +37,31 @@ def test_conv_transpose_output_size_range(device: str) -> None:
 def test_hardtanh_bounds() -> None:
     with pytest.raises(AssertionError, match=r"max_val \(-1\) must be greater than min_val \(1\)"):
         nn.Hardtanh(1, -1)
+
+
+def test_set_submodule() -> None:
+    m = nn.Sequential(nn.Linear(2, 3), nn.Sequential(nn.Linear(3, 1)))
+    m.set_submodule("1.0", nn.Tanh())
+    assert isinstance(m[1][0], nn.Tanh)
+    m.set_submodule("1.5", nn.ReLU())  # a new name under an existing parent
+    assert isinstance(m.get_submodule("1.5"), nn.ReLU)
+    with pytest.raises(ValueError, match="^Cannot set the submodule without a target name!$"):
+        m.set_submodule("", nn.Tanh())
+    with pytest.raises(ValueError, match=r"^`module` is not an nn.Module, found <class 'int'>$"):
+        m.set_submodule("1.0", 3)  # type: ignore[arg-type]
+    with pytest.raises(AttributeError, match="^Sequential has no attribute `7`$"):
+        m.set_submodule("1.7", nn.Tanh(), strict=True)
+    with pytest.raises(AttributeError, match="^`weight` is not an nn.Module$"):
+        m.set_submodule("0.weight", nn.Tanh())
+
+
+def test_sequential_repeats() -> None:
+    s = nn.Sequential(nn.ReLU(), nn.Tanh())
+    r = s * 2
+    assert len(r) == 4 and r[0] is r[2] and len(3 * s) == 6
+    s *= 2
+    assert len(s) == 4 and s[1] is s[3]
+    with pytest.raises(ValueError, match="^Non-positive multiplication factor 0 for"):
+        s * 0
+    with pytest.raises(TypeError, match="unsupported operand type"):
+        s * 1.5  # type: ignore[operator]

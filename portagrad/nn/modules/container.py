@@ -66,6 +66,31 @@ class Sequential(Module):
             ret.append(layer)
         return ret
 
+    def __mul__(self, other: int) -> Sequential:
+        """The layers repeated ``other`` times (the same module objects, shared)."""
+        if not isinstance(other, int) or isinstance(other, bool):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+        ret = Sequential()
+        for _ in range(other):
+            for layer in self:
+                ret.append(layer)
+        return ret
+
+    __rmul__ = __mul__
+
+    def __imul__(self, other: int) -> Sequential:
+        if not isinstance(other, int) or isinstance(other, bool):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+        layers = list(self)
+        for _ in range(other - 1):
+            for layer in layers:
+                self.append(layer)
+        return self
+
     def __iter__(self) -> Iterator[Module]:
         return iter(self._modules.values())  # type: ignore[arg-type]  # children are Modules (None only through register_module)
 
