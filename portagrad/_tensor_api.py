@@ -460,7 +460,9 @@ class TensorOps:
     def vdot(self, other: Tensor) -> Tensor:
         return _ops.matmul.vdot(self, other)
 
-    inner = dot
+    def inner(self, other: Tensor) -> Tensor:
+        """Sums of products over the last dimension of both."""
+        return _ops.matmul.inner(self, other)
 
     def outer(self, vec2: Tensor) -> Tensor:
         """Outer product of two 1-D tensors."""

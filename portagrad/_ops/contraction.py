@@ -31,7 +31,53 @@ __all__ = ["einsum", "tensordot", "cross", "addmv", "addr", "addbmm"]
 
 
 # ------------------------------------------------------------------------------- einsum
+_SUBLIST_LETTERS = string.ascii_lowercase + string.ascii_uppercase
+
+
+def _einsum_from_sublists(args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+    """PyTorch's sublist form ``einsum(op1, [0, 1], op2, [1, 2], [0, 2])`` as an equation and
+    its operands (subscript ``k`` is the k-th letter of a-z then A-Z; ``...`` is Ellipsis)."""
+    def letters(sub: Any) -> str:
+        out = []
+        for v in sub:
+            if v is Ellipsis:
+                out.append("...")
+            elif isinstance(v, int) and 0 <= v < len(_SUBLIST_LETTERS):
+                out.append(_SUBLIST_LETTERS[v])
+            else:
+                raise ValueError(f"einsum(): expected subscript to be within the range [0, 52), "
+                                 f"but got {v}")
+        return "".join(out)
+
+    ops = args[0::2]
+    subs = args[1::2]
+    n = len(ops) if len(args) % 2 == 0 else len(ops) - 1  # an odd count: the output's sublist
+    eq = ",".join(letters(sub) for sub in subs[:n])
+    if len(args) % 2:
+        eq += "->" + letters(args[-1])
+    return eq, tuple(ops[:n])
+
+
+def _einsum_check_letters(equation: str) -> None:
+    """PyTorch's refusals of the equation's own text: subscripts are letters, ``...`` and the
+    separators only."""
+    i = 0
+    while i < len(equation):
+        c = equation[i]
+        if c == "." and equation[i:i + 3] == "...":
+            i += 3
+            continue
+        if c == "-" and equation[i:i + 2] == "->":
+            i += 2
+            continue
+        if not (c in string.ascii_letters or c in ", "):
+            raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation "
+                               f"string, subscripts must be in [a-zA-Z]")
+        i += 1
+
+
 def _einsum_parse(equation: str, operands: Sequence[Tensor]) -> tuple[list[str], str]:
+    _einsum_check_letters(equation)
     eq = equation.replace(" ", "")
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
@@ -64,9 +110,21 @@ def _einsum_parse(equation: str, operands: Sequence[Tensor]) -> tuple[list[str],
                 counts[c] = counts.get(c, 0) + 1
         out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
     for c in out:
+        if out.count(c) > 1:
+            raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the "
+                               f"output")
         if not any(c in t for t in out_terms):
             raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation "
                                f"for any input operand")
+    seen: dict[str, int] = {}
+    for k, (t, op) in enumerate(zip(out_terms, operands)):
+        for c, n in zip(t, op.shape):
+            prev = seen.get(c)
+            if prev is not None and n != prev and n != 1 and prev != 1:
+                raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {k} which "
+                                   f"does not broadcast with previously seen size {prev}")
+            if prev is None or prev == 1:
+                seen[c] = n
     return out_terms, out
 
 
@@ -98,6 +156,8 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     ones by products and sums (PyTorch's integer rules)."""
     if _AUTOCAST.on and (_ac_out := _autocast_call("einsum", einsum, equation, *operands)) is not _SKIP:
         return _ac_out
+    if not isinstance(equation, str):  # the sublist form: einsum(op1, sub1, op2, sub2, [out])
+        equation, operands = _einsum_from_sublists((equation,) + operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     terms, out = _einsum_parse(equation, operands)

@@ -67,8 +67,10 @@ def _check(a: Tensor, b: Tensor, name: str) -> None:
                         f"{type(b).__name__}")
     check_same_device(a, b, name)
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != "
-                           f"{b.dtype}")
+        names = _dtype.CPP_TYPE_NAMES
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{names.get(a.dtype.name, a.dtype.name)} != "
+                           f"{names.get(b.dtype.name, b.dtype.name)}")
 
 
 def _check_bool(a: Tensor, name: str, work: int) -> None:
@@ -77,8 +79,8 @@ def _check_bool(a: Tensor, name: str, work: int) -> None:
     PyTorch returns an empty or all-False result without looking at the dtype when there is
     nothing to multiply."""
     if a.dtype is _dtype.bool and work:
-        raise RuntimeError(f"{name}: bool tensors are not supported; convert with .float() or "
-                           f".long() first")
+        kernel = {"matmul": "addmm_impl_cpu_"}.get(name, name)  # PyTorch's CPU kernel names
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
 
 
 def _to3(x: Tensor, batch: tuple[int, ...]) -> Tensor:
@@ -122,7 +124,7 @@ def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {da}D "
                            f"and {db}D")
     if da == 1 and db == 1:
-        _check_bool(a, "matmul", 1)  # PyTorch's dot refuses bool even when empty
+        _check_bool(a, "dot", 1)  # PyTorch's dot refuses bool even when empty
         return dot(a, b)
     a2 = unsqueeze(a, 0) if da == 1 else a
     b2 = unsqueeze(b, -1) if db == 1 else b
@@ -208,7 +210,19 @@ def vdot(input: Tensor, other: Tensor) -> Tensor:
     return dot(conj(input), other)
 
 
-inner = dot
+def inner(input: Tensor, other: Tensor) -> Tensor:
+    """The sums of products over the last dimension of both (``dot`` for vectors; a 0-d
+    operand multiplies the other)."""
+    if input.dim() == 0 or other.dim() == 0:
+        return input * other
+    if input.dim() == 1 and other.dim() == 1 and input.shape == other.shape:
+        return dot(input, other)
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got "
+                           f"shapes {list(input.shape)} and {list(other.shape)}")
+    k = input.shape[-1]
+    flat = matmul(reshape(input, (-1, k)), transpose(reshape(other, (-1, k)), 0, 1))
+    return reshape(flat, tuple(input.shape[:-1]) + tuple(other.shape[:-1]))
 
 
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
