@@ -176,13 +176,21 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
 def _legacy_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
     if size_average is None and reduce is None:
         return reduction
-    warnings.warn("size_average and reduce args will be deprecated, please use reduction='"
-                  f"{'sum' if size_average is False else 'mean'}' instead.", stacklevel=3)
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
+    legacy = "none" if not reduce else "mean" if size_average else "sum"
+    # (the message names the reduction the two arguments amount to, as PyTorch's)
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{legacy}' "
+                  "instead.", stacklevel=3)
+    return legacy
+
+
+def _not_differentiable(fn: str, arg: str, t: Tensor | None) -> None:
+    """PyTorch's error for an argument its loss has no derivative for (a class weight, a
+    target) that requires grad while grad mode is on."""
+    if t is not None and t.requires_grad and is_grad_enabled():
+        raise RuntimeError(f"The function '{fn}' is not differentiable with respect to argument "
+                           f"'{arg}'. This input cannot have requires_grad True.")
 
 
 def _check_reduction(reduction: str) -> None:
@@ -1785,7 +1793,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
     d = input.to(dtype=dt) - target.to(dtype=dt)
     loss = d * d
     if weight is not None:
-        loss = loss * weight
+        return _weighted_reduce(input, loss, weight, reduction, True)
     return _reduce(loss, reduction)
 
 
@@ -1801,7 +1809,20 @@ def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any
     _check_same_size(input, target)
     loss = (input - target).abs()
     if weight is not None:
-        loss = loss * weight
+        return _weighted_reduce(input, loss, weight, reduction, True)
+    return _reduce(loss, reduction)
+
+
+def _weighted_reduce(input: Tensor, loss: Tensor, weight: Tensor, reduction: str,
+                     by_weight: bool) -> Tensor:
+    """``loss * weight`` reduced as PyTorch's regression losses do: ``weight`` of exactly the
+    input's shape; its "mean" is ``sum(w * l) / sum(w)`` (``by_weight``: mse and l1) or the plain
+    mean of ``w * l`` (huber)."""
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    loss = loss * weight
+    if reduction == "mean" and by_weight:
+        return loss.sum() / weight.sum()
     return _reduce(loss, reduction)
 
 
@@ -1830,7 +1851,9 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, redu
     d = (input.to(dtype=dt) - target.to(dtype=dt)).abs()
     if beta == 0:
         return _reduce(d, reduction)
-    small = d < beta
+    # NaN counts as "small", as in PyTorch's kernel, so that its gradient is NaN too (abs's
+    # gradient at NaN is 0)
+    small = d.ge(beta).logical_not()
     ds = where(small, d, 0.0)  # the square's gradient stays finite where it is not taken (d = inf)
     loss = where(small, ds * ds * 0.5 / beta, d - 0.5 * beta)
     return _reduce(loss, reduction)
@@ -1843,18 +1866,20 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
             weight=weight)) is not _SKIP:
         return _ac_out
     _check_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
     _check_same_size(input, target)
     _floating_result("huber_cpu", input, target)
     _float_into(input)  # PyTorch writes the result into a tensor of the input's dtype
     dt = _dtype.result_type(input, target)
     d = (input.to(dtype=dt) - target.to(dtype=dt)).abs()
-    small = d < delta
+    small = d.ge(delta).logical_not()  # (NaN is "small": its gradient is NaN, as PyTorch's)
     ds = where(small, d, 0.0)  # the square's gradient stays finite where it is not taken (d = inf)
     loss = where(small, ds * ds * 0.5, (d - 0.5 * delta) * delta)
     if loss.dtype is not input.dtype:  # (the input's dtype, as PyTorch's out tensor)
         loss = loss.to(input.dtype)
     if weight is not None:
-        loss = loss * weight
+        return _weighted_reduce(input, loss, weight, reduction, False)
     return _reduce(loss, reduction)
 
 
@@ -1884,6 +1909,51 @@ def _unbatched_target(target: Tensor) -> Tensor:
     return target
 
 
+def _check_nll_target_shape(input: Tensor, target: Tensor) -> None:
+    """PyTorch's shape checks of a batched (N, C, ...) ``input``'s class-index ``target``, with
+    its messages, which differ by the input's rank."""
+    n = input.shape[0]
+    if target.dim() == 0 or n != target.shape[0]:
+        raise ValueError(f"Expected input batch_size ({n}) to match target batch_size "
+                         f"({target.shape[0] if target.dim() else 0}).")
+    want = [n] + list(input.shape[2:])
+    if input.dim() == 2:
+        if target.dim() > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    elif input.dim() == 4:
+        if target.dim() != 3:
+            raise RuntimeError(f"only batches of spatial targets supported (3D tensors) but got "
+                               f"targets of dimension: {target.dim()}")
+        if list(target.shape) != want:
+            raise RuntimeError(f"size mismatch (got input: {list(input.shape)} , target: "
+                               f"{list(target.shape)}")
+    elif list(target.shape) != want:
+        raise RuntimeError(f"Expected target size {want}, got {list(target.shape)}")
+
+
+def _check_nll_dtypes(input: Tensor, target: Tensor, weight: Tensor | None) -> None:
+    """PyTorch's kernel checks, in its order: the weight needs no gradient, the target is int64
+    or uint8, the weight has one entry per class, the input is floating and the weight of its
+    dtype."""
+    two_d = input.dim() == 2
+    _not_differentiable("nll_loss_forward" if two_d else "nll_loss2d_forward", "weight", weight)
+    if target.dtype not in (_dtype.int64, _dtype.uint8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                           f"{_type_name(target.dtype)}")
+    if target.dtype is _dtype.uint8 and not two_d:  # (PyTorch's K-d kernel takes int64 only)
+        raise RuntimeError("expected scalar type Long but found Byte")
+    Cc = input.shape[1]
+    if weight is not None and tuple(weight.shape) != (Cc,):
+        if not two_d:
+            raise RuntimeError("weight tensor should be defined either for all or no classes")
+        raise RuntimeError(f"weight tensor should be defined either for all {Cc} classes or no "
+                           f"classes but got weight tensor of shape: {list(weight.shape)}")
+    _floating_only("nll_loss_out_frame" if two_d else "nll_loss2d_forward_out_frame", input)
+    if weight is not None and weight.dtype is not input.dtype:
+        raise RuntimeError(f"expected scalar type {_type_name(input.dtype)} but found "
+                           f"{_type_name(weight.dtype)}")
+
+
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
              ignore_index: int = -100, reduce: Any = None, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of the class indices ``target`` under log-probabilities ``input``
@@ -1896,41 +1966,40 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     _check_reduction(reduction)
     if input.dim() < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
-    if target.dtype.is_floating_point:
-        raise RuntimeError(f"expected scalar type Long but found {_type_name(target.dtype)}")
     if input.dim() == 1:
         target = _unbatched_target(target)
         input, target = input.unsqueeze(0), target.unsqueeze(0)
         res = nll_loss(input, target, weight, None, ignore_index, None, reduction)
         return res.squeeze(0) if reduction == "none" else res
-    if input.shape[0] != target.shape[0]:
-        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                         f"({target.shape[0]}).")
-    if tuple(input.shape[2:]) != tuple(target.shape[1:]):
-        raise RuntimeError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}, got "
-                           f"{list(target.shape)}")
+    _check_nll_target_shape(input, target)
+    _check_nll_dtypes(input, target, weight)
     Cc = input.shape[1]
-    if weight is not None and weight.numel() != Cc:  # (PyTorch checks it before the dtype)
-        raise RuntimeError(f"weight tensor should be defined either for all {Cc} classes or no "
-                           f"classes but got weight tensor of shape: {list(weight.shape)}")
-    _floating_only("nll_loss_out_frame" if input.dim() == 2 else "nll_loss2d_forward_out_frame",
-                   input)
     _check_targets(target, Cc, ignore_index)
     mask = _class_mask(target, Cc, input.dim())
     picked = where(mask, input, 0.0).sum(1)  # (N, ...)
     valid = target.ne(ignore_index)
     if weight is not None:
-        wb = _bview(weight.to(input.dtype), input.dim())
+        wb = _bview(weight, input.dim())
         w = where(mask, wb, 0.0).sum(1)
         w = where(valid, w, 0.0)
     else:
         w = valid.to(dtype=input.dtype)
-    loss = -(picked * w)
+    loss = where(valid, -(picked * w), 0.0)  # (an ignored entry's loss is +0.0, as PyTorch's)
     if reduction == "none":
         return loss
     if reduction == "sum":
         return loss.sum()
-    return loss.sum() / w.sum()
+    return _nll_mean(loss, w)
+
+
+def _nll_mean(loss: Tensor, w: Tensor) -> Tensor:
+    """``sum(loss) / sum(w)``, NaN where the weights sum to 0 (every entry ignored), yet with a
+    gradient of 0 there as PyTorch's (not ``0 / 0``): the division is by a stand-in 1 and the
+    NaN is added as a term without gradient."""
+    total = w.sum()
+    zero = total.eq(0)
+    nan = where(zero, math.nan, 0.0).to(loss.dtype)
+    return loss.sum() / where(zero, 1.0, total) + nan
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -1945,23 +2014,29 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    if not 0.0 <= label_smoothing <= 1.0:
+    # (PyTorch refuses a smoothing above 1 only: one below 0 smooths nothing)
+    if label_smoothing > 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if (input.dim() == 2 and target.dim() == 1 and not target.dtype.is_floating_point
+    if (input.dim() == 2 and target.dim() == 1 and target.dtype in (_dtype.int64, _dtype.uint8)
             and (weight is None or nodes.loss.ce_weight_fast(input, weight))
-            and label_smoothing == 0 and input.dtype.is_floating_point
+            and label_smoothing <= 0 and input.dtype.is_floating_point
             and input.shape[0] == target.shape[0] and input.shape[0] > 0):
         return nodes.loss.cross_entropy_indices(input, target.to(_dtype.int64), ignore_index,
                                             reduction, weight)  # one recorded node instead of ~15
+    probs = tuple(target.shape) == tuple(input.shape)  # class probabilities (PyTorch: by shape)
+    if probs and not target.dtype.is_floating_point:
+        raise RuntimeError(f"Expected floating point type for target with class probabilities, "
+                           f"got {_type_name(target.dtype)}")
     class_dim = 0 if input.dim() == 1 else 1
     logp = log_softmax(input, class_dim)
     Cc = input.shape[class_dim]
-    if target.dtype.is_floating_point:  # class probabilities
-        if tuple(target.shape) != tuple(input.shape):
-            raise RuntimeError(f"Expected target size {list(input.shape)}, got "
-                               f"{list(target.shape)}")
+    if probs:
         if ignore_index >= 0:  # (PyTorch's check: no class index to ignore among probabilities)
             raise RuntimeError("ignore_index is not supported for floating point target")
+        if weight is not None and tuple(weight.shape) != (Cc,):
+            raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all "
+                               f"{Cc} classes or no classes but got weight tensor of shape: "
+                               f"{list(weight.shape)}")
         x = logp
         if weight is not None:
             x = x * _bview(weight, input.dim(), class_dim)
@@ -1970,8 +2045,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
             t = t * (1 - label_smoothing) + label_smoothing / Cc
         loss = -(x * t).sum(class_dim)
         if reduction == "mean":
-            n = input.numel() // Cc if input.numel() else 0
-            return loss.sum() / n if n else loss.sum()
+            # the sum over the number of rows: 0 / 0 = NaN without any (as PyTorch)
+            return loss.sum() / (input.numel() // Cc if Cc else 0)
         return _reduce(loss, reduction)
     if input.dim() == 1:
         target = _unbatched_target(target)
@@ -2022,12 +2097,45 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"binary_cross_entropy\" not implemented for "
                            f"'{_type_name(input.dtype)}'")
+    _not_differentiable("binary_cross_entropy", "weight", weight)
+    if weight is not None:
+        _check_bce_weight(input, weight)
     nodes.loss.check_unit_interval(input, "input")  # on every device: else a wrong loss or NaN, silently
     nodes.loss.check_unit_interval(target, "target")
     loss = nodes.loss.binary_cross_entropy(input, target)
     if weight is not None:
         loss = loss * weight
+        if loss.dtype is not input.dtype:  # (PyTorch weighs in a tensor of the input's dtype)
+            loss = loss.to(input.dtype)
     return _reduce(loss, reduction)
+
+
+def _check_bce_weight(input: Tensor, weight: Tensor) -> None:
+    """PyTorch's errors for a ``binary_cross_entropy`` weight that does not expand to the input's
+    shape: a mismatching dimension (counted from the right), or one that broadcasts the loss
+    beyond the input's shape."""
+    ish, wsh = tuple(input.shape), tuple(weight.shape)
+    for k in range(1, min(len(ish), len(wsh)) + 1):
+        if wsh[-k] not in (1, ish[-k]) and ish[-k] != 1:
+            raise RuntimeError(f"Attempting to broadcast a dimension of length {wsh[-k]} at {-k}! "
+                               f"Mismatching argument at index 1 had {weight.shape}; but expected "
+                               f"shape should be broadcastable to {list(ish)}")
+    _check_out_shape(input, weight)
+
+
+def _check_out_shape(input: Tensor, *others: Tensor | None) -> None:
+    """PyTorch's error where a loss written into a tensor of the input's shape would broadcast
+    beyond it (a weight with more or larger dimensions)."""
+    shapes = [tuple(t.shape) for t in others if t is not None]
+    if not shapes:
+        return
+    try:
+        full = tuple(_broadcast_shapes(tuple(input.shape), *shapes))
+    except RuntimeError:  # not broadcastable: the loss's own arithmetic names the sizes
+        return
+    if full != tuple(input.shape):
+        raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast "
+                           f"shape {list(full)}")
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -2050,6 +2158,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
     _float_into(target, _type_name(input.dtype))
+    _not_differentiable("binary_cross_entropy_with_logits", "weight", weight)
+    _not_differentiable("binary_cross_entropy_with_logits", "pos_weight", pos_weight)
+    _check_out_shape(input, weight, pos_weight)
     # log(1 + exp(-x)) as PyTorch's -log_sigmoid(x), which a 16-bit input computes in float32
     # and rounds once (each step rounded to 16 bits was a few units off)
     sp = _log1p_exp(-input)
@@ -2073,8 +2184,9 @@ def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any 
             "kl_div", kl_div, input, target=target, size_average=size_average, reduce=reduce,
             reduction=reduction, log_target=log_target)) is not _SKIP:
         return _ac_out
+    legacy = size_average is not None or reduce is not None
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    if reduction == "mean":
+    if reduction == "mean" and not legacy:  # (PyTorch warns for an explicit "mean" only)
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
                       "support size.'batchmean' divides only by the batch size, and aligns with the "
                       "KL div math definition.'mean' will be changed to behave the same as "
@@ -2084,14 +2196,20 @@ def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any 
     if log_target:
         loss = target.exp() * (target - input)
     else:
-        # xlogy(target, target): 0 where target == 0, NaN where it is negative (as PyTorch); the
-        # log of a stand-in 1 where it is 0, so that the gradient there is 0, not NaN
-        zero = target.eq(0)
-        tlog = where(zero, 0.0, target * where(zero, 1.0, target).log())
-        loss = tlog - target * input
+        loss = _xlogx(target) - target * input
     if reduction == "batchmean":
         return loss.sum() / input.shape[0] if input.dim() else loss.sum()
     return _reduce(loss, reduction)
+
+
+def _xlogx(target: Tensor) -> Tensor:
+    """``xlogy(target, target)``: 0 where the target is 0, NaN where it is negative. A target
+    that needs a gradient gets xlogy's own (NaN at 0, as PyTorch's); otherwise the log of a
+    stand-in 1 at 0 (no 0 * -inf computed, nothing for the device to warn about)."""
+    if target.requires_grad and is_grad_enabled():
+        return target.xlogy(target)
+    zero = target.eq(0)
+    return where(zero, 0.0, target * where(zero, 1.0, target).log())
 
 
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
@@ -2153,7 +2271,13 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
             size_average=size_average, reduce=reduce, reduction=reduction)) is not _SKIP:
         return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    return _reduce((-target * (input1 - input2) + margin).relu(), reduction)
+    _check_reduction(reduction)
+    if not input1.dim() == input2.dim() == target.dim():
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but "
+                           f"got sizes: input1: {input1.shape}, input2: {input2.shape}, target: "
+                           f"{target.shape} ")
+    # clamp_min, not relu: at the hinge's corner the gradient passes, as PyTorch's
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
 
 
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
@@ -2168,7 +2292,8 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
     # 1 (a target other than +-1 gets both terms, as in PyTorch)
     pos = where(target.ne(-1), input, 0.0)
     # a call, not ``margin - input``: a NumPy scalar margin would turn the tensor into an ndarray
-    neg = where(target.ne(1), elementwise.sub(margin, input).relu(), 0.0)
+    # (clamp_min, not relu: at the corner margin == input the gradient passes, as PyTorch's)
+    neg = where(target.ne(1), elementwise.sub(margin, input).clamp_min(0), 0.0)
     loss = pos + neg
     if not input.dtype.is_floating_point:
         # PyTorch's result keeps an integer input's dtype (and its mean refuses it)
@@ -2183,20 +2308,31 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None, re
             reduce=reduce, reduction=reduction)) is not _SKIP:
         return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    _not_differentiable("soft_margin_loss", "target", target)
+    _check_out_shape(input, target)
     z = -input * target  # (PyTorch's order: a bool target is fine, a bool input is not)
     _float_into(input)
-    return _reduce(softplus(z), reduction)
+    loss = softplus(z)
+    if loss.dtype is not input.dtype:  # PyTorch writes the loss into a tensor like the input
+        loss = loss.to(input.dtype)
+    return _reduce(loss, reduction)
 
 
 def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                 size_average: Any = None, reduce: Any = None,
                                 reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
     _floating_only("log_sigmoid_cpu", input)
     loss = -(target * logsigmoid(input) + (1.0 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
-    loss = loss.mean(-1)
+    # as PyTorch: summed along the input's last dimension (not the broadcast loss's) and
+    # divided by its size (a 0-d input has none: IndexError)
+    if input.dim() == 0:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+    loss = loss.sum(input.dim() - 1) / input.shape[-1]
     return _reduce(loss, reduction)
 
 
@@ -2240,11 +2376,26 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
             reduction=reduction)) is not _SKIP:
         return _ac_out
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_triplet_args(anchor, positive, negative, margin, reduction)
     dp = pairwise_distance(anchor, positive, p, eps)
     dn = pairwise_distance(anchor, negative, p, eps)
     if swap:
         dn = dn.minimum(pairwise_distance(positive, negative, p, eps))
-    return _reduce((dp - dn + margin).relu(), reduction)
+    # (clamp_min, not relu: at the corner the gradient passes, as PyTorch's)
+    return _reduce((dp - dn + margin).clamp_min(0), reduction)
+
+
+def _check_triplet_args(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float,
+                        reduction: str) -> None:
+    """The triplet losses' argument checks, in PyTorch's order: reduction, margin, ranks."""
+    _check_reduction(reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    dims = (anchor.dim(), positive.dim(), negative.dim())
+    if len(set(dims)) != 1:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {dims[0]}D, positive "
+                           f"{dims[1]}D, and negative {dims[2]}D inputs")
 
 
 def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
@@ -2252,15 +2403,7 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
                                       swap: bool = False, reduction: str = "mean") -> Tensor:
     """``max(d(a, p) - d(a, n) + margin, 0)`` for any distance ``d`` (default
     :func:`pairwise_distance`); ``swap`` uses ``min(d(a, n), d(p, n))`` as the negative one."""
-    if margin <= 0:
-        raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got "
-                         f"{margin} instead")
-    _check_reduction(reduction)
-    dims = (anchor.dim(), positive.dim(), negative.dim())
-    if len(set(dims)) != 1:
-        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
-                           f"same number of dimensions, but got: anchor {dims[0]}D, positive "
-                           f"{dims[1]}D, and negative {dims[2]}D inputs")
+    _check_triplet_args(anchor, positive, negative, margin, reduction)
     dist = pairwise_distance if distance_function is None else distance_function
     dp = dist(anchor, positive)
     dn = dist(anchor, negative)
@@ -2303,7 +2446,11 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     if weight is not None and weight.dim() != 1:
         raise ValueError("weight must be one-dimensional")
     _margin_target("multi_margin_loss", input, target, False)
+    _not_differentiable("multi_margin_loss", "weight", weight)
     _floating_only("multi_margin_loss_cpu_kernel", input)
+    if weight is not None and weight.dtype is not input.dtype:
+        raise RuntimeError(f"expected scalar type {_type_name(input.dtype)} but found "
+                           f"{_type_name(weight.dtype)}")
     x = input if input.dim() == 2 else input.reshape((1, -1))
     Cc = x.shape[1]
     if weight is not None and weight.numel() != Cc:
@@ -2324,7 +2471,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     m = where(_class_mask(t, Cc, 2), 0.0, m)
     loss = m.sum(1) / Cc
     if input.dim() < 2:
-        loss = loss.reshape(())
+        loss = loss.reshape(tuple(target.shape))  # (PyTorch's: () or (1,), as the target)
     return _reduce(loss, reduction)
 
 
@@ -2445,6 +2592,9 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     unbatched = log_probs.dim() == 2
     lp = log_probs.unsqueeze(1) if unbatched else log_probs
     Tn, N, Cc = lp.shape
+    for v, what in ((input_lengths, "input_lengths"), (target_lengths, "target_lengths")):
+        if isinstance(v, Tensor) and (v.dtype.is_floating_point or v.dtype.is_complex):
+            raise RuntimeError(f"{what} must be integral")
     il, tl = _host_ints(input_lengths, "lengths"), _host_ints(target_lengths, "lengths")
     tg = _host_ints(targets, "targets")
     if unbatched and tg.ndim == 1 and len(tl) == 1 and tg.shape[0] >= tl[0]:
@@ -2458,6 +2608,11 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     if (il > Tn).any():
         raise RuntimeError(f"Expected input_lengths to have value at most {Tn}, but got value "
                            f"{il.max()} (while checking arguments for ctc_loss_allocate_outputs)")
+    for lens, what in ((il, "input_lengths"), (tl, "target_lengths")):
+        if (lens < 0).any():
+            raise RuntimeError(f"Expected {what} to have value at least 0, but got value "
+                               f"{lens.min()} (while checking arguments for "
+                               f"ctc_loss_allocate_outputs)")
     Lmax = int(tl.max()) if N else 0
     if tg.ndim == 2:
         if tg.shape[1] < Lmax:
@@ -2480,7 +2635,9 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
         ext[n, 1:2 * len(lab):2] = lab
     pos = np.arange(Sx)
     prev2 = np.concatenate([np.full((N, 2), -1), ext[:, :-2]], 1)
-    skip = (pos >= 2) & (ext != blank) & (ext != prev2)
+    # a label may skip the blank before it unless it repeats the label before that (a label
+    # position by its parity: a target may hold the blank's value as a label, as in PyTorch)
+    skip = (pos % 2 == 1) & (pos >= 2) & (ext != prev2)
     valid = pos[None, :] < (2 * tl + 1)[:, None]
     dev = lp.device
 
@@ -2491,6 +2648,9 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     lpe = lp.gather(2, idx.unsqueeze(0).expand((Tn, N, Sx)))  # (T, N, S')
     start = (pos[None, :] == 0) | ((pos[None, :] == 1) & (tl[:, None] > 0))
     alpha = where(t_(start), lpe[0], -math.inf)
+    if (il == 0).any():  # no input: only the empty target has an alignment (probability 1)
+        empty = where(t_(pos[None, :] == 0), 0.0, -math.inf).to(alpha.dtype)
+        alpha = where(t_((il == 0)[:, None]), empty, alpha)
     neg = _creation.full((N, 2), -math.inf, dtype=lp.dtype, device=dev)
     skip_t, valid_t = t_(skip), t_(valid)
     for t in range(1, Tn):

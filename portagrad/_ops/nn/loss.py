@@ -5,6 +5,7 @@ PyTorch's derivative; and the range checks that keep a bad target from giving a 
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ from ... import _creation, _dtype, _raw
 from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
-from ..elementwise import clamp, eq, log, ne
+from ..elementwise import clamp, eq, log, log1p, ne
 from ..indexing import where
 from ..shape import unsqueeze
 from .._common import call, check_same_device
@@ -88,7 +89,13 @@ class _CrossEntropy(Function):
         if reduction == "mean":
             denom = new((1,), dt)
             reduce("sum", valid, (0,), denom)
-            binary("div", valid, bare_view(denom, (n,), (0,)), w)
+            # every row ignored: NaN loss (0 / 0), yet a gradient of 0 as PyTorch's, so the
+            # rows' factor divides by a stand-in 1 and the NaN is set apart
+            some_valid = new((1,), _dtype.bool)
+            binary("ne", denom, 0.0, some_valid)
+            safe = new((1,), dt)
+            ws.where(some_valid, denom, 1.0, safe)
+            binary("div", valid, bare_view(safe, (n,), (0,)), w)
         else:
             ws.copy(valid, w)
         if reduction == "none":
@@ -98,8 +105,11 @@ class _CrossEntropy(Function):
         else:
             binary("mul", picked, w, picked)
             loss = tensor_like(x, ())
-            reduce("sum", picked, (0,), bare_view(loss._v, (1,), (1,)))
+            lv = bare_view(loss._v, (1,), (1,))
+            reduce("sum", picked, (0,), lv)
             binary("mul", loss._v, -1.0, loss._v)
+            if reduction == "mean":
+                ws.where(some_valid, lv, math.nan, lv)  # (in place: out may only be a)
         ctx.reduction = reduction
         ctx.save_for_backward(x, logp, onehot, wcol)
         return loss
@@ -160,7 +170,10 @@ def _ce_forward_prims(ctx: Any, x: Tensor, target: Tensor, ignore_index: int, re
         if reduction == "mean":  # sum(w_i * l_i) / sum(w_i), as PyTorch (NaN when all ignored)
             denom = _raw.reduce("sum", rw, (0,), False)
             loss = _raw.binary("div", loss, denom._v, dt)
-            coef = _raw.binary("div", rw, _raw.expand_view(denom, (n,)), dt)
+            # the rows' factors divide by a stand-in 1 where the weights sum to 0: the ignored
+            # rows' gradient stays 0 (as PyTorch's), not 0 / 0
+            safe = _raw.where(_raw.binary("eq", denom, 0.0, _dtype.bool), 1.0, denom, dt, denom)
+            coef = _raw.binary("div", rw, _raw.expand_view(safe, (n,)), dt)
     ctx.save_for_backward(x, target, lse, coef)
     return loss
 
@@ -292,15 +305,17 @@ class _BinaryCrossEntropy(Function):
     def forward(ctx: Any, x: Tensor, t: Tensor) -> Tensor:
         ctx.save_for_backward(x, t)
         lx = clamp(log(x), -100.0, None)
-        l1x = clamp(log(1.0 - x), -100.0, None)
-        return -(t * lx + (1.0 - t) * l1x)
+        # log1p(-x), as PyTorch: log(1 - x) rounds 1 - x to 1 for a tiny x (a loss of 0, not x)
+        l1x = clamp(log1p(-x), -100.0, None)
+        # this order of the terms gives PyTorch's signed zeros (+0.0 for x == t == 0)
+        return (t - 1.0) * l1x - t * lx
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
         x, t = ctx.saved_tensors
         gx = g * (x - t) / clamp((1.0 - x) * x, _BCE_EPS, None)
         # d/dt = log(1 - x) - log(x) (infinite at 0 and 1, as PyTorch's -logit(x))
-        gt = g * (log(1.0 - x) - log(x))
+        gt = g * (log1p(-x) - log(x))
         return gx, gt
 
 

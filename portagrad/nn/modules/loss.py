@@ -1,10 +1,12 @@
 """Loss modules (thin wrappers of :mod:`portagrad.nn.functional`)."""
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from ..._tensor import Tensor
 from .. import functional as F
+from .misc import PairwiseDistance
 from .module import Module
 
 __all__ = ["L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss",
@@ -248,8 +250,10 @@ class TripletMarginWithDistanceLoss(_Loss):
         if margin <= 0:
             raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than "
                              f"0, got {margin} instead")
+        # the default is a PairwiseDistance module, a child of this one (as in PyTorch: it shows
+        # in the repr and named_modules)
         self.distance_function = distance_function if distance_function is not None \
-            else F.pairwise_distance
+            else PairwiseDistance()
         self.margin = margin
         self.swap = swap
 
@@ -260,7 +264,15 @@ class TripletMarginWithDistanceLoss(_Loss):
 
 
 class NLLLoss2d(NLLLoss):
-    """The former name of :class:`NLLLoss` for (N, C, H, W) inputs (kept as PyTorch does)."""
+    """The former name of :class:`NLLLoss` for (N, C, H, W) inputs (kept as PyTorch does, with
+    its deprecation warning at construction)."""
+
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None,
+                 ignore_index: int = -100, reduce: Any = None, reduction: str = "mean") -> None:
+        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in "
+                      "replacement and see https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss "
+                      "for more details.", FutureWarning, stacklevel=2)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 
 class CTCLoss(_Loss):
