@@ -254,7 +254,7 @@ from ._ops.sequences import (chain_matmul, combinations, cumulative_trapezoid, i
 from ._ops.windows import (bartlett_window, blackman_window, hamming_window, hann_window,
                            kaiser_window)
 from ._ops.sparse import sparse_coo_tensor
-from ._ops.sparse import sparse_mm as spmm
+from ._ops.sparse import spmm
 from ._ops.special import i0
 from ._ops.stats import histogram, nanquantile, quantile
 from ._ops.special import (acos, acosh, addcdiv, addcmul, angle, arccos, arccosh, arcsin,

@@ -433,7 +433,10 @@ class Tensor(TensorOps):
     @grad.setter
     def grad(self, value: Tensor | None) -> None:
         if value is not None:
-            if not isinstance(value, Tensor):
+            sparse = getattr(value.__class__, "is_sparse", None) is True  # a sparse COO grad
+            if sparse:
+                value._note_grad()  # (the optimizers look for sparse grads from now on)
+            elif not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
                                 f"type {type(value).__name__}")
             if value.shape != self.shape:

@@ -19,17 +19,19 @@ from .._layout import sparse_coo
 from .._shape import wrap_dim
 from .._storage import Size
 from .._tensor import Tensor
-from ..autograd.grad_mode import _no_grad
+from ..autograd.function import Function
+from ..autograd.grad_mode import _no_grad, is_grad_enabled
 from . import elementwise
 from .indexing import index_select, nonzero
 from .joining import cat
 from .sorting import sort
 from .matmul import mm
-from .search import unique_consecutive
+from .search import searchsorted, unique_consecutive
 from .segment import scatter_reduce
+from ._common import call
 
 __all__ = ["SPARSE_GRADS", "SparseCooTensor", "sparse_coo_tensor", "to_sparse", "sparse_mm", "sparse_sum",
-           "sparse_addmm", "sparse_softmax", "sparse_log_softmax", "is_sparse"]
+           "sparse_addmm", "spmm", "sparse_softmax", "sparse_log_softmax", "is_sparse"]
 
 
 class SPARSE_GRADS:
@@ -64,6 +66,9 @@ class SparseCooTensor:
         self._val = values
         self._size = Size(tuple(int(s) for s in size))
         self._coalesced = coalesced
+        # whether this tensor was made to require grad itself (requires_grad=True,
+        # requires_grad_()): a leaf then, unlike one built on values that have a gradient
+        self._owns_grad = False
 
     # ------------------------------------------------------------------ metadata
     @property
@@ -134,29 +139,66 @@ class SparseCooTensor:
 
     def requires_grad_(self, requires_grad: bool = True) -> SparseCooTensor:
         self._val.requires_grad_(requires_grad)
+        self._owns_grad = requires_grad
         return self
 
+    def _dense_leaf(self) -> Tensor:
+        """A dense zero leaf standing in for this sparse leaf in the products whose gradient for
+        it PyTorch makes dense (torch.mm, matmul, addmm): its ``.grad`` is that gradient."""
+        leaf = self.__dict__.get("_dense_stand_in")
+        if leaf is None:
+            leaf = _creation.zeros(tuple(self._size), dtype=self.dtype, device=self.device)
+            leaf.requires_grad_(True)
+            self._dense_stand_in = leaf
+        return leaf
+
     @property
-    def grad(self) -> SparseCooTensor | None:
-        """The gradient of a leaf sparse tensor, as a sparse tensor with the same indices."""
+    def grad(self) -> Any:
+        """The gradient of a leaf sparse tensor: a sparse tensor at its (coalesced) indices, or a
+        dense one where a torch.mm / matmul / addmm reached it (their sum where both did)."""
+        if not self.is_leaf:  # (PyTorch keeps no .grad for a non-leaf either)
+            return None
+        stand_in = self.__dict__.get("_dense_stand_in")
+        dense = None if stand_in is None else stand_in.grad
+        sparse = self._sparse_grad()
+        if dense is None:
+            return sparse
+        return dense if sparse is None else dense + sparse
+
+    def _sparse_grad(self) -> SparseCooTensor | None:
         g = self._val.grad
-        return None if g is None else SparseCooTensor(self._idx, g, self._size, self._coalesced)
+        if g is None:
+            return None
+        if self._coalesced:
+            return SparseCooTensor(self._idx, g, self._size, True)
+        # every op sums duplicate entries, so each duplicate's value gradient is the gradient of
+        # their shared position: one entry per position (summing them would count it twice)
+        idx, pos, n = self._coalesce_plan()
+        zeros = _creation.zeros((n,) + tuple(g.shape[1:]), dtype=g.dtype, device=g.device)
+        return SparseCooTensor(idx, zeros.index_copy(0, pos, g), self._size, True)
 
     @property
     def is_leaf(self) -> bool:
-        return self._val.is_leaf
+        """A tensor made to require grad itself, or one that does not require grad."""
+        return not self._val.requires_grad or (self._owns_grad and self._val.is_leaf)
+
+    @staticmethod
+    def _note_grad() -> None:
+        """Called when a sparse tensor becomes a ``.grad`` (assigned): see :class:`SPARSE_GRADS`."""
+        SPARSE_GRADS.made = True
 
     def detach(self) -> SparseCooTensor:
         return SparseCooTensor(self._idx, self._val.detach(), self._size, self._coalesced)
 
     # ------------------------------------------------------------------ conversion
-    def coalesce(self) -> SparseCooTensor:
-        """Sorted indices without duplicates (the values of duplicates summed)."""
-        if self._coalesced:
-            return self
+    def _coalesce_plan(self) -> tuple[Tensor, Tensor, int]:
+        """The coalesced indices, the slot of each entry among them, and their number."""
         sd = self.sparse_dim()
         dims = self._size[:sd]
         with _no_grad():
+            if sd == 0:  # no sparse dimensions: every entry is the one position
+                pos = _creation.zeros(self._nnz(), dtype=_dtype.int64, device=self._idx.device)
+                return self._idx[:, :min(1, self._nnz())], pos, min(1, self._nnz())
             lin = _linear(self._idx, dims)
             s, order = sort(lin, stable=True)
             uniq, inv = unique_consecutive(s, return_inverse=True)
@@ -167,22 +209,30 @@ class SparseCooTensor:
             for n in reversed(dims):
                 rows.append(elementwise.remainder(rest, n))
                 rest = elementwise.floor_divide(rest, n)
-            idx = cat([r.reshape((1, -1)) for r in reversed(rows)], 0).reshape((sd, -1)) if sd else self._idx
-        zeros = _creation.zeros((uniq.shape[0],) + tuple(self._val.shape[1:]),
+            idx = cat([r.reshape((1, -1)) for r in reversed(rows)], 0).reshape((sd, -1))
+        return idx, pos, uniq.shape[0]
+
+    def coalesce(self) -> SparseCooTensor:
+        """Sorted indices without duplicates (the values of duplicates summed)."""
+        if self._coalesced:
+            return self
+        idx, pos, n = self._coalesce_plan()
+        zeros = _creation.zeros((n,) + tuple(self._val.shape[1:]),
                                 dtype=self.dtype, device=self.device)
         val = zeros.index_add(0, pos, self._val)
         return SparseCooTensor(idx, val, self._size, True)
 
     def to_dense(self, dtype: Any = None, *, masked_grad: bool | None = None) -> Tensor:
         """The dense tensor (duplicates summed); differentiable with respect to the values."""
+        if dtype is not None:
+            raise RuntimeError("dtype argument is not supported by sparse_to_dense")
         sd = self.sparse_dim()
         dense_shape = tuple(self._val.shape[1:])
         n = math.prod(self._size[:sd])
         with _no_grad():
             lin = _linear(self._idx, self._size[:sd])
         flat = _creation.zeros((n,) + dense_shape, dtype=self.dtype, device=self.device)
-        out = flat.index_add(0, lin, self._val).reshape(tuple(self._size))
-        return out if dtype is None else out.to(dtype)
+        return flat.index_add(0, lin, self._val).reshape(tuple(self._size))
 
     def to(self, *args: Any, **kwargs: Any) -> SparseCooTensor:
         """Moved to another device and/or dtype (the values converted, the indices moved)."""
@@ -201,7 +251,13 @@ class SparseCooTensor:
     def clone(self) -> SparseCooTensor:
         return SparseCooTensor(self._idx.clone(), self._val.clone(), self._size, self._coalesced)
 
-    def to_sparse(self, sparse_dim: int | None = None) -> SparseCooTensor:
+    def to_sparse(self, sparse_dim: int | None = None, *, layout: Any = None) -> SparseCooTensor:
+        """This tensor (already sparse COO); another ``sparse_dim`` is refused, as PyTorch."""
+        if layout is not None and layout is not sparse_coo:
+            _refuse(f"to_sparse(layout={layout!r}); only layout=portagrad.sparse_coo")
+        if sparse_dim is not None and sparse_dim != self.sparse_dim():
+            raise RuntimeError("to_sparse: conversion from Sparse to Sparse with sparse_dim "
+                               "argument !=self.sparse_dim() is not supported")
         return self
 
     def t(self) -> SparseCooTensor:
@@ -233,16 +289,45 @@ class SparseCooTensor:
         return SparseCooTensor(self._idx, op(self._val, factor), self._size, self._coalesced)
 
     def mul(self, other: Any) -> SparseCooTensor:
-        """Scale by a number or a 0-D tensor, or multiply by a dense tensor that broadcasts to
-        this shape (its elements at the stored indices): the result keeps the indices."""
+        """Scale by a number or a 0-D tensor, multiply by a dense tensor that broadcasts to this
+        shape (its elements at the stored indices), or by a sparse tensor of the same shape (see
+        :meth:`_mul_sparse`): the result keeps this tensor's indices."""
+        if isinstance(other, SparseCooTensor):
+            return self._mul_sparse(other)
         if isinstance(other, Tensor) and other.dim() > 0:
             return SparseCooTensor(self._idx, self._val * self._dense_at_indices(other),
                                    self._size, self._coalesced)
-        if isinstance(other, SparseCooTensor):
-            _refuse("mul(sparse, sparse)")
         return self._scaled(other, elementwise.mul)
 
     __mul__ = __rmul__ = mul
+
+    def _mul_sparse(self, other: SparseCooTensor) -> SparseCooTensor:
+        """Sparse * sparse, as PyTorch lays it out: of two coalesced operands, the coalesced
+        intersection; otherwise the entries of the uncoalesced operand (of both, the one with
+        fewer entries; the second on a tie), each times the other's value at its position (0
+        where the other stores nothing)."""
+        if (self._size != other._size or self.sparse_dim() != other.sparse_dim()):
+            raise RuntimeError("sparse_binary_op_intersection_cpu(): expects sparse inputs with "
+                               "equal dimensionality, number of sparse dimensions, and shape of "
+                               "sparse dimensions")
+        dt = _dtype.promote_types(self.dtype, other.dtype)
+        if self._coalesced and other._coalesced:
+            base, look = self, other
+        elif self._coalesced != other._coalesced:
+            base, look = (other, self) if self._coalesced else (self, other)
+        else:
+            base, look = (self, other) if self._nnz() < other._nnz() else (other, self)
+        look = look.coalesce()
+        found, at = _lookup(look, base._idx)
+        shape = (-1,) + (1,) * base.dense_dim()
+        other_val = elementwise.where(found.reshape(shape), index_select(look._val, 0, at),
+                                      _creation.zeros((), dtype=look.dtype, device=look.device))
+        val = base._val.to(dt) * other_val.to(dt)
+        if not (self._coalesced and other._coalesced):
+            return SparseCooTensor(base._idx, val, self._size, False)
+        keep = nonzero(found).reshape((-1,))
+        return SparseCooTensor(index_select(base._idx, 1, keep), index_select(val, 0, keep),
+                               self._size, True)
 
     def _dense_at_indices(self, dense: Tensor) -> Tensor:
         """The elements of ``dense`` (broadcast to this shape) at the stored indices:
@@ -263,49 +348,135 @@ class SparseCooTensor:
     def __neg__(self) -> SparseCooTensor:
         return SparseCooTensor(self._idx, -self._val, self._size, self._coalesced)
 
-    def add(self, other: Any) -> Any:
-        """Sparse + sparse (same size) is sparse; sparse + dense is refused, as PyTorch."""
-        if isinstance(other, SparseCooTensor):
-            if other.shape != self.shape:
-                raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self "
-                                   f"has size {list(self.shape)} while other has size "
-                                   f"{list(other.shape)}")
-            return SparseCooTensor(cat([self._idx, other._idx], 1),
-                                   cat([self._val, other._val.to(self.dtype)], 0), self._size)
-        raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
+    neg = __neg__
+
+    def _check_same_layout(self, other: SparseCooTensor) -> None:
+        if other.shape != self.shape:
+            raise RuntimeError(f"add: expected sizes of 'self' and 'other' to match, but "
+                               f"{list(self.shape)} != {list(other.shape)}")
+        if other.sparse_dim() != self.sparse_dim():
+            raise RuntimeError(f"add: expected 'self' and 'other' to have same density, but "
+                               f"'self' has {self.sparse_dim()} sparse dimensions while 'other' "
+                               f"has {other.sparse_dim()} sparse dimensions")
+
+    def add(self, other: Any, *, alpha: Any = 1) -> Any:
+        """Sparse + ``alpha`` * sparse (same size) is sparse: coalesced when both are (their
+        union), else their entries together, uncoalesced. Sparse + dense is refused, as
+        PyTorch."""
+        if not isinstance(other, SparseCooTensor):
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
+                               "instead.")
+        self._check_same_layout(other)
+        dt = _dtype.promote_types(self.dtype, other.dtype)
+        oval = other._val.to(dt)
+        if alpha != 1:
+            oval = oval * alpha
+        out = SparseCooTensor(cat([self._idx, other._idx], 1), cat([self._val.to(dt), oval], 0),
+                              self._size)
+        return out.coalesce() if self._coalesced and other._coalesced else out
 
     __add__ = add
 
+    def sub(self, other: Any, *, alpha: Any = 1) -> Any:
+        """Sparse - ``alpha`` * sparse (see :meth:`add`)."""
+        if not isinstance(other, SparseCooTensor):
+            raise RuntimeError("sub(sparse, dense) is not supported. Use sub(dense, sparse) "
+                               "instead.")
+        return self.add(other, alpha=-alpha)
+
+    __sub__ = sub
+
+    def _dense_operand(self, other: Tensor) -> None:
+        # dense (op) sparse needs the same shape: PyTorch does not broadcast it
+        if tuple(other.shape) != tuple(self._size):
+            raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has "
+                               f"size {list(other.shape)} while other has size "
+                               f"{list(self._size)} (FYI: dense-sparse addition does not "
+                               f"currently support broadcasting)")
+
     def __radd__(self, other: Any) -> Any:
         if isinstance(other, Tensor):  # dense + sparse is dense
+            self._dense_operand(other)
             return other + self.to_dense()
         return NotImplemented
 
     def __rsub__(self, other: Any) -> Any:
         if isinstance(other, Tensor):
+            self._dense_operand(other)
             return other - self.to_dense()
         return NotImplemented
+
+    def _inplace(self, result: SparseCooTensor) -> SparseCooTensor:
+        """Take ``result``'s entries as this tensor's own (the in-place ops)."""
+        if self.requires_grad and self.is_leaf and is_grad_enabled():
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+        self._idx, self._val, self._coalesced = result._idx, result._val, result._coalesced
+        return self
+
+    def mul_(self, other: Any) -> SparseCooTensor:
+        return self._inplace(self.mul(other))
+
+    def div_(self, other: Any) -> SparseCooTensor:
+        return self._inplace(self.div(other))
+
+    def add_(self, other: Any, *, alpha: Any = 1) -> SparseCooTensor:
+        if isinstance(other, SparseCooTensor):
+            other = other.to(self.dtype)  # (the result keeps this tensor's dtype)
+        return self._inplace(self.add(other, alpha=alpha))
+
+    def sub_(self, other: Any, *, alpha: Any = 1) -> SparseCooTensor:
+        return self.add_(other, alpha=-alpha)
+
+    def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False,
+             dtype: Any = None) -> Tensor:
+        """The ``p``-norm of all elements (duplicates summed first): a dense 0-D tensor."""
+        if dim is not None:
+            _refuse("norm over dimensions")
+        val = self.coalesce()._val
+        if dtype is not None:
+            val = val.to(dtype)
+        return val.norm(2 if p == "fro" else p)
 
     def sum(self, dim: Any = None, dtype: Any = None) -> Any:
         """Sum of all elements, or over ``dim`` (see :func:`sparse_sum`)."""
         return sparse_sum(self, dim, dtype=dtype)
 
-    def mm(self, mat2: Tensor) -> Tensor:
-        return sparse_mm(self, mat2)
+    def mm(self, mat2: Any) -> Any:
+        return _product(self, mat2, False, True)
 
-    def matmul(self, other: Tensor) -> Tensor:
-        return sparse_mm(self, other)
+    def matmul(self, other: Any) -> Any:
+        return _product(self, other, True, True)
 
     __matmul__ = matmul
 
+    def __rmatmul__(self, other: Any) -> Any:
+        return _product(other, self, True, True)
+
     @staticmethod
-    def _sparse_mm(a: Any, b: Any) -> Tensor:  # the hook pg.mm / pg.matmul look for
-        return sparse_mm(a, b)
+    def _sparse_mm(a: Any, b: Any) -> Any:  # the hook pg.mm / pg.matmul look for
+        # (shared by both: a 1-D dense operand is matmul's column)
+        return _product(a, b, True, True)
 
     # ------------------------------------------------------------------ the rest
     def __repr__(self) -> str:
-        return (f"tensor(indices={self._idx!r},\n       values={self._val!r},\n       size="
-                f"{tuple(self._size)}, nnz={self._nnz()}, layout={self.layout!r})")
+        """PyTorch's layout: the indices and the values without their dtypes, then the size,
+        nnz, the dtype (unless a default one), the layout and the autograd state."""
+        from .. import _format  # (imports the tensor machinery this module sits below)
+        text = (f"tensor(indices={_repr_part(self._idx, 15)},\n       values="
+                f"{_repr_part(self._val, 14)},\n       size={tuple(self._size)}, "
+                f"nnz={self._nnz()}")
+        suffixes = []
+        if self.device.type != "cpu":
+            suffixes.append(f"device='{self.device}'")
+        if self.dtype not in (_dtype.get_default_dtype(), _dtype.int64, _dtype.bool):
+            suffixes.append(f"dtype={self.dtype!r}")
+        suffixes.append(f"layout={self.layout!r}")
+        if self._val._grad_fn is not None:
+            suffixes.append(f"grad_fn=<{self._val._grad_fn.name()}>")
+        elif self._val.requires_grad:
+            suffixes.append("requires_grad=True")
+        return _format._with_suffixes(text, suffixes, 7)
 
     def __len__(self) -> int:
         if not self._size:
@@ -326,12 +497,45 @@ class SparseCooTensor:
             raise NotImplementedError(f"{name} is not supported for tensors with "
                                       f"layout=portagrad.sparse_coo (portagrad's sparse COO "
                                       f"tensors support to_dense, coalesce, indices, values, "
-                                      f"mm/matmul with a dense matrix, sum, mul by a number or a "
-                                      f"dense tensor, div by a number)")
+                                      f"mm/matmul, sum, norm, add/sub of sparse tensors, mul by "
+                                      f"a number, a dense or a sparse tensor, div by a number)")
         raise AttributeError(f"'SparseCooTensor' object has no attribute '{name}'")
 
     def __getitem__(self, key: Any) -> Any:
         _refuse("indexing")
+
+
+def _repr_part(t: Tensor, column: int) -> str:
+    """``tensor([...])`` of the indices or the values, printed from ``column`` on (continuation
+    lines aligned under its first element), without a dtype: the sparse tensor names it once."""
+    from .. import _format
+    try:
+        arr = _format._host_values(t)
+    except Exception as exc:  # a repr must never raise
+        return f"tensor(<unavailable: {exc}>)"
+    if arr.size == 0:
+        return f"tensor([], size={tuple(t.shape)})"
+    opts = _format._opts
+    summarize = arr.size > opts["threshold"]
+    shown = _format._summarized(arr, opts["edgeitems"]) if summarize else arr
+    fmt: Any = (_format._ComplexFormatter(shown) if arr.dtype.kind == "c"
+                else _format._Formatter(shown))
+    return "tensor(" + _format._nested(arr, column + len("tensor("), summarize, fmt) + ")"
+
+
+def _lookup(table: SparseCooTensor, indices: Tensor) -> tuple[Tensor, Tensor]:
+    """For each column of ``indices``: whether the coalesced ``table`` stores that position, and
+    the slot where it does (a valid slot, to be masked, where it does not)."""
+    n = table._nnz()
+    with _no_grad():
+        if n == 0:
+            zero = _creation.zeros(indices.shape[1], dtype=_dtype.int64, device=indices.device)
+            return zero.ne(0), zero
+        dims = table._size[:table.sparse_dim()]
+        keys = _linear(table._idx, dims)
+        want = _linear(indices, dims)
+        at = searchsorted(keys, want).clamp(None, n - 1)
+        return index_select(keys, 0, at).eq(want), at
 
 
 def _refuse(what: str) -> Any:
@@ -341,6 +545,25 @@ def _refuse(what: str) -> Any:
 
 def is_sparse(obj: Any) -> bool:
     return isinstance(obj, SparseCooTensor)
+
+
+def _as_indices(indices: Any, device: Any) -> Tensor:
+    """``indices`` as an int64 tensor on ``device`` (PyTorch converts float and bool indices)."""
+    idx = indices.to(device) if isinstance(indices, Tensor) else _creation.tensor(indices,
+                                                                                  device=device)
+    return idx if idx.dtype is _dtype.int64 else idx.to(_dtype.int64)
+
+
+def _check_coalesced_claim(idx: Tensor, size: Sequence[int]) -> None:
+    """``is_coalesced=True`` under ``check_invariants``: the indices must be strictly increasing."""
+    if idx.shape[1] < 2:
+        return
+    with _no_grad():
+        lin = _linear(idx, size)
+        ok = bool((lin[1:] > lin[:-1]).all().item())
+    if not ok:
+        raise RuntimeError("cannot set is_coalesced to true if indices correspond to uncoalesced "
+                           "COO tensor")
 
 
 def sparse_coo_tensor(indices: Any, values: Any, size: Sequence[int] | None = None, *,
@@ -354,30 +577,27 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Sequence[int] | None = No
                                                                            dtype=dtype)
     else:
         val = _creation.tensor(values, dtype=dtype, device=device)
-    if isinstance(indices, Tensor):
-        idx = indices.to(val.device)
-    else:
-        idx = _creation.tensor(indices, dtype=_dtype.int64, device=val.device)
-    if idx.dtype.is_floating_point or idx.dtype is _dtype.bool:
-        raise RuntimeError(f"indices must be an int64 tensor, got {idx.dtype}")
-    idx = idx.to(_dtype.int64)
+    idx = _as_indices(indices, val.device)
     if idx.dim() != 2:
         raise RuntimeError(f"indices must be sparse_dim x nnz, but got: {list(idx.shape)}")
-    if val.dim() == 0:
-        raise RuntimeError("values must be a tensor of at least 1 dimension (nnz, *dense_dims)")
+    if val.dim() == 0:  # one 0-d value: PyTorch takes it as the values of one entry
+        val = val.reshape((1,))
     sd, nnz = idx.shape
     if val.shape[0] != nnz:
         raise RuntimeError(f"indices and values must have same nnz, but got nnz from indices: "
                            f"{nnz}, nnz from values: {val.shape[0]}")
-    if nnz and int(idx.min().item()) < 0:
-        raise RuntimeError("found negative index in the indices of a sparse COO tensor")
-    maxes = [int(idx[d].max().item()) if nnz else -1 for d in range(sd)]
+    # (checked always, not only under check_invariants: an out-of-range index has no meaning)
+    mins = [int(v) for v in idx.amin(1).tolist()] if nnz and sd else [0] * sd
+    maxes = [int(v) for v in idx.amax(1).tolist()] if nnz and sd else [-1] * sd
+    for d in range(sd):
+        if mins[d] < 0:
+            raise RuntimeError(f"found negative index {mins[d]} for dim {d}")
     if size is None:
         size = [m + 1 for m in maxes] + list(val.shape[1:])
     size = [int(s) for s in size]
     if len(size) != sd + val.dim() - 1:
-        raise RuntimeError(f"number of dimensions must be sparse_dim ({sd}) + dense_dim "
-                           f"({val.dim() - 1}), but got {len(size)}")
+        raise RuntimeError(f"'len(size) == sparse_dim + dense_dim' is not satisfied: len(size) = "
+                           f"{len(size)}, sparse_dim = {sd}, dense_dim = {val.dim() - 1}")
     for d in range(sd):
         if maxes[d] >= size[d]:
             raise RuntimeError(f"size is inconsistent with indices: for dim {d}, size is "
@@ -385,9 +605,14 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Sequence[int] | None = No
     if tuple(size[sd:]) != tuple(val.shape[1:]):
         raise RuntimeError(f"values has incorrect size, expected {[nnz] + size[sd:]}, got "
                            f"{list(val.shape)}")
+    if is_coalesced and check_invariants:
+        _check_coalesced_claim(idx, size[:sd])
     if requires_grad:
         val = val.detach().requires_grad_(True)
-    return SparseCooTensor(idx, val, size, bool(is_coalesced) or nnz <= 1)
+    coalesced = nnz <= 1 if is_coalesced is None else bool(is_coalesced)
+    out = SparseCooTensor(idx, val, size, coalesced)
+    out._owns_grad = requires_grad
+    return out
 
 
 def to_sparse(input: Tensor, sparse_dim: int | None = None, *, layout: Any = None) -> Any:
@@ -395,9 +620,13 @@ def to_sparse(input: Tensor, sparse_dim: int | None = None, *, layout: Any = Non
     dimensions; the rest stay dense in the values)."""
     if layout is not None and layout is not sparse_coo:
         _refuse(f"to_sparse(layout={layout!r}); only layout=portagrad.sparse_coo")
-    sd = input.dim() if sparse_dim is None else sparse_dim
-    if not 0 < sd <= input.dim() and not (input.dim() == 0 and sd == 0):
-        raise RuntimeError(f"sparse_dim must be in [1, {input.dim()}], got {sd}")
+    n = input.dim()
+    sd = n if sparse_dim is None else sparse_dim
+    if not 0 <= sd <= n:
+        raise RuntimeError(f"dense_to_sparse: sparse_dim argument must be in [0,{n}] range, but "
+                           f"{sd} is given")
+    if sd == 0 and n > 0:
+        raise RuntimeError("dense_to_sparse: sparse_dim argument must be in >0 when self.dim()>0")
     with _no_grad():
         nz = elementwise.ne(input, 0)
         if sd < input.dim():
@@ -409,34 +638,109 @@ def to_sparse(input: Tensor, sparse_dim: int | None = None, *, layout: Any = Non
     return SparseCooTensor(idx, val, input.shape, True)
 
 
-def sparse_mm(mat1: Any, mat2: Tensor) -> Tensor:
-    """``mat1 @ mat2`` for a 2-D sparse ``mat1`` and a dense 1-D or 2-D ``mat2`` (dense result;
-    also dense @ sparse, and dense @ dense); differentiable with respect to the dense operand and
-    the sparse operand's values."""
+def _scalar_name(dt: Any) -> str:
+    return _dtype.SCALAR_TYPE_NAMES.get(dt.name, dt.name)
+
+
+class _DenseGradTap(Function):
+    """The identity on a product ``out``, whose backward also gives the sparse leaf's dense
+    stand-in (:meth:`SparseCooTensor._dense_leaf`) the full gradient of the product with respect
+    to it: ``g @ other^T`` (``sparse_left``) or ``other^T @ g``."""
+
+    @staticmethod
+    def forward(ctx: Any, out: Tensor, stand_in: Tensor, other: Tensor, sparse_left: bool
+                ) -> Tensor:
+        ctx.other, ctx.sparse_left = other, sparse_left
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Any:
+        other = ctx.other
+        full = mm(g, other.transpose(0, 1)) if ctx.sparse_left else mm(other.transpose(0, 1), g)
+        return g, full, None, None
+
+
+def _dense_grad_leaf(x: Any) -> bool:
+    """Whether ``x`` is a sparse leaf whose gradient through mm / matmul / addmm is dense."""
+    return (isinstance(x, SparseCooTensor) and x.requires_grad and x.is_leaf
+            and is_grad_enabled())
+
+
+def _product(mat1: Any, mat2: Any, vectors: bool, dense_grad: bool = False) -> Any:
+    """``mat1 @ mat2`` where either may be sparse; ``vectors``: a 1-D dense ``mat2`` is a column
+    (matmul's rule; mm and sparse.mm refuse it, as PyTorch). ``dense_grad``: a sparse leaf gets
+    the full dense gradient (torch.mm, matmul, addmm), not one at its entries (sparse.mm)."""
+    sparse_left = isinstance(mat1, SparseCooTensor)
+    leaf = mat1 if sparse_left else mat2
+    if dense_grad and _dense_grad_leaf(leaf) and isinstance(mat2 if sparse_left else mat1,
+                                                            Tensor):
+        other = mat2 if sparse_left else mat1
+        vec = sparse_left and vectors and other.dim() == 1
+        other2 = other.unsqueeze(1) if vec else other
+        quiet = leaf.detach()
+        out = _product(quiet, other2, False) if sparse_left else _product(other2, quiet, False)
+        out = call(_DenseGradTap, out, leaf._dense_leaf(), other2.detach(), sparse_left)
+        return out.squeeze(1) if vec else out
     if not isinstance(mat1, SparseCooTensor):
         if isinstance(mat2, SparseCooTensor):
             # dense @ sparse = (sparse^T @ dense^T)^T
-            return sparse_mm(mat2.t(), mat1.transpose(0, 1)).transpose(0, 1)
+            return _product(mat2.t(), mat1.transpose(0, 1), False).transpose(0, 1)
         return mm(mat1, mat2)  # torch.spmm of two dense matrices is mm
     if mat1.sparse_dim() != 2 or mat1.dense_dim() != 0:
-        _refuse(f"mm with a {mat1.sparse_dim()}-sparse-dim, {mat1.dense_dim()}-dense-dim tensor")
+        raise RuntimeError(f"addmm: matrices expected, got {mat1.sparse_dim()}D tensor")
     if isinstance(mat2, SparseCooTensor):
-        _refuse("mm(sparse, sparse)")
-    vec = mat2.dim() == 1
+        return _sparse_sparse_mm(mat1, mat2)
+    vec = vectors and mat2.dim() == 1
     m2 = mat2.unsqueeze(1) if vec else mat2
+    if m2.dim() == 1:
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
     if m2.dim() != 2:
-        raise RuntimeError(f"mat2 must be a matrix, got {mat2.dim()}-D tensor")
+        raise RuntimeError(f"addmm: matrices expected, got {m2.dim()}D tensor")
     if mat1.shape[1] != m2.shape[0]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x"
-                           f"{mat1.shape[1]} and {m2.shape[0]}x{m2.shape[1]})")
+        raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {mat1.shape[1]}, "
+                           f"got {m2.shape[0]}")
     if mat1.dtype is not m2.dtype:
-        raise RuntimeError(f"expected mat1 and mat2 to have the same dtype, but got: "
-                           f"{mat1.dtype} != {m2.dtype}")
+        raise RuntimeError(f"expected scalar type {_scalar_name(mat1.dtype)} but found "
+                           f"{_scalar_name(m2.dtype)}")
     rows, cols = mat1._idx[0], mat1._idx[1]
     contrib = index_select(m2, 0, cols) * mat1._val.unsqueeze(1)
     out = _creation.zeros(mat1.shape[0], m2.shape[1], dtype=m2.dtype, device=m2.device)
     out = out.index_add(0, rows, contrib)
     return out.squeeze(1) if vec else out
+
+
+def _sparse_sparse_mm(a: SparseCooTensor, b: SparseCooTensor) -> SparseCooTensor:
+    """Sparse @ sparse: a coalesced sparse result holding every position that some pair of
+    stored entries reaches (even where their products cancel), as PyTorch."""
+    if b.sparse_dim() != 2 or b.dense_dim() != 0:
+        raise RuntimeError(f"addmm: matrices expected, got {b.sparse_dim()}D tensor")
+    if a.shape[1] != b.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x"
+                           f"{a.shape[1]} and {b.shape[0]}x{b.shape[1]})")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected scalar type {_scalar_name(a.dtype)} but found "
+                           f"{_scalar_name(b.dtype)}")
+    with _no_grad():  # the pattern: which positions some pair of entries reaches
+        ones_a = SparseCooTensor(a._idx, _creation.ones(a._nnz(), device=a.device), a._size)
+        ones_b = SparseCooTensor(b._idx, _creation.ones(b._nnz(), device=b.device), b._size)
+        reach = _product(ones_a, ones_b.to_dense(), False)
+        idx = nonzero(reach).transpose(0, 1).contiguous()
+        lin = _linear(idx, reach.shape)
+    full = _product(a, b.to_dense(), False)
+    val = index_select(full.reshape((-1,)), 0, lin)
+    return SparseCooTensor(idx, val, (a.shape[0], b.shape[1]), True)
+
+
+def sparse_mm(mat1: Any, mat2: Any) -> Any:
+    """``mat1 @ mat2`` for 2-D matrices, either of them sparse: dense with a dense operand, sparse
+    for two sparse ones; differentiable with respect to the dense operand and the sparse
+    operand's values."""
+    return _product(mat1, mat2, False)
+
+
+def spmm(mat1: Any, mat2: Any) -> Any:
+    """``torch.spmm``: :func:`sparse_mm`, but a sparse leaf's gradient is dense, as torch.mm's."""
+    return _product(mat1, mat2, False, True)
 
 
 def sparse_addmm(input: Tensor, mat1: Any, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1
@@ -451,15 +755,26 @@ def sparse_addmm(input: Tensor, mat1: Any, mat2: Tensor, *, beta: Any = 1, alpha
 
 
 def _sparse_softmax(input: Any, dim: int, log: bool, dtype: Any) -> SparseCooTensor:
+    name = "log_softmax" if log else "softmax"
     if not isinstance(input, SparseCooTensor):
-        raise TypeError("sparse.softmax(): expected a sparse COO tensor")
-    if input.dense_dim():
-        _refuse("sparse softmax with dense dimensions")
-    c = input.coalesce()
+        raise NotImplementedError(f"Could not run 'aten::_sparse_{name}' with arguments from the "
+                                  f"'{getattr(input, 'device', 'cpu')}' backend: it takes a "
+                                  f"sparse COO tensor")
     d = wrap_dim(dim, input.dim())
+    out_dtype = input.dtype if dtype is None else dtype
+    if not (out_dtype.is_floating_point or out_dtype.is_complex):
+        raise NotImplementedError(f'"{name}" not implemented for '
+                                  f"'{_scalar_name(out_dtype)}'")
+    c = input.coalesce()
     val = c._val if dtype is None else c._val.to(dtype)
-    # the entries of one slice along dim share all the other coordinates: one group id each
-    keep = [k for k in range(input.dim()) if k != d]
+    sd = input.sparse_dim()
+    if d >= sd:  # along a dense dimension: each entry's values on their own
+        from .nn.softmax import softmax as dense_softmax  # (.nn imports this module)
+        out = dense_softmax(val, d - sd + 1, log)
+        return SparseCooTensor(c._idx, out, input.shape, True)
+    # the entries of one slice along dim share all the other sparse coordinates: one group id
+    # each (the dense dimensions are independent slices: they stay columns of the values)
+    keep = [k for k in range(sd) if k != d]
     with _no_grad():
         if keep:
             rows = index_select(c._idx, 0, _creation.tensor(keep, device=c._idx.device))
@@ -468,11 +783,15 @@ def _sparse_softmax(input: Any, dim: int, log: bool, dtype: Any) -> SparseCooTen
         else:
             gid = _creation.zeros(val.shape[0], dtype=_dtype.int64, device=val.device)
             ngroups = 1
-    start = _creation.full((ngroups,), -math.inf, dtype=val.dtype, device=val.device)
-    top = scatter_reduce(start, 0, gid, val.detach(), "amax", include_self=False)
+    dense_shape = tuple(val.shape[1:])
+    start = _creation.full((ngroups,) + dense_shape, -math.inf, dtype=val.dtype,
+                           device=val.device)
+    index = gid.reshape((-1,) + (1,) * len(dense_shape)).expand(tuple(val.shape))
+    top = scatter_reduce(start, 0, index, val.detach(), "amax", include_self=False)
     z = val - index_select(top, 0, gid)
     e = elementwise.exp(z)
-    tot = _creation.zeros(ngroups, dtype=val.dtype, device=val.device).index_add(0, gid, e)
+    tot = _creation.zeros((ngroups,) + dense_shape, dtype=val.dtype,
+                          device=val.device).index_add(0, gid, e)
     tot_at = index_select(tot, 0, gid)
     out = z - elementwise.log(tot_at) if log else e / tot_at
     return SparseCooTensor(c._idx, out, input.shape, True)
@@ -492,14 +811,26 @@ def sparse_log_softmax(input: Any, dim: int, *, dtype: Any = None) -> SparseCooT
 def sparse_sum(input: Any, dim: Any = None, dtype: Any = None) -> Any:
     """Sum of all elements (a dense 0-D tensor), or over ``dim``: sparse while sparse
     dimensions remain, dense otherwise."""
-    if isinstance(input, Tensor):
-        return input.sum(dim, dtype=dtype) if dim is not None else input.sum(dtype=dtype)
+    if isinstance(input, Tensor):  # PyTorch's errors for a strided tensor
+        if dim is None:
+            raise RuntimeError("coalesce expected sparse coordinate tensor layout but got Strided")
+        raise NotImplementedError(f"Could not run 'aten::_indices' with arguments from the "
+                                  f"'{input.device.type.upper()}' backend: sparse.sum takes a "
+                                  f"sparse COO tensor")
     if not isinstance(input, SparseCooTensor):
         raise TypeError(f"sparse.sum(): expected a tensor, got {type(input).__name__}")
+    if input.dtype is _dtype.bool:  # duplicates of a bool tensor count once (True + True = True)
+        input = input.coalesce()
     val = input._val if dtype is None else input._val.to(dtype)
     if dim is None:
         return val.sum()
-    dims = sorted({wrap_dim(d, input.dim()) for d in ((dim,) if isinstance(dim, int) else dim)})
+    dims = []
+    for d in ((dim,) if isinstance(dim, int) else dim):
+        d = wrap_dim(d, input.dim())
+        if d in dims:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        dims.append(d)
+    dims.sort()
     sd = input.sparse_dim()
     sdims = [d for d in dims if d < sd]
     ddims = [d - sd + 1 for d in dims if d >= sd]

@@ -197,6 +197,15 @@ class AccumulateGrad(Node):
         if target is not None and grad._v.dtype is not target:
             grad = grad.to(target)
         old = leaf._grad
+        if old is not None and old.__class__.is_sparse is True:
+            # a dense gradient into a sparse .grad (Embedding(sparse=True) before): dense + sparse
+            # is dense, as PyTorch's .grad becomes
+            if create_graph:
+                leaf._grad = grad + old
+            else:
+                with grad_mode._no_grad():
+                    leaf._grad = grad + old
+            return
         if create_graph:
             leaf._grad = grad.clone() if old is None else old + grad
         else:

@@ -70,7 +70,9 @@ class _SparseRows(Function):
             keep = nonzero(flat.ne(ctx.padding_idx)).reshape((-1,))
             flat, g = flat.index_select(0, keep), g.index_select(0, keep)
         SPARSE_GRADS.made = True
-        return SparseCooTensor(flat.reshape((1, -1)), g, ctx.size), None, None, None
+        # (a gradient of at most one entry is coalesced, as PyTorch marks it)
+        return (SparseCooTensor(flat.reshape((1, -1)), g, ctx.size, flat.shape[0] <= 1), None,
+                None, None)
 
 
 def sparse_rows(weight: Tensor, flat: Tensor, padding_idx: int | None,
