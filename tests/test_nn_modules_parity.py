@@ -65,3 +65,51 @@ def test_sequential_repeats() -> None:
         s * 0
     with pytest.raises(TypeError, match="unsupported operand type"):
         s * 1.5  # type: ignore[operator]
+
+
+def test_activation_argument_checks(device: str) -> None:
+    x = pg.ones(2, 3, 4, device=device)
+    with pytest.raises(RuntimeError, match="^ZeroDivisionError: alpha cannot be 0 for CELU$"):
+        F.celu(x, alpha=0.0)
+    with pytest.raises(RuntimeError, match=r"^lambda must be in range \[0, 3.40282e\+38\] for "
+                       r"input dtype Float, but found -1$"):
+        F.softshrink(x, -1)
+    with pytest.raises(RuntimeError, match="^Mismatch of parameter numbers and input channel "
+                       "size. Found parameter numbers = 4 and channel size = 3.$"):
+        F.prelu(x, pg.ones(4, device=device))
+    with pytest.raises(RuntimeError, match="^Not allow zero-dim input tensor.$"):
+        F.prelu(pg.tensor(1.0, device=device), pg.ones(2, device=device))
+    assert F.prelu(x, pg.ones(3, device=device)).shape == (2, 3, 4)
+
+
+def test_adaptive_pooling_to_empty_and_negative_sizes(device: str) -> None:
+    x = pg.ones(2, 3, 7, 7, device=device)
+    assert F.adaptive_max_pool2d(x, 0).shape == (2, 3, 0, 0)
+    assert F.adaptive_avg_pool1d(pg.ones(2, 3, 7, device=device), 0).shape == (2, 3, 0)
+    out, idx = F.adaptive_max_pool2d(x, (0, 2), return_indices=True)
+    assert out.shape == idx.shape == (2, 3, 0, 2) and idx.dtype is pg.int64
+    with pytest.raises(RuntimeError, match=r"^adaptive_avg_pool2d: elements of output_size must "
+                       r"be greater than or equal to 0 but received \{-1, -1\}$"):
+        F.adaptive_avg_pool2d(x, -1)
+    with pytest.raises(RuntimeError, match="negative dimension -1"):
+        F.adaptive_max_pool2d(x, -1)
+
+
+def test_attention_checks(device: str) -> None:
+    q = pg.ones(3, 2, 4, device=device)
+    m = nn.MultiheadAttention(4, 2).to(device)
+    with pytest.raises(RuntimeError, match=r"^The shape of the 2D attn_mask is "
+                       r"(portagrad|torch)\.Size\(\[2, 3\]\), but should be \(3, 3\)\.$"):
+        m(q, q, q, attn_mask=pg.zeros(2, 3, device=device))
+    with pytest.raises(RuntimeError, match=r"The shape of the 3D attn_mask is .*, but should be "
+                       r"\(4, 3, 3\)\.$"):
+        m(q, q, q, attn_mask=pg.zeros(2, 3, 3, device=device))
+    assert m(q, q, q, attn_mask=pg.zeros(4, 3, 3, device=device))[0].shape == (3, 2, 4)
+    try:
+        q64 = q.double()
+    except pg.errors.DTypeError:
+        return
+    with pytest.raises(RuntimeError, match=r"^Expected query, key, and value to have the same "
+                       r"dtype, but got query.dtype: float key.dtype: double and value.dtype: "
+                       r"float instead.$"):
+        F.scaled_dot_product_attention(q, q64, q)

@@ -308,6 +308,8 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     _floating_only("elu_cpu", input)
+    if alpha == 0:  # (it divides by alpha: PyTorch refuses rather than give NaN)
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     return _maybe_inplace(
         lambda x: where(x > 0, x, (x.clamp(None, 0.0) / alpha).expm1() * alpha),
         input, inplace)
@@ -392,6 +394,12 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     _floating_only("softshrink_check", input)
+    if not lambd >= 0:  # (NaN refused too)
+        top = {"float32": "3.40282e+38", "float64": "1.79769e+308", "float16": "65504",
+               "bfloat16": "3.38953e+38"}.get(input.dtype.name, "inf")
+        raise RuntimeError(f"lambda must be in range [0, {top}] for input dtype "
+                           f"{_dtype.SCALAR_TYPE_NAMES.get(input.dtype.name, input.dtype.name)}, "
+                           f"but found {lambd:g}")
     # PyTorch's values (x * 0 inside the band: -0.0 for a negative x; NaN stays NaN) with its
     # gradient, exactly 0 inside the band (a detached x * 0: an infinite g must not become NaN)
     band = (input >= -lambd).logical_and(input <= lambd)
@@ -471,8 +479,15 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     if _AUTOCAST.on and (_ac_out := _autocast_call("prelu", prelu, input, weight=weight)) is not _SKIP:
         return _ac_out
     w = weight
+    if input.dim() == 0 and weight.numel() != 1:
+        raise RuntimeError("Not allow zero-dim input tensor.")
     if weight.numel() != 1:
-        w = _bview(weight, input.dim(), 1 if input.dim() > 1 else 0)
+        channels = input.shape[1] if input.dim() > 1 else 1
+        if weight.numel() != channels:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {weight.numel()} and channel size = "
+                               f"{channels}.")
+        w = _bview(weight.reshape(-1), input.dim(), 1 if input.dim() > 1 else 0)
     return where(input > 0, input, w * input)
 
 
@@ -1520,6 +1535,20 @@ def _adaptive_pool(input: Tensor, output_size: Any, nd: int, kind: str, return_i
     N, Cc = x.shape[0], x.shape[1]
     in_sp = tuple(x.shape[2:])
     out_sp = _adaptive_out(output_size, in_sp, nd)
+    if any(o < 0 for o in out_sp):
+        if kind == "max":
+            shape = list(x.shape[:2]) + list(out_sp)
+            raise RuntimeError(f"Trying to create tensor with negative dimension "
+                               f"{min(out_sp)}: {shape}")
+        raise RuntimeError(f"adaptive_avg_pool{max(nd, 2)}d: elements of output_size must be "
+                           f"greater than or equal to 0 but received "
+                           f"{{{', '.join(str(o) for o in out_sp)}}}")
+    if 0 in out_sp or N == 0 or Cc == 0:  # an empty output: nothing to pool (PyTorch's shapes)
+        shape = ((N,) if not unbatched else ()) + (Cc,) + tuple(out_sp)
+        out = _creation.zeros(shape, dtype=input.dtype, device=input.device) + input.sum() * 0
+        if not return_indices:
+            return out
+        return out, _creation.zeros(shape, dtype=_dtype.int64, device=input.device)
     p = _adaptive_plan(Cc, in_sp, out_sp)
     if kind == "avg":
         cols = im2col.unfold_cols(x, p, 0.0)
@@ -3577,6 +3606,12 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         raise IndexError("Dimension specified as -2 but tensor has no dimensions"
                          if attn_mask.dim() == 0 else
                          "Dimension out of range (expected to be in range of [-1, 0], but got -2)")
+    if not (query.dtype is key.dtype is value.dtype):
+        names = _dtype.CPP_TYPE_NAMES
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got "
+                           f"query.dtype: {names.get(query.dtype.name)} key.dtype: "
+                           f"{names.get(key.dtype.name)} and value.dtype: "
+                           f"{names.get(value.dtype.name)} instead.")
     sc = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
         rep = query.shape[-3] // key.shape[-3]
@@ -3664,6 +3699,16 @@ def multi_head_attention_forward(
     q = linear(query, wq, bq)
     k = linear(key, wk, bk)
     v = linear(value, wv, bv)
+    if attn_mask is not None:  # PyTorch's shape checks, before the mask is padded below
+        src_len = key.shape[0]
+        if attn_mask.dim() == 2 and tuple(attn_mask.shape) != (tgt_len, src_len):
+            raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but should "
+                               f"be {(tgt_len, src_len)}.")
+        if attn_mask.dim() == 3 and tuple(attn_mask.shape) != (bsz * H, tgt_len, src_len):
+            raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but should "
+                               f"be {(bsz * H, tgt_len, src_len)}.")
+        if attn_mask.dim() not in (2, 3):
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
     if bias_k is not None and bias_v is not None:
         k = cat([k, bias_k.expand(1, bsz, E_)], 0)
         v = cat([v, bias_v.expand(1, bsz, E_)], 0)
