@@ -87,6 +87,10 @@ def infer_size(shape: Sequence[int], numel: int) -> tuple[int, ...]:
         raise RuntimeError(f"invalid shape dimension {min(shape)}")
     known = math.prod(s for s in shape if s != -1)
     if neg:
+        if known == 0 and numel == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} "
+                               f"because the unspecified dimension size -1 can be any value and "
+                               f"is ambiguous")
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
         shape = tuple(numel // known if s == -1 else s for s in shape)

@@ -588,8 +588,11 @@ class TensorOps:
         """Indices of nonzero elements (``(n, ndim)`` int64, or a tuple of 1-D index tensors)."""
         return _ops.indexing.nonzero(self, as_tuple=as_tuple)
 
-    def flip(self, dims: Sequence[_int]) -> Tensor:
-        """Reverse the order along ``dims`` (a copy, as PyTorch)."""
+    def flip(self, *dims: Any) -> Tensor:
+        """Reverse the order along ``dims`` (a copy, as PyTorch): ``flip(0, 1)`` or
+        ``flip((0, 1))``."""
+        if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+            dims = tuple(dims[0])
         return _ops.indexing.flip(self, dims)
 
     def take_along_dim(self, indices: Tensor, dim: _int | None = None) -> Tensor:
@@ -1167,6 +1170,9 @@ class TensorOps:
     @property
     def mT(self) -> Tensor:
         """Last two dimensions swapped."""
+        if self.dim() < 2:
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. "
+                               f"Got {self.dim()}-D tensor.")
         return _ops.shape.transpose(self, -2, -1)
 
     @property

@@ -911,8 +911,11 @@ def _view_rows() -> list[OpInfo]:
         OpInfo("narrow", pg.narrow, lambda x, d, s, n: np.take(x, range(s, s + n), axis=d),
                fixed(S(X((4, 3)), 0, 1, 2), S(X((4, 3)), 1, 0, 3), S(X((4, 3)), -1, 2, 0),
                      S(X((3, 4)), 1, 1, 2, nc="T")), ALL, "same", method="narrow", view=True,
-               grad=True, errors=[E(lambda d: T((4, 3), d).narrow(0, 2, 3), IndexError,
+               grad=True, errors=[E(lambda d: T((4, 3), d).narrow(0, 2, 3), RuntimeError,
                                     r"start \(2\) \+ length \(3\) exceeds dimension size \(4\)"),
+                                  E(lambda d: T((4, 3), d).narrow(0, 5, 0), IndexError,
+                                    r"start out of range \(expected to be in range of \[-4, 4\], "
+                                    r"but got 5\)"),
                                   E(lambda d: T((4, 3), d).narrow(0, 0, -1), RuntimeError,
                                     r"narrow\(\): length must be non-negative")]),
         OpInfo("unbind", lambda x, d=0: pg.unbind(x, d),

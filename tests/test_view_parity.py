@@ -134,3 +134,31 @@ def test_assignments_that_cast_as_pytorch(device: str) -> None:
     x[pg.tensor([True, False, False], device=device)] = pg.tensor([8], device=device)
     x[pg.tensor([1], device=device)] = 9
     assert x.tolist() == [8.0, 9.0, 7.0]
+
+
+# ------------------------------------------------------ call forms and checks (PyTorch 2.13)
+def test_flip_varargs_and_shape_op_checks(device: str) -> None:
+    x = pg.arange(24.0, device=device).reshape(2, 3, 4)
+    assert pg.equal(x.flip(0, 2), x.flip((0, 2)))
+    assert x.flip(0, 2)[0, 0, 0].item() == 15.0  # x[1, 0, 3]
+    with pytest.raises(RuntimeError, match=r"^as_strided: Negative strides are not supported at "
+                       r"the moment, got strides: \[-1\]$"):
+        pg.as_strided(x, (2,), (-1,))
+    with pytest.raises(RuntimeError, match=r"^tensor.mT is only supported on matrices or "
+                       r"batches of matrices. Got 1-D tensor.$"):
+        pg.ones(2, device=device).mT  # noqa: B018
+    with pytest.raises(RuntimeError, match=r"^movedim: repeated dim in `source` \(\[0, 0\]\)$"):
+        x.movedim((0, 0), (1, 2))
+    with pytest.raises(RuntimeError, match=r"should contain the same number of dims as "
+                       r"destination \(\[1\] dims\)$"):
+        x.movedim((0, 1), (1,))
+    with pytest.raises(RuntimeError, match=r"^The expanded size of the tensor \(-1\) isn't allowed "
+                       r"in a leading, non-existing dimension 0$"):
+        x.expand(-1, 2, 3, 4)
+    with pytest.raises(RuntimeError, match=r"^cannot reshape tensor of 0 elements into shape "
+                       r"\[-1, 0\] because the unspecified dimension size -1 can be any value and "
+                       r"is ambiguous$"):
+        pg.ones(0, 3, device=device).reshape(-1, 0)
+    with pytest.raises(IndexError, match=r"start out of range"):
+        x.narrow(2, -5, 1)
+    assert x.narrow(2, 4, 0).shape == (2, 3, 0)

@@ -171,6 +171,10 @@ def expand(x: Tensor, *sizes: Any) -> Tensor:
         raise RuntimeError(f"expand(): the number of sizes provided ({len(shape)}) must be greater "
                            f"or equal to the number of dimensions in the tensor ({x.dim()})")
     lead = len(shape) - x.dim()
+    for i in range(lead):
+        if shape[i] == -1:
+            raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
+                               f"non-existing dimension {i}")
     shape = tuple(x._v.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(shape))
     if any(s < 0 for s in shape):
         raise RuntimeError(f"expand(): invalid size {list(sizes)}")
@@ -264,7 +268,14 @@ def movedim(x: Tensor, source: Any, destination: Any) -> Tensor:
     dst = [wrap_dim(d, n) for d in (destination if isinstance(destination, (list, tuple))
                                     else [destination])]
     if len(src) != len(dst):
-        raise RuntimeError("movedim: Invalid source or destination dims")
+        given_s = list(source) if isinstance(source, (list, tuple)) else [source]
+        given_d = list(destination) if isinstance(destination, (list, tuple)) else [destination]
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({given_s} dims) "
+                           f"should contain the same number of dims as destination ({given_d} "
+                           f"dims)")
+    for name, dims in (("source", src), ("destination", dst)):
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({dims})")
     if n == 0:  # dims 0 and -1 of a scalar are valid and moving them changes nothing
         return x
     placed: list[int | None] = [None] * n
@@ -431,10 +442,13 @@ def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
         start = int(start.item())
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but "
+                         f"got {start})")
     if start < 0:
         start += size
-    if not 0 <= start <= size or start + length > size:
-        raise IndexError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     return basic_index(x, (slice(None),) * d + (slice(start, start + length),))
 
 
@@ -559,5 +573,8 @@ class _AsStrided(Function):
 def as_strided(x: Tensor, size: Sequence[int], stride: Sequence[int],
                storage_offset: int | None = None) -> Tensor:
     """A view with explicit sizes, strides (in elements) and storage offset."""
+    if any(int(st) < 0 for st in stride):  # (a backend's views have non-negative strides)
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got "
+                           f"strides: {[int(st) for st in stride]}")
     return call(_AsStrided, x, tuple(size), tuple(stride),
                 x._v.offset if storage_offset is None else storage_offset)
