@@ -354,7 +354,7 @@ INT_LIMITS: dict[str, tuple[_py_int, _py_int, str]] = {
 
 # 16- and 32-bit float dtype name -> (largest finite value, the C type of the overflow message):
 # a finite number past it is refused when stored as a scalar (fill_, masked_fill, where)
-_FLOAT_LIMITS: dict[str, tuple[float, str]] = {
+_FLOAT_LIMITS: dict[str, tuple[_py_float, str]] = {
     "float32": (_py_float(np.finfo(np.float32).max), "float"),
     "float16": (65504.0, "c10::Half"),
     "bfloat16": (3.3895313892515355e38, "c10::BFloat16"),
@@ -404,7 +404,7 @@ def fit_scalar(value: object, dtype_name: str) -> object:
     raise RuntimeError(f"value cannot be converted to type {cname} without overflow")
 
 
-def check_storable(values: np.ndarray, d: dtype, c_name: bool = False) -> None:
+def check_storable(values: np.ndarray, d: dtype, c_name: _builtin_bool = False) -> None:
     """Raise PyTorch's ``RuntimeError`` when Python numbers ``values`` cannot be stored into the
     integer dtype ``d`` by :func:`fit_scalar`'s rule (``tensor([300], dtype=uint8)``, ``tensor([nan],
     dtype=int64)``, ``tensor([-1.5], dtype=uint8)``); other dtypes are not checked."""

@@ -435,7 +435,8 @@ class Tensor(TensorOps):
         if value is not None:
             sparse = getattr(value.__class__, "is_sparse", None) is True  # a sparse COO grad
             if sparse:
-                value._note_grad()  # (the optimizers look for sparse grads from now on)
+                # (SparseCooTensor's: the optimizers look for sparse grads from now on)
+                value._note_grad()  # type: ignore[attr-defined]
             elif not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
                                 f"type {type(value).__name__}")

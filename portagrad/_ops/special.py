@@ -692,7 +692,9 @@ def float_power(input: Any, exponent: Any, *, out: Tensor | None = None) -> Tens
                for x in (input, exponent))
     dt, num = (_dtype.complex128, complex) if cplx else (_dtype.float64, float)
     a, b = (x.to(dt) if isinstance(x, Tensor) else num(x) for x in (input, exponent))
-    return a ** b
+    result = a ** b
+    assert isinstance(result, Tensor)  # (one operand is a tensor: so is the power)
+    return result
 
 
 def logaddexp2(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:

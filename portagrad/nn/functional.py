@@ -1537,9 +1537,8 @@ def _adaptive_pool(input: Tensor, output_size: Any, nd: int, kind: str, return_i
     out_sp = _adaptive_out(output_size, in_sp, nd)
     if any(o < 0 for o in out_sp):
         if kind == "max":
-            shape = list(x.shape[:2]) + list(out_sp)
             raise RuntimeError(f"Trying to create tensor with negative dimension "
-                               f"{min(out_sp)}: {shape}")
+                               f"{min(out_sp)}: {list(x.shape[:2]) + list(out_sp)}")
         raise RuntimeError(f"adaptive_avg_pool{max(nd, 2)}d: elements of output_size must be "
                            f"greater than or equal to 0 but received "
                            f"{{{', '.join(str(o) for o in out_sp)}}}")
