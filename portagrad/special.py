@@ -29,6 +29,7 @@ from ._ops import special as _special_ops
 from ._ops.special import erfc, erfinv, i0, i1, logit, sinc, xlogy
 from ._toplevel_nn import log_softmax, softmax
 from ._tensor import Tensor
+from .autograd.grad_mode import no_grad
 
 __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gammaln", "digamma",
            "psi", "polygamma", "multigammaln", "sinc", "entr", "logsumexp", "log_softmax",
@@ -75,6 +76,37 @@ def ndtr(input: Tensor) -> Tensor:
     return erfc(input * (-1.0 / math.sqrt(2.0))) * 0.5
 
 
+# Below this probability (and above 1 minus it) ndtri refines by Newton on log_ndtr: erfinv of
+# 2p - 1 loses the tail there (2p - 1 rounds to -1: ndtri(1e-300) came out -inf, not -37.05)
+_NDTRI_TAIL = 1e-3
+
+
 def ndtri(input: Tensor) -> Tensor:
-    """The inverse of the standard normal CDF."""
-    return erfinv(input * 2.0 - 1.0) * math.sqrt(2.0)
+    """The inverse of the standard normal CDF: ``sqrt(2) erfinv(2p - 1)`` in the middle; in the
+    tails, Newton steps on ``log_ndtr(x) = log(p)`` (by symmetry for the upper tail), the last
+    one recorded, whose derivative at convergence is ``1 / pdf(x)``, the inverse's."""
+    central = erfinv(input * 2.0 - 1.0) * math.sqrt(2.0)
+    p = input.detach()
+    upper = p > 0.5
+    q = _where(upper, 1.0 - p, p)  # (exact: Sterbenz)
+    tail = (q < _NDTRI_TAIL) & (q > 0)
+    if not bool(tail.any().item()):
+        return central
+    qs = _where(tail, q, 0.5)  # the other entries take a harmless value through the steps
+    log_q = qs.log()
+
+    def step(x: Tensor, log_target: Tensor) -> Tensor:
+        lx = log_ndtr(x)
+        # d/dx log_ndtr(x) = pdf(x) / ndtr(x) = exp(-x^2/2 - log_ndtr(x)) / sqrt(2 pi)
+        slope = (-(x * x) * 0.5 - lx).exp() * (1.0 / math.sqrt(2.0 * math.pi))
+        return x - (lx - log_target) / slope
+
+    with no_grad():
+        x = -(-2.0 * log_q).sqrt()  # the tail's leading term
+        for _ in range(6):
+            x = step(x, log_q)
+    # the last step recorded, on the probability itself (its gradient: 1 / pdf(x))
+    q_in = _where(upper, 1.0 - input, input)
+    x = step(x.detach(), _where(tail, q_in, 0.5).log())
+    x = _where(upper, -x, x)
+    return _where(tail, x, central)

@@ -745,3 +745,25 @@ def test_airy_ai_matches_mpmath_densely(device: str) -> None:
     got = pg.special.airy_ai(pg.tensor(x, dtype=pg.float64, device=device)).cpu().numpy()
     # Cephes' accuracy: the rounding of the series' two sums, which cancel as x nears 2.09
     assert _airy_err(x, got, want).max() <= 64 * 2.0 ** -52
+
+
+def test_ndtri_keeps_its_tails(device: str) -> None:
+    """ndtri was sqrt(2) erfinv(2p - 1): 2p - 1 rounds to -1 for tiny p (ndtri(1e-300) was
+    -inf); PyTorch 2.13's values and gradients, written out."""
+    try:
+        p = pg.tensor([0.0, 1e-300, 1e-20, 1e-8, 1e-4, 0.1, 0.5, 1 - 1e-8, 1.0, 1.5],
+                      dtype=pg.float64, device=device)
+    except pg.errors.DTypeError:
+        pytest.skip(f"{device} has no float64")
+    want = [-math.inf, -37.0470963, -9.26234009, -5.612001244, -3.719016485, -1.281551566, 0.0,
+            5.612001243, math.inf]
+    got = pg.special.ndtri(p).tolist()
+    for g, w in zip(got[:9], want, strict=True):
+        assert (g == w) if math.isinf(w) or w == 0 else abs(g - w) < 1e-8 * abs(w), (got, want)
+    assert math.isnan(got[9])
+    x = pg.tensor([1e-10, 1e-4, 0.3, 1 - 1e-6], dtype=pg.float64, device=device,
+                  requires_grad=True)
+    pg.special.ndtri(x).sum().backward()
+    for g, w in zip(x.grad.tolist(), [1535723698.19638, 2526.22239842514, 2.876103659264292,
+                                      202088.270383555], strict=True):
+        assert abs(g - w) < 1e-8 * w
