@@ -12,9 +12,10 @@ from typing import Any
 
 from ._random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed,
                       seed, set_rng_state)
+from ._toplevel_random import thread_safe_generator
 
 __all__ = ["Generator", "default_generator", "fork_rng", "get_rng_state", "initial_seed",
-           "manual_seed", "seed", "set_rng_state"]
+           "manual_seed", "seed", "set_rng_state", "thread_safe_generator"]
 
 
 @contextlib.contextmanager

@@ -1087,3 +1087,37 @@ def test_torch_version_against_non_versions() -> None:
         _ = v < None  # type: ignore[operator]
     with pytest.raises(TypeError):
         _ = v > 2  # not a version: string order, which an int does not have
+
+
+def test_checkpoint_module_helpers() -> None:
+    """torch.utils.checkpoint's helper names that libraries import."""
+    import contextlib
+    import warnings
+
+    from portagrad.utils import checkpoint as ck
+
+    assert issubclass(ck.CheckpointError, RuntimeError)
+    fwd, rec = ck.noop_context_fn()
+    assert isinstance(fwd, contextlib.nullcontext) and isinstance(rec, contextlib.nullcontext)
+    x = pg.ones(2, requires_grad=True)
+    d, n = ck.detach_variable((x, 3))
+    assert d is not x and d.requires_grad and d.grad_fn is None and n == 3
+    with pytest.raises(RuntimeError, match="^Only tuple of tensors is supported. Got Unsupported "
+                       "input type: list$"):
+        ck.detach_variable([x])  # type: ignore[arg-type]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ck.check_backward_validity((pg.ones(1),))
+    assert any("None of the inputs have requires_grad=True" in str(w.message) for w in caught)
+    assert ck.get_device_states(x) == ([], [])
+    with ck.set_checkpoint_early_stop(False), ck.set_checkpoint_debug_enabled(None):
+        pass
+
+
+def test_invert_permutation_and_thread_safe_generator(device: str) -> None:
+    from portagrad.nn.utils.rnn import invert_permutation
+
+    inv = invert_permutation(pg.tensor([2, 0, 1], device=device))
+    assert inv is not None and inv.tolist() == [1, 2, 0]
+    assert invert_permutation(None) is None
+    assert pg.random.thread_safe_generator is pg.thread_safe_generator

@@ -24,21 +24,79 @@ accepted with their defaults only.
 """
 from __future__ import annotations
 
+import contextlib
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .. import _autocast, _random
 from .._ops.checkpoint import CheckpointFunction
+from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..autograd.graph import saved_tensors_hooks
 from ..nn.modules.container import Sequential
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "noop_context_fn",
+           "detach_variable", "check_backward_validity", "get_device_states", "set_device_states",
+           "set_checkpoint_early_stop", "set_checkpoint_debug_enabled"]
 
 
-def _noop_context_fn() -> Any:
-    return None
+class CheckpointError(RuntimeError):
+    """Raised when a checkpointed function's recomputation does not match its forward."""
+
+
+def noop_context_fn() -> tuple[contextlib.AbstractContextManager[Any],
+                                contextlib.AbstractContextManager[Any]]:
+    """The default ``context_fn``: no context around the forward nor the recomputation."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+_noop_context_fn = noop_context_fn
+
+
+def detach_variable(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``inputs`` with each tensor detached, keeping its ``requires_grad``."""
+    if not isinstance(inputs, tuple):
+        raise RuntimeError(f"Only tuple of tensors is supported. Got Unsupported input type: "
+                           f"{type(inputs).__name__}")
+    out = []
+    for x in inputs:
+        if isinstance(x, Tensor):
+            d = x.detach()
+            d.requires_grad_(x.requires_grad)
+            out.append(d)
+        else:
+            out.append(x)
+    return tuple(out)
+
+
+def check_backward_validity(inputs: Any) -> None:
+    """Warn when no tensor among ``inputs`` requires grad (its gradients will be None)."""
+    if not any(isinstance(x, Tensor) and x.requires_grad for x in inputs):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
+                      UserWarning, stacklevel=2)
+
+
+def get_device_states(*args: Any) -> tuple[list[int], list[Any]]:
+    """The per-device random states to restore on recomputation: none here (one generator serves
+    every device, and checkpoint saves and restores it)."""
+    return [], []
+
+
+def set_device_states(devices: Any, states: Any, *, device_type: Any = None) -> None:
+    """Restore what :func:`get_device_states` returned (nothing: see there)."""
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable: bool) -> Iterator[None]:
+    """Accepted for PyTorch's API: portagrad's recomputation always runs the whole function."""
+    yield
+
+
+@contextlib.contextmanager
+def set_checkpoint_debug_enabled(enabled: bool | None) -> Iterator[None]:
+    """Accepted for PyTorch's API: portagrad's checkpoint has no debug traces."""
+    yield
 
 
 _DEFAULT_DETERMINISM_MODE = "default"

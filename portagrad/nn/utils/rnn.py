@@ -15,7 +15,16 @@ from ..._ops.joining import cat, stack
 from ..._tensor import Tensor
 
 __all__ = ["pad_sequence", "unpad_sequence", "PackedSequence", "pack_padded_sequence",
-           "pad_packed_sequence", "pack_sequence", "unpack_sequence"]
+           "pad_packed_sequence", "pack_sequence", "unpack_sequence", "invert_permutation"]
+
+
+def invert_permutation(permutation: Tensor | None) -> Tensor | None:
+    """The inverse of a permutation of ``0..n-1`` (``None`` stays ``None``)."""
+    if permutation is None:
+        return None
+    out = _creation.empty_like(permutation)
+    out.scatter_(0, permutation, _creation.arange(permutation.numel(), device=permutation.device))
+    return out
 
 
 def _index(values: Iterable[int], device: Any) -> Tensor:
