@@ -217,10 +217,11 @@ class SparseCooTensor:
         if self._coalesced:
             return self
         idx, pos, n = self._coalesce_plan()
+        as_bool = self.dtype is _dtype.bool  # (summed as counts: no bool sums on every backend)
         zeros = _creation.zeros((n,) + tuple(self._val.shape[1:]),
-                                dtype=self.dtype, device=self.device)
-        val = zeros.index_add(0, pos, self._val)
-        return SparseCooTensor(idx, val, self._size, True)
+                                dtype=_dtype.int64 if as_bool else self.dtype, device=self.device)
+        val = zeros.index_add(0, pos, self._val.to(_dtype.int64) if as_bool else self._val)
+        return SparseCooTensor(idx, val.ne(0) if as_bool else val, self._size, True)
 
     def to_dense(self, dtype: Any = None, *, masked_grad: bool | None = None) -> Tensor:
         """The dense tensor (duplicates summed); differentiable with respect to the values."""
@@ -231,6 +232,10 @@ class SparseCooTensor:
         n = math.prod(self._size[:sd])
         with _no_grad():
             lin = _linear(self._idx, self._size[:sd])
+        if self.dtype is _dtype.bool:  # (as counts: see coalesce)
+            flat = _creation.zeros((n,) + dense_shape, dtype=_dtype.int64, device=self.device)
+            return flat.index_add(0, lin, self._val.to(_dtype.int64)).ne(0).reshape(
+                tuple(self._size))
         flat = _creation.zeros((n,) + dense_shape, dtype=self.dtype, device=self.device)
         return flat.index_add(0, lin, self._val).reshape(tuple(self._size))
 

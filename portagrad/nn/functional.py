@@ -1195,7 +1195,11 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, p
         raise NotImplementedError(f"\"col2im_out_cpu\" not implemented for "
                                   f"'{_type_name(input.dtype)}'")
     p = im2col.window_plan(x.shape[1] // K, osz, k, s, pd, pd, d)
-    out = im2col.fold_cols(x.transpose(1, 2), p)
+    if input.dtype is _dtype.bool:  # overlaps add up as counts (an Array API backend has no
+        # bool sum); any count is True
+        out = im2col.fold_cols(x.transpose(1, 2).to(_dtype.int64), p).ne(0)
+    else:
+        out = im2col.fold_cols(x.transpose(1, 2), p)
     return out.squeeze(0) if unbatched else out
 
 
