@@ -125,11 +125,9 @@ class _Scatter(Function):
         return gx, None, None, gsrc, None
 
 
-def _scatter_args(input: Tensor, dim: int, index: Any, src: Any) -> tuple[int, Tensor, Any]:
-    d = wrap_dim(dim, input.dim())
-    index = _as_index(index, input)
-    if index.dim() != input.dim():
-        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+def check_scatter_index_shape(input: Tensor, d: int, index: Tensor, src: Any) -> None:
+    """PyTorch's check of a scatter's index shape: no larger than ``input`` off dimension ``d``,
+    nor than a tensor ``src`` anywhere."""
     is_src = isinstance(src, Tensor)
     if any(k != d and n > input.shape[k] for k, n in enumerate(index.shape)) or \
             (is_src and any(si > ss for si, ss in zip(index.shape, src.shape))):
@@ -137,6 +135,14 @@ def _scatter_args(input: Tensor, dim: int, index: Any, src: Any) -> tuple[int, T
                            f"{list(input.shape)} apart from dimension {d}" +
                            (f" and to be no larger size than src {list(src.shape)}" if is_src
                             else ""))
+
+
+def _scatter_args(input: Tensor, dim: int, index: Any, src: Any) -> tuple[int, Tensor, Any]:
+    d = wrap_dim(dim, input.dim())
+    index = _as_index(index, input)
+    if index.dim() != input.dim():
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    check_scatter_index_shape(input, d, index, src)
     check_index_range(index, input.shape[d], d, exc=RuntimeError)
     if isinstance(src, Tensor):
         check_same_device(input, src, "scatter")

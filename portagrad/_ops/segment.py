@@ -22,7 +22,7 @@ from ._common import call
 from .elementwise import (add, bitwise_not, div, eq, gt, logical_and, logical_or, maximum, mul, ne,
                           neg)
 from .shape import narrow, reshape
-from .indexing import gather, scatter, scatter_add, where
+from .indexing import check_scatter_index_shape, gather, scatter, scatter_add, where
 from .joining import cat
 from .sorting import sort
 from .scan import _scan
@@ -80,11 +80,7 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         return reshape(scatter_reduce(reshape(input, (1,)), 0, reshape(index, (1,)),
                                         reshape(src, (1,)), reduce,
                                         include_self=include_self), ())
-    for k in range(index.dim()):
-        if index.shape[k] > src.shape[k] or (k != d and index.shape[k] > input.shape[k]):
-            raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self "
-                               f"{list(input.shape)} apart from dimension {d} and to be no "
-                               f"larger size than src {list(src.shape)}")
+    check_scatter_index_shape(input, d, index, src)
     s = src
     for k in range(src.dim()):  # only the part of src that index covers takes part
         if s.shape[k] != index.shape[k]:

@@ -217,27 +217,26 @@ class SparseCooTensor:
         if self._coalesced:
             return self
         idx, pos, n = self._coalesce_plan()
-        as_bool = self.dtype is _dtype.bool  # (summed as counts: no bool sums on every backend)
+        return SparseCooTensor(idx, self._sum_into(n, pos), self._size, True)
+
+    def _sum_into(self, n: int, pos: Tensor) -> Tensor:
+        """The values summed into ``n`` slots, entry ``k`` into slot ``pos[k]`` (bool values as
+        counts, any count True: an Array API backend has no bool sums)."""
+        as_bool = self.dtype is _dtype.bool
         zeros = _creation.zeros((n,) + tuple(self._val.shape[1:]),
                                 dtype=_dtype.int64 if as_bool else self.dtype, device=self.device)
         val = zeros.index_add(0, pos, self._val.to(_dtype.int64) if as_bool else self._val)
-        return SparseCooTensor(idx, val.ne(0) if as_bool else val, self._size, True)
+        return val.ne(0) if as_bool else val
 
     def to_dense(self, dtype: Any = None, *, masked_grad: bool | None = None) -> Tensor:
         """The dense tensor (duplicates summed); differentiable with respect to the values."""
         if dtype is not None:
             raise RuntimeError("dtype argument is not supported by sparse_to_dense")
         sd = self.sparse_dim()
-        dense_shape = tuple(self._val.shape[1:])
         n = math.prod(self._size[:sd])
         with _no_grad():
             lin = _linear(self._idx, self._size[:sd])
-        if self.dtype is _dtype.bool:  # (as counts: see coalesce)
-            flat = _creation.zeros((n,) + dense_shape, dtype=_dtype.int64, device=self.device)
-            return flat.index_add(0, lin, self._val.to(_dtype.int64)).ne(0).reshape(
-                tuple(self._size))
-        flat = _creation.zeros((n,) + dense_shape, dtype=self.dtype, device=self.device)
-        return flat.index_add(0, lin, self._val).reshape(tuple(self._size))
+        return self._sum_into(n, lin).reshape(tuple(self._size))
 
     def to(self, *args: Any, **kwargs: Any) -> SparseCooTensor:
         """Moved to another device and/or dtype (the values converted, the indices moved)."""
@@ -704,14 +703,19 @@ def _product(mat1: Any, mat2: Any, vectors: bool, dense_grad: bool = False) -> A
     if mat1.shape[1] != m2.shape[0]:
         raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {mat1.shape[1]}, "
                            f"got {m2.shape[0]}")
-    if mat1.dtype is not m2.dtype:
-        raise RuntimeError(f"expected scalar type {_scalar_name(mat1.dtype)} but found "
-                           f"{_scalar_name(m2.dtype)}")
+    _check_same_dtype(mat1, m2)
     rows, cols = mat1._idx[0], mat1._idx[1]
     contrib = index_select(m2, 0, cols) * mat1._val.unsqueeze(1)
     out = _creation.zeros(mat1.shape[0], m2.shape[1], dtype=m2.dtype, device=m2.device)
     out = out.index_add(0, rows, contrib)
     return out.squeeze(1) if vec else out
+
+
+def _check_same_dtype(a: Any, b: Any) -> None:
+    """PyTorch's refusal of a sparse product of two dtypes."""
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected scalar type {_scalar_name(a.dtype)} but found "
+                           f"{_scalar_name(b.dtype)}")
 
 
 def _sparse_sparse_mm(a: SparseCooTensor, b: SparseCooTensor) -> SparseCooTensor:
@@ -722,9 +726,7 @@ def _sparse_sparse_mm(a: SparseCooTensor, b: SparseCooTensor) -> SparseCooTensor
     if a.shape[1] != b.shape[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x"
                            f"{a.shape[1]} and {b.shape[0]}x{b.shape[1]})")
-    if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected scalar type {_scalar_name(a.dtype)} but found "
-                           f"{_scalar_name(b.dtype)}")
+    _check_same_dtype(a, b)
     with _no_grad():  # the pattern: which positions some pair of entries reaches
         ones_a = SparseCooTensor(a._idx, _creation.ones(a._nnz(), device=a.device), a._size)
         ones_b = SparseCooTensor(b._idx, _creation.ones(b._nnz(), device=b.device), b._size)

@@ -1153,15 +1153,20 @@ def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
         raise RuntimeError(f"Given input with spatial size {in_sp}, kernel_size={k}, dilation={d}, "
                            f"padding={pd}, calculated shape of the array of sliding blocks as "
                            f"{tuple(blocks)}, but its components must be at least one.")
-    if not (input.dtype.is_floating_point or input.dtype.is_complex
-            or input.dtype is _dtype.bool):
-        raise NotImplementedError(f"\"im2col_out_cpu\" not implemented for "
-                                  f"'{_type_name(input.dtype)}'")
+    _check_im2col_dtype("im2col_out_cpu", input)
     unbatched = input.dim() == 3
     x = input.unsqueeze(0) if unbatched else input
     p = im2col.window_plan(x.shape[1], in_sp, k, s, pd, pd, d)
     out = im2col.unfold_cols(x, p).transpose(1, 2)
     return out.squeeze(0) if unbatched else out
+
+
+def _check_im2col_dtype(kernel: str, input: Tensor) -> None:
+    """PyTorch's refusal of integer inputs to unfold/fold (floats, complex and bool only)."""
+    if not (input.dtype.is_floating_point or input.dtype.is_complex
+            or input.dtype is _dtype.bool):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{_type_name(input.dtype)}'")
 
 
 def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
@@ -1190,10 +1195,7 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, p
                            f"input's dimension 2 to match the calculated number of sliding blocks "
                            f"{blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got "
                            f"input.size(2)={x.shape[2]}.")
-    if not (input.dtype.is_floating_point or input.dtype.is_complex
-            or input.dtype is _dtype.bool):
-        raise NotImplementedError(f"\"col2im_out_cpu\" not implemented for "
-                                  f"'{_type_name(input.dtype)}'")
+    _check_im2col_dtype("col2im_out_cpu", input)
     p = im2col.window_plan(x.shape[1] // K, osz, k, s, pd, pd, d)
     if input.dtype is _dtype.bool:  # overlaps add up as counts (an Array API backend has no
         # bool sum); any count is True
