@@ -683,6 +683,20 @@ def test_build_error_is_readable(be):
         be.device(0).program(("bad",), lambda: "__kernel void k() { nope; }", [], "a test")
 
 
+def test_builds_leave_no_compiler_notes(be):
+    # the device's source prefix must not make the compiler warn: PoCL's clang prints its warning
+    # count ("1 warning generated.") to stderr at every build, where a user sees it
+    import uuid
+
+    dev = be.device(0)
+    tag = uuid.uuid4().hex  # a source nothing has cached: the compiler really runs
+    src = (f"// {tag}\n__kernel void k(__global float* a) "
+           "{ a[0] = isnan(a[0]) ? 0.0f : a[0]; }")
+    prg = dev.program(("notes", tag), lambda: src, [], "a test")
+    log = prg.get_build_info(dev.cl_device, cl.program_build_info.LOG)
+    assert "warning" not in log.lower(), log
+
+
 def test_error_translation_oom():
     from portagrad.backends.opencl.errors import translate
 

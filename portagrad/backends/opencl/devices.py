@@ -60,8 +60,10 @@ def discover() -> list[Any]:
 #: ``isnan`` (in every ReLU, maximum, max-reduction and softmax element), and a call inside a loop
 #: also makes LLVM spill the loop's vector registers around it. ``x != x`` is the same test (true
 #: for NaN only, without fast-math options), 1 for scalars and -1 per lane for vectors as
-#: ``isnan`` returns, and compiles to one compare.
-_POCL_INLINE = "#define isnan(x) ((x) != (x))\n"
+#: ``isnan`` returns, and compiles to one compare. (PoCL's headers define ``isnan`` as a macro:
+#: redefining it without the ``#undef`` made clang print "1 warning generated." to the process's
+#: stderr at every kernel build.)
+_POCL_INLINE = "#undef isnan\n#define isnan(x) ((x) != (x))\n"
 
 
 class Kernel:
