@@ -50,9 +50,17 @@ def _done(name: str, res: Tensor, out: Tensor | None, input: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------ one-dimensional transforms
+def _check_16bit(input: Tensor) -> None:
+    """The one-dimensional transforms refuse 16-bit floats before looking at ``n`` or ``dim``
+    (the n-dimensional ones after them, in :func:`~portagrad._ops.fft.promote`), as PyTorch's."""
+    if input.dtype in (_dtype.float16, _dtype.bfloat16):
+        raise RuntimeError(f"Unsupported dtype {_elementwise._type_name(input.dtype)}")
+
+
 def _c2c_1d(name: str, input: Any, n: Any, dim: Any, norm: Any, forward: bool) -> Tensor:
     _f.check_tensor(name, input)
     n, dim = _f.check_n(name, n, dim, norm)
+    _check_16bit(input)
     if not input.dtype.is_complex:
         return _r2c_1d(name, input, n, dim, norm, forward, onesided=False)
     d = _f.canonical_dim(input, dim)
@@ -67,6 +75,7 @@ def _r2c_1d(name: str, input: Any, n: Any, dim: Any, norm: Any, forward: bool,
             onesided: bool) -> Tensor:
     _f.check_tensor(name, input)
     n, dim = _f.check_n(name, n, dim, norm)
+    _check_16bit(input)
     if input.dtype.is_complex:
         raise RuntimeError(f"{name} expects a real input tensor, but got "
                            f"{_elementwise._type_name(input.dtype)}")
@@ -83,6 +92,7 @@ def _r2c_1d(name: str, input: Any, n: Any, dim: Any, norm: Any, forward: bool,
 def _c2r_1d(name: str, input: Any, n: Any, dim: Any, norm: Any, forward: bool) -> Tensor:
     _f.check_tensor(name, input)
     n, dim = _f.check_n(name, n, dim, norm)
+    _check_16bit(input)
     d = _f.canonical_dim(input, dim)
     last = 2 * (input.shape[d] - 1) if n is None else n
     _f.check_points(last)
@@ -345,10 +355,14 @@ def _freq(name: str, n: Any, d: float, count: int, values: np.ndarray, out: Tens
         device = out.device
     if not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError(f"{name} requires a floating point or complex dtype")
+    if dt.is_complex:  # (PyTorch builds the grid with arange, which has no complex kernel)
+        raise NotImplementedError(f'"arange_cpu" not implemented for '
+                                  f"'{_elementwise._type_name(dt)}'")
     grid = _creation.from_host(values.astype(dt.numpy), device=device)
-    with np.errstate(divide="ignore"):  # n * d == 0: an infinite scale, as in C++
+    # n * d == 0: an infinite scale, as in C++ (0 * inf is NaN there too, silently)
+    with np.errstate(divide="ignore", invalid="ignore"):
         scale = float(np.float64(1.0) / np.float64(n * d))
-    res = _elementwise.mul(grid, scale)
+        res = _elementwise.mul(grid, scale)
     if out is not None:
         return _write_out(f"fft_{name}", res, out)
     return res.requires_grad_(requires_grad) if requires_grad else res

@@ -31,7 +31,34 @@ __all__ = ["stft", "istft"]
 
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 _LEGACY = {"float32": "Float", "float64": "Double", "complex64": "ComplexFloat",
-           "complex128": "ComplexDouble"}
+           "complex128": "ComplexDouble", "float16": "Half", "bfloat16": "BFloat16",
+           "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+           "bool": "Bool"}
+# PyTorch warns once per process when no window is given (a rectangular one is used)
+_WARNED = {"stft": False, "istft": False}
+_NO_WINDOW = {
+    "stft": "A window was not provided. A rectangular window will be applied,which is known to "
+            "cause spectral leakage. Other windows such as torch.hann_window or "
+            "torch.hamming_window are recommended to reduce spectral leakage.To suppress this "
+            "warning and use a rectangular window, explicitly set `window=torch.ones(n_fft, "
+            "device=<device>)`.",
+    "istft": "A window was not provided. A rectangular window will be applied.Please provide the "
+             "same window used by stft to make the inversion lossless.To suppress this warning "
+             "and use a rectangular window, explicitly set `window=torch.ones(n_fft, "
+             "device=<device>)`."}
+
+
+def _warn_no_window(name: str) -> None:
+    if not _WARNED[name]:
+        _WARNED[name] = True
+        warnings.warn(_NO_WINDOW[name], UserWarning, stacklevel=3)
+
+
+def _real_dtype(x: Tensor, window: Tensor | None) -> Any:
+    """The real dtype the transform computes in: the input's and the window's promoted (a
+    float64 window makes a float32 signal's result complex128, as PyTorch's)."""
+    dt = x.dtype if window is None else _dtype.promote_types(x.dtype, window.dtype)
+    return dt.to_real()
 
 
 def _tname(t: Tensor) -> str:
@@ -150,11 +177,15 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
         raise RuntimeError("Cannot have onesided output if window or input is complex")
     if x.dtype in (_dtype.float16, _dtype.bfloat16):
         raise RuntimeError(f"Unsupported dtype {elementwise._type_name(x.dtype)}")
-    real = x.dtype.to_real()
+    real = _real_dtype(x, window)
+    if window is None:
+        _warn_no_window("stft")
     # the result is complex: a device that declines complex refuses before computing anything
     decline_complex(x._storage.backend, real.to_complex(), x._storage.device)
     if window is not None and window.dtype.is_complex:
         x = x.to(real.to_complex())
+    elif x.dtype is not (real.to_complex() if x.dtype.is_complex else real):
+        x = x.to(real.to_complex() if x.dtype.is_complex else real)
     batched = x.dim() == 2
     xb = x if batched else shape.unsqueeze(x, 0)
     wdt = real.to_complex() if window is not None and window.dtype.is_complex else real
@@ -243,7 +274,11 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
         raise RuntimeError("Cannot have onesided output if window or input is complex")
     if not return_complex and window is not None and window.dtype.is_complex:
         raise RuntimeError("Complex windows are incompatible with return_complex=False")
-    real = input.dtype.to_real()
+    real = _real_dtype(input, window)
+    if window is None:
+        _warn_no_window("istft")
+    if input.dtype is not real.to_complex():
+        input = input.to(real.to_complex())
     batched = input.dim() == 3
     spec = input if batched else shape.unsqueeze(input, 0)
     spec = shape.transpose(spec, -1, -2)  # (B, n_frames, fft_size)
