@@ -1219,20 +1219,45 @@ def _pool_out(in_sp: tuple[int, ...], k: tuple[int, ...], s: tuple[int, ...],
                  for i in range(len(in_sp)))
 
 
-def _check_pool_rank(name: str, input: Tensor, nd: int) -> None:
-    if input.dim() in (nd + 1, nd + 2) and (nd < 3 or input.numel()):
+def _check_pool_input(kind: str, input: Tensor, nd: int) -> None:
+    """PyTorch's errors for a ``{kind}_pool{nd}d`` input: ``nd + 1`` or ``nd + 2`` dimensions, none
+    of them empty but a batch dimension."""
+    dims, shape = input.dim(), list(input.shape)
+    ok_rank = dims in (nd + 1, nd + 2)
+    nonbatch = shape[1:] if dims == nd + 2 else shape
+    if ok_rank and 0 not in nonbatch:
         return
-    if nd == 3:
+    optional_batch = "tensor with optional 0 dim batch size for input, but got:"
+    if nd == 1:
+        if kind == "max":
+            raise RuntimeError(f"max_pool1d: Expected 2D or 3D (batch mode) {optional_batch}{shape}")
+        if not ok_rank:
+            raise RuntimeError(f"Expected 2 to 3 dimensions, but got {dims}-dimensional tensor for "
+                               "argument #1 'self' (while checking arguments for avg_pool1d)")
+        # (PyTorch runs it as a 2-D pooling of height 1, and names that shape)
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) {optional_batch}"
+                           f"{shape[:-1] + [1] + shape[-1:]}")
+    if nd == 2:
+        if not ok_rank and kind == "max":
+            raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+        if not ok_rank and dims < 3:
+            n = max(dims, 1)
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                             "but got -3)")
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) {optional_batch}{shape}")
+    if not ok_rank:
         raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
-    raise RuntimeError(f"{name}: Expected {nd + 1}D or {nd + 2}D input tensor, but got "
-                       f"{list(input.shape)}")
+    name = "max_pool3d_with_indices_out_cpu_template()" if kind == "max" else "avg_pool3d()"
+    raise RuntimeError(f"{name}: Expected input's non-batch dimensions to have positive length, "
+                       f"but input has a shape of {shape} and non-batch dimension "
+                       f"{nonbatch.index(0)} has length zero!")
 
 
 def _max_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
                 ceil_mode: bool, return_indices: bool, nd: int) -> Any:
     k, s, pd, d = _pool_args(kernel_size, stride, padding, dilation, nd)
     _check_pool_geometry(f"max_pool{nd}d", k, s, pd, d)
-    _check_pool_rank(f"max_pool{nd}d", input, nd)
+    _check_pool_input("max", input, nd)
     unbatched = input.dim() == nd + 1
     x = input.unsqueeze(0) if unbatched else input
     N, Cc = x.shape[0], x.shape[1]
@@ -1305,8 +1330,9 @@ def _avg_poolnd(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil
                 count_include_pad: bool, divisor_override: Any, nd: int) -> Tensor:
     k, s, pd, d = _pool_args(kernel_size, stride, padding, 1, nd)
     _check_pool_geometry(f"avg_pool{nd}d", k, s, pd, d)
-    if nd == 3:
-        _check_pool_rank("avg_pool3d", input, nd)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    _check_pool_input("avg", input, nd)
     unbatched = input.dim() == nd + 1
     x = input.unsqueeze(0) if unbatched else input
     N, Cc = x.shape[0], x.shape[1]
@@ -1484,8 +1510,12 @@ def fractional_max_pool3d_with_indices(input: Tensor, kernel_size: Any, output_s
 def _lp_pool(input: Tensor, norm_type: float, kernel_size: Any, stride: Any, ceil_mode: bool,
              nd: int) -> Tensor:
     """``(sum over the window of x^p)^(1/p)``: an average pool of ``x^p`` times the window size
-    (PyTorch's formula, negative window sums clamped to 0 through ``sign * relu(abs)``)."""
+    (PyTorch's formula, negative window sums clamped to 0 through ``sign * relu(abs)``).
+    ``norm_type=inf`` is the limit, the largest ``|x|`` of each window (the formula would give 1:
+    ``x^inf`` is inf or 0, and ``inf^0`` is 1)."""
     k = _pair(kernel_size, nd, "kernel_size")
+    if norm_type == math.inf:
+        return _max_poolnd(input.abs(), k, stride, 0, 1, ceil_mode, False, nd)
     out = _avg_poolnd(input ** norm_type, k, stride, 0, ceil_mode, True, None, nd)
     return (out.sign() * relu(out.abs()) * math.prod(k)) ** (1.0 / norm_type)
 
@@ -1530,12 +1560,39 @@ def _adaptive_out(output_size: Any, in_sp: tuple[int, ...], nd: int) -> tuple[in
     return (int(output_size),) * nd
 
 
+def _check_adaptive_input(kind: str, input: Tensor, nd: int, ones: bool) -> None:
+    """PyTorch's errors for an ``adaptive_{kind}_pool{nd}d`` input: ``nd + 1`` or ``nd + 2``
+    dimensions; no empty spatial dimension, nor (max pooling) an empty channel dimension.
+    ``ones``: the output size is all ones."""
+    dims, shape = input.dim(), list(input.shape)
+    if dims not in (nd + 1, nd + 2):
+        if nd == 1:
+            raise RuntimeError(f"Expected 2 to 3 dimensions, but got {dims}-dimensional tensor for "
+                               f"argument #1 'self' (while checking arguments for "
+                               f"adaptive_{kind}_pool1d)")
+        colon = ":" if kind == "max" else ""
+        raise RuntimeError(f"adaptive_{kind}_pool{nd}d(): Expected {nd + 1}D or {nd + 2}D tensor, "
+                           f"but got{colon} {shape}")
+    # max pooling: no empty dimension but the first (even unbatched, as PyTorch); average
+    # pooling: no empty spatial dimension, except that an output of one element is a mean
+    first = 1 if kind == "max" else dims - nd
+    empty = [i for i in range(first, dims) if shape[i] == 0]
+    if not empty or (kind == "avg" and ones):
+        return
+    name = f"adaptive_{kind}_pool{nd}d()"
+    if kind == "avg" and nd == 1:  # PyTorch runs it as a 2-D pooling of height 1
+        name, shape, empty = "adaptive_avg_pool2d()", shape[:-1] + [1] + shape[-1:], [dims]
+    raise RuntimeError(f"{name}: Expected input to have non-zero size for non-batch dimensions, "
+                       f"but input has sizes {shape} with dimension {empty[0]} being empty")
+
+
 def _adaptive_pool(input: Tensor, output_size: Any, nd: int, kind: str, return_indices: bool = False
                    ) -> Any:
-    if input.dim() not in (nd + 1, nd + 2):
-        colon = ":" if kind == "max" and nd != 1 else ""
-        raise RuntimeError(f"adaptive_{kind}_pool{nd}d(): Expected {nd + 1}D or {nd + 2}D tensor, "
-                           f"but got{colon} {list(input.shape)}")
+    _check_adaptive_input(kind, input, nd, output_size == 1 or (
+        isinstance(output_size, (list, tuple)) and all(o == 1 for o in output_size)))
+    if not input.dtype.is_floating_point:  # (PyTorch's 1-D forms run its 2-D kernels)
+        kernel = f"adaptive_{kind}_pool{max(nd, 2)}d" + ("_cpu" if nd == 3 else "")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(input.dtype)}'")
     unbatched = input.dim() == nd + 1
     x = input.unsqueeze(0) if unbatched else input
     N, Cc = x.shape[0], x.shape[1]
@@ -2866,7 +2923,9 @@ def _max_unpoolnd(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any,
     if idx.numel():
         lo, hi = int(idx.min().item()), int(idx.max().item())
         if lo < 0 or hi >= P:
-            raise RuntimeError(f"Found an invalid max index: {hi if hi >= P else lo} (output "
+            flat = idx.reshape(-1)  # PyTorch names the first one, in memory order
+            first = int(flat[((flat < 0) | (flat >= P)).nonzero()[0, 0]].item())
+            raise RuntimeError(f"Found an invalid max index: {first} (output "
                                f"volumes are of size {'x'.join(map(str, out_sp))})")
     N, Cc = x.shape[0], x.shape[1]
     # written, not summed: overlapping pooling windows can report the same maximum twice
