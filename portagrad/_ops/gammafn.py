@@ -17,6 +17,7 @@ from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _no_grad
+from ..errors import DTypeError
 from ._common import call, prepare_binary, type_name
 from . import elementwise
 from .elementwise import _float_input
@@ -28,6 +29,20 @@ _LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.323
             -176.61502916214059, 12.507343278686905, -0.13857109526572012,
             9.9843695780195716e-6, 1.5056327351493116e-7)
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+# Taylor coefficients of lgamma(2 + w) about w = 0: 1 - Euler's gamma, then (-1)^k (zeta(k) - 1) / k
+# (k = 2 .. 26; computed to 30 digits with mpmath). Near 1 and 2 Lanczos' sum cancels to a few
+# correct digits (float32 lgamma(0.999999) was 18% off); this series is accurate to 1 ulp for
+# |w| <= 0.5, its terms falling like 4^-k there
+_LGAMMA2_TAYLOR = (
+    0.42278433509846714, 0.32246703342411322, -0.067352301053198095, 0.020580808427784548,
+    -0.0073855510286739853, 0.0028905103307415233, -0.001192753911703261,
+    0.00050966952474304242, -0.00022315475845357938, 9.9457512781808534e-5,
+    -4.4926236738133142e-5, 2.0507212775670692e-5, -9.4394882752683959e-6,
+    4.3748667899074878e-6, -2.0392157538013662e-6, 9.5514121304074198e-7,
+    -4.492469198764566e-7, 2.1207184805554666e-7, -1.00432248239681e-7,
+    4.7698101693639806e-8, -2.2711094608943165e-8, 1.0838659214896954e-8,
+    -5.1834750419700467e-9, 2.4836745438024783e-9, -1.1921401405860912e-9,
+    5.731367241678862e-10)
 # Bernoulli numbers B2, B4, ..., B14 for the asymptotic series
 _BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6)
 _SHIFT = 10  # psi and its derivatives are evaluated at x + _SHIFT, where the series is accurate
@@ -54,13 +69,29 @@ def _sinpi(x: Tensor) -> Tensor:
 
 
 def _lgamma_pos(x: Tensor) -> Tensor:
-    """Lanczos' lgamma for ``x >= 0.5``."""
+    """lgamma for ``x >= 0.5``: Lanczos' approximation, or on ``[0.5, 4.5]`` the Taylor series
+    about 2 (shifted there by ``lgamma(x) = lgamma(x - 1) + log(x - 1)``, and below 1.5 by
+    ``lgamma(x) = lgamma(x + 1) - log(x)``), which does not cancel where lgamma vanishes and
+    is good to an ulp or two where Lanczos' sum leaves tens."""
     z = x - 1.0
     a = _creation.full_like(x, _LANCZOS[0])
     for k, c in enumerate(_LANCZOS[1:], start=1):
         a = a + c / (z + float(k))
     t = z + 7.5
-    return (z + 0.5) * elementwise.log(t) + _HALF_LOG_2PI - t + elementwise.log(a)
+    lanczos = (z + 0.5) * elementwise.log(t) + _HALF_LOG_2PI - t + elementwise.log(a)
+    near = elementwise.logical_and(x >= 0.5, x <= 4.5)
+    xs = where(near, x, 2.0)  # (elsewhere unused: kept finite)
+    # the shift k = -1, 0, 1 or 2 that brings w = x - 2 - k into [-0.5, 0.5]
+    k = elementwise.clamp(elementwise.floor(xs - 1.5), -1.0, 2.0)
+    w = xs - (k + 2.0)  # exact (Sterbenz); x - 2 - k was not, below 1
+    series = _creation.full_like(x, _LGAMMA2_TAYLOR[-1])
+    for c in reversed(_LGAMMA2_TAYLOR[:-1]):
+        series = series * w + c
+    series = series * w
+    # lgamma(x) = S(w) + log(prod_{j=1..k} (x - j)); for k = -1, S(w) - log(x)
+    prod = where(k >= 1.0, xs - 1.0, 1.0) * where(k >= 2.0, xs - 2.0, 1.0)
+    shift = where(k < 0.0, -elementwise.log1p(w), elementwise.log(prod))
+    return where(near, series + shift, lanczos)
 
 
 def _lgamma_fwd(x: Tensor) -> Tensor:
@@ -128,7 +159,11 @@ def _polygamma_fwd(n: int, x: Tensor) -> Tensor:
     else:
         out = _psi_n(n, x)
     # at the poles PyTorch gives inf for odd n and -inf for even n (the limit from the right)
-    return where(_nonpos_int(x), math.inf if n % 2 else -math.inf, out)
+    out = where(_nonpos_int(x), math.inf if n % 2 else -math.inf, out)
+    # PyTorch: for n = 1 NaN at -inf; for n >= 2 (its zeta being NaN at q = inf) NaN at +inf
+    if n == 1:
+        return where(elementwise.eq(x, -math.inf), math.nan, out)
+    return where(elementwise.eq(x, math.inf), math.nan, out)
 
 
 class _Lgamma(Function):
@@ -165,24 +200,26 @@ class _Polygamma(Function):
         return g * polygamma(ctx.n + 1, x), None
 
 
-def lgamma(input: Tensor) -> Tensor:
+def lgamma(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``log |Gamma(x)|`` (``inf`` at the poles, the non-positive integers)."""
-    return call(_Lgamma, _check("lgamma", input))
+    return elementwise._out(call(_Lgamma, _check("lgamma", input)), out, "lgamma", (input,))
 
 
-def digamma(input: Tensor) -> Tensor:
+def digamma(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``psi(x) = d/dx lgamma(x)`` (``-inf`` at 0, NaN at the negative integers, as PyTorch)."""
-    return call(_Polygamma, _check("digamma", input), 0)
+    res = call(_Polygamma, _check("digamma", input), 0)
+    return elementwise._out(res, out, "digamma", (input,))
 
 
-def polygamma(n: int, input: Tensor) -> Tensor:
+def polygamma(n: int, input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """The ``n``-th derivative of ``digamma``."""
     if not isinstance(n, int) or isinstance(n, bool):
         raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not "
                         f"{type(n).__name__}")
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
-    return call(_Polygamma, _check("polygamma", input), n)
+    res = call(_Polygamma, _check("polygamma", input), n)
+    return elementwise._out(res, out, "polygamma", (input,))
 
 
 def mvlgamma(input: Tensor, p: int) -> Tensor:
@@ -223,23 +260,50 @@ class _Mvlgamma(Function):
 
 
 def _igamma_terms(a: Tensor) -> int:
-    """Series terms / continued-fraction steps enough for the largest ``a``: both converge in
-    ``O(sqrt(a))`` steps where ``x`` is near ``a`` (the slowest case)."""
-    top = float(a.max().item()) if a.numel() else 0.0
-    top = top if math.isfinite(top) else 0.0
-    return int(min(4000, 40 + 8 * math.sqrt(max(top, 0.0))))
+    """Series terms / continued-fraction steps enough for the largest finite ``a``: both converge
+    in ``O(sqrt(a))`` steps where ``x`` is near ``a`` (the slowest case: the series' terms fall
+    like ``exp(-n^2 / 2a)``, so ``10 sqrt(a)`` reach 1e-22). An infinite ``a`` does not count (it
+    set the count to 40 for every element, and P(1e4, 1e4) came out 0.155, not 0.501)."""
+    finite = where(elementwise.isfinite(a), a, 0.0)
+    top = float(finite.max().item()) if a.numel() else 0.0
+    return int(min(12000, 40 + 10 * math.sqrt(max(top, 0.0))))
 
 
-def _igamma_fwd(a: Tensor, x: Tensor) -> Tensor:
-    """The regularized lower incomplete gamma ``P(a, x)``: its power series where
-    ``x < a + 1``, ``1 - Q`` from Lentz's continued fraction elsewhere (Numerical Recipes 6.2)."""
+# Stirling's series of lgamma(a) - ((a - 1/2) log a - a + log(2 pi) / 2): B_2k / (2k (2k - 1))
+_STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156)
+
+
+def _igamma_log_front(a: Tensor, x: Tensor) -> Tensor:
+    """``log(x^a e^-x / Gamma(a))`` (``a``, ``x`` > 0). For ``a >= 10`` through Stirling's series,
+    as ``a log1p((x - a) / a) - (x - a) + log(a) / 2 - log(2 pi) / 2 - stirling(a)``: the direct
+    ``a log x - x - lgamma(a)`` cancels (float32 P(1e4, 1e4) was 0.5020, not 0.5013)."""
+    direct = a * elementwise.log(x) - x - _lgamma_fwd(a)
+    big = a >= 10.0
+    ab = where(big, a, 10.0)
+    inv = elementwise.reciprocal(ab)
+    inv2 = inv * inv
+    corr = _creation.full_like(ab, _STIRLING[-1])
+    for c in reversed(_STIRLING[:-1]):
+        corr = corr * inv2 + c
+    corr = corr * inv
+    d = x - ab
+    stirling = (ab * elementwise.log1p(d / ab) - d + 0.5 * elementwise.log(ab) - _HALF_LOG_2PI
+                - corr)
+    return where(big, stirling, direct)
+
+
+def _igamma_fwd(a: Tensor, x: Tensor, upper: bool) -> Tensor:
+    """The regularized lower incomplete gamma ``P(a, x)`` (``upper``: ``Q = 1 - P``): the power
+    series of ``P`` where ``x < a + 1``, Lentz's continued fraction for ``Q`` elsewhere
+    (Numerical Recipes 6.2); each computed directly where it is the small one (``Q(0.5, 50)`` as
+    ``1 - P`` was 0, not 1.5e-23)."""
     tiny = 1e-300 if a.dtype is _dtype.float64 else 1e-30
     steps = _igamma_terms(a)
     use_series = x < a + 1.0
     pos_x = x > 0
     xs = where(pos_x, x, 1.0)
     a_s = where(a > 0, a, 1.0)
-    log_front = a_s * elementwise.log(xs) - xs - _lgamma_fwd(a_s)
+    log_front = _igamma_log_front(a_s, xs)
     # series: sum_n x^n / (a (a+1) ... (a+n))
     term = elementwise.reciprocal(a_s)
     total = term
@@ -261,13 +325,37 @@ def _igamma_fwd(a: Tensor, x: Tensor) -> Tensor:
         c = where(elementwise.abs(c) < tiny, tiny, c)
         h = h * (d * c)
     q_cf = elementwise.exp(log_front) * h
-    p = where(use_series, p_series, 1.0 - q_cf)
-    p = where(pos_x, p, 0.0)  # P(a, 0) = 0
-    p = where(elementwise.eq(a, 0), where(pos_x, 1.0, math.nan), p)  # P(0, x > 0) = 1, as PyTorch
-    p = where(elementwise.isinf(x), 1.0, p)
+    if upper:
+        p = where(use_series, 1.0 - p_series, q_cf)
+    else:
+        p = where(use_series, p_series, 1.0 - q_cf)
+    zero, one = (1.0, 0.0) if upper else (0.0, 1.0)  # P's 0 and 1 (Q's 1 and 0)
+    p = where(pos_x, p, zero)  # P(a, 0) = 0
+    p = where(elementwise.eq(a, 0), where(pos_x, one, math.nan), p)  # P(0, x > 0) = 1, as PyTorch
+    p = where(elementwise.isinf(x), one, p)
     bad = elementwise.logical_or(a < 0, x < 0)
     bad = elementwise.logical_or(bad, elementwise.logical_or(elementwise.isnan(a), elementwise.isnan(x)))
-    return where(bad, math.nan, p)
+    p = where(bad, math.nan, p)
+    # PyTorch's values where a is infinite or NaN: P(inf, finite x >= 0) = 0 (and at x = NaN),
+    # P(inf, inf) = NaN, P(NaN, 0) = 0, P(NaN, inf) = 1
+    inf_a = elementwise.eq(a, math.inf)
+    p = where(elementwise.logical_and(inf_a, elementwise.logical_not(x < 0)), zero, p)
+    p = where(elementwise.logical_and(inf_a, elementwise.eq(x, math.inf)), math.nan, p)
+    nan_a = elementwise.isnan(a)
+    p = where(elementwise.logical_and(nan_a, elementwise.eq(x, 0)), zero, p)
+    return where(elementwise.logical_and(nan_a, elementwise.eq(x, math.inf)), one, p)
+
+
+def _widened(a: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
+    """``a`` and ``x`` in float64 where the device has it (else float32): the series and the
+    continued fraction accumulate rounding over hundreds of steps, which left float32 results
+    1e-4 off, and 16-bit ones could not even hold their constants."""
+    if a.dtype is _dtype.float64:
+        return a, x
+    try:
+        return a.to(_dtype.float64), x.to(_dtype.float64)
+    except DTypeError:  # (an OpenCL device without cl_khr_fp64)
+        return a.to(_dtype.float32), x.to(_dtype.float32)
 
 
 class _Igamma(Function):
@@ -276,8 +364,7 @@ class _Igamma(Function):
     @staticmethod
     def forward(ctx: Any, a: Tensor, x: Tensor, upper: bool) -> Tensor:
         with _no_grad():
-            p = _igamma_fwd(a, x)
-            out = 1.0 - p if upper else p
+            out = _igamma_fwd(*_widened(a, x), upper).to(a.dtype)
         ctx.save_for_backward(a, x)
         ctx.upper = upper
         return out
@@ -306,16 +393,16 @@ def _igamma_args(name: str, input: Any, other: Any) -> tuple[Tensor, Tensor]:
     return a.expand(shape), x.expand(shape)
 
 
-def igamma(input: Any, other: Any) -> Tensor:
+def igamma(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
     """The regularized lower incomplete gamma function ``P(input, other)``."""
     a, x = _igamma_args("igamma", input, other)
-    return call(_Igamma, a, x, False)
+    return elementwise._out(call(_Igamma, a, x, False), out, "igamma", (input, other))
 
 
-def igammac(input: Any, other: Any) -> Tensor:
+def igammac(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
     """The regularized upper incomplete gamma function ``Q(input, other) = 1 - P``."""
     a, x = _igamma_args("igammac", input, other)
-    return call(_Igamma, a, x, True)
+    return elementwise._out(call(_Igamma, a, x, True), out, "igammac", (input, other))
 
 
 # Euler-Maclaurin's remainder coefficients (2k)! / B_2k, k = 1..12, of Cephes' zeta.c (Stephen L.

@@ -78,8 +78,10 @@ def _unary(name: str, node: str, fwd: Any, grad: Any, doc: str,
 
     _U.__name__ = _U.__qualname__ = f"_{name.capitalize()}"
 
-    def fn(input: Tensor) -> Tensor:
+    def fn(input: Tensor, *, out: Tensor | None = None) -> Tensor:
         _check_tensor(name, input)
+        if out is not None:
+            return write_out(name, fn(input), out, (input,))
         if _AUTOCAST.on and (_ac_out := _autocast_call(name, fn, input)) is not _SKIP:
             return _ac_out
         return call(_U, _float_input(input))  # integers and bools computed in the default dtype
