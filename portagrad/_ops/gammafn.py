@@ -81,16 +81,16 @@ def _lgamma_pos(x: Tensor) -> Tensor:
     lanczos = (z + 0.5) * elementwise.log(t) + _HALF_LOG_2PI - t + elementwise.log(a)
     near = elementwise.logical_and(x >= 0.5, x <= 4.5)
     xs = where(near, x, 2.0)  # (elsewhere unused: kept finite)
-    # the shift k = -1, 0, 1 or 2 that brings w = x - 2 - k into [-0.5, 0.5]
-    k = elementwise.clamp(elementwise.floor(xs - 1.5), -1.0, 2.0)
-    w = xs - (k + 2.0)  # exact (Sterbenz); x - 2 - k was not, below 1
+    # the shift j = -1, 0, 1 or 2 that brings w = x - 2 - j into [-0.5, 0.5]
+    j = elementwise.clamp(elementwise.floor(xs - 1.5), -1.0, 2.0)
+    w = xs - (j + 2.0)  # exact (Sterbenz); x - 2 - j was not, below 1
     series = _creation.full_like(x, _LGAMMA2_TAYLOR[-1])
     for c in reversed(_LGAMMA2_TAYLOR[:-1]):
         series = series * w + c
     series = series * w
-    # lgamma(x) = S(w) + log(prod_{j=1..k} (x - j)); for k = -1, S(w) - log(x)
-    prod = where(k >= 1.0, xs - 1.0, 1.0) * where(k >= 2.0, xs - 2.0, 1.0)
-    shift = where(k < 0.0, -elementwise.log1p(w), elementwise.log(prod))
+    # lgamma(x) = S(w) + log(prod_{i=1..j} (x - i)); for j = -1, S(w) - log(x)
+    prod = where(j >= 1.0, xs - 1.0, 1.0) * where(j >= 2.0, xs - 2.0, 1.0)
+    shift = where(j < 0.0, -elementwise.log1p(w), elementwise.log(prod))
     return where(near, series + shift, lanczos)
 
 
