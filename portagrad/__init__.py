@@ -440,3 +440,8 @@ __all__ += ["compiler", "func", "futures", "fx", "hub", "jit", "library", "ops",
 from . import torch_version, version
 
 __all__ += ["torch_version", "version"]
+
+# torch.signal: window functions (torch.signal.windows)
+from . import signal
+
+__all__ += ["signal"]

@@ -76,7 +76,7 @@ LAYERS: list[tuple[str, str, list[str]]] = [
     ("api", "the surface composed from ops: autograd's functions, top-level functions, devices",
      ["autograd", "autograd.gradcheck", "autograd.graph", "_toplevel", "_toplevel_sym",
       "linalg", "fft", "sparse", "_legacy", "_safe_globals", "accelerator", "cuda", "mps", "amp",
-      "profiler", "onnx", "_C", "types", "overrides"]),
+      "profiler", "onnx", "_C", "types", "overrides", "signal"]),
     ("library", "nn, optim, data, distributions, distributed training, files, step capture",
      ["nn", "optim", "utils", "distributions", "distributed", "multiprocessing", "_toplevel_nn",
       "_toplevel_native", "_toplevel_random", "random", "special", "_torch_format", "serialization",
