@@ -80,6 +80,8 @@ class Generator:
             self._seed, self._offset = seed_, offset
 
     def _take(self, n: int) -> tuple[int, int]:
+        if VMAP_RANDOMNESS.mode is not None:  # inside vmap(randomness="error" or "same")
+            _vmap_draw(self)
         with self._lock:
             start = self._offset
             self._offset += n
@@ -87,6 +89,29 @@ class Generator:
 
 
 _STATE_BYTES = 16  # a state's bytes: the seed and the offset, 8 each
+
+
+class _VmapRandomness(threading.local):
+    """What random draws do inside ``vmap`` in this thread: ``mode`` None (outside vmap, or
+    ``randomness="different"``: every batch element draws anew), ``"error"`` (they raise) or
+    ``"same"``: every element draws the numbers the first drew. ``starts`` holds, for each
+    enclosing ``"same"`` vmap, each generator's offset before its first draw there, which that
+    vmap restores before each of its elements."""
+    mode: str | None = None
+    starts: tuple[dict[Generator, int], ...] = ()
+
+
+VMAP_RANDOMNESS = _VmapRandomness()
+
+
+def _vmap_draw(gen: Generator) -> None:
+    if VMAP_RANDOMNESS.mode == "error":
+        raise RuntimeError("vmap: called random operation while in randomness error mode. Please "
+                           "either use the 'same' or 'different' randomness flags on vmap or "
+                           "perform the randomness operation out of vmap")
+    for starts in VMAP_RANDOMNESS.starts:
+        if gen not in starts:
+            starts[gen] = gen._offset
 
 default_generator = Generator()
 

@@ -3,8 +3,10 @@
 PyTorch vectorises the function with batching rules; portagrad calls it once per batch element
 on the slices (of every tensor in a mapped argument, which may be a dict/list/tuple of tensors)
 and stacks the results (leaf by leaf for outputs of the same structure), which gives the same
-values and gradients (slower for large batches). Random ops inside the function draw
-independently per element (PyTorch's ``randomness="different"``).
+values and gradients (slower for large batches). Random ops inside the function raise
+(``randomness="error"``, the default, as PyTorch), draw independently per element
+(``"different"``) or draw the same numbers for every element (``"same"``: each generator is
+rewound before each element to where it stood before its first draw).
 """
 from __future__ import annotations
 
@@ -13,8 +15,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._ops.joining import stack
+from ._random import VMAP_RANDOMNESS
 from ._tensor import Tensor
-from .utils._pytree import tree_flatten, tree_unflatten
+from .utils._pytree import SUPPORTED_NODES, tree_flatten, tree_is_leaf, tree_unflatten
 
 __all__ = ["vmap"]
 
@@ -32,13 +35,37 @@ def _flat_dims(dims: Any, n: int, what: str, where: str) -> list[Any]:
                              f"{'inputs' if what == 'in_dims' else 'outputs'}: {what} has "
                              f"{len(dims)} entries but there are {n}")
         for d in dims:
-            if d is not None and not isinstance(d, int):
-                raise NotImplementedError(f"{where}: nested {what} (for nested inputs or "
-                                          "outputs) are not supported; use an int or None per "
-                                          "argument")
+            if d is not None and not isinstance(d, int) and what == "out_dims":
+                raise NotImplementedError(f"{where}: nested {what} (for nested outputs) are not "
+                                          "supported; use an int or None per output")
         return list(dims)
     raise ValueError(f"{where}: expected {what} to be int or a (potentially nested) tuple "
                      f"matching the structure of inputs, got: {type(dims)}.")
+
+
+def _leaf_dims(d: Any, node: Any, where: str) -> list[Any]:
+    """The in_dim of every leaf of the argument ``node`` (in :func:`tree_flatten`'s order), from
+    its ``in_dims`` entry ``d``: an int or None for the whole argument, or a container of the
+    argument's structure (a prefix of it: an int or None stands for a whole subtree)."""
+    if d is None or isinstance(d, int):
+        return [d] * len(tree_flatten(node)[0])
+    if tree_is_leaf(node) or type(d) is not type(node):
+        raise ValueError(f"{where}: in_dims is not compatible with the structure of `inputs`: "
+                         f"an in_dim {d!r} stands for an input of type {type(node).__name__}")
+    children, context = SUPPORTED_NODES[type(node)].flatten_fn(node)
+    if isinstance(node, dict):
+        if set(d) != set(node):
+            raise ValueError(f"{where}: in_dims is not compatible with the structure of "
+                             f"`inputs`: in_dims has keys {sorted(map(str, d))} but the input "
+                             f"has {sorted(map(str, node))}")
+        sub = [d[k] for k in context]
+    else:
+        sub = SUPPORTED_NODES[type(d)].flatten_fn(d)[0]
+        if len(sub) != len(children):
+            raise ValueError(f"{where}: in_dims is not compatible with the structure of "
+                             f"`inputs`: in_dims has {len(sub)} entries where the input has "
+                             f"{len(children)}")
+    return [x for c, dc in zip(children, sub) for x in _leaf_dims(dc, c, where)]
 
 
 def vmap(func: Callable, in_dims: int | Sequence[int | None] | None = 0,
@@ -51,9 +78,6 @@ def vmap(func: Callable, in_dims: int | Sequence[int | None] | None = 0,
     if randomness not in ("error", "different", "same"):
         raise RuntimeError("Only allowed values for randomness are 'error', 'different', or "
                            f"'same'. Got {randomness}")
-    if randomness == "same":
-        raise NotImplementedError("vmap(randomness='same'): portagrad runs the function per "
-                                  "element, so random ops draw differently for each")
     if chunk_size is not None and chunk_size < 1:
         raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
 
@@ -70,8 +94,11 @@ def vmap(func: Callable, in_dims: int | Sequence[int | None] | None = 0,
                 trees.append(None)
                 continue
             leaves, spec = tree_flatten(a)
-            trees.append((leaves, spec))
-            for leaf in leaves:
+            ldims = _leaf_dims(d, a, where)
+            trees.append((leaves, spec, ldims))
+            for leaf, d in zip(leaves, ldims):
+                if d is None:
+                    continue
                 if not isinstance(leaf, Tensor):
                     raise ValueError(f"{where}: Got in_dim={d} for an input but the input is of "
                                      f"type {type(leaf)}. We cannot vmap over non-Tensor "
@@ -92,11 +119,24 @@ def vmap(func: Callable, in_dims: int | Sequence[int | None] | None = 0,
             raise NotImplementedError("vmap over an empty batch: portagrad runs the function per "
                                       "element and cannot infer the output shape")
         results = []
-        for i in range(size):
-            sliced = [a if t is None else
-                      tree_unflatten([leaf.select(d, i) for leaf in t[0]], t[1])
-                      for a, d, t in zip(args, dims, trees)]
-            results.append(func(*sliced, **kwargs))
+        saved = VMAP_RANDOMNESS.mode, VMAP_RANDOMNESS.starts
+        starts: dict[Any, int] = {}
+        if randomness == "same":
+            VMAP_RANDOMNESS.starts = saved[1] + (starts,)
+        # "different" draws freely, unless an enclosing "same" vmap has to see the draws
+        VMAP_RANDOMNESS.mode = randomness if randomness != "different" else (
+            "same" if VMAP_RANDOMNESS.starts else None)
+        try:
+            for i in range(size):
+                for gen, offset in starts.items():  # "same": every element draws alike
+                    gen._offset = offset
+                sliced = [a if t is None else
+                          tree_unflatten([leaf if ld is None else leaf.select(ld, i)
+                                          for leaf, ld in zip(t[0], t[2])], t[1])
+                          for a, t in zip(args, trees)]
+                results.append(func(*sliced, **kwargs))
+        finally:
+            VMAP_RANDOMNESS.mode, VMAP_RANDOMNESS.starts = saved
         return _stack_outputs(results, out_dims, func)
 
     return wrapped
