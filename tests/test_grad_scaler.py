@@ -117,3 +117,12 @@ def test_matches_torch_scale_sequence(monkeypatch: pytest.MonkeyPatch) -> None:
                         [[round(float(v), 5) for v in p.detach().tolist()] for p in params]))
         scales.append(got)
     assert scales[0] == scales[1]
+
+
+def test_step_without_scale_says_step() -> None:
+    p = pg.nn.Parameter(pg.tensor([1.0]))
+    opt = pg.optim.SGD([p], lr=0.1)
+    scaler = pg.amp.GradScaler("cpu")
+    (p * 2).sum().backward()
+    with pytest.raises(AssertionError, match="Attempted step but _scale is None"):
+        scaler.step(opt)

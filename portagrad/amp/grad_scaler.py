@@ -151,6 +151,10 @@ class GradScaler:
         if "closure" in kwargs:
             raise RuntimeError("Closure use is not currently supported if GradScaler is "
                                "enabled.")
+        if self._scale is None:
+            raise AssertionError("Attempted step but _scale is None.  This may indicate your "
+                                 "script did not use scaler.scale(loss or outputs) earlier in the "
+                                 "iteration.")
         state = self._state(optimizer)
         if state["stage"] == _STEPPED:
             raise RuntimeError("step() has already been called since the last update().")
