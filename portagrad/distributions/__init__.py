@@ -9,6 +9,7 @@ copyright notice and BSD license are in THIRD_PARTY_NOTICES.md at the root of th
 from __future__ import annotations
 
 from . import constraints, transforms
+from . import fishersnedecor, studentT  # noqa: F401  (PyTorch's names of two modules)
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial

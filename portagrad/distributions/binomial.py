@@ -7,9 +7,10 @@ from typing import Any
 import numpy as np
 
 from .._creation import arange
-from .._ops.elementwise import exp, floor, log1p
+from .._ops.elementwise import exp, floor
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
+from ..nn.functional import logsigmoid
 from . import constraints
 from .._ops.gammafn import lgamma
 from ._host import _lgamma, sample_by_inversion
@@ -73,10 +74,11 @@ class Binomial(TrialCounts):
         log_factorial_n = lgamma(self.total_count + 1)
         log_factorial_k = lgamma(value + 1)
         log_factorial_nmk = lgamma(self.total_count - value + 1)
-        # k log p + (n - k) log(1 - p), written stably in the logits (as PyTorch does)
+        # k log p + (n - k) log(1 - p) = k * logits - n * softplus(logits), with softplus written
+        # as -logsigmoid(-logits): stable for large |logits| and with the right gradient (1/2) at
+        # logits == 0, where max(x, 0) + log1p(exp(-|x|)) has a kink in its autograd graph
         logits = self.logits
-        normalize = (self.total_count * logits.clamp(min=0)
-                     + self.total_count * log1p(exp(-logits.abs())) - log_factorial_n)
+        normalize = -self.total_count * logsigmoid(-logits) - log_factorial_n
         return value * logits - log_factorial_k - log_factorial_nmk - normalize
 
     def entropy(self) -> Tensor:

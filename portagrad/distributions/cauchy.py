@@ -6,7 +6,8 @@ import numbers
 from typing import Any
 
 from .._creation import full
-from .._ops.elementwise import atan2, log, log1p, tan
+from .._ops.elementwise import log, log1p, tan
+from .._ops.special import atan
 from .._random import rand
 from .._storage import Size
 from .._tensor import Tensor
@@ -68,7 +69,7 @@ class Cauchy(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         z = (value - self.loc) / self.scale
-        return atan2(z, z * 0 + 1) / math.pi + 0.5  # atan(z)
+        return atan(z) / math.pi + 0.5  # atan2(z, z * 0 + 1) would be nan at z = +-inf
 
     def icdf(self, value: Tensor) -> Tensor:
         return tan(math.pi * (value - 0.5)) * self.scale + self.loc

@@ -365,6 +365,12 @@ class _Symmetric(_Square):
         return _all_matrix(lt(abs(value - value.mT), 1e-6))
 
 
+def _host_mask(ok: Any, value: Tensor) -> Tensor:
+    """A boolean mask computed on the host, on ``value``'s device; a single matrix gives a 0-d
+    mask (``np.ascontiguousarray`` would make it 1-d)."""
+    return from_host(np.array(ok, dtype=bool), device=value.device)
+
+
 class _PositiveDefinite(_Symmetric):
     def check(self, value: Tensor) -> Tensor:
         sym = super().check(value)
@@ -373,7 +379,7 @@ class _PositiveDefinite(_Symmetric):
         # a validity check needs no gradient: the eigenvalues are found on the host
         mats = np.asarray(value.detach().numpy(force=True), dtype=np.float64)
         ok = np.linalg.eigvalsh(mats).min(-1) > 0 if mats.size else np.ones(mats.shape[:-2], bool)
-        return from_host(np.ascontiguousarray(ok), device=value.device)
+        return _host_mask(ok, value)
 
 
 class _PositiveSemidefinite(_Symmetric):
@@ -384,7 +390,7 @@ class _PositiveSemidefinite(_Symmetric):
         mats = np.asarray(value.detach().numpy(force=True), dtype=np.float64)
         ok = np.linalg.eigvalsh(mats).min(-1) >= 0 if mats.size else np.ones(mats.shape[:-2],
                                                                             bool)
-        return from_host(np.ascontiguousarray(ok), device=value.device)
+        return _host_mask(ok, value)
 
 
 class _CorrCholesky(Constraint):

@@ -1,9 +1,10 @@
 """The Dirichlet distribution over the probability simplex."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from .._ops.elementwise import log, logical_and, where
+from .._ops.elementwise import log, logical_and, logical_or, where
 from .._ops.gammafn import digamma, lgamma
 from .._storage import Size
 from .._tensor import Tensor
@@ -48,7 +49,9 @@ class Dirichlet(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         c = self.concentration
-        safe = where(logical_and(value == 0, c == 1), 1.0, value)  # xlogy(c - 1, value)
+        # xlogy(c - 1, value): 0 where c is 1 and value is <= 0 or infinite (outside the
+        # support when validation is off, as PyTorch); its gradient log(value) elsewhere
+        safe = where(logical_and(c == 1, logical_or(value <= 0, value == math.inf)), 1.0, value)
         return (((c - 1.0) * log(safe)).sum(-1) + lgamma(c.sum(-1)) - lgamma(c).sum(-1))
 
     @property

@@ -1,10 +1,11 @@
 """The gamma distribution, and the Marsaglia-Tsang sampler the gamma family shares."""
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
-from .._ops.elementwise import clamp, log, logical_and, where
+from .._ops.elementwise import clamp, log, logical_and, logical_or, where
 from .._ops.gammafn import digamma, igamma, lgamma
 from .._ops.sampling import smallest_normal, standard_gamma
 from .._storage import Size
@@ -61,8 +62,9 @@ class Gamma(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         c, r = self.concentration, self.rate
-        # xlogy(c - 1, value): 0 at value 0 when c is 1
-        safe = where(logical_and(value == 0, c == 1), 1.0, value)
+        # xlogy(c - 1, value): 0 where c is 1 and value is <= 0 or infinite (outside the
+        # support when validation is off, as PyTorch); its gradient log(value) elsewhere
+        safe = where(logical_and(c == 1, logical_or(value <= 0, value == math.inf)), 1.0, value)
         return c * log(r) + (c - 1) * log(safe) - r * value - lgamma(c)
 
     def entropy(self) -> Tensor:

@@ -2,12 +2,14 @@
 :class:`~portagrad.distributions.TransformedDistribution`."""
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 from typing import Any
 
 import numpy as np
 
+from .._dtype import finfo
 from .._ops.elementwise import abs as _abs
 from .._creation import eye, from_host
 from .._ops.linalg import cholesky
@@ -19,7 +21,7 @@ from .._ops.scan import cumprod
 from .._tensor import Tensor
 from ..nn.functional import logsigmoid, pad, softplus
 from . import constraints
-from .utils import _broadcast, clamp_probs
+from .utils import _broadcast
 
 __all__ = ["Transform", "ComposeTransform", "ExpTransform", "AffineTransform",
            "SigmoidTransform", "TanhTransform", "AbsTransform", "PowerTransform",
@@ -100,6 +102,15 @@ class Transform:
         """``log |dy/dx|`` elementwise (summed over the transform's event dimensions)."""
         raise NotImplementedError
 
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        """This transform with a cache of ``cache_size`` (0 or 1) entries: ``self`` when it
+        already has that cache size, else a copy with an empty cache."""
+        if self._cache_size == cache_size:
+            return self
+        new = copy.copy(self)
+        Transform.__init__(new, cache_size=cache_size)
+        return new
+
     def forward_shape(self, shape: Any) -> Any:
         return shape
 
@@ -109,11 +120,47 @@ class Transform:
     def __repr__(self) -> str:
         return self.__class__.__name__ + "()"
 
+    # Equality says whether two transforms are the same map (``kl_divergence`` of two
+    # transformed distributions needs it). A transform with parameters compares them; one
+    # without (``ExpTransform``) sets ``_equal_if_same_type``; any other is equal only to itself.
+    _equal_if_same_type = False
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(self) is not type(other):
+            return False
+        return self._same_map(other)  # type: ignore[arg-type]
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = object.__hash__
+
+    def _same_map(self, other: Transform) -> bool:
+        """Whether ``other`` (of the same type) is the same map as ``self``."""
+        return self._equal_if_same_type
+
+
+def _same_param(a: Any, b: Any) -> bool:
+    """Whether two transform parameters (numbers or tensors) are equal everywhere."""
+    if isinstance(a, Tensor) or isinstance(b, Tensor):
+        equal = a == b if isinstance(a, Tensor) else b == a
+        return bool(equal.all().item())
+    return bool(a == b)
+
 
 class _InverseTransform(Transform):
     def __init__(self, transform: Transform) -> None:
         super().__init__(cache_size=transform._cache_size)
         self._inv = transform
+
+    def _same_map(self, other: Transform) -> bool:
+        return self._inv == other._inv
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        assert self._inv is not None
+        return self._inv.with_cache(cache_size).inv
 
     @property
     def domain(self) -> constraints.Constraint:  # type: ignore[override]
@@ -164,8 +211,18 @@ class ComposeTransform(Transform):
     """The transforms ``parts`` applied in order."""
 
     def __init__(self, parts: list[Transform], cache_size: int = 0) -> None:
+        if cache_size:  # a cached composition caches every step
+            parts = [part.with_cache(cache_size) for part in parts]
         super().__init__(cache_size=cache_size)
         self.parts = list(parts)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return ComposeTransform(self.parts, cache_size=cache_size)
+
+    def _same_map(self, other: Transform) -> bool:
+        return self.parts == other.parts  # type: ignore[attr-defined, no-any-return]
 
     @property
     def domain(self) -> constraints.Constraint:  # type: ignore[override]
@@ -249,6 +306,8 @@ identity_transform = ComposeTransform([])
 class ExpTransform(Transform):
     """``y = exp(x)``."""
 
+    _equal_if_same_type = True
+
     domain = constraints.real
     codomain = constraints.positive
     bijective = True
@@ -267,8 +326,17 @@ class ExpTransform(Transform):
         return x
 
 
+def _clamp_unit(y: Tensor) -> Tensor:
+    """``y`` clamped to ``[tiny, 1 - eps]`` of its dtype: the lower end keeps sigmoid's tiny
+    outputs (``sigmoid(-30)`` is 9e-14, not eps) while staying away from log(0)."""
+    info = finfo(y.dtype)
+    return clamp(y, info.tiny, 1.0 - info.eps)
+
+
 class SigmoidTransform(Transform):
     """``y = sigmoid(x)``."""
+
+    _equal_if_same_type = True
 
     domain = constraints.real
     codomain = constraints.unit_interval
@@ -279,10 +347,10 @@ class SigmoidTransform(Transform):
         return 1
 
     def _call(self, x: Tensor) -> Tensor:
-        return clamp_probs(sigmoid(x))
+        return _clamp_unit(sigmoid(x))
 
     def _inverse(self, y: Tensor) -> Tensor:
-        y = clamp_probs(y)
+        y = _clamp_unit(y)
         return log(y) - log1p(-y)
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
@@ -291,6 +359,8 @@ class SigmoidTransform(Transform):
 
 class TanhTransform(Transform):
     """``y = tanh(x)``."""
+
+    _equal_if_same_type = True
 
     domain = constraints.real
     codomain = constraints.interval(-1.0, 1.0)
@@ -313,6 +383,8 @@ class TanhTransform(Transform):
 class AbsTransform(Transform):
     """``y = |x|`` (not bijective: the inverse picks the non-negative root)."""
 
+    _equal_if_same_type = True
+
     domain = constraints.real
     codomain = constraints.positive
 
@@ -333,6 +405,11 @@ class AffineTransform(Transform):
         self.loc = loc
         self.scale = scale
         self._event_dim = event_dim
+
+    def _same_map(self, other: Transform) -> bool:
+        # event_dim is not compared, as in PyTorch
+        return (_same_param(self.loc, other.loc)  # type: ignore[attr-defined]
+                and _same_param(self.scale, other.scale))  # type: ignore[attr-defined]
 
     @property
     def event_dim(self) -> int:
@@ -387,6 +464,9 @@ class PowerTransform(Transform):
         super().__init__(cache_size=cache_size)
         self.exponent = exponent
 
+    def _same_map(self, other: Transform) -> bool:
+        return _same_param(self.exponent, other.exponent)  # type: ignore[attr-defined]
+
     @property
     def sign(self) -> Any:
         if isinstance(self.exponent, numbers.Real):
@@ -421,6 +501,8 @@ def _broadcast_shape(a: Any, b: Any) -> tuple[int, ...]:
 class SoftplusTransform(Transform):
     """``y = log(1 + exp(x))``."""
 
+    _equal_if_same_type = True
+
     domain = constraints.real
     codomain = constraints.positive
     bijective = True
@@ -442,6 +524,8 @@ class SoftplusTransform(Transform):
 class SoftmaxTransform(Transform):
     """``y = softmax(x)`` over the last dimension (not bijective: the inverse is ``log y``, one
     of the many preimages)."""
+
+    _equal_if_same_type = True
 
     domain = constraints.real_vector
     codomain = constraints.simplex
@@ -470,6 +554,8 @@ def _clipped_sigmoid(x: Tensor) -> Tensor:
 class StickBreakingTransform(Transform):
     """A bijection from ``R^(n-1)`` onto the ``n``-simplex by stick breaking: each coordinate,
     through a shifted sigmoid, takes a fraction of what remains of the stick."""
+
+    _equal_if_same_type = True
 
     domain = constraints.real_vector
     codomain = constraints.simplex
@@ -509,6 +595,8 @@ class StickBreakingTransform(Transform):
 class LowerCholeskyTransform(Transform):
     """A square matrix to a lower-triangular one with a positive diagonal: the strictly lower
     triangle is kept and the diagonal exponentiated (not bijective)."""
+
+    _equal_if_same_type = True
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.lower_cholesky
@@ -577,8 +665,15 @@ class IndependentTransform(Transform):
     def __init__(self, base_transform: Transform, reinterpreted_batch_ndims: int,
                  cache_size: int = 0) -> None:
         super().__init__(cache_size=cache_size)
-        self.base_transform = base_transform
+        self.base_transform = base_transform.with_cache(cache_size) if cache_size \
+            else base_transform
         self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return IndependentTransform(self.base_transform, self.reinterpreted_batch_ndims,
+                                    cache_size=cache_size)
 
     @property
     def domain(self) -> constraints.Constraint:  # type: ignore[override]
@@ -632,11 +727,18 @@ class CatTransform(Transform):
         self.transforms = list(tseq)
         if not all(isinstance(t, Transform) for t in self.transforms):
             raise TypeError("CatTransform: every element of tseq must be a Transform")
+        if cache_size:
+            self.transforms = [t.with_cache(cache_size) for t in self.transforms]
         self.lengths = [1] * len(self.transforms) if lengths is None else list(lengths)
         if len(self.lengths) != len(self.transforms):
             raise ValueError("CatTransform: one length is needed for each transform")
         self.dim = dim
         super().__init__(cache_size=cache_size)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size=cache_size)
 
     @property
     def event_dim(self) -> int:
@@ -707,8 +809,15 @@ class StackTransform(Transform):
         self.transforms = list(tseq)
         if not all(isinstance(t, Transform) for t in self.transforms):
             raise TypeError("StackTransform: every element of tseq must be a Transform")
+        if cache_size:
+            self.transforms = [t.with_cache(cache_size) for t in self.transforms]
         self.dim = dim
         super().__init__(cache_size=cache_size)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size=cache_size)
 
     def _slices(self, x: Tensor) -> list[Tensor]:
         if not -x.dim() <= self.dim < x.dim():
@@ -775,6 +884,8 @@ class CumulativeDistributionTransform(Transform):
 class PositiveDefiniteTransform(Transform):
     """A square matrix to a positive-definite one: ``L L^T`` with ``L`` its
     :class:`LowerCholeskyTransform` image (not bijective)."""
+
+    _equal_if_same_type = True
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.positive_definite

@@ -1,18 +1,21 @@
 """Helpers shared by the distributions (``torch.distributions.utils``)."""
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any, Generic, TypeVar
 from collections.abc import Callable
 
+import numpy as np
+
 from .._creation import tensor as _tensor
-from .._dtype import finfo, get_default_dtype
+from .._dtype import finfo, get_default_dtype, int64
 from .._ops.elementwise import clamp, log, log1p, sigmoid
 from .._tensor import Tensor
 from ..nn.functional import softmax
 
 __all__ = ["broadcast_all", "lazy_property", "logits_to_probs", "probs_to_logits",
-           "clamp_probs"]
+           "clamp_probs", "euler_constant", "tril_matrix_to_vec", "vec_to_tril_matrix"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -83,3 +86,46 @@ class lazy_property(Generic[T, R]):
         value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
+
+
+euler_constant = 0.57721566490153286060  # Euler-Mascheroni constant
+
+
+def _tril_flat_index(n: int, diag: int, device: Any) -> Tensor:
+    """Row-major flat indices, in an ``n x n`` matrix, of the lower triangle below ``diag``."""
+    rows, cols = np.tril_indices(n, k=diag)
+    return _tensor((rows * n + cols).tolist(), dtype=int64, device=device)
+
+
+def tril_matrix_to_vec(mat: Tensor, diag: int = 0) -> Tensor:
+    """The lower triangle (from the ``diag``-th diagonal down) of the last two dimensions of
+    ``mat``, row by row, as one vector."""
+    n = mat.shape[-1]
+    if mat.dim() < 2 or mat.shape[-2] != n:
+        raise IndexError(f"The shape of the mask [{n}, {n}] at index 0 does not match the shape "
+                         f"of the indexed tensor {list(mat.shape[-2:])} at index 0")
+    if not -n <= diag < n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    return mat.flatten(-2).index_select(-1, _tril_flat_index(n, diag, mat.device))
+
+
+def vec_to_tril_matrix(vec: Tensor, diag: int = 0) -> Tensor:
+    """The inverse of :func:`tril_matrix_to_vec`: a square matrix, zero above the ``diag``-th
+    diagonal, whose lower triangle is the last dimension of ``vec``."""
+    length = vec.shape[-1]
+    # the size n solves count(n) = length, count being the triangle's size (with, as PyTorch,
+    # no clamping of the diagonals above the matrix); a root rounded up cannot fit
+    b = 1 + 2 * diag
+    root = (-b + math.sqrt(b * b + 8 * length + 4 * abs(diag) * (diag + 1))) / 2
+    n = round(root)
+    if n > root:
+        raise ValueError(f"The size of last dimension is {length} which cannot be expressed as "
+                         "the lower triangular part of a square D x D matrix.")
+    index = _tril_flat_index(n, diag, vec.device)
+    if index.numel() != length and length == 1:  # one value broadcasts over the triangle
+        vec = vec.expand(tuple(vec.shape[:-1]) + (index.numel(),))
+    elif index.numel() != length:
+        raise RuntimeError(f"shape mismatch: value tensor of shape [{length}] cannot be "
+                           f"broadcast to indexing result of shape [{index.numel()}]")
+    out = vec.new_zeros(tuple(vec.shape[:-1]) + (n * n,))
+    return out.index_copy(-1, index, vec).unflatten(-1, (n, n))
