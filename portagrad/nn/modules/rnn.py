@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from typing import Any
 
-from ... import _creation
+from ... import _creation, _dtype
 from ..._autocast import SKIP as _SKIP
 from ..._autocast import STATE as _AUTOCAST
 from ..._autocast import autocast_call as _autocast_call
@@ -112,6 +113,35 @@ def rnn_stack(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, weights: list
     return layer_in, stack(h_n, 0), (stack(c_n, 0) if mode == "LSTM" else None)
 
 
+def _check_sizes(dropout: Any, num_layers: int, input_size: Any, hidden_size: Any) -> None:
+    """PyTorch's constructor checks of a recurrent layer, in its order (the dropout first,
+    warning when there is no layer boundary to apply it at)."""
+    if not isinstance(dropout, (int, float)) or not 0 <= dropout <= 1 or \
+            isinstance(dropout, bool):
+        raise ValueError("dropout should be a number in range [0, 1] representing the "
+                         "probability of an element being zeroed")
+    if dropout > 0 and num_layers == 1:
+        warnings.warn("dropout option adds dropout after all but last recurrent layer, so "
+                      "non-zero dropout expects num_layers greater than 1, but got "
+                      f"dropout={dropout} and num_layers={num_layers}", stacklevel=3)
+    for name, size in (("input_size", input_size), ("hidden_size", hidden_size)):
+        if not isinstance(size, int):
+            raise TypeError(f"{name} should be of type int, got: {type(size).__name__}")
+    if input_size <= 0:
+        raise ValueError("input_size must be greater than zero")
+    if hidden_size <= 0:
+        raise ValueError("hidden_size must be greater than zero")
+
+
+def _mm_dtype_error(a: Tensor, b: Tensor) -> RuntimeError:
+    """The error of PyTorch's matmul of ``a`` by a weight ``b`` of another dtype, which is what
+    a hidden state (or a cell's input) of the wrong dtype meets first."""
+    names = _dtype.SCALAR_TYPE_NAMES
+    return RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                        f"{names.get(a.dtype.name, a.dtype.name)} and "
+                        f"{names.get(b.dtype.name, b.dtype.name)}")
+
+
 class RNNBase(Module):
     """Shared machinery of RNN/LSTM/GRU (parameter names and shapes as PyTorch)."""
 
@@ -129,12 +159,7 @@ class RNNBase(Module):
         self.dropout = float(dropout)
         self.bidirectional = bidirectional
         self.proj_size = proj_size
-        if not isinstance(dropout, (int, float)) or not 0 <= dropout <= 1 or \
-                isinstance(dropout, bool):
-            raise ValueError("dropout should be a number in range [0, 1] representing the "
-                             "probability of an element being zeroed")
-        if hidden_size <= 0:
-            raise ValueError("hidden_size must be greater than zero")
+        _check_sizes(dropout, num_layers, input_size, hidden_size)
         if num_layers <= 0:
             raise ValueError("num_layers must be greater than zero")
         if proj_size < 0:
@@ -222,9 +247,6 @@ class RNNBase(Module):
                       else hx.index_select(1, idx))
         else:
             batched = input.dim() == 3
-            if input.dim() not in (2, 3):
-                raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
-                                 f"{input.dim()}D instead")
             x = input if batched else input.unsqueeze(1)
             if batched and self.batch_first:
                 x = x.transpose(0, 1)
@@ -232,6 +254,8 @@ class RNNBase(Module):
         if x.shape[2] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
                                f"{self.input_size}, got {x.shape[2]}")
+        if hx is not None and is_lstm and len(hx) != 2:
+            raise RuntimeError("lstm expects two hidden states")
         D = 2 if self.bidirectional else 1
         H = self.hidden_size
         H_out = self.proj_size if self.proj_size > 0 else H  # h's size; the cell state's is H
@@ -254,6 +278,13 @@ class RNNBase(Module):
             if c0 is not None and tuple(c0.shape) != (self.num_layers * D, N, H):
                 raise RuntimeError(f"Expected hidden[1] size {(self.num_layers * D, N, H)}, got "
                                    f"{list(c0.shape)}")
+        if x.shape[0] == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
+        if hx is not None and not _AUTOCAST.on:
+            # the first step's recurrent matmul is where PyTorch meets a state of another dtype
+            for state in (h0, c0):
+                if state is not None and state.dtype != weights[1].dtype:
+                    raise _mm_dtype_error(state, weights[1])
         out, hn, cn = rnn_stack(self.mode, x, h0, c0, weights, self.bias, self.num_layers,
                                 self.dropout, self.training, self.bidirectional,
                                 has_proj=self.proj_size > 0, batch_sizes=batch_sizes)
@@ -272,11 +303,39 @@ class RNNBase(Module):
             cn = cn.squeeze(1) if cn is not None else None
         return out, ((hn, cn) if is_lstm else hn)
 
+    def _check_input_dims(self, input: Tensor, hx: Any) -> None:
+        """PyTorch's checks of a padded input's and its initial state's dimensions, made before
+        any other (2-D input: one unbatched sequence, whose states are then 2-D too)."""
+        if input.dim() not in (2, 3):
+            # (PyTorch's RNN says "tensor" where its LSTM and GRU do not)
+            what = " tensor" if self.mode in ("RNN_TANH", "RNN_RELU") else ""
+            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
+                             f"{input.dim()}D{what} instead")
+        if hx is None:
+            return
+        want, how = (3, "batched 3-D") if input.dim() == 3 else (2, "unbatched 2-D")
+        if self.mode == "LSTM":
+            h, c = hx[0], hx[1]  # (a 1-tuple fails here, with PyTorch's IndexError)
+            if h.dim() != want or c.dim() != want:
+                raise RuntimeError(f"For {how} input, hx and cx should also be {want}-D but got "
+                                   f"({h.dim()}-D, {c.dim()}-D) tensors")
+        elif hx.dim() != want:
+            raise RuntimeError(f"For {how} input, hx should also be {want}-D but got "
+                               f"{hx.dim()}-D tensor")
+
     def forward(self, input: Any, hx: Any = None) -> tuple[Any, Any]:
         """``(output, h_n)`` (an LSTM's ``(output, (h_n, c_n))``) for a ``(T, N, F)`` input
         (``(N, T, F)`` with ``batch_first``, ``(T, F)`` unbatched) or a :class:`PackedSequence`
         (whose output is then packed too)."""
         weights = [getattr(self, n) for n in self._flat_weights_names]
+        if not isinstance(input, PackedSequence):
+            self._check_input_dims(input, hx)
+        data = input.data if isinstance(input, PackedSequence) else input
+        if not _AUTOCAST.on and data.dtype != weights[0].dtype:
+            # (autocast casts the input and the weights alike: no check there, as PyTorch's)
+            raise ValueError(f"RNN input dtype ({data.dtype}) does not match weight dtype "
+                             f"({weights[0].dtype}). Convert input: input.to({weights[0].dtype}), "
+                             f"or convert model: model.to({data.dtype})")
         if isinstance(input, PackedSequence):
             # the packed data goes through autocast as a tensor; the layout rides along
             run = functools.partial(self._run, packed=input)
@@ -400,6 +459,34 @@ class RNNCellBase(Module):
                 raise ValueError(f"{name}: Expected {label} to be 1D or 2D, got {h.dim()}D "
                                  f"instead")
 
+    def _check_step(self, input: Tensor, hidden: list[Tensor]) -> None:
+        """PyTorch's checks of a step's input and given states (after the dimension checks), in
+        its order: input size, then each state's batch size and hidden size, then the dtypes
+        of the input and the first state against the weights (the matmuls' own error)."""
+        batched = input.dim() == 2
+        if input.shape[-1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {input.shape[-1]} "
+                               f"expected {self.input_size}")
+        n = input.shape[0] if batched else 1
+        for k, h in enumerate(hidden):
+            # a 1-D input's states are taken as one row; a batched input's must be 2-D
+            shape = tuple(h.shape) if batched else (1,) + tuple(h.shape)
+            if shape[0] != n:
+                raise RuntimeError(f"Input batch size {n} doesn't match hidden{k} batch size "
+                                   f"{shape[0]}")
+            if len(shape) < 2:  # PyTorch reads the missing hidden size: an index error
+                raise IndexError("Dimension out of range (expected to be in range of [-1, 0], "
+                                 "but got 1)")
+            if shape[1] != self.hidden_size:
+                raise RuntimeError(f"hidden{k} has inconsistent hidden_size: got {shape[1]}, "
+                                   f"expected {self.hidden_size}")
+        if _AUTOCAST.on:  # the step's matmuls cast their operands
+            return
+        if input.dtype != self.weight_ih.dtype:
+            raise _mm_dtype_error(input, self.weight_ih)
+        if hidden and hidden[0].dtype != self.weight_hh.dtype:
+            raise _mm_dtype_error(hidden[0], self.weight_hh)
+
     def _zeros(self, input: Tensor) -> Tensor:
         shape = (input.shape[0], self.hidden_size) if input.dim() == 2 else (self.hidden_size,)
         return _creation.zeros(shape, dtype=input.dtype, device=input.device)
@@ -423,6 +510,7 @@ class RNNCell(RNNCellBase):
             self._mode = "RNN_RELU"
         else:
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+        self._check_step(input, [] if hx is None else [hx])
         h = self._zeros(input) if hx is None else hx
         return self._step(input, h, None)[0]
 
@@ -436,7 +524,14 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: Any = None) -> tuple[Tensor, Tensor]:
         """One step: the new ``(h, c)``."""
+        if isinstance(hx, Tensor):
+            raise TypeError("lstm_cell(): argument 'hx' (position 2) must be tuple of Tensors, "
+                            "not Tensor")
+        self._check_dims(input, {})  # the input's first, then the number of states
+        if hx is not None and len(hx) != 2:
+            raise RuntimeError("lstm_cell expects two hidden states")
         self._check_dims(input, {} if hx is None else {"hx[0]": hx[0], "hx[1]": hx[1]})
+        self._check_step(input, [] if hx is None else list(hx))
         if hx is None:
             hx = (self._zeros(input), self._zeros(input))
         h, c = self._step(input, hx[0], hx[1])
@@ -453,5 +548,6 @@ class GRUCell(RNNCellBase):
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         """One step: the new hidden state."""
         self._check_dims(input, {"hidden": hx})
+        self._check_step(input, [] if hx is None else [hx])
         h = self._zeros(input) if hx is None else hx
         return self._step(input, h, None)[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +12,7 @@ from ... import _creation, _dtype
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
-from .activation import MultiheadAttention
+from .activation import GELU, MultiheadAttention, ReLU
 from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
@@ -41,6 +42,34 @@ def _get_activation_fn(activation: str) -> Callable[[Tensor], Tensor]:
     raise RuntimeError(f"activation should be relu/gelu, not {activation}")
 
 
+def _relu_or_gelu(activation: Any) -> int:
+    """1 for a relu activation (name, function or module), 2 for a gelu one, else 0."""
+    if activation in ("relu", F.relu) or isinstance(activation, ReLU):
+        return 1
+    if activation in ("gelu", F.gelu) or isinstance(activation, GELU):
+        return 2
+    return 0
+
+
+def _nested_tensor_blocker(layer: Module) -> str:
+    """Why PyTorch's encoder would not run ``layer`` on nested tensors ("" when it would), in
+    the order it checks (the first reason is the one its warning names)."""
+    if not isinstance(layer, TransformerEncoderLayer):
+        return "encoder_layer was not TransformerEncoderLayer"
+    if layer.norm_first:
+        return "encoder_layer.norm_first was True"
+    if not layer.self_attn.batch_first:
+        return ("encoder_layer.self_attn.batch_first was not True(use batch_first for better "
+                "inference performance)")
+    if layer.self_attn.in_proj_bias is None:
+        return "encoder_layer.self_attn was passed bias=False"
+    if not layer.activation_relu_or_gelu:
+        return "encoder_layer.activation_relu_or_gelu was not True"
+    if layer.self_attn.num_heads % 2 == 1:
+        return "encoder_layer.self_attn.num_heads is odd"
+    return ""
+
+
 class TransformerEncoderLayer(Module):
     """Self-attention + feed-forward block with residuals and LayerNorm (post-norm by default,
     ``norm_first=True`` for pre-norm)."""
@@ -62,6 +91,9 @@ class TransformerEncoderLayer(Module):
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.activation = _activation(activation)
+        # PyTorch's record of a built-in activation (1 relu, 2 gelu, 0 another): its fast path's
+        # condition, read by TransformerEncoder's nested-tensor check
+        self.activation_relu_or_gelu = _relu_or_gelu(activation)
 
     def _sa_block(self, x: Tensor, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
                   is_causal: bool = False) -> Tensor:
@@ -95,6 +127,17 @@ class TransformerEncoder(Module):
         self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
         self.num_layers = num_layers
         self.norm = norm
+        # PyTorch's nested-tensor fast path (inference on padded batches) is not implemented
+        # here: the flags are kept, and its warning given, so that code reading them runs the
+        # same; outputs agree at the non-padded positions
+        self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = enable_nested_tensor
+        self.mask_check = mask_check
+        why = _nested_tensor_blocker(encoder_layer)
+        if enable_nested_tensor and why:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
+                          f"because {why}", stacklevel=2)
+            self.use_nested_tensor = False
 
     def forward(self, src: Tensor, mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None, is_causal: bool | None = None

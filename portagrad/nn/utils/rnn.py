@@ -160,6 +160,17 @@ def _invert_permutation(permutation: Tensor) -> Tensor:
     return _index(inverse, permutation.device)
 
 
+def _lengths_dim(lengths: Any) -> int:
+    """The number of dimensions of ``lengths`` (a tensor or nested lists)."""
+    if isinstance(lengths, Tensor):
+        return lengths.dim()
+    dim = 0
+    while isinstance(lengths, (list, tuple)):
+        dim += 1
+        lengths = lengths[0] if lengths else None
+    return dim
+
+
 def _lengths_list(lengths: Any) -> list[int]:
     """``lengths`` (a list or a tensor, converted to int64 as PyTorch's) as Python ints."""
     if not isinstance(lengths, Tensor):
@@ -175,6 +186,9 @@ def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,
     """Pack a padded batch ``(T, B, *)`` (``(B, T, *)`` with ``batch_first``) of sequences of
     ``lengths`` (a list or a 1-D CPU int64 tensor). With ``enforce_sorted`` the lengths must be
     decreasing; otherwise the batch is sorted here and the permutation kept in the result."""
+    if not enforce_sorted and _lengths_dim(lengths) != 1:
+        # PyTorch sorts the lengths and gathers the batch with the order: no vector, no gather
+        raise IndexError("index_select(): Index is supposed to be a vector")
     lens = _lengths_list(lengths)
     if input.numel() == 0:
         raise RuntimeError("Cannot pack empty tensors.")
@@ -188,6 +202,8 @@ def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,
         lens = [lens[i] for i in order]
         sorted_indices = _index(order, input.device)
         input = input.index_select(0 if batch_first else 1, sorted_indices)
+        if input.numel() == 0:  # no lengths: nothing gathered
+            raise RuntimeError("Cannot pack empty tensors.")
     x = input.transpose(0, 1) if batch_first else input  # time-major from here
     B = x.shape[1]
     if len(lens) != B:
@@ -262,15 +278,17 @@ def pad_sequence(sequences: Sequence[Tensor] | Tensor, batch_first: bool = False
     if padding_side not in ("left", "right"):
         raise RuntimeError(f"Expected padding_side to be one of left or right, but got "
                            f"{padding_side}.")
-    if any(s.dim() == 0 for s in sequences):
+    if sequences[0].dim() == 0:
         # PyTorch's message (its slicing of the missing sequence dimension fails)
         raise RuntimeError("ArrayRef: invalid slice, N = 1; size = 0")
+    if any(s.dim() == 0 for s in sequences):
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     first = sequences[0]
     max_len = max(s.shape[0] for s in sequences)
     trailing = tuple(first.shape[1:])
     padded = []
     for s in sequences:
-        s = s.to(device=first.device, dtype=first.dtype)
+        s = _fit_trailing(s.to(device=first.device, dtype=first.dtype), trailing)
         n = max_len - s.shape[0]
         if n:
             pad = _creation.full((n,) + trailing, padding_value, dtype=first.dtype,
@@ -278,6 +296,29 @@ def pad_sequence(sequences: Sequence[Tensor] | Tensor, batch_first: bool = False
             s = cat([s, pad] if padding_side == "right" else [pad, s], 0)
         padded.append(s)
     return stack(padded, 0 if batch_first else 1)
+
+
+def _fit_trailing(seq: Tensor, trailing: tuple[int, ...]) -> Tensor:
+    """``seq`` broadcast into its slot ``(len(seq), *trailing)`` of the padded batch (the
+    first sequence's trailing shape), as PyTorch's copy into that slot broadcasts it: sizes 1
+    and missing leading dimensions stretch, other mismatches fail with its copy's errors."""
+    slot = (seq.shape[0],) + trailing
+    shape = tuple(seq.shape)
+    if shape == slot:
+        return seq
+    ndim = max(len(slot), len(shape))
+    a_shape = (1,) * (ndim - len(slot)) + slot  # right-aligned, as broadcasting
+    b_shape = (1,) * (ndim - len(shape)) + shape
+    for i, (a, b) in enumerate(zip(a_shape, b_shape)):
+        if a != b and 1 not in (a, b):
+            raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b "
+                               f"({b}) at non-singleton dimension {i}")
+    broadcast = tuple(max(a, b) if 1 in (a, b) else a for a, b in zip(a_shape, b_shape))
+    if broadcast != slot:
+        raise RuntimeError(f"output with shape {list(slot)} doesn't match the broadcast shape "
+                           f"{list(broadcast)}")
+    aligned = b_shape[ndim - len(slot):]
+    return seq.reshape(aligned).expand(slot)
 
 
 def unpad_sequence(padded_sequences: Tensor, lengths: Any, batch_first: bool = False
