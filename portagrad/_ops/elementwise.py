@@ -145,7 +145,9 @@ class _Div(_Binary):
             out = complexnum.conj(ctx.saved_tensors[2])
             return None, (g * 0.0 if a == 0 else -g * (out * out) / a)
         ga = g / b if ctx.needs_input_grad[0] else None
-        gb = -g * a / (b * b) if ctx.needs_input_grad[1] else None
+        # -g * (a / b) / b, in PyTorch's order: b * b underflows to 0 from |b| < 1e-154
+        # (float64) where a / b / b is still finite
+        gb = -g * ((a / b) / b) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
