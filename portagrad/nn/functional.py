@@ -97,7 +97,9 @@ def _check_conv_geometry(s: tuple[int, ...], pd: tuple[int, ...], d: tuple[int, 
         raise RuntimeError("negative output_padding is not supported")
     if any(v <= 0 for v in s):
         raise RuntimeError("non-positive stride is not supported")
-    if any(v <= 0 for v in d):
+    if any(v < 0 for v in d):
+        raise RuntimeError("dilation should be greater than zero")
+    if any(v == 0 for v in d):  # (PyTorch's oneDNN path says "non-positive dilation ...")
         raise RuntimeError(f"dilation should be greater than zero, but got {list(d)}")
 
 
@@ -810,6 +812,10 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
             raise ValueError("offsets has to be a 1D Tensor but got None")
         if offsets.dim() != 1:
             raise ValueError("offsets has to be a 1D Tensor")
+        if offsets.dtype not in (_dtype.int64, _dtype.int32):
+            raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                               f"following scalar types: Long, Int; but got {offsets.type()} "
+                               f"instead (while checking arguments for embedding_bag)")
         off = np.asarray(offsets.detach().cpu().numpy(), np.int64)
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
@@ -894,20 +900,91 @@ def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tenso
 
 
 # ------------------------------------------------------------------ convolution
+def _conv_arg(value: Any, nd: int, name: str) -> tuple[int, ...]:
+    """A convolution's int-list argument as ``nd`` ints: an int or a list of one or ``nd`` ints
+    (PyTorch's message otherwise)."""
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    if len(items) == 1:
+        items = items * nd
+    if len(items) != nd:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {nd} values "
+                           f"to match the convolution dimensions, but got {name}="
+                           f"{[int(v) for v in items]}")
+    return tuple(int(v) for v in items)
+
+
 def _conv_padding(padding: Any, nd: int, k: tuple[int, ...], d: tuple[int, ...],
                   s: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``(padding before, padding after)`` per spatial dim: ``'same'`` puts the odd pixel after."""
     if isinstance(padding, str):
         if padding == "valid":
             return (0,) * nd, (0,) * nd
         if padding == "same":
             if any(v != 1 for v in s):
-                raise ValueError("padding='same' is not supported for strided convolutions")
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
             tot = tuple(d[i] * (k[i] - 1) for i in range(nd))
             lo = tuple(t // 2 for t in tot)
             return lo, tuple(t - l for t, l in zip(tot, lo))
-        raise ValueError(f"Invalid padding string '{padding}', should be one of ('valid', 'same')")
-    p = _pair(padding, nd, "padding")
+        raise RuntimeError(f"Invalid padding string: '{padding}'")
+    p = _conv_arg(padding, nd, "padding")
     return p, p
+
+
+def _check_conv_weight_rank(input: Tensor, weight: Tensor, nd: int, args: dict) -> None:
+    """PyTorch's errors for a weight of another rank than ``conv{nd}d``'s: it takes the
+    convolution's dimensions from the weight, so a stride (padding, dilation) expanded to ``nd``
+    values no longer matches, or (``conv1d``, whose one-value lists expand to any rank) the
+    input's rank does not."""
+    if weight.dim() < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    kd = weight.dim() - 2
+    for name, value in args.items():
+        if isinstance(value, str):
+            continue
+        items = list(value) if isinstance(value, (list, tuple)) else [value] * nd
+        if len(items) != 1 and len(items) != kd:
+            raise RuntimeError(f"expected {name} to be a single integer value or a list of {kd} "
+                               f"values to match the convolution dimensions, but got {name}="
+                               f"{[int(v) for v in items]}")
+    if input.dim() != kd + 2:
+        raise RuntimeError(f"Expected {kd + 2}-dimensional input for {kd + 2}-dimensional weight "
+                           f"{list(weight.shape)}, but got {input.dim()}-dimensional input of size "
+                           f"{list(input.shape)} instead")
+    raise RuntimeError(f"Expected {nd + 2}-dimensional weight for conv{nd}d, but got weight of "
+                       f"size {list(weight.shape)}")
+
+
+def _check_conv_bias(bias: Tensor | None, x: Tensor, weight: Tensor, out_channels: int,
+                     transposed: bool) -> None:
+    """A 1-D bias of ``out_channels`` elements of the input's dtype (PyTorch's messages)."""
+    if bias is None:
+        return
+    if bias.dim() != 1 or bias.shape[0] != out_channels:
+        t = "transposed=1, " if transposed else ""
+        raise RuntimeError(f"Given {t}weight of size {list(weight.shape)}, expected bias to be "
+                           f"1-dimensional with {out_channels} elements, but got bias of size "
+                           f"{list(bias.shape)} instead")
+    _check_conv_bias_dtype(bias, x)
+
+
+def _check_conv_bias_dtype(bias: Tensor, x: Tensor) -> None:
+    if bias.dtype is not x.dtype:
+        names = _dtype.CPP_TYPE_NAMES
+        raise RuntimeError(f"Input type ({names.get(x.dtype.name, x.dtype.name)}) and bias type "
+                           f"({names.get(bias.dtype.name, bias.dtype.name)}) should be the same")
+
+
+def _check_conv_groups(groups: int, weight: Tensor) -> None:
+    """A positive ``groups`` dividing the weight's dim 0, which is not empty (PyTorch's messages,
+    its doubled brackets included)."""
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if weight.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at "
+                           f"dimension 0, but got weight of size [{list(weight.shape)}] instead")
+    if weight.shape[0] == 0:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {list(weight.shape)} instead")
 
 
 def _nchw(out: Tensor, shape: tuple) -> Tensor:
@@ -920,9 +997,8 @@ def _convnd(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, pad
             dilation: Any, groups: int, nd: int) -> Tensor:
     name = f"conv{nd}d"
     if weight.dim() != nd + 2:
-        raise RuntimeError("weight should have at least three dimensions" if weight.dim() < 3 else
-                           f"Expected {nd + 2}-dimensional weight for {name}, but got weight of "
-                           f"size {list(weight.shape)}")
+        _check_conv_weight_rank(input, weight, nd, {"stride": stride, "padding": padding,
+                                                    "dilation": dilation})
     if input.dim() not in (nd + 1, nd + 2):
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, "
                            f"but got input of size: {list(input.shape)}")
@@ -931,19 +1007,22 @@ def _convnd(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, pad
     N, Cin = x.shape[0], x.shape[1]
     O = weight.shape[0]
     k = tuple(weight.shape[2:])
-    s = _pair(stride, nd, "stride")
-    d = _pair(dilation, nd, "dilation")
+    s = _conv_arg(stride, nd, "stride")
+    d = _conv_arg(dilation, nd, "dilation")
+    if any(v < 0 for v in d):  # before 'same' sizes a padding with it
+        raise RuntimeError("dilation should be greater than zero")
     lo, hi = _conv_padding(padding, nd, k, d, s)
     _check_conv_geometry(s, lo, d)
-    if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
+    if bias is not None and bias.dtype is not x.dtype:
+        _check_conv_bias_dtype(bias, x)
+    _check_conv_groups(groups, weight)
     if Cin != weight.shape[1] * groups:
+        # PyTorch pads the odd pixel of an asymmetric 'same' before this check: its shape shows it
+        shown = list(x.shape[:2]) + [x.shape[2 + i] + hi[i] - lo[i] for i in range(nd)]
         raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
-                           f"input{list(x.shape)} to have {weight.shape[1] * groups} channels, but "
+                           f"input{shown} to have {weight.shape[1] * groups} channels, but "
                            f"got {Cin} channels instead")
-    if O % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at "
-                           f"dimension 0, but got weight of size {list(weight.shape)} instead")
+    _check_conv_bias(bias, x, weight, O, False)
     if x.dtype is not weight.dtype:
         raise RuntimeError(f"Input type ({x.type()}) and weight type ({weight.type()}) should be the "
                            f"same")
@@ -956,8 +1035,7 @@ def _convnd(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, pad
                            f"greater than actual input size")
     p = im2col.window_plan(Cin, in_sp, k, s, lo, hi, d)
     # (the backends' fast paths are 2-D: 3-D convolutions take the composed path)
-    if nd <= 2 and (groups == 1 or nodes.conv.conv_fast_path(x)) and \
-            (bias is None or bias.dtype is x.dtype):
+    if nd <= 2 and (groups == 1 or nodes.conv.conv_fast_path(x)):
         # one recorded node instead of ~10 (the backend's conv fast paths when it has them)
         out = nodes.conv.conv(x, weight, bias, p, (s, lo, d, groups))
         return out.squeeze(0) if unbatched else out
@@ -1007,33 +1085,63 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 3)
 
 
+def _output_padding_message(op: tuple[int, ...], s: tuple[int, ...], d: tuple[int, ...]) -> str:
+    """PyTorch's refusal of an output padding reaching the stride and dilation: 1-D as 2-D of
+    height 1, 3-D with a depth."""
+    if len(op) == 1:
+        op, s, d = (0,) + op, (1,) + s, (1,) + d
+    dims = ("depth", "height", "width")[3 - len(op):]
+    parts = [f"{what}_{dim}: {v[i]}" for what, v in (("output_padding", op), ("stride", s),
+                                                      ("dilation", d))
+             for i, dim in enumerate(dims)]
+    return ("output padding must be smaller than either stride or dilation, but got "
+            + " ".join(parts))
+
+
 def _conv_transposend(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
                       padding: Any, output_padding: Any, groups: int, dilation: Any, nd: int
                       ) -> Tensor:
+    name = f"conv_transpose{nd}d"
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, "
+                           f"but got input of size: {list(input.shape)}")
+    if weight.dim() != nd + 2:
+        _check_conv_weight_rank(input, weight, nd, {"stride": stride, "padding": padding,
+                                                    "output_padding": output_padding,
+                                                    "dilation": dilation})
+    if isinstance(padding, str):
+        raise TypeError(f"{name}(): argument 'padding' (position 5) must be tuple of ints, not str")
     unbatched = input.dim() == nd + 1
     x = input.unsqueeze(0) if unbatched else input
     N, Cin = x.shape[0], x.shape[1]
+    s = _conv_arg(stride, nd, "stride")
+    d = _conv_arg(dilation, nd, "dilation")
+    pd = _conv_arg(padding, nd, "padding")
+    op = _conv_arg(output_padding, nd, "output_padding")
+    if any(v < 0 for v in d):
+        raise RuntimeError("dilation should be greater than zero")
+    _check_conv_geometry(s, pd, d, op)
+    _check_conv_groups(groups, weight)
     if weight.shape[0] != Cin:
         raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
                            f"input{list(x.shape)} to have {weight.shape[0]} channels, but got {Cin} "
                            f"channels instead")
     Cout = weight.shape[1] * groups
+    _check_conv_bias(bias, x, weight, Cout, True)
+    if x.dtype is not weight.dtype:
+        raise RuntimeError(f"Input type ({x.type()}) and weight type ({weight.type()}) should be the "
+                           f"same")
+    if nd < 3 and not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise NotImplementedError(f"\"slow_conv_transpose2d_out_cpu\" not implemented for "
+                                  f"'{_dtype.SCALAR_TYPE_NAMES.get(x.dtype.name, x.dtype.name)}'")
     k = tuple(weight.shape[2:])
-    s = _pair(stride, nd, "stride")
-    d = _pair(dilation, nd, "dilation")
-    pd = _pair(padding, nd, "padding")
-    op = _pair(output_padding, nd, "output_padding")
-    _check_conv_geometry(s, pd, d, op)
     for i in range(nd):
         if op[i] >= s[i] and op[i] >= d[i]:
-            raise RuntimeError("output padding must be smaller than either stride or dilation, but "
-                               f"got output_padding_height: {op[0]} output_padding_width: {op[-1]} "
-                               f"stride_height: {s[0]} stride_width: {s[-1]} dilation_height: "
-                               f"{d[0]} dilation_width: {d[-1]}")
+            raise RuntimeError(_output_padding_message(op, s, d))
     in_sp = tuple(x.shape[2:])
     out_sp = tuple((in_sp[i] - 1) * s[i] - 2 * pd[i] + d[i] * (k[i] - 1) + op[i] + 1
                    for i in range(nd))
-    if any(o <= 0 for o in out_sp):
+    if any(o < 0 for o in out_sp):  # (an empty output is PyTorch's answer to sizes of 0)
         lead = (1,) * (2 - nd)  # PyTorch computes 1-D as 2-D of height 1
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, lead + in_sp))})."
                            f" Calculated output size per channel: "
@@ -1684,13 +1792,57 @@ def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any,
 
 
 # ------------------------------------------------------------------ normalisation
+def _check_norm_dtypes(kernel: str, input: Tensor) -> None:
+    """PyTorch's normalisation kernels take floating inputs only (else ``kernel`` is "not
+    implemented"). (Parameters of another floating dtype are left to promote: PyTorch's CPU
+    kernels refuse them, but portagrad's composed paths and tests rely on them.)"""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{_dtype.SCALAR_TYPE_NAMES.get(input.dtype.name, input.dtype.name)}'")
+
+
+def _check_norm_numel(n: int, **params: Tensor | None) -> None:
+    """Each given parameter holds ``n`` elements (PyTorch's batch-norm message)."""
+    for name, t in params.items():
+        if t is not None and t.numel() != n:
+            raise RuntimeError(f"{name} should contain {n} elements not {t.numel()}")
+
+
+def _check_normalized_shape(ns: tuple[int, ...], weight: Tensor | None,
+                            bias: Tensor | None) -> None:
+    """A non-empty ``normalized_shape`` and parameters of exactly that shape."""
+    if not ns:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           "containing at least one element, but got normalized_shape = []")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != ns:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got "
+                               f"{name} of shape {list(t.shape)} and normalized_shape = {list(ns)}")
+
+
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
                weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
                momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     """Normalise over every dimension but the channels (dim 1); in training, use batch statistics
     and update the running ones in place (unbiased variance), else use the running ones."""
     if input.dim() < 2:
-        raise ValueError(f"expected 2D or higher input (got {input.dim()}D input)")
+        raise IndexError("tuple index out of range" if input.dim() == 0 else
+                         "Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    if training:
+        if input.numel() // max(input.shape[1], 1) == 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                             f"size {input.shape}")
+        if (running_mean is None) != (running_var is None):
+            raise ValueError("running_mean and running_var must either both be None or neither "
+                             "be None")
+    elif running_mean is None or running_var is None:
+        raise RuntimeError(f"{'running_mean' if running_mean is None else 'running_var'} must be "
+                           f"defined in evaluation mode")
+    _check_norm_numel(input.shape[1], running_mean=running_mean, running_var=running_var,
+                      weight=weight, bias=bias)
+    _check_norm_dtypes("batch_norm", input)
+    # (PyTorch takes any parameter of C elements, a (1, C) one too)
+    weight, bias = (None if t is None else t.reshape((-1,)) for t in (weight, bias))
     if input.dtype in _HALF16:
         # PyTorch's kernels compute 16-bit batch norms in float32 (statistics, the running ones
         # kept in their own type) and round the output once to the input's type, also with
@@ -1707,10 +1859,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     Cc = input.shape[1]
     if training:
         n = input.numel() // max(Cc, 1)
-        if n <= 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
-                             f"{input.shape}")
-        if nodes.norm.norm_fast_path(input, "batch_norm", weight, bias, running_mean, running_var,
+        if n == 0:  # an empty batch: an empty output, the running statistics untouched
+            running_mean = running_var = None
+        elif nodes.norm.norm_fast_path(input, "batch_norm", weight, bias, running_mean, running_var,
                                  shape=(Cc,)):
             return nodes.norm.batch_norm(input, weight, bias, running_mean, running_var, momentum, eps)
         mu = input.mean(axes, keepdim=True)
@@ -1725,8 +1876,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                     running_var.mul_(1 - momentum).add_(unb * momentum)
         y = xc * (var + eps).rsqrt()
     else:
-        if running_mean is None or running_var is None:
-            raise RuntimeError("running_mean must be defined in evaluation mode")
+        assert running_mean is not None and running_var is not None
         rm = _bview(running_mean, input.dim())
         rv = _bview(running_var, input.dim())
         y = (input - rm) * (rv + eps).rsqrt()
@@ -1741,6 +1891,22 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
                   running_var: Tensor | None = None, weight: Tensor | None = None,
                   bias: Tensor | None = None, use_input_stats: bool = True, momentum: float = 0.1,
                   eps: float = 1e-5) -> Tensor:
+    """Normalise each (sample, channel) over its spatial dims (PyTorch's checks: it runs batch
+    norm over (1, N*C, *), so its sizes count N*C elements)."""
+    if use_input_stats and math.prod(input.shape[2:]) <= 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"{input.shape}")
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be "
+                         "None")
+    if not use_input_stats and running_mean is None:
+        raise RuntimeError("Expected running_mean and running_var to be defined when "
+                           "use_input_stats is false")
+    N, Cc = input.shape[0], input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and t.numel() != Cc:
+            raise RuntimeError(f"{name} should contain {N * Cc} elements not {t.numel() * N}")
     axes = tuple(range(2, input.dim()))
     if use_input_stats:
         mu = input.mean(axes, keepdim=True)
@@ -1776,10 +1942,12 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
         return _ac_out
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     k = len(ns)
+    _check_normalized_shape(ns, weight, bias)
     if tuple(input.shape[input.dim() - k:]) != ns or input.dim() < k:
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
                            f"[*, {', '.join(map(str, ns))}], but got input of size"
                            f"{list(input.shape)}")
+    _check_norm_dtypes("LayerNormKernelImpl", input)
     if input.dtype in _HALF16:  # PyTorch's kernel computes in float32 and rounds once
         y = nodes.norm.half_layer_norm_unrecorded(input, ns, weight, bias, eps)
         if y is not None:
@@ -1802,12 +1970,28 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
 
 def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:
+    """``input / sqrt(mean(input**2) + eps) * weight`` over the trailing ``normalized_shape``
+    (``eps`` None: the dtype's machine epsilon); the result has the input's dtype."""
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    axes = tuple(range(input.dim() - len(ns), input.dim()))
+    _check_normalized_shape(ns, weight, None)
+    k = len(ns)
+    if input.dim() < k:
+        raise ValueError(f"Input tensor must have at least {k} dimensions, but got {input.dim()}")
+    if tuple(input.shape[input.dim() - k:]) != ns:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
+                           f"[*{', '.join(map(str, ns))}], but got input of size"
+                           f"{list(input.shape)}")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"rms_norm\" not implemented for "
+                                  f"'{_dtype.SCALAR_TYPE_NAMES.get(input.dtype.name, input.dtype.name)}'")
+    axes = tuple(range(input.dim() - k, input.dim()))
     if eps is None:
         eps = float(np.finfo(input.dtype.numpy).eps)
     y = input * ((input * input).mean(axes, keepdim=True) + eps).rsqrt()
-    return y * weight if weight is not None else y
+    if weight is None:
+        return y
+    y = y * weight
+    return y if y.dtype is input.dtype else y.to(dtype=input.dtype)
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
@@ -1821,14 +2005,26 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.dim()}")
     N, Cc = input.shape[0], input.shape[1]
+    if num_groups == 0:
+        raise ZeroDivisionError("integer division or modulo by zero")
     if Cc % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, "
                            f"but got input of shape {list(input.shape)} and num_groups={num_groups}")
+    if num_groups < 0:
+        raise RuntimeError(f"Expected num groups to be greater than 0, got {num_groups}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.dim() != 1 or t.numel() != Cc):
+            # (PyTorch's bias message shows the weight's shape, [0] without one)
+            shown = [0] if weight is None else list(weight.shape)
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
+                               f"channels in input, but got {name} of shape {shown} and input of "
+                               f"shape {list(input.shape)}")
+    _check_norm_dtypes("GroupNormKernelImpl", input)
     if input.dtype in _HALF16:  # as batch_norm: float32 inside, the input's type out
         w, b = (None if t is None else t.to(dtype=_dtype.float32) for t in (weight, bias))
         return group_norm(input.to(dtype=_dtype.float32), num_groups, w, b,
                           eps).to(dtype=input.dtype)
-    x = input.reshape((N, num_groups, -1))
+    x = input.reshape((N, num_groups, input.numel() // max(N * num_groups, 1)))
     mu = x.mean(-1, keepdim=True)
     xc = x - mu
     var = (xc * xc).mean(-1, keepdim=True)
@@ -1842,7 +2038,13 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
 
 def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
                         k: float = 1.0) -> Tensor:
+    """``input / (k + alpha * mean of the squares of the size nearest channels)**beta``."""
+    if input.dim() < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality                          input "
+                         f"(got {input.dim()} dimensions)")
     sq = input * input
+    if input.numel() == 0:  # nothing to pool: the same (empty) result
+        return input / (sq * alpha + k) ** beta
     N, Cc = input.shape[0], input.shape[1]
     flat = sq.reshape((N, 1, Cc, -1))
     padded = pad(flat, (0, 0, size // 2, (size - 1) // 2))

@@ -1,6 +1,7 @@
 """Batch normalisation (running statistics in buffers, ``momentum``, eval mode)."""
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from ... import _creation, _dtype, distributed as dist
@@ -140,8 +141,22 @@ class _InstanceNorm(_NormBase):
             raise ValueError(f"expected {self._nd + 1}D or {self._nd + 2}D input (got "
                              f"{input.dim()}D input)")
 
+    def _check_num_features(self, input: Tensor) -> None:
+        """The channel dim against ``num_features``: an error with affine parameters, else a
+        warning (the number is unused), as PyTorch."""
+        dim = input.dim() - self._nd - 1  # 0 for an unbatched input
+        if input.shape[dim] == self.num_features:
+            return
+        if self.affine:
+            raise ValueError(f"expected input's size at dim={dim} to match num_features "
+                             f"({self.num_features}), but got: {input.shape[dim]}.")
+        warnings.warn(f"input's size at dim={dim} does not match num_features. You can silence "
+                      f"this warning by not passing in num_features, which is not used because "
+                      f"affine=False", stacklevel=3)
+
     def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
+        self._check_num_features(input)
         unbatched = input.dim() == self._nd + 1
         x = input.unsqueeze(0) if unbatched else input
         out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,

@@ -63,6 +63,7 @@ class _ConvNd(Module):
         self.output_padding = _ntuple(output_padding, n)
         self.groups = groups
         self.padding_mode = padding_mode
+        self._reversed_padding_repeated_twice: list[int] | tuple[int, ...]
         if isinstance(self.padding, str):
             self._reversed_padding_repeated_twice = [0, 0] * n
             if padding == "same":
@@ -72,8 +73,9 @@ class _ConvNd(Module):
                     self._reversed_padding_repeated_twice[2 * i] = left
                     self._reversed_padding_repeated_twice[2 * i + 1] = total - left
         else:
-            self._reversed_padding_repeated_twice = [p for p in reversed(self.padding)
-                                                     for _ in range(2)]
+            # a tuple, as PyTorch's (a list for the string paddings)
+            self._reversed_padding_repeated_twice = tuple(p for p in reversed(self.padding)
+                                                          for _ in range(2))
         if self.transposed:
             shape = (in_channels, out_channels // groups) + self.kernel_size
         else:
@@ -171,24 +173,26 @@ class _ConvTransposeNd(_ConvNd):
                          bias, padding_mode, device, dtype, output_padding)
 
     def _output_padding(self, input: Tensor, output_size: Any) -> tuple[int, ...]:
+        """The output padding that gives ``output_size`` (the spatial sizes, or all of the output's
+        sizes), with PyTorch's messages: they show ``output_size`` as given, less its leading
+        sizes, and the input's sizes from dim 2 on, also for an unbatched input."""
         if output_size is None:
             return self.output_padding
         n = self._nd
-        output_size = list(output_size)[-n:]
-        spatial = input.shape[-n:]
-        pads = []
-        for d in range(n):
-            min_size = ((spatial[d] - 1) * self.stride[d] - 2 * self.padding[d] +
-                        self.dilation[d] * (self.kernel_size[d] - 1) + 1)
-            max_size = min_size + self.stride[d] - 1
-            if not min_size <= output_size[d] <= max_size:
-                mins = [((spatial[i] - 1) * self.stride[i] - 2 * self.padding[i] +
-                         self.dilation[i] * (self.kernel_size[i] - 1) + 1) for i in range(n)]
-                maxs = [m + self.stride[i] - 1 for i, m in enumerate(mins)]
-                raise ValueError(f"requested an output size of {output_size}, but valid sizes range "
-                                 f"from {mins} to {maxs} (for an input of {spatial})")
-            pads.append(output_size[d] - min_size)
-        return tuple(pads)
+        lead = input.dim() - n  # 2, or 1 for an unbatched input
+        if len(output_size) == n + lead:
+            output_size = output_size[lead:]
+        if len(output_size) != n:
+            raise ValueError(f"ConvTranspose{n}D: for {input.dim()}D input, output_size must have "
+                             f"{n} or {n + lead} elements (got {len(output_size)})")
+        spatial = input.shape[lead:]
+        mins = [(spatial[d] - 1) * self.stride[d] - 2 * self.padding[d] +
+                self.dilation[d] * (self.kernel_size[d] - 1) + 1 for d in range(n)]
+        maxs = [m + self.stride[d] - 1 for d, m in enumerate(mins)]
+        if not all(mins[d] <= output_size[d] <= maxs[d] for d in range(n)):
+            raise ValueError(f"requested an output size of {output_size}, but valid sizes range "
+                             f"from {mins} to {maxs} (for an input of {input.shape[2:]})")
+        return tuple(output_size[d] - mins[d] for d in range(n))
 
     def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
         op = self._output_padding(input, output_size)
