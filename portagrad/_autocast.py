@@ -49,7 +49,7 @@ _INTERNAL = ("portagrad._ops", "portagrad.nn.functional", "portagrad.linalg", "p
              "portagrad.autograd", "portagrad._raw", "portagrad._creation")
 _PASS_ON = ("portagrad._tensor_api", "portagrad._toplevel")
 # nn.functional helpers that PyTorch writes in Python too: the ops they call are cast
-_PASS_ON_FUNCTIONS = frozenset({"multi_head_attention_forward"})
+_PASS_ON_FUNCTIONS = frozenset({"multi_head_attention_forward", "local_response_norm"})
 _lock = threading.Lock()
 _enabled_count = 0  # (thread, device type) pairs enabled, over all threads
 

@@ -478,3 +478,13 @@ def test_bfloat16_training_step_matches_torch() -> None:
     # up to ~8% away from its float32 ones in this norm)
     for a, b in zip(tg, pgr):
         assert np.linalg.norm(b - a) <= 0.25 * np.linalg.norm(a)
+
+
+def test_local_response_norm_pools_in_float32_under_cpu_autocast() -> None:
+    # PyTorch writes local_response_norm in Python: its avg_pool3d (4-D and wider inputs) is
+    # autocast to float32 on the cpu, so the result is float32; a 3-D input pools in 2-D (no cast)
+    x = pg.ones(2, 3, 5, 5, dtype=pg.bfloat16)
+    with pg.autocast("cpu", dtype=pg.bfloat16):
+        assert pg.nn.functional.local_response_norm(x, 2).dtype is pg.float32
+        assert pg.nn.functional.local_response_norm(x[:, :, 0], 2).dtype is pg.bfloat16
+    assert pg.nn.functional.local_response_norm(x, 2).dtype is pg.bfloat16

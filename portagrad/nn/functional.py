@@ -2046,9 +2046,14 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     if input.numel() == 0:  # nothing to pool: the same (empty) result
         return input / (sq * alpha + k) ** beta
     N, Cc = input.shape[0], input.shape[1]
-    flat = sq.reshape((N, 1, Cc, -1))
-    padded = pad(flat, (0, 0, size // 2, (size - 1) // 2))
-    div = avg_pool2d(padded, (size, 1), stride=1)
+    if input.dim() == 3:
+        flat = sq.reshape((N, 1, Cc, -1))
+        padded = pad(flat, (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(padded, (size, 1), stride=1)
+    else:  # (a 3-D pooling, as PyTorch's: under CPU autocast its result is float32, and so this)
+        flat = sq.reshape((N, 1, Cc, input.shape[2], -1))
+        padded = pad(flat, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool3d(padded, (size, 1, 1), stride=1)
     div = div.reshape(tuple(input.shape))
     return input / (div * alpha + k) ** beta
 
@@ -3916,6 +3921,37 @@ def _additive_mask(mask: Tensor, dtype: Any) -> Tensor:
     return mask
 
 
+def _mha_check_inputs(query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Tensor | None,
+                      attn_mask: Tensor | None) -> bool:
+    """PyTorch's checks of multi-head attention's inputs (its AssertionErrors); whether the
+    query is unbatched."""
+    for name, m in (("key_padding_mask", key_padding_mask), ("attn_mask", attn_mask)):
+        if m is not None and not (m.dtype is _dtype.bool or m.dtype.is_floating_point):
+            raise AssertionError(f"only bool and floating types of {name} are supported")
+    if query.dim() == 3:
+        if key.dim() != 3 or value.dim() != 3:
+            raise AssertionError(f"For batched (3-D) `query`, expected `key` and `value` to be "
+                                 f"3-D but found {key.dim()}-D and {value.dim()}-D tensors "
+                                 "respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 2:
+            raise AssertionError(f"For batched (3-D) `query`, expected `key_padding_mask` to be "
+                                 f"`None` or 2-D but found {key_padding_mask.dim()}-D tensor "
+                                 "instead")
+        return False
+    if query.dim() == 2:
+        if key.dim() != 2 or value.dim() != 2:
+            raise AssertionError(f"For unbatched (2-D) `query`, expected `key` and `value` to be "
+                                 f"2-D but found {key.dim()}-D and {value.dim()}-D tensors "
+                                 "respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 1:
+            raise AssertionError(f"For unbatched (2-D) `query`, expected `key_padding_mask` to be "
+                                 f"`None` or 1-D but found {key_padding_mask.dim()}-D tensor "
+                                 "instead")
+        return True
+    raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
+                         f"{query.dim()}-D query tensor")
+
+
 def multi_head_attention_forward(
         query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
         in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None,
@@ -3935,12 +3971,23 @@ def multi_head_attention_forward(
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
                            "Transformer module method `generate_square_subsequent_mask` to create "
                            "this mask.")
-    unbatched = query.dim() == 2
+    unbatched = _mha_check_inputs(query, key, value, key_padding_mask, attn_mask)
     if unbatched:
         query, key, value = (t.unsqueeze(1) for t in (query, key, value))
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
     tgt_len, bsz, E_ = query.shape
+    if use_separate_proj_weight:  # (kdim and vdim may differ: only the lengths and batch must not)
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(f"key's sequence and batch dims {tuple(key.shape[:2])} do not "
+                                 f"match value's {tuple(value.shape[:2])}")
+    elif key.shape != value.shape:
+        raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+    if key_padding_mask is not None and static_k is None and \
+            tuple(key_padding_mask.shape) != (bsz, key.shape[0]):
+        i = 0 if key_padding_mask.shape[0] != bsz else 1
+        raise AssertionError(f"Expected key_padded_mask.shape[{i}] to be "
+                             f"{(bsz, key.shape[0])[i]}, but got {key_padding_mask.shape[i]}")
     if E_ != embed_dim_to_check:
         raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got "
                              f"{E_}")
@@ -4006,18 +4053,25 @@ def multi_head_attention_forward(
     if key_padding_mask is not None:
         kp = _additive_mask(key_padding_mask, q.dtype).reshape((bsz, 1, 1, s_len))
         mask = kp if mask is None else mask + kp
-    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))
-    if mask is not None:
-        scores = scores + mask
-    w = softmax(scores, -1)
-    if dropout_p > 0.0 and training:
-        w = dropout(w, dropout_p, True)
-    out = w @ v  # (N, H, L, D)
+    w: Tensor | None = None
+    if not need_weights:
+        # as PyTorch: the fused attention, where a query row with every key masked gives 0
+        # (the softmax below gives NaN there, which then reaches every parameter's gradient)
+        out = scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                           dropout_p=dropout_p if training else 0.0)
+    else:
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))
+        if mask is not None:
+            scores = scores + mask
+        w = softmax(scores, -1)
+        if dropout_p > 0.0 and training:
+            w = dropout(w, dropout_p, True)
+        out = w @ v  # (N, H, L, D)
     out = out.permute((2, 0, 1, 3)).reshape((tgt_len, bsz, E_))
     out = linear(out, out_proj_weight, out_proj_bias)
     if unbatched:
         out = out.squeeze(1)
-    if not need_weights:
+    if w is None:
         return out, None
     if average_attn_weights:
         w = w.mean(1)
