@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -186,10 +188,24 @@ def _check_ragged(data: Sequence[Any], dim: int = 1) -> None:
         _check_ragged(d, dim + 1)
 
 
+def warn_tensor_copy(spelled: str, depth: int) -> None:
+    """PyTorch's warning for copying a tensor through ``torch.tensor``/``new_tensor`` (which
+    ``clone().detach()`` says more plainly), when the caller ``depth`` frames up is user code
+    (portagrad's own copies stay quiet)."""
+    caller = sys._getframe(depth).f_globals.get("__name__", "")
+    if caller == "portagrad" or caller.startswith("portagrad."):
+        return
+    warnings.warn("To copy construct from a tensor, it is recommended to use "
+                  "sourceTensor.detach().clone() or sourceTensor.detach().clone()"
+                  f".requires_grad_(True), rather than {spelled}(sourceTensor).", UserWarning,
+                  stacklevel=depth + 1)
+
+
 def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data`` (nested lists, numbers, numpy arrays, tensors)."""
     if isinstance(data, Tensor):
+        warn_tensor_copy("torch.tensor", 2)
         src = data.detach()
         out = src.to(device=device if device is not None else src.device,
                       dtype=dtype if dtype is not None else src.dtype, copy=True)

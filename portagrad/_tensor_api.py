@@ -1035,6 +1035,8 @@ class TensorOps:
 
     def new_tensor(self, data: Any, *, dtype: Any = None, device: Any = None,
                    requires_grad: _bool = False, **kwargs: Any) -> Tensor:
+        if isinstance(data, Tensor):
+            _creation.warn_tensor_copy("tensor.new_tensor", 2)
         return _creation.tensor(data, dtype=self.dtype if dtype is None else dtype,
                           device=self.device if device is None else device,
                           requires_grad=requires_grad)

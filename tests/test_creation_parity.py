@@ -3,6 +3,8 @@ arithmetic and in sequences, tensors inside sequences, Python's number protocols
 values are PyTorch's, written out."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -260,3 +262,15 @@ def test_integer_overflow_names_the_c_type(device: str) -> None:
     with pytest.raises(RuntimeError, match="^value cannot be converted to type int64_t without "
                        "overflow$"):
         x[0] = float("nan")
+
+
+def test_copying_a_tensor_warns_as_pytorch(device: str) -> None:
+    src = pg.ones(2, device=device)
+    with pytest.warns(UserWarning, match=r"rather than torch\.tensor\(sourceTensor\)"):
+        pg.tensor(src)
+    with pytest.warns(UserWarning, match=r"rather than tensor\.new_tensor\(sourceTensor\)"):
+        src.new_tensor(src)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pg.as_tensor(src)  # no copy: no warning
+        pg.tensor([1.0, 2.0], device=device)
