@@ -3928,26 +3928,18 @@ def _mha_check_inputs(query: Tensor, key: Tensor, value: Tensor, key_padding_mas
     for name, m in (("key_padding_mask", key_padding_mask), ("attn_mask", attn_mask)):
         if m is not None and not (m.dtype is _dtype.bool or m.dtype.is_floating_point):
             raise AssertionError(f"only bool and floating types of {name} are supported")
-    if query.dim() == 3:
-        if key.dim() != 3 or value.dim() != 3:
-            raise AssertionError(f"For batched (3-D) `query`, expected `key` and `value` to be "
-                                 f"3-D but found {key.dim()}-D and {value.dim()}-D tensors "
+    for q_dim, kind in ((3, "batched (3-D)"), (2, "unbatched (2-D)")):
+        if query.dim() != q_dim:
+            continue
+        if key.dim() != q_dim or value.dim() != q_dim:
+            raise AssertionError(f"For {kind} `query`, expected `key` and `value` to be "
+                                 f"{q_dim}-D but found {key.dim()}-D and {value.dim()}-D tensors "
                                  "respectively")
-        if key_padding_mask is not None and key_padding_mask.dim() != 2:
-            raise AssertionError(f"For batched (3-D) `query`, expected `key_padding_mask` to be "
-                                 f"`None` or 2-D but found {key_padding_mask.dim()}-D tensor "
+        if key_padding_mask is not None and key_padding_mask.dim() != q_dim - 1:
+            raise AssertionError(f"For {kind} `query`, expected `key_padding_mask` to be `None` "
+                                 f"or {q_dim - 1}-D but found {key_padding_mask.dim()}-D tensor "
                                  "instead")
-        return False
-    if query.dim() == 2:
-        if key.dim() != 2 or value.dim() != 2:
-            raise AssertionError(f"For unbatched (2-D) `query`, expected `key` and `value` to be "
-                                 f"2-D but found {key.dim()}-D and {value.dim()}-D tensors "
-                                 "respectively")
-        if key_padding_mask is not None and key_padding_mask.dim() != 1:
-            raise AssertionError(f"For unbatched (2-D) `query`, expected `key_padding_mask` to be "
-                                 f"`None` or 1-D but found {key_padding_mask.dim()}-D tensor "
-                                 "instead")
-        return True
+        return q_dim == 2
     raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
                          f"{query.dim()}-D query tensor")
 
