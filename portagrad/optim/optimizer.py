@@ -393,13 +393,18 @@ def _with_hooks(step: Callable) -> Callable:
     def wrapper(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
         self._opt_called = True
         if self._optimizer_step_pre_hooks or _global_pre_hooks:
+            # as in PyTorch, hooks see ``step``'s positional arguments with the optimizer first
+            # (``args[0] is self``), and a pre-hook may replace all of them
+            full_args = (self, *args)
             for hook in (*_global_pre_hooks.values(), *self._optimizer_step_pre_hooks.values()):
-                res = hook(self, args, kwargs)
+                res = hook(self, full_args, kwargs)
                 if res is not None:
                     if not (isinstance(res, tuple) and len(res) == 2):
-                        raise RuntimeError(f"{hook} must return None or a tuple of (new_args, "
+                        raise RuntimeError(f"{step} must return None or a tuple of (new_args, "
                                            f"new_kwargs), but got {res}.")
-                    args, kwargs = res
+                    full_args, kwargs = res
+            args = tuple(full_args[1:])
+        hook_args, hook_kwargs = (self, *args), kwargs  # (the closure as given, for post-hooks)
         swapped = _densify_sparse_grads(self) if SPARSE_GRADS.made else None
         realified = None
         if self._complex_as_real and any(p.dtype.is_complex for g in self.param_groups
@@ -417,7 +422,7 @@ def _with_hooks(step: Callable) -> Callable:
                     p._grad = g
         if self._optimizer_step_post_hooks or _global_post_hooks:
             for hook in (*self._optimizer_step_post_hooks.values(), *_global_post_hooks.values()):
-                hook(self, args, kwargs)
+                hook(self, hook_args, hook_kwargs)
         return out
 
     wrapper._wrapped_step = True  # type: ignore[attr-defined]
