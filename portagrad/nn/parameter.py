@@ -19,6 +19,10 @@ class Parameter(Tensor):
             data = _creation.empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}")
+        if requires_grad and not (data.is_floating_point() or data.is_complex()):
+            # PyTorch's Parameter message (capitalised, unlike requires_grad_'s)
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                               "gradients")
         p = cls._from_tensor(data.detach())
         if requires_grad:
             p.requires_grad_(True)
@@ -32,6 +36,17 @@ class Parameter(Tensor):
 
     __str__ = __repr__
 
+    def __deepcopy__(self, memo: dict) -> Parameter:
+        """A new ``Parameter`` with a copy of the data and the same ``requires_grad``; as
+        PyTorch's, neither the ``grad`` nor attributes set on the parameter are copied."""
+        if type(self) is not Parameter:  # subclasses (lazy placeholders) copy as tensors do
+            return super().__deepcopy__(memo)  # type: ignore[return-value]
+        if id(self) in memo:
+            return memo[id(self)]
+        result = Parameter(self.detach().clone(), self.requires_grad)
+        memo[id(self)] = result
+        return result
+
     def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
         return (_rebuild_parameter, (self.detach(), self.requires_grad))
 
@@ -40,16 +55,33 @@ def _rebuild_parameter(data: Tensor, requires_grad: bool) -> Parameter:
     return Parameter(data, requires_grad)
 
 
-class Buffer(Tensor):
+class _BufferMeta(type):
+    """``isinstance(t, Buffer)`` is true for the tensors ``Buffer(...)`` made (marked
+    ``_is_buffer``): like PyTorch's, those are plain tensors, not ``Buffer`` instances."""
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        if cls is Buffer:
+            return isinstance(instance, Tensor) and \
+                getattr(instance, "__dict__", {}).get("_is_buffer", False)
+        return super().__instancecheck__(instance)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
     """A tensor that, assigned to a Module attribute, is registered as a buffer
-    (``torch.nn.Buffer``); ``persistent=False`` keeps it out of ``state_dict``."""
+    (``torch.nn.Buffer``); ``persistent=False`` keeps it out of ``state_dict``.
+
+    ``Buffer(data)`` returns a plain :class:`Tensor` sharing ``data``'s storage (and keeping its
+    ``requires_grad``), marked so that ``isinstance(t, Buffer)`` holds, as PyTorch's."""
 
     def __new__(cls, data: Tensor | None = None, *, persistent: bool = True) -> Buffer:
         if data is None:
             data = _creation.empty(0)
-        b = cls._from_tensor(data.detach())
+        b = Tensor._from_tensor(data.detach())
+        if data.requires_grad:
+            b.requires_grad_(True)
         b.__dict__["persistent"] = persistent
-        return b
+        b.__dict__["_is_buffer"] = True
+        return b  # type: ignore[return-value]  # a marked plain Tensor (see _BufferMeta)
 
     def __init__(self, data: Tensor | None = None, *, persistent: bool = True) -> None:
         pass
@@ -84,6 +116,8 @@ class UninitializedTensorMixin:
 
     def __repr__(self) -> str:
         return f"<{self.__class__.__name__}>"
+
+    __str__ = __repr__  # over Parameter's and Tensor's own __str__
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
         t: Any = self

@@ -80,6 +80,16 @@ class Sequential(Module):
 
     __rmul__ = __mul__
 
+    def __iadd__(self, other: Sequential) -> Sequential:
+        """Append ``other``'s layers to this ``Sequential`` itself (named by position)."""
+        if not isinstance(other, Sequential):
+            raise ValueError("add operator supports only objects of Sequential class, but "
+                             f"{type(other)} is given.")
+        offset = len(self)
+        for i, module in enumerate(list(other)):
+            self.add_module(str(i + offset), module)
+        return self
+
     def __imul__(self, other: int) -> Sequential:
         if not isinstance(other, int) or isinstance(other, bool):
             raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
@@ -361,6 +371,9 @@ class ParameterList(Module):
         return self
 
     def extend(self, values: Iterable[Any]) -> ParameterList:
+        if not isinstance(values, Iterable):
+            raise TypeError("ParameterList.extend should be called with an iterable, but got " +
+                            type(values).__name__)
         for value in values:
             self.append(value)
         return self
@@ -374,7 +387,10 @@ class ParameterList(Module):
 
 
 class ParameterDict(Module):
-    """An ordered dict of parameters."""
+    """An ordered dict of parameters (plain tensors are wrapped in ``Parameter``; other values
+    are kept as plain attributes). As PyTorch's, a plain ``dict`` given to the constructor or
+    :meth:`update` is added in sorted key order, an ``OrderedDict`` or a sequence of pairs in
+    its own order."""
 
     def __init__(self, parameters: Any = None) -> None:
         super().__init__()
@@ -382,10 +398,19 @@ class ParameterDict(Module):
         if parameters is not None:
             self.update(parameters)
 
+    @staticmethod
+    def _check_key(key: Any) -> None:
+        if not isinstance(key, str):
+            raise TypeError("Index given to ParameterDict cannot be used as a key as it is not a "
+                            f"string (type is '{type(key).__name__}'). Open an issue on github "
+                            "if you need non-string keys.")
+
     def __getitem__(self, key: str) -> Any:
+        self._check_key(key)
         return getattr(self, key)
 
     def __setitem__(self, key: str, value: Any) -> None:
+        self._check_key(key)
         self._keys[key] = None
         if isinstance(value, Tensor) and not isinstance(value, Parameter):
             value = Parameter(value)
@@ -401,8 +426,46 @@ class ParameterDict(Module):
     def __iter__(self) -> Iterator[str]:
         return iter(self._keys)
 
+    def __reversed__(self) -> Iterator[str]:
+        return reversed(list(self._keys))
+
     def __contains__(self, key: str) -> bool:
         return key in self._keys
+
+    def copy(self) -> ParameterDict:
+        """A new ``ParameterDict`` holding the same parameters (not copies), in the same order."""
+        return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        """``self[key]``, after setting it to ``default`` if ``key`` is absent."""
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def clear(self) -> None:
+        for k in list(self._keys):
+            del self[k]
+
+    def pop(self, key: str) -> Any:
+        v = self[key]
+        del self[key]
+        return v
+
+    def popitem(self) -> tuple[str, Any]:
+        """Remove and return the last ``(key, value)`` pair."""
+        if not self._keys:
+            raise KeyError("popitem(): dictionary is empty")
+        k = list(self._keys)[-1]
+        v = self[k]
+        del self[k]
+        return k, v
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def fromkeys(self, keys: Iterable[str], default: Any = None) -> ParameterDict:
+        """A new ``ParameterDict`` with ``keys``, each set to ``default``."""
+        return ParameterDict((k, default) for k in keys)
 
     def keys(self) -> Any:
         return self._keys.keys()
@@ -414,9 +477,38 @@ class ParameterDict(Module):
         return (self[k] for k in self._keys)
 
     def update(self, parameters: Any) -> None:
-        items = parameters.items() if hasattr(parameters, "items") else parameters
-        for k, v in items:
-            self[k] = v
+        if not isinstance(parameters, Iterable):
+            raise TypeError("ParametersDict.update should be called with an iterable of "
+                            "key/value pairs, but got " + type(parameters).__name__)
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            for key, parameter in parameters.items():
+                self[key] = parameter
+        elif isinstance(parameters, Mapping):
+            for key, parameter in sorted(parameters.items()):
+                self[key] = parameter
+        else:
+            for j, p in enumerate(parameters):
+                if not isinstance(p, Iterable):
+                    raise TypeError("ParameterDict update sequence element #" + str(j) +
+                                    " should be Iterable; is" + type(p).__name__)
+                if not len(p) == 2:  # type: ignore[arg-type]  # a pair; len() raises for unsized ones, as in PyTorch
+                    raise ValueError("ParameterDict update sequence element #" + str(j) +
+                                     " has length " + str(len(p)) + "; 2 is required")  # type: ignore[arg-type]  # as above
+                self[p[0]] = p[1]  # type: ignore[index]  # as above
+
+    def __or__(self, other: Any) -> ParameterDict:
+        copy = self.copy()
+        copy.update(other)
+        return copy
+
+    def __ror__(self, other: Any) -> ParameterDict:
+        copy = ParameterDict(other)
+        copy.update(self)
+        return copy
+
+    def __ior__(self, other: Any) -> ParameterDict:
+        self.update(other)
+        return self
 
     def extra_repr(self) -> str:
         # PyTorch prints the legacy type name here (``[torch.FloatTensor of size 2]``), unlike

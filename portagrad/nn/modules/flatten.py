@@ -30,15 +30,14 @@ class Unflatten(Module):
 
     def __init__(self, dim: Any, unflattened_size: Any) -> None:
         super().__init__()
-        if isinstance(dim, int):
-            if not isinstance(unflattened_size, (tuple, list)) or \
-                    not all(isinstance(e, int) for e in unflattened_size):
-                raise TypeError("unflattened_size must be tuple of ints, but found type "
-                                f"{type(unflattened_size).__name__}")
-        elif isinstance(dim, str):
-            raise TypeError("named tensors are not supported")
-        else:
-            raise TypeError("invalid argument type for dim parameter")
+        # PyTorch checks only the sizes here (``dim`` is checked by ``forward``)
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise TypeError("unflattened_size must be a tuple of ints, but found type "
+                            f"{type(unflattened_size).__name__}")
+        for idx, elem in enumerate(unflattened_size):
+            if not isinstance(elem, int):
+                raise TypeError("unflattened_size must be tuple of ints, but found element of "
+                                f"type {type(elem).__name__} at pos {idx}")
         self.dim = dim
         self.unflattened_size = unflattened_size
 

@@ -6,19 +6,31 @@ import itertools
 import warnings
 import weakref
 from collections import OrderedDict, namedtuple
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ... import _device, _dtype
+from ... import _creation, _device, _dtype
 from ..._tensor import Tensor
 from ...autograd import grad_mode
 from ...autograd.function import Function, RemovableHandle, _HookDict
 from ..parameter import Buffer, Parameter, UninitializedTensorMixin
 
-__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook"]
+__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
+           "register_module_full_backward_hook", "register_module_full_backward_pre_hook",
+           "register_module_buffer_registration_hook",
+           "register_module_parameter_registration_hook",
+           "register_module_module_registration_hook"]
 
 _global_forward_pre_hooks: _HookDict = _HookDict()
 _global_forward_hooks: _HookDict = _HookDict()
+# ids of the global forward hooks registered with_kwargs / always_call
+_global_forward_hooks_with_kwargs: dict[int, bool] = {}
+_global_forward_hooks_always_called: dict[int, bool] = {}
+_global_backward_hooks: _HookDict = _HookDict()
+_global_backward_pre_hooks: _HookDict = _HookDict()
+_global_buffer_registration_hooks: _HookDict = _HookDict()
+_global_parameter_registration_hooks: _HookDict = _HookDict()
+_global_module_registration_hooks: _HookDict = _HookDict()
 
 # the state_dict key (after the module's prefix) of what ``get_extra_state`` returns
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
@@ -31,11 +43,56 @@ def register_module_forward_pre_hook(hook: Callable[..., Any]) -> RemovableHandl
     return h
 
 
-def register_module_forward_hook(hook: Callable[..., Any]) -> RemovableHandle:
-    """A forward hook run for every module."""
-    h = RemovableHandle(_global_forward_hooks)
-    _global_forward_hooks[h.id] = hook
+def register_module_forward_hook(hook: Callable[..., Any], *, with_kwargs: bool = False,
+                                 always_call: bool = False) -> RemovableHandle:
+    """A forward hook run for every module (before the module's own), with the options of
+    :meth:`Module.register_forward_hook`."""
+    h = _add_hook(_global_forward_hooks, hook, False,
+                  (_global_forward_hooks_with_kwargs, _global_forward_hooks_always_called))
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs[h.id] = True
+    if always_call:
+        _global_forward_hooks_always_called[h.id] = True
     return h
+
+
+def register_module_full_backward_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """A full backward hook ``hook(module, grad_input, grad_output)`` run for every module,
+    before the module's own."""
+    return _add_hook(_global_backward_hooks, hook)
+
+
+def register_module_full_backward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """A backward pre-hook ``hook(module, grad_output)`` run for every module, before the
+    module's own."""
+    return _add_hook(_global_backward_pre_hooks, hook)
+
+
+def register_module_buffer_registration_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """``hook(module, name, buffer)`` whenever a buffer is registered on any module; a returned
+    tensor is registered instead."""
+    return _add_hook(_global_buffer_registration_hooks, hook)
+
+
+def register_module_parameter_registration_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """``hook(module, name, param)`` whenever a (non-``None``) parameter is registered on any
+    module; a returned parameter is registered instead."""
+    return _add_hook(_global_parameter_registration_hooks, hook)
+
+
+def register_module_module_registration_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """``hook(module, name, submodule)`` whenever a submodule is registered on any module; a
+    returned module is registered instead."""
+    return _add_hook(_global_module_registration_hooks, hook)
+
+
+def _run_registration_hooks(hooks: _HookDict, module: Module, name: str, value: Any) -> Any:
+    """``value`` after the global registration ``hooks`` (each may return a replacement)."""
+    for hook in list(hooks.values()):
+        out = hook(module, name, value)
+        if out is not None:
+            value = out
+    return value
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -183,7 +240,9 @@ class _BackwardHook:
 
     def setup_input_hook(self, args: tuple) -> tuple:
         def cb(grads: tuple) -> tuple:
-            if not self.hooks:
+            # no hooks, or outputs whose tensors were not caught (a dict, say): PyTorch then
+            # does not call the hooks
+            if not self.hooks or self.grad_outputs is None:
                 return grads
             packed = self._pack(self.input_index or [], grads, self.n_inputs)
             res = self._run_hooks(packed)
@@ -288,8 +347,9 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             f"(torch Tensor or None required)")
-        if isinstance(tensor, Buffer):
-            persistent = tensor.__dict__.get("persistent", persistent)
+        tensor = _run_registration_hooks(_global_buffer_registration_hooks, self, name, tensor)
+        # the ``persistent`` argument wins over a ``Buffer``'s own flag (PyTorch's rule; only
+        # assigning a Buffer to an attribute uses its flag)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -318,7 +378,8 @@ class Module:
                              f"must be created explicitly. To express '{name}' as a function of "
                              f"another Tensor, compute the value in the forward() method.")
         else:
-            self._parameters[name] = param
+            self._parameters[name] = _run_registration_hooks(
+                _global_parameter_registration_hooks, self, name, param)
 
     def add_module(self, name: str, module: Module | None) -> None:
         """Add a child module, reachable as the attribute ``name``."""
@@ -332,7 +393,8 @@ class Module:
             raise KeyError(f'module name can\'t contain ".", got: {name}')
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
-        self._modules[name] = module
+        self._modules[name] = _run_registration_hooks(_global_module_registration_hooks, self,
+                                                      name, module)
 
     register_module = add_module
 
@@ -428,12 +490,14 @@ class Module:
                     raise AttributeError("cannot assign module before Module.__init__() call")
                 remove_from(self.__dict__, self._parameters, self._buffers,
                             self._non_persistent_buffers_set)
-                modules[name] = value
+                modules[name] = _run_registration_hooks(_global_module_registration_hooks, self,
+                                                        name, value)
             elif modules is not None and name in modules:
                 if value is not None:
                     raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
                                     f"(torch.nn.Module or None expected)")
-                modules[name] = value
+                modules[name] = _run_registration_hooks(_global_module_registration_hooks, self,
+                                                        name, value)
             else:
                 buffers = self.__dict__.get("_buffers")
                 if isinstance(value, Buffer) or (buffers is not None and name in buffers):
@@ -446,7 +510,9 @@ class Module:
                         persistent = name not in self._non_persistent_buffers_set
                     if buffers is None:
                         raise AttributeError("cannot assign buffer before Module.__init__() call")
-                    remove_from(self.__dict__, self._parameters, self._modules)
+                    # a plain attribute of that name stays, so register_buffer refuses it (PyTorch's
+                    # KeyError "attribute 'x' already exists")
+                    remove_from(self._parameters, self._modules)
                     self.register_buffer(name, value, persistent)
                 else:
                     object.__setattr__(self, name, value)
@@ -530,13 +596,16 @@ class Module:
 
     def named_modules(self, memo: set | None = None, prefix: str = "",
                       remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
-        """``(dotted name, module)`` for this module (name ``prefix``) and all submodules."""
+        """``(dotted name, module)`` for this module (name ``prefix``) and all submodules.
+
+        ``memo`` is the set of modules already seen (PyTorch's: it holds the modules themselves,
+        so a caller may pre-fill it to skip some, and sees it filled afterwards)."""
         if memo is None:
             memo = set()
-        if id(self) in memo:
+        if self in memo:
             return
         if remove_duplicate:
-            memo.add(id(self))
+            memo.add(self)
         yield prefix, self
         for name, module in self._modules.items():
             if module is None:
@@ -618,8 +687,18 @@ class Module:
         dtype = kwargs.pop("dtype", None)
         non_blocking = kwargs.pop("non_blocking", False)
         kwargs.pop("memory_format", None)
+        kwargs.pop("copy", None)
         if kwargs:
-            raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+            got = ", ".join(f"{k}={type(v).__name__}" for k, v in kwargs.items())
+            raise TypeError(
+                f"to() received an invalid combination of arguments - got ({got}, ), but expected "
+                "one of:\n"
+                " * (torch.device device = None, torch.dtype dtype = None, bool non_blocking = "
+                "False, bool copy = False, *, torch.memory_format memory_format = None)\n"
+                " * (torch.dtype dtype, bool non_blocking = False, bool copy = False, *, "
+                "torch.memory_format memory_format = None)\n"
+                " * (Tensor tensor, bool non_blocking = False, bool copy = False, *, "
+                "torch.memory_format memory_format = None)\n")
         for a in args:
             if isinstance(a, Tensor):
                 device, dtype = a.device, a.dtype
@@ -656,6 +735,12 @@ class Module:
             return t.to(device, dtype if cast else None, non_blocking=non_blocking)
 
         return self._apply(convert)
+
+    def to_empty(self, *, device: Any, recurse: bool = True) -> Module:
+        """Replace every parameter and buffer by an uninitialised tensor of the same shape and
+        dtype on ``device`` (PyTorch's way to materialise a module built on the ``meta``
+        device); parameters stay the same ``Parameter`` objects."""
+        return self._apply(lambda t: _creation.empty_like(t, device=device), recurse=recurse)
 
     def cpu(self) -> Module:
         return self._apply(lambda t: t.cpu())
@@ -716,7 +801,17 @@ class Module:
                                     ) -> RemovableHandle:
         """``hook(module, grad_input, grad_output)`` once the gradients w.r.t. the module's inputs
         are computed (tuples; a returned tuple replaces ``grad_input``)."""
+        self._check_backward_hook_kind(True)
         return _add_hook(self._backward_hooks, hook, prepend)
+
+    def _check_backward_hook_kind(self, full: bool) -> None:
+        """Record whether this module's backward hooks are full or legacy ones: PyTorch refuses
+        a mix of the two on one module."""
+        kind = self.__dict__.get("_is_full_backward_hook")
+        if kind is not None and kind != full:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on "
+                               "a single Module. Please use only one of them.")
+        object.__setattr__(self, "_is_full_backward_hook", full)
 
     def register_full_backward_pre_hook(self, hook: Callable[..., Any], prepend: bool = False
                                         ) -> RemovableHandle:
@@ -725,8 +820,10 @@ class Module:
         return _add_hook(self._backward_pre_hooks, hook, prepend)
 
     def register_backward_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
-        """Deprecated in PyTorch; here the same as :meth:`register_full_backward_hook`."""
-        return self.register_full_backward_hook(hook)
+        """Deprecated in PyTorch; here called as :meth:`register_full_backward_hook`'s hooks are
+        (it cannot be mixed with those on one module, as in PyTorch)."""
+        self._check_backward_hook_kind(False)
+        return _add_hook(self._backward_hooks, hook)
 
     def register_state_dict_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """``hook(module, prefix, keep_vars)`` before ``state_dict`` saves this module."""
@@ -772,38 +869,75 @@ class Module:
     def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
         forward = self.forward
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or
-                self._backward_pre_hooks or _global_forward_hooks or _global_forward_pre_hooks):
+                self._backward_pre_hooks or _global_forward_hooks or _global_forward_pre_hooks or
+                _global_backward_hooks or _global_backward_pre_hooks):
             return forward(*args, **kwargs)
-        for hook_id, hook in itertools.chain(_global_forward_pre_hooks.items(),
-                                             list(self._forward_pre_hooks.items())):
-            if hook_id in self._forward_pre_hooks_with_kwargs:
-                res = hook(self, args, kwargs)
+        result = None
+        called: set[int] = set()  # the forward hooks already run (always_call ones run once)
+        try:
+            for hook_id, hook in itertools.chain(_global_forward_pre_hooks.items(),
+                                                 list(self._forward_pre_hooks.items())):
+                if hook_id in self._forward_pre_hooks_with_kwargs:
+                    res = hook(self, args, kwargs)
+                    if res is not None:
+                        if not (isinstance(res, tuple) and len(res) == 2):
+                            raise RuntimeError("forward pre-hook must return None or a tuple of "
+                                               f"(new_args, new_kwargs), but got {res}.")
+                        args, kwargs = res
+                else:
+                    res = hook(self, args)
+                    if res is not None:
+                        args = res if isinstance(res, tuple) else (res,)
+            bw_hook = None
+            full_hooks = list(_global_backward_hooks.values()) + list(self._backward_hooks.values())
+            pre_hooks = (list(_global_backward_pre_hooks.values()) +
+                         list(self._backward_pre_hooks.values()))
+            if full_hooks or pre_hooks:
+                bw_hook = _BackwardHook(self, full_hooks, pre_hooks)
+                args = bw_hook.setup_input_hook(args)
+            result = forward(*args, **kwargs)
+            for hook_id, hook in self._forward_hook_items():
+                called.add(hook_id)
+                if self._forward_hook_takes_kwargs(hook_id):
+                    res = hook(self, args, kwargs, result)
+                else:
+                    res = hook(self, args, result)
                 if res is not None:
-                    if not (isinstance(res, tuple) and len(res) == 2):
-                        raise RuntimeError("forward pre-hook must return None or a tuple of "
-                                           f"(new_args, new_kwargs), but got {res}.")
-                    args, kwargs = res
-            else:
-                res = hook(self, args)
-                if res is not None:
-                    args = res if isinstance(res, tuple) else (res,)
-        bw_hook = None
-        if self._backward_hooks or self._backward_pre_hooks:
-            bw_hook = _BackwardHook(self, list(self._backward_hooks.values()),
-                                    list(self._backward_pre_hooks.values()))
-            args = bw_hook.setup_input_hook(args)
-        result = forward(*args, **kwargs)
-        for hook_id, hook in itertools.chain(_global_forward_hooks.items(),
-                                             list(self._forward_hooks.items())):
-            if hook_id in self._forward_hooks_with_kwargs:
-                res = hook(self, args, kwargs, result)
-            else:
-                res = hook(self, args, result)
-            if res is not None:
-                result = res
-        if bw_hook is not None:
-            result = bw_hook.setup_output_hook(result)
-        return result
+                    result = res
+            if bw_hook is not None:
+                result = bw_hook.setup_output_hook(result)
+            return result
+        except Exception:
+            self._run_always_called_hooks(called, args, kwargs, result)
+            raise
+
+    def _forward_hook_items(self) -> list[tuple[int, Any]]:
+        """The forward hooks to run, the global ones first."""
+        return list(_global_forward_hooks.items()) + list(self._forward_hooks.items())
+
+    def _forward_hook_takes_kwargs(self, hook_id: int) -> bool:
+        return hook_id in self._forward_hooks_with_kwargs or \
+            hook_id in _global_forward_hooks_with_kwargs
+
+    def _run_always_called_hooks(self, called: set[int], args: tuple, kwargs: dict,
+                                 result: Any) -> None:
+        """After an error in the forward pass (pre-hooks, ``forward`` or a forward hook): run the
+        ``always_call`` forward hooks not yet run, with the output so far (``None`` if
+        ``forward`` did not return); their own errors only warn, the first error propagates."""
+        for hook_id, hook in self._forward_hook_items():
+            if hook_id in called or not (hook_id in self._forward_hooks_always_called or
+                                         hook_id in _global_forward_hooks_always_called):
+                continue
+            try:
+                if self._forward_hook_takes_kwargs(hook_id):
+                    hook(self, args, kwargs, result)
+                else:
+                    hook(self, args, result)
+            except Exception as e:
+                kind = "global module" if hook_id in _global_forward_hooks else "module"
+                warnings.warn(f"{kind} forward hook with ``always_call=True`` raised an exception "
+                              f"that was silenced as another error was raised in forward: {e}",
+                              stacklevel=3)
 
     __call__: Callable[..., Any] = _call_impl
 
@@ -956,7 +1090,7 @@ class Module:
 
         With ``strict`` missing or unexpected keys raise ``RuntimeError``; the return value
         lists them either way (``missing_keys``, ``unexpected_keys``)."""
-        if not isinstance(state_dict, dict):
+        if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing_keys: list[str] = []
         unexpected_keys: list[str] = []
