@@ -145,16 +145,6 @@ def _cross_map_window(channels: int, size: int) -> np.ndarray:
     return m
 
 
-def _cross_map_grad_window(channels: int, size: int) -> np.ndarray:
-    """(C, C) 0/1 matrix of the windows PyTorch's legacy ``CrossMapLRN2d`` backward sums over:
-    row ``c`` takes channels ``c - (size - 1 - h) .. c + h``, ``h = (size - 2) // 2``, which are
-    not the forward's windows (so its gradient is not the exact one; portagrad gives the same)."""
-    h = (size - 2) // 2
-    c = np.arange(channels)
-    diff = c[None, :] - c[:, None]  # column minus row
-    return ((diff >= -(size - 1 - h)) & (diff <= h)).astype(np.float64)
-
-
 class CrossMapLRN2d(Module):
     """PyTorch's legacy cross-channel local response normalisation of (N, C, H, W) inputs:
     ``x / (k + alpha / size * s)^beta``, ``s`` a running sum of squares over nearby channels."""
@@ -169,17 +159,12 @@ class CrossMapLRN2d(Module):
     def forward(self, input: Tensor) -> Tensor:
         if input.dim() != 4:
             raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
-        c = input.shape[1]
-        m = _creation.tensor(_cross_map_window(c, self.size), dtype=input.dtype,
-                             device=input.device)
-        g = _creation.tensor(_cross_map_grad_window(c, self.size), dtype=input.dtype,
+        m = _creation.tensor(_cross_map_window(input.shape[1], self.size), dtype=input.dtype,
                              device=input.device)
         sq = (input * input).movedim(1, -1)  # (N, H, W, C)
-        # the forward's sums, differentiated as PyTorch's backward does: through its own windows
-        # (``sq @ g`` sums channel c's square into the scales of the channels whose backward
-        # window holds c)
-        s_grad = sq @ g
-        s = (s_grad + (sq.detach() @ m.t() - s_grad.detach())).movedim(-1, 1)
+        # (the exact gradient: PyTorch's legacy backward sums over windows shifted from the
+        # forward's, so its gradient is not the derivative of its own forward; not copied)
+        s = (sq @ m.t()).movedim(-1, 1)
         scale = s * (self.alpha / self.size) + self.k
         return input * scale ** (-self.beta)
 
