@@ -247,6 +247,19 @@ class ModuleList(Module):
                                   f'"forward" function')
 
 
+def _update_pairs(kind: str, pairs: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
+    """The ``(key, value)`` pairs of a ``ModuleDict``/``ParameterDict`` ``update`` sequence,
+    each element checked as PyTorch checks it (``kind`` names the container in the errors)."""
+    for j, p in enumerate(pairs):
+        if not isinstance(p, Iterable):
+            raise TypeError(f"{kind} update sequence element #{j} should be Iterable; is"
+                            f"{type(p).__name__}")
+        if not len(p) == 2:  # type: ignore[arg-type]  # a pair; len() raises for unsized ones, as in PyTorch
+            raise ValueError(f"{kind} update sequence element #{j} has length "
+                             f"{len(p)}; 2 is required")  # type: ignore[arg-type]  # as above
+        yield p[0], p[1]  # type: ignore[index]  # as above
+
+
 class ModuleDict(Module):
     """An ordered dict of modules, registered as children by key."""
 
@@ -298,14 +311,8 @@ class ModuleDict(Module):
             for key, module in modules.items():
                 self[key] = module
         else:
-            for j, m in enumerate(modules):
-                if not isinstance(m, Iterable):
-                    raise TypeError("ModuleDict update sequence element #" + str(j) +
-                                    " should be Iterable; is" + type(m).__name__)
-                if not len(m) == 2:  # type: ignore[arg-type]  # a pair; len() raises for unsized ones, as in PyTorch
-                    raise ValueError("ModuleDict update sequence element #" + str(j) +
-                                     " has length " + str(len(m)) + "; 2 is required")  # type: ignore[arg-type]  # as above
-                self[m[0]] = m[1]  # type: ignore[index]  # as above
+            for key, module in _update_pairs("ModuleDict", modules):
+                self[key] = module
 
     def forward(self, *args: Any) -> Any:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
@@ -487,14 +494,8 @@ class ParameterDict(Module):
             for key, parameter in sorted(parameters.items()):
                 self[key] = parameter
         else:
-            for j, p in enumerate(parameters):
-                if not isinstance(p, Iterable):
-                    raise TypeError("ParameterDict update sequence element #" + str(j) +
-                                    " should be Iterable; is" + type(p).__name__)
-                if not len(p) == 2:  # type: ignore[arg-type]  # a pair; len() raises for unsized ones, as in PyTorch
-                    raise ValueError("ParameterDict update sequence element #" + str(j) +
-                                     " has length " + str(len(p)) + "; 2 is required")  # type: ignore[arg-type]  # as above
-                self[p[0]] = p[1]  # type: ignore[index]  # as above
+            for key, parameter in _update_pairs("ParameterDict", parameters):
+                self[key] = parameter
 
     def __or__(self, other: Any) -> ParameterDict:
         copy = self.copy()
