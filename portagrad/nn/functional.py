@@ -1133,7 +1133,7 @@ def _conv_transposend(input: Tensor, weight: Tensor, bias: Tensor | None, stride
                            f"same")
     if nd < 3 and not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise NotImplementedError(f"\"slow_conv_transpose2d_out_cpu\" not implemented for "
-                                  f"'{_dtype.SCALAR_TYPE_NAMES.get(x.dtype.name, x.dtype.name)}'")
+                                  f"'{_type_name(x.dtype)}'")
     k = tuple(weight.shape[2:])
     for i in range(nd):
         if op[i] >= s[i] and op[i] >= d[i]:
@@ -1698,9 +1698,8 @@ def _adaptive_pool(input: Tensor, output_size: Any, nd: int, kind: str, return_i
                    ) -> Any:
     _check_adaptive_input(kind, input, nd, output_size == 1 or (
         isinstance(output_size, (list, tuple)) and all(o == 1 for o in output_size)))
-    if not input.dtype.is_floating_point:  # (PyTorch's 1-D forms run its 2-D kernels)
-        kernel = f"adaptive_{kind}_pool{max(nd, 2)}d" + ("_cpu" if nd == 3 else "")
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(input.dtype)}'")
+    # (PyTorch's 1-D forms run its 2-D kernels)
+    _floating_only(f"adaptive_{kind}_pool{max(nd, 2)}d" + ("_cpu" if nd == 3 else ""), input)
     unbatched = input.dim() == nd + 1
     x = input.unsqueeze(0) if unbatched else input
     N, Cc = x.shape[0], x.shape[1]
@@ -1792,15 +1791,6 @@ def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any,
 
 
 # ------------------------------------------------------------------ normalisation
-def _check_norm_dtypes(kernel: str, input: Tensor) -> None:
-    """PyTorch's normalisation kernels take floating inputs only (else ``kernel`` is "not
-    implemented"). (Parameters of another floating dtype are left to promote: PyTorch's CPU
-    kernels refuse them, but portagrad's composed paths and tests rely on them.)"""
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"{kernel}\" not implemented for "
-                                  f"'{_dtype.SCALAR_TYPE_NAMES.get(input.dtype.name, input.dtype.name)}'")
-
-
 def _check_norm_numel(n: int, **params: Tensor | None) -> None:
     """Each given parameter holds ``n`` elements (PyTorch's batch-norm message)."""
     for name, t in params.items():
@@ -1840,7 +1830,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                            f"defined in evaluation mode")
     _check_norm_numel(input.shape[1], running_mean=running_mean, running_var=running_var,
                       weight=weight, bias=bias)
-    _check_norm_dtypes("batch_norm", input)
+    # floating inputs only, as PyTorch's kernels (parameters of another floating dtype are left to
+    # promote: PyTorch's CPU kernels refuse them, portagrad's composed paths rely on them)
+    _floating_only("batch_norm", input)
     # (PyTorch takes any parameter of C elements, a (1, C) one too)
     weight, bias = (None if t is None else t.reshape((-1,)) for t in (weight, bias))
     if input.dtype in _HALF16:
@@ -1947,7 +1939,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
                            f"[*, {', '.join(map(str, ns))}], but got input of size"
                            f"{list(input.shape)}")
-    _check_norm_dtypes("LayerNormKernelImpl", input)
+    _floating_only("LayerNormKernelImpl", input)
     if input.dtype in _HALF16:  # PyTorch's kernel computes in float32 and rounds once
         y = nodes.norm.half_layer_norm_unrecorded(input, ns, weight, bias, eps)
         if y is not None:
@@ -1981,9 +1973,7 @@ def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | No
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
                            f"[*{', '.join(map(str, ns))}], but got input of size"
                            f"{list(input.shape)}")
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"rms_norm\" not implemented for "
-                                  f"'{_dtype.SCALAR_TYPE_NAMES.get(input.dtype.name, input.dtype.name)}'")
+    _floating_only("rms_norm", input)
     axes = tuple(range(input.dim() - k, input.dim()))
     if eps is None:
         eps = float(np.finfo(input.dtype.numpy).eps)
@@ -2019,7 +2009,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
                                f"channels in input, but got {name} of shape {shown} and input of "
                                f"shape {list(input.shape)}")
-    _check_norm_dtypes("GroupNormKernelImpl", input)
+    _floating_only("GroupNormKernelImpl", input)
     if input.dtype in _HALF16:  # as batch_norm: float32 inside, the input's type out
         w, b = (None if t is None else t.to(dtype=_dtype.float32) for t in (weight, bias))
         return group_norm(input.to(dtype=_dtype.float32), num_groups, w, b,
