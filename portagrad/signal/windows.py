@@ -6,7 +6,7 @@ Computed by tensor operations on the requested device, in the requested float32 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import _creation, _dtype
@@ -31,21 +31,21 @@ def _checks(name: str, M: int, dtype: Any, layout: Any) -> Any:
     return dt
 
 
-def _trivial(M: int, dt: Any, device: Any, requires_grad: bool) -> Tensor | None:
-    """The windows of 0 and 1 points (empty; a single 1), or None."""
+def _window(name: str, M: int, sym: bool, dtype: Any, layout: Any, device: Any,
+            requires_grad: bool, formula: Callable[[Tensor, int, Any], Tensor],
+            check: Callable[[], None] | None = None) -> Tensor:
+    """The window ``name`` of ``M`` points: PyTorch's checks (then the window's own ``check`` of
+    its parameters), the windows of 0 and 1 points (empty; a single 1), else ``formula(n, N,
+    dtype)`` of ``n = 0 .. M-1`` and the number of points ``N`` of the symmetric window they
+    sample."""
+    dt = _checks(name, M, dtype, layout)
+    if check is not None:
+        check()
     if M == 0:
         return _creation.empty((0,), dtype=dt, device=device, requires_grad=requires_grad)
     if M == 1:
         return _creation.ones((1,), dtype=dt, device=device, requires_grad=requires_grad)
-    return None
-
-
-def _points(M: int, sym: bool, dt: Any, device: Any) -> tuple[Tensor, int]:
-    """``n = 0 .. M-1`` and the number of points ``N`` of the symmetric window they sample."""
-    return _creation.arange(M, dtype=dt, device=device), (M if sym else M + 1)
-
-
-def _done(w: Tensor, requires_grad: bool) -> Tensor:
+    w = formula(_creation.arange(M, dtype=dt, device=device), M if sym else M + 1, dt)
     return w.requires_grad_(True) if requires_grad else w
 
 
@@ -57,16 +57,14 @@ def general_cosine(M: int, *, a: Iterable, sym: bool = True, dtype: Any = None,
         raise TypeError("Coefficients must be a list/tuple")
     if not a:
         raise ValueError("Coefficients cannot be empty")
-    dt = _checks("general_cosine", M, dtype, layout)
-    small = _trivial(M, dt, device, requires_grad)
-    if small is not None:
-        return small
-    n, N = _points(M, sym, dt, device)
-    phase = n * (2.0 * math.pi / (N - 1))
-    w = _creation.full((M,), float(a[0]), dtype=dt, device=device)
-    for k, c in enumerate(a[1:], start=1):
-        w = w + elementwise.cos(phase * float(k)) * (-float(c) if k % 2 else float(c))
-    return _done(w, requires_grad)
+
+    def formula(n: Tensor, N: int, dt: Any) -> Tensor:
+        phase = n * (2.0 * math.pi / (N - 1))
+        w = _creation.full((M,), float(a[0]), dtype=dt, device=device)
+        for k, c in enumerate(a[1:], start=1):
+            w = w + elementwise.cos(phase * float(k)) * (-float(c) if k % 2 else float(c))
+        return w
+    return _window("general_cosine", M, sym, dtype, layout, device, requires_grad, formula)
 
 
 def general_hamming(M: int, *, alpha: float = 0.54, sym: bool = True, dtype: Any = None,
@@ -109,24 +107,15 @@ def nuttall(M: int, *, sym: bool = True, dtype: Any = None, layout: Any = stride
 def bartlett(M: int, *, sym: bool = True, dtype: Any = None, layout: Any = strided,
              device: Any = None, requires_grad: bool = False) -> Tensor:
     """The triangular window with zero ends: ``1 - |2 n / (N - 1) - 1|``."""
-    dt = _checks("bartlett", M, dtype, layout)
-    small = _trivial(M, dt, device, requires_grad)
-    if small is not None:
-        return small
-    n, N = _points(M, sym, dt, device)
-    w = 1.0 - elementwise.abs(n * (2.0 / (N - 1)) - 1.0)
-    return _done(w, requires_grad)
+    return _window("bartlett", M, sym, dtype, layout, device, requires_grad,
+                   lambda n, N, dt: 1.0 - elementwise.abs(n * (2.0 / (N - 1)) - 1.0))
 
 
 def cosine(M: int, *, sym: bool = True, dtype: Any = None, layout: Any = strided,
            device: Any = None, requires_grad: bool = False) -> Tensor:
     """The cosine (sine) window: ``sin(pi (n + 1/2) / N)``."""
-    dt = _checks("cosine", M, dtype, layout)
-    small = _trivial(M, dt, device, requires_grad)
-    if small is not None:
-        return small
-    n, N = _points(M, sym, dt, device)
-    return _done(elementwise.sin((n + 0.5) * (math.pi / N)), requires_grad)
+    return _window("cosine", M, sym, dtype, layout, device, requires_grad,
+                   lambda n, N, dt: elementwise.sin((n + 0.5) * (math.pi / N)))
 
 
 def exponential(M: int, *, center: float | None = None, tau: float = 1.0, sym: bool = True,
@@ -134,46 +123,42 @@ def exponential(M: int, *, center: float | None = None, tau: float = 1.0, sym: b
                 requires_grad: bool = False) -> Tensor:
     """``exp(-|n - center| / tau)``, centred on the window's middle unless ``center`` is given
     (periodic windows only)."""
-    dt = _checks("exponential", M, dtype, layout)
-    if tau <= 0:
-        raise ValueError(f"Tau must be positive, got: {tau} instead.")
-    if sym and center is not None:
-        raise ValueError("Center must be None for symmetric windows")
-    small = _trivial(M, dt, device, requires_grad)
-    if small is not None:
-        return small
-    n, N = _points(M, sym, dt, device)
-    c = (N - 1) / 2 if center is None else float(center)
-    return _done(elementwise.exp(elementwise.abs(n - c) * (-1.0 / tau)), requires_grad)
+    def check() -> None:
+        if tau <= 0:
+            raise ValueError(f"Tau must be positive, got: {tau} instead.")
+        if sym and center is not None:
+            raise ValueError("Center must be None for symmetric windows")
+
+    def formula(n: Tensor, N: int, dt: Any) -> Tensor:
+        c = (N - 1) / 2 if center is None else float(center)
+        return elementwise.exp(elementwise.abs(n - c) * (-1.0 / tau))
+    return _window("exponential", M, sym, dtype, layout, device, requires_grad, formula, check)
 
 
 def gaussian(M: int, *, std: float = 1.0, sym: bool = True, dtype: Any = None,
              layout: Any = strided, device: Any = None,
              requires_grad: bool = False) -> Tensor:
     """``exp(-(n - (N - 1) / 2)^2 / (2 std^2))``."""
-    dt = _checks("gaussian", M, dtype, layout)
-    if std <= 0:
-        raise ValueError(f"Standard deviation must be positive, got: {std} instead.")
-    small = _trivial(M, dt, device, requires_grad)
-    if small is not None:
-        return small
-    n, N = _points(M, sym, dt, device)
-    z = (n - (N - 1) / 2) * (1.0 / std)
-    return _done(elementwise.exp(z * z * -0.5), requires_grad)
+    def check() -> None:
+        if std <= 0:
+            raise ValueError(f"Standard deviation must be positive, got: {std} instead.")
+
+    def formula(n: Tensor, N: int, dt: Any) -> Tensor:
+        z = (n - (N - 1) / 2) * (1.0 / std)
+        return elementwise.exp(z * z * -0.5)
+    return _window("gaussian", M, sym, dtype, layout, device, requires_grad, formula, check)
 
 
 def kaiser(M: int, *, beta: float = 12.0, sym: bool = True, dtype: Any = None,
            layout: Any = strided, device: Any = None, requires_grad: bool = False) -> Tensor:
     """``I0(beta sqrt(1 - ((n - m) / m)^2)) / I0(beta)``, ``m = (N - 1) / 2``."""
-    dt = _checks("kaiser", M, dtype, layout)
-    if beta < 0:
-        raise ValueError(f"beta must be non-negative, got: {beta} instead.")
-    small = _trivial(M, dt, device, requires_grad)
-    if small is not None:
-        return small
-    n, N = _points(M, sym, dt, device)
-    m = (N - 1) / 2
-    r = (n - m) * (1.0 / m)
-    arg = elementwise.sqrt(elementwise.clamp(1.0 - r * r, min=0.0)) * float(beta)
-    scale = _creation.full((1,), float(beta), dtype=dt, device=device)
-    return _done(i0(arg) / i0(scale), requires_grad)
+    def check() -> None:
+        if beta < 0:
+            raise ValueError(f"beta must be non-negative, got: {beta} instead.")
+
+    def formula(n: Tensor, N: int, dt: Any) -> Tensor:
+        m = (N - 1) / 2
+        r = (n - m) * (1.0 / m)
+        arg = elementwise.sqrt(elementwise.clamp(1.0 - r * r, min=0.0)) * float(beta)
+        return i0(arg) / i0(_creation.full((1,), float(beta), dtype=dt, device=device))
+    return _window("kaiser", M, sym, dtype, layout, device, requires_grad, formula, check)
