@@ -94,7 +94,8 @@ def vmap(func: Callable, in_dims: int | Sequence[int | None] | None = 0,
                 trees.append(None)
                 continue
             leaves, spec = tree_flatten(a)
-            ldims = _leaf_dims(d, a, where)
+            # (an int stands for every leaf: no second walk of the argument)
+            ldims = [d] * len(leaves) if isinstance(d, int) else _leaf_dims(d, a, where)
             trees.append((leaves, spec, ldims))
             for leaf, d in zip(leaves, ldims):
                 if d is None:
