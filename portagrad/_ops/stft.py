@@ -30,10 +30,6 @@ from .rearrange import unfold
 __all__ = ["stft", "istft"]
 
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
-_LEGACY = {"float32": "Float", "float64": "Double", "complex64": "ComplexFloat",
-           "complex128": "ComplexDouble", "float16": "Half", "bfloat16": "BFloat16",
-           "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-           "bool": "Bool"}
 # PyTorch warns once per process when no window is given (a rectangular one is used)
 _WARNED = {"stft": False, "istft": False}
 _NO_WINDOW = {
@@ -63,7 +59,7 @@ def _real_dtype(x: Tensor, window: Tensor | None) -> Any:
 
 def _tname(t: Tensor) -> str:
     """PyTorch's legacy type name in its error messages (``torch.DoubleTensor``)."""
-    return f"torch.{_LEGACY.get(t.dtype.name, t.dtype.name.capitalize())}Tensor"
+    return f"torch.{_dtype.SCALAR_TYPE_NAMES.get(t.dtype.name, t.dtype.name.capitalize())}Tensor"
 
 
 def _opt(v: Any) -> str:
