@@ -13,7 +13,7 @@ import pytest
 import portagrad as pg
 from portagrad import _dtype as D
 from portagrad.backends.interface import View
-from portagrad.backends.numpy import arrays, backend, jit
+from portagrad.backends.numpy import arrays, backend, bf16_dot, jit
 
 pytestmark = pytest.mark.backend_independent
 
@@ -108,6 +108,7 @@ def test_x_at_w_t_through_the_public_api(numba: bool, monkeypatch: pytest.Monkey
     where terms cancel)."""
     if numba and not jit.available():
         pytest.skip("numba not installed (or PORTAGRAD_NUMBA=0)")
+    monkeypatch.setattr(bf16_dot, "_STATE", [None])  # the bfloat16 instruction: test_bf16_dot.py
     if not numba:
         monkeypatch.setattr(jit, "_STATE", [None])
     rng = np.random.default_rng(1)

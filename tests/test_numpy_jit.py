@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import portagrad as pg
-from portagrad.backends.numpy import jit
+from portagrad.backends.numpy import bf16_dot, jit
 from portagrad.backends.numpy.backend import _add_rows
 from portagrad.backends.numpy.special import erf
 
@@ -543,6 +543,7 @@ def test_bfloat16_few_rows_product(mode: str, rows: int, layout: str,
     the weights' bit patterns (both layouts of ``b``: ``W.T`` and row-major) and the blockwise
     widening give every output as one float32 dot product rounded once to bfloat16: within a
     bfloat16 rounding of the float64 product of the same bfloat16 values."""
+    monkeypatch.setattr(bf16_dot, "_STATE", [None])  # the bfloat16 instruction: test_bf16_dot
     calls = []
     kernel = jit.bf16_matmul_rows
     monkeypatch.setattr(jit, "bf16_matmul_rows", lambda *a: calls.append(1) or kernel(*a))

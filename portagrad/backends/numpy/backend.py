@@ -24,7 +24,7 @@ from ..interface import (ARG_REDUCE_OPS, RANDOM_KINDS, REDUCE_OPS, Backend, Devi
                          unknown_op)
 from ..ufuncs import (BINARY_UFUNCS, f16_scalar_is_float32, fit_scalar, half_scalar_operands,
                       is_scalar)
-from . import host_malloc, jit, special
+from . import bf16_dot, host_malloc, jit, special
 from .arrays import BFLOAT16, BFLOAT16_NP, SCRATCH_POOL, is_bf16, nd, scratch, via_f32, widen
 from .activations import ActivationsMixin
 from .attention import AttentionMixin
@@ -221,6 +221,46 @@ def _along_one_axis(o: np.ndarray, axis: int, idx: np.ndarray) -> bool:
     spans every other dimension of ``o``: then a scatter by it writes whole slices."""
     return o.ndim > 0 and all(st == 0 and n == m for k, (st, n, m) in
                               enumerate(zip(idx.strides, idx.shape, o.shape)) if k != axis)
+
+
+#: a batched bfloat16 product runs matrix by matrix on bf16_dot from this many multiply-adds per
+#: matrix (below, one batched float32 product of widened copies costs less than the calls)
+_BF16_DOT_BATCHED_MIN = 1 << 18
+#: ... and from this many rows: fewer keep numba's float32 loops, which read the weights once
+#: too (a decoder at batch 1 is bound by that read) and keep subnormal operands, as PyTorch's
+#: one-row products do (its bfloat16 GEMMs, as this instruction, count them as zero)
+_BF16_DOT_MIN_ROWS = 5
+
+
+def _bf16_dot(a: View, b: View, out: View) -> bool:
+    """bfloat16 ``out = a @ b`` on the CPU's bfloat16 dot-product instruction
+    (:mod:`.bf16_dot`, where it runs): both operands read in place as bfloat16 (no float32
+    copies), ``b`` as the ``W.T`` of a linear layer. A ``b`` whose columns are not contiguous is
+    copied into that layout (half the bytes of a float32 copy). With numba, products of fewer
+    than ``_BF16_DOT_MIN_ROWS`` rows, and those of up to ``_BF16_JIT_ROWS_MAX`` rows whose ``b``
+    would need the copy, are left to :func:`_bf16_few_rows`. False (nothing done) there, where
+    the kernel does not run, or where ``b`` is not bfloat16."""
+    if b.dtype is not BFLOAT16 or not bf16_dot.available():
+        return False
+    aa, bb, oo = nd(a), nd(b), nd(out)
+    batch, M, N = oo.shape
+    K = aa.shape[2]
+    if batch > 1 and M * K * N < _BF16_DOT_BATCHED_MIN:
+        return False
+    if jit.available() and (M < _BF16_DOT_MIN_ROWS
+                            or (bb.strides[1] != 2 and M <= _BF16_JIT_ROWS_MAX)):
+        return False
+    o32 = np.empty((M, N), np.float32)
+    for i in range(batch):
+        am = aa[i if aa.shape[0] > 1 else 0]
+        wm = bb[i if bb.shape[0] > 1 else 0].T
+        if am.strides[1] != 2:
+            am = np.ascontiguousarray(am)
+        if wm.strides[1] != 2:
+            wm = np.ascontiguousarray(wm)
+        bf16_dot.matmul_nt(am.view(np.uint16), wm.view(np.uint16), o32)
+        np.copyto(oo[i], o32, casting="unsafe")  # round to nearest even
+    return True
 
 
 def _bf16_few_rows(a: View, b: View, out: View) -> bool:
@@ -549,7 +589,7 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
 
     def matmul(self, a: View, b: View, out: View) -> None:
         if a.dtype is BFLOAT16:  # accumulates in float32
-            if not _bf16_few_rows(a, b, out):
+            if not (_bf16_dot(a, b, out) or _bf16_few_rows(a, b, out)):
                 via_f32(self.matmul, (2,), a, b, out)
             return
         aa, bb, oo = nd(a), nd(b), nd(out)

@@ -1,0 +1,330 @@
+"""bfloat16 products on the CPU's own bfloat16 dot-product instruction (optional).
+
+CPUs with AVX-512 BF16 (AMD Zen 4 and later, Intel Cooper Lake and Sapphire Rapids and later)
+have ``vdpbf16ps``: 32 bfloat16 pairs multiplied and summed into 16 float32 lanes in one
+instruction, twice the products per instruction of float32 FMAs on widened copies. PyTorch's
+bfloat16 GEMMs use it on such CPUs; numba cannot emit it, so this module writes the kernel in
+LLVM IR and compiles it with llvmlite (installed with numba, the ``fast`` extra) for the host CPU.
+
+:func:`matmul_nt` computes ``out = a @ w.T`` for C-contiguous-by-row bfloat16 ``a`` (M, K) and
+``w`` (N, K) (a linear layer's ``x @ W.T``) into float32: every output one float32 dot product
+over ``K`` (products exact, sums reassociated), rounded to bfloat16 by the caller as on the other
+paths. As in PyTorch on the same instruction, bfloat16 subnormal operands (``|x| < 1.2e-38``) count
+as zero and a subnormal float32 sum is flushed to zero.
+
+Tiles of 4 rows of ``a`` times 3 rows of ``w`` keep twelve accumulators in registers; the loop
+runs over ``w``'s rows outside and ``a``'s inside, so each block of ``w`` is read from memory
+once while ``a`` stays in the cache. The last ``K % 32`` columns are read by masked loads.
+
+The compiled object is kept in ``__pycache__`` beside this file (keyed by the IR, the CPU and
+llvmlite's version), so later processes skip the half-second compilation. :func:`available` is
+False (callers keep their float32 paths) without llvmlite, on a CPU without ``avx512bf16``, with
+``PORTAGRAD_BF16_DOT=0`` or ``PORTAGRAD_NUMBA=0``, or when the compiled kernel fails its check
+against a float64 product.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .jit import build_once
+
+__all__ = ["available", "matmul_nt"]
+
+_STATE: list[Any] = []
+_MB, _NB = 4, 3  # rows of a, rows of w per register tile (12 accumulators + 7 loads of 32)
+_A_BLOCK_BYTES = 1 << 18  # rows of a per call: a block of a stays in the L2 cache
+
+
+class _Emitter:
+    """Lines of one LLVM function: fresh value and label names, allocas hoisted to its entry
+    block (LLVM's mem2reg turns them into registers)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.allocas: list[str] = []
+        self.count = 0
+
+    def value(self, prefix: str = "v") -> str:
+        self.count += 1
+        return f"%{prefix}{self.count}"
+
+    def label(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def slot(self, ty: str, prefix: str) -> str:
+        p = self.value(prefix)
+        self.allocas.append(f"{p} = alloca {ty}, align 64")
+        return p
+
+    def __call__(self, line: str) -> None:
+        self.lines.append("  " + line)
+
+    def start(self, label: str) -> None:
+        self.lines.append(f"{label}:")
+
+    def row_ptr(self, base: str, ty: str, row0: str, i: int, ld: str, col: str) -> str:
+        """``&base[(row0 + i) * ld + col]`` of element type ``ty``."""
+        r, o, o2, p = self.value(), self.value(), self.value(), self.value()
+        self(f"{r} = add i64 {row0}, {i}")
+        self(f"{o} = mul i64 {r}, {ld}")
+        self(f"{o2} = add i64 {o}, {col}")
+        self(f"{p} = getelementptr {ty}, ptr {base}, i64 {o2}")
+        return p
+
+    def loop(self, counter: str, start: str | int, stop: str, step: int,
+             body: Callable[[str], None], after: str) -> None:
+        """``counter = start; while counter + step <= stop: body(counter); counter += step``,
+        then a branch to the label ``after``."""
+        head, inside = self.label("loop"), self.label("body")
+        self(f"store i64 {start}, ptr {counter}")
+        self(f"br label %{head}")
+        self.start(head)
+        v, hi, c = self.value(), self.value(), self.value()
+        self(f"{v} = load i64, ptr {counter}")
+        self(f"{hi} = add i64 {v}, {step}")
+        self(f"{c} = icmp sle i64 {hi}, {stop}")
+        self(f"br i1 {c}, label %{inside}, label %{after}")
+        self.start(inside)
+        body(v)
+        v2, v3 = self.value(), self.value()
+        self(f"{v2} = load i64, ptr {counter}")
+        self(f"{v3} = add i64 {v2}, {step}")
+        self(f"store i64 {v3}, ptr {counter}")
+        self(f"br label %{head}")
+
+
+def _tile(e: _Emitter, mb: int, nb: int, m0: str, n0: str, op: str) -> None:
+    """``out[m0:m0+mb, n0:n0+nb]``: the dot products over K, 32 bfloat16 at a time."""
+    acc = {(i, j): e.slot("<16 x float>", "acc") for i in range(mb) for j in range(nb)}
+    for p in acc.values():
+        e(f"store <16 x float> zeroinitializer, ptr {p}")
+    k_slot = e.slot("i64", "k")
+    head, body, done, tail, reduce = (e.label(x) for x in ("k", "kbody", "kdone", "ktail",
+                                                           "reduce"))
+
+    def step(k: str, masked: bool) -> None:
+        ops = []
+        for rows, base, ld, row0 in ((mb, "%a", "%lda", m0), (nb, "%w", "%ldw", n0)):
+            vals = []
+            for i in range(rows):
+                p = e.row_ptr(base, "i16", row0, i, ld, k)
+                v, b = e.value(), e.value()
+                if masked:  # the last K % 32 columns: zeros past the end add nothing
+                    e(f"{v} = call <32 x i16> @llvm.masked.load.v32i16.p0(ptr {p}, i32 2, "
+                      f"<32 x i1> %mask, <32 x i16> zeroinitializer)")
+                else:
+                    e(f"{v} = load <32 x i16>, ptr {p}, align 2")
+                e(f"{b} = bitcast <32 x i16> {v} to {op}")
+                vals.append(b)
+            ops.append(vals)
+        for (i, j), p in acc.items():
+            x, y = e.value(), e.value()
+            e(f"{x} = load <16 x float>, ptr {p}")
+            e(f"{y} = call <16 x float> @llvm.x86.avx512bf16.dpbf16ps.512(<16 x float> {x}, "
+              f"{op} {ops[0][i]}, {op} {ops[1][j]})")
+            e(f"store <16 x float> {y}, ptr {p}")
+
+    e(f"store i64 0, ptr {k_slot}")
+    e(f"br label %{head}")
+    e.start(head)
+    k, c = e.value(), e.value()
+    e(f"{k} = load i64, ptr {k_slot}")
+    e(f"{c} = icmp slt i64 {k}, %Kv")
+    e(f"br i1 {c}, label %{body}, label %{done}")
+    e.start(body)
+    step(k, False)
+    k2 = e.value()
+    e(f"{k2} = add i64 {k}, 32")
+    e(f"store i64 {k2}, ptr {k_slot}")
+    e(f"br label %{head}")
+    e.start(done)
+    e(f"br i1 %hasrem, label %{tail}, label %{reduce}")
+    e.start(tail)
+    step("%Kv", True)
+    e(f"br label %{reduce}")
+    e.start(reduce)
+    for (i, j), p in acc.items():
+        x, s, col = e.value(), e.value(), e.value()
+        e(f"{x} = load <16 x float>, ptr {p}")
+        e(f"{s} = call reassoc float @llvm.vector.reduce.fadd.v16f32(float -0.0, "
+          f"<16 x float> {x})")
+        e(f"{col} = add i64 {n0}, {j}")
+        e(f"store float {s}, ptr {e.row_ptr('%out', 'float', m0, i, '%ldo', col)}")
+
+
+def _source(op: str) -> str:
+    """The IR of ``bf16_nt(a, lda, w, ldw, out, ldo, M, N, K)``; ``op`` is the instruction's
+    operand type (``<32 x bfloat>`` since LLVM 17ish, ``<16 x i32>`` before)."""
+    e = _Emitter()
+    n_slot = e.slot("i64", "n")
+
+    def rows_of_w(nb: int) -> Callable[[str], None]:
+        def body(n0: str) -> None:
+            m_slot = e.slot("i64", "m")
+            rest, next_ = e.label("mrest"), e.label("mdone")
+            e.loop(m_slot, 0, "%M", _MB, lambda m0: _tile(e, _MB, nb, m0, n0, op), rest)
+            e.start(rest)
+            m = e.value()
+            e(f"{m} = load i64, ptr {m_slot}")
+            e.loop(m_slot, m, "%M", 1, lambda m0: _tile(e, 1, nb, m0, n0, op), next_)
+            e.start(next_)
+        return body
+
+    rest, end = e.label("nrest"), e.label("end")
+    e.loop(n_slot, 0, "%N", _NB, rows_of_w(_NB), rest)
+    e.start(rest)
+    n = e.value()
+    e(f"{n} = load i64, ptr {n_slot}")
+    e.loop(n_slot, n, "%N", 1, rows_of_w(1), end)
+    e.start(end)
+    e("ret void")
+    iota = ", ".join(f"i32 {i}" for i in range(32))
+    return "\n".join([
+        f"declare <16 x float> @llvm.x86.avx512bf16.dpbf16ps.512(<16 x float>, {op}, {op})",
+        "declare <32 x i16> @llvm.masked.load.v32i16.p0(ptr, i32, <32 x i1>, <32 x i16>)",
+        "declare float @llvm.vector.reduce.fadd.v16f32(float, <16 x float>)",
+        "define void @bf16_nt(ptr noalias %a, i64 %lda, ptr noalias %w, i64 %ldw, "
+        "ptr noalias %out, i64 %ldo, i64 %M, i64 %N, i64 %K) {",
+        "entry:",
+        *("  " + a for a in e.allocas),
+        "  %Kv = and i64 %K, -32",
+        "  %rem = sub i64 %K, %Kv",
+        "  %hasrem = icmp ne i64 %rem, 0",
+        "  %rem32 = trunc i64 %rem to i32",
+        "  %remv = insertelement <32 x i32> poison, i32 %rem32, i32 0",
+        "  %rems = shufflevector <32 x i32> %remv, <32 x i32> poison, <32 x i32> zeroinitializer",
+        f"  %mask = icmp ult <32 x i32> <{iota}>, %rems",
+        "  br label %first",
+        "first:",
+        *e.lines,
+        "}",
+    ])
+
+
+_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                              ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                              ctypes.c_int64, ctypes.c_int64)
+
+
+def _cache_path(key: str) -> str:
+    return os.path.join(os.path.dirname(__file__), "__pycache__", f"bf16_dot-{key}.o")
+
+
+def _object_cache(path: str) -> tuple[Callable[[Any, bytes], None], Callable[[Any], bytes | None]]:
+    """llvmlite's object-cache callbacks: the compiled object read from and written to ``path``
+    (a read-only install compiles in every process)."""
+
+    def notify(module: Any, data: bytes) -> None:
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)  # another process may write the same file: whole or nothing
+        except OSError:
+            pass
+
+    def load(module: Any) -> bytes | None:
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except OSError:
+            return None
+    return notify, load
+
+
+def _compile() -> Callable[..., None] | None:
+    """The kernel for this CPU, or None where it cannot run (no llvmlite, no avx512bf16, an LLVM
+    that takes neither operand type, or a wrong answer on the check)."""
+    import llvmlite
+    import llvmlite.binding as llvm  # ImportError without llvmlite: build_once says unavailable
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    features = llvm.get_host_cpu_features()
+    if not features.get("avx512bf16", False):
+        return None
+    cpu, flat = llvm.get_host_cpu_name(), features.flatten()
+    tm = llvm.Target.from_default_triple().create_target_machine(cpu=cpu, features=flat, opt=3)
+    for op in ("<32 x bfloat>", "<16 x i32>"):
+        src = _source(op)
+        try:
+            mod = llvm.parse_assembly(src)
+            mod.verify()
+        except RuntimeError:  # this LLVM wants the instruction's other operand type
+            continue
+        key = hashlib.sha256("\0".join((src, cpu, flat, llvmlite.__version__)).encode()
+                             ).hexdigest()[:20]
+        path = _cache_path(key)
+        if not os.path.exists(path):  # else the cached object is used: no passes, no codegen
+            pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
+            pb.getModulePassManager().run(mod, pb)
+        engine = llvm.create_mcjit_compiler(mod, tm)
+        engine.set_object_cache(*_object_cache(path))
+        engine.finalize_object()
+        fn = _SIGNATURE(engine.get_function_address("bf16_nt"))
+        fn._engine = engine  # type: ignore[attr-defined]  # the code lives as long as the engine
+        return fn if _check(fn) else None
+    return None
+
+
+def _check(fn: Callable[..., None]) -> bool:
+    """Whether the kernel's products equal a float64 product's to float32 rounding (every tile
+    shape and a K that is not a multiple of 32)."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((7, 75)).astype(ml_dtypes.bfloat16)
+    w = rng.standard_normal((5, 75)).astype(ml_dtypes.bfloat16)
+    out = np.empty((7, 5), np.float32)
+    _call(fn, a.view(np.uint16), w.view(np.uint16), out)
+    ref = a.astype(np.float64) @ w.astype(np.float64).T
+    return bool(np.allclose(out, ref, rtol=1e-5, atol=1e-5))
+
+
+def _call(fn: Callable[..., None], a: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
+    M, K = a.shape
+    rows = max(_MB, _A_BLOCK_BYTES // max(1, 2 * K) // _MB * _MB)
+    for m0 in range(0, M, rows):
+        m = min(rows, M - m0)
+        fn(a.ctypes.data + m0 * a.strides[0], a.strides[0] // 2, w.ctypes.data,
+           w.strides[0] // 2, out.ctypes.data + m0 * out.strides[0], out.strides[0] // 4, m,
+           w.shape[0], K)
+
+
+def _kernel() -> Callable[..., None] | None:
+    return build_once(_STATE, _compile, "PORTAGRAD_BF16_DOT")
+
+
+def available() -> bool:
+    """Whether :func:`matmul_nt` runs here (compiled on the first call, then cached)."""
+    return _kernel() is not None
+
+
+def matmul_nt(a: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
+    """``out = a @ w.T``: ``a`` (M, K) and ``w`` (N, K) the uint16 bit patterns of bfloat16
+    arrays whose rows are contiguous (any row stride, a multiple of 2 bytes), ``out`` (M, N)
+    float32 with contiguous rows. Only where :func:`available`."""
+    fn = _kernel()
+    if fn is None:
+        raise RuntimeError("the bfloat16 dot-product kernel is not available here")
+    if a.dtype != np.uint16 or w.dtype != np.uint16 or out.dtype != np.float32:
+        raise TypeError("matmul_nt takes uint16 a and w and a float32 out")
+    if a.ndim != 2 or w.ndim != 2 or out.shape != (a.shape[0], w.shape[0]) \
+            or a.shape[1] != w.shape[1]:
+        raise ValueError(f"matmul_nt: shapes {a.shape} @ {w.shape}.T -> {out.shape} do not match")
+    if out.size == 0:
+        return
+    if a.shape[1] == 0:
+        out[...] = 0
+        return
+    if a.strides[1] != 2 or w.strides[1] != 2 or out.strides[1] != 4:
+        raise ValueError("matmul_nt needs rows that are contiguous")
+    _call(fn, a, w, out)

@@ -1,0 +1,146 @@
+"""bfloat16 products on the CPU's bfloat16 dot-product instruction (``vdpbf16ps``, compiled by
+llvmlite where the CPU has AVX-512 BF16): every output a float32 dot product of the bfloat16
+values (each product exact, the sums in float32), as PyTorch's bfloat16 GEMMs on such CPUs.
+
+Where the instruction is missing (or llvmlite is), the kernel's own tests skip with that reason
+and the public-API tests run the float32 paths they fall back to.
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import portagrad as pg
+from portagrad.backends.numpy import backend, bf16_dot
+
+pytestmark = pytest.mark.backend_independent
+
+BF16 = ml_dtypes.bfloat16
+
+needs_kernel = pytest.mark.skipif(not bf16_dot.available(),
+                                  reason="no AVX-512 BF16 on this CPU, or no llvmlite")
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return a.view(np.uint16)
+
+
+@needs_kernel
+@pytest.mark.parametrize("M,K,N", [(1, 1, 1), (4, 32, 3), (5, 31, 7), (7, 75, 5), (9, 64, 10),
+                                   (13, 100, 4), (64, 768, 37), (3, 33, 2), (300, 40, 3)])
+def test_every_tile_and_column_tail(M: int, K: int, N: int) -> None:
+    """Tiles of 4 x 3 with rows of either operand left over, K below, at and past a multiple of
+    32 (the last columns read by masked loads): within float32 summation error of float64."""
+    rng = np.random.default_rng(M * 1000 + K * 10 + N)
+    a = rng.standard_normal((M, K)).astype(BF16)
+    w = rng.standard_normal((N, K)).astype(BF16)
+    out = np.full((M, N), np.nan, np.float32)
+    bf16_dot.matmul_nt(_bits(a), _bits(w), out)
+    want = a.astype(np.float64) @ w.astype(np.float64).T
+    scale = np.abs(a.astype(np.float64)) @ np.abs(w.astype(np.float64)).T
+    assert np.all(np.abs(out - want) <= 2.0 ** -22 * K * scale + 1e-30)
+
+
+@needs_kernel
+def test_row_strides_and_a_block_of_rows_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows of a wider array (a row stride that is not K) and an ``a`` taller than one block of
+    rows (several calls, each at its offset)."""
+    monkeypatch.setattr(bf16_dot, "_A_BLOCK_BYTES", 256)  # 4 rows of K = 40 per call
+    rng = np.random.default_rng(3)
+    big_a = rng.standard_normal((23, 50)).astype(BF16)
+    big_w = rng.standard_normal((11, 60)).astype(BF16)
+    a, w = big_a[:, 3:43], big_w[:, 10:50]
+    big_out = np.zeros((23, 20), np.float32)
+    out = big_out[:, 5:16]
+    bf16_dot.matmul_nt(_bits(a), _bits(w), out)
+    want = a.astype(np.float64) @ w.astype(np.float64).T
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    assert not big_out[:, :5].any() and not big_out[:, 16:].any()  # nothing outside out
+
+
+@needs_kernel
+def test_infinities_and_nans_propagate() -> None:
+    a = np.zeros((5, 40), BF16)
+    a[0, 0] = np.inf
+    a[1, 39] = np.nan  # in the masked tail
+    a[2, 1] = 1
+    w = np.zeros((3, 40), BF16)
+    w[0, 0] = 1
+    w[1, 1] = -np.inf
+    out = np.empty((5, 3), np.float32)
+    bf16_dot.matmul_nt(_bits(a), _bits(w), out)
+    assert out[0, 0] == np.inf  # inf * 1
+    assert np.isnan(out[0, 1])  # inf * 0 + 0 * -inf
+    assert np.isnan(out[1]).all()  # nan * 0
+    assert out[2, 1] == -np.inf
+    assert np.isnan(out[3:, 1]).all()  # 0 * -inf
+    assert (out[3:, [0, 2]] == 0).all() and out[2, 0] == 0 and out[2, 2] == 0
+
+
+@needs_kernel
+def test_empty_and_zero_length_products() -> None:
+    out = np.full((3, 4), 7, np.float32)
+    bf16_dot.matmul_nt(np.zeros((3, 0), np.uint16), np.zeros((4, 0), np.uint16), out)
+    assert (out == 0).all()
+    bf16_dot.matmul_nt(np.zeros((0, 5), np.uint16), np.zeros((4, 5), np.uint16),
+                       np.empty((0, 4), np.float32))
+
+
+@needs_kernel
+def test_bad_operands_are_refused() -> None:
+    a, w = np.zeros((2, 8), np.uint16), np.zeros((3, 8), np.uint16)
+    with pytest.raises(TypeError, match="uint16"):
+        bf16_dot.matmul_nt(a.astype(np.float32), w, np.empty((2, 3), np.float32))
+    with pytest.raises(ValueError, match=r"\(2, 8\) @ \(3, 7\)"):
+        bf16_dot.matmul_nt(a, w[:, :7], np.empty((2, 3), np.float32))
+    with pytest.raises(ValueError, match="contiguous"):
+        bf16_dot.matmul_nt(np.zeros((2, 16), np.uint16)[:, ::2], w, np.empty((2, 3), np.float32))
+
+
+def test_switched_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bf16_dot, "_STATE", [])
+    monkeypatch.setenv("PORTAGRAD_BF16_DOT", "0")
+    assert not bf16_dot.available()
+    with pytest.raises(RuntimeError, match="not available"):
+        bf16_dot.matmul_nt(np.zeros((1, 1), np.uint16), np.zeros((1, 1), np.uint16),
+                           np.empty((1, 1), np.float32))
+
+
+@pytest.mark.parametrize("shape_a,shape_b,transpose_b", [
+    ((8, 768), (3072, 768), True),  # a decoder step at batch 8: x @ W.T
+    ((40, 96), (96, 300), False),  # b's columns not contiguous: a bfloat16 copy, then the kernel
+    ((3, 12, 50), (3, 50, 20), False),  # batched, matrix by matrix
+    ((2, 6, 200), (200, 300), False),  # b broadcast over the batch
+    ((2, 200), (300, 200), True),  # 2 rows: numba's loop where installed
+])
+def test_public_matmul_is_the_rounded_float32_product(shape_a, shape_b, transpose_b) -> None:
+    """Whichever path runs, each output is the float32 product of the bfloat16 values rounded
+    once to bfloat16: within a bfloat16 step of numpy's float32 product (or a float32 sum's
+    error where terms cancel)."""
+    rng = np.random.default_rng(sum(shape_a) + sum(shape_b))
+    x = pg.tensor(rng.standard_normal(shape_a), dtype=pg.bfloat16)
+    w = pg.tensor(rng.standard_normal(shape_b), dtype=pg.bfloat16)
+    b = w.transpose(-1, -2) if transpose_b else w
+    got = (x @ b)
+    assert got.dtype is pg.bfloat16
+    want = (x.float().numpy() @ b.float().numpy()).astype(BF16).astype(np.float64)
+    g = got.float().numpy().astype(np.float64)
+    tol = 2.0 ** -7 * np.abs(want) + 1e-5 * np.abs(want).max()
+    assert np.all(np.abs(g - want) <= tol)
+
+
+@needs_kernel
+def test_the_backend_takes_the_kernel_for_a_decoder_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """x @ W.T of 8 rows runs on the instruction, not on float32 copies (a wrong answer from
+    the fallback would pass the test above, so the path is checked here)."""
+    calls = []
+    real = bf16_dot.matmul_nt
+    monkeypatch.setattr(bf16_dot, "matmul_nt", lambda *a: calls.append(1) or real(*a))
+    x = pg.randn(8, 64, dtype=pg.bfloat16)
+    w = pg.randn(100, 64, dtype=pg.bfloat16)
+    y = x @ w.T
+    assert calls == [1]
+    np.testing.assert_allclose(y.float().numpy(), (x.float() @ w.float().T).numpy(),
+                               rtol=2.0 ** -7, atol=1e-3)
+    assert backend._BF16_DOT_MIN_ROWS <= 8
