@@ -30,7 +30,7 @@ def _bits(a: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("M,K,N", [(1, 1, 1), (4, 32, 3), (5, 31, 7), (7, 75, 5), (9, 64, 10),
                                    (13, 100, 4), (64, 768, 37), (3, 33, 2), (300, 40, 3)])
 def test_every_tile_and_column_tail(M: int, K: int, N: int) -> None:
-    """Tiles of 4 x 3 with rows of either operand left over, K below, at and past a multiple of
+    """Tiles of 4 x 4 with rows of either operand left over, K below, at and past a multiple of
     32 (the last columns read by masked loads): within float32 summation error of float64."""
     rng = np.random.default_rng(M * 1000 + K * 10 + N)
     a = rng.standard_normal((M, K)).astype(BF16)
