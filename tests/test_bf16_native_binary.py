@@ -1,5 +1,6 @@
-"""bfloat16 add/sub/mul/div/maximum/minimum on the cpu device run ml_dtypes' own loops instead of
-float32 copies: bit for bit the float32 result rounded once (NaN for NaN), over every bfloat16
+"""bfloat16 add/sub/mul/div/maximum/minimum on the cpu device run ml_dtypes' own loops (with
+numba, add/sub/mul/div of tensors from 1024 elements a one-pass loop over the bit patterns)
+instead of float32 copies: bit for bit the float32 result rounded once (NaN for NaN), over every bfloat16
 bit pattern against random partners and with Python scalars that are exactly bfloat16 (others
 keep the float32 path: a bfloat16 loop would round the scalar first)."""
 from __future__ import annotations
@@ -81,3 +82,31 @@ def test_routing(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (x + 0.1).float().tolist() == [1.1015625] * 8 and calls == ["add"] * 3
     monkeypatch.setitem(nb._BF16_UFUNCS, "mul", lambda *a, **k: calls.append("mul"))
     assert (x * 0.1).float().tolist() == [0.10009765625] * 8 and "mul" not in calls
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+def test_row_broadcast_and_in_place(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bias of one row against (B, T, N) activations, the row on either side, and the
+    in-place form (``out`` is the first operand): with numba the one-pass loop over the bit
+    patterns (checked to be the path taken), bit for bit the float32 result rounded once."""
+    from portagrad.backends.numpy import jit
+    calls: list[str] = []
+    if jit.available():
+        real = jit.bf16_binary_rows
+        monkeypatch.setattr(jit, "bf16_binary_rows",
+                            lambda o, *a: calls.append(o) or real(o, *a))
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 40, 64)).astype(BFLOAT16_NP)
+    row = rng.standard_normal(64).astype(BFLOAT16_NP)
+    row[:3] = [0.0, np.inf, np.nan]
+    tx = pg.tensor(x.astype(np.float32)).to(pg.bfloat16)
+    tr = pg.tensor(row.astype(np.float32)).to(pg.bfloat16)
+    _same(getattr(pg, op)(tx, tr).view(pg.int16).numpy().view(BFLOAT16_NP),
+          _reference(op, x, row[None, None]))
+    _same(getattr(pg, op)(tr, tx).view(pg.int16).numpy().view(BFLOAT16_NP),
+          _reference(op, row[None, None], x))
+    y = tx.clone()
+    getattr(y, op + "_")(tr)
+    _same(y.view(pg.int16).numpy().view(BFLOAT16_NP), _reference(op, x, row[None, None]))
+    if jit.available():
+        assert calls == [op] * 3

@@ -17,7 +17,7 @@ __all__ = ["erf32", "gelu32", "gelu32_backward", "index_add_rows", "philox_unifo
            "layer_norm_rows", "layer_norm_backward_rows", "softmax_rows32",
            "softmax_backward_rows", "cross_entropy_rows", "cross_entropy_backward_rows",
            "keep_or_zero", "plane_scatter_add", "batch_norm_backward_planes",
-           "bf16_rows_nt", "bf16_rows_nn"]
+           "bf16_rows_nt", "bf16_rows_nn", "bf16_binary_rows"]
 
 _F = np.float32
 
@@ -411,6 +411,45 @@ def keep_or_zero(cond: Any, a: Any, out: Any) -> None:
     zero = a.dtype.type(0)
     for i in range(a.size):
         out[i] = a[i] if cond[i] else zero
+
+
+@_jit()
+def bf16_binary_rows(op: int, a: Any, b: Any, out: Any) -> None:
+    # out (R, N) = a op b over bfloat16 bit patterns (uint16, C-contiguous), a and b of R rows or
+    # of one row (broadcast): each element computed in float32 from the widened operands and
+    # rounded once to the nearest even bfloat16 (ml_dtypes' rule); op 0 add, 1 sub, 2 mul, 3 div
+    R, N = out.shape
+    buf = np.empty(N, np.float32)
+    bits = buf.view(np.uint32)
+    one_a, one_b = a.shape[0] == 1, b.shape[0] == 1
+    for r in range(R):
+        ar = a[0] if one_a else a[r]
+        br = b[0] if one_b else b[r]
+        if op == 0:
+            for j in range(N):
+                buf[j] = (_bits_as_f32(np.uint32(ar[j]) << 16)
+                          + _bits_as_f32(np.uint32(br[j]) << 16))
+        elif op == 1:
+            for j in range(N):
+                buf[j] = (_bits_as_f32(np.uint32(ar[j]) << 16)
+                          - _bits_as_f32(np.uint32(br[j]) << 16))
+        elif op == 2:
+            for j in range(N):
+                buf[j] = (_bits_as_f32(np.uint32(ar[j]) << 16)
+                          * _bits_as_f32(np.uint32(br[j]) << 16))
+        else:
+            for j in range(N):
+                buf[j] = (_bits_as_f32(np.uint32(ar[j]) << 16)
+                          / _bits_as_f32(np.uint32(br[j]) << 16))
+        o = out[r]
+        for j in range(N):
+            u = bits[j]
+            # round to nearest even by adding 0x7FFF plus the kept part's lowest bit (a carry
+            # into the exponent is the right rounding, up to infinity); a NaN stays a quiet NaN
+            rounded = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+            quiet = (u >> np.uint32(16)) | np.uint32(0x40)
+            o[j] = np.uint16(quiet if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+                             else rounded)
 
 
 @_jit()

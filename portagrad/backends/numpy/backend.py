@@ -198,6 +198,10 @@ _BF16_JIT_MIN = 1 << 16
 _BF16_BLOCK = 1 << 18
 
 
+#: from this many elements bfloat16 add/sub/mul/div of two tensors take numba's loop (below it
+#: ml_dtypes' per-element loop costs less than numba's call)
+_BF16_JIT_BINARY_MIN = 1024
+
 # bfloat16 ops whose ml_dtypes loop computes in float32 and rounds once (bit for bit the result
 # of float32 copies, measured faster from one element to millions)
 _BF16_UFUNCS = {op: BINARY_UFUNCS[op] for op in ("add", "sub", "mul", "div", "maximum", "minimum")}
@@ -482,6 +486,11 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
             if a.__class__ is not View or b.__class__ is not View:
                 a, b = half_scalar_operands(op, a, b, "bfloat16")
             f = _BF16_UFUNCS.get(op)
+            if (f is not None and a.__class__ is View and b.__class__ is View and od is BFLOAT16
+                    and a.dtype is BFLOAT16 and b.dtype is BFLOAT16
+                    and out.numel >= _BF16_JIT_BINARY_MIN and jit.available()
+                    and jit.bf16_binary_rows(op, nd(a), nd(b), nd(out))):
+                return  # (numba: the same float32 sums, rounded once, in one vectorised pass)
             if f is not None and od is BFLOAT16 and _bf16_exact(a) and _bf16_exact(b):
                 # ml_dtypes' own loops: each element computed in float32 and rounded once, as
                 # the float32 copies below would, without the copies

@@ -29,6 +29,9 @@ loops replace whole-array numpy compositions on the cpu device:
 - :func:`bf16_matmul_rows`: a float32 ``(M, K)`` times a bfloat16 ``(K, N)`` (a decoder's weights,
   few rows ``M``), the weights widened a cache-sized block at a time inside the loop: the product
   reads 2 bytes per weight, where widening then calling BLAS moved 10.
+- :func:`bf16_binary_rows`: add, sub, mul and div of bfloat16 arrays (a bias or residual add of a
+  bfloat16 model) over their bit patterns, in float32 and rounded once as ml_dtypes' loops do,
+  about 8x faster than those loops from a few thousand elements.
 - :func:`index_add_rows`: ``out[index[i]] += src[i]`` row by row, in the order of ``index`` (as
   ``np.add.at``, so the sums are the same), for embedding gradients.
 
@@ -42,7 +45,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["available", "batch_norm_backward_planes", "bf16_matmul_rows", "build_once",
+__all__ = ["available", "batch_norm_backward_planes", "bf16_binary_rows", "bf16_matmul_rows",
+           "build_once",
            "cross_entropy_backward_rows",
            "cross_entropy_rows", "erf32", "gelu32", "gelu32_backward", "keep_or_zero",
            "plane_scatter_add",
@@ -208,6 +212,40 @@ def batch_norm_backward_planes(g: np.ndarray, x: np.ndarray, w: np.ndarray | Non
     t = x.dtype.type
     _kernel("batch_norm_backward_planes")(g, x, x[0, 0] if w is None else w, w is not None, mu,
                                           r, t(x.shape[0] * x.shape[2]), o, sg, sgx)
+
+
+_BF16_BINARY_OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3}
+
+
+def _bf16_rows(x: np.ndarray, o: np.ndarray) -> np.ndarray | None:
+    """``x`` (broadcast to ``o``'s shape) as ``(R, N)`` or ``(1, N)`` uint16 rows of ``o``'s
+    ``(R, N)`` (``N`` its last dimension): a C-contiguous ``x`` of ``o``'s shape, or one
+    contiguous row broadcast over every other dimension (a bias); None otherwise."""
+    n = o.shape[-1]
+    if x.shape == o.shape and x.flags.c_contiguous:
+        return x.reshape(-1, n).view(np.uint16)
+    if x.ndim and x.shape[-1] == n and (n == 1 or x.strides[-1] == x.itemsize):
+        lead = x.shape[:-1]
+        strides = x.strides[:-1]
+        if all(st == 0 or k == 1 for st, k in zip(strides, lead)):
+            return x[(0,) * (x.ndim - 1)].reshape(1, n).view(np.uint16)
+    return None
+
+
+def bf16_binary_rows(op: str, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
+    """``out = a op b`` (``op`` add, sub, mul or div) of bfloat16 arrays, each element computed in
+    float32 and rounded once to bfloat16 (bit for bit ml_dtypes' loops, NaN payloads aside), in
+    one vectorised pass: ``out`` C-contiguous of at least one dimension, ``a`` and ``b`` of its
+    shape and C-contiguous, or one row broadcast over the others. False (nothing done) for
+    other operands or ops."""
+    code = _BF16_BINARY_OPS.get(op)
+    if code is None or out.ndim == 0 or out.size == 0 or not out.flags.c_contiguous:
+        return False
+    ra, rb = _bf16_rows(a, out), _bf16_rows(b, out)
+    if ra is None or rb is None:
+        return False
+    _kernel("bf16_binary_rows")(code, ra, rb, out.reshape(-1, out.shape[-1]).view(np.uint16))
+    return True
 
 
 def bf16_matmul_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
