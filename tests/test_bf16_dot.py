@@ -1,6 +1,7 @@
 """bfloat16 products on the CPU's bfloat16 dot-product instruction (``vdpbf16ps``, compiled by
 llvmlite where the CPU has AVX-512 BF16): every output a float32 dot product of the bfloat16
-values (each product exact, the sums in float32), as PyTorch's bfloat16 GEMMs on such CPUs.
+values (each product exact, the sums in float32) rounded once to the nearest even bfloat16, as
+PyTorch's bfloat16 GEMMs on such CPUs.
 
 Where the instruction is missing (or llvmlite is), the kernel's own tests skip with that reason
 and the public-API tests run the float32 paths they fall back to.
@@ -26,20 +27,51 @@ def _bits(a: np.ndarray) -> np.ndarray:
     return a.view(np.uint16)
 
 
+def _value(out: np.ndarray) -> np.ndarray:
+    return out.view(BF16).astype(np.float64)
+
+
+def _within_one_rounding(out: np.ndarray, want: np.ndarray, scale: np.ndarray, K: int) -> bool:
+    """Half a bfloat16 step of the result plus the float32 sum's error bound."""
+    err = 2.0 ** -22 * K * scale + 1e-30
+    return bool(np.all(np.abs(_value(out) - want) <= 2.0 ** -8 * (np.abs(want) + err) + err))
+
+
 @needs_kernel
 @pytest.mark.parametrize("M,K,N", [(1, 1, 1), (4, 32, 3), (5, 31, 7), (7, 75, 5), (9, 64, 10),
                                    (13, 100, 4), (64, 768, 37), (3, 33, 2), (300, 40, 3)])
 def test_every_tile_and_column_tail(M: int, K: int, N: int) -> None:
     """Tiles of 4 x 4 with rows of either operand left over, K below, at and past a multiple of
-    32 (the last columns read by masked loads): within float32 summation error of float64."""
+    32 (the last columns read by masked loads): the float64 product within half a bfloat16
+    step and the float32 summation error."""
     rng = np.random.default_rng(M * 1000 + K * 10 + N)
     a = rng.standard_normal((M, K)).astype(BF16)
     w = rng.standard_normal((N, K)).astype(BF16)
-    out = np.full((M, N), np.nan, np.float32)
+    out = np.full((M, N), 0x7FC0, np.uint16)  # NaN: every output must be written
     bf16_dot.matmul_nt(_bits(a), _bits(w), out)
     want = a.astype(np.float64) @ w.astype(np.float64).T
     scale = np.abs(a.astype(np.float64)) @ np.abs(w.astype(np.float64)).T
-    assert np.all(np.abs(out - want) <= 2.0 ** -22 * K * scale + 1e-30)
+    assert _within_one_rounding(out, want, scale, K)
+
+
+@needs_kernel
+def test_rounds_to_nearest_even_once() -> None:
+    """Sums that fall exactly between two bfloat16 values round to the even one; one just past
+    the middle rounds away; a sum past bfloat16's largest finite rounds to infinity."""
+    a = np.zeros((4, 2), BF16)
+    a[:, 0] = 1
+    w = np.zeros((4, 2), BF16)
+    w[:, 0] = 1
+    w[:, 1] = [2.0 ** -8, 3 * 2.0 ** -8, 2.0 ** -8 + 2.0 ** -15, 0]  # 1 + w[:, 1] * a[:, 1]
+    a[:, 1] = 1
+    out = np.empty((4, 4), np.uint16)
+    bf16_dot.matmul_nt(_bits(a), _bits(w), out)
+    # 1 + 2^-8 (a tie) -> 1 (even); 1 + 3 * 2^-8 (a tie) -> 1 + 2^-6 (even); just past -> up
+    np.testing.assert_array_equal(_value(out)[0], [1, 1 + 2.0 ** -6, 1 + 2.0 ** -7, 1])
+    big = np.full((1, 2), 3.3e38, BF16)
+    out1 = np.empty((1, 1), np.uint16)
+    bf16_dot.matmul_nt(_bits(big), _bits(np.ones((1, 2), BF16)), out1)
+    assert _value(out1)[0, 0] == np.inf
 
 
 @needs_kernel
@@ -51,11 +83,11 @@ def test_row_strides_and_a_block_of_rows_at_a_time(monkeypatch: pytest.MonkeyPat
     big_a = rng.standard_normal((23, 50)).astype(BF16)
     big_w = rng.standard_normal((11, 60)).astype(BF16)
     a, w = big_a[:, 3:43], big_w[:, 10:50]
-    big_out = np.zeros((23, 20), np.float32)
+    big_out = np.zeros((23, 20), np.uint16)
     out = big_out[:, 5:16]
     bf16_dot.matmul_nt(_bits(a), _bits(w), out)
     want = a.astype(np.float64) @ w.astype(np.float64).T
-    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_value(out), want, rtol=2.0 ** -8, atol=1e-5)
     assert not big_out[:, :5].any() and not big_out[:, 16:].any()  # nothing outside out
 
 
@@ -68,8 +100,9 @@ def test_infinities_and_nans_propagate() -> None:
     w = np.zeros((3, 40), BF16)
     w[0, 0] = 1
     w[1, 1] = -np.inf
-    out = np.empty((5, 3), np.float32)
-    bf16_dot.matmul_nt(_bits(a), _bits(w), out)
+    out16 = np.empty((5, 3), np.uint16)
+    bf16_dot.matmul_nt(_bits(a), _bits(w), out16)
+    out = _value(out16)
     assert out[0, 0] == np.inf  # inf * 1
     assert np.isnan(out[0, 1])  # inf * 0 + 0 * -inf
     assert np.isnan(out[1]).all()  # nan * 0
@@ -80,22 +113,24 @@ def test_infinities_and_nans_propagate() -> None:
 
 @needs_kernel
 def test_empty_and_zero_length_products() -> None:
-    out = np.full((3, 4), 7, np.float32)
+    out = np.full((3, 4), 7, np.uint16)
     bf16_dot.matmul_nt(np.zeros((3, 0), np.uint16), np.zeros((4, 0), np.uint16), out)
     assert (out == 0).all()
     bf16_dot.matmul_nt(np.zeros((0, 5), np.uint16), np.zeros((4, 5), np.uint16),
-                       np.empty((0, 4), np.float32))
+                       np.empty((0, 4), np.uint16))
 
 
 @needs_kernel
 def test_bad_operands_are_refused() -> None:
     a, w = np.zeros((2, 8), np.uint16), np.zeros((3, 8), np.uint16)
     with pytest.raises(TypeError, match="uint16"):
-        bf16_dot.matmul_nt(a.astype(np.float32), w, np.empty((2, 3), np.float32))
+        bf16_dot.matmul_nt(a.astype(np.float32), w, np.empty((2, 3), np.uint16))
+    with pytest.raises(TypeError, match="uint16"):
+        bf16_dot.matmul_nt(a, w, np.empty((2, 3), np.float32))
     with pytest.raises(ValueError, match=r"\(2, 8\) @ \(3, 7\)"):
-        bf16_dot.matmul_nt(a, w[:, :7], np.empty((2, 3), np.float32))
+        bf16_dot.matmul_nt(a, w[:, :7], np.empty((2, 3), np.uint16))
     with pytest.raises(ValueError, match="contiguous"):
-        bf16_dot.matmul_nt(np.zeros((2, 16), np.uint16)[:, ::2], w, np.empty((2, 3), np.float32))
+        bf16_dot.matmul_nt(np.zeros((2, 16), np.uint16)[:, ::2], w, np.empty((2, 3), np.uint16))
 
 
 def test_switched_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,7 +139,7 @@ def test_switched_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> Non
     assert not bf16_dot.available()
     with pytest.raises(RuntimeError, match="not available"):
         bf16_dot.matmul_nt(np.zeros((1, 1), np.uint16), np.zeros((1, 1), np.uint16),
-                           np.empty((1, 1), np.float32))
+                           np.empty((1, 1), np.uint16))
 
 
 @pytest.mark.parametrize("shape_a,shape_b,transpose_b", [

@@ -254,7 +254,6 @@ def _bf16_dot(a: View, b: View, out: View) -> bool:
     if jit.available() and (M < _BF16_DOT_MIN_ROWS
                             or (bb.strides[1] != 2 and M <= _BF16_JIT_ROWS_MAX)):
         return False
-    o32 = np.empty((M, N), np.float32)
     for i in range(batch):
         am = aa[i if aa.shape[0] > 1 else 0]
         wm = bb[i if bb.shape[0] > 1 else 0].T
@@ -262,8 +261,13 @@ def _bf16_dot(a: View, b: View, out: View) -> bool:
             am = np.ascontiguousarray(am)
         if wm.strides[1] != 2:
             wm = np.ascontiguousarray(wm)
-        bf16_dot.matmul_nt(am.view(np.uint16), wm.view(np.uint16), o32)
-        np.copyto(oo[i], o32, casting="unsafe")  # round to nearest even
+        om = oo[i].view(np.uint16)
+        if om.strides[1] == 2:
+            bf16_dot.matmul_nt(am.view(np.uint16), wm.view(np.uint16), om)
+        else:
+            o16 = np.empty((M, N), np.uint16)
+            bf16_dot.matmul_nt(am.view(np.uint16), wm.view(np.uint16), o16)
+            om[...] = o16
     return True
 
 

@@ -6,11 +6,11 @@ instruction, twice the products per instruction of float32 FMAs on widened copie
 bfloat16 GEMMs use it on such CPUs; numba cannot emit it, so this module writes the kernel in
 LLVM IR and compiles it with llvmlite (installed with numba, the ``fast`` extra) for the host CPU.
 
-:func:`matmul_nt` computes ``out = a @ w.T`` for C-contiguous-by-row bfloat16 ``a`` (M, K) and
-``w`` (N, K) (a linear layer's ``x @ W.T``) into float32: every output one float32 dot product
-over ``K`` (products exact, sums reassociated), rounded to bfloat16 by the caller as on the other
-paths. As in PyTorch on the same instruction, bfloat16 subnormal operands (``|x| < 1.2e-38``) count
-as zero and a subnormal float32 sum is flushed to zero.
+:func:`matmul_nt` computes ``out = a @ w.T`` for bfloat16 ``a`` (M, K) and ``w`` (N, K) with
+contiguous rows (a linear layer's ``x @ W.T``) into bfloat16: every output one float32 dot
+product over ``K`` (products exact, sums reassociated) rounded once to the nearest even, the
+rule of the other paths. As in PyTorch on the same instruction, bfloat16 subnormal operands
+(``|x| < 1.2e-38``) count as zero and a subnormal float32 sum is flushed to zero.
 
 Tiles of 4 rows of ``a`` times 4 rows of ``w`` keep sixteen accumulators in registers (eight
 loads of 32 bfloat16 per sixteen instructions; 4 x 3 and 6 x 3 measured slower); the loop
@@ -157,11 +157,26 @@ def _tile(e: _Emitter, mb: int, nb: int, m0: str, n0: str, op: str) -> None:
         e(f"{s} = call reassoc float @llvm.vector.reduce.fadd.v16f32(float -0.0, "
           f"<16 x float> {x})")
         e(f"{col} = add i64 {n0}, {j}")
-        e(f"store float {s}, ptr {e.row_ptr('%out', 'float', m0, i, '%ldo', col)}")
+        # rounded to the nearest even bfloat16: add 0x7FFF plus the kept part's lowest bit (a
+        # carry into the exponent is the right rounding, up to infinity); a NaN stays quiet
+        u, hi, lsb, t, t2, r, mag, nan, q, sel, h = (e.value() for _ in range(11))
+        e(f"{u} = bitcast float {s} to i32")
+        e(f"{hi} = lshr i32 {u}, 16")
+        e(f"{lsb} = and i32 {hi}, 1")
+        e(f"{t} = add i32 {u}, 32767")
+        e(f"{t2} = add i32 {t}, {lsb}")
+        e(f"{r} = lshr i32 {t2}, 16")
+        e(f"{mag} = and i32 {u}, 2147483647")
+        e(f"{nan} = icmp ugt i32 {mag}, 2139095040")
+        e(f"{q} = or i32 {hi}, 64")
+        e(f"{sel} = select i1 {nan}, i32 {q}, i32 {r}")
+        e(f"{h} = trunc i32 {sel} to i16")
+        e(f"store i16 {h}, ptr {e.row_ptr('%out', 'i16', m0, i, '%ldo', col)}")
 
 
 def _source(op: str) -> str:
-    """The IR of ``bf16_nt(a, lda, w, ldw, out, ldo, M, N, K)``; ``op`` is the instruction's
+    """The IR of ``bf16_nt(a, lda, w, ldw, out, ldo, M, N, K)`` (every pointer to 16-bit
+elements, every leading dimension in elements); ``op`` is the instruction's
     operand type (``<32 x bfloat>`` since LLVM 17ish, ``<16 x i32>`` before)."""
     e = _Emitter()
     n_slot = e.slot("i64", "n")
@@ -277,17 +292,18 @@ def _compile() -> Callable[..., None] | None:
 
 
 def _check(fn: Callable[..., None]) -> bool:
-    """Whether the kernel's products equal a float64 product's to float32 rounding (every tile
+    """Whether the kernel's products equal a float64 product's to bfloat16 rounding (every tile
     shape and a K that is not a multiple of 32)."""
     import ml_dtypes
 
     rng = np.random.default_rng(0)
     a = rng.standard_normal((7, 75)).astype(ml_dtypes.bfloat16)
     w = rng.standard_normal((5, 75)).astype(ml_dtypes.bfloat16)
-    out = np.empty((7, 5), np.float32)
+    out = np.empty((7, 5), np.uint16)
     _call(fn, a.view(np.uint16), w.view(np.uint16), out)
     ref = a.astype(np.float64) @ w.astype(np.float64).T
-    return bool(np.allclose(out, ref, rtol=1e-5, atol=1e-5))
+    got = out.view(ml_dtypes.bfloat16).astype(np.float64)
+    return bool(np.allclose(got, ref, rtol=2.0 ** -8, atol=1e-5))
 
 
 def _call(fn: Callable[..., None], a: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
@@ -296,7 +312,7 @@ def _call(fn: Callable[..., None], a: np.ndarray, w: np.ndarray, out: np.ndarray
     for m0 in range(0, M, rows):
         m = min(rows, M - m0)
         fn(a.ctypes.data + m0 * a.strides[0], a.strides[0] // 2, w.ctypes.data,
-           w.strides[0] // 2, out.ctypes.data + m0 * out.strides[0], out.strides[0] // 4, m,
+           w.strides[0] // 2, out.ctypes.data + m0 * out.strides[0], out.strides[0] // 2, m,
            w.shape[0], K)
 
 
@@ -310,14 +326,14 @@ def available() -> bool:
 
 
 def matmul_nt(a: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
-    """``out = a @ w.T``: ``a`` (M, K) and ``w`` (N, K) the uint16 bit patterns of bfloat16
-    arrays whose rows are contiguous (any row stride, a multiple of 2 bytes), ``out`` (M, N)
-    float32 with contiguous rows. Only where :func:`available`."""
+    """``out = a @ w.T`` rounded to bfloat16: ``a`` (M, K), ``w`` (N, K) and ``out`` (M, N) the
+    uint16 bit patterns of bfloat16 arrays whose rows are contiguous (any row stride, a multiple
+    of 2 bytes). Only where :func:`available`."""
     fn = _kernel()
     if fn is None:
         raise RuntimeError("the bfloat16 dot-product kernel is not available here")
-    if a.dtype != np.uint16 or w.dtype != np.uint16 or out.dtype != np.float32:
-        raise TypeError("matmul_nt takes uint16 a and w and a float32 out")
+    if a.dtype != np.uint16 or w.dtype != np.uint16 or out.dtype != np.uint16:
+        raise TypeError("matmul_nt takes the uint16 bit patterns of bfloat16 a, w and out")
     if a.ndim != 2 or w.ndim != 2 or out.shape != (a.shape[0], w.shape[0]) \
             or a.shape[1] != w.shape[1]:
         raise ValueError(f"matmul_nt: shapes {a.shape} @ {w.shape}.T -> {out.shape} do not match")
@@ -326,6 +342,6 @@ def matmul_nt(a: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
     if a.shape[1] == 0:
         out[...] = 0
         return
-    if a.strides[1] != 2 or w.strides[1] != 2 or out.strides[1] != 4:
+    if a.strides[1] != 2 or w.strides[1] != 2 or out.strides[1] != 2:
         raise ValueError("matmul_nt needs rows that are contiguous")
     _call(fn, a, w, out)
