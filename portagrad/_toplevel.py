@@ -60,6 +60,10 @@ def _inplace_function(name: str) -> Callable[..., Tensor]:
 
     def fn(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         if not isinstance(input, Tensor):
+            # a sparse tensor carries its own version (the hook, looked up on this path only)
+            hook = getattr(type(input), "_sparse_op", None)
+            if hook is not None:
+                return hook(name, method, input, *args, **kwargs)
             raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
                             f"{type(input).__name__}")
         return method(input, *args, **kwargs)

@@ -15,7 +15,7 @@ from ..autograd.grad_mode import _flags
 from .. import errors
 
 __all__ = ["call", "NULL_CTX", "check_same_device", "broadcast_shapes", "to_scalar", "is_scalar",
-           "prepare_binary", "refuse_bool", "type_name"]
+           "prepare_binary", "refuse_bool", "type_name", "sparse_fallback"]
 
 
 class _NullCtx:
@@ -94,6 +94,19 @@ def to_scalar(x: Any, dtype: _dtype.dtype) -> Any:
     return int(x)
 
 
+class SparseOperandError(NotImplementedError, TypeError):
+    """A binary op given a sparse operand, which it has no kernel for: to its caller a
+    ``NotImplementedError`` naming the op (as PyTorch); a ``TypeError`` (prepare_binary's
+    error) to the ops that catch it to hand the sparse operand over (``add``, ``mul`` ...)."""
+
+
+def _refuse_sparse(op: str, a: Any, b: Any) -> None:
+    """The error path of :func:`prepare_binary`: refuse a sparse operand by name."""
+    if any(getattr(type(x), "_sparse_op", None) is not None for x in (a, b)):
+        raise SparseOperandError(f"{op} is not supported for tensors with "
+                                 f"layout=portagrad.sparse_coo")
+
+
 def prepare_binary(a: Any, b: Any, op: str, float_only: bool = False
                    ) -> tuple[Any, Any, _dtype.dtype]:
     """Reconcile two operands: device check, dtype promotion, broadcasting (differentiably).
@@ -113,15 +126,18 @@ def prepare_binary(a: Any, b: Any, op: str, float_only: bool = False
         dt = a._v.dtype if a._v.dtype is b._v.dtype else _dtype.result_type(a, b)
     elif ta:
         if not is_scalar(b):
+            _refuse_sparse(op, a, b)
             raise TypeError(f"{op}(): unsupported operand type {type(b).__name__} (expected a "
                             f"Tensor or a number)")
         dt = _dtype.result_type(a, b)
     elif tb:
         if not is_scalar(a):
+            _refuse_sparse(op, a, b)
             raise TypeError(f"{op}(): unsupported operand type {type(a).__name__} (expected a "
                             f"Tensor or a number)")
         dt = _dtype.result_type(a, b)
     else:
+        _refuse_sparse(op, a, b)
         raise TypeError(f"{op}(): expected at least one Tensor operand")
     if float_only and not (dt.is_floating_point or dt.is_complex):
         dt = _dtype.get_default_dtype()
@@ -142,6 +158,21 @@ def prepare_binary(a: Any, b: Any, op: str, float_only: bool = False
         if b._v.shape != shape:
             b = b.expand(shape)
     return a, b, dt
+
+
+def sparse_fallback(name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """The failure path of top-level op ``name`` (``fn``), called from its ``except``: where an
+    operand (the first two arguments, or an element of a first-argument list: ``cat``) is a
+    sparse tensor, which carries the ``_sparse_op`` hook, that layout's result (or its error);
+    otherwise the exception being handled, re-raised. The dense path never comes here."""
+    first = args[0] if args else None
+    cands = (*args[:2], *first) if isinstance(first, (list, tuple)) else args[:2]
+    for a in cands:
+        # (looked up on the type: a proxy's __getattr__ must not answer for it)
+        hook = getattr(type(a), "_sparse_op", None)
+        if hook is not None:
+            return hook(name, fn, *args, **kwargs)
+    raise  # (called inside an ``except`` block: re-raises the exception it handles)
 
 
 def type_name(d: _dtype.dtype) -> str:

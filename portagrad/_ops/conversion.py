@@ -21,7 +21,7 @@ from ..autograd.function import Function
 from ..backends.interface import decline_complex
 from ..autograd.grad_mode import _flags, _no_grad
 from ..autograd.inplace import check_inplace, check_no_overlap, fit_result, inplace, overwritten
-from ._common import call, to_scalar
+from ._common import call, sparse_fallback, to_scalar
 from .shape import expand
 
 __all__ = ["to", "clone", "contiguous", "unaliased", "copy_", "inplace", "fit_result", "type_as",
@@ -168,7 +168,10 @@ class _Clone(Function):
 
 def clone(x: Tensor, memory_format: Any = None) -> Tensor:
     """A copy with its own storage (recorded: gradients flow back to ``x``)."""
-    return call(_Clone, x)
+    try:
+        return call(_Clone, x)
+    except AttributeError:  # not a dense tensor: a sparse one (its own clone), or re-raised
+        return sparse_fallback("clone", clone, x)
 
 
 def unaliased(out: Tensor, input: Tensor) -> Tensor:

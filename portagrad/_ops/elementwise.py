@@ -16,7 +16,7 @@ from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _flags, _no_grad, is_grad_enabled
 from ._common import (NULL_CTX, call, check_same_device, is_scalar, prepare_binary, refuse_bool,
-                      refuse_complex, to_scalar)
+                      refuse_complex, sparse_fallback, to_scalar)
 from . import complexnum
 from .conversion import _TYPE_NAMES, fit_result, inplace, to, write_out
 from .shape import sum_to_shape, view_dtype
@@ -258,7 +258,10 @@ def add(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) ->
     """``input + alpha * other`` with broadcasting."""
     if alpha != 1 or isinstance(alpha, (bool, np.bool_)):
         alpha, other = _alpha(input, other, alpha)
-    a, b, _ = prepare_binary(input, other, "add")
+    try:
+        a, b, _ = prepare_binary(input, other, "add")
+    except TypeError:  # a sparse operand (already times alpha), or a bad one
+        return sparse_fallback("add", add, input, other, out=out)
     return _out(call(_Add, a, b), out, "add", (input, other))
 
 
@@ -274,7 +277,10 @@ def sub(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) ->
                            "operator instead.")
     if alpha != 1 or isinstance(alpha, (bool, np.bool_)):
         alpha, other = _alpha(input, other, alpha)
-    a, b, _ = prepare_binary(input, other, "sub")
+    try:
+        a, b, _ = prepare_binary(input, other, "sub")
+    except TypeError:  # a sparse operand (already times alpha), or a bad one
+        return sparse_fallback("sub", sub, input, other, out=out)
     return _out(call(_Sub, a, b), out, "sub", (input, other))
 
 
@@ -340,7 +346,10 @@ def rsub(input: Any, other: Any, alpha: Any = 1) -> Tensor:
 
 def mul(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
     """Elementwise product."""
-    a, b, _ = prepare_binary(input, other, "mul")
+    try:
+        a, b, _ = prepare_binary(input, other, "mul")
+    except TypeError:  # a sparse operand, or a bad one
+        return sparse_fallback("mul", mul, input, other, out=out)
     return _out(call(_Mul, a, b), out, "mul", (input, other))
 
 
@@ -351,12 +360,18 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Tensor
         _differentiable: bool = True) -> Tensor:
     """Division: true (``None``), ``"trunc"`` or ``"floor"`` rounding."""
     if rounding_mode is None:
-        a, b, _ = prepare_binary(input, other, "div", float_only=True)
+        try:
+            a, b, _ = prepare_binary(input, other, "div", float_only=True)
+        except TypeError:  # a sparse operand, or a bad one
+            return sparse_fallback("div", div, input, other, out=out)
         return _out(call(_Div, a, b), out, "div", (input, other))
     if rounding_mode not in ("trunc", "floor"):
         raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                          f"found '{rounding_mode}'")
-    a, b, dt = prepare_binary(input, other, "div")
+    try:
+        a, b, dt = prepare_binary(input, other, "div")
+    except TypeError:  # a sparse operand, or a bad one
+        return sparse_fallback("div", div, input, other, rounding_mode=rounding_mode, out=out)
     refuse_bool("floor_divide" if rounding_mode == "floor" else "div_trunc", dt)
     if not dt.is_floating_point:
         a, b = _wrap_int(a, dt), _wrap_int(b, dt)
@@ -512,7 +527,10 @@ def pow(input: Any, exponent: Any, *, out: Tensor | None = None) -> Tensor:
         return _out(pow(input, exponent), out, "pow", (input, exponent))
     if _AUTOCAST.on and (_ac_out := _autocast_call("pow", pow, input, exponent=exponent)) is not _SKIP:
         return _ac_out
-    a, b, dt = prepare_binary(input, exponent, "pow")
+    try:
+        a, b, dt = prepare_binary(input, exponent, "pow")
+    except TypeError:  # a sparse operand, or a bad one
+        return sparse_fallback("pow", pow, input, exponent)
     if dt is _dtype.bool and isinstance(a, Tensor) and not isinstance(b, Tensor):
         # as PyTorch: a bool tensor to a bool scalar power is x (True) or all True (False)
         return a.clone() if b else _raw.fill(_raw.new_like(a), True)
@@ -684,15 +702,21 @@ def logical_not(input: Tensor, *, out: Tensor | None = None) -> Tensor:
 
 
 def isnan(input: Tensor) -> Tensor:
-    if not (input.dtype.is_floating_point or input.dtype.is_complex):
-        return _raw.fill(_raw.new_like(input, dtype=_dtype.bool), False)
-    return _raw.unary("isnan", input, _dtype.bool)
+    try:
+        if not (input.dtype.is_floating_point or input.dtype.is_complex):
+            return _raw.fill(_raw.new_like(input, dtype=_dtype.bool), False)
+        return _raw.unary("isnan", input, _dtype.bool)
+    except AttributeError:  # not a dense tensor: a sparse one (its values), or re-raised
+        return sparse_fallback("isnan", isnan, input)
 
 
 def isinf(input: Tensor) -> Tensor:
-    if not (input.dtype.is_floating_point or input.dtype.is_complex):
-        return _raw.fill(_raw.new_like(input, dtype=_dtype.bool), False)
-    return _raw.unary("isinf", input, _dtype.bool)
+    try:
+        if not (input.dtype.is_floating_point or input.dtype.is_complex):
+            return _raw.fill(_raw.new_like(input, dtype=_dtype.bool), False)
+        return _raw.unary("isinf", input, _dtype.bool)
+    except AttributeError:  # not a dense tensor: a sparse one (its values), or re-raised
+        return sparse_fallback("isinf", isinf, input)
 
 
 def isfinite(input: Tensor) -> Tensor:
@@ -702,8 +726,11 @@ def isfinite(input: Tensor) -> Tensor:
 def signbit(input: Tensor) -> Tensor:
     """Whether the sign bit is set: true for -0.0 and for a NaN with its sign bit set (as
     PyTorch; no comparison sees the sign of a NaN, so the bits are read as an integer)."""
-    if not input._v.dtype.is_floating_point:
-        return lt(input, 0)
+    try:
+        if not input._v.dtype.is_floating_point:
+            return lt(input, 0)
+    except AttributeError:  # not a dense tensor: a sparse one (its values), or re-raised
+        return sparse_fallback("signbit", signbit, input)
     bits = {2: _dtype.int16, 4: _dtype.int32, 8: _dtype.int64}[input._v.dtype.itemsize]
     with _no_grad():
         return lt(view_dtype(input.detach().contiguous(), bits), 0)
@@ -802,6 +829,10 @@ def _make_unary(name: str, op: str, grad: Any, save: str = "input", float_only: 
             return _out(fn(input), out, name, (input,),
                         dtype_rule="cast" if float_only else "same")
         if not isinstance(input, Tensor):
+            # (a sparse tensor carries its own version: the hook, looked up on this path only)
+            hook = getattr(type(input), "_sparse_op", None)
+            if hook is not None:
+                return hook(name, fn, input)
             raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
         if _AUTOCAST.on and (_ac_out := _autocast_call(name, fn, input)) is not _SKIP:
             return _ac_out
@@ -1183,7 +1214,10 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
         return input.clone()
     posinf = float(info.max) if posinf is None else posinf
     neginf = float(info.min) if neginf is None else neginf
-    out = _where(isnan(input), nan, input)
+    try:
+        out = _where(isnan(input), nan, input)
+    except TypeError:  # a sparse input (isnan gave a sparse mask: where refuses it), or re-raised
+        return sparse_fallback("nan_to_num", nan_to_num, input, nan, posinf, neginf)
     out = _where(logical_and(isinf(out), gt(out, 0)), posinf, out)
     return _where(logical_and(isinf(out), lt(out, 0)), neginf, out)
 

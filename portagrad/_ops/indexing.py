@@ -22,7 +22,8 @@ from .._shape import broadcast_shapes, check_unique_dims, dim_size, wrap_dim, wr
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ._advanced import advanced_getitem, advanced_setitem
-from ._common import call, check_same_device, prepare_binary, to_scalar, type_name
+from ._common import (call, check_same_device, prepare_binary, sparse_fallback, to_scalar,
+                      type_name)
 from ._gather import _Gather, _span, check_index_range, linear_index, scatter_into_zeros
 from .shape import as_strided, basic_index, expand, reshape
 
@@ -198,7 +199,10 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
         raise IndexError("index_select(): Index is supposed to be a vector")
     if isinstance(index, Tensor) and index.dtype not in (_dtype.int64, _dtype.int32):
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
-    index = _as_index(index, input)
+    try:
+        index = _as_index(index, input)
+    except AttributeError:  # not a dense tensor: a sparse one (its own), or re-raised
+        return sparse_fallback("index_select", index_select, input, dim, index)
     if index.dim() > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     index = reshape(index, (-1,))

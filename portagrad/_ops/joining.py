@@ -13,7 +13,7 @@ from .. import _creation, _dtype, _raw
 from .._shape import require_dims, wrap_dim, wrap_dim_no_scalar
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._common import call, check_same_device, to_scalar
+from ._common import call, check_same_device, sparse_fallback, to_scalar
 from .conversion import _TYPE_NAMES, unaliased, write_out
 from .indexing import index_select, where
 from .shape import expand, narrow, reshape, unsqueeze
@@ -75,7 +75,10 @@ def cat(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -
     ts = [t for _, t in kept]
     ref = ts[0]
     for i, t in kept:
-        check_same_device(ref, t, "cat")
+        try:
+            check_same_device(ref, t, "cat")
+        except AttributeError:  # not dense tensors: sparse ones (their own cat), or re-raised
+            return sparse_fallback("cat", cat, tensors, dim, out=out)
         if t.dim() != ref.dim():
             raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.dim()} and "
                                f"{t.dim()}")

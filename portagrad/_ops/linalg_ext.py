@@ -19,6 +19,7 @@ from .._shape import wrap_dim
 from .._tensor import Tensor
 from ..autograd.grad_mode import _no_grad
 from . import complexnum, elementwise, reduction, shape
+from ._common import sparse_fallback
 from .indexing import where
 from .matmul import matmul
 from .spectral import eigh, eigvalsh, svd, svdvals
@@ -257,7 +258,10 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
             raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
                                f"{' '.join(str(d) for d in dims)}")
         return spectral_norm(x, "nuc", (dims[0], dims[1]), keepdim)
-    return reduction.norm(input, p, dim, keepdim, dtype)
+    try:
+        return reduction.norm(input, p, dim, keepdim, dtype)
+    except (AttributeError, NotImplementedError):  # a sparse input (its own norm), or re-raised
+        return sparse_fallback("norm", norm, input, p, dim, keepdim, dtype)
 
 
 def nuclear_norm(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:

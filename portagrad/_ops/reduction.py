@@ -13,7 +13,7 @@ from .._shape import wrap_dim, wrap_dims
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _flags
-from ._common import call, refuse_complex, to_scalar
+from ._common import call, refuse_complex, sparse_fallback, to_scalar
 from ._gather import scatter_into_zeros
 from . import complexnum
 from .conversion import write_out, write_out_pair
@@ -91,8 +91,11 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = N
         return _ac_out
     dim = _all_if_empty(dim)
     axes = wrap_dims(dim, input.dim())
-    return call(_Sum if dim is not None else _SumAll, input, axes, keepdim,
-                _sum_dtype(input, dtype))
+    try:
+        return call(_Sum if dim is not None else _SumAll, input, axes, keepdim,
+                    _sum_dtype(input, dtype))
+    except AttributeError:  # not a dense tensor: a sparse one (its own sum), or re-raised
+        return sparse_fallback("sum", sum, input, dim, keepdim, dtype=dtype)
 
 
 def refuse_complex_nansum(input: Tensor, dtype: Any = None) -> None:

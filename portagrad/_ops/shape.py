@@ -15,7 +15,7 @@ from .._shape import (check_unique_dims, compute_view_strides, infer_size, maybe
                       wrap_dim, wrap_dim_no_scalar)
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._common import call
+from ._common import call, sparse_fallback
 from ._gather import as_strided_scatter_add, linear_index
 
 __all__ = [
@@ -219,9 +219,10 @@ def permute(x: Tensor, *dims: Any) -> Tensor:
     dims_t = tuple(wrap_dim(d, n) for d in dims_t)
     if len(set(dims_t)) != n:
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    if dims_t == tuple(range(n)):
+    try:
         return call(_Permute, x, dims_t)
-    return call(_Permute, x, dims_t)
+    except AttributeError:  # not a dense tensor: a sparse one (its own permute), or re-raised
+        return sparse_fallback("permute", permute, x, dims_t)
 
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
@@ -233,7 +234,10 @@ def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     d0, d1 = wrap_dim(dim0, n), wrap_dim(dim1, n)
     dims = list(range(n))
     dims[d0], dims[d1] = dims[d1], dims[d0]
-    return call(_Permute, x, tuple(dims))
+    try:
+        return call(_Permute, x, tuple(dims))
+    except AttributeError:  # not a dense tensor: a sparse one (its own transpose), or re-raised
+        return sparse_fallback("transpose", transpose, x, dim0, dim1)
 
 
 def adjoint(x: Tensor) -> Tensor:
@@ -309,7 +313,10 @@ def squeeze(x: Tensor, dim: Any = None) -> Tensor:
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     """Insert a size-1 dimension at ``dim``."""
     d = wrap_dim(dim, x.dim() + 1)
-    shape = x._v.shape[:d] + (1,) + x._v.shape[d:]
+    try:
+        shape = x._v.shape[:d] + (1,) + x._v.shape[d:]
+    except AttributeError:  # not a dense tensor: a sparse one (its own unsqueeze), or re-raised
+        return sparse_fallback("unsqueeze", unsqueeze, x, dim)
     return call(_Reshape, x, shape, True)
 
 

@@ -11,6 +11,7 @@ operation and the layout.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -285,6 +286,78 @@ class SparseCooTensor:
         size[d0], size[d1] = size[d1], size[d0]
         return SparseCooTensor(idx, self._val, size, d0 == d1 and self._coalesced)
 
+    def permute(self, *dims: Any) -> SparseCooTensor:
+        """The dimensions reordered (the sparse ones among themselves; dense ones stay)."""
+        order = list(dims[0]) if len(dims) == 1 and isinstance(dims[0], (list, tuple)) \
+            else list(dims)
+        n, sd = self.dim(), self.sparse_dim()
+        if len(order) != n:
+            raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input "
+                               f"does not match the length of the desired ordering of dimensions "
+                               f"i.e. input.dim() = {n} is not equal to len(dims) = {len(order)}")
+        order = [wrap_dim(d, n) for d in order]
+        if len(set(order)) != n:
+            raise RuntimeError("permute(): duplicate dims are not allowed.")
+        if any(order[k] != k for k in range(sd, n)):
+            _refuse("permute of a dense dimension")
+        idx = index_select(self._idx, 0, _creation.tensor(order[:sd], dtype=_dtype.int64,
+                                                            device=self._idx.device))
+        same = order == list(range(n))
+        return SparseCooTensor(idx, self._val, [self._size[d] for d in order],
+                               same and self._coalesced)
+
+    def unsqueeze(self, dim: int) -> SparseCooTensor:
+        """A size-1 dimension inserted at ``dim``: a sparse one (a row of zero indices) among
+        or after the sparse dimensions, else a dense one (in the values)."""
+        d = wrap_dim(dim, self.dim() + 1)
+        sd = self.sparse_dim()
+        size = list(self._size[:d]) + [1] + list(self._size[d:])
+        if d <= sd:
+            zero = _creation.zeros((1, self._nnz()), dtype=_dtype.int64, device=self._idx.device)
+            idx = cat([self._idx[:d], zero, self._idx[d:]], 0)
+            return SparseCooTensor(idx, self._val, size, False)
+        return SparseCooTensor(self._idx, self._val.unsqueeze(d - sd + 1), size, False)
+
+    def index_select(self, dim: int, index: Tensor) -> SparseCooTensor:
+        """The slices at ``index`` along ``dim``: along a sparse dimension, for each position
+        of ``index`` in turn the entries at it (in their order), renumbered."""
+        d = wrap_dim(dim, self.dim())
+        if not isinstance(index, Tensor) or index.dim() > 1:
+            raise IndexError("index_select(): Index is supposed to be a vector")
+        if index.dtype not in (_dtype.int64, _dtype.int32):
+            raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+        index = index.reshape((-1,)).to(device=self._idx.device, dtype=_dtype.int64)
+        n = self._size[d]
+        lo, hi = (int(index.amin().item()), int(index.amax().item())) if index.numel() else (0, 0)
+        if lo < -n or hi >= n:
+            raise IndexError(f"index_select(): index contains {hi if hi >= n else lo} that is "
+                             f"out of range for tensor of size {list(self._size)} at "
+                             f"dimension {d}")
+        index = elementwise.remainder(index, n) if n else index
+        sd = self.sparse_dim()
+        size = list(self._size)
+        size[d] = index.shape[0]
+        if d >= sd:  # a dense dimension: the same entries, their values' slices picked
+            return SparseCooTensor(self._idx, index_select(self._val, d - sd + 1, index), size,
+                                   self._coalesced)
+        with _no_grad():
+            hit = nonzero(elementwise.eq(index.unsqueeze(1), self._idx[d].unsqueeze(0)))
+            k, entry = hit[:, 0], hit[:, 1]
+            idx = index_select(self._idx, 1, entry)
+            idx[d] = k
+        return SparseCooTensor(idx, index_select(self._val, 0, entry), size, False)
+
+    def nan_to_num(self, nan: Any = 0.0, posinf: Any = None, neginf: Any = None
+                   ) -> SparseCooTensor:  # (numbers: ``float`` here is this class's method)
+        """NaN and infinities of the stored values replaced (see ``portagrad.nan_to_num``)."""
+        c = self.coalesce()
+        return SparseCooTensor(c._idx, c._val.nan_to_num(nan, posinf, neginf), self._size, True)
+
+    @staticmethod
+    def _sparse_op(name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        # the hook the top-level functions look up on their failure path (see _toplevel_op)
+        return _toplevel_op(name, fn, *args, **kwargs)
+
     # ------------------------------------------------------------------ arithmetic
     def _scaled(self, factor: Any, op: Any) -> SparseCooTensor:
         if isinstance(factor, Tensor) and factor.dim() != 0:
@@ -384,7 +457,8 @@ class SparseCooTensor:
     def sub(self, other: Any, *, alpha: Any = 1) -> Any:
         """Sparse - ``alpha`` * sparse (see :meth:`add`)."""
         if not isinstance(other, SparseCooTensor):
-            raise RuntimeError("sub(sparse, dense) is not supported. Use sub(dense, sparse) "
+            # (PyTorch's subtraction is its addition: the message names add)
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
                                "instead.")
         return self.add(other, alpha=-alpha)
 
@@ -435,8 +509,10 @@ class SparseCooTensor:
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False,
              dtype: Any = None) -> Tensor:
         """The ``p``-norm of all elements (duplicates summed first): a dense 0-D tensor."""
-        if dim is not None:
-            _refuse("norm over dimensions")
+        if dim is not None and sorted(wrap_dim(d, self.dim()) for d in (
+                (dim,) if isinstance(dim, int) else dim)) != list(range(self.dim())):
+            raise RuntimeError("norm_sparse currently only supports full reductions, so 'dim' "
+                               "must either be empty or contain all dimensions of the input")
         val = self.coalesce()._val
         if dtype is not None:
             val = val.to(dtype)
@@ -503,10 +579,36 @@ class SparseCooTensor:
                                       f"tensors support to_dense, coalesce, indices, values, "
                                       f"mm/matmul, sum, norm, add/sub of sparse tensors, mul by "
                                       f"a number, a dense or a sparse tensor, div by a number)")
+        if not name.startswith("__"):  # a dense tensor's internals: a dense op got this tensor
+            raise SparseLayoutError(f"{_public_caller()} is not supported for tensors with "
+                             f"layout=portagrad.sparse_coo ('SparseCooTensor' object has no "
+                             f"attribute '{name}')")
         raise AttributeError(f"'SparseCooTensor' object has no attribute '{name}'")
 
     def __getitem__(self, key: Any) -> Any:
         _refuse("indexing")
+
+    def _compare(self, other: Any) -> Any:
+        return _refuse("comparison")
+
+    __lt__ = __le__ = __gt__ = __ge__ = _compare
+
+
+class SparseLayoutError(NotImplementedError, AttributeError):
+    """A dense op reached for a dense tensor's internals on a sparse tensor: to its caller a
+    ``NotImplementedError`` naming the op; still an ``AttributeError`` to code that probes a
+    tensor's internals (``getattr(x, "_storage", None)``)."""
+
+
+def _public_caller() -> str:
+    """The name of the portagrad function the user called (the outermost portagrad frame of
+    the stack; computed on the error path only)."""
+    frame = sys._getframe(2)
+    name = "this operation"
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("portagrad."):
+        name = frame.f_code.co_name
+        frame = frame.f_back  # type: ignore[assignment]
+    return name
 
 
 def _repr_part(t: Tensor, column: int) -> str:
@@ -849,3 +951,175 @@ def sparse_sum(input: Any, dim: Any = None, dtype: Any = None) -> Any:
         return val.sum(0)
     idx = index_select(input._idx, 0, _creation.tensor(keep, device=input._idx.device))
     return SparseCooTensor(idx, val, size).coalesce()
+
+
+# ---------------------------------------------------------------------- the top-level functions
+# A top-level function (``portagrad.sqrt(s)``, ``portagrad.cat([s, s])``) meets a sparse tensor
+# only on its failure path (a dense op reaching for a dense tensor's internals, or refusing an
+# operand that is not a Tensor): there it looks up the ``_sparse_op`` hook (see
+# ``_common.sparse_fallback``), which lands in :func:`_toplevel_op`. The dense hot path never
+# checks for a sparse operand.
+
+# unary functions with f(0) == 0: on a sparse tensor they act on the stored values (PyTorch
+# supports these, and refuses the others: exp, cos, log ... would make every unstored zero
+# nonzero)
+_ZERO_PRESERVING = frozenset({
+    "abs", "asin", "asinh", "atan", "atanh", "ceil", "deg2rad", "erf", "erfinv", "expm1",
+    "floor", "frac", "isinf", "isnan", "log1p", "rad2deg", "relu", "round", "sgn", "sign",
+    "signbit", "sin", "sinh", "sqrt", "tan", "tanh", "trunc"})
+# ops linear in the values: duplicate entries may stay apart (the result keeps the coalesced
+# state); a nonlinear f needs the duplicates summed first (f(a + b) != f(a) + f(b))
+_LINEAR = frozenset({"neg", "negative"})
+
+
+def _unary(name: str, fn: Any, input: SparseCooTensor, *args: Any, **kwargs: Any
+           ) -> SparseCooTensor:
+    """``fn`` (a zero-preserving elementwise function) of the stored values."""
+    if kwargs.get("out") is not None:
+        _refuse(f"{name}(out=...)")
+    kwargs.pop("out", None)
+    src = input if name in _LINEAR else input.coalesce()
+    return SparseCooTensor(src._idx, fn(src._val, *args, **kwargs), input._size, src._coalesced)
+
+
+def _binary(name: str, fn: Any, input: Any, other: Any, **kwargs: Any) -> Any:
+    """add / sub / mul / div / pow with a sparse operand, as PyTorch: sparse (op) sparse and
+    sparse (op) number are sparse, dense +/- sparse is dense, sparse * dense keeps the sparse
+    entries; the rest is refused."""
+    if kwargs.get("out") is not None:
+        _refuse(f"{name}(out=...)")
+    alpha = kwargs.get("alpha", 1)
+    sparse_in = isinstance(input, SparseCooTensor)
+    if name in ("add", "sub"):
+        if sparse_in:
+            return input.add(other, alpha=alpha) if name == "add" else input.sub(other,
+                                                                                 alpha=alpha)
+        if isinstance(input, Tensor):  # dense (op) sparse: dense
+            other._dense_operand(input)
+            return fn(input, other.to_dense(), alpha=alpha)
+    elif name == "mul":
+        return input.mul(other) if sparse_in else other.mul(input)
+    elif name == "div":
+        if sparse_in and not isinstance(other, SparseCooTensor) and not (
+                isinstance(other, Tensor) and other.dim() != 0):
+            mode = kwargs.get("rounding_mode")
+            if mode is None:
+                return input.div(other)
+            return _unary(name, fn, input, other, rounding_mode=mode)
+        shape = list(other.shape) if hasattr(other, "shape") else []
+        raise RuntimeError(f"Sparse division requires a scalar or zero-dim dense tensor divisor "
+                           f"(got shape {shape} for divisor)")
+    elif name == "pow" and sparse_in and not isinstance(other, (Tensor, SparseCooTensor)):
+        if other == 0:
+            raise RuntimeError("pow: cannot raise to zeroth power on sparse tensor; it would "
+                               "make the result tensor dense")
+        return _unary(name, fn, input, other)
+    return _refuse(f"{name} with these operands")
+
+
+def _sum(fn: Any, input: SparseCooTensor, dim: Any = None, keepdim: bool = False, *,
+         dtype: Any = None, out: Any = None) -> Any:
+    if out is not None:
+        _refuse("sum(out=...)")
+    res = sparse_sum(input, dim, dtype)
+    if keepdim and dim is not None and isinstance(res, SparseCooTensor):
+        for d in sorted(wrap_dim(d, input.dim()) for d in ((dim,) if isinstance(dim, int)
+                                                           else dim)):
+            res = res.unsqueeze(d)
+    return res
+
+
+def _norm(fn: Any, input: SparseCooTensor, p: Any = "fro", dim: Any = None,
+          keepdim: bool = False, dtype: Any = None) -> Tensor:
+    return input.norm(p, dim, keepdim, dtype)
+
+
+def _cat(fn: Any, tensors: Sequence[Any], dim: int = 0, *, out: Any = None) -> SparseCooTensor:
+    """Sparse tensors concatenated along a sparse dimension (their entries together, the
+    indices of each shifted past the ones before it)."""
+    if out is not None:
+        _refuse("cat(out=...)")
+    for k, t in enumerate(tensors):
+        if not isinstance(t, SparseCooTensor):
+            raise RuntimeError(f"Concatenating sparse tensors, but a dense tensor was found at "
+                               f"position {k}.")
+    ref = tensors[0]
+    d = wrap_dim(dim, ref.dim())
+    sd = ref.sparse_dim()
+    if d >= sd:
+        _refuse("cat along a dense dimension")
+    for k, t in enumerate(tensors):
+        if t.dim() != ref.dim() or t.sparse_dim() != sd or any(
+                t.shape[j] != ref.shape[j] for j in range(ref.dim()) if j != d):
+            raise RuntimeError(f"concatenating sparse tensors: the tensor at position {k} has "
+                               f"size {list(t.shape)} (sparse_dim {t.sparse_dim()}), expected "
+                               f"{list(ref.shape)} (sparse_dim {sd}) except in dimension {d}")
+    dt = ref.dtype
+    for t in tensors[1:]:
+        dt = _dtype.promote_types(dt, t.dtype)
+    idxs, offset = [], 0
+    shift = _creation.zeros((sd, 1), dtype=_dtype.int64, device=ref._idx.device)
+    for t in tensors:
+        shift[d, 0] = offset
+        idxs.append(t._idx + shift)
+        offset += t.shape[d]
+    size = list(ref.shape)
+    size[d] = offset
+    return SparseCooTensor(cat(idxs, 1), cat([t._val.to(dt) for t in tensors], 0), size, False)
+
+
+def _linear_op(fn: Any, input: Any, weight: Any, bias: Any = None) -> Any:
+    """``F.linear`` with a sparse weight: ``input @ weight.T``, dense (no bias, as PyTorch)."""
+    if not isinstance(weight, SparseCooTensor) or bias is not None:
+        raise RuntimeError("addmm_sparse_dense: expected either 'mat1' to have sparse layout and "
+                           "'mat2' to have strided layout, got 'mat1' with layout Strided and "
+                           "'mat2' with layout Sparse")
+    # as (weight @ input^T)^T: the leaf is the weight itself, whose gradient is then dense
+    # (PyTorch's, as for torch.mm)
+    if input.dim() == 1:
+        return _product(weight, input, True, True)
+    rows = input.reshape((-1, input.shape[-1]))
+    out = _product(weight, rows.transpose(0, 1), False, True).transpose(0, 1)
+    return out.reshape(tuple(input.shape[:-1]) + (weight.shape[0],))
+
+
+def _unary_inplace(name: str, method: Any, input: SparseCooTensor, *args: Any, **kwargs: Any
+                   ) -> SparseCooTensor:
+    """``portagrad.sqrt_(s)``...: the dense in-place ``method`` on the stored values (of a
+    coalesced tensor only, unless the op is linear, as PyTorch)."""
+    if name[:-1] not in _LINEAR and not input._coalesced:
+        raise RuntimeError(f"{name} requires coalesced input")
+    method(input._val, *args, **kwargs)
+    return input
+
+
+def _method(name: str) -> Any:
+    """The top-level form of a method of :class:`SparseCooTensor` (``fn`` unused)."""
+    def op(fn: Any, input: SparseCooTensor, *args: Any, **kwargs: Any) -> Any:
+        return getattr(input, name)(*args, **kwargs)
+    return op
+
+
+_TOPLEVEL: dict[str, Any] = {
+    "sum": _sum, "norm": _norm, "cat": _cat, "linear": _linear_op,
+    "clone": _method("clone"), "t": _method("t"), "transpose": _method("transpose"),
+    "permute": _method("permute"), "unsqueeze": _method("unsqueeze"),
+    "index_select": _method("index_select"), "nan_to_num": _method("nan_to_num"),
+}
+
+
+def _toplevel_op(name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Top-level function ``name`` (its dense implementation ``fn``) called with a sparse
+    operand: this layout's result, or ``NotImplementedError`` naming the function."""
+    impl = _TOPLEVEL.get(name)
+    if impl is not None:
+        return impl(fn, *args, **kwargs)
+    if name in _ZERO_PRESERVING or name in _LINEAR:
+        return _unary(name, fn, *args, **kwargs)
+    if name in ("add", "sub", "mul", "div", "pow"):
+        return _binary(name, fn, *args, **kwargs)
+    if name.endswith("_") and (name[:-1] in _ZERO_PRESERVING or name[:-1] in _LINEAR):
+        return _unary_inplace(name, fn, *args, **kwargs)
+    if name == "zero_":
+        return args[0].zero_()
+    return _refuse(name)

@@ -19,7 +19,7 @@ from .. import _creation, _dtype
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import _no_grad
-from ._common import call
+from ._common import call, sparse_fallback
 from . import complexnum, elementwise
 from .elementwise import _float_input
 from .indexing import where
@@ -79,7 +79,10 @@ def _unary(name: str, node: str, fwd: Any, grad: Any, doc: str,
     _U.__name__ = _U.__qualname__ = f"_{name.capitalize()}"
 
     def fn(input: Tensor, *, out: Tensor | None = None) -> Tensor:
-        _check_tensor(name, input)
+        try:
+            _check_tensor(name, input)
+        except TypeError:  # not a Tensor: a sparse one (its values), or re-raised
+            return sparse_fallback(name, fn, input, out=out)
         if out is not None:
             return write_out(name, fn(input), out, (input,))
         if _AUTOCAST.on and (_ac_out := _autocast_call(name, fn, input)) is not _SKIP:
@@ -411,13 +414,19 @@ erfc = _unary("erfc", "ErfcBackward0", _erfc_fwd,
 
 def deg2rad(input: Tensor) -> Tensor:
     """Degrees to radians."""
-    _check_tensor("deg2rad", input)
+    try:
+        _check_tensor("deg2rad", input)
+    except TypeError:  # not a Tensor: a sparse one (its values), or re-raised
+        return sparse_fallback("deg2rad", deg2rad, input)
     return _float_input(input) * (math.pi / 180.0)
 
 
 def rad2deg(input: Tensor) -> Tensor:
     """Radians to degrees."""
-    _check_tensor("rad2deg", input)
+    try:
+        _check_tensor("rad2deg", input)
+    except TypeError:  # not a Tensor: a sparse one (its values), or re-raised
+        return sparse_fallback("rad2deg", rad2deg, input)
     return _float_input(input) * (180.0 / math.pi)
 
 

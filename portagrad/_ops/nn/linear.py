@@ -17,7 +17,7 @@ from ...autograd.grad_mode import is_grad_enabled
 from .. import matmul
 from .. import reduction
 from ..shape import reshape, t
-from .._common import call, check_same_device
+from .._common import call, check_same_device, sparse_fallback
 from ._common import as_rows
 
 __all__ = ["linear"]
@@ -85,7 +85,10 @@ def _mm(a: Tensor, shape: tuple[int, int], strides: tuple[int, ...], b: Tensor) 
 
 def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
     """``x @ w.T + b`` as one recorded node (``x`` of any rank >= 1, ``w`` 2-D, ``b`` 1-D)."""
-    check_same_device(x, w, "linear")
+    try:
+        check_same_device(x, w, "linear")
+    except AttributeError:  # not dense tensors: a sparse weight (x @ w.T), or re-raised
+        return sparse_fallback("linear", linear, x, w, b)
     if b is not None:
         check_same_device(x, b, "linear")
     if x.dtype is not w.dtype or (b is not None and b.dtype is not w.dtype):
