@@ -151,27 +151,74 @@ def _tile(e: _Emitter, mb: int, nb: int, m0: str, n0: str, op: str) -> None:
     step("%Kv", True)
     e(f"br label %{reduce}")
     e.start(reduce)
-    for (i, j), p in acc.items():
-        x, s, col = e.value(), e.value(), e.value()
+    _reduce_and_store(e, acc, m0, n0)
+
+
+def _const(ty: str, values: list[int]) -> str:
+    return "<" + ", ".join(f"{ty} {v}" for v in values) + ">"
+
+
+def _reduce_and_store(e: _Emitter, acc: dict[tuple[int, int], str], m0: str, n0: str) -> None:
+    """Each accumulator's 16 lanes summed and stored as a bfloat16 at its ``(i, j)`` of the
+    tile. The accumulators (a power of two of them) are summed together: each step adds the
+    halves of two vectors' lane groups into one vector (a transposing reduction: 15 additions
+    for 16 accumulators, where one horizontal sum each took 4), then the sums are rounded to
+    the nearest even bfloat16 as one vector."""
+    vecs: list[tuple[str, list[tuple[int, int]]]] = []
+    for key, p in acc.items():
+        x = e.value()
         e(f"{x} = load <16 x float>, ptr {p}")
-        e(f"{s} = call reassoc float @llvm.vector.reduce.fadd.v16f32(float -0.0, "
-          f"<16 x float> {x})")
+        vecs.append((x, [key]))
+    lanes = 16  # lanes per group
+    while len(vecs) > 1:  # two vectors of G groups -> one of 2G groups, each half as wide
+        half, merged = lanes // 2, []
+        for (x, gx), (y, gy) in zip(vecs[0::2], vecs[1::2]):
+            lo = [g * lanes + k for g in range(len(gx)) for k in range(half)]
+            mask_a = _const("i32", lo + [16 + v for v in lo])
+            mask_b = _const("i32", [v + half for v in lo] + [16 + v + half for v in lo])
+            a, b, z = e.value(), e.value(), e.value()
+            e(f"{a} = shufflevector <16 x float> {x}, <16 x float> {y}, <16 x i32> {mask_a}")
+            e(f"{b} = shufflevector <16 x float> {x}, <16 x float> {y}, <16 x i32> {mask_b}")
+            e(f"{z} = fadd <16 x float> {a}, {b}")
+            merged.append((z, gx + gy))
+        vecs, lanes = merged, half
+    v, groups = vecs[0]
+    width = 16
+    while lanes > 1:  # fewer than 16 accumulators: fold each group's lanes within the vector
+        half = lanes // 2
+        lo = [g * lanes + k for g in range(len(groups)) for k in range(half)]
+        a, b, z = e.value(), e.value(), e.value()
+        n = len(lo)
+        e(f"{a} = shufflevector <{width} x float> {v}, <{width} x float> poison, "
+          f"<{n} x i32> {_const('i32', lo)}")
+        e(f"{b} = shufflevector <{width} x float> {v}, <{width} x float> poison, "
+          f"<{n} x i32> {_const('i32', [k + half for k in lo])}")
+        e(f"{z} = fadd <{n} x float> {a}, {b}")
+        v, width, lanes = z, n, half
+    n = len(groups)
+    vi = f"<{n} x i32>"
+
+    def splat(c: int) -> str:
+        return _const("i32", [c] * n)
+    # rounded to the nearest even bfloat16: add 0x7FFF plus the kept part's lowest bit (a
+    # carry into the exponent is the right rounding, up to infinity); a NaN stays quiet
+    u, hi, lsb, t, t2, r, mag, nan, q, sel, h = (e.value() for _ in range(11))
+    e(f"{u} = bitcast <{n} x float> {v} to {vi}")
+    e(f"{hi} = lshr {vi} {u}, {splat(16)}")
+    e(f"{lsb} = and {vi} {hi}, {splat(1)}")
+    e(f"{t} = add {vi} {u}, {splat(32767)}")
+    e(f"{t2} = add {vi} {t}, {lsb}")
+    e(f"{r} = lshr {vi} {t2}, {splat(16)}")
+    e(f"{mag} = and {vi} {u}, {splat(2147483647)}")
+    e(f"{nan} = icmp ugt {vi} {mag}, {splat(2139095040)}")
+    e(f"{q} = or {vi} {hi}, {splat(64)}")
+    e(f"{sel} = select <{n} x i1> {nan}, {vi} {q}, {vi} {r}")
+    e(f"{h} = trunc {vi} {sel} to <{n} x i16>")
+    for lane, (i, j) in enumerate(groups):
+        x, col = e.value(), e.value()
+        e(f"{x} = extractelement <{n} x i16> {h}, i32 {lane}")
         e(f"{col} = add i64 {n0}, {j}")
-        # rounded to the nearest even bfloat16: add 0x7FFF plus the kept part's lowest bit (a
-        # carry into the exponent is the right rounding, up to infinity); a NaN stays quiet
-        u, hi, lsb, t, t2, r, mag, nan, q, sel, h = (e.value() for _ in range(11))
-        e(f"{u} = bitcast float {s} to i32")
-        e(f"{hi} = lshr i32 {u}, 16")
-        e(f"{lsb} = and i32 {hi}, 1")
-        e(f"{t} = add i32 {u}, 32767")
-        e(f"{t2} = add i32 {t}, {lsb}")
-        e(f"{r} = lshr i32 {t2}, 16")
-        e(f"{mag} = and i32 {u}, 2147483647")
-        e(f"{nan} = icmp ugt i32 {mag}, 2139095040")
-        e(f"{q} = or i32 {hi}, 64")
-        e(f"{sel} = select i1 {nan}, i32 {q}, i32 {r}")
-        e(f"{h} = trunc i32 {sel} to i16")
-        e(f"store i16 {h}, ptr {e.row_ptr('%out', 'i16', m0, i, '%ldo', col)}")
+        e(f"store i16 {x}, ptr {e.row_ptr('%out', 'i16', m0, i, '%ldo', col)}")
 
 
 def _source(op: str) -> str:
@@ -205,7 +252,6 @@ elements, every leading dimension in elements); ``op`` is the instruction's
     return "\n".join([
         f"declare <16 x float> @llvm.x86.avx512bf16.dpbf16ps.512(<16 x float>, {op}, {op})",
         "declare <32 x i16> @llvm.masked.load.v32i16.p0(ptr, i32, <32 x i1>, <32 x i16>)",
-        "declare float @llvm.vector.reduce.fadd.v16f32(float, <16 x float>)",
         "define void @bf16_nt(ptr noalias %a, i64 %lda, ptr noalias %w, i64 %ldw, "
         "ptr noalias %out, i64 %ldo, i64 %M, i64 %N, i64 %K) {",
         "entry:",
