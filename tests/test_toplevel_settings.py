@@ -178,6 +178,24 @@ def test_compile_validates_like_torch() -> None:
         pg.compile(3)  # type: ignore[arg-type]
 
 
+def test_module_compile_in_place(device: str) -> None:
+    """``model.compile(...)`` (PyTorch 2.2+): returns None, the module runs as before (its
+    gradients included), and bad arguments raise pg.compile's errors."""
+    model = pg.nn.Linear(3, 2).to(device)
+    x = pg.ones(4, 3, device=device)
+    want = model(x).numpy(force=True)
+    assert model.compile() is None
+    assert model.compile(mode="max-autotune", fullgraph=True) is None
+    out = model(x)
+    np.testing.assert_array_equal(out.numpy(force=True), want)
+    out.sum().backward()
+    np.testing.assert_array_equal(model.bias.grad.numpy(force=True), [4.0, 4.0])
+    with pytest.raises(RuntimeError, match="Unrecognized mode=foo"):
+        model.compile(mode="foo")
+    with pytest.raises(RuntimeError, match="Invalid backend: 'nope'"):
+        model.compile(backend="nope")
+
+
 def test_variable_is_the_tensor(device: str) -> None:
     from portagrad.autograd import Variable
 

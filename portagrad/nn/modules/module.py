@@ -623,6 +623,13 @@ class Module:
             module.train(mode)
         return self
 
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """``Module.compile``: :func:`portagrad.compile` of this module with the same arguments
+        (checked the same way, the same errors); as there, a module keeps running eagerly, so
+        its results and autograd graph are unchanged. Returns None, as PyTorch's."""
+        from ..._compile import compile as compile_  # (portagrad's top level imports nn)
+        compile_(self, *args, **kwargs)
+
     def eval(self) -> Module:
         """``train(False)``."""
         return self.train(False)
