@@ -272,12 +272,16 @@ def test_philox_uniform32_is_the_reference(n: int, seed: int, offset: int) -> No
 
 
 def test_rand_and_dropout_same_either_way(monkeypatch: pytest.MonkeyPatch) -> None:
-    """float32 ``rand`` and dropout's masks draw the same numbers with and without numba."""
-    def draw() -> tuple[bytes, bytes]:
+    """float32 and bfloat16 ``rand`` and dropout's masks draw the same numbers with and without
+    numba (bfloat16: the float32 stream rounded)."""
+    def draw() -> tuple[bytes, ...]:
         pg.manual_seed(11)
         r = pg.rand(3, 1001)
         d = pg.nn.functional.dropout(pg.ones(5, 77), 0.3, True)
-        return r.numpy().tobytes(), d.numpy().tobytes()
+        rb = pg.rand(7, 301, dtype=pg.bfloat16)
+        db = pg.nn.functional.dropout(pg.ones(5, 77, dtype=pg.bfloat16), 0.3, True)
+        return tuple(t.view(pg.int16 if t.dtype is pg.bfloat16 else pg.int32).numpy().tobytes()
+                     for t in (r, d, rb, db))
 
     first = draw()
     monkeypatch.setattr(jit, "_STATE", [None])

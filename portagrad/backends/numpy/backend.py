@@ -661,10 +661,17 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
         if kind not in RANDOM_KINDS:
             raise unknown_op("random", kind, self.device_type)
         o = nd(out)
-        if kind == "uniform" and o.dtype == np.float32 and o.flags.c_contiguous \
-                and jit.available():  # dropout's masks: the same words in one compiled pass
-            jit.philox_uniform32(o.reshape(-1), seed, offset, a, b)
-            return
+        if kind == "uniform" and o.flags.c_contiguous and jit.available():
+            # dropout's masks: the same words in one compiled pass (bfloat16: the float32
+            # stream rounded, as the contract says)
+            if o.dtype == np.float32:
+                jit.philox_uniform32(o.reshape(-1), seed, offset, a, b)
+                return
+            if o.dtype == BFLOAT16_NP:
+                r = np.empty(o.size, np.float32)
+                jit.philox_uniform32(r, seed, offset, a, b)
+                np.copyto(o.reshape(-1), r, casting="unsafe")  # round to nearest even
+                return
         _host_ops.random(kind, o.size, o.dtype, seed, offset, a, b, out=o)
 
 
