@@ -179,3 +179,23 @@ def test_the_backend_takes_the_kernel_for_a_decoder_step(monkeypatch: pytest.Mon
     np.testing.assert_allclose(y.float().numpy(), (x.float() @ w.float().T).numpy(),
                                rtol=2.0 ** -7, atol=1e-3)
     assert backend._BF16_DOT_MIN_ROWS <= 8
+
+
+@needs_kernel
+def test_a_damaged_cached_object_is_compiled_anew(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path) -> None:
+    """The compiled object is cached with its SHA-256: a truncated file is not loaded (that
+    could crash the process) but replaced by a fresh compilation, which then passes its check."""
+    path = tmp_path / "bf16_dot-test.o"
+    monkeypatch.setattr(bf16_dot, "_cache_path", lambda key: str(path))
+    monkeypatch.setattr(bf16_dot, "_STATE", [])
+    assert bf16_dot.available()
+    whole = path.read_bytes()
+    assert bf16_dot._read_object(str(path)) == whole[:-32]
+    path.write_bytes(whole[:500])
+    assert bf16_dot._read_object(str(path)) is None
+    monkeypatch.setattr(bf16_dot, "_STATE", [])
+    assert bf16_dot.available()
+    assert path.read_bytes() == whole  # written again, whole
+    monkeypatch.setattr(bf16_dot, "_STATE", [])
+    assert bf16_dot.available()  # and read back from the cache
