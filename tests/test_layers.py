@@ -48,6 +48,9 @@ DEFERRED: dict[tuple[str, str], str] = {
         "pickling a tensor loads Python's multiprocessing machinery only when it is needed",
     ("portagrad._tensor_api", "portagrad.multiprocessing.reductions"):
         "share_memory_ loads Python's multiprocessing machinery only when it is needed",
+    ("portagrad.nn.modules.module", "portagrad._compile"):
+        "Module.compile() is torch.compile of the module, and compile tells a module from a "
+        "function (it captures functions, runs modules eagerly)",
 }
 
 #: The layers, bottom first: (name, what it holds, module prefixes relative to ``portagrad``).
