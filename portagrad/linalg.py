@@ -209,7 +209,7 @@ def cond(A: Tensor, p: Any = None) -> Tensor:
     if p not in (None, 2, -2, "fro", "nuc", 1, -1, inf, -inf):
         raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
     if not isinstance(A, Tensor) or A.dim() < 2:
-        raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
+        raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
     if p in (None, 2, -2):
         if A.numel() == 0 and A.dtype.is_floating_point:
             return reduction.sum(A, (-2, -1))  # zeros of the batch shape

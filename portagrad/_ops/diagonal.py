@@ -93,6 +93,8 @@ def trace(input: Tensor) -> Tensor:
         return _ac_out
     if input.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
+    if input.dtype is _dtype.bool:  # (PyTorch's kernel has no bool version)
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     return diagonal(input).sum()
 
 

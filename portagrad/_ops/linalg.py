@@ -22,7 +22,7 @@ from .._shape import broadcast_shapes
 from .._tensor import Tensor
 from ..errors import LinAlgError
 from ..autograd.function import Function
-from ..autograd.grad_mode import _no_grad
+from ..autograd.grad_mode import _no_grad, is_grad_enabled
 from ._common import call
 from . import complexnum, elementwise, reduction
 from . import shape
@@ -115,7 +115,14 @@ def det(A: Tensor) -> Tensor:
     if A.shape[-1] == 0:  # 1, in the graph (a zero gradient, as PyTorch)
         return rsum(A, (-2, -1)) + 1
     d, sign = _lu_diag(A)
-    return prod(d, -1) * sign
+    out = prod(d, -1) * sign
+    if A.shape[-1] == 1:  # (the entry itself: its gradient is 1, zero or not)
+        return out
+    # PyTorch's gradient is zero where the determinant is exactly zero (a singular matrix, or
+    # one whose determinant underflows), not the adjugate the elimination's ops would give
+    with _no_grad():
+        zero = elementwise.eq(out, 0)
+    return where(zero, out.detach(), out)
 
 
 def slogdet(A: Tensor) -> Any:
@@ -149,12 +156,19 @@ def _gauss_jordan(name: str, a: Tensor, b: Tensor) -> Tensor:
     n = a.shape[-1]
     with _no_grad():
         if zero is not None and zero.numel() and bool(zero.any().item()):
-            if name == "linalg.solve":
-                raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix "
-                                  "is singular.")
-            first = int(argmax(zero.to(_dtype.int64).reshape(-1, n), -1).max().item()) + 1
-            raise LinAlgError(f"{name}: The diagonal element {first} is zero, the inversion "
-                              f"could not be completed because the input matrix is singular.")
+            # PyTorch names the first singular matrix (its flat batch index) and, for an
+            # inverse, the first zero pivot of that matrix
+            flat = zero.reshape(-1, n)
+            bad = flat.any(-1)
+            b_ = int(argmax(bad.to(_dtype.int64), -1).item())
+            where_ = f"(Batch element {b_}): " if a.dim() > 2 else ""
+            if name.endswith(("solve", "solve_ex")):
+                raise LinAlgError(f"{name}: {where_}The solver failed because the input matrix "
+                                  f"is singular.")
+            first = int(argmax(flat[b_].to(_dtype.int64), -1).item()) + 1
+            raise LinAlgError(f"{name}: {where_}The diagonal element {first} is zero, the "
+                              f"inversion could not be completed because the input matrix is "
+                              f"singular.")
     return x
 
 
@@ -199,9 +213,14 @@ def inv(A: Tensor) -> Tensor:
     """Inverse of a square matrix (or of each of a batch); singular matrices raise."""
     if _AUTOCAST.on and (_ac_out := _autocast_call("inverse", inv, A)) is not _SKIP:
         return _ac_out
+    return inv_named(A, "linalg.inv")
+
+
+def inv_named(A: Tensor, name: str) -> Tensor:
+    """:func:`inv`, with the caller PyTorch names when ``A`` is singular (``linalg.inv_ex``)."""
     _square("linalg.inv", A)
     eye = _creation.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape)
-    return _gauss_jordan("linalg.inv", A, eye)
+    return _gauss_jordan(name, A, eye)
 
 
 inverse = inv  # torch.inverse, Tensor.inverse
@@ -219,10 +238,17 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     ``X A = B``."""
     if _AUTOCAST.on and (_ac_out := _autocast_call("linalg_solve", solve, A, B=B, left=left)) is not _SKIP:
         return _ac_out
+    return solve_named(A, B, left, "torch.linalg.solve")
+
+
+def solve_named(A: Tensor, B: Tensor, left: bool, name: str) -> Tensor:
+    """:func:`solve`, with the caller PyTorch names when ``A`` is singular
+    (``torch.linalg.solve_ex``)."""
     _square("linalg.solve", A)
     if not left:
         _no_vector_xa(A, B)
-        return shape.transpose(solve(shape.transpose(A, -1, -2), shape.transpose(B, -1, -2)), -1, -2)
+        return shape.transpose(solve_named(shape.transpose(A, -1, -2),
+                                           shape.transpose(B, -1, -2), True, name), -1, -2)
     if A.dtype is not B.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
                            f"A of type {elementwise._type_name(A.dtype)} and B of type "
@@ -236,7 +262,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     batch = tuple(broadcast_shapes(tuple(A.shape[:-2]), tuple(b.shape[:-2])))
     a = A.expand(batch + tuple(A.shape[-2:]))
     bb = b.expand(batch + tuple(b.shape[-2:]))
-    x = _gauss_jordan("linalg.solve", a, bb)
+    x = _gauss_jordan(name, a, bb)
     return shape.squeeze(x, -1) if vec else x
 
 
@@ -250,10 +276,11 @@ class _Cholesky(Function):
     _backward_name = "LinalgCholeskyExBackward0"
 
     @staticmethod
-    def forward(ctx: Any, A: Tensor, with_info: bool = False, upper: bool = False) -> Any:
+    def forward(ctx: Any, A: Tensor, with_info: bool = False, upper: bool = False,
+                name: str = "linalg.cholesky") -> Any:
         info: list[Tensor] | None = [] if with_info else None
         with _no_grad():
-            L = _cholesky_lower(_mH(A) if upper else A, info)
+            L = _cholesky_lower(_mH(A) if upper else A, info, name)
         ctx.save_for_backward(L)
         ctx.upper = upper
         out = _mH(L) if upper else L
@@ -272,7 +299,7 @@ class _Cholesky(Function):
         phi = (p + _mH(tril(p, -1))) * 0.5
         x = solve(Lh, phi)  # L^-H phi
         gA = _mH(solve(Lh, _mH(x)))  # (L^-H phi) L^-1
-        return gA, None, None
+        return gA, None, None, None
 
 
 def cholesky(A: Tensor, upper: bool = False) -> Tensor:
@@ -288,7 +315,8 @@ def cholesky(A: Tensor, upper: bool = False) -> Tensor:
     return call(_Cholesky, A, False, upper)
 
 
-def _cholesky_lower(A: Tensor, info: list[Tensor] | None = None) -> Tensor:
+def _cholesky_lower(A: Tensor, info: list[Tensor] | None = None,
+                    name: str = "linalg.cholesky") -> Tensor:
     """The lower Cholesky factor by columns (ops, run without recording by :class:`_Cholesky`).
     A matrix that is not positive-definite raises, unless ``info`` is given: then LAPACK's
     ``info`` per matrix (int32: the order of the first leading minor that is not
@@ -313,9 +341,7 @@ def _cholesky_lower(A: Tensor, info: list[Tensor] | None = None) -> Tensor:
                                j + 1, failed).to(_dtype.int32)
                 d = where(bad, 1.0, d)  # carry on (the columns after it are not used)
             elif d.numel() and bool(bad.any().item()):
-                raise LinAlgError(f"linalg.cholesky: The factorization could not be completed "
-                                  f"because the input is not positive-definite (the leading "
-                                  f"minor of order {j + 1} is not positive-definite).")
+                _raise_not_pd(name, A, j)
         col = aj / elementwise.sqrt(d)
         rows = _creation.arange(n, device=A.device)
         if A.dtype.is_complex:  # the diagonal entry is the real sqrt(d) (no rounding residue)
@@ -327,23 +353,138 @@ def _cholesky_lower(A: Tensor, info: list[Tensor] | None = None) -> Tensor:
     return cat(cols, -1)
 
 
+def _raise_not_pd(name: str, A: Tensor, j: int) -> None:
+    """PyTorch's error for a matrix that is not positive-definite: the first matrix (in batch
+    order) that fails, at the first order where it fails (some matrix fails at ``j + 1``)."""
+    batch = A.shape[:-2]
+    where_ = ""
+    order = j + 1
+    if len(batch):
+        # the first failing matrix may fail only at a later order: factor each one alone
+        flat = shape.reshape(A, (-1,) + tuple(A.shape[-2:]))
+        for b in range(flat.shape[0]):
+            info: list[Tensor] = []
+            _cholesky_lower(flat[b], info)
+            k = int(info[0].item())
+            if k:
+                where_, order = f"(Batch element {b}): ", k
+                break
+    raise LinAlgError(f"{name}: {where_}The factorization could not be completed because the "
+                      f"input is not positive-definite (the leading minor of order {order} is "
+                      f"not positive-definite).")
+
+
+def substitute(t: Tensor, b: Tensor, upper: bool) -> Tensor:
+    """``t^-1 b`` for the triangular ``t`` (batches broadcast), by substitution in LAPACK's
+    ``trsm`` order (each unknown divided by its diagonal entry, then taken out of the rows
+    still to solve): a zero on the diagonal gives IEEE ``inf``/``nan`` instead of an error, as
+    PyTorch's triangular solves. One step per unknown, each on all the rows still to solve at
+    once (n steps of a few ops, not one op per pair of rows)."""
+    batch = tuple(broadcast_shapes(tuple(t.shape[:-2]), tuple(b.shape[:-2])))
+    t = t.expand(batch + tuple(t.shape[-2:]))
+    b = b.expand(batch + tuple(b.shape[-2:]))
+    n = t.shape[-1]
+    if n == 0:
+        return b.clone()
+    solved: list[Tensor] = []
+    rest = b  # the rows still to solve: [0, m) when upper (solved from the bottom), else [j, n)
+    for step in range(n):
+        j = n - 1 - step if upper else step
+        m = rest.shape[-2]
+        col = shape.narrow(t, -1, j, 1)  # (..., n, 1): column j of t
+        x = shape.narrow(rest, -2, m - 1 if upper else 0, 1) / shape.narrow(col, -2, j, 1)
+        solved.append(x)
+        if m > 1:  # the other rows lose x times their entry in column j
+            others = (0 if upper else j + 1, m - 1)
+            rest = (shape.narrow(rest, -2, 0 if upper else 1, m - 1)
+                    - shape.narrow(col, -2, others[0], others[1]) * x)
+    if upper:
+        solved.reverse()
+    return cat(solved, -2)
+
+
+def _need_matrix(what: str, x: Tensor, prefix: str = "") -> None:
+    if x.dim() < 2:
+        raise RuntimeError(f"{prefix}Expected {what} to have at least 2 dimensions, but it has "
+                           f"{x.dim()} dimensions instead" if prefix else
+                           f"{what} should have at least 2 dimensions, but has {x.dim()} "
+                           f"dimensions instead")
+
+
+def _check_b_A(name: str, b: Tensor, A: Tensor) -> None:
+    """PyTorch's checks of ``b`` and ``A`` for ``cholesky_solve`` and ``triangular_solve``."""
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"A must be batches of square matrices, but they are {A.shape[-2]} by "
+                           f"{A.shape[-1]} matrices")
+    if A.shape[-1] != b.shape[-2]:
+        raise RuntimeError(f"Incompatible matrix sizes for {name}: each A matrix is "
+                           f"{A.shape[-2]} by {A.shape[-1]} but each b matrix is {b.shape[-2]} "
+                           f"by {b.shape[-1]}")
+    if A.dtype is not b.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
+                           f"{elementwise._type_name(b.dtype)} and A of type "
+                           f"{elementwise._type_name(A.dtype)} instead.")
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for "
+                                  f"'{elementwise._type_name(A.dtype)}'")
+
+
+def _cholesky_apply(L: Tensor, B: Tensor, upper: bool) -> Tensor:
+    """``(L L^H)^-1 B`` (``upper``: ``(L^H L)^-1 B``), only the triangle of ``L`` read, by two
+    substitutions; gradients as PyTorch's: in ``B`` the solve's, in ``L`` the derivative of
+    ``A = L L^H`` taken at the whole of ``L`` (the triangle that is not read included),
+    ``-(A^-1 dA X)`` with ``dA = dL L^H + L dL^H``."""
+    tri = (triu(L) if upper else tril(L)).detach()
+
+    def apply(Y: Tensor) -> Tensor:  # A^-1 Y, linear in Y, A's factor held constant
+        if upper:  # A = U^H U: U^H y = Y, then U x = y
+            return substitute(tri, substitute(_mH(tri), Y, False), True)
+        return substitute(_mH(tri), substitute(tri, Y, False), True)
+
+    X = apply(B)
+    if not (is_grad_enabled() and L.requires_grad):
+        return X
+    Lc = L.detach()
+    M = matmul(_mH(L), Lc) + matmul(_mH(Lc), L) if upper else \
+        matmul(L, _mH(Lc)) + matmul(Lc, _mH(L))
+    # (M - M.detach() is zero: this adds the gradient in L and leaves the value)
+    return X - apply(matmul(M - M.detach(), X.detach()))
+
+
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
-    """``X`` with ``A X = B`` given the Cholesky factor ``L`` of ``A`` (``upper``: ``L^H``)."""
+    """``X`` with ``A X = B`` given the Cholesky factor ``L`` of ``A`` (``upper``: ``L^H``); only
+    that triangle of ``L`` is read, and a zero on its diagonal gives ``inf``/``nan`` (no
+    error), as PyTorch."""
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "cholesky_solve", cholesky_solve, B, L=L, upper=upper)) is not _SKIP:
         return _ac_out
-    a = matmul(_mH(L), L) if upper else matmul(L, _mH(L))
-    return solve(a, B)
+    _need_matrix("b", B)
+    _need_matrix("u", L)
+    _check_b_A("cholesky_solve", B, L)
+    return _cholesky_apply(L, B, upper)
 
 
 def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
-    """The inverse of ``A`` given its Cholesky factor ``L`` (``upper``: ``L^H``)."""
+    """The inverse of ``A`` given its Cholesky factor ``L`` (``upper``: ``L^H``); only that
+    triangle of ``L`` is read, and a zero on its diagonal raises, as PyTorch."""
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "cholesky_inverse", cholesky_inverse, L, upper=upper)) is not _SKIP:
         return _ac_out
     _square("cholesky_inverse", L)
-    a = matmul(_mH(L), L) if upper else matmul(L, _mH(L))
-    return inv(a)
+    n = L.shape[-1]
+    if n:  # a zero on the factor's diagonal: PyTorch's error for that element
+        with _no_grad():
+            zero = elementwise.eq(diagonal(L, 0, -2, -1), 0)
+        if bool(zero.any().item()):
+            flat = zero.reshape(-1, n)
+            b_ = int(argmax(flat.any(-1).to(_dtype.int64), -1).item())
+            first = int(argmax(flat[b_].to(_dtype.int64), -1).item()) + 1
+            where_ = f"(Batch element {b_}): " if L.dim() > 2 else ""
+            raise LinAlgError(f"cholesky_inverse: {where_}The diagonal element {first} is zero, "
+                              f"the inversion could not be completed because the input matrix "
+                              f"is singular.")
+    eye = _creation.eye(n, dtype=L.dtype, device=L.device).expand(L.shape)
+    return _cholesky_apply(L, eye, upper)
 
 
 triangular_solve_result = namedtuple("triangular_solve_result", ["solution",
@@ -353,11 +494,15 @@ triangular_solve_result = namedtuple("triangular_solve_result", ["solution",
 def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
                      unitriangular: bool = False) -> Any:
     """``(X, A.clone())`` with ``op(T) X = b``, ``T`` the upper (or lower) triangle of ``A``
-    (unit diagonal if ``unitriangular``; ``op`` transposes when ``transpose``)."""
+    (unit diagonal if ``unitriangular``; ``op`` transposes when ``transpose``); batches
+    broadcast (the clone of ``A`` too), and a zero on the diagonal gives ``inf``/``nan``."""
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "triangular_solve", triangular_solve, b, A=A, upper=upper, transpose=transpose,
             unitriangular=unitriangular)) is not _SKIP:
         return _ac_out
+    _need_matrix("b", b, "torch.triangular_solve: ")
+    _need_matrix("A", A, "torch.triangular_solve: ")
+    _check_b_A("triangular_solve", b, A)
     t = triu(A) if upper else tril(A)
     if unitriangular:
         n = A.shape[-1]
@@ -365,7 +510,10 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
         t = t * (1.0 - eye) + eye
     if transpose:
         t = shape.transpose(t, -1, -2)
-    return triangular_solve_result(solve(t, b), A.clone())
+        upper = not upper
+    batch = tuple(broadcast_shapes(tuple(A.shape[:-2]), tuple(b.shape[:-2])))
+    return triangular_solve_result(substitute(t, b, upper),
+                                   A.expand(batch + tuple(A.shape[-2:])).clone())
 
 
 qr_result = namedtuple("qr_result", ["Q", "R"])
@@ -627,7 +775,10 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
     if _AUTOCAST.on and (_ac_out := _autocast_call(
             "linalg_matrix_power", matrix_power, input, n=n)) is not _SKIP:
         return _ac_out
-    if input.dim() < 2 or input.shape[-1] != input.shape[-2]:
+    if input.dim() < 2:
+        raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 "
+                           "dimensions.")
+    if input.shape[-1] != input.shape[-2]:
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they "
                            f"are {input.shape[-2] if input.dim() >= 2 else 1} by "
                            f"{input.shape[-1] if input.dim() else 1} matrices")
@@ -654,10 +805,9 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
 def matrix_exp(A: Tensor) -> Tensor:
     """The matrix exponential (of each matrix of a batch): scaling and squaring around a Taylor
     series, with matrix products only."""
-    if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
-        raise RuntimeError("matrix_exp: expected a tensor of squares matrices")
+    _square("linalg.matrix_exp", A)
     if not (A.dtype.is_floating_point or A.dtype.is_complex):
-        raise RuntimeError(f"matrix_exp: Expected a floating point or complex tensor as input. "
+        raise RuntimeError(f"linalg.matrix_exp: Expected a floating point or complex tensor as input. "
                            f"Got {elementwise._type_name(A.dtype)}")
     n = A.shape[-1]
     if n == 1:  # exp of the one entry: exact, and right for +-inf too

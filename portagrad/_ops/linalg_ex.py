@@ -20,7 +20,8 @@ from .diagonal import diagonal
 from .indexing import where
 from .joining import cat, tril, triu
 from .linalg import (_Cholesky, _gauss_jordan_pivots, _no_vector_xa, _square, check_lu_info, inv,
-                     lu_eliminate, lu_info, singular_info, solve)
+                     inv_named, lu_eliminate, lu_info, singular_info, solve, solve_named,
+                     substitute)
 from .matmul import matmul
 from .scan import cumprod
 
@@ -73,7 +74,8 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
     if unitriangular:
         eye = _creation.eye(A.shape[-1], dtype=A.dtype, device=A.device)
         t = t * (1.0 - eye) + eye
-    return solve(t, B)
+    # substitution, not elimination: a zero on the diagonal gives inf/nan, as PyTorch (no error)
+    return substitute(t, B, upper)
 
 
 def inv_ex(A: Tensor, *, check_errors: bool = False) -> Any:
@@ -84,7 +86,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False) -> Any:
                                                    check_errors=check_errors)) is not _SKIP:
         return _ac_out
     if check_errors:
-        return linalg_inv_ex(inv(A), _creation.zeros(A.shape[:-2], dtype=_dtype.int32,
+        return linalg_inv_ex(inv_named(A, "linalg.inv_ex"), _creation.zeros(A.shape[:-2], dtype=_dtype.int32,
                                                      device=A.device))
     _square("linalg.inv_ex", A)
     eye = _creation.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape)
@@ -96,7 +98,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
     """``(result, info)`` of :func:`solve` with ``info`` as :func:`inv_ex` instead of an
     exception (``check_errors``: raise)."""
     if check_errors:
-        X = solve(A, B, left=left)
+        X = solve_named(A, B, left, "torch.linalg.solve_ex")
         return linalg_solve_ex(X, _creation.zeros(A.shape[:-2], dtype=_dtype.int32,
                                                   device=A.device))
     _square("linalg.solve_ex", A)
@@ -125,7 +127,7 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -
                                                              device=A.device))
     # upper: the upper triangle is read (LAPACK's uplo='U')
     if check_errors:
-        L = call(_Cholesky, A, False, upper)
+        L = call(_Cholesky, A, False, upper, "linalg.cholesky_ex")
         info = _creation.zeros(A.shape[:-2], dtype=_dtype.int32, device=A.device)
     else:
         L, info = call(_Cholesky, A, True, upper)

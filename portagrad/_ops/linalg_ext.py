@@ -198,7 +198,9 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
                             sv if driver in ("gelsd", "gelss") else empty)
     U, S, Vh = svd(A, full_matrices=False)
     with _no_grad():
-        keep = S > reduction.amax(S, -1, keepdim=True) * float(rcond)
+        # gels (QR, full rank assumed) takes no rcond: only exact zeros drop out
+        keep = S > reduction.amax(S, -1, keepdim=True) * (0.0 if driver == "gels" else
+                                                          float(rcond))
         rank = reduction.sum(keep, -1)
     inv_s = where(keep, 1.0 / where(keep, S, 1.0), 0.0)
     X = matmul(_mT(Vh) * shape.unsqueeze(inv_s, -2), matmul(_mT(U), b))

@@ -175,6 +175,9 @@ def chain_matmul(*matrices: Tensor) -> Tensor:
         return _ac_out
     if not matrices:
         raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    for m in matrices:  # matrices only (no vectors, unlike linalg.multi_dot)
+        if m.dim() != 2:
+            raise RuntimeError(f"Tensor dimension is {m.dim()}, expected 2 instead.")
     out = matrices[0]
     for m in matrices[1:]:
         out = matmul(out, m)

@@ -140,7 +140,7 @@ def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
     if _AUTOCAST.on and (_ac_out := _autocast_call("linalg_eigvalsh", eigvalsh, A,
                                                    UPLO=UPLO)) is not _SKIP:
         return _ac_out
-    _check("linalg.eigvalsh", "linalg_eigh", A, True)
+    _check("linalg.eigh", "linalg_eigh", A, True)  # (PyTorch names eigh in these errors)
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     if A.requires_grad and _grad_enabled():
