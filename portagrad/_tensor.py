@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, SupportsIndex, TypeVar
 
 import numpy as np
 
-from . import _dlpack, _dtype
+from . import _dlpack, _dtype, _memory_format
 from ._format import format_tensor
 from .storage import LEGACY_STORAGE_CLASSES, TypedStorage, UntypedStorage, buffer_address
 from ._storage import AllocatedStorage, Size, Storage
@@ -300,8 +300,29 @@ class Tensor(TensorOps):
         return self.numel() * self._v.dtype.itemsize
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
-        """Whether the elements are laid out in C order without gaps."""
-        return self._v.is_contiguous()
+        """Whether the elements are laid out without gaps in C order (``contiguous_format``, the
+        default; ``preserve_format`` asks the same), or in the dimension order of
+        ``channels_last`` (N, H, W, C: a 4-D tensor's channels innermost) or
+        ``channels_last_3d`` (N, D, H, W, C), as PyTorch's: those are never true of a tensor of
+        another rank, and dimensions of size 1 are not checked."""
+        if memory_format is None or memory_format is _memory_format.contiguous_format \
+                or memory_format is _memory_format.preserve_format:
+            return self._v.is_contiguous()
+        if not isinstance(memory_format, _memory_format.memory_format):
+            raise TypeError(f"is_contiguous(): argument 'memory_format' must be "
+                            f"torch.memory_format, not {type(memory_format).__name__}")
+        order = _CHANNELS_LAST_ORDERS.get(memory_format.name)
+        shape, strides = self._v.shape, self._v.strides
+        if order is None or len(order) != len(shape):
+            return False
+        expected = 1
+        for d in order:  # innermost first
+            if shape[d] == 1:
+                continue
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+        return True
 
     def is_floating_point(self) -> bool:
         return self._v.dtype.is_floating_point
@@ -492,7 +513,7 @@ class Tensor(TensorOps):
     @data.setter
     def data(self, value: Tensor) -> None:
         if not isinstance(value, Tensor):
-            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
         if self._requires_grad and not (value.dtype.is_floating_point or value.dtype.is_complex):
             # (an integer tensor that requires grad is a state autograd cannot use)
             raise RuntimeError("data set to a tensor that requires gradients must be floating "
@@ -510,9 +531,14 @@ class Tensor(TensorOps):
 
     def detach_(self) -> Tensor:
         """Cut this tensor from the graph, in place (it becomes a leaf)."""
-        if self._base is not None and self._view_ver is not None and (
-                self._grad_fn is not None or self._base._requires_grad):
-            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        if self._base is not None:  # any view, with or without autograd history (PyTorch's)
+            raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are "
+                               "using DistributedDataParallel (DDP) for training, and "
+                               "gradient_as_bucket_view is set as True, gradients are views of "
+                               "DDP buckets, and hence detach_() cannot be called on these "
+                               "gradients. To fix this error, please refer to the "
+                               "Optimizer.zero_grad() function in torch/optim/optimizer.py as the "
+                               "solution.")
         self._grad_fn = None
         self._output_nr = 0
         self._requires_grad = False
@@ -676,22 +702,45 @@ class Tensor(TensorOps):
 
         return reduce_tensor(self)
 
+    def __copy__(self) -> Tensor:
+        """``copy.copy(t)``: a new leaf over the same memory (offset and strides kept, so writes
+        through either are seen by both), keeping ``requires_grad`` and the attributes set on
+        ``t`` (the same objects), but not ``.grad`` or the history, as PyTorch's."""
+        v = self._v
+        new = Tensor._make(self._storage, v.offset, v.shape, v.strides, v.dtype)
+        if type(self) is not Tensor:
+            new = type(self)._from_tensor(new)
+        new._requires_grad = self._requires_grad
+        for k, val in self.__dict__.items():
+            if not k.startswith("_accum"):  # (the leaf's own AccumulateGrad node)
+                new.__dict__[k] = val
+        return new
+
     def __deepcopy__(self, memo: dict) -> Tensor:
+        """``copy.deepcopy(t)``: a leaf over a copy of ``t``'s storage, with the same offset and
+        strides; tensors copied together that shared a storage share its one copy (the storage's
+        own ``__deepcopy__`` keeps one copy per storage in ``memo``), as PyTorch's."""
+        if id(self) in memo:
+            return memo[id(self)]
         if self._grad_fn is not None:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
-                               "the deepcopy protocol at the moment.")
-        with grad_mode.no_grad():
-            new = self.clone()
+                               "the deepcopy protocol at the moment.  If you were attempting to "
+                               "deepcopy a module, this may be because of a "
+                               "torch.nn.utils.weight_norm usage, see "
+                               "https://github.com/pytorch/pytorch/pull/103001")
+        st = UntypedStorage._wrap(self._storage).__deepcopy__(memo)._storage
+        v = self._v
+        new = Tensor._make(st, v.offset, v.shape, v.strides, v.dtype)
         new = type(self)._from_tensor(new) if type(self) is not Tensor else new
+        memo[id(self)] = new
         new._requires_grad = self._requires_grad
         if self._grad is not None:
             new._grad = self._grad.__deepcopy__(memo)
-        for k, v in self.__dict__.items():
+        for k, val in self.__dict__.items():
             if k not in ("_accum_strong",):
                 import copy
 
-                new.__dict__[k] = copy.deepcopy(v, memo)
-        memo[id(self)] = new
+                new.__dict__[k] = copy.deepcopy(val, memo)
         return new
 
     @classmethod
@@ -713,6 +762,9 @@ class Tensor(TensorOps):
             raise TypeError("unsupported format string passed to Tensor.__format__")
         return repr(self)
 
+
+# the dimensions of a channels-last layout from innermost to outermost (for is_contiguous)
+_CHANNELS_LAST_ORDERS = {"channels_last": (1, 3, 2, 0), "channels_last_3d": (1, 4, 3, 2, 0)}
 
 # PyTorch's legacy tensor type names (``FloatTensor`` ...) -> dtype names; the types themselves are
 # in _legacy.py. Some dtypes may be missing from this build: looked up by name when used.

@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+import numpy as _np
+
 from . import _dtype, _layout
 from ._shape import broadcast_shapes
 from ._storage import Size
@@ -55,6 +57,11 @@ def _bind(tensor: type[Tensor], package: ModuleType, raw: ModuleType, creation: 
 
 
 # ------------------------------------------------------------------------------- operators
+def _is_numeric_ndarray(x: Any) -> _bool:
+    """Whether ``x`` is a numpy array of numbers or bools (what ``==`` turns into a tensor)."""
+    return isinstance(x, _np.ndarray) and x.dtype.kind in "biufc"
+
+
 def _binop(fn: Callable[[Any, Any], Tensor], reflected: _bool = False
            ) -> Callable[[Any, Any], Tensor]:
     """The operator for ``fn``: ``NotImplemented`` unless the other operand is a tensor or a
@@ -1083,7 +1090,16 @@ class TensorOps:
     __ror__ = _binop(bitwise_or, reflected=True)
     __xor__ = _binop(bitwise_xor)
     __rxor__ = _binop(bitwise_xor, reflected=True)
-    __eq__ = _binop(eq)  # type: ignore[assignment]
+    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
+        """``t == other``; a numpy array compares element by element as a tensor of its own
+        dtype (PyTorch's ``==`` takes arrays; ``!=`` and the orderings do not, there as here).
+        Without this, Python's fallback gave a plain ``False``."""
+        if isinstance(other, Tensor) or _ops._common.is_scalar(other):
+            return _ops.elementwise.eq(self, other)
+        if _is_numeric_ndarray(other):
+            return _ops.elementwise.eq(self, _creation.from_numpy(other))
+        return NotImplemented  # type: ignore[return-value]
+
     __ne__ = _binop(ne)  # type: ignore[assignment]
     __lt__ = _binop(lt)
     __le__ = _binop(le)
@@ -1118,6 +1134,22 @@ class TensorOps:
             raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you "
                                f"passed in a {type(element)}.")
         return _bool(_ops.elementwise.eq(self, element).any().item())
+
+    def __reversed__(self) -> Tensor:
+        """``reversed(t)``: ``t`` flipped along dimension 0 (a tensor, as PyTorch's; a 0-d
+        tensor is returned as it is)."""
+        if self.dim() == 0:
+            return self  # type: ignore[return-value]
+        return self.flip(0)
+
+    def __array_wrap__(self, array: Any, context: Any = None, return_scalar: _bool = False
+                       ) -> Tensor:
+        """numpy's results on tensors (``np.exp(t)``, ``t + ndarray``, where the tensor's
+        operator declines the array and numpy computes) come back as CPU tensors sharing the
+        result's memory, as PyTorch's, 0-d ones too; a bool result is a uint8 tensor there."""
+        if array.dtype == _np.bool_:
+            array = array.view(_np.uint8)
+        return _creation.from_numpy(_np.asarray(array))
 
     def __pos__(self) -> Tensor:
         return _ops.elementwise.positive(self)

@@ -62,9 +62,17 @@ def test_pickle_by_value_keeps_metadata(device: str) -> None:
 
 
 def test_non_leaf_refused() -> None:
+    """Sent to another process a non-leaf that requires grad is refused (its graph cannot go
+    along); pickled by value it loads as a leaf that requires grad, as PyTorch's."""
+    import io
+    from multiprocessing.reduction import ForkingPickler
+
     x = pg.randn(3, requires_grad=True) * 2
     with pytest.raises(RuntimeError, match="non-leaf tensor which requires_grad"):
-        pickle.dumps(x)
+        ForkingPickler(io.BytesIO()).dump(x)
+    y = pickle.loads(pickle.dumps(x))
+    assert y.requires_grad and y.is_leaf and y.grad_fn is None
+    np.testing.assert_array_equal(y.detach().numpy(), x.detach().numpy())
 
 
 # ------------------------------------------------------------- shared blocks: ownership, leaks

@@ -69,8 +69,9 @@ def rebuild_tensor(cls: type[Tensor], array: np.ndarray, device: str, requires_g
 
 
 def reduce_tensor(t: Tensor) -> Any:
-    """Pickle by value."""
-    _check_leaf(t)
+    """Pickle by value. A non-leaf that requires grad pickles as a leaf that requires grad, as
+    PyTorch's ``pickle.dumps`` does (only sending it to another process refuses it:
+    :func:`reduce_tensor_shared`)."""
     arr = np.array(t.detach().numpy(force=True), order="C", copy=True)
     return (rebuild_tensor, (type(t), arr, str(t.device), t._requires_grad, t._grad, _extra(t)))
 
