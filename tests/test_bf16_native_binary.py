@@ -1,5 +1,5 @@
 """bfloat16 add/sub/mul/div/maximum/minimum on the cpu device run ml_dtypes' own loops (with
-numba, add/sub/mul/div of tensors from 1024 elements a one-pass loop over the bit patterns)
+numba, add/sub/mul/div of tensors from 4096 elements a one-pass loop over the bit patterns)
 instead of float32 copies: bit for bit the float32 result rounded once (NaN for NaN), over every bfloat16
 bit pattern against random partners and with Python scalars that are exactly bfloat16 (others
 keep the float32 path: a bfloat16 loop would round the scalar first)."""

@@ -199,8 +199,9 @@ _BF16_BLOCK = 1 << 18
 
 
 #: from this many elements bfloat16 add/sub/mul/div of two tensors take numba's loop (below it
-#: ml_dtypes' per-element loop costs less than numba's call)
-_BF16_JIT_BINARY_MIN = 1024
+#: ml_dtypes' per-element loop costs less than numba's call: 4.0 against 5.2 µs at 1024
+#: elements, 7.1 against 4.1 at 4096)
+_BF16_JIT_BINARY_MIN = 4096
 
 # bfloat16 ops whose ml_dtypes loop computes in float32 and rounds once (bit for bit the result
 # of float32 copies, measured faster from one element to millions)
