@@ -6,7 +6,10 @@ and stacks the results (leaf by leaf for outputs of the same structure), which g
 values and gradients (slower for large batches). Random ops inside the function raise
 (``randomness="error"``, the default, as PyTorch), draw independently per element
 (``"different"``) or draw the same numbers for every element (``"same"``: each generator is
-rewound before each element to where it stood before its first draw).
+rewound before each element to where it stood before its first draw). Because the function runs
+once per element, an in-place change of a tensor it was not given batched (a captured tensor, a
+module's buffer, an unbatched argument) would be made once per element: such a change raises
+(PyTorch raises too when the value written is batched; it makes an unbatched change once).
 """
 from __future__ import annotations
 
@@ -127,6 +130,10 @@ def vmap(func: Callable, in_dims: int | Sequence[int | None] | None = 0,
         # "different" draws freely, unless an enclosing "same" vmap has to see the draws
         VMAP_RANDOMNESS.mode = randomness if randomness != "different" else (
             "same" if VMAP_RANDOMNESS.starts else None)
+        batched = {id(leaf._vc) for t in trees if t is not None
+                   for leaf, ld in zip(t[0], t[2]) if ld is not None}
+        watched = [(x, x._vc[0]) for x in _outside_tensors(func, args, dims, kwargs)
+                   if id(x._vc) not in batched] if size > 1 else []
         try:
             for i in range(size):
                 for gen, offset in starts.items():  # "same": every element draws alike
@@ -136,11 +143,74 @@ def vmap(func: Callable, in_dims: int | Sequence[int | None] | None = 0,
                                           for leaf, ld in zip(t[0], t[2])], t[1])
                           for a, t in zip(args, trees)]
                 results.append(func(*sliced, **kwargs))
+                if any(x._vc[0] != v for x, v in watched):
+                    raise RuntimeError(
+                        f"vmap: {_name(func)} modified in place a tensor it did not get as a "
+                        f"batched input (one it captured, or an unbatched argument); portagrad's "
+                        f"vmap calls the function once per batch element, so the change would "
+                        f"be made {size} times (PyTorch makes it once, or refuses it when the "
+                        f"other operand is batched). Make the update outside vmap, or pass the "
+                        f"tensor as a batched input.")
         finally:
             VMAP_RANDOMNESS.mode, VMAP_RANDOMNESS.starts = saved
         return _stack_outputs(results, out_dims, func)
 
     return wrapped
+
+
+def _tensors_in(obj: Any, depth: int = 1) -> list[Tensor]:
+    """The tensors ``obj`` is or holds: a module's parameters and buffers, the items of a
+    list/tuple/dict (``depth`` levels down)."""
+    if isinstance(obj, Tensor):
+        return [obj]
+    params, buffers = getattr(obj, "parameters", None), getattr(obj, "buffers", None)
+    if callable(params) and callable(buffers) and hasattr(obj, "_parameters"):  # a Module
+        return [*params(), *buffers()]
+    if depth and isinstance(obj, (list, tuple)):
+        return [t for x in obj for t in _tensors_in(x, depth - 1)]
+    if depth and isinstance(obj, dict):
+        return [t for x in obj.values() for t in _tensors_in(x, depth - 1)]
+    return []
+
+
+def _outside_tensors(func: Callable, args: Sequence[Any], dims: Sequence[Any],
+                     kwargs: dict[str, Any]) -> list[Tensor]:
+    """Tensors ``func`` can reach that are not mapped: its closure, its defaults, the globals its
+    code names, the module or object it is bound to (a module: its parameters and buffers),
+    ``functools.partial``'s arguments, the unbatched arguments. A change made to one in place
+    would be made once per batch element (:func:`vmap` checks their versions)."""
+    found: list[Tensor] = []
+    seen: set[int] = set()
+    fn: Any = func
+    for _ in range(4):  # through partials and bound methods
+        if isinstance(fn, functools.partial):
+            found += _tensors_in(list(fn.args)) + _tensors_in(fn.keywords)
+            fn = fn.func
+            continue
+        owner = getattr(fn, "__self__", None)
+        if owner is not None:
+            found += _tensors_in(owner)
+            fn = getattr(fn, "__func__", fn)
+        break
+    found += _tensors_in(fn)  # a module called as the function
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            found += _tensors_in(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    found += _tensors_in(list(getattr(fn, "__defaults__", None) or ()))
+    found += _tensors_in(getattr(fn, "__kwdefaults__", None) or {})
+    code, glob = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
+    if code is not None and glob is not None:
+        found += [t for name in code.co_names if name in glob for t in _tensors_in(glob[name])]
+    found += [t for a, d in zip(args, dims) if d is None for t in _tensors_in(a)]
+    found += _tensors_in(kwargs)
+    unique = []
+    for t in found:
+        if id(t) not in seen:
+            seen.add(id(t))
+            unique.append(t)
+    return unique
 
 
 def _stack_outputs(results: list[Any], out_dims: Any, func: Callable) -> Any:

@@ -1,6 +1,7 @@
 """``vmap``'s randomness modes and nested ``in_dims`` as PyTorch 2.13 has them."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import portagrad as pg
@@ -49,3 +50,60 @@ def test_nested_in_dims(device: str) -> None:
         [[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]
     with pytest.raises(ValueError, match="in_dims is not compatible with the structure"):
         vmap(lambda t: t["a"], in_dims=({"b": 0},))({"a": pg.ones(3, device=device)})
+
+
+_COUNTER = pg.zeros(3)
+
+
+def test_in_place_changes_outside_the_batch_are_refused(device: str) -> None:
+    """portagrad's vmap calls the function per batch element, so an in-place change of a tensor
+    the function captured (or got unbatched) would be made once per element: refused, where
+    PyTorch refuses it (a batched value into an unbatched tensor) and where it makes the change
+    once (an unbatched update: here an error instead of a silent N-fold update)."""
+    y = pg.zeros(3, device=device)
+
+    def into_captured(x: pg.Tensor) -> pg.Tensor:
+        y.add_(x)
+        return x * 1
+
+    with pytest.raises(RuntimeError, match="would be made 4 times"):
+        pg.func.vmap(into_captured)(pg.ones(4, 3, device=device))
+
+    def into_global(x: pg.Tensor) -> pg.Tensor:
+        _COUNTER.add_(1)
+        return x + 1
+
+    with pytest.raises(RuntimeError, match="modified in place a tensor"):
+        pg.func.vmap(into_global)(pg.ones(2, 3))
+
+    def into_unbatched(x: pg.Tensor, w: pg.Tensor) -> pg.Tensor:
+        w.mul_(2)
+        return x + w
+
+    with pytest.raises(RuntimeError, match="modified in place"):
+        pg.func.vmap(into_unbatched, in_dims=(0, None))(pg.ones(2, 3, device=device),
+                                                        pg.ones(3, device=device))
+    m = pg.nn.BatchNorm1d(3).to(device)  # training mode: running statistics updated in place
+    with pytest.raises(RuntimeError):
+        pg.func.vmap(m)(pg.randn(4, 2, 3, device=device))
+
+
+def test_in_place_on_the_batched_input_and_one_element(device: str) -> None:
+    """Changing the mapped input's slices in place is each element's own change (PyTorch
+    writes through to the input), and a batch of one makes each change once."""
+    z = pg.zeros(4, 3, device=device)
+
+    def bump(x: pg.Tensor) -> pg.Tensor:
+        return x.add_(1)
+
+    out = pg.func.vmap(bump)(z)
+    np.testing.assert_array_equal(out.numpy(force=True), np.ones((4, 3)))
+    np.testing.assert_array_equal(z.numpy(force=True), np.ones((4, 3)))
+    w = pg.zeros(3, device=device)
+
+    def once(x: pg.Tensor) -> pg.Tensor:
+        w.add_(x)
+        return x
+
+    pg.func.vmap(once)(pg.ones(1, 3, device=device))
+    np.testing.assert_array_equal(w.numpy(force=True), [1.0, 1.0, 1.0])
