@@ -2617,7 +2617,7 @@ def _spectral_rows() -> list[OpInfo]:
                lambda x: np.linalg.eigvalsh(x + np.swapaxes(x, -1, -2)), sq, FLOATS, "same",
                grad=True, grad_samples=sq_grad, gradgrad=True, rtol=1e-4, atol=1e-5,
                errors=[E(lambda d: pg.linalg.eigvalsh(T((2, 3), d)), RuntimeError,
-                         r"linalg.eigvalsh: A must be batches of square matrices")]),
+                         r"linalg.eigh: A must be batches of square matrices")]),  # (torch: eigh)
         OpInfo("linalg_svd", lambda x: _svd_parts(pg.linalg.svd(x, full_matrices=False)),
                _np_svd_parts, rect, FLOATS, "same", grad=True, grad_samples=rect_grad,
                rtol=1e-4, atol=1e-5,
