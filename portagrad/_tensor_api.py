@@ -62,6 +62,27 @@ def _is_numeric_ndarray(x: Any) -> _bool:
     return isinstance(x, _np.ndarray) and x.dtype.kind in "biufc"
 
 
+_T_WARNED: list[_bool] = []  # PyTorch warns once per process about x.T off 2-D tensors
+
+
+def _warn_0d(message: str) -> None:
+    import warnings
+    warnings.warn(message, UserWarning, stacklevel=3)
+
+
+def _deprecated_T(d: int) -> None:
+    """PyTorch's warnings for ``x.T`` on a tensor that is not 2-D."""
+    if d == 0:
+        _warn_0d("Tensor.T is deprecated on 0-D tensors. This function is the identity in these "
+                 "cases.")
+    elif not _T_WARNED:
+        _T_WARNED.append(True)
+        _warn_0d("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+                 "deprecated and it will throw an error in a future release. Consider `x.mT` to "
+                 "transpose batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` "
+                 "to reverse the dimensions of a tensor.")
+
+
 def _binop(fn: Callable[[Any, Any], Tensor], reflected: _bool = False
            ) -> Callable[[Any, Any], Tensor]:
     """The operator for ``fn``: ``NotImplemented`` unless the other operand is a tensor or a
@@ -1198,15 +1219,24 @@ class TensorOps:
 
     @property
     def T(self) -> Tensor:
-        """All dimensions reversed."""
-        return _ops.shape.permute(self, *reversed(range(self.dim())))
+        """All dimensions reversed (PyTorch deprecates it, with a warning, on a tensor that is not
+        2-D: the identity on a 0-d one, a reversal of every dimension otherwise)."""
+        d = self.dim()
+        if d != 2:
+            _deprecated_T(d)
+        return _ops.shape.permute(self, *reversed(range(d)))
 
     @property
     def mT(self) -> Tensor:
-        """Last two dimensions swapped."""
-        if self.dim() < 2:
+        """Last two dimensions swapped (a 0-d tensor: itself, deprecated in PyTorch)."""
+        d = self.dim()
+        if d < 2:
+            if d == 0:
+                _warn_0d("Tensor.mT is deprecated on 0-D tensors. This function is the identity "
+                         "in these cases.")
+                return _ops.shape.permute(self)  # (a view of itself, as x.T)
             raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. "
-                               f"Got {self.dim()}-D tensor.")
+                               f"Got {d}-D tensor.")
         return _ops.shape.transpose(self, -2, -1)
 
     @property
@@ -2045,7 +2075,15 @@ class TensorOps:
 
     @property
     def mH(self) -> Tensor:
-        """The conjugate transpose of the last two dimensions (``mT`` for real tensors)."""
+        """The conjugate transpose of the last two dimensions (``mT`` for real tensors; a 0-d
+        tensor's conjugate, deprecated in PyTorch)."""
+        d = self.dim()
+        if d < 2:
+            if d == 0:
+                _warn_0d("Tensor.mH is deprecated on 0-D tensors. Consider using x.conj().")
+                return _ops.complexnum.conj(self)
+            raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
+                               f"Got {d}-D tensor.")
         return _ops.complexnum.conj(_ops.shape.transpose(self, -2, -1))
 
     def adjoint(self) -> Tensor:

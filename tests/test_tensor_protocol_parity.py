@@ -166,3 +166,30 @@ def test_data_assignment_type_error(device: str) -> None:
         a.data = [1, 2]  # type: ignore[assignment]
     a.data = pg.zeros(3, dtype=pg.float64, device=device)
     assert a.shape == (3,) and a.dtype is pg.float64
+
+
+def test_transposes_off_matrices(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``.T`` off 2-D tensors and ``.mT``/``.mH``/``.H`` on 0-d ones: PyTorch's deprecation
+    warnings and results (the 0-d identity or conjugate; ``x.T`` reversing every dimension
+    warns once per process); ``.mH`` on a 1-D tensor raises as ``.mT`` does."""
+    from portagrad import _tensor_api
+    monkeypatch.setattr(_tensor_api, "_T_WARNED", [])
+    x0 = pg.tensor(2.0, device=device)
+    with pytest.warns(UserWarning, match="Tensor.T is deprecated on 0-D tensors"):
+        assert x0.T.item() == 2.0
+    with pytest.warns(UserWarning, match="Tensor.mT is deprecated on 0-D tensors"):
+        assert x0.mT.shape == ()
+    with pytest.warns(UserWarning, match="Tensor.mH is deprecated on 0-D tensors"):
+        assert x0.mH.item() == 2.0
+    x3 = pg.ones(2, 3, 4, device=device)
+    with pytest.warns(UserWarning, match="The use of `x.T` on tensors of dimension other than 2"):
+        assert x3.T.shape == (4, 3, 2)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert x3.T.shape == (4, 3, 2)  # once per process
+        assert pg.ones(2, 3, device=device).T.shape == (3, 2)
+        assert x3.mT.shape == (2, 4, 3) and x3.mH.shape == (2, 4, 3)
+    with pytest.raises(RuntimeError, match="tensor.mH is only supported on matrices or batches "
+                                           "of matrices. Got 1-D tensor."):
+        _ = pg.ones(3, device=device).mH
