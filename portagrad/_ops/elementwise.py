@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import cmath
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -701,22 +702,23 @@ def logical_not(input: Tensor, *, out: Tensor | None = None) -> Tensor:
                                              differentiable=False)
 
 
-def isnan(input: Tensor) -> Tensor:
+def _float_class(op: str, input: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
+    """``isnan``/``isinf`` (``op``, the top-level function ``fn``): all False for a tensor that
+    is neither floating nor complex."""
     try:
         if not (input.dtype.is_floating_point or input.dtype.is_complex):
             return _raw.fill(_raw.new_like(input, dtype=_dtype.bool), False)
-        return _raw.unary("isnan", input, _dtype.bool)
+        return _raw.unary(op, input, _dtype.bool)
     except AttributeError:  # not a dense tensor: a sparse one (its values), or re-raised
-        return sparse_fallback("isnan", isnan, input)
+        return sparse_fallback(op, fn, input)
+
+
+def isnan(input: Tensor) -> Tensor:
+    return _float_class("isnan", input, isnan)
 
 
 def isinf(input: Tensor) -> Tensor:
-    try:
-        if not (input.dtype.is_floating_point or input.dtype.is_complex):
-            return _raw.fill(_raw.new_like(input, dtype=_dtype.bool), False)
-        return _raw.unary("isinf", input, _dtype.bool)
-    except AttributeError:  # not a dense tensor: a sparse one (its values), or re-raised
-        return sparse_fallback("isinf", isinf, input)
+    return _float_class("isinf", input, isinf)
 
 
 def isfinite(input: Tensor) -> Tensor:
