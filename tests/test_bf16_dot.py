@@ -199,3 +199,26 @@ def test_a_damaged_cached_object_is_compiled_anew(monkeypatch: pytest.MonkeyPatc
     assert path.read_bytes() == whole  # written again, whole
     monkeypatch.setattr(bf16_dot, "_STATE", [])
     assert bf16_dot.available()  # and read back from the cache
+
+
+@needs_kernel
+def test_size_one_dimensions_with_any_stride(monkeypatch: pytest.MonkeyPatch) -> None:
+    """numpy calls an array contiguous whatever stride it reports along a dimension of size 1
+    (``np.ascontiguousarray`` then returns it as it is): K == 1 or N == 1 products, through the
+    kernel and through the public product of batches, where such strides arise."""
+    a = np.arange(1, 25, dtype=np.float32).reshape(24, 1).astype(BF16)
+    w_big = np.arange(1, 71, dtype=np.float32).reshape(35, 2).astype(BF16)
+    w = np.lib.stride_tricks.as_strided(w_big[:, :1], shape=(35, 1), strides=(4, 70))
+    out = np.empty((24, 35), np.uint16)
+    bf16_dot.matmul_nt(_bits(a), w.view(np.uint16), out)
+    want = (a.astype(np.float64) @ w.astype(np.float64).T).astype(BF16).astype(np.float64)
+    np.testing.assert_array_equal(_value(out), want)
+    monkeypatch.setattr(backend, "_BF16_DOT_BATCHED_MIN", 1)
+    rng = np.random.default_rng(0)
+    for shape_a, shape_w in (((2, 24, 1), (2, 35, 1)), ((2, 24, 6), (2, 1, 6)),
+                             ((1, 24, 1), (2, 35, 1))):
+        x = pg.tensor(rng.standard_normal(shape_a), dtype=pg.bfloat16)
+        y = pg.tensor(rng.standard_normal(shape_w), dtype=pg.bfloat16)
+        got = (x @ y.transpose(-1, -2)).float().numpy()
+        ref = x.double().numpy() @ y.double().numpy().swapaxes(-1, -2)
+        np.testing.assert_allclose(got, ref, rtol=2.0 ** -8, atol=1e-6)

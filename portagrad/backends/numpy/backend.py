@@ -263,7 +263,7 @@ def _bf16_dot(a: View, b: View, out: View) -> bool:
         if wm.strides[1] != 2:
             wm = np.ascontiguousarray(wm)
         om = oo[i].view(np.uint16)
-        if om.strides[1] == 2:
+        if om.strides[1] == 2 or N == 1:
             bf16_dot.matmul_nt(am.view(np.uint16), wm.view(np.uint16), om)
         else:
             o16 = np.empty((M, N), np.uint16)
