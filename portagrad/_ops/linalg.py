@@ -153,23 +153,25 @@ def _gauss_jordan(name: str, a: Tensor, b: Tensor) -> Tensor:
     """``a^-1 b`` by Gauss-Jordan elimination on ``[a | b]`` with partial pivoting; a singular
     matrix raises :class:`LinAlgError` with PyTorch's message."""
     x, zero = _gauss_jordan_pivots(a, b)
-    n = a.shape[-1]
     with _no_grad():
         if zero is not None and zero.numel() and bool(zero.any().item()):
-            # PyTorch names the first singular matrix (its flat batch index) and, for an
-            # inverse, the first zero pivot of that matrix
-            flat = zero.reshape(-1, n)
-            bad = flat.any(-1)
-            b_ = int(argmax(bad.to(_dtype.int64), -1).item())
-            where_ = f"(Batch element {b_}): " if a.dim() > 2 else ""
-            if name.endswith(("solve", "solve_ex")):
-                raise LinAlgError(f"{name}: {where_}The solver failed because the input matrix "
-                                  f"is singular.")
-            first = int(argmax(flat[b_].to(_dtype.int64), -1).item()) + 1
-            raise LinAlgError(f"{name}: {where_}The diagonal element {first} is zero, the "
-                              f"inversion could not be completed because the input matrix is "
-                              f"singular.")
+            _raise_singular(name, zero, a.dim() > 2, name.endswith(("solve", "solve_ex")))
     return x
+
+
+def _raise_singular(name: str, zero: Tensor, batched: bool, solver: bool) -> None:
+    """PyTorch's error for singular matrices, ``zero`` (batch..., n) marking the zero pivots: it
+    names the first singular matrix (its flat batch index) and, for an inversion (not a
+    ``solver``), that matrix's first zero pivot."""
+    flat = zero.reshape(-1, zero.shape[-1])
+    b_ = int(argmax(flat.any(-1).to(_dtype.int64), -1).item())
+    where_ = f"(Batch element {b_}): " if batched else ""
+    if solver:
+        raise LinAlgError(f"{name}: {where_}The solver failed because the input matrix is "
+                          f"singular.")
+    first = int(argmax(flat[b_].to(_dtype.int64), -1).item()) + 1
+    raise LinAlgError(f"{name}: {where_}The diagonal element {first} is zero, the inversion "
+                      f"could not be completed because the input matrix is singular.")
 
 
 def singular_info(zero: Tensor | None, batch: tuple[int, ...], device: Any) -> Tensor:
@@ -476,13 +478,7 @@ def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
         with _no_grad():
             zero = elementwise.eq(diagonal(L, 0, -2, -1), 0)
         if bool(zero.any().item()):
-            flat = zero.reshape(-1, n)
-            b_ = int(argmax(flat.any(-1).to(_dtype.int64), -1).item())
-            first = int(argmax(flat[b_].to(_dtype.int64), -1).item()) + 1
-            where_ = f"(Batch element {b_}): " if L.dim() > 2 else ""
-            raise LinAlgError(f"cholesky_inverse: {where_}The diagonal element {first} is zero, "
-                              f"the inversion could not be completed because the input matrix "
-                              f"is singular.")
+            _raise_singular("cholesky_inverse", zero, L.dim() > 2, False)
     eye = _creation.eye(n, dtype=L.dtype, device=L.device).expand(L.shape)
     return _cholesky_apply(L, eye, upper)
 
