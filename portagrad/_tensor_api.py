@@ -65,22 +65,25 @@ def _is_numeric_ndarray(x: Any) -> _bool:
 _T_WARNED: list[_bool] = []  # PyTorch warns once per process about x.T off 2-D tensors
 
 
-def _warn_0d(message: str) -> None:
+def _warn_deprecated(message: str, stacklevel: int = 3) -> None:
+    """A deprecation of PyTorch's that it reports as a UserWarning, pointed at the user's line
+    (``stacklevel`` 3: the caller of the property that calls this)."""
     import warnings
-    warnings.warn(message, UserWarning, stacklevel=3)
+    warnings.warn(message, UserWarning, stacklevel=stacklevel)
 
 
 def _deprecated_T(d: int) -> None:
     """PyTorch's warnings for ``x.T`` on a tensor that is not 2-D."""
     if d == 0:
-        _warn_0d("Tensor.T is deprecated on 0-D tensors. This function is the identity in these "
-                 "cases.")
+        _warn_deprecated("Tensor.T is deprecated on 0-D tensors. This function is the identity "
+                         "in these cases.", 4)
     elif not _T_WARNED:
         _T_WARNED.append(True)
-        _warn_0d("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
-                 "deprecated and it will throw an error in a future release. Consider `x.mT` to "
-                 "transpose batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` "
-                 "to reverse the dimensions of a tensor.")
+        _warn_deprecated("The use of `x.T` on tensors of dimension other than 2 to reverse their "
+                         "shape is deprecated and it will throw an error in a future release. "
+                         "Consider `x.mT` to transpose batches of matrices or "
+                         "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the "
+                         "dimensions of a tensor.", 4)
 
 
 def _binop(fn: Callable[[Any, Any], Tensor], reflected: _bool = False
@@ -1232,8 +1235,8 @@ class TensorOps:
         d = self.dim()
         if d < 2:
             if d == 0:
-                _warn_0d("Tensor.mT is deprecated on 0-D tensors. This function is the identity "
-                         "in these cases.")
+                _warn_deprecated("Tensor.mT is deprecated on 0-D tensors. This function is the "
+                                 "identity in these cases.")
                 return _ops.shape.permute(self)  # (a view of itself, as x.T)
             raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. "
                                f"Got {d}-D tensor.")
@@ -1245,9 +1248,7 @@ class TensorOps:
         conjugate, deprecated there)."""
         d = self.dim()
         if d == 0:
-            import warnings
-            warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().",
-                          UserWarning, stacklevel=2)
+            _warn_deprecated("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().")
             return _ops.complexnum.conj(self)
         if d != 2:
             raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {d}-D "
@@ -2080,7 +2081,8 @@ class TensorOps:
         d = self.dim()
         if d < 2:
             if d == 0:
-                _warn_0d("Tensor.mH is deprecated on 0-D tensors. Consider using x.conj().")
+                _warn_deprecated("Tensor.mH is deprecated on 0-D tensors. Consider using "
+                                 "x.conj().")
                 return _ops.complexnum.conj(self)
             raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
                                f"Got {d}-D tensor.")
