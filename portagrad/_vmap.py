@@ -180,7 +180,6 @@ def _outside_tensors(func: Callable, args: Sequence[Any], dims: Sequence[Any],
     ``functools.partial``'s arguments, the unbatched arguments. A change made to one in place
     would be made once per batch element (:func:`vmap` checks their versions)."""
     found: list[Tensor] = []
-    seen: set[int] = set()
     fn: Any = func
     for _ in range(4):  # through partials and bound methods
         if isinstance(fn, functools.partial):
@@ -205,12 +204,7 @@ def _outside_tensors(func: Callable, args: Sequence[Any], dims: Sequence[Any],
         found += [t for name in code.co_names if name in glob for t in _tensors_in(glob[name])]
     found += [t for a, d in zip(args, dims) if d is None for t in _tensors_in(a)]
     found += _tensors_in(kwargs)
-    unique = []
-    for t in found:
-        if id(t) not in seen:
-            seen.add(id(t))
-            unique.append(t)
-    return unique
+    return list({id(t): t for t in found}.values())  # each once, in the order found
 
 
 def _stack_outputs(results: list[Any], out_dims: Any, func: Callable) -> Any:
