@@ -19,10 +19,9 @@ once while ``a`` stays in the cache. The last ``K % 32`` columns are read by mas
 
 The compiled object is kept in ``__pycache__`` beside this file (keyed by the IR, the CPU and
 llvmlite's version, and checked against its SHA-256 before use), so later processes skip the
-compilation (0.16 s). :func:`available` is
-False (callers keep their float32 paths) without llvmlite, on a CPU without ``avx512bf16``, with
-``PORTAGRAD_BF16_DOT=0`` or ``PORTAGRAD_NUMBA=0``, or when the compiled kernel fails its check
-against a float64 product.
+compilation (0.16 s). :func:`available` is False (callers keep their float32 paths) without
+llvmlite, on a CPU without ``avx512bf16``, with ``PORTAGRAD_BF16_DOT=0`` or
+``PORTAGRAD_NUMBA=0``, or when the compiled kernel fails its check against a float64 product.
 """
 from __future__ import annotations
 
@@ -224,8 +223,8 @@ def _reduce_and_store(e: _Emitter, acc: dict[tuple[int, int], str], m0: str, n0:
 
 def _source(op: str) -> str:
     """The IR of ``bf16_nt(a, lda, w, ldw, out, ldo, M, N, K)`` (every pointer to 16-bit
-elements, every leading dimension in elements); ``op`` is the instruction's
-    operand type (``<32 x bfloat>`` since LLVM 17ish, ``<16 x i32>`` before)."""
+    elements, every leading dimension in elements); ``op`` is the instruction's operand type
+    (``<32 x bfloat>`` since LLVM 17ish, ``<16 x i32>`` before)."""
     e = _Emitter()
     n_slot = e.slot("i64", "n")
 
