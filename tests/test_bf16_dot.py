@@ -133,6 +133,108 @@ def test_bad_operands_are_refused() -> None:
         bf16_dot.matmul_nt(np.zeros((2, 16), np.uint16)[:, ::2], w, np.empty((2, 3), np.uint16))
 
 
+def _layout(x: np.ndarray, how: str) -> np.ndarray:
+    """``x``'s values in another memory layout: "c" as is, "t" column-major, "s" every other
+    element of a wider array (no two neighbours contiguous)."""
+    if how == "t":
+        return np.ascontiguousarray(x.T).T
+    if how == "s":
+        return np.repeat(x, 2, axis=1)[:, ::2]
+    return x
+
+
+@needs_kernel
+@pytest.mark.parametrize("M,K,N", [(1, 1, 1), (8, 2, 32), (9, 3, 17), (7, 75, 5), (17, 64, 48),
+                                   (16, 100, 33), (300, 40, 3), (5, 31, 16)])
+@pytest.mark.parametrize("layout_a", ["c", "t", "s"])
+@pytest.mark.parametrize("layout_b", ["c", "t"])
+def test_nn_every_tile_layout_and_tail(M: int, K: int, N: int, layout_a: str,
+                                       layout_b: str) -> None:
+    """``matmul_nn``'s 8 x 32 tiles with rows and columns left over (N past a multiple of 16),
+    odd K (the last pair half zero), ``a`` read in place (rows of even K) or packed (column-major,
+    strided, odd K), ``b`` of either layout: the float64 product within half a bfloat16 step
+    and the float32 summation error, every output written."""
+    rng = np.random.default_rng(M * 1000 + K * 10 + N)
+    a = rng.standard_normal((M, K)).astype(BF16)
+    b = rng.standard_normal((K, N)).astype(BF16)
+    out = np.full((M, N), 0x7FC0, np.uint16)
+    bf16_dot.matmul_nn(_bits(_layout(a, layout_a)), _bits(_layout(b, layout_b)), out)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert _within_one_rounding(out, want, scale, K)
+
+
+@needs_kernel
+def test_nn_writes_only_its_output_and_propagates_nans() -> None:
+    """An output inside a wider array (its row stride not N) keeps the columns around it; an
+    odd K's padding pairs an infinity with zeros only; NaN and inf as in the nt kernel."""
+    a = np.zeros((9, 5), BF16)
+    a[0, 0] = np.inf
+    a[1, 4] = np.nan  # the last, unpaired column
+    a[2, 1] = 1
+    a[3:, 4] = 1
+    b = np.zeros((5, 20), BF16)
+    b[0, 0] = 1
+    b[1, 1] = -np.inf
+    b[4, 19] = np.inf  # the unpaired row: its pair's zero half must not make a NaN
+    big = np.zeros((9, 40), np.uint16)
+    bf16_dot.matmul_nn(_bits(a), _bits(b), big[:, 10:30])
+    assert not big[:, :10].any() and not big[:, 30:].any()
+    out = _value(big[:, 10:30])
+    assert out[0, 0] == np.inf and np.isnan(out[0, 1])  # inf * 1; inf * 0 + 0 * -inf
+    assert np.isnan(out[1]).all()  # nan * 0
+    assert out[2, 1] == -np.inf
+    assert (out[3:, 19] == np.inf).all()  # 1 * inf + 0 * 0 (the padding)
+    # 32 columns, written in place through the wider array's row stride
+    rng = np.random.default_rng(5)
+    a2 = rng.standard_normal((11, 6)).astype(BF16)
+    b2 = rng.standard_normal((6, 32)).astype(BF16)
+    big2 = np.zeros((11, 50), np.uint16)
+    bf16_dot.matmul_nn(_bits(a2), _bits(b2), big2[:, 7:39])
+    assert not big2[:, :7].any() and not big2[:, 39:].any()
+    want = a2.astype(np.float64) @ b2.astype(np.float64)
+    np.testing.assert_allclose(_value(big2[:, 7:39]), want, rtol=2.0 ** -8, atol=1e-5)
+
+
+@needs_kernel
+def test_nn_empty_and_bad_operands() -> None:
+    out = np.full((3, 4), 7, np.uint16)
+    bf16_dot.matmul_nn(np.zeros((3, 0), np.uint16), np.zeros((0, 4), np.uint16), out)
+    assert (out == 0).all()
+    a, b = np.zeros((2, 8), np.uint16), np.zeros((8, 3), np.uint16)
+    with pytest.raises(TypeError, match="uint16"):
+        bf16_dot.matmul_nn(a, b.astype(np.float32), np.empty((2, 3), np.uint16))
+    with pytest.raises(ValueError, match=r"\(2, 8\) @ \(7, 3\)"):
+        bf16_dot.matmul_nn(a, b[:7], np.empty((2, 3), np.uint16))
+    with pytest.raises(ValueError, match="contiguous"):
+        bf16_dot.matmul_nn(a, b, np.empty((3, 2), np.uint16).T)
+
+
+@needs_kernel
+@pytest.mark.parametrize("shape_a,shape_b,form", [
+    ((1100, 64), (64, 48), "x @ W.T"),  # many rows, shallow: nn even with b's columns runs of K
+    ((40, 96), (96, 300), "g @ W"),  # an input gradient: b's columns strided
+    ((130, 24), (130, 40), "g.T @ x"),  # a weight gradient: both operands strided
+])
+def test_the_backend_takes_the_nn_kernel(monkeypatch: pytest.MonkeyPatch, shape_a, shape_b,
+                                         form) -> None:
+    """The products of a layer's gradients (and shallow ones of many rows) run on
+    ``matmul_nn``, with the float32 product's values rounded once."""
+    calls = []
+    real = bf16_dot.matmul_nn
+    monkeypatch.setattr(bf16_dot, "matmul_nn", lambda *a: calls.append(1) or real(*a))
+    rng = np.random.default_rng(7)
+    x = pg.tensor(rng.standard_normal(shape_a), dtype=pg.bfloat16)
+    w = pg.tensor(rng.standard_normal(shape_b), dtype=pg.bfloat16)
+    a, b = {"x @ W.T": (x, w.T.T), "g @ W": (x, w), "g.T @ x": (x.T, w)}[form]
+    if form == "x @ W.T":
+        b = pg.tensor(rng.standard_normal(shape_b[::-1]), dtype=pg.bfloat16).T
+    got = a @ b
+    assert calls == [1]
+    want = (a.float().numpy() @ b.float().numpy()).astype(BF16).astype(np.float64)
+    g = got.float().numpy().astype(np.float64)
+    assert np.all(np.abs(g - want) <= 2.0 ** -7 * np.abs(want) + 1e-5 * np.abs(want).max())
+
 def test_switched_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bf16_dot, "_STATE", [])
     monkeypatch.setenv("PORTAGRAD_BF16_DOT", "0")

@@ -235,13 +235,18 @@ _BF16_DOT_BATCHED_MIN = 1 << 18
 #: too (a decoder at batch 1 is bound by that read) and keep subnormal operands, as PyTorch's
 #: one-row products do (its bfloat16 GEMMs, as this instruction, count them as zero)
 _BF16_DOT_MIN_ROWS = 5
+#: a product of at least this many rows and at most this deep a K takes bf16_dot.matmul_nn even
+#: when b's columns are runs of K (x @ W.T): 25-45 % faster than matmul_nt's tiles there, while
+#: from K = 768, or a few hundred rows, the nt tiles are as fast or faster
+_BF16_NN_MIN_ROWS = 1024
+_BF16_NN_MAX_K = 512
 
 
 def _bf16_dot(a: View, b: View, out: View) -> bool:
     """bfloat16 ``out = a @ b`` on the CPU's bfloat16 dot-product instruction
     (:mod:`.bf16_dot`, where it runs): both operands read in place as bfloat16 (no float32
-    copies), ``b`` as the ``W.T`` of a linear layer. A ``b`` whose columns are not contiguous is
-    copied into that layout (half the bytes of a float32 copy). With numba, products of fewer
+    copies): ``b`` as the ``W.T`` of a linear layer by :func:`.bf16_dot.matmul_nt`, any other
+    ``b`` by :func:`.bf16_dot.matmul_nn` (pairs of K packed). With numba, products of fewer
     than ``_BF16_DOT_MIN_ROWS`` rows, and those of up to ``_BF16_JIT_ROWS_MAX`` rows whose ``b``
     would need the copy, are left to :func:`_bf16_few_rows`. False (nothing done) there, where
     the kernel does not run, or where ``b`` is not bfloat16."""
@@ -257,17 +262,21 @@ def _bf16_dot(a: View, b: View, out: View) -> bool:
         return False
     for i in range(batch):
         am = aa[i if aa.shape[0] > 1 else 0]
-        wm = bb[i if bb.shape[0] > 1 else 0].T
-        if am.strides[1] != 2:
-            am = np.ascontiguousarray(am)
-        if wm.strides[1] != 2:
-            wm = np.ascontiguousarray(wm)
+        bm = bb[i if bb.shape[0] > 1 else 0]
         om = oo[i].view(np.uint16)
-        if om.strides[1] == 2 or N == 1:
-            bf16_dot.matmul_nt(am.view(np.uint16), wm.view(np.uint16), om)
+        o16 = om if om.strides[1] == 2 or N == 1 else np.empty((M, N), np.uint16)
+        if (bm.strides[0] != 2 and K > 1) or (M >= _BF16_NN_MIN_ROWS and K <= _BF16_NN_MAX_K):
+            # b's columns are not runs of K (an input gradient g @ W, a weight gradient
+            # g.T @ x): the kernel on pairs of K, packed by a streaming copy (a transposed copy
+            # of b, and of a weight gradient's a, cost more than the product); and a shallow
+            # product of many rows, whose dot products are too short for matmul_nt's tiles
+            # (docs/performance.md)
+            bf16_dot.matmul_nn(am.view(np.uint16), bm.view(np.uint16), o16)
         else:
-            o16 = np.empty((M, N), np.uint16)
-            bf16_dot.matmul_nt(am.view(np.uint16), wm.view(np.uint16), o16)
+            if am.strides[1] != 2:
+                am = np.ascontiguousarray(am)
+            bf16_dot.matmul_nt(am.view(np.uint16), bm.T.view(np.uint16), o16)
+        if o16 is not om:
             om[...] = o16
     return True
 

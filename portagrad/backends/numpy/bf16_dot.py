@@ -17,6 +17,14 @@ loads of 32 bfloat16 per sixteen instructions; 4 x 3 and 6 x 3 measured slower);
 runs over ``w``'s rows outside and ``a``'s inside, so each block of ``w`` is read from memory
 once while ``a`` stays in the cache. The last ``K % 32`` columns are read by masked loads.
 
+:func:`matmul_nn` computes ``out = a @ b`` for operands of any layout (a layer's gradients
+``g @ W`` and ``g.T @ x``, whose columns are not runs of K): ``b`` is packed so that each
+column's pair of consecutive K values is one 32-bit word (rows 2p and 2p+1 interleaved, a
+streaming copy), and each instruction multiplies 16 columns' pairs by one pair of a row of
+``a`` broadcast (read in place from rows of even length, else packed the same way). Tiles of
+8 rows times 32 columns accumulate along the columns, so no horizontal sums are needed; short
+dot products of many rows run faster this way than on the tiles above.
+
 The compiled object is kept in ``__pycache__`` beside this file (keyed by the IR, the CPU and
 llvmlite's version, and checked against its SHA-256 before use), so later processes skip the
 compilation (0.16 s). :func:`available` is False (callers keep their float32 paths) without
@@ -29,16 +37,19 @@ import ctypes
 import hashlib
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .jit import build_once
 
-__all__ = ["available", "matmul_nt"]
+__all__ = ["available", "matmul_nn", "matmul_nt"]
 
 _STATE: list[Any] = []
 _MB, _NB = 4, 4  # rows of a, rows of w per register tile
+# matmul_nn's register tile: rows of a, vectors of 16 columns of b (8 x 2 measured faster than
+# 4 x 4, 6 x 4, 12 x 2 and 14 x 2 on weight and input gradients)
+_NN_MB, _NN_NB = 8, 2
 _A_BLOCK_BYTES = 1 << 18  # rows of a per call: a block of a stays in the L2 cache
 
 
@@ -158,6 +169,29 @@ def _const(ty: str, values: list[int]) -> str:
     return "<" + ", ".join(f"{ty} {v}" for v in values) + ">"
 
 
+def _round_to_bf16(e: _Emitter, v: str, n: int) -> str:
+    """``<n x float>`` ``v`` rounded to the nearest even bfloat16, as ``<n x i16>`` bit patterns:
+    add 0x7FFF plus the kept part's lowest bit (a carry into the exponent is the right rounding,
+    up to infinity); a NaN stays quiet."""
+    vi = f"<{n} x i32>"
+
+    def splat(c: int) -> str:
+        return _const("i32", [c] * n)
+    u, hi, lsb, t, t2, r, mag, nan, q, sel, h = (e.value() for _ in range(11))
+    e(f"{u} = bitcast <{n} x float> {v} to {vi}")
+    e(f"{hi} = lshr {vi} {u}, {splat(16)}")
+    e(f"{lsb} = and {vi} {hi}, {splat(1)}")
+    e(f"{t} = add {vi} {u}, {splat(32767)}")
+    e(f"{t2} = add {vi} {t}, {lsb}")
+    e(f"{r} = lshr {vi} {t2}, {splat(16)}")
+    e(f"{mag} = and {vi} {u}, {splat(2147483647)}")
+    e(f"{nan} = icmp ugt {vi} {mag}, {splat(2139095040)}")
+    e(f"{q} = or {vi} {hi}, {splat(64)}")
+    e(f"{sel} = select <{n} x i1> {nan}, {vi} {q}, {vi} {r}")
+    e(f"{h} = trunc {vi} {sel} to <{n} x i16>")
+    return h
+
+
 def _reduce_and_store(e: _Emitter, acc: dict[tuple[int, int], str], m0: str, n0: str) -> None:
     """Each accumulator's 16 lanes summed and stored as a bfloat16 at its ``(i, j)`` of the
     tile. The accumulators (a power of two of them) are summed together: each step adds the
@@ -196,24 +230,7 @@ def _reduce_and_store(e: _Emitter, acc: dict[tuple[int, int], str], m0: str, n0:
         e(f"{z} = fadd <{n} x float> {a}, {b}")
         v, width, lanes = z, n, half
     n = len(groups)
-    vi = f"<{n} x i32>"
-
-    def splat(c: int) -> str:
-        return _const("i32", [c] * n)
-    # rounded to the nearest even bfloat16: add 0x7FFF plus the kept part's lowest bit (a
-    # carry into the exponent is the right rounding, up to infinity); a NaN stays quiet
-    u, hi, lsb, t, t2, r, mag, nan, q, sel, h = (e.value() for _ in range(11))
-    e(f"{u} = bitcast <{n} x float> {v} to {vi}")
-    e(f"{hi} = lshr {vi} {u}, {splat(16)}")
-    e(f"{lsb} = and {vi} {hi}, {splat(1)}")
-    e(f"{t} = add {vi} {u}, {splat(32767)}")
-    e(f"{t2} = add {vi} {t}, {lsb}")
-    e(f"{r} = lshr {vi} {t2}, {splat(16)}")
-    e(f"{mag} = and {vi} {u}, {splat(2147483647)}")
-    e(f"{nan} = icmp ugt {vi} {mag}, {splat(2139095040)}")
-    e(f"{q} = or {vi} {hi}, {splat(64)}")
-    e(f"{sel} = select <{n} x i1> {nan}, {vi} {q}, {vi} {r}")
-    e(f"{h} = trunc {vi} {sel} to <{n} x i16>")
+    h = _round_to_bf16(e, v, n)
     for lane, (i, j) in enumerate(groups):
         x, col = e.value(), e.value()
         e(f"{x} = extractelement <{n} x i16> {h}, i32 {lane}")
@@ -221,10 +238,9 @@ def _reduce_and_store(e: _Emitter, acc: dict[tuple[int, int], str], m0: str, n0:
         e(f"store i16 {x}, ptr {e.row_ptr('%out', 'i16', m0, i, '%ldo', col)}")
 
 
-def _source(op: str) -> str:
+def _nt_source(op: str) -> str:
     """The IR of ``bf16_nt(a, lda, w, ldw, out, ldo, M, N, K)`` (every pointer to 16-bit
-    elements, every leading dimension in elements); ``op`` is the instruction's operand type
-    (``<32 x bfloat>`` since LLVM 17ish, ``<16 x i32>`` before)."""
+    elements, every leading dimension in elements)."""
     e = _Emitter()
     n_slot = e.slot("i64", "n")
 
@@ -250,8 +266,6 @@ def _source(op: str) -> str:
     e("ret void")
     iota = ", ".join(f"i32 {i}" for i in range(32))
     return "\n".join([
-        f"declare <16 x float> @llvm.x86.avx512bf16.dpbf16ps.512(<16 x float>, {op}, {op})",
-        "declare <32 x i16> @llvm.masked.load.v32i16.p0(ptr, i32, <32 x i1>, <32 x i16>)",
         "define void @bf16_nt(ptr noalias %a, i64 %lda, ptr noalias %w, i64 %ldw, "
         "ptr noalias %out, i64 %ldo, i64 %M, i64 %N, i64 %K) {",
         "entry:",
@@ -270,9 +284,127 @@ def _source(op: str) -> str:
     ])
 
 
+def _tile_nn(e: _Emitter, mb: int, nb: int, m0: str, n0: str, op: str) -> None:
+    """``out[m0:m0+mb, n0:n0+16*nb]`` of :func:`_nn_source`: per pair of K, ``nb`` vectors of
+    16 packed column pairs of ``b`` and one broadcast pair of ``a`` per row."""
+    acc = {(i, j): e.slot("<16 x float>", "acc") for i in range(mb) for j in range(nb)}
+    for p in acc.values():
+        e(f"store <16 x float> zeroinitializer, ptr {p}")
+    p_slot = e.slot("i64", "p")
+    done = e.label("pdone")
+
+    def pair(p: str) -> None:
+        row, start = e.value(), e.value()
+        e(f"{row} = mul i64 {p}, %ldb")
+        e(f"{start} = add i64 {row}, {n0}")
+        cols = []
+        for j in range(nb):
+            o, ptr, v, b = e.value(), e.value(), e.value(), e.value()
+            e(f"{o} = add i64 {start}, {16 * j}")
+            e(f"{ptr} = getelementptr i32, ptr %b, i64 {o}")
+            e(f"{v} = load <16 x i32>, ptr {ptr}, align 4")
+            e(f"{b} = bitcast <16 x i32> {v} to {op}")
+            cols.append(b)
+        along = e.value()
+        e(f"{along} = mul i64 {p}, %sap")
+        for i in range(mb):
+            r, across, o, ptr, x, one, splat, a = (e.value() for _ in range(8))
+            e(f"{r} = add i64 {m0}, {i}")
+            e(f"{across} = mul i64 {r}, %sam")
+            e(f"{o} = add i64 {across}, {along}")
+            e(f"{ptr} = getelementptr i32, ptr %a, i64 {o}")
+            e(f"{x} = load i32, ptr {ptr}, align 4")
+            e(f"{one} = insertelement <16 x i32> poison, i32 {x}, i32 0")
+            e(f"{splat} = shufflevector <16 x i32> {one}, <16 x i32> poison, "
+              f"<16 x i32> zeroinitializer")
+            e(f"{a} = bitcast <16 x i32> {splat} to {op}")
+            for j in range(nb):
+                x0, y = e.value(), e.value()
+                e(f"{x0} = load <16 x float>, ptr {acc[(i, j)]}")
+                e(f"{y} = call <16 x float> @llvm.x86.avx512bf16.dpbf16ps.512(<16 x float> "
+                  f"{x0}, {op} {a}, {op} {cols[j]})")
+                e(f"store <16 x float> {y}, ptr {acc[(i, j)]}")
+
+    e.loop(p_slot, 0, "%P", 1, pair, done)
+    e.start(done)
+    for (i, j), p in acc.items():
+        v = e.value()
+        e(f"{v} = load <16 x float>, ptr {p}")
+        h = _round_to_bf16(e, v, 16)
+        r, start, col, o, ptr = (e.value() for _ in range(5))
+        e(f"{r} = add i64 {m0}, {i}")
+        e(f"{start} = mul i64 {r}, %ldo")
+        e(f"{col} = add i64 {n0}, {16 * j}")
+        e(f"{o} = add i64 {start}, {col}")
+        e(f"{ptr} = getelementptr i16, ptr %out, i64 {o}")
+        e(f"store <16 x i16> {h}, ptr {ptr}, align 2")
+
+
+def _nn_source(op: str) -> str:
+    """The IR of ``bf16_nn(a, sam, sap, b, ldb, out, ldo, M, N, P)``: ``out`` (M, N) bfloat16
+    (``ldo`` in elements, N a multiple of 16) = the product over ``P`` pairs of K of ``a``'s
+    pair ``(m, p)``, the 32-bit word ``a[m * sam + p * sap]``, with ``b``'s packed pairs, the
+    words ``b[p * ldb + n]``."""
+    e = _Emitter()
+    n_slot = e.slot("i64", "n")
+
+    def columns(nb: int) -> Callable[[str], None]:
+        def body(n0: str) -> None:
+            m_slot = e.slot("i64", "m")
+            rest, next_ = e.label("mrest"), e.label("mdone")
+            e.loop(m_slot, 0, "%M", _NN_MB, lambda m0: _tile_nn(e, _NN_MB, nb, m0, n0, op), rest)
+            e.start(rest)
+            m = e.value()
+            e(f"{m} = load i64, ptr {m_slot}")
+            e.loop(m_slot, m, "%M", 1, lambda m0: _tile_nn(e, 1, nb, m0, n0, op), next_)
+            e.start(next_)
+        return body
+
+    rest, end = e.label("nrest"), e.label("end")
+    e.loop(n_slot, 0, "%N", 16 * _NN_NB, columns(_NN_NB), rest)
+    e.start(rest)
+    n = e.value()
+    e(f"{n} = load i64, ptr {n_slot}")
+    e.loop(n_slot, n, "%N", 16, columns(1), end)
+    e.start(end)
+    e("ret void")
+    return "\n".join([
+        "define void @bf16_nn(ptr noalias %a, i64 %sam, i64 %sap, ptr noalias %b, i64 %ldb, "
+        "ptr noalias %out, i64 %ldo, i64 %M, i64 %N, i64 %P) {",
+        "entry:",
+        *("  " + a for a in e.allocas),
+        "  br label %first",
+        "first:",
+        *e.lines,
+        "}",
+    ])
+
+
+def _source(op: str) -> str:
+    """The module of both kernels; ``op`` is the instruction's operand type (``<32 x bfloat>``
+    since LLVM 17ish, ``<16 x i32>`` before)."""
+    return "\n".join([
+        f"declare <16 x float> @llvm.x86.avx512bf16.dpbf16ps.512(<16 x float>, {op}, {op})",
+        "declare <32 x i16> @llvm.masked.load.v32i16.p0(ptr, i32, <32 x i1>, <32 x i16>)",
+        _nt_source(op),
+        _nn_source(op),
+    ])
+
+
 _SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
                               ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
                               ctypes.c_int64, ctypes.c_int64)
+_NN_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                                 ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                                 ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
+
+
+class _Kernels(NamedTuple):
+    """The compiled functions (their code lives as long as ``engine``)."""
+
+    nt: Callable[..., None]
+    nn: Callable[..., None]
+    engine: Any
 
 
 def _cache_path(key: str) -> str:
@@ -306,8 +438,8 @@ def _write_object(path: str) -> Callable[[Any, bytes], None]:
     return notify
 
 
-def _compile() -> Callable[..., None] | None:
-    """The kernel for this CPU, or None where it cannot run (no llvmlite, no avx512bf16, an LLVM
+def _compile() -> _Kernels | None:
+    """The kernels for this CPU, or None where it cannot run (no llvmlite, no avx512bf16, an LLVM
     that takes neither operand type, or a wrong answer on the check)."""
     import llvmlite
     import llvmlite.binding as llvm  # ImportError without llvmlite: build_once says unavailable
@@ -336,28 +468,35 @@ def _compile() -> Callable[..., None] | None:
         engine = llvm.create_mcjit_compiler(mod, tm)
         engine.set_object_cache(_write_object(path), lambda module, obj=cached: obj)
         engine.finalize_object()
-        fn = _SIGNATURE(engine.get_function_address("bf16_nt"))
-        fn._engine = engine  # type: ignore[attr-defined]  # the code lives as long as the engine
-        return fn if _check(fn) else None
+        kernels = _Kernels(_SIGNATURE(engine.get_function_address("bf16_nt")),
+                           _NN_SIGNATURE(engine.get_function_address("bf16_nn")), engine)
+        return kernels if _check(kernels) else None
     return None
 
 
-def _check(fn: Callable[..., None]) -> bool:
-    """Whether the kernel's products equal a float64 product's to bfloat16 rounding (every tile
-    shape and a K that is not a multiple of 32)."""
+def _check(kernels: _Kernels) -> bool:
+    """Whether the kernels' products equal a float64 product's to bfloat16 rounding (every tile
+    shape, a K that is not a multiple of 32, an odd K, columns past a multiple of 16)."""
     import ml_dtypes
 
     rng = np.random.default_rng(0)
-    a = rng.standard_normal((7, 75)).astype(ml_dtypes.bfloat16)
-    w = rng.standard_normal((5, 75)).astype(ml_dtypes.bfloat16)
-    out = np.empty((7, 5), np.uint16)
-    _call(fn, a.view(np.uint16), w.view(np.uint16), out)
+    a = rng.standard_normal((11, 75)).astype(ml_dtypes.bfloat16)
+    w = rng.standard_normal((37, 75)).astype(ml_dtypes.bfloat16)
     ref = a.astype(np.float64) @ w.astype(np.float64).T
-    got = out.view(ml_dtypes.bfloat16).astype(np.float64)
-    return bool(np.allclose(got, ref, rtol=2.0 ** -8, atol=1e-5))
+    ok = True
+    # (K = 74: a read in place by the second kernel; 75: a packed)
+    for call, k, b in ((_call, 75, w), (_call_nn, 75, w.T), (_call_nn, 74, w.T)):
+        out = np.empty(ref.shape, np.uint16)
+        call(kernels, a[:, :k].view(np.uint16), b[:k].view(np.uint16) if b is not w else
+             b.view(np.uint16), out)
+        want = ref if k == 75 else a[:, :k].astype(np.float64) @ w[:, :k].astype(np.float64).T
+        got = out.view(ml_dtypes.bfloat16).astype(np.float64)
+        ok = ok and bool(np.allclose(got, want, rtol=2.0 ** -8, atol=1e-5))
+    return ok
 
 
-def _call(fn: Callable[..., None], a: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
+def _call(kernels: _Kernels, a: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
+    fn = kernels.nt
     M, K = a.shape
     rows = max(_MB, _A_BLOCK_BYTES // max(1, 2 * K) // _MB * _MB)
     for m0 in range(0, M, rows):
@@ -367,12 +506,48 @@ def _call(fn: Callable[..., None], a: np.ndarray, w: np.ndarray, out: np.ndarray
            w.shape[0], K)
 
 
-def _kernel() -> Callable[..., None] | None:
+def _pairs(x: np.ndarray, width: int) -> np.ndarray:
+    """(K, C) 16-bit ``x`` (any strides) as (ceil(K/2), width, 2): rows 2p and 2p+1 interleaved
+    into row p, so that each column's pair of K is one 32-bit word; zeros past K and C."""
+    K, C = x.shape
+    out = np.empty(((K + 1) // 2, width, 2), np.uint16)
+    if K % 2:
+        out[-1, :, 1] = 0
+    if C < width:
+        out[:, C:] = 0
+    out[:, :C, 0] = x[0::2]
+    out[:K // 2, :C, 1] = x[1::2]
+    return out
+
+
+def _call_nn(kernels: _Kernels, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """``out = a @ b`` by ``bf16_nn``: ``b`` packed by pairs of K, ``a`` read in place when its
+    rows are contiguous pairs of 32-bit words (K even, 4-byte aligned), else packed too; the
+    columns padded to a multiple of 16 (written to a scratch output when ``out``'s are not)."""
+    M, K = a.shape
+    N = b.shape[1]
+    width = (N + 15) // 16 * 16
+    bp = _pairs(b, width)
+    if K % 2 == 0 and a.strides[1] == 2 and a.strides[0] % 4 == 0 \
+            and a.ctypes.data % 4 == 0:
+        ap, sam, sap = a, a.strides[0] // 4, 1
+    else:
+        ap, sam, sap = _pairs(a.T, M), 1, M
+    direct = width == N and out.strides[1] == 2
+    o = out if direct else np.empty((M, width), np.uint16)
+    kernels.nn(ap.ctypes.data, sam, sap, bp.ctypes.data, width, o.ctypes.data,
+               o.strides[0] // 2, M, width, bp.shape[0])
+    if not direct:
+        out[...] = o[:, :N]
+
+
+def _kernel() -> _Kernels | None:
     return build_once(_STATE, _compile, "PORTAGRAD_BF16_DOT")
 
 
 def available() -> bool:
-    """Whether :func:`matmul_nt` runs here (compiled on the first call, then cached)."""
+    """Whether :func:`matmul_nt` and :func:`matmul_nn` run here (compiled on the first call,
+    then cached)."""
     return _kernel() is not None
 
 
@@ -380,8 +555,8 @@ def matmul_nt(a: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
     """``out = a @ w.T`` rounded to bfloat16: ``a`` (M, K), ``w`` (N, K) and ``out`` (M, N) the
     uint16 bit patterns of bfloat16 arrays whose rows are contiguous (any row stride, a multiple
     of 2 bytes). Only where :func:`available`."""
-    fn = _kernel()
-    if fn is None:
+    kernels = _kernel()
+    if kernels is None:
         raise RuntimeError("the bfloat16 dot-product kernel is not available here")
     if a.dtype != np.uint16 or w.dtype != np.uint16 or out.dtype != np.uint16:
         raise TypeError("matmul_nt takes the uint16 bit patterns of bfloat16 a, w and out")
@@ -398,4 +573,28 @@ def matmul_nt(a: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
     if (a.strides[1] != 2 and a.shape[1] > 1) or (w.strides[1] != 2 and w.shape[1] > 1) \
             or (out.strides[1] != 2 and out.shape[1] > 1):
         raise ValueError("matmul_nt needs rows that are contiguous")
-    _call(fn, a, w, out)
+    _call(kernels, a, w, out)
+
+
+def matmul_nn(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """``out = a @ b`` rounded to bfloat16, as :func:`matmul_nt`'s, for ``a`` (M, K) and ``b``
+    (K, N) of any strides (a weight gradient ``g.T @ x``, an input gradient ``g @ W``): ``b``
+    is packed by pairs of K (a streaming copy, where a transposed one runs at a fraction of
+    memory speed), ``a`` read in place or packed alike. ``out`` (M, N) needs contiguous rows.
+    Only where :func:`available`."""
+    kernels = _kernel()
+    if kernels is None:
+        raise RuntimeError("the bfloat16 dot-product kernel is not available here")
+    if a.dtype != np.uint16 or b.dtype != np.uint16 or out.dtype != np.uint16:
+        raise TypeError("matmul_nn takes the uint16 bit patterns of bfloat16 a, b and out")
+    if a.ndim != 2 or b.ndim != 2 or out.shape != (a.shape[0], b.shape[1]) \
+            or a.shape[1] != b.shape[0]:
+        raise ValueError(f"matmul_nn: shapes {a.shape} @ {b.shape} -> {out.shape} do not match")
+    if out.size == 0:
+        return
+    if a.shape[1] == 0:
+        out[...] = 0
+        return
+    if out.strides[1] != 2 and out.shape[1] > 1:
+        raise ValueError("matmul_nn needs an output whose rows are contiguous")
+    _call_nn(kernels, a, b, out)
