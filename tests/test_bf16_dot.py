@@ -211,6 +211,29 @@ def test_nn_empty_and_bad_operands() -> None:
 
 
 @needs_kernel
+@pytest.mark.parametrize("kernel", ["nt", "nn"])
+@pytest.mark.parametrize("batch_a,batch_b", [(3, 3), (1, 3), (3, 1)])
+def test_a_batch_in_one_call(kernel: str, batch_a: int, batch_b: int) -> None:
+    """3-D operands: every product of the batch at its own offsets, an operand of one matrix
+    used for all (a batch stride of 0), an output inside a wider array."""
+    rng = np.random.default_rng(batch_a * 10 + batch_b)
+    M, K, N = 9, 40, 21
+    a = rng.standard_normal((batch_a, M, K)).astype(BF16)
+    b = rng.standard_normal((batch_b, K, N)).astype(BF16)
+    big = np.zeros((3, M, N + 6), np.uint16)
+    out = big[:, :, 3:3 + N]
+    if kernel == "nt":
+        bf16_dot.matmul_nt(_bits(a), _bits(np.ascontiguousarray(b.transpose(0, 2, 1))), out)
+    else:
+        bf16_dot.matmul_nn(_bits(a), _bits(b), out)
+    assert not big[:, :, :3].any() and not big[:, :, 3 + N:].any()
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(_value(out), np.broadcast_to(want, (3, M, N)), rtol=2.0 ** -8,
+                               atol=1e-5)
+    with pytest.raises(ValueError, match="do not match"):
+        bf16_dot.matmul_nn(_bits(a), _bits(b), np.empty((2, M, N), np.uint16))
+
+@needs_kernel
 @pytest.mark.parametrize("shape_a,shape_b,form", [
     ((1100, 64), (64, 48), "x @ W.T"),  # many rows, shallow: nn even with b's columns runs of K
     ((40, 96), (96, 300), "g @ W"),  # an input gradient: b's columns strided

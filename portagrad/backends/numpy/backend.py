@@ -235,11 +235,11 @@ _BF16_DOT_BATCHED_MIN = 1 << 18
 #: too (a decoder at batch 1 is bound by that read) and keep subnormal operands, as PyTorch's
 #: one-row products do (its bfloat16 GEMMs, as this instruction, count them as zero)
 _BF16_DOT_MIN_ROWS = 5
-#: a product of at least this many rows and at most this deep a K takes bf16_dot.matmul_nn even
-#: when b's columns are runs of K (x @ W.T): 25-45 % faster than matmul_nt's tiles there, while
-#: from K = 768, or a few hundred rows, the nt tiles are as fast or faster
-_BF16_NN_MIN_ROWS = 1024
-_BF16_NN_MAX_K = 512
+#: (largest K, fewest rows M) of products that take bf16_dot.matmul_nn even when b's columns are
+#: runs of K (x @ W.T, attention's q @ k.T): short dot products, which matmul_nt's tiles sum
+#: horizontally at a cost per output, run 10-45 % faster there; deeper or with fewer rows the
+#: nt tiles are as fast or faster (docs/performance.md)
+_BF16_NN_SHALLOW = ((128, 64), (512, 512))
 
 
 def _bf16_dot(a: View, b: View, out: View) -> bool:
@@ -260,24 +260,22 @@ def _bf16_dot(a: View, b: View, out: View) -> bool:
     if jit.available() and (M < _BF16_DOT_MIN_ROWS
                             or (bb.strides[1] != 2 and M <= _BF16_JIT_ROWS_MAX)):
         return False
-    for i in range(batch):
-        am = aa[i if aa.shape[0] > 1 else 0]
-        bm = bb[i if bb.shape[0] > 1 else 0]
-        om = oo[i].view(np.uint16)
-        o16 = om if om.strides[1] == 2 or N == 1 else np.empty((M, N), np.uint16)
-        if (bm.strides[0] != 2 and K > 1) or (M >= _BF16_NN_MIN_ROWS and K <= _BF16_NN_MAX_K):
-            # b's columns are not runs of K (an input gradient g @ W, a weight gradient
-            # g.T @ x): the kernel on pairs of K, packed by a streaming copy (a transposed copy
-            # of b, and of a weight gradient's a, cost more than the product); and a shallow
-            # product of many rows, whose dot products are too short for matmul_nt's tiles
-            # (docs/performance.md)
-            bf16_dot.matmul_nn(am.view(np.uint16), bm.view(np.uint16), o16)
-        else:
-            if am.strides[1] != 2:
-                am = np.ascontiguousarray(am)
-            bf16_dot.matmul_nt(am.view(np.uint16), bm.T.view(np.uint16), o16)
-        if o16 is not om:
-            om[...] = o16
+    a16, b16, o16 = aa.view(np.uint16), bb.view(np.uint16), oo.view(np.uint16)
+    scratch_out = o16.strides[2] != 2 and N > 1  # the kernels write rows of contiguous columns
+    if scratch_out:
+        o16 = np.empty((batch, M, N), np.uint16)
+    if (bb.strides[1] != 2 and K > 1) or any(K <= k and M >= m for k, m in _BF16_NN_SHALLOW):
+        # b's columns are not runs of K (an input gradient g @ W, a weight gradient g.T @ x):
+        # the kernel on pairs of K, packed by a streaming copy (a transposed copy of b, and of
+        # a weight gradient's a, cost more than the product); and a shallow product of many
+        # rows, whose dot products are too short for matmul_nt's tiles (docs/performance.md)
+        bf16_dot.matmul_nn(a16, b16, o16)
+    else:
+        if a16.strides[2] != 2 and K > 1:
+            a16 = np.ascontiguousarray(a16)
+        bf16_dot.matmul_nt(a16, b16.transpose(0, 2, 1), o16)
+    if scratch_out:
+        oo.view(np.uint16)[...] = o16
     return True
 
 
@@ -505,6 +503,11 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
                     and out.numel >= _BF16_JIT_BINARY_MIN and jit.available()
                     and jit.bf16_binary_rows(op, nd(a), nd(b), nd(out))):
                 return  # (numba: the same float32 sums, rounded once, in one vectorised pass)
+            if (f is not None and od is BFLOAT16 and out.numel >= _BF16_JIT_BINARY_MIN
+                    and (a.__class__ is View) is not (b.__class__ is View)
+                    and (a if a.__class__ is View else b).dtype is BFLOAT16 and jit.available()
+                    and jit.bf16_scalar_op(op, _arg(a), _arg(b), nd(out))):
+                return  # (a scalar operand: attention's scale, dropout's 1 / (1 - p))
             if f is not None and od is BFLOAT16 and _bf16_exact(a) and _bf16_exact(b):
                 # ml_dtypes' own loops: each element computed in float32 and rounded once, as
                 # the float32 copies below would, without the copies

@@ -238,11 +238,30 @@ def _reduce_and_store(e: _Emitter, acc: dict[tuple[int, int], str], m0: str, n0:
         e(f"store i16 {x}, ptr {e.row_ptr('%out', 'i16', m0, i, '%ldo', col)}")
 
 
+def _over_batch(e: _Emitter, operands: list[tuple[str, str, str]], body: Callable[[], None]
+                ) -> None:
+    """``for i in range(%batch): body()`` with each ``(name, element type, stride)`` of
+    ``operands`` the pointer ``%name`` = ``%name0 + i * stride`` inside; then ``ret void``."""
+    slot = e.slot("i64", "batch")
+    end = e.label("batchdone")
+
+    def one(i: str) -> None:
+        for name, ty, stride in operands:
+            off = e.value()
+            e(f"{off} = mul i64 {i}, {stride}")
+            e(f"%{name} = getelementptr {ty}, ptr %{name}0, i64 {off}")
+        body()
+
+    e.loop(slot, 0, "%batch", 1, one, end)
+    e.start(end)
+    e("ret void")
+
+
 def _nt_source(op: str) -> str:
-    """The IR of ``bf16_nt(a, lda, w, ldw, out, ldo, M, N, K)`` (every pointer to 16-bit
-    elements, every leading dimension in elements)."""
+    """The IR of ``bf16_nt(a, lda, w, ldw, out, ldo, M, N, K, batch, sa, sw, so)`` (every
+    pointer to 16-bit elements, every leading dimension and batch stride in elements): ``batch``
+    products, the i-th of ``a + i * sa``, ``w + i * sw`` into ``out + i * so``."""
     e = _Emitter()
-    n_slot = e.slot("i64", "n")
 
     def rows_of_w(nb: int) -> Callable[[str], None]:
         def body(n0: str) -> None:
@@ -256,18 +275,22 @@ def _nt_source(op: str) -> str:
             e.start(next_)
         return body
 
-    rest, end = e.label("nrest"), e.label("end")
-    e.loop(n_slot, 0, "%N", _NB, rows_of_w(_NB), rest)
-    e.start(rest)
-    n = e.value()
-    e(f"{n} = load i64, ptr {n_slot}")
-    e.loop(n_slot, n, "%N", 1, rows_of_w(1), end)
-    e.start(end)
-    e("ret void")
+    def matrix() -> None:
+        n_slot = e.slot("i64", "n")
+        rest, end = e.label("nrest"), e.label("end")
+        e.loop(n_slot, 0, "%N", _NB, rows_of_w(_NB), rest)
+        e.start(rest)
+        n = e.value()
+        e(f"{n} = load i64, ptr {n_slot}")
+        e.loop(n_slot, n, "%N", 1, rows_of_w(1), end)
+        e.start(end)
+
+    _over_batch(e, [("a", "i16", "%sa"), ("w", "i16", "%sw"), ("out", "i16", "%so")], matrix)
     iota = ", ".join(f"i32 {i}" for i in range(32))
     return "\n".join([
-        "define void @bf16_nt(ptr noalias %a, i64 %lda, ptr noalias %w, i64 %ldw, "
-        "ptr noalias %out, i64 %ldo, i64 %M, i64 %N, i64 %K) {",
+        "define void @bf16_nt(ptr noalias %a0, i64 %lda, ptr noalias %w0, i64 %ldw, "
+        "ptr noalias %out0, i64 %ldo, i64 %M, i64 %N, i64 %K, i64 %batch, i64 %sa, i64 %sw, "
+        "i64 %so) {",
         "entry:",
         *("  " + a for a in e.allocas),
         "  %Kv = and i64 %K, -32",
@@ -341,12 +364,12 @@ def _tile_nn(e: _Emitter, mb: int, nb: int, m0: str, n0: str, op: str) -> None:
 
 
 def _nn_source(op: str) -> str:
-    """The IR of ``bf16_nn(a, sam, sap, b, ldb, out, ldo, M, N, P)``: ``out`` (M, N) bfloat16
-    (``ldo`` in elements, N a multiple of 16) = the product over ``P`` pairs of K of ``a``'s
-    pair ``(m, p)``, the 32-bit word ``a[m * sam + p * sap]``, with ``b``'s packed pairs, the
-    words ``b[p * ldb + n]``."""
+    """The IR of ``bf16_nn(a, sam, sap, b, ldb, out, ldo, M, N, P, batch, sa, sb, so)``: ``out``
+    (M, N) bfloat16 (``ldo`` in elements, N a multiple of 16) = the product over ``P`` pairs of
+    K of ``a``'s pair ``(m, p)``, the 32-bit word ``a[m * sam + p * sap]``, with ``b``'s packed
+    pairs, the words ``b[p * ldb + n]``; ``batch`` such products, the i-th of ``a + i * sa``,
+    ``b + i * sb`` (32-bit words) into ``out + i * so`` (elements)."""
     e = _Emitter()
-    n_slot = e.slot("i64", "n")
 
     def columns(nb: int) -> Callable[[str], None]:
         def body(n0: str) -> None:
@@ -360,17 +383,21 @@ def _nn_source(op: str) -> str:
             e.start(next_)
         return body
 
-    rest, end = e.label("nrest"), e.label("end")
-    e.loop(n_slot, 0, "%N", 16 * _NN_NB, columns(_NN_NB), rest)
-    e.start(rest)
-    n = e.value()
-    e(f"{n} = load i64, ptr {n_slot}")
-    e.loop(n_slot, n, "%N", 16, columns(1), end)
-    e.start(end)
-    e("ret void")
+    def matrix() -> None:
+        n_slot = e.slot("i64", "n")
+        rest, end = e.label("nrest"), e.label("end")
+        e.loop(n_slot, 0, "%N", 16 * _NN_NB, columns(_NN_NB), rest)
+        e.start(rest)
+        n = e.value()
+        e(f"{n} = load i64, ptr {n_slot}")
+        e.loop(n_slot, n, "%N", 16, columns(1), end)
+        e.start(end)
+
+    _over_batch(e, [("a", "i32", "%sa"), ("b", "i32", "%sb"), ("out", "i16", "%so")], matrix)
     return "\n".join([
-        "define void @bf16_nn(ptr noalias %a, i64 %sam, i64 %sap, ptr noalias %b, i64 %ldb, "
-        "ptr noalias %out, i64 %ldo, i64 %M, i64 %N, i64 %P) {",
+        "define void @bf16_nn(ptr noalias %a0, i64 %sam, i64 %sap, ptr noalias %b0, i64 %ldb, "
+        "ptr noalias %out0, i64 %ldo, i64 %M, i64 %N, i64 %P, i64 %batch, i64 %sa, i64 %sb, "
+        "i64 %so) {",
         "entry:",
         *("  " + a for a in e.allocas),
         "  br label %first",
@@ -391,12 +418,12 @@ def _source(op: str) -> str:
     ])
 
 
-_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
-                              ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
-                              ctypes.c_int64, ctypes.c_int64)
-_NN_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
-                                 ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
-                                 ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
+_I64 = ctypes.c_int64
+_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, _I64, ctypes.c_void_p, _I64,
+                              ctypes.c_void_p, _I64, _I64, _I64, _I64, _I64, _I64, _I64, _I64)
+_NN_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, _I64, _I64, ctypes.c_void_p, _I64,
+                                 ctypes.c_void_p, _I64, _I64, _I64, _I64, _I64, _I64, _I64,
+                                 _I64)
 
 
 class _Kernels(NamedTuple):
@@ -487,58 +514,75 @@ def _check(kernels: _Kernels) -> bool:
     # (K = 74: a read in place by the second kernel; 75: a packed)
     for call, k, b in ((_call, 75, w), (_call_nn, 75, w.T), (_call_nn, 74, w.T)):
         out = np.empty(ref.shape, np.uint16)
-        call(kernels, a[:, :k].view(np.uint16), b[:k].view(np.uint16) if b is not w else
-             b.view(np.uint16), out)
+        call(kernels, a[None, :, :k].view(np.uint16),
+             (b[:k] if b is not w else b)[None].view(np.uint16), out[None])
         want = ref if k == 75 else a[:, :k].astype(np.float64) @ w[:, :k].astype(np.float64).T
         got = out.view(ml_dtypes.bfloat16).astype(np.float64)
         ok = ok and bool(np.allclose(got, want, rtol=2.0 ** -8, atol=1e-5))
     return ok
 
 
+def _batch_stride(x: np.ndarray, unit: int) -> int:
+    """The batch stride of 3-D ``x`` in units of ``unit`` bytes (0: one matrix for every
+    product)."""
+    return x.strides[0] // unit if x.shape[0] > 1 else 0
+
+
 def _call(kernels: _Kernels, a: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
+    """``out[i] = a[i] @ w[i].T`` by ``bf16_nt`` for 3-D operands (a batch of 1 broadcast)."""
     fn = kernels.nt
-    M, K = a.shape
+    batch, M, N = out.shape
+    K = a.shape[2]
+    lda, ldw, ldo = a.strides[1] // 2, w.strides[1] // 2, out.strides[1] // 2
+    if batch > 1:  # (small matrices, as attention's: one call for all)
+        fn(a.ctypes.data, lda, w.ctypes.data, ldw, out.ctypes.data, ldo, M, N, K, batch,
+           _batch_stride(a, 2), _batch_stride(w, 2), _batch_stride(out, 2))
+        return
     rows = max(_MB, _A_BLOCK_BYTES // max(1, 2 * K) // _MB * _MB)
     for m0 in range(0, M, rows):
         m = min(rows, M - m0)
-        fn(a.ctypes.data + m0 * a.strides[0], a.strides[0] // 2, w.ctypes.data,
-           w.strides[0] // 2, out.ctypes.data + m0 * out.strides[0], out.strides[0] // 2, m,
-           w.shape[0], K)
+        fn(a.ctypes.data + m0 * a.strides[1], lda, w.ctypes.data, ldw,
+           out.ctypes.data + m0 * out.strides[1], ldo, m, N, K, 1, 0, 0, 0)
 
 
 def _pairs(x: np.ndarray, width: int) -> np.ndarray:
-    """(K, C) 16-bit ``x`` (any strides) as (ceil(K/2), width, 2): rows 2p and 2p+1 interleaved
-    into row p, so that each column's pair of K is one 32-bit word; zeros past K and C."""
-    K, C = x.shape
-    out = np.empty(((K + 1) // 2, width, 2), np.uint16)
+    """(B, K, C) 16-bit ``x`` (any strides) as (B, ceil(K/2), width, 2): rows 2p and 2p+1
+    interleaved into row p, so that each column's pair of K is one 32-bit word; zeros past K
+    and C."""
+    n, K, C = x.shape
+    out = np.empty((n, (K + 1) // 2, width, 2), np.uint16)
     if K % 2:
-        out[-1, :, 1] = 0
+        out[:, -1, :, 1] = 0
     if C < width:
-        out[:, C:] = 0
-    out[:, :C, 0] = x[0::2]
-    out[:K // 2, :C, 1] = x[1::2]
+        out[:, :, C:] = 0
+    out[:, :, :C, 0] = x[:, 0::2]
+    out[:, :K // 2, :C, 1] = x[:, 1::2]
     return out
 
 
 def _call_nn(kernels: _Kernels, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    """``out = a @ b`` by ``bf16_nn``: ``b`` packed by pairs of K, ``a`` read in place when its
-    rows are contiguous pairs of 32-bit words (K even, 4-byte aligned), else packed too; the
-    columns padded to a multiple of 16 (written to a scratch output when ``out``'s are not)."""
-    M, K = a.shape
-    N = b.shape[1]
+    """``out[i] = a[i] @ b[i]`` by ``bf16_nn`` for 3-D operands (a batch of 1 broadcast):
+    ``b`` packed by pairs of K, ``a`` read in place when its rows are contiguous pairs of 32-bit
+    words (K even, 4-byte aligned), else packed too; the columns padded to a multiple of 16
+    (written to a scratch output when ``out``'s are not)."""
+    batch, M, N = out.shape
+    K = a.shape[2]
     width = (N + 15) // 16 * 16
     bp = _pairs(b, width)
-    if K % 2 == 0 and a.strides[1] == 2 and a.strides[0] % 4 == 0 \
-            and a.ctypes.data % 4 == 0:
-        ap, sam, sap = a, a.strides[0] // 4, 1
+    P = bp.shape[1]
+    if K % 2 == 0 and a.strides[2] == 2 and (a.strides[1] % 4 == 0 or M == 1) \
+            and (a.strides[0] % 4 == 0 or a.shape[0] == 1) and a.ctypes.data % 4 == 0:
+        ap, sam, sap, sa = a, a.strides[1] // 4, 1, _batch_stride(a, 4)
     else:
-        ap, sam, sap = _pairs(a.T, M), 1, M
-    direct = width == N and out.strides[1] == 2
-    o = out if direct else np.empty((M, width), np.uint16)
+        ap = _pairs(a.transpose(0, 2, 1), M)
+        sam, sap, sa = 1, M, _batch_stride(ap, 4)
+    direct = width == N and out.strides[2] == 2
+    o = out if direct else np.empty((batch, M, width), np.uint16)
     kernels.nn(ap.ctypes.data, sam, sap, bp.ctypes.data, width, o.ctypes.data,
-               o.strides[0] // 2, M, width, bp.shape[0])
+               o.strides[1] // 2, M, width, P, batch, sa, _batch_stride(bp, 4),
+               _batch_stride(o, 2))
     if not direct:
-        out[...] = o[:, :N]
+        out[...] = o[:, :, :N]
 
 
 def _kernel() -> _Kernels | None:
@@ -551,50 +595,64 @@ def available() -> bool:
     return _kernel() is not None
 
 
+def _as_batches(name: str, a: np.ndarray, b: np.ndarray, out: np.ndarray, b_is_w: bool
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Checked 3-D views of 2-D or 3-D operands: ``out`` (batch, M, N); ``a`` and ``b`` of
+    ``batch`` matrices or of one (used for every product); ``b`` (K, N), or (N, K) when
+    ``b_is_w``."""
+    if a.dtype != np.uint16 or b.dtype != np.uint16 or out.dtype != np.uint16:
+        raise TypeError(f"{name} takes the uint16 bit patterns of bfloat16 operands and output")
+    nd = out.ndim
+    if nd not in (2, 3) or a.ndim != nd or b.ndim != nd:
+        raise ValueError(f"{name}: operands and output must all be 2-D or all 3-D, got "
+                         f"{a.shape}, {b.shape} -> {out.shape}")
+    a3, b3, o3 = (a, b, out) if nd == 3 else (a[None], b[None], out[None])
+    batch = o3.shape[0]
+    K, N = (b3.shape[2], b3.shape[1]) if b_is_w else b3.shape[1:]
+    if o3.shape[1:] != (a3.shape[1], N) or a3.shape[2] != K \
+            or a3.shape[0] not in (1, batch) or b3.shape[0] not in (1, batch):
+        op = ".T" if b_is_w else ""
+        raise ValueError(f"{name}: shapes {a.shape} @ {b.shape}{op} -> {out.shape} do not match")
+    return a3, b3, o3
+
+
 def matmul_nt(a: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
     """``out = a @ w.T`` rounded to bfloat16: ``a`` (M, K), ``w`` (N, K) and ``out`` (M, N) the
     uint16 bit patterns of bfloat16 arrays whose rows are contiguous (any row stride, a multiple
-    of 2 bytes). Only where :func:`available`."""
+    of 2 bytes); or 3-D, a batch of such products in one call (``a`` or ``w`` of one matrix
+    used for all). Only where :func:`available`."""
     kernels = _kernel()
     if kernels is None:
         raise RuntimeError("the bfloat16 dot-product kernel is not available here")
-    if a.dtype != np.uint16 or w.dtype != np.uint16 or out.dtype != np.uint16:
-        raise TypeError("matmul_nt takes the uint16 bit patterns of bfloat16 a, w and out")
-    if a.ndim != 2 or w.ndim != 2 or out.shape != (a.shape[0], w.shape[0]) \
-            or a.shape[1] != w.shape[1]:
-        raise ValueError(f"matmul_nt: shapes {a.shape} @ {w.shape}.T -> {out.shape} do not match")
-    if out.size == 0:
+    a3, w3, o3 = _as_batches("matmul_nt", a, w, out, True)
+    if o3.size == 0:
         return
-    if a.shape[1] == 0:
-        out[...] = 0
+    if a3.shape[2] == 0:
+        o3[...] = 0
         return
     # (a column stride is never used along a dimension of size 1: numpy calls such an array
     # contiguous whatever stride it reports there)
-    if (a.strides[1] != 2 and a.shape[1] > 1) or (w.strides[1] != 2 and w.shape[1] > 1) \
-            or (out.strides[1] != 2 and out.shape[1] > 1):
+    if (a3.strides[2] != 2 and a3.shape[2] > 1) or (w3.strides[2] != 2 and w3.shape[2] > 1) \
+            or (o3.strides[2] != 2 and o3.shape[2] > 1):
         raise ValueError("matmul_nt needs rows that are contiguous")
-    _call(kernels, a, w, out)
+    _call(kernels, a3, w3, o3)
 
 
 def matmul_nn(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     """``out = a @ b`` rounded to bfloat16, as :func:`matmul_nt`'s, for ``a`` (M, K) and ``b``
-    (K, N) of any strides (a weight gradient ``g.T @ x``, an input gradient ``g @ W``): ``b``
-    is packed by pairs of K (a streaming copy, where a transposed one runs at a fraction of
-    memory speed), ``a`` read in place or packed alike. ``out`` (M, N) needs contiguous rows.
-    Only where :func:`available`."""
+    (K, N) of any strides (a weight gradient ``g.T @ x``, an input gradient ``g @ W``), or 3-D
+    batches of them: ``b`` is packed by pairs of K (a streaming copy, where a transposed one
+    runs at a fraction of memory speed), ``a`` read in place or packed alike. ``out`` (M, N)
+    needs contiguous rows. Only where :func:`available`."""
     kernels = _kernel()
     if kernels is None:
         raise RuntimeError("the bfloat16 dot-product kernel is not available here")
-    if a.dtype != np.uint16 or b.dtype != np.uint16 or out.dtype != np.uint16:
-        raise TypeError("matmul_nn takes the uint16 bit patterns of bfloat16 a, b and out")
-    if a.ndim != 2 or b.ndim != 2 or out.shape != (a.shape[0], b.shape[1]) \
-            or a.shape[1] != b.shape[0]:
-        raise ValueError(f"matmul_nn: shapes {a.shape} @ {b.shape} -> {out.shape} do not match")
-    if out.size == 0:
+    a3, b3, o3 = _as_batches("matmul_nn", a, b, out, False)
+    if o3.size == 0:
         return
-    if a.shape[1] == 0:
-        out[...] = 0
+    if a3.shape[2] == 0:
+        o3[...] = 0
         return
-    if out.strides[1] != 2 and out.shape[1] > 1:
+    if o3.strides[2] != 2 and o3.shape[2] > 1:
         raise ValueError("matmul_nn needs an output whose rows are contiguous")
-    _call_nn(kernels, a, b, out)
+    _call_nn(kernels, a3, b3, o3)
