@@ -49,9 +49,9 @@ def where(cond: np.ndarray, a: Any, b: Any, np_dtype: np.dtype, dtype_name: str,
     stored into a narrow integer dtype is checked as PyTorch does). ``a`` may be ``out`` itself
     (in-place ``masked_fill_``): then only the positions where ``cond`` is false are written."""
     if a.__class__ is int or a.__class__ is float:
-        a = fit_scalar(a, dtype_name)
+        a = _as_bf16(fit_scalar(a, dtype_name), np_dtype)
     if b.__class__ is int or b.__class__ is float:
-        b = fit_scalar(b, dtype_name)
+        b = _as_bf16(fit_scalar(b, dtype_name), np_dtype)
     if out is None:
         out = np.empty(cond.shape, np_dtype)
     elif a is out:  # (copying b first would overwrite a)
@@ -69,6 +69,16 @@ def where(cond: np.ndarray, a: Any, b: Any, np_dtype: np.dtype, dtype_name: str,
     np.copyto(out, b, casting="unsafe")
     np.copyto(out, a, casting="unsafe", where=cond)
     return out
+
+
+def _as_bf16(x: Any, np_dtype: np.dtype) -> Any:
+    """A Python scalar of a bfloat16 ``where`` as a bfloat16 scalar, rounded through float32 as
+    the float32 select it replaces rounded it (numpy selects a Python float with a bfloat16
+    array as float32, a result then rounded back element by element: three times the time);
+    other dtypes' scalars unchanged."""
+    if np_dtype != _BF16 or (x.__class__ is not float and x.__class__ is not int):
+        return x
+    return np.float32(x).astype(_BF16)
 
 
 _BITS = {2: np.int16, 4: np.int32, 8: np.int64}
