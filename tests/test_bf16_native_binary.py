@@ -39,11 +39,14 @@ def test_every_bit_pattern(op: str) -> None:
     _same(res.view(pg.int16).numpy().view(BFLOAT16_NP), _reference(op, a, b))
 
 
+@pytest.mark.parametrize("size", [1000, 9000])  # (numba's one-pass loop from 4096 elements)
 @pytest.mark.parametrize("scalar", [0.5, 3, -2.0, 0.1, 1e-40, 65504.0, 19945])
-def test_python_scalars(scalar: float) -> None:
+def test_python_scalars(scalar: float, size: int) -> None:
     """PyTorch's rule for a scalar operand of a 16-bit float op: the second operand of mul and
-    div is taken at float32, any other scalar is rounded to bfloat16 (through float32) first."""
-    a = np.random.default_rng(2).standard_normal(1000).astype(BFLOAT16_NP)
+    div is taken at float32, any other scalar is rounded to bfloat16 (through float32) first.
+    Large, tiny, infinite and NaN elements among the values."""
+    a = (np.random.default_rng(2).standard_normal(size) * 1e3).astype(BFLOAT16_NP)
+    a[:7] = [np.inf, -np.inf, np.nan, 0.0, -0.0, 3.3e38, 1e-39]
     x = pg.tensor(a.astype(np.float32)).to(pg.bfloat16)
     rounded = float(np.float32(scalar).astype(BFLOAT16_NP))
     af = a.astype(np.float32)
@@ -110,3 +113,18 @@ def test_row_broadcast_and_in_place(op: str, monkeypatch: pytest.MonkeyPatch) ->
     _same(y.view(pg.int16).numpy().view(BFLOAT16_NP), _reference(op, x, row[None, None]))
     if jit.available():
         assert calls == [op] * 3
+
+
+@pytest.mark.skipif(not nb.jit.available(), reason="numba is not installed")
+def test_a_scalar_operand_takes_one_pass_from_4096_elements(monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """With numba, a bfloat16 tensor of 4096 elements or more and a scalar (attention's scale,
+    dropout's 1 / (1 - p)) run one loop over the bit patterns, not float32 copies."""
+    calls: list[str] = []
+    real = nb.jit.bf16_scalar_op
+    monkeypatch.setattr(nb.jit, "bf16_scalar_op", lambda op, *a: calls.append(op) or real(op, *a))
+    x = pg.full((64, 64), 3.0, dtype=pg.bfloat16)
+    assert (x * 0.1).float()[0, :2].tolist() == [0.30078125] * 2  # 3 * float32(0.1), rounded
+    assert (1.0 - x).float()[0, 0].item() == -2.0
+    assert calls == ["mul", "sub"]
+    assert (pg.ones(4095, dtype=pg.bfloat16) * 0.1).dtype is pg.bfloat16 and len(calls) == 2

@@ -46,7 +46,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 __all__ = ["available", "batch_norm_backward_planes", "bf16_binary_rows", "bf16_matmul_rows",
-           "build_once",
+           "bf16_scalar_op", "build_once",
            "cross_entropy_backward_rows",
            "cross_entropy_rows", "erf32", "gelu32", "gelu32_backward", "keep_or_zero",
            "plane_scatter_add",
@@ -247,6 +247,26 @@ def bf16_binary_rows(op: str, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> 
     _kernel("bf16_binary_rows")(code, ra, rb, out.reshape(-1, out.shape[-1]).view(np.uint16))
     return True
 
+
+def bf16_scalar_op(op: str, a: Any, b: Any, out: np.ndarray) -> bool:
+    """``out = a op b`` (``op`` add, sub, mul or div) of a bfloat16 array and a real scalar
+    (either side; its float32 value is the operand, as PyTorch takes a scalar for these ops on
+    bfloat16), each element computed in float32 and rounded once to bfloat16 (the float32 copy
+    and its rounding it replaces give the same bits, NaN payloads aside), in one pass: the
+    array and ``out`` C-contiguous of one shape. False (nothing done) otherwise."""
+    code = _BF16_BINARY_OPS.get(op)
+    first = not isinstance(a, np.ndarray)
+    arr, s = (b, a) if first else (a, b)
+    if code is None or not isinstance(arr, np.ndarray) or isinstance(s, np.ndarray) \
+            or not isinstance(s, (float, int, np.floating, np.integer)) or isinstance(s, bool) \
+            or arr.shape != out.shape or not arr.flags.c_contiguous \
+            or not out.flags.c_contiguous or out.size == 0:
+        return False
+    with np.errstate(over="ignore"):
+        s32 = np.float32(s)
+    _kernel("bf16_scalar_op")(code, arr.reshape(-1).view(np.uint16), s32, first,
+                              out.reshape(-1).view(np.uint16))
+    return True
 
 def bf16_matmul_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
     """``out = a @ b`` for the C-contiguous float32 ``a`` (M, K), the bfloat16 ``b`` (K, N) given
