@@ -296,6 +296,11 @@ class Backend:
     #: false: the core declines complex tensors on its devices with a ``DTypeError``
     supports_complex: bool = False
 
+    #: names of the 16-bit float dtypes (``"bfloat16"``, ``"float16"``) whose views the optional
+    #: ``gelu``/``gelu_backward`` take as they are (computed in float32, rounded once); for the
+    #: others the core passes float32 copies and rounds the result
+    gelu_half_dtypes: tuple[str, ...] = ()
+
     @property
     def memory_counter(self) -> MemoryCounter:
         """The per-device byte counts the default :meth:`memory_stats` reports (created on first
@@ -846,7 +851,8 @@ class Backend:
     #
     # GELU, exact (``approximate="none"``), used by ``gelu`` of float32 tensors only in the pair,
     # the backward while nothing records (the core composes otherwise, and for other dtypes).
-    # Every view is contiguous, all of one shape and float32. The values are those of the core's
+    # Every view is contiguous, all of one shape and float32 (or all of one 16-bit dtype named in
+    # ``gelu_half_dtypes``: computed in float32 and rounded once). The values are those of the core's
     # composition (``erf`` the backend's own, as its ``unary("erf")``), in its order of
     # operations; a backend may round differently within an ulp of each step.
     #

@@ -158,6 +158,13 @@ def _gelu_prims(x: Tensor, approximate: Any) -> bool:
             and _raw.has_prims(x, "gelu", "gelu_backward"))
 
 
+def _gelu_as_is(x: Tensor) -> bool:
+    """Whether the backend's ``gelu`` pair takes 16-bit ``x`` as it is (its
+    ``gelu_half_dtypes``), not a float32 copy."""
+    dt = x._v.dtype
+    return dt in _HALF16 and dt.name in x._storage.backend.gelu_half_dtypes
+
+
 def _f32(t: Tensor) -> Tensor:
     """``t`` itself when contiguous float32, else a contiguous float32 copy of it."""
     return _raw.contiguous(t) if t._v.dtype is _dtype.float32 else _raw.cast(t, _dtype.float32)
@@ -180,6 +187,9 @@ class _Gelu(_Smooth):
             return super().forward(ctx, x, arg)
         ctx.arg = arg
         ctx.save_for_backward(x)
+        if _gelu_as_is(x):
+            xc = _raw.contiguous(x)
+            return _raw.gelu(xc, _raw.new_like(xc))
         x32 = _f32(x)
         return _rounded(_raw.gelu(x32, _raw.new_like(x32)), x._v.dtype)
 
@@ -189,6 +199,9 @@ class _Gelu(_Smooth):
         if (is_grad_enabled() or not _gelu_prims(x, ctx.arg) or g._v.dtype is not x._v.dtype
                 or tuple(g._v.shape) != tuple(x._v.shape)):
             return super().backward(ctx, g)
+        if _gelu_as_is(x):
+            xc = _raw.contiguous(x)
+            return _raw.gelu_backward(_raw.contiguous(g), xc, _raw.new_like(xc)), None
         x32 = _f32(x)
         return _rounded(_raw.gelu_backward(_f32(g), x32, _raw.new_like(x32)), x._v.dtype), None
 

@@ -17,7 +17,8 @@ __all__ = ["erf32", "gelu32", "gelu32_backward", "index_add_rows", "philox_unifo
            "layer_norm_rows", "layer_norm_backward_rows", "softmax_rows32",
            "softmax_backward_rows", "cross_entropy_rows", "cross_entropy_backward_rows",
            "keep_or_zero", "plane_scatter_add", "batch_norm_backward_planes",
-           "bf16_rows_nt", "bf16_rows_nn", "bf16_binary_rows", "bf16_scalar_op"]
+           "bf16_rows_nt", "bf16_rows_nn", "bf16_binary_rows", "bf16_scalar_op", "bf16_gelu",
+           "bf16_gelu_backward", "bf16_softmax_rows", "bf16_softmax_backward_rows"]
 
 _F = np.float32
 
@@ -491,6 +492,100 @@ def bf16_scalar_op(op: int, a: Any, s: Any, scalar_first: bool, out: Any) -> Non
             o[j] = np.uint16(quiet if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
                              else rounded)
 
+
+@numba.njit(inline="always", error_model="numpy")
+def _rne16(u: Any) -> Any:
+    # the float32 bit pattern u rounded to the nearest even bfloat16 (adding 0x7FFF plus the kept
+    # part's lowest bit: a carry into the exponent is the right rounding, up to infinity); a NaN
+    # stays a quiet NaN
+    rounded = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+    quiet = (u >> np.uint32(16)) | np.uint32(0x40)
+    return np.uint16(quiet if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000) else rounded)
+
+
+# Elements per block of the bfloat16 kernels below: each block widened into float32 buffers in
+# the L1 cache, computed there by the float32 kernels' own arithmetic, and rounded once into the
+# output (bit for bit the float32 copies' result, in one pass over memory instead of three)
+_BF16_BLOCK = 4096
+
+
+@_jit()
+def bf16_gelu(x: Any, out: Any) -> None:
+    # gelu32 over 1-D bfloat16 bit patterns (uint16) of one size
+    n = x.size
+    xb = np.empty(_BF16_BLOCK, np.float32)
+    yb = np.empty(_BF16_BLOCK, np.float32)
+    ybits = yb.view(np.uint32)
+    for j0 in range(0, n, _BF16_BLOCK):
+        m = min(_BF16_BLOCK, n - j0)
+        xs, os = x[j0:j0 + m], out[j0:j0 + m]
+        for j in range(m):
+            xb[j] = _bits_as_f32(np.uint32(xs[j]) << 16)
+        for j in range(m):
+            xi = xb[j]
+            yb[j] = (xi * half_) * (erf_one(xi * c_sqrt1_2) + one)
+        for j in range(m):
+            os[j] = _rne16(ybits[j])
+
+
+@_jit()
+def bf16_gelu_backward(g: Any, x: Any, out: Any) -> None:
+    # gelu32_backward over 1-D bfloat16 bit patterns (uint16) of one size
+    n = x.size
+    xb = np.empty(_BF16_BLOCK, np.float32)
+    gb = np.empty(_BF16_BLOCK, np.float32)
+    yb = np.empty(_BF16_BLOCK, np.float32)
+    ybits = yb.view(np.uint32)
+    for j0 in range(0, n, _BF16_BLOCK):
+        m = min(_BF16_BLOCK, n - j0)
+        xs, gs, os = x[j0:j0 + m], g[j0:j0 + m], out[j0:j0 + m]
+        for j in range(m):
+            xb[j] = _bits_as_f32(np.uint32(xs[j]) << 16)
+            gb[j] = _bits_as_f32(np.uint32(gs[j]) << 16)
+        for j in range(m):
+            xi = xb[j]
+            cdf = (erf_one(xi * c_sqrt1_2) + one) * half_
+            yb[j] = gb[j] * (cdf + xi * (exp_neg((xi * xi) * c_mhalf) * c_pdf))
+        for j in range(m):
+            os[j] = _rne16(ybits[j])
+
+
+@_jit()
+def bf16_softmax_rows(x: Any, out: Any) -> None:
+    # softmax_rows32 over the rows of (M, N) bfloat16 bit patterns (uint16), a row at a time
+    M, N = x.shape
+    xb = np.empty((1, N), np.float32)
+    yb = np.empty((1, N), np.float32)
+    ybits = yb.view(np.uint32)
+    for i in range(M):
+        xi, oi = x[i], out[i]
+        xr = xb[0]
+        for j in range(N):
+            xr[j] = _bits_as_f32(np.uint32(xi[j]) << 16)
+        softmax_rows32(xb, yb)
+        yr = ybits[0]
+        for j in range(N):
+            oi[j] = _rne16(yr[j])
+
+
+@_jit()
+def bf16_softmax_backward_rows(g: Any, y: Any, out: Any) -> None:
+    # softmax_backward_rows over the rows of (M, N) bfloat16 bit patterns (uint16)
+    M, N = y.shape
+    gb = np.empty((1, N), np.float32)
+    yb = np.empty((1, N), np.float32)
+    ob = np.empty((1, N), np.float32)
+    obits = ob.view(np.uint32)
+    for i in range(M):
+        gi, yi, oi = g[i], y[i], out[i]
+        gr, yr = gb[0], yb[0]
+        for j in range(N):
+            gr[j] = _bits_as_f32(np.uint32(gi[j]) << 16)
+            yr[j] = _bits_as_f32(np.uint32(yi[j]) << 16)
+        softmax_backward_rows(gb, yb, ob)
+        orow = obits[0]
+        for j in range(N):
+            oi[j] = _rne16(orow[j])
 
 @_jit()
 def plane_scatter_add(g: Any, ind: Any, out: Any) -> None:

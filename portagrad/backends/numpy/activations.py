@@ -14,7 +14,7 @@ import numpy as np
 
 from ..interface import View
 from . import jit, special
-from .arrays import nd
+from .arrays import BFLOAT16, nd
 
 __all__ = ["ActivationsMixin"]
 
@@ -56,9 +56,19 @@ def _gelu_backward_chunk(g: np.ndarray, x: np.ndarray, o: np.ndarray) -> None:
 class ActivationsMixin:
     """gelu / gelu_backward (exact, float32, contiguous) on numpy arrays."""
 
+    @property
+    def gelu_half_dtypes(self) -> tuple[str, ...]:
+        # bfloat16 views with numba: widened, computed and rounded a block at a time (the
+        # float32 copy and its rounding took twice the time of the GELU itself)
+        return ("bfloat16",) if jit.available() else ()
+
     def gelu(self, x: View, out: View) -> None:
-        """``out = x * Phi(x)``: exact GELU of the float32 ``x`` (contiguous, like ``out``)."""
+        """``out = x * Phi(x)``: exact GELU of the float32 ``x`` (contiguous, like ``out``), or
+        of bfloat16 views with numba (computed in float32, rounded once)."""
         xa, o = _flat(x), _flat(out)
+        if x.dtype is BFLOAT16:
+            jit.bf16_gelu(xa, o)
+            return
         if jit.available():
             jit.gelu32(xa, o)
             return
@@ -67,8 +77,12 @@ class ActivationsMixin:
                 _gelu_chunk(xa[i:i + _CHUNK], o[i:i + _CHUNK])
 
     def gelu_backward(self, g: View, x: View, out: View) -> None:
-        """``out = g * gelu'(x)`` for float32 ``g``, ``x`` and ``out`` of one shape."""
+        """``out = g * gelu'(x)`` for float32 ``g``, ``x`` and ``out`` of one shape (or
+        bfloat16, as :meth:`gelu`)."""
         ga, xa, o = _flat(g), _flat(x), _flat(out)
+        if x.dtype is BFLOAT16:
+            jit.bf16_gelu_backward(ga, xa, o)
+            return
         if jit.available():
             jit.gelu32_backward(ga, xa, o)
             return

@@ -46,7 +46,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 __all__ = ["available", "batch_norm_backward_planes", "bf16_binary_rows", "bf16_matmul_rows",
-           "bf16_scalar_op", "build_once",
+           "bf16_gelu", "bf16_gelu_backward", "bf16_scalar_op", "bf16_softmax_backward_rows",
+           "bf16_softmax_rows", "build_once",
            "cross_entropy_backward_rows",
            "cross_entropy_rows", "erf32", "gelu32", "gelu32_backward", "keep_or_zero",
            "plane_scatter_add",
@@ -267,6 +268,33 @@ def bf16_scalar_op(op: str, a: Any, b: Any, out: np.ndarray) -> bool:
     _kernel("bf16_scalar_op")(code, arr.reshape(-1).view(np.uint16), s32, first,
                               out.reshape(-1).view(np.uint16))
     return True
+
+def bf16_gelu(x: np.ndarray, out: np.ndarray) -> None:
+    """:func:`gelu32` of bfloat16 ``x`` into bfloat16 ``out`` (both C-contiguous, one shape):
+    computed in float32 and rounded once, a block at a time in the cache."""
+    _kernel("bf16_gelu")(x.reshape(-1).view(np.uint16), out.reshape(-1).view(np.uint16))
+
+
+def bf16_gelu_backward(g: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
+    """:func:`gelu32_backward` of bfloat16 arrays (C-contiguous, one shape), as
+    :func:`bf16_gelu`."""
+    _kernel("bf16_gelu_backward")(g.reshape(-1).view(np.uint16),
+                                  x.reshape(-1).view(np.uint16), out.reshape(-1).view(np.uint16))
+
+
+def bf16_softmax_rows(x: np.ndarray, out: np.ndarray) -> None:
+    """:func:`softmax_rows32` along the last axis of bfloat16 ``x`` into ``out`` (C-contiguous,
+    one shape): each row widened, computed in float32 and rounded once."""
+    n = x.shape[-1]
+    _kernel("bf16_softmax_rows")(x.reshape(-1, n).view(np.uint16), out.reshape(-1, n).view(np.uint16))
+
+
+def bf16_softmax_backward_rows(g: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
+    """:func:`softmax_backward_rows` of bfloat16 rows, as :func:`bf16_softmax_rows`."""
+    n = y.shape[-1]
+    _kernel("bf16_softmax_backward_rows")(g.reshape(-1, n).view(np.uint16),
+                                          y.reshape(-1, n).view(np.uint16),
+                                          out.reshape(-1, n).view(np.uint16))
 
 def bf16_matmul_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
     """``out = a @ b`` for the C-contiguous float32 ``a`` (M, K), the bfloat16 ``b`` (K, N) given

@@ -63,6 +63,10 @@ class NormsMixin:
         """(Log-)softmax of ``x`` along ``axis`` into ``out`` (max-subtracted)."""
         if 0 in x.shape:
             return
+        if not log and _bf16_rows(axis, x, out):
+            # with numba: each row widened, computed and rounded in the cache (one pass)
+            jit.bf16_softmax_rows(nd(x), nd(out))
+            return
         xa = _a(x)
         assert xa is not None
         if out.dtype in _HALF16:
@@ -85,6 +89,9 @@ class NormsMixin:
     def softmax_backward(self, g: View, y: View, axis: int, out: View, log: bool) -> None:
         """Gradient of (log-)softmax from its output ``y`` and the incoming gradient ``g``."""
         if 0 in y.shape:
+            return
+        if not log and _bf16_rows(axis, y, out, g):
+            jit.bf16_softmax_backward_rows(nd(g), nd(y), nd(out))
             return
         ga, ya = _a(g), _a(y)
         assert ga is not None and ya is not None
@@ -363,6 +370,15 @@ def _batch_norm_backward_in_place(ga: np.ndarray, xa: np.ndarray, wa: np.ndarray
 
 def _nd_or_none(v: View | None) -> np.ndarray | None:
     return None if v is None else nd(v)
+
+
+def _bf16_rows(axis: int, *views: View) -> bool:
+    """Whether numba's bfloat16 row kernels take a softmax (forward or backward) of ``views``
+    along ``axis``: numba there, the last axis, every view bfloat16 and C-contiguous."""
+    if not jit.available() or any(v.dtype is not BFLOAT16 for v in views) \
+            or axis != len(views[0].shape) - 1:
+        return False
+    return all(nd(v).flags.c_contiguous for v in views)
 
 
 def _jit_rows(xa: np.ndarray, *others: np.ndarray | None) -> bool:
