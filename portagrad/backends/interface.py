@@ -296,10 +296,12 @@ class Backend:
     #: false: the core declines complex tensors on its devices with a ``DTypeError``
     supports_complex: bool = False
 
-    #: names of the 16-bit float dtypes (``"bfloat16"``, ``"float16"``) whose views the optional
-    #: ``gelu``/``gelu_backward`` take as they are (computed in float32, rounded once); for the
-    #: others the core passes float32 copies and rounds the result
-    gelu_half_dtypes: tuple[str, ...] = ()
+    @property
+    def gelu_half_dtypes(self) -> tuple[str, ...]:
+        """Names of the 16-bit float dtypes (``"bfloat16"``, ``"float16"``) whose views the
+        optional ``gelu``/``gelu_backward`` take as they are (computed in float32, rounded
+        once); for the others the core passes float32 copies and rounds the result. None here."""
+        return ()
 
     @property
     def memory_counter(self) -> MemoryCounter:
