@@ -568,3 +568,38 @@ def test_bfloat16_few_rows_product(mode: str, rows: int, layout: str,
     tol = np.abs(ref) * 2.0 ** -8 + 1e-6 * np.abs(x.float().numpy()).max() * K
     assert (np.abs(got - ref) <= tol).all()
     assert len(calls) == (mode == "numba")  # the path under test was the one taken
+
+
+def test_bfloat16_casts_both_ways(mode: str) -> None:
+    """float32 -> bfloat16 copies round to the nearest even bit for bit as ml_dtypes' cast (a
+    NaN stays a NaN), bfloat16 -> float32 copies are exact, with numba's loops (from 4096
+    elements) or numpy's, through ``.to`` on the cpu device."""
+    bf16 = pg.bfloat16.numpy
+    rng = np.random.default_rng(11)
+    # every 4099th float32 bit pattern (all exponents, subnormals, infinities, NaNs) and ties
+    pats = np.arange(0, 1 << 32, 4099, dtype=np.uint64).astype(np.uint32)
+    ties = (rng.integers(0, 1 << 16, 5000, dtype=np.uint32) << 16) | np.uint32(0x8000)
+    x = np.concatenate([pats, ties]).view(np.float32)
+    got = pg.tensor(x).to(pg.bfloat16)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = x.astype(bf16).view(np.uint16)
+    g = got.view(pg.int16).numpy().view(np.uint16)
+    nan = np.isnan(x)
+    np.testing.assert_array_equal(g[~nan], want[~nan])
+    assert ((g[nan] & 0x7FFF) > 0x7F80).all()
+    back = got.to(pg.float32).numpy()
+    np.testing.assert_array_equal(back.view(np.uint32), (g.astype(np.uint32) << 16))
+
+
+@pytest.mark.skipif(not _NUMBA, reason="numba not installed (or PORTAGRAD_NUMBA=0)")
+def test_bfloat16_casts_take_numba_from_4096_elements(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    real = jit._kernel
+    monkeypatch.setattr(jit, "_kernel", lambda name: calls.append(name) or real(name))
+    x = pg.ones(64, 64)
+    y = x.to(pg.bfloat16)
+    x2 = y.to(pg.float32)
+    assert calls.count("bf16_round") == 1 and calls.count("bf16_widen") == 1
+    assert x2.tolist() == x.tolist()
+    pg.ones(4095).to(pg.bfloat16)
+    assert calls.count("bf16_round") == 1

@@ -18,7 +18,8 @@ __all__ = ["erf32", "gelu32", "gelu32_backward", "index_add_rows", "philox_unifo
            "softmax_backward_rows", "cross_entropy_rows", "cross_entropy_backward_rows",
            "keep_or_zero", "plane_scatter_add", "batch_norm_backward_planes",
            "bf16_rows_nt", "bf16_rows_nn", "bf16_binary_rows", "bf16_scalar_op", "bf16_gelu",
-           "bf16_gelu_backward", "bf16_softmax_rows", "bf16_softmax_backward_rows"]
+           "bf16_gelu_backward", "bf16_softmax_rows", "bf16_softmax_backward_rows", "bf16_round",
+           "bf16_widen"]
 
 _F = np.float32
 
@@ -502,6 +503,20 @@ def _rne16(u: Any) -> Any:
     quiet = (u >> np.uint32(16)) | np.uint32(0x40)
     return np.uint16(quiet if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000) else rounded)
 
+
+@_jit()
+def bf16_round(x: Any, out: Any) -> None:
+    # float32 x (1-D, C-contiguous) rounded to the nearest even bfloat16 bit patterns out (uint16)
+    bits = x.view(np.uint32)
+    for i in range(x.size):
+        out[i] = _rne16(bits[i])
+
+
+@_jit()
+def bf16_widen(x: Any, out: Any) -> None:
+    # bfloat16 bit patterns x (uint16, 1-D) as float32 out (exact: a bfloat16 is the top half)
+    for i in range(x.size):
+        out[i] = _bits_as_f32(np.uint32(x[i]) << 16)
 
 # Elements per block of the bfloat16 kernels below: each block widened into float32 buffers in
 # the L1 cache, computed there by the float32 kernels' own arithmetic, and rounded once into the

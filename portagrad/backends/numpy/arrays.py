@@ -15,10 +15,11 @@ import numpy as np
 
 from ... import _dtype
 from ..interface import View
+from . import jit
 from .pool import BufferPool
 
 __all__ = ["BFLOAT16", "BFLOAT16_NP", "SCRATCH_POOL", "nd", "scratch", "is_bf16", "f32_view",
-           "via_f32", "widen"]
+           "round_into", "via_f32", "widen"]
 
 # bfloat16 (ml_dtypes) is stored as itself but computed in float32 and rounded once per primitive,
 # as PyTorch does: ml_dtypes' own ufuncs would round every intermediate of a composite (sigmoid),
@@ -136,7 +137,8 @@ def _widen(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     else:
         u = a.view(np.uint16).transpose(perm)  # C-contiguous: memory order
     bits = scratch(u.shape, np.uint32)  # pooled: a head's weights would fault in 150 MB a call
-    np.left_shift(u, 16, out=bits, dtype=np.uint32)
+    if not jit.bf16_cast(u.view(BFLOAT16_NP), bits.view(np.float32)):
+        np.left_shift(u, 16, out=bits, dtype=np.uint32)
     inv = [0] * len(perm)
     for i, p in enumerate(perm):
         inv[p] = i
@@ -159,4 +161,11 @@ def via_f32(fn: Callable[..., None], outs: Sequence[int], *args: Any) -> None:
     fn(*conv)
     for i in outs:
         if conv[i] is not args[i]:
-            np.copyto(nd(args[i]), nd(conv[i]), casting="unsafe")  # round to nearest even
+            round_into(nd(args[i]), nd(conv[i]))
+
+
+def round_into(dst: np.ndarray, src: np.ndarray) -> None:
+    """``dst = src`` rounded to ``dst``'s dtype (bfloat16 from float32: to the nearest even, in
+    numba's loop where it runs)."""
+    if not jit.bf16_cast(src, dst):
+        np.copyto(dst, src, casting="unsafe")

@@ -578,7 +578,8 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
                 else:
                     d[...] = np.trunc(s)
             return
-        np.copyto(d, s, casting="unsafe")
+        if not jit.bf16_cast(s, d):  # (float32 <-> bfloat16 in numba's loop where it runs)
+            np.copyto(d, s, casting="unsafe")
 
     def fill(self, out: View, value: Any) -> None:
         value = fit_scalar(value, out.dtype.name)

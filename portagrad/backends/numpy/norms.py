@@ -17,7 +17,7 @@ import numpy as np
 from ... import _dtype
 from ..interface import View
 from . import jit
-from .arrays import BFLOAT16, nd
+from .arrays import BFLOAT16, nd, round_into
 
 __all__ = ["NormsMixin"]
 
@@ -42,7 +42,7 @@ def _a(v: View | None) -> np.ndarray | None:
 def _put(v: View | None, value: Any) -> None:
     """Write ``value`` into ``v`` (rounding to its dtype), unless ``v`` is ``None``."""
     if v is not None:
-        np.copyto(nd(v), value, casting="unsafe")
+        round_into(nd(v), value)
 
 
 def _softmax(x: np.ndarray, axis: int, log: bool) -> np.ndarray:
