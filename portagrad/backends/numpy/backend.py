@@ -168,12 +168,12 @@ def _wrap_to(s: int, np_dtype: Any) -> int:
     return (s - r[0]) % (r[1] - r[0] + 1) + r[0]
 
 
-# A product with few rows and many more columns (a batch of 16-64 through a Linear layer:
+# A product with few rows and many more columns (a batch of 8-48 through a Linear layer:
 # x @ W.T, and its input gradient g @ W) runs faster in OpenBLAS as its transpose (B.T @ A.T, the
 # many columns becoming rows), written to a scratch matrix and copied back transposed: measured
-# for M = 16-64 rows against N = 128-1024 columns; from M = 128 on the direct product is as fast
-# or faster (figures in docs/performance.md)
-_FEW_ROWS_MAX = 64
+# for M = 8-48 rows against N = 128-2304 columns; from M = 64 on (OpenBLAS's Zen kernels) the
+# direct product is as fast or faster, 20 % at 64 x 128 x 512 (figures in docs/performance.md)
+_FEW_ROWS_MAX = 48
 _FEW_ROWS_MIN_FLOPS = 1 << 20
 
 
