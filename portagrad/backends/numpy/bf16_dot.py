@@ -34,7 +34,6 @@ llvmlite, on a CPU without ``avx512bf16``, with ``PORTAGRAD_BF16_DOT=0`` or
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -42,6 +41,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .jit import build_once
+from .llvm_jit import Emitter, cache_key, compile_ir, const, host_target, read_object
+
+_read_object = read_object  # (the name the cache's tests use)
 
 __all__ = ["available", "matmul_nn", "matmul_nt"]
 
@@ -53,66 +55,7 @@ _NN_MB, _NN_NB = 8, 2
 _A_BLOCK_BYTES = 1 << 18  # rows of a per call: a block of a stays in the L2 cache
 
 
-class _Emitter:
-    """Lines of one LLVM function: fresh value and label names, allocas hoisted to its entry
-    block (LLVM's mem2reg turns them into registers)."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.allocas: list[str] = []
-        self.count = 0
-
-    def value(self, prefix: str = "v") -> str:
-        self.count += 1
-        return f"%{prefix}{self.count}"
-
-    def label(self, prefix: str) -> str:
-        self.count += 1
-        return f"{prefix}{self.count}"
-
-    def slot(self, ty: str, prefix: str) -> str:
-        p = self.value(prefix)
-        self.allocas.append(f"{p} = alloca {ty}, align 64")
-        return p
-
-    def __call__(self, line: str) -> None:
-        self.lines.append("  " + line)
-
-    def start(self, label: str) -> None:
-        self.lines.append(f"{label}:")
-
-    def row_ptr(self, base: str, ty: str, row0: str, i: int, ld: str, col: str) -> str:
-        """``&base[(row0 + i) * ld + col]`` of element type ``ty``."""
-        r, o, o2, p = self.value(), self.value(), self.value(), self.value()
-        self(f"{r} = add i64 {row0}, {i}")
-        self(f"{o} = mul i64 {r}, {ld}")
-        self(f"{o2} = add i64 {o}, {col}")
-        self(f"{p} = getelementptr {ty}, ptr {base}, i64 {o2}")
-        return p
-
-    def loop(self, counter: str, start: str | int, stop: str, step: int,
-             body: Callable[[str], None], after: str) -> None:
-        """``counter = start; while counter + step <= stop: body(counter); counter += step``,
-        then a branch to the label ``after``."""
-        head, inside = self.label("loop"), self.label("body")
-        self(f"store i64 {start}, ptr {counter}")
-        self(f"br label %{head}")
-        self.start(head)
-        v, hi, c = self.value(), self.value(), self.value()
-        self(f"{v} = load i64, ptr {counter}")
-        self(f"{hi} = add i64 {v}, {step}")
-        self(f"{c} = icmp sle i64 {hi}, {stop}")
-        self(f"br i1 {c}, label %{inside}, label %{after}")
-        self.start(inside)
-        body(v)
-        v2, v3 = self.value(), self.value()
-        self(f"{v2} = load i64, ptr {counter}")
-        self(f"{v3} = add i64 {v2}, {step}")
-        self(f"store i64 {v3}, ptr {counter}")
-        self(f"br label %{head}")
-
-
-def _tile(e: _Emitter, mb: int, nb: int, m0: str, n0: str, op: str) -> None:
+def _tile(e: Emitter, mb: int, nb: int, m0: str, n0: str, op: str) -> None:
     """``out[m0:m0+mb, n0:n0+nb]``: the dot products over K, 32 bfloat16 at a time."""
     acc = {(i, j): e.slot("<16 x float>", "acc") for i in range(mb) for j in range(nb)}
     for p in acc.values():
@@ -165,18 +108,14 @@ def _tile(e: _Emitter, mb: int, nb: int, m0: str, n0: str, op: str) -> None:
     _reduce_and_store(e, acc, m0, n0)
 
 
-def _const(ty: str, values: list[int]) -> str:
-    return "<" + ", ".join(f"{ty} {v}" for v in values) + ">"
-
-
-def _round_to_bf16(e: _Emitter, v: str, n: int) -> str:
+def _round_to_bf16(e: Emitter, v: str, n: int) -> str:
     """``<n x float>`` ``v`` rounded to the nearest even bfloat16, as ``<n x i16>`` bit patterns:
     add 0x7FFF plus the kept part's lowest bit (a carry into the exponent is the right rounding,
     up to infinity); a NaN stays quiet."""
     vi = f"<{n} x i32>"
 
     def splat(c: int) -> str:
-        return _const("i32", [c] * n)
+        return const("i32", [c] * n)
     u, hi, lsb, t, t2, r, mag, nan, q, sel, h = (e.value() for _ in range(11))
     e(f"{u} = bitcast <{n} x float> {v} to {vi}")
     e(f"{hi} = lshr {vi} {u}, {splat(16)}")
@@ -192,7 +131,7 @@ def _round_to_bf16(e: _Emitter, v: str, n: int) -> str:
     return h
 
 
-def _reduce_and_store(e: _Emitter, acc: dict[tuple[int, int], str], m0: str, n0: str) -> None:
+def _reduce_and_store(e: Emitter, acc: dict[tuple[int, int], str], m0: str, n0: str) -> None:
     """Each accumulator's 16 lanes summed and stored as a bfloat16 at its ``(i, j)`` of the
     tile. The accumulators (a power of two of them) are summed together: each step adds the
     halves of two vectors' lane groups into one vector (a transposing reduction: 15 additions
@@ -208,8 +147,8 @@ def _reduce_and_store(e: _Emitter, acc: dict[tuple[int, int], str], m0: str, n0:
         half, merged = lanes // 2, []
         for (x, gx), (y, gy) in zip(vecs[0::2], vecs[1::2]):
             lo = [g * lanes + k for g in range(len(gx)) for k in range(half)]
-            mask_a = _const("i32", lo + [16 + v for v in lo])
-            mask_b = _const("i32", [v + half for v in lo] + [16 + v + half for v in lo])
+            mask_a = const("i32", lo + [16 + v for v in lo])
+            mask_b = const("i32", [v + half for v in lo] + [16 + v + half for v in lo])
             a, b, z = e.value(), e.value(), e.value()
             e(f"{a} = shufflevector <16 x float> {x}, <16 x float> {y}, <16 x i32> {mask_a}")
             e(f"{b} = shufflevector <16 x float> {x}, <16 x float> {y}, <16 x i32> {mask_b}")
@@ -224,9 +163,9 @@ def _reduce_and_store(e: _Emitter, acc: dict[tuple[int, int], str], m0: str, n0:
         a, b, z = e.value(), e.value(), e.value()
         n = len(lo)
         e(f"{a} = shufflevector <{width} x float> {v}, <{width} x float> poison, "
-          f"<{n} x i32> {_const('i32', lo)}")
+          f"<{n} x i32> {const('i32', lo)}")
         e(f"{b} = shufflevector <{width} x float> {v}, <{width} x float> poison, "
-          f"<{n} x i32> {_const('i32', [k + half for k in lo])}")
+          f"<{n} x i32> {const('i32', [k + half for k in lo])}")
         e(f"{z} = fadd <{n} x float> {a}, {b}")
         v, width, lanes = z, n, half
     n = len(groups)
@@ -238,7 +177,7 @@ def _reduce_and_store(e: _Emitter, acc: dict[tuple[int, int], str], m0: str, n0:
         e(f"store i16 {x}, ptr {e.row_ptr('%out', 'i16', m0, i, '%ldo', col)}")
 
 
-def _over_batch(e: _Emitter, operands: list[tuple[str, str, str]], body: Callable[[], None]
+def _over_batch(e: Emitter, operands: list[tuple[str, str, str]], body: Callable[[], None]
                 ) -> None:
     """``for i in range(%batch): body()`` with each ``(name, element type, stride)`` of
     ``operands`` the pointer ``%name`` = ``%name0 + i * stride`` inside; then ``ret void``."""
@@ -261,7 +200,7 @@ def _nt_source(op: str) -> str:
     """The IR of ``bf16_nt(a, lda, w, ldw, out, ldo, M, N, K, batch, sa, sw, so)`` (every
     pointer to 16-bit elements, every leading dimension and batch stride in elements): ``batch``
     products, the i-th of ``a + i * sa``, ``w + i * sw`` into ``out + i * so``."""
-    e = _Emitter()
+    e = Emitter()
 
     def rows_of_w(nb: int) -> Callable[[str], None]:
         def body(n0: str) -> None:
@@ -307,7 +246,7 @@ def _nt_source(op: str) -> str:
     ])
 
 
-def _tile_nn(e: _Emitter, mb: int, nb: int, m0: str, n0: str, op: str) -> None:
+def _tile_nn(e: Emitter, mb: int, nb: int, m0: str, n0: str, op: str) -> None:
     """``out[m0:m0+mb, n0:n0+16*nb]`` of :func:`_nn_source`: per pair of K, ``nb`` vectors of
     16 packed column pairs of ``b`` and one broadcast pair of ``a`` per row."""
     acc = {(i, j): e.slot("<16 x float>", "acc") for i in range(mb) for j in range(nb)}
@@ -369,7 +308,7 @@ def _nn_source(op: str) -> str:
     K of ``a``'s pair ``(m, p)``, the 32-bit word ``a[m * sam + p * sap]``, with ``b``'s packed
     pairs, the words ``b[p * ldb + n]``; ``batch`` such products, the i-th of ``a + i * sa``,
     ``b + i * sb`` (32-bit words) into ``out + i * so`` (elements)."""
-    e = _Emitter()
+    e = Emitter()
 
     def columns(nb: int) -> Callable[[str], None]:
         def body(n0: str) -> None:
@@ -438,63 +377,18 @@ def _cache_path(key: str) -> str:
     return os.path.join(os.path.dirname(__file__), "__pycache__", f"bf16_dot-{key}.o")
 
 
-def _read_object(path: str) -> bytes | None:
-    """The compiled object cached at ``path``, or None when there is none or it does not end
-    with the SHA-256 of the rest (a truncated or damaged file is compiled anew, never loaded)."""
-    try:
-        with open(path, "rb") as f:
-            blob = f.read()
-    except OSError:
-        return None
-    data, digest = blob[:-32], blob[-32:]
-    return data if len(blob) > 32 and hashlib.sha256(data).digest() == digest else None
-
-
-def _write_object(path: str) -> Callable[[Any, bytes], None]:
-    """llvmlite's callback for a freshly compiled object: written to ``path`` with its SHA-256
-    (a read-only install compiles in every process)."""
-    def notify(module: Any, data: bytes) -> None:
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            tmp = f"{path}.{os.getpid()}.tmp"
-            with open(tmp, "wb") as f:
-                f.write(data + hashlib.sha256(data).digest())
-            os.replace(tmp, path)  # another process may write the same file: whole or nothing
-        except OSError:
-            pass
-    return notify
-
-
 def _compile() -> _Kernels | None:
     """The kernels for this CPU, or None where it cannot run (no llvmlite, no avx512bf16, an LLVM
     that takes neither operand type, or a wrong answer on the check)."""
-    import llvmlite
-    import llvmlite.binding as llvm  # ImportError without llvmlite: build_once says unavailable
-
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    features = llvm.get_host_cpu_features()
+    llvm, tm, cpu, flat, features = host_target()  # ImportError: build_once says unavailable
     if not features.get("avx512bf16", False):
         return None
-    cpu, flat = llvm.get_host_cpu_name(), features.flatten()
-    tm = llvm.Target.from_default_triple().create_target_machine(cpu=cpu, features=flat, opt=3)
     for op in ("<32 x bfloat>", "<16 x i32>"):
         src = _source(op)
         try:
-            mod = llvm.parse_assembly(src)
-            mod.verify()
+            engine = compile_ir(llvm, tm, src, _cache_path(cache_key(src, cpu, flat)))
         except RuntimeError:  # this LLVM wants the instruction's other operand type
             continue
-        key = hashlib.sha256("\0".join((src, cpu, flat, llvmlite.__version__)).encode()
-                             ).hexdigest()[:20]
-        path = _cache_path(key)
-        cached = _read_object(path)
-        if cached is None:  # else the cached object is used: no passes, no codegen
-            pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
-            pb.getModulePassManager().run(mod, pb)
-        engine = llvm.create_mcjit_compiler(mod, tm)
-        engine.set_object_cache(_write_object(path), lambda module, obj=cached: obj)
-        engine.finalize_object()
         kernels = _Kernels(_SIGNATURE(engine.get_function_address("bf16_nt")),
                            _NN_SIGNATURE(engine.get_function_address("bf16_nn")), engine)
         return kernels if _check(kernels) else None

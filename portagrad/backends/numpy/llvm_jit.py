@@ -1,0 +1,143 @@
+"""LLVM IR kernels compiled by llvmlite for the host CPU (installed with numba, the ``fast``
+extra), for loops numba cannot express (an instruction it does not emit, accumulators that must
+stay in registers across a loop): an emitter for the IR's lines, and compilation with the
+object file cached on disk (keyed by the IR, the CPU and llvmlite's version, checked against
+its SHA-256 before use), so later processes skip the compilation.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["Emitter", "cache_key", "compile_ir", "const", "host_target", "read_object",
+           "write_object"]
+
+
+class Emitter:
+    """Lines of one LLVM function: fresh value and label names, allocas hoisted to its entry
+    block (LLVM's mem2reg turns them into registers)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.allocas: list[str] = []
+        self.count = 0
+
+    def value(self, prefix: str = "v") -> str:
+        self.count += 1
+        return f"%{prefix}{self.count}"
+
+    def label(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def slot(self, ty: str, prefix: str) -> str:
+        p = self.value(prefix)
+        self.allocas.append(f"{p} = alloca {ty}, align 64")
+        return p
+
+    def __call__(self, line: str) -> None:
+        self.lines.append("  " + line)
+
+    def start(self, label: str) -> None:
+        self.lines.append(f"{label}:")
+
+    def row_ptr(self, base: str, ty: str, row0: str, i: int, ld: str, col: str) -> str:
+        """``&base[(row0 + i) * ld + col]`` of element type ``ty``."""
+        r, o, o2, p = self.value(), self.value(), self.value(), self.value()
+        self(f"{r} = add i64 {row0}, {i}")
+        self(f"{o} = mul i64 {r}, {ld}")
+        self(f"{o2} = add i64 {o}, {col}")
+        self(f"{p} = getelementptr {ty}, ptr {base}, i64 {o2}")
+        return p
+
+    def loop(self, counter: str, start: str | int, stop: str, step: int,
+             body: Callable[[str], None], after: str) -> None:
+        """``counter = start; while counter + step <= stop: body(counter); counter += step``,
+        then a branch to the label ``after``."""
+        head, inside = self.label("loop"), self.label("body")
+        self(f"store i64 {start}, ptr {counter}")
+        self(f"br label %{head}")
+        self.start(head)
+        v, hi, c = self.value(), self.value(), self.value()
+        self(f"{v} = load i64, ptr {counter}")
+        self(f"{hi} = add i64 {v}, {step}")
+        self(f"{c} = icmp sle i64 {hi}, {stop}")
+        self(f"br i1 {c}, label %{inside}, label %{after}")
+        self.start(inside)
+        body(v)
+        v2, v3 = self.value(), self.value()
+        self(f"{v2} = load i64, ptr {counter}")
+        self(f"{v3} = add i64 {v2}, {step}")
+        self(f"store i64 {v3}, ptr {counter}")
+        self(f"br label %{head}")
+
+
+def const(ty: str, values: list[int]) -> str:
+    """An LLVM vector constant of element type ``ty``."""
+    return "<" + ", ".join(f"{ty} {v}" for v in values) + ">"
+
+
+def read_object(path: str) -> bytes | None:
+    """The compiled object cached at ``path``, or None when there is none or it does not end
+    with the SHA-256 of the rest (a truncated or damaged file is compiled anew, never loaded)."""
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+    except OSError:
+        return None
+    data, digest = blob[:-32], blob[-32:]
+    return data if len(blob) > 32 and hashlib.sha256(data).digest() == digest else None
+
+
+def write_object(path: str) -> Callable[[Any, bytes], None]:
+    """llvmlite's callback for a freshly compiled object: written to ``path`` with its SHA-256
+    (a read-only install compiles in every process)."""
+    def notify(module: Any, data: bytes) -> None:
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(data + hashlib.sha256(data).digest())
+            os.replace(tmp, path)  # another process may write the same file: whole or nothing
+        except OSError:
+            pass
+    return notify
+
+
+def host_target() -> tuple[Any, Any, str, str, dict[str, bool]]:
+    """``(llvmlite.binding, target machine, cpu name, feature string, features)`` for this CPU
+    (ImportError without llvmlite)."""
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    features = llvm.get_host_cpu_features()
+    cpu, flat = llvm.get_host_cpu_name(), features.flatten()
+    tm = llvm.Target.from_default_triple().create_target_machine(cpu=cpu, features=flat, opt=3)
+    return llvm, tm, cpu, flat, dict(features)
+
+
+def cache_key(src: str, cpu: str, flat: str) -> str:
+    """The cache key of ``src`` compiled for ``cpu`` with features ``flat`` by this llvmlite."""
+    import llvmlite
+
+    return hashlib.sha256("\0".join((src, cpu, flat, llvmlite.__version__)).encode()
+                          ).hexdigest()[:20]
+
+
+def compile_ir(llvm: Any, tm: Any, src: str, path: str) -> Any:
+    """The execution engine of the IR module ``src`` (RuntimeError when it does not parse or
+    verify), its object read from ``path`` when cached there, else optimised, compiled and
+    written there."""
+    mod = llvm.parse_assembly(src)
+    mod.verify()
+    cached = read_object(path)
+    if cached is None:  # else the cached object is used: no passes, no codegen
+        pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
+        pb.getModulePassManager().run(mod, pb)
+    engine = llvm.create_mcjit_compiler(mod, tm)
+    engine.set_object_cache(write_object(path), lambda module, obj=cached: obj)
+    engine.finalize_object()
+    return engine
