@@ -611,6 +611,7 @@ def test_per_sample_convolution_against_direct_sums(case: tuple, dt: type,
     from portagrad.backends.numpy import conv as nc
 
     monkeypatch.setattr(nc, "_PER_SAMPLE_MIN_POSITIONS", 1)
+    monkeypatch.setattr(nc.conv_direct, "fits", lambda *a: False)  # (small planes' kernel)
     monkeypatch.setattr(nc, "_BATCHED_MAX_COLS", 0)  # (the batched path comes first)
     for limit in (1 << 18, 0):
         monkeypatch.setattr(nc, "_SMALL_TRANSPOSE", limit)
@@ -631,6 +632,7 @@ def test_positions_major_convolution_against_direct_sums(case: tuple, dt: type,
     monkeypatch.setattr(nc, "_conv_forward_positions_major",
                         lambda *a: calls.append(a[0].shape) or real(*a))
     monkeypatch.setattr(nc, "_POSITIONS_MAJOR_MIN_K", 1)
+    monkeypatch.setattr(nc.conv_direct, "fits", lambda *a: False)  # (small planes' kernel)
     monkeypatch.setattr(nc, "_POSITIONS_MAJOR_MIN_ROWS", 1)
     monkeypatch.setattr(nc, "_BATCHED_MAX_COLS", 0)
     test_conv_kernels_against_direct_sums(case, dt)
@@ -650,6 +652,7 @@ def test_batched_convolution_against_direct_sums(case: tuple, dt: type,
     real = nc._conv_forward_batched
     monkeypatch.setattr(nc, "_conv_forward_batched", lambda *a: calls.append(a[0].shape) or real(*a))
     monkeypatch.setattr(nc, "_BATCHED_MAX_K", 1 << 20)
+    monkeypatch.setattr(nc.conv_direct, "fits", lambda *a: False)  # (small planes' kernel)
     test_conv_kernels_against_direct_sums(case, dt)
     assert calls or case[0] == 1, "the batched path was not taken"
 

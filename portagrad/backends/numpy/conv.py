@@ -4,7 +4,8 @@ Mixed into :class:`~portagrad.backends.numpy.backend.NumpyBackend`; the contract
 :mod:`portagrad.backends.interface` (``conv2d`` ... ``max_pool2d_grad_input``). bfloat16 computes
 in float32 and rounds once, as the other primitives (:func:`.arrays.via_f32`).
 
-Convolution is im2col + GEMM, the layout chosen per shape:
+Convolution is im2col + GEMM, the layout chosen per shape (float32 convolutions with small output
+planes and few weights run the direct kernel of :mod:`.conv_direct` instead, where it compiles):
 
 * batch-innermost (C, H, W, N), the default: every window tap is a run of at least N contiguous
   elements, so im2col is one cheap strided copy and the products are one GEMM each (numpy copies
@@ -28,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..interface import View
-from . import jit
+from . import conv_direct, jit
 from .arrays import BFLOAT16, nd, scratch, via_f32
 from .layout import from_last as _from_last
 from .layout import to_last as _to_last
@@ -366,6 +367,11 @@ def _conv_forward(xa: np.ndarray, wa: np.ndarray, o: np.ndarray, stride: Sequenc
     O, Cg, kh, kw = wa.shape
     OH, OW = o.shape[2:]
     g = groups
+    if g == 1 and xa.dtype == np.float32 and wa.dtype == np.float32 and \
+            conv_direct.fits(Cg, kh, kw, O, OH * OW):
+        # small planes: the direct kernel, without im2col's copies around the GEMM
+        conv_direct.conv2d(xa, wa, o, stride, padding, dilation)
+        return
     wm = np.ascontiguousarray(wa).reshape(g, O // g, Cg * kh * kw)
     if g == 1 and o.flags.c_contiguous and _batched_small(N, OH * OW, Cg * kh * kw):
         _conv_forward_batched(xa, wm[0], o, (kh, kw), stride, padding, dilation)
