@@ -1,5 +1,6 @@
 """The numpy backend's direct float32 convolution for small planes (an LLVM IR kernel, where the
-CPU has AVX-512 and llvmlite is installed): results against a float64 convolution over strides,
+CPU has AVX-512 and llvmlite is installed), forward and weight gradient: results against a
+float64 convolution over strides,
 paddings, dilations, channel counts that are not multiples of 16 and strided operands; the
 routing (the demo CNN's layers and their input gradients take it, large layers keep im2col);
 ``PORTAGRAD_CONV_DIRECT=0``. Where the kernel is not available its own tests skip with that
@@ -57,6 +58,40 @@ def test_kernel_against_float64(N, C, H, W, O, k, stride, padding, dilation) -> 
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-4)
 
 
+def _reference_grad_weight(x: np.ndarray, g: np.ndarray, kh: int, kw: int,
+                           stride: tuple[int, int], padding: tuple[int, int],
+                           dilation: tuple[int, int]) -> np.ndarray:
+    """float64 weight gradient: each tap's window of the padded input against g."""
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    N, C, H, W = x.shape
+    OH, OW = g.shape[2:]
+    xp = np.zeros((N, C, H + 2 * ph + sh * OH + dh * kh, W + 2 * pw + sw * OW + dw * kw))
+    xp[:, :, ph:ph + H, pw:pw + W] = x
+    out = np.zeros((g.shape[1], C, kh, kw))
+    for i in range(kh):
+        for j in range(kw):
+            win = xp[:, :, i * dh:i * dh + sh * OH:sh, j * dw:j * dw + sw * OW:sw]
+            out[:, :, i, j] = np.einsum("nchw,nohw->oc", win, g.astype(np.float64))
+    return out
+
+
+@needs_kernel
+@pytest.mark.parametrize("N,C,H,W,O,k,stride,padding,dilation", [
+    (64, 16, 4, 4, 32, (3, 3), (1, 1), (1, 1), (1, 1)),
+    (3, 5, 7, 6, 20, (3, 2), (2, 1), (1, 0), (1, 2)),
+    (2, 3, 5, 5, 48, (1, 1), (1, 1), (0, 0), (1, 1)),
+    (5, 2, 6, 6, 16, (3, 3), (1, 1), (2, 2), (2, 2)),
+])
+def test_weight_gradient_against_float64(N, C, H, W, O, k, stride, padding, dilation) -> None:
+    rng = np.random.default_rng(N * 100 + C * 10 + O + 1)
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    out_shape = _reference(x, np.zeros((O, C) + k, np.float32), stride, padding, dilation).shape
+    g = rng.standard_normal(out_shape).astype(np.float32)
+    want = _reference_grad_weight(x, g, *k, stride, padding, dilation)
+    out = np.full(want.shape, np.nan, np.float32)
+    conv_direct.conv2d_grad_weight(x, g, out, stride, padding, dilation)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-3)
+
 @needs_kernel
 def test_strided_operands_and_output() -> None:
     """Operands that are views (a channel slice, a transposed weight) and an output inside a
@@ -86,13 +121,17 @@ def test_infinities_and_nans_propagate() -> None:
 
 
 def test_routing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The demo CNN's convolutions and the second one's input gradient take the kernel (where
-    it runs); large layers (packed weights past the cache) and big planes keep im2col; the
-    values match float64 either way."""
+    """The demo CNN's convolutions, the second one's input and weight gradients take the kernel
+    (where it runs); large layers (packed weights past the cache) and big planes keep im2col;
+    the values match float64 either way."""
     calls: list[tuple[int, ...]] = []
     real = conv_direct.conv2d
     monkeypatch.setattr(conv_direct, "conv2d",
                         lambda x, w, out, *a: calls.append(w.shape) or real(x, w, out, *a))
+    grads: list[tuple[int, ...]] = []
+    real_gw = conv_direct.conv2d_grad_weight
+    monkeypatch.setattr(conv_direct, "conv2d_grad_weight",
+                        lambda x, g, out, *a: grads.append(out.shape) or real_gw(x, g, out, *a))
     assert not conv_direct.fits(512, 3, 3, 512, 16)  # ResNet's last stage: 9 MB of weights
     assert not conv_direct.fits(16, 3, 3, 32, 32 * 32)
     rng = np.random.default_rng(2)
@@ -109,10 +148,13 @@ def test_routing(monkeypatch: pytest.MonkeyPatch) -> None:
     wf = wn.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
     np.testing.assert_allclose(x.grad.numpy(), _reference(g, wf, (1, 1), (1, 1), (1, 1)),
                                rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(w.grad.numpy(), _reference_grad_weight(xn, g, 3, 3, (1, 1),
+                                                                      (1, 1), (1, 1)),
+                               rtol=1e-5, atol=1e-4)
     if conv_direct.available():
-        assert calls == [(32, 16, 3, 3), (16, 32, 3, 3)]
+        assert calls == [(32, 16, 3, 3), (16, 32, 3, 3)] and grads == [(32, 16, 3, 3)]
     else:
-        assert calls == []
+        assert calls == [] and grads == []
 
 
 def test_switched_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -106,6 +106,10 @@ class ConvMixin:
         if use_winograd_grad_weight(xa, ga, (kh, kw), stride, padding, dilation, G):
             conv3x3_winograd_grad_weight(xa, ga, o, padding)
             return
+        if G == 1 and xa.dtype == np.float32 and ga.dtype == np.float32 and \
+                conv_direct.fits(Cg, kh, kw, O, OH * OW):
+            conv_direct.conv2d_grad_weight(xa, ga, o, stride, padding, dilation)
+            return
         if G == 1 and o.flags.c_contiguous and _batched_small(N, OH * OW, Cg * kh * kw):
             _conv_grad_weight_batched(xa, ga, o.reshape(O, Cg * kh * kw), (kh, kw), stride,
                                       padding, dilation)

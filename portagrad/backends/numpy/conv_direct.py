@@ -9,7 +9,9 @@ each of the ``K = C*kh*kw`` taps, multiplies the two vectors of the tap's packed
 8 positions' input values, each broadcast from its offset (``koff[k]`` of the tap plus
 ``poff[p]`` of the position, both tables built once per geometry). Each output is one fused
 multiply-add chain over the taps in order; results are stored straight into the (N, O, OH, OW)
-output.
+output. The weight gradient is the same kernel with the roles turned
+(:func:`conv2d_grad_weight`): its tiles are 8 taps by 32 channels, its sum runs over every
+image's positions, the output gradient in positions-major rows taking the weights' place.
 
 Written in LLVM IR (:mod:`.llvm_jit`) so the accumulators stay in registers (numba keeps them in
 memory); compiled for the host CPU where it has AVX-512 (32 vector registers for the tile) and
@@ -28,7 +30,7 @@ import numpy as np
 from .jit import build_once
 from .llvm_jit import Emitter, cache_key, compile_ir, host_target
 
-__all__ = ["available", "conv2d", "fits"]
+__all__ = ["available", "conv2d", "conv2d_grad_weight", "fits"]
 
 _STATE: list[Any] = []
 _MB, _NB = 8, 2  # output positions, vectors of 16 output channels per register tile
@@ -249,20 +251,29 @@ def _offsets(C: int, kh: int, kw: int, Hq: int, Wq: int, OH: int, OW: int,
     return got
 
 
-def _run(k: _Kernel, x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple[int, int],
-         padding: tuple[int, int], dilation: tuple[int, int]) -> None:
+def _padded(x: np.ndarray, kh: int, kw: int, osz: tuple[int, int], stride: tuple[int, int],
+            padding: tuple[int, int], dilation: tuple[int, int]) -> np.ndarray:
+    """``x`` (N, C, H, W) as a C-contiguous float32 (N, C, Hq, Wq) zero-padded to hold every
+    window of the output ``osz`` (and the input at its offset): ``x`` itself where it is so."""
     N, C, H, W = x.shape
-    O, _, kh, kw = w.shape
-    OH, OW = out.shape[2:]
-    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
-    # padded to hold every window of the output (and the input at its offset)
+    (OH, OW), (sh, sw), (ph, pw), (dh, dw) = osz, stride, padding, dilation
     Hq = max((OH - 1) * sh + (kh - 1) * dh + 1, ph + H)
     Wq = max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W)
     if (Hq, Wq) == (H, W) and x.flags.c_contiguous:
-        xp = x
-    else:  # (zeros and one copy: faster than zeroing the border of a pooled buffer by slices)
-        xp = np.zeros((N, C, Hq, Wq), np.float32)
-        xp[:, :, ph:ph + H, pw:pw + W] = x
+        return x
+    # (zeros and one copy: faster than zeroing the border of a pooled buffer by slices)
+    xp = np.zeros((N, C, Hq, Wq), np.float32)
+    xp[:, :, ph:ph + H, pw:pw + W] = x
+    return xp
+
+
+def _run(k: _Kernel, x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple[int, int],
+         padding: tuple[int, int], dilation: tuple[int, int]) -> None:
+    N, C = x.shape[:2]
+    O, _, kh, kw = w.shape
+    OH, OW = out.shape[2:]
+    xp = _padded(x, kh, kw, (OH, OW), stride, padding, dilation)
+    Hq, Wq = xp.shape[2:]
     K, opad = C * kh * kw, (O + 15) // 16 * 16
     wt = np.zeros((K, opad), np.float32)
     wt[:, :O] = w.reshape(O, K).T
@@ -290,3 +301,44 @@ def conv2d(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: Sequence[int],
         return
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
     _run(k, x, w, out, (sh, sw), (ph, pw), (dh, dw))
+
+
+def _run_grad_weight(k: _Kernel, x: np.ndarray, g: np.ndarray, out: np.ndarray,
+                     stride: tuple[int, int], padding: tuple[int, int],
+                     dilation: tuple[int, int]) -> None:
+    # the same kernel with the roles turned: its "positions" are the taps k (the output
+    # dW[o, k] at o*K + k), its sum runs over every (image, position) row r, the input at
+    # rowoff[r] + koff[k], the "weights" the gradient g in positions-major (N*P, O) rows
+    N, C = x.shape[:2]
+    O, _, kh, kw = out.shape
+    OH, OW = g.shape[2:]
+    xp = _padded(x, kh, kw, (OH, OW), stride, padding, dilation)
+    Hq, Wq = xp.shape[2:]
+    K, P, opad = C * kh * kw, OH * OW, (O + 15) // 16 * 16
+    gt = np.zeros((N, P, opad), np.float32)
+    gt[:, :, :O] = g.reshape(N, O, P).transpose(0, 2, 1)
+    koff, poff = _offsets(C, kh, kw, Hq, Wq, OH, OW, stride, dilation)
+    rows = (np.arange(N, dtype=np.int64)[:, None] * (C * Hq * Wq) + poff).reshape(-1)
+    direct = opad == O and out.flags.c_contiguous
+    o = out if direct else np.empty((opad, C, kh, kw), np.float32)
+    k.fn(xp.ctypes.data, 0, gt.ctypes.data, opad, o.ctypes.data, 0, rows.ctypes.data,
+         koff.ctypes.data, 1, K, N * P, opad)
+    if not direct:
+        out[...] = o[:O]
+
+
+def conv2d_grad_weight(x: np.ndarray, g: np.ndarray, out: np.ndarray, stride: Sequence[int],
+                       padding: Sequence[int], dilation: Sequence[int]) -> None:
+    """``out`` (O, C, kh, kw) = the weight gradient of the float32 convolution (groups 1) of
+    ``x`` (N, C, H, W) whose output gradient is ``g`` (N, O, OH, OW): each element one fused
+    multiply-add chain over the images' positions in order. Only where :func:`available`."""
+    k = _kernel()
+    if k is None:
+        raise RuntimeError("the direct convolution kernel is not available here")
+    if out.size == 0:
+        return
+    if g.size == 0:
+        out[...] = 0
+        return
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    _run_grad_weight(k, x, g, out, (sh, sw), (ph, pw), (dh, dw))
