@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import _dtype
+from ... import _blas_env, _dtype
 from ...errors import OutOfMemoryError
 from .. import _host_ops
 from ..interface import (ARG_REDUCE_OPS, RANDOM_KINDS, REDUCE_OPS, Backend, DeviceProperties, View,
@@ -168,12 +168,14 @@ def _wrap_to(s: int, np_dtype: Any) -> int:
     return (s - r[0]) % (r[1] - r[0] + 1) + r[0]
 
 
-# A product with few rows and many more columns (a batch of 8-48 through a Linear layer:
+# A product with few rows and many more columns (a batch of 8-64 through a Linear layer:
 # x @ W.T, and its input gradient g @ W) runs faster in OpenBLAS as its transpose (B.T @ A.T, the
 # many columns becoming rows), written to a scratch matrix and copied back transposed: measured
-# for M = 8-48 rows against N = 128-2304 columns; from M = 64 on (OpenBLAS's Zen kernels) the
-# direct product is as fast or faster, 20 % at 64 x 128 x 512 (figures in docs/performance.md)
-_FEW_ROWS_MAX = 48
+# for M = 8-64 rows against N = 128-2304 columns with OpenBLAS's SkylakeX kernels (up to 2x);
+# from M = 128 on the direct product is as fast or faster. With its Zen kernels, which portagrad
+# selects on a Zen 4 CPU when it loads numpy itself, the direct product is as fast from 64 rows
+# (20 % faster at 64 x 128 x 512): the rule stops at 48 there (figures in docs/performance.md)
+_FEW_ROWS_MAX = 48 if _blas_env.chosen() == _blas_env.ZEN4_CORETYPE else 64
 _FEW_ROWS_MIN_FLOPS = 1 << 20
 
 
