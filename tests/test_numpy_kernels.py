@@ -780,3 +780,18 @@ def test_maximum_minimum_clamp_without_numpy_deprecations() -> None:
         assert pg.maximum(x, x * 2).tolist() == [2.0, -2.0, 6.0]
         assert pg.minimum(x, x * 2).tolist() == [1.0, -4.0, 3.0]
         assert x.clamp(-1.0, 2.0).tolist() == [1.0, -1.0, 2.0]
+
+
+def test_min_max_reads_cpu_integers_in_place() -> None:
+    """Index checks' (min, max) of a cpu integer tensor: Python ints, int64's extremes kept
+    exactly, strided views read as they are; other dtypes take the reductions."""
+    import portagrad as pg
+    from portagrad import _raw
+
+    t = pg.tensor([5, -(2 ** 63), 2 ** 63 - 1, 0])
+    lo, hi = _raw.min_max(t)
+    assert (lo, hi) == (-(2 ** 63), 2 ** 63 - 1) and type(lo) is int and type(hi) is int
+    assert _raw.min_max(pg.arange(12).reshape(3, 4)[:, 1::2]) == (1, 11)
+    assert _raw.min_max(pg.tensor([2.5, -1.0])) == (-1.0, 2.5)
+    with pytest.raises(IndexError, match="Target 10 is out of bounds"):
+        pg.nn.functional.cross_entropy(pg.zeros(2, 10), pg.tensor([3, 10]))
