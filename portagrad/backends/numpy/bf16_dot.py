@@ -55,6 +55,13 @@ _NN_MB, _NN_NB = 8, 2
 _A_BLOCK_BYTES = 1 << 18  # rows of a per call: a block of a stays in the L2 cache
 
 
+def _dpbf16ps(op: str, a: str, b: str) -> str:
+    """The instruction ``{acc} + a . b`` over pairs (``op`` the operand type), for
+    :meth:`Emitter.accumulate`."""
+    return (f"call <16 x float> @llvm.x86.avx512bf16.dpbf16ps.512(<16 x float> {{acc}}, "
+            f"{op} {a}, {op} {b})")
+
+
 def _tile(e: Emitter, mb: int, nb: int, m0: str, n0: str, op: str) -> None:
     """``out[m0:m0+mb, n0:n0+nb]``: the dot products over K, 32 bfloat16 at a time."""
     acc = {(i, j): e.slot("<16 x float>", "acc") for i in range(mb) for j in range(nb)}
@@ -80,11 +87,7 @@ def _tile(e: Emitter, mb: int, nb: int, m0: str, n0: str, op: str) -> None:
                 vals.append(b)
             ops.append(vals)
         for (i, j), p in acc.items():
-            x, y = e.value(), e.value()
-            e(f"{x} = load <16 x float>, ptr {p}")
-            e(f"{y} = call <16 x float> @llvm.x86.avx512bf16.dpbf16ps.512(<16 x float> {x}, "
-              f"{op} {ops[0][i]}, {op} {ops[1][j]})")
-            e(f"store <16 x float> {y}, ptr {p}")
+            e.accumulate(p, _dpbf16ps(op, ops[0][i], ops[1][j]))
 
     e(f"store i64 0, ptr {k_slot}")
     e(f"br label %{head}")
@@ -202,27 +205,9 @@ def _nt_source(op: str) -> str:
     products, the i-th of ``a + i * sa``, ``w + i * sw`` into ``out + i * so``."""
     e = Emitter()
 
-    def rows_of_w(nb: int) -> Callable[[str], None]:
-        def body(n0: str) -> None:
-            m_slot = e.slot("i64", "m")
-            rest, next_ = e.label("mrest"), e.label("mdone")
-            e.loop(m_slot, 0, "%M", _MB, lambda m0: _tile(e, _MB, nb, m0, n0, op), rest)
-            e.start(rest)
-            m = e.value()
-            e(f"{m} = load i64, ptr {m_slot}")
-            e.loop(m_slot, m, "%M", 1, lambda m0: _tile(e, 1, nb, m0, n0, op), next_)
-            e.start(next_)
-        return body
-
-    def matrix() -> None:
-        n_slot = e.slot("i64", "n")
-        rest, end = e.label("nrest"), e.label("end")
-        e.loop(n_slot, 0, "%N", _NB, rows_of_w(_NB), rest)
-        e.start(rest)
-        n = e.value()
-        e(f"{n} = load i64, ptr {n_slot}")
-        e.loop(n_slot, n, "%N", 1, rows_of_w(1), end)
-        e.start(end)
+    def matrix() -> None:  # blocks of _NB rows of w, each over blocks of _MB rows of a
+        e.tiled("n", "%N", _NB, 1, lambda n0, nb: e.tiled(
+            "m", "%M", _MB, 1, lambda m0, mb: _tile(e, mb, nb, m0, n0, op)))
 
     _over_batch(e, [("a", "i16", "%sa"), ("w", "i16", "%sw"), ("out", "i16", "%so")], matrix)
     iota = ", ".join(f"i32 {i}" for i in range(32))
@@ -270,22 +255,15 @@ def _tile_nn(e: Emitter, mb: int, nb: int, m0: str, n0: str, op: str) -> None:
         along = e.value()
         e(f"{along} = mul i64 {p}, %sap")
         for i in range(mb):
-            r, across, o, ptr, x, one, splat, a = (e.value() for _ in range(8))
+            r, across, o, ptr, x, a = (e.value() for _ in range(6))
             e(f"{r} = add i64 {m0}, {i}")
             e(f"{across} = mul i64 {r}, %sam")
             e(f"{o} = add i64 {across}, {along}")
             e(f"{ptr} = getelementptr i32, ptr %a, i64 {o}")
             e(f"{x} = load i32, ptr {ptr}, align 4")
-            e(f"{one} = insertelement <16 x i32> poison, i32 {x}, i32 0")
-            e(f"{splat} = shufflevector <16 x i32> {one}, <16 x i32> poison, "
-              f"<16 x i32> zeroinitializer")
-            e(f"{a} = bitcast <16 x i32> {splat} to {op}")
+            e(f"{a} = bitcast <16 x i32> {e.splat('i32', x)} to {op}")
             for j in range(nb):
-                x0, y = e.value(), e.value()
-                e(f"{x0} = load <16 x float>, ptr {acc[(i, j)]}")
-                e(f"{y} = call <16 x float> @llvm.x86.avx512bf16.dpbf16ps.512(<16 x float> "
-                  f"{x0}, {op} {a}, {op} {cols[j]})")
-                e(f"store <16 x float> {y}, ptr {acc[(i, j)]}")
+                e.accumulate(acc[(i, j)], _dpbf16ps(op, a, cols[j]))
 
     e.loop(p_slot, 0, "%P", 1, pair, done)
     e.start(done)
@@ -310,27 +288,9 @@ def _nn_source(op: str) -> str:
     ``b + i * sb`` (32-bit words) into ``out + i * so`` (elements)."""
     e = Emitter()
 
-    def columns(nb: int) -> Callable[[str], None]:
-        def body(n0: str) -> None:
-            m_slot = e.slot("i64", "m")
-            rest, next_ = e.label("mrest"), e.label("mdone")
-            e.loop(m_slot, 0, "%M", _NN_MB, lambda m0: _tile_nn(e, _NN_MB, nb, m0, n0, op), rest)
-            e.start(rest)
-            m = e.value()
-            e(f"{m} = load i64, ptr {m_slot}")
-            e.loop(m_slot, m, "%M", 1, lambda m0: _tile_nn(e, 1, nb, m0, n0, op), next_)
-            e.start(next_)
-        return body
-
-    def matrix() -> None:
-        n_slot = e.slot("i64", "n")
-        rest, end = e.label("nrest"), e.label("end")
-        e.loop(n_slot, 0, "%N", 16 * _NN_NB, columns(_NN_NB), rest)
-        e.start(rest)
-        n = e.value()
-        e(f"{n} = load i64, ptr {n_slot}")
-        e.loop(n_slot, n, "%N", 16, columns(1), end)
-        e.start(end)
+    def matrix() -> None:  # blocks of 16 * _NN_NB columns, each over blocks of _NN_MB rows
+        e.tiled("n", "%N", 16 * _NN_NB, 16, lambda n0, width: e.tiled(
+            "m", "%M", _NN_MB, 1, lambda m0, mb: _tile_nn(e, mb, width // 16, m0, n0, op)))
 
     _over_batch(e, [("a", "i32", "%sa"), ("b", "i32", "%sb"), ("out", "i16", "%so")], matrix)
     return "\n".join([
@@ -510,20 +470,31 @@ def _as_batches(name: str, a: np.ndarray, b: np.ndarray, out: np.ndarray, b_is_w
     return a3, b3, o3
 
 
+def _operands(name: str, a: np.ndarray, b: np.ndarray, out: np.ndarray, b_is_w: bool
+              ) -> tuple[_Kernels, np.ndarray, np.ndarray, np.ndarray] | None:
+    """(the kernels, ``a``, ``b``, ``out`` as checked 3-D views) for a product to compute, or
+    None when there is none (an empty ``out``; zeros written for an empty K)."""
+    kernels = _kernel()
+    if kernels is None:
+        raise RuntimeError("the bfloat16 dot-product kernel is not available here")
+    a3, b3, o3 = _as_batches(name, a, b, out, b_is_w)
+    if o3.size == 0:
+        return None
+    if a3.shape[2] == 0:
+        o3[...] = 0
+        return None
+    return kernels, a3, b3, o3
+
+
 def matmul_nt(a: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
     """``out = a @ w.T`` rounded to bfloat16: ``a`` (M, K), ``w`` (N, K) and ``out`` (M, N) the
     uint16 bit patterns of bfloat16 arrays whose rows are contiguous (any row stride, a multiple
     of 2 bytes); or 3-D, a batch of such products in one call (``a`` or ``w`` of one matrix
     used for all). Only where :func:`available`."""
-    kernels = _kernel()
-    if kernels is None:
-        raise RuntimeError("the bfloat16 dot-product kernel is not available here")
-    a3, w3, o3 = _as_batches("matmul_nt", a, w, out, True)
-    if o3.size == 0:
+    ready = _operands("matmul_nt", a, w, out, True)
+    if ready is None:
         return
-    if a3.shape[2] == 0:
-        o3[...] = 0
-        return
+    kernels, a3, w3, o3 = ready
     # (a column stride is never used along a dimension of size 1: numpy calls such an array
     # contiguous whatever stride it reports there)
     if (a3.strides[2] != 2 and a3.shape[2] > 1) or (w3.strides[2] != 2 and w3.shape[2] > 1) \
@@ -538,15 +509,10 @@ def matmul_nn(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     batches of them: ``b`` is packed by pairs of K (a streaming copy, where a transposed one
     runs at a fraction of memory speed), ``a`` read in place or packed alike. ``out`` (M, N)
     needs contiguous rows. Only where :func:`available`."""
-    kernels = _kernel()
-    if kernels is None:
-        raise RuntimeError("the bfloat16 dot-product kernel is not available here")
-    a3, b3, o3 = _as_batches("matmul_nn", a, b, out, False)
-    if o3.size == 0:
+    ready = _operands("matmul_nn", a, b, out, False)
+    if ready is None:
         return
-    if a3.shape[2] == 0:
-        o3[...] = 0
-        return
+    kernels, a3, b3, o3 = ready
     if o3.strides[2] != 2 and o3.shape[2] > 1:
         raise ValueError("matmul_nn needs an output whose rows are contiguous")
     _call_nn(kernels, a3, b3, o3)

@@ -72,19 +72,14 @@ def _tile(e: Emitter, mb: int, nb: int, o0: str, p0: str, xn: str, on: str) -> N
             e(f"{v} = load <16 x float>, ptr {ptr}, align 4")
             ws.append(v)
         for i in range(mb):
-            o, ptr, x, one, splat = (e.value() for _ in range(5))
+            o, ptr, x = e.value(), e.value(), e.value()
             e(f"{o} = add i64 {rows[i]}, {ko}")
             e(f"{ptr} = getelementptr float, ptr {xn}, i64 {o}")
             e(f"{x} = load float, ptr {ptr}, align 4")
-            e(f"{one} = insertelement <16 x float> poison, float {x}, i32 0")
-            e(f"{splat} = shufflevector <16 x float> {one}, <16 x float> poison, "
-              f"<16 x i32> zeroinitializer")
+            splat = e.splat("float", x)
             for j in range(nb):
-                a, y = e.value(), e.value()
-                e(f"{a} = load <16 x float>, ptr {acc[(i, j)]}")
-                e(f"{y} = call <16 x float> @llvm.fma.v16f32(<16 x float> {splat}, "
-                  f"<16 x float> {ws[j]}, <16 x float> {a})")
-                e(f"store <16 x float> {y}, ptr {acc[(i, j)]}")
+                e.accumulate(acc[(i, j)], f"call <16 x float> @llvm.fma.v16f32(<16 x float> "
+                                          f"{splat}, <16 x float> {ws[j]}, <16 x float> {{acc}})")
 
     e.loop(k_slot, 0, "%K", 1, tap, done)
     e.start(done)
@@ -109,39 +104,23 @@ def _source() -> str:
     packed weights ``w[k*ldw + o]`` (O a multiple of 16; every offset in floats)."""
     e = Emitter()
 
-    def channels(nb: int) -> Callable[[str], None]:
-        def per_image(o0: str) -> None:
-            n_slot = e.slot("i64", "img")
-            images_done = e.label("imgdone")
+    def images(o0: str, width: int) -> None:  # a block of output channels, image by image
+        n_slot = e.slot("i64", "img")
+        images_done = e.label("imgdone")
 
-            def image(n: str) -> None:
-                xo, xn, oo, on = e.value(), e.value(), e.value(), e.value()
-                e(f"{xo} = mul i64 {n}, %sx")
-                e(f"{xn} = getelementptr float, ptr %x, i64 {xo}")
-                e(f"{oo} = mul i64 {n}, %so")
-                e(f"{on} = getelementptr float, ptr %out, i64 {oo}")
-                p_slot = e.slot("i64", "pos")
-                rest, next_ = e.label("prest"), e.label("pdone")
-                e.loop(p_slot, 0, "%P", _MB,
-                       lambda p0: _tile(e, _MB, nb, o0, p0, xn, on), rest)
-                e.start(rest)
-                p = e.value()
-                e(f"{p} = load i64, ptr {p_slot}")
-                e.loop(p_slot, p, "%P", 1, lambda p0: _tile(e, 1, nb, o0, p0, xn, on), next_)
-                e.start(next_)
+        def image(n: str) -> None:
+            xo, xn, oo, on = e.value(), e.value(), e.value(), e.value()
+            e(f"{xo} = mul i64 {n}, %sx")
+            e(f"{xn} = getelementptr float, ptr %x, i64 {xo}")
+            e(f"{oo} = mul i64 {n}, %so")
+            e(f"{on} = getelementptr float, ptr %out, i64 {oo}")
+            e.tiled("pos", "%P", _MB, 1,
+                    lambda p0, mb: _tile(e, mb, width // 16, o0, p0, xn, on))
 
-            e.loop(n_slot, 0, "%N", 1, image, images_done)
-            e.start(images_done)
-        return per_image
+        e.loop(n_slot, 0, "%N", 1, image, images_done)
+        e.start(images_done)
 
-    o_slot = e.slot("i64", "och")
-    rest, end = e.label("orest"), e.label("end")
-    e.loop(o_slot, 0, "%O", 16 * _NB, channels(_NB), rest)
-    e.start(rest)
-    o = e.value()
-    e(f"{o} = load i64, ptr {o_slot}")
-    e.loop(o_slot, o, "%O", 16, channels(1), end)
-    e.start(end)
+    e.tiled("och", "%O", 16 * _NB, 16, images)
     e("ret void")
     return "\n".join([
         "declare <16 x float> @llvm.fma.v16f32(<16 x float>, <16 x float>, <16 x float>)",

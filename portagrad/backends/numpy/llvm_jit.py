@@ -73,6 +73,36 @@ class Emitter:
         self(f"store i64 {v3}, ptr {counter}")
         self(f"br label %{head}")
 
+    def splat(self, ty: str, x: str) -> str:
+        """``<16 x ty>`` with every lane the scalar ``x`` (one broadcast instruction)."""
+        one, out = self.value(), self.value()
+        self(f"{one} = insertelement <16 x {ty}> poison, {ty} {x}, i32 0")
+        self(f"{out} = shufflevector <16 x {ty}> {one}, <16 x {ty}> poison, "
+             f"<16 x i32> zeroinitializer")
+        return out
+
+    def accumulate(self, slot: str, instruction: str) -> None:
+        """The ``<16 x float>`` accumulator at ``slot`` replaced by ``instruction`` (``call
+        @llvm.fma...``), whose text names the accumulator's value ``{acc}``."""
+        x, y = self.value(), self.value()
+        self(f"{x} = load <16 x float>, ptr {slot}")
+        self(f"{y} = " + instruction.format(acc=x))
+        self(f"store <16 x float> {y}, ptr {slot}")
+
+    def tiled(self, prefix: str, stop: str, step: int, unit: int,
+              body: Callable[[str, int], None]) -> None:
+        """``body(i, step)`` for ``i = 0, step, ...`` while a whole step fits below ``stop``,
+        then ``body(i, unit)`` for the rest, ``unit`` at a time (a register tile's loop and its
+        remainder)."""
+        slot = self.slot("i64", prefix)
+        rest, done = self.label(prefix + "rest"), self.label(prefix + "done")
+        self.loop(slot, 0, stop, step, lambda i: body(i, step), rest)
+        self.start(rest)
+        i = self.value()
+        self(f"{i} = load i64, ptr {slot}")
+        self.loop(slot, i, stop, unit, lambda i0: body(i0, unit), done)
+        self.start(done)
+
 
 def const(ty: str, values: list[int]) -> str:
     """An LLVM vector constant of element type ``ty``."""
