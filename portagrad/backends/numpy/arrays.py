@@ -164,7 +164,7 @@ def via_f32(fn: Callable[..., None], outs: Sequence[int], *args: Any) -> None:
             round_into(nd(args[i]), nd(conv[i]))
 
 
-def round_into(dst: np.ndarray, src: np.ndarray) -> None:
+def round_into(dst: np.ndarray, src: Any) -> None:
     """``dst = src`` rounded to ``dst``'s dtype (bfloat16 from float32: to the nearest even, in
     numba's loop where it runs)."""
     if not jit.bf16_cast(src, dst):

@@ -283,7 +283,8 @@ def bf16_cast(src: np.ndarray, dst: np.ndarray) -> bool:
     4x faster than ml_dtypes' cast) or bfloat16 into float32 (exact, 5x faster): both
     C-contiguous, of one shape, at least ``BF16_CAST_MIN`` elements, numba there. False (nothing
     done) otherwise."""
-    if (src.size < BF16_CAST_MIN or src.shape != dst.shape or not src.flags.c_contiguous
+    if (src.__class__ is not np.ndarray or src.size < BF16_CAST_MIN or src.shape != dst.shape
+            or not src.flags.c_contiguous
             or not dst.flags.c_contiguous or not available()):
         return False
     if src.dtype == np.float32 and dst.dtype == _BF16:
