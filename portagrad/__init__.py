@@ -209,6 +209,8 @@ __all__ += ["accelerator", "cuda", "mps", "onnx", "BFloat16Tensor", "BoolTensor"
             "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor",
             "ShortTensor", "channels_last", "channels_last_3d", "contiguous_format",
             "memory_format", "preserve_format", "set_default_tensor_type"]
+from .accelerator._streams import Event, Stream
+__all__ += ["Event", "Stream"]
 
 # More math, diagonals, scans, searching, compositions and sparse COO tensors
 from . import fft, linalg, sparse, special

@@ -26,6 +26,7 @@ from .._ops.elementwise import _type_name, softplus_raw, unary_inplace
 from .._ops.indexing import where
 from .._ops.joining import cat
 from .._ops.nn import im2col
+from .._ops.nn.grouped_mm import grouped_mm
 from .._shape import broadcast_shapes as _broadcast_shapes
 from .._shape import check_expandable, wrap_dim
 from .._tensor import Tensor
@@ -42,7 +43,7 @@ __all__ = [
     "threshold_", "selu_", "celu_", "rrelu", "rrelu_", "gumbel_softmax",
     # linear, dropout, embedding
     "linear", "bilinear", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
-    "embedding", "feature_alpha_dropout",
+    "embedding", "feature_alpha_dropout", "grouped_mm",
     # conv and pooling
     "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold", "max_pool1d",
     "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
