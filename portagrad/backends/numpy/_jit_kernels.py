@@ -415,6 +415,22 @@ def keep_or_zero(cond: Any, a: Any, out: Any) -> None:
         out[i] = a[i] if cond[i] else zero
 
 
+@numba.njit(inline="always", error_model="numpy")
+def _rne16(u: Any) -> Any:
+    # the float32 bit pattern u rounded to the nearest even bfloat16 (adding 0x7FFF plus the kept
+    # part's lowest bit: a carry into the exponent is the right rounding, up to infinity); a NaN
+    # stays a quiet NaN
+    rounded = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+    quiet = (u >> np.uint32(16)) | np.uint32(0x40)
+    return np.uint16(quiet if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000) else rounded)
+
+
+# Elements per block of the bfloat16 kernels below: each block widened into float32 buffers in
+# the L1 cache, computed there by the float32 kernels' own arithmetic, and rounded once into the
+# output (bit for bit the float32 copies' result, in one pass over memory instead of three)
+_BF16_BLOCK = 4096
+
+
 @_jit()
 def bf16_binary_rows(op: int, a: Any, b: Any, out: Any) -> None:
     # out (R, N) = a op b over bfloat16 bit patterns (uint16, C-contiguous), a and b of R rows or
@@ -445,27 +461,20 @@ def bf16_binary_rows(op: int, a: Any, b: Any, out: Any) -> None:
                           / _bits_as_f32(np.uint32(br[j]) << 16))
         o = out[r]
         for j in range(N):
-            u = bits[j]
-            # round to nearest even by adding 0x7FFF plus the kept part's lowest bit (a carry
-            # into the exponent is the right rounding, up to infinity); a NaN stays a quiet NaN
-            rounded = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
-            quiet = (u >> np.uint32(16)) | np.uint32(0x40)
-            o[j] = np.uint16(quiet if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
-                             else rounded)
+            o[j] = _rne16(bits[j])
 
 
 @_jit()
 def bf16_scalar_op(op: int, a: Any, s: Any, scalar_first: bool, out: Any) -> None:
     # out = a op s (or s op a) over 1-D bfloat16 bit patterns (uint16) of one size, s a float32:
     # each element computed in float32 and rounded once to the nearest even bfloat16, as
-    # bf16_binary_rows; op 0 add, 1 sub, 2 mul, 3 div. Blocks through a float32 buffer in L1,
-    # each block's operands sliced (indexing at an offset did not vectorise: 5x slower)
+    # bf16_binary_rows; op 0 add, 1 sub, 2 mul, 3 div. Each block's operands sliced (indexing
+    # at an offset did not vectorise: 5x slower)
     n = a.size
-    blk = 4096
-    buf = np.empty(blk, np.float32)
+    buf = np.empty(_BF16_BLOCK, np.float32)
     bits = buf.view(np.uint32)
-    for j0 in range(0, n, blk):
-        m = min(blk, n - j0)
+    for j0 in range(0, n, _BF16_BLOCK):
+        m = min(_BF16_BLOCK, n - j0)
         ar = a[j0:j0 + m]
         o = out[j0:j0 + m]
         if op == 0:
@@ -487,21 +496,7 @@ def bf16_scalar_op(op: int, a: Any, s: Any, scalar_first: bool, out: Any) -> Non
             for j in range(m):
                 buf[j] = _bits_as_f32(np.uint32(ar[j]) << 16) / s
         for j in range(m):
-            u = bits[j]
-            rounded = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
-            quiet = (u >> np.uint32(16)) | np.uint32(0x40)
-            o[j] = np.uint16(quiet if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
-                             else rounded)
-
-
-@numba.njit(inline="always", error_model="numpy")
-def _rne16(u: Any) -> Any:
-    # the float32 bit pattern u rounded to the nearest even bfloat16 (adding 0x7FFF plus the kept
-    # part's lowest bit: a carry into the exponent is the right rounding, up to infinity); a NaN
-    # stays a quiet NaN
-    rounded = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
-    quiet = (u >> np.uint32(16)) | np.uint32(0x40)
-    return np.uint16(quiet if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000) else rounded)
+            o[j] = _rne16(bits[j])
 
 
 @_jit()
@@ -518,11 +513,6 @@ def bf16_widen(x: Any, out: Any) -> None:
     for i in range(x.size):
         out[i] = _bits_as_f32(np.uint32(x[i]) << 16)
 
-# Elements per block of the bfloat16 kernels below: each block widened into float32 buffers in
-# the L1 cache, computed there by the float32 kernels' own arithmetic, and rounded once into the
-# output (bit for bit the float32 copies' result, in one pass over memory instead of three)
-_BF16_BLOCK = 4096
-
 
 @_jit()
 def bf16_gelu(x: Any, out: Any) -> None:
@@ -534,11 +524,8 @@ def bf16_gelu(x: Any, out: Any) -> None:
     for j0 in range(0, n, _BF16_BLOCK):
         m = min(_BF16_BLOCK, n - j0)
         xs, os = x[j0:j0 + m], out[j0:j0 + m]
-        for j in range(m):
-            xb[j] = _bits_as_f32(np.uint32(xs[j]) << 16)
-        for j in range(m):
-            xi = xb[j]
-            yb[j] = (xi * half_) * (erf_one(xi * c_sqrt1_2) + one)
+        bf16_widen(xs, xb[:m])
+        gelu32(xb[:m], yb[:m])
         for j in range(m):
             os[j] = _rne16(ybits[j])
 
@@ -554,13 +541,9 @@ def bf16_gelu_backward(g: Any, x: Any, out: Any) -> None:
     for j0 in range(0, n, _BF16_BLOCK):
         m = min(_BF16_BLOCK, n - j0)
         xs, gs, os = x[j0:j0 + m], g[j0:j0 + m], out[j0:j0 + m]
-        for j in range(m):
-            xb[j] = _bits_as_f32(np.uint32(xs[j]) << 16)
-            gb[j] = _bits_as_f32(np.uint32(gs[j]) << 16)
-        for j in range(m):
-            xi = xb[j]
-            cdf = (erf_one(xi * c_sqrt1_2) + one) * half_
-            yb[j] = gb[j] * (cdf + xi * (exp_neg((xi * xi) * c_mhalf) * c_pdf))
+        bf16_widen(xs, xb[:m])
+        bf16_widen(gs, gb[:m])
+        gelu32_backward(gb[:m], xb[:m], yb[:m])
         for j in range(m):
             os[j] = _rne16(ybits[j])
 
@@ -574,9 +557,7 @@ def bf16_softmax_rows(x: Any, out: Any) -> None:
     ybits = yb.view(np.uint32)
     for i in range(M):
         xi, oi = x[i], out[i]
-        xr = xb[0]
-        for j in range(N):
-            xr[j] = _bits_as_f32(np.uint32(xi[j]) << 16)
+        bf16_widen(xi, xb[0])
         softmax_rows32(xb, yb)
         yr = ybits[0]
         for j in range(N):
@@ -593,14 +574,13 @@ def bf16_softmax_backward_rows(g: Any, y: Any, out: Any) -> None:
     obits = ob.view(np.uint32)
     for i in range(M):
         gi, yi, oi = g[i], y[i], out[i]
-        gr, yr = gb[0], yb[0]
-        for j in range(N):
-            gr[j] = _bits_as_f32(np.uint32(gi[j]) << 16)
-            yr[j] = _bits_as_f32(np.uint32(yi[j]) << 16)
+        bf16_widen(gi, gb[0])
+        bf16_widen(yi, yb[0])
         softmax_backward_rows(gb, yb, ob)
         orow = obits[0]
         for j in range(N):
             oi[j] = _rne16(orow[j])
+
 
 @_jit()
 def plane_scatter_add(g: Any, ind: Any, out: Any) -> None:

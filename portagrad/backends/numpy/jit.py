@@ -273,6 +273,7 @@ def bf16_scalar_op(op: str, a: Any, b: Any, out: np.ndarray) -> bool:
                               out.reshape(-1).view(np.uint16))
     return True
 
+
 #: from this many elements a float32 <-> bfloat16 copy takes numba's loop (below, numpy's call
 #: costs less than numba's)
 BF16_CAST_MIN = 4096
@@ -284,8 +285,7 @@ def bf16_cast(src: np.ndarray, dst: np.ndarray) -> bool:
     C-contiguous, of one shape, at least ``BF16_CAST_MIN`` elements, numba there. False (nothing
     done) otherwise."""
     if (src.__class__ is not np.ndarray or src.size < BF16_CAST_MIN or src.shape != dst.shape
-            or not src.flags.c_contiguous
-            or not dst.flags.c_contiguous or not available()):
+            or not src.flags.c_contiguous or not dst.flags.c_contiguous or not available()):
         return False
     if src.dtype == np.float32 and dst.dtype == _BF16:
         _kernel("bf16_round")(src.reshape(-1), dst.reshape(-1).view(np.uint16))
@@ -294,6 +294,7 @@ def bf16_cast(src: np.ndarray, dst: np.ndarray) -> bool:
         _kernel("bf16_widen")(src.reshape(-1).view(np.uint16), dst.reshape(-1))
         return True
     return False
+
 
 def bf16_gelu(x: np.ndarray, out: np.ndarray) -> None:
     """:func:`gelu32` of bfloat16 ``x`` into bfloat16 ``out`` (both C-contiguous, one shape):
@@ -321,6 +322,7 @@ def bf16_softmax_backward_rows(g: np.ndarray, y: np.ndarray, out: np.ndarray) ->
     _kernel("bf16_softmax_backward_rows")(g.reshape(-1, n).view(np.uint16),
                                           y.reshape(-1, n).view(np.uint16),
                                           out.reshape(-1, n).view(np.uint16))
+
 
 def bf16_matmul_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
     """``out = a @ b`` for the C-contiguous float32 ``a`` (M, K), the bfloat16 ``b`` (K, N) given
