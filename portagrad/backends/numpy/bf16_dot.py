@@ -64,9 +64,7 @@ def _dpbf16ps(op: str, a: str, b: str) -> str:
 
 def _tile(e: Emitter, mb: int, nb: int, m0: str, n0: str, op: str) -> None:
     """``out[m0:m0+mb, n0:n0+nb]``: the dot products over K, 32 bfloat16 at a time."""
-    acc = {(i, j): e.slot("<16 x float>", "acc") for i in range(mb) for j in range(nb)}
-    for p in acc.values():
-        e(f"store <16 x float> zeroinitializer, ptr {p}")
+    acc = e.accumulators(mb, nb)
     k_slot = e.slot("i64", "k")
     head, body, done, tail, reduce = (e.label(x) for x in ("k", "kbody", "kdone", "ktail",
                                                            "reduce"))
@@ -211,32 +209,22 @@ def _nt_source(op: str) -> str:
 
     _over_batch(e, [("a", "i16", "%sa"), ("w", "i16", "%sw"), ("out", "i16", "%so")], matrix)
     iota = ", ".join(f"i32 {i}" for i in range(32))
-    return "\n".join([
-        "define void @bf16_nt(ptr noalias %a0, i64 %lda, ptr noalias %w0, i64 %ldw, "
-        "ptr noalias %out0, i64 %ldo, i64 %M, i64 %N, i64 %K, i64 %batch, i64 %sa, i64 %sw, "
-        "i64 %so) {",
-        "entry:",
-        *("  " + a for a in e.allocas),
-        "  %Kv = and i64 %K, -32",
-        "  %rem = sub i64 %K, %Kv",
-        "  %hasrem = icmp ne i64 %rem, 0",
-        "  %rem32 = trunc i64 %rem to i32",
-        "  %remv = insertelement <32 x i32> poison, i32 %rem32, i32 0",
-        "  %rems = shufflevector <32 x i32> %remv, <32 x i32> poison, <32 x i32> zeroinitializer",
-        f"  %mask = icmp ult <32 x i32> <{iota}>, %rems",
-        "  br label %first",
-        "first:",
-        *e.lines,
-        "}",
-    ])
+    return e.function(
+        "@bf16_nt(ptr noalias %a0, i64 %lda, ptr noalias %w0, i64 %ldw, ptr noalias %out0, "
+        "i64 %ldo, i64 %M, i64 %N, i64 %K, i64 %batch, i64 %sa, i64 %sw, i64 %so)",
+        ["%Kv = and i64 %K, -32",  # the whole steps of 32 along K, and the mask of the rest
+         "%rem = sub i64 %K, %Kv",
+         "%hasrem = icmp ne i64 %rem, 0",
+         "%rem32 = trunc i64 %rem to i32",
+         "%remv = insertelement <32 x i32> poison, i32 %rem32, i32 0",
+         "%rems = shufflevector <32 x i32> %remv, <32 x i32> poison, <32 x i32> zeroinitializer",
+         f"%mask = icmp ult <32 x i32> <{iota}>, %rems"])
 
 
 def _tile_nn(e: Emitter, mb: int, nb: int, m0: str, n0: str, op: str) -> None:
     """``out[m0:m0+mb, n0:n0+16*nb]`` of :func:`_nn_source`: per pair of K, ``nb`` vectors of
     16 packed column pairs of ``b`` and one broadcast pair of ``a`` per row."""
-    acc = {(i, j): e.slot("<16 x float>", "acc") for i in range(mb) for j in range(nb)}
-    for p in acc.values():
-        e(f"store <16 x float> zeroinitializer, ptr {p}")
+    acc = e.accumulators(mb, nb)
     p_slot = e.slot("i64", "p")
     done = e.label("pdone")
 
@@ -293,17 +281,10 @@ def _nn_source(op: str) -> str:
             "m", "%M", _NN_MB, 1, lambda m0, mb: _tile_nn(e, mb, width // 16, m0, n0, op)))
 
     _over_batch(e, [("a", "i32", "%sa"), ("b", "i32", "%sb"), ("out", "i16", "%so")], matrix)
-    return "\n".join([
-        "define void @bf16_nn(ptr noalias %a0, i64 %sam, i64 %sap, ptr noalias %b0, i64 %ldb, "
+    return e.function(
+        "@bf16_nn(ptr noalias %a0, i64 %sam, i64 %sap, ptr noalias %b0, i64 %ldb, "
         "ptr noalias %out0, i64 %ldo, i64 %M, i64 %N, i64 %P, i64 %batch, i64 %sa, i64 %sb, "
-        "i64 %so) {",
-        "entry:",
-        *("  " + a for a in e.allocas),
-        "  br label %first",
-        "first:",
-        *e.lines,
-        "}",
-    ])
+        "i64 %so)")
 
 
 def _source(op: str) -> str:

@@ -32,6 +32,7 @@ from ..interface import View
 from . import conv_direct, jit
 from .arrays import BFLOAT16, nd, scratch, via_f32
 from .layout import from_last as _from_last
+from .layout import padded_extent as _padded_extent
 from .layout import to_last as _to_last
 from .winograd import (conv3x3_winograd, conv3x3_winograd_grad_weight, use_winograd,
                        use_winograd_grad_weight)
@@ -446,17 +447,6 @@ def _conv_forward_positions_major(xa: np.ndarray, wa: np.ndarray, o: np.ndarray,
     r = scratch((N * OH * OW, O), xa.dtype)
     np.matmul(cols.reshape(N * OH * OW, kh * kw * C), wt, out=r)
     np.copyto(o.reshape(N, O, OH * OW), r.reshape(N, OH * OW, O).transpose(0, 2, 1))
-
-
-def _padded_extent(hw: Sequence[int], k: Sequence[int], osz: Sequence[int],
-                   stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int]
-                   ) -> tuple[int, int]:
-    """(Hq, Wq): the height and width of an (H, W) plane padded so that every window of the
-    output ``osz`` (and the plane itself, at offset ``padding``) lies inside it."""
-    (H, W), (kh, kw), (OH, OW), (sh, sw), (ph, pw), (dh, dw) = hw, k, osz, stride, padding, \
-        dilation
-    return (max((OH - 1) * sh + (kh - 1) * dh + 1, ph + H),
-            max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W))
 
 
 def _zero_bordered(shape: tuple[int, ...], dtype: Any, hw: Sequence[int],

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .jit import build_once
+from .layout import padded_extent
 from .llvm_jit import Emitter, cache_key, compile_ir, host_target
 
 __all__ = ["available", "conv2d", "conv2d_grad_weight", "fits"]
@@ -45,9 +46,7 @@ _MAX_POSITIONS = 64
 def _tile(e: Emitter, mb: int, nb: int, o0: str, p0: str, xn: str, on: str) -> None:
     """``out[n, o0:o0+16*nb, p0:p0+mb]`` over all K taps (``xn``, ``on``: image n's input and
     output)."""
-    acc = {(i, j): e.slot("<16 x float>", "acc") for i in range(mb) for j in range(nb)}
-    for p in acc.values():
-        e(f"store <16 x float> zeroinitializer, ptr {p}")
+    acc = e.accumulators(mb, nb)
     rows = []  # each position's offset into the image
     for i in range(mb):
         q, ptr, off = e.value(), e.value(), e.value()
@@ -124,15 +123,9 @@ def _source() -> str:
     e("ret void")
     return "\n".join([
         "declare <16 x float> @llvm.fma.v16f32(<16 x float>, <16 x float>, <16 x float>)",
-        "define void @conv_direct(ptr noalias %x, i64 %sx, ptr noalias %w, i64 %ldw, "
-        "ptr noalias %out, i64 %so, ptr noalias %koff, ptr noalias %poff, i64 %N, i64 %P, "
-        "i64 %K, i64 %O) {",
-        "entry:",
-        *("  " + a for a in e.allocas),
-        "  br label %first",
-        "first:",
-        *e.lines,
-        "}",
+        e.function("@conv_direct(ptr noalias %x, i64 %sx, ptr noalias %w, i64 %ldw, "
+                   "ptr noalias %out, i64 %so, ptr noalias %koff, ptr noalias %poff, i64 %N, "
+                   "i64 %P, i64 %K, i64 %O)"),
     ])
 
 
@@ -201,12 +194,23 @@ def available() -> bool:
     return _kernel() is not None
 
 
+def _required_kernel() -> _Kernel:
+    k = _kernel()
+    if k is None:
+        raise RuntimeError("the direct convolution kernel is not available here")
+    return k
+
+
+def _padded_channels(O: int) -> int:
+    """``O`` output channels rounded up to the kernel's vectors of 16."""
+    return (O + 15) // 16 * 16
+
+
 def fits(C: int, kh: int, kw: int, O: int, positions: int) -> bool:
     """Whether a float32 convolution of these sizes takes this kernel: small output planes and
     packed weights that stay in the cache (and the kernel available)."""
-    opad = (O + 15) // 16 * 16
-    return (0 < positions <= _MAX_POSITIONS and C * kh * kw * opad * 4 <= _MAX_WEIGHT_BYTES
-            and available())
+    return (0 < positions <= _MAX_POSITIONS
+            and C * kh * kw * _padded_channels(O) * 4 <= _MAX_WEIGHT_BYTES and available())
 
 
 _OFFSETS: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
@@ -235,9 +239,8 @@ def _padded(x: np.ndarray, kh: int, kw: int, osz: tuple[int, int], stride: tuple
     """``x`` (N, C, H, W) as a C-contiguous float32 (N, C, Hq, Wq) zero-padded to hold every
     window of the output ``osz`` (and the input at its offset): ``x`` itself where it is so."""
     N, C, H, W = x.shape
-    (OH, OW), (sh, sw), (ph, pw), (dh, dw) = osz, stride, padding, dilation
-    Hq = max((OH - 1) * sh + (kh - 1) * dh + 1, ph + H)
-    Wq = max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W)
+    ph, pw = padding
+    Hq, Wq = padded_extent((H, W), (kh, kw), osz, stride, padding, dilation)
     if (Hq, Wq) == (H, W) and x.flags.c_contiguous:
         return x
     # (zeros and one copy: faster than zeroing the border of a pooled buffer by slices)
@@ -253,7 +256,7 @@ def _run(k: _Kernel, x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tupl
     OH, OW = out.shape[2:]
     xp = _padded(x, kh, kw, (OH, OW), stride, padding, dilation)
     Hq, Wq = xp.shape[2:]
-    K, opad = C * kh * kw, (O + 15) // 16 * 16
+    K, opad = C * kh * kw, _padded_channels(O)
     wt = np.zeros((K, opad), np.float32)
     wt[:, :O] = w.reshape(O, K).T
     koff, poff = _offsets(C, kh, kw, Hq, Wq, OH, OW, stride, dilation)
@@ -270,9 +273,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: Sequence[int],
            padding: Sequence[int], dilation: Sequence[int]) -> None:
     """``out`` (N, O, OH, OW) = the float32 convolution (groups 1) of ``x`` (N, C, H, W) with
     ``w`` (O, C, kh, kw), any strides of ``x`` and ``w``. Only where :func:`available`."""
-    k = _kernel()
-    if k is None:
-        raise RuntimeError("the direct convolution kernel is not available here")
+    k = _required_kernel()
     if out.size == 0:
         return
     if w.shape[1] * w.shape[2] * w.shape[3] == 0:
@@ -293,7 +294,7 @@ def _run_grad_weight(k: _Kernel, x: np.ndarray, g: np.ndarray, out: np.ndarray,
     OH, OW = g.shape[2:]
     xp = _padded(x, kh, kw, (OH, OW), stride, padding, dilation)
     Hq, Wq = xp.shape[2:]
-    K, P, opad = C * kh * kw, OH * OW, (O + 15) // 16 * 16
+    K, P, opad = C * kh * kw, OH * OW, _padded_channels(O)
     gt = np.zeros((N, P, opad), np.float32)
     gt[:, :, :O] = g.reshape(N, O, P).transpose(0, 2, 1)
     koff, poff = _offsets(C, kh, kw, Hq, Wq, OH, OW, stride, dilation)
@@ -311,9 +312,7 @@ def conv2d_grad_weight(x: np.ndarray, g: np.ndarray, out: np.ndarray, stride: Se
     """``out`` (O, C, kh, kw) = the weight gradient of the float32 convolution (groups 1) of
     ``x`` (N, C, H, W) whose output gradient is ``g`` (N, O, OH, OW): each element one fused
     multiply-add chain over the images' positions in order. Only where :func:`available`."""
-    k = _kernel()
-    if k is None:
-        raise RuntimeError("the direct convolution kernel is not available here")
+    k = _required_kernel()
     if out.size == 0:
         return
     if g.size == 0:

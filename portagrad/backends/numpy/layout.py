@@ -1,4 +1,5 @@
-"""Layout changes of the numpy backend's convolutions: (N, ...) <-> (..., N), batch innermost.
+"""Layout changes of the numpy backend's convolutions: (N, ...) <-> (..., N), batch innermost; the
+extent of their zero-padded planes.
 
 Transposing copies with a small N (a batch) run at a fraction of memcpy speed unless they are
 blocked (a block of the strided side stays in the cache) and, for rows a multiple of 1 KiB long,
@@ -6,11 +7,13 @@ go through a row-padded copy (a stride of a multiple of 1 KiB thrashes the cache
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from .arrays import scratch
 
-__all__ = ["from_last", "to_last"]
+__all__ = ["from_last", "padded_extent", "to_last"]
 
 
 # Elements per block of a transposing copy between (N, R) and (R, N) with a small N (a batch):
@@ -56,3 +59,14 @@ def from_last(r: np.ndarray, o: np.ndarray) -> None:
         padded[:, :N] = r
         r = padded[:, :N]
     np.copyto(o, r.T.reshape(o.shape))  # splitting the strided axis is a view
+
+
+def padded_extent(hw: Sequence[int], k: Sequence[int], osz: Sequence[int],
+                  stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int]
+                  ) -> tuple[int, int]:
+    """(Hq, Wq): the height and width of an (H, W) plane padded so that every window of the
+    output ``osz`` (and the plane itself, at offset ``padding``) lies inside it."""
+    (H, W), (kh, kw), (OH, OW), (sh, sw), (ph, pw), (dh, dw) = hw, k, osz, stride, padding, \
+        dilation
+    return (max((OH - 1) * sh + (kh - 1) * dh + 1, ph + H),
+            max((OW - 1) * sw + (kw - 1) * dw + 1, pw + W))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = ["Emitter", "cache_key", "compile_ir", "const", "host_target", "read_object",
@@ -80,6 +80,20 @@ class Emitter:
         self(f"{out} = shufflevector <16 x {ty}> {one}, <16 x {ty}> poison, "
              f"<16 x i32> zeroinitializer")
         return out
+
+    def accumulators(self, rows: int, cols: int) -> dict[tuple[int, int], str]:
+        """A register tile: ``<16 x float>`` slots keyed ``(i, j)``, stored as zeros."""
+        acc = {(i, j): self.slot("<16 x float>", "acc") for i in range(rows) for j in range(cols)}
+        for p in acc.values():
+            self(f"store <16 x float> zeroinitializer, ptr {p}")
+        return acc
+
+    def function(self, signature: str, prologue: Sequence[str] = ()) -> str:
+        """The text of ``define void <signature>`` over the emitted lines: the hoisted allocas
+        and ``prologue`` (instructions of the entry block) first."""
+        return "\n".join([f"define void {signature} {{", "entry:",
+                          *("  " + a for a in self.allocas), *("  " + p for p in prologue),
+                          "  br label %first", "first:", *self.lines, "}"])
 
     def accumulate(self, slot: str, instruction: str) -> None:
         """The ``<16 x float>`` accumulator at ``slot`` replaced by ``instruction`` (``call
