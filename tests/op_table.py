@@ -1537,6 +1537,26 @@ def np_affine_grid(theta: np.ndarray, size: list, align_corners: bool = False) -
     return np.einsum("...k,njk->n...j", base, theta)
 
 
+def np_grouped_mm(a: np.ndarray, b: np.ndarray, offs: np.ndarray | None = None) -> np.ndarray:
+    """``F.grouped_mm``: with ``offs`` (cumulative group ends) the rows of a 2-D ``a`` times
+    ``b[g]``, the columns of a 2-D ``b`` times ``a[g]``, or (both 2-D) one product per group of
+    K; without, the batched product."""
+    if offs is None:
+        return a @ b
+    starts = np.concatenate([[0], offs[:-1]])
+    if a.ndim == 2 and b.ndim == 3:
+        out = np.zeros((a.shape[0], b.shape[-1]), a.dtype)
+        for g, (s, e) in enumerate(zip(starts, offs)):
+            out[s:e] = a[s:e] @ b[g]
+        return out
+    if a.ndim == 3:
+        out = np.zeros((a.shape[1], b.shape[-1]), a.dtype)
+        for g, (s, e) in enumerate(zip(starts, offs)):
+            out[:, s:e] = a[g] @ b[:, s:e]
+        return out
+    return np.stack([a[:, s:e] @ b[s:e] for s, e in zip(starts, offs)])
+
+
 def np_grid_sample(x: np.ndarray, grid: np.ndarray, mode: str = "bilinear",
                    padding_mode: str = "zeros", align_corners: bool = False) -> np.ndarray:
     """2-D only; ``zeros`` or ``border`` padding."""
@@ -1954,6 +1974,25 @@ def _nn_functional_rows() -> list[OpInfo]:
                    E(lambda d: F.grid_sample(T((1, 2, 3, 4), d), T((2, 2, 2, 2), d),
                                              align_corners=False), RuntimeError,
                      r"grid_sampler\(\): expected grid and input to have same batch size")]),
+        OpInfo("nn.functional.grouped_mm",
+               # (offsets are int32 in PyTorch; the table's index arrays are int64). float32
+               # only: PyTorch refuses float64, so test_grouped_mm_parity gradchecks the
+               # composition itself in float64
+               lambda a, b, offs=None: F.grouped_mm(
+                   a, b, offs=None if offs is None else offs.to(pg.int32)),
+               np_grouped_mm,
+               fixed(S(X((6, 8)), X((2, 8, 4)), IDX([2, 6])),  # rows of a grouped
+                     S(X((5, 8)), X((3, 8, 4)), IDX([2, 2, 5])),  # an empty group
+                     S(X((2, 4, 8)), X((8, 12)), IDX([4, 12])),  # columns of b grouped
+                     S(X((4, 8)), X((8, 4)), IDX([4, 8])),  # K grouped
+                     S(X((2, 4, 8)), X((2, 8, 4)))),  # batched
+               (F32,), "same", errors=[
+                   E(lambda d: F.grouped_mm(T((4, 8), d), T((2, 8, 4), d)), RuntimeError,
+                     r"Have to provide offsets if there is a 2d matrix"),
+                   E(lambda d: F.grouped_mm(T((4, 8), d, F64), T((2, 8, 4), d, F64),
+                                            offs=pg.tensor([2, 4], dtype=pg.int32, device=d)),
+                     RuntimeError, r"Expected mat_a to be Float32, BFloat16 or Float16 matrix, "
+                                   r"got Double")]),
         OpInfo("nn.functional.linear_cross_entropy",
                lambda x, w, t, b=None, **k: F.linear_cross_entropy(x, w, t, linear_bias=b, **k),
                np_linear_cross_entropy,
