@@ -42,14 +42,15 @@ def test_accelerator_on_each_backend(device: str) -> None:
             print(A.is_available(), A.current_accelerator(), A.current_accelerator(True),
                   A.device_count(), A.memory_allocated(), dict(A.memory_stats()))
             A.empty_cache()
-            for f in (A.current_device_index, A.synchronize, lambda: A.set_device_index(0)):
+            for f in (A.current_device_index, A.synchronize, lambda: A.set_device_index(0),
+                      A.current_stream, lambda: A.set_stream(pg.Stream("cpu"))):
                 try:
                     f()
                 except RuntimeError as exc:
                     print("ERR", exc)
         """)
         assert out[0] == "False None None 0 0 {}"
-        assert out[1:] == ["ERR Cannot access accelerator device when none is available."] * 3
+        assert out[1:] == ["ERR Cannot access accelerator device when none is available."] * 5
         return
     dev = pg.device(device)
     acc = pg.accelerator.current_accelerator()
@@ -80,8 +81,17 @@ def test_accelerator_on_each_backend(device: str) -> None:
         pg.accelerator.synchronize("cpu")
     with pytest.raises(ValueError, match="with a specified index"):
         pg.accelerator.set_device_index(dev.type)
-    with pytest.raises(NotImplementedError, match="streams"):
-        pg.accelerator.current_stream()
+    s = pg.accelerator.current_stream()
+    assert isinstance(s, pg.Stream) and s == pg.Stream(dev) and s.device_index == dev.index
+    assert pg.accelerator.current_stream(dev.index) == s
+    pg.accelerator.set_stream(s)
+    assert pg.accelerator.current_device_index() == dev.index
+    with pytest.raises(ValueError, match="doesn't match the current accelerator"):
+        pg.accelerator.current_stream("cpu")
+    with pytest.raises(ValueError, match="doesn't match the current accelerator"):
+        pg.accelerator.set_stream(pg.Stream("cpu"))
+    with pytest.raises(TypeError, match="must be torch.Stream"):
+        pg.accelerator.set_stream(0)
     with pytest.raises(NotImplementedError, match="graph"):
         pg.accelerator.Graph()
 

@@ -16,6 +16,7 @@ from typing import Any
 from .. import _device, _dtype
 from . import memory
 from ._select import accelerator_type, device_index_of, module, require
+from ._streams import Stream
 from .memory import (empty_cache, empty_host_cache, get_memory_info, max_memory_allocated,
                      max_memory_reserved, memory_allocated, memory_reserved, memory_stats,
                      reset_accumulated_memory_stats, reset_peak_memory_stats)
@@ -115,16 +116,26 @@ current_device_idx = _deprecated(current_device_index, "current_device_index")
 set_device_idx = _deprecated(set_device_index, "set_device_index")
 
 
-def current_stream(device: Any = None, /) -> Any:
-    """Not available: backends expose one in-order queue per device, not streams."""
-    raise NotImplementedError("pg.accelerator.current_stream: streams are not implemented (each "
-                              "device has one in-order queue; use synchronize())")
+def current_stream(device: Any = None, /) -> Stream:
+    """The current stream of ``device`` (an index, or a device of the accelerator's type; default:
+    the current device), a :class:`~portagrad.Stream`. Each device has one in-order queue, so
+    this is always that queue (``stream_id`` 0)."""
+    index = device_index_of(device, optional=True)
+    return Stream(_device.device(require().device_type, index))
 
 
-def set_stream(stream: Any) -> None:
-    """Not available: backends expose one in-order queue per device, not streams."""
-    raise NotImplementedError("pg.accelerator.set_stream: streams are not implemented (each "
-                              "device has one in-order queue)")
+def set_stream(stream: Stream) -> None:
+    """Make ``stream`` current on its device and, as PyTorch's, its device the current device.
+    ``stream`` must be on the accelerator's device type. (A device has one queue: only the device
+    changes.)"""
+    if not isinstance(stream, Stream):
+        raise TypeError(f"set_stream(): argument 'stream' must be torch.Stream, not "
+                        f"{type(stream).__name__}")
+    mod = require()
+    if stream.device.type != mod.device_type:
+        raise ValueError(f"{stream.device.type} doesn't match the current accelerator "
+                         f"{_device.device(mod.device_type)}.")
+    mod.set_device(stream.device_index)
 
 
 class Graph:

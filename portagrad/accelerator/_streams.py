@@ -12,6 +12,7 @@ needs nothing (its later work already runs after it); across devices the host wa
 """
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from .. import _device
@@ -27,6 +28,8 @@ _TYPE_IDS = {"cpu": 0, "cuda": 1, "mkldnn": 2, "opengl": 3, "opencl": 4, "ideep"
              "fpga": 7, "maia": 8, "xla": 9, "vulkan": 10, "metal": 11, "xpu": 12, "mps": 13,
              "meta": 14, "hpu": 15, "ve": 16, "lazy": 17, "ipu": 18, "mtia": 19,
              "privateuseone": 20}
+#: How long :meth:`Stream.query` waits for its marker on a queue that may be idle (seconds).
+_IDLE_WAIT_S = 1e-3
 #: Device types without a queue: their streams and events have index -1 and no events.
 _HOST_TYPES = ("cpu", "meta")
 
@@ -80,7 +83,16 @@ class Stream:
         """Whether all work queued on the stream has finished."""
         if self._host():
             return True
-        return self.record_event().query()
+        # a marker enqueued now completes when the queue reaches it: at once on a busy queue's
+        # terms, but even an idle queue takes some microseconds to run it (PoCL: 10-30), so a
+        # query right after synchronize() would say False. A short wait for the marker tells an
+        # idle queue from a busy one; a busy queue is reported after at most _IDLE_WAIT_S.
+        ev = self.record_event()
+        deadline = time.perf_counter() + _IDLE_WAIT_S
+        while not ev.query():
+            if time.perf_counter() > deadline:
+                return False
+        return True
 
     def synchronize(self) -> None:
         """Wait until all work queued on the stream has finished."""
