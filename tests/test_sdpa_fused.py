@@ -259,3 +259,79 @@ def test_small_cases(device, kind):
         if kind == "float":
             mask = np.where(mask, rng.standard_normal(mask.shape), -np.inf)
     _check(device, q, k, v, mask=mask, causal=kind == "causal", dtype=pg.float32, tol=1e-5)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("kind", ["none", "causal", "bool", "float"])
+def test_decode_rows(device, dt, kind):
+    # a few query rows against a longer cache (a decode step): the numpy backend's row kernel
+    # (no L x S matrix; bfloat16 keys and values read in place), with a broadcast mask, rows
+    # with nothing to attend to and causal rows past the keys (L > S at S = 2)
+    dtype = getattr(pg, dt)
+    if _declines(device, dtype):
+        pytest.skip(f"{device} declines {dt} (DTypeError)")
+    tol = {"float32": 2e-5, "float64": 1e-10, "bfloat16": 3e-2}[dt]
+    for lead, L, S, D in (((2, 3), 1, 40, 64), ((3,), 4, 2, 8), ((2,), 16, 33, 16)):
+        q, k, v, rng = _data(11, lead, L, S, D)
+        if dt == "bfloat16":  # the reference sees the rounded inputs
+            q, k, v = (pg.tensor(a).to(dtype).to(pg.float64).numpy() for a in (q, k, v))
+        mask = None
+        if kind in ("bool", "float"):
+            mask = rng.random((L, S)) > 0.4
+            mask[0] = False
+            if kind == "float":
+                mask = np.where(mask, rng.standard_normal((L, S)), -np.inf)
+                if dt == "bfloat16":
+                    mask = pg.tensor(mask).to(dtype).to(pg.float64).numpy()
+        out = _check(device, q, k, v, mask=mask, causal=kind == "causal", dtype=dtype, tol=tol)
+        assert out.dtype is dtype
+        if mask is not None:
+            assert (out.detach().to(pg.float32).cpu().numpy()[..., 0, :] == 0).all()
+
+
+def test_decode_rows_kernel_against_blocked_path(monkeypatch):
+    # the numpy backend's two forward paths (numba's row kernel, the blocked BLAS one) agree,
+    # NaN included: a NaN query row gives NaN outputs and log-sum-exps on both
+    from portagrad.backends.numpy import attention as na
+    from portagrad.backends.numpy import jit
+
+    if not jit.available():
+        pytest.skip("numba is not installed (or PORTAGRAD_NUMBA=0): no row kernel")
+    q, k, v, rng = _data(12, (2, 3), 3, 20, 16)
+    q[1, 2, 0, 0] = np.nan
+    mask = pg.tensor(rng.random((3, 20)) > 0.3)
+    outs = []
+    for few in (na._FEW_ROWS, 0):
+        monkeypatch.setattr(na, "_FEW_ROWS", few)
+        ts = [pg.tensor(a, dtype=pg.float32) for a in (q, k, v)]
+        lse = pg.empty((2, 3, 3))
+        out = pg.empty((2, 3, 3, 16))
+        _raw.attention(*ts, _raw.expand_view(mask, (2, 3, 3, 20)), False, 0.25, out, lse)
+        outs.append((out.numpy(), lse.numpy()))
+    (o1, l1), (o0, l0) = outs
+    np.testing.assert_allclose(o1, o0, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(l1, l0, rtol=1e-6, atol=1e-6)
+    assert np.isnan(l1[1, 2, 0]) and np.isnan(o1[1, 2, 0]).all()
+
+
+@pytest.mark.parametrize("L", [1, 3, 40])
+def test_nan_scores_reach_the_output(device, L):
+    # a NaN score makes its row NaN, as the composition and PyTorch's math path (the fused
+    # kernels gave 0, as for a row with nothing to attend to); a masked-out NaN key takes no part
+    q, k, v, _ = _data(13, (1, 2), L, 5, 4)
+    qn, kn = q.copy(), k.copy()
+    qn[0, 1, 0, 0] = np.nan
+    kn[0, 0, 2, 1] = np.nan
+    mask = np.ones((L, 5), bool)
+    mask[:, 2] = False
+    for dt in (pg.float32, pg.float64):
+        def run(a, b, m=None, dt=dt):
+            ts = [pg.tensor(x, device=device, dtype=dt) for x in (a, b, v)]
+            pm = None if m is None else pg.tensor(m, device=device)
+            return F.scaled_dot_product_attention(*ts, attn_mask=pm).cpu().numpy()
+        o = run(qn, k)
+        assert np.isnan(o[0, 1, 0]).all()
+        assert np.isfinite(o[0, 0]).all() and np.isfinite(o[0, 1, 1:]).all()
+        o = run(q, kn)
+        assert np.isnan(o[0, 0]).all() and np.isfinite(o[0, 1]).all()
+        assert np.isfinite(run(q, kn, mask)).all()

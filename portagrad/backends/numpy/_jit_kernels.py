@@ -19,7 +19,7 @@ __all__ = ["erf32", "gelu32", "gelu32_backward", "index_add_rows", "philox_unifo
            "keep_or_zero", "plane_scatter_add", "batch_norm_backward_planes",
            "bf16_rows_nt", "bf16_rows_nn", "bf16_binary_rows", "bf16_scalar_op", "bf16_gelu",
            "bf16_gelu_backward", "bf16_softmax_rows", "bf16_softmax_backward_rows", "bf16_round",
-           "bf16_widen"]
+           "bf16_widen", "attention_rows"]
 
 _F = np.float32
 
@@ -580,6 +580,96 @@ def bf16_softmax_backward_rows(g: Any, y: Any, out: Any) -> None:
         orow = obits[0]
         for j in range(N):
             oi[j] = _rne16(orow[j])
+
+
+def wide(x: Any) -> Any:
+    """A float element as itself, a bfloat16 bit pattern (uint16) as its float32 (numba only)."""
+    return x
+
+
+@numba.extending.overload(wide)
+def _wide_overload(x):  # type: ignore[no-untyped-def]  # numba matches its signature
+    if x == numba.types.uint16:
+        return lambda x: _bits_as_f32(np.uint32(x) << 16)
+    return lambda x: x
+
+
+@_jit(fastmath={"reassoc"})
+def _qk_row(qf: Any, kn: Any, c: int, scale: Any, s: Any) -> None:
+    # s[j] = sum(qf * wide(kn[j])) * scale for the first c keys of kn (S, D): each dot
+    # reassociated so that it vectorises
+    # (each sum from 0 over all D terms: a head size is a multiple of the vector width, where
+    # starting from the first product left a scalar remainder of D - 1 terms per key)
+    D = qf.size
+    zero = s.dtype.type(0)
+    for j in range(c):
+        kj = kn[j]
+        t = zero
+        for d in range(D):
+            t += qf[d] * wide(kj[d])
+        s[j] = t * scale
+
+
+@_jit()
+def _pv_row(p: Any, vn: Any, c: int, o: Any) -> None:
+    # o = sum over the first c keys of p[j] * wide(vn[j]) (vn (S, E)), in key order
+    o[:] = 0
+    E = o.size
+    for j in range(c):
+        pj, vj = p[j], vn[j]
+        for e in range(E):
+            o[e] += pj * wide(vj[e])
+
+
+@_jit()
+def attention_rows(q: Any, k: Any, v: Any, mask: Any, mask_kind: int, causal: bool, scale: Any,
+                   out: Any, lse: Any, qf: Any, s: Any) -> None:
+    # softmax(q k^T * scale + mask) v for each of the N (L, D) query blocks of q against the
+    # (S, D) keys k and (S, E) values v: one query row at a time, its scores in s (S,) (no
+    # (L, S) matrix), its output accumulated in out (N, L, E), the log-sum-exp into lse (N, L).
+    # q/k/v float32/float64, or bfloat16 bit patterns (uint16) computed in float32; out, lse,
+    # the scratch qf (D,) and s of the computing type. mask (N, L, S): mask_kind 0 none, 1 bool
+    # (False: masked), 2 additive. causal: row i takes keys 0..i. The numpy path's arithmetic in
+    # its order (the product scaled after the dot, exp(s - max), the sum divided at the end); a
+    # row with nothing to attend to gives 0 and lse -inf; a NaN score gives NaN through the sum.
+    N, L, D = q.shape
+    S = k.shape[1]
+    ninf = s.dtype.type(-np.inf)
+    zero = s.dtype.type(0)
+    for n in range(N):
+        for i in range(L):
+            for d in range(D):
+                qf[d] = wide(q[n, i, d])
+            c = min(i + 1, S) if causal else S
+            if c == 0:
+                out[n, i, :] = 0
+                lse[n, i] = ninf
+                continue
+            sc = s[:c]
+            _qk_row(qf, k[n], c, scale, sc)
+            if mask_kind == 1:
+                mi = mask[n, i]
+                for j in range(c):
+                    sc[j] = sc[j] if mi[j] else ninf
+            elif mask_kind == 2:
+                mi = mask[n, i]
+                for j in range(c):
+                    sc[j] += wide(mi[j])
+            # (separate passes, so that each vectorises: the sums below may be reassociated)
+            m = rmax(sc)
+            if m == ninf:
+                m = zero  # nothing to attend to: exp(-inf - 0) = 0
+            for j in range(c):
+                sc[j] = exp_le0(sc[j] - m)
+            t = rsum(sc)
+            o = out[n, i]
+            _pv_row(s, v[n], c, o)
+            if t == 0:  # nothing attended (a NaN score leaves t NaN: NaN outputs)
+                o[:] = 0
+            else:
+                for e in range(o.size):
+                    o[e] = o[e] / t
+            lse[n, i] = m + np.log(t)
 
 
 @_jit()

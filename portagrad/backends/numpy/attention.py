@@ -15,6 +15,7 @@ import numpy as np
 
 from ... import _dtype
 from ..interface import View
+from . import jit
 from .arrays import BFLOAT16, nd
 
 __all__ = ["AttentionMixin"]
@@ -27,6 +28,18 @@ warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
 _BLOCK = 128
 
 _HALF16 = (BFLOAT16, _dtype.float16)
+
+#: forwards of at most this many query rows run numba's row kernel (``jit.attention_rows``)
+_FEW_ROWS = 8
+_ROW_DTYPES = (_dtype.float32, _dtype.float64, BFLOAT16)
+
+
+def _by_rows(q: View, k: View, v: View, mask: View | None, L: int) -> bool:
+    """Whether the forward takes ``jit.attention_rows``: few query rows, numba there, one dtype
+    it computes in, and ``q``/``k``/``v`` C-contiguous (the core's node passes them so)."""
+    if L > _FEW_ROWS or q.dtype not in _ROW_DTYPES or not jit.available():
+        return False
+    return all(nd(t).flags.c_contiguous for t in (q, k, v))
 
 
 def _a(v: View) -> np.ndarray:
@@ -62,6 +75,10 @@ class AttentionMixin:
     def attention(self, q: View, k: View, v: View, mask: View | None, causal: bool,
                   scale: float, out: View, lse: View) -> None:
         """``out = softmax(q k^T * scale + mask) v`` and the row log-sum-exps into ``lse``."""
+        if _by_rows(q, k, v, mask, q.shape[-2]):
+            jit.attention_rows(nd(q), nd(k), nd(v), None if mask is None else nd(mask), causal,
+                               scale, nd(out), nd(lse))
+            return
         qa, ka, va = _a(q), _a(k), _a(v)
         ma = None if mask is None else nd(mask)
         if ma is not None and ma.dtype != np.bool_:
@@ -82,7 +99,9 @@ class AttentionMixin:
             ssum = np.sum(s, -1, keepdims=True)
             ob = np.matmul(s, va[..., :c, :])
             with np.errstate(divide="ignore", invalid="ignore"):
-                ob = np.where(ssum > 0, ob / ssum, 0)
+                # a sum of 0 is a row with nothing to attend to (0); a NaN score makes the sum
+                # NaN, which reaches the output (PyTorch's math path), not 0
+                ob = np.where(ssum == 0, 0, ob / ssum)
                 lb = (m + np.log(ssum))[..., 0]
             np.copyto(o[..., r0:r1, :], ob, casting="unsafe")
             np.copyto(la[..., r0:r1], lb, casting="unsafe")

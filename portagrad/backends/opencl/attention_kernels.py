@@ -53,6 +53,7 @@ __kernel void attn_fwd(__global const S* Q, long qo, __global const S* K, long k
     for (int d = 0; d < D; ++d) q[d] = live ? LD(Q[qo + (n * L + i) * D + d]) : 0;
     for (int d = 0; d < DV; ++d) acc[d] = 0;
     A m = -INFINITY, s = 0;
+    int bad = 0;  // a NaN score seen
     long last = min(L - 1, (long)(get_group_id(0) * WG + WG - 1));  // the block's last row
     for (long j0 = 0; j0 < SN; j0 += WG) {{
         if (causal && j0 > last) break;  // uniform over the work-group
@@ -71,6 +72,7 @@ __kernel void attn_fwd(__global const S* Q, long qo, __global const S* K, long k
         for (int t = 0; t < tn; ++t) {{
             long jj = j0 + t;{score}
             sc[t] = ok ? x : -INFINITY;
+            bad |= ok && isnan(x);
             tm = fmax(tm, sc[t]);
         }}
         if (tm == -INFINITY) continue;  // nothing in this tile for this row
@@ -87,10 +89,12 @@ __kernel void attn_fwd(__global const S* Q, long qo, __global const S* K, long k
         }}
     }}
     if (!live) return;
-    // a row that attends to nothing: output 0 and lse -inf (its gradients are then 0)
-    A r = s > 0 ? 1 / s : 0;
+    // a row that attends to nothing: output 0 and lse -inf (its gradients are then 0); a NaN
+    // score (which fmax passes over) makes the row NaN, as PyTorch's math path
+    if (bad) s = NAN;
+    A r = s == 0 ? 0 : 1 / s;
     for (int d = 0; d < DV; ++d) O[oo + (n * L + i) * DV + d] = ST(acc[d] * r);
-    LSE[lo + n * L + i] = s > 0 ? m + log(s) : -INFINITY;
+    LSE[lo + n * L + i] = s == 0 ? -INFINITY : m + log(s);
 }}
 """
 
