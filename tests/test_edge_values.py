@@ -350,12 +350,18 @@ def test_erfc_keeps_its_tail(device: Any) -> None:
     assert gradcheck(pg.special.erfc, (g,)) and gradgradcheck(pg.special.erfc, (g,))
 
 
-# piecewise activations: PyTorch's derivatives are strict at the kinks (clamp's is not)
+# piecewise activations: PyTorch's derivatives are strict at the kinks (clamp's is not); a NaN
+# input is on no side of a bound, and hardtanh's and the ELUs' gradients pass through it
 _KINKS = {  # name -> (inputs, PyTorch 2.13's gradient of the sum, float64)
-    "hardtanh": ([-1., 1., 0., 2., -3.], [0., 0., 1., 0., 0.]),
-    "relu6": ([0., 6., 3., -1., 7.], [0., 0., 1., 0., 0.]),
-    "hardsigmoid": ([-3., 3., 0., -4., 4.], [0., 0., 0.1666666716337204, 0., 0.]),
-    "hardswish": ([-3., 3., 0., -4., 4., 1.], [0., 1., 0.5, 0., 1., 0.8333333333333333]),
+    "hardtanh": ([-1., 1., 0., 2., -3., NAN], [0., 0., 1., 0., 0., 1.]),
+    "relu6": ([0., 6., 3., -1., 7., NAN], [0., 0., 1., 0., 0., 1.]),
+    "hardsigmoid": ([-3., 3., 0., -4., 4., NAN], [0., 0., 0.1666666716337204, 0., 0., 0.]),
+    "hardswish": ([-3., 3., 0., -4., 4., 1., NAN],
+                  [0., 1., 0.5, 0., 1., 0.8333333333333333, 1.]),
+    "elu": ([0., -1., 2., NAN], [1., 0.36787944117144233, 1., 1.]),
+    "celu": ([0., -1., 2., NAN], [1., 0.36787944117144233, 1., 1.]),
+    "selu": ([0., -1., 2., NAN], [1.7580993408473766, 0.646768603034814, 1.0507009873554805,
+                                  1.0507009873554805]),
 }
 
 

@@ -293,7 +293,9 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` for ``x > 0`` else ``alpha * (exp(x) - 1)``."""
     _floating_only("elu_cpu", input)
-    return _maybe_inplace(lambda x: where(x > 0, x, x.clamp(None, 0.0).expm1() * alpha), input, inplace)
+    # (x <= 0 picks the exponential: a NaN takes the identity's gradient, as PyTorch's)
+    return _maybe_inplace(lambda x: where(x <= 0, x.clamp(None, 0.0).expm1() * alpha, x), input,
+                          inplace)
 
 
 def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
@@ -314,7 +316,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if alpha == 0:  # (it divides by alpha: PyTorch refuses rather than give NaN)
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     return _maybe_inplace(
-        lambda x: where(x > 0, x, (x.clamp(None, 0.0) / alpha).expm1() * alpha),
+        lambda x: where(x <= 0, (x.clamp(None, 0.0) / alpha).expm1() * alpha, x),
         input, inplace)
 
 

@@ -46,8 +46,9 @@ class _Hardtanh(Function):
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Any:
         (x,) = ctx.saved_tensors
-        inside = (x > ctx.lo).logical_and(x < ctx.hi)
-        return where(inside, g, 0.0), None, None
+        # 0 at and beyond the bounds; NaN is not beyond them, so its gradient passes (PyTorch's)
+        outside = (x <= ctx.lo).logical_or(x >= ctx.hi)
+        return where(outside, 0.0, g), None, None
 
 
 class _Hardsigmoid(Function):
