@@ -291,3 +291,13 @@ def test_median_nan_is_nan_without_torch(device: str) -> None:
     assert math.isnan(v[0].item()) and i[0].item() == 1
     assert v[1].item() == 2.0 and i[1].item() == 2
     assert math.isnan(x.median().item())
+
+
+def test_bool_mask_of_a_tensor_with_an_empty_dimension(device: str) -> None:
+    # torch 2.13: x[mask] keeps the zero-size trailing dimension ((0, 0, 2) and (2, 0, 2)); the
+    # flattened view was asked for with -1, which a zero-size tensor leaves ambiguous
+    x = pg.zeros(1, 2, 0, dtype=pg.int64, device=device).transpose(-1, -2)
+    assert tuple(x[pg.tensor([False], device=device)].shape) == (0, 0, 2)
+    assert tuple(x[pg.tensor([True], device=device)].shape) == (1, 0, 2)
+    y = pg.zeros(3, 0, 2, device=device)
+    assert tuple(y[pg.tensor([True, False, True], device=device)].shape) == (2, 0, 2)

@@ -8,6 +8,7 @@ there, so a bad index raises ``IndexError`` naming it.
 """
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -137,7 +138,9 @@ def _index_first(x: Tensor, k: Any) -> Tensor | None:
             raise IndexError(f"too many indices for tensor of dimension {x.dim()}")
         if k.dim() == 0:
             return None
-        flat = reshape(x, (-1,) + tuple(x.shape[k.dim():]))
+        # (the mask's positions counted, not -1: with a zero-size trailing dimension -1 is
+        # ambiguous)
+        flat = reshape(x, (math.prod(x.shape[:k.dim()]),) + tuple(x.shape[k.dim():]))
         idx = np.flatnonzero(k.detach()._host())
         return flat.index_select(0, _creation.from_host(idx.astype(np.int64), device=x.device))
     if isinstance(k, list):
