@@ -421,17 +421,25 @@ def test_softmax_low_precision(device: str, dtype: Any) -> None:
     np.testing.assert_allclose(y.float().cpu().numpy(), want, rtol=1e-2, atol=1e-3)
 
 
+@pytest.mark.parametrize("params", ["same", "float32", "none", "strided"])
 @pytest.mark.parametrize("dtype", [pg.float16, pg.bfloat16], ids=str)
-def test_layer_norm_16bit_inference_equals_recorded(device: str, dtype: Any) -> None:
-    """16-bit layer norm when nothing records (raw float32 copies around the float32 node) gives
-    the bits of the recorded path (public float32 conversions), and keeps PyTorch's errors."""
+def test_layer_norm_16bit_inference_equals_recorded(device: str, dtype: Any, params: str) -> None:
+    """16-bit layer norm when nothing records (the backend's 16-bit rows where it takes them,
+    else raw float32 copies around the float32 node) gives the bits of the recorded path
+    (public float32 conversions), with 16-bit, float32 or no parameters and a strided input,
+    and keeps PyTorch's errors."""
     x = RNG.normal(size=(3, 5, 40)).astype(np.float32)
     try:
         xt = pg.tensor(x, dtype=dtype, device=device)
     except pg.errors.DTypeError as exc:  # a device without cl_khr_fp16
         pytest.skip(str(exc))
-    w = pg.tensor(RNG.normal(size=40), dtype=dtype, device=device)
-    b = pg.tensor(RNG.normal(size=40), dtype=dtype, device=device)
+    if params == "strided":
+        xt = pg.tensor(x.transpose(1, 0, 2), dtype=dtype, device=device).transpose(0, 1)
+    pdt = pg.float32 if params == "float32" else dtype
+    w = pg.tensor(RNG.normal(size=40), dtype=pdt, device=device)
+    b = pg.tensor(RNG.normal(size=40), dtype=pdt, device=device)
+    if params == "none":
+        w = b = None
     with pg.no_grad():
         fast = F.layer_norm(xt, (40,), w, b)
     recorded = F.layer_norm(xt.clone().requires_grad_(), (40,), w, b)

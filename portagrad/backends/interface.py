@@ -304,6 +304,13 @@ class Backend:
         return ()
 
     @property
+    def layer_norm_half_dtypes(self) -> tuple[str, ...]:
+        """Names of the 16-bit float dtypes whose views the optional ``layer_norm`` takes as they
+        are when no statistics are asked for (inference: computed in float32, rounded once);
+        for the others the core passes float32 copies and rounds the result. None here."""
+        return ()
+
+    @property
     def memory_counter(self) -> MemoryCounter:
         """The per-device byte counts the default :meth:`memory_stats` reports (created on first
         use, one per backend object). A backend gets real statistics by calling
@@ -815,7 +822,9 @@ class Backend:
     #     """Normalise each row of the (M, N) ``x``: ``out = (x - mean) * rstd * weight + bias``
     #     with ``weight``/``bias`` (N,) or ``None`` (1 and 0); ``mean``/``rstd`` (M,) receive the
     #     row statistics, or are ``None`` when no gradient will be asked for. N may be 0 (then
-    #     ``mean`` is 0 and ``rstd`` is ``1 / sqrt(eps)``), M may be 0."""
+    #     ``mean`` is 0 and ``rstd`` is ``1 / sqrt(eps)``), M may be 0. Without statistics,
+    #     ``x`` and ``out`` may be views of a 16-bit dtype named in ``layer_norm_half_dtypes``
+    #     (``weight``/``bias`` of that dtype or float32): computed in float32, rounded once."""
     # def layer_norm_backward(self, g, x, weight, mean, rstd, grad_x, grad_weight,
     #                         grad_bias) -> None:
     #     """Gradients of :meth:`layer_norm` for the (M, N) ``g``: ``grad_x`` (M, N) = ``rstd *

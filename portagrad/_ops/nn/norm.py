@@ -135,11 +135,32 @@ def half_layer_norm_unrecorded(x: Tensor, ns: tuple, w: Tensor | None, b: Tensor
     if x._v.dtype not in _HALF or (is_grad_enabled() and any(
             t is not None and t._requires_grad for t in (x, w, b))):
         return None
+    if _half_as_is(x, w, b, tuple(ns)):  # the backend takes the 16-bit rows as they are
+        n = math.prod(ns)
+        m = math.prod(x._v.shape[:len(x._v.shape) - len(ns)])
+        out = _raw.new_like(x)
+        _raw.layer_norm(flat(x, (m, n)), flat_or_none(w, n), flat_or_none(b, n), float(eps),
+                        flat(out, (m, n)), None, None)
+        return out
     x32, w32, b32 = (None if t is None else _raw.cast(t, _dtype.float32) for t in (x, w, b))
     assert x32 is not None
     if not norm_fast_path(x32, "layer_norm", w32, b32, shape=tuple(ns)):
         return None
     return _raw.cast(call(_LayerNorm, x32, w32, b32, tuple(ns), float(eps)), x._v.dtype)
+
+
+def _half_as_is(x: Tensor, w: Tensor | None, b: Tensor | None, ns: tuple) -> bool:
+    """Whether the backend's ``layer_norm`` takes 16-bit ``x`` as it is (its
+    ``layer_norm_half_dtypes``), with ``w``/``b`` each ``None`` or of ``ns``'s shape, ``x``'s
+    dtype or float32 and ``x``'s device."""
+    be = x._storage.backend
+    if x._v.dtype.name not in getattr(be, "layer_norm_half_dtypes", ()) or not _raw.has_prims(
+            x, "layer_norm", "layer_norm_backward"):
+        return False
+    dev = x._storage.device
+    return all(t is None or (t._v.dtype in (x._v.dtype, _dtype.float32)
+                             and tuple(t._v.shape) == ns and t._storage.device == dev)
+               for t in (w, b))
 
 
 class _BatchNorm(Function):

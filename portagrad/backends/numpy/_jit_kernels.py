@@ -19,7 +19,7 @@ __all__ = ["erf32", "gelu32", "gelu32_backward", "index_add_rows", "philox_unifo
            "keep_or_zero", "plane_scatter_add", "batch_norm_backward_planes",
            "bf16_rows_nt", "bf16_rows_nn", "bf16_binary_rows", "bf16_scalar_op", "bf16_gelu",
            "bf16_gelu_backward", "bf16_softmax_rows", "bf16_softmax_backward_rows", "bf16_round",
-           "bf16_widen", "attention_rows"]
+           "bf16_widen", "attention_rows", "bf16_layer_norm_rows"]
 
 _F = np.float32
 
@@ -560,6 +560,32 @@ def bf16_softmax_rows(x: Any, out: Any) -> None:
         bf16_widen(xi, xb[0])
         softmax_rows32(xb, yb)
         yr = ybits[0]
+        for j in range(N):
+            oi[j] = _rne16(yr[j])
+
+
+@_jit()
+def bf16_layer_norm_rows(x: Any, w: Any, b: Any, eps: Any, out: Any, has_w: bool,
+                         has_b: bool) -> None:
+    # layer_norm_rows over the rows of (M, N) bfloat16 bit patterns x (uint16), weight and bias
+    # (N,) bfloat16 bit patterns or float32 (widened once), a row at a time: the float32
+    # kernel's arithmetic on each widened row, the result rounded once into out (uint16)
+    M, N = x.shape
+    wf = np.empty(N if has_w else 0, np.float32)
+    bf = np.empty(N if has_b else 0, np.float32)
+    for j in range(wf.size):
+        wf[j] = wide(w[j])
+    for j in range(bf.size):
+        bf[j] = wide(b[j])
+    xb = np.empty((1, N), np.float32)
+    yb = np.empty((1, N), np.float32)
+    ybits = yb.view(np.uint32)
+    none = np.empty(0, np.float32)
+    n, one = np.float32(N), np.float32(1)
+    for i in range(M):
+        bf16_widen(x[i], xb[0])
+        layer_norm_rows(xb, wf, bf, eps, n, one, yb, none, none, has_w, has_b, False)
+        oi, yr = out[i], ybits[0]
         for j in range(N):
             oi[j] = _rne16(yr[j])
 

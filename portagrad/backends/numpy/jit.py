@@ -54,7 +54,7 @@ from ... import _dtype
 _BF16 = _dtype.bfloat16.numpy
 
 __all__ = ["attention_rows", "available", "batch_norm_backward_planes", "bf16_binary_rows",
-           "bf16_matmul_rows",
+           "bf16_layer_norm_rows", "bf16_matmul_rows",
            "BF16_CAST_MIN", "bf16_cast", "bf16_gelu", "bf16_gelu_backward", "bf16_scalar_op",
            "bf16_softmax_backward_rows", "bf16_softmax_rows", "build_once",
            "cross_entropy_backward_rows",
@@ -369,3 +369,19 @@ def attention_rows(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray
                               np.empty(D, ct), np.empty(max(S, 1), ct))
     if half:
         _kernel("bf16_round")(o3.reshape(-1), out.reshape(-1).view(np.uint16))
+
+
+def bf16_layer_norm_rows(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None,
+                         eps: float, out: np.ndarray) -> None:
+    """:func:`layer_norm_rows` of the C-contiguous bfloat16 (M, N) ``x`` (N >= 1) into bfloat16
+    ``out``, ``w``/``b`` (N,) bfloat16 or float32 or ``None``: each row widened, computed in
+    float32 and rounded once (no statistics)."""
+    n = x.shape[1]
+
+    def bits(a: np.ndarray | None) -> np.ndarray:
+        if a is None:
+            return np.empty(0, np.float32)
+        return a.view(np.uint16) if a.dtype == _BF16 else a
+    _kernel("bf16_layer_norm_rows")(x.view(np.uint16).reshape(-1, n), bits(w), bits(b),
+                                    np.float32(eps), out.view(np.uint16).reshape(-1, n),
+                                    w is not None, b is not None)

@@ -116,10 +116,23 @@ class NormsMixin:
             np.multiply(o, ya, out=o)
 
     # ---------------------------------------------------------- layer norm
+    @property
+    def layer_norm_half_dtypes(self) -> tuple[str, ...]:
+        # bfloat16 rows with numba: widened, normalised and rounded a row at a time (the float32
+        # copies of x, weight and bias and the rounding cost three times the norm on a decode
+        # step's rows)
+        return ("bfloat16",) if jit.available() else ()
+
     def layer_norm(self, x: View, weight: View | None, bias: View | None, eps: float, out: View,
                    mean: View | None, rstd: View | None) -> None:
         """Normalise each row of the (M, N) ``x`` into ``out``; row statistics into ``mean`` and
-        ``rstd`` (M,) when given."""
+        ``rstd`` (M,) when given. A bfloat16 ``x`` (``layer_norm_half_dtypes``, no statistics)
+        is computed in float32 and rounded once."""
+        if x.dtype is BFLOAT16:
+            if 0 not in x.shape:
+                jit.bf16_layer_norm_rows(nd(x), _nd_or_none(weight), _nd_or_none(bias), eps,
+                                         nd(out))
+            return
         xa = _a(x)
         assert xa is not None
         M, N = xa.shape
