@@ -2312,8 +2312,10 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
             and (weight is None or nodes.loss.ce_weight_fast(input, weight))
             and label_smoothing <= 0 and input.dtype.is_floating_point
             and input.shape[0] == target.shape[0] and input.shape[0] > 0):
-        return nodes.loss.cross_entropy_indices(input, target.to(_dtype.int64), ignore_index,
-                                            reduction, weight)  # one recorded node instead of ~15
+        if target.dtype is not _dtype.int64:
+            target = target.to(_dtype.int64)
+        return nodes.loss.cross_entropy_indices(input, target, ignore_index, reduction,
+                                                weight)  # one recorded node instead of ~15
     probs = tuple(target.shape) == tuple(input.shape)  # class probabilities (PyTorch: by shape)
     if probs and not target.dtype.is_floating_point:
         raise RuntimeError(f"Expected floating point type for target with class probabilities, "
