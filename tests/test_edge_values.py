@@ -676,3 +676,14 @@ def test_hypot_neither_overflows_nor_underflows(device: Any) -> None:
             ref = torch.hypot(torch.tensor(a, dtype=getattr(torch, dt)),
                               torch.tensor(b, dtype=getattr(torch, dt)))
             np.testing.assert_allclose(ref.numpy(), want, rtol=rtol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_tanh_reaches_one(device: Any, dtype: str) -> None:
+    # torch 2.13: tanh is exactly +-1 where the exact value rounds to it (PoCL's float builtin
+    # stayed an ulp short even at inf, so erfinv(tanh(inf)) was 3.83, not inf)
+    x = pg.tensor([INF, -INF, 20., 100., -30., NAN, 0.5], dtype=getattr(pg, dtype), device=device)
+    got = x.tanh().cpu().numpy()
+    np.testing.assert_array_equal(got[:5], [1., -1., 1., 1., -1.])
+    assert np.isnan(got[5]) and 0.46 < got[6] < 0.47
+    assert pg.special.erfinv(x[:2].tanh()).cpu().tolist() == [INF, -INF]

@@ -247,6 +247,11 @@ inline {t} pg_remainder_{t}({t} a, {t} b) {{
 }}
 inline {t} pg_sigmoid_{t}({t} a) {{
     return ({t})1 / (({t})1 + exp(-a));  /* PyTorch's formula (0 where exp(-a) overflows) */
+}}
+inline {t} pg_tanh_{t}({t} a) {{
+    /* +-1 from where the exact value rounds to it (a builtin may stay an ulp short: PoCL's
+       float tanh(inf) is 0.99999994); NaN fails the test and goes to tanh */
+    return fabs(a) >= ({t}){"19.1" if t == "double" else "9.02f"} ? copysign(({t})1, a) : tanh(a);
 }}""")
             if t == "float":
                 parts.append(erf32.opencl_source())
@@ -279,7 +284,7 @@ inline {t} pg_pow_{t}({t} a, {t} b) {{
 _F_UNARY = {
     "neg": "-a", "abs": "fabs(a)", "sign": "(a > (T)0 ? (T)1 : (a < (T)0 ? (T)-1 : (T)0))",  # nan: 0
     "exp": "exp(a)", "expm1": "expm1(a)", "log": "log(a)", "log1p": "log1p(a)", "sqrt": "sqrt(a)",
-    "rsqrt": "(T)1 / sqrt(a)", "sin": "sin(a)", "cos": "cos(a)", "tan": "tan(a)", "tanh": "tanh(a)",
+    "rsqrt": "(T)1 / sqrt(a)", "sin": "sin(a)", "cos": "cos(a)", "tan": "tan(a)", "tanh": "pg_tanh_T(a)",
     "sigmoid": "pg_sigmoid_T(a)", "relu": "((isnan(a) || a > (T)0) ? a : (T)0)", "erf": "pg_erf_T(a)",
     "floor": "floor(a)", "ceil": "ceil(a)", "round": "rint(a)", "trunc": "trunc(a)",
     "reciprocal": "(T)1 / a", "logical_not": "(uchar)(a == (T)0)", "isnan": "(uchar)(isnan(a) != 0)",
@@ -378,6 +383,7 @@ def _subst(expr: str, dtype: str) -> str:
             .replace("(R)", f"({rt})")
     t = CTYPE[dtype]
     return expr.replace("pg_sigmoid_T", f"pg_sigmoid_{t}").replace("pg_erf_T", f"pg_erf_{t}") \
+        .replace("pg_tanh_T", f"pg_tanh_{t}") \
         .replace("pg_floordiv_T", f"pg_floordiv_{t}") \
         .replace("pg_remainder_T", f"pg_remainder_{t}").replace("pg_pow_T", f"pg_pow_{t}") \
         .replace("(T)", f"({t})").replace("(U)", f"({UTYPE.get(dtype, t)})")
