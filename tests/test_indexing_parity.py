@@ -301,3 +301,13 @@ def test_bool_mask_of_a_tensor_with_an_empty_dimension(device: str) -> None:
     assert tuple(x[pg.tensor([True], device=device)].shape) == (1, 0, 2)
     y = pg.zeros(3, 0, 2, device=device)
     assert tuple(y[pg.tensor([True, False, True], device=device)].shape) == (2, 0, 2)
+
+
+def test_integer_index_into_an_empty_first_dimension(device: str) -> None:
+    # torch 2.13: IndexError "index is out of bounds for dimension with size 0" (was the
+    # RuntimeError of index_select); an empty index still gives an empty result
+    for shape, idx in (((0, 0, 1), [[0]]), ((0, 3), [0])):
+        with pytest.raises(IndexError, match="^index is out of bounds for dimension with size 0$"):
+            pg.zeros(*shape, device=device)[pg.tensor(idx, device=device)]
+    empty = pg.zeros(0, 3, device=device)[pg.tensor([], dtype=pg.int64, device=device)]
+    assert tuple(empty.shape) == (0, 3)

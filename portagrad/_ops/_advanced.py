@@ -158,6 +158,8 @@ def _index_first(x: Tensor, k: Any) -> Tensor | None:
     idx = k if k.dtype is _dtype.int64 else k.to(_dtype.int64)
     flat_idx = reshape(idx, (-1,))
     if flat_idx.numel():
+        if n == 0:  # (index_select would refuse the empty dimension with a RuntimeError)
+            raise IndexError("index is out of bounds for dimension with size 0")
         lo = int(_raw.reduce("min", flat_idx, (0,), False).item())
         if lo < 0:
             if lo < -n:
