@@ -554,6 +554,9 @@ def min_max(x: Tensor, valid: tuple[Any, Any] | None = None, late: bool = False
         # 3x the reads: index checks run on every gather and cross-entropy)
         a = x._storage.backend.host_array(x._v)
         if a is not None and a.dtype.kind in "iu":
+            if a.size == 1:  # (a decode step's position: two reductions cost 20x the read)
+                v = int(a.reshape(-1)[0])
+                return v, v
             return int(a.min()), int(a.max())
     out = _min_max_into(x)
     if valid is not None and CHECK_HOOK is not None:
