@@ -648,13 +648,13 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
             # (index_copy_, index_fill_: a KV cache written each decode step): one slice
             # assignment by a 1-D index, not a full grid of indices per element
             vec = idx[(0,) * axis + (slice(None),) + (0,) * (idx.ndim - axis - 1)]
-            src = s[tuple(slice(0, n) for n in idx.shape)]
+            part = s[tuple(slice(0, n) for n in idx.shape)]
             if vec.size == 1:  # one slice (a KV cache's position): a basic-index copy
                 i = int(vec[0])
                 i = i + o.shape[axis] if i < 0 else i  # (as the fancy index would read it)
-                o[(slice(None),) * axis + (slice(i, i + 1),)] = src
+                o[(slice(None),) * axis + (slice(i, i + 1),)] = part
                 return
-            o[(slice(None),) * axis + (vec,)] = src
+            o[(slice(None),) * axis + (vec,)] = part
             return
         _host_ops.scatter(o, axis, idx, s, reduce)
 
