@@ -119,6 +119,8 @@ def new_on(st: Storage, shape: tuple[int, ...], dtype: _dtype.dtype) -> Tensor:
 _ARRAYS: dict[Any, Any] = {}
 # backend -> its bound ``binary_array`` (optional too), else None: read by every operator
 _BINARY_ARRAYS: dict[Any, Any] = {}
+# backend -> its bound ``mm`` (optional: the 2-D product), else None: read by every mm
+_MMS: dict[Any, Any] = {}
 
 
 def _usable(backend: Any, name: str, beneath: tuple[str, ...], cache: dict[Any, Any]) -> Any:
@@ -163,6 +165,7 @@ def forget_allocators() -> None:
     shadows them on a live backend object (the capture recorder, on entry and on exit)."""
     _ARRAYS.clear()
     _BINARY_ARRAYS.clear()
+    _MMS.clear()
 
 
 _fresh = Tensor._fresh
@@ -654,9 +657,17 @@ def mm(a: Tensor, b: Tensor, av: View | None = None, bv: View | None = None) -> 
     if k == 0:
         return fill(out, 0)
     ov = out._v
-    a._storage.backend.matmul(View(av.buffer, av.offset, (1, m, k), (0,) + av.strides, av.dtype),
-                              View(bv.buffer, bv.offset, (1, k, n), (0,) + bv.strides, bv.dtype),
-                              View(ov.buffer, ov.offset, (1, m, n), (0, n, 1), ov.dtype))
+    be = a._storage.backend
+    try:
+        prod = _MMS[be]
+    except (KeyError, TypeError):
+        prod = _usable(be, "mm", ("matmul",), _MMS)
+    if prod is not None:  # the backend's 2-D product: no batch views to build
+        prod(av, bv, ov)
+        return out
+    be.matmul(View(av.buffer, av.offset, (1, m, k), (0,) + av.strides, av.dtype),
+              View(bv.buffer, bv.offset, (1, k, n), (0,) + bv.strides, bv.dtype),
+              View(ov.buffer, ov.offset, (1, m, n), (0, n, 1), ov.dtype))
     return out
 
 

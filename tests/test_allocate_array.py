@@ -230,3 +230,36 @@ def test_capture_records_the_allocations_and_restores_typed_allocation():
     assert step.stats["replays"] > 0, step.stats
     y = x + x
     assert y._v.cache is y._storage.buffer
+
+
+# ------------------------------------------------------- the 2-D product without batch views (mm)
+class _CountingMatmul(NumpyBackend):
+    """The numpy backend with a ``matmul`` of its own (it counts products)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def matmul(self, a, b, out):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        super().matmul(a, b, out)
+
+
+@pytest.mark.parametrize("kind", ["plain", "subclass", "shadowed"])
+def test_products_take_mm_unless_matmul_is_redefined_or_shadowed(kind):
+    be = _CountingMatmul() if kind == "subclass" else NumpyBackend()
+    seen = []
+    if kind == "shadowed":
+        plain = be.matmul
+        be.matmul = lambda a, b, out: seen.append(a.shape) or plain(a, b, out)
+    assert (_raw._usable(be, "mm", ("matmul",), {}) is None) == (kind != "plain")
+    st = _storage_of(be)
+    an, bn = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(4, 3)
+    a, b = _raw.new_on(st, (2, 3), pg.float64), _raw.new_on(st, (4, 3), pg.float64)
+    be.copy(pg.tensor(an, dtype=pg.float64)._v, a._v)
+    be.copy(pg.tensor(bn, dtype=pg.float64)._v, b._v)
+    bt = _raw.bare_view(b._v, (3, 4), (1, 3))  # b.T as a weight is used
+    out = _raw.mm(a, b, bv=bt)
+    np.testing.assert_array_equal(be.to_host(out._v), an @ bn.T)
+    counted = be.calls if kind == "subclass" else len(seen)
+    assert counted == (0 if kind == "plain" else 1)

@@ -586,6 +586,19 @@ class Backend:
         as PyTorch's CPU matmul), never bool; K may be 0 (result 0)."""
         raise NotImplementedError
 
+    # Optional: the 2-D product, which the core calls for every single matrix product (linear
+    # layers, their gradients) when the backend has it, instead of ``matmul`` on (1, M, K) and
+    # (1, K, N) views:
+    #
+    # def mm(self, a: View, b: View, out: View) -> None:
+    #     """``out = a @ b`` for the 2-D strided ``a`` (M, K) and ``b`` (K, N) (a transposed
+    #     operand has swapped strides) into the contiguous ``out`` (M, N); K >= 1 and the result
+    #     non-empty; what ``matmul`` gives on the operands as batches of one."""
+    #
+    # Why: building the three batch views costs a small product as much as its arithmetic. The
+    # core calls ``matmul`` instead where it is redefined below ``mm`` or shadowed on the object
+    # (see ``allocate_array``); the conformance kit checks ``mm`` against ``matmul``.
+
     def gather(self, x: View, axis: int, index: View, out: View) -> None:
         """``out[..., i, ...] = x[..., index[..., i, ...], ...]`` along ``axis`` (``torch.gather``).
 
@@ -959,7 +972,7 @@ asynchronous device), computes with numpy and uploads the result (``random`` onl
 core calls ``where`` and ``gather`` most (masks, activations' gradients, indexing, embedding,
 cross-entropy), so they are the first to replace."""
 
-OPTIONAL_METHODS = ("allocate_array", "binary_array", "host_array", "wrap_host", "pin_memory",
+OPTIONAL_METHODS = ("allocate_array", "binary_array", "mm", "host_array", "wrap_host", "pin_memory",
                     "is_pinned", "softmax",
                     "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
                     "max_pool2d_grad_input",

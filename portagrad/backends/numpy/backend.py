@@ -223,6 +223,22 @@ def _bf16_exact(x: Any) -> bool:
     return False
 
 
+def _product(am: np.ndarray, bm: np.ndarray, om: np.ndarray) -> None:
+    """``om = am @ bm`` for 2-D arrays, few rows computed transposed (see :func:`_few_rows`)."""
+    M, N = om.shape
+    if _few_rows(M, am.shape[1], N, om.dtype):
+        t = scratch((N, M), om.dtype)
+        np.matmul(bm.T, am.T, out=t)
+        np.copyto(om, t.T)
+        return
+    np.matmul(am, bm, out=om)
+
+
+def _one_batch(v: View) -> View:
+    """The 2-D ``v`` as a batch of one (1, M, N)."""
+    return View(v.buffer, v.offset, (1,) + v.shape, (0,) + v.strides, v.dtype)
+
+
 def _along_one_axis(o: np.ndarray, axis: int, idx: np.ndarray) -> bool:
     """Whether ``idx`` (of ``o``'s rank) varies along ``axis`` only (stride 0 elsewhere) and
     spans every other dimension of ``o``: then a scatter by it writes whole slices."""
@@ -625,16 +641,17 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
         if oo.shape[0] == 1:
             # NOTE: numpy's batched matmul skips BLAS for some transposed operands (a weight
             # gradient x.T @ g among them); a single matrix always gets BLAS
-            am, bm, om = aa[0], bb[0], oo[0]
-            M, N = om.shape
-            if _few_rows(M, am.shape[1], N, om.dtype):
-                t = scratch((N, M), om.dtype)
-                np.matmul(bm.T, am.T, out=t)
-                np.copyto(om, t.T)
-                return
-            np.matmul(am, bm, out=om)
+            _product(aa[0], bb[0], oo[0])
             return
         np.matmul(aa, bb, out=oo)
+
+    def mm(self, a: View, b: View, out: View) -> None:
+        """The optional 2-D product (M, K) @ (K, N) into the contiguous ``out``: what
+        :meth:`matmul` does with one matrix, without the batch views around it."""
+        if a.dtype is BFLOAT16:  # (its kernels take the batched views)
+            self.matmul(_one_batch(a), _one_batch(b), _one_batch(out))
+            return
+        _product(nd(a), nd(b), nd(out))
 
     def gather(self, x: View, axis: int, index: View, out: View) -> None:
         _host_ops.gather(nd(x), axis, nd(index), out=nd(out))

@@ -1,5 +1,5 @@
-"""``matmul``, ``gather`` and ``scatter``: transposed operands, broadcast batches (stride 0),
-``K = 0``, integer products, duplicate indices and every axis."""
+"""``matmul`` (and the optional 2-D ``mm``), ``gather`` and ``scatter``: transposed operands,
+broadcast batches (stride 0), ``K = 0``, integer products, duplicate indices and every axis."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import portagrad as pg
+from portagrad.backends.interface import View
 
 from ._util import check, contiguous, empty, reversed_axes, run_both, sample, supported_dtypes
 
@@ -65,6 +66,39 @@ def test_matmul(conformance_backend: Any, dtype: Any, mnk: tuple) -> None:
     out = empty(be, (3, m, n), dtype)
     run_both(be, "matmul", contiguous(be, a, dtype), bv, out)
     check(be, out, tol=tol, what=f"matmul {dtype.name} {mnk} broadcast batch of b")
+
+
+@pytest.mark.parametrize("mnk", _MNK, ids=["x".join(map(str, c)) for c in _MNK])
+@pytest.mark.parametrize("dtype", MATMUL_DTYPES, ids=[d.name for d in MATMUL_DTYPES])
+def test_mm(conformance_backend: Any, dtype: Any, mnk: tuple) -> None:
+    """The optional 2-D product as the core calls it (K >= 1, a non-empty result, a fresh
+    contiguous ``out``): what the backend's ``matmul`` gives on the operands as batches of one,
+    for operands contiguous at an offset, ``b`` transposed (a weight as ``x @ w.T``) and ``a``
+    transposed (a weight gradient ``g.T @ x``)."""
+    be = conformance_backend
+    if getattr(be, "mm", None) is None:
+        pytest.skip("the backend has no mm (optional)")
+    _need(be, dtype)
+    m, n, k = mnk
+    if k == 0 or m * n == 0:
+        pytest.skip("the core calls mm for K >= 1 and a non-empty result only")
+    kind = "any" if dtype.is_floating_point else "small"
+    a, b = sample(dtype, (m, k), kind), sample(dtype, (k, n), kind)
+    if dtype.is_floating_point:
+        a, b = (np.where(np.isfinite(t), t, 1.0).astype(dtype.numpy) for t in (a, b))
+    bt = contiguous(be, np.ascontiguousarray(b.T), dtype, 2)
+    cases = {"contiguous": (contiguous(be, a, dtype, 3).dev, contiguous(be, b, dtype, 1).dev),
+             "transposed b": (contiguous(be, a, dtype).dev, bt.twin.view(2, (k, n), (1, k)).dev),
+             "transposed a": (reversed_axes(be, a, dtype).dev, contiguous(be, b, dtype).dev)}
+    for what, (av, bv) in cases.items():
+        out, ref = empty(be, (m, n), dtype), empty(be, (1, m, n), dtype)
+        be.mm(av, bv, out.dev)
+        be.matmul(*(View(v.buffer, v.offset, (1,) + v.shape, (0,) + v.strides, v.dtype)
+                    for v in (av, bv)), ref.dev)
+        rt, at = _tol(dtype, k)
+        np.testing.assert_allclose(
+            be.to_host(out.dev).astype(np.float64), be.to_host(ref.dev)[0].astype(np.float64),
+            rtol=rt, atol=at, err_msg=f"mm {dtype.name} {mnk} {what} against matmul")
 
 
 def test_matmul_rules(conformance_backend: Any) -> None:
