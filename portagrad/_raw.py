@@ -639,12 +639,14 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
     return out
 
 
-def mm(a: Tensor, b: Tensor, av: View | None = None, bv: View | None = None) -> Tensor:
+def mm(a: Tensor, b: Tensor, av: View | None = None, bv: View | None = None,
+       bias: View | None = None) -> Tensor:
     """(M, K) @ (K, N) -> a new contiguous (M, N) tensor, for 2-D ``a`` and ``b``; ``av``/``bv``:
     2-D Views of ``a``'s/``b``'s buffers to multiply instead (a transpose is swapped strides).
     The backend's (1, M, K) @ (1, K, N) is called on bare Views: no tensor is made for the
     operands (each costs more than the rest of a small product's Python), and ``a``'s and
-    ``b``'s storages keep their ownership stamps. Empty sums and results as :func:`bmm`."""
+    ``b``'s storages keep their ownership stamps. Empty sums and results as :func:`bmm`.
+    ``bias``: a (N,) View of the product's dtype added to every row (a linear layer's)."""
     if av is None:
         av = a._v
     if bv is None:
@@ -654,20 +656,24 @@ def mm(a: Tensor, b: Tensor, av: View | None = None, bv: View | None = None) -> 
     out = new_on(a._storage, (m, n), av.dtype)
     if m * n == 0:
         return out
-    if k == 0:
-        return fill(out, 0)
     ov = out._v
     be = a._storage.backend
-    try:
-        prod = _MMS[be]
-    except (KeyError, TypeError):
-        prod = _usable(be, "mm", ("matmul",), _MMS)
-    if prod is not None:  # the backend's 2-D product: no batch views to build
-        prod(av, bv, ov)
-        return out
-    be.matmul(View(av.buffer, av.offset, (1, m, k), (0,) + av.strides, av.dtype),
-              View(bv.buffer, bv.offset, (1, k, n), (0,) + bv.strides, bv.dtype),
-              View(ov.buffer, ov.offset, (1, m, n), (0, n, 1), ov.dtype))
+    if k == 0:
+        fill(out, 0)
+    else:
+        try:
+            prod = _MMS[be]
+        except (KeyError, TypeError):
+            prod = _usable(be, "mm", ("matmul",), _MMS)
+        if prod is not None:  # the backend's 2-D product: no batch views to build
+            prod(av, bv, ov, bias)
+            return out
+        be.matmul(View(av.buffer, av.offset, (1, m, k), (0,) + av.strides, av.dtype),
+                  View(bv.buffer, bv.offset, (1, k, n), (0,) + bv.strides, bv.dtype),
+                  View(ov.buffer, ov.offset, (1, m, n), (0, n, 1), ov.dtype))
+    if bias is not None:
+        be.binary("add", ov, View(bias.buffer, bias.offset, (m, n), (0,) + bias.strides,
+                                  bias.dtype), ov)
     return out
 
 

@@ -590,10 +590,12 @@ class Backend:
     # layers, their gradients) when the backend has it, instead of ``matmul`` on (1, M, K) and
     # (1, K, N) views:
     #
-    # def mm(self, a: View, b: View, out: View) -> None:
+    # def mm(self, a: View, b: View, out: View, bias: View | None) -> None:
     #     """``out = a @ b`` for the 2-D strided ``a`` (M, K) and ``b`` (K, N) (a transposed
     #     operand has swapped strides) into the contiguous ``out`` (M, N); K >= 1 and the result
-    #     non-empty; what ``matmul`` gives on the operands as batches of one."""
+    #     non-empty; what ``matmul`` gives on the operands as batches of one. ``bias``: None, or
+    #     a (N,) View of the same dtype added to every row afterwards (a linear layer's), as
+    #     ``binary("add")`` would with it broadcast (stride 0 over the rows)."""
     #
     # Why: building the three batch views costs a small product as much as its arithmetic. The
     # core calls ``matmul`` instead where it is redefined below ``mm`` or shadowed on the object

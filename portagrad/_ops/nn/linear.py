@@ -36,9 +36,9 @@ class _Linear(Function):
         n, k = x2._v.shape
         wv = w._v
         o = wv.shape[0]
-        out = _raw.mm(x2, w, bv=_raw.bare_view(wv, (k, o), (wv.strides[1], wv.strides[0])))
-        if b is not None:  # (the bias broadcast as a bare View: no tensor outlives the call)
-            _raw.binary("add", out, _raw.bare_expand(b._v, (n, o)), out._v.dtype, out=out)
+        # (the bias added to each row by the product's call: no tensor outlives the call)
+        out = _raw.mm(x2, w, bv=_raw.bare_view(wv, (k, o), (wv.strides[1], wv.strides[0])),
+                      bias=None if b is None else b._v)
         if len(x._v.shape) == 2:
             return out
         shape = tuple(x._v.shape[:-1]) + (o,)

@@ -645,13 +645,21 @@ class NumpyBackend(NormsMixin, ActivationsMixin, ConvMixin, AttentionMixin, Back
             return
         np.matmul(aa, bb, out=oo)
 
-    def mm(self, a: View, b: View, out: View) -> None:
-        """The optional 2-D product (M, K) @ (K, N) into the contiguous ``out``: what
-        :meth:`matmul` does with one matrix, without the batch views around it."""
+    def mm(self, a: View, b: View, out: View, bias: View | None) -> None:
+        """The optional 2-D product (M, K) @ (K, N) into the contiguous ``out``, plus ``bias``
+        (N,) on each row when given: what :meth:`matmul` (and ``binary("add")``) do with one
+        matrix, without the batch views around it."""
         if a.dtype is BFLOAT16:  # (its kernels take the batched views)
             self.matmul(_one_batch(a), _one_batch(b), _one_batch(out))
-            return
-        _product(nd(a), nd(b), nd(out))
+        else:
+            om = nd(out)
+            _product(nd(a), nd(b), om)
+            if bias is not None and om.dtype.kind == "f" and om.dtype.itemsize >= 4:
+                np.add(om, nd(bias), out=om)  # (binary's own path for these dtypes)
+                return
+        if bias is not None:
+            self.binary("add", out, View(bias.buffer, bias.offset, out.shape,
+                                         (0,) + bias.strides, bias.dtype), out)
 
     def gather(self, x: View, axis: int, index: View, out: View) -> None:
         _host_ops.gather(nd(x), axis, nd(index), out=nd(out))

@@ -72,9 +72,9 @@ def test_matmul(conformance_backend: Any, dtype: Any, mnk: tuple) -> None:
 @pytest.mark.parametrize("dtype", MATMUL_DTYPES, ids=[d.name for d in MATMUL_DTYPES])
 def test_mm(conformance_backend: Any, dtype: Any, mnk: tuple) -> None:
     """The optional 2-D product as the core calls it (K >= 1, a non-empty result, a fresh
-    contiguous ``out``): what the backend's ``matmul`` gives on the operands as batches of one,
-    for operands contiguous at an offset, ``b`` transposed (a weight as ``x @ w.T``) and ``a``
-    transposed (a weight gradient ``g.T @ x``)."""
+    contiguous ``out``): what the backend's ``matmul`` gives on the operands as batches of one
+    (and ``binary("add")`` with a bias), for operands contiguous at an offset, ``b`` transposed
+    (a weight as ``x @ w.T``) and ``a`` transposed (a weight gradient ``g.T @ x``)."""
     be = conformance_backend
     if getattr(be, "mm", None) is None:
         pytest.skip("the backend has no mm (optional)")
@@ -90,15 +90,22 @@ def test_mm(conformance_backend: Any, dtype: Any, mnk: tuple) -> None:
     cases = {"contiguous": (contiguous(be, a, dtype, 3).dev, contiguous(be, b, dtype, 1).dev),
              "transposed b": (contiguous(be, a, dtype).dev, bt.twin.view(2, (k, n), (1, k)).dev),
              "transposed a": (reversed_axes(be, a, dtype).dev, contiguous(be, b, dtype).dev)}
+    bias = contiguous(be, sample(dtype, (n,), kind), dtype, 1).dev
     for what, (av, bv) in cases.items():
-        out, ref = empty(be, (m, n), dtype), empty(be, (1, m, n), dtype)
-        be.mm(av, bv, out.dev)
-        be.matmul(*(View(v.buffer, v.offset, (1,) + v.shape, (0,) + v.strides, v.dtype)
-                    for v in (av, bv)), ref.dev)
-        rt, at = _tol(dtype, k)
-        np.testing.assert_allclose(
-            be.to_host(out.dev).astype(np.float64), be.to_host(ref.dev)[0].astype(np.float64),
-            rtol=rt, atol=at, err_msg=f"mm {dtype.name} {mnk} {what} against matmul")
+        for with_bias in (False, True):
+            out, ref = empty(be, (m, n), dtype), empty(be, (1, m, n), dtype)
+            be.mm(av, bv, out.dev, bias if with_bias else None)
+            be.matmul(*(View(v.buffer, v.offset, (1,) + v.shape, (0,) + v.strides, v.dtype)
+                        for v in (av, bv)), ref.dev)
+            if with_bias:
+                r = ref.dev
+                be.binary("add", r, View(bias.buffer, bias.offset, r.shape, (0, 0, 1), dtype), r)
+            rt, at = _tol(dtype, k)
+            np.testing.assert_allclose(
+                be.to_host(out.dev).astype(np.float64),
+                be.to_host(ref.dev)[0].astype(np.float64), rtol=rt, atol=at,
+                err_msg=f"mm {dtype.name} {mnk} {what}{' + bias' if with_bias else ''} "
+                        f"against matmul (and binary add)")
 
 
 def test_matmul_rules(conformance_backend: Any) -> None:
