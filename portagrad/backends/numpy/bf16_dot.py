@@ -133,42 +133,10 @@ def _round_to_bf16(e: Emitter, v: str, n: int) -> str:
 
 
 def _reduce_and_store(e: Emitter, acc: dict[tuple[int, int], str], m0: str, n0: str) -> None:
-    """Each accumulator's 16 lanes summed and stored as a bfloat16 at its ``(i, j)`` of the
-    tile. The accumulators (a power of two of them) are summed together: each step adds the
-    halves of two vectors' lane groups into one vector (a transposing reduction: 15 additions
-    for 16 accumulators, where one horizontal sum each took 4), then the sums are rounded to
-    the nearest even bfloat16 as one vector."""
-    vecs: list[tuple[str, list[tuple[int, int]]]] = []
-    for key, p in acc.items():
-        x = e.value()
-        e(f"{x} = load <16 x float>, ptr {p}")
-        vecs.append((x, [key]))
-    lanes = 16  # lanes per group
-    while len(vecs) > 1:  # two vectors of G groups -> one of 2G groups, each half as wide
-        half, merged = lanes // 2, []
-        for (x, gx), (y, gy) in zip(vecs[0::2], vecs[1::2]):
-            lo = [g * lanes + k for g in range(len(gx)) for k in range(half)]
-            mask_a = const("i32", lo + [16 + v for v in lo])
-            mask_b = const("i32", [v + half for v in lo] + [16 + v + half for v in lo])
-            a, b, z = e.value(), e.value(), e.value()
-            e(f"{a} = shufflevector <16 x float> {x}, <16 x float> {y}, <16 x i32> {mask_a}")
-            e(f"{b} = shufflevector <16 x float> {x}, <16 x float> {y}, <16 x i32> {mask_b}")
-            e(f"{z} = fadd <16 x float> {a}, {b}")
-            merged.append((z, gx + gy))
-        vecs, lanes = merged, half
-    v, groups = vecs[0]
-    width = 16
-    while lanes > 1:  # fewer than 16 accumulators: fold each group's lanes within the vector
-        half = lanes // 2
-        lo = [g * lanes + k for g in range(len(groups)) for k in range(half)]
-        a, b, z = e.value(), e.value(), e.value()
-        n = len(lo)
-        e(f"{a} = shufflevector <{width} x float> {v}, <{width} x float> poison, "
-          f"<{n} x i32> {const('i32', lo)}")
-        e(f"{b} = shufflevector <{width} x float> {v}, <{width} x float> poison, "
-          f"<{n} x i32> {const('i32', [k + half for k in lo])}")
-        e(f"{z} = fadd <{n} x float> {a}, {b}")
-        v, width, lanes = z, n, half
+    """Each accumulator's 16 lanes summed (:meth:`Emitter.sum_lanes`) and stored as a bfloat16
+    at its ``(i, j)`` of the tile, the sums rounded to the nearest even bfloat16 as one
+    vector."""
+    v, groups = e.sum_lanes(acc)
     n = len(groups)
     h = _round_to_bf16(e, v, n)
     for lane, (i, j) in enumerate(groups):

@@ -103,6 +103,45 @@ class Emitter:
         self(f"{y} = " + instruction.format(acc=x))
         self(f"store <16 x float> {y}, ptr {slot}")
 
+    def sum_lanes(self, acc: dict[tuple[int, int], str]) -> tuple[str, list[tuple[int, int]]]:
+        """The ``<16 x float>`` accumulators' lane sums as one ``<n x float>`` vector (``n`` the
+        number of accumulators, a power of two up to 16) and the ``(i, j)`` key of each lane.
+        Pairs of vectors are folded into one by halves of their lane groups (a transposing
+        reduction: 15 additions for 16 accumulators, where one horizontal sum each took 4), then
+        the groups left in one vector are folded within it."""
+        vecs: list[tuple[str, list[tuple[int, int]]]] = []
+        for key, p in acc.items():
+            x = self.value()
+            self(f"{x} = load <16 x float>, ptr {p}")
+            vecs.append((x, [key]))
+        lanes = 16  # lanes per group
+        while len(vecs) > 1:  # two vectors of G groups -> one of 2G groups, each half as wide
+            half, merged = lanes // 2, []
+            for (x, gx), (y, gy) in zip(vecs[0::2], vecs[1::2]):
+                lo = [g * lanes + k for g in range(len(gx)) for k in range(half)]
+                mask_a = const("i32", lo + [16 + v for v in lo])
+                mask_b = const("i32", [v + half for v in lo] + [16 + v + half for v in lo])
+                a, b, z = self.value(), self.value(), self.value()
+                self(f"{a} = shufflevector <16 x float> {x}, <16 x float> {y}, <16 x i32> {mask_a}")
+                self(f"{b} = shufflevector <16 x float> {x}, <16 x float> {y}, <16 x i32> {mask_b}")
+                self(f"{z} = fadd <16 x float> {a}, {b}")
+                merged.append((z, gx + gy))
+            vecs, lanes = merged, half
+        v, groups = vecs[0]
+        width = 16
+        while lanes > 1:  # fewer than 16 accumulators: fold each group's lanes within the vector
+            half = lanes // 2
+            lo = [g * lanes + k for g in range(len(groups)) for k in range(half)]
+            a, b, z = self.value(), self.value(), self.value()
+            n = len(lo)
+            self(f"{a} = shufflevector <{width} x float> {v}, <{width} x float> poison, "
+                 f"<{n} x i32> {const('i32', lo)}")
+            self(f"{b} = shufflevector <{width} x float> {v}, <{width} x float> poison, "
+                 f"<{n} x i32> {const('i32', [k + half for k in lo])}")
+            self(f"{z} = fadd <{n} x float> {a}, {b}")
+            v, width, lanes = z, n, half
+        return v, groups
+
     def tiled(self, prefix: str, stop: str, step: int, unit: int,
               body: Callable[[str, int], None]) -> None:
         """``body(i, step)`` for ``i = 0, step, ...`` while a whole step fits below ``stop``,
