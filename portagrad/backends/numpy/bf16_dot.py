@@ -65,9 +65,6 @@ def _dpbf16ps(op: str, a: str, b: str) -> str:
 def _tile(e: Emitter, mb: int, nb: int, m0: str, n0: str, op: str) -> None:
     """``out[m0:m0+mb, n0:n0+nb]``: the dot products over K, 32 bfloat16 at a time."""
     acc = e.accumulators(mb, nb)
-    k_slot = e.slot("i64", "k")
-    head, body, done, tail, reduce = (e.label(x) for x in ("k", "kbody", "kdone", "ktail",
-                                                           "reduce"))
 
     def step(k: str, masked: bool) -> None:
         ops = []
@@ -87,25 +84,7 @@ def _tile(e: Emitter, mb: int, nb: int, m0: str, n0: str, op: str) -> None:
         for (i, j), p in acc.items():
             e.accumulate(p, _dpbf16ps(op, ops[0][i], ops[1][j]))
 
-    e(f"store i64 0, ptr {k_slot}")
-    e(f"br label %{head}")
-    e.start(head)
-    k, c = e.value(), e.value()
-    e(f"{k} = load i64, ptr {k_slot}")
-    e(f"{c} = icmp slt i64 {k}, %Kv")
-    e(f"br i1 {c}, label %{body}, label %{done}")
-    e.start(body)
-    step(k, False)
-    k2 = e.value()
-    e(f"{k2} = add i64 {k}, 32")
-    e(f"store i64 {k2}, ptr {k_slot}")
-    e(f"br label %{head}")
-    e.start(done)
-    e(f"br i1 %hasrem, label %{tail}, label %{reduce}")
-    e.start(tail)
-    step("%Kv", True)
-    e(f"br label %{reduce}")
-    e.start(reduce)
+    e.over_k(32, step)
     _reduce_and_store(e, acc, m0, n0)
 
 

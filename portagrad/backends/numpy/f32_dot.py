@@ -40,9 +40,6 @@ def _fma(a: str, b: str) -> str:
 def _tile(e: Emitter, mb: int, nb: int, m0: str, n0: str) -> None:
     """``out[m0:m0+mb, n0:n0+nb]``: the dot products over K, 16 floats at a time."""
     acc = e.accumulators(mb, nb)
-    k_slot = e.slot("i64", "k")
-    head, body, done, tail, reduce = (e.label(x) for x in ("k", "kbody", "kdone", "ktail",
-                                                           "reduce"))
 
     def step(k: str, masked: bool) -> None:
         ops = []
@@ -61,25 +58,7 @@ def _tile(e: Emitter, mb: int, nb: int, m0: str, n0: str) -> None:
         for (i, j), p in acc.items():
             e.accumulate(p, _fma(ops[0][i], ops[1][j]))
 
-    e(f"store i64 0, ptr {k_slot}")
-    e(f"br label %{head}")
-    e.start(head)
-    k, c = e.value(), e.value()
-    e(f"{k} = load i64, ptr {k_slot}")
-    e(f"{c} = icmp slt i64 {k}, %Kv")
-    e(f"br i1 {c}, label %{body}, label %{done}")
-    e.start(body)
-    step(k, False)
-    k2 = e.value()
-    e(f"{k2} = add i64 {k}, 16")
-    e(f"store i64 {k2}, ptr {k_slot}")
-    e(f"br label %{head}")
-    e.start(done)
-    e(f"br i1 %hasrem, label %{tail}, label %{reduce}")
-    e.start(tail)
-    step("%Kv", True)
-    e(f"br label %{reduce}")
-    e.start(reduce)
+    e.over_k(16, step)
     _reduce_and_store(e, acc, m0, n0)
 
 

@@ -103,6 +103,33 @@ class Emitter:
         self(f"{y} = " + instruction.format(acc=x))
         self(f"store <16 x float> {y}, ptr {slot}")
 
+    def over_k(self, width: int, step: Callable[[str, bool], None]) -> None:
+        """A register tile's loop along K: ``step(k, False)`` for ``k = 0, width, ...`` below
+        ``%Kv`` (the whole steps), then ``step("%Kv", True)`` (masked loads) when ``%hasrem``;
+        the lines after it run once the loop is done."""
+        k_slot = self.slot("i64", "k")
+        head, body, done, tail, after = (self.label(x) for x in ("k", "kbody", "kdone", "ktail",
+                                                                 "reduce"))
+        self(f"store i64 0, ptr {k_slot}")
+        self(f"br label %{head}")
+        self.start(head)
+        k, c = self.value(), self.value()
+        self(f"{k} = load i64, ptr {k_slot}")
+        self(f"{c} = icmp slt i64 {k}, %Kv")
+        self(f"br i1 {c}, label %{body}, label %{done}")
+        self.start(body)
+        step(k, False)
+        k2 = self.value()
+        self(f"{k2} = add i64 {k}, {width}")
+        self(f"store i64 {k2}, ptr {k_slot}")
+        self(f"br label %{head}")
+        self.start(done)
+        self(f"br i1 %hasrem, label %{tail}, label %{after}")
+        self.start(tail)
+        step("%Kv", True)
+        self(f"br label %{after}")
+        self.start(after)
+
     def sum_lanes(self, acc: dict[tuple[int, int], str]) -> tuple[str, list[tuple[int, int]]]:
         """The ``<16 x float>`` accumulators' lane sums as one ``<n x float>`` vector (``n`` the
         number of accumulators, a power of two up to 16) and the ``(i, j)`` key of each lane.
