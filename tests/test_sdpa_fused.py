@@ -271,7 +271,10 @@ def test_decode_rows(device, dt, kind):
     if _declines(device, dtype):
         pytest.skip(f"{device} declines {dt} (DTypeError)")
     tol = {"float32": 2e-5, "float64": 1e-10, "bfloat16": 3e-2}[dt]
-    for lead, L, S, D in (((2, 3), 1, 40, 64), ((3,), 4, 2, 8), ((2,), 16, 33, 16)):
+    # (head size 8 throughout, as most tests here: each new size is a kernel build on OpenCL;
+    # the other devices, whose kernels do not depend on these shapes, take the first case only)
+    cases = (((2, 3), 1, 40, 8), ((3,), 4, 2, 8), ((2,), 8, 33, 8))
+    for lead, L, S, D in cases if device == "cpu" else cases[:1]:
         q, k, v, rng = _data(11, lead, L, S, D)
         if dt == "bfloat16":  # the reference sees the rounded inputs
             q, k, v = (pg.tensor(a).to(dtype).to(pg.float64).numpy() for a in (q, k, v))
