@@ -222,27 +222,22 @@ def check_class_targets(target: Tensor, c: int, ignore_index: int) -> bool:
     """
     if not target.numel():
         return False
-    if not 0 <= ignore_index < c and _raw.CHECK_HOOK is None and \
-            target._storage.device.type == "cpu":
-        # eager on the cpu (its memory read in place): targets all in range (no ignored entry
-        # among them) pass at once
+    # a device that reads asynchronously: the check is enqueued and reports at the next read
+    # of the device (waiting for it would stall the host on the forward pass every step)
+    if _raw.defers_checks(target):
+        t = target.detach()
+        late = t if 0 <= ignore_index < c else t * ne(t, ignore_index)
+        _raw.min_max_later(late, functools.partial(_late_class_check, t, c, ignore_index))
+        return False
+    if not 0 <= ignore_index < c and _raw.CHECK_HOOK is None:
+        # eager: targets all in range (no ignored entry among them) pass at once (read through
+        # target itself: an alias tensor costs more than the cpu's read); a captured step keeps
+        # the one check below, which its replay repeats
         lo, hi = _raw.min_max(target)
         if lo >= 0 and hi < c:
             return True
     t = target.detach()
-    # a device that reads asynchronously: the check is enqueued and reports at the next read
-    # of the device (waiting for it would stall the host on the forward pass every step)
-    if _raw.defers_checks(t):
-        late = t if 0 <= ignore_index < c else t * ne(t, ignore_index)
-        _raw.min_max_later(late, functools.partial(_late_class_check, t, c, ignore_index))
-        return False
     if not 0 <= ignore_index < c:
-        if _raw.CHECK_HOOK is None:
-            # eager: targets all in range (no ignored entry among them) pass at once; a
-            # captured step keeps the one check below, which its replay repeats
-            lo, hi = _raw.min_max(t)
-            if lo >= 0 and hi < c:
-                return True
         t = t * ne(t, ignore_index)  # ignored entries -> class 0, which is in range
     lo, hi = _raw.min_max(t, (0, c - 1), late=True)
     if lo >= 0 and hi < c:
