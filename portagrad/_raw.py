@@ -672,8 +672,7 @@ def mm(a: Tensor, b: Tensor, av: View | None = None, bv: View | None = None,
                   View(bv.buffer, bv.offset, (1, k, n), (0,) + bv.strides, bv.dtype),
                   View(ov.buffer, ov.offset, (1, m, n), (0, n, 1), ov.dtype))
     if bias is not None:
-        be.binary("add", ov, View(bias.buffer, bias.offset, (m, n), (0,) + bias.strides,
-                                  bias.dtype), ov)
+        be.binary("add", ov, bare_expand(bias, (m, n)), ov)
     return out
 
 

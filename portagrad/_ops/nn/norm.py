@@ -14,9 +14,7 @@ from ...autograd.grad_mode import is_grad_enabled
 from ..elementwise import rsqrt
 from .. import reduction
 from ..shape import reshape
-from ...autograd._profiling import STATE as _PROF
-from ...autograd._profiling import record
-from .._common import NULL_CTX, call
+from .._common import call
 from ._common import NORM_DTYPES, flat, flat_or_none
 
 __all__ = ["norm_fast_path", "half_batch_norm_fast_path", "layer_norm", "batch_norm",
@@ -138,26 +136,12 @@ def half_layer_norm_unrecorded(x: Tensor, ns: tuple, w: Tensor | None, b: Tensor
             t is not None and t._requires_grad for t in (x, w, b))):
         return None
     if _half_as_is(x, w, b, tuple(ns)):  # the backend takes the 16-bit rows as they are
-        args = (x, w, b, tuple(ns), float(eps))
-        if _PROF.on:  # (recorded under the node's name, as the float32 path's node is)
-            return record("layer_norm", args, _half_rows, NULL_CTX, *args)
-        return _half_rows(NULL_CTX, *args)
+        return call(_LayerNorm, x, w, b, tuple(ns), float(eps))  # (nothing records it)
     x32, w32, b32 = (None if t is None else _raw.cast(t, _dtype.float32) for t in (x, w, b))
     assert x32 is not None
     if not norm_fast_path(x32, "layer_norm", w32, b32, shape=tuple(ns)):
         return None
     return _raw.cast(call(_LayerNorm, x32, w32, b32, tuple(ns), float(eps)), x._v.dtype)
-
-
-def _half_rows(ctx: Any, x: Tensor, w: Tensor | None, b: Tensor | None, ns: tuple,
-               eps: float) -> Tensor:
-    """The backend's ``layer_norm`` of 16-bit ``x`` as it is (see :func:`_half_as_is`)."""
-    n = math.prod(ns)
-    m = math.prod(x._v.shape[:len(x._v.shape) - len(ns)])
-    out = _raw.new_like(x)
-    _raw.layer_norm(flat(x, (m, n)), flat_or_none(w, n), flat_or_none(b, n), eps,
-                    flat(out, (m, n)), None, None)
-    return out
 
 
 def _half_as_is(x: Tensor, w: Tensor | None, b: Tensor | None, ns: tuple) -> bool:
