@@ -64,6 +64,18 @@ def _bits_as_f32_typing(typingctx: Any, bits: Any) -> Any:
 _bits_as_f32: Any = numba.extending.intrinsic(_bits_as_f32_typing)
 
 
+def wide(x: Any) -> Any:
+    """A float element as itself, a bfloat16 bit pattern (uint16) as its float32 (numba only)."""
+    return x
+
+
+@numba.extending.overload(wide, inline="always")
+def _wide_overload(x):  # type: ignore[no-untyped-def]  # numba matches its signature
+    if x == numba.types.uint16:
+        return lambda x: _bits_as_f32(np.uint32(x) << 16)
+    return lambda x: x
+
+
 @numba.njit(inline="always", error_model="numpy")
 def exp_neg(z: Any) -> Any:
     # exp(z) for float32 z <= 0 (or NaN): -inf gives 0, subnormal results are rounded once
@@ -445,20 +457,16 @@ def bf16_binary_rows(op: int, a: Any, b: Any, out: Any) -> None:
         br = b[0] if one_b else b[r]
         if op == 0:
             for j in range(N):
-                buf[j] = (_bits_as_f32(np.uint32(ar[j]) << 16)
-                          + _bits_as_f32(np.uint32(br[j]) << 16))
+                buf[j] = wide(ar[j]) + wide(br[j])
         elif op == 1:
             for j in range(N):
-                buf[j] = (_bits_as_f32(np.uint32(ar[j]) << 16)
-                          - _bits_as_f32(np.uint32(br[j]) << 16))
+                buf[j] = wide(ar[j]) - wide(br[j])
         elif op == 2:
             for j in range(N):
-                buf[j] = (_bits_as_f32(np.uint32(ar[j]) << 16)
-                          * _bits_as_f32(np.uint32(br[j]) << 16))
+                buf[j] = wide(ar[j]) * wide(br[j])
         else:
             for j in range(N):
-                buf[j] = (_bits_as_f32(np.uint32(ar[j]) << 16)
-                          / _bits_as_f32(np.uint32(br[j]) << 16))
+                buf[j] = wide(ar[j]) / wide(br[j])
         o = out[r]
         for j in range(N):
             o[j] = _rne16(bits[j])
@@ -479,22 +487,22 @@ def bf16_scalar_op(op: int, a: Any, s: Any, scalar_first: bool, out: Any) -> Non
         o = out[j0:j0 + m]
         if op == 0:
             for j in range(m):
-                buf[j] = _bits_as_f32(np.uint32(ar[j]) << 16) + s
+                buf[j] = wide(ar[j]) + s
         elif op == 1 and scalar_first:
             for j in range(m):
-                buf[j] = s - _bits_as_f32(np.uint32(ar[j]) << 16)
+                buf[j] = s - wide(ar[j])
         elif op == 1:
             for j in range(m):
-                buf[j] = _bits_as_f32(np.uint32(ar[j]) << 16) - s
+                buf[j] = wide(ar[j]) - s
         elif op == 2:
             for j in range(m):
-                buf[j] = _bits_as_f32(np.uint32(ar[j]) << 16) * s
+                buf[j] = wide(ar[j]) * s
         elif scalar_first:
             for j in range(m):
-                buf[j] = s / _bits_as_f32(np.uint32(ar[j]) << 16)
+                buf[j] = s / wide(ar[j])
         else:
             for j in range(m):
-                buf[j] = _bits_as_f32(np.uint32(ar[j]) << 16) / s
+                buf[j] = wide(ar[j]) / s
         for j in range(m):
             o[j] = _rne16(bits[j])
 
@@ -511,7 +519,7 @@ def bf16_round(x: Any, out: Any) -> None:
 def bf16_widen(x: Any, out: Any) -> None:
     # bfloat16 bit patterns x (uint16, 1-D) as float32 out (exact: a bfloat16 is the top half)
     for i in range(x.size):
-        out[i] = _bits_as_f32(np.uint32(x[i]) << 16)
+        out[i] = wide(x[i])
 
 
 @_jit()
@@ -608,24 +616,12 @@ def bf16_softmax_backward_rows(g: Any, y: Any, out: Any) -> None:
             oi[j] = _rne16(orow[j])
 
 
-def wide(x: Any) -> Any:
-    """A float element as itself, a bfloat16 bit pattern (uint16) as its float32 (numba only)."""
-    return x
-
-
-@numba.extending.overload(wide)
-def _wide_overload(x):  # type: ignore[no-untyped-def]  # numba matches its signature
-    if x == numba.types.uint16:
-        return lambda x: _bits_as_f32(np.uint32(x) << 16)
-    return lambda x: x
-
-
 @_jit(fastmath={"reassoc"})
 def _qk_row(qf: Any, kn: Any, c: int, scale: Any, s: Any) -> None:
     # s[j] = sum(qf * wide(kn[j])) * scale for the first c keys of kn (S, D): each dot
-    # reassociated so that it vectorises
-    # (each sum from 0 over all D terms: a head size is a multiple of the vector width, where
-    # starting from the first product left a scalar remainder of D - 1 terms per key)
+    # reassociated so that it vectorises, and summed from 0 over all D terms (a head size is a
+    # multiple of the vector width; starting from the first product left a scalar remainder of
+    # D - 1 terms per key)
     D = qf.size
     zero = s.dtype.type(0)
     for j in range(c):
@@ -835,9 +831,9 @@ def _bf16_rows_nt_streamed(a: Any, w: Any, out: Any) -> None:
         while r + 3 <= N:
             s00 = s01 = s02 = s10 = s11 = s12 = s20 = s21 = s22 = s30 = s31 = s32 = zero
             for k in range(K):
-                f0 = _bits_as_f32(np.uint32(w[r, k]) << 16)
-                f1 = _bits_as_f32(np.uint32(w[r + 1, k]) << 16)
-                f2 = _bits_as_f32(np.uint32(w[r + 2, k]) << 16)
+                f0 = wide(w[r, k])
+                f1 = wide(w[r + 1, k])
+                f2 = wide(w[r + 2, k])
                 x = a[0, k]
                 s00 += x * f0
                 s01 += x * f1
@@ -876,10 +872,10 @@ def _bf16_rows_nt_streamed(a: Any, w: Any, out: Any) -> None:
             s00 = s01 = s02 = s03 = zero
             for k in range(K):
                 x = a[m, k]
-                s00 += x * _bits_as_f32(np.uint32(w[r, k]) << 16)
-                s01 += x * _bits_as_f32(np.uint32(w[r + 1, k]) << 16)
-                s02 += x * _bits_as_f32(np.uint32(w[r + 2, k]) << 16)
-                s03 += x * _bits_as_f32(np.uint32(w[r + 3, k]) << 16)
+                s00 += x * wide(w[r, k])
+                s01 += x * wide(w[r + 1, k])
+                s02 += x * wide(w[r + 2, k])
+                s03 += x * wide(w[r + 3, k])
             out[m, r] = s00
             out[m, r + 1] = s01
             out[m, r + 2] = s02
@@ -888,7 +884,7 @@ def _bf16_rows_nt_streamed(a: Any, w: Any, out: Any) -> None:
         while r < N:
             acc = zero
             for k in range(K):
-                acc += a[m, k] * _bits_as_f32(np.uint32(w[r, k]) << 16)
+                acc += a[m, k] * wide(w[r, k])
             out[m, r] = acc
             r += 1
 

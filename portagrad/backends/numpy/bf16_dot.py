@@ -66,23 +66,15 @@ def _tile(e: Emitter, mb: int, nb: int, m0: str, n0: str, op: str) -> None:
     """``out[m0:m0+mb, n0:n0+nb]``: the dot products over K, 32 bfloat16 at a time."""
     acc = e.accumulators(mb, nb)
 
+    def as_op(v: str) -> str:  # the loaded bits as the instruction's operand type
+        b = e.value()
+        e(f"{b} = bitcast <32 x i16> {v} to {op}")
+        return b
+
     def step(k: str, masked: bool) -> None:
-        ops = []
-        for rows, base, ld, row0 in ((mb, "%a", "%lda", m0), (nb, "%w", "%ldw", n0)):
-            vals = []
-            for i in range(rows):
-                p = e.row_ptr(base, "i16", row0, i, ld, k)
-                v, b = e.value(), e.value()
-                if masked:  # the last K % 32 columns: zeros past the end add nothing
-                    e(f"{v} = call <32 x i16> @llvm.masked.load.v32i16.p0(ptr {p}, i32 2, "
-                      f"<32 x i1> %mask, <32 x i16> zeroinitializer)")
-                else:
-                    e(f"{v} = load <32 x i16>, ptr {p}, align 2")
-                e(f"{b} = bitcast <32 x i16> {v} to {op}")
-                vals.append(b)
-            ops.append(vals)
+        a, w = e.tile_loads(mb, nb, m0, n0, k, 32, "i16", masked, as_op)
         for (i, j), p in acc.items():
-            e.accumulate(p, _dpbf16ps(op, ops[0][i], ops[1][j]))
+            e.accumulate(p, _dpbf16ps(op, a[i], w[j]))
 
     e.over_k(32, step)
     _reduce_and_store(e, acc, m0, n0)

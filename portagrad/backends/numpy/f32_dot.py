@@ -42,21 +42,9 @@ def _tile(e: Emitter, mb: int, nb: int, m0: str, n0: str) -> None:
     acc = e.accumulators(mb, nb)
 
     def step(k: str, masked: bool) -> None:
-        ops = []
-        for rows, base, ld, row0 in ((mb, "%a", "%lda", m0), (nb, "%w", "%ldw", n0)):
-            vals = []
-            for i in range(rows):
-                p = e.row_ptr(base, "float", row0, i, ld, k)
-                v = e.value()
-                if masked:  # the last K % 16 columns: zeros past the end add nothing
-                    e(f"{v} = call <16 x float> @llvm.masked.load.v16f32.p0(ptr {p}, i32 4, "
-                      f"<16 x i1> %mask, <16 x float> zeroinitializer)")
-                else:
-                    e(f"{v} = load <16 x float>, ptr {p}, align 4")
-                vals.append(v)
-            ops.append(vals)
+        a, w = e.tile_loads(mb, nb, m0, n0, k, 16, "float", masked)
         for (i, j), p in acc.items():
-            e.accumulate(p, _fma(ops[0][i], ops[1][j]))
+            e.accumulate(p, _fma(a[i], w[j]))
 
     e.over_k(16, step)
     _reduce_and_store(e, acc, m0, n0)

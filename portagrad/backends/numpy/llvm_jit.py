@@ -103,6 +103,31 @@ class Emitter:
         self(f"{y} = " + instruction.format(acc=x))
         self(f"store <16 x float> {y}, ptr {slot}")
 
+    def tile_loads(self, rows_a: int, rows_w: int, m0: str, n0: str, k: str, lanes: int,
+                   elem: str, masked: bool, each: Callable[[str], str] = lambda v: v
+                   ) -> tuple[list[str], list[str]]:
+        """The vectors of ``lanes`` ``elem`` (``"i16"`` or ``"float"``) at column ``k`` of the
+        ``rows_a`` rows of ``%a`` from ``m0`` (leading dimension ``%lda``) and the ``rows_w``
+        rows of ``%w`` from ``n0`` (``%ldw``), each passed through ``each`` (instructions emitted
+        right after its load). ``masked``: only the lanes of ``%mask`` are read, zeros past them
+        (the last columns of K, where zeros add nothing)."""
+        size, tag = {"i16": (2, "i16"), "float": (4, "f32")}[elem]
+        ty = f"<{lanes} x {elem}>"
+        loaded = []
+        for rows, base, ld, row0 in ((rows_a, "%a", "%lda", m0), (rows_w, "%w", "%ldw", n0)):
+            vals = []
+            for i in range(rows):
+                p = self.row_ptr(base, elem, row0, i, ld, k)
+                v = self.value()
+                if masked:
+                    self(f"{v} = call {ty} @llvm.masked.load.v{lanes}{tag}.p0(ptr {p}, "
+                         f"i32 {size}, <{lanes} x i1> %mask, {ty} zeroinitializer)")
+                else:
+                    self(f"{v} = load {ty}, ptr {p}, align {size}")
+                vals.append(each(v))
+            loaded.append(vals)
+        return loaded[0], loaded[1]
+
     def over_k(self, width: int, step: Callable[[str, bool], None]) -> None:
         """A register tile's loop along K: ``step(k, False)`` for ``k = 0, width, ...`` below
         ``%Kv`` (the whole steps), then ``step("%Kv", True)`` (masked loads) when ``%hasrem``;
